@@ -1,0 +1,1 @@
+"""Rebuild agent runs from spans of any convention (one module per convention)."""

@@ -1,0 +1,203 @@
+"""The run model: what scorers judge, rebuilt from spans by the extractors.
+
+The shapes mirror Mastra's scorer run (``ScorerRunInputForAgent`` and ``MastraDBMessage``) so
+that a scorer ported from Mastra reads the same fields, and so that Mastra-shaped JSON runs
+validate straight into these models. Python attribute names are snake_case; the JSON aliases are
+Mastra's camelCase, and ``AgentRun.mastra_input()`` / ``mastra_output()`` dump exactly the dicts
+Mastra's scorer utils walk.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+ToolState = Literal[
+    "partial-call",
+    "call",
+    "result",
+    "output-error",
+    "output-denied",
+    "approval-requested",
+    "approval-responded",
+]
+RunKind = Literal["agent", "llm", "tool"]
+
+
+class _Model(BaseModel):
+    """camelCase JSON aliases (Mastra's field names), snake_case attributes, unknown keys kept."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="allow", ser_json_bytes="base64"
+    )
+
+
+class ToolInvocation(_Model):
+    """One tool call of the run, with its result once the tool answered."""
+
+    tool_call_id: str
+    tool_name: str
+    args: Any = Field(default_factory=dict)
+    result: Any = None
+    state: ToolState = "result"
+    is_error: bool | None = None
+    error_text: str | None = None
+
+
+class MessagePart(_Model):
+    """A part of a message: ``text``, ``reasoning``, ``tool-invocation``, ``file``, ``source``…"""
+
+    type: str
+    text: str | None = None
+    reasoning: str | None = None
+    details: list[dict[str, Any]] | None = None
+    tool_invocation: ToolInvocation | None = None
+    mime_type: str | None = None
+    data: str | None = None
+    url: str | None = None
+
+
+class MessageContent(_Model):
+    format: int = 2
+    parts: list[MessagePart] = Field(default_factory=list)
+    content: str | None = None
+    tool_invocations: list[ToolInvocation] | None = None
+    reasoning: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class Message(_Model):
+    """A ``MastraDBMessage``: role ``user``, ``assistant``, ``system``, ``tool`` or ``signal``."""
+
+    id: str
+    role: str
+    created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    content: MessageContent = Field(default_factory=MessageContent)
+
+
+class SystemMessage(_Model):
+    """A ``CoreSystemMessage``: content is a string or a list of ``{type, text}`` parts."""
+
+    role: Literal["system"] = "system"
+    content: str | list[dict[str, Any]] = ""
+
+
+class RunInput(_Model):
+    """``ScorerRunInputForAgent``."""
+
+    input_messages: list[Message] = Field(default_factory=list)
+    remembered_messages: list[Message] = Field(default_factory=list)
+    system_messages: list[SystemMessage] = Field(default_factory=list)
+    tagged_system_messages: dict[str, list[SystemMessage]] = Field(default_factory=dict)
+
+
+class ToolDefinition(_Model):
+    """A tool the model was offered (what LLM tool-call accuracy judges choices against)."""
+
+    name: str
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+
+
+class ContextDocument(_Model):
+    """Grounding the run had: a retrieved document or a tool result."""
+
+    content: str
+    source: str | None = None  # retriever or tool name
+    kind: Literal["retrieval", "tool_result", "provided"] = "retrieval"
+    score: float | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class TokenUsage(_Model):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    reasoning_tokens: int = 0
+    cached_input_tokens: int = 0
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+        )
+
+
+class AgentRun(_Model):
+    """One scorable run: an agent invocation, an LLM call or a tool call, with its trajectory.
+
+    For an agent run, ``output`` holds ONE assistant message whose parts are, in order, the
+    reasoning, tool invocations (with results) and text of every step, and whose
+    ``content.content`` is the final answer: Mastra's own persisted shape for an agent turn.
+    """
+
+    trace_id: str
+    span_id: str
+    kind: RunKind = "agent"
+    convention: str = "unknown"
+    agent_name: str | None = None
+    service_name: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    status: Literal["unset", "ok", "error"] = "unset"
+    error: str | None = None
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    input: RunInput = Field(default_factory=RunInput)
+    output: list[Message] = Field(default_factory=list)
+    context: list[ContextDocument] = Field(default_factory=list)
+    tools: list[ToolDefinition] = Field(default_factory=list)
+    ground_truth: Any = None
+    span_ids: list[str] = Field(default_factory=list)
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    resource_attributes: dict[str, Any] = Field(default_factory=dict)
+    warnings: list[str] = Field(default_factory=list)
+
+    def mastra_input(self) -> dict[str, Any]:
+        """The run input as the JSON dict Mastra's scorer utils read."""
+        return self.input.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    def mastra_output(self) -> list[dict[str, Any]]:
+        """The run output as the JSON list of ``MastraDBMessage`` dicts."""
+        return [m.model_dump(mode="json", by_alias=True, exclude_none=True) for m in self.output]
+
+
+class SpanInfo(BaseModel):
+    """What one convention module read off ONE span: the convention-neutral facts.
+
+    Convention modules (``tracescore.extract.<convention>``) produce these; the run assembler
+    turns a trace's tree of ``SpanInfo`` into ``AgentRun``s without ever looking at a
+    convention-specific attribute.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    span_id: str
+    parent_span_id: str | None = None
+    convention: str
+    kind: Literal["agent", "llm", "tool", "retrieval", "other"] = "other"
+    name: str = ""
+    agent_name: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    # Everything the LLM or agent was sent: system prompts separately, then the conversation
+    # (user / assistant / tool messages, in order, history included).
+    system: list[str] = Field(default_factory=list)
+    input_messages: list[Message] = Field(default_factory=list)
+    output_messages: list[Message] = Field(default_factory=list)
+    tool_call: ToolInvocation | None = None
+    tools: list[ToolDefinition] = Field(default_factory=list)
+    documents: list[ContextDocument] = Field(default_factory=list)
+    usage: TokenUsage | None = None
+    start_time_ns: int = 0
+    end_time_ns: int = 0
+    status: Literal["unset", "ok", "error"] = "unset"
+    error: str | None = None
+    warnings: list[str] = Field(default_factory=list)
