@@ -1,0 +1,106 @@
+"""Typed configuration of a tracescore instance, loaded from YAML and validated at start.
+
+Every stage reads its own section; nothing reads raw YAML. Validation errors name the bad key
+(dotted path) and, when loaded from a file, its line, and never echo values (they may be
+secrets).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+DEFAULT_DB_URL = "sqlite:///tracescore.db"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ServerConfig(_Section):
+    """Where the collector listens and how much it accepts before pushing back."""
+
+    host: str = "0.0.0.0"
+    http_port: int = Field(4318, ge=0, le=65535)
+    grpc_port: int = Field(4317, ge=0, le=65535)
+    max_body_bytes: int = Field(16 * 1024 * 1024, gt=0)
+    """Largest accepted request body, after gzip decompression (413 beyond)."""
+    max_pending_requests: int = Field(64, gt=0)
+    """Export requests decoded or being written at once; beyond it ingest answers 503."""
+    api_keys: list[str] = Field(default_factory=list)
+
+
+class AssemblyConfig(_Section):
+    """When a trace counts as complete and ready to score."""
+
+    idle_timeout: float = Field(5.0, gt=0)
+    """Seconds without a new span, once the root span has arrived."""
+    max_wait: float = Field(300.0, gt=0)
+    """Seconds after the first span after which a trace is ready regardless."""
+    lease_seconds: float = Field(60.0, gt=0)
+    """How long a worker's claim on a trace lasts before another may take it."""
+
+
+class Config(_Section):
+    store: str = DEFAULT_DB_URL
+    server: ServerConfig = Field(default_factory=ServerConfig)
+    assembly: AssemblyConfig = Field(default_factory=AssemblyConfig)
+
+
+class ConfigError(ValueError):
+    """A config file that does not validate; the message names every bad key."""
+
+
+def _line_index(text: str) -> dict[tuple[str, ...], int]:
+    """Map each key path of a YAML document to its 1-based line, for error messages."""
+    lines: dict[tuple[str, ...], int] = {}
+
+    def walk(node: yaml.Node, path: tuple[str, ...]) -> None:
+        lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                child = (*path, str(key.value))
+                lines[child] = key.start_mark.line + 1
+                walk(value, child)
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                walk(item, (*path, str(index)))
+
+    root = yaml.compose(text)
+    if root is not None:
+        walk(root, ())
+    return lines
+
+
+def format_validation_error(exc: ValidationError, lines: dict[tuple[str, ...], int]) -> str:
+    problems = []
+    for error in exc.errors(include_input=False, include_url=False):
+        path = tuple(str(p) for p in error["loc"])
+        key = ".".join(path) or "(top level)"
+        line = next((lines[path[:n]] for n in range(len(path), -1, -1) if path[:n] in lines), None)
+        where = f" (line {line})" if line else ""
+        problems.append(f"{key}{where}: {error['msg']}")
+    return "invalid configuration:\n  " + "\n  ".join(problems)
+
+
+def parse_config(text: str, source: str = "<config>") -> Config:
+    try:
+        data: Any = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping of sections")
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {format_validation_error(exc, _line_index(text))}") from None
+
+
+def load_config(path: Path | None) -> Config:
+    """The config of ``path``, or the embedded defaults when no file is given."""
+    if path is None:
+        return Config()
+    return parse_config(path.read_text(encoding="utf-8"), str(path))
