@@ -1,0 +1,136 @@
+"""Re-emit scores into the tracing backend as OpenTelemetry ``gen_ai.evaluation.result`` events.
+
+Two forms, because backends read one or the other:
+
+* an *evaluation span* in the scored trace, child of the scored span and named after the
+  evaluation, carrying the ``gen_ai.evaluation.result`` span event and the judge's model and
+  token usage;
+* the same event as an OTLP *log record* named ``gen_ai.evaluation.result`` in the scored
+  span's context, which is the form the GenAI semantic conventions specify.
+
+Both go through the OpenTelemetry SDK's batch processors and OTLP exporters: exports happen on
+the SDK's own thread with its retries and a bounded queue, so a slow or dead backend never
+blocks scoring (at worst the queue drops the oldest evaluations and the SDK logs it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry._logs import LogRecord
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags
+
+from tracescore import __version__
+from tracescore.pipeline.config import ExportConfig
+
+EVENT_NAME = "gen_ai.evaluation.result"
+
+
+def evaluation_attributes(score: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``gen_ai.evaluation.*`` attributes of one stored score (see GenAI events.yaml)."""
+    attributes: dict[str, Any] = {"gen_ai.evaluation.name": score["binding"]}
+    if score.get("score") is not None:
+        attributes["gen_ai.evaluation.score.value"] = float(score["score"])
+    if score.get("label"):
+        attributes["gen_ai.evaluation.score.label"] = score["label"]
+    explanation = score.get("reason") or score.get("error")
+    if explanation:
+        attributes["gen_ai.evaluation.explanation"] = explanation
+    if score["status"] == "error":
+        attributes["error.type"] = score.get("error_type") or "_OTHER"
+    return attributes
+
+
+def _exporters(config: ExportConfig) -> tuple[Any, Any]:
+    endpoint = (config.otlp_endpoint or "").rstrip("/")
+    headers = dict(config.headers)
+    if config.protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+        insecure = endpoint.startswith("http://")
+        target = endpoint.split("://", 1)[-1]
+        return (
+            OTLPSpanExporter(endpoint=target, insecure=insecure, headers=headers,
+                             timeout=config.timeout),
+            OTLPLogExporter(endpoint=target, insecure=insecure, headers=headers,
+                            timeout=config.timeout),
+        )
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    return (
+        OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces", headers=headers,
+                         timeout=config.timeout),
+        OTLPLogExporter(endpoint=f"{endpoint}/v1/logs", headers=headers, timeout=config.timeout),
+    )
+
+
+class EvaluationEmitter:
+    """Sends evaluation results to one OTLP endpoint. Thread-safe; call :meth:`shutdown` last."""
+
+    def __init__(self, config: ExportConfig) -> None:
+        resource = Resource.create({"service.name": "tracescore", "service.version": __version__})
+        span_exporter, log_exporter = _exporters(config)
+        self._tracer_provider = TracerProvider(resource=resource)
+        self._tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
+        self._logger_provider = LoggerProvider(resource=resource)
+        self._logger_provider.add_log_record_processor(BatchLogRecordProcessor(log_exporter))
+        self._tracer = self._tracer_provider.get_tracer("tracescore.emit", __version__)
+        self._logger = self._logger_provider.get_logger("tracescore.emit", __version__)
+
+    def emit(self, score: Mapping[str, Any]) -> None:
+        """Emit one stored score (a row of ``scores`` as a mapping) in both forms."""
+        if score["status"] not in ("ok", "error"):
+            return  # skipped and not-scorable runs were not evaluated
+        parent = SpanContext(
+            trace_id=int(score["trace_id"], 16),
+            span_id=int(score["span_id"], 16),
+            is_remote=True,
+            trace_flags=TraceFlags(TraceFlags.SAMPLED),
+        )
+        context = trace.set_span_in_context(NonRecordingSpan(parent))
+        attributes = evaluation_attributes(score)
+        span_attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "evaluation",
+            "tracescore.binding": score["binding"],
+            "tracescore.scorer.id": score["scorer_id"],
+            "tracescore.scorer.version": score["scorer_version"],
+            "tracescore.status": score["status"],
+        }
+        if score.get("judge_model"):
+            span_attributes["gen_ai.request.model"] = score["judge_model"]
+            span_attributes["gen_ai.usage.input_tokens"] = int(score.get("input_tokens") or 0)
+            span_attributes["gen_ai.usage.output_tokens"] = int(score.get("output_tokens") or 0)
+        if score["status"] == "error":
+            span_attributes["error.type"] = attributes["error.type"]
+        with self._tracer.start_as_current_span(
+            score["binding"], context=context, kind=SpanKind.INTERNAL, attributes=span_attributes
+        ) as span:
+            span.add_event(EVENT_NAME, attributes=attributes)
+            if score["status"] == "error":
+                span.set_status(trace.Status(trace.StatusCode.ERROR, score.get("error") or ""))
+        self._logger.emit(
+            LogRecord(
+                trace_id=parent.trace_id,
+                span_id=parent.span_id,
+                trace_flags=parent.trace_flags,
+                event_name=EVENT_NAME,
+                attributes=attributes,
+            )
+        )
+
+    def flush(self, timeout_millis: int = 5_000) -> None:
+        self._tracer_provider.force_flush(timeout_millis)
+        self._logger_provider.force_flush(timeout_millis)
+
+    def shutdown(self) -> None:
+        self._tracer_provider.shutdown()
+        self._logger_provider.shutdown()

@@ -1,0 +1,76 @@
+"""Configuration of the scoring pipeline: scorer bindings, filters, sampling, limits, export.
+
+A *binding* ties one scorer (prebuilt by name, or a custom ``module:attr``) with its options to
+the runs it should score. Bindings have names of their own because the same scorer often runs
+twice with different options or filters (``faithfulness-prod`` and ``faithfulness-canary``), and
+stored scores, metrics and alerts are per binding.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Target = Literal["agent", "llm", "tool", "trace"]
+PatternList = list[str]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class FilterConfig(_Section):
+    """Which runs a binding sees. Each pattern is exact, a glob (``support-*``) or ``re:<regex>``.
+
+    A list matches when any of its patterns matches; all given fields must match.
+    """
+
+    service: PatternList = Field(default_factory=list)
+    agent: PatternList = Field(default_factory=list)
+    model: PatternList = Field(default_factory=list)
+    attributes: dict[str, str | int | float | bool | PatternList] = Field(default_factory=dict)
+    """Span attributes of the run, falling back to resource attributes (``deployment.environment``)."""
+
+
+class SamplingConfig(_Section):
+    rate: float = Field(1.0, ge=0.0, le=1.0)
+
+
+class LimitsConfig(_Section):
+    per_minute: int | None = Field(None, gt=0)
+    """Most runs scored per minute by this binding, across all instances sharing the database."""
+    usd_per_day: float | None = Field(None, ge=0.0)
+    """Judge spend per UTC day for this binding; runs beyond it are stored as skipped_budget."""
+
+
+class ScorerBinding(_Section):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)
+    scorer: str
+    """A prebuilt scorer name (``faithfulness``) or ``module:attr`` of a custom scorer."""
+    judge: str | None = None
+    """Name of an entry of ``judges``; LLM scorers default to the judge named ``default``."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    target: Target = "agent"
+    filter: FilterConfig = Field(default_factory=FilterConfig)
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    threshold: float | None = None
+    """Score at which the result is labelled ``pass`` (``fail`` below) in emitted evaluations."""
+
+
+class ExportConfig(_Section):
+    """Where scores are re-emitted as OpenTelemetry ``gen_ai.evaluation.result`` events."""
+
+    otlp_endpoint: str | None = None
+    protocol: Literal["http/protobuf", "grpc"] = "http/protobuf"
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout: float = Field(10.0, gt=0)
+
+
+class WorkersConfig(_Section):
+    concurrency: int = Field(8, gt=0, le=1024)
+    """Runs scored at once per instance (judge calls are further limited per judge)."""
+    claim_batch: int = Field(16, gt=0)
+    poll_interval: float = Field(0.25, gt=0)
+    """Seconds between looks for ready traces when none was found."""

@@ -1,0 +1,100 @@
+"""Stored scores and sampling decisions.
+
+A score's primary key is derived from (trace, span, binding, scorer version), and writes are
+upserts: a retried or re-claimed trace, a restart mid-batch or a late span that triggers a
+rescore all land on the same row instead of adding duplicates. A new scorer version gets rows
+of its own, so old and new versions can be compared.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from sqlalchemy import JSON, Column, Index, Text
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import Connection
+from sqlmodel import Field, SQLModel
+
+ScoreStatus = Literal["ok", "error", "not_scorable", "skipped_budget", "skipped_rate"]
+SCORE_STATUSES: tuple[str, ...] = ScoreStatus.__args__  # type: ignore[attr-defined]
+
+
+def _utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def score_id(trace_id: str, span_id: str, binding: str, scorer_version: str) -> str:
+    key = f"{trace_id}\x1f{span_id}\x1f{binding}\x1f{scorer_version}".encode()
+    return hashlib.sha256(key).hexdigest()[:32]
+
+
+class ScoreRow(SQLModel, table=True):
+    __tablename__ = "scores"
+    __table_args__ = (
+        Index("ix_scores_binding_created", "binding", "created_at"),
+        Index("ix_scores_scorer_created", "scorer_id", "created_at"),
+        Index("ix_scores_created", "created_at"),
+        Index("ix_scores_trace", "trace_id"),
+        Index("ix_scores_agent_created", "agent", "created_at"),
+        Index("ix_scores_status_created", "status", "created_at"),
+    )
+
+    id: str = Field(primary_key=True, max_length=32)
+    trace_id: str = Field(max_length=32)
+    span_id: str = Field(max_length=16)
+    binding: str = Field(max_length=100)
+    scorer_id: str = Field(max_length=200)
+    scorer_version: str = Field(max_length=50)
+    status: str = Field(max_length=20)
+    score: float | None = None
+    label: str | None = Field(default=None, max_length=20)
+    reason: str | None = Field(default=None, sa_column=Column(Text))
+    error: str | None = Field(default=None, sa_column=Column(Text))
+    steps: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    judge_model: str | None = Field(default=None, max_length=200)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_ms: float = 0.0
+    run_kind: str = Field(default="agent", max_length=10)
+    service: str | None = Field(default=None, max_length=200)
+    agent: str | None = Field(default=None, max_length=200)
+    model: str | None = Field(default=None, max_length=200)
+    created_at: datetime = Field(default_factory=_utcnow)
+    updated_at: datetime = Field(default_factory=_utcnow)
+
+
+class SamplingDecisionRow(SQLModel, table=True):
+    """One row per run that passed a binding's filter: the sampling verdict, for coverage."""
+
+    __tablename__ = "sampling_decisions"
+    __table_args__ = (Index("ix_sampling_binding_created", "binding", "created_at"),)
+
+    id: str = Field(primary_key=True, max_length=32)
+    trace_id: str = Field(max_length=32)
+    span_id: str = Field(max_length=16)
+    binding: str = Field(max_length=100)
+    sampled: bool
+    created_at: datetime = Field(default_factory=_utcnow)
+
+
+def _upsert(connection: Connection, table: Any, rows: Sequence[dict[str, Any]], keep: set[str]):
+    """INSERT … ON CONFLICT (id) DO UPDATE, in the dialect at hand; ``keep`` columns are not updated."""
+    if not rows:
+        return
+    insert = pg_insert if connection.dialect.name == "postgresql" else sqlite_insert
+    statement = insert(table).values(list(rows))
+    updates = {c.name: statement.excluded[c.name] for c in table.columns if c.name not in keep}
+    connection.execute(statement.on_conflict_do_update(index_elements=["id"], set_=updates))
+
+
+def upsert_scores(connection: Connection, rows: Sequence[dict[str, Any]]) -> None:
+    _upsert(connection, ScoreRow.__table__, rows, keep={"id", "created_at"})
+
+
+def upsert_decisions(connection: Connection, rows: Sequence[dict[str, Any]]) -> None:
+    _upsert(connection, SamplingDecisionRow.__table__, rows, keep={"id", "created_at"})
