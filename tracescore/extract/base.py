@@ -1,0 +1,177 @@
+"""What a convention module is, and the attribute readers every convention module shares.
+
+A convention module (``tracescore.extract.genai``, ``.openinference``, …) is a plain module
+with three names, matched structurally by :class:`Convention`:
+
+* ``NAME: str`` — the convention's name, copied onto ``SpanInfo.convention`` and ``AgentRun``;
+* ``detect(span) -> bool`` — cheap: looks at a few attribute keys or the scope name only;
+* ``read(span, logs) -> SpanInfo`` — reads the span (and the log records emitted in its
+  context) into convention-neutral facts. It must not raise: whatever it cannot read goes into
+  ``SpanInfo.warnings``. :func:`safe_read` enforces that for modules that slip.
+
+The helpers below exist because every convention meets the same dirt: JSON encoded as strings
+(sometimes twice), truncated values, enormous values, numbers sent as strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any, Protocol
+
+import orjson
+
+from tracescore.extract.model import SpanInfo, TokenUsage
+from tracescore.spans import STATUS_ERROR, STATUS_OK, LogRecord, Span
+
+# Values above this many characters are not parsed as JSON: a multi-megabyte attribute is
+# almost always a raw request body or a base64 blob, and parsing it would cost more than the
+# whole rest of the trace. The text is kept (cut to this length) and a warning says so.
+MAX_VALUE_CHARS = 1_000_000
+
+
+class Convention(Protocol):
+    """The module protocol of a span convention (modules satisfy it structurally)."""
+
+    NAME: str
+
+    def detect(self, span: Span) -> bool: ...
+
+    def read(self, span: Span, logs: list[LogRecord]) -> SpanInfo: ...
+
+
+def new_info(span: Span, convention: str) -> SpanInfo:
+    """A ``SpanInfo`` holding what every span has regardless of convention."""
+    status = {STATUS_OK: "ok", STATUS_ERROR: "error"}.get(span.status_code, "unset")
+    error = None
+    if status == "error":
+        error = span.status_message or as_str(span.attributes.get("error.type")) or "error"
+    return SpanInfo(
+        span_id=span.span_id,
+        parent_span_id=span.parent_span_id,
+        convention=convention,
+        name=span.name,
+        start_time_ns=span.start_time_ns,
+        end_time_ns=span.end_time_ns,
+        status=status,
+        error=error,
+    )
+
+
+def safe_read(convention: Convention, span: Span, logs: list[LogRecord]) -> SpanInfo:
+    """``convention.read`` with the no-raise guarantee enforced: a crash becomes a warning."""
+    try:
+        return convention.read(span, logs)
+    except Exception as exc:  # noqa: BLE001 - one bad span must never lose the trace
+        info = new_info(span, convention.NAME)
+        info.warnings.append(f"{convention.NAME}: could not read span {span.name!r}: {exc!r}")
+        return info
+
+
+def as_str(value: Any) -> str | None:
+    """A non-empty string, or None. Bytes are decoded; numbers are not strings here."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    return value if isinstance(value, str) and value else None
+
+
+def as_int(value: Any) -> int | None:
+    """An integer from an int, a float or a numeric string (some SDKs stringify counts)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(float(value))
+        except ValueError:
+            return None
+    return None
+
+
+def first(attributes: Mapping[str, Any], *keys: str) -> Any:
+    """The value of the first key present (conventions renamed keys across versions)."""
+    for key in keys:
+        value = attributes.get(key)
+        if value is not None and value != "":
+            return value
+    return None
+
+
+def first_str(attributes: Mapping[str, Any], *keys: str) -> str | None:
+    return as_str(first(attributes, *keys))
+
+
+def load_json(value: Any, warnings: list[str], what: str) -> Any:
+    """Decode a JSON-string attribute, tolerating everything real exporters send.
+
+    Structured values (OTLP arrays/kvlists, as on log events) are returned as they are. A
+    string that does not look like JSON is plain text and returned unchanged. A string that
+    looks like JSON but does not parse (typically cut by ``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT``)
+    is returned as text with a warning, as is an oversized value (cut to ``MAX_VALUE_CHARS``).
+    """
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if not isinstance(value, str):
+        return value
+    if len(value) > MAX_VALUE_CHARS:
+        warnings.append(
+            f"{what}: {len(value)}-character value exceeds {MAX_VALUE_CHARS}; "
+            "kept as truncated text, not parsed"
+        )
+        return value[:MAX_VALUE_CHARS]
+    stripped = value.lstrip()
+    if not stripped or stripped[0] not in "[{\"":
+        return value
+    try:
+        return orjson.loads(stripped)
+    except orjson.JSONDecodeError as exc:
+        warnings.append(f"{what}: invalid JSON ({exc}); kept as text")
+        return value
+
+
+def load_json_deep(value: Any, warnings: list[str], what: str, depth: int = 3) -> Any:
+    """``load_json`` repeated while the result is still a JSON string (double encoding)."""
+    for _ in range(depth):
+        decoded = load_json(value, warnings, what)
+        if decoded is value or not isinstance(value, str):
+            return decoded
+        value = decoded
+    return value
+
+
+def usage_from(attributes: Mapping[str, Any], **keys: tuple[str, ...]) -> TokenUsage | None:
+    """Token usage from the attribute keys given per ``TokenUsage`` field, None when absent.
+
+    ``total_tokens`` is derived from input + output when the convention does not send it.
+    """
+    found: dict[str, int] = {}
+    for field, candidates in keys.items():
+        value = as_int(first(attributes, *candidates))
+        if value is not None:
+            found[field] = value
+    if not found:
+        return None
+    usage = TokenUsage(**found)
+    if "total_tokens" not in found:
+        usage.total_tokens = usage.input_tokens + usage.output_tokens
+    return usage
+
+
+def json_text(value: Any) -> str:
+    """Text for a value that may be structured (documents, tool results shown as context)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    try:
+        return orjson.dumps(value, default=str).decode()
+    except TypeError:
+        return str(value)
+
+
+def timestamp(time_ns: int) -> datetime | None:
+    """A UTC datetime for an OTLP nanosecond timestamp (0 = unknown)."""
+    return datetime.fromtimestamp(time_ns / 1e9, tz=timezone.utc) if time_ns else None

@@ -1,0 +1,73 @@
+"""Legacy OTel GenAI content events (semconv ≤ 1.36, SPAN_FORMATS §2a).
+
+One log record per message: ``gen_ai.{system,developer,user,assistant,tool}.message`` with the
+message as a structured body, and ``gen_ai.choice`` with ``{index, finish_reason, message}``
+for each completion choice. The span itself carries no content, so these records ARE the
+prompt and the answer. Some SDKs without a logger provider send the same events as span events
+with the body fields as attributes; both forms are read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from tracescore.extract.base import as_str, timestamp
+from tracescore.extract.genai_messages import parse_message, split_system
+from tracescore.extract.model import SpanInfo
+from tracescore.spans import LogRecord, Span
+
+_MESSAGE_EVENTS = {
+    f"gen_ai.{role}.message": role for role in ("system", "developer", "user", "assistant", "tool")
+}
+CHOICE_EVENT = "gen_ai.choice"
+
+
+def _events(logs: list[LogRecord], span: Span) -> Iterator[tuple[str, int, Any]]:
+    """(event name, time, payload) of every content event, log records first, in time order."""
+    found: list[tuple[str, int, Any]] = []
+    for record in logs:
+        name = record.event_name or as_str(record.attributes.get("event.name")) or ""
+        if name in _MESSAGE_EVENTS or name == CHOICE_EVENT:
+            payload = record.body if isinstance(record.body, dict) else _strip(record.attributes)
+            found.append((name, record.time_ns, payload))
+    if not found:
+        for event in span.events:
+            if event.name in _MESSAGE_EVENTS or event.name == CHOICE_EVENT:
+                found.append((event.name, event.time_ns, _strip(event.attributes)))
+    found.sort(key=lambda item: item[1])  # stable: equal timestamps keep emission order
+    yield from found
+
+
+def _strip(attributes: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in attributes.items() if k not in ("gen_ai.system", "event.name")}
+
+
+def fill_from_events(info: SpanInfo, logs: list[LogRecord], span: Span) -> None:
+    """Fill ``info``'s system prompt, input and output from the span's legacy content events."""
+    inputs = []
+    outputs = []
+    for name, time_ns, payload in _events(logs, span):
+        if name == CHOICE_EVENT:
+            raw = payload.get("message") if isinstance(payload.get("message"), dict) else payload
+            raw = {"role": "assistant", **raw}
+            if payload.get("finish_reason"):
+                raw["finish_reason"] = payload["finish_reason"]
+            message = parse_message(
+                raw, f"{info.span_id}-out-{len(outputs)}", info.warnings, name,
+                default_role="assistant", created_at=timestamp(time_ns),
+            )
+            if message is not None:
+                outputs.append(message)
+            continue
+        raw = {"role": _MESSAGE_EVENTS[name], **payload}
+        message = parse_message(
+            raw, f"{info.span_id}-in-{len(inputs)}", info.warnings, name,
+            created_at=timestamp(time_ns),
+        )
+        if message is not None:
+            inputs.append(message)
+    system, conversation = split_system(inputs)
+    info.system.extend(system)
+    info.input_messages = info.input_messages or conversation
+    info.output_messages = info.output_messages or outputs

@@ -1,0 +1,341 @@
+"""Parse OTel-GenAI-style messages into the run model, whichever library wrote them.
+
+The GenAI layout ``[{role, parts: [{type, ...}]}]`` is shared by OTel GenAI, OpenLLMetry 0.55+,
+Pydantic AI, ai@7, Mastra and OpenInference's GenAI mirror, but each drifts from the spec
+(SPAN_FORMATS §9.3): tool results under ``response`` or ``result``, reasoning as ``reasoning``
+or ``thinking`` (sometimes a JSON-encoded summary list), arguments as objects or JSON strings,
+tool results sent with role ``tool`` or ``user``. Older OpenAI-style messages
+(``{role, content, tool_calls}``) also appear. Everything here accepts all of these, so each
+convention module only has to find the attribute.
+
+The output is Mastra-shaped: a tool call is a ``tool-invocation`` part in state ``call``, a tool
+result is a ``tool-invocation`` part in state ``result`` (or ``output-error``) carried by the
+message that brought it. The assembler joins the two by tool-call id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from tracescore.extract.base import json_text, load_json
+from tracescore.extract.model import (
+    Message,
+    MessageContent,
+    MessagePart,
+    ToolDefinition,
+    ToolInvocation,
+)
+
+TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
+REASONING_TYPES = frozenset({"reasoning", "thinking", "reasoning_text", "summary_text"})
+TOOL_CALL_TYPES = frozenset({"tool_call", "tool-call", "function_call", "server_tool_call"})
+TOOL_RESULT_TYPES = frozenset(
+    {"tool_call_response", "tool-result", "function_call_output", "server_tool_call_response"}
+)
+FILE_TYPES = frozenset({"blob", "uri", "file", "image", "image_url"})
+SYSTEM_ROLES = frozenset({"system", "developer"})
+# Tool results in the AI SDK's ``{type, value}`` output envelope.
+_ERROR_OUTPUTS = frozenset({"error-text", "error-json", "execution-denied"})
+_OUTPUT_ENVELOPES = frozenset({"json", "text", "content"}) | _ERROR_OUTPUTS
+
+
+def text_part(text: str) -> MessagePart:
+    return MessagePart(type="text", text=text)
+
+
+def reasoning_part(text: str) -> MessagePart:
+    """Mastra's reasoning part: the text in ``reasoning`` and again as a ``details`` entry."""
+    return MessagePart(type="reasoning", reasoning=text, details=[{"type": "text", "text": text}])
+
+
+def tool_call_part(call_id: str, name: str, args: Any) -> MessagePart:
+    invocation = ToolInvocation(tool_call_id=call_id, tool_name=name, args=args, state="call")
+    return MessagePart(type="tool-invocation", tool_invocation=invocation)
+
+
+def tool_result_part(
+    call_id: str, name: str, result: Any, *, is_error: bool = False, args: Any = None
+) -> MessagePart:
+    invocation = ToolInvocation(
+        tool_call_id=call_id,
+        tool_name=name,
+        args={} if args is None else args,
+        result=result,
+        state="output-error" if is_error else "result",
+        is_error=is_error or None,
+        error_text=json_text(result) if is_error else None,
+    )
+    return MessagePart(type="tool-invocation", tool_invocation=invocation)
+
+
+def build_message(
+    message_id: str,
+    role: str,
+    parts: list[MessagePart],
+    created_at: datetime | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> Message:
+    """A ``MastraDBMessage`` with the legacy content fields derived from its parts.
+
+    Mastra's scorer utils read ``content.content`` (the text) before ``parts``, and older ones
+    read ``content.toolInvocations``; filling both keeps every util seeing the same message.
+    """
+    texts = [p.text for p in parts if p.type == "text" and p.text]
+    reasoning = [p.reasoning for p in parts if p.type == "reasoning" and p.reasoning]
+    invocations = [p.tool_invocation for p in parts if p.tool_invocation is not None]
+    content = MessageContent(
+        parts=parts,
+        content="".join(texts) if texts else None,
+        tool_invocations=invocations or None,
+        reasoning="\n".join(reasoning) if reasoning else None,
+        metadata=metadata or None,
+    )
+    fields: dict[str, Any] = {"id": message_id, "role": role, "content": content}
+    if created_at is not None:
+        fields["created_at"] = created_at
+    return Message(**fields)
+
+
+def text_message(
+    message_id: str, role: str, text: str, created_at: datetime | None = None
+) -> Message:
+    return build_message(message_id, role, [text_part(text)], created_at)
+
+
+def message_text(message: Message) -> str:
+    """The text of a message: ``content.content`` or its text parts joined."""
+    if message.content.content:
+        return message.content.content
+    return "".join(p.text for p in message.content.parts if p.type == "text" and p.text)
+
+
+def split_system(messages: Iterable[Message]) -> tuple[list[str], list[Message]]:
+    """System/developer messages as texts, and the conversation without them."""
+    system: list[str] = []
+    rest: list[Message] = []
+    for message in messages:
+        if message.role in SYSTEM_ROLES:
+            text = message_text(message)
+            if text:
+                system.append(text)
+        else:
+            rest.append(message)
+    return system, rest
+
+
+# --- parsing -------------------------------------------------------------------------------
+
+
+def _reasoning_text(value: Any, warnings: list[str], what: str) -> str:
+    """Reasoning text from a string, a (JSON-encoded) summary list, or a list of strings."""
+    value = load_json(value, warnings, what) if isinstance(value, str) else value
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return _reasoning_text(
+            value.get("text") or value.get("content") or value.get("summary") or "", warnings, what
+        )
+    if isinstance(value, list):
+        return "\n".join(t for t in (_reasoning_text(v, warnings, what) for v in value) if t)
+    return "" if value is None else str(value)
+
+
+def decode_arguments(value: Any, warnings: list[str], what: str) -> Any:
+    """Tool-call arguments: objects as they are, JSON strings decoded, other text kept."""
+    if value is None:
+        return {}
+    return load_json(value, warnings, f"{what} arguments")
+
+
+def decode_result(value: Any) -> tuple[Any, bool]:
+    """A tool result and whether it is an error: JSON strings decoded, envelopes unwrapped."""
+    if isinstance(value, (str, bytes)):
+        value = load_json(value, [], "tool result")  # plain-text results are not a problem
+    if isinstance(value, dict) and set(value) <= {"type", "value"} and "value" in value:
+        kind = value.get("type")
+        if kind in _OUTPUT_ENVELOPES:
+            return value["value"], kind in _ERROR_OUTPUTS
+    return value, False
+
+
+def parse_part(raw: Any, warnings: list[str], what: str) -> MessagePart | None:
+    """One GenAI part (or OpenAI content block) as a message part; None when it is empty."""
+    if isinstance(raw, str):
+        return text_part(raw) if raw else None
+    if not isinstance(raw, dict):
+        return None if raw is None else text_part(json_text(raw))
+    kind = str(raw.get("type") or ("text" if "content" in raw or "text" in raw else ""))
+    if kind in TEXT_TYPES:
+        text = raw.get("content", raw.get("text"))
+        return text_part(json_text(text)) if text not in (None, "") else None
+    if kind in REASONING_TYPES:
+        text = _reasoning_text(
+            first_present(raw, "content", "text", "reasoning", "thinking", "summary"),
+            warnings,
+            f"{what} reasoning",
+        )
+        return reasoning_part(text) if text else None
+    if kind in TOOL_CALL_TYPES:
+        call_id = json_text(first_present(raw, "id", "toolCallId", "tool_call_id", "call_id") or "")
+        name = json_text(first_present(raw, "name", "toolName", "tool_name") or "")
+        args = first_present(raw, "arguments", "args", "input")
+        return tool_call_part(call_id, name, decode_arguments(args, warnings, what))
+    if kind in TOOL_RESULT_TYPES:
+        call_id = json_text(first_present(raw, "id", "toolCallId", "tool_call_id", "call_id") or "")
+        name = json_text(first_present(raw, "name", "toolName", "tool_name") or "")
+        result, is_error = decode_result(first_present(raw, "response", "result", "output"))
+        return tool_result_part(call_id, name, result, is_error=is_error or bool(raw.get("isError")))
+    if kind in FILE_TYPES:
+        return _file_part(raw)
+    extra = {k: v for k, v in raw.items() if k != "type"}
+    return MessagePart(type=kind or "unknown", **extra)
+
+
+def first_present(raw: dict[str, Any], *keys: str) -> Any:
+    for key in keys:
+        if raw.get(key) is not None:
+            return raw[key]
+    return None
+
+
+def _file_part(raw: dict[str, Any]) -> MessagePart:
+    """``blob``/``uri``/``file`` parts (and OpenAI ``image_url``) as a Mastra ``file`` part."""
+    image_url = raw.get("image_url")
+    url = raw.get("uri") or raw.get("url") or (
+        image_url.get("url") if isinstance(image_url, dict) else image_url
+    )
+    data = raw.get("content") if raw.get("type") == "blob" else raw.get("data")
+    extra = {
+        k: v for k, v in raw.items() if k in ("file_id", "modality", "filename", "file_name")
+    }
+    return MessagePart(
+        type="file",
+        mime_type=raw.get("mime_type") or raw.get("mimeType") or raw.get("mediaType"),
+        data=json_text(data) if data is not None else None,
+        url=json_text(url) if url else None,
+        **extra,
+    )
+
+
+def parse_message(
+    raw: Any,
+    message_id: str,
+    warnings: list[str],
+    what: str,
+    *,
+    default_role: str = "user",
+    created_at: datetime | None = None,
+) -> Message | None:
+    """One message in GenAI (``parts``) or OpenAI (``content``/``tool_calls``) shape."""
+    if isinstance(raw, str):
+        return text_message(message_id, default_role, raw, created_at) if raw else None
+    if not isinstance(raw, dict):
+        return None
+    role = str(raw.get("role") or default_role)
+    parts: list[MessagePart] = []
+    body = raw.get("parts")
+    if body is None:
+        body = raw.get("content")
+    if isinstance(body, str) and role == "tool":
+        call_id = json_text(raw.get("tool_call_id") or raw.get("id") or "")
+        result, is_error = decode_result(body)
+        parts.append(tool_result_part(call_id, json_text(raw.get("name") or ""), result,
+                                      is_error=is_error))
+    elif isinstance(body, list):
+        parts.extend(p for p in (parse_part(item, warnings, what) for item in body) if p)
+    elif body is not None:
+        part = parse_part(body, warnings, what)
+        if part:
+            parts.append(part)
+    for call in raw.get("tool_calls") or []:
+        if isinstance(call, dict):
+            function = call.get("function") if isinstance(call.get("function"), dict) else call
+            parts.append(tool_call_part(
+                json_text(call.get("id") or ""),
+                json_text(function.get("name") or ""),
+                decode_arguments(function.get("arguments"), warnings, what),
+            ))
+    metadata = {"finish_reason": raw["finish_reason"]} if raw.get("finish_reason") else None
+    return build_message(message_id, role, parts, created_at, metadata)
+
+
+def parse_messages(
+    value: Any,
+    id_prefix: str,
+    warnings: list[str],
+    what: str,
+    *,
+    default_role: str = "user",
+    created_at: datetime | None = None,
+) -> list[Message]:
+    """A message list from a JSON string or a structured value.
+
+    Text that is not JSON (or JSON that was cut) becomes one message of ``default_role``, so a
+    truncated prompt still reaches the scorers as text.
+    """
+    value = load_json(value, warnings, what)
+    if isinstance(value, dict):
+        value = value.get("messages", [value])
+    if not isinstance(value, list):
+        value = [value]
+    messages: list[Message] = []
+    for raw in value:
+        message = parse_message(
+            raw, f"{id_prefix}-{len(messages)}", warnings, what,
+            default_role=default_role, created_at=created_at,
+        )
+        if message is not None:
+            messages.append(message)
+    return messages
+
+
+def parse_system_instructions(value: Any, warnings: list[str], what: str) -> list[str]:
+    """System instructions as texts: a plain string, a JSON part list, or a list of strings."""
+    value = load_json(value, warnings, what)
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        return [value]
+    items = value if isinstance(value, list) else [value]
+    texts: list[str] = []
+    for item in items:
+        if isinstance(item, dict) and ("parts" in item or "role" in item):
+            message = parse_message(item, "system", warnings, what, default_role="system")
+            text = message_text(message) if message else ""
+        else:
+            part = parse_part(item, warnings, what)
+            text = (part.text or part.reasoning or "") if part else ""
+        if text:
+            texts.append(text)
+    return texts
+
+
+def parse_tool_definition(raw: Any, warnings: list[str], what: str) -> ToolDefinition | None:
+    """One tool definition: GenAI, OpenAI ``{type: function, function: {…}}``, or a bare name."""
+    raw = load_json(raw, warnings, what)
+    if isinstance(raw, str):
+        return ToolDefinition(name=raw) if raw else None
+    if not isinstance(raw, dict):
+        return None
+    if isinstance(raw.get("function"), dict):
+        raw = raw["function"]
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    schema = first_present(
+        raw, "parameters", "inputSchema", "input_schema", "json_schema", "parameters_json_schema"
+    )
+    schema = load_json(schema, warnings, f"{what} {name} parameters")
+    return ToolDefinition(
+        name=name,
+        description=raw.get("description") if isinstance(raw.get("description"), str) else None,
+        parameters=schema if isinstance(schema, dict) else None,
+    )
+
+
+def parse_tool_definitions(value: Any, warnings: list[str], what: str) -> list[ToolDefinition]:
+    value = load_json(value, warnings, what)
+    items = value if isinstance(value, list) else [value]
+    return [d for d in (parse_tool_definition(i, warnings, what) for i in items) if d]

@@ -1,0 +1,25 @@
+"""The convention modules, in the order they are asked to claim a span.
+
+Most specific first: framework conventions that also write GenAI attributes (Mastra, Pydantic
+AI, ai@7) and OpenInference's optional GenAI mirror must be claimed before the generic OTel
+GenAI module would read them as plain GenAI spans. A module's ``detect`` must be cheap: it runs
+for every span of every trace.
+"""
+
+from __future__ import annotations
+
+from tracescore.extract import genai
+from tracescore.extract.base import Convention
+from tracescore.spans import Span
+
+CONVENTIONS: list[Convention] = [
+    genai,
+]
+
+
+def convention_for(span: Span, conventions: list[Convention] = CONVENTIONS) -> Convention | None:
+    """The first convention that claims the span, or None (the span stays in the tree as 'other')."""
+    for convention in conventions:
+        if convention.detect(span):
+            return convention
+    return None
