@@ -1,0 +1,477 @@
+"""The scorer framework: Mastra's ``createScorer`` pipeline in Python.
+
+A scorer is an immutable builder of up to four steps — ``preprocess``, ``analyze``,
+``generate_score`` and ``generate_reason`` — run in that order over one run. A step is a plain
+function (sync or async) of a :class:`StepContext`, or a :class:`PromptStep` answered by an LLM
+judge. Keeping Mastra's step names and result keys lets a scorer ported from ``@mastra/evals``
+keep its structure line for line, and lets stored results be compared with Mastra's.
+
+``Scorer.run`` never raises because of a step: a pipeline scoring thousands of runs must store a
+failure next to the run it concerns rather than stop, so errors become ``status="error"`` and
+``not_scorable(...)`` becomes ``status="not_scorable"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import inspect
+import math
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, NoReturn, Protocol, TypeAlias, runtime_checkable
+
+from pydantic import BaseModel, Field, ValidationError
+
+from tracescore.extract.model import AgentRun, ToolDefinition
+
+STEP_NAMES = ("preprocess", "analyze", "generate_score", "generate_reason")
+
+
+@dataclass
+class ScorerRun:
+    """What a scorer judges, in Mastra's run shape plus the typed run when there is one.
+
+    ``input`` / ``output`` are the plain dicts Mastra's utils walk (``ScorerRunInputForAgent`` and
+    a ``MastraDBMessage`` list), so every ported algorithm reads exactly what Mastra reads;
+    ``agent_run`` keeps the typed model for scorers that want more (timings, usage, spans).
+    """
+
+    input: Any = None
+    output: Any = None
+    ground_truth: Any = None
+    agent_run: AgentRun | None = None
+    context: list[str] = field(default_factory=list)
+    tools: list[ToolDefinition] = field(default_factory=list)
+    run_id: str | None = None
+    trace_id: str | None = None
+    span_id: str | None = None
+
+    @classmethod
+    def of(cls, run: AgentRun | Mapping[str, Any] | ScorerRun) -> ScorerRun:
+        """Accept an extracted ``AgentRun``, a Mastra-shaped run dict, or a ``ScorerRun``.
+
+        A dict run uses Mastra's keys (``input``, ``output``, ``groundTruth``, ``runId``,
+        ``traceId``, ``spanId``) or their snake_case forms, plus optional ``context`` (strings)
+        and ``tools`` (tool definitions).
+        """
+        if isinstance(run, ScorerRun):
+            return run
+        if isinstance(run, AgentRun):
+            return cls(
+                input=run.mastra_input(),
+                output=run.mastra_output(),
+                ground_truth=run.ground_truth,
+                agent_run=run,
+                context=[doc.content for doc in run.context],
+                tools=list(run.tools),
+                run_id=run.span_id,
+                trace_id=run.trace_id,
+                span_id=run.span_id,
+            )
+        if isinstance(run, Mapping):
+
+            def pick(camel: str, snake: str) -> Any:
+                return run[camel] if camel in run else run.get(snake)
+
+            return cls(
+                input=run.get("input"),
+                output=run.get("output"),
+                ground_truth=pick("groundTruth", "ground_truth"),
+                context=[str(text) for text in run.get("context") or []],
+                tools=[
+                    tool if isinstance(tool, ToolDefinition) else ToolDefinition.model_validate(tool)
+                    for tool in run.get("tools") or []
+                ],
+                run_id=pick("runId", "run_id"),
+                trace_id=pick("traceId", "trace_id"),
+                span_id=pick("spanId", "span_id"),
+            )
+        raise TypeError(f"cannot score a {type(run).__name__}: expected AgentRun, dict or ScorerRun")
+
+
+@dataclass
+class StepContext:
+    """What a step sees: the run, the results of earlier steps and (for ``generate_reason``) the score.
+
+    ``results`` keys: ``preprocess_step_result``, ``analyze_step_result``,
+    ``generate_score_step_result`` — present once the step ran.
+    """
+
+    run: ScorerRun
+    results: dict[str, Any] = field(default_factory=dict)
+    score: float | None = None
+
+
+class NotScorable(Exception):
+    """Raised by a step (via :func:`not_scorable`) when the run cannot be judged by this scorer."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def not_scorable(reason: str) -> NoReturn:
+    """Stop the scorer: the run is not scorable (Mastra's ``notScorable(reason)``)."""
+    raise NotScorable(reason)
+
+
+@dataclass(frozen=True)
+class PromptStep:
+    """A step answered by an LLM judge instead of code.
+
+    With ``output_schema`` the judge must answer JSON validating against it and the step result
+    is the validated model instance; without it the answer is plain text. As ``generate_score``,
+    a schema-less prompt step asks for ``{score: number}``.
+    """
+
+    description: str
+    create_prompt: Callable[[StepContext], str]
+    output_schema: type[BaseModel] | None = None
+    judge: Any = None
+    instructions: str | None = None
+
+
+@dataclass
+class JudgeRequest:
+    prompt: str
+    instructions: str | None
+    schema: type[BaseModel] | None
+    scorer_id: str
+    scorer_version: str
+    step: str
+
+
+@dataclass
+class JudgeResponse:
+    output: Any  # validated schema instance, or the text when the request had no schema
+    text: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    attempts: int = 1
+    duration_ms: float = 0.0
+    cached: bool = False
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """Anything that answers judge requests; ``tracescore.judge`` provides the LLM-backed one."""
+
+    model: str
+
+    async def complete(self, request: JudgeRequest) -> JudgeResponse: ...
+
+
+def resolve_judge(spec: Any) -> Judge:
+    """Turn a judge spec (a ``Judge``, a model string or a judge config) into a ``Judge``.
+
+    ``tracescore.judge`` is imported only here, on first use, because the LLM client stack is
+    slow to import and code-only scorers never need it.
+    """
+    if spec is None:
+        raise ValueError("this step needs an LLM judge but none was configured (pass judge=...)")
+    if isinstance(spec, Judge):
+        return spec
+    try:
+        from tracescore.judge import get_judge  # noqa: PLC0415 - deliberately lazy
+    except ImportError as exc:
+        raise RuntimeError(
+            f"cannot build a judge from {spec!r}: tracescore.judge.get_judge is not available ({exc})"
+        ) from exc
+    return get_judge(spec)
+
+
+class ScoreOutput(BaseModel):
+    """What a prompt ``generate_score`` step asks the judge for."""
+
+    score: float
+
+
+class JudgeCall(BaseModel):
+    step: str
+    prompt: str
+    output: str = ""
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    attempts: int = 1
+    duration_ms: float = 0.0
+    cached: bool = False
+
+
+class StepTrace(BaseModel):
+    name: str
+    result: Any = None
+    duration_ms: float = 0.0
+    prompt: str | None = None
+    judge_calls: list[JudgeCall] = Field(default_factory=list)
+    error: str | None = None
+
+
+ScoreStatus: TypeAlias = Literal["ok", "not_scorable", "error"]
+
+
+class ScoreResult(BaseModel):
+    """One scorer's verdict on one run, with every step's result and the judge telemetry."""
+
+    scorer_id: str
+    scorer_version: str
+    status: ScoreStatus
+    score: float | None = None
+    reason: str | None = None
+    error: str | None = None
+    failed_step: str | None = None  # the step that raised the error or declared not scorable
+    preprocess_step_result: Any = None
+    analyze_step_result: Any = None
+    generate_score_step_result: Any = None
+    steps: list[StepTrace] = Field(default_factory=list)
+    judge_calls: list[JudgeCall] = Field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    duration_ms: float = 0.0
+
+
+StepFunction: TypeAlias = Callable[[StepContext], Any | Awaitable[Any]]
+Step: TypeAlias = StepFunction | PromptStep
+
+
+class _StepFailed(Exception):
+    def __init__(self, step: str, trace: StepTrace, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.step, self.trace, self.cause = step, trace, cause
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """An immutable scorer: each builder method returns a new scorer with that step set."""
+
+    id: str
+    name: str
+    description: str = ""
+    version: str = "1"
+    judge: Any = None
+    instructions: str | None = None
+    _steps: tuple[tuple[str, Step], ...] = ()
+
+    def preprocess(self, step: Step) -> Scorer:
+        return self._with("preprocess", step)
+
+    def analyze(self, step: Step) -> Scorer:
+        return self._with("analyze", step)
+
+    def generate_score(self, step: Step) -> Scorer:
+        return self._with("generate_score", step)
+
+    def generate_reason(self, step: Step) -> Scorer:
+        return self._with("generate_reason", step)
+
+    @property
+    def step_names(self) -> list[str]:
+        return [name for name, _ in self._steps]
+
+    @property
+    def uses_judge(self) -> bool:
+        return any(isinstance(step, PromptStep) for _, step in self._steps)
+
+    def _with(self, name: str, step: Step) -> Scorer:
+        if not (callable(step) or isinstance(step, PromptStep)):
+            raise TypeError(f"{name} step must be a function or a PromptStep, got {type(step).__name__}")
+        steps = {**dict(self._steps), name: step}
+        ordered = tuple((n, steps[n]) for n in STEP_NAMES if n in steps)
+        return dataclasses.replace(self, _steps=ordered)
+
+    async def run(self, run: AgentRun | Mapping[str, Any] | ScorerRun) -> ScoreResult:
+        """Score one run. Step errors become ``status="error"``; this never raises for them."""
+        started = time.perf_counter()
+        result = ScoreResult(scorer_id=self.id, scorer_version=self.version, status="ok")
+        try:
+            await self._execute(ScorerRun.of(run), result)
+        except _StepFailed as failed:
+            result.failed_step = failed.step
+            result.steps.append(failed.trace)
+            result.judge_calls.extend(failed.trace.judge_calls)
+            if isinstance(failed.cause, NotScorable):
+                result.status, result.reason = "not_scorable", failed.cause.reason
+            else:
+                result.status, result.error = "error", _message(failed.cause)
+        except Exception as exc:  # noqa: BLE001 - the run input itself was unusable
+            result.status, result.error = "error", _message(exc)
+        if result.status != "ok":
+            result.score = None
+        result.input_tokens = sum(call.input_tokens for call in result.judge_calls)
+        result.output_tokens = sum(call.output_tokens for call in result.judge_calls)
+        result.cost_usd = sum(call.cost_usd for call in result.judge_calls)
+        result.duration_ms = (time.perf_counter() - started) * 1000
+        return result
+
+    def run_sync(self, run: AgentRun | Mapping[str, Any] | ScorerRun) -> ScoreResult:
+        """``run`` for synchronous callers, also from inside a running event loop."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.run(run))
+        # A loop is running in this thread: asyncio.run would refuse, so use a private thread.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, self.run(run)).result()
+
+    async def _execute(self, run: ScorerRun, result: ScoreResult) -> None:
+        if not any(name == "generate_score" for name, _ in self._steps):
+            raise ValueError(f"scorer {self.id!r} has no generate_score step")
+        results: dict[str, Any] = {}
+        for name, step in self._steps:
+            ctx = StepContext(
+                run=run,
+                results=dict(results),
+                score=result.score if name == "generate_reason" else None,
+            )
+            trace = StepTrace(name=name)
+            t0 = time.perf_counter()
+            try:
+                value = await self._run_step(name, step, ctx, trace)
+                if name == "generate_score":
+                    value = _as_score(value)
+            except Exception as exc:
+                trace.duration_ms = (time.perf_counter() - t0) * 1000
+                trace.error = _message(exc)
+                raise _StepFailed(name, trace, exc) from exc
+            trace.duration_ms = (time.perf_counter() - t0) * 1000
+            trace.result = value
+            result.steps.append(trace)
+            result.judge_calls.extend(trace.judge_calls)
+            if name == "generate_reason":
+                result.reason = None if value is None else str(value)
+                continue
+            results[f"{name}_step_result"] = value
+            setattr(result, f"{name}_step_result", value)
+            if name == "generate_score":
+                result.score = value
+
+    async def _run_step(self, name: str, step: Step, ctx: StepContext, trace: StepTrace) -> Any:
+        if not isinstance(step, PromptStep):
+            value = step(ctx)
+            return await value if inspect.isawaitable(value) else value
+        prompt = step.create_prompt(ctx)
+        trace.prompt = prompt
+        schema = step.output_schema
+        if schema is None and name == "generate_score":
+            schema = ScoreOutput
+        judge = resolve_judge(step.judge if step.judge is not None else self.judge)
+        request = JudgeRequest(
+            prompt=prompt,
+            instructions=step.instructions if step.instructions is not None else self.instructions,
+            schema=schema,
+            scorer_id=self.id,
+            scorer_version=self.version,
+            step=name,
+        )
+        response = await judge.complete(request)
+        trace.judge_calls.append(
+            JudgeCall(
+                step=name,
+                prompt=prompt,
+                output=response.text,
+                model=response.model,
+                input_tokens=response.input_tokens,
+                output_tokens=response.output_tokens,
+                cost_usd=response.cost_usd,
+                attempts=response.attempts,
+                duration_ms=response.duration_ms,
+                cached=response.cached,
+            )
+        )
+        output = response.output
+        if schema is not None and not isinstance(output, schema):
+            try:
+                output = schema.model_validate(output)
+            except ValidationError as exc:
+                raise ValueError(f"judge answer does not match {schema.__name__}: {exc}") from exc
+        if name == "generate_score" and step.output_schema is None:
+            return output.score
+        return output
+
+
+def _as_score(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"generate_score must return a number, got {value!r}")
+    score = float(value)
+    if math.isnan(score):
+        raise ValueError("generate_score returned NaN")
+    return score
+
+
+def _message(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
+
+
+def create_scorer(
+    *,
+    id: str,
+    description: str = "",
+    judge: Any = None,
+    version: str = "1",
+    name: str | None = None,
+    instructions: str | None = None,
+) -> Scorer:
+    """Start a scorer (Mastra's ``createScorer``); add steps with the builder methods."""
+    if not id:
+        raise ValueError("a scorer needs an id")
+    return Scorer(
+        id=id,
+        name=name or id,
+        description=description,
+        version=version,
+        judge=judge,
+        instructions=instructions,
+    )
+
+
+ScoreValue: TypeAlias = float | tuple[float, str | None]
+
+
+def scorer(
+    *, id: str, description: str = "", version: str = "1", name: str | None = None
+) -> Callable[[Callable[[ScorerRun], ScoreValue | Awaitable[ScoreValue]]], Scorer]:
+    """Turn a function ``ScorerRun -> score`` (or ``(score, reason)``) into a scorer.
+
+    The function's return value is the analyze step result ``{"score", "reason"}``, so stored
+    results keep the reason even when the score alone is read.
+    """
+
+    def decorate(fn: Callable[[ScorerRun], ScoreValue | Awaitable[ScoreValue]]) -> Scorer:
+        async def analyze(ctx: StepContext) -> dict[str, Any]:
+            value = fn(ctx.run)
+            if inspect.isawaitable(value):
+                value = await value
+            score, reason = value if isinstance(value, tuple) else (value, None)
+            return {"score": score, "reason": reason}
+
+        built = create_scorer(id=id, description=description or (fn.__doc__ or "").strip(),
+                              version=version, name=name)
+        built = built.analyze(analyze).generate_score(lambda ctx: ctx.results["analyze_step_result"]["score"])
+        return built.generate_reason(lambda ctx: ctx.results["analyze_step_result"]["reason"])
+
+    return decorate
+
+
+def measure(
+    *, id: str, description: str = "", version: str = "1", name: str | None = None
+) -> Callable[[Callable[[str, str], ScoreValue]], Scorer]:
+    """Turn a metric ``(input_text, output_text) -> score`` into a scorer.
+
+    The texts are the ones all of Mastra's code scorers compare: the run's input messages and
+    its output messages, each joined with ``", "`` (see :mod:`tracescore.scorers.utils`).
+    """
+    from tracescore.scorers.utils import run_input_text, run_output_text  # noqa: PLC0415 - cycle
+
+    def decorate(fn: Callable[[str, str], ScoreValue]) -> Scorer:
+        wrapped = scorer(id=id, description=description or (fn.__doc__ or "").strip(),
+                         version=version, name=name)
+        return wrapped(lambda run: fn(run_input_text(run.input), run_output_text(run.output)))
+
+    return decorate
