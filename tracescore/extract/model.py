@@ -140,6 +140,9 @@ class AgentRun(_Model):
     trace_id: str
     span_id: str
     kind: RunKind = "agent"
+    # True for the runs that stand for "the agent" of a trace: every agent run, and LLM runs
+    # with no agent or LLM span above them (raw client instrumentations have no agent span).
+    primary: bool = False
     convention: str = "unknown"
     agent_name: str | None = None
     service_name: str | None = None
