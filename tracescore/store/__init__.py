@@ -1,1 +1,46 @@
+"""Durable storage: spans, logs, trace assembly state, and every other stage's tables.
 
+Open a store with :func:`open_store`; it builds the engine, imports every module listed in
+:data:`TABLE_MODULES` (so their SQLModel classes register on ``SQLModel.metadata``) and creates
+all tables. A stage adding tables (scores, alerts, ...) defines SQLModel classes in its own
+module under ``tracescore/store/`` and adds that module's name to :data:`TABLE_MODULES`.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from tracescore.assemble.states import ReadinessRules, TraceClaim, TraceState
+from tracescore.store.engine import make_engine, normalize_url
+from tracescore.store.spanstore import SpanStore, TraceSummary
+
+TABLE_MODULES: list[str] = [
+    "tracescore.store.tables",
+]
+"""Modules whose SQLModel table classes :func:`open_store` creates: the single list to extend."""
+
+
+def open_store(url: str, rules: ReadinessRules | None = None, *, create: bool = True) -> SpanStore:
+    """A :class:`SpanStore` on ``url`` (``sqlite:///file.db`` or ``postgresql://…``).
+
+    With ``create`` (the default) every registered table is created if missing.
+    """
+    for module in TABLE_MODULES:
+        importlib.import_module(module)
+    store = SpanStore(make_engine(url), rules)
+    if create:
+        store.create_all()
+    return store
+
+
+__all__ = [
+    "TABLE_MODULES",
+    "ReadinessRules",
+    "SpanStore",
+    "TraceClaim",
+    "TraceState",
+    "TraceSummary",
+    "make_engine",
+    "normalize_url",
+    "open_store",
+]

@@ -1,0 +1,155 @@
+"""Trace assembly on real databases: readiness rules, rescoring, leases, concurrent claimers."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.test_store import _span
+from tracescore.spans import Span
+from tracescore.store import ReadinessRules, SpanStore, open_store
+
+RULES = ReadinessRules(idle_timeout=5.0, max_wait=60.0, max_attempts=2)
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[SpanStore]:
+    opened = open_store(db_url, RULES)
+    yield opened
+    opened.close()
+
+
+def _trace(trace_id: str, *, root: bool = True, children: int = 1) -> list[Span]:
+    spans = [_span(f"{n + 2:016x}", "0000000000000001") for n in range(children)]
+    if root:
+        spans.append(_span("0000000000000001"))
+    for span in spans:
+        span.trace_id = trace_id
+    return spans
+
+
+def test_ready_after_idle_timeout_once_the_root_arrived(store: SpanStore) -> None:
+    store.write(_trace("a" * 32))
+    now = time.time()
+    assert store.claim_ready("w", 10, 30, now=now + 4) == []
+    (claim,) = store.claim_ready("w", 10, 30, now=now + 6)
+    assert (claim.trace_id, claim.span_count, claim.owner) == ("a" * 32, 2, "w")
+    assert store.trace_summary("a" * 32).state == "claimed"
+
+
+def test_without_root_ready_only_after_max_wait(store: SpanStore) -> None:
+    store.write(_trace("b" * 32, root=False))
+    now = time.time()
+    assert store.claim_ready("w", 10, 30, now=now + 30) == []
+    assert store.promote_ready(now=now + 61) == 1
+    assert store.trace_summary("b" * 32).state == "ready"
+    assert [c.trace_id for c in store.claim_ready("w", 10, 30, now=now + 61)] == ["b" * 32]
+
+
+def test_new_span_resets_the_idle_clock(store: SpanStore) -> None:
+    store.write(_trace("c" * 32))
+    time.sleep(0.05)
+    late = _span("00000000000000ff", "0000000000000001")
+    late.trace_id = "c" * 32
+    store.write([late])
+    last_seen = store.trace_summary("c" * 32).last_seen
+    assert store.claim_ready("w", 10, 30, now=last_seen + 4.99) == []
+    assert len(store.claim_ready("w", 10, 30, now=last_seen + 5)) == 1
+
+
+def test_complete_marks_scored_and_late_span_triggers_rescore(store: SpanStore) -> None:
+    store.write(_trace("d" * 32))
+    (claim,) = store.claim_ready("w", 10, 30, now=time.time() + 6)
+    store.complete(claim)
+    summary = store.trace_summary("d" * 32)
+    assert (summary.state, summary.scored_generation) == ("scored", claim.generation)
+    assert store.claim_ready("w", 10, 30, now=time.time() + 1000) == []
+
+    late = _span("00000000000000aa", "0000000000000001")
+    late.trace_id = "d" * 32
+    store.write([late])
+    assert store.trace_summary("d" * 32).state == "pending"
+    (again,) = store.claim_ready("w", 10, 30, now=time.time() + 6)
+    assert again.generation > claim.generation and again.span_count == 3
+
+
+def test_span_arriving_during_scoring_sends_trace_back_to_pending(store: SpanStore) -> None:
+    store.write(_trace("e" * 32))
+    (claim,) = store.claim_ready("w", 10, 30, now=time.time() + 6)
+    late = _span("00000000000000bb", "0000000000000001")
+    late.trace_id = "e" * 32
+    store.write([late])
+    assert store.trace_summary("e" * 32).state == "claimed"
+    store.complete(claim)
+    assert store.trace_summary("e" * 32).state == "pending"
+    assert store.claim_ready("w", 10, 30, now=time.time() + 1) == []
+    (again,) = store.claim_ready("w", 10, 30, now=time.time() + 6)
+    assert again.span_count == 3
+
+
+def test_expired_lease_is_reclaimed_and_the_stale_claim_cannot_complete(store: SpanStore) -> None:
+    store.write(_trace("f" * 32))
+    now = time.time() + 6
+    (first,) = store.claim_ready("worker-1", 10, lease_seconds=10, now=now)
+    assert store.claim_ready("worker-2", 10, lease_seconds=10, now=now + 9) == []
+    (second,) = store.claim_ready("worker-2", 10, lease_seconds=10, now=now + 11)
+    assert second.trace_id == first.trace_id and second.token != first.token
+    store.complete(first)  # stale: changes nothing
+    assert store.trace_summary("f" * 32).state == "claimed"
+    store.complete(second)
+    assert store.trace_summary("f" * 32).state == "scored"
+
+
+def test_release_gives_back_and_repeated_errors_park_the_trace(store: SpanStore) -> None:
+    store.write(_trace("1" * 32))
+    now = time.time() + 6
+    (claim,) = store.claim_ready("w", 10, 30, now=now)
+    store.release(claim)  # shutdown: not an attempt
+    (claim,) = store.claim_ready("w", 10, 30, now=now)
+    store.release(claim, "judge timed out")
+    summary = store.trace_summary("1" * 32)
+    assert (summary.state, summary.last_error) == ("ready", "judge timed out")
+    (claim,) = store.claim_ready("w", 10, 30, now=now)
+    store.release(claim, "judge timed out again")
+    assert store.trace_summary("1" * 32).state == "failed"
+    assert store.claim_ready("w", 10, 30, now=now + 1000) == []
+
+
+def test_claim_respects_limit(store: SpanStore) -> None:
+    for n in range(5):
+        store.write(_trace(f"{n + 10:032x}"))
+    now = time.time() + 6
+    assert len(store.claim_ready("w", 2, 30, now=now)) == 2
+    assert len(store.claim_ready("w", 10, 30, now=now)) == 3
+    assert store.claim_ready("w", 10, 30, now=now) == []
+
+
+@pytest.mark.postgres
+def test_concurrent_claimers_never_share_a_trace(pg_url: str) -> None:
+    setup = open_store(pg_url, RULES)
+    trace_ids = [f"{n + 1:032x}" for n in range(120)]
+    for trace_id in trace_ids:
+        setup.write(_trace(trace_id))
+    now = time.time() + 6
+    stores = [open_store(pg_url, RULES, create=False) for _ in range(6)]
+    claimed: list[list[str]] = [[] for _ in stores]
+    start = threading.Barrier(len(stores))
+
+    def claimer(index: int) -> None:
+        start.wait()
+        while batch := stores[index].claim_ready(f"w{index}", 3, 30, now=now):
+            claimed[index].extend(c.trace_id for c in batch)
+
+    threads = [threading.Thread(target=claimer, args=(i,)) for i in range(len(stores))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    everything = [t for per_worker in claimed for t in per_worker]
+    assert sorted(everything) == trace_ids  # each claimed exactly once
+    assert sum(1 for per_worker in claimed if per_worker) > 1  # they really competed
+    for opened in (setup, *stores):
+        opened.close()

@@ -1,0 +1,119 @@
+"""The collector's tables, declared with SQLModel so every stage's tables share one metadata.
+
+Rows are written with SQLAlchemy Core executemany (see :mod:`tracescore.store.spanstore`), never
+as ORM objects: the classes here are the schema, not the hot path. Attribute maps, events,
+links and log bodies are typed JSON text (:mod:`tracescore.store.codec`). Timestamps from OTLP
+are nanoseconds since the epoch and need 64-bit integers; times the collector itself records
+(``first_seen``, leases, ...) are float seconds since the epoch.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Column, Index, Integer, Text
+from sqlmodel import Field, SQLModel
+
+
+def _ns(nullable: bool = False) -> Column:  # type: ignore[type-arg]
+    return Column(BigInteger, nullable=nullable)
+
+
+class ResourceRow(SQLModel, table=True):
+    """One distinct resource (attribute set), shared by all spans and logs that name it."""
+
+    __tablename__ = "resources"
+
+    resource_id: str = Field(primary_key=True, max_length=32)
+    """Hash of the encoded attributes, so identical resources from any request share a row."""
+    attributes: str = Field(sa_type=Text)
+
+
+class ScopeRow(SQLModel, table=True):
+    __tablename__ = "scopes"
+
+    scope_id: str = Field(primary_key=True, max_length=32)
+    name: str = Field(sa_type=Text)
+    version: str = Field(sa_type=Text)
+    attributes: str = Field(sa_type=Text)
+
+
+class SpanRow(SQLModel, table=True):
+    __tablename__ = "spans"
+
+    trace_id: str = Field(primary_key=True, max_length=32)
+    span_id: str = Field(primary_key=True, max_length=16)
+    parent_span_id: str | None = Field(default=None, max_length=16)
+    name: str = Field(sa_type=Text)
+    kind: int
+    start_time_ns: int = Field(sa_column=_ns())
+    end_time_ns: int = Field(sa_column=_ns())
+    status_code: int
+    status_message: str = Field(sa_type=Text)
+    trace_state: str = Field(sa_type=Text)
+    flags: int = Field(sa_column=_ns())
+    service_name: str = Field(sa_type=Text)
+    attributes: str = Field(sa_type=Text)
+    events: str | None = Field(default=None, sa_type=Text)
+    links: str | None = Field(default=None, sa_type=Text)
+    resource_id: str = Field(max_length=32)
+    scope_id: str = Field(max_length=32)
+
+
+class LogRow(SQLModel, table=True):
+    __tablename__ = "logs"
+    __table_args__ = (Index("ix_logs_trace_id", "trace_id"),)
+
+    # SQLite only auto-numbers a column declared exactly INTEGER PRIMARY KEY.
+    id: int | None = Field(
+        default=None,
+        sa_column=Column(
+            BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+        ),
+    )
+    trace_id: str | None = Field(default=None, max_length=32)
+    span_id: str | None = Field(default=None, max_length=16)
+    time_ns: int = Field(sa_column=_ns())
+    observed_time_ns: int = Field(sa_column=_ns())
+    event_name: str = Field(sa_type=Text)
+    severity_number: int
+    severity_text: str = Field(sa_type=Text)
+    body: str | None = Field(default=None, sa_type=Text)
+    attributes: str = Field(sa_type=Text)
+    flags: int = Field(sa_column=_ns())
+    resource_id: str = Field(max_length=32)
+    scope_id: str = Field(max_length=32)
+
+
+class TraceRow(SQLModel, table=True):
+    """Assembly state of one trace, updated in the same transaction as its spans' insert.
+
+    ``generation`` grows with every write that touches the trace (spans or logs); a claim
+    remembers it, so completing a claim can tell whether anything arrived meanwhile.
+    """
+
+    __tablename__ = "traces"
+    __table_args__ = (
+        Index("ix_traces_state", "state"),
+        Index("ix_traces_last_seen", "last_seen"),
+    )
+
+    trace_id: str = Field(primary_key=True, max_length=32)
+    service_name: str = Field(sa_type=Text)
+    root_name: str = Field(sa_type=Text)
+    has_root: bool
+    span_count: int = Field(sa_column=_ns())
+    log_count: int = Field(sa_column=_ns())
+    generation: int = Field(sa_column=_ns())
+    start_time_ns: int | None = Field(default=None, sa_column=_ns(nullable=True))
+    end_time_ns: int | None = Field(default=None, sa_column=_ns(nullable=True))
+    first_seen: float
+    last_seen: float
+    pending_since: float
+    """When the trace last became pending (first span, or a late span after scoring)."""
+    state: str = Field(max_length=16)
+    lease_token: str | None = Field(default=None, max_length=32)
+    lease_owner: str | None = Field(default=None, sa_type=Text)
+    lease_expires: float | None = None
+    claimed_generation: int | None = Field(default=None, sa_column=_ns(nullable=True))
+    scored_generation: int | None = Field(default=None, sa_column=_ns(nullable=True))
+    attempts: int = 0
+    last_error: str | None = Field(default=None, sa_type=Text)
