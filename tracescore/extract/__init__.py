@@ -1,1 +1,12 @@
-"""Rebuild agent runs from spans of any convention (one module per convention)."""
+"""Rebuild agent runs from spans of any convention (one module per convention).
+
+``extract_runs(trace)`` is the entry point: every convention module in
+:mod:`tracescore.extract.registry` reads the spans it recognises, and
+:mod:`tracescore.extract.assemble` builds agent, LLM and tool runs from the result.
+"""
+
+from tracescore.extract.assemble import assemble as extract_runs
+from tracescore.extract.assemble import primary_runs, read_spans
+from tracescore.extract.model import AgentRun, SpanInfo
+
+__all__ = ["AgentRun", "SpanInfo", "extract_runs", "primary_runs", "read_spans"]

@@ -1,0 +1,471 @@
+"""Turn a trace into scorable runs, knowing nothing of any span convention.
+
+Convention modules read each span into a :class:`SpanInfo` (kind ``agent``, ``llm``, ``tool``,
+``retrieval`` or ``other``, plus neutral messages and facts). This module only walks the tree of
+those infos:
+
+* every agent span becomes an agent run whose trajectory is the LLM and tool spans beneath it,
+  down to (not into) nested agent spans, which become runs of their own;
+* every LLM span and every tool span also becomes a run, so configs can score those levels;
+* tool calls the LLMs made are joined with the tool spans that ran them (by id, or by name and
+  order when the convention records no id), or else with the tool results the next LLM call
+  was sent.
+
+Extraction never raises: a span that cannot be read leaves a warning on its run instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from tracescore.extract.base import Convention, json_text, new_info, safe_read, timestamp
+from tracescore.extract.genai_messages import build_message, message_text, text_part
+from tracescore.extract.model import (
+    AgentRun,
+    ContextDocument,
+    Message,
+    MessagePart,
+    RunInput,
+    SpanInfo,
+    SystemMessage,
+    TokenUsage,
+    ToolDefinition,
+    ToolInvocation,
+)
+from tracescore.extract.registry import CONVENTIONS, convention_for
+from tracescore.spans import Span, Trace
+
+_RESOLVED = frozenset({"result", "output-error", "output-denied"})
+
+
+@dataclass(eq=False)
+class _Node:
+    span: Span
+    info: SpanInfo
+    parent: _Node | None = None
+    children: list[_Node] = field(default_factory=list)
+    has_llm_below: bool = False
+
+    @property
+    def kind(self) -> str:
+        return self.info.kind
+
+    def ancestors(self) -> Iterator[_Node]:
+        node = self.parent
+        while node is not None:
+            yield node
+            node = node.parent
+
+
+def read_spans(trace: Trace, conventions: list[Convention] = CONVENTIONS) -> list[SpanInfo]:
+    """One ``SpanInfo`` per span of the trace, each read by the convention that claims it."""
+    return [node.info for node in _build_tree(trace, conventions)]
+
+
+def assemble(trace: Trace, conventions: list[Convention] = CONVENTIONS) -> list[AgentRun]:
+    """All runs of a trace: agent runs first, then LLM runs, then tool runs (each by start time)."""
+    nodes = _build_tree(trace, conventions)
+    runs: list[AgentRun] = []
+    for kind, build in (("agent", _agent_run), ("llm", _llm_run), ("tool", _tool_run)):
+        runs.extend(build(trace, node) for node in nodes if node.kind == kind)
+    return runs
+
+
+def primary_runs(runs: Iterable[AgentRun]) -> list[AgentRun]:
+    """The runs that stand for each trace's agent (see ``AgentRun.primary``)."""
+    return [run for run in runs if run.primary]
+
+
+# --- tree ----------------------------------------------------------------------------------
+
+
+def _build_tree(trace: Trace, conventions: list[Convention]) -> list[_Node]:
+    """The trace's spans read and linked, in start-time order (duplicates sent twice dropped)."""
+    logs = trace.logs_by_span()
+    nodes: dict[str, _Node] = {}
+    for span in sorted(trace.spans, key=lambda s: s.start_time_ns):
+        if span.span_id in nodes:
+            continue
+        convention = convention_for(span, conventions)
+        info = (
+            safe_read(convention, span, logs.get(span.span_id, []))
+            if convention is not None
+            else new_info(span, "unknown")
+        )
+        nodes[span.span_id] = _Node(span, info)
+    for node in nodes.values():
+        parent = nodes.get(node.span.parent_span_id or "")
+        if parent is not None and parent is not node:
+            node.parent = parent
+            parent.children.append(node)
+    for node in nodes.values():
+        if node.kind == "llm":
+            for ancestor in node.ancestors():
+                if ancestor.has_llm_below:
+                    break
+                ancestor.has_llm_below = True
+    return list(nodes.values())
+
+
+def _scope(root: _Node) -> tuple[list[_Node], list[_Node]]:
+    """The spans an agent run is made of, and the nested agents where its scope stops."""
+    members: list[_Node] = []
+    nested: list[_Node] = []
+    stack = list(reversed(root.children))
+    while stack:
+        node = stack.pop()
+        if node.kind == "agent":
+            nested.append(node)
+            continue
+        members.append(node)
+        stack.extend(reversed(node.children))
+    members.sort(key=lambda n: n.span.start_time_ns)
+    nested.sort(key=lambda n: n.span.start_time_ns)
+    return members, nested
+
+
+def _subtree(root: _Node) -> Iterator[_Node]:
+    stack = list(root.children)
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(node.children)
+
+
+# --- shared run fields -----------------------------------------------------------------------
+
+
+def _is_user_turn(message: Message) -> bool:
+    """A message the user typed, not a tool result sent with role ``user`` (Pydantic AI)."""
+    return message.role == "user" and any(
+        part.type != "tool-invocation" for part in message.content.parts
+    )
+
+
+def _split_turn(conversation: list[Message]) -> tuple[list[Message], list[Message]]:
+    """(history, current turn): the turn starts at the last block of user messages."""
+    last = next(
+        (i for i in range(len(conversation) - 1, -1, -1) if _is_user_turn(conversation[i])), None
+    )
+    if last is None:
+        return [], list(conversation)
+    start = last
+    while start > 0 and _is_user_turn(conversation[start - 1]):
+        start -= 1
+    return conversation[:start], conversation[start:]
+
+
+def _run_input(system: list[str], conversation: list[Message]) -> RunInput:
+    remembered, current = _split_turn(conversation)
+    return RunInput(
+        input_messages=current,
+        remembered_messages=remembered,
+        system_messages=[SystemMessage(content=text) for text in system],
+    )
+
+
+def _base_run(trace: Trace, node: _Node, kind: str) -> AgentRun:
+    span, info = node.span, node.info
+    agent_name = info.agent_name
+    if agent_name is None:
+        agent_name = next(
+            (a.info.agent_name or a.info.name for a in node.ancestors() if a.kind == "agent"), None
+        )
+    return AgentRun(
+        trace_id=trace.trace_id,
+        span_id=span.span_id,
+        kind=kind,  # type: ignore[arg-type]
+        convention=info.convention,
+        agent_name=agent_name,
+        service_name=span.service_name,
+        model=info.model,
+        provider=info.provider,
+        start_time=timestamp(span.start_time_ns),
+        end_time=timestamp(span.end_time_ns),
+        status=info.status,
+        error=info.error,
+        span_ids=[span.span_id],
+        attributes=dict(span.attributes),
+        resource_attributes=dict(span.resource.attributes),
+        warnings=_warnings(node),
+    )
+
+
+def _warnings(node: _Node) -> list[str]:
+    return [f"span {node.span.span_id} ({node.span.name}): {w}" for w in node.info.warnings]
+
+
+def _tool_result_documents(invocations: Iterable[ToolInvocation]) -> list[ContextDocument]:
+    return [
+        ContextDocument(
+            content=json_text(inv.result),
+            source=inv.tool_name or None,
+            kind="tool_result",
+            metadata={"tool_call_id": inv.tool_call_id} if inv.tool_call_id else {},
+        )
+        for inv in invocations
+        if inv.state == "result" and inv.result is not None
+    ]
+
+
+def _merge_tools(groups: Iterable[list[ToolDefinition]]) -> list[ToolDefinition]:
+    """Tool definitions by name; a bare name (Mastra) is upgraded by a fuller definition."""
+    merged: dict[str, ToolDefinition] = {}
+    for group in groups:
+        for tool in group:
+            known = merged.get(tool.name)
+            if known is None or (known.parameters is None and tool.parameters is not None):
+                merged[tool.name] = tool
+    return list(merged.values())
+
+
+def _sum_usage(nodes: Iterable[_Node]) -> TokenUsage | None:
+    usages = [n.info.usage for n in nodes if n.info.usage is not None]
+    return sum(usages, TokenUsage()) if usages else None
+
+
+# --- agent runs ------------------------------------------------------------------------------
+
+
+class _Trajectory:
+    """The agent's steps as one assistant message's parts, tool calls joined to their results."""
+
+    def __init__(self) -> None:
+        self.parts: list[MessagePart] = []
+        self.calls: list[ToolInvocation] = []
+        self.agent_span_ids: list[str] = []
+
+    def _pending(self) -> Iterator[ToolInvocation]:
+        return (call for call in self.calls if call.state not in _RESOLVED)
+
+    def _match(self, result: ToolInvocation) -> ToolInvocation | None:
+        """The call a result answers: same id, else the first pending call of that name."""
+        if result.tool_call_id:
+            for call in self.calls:
+                if call.tool_call_id == result.tool_call_id:
+                    return call
+        pending = list(self._pending())
+        for call in pending:
+            if result.tool_name and call.tool_name == result.tool_name and (
+                not call.tool_call_id or not result.tool_call_id
+            ):
+                return call
+        if not result.tool_call_id and not result.tool_name and pending:
+            return pending[0]
+        return None
+
+    def answers_pending_call(self, result: ToolInvocation) -> bool:
+        call = self._match(result)
+        return call is not None and call.state not in _RESOLVED
+
+    def add_parts(self, parts: Iterable[MessagePart]) -> None:
+        """A step's output parts: reasoning first, then calls and text in the model's order."""
+        ordered = sorted(parts, key=lambda p: p.type != "reasoning")
+        for part in ordered:
+            invocation = part.tool_invocation
+            if invocation is None:
+                self.parts.append(part.model_copy())
+            elif invocation.state in _RESOLVED:
+                self.add_result(invocation)
+            else:
+                self._add_call(invocation.model_copy())
+
+    def _add_call(self, call: ToolInvocation) -> None:
+        self.calls.append(call)
+        self.parts.append(MessagePart(type="tool-invocation", tool_invocation=call))
+
+    def add_result(self, result: ToolInvocation) -> None:
+        """A tool's outcome: fills the call it answers, or records a call no LLM output showed."""
+        call = self._match(result)
+        if call is None:
+            self._add_call(result.model_copy())
+            return
+        if call.state in _RESOLVED:
+            return  # already answered, e.g. by both the tool span and the agent's output
+        call.result = result.result
+        call.state = result.state if result.state in _RESOLVED else "call"
+        call.is_error = result.is_error
+        call.error_text = result.error_text
+        call.tool_name = call.tool_name or result.tool_name
+        call.tool_call_id = call.tool_call_id or result.tool_call_id
+        if call.args in (None, {}, "") and result.args not in (None, {}, ""):
+            call.args = result.args
+
+    def resolve_from_messages(self, messages: Iterable[Message]) -> None:
+        """Results the LLM was sent back (when no tool span ran the tool), for pending calls only."""
+        for message in messages:
+            for part in message.content.parts:
+                result = part.tool_invocation
+                if result is None or result.state not in _RESOLVED:
+                    continue
+                call = self._match(result)
+                if call is not None and call.state not in _RESOLVED:
+                    self.add_result(result)
+
+    def has_text(self) -> bool:
+        return any(part.type == "text" and part.text for part in self.parts)
+
+
+def _tool_outcome(node: _Node) -> ToolInvocation:
+    """What a tool span (or a nested agent called as a tool) returned."""
+    info = node.info
+    if info.kind == "agent":
+        answer = _final_text(info.output_messages)
+        return ToolInvocation(
+            tool_call_id="",
+            tool_name=info.agent_name or info.name,
+            args=_conversation_text(info.input_messages),
+            result=answer,
+            state="output-error" if info.status == "error" else "result" if answer else "call",
+            is_error=True if info.status == "error" else None,
+            error_text=info.error if info.status == "error" else None,
+        )
+    if info.tool_call is not None:
+        return info.tool_call
+    return ToolInvocation(tool_call_id="", tool_name=info.name, state="call")
+
+
+def _final_text(messages: list[Message]) -> str:
+    texts = [message_text(m) for m in messages if m.role == "assistant"]
+    return next((t for t in reversed(texts) if t), "")
+
+
+def _conversation_text(messages: list[Message]) -> str:
+    return "\n".join(t for t in (message_text(m) for m in messages if _is_user_turn(m)) if t)
+
+
+def _last_text(parts: list[MessagePart]) -> str:
+    return next((p.text for p in reversed(parts) if p.type == "text" and p.text), "")
+
+
+def _under_tool(node: _Node, root: _Node) -> bool:
+    """Whether a span sits below a tool span of the same run (a tool's own traced sub-tools)."""
+    for ancestor in node.ancestors():
+        if ancestor is root:
+            return False
+        if ancestor.kind == "tool":
+            return True
+    return False
+
+
+def _agent_run(trace: Trace, node: _Node) -> AgentRun:
+    run = _base_run(trace, node, "agent")
+    run.primary = True
+    run.agent_name = node.info.agent_name or node.info.name
+    info = node.info
+    members, nested = _scope(node)
+    steps = [m for m in members if m.kind == "llm" and not m.has_llm_below]
+    tools = [m for m in members if m.kind == "tool" and not _under_tool(m, node)]
+
+    first_input = next((s.info for s in steps if s.info.input_messages), None)
+    system = info.system or next((s.info.system for s in steps if s.info.system), [])
+    run.input = _run_input(
+        system, first_input.input_messages if first_input else info.input_messages
+    )
+    trajectory = _trajectory(info, steps, tools, nested)
+    final = (
+        _final_text([s.info.output_messages[-1] for s in steps if s.info.output_messages][-1:])
+        or _final_text(info.output_messages)
+        or _last_text(trajectory.parts)
+    )
+    if final and not trajectory.has_text():
+        trajectory.parts.append(text_part(final))
+    if trajectory.parts:
+        message = build_message(
+            f"{node.span.span_id}-output",
+            "assistant",
+            trajectory.parts,
+            timestamp(node.span.end_time_ns),
+        )
+        message.content.content = final or None
+        run.output = [message]
+
+    run.model = run.model or next((s.info.model for s in steps if s.info.model), None)
+    run.provider = run.provider or next((s.info.provider for s in steps if s.info.provider), None)
+    run.tools = _merge_tools([info.tools, *(s.info.tools for s in steps)])
+    run.context = _tool_result_documents(trajectory.calls) + [
+        doc for member in members for doc in member.info.documents
+    ]
+    leaves = [n for n in _subtree(node) if n.kind == "llm" and not n.has_llm_below]
+    run.usage = _sum_usage(leaves) or info.usage or TokenUsage()
+    run.span_ids.extend(m.span.span_id for m in members)
+    run.span_ids.extend(trajectory.agent_span_ids)
+    for member in members:
+        run.warnings.extend(_warnings(member))
+    return run
+
+
+def _trajectory(
+    info: SpanInfo, steps: list[_Node], tools: list[_Node], nested: list[_Node]
+) -> _Trajectory:
+    """The agent's steps in time order, with every tool call joined to its outcome."""
+    trajectory = _Trajectory()
+    for event in sorted(steps + tools + nested, key=lambda n: n.span.start_time_ns):
+        if event.kind == "llm":
+            for message in event.info.output_messages:
+                trajectory.add_parts(message.content.parts)
+        elif event.kind == "tool":
+            trajectory.add_result(_tool_outcome(event))
+        else:
+            # A nested agent joins the trajectory only as the answer to a call the LLM made.
+            outcome = _tool_outcome(event)
+            if trajectory.answers_pending_call(outcome):
+                trajectory.add_result(outcome)
+                trajectory.agent_span_ids.append(event.span.span_id)
+    if not any(s.info.output_messages for s in steps):
+        # No step recorded its output (or there are no LLM spans): the agent span's own output
+        # is the trajectory (ai@7 puts every step's parts there).
+        for message in info.output_messages:
+            trajectory.add_parts(message.content.parts)
+    for step in steps:
+        _, current = _split_turn(step.info.input_messages)
+        trajectory.resolve_from_messages(current)
+    return trajectory
+
+
+# --- LLM and tool runs -----------------------------------------------------------------------
+
+
+def _llm_run(trace: Trace, node: _Node) -> AgentRun:
+    run = _base_run(trace, node, "llm")
+    info = node.info
+    run.primary = not any(a.kind in ("agent", "llm") for a in node.ancestors())
+    run.input = _run_input(info.system, info.input_messages)
+    run.output = list(info.output_messages)
+    run.tools = list(info.tools)
+    _, current = _split_turn(info.input_messages)
+    results = [
+        part.tool_invocation
+        for message in current
+        for part in message.content.parts
+        if part.tool_invocation is not None and part.tool_invocation.state in _RESOLVED
+    ]
+    run.context = _tool_result_documents(results) + list(info.documents)
+    leaves = [n for n in _subtree(node) if n.kind == "llm" and not n.has_llm_below]
+    run.usage = info.usage or _sum_usage(leaves) or TokenUsage()
+    return run
+
+
+def _tool_run(trace: Trace, node: _Node) -> AgentRun:
+    run = _base_run(trace, node, "tool")
+    invocation = _tool_outcome(node)
+    args = invocation.args
+    run.input = RunInput(
+        input_messages=[
+            build_message(
+                f"{node.span.span_id}-args",
+                "user",
+                [text_part(json_text(args))] if args not in (None, "", {}) else [],
+                timestamp(node.span.start_time_ns),
+            )
+        ]
+    )
+    part = MessagePart(type="tool-invocation", tool_invocation=invocation)
+    message = build_message(
+        f"{node.span.span_id}-output", "assistant", [part], timestamp(node.span.end_time_ns)
+    )
+    message.content.content = json_text(invocation.result) if invocation.result is not None else None
+    run.output = [message]
+    run.context = _tool_result_documents([invocation])
+    return run
