@@ -136,6 +136,7 @@ def test_retried_span_is_stored_once(store: SpanStore) -> None:
         ("c1c1c1c1c1c1c1c1", 1),
         ("c2c2c2c2c2c2c2c2", None),
     ]
+    assert store.trace_summary(TRACE_ID).span_count == 2
 
 
 def test_summaries_filter_by_service_and_activity(store: SpanStore) -> None:

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import typer
+
+if TYPE_CHECKING:
+    from tracescore.config import Config
 
 app = typer.Typer(
     name="tracescore",
@@ -10,6 +16,97 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+
+
+
+@app.callback()
+def main() -> None:
+    """Score AI agents from their OpenTelemetry traces."""
+
+
+@app.command()
+def serve(
+    config_file: Path | None = typer.Option(None, "--config", help="YAML config file."),
+    db: str | None = typer.Option(
+        None, "--db", help="Database URL: sqlite:///file.db or postgresql://user@host/db."
+    ),
+    host: str | None = typer.Option(None, "--host", help="Interface to listen on."),
+    http_port: int | None = typer.Option(None, "--http-port", help="OTLP/HTTP and API port."),
+    grpc_port: int | None = typer.Option(None, "--grpc-port", help="OTLP/gRPC port."),
+    idle_timeout: float | None = typer.Option(
+        None, "--idle-timeout", help="Seconds without new spans before a trace is complete."
+    ),
+) -> None:
+    """Run the collector: OTLP/HTTP, OTLP/gRPC and the read API, storing spans durably."""
+    import logging
+
+    from tracescore.config import ConfigError
+
+    try:
+        config = _with_overrides(
+            _load_config(config_file),
+            {
+                "store": db,
+                "server.host": host,
+                "server.http_port": http_port,
+                "server.grpc_port": grpc_port,
+                "assembly.idle_timeout": idle_timeout,
+            },
+        )
+    except ConfigError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
+
+    from sqlalchemy.exc import ArgumentError, OperationalError
+
+    from tracescore.service import Service
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        service = Service(config)
+    except (ArgumentError, ValueError) as exc:
+        typer.echo(f"invalid database URL: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except OperationalError as exc:
+        typer.echo(f"cannot open the database: {exc.orig}", err=True)
+        raise typer.Exit(1) from None
+    server = config.server
+    typer.echo(
+        f"tracescore collector: OTLP/HTTP on {server.host}:{server.http_port}, "
+        f"OTLP/gRPC on {server.host}:{server.grpc_port}, store {service.store.engine.url!r}",
+        err=True,
+    )
+    service.run()
+
+
+def _with_overrides(config: Config, overrides: dict[str, object]) -> Config:
+    """``config`` with command-line values (dotted keys; ``None`` = not given) applied and
+    validated like the file, so a bad flag is reported the same way as a bad key."""
+    from pydantic import ValidationError
+
+    from tracescore.config import Config, ConfigError, format_validation_error
+
+    data = config.model_dump()
+    for dotted, value in overrides.items():
+        if value is not None:
+            *sections, key = dotted.split(".")
+            target = data
+            for section in sections:
+                target = target[section]
+            target[key] = value
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"command line: {format_validation_error(exc, {})}") from None
+
+
+def _load_config(path: Path | None) -> Config:
+    from tracescore.config import ConfigError, load_config
+
+    try:
+        return load_config(path)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
 
 
 if __name__ == "__main__":

@@ -57,11 +57,14 @@ def _tagged(value: Any) -> Any:
     return value
 
 
+def jsonable(value: AttributeValue | Attributes) -> Any:
+    """The value with bytes and non-finite doubles tagged, ready for any JSON serializer."""
+    return _tagged(value) if _needs_tags(value) else value
+
+
 def encode(value: AttributeValue | Attributes) -> str:
     """The typed JSON text of an attribute value or of a whole attribute map."""
-    if _needs_tags(value):
-        value = _tagged(value)
-    return orjson.dumps(value).decode()
+    return orjson.dumps(jsonable(value)).decode()
 
 
 def _untagged(value: Any) -> Any:

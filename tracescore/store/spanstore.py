@@ -155,12 +155,10 @@ def _trace_rows(spans: Sequence[Span], logs: Sequence[LogRecord], now: float) ->
         if row is None:
             rows[span.trace_id] = {
                 "trace_id": span.trace_id, "service_name": span.resource.service_name,
-                "root_name": span.name if is_root else "", "has_root": is_root,
-                "span_count": 1, "log_count": 0, "start_time_ns": span.start_time_ns,
+                "root_name": span.name if is_root else "", "has_root": is_root, "log_count": 0, "start_time_ns": span.start_time_ns,
                 "end_time_ns": span.end_time_ns, "now": now,
             }  # fmt: skip
             continue
-        row["span_count"] += 1
         if is_root and not row["has_root"]:
             row.update(has_root=True, root_name=span.name, service_name=span.resource.service_name)
         if span.start_time_ns < row["start_time_ns"]:
@@ -174,7 +172,7 @@ def _trace_rows(spans: Sequence[Span], logs: Sequence[LogRecord], now: float) ->
         if row is None:
             rows[record.trace_id] = {
                 "trace_id": record.trace_id, "service_name": "", "root_name": "",
-                "has_root": False, "span_count": 0, "log_count": 1, "start_time_ns": None,
+                "has_root": False, "log_count": 1, "start_time_ns": None,
                 "end_time_ns": None, "now": now,
             }  # fmt: skip
         else:

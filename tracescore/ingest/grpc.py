@@ -1,0 +1,70 @@
+"""OTLP/gRPC receiver (``grpc.aio``): TraceService, LogsService and MetricsService ``Export``.
+
+Handlers receive the raw request bytes (no deserializer) and hand them to the same
+:class:`~tracescore.ingest.intake.Intake` as OTLP/HTTP, so both transports share one decoder
+and one admission limit. Status codes follow the OTLP spec: INVALID_ARGUMENT for undecodable
+requests (not retryable), UNAVAILABLE for backpressure and storage failures (retryable).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import grpc
+from google.protobuf.message import Message
+
+from tracescore.ingest.decode import Decoded, DecodeError
+from tracescore.ingest.http import logs_response, metrics_response, trace_response
+from tracescore.ingest.intake import Busy, Intake, StoreUnavailable
+
+
+def _export_handler(
+    intake: Intake,
+    handle: Callable[..., Awaitable[Decoded]],
+    respond: Callable[[Decoded], Message],
+) -> grpc.RpcMethodHandler:
+    async def export(body: bytes, context: grpc.aio.ServicerContext) -> Message:
+        try:
+            with intake.admitted():
+                decoded = await handle(body, json=False)
+        except DecodeError as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except (Busy, StoreUnavailable) as exc:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        return respond(decoded)
+
+    return grpc.unary_unary_rpc_method_handler(
+        export, request_deserializer=None, response_serializer=type(respond(Decoded())).SerializeToString
+    )
+
+
+def otlp_handlers(intake: Intake) -> list[grpc.GenericRpcHandler]:
+    services = {
+        "opentelemetry.proto.collector.trace.v1.TraceService": (intake.traces, trace_response),
+        "opentelemetry.proto.collector.logs.v1.LogsService": (intake.logs, logs_response),
+        "opentelemetry.proto.collector.metrics.v1.MetricsService": (
+            intake.metrics,
+            metrics_response,
+        ),
+    }
+    return [
+        grpc.method_handlers_generic_handler(
+            name, {"Export": _export_handler(intake, handle, respond)}
+        )
+        for name, (handle, respond) in services.items()
+    ]
+
+
+async def start_grpc_server(intake: Intake, host: str, port: int, max_message_bytes: int) -> grpc.aio.Server:
+    """Start serving OTLP/gRPC on ``host:port`` in the running event loop."""
+    server = grpc.aio.server(
+        handlers=otlp_handlers(intake),
+        options=[
+            ("grpc.max_receive_message_length", max_message_bytes),
+            ("grpc.so_reuseport", 0),
+        ],
+    )
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    server.add_insecure_port(address)
+    await server.start()
+    return server

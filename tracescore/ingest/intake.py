@@ -1,0 +1,110 @@
+"""What both OTLP transports do with an export request: admit, decode, store, acknowledge.
+
+The transports (``http.py``, ``grpc.py``) only translate between the wire and this module:
+:class:`Busy` becomes HTTP 503 / gRPC UNAVAILABLE (retryable, with a delay), :class:`DecodeError`
+HTTP 400 / INVALID_ARGUMENT, :class:`StoreUnavailable` HTTP 503 / UNAVAILABLE.
+
+Decoding and the database write run together in a small thread pool, never on the event loop,
+and at most ``max_pending`` requests are admitted at once: a request beyond that is refused
+before its body is even read, which keeps memory bounded at about
+``max_pending × max_body_bytes`` however hard clients push.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+
+import orjson
+from google.protobuf.message import DecodeError as ProtobufDecodeError
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+)
+
+from tracescore.ingest.decode import Decoded, DecodeError, decode_logs, decode_traces
+from tracescore.store import SpanStore
+
+log = logging.getLogger(__name__)
+
+RETRY_AFTER_SECONDS = 1
+
+
+class Busy(Exception):
+    """Too many export requests in flight; the client should retry after a delay."""
+
+
+class StoreUnavailable(Exception):
+    """The database write failed; nothing of the request was stored, the client may retry."""
+
+
+class Intake:
+    """Admission control plus decode-and-store, shared by the HTTP and gRPC transports."""
+
+    def __init__(self, store: SpanStore, max_pending: int, *, threads: int = 4) -> None:
+        self.store = store
+        self.max_pending = max_pending
+        self.in_flight = 0
+        self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ingest")
+
+    @contextmanager
+    def admitted(self) -> Iterator[None]:
+        """Hold one of the ``max_pending`` slots (on the event loop thread) or raise Busy."""
+        if self.in_flight >= self.max_pending:
+            raise Busy(f"{self.in_flight} export requests already in progress")
+        self.in_flight += 1
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
+
+    async def traces(self, body: bytes, *, json: bool) -> Decoded:
+        return await self._run(self._store_traces, body, json)
+
+    async def logs(self, body: bytes, *, json: bool) -> Decoded:
+        return await self._run(self._store_logs, body, json)
+
+    async def metrics(self, body: bytes, *, json: bool) -> Decoded:
+        """Metrics are accepted (so SDKs that send them see success) and dropped once valid."""
+        return await self._run(_check_metrics, body, json)
+
+    async def _run(self, work: Callable[[bytes, bool], Decoded], body: bytes, json: bool) -> Decoded:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, work, body, json)
+
+    def _store_traces(self, body: bytes, json: bool) -> Decoded:
+        decoded = decode_traces(body, json=json)
+        self._write(decoded)
+        return decoded
+
+    def _store_logs(self, body: bytes, json: bool) -> Decoded:
+        decoded = decode_logs(body, json=json)
+        self._write(decoded)
+        return decoded
+
+    def _write(self, decoded: Decoded) -> None:
+        try:
+            self.store.write(decoded.spans, decoded.logs)
+        except Exception as exc:
+            log.exception("storing %d spans / %d logs failed", len(decoded.spans), len(decoded.logs))
+            raise StoreUnavailable(f"storage failed: {type(exc).__name__}") from exc
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True)
+
+
+def _check_metrics(body: bytes, json: bool) -> Decoded:
+    if json:
+        try:
+            document = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise DecodeError(f"invalid JSON: {exc}") from exc
+        if not isinstance(document, dict):
+            raise DecodeError("an OTLP/JSON export request must be a JSON object")
+        return Decoded()
+    try:
+        ExportMetricsServiceRequest().ParseFromString(body)
+    except (ProtobufDecodeError, RuntimeError, ValueError) as exc:
+        raise DecodeError(f"invalid OTLP protobuf ExportMetricsServiceRequest: {exc}") from exc
+    return Decoded()

@@ -1,0 +1,129 @@
+"""Process composition: the FastAPI app (OTLP/HTTP + read API), the OTLP/gRPC server and
+background tasks, all in one asyncio event loop.
+
+Other stages plug in without editing this module::
+
+    service = Service(config)
+    service.app.include_router(monitoring_router(service.store))
+    service.add_background(lambda: pipeline_workers(service.store, config))
+    service.run()
+
+Background tasks start with the servers; on shutdown they are cancelled (then awaited) before
+the gRPC server stops and the store closes. A task that dies is logged at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Awaitable, Callable, Iterator
+
+import uvicorn
+from fastapi import FastAPI
+
+from tracescore.assemble.promoter import promote_interval, promote_periodically
+from tracescore.assemble.states import ReadinessRules
+from tracescore.config import AssemblyConfig, Config
+from tracescore.ingest.grpc import start_grpc_server
+from tracescore.ingest.http import otlp_router
+from tracescore.ingest.intake import Intake
+from tracescore.store import SpanStore, open_store
+from tracescore.store.api import traces_router
+
+log = logging.getLogger(__name__)
+
+BackgroundFactory = Callable[[], Awaitable[None]]
+
+
+def readiness_rules(assembly: AssemblyConfig) -> ReadinessRules:
+    return ReadinessRules(idle_timeout=assembly.idle_timeout, max_wait=assembly.max_wait)
+
+
+def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -> FastAPI:
+    """The HTTP app: OTLP receiver, ``/healthz`` and the trace read API.
+
+    Other stages add their routers with ``app.include_router(...)``. Without ``intake`` a new
+    one is made from ``config.server``; the :class:`Service` passes the one it shares with gRPC.
+    """
+    intake = intake or Intake(store, config.server.max_pending_requests)
+    app = FastAPI(title="tracescore", docs_url="/api/docs", openapi_url="/api/openapi.json")
+    app.state.store = store
+    app.state.intake = intake
+    app.include_router(otlp_router(intake, config.server.max_body_bytes))
+    app.include_router(traces_router(store))
+
+    @app.get("/healthz", tags=["health"])
+    async def healthz() -> dict[str, object]:
+        return {"status": "ok", "database": store.dialect, "in_flight": intake.in_flight}
+
+    return app
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("background task %s failed", task.get_name(), exc_info=task.exception())
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handling: :class:`Service` owns shutdown, so it can stop
+    gRPC and background tasks before the process exits (uvicorn would re-raise the signal)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class Service:
+    """One tracescore process: OTLP/HTTP + read API (uvicorn), OTLP/gRPC, background tasks."""
+
+    def __init__(self, config: Config, store: SpanStore | None = None) -> None:
+        self.config = config
+        self.store = store or open_store(config.store, readiness_rules(config.assembly))
+        self.intake = Intake(self.store, config.server.max_pending_requests)
+        self.app = create_app(config, self.store, self.intake)
+        self._background: list[BackgroundFactory] = []
+        self._uvicorn: _Server | None = None
+        interval = promote_interval(config.assembly.idle_timeout)
+        self.add_background(lambda: promote_periodically(self.store, interval))
+
+    def add_background(self, factory: BackgroundFactory) -> None:
+        """Run ``factory()`` as a task in the service's event loop while it serves."""
+        self._background.append(factory)
+
+    def stop(self) -> None:
+        """Ask a running service to shut down gracefully (what SIGTERM and SIGINT do)."""
+        if self._uvicorn is not None:
+            self._uvicorn.should_exit = True
+
+    async def serve(self) -> None:
+        server = self.config.server
+        grpc_server = await start_grpc_server(
+            self.intake, server.host, server.grpc_port, server.max_body_bytes
+        )
+        self._uvicorn = _Server(
+            uvicorn.Config(
+                self.app, host=server.host, port=server.http_port, log_level="warning",
+                access_log=False, lifespan="auto",
+            )
+        )  # fmt: skip
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self.stop)
+        tasks = [asyncio.create_task(factory()) for factory in self._background]
+        for task in tasks:
+            task.add_done_callback(_log_failure)
+        try:
+            await self._uvicorn.serve()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await grpc_server.stop(grace=5)
+            self.intake.close()
+            self.store.close()
+
+    def run(self) -> None:
+        asyncio.run(self.serve())

@@ -1,0 +1,102 @@
+"""Read API over the store: trace summaries and whole traces as JSON.
+
+Ids are lowercase hex as everywhere in tracescore. Attribute values are JSON as stored
+(:mod:`tracescore.store.codec`): bytes appear as ``{"$b": "<base64>"}`` and non-finite doubles
+as ``{"$f": "nan"}``, so nothing is lost or guessed on the way out.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, HTTPException, Query
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
+
+from tracescore.spans import LogRecord, Span
+from tracescore.store import SpanStore
+from tracescore.store.codec import jsonable
+
+_TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
+
+
+def span_json(span: Span) -> dict[str, Any]:
+    return {
+        "trace_id": span.trace_id,
+        "span_id": span.span_id,
+        "parent_span_id": span.parent_span_id,
+        "name": span.name,
+        "kind": span.kind,
+        "start_time_ns": span.start_time_ns,
+        "end_time_ns": span.end_time_ns,
+        "status": {"code": span.status_code, "message": span.status_message},
+        "attributes": jsonable(span.attributes),
+        "events": [
+            {"name": e.name, "time_ns": e.time_ns, "attributes": jsonable(e.attributes)}
+            for e in span.events
+        ],
+        "links": [
+            {"trace_id": k.trace_id, "span_id": k.span_id, "trace_state": k.trace_state,
+             "attributes": jsonable(k.attributes)}
+            for k in span.links
+        ],  # fmt: skip
+        "resource": jsonable(span.resource.attributes),
+        "scope": {"name": span.scope.name, "version": span.scope.version,
+                  "attributes": jsonable(span.scope.attributes)},  # fmt: skip
+        "trace_state": span.trace_state,
+        "flags": span.flags,
+    }
+
+
+def log_json(record: LogRecord) -> dict[str, Any]:
+    return {
+        "trace_id": record.trace_id,
+        "span_id": record.span_id,
+        "time_ns": record.time_ns,
+        "observed_time_ns": record.observed_time_ns,
+        "event_name": record.event_name,
+        "severity_number": record.severity_number,
+        "severity_text": record.severity_text,
+        "body": jsonable(record.body),
+        "attributes": jsonable(record.attributes),
+        "resource": jsonable(record.resource.attributes),
+        "scope": {"name": record.scope.name, "version": record.scope.version},
+    }
+
+
+def _json(document: Any) -> Response:
+    return Response(orjson.dumps(document), media_type="application/json")
+
+
+def traces_router(store: SpanStore) -> APIRouter:
+    router = APIRouter(prefix="/api/traces", tags=["traces"])
+
+    @router.get("")
+    async def list_traces(
+        limit: int = Query(50, ge=1, le=1000),
+        service: str | None = None,
+        since: float | None = Query(None, description="epoch seconds of last activity"),
+    ) -> Response:
+        summaries = await run_in_threadpool(store.list_traces, limit, service, since)
+        return _json({"traces": [s.to_dict() for s in summaries]})
+
+    @router.get("/{trace_id}")
+    async def get_trace(trace_id: str) -> Response:
+        if not _TRACE_ID.match(trace_id):
+            raise HTTPException(400, "trace id must be 32 hex characters")
+        trace = await run_in_threadpool(store.load_trace, trace_id)
+        if trace is None:
+            raise HTTPException(404, f"trace {trace_id.lower()} not found")
+        summary = await run_in_threadpool(store.trace_summary, trace_id)
+        return _json(
+            {
+                "trace_id": trace.trace_id,
+                "summary": summary.to_dict() if summary else None,
+                "spans": [span_json(s) for s in trace.spans],
+                "logs": [log_json(r) for r in trace.logs],
+            }
+        )
+
+    return router
