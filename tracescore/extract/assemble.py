@@ -369,17 +369,7 @@ def _agent_run(trace: Trace, node: _Node) -> AgentRun:
         or _final_text(info.output_messages)
         or _last_text(trajectory.parts)
     )
-    if final and not trajectory.has_text():
-        trajectory.parts.append(text_part(final))
-    if trajectory.parts:
-        message = build_message(
-            f"{node.span.span_id}-output",
-            "assistant",
-            trajectory.parts,
-            timestamp(node.span.end_time_ns),
-        )
-        message.content.content = final or None
-        run.output = [message]
+    run.output = _output(node, trajectory, final)
 
     run.model = run.model or next((s.info.model for s in steps if s.info.model), None)
     run.provider = run.provider or next((s.info.provider for s in steps if s.info.provider), None)
@@ -394,6 +384,19 @@ def _agent_run(trace: Trace, node: _Node) -> AgentRun:
     for member in members:
         run.warnings.extend(_warnings(member))
     return run
+
+
+def _output(node: _Node, trajectory: _Trajectory, final: str) -> list[Message]:
+    """The run's single assistant message: every step's parts; ``content`` = the final answer."""
+    if final and not trajectory.has_text():
+        trajectory.parts.append(text_part(final))
+    if not trajectory.parts:
+        return []
+    message = build_message(
+        f"{node.span.span_id}-output", "assistant", trajectory.parts, timestamp(node.span.end_time_ns)
+    )
+    message.content.content = final or None
+    return [message]
 
 
 def _trajectory(
@@ -432,7 +435,10 @@ def _llm_run(trace: Trace, node: _Node) -> AgentRun:
     info = node.info
     run.primary = not any(a.kind in ("agent", "llm") for a in node.ancestors())
     run.input = _run_input(info.system, info.input_messages)
-    run.output = list(info.output_messages)
+    trajectory = _Trajectory()
+    for message in info.output_messages:
+        trajectory.add_parts(message.content.parts)
+    run.output = _output(node, trajectory, _final_text(info.output_messages))
     run.tools = list(info.tools)
     _, current = _split_turn(info.input_messages)
     results = [

@@ -175,3 +175,27 @@ def json_text(value: Any) -> str:
 def timestamp(time_ns: int) -> datetime | None:
     """A UTC datetime for an OTLP nanosecond timestamp (0 = unknown)."""
     return datetime.fromtimestamp(time_ns / 1e9, tz=timezone.utc) if time_ns else None
+
+
+def indexed(
+    attributes: Mapping[str, Any], prefix: str, warnings: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """Re-assemble flattened ``{prefix}{i}.{rest}`` keys into ``[{rest: value}]`` by index.
+
+    OpenInference and OpenLLMetry ≤0.54 flatten lists into one attribute per leaf. Indexes are
+    sorted numerically (``10`` after ``9``); gaps are closed up and, when ``warnings`` is given,
+    reported, since a dropped element (LangChain drops reasoning parts) changes what was sent.
+    """
+    groups: dict[int, dict[str, Any]] = {}
+    size = len(prefix)
+    for key, value in attributes.items():
+        if not key.startswith(prefix):
+            continue
+        index, _, rest = key[size:].partition(".")
+        if index.isdigit():
+            groups.setdefault(int(index), {})[rest] = value
+    order = sorted(groups)
+    if warnings is not None and order and order[-1] != len(order) - 1:
+        missing = sorted(set(range(order[-1] + 1)) - set(order))
+        warnings.append(f"{prefix}N: index {', '.join(map(str, missing))} missing; skipped")
+    return [groups[i] for i in order]

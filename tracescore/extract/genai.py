@@ -49,7 +49,7 @@ _KINDS: dict[str, str] = {
     "execute_tool": "tool",
     "retrieval": "retrieval",
 }
-_CONTENT_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions")
+CONTENT_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions")
 
 
 def detect(span: Span) -> bool:
@@ -97,7 +97,7 @@ def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
             merged.update({k: v for k, v in extra.items() if v is not None})
         attributes = merged
     fill_from_attributes(info, attributes)
-    if not any(key in attributes for key in _CONTENT_KEYS):
+    if not any(key in attributes for key in CONTENT_KEYS):
         genai_events.fill_from_events(info, logs, span)
     return info
 

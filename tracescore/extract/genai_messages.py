@@ -142,6 +142,33 @@ def _reasoning_text(value: Any, warnings: list[str], what: str) -> str:
     return "" if value is None else str(value)
 
 
+def find_reasoning(value: Any, limit: int = 10_000) -> list[str]:
+    """Reasoning texts anywhere in a raw provider/framework body, visiting at most ``limit`` nodes.
+
+    Several instrumentations drop reasoning from their structured attributes but keep the raw
+    response body (OpenInference ``output.value``): Chat Completions ``reasoning_content``,
+    Responses ``{"type": "reasoning", "summary": [...]}`` items, LangChain content blocks.
+    """
+    found: list[str] = []
+    stack = [value]
+    while stack and limit > 0:
+        limit -= 1
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(reversed(node))
+        elif isinstance(node, dict):
+            text = node.get("reasoning_content")
+            if node.get("type") in REASONING_TYPES - {"summary_text"}:
+                text = _reasoning_text(
+                    first_present(node, "summary", "content", "text", "reasoning"), [], "reasoning"
+                )
+            if isinstance(text, str) and text:
+                found.append(text)
+                continue
+            stack.extend(reversed(list(node.values())))
+    return found
+
+
 def decode_arguments(value: Any, warnings: list[str], what: str) -> Any:
     """Tool-call arguments: objects as they are, JSON strings decoded, other text kept."""
     if value is None:
@@ -178,13 +205,11 @@ def parse_part(raw: Any, warnings: list[str], what: str) -> MessagePart | None:
         )
         return reasoning_part(text) if text else None
     if kind in TOOL_CALL_TYPES:
-        call_id = json_text(first_present(raw, "id", "toolCallId", "tool_call_id", "call_id") or "")
-        name = json_text(first_present(raw, "name", "toolName", "tool_name") or "")
+        call_id, name = _call_reference(raw)
         args = first_present(raw, "arguments", "args", "input")
         return tool_call_part(call_id, name, decode_arguments(args, warnings, what))
     if kind in TOOL_RESULT_TYPES:
-        call_id = json_text(first_present(raw, "id", "toolCallId", "tool_call_id", "call_id") or "")
-        name = json_text(first_present(raw, "name", "toolName", "tool_name") or "")
+        call_id, name = _call_reference(raw)
         result, is_error = decode_result(first_present(raw, "response", "result", "output"))
         return tool_result_part(call_id, name, result, is_error=is_error or bool(raw.get("isError")))
     if kind in FILE_TYPES:
@@ -198,6 +223,17 @@ def first_present(raw: dict[str, Any], *keys: str) -> Any:
         if raw.get(key) is not None:
             return raw[key]
     return None
+
+
+def _call_reference(raw: dict[str, Any]) -> tuple[str, str]:
+    """(tool-call id, tool name) under the key names GenAI, the AI SDK and OpenAI use.
+
+    ``call_id`` comes before ``id``: in OpenAI Responses items ``id`` names the item and
+    ``call_id`` the call that the result answers.
+    """
+    call_id = first_present(raw, "toolCallId", "tool_call_id", "call_id", "id")
+    name = first_present(raw, "name", "toolName", "tool_name")
+    return json_text(call_id or ""), json_text(name or "")
 
 
 def _file_part(raw: dict[str, Any]) -> MessagePart:
@@ -235,6 +271,13 @@ def parse_message(
         return None
     role = str(raw.get("role") or default_role)
     parts: list[MessagePart] = []
+    # OpenAI-compatible servers (DeepSeek, vLLM, OpenRouter) return reasoning beside the content.
+    # OpenLLMetry ≤0.54 sends a Responses summary list (JSON-encoded) under ``reasoning``.
+    reasoning = raw.get("reasoning_content") or raw.get("reasoning")
+    if isinstance(reasoning, (str, list)) and reasoning:
+        text = _reasoning_text(reasoning, warnings, f"{what} reasoning")
+        if text:
+            parts.append(reasoning_part(text))
     body = raw.get("parts")
     if body is None:
         body = raw.get("content")

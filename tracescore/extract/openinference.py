@@ -1,0 +1,280 @@
+"""OpenInference (Arize Phoenix) spans (SPAN_FORMATS §3).
+
+Every span says what it is in ``openinference.span.kind`` and flattens its content into indexed
+attributes (``llm.input_messages.{i}.message.*``), which are re-assembled here into the nested
+OpenAI-style shape the shared message parser reads. When an instrumentor recorded only the raw
+request/response bodies (``input.value``/``output.value``), the messages are read from those.
+
+With ``OPENINFERENCE_ENABLE_GENAI_SEMCONV`` the same spans also carry GenAI attributes; this
+module claims those spans first and reads the OpenInference attributes, falling back to the
+GenAI mirror only for content the OpenInference ones lack, so nothing is read twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tracescore.extract import genai
+from tracescore.extract.base import (
+    as_str,
+    first,
+    first_str,
+    indexed,
+    json_text,
+    load_json,
+    new_info,
+    timestamp,
+    usage_from,
+)
+from tracescore.extract.genai_messages import (
+    build_message,
+    decode_arguments,
+    decode_result,
+    find_reasoning,
+    parse_message,
+    parse_messages,
+    parse_part,
+    parse_tool_definition,
+    parse_tool_definitions,
+    reasoning_part,
+    split_system,
+    text_message,
+)
+from tracescore.extract.model import ContextDocument, Message, SpanInfo, ToolInvocation
+from tracescore.spans import LogRecord, Span
+
+NAME = "openinference"
+
+_KINDS = {"LLM": "llm", "AGENT": "agent", "TOOL": "tool", "RETRIEVER": "retrieval",
+          "RERANKER": "retrieval"}
+
+
+def detect(span: Span) -> bool:
+    return "openinference.span.kind" in span.attributes
+
+
+def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
+    info = new_info(span, NAME)
+    attributes = span.attributes
+    span_kind = (as_str(attributes.get("openinference.span.kind")) or "").upper()
+    info.kind = _KINDS.get(span_kind, "other")  # type: ignore[assignment]
+    if span_kind == "CHAIN" and _is_langchain_agent(span, info.warnings):
+        info.kind = "agent"
+    info.model = first_str(attributes, "llm.model_name")
+    info.provider = first_str(attributes, "llm.provider", "llm.system")
+    info.usage = usage_from(
+        attributes,
+        input_tokens=("llm.token_count.prompt",),
+        output_tokens=("llm.token_count.completion",),
+        total_tokens=("llm.token_count.total",),
+        reasoning_tokens=("llm.token_count.completion_details.reasoning",),
+        cached_input_tokens=("llm.token_count.prompt_details.cache_read",),
+    )
+    if info.kind == "agent":
+        info.agent_name = first_str(attributes, "agent.name", "graph.node.id") or span.name
+    if info.kind in ("llm", "agent", "other"):
+        _read_messages(span, info)
+    if info.kind == "llm":
+        info.tools = [
+            tool
+            for item in indexed(attributes, "llm.tools.")
+            if (tool := parse_tool_definition(item.get("tool.json_schema"), info.warnings,
+                                              "llm.tools.N.tool.json_schema"))
+        ]
+        if not info.tools and "gen_ai.tool.definitions" in attributes:
+            info.tools = parse_tool_definitions(
+                attributes["gen_ai.tool.definitions"], info.warnings, "gen_ai.tool.definitions"
+            )
+    if info.kind == "tool":
+        info.tool_call = _tool_call(span, info)
+    if info.kind == "retrieval":
+        prefix = "retrieval.documents." if span_kind == "RETRIEVER" else "reranker.output_documents."
+        info.documents = _documents(attributes, prefix, info.warnings, span.name)
+    return info
+
+
+def _is_langchain_agent(span: Span, warnings: list[str]) -> bool:
+    """LangChain ``create_agent`` roots are CHAIN spans named after the agent (§3)."""
+    metadata = load_json(span.attributes.get("metadata"), warnings, "metadata")
+    return isinstance(metadata, dict) and metadata.get("lc_agent_name") == span.name
+
+
+def _read_messages(span: Span, info: SpanInfo) -> None:
+    attributes = span.attributes
+    warnings = info.warnings
+    started, ended = timestamp(span.start_time_ns), timestamp(span.end_time_ns)
+    inputs = [
+        _message(raw, f"{span.span_id}-in-{i}", warnings, "llm.input_messages", "user", started)
+        for i, raw in enumerate(indexed(attributes, "llm.input_messages.", warnings))
+    ]
+    outputs = [
+        _message(raw, f"{span.span_id}-out-{i}", warnings, "llm.output_messages", "assistant",
+                 ended)
+        for i, raw in enumerate(indexed(attributes, "llm.output_messages.", warnings))
+    ]
+    if info.kind == "llm" and not (inputs or outputs) and any(
+        key in attributes for key in genai.CONTENT_KEYS
+    ):
+        genai.fill_from_attributes(info, attributes)  # the GenAI mirror, read once instead
+        info.kind = "llm"
+        return
+    if not inputs and "input.value" in attributes:
+        inputs = _body_messages(attributes["input.value"], span.span_id, "in", info, started)
+    if not outputs and "output.value" in attributes:
+        outputs = _body_messages(attributes["output.value"], span.span_id, "out", info, ended)
+    system, info.input_messages = split_system(m for m in inputs if m is not None)
+    info.system = system
+    info.output_messages = [m for m in outputs if m is not None]
+    if info.kind == "llm":
+        info.output_messages = _with_body_reasoning(info.output_messages, attributes)
+
+
+def _with_body_reasoning(outputs: list[Message], attributes: Mapping[str, Any]) -> list[Message]:
+    """Put back reasoning the flattened attributes dropped but ``output.value`` kept (§3)."""
+    body = attributes.get("output.value")
+    if (
+        not outputs
+        or not isinstance(body, str)
+        or "reasoning" not in body
+        or any(p.type == "reasoning" for m in outputs for p in m.content.parts)
+    ):
+        return outputs
+    texts = find_reasoning(load_json(body, [], "output.value"))
+    if not texts:
+        return outputs
+    head = outputs[0]
+    parts = [reasoning_part(t) for t in texts] + head.content.parts
+    rebuilt = build_message(head.id, head.role, parts, head.created_at, head.content.metadata)
+    return [rebuilt, *outputs[1:]]
+
+
+def _message(
+    raw: dict[str, Any], message_id: str, warnings: list[str], what: str, role: str, created_at: Any
+) -> Message | None:
+    """One flattened ``message.*`` group as an OpenAI-style dict, then parsed."""
+    contents = [
+        {"type": c.get("message_content.type") or "text",
+         "text": c.get("message_content.text"),
+         "image_url": c.get("message_content.image.image.url")}
+        for c in indexed(raw, "message.contents.", warnings)
+    ]
+    calls = [
+        {"id": c.get("tool_call.id"),
+         "function": {"name": c.get("tool_call.function.name"),
+                      "arguments": c.get("tool_call.function.arguments")}}
+        for c in indexed(raw, "message.tool_calls.", warnings)
+    ]
+    message = {
+        "role": raw.get("message.role") or role,
+        "content": contents or raw.get("message.content"),
+        "tool_calls": calls,
+        "tool_call_id": raw.get("message.tool_call_id"),
+        "name": raw.get("message.name"),
+    }
+    return parse_message(message, message_id, warnings, what, default_role=role,
+                         created_at=created_at)
+
+
+def _body_messages(
+    value: Any, span_id: str, direction: str, info: SpanInfo, created_at: Any
+) -> list[Message | None]:
+    """Messages from a raw ``input.value``/``output.value``: an OpenAI request or response body
+    (Chat Completions or Responses), a message list, or plain text."""
+    what = "input.value" if direction == "in" else "output.value"
+    role = "user" if direction == "in" else "assistant"
+    prefix = f"{span_id}-{direction}"
+    body = load_json(value, info.warnings, what)
+    if isinstance(body, dict) and isinstance(body.get("messages"), list):
+        return list(parse_messages(body["messages"], prefix, info.warnings, what,
+                                   created_at=created_at))
+    if isinstance(body, dict) and isinstance(body.get("choices"), list):
+        return [
+            parse_message({**c["message"], "finish_reason": c.get("finish_reason")},
+                          f"{prefix}-{i}", info.warnings, what, default_role=role,
+                          created_at=created_at)
+            for i, c in enumerate(body["choices"])
+            if isinstance(c, dict) and isinstance(c.get("message"), dict)
+        ]
+    if isinstance(body, dict) and ("input" in body or "output" in body):
+        return _responses_messages(body, prefix, info, what, role, created_at)
+    if isinstance(body, list) and all(isinstance(m, dict) and "role" in m for m in body):
+        return list(parse_messages(body, prefix, info.warnings, what, created_at=created_at))
+    text = json_text(body)
+    return [text_message(f"{prefix}-0", role, text, created_at)] if text else []
+
+
+def _responses_messages(
+    body: dict[str, Any], prefix: str, info: SpanInfo, what: str, role: str, created_at: Any
+) -> list[Message | None]:
+    """An OpenAI Responses API request (``instructions`` + ``input``) or response (``output``)."""
+    if role == "user":
+        if isinstance(body.get("instructions"), str):
+            info.system.append(body["instructions"])
+        items = body.get("input")
+    else:
+        items = body.get("output")
+    if isinstance(items, str):
+        return [text_message(f"{prefix}-0", role, items, created_at)]
+    messages: list[Message | None] = []
+    loose = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and "role" in item:
+            messages.append(parse_message(item, f"{prefix}-{len(messages)}", info.warnings, what,
+                                          default_role=role, created_at=created_at))
+        elif part := parse_part(item, info.warnings, what):
+            loose.append(part)
+    if loose:
+        messages.append(build_message(f"{prefix}-{len(messages)}", role, loose, created_at))
+    return messages
+
+
+def _tool_call(span: Span, info: SpanInfo) -> ToolInvocation:
+    """A TOOL span: name, arguments (``input.value``), result (``output.value``), no id usually.
+
+    LangChain records the call id only inside the serialized ``ToolMessage`` it returns.
+    """
+    attributes = span.attributes
+    args: Any = decode_arguments(first(attributes, "input.value"), info.warnings, "input.value")
+    if args == {} and "gen_ai.tool.call.arguments" in attributes and (
+        attributes["gen_ai.tool.call.arguments"] != attributes.get("tool.parameters")
+    ):  # the GenAI mirror writes the schema here (§3): only trust it when it differs
+        args = decode_arguments(attributes["gen_ai.tool.call.arguments"], info.warnings,
+                                "gen_ai.tool.call")
+    result, is_error = decode_result(first(attributes, "output.value"))
+    call_id = first_str(attributes, "tool_call.id", "tool.id", "gen_ai.tool.call.id") or ""
+    message = result.get("kwargs") if isinstance(result, dict) else None
+    if isinstance(message, dict) and "tool_call_id" in message:
+        call_id = call_id or json_text(message["tool_call_id"])
+        is_error = is_error or message.get("status") == "error"
+        result, _ = decode_result(message.get("content"))
+    failed = is_error or info.status == "error"
+    return ToolInvocation(
+        tool_call_id=call_id,
+        tool_name=first_str(attributes, "tool.name") or span.name,
+        args=args,
+        result=result,
+        state="output-error" if failed else ("result" if result is not None else "call"),
+        is_error=failed or None,
+        error_text=(info.error or json_text(result)) if failed else None,
+    )
+
+
+def _documents(
+    attributes: Mapping[str, Any], prefix: str, warnings: list[str], source: str
+) -> list[ContextDocument]:
+    documents = []
+    for raw in indexed(attributes, prefix, warnings):
+        content = raw.get("document.content")
+        if not isinstance(content, str) or not content:
+            continue
+        metadata = load_json(raw.get("document.metadata"), warnings, f"{prefix}N.document.metadata")
+        score = raw.get("document.score")
+        documents.append(ContextDocument(
+            content=content,
+            source=as_str(raw.get("document.id")) or source,
+            kind="retrieval",
+            score=float(score) if isinstance(score, (int, float)) else None,
+            metadata=metadata if isinstance(metadata, dict) else {},
+        ))
+    return documents
