@@ -79,6 +79,46 @@ def serve(
     service.run()
 
 
+@app.command()
+def extract(
+    files: list[Path] = typer.Argument(
+        ..., help="OTLP export files or directories (traces and logs, JSON or protobuf), "
+        "or Mastra-shaped run JSON.", exists=True
+    ),
+    primary: bool = typer.Option(
+        False, "--primary", help="Only the runs that stand for each trace's agent."
+    ),
+    kind: list[str] = typer.Option(
+        [], "--kind", help="Only runs of this kind (agent, llm, tool); repeatable."
+    ),
+) -> None:
+    """Rebuild the agent, LLM and tool runs of the traces in FILES and print them as JSON."""
+    import orjson
+
+    from tracescore.extract import extract_runs
+    from tracescore.extract.mastra_json import MastraRunError, is_mastra_json, runs_from_mastra_json
+    from tracescore.ingest.decode import DecodeError
+    from tracescore.ingest.files import export_files, load_traces
+
+    runs = []
+    exports = []
+    try:
+        for path in export_files(files):
+            head = path.read_bytes() if path.suffix in (".json", ".jsonl") else b""
+            if path.suffix == ".jsonl" or (head and is_mastra_json(head)):
+                runs.extend(runs_from_mastra_json(head))
+            else:
+                exports.append(path)
+        for trace in load_traces(exports):
+            runs.extend(extract_runs(trace))
+    except (DecodeError, MastraRunError, OSError) as exc:
+        typer.echo(f"cannot read: {exc}", err=True)
+        raise typer.Exit(2) from None
+    selected = [r for r in runs if (r.primary or not primary) and (not kind or r.kind in kind)]
+    dumped = [r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in selected]
+    typer.echo(orjson.dumps(dumped, option=orjson.OPT_INDENT_2).decode())
+
+
 def _with_overrides(config: Config, overrides: dict[str, object]) -> Config:
     """``config`` with command-line values (dotted keys; ``None`` = not given) applied and
     validated like the file, so a bad flag is reported the same way as a bad key."""
