@@ -13,6 +13,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tracescore.judge.config import JudgeConfig
+from tracescore.pipeline.config import ExportConfig, ScorerBinding, WorkersConfig
+
 DEFAULT_DB_URL = "sqlite:///tracescore.db"
 
 
@@ -44,10 +47,49 @@ class AssemblyConfig(_Section):
     """How long a worker's claim on a trace lasts before another may take it."""
 
 
+# With no ``scorers:`` section, these run on every agent run: the code scorers that need no
+# options (tool-call accuracy needs an expected tool, the LLM scorers a judge).
+DEFAULT_SCORERS = ("completeness", "content-similarity", "keyword-coverage", "textual-difference",
+                   "tone")
+
+
 class Config(_Section):
     store: str = DEFAULT_DB_URL
     server: ServerConfig = Field(default_factory=ServerConfig)
     assembly: AssemblyConfig = Field(default_factory=AssemblyConfig)
+    judges: dict[str, JudgeConfig] = Field(default_factory=dict)
+    scorers: list[ScorerBinding] = Field(
+        default_factory=lambda: [ScorerBinding(name=name, scorer=name) for name in DEFAULT_SCORERS]
+    )
+    export: ExportConfig = Field(default_factory=ExportConfig)
+    workers: WorkersConfig = Field(default_factory=WorkersConfig)
+
+    def problems(self) -> list[tuple[tuple[str, ...], str]]:
+        """Cross-field mistakes pydantic cannot see: unknown scorers and judges, duplicate names."""
+        from tracescore.scorers import registry  # noqa: PLC0415 - keeps config import light
+
+        found: list[tuple[tuple[str, ...], str]] = []
+        seen: set[str] = set()
+        for index, binding in enumerate(self.scorers):
+            where = ("scorers", str(index))
+            if binding.name in seen:
+                found.append(((*where, "name"), f"duplicate binding name {binding.name!r}"))
+            seen.add(binding.name)
+            if binding.judge is not None and binding.judge not in self.judges:
+                found.append(((*where, "judge"), f"no judge named {binding.judge!r} in judges"))
+            if ":" in binding.scorer:
+                continue
+            if binding.scorer not in registry.names():
+                found.append(
+                    ((*where, "scorer"), f"unknown scorer {binding.scorer!r}; known: "
+                     f"{', '.join(registry.names())}, or module:attr for a custom scorer")
+                )
+            elif registry.get(binding.scorer).uses_judge and (binding.judge or "default") not in self.judges:
+                found.append(
+                    ((*where, "judge"), f"scorer {binding.scorer!r} needs a judge: name one of "
+                     "judges, or define judges.default")
+                )
+        return found
 
 
 class ConfigError(ValueError):
@@ -75,14 +117,17 @@ def _line_index(text: str) -> dict[tuple[str, ...], int]:
     return lines
 
 
+def _where(path: tuple[str, ...], lines: dict[tuple[str, ...], int]) -> str:
+    """`` (line N)`` of the deepest part of ``path`` the document has."""
+    line = next((lines[path[:n]] for n in range(len(path), -1, -1) if path[:n] in lines), None)
+    return f" (line {line})" if line else ""
+
+
 def format_validation_error(exc: ValidationError, lines: dict[tuple[str, ...], int]) -> str:
     problems = []
     for error in exc.errors(include_input=False, include_url=False):
         path = tuple(str(p) for p in error["loc"])
-        key = ".".join(path) or "(top level)"
-        line = next((lines[path[:n]] for n in range(len(path), -1, -1) if path[:n] in lines), None)
-        where = f" (line {line})" if line else ""
-        problems.append(f"{key}{where}: {error['msg']}")
+        problems.append(f"{'.'.join(path) or '(top level)'}{_where(path, lines)}: {error['msg']}")
     return "invalid configuration:\n  " + "\n  ".join(problems)
 
 
@@ -94,9 +139,16 @@ def parse_config(text: str, source: str = "<config>") -> Config:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the top level must be a mapping of sections")
     try:
-        return Config.model_validate(data)
+        config = Config.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"{source}: {format_validation_error(exc, _line_index(text))}") from None
+    problems = config.problems()
+    if problems:
+        lines = _line_index(text)
+        raise ConfigError(f"{source}: invalid configuration:\n  " + "\n  ".join(
+            f"{'.'.join(path)}{_where(path, lines)}: {message}" for path, message in problems
+        ))
+    return config
 
 
 def load_config(path: Path | None) -> Config:

@@ -17,6 +17,7 @@ from tracescore.store.spanstore import SpanStore, TraceSummary
 TABLE_MODULES: list[str] = [
     "tracescore.store.tables",
     "tracescore.store.judge_cache",
+    "tracescore.store.scores",
 ]
 """Modules whose SQLModel table classes :func:`open_store` creates: the single list to extend."""
 

@@ -1,0 +1,32 @@
+"""Custom scorers that tests bind with ``module:attr``, as a user would bind their own."""
+
+from __future__ import annotations
+
+from tracescore.scorers.base import ScorerRun, create_scorer, scorer
+from tracescore.scorers.utils import get_assistant_message
+
+CALLS: list[str] = []
+
+
+@scorer(id="answer-present", description="1 when the run has a final answer, else 0")
+def answer_present(run: ScorerRun) -> tuple[float, str]:
+    CALLS.append(run.span_id or "")
+    text = get_assistant_message(run.output) or ""
+    return (1.0 if text.strip() else 0.0), f"answer of {len(text)} characters"
+
+
+def length_at_least(minimum: int = 10, model: object = None):
+    """A factory taking options, the way prebuilt scorers are configured."""
+
+    def score(ctx) -> float:
+        text = get_assistant_message(ctx.run.output) or ""
+        return 1.0 if len(text) >= minimum else 0.0
+
+    return create_scorer(id="length-at-least", description="answer length gate").generate_score(score)
+
+
+def _explode(ctx) -> float:
+    raise RuntimeError("scorer exploded on purpose")
+
+
+exploding = create_scorer(id="exploding", description="always fails").generate_score(_explode)

@@ -1,0 +1,128 @@
+"""Bindings compiled for the hot path: the scorer built once, the filter compiled once.
+
+Building a scorer can be costly (an LLM scorer resolves its judge, a code scorer may load a stop
+list), so it happens when the service starts, where a bad option also fails loudly with the
+binding's name rather than on the first trace.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from tracescore.extract.model import AgentRun
+from tracescore.pipeline.config import ScorerBinding
+from tracescore.pipeline.limits import BindingLimiter
+from tracescore.pipeline.routing import RunFilter
+from tracescore.scorers import registry
+from tracescore.scorers.base import Scorer
+
+DEFAULT_JUDGE = "default"
+
+
+class BindingError(ValueError):
+    """A binding that cannot be built; the message names the binding."""
+
+
+def load_custom_scorer(reference: str, options: Mapping[str, Any], judge: Any) -> Scorer:
+    """``module:attr`` naming a ``Scorer``, or a factory returning one (called with the options)."""
+    module_name, _, attribute = reference.partition(":")
+    target: Any = importlib.import_module(module_name)
+    for part in attribute.split("."):
+        target = getattr(target, part)
+    if isinstance(target, Scorer):
+        if options:
+            raise BindingError(f"{reference} is a ready scorer and takes no options")
+        return target
+    if not callable(target):
+        raise BindingError(f"{reference} is neither a Scorer nor a factory of one")
+    kwargs = dict(options)
+    if judge is not None:
+        kwargs.setdefault("model", judge)
+    built = target(**kwargs)
+    if not isinstance(built, Scorer):
+        raise BindingError(f"{reference}() returned {type(built).__name__}, not a Scorer")
+    return built
+
+
+def build_scorer(binding: ScorerBinding, judges: Mapping[str, Any]) -> tuple[Scorer, bool]:
+    """The binding's scorer and whether a higher score is better."""
+    judge_name = binding.judge
+    if ":" in binding.scorer:
+        judge = judges.get(judge_name) if judge_name else None
+        return load_custom_scorer(binding.scorer, binding.options, judge), True
+    entry = registry.get(binding.scorer)
+    options = dict(binding.options)
+    if entry.uses_judge:
+        judge_name = judge_name or DEFAULT_JUDGE
+        if judge_name not in judges:
+            raise BindingError(
+                f"scorer {binding.scorer!r} needs a judge: define judges.{judge_name} "
+                "or name one with 'judge:'"
+            )
+        options["model"] = judges[judge_name]
+    return entry.factory(**options), entry.higher_is_better
+
+
+@dataclass
+class CompiledBinding:
+    config: ScorerBinding
+    scorer: Scorer
+    higher_is_better: bool
+    filter: RunFilter
+    limiter: BindingLimiter | None
+    """Set when the binding has limits and a database to count against."""
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def sampling_rate(self) -> float:
+        return self.config.sampling.rate
+
+    def label(self, score: float | None) -> str | None:
+        """``pass``/``fail`` against the binding's threshold, in the scorer's direction."""
+        threshold = self.config.threshold
+        if score is None or threshold is None:
+            return None
+        passed = score >= threshold if self.higher_is_better else score <= threshold
+        return "pass" if passed else "fail"
+
+    def eligible(self, runs: Sequence[AgentRun]) -> list[AgentRun]:
+        """The runs of one trace this binding's target and filter select."""
+        return [run for run in select_target(runs, self.config.target) if self.filter.matches(run)]
+
+
+def select_target(runs: Sequence[AgentRun], target: str) -> list[AgentRun]:
+    """``agent``: every run standing for an agent (an LLM run where no agent span exists);
+    ``llm`` / ``tool``: every run of that kind; ``trace``: the outermost agent run only."""
+    if target in ("llm", "tool"):
+        return [run for run in runs if run.kind == target]
+    primary = [run for run in runs if run.primary]
+    if target == "trace" and primary:
+        return [min(primary, key=lambda run: (run.start_time is None, run.start_time))]
+    return primary
+
+
+def compile_bindings(
+    bindings: Sequence[ScorerBinding], judges: Mapping[str, Any], engine: Engine | None
+) -> list[CompiledBinding]:
+    compiled = []
+    for binding in bindings:
+        try:
+            scorer, higher_is_better = build_scorer(binding, judges)
+        except Exception as exc:  # noqa: BLE001 - name the binding whatever the factory raised
+            raise BindingError(f"scorer binding {binding.name!r}: {exc}") from exc
+        limiter = BindingLimiter(engine, binding.name, binding.limits) if engine else None
+        compiled.append(
+            CompiledBinding(
+                binding, scorer, higher_is_better, RunFilter(binding.filter),
+                limiter if limiter is not None and limiter.active else None,
+            )
+        )
+    return compiled

@@ -1,0 +1,52 @@
+"""Build the scoring worker of a config and run it as a background task of the service."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from tracescore.config import Config
+from tracescore.pipeline.bindings import compile_bindings
+from tracescore.pipeline.worker import ScoringWorker
+from tracescore.store import SpanStore
+
+
+def build_worker(
+    config: Config,
+    store: SpanStore,
+    emit: Callable[[dict[str, Any]], None] | None = None,
+    on_scored: Callable[[dict[str, Any]], None] | None = None,
+) -> ScoringWorker:
+    """A worker for ``config``'s bindings on ``store``; raises :class:`BindingError` early."""
+    if config.judges:
+        from tracescore.judge import use_verdict_store  # noqa: PLC0415 - only with judges
+
+        use_verdict_store(store.engine)
+    bindings = compile_bindings(config.scorers, dict(config.judges), store.engine)
+    return ScoringWorker(
+        store, bindings, config.workers, config.assembly.lease_seconds, emit=emit,
+        on_scored=on_scored,
+    )
+
+
+def pipeline_task(config: Config, store: SpanStore) -> Callable[[], Awaitable[None]]:
+    """The background task that scores ready traces and re-emits the scores, for ``Service``."""
+    from tracescore.monitor import metrics  # noqa: PLC0415
+
+    emitter = None
+    if config.export.otlp_endpoint:
+        from tracescore.emit.otel import EvaluationEmitter  # noqa: PLC0415
+
+        emitter = EvaluationEmitter(config.export)
+    worker = build_worker(
+        config, store, emit=emitter.emit if emitter else None, on_scored=metrics.observe_score_row
+    )
+
+    async def run() -> None:
+        try:
+            await worker.run()
+        finally:
+            if emitter is not None:
+                emitter.shutdown()
+
+    return run

@@ -1,0 +1,214 @@
+"""The scoring worker: claim ready traces, extract runs, apply bindings, score, store, emit.
+
+Exactly-once comes from the store, not from this loop: a trace is claimed with a lease, its
+scores are upserted under deterministic ids, and only then is the claim completed. A worker
+that dies mid-trace leaves a lease that expires; whoever claims the trace next writes the same
+score ids again, so a run is never stored twice. Nothing here may stop the loop: a trace that
+cannot be read or scored is given back with the reason and retried after its lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from tracescore.extract import extract_runs
+from tracescore.extract.model import AgentRun
+from tracescore.pipeline.bindings import CompiledBinding
+from tracescore.pipeline.config import WorkersConfig
+from tracescore.pipeline.sampling import is_sampled
+from tracescore.scorers.base import ScoreResult
+from tracescore.store.scores import score_id, upsert_decisions, upsert_scores
+
+log = logging.getLogger(__name__)
+
+_MAX_PROMPT_CHARS = 20_000
+
+
+def worker_owner_id() -> str:
+    """A claim owner name that is unique per process and readable in the database."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+def _steps_json(result: ScoreResult) -> dict[str, Any]:
+    """Step results and judge calls as stored (prompts capped: they repeat the whole run)."""
+    dumped = result.model_dump(
+        mode="json",
+        include={"preprocess_step_result", "analyze_step_result", "generate_score_step_result",
+                 "failed_step", "steps"},
+    )
+    for step in dumped.get("steps") or []:
+        if step.get("prompt") and len(step["prompt"]) > _MAX_PROMPT_CHARS:
+            step["prompt"] = step["prompt"][:_MAX_PROMPT_CHARS] + "…[truncated]"
+        for call in step.get("judge_calls") or []:
+            call.pop("prompt", None)
+    return dumped
+
+
+def score_row(
+    binding: CompiledBinding, run: AgentRun, *, status: str, result: ScoreResult | None = None,
+    error: str | None = None, now: datetime | None = None,
+) -> dict[str, Any]:
+    """The ``scores`` row of one binding on one run."""
+    now = now or datetime.now(timezone.utc)
+    row: dict[str, Any] = {
+        "id": score_id(run.trace_id, run.span_id, binding.name, binding.scorer.version),
+        "trace_id": run.trace_id,
+        "span_id": run.span_id,
+        "binding": binding.name,
+        "scorer_id": binding.scorer.id,
+        "scorer_version": binding.scorer.version,
+        "status": status,
+        "score": None,
+        "label": None,
+        "reason": None,
+        "error": error,
+        "steps": None,
+        "judge_model": None,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cost_usd": 0.0,
+        "latency_ms": 0.0,
+        "run_kind": run.kind,
+        "service": run.service_name,
+        "agent": run.agent_name,
+        "model": run.model,
+        "created_at": now,
+        "updated_at": now,
+    }
+    if result is not None:
+        row.update(
+            status=result.status,
+            score=result.score,
+            label=binding.label(result.score),
+            reason=result.reason,
+            error=result.error,
+            steps=_steps_json(result),
+            judge_model=result.judge_calls[0].model if result.judge_calls else None,
+            input_tokens=result.input_tokens,
+            output_tokens=result.output_tokens,
+            cost_usd=result.cost_usd,
+            latency_ms=result.duration_ms,
+        )
+        if result.status == "error" and run.warnings:
+            row["error"] = f"{result.error} (extraction warnings: {'; '.join(run.warnings[:5])})"
+    return row
+
+
+class ScoringWorker:
+    """One instance's scoring loop over the shared store."""
+
+    def __init__(
+        self,
+        store: Any,
+        bindings: Sequence[CompiledBinding],
+        config: WorkersConfig,
+        lease_seconds: float,
+        emit: Callable[[dict[str, Any]], None] | None = None,
+        on_scored: Callable[[dict[str, Any]], None] | None = None,
+        owner: str | None = None,
+    ) -> None:
+        self.store = store
+        self.bindings = list(bindings)
+        self.config = config
+        self.lease_seconds = lease_seconds
+        self.owner = owner or worker_owner_id()
+        self._emit = emit
+        self._on_scored = on_scored
+        self._slots = asyncio.Semaphore(config.concurrency)
+
+    async def run(self) -> None:
+        """Claim and score until cancelled; errors are logged, never raised."""
+        while True:
+            try:
+                claims = await asyncio.to_thread(
+                    self.store.claim_ready, self.owner, self.config.claim_batch, self.lease_seconds
+                )
+            except Exception:  # noqa: BLE001 - the database may be restarting; try again
+                log.exception("claiming ready traces failed")
+                claims = []
+            if not claims:
+                await asyncio.sleep(self.config.poll_interval)
+                continue
+            await asyncio.gather(*(self.process(claim) for claim in claims))
+
+    async def process(self, claim: Any) -> list[dict[str, Any]]:
+        """Score one claimed trace; returns the stored score rows."""
+        try:
+            trace = await asyncio.to_thread(self.store.load_trace, claim.trace_id)
+            runs = await asyncio.to_thread(extract_runs, trace) if trace is not None else []
+            rows, decisions = await self.score_runs(runs)
+            await asyncio.to_thread(self._write, rows, decisions)
+            await asyncio.to_thread(self.store.complete, claim)
+        except asyncio.CancelledError:
+            # Shutting down: hand the trace back at once rather than leave it to its lease.
+            self.store.release(claim, None)
+            raise
+        except Exception as exc:  # noqa: BLE001 - give the trace back, keep the loop alive
+            log.exception("scoring trace %s failed", claim.trace_id)
+            try:
+                await asyncio.to_thread(self.store.release, claim, f"{type(exc).__name__}: {exc}")
+            except Exception:  # noqa: BLE001
+                log.exception("releasing trace %s failed; its lease will expire", claim.trace_id)
+            return []
+        for row in rows:
+            if self._on_scored is not None:
+                self._on_scored(row)
+            if self._emit is not None:
+                self._emit(row)
+        return rows
+
+    async def score_runs(
+        self, runs: Sequence[AgentRun]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Route runs to bindings, record sampling decisions and score the sampled runs."""
+        decisions: list[dict[str, Any]] = []
+        jobs = []
+        now = datetime.now(timezone.utc)
+        for binding in self.bindings:
+            for run in binding.eligible(runs):
+                sampled = is_sampled(run.trace_id, binding.sampling_rate)
+                decisions.append(
+                    {
+                        "id": score_id(run.trace_id, run.span_id, binding.name, "sampling"),
+                        "trace_id": run.trace_id,
+                        "span_id": run.span_id,
+                        "binding": binding.name,
+                        "sampled": sampled,
+                        "created_at": now,
+                    }
+                )
+                if sampled:
+                    jobs.append(self._score(binding, run))
+        rows = list(await asyncio.gather(*jobs))
+        return rows, decisions
+
+    async def _score(self, binding: CompiledBinding, run: AgentRun) -> dict[str, Any]:
+        verdict = await asyncio.to_thread(binding.limiter.admit) if binding.limiter else "ok"
+        if verdict != "ok":
+            reason = (
+                f"daily budget of ${binding.config.limits.usd_per_day} spent"
+                if verdict == "skipped_budget"
+                else f"rate limit of {binding.config.limits.per_minute}/min reached"
+            )
+            return score_row(binding, run, status=verdict, error=reason)
+        async with self._slots:
+            started = time.perf_counter()
+            result = await binding.scorer.run(run)
+        if binding.limiter is not None:
+            binding.limiter.spent(result.cost_usd)
+        row = score_row(binding, run, status=result.status, result=result)
+        row["latency_ms"] = (time.perf_counter() - started) * 1000
+        return row
+
+    def _write(self, rows: list[dict[str, Any]], decisions: list[dict[str, Any]]) -> None:
+        with self.store.engine.begin() as connection:
+            upsert_decisions(connection, decisions)
+            upsert_scores(connection, rows)
