@@ -19,7 +19,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from tracescore.extract.base import Convention, json_text, new_info, safe_read, timestamp
+from tracescore.extract.base import (
+    Convention,
+    json_text,
+    new_info,
+    safe_read,
+    safe_refine,
+    timestamp,
+)
 from tracescore.extract.genai_messages import build_message, message_text, text_part
 from tracescore.extract.model import (
     AgentRun,
@@ -84,16 +91,19 @@ def _build_tree(trace: Trace, conventions: list[Convention]) -> list[_Node]:
     """The trace's spans read and linked, in start-time order (duplicates sent twice dropped)."""
     logs = trace.logs_by_span()
     nodes: dict[str, _Node] = {}
+    claimed: dict[Convention, list[tuple[Span, SpanInfo]]] = {}
     for span in sorted(trace.spans, key=lambda s: s.start_time_ns):
         if span.span_id in nodes:
             continue
         convention = convention_for(span, conventions)
-        info = (
-            safe_read(convention, span, logs.get(span.span_id, []))
-            if convention is not None
-            else new_info(span, "unknown")
-        )
+        if convention is None:
+            info = new_info(span, "unknown")
+        else:
+            info = safe_read(convention, span, logs.get(span.span_id, []))
+            claimed.setdefault(convention, []).append((span, info))
         nodes[span.span_id] = _Node(span, info)
+    for convention, read in claimed.items():
+        safe_refine(convention, read)
     for node in nodes.values():
         parent = nodes.get(node.span.parent_span_id or "")
         if parent is not None and parent is not node:

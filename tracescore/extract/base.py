@@ -9,6 +9,12 @@ with three names, matched structurally by :class:`Convention`:
   context) into convention-neutral facts. It must not raise: whatever it cannot read goes into
   ``SpanInfo.warnings``. :func:`safe_read` enforces that for modules that slip.
 
+Optionally, ``refine(read: list[tuple[Span, SpanInfo]]) -> None`` — called once per trace with
+every span the module read, for conventions that spread one fact over several spans (Mastra
+puts a step's input on the step span, its usage on the ``chat`` span below). It may amend the
+infos in place, never raise (:func:`safe_refine` enforces it), and must leave the run model
+convention-neutral.
+
 The helpers below exist because every convention meets the same dirt: JSON encoded as strings
 (sometimes twice), truncated values, enormous values, numbers sent as strings.
 """
@@ -66,6 +72,17 @@ def safe_read(convention: Convention, span: Span, logs: list[LogRecord]) -> Span
         info = new_info(span, convention.NAME)
         info.warnings.append(f"{convention.NAME}: could not read span {span.name!r}: {exc!r}")
         return info
+
+
+def safe_refine(convention: Convention, read: list[tuple[Span, SpanInfo]]) -> None:
+    """The module's optional ``refine`` over its spans of one trace; a crash becomes a warning."""
+    refine = getattr(convention, "refine", None)
+    if refine is None or not read:
+        return
+    try:
+        refine(read)
+    except Exception as exc:  # noqa: BLE001 - the spans as read are still usable
+        read[0][1].warnings.append(f"{convention.NAME}: could not refine the trace: {exc!r}")
 
 
 def as_str(value: Any) -> str | None:

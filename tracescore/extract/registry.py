@@ -8,11 +8,13 @@ for every span of every trace.
 
 from __future__ import annotations
 
-from tracescore.extract import genai, openinference, openllmetry
+from tracescore.extract import genai, mastra, openinference, openllmetry, vercel
 from tracescore.extract.base import Convention
 from tracescore.spans import Span
 
 CONVENTIONS: list[Convention] = [
+    vercel,
+    mastra,
     openinference,
     openllmetry,
     genai,
