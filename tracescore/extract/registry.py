@@ -8,13 +8,14 @@ for every span of every trace.
 
 from __future__ import annotations
 
-from tracescore.extract import genai, mastra, openinference, openllmetry, vercel
+from tracescore.extract import genai, mastra, openinference, openllmetry, pydantic_ai, vercel
 from tracescore.extract.base import Convention
 from tracescore.spans import Span
 
 CONVENTIONS: list[Convention] = [
     vercel,
     mastra,
+    pydantic_ai,
     openinference,
     openllmetry,
     genai,
