@@ -16,7 +16,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-
+config_app = typer.Typer(help="Work with configuration files.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
 
 
 @app.callback()
@@ -59,6 +60,8 @@ def serve(
 
     from sqlalchemy.exc import ArgumentError, OperationalError
 
+    from tracescore.pipeline.bindings import BindingError
+    from tracescore.pipeline.runner import pipeline_task
     from tracescore.service import Service
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -70,6 +73,11 @@ def serve(
     except OperationalError as exc:
         typer.echo(f"cannot open the database: {exc.orig}", err=True)
         raise typer.Exit(1) from None
+    try:
+        service.add_background(pipeline_task(config, service.store))
+    except BindingError as exc:
+        typer.echo(f"invalid configuration: {exc}", err=True)
+        raise typer.Exit(2) from None
     server = config.server
     typer.echo(
         f"tracescore collector: OTLP/HTTP on {server.host}:{server.http_port}, "
@@ -77,6 +85,25 @@ def serve(
         err=True,
     )
     service.run()
+
+
+@config_app.command("check")
+def config_check(file: Path = typer.Argument(..., help="YAML config file to validate.")) -> None:
+    """Validate a config file: every key, every scorer name, option and judge reference."""
+    from tracescore.config import ConfigError
+    from tracescore.pipeline.bindings import BindingError, compile_bindings
+
+    try:
+        config = _load_config(file)
+        # Build every scorer too, so a bad option fails here and not on the first trace.
+        compile_bindings(config.scorers, dict(config.judges), engine=None)
+    except (ConfigError, BindingError) as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
+    typer.echo(
+        f"{file}: valid ({len(config.scorers)} scorer bindings, {len(config.judges)} judges, "
+        f"store {config.store.split('://', 1)[0]})"
+    )
 
 
 @app.command()

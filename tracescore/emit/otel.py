@@ -80,9 +80,14 @@ class EvaluationEmitter:
         resource = Resource.create({"service.name": "tracescore", "service.version": __version__})
         span_exporter, log_exporter = _exporters(config)
         self._tracer_provider = TracerProvider(resource=resource)
-        self._tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
+        delay_ms = int(config.batch_delay * 1000)
+        self._tracer_provider.add_span_processor(
+            BatchSpanProcessor(span_exporter, schedule_delay_millis=delay_ms)
+        )
         self._logger_provider = LoggerProvider(resource=resource)
-        self._logger_provider.add_log_record_processor(BatchLogRecordProcessor(log_exporter))
+        self._logger_provider.add_log_record_processor(
+            BatchLogRecordProcessor(log_exporter, schedule_delay_millis=delay_ms)
+        )
         self._tracer = self._tracer_provider.get_tracer("tracescore.emit", __version__)
         self._logger = self._logger_provider.get_logger("tracescore.emit", __version__)
 

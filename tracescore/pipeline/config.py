@@ -66,6 +66,8 @@ class ExportConfig(_Section):
     protocol: Literal["http/protobuf", "grpc"] = "http/protobuf"
     headers: dict[str, str] = Field(default_factory=dict)
     timeout: float = Field(10.0, gt=0)
+    batch_delay: float = Field(1.0, gt=0)
+    """Seconds the exporters wait to batch evaluations before sending them."""
 
 
 class WorkersConfig(_Section):

@@ -15,7 +15,6 @@ def build_worker(
     config: Config,
     store: SpanStore,
     emit: Callable[[dict[str, Any]], None] | None = None,
-    on_scored: Callable[[dict[str, Any]], None] | None = None,
 ) -> ScoringWorker:
     """A worker for ``config``'s bindings on ``store``; raises :class:`BindingError` early."""
     if config.judges:
@@ -24,23 +23,18 @@ def build_worker(
         use_verdict_store(store.engine)
     bindings = compile_bindings(config.scorers, dict(config.judges), store.engine)
     return ScoringWorker(
-        store, bindings, config.workers, config.assembly.lease_seconds, emit=emit,
-        on_scored=on_scored,
+        store, bindings, config.workers, config.assembly.lease_seconds, emit=emit
     )
 
 
 def pipeline_task(config: Config, store: SpanStore) -> Callable[[], Awaitable[None]]:
     """The background task that scores ready traces and re-emits the scores, for ``Service``."""
-    from tracescore.monitor import metrics  # noqa: PLC0415
-
     emitter = None
     if config.export.otlp_endpoint:
         from tracescore.emit.otel import EvaluationEmitter  # noqa: PLC0415
 
         emitter = EvaluationEmitter(config.export)
-    worker = build_worker(
-        config, store, emit=emitter.emit if emitter else None, on_scored=metrics.observe_score_row
-    )
+    worker = build_worker(config, store, emit=emitter.emit if emitter else None)
 
     async def run() -> None:
         try:

@@ -21,6 +21,7 @@ from typing import Any
 
 from tracescore.extract import extract_runs
 from tracescore.extract.model import AgentRun
+from tracescore.monitor import metrics
 from tracescore.pipeline.bindings import CompiledBinding
 from tracescore.pipeline.config import WorkersConfig
 from tracescore.pipeline.sampling import is_sampled
@@ -112,7 +113,6 @@ class ScoringWorker:
         config: WorkersConfig,
         lease_seconds: float,
         emit: Callable[[dict[str, Any]], None] | None = None,
-        on_scored: Callable[[dict[str, Any]], None] | None = None,
         owner: str | None = None,
     ) -> None:
         self.store = store
@@ -121,7 +121,6 @@ class ScoringWorker:
         self.lease_seconds = lease_seconds
         self.owner = owner or worker_owner_id()
         self._emit = emit
-        self._on_scored = on_scored
         self._slots = asyncio.Semaphore(config.concurrency)
 
     async def run(self) -> None:
@@ -158,9 +157,12 @@ class ScoringWorker:
             except Exception:  # noqa: BLE001
                 log.exception("releasing trace %s failed; its lease will expire", claim.trace_id)
             return []
+        metrics.traces_scored.inc()
         for row in rows:
-            if self._on_scored is not None:
-                self._on_scored(row)
+            metrics.observe_score(
+                row["binding"], row["scorer_id"], row["status"], row["score"],
+                row["latency_ms"] / 1000,
+            )
             if self._emit is not None:
                 self._emit(row)
         return rows
@@ -175,6 +177,7 @@ class ScoringWorker:
         for binding in self.bindings:
             for run in binding.eligible(runs):
                 sampled = is_sampled(run.trace_id, binding.sampling_rate)
+                metrics.sampling_decision(binding.name, sampled)
                 decisions.append(
                     {
                         "id": score_id(run.trace_id, run.span_id, binding.name, "sampling"),
@@ -204,6 +207,11 @@ class ScoringWorker:
             result = await binding.scorer.run(run)
         if binding.limiter is not None:
             binding.limiter.spent(result.cost_usd)
+        for call in result.judge_calls:
+            metrics.judge_call(
+                call.model, call.input_tokens, call.output_tokens, call.cost_usd,
+                call.duration_ms / 1000, outcome="cached" if call.cached else "ok",
+            )
         row = score_row(binding, run, status=result.status, result=result)
         row["latency_ms"] = (time.perf_counter() - started) * 1000
         return row

@@ -1,0 +1,99 @@
+"""End to end with real parts: an OTel-instrumented app → tracescore serve → stored scores →
+evaluation spans and log records at a real OTLP receiver."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from sqlalchemy import create_engine, select
+
+from tests.otlp_receiver import otlp_receiver
+from tests.server_process import start_server
+from tracescore.emit.otel import EVENT_NAME
+from tracescore.store.scores import ScoreRow
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _send_agent_trace(endpoint: str) -> tuple[str, str]:
+    """What a GenAI-instrumented agent emits: invoke_agent → chat, execute_tool, chat."""
+    provider = TracerProvider(resource=Resource.create({"service.name": "checkout"}))
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces")))
+    tracer = provider.get_tracer("e2e-app")
+    system = [{"type": "text", "content": "You are WeatherBot."}]
+    user = {"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]}
+    call = {"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": {"city": "Paris"}}
+    with tracer.start_as_current_span("invoke_agent WeatherBot") as agent:
+        agent.set_attributes({
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "WeatherBot",
+            "gen_ai.request.model": "gpt-4o-mini",
+            "gen_ai.system_instructions": json.dumps(system),
+            "gen_ai.input.messages": json.dumps([user]),
+        })
+        with tracer.start_as_current_span("chat gpt-4o-mini") as chat:
+            chat.set_attributes({
+                "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini",
+                "gen_ai.input.messages": json.dumps([user]),
+                "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [call]}]),
+            })
+        with tracer.start_as_current_span("execute_tool get_weather") as tool:
+            tool.set_attributes({
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
+                "gen_ai.tool.call.id": "call_1", "gen_ai.tool.call.arguments": '{"city": "Paris"}',
+                "gen_ai.tool.call.result": '{"forecast": "sunny"}',
+            })
+        answer = {"role": "assistant", "parts": [{"type": "text", "content": "Sunny in Paris."}]}
+        with tracer.start_as_current_span("chat gpt-4o-mini") as chat:
+            chat.set_attributes({
+                "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini",
+                "gen_ai.output.messages": json.dumps([answer]),
+            })
+        agent.set_attribute("gen_ai.output.messages", json.dumps([answer]))
+        ids = format(agent.get_span_context().trace_id, "032x"), format(agent.get_span_context().span_id, "016x")
+    provider.shutdown()
+    return ids
+
+
+def _wait_for_scores(db_url: str, count: int, timeout: float = 20.0) -> list[ScoreRow]:
+    engine = create_engine(db_url)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            with engine.connect() as connection:
+                rows = [ScoreRow(**r._mapping) for r in connection.execute(select(ScoreRow.__table__))]
+            if len(rows) >= count:
+                return rows
+            time.sleep(0.1)
+    finally:
+        engine.dispose()
+    raise AssertionError(f"only {len(rows)} scores after {timeout}s")
+
+
+def test_agent_trace_is_scored_stored_and_re_emitted(tmp_path: Path) -> None:
+    with otlp_receiver() as receiver:
+        config = {
+            "scorers": [{"name": "answer-present", "scorer": "tests.custom_scorers:answer_present",
+                         "threshold": 0.5}],
+            "export": {"otlp_endpoint": receiver.endpoint},
+            "workers": {"poll_interval": 0.05},
+        }
+        with start_server(tmp_path, config=config, env={"PYTHONPATH": str(REPO)}) as server:
+            trace_id, agent_span_id = _send_agent_trace(server.base_url)
+            (row,) = _wait_for_scores(server.db_url, 1)
+            receiver.wait_for(spans=1, logs=1, timeout=15)
+
+    assert (row.trace_id, row.span_id, row.binding) == (trace_id, agent_span_id, "answer-present")
+    assert (row.status, row.score, row.label, row.agent, row.service) == (
+        "ok", 1.0, "pass", "WeatherBot", "checkout")
+    (span,) = receiver.spans
+    assert (span.trace_id, span.parent_span_id, span.name) == (trace_id, agent_span_id, "answer-present")
+    assert span.events[0].name == EVENT_NAME
+    assert span.events[0].attributes["gen_ai.evaluation.score.value"] == 1.0
+    (record,) = receiver.logs
+    assert (record.trace_id, record.span_id, record.event_name) == (trace_id, agent_span_id, EVENT_NAME)
