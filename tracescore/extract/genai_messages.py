@@ -358,8 +358,8 @@ def parse_system_instructions(value: Any, warnings: list[str], what: str) -> lis
 def parse_tool_definition(raw: Any, warnings: list[str], what: str) -> ToolDefinition | None:
     """One tool definition: GenAI, OpenAI ``{type: function, function: {…}}``, or a bare name."""
     raw = load_json(raw, warnings, what)
-    if isinstance(raw, str):
-        return ToolDefinition(name=raw) if raw else None
+    if isinstance(raw, str):  # a bare name (Mastra), unless it is JSON that did not parse
+        return ToolDefinition(name=raw) if raw and raw.lstrip()[:1] not in ("{", "[") else None
     if not isinstance(raw, dict):
         return None
     if isinstance(raw.get("function"), dict):

@@ -124,7 +124,7 @@ def _read_messages(span: Span, info: SpanInfo) -> None:
     if not outputs and "output.value" in attributes:
         outputs = _body_messages(attributes["output.value"], span.span_id, "out", info, ended)
     system, info.input_messages = split_system(m for m in inputs if m is not None)
-    info.system = system
+    info.system.extend(system)  # after Responses ``instructions``, when the body had them
     info.output_messages = [m for m in outputs if m is not None]
     if info.kind == "llm":
         info.output_messages = _with_body_reasoning(info.output_messages, attributes)
