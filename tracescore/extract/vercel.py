@@ -36,6 +36,7 @@ from tracescore.extract.genai_messages import (
     parse_tool_definitions,
     reasoning_part,
     split_system,
+    text_message,
     text_part,
     tool_call_part,
 )
@@ -119,10 +120,11 @@ def _call_prompt(span: Span, warnings: list[str]) -> tuple[list[str], list[Messa
     created_at = timestamp(span.start_time_ns)
     if prompt is None:
         return [], []
-    if not isinstance(prompt, dict):  # cut or not JSON: the text is still the user's prompt
-        return [], parse_messages(
-            prompt, f"{span.span_id}-in", warnings, "ai.prompt", created_at=created_at
-        )
+    if isinstance(prompt, str):  # cut or not JSON: the text is still the user's prompt
+        return [], [text_message(f"{span.span_id}-in-0", "user", prompt, created_at)]
+    if not isinstance(prompt, dict):
+        warnings.append("ai.prompt: neither {system, prompt} nor {system, messages}; skipped")
+        return [], []
     system = parse_system_instructions(
         first(prompt, "system", "instructions"), warnings, "ai.prompt system"
     )
@@ -155,7 +157,8 @@ def _response_message(span: Span, warnings: list[str]) -> Message | None:
             for call in calls
             if isinstance(call, dict)
         )
-    elif calls is not None:
+    elif calls is not None and not (isinstance(calls, str) and calls.lstrip()[:1] in "[{"):
+        # (JSON cut short was reported by ``load_json`` already.)
         warnings.append("ai.response.toolCalls: not a JSON list of tool calls; skipped")
     # generateObject answers with a JSON object instead of text.
     text = as_str(first(
