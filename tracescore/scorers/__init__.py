@@ -1,5 +1,11 @@
 """Scorers: Mastra's scorer framework, its scorer utils and the prebuilt scorers, in Python."""
 
+from tracescore.scorers.code.completeness import create_completeness_scorer
+from tracescore.scorers.code.content_similarity import create_content_similarity_scorer
+from tracescore.scorers.code.keyword_coverage import create_keyword_coverage_scorer
+from tracescore.scorers.code.textual_difference import create_textual_difference_scorer
+from tracescore.scorers.code.tone import create_tone_scorer
+from tracescore.scorers.code.tool_call_accuracy import create_tool_call_accuracy_scorer_code
 from tracescore.scorers.base import (
     Judge,
     JudgeCall,
@@ -31,7 +37,13 @@ __all__ = [
     "ScorerRun",
     "StepContext",
     "StepTrace",
+    "create_completeness_scorer",
+    "create_content_similarity_scorer",
+    "create_keyword_coverage_scorer",
     "create_scorer",
+    "create_textual_difference_scorer",
+    "create_tone_scorer",
+    "create_tool_call_accuracy_scorer_code",
     "measure",
     "not_scorable",
     "resolve_judge",

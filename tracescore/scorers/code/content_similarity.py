@@ -1,0 +1,64 @@
+"""content-similarity: Sørensen–Dice similarity of character bigrams, input vs output.
+
+A port of Mastra's ``createContentSimilarityScorer`` (``string-similarity``'s
+``compareTwoStrings``), exact to the last bit: bigrams are pairs of UTF-16 code units and
+whitespace is ECMAScript's.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections import Counter
+
+from tracescore.scorers.base import Scorer, StepContext, create_scorer
+from tracescore.scorers.code.jstext import JS_WS, js_collapse_whitespace, utf16_units
+from tracescore.scorers.utils import run_input_text, run_output_text
+
+ID = "content-similarity-scorer"
+VERSION = "1"
+
+
+def compare_two_strings(first: str, second: str) -> float:
+    """``string-similarity``'s Dice coefficient: whitespace is ignored, bigrams are a multiset."""
+    first, second = JS_WS.sub("", first), JS_WS.sub("", second)
+    if first == second:
+        return 1.0
+    first, second = utf16_units(first), utf16_units(second)
+    if len(first) < 2 or len(second) < 2:
+        return 0.0
+    bigrams_first = Counter(map(operator.add, first, first[1:]))
+    bigrams_second = Counter(map(operator.add, second, second[1:]))
+    shared = sum((bigrams_first & bigrams_second).values())
+    return 2.0 * shared / (len(first) + len(second) - 2)
+
+
+def create_content_similarity_scorer(ignore_case: bool = True, ignore_whitespace: bool = True) -> Scorer:
+    """How alike the output text is to the input text, character by character (0–1).
+
+    ``ignore_whitespace`` only changes the step result: the comparison drops whitespace anyway.
+    """
+
+    def preprocess(ctx: StepContext) -> dict[str, str]:
+        processed_input = run_input_text(ctx.run.input)
+        processed_output = run_output_text(ctx.run.output)
+        if ignore_case:
+            processed_input, processed_output = processed_input.lower(), processed_output.lower()
+        if ignore_whitespace:
+            processed_input = js_collapse_whitespace(processed_input)
+            processed_output = js_collapse_whitespace(processed_output)
+        return {"processedInput": processed_input, "processedOutput": processed_output}
+
+    def generate_score(ctx: StepContext) -> float:
+        texts = ctx.results["preprocess_step_result"]
+        return compare_two_strings(texts["processedInput"], texts["processedOutput"])
+
+    return (
+        create_scorer(
+            id=ID,
+            name="Content Similarity Scorer",
+            description="Character-bigram (Dice) similarity between the input and output messages.",
+            version=VERSION,
+        )
+        .preprocess(preprocess)
+        .generate_score(generate_score)
+    )

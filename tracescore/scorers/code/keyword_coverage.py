@@ -1,0 +1,90 @@
+"""keyword-coverage: share of the input's keywords that the output repeats.
+
+A port of Mastra's ``createKeywordCoverageScorer`` with the keyword extraction of
+``keyword-extractor`` 0.0.28 (English SMART stop list, digits removed, lowercased, no stemming).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+
+from tracescore.scorers.base import Scorer, StepContext, create_scorer
+from tracescore.scorers.code.jstext import JS_WS, js_length, js_trim
+from tracescore.scorers.utils import run_input_text, run_output_text
+
+ID = "keyword-coverage-scorer"
+VERSION = "1"
+
+_HTML_TAG = re.compile(r"<[^>]+>")
+_URL = re.compile(r"https?://")
+_PUNCTUATION = re.compile("\\.|,|;|!|\\?|\\(|\\)|:|\"|^'|'\\Z|\u201c|\u201d|\u2018|\u2019")
+_LONE_SYMBOLS = frozenset("_@&#")
+_ASCII_DIGITS = frozenset("0123456789")
+
+
+@cache
+def stop_words() -> frozenset[str]:
+    """The 571-word SMART English stop list ``keyword-extractor`` uses."""
+    text = resources.files("tracescore.scorers").joinpath("data/smart_stopwords_en.txt").read_text("utf-8")
+    return frozenset(line.strip() for line in text.splitlines() if line.strip())
+
+
+def extract_keywords(text: str) -> list[str]:
+    """Keywords in first-seen order, as ``keyword_extractor.extract`` returns them."""
+    text = js_trim(_HTML_TAG.sub("", text)) if text else ""
+    if not text:
+        return []
+    stop = stop_words()
+    keywords: dict[str, None] = {}
+    for token in JS_WS.split(text):
+        is_url = _URL.search(token) is not None
+        word = token if is_url else _PUNCTUATION.sub("", token)
+        if js_length(word) == 1 and word in _LONE_SYMBOLS:
+            word = ""
+        if word and all(ch in _ASCII_DIGITS for ch in word):
+            word = ""
+        if not word:
+            continue
+        lowered = word.lower()
+        if lowered not in stop:
+            keywords.setdefault(word if is_url else lowered, None)
+    return list(keywords)
+
+
+def create_keyword_coverage_scorer() -> Scorer:
+    """Fraction of the input's keywords found in the output; 1 when the input has none."""
+
+    def preprocess(ctx: StepContext) -> dict[str, list[str]]:
+        input_text, output_text = run_input_text(ctx.run.input), run_output_text(ctx.run.output)
+        return {
+            "referenceKeywords": extract_keywords(input_text),
+            "responseKeywords": extract_keywords(output_text),
+        }
+
+    def analyze(ctx: StepContext) -> dict[str, int]:
+        keywords = ctx.results["preprocess_step_result"]
+        response = set(keywords["responseKeywords"])
+        return {
+            "totalKeywordsLength": len(keywords["referenceKeywords"]),
+            "matchedKeywordsLength": sum(1 for k in keywords["referenceKeywords"] if k in response),
+        }
+
+    def generate_score(ctx: StepContext) -> float:
+        counts = ctx.results["analyze_step_result"]
+        if not counts["totalKeywordsLength"]:
+            return 1.0
+        return counts["matchedKeywordsLength"] / counts["totalKeywordsLength"]
+
+    return (
+        create_scorer(
+            id=ID,
+            name="Keyword Coverage Scorer",
+            description="Share of the input's keywords (stop words removed) that appear in the output.",
+            version=VERSION,
+        )
+        .preprocess(preprocess)
+        .analyze(analyze)
+        .generate_score(generate_score)
+    )
