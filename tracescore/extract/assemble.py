@@ -27,7 +27,12 @@ from tracescore.extract.base import (
     safe_refine,
     timestamp,
 )
-from tracescore.extract.genai_messages import build_message, message_text, text_part
+from tracescore.extract.genai_messages import (
+    build_message,
+    executed_call,
+    message_text,
+    text_part,
+)
 from tracescore.extract.model import (
     AgentRun,
     ContextDocument,
@@ -321,15 +326,13 @@ def _tool_outcome(node: _Node) -> ToolInvocation:
     """What a tool span (or a nested agent called as a tool) returned."""
     info = node.info
     if info.kind == "agent":
-        answer = _final_text(info.output_messages)
-        return ToolInvocation(
-            tool_call_id="",
-            tool_name=info.agent_name or info.name,
-            args=_conversation_text(info.input_messages),
-            result=answer,
-            state="output-error" if info.status == "error" else "result" if answer else "call",
-            is_error=True if info.status == "error" else None,
-            error_text=info.error if info.status == "error" else None,
+        return executed_call(
+            "",
+            info.agent_name or info.name,
+            _conversation_text(info.input_messages),
+            _final_text(info.output_messages) or None,
+            failed=info.status == "error",
+            error=info.error,
         )
     if info.tool_call is not None:
         return info.tool_call

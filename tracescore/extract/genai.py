@@ -29,6 +29,7 @@ from tracescore.extract.base import (
 from tracescore.extract.genai_messages import (
     decode_arguments,
     decode_result,
+    executed_call,
     parse_messages,
     parse_system_instructions,
     parse_tool_definitions,
@@ -175,14 +176,13 @@ def tool_call_from(info: SpanInfo, attributes: Mapping[str, Any]) -> ToolInvocat
     )
     result, is_error = decode_result(first(attributes, "gen_ai.tool.call.result"))
     failed = is_error or info.status == "error" or "error.type" in attributes
-    return ToolInvocation(
-        tool_call_id=first_str(attributes, "gen_ai.tool.call.id") or "",
-        tool_name=name,
-        args=args,
-        result=result,
-        state="output-error" if failed else ("result" if result is not None else "call"),
-        is_error=failed or None,
-        error_text=(info.error or as_str(attributes.get("error.type"))) if failed else None,
+    return executed_call(
+        first_str(attributes, "gen_ai.tool.call.id") or "",
+        name,
+        args,
+        result,
+        failed=failed,
+        error=info.error or as_str(attributes.get("error.type")),
     )
 
 

@@ -58,16 +58,32 @@ def tool_call_part(call_id: str, name: str, args: Any) -> MessagePart:
 def tool_result_part(
     call_id: str, name: str, result: Any, *, is_error: bool = False, args: Any = None
 ) -> MessagePart:
-    invocation = ToolInvocation(
+    invocation = executed_call(call_id, name, args, result, failed=is_error, answered=True)
+    return MessagePart(type="tool-invocation", tool_invocation=invocation)
+
+
+def executed_call(
+    call_id: str,
+    name: str,
+    args: Any,
+    result: Any,
+    *,
+    failed: bool = False,
+    error: str | None = None,
+    answered: bool | None = None,
+) -> ToolInvocation:
+    """A tool call with its outcome: ``output-error`` when it failed, ``result`` when it
+    answered (by default: when a result was recorded), else still a ``call``."""
+    answered = result is not None if answered is None else answered
+    return ToolInvocation(
         tool_call_id=call_id,
         tool_name=name,
         args={} if args is None else args,
         result=result,
-        state="output-error" if is_error else "result",
-        is_error=is_error or None,
-        error_text=json_text(result) if is_error else None,
+        state="output-error" if failed else ("result" if answered else "call"),
+        is_error=failed or None,
+        error_text=(error or json_text(result)) if failed else None,
     )
-    return MessagePart(type="tool-invocation", tool_invocation=invocation)
 
 
 def build_message(

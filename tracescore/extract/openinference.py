@@ -31,6 +31,7 @@ from tracescore.extract.genai_messages import (
     build_message,
     decode_arguments,
     decode_result,
+    executed_call,
     find_reasoning,
     parse_message,
     parse_messages,
@@ -248,15 +249,13 @@ def _tool_call(span: Span, info: SpanInfo) -> ToolInvocation:
         call_id = call_id or json_text(message["tool_call_id"])
         is_error = is_error or message.get("status") == "error"
         result, _ = decode_result(message.get("content"))
-    failed = is_error or info.status == "error"
-    return ToolInvocation(
-        tool_call_id=call_id,
-        tool_name=first_str(attributes, "tool.name") or span.name,
-        args=args,
-        result=result,
-        state="output-error" if failed else ("result" if result is not None else "call"),
-        is_error=failed or None,
-        error_text=(info.error or json_text(result)) if failed else None,
+    return executed_call(
+        call_id,
+        first_str(attributes, "tool.name") or span.name,
+        args,
+        result,
+        failed=is_error or info.status == "error",
+        error=info.error,
     )
 
 

@@ -28,12 +28,13 @@ from tracescore.extract.base import (
 )
 from tracescore.extract.genai_messages import (
     decode_result,
+    executed_call,
     parse_message,
     parse_tool_definition,
     split_system,
     text_message,
 )
-from tracescore.extract.model import Message, SpanInfo, ToolInvocation
+from tracescore.extract.model import Message, SpanInfo
 from tracescore.spans import LogRecord, Span
 
 NAME = "openllmetry"
@@ -146,16 +147,15 @@ def _read_entity(span: Span, info: SpanInfo) -> None:
     output, failed = decode_result(output)  # string results are JSON-encoded once more
     args = _call_arguments(arguments)
     if info.kind == "tool":
-        failed = failed or info.status == "error"
-        info.tool_call = ToolInvocation(
-            tool_call_id=first_str(attributes, "gen_ai.tool.call.id") or "",
-            tool_name=first_str(attributes, "gen_ai.tool.name", "traceloop.entity.name")
+        info.tool_call = executed_call(
+            first_str(attributes, "gen_ai.tool.call.id") or "",
+            first_str(attributes, "gen_ai.tool.name", "traceloop.entity.name")
             or span.name.removesuffix(".tool"),
-            args=args,
-            result=output,
-            state="output-error" if failed else ("result" if returned is not None else "call"),
-            is_error=failed or None,
-            error_text=(info.error or json_text(output)) if failed else None,
+            args,
+            output,
+            failed=failed or info.status == "error",
+            error=info.error,
+            answered=returned is not None,
         )
         return
     if info.kind == "agent" and not info.input_messages and args not in (None, {}, []):
