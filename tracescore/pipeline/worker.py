@@ -123,8 +123,16 @@ class ScoringWorker:
         self._emit = emit
         self._slots = asyncio.Semaphore(config.concurrency)
 
+    def warm_up(self) -> None:
+        """Run each code scorer once on a tiny run, so lazily loaded models and lexicons (the
+        completeness NLP model takes ~1 s) load before the first trace, not during it."""
+        for binding in self.bindings:
+            if not binding.scorer.uses_judge:
+                binding.scorer.run_sync({"input": "warm up", "output": "warm up"})
+
     async def run(self) -> None:
         """Claim and score until cancelled; errors are logged, never raised."""
+        await asyncio.to_thread(self.warm_up)
         while True:
             try:
                 claims = await asyncio.to_thread(
