@@ -178,3 +178,12 @@ def test_sqlite_store_uses_wal(sqlite_url: str) -> None:
     store = open_store(sqlite_url)
     with store.engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar_one() == "wal"
+
+
+def test_retried_log_records_are_stored_once(store: SpanStore) -> None:
+    trace = next(t for t in load_traces([CAPTURES / "otel-genai-openai-v2-legacy"]) if t.logs)
+    store.write([], trace.logs)
+    store.write(trace.spans, trace.logs)
+    loaded = store.load_trace(trace.trace_id)
+    assert loaded is not None and len(loaded.logs) == len(trace.logs) > 0
+    assert store.trace_summary(trace.trace_id).log_count == len(trace.logs)

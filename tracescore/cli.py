@@ -47,11 +47,11 @@ def serve(
         config = _with_overrides(
             _load_config(config_file),
             {
-                "store": db,
-                "server.host": host,
-                "server.http_port": http_port,
-                "server.grpc_port": grpc_port,
-                "assembly.idle_timeout": idle_timeout,
+                "--db": ("store", db),
+                "--host": ("server.host", host),
+                "--http-port": ("server.http_port", http_port),
+                "--grpc-port": ("server.grpc_port", grpc_port),
+                "--idle-timeout": ("assembly.idle_timeout", idle_timeout),
             },
         )
     except ConfigError as exc:
@@ -146,25 +146,28 @@ def extract(
     typer.echo(orjson.dumps(dumped, option=orjson.OPT_INDENT_2).decode())
 
 
-def _with_overrides(config: Config, overrides: dict[str, object]) -> Config:
-    """``config`` with command-line values (dotted keys; ``None`` = not given) applied and
-    validated like the file, so a bad flag is reported the same way as a bad key."""
+def _with_overrides(config: Config, overrides: dict[str, tuple[str, object]]) -> Config:
+    """``config`` with command-line values applied (``{flag: (dotted key, value or None)}``),
+    each validated by its section's model so a bad flag is refused like a bad config key."""
     from pydantic import ValidationError
 
-    from tracescore.config import Config, ConfigError, format_validation_error
+    from tracescore.config import ConfigError
 
-    data = config.model_dump()
-    for dotted, value in overrides.items():
-        if value is not None:
-            *sections, key = dotted.split(".")
-            target = data
-            for section in sections:
-                target = target[section]
-            target[key] = value
-    try:
-        return Config.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(f"command line: {format_validation_error(exc, {})}") from None
+    updates: dict[str, object] = {}
+    for flag, (dotted, value) in overrides.items():
+        if value is None:
+            continue
+        section, _, key = dotted.rpartition(".")
+        if not section:
+            updates[key] = value
+            continue
+        current = updates.get(section, getattr(config, section))
+        try:
+            updates[section] = type(current).model_validate({**current.model_dump(), key: value})
+        except ValidationError as exc:
+            message = exc.errors(include_input=False, include_url=False)[0]["msg"]
+            raise ConfigError(f"invalid {flag}: {message}") from None
+    return config.model_copy(update=updates)
 
 
 def _load_config(path: Path | None) -> Config:

@@ -19,18 +19,19 @@ from sqlalchemy import Connection, text
 from tracescore.assemble.states import ReadinessRules, TraceClaim, TraceState
 
 # Counted rather than summed, so exporter retries of already-stored spans do not inflate it.
-_STORED_SPANS = "(SELECT count(*) FROM spans WHERE spans.trace_id = CAST(:trace_id AS VARCHAR(32)))"
+_STORED = "(SELECT count(*) FROM {table} WHERE {table}.trace_id = CAST(:trace_id AS VARCHAR(32)))"
 
 _TOUCH = text(
     f"""
 INSERT INTO traces (trace_id, service_name, root_name, has_root, span_count, log_count,
     generation, start_time_ns, end_time_ns, first_seen, last_seen, pending_since, state, attempts)
-VALUES (:trace_id, :service_name, :root_name, :has_root, {_STORED_SPANS}, :log_count,
+VALUES (:trace_id, :service_name, :root_name, :has_root, {_STORED.format(table="spans")},
+    {_STORED.format(table="logs")},
     1, :start_time_ns, :end_time_ns, :now, :now, :now, '{TraceState.PENDING}', 0)
 ON CONFLICT (trace_id) DO UPDATE SET
     last_seen = excluded.last_seen,
     span_count = excluded.span_count,
-    log_count = traces.log_count + excluded.log_count,
+    log_count = excluded.log_count,
     generation = traces.generation + 1,
     has_root = (traces.has_root OR excluded.has_root),
     service_name = CASE WHEN excluded.has_root OR traces.service_name = ''
@@ -54,8 +55,8 @@ ON CONFLICT (trace_id) DO UPDATE SET
 def touch_traces(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
     """Record arrivals for each trace of a write, in the write's own transaction.
 
-    Each row holds ``trace_id, service_name, root_name, has_root, log_count, start_time_ns,
-    end_time_ns, now``; call it after inserting the write's spans (it counts them). Rows must come sorted by trace id: concurrent writers
+    Each row holds ``trace_id, service_name, root_name, has_root, start_time_ns, end_time_ns,
+    now``; call it after inserting the write's spans and logs (it counts them). Rows must come sorted by trace id: concurrent writers
     then lock trace rows in one order and cannot deadlock on PostgreSQL.
     """
     if rows:

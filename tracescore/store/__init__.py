@@ -18,6 +18,7 @@ TABLE_MODULES: list[str] = [
     "tracescore.store.tables",
     "tracescore.store.judge_cache",
     "tracescore.store.scores",
+    "tracescore.store.alerts",
 ]
 """Modules whose SQLModel table classes :func:`open_store` creates: the single list to extend."""
 

@@ -98,7 +98,7 @@ _SPAN_COLUMNS = (
     "events", "links", "resource_id", "scope_id",
 )  # fmt: skip
 _LOG_COLUMNS = (
-    "trace_id", "span_id", "time_ns", "observed_time_ns", "event_name", "severity_number",
+    "record_hash", "trace_id", "span_id", "time_ns", "observed_time_ns", "event_name", "severity_number",
     "severity_text", "body", "attributes", "flags", "resource_id", "scope_id",
 )  # fmt: skip
 
@@ -130,7 +130,7 @@ def _span_row(span: Span, refs: _Refs) -> tuple[Any, ...]:
 
 
 def _log_row(record: LogRecord, refs: _Refs) -> tuple[Any, ...]:
-    return (
+    row = (
         record.trace_id,
         record.span_id,
         record.time_ns,
@@ -144,6 +144,7 @@ def _log_row(record: LogRecord, refs: _Refs) -> tuple[Any, ...]:
         refs.resource(record.resource),
         refs.scope(record.scope),
     )
+    return (_id_hash(*map(str, row)), *row)
 
 
 def _trace_rows(spans: Sequence[Span], logs: Sequence[LogRecord], now: float) -> list[dict[str, Any]]:
@@ -155,7 +156,7 @@ def _trace_rows(spans: Sequence[Span], logs: Sequence[LogRecord], now: float) ->
         if row is None:
             rows[span.trace_id] = {
                 "trace_id": span.trace_id, "service_name": span.resource.service_name,
-                "root_name": span.name if is_root else "", "has_root": is_root, "log_count": 0, "start_time_ns": span.start_time_ns,
+                "root_name": span.name if is_root else "", "has_root": is_root, "start_time_ns": span.start_time_ns,
                 "end_time_ns": span.end_time_ns, "now": now,
             }  # fmt: skip
             continue
@@ -166,17 +167,11 @@ def _trace_rows(spans: Sequence[Span], logs: Sequence[LogRecord], now: float) ->
         if span.end_time_ns > row["end_time_ns"]:
             row["end_time_ns"] = span.end_time_ns
     for record in logs:
-        if record.trace_id is None:
-            continue
-        row = rows.get(record.trace_id)
-        if row is None:
+        if record.trace_id is not None and record.trace_id not in rows:
             rows[record.trace_id] = {
                 "trace_id": record.trace_id, "service_name": "", "root_name": "",
-                "has_root": False, "log_count": 1, "start_time_ns": None,
-                "end_time_ns": None, "now": now,
+                "has_root": False, "start_time_ns": None, "end_time_ns": None, "now": now,
             }  # fmt: skip
-        else:
-            row["log_count"] += 1
     return [rows[trace_id] for trace_id in sorted(rows)]
 
 
@@ -198,13 +193,11 @@ class SpanStore:
             threading.Lock() if self.dialect == "sqlite" else None
         )
         mark = "?" if engine.dialect.paramstyle == "qmark" else "%s"
-        self._insert_spans = _insert_sql("spans", _SPAN_COLUMNS, mark, ignore_duplicates=True)
-        self._insert_logs = _insert_sql("logs", _LOG_COLUMNS, mark, ignore_duplicates=False)
-        self._insert_resources = _insert_sql(
-            "resources", ("resource_id", "attributes"), mark, ignore_duplicates=True
-        )
+        self._insert_spans = _insert_sql("spans", _SPAN_COLUMNS, mark)
+        self._insert_logs = _insert_sql("logs", _LOG_COLUMNS, mark)
+        self._insert_resources = _insert_sql("resources", ("resource_id", "attributes"), mark)
         self._insert_scopes = _insert_sql(
-            "scopes", ("scope_id", "name", "version", "attributes"), mark, ignore_duplicates=True
+            "scopes", ("scope_id", "name", "version", "attributes"), mark
         )
 
     # ------------------------------------------------------------------ lifecycle
@@ -232,7 +225,8 @@ class SpanStore:
 
         Returns only once committed (durable), which is when the collector acknowledges the
         request; raises on any database failure, with nothing written. A span already stored
-        (same trace and span id, e.g. an exporter retry) is kept as first stored.
+        (same trace and span id, e.g. an exporter retry) is kept as first stored; an identical
+        log record is stored once.
         """
         if not spans and not logs:
             return
@@ -337,9 +331,10 @@ class SpanStore:
             return conn.execute(text("SELECT count(*) FROM spans")).scalar_one()
 
 
-def _insert_sql(table: str, columns: Sequence[str], mark: str, *, ignore_duplicates: bool) -> str:
-    sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join([mark] * len(columns))})"
-    return sql + " ON CONFLICT DO NOTHING" if ignore_duplicates else sql
+def _insert_sql(table: str, columns: Sequence[str], mark: str) -> str:
+    """A driver-level INSERT that skips rows already stored (retries, shared resources)."""
+    placeholders = ", ".join([mark] * len(columns))
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({placeholders}) ON CONFLICT DO NOTHING"
 
 
 def _load_refs(conn: Connection, rows: Sequence[Any]) -> tuple[dict[str, Resource], dict[str, Scope]]:

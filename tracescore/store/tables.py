@@ -60,7 +60,10 @@ class SpanRow(SQLModel, table=True):
 
 class LogRow(SQLModel, table=True):
     __tablename__ = "logs"
-    __table_args__ = (Index("ix_logs_trace_id", "trace_id"),)
+    __table_args__ = (
+        Index("ix_logs_trace_id", "trace_id"),
+        Index("ux_logs_record_hash", "record_hash", unique=True),
+    )
 
     # SQLite only auto-numbers a column declared exactly INTEGER PRIMARY KEY.
     id: int | None = Field(
@@ -69,6 +72,8 @@ class LogRow(SQLModel, table=True):
             BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
         ),
     )
+    record_hash: str = Field(max_length=32)
+    """Hash of the whole record: an exporter's retry of a stored record is not stored twice."""
     trace_id: str | None = Field(default=None, max_length=32)
     span_id: str | None = Field(default=None, max_length=16)
     time_ns: int = Field(sa_column=_ns())

@@ -1,0 +1,171 @@
+"""Run the real ``tracescore serve`` as a subprocess on ephemeral ports, for tests.
+
+Reusable by any test file::
+
+    with start_server(tmp_path, db_url=sqlite_url, idle_timeout=0.3) as server:
+        httpx.post(f"{server.base_url}/v1/traces", ...)
+
+``start_server`` returns once ``/healthz`` answers (so HTTP and gRPC both listen). ``stop()``
+sends SIGTERM and waits for a clean exit; ``kill()`` is ``kill -9`` (crash tests). The server's
+output goes to ``<workdir>/server.log``; :meth:`ServerProcess.output` reads it for assertions
+and failure messages.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+
+def free_port() -> int:
+    """A port the OS considers free right now on 127.0.0.1."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class ServerProcess:
+    process: subprocess.Popen[bytes]
+    http_port: int
+    grpc_port: int
+    db_url: str
+    workdir: Path
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    @property
+    def grpc_endpoint(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+    def output(self) -> str:
+        return (self.workdir / "server.log").read_text(errors="replace")
+
+    def stop(self, timeout: float = 15.0) -> int:
+        """Graceful shutdown (SIGTERM); kills the process if it does not exit in ``timeout``."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                return self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                raise AssertionError(f"server ignored SIGTERM:\n{self.output()}") from None
+        return self.process.returncode
+
+    def kill(self) -> None:
+        """``kill -9``: no shutdown code runs, as in a crash."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def __enter__(self) -> ServerProcess:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+
+def start_server(
+    workdir: Path,
+    *,
+    db_url: str | None = None,
+    config: Mapping[str, Any] | str | None = None,
+    idle_timeout: float | None = 0.3,
+    args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    timeout: float = 30.0,
+) -> ServerProcess:
+    """Start ``tracescore serve`` in ``workdir`` and wait until it is healthy.
+
+    ``config`` (a mapping or YAML text) is written to ``workdir/tracescore.yaml`` and passed
+    with ``--config``; ``db_url`` defaults to a SQLite file in ``workdir``. Ports are picked
+    fresh on each call, so restarting on the same database gets new ones.
+    """
+    workdir.mkdir(parents=True, exist_ok=True)
+    db_url = db_url or f"sqlite:///{workdir / 'tracescore.db'}"
+    http_port, grpc_port = free_port(), free_port()
+    command = [
+        sys.executable, "-m", "tracescore.cli", "serve", "--db", db_url, "--host", "127.0.0.1",
+        "--http-port", str(http_port), "--grpc-port", str(grpc_port),
+    ]  # fmt: skip
+    if idle_timeout is not None:
+        command += ["--idle-timeout", str(idle_timeout)]
+    if config is not None:
+        config_path = workdir / "tracescore.yaml"
+        text = config if isinstance(config, str) else yaml.safe_dump(dict(config))
+        config_path.write_text(text)
+        command += ["--config", str(config_path)]
+    command += list(args)
+    log = open(workdir / "server.log", "ab")  # noqa: SIM115 - the child keeps writing to it
+    process = subprocess.Popen(
+        command, cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+    )  # fmt: skip
+    log.close()
+    server = ServerProcess(process, http_port, grpc_port, db_url, workdir)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}:\n{server.output()}")
+        try:
+            if httpx.get(f"{server.base_url}/healthz", timeout=1.0).status_code == 200:
+                return server
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    server.kill()
+    raise RuntimeError(f"server not healthy after {timeout}s:\n{server.output()}")
+
+
+class ChunkedUpload:
+    """A raw ``Transfer-Encoding: chunked`` POST with no Content-Length, as Node exporters send.
+
+    Written over a plain socket so the test controls every byte and the pacing: a test can send
+    part of a body, do something else while the server waits for the rest, then finish.
+    """
+
+    def __init__(
+        self, port: int, path: str, content_type: str, headers: Mapping[str, str] | None = None
+    ) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        head = [f"POST {path} HTTP/1.1", f"Host: 127.0.0.1:{port}",
+                f"Content-Type: {content_type}", "Transfer-Encoding: chunked"]  # fmt: skip
+        head += [f"{name}: {value}" for name, value in (headers or {}).items()]
+        self.sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
+
+    def send(self, data: bytes) -> None:
+        if data:
+            self.sock.sendall(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+
+    def finish(self) -> tuple[int, dict[str, str], bytes]:
+        """Send the last chunk and return (status, headers, body) of the response."""
+        import http.client
+
+        self.sock.sendall(b"0\r\n\r\n")
+        response = http.client.HTTPResponse(self.sock)
+        response.begin()
+        body = response.read()
+        self.sock.close()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, body
+
+
+def post_chunked(
+    port: int, path: str, body: bytes, content_type: str, chunk_size: int = 1024
+) -> tuple[int, dict[str, str], bytes]:
+    upload = ChunkedUpload(port, path, content_type)
+    for start in range(0, len(body), chunk_size):
+        upload.send(body[start : start + chunk_size])
+    return upload.finish()
