@@ -1,0 +1,108 @@
+"""The verdict cache: an in-process LRU in front of the ``judge_verdicts`` table.
+
+The LRU makes a repeat hit cost microseconds; the table makes verdicts outlive the process and
+serves every instance on the same database. A served verdict reports zero tokens and zero cost
+(nothing was paid for it) and ``cached=True``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+import threading
+import time
+from collections import OrderedDict
+
+from sqlalchemy import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, SQLModel
+
+from tracescore.judge.structured import parse_output, schema_json
+from tracescore.scorers.base import JudgeRequest, JudgeResponse
+from tracescore.store.engine import make_engine
+from tracescore.store.judge_cache import JudgeVerdict
+
+
+def verdict_key(request: JudgeRequest, model: str) -> str:
+    """Digest of everything that decides a judge's answer."""
+    schema = schema_json(request.schema) if request.schema is not None else None
+    parts = [request.scorer_id, request.scorer_version, model, request.instructions, request.prompt, schema]
+    return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode()).hexdigest()
+
+
+class VerdictCache:
+    def __init__(self, store: Engine | str | None = None, *, lru_size: int = 4096) -> None:
+        self.lru_size = lru_size
+        self._lru: OrderedDict[str, JudgeResponse] = OrderedDict()
+        self._lock = threading.Lock()
+        self.engine = store if isinstance(store, Engine) or store is None else make_engine(store)
+        if self.engine is not None:
+            SQLModel.metadata.create_all(self.engine, tables=[JudgeVerdict.__table__])
+
+    def get_local(self, key: str) -> JudgeResponse | None:
+        """The in-process hit, if any (no I/O)."""
+        started = time.perf_counter()
+        with self._lock:
+            hit = self._lru.get(key)
+            if hit is not None:
+                self._lru.move_to_end(key)
+        return None if hit is None else _served(hit, started)
+
+    async def get(self, request: JudgeRequest, key: str) -> JudgeResponse | None:
+        hit = self.get_local(key)
+        if hit is not None or self.engine is None:
+            return hit
+        started = time.perf_counter()
+        row = await asyncio.to_thread(self._load, key)
+        if row is None:
+            return None
+        try:
+            output = parse_output(row.text, request.schema)
+        except ValueError:  # the step's schema changed shape without a version bump
+            return None
+        stored = JudgeResponse(
+            output=output, text=row.text, model=row.model, input_tokens=row.input_tokens,
+            output_tokens=row.output_tokens, cost_usd=row.cost_usd, attempts=0,
+            duration_ms=0.0, cached=False,
+        )
+        self._remember(key, stored)
+        return _served(stored, started)
+
+    async def put(self, request: JudgeRequest, key: str, response: JudgeResponse) -> None:
+        self._remember(key, response)
+        if self.engine is not None:
+            row = JudgeVerdict(
+                key=key, scorer_id=request.scorer_id, scorer_version=request.scorer_version,
+                step=request.step, model=response.model, text=response.text,
+                input_tokens=response.input_tokens, output_tokens=response.output_tokens,
+                cost_usd=response.cost_usd,
+            )
+            await asyncio.to_thread(self._save, row)
+
+    def _remember(self, key: str, response: JudgeResponse) -> None:
+        with self._lock:
+            self._lru[key] = response
+            self._lru.move_to_end(key)
+            while len(self._lru) > self.lru_size:
+                self._lru.popitem(last=False)
+
+    def _load(self, key: str) -> JudgeVerdict | None:
+        with Session(self.engine) as session:
+            return session.get(JudgeVerdict, key)
+
+    def _save(self, row: JudgeVerdict) -> None:
+        with Session(self.engine) as session:
+            session.add(row)
+            try:
+                session.commit()
+            except IntegrityError:  # another worker stored the same verdict first
+                session.rollback()
+
+
+def _served(response: JudgeResponse, started: float) -> JudgeResponse:
+    return dataclasses.replace(
+        response, cached=True, input_tokens=0, output_tokens=0, cost_usd=0.0, attempts=0,
+        duration_ms=(time.perf_counter() - started) * 1000,
+    )

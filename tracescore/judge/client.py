@@ -1,0 +1,290 @@
+"""The litellm-backed judge: one ``complete()`` per scorer step, paced, retried, cached, costed.
+
+The retry loop is ours, not litellm's (``num_retries``) nor the OpenAI SDK's (``max_retries``,
+both set to 0): their loops sit inside one ``acompletion`` call, so they would hold a
+concurrency slot while sleeping, escape the per-call hard timeout, and differ per provider in
+whether ``Retry-After`` is read. Here every HTTP attempt takes its own slot and timeout, a
+``Retry-After`` (or ``retry-after-ms``) header sets the wait when present, and otherwise the wait
+is exponential with full jitter so many scorers hitting one 429 do not retry in lockstep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import email.utils
+import os
+import random
+import time
+from dataclasses import dataclass
+from functools import cache
+from types import ModuleType
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from tracescore.judge.cache import VerdictCache, verdict_key
+from tracescore.judge.config import JudgeConfig
+from tracescore.judge.limiter import Limiter
+from tracescore.judge.structured import Mode, parse_output, response_format, schema_instruction
+from tracescore.scorers.base import JudgeRequest, JudgeResponse
+
+_RESERVED_OUTPUT_TOKENS = 256
+
+
+class JudgeError(RuntimeError):
+    """A judge call that failed for good; the message says which judge and why."""
+
+
+@cache
+def litellm() -> ModuleType:
+    """Import litellm on first use: it costs seconds and ~170 MB, and must not phone home."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm as module
+
+    module.suppress_debug_info = True
+    module.telemetry = False
+    return module
+
+
+@dataclass
+class _Spend:
+    attempts: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class LiteLLMJudge:
+    """A ``Judge`` for any model litellm reaches (see ``JudgeConfig``)."""
+
+    def __init__(self, config: JudgeConfig, *, cache: VerdictCache | None = None) -> None:
+        self.config = config
+        self.model = config.model
+        self.cache = cache if cache is not None else (VerdictCache() if config.cache else None)
+        self.limiter = Limiter(config.concurrency, config.requests_per_minute, config.tokens_per_minute)
+        self._mode: Mode | None = None if config.response_format == "auto" else config.response_format
+        self._pending: dict[str, concurrent.futures.Future[JudgeResponse]] = {}
+
+    @property
+    def mode(self) -> Mode:
+        """How JSON is requested (``auto`` resolved; json_object after a json_schema 400)."""
+        if self._mode is None:
+            supported = self.config.api_base is not None or _supports_schema(self.model)
+            self._mode = "json_schema" if supported else "json_object"
+        return self._mode
+
+    async def complete(self, request: JudgeRequest) -> JudgeResponse:
+        if self.cache is None:
+            return await self._complete(request)
+        key = verdict_key(request, self.model)
+        hit = await self.cache.get(request, key)
+        if hit is not None:
+            return hit
+        pending = self._pending.get(key)
+        if pending is not None:  # the same work is in flight: share its answer
+            await asyncio.wrap_future(pending)
+            return await self.cache.get(request, key) or await self._complete(request)
+        self._pending[key] = future = concurrent.futures.Future()
+        try:
+            response = await self._complete(request)
+            await self.cache.put(request, key, response)
+            future.set_result(response)
+            return response
+        except BaseException as exc:
+            future.set_exception(exc)
+            raise
+        finally:
+            del self._pending[key]
+
+    async def _complete(self, request: JudgeRequest) -> JudgeResponse:
+        started = time.perf_counter()
+        spend = _Spend()
+        prompt = request.prompt
+        if request.schema is not None:
+            prompt = f"{prompt}\n\n{schema_instruction(request.schema)}"
+        messages = [{"role": "user", "content": prompt}]
+        if request.instructions:
+            messages.insert(0, {"role": "system", "content": request.instructions})
+        text = await self._call(messages, request.schema, spend)
+        try:
+            output = parse_output(text, request.schema)
+        except ValidationError as first:
+            messages += [
+                {"role": "assistant", "content": text},
+                {"role": "user", "content": _repair_prompt(first)},
+            ]
+            text = await self._call(messages, request.schema, spend)
+            try:
+                output = parse_output(text, request.schema)
+            except ValidationError as second:
+                raise JudgeError(
+                    f"judge {self.model} answered the {request.step} step with JSON that does not "
+                    f"match {request.schema.__name__}, also after one repair attempt: "
+                    f"{_brief(second)}; last answer: {text[:300]!r}"
+                ) from None
+        return JudgeResponse(
+            output=output, text=text, model=self.model, input_tokens=spend.input_tokens,
+            output_tokens=spend.output_tokens, cost_usd=spend.cost_usd, attempts=spend.attempts,
+            duration_ms=(time.perf_counter() - started) * 1000, cached=False,
+        )
+
+    async def _call(self, messages: list[dict[str, str]], schema: type[BaseModel] | None, spend: _Spend) -> str:
+        """One answer from the judge, retrying transient failures; returns the message text."""
+        config = self.config
+        estimate = sum(len(m["content"]) for m in messages) // 4 + _RESERVED_OUTPUT_TOKENS
+        failures = 0
+        acompletion = litellm().acompletion  # imported before any timeout starts ticking
+        while True:
+            kwargs = self._arguments(messages, schema)
+            spend.attempts += 1
+            try:
+                async with self.limiter.lease(estimate) as lease:
+                    async with asyncio.timeout(config.timeout):
+                        response = await acompletion(**kwargs)
+                    usage = getattr(response, "usage", None)
+                    lease.tokens = getattr(usage, "total_tokens", None)
+            except Exception as exc:
+                if self._rejects_json_schema(exc, kwargs):
+                    self._mode = "json_object"
+                    continue
+                if not _transient(exc) or failures >= config.max_retries:
+                    raise JudgeError(f"judge {self.model} failed after {spend.attempts} attempt(s): {_describe(exc, config)}") from exc
+                failures += 1
+                await asyncio.sleep(self._backoff(failures, exc))
+                continue
+            self._record(response, spend)
+            return response.choices[0].message.content or ""
+
+    def _arguments(self, messages: list[dict[str, str]], schema: type[BaseModel] | None) -> dict[str, Any]:
+        config = self.config
+        kwargs: dict[str, Any] = {
+            "model": config.model,
+            "messages": messages,
+            "temperature": config.temperature,
+            "timeout": config.timeout,
+            "num_retries": 0,
+            "max_retries": 0,
+            "drop_params": True,
+            **config.extra,
+        }
+        if config.max_tokens is not None:
+            kwargs["max_tokens"] = config.max_tokens
+        if config.api_base is not None:
+            kwargs["api_base"] = config.api_base
+        api_key = self._api_key()
+        if api_key is not None:
+            kwargs["api_key"] = api_key
+        if schema is not None:
+            fmt = response_format(schema, self.mode, self_hosted=config.api_base is not None)
+            if fmt is not None:
+                kwargs["response_format"] = fmt
+        return kwargs
+
+    def _api_key(self) -> str | None:
+        name = self.config.api_key_env
+        if name:
+            key = os.environ.get(name)
+            if not key:
+                raise JudgeError(f"judge {self.model}: environment variable {name} is not set")
+            return key
+        if self.config.api_base is not None:
+            return "unused"  # self-hosted OpenAI-compatible servers need no key, the SDK needs one
+        return None
+
+    def _rejects_json_schema(self, exc: Exception, kwargs: dict[str, Any]) -> bool:
+        """A 400 about ``json_schema`` from a server that only does JSON mode (llama.cpp)."""
+        sent = (kwargs.get("response_format") or {}).get("type")
+        return (
+            sent == "json_schema"
+            and self.config.response_format == "auto"
+            and getattr(exc, "status_code", None) == 400
+            and "json_schema" in str(exc)
+        )
+
+    def _backoff(self, failures: int, exc: Exception) -> float:
+        ceiling = self.config.backoff_max
+        retry_after = _retry_after(exc)
+        if retry_after is not None:
+            return min(retry_after, ceiling)
+        return random.uniform(0, min(ceiling, self.config.backoff_base * 2 ** (failures - 1)))
+
+    def _record(self, response: Any, spend: _Spend) -> None:
+        usage = getattr(response, "usage", None)
+        prompt_tokens = getattr(usage, "prompt_tokens", 0) or 0
+        completion_tokens = getattr(usage, "completion_tokens", 0) or 0
+        spend.input_tokens += prompt_tokens
+        spend.output_tokens += completion_tokens
+        cost = _cost(self.model, prompt_tokens, completion_tokens)
+        spend.cost_usd += cost
+
+
+def _supports_schema(model: str) -> bool:
+    try:
+        return bool(litellm().supports_response_schema(model=model))
+    except Exception:  # litellm raises for models it has never heard of
+        return False
+
+
+def _cost(model: str, prompt_tokens: int, completion_tokens: int) -> float:
+    """USD from litellm's bundled price map; 0 for models it has no price for (self-hosted)."""
+    try:
+        prompt_cost, completion_cost = litellm().cost_per_token(
+            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+        )
+    except Exception:
+        return 0.0
+    return prompt_cost + completion_cost
+
+
+def _transient(exc: BaseException) -> bool:
+    """429, 408, 5xx, timeouts and dropped connections are worth another attempt."""
+    if isinstance(exc, TimeoutError):
+        return True
+    if isinstance(exc, litellm().APIConnectionError):
+        return True
+    status = getattr(exc, "status_code", None)
+    return isinstance(status, int) and (status in (408, 429) or status >= 500)
+
+
+def _retry_after(exc: Exception) -> float | None:
+    """Seconds from ``retry-after-ms`` / ``Retry-After`` (seconds or HTTP date), if sent."""
+    headers = getattr(exc, "litellm_response_headers", None)
+    if headers is None:
+        response = getattr(exc, "response", None)
+        headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    if (ms := headers.get("retry-after-ms")) is not None:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        return max(0.0, when.timestamp() - time.time())
+
+
+def _describe(exc: Exception, config: JudgeConfig) -> str:
+    if isinstance(exc, TimeoutError):
+        return f"no answer within the {config.timeout:g} s timeout"
+    return str(exc) or type(exc).__name__
+
+
+def _brief(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}" for e in exc.errors()[:5])
+
+
+def _repair_prompt(exc: ValidationError) -> str:
+    return (
+        f"That answer is not valid: {_brief(exc)}. Reply again with the corrected JSON object "
+        "only, following the schema given above."
+    )

@@ -1,0 +1,130 @@
+"""Per-judge pacing: a cap on calls in flight plus request and token budgets per minute.
+
+One limiter is shared by every scorer that uses a judge, possibly from several event loops
+(``Scorer.run_sync`` starts its own loop; the scoring workers run another), so the state sits
+behind a thread lock and waiters are woken on their own loop with ``call_soon_threadsafe``
+instead of using loop-bound ``asyncio.Semaphore``. Token use is only known after a call, so a
+call reserves its estimate up front and settles the difference afterwards; an underestimate
+leaves the bucket in debt and delays later calls, which is what a provider's TPM limit does too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+
+class _Bucket:
+    """A token bucket refilled continuously at ``per_minute / 60`` per second."""
+
+    def __init__(self, per_minute: float) -> None:
+        self.capacity = per_minute
+        self.level = per_minute
+        self.rate = per_minute / 60.0
+        self.stamp = time.monotonic()
+
+    def refill(self, now: float) -> None:
+        self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
+        self.stamp = now
+
+    def wait_for(self, amount: float) -> float:
+        """Seconds until ``amount`` fits (a call larger than the whole bucket waits for a full one)."""
+        missing = min(amount, self.capacity) - self.level
+        return max(0.0, missing / self.rate)
+
+
+@dataclass
+class Lease:
+    """A granted call; set ``tokens`` to the real usage so the token budget is settled."""
+
+    reserved_tokens: int
+    tokens: int | None = None
+
+
+class Limiter:
+    def __init__(
+        self,
+        concurrency: int,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+    ) -> None:
+        self.concurrency = concurrency
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self._waiters: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = deque()
+        self._requests = _Bucket(requests_per_minute) if requests_per_minute else None
+        self._tokens = _Bucket(tokens_per_minute) if tokens_per_minute else None
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    @asynccontextmanager
+    async def lease(self, estimated_tokens: int) -> AsyncIterator[Lease]:
+        """Wait for the rate budgets, then for a free slot; hold the slot for the block."""
+        await self._take_budget(estimated_tokens)
+        await self._acquire_slot()
+        lease = Lease(estimated_tokens)
+        try:
+            yield lease
+        finally:
+            self._release_slot()
+            if self._tokens is not None and lease.tokens is not None:
+                with self._lock:
+                    self._tokens.level -= lease.tokens - lease.reserved_tokens
+
+    async def _take_budget(self, tokens: int) -> None:
+        while True:
+            with self._lock:
+                now = time.monotonic()
+                buckets = [(b, n) for b, n in ((self._requests, 1), (self._tokens, tokens)) if b]
+                for bucket, _ in buckets:
+                    bucket.refill(now)
+                wait = max((bucket.wait_for(n) for bucket, n in buckets), default=0.0)
+                if wait == 0.0:
+                    for bucket, n in buckets:
+                        bucket.level -= n
+                    return
+            await asyncio.sleep(wait)
+
+    async def _acquire_slot(self) -> None:
+        with self._lock:
+            if self._in_flight < self.concurrency and not self._waiters:
+                self._in_flight += 1
+                return
+            loop = asyncio.get_running_loop()
+            waiter: asyncio.Future[None] = loop.create_future()
+            self._waiters.append((loop, waiter))
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            with self._lock:
+                if (loop, waiter) in self._waiters:
+                    self._waiters.remove((loop, waiter))
+                    raise
+            if waiter.done() and not waiter.cancelled():
+                self._release_slot()  # the slot was handed over just before the cancel
+            raise
+
+    def _release_slot(self) -> None:
+        """Hand the slot straight to the oldest waiter, or free it."""
+        with self._lock:
+            while self._waiters:
+                loop, waiter = self._waiters.popleft()
+                try:
+                    loop.call_soon_threadsafe(self._wake, waiter)
+                    return
+                except RuntimeError:  # that waiter's loop is closed
+                    continue
+            self._in_flight -= 1
+
+    def _wake(self, waiter: asyncio.Future[None]) -> None:
+        if waiter.cancelled():
+            self._release_slot()
+        else:
+            waiter.set_result(None)

@@ -1,0 +1,70 @@
+"""Structured output: how JSON is asked of a judge, and how its answer is read back.
+
+Providers differ: OpenAI, vLLM and Anthropic (through litellm) take a JSON schema in
+``response_format``; llama.cpp's server and Ollama only take JSON mode; some take neither. The
+schema therefore always goes into the prompt too, and the answer is always validated with
+pydantic, so a judge that ignores ``response_format`` still works and a wrong answer is caught.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+Mode = Literal["json_schema", "json_object", "prompt"]
+
+_FENCE = re.compile(r"^```[a-zA-Z]*\s*(.*?)\s*```$", re.DOTALL)
+
+
+@cache
+def schema_json(schema: type[BaseModel]) -> str:
+    """The schema as compact, key-sorted JSON (stable text for prompts and cache keys)."""
+    return json.dumps(schema.model_json_schema(), sort_keys=True, separators=(",", ":"))
+
+
+def schema_instruction(schema: type[BaseModel]) -> str:
+    return (
+        "Answer with one JSON object only, no prose and no code fence, that validates against "
+        f"this JSON Schema:\n{schema_json(schema)}"
+    )
+
+
+def response_format(schema: type[BaseModel], mode: Mode, *, self_hosted: bool) -> dict[str, Any] | None:
+    """The ``response_format`` argument for ``mode``.
+
+    JSON mode carries the schema too when the judge is a self-hosted OpenAI-compatible server:
+    llama.cpp constrains its sampling with it, and hosted APIs would reject the extra key.
+    """
+    if mode == "json_schema":
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": schema.__name__, "schema": json.loads(schema_json(schema))},
+        }
+    if mode == "json_object":
+        if self_hosted:
+            return {"type": "json_object", "schema": json.loads(schema_json(schema))}
+        return {"type": "json_object"}
+    return None
+
+
+def json_text(text: str) -> str:
+    """The JSON object in a judge's answer: code fences and surrounding prose removed."""
+    text = text.strip()
+    fenced = _FENCE.match(text)
+    if fenced:
+        text = fenced.group(1)
+    start, end = text.find("{"), text.rfind("}")
+    if start > 0 or (start >= 0 and end < len(text) - 1):
+        text = text[start : end + 1]
+    return text
+
+
+def parse_output(text: str, schema: type[BaseModel] | None) -> BaseModel | str:
+    """Validate ``text`` against ``schema`` (``pydantic.ValidationError`` when it does not fit)."""
+    if schema is None:
+        return text.strip()
+    return schema.model_validate_json(json_text(text))
