@@ -294,3 +294,14 @@ def test_duplicate_spans_and_broken_convention_never_raise() -> None:
     (info,) = read_spans(trace(chat), [Broken()])  # type: ignore[list-item]
     assert info.kind == "other" and "could not read" in info.warnings[0]
     assert assemble(trace(chat), [Broken()]) == []  # type: ignore[list-item]
+
+
+def test_parent_cycle_is_cut_not_followed_forever() -> None:
+    a = span("invoke_agent A", {"gen_ai.operation.name": "invoke_agent"}, span_id="a" * 16,
+             parent="c" * 16)
+    b = span("chat", {"gen_ai.operation.name": "chat"}, span_id="b" * 16, parent="a" * 16)
+    c = span("execute_tool t", {"gen_ai.operation.name": "execute_tool"}, span_id="c" * 16,
+             parent="b" * 16)
+    runs = extract_runs(trace(a, b, c))
+    assert sorted(r.kind for r in runs) == ["agent", "llm", "tool"]
+    assert any("cycle" in w for r in runs for w in r.warnings)

@@ -114,6 +114,7 @@ def _build_tree(trace: Trace, conventions: list[Convention]) -> list[_Node]:
         if parent is not None and parent is not node:
             node.parent = parent
             parent.children.append(node)
+    _cut_cycles(nodes.values())
     for node in nodes.values():
         if node.kind == "llm":
             for ancestor in node.ancestors():
@@ -121,6 +122,26 @@ def _build_tree(trace: Trace, conventions: list[Convention]) -> list[_Node]:
                     break
                 ancestor.has_llm_below = True
     return list(nodes.values())
+
+
+def _cut_cycles(nodes: Iterable[_Node]) -> None:
+    """Break parent links that loop (corrupt or hostile ids), so every walk up ends. O(n)."""
+    done: set[int] = set()
+    for start in nodes:
+        path: list[_Node] = []
+        on_path: set[int] = set()
+        node: _Node | None = start
+        while node is not None and id(node) not in done:
+            if id(node) in on_path:
+                closing = path[-1]  # its parent link closes the loop
+                node.children.remove(closing)
+                closing.parent = None
+                closing.info.warnings.append("parent span link forms a cycle; read as a root")
+                break
+            on_path.add(id(node))
+            path.append(node)
+            node = node.parent
+        done.update(on_path)
 
 
 def _scope(root: _Node) -> tuple[list[_Node], list[_Node]]:
