@@ -1,0 +1,202 @@
+"""The monitoring REST API and the Prometheus endpoint, as a router the collector app includes.
+
+Handlers are plain (sync) functions: FastAPI runs them in its thread pool, so the blocking
+database reads never stall the event loop that serves OTLP ingest.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta, timezone
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, HTTPException, Query, Response
+from sqlalchemy import Engine, select
+
+from tracescore.monitor import metrics
+from tracescore.monitor.config import MonitorConfig, SegmentColumn, parse_duration
+from tracescore.monitor.queries import ScoreFilter, aggregate_scores, coverage, list_scores
+from tracescore.store.alerts import AlertEventRow, AlertStateRow
+from tracescore.store.scores import ScoreStatus
+
+SUMMARY_QUANTILES = (0.1, 0.5, 0.9)
+MAX_SUMMARY_BUCKETS = 10_000
+"""Buckets a summary may span, so one request cannot ask for millions of groups."""
+
+
+def _none_if_nan(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+def _iso(epoch: float | None) -> str | None:
+    return None if epoch is None else datetime.fromtimestamp(epoch, timezone.utc).isoformat()
+
+
+def _range(since: datetime | None, until: datetime | None) -> tuple[datetime, datetime]:
+    """The asked range, defaulting to the last 24 hours; naive datetimes are taken as UTC."""
+    end = until or datetime.now(timezone.utc)
+    end = end if end.tzinfo else end.replace(tzinfo=timezone.utc)
+    start = since or end - timedelta(days=1)
+    start = start if start.tzinfo else start.replace(tzinfo=timezone.utc)
+    if start >= end:
+        raise HTTPException(422, "since must be before until")
+    return start, end
+
+
+def create_monitor_router(engine: Engine, config: MonitorConfig | None = None) -> APIRouter:
+    config = config or MonitorConfig()
+    router = APIRouter()
+
+    @router.get("/api/scores", tags=["monitoring"])
+    def scores(
+        scorer: str | None = None,
+        scorer_version: str | None = None,
+        binding: str | None = None,
+        agent: str | None = None,
+        service: str | None = None,
+        model: str | None = None,
+        status: ScoreStatus | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: Annotated[int, Query(ge=1)] = 100,
+        cursor: str | None = None,
+        steps: bool = False,
+    ) -> dict[str, Any]:
+        """Score rows, newest first; pass ``next_cursor`` back as ``cursor`` for the next page."""
+        if limit > config.max_page_size:
+            raise HTTPException(422, f"limit is at most {config.max_page_size}")
+        where = ScoreFilter(
+            scorer=scorer, scorer_version=scorer_version, binding=binding, agent=agent,
+            service=service, model=model, status=status, since=since, until=until,
+        )  # fmt: skip
+        try:
+            with engine.connect() as connection:
+                items, next_cursor = list_scores(connection, where, limit, cursor, with_steps=steps)
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
+        return {"items": items, "next_cursor": next_cursor}
+
+    @router.get("/api/scores/summary", tags=["monitoring"])
+    def summary(
+        scorer: str | None = None,
+        binding: str | None = None,
+        agent: str | None = None,
+        service: str | None = None,
+        model: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        bucket: str = "1h",
+        group_by: Annotated[list[SegmentColumn], Query()] = [],  # noqa: B006 (FastAPI copies it)
+    ) -> dict[str, Any]:
+        """Per scorer × time bucket (× ``group_by`` columns): count, mean, p10/p50/p90, error rate."""
+        try:
+            bucket_seconds = int(parse_duration(bucket))
+        except ValueError as exc:
+            raise HTTPException(422, f"bucket: {exc}") from None
+        start, end = _range(since, until)
+        if bucket_seconds < 1 or (end - start).total_seconds() / bucket_seconds > MAX_SUMMARY_BUCKETS:
+            raise HTTPException(422, f"bucket must be ≥ 1s and span at most {MAX_SUMMARY_BUCKETS} buckets")
+        where = ScoreFilter(
+            scorer=scorer, binding=binding, agent=agent, service=service, model=model,
+            since=start, until=end,
+        )  # fmt: skip
+        columns = ["scorer_id", *dict.fromkeys(group_by)]
+        with engine.connect() as connection:
+            groups = aggregate_scores(
+                connection, where, columns, bucket_seconds=bucket_seconds, quantiles=SUMMARY_QUANTILES
+            )
+        series = []
+        for group in groups:
+            labels = dict(zip(columns, group.group, strict=True))
+            series.append(
+                {
+                    "scorer": labels.pop("scorer_id"),
+                    **labels,
+                    "bucket": group.bucket.isoformat() if group.bucket else None,
+                    "count": group.moments.n,
+                    "mean": _none_if_nan(group.moments.mean),
+                    **{f"p{round(q * 100)}": _none_if_nan(v) for q, v in group.quantiles.items()},
+                    "attempted": group.attempted,
+                    "errors": group.errors,
+                    "error_rate": group.error_rate,
+                }
+            )
+        series.sort(key=lambda row: (row["scorer"], row["bucket"], *(str(row[c]) for c in group_by)))
+        return {
+            "since": start.isoformat(),
+            "until": end.isoformat(),
+            "bucket_seconds": bucket_seconds,
+            "group_by": columns[1:],
+            "series": series,
+        }
+
+    @router.get("/api/coverage", tags=["monitoring"])
+    def coverage_view(
+        since: datetime | None = None, until: datetime | None = None, binding: str | None = None
+    ) -> dict[str, Any]:
+        """Per binding: runs eligible (passed the filter), sampled, and scored."""
+        start, end = _range(since, until)
+        with engine.connect() as connection:
+            found = coverage(connection, start, end, binding)
+        return {
+            "since": start.isoformat(),
+            "until": end.isoformat(),
+            "bindings": [entry.to_dict() for entry in found],
+        }
+
+    @router.get("/api/alerts", tags=["monitoring"])
+    def alerts(
+        state: Literal["ok", "firing"] | None = None,
+        rule: str | None = None,
+        events: Annotated[int, Query(ge=0, le=1000)] = 50,
+    ) -> dict[str, Any]:
+        """Current state of every rule × segment evaluated so far, and the latest notifications."""
+        states_table, events_table = AlertStateRow.__table__, AlertEventRow.__table__
+        state_query = select(states_table).order_by(states_table.c.rule, states_table.c.key)
+        event_query = select(events_table).order_by(events_table.c.id.desc()).limit(events)
+        if state is not None:
+            state_query = state_query.where(states_table.c.state == state)
+        if rule is not None:
+            state_query = state_query.where(states_table.c.rule == rule)
+            event_query = event_query.where(events_table.c.rule == rule)
+        with engine.connect() as connection:
+            state_rows = connection.execute(state_query).all()
+            event_rows = connection.execute(event_query).all() if events else []
+        return {
+            "firing": sum(row.state == "firing" for row in state_rows),
+            "states": [
+                {
+                    "rule": row.rule,
+                    "segment": row.segment,
+                    "state": row.state,
+                    "since": _iso(row.since),
+                    "evaluated_at": _iso(row.evaluated_at),
+                    "value": row.value,
+                    "summary": row.summary,
+                    "details": row.details,
+                    "notified": row.notified,
+                }
+                for row in state_rows
+            ],
+            "events": [
+                {
+                    "id": row.id,
+                    "rule": row.rule,
+                    "segment": row.segment,
+                    "status": row.status,
+                    "at": _iso(row.at),
+                    "summary": row.payload.get("summary"),
+                    "pending": row.pending,
+                    "attempts": row.attempts,
+                    "last_error": row.last_error,
+                }
+                for row in event_rows
+            ],
+        }
+
+    @router.get("/metrics", include_in_schema=False)
+    def prometheus() -> Response:
+        body, content_type = metrics.exposition()
+        return Response(body, media_type=content_type)
+
+    return router

@@ -1,0 +1,209 @@
+"""Configuration of monitoring: the ``alerts:`` section (rules and channels) and ``monitor:``.
+
+Rules are plain data validated at start, so a typo in a rule fails the service at boot rather
+than silently never firing. Windows and cooldowns accept seconds or durations like ``15m``,
+``1h``, ``7d``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    HttpUrl,
+    field_validator,
+    model_validator,
+)
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+
+
+def parse_duration(value: object) -> float:
+    """Seconds from a number or a string such as ``90``, ``15m``, ``1h`` or ``7d``."""
+    if isinstance(value, bool):
+        raise ValueError("a duration is a number of seconds or a string like '15m'")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        match = _DURATION.match(value)
+        if match:
+            return float(match.group(1)) * _UNIT_SECONDS[match.group(2) or "s"]
+    raise ValueError("a duration is a number of seconds or a string like '15m', '1h', '7d'")
+
+
+Duration = Annotated[float, BeforeValidator(parse_duration), Field(gt=0)]
+SegmentColumn = Literal["agent", "model", "service", "binding"]
+"""Score columns a rule may split its evaluation by: each distinct combination is a segment."""
+
+_STAT = re.compile(r"^(mean|p(\d{1,2}(?:\.\d+)?))$")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _RuleBase(_Section):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)
+    """Unique; alert state is keyed by it, so renaming a rule starts its state afresh."""
+    binding: str | None = None
+    scorer: str | None = None
+    """A scorer id as stored in ``scores.scorer_id``."""
+    scorer_version: str | None = None
+    """Restrict to one scorer version, so a new version's shift is not taken for a regression."""
+    agent: str | None = None
+    service: str | None = None
+    model: str | None = None
+    segment_by: list[SegmentColumn] = Field(default_factory=list)
+    window: Duration = 3600.0
+    """The evaluated window ends at the evaluation time."""
+    min_samples: int = Field(20, ge=1)
+    """Fewer values than this in a segment's window: no verdict, the state is left unchanged."""
+    cooldown: Duration | None = None
+    """Least time between two firing notifications of one segment; defaults to ``alerts.cooldown``."""
+    channels: list[str] | None = None
+    """Names of ``alerts.channels`` to notify; all channels when omitted."""
+
+    @field_validator("segment_by")
+    @classmethod
+    def _distinct_columns(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("segment_by lists a column twice")
+        return value
+
+
+class _Bounds(_Section):
+    below: float | None = None
+    above: float | None = None
+
+    @model_validator(mode="after")
+    def _one_bound(self) -> _Bounds:
+        if (self.below is None) == (self.above is None):
+            raise ValueError("give exactly one of 'below' or 'above'")
+        return self
+
+
+class ThresholdRule(_RuleBase, _Bounds):
+    """Fires when a statistic of a scorer's scores over the window crosses a bound."""
+
+    type: Literal["threshold"]
+    scorer: str
+    stat: str = "mean"
+    """``mean`` or a percentile ``pNN`` (``p10``, ``p50``, ``p99.9``)."""
+
+    @field_validator("stat")
+    @classmethod
+    def _known_stat(cls, value: str) -> str:
+        match = _STAT.match(value)
+        if not match or (match.group(2) is not None and not 0 <= float(match.group(2)) <= 100):
+            raise ValueError("stat is 'mean' or a percentile like 'p10', 'p50', 'p90'")
+        return value
+
+    @property
+    def quantile(self) -> float | None:
+        """The percentile as a fraction, or None for the mean."""
+        return None if self.stat == "mean" else float(self.stat[1:]) / 100.0
+
+
+class RegressionRule(_RuleBase):
+    """Fires when a segment's current window is worse than its baseline, by a margin and significantly.
+
+    The test is Welch's two-sample t-test (unequal variances), one-sided in the bad direction,
+    computed from per-window count, mean and variance aggregated in SQL.
+    """
+
+    type: Literal["regression"]
+    scorer: str
+    baseline: Duration = 7 * 86400.0
+    """The window just before the current one that the current window is compared against."""
+    min_baseline_samples: int = Field(50, ge=2)
+    min_delta: float = Field(0.1, gt=0)
+    """Smallest change of the mean (in score units) worth an alert, however significant."""
+    alpha: float = Field(0.01, gt=0, lt=1)
+    """The p-value must be below this."""
+    direction: Literal["decrease", "increase"] = "decrease"
+    """Which change is bad: ``increase`` for scorers where higher is worse (toxicity, bias)."""
+    min_samples: int = Field(30, ge=2)
+
+
+class ErrorRateRule(_RuleBase):
+    """Fires when the share of failed scorings (judge errors) of a binding crosses ``above``.
+
+    The rate is ``error`` rows over attempted rows (``ok``, ``error`` and ``not_scorable``);
+    runs skipped by budget or rate limits were never attempted and do not count.
+    """
+
+    type: Literal["error_rate"]
+    binding: str
+    above: float = Field(ge=0, le=1)
+
+
+AlertRule = Annotated[ThresholdRule | RegressionRule | ErrorRateRule, Field(discriminator="type")]
+
+
+class WebhookChannel(_Section):
+    """POSTs the alert as JSON (see the README for the payload)."""
+
+    name: str
+    type: Literal["webhook"]
+    url: HttpUrl
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout: Duration = 10.0
+
+
+class SlackChannel(_Section):
+    """A Slack-compatible incoming webhook (Slack, Mattermost, Rocket.Chat): ``{"text": ...}``."""
+
+    name: str
+    type: Literal["slack"]
+    url: HttpUrl
+    timeout: Duration = 10.0
+
+
+class LogChannel(_Section):
+    """Writes alerts to the ``tracescore.alerts`` logger (WARNING when firing, INFO when resolved)."""
+
+    name: str = "log"
+    type: Literal["log"]
+
+
+ChannelConfig = Annotated[WebhookChannel | SlackChannel | LogChannel, Field(discriminator="type")]
+
+
+class AlertsConfig(_Section):
+    rules: list[AlertRule] = Field(default_factory=list)
+    channels: list[ChannelConfig] = Field(default_factory=list)
+    cooldown: Duration = 1800.0
+    """Default least time between two firing notifications of one rule and segment."""
+    max_delivery_attempts: int = Field(5, ge=1)
+    """A notification a channel failed to take is retried at each evaluation up to this many times."""
+
+    @model_validator(mode="after")
+    def _consistent_names(self) -> AlertsConfig:
+        rule_names = [rule.name for rule in self.rules]
+        if len(set(rule_names)) != len(rule_names):
+            raise ValueError("rule names must be unique")
+        channel_names = [channel.name for channel in self.channels]
+        if len(set(channel_names)) != len(channel_names):
+            raise ValueError("channel names must be unique")
+        for rule in self.rules:
+            unknown = set(rule.channels or ()) - set(channel_names)
+            if unknown:
+                raise ValueError(f"rule {rule.name!r} names unknown channels {sorted(unknown)}")
+        return self
+
+
+class MonitorConfig(_Section):
+    evaluation_interval: Duration = 60.0
+    """How often the leader evaluates the alert rules."""
+    leader_lease: Duration = 180.0
+    """How long the evaluating instance's lease lasts unrenewed; another instance takes over after."""
+    instance_id: str | None = None
+    """Lease owner name; defaults to ``hostname:pid``."""
+    max_page_size: int = Field(1000, ge=1)
+    """Largest ``limit`` the score list API accepts."""

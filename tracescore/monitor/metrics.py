@@ -1,0 +1,161 @@
+"""Prometheus metrics of the whole service, served at ``GET /metrics``.
+
+All metric objects live here, on one dedicated :data:`REGISTRY` (plus the process, platform and
+GC collectors), so ``/metrics`` exports exactly tracescore's series and libraries that register
+on prometheus-client's default registry cannot clash with them. They are process-wide: the
+ingest and pipeline code call the objects and helpers below directly, tests read them back with
+``REGISTRY.get_sample_value``.
+
+Label values are bounded by configuration (binding, scorer and judge model names, transports),
+never by traffic (no trace ids, agent or service names), so series counts stay small.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+for _collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+    REGISTRY.register(_collector)
+
+_SCORE_BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+
+# --- ingest ---------------------------------------------------------------------------------
+
+spans_received = Counter(
+    "tracescore_spans_received", "Spans accepted and stored.", ["transport"], registry=REGISTRY
+)
+"""``transport`` is ``http`` or ``grpc``."""
+logs_received = Counter(
+    "tracescore_logs_received", "Log records accepted and stored.", ["transport"], registry=REGISTRY
+)
+spans_rejected = Counter(
+    "tracescore_spans_rejected", "Spans refused as invalid (partial success).", ["transport"],
+    registry=REGISTRY,
+)  # fmt: skip
+export_requests = Counter(
+    "tracescore_export_requests",
+    "OTLP export requests by outcome: ok, invalid, too_large, overloaded, unauthorized, error.",
+    ["transport", "signal", "outcome"],
+    registry=REGISTRY,
+)
+
+# --- assembly and pipeline ------------------------------------------------------------------
+
+traces_ready = Counter(
+    "tracescore_traces_ready", "Traces that became complete and ready to score.", registry=REGISTRY
+)
+traces_scored = Counter(
+    "tracescore_traces_scored", "Traces whose scoring finished (any outcome).", registry=REGISTRY
+)
+queue_depth = Gauge(
+    "tracescore_queue_depth", "Traces ready and waiting for a scoring worker.", registry=REGISTRY
+)
+traces_pending = Gauge(
+    "tracescore_traces_pending", "Traces still receiving spans (not yet ready).", registry=REGISTRY
+)
+sampling_decisions = Counter(
+    "tracescore_sampling_decisions",
+    "Runs that passed a binding's filter, by sampling verdict.",
+    ["binding", "sampled"],
+    registry=REGISTRY,
+)
+scores = Counter(
+    "tracescore_scores",
+    "Score rows written, by binding, scorer and status.",
+    ["binding", "scorer", "status"],
+    registry=REGISTRY,
+)
+score_value = Histogram(
+    "tracescore_score",
+    "Distribution of successful scores.",
+    ["binding", "scorer"],
+    buckets=_SCORE_BUCKETS,
+    registry=REGISTRY,
+)
+scorer_latency = Histogram(
+    "tracescore_scorer_latency_seconds",
+    "Time to score one run with one scorer, judge calls included.",
+    ["binding", "scorer"],
+    buckets=_LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+
+# --- judges ---------------------------------------------------------------------------------
+
+judge_calls = Counter(
+    "tracescore_judge_calls", "LLM judge calls by outcome (ok, error, cached).", ["model", "outcome"],
+    registry=REGISTRY,
+)  # fmt: skip
+judge_tokens = Counter(
+    "tracescore_judge_tokens", "Judge tokens, by direction (input, output).", ["model", "direction"],
+    registry=REGISTRY,
+)  # fmt: skip
+judge_cost = Counter(
+    "tracescore_judge_cost_usd", "Judge spend in US dollars.", ["model"], registry=REGISTRY
+)
+judge_latency = Histogram(
+    "tracescore_judge_latency_seconds", "Latency of one judge call.", ["model"],
+    buckets=_LATENCY_BUCKETS, registry=REGISTRY,
+)  # fmt: skip
+
+# --- alerts ---------------------------------------------------------------------------------
+
+alerts_firing = Gauge(
+    "tracescore_alerts_firing", "Segments of a rule currently firing.", ["rule"], registry=REGISTRY
+)
+alert_evaluations = Counter(
+    "tracescore_alert_evaluations", "Rule evaluation rounds run by this instance as leader.",
+    registry=REGISTRY,
+)  # fmt: skip
+alert_evaluation_seconds = Histogram(
+    "tracescore_alert_evaluation_seconds", "Duration of one evaluation round of all rules.",
+    buckets=_LATENCY_BUCKETS, registry=REGISTRY,
+)  # fmt: skip
+alert_notifications = Counter(
+    "tracescore_alert_notifications", "Alert notifications by channel and outcome (sent, failed).",
+    ["channel", "outcome"], registry=REGISTRY,
+)  # fmt: skip
+
+
+def observe_score(
+    binding: str, scorer: str, status: str, score: float | None, latency_seconds: float
+) -> None:
+    """Record one score row: its status, its value when ``ok``, and how long scoring took."""
+    scores.labels(binding, scorer, status).inc()
+    if status == "ok" and score is not None:
+        score_value.labels(binding, scorer).observe(score)
+    scorer_latency.labels(binding, scorer).observe(latency_seconds)
+
+
+def judge_call(
+    model: str, input_tokens: int, output_tokens: int, cost_usd: float, latency_seconds: float,
+    *, outcome: str = "ok",
+) -> None:  # fmt: skip
+    """Record one judge call; ``outcome`` is ``ok``, ``error`` or ``cached`` (no tokens spent)."""
+    judge_calls.labels(model, outcome).inc()
+    judge_tokens.labels(model, "input").inc(input_tokens)
+    judge_tokens.labels(model, "output").inc(output_tokens)
+    judge_cost.labels(model).inc(cost_usd)
+    if outcome != "cached":
+        judge_latency.labels(model).observe(latency_seconds)
+
+
+def sampling_decision(binding: str, sampled: bool) -> None:
+    sampling_decisions.labels(binding, "true" if sampled else "false").inc()
+
+
+def exposition() -> tuple[bytes, str]:
+    """The text exposition of :data:`REGISTRY` and its content type."""
+    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST

@@ -1,0 +1,298 @@
+"""Read queries over the ``scores`` and ``sampling_decisions`` tables, shared by the API and alerts.
+
+Everything is aggregated in SQL over indexed ranges (scorer or binding plus ``created_at``) and
+returns a row per group, never a row per score. Percentiles are the one exception: PostgreSQL
+computes them with ``percentile_cont``; SQLite has no percentile aggregate, so its scores of the
+range are fetched (one column) and interpolated the same way in Python.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    and_,
+    case,
+    cast,
+    func,
+    literal_column,
+    or_,
+    select,
+    true,
+)
+from sqlalchemy.engine import Connection
+
+from tracescore.monitor.stats import Moments, percentile_cont
+from tracescore.store.scores import SamplingDecisionRow, ScoreRow
+
+SCORES = ScoreRow.__table__
+DECISIONS = SamplingDecisionRow.__table__
+ATTEMPTED_STATUSES = ("ok", "error", "not_scorable")
+"""Rows a scorer actually ran for; skipped runs do not count towards error rates."""
+
+
+def db_time(moment: datetime) -> datetime:
+    """An aware UTC datetime (``scores.created_at`` refuses naive ones); naive input is UTC."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreFilter:
+    """Equality filters and a ``[since, until)`` range over ``scores``; None means any."""
+
+    scorer: str | None = None
+    scorer_version: str | None = None
+    binding: str | None = None
+    agent: str | None = None
+    service: str | None = None
+    model: str | None = None
+    status: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def conditions(self) -> list[ColumnElement[bool]]:
+        c = SCORES.c
+        columns = {
+            "scorer": c.scorer_id,
+            "scorer_version": c.scorer_version,
+            "binding": c.binding,
+            "agent": c.agent,
+            "service": c.service,
+            "model": c.model,
+            "status": c.status,
+        }
+        found: list[ColumnElement[bool]] = [
+            column == getattr(self, name)
+            for name, column in columns.items()
+            if getattr(self, name) is not None
+        ]
+        if self.since is not None:
+            found.append(c.created_at >= db_time(self.since))
+        if self.until is not None:
+            found.append(c.created_at < db_time(self.until))
+        return found
+
+
+# --- listing --------------------------------------------------------------------------------
+
+_PUBLIC_COLUMNS = [col for col in SCORES.c if col.name != "steps"]
+
+
+def encode_cursor(created_at: datetime, row_id: str) -> str:
+    return base64.urlsafe_b64encode(f"{created_at.isoformat()}|{row_id}".encode()).decode()
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    """Raises ValueError for anything not made by :func:`encode_cursor`."""
+    try:
+        moment, _, row_id = base64.urlsafe_b64decode(cursor.encode()).decode().partition("|")
+        return datetime.fromisoformat(moment), row_id
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError("invalid cursor") from exc
+
+
+def list_scores(
+    connection: Connection, where: ScoreFilter, limit: int, cursor: str | None = None,
+    *, with_steps: bool = False,
+) -> tuple[list[dict[str, Any]], str | None]:  # fmt: skip
+    """Newest first, keyset-paginated on ``(created_at, id)`` so pages stay stable under inserts."""
+    c = SCORES.c
+    conditions = where.conditions()
+    if cursor is not None:
+        moment, row_id = decode_cursor(cursor)
+        moment = db_time(moment)
+        conditions.append(
+            or_(c.created_at < moment, and_(c.created_at == moment, c.id < row_id))
+        )
+    columns = list(SCORES.c) if with_steps else _PUBLIC_COLUMNS
+    statement = (
+        select(*columns)
+        .where(*conditions)
+        .order_by(c.created_at.desc(), c.id.desc())
+        .limit(limit + 1)
+    )
+    rows = [dict(row._mapping) for row in connection.execute(statement)]
+    next_cursor = None
+    if len(rows) > limit:
+        rows = rows[:limit]
+        next_cursor = encode_cursor(rows[-1]["created_at"], rows[-1]["id"])
+    return rows, next_cursor
+
+
+# --- aggregates -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GroupStats:
+    """Aggregates of one group of score rows (one segment, or one scorer × bucket × dimension)."""
+
+    group: tuple[Any, ...]
+    """Values of the grouping columns, in the order asked for."""
+    bucket: datetime | None
+    attempted: int
+    errors: int
+    moments: Moments
+    """Of the ``ok`` rows' scores."""
+    quantiles: dict[float, float]
+
+    @property
+    def error_rate(self) -> float | None:
+        return self.errors / self.attempted if self.attempted else None
+
+
+def _bucket_start(connection: Connection, seconds: int) -> ColumnElement[int]:
+    """``created_at`` floored to a multiple of ``seconds`` since the epoch, as epoch seconds.
+
+    The size is inlined as a literal (it is an int) so PostgreSQL sees the same expression in
+    SELECT and GROUP BY.
+    """
+    size = literal_column(str(int(seconds)))
+    created = SCORES.c.created_at
+    if connection.dialect.name == "postgresql":
+        return cast(func.floor(func.extract("epoch", created) / size) * size, BigInteger)
+    return (cast(func.strftime("%s", created), BigInteger) // size) * size
+
+
+def aggregate_scores(
+    connection: Connection,
+    where: ScoreFilter,
+    group_by: Sequence[str] = (),
+    *,
+    bucket_seconds: int | None = None,
+    quantiles: Sequence[float] = (),
+    sql_quantiles: bool | None = None,
+) -> list[GroupStats]:
+    """Count, error count, mean, standard deviation and percentiles per group.
+
+    ``sql_quantiles`` forces percentiles in SQL (True, PostgreSQL only) or in Python (False);
+    by default they are computed in SQL where the database can.
+    """
+    c = SCORES.c
+    keys: list[ColumnElement[Any]] = [c[name] for name in group_by]
+    if bucket_seconds is not None:
+        keys.append(_bucket_start(connection, bucket_seconds).label("bucket"))
+    in_sql = connection.dialect.name == "postgresql" if sql_quantiles is None else sql_quantiles
+    ok_score = case((c.status == "ok", c.score))
+    aggregates = [
+        func.sum(case((c.status.in_(ATTEMPTED_STATUSES), 1), else_=0)),
+        func.sum(case((c.status == "error", 1), else_=0)),
+        func.count(ok_score),
+        func.sum(ok_score),
+        func.sum(ok_score * ok_score),
+    ]
+    if in_sql:
+        aggregates += [func.percentile_cont(q).within_group(ok_score) for q in quantiles]
+    statement = select(*keys, *aggregates).where(*where.conditions()).group_by(*keys)
+    width = len(keys)
+    rows = connection.execute(statement).all()
+
+    python_quantiles: dict[tuple[Any, ...], list[float]] = defaultdict(list)
+    if quantiles and not in_sql:
+        scored = select(*keys, c.score).where(
+            *where.conditions(), c.status == "ok", c.score.is_not(None)
+        )
+        for row in connection.execute(scored):
+            python_quantiles[tuple(row[:width])].append(row[width])
+
+    found = []
+    for row in rows:
+        key = tuple(row[:width])
+        attempted, errors, n, total, squares = row[width : width + 5]
+        if in_sql:
+            values = dict(zip(quantiles, row[width + 5 :], strict=True))
+        else:
+            ordered = sorted(python_quantiles.get(key, ()))
+            values = {q: percentile_cont(ordered, q) for q in quantiles}
+        found.append(
+            GroupStats(
+                group=key[: len(group_by)],
+                bucket=(
+                    datetime.fromtimestamp(int(key[-1]), timezone.utc)
+                    if bucket_seconds is not None
+                    else None
+                ),
+                attempted=int(attempted or 0),
+                errors=int(errors or 0),
+                moments=Moments.from_sums(int(n or 0), float(total or 0.0), float(squares or 0.0)),
+                quantiles={q: (float(v) if v is not None else float("nan")) for q, v in values.items()},
+            )
+        )
+    return found
+
+
+# --- coverage -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    """How many runs a binding saw, sampled and actually scored over a range."""
+
+    binding: str
+    eligible: int
+    """Runs that passed the binding's filter (one sampling decision each)."""
+    sampled: int
+    scored: int
+    """Distinct runs with at least one ``ok`` score."""
+    statuses: dict[str, int]
+    """Score rows by status."""
+
+    def to_dict(self) -> dict[str, Any]:
+        found = {f.name: getattr(self, f.name) for f in fields(self)}
+        found["sample_rate"] = self.sampled / self.eligible if self.eligible else None
+        found["scored_rate"] = self.scored / self.sampled if self.sampled else None
+        return found
+
+
+def coverage(
+    connection: Connection, since: datetime | None, until: datetime | None, binding: str | None = None
+) -> list[Coverage]:
+    def in_range(table: Any) -> list[ColumnElement[bool]]:
+        found: list[ColumnElement[bool]] = [true()]
+        if since is not None:
+            found.append(table.c.created_at >= db_time(since))
+        if until is not None:
+            found.append(table.c.created_at < db_time(until))
+        if binding is not None:
+            found.append(table.c.binding == binding)
+        return found
+
+    d, s = DECISIONS.c, SCORES.c
+    decided = connection.execute(
+        select(d.binding, func.count(), func.sum(case((d.sampled, 1), else_=0)))
+        .where(*in_range(DECISIONS))
+        .group_by(d.binding)
+    ).all()
+    runs = (
+        select(s.binding, s.trace_id, s.span_id)
+        .where(*in_range(SCORES), s.status == "ok")
+        .distinct()
+        .subquery()
+    )
+    scored = dict(
+        connection.execute(select(runs.c.binding, func.count()).group_by(runs.c.binding)).all()
+    )
+    statuses: dict[str, dict[str, int]] = defaultdict(dict)
+    for name, status, count in connection.execute(
+        select(s.binding, s.status, func.count()).where(*in_range(SCORES)).group_by(s.binding, s.status)
+    ):
+        statuses[name][status] = count
+    eligible = {name: (int(total), int(sampled or 0)) for name, total, sampled in decided}
+    return [
+        Coverage(
+            binding=name,
+            eligible=eligible.get(name, (0, 0))[0],
+            sampled=eligible.get(name, (0, 0))[1],
+            scored=int(scored.get(name, 0)),
+            statuses=statuses.get(name, {}),
+        )
+        for name in sorted(set(eligible) | set(statuses))
+    ]
