@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tracescore.judge.config import JudgeConfig
+from tracescore.monitor.config import AlertsConfig, MonitorConfig
 from tracescore.pipeline.config import ExportConfig, ScorerBinding, WorkersConfig
 
 DEFAULT_DB_URL = "sqlite:///tracescore.db"
@@ -63,6 +64,8 @@ class Config(_Section):
     )
     export: ExportConfig = Field(default_factory=ExportConfig)
     workers: WorkersConfig = Field(default_factory=WorkersConfig)
+    alerts: AlertsConfig = Field(default_factory=AlertsConfig)
+    monitor: MonitorConfig = Field(default_factory=MonitorConfig)
 
     def problems(self) -> list[tuple[tuple[str, ...], str]]:
         """Cross-field mistakes pydantic cannot see: unknown scorers and judges, duplicate names."""
