@@ -113,7 +113,7 @@ def test_reasoning() -> None:
 
 
 def test_ai4_keys_and_error_tool() -> None:
-    """ai@3/4 keys (``ai.result.*``, ``args``/``result``, ``promptTokens``) and a tool that threw."""
+    """ai@3/4 keys (``ai.result.*``, ``args``/``result``, ``promptTokens``); a tool that threw."""
     root = span("ai.generateText", {
         "ai.operationId": "ai.generateText", "ai.telemetry.functionId": "legacy-agent",
         "ai.prompt": _json({"system": "Be brief.", "messages": [
@@ -123,8 +123,9 @@ def test_ai4_keys_and_error_tool() -> None:
     step1 = span("ai.generateText.doGenerate", {
         "ai.operationId": "ai.generateText.doGenerate", "ai.model.id": "gpt-4o",
         "ai.model.provider": "openai.chat",
-        "ai.prompt.messages": _json([{"role": "system", "content": "Be brief."},
-                                     {"role": "user", "content": [{"type": "text", "text": "Weather in Oslo?"}]}]),
+        "ai.prompt.messages": _json([
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": [{"type": "text", "text": "Weather in Oslo?"}]}]),
         "ai.result.toolCalls": _json([{"toolCallType": "function", "toolCallId": "c1",
                                        "toolName": "get_weather", "args": '{"city":"Oslo"}'}]),
         "ai.usage.promptTokens": 50, "ai.usage.completionTokens": 10,
@@ -137,10 +138,12 @@ def test_ai4_keys_and_error_tool() -> None:
         "ai.operationId": "ai.generateText.doGenerate", "ai.model.id": "gpt-4o",
         "ai.prompt.messages": _json([
             {"role": "user", "content": "Weather in Oslo?"},
-            {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "c1",
-                                                "toolName": "get_weather", "args": {"city": "Oslo"}}]},
-            {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c1",
-                                          "toolName": "get_weather", "result": "error", "isError": True}]},
+            {"role": "assistant", "content": [{
+                "type": "tool-call", "toolCallId": "c1", "toolName": "get_weather",
+                "args": {"city": "Oslo"}}]},
+            {"role": "tool", "content": [{
+                "type": "tool-result", "toolCallId": "c1", "toolName": "get_weather",
+                "result": "error", "isError": True}]},
         ]),
         "ai.result.text": "I could not get the weather for Oslo.",
         "ai.usage.promptTokens": 80, "ai.usage.completionTokens": 12,

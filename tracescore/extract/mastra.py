@@ -291,7 +291,9 @@ def _read_legacy_model_call(span: Span, info: SpanInfo) -> None:
             attributes["stream.prompt.tools"], warnings, "stream.prompt.tools"
         )
     parts = _tool_call_parts(
-        load_json(attributes.get("stream.response.toolCalls"), warnings, "stream.response.toolCalls"),
+        load_json(
+            attributes.get("stream.response.toolCalls"), warnings, "stream.response.toolCalls"
+        ),
         warnings, "stream.response.toolCalls",
     )
     text = as_str(attributes.get("stream.response.text"))
@@ -350,7 +352,8 @@ def refine(read: list[tuple[Span, SpanInfo]]) -> None:
     for info in infos.values():
         parent = infos.get(info.parent_span_id or "")
         span_type = _span_type(spans[info.span_id])
-        if info.kind == "llm" and parent is not None and _span_type(spans[parent.span_id]) == "model_step":
+        parent_type = _span_type(spans[parent.span_id]) if parent is not None else None
+        if info.kind == "llm" and parent is not None and parent_type == "model_step":
             _take_step_facts(info, parent)
         elif span_type == "model_generation":
             _place_reasoning(info, children, spans)

@@ -103,7 +103,9 @@ def _read_ai_span(span: Span) -> SpanInfo:
             "ai.usage.outputTokens", "ai.usage.completionTokens", "gen_ai.usage.output_tokens"
         ),
         total_tokens=("ai.usage.totalTokens",),
-        reasoning_tokens=("ai.usage.reasoningTokens", "ai.usage.outputTokenDetails.reasoningTokens"),
+        reasoning_tokens=(
+            "ai.usage.reasoningTokens", "ai.usage.outputTokenDetails.reasoningTokens"
+        ),
         cached_input_tokens=(
             "ai.usage.cachedInputTokens", "ai.usage.inputTokenDetails.cacheReadTokens"
         ),
