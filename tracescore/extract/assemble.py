@@ -271,16 +271,17 @@ class _Trajectory:
         self.parts: list[MessagePart] = []
         self.calls: list[ToolInvocation] = []
         self.agent_span_ids: list[str] = []
+        self.by_id: dict[str, list[ToolInvocation]] = {}
 
     def _pending(self) -> Iterator[ToolInvocation]:
         return (call for call in self.calls if call.state not in _RESOLVED)
 
     def _match(self, result: ToolInvocation) -> ToolInvocation | None:
         """The call a result answers: same id, else the first pending call of that name."""
-        if result.tool_call_id:
-            for call in self.calls:
-                if call.tool_call_id == result.tool_call_id:
-                    return call
+        same_id = self.by_id.get(result.tool_call_id) if result.tool_call_id else None
+        if same_id:
+            # Some providers reuse ids across steps ("call_0"): the open call is the one meant.
+            return next((c for c in same_id if c.state not in _RESOLVED), same_id[0])
         pending = list(self._pending())
         for call in pending:
             if result.tool_name and call.tool_name == result.tool_name and (
@@ -309,6 +310,8 @@ class _Trajectory:
 
     def _add_call(self, call: ToolInvocation) -> None:
         self.calls.append(call)
+        if call.tool_call_id:
+            self.by_id.setdefault(call.tool_call_id, []).append(call)
         self.parts.append(MessagePart(type="tool-invocation", tool_invocation=call))
 
     def add_result(self, result: ToolInvocation) -> None:
@@ -324,7 +327,9 @@ class _Trajectory:
         call.is_error = result.is_error
         call.error_text = result.error_text
         call.tool_name = call.tool_name or result.tool_name
-        call.tool_call_id = call.tool_call_id or result.tool_call_id
+        if not call.tool_call_id and result.tool_call_id:
+            call.tool_call_id = result.tool_call_id
+            self.by_id.setdefault(call.tool_call_id, []).append(call)
         if call.args in (None, {}, "") and result.args not in (None, {}, ""):
             call.args = result.args
 

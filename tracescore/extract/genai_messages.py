@@ -51,7 +51,7 @@ def reasoning_part(text: str) -> MessagePart:
 
 
 def tool_call_part(call_id: str, name: str, args: Any) -> MessagePart:
-    invocation = ToolInvocation(tool_call_id=call_id, tool_name=name, args=args, state="call")
+    invocation = executed_call(call_id, name, args, None, answered=False)
     return MessagePart(type="tool-invocation", tool_invocation=invocation)
 
 
