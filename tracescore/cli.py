@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
@@ -144,6 +144,115 @@ def extract(
     selected = [r for r in runs if (r.primary or not primary) and (not kind or r.kind in kind)]
     dumped = [r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in selected]
     typer.echo(orjson.dumps(dumped, option=orjson.OPT_INDENT_2).decode())
+
+
+@app.command()
+def score(
+    files: list[Path] = typer.Argument(
+        ..., help="OTLP export files or directories (JSON or protobuf), or JSON / JSON Lines of "
+        "runs (tracescore's shape or Mastra's).", exists=True
+    ),
+    config_file: Path | None = typer.Option(None, "--config", help="YAML config: bindings, judges."),
+    scorer: list[str] = typer.Option(
+        [], "--scorer", help="NAME[:key=value,…] (values read as YAML), or module:attr[:…] for a "
+        "custom scorer; repeatable; replaces the config's bindings."
+    ),
+    judge: str | None = typer.Option(None, "--judge", help="Judge model for LLM scorers (litellm name)."),
+    api_base: str | None = typer.Option(None, "--api-base", help="OpenAI-compatible judge URL."),
+    fmt: str = typer.Option("table", "--format", help="table, json or csv."),
+    fail_under: list[str] = typer.Option(
+        [], "--fail-under", help="BINDING=MIN: exit 1 when that binding's mean score is below MIN."
+    ),
+    output: Path | None = typer.Option(None, "--output", help="Also write every score row as JSON Lines."),
+    concurrency: int = typer.Option(8, "--concurrency", min=1, help="Runs scored at once."),
+) -> None:
+    """Score the runs in FILES and print per-binding results; a CI gate with --fail-under."""
+    import asyncio
+
+    import orjson
+
+    from tracescore.config import ConfigError
+    from tracescore.extract.mastra_json import MastraRunError
+    from tracescore.ingest.decode import DecodeError
+    from tracescore.offline.inputs import read_runs
+    from tracescore.offline.progress import progress_bar
+    from tracescore.offline.report import gate, render, summarize, unknown_thresholds
+    from tracescore.offline.runner import by_trace, compile_offline, score_groups
+    from tracescore.offline.specs import SpecError, parse_thresholds, resolve_bindings
+    from tracescore.pipeline.bindings import BindingError
+
+    if fmt not in ("table", "json", "csv"):
+        _usage_error(f"--format must be table, json or csv, not {fmt!r}")
+    try:
+        config = _load_config(config_file)
+        thresholds = parse_thresholds(fail_under)
+        bindings, judges = resolve_bindings(config.scorers, dict(config.judges), scorer, judge, api_base)
+        compiled = compile_offline(bindings, judges)
+    except (ConfigError, SpecError, BindingError) as exc:
+        _usage_error(str(exc))
+    try:
+        groups = by_trace(read_runs(files))
+    except (DecodeError, MastraRunError, OSError) as exc:
+        _usage_error(f"cannot read: {exc}")
+    with progress_bar("scoring", len(groups)) as advance:
+        per_group = asyncio.run(
+            score_groups(groups, compiled, concurrency=concurrency, on_group=lambda _i, _r: advance(1))
+        )
+    rows = [row for group_rows in per_group for row in group_rows]
+    summaries = summarize(rows, [b.name for b in compiled])
+    unknown = unknown_thresholds(summaries, thresholds)
+    if unknown:
+        _usage_error(f"--fail-under names no binding or scorer: {', '.join(unknown)}")
+    if output is not None:
+        output.write_bytes(b"".join(orjson.dumps(row, default=str) + b"\n" for row in rows))
+    typer.echo(render(summaries, fmt, title=f"Scores ({len(groups)} traces)"), nl=fmt == "json")
+    failures = gate(summaries, thresholds)
+    if failures:
+        typer.echo("quality gate failed:\n  " + "\n  ".join(failures), err=True)
+        raise typer.Exit(1)
+
+
+@app.command("scorers")
+def list_scorers(fmt: str = typer.Option("table", "--format", help="table or json.")) -> None:
+    """List every prebuilt scorer with its options."""
+    import orjson
+
+    import sys
+
+    from tracescore.scorers import registry
+
+    entries = registry.entries()
+    if fmt == "json":
+        listed = [
+            {"name": e.name, "description": e.description, "uses_judge": e.uses_judge,
+             "higher_is_better": e.higher_is_better,
+             "options": [{"name": o.name, "type": o.annotation, "default": o.default,
+                          "description": o.description} for o in e.options()]}
+            for e in entries
+        ]  # fmt: skip
+        typer.echo(orjson.dumps(listed, option=orjson.OPT_INDENT_2, default=str).decode())
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Scorers (bind by name in a config or with --scorer NAME:key=value)")
+    for column in ("scorer", "kind", "description", "options"):
+        table.add_column(column)
+    for entry in entries:
+        options = "\n".join(
+            f"{o.name}: {o.annotation} = {o.default!r}" + (f" ({o.description})" if o.description else "")
+            for o in entry.options()
+        )
+        kind = "LLM judge" if entry.uses_judge else "code"
+        if not entry.higher_is_better:
+            kind += ", lower is better"
+        table.add_row(entry.name, kind, entry.description, options or "-")
+    Console(width=None if sys.stdout.isatty() else 160).print(table)
+
+
+def _usage_error(message: str) -> NoReturn:
+    typer.echo(message, err=True)
+    raise typer.Exit(2)
 
 
 def _with_overrides(config: Config, overrides: dict[str, tuple[str, object]]) -> Config:
