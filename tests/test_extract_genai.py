@@ -146,6 +146,20 @@ def test_legacy_events_sent_as_span_events() -> None:
     assert final_answer(run) == "Hey"
 
 
+def test_semconv_1_26_content_span_events() -> None:
+    from tracescore.spans import SpanEvent
+
+    chat = span("chat m", {"gen_ai.system": "openai", "gen_ai.request.model": "m"})
+    chat.events = [
+        SpanEvent("gen_ai.content.prompt", 1, {"gen_ai.prompt": orjson.dumps(
+            [{"role": "system", "content": "S"}, {"role": "user", "content": "Q"}]).decode()}),
+        SpanEvent("gen_ai.content.completion", 2, {"gen_ai.completion": orjson.dumps(
+            [{"role": "assistant", "content": "A"}]).decode()}),
+    ]
+    (run,) = extract_runs(trace(chat))
+    assert (system_text(run), user_text(run), final_answer(run)) == (["S"], ["Q"], "A")
+
+
 def test_truncated_json_attribute_is_kept_as_text_with_a_warning() -> None:
     cut = '[{"role":"user","parts":[{"type":"text","content":"What is the wea'
     chat = span("chat m", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": cut,

@@ -80,15 +80,10 @@ def operation_kind(operation: str | None, attributes: Mapping[str, Any]) -> str:
     return "other"
 
 
-def event_name(record: LogRecord) -> str:
-    """The event name: OTLP's ``eventName`` field, or the older ``event.name`` attribute."""
-    return record.event_name or as_str(record.attributes.get("event.name")) or ""
-
-
 def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
     info = new_info(span, NAME)
     attributes: Mapping[str, Any] = span.attributes
-    details = [r for r in logs if event_name(r) == DETAILS_EVENT]
+    details = [r for r in logs if genai_events.event_name(r) == DETAILS_EVENT]
     details_attributes = [e.attributes for e in span.events if e.name == DETAILS_EVENT]
     details_attributes += [r.attributes for r in details]
     if details_attributes:
