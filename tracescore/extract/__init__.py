@@ -3,10 +3,21 @@
 ``extract_runs(trace)`` is the entry point: every convention module in
 :mod:`tracescore.extract.registry` reads the spans it recognises, and
 :mod:`tracescore.extract.assemble` builds agent, LLM and tool runs from the result.
+``runs_from_mastra_json`` reads runs given directly in Mastra's scorer shape.
 """
 
 from tracescore.extract.assemble import assemble as extract_runs
 from tracescore.extract.assemble import primary_runs, read_spans
+from tracescore.extract.mastra_json import MastraRunError, run_from_mastra, runs_from_mastra_json
 from tracescore.extract.model import AgentRun, SpanInfo
 
-__all__ = ["AgentRun", "SpanInfo", "extract_runs", "primary_runs", "read_spans"]
+__all__ = [
+    "AgentRun",
+    "MastraRunError",
+    "SpanInfo",
+    "extract_runs",
+    "primary_runs",
+    "read_spans",
+    "run_from_mastra",
+    "runs_from_mastra_json",
+]
