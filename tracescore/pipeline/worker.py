@@ -176,9 +176,15 @@ class ScoringWorker:
         return rows
 
     async def score_runs(
-        self, runs: Sequence[AgentRun]
+        self,
+        runs: Sequence[AgentRun],
+        select: Callable[[CompiledBinding, AgentRun], bool] | None = None,
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """Route runs to bindings, record sampling decisions and score the sampled runs."""
+        """Route runs to bindings, record sampling decisions and score the sampled runs.
+
+        ``select`` narrows which sampled runs are scored (a backfill skips runs it already has
+        current scores for); decisions are recorded either way.
+        """
         decisions: list[dict[str, Any]] = []
         jobs = []
         now = datetime.now(timezone.utc)
@@ -196,7 +202,7 @@ class ScoringWorker:
                         "created_at": now,
                     }
                 )
-                if sampled:
+                if sampled and (select is None or select(binding, run)):
                     jobs.append(self._score(binding, run))
         rows = list(await asyncio.gather(*jobs))
         return rows, decisions
