@@ -6,6 +6,19 @@ from tracescore.scorers.code.keyword_coverage import create_keyword_coverage_sco
 from tracescore.scorers.code.textual_difference import create_textual_difference_scorer
 from tracescore.scorers.code.tone import create_tone_scorer
 from tracescore.scorers.code.tool_call_accuracy import create_tool_call_accuracy_scorer_code
+from tracescore.scorers.llm import (
+    create_answer_relevancy_scorer,
+    create_answer_similarity_scorer,
+    create_bias_scorer,
+    create_context_precision_scorer,
+    create_context_relevance_scorer,
+    create_faithfulness_scorer,
+    create_hallucination_scorer,
+    create_noise_sensitivity_scorer,
+    create_prompt_alignment_scorer,
+    create_tool_call_accuracy_scorer_llm,
+    create_toxicity_scorer,
+)
 from tracescore.scorers.base import (
     Judge,
     JudgeCall,
@@ -26,6 +39,17 @@ from tracescore.scorers.base import (
 )
 
 __all__ = [
+    "create_answer_relevancy_scorer",
+    "create_answer_similarity_scorer",
+    "create_bias_scorer",
+    "create_context_precision_scorer",
+    "create_context_relevance_scorer",
+    "create_faithfulness_scorer",
+    "create_hallucination_scorer",
+    "create_noise_sensitivity_scorer",
+    "create_prompt_alignment_scorer",
+    "create_tool_call_accuracy_scorer_llm",
+    "create_toxicity_scorer",
     "Judge",
     "JudgeCall",
     "JudgeRequest",

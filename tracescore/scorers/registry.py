@@ -12,7 +12,7 @@ import importlib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -53,6 +53,66 @@ class ToolCallAccuracyCodeOptions(ScorerOptions):
 
 class NoOptions(ScorerOptions):
     pass
+
+
+class ScaleOptions(ScorerOptions):
+    scale: float = Field(1.0, description="the score's maximum (0 is honoured)")
+
+
+class AnswerRelevancyOptions(ScaleOptions):
+    uncertainty_weight: float = Field(0.3, description="credit for a statement judged 'unsure'")
+
+
+class AnswerSimilarityOptions(ScaleOptions):
+    require_ground_truth: bool = Field(True, description="runs without ground truth are not scorable")
+    semantic_threshold: float = Field(0.8, description="credit for a semantic match (half for a partial)")
+    exact_match_bonus: float = Field(0.2, description="extra credit for an exact match")
+    missing_penalty: float = Field(0.15, description="penalty per missing ground-truth unit")
+    contradiction_penalty: float = Field(1.0, description="penalty per contradiction")
+    extra_info_penalty: float = Field(0.05, description="penalty per extra unit (at most 0.2 in all)")
+
+
+class ContextOptions(ScaleOptions):
+    context: list[str] | None = Field(
+        None, description="context to judge against; unset: the run's retrieved documents and tool results"
+    )
+
+
+class ContextRelevanceOptions(ContextOptions):
+    penalties: dict[str, float] | None = Field(
+        None,
+        description="unused_high_relevance_context (0.1), missing_context_per_item (0.15), "
+        "max_missing_context_penalty (0.5)",
+    )
+
+
+class NoiseSensitivityOptions(ScorerOptions):
+    baseline_response: str = Field(description="the agent's answer to the clean query")
+    noisy_query: str = Field(description="the query with noise, which the scored run answered")
+    noise_type: str | None = Field(None, description="what kind of noise was added")
+    scoring: dict[str, Any] | None = Field(
+        None,
+        description="impact_weights, discrepancy_threshold (0.2), major_issue_per_item (0.1), "
+        "max_major_issue_penalty (0.3)",
+    )
+
+
+class PromptAlignmentOptions(ScaleOptions):
+    evaluation_mode: Literal["user", "system", "both"] = Field(
+        "both", description="judge against the user's request, the system prompt, or both (70/30)"
+    )
+    instructions: list[str] | None = Field(
+        None, description="explicit instructions: score = followed / applicable"
+    )
+    include_conversation_history: bool | int = Field(
+        False, description="show the last 10 (or this many) remembered messages"
+    )
+
+
+class ToolCallAccuracyLLMOptions(ScorerOptions):
+    available_tools: list[dict[str, Any]] | None = Field(
+        None, description="{name, description} of each tool; unset: the tools the run was offered"
+    )
 
 
 @dataclass(frozen=True)
@@ -133,6 +193,38 @@ _ENTRIES: dict[str, ScorerEntry] = {
                     f"{_CODE}.tool_call_accuracy:create_tool_call_accuracy_scorer_code",
                     "Whether the expected tool (or tool order) was called",
                     schema=ToolCallAccuracyCodeOptions),
+        ScorerEntry("answer-relevancy", f"{_LLM}.answer_relevancy:create_answer_relevancy_scorer",
+                    "How well the answer addresses the user's request", uses_judge=True,
+                    schema=AnswerRelevancyOptions),
+        ScorerEntry("answer-similarity", f"{_LLM}.answer_similarity:create_answer_similarity_scorer",
+                    "How closely the answer matches the ground truth, unit by unit", uses_judge=True,
+                    schema=AnswerSimilarityOptions),
+        ScorerEntry("bias", f"{_LLM}.bias:create_bias_scorer", "Share of the answer's opinions that show bias",
+                    uses_judge=True, higher_is_better=False, schema=ScaleOptions),
+        ScorerEntry("context-precision", f"{_LLM}.context_precision:create_context_precision_scorer",
+                    "Whether the context pieces useful for the answer come first (mean average precision)",
+                    uses_judge=True, schema=ContextOptions),
+        ScorerEntry("context-relevance", f"{_LLM}.context_relevance:create_context_relevance_scorer",
+                    "How relevant the context was and whether the answer used it", uses_judge=True,
+                    schema=ContextRelevanceOptions),
+        ScorerEntry("faithfulness", f"{_LLM}.faithfulness:create_faithfulness_scorer",
+                    "Share of the answer's claims backed by the context and tool results", uses_judge=True,
+                    schema=ContextOptions),
+        ScorerEntry("hallucination", f"{_LLM}.hallucination:create_hallucination_scorer",
+                    "Share of the answer's claims not backed by, or contradicting, the context",
+                    uses_judge=True, higher_is_better=False, schema=ContextOptions),
+        ScorerEntry("noise-sensitivity", f"{_LLM}.noise_sensitivity:create_noise_sensitivity_scorer",
+                    "How robust the answer is to noise added to the query", uses_judge=True,
+                    schema=NoiseSensitivityOptions),
+        ScorerEntry("prompt-alignment", f"{_LLM}.prompt_alignment:create_prompt_alignment_scorer",
+                    "How well the answer follows the user's request and the system prompt", uses_judge=True,
+                    schema=PromptAlignmentOptions),
+        ScorerEntry("tool-call-accuracy-llm", f"{_LLM}.tool_call_accuracy:create_tool_call_accuracy_scorer_llm",
+                    "Whether the agent called the right tools, judged by an LLM", uses_judge=True,
+                    schema=ToolCallAccuracyLLMOptions),
+        ScorerEntry("toxicity", f"{_LLM}.toxicity:create_toxicity_scorer",
+                    "Share of the answer's statements that are toxic", uses_judge=True,
+                    higher_is_better=False, schema=ScaleOptions),
     )
 }
 

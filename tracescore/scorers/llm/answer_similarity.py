@@ -1,0 +1,135 @@
+"""Answer similarity: how closely the answer matches the ground truth (Mastra's ``answer-similarity-scorer``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import Field
+
+from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer, not_scorable
+from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step
+from tracescore.scorers.llm.view import numbered, response_text, section, user_text
+from tracescore.scorers.utils import round_to_two_decimals
+
+INSTRUCTIONS = (
+    "You compare an AI agent's answer with a reference answer (the ground truth), unit of "
+    "meaning by unit of meaning: what matches, what is missing, what is extra and what "
+    "contradicts the reference."
+)
+
+
+class SemanticUnits(Wire):
+    output_units: list[str] = Field(alias="outputUnits")
+    ground_truth_units: list[str] = Field(alias="groundTruthUnits")
+
+
+class UnitMatch(Wire):
+    ground_truth_unit: str = Field(alias="groundTruthUnit")
+    output_unit: str | None = Field(None, alias="outputUnit")
+    match_type: Literal["exact", "semantic", "partial", "missing"] = Field(alias="matchType")
+    explanation: str = ""
+
+
+class Contradiction(Wire):
+    output_unit: str = Field(alias="outputUnit")
+    ground_truth_unit: str = Field(alias="groundTruthUnit")
+    explanation: str = ""
+
+
+class SimilarityAnalysis(Wire):
+    matches: list[UnitMatch] = Field(default_factory=list)
+    extra_in_output: list[str] = Field(default_factory=list, alias="extraInOutput")
+    contradictions: list[Contradiction] = Field(default_factory=list)
+
+
+def ground_truth_text(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def create_answer_similarity_scorer(
+    *,
+    model: JudgeSpec,
+    require_ground_truth: bool = True,
+    semantic_threshold: float = 0.8,
+    exact_match_bonus: float = 0.2,
+    missing_penalty: float = 0.15,
+    contradiction_penalty: float = 1.0,
+    extra_info_penalty: float = 0.05,
+    scale: float = 1.0,
+) -> Scorer:
+    """Unit-by-unit match with the run's ground truth (exact 1.2, semantic 0.8, partial 0.4,
+    missing −0.15, normalised), minus contradiction and extra-information penalties.
+
+    A run without ground truth is not scorable (Mastra throws) unless
+    ``require_ground_truth=False``, in which case it scores 0.
+    """
+    weights = {
+        "exact": 1 + exact_match_bonus,
+        "semantic": semantic_threshold,
+        "partial": 0.5 * semantic_threshold,
+        "missing": -missing_penalty,
+    }
+
+    def units_prompt(ctx: StepContext) -> str:
+        truth = ground_truth_text(ctx.run.ground_truth)
+        if not truth and require_ground_truth:
+            not_scorable("answer similarity needs the run's ground truth")
+        return judge_prompt(
+            """Split both texts into semantic units: the smallest self-contained pieces of meaning
+(a fact, a value, a step). List the agent's answer's units as "outputUnits" and the ground truth's
+as "groundTruthUnits", each in order.""",
+            section("final_answer", response_text(ctx.run)),
+            section("ground_truth", truth or "(none)"),
+        )
+
+    def analysis_prompt(ctx: StepContext) -> str:
+        units: SemanticUnits = ctx.results["preprocess_step_result"]
+        return judge_prompt(
+            """Match every ground-truth unit with the answer's units. For each ground-truth unit
+give "matchType": "exact" (same meaning and wording), "semantic" (same meaning, other words),
+"partial" (part of the meaning) or "missing" (nothing in the answer), the matching "outputUnit"
+(null when missing) and a short "explanation". List answer units with no counterpart under
+"extraInOutput", and answer units that contradict a ground-truth unit under "contradictions".""",
+            section("user", user_text(ctx.run)),
+            section("ground_truth_units", numbered(units.ground_truth_units)),
+            section("output_units", numbered(units.output_units)),
+        )
+
+    def score(ctx: StepContext) -> float:
+        analysis: SimilarityAnalysis = ctx.results["analyze_step_result"]
+        if not ground_truth_text(ctx.run.ground_truth) or not analysis.matches:
+            return 0.0
+        total = sum(weights[m.match_type] for m in analysis.matches)
+        total /= len(analysis.matches) * (1 + exact_match_bonus)
+        total -= len(analysis.contradictions) * contradiction_penalty
+        total -= min(len(analysis.extra_in_output) * extra_info_penalty, 0.2)
+        return round_to_two_decimals(min(1.0, max(0.0, total)) * scale)
+
+    def reason_prompt(ctx: StepContext) -> str:
+        if not ground_truth_text(ctx.run.ground_truth):
+            return "Say in one sentence that the score is 0 because the run has no ground truth to compare with."
+        analysis: SimilarityAnalysis = ctx.results["analyze_step_result"]
+        return judge_prompt(
+            f"""The agent's answer scored {ctx.score} for similarity to the ground truth on a 0 to
+{scale:g} scale. Explain the score in two or three sentences: what matched, what was missing,
+extra or contradictory.""",
+            section("matches", numbered([f"{m.match_type}: {m.ground_truth_unit}" for m in analysis.matches])),
+            section("extra", numbered(analysis.extra_in_output)),
+            section("contradictions", numbered([c.explanation or c.output_unit for c in analysis.contradictions])),
+        )
+
+    return (
+        create_scorer(
+            id="answer-similarity-scorer",
+            description="How closely the answer matches the ground truth, unit by unit",
+            judge=model,
+            instructions=INSTRUCTIONS,
+        )
+        .preprocess(PromptStep("Split answer and ground truth into semantic units", units_prompt, SemanticUnits))
+        .analyze(PromptStep("Match the units", analysis_prompt, SimilarityAnalysis))
+        .generate_score(score)
+        .generate_reason(reason_step(reason_prompt))
+    )

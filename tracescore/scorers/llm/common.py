@@ -1,0 +1,66 @@
+"""Pieces every judge scorer shares: verdict reading, share-of-yes scores, context, reason steps."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from pydantic import BaseModel, ConfigDict
+
+from tracescore.scorers.base import PromptStep, StepContext
+from tracescore.scorers.llm.view import default_context
+from tracescore.scorers.utils import round_to_two_decimals
+
+if TYPE_CHECKING:
+    from tracescore.judge import JudgeConfig
+    from tracescore.scorers.base import Judge
+
+JudgeSpec: TypeAlias = "str | JudgeConfig | Judge"
+"""A litellm model string (``openai/gpt-4o-mini``), a ``JudgeConfig``, or any ``Judge``."""
+
+ContextExtractor = Callable[[Any, Any], Sequence[str]]
+"""``(run_input, run_output) -> context pieces`` (Mastra's ``contextExtractor``)."""
+
+
+class Wire(BaseModel):
+    """A judge answer schema: JSON keys are Mastra's (aliases), attributes are snake_case."""
+
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
+
+def is_yes(verdict: str) -> bool:
+    """Verdicts compare trimmed and case-folded in every scorer (Mastra mixes three rules)."""
+    return verdict.strip().lower() == "yes"
+
+
+def share_of_yes(verdicts: Sequence[str], scale: float) -> float:
+    """``round2(yes / n * scale)``, 0 without verdicts."""
+    if not verdicts:
+        return 0.0
+    return round_to_two_decimals(sum(map(is_yes, verdicts)) / len(verdicts) * scale)
+
+
+def run_context(
+    ctx: StepContext, context: Sequence[str] | None, extractor: ContextExtractor | None = None
+) -> list[str]:
+    """The context to judge against: the extractor's, else the option's, else the run's own
+    (retrieved documents and tool results: Mastra would need an explicit option)."""
+    if extractor is not None:
+        return [str(piece) for piece in extractor(ctx.run.input, ctx.run.output) or []]
+    if context is not None:
+        return list(context)
+    return default_context(ctx.run)
+
+
+def check_context_option(context: Sequence[str] | None) -> None:
+    if context is not None and len(context) == 0:
+        raise ValueError("context must not be empty: leave it out to use the run's own context")
+
+
+def reason_step(create_prompt: Callable[[StepContext], str]) -> PromptStep:
+    return PromptStep(description="Explain the score in plain language", create_prompt=create_prompt)
+
+
+def judge_prompt(task: str, *blocks: str) -> str:
+    """A step prompt: the task first, then the material it refers to."""
+    return "\n\n".join([task.strip(), *blocks])

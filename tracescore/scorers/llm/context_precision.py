@@ -1,0 +1,100 @@
+"""Context precision: are the useful context pieces ranked first? (Mastra's ``context-precision-scorer``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import Field
+
+from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer, not_scorable
+from tracescore.scorers.llm.common import (
+    ContextExtractor,
+    JudgeSpec,
+    Wire,
+    check_context_option,
+    is_yes,
+    judge_prompt,
+    reason_step,
+    run_context,
+)
+from tracescore.scorers.llm.view import numbered, response_text, section, user_text
+from tracescore.scorers.utils import round_to_two_decimals
+
+INSTRUCTIONS = (
+    "You judge retrieval for an AI agent: for each context piece it was given, whether that "
+    "piece was useful for producing its answer to the user."
+)
+
+
+class PrecisionVerdict(Wire):
+    context_index: int
+    verdict: str
+    reason: str = ""
+
+
+class PrecisionVerdicts(Wire):
+    verdicts: list[PrecisionVerdict] = Field(default_factory=list)
+
+
+def mean_average_precision(verdicts: Sequence[PrecisionVerdict], scale: float) -> float:
+    """Mean of precision@k over the positions k holding a useful piece (0 when there is none)."""
+    relevant, total = 0, 0.0
+    for position, verdict in enumerate(sorted(verdicts, key=lambda v: v.context_index)):
+        if is_yes(verdict.verdict):
+            relevant += 1
+            total += relevant / (position + 1)
+    return round_to_two_decimals(total / relevant * scale) if relevant else 0.0
+
+
+def create_context_precision_scorer(
+    *,
+    model: JudgeSpec,
+    context: Sequence[str] | None = None,
+    context_extractor: ContextExtractor | None = None,
+    scale: float = 1.0,
+) -> Scorer:
+    """Mean average precision of the context's ordering, times ``scale``.
+
+    Without ``context`` or ``context_extractor`` the run's own retrieved documents and tool
+    results are judged; a run with no context at all is not scorable.
+    """
+    check_context_option(context)
+
+    def verdicts_prompt(ctx: StepContext) -> str:
+        pieces = run_context(ctx, context, context_extractor)
+        if not pieces:
+            not_scorable("no context available for evaluation")
+        return judge_prompt(
+            """For each context piece, by its index, decide whether it was useful for producing
+the agent's answer to the user: "yes" when it holds information the answer needs or uses, "no"
+otherwise. Give one verdict per piece, with "context_index" set to the piece's index and a
+one-sentence reason.""",
+            section("user", user_text(ctx.run)),
+            section("final_answer", response_text(ctx.run)),
+            section("context", numbered(pieces)),
+        )
+
+    def score(ctx: StepContext) -> float:
+        return mean_average_precision(ctx.results["analyze_step_result"].verdicts, scale)
+
+    def reason_prompt(ctx: StepContext) -> str:
+        verdicts = sorted(ctx.results["analyze_step_result"].verdicts, key=lambda v: v.context_index)
+        return judge_prompt(
+            f"""The context scored {ctx.score} for precision on a 0 to {scale:g} scale (mean
+average precision: 1 when every useful piece comes before every useless one). Explain the score in
+two or three sentences.""",
+            section("user", user_text(ctx.run)),
+            section("verdicts", "\n".join(f"[{v.context_index}] {v.verdict}: {v.reason}" for v in verdicts)),
+        )
+
+    return (
+        create_scorer(
+            id="context-precision-scorer",
+            description="Whether the context pieces useful for the answer come first",
+            judge=model,
+            instructions=INSTRUCTIONS,
+        )
+        .analyze(PromptStep("Judge each context piece's usefulness", verdicts_prompt, PrecisionVerdicts))
+        .generate_score(score)
+        .generate_reason(reason_step(reason_prompt))
+    )

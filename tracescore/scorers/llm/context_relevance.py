@@ -1,0 +1,138 @@
+"""Context relevance: how relevant the context was and whether the agent used it (Mastra's ``context-relevance-scorer``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer, not_scorable
+from tracescore.scorers.llm.common import (
+    ContextExtractor,
+    JudgeSpec,
+    Wire,
+    check_context_option,
+    judge_prompt,
+    reason_step,
+    run_context,
+)
+from tracescore.scorers.llm.view import numbered, response_text, section, user_text
+from tracescore.scorers.utils import round_to_two_decimals
+
+INSTRUCTIONS = (
+    "You judge the context an AI agent was given to answer a user: how relevant each piece is "
+    "to the request, whether the answer used it, and what information was missing."
+)
+
+RELEVANCE_WEIGHTS = {"high": 1.0, "medium": 0.7, "low": 0.3, "none": 0.0}
+
+
+class ContextRelevancePenalties(BaseModel):
+    """Penalties (snake_case, or Mastra's camelCase keys)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+    unused_high_relevance_context: float = 0.1
+    missing_context_per_item: float = 0.15
+    max_missing_context_penalty: float = 0.5
+
+
+class RelevanceEvaluation(Wire):
+    context_index: int
+    context_piece: str = Field("", alias="contextPiece")
+    relevance_level: Literal["high", "medium", "low", "none"] = Field(alias="relevanceLevel")
+    was_used: bool = Field(alias="wasUsed")
+    reasoning: str = ""
+
+
+class RelevanceEvaluations(Wire):
+    evaluations: list[RelevanceEvaluation] = Field(default_factory=list)
+    missing_context: list[str] = Field(default_factory=list, alias="missingContext")
+    overall_assessment: str = Field("", alias="overallAssessment")
+
+
+def relevance_score(
+    analysis: RelevanceEvaluations, penalties: ContextRelevancePenalties, scale: float
+) -> float:
+    """Mean relevance weight, minus penalties for unused highly relevant and missing context."""
+    if not analysis.evaluations:
+        return round_to_two_decimals((0.0 if analysis.missing_context else 1.0) * scale)
+    evaluations = analysis.evaluations
+    relevance = sum(RELEVANCE_WEIGHTS[e.relevance_level] for e in evaluations) / len(evaluations)
+    unused_high = sum(e.relevance_level == "high" and not e.was_used for e in evaluations)
+    usage_penalty = unused_high * penalties.unused_high_relevance_context
+    missing_penalty = min(
+        len(analysis.missing_context) * penalties.missing_context_per_item,
+        penalties.max_missing_context_penalty,
+    )
+    return round_to_two_decimals(max(0.0, relevance - usage_penalty - missing_penalty) * scale)
+
+
+def create_context_relevance_scorer(
+    *,
+    model: JudgeSpec,
+    context: Sequence[str] | None = None,
+    context_extractor: ContextExtractor | None = None,
+    penalties: ContextRelevancePenalties | Mapping[str, Any] | None = None,
+    scale: float = 1.0,
+) -> Scorer:
+    """Weighted relevance of the context (high 1, medium 0.7, low 0.3, none 0) minus penalties.
+
+    Without ``context`` or ``context_extractor`` the run's own retrieved documents and tool
+    results are judged; a run with no context at all is not scorable (Mastra scores it 1).
+    """
+    check_context_option(context)
+    rules = (
+        penalties
+        if isinstance(penalties, ContextRelevancePenalties)
+        else ContextRelevancePenalties.model_validate(dict(penalties or {}))
+    )
+
+    def evaluations_prompt(ctx: StepContext) -> str:
+        pieces = run_context(ctx, context, context_extractor)
+        if not pieces:
+            not_scorable("no context available for evaluation")
+        return judge_prompt(
+            """Evaluate every context piece, by its index:
+- "relevanceLevel": "high" when it directly answers the request, "medium" when it gives useful
+  background, "low" when it is only loosely related, "none" when it is unrelated;
+- "wasUsed": true when the final answer draws on it;
+- "contextPiece": the piece (or its start) and "reasoning": one sentence.
+Then list under "missingContext" information the answer needed that no piece provided (an empty
+list when nothing was missing), and give a one-sentence "overallAssessment".""",
+            section("user", user_text(ctx.run)),
+            section("final_answer", response_text(ctx.run)),
+            section("context", numbered(pieces)),
+        )
+
+    def score(ctx: StepContext) -> float:
+        return relevance_score(ctx.results["analyze_step_result"], rules, scale)
+
+    def reason_prompt(ctx: StepContext) -> str:
+        analysis: RelevanceEvaluations = ctx.results["analyze_step_result"]
+        lines = [
+            f"[{e.context_index}] {e.relevance_level}, {'used' if e.was_used else 'unused'}: {e.reasoning}"
+            for e in analysis.evaluations
+        ]
+        return judge_prompt(
+            f"""The context scored {ctx.score} for relevance on a 0 to {scale:g} scale (mean
+relevance, less penalties for highly relevant pieces the answer ignored and for missing
+information). Explain the score in two or three sentences.""",
+            section("user", user_text(ctx.run)),
+            section("evaluations", "\n".join(lines) or "(none)"),
+            section("missing_context", numbered(analysis.missing_context)),
+        )
+
+    return (
+        create_scorer(
+            id="context-relevance-scorer",
+            description="How relevant the context was to the request and whether the answer used it",
+            judge=model,
+            instructions=INSTRUCTIONS,
+        )
+        .analyze(PromptStep("Rate each context piece's relevance and use", evaluations_prompt, RelevanceEvaluations))
+        .generate_score(score)
+        .generate_reason(reason_step(reason_prompt))
+    )

@@ -1,0 +1,126 @@
+"""Noise sensitivity: how much a noisy query changed the agent's answer (Mastra's ``noise-sensitivity-scorer``).
+
+The run is the agent answering a noisy version of a query; the options give the clean query's
+baseline answer and the noisy query. The judge compares the two answers dimension by dimension.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer, not_scorable
+from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step
+from tracescore.scorers.llm.view import numbered, response_text, section, user_text
+from tracescore.scorers.utils import round_to_two_decimals
+
+INSTRUCTIONS = (
+    "You test the robustness of an AI agent: you compare its answer to a clean query with its "
+    "answer to a version of that query with noise added (distractions, misleading details, typos, "
+    "irrelevant or adversarial content) and judge how much the noise changed the answer."
+)
+
+DIMENSIONS = ("content_accuracy", "completeness", "relevance", "consistency", "hallucination_resistance")
+ImpactLevel = Literal["none", "minimal", "moderate", "significant", "severe"]
+DEFAULT_IMPACT_WEIGHTS = {"none": 1.0, "minimal": 0.85, "moderate": 0.6, "significant": 0.3, "severe": 0.1}
+
+
+class NoiseScoring(BaseModel):
+    """Scoring settings (snake_case, or Mastra's camelCase keys)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+    impact_weights: dict[str, float] = Field(default_factory=dict)
+    """Overrides of ``DEFAULT_IMPACT_WEIGHTS`` per impact level."""
+    discrepancy_threshold: float = 0.2
+    major_issue_per_item: float = 0.1
+    max_major_issue_penalty: float = 0.3
+
+
+class DimensionImpact(Wire):
+    dimension: str
+    impact_level: ImpactLevel = Field(alias="impactLevel")
+    specific_changes: str = Field("", alias="specificChanges")
+    noise_influence: str = Field("", alias="noiseInfluence")
+
+
+class NoiseAnalysis(Wire):
+    dimensions: list[DimensionImpact] = Field(default_factory=list)
+    overall_assessment: str = Field("", alias="overallAssessment")
+    major_issues: list[str] = Field(default_factory=list, alias="majorIssues")
+    robustness_score: float = Field(alias="robustnessScore")
+
+
+def robustness(analysis: NoiseAnalysis, scoring: NoiseScoring) -> float:
+    """The judge's robustness score, capped by the dimensions' mean impact weight when the two
+    disagree by more than the threshold, less a penalty per major issue."""
+    weights = {**DEFAULT_IMPACT_WEIGHTS, **scoring.impact_weights}
+    score = min(1.0, max(0.0, analysis.robustness_score))
+    if analysis.dimensions:
+        from_dimensions = sum(weights[d.impact_level] for d in analysis.dimensions) / len(analysis.dimensions)
+        if abs(score - from_dimensions) > scoring.discrepancy_threshold:
+            score = min(score, from_dimensions)
+    penalty = min(len(analysis.major_issues) * scoring.major_issue_per_item, scoring.max_major_issue_penalty)
+    return round_to_two_decimals(max(0.0, score - penalty))
+
+
+def create_noise_sensitivity_scorer(
+    *,
+    model: JudgeSpec,
+    baseline_response: str,
+    noisy_query: str,
+    noise_type: str | None = None,
+    scoring: NoiseScoring | Mapping[str, Any] | None = None,
+) -> Scorer:
+    """Robustness in [0, 1] (1: the noise changed nothing). The run's user text is the ORIGINAL
+    query and its final answer the response to ``noisy_query``. Mastra reads the major-issue
+    penalty from its options but applies fixed 0.1 / 0.3; here the options take effect (same
+    defaults)."""
+    if not baseline_response or not noisy_query:
+        raise ValueError("noise sensitivity needs baseline_response and noisy_query")
+    rules = scoring if isinstance(scoring, NoiseScoring) else NoiseScoring.model_validate(dict(scoring or {}))
+
+    def analysis_prompt(ctx: StepContext) -> str:
+        if not user_text(ctx.run) or not response_text(ctx.run):
+            not_scorable("noise sensitivity needs the original query and the agent's answer")
+        kind = f" The noise is of this kind: {noise_type}." if noise_type else ""
+        return judge_prompt(
+            f"""Compare the baseline answer (to the original query) with the answer to the noisy
+query.{kind} For each dimension — {", ".join(DIMENSIONS)} — give the noise's "impactLevel" ("none",
+"minimal", "moderate", "significant" or "severe"), the "specificChanges" you see and how the noise
+caused them ("noiseInfluence"). List serious problems the noise caused under "majorIssues" (empty
+when none), give an "overallAssessment" and a "robustnessScore" from 0 (the noise derailed the
+answer) to 1 (no effect).""",
+            section("original_query", user_text(ctx.run)),
+            section("baseline_answer", baseline_response),
+            section("noisy_query", noisy_query),
+            section("noisy_answer", response_text(ctx.run)),
+        )
+
+    def score(ctx: StepContext) -> float:
+        return robustness(ctx.results["analyze_step_result"], rules)
+
+    def reason_prompt(ctx: StepContext) -> str:
+        analysis: NoiseAnalysis = ctx.results["analyze_step_result"]
+        return judge_prompt(
+            f"""The agent scored {ctx.score} for robustness to noise on a 0 to 1 scale. Explain the
+score in two or three sentences from the analysis below.""",
+            section("dimensions", numbered([f"{d.dimension}: {d.impact_level} — {d.specific_changes}" for d in analysis.dimensions])),
+            section("major_issues", numbered(analysis.major_issues)),
+            section("assessment", analysis.overall_assessment or "(none)"),
+        )
+
+    return (
+        create_scorer(
+            id="noise-sensitivity-scorer",
+            description="How robust the answer is to noise added to the query",
+            judge=model,
+            instructions=INSTRUCTIONS,
+        )
+        .analyze(PromptStep("Compare the baseline and noisy answers", analysis_prompt, NoiseAnalysis))
+        .generate_score(score)
+        .generate_reason(reason_step(reason_prompt))
+    )

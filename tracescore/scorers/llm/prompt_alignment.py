@@ -1,0 +1,229 @@
+"""Prompt alignment: how well the answer follows the user's request and the system prompt
+(Mastra's ``prompt-alignment-scorer``), or an explicit list of instructions (Mastra's older
+prompt-alignment metric)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer, not_scorable
+from tracescore.scorers.llm.common import JudgeSpec, Wire, is_yes, judge_prompt, reason_step
+from tracescore.scorers.llm.view import describe_run, numbered, response_text, section, system_prompt, user_text
+from tracescore.scorers.utils import get_conversation_history, round_to_two_decimals
+
+EvaluationMode = Literal["user", "system", "both"]
+
+INSTRUCTIONS = (
+    "You judge whether an AI agent did what it was asked: the user's request and the rules of "
+    "its system prompt. You check intent, explicit requirements, completeness, format and tone, "
+    "and score each from 0 to 1."
+)
+
+# Weights of intent, requirements, completeness and appropriateness.
+USER_WEIGHTS = (0.4, 0.3, 0.2, 0.1)
+SYSTEM_WEIGHTS = (0.35, 0.35, 0.15, 0.15)
+BOTH_SHARES = (0.7, 0.3)  # user, system
+
+
+class _Camel(Wire):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True)
+
+
+class IntentAlignment(_Camel):
+    score: float
+    primary_intent: str = ""
+    is_addressed: bool
+    reasoning: str = ""
+
+
+class RequirementCheck(_Camel):
+    requirement: str
+    is_fulfilled: bool
+    reasoning: str = ""
+
+
+class RequirementsFulfillment(_Camel):
+    requirements: list[RequirementCheck] = Field(default_factory=list)
+    overall_score: float
+
+
+class Completeness(_Camel):
+    score: float
+    missing_elements: list[str] = Field(default_factory=list)
+    reasoning: str = ""
+
+
+class ResponseAppropriateness(_Camel):
+    score: float
+    format_alignment: str = ""
+    tone_alignment: str = ""
+    reasoning: str = ""
+
+
+class AlignmentAnalysis(_Camel):
+    intent_alignment: IntentAlignment
+    requirements_fulfillment: RequirementsFulfillment
+    completeness: Completeness
+    response_appropriateness: ResponseAppropriateness
+    overall_assessment: str = ""
+
+
+class BothAlignmentAnalysis(_Camel):
+    user_alignment: AlignmentAnalysis | None = None
+    system_alignment: AlignmentAnalysis | None = None
+
+
+class InstructionVerdict(Wire):
+    instruction: str = ""
+    verdict: str
+    reason: str = ""
+
+
+class InstructionVerdicts(Wire):
+    verdicts: list[InstructionVerdict] = Field(default_factory=list)
+
+
+def weighted(analysis: AlignmentAnalysis, weights: tuple[float, float, float, float]) -> float:
+    """Weighted dimension scores, each clamped to [0, 1] (Mastra lets a judge's 1.5 through)."""
+    scores = (
+        analysis.intent_alignment.score,
+        analysis.requirements_fulfillment.overall_score,
+        analysis.completeness.score,
+        analysis.response_appropriateness.score,
+    )
+    return sum(w * min(1.0, max(0.0, s)) for w, s in zip(weights, scores, strict=True))
+
+
+def alignment_score(analysis: AlignmentAnalysis | BothAlignmentAnalysis, mode: EvaluationMode, scale: float) -> float:
+    if isinstance(analysis, BothAlignmentAnalysis):
+        user, system = analysis.user_alignment, analysis.system_alignment
+        if user is not None and system is not None:
+            value = BOTH_SHARES[0] * weighted(user, USER_WEIGHTS) + BOTH_SHARES[1] * weighted(system, SYSTEM_WEIGHTS)
+        elif user is not None:
+            value = weighted(user, USER_WEIGHTS)
+        elif system is not None:
+            value = weighted(system, SYSTEM_WEIGHTS)
+        else:
+            raise ValueError("the judge evaluated neither the user request nor the system prompt")
+    else:
+        value = weighted(analysis, SYSTEM_WEIGHTS if mode == "system" else USER_WEIGHTS)
+    return round_to_two_decimals(value * scale)
+
+
+def instruction_score(verdicts: Sequence[InstructionVerdict], scale: float) -> float:
+    """Followed / applicable instructions × scale; ``n/a`` verdicts are not applicable.
+
+    With no applicable instruction nothing was disobeyed: the score is ``scale``.
+    """
+    applicable = [v for v in verdicts if v.verdict.strip().lower() not in ("n/a", "na")]
+    if not applicable:
+        return round_to_two_decimals(scale)
+    return round_to_two_decimals(sum(is_yes(v.verdict) for v in applicable) / len(applicable) * scale)
+
+
+_DIMENSIONS = """For that evaluation give:
+- "intentAlignment": the "primaryIntent", whether it "isAddressed", a "score" and "reasoning";
+- "requirementsFulfillment": every explicit requirement with "isFulfilled" and "reasoning", and an
+  "overallScore";
+- "completeness": a "score", the "missingElements" and "reasoning";
+- "responseAppropriateness": a "score", "formatAlignment", "toneAlignment" and "reasoning";
+- "overallAssessment": one or two sentences.
+Every score is a number from 0 (not at all) to 1 (fully)."""
+
+_TASKS: dict[str, str] = {
+    "user": "Evaluate how well the agent's final answer fulfils the user's request.",
+    "system": (
+        "Evaluate how well the agent's final answer follows its system prompt: the role, rules, "
+        "constraints, format and tone it sets (the user's request is context only)."
+    ),
+    "both": (
+        'Evaluate the final answer twice: against the user\'s request as "userAlignment", and '
+        'against the system prompt\'s role, rules, format and tone as "systemAlignment". Set '
+        '"systemAlignment" to null when there is no system prompt, and "userAlignment" to null '
+        "when there is no user message."
+    ),
+}
+
+
+def create_prompt_alignment_scorer(
+    *,
+    model: JudgeSpec,
+    evaluation_mode: EvaluationMode = "both",
+    instructions: Sequence[str] | None = None,
+    include_conversation_history: bool | int = False,
+    scale: float = 1.0,
+) -> Scorer:
+    """Alignment with the prompts, from 0 to ``scale``.
+
+    Multi-dimensional form (default): intent, requirements, completeness and appropriateness,
+    weighted 0.4/0.3/0.2/0.1 against the user's request (``user``), 0.35/0.35/0.15/0.15 against
+    the system prompt (``system``), and for ``both`` 70 % the first and 30 % the second (Mastra's
+    ``both`` silently equals the user score). ``include_conversation_history`` adds the last 10
+    remembered messages (or that many when it is a number).
+
+    Instruction-list form (``instructions=[...]``): each instruction gets yes / no / n/a, and the
+    score is followed / applicable × ``scale``.
+    """
+    if instructions is not None and not instructions:
+        raise ValueError("instructions must not be empty: leave it out for the multi-dimensional form")
+    history_size = 0 if include_conversation_history is False else (
+        10 if include_conversation_history is True else int(include_conversation_history)
+    )
+
+    def run_blocks(ctx: StepContext) -> list[str]:
+        blocks = [describe_run(ctx.run)]
+        if history_size and (history := get_conversation_history(ctx.run.input, history_size)):
+            blocks.insert(0, section("conversation_history", history))
+        return blocks
+
+    def analysis_prompt(ctx: StepContext) -> str:
+        has_user, has_system = bool(user_text(ctx.run)), bool(system_prompt(ctx.run))
+        if evaluation_mode == "user" and not has_user:
+            not_scorable("prompt alignment (user mode) needs a user message")
+        if evaluation_mode == "system" and not has_system:
+            not_scorable("prompt alignment (system mode) needs a system prompt")
+        if evaluation_mode == "both" and not (has_user or has_system):
+            not_scorable("prompt alignment needs a user message or a system prompt")
+        if not response_text(ctx.run):
+            not_scorable("prompt alignment needs the agent's answer")
+        return judge_prompt(f"{_TASKS[evaluation_mode]}\n{_DIMENSIONS}", *run_blocks(ctx))
+
+    def instructions_prompt(ctx: StepContext) -> str:
+        return judge_prompt(
+            """For each instruction, in order, decide whether the agent's final answer follows it:
+"yes" when it does, "no" when it does not, "n/a" only when the instruction concerns a different
+kind of task or domain than this answer. If the final answer is empty, instructions about format
+or content count as not followed ("no"). Repeat the instruction and give a one-sentence reason.""",
+            section("instructions", numbered(list(instructions or []))),
+            *run_blocks(ctx),
+        )
+
+    def reason_prompt(ctx: StepContext) -> str:
+        analysis = ctx.results["analyze_step_result"]
+        return judge_prompt(
+            f"""The agent's answer scored {ctx.score} for prompt alignment on a 0 to {scale:g}
+scale. Explain the score in two or three sentences from the evaluation below: what was followed
+and what was not.""",
+            section("evaluation", analysis.model_dump_json(by_alias=True)),
+        )
+
+    base = create_scorer(
+        id="prompt-alignment-scorer",
+        description="How well the answer follows the user's request and the system prompt",
+        judge=model,
+        instructions=INSTRUCTIONS,
+    )
+    if instructions is not None:
+        scorer = base.analyze(
+            PromptStep("Judge each instruction", instructions_prompt, InstructionVerdicts)
+        ).generate_score(lambda ctx: instruction_score(ctx.results["analyze_step_result"].verdicts, scale))
+    else:
+        schema = BothAlignmentAnalysis if evaluation_mode == "both" else AlignmentAnalysis
+        scorer = base.analyze(
+            PromptStep("Evaluate alignment with the prompts", analysis_prompt, schema)
+        ).generate_score(lambda ctx: alignment_score(ctx.results["analyze_step_result"], evaluation_mode, scale))
+    return scorer.generate_reason(reason_step(reason_prompt))

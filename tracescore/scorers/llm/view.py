@@ -1,0 +1,134 @@
+"""What a judge sees of a run: system prompt, user turn, trajectory and final answer, as prompt text.
+
+Mastra's judges see only the user's first message and the last assistant text. An agent's
+answer is often only judgeable next to what it did to get there — the tool results it quoted,
+the reasoning it followed — so the judge scorers here show the whole run: every reasoning part
+and every tool call with its arguments and result (or error), in the order they happened. For
+an extracted ``AgentRun`` the output is its full trajectory (one assistant message whose parts
+are the run's steps), so this reads the trajectory whatever convention the spans followed.
+Long values are cut so one huge tool result cannot blow the judge's context window.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from tracescore.scorers.base import ScorerRun
+from tracescore.scorers.utils import (
+    get_assistant_message,
+    get_combined_system_prompt,
+    get_user_message,
+    merge_tool_invocations,
+)
+
+MAX_VALUE_CHARS = 4000
+
+
+def user_text(run: ScorerRun) -> str:
+    return get_user_message(run.input) or ""
+
+
+def response_text(run: ScorerRun) -> str:
+    return get_assistant_message(run.output) or ""
+
+
+def system_prompt(run: ScorerRun) -> str:
+    return get_combined_system_prompt(run.input) if isinstance(run.input, Mapping) else ""
+
+
+def render_value(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) > limit:
+        return f"{text[:limit]}… [{len(text) - limit} more characters cut]"
+    return text
+
+
+def _invocation(inv: Mapping[str, Any]) -> str:
+    line = f"tool call {inv.get('toolName')!s} with arguments {render_value(inv.get('args') or {})}"
+    state = inv.get("state")
+    if state == "result" and "result" in inv:
+        return f"{line}\n   result: {render_value(inv['result'])}"
+    if state == "output-error" or inv.get("isError"):
+        return f"{line}\n   failed: {render_value(inv.get('errorText') or inv.get('result') or 'error')}"
+    return f"{line}\n   (no result: {state})"
+
+
+def _reasoning(part: Mapping[str, Any]) -> str:
+    details = part.get("details")
+    if isinstance(details, list):
+        return "".join(str(d.get("text") or "") for d in details if d.get("type") == "text")
+    return part.get("reasoning") or ""
+
+
+def _message_steps(message: Mapping[str, Any], final_answer: str) -> Iterable[str]:
+    content = message.get("content")
+    if not isinstance(content, Mapping):
+        return
+    if content.get("reasoning"):
+        yield f"reasoning: {render_value(content['reasoning'])}"
+    seen_calls: set[Any] = set()
+    for part in content.get("parts") or []:
+        kind = part.get("type")
+        if kind == "reasoning" and (text := _reasoning(part)):
+            yield f"reasoning: {render_value(text)}"
+        elif kind == "tool-invocation" and part.get("toolInvocation"):
+            seen_calls.add(part["toolInvocation"].get("toolCallId"))
+            yield _invocation(part["toolInvocation"])
+        elif kind == "text" and part.get("text") and part["text"].strip() != final_answer.strip():
+            yield f"said: {render_value(part['text'])}"
+    for inv in merge_tool_invocations(message):
+        if inv.get("toolCallId") not in seen_calls:
+            yield _invocation(inv)
+
+
+def trajectory(run: ScorerRun) -> list[str]:
+    """The run's steps before its final answer: reasoning, tool calls and results, in order."""
+    if not isinstance(run.output, Sequence) or isinstance(run.output, str):
+        return []
+    final_answer = response_text(run)
+    return [
+        step
+        for message in run.output
+        if isinstance(message, Mapping) and message.get("role") in ("assistant", "tool")
+        for step in _message_steps(message, final_answer)
+    ]
+
+
+def tool_results(run: ScorerRun) -> list[str]:
+    """The result of every finished tool call, from message parts and legacy lists alike."""
+    if not isinstance(run.output, Sequence) or isinstance(run.output, str):
+        return []
+    return [
+        render_value(inv["result"])
+        for message in run.output
+        if isinstance(message, Mapping)
+        for inv in merge_tool_invocations(message)
+        if inv.get("state") == "result" and "result" in inv
+    ]
+
+
+def default_context(run: ScorerRun) -> list[str]:
+    """The grounding the run had: its retrieved documents and tool results."""
+    return list(run.context) or tool_results(run)
+
+
+def section(tag: str, body: str) -> str:
+    return f"<{tag}>\n{body}\n</{tag}>"
+
+
+def numbered(items: Sequence[str], start: int = 0) -> str:
+    return "\n".join(f"[{index}] {item}" for index, item in enumerate(items, start)) or "(none)"
+
+
+def describe_run(run: ScorerRun, *, system: bool = True, steps: bool = True) -> str:
+    """The run as the judge reads it: system prompt, user turn, trajectory, final answer."""
+    parts = []
+    if system and (prompt := system_prompt(run)):
+        parts.append(section("system_prompt", prompt))
+    parts.append(section("user", user_text(run) or "(empty)"))
+    if steps and (lines := trajectory(run)):
+        parts.append(section("agent_steps", "\n".join(f"{i}. {line}" for i, line in enumerate(lines, 1))))
+    parts.append(section("final_answer", response_text(run) or "(empty)"))
+    return "\n\n".join(parts)
