@@ -110,7 +110,7 @@ class Service:
         )  # fmt: skip
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not main thread
                 loop.add_signal_handler(sig, self.stop)
         tasks = [asyncio.create_task(factory()) for factory in self._background]
         for task in tasks:
