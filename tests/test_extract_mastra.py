@@ -256,3 +256,30 @@ def test_legacy_unserializable_and_truncated_results() -> None:
         (agent,) = only(runs, "agent")
         assert final_answer(agent) == WEATHER_ANSWER + "."  # from the model call instead
         assert any(f"agent.generate.result: {expected}" in w for w in agent.warnings)
+
+
+def test_generation_without_chat_spans_is_the_llm_call() -> None:
+    """Mastra AI tracing before ``model_step``/``model_inference``: the generation is the call."""
+    agent = span("invoke_agent Helper", {"mastra.span.type": "agent_run",
+                                         "gen_ai.agent.name": "Helper",
+                                         "mastra.agent_run.input": "Look up x."}, scope=EXPORTER)
+    generation = span("llm_generation m", {
+        "mastra.span.type": "llm_generation", "gen_ai.request.model": "m",
+        "gen_ai.usage.input_tokens": 11, "gen_ai.usage.output_tokens": 7,
+        "mastra.llm_generation.input": _json({"messages": [
+            {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Look up x."}]}),
+        "mastra.llm_generation.output": _json({"text": "x is 42.", "toolCalls": [
+            {"toolCallId": "t1", "toolName": "lookup", "args": {"q": "x"}}]}),
+    }, parent=agent.span_id, scope=EXPORTER)
+    tool = span("tool_call lookup", {"mastra.span.type": "tool_call", "gen_ai.tool.name": "lookup",
+                                     "gen_ai.tool.call.id": "t1",
+                                     "gen_ai.tool.call.result": '{"x":42}'},
+                parent=generation.span_id, scope=EXPORTER)
+    runs = extract_runs(trace(agent, generation, tool))
+    (run,) = only(runs, "agent")
+    assert system_text(run) == ["Be brief."] and user_text(run) == ["Look up x."]
+    (call,) = tool_calls(run)
+    assert (call.tool_call_id, call.args, call.result) == ("t1", {"q": "x"}, {"x": 42})
+    assert final_answer(run) == "x is 42." and run.model == "m"
+    assert (run.usage.input_tokens, run.usage.output_tokens) == (11, 7)
+    assert len(only(runs, "llm")) == 1

@@ -56,6 +56,9 @@ EXPORTER_SCOPE = "@mastra/otel-exporter"
 # Placeholders Mastra writes instead of a value it could not serialize.
 UNSERIALIZABLE = frozenset({"[Not Serializable]", "[Function]", "[Circular]"})
 _TOOL_SPAN_TYPES = frozenset({"tool_call", "mcp_tool_call"})
+# A whole model call (all its steps); ``llm_generation`` is its name before Mastra 1.x.
+_GENERATION_TYPES = frozenset({"model_generation", "llm_generation"})
+_KINDS = {"model_inference": "llm", **{t: "tool" for t in _TOOL_SPAN_TYPES}}
 # Mastra elides tool messages in ``mastra.model_step.input`` to these markers.
 _ELIDED_PREFIXES = ("[tool: ", "[tool-result: ", "[tool-call: ")
 _LEGACY_AGENT_METHODS = frozenset(
@@ -87,45 +90,50 @@ def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
 
 def _read_ai_tracing(span: Span, logs: list[LogRecord]) -> SpanInfo:
     attributes = span.attributes
-    span_type = first_str(attributes, "mastra.span.type") or ""
-    if span_type == "model_inference" or (not span_type and span.name.startswith("chat ")):
-        info = genai.read(span, logs)  # output text, model, provider, usage
-        info.convention = NAME
-        info.kind = "llm"
-        info.provider = _provider(info.provider)
-        return info
-    if span_type in _TOOL_SPAN_TYPES:
-        info = genai.read(span, logs)
-        info.convention = NAME
-        info.kind = "tool"
-        info.tool_call = genai.tool_call_from(info, attributes)
-        return info
-    info = new_info(span, NAME)
-    warnings = info.warnings
+    span_type = first_str(attributes, "mastra.span.type")
     if span_type == "agent_run":
-        info.kind = "agent"
-        info.agent_name = first_str(attributes, "gen_ai.agent.name", "gen_ai.agent.id") or (
-            span.name.removeprefix("invoke_agent ") or None
-        )
-        info.system = _instructions(attributes.get("gen_ai.system_instructions"), warnings)
-        info.input_messages = _messages(span, "mastra.agent_run.input", "user", warnings)
-        info.output_messages = _answer(span, "mastra.agent_run.output", warnings)
-        if attributes.get("gen_ai.tool.definitions") is not None:
-            info.tools = parse_tool_definitions(
-                attributes["gen_ai.tool.definitions"], warnings, "gen_ai.tool.definitions"
-            )
-    elif span_type in ("model_generation", "model_step"):
+        return _read_agent_run(span)
+    info = genai.read(span, logs)  # the GenAI attributes Mastra mirrors (model, usage, output)
+    info.convention = NAME
+    # A span without a type (not seen so far) keeps the kind its GenAI operation gives.
+    info.kind = _KINDS.get(span_type, "other") if span_type else info.kind  # type: ignore[assignment]
+    info.provider = _provider(info.provider)
+    warnings = info.warnings
+    if info.kind == "tool":
+        info.tool_call = genai.tool_call_from(info, attributes)
+    elif span_type in _GENERATION_TYPES or span_type == "model_step":
         # Kept on an ``other`` info for :func:`refine`; the assembler never reads them here.
-        info.system, info.input_messages = split_system(
-            _messages(span, f"mastra.{span_type}.input", "user", warnings)
-        )
-        info.output_messages = _step_output(span, f"mastra.{span_type}.output", warnings)
+        if f"mastra.{span_type}.input" in attributes:
+            info.system, info.input_messages = split_system(
+                _messages(span, f"mastra.{span_type}.input", "user", warnings)
+            )
+        if f"mastra.{span_type}.output" in attributes:
+            info.output_messages = _step_output(span, f"mastra.{span_type}.output", warnings)
         metadata = load_json(attributes.get("mastra.metadata.modelMetadata"), [], "")
         if isinstance(metadata, Mapping):
-            info.model = as_str(metadata.get("modelId"))
-            info.provider = _provider(as_str(metadata.get("modelProvider")))
+            info.model = info.model or as_str(metadata.get("modelId"))
+            info.provider = info.provider or _provider(as_str(metadata.get("modelProvider")))
     elif span_type == "model_chunk":
         info.output_messages = _answer(span, "mastra.model_chunk.output", warnings)
+    return info
+
+
+def _read_agent_run(span: Span) -> SpanInfo:
+    """The agent span; its instructions are a plain string, its input the raw argument."""
+    attributes = span.attributes
+    info = new_info(span, NAME)
+    warnings = info.warnings
+    info.kind = "agent"
+    info.agent_name = first_str(attributes, "gen_ai.agent.name", "gen_ai.agent.id") or (
+        span.name.removeprefix("invoke_agent ") or None
+    )
+    info.system = _instructions(attributes.get("gen_ai.system_instructions"), warnings)
+    info.input_messages = _messages(span, "mastra.agent_run.input", "user", warnings)
+    info.output_messages = _answer(span, "mastra.agent_run.output", warnings)
+    if attributes.get("gen_ai.tool.definitions") is not None:
+        info.tools = parse_tool_definitions(
+            attributes["gen_ai.tool.definitions"], warnings, "gen_ai.tool.definitions"
+        )
     return info
 
 
@@ -339,28 +347,31 @@ def refine(read: list[tuple[Span, SpanInfo]]) -> None:
     """Move facts Mastra records on one span to the span the run model expects them on.
 
     * 1.x: a ``chat`` span gets its step's input messages and tool calls (its own output shows
-      text only), and the reasoning of its generation, placed on the ``chat`` span whose
-      chunks streamed that text.
+      text only), then the reasoning of its generation, placed on the ``chat`` span whose
+      chunks streamed that text. A generation with no ``chat`` span below (versions before
+      ``model_inference``) is itself the LLM call.
     * 0.x: an agent method that delegates to another (``generate`` → ``generateVNext``) is one
       run, not two; the tools offered (on ``…aisdk.doStream``) go to the model call.
     """
-    spans = {span.span_id: span for span, _ in read}
+    types = {span.span_id: _span_type(span) for span, _ in read}
     infos = {info.span_id: info for _, info in read}
     children: dict[str, list[SpanInfo]] = {}
     for info in infos.values():
         children.setdefault(info.parent_span_id or "", []).append(info)
     for info in infos.values():
         parent = infos.get(info.parent_span_id or "")
-        span_type = _span_type(spans[info.span_id])
-        parent_type = _span_type(spans[parent.span_id]) if parent is not None else None
-        if info.kind == "llm" and parent is not None and parent_type == "model_step":
+        if info.kind == "llm" and parent is not None and types[parent.span_id] == "model_step":
             _take_step_facts(info, parent)
-        elif span_type == "model_generation":
-            _place_reasoning(info, children, spans)
-        elif info.kind == "agent" and span_type is None:
+        elif info.kind == "agent" and types[info.span_id] is None:
             _merge_delegated_agent(info, infos)
-        elif info.kind == "other" and info.tools and span_type is None:
+        elif info.kind == "other" and info.tools and types[info.span_id] is None:
             _give_tools_to_model_call(info, infos, children)
+    for info in infos.values():
+        if types[info.span_id] in _GENERATION_TYPES:
+            if any(d.kind == "llm" for d in _descendants(info, children)):
+                _place_reasoning(info, children)
+            else:
+                info.kind = "llm"
 
 
 def _span_type(span: Span) -> str | None:
@@ -381,9 +392,17 @@ def _take_step_facts(chat: SpanInfo, step: SpanInfo) -> None:
         chat.output_messages[-1] = _with_parts(last, [*last.content.parts, *step_calls])
 
 
-def _place_reasoning(
-    generation: SpanInfo, children: dict[str, list[SpanInfo]], spans: dict[str, Span]
-) -> None:
+def _descendants(info: SpanInfo, children: dict[str, list[SpanInfo]]) -> list[SpanInfo]:
+    found: list[SpanInfo] = []
+    stack = list(children.get(info.span_id, []))
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(children.get(node.span_id, []))
+    return found
+
+
+def _place_reasoning(generation: SpanInfo, children: dict[str, list[SpanInfo]]) -> None:
     """Reasoning of a generation onto the ``chat`` span that streamed it (else the first)."""
     texts = [
         part.reasoning
@@ -391,12 +410,7 @@ def _place_reasoning(
         for part in message.content.parts
         if part.type == "reasoning" and part.reasoning
     ]
-    chats = [
-        chat
-        for step in children.get(generation.span_id, [])
-        for chat in children.get(step.span_id, [])
-        if chat.kind == "llm"
-    ]
+    chats = [chat for chat in _descendants(generation, children) if chat.kind == "llm"]
     if not texts or not chats:
         return
     chats.sort(key=lambda c: c.start_time_ns)
