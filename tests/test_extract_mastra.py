@@ -271,10 +271,10 @@ def test_generation_without_chat_spans_is_the_llm_call() -> None:
         "mastra.llm_generation.output": _json({"text": "x is 42.", "toolCalls": [
             {"toolCallId": "t1", "toolName": "lookup", "args": {"q": "x"}}]}),
     }, parent=agent.span_id, scope=EXPORTER)
-    tool = span("tool_call lookup", {"mastra.span.type": "tool_call", "gen_ai.tool.name": "lookup",
-                                     "gen_ai.tool.call.id": "t1",
-                                     "gen_ai.tool.call.result": '{"x":42}'},
-                parent=generation.span_id, scope=EXPORTER)
+    tool = span("tool_call lookup", {
+        "mastra.span.type": "tool_call", "gen_ai.tool.name": "lookup",
+        "gen_ai.tool.call.id": "t1", "gen_ai.tool.call.result": '{"x":42}',
+    }, parent=generation.span_id, scope=EXPORTER)
     runs = extract_runs(trace(agent, generation, tool))
     (run,) = only(runs, "agent")
     assert system_text(run) == ["Be brief."] and user_text(run) == ["Look up x."]

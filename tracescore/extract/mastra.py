@@ -96,7 +96,8 @@ def _read_ai_tracing(span: Span, logs: list[LogRecord]) -> SpanInfo:
     info = genai.read(span, logs)  # the GenAI attributes Mastra mirrors (model, usage, output)
     info.convention = NAME
     # A span without a type (not seen so far) keeps the kind its GenAI operation gives.
-    info.kind = _KINDS.get(span_type, "other") if span_type else info.kind  # type: ignore[assignment]
+    if span_type:
+        info.kind = _KINDS.get(span_type, "other")  # type: ignore[assignment]
     info.provider = _provider(info.provider)
     warnings = info.warnings
     if info.kind == "tool":
