@@ -283,3 +283,22 @@ def test_generation_without_chat_spans_is_the_llm_call() -> None:
     assert final_answer(run) == "x is 42." and run.model == "m"
     assert (run.usage.input_tokens, run.usage.output_tokens) == (11, 7)
     assert len(only(runs, "llm")) == 1
+
+
+def test_spans_with_nothing_but_their_type() -> None:
+    agent = span("invoke_agent", {"mastra.span.type": "agent_run"}, scope=EXPORTER)
+    generation = span("model_generation", {"mastra.span.type": "model_generation"},
+                      parent=agent.span_id, scope=EXPORTER)
+    step = span("agent_step", {"mastra.span.type": "model_step"}, parent=generation.span_id,
+                scope=EXPORTER)
+    chat = span("chat", {"mastra.span.type": "model_inference"}, parent=step.span_id,
+                scope=EXPORTER)
+    chunk = span("model_chunk", {"mastra.span.type": "model_chunk"}, parent=chat.span_id,
+                 scope=EXPORTER)
+    tool = span("execute_tool", {"mastra.span.type": "tool_call"}, parent=step.span_id,
+                scope=EXPORTER)
+    runs = extract_runs(trace(agent, generation, step, chat, chunk, tool))
+    assert [r.kind for r in runs] == ["agent", "llm", "tool"]
+    (run,) = only(runs, "agent")
+    assert user_text(run) == [] and final_answer(run) == "" and run.warnings == []
+    assert tool_calls(run)[0].state == "call"  # a tool that ran, with nothing recorded

@@ -187,3 +187,16 @@ def test_tool_error_truncated_messages_and_structured_output() -> None:
     assert user_text(run) == ['[{"role":"user","parts":[{"type":"text","content":"Par']
     assert (run.usage.input_tokens, run.usage.output_tokens) == (30, 4)  # no chat span: aggregated
     assert any("pydantic_ai.all_messages: invalid JSON" in w for w in run.warnings)
+
+
+def test_spans_with_nothing_but_their_operation() -> None:
+    agent = span("invoke_agent", {"gen_ai.operation.name": "invoke_agent"}, scope="pydantic-ai")
+    chat = span("chat", {"gen_ai.operation.name": "chat"}, parent=agent.span_id,
+                scope="pydantic-ai")
+    tool = span("execute_tool", {"gen_ai.operation.name": "execute_tool"}, parent=agent.span_id,
+                scope="pydantic-ai")
+    runs = extract_runs(trace(agent, chat, tool))
+    assert [r.kind for r in runs] == ["agent", "llm", "tool"]
+    (run,) = only(runs, "agent")
+    assert run.agent_name == "invoke_agent"  # no gen_ai.agent.name: the span name
+    assert user_text(run) == [] and run.usage.total_tokens == 0 and run.warnings == []
