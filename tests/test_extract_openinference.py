@@ -228,3 +228,98 @@ def test_truncated_and_huge_values() -> None:
     assert any("llm.tools.N.tool.json_schema: invalid JSON" in w for w in info.warnings)
     (run,) = extract_runs(trace(llm))
     assert len(final_answer(run)) == 5_000_000  # plain text attributes are not cut
+
+
+def test_langchain_graph_with_metadata_only_below_the_root() -> None:
+    """The root CHAIN carries no metadata; its nodes say ``lc_agent_name``; reasoning survives
+    only in the LLM span's serialized output (§3)."""
+    meta = '{"lc_agent_name": "WeatherBot", "langgraph_node": "model"}'
+    human = {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "HumanMessage"],
+             "kwargs": {"content": "Is 17 prime?", "type": "human"}}
+    root = span("WeatherBot", {"openinference.span.kind": "CHAIN",
+                               "input.value": orjson.dumps({"messages": [human]}).decode()})
+    node = span("model", {"openinference.span.kind": "CHAIN", "metadata": meta},
+                parent=root.span_id)
+    generation = {"generations": [[{"message": {"lc": 1, "kwargs": {"content": [
+        {"type": "reasoning", "summary": [{"type": "summary_text", "text": "17 is odd"}]},
+        {"type": "text", "text": "Yes."}]}}}]]}
+    llm = span("ChatOpenAI", {
+        "openinference.span.kind": "LLM", "metadata": meta,
+        "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": "Is 17 prime?",
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.contents.1.message_content.type": "text",
+        "llm.output_messages.0.message.contents.1.message_content.text": "Yes.",
+        "output.value": orjson.dumps(generation).decode(),
+    }, parent=node.span_id)
+    runs = extract_runs(trace(root, node, llm))
+    (agent,) = only(runs, "agent")
+    assert (agent.span_id, agent.agent_name) == (root.span_id, "WeatherBot")
+    assert user_text(agent) == ["Is 17 prime?"]
+    assert reasoning(agent) == ["17 is odd"] and final_answer(agent) == "Yes."
+    assert any("contents.N: index 0 missing" in w for w in agent.warnings)
+
+
+def test_unnamed_langgraph_root_is_the_agent() -> None:
+    root = span("LangGraph", {"openinference.span.kind": "CHAIN"})
+    llm = span("ChatOpenAI", {"openinference.span.kind": "LLM",
+                              "metadata": '{"langgraph_node": "agent", "langgraph_step": 1}'},
+               parent=root.span_id)
+    (agent,) = only(extract_runs(trace(root, llm)), "agent")
+    assert agent.span_id == root.span_id and agent.agent_name == "LangGraph"
+
+
+def test_openai_agents_handoff() -> None:
+    """openai-agents: workflow AGENT → per-agent AGENT spans; a handoff is a TOOL span, and the
+    receiving agent's first call repeats the triage conversation, which is history to it."""
+    workflow = span("Agent workflow", {"openinference.span.kind": "AGENT",
+                                       "input.value": WEATHER_USER})
+    triage = span("Triage", {"openinference.span.kind": "AGENT", "agent.name": "Triage"},
+                  parent=workflow.span_id)
+    triage_llm = span("response", {
+        "openinference.span.kind": "LLM",
+        "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": WEATHER_USER,
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.id": "call_h",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.function.name":
+            "transfer_to_weatherbot",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": "{}",
+        "llm.token_count.prompt": 10,
+    }, parent=triage.span_id)
+    handoff = span("handoff to WeatherBot", {"openinference.span.kind": "TOOL",
+                                             "tool.name": "transfer_to_weatherbot",
+                                             "input.value": "Triage", "output.value": "WeatherBot"},
+                   parent=triage.span_id)
+    weather = span("WeatherBot", {"openinference.span.kind": "AGENT",
+                                  "graph.node.id": "WeatherBot", "graph.node.parent_id": "Triage"},
+                   parent=workflow.span_id)
+    weather_llm = span("response", {
+        "openinference.span.kind": "LLM",
+        "llm.input_messages.0.message.role": "system",
+        "llm.input_messages.0.message.content": WEATHER_SYSTEM,
+        "llm.input_messages.1.message.role": "user",
+        "llm.input_messages.1.message.content": WEATHER_USER,
+        "llm.input_messages.2.message.role": "assistant",
+        "llm.input_messages.2.message.tool_calls.0.tool_call.id": "call_h",
+        "llm.input_messages.2.message.tool_calls.0.tool_call.function.name":
+            "transfer_to_weatherbot",
+        "llm.input_messages.3.message.role": "tool",
+        "llm.input_messages.3.message.tool_call_id": "call_h",
+        "llm.input_messages.3.message.content": '{"assistant": "WeatherBot"}',
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.content": "Sunny.",
+        "llm.token_count.prompt": 20,
+    }, parent=weather.span_id)
+    runs = extract_runs(trace(workflow, triage, triage_llm, handoff, weather, weather_llm))
+    top, first, second = only(runs, "agent")
+    assert (top.agent_name, first.agent_name, second.agent_name) == (
+        "Agent workflow", "Triage", "WeatherBot")
+    assert top.usage.input_tokens == 30 and first.usage.input_tokens == 10
+    (call,) = tool_calls(first)
+    assert (call.tool_name, call.state, call.result) == ("transfer_to_weatherbot", "result",
+                                                        "WeatherBot")
+    assert user_text(second) == [WEATHER_USER]
+    assert [m.role for m in second.input.remembered_messages] == ["assistant", "tool"]
+    assert system_text(second) == [WEATHER_SYSTEM] and final_answer(second) == "Sunny."
+    assert user_text(top) == [WEATHER_USER]

@@ -192,8 +192,19 @@ def _split_turn(conversation: list[Message]) -> tuple[list[Message], list[Messag
     return conversation[:start], conversation[start:]
 
 
-def _run_input(system: list[str], conversation: list[Message]) -> RunInput:
+def _run_input(
+    system: list[str], conversation: list[Message], *, user_turn_only: bool = False
+) -> RunInput:
+    """System prompt, the current turn, and the history before it.
+
+    An LLM call's input is its whole current turn (the user's messages, then the tool calls and
+    results of this turn it answers). An agent's input is the user's messages only; whatever
+    followed them when the agent started (a handoff from another agent) is history to it.
+    """
     remembered, current = _split_turn(conversation)
+    if user_turn_only:
+        block = next((i for i, m in enumerate(current) if not _is_user_turn(m)), len(current))
+        current, remembered = current[:block], remembered + current[block:]
     return RunInput(
         input_messages=current,
         remembered_messages=remembered,
@@ -400,7 +411,9 @@ def _agent_run(trace: Trace, node: _Node) -> AgentRun:
     first_input = next((s.info for s in steps if s.info.input_messages), None)
     system = info.system or next((s.info.system for s in steps if s.info.system), [])
     run.input = _run_input(
-        system, first_input.input_messages if first_input else info.input_messages
+        system,
+        first_input.input_messages if first_input else info.input_messages,
+        user_turn_only=True,
     )
     trajectory = _trajectory(info, steps, tools, nested)
     final = (

@@ -4,9 +4,12 @@ The GenAI layout ``[{role, parts: [{type, ...}]}]`` is shared by OTel GenAI, Ope
 Pydantic AI, ai@7, Mastra and OpenInference's GenAI mirror, but each drifts from the spec
 (SPAN_FORMATS §9.3): tool results under ``response`` or ``result``, reasoning as ``reasoning``
 or ``thinking`` (sometimes a JSON-encoded summary list), arguments as objects or JSON strings,
-tool results sent with role ``tool`` or ``user``. Older OpenAI-style messages
-(``{role, content, tool_calls}``) also appear. Everything here accepts all of these, so each
-convention module only has to find the attribute.
+tool results sent with role ``tool`` or ``user``. Raw bodies and framework objects bring
+other dialects: OpenAI messages (``{role, content, tool_calls}``), Anthropic blocks
+(``tool_use``/``tool_result``), Bedrock Converse blocks (``{"toolUse": …}``, Strands), Gemini
+parts (``{"functionCall": …}``) and LangChain messages (serialized ``{"lc": 1, "kwargs": …}`` or
+``{"type": "human", …}``). Everything here accepts all of these, so each convention module only
+has to find the attribute.
 
 The output is Mastra-shaped: a tool call is a ``tool-invocation`` part in state ``call``, a tool
 result is a ``tool-invocation`` part in state ``result`` (or ``output-error``) carried by the
@@ -30,15 +33,32 @@ from tracescore.extract.model import (
 
 TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
 REASONING_TYPES = frozenset({"reasoning", "thinking", "reasoning_text", "summary_text"})
-TOOL_CALL_TYPES = frozenset({"tool_call", "tool-call", "function_call", "server_tool_call"})
-TOOL_RESULT_TYPES = frozenset(
-    {"tool_call_response", "tool-result", "function_call_output", "server_tool_call_response"}
+TOOL_CALL_TYPES = frozenset(
+    {"tool_call", "tool-call", "function_call", "server_tool_call", "tool_use", "server_tool_use"}
 )
+TOOL_RESULT_TYPES = frozenset({
+    "tool_call_response", "tool-result", "function_call_output", "server_tool_call_response",
+    "tool_result",
+})
 FILE_TYPES = frozenset({"blob", "uri", "file", "image", "image_url"})
 SYSTEM_ROLES = frozenset({"system", "developer"})
 # Tool results in the AI SDK's ``{type, value}`` output envelope.
 _ERROR_OUTPUTS = frozenset({"error-text", "error-json", "execution-denied"})
 _OUTPUT_ENVELOPES = frozenset({"json", "text", "content"}) | _ERROR_OUTPUTS
+# Blocks that name their kind by their single key (Bedrock Converse, Gemini).
+_KEYED_BLOCKS = {
+    "toolUse": "tool_call",
+    "functionCall": "tool_call",
+    "function_call": "tool_call",
+    "toolResult": "tool_call_response",
+    "functionResponse": "tool_call_response",
+    "function_response": "tool_call_response",
+    "reasoningContent": "reasoning",
+}
+_LANGCHAIN_TYPES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool",
+                    "function": "tool", "AIMessageChunk": "assistant"}
+_LANGCHAIN_CLASSES = {"HumanMessage": "human", "AIMessage": "ai", "SystemMessage": "system",
+                      "ToolMessage": "tool", "AIMessageChunk": "ai", "FunctionMessage": "function"}
 
 
 def text_part(text: str) -> MessagePart:
@@ -179,7 +199,8 @@ def find_reasoning(value: Any, limit: int = 10_000) -> list[str]:
                     first_present(node, "summary", "content", "text", "reasoning"), [], "reasoning"
                 )
             if isinstance(text, str) and text:
-                found.append(text)
+                if text not in found:  # bodies often hold the same block twice
+                    found.append(text)
                 continue
             stack.extend(reversed(list(node.values())))
     return found
@@ -200,7 +221,22 @@ def decode_result(value: Any) -> tuple[Any, bool]:
         kind = value.get("type")
         if kind in _OUTPUT_ENVELOPES:
             return value["value"], kind in _ERROR_OUTPUTS
+    if isinstance(value, list) and value and all(_block_value(v) is not None for v in value):
+        # Anthropic / Bedrock results are block lists: [{"type": "text", "text": …}], [{"json": …}]
+        values = [_block_value(v) for v in value]
+        if len(values) == 1:
+            return decode_result(values[0])[0], False
+        if all(isinstance(v, str) for v in values):
+            return "".join(values), False  # type: ignore[arg-type]
     return value, False
+
+
+def _block_value(block: Any) -> Any:
+    """The payload of a ``{"text": …}`` / ``{"json": …}`` result block, else None."""
+    if not isinstance(block, dict) or block.get("type", "text") not in ("text", "json"):
+        return None
+    rest = {k: v for k, v in block.items() if k != "type"}
+    return next(iter(rest.values())) if len(rest) == 1 and set(rest) <= {"text", "json"} else None
 
 
 def parse_part(raw: Any, warnings: list[str], what: str) -> MessagePart | None:
@@ -209,13 +245,18 @@ def parse_part(raw: Any, warnings: list[str], what: str) -> MessagePart | None:
         return text_part(raw) if raw else None
     if not isinstance(raw, dict):
         return None if raw is None else text_part(json_text(raw))
+    raw = _unwrap_keyed_block(raw)
     kind = str(raw.get("type") or ("text" if "content" in raw or "text" in raw else ""))
+    if raw.get("thought") is True and kind == "text":
+        kind = "reasoning"  # Gemini marks thought summaries on text parts
     if kind in TEXT_TYPES:
         text = raw.get("content", raw.get("text"))
         return text_part(json_text(text)) if text not in (None, "") else None
     if kind in REASONING_TYPES:
         text = _reasoning_text(
-            first_present(raw, "content", "text", "reasoning", "thinking", "summary"),
+            first_present(
+                raw, "content", "text", "reasoning", "thinking", "summary", "reasoningText"
+            ),
             warnings,
             f"{what} reasoning",
         )
@@ -226,8 +267,11 @@ def parse_part(raw: Any, warnings: list[str], what: str) -> MessagePart | None:
         return tool_call_part(call_id, name, decode_arguments(args, warnings, what))
     if kind in TOOL_RESULT_TYPES:
         call_id, name = _call_reference(raw)
-        result, is_error = decode_result(first_present(raw, "response", "result", "output"))
-        return tool_result_part(call_id, name, result, is_error=is_error or bool(raw.get("isError")))
+        result, is_error = decode_result(
+            first_present(raw, "response", "result", "output", "content")
+        )
+        failed = is_error or bool(raw.get("isError") or raw.get("is_error"))
+        return tool_result_part(call_id, name, result, is_error=failed or raw.get("status") == "error")
     if kind in FILE_TYPES:
         return _file_part(raw)
     extra = {k: v for k, v in raw.items() if k != "type"}
@@ -241,13 +285,37 @@ def first_present(raw: dict[str, Any], *keys: str) -> Any:
     return None
 
 
+def _unwrap_keyed_block(raw: dict[str, Any]) -> dict[str, Any]:
+    """``{"toolUse": {…}}`` (Bedrock) or ``{"functionCall": {…}}`` (Gemini) as a typed part."""
+    if "type" in raw:
+        return raw
+    for key, kind in _KEYED_BLOCKS.items():
+        if isinstance(raw.get(key), dict):
+            return {"type": kind, **raw[key]}
+    return raw
+
+
+def _langchain_message(raw: dict[str, Any]) -> dict[str, Any]:
+    """A LangChain message (serialized ``{"lc": 1, "kwargs": …}`` or ``.dict()`` with ``type``)
+    as an OpenAI-style dict; other messages are returned unchanged."""
+    if isinstance(raw.get("kwargs"), dict) and "lc" in raw:
+        path = raw.get("id")
+        name = path[-1] if isinstance(path, list) and path else ""
+        raw = {"type": _LANGCHAIN_CLASSES.get(str(name)), **raw["kwargs"]}
+    if "role" not in raw and raw.get("type") in _LANGCHAIN_TYPES:
+        return {**raw, "role": _LANGCHAIN_TYPES[raw["type"]]}
+    return raw
+
+
 def _call_reference(raw: dict[str, Any]) -> tuple[str, str]:
     """(tool-call id, tool name) under the key names GenAI, the AI SDK and OpenAI use.
 
     ``call_id`` comes before ``id``: in OpenAI Responses items ``id`` names the item and
     ``call_id`` the call that the result answers.
     """
-    call_id = first_present(raw, "toolCallId", "tool_call_id", "call_id", "id")
+    call_id = first_present(
+        raw, "toolCallId", "tool_call_id", "call_id", "toolUseId", "tool_use_id", "id"
+    )
     name = first_present(raw, "name", "toolName", "tool_name")
     return json_text(call_id or ""), json_text(name or "")
 
@@ -283,8 +351,12 @@ def parse_message(
     """One message in GenAI (``parts``) or OpenAI (``content``/``tool_calls``) shape."""
     if isinstance(raw, str):
         return text_message(message_id, default_role, raw, created_at) if raw else None
+    if isinstance(raw, list) and len(raw) == 2 and all(isinstance(v, str) for v in raw):
+        raw = {"type": raw[0], "content": raw[1]}  # LangChain ("user", "text") tuples
+        raw["role"] = _LANGCHAIN_TYPES.get(raw["type"], raw["type"])
     if not isinstance(raw, dict):
         return None
+    raw = _langchain_message(raw)
     role = str(raw.get("role") or default_role)
     parts: list[MessagePart] = []
     # OpenAI-compatible servers (DeepSeek, vLLM, OpenRouter) return reasoning beside the content.
@@ -301,7 +373,7 @@ def parse_message(
         call_id = json_text(raw.get("tool_call_id") or raw.get("id") or "")
         result, is_error = decode_result(body)
         parts.append(tool_result_part(call_id, json_text(raw.get("name") or ""), result,
-                                      is_error=is_error))
+                                      is_error=is_error or raw.get("status") == "error"))
     elif isinstance(body, list):
         parts.extend(p for p in (parse_part(item, warnings, what) for item in body) if p)
     elif body is not None:
@@ -311,10 +383,11 @@ def parse_message(
     for call in raw.get("tool_calls") or []:
         if isinstance(call, dict):
             function = call.get("function") if isinstance(call.get("function"), dict) else call
+            arguments = first_present(function, "arguments", "args")  # LangChain: ``args``
             parts.append(tool_call_part(
                 json_text(call.get("id") or ""),
                 json_text(function.get("name") or ""),
-                decode_arguments(function.get("arguments"), warnings, what),
+                decode_arguments(arguments, warnings, what),
             ))
     metadata = {"finish_reason": raw["finish_reason"]} if raw.get("finish_reason") else None
     return build_message(message_id, role, parts, created_at, metadata)

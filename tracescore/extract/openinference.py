@@ -60,8 +60,6 @@ def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
     attributes = span.attributes
     span_kind = (as_str(attributes.get("openinference.span.kind")) or "").upper()
     info.kind = _KINDS.get(span_kind, "other")  # type: ignore[assignment]
-    if span_kind == "CHAIN" and _is_langchain_agent(span, info.warnings):
-        info.kind = "agent"
     info.model = first_str(attributes, "llm.model_name")
     info.provider = first_str(attributes, "llm.provider", "llm.system")
     info.usage = usage_from(
@@ -95,10 +93,38 @@ def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
     return info
 
 
-def _is_langchain_agent(span: Span, warnings: list[str]) -> bool:
-    """LangChain ``create_agent`` roots are CHAIN spans named after the agent (§3)."""
-    metadata = load_json(span.attributes.get("metadata"), warnings, "metadata")
-    return isinstance(metadata, dict) and metadata.get("lc_agent_name") == span.name
+def refine(read: list[tuple[Span, SpanInfo]]) -> None:
+    """Find LangChain / LangGraph agents, which are CHAIN spans, not AGENT spans (§3).
+
+    ``create_agent(name=…)`` names the graph's root CHAIN after the agent and puts
+    ``lc_agent_name`` in the metadata LangChain hands down to the spans below; an unnamed graph
+    still marks its nodes with ``langgraph_node``. The top-most CHAIN so named (or, for an
+    unnamed graph, the root CHAIN) becomes the agent span.
+    """
+    names: set[str] = set()
+    graph = False
+    for span, _ in read:
+        metadata = span.attributes.get("metadata")
+        if isinstance(metadata, str) and ("lc_agent_name" in metadata or "langgraph" in metadata):
+            decoded = load_json(metadata, [], "metadata")
+            if isinstance(decoded, dict):
+                graph = graph or "langgraph_node" in decoded
+                if isinstance(decoded.get("lc_agent_name"), str):
+                    names.add(decoded["lc_agent_name"])
+    if not names and not graph:
+        return
+    chains = {
+        span.span_id: span for span, info in read
+        if as_str(span.attributes.get("openinference.span.kind")) == "CHAIN"
+    }
+    infos = {info.span_id: info for _, info in read}
+    for span in chains.values():
+        parent = chains.get(span.parent_span_id or "")
+        named = span.name in names and (parent is None or parent.name != span.name)
+        unnamed_root = not names and span.parent_span_id not in infos
+        if named or unnamed_root:
+            infos[span.span_id].kind = "agent"
+            infos[span.span_id].agent_name = span.name
 
 
 def _read_messages(span: Span, info: SpanInfo) -> None:
@@ -244,7 +270,7 @@ def _tool_call(span: Span, info: SpanInfo) -> ToolInvocation:
                                 "gen_ai.tool.call")
     result, is_error = decode_result(first(attributes, "output.value"))
     call_id = first_str(attributes, "tool_call.id", "tool.id", "gen_ai.tool.call.id") or ""
-    message = result.get("kwargs") if isinstance(result, dict) else None
+    message = result.get("kwargs", result) if isinstance(result, dict) else None
     if isinstance(message, dict) and "tool_call_id" in message:
         call_id = call_id or json_text(message["tool_call_id"])
         is_error = is_error or message.get("status") == "error"
