@@ -1,0 +1,115 @@
+"""OTLP/protobuf export requests carrying GenAI agent traces, built with opentelemetry-proto.
+
+The multi-process test and the scale benchmark scatter the spans of every trace over several
+tracescore processes, the worst case for a deployment without trace-id routing. Root spans go
+out in a second round, after every child: a trace only becomes ready once its root has
+arrived, so no trace can be scored before all its spans are stored (which would rescore it
+when the late span lands, a correct but different path from the one these measure).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
+
+SERVICE = "scale-app"
+AGENT = "WeatherBot"
+
+
+@dataclass(frozen=True)
+class AgentTrace:
+    trace_id: str
+    agent_span_id: str
+    spans: list[Span]
+    """Children first, the root ``invoke_agent`` span last."""
+
+
+def _attributes(values: dict[str, str]) -> list[KeyValue]:
+    return [KeyValue(key=k, value=AnyValue(string_value=v)) for k, v in values.items()]
+
+
+def _text(role: str, content: str) -> str:
+    return json.dumps([{"role": role, "parts": [{"type": "text", "content": content}]}])
+
+
+def agent_trace(rng: random.Random, city: str = "Paris") -> AgentTrace:
+    """invoke_agent → chat (tool call), execute_tool, chat (answer), as OTel GenAI spans."""
+    trace_id = rng.randbytes(16)
+    root_id, *child_ids = (rng.randbytes(8) for _ in range(4))
+    start = time.time_ns() - 2_000_000_000
+    question, answer = _text("user", f"Weather in {city}?"), _text("assistant", f"Sunny in {city}.")
+    call = {"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": {"city": city}}
+    children = [
+        ("chat gpt-4o-mini", {
+            "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini",
+            "gen_ai.input.messages": question,
+            "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [call]}]),
+        }),
+        ("execute_tool get_weather", {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
+            "gen_ai.tool.call.id": "call_1", "gen_ai.tool.call.arguments": json.dumps({"city": city}),
+            "gen_ai.tool.call.result": '{"forecast": "sunny"}',
+        }),
+        ("chat gpt-4o-mini", {
+            "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini",
+            "gen_ai.output.messages": answer,
+        }),
+    ]  # fmt: skip
+    spans = [
+        Span(
+            trace_id=trace_id, span_id=span_id, parent_span_id=root_id, name=name,
+            kind=Span.SPAN_KIND_CLIENT, start_time_unix_nano=start + (n + 1) * 100_000_000,
+            end_time_unix_nano=start + (n + 2) * 100_000_000, attributes=_attributes(attrs),
+        )
+        for n, (span_id, (name, attrs)) in enumerate(zip(child_ids, children, strict=True))
+    ]  # fmt: skip
+    spans.append(
+        Span(
+            trace_id=trace_id, span_id=root_id, name=f"invoke_agent {AGENT}",
+            kind=Span.SPAN_KIND_INTERNAL, start_time_unix_nano=start,
+            end_time_unix_nano=start + 500_000_000,
+            attributes=_attributes({
+                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": AGENT,
+                "gen_ai.request.model": "gpt-4o-mini", "gen_ai.input.messages": question,
+                "gen_ai.output.messages": answer,
+            }),
+        )
+    )  # fmt: skip
+    return AgentTrace(trace_id.hex(), root_id.hex(), spans)
+
+
+def export_request(spans: Sequence[Span]) -> bytes:
+    """One OTLP/HTTP protobuf body, as an SDK's exporter would send it."""
+    resource = Resource(attributes=_attributes({"service.name": SERVICE}))
+    scope = InstrumentationScope(name="tracescore-scale-test", version="1")
+    request = ExportTraceServiceRequest(
+        resource_spans=[ResourceSpans(resource=resource,
+                                      scope_spans=[ScopeSpans(scope=scope, spans=list(spans))])]
+    )  # fmt: skip
+    return request.SerializeToString()
+
+
+def scatter(
+    traces: Sequence[AgentTrace], targets: int, rng: random.Random
+) -> list[tuple[int, bytes]]:
+    """(target index, body) pairs sending each span to a random target, roots in a last round."""
+    rounds: list[list[Span]] = [
+        [span for trace in traces for span in trace.spans[:-1]],
+        [trace.spans[-1] for trace in traces],
+    ]
+    requests = []
+    for spans in rounds:
+        by_target: dict[int, list[Span]] = defaultdict(list)
+        for span in spans:
+            by_target[rng.randrange(targets)].append(span)
+        requests += [(target, export_request(group)) for target, group in sorted(by_target.items())]
+    return requests

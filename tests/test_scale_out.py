@@ -1,0 +1,147 @@
+"""Three ``tracescore serve`` processes on one PostgreSQL, as docker-compose.yml runs them.
+
+Correctness must not depend on the gateway's trace-id routing, so every span of every trace
+goes to a process picked at random. One process is made to hang while it holds leases and is
+then killed with ``kill -9``; the other two must finish its traces once the leases expire.
+Evidence comes from three independent places: the ``spans`` table (nothing lost, nothing
+doubled), the ``scores`` table (one row per run and binding) and the scorer's own call log
+(each run scored to completion exactly once, so leases, not upserts, prevented double work).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import create_engine, text
+
+from tests.agent_otlp import AgentTrace, agent_trace, scatter
+from tests.counting_scorer import CALL_LOG_ENV, HANG_AFTER_ENV
+from tests.server_process import ServerProcess, start_server
+
+pytestmark = pytest.mark.postgres
+
+REPO = Path(__file__).resolve().parents[1]
+LEASE_SECONDS = 3.0
+BINDING = "counted"
+CONFIG = {
+    "assembly": {"lease_seconds": LEASE_SECONDS, "idle_timeout": 0.5},
+    "scorers": [{"name": BINDING, "scorer": "tests.counting_scorer:counting"}],
+    # Small claims so the doomed process holds a few traces, not the whole backlog.
+    "workers": {"claim_batch": 2, "poll_interval": 0.05},
+}
+
+
+def _send(servers: list[ServerProcess], traces: list[AgentTrace], rng: random.Random) -> None:
+    with httpx.Client(timeout=30) as client:
+        for target, body in scatter(traces, len(servers), rng):
+            response = client.post(
+                f"{servers[target].base_url}/v1/traces", content=body,
+                headers={"Content-Type": "application/x-protobuf"},
+            )  # fmt: skip
+            assert response.status_code == 200, response.text
+
+
+def _calls(path: Path) -> list[tuple[str, str, str, int]]:
+    """(event, trace id, span id, pid) per line of the scorer's call log."""
+    if not path.exists():
+        return []
+    lines = [line.split() for line in path.read_text().splitlines()]
+    return [(event, trace_id, span_id, int(pid)) for event, trace_id, span_id, pid in lines]
+
+
+def _wait(condition, timeout: float, what: str) -> None:  # noqa: ANN001 - a zero-arg predicate
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def servers(tmp_path: Path, pg_url: str) -> Iterator[list[ServerProcess]]:
+    """Three processes on ``pg_url``; the first hangs in the scorer after one completed call."""
+    call_log = tmp_path / "calls.log"
+    env = {"PYTHONPATH": str(REPO), CALL_LOG_ENV: str(call_log)}
+    with ExitStack() as stack:
+        started = [
+            stack.enter_context(start_server(
+                tmp_path / f"replica-{n}", db_url=pg_url, config=CONFIG, idle_timeout=None,
+                env={**env, HANG_AFTER_ENV: "1"} if n == 0 else env,
+            ))
+            for n in range(3)
+        ]  # fmt: skip
+        yield started
+
+
+def test_every_trace_scored_once_across_processes_and_a_crash(
+    servers: list[ServerProcess], tmp_path: Path, pg_url: str
+) -> None:
+    doomed, survivors = servers[0], servers[1:]
+    call_log = tmp_path / "calls.log"
+    rng = random.Random(20261122)
+    before_crash = [agent_trace(rng, city=f"city-{n}") for n in range(24)]
+    after_crash = [agent_trace(rng, city=f"city-{n}") for n in range(24, 40)]
+
+    for wave in range(0, len(before_crash), 4):
+        _send(servers, before_crash[wave : wave + 4], rng)
+
+    def doomed_is_stuck() -> bool:
+        calls = Counter((event, pid) for event, *_, pid in _calls(call_log))
+        return calls["start", doomed.process.pid] > calls["done", doomed.process.pid] >= 1
+
+    _wait(doomed_is_stuck, 30, "the first process to complete one call and hang in the next")
+    doomed.kill()
+
+    for wave in range(0, len(after_crash), 4):
+        _send(survivors, after_crash[wave : wave + 4], rng)
+
+    traces = before_crash + after_crash
+    runs = {(t.trace_id, t.agent_span_id) for t in traces}
+    engine = create_engine(pg_url)
+    try:
+
+        def all_scored() -> bool:
+            with engine.connect() as connection:
+                return connection.execute(text("SELECT count(*) FROM scores")).scalar() >= len(runs)
+
+        _wait(all_scored, LEASE_SECONDS + 30, f"{len(runs)} scores")
+        time.sleep(LEASE_SECONDS)  # room for any wrongful second claim to show up
+        with engine.connect() as connection:
+            spans = connection.execute(text("SELECT trace_id, span_id FROM spans")).all()
+            scores = connection.execute(
+                text("SELECT trace_id, span_id, binding, status FROM scores")
+            ).all()
+            states = Counter(connection.execute(text("SELECT state FROM traces")).scalars())
+    finally:
+        engine.dispose()
+
+    # No lost or doubled span, including those only the killed process acknowledged.
+    sent = Counter((t.trace_id, span.span_id.hex()) for t in traces for span in t.spans)
+    assert Counter(map(tuple, spans)) == sent
+    # One stored score per (trace, span, binding), all successful.
+    assert Counter((trace_id, span_id, binding) for trace_id, span_id, binding, _ in scores) == Counter(
+        (trace_id, span_id, BINDING) for trace_id, span_id in runs
+    )
+    assert {status for *_, status in scores} == {"ok"}
+    assert states == {"scored": len(traces)}
+
+    calls = _calls(call_log)
+
+    def runs_of(event: str, pids: set[int] | None = None) -> Counter[tuple[str, str]]:
+        return Counter((t, s) for e, t, s, pid in calls if e == event and (pids is None or pid in pids))
+
+    assert runs_of("done") == Counter(runs), "each run must be scored to completion exactly once"
+    # Runs started but never finished are exactly the killed process's stuck ones...
+    doomed_pid = {doomed.process.pid}
+    stranded = runs_of("start") - runs_of("done")
+    assert stranded and set(stranded) == set(runs_of("start", doomed_pid) - runs_of("done", doomed_pid))
+    # ...and the other processes finished them once its leases expired.
+    survivor_pids = {server.process.pid for server in survivors}
+    assert set(stranded) <= set(runs_of("done", survivor_pids))
