@@ -319,3 +319,15 @@ def test_parent_cycle_is_cut_not_followed_forever() -> None:
     runs = extract_runs(trace(a, b, c))
     assert sorted(r.kind for r in runs) == ["agent", "llm", "tool"]
     assert any("cycle" in w for r in runs for w in r.warnings)
+
+
+def test_failure_from_error_type_or_exception_event() -> None:
+    from tracescore.spans import SpanEvent
+
+    unset = span("chat", {"gen_ai.operation.name": "chat", "error.type": "RateLimitError"})
+    raised = span("chat", {"gen_ai.operation.name": "chat"}, status=2)
+    raised.events = [SpanEvent("exception", 1, {"exception.type": "ValueError",
+                                                "exception.message": "bad input"})]
+    first, second = extract_runs(trace(unset, raised))
+    assert (first.status, first.error) == ("error", "RateLimitError")
+    assert (second.status, second.error) == ("error", "ValueError: bad input")

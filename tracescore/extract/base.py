@@ -47,11 +47,18 @@ class Convention(Protocol):
 
 
 def new_info(span: Span, convention: str) -> SpanInfo:
-    """A ``SpanInfo`` holding what every span has regardless of convention."""
+    """A ``SpanInfo`` holding what every span has regardless of convention.
+
+    ``error.type`` (the general OTel attribute for a failed operation) marks a failure even when
+    the instrumentation left the span status unset.
+    """
     status = {STATUS_OK: "ok", STATUS_ERROR: "error"}.get(span.status_code, "unset")
+    error_type = as_str(span.attributes.get("error.type"))
+    if error_type is not None and status == "unset":
+        status = "error"
     error = None
     if status == "error":
-        error = span.status_message or as_str(span.attributes.get("error.type")) or "error"
+        error = span.status_message or _exception_message(span) or error_type or "error"
     return SpanInfo(
         span_id=span.span_id,
         parent_span_id=span.parent_span_id,
@@ -62,6 +69,16 @@ def new_info(span: Span, convention: str) -> SpanInfo:
         status=status,
         error=error,
     )
+
+
+def _exception_message(span: Span) -> str | None:
+    """``type: message`` of the span's first ``exception`` event (the SDK's record_exception)."""
+    for event in span.events:
+        if event.name == "exception":
+            kind = as_str(event.attributes.get("exception.type"))
+            message = as_str(event.attributes.get("exception.message"))
+            return ": ".join(t for t in (kind, message) if t) or None
+    return None
 
 
 def safe_read(convention: Convention, span: Span, logs: list[LogRecord]) -> SpanInfo:
