@@ -108,7 +108,8 @@ class JudgeServer:
     def script(self, match: str, *replies: Reply) -> None:
         """Serve ``replies`` (in order, the last repeating) to requests whose body holds ``match``.
 
-        A later script for the same ``match`` replaces the earlier one.
+        A later script for the same ``match`` replaces the earlier one; when several scripts
+        match a request, the most recently added answers.
         """
         with self._lock:
             self._scripts = [s for s in self._scripts if s.match != match]
@@ -140,7 +141,7 @@ class JudgeServer:
             fmt = (body.get("response_format") or {}).get("type")
             if self.reject_json_schema and fmt == "json_schema":
                 return error_reply(400, message=LLAMA_CPP_JSON_SCHEMA_ERROR)
-            for script in self._scripts:
+            for script in reversed(self._scripts):
                 if script.match in raw:
                     return script.next()
             return self.default
