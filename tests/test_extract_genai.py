@@ -141,9 +141,19 @@ def test_legacy_events_sent_as_span_events() -> None:
         SpanEvent("gen_ai.choice", 2, {"index": 0, "finish_reason": "stop",
                                        "message": {"role": "assistant", "content": "Hey"}}),
     ]
-    (run,) = extract_runs(trace(chat))
-    assert user_text(run) == ["Hi"]
-    assert final_answer(run) == "Hey"
+    strands = span("chat m", {"gen_ai.operation.name": "chat", "gen_ai.system": "strands-agents"})
+    strands.events = [
+        SpanEvent("gen_ai.user.message", 1, {"content": '[{"text": "Weather?"}]'}),
+        SpanEvent("gen_ai.choice", 2, {"finish_reason": "tool_use", "message": orjson.dumps(
+            [{"toolUse": {"toolUseId": "t1", "name": "get_weather", "input": {"city": "Paris"}}}]
+        ).decode()}),
+    ]
+    first, second = extract_runs(trace(chat, strands))
+    assert user_text(first) == ["Hi"]
+    assert final_answer(first) == "Hey"
+    assert user_text(second) == ["Weather?"]
+    (call,) = tool_calls(second)
+    assert (call.tool_call_id, call.tool_name, call.args) == ("t1", "get_weather", {"city": "Paris"})
 
 
 def test_semconv_1_26_content_span_events() -> None:

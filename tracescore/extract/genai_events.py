@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from tracescore.extract.base import as_str, timestamp
+from tracescore.extract.base import as_str, load_json, timestamp
 from tracescore.extract.genai_messages import parse_message, parse_messages, split_system
 from tracescore.extract.model import Message, SpanInfo
 from tracescore.spans import LogRecord, Span
@@ -51,7 +51,14 @@ def _events(logs: list[LogRecord], span: Span) -> Iterator[tuple[str, int, Any]]
 
 
 def _strip(attributes: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in attributes.items() if k not in ("gen_ai.system", "event.name")}
+    """The event's fields as a body. As attributes, structured fields can only travel as JSON
+    strings (Strands sends ``content`` as a JSON list of blocks), so those are decoded."""
+    payload = {k: v for k, v in attributes.items() if k not in ("gen_ai.system", "event.name")}
+    for key in ("content", "message", "tool_calls"):
+        value = payload.get(key)
+        if isinstance(value, str) and value[:1] in ("[", "{"):
+            payload[key] = load_json(value, [], key)  # text that merely looks like JSON stays
+    return payload
 
 
 def fill_from_events(info: SpanInfo, logs: list[LogRecord], span: Span) -> None:
@@ -60,8 +67,13 @@ def fill_from_events(info: SpanInfo, logs: list[LogRecord], span: Span) -> None:
     outputs: list[Message] = []
     for name, time_ns, payload in _events(logs, span):
         if name == CHOICE_EVENT:
-            raw = payload.get("message") if isinstance(payload.get("message"), dict) else payload
-            raw = {"role": "assistant", **raw}
+            message = payload.get("message")
+            if isinstance(message, dict):
+                raw = {"role": "assistant", **message}
+            elif isinstance(message, (list, str)):  # Strands: the content blocks themselves
+                raw = {"role": "assistant", "content": message}
+            else:
+                raw = {"role": "assistant", **payload}
             if payload.get("finish_reason"):
                 raw["finish_reason"] = payload["finish_reason"]
             message = parse_message(
