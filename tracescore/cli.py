@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
@@ -199,7 +199,7 @@ def score(
             score_groups(groups, compiled, concurrency=concurrency, on_group=lambda _i, _r: advance(1))
         )
     rows = [row for group_rows in per_group for row in group_rows]
-    summaries = summarize(rows, [b.name for b in compiled])
+    summaries = summarize(rows, {b.name: b.scorer.id for b in compiled})
     unknown = unknown_thresholds(summaries, thresholds)
     if unknown:
         _usage_error(f"--fail-under names no binding or scorer: {', '.join(unknown)}")
@@ -248,6 +248,162 @@ def list_scorers(fmt: str = typer.Option("table", "--format", help="table or jso
             kind += ", lower is better"
         table.add_row(entry.name, kind, entry.description, options or "-")
     Console(width=None if sys.stdout.isatty() else 160).print(table)
+
+
+@app.command()
+def rescore(
+    since: str = typer.Option("7d", "--since", help="Traces active since: 7d, 12h, 30m, or an ISO date."),
+    scorer: list[str] = typer.Option(
+        [], "--scorer", help="NAME[:key=value,…] or module:attr[:…]; replaces the config's bindings."
+    ),
+    binding: list[str] = typer.Option([], "--binding", help="Only this configured binding; repeatable."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Print the runs to score and the estimated judge cost, then stop."
+    ),
+    max_cost: float | None = typer.Option(
+        None, "--max-cost", min=0, help="Stop starting traces once this many USD would be spent."
+    ),
+    force: bool = typer.Option(False, "--force", help="Also re-score runs that have a current score."),
+    config_file: Path | None = typer.Option(None, "--config", help="YAML config: store, bindings, judges."),
+    db: str | None = typer.Option(None, "--db", help="Database URL (default: the config's store)."),
+    judge: str | None = typer.Option(None, "--judge", help="Judge model for LLM scorers (litellm name)."),
+    api_base: str | None = typer.Option(None, "--api-base", help="OpenAI-compatible judge URL."),
+    concurrency: int = typer.Option(8, "--concurrency", min=1, help="Traces scored at once."),
+    fmt: str = typer.Option("table", "--format", help="table, json or csv."),
+) -> None:
+    """Score stored traces again with the current scorer versions (new versions stored beside old)."""
+    import asyncio
+
+    from tracescore.config import ConfigError
+    from tracescore.offline.progress import progress_bar
+    from tracescore.offline.report import render, summarize
+    from tracescore.offline.rescore import Backfill, parse_since
+    from tracescore.offline.specs import SpecError, resolve_bindings
+    from tracescore.pipeline.bindings import BindingError, compile_bindings
+
+    if fmt not in ("table", "json", "csv"):
+        _usage_error(f"--format must be table, json or csv, not {fmt!r}")
+    try:
+        config = _load_config(config_file)
+        start = parse_since(since)
+        bindings, judges = resolve_bindings(config.scorers, dict(config.judges), scorer, judge, api_base)
+        unknown = sorted(set(binding) - {b.name for b in bindings})
+        if unknown:
+            raise SpecError(f"--binding names no configured binding: {', '.join(unknown)}")
+        bindings = [b for b in bindings if not binding or b.name in binding]
+        store = _open_store(db or config.store)
+        compiled = compile_bindings(bindings, judges, store.engine)
+    except (ConfigError, SpecError, BindingError, ValueError) as exc:
+        _usage_error(str(exc))
+    if judges:
+        from tracescore.judge import use_verdict_store
+
+        use_verdict_store(store.engine)
+    backfill = Backfill(store, compiled, force=force, concurrency=concurrency)
+    plan = backfill.plan(start)
+    if dry_run:
+        _print_estimates(plan, compiled, store.engine, fmt)
+        return
+    with progress_bar("re-scoring", len(plan.traces)) as advance:
+        outcome = asyncio.run(
+            backfill.run(plan.traces, max_cost=max_cost, on_trace=lambda _rows: advance(1))
+        )
+    summaries = summarize(outcome.rows, {b.name: b.scorer.id for b in compiled})
+    typer.echo(render(summaries, fmt, title=f"Re-scored ({outcome.traces_done} traces)"), nl=fmt == "json")
+    typer.echo(
+        f"{len(outcome.rows)} scores stored for {outcome.traces_done} of {len(plan.traces)} traces, "
+        f"judge cost ${outcome.cost_usd:.6f}", err=True,
+    )
+    if outcome.stopped_by_budget:
+        typer.echo(f"stopped: the --max-cost budget of ${max_cost:g} is reached", err=True)
+
+
+def _print_estimates(plan: Any, compiled: list[Any], engine: Any, fmt: str) -> None:
+    import dataclasses
+
+    import orjson
+
+    from tracescore.offline.estimate import estimate_cost
+
+    estimates = [
+        estimate_cost(b, plan.samples[b.name], plan.runs[b.name], engine) for b in compiled
+    ]
+    total = sum(e.cost_usd for e in estimates)
+    if fmt == "json":
+        typer.echo(orjson.dumps(
+            {"traces": len(plan.traces), "runs": sum(plan.runs.values()), "cost_usd": total,
+             "bindings": [dataclasses.asdict(e) for e in estimates]}, option=orjson.OPT_INDENT_2,
+        ).decode())  # fmt: skip
+        return
+    lines = [f"dry run: {len(plan.traces)} traces, {sum(plan.runs.values())} runs to score; "
+             f"estimated judge cost ${total:.6f}"]  # fmt: skip
+    lines += [
+        f"  {e.binding} ({e.scorer}): {e.runs} runs, ${e.cost_usd:.6f}"
+        + (f" [{e.calls_per_run:g} calls/run, {e.input_tokens_per_run:.0f} input tokens/run; {e.method}]"
+           if e.calls_per_run else "")
+        for e in estimates
+    ]
+    typer.echo("\n".join(lines))
+
+
+@app.command()
+def compare(
+    binding: str = typer.Option(..., "--binding", help="The binding whose versions to compare."),
+    versions: tuple[str, str] = typer.Option(..., "--versions", help="Two scorer versions: A B."),
+    threshold: float | None = typer.Option(
+        None, "--threshold", help="Label pass at score >= this (default: the stored labels)."
+    ),
+    config_file: Path | None = typer.Option(None, "--config", help="YAML config (for its store)."),
+    db: str | None = typer.Option(None, "--db", help="Database URL (default: the config's store)."),
+    fmt: str = typer.Option("table", "--format", help="table or json."),
+) -> None:
+    """Agreement of two scorer versions of a binding on the runs both scored."""
+    import dataclasses
+
+    import orjson
+
+    from tracescore.config import ConfigError
+    from tracescore.offline.compare import compare_versions
+
+    try:
+        store = _open_store(db or _load_config(config_file).store)
+    except (ConfigError, ValueError) as exc:
+        _usage_error(str(exc))
+    result = compare_versions(store.engine, binding, versions[0], versions[1], threshold)
+    if fmt == "json":
+        typer.echo(orjson.dumps(dataclasses.asdict(result), option=orjson.OPT_INDENT_2).decode())
+        return
+
+    def number(value: float | None, spec: str = ".4f") -> str:
+        return "-" if value is None else format(value, spec)
+
+    a, b = versions
+    typer.echo("\n".join([
+        f"binding {binding}: version {a} vs {b}",
+        f"  scored runs        {a}: {result.n_a}   {b}: {result.n_b}   paired: {result.n_paired}",
+        f"  mean score         {a}: {number(result.mean_a)}   {b}: {number(result.mean_b)}",
+        f"  mean difference    {number(result.mean_difference, '+.4f')} ({b} - {a})",
+        f"  pearson r          {number(result.pearson)}",
+        f"  label agreement    {number(result.label_agreement, '.1%')} of {result.n_labelled} labelled pairs",
+    ]))  # fmt: skip
+    if result.n_paired == 0:
+        typer.echo(f"no run was scored by both versions of {binding!r}", err=True)
+        raise typer.Exit(1)
+
+
+def _open_store(url: str) -> Any:
+    """The store at ``url``; a URL that cannot be used raises ``ValueError`` (a usage error)."""
+    from sqlalchemy.exc import ArgumentError, OperationalError
+
+    from tracescore.store import open_store
+
+    try:
+        return open_store(url)
+    except ArgumentError as exc:
+        raise ValueError(f"invalid database URL: {exc}") from None
+    except OperationalError as exc:
+        typer.echo(f"cannot open the database: {exc.orig}", err=True)
+        raise typer.Exit(1) from None
 
 
 def _usage_error(message: str) -> NoReturn:

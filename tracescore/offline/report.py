@@ -33,9 +33,13 @@ class BindingSummary:
     cost_usd: float
 
 
-def summarize(rows: Iterable[Mapping[str, Any]], bindings: Sequence[str] = ()) -> list[BindingSummary]:
-    """One summary per binding, in the order of ``bindings`` and then of first appearance."""
-    grouped: dict[str, list[Mapping[str, Any]]] = {name: [] for name in bindings}
+def summarize(
+    rows: Iterable[Mapping[str, Any]], bindings: Mapping[str, str] | None = None
+) -> list[BindingSummary]:
+    """One summary per binding: those of ``bindings`` (name → scorer id) first, in order, even
+    without rows, then any other binding in order of first appearance."""
+    scorer_ids = dict(bindings or {})
+    grouped: dict[str, list[Mapping[str, Any]]] = {name: [] for name in scorer_ids}
     for row in rows:
         grouped.setdefault(row["binding"], []).append(row)
     summaries = []
@@ -44,7 +48,7 @@ def summarize(rows: Iterable[Mapping[str, Any]], bindings: Sequence[str] = ()) -
         summaries.append(
             BindingSummary(
                 binding=name,
-                scorer=group[0]["scorer_id"] if group else "",
+                scorer=group[0]["scorer_id"] if group else scorer_ids.get(name, ""),
                 n=len(scores),
                 mean=sum(scores) / len(scores) if scores else None,
                 min=min(scores, default=None),

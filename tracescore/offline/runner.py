@@ -144,7 +144,7 @@ async def arun_evals(
 
     results = list(await asyncio.gather(*(one(i, item) for i, item in enumerate(items))))
     rows = [row for r in results for row in r.scores.values()]
-    return EvalResult(results, summarize(rows, [b.name for b in bindings]))
+    return EvalResult(results, summarize(rows, {b.name: b.scorer.id for b in bindings}))
 
 
 def run_evals(

@@ -1,0 +1,213 @@
+"""What re-scoring runs with an LLM scorer will cost, worked out before any judge is called.
+
+Input tokens are counted on the real prompts: each sampled run goes through the scorer with a
+*pricing judge* that counts the tokens of every request exactly as the judge client would send
+it (instructions, prompt and schema instruction) and answers with the smallest valid object of
+the step's schema, so code steps run for real and later prompt steps render. A prompt step that
+never rendered because a step failed on those empty answers is counted at the mean size of the
+run's rendered prompts: calls per run is the scorer's number of prompt steps. Requests the judge
+would answer from its verdict cache (repeated within the backfill, or already in the store's
+verdict table) count as free, as they are.
+
+Output tokens cannot be counted before the judge answers. They come from the scorer's own past
+judge calls in the store (mean output tokens per call, any version) when there are any, else
+:data:`DEFAULT_OUTPUT_TOKENS` per call. Tokens are priced with litellm's price map for the
+judge's model; a model litellm has no price for (self-hosted) costs nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from pydantic import BaseModel
+from sqlalchemy import select
+from sqlalchemy.engine import Engine
+
+from tracescore.extract.model import AgentRun
+from tracescore.pipeline.bindings import CompiledBinding
+from tracescore.scorers.base import JudgeRequest, JudgeResponse, PromptStep, Scorer
+from tracescore.store.scores import ScoreRow
+
+DEFAULT_OUTPUT_TOKENS = 100
+"""Output tokens per judge call assumed when the scorer has no past calls to learn from."""
+SAMPLE_RUNS = 100
+"""Runs per binding whose prompts are rendered; the mean is extrapolated to all runs."""
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    binding: str
+    scorer: str
+    runs: int
+    cost_usd: float
+    calls_per_run: float
+    input_tokens_per_run: float
+    output_tokens_per_call: float
+    method: str
+    """How the figures were obtained, shown next to them."""
+
+
+class PricingJudge:
+    """A ``Judge`` that pays nothing: it counts request tokens and answers minimal objects.
+
+    A request the judge would serve from its verdict cache (asked before in this estimate, or
+    stored in ``known(key)``) is recorded as cached: it costs nothing.
+    """
+
+    def __init__(self, model: str, known: Callable[[str], bool] | None = None) -> None:
+        self.model = model
+        self.known = known
+        self.calls: list[tuple[int, bool]] = []
+        """``(input tokens, cached)`` of each request since the last ``calls.clear()``."""
+        self._seen: set[str] = set()
+
+    async def complete(self, request: JudgeRequest) -> JudgeResponse:
+        from tracescore.judge.cache import verdict_key  # noqa: PLC0415 - judge stack only here
+        from tracescore.judge.client import litellm  # noqa: PLC0415
+        from tracescore.judge.structured import schema_instruction  # noqa: PLC0415
+
+        prompt = request.prompt
+        if request.schema is not None:
+            prompt = f"{prompt}\n\n{schema_instruction(request.schema)}"
+        messages = [{"role": "user", "content": prompt}]
+        if request.instructions:
+            messages.insert(0, {"role": "system", "content": request.instructions})
+        tokens = int(litellm().token_counter(model=self.model, messages=messages))
+        key = verdict_key(request, self.model)
+        cached = key in self._seen or (self.known is not None and self.known(key))
+        self._seen.add(key)
+        self.calls.append((tokens, cached))
+        output: Any = minimal(request.schema) if request.schema is not None else ""
+        return JudgeResponse(output=output, text="", model=self.model, input_tokens=tokens)
+
+
+def estimate_cost(
+    binding: CompiledBinding, runs: Sequence[AgentRun], total_runs: int, engine: Engine | None
+) -> CostEstimate:
+    """The judge cost of scoring ``total_runs`` runs like ``runs`` (a sample of them)."""
+    scorer = binding.scorer
+    prompt_steps = [step for _, step in scorer._steps if isinstance(step, PromptStep)]
+    if not prompt_steps:
+        return CostEstimate(binding.name, scorer.id, total_runs, 0.0, 0, 0, 0, "no judge calls")
+    judge = prompt_steps[0].judge if prompt_steps[0].judge is not None else scorer.judge
+    model = judge_model(judge)
+    caches = getattr(getattr(judge, "config", judge), "cache", True) is not False
+    known = partial(_stored_verdict, engine) if engine is not None and caches else None
+    pricing = PricingJudge(model, known if caches else None)
+    priced = _with_judge(scorer, pricing)
+    sample = runs[:SAMPLE_RUNS]
+    calls = tokens = 0.0
+    for run in sample:
+        pricing.calls.clear()
+        priced.run_sync(run)
+        paid = [t for t, cached in pricing.calls if not (cached and caches)]
+        if not pricing.calls:  # stopped by a code step before any prompt: no judge call either
+            continue
+        # Steps that did not render (a later step failed on the empty answers) count at the
+        # mean size of this run's prompts.
+        missing = len(prompt_steps) - len(pricing.calls)
+        mean = sum(t for t, _ in pricing.calls) / len(pricing.calls)
+        calls += len(paid) + missing
+        tokens += sum(paid) + missing * mean
+    calls_per_run = calls / max(1, len(sample))
+    input_tokens = tokens / max(1, len(sample))
+    past = _past_output_tokens(engine, scorer.id) if engine is not None else None
+    output_per_call = past if past is not None else DEFAULT_OUTPUT_TOKENS
+    price_in, price_out = _prices(model)
+    per_run = input_tokens * price_in + calls_per_run * output_per_call * price_out
+    method = (
+        f"{model}: input tokens of {len(sample)} rendered runs; output tokens "
+        + ("from past judge calls" if past is not None else f"assumed {DEFAULT_OUTPUT_TOKENS}/call")
+        + ("" if price_in or price_out else "; no litellm price for this model")
+    )
+    return CostEstimate(binding.name, scorer.id, total_runs, per_run * total_runs, calls_per_run,
+                        input_tokens, output_per_call, method)  # fmt: skip
+
+
+def judge_model(spec: Any) -> str:
+    """The litellm model name of a judge spec (string, ``JudgeConfig``, dict or ``Judge``)."""
+    if isinstance(spec, str):
+        return spec
+    if isinstance(spec, dict):
+        return str(spec.get("model"))
+    config = getattr(spec, "config", None)
+    return str(getattr(config, "model", None) or getattr(spec, "model", "unknown"))
+
+
+def minimal(schema: type[BaseModel]) -> BaseModel:
+    """The smallest instance of ``schema``: empty lists and strings, zeros, first literals."""
+    values = {
+        name: _minimal_value(field.annotation)
+        for name, field in schema.model_fields.items()
+        if field.is_required()
+    }
+    return schema.model_construct(**values)
+
+
+def _minimal_value(annotation: Any) -> Any:
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return typing.get_args(annotation)[0]
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return None if len(options) < len(typing.get_args(annotation)) else _minimal_value(options[0])
+    if origin is not None:
+        return {} if origin is dict else []
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return minimal(annotation)
+    return {str: "", int: 0, float: 0.0, bool: False}.get(annotation)
+
+
+def _with_judge(scorer: Scorer, judge: PricingJudge) -> Scorer:
+    steps = tuple(
+        (name, dataclasses.replace(step, judge=judge) if isinstance(step, PromptStep) else step)
+        for name, step in scorer._steps
+    )
+    return dataclasses.replace(scorer, judge=judge, _steps=steps)
+
+
+def _prices(model: str) -> tuple[float, float]:
+    """USD per input and per output token from litellm's price map (0, 0 when unpriced)."""
+    from tracescore.judge.client import litellm  # noqa: PLC0415
+
+    try:
+        price_in, _ = litellm().cost_per_token(model=model, prompt_tokens=1, completion_tokens=0)
+        _, price_out = litellm().cost_per_token(model=model, prompt_tokens=0, completion_tokens=1)
+    except Exception:  # noqa: BLE001 - litellm raises for models it has no price for
+        return 0.0, 0.0
+    return float(price_in), float(price_out)
+
+
+def _stored_verdict(engine: Engine, key: str) -> bool:
+    """Whether the judge's verdict cache table already holds this request's answer."""
+    from tracescore.store.judge_cache import JudgeVerdict  # noqa: PLC0415
+
+    table = JudgeVerdict.__table__
+    with engine.connect() as connection:
+        return connection.execute(select(table.c.key).where(table.c.key == key)).first() is not None
+
+
+def _past_output_tokens(engine: Engine, scorer_id: str, limit: int = 200) -> float | None:
+    """Mean output tokens per judge call over the scorer's latest scored runs, if any."""
+    table = ScoreRow.__table__
+    query = (
+        select(table.c.output_tokens, table.c.steps)
+        .where((table.c.scorer_id == scorer_id) & (table.c.status == "ok") & (table.c.output_tokens > 0))
+        .order_by(table.c.created_at.desc())
+        .limit(limit)
+    )
+    with engine.connect() as connection:
+        rows = connection.execute(query).all()
+    calls = sum(
+        sum(len(step.get("judge_calls") or []) for step in (steps or {}).get("steps") or [])
+        for _, steps in rows
+    )
+    if not rows or not calls:
+        return None
+    return sum(tokens for tokens, _ in rows) / calls

@@ -1,0 +1,177 @@
+"""Backfills: score stored traces again with the current scorer versions.
+
+A score's id includes its scorer version, so scores of a new version are stored beside the old
+ones (``tracescore compare`` reads both) and scoring again with the same version rewrites the
+same rows. Runs that already have a current score (``ok`` or ``not_scorable``) are skipped unless
+``force`` is set, so an interrupted backfill resumes where it stopped and a second one is free.
+Runs go through the live worker's routing, sampling and limits; a ``--max-cost`` budget stops
+starting traces once what was spent, plus what the traces in flight are expected to cost,
+would pass it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+
+from tracescore.extract import extract_runs
+from tracescore.extract.model import AgentRun
+from tracescore.pipeline.bindings import CompiledBinding
+from tracescore.pipeline.config import WorkersConfig
+from tracescore.pipeline.sampling import is_sampled
+from tracescore.pipeline.worker import ScoringWorker
+from tracescore.store import SpanStore
+from tracescore.store.scores import ScoreRow, score_id, upsert_decisions, upsert_scores
+
+_DONE = ("ok", "not_scorable")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+
+
+def parse_since(text: str, now: float | None = None) -> float:
+    """Epoch seconds of ``7d`` / ``12h`` / ``30m`` / ``90s`` / ``2w`` ago, or of an ISO date."""
+    match = _DURATION.match(text)
+    if match:
+        return (time.time() if now is None else now) - float(match[1]) * _UNITS[match[2]]
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"--since {text!r}: expected a duration (7d, 12h, 30m) or an ISO date") from None
+    return moment.timestamp()
+
+
+@dataclass
+class Plan:
+    """What a backfill would score: per binding, the runs still lacking a current score."""
+
+    traces: list[str]
+    """Traces with at least one run to score, most recently active first."""
+    runs: dict[str, int] = field(default_factory=dict)
+    samples: dict[str, list[AgentRun]] = field(default_factory=dict)
+    """Up to ``sample_size`` of each binding's runs, for cost estimates."""
+
+
+@dataclass
+class Outcome:
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    traces_done: int = 0
+    cost_usd: float = 0.0
+    stopped_by_budget: bool = False
+
+
+class Backfill:
+    def __init__(
+        self,
+        store: SpanStore,
+        bindings: Sequence[CompiledBinding],
+        *,
+        force: bool = False,
+        concurrency: int = 8,
+    ) -> None:
+        self.store = store
+        self.bindings = list(bindings)
+        self.force = force
+        self.concurrency = concurrency
+        self.worker = ScoringWorker(store, self.bindings, WorkersConfig(concurrency=concurrency), 0.0)
+
+    def trace_ids(self, since: float) -> list[str]:
+        summaries = self.store.list_traces(limit=2**62, since=since)
+        return [summary.trace_id for summary in summaries]
+
+    def _done(self, trace_id: str) -> set[str]:
+        if self.force:
+            return set()
+        table = ScoreRow.__table__
+        query = select(table.c.id).where((table.c.trace_id == trace_id) & table.c.status.in_(_DONE))
+        with self.store.engine.connect() as connection:
+            return set(connection.scalars(query))
+
+    def _todo(self, trace_id: str) -> tuple[list[AgentRun], Callable[[CompiledBinding, AgentRun], bool], list[tuple[CompiledBinding, AgentRun]]]:
+        """The trace's runs, the selection for ``score_runs`` and the (binding, run) pairs it admits."""
+        trace = self.store.load_trace(trace_id)
+        runs = extract_runs(trace) if trace is not None else []
+        done = self._done(trace_id)
+
+        def wanted(binding: CompiledBinding, run: AgentRun) -> bool:
+            key = score_id(run.trace_id, run.span_id, binding.name, binding.scorer.version)
+            return key not in done
+
+        pairs = [
+            (binding, run)
+            for binding in self.bindings
+            for run in binding.eligible(runs)
+            if is_sampled(run.trace_id, binding.sampling_rate) and wanted(binding, run)
+        ]
+        return runs, wanted, pairs
+
+    def plan(self, since: float, sample_size: int = 100) -> Plan:
+        plan = Plan(traces=[])
+        for binding in self.bindings:
+            plan.runs[binding.name] = 0
+            plan.samples[binding.name] = []
+        for trace_id in self.trace_ids(since):
+            _runs, _wanted, pairs = self._todo(trace_id)
+            if pairs:
+                plan.traces.append(trace_id)
+            for binding, run in pairs:
+                plan.runs[binding.name] += 1
+                if len(plan.samples[binding.name]) < sample_size:
+                    plan.samples[binding.name].append(run)
+        return plan
+
+    async def run(
+        self,
+        trace_ids: Sequence[str],
+        *,
+        max_cost: float | None = None,
+        on_trace: Callable[[list[dict[str, Any]]], None] | None = None,
+    ) -> Outcome:
+        """Score the traces' runs lacking current scores and store the rows, trace by trace."""
+        outcome = Outcome()
+        slots = asyncio.Semaphore(self.concurrency)
+        in_flight = 0
+
+        def affordable() -> bool:
+            if max_cost is None:
+                return True
+            mean = outcome.cost_usd / outcome.traces_done if outcome.traces_done else 0.0
+            return outcome.cost_usd + (in_flight + 1) * mean < max_cost
+
+        async def one(trace_id: str) -> None:
+            nonlocal in_flight
+            try:
+                runs, wanted, _pairs = await asyncio.to_thread(self._todo, trace_id)
+                rows, decisions = await self.worker.score_runs(runs, wanted)
+                await asyncio.to_thread(self._write, rows, decisions)
+            finally:
+                in_flight -= 1
+                slots.release()
+            outcome.rows.extend(rows)
+            outcome.traces_done += 1
+            outcome.cost_usd += sum(row["cost_usd"] for row in rows)
+            if on_trace is not None:
+                on_trace(rows)
+
+        tasks = []
+        for trace_id in trace_ids:
+            await slots.acquire()
+            if not affordable():
+                slots.release()
+                outcome.stopped_by_budget = True
+                break
+            in_flight += 1
+            tasks.append(asyncio.create_task(one(trace_id)))
+        await asyncio.gather(*tasks)
+        return outcome
+
+    def _write(self, rows: list[dict[str, Any]], decisions: list[dict[str, Any]]) -> None:
+        with self.store.engine.begin() as connection:
+            upsert_decisions(connection, decisions)
+            upsert_scores(connection, rows)
