@@ -8,17 +8,14 @@ with the reference harness (``node harness.mjs``, ``@mastra/evals`` 1.10.2), lik
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.test_parity import UTILS, mastra_run
+from tests.parity_support import UTILS, load_cases, mastra_run
 from tracescore.scorers import utils
 
-EXTRA = Path(__file__).parent / "fixtures" / "parity" / "utils_extra.jsonl"
-EXTRA_CASES = [json.loads(line) for line in EXTRA.read_text("utf-8").splitlines() if line.strip()]
+EXTRA_CASES = load_cases("utils_extra.jsonl")
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c["id"]) for c in EXTRA_CASES])

@@ -45,7 +45,7 @@ _CONTRACTED_AUXILIARIES = frozenset({"s", "re", "ve", "ll", "d", "m"})
 _CLAUSE_OPENERS = frozenset({"and", "but", "or", "because", "when", "while", "if", "that", "which", "who", "so"})
 _CLAUSE_BREAK = re.compile(r"([.,;:!?()\[\]\"\n]+)")
 _SENTENCE_END = re.compile(r"[.!?\n]")
-_NEGATED_BASES = {"ca": "do", "wo": "will", "sha": "shall", "ai": "be"}
+_NEGATED_BASES = {"ca": "do", "did": "do", "wo": "will", "sha": "shall", "ai": "be"}
 _COPULA_CONTRACTION_HOSTS = frozenset({"what", "where", "who", "how", "when", "why", "here", "there", "that"})
 
 

@@ -34,14 +34,34 @@ _PIECE_END = re.compile(r"(?<=[.!?])(?=[^.!?])")
 
 
 class _Vader(SentimentIntensityAnalyzer):
-    """VADER with its negation check made O(1): the stock one lowercases the whole token list for
-    every sentiment word (quadratic: 1.2 s on a 10k-character text). It only ever reads the three
-    tokens before position ``i``, so it is handed just that window."""
+    """VADER made linear in the text's length; its stock version is quadratic twice over.
+
+    - The negation and idiom checks lowercase the whole token list for every sentiment word
+      (1.2 s on a 10k-character text, 30 s on an unpunctuated one), yet only read the tokens from
+      ``i - 3`` to ``i + 2``: they get that window.
+    - The "but" rule looks each valence up with ``list.index`` (6 s on a long unpunctuated text),
+      which also hits the wrong token when two valences are equal. It is applied as intended:
+      valences before the first "but" halved, after it × 1.5.
+    """
 
     @staticmethod
     def _negation_check(valence: float, words_and_emoticons: list[str], start_i: int, i: int) -> float:
         low = max(0, i - 3)
         return SentimentIntensityAnalyzer._negation_check(valence, words_and_emoticons[low : i + 1], start_i, i - low)
+
+    @staticmethod
+    def _special_idioms_check(valence: float, words_and_emoticons: list[str], i: int) -> float:
+        low = max(0, i - 3)
+        window = words_and_emoticons[low : i + 3]
+        return SentimentIntensityAnalyzer._special_idioms_check(valence, window, i - low)
+
+    @staticmethod
+    def _but_check(words_and_emoticons: list[str], sentiments: list[float]) -> list[float]:
+        lowered = [w.lower() for w in words_and_emoticons]
+        if "but" not in lowered:
+            return sentiments
+        but = lowered.index("but")
+        return [v * 0.5 if i < but else v * 1.5 if i > but else v for i, v in enumerate(sentiments)]
 
 
 @cache
@@ -84,7 +104,7 @@ def _valence_sum(text: str) -> tuple[float, int]:
             sentiments.append(0.0)
             continue
         sentiments = analyzer.sentiment_valence(0.0, sentitext, item, i, sentiments)
-    sentiments = analyzer._but_check(words, sentiments)  # noqa: SLF001 - VADER's "but" rule
+    sentiments = analyzer._but_check(words, sentiments)  # noqa: SLF001 - VADER's "but" rule (above)
     return float(sum(sentiments)), len(words)
 
 
