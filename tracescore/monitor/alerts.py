@@ -21,6 +21,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -42,7 +43,7 @@ from tracescore.monitor.config import (
     ThresholdRule,
 )
 from tracescore.monitor.queries import ScoreFilter, aggregate_scores
-from tracescore.monitor.stats import welch_p_value
+from tracescore.monitor.stats import Moments, welch_p_value
 from tracescore.store.alerts import AlertEventRow, AlertLeaderRow, AlertStateRow
 
 logger = logging.getLogger("tracescore.alerts")
@@ -122,16 +123,79 @@ def _threshold(connection: Connection, rule: ThresholdRule, now: datetime) -> li
     return verdicts
 
 
-def _regression(connection: Connection, rule: RegressionRule, now: datetime) -> list[Verdict]:
+def _segment_moments(
+    connection: Connection, rule: AlertRule, since: datetime, until: datetime
+) -> dict[tuple[Any, ...], Moments]:
+    groups = aggregate_scores(connection, _filter(rule, since, until), rule.segment_by)
+    return {group.group: group.moments for group in groups}
+
+
+class BaselineCache:
+    """Moments of a regression rule's baseline in aligned parts, kept between rounds.
+
+    A 7-day baseline re-aggregated every minute would scan a week of rows each round. Its
+    complete parts (an hour, or the window if shorter, aligned to the epoch) no longer change
+    once past, so each round only queries the parts not seen yet and the two partial edges:
+    about three windows' worth of rows however long the baseline. Scores rescored in place
+    after their part was cached are not seen until the evaluator restarts; for a baseline this
+    is immaterial.
+    """
+
+    SETTLE_SECONDS = 60.0
+    """A part is cached only once it ended this long ago, so late commits are not missed."""
+
+    def __init__(self, rule: RegressionRule) -> None:
+        self.rule = rule
+        self.part = int(max(60.0, min(rule.window, 3600.0)))
+        self.parts: dict[int, dict[tuple[Any, ...], Moments]] = {}
+
+    def moments(
+        self, connection: Connection, since: datetime, until: datetime, now: datetime
+    ) -> dict[tuple[Any, ...], Moments]:
+        start, end = since.timestamp(), until.timestamp()
+        first = math.ceil(start / self.part) * self.part
+        last = math.floor(min(end, now.timestamp() - self.SETTLE_SECONDS) / self.part) * self.part
+        if last <= first:
+            return _segment_moments(connection, self.rule, since, until)
+        self.parts = {key: value for key, value in self.parts.items() if key >= first}
+        missing = [key for key in range(first, last, self.part) if key not in self.parts]
+        if missing:
+            self._fetch(connection, missing[0], missing[-1] + self.part)
+        total: dict[tuple[Any, ...], Moments] = defaultdict(Moments)
+        for key in range(first, last, self.part):
+            for segment, part in self.parts[key].items():
+                total[segment] += part
+        for edge_start, edge_end in ((start, first), (last, end)):
+            if edge_end > edge_start:
+                edge = _segment_moments(connection, self.rule, _at(edge_start), _at(edge_end))
+                for segment, part in edge.items():
+                    total[segment] += part
+        return dict(total)
+
+    def _fetch(self, connection: Connection, start: int, end: int) -> None:
+        for key in range(start, end, self.part):
+            self.parts.setdefault(key, {})
+        where = _filter(self.rule, _at(start), _at(end))
+        for group in aggregate_scores(connection, where, self.rule.segment_by, bucket_seconds=self.part):
+            assert group.bucket is not None
+            self.parts[int(group.bucket.timestamp())][group.group] = group.moments
+
+
+def _at(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, timezone.utc)
+
+
+def _regression(
+    connection: Connection, rule: RegressionRule, now: datetime, cache: BaselineCache | None
+) -> list[Verdict]:
     window_start = now - timedelta(seconds=rule.window)
     baseline_start = window_start - timedelta(seconds=rule.baseline)
-
-    def moments(since: datetime, until: datetime) -> dict[tuple[Any, ...], Any]:
-        groups = aggregate_scores(connection, _filter(rule, since, until), rule.segment_by)
-        return {group.group: group.moments for group in groups}
-
-    current = moments(window_start, now)
-    baseline = moments(baseline_start, window_start)
+    current = _segment_moments(connection, rule, window_start, now)
+    baseline = (
+        cache.moments(connection, baseline_start, window_start, now)
+        if cache is not None
+        else _segment_moments(connection, rule, baseline_start, window_start)
+    )
     verdicts = []
     for segment, cur in current.items():
         base = baseline.get(segment)
@@ -190,15 +254,18 @@ def _error_rate(connection: Connection, rule: ErrorRateRule, now: datetime) -> l
     return verdicts
 
 
-def evaluate_rule(connection: Connection, rule: AlertRule, now: datetime) -> list[Verdict]:
+def evaluate_rule(
+    connection: Connection, rule: AlertRule, now: datetime, *, cache: BaselineCache | None = None
+) -> list[Verdict]:
     """The verdict of ``rule`` for every segment with enough data in the window ending at ``now``.
 
     Segments without enough samples get no verdict: their alert state stays as it was.
+    ``cache`` (regression rules) carries baseline parts over from earlier rounds.
     """
     if isinstance(rule, ThresholdRule):
         return _threshold(connection, rule, now)
     if isinstance(rule, RegressionRule):
-        return _regression(connection, rule, now)
+        return _regression(connection, rule, now, cache)
     return _error_rate(connection, rule, now)
 
 
@@ -394,6 +461,9 @@ class AlertEvaluator:
         self.owner = self.monitor.instance_id or default_instance_id()
         self._http = httpx.Client()
         self.channels = channels if channels is not None else build_channels(alerts.channels, self._http)
+        self._caches = {
+            rule.name: BaselineCache(rule) for rule in alerts.rules if isinstance(rule, RegressionRule)
+        }
 
     def close(self) -> None:
         self._http.close()
@@ -422,7 +492,7 @@ class AlertEvaluator:
 
     def _evaluate(self, rule: AlertRule, now: datetime, report: EvaluationReport) -> None:
         with self.engine.connect() as connection:
-            verdicts = evaluate_rule(connection, rule, now)
+            verdicts = evaluate_rule(connection, rule, now, cache=self._caches.get(rule.name))
         transitions = _Transitions(
             rule=rule,
             now=now.timestamp(),

@@ -11,7 +11,8 @@ from __future__ import annotations
 import base64
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
+from functools import lru_cache
 from datetime import datetime, timezone
 from typing import Any
 
@@ -19,6 +20,7 @@ from sqlalchemy import (
     BigInteger,
     ColumnElement,
     and_,
+    bindparam,
     case,
     cast,
     func,
@@ -28,6 +30,7 @@ from sqlalchemy import (
     true,
 )
 from sqlalchemy.engine import Connection
+from sqlalchemy.sql import Select
 
 from tracescore.monitor.stats import Moments, percentile_cont
 from tracescore.store.scores import SamplingDecisionRow, ScoreRow
@@ -76,10 +79,30 @@ class ScoreFilter:
             if getattr(self, name) is not None
         ]
         if self.since is not None:
-            found.append(c.created_at >= db_time(self.since))
+            found.append(c.created_at >= bindparam("since", type_=c.created_at.type))
         if self.until is not None:
-            found.append(c.created_at < db_time(self.until))
+            found.append(c.created_at < bindparam("until", type_=c.created_at.type))
         return found
+
+    def params(self) -> dict[str, datetime]:
+        """Values of the range parameters :meth:`conditions` leaves bound."""
+        found = {}
+        if self.since is not None:
+            found["since"] = db_time(self.since)
+        if self.until is not None:
+            found["until"] = db_time(self.until)
+        return found
+
+    def shape(self) -> ScoreFilter:
+        """This filter without its range values: the key of a cached statement."""
+        return replace(
+            self,
+            since=None if self.since is None else _ANY_TIME,
+            until=None if self.until is None else _ANY_TIME,
+        )
+
+
+_ANY_TIME = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 # --- listing --------------------------------------------------------------------------------
@@ -120,7 +143,7 @@ def list_scores(
         .order_by(c.created_at.desc(), c.id.desc())
         .limit(limit + 1)
     )
-    rows = [dict(row._mapping) for row in connection.execute(statement)]
+    rows = [dict(row._mapping) for row in connection.execute(statement, where.params())]
     next_cursor = None
     if len(rows) > limit:
         rows = rows[:limit]
@@ -149,7 +172,7 @@ class GroupStats:
         return self.errors / self.attempted if self.attempted else None
 
 
-def _bucket_start(connection: Connection, seconds: int) -> ColumnElement[int]:
+def _bucket_start(dialect: str, seconds: int) -> ColumnElement[int]:
     """``created_at`` floored to a multiple of ``seconds`` since the epoch, as epoch seconds.
 
     The size is inlined as a literal (it is an int) so PostgreSQL sees the same expression in
@@ -157,9 +180,45 @@ def _bucket_start(connection: Connection, seconds: int) -> ColumnElement[int]:
     """
     size = literal_column(str(int(seconds)))
     created = SCORES.c.created_at
-    if connection.dialect.name == "postgresql":
+    if dialect == "postgresql":
         return cast(func.floor(func.extract("epoch", created) / size) * size, BigInteger)
     return (cast(func.strftime("%s", created), BigInteger) // size) * size
+
+
+@lru_cache(maxsize=512)
+def _aggregate_statements(
+    dialect: str,
+    shape: ScoreFilter,
+    group_by: tuple[str, ...],
+    bucket_seconds: int | None,
+    quantiles: tuple[float, ...],
+    in_sql: bool,
+) -> tuple[Select[Any], Select[Any] | None]:
+    """The aggregate query and, when percentiles are computed in Python, the one fetching scores.
+
+    Built once per shape: the alert evaluator runs the same few queries every round, and
+    building SQLAlchemy constructs costs more than SQLite takes to run them.
+    """
+    c = SCORES.c
+    keys: list[ColumnElement[Any]] = [c[name] for name in group_by]
+    if bucket_seconds is not None:
+        keys.append(_bucket_start(dialect, bucket_seconds).label("bucket"))
+    ok_score = case((c.status == "ok", c.score))
+    aggregates = [
+        func.sum(case((c.status.in_(ATTEMPTED_STATUSES), 1), else_=0)),
+        func.sum(case((c.status == "error", 1), else_=0)),
+        func.count(ok_score),
+        func.sum(ok_score),
+        func.sum(ok_score * ok_score),
+    ]
+    if in_sql:
+        aggregates += [func.percentile_cont(q).within_group(ok_score) for q in quantiles]
+    conditions = shape.conditions()
+    statement = select(*keys, *aggregates).where(*conditions).group_by(*keys)
+    scores = None
+    if quantiles and not in_sql:
+        scores = select(*keys, c.score).where(*conditions, c.status == "ok", c.score.is_not(None))
+    return statement, scores
 
 
 def aggregate_scores(
@@ -171,36 +230,23 @@ def aggregate_scores(
     quantiles: Sequence[float] = (),
     sql_quantiles: bool | None = None,
 ) -> list[GroupStats]:
-    """Count, error count, mean, standard deviation and percentiles per group.
+    """Count, error count, sums of ``ok`` scores and percentiles per group.
 
     ``sql_quantiles`` forces percentiles in SQL (True, PostgreSQL only) or in Python (False);
     by default they are computed in SQL where the database can.
     """
-    c = SCORES.c
-    keys: list[ColumnElement[Any]] = [c[name] for name in group_by]
-    if bucket_seconds is not None:
-        keys.append(_bucket_start(connection, bucket_seconds).label("bucket"))
-    in_sql = connection.dialect.name == "postgresql" if sql_quantiles is None else sql_quantiles
-    ok_score = case((c.status == "ok", c.score))
-    aggregates = [
-        func.sum(case((c.status.in_(ATTEMPTED_STATUSES), 1), else_=0)),
-        func.sum(case((c.status == "error", 1), else_=0)),
-        func.count(ok_score),
-        func.sum(ok_score),
-        func.sum(ok_score * ok_score),
-    ]
-    if in_sql:
-        aggregates += [func.percentile_cont(q).within_group(ok_score) for q in quantiles]
-    statement = select(*keys, *aggregates).where(*where.conditions()).group_by(*keys)
-    width = len(keys)
-    rows = connection.execute(statement).all()
+    dialect = connection.dialect.name
+    in_sql = dialect == "postgresql" if sql_quantiles is None else sql_quantiles
+    statement, scores = _aggregate_statements(
+        dialect, where.shape(), tuple(group_by), bucket_seconds, tuple(quantiles), in_sql
+    )
+    params = where.params()
+    width = len(group_by) + (bucket_seconds is not None)
+    rows = connection.execute(statement, params).all()
 
     python_quantiles: dict[tuple[Any, ...], list[float]] = defaultdict(list)
-    if quantiles and not in_sql:
-        scored = select(*keys, c.score).where(
-            *where.conditions(), c.status == "ok", c.score.is_not(None)
-        )
-        for row in connection.execute(scored):
+    if scores is not None:
+        for row in connection.execute(scores, params):
             python_quantiles[tuple(row[:width])].append(row[width])
 
     found = []
@@ -222,7 +268,7 @@ def aggregate_scores(
                 ),
                 attempted=int(attempted or 0),
                 errors=int(errors or 0),
-                moments=Moments.from_sums(int(n or 0), float(total or 0.0), float(squares or 0.0)),
+                moments=Moments(int(n or 0), float(total or 0.0), float(squares or 0.0)),
                 quantiles={q: (float(v) if v is not None else float("nan")) for q, v in values.items()},
             )
         )

@@ -13,25 +13,33 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from scipy import stats as _scipy_stats
-
 
 @dataclass(frozen=True, slots=True)
 class Moments:
-    """Count, mean and sample standard deviation of one group of scores."""
+    """Count, sum and sum of squares of a group of scores: what SQL aggregates return.
 
-    n: int
-    mean: float
-    std: float
+    Sums add up, so the moments of a long window are the sum of its parts' (the alert
+    evaluator caches a baseline's hourly parts); mean and standard deviation derive from them.
+    """
 
-    @classmethod
-    def from_sums(cls, n: int, total: float, total_squares: float) -> Moments:
-        """From ``count``, ``sum`` and ``sum of squares`` as SQL aggregates return them."""
-        if n == 0:
-            return cls(0, math.nan, math.nan)
-        mean = total / n
-        variance = (total_squares - n * mean * mean) / (n - 1) if n > 1 else 0.0
-        return cls(n, mean, math.sqrt(max(variance, 0.0)))
+    n: int = 0
+    total: float = 0.0
+    squares: float = 0.0
+
+    def __add__(self, other: Moments) -> Moments:
+        return Moments(self.n + other.n, self.total + other.total, self.squares + other.squares)
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.n if self.n else math.nan
+
+    @property
+    def std(self) -> float:
+        """Sample standard deviation (n - 1 denominator)."""
+        if self.n < 2:
+            return 0.0 if self.n == 1 else math.nan
+        variance = (self.squares - self.n * self.mean * self.mean) / (self.n - 1)
+        return math.sqrt(max(variance, 0.0))
 
     def to_dict(self) -> dict[str, float | int]:
         return {"n": self.n, "mean": self.mean, "std": self.std}
@@ -41,12 +49,14 @@ def welch_p_value(
     current: Moments, baseline: Moments, direction: Literal["decrease", "increase"]
 ) -> float:
     """One-sided p-value that ``current``'s mean is below (``decrease``) or above its baseline's."""
+    from scipy import stats  # noqa: PLC0415 - seconds to import; only the alert evaluator needs it
+
     alternative = "less" if direction == "decrease" else "greater"
     if current.std == 0.0 and baseline.std == 0.0:
         # Two constant samples: the difference is certain, or there is none.
         worse = current.mean < baseline.mean if direction == "decrease" else current.mean > baseline.mean
         return 0.0 if worse else 1.0
-    result = _scipy_stats.ttest_ind_from_stats(
+    result = stats.ttest_ind_from_stats(
         current.mean, current.std, current.n,
         baseline.mean, baseline.std, baseline.n,
         equal_var=False, alternative=alternative,

@@ -1,0 +1,326 @@
+"""Alert rules end to end: synthetic score streams in a real database, a real webhook receiver.
+
+The evaluation clock is injected, so days of windows are replayed without sleeping.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from tests.live_app import serve_app
+from tests.score_streams import Drop, insert_rows, score_row, stream
+from tests.webhook_receiver import WebhookReceiver, webhook_receiver
+from tracescore.config import ConfigError, parse_config
+from tracescore.monitor import metrics
+from tracescore.monitor.alerts import AlertEvaluator, BaselineCache, evaluate_rule
+from tracescore.monitor.api import create_monitor_router
+from tracescore.monitor.config import AlertsConfig, MonitorConfig, RegressionRule
+from tracescore.store import SpanStore, open_store
+
+T = datetime(2026, 5, 4, 12, 0, tzinfo=timezone.utc)
+"""Start of the simulated incident; evaluations are aligned to it."""
+WINDOW = timedelta(minutes=10)
+
+
+class Clock:
+    """The evaluator's injected clock: tests move it instead of sleeping."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def regression_rule(**overrides: Any) -> dict[str, Any]:
+    rule = {
+        "name": "relevancy-regression",
+        "type": "regression",
+        "scorer": "answer-relevancy",
+        "window": "10m",
+        "baseline": "6h",
+        "segment_by": ["agent"],
+        "min_delta": 0.08,
+        "alpha": 0.01,
+        "min_samples": 30,
+    }
+    return rule | overrides
+
+
+def alerts_config(url: str, *rules: dict[str, Any], **extra: Any) -> AlertsConfig:
+    return AlertsConfig.model_validate(
+        {"channels": [{"name": "hook", "type": "webhook", "url": url, "headers": {"X-Token": "t"}}],
+         "rules": list(rules), **extra}
+    )  # fmt: skip
+
+
+@pytest.fixture
+def store(sqlite_url: str) -> Iterator[SpanStore]:
+    store = open_store(sqlite_url)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def hook() -> Iterator[WebhookReceiver]:
+    with webhook_receiver() as receiver:
+        yield receiver
+
+
+def _incident_stream(seed: int = 1) -> Iterator[dict[str, Any]]:
+    """Six hours of stable scores for two agents; ``sales`` drops by 0.15 for three windows from T."""
+    return stream(
+        random.Random(seed), T - timedelta(hours=6), T + timedelta(hours=1), per_minute=4,
+        agents=["support", "sales"], drops={"sales": Drop(T, 0.15, T + 3 * WINDOW)},
+    )  # fmt: skip
+
+
+def test_drop_fires_within_one_interval_names_segment_and_resolves(
+    db_url: str, hook: WebhookReceiver
+) -> None:
+    store = open_store(db_url)
+    try:
+        insert_rows(store.engine, _incident_stream())
+        clock = Clock(T)
+        evaluator = AlertEvaluator(
+            store.engine, alerts_config(hook.url, regression_rule()),
+            MonitorConfig(evaluation_interval=WINDOW.total_seconds()), clock=clock,
+        )  # fmt: skip
+        firing_at = {}
+        for step in range(6):  # T, T+15m, ..., T+75m: one evaluation per interval
+            clock.now = T + step * WINDOW
+            report = evaluator.run_once()
+            assert report.leader and not report.failed_rules
+            firing_at[step] = sorted(v.segment["agent"] for v in report.verdicts[rule_name()] if v.firing)
+        evaluator.close()
+    finally:
+        store.close()
+
+    # Fires at the first evaluation after the drop (one interval), only for the degraded agent,
+    # keeps firing while the window is degraded, and resolves once it has recovered.
+    assert firing_at == {0: [], 1: ["sales"], 2: ["sales"], 3: ["sales"], 4: [], 5: []}
+    fired, resolved = hook.received()
+    assert fired["status"] == "firing" and resolved["status"] == "resolved"
+    assert fired["segment"] == {"agent": "sales"} and resolved["segment"] == {"agent": "sales"}
+    assert fired["at"] == (T + WINDOW).isoformat() and resolved["at"] == (T + 4 * WINDOW).isoformat()
+    assert resolved["since"] == fired["at"]
+    details = fired["details"]
+    assert details["test"] == "welch_t" and details["alternative"] == "less"
+    assert details["p_value"] < 1e-6 and f"p={details['p_value']:.2g}" in fired["summary"]
+    assert -0.2 < details["delta"] < -0.1
+    assert details["current"]["n"] == 40 and details["baseline"]["n"] == 6 * 60 * 4
+    assert "agent=sales" in f"{fired['segment']}".replace("{'agent': '", "agent=").replace("'}", "")
+    assert hook.headers[0]["X-Token"] == "t"
+
+
+def rule_name() -> str:
+    return regression_rule()["name"]
+
+
+def test_stable_stream_false_positive_rate(store: SpanStore) -> None:
+    """1,000 windows of a stable noisy stream: the rule fires in ≤ 1 % of them.
+
+    Also checks the t-test is calibrated: p < alpha alone (without the delta gate) should happen
+    in about alpha of the windows, not far more.
+    """
+    windows = 1000
+    start = T - timedelta(hours=6)
+    insert_rows(store.engine, stream(random.Random(2), start, T + windows * WINDOW, per_minute=4))
+    rule = RegressionRule.model_validate(regression_rule())
+    cache = BaselineCache(rule)
+    fired = significant = verdicts = 0
+    with store.engine.connect() as connection:
+        for index in range(1, windows + 1):
+            found = evaluate_rule(connection, rule, T + index * WINDOW, cache=cache)
+            verdicts += len(found)
+            fired += sum(v.firing for v in found)
+            significant += sum(v.details["p_value"] < rule.alpha for v in found)
+    assert verdicts == windows
+    rate = fired / verdicts
+    print(f"false positives: {fired}/{verdicts} = {rate:.3%}; p<alpha alone: {significant / verdicts:.3%}")
+    assert rate <= 0.01
+    assert significant / verdicts < 3 * rule.alpha
+
+
+def test_baseline_cache_gives_the_uncached_aggregates(store: SpanStore) -> None:
+    """Cached baseline parts plus queried edges equal one query over the whole baseline."""
+    insert_rows(store.engine, _incident_stream())
+    rule = RegressionRule.model_validate(regression_rule(baseline="3h", min_samples=2))
+    cache = BaselineCache(rule)
+    rng = random.Random(5)
+    with store.engine.connect() as connection:
+        for _ in range(25):  # unaligned times, moving forwards and backwards
+            now = T + timedelta(seconds=rng.uniform(-7200, 3600))
+            cached = evaluate_rule(connection, rule, now, cache=cache)
+            direct = evaluate_rule(connection, rule, now)
+            assert [v.segment for v in cached] == [v.segment for v in direct]
+            for one, other in zip(cached, direct, strict=True):
+                assert one.details["baseline"]["n"] == other.details["baseline"]["n"]
+                assert one.details["baseline"]["mean"] == pytest.approx(other.details["baseline"]["mean"])
+                assert one.details["p_value"] == pytest.approx(other.details["p_value"], rel=1e-6, abs=1e-300)
+    assert cache.parts, "complete parts were cached"
+
+
+def test_restart_does_not_refire_and_lease_passes_on(store: SpanStore, hook: WebhookReceiver) -> None:
+    insert_rows(store.engine, _incident_stream())
+    clock = Clock(T + WINDOW)
+    config = alerts_config(hook.url, regression_rule())
+    monitor = MonitorConfig(evaluation_interval=60, leader_lease=120)
+    first = AlertEvaluator(store.engine, config, monitor, clock=clock)
+    assert first.run_once().leader
+    assert [b["status"] for b in hook.received()] == ["firing"]
+
+    # A crashed leader never releases its lease: a restarted instance waits for it to expire.
+    second = AlertEvaluator(store.engine, config, monitor, clock=clock)
+    clock.now += timedelta(seconds=60)
+    assert not second.run_once().leader
+    assert first.run_once().leader  # the live leader renews
+    clock.now += timedelta(seconds=121)
+    report = second.run_once()
+    assert report.leader and [v.firing for v in report.verdicts[rule_name()] if v.segment == {"agent": "sales"}] == [True]
+    assert [b["status"] for b in hook.received()] == ["firing"], "the restart must not re-fire"
+    assert not first.run_once().leader
+
+    # A graceful stop hands over at once.
+    second.release()
+    assert first.run_once().leader
+    for evaluator in (first, second):
+        evaluator.close()
+
+
+def test_cooldown_suppresses_flapping(store: SpanStore, hook: WebhookReceiver) -> None:
+    """Fire, resolve, fire again within the cooldown: only the first firing (and its resolution)."""
+    rng = random.Random(3)
+    dips = [Drop(T, 0.3, T + WINDOW), Drop(T + 2 * WINDOW, 0.3, T + 3 * WINDOW), Drop(T + 8 * WINDOW, 0.3)]
+    rows = list(stream(rng, T - timedelta(hours=6), T, per_minute=4))
+    for index, dip in enumerate(dips):
+        until = dip.until or T + 10 * WINDOW
+        rows += stream(random.Random(index), dip.since, until, per_minute=4, drops={"support": dip})
+        next_start = dips[index + 1].since if index + 1 < len(dips) else None
+        if next_start:
+            rows += stream(random.Random(10 + index), until, next_start, per_minute=4)
+    insert_rows(store.engine, rows)
+    clock = Clock(T)
+    evaluator = AlertEvaluator(
+        store.engine, alerts_config(hook.url, regression_rule(cooldown="1h")), clock=clock
+    )
+    states = []
+    for step in range(1, 10):
+        clock.now = T + step * WINDOW
+        report = evaluator.run_once()
+        states.append([v.firing for v in report.verdicts[rule_name()]])
+    evaluator.close()
+    assert states == [[True], [False], [True], [False], [False], [False], [False], [False], [True]]
+    statuses = [(b["status"], b["at"]) for b in hook.received()]
+    assert statuses == [
+        ("firing", (T + WINDOW).isoformat()),
+        ("resolved", (T + 2 * WINDOW).isoformat()),
+        # T+3w fired within the hour: suppressed, and so is its resolution at T+4w.
+        ("firing", (T + 9 * WINDOW).isoformat()),
+    ]
+
+
+def test_failed_delivery_is_retried_next_round(store: SpanStore, hook: WebhookReceiver) -> None:
+    insert_rows(store.engine, _incident_stream())
+    hook.fail_next = 1
+    clock = Clock(T + WINDOW)
+    evaluator = AlertEvaluator(store.engine, alerts_config(hook.url, regression_rule()), clock=clock)
+    failed_before = metrics.REGISTRY.get_sample_value(
+        "tracescore_alert_notifications_total", {"channel": "hook", "outcome": "failed"}
+    ) or 0.0
+    evaluator.run_once()
+    assert hook.received() == []
+    assert metrics.REGISTRY.get_sample_value(
+        "tracescore_alert_notifications_total", {"channel": "hook", "outcome": "failed"}
+    ) == failed_before + 1
+    clock.now += timedelta(minutes=1)
+    evaluator.run_once()
+    assert [b["status"] for b in hook.received()] == ["firing"]
+    clock.now += timedelta(minutes=1)
+    evaluator.run_once()
+    assert len(hook.received()) == 1, "delivered notifications are not sent again"
+
+    app = FastAPI()
+    app.include_router(create_monitor_router(store.engine))
+    with serve_app(app) as base_url:
+        body = httpx.get(f"{base_url}/api/alerts").json()
+        firing_only = httpx.get(f"{base_url}/api/alerts", params={"state": "firing"}).json()
+    evaluator.close()
+    assert body["firing"] == 1
+    by_agent = {s["segment"]["agent"]: s for s in body["states"]}
+    assert by_agent["sales"]["state"] == "firing" and by_agent["support"]["state"] == "ok"
+    assert "Welch" in by_agent["sales"]["summary"] and by_agent["sales"]["details"]["p_value"] < 0.01
+    (event,) = body["events"]
+    assert event["status"] == "firing" and event["attempts"] == 2 and not event["pending"]
+    assert [s["segment"] for s in firing_only["states"]] == [{"agent": "sales"}]
+    assert metrics.REGISTRY.get_sample_value("tracescore_alerts_firing", {"rule": rule_name()}) == 1
+
+
+def test_threshold_percentile_and_error_rate_rules(store: SpanStore, hook: WebhookReceiver) -> None:
+    now = T + timedelta(hours=1)
+    rows = [score_row(T + timedelta(seconds=30 * i), 0.2 if i % 5 == 0 else 0.9) for i in range(100)]
+    rows += [score_row(T + timedelta(seconds=30 * i), None, binding="judged", status="error") for i in range(30)]
+    rows += [score_row(T + timedelta(seconds=30 * i), 0.5, binding="judged") for i in range(70)]
+    rows += [score_row(T + timedelta(seconds=i), None, binding="judged", status="skipped_budget") for i in range(500)]
+    insert_rows(store.engine, rows)
+    config = alerts_config(
+        hook.url,
+        {"name": "p10-floor", "type": "threshold", "scorer": "answer-relevancy", "binding": "quality",
+         "stat": "p10", "below": 0.5, "window": "1h"},
+        {"name": "mean-floor", "type": "threshold", "scorer": "answer-relevancy", "binding": "quality",
+         "below": 0.5, "window": "1h"},
+        {"name": "judge-errors", "type": "error_rate", "binding": "judged", "above": 0.25, "window": "1h"},
+    )  # fmt: skip
+    evaluator = AlertEvaluator(store.engine, config, clock=Clock(now))
+    report = evaluator.run_once()
+    evaluator.close()
+    (p10,) = report.verdicts["p10-floor"]
+    (mean,) = report.verdicts["mean-floor"]
+    (errors,) = report.verdicts["judge-errors"]
+    assert p10.firing and p10.value == pytest.approx(0.2)
+    assert not mean.firing and mean.value == pytest.approx(0.76)
+    assert errors.firing and errors.value == pytest.approx(0.3)  # skipped rows are not attempts
+    assert sorted(b["rule"] for b in hook.received()) == ["judge-errors", "p10-floor"]
+
+
+def test_slack_and_log_channels(store: SpanStore, hook: WebhookReceiver, caplog: pytest.LogCaptureFixture) -> None:
+    insert_rows(store.engine, _incident_stream())
+    config = AlertsConfig.model_validate(
+        {"channels": [{"name": "slack", "type": "slack", "url": hook.url}, {"type": "log"}],
+         "rules": [regression_rule()]}
+    )  # fmt: skip
+    evaluator = AlertEvaluator(store.engine, config, clock=Clock(T + WINDOW))
+    with caplog.at_level(logging.INFO, logger="tracescore.alerts"):
+        evaluator.run_once()
+    evaluator.close()
+    (message,) = hook.received()
+    assert set(message) == {"text"}
+    assert message["text"].startswith(":rotating_light: [FIRING] relevancy-regression (agent=sales)")
+    (record,) = [r for r in caplog.records if r.name == "tracescore.alerts"]
+    assert record.levelno == logging.WARNING and "(agent=sales)" in record.getMessage()
+
+
+def test_alert_config_errors_name_the_key() -> None:
+    with pytest.raises(ConfigError) as excinfo:
+        parse_config(
+            "alerts:\n"
+            "  rules:\n"
+            "    - name: bad\n"
+            "      type: threshold\n"
+            "      scorer: x\n"
+            "      below: 0.2\n"
+            "      above: 0.9\n"
+        )
+    assert "alerts.rules.0.threshold" in str(excinfo.value) and "line 3" in str(excinfo.value)
+    with pytest.raises(ConfigError, match="unknown channels"):
+        parse_config("alerts:\n  rules:\n    - {name: r, type: error_rate, binding: b, above: 0.1, channels: [pager]}\n")
+    with pytest.raises(ConfigError, match="window"):
+        parse_config("alerts:\n  rules:\n    - {name: r, type: error_rate, binding: b, above: 0.1, window: soon}\n")
