@@ -391,6 +391,31 @@ def compare(
         raise typer.Exit(1)
 
 
+@app.command()
+def demo(
+    endpoint: str = typer.Option(
+        "http://127.0.0.1:4318", "--endpoint", help="OTLP/HTTP endpoint of the collector."
+    ),
+    rate: float = typer.Option(2.0, "--rate", min=0.01, help="Agent traces per second."),
+    duration: float = typer.Option(120.0, "--duration", min=0, help="Seconds to run (0: until Ctrl-C)."),
+    drop_after: float = typer.Option(
+        30.0, "--drop-after", min=0, help="Seconds after which weather-bot's answers get worse."
+    ),
+    seed: int | None = typer.Option(None, "--seed", help="Random seed, for repeatable traffic."),
+) -> None:
+    """Send realistic agent traces (3 agents, 3 services, tools, reasoning) to a collector."""
+    from tracescore.offline.demo import DEGRADING_AGENT, run_demo
+
+    typer.echo(
+        f"sending {rate:g} agent traces/s to {endpoint} "
+        + (f"for {duration:g} s" if duration else "until Ctrl-C")
+        + f"; {DEGRADING_AGENT} degrades after {drop_after:g} s",
+        err=True,
+    )
+    sent = run_demo(endpoint, rate, duration, drop_after=drop_after, seed=seed)
+    typer.echo(f"sent {sent} traces", err=True)
+
+
 def _open_store(url: str) -> Any:
     """The store at ``url``; a URL that cannot be used raises ``ValueError`` (a usage error)."""
     from sqlalchemy.exc import ArgumentError, OperationalError
