@@ -15,6 +15,7 @@ _WS_CLASS = f"[{JS_WHITESPACE}]"
 JS_WS = re.compile(_WS_CLASS)
 JS_WS_RUN = re.compile(f"{_WS_CLASS}+")
 _TRIM = re.compile(f"^{_WS_CLASS}+|{_WS_CLASS}+\\Z")
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
 def js_trim(text: str) -> str:
@@ -37,14 +38,18 @@ def utf16_units(text: str) -> str:
     Indexing, slicing and ``len`` on the result then behave like JavaScript's; BMP-only text
     (the usual case) is returned unchanged without copying.
     """
-    if text.isascii() or max(text) <= "\uffff":
+    if text.isascii():
         return text
-    data = text.encode("utf-16-le", "surrogatepass")
-    return "".join(chr(data[i] | data[i + 1] << 8) for i in range(0, len(data), 2))
+    return _ASTRAL.sub(_surrogate_pair, text)
+
+
+def _surrogate_pair(match: re.Match[str]) -> str:
+    offset = ord(match.group()) - 0x10000
+    return chr(0xD800 + (offset >> 10)) + chr(0xDC00 + (offset & 0x3FF))
 
 
 def js_length(text: str) -> int:
     """``text.length``: UTF-16 code units."""
     if text.isascii():
         return len(text)
-    return len(text) + sum(1 for ch in text if ch > "\uffff")
+    return len(text) + len(_ASTRAL.findall(text))

@@ -11,7 +11,7 @@ from functools import cache
 from importlib import resources
 
 from tracescore.scorers.base import Scorer, StepContext, create_scorer
-from tracescore.scorers.code.jstext import JS_WS, js_length, js_trim
+from tracescore.scorers.code.jstext import JS_WS, js_trim
 from tracescore.scorers.utils import run_input_text, run_output_text
 
 ID = "keyword-coverage-scorer"
@@ -19,8 +19,9 @@ VERSION = "1"
 
 _HTML_TAG = re.compile(r"<[^>]+>")
 _URL = re.compile(r"https?://")
-_PUNCTUATION = re.compile("\\.|,|;|!|\\?|\\(|\\)|:|\"|^'|'\\Z|\u201c|\u201d|\u2018|\u2019")
-_LONE_SYMBOLS = frozenset("_@&#")
+# keyword-extractor deletes these anywhere in a word, and a "'" only at its very start or end.
+_PUNCTUATION = str.maketrans("", "", '.,;!?():"\u201c\u201d\u2018\u2019')
+_LONE_SYMBOLS = frozenset("_@&#")  # deleted when the word is just one of them
 _ASCII_DIGITS = frozenset("0123456789")
 
 
@@ -39,9 +40,9 @@ def extract_keywords(text: str) -> list[str]:
     stop = stop_words()
     keywords: dict[str, None] = {}
     for token in JS_WS.split(text):
-        is_url = _URL.search(token) is not None
-        word = token if is_url else _PUNCTUATION.sub("", token)
-        if js_length(word) == 1 and word in _LONE_SYMBOLS:
+        is_url = "http" in token and _URL.search(token) is not None
+        word = token if is_url else _strip_punctuation(token)
+        if word in _LONE_SYMBOLS:
             word = ""
         if word and all(ch in _ASCII_DIGITS for ch in word):
             word = ""
@@ -51,6 +52,15 @@ def extract_keywords(text: str) -> list[str]:
         if lowered not in stop:
             keywords.setdefault(word if is_url else lowered, None)
     return list(keywords)
+
+
+def _strip_punctuation(token: str) -> str:
+    word = token.translate(_PUNCTUATION)
+    if token.startswith("'"):
+        word = word[1:]
+    if len(token) > 1 and token.endswith("'"):
+        word = word[:-1]
+    return word
 
 
 def create_keyword_coverage_scorer() -> Scorer:
