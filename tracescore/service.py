@@ -29,8 +29,11 @@ from tracescore.config import AssemblyConfig, Config
 from tracescore.ingest.grpc import start_grpc_server
 from tracescore.ingest.http import otlp_router
 from tracescore.ingest.intake import Intake
+from tracescore.monitor.api import create_monitor_router
+from tracescore.monitor.tasks import monitoring_task
 from tracescore.store import SpanStore, open_store
 from tracescore.store.api import traces_router
+from tracescore.web import web_router
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +56,8 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     app.state.intake = intake
     app.include_router(otlp_router(intake, config.server.max_body_bytes))
     app.include_router(traces_router(store))
+    app.include_router(create_monitor_router(store.engine, config.monitor))
+    app.include_router(web_router(config, store))
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, object]:
@@ -87,6 +92,7 @@ class Service:
         self._uvicorn: _Server | None = None
         interval = promote_interval(config.assembly.idle_timeout)
         self.add_background(lambda: promote_periodically(self.store, interval))
+        self.add_background(monitoring_task(self.store.engine, config.alerts, config.monitor))
 
     def add_background(self, factory: BackgroundFactory) -> None:
         """Run ``factory()`` as a task in the service's event loop while it serves."""

@@ -16,6 +16,7 @@ from google.protobuf.message import Message
 from tracescore.ingest.decode import Decoded, DecodeError
 from tracescore.ingest.http import logs_response, metrics_response, trace_response
 from tracescore.ingest.intake import Busy, Intake, StoreUnavailable
+from tracescore.monitor import metrics
 
 
 def _export_handler(
@@ -23,14 +24,22 @@ def _export_handler(
     handle: Callable[..., Awaitable[Decoded]],
     respond: Callable[[Decoded], Message],
 ) -> grpc.RpcMethodHandler:
+    signal = handle.__name__  # traces, logs or metrics
+
     async def export(body: bytes, context: grpc.aio.ServicerContext) -> Message:
         try:
             with intake.admitted():
                 decoded = await handle(body, json=False)
         except DecodeError as exc:
+            metrics.export_request("grpc", signal, "invalid")
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         except (Busy, StoreUnavailable) as exc:
+            metrics.export_request("grpc", signal, "busy" if isinstance(exc, Busy) else "unavailable")
             await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        metrics.export_request(
+            "grpc", signal, "ok", spans=len(decoded.spans), logs=len(decoded.logs),
+            rejected=decoded.rejected,
+        )  # fmt: skip
         return respond(decoded)
 
     return grpc.unary_unary_rpc_method_handler(

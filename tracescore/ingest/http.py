@@ -25,6 +25,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from tracescore.ingest.decode import Decoded, DecodeError
 from tracescore.ingest.intake import RETRY_AFTER_SECONDS, Busy, Intake, StoreUnavailable
+from tracescore.monitor import metrics
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -102,10 +103,13 @@ def otlp_router(intake: Intake, max_body_bytes: int) -> APIRouter:
     def endpoint(
         handle: Callable[..., Awaitable[Decoded]], respond: Callable[[Decoded], Message]
     ) -> Callable[[Request], Awaitable[Response]]:
+        signal = handle.__name__  # traces, logs or metrics
+
         async def export(request: Request) -> Response:
             media_type = _media_type(request)
             json = media_type == JSON
             if not json and media_type != PROTOBUF:
+                metrics.export_request("http", signal, "invalid")
                 return _status_response(
                     415, _INVALID_ARGUMENT,
                     f"unsupported Content-Type {media_type or '(none)'!r}: "
@@ -117,13 +121,21 @@ def otlp_router(intake: Intake, max_body_bytes: int) -> APIRouter:
                     body = await _read_body(request, max_body_bytes)
                     decoded = await handle(body, json=json)
             except Busy as exc:
+                metrics.export_request("http", signal, "busy")
                 return _status_response(503, _UNAVAILABLE, str(exc), json=json, retry=True)
             except _HttpError as exc:
+                metrics.export_request("http", signal, "too_large" if exc.status == 413 else "invalid")
                 return _status_response(exc.status, exc.code, exc.message, json=json)
             except DecodeError as exc:
+                metrics.export_request("http", signal, "invalid")
                 return _status_response(400, _INVALID_ARGUMENT, str(exc), json=json)
             except StoreUnavailable as exc:
+                metrics.export_request("http", signal, "unavailable")
                 return _status_response(503, _UNAVAILABLE, str(exc), json=json, retry=True)
+            metrics.export_request(
+                "http", signal, "ok", spans=len(decoded.spans), logs=len(decoded.logs),
+                rejected=decoded.rejected,
+            )  # fmt: skip
             return Response(_encode(respond(decoded), json), media_type=JSON if json else PROTOBUF)
 
         return export

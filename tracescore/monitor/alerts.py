@@ -11,7 +11,6 @@ The clock is injected, so tests and the benchmark replay days of windows without
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
@@ -554,19 +553,3 @@ class AlertEvaluator:
     def release(self) -> None:
         with self.engine.begin() as connection:
             release_lease(connection, self.owner)
-
-    async def run(self, stop: asyncio.Event) -> None:
-        """Evaluate every ``monitor.evaluation_interval`` until ``stop`` is set; then hand over."""
-        try:
-            while not stop.is_set():
-                try:
-                    await asyncio.to_thread(self.run_once)
-                except Exception:
-                    logger.exception("alert evaluation failed")
-                try:
-                    await asyncio.wait_for(stop.wait(), timeout=self.monitor.evaluation_interval)
-                except TimeoutError:
-                    pass
-        finally:
-            await asyncio.to_thread(self.release)
-            self.close()

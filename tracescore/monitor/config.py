@@ -201,6 +201,8 @@ class AlertsConfig(_Section):
 class MonitorConfig(_Section):
     evaluation_interval: Duration = 60.0
     """How often the leader evaluates the alert rules."""
+    gauge_interval: Duration = 10.0
+    """How often each instance samples the trace backlog gauges from the database."""
     leader_lease: Duration = 180.0
     """How long the evaluating instance's lease lasts unrenewed; another instance takes over after."""
     instance_id: str | None = None

@@ -41,12 +41,12 @@ logs_received = Counter(
     "tracescore_logs_received", "Log records accepted and stored.", ["transport"], registry=REGISTRY
 )
 spans_rejected = Counter(
-    "tracescore_spans_rejected", "Spans refused as invalid (partial success).", ["transport"],
-    registry=REGISTRY,
+    "tracescore_spans_rejected", "Spans or log records refused as invalid (partial success).",
+    ["transport"], registry=REGISTRY,
 )  # fmt: skip
 export_requests = Counter(
     "tracescore_export_requests",
-    "OTLP export requests by outcome: ok, invalid, too_large, overloaded, unauthorized, error.",
+    "OTLP export requests by outcome: ok, invalid, too_large, busy, unavailable.",
     ["transport", "signal", "outcome"],
     registry=REGISTRY,
 )
@@ -62,8 +62,11 @@ traces_scored = Counter(
 queue_depth = Gauge(
     "tracescore_queue_depth", "Traces ready and waiting for a scoring worker.", registry=REGISTRY
 )
-traces_pending = Gauge(
-    "tracescore_traces_pending", "Traces still receiving spans (not yet ready).", registry=REGISTRY
+traces_in_state = Gauge(
+    "tracescore_traces",
+    "Traces not yet scored, by assembly state (pending, ready, claimed), sampled from the database.",
+    ["state"],
+    registry=REGISTRY,
 )
 sampling_decisions = Counter(
     "tracescore_sampling_decisions",
@@ -136,7 +139,8 @@ def observe_score(
     scores.labels(binding, scorer, status).inc()
     if status == "ok" and score is not None:
         score_value.labels(binding, scorer).observe(score)
-    scorer_latency.labels(binding, scorer).observe(latency_seconds)
+    if not status.startswith("skipped"):  # skipped runs were never scored: no latency to tell
+        scorer_latency.labels(binding, scorer).observe(latency_seconds)
 
 
 def judge_call(
@@ -154,6 +158,18 @@ def judge_call(
 
 def sampling_decision(binding: str, sampled: bool) -> None:
     sampling_decisions.labels(binding, "true" if sampled else "false").inc()
+
+
+def export_request(transport: str, signal: str, outcome: str, spans: int = 0, logs: int = 0,
+                   rejected: int = 0) -> None:  # fmt: skip
+    """Record one OTLP export request: its outcome and, when stored, what it carried."""
+    export_requests.labels(transport, signal, outcome).inc()
+    if spans:
+        spans_received.labels(transport).inc(spans)
+    if logs:
+        logs_received.labels(transport).inc(logs)
+    if rejected:
+        spans_rejected.labels(transport).inc(rejected)
 
 
 def exposition() -> tuple[bytes, str]:

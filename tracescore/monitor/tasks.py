@@ -1,0 +1,70 @@
+"""The monitoring background task of a service: queue gauges and, as leader, alert rules.
+
+Queue gauges are sampled from the database rather than counted in process, so every instance
+exports the same backlog whichever instance promoted or claimed the traces.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from sqlalchemy import Engine, func, select
+
+from tracescore.monitor import metrics
+from tracescore.monitor.alerts import AlertEvaluator
+from tracescore.monitor.config import AlertsConfig, MonitorConfig
+from tracescore.store.tables import TraceRow
+
+logger = logging.getLogger(__name__)
+UNSCORED_STATES = ("pending", "ready", "claimed")
+
+
+def sample_trace_states(engine: Engine) -> None:
+    """Set the backlog gauges: one indexed count over the (few) traces not yet scored."""
+    table = TraceRow.__table__
+    with engine.connect() as connection:
+        counts = dict(
+            connection.execute(
+                select(table.c.state, func.count())
+                .where(table.c.state.in_(UNSCORED_STATES))
+                .group_by(table.c.state)
+            ).all()
+        )
+    for state in UNSCORED_STATES:
+        metrics.traces_in_state.labels(state).set(counts.get(state, 0))
+    metrics.queue_depth.set(counts.get("ready", 0))
+
+
+async def _every(seconds: float, step: Callable[[], object]) -> None:
+    while True:
+        try:
+            await asyncio.to_thread(step)
+        except Exception:  # the database may be briefly unreachable; keep going
+            logger.exception("monitoring step %s failed", getattr(step, "__name__", step))
+        await asyncio.sleep(seconds)
+
+
+def monitoring_task(
+    engine: Engine, alerts: AlertsConfig, monitor: MonitorConfig
+) -> Callable[[], Awaitable[None]]:
+    """A :meth:`Service.add_background` factory: sample the backlog gauges every
+    ``monitor.gauge_interval`` and run an alert round every ``monitor.evaluation_interval``
+    (a round does nothing unless this instance holds the evaluator lease)."""
+
+    async def run() -> None:
+        steps = [_every(monitor.gauge_interval, lambda: sample_trace_states(engine))]
+        evaluator = AlertEvaluator(engine, alerts, monitor) if alerts.rules else None
+        if evaluator is not None:
+            steps.append(_every(monitor.evaluation_interval, evaluator.run_once))
+        try:
+            await asyncio.gather(*steps)
+        finally:
+            if evaluator is not None:
+                try:
+                    evaluator.release()  # hand the lease over now rather than when it expires
+                finally:
+                    evaluator.close()
+
+    return run
