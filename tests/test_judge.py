@@ -92,12 +92,14 @@ async def test_client_errors_are_not_retried(server: JudgeServer) -> None:
 
 
 async def test_hung_judge_times_out(server: JudgeServer) -> None:
+    judge = judge_for(server, timeout=0.3, max_retries=1)
+    await judge.complete(request("Warm up litellm's lazy imports.", schema=None))
     server.script("Claims", hang_reply())
     started = time.perf_counter()
     with pytest.raises(JudgeError, match="timeout|Timeout|timed out"):
-        await judge_for(server, timeout=0.3, max_retries=1).complete(request())
+        await judge.complete(request())
     assert 0.6 <= time.perf_counter() - started < 3
-    assert server.count == 2
+    assert server.count == 3
 
 
 async def test_broken_json_is_repaired_once(server: JudgeServer) -> None:

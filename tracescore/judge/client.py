@@ -15,6 +15,7 @@ import concurrent.futures
 import email.utils
 import os
 import random
+import threading
 import time
 from dataclasses import dataclass
 from functools import cache
@@ -30,6 +31,11 @@ from tracescore.judge.structured import Mode, parse_output, response_format, sch
 from tracescore.scorers.base import JudgeRequest, JudgeResponse
 
 _RESERVED_OUTPUT_TOKENS = 256
+_COLD_START_GRACE = 30.0
+"""Extra seconds for the process's first request: litellm imports ~450 more modules then (2-4 s
+on an idle machine), which must not pass for a hung judge. The HTTP read timeout, which litellm
+applies on its own, still catches a server that hangs on that first request."""
+_warm = threading.Event()
 
 
 class JudgeError(RuntimeError):
@@ -140,8 +146,12 @@ class LiteLLMJudge:
             spend.attempts += 1
             try:
                 async with self.limiter.lease(estimate) as lease:
-                    async with asyncio.timeout(config.timeout):
-                        response = await acompletion(**kwargs)
+                    grace = 0.0 if _warm.is_set() else _COLD_START_GRACE
+                    try:
+                        async with asyncio.timeout(config.timeout + grace):
+                            response = await acompletion(**kwargs)
+                    finally:
+                        _warm.set()
                     usage = getattr(response, "usage", None)
                     lease.tokens = getattr(usage, "total_tokens", None)
             except Exception as exc:
