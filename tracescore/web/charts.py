@@ -1,0 +1,173 @@
+"""Charts as inline SVG, drawn on the server: no chart library, nothing to fetch, works offline.
+
+Colours and fonts come from the stylesheet through class names (the page's Content-Security-
+Policy forbids inline styles), so the SVG only carries geometry and escaped text. Every text
+node goes through :func:`markupsafe.escape`: binding names come from config, but nothing
+reaching a page is trusted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from markupsafe import Markup, escape
+
+WIDTH, HEIGHT = 600, 210
+LEFT, RIGHT, TOP = 36, 10, 10
+PLOT_BOTTOM = 140
+"""The score plot spans TOP..PLOT_BOTTOM; the sample-count strip sits below it."""
+COUNT_TOP, COUNT_BOTTOM = 156, 186
+AXIS_LABEL_Y = 202
+
+
+@dataclass(frozen=True, slots=True)
+class Bucket:
+    """One time bucket of one binding: what the summary query returns for it."""
+
+    start: datetime
+    count: int
+    mean: float | None
+    p10: float | None
+    p90: float | None
+    errors: int = 0
+    attempted: int = 0
+
+
+def _num(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def _time_label(moment: datetime, span: timedelta) -> str:
+    if span <= timedelta(days=1):
+        return moment.strftime("%H:%M:%S" if span <= timedelta(minutes=30) else "%H:%M")
+    return moment.strftime("%m-%d %H:%M")
+
+
+def _value_domain(buckets: Sequence[Bucket]) -> tuple[float, float]:
+    """0..1 (every built-in scorer's range), widened for custom scorers that go beyond it."""
+    values = [v for b in buckets for v in (b.mean, b.p10, b.p90) if v is not None]
+    low, high = min([0.0, *values]), max([1.0, *values])
+    return low, high if high > low else low + 1.0
+
+
+def score_chart(
+    title: str, buckets: Sequence[Bucket], since: datetime, until: datetime, bucket: timedelta
+) -> Markup:
+    """Mean score per bucket (line and points), its p10–p90 band, the p10 line, sample counts.
+
+    Each point carries a ``<title>`` (the browser's tooltip) with the bucket's figures.
+    """
+    span = until - since
+    plot_width = WIDTH - LEFT - RIGHT
+    low, high = _value_domain(buckets)
+
+    def x(moment: datetime) -> float:
+        return LEFT + plot_width * ((moment - since) / span)
+
+    def y(value: float) -> float:
+        return PLOT_BOTTOM - (PLOT_BOTTOM - TOP) * (value - low) / (high - low)
+
+    band_width = max(3.0, plot_width * (bucket / span))
+    most = max((b.count for b in buckets), default=0) or 1
+    parts = [
+        f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
+        f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
+        f"<title>{escape(title)}</title>",
+    ]
+    for tick in (low, (low + high) / 2, high):
+        parts.append(
+            f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{_num(y(tick))}" y2="{_num(y(tick))}"/>'
+            f'<text class="tick" x="{LEFT - 4}" y="{_num(y(tick) + 4)}" text-anchor="end">{tick:g}</text>'
+        )
+    for fraction, anchor in ((0.0, "start"), (0.5, "middle"), (1.0, "end")):
+        moment = since + span * fraction
+        parts.append(
+            f'<text class="tick" x="{_num(LEFT + plot_width * fraction)}" y="{AXIS_LABEL_Y}" '
+            f'text-anchor="{anchor}">{escape(_time_label(moment, span))}</text>'
+        )
+    parts.append(f'<text class="tick" x="{LEFT - 4}" y="{COUNT_TOP + 8}" text-anchor="end">n</text>')
+
+    scored = [b for b in buckets if b.mean is not None]
+    centre = bucket / 2
+    for b in buckets:  # band and count strip
+        left = _num(x(b.start + centre) - band_width / 2)
+        if b.p10 is not None and b.p90 is not None:
+            top = y(b.p90)
+            parts.append(
+                f'<rect class="band" x="{left}" y="{_num(top)}" width="{_num(band_width)}" '
+                f'height="{_num(max(1.0, y(b.p10) - top))}"/>'
+            )
+        height = (COUNT_BOTTOM - COUNT_TOP) * b.count / most
+        css = "count has-errors" if b.errors else "count"
+        parts.append(
+            f'<rect class="{css}" x="{left}" y="{_num(COUNT_BOTTOM - height)}" '
+            f'width="{_num(band_width)}" height="{_num(height)}"><title>'
+            f"{escape(b.start.strftime('%Y-%m-%d %H:%M:%S'))} UTC: {b.count} scores, {b.errors} errors"
+            "</title></rect>"
+        )
+    for segment in _contiguous(scored, bucket):
+        if len(segment) > 1:
+            mean_line = " ".join(f"{_num(x(b.start + centre))},{_num(y(b.mean))}" for b in segment)  # type: ignore[arg-type]
+            parts.append(f'<polyline class="mean" points="{mean_line}"/>')
+            p10_line = " ".join(
+                f"{_num(x(b.start + centre))},{_num(y(b.p10))}" for b in segment if b.p10 is not None
+            )
+            parts.append(f'<polyline class="p10" points="{p10_line}"/>')
+    for b in scored:
+        tip = (
+            f"{b.start.strftime('%Y-%m-%d %H:%M:%S')} UTC: mean {b.mean:.3f}, "
+            f"p10 {_fmt(b.p10)}, p90 {_fmt(b.p90)}, n={b.count}"
+        )
+        parts.append(
+            f'<circle class="point" cx="{_num(x(b.start + centre))}" cy="{_num(y(b.mean))}" r="3.5">'  # type: ignore[arg-type]
+            f"<title>{escape(tip)}</title></circle>"
+        )
+    if not scored:
+        parts.append(
+            f'<text class="empty" x="{WIDTH / 2}" y="{(TOP + PLOT_BOTTOM) / 2}" text-anchor="middle">'
+            "no scores in this range</text>"
+        )
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def _fmt(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def _contiguous(buckets: Sequence[Bucket], size: timedelta) -> list[list[Bucket]]:
+    """Runs of adjacent buckets: the mean line breaks where buckets had no scores."""
+    segments: list[list[Bucket]] = []
+    for b in buckets:
+        if segments and b.start - segments[-1][-1].start <= size:
+            segments[-1].append(b)
+        else:
+            segments.append([b])
+    return segments
+
+
+def bar_chart(title: str, bars: Sequence[tuple[str, float, str]]) -> Markup:
+    """Vertical bars, one per ``(label, value, tooltip)``: judge spend per day."""
+    plot_width = WIDTH - LEFT - RIGHT
+    most = max((value for _, value, _ in bars), default=0.0) or 1.0
+    slot = plot_width / max(1, len(bars))
+    parts = [
+        f'<svg class="chart bars" viewBox="0 0 {WIDTH} 170" role="img" aria-label="{escape(title)}" '
+        'xmlns="http://www.w3.org/2000/svg">',
+        f"<title>{escape(title)}</title>",
+        f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="140" y2="140"/>',
+    ]
+    for index, (label, value, tip) in enumerate(bars):
+        height = 120 * value / most
+        left = LEFT + slot * index + slot * 0.15
+        parts.append(
+            f'<rect class="bar" x="{_num(left)}" y="{_num(140 - height)}" width="{_num(slot * 0.7)}" '
+            f'height="{_num(height)}"><title>{escape(tip)}</title></rect>'
+            f'<text class="tick" x="{_num(left + slot * 0.35)}" y="{_num(136 - height)}" '
+            f'text-anchor="middle">{escape(f"${value:.2f}")}</text>'
+            f'<text class="tick" x="{_num(left + slot * 0.35)}" y="158" text-anchor="middle">{escape(label)}</text>'
+        )
+    parts.append("</svg>")
+    return Markup("".join(parts))

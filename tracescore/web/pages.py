@@ -1,0 +1,213 @@
+"""What each page shows, gathered from the store: plain data for the templates to lay out.
+
+Everything here is synchronous database work; the router runs it in the thread pool.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from markupsafe import Markup
+from sqlalchemy import Engine
+
+from tracescore.extract import extract_runs
+from tracescore.extract.model import AgentRun
+from tracescore.monitor.queries import ScoreFilter, aggregate_scores, coverage
+from tracescore.spans import Span
+from tracescore.store import SpanStore
+from tracescore.store.api import log_json, span_json
+from tracescore.web import queries
+from tracescore.web.charts import Bucket, bar_chart, score_chart
+
+NICE_BUCKETS = [
+    timedelta(seconds=s)
+    for s in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
+]
+TARGET_POINTS = 60
+MAX_POINTS = 1440
+COST_DAYS = 14
+LIST_LIMIT = 25
+
+
+def pick_bucket(window: timedelta) -> timedelta:
+    """The smallest round bucket that keeps a chart at about :data:`TARGET_POINTS` points."""
+    return next((b for b in NICE_BUCKETS if window / b <= TARGET_POINTS), NICE_BUCKETS[-1])
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    since: datetime
+    until: datetime
+    bucket: timedelta
+
+    @classmethod
+    def ending_now(cls, length: timedelta, bucket: timedelta | None) -> Window:
+        bucket = bucket or pick_bucket(length)
+        if bucket < timedelta(seconds=1) or length / bucket > MAX_POINTS:
+            raise ValueError(f"a chart has at most {MAX_POINTS} buckets of at least 1s")
+        # End on a bucket boundary so the last bucket is whole and points do not drift.
+        now = datetime.now(timezone.utc).timestamp()
+        size = bucket.total_seconds()
+        until = datetime.fromtimestamp((now // size + 1) * size, timezone.utc)
+        return cls(until - length, until, bucket)
+
+
+@dataclass
+class BindingPanel:
+    """One chart card: a binding's trend and its totals over the window."""
+
+    binding: str
+    chart: Markup
+    points: int
+    count: int = 0
+    mean: float | None = None
+    attempted: int = 0
+    errors: int = 0
+    coverage: dict[str, Any] | None = None
+
+    @property
+    def error_rate(self) -> float | None:
+        return self.errors / self.attempted if self.attempted else None
+
+
+def overview(
+    engine: Engine, bindings: list[str], window: Window, where: ScoreFilter
+) -> dict[str, Any]:
+    """Alerts, one chart per binding, judge spend, coverage, the lowest and the newest scores."""
+    in_window = ScoreFilter(since=window.since, until=window.until)
+    cost_since = window.until - timedelta(days=COST_DAYS)
+    with engine.connect() as connection:
+        version = queries.live_version(connection)
+        trend = aggregate_scores(
+            connection, in_window, ["binding"],
+            bucket_seconds=int(window.bucket.total_seconds()), quantiles=(0.1, 0.9),
+        )  # fmt: skip
+        totals = aggregate_scores(connection, in_window, ["binding"])
+        covered = {entry.binding: entry.to_dict() for entry in coverage(connection, window.since, window.until)}
+        costs = queries.judge_cost_per_day(connection, cost_since, window.until)
+        alerts = queries.firing_alerts(connection)
+        choices = queries.filter_choices(connection, window.since)
+        ranged = ScoreFilter(
+            scorer=where.scorer, agent=where.agent, model=where.model, since=window.since,
+            until=window.until,
+        )  # fmt: skip
+        lowest = queries.lowest_scores(connection, ranged, LIST_LIMIT)
+        latest = queries.latest_scores(connection, ScoreFilter(), 15)
+
+    series: dict[str, list[Bucket]] = defaultdict(list)
+    for group in trend:
+        series[group.group[0]].append(
+            Bucket(
+                start=group.bucket,  # type: ignore[arg-type]
+                count=group.moments.n,
+                mean=None if group.moments.n == 0 else group.moments.mean,
+                p10=_finite(group.quantiles.get(0.1)),
+                p90=_finite(group.quantiles.get(0.9)),
+                errors=group.errors,
+                attempted=group.attempted,
+            )
+        )
+    panels = []
+    for name in sorted(set(bindings) | set(series) | set(covered)):
+        buckets = sorted(series.get(name, []), key=lambda b: b.start)
+        panel = BindingPanel(
+            binding=name,
+            chart=score_chart(f"{name}: score over time", buckets, window.since, window.until, window.bucket),
+            points=sum(b.mean is not None for b in buckets),
+            coverage=covered.get(name),
+        )
+        for group in totals:
+            if group.group[0] == name:
+                panel.count, panel.attempted, panel.errors = group.moments.n, group.attempted, group.errors
+                panel.mean = None if group.moments.n == 0 else group.moments.mean
+        panels.append(panel)
+
+    cost_chart = None
+    if costs:
+        cost_chart = bar_chart(
+            "judge cost per day (USD)",
+            [(c["day"].strftime("%m-%d"), c["cost_usd"],
+              f"{c['day']:%Y-%m-%d}: ${c['cost_usd']:.4f} over {c['count']} judged scores") for c in costs],
+        )  # fmt: skip
+    return {
+        "version": version,
+        "window": window,
+        "alerts": alerts,
+        "panels": panels,
+        "cost_chart": cost_chart,
+        "cost_total": sum(c["cost_usd"] for c in costs),
+        "coverage": sorted(covered.values(), key=lambda entry: entry["binding"]),
+        "choices": choices,
+        "lowest": lowest,
+        "latest": latest,
+    }
+
+
+def _finite(value: float | None) -> float | None:
+    return None if value is None or value != value else value  # NaN is not equal to itself
+
+
+@dataclass
+class RunView:
+    run: AgentRun
+    scores: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class SpanView:
+    span: Span
+    depth: int
+    raw: dict[str, Any]
+
+
+def trace_page(store: SpanStore, trace_id: str) -> dict[str, Any] | None:
+    """The rebuilt runs of a trace next to their scores, and the raw spans; None if unknown."""
+    trace = store.load_trace(trace_id)
+    with store.engine.connect() as connection:
+        version = queries.live_version(connection)
+        scores = queries.trace_scores(connection, trace_id)
+    if trace is None and not scores:
+        return None
+    runs = extract_runs(trace) if trace is not None else []
+    by_span: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in scores:
+        by_span[row["span_id"]].append(row)
+    run_ids = {run.span_id for run in runs}
+    shown = [RunView(run, by_span.get(run.span_id, [])) for run in runs if run.primary or run.span_id in by_span]
+    others = [run for run in runs if not (run.primary or run.span_id in by_span)]
+    orphans = [row for row in scores if row["span_id"] not in run_ids]
+    return {
+        "version": version,
+        "trace_id": trace_id,
+        "summary": store.trace_summary(trace_id),
+        "runs": shown,
+        "other_runs": others,
+        "orphan_scores": orphans,
+        "spans": _span_tree(trace.spans) if trace is not None else [],
+        "logs": [log_json(record) for record in trace.logs] if trace is not None else [],
+    }
+
+
+def _span_tree(spans: list[Span]) -> list[SpanView]:
+    """Spans depth-first from their roots, children by start time; orphans count as roots."""
+    ids = {span.span_id for span in spans}
+    children: dict[str | None, list[Span]] = defaultdict(list)
+    for span in spans:
+        parent = span.parent_span_id if span.parent_span_id in ids else None
+        children[parent].append(span)
+    ordered: list[SpanView] = []
+    seen: set[str] = set()
+    stack = [(span, 0) for span in sorted(children[None], key=lambda s: s.start_time_ns, reverse=True)]
+    while stack:
+        span, depth = stack.pop()
+        if span.span_id in seen:  # a parent-link cycle
+            continue
+        seen.add(span.span_id)
+        ordered.append(SpanView(span, depth, span_json(span)))
+        kids = sorted(children.get(span.span_id, []), key=lambda s: s.start_time_ns, reverse=True)
+        stack.extend((kid, depth + 1) for kid in kids)
+    ordered.extend(SpanView(s, 0, span_json(s)) for s in spans if s.span_id not in seen)
+    return ordered

@@ -1,0 +1,85 @@
+"""Jinja2 set up for the dashboard: autoescaping always on, and the formatting filters pages use.
+
+Autoescaping is what keeps untrusted trace content (prompts, tool results, reasons) inert:
+every ``{{ value }}`` is HTML-escaped unless it is :class:`markupsafe.Markup` made by our own
+code (the SVG charts), and nothing from a trace ever becomes Markup.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from tracescore.web.queries import as_utc
+
+
+def pretty(value: Any) -> str:
+    """JSON indented for reading; strings that hold JSON (tool arguments often do) are parsed first."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def when(value: datetime | float | int | None) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, int | float):
+        value = datetime.fromtimestamp(value, timezone.utc)
+    return as_utc(value).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def score(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def percent(value: float | None) -> str:
+    return "–" if value is None else f"{value * 100:.1f}%"
+
+
+def duration(value: timedelta) -> str:
+    """``90s`` → ``1m30s``: the way windows and buckets are written in the URL and config."""
+    seconds, parts = int(value.total_seconds()), []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if seconds >= size:
+            parts.append(f"{seconds // size}{unit}")
+            seconds %= size
+    return "".join(parts) or "0s"
+
+
+def ns_time(value: int | None) -> str:
+    return "–" if not value else when(value / 1e9)
+
+
+def is_records(value: Any) -> bool:
+    """A non-empty list of objects: shown as a table (judge verdicts, claims with reasons…)."""
+    return isinstance(value, list) and bool(value) and all(isinstance(item, dict) for item in value)
+
+
+def record_keys(value: list[dict[str, Any]]) -> list[str]:
+    return list(dict.fromkeys(key for item in value for key in item))
+
+
+_environment = Environment(
+    loader=PackageLoader("tracescore.web", "templates"),
+    autoescape=True,
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+_environment.filters.update(pretty=pretty, when=when, score=score, percent=percent, ns_time=ns_time,
+                            duration=duration)
+_environment.tests.update(records=is_records, mapping=lambda v: isinstance(v, dict),
+                          sequence=lambda v: isinstance(v, list))  # fmt: skip
+_environment.globals.update(record_keys=record_keys)
+
+
+def render(template: str, **context: Any) -> str:
+    return _environment.get_template(template).render(**context)
