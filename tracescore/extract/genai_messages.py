@@ -380,7 +380,8 @@ def parse_message(
         part = parse_part(body, warnings, what)
         if part:
             parts.append(part)
-    for call in raw.get("tool_calls") or []:
+    calls = raw.get("tool_calls")
+    for call in calls if isinstance(calls, list) else []:
         if isinstance(call, dict):
             function = call.get("function") if isinstance(call.get("function"), dict) else call
             arguments = first_present(function, "arguments", "args")  # LangChain: ``args``
@@ -408,8 +409,8 @@ def parse_messages(
     truncated prompt still reaches the scorers as text.
     """
     value = load_json(value, warnings, what)
-    if isinstance(value, dict):
-        value = value.get("messages", [value])
+    if isinstance(value, dict) and isinstance(value.get("messages"), list):
+        value = value["messages"]
     if not isinstance(value, list):
         value = [value]
     messages: list[Message] = []
