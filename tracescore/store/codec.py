@@ -8,8 +8,12 @@ kinds of value need a tag, and only they pay for one:
 - non-finite doubles (NaN, ±Infinity, which JSON cannot spell) become ``{"$f": "nan"}``.
 
 A kvlist that itself looks like a tag (a single key among the tag names) is wrapped as
-``{"$m": {...}}`` so decoding stays unambiguous. Decoding skips the walk entirely when the text
-holds no ``"$`` (the common case), so reads stay at orjson speed.
+``{"$m": {...}}`` so decoding stays unambiguous.
+
+Both directions stay at orjson speed in the common case: encoding dumps first and only walks
+the value (the slow, exact path) when the output holds a ``"$`` or a ``null`` — the only traces
+bytes, NaN (which orjson writes as ``null``) or a tag-like kvlist can leave; decoding only walks
+when the text holds a ``"$``.
 """
 
 from __future__ import annotations
@@ -62,9 +66,18 @@ def jsonable(value: AttributeValue | Attributes) -> Any:
     return _tagged(value) if _needs_tags(value) else value
 
 
+def _bytes_placeholder(value: Any) -> Any:
+    if isinstance(value, bytes):  # tagged properly by the slow path this output triggers
+        return {_BYTES: ""}
+    raise TypeError(f"{type(value).__name__} is not an OTLP attribute value")
+
+
 def encode(value: AttributeValue | Attributes) -> str:
     """The typed JSON text of an attribute value or of a whole attribute map."""
-    return orjson.dumps(jsonable(value)).decode()
+    fast = orjson.dumps(value, default=_bytes_placeholder)
+    if b'"$' in fast or b"null" in fast:
+        return orjson.dumps(jsonable(value)).decode()
+    return fast.decode()
 
 
 def _untagged(value: Any) -> Any:

@@ -96,8 +96,11 @@ class TraceRow(SQLModel, table=True):
     """
 
     __tablename__ = "traces"
+    # Promotion looks up pending traces by last_seen and by pending_since; claims look up ready
+    # ones in last_seen order; the read API lists by last_seen.
     __table_args__ = (
-        Index("ix_traces_state", "state"),
+        Index("ix_traces_state_last_seen", "state", "last_seen"),
+        Index("ix_traces_state_pending_since", "state", "pending_since"),
         Index("ix_traces_last_seen", "last_seen"),
     )
 

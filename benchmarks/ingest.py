@@ -1,0 +1,313 @@
+"""Ingest benchmark: sustained durable OTLP ingest into the real ``tracescore serve`` process.
+
+For each database (SQLite, and PostgreSQL with ``--pg``), transport (OTLP/HTTP protobuf,
+OTLP/HTTP JSON, OTLP/gRPC) and batch size (100 and 1000 spans), several client threads send
+realistic batches (see ``otlp_load.py``) back to back for ``--seconds``; every acknowledged
+request has been committed, so acked spans/s is durable throughput. Prints spans/s, p50/p99
+acknowledgement latency, and the server's peak RSS; checks the database holds every acked span.
+
+Readiness timeouts are set to an hour so no trace becomes ready (and gets scored) during the
+run: this measures ingest alone.
+
+``--peer phoenix`` runs the HTTP protobuf load against Arize Phoenix (installed in its own venv,
+``--phoenix-python``) and compares spans *persisted* per second (counted in Phoenix's SQLite
+database, since Phoenix acknowledges before it writes).
+
+    python benchmarks/ingest.py --seconds 10 [--pg postgresql://postgres@127.0.0.1/bench]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.otlp_load import batch_json, batch_protobuf, fresh_ids  # noqa: E402
+from tests.server_process import free_port, start_server  # noqa: E402
+from tracescore.store import open_store  # noqa: E402
+
+TRANSPORTS = ("http-protobuf", "http-json", "grpc")
+_GRPC_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+
+
+@dataclass
+class Result:
+    acked_spans: int = 0
+    failed_requests: int = 0
+    latencies: list[float] = field(default_factory=list)
+    elapsed: float = 0.0
+    server_cpu: float = float("nan")
+    """CPU seconds the server used during the run (the machine may be shared)."""
+
+    @property
+    def spans_per_second(self) -> float:
+        return self.acked_spans / self.elapsed if self.elapsed else 0.0
+
+    def percentile(self, q: float) -> float:
+        if len(self.latencies) < 2:
+            return self.latencies[0] if self.latencies else float("nan")
+        return statistics.quantiles(self.latencies, n=100, method="inclusive")[int(q) - 1]
+
+
+class _Counter:
+    def __init__(self, start: int) -> None:
+        self._next, self._lock = start, threading.Lock()
+
+    def __call__(self) -> int:
+        with self._lock:
+            self._next += 1
+            return self._next
+
+
+def _http_sender(port: int, path: str, content_type: str) -> Callable[[bytes], bool]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+
+    def send(body: bytes) -> bool:
+        connection.request("POST", path, body, {"Content-Type": content_type})
+        response = connection.getresponse()
+        response.read()
+        return response.status == 200
+
+    return send
+
+
+def _grpc_sender(port: int) -> Callable[[bytes], bool]:
+    channel = grpc.insecure_channel(
+        f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", 64 * 1024 * 1024)]
+    )
+    export = channel.unary_unary(_GRPC_METHOD, request_serializer=None, response_deserializer=None)
+
+    def send(body: bytes) -> bool:
+        try:
+            export(body, timeout=60)
+        except grpc.RpcError:
+            return False
+        return True
+
+    return send
+
+
+def run_load(
+    make_sender: Callable[[], Callable[[bytes], bool]],
+    template: bytes,
+    *,
+    json: bool,
+    spans_per_request: int,
+    seconds: float,
+    clients: int,
+    numbers: _Counter,
+) -> Result:
+    """``clients`` threads sending fresh copies of ``template`` back to back for ``seconds``."""
+    result = Result()
+    lock = threading.Lock()
+    start = time.perf_counter()
+    deadline = start + seconds
+
+    def client() -> None:
+        send = make_sender()
+        while time.perf_counter() < deadline:
+            body = fresh_ids(template, numbers(), json=json)
+            sent = time.perf_counter()
+            ok = send(body)
+            latency = time.perf_counter() - sent
+            with lock:
+                if ok:
+                    result.acked_spans += spans_per_request
+                    result.latencies.append(latency)
+                else:
+                    result.failed_requests += 1
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    result.elapsed = time.perf_counter() - start
+    return result
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _report(label: str, result: Result) -> None:
+    print(
+        f"  {label:<20} {result.spans_per_second:>8,.0f} spans/s  "
+        f"p50 {result.percentile(50) * 1000:6.1f} ms  p99 {result.percentile(99) * 1000:6.1f} ms  "
+        f"server CPU {result.server_cpu / result.elapsed:4.0%}, "
+        f"{result.acked_spans / result.server_cpu:,.0f} spans/CPU-s  "
+        f"({result.acked_spans:,} acked, {result.failed_requests} refused)",
+        flush=True,
+    )
+
+
+def bench_tracescore(db_url: str, args: argparse.Namespace, workdir: Path) -> dict[tuple[str, int], Result]:
+    config = {"assembly": {"idle_timeout": 3600, "max_wait": 3600}}
+    server = start_server(workdir, db_url=db_url, config=config, idle_timeout=None)
+    results: dict[tuple[str, int], Result] = {}
+    numbers = _Counter(int(time.time()) % 1_000_000 * 1000)
+    try:
+        # Warm-up (imports, caches, scorer start-up work), not measured.
+        run_load(lambda: _http_sender(server.http_port, "/v1/traces", "application/x-protobuf"),
+                 batch_protobuf(100), json=False, spans_per_request=100, seconds=args.warmup,
+                 clients=1, numbers=numbers)  # fmt: skip
+        for size in args.batch_sizes:
+            templates = {False: batch_protobuf(size), True: batch_json(size)}
+            for transport in args.transports:
+                json = transport == "http-json"
+                if transport == "grpc":
+                    make_sender = lambda: _grpc_sender(server.grpc_port)  # noqa: E731
+                else:
+                    content_type = "application/json" if json else "application/x-protobuf"
+                    make_sender = lambda ct=content_type: _http_sender(server.http_port, "/v1/traces", ct)  # noqa: E731
+                cpu_before = _cpu_seconds(server.process.pid)
+                result = run_load(make_sender, templates[json], json=json, spans_per_request=size,
+                                  seconds=args.seconds, clients=args.clients, numbers=numbers)  # fmt: skip
+                result.server_cpu = _cpu_seconds(server.process.pid) - cpu_before
+                results[(transport, size)] = result
+                _report(f"{transport} x{size}", result)
+        print(f"  peak server RSS {_peak_rss_mb(server.process.pid):.0f} MB", flush=True)
+    finally:
+        server.stop()
+    store = open_store(db_url, create=False)
+    stored, acked = store.count_spans(), sum(r.acked_spans for r in results.values())
+    store.close()
+    print(f"  stored spans {stored:,} >= acked {acked:,} (+ warm-up): "
+          f"{'ok' if stored >= acked else 'MISSING'}")  # fmt: skip
+    return results
+
+
+# --------------------------------------------------------------------------- Phoenix
+
+
+def _phoenix_span_count(db: Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as conn:
+            return conn.execute("SELECT count(*) FROM spans").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+
+
+def bench_phoenix(args: argparse.Namespace, workdir: Path) -> dict[tuple[str, int], float]:
+    """Persisted spans/s of Phoenix under the HTTP protobuf load, per batch size."""
+    python = Path(args.phoenix_python)
+    if not python.exists():
+        raise SystemExit(
+            f"{python} not found: install Phoenix first: python -m venv /tmp/phoenix-venv && "
+            "/tmp/phoenix-venv/bin/pip install arize-phoenix"
+        )
+    port = free_port()
+    env = {**os.environ, "PHOENIX_WORKING_DIR": str(workdir), "PHOENIX_PORT": str(port),
+           "PHOENIX_GRPC_PORT": str(free_port()), "PHOENIX_HOST": "127.0.0.1"}  # fmt: skip
+    log = open(workdir / "phoenix.log", "wb")  # noqa: SIM115
+    process = subprocess.Popen([str(python), "-m", "phoenix.server.main", "serve"], env=env,
+                               stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    db = workdir / "phoenix.db"
+    rates: dict[tuple[str, int], float] = {}
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+                conn.request("GET", "/healthz")
+                if conn.getresponse().status == 200:
+                    break
+            except OSError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"Phoenix did not start; see {workdir / 'phoenix.log'}")
+            time.sleep(0.5)
+        numbers = _Counter(900_000_000)
+        for size in args.batch_sizes:
+            before = _phoenix_span_count(db)
+            start = time.perf_counter()
+            result = run_load(
+                lambda: _http_sender(port, "/v1/traces", "application/x-protobuf"),
+                batch_protobuf(size), json=False, spans_per_request=size, seconds=args.seconds,
+                clients=args.clients, numbers=numbers,
+            )  # fmt: skip
+            # Phoenix acknowledges before writing: wait until its queue has drained.
+            count, stable_since = _phoenix_span_count(db), time.perf_counter()
+            while time.perf_counter() - stable_since < 3 and time.perf_counter() - start < 600:
+                time.sleep(0.5)
+                now_count = _phoenix_span_count(db)
+                if now_count != count:
+                    count, stable_since = now_count, time.perf_counter()
+            persisted = count - before
+            elapsed = stable_since - start
+            rates[("http-protobuf", size)] = persisted / elapsed
+            print(f"  phoenix http-protobuf x{size}: {persisted / elapsed:,.0f} spans/s persisted "
+                  f"({persisted:,} of {result.acked_spans:,} acked spans in {elapsed:.1f} s)",
+                  flush=True)  # fmt: skip
+    finally:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+    return rates
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=10.0, help="load duration per case")
+    parser.add_argument("--pg", metavar="URL", help="also benchmark this (scratch) PostgreSQL database")
+    parser.add_argument("--clients", type=int, default=4, help="concurrent client connections")
+    parser.add_argument("--warmup", type=float, default=3.0, help="unmeasured seconds of load first")
+    parser.add_argument("--batch-sizes", type=lambda s: [int(x) for x in s.split(",")], default=[100, 1000])
+    parser.add_argument("--transports", type=lambda s: s.split(","), default=list(TRANSPORTS))
+    parser.add_argument("--no-sqlite", action="store_true", help="skip the SQLite runs")
+    parser.add_argument("--peer", choices=["phoenix"], help="compare with another collector")
+    parser.add_argument("--phoenix-python", default="/tmp/phoenix-venv/bin/python")
+    args = parser.parse_args()
+
+    workdir = Path(tempfile.mkdtemp(prefix="tracescore-bench-"))
+    print(f"{os.cpu_count()} CPUs, {args.clients} clients, {args.seconds:g} s per case")
+    ours: dict[tuple[str, int], Result] = {}
+    try:
+        if not args.no_sqlite:
+            print("tracescore, SQLite (WAL):", flush=True)
+            ours = bench_tracescore(f"sqlite:///{workdir / 'sqlite' / 'bench.db'}", args, workdir / "sqlite")
+        if args.pg:
+            print(f"tracescore, PostgreSQL ({args.pg.rsplit('@', 1)[-1]}):", flush=True)
+            pg = bench_tracescore(args.pg, args, workdir / "pg")
+            ours = ours or pg
+        if args.peer == "phoenix":
+            print("Arize Phoenix (SQLite):", flush=True)
+            (workdir / "phoenix").mkdir()
+            theirs = bench_phoenix(args, workdir / "phoenix")
+            for key, rate in theirs.items():
+                if key in ours and rate > 0:
+                    print(f"  ratio tracescore/phoenix {key[0]} x{key[1]}: "
+                          f"{ours[key].spans_per_second / rate:,.0f}x")  # fmt: skip
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
