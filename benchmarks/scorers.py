@@ -152,26 +152,23 @@ def main() -> None:
 
     suites = {"short": short_cases(), "10k": long_cases(args.long_cases)}
     repeats = {"short": args.repeat, "10k": args.long_repeat}
-    mastra: dict[str, dict[str, float]] = {}
-    if args.vs_mastra:
-        mastra_repeats = {"short": args.repeat, "10k": args.mastra_long_repeat}
-        with tempfile.TemporaryDirectory() as tmp:
-            for size, cases in suites.items():
-                mastra[size] = mastra_ms_per_case(cases, mastra_repeats[size], Path(tmp))
+    mastra_repeats = {"short": args.repeat, "10k": args.mastra_long_repeat}
+    rows: dict[tuple[str, str], tuple[int, float, float | None]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        # Each size's Mastra and Python runs back to back: the machine's load drifts.
+        for size, cases in suites.items():
+            mastra = mastra_ms_per_case(cases, mastra_repeats[size], Path(tmp)) if args.vs_mastra else {}
+            for scorer in SCORERS:
+                mine = [c for c in cases if c["scorer"] == scorer]
+                rows[scorer, size] = (len(mine), python_ms_per_case(mine, repeats[size]), mastra.get(scorer))
 
     header = f"{'scorer':<20} {'size':>5} {'cases':>5} {'tracescore ms':>14}"
-    if args.vs_mastra:
-        header += f" {'Mastra ms':>10} {'speed-up':>9}"
-    print(header)
-    for scorer in SCORERS:
-        for size, cases in suites.items():
-            mine = [c for c in cases if c["scorer"] == scorer]
-            ms = python_ms_per_case(mine, repeats[size])
-            line = f"{scorer:<20} {size:>5} {len(mine):>5} {ms:>14.3f}"
-            if args.vs_mastra:
-                theirs = mastra[size][scorer]
-                line += f" {theirs:>10.3f} {theirs / ms:>8.1f}x"
-            print(line, flush=True)
+    print(header + (f" {'Mastra ms':>10} {'speed-up':>9}" if args.vs_mastra else ""))
+    for (scorer, size), (count, ms, theirs) in sorted(rows.items(), key=lambda row: SCORERS.index(row[0][0])):
+        line = f"{scorer:<20} {size:>5} {count:>5} {ms:>14.3f}"
+        if theirs is not None:
+            line += f" {theirs:>10.3f} {theirs / ms:>8.1f}x"
+        print(line)
 
 
 if __name__ == "__main__":

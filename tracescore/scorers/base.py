@@ -318,7 +318,7 @@ class Scorer:
             judge_calls=calls,
             input_tokens=sum(call.input_tokens for call in calls),
             output_tokens=sum(call.output_tokens for call in calls),
-            cost_usd=sum(call.cost_usd for call in calls),
+            cost_usd=float(sum(call.cost_usd for call in calls)),
             duration_ms=(time.perf_counter() - started) * 1000,
         )
 

@@ -11,7 +11,7 @@ from functools import cache
 from importlib import resources
 
 from tracescore.scorers.base import Scorer, StepContext, create_scorer
-from tracescore.scorers.code.jstext import JS_WS, js_trim
+from tracescore.scorers.code.jstext import js_trim, js_words
 from tracescore.scorers.utils import run_input_text, run_output_text
 
 ID = "keyword-coverage-scorer"
@@ -22,7 +22,6 @@ _URL = re.compile(r"https?://")
 # keyword-extractor deletes these anywhere in a word, and a "'" only at its very start or end.
 _PUNCTUATION = str.maketrans("", "", '.,;!?():"\u201c\u201d\u2018\u2019')
 _LONE_SYMBOLS = frozenset("_@&#")  # deleted when the word is just one of them
-_ASCII_DIGITS = frozenset("0123456789")
 
 
 @cache
@@ -39,12 +38,12 @@ def extract_keywords(text: str) -> list[str]:
         return []
     stop = stop_words()
     keywords: dict[str, None] = {}
-    for token in JS_WS.split(text):
+    for token in js_words(text):
         is_url = "http" in token and _URL.search(token) is not None
         word = token if is_url else _strip_punctuation(token)
         if word in _LONE_SYMBOLS:
             word = ""
-        if word and all(ch in _ASCII_DIGITS for ch in word):
+        if word.isdigit() and word.isascii():  # JS /\d/ is ASCII digits only
             word = ""
         if not word:
             continue

@@ -69,23 +69,25 @@ def _vader() -> _Vader:
     return _Vader()
 
 
-def _describe_emoji(analyzer: SentimentIntensityAnalyzer, text: str) -> str:
-    """VADER's own first step: emoji become their word descriptions."""
+@cache
+def _emoji_pattern() -> re.Pattern[str]:
+    """VADER looks emoji up one character at a time, so only single-character keys can match."""
+    singles = sorted(re.escape(key) for key in _vader().emojis if len(key) == 1)
+    return re.compile(f"[{''.join(singles)}]")
+
+
+def _describe_emoji(text: str) -> str:
+    """VADER's own first step: each emoji becomes its description, after a space unless one
+    precedes it (``polarity_scores`` does this character by character)."""
     if text.isascii():
         return text
-    out: list[str] = []
-    previous_space = True
-    for ch in text:
-        description = analyzer.emojis.get(ch)
-        if description is None:
-            out.append(ch)
-            previous_space = ch == " "
-            continue
-        if not previous_space:
-            out.append(" ")
-        out.append(description)
-        previous_space = False
-    return "".join(out)
+    emojis = _vader().emojis
+
+    def describe(match: re.Match[str]) -> str:
+        start = match.start()
+        return (" " if start and text[start - 1] != " " else "") + emojis[match.group()]
+
+    return _emoji_pattern().sub(describe, text)
 
 
 def _valence_sum(text: str) -> tuple[float, int]:
@@ -95,12 +97,17 @@ def _valence_sum(text: str) -> tuple[float, int]:
     what an AFINN-style comparative needs, so this runs VADER's steps up to that point.
     """
     analyzer = _vader()
-    sentitext = SentiText(_describe_emoji(analyzer, text).strip())
+    lexicon = analyzer.lexicon
+    sentitext = SentiText(_describe_emoji(text).strip())
     words = sentitext.words_and_emoticons
     sentiments: list[float] = []
     for i, item in enumerate(words):
         lowered = item.lower()
-        if lowered in BOOSTER_DICT or (lowered == "kind" and i < len(words) - 1 and words[i + 1].lower() == "of"):
+        if (
+            lowered not in lexicon  # VADER scores such a token 0 (saves the call)
+            or lowered in BOOSTER_DICT
+            or (lowered == "kind" and i < len(words) - 1 and words[i + 1].lower() == "of")
+        ):
             sentiments.append(0.0)
             continue
         sentiments = analyzer.sentiment_valence(0.0, sentitext, item, i, sentiments)
