@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -20,7 +21,7 @@ from tests.score_streams import Drop, insert_rows, score_row, stream
 from tests.webhook_receiver import WebhookReceiver, webhook_receiver
 from tracescore.config import ConfigError, parse_config
 from tracescore.monitor import metrics
-from tracescore.monitor.alerts import AlertEvaluator, BaselineCache, evaluate_rule
+from tracescore.monitor.alerts import AlertEvaluator, BaselineCache, acquire_lease, evaluate_rule
 from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.config import AlertsConfig, MonitorConfig, RegressionRule
 from tracescore.store import SpanStore, open_store
@@ -194,6 +195,35 @@ def test_restart_does_not_refire_and_lease_passes_on(store: SpanStore, hook: Web
     assert first.run_once().leader
     for evaluator in (first, second):
         evaluator.close()
+
+
+def test_lease_is_exclusive_under_contention(db_url: str) -> None:
+    """Eight instances race for the lease at once: exactly one gets it, until it expires."""
+    store = open_store(db_url)
+    barrier = threading.Barrier(8)
+    won: dict[str, bool] = {}
+
+    def contend(owner: str, now: float) -> None:
+        barrier.wait()
+        with store.engine.begin() as connection:
+            won[owner] = acquire_lease(connection, owner, now, 60.0)
+
+    def race(now: float) -> list[str]:
+        won.clear()
+        threads = [threading.Thread(target=contend, args=(f"i{n}", now)) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert len(won) == 8
+        return [owner for owner, ok in won.items() if ok]
+
+    try:
+        (holder,) = race(1000.0)
+        assert race(1030.0) == [holder], "only the holder renews an unexpired lease"
+        assert len(race(1091.0)) == 1, "once expired (1030 + 60), exactly one takes it"
+    finally:
+        store.close()
 
 
 def test_cooldown_suppresses_flapping(store: SpanStore, hook: WebhookReceiver) -> None:
