@@ -174,10 +174,15 @@ def test_plain_postgresql_urls_use_psycopg() -> None:
     assert normalize_url("sqlite:///x.db") == "sqlite:///x.db"
 
 
-def test_sqlite_store_uses_wal(sqlite_url: str) -> None:
-    store = open_store(sqlite_url)
-    with store.engine.connect() as conn:
-        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar_one() == "wal"
+def test_sqlite_store_uses_wal_and_takes_synchronous_from_the_url(sqlite_url: str) -> None:
+    for url, level in ((sqlite_url, 1), (sqlite_url + "?synchronous=full", 2)):
+        store = open_store(url)
+        with store.engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar_one() == "wal"
+            assert conn.exec_driver_sql("PRAGMA synchronous").scalar_one() == level
+        store.close()
+    with pytest.raises(ValueError, match="synchronous"):
+        open_store(sqlite_url + "?synchronous=sometimes")
 
 
 def test_retried_log_records_are_stored_once(store: SpanStore) -> None:
