@@ -18,6 +18,7 @@ import concurrent.futures
 import dataclasses
 import inspect
 import math
+import numbers
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from typing import Any, Literal, NoReturn, Protocol, TypeAlias, runtime_checkabl
 from pydantic import BaseModel, Field, ValidationError
 
 from tracescore.extract.model import AgentRun, ToolDefinition
+from tracescore.scorers.utils import run_input_text, run_output_text
 
 STEP_NAMES = ("preprocess", "analyze", "generate_score", "generate_reason")
 
@@ -453,7 +455,7 @@ def _may_suspend(step: Step) -> bool:
 
 
 def _as_score(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"generate_score must return a number, got {value!r}")
     score = float(value)
     if math.isnan(score):
@@ -531,8 +533,6 @@ def measure(
     The texts are the ones all of Mastra's code scorers compare: the run's input messages and
     its output messages, each joined with ``", "`` (see :mod:`tracescore.scorers.utils`).
     """
-    from tracescore.scorers.utils import run_input_text, run_output_text  # noqa: PLC0415 - cycle
-
     def decorate(fn: Callable[[str, str], ScoreValue]) -> Scorer:
         wrapped = scorer(id=id, description=description or (fn.__doc__ or "").strip(),
                          version=version, name=name)
