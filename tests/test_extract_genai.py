@@ -341,3 +341,27 @@ def test_failure_from_error_type_or_exception_event() -> None:
     first, second = extract_runs(trace(unset, raised))
     assert (first.status, first.error) == ("error", "RateLimitError")
     assert (second.status, second.error) == ("error", "ValueError: bad input")
+
+
+def test_agent_that_only_delegates_takes_its_agents_question_and_answer() -> None:
+    boss = span("invoke_agent Boss", {"gen_ai.operation.name": "invoke_agent",
+                                      "gen_ai.agent.name": "Boss"})
+    answers = []
+    for name, text in (("Finder", "Found 3 flights"), ("Booker", "Booked the 9am flight")):
+        worker = span(f"invoke_agent {name}", {"gen_ai.operation.name": "invoke_agent",
+                                               "gen_ai.agent.name": name}, parent=boss.span_id)
+        chat = span("chat", {
+            "gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 5,
+            "gen_ai.input.messages": '[{"role":"user","parts":[{"type":"text",'
+                                     '"content":"Book me a flight"}]}]',
+            "gen_ai.output.messages": orjson.dumps([{"role": "assistant", "parts": [
+                {"type": "text", "content": text}]}]).decode()}, parent=worker.span_id)
+        answers += [worker, chat]
+    runs = extract_runs(trace(boss, *answers))
+    boss_run, finder, booker = only(runs, "agent")
+    assert user_text(boss_run) == ["Book me a flight"]
+    assert [(c.tool_name, c.result) for c in tool_calls(boss_run)] == [
+        ("Finder", "Found 3 flights"), ("Booker", "Booked the 9am flight")]
+    assert final_answer(boss_run) == "Booked the 9am flight"
+    assert boss_run.usage.input_tokens == 10 and finder.usage.input_tokens == 5
+    assert final_answer(booker) == "Booked the 9am flight"

@@ -322,4 +322,9 @@ def test_openai_agents_handoff() -> None:
     assert user_text(second) == [WEATHER_USER]
     assert [m.role for m in second.input.remembered_messages] == ["assistant", "tool"]
     assert system_text(second) == [WEATHER_SYSTEM] and final_answer(second) == "Sunny."
+    # The workflow agent only delegates: its trajectory is its agents, its answer the last one's.
     assert user_text(top) == [WEATHER_USER]
+    assert [(c.tool_name, c.args, c.state) for c in tool_calls(top)] == [
+        ("Triage", WEATHER_USER, "call"), ("WeatherBot", WEATHER_USER, "result")]
+    assert final_answer(top) == "Sunny."
+    assert top.span_ids[-2:] == [triage.span_id, weather.span_id]

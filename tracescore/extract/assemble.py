@@ -78,9 +78,10 @@ def read_spans(trace: Trace, conventions: list[Convention] = CONVENTIONS) -> lis
 def assemble(trace: Trace, conventions: list[Convention] = CONVENTIONS) -> list[AgentRun]:
     """All runs of a trace: agent runs first, then LLM runs, then tool runs (each by start time)."""
     nodes = _build_tree(trace, conventions)
-    runs: list[AgentRun] = []
-    for kind, build in (("agent", _agent_run), ("llm", _llm_run), ("tool", _tool_run)):
-        runs.extend(build(trace, node) for node in nodes if node.kind == kind)
+    agents: dict[str, AgentRun] = {}
+    runs = [_agent_run(trace, node, agents) for node in nodes if node.kind == "agent"]
+    runs.extend(_llm_run(trace, node) for node in nodes if node.kind == "llm")
+    runs.extend(_tool_run(trace, node) for node in nodes if node.kind == "tool")
     return runs
 
 
@@ -360,20 +361,23 @@ class _Trajectory:
 
 
 def _tool_outcome(node: _Node) -> ToolInvocation:
-    """What a tool span (or a nested agent called as a tool) returned."""
-    info = node.info
-    if info.kind == "agent":
-        return executed_call(
-            "",
-            info.agent_name or info.name,
-            _conversation_text(info.input_messages),
-            _final_text(info.output_messages) or None,
-            failed=info.status == "error",
-            error=info.error,
-        )
-    if info.tool_call is not None:
-        return info.tool_call
-    return ToolInvocation(tool_call_id="", tool_name=info.name, state="call")
+    """What a tool span returned."""
+    if node.info.tool_call is not None:
+        return node.info.tool_call
+    return ToolInvocation(tool_call_id="", tool_name=node.info.name, state="call")
+
+
+def _agent_outcome(run: AgentRun) -> ToolInvocation:
+    """A nested agent's run seen as the tool call that invoked it: its question and answer."""
+    answer = run.output[0].content.content if run.output else None
+    return executed_call(
+        "",
+        run.agent_name or "",
+        _conversation_text(run.input.input_messages),
+        answer,
+        failed=run.status == "error",
+        error=run.error,
+    )
 
 
 def _final_text(messages: list[Message]) -> str:
@@ -399,7 +403,10 @@ def _under_tool(node: _Node, root: _Node) -> bool:
     return False
 
 
-def _agent_run(trace: Trace, node: _Node) -> AgentRun:
+def _agent_run(trace: Trace, node: _Node, built: dict[str, AgentRun]) -> AgentRun:
+    """The agent's run; nested agents' runs are built first (and kept in ``built``)."""
+    if node.span.span_id in built:
+        return built[node.span.span_id]
     run = _base_run(trace, node, "agent")
     run.primary = True
     run.agent_name = node.info.agent_name or node.info.name
@@ -408,6 +415,8 @@ def _agent_run(trace: Trace, node: _Node) -> AgentRun:
     steps = [m for m in members if m.kind == "llm" and not m.has_llm_below]
     tools = [m for m in members if m.kind == "tool" and not _under_tool(m, node)]
 
+    sub_runs = [_agent_run(trace, agent, built) for agent in nested]
+
     first_input = next((s.info for s in steps if s.info.input_messages), None)
     system = info.system or next((s.info.system for s in steps if s.info.system), [])
     run.input = _run_input(
@@ -415,11 +424,16 @@ def _agent_run(trace: Trace, node: _Node) -> AgentRun:
         first_input.input_messages if first_input else info.input_messages,
         user_turn_only=True,
     )
-    trajectory = _trajectory(info, steps, tools, nested)
+    if not steps and sub_runs and not run.input.input_messages:
+        # A workflow-like agent that only delegates: its question is its first agent's.
+        run.input = sub_runs[0].input.model_copy()
+    trajectory = _trajectory(info, steps, tools, list(zip(nested, sub_runs, strict=True)))
     final = (
         _final_text([s.info.output_messages[-1] for s in steps if s.info.output_messages][-1:])
         or _final_text(info.output_messages)
         or _last_text(trajectory.parts)
+        or next((r.output[0].content.content for r in reversed(sub_runs)
+                 if not steps and r.output and r.output[0].content.content), "")
     )
     run.output = _output(node, trajectory, final)
 
@@ -435,6 +449,7 @@ def _agent_run(trace: Trace, node: _Node) -> AgentRun:
     run.span_ids.extend(trajectory.agent_span_ids)
     for member in members:
         run.warnings.extend(_warnings(member))
+    built[node.span.span_id] = run
     return run
 
 
@@ -452,20 +467,28 @@ def _output(node: _Node, trajectory: _Trajectory, final: str) -> list[Message]:
 
 
 def _trajectory(
-    info: SpanInfo, steps: list[_Node], tools: list[_Node], nested: list[_Node]
+    info: SpanInfo,
+    steps: list[_Node],
+    tools: list[_Node],
+    nested: list[tuple[_Node, AgentRun]],
 ) -> _Trajectory:
-    """The agent's steps in time order, with every tool call joined to its outcome."""
+    """The agent's steps in time order, with every tool call joined to its outcome.
+
+    A nested agent joins the trajectory as the answer to the call its parent's LLM made; a
+    parent with no LLM steps of its own (a workflow of agents) shows each agent as a call.
+    """
     trajectory = _Trajectory()
-    for event in sorted(steps + tools + nested, key=lambda n: n.span.start_time_ns):
+    sub_runs = {id(agent): sub_run for agent, sub_run in nested}
+    events = steps + tools + [agent for agent, _ in nested]
+    for event in sorted(events, key=lambda n: n.span.start_time_ns):
         if event.kind == "llm":
             for message in event.info.output_messages:
                 trajectory.add_parts(message.content.parts)
         elif event.kind == "tool":
             trajectory.add_result(_tool_outcome(event))
         else:
-            # A nested agent joins the trajectory only as the answer to a call the LLM made.
-            outcome = _tool_outcome(event)
-            if trajectory.answers_pending_call(outcome):
+            outcome = _agent_outcome(sub_runs[id(event)])
+            if not steps or trajectory.answers_pending_call(outcome):
                 trajectory.add_result(outcome)
                 trajectory.agent_span_ids.append(event.span.span_id)
     if not any(s.info.output_messages for s in steps):
