@@ -40,23 +40,22 @@ class _HttpError(Exception):
         self.status, self.code, self.message = status, code, message
 
 
-def trace_response(decoded: Decoded) -> ExportTraceServiceResponse:
-    response = ExportTraceServiceResponse()
+def _with_partial_success(response: Message, rejected_field: str, decoded: Decoded) -> Message:
     if decoded.rejected:
-        response.partial_success.rejected_spans = decoded.rejected
-        response.partial_success.error_message = decoded.error_message
+        setattr(response.partial_success, rejected_field, decoded.rejected)  # type: ignore[attr-defined]
+        response.partial_success.error_message = decoded.error_message  # type: ignore[attr-defined]
     return response
 
 
-def logs_response(decoded: Decoded) -> ExportLogsServiceResponse:
-    response = ExportLogsServiceResponse()
-    if decoded.rejected:
-        response.partial_success.rejected_log_records = decoded.rejected
-        response.partial_success.error_message = decoded.error_message
-    return response
+def trace_response(decoded: Decoded) -> Message:
+    return _with_partial_success(ExportTraceServiceResponse(), "rejected_spans", decoded)
 
 
-def metrics_response(_decoded: Decoded) -> ExportMetricsServiceResponse:
+def logs_response(decoded: Decoded) -> Message:
+    return _with_partial_success(ExportLogsServiceResponse(), "rejected_log_records", decoded)
+
+
+def metrics_response(_decoded: Decoded) -> Message:
     return ExportMetricsServiceResponse()
 
 
