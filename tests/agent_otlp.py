@@ -113,3 +113,11 @@ def scatter(
             by_target[rng.randrange(targets)].append(span)
         requests += [(target, export_request(group)) for target, group in sorted(by_target.items())]
     return requests
+
+
+def by_trace(traces: Sequence[AgentTrace], targets: int) -> list[tuple[int, bytes]]:
+    """(target index, body) pairs keeping each trace on one target, as the gateway routes."""
+    by_target: dict[int, list[Span]] = defaultdict(list)
+    for trace in traces:
+        by_target[int(trace.trace_id, 16) % targets].extend(trace.spans)
+    return [(target, export_request(group)) for target, group in sorted(by_target.items())]

@@ -1,0 +1,168 @@
+"""Scale-out: spans/s and scores/s with 1, 2 and 3 ``tracescore serve`` processes on one PostgreSQL.
+
+Each process count gets a fresh database and two runs:
+
+* ingest: no scorer bound, so the figure is what the collectors store (spans/s until every
+  export request is acknowledged; trace assembly and claiming still run);
+* end to end: the five default code scorers on every agent run; scores/s from the first span
+  sent to the last score stored.
+
+Spans reach the processes in one of two ways (tests/agent_otlp.py): ``trace`` keeps each trace
+on one process, as the gateway's loadbalancing exporter does; ``scatter`` sends every span to a
+process at random, the worst case (no gateway, or replicas changing). Load comes from a pool of
+client threads in this process, on the same machine: with 2 cores shared by the client, the
+servers and PostgreSQL, more processes mostly buy isolation rather than throughput, and the
+figures say so.
+
+    python benchmarks/scale.py                       # 1, 2 and 3 processes, both routings
+    python benchmarks/scale.py --processes 2 --routing trace --traces 300
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import create_engine, text
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.agent_otlp import agent_trace, by_trace, scatter  # noqa: E402
+from tests.conftest import fresh_pg_database  # noqa: E402
+from tests.server_process import ServerProcess, start_server  # noqa: E402
+from tracescore.config import DEFAULT_SCORERS  # noqa: E402
+
+TRACES_PER_REQUEST_ROUND = 25
+"""Traces whose spans one sender scatters at a time (≈100 spans, an SDK-sized export batch)."""
+
+
+@dataclass(frozen=True)
+class Result:
+    processes: int
+    spans: int
+    ingest_seconds: float
+    scores: int
+    scored_seconds: float | None
+
+
+def _post(client: httpx.Client, url: str, body: bytes, attempts: int = 3) -> None:
+    """POST one export, retrying transport errors as OTLP exporters do (a keep-alive connection
+    the server closed while idle); stored spans are deduplicated, so a retry is harmless."""
+    for attempt in range(attempts):
+        try:
+            client.post(url, content=body, headers={"Content-Type": "application/x-protobuf"}
+                        ).raise_for_status()  # fmt: skip
+            return
+        except httpx.TransportError:
+            if attempt == attempts - 1:
+                raise
+
+
+def _send_all(
+    servers: list[ServerProcess], traces: int, senders: int, routing: str
+) -> tuple[int, float]:
+    """Send ``traces`` agent traces to ``servers``; (spans sent, seconds)."""
+    rng = random.Random(len(servers))
+    batches = []
+    for start in range(0, traces, TRACES_PER_REQUEST_ROUND):
+        group = [agent_trace(rng, f"city-{n}")
+                 for n in range(start, min(start + TRACES_PER_REQUEST_ROUND, traces))]  # fmt: skip
+        batches.append(
+            scatter(group, len(servers), rng) if routing == "scatter" else by_trace(group, len(servers))
+        )
+    local = threading.local()
+
+    def send(batch: list[tuple[int, bytes]]) -> None:
+        client = getattr(local, "client", None) or httpx.Client(timeout=60)
+        local.client = client
+        for target, body in batch:
+            _post(client, f"{servers[target].base_url}/v1/traces", body)
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(senders) as pool:
+        list(pool.map(send, batches))
+    return traces * 4, time.perf_counter() - started
+
+
+def _wait_for_rows(url: str, table: str, count: int, timeout: float) -> None:
+    engine = create_engine(url)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            with engine.connect() as connection:
+                if connection.execute(text(f"SELECT count(*) FROM {table}")).scalar() >= count:
+                    return
+            time.sleep(0.05)
+    finally:
+        engine.dispose()
+    raise RuntimeError(f"fewer than {count} rows in {table} after {timeout}s")
+
+
+def measure(processes: int, traces: int, senders: int, routing: str, score: bool) -> Result:
+    config: dict[str, Any] = {
+        "assembly": {"idle_timeout": 0.5},
+        "workers": {"poll_interval": 0.05},
+    }
+    if not score:
+        config["scorers"] = []
+    with fresh_pg_database() as url, tempfile.TemporaryDirectory() as workdir:
+        servers = []
+        try:
+            for n in range(processes):
+                servers.append(start_server(Path(workdir) / f"p{n}", db_url=url, config=config,
+                                            idle_timeout=None, timeout=60))
+            started = time.perf_counter()
+            spans, ingest_seconds = _send_all(servers, traces, senders, routing)
+            _wait_for_rows(url, "spans", spans, timeout=30)
+            if not score:
+                return Result(processes, spans, ingest_seconds, 0, None)
+            expected = traces * len(DEFAULT_SCORERS)
+            _wait_for_rows(url, "scores", expected, timeout=600)
+            return Result(processes, spans, ingest_seconds, expected, time.perf_counter() - started)
+        finally:
+            for server in servers:
+                server.stop(timeout=30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--processes", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--traces", type=int, default=1000, help="agent traces (4 spans each) per run")
+    parser.add_argument("--senders", type=int, default=6, help="client threads sending OTLP")
+    parser.add_argument("--routing", choices=["trace", "scatter"], nargs="+", default=["trace", "scatter"])
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs per figure; the best is printed (the least disturbed by other load)")
+    args = parser.parse_args()
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    print(f"{os.cpu_count()} CPUs; {args.traces} traces × 4 spans per run; {args.senders} sender "
+          f"threads; best of {args.repeat}; scorers: {', '.join(DEFAULT_SCORERS)}")
+    print(f"{'routing':>7}  {'processes':>9}  {'ingest spans/s':>14}  {'e2e spans/s':>11}  "
+          f"{'scores/s':>8}  {'all scored after':>16}")
+    for routing in args.routing:
+        for processes in args.processes:
+            runs = [(measure(processes, args.traces, args.senders, routing, score=False),
+                     measure(processes, args.traces, args.senders, routing, score=True))
+                    for _ in range(args.repeat)]  # fmt: skip
+            ingest = min((i for i, _ in runs), key=lambda r: r.ingest_seconds)
+            scored = min((s for _, s in runs), key=lambda r: r.scored_seconds or 0.0)
+            assert scored.scored_seconds is not None
+            print(
+                f"{routing:>7}  {processes:>9}  {ingest.spans / ingest.ingest_seconds:>14,.0f}  "
+                f"{scored.spans / scored.ingest_seconds:>11,.0f}  "
+                f"{scored.scores / scored.scored_seconds:>8,.0f}  {scored.scored_seconds:>15.1f}s",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
