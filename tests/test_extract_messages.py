@@ -67,6 +67,7 @@ def test_openai_anthropic_bedrock_gemini_and_langchain_dialects() -> None:
     ]}
     assert _parts(gemini) == [("reasoning", "pondering"), ("call", "", "k", {"q": "r"}, None),
                               ("text", "done")]
+    assert parse_message(gemini, "m", [], "test").role == "assistant"  # type: ignore[union-attr]
     langchain = {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "AIMessage"],
                  "kwargs": {"content": "", "tool_calls": [
                      {"name": "f", "args": {"a": 1}, "id": "lc1", "type": "tool_call"}]}}

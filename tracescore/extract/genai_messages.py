@@ -57,6 +57,9 @@ _KEYED_BLOCKS = {
 }
 _LANGCHAIN_TYPES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool",
                     "function": "tool", "AIMessageChunk": "assistant"}
+# Provider role names for the same four roles (Gemini ``model``, Llama ``ipython``…).
+_ROLE_ALIASES = {"model": "assistant", "ai": "assistant", "bot": "assistant", "human": "user",
+                 "function": "tool", "ipython": "tool", "tool_result": "tool"}
 _LANGCHAIN_CLASSES = {"HumanMessage": "human", "AIMessage": "ai", "SystemMessage": "system",
                       "ToolMessage": "tool", "AIMessageChunk": "ai", "FunctionMessage": "function"}
 
@@ -358,6 +361,7 @@ def parse_message(
         return None
     raw = _langchain_message(raw)
     role = str(raw.get("role") or default_role)
+    role = _ROLE_ALIASES.get(role, role)
     parts: list[MessagePart] = []
     # OpenAI-compatible servers (DeepSeek, vLLM, OpenRouter) return reasoning beside the content.
     # OpenLLMetry ≤0.54 sends a Responses summary list (JSON-encoded) under ``reasoning``.
