@@ -38,7 +38,8 @@ def extract_keywords(text: str) -> list[str]:
         return []
     stop = stop_words()
     keywords: dict[str, None] = {}
-    for token in js_words(text):
+    # A token's keyword depends on the token alone, so each distinct token is read once.
+    for token in dict.fromkeys(js_words(text)):
         is_url = "http" in token and _URL.search(token) is not None
         word = token if is_url else _strip_punctuation(token)
         if word in _LONE_SYMBOLS:
