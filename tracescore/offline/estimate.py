@@ -194,20 +194,21 @@ def _stored_verdict(engine: Engine, key: str) -> bool:
 
 
 def _past_output_tokens(engine: Engine, scorer_id: str, limit: int = 200) -> float | None:
-    """Mean output tokens per judge call over the scorer's latest scored runs, if any."""
+    """Mean output tokens of the judge calls actually paid for (not served from the verdict
+    cache) over the scorer's latest scored runs, if any."""
     table = ScoreRow.__table__
     query = (
-        select(table.c.output_tokens, table.c.steps)
+        select(table.c.steps)
         .where((table.c.scorer_id == scorer_id) & (table.c.status == "ok") & (table.c.output_tokens > 0))
         .order_by(table.c.created_at.desc())
         .limit(limit)
     )
     with engine.connect() as connection:
-        rows = connection.execute(query).all()
-    calls = sum(
-        sum(len(step.get("judge_calls") or []) for step in (steps or {}).get("steps") or [])
-        for _, steps in rows
-    )
-    if not rows or not calls:
-        return None
-    return sum(tokens for tokens, _ in rows) / calls
+        paid = [
+            call.get("output_tokens") or 0
+            for steps in connection.scalars(query)
+            for step in (steps or {}).get("steps") or []
+            for call in step.get("judge_calls") or []
+            if not call.get("cached")
+        ]
+    return sum(paid) / len(paid) if paid else None
