@@ -93,14 +93,15 @@ def test_files_unknown_parts_and_empty_values() -> None:
     blob, uri, other = message.content.parts
     assert (blob.type, blob.mime_type, blob.data) == ("file", "image/png", "aGk=")
     assert (uri.type, uri.url) == ("file", "https://x/a.pdf")
-    assert other.type == "compaction" and other.summary == "older turns"  # type: ignore[attr-defined]
+    assert other.type == "compaction"
+    assert other.summary == "older turns"  # type: ignore[attr-defined]
 
 
 def test_system_instructions_and_tool_definitions_forms() -> None:
     warnings: list[str] = []
     assert parse_system_instructions("plain string", warnings, "s") == ["plain string"]
-    assert parse_system_instructions('[{"type":"text","content":"A"},{"type":"text","content":"B"}]',
-                                     warnings, "s") == ["A", "B"]
+    parts = '[{"type":"text","content":"A"},{"type":"text","content":"B"}]'
+    assert parse_system_instructions(parts, warnings, "s") == ["A", "B"]
     tools = parse_tool_definitions(
         '[{"type":"function","name":"a","parameters":{"type":"object"}},'
         ' {"name":"b","inputSchema":{"type":"object"}}, "c",'

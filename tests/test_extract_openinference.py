@@ -125,7 +125,8 @@ def test_langchain_shapes_chain_agent_and_tool_message() -> None:
         "llm.output_messages.0.message.role": "assistant",
         "llm.output_messages.0.message.tool_calls.0.tool_call.id": "call_9",
         "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "get_weather",
-        "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": '{"city":"Paris"}',
+        "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments":
+            '{"city":"Paris"}',
     }, parent=model.span_id)
     tool_message = {"lc": 1, "type": "constructor", "kwargs": {
         "content": '{"forecast": "sunny"}', "tool_call_id": "call_9", "status": "success"}}

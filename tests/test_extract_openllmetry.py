@@ -90,8 +90,10 @@ def test_indexed_gaps_and_multimodal_content() -> None:
         "llm.request.type": "chat",
         "gen_ai.request.model": "gpt-4o",
         "gen_ai.prompt.0.role": "user",
-        "gen_ai.prompt.0.content": '[{"type": "text", "text": "Describe"}, '
-                                   '{"type": "image_url", "image_url": {"url": "https://x/y.png"}}]',
+        "gen_ai.prompt.0.content": orjson.dumps([
+            {"type": "text", "text": "Describe"},
+            {"type": "image_url", "image_url": {"url": "https://x/y.png"}},
+        ]).decode(),
         "gen_ai.prompt.3.role": "user",
         "gen_ai.prompt.3.content": "[not json, just text",
         "gen_ai.completion.0.role": "assistant",

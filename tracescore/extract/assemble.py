@@ -346,7 +346,7 @@ class _Trajectory:
             call.args = result.args
 
     def resolve_from_messages(self, messages: Iterable[Message]) -> None:
-        """Results the LLM was sent back (when no tool span ran the tool), for pending calls only."""
+        """Results the LLM was sent back (when no tool span ran the tool), for pending calls."""
         for message in messages:
             for part in message.content.parts:
                 result = part.tool_invocation
@@ -460,7 +460,10 @@ def _output(node: _Node, trajectory: _Trajectory, final: str) -> list[Message]:
     if not trajectory.parts:
         return []
     message = build_message(
-        f"{node.span.span_id}-output", "assistant", trajectory.parts, timestamp(node.span.end_time_ns)
+        f"{node.span.span_id}-output",
+        "assistant",
+        trajectory.parts,
+        timestamp(node.span.end_time_ns),
     )
     message.content.content = final or None
     return [message]
@@ -546,7 +549,8 @@ def _tool_run(trace: Trace, node: _Node) -> AgentRun:
     message = build_message(
         f"{node.span.span_id}-output", "assistant", [part], timestamp(node.span.end_time_ns)
     )
-    message.content.content = json_text(invocation.result) if invocation.result is not None else None
+    if invocation.result is not None:
+        message.content.content = json_text(invocation.result)
     run.output = [message]
     run.context = _tool_result_documents([invocation])
     return run

@@ -184,8 +184,10 @@ def tool_call_from(info: SpanInfo, attributes: Mapping[str, Any]) -> ToolInvocat
     )
 
 
-def retrieval_documents(attributes: Mapping[str, Any], warnings: list[str]) -> list[ContextDocument]:
-    """Documents of a GenAI ``retrieval`` span (``gen_ai.retrieval.documents``), when they hold text."""
+def retrieval_documents(
+    attributes: Mapping[str, Any], warnings: list[str]
+) -> list[ContextDocument]:
+    """Documents of a GenAI ``retrieval`` span (``gen_ai.retrieval.documents``) that hold text."""
     value = load_json(
         first(attributes, "gen_ai.retrieval.documents"), warnings, "gen_ai.retrieval.documents"
     )

@@ -274,7 +274,8 @@ def parse_part(raw: Any, warnings: list[str], what: str) -> MessagePart | None:
             first_present(raw, "response", "result", "output", "content")
         )
         failed = is_error or bool(raw.get("isError") or raw.get("is_error"))
-        return tool_result_part(call_id, name, result, is_error=failed or raw.get("status") == "error")
+        failed = failed or raw.get("status") == "error"
+        return tool_result_part(call_id, name, result, is_error=failed)
     if kind in FILE_TYPES:
         return _file_part(raw)
     extra = {k: v for k, v in raw.items() if k != "type"}

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from tracescore.extract.base import json_text
 from tracescore.extract.model import AgentRun, ContextDocument, Message, RunInput, ToolInvocation
 
 CONVENTION = "mastra-json"
@@ -60,7 +61,7 @@ def run_from_mastra(data: Any, *, index: int = 0) -> AgentRun:
     )
     run.context = [
         ContextDocument(
-            content=result if isinstance(result, str) else orjson.dumps(result, default=str).decode(),
+            content=result if isinstance(result, str) else json_text(result),
             source=invocation.tool_name,
             kind="tool_result",
         )

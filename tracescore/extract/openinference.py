@@ -88,7 +88,9 @@ def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
     if info.kind == "tool":
         info.tool_call = _tool_call(span, info)
     if info.kind == "retrieval":
-        prefix = "retrieval.documents." if span_kind == "RETRIEVER" else "reranker.output_documents."
+        prefix = (
+            "retrieval.documents." if span_kind == "RETRIEVER" else "reranker.output_documents."
+        )
         info.documents = _documents(attributes, prefix, info.warnings, span.name)
     return info
 

@@ -128,7 +128,8 @@ def _message(
         "finish_reason": raw.get("finish_reason"),
         "reasoning": raw.get("reasoning"),
         "tool_calls": [
-            {"id": c.get("id"), "function": {"name": c.get("name"), "arguments": c.get("arguments")}}
+            {"id": c.get("id"),
+             "function": {"name": c.get("name"), "arguments": c.get("arguments")}}
             for c in indexed(raw, "tool_calls.", info.warnings)
         ],
     }

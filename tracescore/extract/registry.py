@@ -23,7 +23,7 @@ CONVENTIONS: list[Convention] = [
 
 
 def convention_for(span: Span, conventions: list[Convention] = CONVENTIONS) -> Convention | None:
-    """The first convention that claims the span, or None (the span stays in the tree as 'other')."""
+    """The first convention claiming the span, or None (the span stays in the tree as 'other')."""
     for convention in conventions:
         if convention.detect(span):
             return convention
