@@ -122,22 +122,12 @@ def extract(
     """Rebuild the agent, LLM and tool runs of the traces in FILES and print them as JSON."""
     import orjson
 
-    from tracescore.extract import extract_runs
-    from tracescore.extract.mastra_json import MastraRunError, is_mastra_json, runs_from_mastra_json
+    from tracescore.extract.mastra_json import MastraRunError
     from tracescore.ingest.decode import DecodeError
-    from tracescore.ingest.files import export_files, load_traces
+    from tracescore.offline.inputs import read_runs
 
-    runs = []
-    exports = []
     try:
-        for path in export_files(files):
-            head = path.read_bytes() if path.suffix in (".json", ".jsonl") else b""
-            if path.suffix == ".jsonl" or (head and is_mastra_json(head)):
-                runs.extend(runs_from_mastra_json(head))
-            else:
-                exports.append(path)
-        for trace in load_traces(exports):
-            runs.extend(extract_runs(trace))
+        runs = read_runs(files)
     except (DecodeError, MastraRunError, OSError) as exc:
         typer.echo(f"cannot read: {exc}", err=True)
         raise typer.Exit(2) from None
