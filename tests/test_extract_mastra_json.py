@@ -94,3 +94,5 @@ def test_cli_extract_filters_mixes_formats_and_reports_bad_files(tmp_path: Path)
     bad.write_text('{"resourceSpans": [')
     result = CliRunner().invoke(app, ["extract", str(bad)])
     assert result.exit_code == 2 and "cannot read" in result.output
+    result = CliRunner().invoke(app, ["extract", str(SAMPLE), "--kind", "agents"])
+    assert result.exit_code == 2 and "--kind must be agent, llm or tool" in result.output

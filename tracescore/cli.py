@@ -126,6 +126,9 @@ def extract(
     from tracescore.ingest.decode import DecodeError
     from tracescore.offline.inputs import read_runs
 
+    unknown = sorted(set(kind) - {"agent", "llm", "tool"})
+    if unknown:
+        _usage_error(f"--kind must be agent, llm or tool, not {', '.join(unknown)}")
     try:
         runs = read_runs(files)
     except (DecodeError, MastraRunError, OSError) as exc:
