@@ -74,6 +74,11 @@ def run_from_mastra(data: Any, *, index: int = 0) -> AgentRun:
 
 def runs_from_mastra_json(text: str | bytes) -> list[AgentRun]:
     """A JSON document holding one run object or a list of them (or JSON Lines of runs)."""
+    return [run_from_mastra(item, index=i) for i, item in enumerate(json_items(text))]
+
+
+def json_items(text: str | bytes) -> list[Any]:
+    """The items of a JSON list, a single JSON value as one item, or the lines of JSON Lines."""
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError:
@@ -82,8 +87,7 @@ def runs_from_mastra_json(text: str | bytes) -> list[AgentRun]:
             value = [orjson.loads(line) for line in lines if line.strip()]
         except orjson.JSONDecodeError as exc:
             raise MastraRunError(f"not JSON or JSON Lines: {exc}") from exc
-    items = value if isinstance(value, list) else [value]
-    return [run_from_mastra(item, index=i) for i, item in enumerate(items)]
+    return value if isinstance(value, list) else [value]
 
 
 def is_mastra_json(body: bytes) -> bool:
