@@ -29,7 +29,7 @@ from tracescore.web.rendering import render
 _TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
 STATIC_FILES = {"style.css": "text/css", "live.js": "text/javascript"}
 WINDOWS = ("15m", "1h", "6h", "24h", "7d", "30d")
-LIVE_POLL_MS = 1500
+LIVE_POLL_MS = 1000
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "

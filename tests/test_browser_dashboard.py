@@ -1,0 +1,215 @@
+"""The dashboard in a real browser (headless Debian Chromium driven by Playwright) against the
+real ``tracescore serve`` subprocess, seeded by posting the captured OTLP files and letting the
+live pipeline score them.
+
+Screenshots go to ``test-artifacts/`` at the repository root.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import timezone
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import create_engine, select
+
+from tests.conftest import CAPTURES
+from tests.server_process import ServerProcess, start_server
+from tests.test_web_pages import HOSTILE_SYSTEM, agent_trace_json
+from tracescore.store.scores import ScoreRow
+from tracescore.web.auth import COOKIE_NAME, session_token
+
+pytestmark = pytest.mark.browser
+
+REPO = Path(__file__).resolve().parents[1]
+ARTIFACTS = REPO / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+BINDINGS = [
+    {"name": "answer-present", "scorer": "tests.custom_scorers:answer_present", "threshold": 0.5},
+    {"name": "tone", "scorer": "tone"},
+    {"name": "textual-difference", "scorer": "textual-difference"},
+]
+# Two batches of captures, sent in different seconds: the 1-second chart then has several points.
+API_KEY = "browser-test-key"
+FIRST_BATCH = ["otel-genai-openai-v2-latest", "openinference-openai", "mastra", "vercel-ai-sdk-v6"]
+
+
+def _post_captures(base_url: str, folders: list[Path]) -> None:
+    """POST every OTLP/JSON request of the folders as the libraries sent them (spans, then logs)."""
+    with httpx.Client(base_url=base_url, timeout=10) as client:
+        for folder in folders:
+            for scenario in sorted(p for p in folder.iterdir() if p.is_dir()):
+                for path in sorted(scenario.glob("*.json")):
+                    kind = path.name.split(".")[1]
+                    if kind not in ("json", "logs"):
+                        continue  # .raw.json repeats 0001.json; metrics are not stored
+                    endpoint = "/v1/logs" if kind == "logs" else "/v1/traces"
+                    response = client.post(endpoint, content=path.read_bytes(),
+                                           headers={"Content-Type": "application/json"})  # fmt: skip
+                    assert response.status_code == 200, (path, response.text)
+
+
+def _wait_until_scored(base_url: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        traces = httpx.get(f"{base_url}/api/traces", params={"limit": 1000}).json()["traces"]
+        if traces and all(t["state"] in ("scored", "failed") for t in traces):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"traces not scored after {timeout}s: {traces}")
+
+
+def _scores(db_url: str) -> list[ScoreRow]:
+    engine = create_engine(db_url)
+    try:
+        with engine.connect() as connection:
+            return [ScoreRow(**row._mapping) for row in connection.execute(select(ScoreRow.__table__))]
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    config = {"server": {"api_keys": [API_KEY]}, "scorers": BINDINGS, "workers": {"poll_interval": 0.05}}
+    workdir = tmp_path_factory.mktemp("dashboard")
+    with start_server(workdir, config=config, idle_timeout=0.3, env={"PYTHONPATH": str(REPO)}) as running:
+        folders = sorted(p for p in CAPTURES.iterdir() if p.is_dir())
+        _post_captures(running.base_url, [f for f in folders if f.name in FIRST_BATCH])
+        _wait_until_scored(running.base_url)
+        time.sleep(1.0 - time.time() % 1.0 + 0.05)  # the next batch lands in a later second
+        _post_captures(running.base_url, [f for f in folders if f.name not in FIRST_BATCH])
+        _wait_until_scored(running.base_url)
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def context(browser: Any) -> Iterator[Any]:
+    """A fresh browser profile; every console error or page error fails the test."""
+    opened = browser.new_context(viewport={"width": 1400, "height": 1000})
+    opened.set_default_timeout(5000)
+    opened.problems = []
+    opened.on("weberror", lambda error: opened.problems.append(str(error.error)))
+    opened.on("console", lambda message: message.type == "error" and opened.problems.append(message.text))
+    yield opened
+    opened.close()
+    assert opened.problems == [], opened.problems  # no script errors, no blocked or missing resources
+
+
+@pytest.fixture
+def page(context: Any, server: ServerProcess) -> Any:
+    """A page signed in the way the login form signs in: with the session cookie."""
+    context.add_cookies([{"name": COOKIE_NAME, "value": session_token(API_KEY), "url": server.base_url}])
+    return context.new_page()
+
+
+def _shot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def test_overview_draws_a_point_per_second_that_had_scores(server: ServerProcess, page: Any) -> None:
+    page.goto(f"{server.base_url}/?window=2m&bucket=1s")
+    rows = _scores(server.db_url)
+    for binding in ("answer-present", "tone", "textual-difference"):
+        seconds = {int(r.created_at.replace(tzinfo=timezone.utc).timestamp())
+                   for r in rows if r.binding == binding and r.status == "ok"}  # fmt: skip
+        points = page.locator(f'article[data-binding="{binding}"] svg.chart circle.point')
+        assert points.count() == len(seconds) >= 2, binding
+        samples = page.locator(f'article[data-binding="{binding}"] dd.samples').inner_text()
+        assert int(samples) == sum(r.binding == binding and r.status == "ok" for r in rows)
+    box = page.locator('article[data-binding="tone"] svg.chart').bounding_box()
+    assert box["width"] > 400 and box["height"] > 120  # laid out as a readable chart
+    _shot(page, "dashboard-overview")
+
+
+def test_clicking_the_lowest_score_opens_its_trace(server: ServerProcess, page: Any) -> None:
+    page.goto(f"{server.base_url}/?window=15m")
+    page.select_option('form.filters select[name="scorer"]', "answer-present")
+    page.click('form.filters button[type="submit"]')
+    page.wait_for_url("**scorer=answer-present**")
+    rows = [r for r in _scores(server.db_url) if r.binding == "answer-present" and r.status == "ok"]
+    lowest = min(r.score for r in rows)
+    first = page.locator("#lowest-table tbody tr").first
+    assert first.locator(".score").inner_text() == f"{lowest:.3f}"
+    score_id = first.get_attribute("data-row")
+    row = next(r for r in rows if r.id == score_id)
+    assert row.score == lowest
+
+    first.locator("a.score-link").click()
+    page.wait_for_url(f"**/ui/traces/{row.trace_id}#score-{row.id}")
+    card = page.locator(f"#score-{row.id}")
+    assert card.is_visible()
+    assert row.reason and row.reason in card.locator(".reason").inner_text()
+    tool_calls = page.locator(f"#run-{row.span_id} .tool-call")
+    assert tool_calls.count() >= 1
+    assert "get_weather" in tool_calls.first.locator(".tool-name").inner_text()
+    assert '"city": "Paris"' in tool_calls.first.locator("pre.args").inner_text()
+    page.click("#raw-spans > summary")
+    assert page.locator("#raw-spans details.span").first.is_visible()
+    _shot(page, "dashboard-trace")
+
+
+def test_a_newly_scored_trace_appears_without_reload(server: ServerProcess, page: Any) -> None:
+    page.goto(f"{server.base_url}/?window=15m")
+    page.evaluate("window.__sameDocument = true")
+    trace_id = f"{time.time_ns():032x}"[-32:]
+    response = httpx.post(
+        f"{server.base_url}/v1/traces", content=agent_trace_json(trace_id),
+        headers={"Content-Type": "application/json"},
+    )  # fmt: skip
+    assert response.status_code == 200
+    started = time.monotonic()
+    arrived = page.locator(f'#latest-table tr:has(a[href^="/ui/traces/{trace_id}"])').first
+    arrived.wait_for(state="visible", timeout=5000)
+    assert time.monotonic() - started < 5
+    assert page.evaluate("window.__sameDocument") is True  # no reload happened
+    assert "fresh" in arrived.get_attribute("class")
+    _shot(page, "dashboard-live")
+
+    # The new trace is hostile: its page shows the markup as text and runs none of it.
+    arrived.locator("a.trace-link").click()
+    page.wait_for_url(f"**/ui/traces/{trace_id}**")
+    assert HOSTILE_SYSTEM in page.locator(".system").first.inner_text()
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert page.locator("main script, main img, main iframe").count() == 0
+    _shot(page, "dashboard-hostile-trace")
+
+
+def test_login_form_sets_a_session_cookie(server: ServerProcess, context: Any) -> None:
+    page = context.new_page()
+    page.goto(f"{server.base_url}/?window=1h")
+    page.wait_for_url("**/ui/login?next=**")
+    page.fill('input[name="key"]', "wrong-key")
+    page.click('form.login button[type="submit"]')
+    assert page.locator(".error").inner_text() == "That key is not valid."
+    context.problems.remove("Failed to load resource: the server responded with a status of 401 (Unauthorized)")
+    page.fill('input[name="key"]', API_KEY)
+    page.click('form.login button[type="submit"]')
+    page.wait_for_url(f"{server.base_url}/?window=1h")
+    assert page.locator('article[data-binding="tone"]').is_visible()
+    (cookie,) = context.cookies()
+    assert cookie["httpOnly"] and API_KEY not in cookie["value"] and API_KEY not in page.url
+    # The live script's polls carry the session too: its status turns to "live".
+    page.locator("#live-status.ok").wait_for(timeout=5000)
+    page.click("form.logout button")
+    page.wait_for_url("**/ui/login")
+    page.goto(f"{server.base_url}/")
+    page.wait_for_url("**/ui/login?next=**")

@@ -1,0 +1,348 @@
+"""The dashboard's pages over a real store holding really scored captures (FastAPI TestClient).
+
+The store is seeded once per module: every capture under ``tests/fixtures/captures`` plus a
+hostile agent trace (HTML and script in its prompt, messages, tool result and agent name),
+scored by the real worker with code scorers, a custom scorer with reasons, and faithfulness
+through the scripted judge server (so judge claims, verdicts and cost are real rows).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+import re
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+
+from tests.conftest import CAPTURES, fresh_pg_database
+from tests.judge_server import JudgeServer, json_reply, text_reply
+from tracescore.config import parse_config
+from tracescore.ingest.files import load_traces
+from tracescore.pipeline.runner import build_worker
+from tracescore.service import create_app
+from tracescore.store import open_store
+from tracescore.store.scores import ScoreRow
+from tracescore.web.auth import COOKIE_NAME
+
+FAR_FUTURE = 4_000_000_000.0
+HOSTILE_TRACE = "0badc0de" * 4
+HOSTILE_SYSTEM = 'You are <script>window.__pwned = "system"</script> <b>WeatherBot</b>.'
+HOSTILE_USER = '<img src=x onerror="window.__pwned = \'user\'">Weather in Paris?'
+HOSTILE_RESULT = '{"forecast": "</pre><script>window.__pwned = \'tool\'</script>sunny"}'
+HOSTILE_ANSWER = "It is sunny in Paris. <iframe src=\"https://example.com/\"></iframe>"
+HOSTILE_AGENT = "<svg onload=alert(1)>Bot"
+CLAIMS = ["It is sunny in Paris", "It is <i>21</i> degrees"]
+VERDICTS = [{"verdict": "yes", "reason": "the tool said sunny"},
+            {"verdict": "no", "reason": "no temperature in the context"}]  # fmt: skip
+
+
+def _attr(key: str, value: Any) -> dict[str, Any]:
+    return {"key": key, "value": {"stringValue": value if isinstance(value, str) else json.dumps(value)}}
+
+
+def _span(trace_id: str, span_id: str, parent: str | None, name: str, start: int, attrs: dict[str, Any]) -> dict:
+    return {
+        "traceId": trace_id, "spanId": span_id, "parentSpanId": parent or "", "name": name, "kind": 1,
+        "startTimeUnixNano": str(start), "endTimeUnixNano": str(start + 1_000_000),
+        "attributes": [_attr(k, v) for k, v in attrs.items()], "status": {},
+    }  # fmt: skip
+
+
+def agent_trace_json(
+    trace_id: str,
+    *,
+    system: str = HOSTILE_SYSTEM,
+    user: str = HOSTILE_USER,
+    tool_result: str = HOSTILE_RESULT,
+    answer: str = HOSTILE_ANSWER,
+    agent: str = HOSTILE_AGENT,
+) -> bytes:
+    """An OTLP/JSON export of a GenAI-semconv agent turn (agent → chat → tool → chat).
+
+    Defaults put HTML and script everywhere a trace can carry text; the browser tests reuse it
+    to send new traces to a running server.
+    """
+    start = int(datetime.now(timezone.utc).timestamp() * 1e9)
+    user_message = {"role": "user", "parts": [{"type": "text", "content": user}]}
+    call = {"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": {"city": "Paris"}}
+    final = {"role": "assistant", "parts": [{"type": "text", "content": answer}]}
+    agent_id, chat1, tool, chat2 = (f"{trace_id[:12]}{n:04x}" for n in range(1, 5))
+    model = {"gen_ai.request.model": "gpt-4o-mini"}
+    spans = [
+        _span(trace_id, agent_id, None, "invoke_agent", start, {
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent, **model,
+            "gen_ai.system_instructions": [{"type": "text", "content": system}],
+            "gen_ai.input.messages": [user_message], "gen_ai.output.messages": [final]}),
+        _span(trace_id, chat1, agent_id, "chat", start + 10, {
+            "gen_ai.operation.name": "chat", **model, "gen_ai.input.messages": [user_message],
+            "gen_ai.output.messages": [{"role": "assistant", "parts": [call]}]}),
+        _span(trace_id, tool, agent_id, "execute_tool get_weather", start + 20, {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
+            "gen_ai.tool.call.id": "call_1", "gen_ai.tool.call.arguments": '{"city": "Paris"}',
+            "gen_ai.tool.call.result": tool_result}),
+        _span(trace_id, chat2, agent_id, "chat", start + 30, {
+            "gen_ai.operation.name": "chat", **model, "gen_ai.output.messages": [final]}),
+    ]  # fmt: skip
+    resource = {"attributes": [_attr("service.name", "web-tests")]}
+    return orjson.dumps(
+        {"resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": {"name": "web-tests"}, "spans": spans}]}]}
+    )
+
+
+class _Text(HTMLParser):
+    """The text a browser would show (entities decoded), ignoring markup."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.chunks: list[str] = []
+
+    def handle_data(self, data: str) -> None:
+        self.chunks.append(data)
+
+
+def visible_text(markup: str) -> str:
+    parser = _Text()
+    parser.feed(markup)
+    return "".join(parser.chunks)
+
+
+def chart_card(page: str, binding: str) -> str:
+    match = re.search(
+        rf'<article class="card chart-card" data-binding="{re.escape(binding)}">(.*?)</article>', page, re.S
+    )
+    assert match, f"no chart for {binding}"
+    return match.group(1)
+
+
+def lowest_rows(page: str) -> list[str]:
+    table = re.search(r'<table class="scores" id="lowest-table">(.*?)</table>', page, re.S)
+    assert table
+    return re.findall(r"<tr data-row=.*?</tr>", table.group(1), re.S)
+
+
+def _config(judge_url: str, api_keys: list[str] | None = None) -> str:
+    return f"""
+server: {{api_keys: {json.dumps(api_keys or [])}}}
+judges:
+  default: {{model: openai/gpt-4o-mini, api_base: "{judge_url}", timeout: 10, backoff_base: 0.01}}
+scorers:
+  - {{name: answer-present, scorer: "tests.custom_scorers:answer_present", threshold: 0.5}}
+  - {{name: tone, scorer: tone}}
+  - {{name: faithfulness, scorer: faithfulness, filter: {{agent: ["re:.*Bot$"]}}}}
+"""
+
+
+@pytest.fixture(scope="module")
+def judge() -> Iterator[JudgeServer]:
+    with JudgeServer() as server:
+        server.script("FaithfulnessClaims", json_reply({"claims": CLAIMS}))
+        server.script("FaithfulnessVerdicts", json_reply({"verdicts": VERDICTS}))
+        server.default = text_reply("One of two claims is backed by the <b>tool result</b>.")
+        yield server
+
+
+def _seed(url: str, judge: JudgeServer) -> Any:
+    """A store with every capture and the hostile trace, scored by the real worker."""
+    store = open_store(url)
+    for trace in load_traces([CAPTURES]):
+        store.write(trace.spans, trace.logs)
+    client = TestClient(create_app(parse_config(_config(judge.base_url)), store))
+    response = client.post(
+        "/v1/traces", content=agent_trace_json(HOSTILE_TRACE), headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 200, response.text
+    worker = build_worker(parse_config(_config(judge.base_url)), store)
+
+    async def score_all() -> None:
+        for claim in store.claim_ready(worker.owner, 1000, 30.0, now=FAR_FUTURE):
+            await worker.process(claim)
+
+    asyncio.run(score_all())
+    return store
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory, judge: JudgeServer) -> Any:
+    store = _seed(f"sqlite:///{tmp_path_factory.mktemp('web') / 'tracescore.db'}", judge)
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="module")
+def client(store: Any, judge: JudgeServer) -> TestClient:
+    return TestClient(create_app(parse_config(_config(judge.base_url)), store))
+
+
+def _scores(store: Any) -> list[ScoreRow]:
+    with store.engine.connect() as connection:
+        return [ScoreRow(**row._mapping) for row in connection.execute(select(ScoreRow.__table__))]
+
+
+def _expected_points(rows: list[ScoreRow], binding: str, bucket: int) -> int:
+    stamps = {int(r.created_at.replace(tzinfo=timezone.utc).timestamp()) // bucket
+              for r in rows if r.binding == binding and r.status == "ok"}  # fmt: skip
+    return len(stamps)
+
+
+def test_overview_has_one_chart_per_binding_with_a_point_per_scored_bucket(client: TestClient, store: Any) -> None:
+    page = client.get("/", params={"window": "15m", "bucket": "1s"})
+    assert page.status_code == 200
+    assert page.headers["content-security-policy"].startswith("default-src 'none'; script-src 'self'")
+    rows = _scores(store)
+    for binding in ("answer-present", "tone", "faithfulness"):
+        card = chart_card(page.text, binding)
+        ok = [r for r in rows if r.binding == binding and r.status == "ok"]
+        assert ok, binding
+        assert card.count('class="point"') == _expected_points(rows, binding, 1)
+        samples = re.search(r'<dd class="samples">(\d+)</dd>', card)
+        assert samples and int(samples.group(1)) == len(ok)
+    # Judge spend per day is drawn from the faithfulness rows' real token costs.
+    spent = sum(r.cost_usd for r in rows if r.judge_model)
+    assert spent > 0
+    assert f"${spent:.4f} over the last 14 days" in page.text
+    assert page.text.count('class="bar"') == 1  # everything was judged today
+
+
+def test_lowest_scores_are_ascending_and_filterable(client: TestClient, store: Any) -> None:
+    page = client.get("/", params={"window": "1h"}).text
+    values = [float(v) for v in re.findall(r'<span class="score[^"]*">([0-9.]+)</span>', "".join(lowest_rows(page)))]
+    assert values and values == sorted(values)
+    assert values[0] == min(r.score for r in _scores(store) if r.status == "ok")
+
+    narrowed = client.get("/", params={"window": "1h", "scorer": "answer-present", "agent": "WeatherBot"}).text
+    rows = lowest_rows(narrowed)
+    expected = [r for r in _scores(store) if r.scorer_id == "answer-present" and r.agent == "WeatherBot"]
+    assert len(rows) == min(len(expected), 25) > 0
+    assert all("answer-present" in row and ">WeatherBot<" in row for row in rows)
+    assert '<option value="WeatherBot" selected>' in narrowed
+    assert "answer of " in visible_text("".join(rows))  # the reasons are listed
+
+
+def test_trace_page_shows_the_rebuilt_run_beside_its_scores(client: TestClient, store: Any) -> None:
+    capture = next(t for t in load_traces([CAPTURES / "otel-genai-openai-v2-latest" / "tool_call_agent"]))
+    response = client.get(f"/ui/traces/{capture.trace_id}")
+    assert response.status_code == 200
+    text = visible_text(response.text)
+    assert "You are WeatherBot, a concise weather assistant." in text  # system prompt
+    assert "What's the weather like in Paris today?" in text  # conversation
+    assert "get_weather" in text and '"city": "Paris"' in text  # tool call arguments
+    assert '"temperature_c": 21' in text  # tool result
+    assert "It is sunny in Paris today" in text  # final answer
+    rows = [r for r in _scores(store) if r.trace_id == capture.trace_id]
+    assert rows and all(f'id="score-{r.id}"' in response.text for r in rows)
+    faithfulness = next(r for r in rows if r.binding == "faithfulness")
+    # Judge claims and verdicts from the step results, and the judge's reason.
+    assert all(claim in text for claim in CLAIMS)
+    assert "no temperature in the context" in text and "the tool said sunny" in text
+    assert faithfulness.reason and faithfulness.reason in text
+    assert "Raw spans (" in text and capture.spans[0].span_id in text
+
+    assert client.get(f"/ui/traces/{'f' * 32}").status_code == 404
+    assert client.get("/ui/traces/not-a-trace").status_code == 400
+
+
+def test_untrusted_trace_content_is_shown_as_text_never_as_markup(client: TestClient) -> None:
+    markup = client.get(f"/ui/traces/{HOSTILE_TRACE}").text
+    text = visible_text(markup)
+    for hostile in (HOSTILE_SYSTEM, HOSTILE_USER, HOSTILE_AGENT, HOSTILE_ANSWER, "<i>21</i>"):
+        assert hostile in text, hostile
+    assert "</pre><script>window.__pwned = 'tool'</script>sunny" in text
+    assert "<script>window" not in markup and "<img" not in markup and "<iframe" not in markup
+    assert "<svg onload" not in markup and "<i>21" not in markup
+    assert html.escape(HOSTILE_AGENT, quote=False) in markup
+    # The only script the page loads is our own.
+    assert re.findall(r"<script[^>]*>", markup) == ['<script src="/ui/static/live.js" defer>']
+    overview = client.get("/").text
+    assert "<svg onload" not in overview and html.escape(HOSTILE_AGENT, quote=False) in overview
+
+
+def test_live_version_changes_when_a_score_arrives(client: TestClient, store: Any, judge: JudgeServer) -> None:
+    before = client.get("/ui/live").json()["version"]
+    assert client.get("/ui/live").json()["version"] == before
+    trace_id = "1ce" + "0" * 29
+    body = agent_trace_json(trace_id, system="sys", user="hi", tool_result="{}", answer="Fine.", agent="Late")
+    assert client.post("/v1/traces", content=body, headers={"Content-Type": "application/json"}).status_code == 200
+    worker = build_worker(parse_config(_config(judge.base_url)), store)
+
+    async def score() -> None:
+        for claim in store.claim_ready(worker.owner, 10, 30.0, now=FAR_FUTURE):
+            await worker.process(claim)
+
+    asyncio.run(score())
+    assert client.get("/ui/live").json()["version"] != before
+    assert f"/ui/traces/{trace_id}" in client.get("/").text
+
+
+def test_static_files_are_our_own_and_nothing_else_is_served(client: TestClient) -> None:
+    from tracescore.web.router import STATIC_FILES
+
+    app_client = client
+    script = app_client.get("/ui/static/live.js")
+    assert script.status_code == 200 and script.headers["content-type"].startswith("text/javascript")
+    assert "http" not in script.text.replace("/ui/live", "")  # never fetches anything elsewhere
+    assert app_client.get("/ui/static/../router.py").status_code == 404
+    assert app_client.get("/ui/static/other.js").status_code == 404
+    assert set(STATIC_FILES) == {"style.css", "live.js"}
+    assert "url(" not in app_client.get("/ui/static/style.css").text  # no fonts or images fetched
+
+
+def test_api_keys_protect_every_page(store: Any, judge: JudgeServer) -> None:
+    key = "s3cret-key-for-tests"
+    client = TestClient(create_app(parse_config(_config(judge.base_url, [key, "other-key"])), store))
+    page = client.get("/?window=1h", follow_redirects=False)
+    assert page.status_code == 303 and page.headers["location"] == "/ui/login?next=%2F%3Fwindow%3D1h"
+    assert client.get(f"/ui/traces/{HOSTILE_TRACE}", follow_redirects=False).status_code == 303
+    assert client.get("/ui/live").status_code == 401
+    assert client.get("/", headers={"Authorization": "Bearer wrong"}, follow_redirects=False).status_code == 303
+    assert client.get("/", headers={"Authorization": f"Bearer {key}"}).status_code == 200
+    assert client.get("/ui/live", headers={"Authorization": "Bearer other-key"}).status_code == 200
+
+    form = client.get("/ui/login?next=/ui/live")
+    assert form.status_code == 200 and 'name="key"' in form.text and 'method="post"' in form.text
+    refused = client.post("/ui/login", data={"key": "nope", "next": "/"}, follow_redirects=False)
+    assert refused.status_code == 401 and COOKIE_NAME not in refused.cookies
+    signed_in = client.post("/ui/login", data={"key": key, "next": "/?window=1h"}, follow_redirects=False)
+    assert signed_in.status_code == 303 and signed_in.headers["location"] == "/?window=1h"
+    cookie = signed_in.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and key not in cookie
+    assert client.get("/").status_code == 200  # the client now sends the cookie
+    assert client.get("/ui/live").status_code == 200
+    client.post("/ui/logout")
+    assert client.get("/", follow_redirects=False).status_code == 303
+
+    # After login only same-site paths are followed.
+    for target in ("https://evil.example/", "//evil.example/", "/\\evil.example"):
+        answer = client.post("/ui/login", data={"key": key, "next": target}, follow_redirects=False)
+        assert answer.headers["location"] == "/"
+
+
+def test_overview_and_trace_page_on_postgresql(judge: JudgeServer) -> None:
+    """Percentiles and day buckets are computed by PostgreSQL there: same page, same numbers."""
+    with fresh_pg_database() as url:
+        store = _seed(url, judge)
+        try:
+            client = TestClient(create_app(parse_config(_config(judge.base_url)), store))
+            page = client.get("/", params={"window": "15m", "bucket": "1s"}).text
+            rows = _scores(store)
+            for binding in ("answer-present", "faithfulness"):
+                assert chart_card(page, binding).count('class="point"') == _expected_points(rows, binding, 1)
+            spent = sum(r.cost_usd for r in rows if r.judge_model)
+            assert spent > 0 and f"${spent:.4f} over the last 14 days" in page
+            assert HOSTILE_SYSTEM in visible_text(client.get(f"/ui/traces/{HOSTILE_TRACE}").text)
+        finally:
+            store.close()
+
+
+def test_window_and_bucket_are_validated(client: TestClient) -> None:
+    assert client.get("/", params={"window": "1d", "bucket": "1s"}).status_code == 422  # too many points
+    assert client.get("/", params={"window": "soon"}).status_code == 422
+    assert client.get("/", params={"window": "7d"}).status_code == 200
