@@ -167,17 +167,18 @@ def split_system(messages: Iterable[Message]) -> tuple[list[str], list[Message]]
 # --- parsing -------------------------------------------------------------------------------
 
 
-def _reasoning_text(value: Any, warnings: list[str], what: str) -> str:
-    """Reasoning text from a string, a (JSON-encoded) summary list, or a list of strings."""
-    value = load_json(value, warnings, what) if isinstance(value, str) else value
+def _reasoning_text(value: Any) -> str:
+    """Reasoning text from a string, a (JSON-encoded) summary list, or a list of strings.
+
+    Decoding is quiet: reasoning that merely starts with ``[`` is text, not broken JSON.
+    """
+    value = load_json(value, [], "reasoning") if isinstance(value, str) else value
     if isinstance(value, str):
         return value
     if isinstance(value, dict):
-        return _reasoning_text(
-            value.get("text") or value.get("content") or value.get("summary") or "", warnings, what
-        )
+        return _reasoning_text(value.get("text") or value.get("content") or value.get("summary"))
     if isinstance(value, list):
-        return "\n".join(t for t in (_reasoning_text(v, warnings, what) for v in value) if t)
+        return "\n".join(t for t in (_reasoning_text(v) for v in value) if t)
     return "" if value is None else str(value)
 
 
@@ -199,7 +200,7 @@ def find_reasoning(value: Any, limit: int = 10_000) -> list[str]:
             text = node.get("reasoning_content")
             if node.get("type") in REASONING_TYPES - {"summary_text"}:
                 text = _reasoning_text(
-                    first_present(node, "summary", "content", "text", "reasoning"), [], "reasoning"
+                    first_present(node, "summary", "content", "text", "reasoning")
                 )
             if isinstance(text, str) and text:
                 if text not in found:  # bodies often hold the same block twice
@@ -259,9 +260,7 @@ def parse_part(raw: Any, warnings: list[str], what: str) -> MessagePart | None:
         text = _reasoning_text(
             first_present(
                 raw, "content", "text", "reasoning", "thinking", "summary", "reasoningText"
-            ),
-            warnings,
-            f"{what} reasoning",
+            )
         )
         return reasoning_part(text) if text else None
     if kind in TOOL_CALL_TYPES:
@@ -368,7 +367,7 @@ def parse_message(
     # OpenLLMetry ≤0.54 sends a Responses summary list (JSON-encoded) under ``reasoning``.
     reasoning = raw.get("reasoning_content") or raw.get("reasoning")
     if isinstance(reasoning, (str, list)) and reasoning:
-        text = _reasoning_text(reasoning, warnings, f"{what} reasoning")
+        text = _reasoning_text(reasoning)
         if text:
             parts.append(reasoning_part(text))
     body = raw.get("parts")
