@@ -9,8 +9,7 @@ import pytest
 
 from tests.conftest import FIXTURES
 from tests.custom_scorers import answer_present
-from tracescore import run_evals
-from tracescore.offline import arun_evals
+from tracescore import arun_evals, run_evals
 from tracescore.offline.inputs import read_runs
 from tracescore.scorers.code.completeness import create_completeness_scorer
 
