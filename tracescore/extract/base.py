@@ -166,16 +166,6 @@ def load_json(value: Any, warnings: list[str], what: str) -> Any:
         return value
 
 
-def load_json_deep(value: Any, warnings: list[str], what: str, depth: int = 3) -> Any:
-    """``load_json`` repeated while the result is still a JSON string (double encoding)."""
-    for _ in range(depth):
-        decoded = load_json(value, warnings, what)
-        if decoded is value or not isinstance(value, str):
-            return decoded
-        value = decoded
-    return value
-
-
 def usage_from(attributes: Mapping[str, Any], **keys: tuple[str, ...]) -> TokenUsage | None:
     """Token usage from the attribute keys given per ``TokenUsage`` field, None when absent.
 
