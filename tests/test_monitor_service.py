@@ -17,6 +17,8 @@ from tests.score_streams import Drop, insert_rows, stream
 from tests.server_process import start_server
 from tests.webhook_receiver import webhook_receiver
 from tracescore.ingest.decode import decode_traces
+from tracescore.monitor import metrics
+from tracescore.monitor.tasks import sample_trace_states
 from tracescore.store import open_store
 from tracescore.store.alerts import AlertLeaderRow
 
@@ -91,3 +93,20 @@ def test_served_metrics_api_and_alerts(tmp_path: Path) -> None:
         (expires_at,) = connection.execute(select(AlertLeaderRow.__table__.c.expires_at)).one()
     store.close()
     assert expires_at == 0.0
+
+
+def test_backlog_gauges_follow_trace_states(sqlite_url: str) -> None:
+    store = open_store(sqlite_url)
+    try:
+        decoded = decode_traces(CAPTURE.with_suffix(".pb").read_bytes(), json=False)
+        store.write(decoded.spans)
+        sample_trace_states(store.engine)
+        assert metrics.REGISTRY.get_sample_value("tracescore_traces", {"state": "pending"}) == 1
+        assert metrics.REGISTRY.get_sample_value("tracescore_queue_depth") == 0
+        assert store.promote_ready(now=time.time() + 3600) == 1
+        sample_trace_states(store.engine)
+        assert metrics.REGISTRY.get_sample_value("tracescore_traces", {"state": "pending"}) == 0
+        assert metrics.REGISTRY.get_sample_value("tracescore_traces", {"state": "ready"}) == 1
+        assert metrics.REGISTRY.get_sample_value("tracescore_queue_depth") == 1
+    finally:
+        store.close()

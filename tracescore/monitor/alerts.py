@@ -140,8 +140,10 @@ class BaselineCache:
     is immaterial.
     """
 
-    SETTLE_SECONDS = 60.0
-    """A part is cached only once it ended this long ago, so late commits are not missed."""
+    SETTLE_SECONDS = 600.0
+    """A part is cached only once it ended this long ago. A score's ``created_at`` is taken when
+    its scorer finishes but the row is committed with the trace's other scores, after the
+    slowest judge; rows committed later than this after their time are missed by the cache."""
 
     def __init__(self, rule: RegressionRule) -> None:
         self.rule = rule
