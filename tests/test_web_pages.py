@@ -150,10 +150,10 @@ def judge() -> Iterator[JudgeServer]:
         yield server
 
 
-def _seed(url: str, judge: JudgeServer) -> Any:
-    """A store with every capture and the hostile trace, scored by the real worker."""
+def _seed(url: str, judge: JudgeServer, captures: list[Path]) -> Any:
+    """A store with the captures and the hostile trace, scored by the real worker."""
     store = open_store(url)
-    for trace in load_traces([CAPTURES]):
+    for trace in load_traces(captures):
         store.write(trace.spans, trace.logs)
     client = TestClient(create_app(parse_config(_config(judge.base_url)), store))
     response = client.post(
@@ -172,7 +172,7 @@ def _seed(url: str, judge: JudgeServer) -> Any:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory, judge: JudgeServer) -> Any:
-    store = _seed(f"sqlite:///{tmp_path_factory.mktemp('web') / 'tracescore.db'}", judge)
+    store = _seed(f"sqlite:///{tmp_path_factory.mktemp('web') / 'tracescore.db'}", judge, [CAPTURES])
     yield store
     store.close()
 
@@ -328,7 +328,7 @@ def test_api_keys_protect_every_page(store: Any, judge: JudgeServer) -> None:
 def test_overview_and_trace_page_on_postgresql(judge: JudgeServer) -> None:
     """Percentiles and day buckets are computed by PostgreSQL there: same page, same numbers."""
     with fresh_pg_database() as url:
-        store = _seed(url, judge)
+        store = _seed(url, judge, [CAPTURES / "otel-genai-openai-v2-latest", CAPTURES / "mastra"])
         try:
             client = TestClient(create_app(parse_config(_config(judge.base_url)), store))
             page = client.get("/", params={"window": "15m", "bucket": "1s"}).text

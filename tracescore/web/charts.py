@@ -70,7 +70,7 @@ def score_chart(
         return PLOT_BOTTOM - (PLOT_BOTTOM - TOP) * (value - low) / (high - low)
 
     band_width = max(3.0, plot_width * (bucket / span))
-    most = max((b.count for b in buckets), default=0) or 1
+    most = max((max(b.attempted, b.count) for b in buckets), default=0) or 1
     parts = [
         f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
         f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
@@ -99,14 +99,20 @@ def score_chart(
                 f'<rect class="band" x="{left}" y="{_num(top)}" width="{_num(band_width)}" '
                 f'height="{_num(max(1.0, y(b.p10) - top))}"/>'
             )
-        height = (COUNT_BOTTOM - COUNT_TOP) * b.count / most
-        css = "count has-errors" if b.errors else "count"
+        runs = max(b.attempted, b.count)
+        height = (COUNT_BOTTOM - COUNT_TOP) * runs / most
+        failed = (COUNT_BOTTOM - COUNT_TOP) * b.errors / most
         parts.append(
-            f'<rect class="{css}" x="{left}" y="{_num(COUNT_BOTTOM - height)}" '
+            f'<rect class="count" x="{left}" y="{_num(COUNT_BOTTOM - height)}" '
             f'width="{_num(band_width)}" height="{_num(height)}"><title>'
             f"{escape(b.start.strftime('%Y-%m-%d %H:%M:%S'))} UTC: {b.count} scores, {b.errors} errors"
             "</title></rect>"
         )
+        if b.errors:
+            parts.append(
+                f'<rect class="errors" x="{left}" y="{_num(COUNT_BOTTOM - failed)}" '
+                f'width="{_num(band_width)}" height="{_num(failed)}"/>'
+            )
     for segment in _contiguous(scored, bucket):
         if len(segment) > 1:
             mean_line = " ".join(f"{_num(x(b.start + centre))},{_num(y(b.mean))}" for b in segment)  # type: ignore[arg-type]

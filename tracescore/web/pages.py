@@ -30,6 +30,8 @@ TARGET_POINTS = 60
 MAX_POINTS = 1440
 COST_DAYS = 14
 LIST_LIMIT = 25
+MAX_RAW_SPANS = 300
+"""Raw spans shown on a trace page; the rest are one click away in ``/api/traces/{id}``."""
 
 
 def pick_bucket(window: timedelta) -> timedelta:
@@ -186,8 +188,9 @@ def trace_page(store: SpanStore, trace_id: str) -> dict[str, Any] | None:
         "runs": shown,
         "other_runs": others,
         "orphan_scores": orphans,
-        "spans": _span_tree(trace.spans) if trace is not None else [],
-        "logs": [log_json(record) for record in trace.logs] if trace is not None else [],
+        "spans": _span_tree(trace.spans)[:MAX_RAW_SPANS] if trace is not None else [],
+        "span_count": len(trace.spans) if trace is not None else 0,
+        "logs": [log_json(record) for record in trace.logs[:MAX_RAW_SPANS]] if trace is not None else [],
     }
 
 

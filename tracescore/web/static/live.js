@@ -1,7 +1,8 @@
 // Keeps a tracescore page current without reloading it. No library: the server renders the
 // HTML; this polls /ui/live for a version that changes when scores arrive, then re-fetches the
 // page and swaps in the regions marked data-live (keeping which <details> are open, and
-// marking rows that were not there before).
+// marking rows that were not there before). Under steady traffic the version changes on every
+// poll, so the page itself is re-fetched at most once per REFETCH_MS.
 (() => {
   "use strict";
   const body = document.body;
@@ -9,7 +10,9 @@
   if (!url) return;
   const every = Number(body.dataset.pollMs) || 2000;
   const status = document.getElementById("live-status");
+  const REFETCH_MS = 2500;
   let version = body.dataset.version;
+  let fetchedAt = 0;
   let busy = false;
 
   function show(state, text) {
@@ -41,10 +44,11 @@
       const answer = await fetch(url, { credentials: "same-origin", cache: "no-store" });
       if (!answer.ok) throw new Error("status " + answer.status);
       const latest = (await answer.json()).version;
-      if (latest !== version) {
+      if (latest !== version && Date.now() - fetchedAt >= REFETCH_MS) {
         const page = await fetch(window.location.href, { credentials: "same-origin", cache: "no-store" });
         if (!page.ok) throw new Error("status " + page.status);
         swap(new DOMParser().parseFromString(await page.text(), "text/html"));
+        fetchedAt = Date.now();
         version = latest;
         body.dataset.version = latest;
       }
