@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.score_streams import Drop, insert_rows, stream  # noqa: E402
-from tracescore.monitor.alerts import BaselineCache, evaluate_rule  # noqa: E402
+from tracescore.monitor.rules import BaselineCache, evaluate_rule  # noqa: E402
 from tracescore.monitor.config import RegressionRule  # noqa: E402
 from tracescore.store import open_store  # noqa: E402
 
@@ -79,7 +79,8 @@ def false_positives(url: str, args: argparse.Namespace) -> None:
     )
     print(
         f"evaluation of one rule ({args.agents} segments, {args.window} min window, {args.baseline} d "
-        f"baseline of {baseline.total_seconds() / 60 * args.per_minute * args.agents:,.0f} rows): cached median "
+        f"baseline of {baseline.total_seconds() / 60 * args.per_minute * args.agents:,.0f} rows): "
+        f"cached median "
         f"{statistics.median(durations) * 1000:.1f} ms, p95 "
         f"{sorted(durations)[int(len(durations) * 0.95)] * 1000:.1f} ms; uncached {uncached * 1000:.1f} ms"
     )
@@ -97,8 +98,10 @@ def detection(url: str, args: argparse.Namespace) -> None:
         drop = Drop(since, args.drop, since + timedelta(hours=2))
         segment_start = START if index == 0 else incidents[index - 1] + timedelta(hours=6)
         segment_end = since + timedelta(hours=6) if index + 1 < len(incidents) else end
-        rows += stream(random.Random(100 + index), segment_start, segment_end, per_minute=args.per_minute,
-                       agents=["stable", "degraded"], drops={"degraded": drop}, scorer_id="answer-relevancy")  # fmt: skip
+        rows += stream(
+            random.Random(100 + index), segment_start, segment_end, per_minute=args.per_minute,
+            agents=["stable", "degraded"], drops={"degraded": drop}, scorer_id="answer-relevancy",
+        )  # fmt: skip
     insert_rows(store.engine, rows)
     checked = rule(args, baseline)
     cache = BaselineCache(checked)
@@ -109,7 +112,8 @@ def detection(url: str, args: argparse.Namespace) -> None:
             now, fired_at, resolved_at = since - timedelta(hours=1), None, None
             while now < since + timedelta(hours=5) and resolved_at is None:
                 now += interval
-                verdicts = {v.segment["agent"]: v.firing for v in evaluate_rule(connection, checked, now, cache=cache)}
+                found = evaluate_rule(connection, checked, now, cache=cache)
+                verdicts = {v.segment["agent"]: v.firing for v in found}
                 stable_fired += verdicts.get("stable", False)
                 if verdicts.get("degraded") and fired_at is None:
                     fired_at = now
@@ -122,7 +126,8 @@ def detection(url: str, args: argparse.Namespace) -> None:
     store.close()
     first_full = sum(delay <= max(args.window, args.interval) for delay in fire_delays)
     print(
-        f"detection of a {args.drop} drop ({args.window} min window, 1 d baseline, evaluated every {args.interval} min, "
+        f"detection of a {args.drop} drop ({args.window} min window, 1 d baseline, "
+        f"evaluated every {args.interval} min, "
         f"{args.per_minute}/min per segment): fired in {len(fire_delays)}/{len(incidents)} incidents, "
         f"minutes after the drop: median {statistics.median(fire_delays):.0f}, max {max(fire_delays):.0f} "
         f"(at the first evaluation whose window is all degraded: {first_full}/{len(incidents)}); "
@@ -133,7 +138,9 @@ def detection(url: str, args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--db", help="database URL (default: a temporary SQLite file)")
     parser.add_argument("--windows", type=int, default=1000)
     parser.add_argument("--agents", type=int, default=2)

@@ -21,7 +21,9 @@ from tests.score_streams import Drop, insert_rows, score_row, stream
 from tests.webhook_receiver import WebhookReceiver, webhook_receiver
 from tracescore.config import ConfigError, parse_config
 from tracescore.monitor import metrics
-from tracescore.monitor.alerts import AlertEvaluator, BaselineCache, acquire_lease, evaluate_rule
+from tracescore.monitor.alerts import AlertEvaluator
+from tracescore.monitor.lease import acquire_lease
+from tracescore.monitor.rules import BaselineCache, evaluate_rule
 from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.config import AlertsConfig, MonitorConfig, RegressionRule
 from tracescore.store import SpanStore, open_store
@@ -186,7 +188,8 @@ def test_restart_does_not_refire_and_lease_passes_on(store: SpanStore, hook: Web
     assert first.run_once().leader  # the live leader renews
     clock.now += timedelta(seconds=121)
     report = second.run_once()
-    assert report.leader and [v.firing for v in report.verdicts[rule_name()] if v.segment == {"agent": "sales"}] == [True]
+    sales = [v.firing for v in report.verdicts[rule_name()] if v.segment == {"agent": "sales"}]
+    assert report.leader and sales == [True]
     assert [b["status"] for b in hook.received()] == ["firing"], "the restart must not re-fire"
     assert not first.run_once().leader
 
@@ -297,9 +300,10 @@ def test_failed_delivery_is_retried_next_round(store: SpanStore, hook: WebhookRe
 def test_threshold_percentile_and_error_rate_rules(store: SpanStore, hook: WebhookReceiver) -> None:
     now = T + timedelta(hours=1)
     rows = [score_row(T + timedelta(seconds=30 * i), 0.2 if i % 5 == 0 else 0.9) for i in range(100)]
-    rows += [score_row(T + timedelta(seconds=30 * i), None, binding="judged", status="error") for i in range(30)]
-    rows += [score_row(T + timedelta(seconds=30 * i), 0.5, binding="judged") for i in range(70)]
-    rows += [score_row(T + timedelta(seconds=i), None, binding="judged", status="skipped_budget") for i in range(500)]
+    judged = {"binding": "judged"}
+    rows += [score_row(T + timedelta(seconds=30 * i), None, status="error", **judged) for i in range(30)]
+    rows += [score_row(T + timedelta(seconds=30 * i), 0.5, **judged) for i in range(70)]
+    rows += [score_row(T + timedelta(seconds=i), None, status="skipped_budget", **judged) for i in range(500)]
     insert_rows(store.engine, rows)
     config = alerts_config(
         hook.url,
@@ -321,7 +325,9 @@ def test_threshold_percentile_and_error_rate_rules(store: SpanStore, hook: Webho
     assert sorted(b["rule"] for b in hook.received()) == ["judge-errors", "p10-floor"]
 
 
-def test_slack_and_log_channels(store: SpanStore, hook: WebhookReceiver, caplog: pytest.LogCaptureFixture) -> None:
+def test_slack_and_log_channels(
+    store: SpanStore, hook: WebhookReceiver, caplog: pytest.LogCaptureFixture
+) -> None:
     insert_rows(store.engine, _incident_stream())
     config = AlertsConfig.model_validate(
         {"channels": [{"name": "slack", "type": "slack", "url": hook.url}, {"type": "log"}],
@@ -350,7 +356,8 @@ def test_alert_config_errors_name_the_key() -> None:
             "      above: 0.9\n"
         )
     assert "alerts.rules.0.threshold" in str(excinfo.value) and "line 3" in str(excinfo.value)
+    rule = "alerts:\n  rules:\n    - {name: r, type: error_rate, binding: b, above: 0.1, %s}\n"
     with pytest.raises(ConfigError, match="unknown channels"):
-        parse_config("alerts:\n  rules:\n    - {name: r, type: error_rate, binding: b, above: 0.1, channels: [pager]}\n")
+        parse_config(rule % "channels: [pager]")
     with pytest.raises(ConfigError, match="window"):
-        parse_config("alerts:\n  rules:\n    - {name: r, type: error_rate, binding: b, above: 0.1, window: soon}\n")
+        parse_config(rule % "window: soon")

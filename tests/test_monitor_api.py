@@ -18,7 +18,7 @@ from tests.score_streams import insert_rows, score_row
 from tracescore.monitor import metrics
 from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.config import MonitorConfig
-from tracescore.monitor.queries import aggregate_scores, ScoreFilter
+from tracescore.monitor.queries import ScoreFilter, aggregate_scores
 from tracescore.store import SpanStore, open_store
 from tracescore.store.scores import upsert_decisions
 
@@ -79,7 +79,8 @@ def _iso(moment: datetime) -> str:
 def _all_pages(api: httpx.Client, params: dict[str, Any], limit: int) -> list[dict[str, Any]]:
     items, cursor = [], None
     while True:
-        page = api.get("/api/scores", params={**params, "limit": limit, **({"cursor": cursor} if cursor else {})})
+        paging = {"limit": limit, **({"cursor": cursor} if cursor else {})}
+        page = api.get("/api/scores", params={**params, **paging})
         assert page.status_code == 200, page.text
         body = page.json()
         assert len(body["items"]) <= limit
@@ -152,7 +153,8 @@ def _expected_summary(rows: list[dict[str, Any]], group_by: str) -> dict[tuple[A
 def test_summary_per_scorer_bucket_and_agent(api: httpx.Client, rows: list[dict[str, Any]]) -> None:
     response = api.get(
         "/api/scores/summary",
-        params={"since": _iso(T0), "until": _iso(T0 + timedelta(hours=3)), "bucket": "1h", "group_by": "agent"},
+        params={"since": _iso(T0), "until": _iso(T0 + timedelta(hours=3)), "bucket": "1h",
+                "group_by": "agent"},  # fmt: skip
     )
     assert response.status_code == 200, response.text
     body = response.json()
@@ -171,7 +173,10 @@ def test_summary_filters_and_validates(api: httpx.Client, rows: list[dict[str, A
         params={"scorer": "toxicity", "model": "claude", "since": _iso(T0), "until": _iso(T0 + timedelta(hours=3)),
                 "bucket": "3h"},
     ).json()  # fmt: skip
-    scores = [r["score"] for r in rows if r["scorer_id"] == "toxicity" and r["model"] == "claude" and r["status"] == "ok"]
+    scores = [
+        r["score"] for r in rows
+        if r["scorer_id"] == "toxicity" and r["model"] == "claude" and r["status"] == "ok"
+    ]  # fmt: skip
     assert [(s["scorer"], s["count"]) for s in body["series"]] == [("toxicity", len(scores))]
     assert body["series"][0]["mean"] == pytest.approx(np.mean(scores))
     too_many = {"since": _iso(T0), "until": _iso(T0 + timedelta(days=30)), "bucket": "1s"}

@@ -66,7 +66,9 @@ def test_served_metrics_api_and_alerts(tmp_path: Path) -> None:
                     export(b"\xff\xff not protobuf", timeout=10)
                 except grpc.RpcError as exc:
                     assert exc.code() == grpc.StatusCode.INVALID_ARGUMENT
-            bad = httpx.post(f"{server.base_url}/v1/traces", content=b"{", headers={"Content-Type": "application/json"})
+            bad = httpx.post(
+                f"{server.base_url}/v1/traces", content=b"{", headers={"Content-Type": "application/json"}
+            )
             assert bad.status_code == 400
 
             deadline = time.monotonic() + 20
@@ -74,14 +76,18 @@ def test_served_metrics_api_and_alerts(tmp_path: Path) -> None:
                 time.sleep(0.1)
             text = httpx.get(f"{server.base_url}/metrics").text
             alerts = httpx.get(f"{server.base_url}/api/alerts").json()
-            scores = httpx.get(f"{server.base_url}/api/scores", params={"scorer": "synthetic-quality", "limit": 5}).json()
+            scores = httpx.get(
+                f"{server.base_url}/api/scores", params={"scorer": "synthetic-quality", "limit": 5}
+            ).json()
         (fired,) = hook.received()
 
     assert _metric(text, "tracescore_spans_received_total", transport="http") == spans
     assert _metric(text, "tracescore_spans_received_total", transport="grpc") == spans
-    assert _metric(text, "tracescore_export_requests_total", transport="http", signal="traces", outcome="ok") == 1
-    assert _metric(text, "tracescore_export_requests_total", transport="http", signal="traces", outcome="invalid") == 1
-    assert _metric(text, "tracescore_export_requests_total", transport="grpc", signal="traces", outcome="invalid") == 1
+    requests = "tracescore_export_requests_total"
+    assert _metric(text, requests, transport="http", signal="traces", outcome="ok") == 1
+    assert _metric(text, requests, transport="http", signal="traces", outcome="invalid") == 1
+    assert _metric(text, requests, transport="grpc", signal="traces", outcome="invalid") == 1
+    assert _metric(text, requests, transport="grpc", signal="traces", outcome="ok") == 1
     assert _metric(text, "tracescore_alerts_firing", rule="quality-drop") == 1
     assert _metric(text, "tracescore_alert_evaluations_total") >= 1
     assert "tracescore_traces" in {f.name for f in text_string_to_metric_families(text)}

@@ -95,7 +95,9 @@ def create_monitor_router(engine: Engine, config: MonitorConfig | None = None) -
             raise HTTPException(422, f"bucket: {exc}") from None
         start, end = _range(since, until)
         if bucket_seconds < 1 or (end - start).total_seconds() / bucket_seconds > MAX_SUMMARY_BUCKETS:
-            raise HTTPException(422, f"bucket must be ≥ 1s and span at most {MAX_SUMMARY_BUCKETS} buckets")
+            raise HTTPException(
+                422, f"bucket must be ≥ 1s and span at most {MAX_SUMMARY_BUCKETS} buckets"
+            )
         where = ScoreFilter(
             scorer=scorer, binding=binding, agent=agent, service=service, model=model,
             since=start, until=end,

@@ -10,6 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import JSON, BigInteger, Column, Index, Integer, Text
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
 
 
@@ -84,3 +87,8 @@ class AlertLeaderRow(SQLModel, table=True):
     name: str = Field(primary_key=True, max_length=50)
     owner: str = Field(max_length=200)
     expires_at: float
+
+
+def dialect_insert(connection: Connection) -> Any:
+    """The INSERT construct of the connection's dialect, which has ``on_conflict_*``."""
+    return pg_insert if connection.dialect.name == "postgresql" else sqlite_insert

@@ -1,0 +1,41 @@
+"""The evaluator lease: exactly one instance among those sharing a database evaluates rules.
+
+One row (``alert_leader``) holds the owner and an expiry. Taking or renewing it is a single
+upsert, atomic on SQLite and PostgreSQL alike, so no separate lock service is needed.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import or_, update
+from sqlalchemy.engine import Connection
+
+from tracescore.store.alerts import AlertLeaderRow, dialect_insert
+
+LEADER = AlertLeaderRow.__table__
+LEASE_NAME = "alerts"
+
+
+def acquire_lease(connection: Connection, owner: str, now: float, duration: float) -> bool:
+    """Take or renew the evaluator lease; True if ``owner`` holds it until ``now + duration``.
+
+    One upsert, atomic on both databases: it inserts the row, or updates it only where the
+    lease is already ours or has expired, and RETURNING tells whether it did.
+    """
+    statement = dialect_insert(connection)(LEADER).values(
+        name=LEASE_NAME, owner=owner, expires_at=now + duration
+    )
+    statement = statement.on_conflict_do_update(
+        index_elements=["name"],
+        set_={"owner": owner, "expires_at": now + duration},
+        where=or_(LEADER.c.owner == owner, LEADER.c.expires_at < now),
+    ).returning(LEADER.c.owner)
+    return connection.execute(statement).first() is not None
+
+
+def release_lease(connection: Connection, owner: str) -> None:
+    """Let another instance take over at once instead of after the lease runs out."""
+    connection.execute(
+        update(LEADER)
+        .where(LEADER.c.name == LEASE_NAME, LEADER.c.owner == owner)
+        .values(expires_at=0.0)
+    )

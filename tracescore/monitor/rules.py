@@ -1,0 +1,230 @@
+"""Alert rule verdicts: per segment, from SQL aggregates over the rule's windows.
+
+Pure reads: a verdict says whether a rule's condition holds for a segment at a given time;
+what that changes (state, notifications) is :mod:`tracescore.monitor.alerts`' business.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from tracescore.monitor.config import AlertRule, ErrorRateRule, RegressionRule, ThresholdRule
+from tracescore.monitor.queries import ScoreFilter, aggregate_scores
+from tracescore.monitor.stats import Moments, welch_p_value
+
+
+def _duration_text(seconds: float) -> str:
+    """``3600`` → ``1h``: windows as people write them, for alert texts."""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
+
+
+def finite(value: float | None) -> float | None:
+    """JSON columns (PostgreSQL) refuse NaN and infinities."""
+    return value if value is not None and math.isfinite(value) else None
+
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A rule's finding for one segment at one evaluation."""
+
+    segment: dict[str, Any]
+    firing: bool
+    value: float | None
+    summary: str
+    details: dict[str, Any]
+
+
+def _filter(rule: AlertRule, since: datetime, until: datetime) -> ScoreFilter:
+    return ScoreFilter(
+        scorer=rule.scorer, scorer_version=rule.scorer_version, binding=rule.binding,
+        agent=rule.agent, service=rule.service, model=rule.model, since=since, until=until,
+    )  # fmt: skip
+
+
+def _threshold(connection: Connection, rule: ThresholdRule, now: datetime) -> list[Verdict]:
+    window = timedelta(seconds=rule.window)
+    quantile = rule.quantile
+    groups = aggregate_scores(
+        connection, _filter(rule, now - window, now), rule.segment_by,
+        quantiles=[quantile] if quantile is not None else [],
+    )  # fmt: skip
+    verdicts = []
+    for group in groups:
+        n = group.moments.n
+        if n < rule.min_samples:
+            continue
+        value = group.moments.mean if quantile is None else group.quantiles[quantile]
+        bound, word = (rule.below, "below") if rule.below is not None else (rule.above, "above")
+        firing = value < bound if rule.below is not None else value > bound
+        verdicts.append(
+            Verdict(
+                segment=dict(zip(rule.segment_by, group.group, strict=True)),
+                firing=firing,
+                value=value,
+                summary=(
+                    f"{rule.scorer} {rule.stat} {value:.3f} over the last {_duration_text(rule.window)} "
+                    f"is {'' if firing else 'not '}{word} {bound:g} (n={n})"
+                ),
+                details={"stat": rule.stat, word: bound, "n": n, "window_seconds": rule.window},
+            )
+        )
+    return verdicts
+
+
+def _segment_moments(
+    connection: Connection, rule: AlertRule, since: datetime, until: datetime
+) -> dict[tuple[Any, ...], Moments]:
+    groups = aggregate_scores(connection, _filter(rule, since, until), rule.segment_by)
+    return {group.group: group.moments for group in groups}
+
+
+class BaselineCache:
+    """Moments of a regression rule's baseline in aligned parts, kept between rounds.
+
+    A 7-day baseline re-aggregated every minute would scan a week of rows each round. Its
+    complete parts (an hour, or the window if shorter, aligned to the epoch) no longer change
+    once past, so each round only queries the parts not seen yet and the two partial edges:
+    about three windows' worth of rows however long the baseline. Scores rescored in place
+    after their part was cached are not seen until the evaluator restarts; for a baseline this
+    is immaterial.
+    """
+
+    SETTLE_SECONDS = 600.0
+    """A part is cached only once it ended this long ago. A score's ``created_at`` is taken when
+    its scorer finishes but the row is committed with the trace's other scores, after the
+    slowest judge; rows committed later than this after their time are missed by the cache."""
+
+    def __init__(self, rule: RegressionRule) -> None:
+        self.rule = rule
+        self.part = int(max(60.0, min(rule.window, 3600.0)))
+        self.parts: dict[int, dict[tuple[Any, ...], Moments]] = {}
+
+    def moments(
+        self, connection: Connection, since: datetime, until: datetime, now: datetime
+    ) -> dict[tuple[Any, ...], Moments]:
+        start, end = since.timestamp(), until.timestamp()
+        first = math.ceil(start / self.part) * self.part
+        last = math.floor(min(end, now.timestamp() - self.SETTLE_SECONDS) / self.part) * self.part
+        if last <= first:
+            return _segment_moments(connection, self.rule, since, until)
+        self.parts = {key: value for key, value in self.parts.items() if key >= first}
+        missing = [key for key in range(first, last, self.part) if key not in self.parts]
+        if missing:
+            self._fetch(connection, missing[0], missing[-1] + self.part)
+        total: dict[tuple[Any, ...], Moments] = defaultdict(Moments)
+        for key in range(first, last, self.part):
+            for segment, part in self.parts[key].items():
+                total[segment] += part
+        for edge_start, edge_end in ((start, first), (last, end)):
+            if edge_end > edge_start:
+                edge = _segment_moments(connection, self.rule, _at(edge_start), _at(edge_end))
+                for segment, part in edge.items():
+                    total[segment] += part
+        return dict(total)
+
+    def _fetch(self, connection: Connection, start: int, end: int) -> None:
+        for key in range(start, end, self.part):
+            self.parts.setdefault(key, {})
+        where = _filter(self.rule, _at(start), _at(end))
+        for group in aggregate_scores(connection, where, self.rule.segment_by, bucket_seconds=self.part):
+            assert group.bucket is not None
+            self.parts[int(group.bucket.timestamp())][group.group] = group.moments
+
+
+def _at(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, timezone.utc)
+
+
+def _regression(
+    connection: Connection, rule: RegressionRule, now: datetime, cache: BaselineCache | None
+) -> list[Verdict]:
+    window_start = now - timedelta(seconds=rule.window)
+    baseline_start = window_start - timedelta(seconds=rule.baseline)
+    current = _segment_moments(connection, rule, window_start, now)
+    baseline = (
+        cache.moments(connection, baseline_start, window_start, now)
+        if cache is not None
+        else _segment_moments(connection, rule, baseline_start, window_start)
+    )
+    verdicts = []
+    for segment, cur in current.items():
+        base = baseline.get(segment)
+        if cur.n < rule.min_samples or base is None or base.n < rule.min_baseline_samples:
+            continue
+        change = cur.mean - base.mean
+        worse_by = -change if rule.direction == "decrease" else change
+        p_value = welch_p_value(cur, base, rule.direction)
+        firing = worse_by >= rule.min_delta and p_value < rule.alpha
+        verdicts.append(
+            Verdict(
+                segment=dict(zip(rule.segment_by, segment, strict=True)),
+                firing=firing,
+                value=cur.mean,
+                summary=(
+                    f"{rule.scorer} mean {cur.mean:.3f} over the last {_duration_text(rule.window)} vs "
+                    f"{base.mean:.3f} over the previous {_duration_text(rule.baseline)} "
+                    f"({change:+.3f}); "
+                    f"Welch's t-test one-sided p={p_value:.2g} (n={cur.n} vs {base.n})"
+                ),
+                details={
+                    "test": "welch_t",
+                    "alternative": "less" if rule.direction == "decrease" else "greater",
+                    "p_value": finite(p_value),
+                    "alpha": rule.alpha,
+                    "delta": change,
+                    "min_delta": rule.min_delta,
+                    "current": {**cur.to_dict(), "since": window_start.isoformat()},
+                    "baseline": {**base.to_dict(), "since": baseline_start.isoformat()},
+                },
+            )
+        )
+    return verdicts
+
+
+def _error_rate(connection: Connection, rule: ErrorRateRule, now: datetime) -> list[Verdict]:
+    since = now - timedelta(seconds=rule.window)
+    verdicts = []
+    for group in aggregate_scores(connection, _filter(rule, since, now), rule.segment_by):
+        rate = group.error_rate
+        if rate is None or group.attempted < rule.min_samples:
+            continue
+        firing = rate > rule.above
+        verdicts.append(
+            Verdict(
+                segment=dict(zip(rule.segment_by, group.group, strict=True)),
+                firing=firing,
+                value=rate,
+                summary=(
+                    f"binding {rule.binding} error rate {rate:.1%} over the last "
+                    f"{_duration_text(rule.window)} is {'' if firing else 'not '}above {rule.above:.1%} "
+                    f"({group.errors} of {group.attempted})"
+                ),
+                details={"errors": group.errors, "attempted": group.attempted, "above": rule.above},
+            )
+        )
+    return verdicts
+
+
+def evaluate_rule(
+    connection: Connection, rule: AlertRule, now: datetime, *, cache: BaselineCache | None = None
+) -> list[Verdict]:
+    """The verdict of ``rule`` for every segment with enough data in the window ending at ``now``.
+
+    Segments without enough samples get no verdict: their alert state stays as it was.
+    ``cache`` (regression rules) carries baseline parts over from earlier rounds.
+    """
+    if isinstance(rule, ThresholdRule):
+        return _threshold(connection, rule, now)
+    if isinstance(rule, RegressionRule):
+        return _regression(connection, rule, now, cache)
+    return _error_rate(connection, rule, now)
