@@ -34,7 +34,12 @@ class ServerConfig(_Section):
     """Largest accepted request body, after gzip decompression (413 beyond)."""
     max_pending_requests: int = Field(64, gt=0)
     """Export requests decoded or being written at once; beyond it ingest answers 503."""
+    max_attribute_chars: int = Field(1_000_000, gt=0)
+    """Longest stored attribute value (string characters, or bytes); longer ones are cut and
+    end with a ``…[tracescore: truncated N of M characters]`` marker."""
     api_keys: list[str] = Field(default_factory=list)
+    """Keys accepted as ``Authorization: Bearer <key>`` (plus ``TRACESCORE_API_KEYS``); with
+    none, ingest, the API, ``/metrics`` and the dashboard are open. ``/healthz`` always is."""
 
 
 class AssemblyConfig(_Section):

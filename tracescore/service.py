@@ -21,10 +21,11 @@ import signal
 from collections.abc import Awaitable, Callable, Iterator
 
 import uvicorn
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from tracescore.assemble.promoter import promote_interval, promote_periodically
 from tracescore.assemble.states import ReadinessRules
+from tracescore.auth import ApiKeys, with_environment_keys
 from tracescore.config import AssemblyConfig, Config
 from tracescore.ingest.grpc import start_grpc_server
 from tracescore.ingest.http import otlp_router
@@ -50,20 +51,26 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     Other stages add their routers with ``app.include_router(...)``. Without ``intake`` a new
     one is made from ``config.server``; the :class:`Service` passes the one it shares with gRPC.
     """
-    intake = intake or Intake(store, config.server.max_pending_requests)
+    intake = intake or _intake(config, store)
     app = FastAPI(title="tracescore", docs_url="/api/docs", openapi_url="/api/openapi.json")
     app.state.store = store
     app.state.intake = intake
-    app.include_router(otlp_router(intake, config.server.max_body_bytes))
-    app.include_router(traces_router(store))
-    app.include_router(create_monitor_router(store.engine, config.monitor))
-    app.include_router(web_router(config, store))
+    guarded = [Depends(ApiKeys(config.server.api_keys).require)]
+    app.include_router(otlp_router(intake, config.server.max_body_bytes), dependencies=guarded)
+    app.include_router(traces_router(store), dependencies=guarded)
+    app.include_router(create_monitor_router(store.engine, config.monitor), dependencies=guarded)
+    app.include_router(web_router(config, store))  # its own check: pages redirect to a login
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, object]:
         return {"status": "ok", "database": store.dialect, "in_flight": intake.in_flight}
 
     return app
+
+
+def _intake(config: Config, store: SpanStore) -> Intake:
+    server = config.server
+    return Intake(store, server.max_pending_requests, max_attribute_chars=server.max_attribute_chars)
 
 
 def _log_failure(task: asyncio.Task[None]) -> None:
@@ -84,9 +91,9 @@ class Service:
     """One tracescore process: OTLP/HTTP + read API (uvicorn), OTLP/gRPC, background tasks."""
 
     def __init__(self, config: Config, store: SpanStore | None = None) -> None:
-        self.config = config
+        self.config = config = with_environment_keys(config)
         self.store = store or open_store(config.store, readiness_rules(config.assembly))
-        self.intake = Intake(self.store, config.server.max_pending_requests)
+        self.intake = _intake(config, self.store)
         self.app = create_app(config, self.store, self.intake)
         self._background: list[BackgroundFactory] = []
         self._uvicorn: _Server | None = None
@@ -106,8 +113,9 @@ class Service:
     async def serve(self) -> None:
         server = self.config.server
         grpc_server = await start_grpc_server(
-            self.intake, server.host, server.grpc_port, server.max_body_bytes
-        )
+            self.intake, server.host, server.grpc_port, server.max_body_bytes,
+            interceptors=ApiKeys(server.api_keys).grpc_interceptors(),
+        )  # fmt: skip
         self._uvicorn = _Server(
             uvicorn.Config(
                 self.app, host=server.host, port=server.http_port, log_level="warning",

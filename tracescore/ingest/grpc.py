@@ -8,7 +8,7 @@ requests (not retryable), UNAVAILABLE for backpressure and storage failures (ret
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 import grpc
 from google.protobuf.message import Message
@@ -64,10 +64,17 @@ def otlp_handlers(intake: Intake) -> list[grpc.GenericRpcHandler]:
     ]
 
 
-async def start_grpc_server(intake: Intake, host: str, port: int, max_message_bytes: int) -> grpc.aio.Server:
-    """Start serving OTLP/gRPC on ``host:port`` in the running event loop."""
+async def start_grpc_server(
+    intake: Intake, host: str, port: int, max_message_bytes: int,
+    interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+) -> grpc.aio.Server:  # fmt: skip
+    """Start serving OTLP/gRPC on ``host:port`` in the running event loop.
+
+    ``interceptors`` run before every handler (the API-key check of ``tracescore.auth``).
+    """
     server = grpc.aio.server(
         handlers=otlp_handlers(intake),
+        interceptors=list(interceptors),
         options=[
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.so_reuseport", 0),

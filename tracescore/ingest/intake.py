@@ -25,6 +25,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 )
 
 from tracescore.ingest.decode import Decoded, DecodeError, decode_logs, decode_traces
+from tracescore.ingest.truncate import truncate_decoded
 from tracescore.store import SpanStore
 
 log = logging.getLogger(__name__)
@@ -43,9 +44,13 @@ class StoreUnavailable(Exception):
 class Intake:
     """Admission control plus decode-and-store, shared by the HTTP and gRPC transports."""
 
-    def __init__(self, store: SpanStore, max_pending: int, *, threads: int = 4) -> None:
+    def __init__(
+        self, store: SpanStore, max_pending: int, *, threads: int = 4,
+        max_attribute_chars: int | None = None,
+    ) -> None:  # fmt: skip
         self.store = store
         self.max_pending = max_pending
+        self.max_attribute_chars = max_attribute_chars
         self.in_flight = 0
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ingest")
 
@@ -84,6 +89,11 @@ class Intake:
         return decoded
 
     def _write(self, decoded: Decoded) -> None:
+        if self.max_attribute_chars is not None:
+            cut = truncate_decoded(decoded, self.max_attribute_chars)
+            if cut:
+                log.info("truncated %d attribute values over %d characters", cut,
+                            self.max_attribute_chars)  # fmt: skip
         try:
             self.store.write(decoded.spans, decoded.logs)
         except Exception as exc:

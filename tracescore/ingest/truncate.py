@@ -1,0 +1,78 @@
+"""Cut oversized attribute values before they are stored (``server.max_attribute_chars``).
+
+One exporter that puts a whole document or a base64 image into an attribute should not make
+every later read of its trace (assembly, extraction, the dashboard) pay for it. A cut value
+keeps its first ``limit`` characters (bytes for byte values) and ends with a marker saying how
+much was dropped, so readers can tell: a cut JSON string no longer parses, and the extractors
+then keep it as text with a warning instead of failing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracescore.ingest.decode import Decoded
+from tracescore.spans import Attributes
+
+MARKER = "…[tracescore: truncated {dropped} of {total} characters]"
+BYTES_MARKER = b"...[tracescore: truncated]"
+
+
+def _cut(value: Any, limit: int) -> tuple[Any, int]:
+    """``value`` with every string or byte string over ``limit`` cut, and how many were cut."""
+    kind = type(value)
+    if kind is str:
+        if len(value) <= limit:
+            return value, 0
+        return value[:limit] + MARKER.format(dropped=len(value) - limit, total=len(value)), 1
+    if kind is bytes:
+        return (value, 0) if len(value) <= limit else (value[:limit] + BYTES_MARKER, 1)
+    if kind is list:
+        items = [_cut(item, limit) for item in value]
+        return [item for item, _ in items], sum(count for _, count in items)
+    if kind is dict:
+        return _cut_attributes(value, limit)
+    return value, 0
+
+
+def _cut_attributes(attributes: Attributes, limit: int) -> tuple[Attributes, int]:
+    cut_count = 0
+    for key, value in attributes.items():
+        if type(value) in (str, bytes) and len(value) <= limit:  # the common case, no copy
+            continue
+        attributes[key], count = _cut(value, limit)
+        cut_count += count
+    return attributes, cut_count
+
+
+def truncate_decoded(decoded: Decoded, limit: int) -> int:
+    """Cut, in place, every attribute value of ``decoded`` longer than ``limit``; return the count.
+
+    Span, event, link, log, resource and scope attributes are covered, as are span status
+    messages and log bodies: everything a client controls whose size the body limit alone
+    bounds.
+    """
+    count = 0
+    seen: set[int] = set()  # resources and scopes are shared by many records
+
+    def shared(attributes: Attributes) -> int:
+        if id(attributes) in seen:
+            return 0
+        seen.add(id(attributes))
+        return _cut_attributes(attributes, limit)[1]
+
+    for span in decoded.spans:
+        count += _cut_attributes(span.attributes, limit)[1]
+        count += shared(span.resource.attributes) + shared(span.scope.attributes)
+        for event in span.events:
+            count += _cut_attributes(event.attributes, limit)[1]
+        for link in span.links:
+            count += _cut_attributes(link.attributes, limit)[1]
+        span.status_message, cut = _cut(span.status_message, limit)
+        count += cut
+    for record in decoded.logs:
+        count += _cut_attributes(record.attributes, limit)[1]
+        count += shared(record.resource.attributes) + shared(record.scope.attributes)
+        record.body, cut = _cut(record.body, limit)
+        count += cut
+    return count
