@@ -66,7 +66,11 @@ def _wait(condition, timeout: float, what: str) -> None:  # noqa: ANN001 - a zer
 
 @pytest.fixture
 def servers(tmp_path: Path, pg_url: str) -> Iterator[list[ServerProcess]]:
-    """Three processes on ``pg_url``; the first hangs in the scorer after one completed call."""
+    """Three processes on ``pg_url``; the first hangs in the scorer after one completed call.
+
+    Started one after another: the first creates the schema. (Replicas starting at the same
+    instant on an empty database race on CREATE TABLE, which this test is not about.)
+    """
     call_log = tmp_path / "calls.log"
     env = {"PYTHONPATH": str(REPO), CALL_LOG_ENV: str(call_log)}
     with ExitStack() as stack:
