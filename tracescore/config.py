@@ -97,6 +97,11 @@ class Config(_Section):
                     ((*where, "judge"), f"scorer {binding.scorer!r} needs a judge: name one of "
                      "judges, or define judges.default")
                 )
+        for index, rule in enumerate(self.alerts.rules):
+            if rule.binding is not None and rule.binding not in seen:
+                found.append(
+                    (("alerts", "rules", str(index), "binding"), f"no binding named {rule.binding!r} in scorers")
+                )
         return found
 
 
@@ -139,11 +144,20 @@ def format_validation_error(exc: ValidationError, lines: dict[tuple[str, ...], i
     return "invalid configuration:\n  " + "\n  ".join(problems)
 
 
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """What PyYAML found wrong and where, without its snippet of the offending line (which
+    would print whatever secret sits on it)."""
+    if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
+        return "cannot be parsed"
+    mark = exc.problem_mark
+    return f"{exc.problem} (line {mark.line + 1}, column {mark.column + 1})"
+
+
 def parse_config(text: str, source: str = "<config>") -> Config:
     try:
         data: Any = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
+        raise ConfigError(f"{source}: not valid YAML: {_yaml_problem(exc)}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the top level must be a mapping of sections")
     try:
