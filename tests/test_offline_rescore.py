@@ -1,8 +1,8 @@
 """``tracescore rescore`` and ``compare`` on a real store holding the captured traces.
 
-The judge scorer here is a custom one built with ``create_scorer(...).preprocess(PromptStep(...))``
-(claims, then verdicts), answered by the scripted OpenAI-compatible judge server over HTTP with a
-model litellm prices, so the dry-run estimate is checked against what litellm actually charged.
+The LLM scorer is the prebuilt faithfulness scorer (claims, verdicts, reason: three judge calls),
+answered by the scripted OpenAI-compatible judge server over HTTP under model names litellm
+prices, so the dry-run estimate is checked against what litellm actually charged.
 """
 
 from __future__ import annotations
@@ -13,16 +13,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from pydantic import BaseModel
 from sqlalchemy import create_engine, select
 from typer.testing import CliRunner
 
 from tests.conftest import CAPTURES
-from tests.judge_server import JudgeServer, json_reply
+from tests.judge_server import JudgeServer, json_reply, text_reply
 from tracescore.cli import app
 from tracescore.ingest.files import load_traces
-from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer
-from tracescore.scorers.utils import get_assistant_message, get_user_message
+from tracescore.scorers.base import Scorer, StepContext, create_scorer
+from tracescore.scorers.utils import get_assistant_message
 from tracescore.store import open_store
 from tracescore.store.scores import ScoreRow
 
@@ -42,49 +41,6 @@ def answer_length(version: str = "1", per_char: float = 0.01, model: object = No
     return create_scorer(id="answer-length", version=version).generate_score(score)
 
 
-class Claims(BaseModel):
-    claims: list[str]
-
-
-class Verdict(BaseModel):
-    verdict: str
-    reason: str
-
-
-class Verdicts(BaseModel):
-    verdicts: list[Verdict]
-
-
-def grounded(version: str = "1", model: object = None) -> Scorer:
-    """Share of the answer's claims the run's context supports, in two judge calls."""
-
-    def claims_prompt(ctx: StepContext) -> str:
-        return (
-            "Extract every factual claim made in the answer below, as short standalone sentences.\n"
-            f"Question: {get_user_message(ctx.run.input)}\nAnswer: {get_assistant_message(ctx.run.output)}"
-        )
-
-    def verdicts_prompt(ctx: StepContext) -> str:
-        claims = "\n".join(f"- {c}" for c in ctx.results["preprocess_step_result"].claims)
-        context = "\n".join(ctx.run.context) or "(no context)"
-        return (
-            "For each claim, answer yes if the context supports it, no if it contradicts it, "
-            f"unsure otherwise, with a one-sentence reason.\nContext:\n{context}\nClaims:\n{claims}"
-        )
-
-    def score(ctx: StepContext) -> float:
-        verdicts = ctx.results["analyze_step_result"].verdicts
-        return sum(v.verdict == "yes" for v in verdicts) / len(verdicts) if verdicts else 0.0
-
-    return (
-        create_scorer(id="grounded", version=version, judge=model,
-                      instructions="You are a meticulous fact checker.")
-        .preprocess(PromptStep("claims", claims_prompt, Claims))
-        .analyze(PromptStep("verdicts", verdicts_prompt, Verdicts))
-        .generate_score(score)
-    )  # fmt: skip
-
-
 CLAIMS = {"claims": [
     "The current temperature in the city is 21 degrees Celsius.",
     "The sky is mostly sunny with a few clouds in the afternoon.",
@@ -95,6 +51,11 @@ VERDICTS = {"verdicts": [
     {"verdict": "yes", "reason": "The tool result reports sunny conditions, which matches the claim."},
     {"verdict": "unsure", "reason": "The context says nothing about rain later in the day."},
 ]}  # fmt: skip
+REASON = (
+    "The answer states the temperature and the sky conditions, which the weather tool result "
+    "supports, but nothing in the context backs the claim that no rain is expected later in the "
+    "day, so two of the three claims are supported."
+)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -114,10 +75,12 @@ def stored(sqlite_url: str) -> str:
     return _populate(sqlite_url)
 
 
-def _config(tmp_path: Path, scorers: list[dict], judge_url: str | None = None) -> Path:
+def _config(
+    tmp_path: Path, scorers: list[dict], judge_url: str | None = None, model: str = "openai/gpt-4o-mini"
+) -> Path:
     config: dict = {"scorers": scorers}
     if judge_url is not None:
-        config["judges"] = {"default": {"model": "openai/gpt-4o-mini", "api_base": judge_url}}
+        config["judges"] = {"default": {"model": model, "api_base": judge_url}}
     path = tmp_path / f"config-{len(list(tmp_path.glob('config-*')))}.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -205,31 +168,48 @@ def test_bumped_version_is_stored_beside_the_old_and_compared(tmp_path: Path, st
 
 def _judge_server() -> JudgeServer:
     server = JudgeServer().start()
-    server.script("Claims", json_reply(CLAIMS))
-    server.script("Verdicts", json_reply(VERDICTS))
+    server.script("FaithfulnessClaims", json_reply(CLAIMS))
+    server.script("FaithfulnessVerdicts", json_reply(VERDICTS))
+    server.default = text_reply(REASON)
     return server
+
+
+FAITHFULNESS = [{"name": "faithfulness", "scorer": "faithfulness"}]
+
+
+def _estimate_and_spend(db: str, config: Path, server: JudgeServer, *args: str) -> tuple[float, float]:
+    """The dry run's estimate, then what the real run spent (scores' cost_usd)."""
+    before_rows = {r["id"]: r["cost_usd"] for r in _rows(db)}
+    requests = server.count
+    code, out, err = _rescore(db, config, "--dry-run", "--format", "json", *args)
+    assert code == 0, err
+    assert server.count == requests  # the estimate called no judge
+    estimate = json.loads(out)
+    assert estimate["runs"] == 46
+    code, _, err = _rescore(db, config, *args)
+    assert code == 0, err
+    rows = _rows(db)
+    assert {r["status"] for r in rows} == {"ok"} and len(rows) == 46
+    spent = sum(r["cost_usd"] for r in rows) - (sum(before_rows.values()) if not args else 0.0)
+    return estimate["cost_usd"], spent
 
 
 def test_dry_run_estimate_matches_the_judge_spend(tmp_path: Path, stored: str) -> None:
     server = _judge_server()
     try:
-        for version in ("1", "2"):  # 1: no past judge calls; 2: output tokens learnt from 1's
-            config = _config(tmp_path, [{"name": "grounded", "scorer": f"{HERE}:grounded", "judge": "default",
-                                         "options": {"version": version}}], server.base_url)  # fmt: skip
-            before = server.count
-            code, out, err = _rescore(stored, config, "--dry-run", "--format", "json")
-            assert code == 0, err
-            assert server.count == before  # the estimate called no judge
-            estimate = json.loads(out)
-            assert estimate["runs"] == 46
-            code, _, err = _rescore(stored, config)
-            assert code == 0, err
-            spent = sum(r["cost_usd"] for r in _rows(stored) if r["scorer_version"] == version)
-            assert spent > 0 and server.count > before
-            # Without past calls output tokens are a documented guess (100 per call); once the
-            # scorer has paid calls in the store, they are learnt and the estimate is close.
-            tolerance = 0.5 if version == "1" else 0.2
-            assert estimate["cost_usd"] == pytest.approx(spent, rel=tolerance), (version, estimate, spent)
+        # No past judge calls: input tokens counted, output tokens a documented guess (100/call).
+        config = _config(tmp_path, FAITHFULNESS, server.base_url)
+        estimate, spent = _estimate_and_spend(stored, config, server)
+        assert spent > 0
+        assert estimate == pytest.approx(spent, rel=0.5)
+        # Same runs, same judge: every request is in the verdict cache, so nothing is paid.
+        estimate, spent = _estimate_and_spend(stored, config, server, "--force")
+        assert estimate == spent == 0.0
+        # Another priced model: nothing cached, output tokens learnt from the paid calls above.
+        other = _config(tmp_path, FAITHFULNESS, server.base_url, model="openai/gpt-4o")
+        estimate, spent = _estimate_and_spend(stored, other, server, "--force")
+        assert spent > 0
+        assert estimate == pytest.approx(spent, rel=0.2)
     finally:
         server.stop()
 
@@ -237,7 +217,7 @@ def test_dry_run_estimate_matches_the_judge_spend(tmp_path: Path, stored: str) -
 def test_max_cost_stops_before_the_budget(tmp_path: Path, stored: str) -> None:
     server = _judge_server()
     try:
-        config = _config(tmp_path, [{"name": "grounded", "scorer": f"{HERE}:grounded", "judge": "default"}], server.base_url)
+        config = _config(tmp_path, FAITHFULNESS, server.base_url)
         code, out, _ = _rescore(stored, config, "--dry-run", "--format", "json")
         budget = json.loads(out)["cost_usd"] / 3
         code, _, err = _rescore(stored, config, "--max-cost", f"{budget:.8f}", "--concurrency", "1")

@@ -7,11 +7,12 @@ the step's schema, so code steps run for real and later prompt steps render. A p
 never rendered because a step failed on those empty answers is counted at the mean size of the
 run's rendered prompts: calls per run is the scorer's number of prompt steps. Requests the judge
 would answer from its verdict cache (repeated within the backfill, or already in the store's
-verdict table) count as free, as they are.
+verdict table) count as free, as they are; a stored verdict is also what the pricing judge
+answers, so a re-run of already judged runs renders (and prices) exactly the cached requests.
 
 Output tokens cannot be counted before the judge answers. They come from the scorer's own past
-judge calls in the store (mean output tokens per call, any version) when there are any, else
-:data:`DEFAULT_OUTPUT_TOKENS` per call. Tokens are priced with litellm's price map for the
+paid judge calls in the store (mean output tokens per call, any version or model) when there are
+any, else :data:`DEFAULT_OUTPUT_TOKENS` per call. Tokens are priced with litellm's price map for the
 judge's model; a model litellm has no price for (self-hosted) costs nothing.
 """
 
@@ -56,13 +57,14 @@ class CostEstimate:
 class PricingJudge:
     """A ``Judge`` that pays nothing: it counts request tokens and answers minimal objects.
 
-    A request the judge would serve from its verdict cache (asked before in this estimate, or
-    stored in ``known(key)``) is recorded as cached: it costs nothing.
+    A request the judge would serve from its verdict cache costs nothing: one asked before in
+    this estimate, or one whose answer ``stored(key)`` finds in the store. A stored answer is
+    returned as the real judge would, so the steps after it render exactly as they will.
     """
 
-    def __init__(self, model: str, known: Callable[[str], bool] | None = None) -> None:
+    def __init__(self, model: str, stored: Callable[[str], str | None] | None = None) -> None:
         self.model = model
-        self.known = known
+        self.stored = stored
         self.calls: list[tuple[int, bool]] = []
         """``(input tokens, cached)`` of each request since the last ``calls.clear()``."""
         self._seen: set[str] = set()
@@ -70,7 +72,7 @@ class PricingJudge:
     async def complete(self, request: JudgeRequest) -> JudgeResponse:
         from tracescore.judge.cache import verdict_key  # noqa: PLC0415 - judge stack only here
         from tracescore.judge.client import litellm  # noqa: PLC0415
-        from tracescore.judge.structured import schema_instruction  # noqa: PLC0415
+        from tracescore.judge.structured import parse_output, schema_instruction  # noqa: PLC0415
 
         prompt = request.prompt
         if request.schema is not None:
@@ -80,11 +82,16 @@ class PricingJudge:
             messages.insert(0, {"role": "system", "content": request.instructions})
         tokens = int(litellm().token_counter(model=self.model, messages=messages))
         key = verdict_key(request, self.model)
-        cached = key in self._seen or (self.known is not None and self.known(key))
-        self._seen.add(key)
-        self.calls.append((tokens, cached))
+        text = self.stored(key) if self.stored is not None else None
         output: Any = minimal(request.schema) if request.schema is not None else ""
-        return JudgeResponse(output=output, text="", model=self.model, input_tokens=tokens)
+        if text is not None:
+            try:
+                output = parse_output(text, request.schema)
+            except ValueError:  # the real judge would not use it either
+                text = None
+        self.calls.append((tokens, key in self._seen or text is not None))
+        self._seen.add(key)
+        return JudgeResponse(output=output, text=text or "", model=self.model, input_tokens=tokens)
 
 
 def estimate_cost(
@@ -98,8 +105,7 @@ def estimate_cost(
     judge = prompt_steps[0].judge if prompt_steps[0].judge is not None else scorer.judge
     model = judge_model(judge)
     caches = getattr(getattr(judge, "config", judge), "cache", True) is not False
-    known = partial(_stored_verdict, engine) if engine is not None and caches else None
-    pricing = PricingJudge(model, known if caches else None)
+    pricing = PricingJudge(model, partial(_stored_verdict, engine) if engine is not None and caches else None)
     priced = _with_judge(scorer, pricing)
     sample = runs[:SAMPLE_RUNS]
     calls = tokens = 0.0
@@ -184,31 +190,44 @@ def _prices(model: str) -> tuple[float, float]:
     return float(price_in), float(price_out)
 
 
-def _stored_verdict(engine: Engine, key: str) -> bool:
-    """Whether the judge's verdict cache table already holds this request's answer."""
+def _stored_verdict(engine: Engine, key: str) -> str | None:
+    """The answer the judge's verdict cache table holds for this request, if any."""
     from tracescore.store.judge_cache import JudgeVerdict  # noqa: PLC0415
 
     table = JudgeVerdict.__table__
     with engine.connect() as connection:
-        return connection.execute(select(table.c.key).where(table.c.key == key)).first() is not None
+        return connection.execute(select(table.c.text).where(table.c.key == key)).scalar()
 
 
-def _past_output_tokens(engine: Engine, scorer_id: str, limit: int = 200) -> float | None:
-    """Mean output tokens of the judge calls actually paid for (not served from the verdict
-    cache) over the scorer's latest scored runs, if any."""
-    table = ScoreRow.__table__
-    query = (
-        select(table.c.steps)
-        .where((table.c.scorer_id == scorer_id) & (table.c.status == "ok") & (table.c.output_tokens > 0))
-        .order_by(table.c.created_at.desc())
-        .limit(limit)
-    )
+def _past_output_tokens(engine: Engine, scorer_id: str, limit: int = 500) -> float | None:
+    """Mean output tokens of the scorer's latest paid judge calls, if any.
+
+    The verdict cache table keeps one row per paid call (with its token counts), whatever
+    happened to the score rows since; score rows' judge calls serve when verdicts are not kept
+    (judges with ``cache: false``).
+    """
+    from tracescore.store.judge_cache import JudgeVerdict  # noqa: PLC0415
+
+    verdicts = JudgeVerdict.__table__
+    scores = ScoreRow.__table__
     with engine.connect() as connection:
-        paid = [
-            call.get("output_tokens") or 0
-            for steps in connection.scalars(query)
-            for step in (steps or {}).get("steps") or []
-            for call in step.get("judge_calls") or []
-            if not call.get("cached")
-        ]
+        paid = list(connection.scalars(
+            select(verdicts.c.output_tokens)
+            .where((verdicts.c.scorer_id == scorer_id) & (verdicts.c.output_tokens > 0))
+            .order_by(verdicts.c.created_at.desc())
+            .limit(limit)
+        ))  # fmt: skip
+        if not paid:
+            paid = [
+                call.get("output_tokens") or 0
+                for steps in connection.scalars(
+                    select(scores.c.steps)
+                    .where((scores.c.scorer_id == scorer_id) & (scores.c.output_tokens > 0))
+                    .order_by(scores.c.created_at.desc())
+                    .limit(limit)
+                )
+                for step in (steps or {}).get("steps") or []
+                for call in step.get("judge_calls") or []
+                if not call.get("cached")
+            ]
     return sum(paid) / len(paid) if paid else None

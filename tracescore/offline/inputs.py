@@ -19,7 +19,7 @@ import orjson
 from pydantic import ValidationError
 
 from tracescore.extract import extract_runs
-from tracescore.extract.mastra_json import MastraRunError, is_mastra_json, run_from_mastra
+from tracescore.extract.mastra_json import MastraRunError, is_mastra_json, json_items, run_from_mastra
 from tracescore.extract.model import AgentRun
 from tracescore.ingest.files import export_files, load_traces
 from tracescore.scorers.utils import make_agent_run, make_test_message
@@ -51,16 +51,7 @@ def read_runs(paths: Iterable[Path]) -> list[AgentRun]:
 
 def runs_from_json(text: str | bytes) -> list[AgentRun]:
     """A JSON document of one run or a list of runs, or JSON Lines of runs (either shape)."""
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        lines = (text.decode() if isinstance(text, bytes) else text).splitlines()
-        try:
-            value = [orjson.loads(line) for line in lines if line.strip()]
-        except orjson.JSONDecodeError as exc:
-            raise MastraRunError(f"not JSON or JSON Lines: {exc}") from exc
-    items = value if isinstance(value, list) else [value]
-    return [as_run(item, index=i) for i, item in enumerate(items)]
+    return [as_run(item, index=i) for i, item in enumerate(json_items(text))]
 
 
 def as_run(item: Any, *, index: int = 0) -> AgentRun:

@@ -101,6 +101,13 @@ def resolve_bindings(
     api_base: str | None,
 ) -> tuple[list[ScorerBinding], dict[str, Any]]:
     """The bindings and judges an offline command uses: ``--scorer`` values replace the config's
-    bindings, ``--judge`` becomes (or replaces) the ``default`` judge."""
-    judges = {**judges, **judge_from_flags(judge_model, api_base)}
-    return (bindings_from_specs(specs) if specs else list(configured)), judges
+    bindings, ``--judge`` becomes (or replaces) the ``default`` judge, which custom scorers given
+    with ``--scorer`` then receive too (prebuilt LLM scorers take ``default`` anyway)."""
+    flagged = judge_from_flags(judge_model, api_base)
+    judges = {**judges, **flagged}
+    if not specs:
+        return list(configured), judges
+    bindings = bindings_from_specs(specs)
+    if flagged:
+        bindings = [b.model_copy(update={"judge": "default"}) if ":" in b.scorer else b for b in bindings]
+    return bindings, judges
