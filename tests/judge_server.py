@@ -88,6 +88,8 @@ class JudgeServer:
         self.in_flight = 0
         self.max_in_flight = 0
         """Most requests the server was answering at one moment (checks concurrency limits)."""
+        self.busy_seconds = 0.0
+        """Summed time spent answering requests (how busy clients kept the judge)."""
         self._scripts: list[_Script] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -130,9 +132,10 @@ class JudgeServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _enter(self, delta: int) -> None:
+    def _track(self, delta: int, busy: float = 0.0) -> None:
         with self._lock:
             self.in_flight += delta
+            self.busy_seconds += busy
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
 
     def _choose(self, raw: str, body: dict[str, Any]) -> Reply:
@@ -155,14 +158,25 @@ class JudgeServer:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass
 
+            def do_GET(self) -> None:  # noqa: N802
+                """``GET /stats``: request count, busy seconds and peak concurrency."""
+                with server._lock:
+                    stats = {
+                        "count": len(server.requests),
+                        "busy_seconds": server.busy_seconds,
+                        "max_in_flight": server.max_in_flight,
+                    }
+                self._send(200, stats, {})
+
             def do_POST(self) -> None:  # noqa: N802
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
-                server._enter(1)
+                started = time.perf_counter()
+                server._track(1)
                 body = json.loads(raw)
                 try:
                     self._answer(server._choose(raw, body), body)
                 finally:
-                    server._enter(-1)
+                    server._track(-1, time.perf_counter() - started)
 
             def _answer(self, reply: Reply, body: dict[str, Any]) -> None:
                 if reply.hang:
@@ -170,7 +184,9 @@ class JudgeServer:
                     return
                 time.sleep(server.delay + reply.delay)
                 if reply.status != 200:
-                    payload = {"error": {"message": reply.error, "type": "scripted", "code": reply.status}}
+                    payload = {
+                        "error": {"message": reply.error, "type": "scripted", "code": reply.status}
+                    }
                     self._send(reply.status, payload, reply.headers)
                     return
                 prompt = "".join(str(m.get("content", "")) for m in body.get("messages", []))

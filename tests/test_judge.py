@@ -10,8 +10,20 @@ from collections.abc import Iterator
 import pytest
 from pydantic import BaseModel
 
-from tests.judge_server import JudgeServer, error_reply, hang_reply, json_reply, text_reply
-from tracescore.judge import JudgeConfig, JudgeError, LiteLLMJudge, VerdictCache, get_judge
+from tests.judge_server import (
+    JudgeServer,
+    error_reply,
+    hang_reply,
+    json_reply,
+    text_reply,
+)
+from tracescore.judge import (
+    JudgeConfig,
+    JudgeError,
+    LiteLLMJudge,
+    VerdictCache,
+    get_judge,
+)
 from tracescore.judge.limiter import Limiter
 from tracescore.scorers.base import JudgeRequest
 
@@ -20,10 +32,16 @@ class Claims(BaseModel):
     claims: list[str]
 
 
-def request(prompt: str = "Extract the claims.", schema: type[BaseModel] | None = Claims) -> JudgeRequest:
+def request(
+    prompt: str = "Extract the claims.", schema: type[BaseModel] | None = Claims
+) -> JudgeRequest:
     return JudgeRequest(
-        prompt=prompt, instructions="You extract claims.", schema=schema,
-        scorer_id="test-scorer", scorer_version="1", step="preprocess",
+        prompt=prompt,
+        instructions="You extract claims.",
+        schema=schema,
+        scorer_id="test-scorer",
+        scorer_version="1",
+        step="preprocess",
     )
 
 
@@ -35,7 +53,9 @@ def server() -> Iterator[JudgeServer]:
 
 def judge_for(server: JudgeServer, **settings: object) -> LiteLLMJudge:
     settings = {"backoff_base": 0.01, "timeout": 5.0, **settings}
-    return LiteLLMJudge(JudgeConfig(model="openai/gpt-4o-mini", api_base=server.base_url, **settings))
+    return LiteLLMJudge(
+        JudgeConfig(model="openai/gpt-4o-mini", api_base=server.base_url, **settings)
+    )
 
 
 async def test_structured_answer_is_validated_and_costed(server: JudgeServer) -> None:
@@ -118,7 +138,9 @@ async def test_fenced_json_is_accepted(server: JudgeServer) -> None:
 
 async def test_json_that_stays_wrong_is_a_clear_error(server: JudgeServer) -> None:
     server.script("Claims", json_reply({"claim": "wrong key"}))
-    with pytest.raises(JudgeError, match=r"does not match Claims, also after one repair attempt.*claims"):
+    with pytest.raises(
+        JudgeError, match=r"does not match Claims, also after one repair attempt.*claims"
+    ):
         await judge_for(server).complete(request())
     assert server.count == 2
 
@@ -189,7 +211,9 @@ async def test_verdicts_survive_a_restart(server: JudgeServer, db_url: str) -> N
     served = await restarted.complete(request())
     assert server.count == 1
     assert served.cached and served.output == Claims(claims=["f"])
-    other_model = LiteLLMJudge(config.model_copy(update={"model": "openai/gpt-4o"}), cache=VerdictCache(db_url))
+    other_model = LiteLLMJudge(
+        config.model_copy(update={"model": "openai/gpt-4o"}), cache=VerdictCache(db_url)
+    )
     await other_model.complete(request())
     assert server.count == 2
 

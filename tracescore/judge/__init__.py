@@ -14,7 +14,14 @@ from tracescore.judge.client import JudgeError, LiteLLMJudge
 from tracescore.judge.config import JudgeConfig
 from tracescore.scorers.base import Judge
 
-__all__ = ["JudgeConfig", "JudgeError", "LiteLLMJudge", "VerdictCache", "get_judge", "use_verdict_store"]
+__all__ = [
+    "JudgeConfig",
+    "JudgeError",
+    "LiteLLMJudge",
+    "VerdictCache",
+    "get_judge",
+    "use_verdict_store",
+]
 
 _judges: dict[str, LiteLLMJudge] = {}
 _cache: VerdictCache | None = None

@@ -15,20 +15,29 @@ import threading
 import time
 from collections import OrderedDict
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, insert, select
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, SQLModel
+from sqlmodel import SQLModel
 
 from tracescore.judge.structured import parse_output, schema_json
 from tracescore.scorers.base import JudgeRequest, JudgeResponse
 from tracescore.store.engine import make_engine
 from tracescore.store.judge_cache import JudgeVerdict
 
+_TABLE = JudgeVerdict.__table__
+
 
 def verdict_key(request: JudgeRequest, model: str) -> str:
     """Digest of everything that decides a judge's answer."""
     schema = schema_json(request.schema) if request.schema is not None else None
-    parts = [request.scorer_id, request.scorer_version, model, request.instructions, request.prompt, schema]
+    parts = [
+        request.scorer_id,
+        request.scorer_version,
+        model,
+        request.instructions,
+        request.prompt,
+        schema,
+    ]
     return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode()).hexdigest()
 
 
@@ -39,7 +48,7 @@ class VerdictCache:
         self._lock = threading.Lock()
         self.engine = store if isinstance(store, Engine) or store is None else make_engine(store)
         if self.engine is not None:
-            SQLModel.metadata.create_all(self.engine, tables=[JudgeVerdict.__table__])
+            SQLModel.metadata.create_all(self.engine, tables=[_TABLE])
 
     def get_local(self, key: str) -> JudgeResponse | None:
         """The in-process hit, if any (no I/O)."""
@@ -63,9 +72,15 @@ class VerdictCache:
         except ValueError:  # the step's schema changed shape without a version bump
             return None
         stored = JudgeResponse(
-            output=output, text=row.text, model=row.model, input_tokens=row.input_tokens,
-            output_tokens=row.output_tokens, cost_usd=row.cost_usd, attempts=0,
-            duration_ms=0.0, cached=False,
+            output=output,
+            text=row.text,
+            model=row.model,
+            input_tokens=row.input_tokens,
+            output_tokens=row.output_tokens,
+            cost_usd=row.cost_usd,
+            attempts=0,
+            duration_ms=0.0,
+            cached=False,
         )
         self._remember(key, stored)
         return _served(stored, started)
@@ -74,9 +89,14 @@ class VerdictCache:
         self._remember(key, response)
         if self.engine is not None:
             row = JudgeVerdict(
-                key=key, scorer_id=request.scorer_id, scorer_version=request.scorer_version,
-                step=request.step, model=response.model, text=response.text,
-                input_tokens=response.input_tokens, output_tokens=response.output_tokens,
+                key=key,
+                scorer_id=request.scorer_id,
+                scorer_version=request.scorer_version,
+                step=request.step,
+                model=response.model,
+                text=response.text,
+                input_tokens=response.input_tokens,
+                output_tokens=response.output_tokens,
                 cost_usd=response.cost_usd,
             )
             await asyncio.to_thread(self._save, row)
@@ -89,20 +109,25 @@ class VerdictCache:
                 self._lru.popitem(last=False)
 
     def _load(self, key: str) -> JudgeVerdict | None:
-        with Session(self.engine) as session:
-            return session.get(JudgeVerdict, key)
+        with self.engine.connect() as connection:
+            row = connection.execute(select(_TABLE).where(_TABLE.c.key == key)).mappings().first()
+        return None if row is None else JudgeVerdict.model_validate(dict(row))
 
     def _save(self, row: JudgeVerdict) -> None:
-        with Session(self.engine) as session:
-            session.add(row)
-            try:
-                session.commit()
-            except IntegrityError:  # another worker stored the same verdict first
-                session.rollback()
+        try:
+            with self.engine.begin() as connection:
+                connection.execute(insert(_TABLE), [row.model_dump()])
+        except IntegrityError:  # another worker stored the same verdict first
+            pass
 
 
 def _served(response: JudgeResponse, started: float) -> JudgeResponse:
     return dataclasses.replace(
-        response, cached=True, input_tokens=0, output_tokens=0, cost_usd=0.0, attempts=0,
+        response,
+        cached=True,
+        input_tokens=0,
+        output_tokens=0,
+        cost_usd=0.0,
+        attempts=0,
         duration_ms=(time.perf_counter() - started) * 1000,
     )

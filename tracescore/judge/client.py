@@ -27,7 +27,12 @@ from pydantic import BaseModel, ValidationError
 from tracescore.judge.cache import VerdictCache, verdict_key
 from tracescore.judge.config import JudgeConfig
 from tracescore.judge.limiter import Limiter
-from tracescore.judge.structured import Mode, parse_output, response_format, schema_instruction
+from tracescore.judge.structured import (
+    Mode,
+    parse_output,
+    response_format,
+    schema_instruction,
+)
 from tracescore.scorers.base import JudgeRequest, JudgeResponse
 
 _RESERVED_OUTPUT_TOKENS = 256
@@ -68,8 +73,12 @@ class LiteLLMJudge:
         self.config = config
         self.model = config.model
         self.cache = cache if cache is not None else (VerdictCache() if config.cache else None)
-        self.limiter = Limiter(config.concurrency, config.requests_per_minute, config.tokens_per_minute)
-        self._mode: Mode | None = None if config.response_format == "auto" else config.response_format
+        self.limiter = Limiter(
+            config.concurrency, config.requests_per_minute, config.tokens_per_minute
+        )
+        self._mode: Mode | None = (
+            None if config.response_format == "auto" else config.response_format
+        )
         self._pending: dict[str, concurrent.futures.Future[JudgeResponse]] = {}
 
     @property
@@ -130,12 +139,20 @@ class LiteLLMJudge:
                     f"{_brief(second)}; last answer: {text[:300]!r}"
                 ) from None
         return JudgeResponse(
-            output=output, text=text, model=self.model, input_tokens=spend.input_tokens,
-            output_tokens=spend.output_tokens, cost_usd=spend.cost_usd, attempts=spend.attempts,
-            duration_ms=(time.perf_counter() - started) * 1000, cached=False,
+            output=output,
+            text=text,
+            model=self.model,
+            input_tokens=spend.input_tokens,
+            output_tokens=spend.output_tokens,
+            cost_usd=spend.cost_usd,
+            attempts=spend.attempts,
+            duration_ms=(time.perf_counter() - started) * 1000,
+            cached=False,
         )
 
-    async def _call(self, messages: list[dict[str, str]], schema: type[BaseModel] | None, spend: _Spend) -> str:
+    async def _call(
+        self, messages: list[dict[str, str]], schema: type[BaseModel] | None, spend: _Spend
+    ) -> str:
         """One answer from the judge, retrying transient failures; returns the message text."""
         config = self.config
         estimate = sum(len(m["content"]) for m in messages) // 4 + _RESERVED_OUTPUT_TOKENS
@@ -159,14 +176,18 @@ class LiteLLMJudge:
                     self._mode = "json_object"
                     continue
                 if not _transient(exc) or failures >= config.max_retries:
-                    raise JudgeError(f"judge {self.model} failed after {spend.attempts} attempt(s): {_describe(exc, config)}") from exc
+                    raise JudgeError(
+                        f"judge {self.model} failed after {spend.attempts} attempt(s): {_describe(exc, config)}"
+                    ) from exc
                 failures += 1
                 await asyncio.sleep(self._backoff(failures, exc))
                 continue
             self._record(response, spend)
             return response.choices[0].message.content or ""
 
-    def _arguments(self, messages: list[dict[str, str]], schema: type[BaseModel] | None) -> dict[str, Any]:
+    def _arguments(
+        self, messages: list[dict[str, str]], schema: type[BaseModel] | None
+    ) -> dict[str, Any]:
         config = self.config
         kwargs: dict[str, Any] = {
             "model": config.model,
@@ -198,8 +219,12 @@ class LiteLLMJudge:
             if not key:
                 raise JudgeError(f"judge {self.model}: environment variable {name} is not set")
             return key
-        if self.config.api_base is not None:
-            return "unused"  # self-hosted OpenAI-compatible servers need no key, the SDK needs one
+        if (
+            self.config.api_base is not None
+            and self.model.startswith("openai/")
+            and not os.environ.get("OPENAI_API_KEY")
+        ):
+            return "unused"  # a keyless OpenAI-compatible server: the OpenAI SDK insists on a key
         return None
 
     def _rejects_json_schema(self, exc: Exception, kwargs: dict[str, Any]) -> bool:
@@ -225,8 +250,10 @@ class LiteLLMJudge:
         completion_tokens = getattr(usage, "completion_tokens", 0) or 0
         spend.input_tokens += prompt_tokens
         spend.output_tokens += completion_tokens
-        cost = _cost(self.model, prompt_tokens, completion_tokens)
-        spend.cost_usd += cost
+        # litellm prices every response from its bundled map (offline); models it has no price
+        # for (self-hosted ones) cost 0.
+        cost = getattr(response, "_hidden_params", {}).get("response_cost")
+        spend.cost_usd += float(cost) if isinstance(cost, (int, float)) else 0.0
 
 
 def _supports_schema(model: str) -> bool:
@@ -234,17 +261,6 @@ def _supports_schema(model: str) -> bool:
         return bool(litellm().supports_response_schema(model=model))
     except Exception:  # litellm raises for models it has never heard of
         return False
-
-
-def _cost(model: str, prompt_tokens: int, completion_tokens: int) -> float:
-    """USD from litellm's bundled price map; 0 for models it has no price for (self-hosted)."""
-    try:
-        prompt_cost, completion_cost = litellm().cost_per_token(
-            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
-        )
-    except Exception:
-        return 0.0
-    return prompt_cost + completion_cost
 
 
 def _transient(exc: BaseException) -> bool:
@@ -290,7 +306,9 @@ def _describe(exc: Exception, config: JudgeConfig) -> str:
 
 
 def _brief(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}" for e in exc.errors()[:5])
+    return "; ".join(
+        f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}" for e in exc.errors()[:5]
+    )
 
 
 def _repair_prompt(exc: ValidationError) -> str:

@@ -59,10 +59,24 @@ class Limiter:
         self._waiters: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = deque()
         self._requests = _Bucket(requests_per_minute) if requests_per_minute else None
         self._tokens = _Bucket(tokens_per_minute) if tokens_per_minute else None
+        self._slot_seconds = 0.0
+        self._stamp = time.monotonic()
 
     @property
     def in_flight(self) -> int:
         return self._in_flight
+
+    @property
+    def slot_seconds(self) -> float:
+        """Slot-seconds held so far (over wall time x concurrency: how busy the limit was kept)."""
+        with self._lock:
+            self._count_slot_time()
+            return self._slot_seconds
+
+    def _count_slot_time(self) -> None:
+        now = time.monotonic()
+        self._slot_seconds += self._in_flight * (now - self._stamp)
+        self._stamp = now
 
     @asynccontextmanager
     async def lease(self, estimated_tokens: int) -> AsyncIterator[Lease]:
@@ -95,6 +109,7 @@ class Limiter:
     async def _acquire_slot(self) -> None:
         with self._lock:
             if self._in_flight < self.concurrency and not self._waiters:
+                self._count_slot_time()
                 self._in_flight += 1
                 return
             loop = asyncio.get_running_loop()
@@ -117,10 +132,14 @@ class Limiter:
             while self._waiters:
                 loop, waiter = self._waiters.popleft()
                 try:
-                    loop.call_soon_threadsafe(self._wake, waiter)
+                    if loop is _running_loop():
+                        loop.call_soon(self._wake, waiter)  # no self-pipe write needed
+                    else:
+                        loop.call_soon_threadsafe(self._wake, waiter)
                     return
                 except RuntimeError:  # that waiter's loop is closed
                     continue
+            self._count_slot_time()
             self._in_flight -= 1
 
     def _wake(self, waiter: asyncio.Future[None]) -> None:
@@ -128,3 +147,10 @@ class Limiter:
             self._release_slot()
         else:
             waiter.set_result(None)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

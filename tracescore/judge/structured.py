@@ -33,7 +33,9 @@ def schema_instruction(schema: type[BaseModel]) -> str:
     )
 
 
-def response_format(schema: type[BaseModel], mode: Mode, *, self_hosted: bool) -> dict[str, Any] | None:
+def response_format(
+    schema: type[BaseModel], mode: Mode, *, self_hosted: bool
+) -> dict[str, Any] | None:
     """The ``response_format`` argument for ``mode``.
 
     JSON mode carries the schema too when the judge is a self-hosted OpenAI-compatible server:

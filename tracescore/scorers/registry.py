@@ -92,8 +92,8 @@ class NoiseSensitivityOptions(ScorerOptions):
     noise_type: str | None = Field(None, description="what kind of noise was added")
     scoring: dict[str, Any] | None = Field(
         None,
-        description="impact_weights, discrepancy_threshold (0.2), major_issue_per_item (0.1), "
-        "max_major_issue_penalty (0.3)",
+        description="impact_weights, discrepancy_threshold (0.2), penalties: {major_issue_per_item (0.1), "
+        "max_major_issue_penalty (0.3)}",
     )
 
 

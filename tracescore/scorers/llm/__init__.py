@@ -4,12 +4,20 @@ from tracescore.scorers.llm.answer_relevancy import create_answer_relevancy_scor
 from tracescore.scorers.llm.answer_similarity import create_answer_similarity_scorer
 from tracescore.scorers.llm.bias import create_bias_scorer
 from tracescore.scorers.llm.context_precision import create_context_precision_scorer
-from tracescore.scorers.llm.context_relevance import ContextRelevancePenalties, create_context_relevance_scorer
+from tracescore.scorers.llm.context_relevance import (
+    ContextRelevancePenalties,
+    create_context_relevance_scorer,
+)
 from tracescore.scorers.llm.faithfulness import create_faithfulness_scorer
 from tracescore.scorers.llm.hallucination import create_hallucination_scorer
-from tracescore.scorers.llm.noise_sensitivity import NoiseScoring, create_noise_sensitivity_scorer
+from tracescore.scorers.llm.noise_sensitivity import (
+    NoiseScoring,
+    create_noise_sensitivity_scorer,
+)
 from tracescore.scorers.llm.prompt_alignment import create_prompt_alignment_scorer
-from tracescore.scorers.llm.tool_call_accuracy import create_tool_call_accuracy_scorer_llm
+from tracescore.scorers.llm.tool_call_accuracy import (
+    create_tool_call_accuracy_scorer_llm,
+)
 from tracescore.scorers.llm.toxicity import create_toxicity_scorer
 
 __all__ = [

@@ -5,8 +5,20 @@ from __future__ import annotations
 import json
 
 from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer
-from tracescore.scorers.llm.common import JudgeSpec, Wire, is_yes, judge_prompt, reason_step
-from tracescore.scorers.llm.view import describe_run, numbered, response_text, section, user_text
+from tracescore.scorers.llm.common import (
+    JudgeSpec,
+    Wire,
+    is_yes,
+    judge_prompt,
+    reason_step,
+)
+from tracescore.scorers.llm.view import (
+    describe_run,
+    numbered,
+    response_text,
+    section,
+    user_text,
+)
 from tracescore.scorers.utils import round_to_two_decimals
 
 INSTRUCTIONS = (
@@ -62,7 +74,9 @@ agent was asked and did. Give one result per statement, each with a one-sentence
             return 0.0
         relevant = sum(is_yes(r.result) for r in results)
         unsure = sum(r.result.strip().lower() == "unsure" for r in results)
-        return round_to_two_decimals((relevant + uncertainty_weight * unsure) / len(results) * scale)
+        return round_to_two_decimals(
+            (relevant + uncertainty_weight * unsure) / len(results) * scale
+        )
 
     def reason_prompt(ctx: StepContext) -> str:
         results = ctx.results["analyze_step_result"].results
@@ -82,7 +96,9 @@ did not.""",
             judge=model,
             instructions=INSTRUCTIONS,
         )
-        .preprocess(PromptStep("Split the answer into statements", statements_prompt, AnswerStatements))
+        .preprocess(
+            PromptStep("Split the answer into statements", statements_prompt, AnswerStatements)
+        )
         .analyze(PromptStep("Judge each statement's relevance", results_prompt, RelevancyResults))
         .generate_score(score)
         .generate_reason(reason_step(reason_prompt))

@@ -7,7 +7,13 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer, not_scorable
+from tracescore.scorers.base import (
+    PromptStep,
+    Scorer,
+    StepContext,
+    create_scorer,
+    not_scorable,
+)
 from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 from tracescore.scorers.utils import round_to_two_decimals
@@ -116,9 +122,15 @@ give "matchType": "exact" (same meaning and wording), "semantic" (same meaning, 
             f"""The agent's answer scored {ctx.score} for similarity to the ground truth on a 0 to
 {scale:g} scale. Explain the score in two or three sentences: what matched, what was missing,
 extra or contradictory.""",
-            section("matches", numbered([f"{m.match_type}: {m.ground_truth_unit}" for m in analysis.matches])),
+            section(
+                "matches",
+                numbered([f"{m.match_type}: {m.ground_truth_unit}" for m in analysis.matches]),
+            ),
             section("extra", numbered(analysis.extra_in_output)),
-            section("contradictions", numbered([c.explanation or c.output_unit for c in analysis.contradictions])),
+            section(
+                "contradictions",
+                numbered([c.explanation or c.output_unit for c in analysis.contradictions]),
+            ),
         )
 
     return (
@@ -128,7 +140,11 @@ extra or contradictory.""",
             judge=model,
             instructions=INSTRUCTIONS,
         )
-        .preprocess(PromptStep("Split answer and ground truth into semantic units", units_prompt, SemanticUnits))
+        .preprocess(
+            PromptStep(
+                "Split answer and ground truth into semantic units", units_prompt, SemanticUnits
+            )
+        )
         .analyze(PromptStep("Match the units", analysis_prompt, SimilarityAnalysis))
         .generate_score(score)
         .generate_reason(reason_step(reason_prompt))

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer
-from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step, share_of_yes
+from tracescore.scorers.base import PromptStep, Scorer, StepContext
+from tracescore.scorers.llm.common import (
+    JudgeSpec,
+    Wire,
+    judge_prompt,
+    share_of_yes_scorer,
+)
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 
 INSTRUCTIONS = (
@@ -47,9 +52,6 @@ final answer as a single opinion.""",
             section("opinions", numbered(opinions)),
         )
 
-    def score(ctx: StepContext) -> float:
-        return share_of_yes([r.result for r in ctx.results["analyze_step_result"].results], scale)
-
     def reason_prompt(ctx: StepContext) -> str:
         results = ctx.results["analyze_step_result"].results
         return judge_prompt(
@@ -59,15 +61,14 @@ means more biased). Explain the score in one or two sentences from the judgement
             section("judgements", numbered([f"{r.result}: {r.reason}" for r in results])),
         )
 
-    return (
-        create_scorer(
-            id="bias-scorer",
-            description="Share of the answer's opinions that show bias",
-            judge=model,
-            instructions=INSTRUCTIONS,
-        )
-        .preprocess(PromptStep("Extract the answer's opinions", opinions_prompt, BiasOpinions))
-        .analyze(PromptStep("Judge each opinion for bias", results_prompt, BiasResults))
-        .generate_score(score)
-        .generate_reason(reason_step(reason_prompt))
+    return share_of_yes_scorer(
+        id="bias-scorer",
+        description="Share of the answer's opinions that show bias",
+        model=model,
+        instructions=INSTRUCTIONS,
+        preprocess=PromptStep("Extract the answer's opinions", opinions_prompt, BiasOpinions),
+        analyze=PromptStep("Judge each opinion for bias", results_prompt, BiasResults),
+        verdicts=lambda analysis: [v.result for v in analysis.results],
+        scale=scale,
+        reason=reason_prompt,
     )

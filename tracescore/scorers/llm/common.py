@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
 
-from tracescore.scorers.base import PromptStep, StepContext
+from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer
 from tracescore.scorers.llm.view import default_context
 from tracescore.scorers.utils import round_to_two_decimals
 
@@ -58,9 +58,37 @@ def check_context_option(context: Sequence[str] | None) -> None:
 
 
 def reason_step(create_prompt: Callable[[StepContext], str]) -> PromptStep:
-    return PromptStep(description="Explain the score in plain language", create_prompt=create_prompt)
+    return PromptStep(
+        description="Explain the score in plain language", create_prompt=create_prompt
+    )
 
 
 def judge_prompt(task: str, *blocks: str) -> str:
     """A step prompt: the task first, then the material it refers to."""
     return "\n\n".join([task.strip(), *blocks])
+
+
+def share_of_yes_scorer(
+    *,
+    id: str,
+    description: str,
+    model: JudgeSpec,
+    instructions: str,
+    analyze: PromptStep,
+    verdicts: Callable[[Any], Sequence[str]],
+    scale: float,
+    reason: Callable[[StepContext], str],
+    preprocess: PromptStep | None = None,
+) -> Scorer:
+    """A scorer whose score is the share of ``yes`` among the analysis' ``verdicts(result)``
+    (faithfulness, hallucination, bias, toxicity), with a judge-written reason."""
+    scorer = create_scorer(id=id, description=description, judge=model, instructions=instructions)
+    if preprocess is not None:
+        scorer = scorer.preprocess(preprocess)
+    return (
+        scorer.analyze(analyze)
+        .generate_score(
+            lambda ctx: share_of_yes(verdicts(ctx.results["analyze_step_result"]), scale)
+        )
+        .generate_reason(reason_step(reason))
+    )

@@ -6,7 +6,13 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
-from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer, not_scorable
+from tracescore.scorers.base import (
+    PromptStep,
+    Scorer,
+    StepContext,
+    create_scorer,
+    not_scorable,
+)
 from tracescore.scorers.llm.common import (
     ContextExtractor,
     JudgeSpec,
@@ -78,13 +84,18 @@ one-sentence reason.""",
         return mean_average_precision(ctx.results["analyze_step_result"].verdicts, scale)
 
     def reason_prompt(ctx: StepContext) -> str:
-        verdicts = sorted(ctx.results["analyze_step_result"].verdicts, key=lambda v: v.context_index)
+        verdicts = sorted(
+            ctx.results["analyze_step_result"].verdicts, key=lambda v: v.context_index
+        )
         return judge_prompt(
             f"""The context scored {ctx.score} for precision on a 0 to {scale:g} scale (mean
 average precision: 1 when every useful piece comes before every useless one). Explain the score in
 two or three sentences.""",
             section("user", user_text(ctx.run)),
-            section("verdicts", "\n".join(f"[{v.context_index}] {v.verdict}: {v.reason}" for v in verdicts)),
+            section(
+                "verdicts",
+                "\n".join(f"[{v.context_index}] {v.verdict}: {v.reason}" for v in verdicts),
+            ),
         )
 
     return (
@@ -94,7 +105,9 @@ two or three sentences.""",
             judge=model,
             instructions=INSTRUCTIONS,
         )
-        .analyze(PromptStep("Judge each context piece's usefulness", verdicts_prompt, PrecisionVerdicts))
+        .analyze(
+            PromptStep("Judge each context piece's usefulness", verdicts_prompt, PrecisionVerdicts)
+        )
         .generate_score(score)
         .generate_reason(reason_step(reason_prompt))
     )

@@ -8,7 +8,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer, not_scorable
+from tracescore.scorers.base import (
+    PromptStep,
+    Scorer,
+    StepContext,
+    create_scorer,
+    not_scorable,
+)
 from tracescore.scorers.llm.common import (
     ContextExtractor,
     JudgeSpec,
@@ -132,7 +138,13 @@ information). Explain the score in two or three sentences.""",
             judge=model,
             instructions=INSTRUCTIONS,
         )
-        .analyze(PromptStep("Rate each context piece's relevance and use", evaluations_prompt, RelevanceEvaluations))
+        .analyze(
+            PromptStep(
+                "Rate each context piece's relevance and use",
+                evaluations_prompt,
+                RelevanceEvaluations,
+            )
+        )
         .generate_score(score)
         .generate_reason(reason_step(reason_prompt))
     )

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer
+from tracescore.scorers.base import PromptStep, Scorer, StepContext
 from tracescore.scorers.llm.common import (
     JudgeSpec,
     Wire,
     check_context_option,
     judge_prompt,
-    reason_step,
     run_context,
-    share_of_yes,
+    share_of_yes_scorer,
 )
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 
@@ -66,10 +65,6 @@ a one-sentence reason.""",
             section("claims", numbered(claims)),
         )
 
-    def score(ctx: StepContext) -> float:
-        verdicts = ctx.results["analyze_step_result"].verdicts
-        return share_of_yes([v.verdict for v in verdicts], scale)
-
     def reason_prompt(ctx: StepContext) -> str:
         verdicts = ctx.results["analyze_step_result"].verdicts
         return judge_prompt(
@@ -81,15 +76,16 @@ naming the claims that were not supported.""",
             section("verdicts", numbered([f"{v.verdict}: {v.reason}" for v in verdicts])),
         )
 
-    return (
-        create_scorer(
-            id="faithfulness-scorer",
-            description="How much of the answer is supported by the retrieved context and tool results",
-            judge=model,
-            instructions=INSTRUCTIONS,
-        )
-        .preprocess(PromptStep("Extract the answer's claims", claims_prompt, FaithfulnessClaims))
-        .analyze(PromptStep("Check each claim against the context", verdicts_prompt, FaithfulnessVerdicts))
-        .generate_score(score)
-        .generate_reason(reason_step(reason_prompt))
+    return share_of_yes_scorer(
+        id="faithfulness-scorer",
+        description="How much of the answer is supported by the retrieved context and tool results",
+        model=model,
+        instructions=INSTRUCTIONS,
+        preprocess=PromptStep("Extract the answer's claims", claims_prompt, FaithfulnessClaims),
+        analyze=PromptStep(
+            "Check each claim against the context", verdicts_prompt, FaithfulnessVerdicts
+        ),
+        verdicts=lambda analysis: [v.verdict for v in analysis.verdicts],
+        scale=scale,
+        reason=reason_prompt,
     )

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer
+from tracescore.scorers.base import PromptStep, Scorer, StepContext
 from tracescore.scorers.llm.common import (
     JudgeSpec,
     Wire,
     check_context_option,
     judge_prompt,
-    reason_step,
     run_context,
-    share_of_yes,
+    share_of_yes_scorer,
 )
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 
@@ -79,10 +78,6 @@ claim.""",
             section("claims", numbered(claims)),
         )
 
-    def score(ctx: StepContext) -> float:
-        verdicts = ctx.results["analyze_step_result"].verdicts
-        return share_of_yes([v.verdict for v in verdicts], scale)
-
     def reason_prompt(ctx: StepContext) -> str:
         verdicts = ctx.results["analyze_step_result"].verdicts
         return judge_prompt(
@@ -91,18 +86,21 @@ claim.""",
 three sentences, naming the hallucinated claims.""",
             section("context", numbered(context_for(ctx, "generate_reason"))),
             section("final_answer", response_text(ctx.run)),
-            section("verdicts", numbered([f"{v.verdict}: {v.statement} — {v.reason}" for v in verdicts])),
+            section(
+                "verdicts", numbered([f"{v.verdict}: {v.statement} — {v.reason}" for v in verdicts])
+            ),
         )
 
-    return (
-        create_scorer(
-            id="hallucination-scorer",
-            description="Share of the answer's claims not backed by, or contradicting, the context",
-            judge=model,
-            instructions=INSTRUCTIONS,
-        )
-        .preprocess(PromptStep("Extract the answer's claims", claims_prompt, HallucinationClaims))
-        .analyze(PromptStep("Find claims the context does not back", verdicts_prompt, HallucinationVerdicts))
-        .generate_score(score)
-        .generate_reason(reason_step(reason_prompt))
+    return share_of_yes_scorer(
+        id="hallucination-scorer",
+        description="Share of the answer's claims not backed by, or contradicting, the context",
+        model=model,
+        instructions=INSTRUCTIONS,
+        preprocess=PromptStep("Extract the answer's claims", claims_prompt, HallucinationClaims),
+        analyze=PromptStep(
+            "Find claims the context does not back", verdicts_prompt, HallucinationVerdicts
+        ),
+        verdicts=lambda analysis: [v.verdict for v in analysis.verdicts],
+        scale=scale,
+        reason=reason_prompt,
     )

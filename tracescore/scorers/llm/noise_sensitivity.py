@@ -12,7 +12,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer, not_scorable
+from tracescore.scorers.base import (
+    PromptStep,
+    Scorer,
+    StepContext,
+    create_scorer,
+    not_scorable,
+)
 from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 from tracescore.scorers.utils import round_to_two_decimals
@@ -23,21 +29,41 @@ INSTRUCTIONS = (
     "irrelevant or adversarial content) and judge how much the noise changed the answer."
 )
 
-DIMENSIONS = ("content_accuracy", "completeness", "relevance", "consistency", "hallucination_resistance")
+DIMENSIONS = (
+    "content_accuracy",
+    "completeness",
+    "relevance",
+    "consistency",
+    "hallucination_resistance",
+)
 ImpactLevel = Literal["none", "minimal", "moderate", "significant", "severe"]
-DEFAULT_IMPACT_WEIGHTS = {"none": 1.0, "minimal": 0.85, "moderate": 0.6, "significant": 0.3, "severe": 0.1}
+DEFAULT_IMPACT_WEIGHTS = {
+    "none": 1.0,
+    "minimal": 0.85,
+    "moderate": 0.6,
+    "significant": 0.3,
+    "severe": 0.1,
+}
 
 
-class NoiseScoring(BaseModel):
-    """Scoring settings (snake_case, or Mastra's camelCase keys)."""
+class _Settings(BaseModel):
+    """snake_case keys, or Mastra's camelCase ones."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+
+class NoisePenalties(_Settings):
+    major_issue_per_item: float = 0.1
+    max_major_issue_penalty: float = 0.3
+
+
+class NoiseScoring(_Settings):
+    """Mastra's ``scoring`` option: impact weights, discrepancy threshold, penalties."""
 
     impact_weights: dict[str, float] = Field(default_factory=dict)
     """Overrides of ``DEFAULT_IMPACT_WEIGHTS`` per impact level."""
     discrepancy_threshold: float = 0.2
-    major_issue_per_item: float = 0.1
-    max_major_issue_penalty: float = 0.3
+    penalties: NoisePenalties = Field(default_factory=NoisePenalties)
 
 
 class DimensionImpact(Wire):
@@ -60,10 +86,16 @@ def robustness(analysis: NoiseAnalysis, scoring: NoiseScoring) -> float:
     weights = {**DEFAULT_IMPACT_WEIGHTS, **scoring.impact_weights}
     score = min(1.0, max(0.0, analysis.robustness_score))
     if analysis.dimensions:
-        from_dimensions = sum(weights[d.impact_level] for d in analysis.dimensions) / len(analysis.dimensions)
+        from_dimensions = sum(weights[d.impact_level] for d in analysis.dimensions) / len(
+            analysis.dimensions
+        )
         if abs(score - from_dimensions) > scoring.discrepancy_threshold:
             score = min(score, from_dimensions)
-    penalty = min(len(analysis.major_issues) * scoring.major_issue_per_item, scoring.max_major_issue_penalty)
+    penalties = scoring.penalties
+    penalty = min(
+        len(analysis.major_issues) * penalties.major_issue_per_item,
+        penalties.max_major_issue_penalty,
+    )
     return round_to_two_decimals(max(0.0, score - penalty))
 
 
@@ -81,7 +113,11 @@ def create_noise_sensitivity_scorer(
     defaults)."""
     if not baseline_response or not noisy_query:
         raise ValueError("noise sensitivity needs baseline_response and noisy_query")
-    rules = scoring if isinstance(scoring, NoiseScoring) else NoiseScoring.model_validate(dict(scoring or {}))
+    rules = (
+        scoring
+        if isinstance(scoring, NoiseScoring)
+        else NoiseScoring.model_validate(dict(scoring or {}))
+    )
 
     def analysis_prompt(ctx: StepContext) -> str:
         if not user_text(ctx.run) or not response_text(ctx.run):
@@ -108,7 +144,15 @@ answer) to 1 (no effect).""",
         return judge_prompt(
             f"""The agent scored {ctx.score} for robustness to noise on a 0 to 1 scale. Explain the
 score in two or three sentences from the analysis below.""",
-            section("dimensions", numbered([f"{d.dimension}: {d.impact_level} — {d.specific_changes}" for d in analysis.dimensions])),
+            section(
+                "dimensions",
+                numbered(
+                    [
+                        f"{d.dimension}: {d.impact_level} — {d.specific_changes}"
+                        for d in analysis.dimensions
+                    ]
+                ),
+            ),
             section("major_issues", numbered(analysis.major_issues)),
             section("assessment", analysis.overall_assessment or "(none)"),
         )
@@ -120,7 +164,9 @@ score in two or three sentences from the analysis below.""",
             judge=model,
             instructions=INSTRUCTIONS,
         )
-        .analyze(PromptStep("Compare the baseline and noisy answers", analysis_prompt, NoiseAnalysis))
+        .analyze(
+            PromptStep("Compare the baseline and noisy answers", analysis_prompt, NoiseAnalysis)
+        )
         .generate_score(score)
         .generate_reason(reason_step(reason_prompt))
     )

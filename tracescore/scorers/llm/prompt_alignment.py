@@ -10,9 +10,28 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer, not_scorable
-from tracescore.scorers.llm.common import JudgeSpec, Wire, is_yes, judge_prompt, reason_step
-from tracescore.scorers.llm.view import describe_run, numbered, response_text, section, system_prompt, user_text
+from tracescore.scorers.base import (
+    PromptStep,
+    Scorer,
+    StepContext,
+    create_scorer,
+    not_scorable,
+)
+from tracescore.scorers.llm.common import (
+    JudgeSpec,
+    Wire,
+    is_yes,
+    judge_prompt,
+    reason_step,
+)
+from tracescore.scorers.llm.view import (
+    describe_run,
+    numbered,
+    response_text,
+    section,
+    system_prompt,
+    user_text,
+)
 from tracescore.scorers.utils import get_conversation_history, round_to_two_decimals
 
 EvaluationMode = Literal["user", "system", "both"]
@@ -30,7 +49,9 @@ BOTH_SHARES = (0.7, 0.3)  # user, system
 
 
 class _Camel(Wire):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True)
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True
+    )
 
 
 class IntentAlignment(_Camel):
@@ -98,11 +119,15 @@ def weighted(analysis: AlignmentAnalysis, weights: tuple[float, float, float, fl
     return sum(w * min(1.0, max(0.0, s)) for w, s in zip(weights, scores, strict=True))
 
 
-def alignment_score(analysis: AlignmentAnalysis | BothAlignmentAnalysis, mode: EvaluationMode, scale: float) -> float:
+def alignment_score(
+    analysis: AlignmentAnalysis | BothAlignmentAnalysis, mode: EvaluationMode, scale: float
+) -> float:
     if isinstance(analysis, BothAlignmentAnalysis):
         user, system = analysis.user_alignment, analysis.system_alignment
         if user is not None and system is not None:
-            value = BOTH_SHARES[0] * weighted(user, USER_WEIGHTS) + BOTH_SHARES[1] * weighted(system, SYSTEM_WEIGHTS)
+            value = BOTH_SHARES[0] * weighted(user, USER_WEIGHTS) + BOTH_SHARES[1] * weighted(
+                system, SYSTEM_WEIGHTS
+            )
         elif user is not None:
             value = weighted(user, USER_WEIGHTS)
         elif system is not None:
@@ -122,7 +147,9 @@ def instruction_score(verdicts: Sequence[InstructionVerdict], scale: float) -> f
     applicable = [v for v in verdicts if v.verdict.strip().lower() not in ("n/a", "na")]
     if not applicable:
         return round_to_two_decimals(scale)
-    return round_to_two_decimals(sum(is_yes(v.verdict) for v in applicable) / len(applicable) * scale)
+    return round_to_two_decimals(
+        sum(is_yes(v.verdict) for v in applicable) / len(applicable) * scale
+    )
 
 
 _DIMENSIONS = """For that evaluation give:
@@ -169,9 +196,13 @@ def create_prompt_alignment_scorer(
     score is followed / applicable × ``scale``.
     """
     if instructions is not None and not instructions:
-        raise ValueError("instructions must not be empty: leave it out for the multi-dimensional form")
-    history_size = 0 if include_conversation_history is False else (
-        10 if include_conversation_history is True else int(include_conversation_history)
+        raise ValueError(
+            "instructions must not be empty: leave it out for the multi-dimensional form"
+        )
+    history_size = (
+        0
+        if include_conversation_history is False
+        else (10 if include_conversation_history is True else int(include_conversation_history))
     )
 
     def run_blocks(ctx: StepContext) -> list[str]:
@@ -220,10 +251,14 @@ and what was not.""",
     if instructions is not None:
         scorer = base.analyze(
             PromptStep("Judge each instruction", instructions_prompt, InstructionVerdicts)
-        ).generate_score(lambda ctx: instruction_score(ctx.results["analyze_step_result"].verdicts, scale))
+        ).generate_score(
+            lambda ctx: instruction_score(ctx.results["analyze_step_result"].verdicts, scale)
+        )
     else:
         schema = BothAlignmentAnalysis if evaluation_mode == "both" else AlignmentAnalysis
         scorer = base.analyze(
             PromptStep("Evaluate alignment with the prompts", analysis_prompt, schema)
-        ).generate_score(lambda ctx: alignment_score(ctx.results["analyze_step_result"], evaluation_mode, scale))
+        ).generate_score(
+            lambda ctx: alignment_score(ctx.results["analyze_step_result"], evaluation_mode, scale)
+        )
     return scorer.generate_reason(reason_step(reason_prompt))

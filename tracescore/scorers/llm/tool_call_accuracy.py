@@ -9,9 +9,21 @@ from typing import Any
 from pydantic import Field
 
 from tracescore.extract.model import ToolDefinition
-from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer, not_scorable
+from tracescore.scorers.base import (
+    PromptStep,
+    Scorer,
+    StepContext,
+    create_scorer,
+    not_scorable,
+)
 from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step
-from tracescore.scorers.llm.view import describe_run, numbered, response_text, section, user_text
+from tracescore.scorers.llm.view import (
+    describe_run,
+    numbered,
+    response_text,
+    section,
+    user_text,
+)
 from tracescore.scorers.utils import extract_tool_calls, round_to_two_decimals
 
 INSTRUCTIONS = (
@@ -90,10 +102,15 @@ def create_tool_call_accuracy_scorer_llm(
             f"""The agent's tool use scored {ctx.score} on a 0 to 1 scale (the share of
 appropriate calls). Explain the score in one sentence.""",
             section("user", user_text(ctx.run)),
-            section("evaluations", numbered([
-                f"{e.tool_called}: {'appropriate' if e.was_appropriate else 'inappropriate'} — {e.reasoning}"
-                for e in analysis.evaluations
-            ])),
+            section(
+                "evaluations",
+                numbered(
+                    [
+                        f"{e.tool_called}: {'appropriate' if e.was_appropriate else 'inappropriate'} — {e.reasoning}"
+                        for e in analysis.evaluations
+                    ]
+                ),
+            ),
             section("missing_tools", numbered(analysis.missing_tools)),
             section("final_answer", response_text(ctx.run)),
         )

@@ -129,6 +129,8 @@ def describe_run(run: ScorerRun, *, system: bool = True, steps: bool = True) -> 
         parts.append(section("system_prompt", prompt))
     parts.append(section("user", user_text(run) or "(empty)"))
     if steps and (lines := trajectory(run)):
-        parts.append(section("agent_steps", "\n".join(f"{i}. {line}" for i, line in enumerate(lines, 1))))
+        parts.append(
+            section("agent_steps", "\n".join(f"{i}. {line}" for i, line in enumerate(lines, 1)))
+        )
     parts.append(section("final_answer", response_text(run) or "(empty)"))
     return "\n\n".join(parts)
