@@ -130,10 +130,12 @@ def create_tone_scorer(reference_tone: str | None = None) -> Scorer:
     """With ``reference_tone``: 1 − |sentiment(output) − sentiment(reference)| (floored at 0).
     Without it: 1 − variance of the output's per-sentence sentiment (floored at 0)."""
 
+    reference = comparative(reference_tone) if reference_tone else 0.0  # fixed per scorer
+
     def preprocess(ctx: StepContext) -> dict[str, Any]:
         output = run_output_text(ctx.run.output)
         if reference_tone:
-            response, reference = comparative(output), comparative(reference_tone)
+            response = comparative(output)
             difference = abs(response - reference)
             return {
                 "score": max(0.0, 1 - difference),
