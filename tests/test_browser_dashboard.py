@@ -39,12 +39,13 @@ BINDINGS = [
 ]
 # Two batches of captures, sent in different seconds: the 1-second chart then has several points.
 API_KEY = "browser-test-key"
+AUTHORIZATION = {"Authorization": f"Bearer {API_KEY}"}
 FIRST_BATCH = ["otel-genai-openai-v2-latest", "openinference-openai", "mastra", "vercel-ai-sdk-v6"]
 
 
 def _post_captures(base_url: str, folders: list[Path]) -> None:
     """POST every OTLP/JSON request of the folders as the libraries sent them (spans, then logs)."""
-    with httpx.Client(base_url=base_url, timeout=10) as client:
+    with httpx.Client(base_url=base_url, timeout=10, headers=AUTHORIZATION) as client:
         for folder in folders:
             for scenario in sorted(p for p in folder.iterdir() if p.is_dir()):
                 for path in sorted(scenario.glob("*.json")):
@@ -60,7 +61,8 @@ def _post_captures(base_url: str, folders: list[Path]) -> None:
 def _wait_until_scored(base_url: str, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        traces = httpx.get(f"{base_url}/api/traces", params={"limit": 1000}).json()["traces"]
+        answer = httpx.get(f"{base_url}/api/traces", params={"limit": 1000}, headers=AUTHORIZATION)
+        traces = answer.json()["traces"]
         if traces and all(t["state"] in ("scored", "failed") for t in traces):
             return
         time.sleep(0.1)
@@ -173,7 +175,7 @@ def test_a_newly_scored_trace_appears_without_reload(server: ServerProcess, page
     trace_id = f"{time.time_ns():032x}"[-32:]
     response = httpx.post(
         f"{server.base_url}/v1/traces", content=agent_trace_json(trace_id),
-        headers={"Content-Type": "application/json"},
+        headers={"Content-Type": "application/json", **AUTHORIZATION},
     )  # fmt: skip
     assert response.status_code == 200
     started = time.monotonic()

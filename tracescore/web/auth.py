@@ -1,11 +1,9 @@
-"""API-key access to the dashboard: ``Authorization: Bearer <key>`` or a login cookie.
+"""The dashboard's API-key check: the shared one (``Authorization: Bearer``) plus a login cookie.
 
-The key check itself is :class:`tracescore.auth.ApiKeys`, shared with the OTLP receivers,
-the REST API and ``/metrics``; the dashboard adds the login cookie. The browser never keeps
-the key: the login form (a POST, so the key is never in a URL that access logs or history
-record) sets a cookie holding an HMAC of the key, which proves knowledge of a configured key,
-is the same on every instance sharing the config, and stops working when the key is removed
-from the config.
+Browsers cannot send a bearer header on a page load, so the login form (a POST: the key never
+appears in a URL that access logs or history record) sets a cookie instead. The cookie holds an
+HMAC of the key, not the key: it proves knowledge of a configured key, is the same on every
+instance sharing the configuration, and stops working when that key is removed.
 """
 
 from __future__ import annotations
@@ -16,8 +14,7 @@ from collections.abc import Sequence
 
 from starlette.requests import HTTPConnection
 
-from tracescore.auth import ApiKeys as CoreApiKeys
-from tracescore.auth import matches
+from tracescore.auth import ApiKeys, matches
 
 COOKIE_NAME = "tracescore_session"
 _COOKIE_CONTEXT = b"tracescore dashboard session v1"
@@ -27,8 +24,8 @@ def session_token(key: str) -> str:
     return hmac.new(key.encode(), _COOKIE_CONTEXT, hashlib.sha256).hexdigest()
 
 
-class ApiKeys(CoreApiKeys):
-    """The configured keys, accepted as a bearer token or as the login cookie's HMAC."""
+class DashboardKeys(ApiKeys):
+    """:class:`~tracescore.auth.ApiKeys` that also accept the login cookie."""
 
     def __init__(self, keys: Sequence[str]) -> None:
         super().__init__(keys)

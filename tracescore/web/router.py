@@ -23,7 +23,7 @@ from tracescore.monitor.config import parse_duration
 from tracescore.monitor.queries import ScoreFilter
 from tracescore.store import SpanStore
 from tracescore.web import pages, queries
-from tracescore.web.auth import COOKIE_NAME, ApiKeys, session_token
+from tracescore.web.auth import COOKIE_NAME, DashboardKeys, session_token
 from tracescore.web.rendering import render
 
 _TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
@@ -61,7 +61,7 @@ def _duration(value: str, name: str) -> timedelta:
 
 def web_router(config: Config, store: SpanStore) -> APIRouter:
     router = APIRouter(include_in_schema=False)
-    keys = ApiKeys(config.server.api_keys)
+    keys = DashboardKeys(config.server.api_keys)
     bindings = [binding.name for binding in config.scorers]
 
     def signed_in_page(request: Request) -> None:
