@@ -361,3 +361,7 @@ def test_alert_config_errors_name_the_key() -> None:
         parse_config(rule % "channels: [pager]")
     with pytest.raises(ConfigError, match="window"):
         parse_config(rule % "window: soon")
+    with pytest.raises(ConfigError, match=r"alerts\.rules\.0\.binding \(line 3\): no binding named 'b'"):
+        parse_config(rule % "window: 1h")
+    with pytest.raises(ConfigError, match="give 'binding'"):
+        parse_config("alerts:\n  rules:\n    - {name: r, type: regression}\n")

@@ -52,8 +52,9 @@ class _RuleBase(_Section):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)
     """Unique; alert state is keyed by it, so renaming a rule starts its state afresh."""
     binding: str | None = None
+    """A binding name of ``scorers``: the usual way to say which scores a rule watches."""
     scorer: str | None = None
-    """A scorer id as stored in ``scores.scorer_id``."""
+    """A scorer id as stored in ``scores.scorer_id`` (``answer-relevancy-scorer``), across bindings."""
     scorer_version: str | None = None
     """Restrict to one scorer version, so a new version's shift is not taken for a regression."""
     agent: str | None = None
@@ -76,6 +77,21 @@ class _RuleBase(_Section):
             raise ValueError("segment_by lists a column twice")
         return value
 
+    @property
+    def subject(self) -> str:
+        """What the rule watches, for alert texts."""
+        return self.binding or self.scorer or "all scores"
+
+
+class _ScoreRule(_RuleBase):
+    """A rule on score values: mixing scorers makes no sense, so it names a binding or scorer."""
+
+    @model_validator(mode="after")
+    def _names_scores(self) -> _ScoreRule:
+        if self.binding is None and self.scorer is None:
+            raise ValueError("give 'binding' (a scorers entry) or 'scorer' (a scorer id)")
+        return self
+
 
 class _Bounds(_Section):
     below: float | None = None
@@ -88,11 +104,10 @@ class _Bounds(_Section):
         return self
 
 
-class ThresholdRule(_RuleBase, _Bounds):
+class ThresholdRule(_ScoreRule, _Bounds):
     """Fires when a statistic of a scorer's scores over the window crosses a bound."""
 
     type: Literal["threshold"]
-    scorer: str
     stat: str = "mean"
     """``mean`` or a percentile ``pNN`` (``p10``, ``p50``, ``p99.9``)."""
 
@@ -110,7 +125,7 @@ class ThresholdRule(_RuleBase, _Bounds):
         return None if self.stat == "mean" else float(self.stat[1:]) / 100.0
 
 
-class RegressionRule(_RuleBase):
+class RegressionRule(_ScoreRule):
     """Fires when a segment's current window is worse than its baseline, by a margin and significantly.
 
     The test is Welch's two-sample t-test (unequal variances), one-sided in the bad direction,
@@ -118,7 +133,6 @@ class RegressionRule(_RuleBase):
     """
 
     type: Literal["regression"]
-    scorer: str
     baseline: Duration = 7 * 86400.0
     """The window just before the current one that the current window is compared against."""
     min_baseline_samples: int = Field(50, ge=2)

@@ -72,7 +72,7 @@ def _threshold(connection: Connection, rule: ThresholdRule, now: datetime) -> li
                 firing=firing,
                 value=value,
                 summary=(
-                    f"{rule.scorer} {rule.stat} {value:.3f} over the last {_duration_text(rule.window)} "
+                    f"{rule.subject} {rule.stat} {value:.3f} over the last {_duration_text(rule.window)} "
                     f"is {'' if firing else 'not '}{word} {bound:g} (n={n})"
                 ),
                 details={"stat": rule.stat, word: bound, "n": n, "window_seconds": rule.window},
@@ -171,7 +171,7 @@ def _regression(
                 firing=firing,
                 value=cur.mean,
                 summary=(
-                    f"{rule.scorer} mean {cur.mean:.3f} over the last {_duration_text(rule.window)} vs "
+                    f"{rule.subject} mean {cur.mean:.3f} over the last {_duration_text(rule.window)} vs "
                     f"{base.mean:.3f} over the previous {_duration_text(rule.baseline)} "
                     f"({change:+.3f}); "
                     f"Welch's t-test one-sided p={p_value:.2g} (n={cur.n} vs {base.n})"
@@ -205,7 +205,7 @@ def _error_rate(connection: Connection, rule: ErrorRateRule, now: datetime) -> l
                 firing=firing,
                 value=rate,
                 summary=(
-                    f"binding {rule.binding} error rate {rate:.1%} over the last "
+                    f"{rule.subject} error rate {rate:.1%} over the last "
                     f"{_duration_text(rule.window)} is {'' if firing else 'not '}above {rule.above:.1%} "
                     f"({group.errors} of {group.attempted})"
                 ),
