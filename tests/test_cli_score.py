@@ -9,9 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yaml
 from typer.testing import CliRunner
 
 from tests.conftest import CAPTURES, FIXTURES
+from tests.judge_server import JudgeServer, json_reply
 from tracescore.cli import app
 from tracescore.config import DEFAULT_SCORERS
 from tracescore.extract import extract_runs
@@ -118,11 +120,34 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
 
 
 def test_llm_scorer_without_judge_is_a_usage_error() -> None:
-    judged = [entry.name for entry in registry.entries() if entry.uses_judge]
-    if not judged:  # the LLM scorers are registered by another module; check with a config too
-        return
-    code, _, err = _score(str(MASTRA_RUNS), "--scorer", judged[0])
-    assert code == 2 and "judge" in err
+    code, _, err = _score(str(MASTRA_RUNS), "--scorer", "faithfulness")
+    assert code == 2 and "needs a judge" in err
+
+
+def test_llm_scorer_with_judge_flags_or_config_gates_ci(tmp_path: Path) -> None:
+    """Faithfulness through the scripted judge: 1 of 2 claims supported on every run."""
+    with JudgeServer() as server:
+        server.script("FaithfulnessClaims", json_reply({"claims": ["It is 21 degrees.", "It is sunny."]}))
+        server.script("FaithfulnessVerdicts", json_reply({"verdicts": [
+            {"verdict": "yes", "reason": "The tool result says 21 degrees."},
+            {"verdict": "no", "reason": "The tool result says cloudy."},
+        ]}))  # fmt: skip
+        flags = ["--scorer", "faithfulness", "--judge", "openai/gpt-4o-mini", "--api-base", server.base_url]
+        code, out, err = _score(str(MASTRA_RUNS), *flags, "--format", "json",
+                                "--fail-under", "faithfulness=0.6")  # fmt: skip
+        assert code == 1 and "faithfulness: mean score 0.5000 is below 0.6 (8 runs)" in err
+        summary = json.loads(out)[0]
+        assert (summary["n"], summary["mean"], summary["errors"]) == (8, 0.5, 0)
+        assert summary["cost_usd"] > 0 and server.count >= 8 * 2
+        config = tmp_path / "tracescore.yaml"
+        config.write_text(yaml.safe_dump({
+            "judges": {"strict": {"model": "openai/gpt-4o-mini", "api_base": server.base_url}},
+            "scorers": [{"name": "faith", "scorer": "faithfulness", "judge": "strict", "threshold": 0.7}],
+        }))  # fmt: skip
+        code, out, err = _score(str(MASTRA_RUNS), "--config", str(config), "--format", "json",
+                                "--fail-under", "faith=0.5")  # fmt: skip
+        assert code == 0, err
+        assert json.loads(out)[0]["failed"] == 8  # every 0.5 is labelled fail at threshold 0.7
 
 
 def test_scorers_lists_every_registered_scorer_with_options() -> None:
