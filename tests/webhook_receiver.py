@@ -13,6 +13,8 @@ from typing import Any
 class WebhookReceiver:
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
+        self.requests = 0
+        """Every POST, failed ones included."""
         self.headers: list[dict[str, str]] = []
         self.fail_next = 0
         """Answer this many next requests with HTTP 500 (and record nothing)."""
@@ -32,6 +34,7 @@ def webhook_receiver() -> Iterator[WebhookReceiver]:
         def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             with receiver._lock:
+                receiver.requests += 1
                 failing = receiver.fail_next > 0
                 if failing:
                     receiver.fail_next -= 1

@@ -253,16 +253,26 @@ class AlertEvaluator:
         report.notifications += [event["payload"] for event in transitions.events]
 
     def deliver(self) -> None:
-        """Send every pending notification to the channels that have not taken it yet."""
+        """Send every pending notification to the channels that have not taken it yet.
+
+        A channel that fails is not tried again in the same round: a receiver that is down
+        costs one timeout per round, not one per pending notification.
+        """
         with self.engine.connect() as connection:
             pending = connection.execute(
                 select(EVENTS).where(EVENTS.c.pending.is_(True)).order_by(EVENTS.c.id)
             ).all()
+        down: set[str] = set()
         for event in pending:
+            if event.pending_channels and down.issuperset(event.pending_channels):
+                continue  # left for the next round, without spending one of its attempts
             remaining, error = [], None
             for name in event.pending_channels:
                 channel = self.channels.get(name)
                 if channel is None:  # removed from the config since
+                    continue
+                if name in down:
+                    remaining.append(name)
                     continue
                 try:
                     channel.send(event.payload)
@@ -270,6 +280,7 @@ class AlertEvaluator:
                 except Exception as exc:  # any failure: keep it for the next round
                     logger.warning("alert channel %s failed: %s", name, exc)
                     metrics.alert_notifications.labels(name, "failed").inc()
+                    down.add(name)
                     remaining.append(name)
                     error = f"{name}: {exc}"
             attempts = event.attempts + 1
