@@ -120,6 +120,9 @@ def test_score_list_filters_and_pages(api: httpx.Client, rows: list[dict[str, An
         assert [item["id"] for item in got] == [r["id"] for r in expected], params
         assert datetime.fromisoformat(got[0]["created_at"]) == expected[0]["created_at"]
         assert "steps" not in got[0]
+    (with_steps,) = api.get("/api/scores", params={"limit": 1, "steps": "true"}).json()["items"]
+    newest = max(rows, key=lambda r: (r["created_at"], r["id"]))
+    assert with_steps["id"] == newest["id"] and "steps" in with_steps
 
 
 def test_score_list_rejects_bad_input(api: httpx.Client, rows: list[dict[str, Any]]) -> None:
