@@ -17,7 +17,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 SPANS_PER_TRACE = 10
-_MARKER = bytes.fromhex("7a5c0de5")  # first 4 bytes of every trace id; next 4 = request number
+# Ids of a template batch start with a marker followed by four zero bytes, which fresh_ids
+# replaces by the request number: trace ids = marker + number + trace index, span ids (unique
+# across the whole load, as collectors like Phoenix require) = marker + number + span index.
+_TRACE_MARKER = bytes.fromhex("7a5c0de5")
+_SPAN_MARKER = bytes.fromhex("5b1d")
 _START_NS = 1_795_000_000_000_000_000
 
 _MESSAGES = json.dumps(
@@ -75,15 +79,16 @@ def _tool_attributes(n: int) -> dict[str, Any]:
 
 def _spans(trace_index: int) -> list[dict[str, Any]]:
     """Spans of one agent run as plain dicts (ids as hex, times in ns)."""
-    trace_id = _MARKER.hex() + "00000000" + f"{trace_index:016x}"
-    root = f"{trace_index % 0xFFFF + 1:04x}000000000001"
+    trace_id = _TRACE_MARKER.hex() + "00000000" + f"{trace_index:016x}"
+    root = _SPAN_MARKER.hex() + "00000000" + f"{trace_index * SPANS_PER_TRACE:04x}"
     start = _START_NS + trace_index * 1_000_000
     spans = [dict(trace_id=trace_id, span_id=root, parent=None, name="invoke_agent WeatherBot",
                   kind=1, start=start, end=start + 9_000_000, attributes=_agent_attributes(trace_index))]  # fmt: skip
     for step in range(1, SPANS_PER_TRACE):
         llm = step % 2 == 1
         spans.append(dict(
-            trace_id=trace_id, span_id=f"{trace_index % 0xFFFF + 1:04x}{step + 1:012x}", parent=root,
+            trace_id=trace_id, span_id=f"{root[:-4]}{trace_index * SPANS_PER_TRACE + step:04x}",
+            parent=root,
             name="chat gpt-4o-mini" if llm else "execute_tool get_weather", kind=3 if llm else 1,
             start=start + step * 1_000_000, end=start + step * 1_000_000 + 800_000,
             attributes=(_llm_attributes if llm else _tool_attributes)(trace_index * 10 + step),
@@ -155,10 +160,9 @@ def batch_json(span_count: int) -> bytes:
 
 
 def fresh_ids(template: bytes, request_number: int, *, json: bool) -> bytes:
-    """The template with every trace id made unique to ``request_number``."""
+    """The template with every trace and span id made unique to ``request_number``."""
     number = request_number.to_bytes(4, "big")
-    if json:
-        return template.replace(
-            (_MARKER + b"\x00" * 4).hex().encode(), (_MARKER + number).hex().encode()
-        )
-    return template.replace(_MARKER + b"\x00" * 4, _MARKER + number)
+    for marker in (_TRACE_MARKER, _SPAN_MARKER):
+        old, new = marker + b"\x00" * 4, marker + number
+        template = template.replace(old.hex().encode(), new.hex().encode()) if json else template.replace(old, new)
+    return template

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import time
 
+import psycopg
 import pytest
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -120,7 +121,7 @@ def test_failed_write_stores_nothing(store: SpanStore) -> None:
         severity_number=0, severity_text="", body=None, attributes={},
         resource=good.resource, scope=good.scope,
     )  # fmt: skip
-    with pytest.raises((SQLAlchemyError, OverflowError)):
+    with pytest.raises((SQLAlchemyError, psycopg.Error, OverflowError)):
         store.write([good], [bad_log])
     assert store.load_trace(TRACE_ID) is None
     assert store.count_spans() == 0

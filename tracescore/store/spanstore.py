@@ -1,8 +1,9 @@
 """The durable span store: batched writes, trace loading, summaries and assembly claims.
 
-Writes go straight to the DB-API ``executemany`` with tuples, one transaction per export
-request: building ORM objects (``add_all``) manages only ~7k rows/s, and even SQLAlchemy Core's
-per-row dict processing costs more than the encoding itself. Resources and scopes are stored
+Writes go to the driver as tuples (``executemany`` on SQLite, ``COPY`` on PostgreSQL, see
+:mod:`tracescore.store.bulk`), one transaction per export request: building ORM objects
+(``add_all``) manages only ~7k rows/s, and even SQLAlchemy Core's per-row dict processing costs
+more than the encoding itself. Resources and scopes are stored
 once per distinct attribute set (keyed by a hash), so a 1000-span request writes one resource
 row, not a thousand copies.
 """
@@ -24,6 +25,7 @@ from tracescore.assemble import tracking
 from tracescore.assemble.states import ReadinessRules, TraceClaim
 from tracescore.spans import LogRecord, Resource, Scope, Span, SpanEvent, SpanLink, Trace
 from tracescore.store import codec
+from tracescore.store.bulk import bulk_insert
 from tracescore.store.tables import LogRow, ResourceRow, ScopeRow, SpanRow, TraceRow
 
 
@@ -192,12 +194,14 @@ class SpanStore:
         self._write_lock: threading.Lock | None = (
             threading.Lock() if self.dialect == "sqlite" else None
         )
-        mark = "?" if engine.dialect.paramstyle == "qmark" else "%s"
-        self._insert_spans = _insert_sql("spans", _SPAN_COLUMNS, mark)
-        self._insert_logs = _insert_sql("logs", _LOG_COLUMNS, mark)
-        self._insert_resources = _insert_sql("resources", ("resource_id", "attributes"), mark)
-        self._insert_scopes = _insert_sql(
-            "scopes", ("scope_id", "name", "version", "attributes"), mark
+        style = engine.dialect.paramstyle
+        self._insert_spans = bulk_insert(self.dialect, style, "spans", _SPAN_COLUMNS)
+        self._insert_logs = bulk_insert(self.dialect, style, "logs", _LOG_COLUMNS)
+        self._insert_resources = bulk_insert(
+            self.dialect, style, "resources", ("resource_id", "attributes")
+        )
+        self._insert_scopes = bulk_insert(
+            self.dialect, style, "scopes", ("scope_id", "name", "version", "attributes")
         )
 
     # ------------------------------------------------------------------ lifecycle
@@ -236,13 +240,13 @@ class SpanStore:
         trace_rows = _trace_rows(spans, logs, time.time())
         with self._writing() as conn:
             if refs.resource_rows:
-                conn.exec_driver_sql(self._insert_resources, list(refs.resource_rows.values()))
+                self._insert_resources(conn, list(refs.resource_rows.values()))
             if refs.scope_rows:
-                conn.exec_driver_sql(self._insert_scopes, list(refs.scope_rows.values()))
+                self._insert_scopes(conn, list(refs.scope_rows.values()))
             if span_rows:
-                conn.exec_driver_sql(self._insert_spans, span_rows)
+                self._insert_spans(conn, span_rows)
             if log_rows:
-                conn.exec_driver_sql(self._insert_logs, log_rows)
+                self._insert_logs(conn, log_rows)
             tracking.touch_traces(conn, trace_rows)
 
     # ------------------------------------------------------------------ assembly
@@ -329,12 +333,6 @@ class SpanStore:
         """Stored spans in total (monitoring and benchmarks)."""
         with self.engine.connect() as conn:
             return conn.execute(text("SELECT count(*) FROM spans")).scalar_one()
-
-
-def _insert_sql(table: str, columns: Sequence[str], mark: str) -> str:
-    """A driver-level INSERT that skips rows already stored (retries, shared resources)."""
-    placeholders = ", ".join([mark] * len(columns))
-    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({placeholders}) ON CONFLICT DO NOTHING"
 
 
 def _load_refs(conn: Connection, rows: Sequence[Any]) -> tuple[dict[str, Resource], dict[str, Scope]]:
