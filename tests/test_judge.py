@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Iterator
 
@@ -260,8 +264,6 @@ def test_limiter_is_shared_across_event_loops(server: JudgeServer) -> None:
     def run(prompt: str) -> None:
         asyncio.run(judge.complete(request(prompt)))
 
-    import threading
-
     threads = [threading.Thread(target=run, args=(f"p{i}",)) for i in range(3)]
     for thread in threads:
         thread.start()
@@ -270,10 +272,26 @@ def test_limiter_is_shared_across_event_loops(server: JudgeServer) -> None:
     assert server.max_in_flight == 1 and server.count == 3
 
 
-def test_importing_the_judge_package_does_not_import_litellm() -> None:
-    import subprocess
-    import sys
+NO_NETWORK_AT_IMPORT = """
+import json, socket, sys
+import tracescore.judge, tracescore.scorers, tracescore.config
+imported_early = "litellm" in sys.modules
+attempts = []
+def refuse(*args, **kwargs):
+    attempts.append(repr(args[:2]))
+    raise OSError("network disabled in this test")
+socket.getaddrinfo = refuse
+socket.socket.connect = refuse
+socket.create_connection = refuse
+from tracescore.judge.client import litellm
+litellm().cost_per_token(model="openai/gpt-4o-mini", prompt_tokens=10, completion_tokens=10)
+print(json.dumps({"imported_early": imported_early, "attempts": attempts}))
+"""
 
-    code = "import sys, tracescore.judge, tracescore.scorers; print('litellm' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert json.loads(out.stdout.strip().lower()) is False
+
+def test_litellm_is_imported_late_and_makes_no_network_call() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
+    out = subprocess.run(
+        [sys.executable, "-c", NO_NETWORK_AT_IMPORT], capture_output=True, text=True, env=env, check=True
+    )
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"imported_early": False, "attempts": []}

@@ -1,18 +1,21 @@
 """LLM judges for the judge scorers: litellm calls with structured output, pacing and a cache.
 
-Nothing here imports litellm until a judge actually calls a model.
+Only ``JudgeConfig`` is imported eagerly: config validation needs it, and it must not drag in
+the client stack (SQLAlchemy, the scorers). litellm itself is imported only when a judge makes
+its first call.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine
-
-from tracescore.judge.cache import VerdictCache
-from tracescore.judge.client import JudgeError, LiteLLMJudge
 from tracescore.judge.config import JudgeConfig
-from tracescore.scorers.base import Judge
+
+if TYPE_CHECKING:
+    from tracescore.judge.cache import VerdictCache
+    from tracescore.judge.client import JudgeError, LiteLLMJudge
+    from tracescore.judge.judges import get_judge, use_verdict_store
 
 __all__ = [
     "JudgeConfig",
@@ -23,34 +26,17 @@ __all__ = [
     "use_verdict_store",
 ]
 
-_judges: dict[str, LiteLLMJudge] = {}
-_cache: VerdictCache | None = None
+_LAZY = {
+    "VerdictCache": "tracescore.judge.cache",
+    "JudgeError": "tracescore.judge.client",
+    "LiteLLMJudge": "tracescore.judge.client",
+    "get_judge": "tracescore.judge.judges",
+    "use_verdict_store": "tracescore.judge.judges",
+}
 
 
-def use_verdict_store(store: Engine | str | None) -> None:
-    """Keep verdicts of judges made from now on in this database (None: in-process only).
-
-    The service calls it once with its own store, so every scorer's judge shares one table.
-    """
-    global _cache
-    _cache = VerdictCache(store) if store is not None else None
-    _judges.clear()
-
-
-def get_judge(spec: str | JudgeConfig | dict[str, Any] | Judge) -> Judge:
-    """The judge for a model string, a ``JudgeConfig`` (or its dict), or a ready ``Judge``.
-
-    Equal configs give the same judge object, so scorers sharing a model share its concurrency
-    limit, rate budget and in-process cache.
-    """
-    if not isinstance(spec, (str, dict, JudgeConfig)):
-        return spec
-    config = JudgeConfig.of(spec)
-    key = config.model_dump_json()
-    judge = _judges.get(key)
-    if judge is None:
-        global _cache
-        if _cache is None:
-            _cache = VerdictCache()
-        judge = _judges[key] = LiteLLMJudge(config, cache=_cache if config.cache else None)
-    return judge
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -48,9 +48,10 @@ def tool_line(tool: ToolDefinition | Mapping[str, Any]) -> str:
     """``name: description`` (Mastra prints ``tool.id``, which is undefined for its documented
     ``{name, description}`` tools; ``id`` is still accepted)."""
     if isinstance(tool, ToolDefinition):
-        return f"{tool.name}: {tool.description or ''}".rstrip(": ")
-    name = tool.get("name") or tool.get("id") or "(unnamed)"
-    return f"{name}: {tool.get('description') or ''}".rstrip(": ")
+        name, description = tool.name, tool.description
+    else:
+        name, description = tool.get("name") or tool.get("id") or "(unnamed)", tool.get("description")
+    return f"{name}: {description}" if description else name
 
 
 def accuracy(analysis: ToolEvaluations) -> float:
