@@ -143,7 +143,7 @@ class DemoSender:
 
     def quality(self, agent: Agent) -> str:
         degraded = agent.name == DEGRADING_AGENT and time.monotonic() - self.started >= self.drop_after
-        weights = (0.1, 0.1, 0.8) if degraded else (0.7, 0.2, 0.1)
+        weights = (0.05, 0.15, 0.8) if degraded else (0.85, 0.12, 0.03)
         return self.rng.choices(("good", "partial", "bad"), weights)[0]
 
     def send_one(self) -> str:
