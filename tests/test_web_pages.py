@@ -32,6 +32,7 @@ from tracescore.service import create_app
 from tracescore.store import open_store
 from tracescore.store.scores import ScoreRow
 from tracescore.web.auth import COOKIE_NAME
+from tracescore.web.queries import as_utc
 
 FAR_FUTURE = 4_000_000_000.0
 HOSTILE_TRACE = "0badc0de" * 4
@@ -188,7 +189,7 @@ def _scores(store: Any) -> list[ScoreRow]:
 
 
 def _expected_points(rows: list[ScoreRow], binding: str, bucket: int) -> int:
-    stamps = {int(r.created_at.replace(tzinfo=timezone.utc).timestamp()) // bucket
+    stamps = {int(as_utc(r.created_at).timestamp()) // bucket
               for r in rows if r.binding == binding and r.status == "ok"}  # fmt: skip
     return len(stamps)
 

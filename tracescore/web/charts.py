@@ -139,6 +139,11 @@ def score_chart(
     return Markup("".join(parts))
 
 
+def usd(value: float) -> str:
+    """Dollars with cents, or with enough decimals to show what a few judge calls cost."""
+    return f"${value:.2f}" if value >= 1 or value == 0 else f"${value:.2g}" if value < 0.01 else f"${value:.3f}"
+
+
 def _fmt(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
@@ -166,14 +171,16 @@ def bar_chart(title: str, bars: Sequence[tuple[str, float, str]]) -> Markup:
         f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="140" y2="140"/>',
     ]
     for index, (label, value, tip) in enumerate(bars):
+        centre = LEFT + slot * (index + 0.5)
+        parts.append(f'<text class="tick" x="{_num(centre)}" y="158" text-anchor="middle">{escape(label)}</text>')
+        if value <= 0:
+            continue
         height = 120 * value / most
-        left = LEFT + slot * index + slot * 0.15
         parts.append(
-            f'<rect class="bar" x="{_num(left)}" y="{_num(140 - height)}" width="{_num(slot * 0.7)}" '
-            f'height="{_num(height)}"><title>{escape(tip)}</title></rect>'
-            f'<text class="tick" x="{_num(left + slot * 0.35)}" y="{_num(136 - height)}" '
-            f'text-anchor="middle">{escape(f"${value:.2f}")}</text>'
-            f'<text class="tick" x="{_num(left + slot * 0.35)}" y="158" text-anchor="middle">{escape(label)}</text>'
+            f'<rect class="bar" x="{_num(centre - slot * 0.35)}" y="{_num(140 - height)}" '
+            f'width="{_num(slot * 0.7)}" height="{_num(height)}"><title>{escape(tip)}</title></rect>'
+            f'<text class="tick" x="{_num(centre)}" y="{_num(136 - height)}" text-anchor="middle">'
+            f"{escape(usd(value))}</text>"
         )
     parts.append("</svg>")
     return Markup("".join(parts))

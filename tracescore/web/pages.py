@@ -20,7 +20,7 @@ from tracescore.spans import Span
 from tracescore.store import SpanStore
 from tracescore.store.api import log_json, span_json
 from tracescore.web import queries
-from tracescore.web.charts import Bucket, bar_chart, score_chart
+from tracescore.web.charts import Bucket, bar_chart, score_chart, usd
 
 NICE_BUCKETS = [
     timedelta(seconds=s)
@@ -80,7 +80,8 @@ def overview(
 ) -> dict[str, Any]:
     """Alerts, one chart per binding, judge spend, coverage, the lowest and the newest scores."""
     in_window = ScoreFilter(since=window.since, until=window.until)
-    cost_since = window.until - timedelta(days=COST_DAYS)
+    today = datetime.now(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    days = [today - timedelta(days=back) for back in range(COST_DAYS - 1, -1, -1)]
     with engine.connect() as connection:
         version = queries.live_version(connection)
         trend = aggregate_scores(
@@ -89,7 +90,7 @@ def overview(
         )  # fmt: skip
         totals = aggregate_scores(connection, in_window, ["binding"])
         covered = {entry.binding: entry.to_dict() for entry in coverage(connection, window.since, window.until)}
-        costs = queries.judge_cost_per_day(connection, cost_since, window.until)
+        costs = {c["day"]: c for c in queries.judge_cost_per_day(connection, days[0], today + timedelta(days=1))}
         alerts = queries.firing_alerts(connection)
         choices = queries.filter_choices(connection, window.since)
         ranged = ScoreFilter(
@@ -129,10 +130,11 @@ def overview(
 
     cost_chart = None
     if costs:
+        spent = [costs.get(day, {"cost_usd": 0.0, "count": 0}) for day in days]
         cost_chart = bar_chart(
             "judge cost per day (USD)",
-            [(c["day"].strftime("%m-%d"), c["cost_usd"],
-              f"{c['day']:%Y-%m-%d}: ${c['cost_usd']:.4f} over {c['count']} judged scores") for c in costs],
+            [(f"{day:%m-%d}", c["cost_usd"], f"{day:%Y-%m-%d}: {usd(c['cost_usd'])} over {c['count']} judged scores")
+             for day, c in zip(days, spent, strict=True)],
         )  # fmt: skip
     return {
         "version": version,
@@ -140,7 +142,7 @@ def overview(
         "alerts": alerts,
         "panels": panels,
         "cost_chart": cost_chart,
-        "cost_total": sum(c["cost_usd"] for c in costs),
+        "cost_total": sum(c["cost_usd"] for c in costs.values()),
         "coverage": sorted(covered.values(), key=lambda entry: entry["binding"]),
         "choices": choices,
         "lowest": lowest,
