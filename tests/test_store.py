@@ -101,9 +101,9 @@ def test_typed_attributes_round_trip_exactly(store: SpanStore) -> None:
     assert trace.logs_by_span() == {span.span_id: [record]}
 
 
-@pytest.mark.parametrize("capture", sorted(p.name for p in CAPTURES.iterdir() if p.is_dir()))
-def test_every_capture_round_trips(store: SpanStore, capture: str) -> None:
-    traces = load_traces([CAPTURES / capture])
+def test_every_capture_round_trips(store: SpanStore) -> None:
+    traces = load_traces([CAPTURES])
+    assert len(traces) > 40
     for trace in traces:
         store.write(trace.spans, trace.logs)
     for trace in traces:

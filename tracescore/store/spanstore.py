@@ -63,7 +63,8 @@ class _Refs:
     """Distinct resources and scopes of one write, keyed by object identity.
 
     Decoding shares one ``Resource``/``Scope`` object per OTLP block, so identity lookups make
-    hashing happen once per block rather than once per span.
+    hashing happen once per block rather than once per span. (The spans being written keep
+    those objects alive, so their ids cannot be reused while the write runs.)
     """
 
     def __init__(self) -> None:
@@ -71,7 +72,6 @@ class _Refs:
         self._scopes: dict[int, str] = {}
         self.resource_rows: dict[str, tuple[str, str]] = {}
         self.scope_rows: dict[str, tuple[str, str, str, str]] = {}
-        self._keep: list[object] = []  # keeps ids stable while the write runs
 
     def resource(self, resource: Resource) -> str:
         found = self._resources.get(id(resource))
@@ -79,7 +79,6 @@ class _Refs:
             encoded = codec.encode(resource.attributes)
             found = _id_hash(encoded)
             self._resources[id(resource)] = found
-            self._keep.append(resource)
             self.resource_rows[found] = (found, encoded)
         return found
 
@@ -89,7 +88,6 @@ class _Refs:
             encoded = codec.encode(scope.attributes)
             found = _id_hash(scope.name, scope.version, encoded)
             self._scopes[id(scope)] = found
-            self._keep.append(scope)
             self.scope_rows[found] = (found, scope.name, scope.version, encoded)
         return found
 
