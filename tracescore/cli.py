@@ -208,9 +208,9 @@ def score(
 @app.command("scorers")
 def list_scorers(fmt: str = typer.Option("table", "--format", help="table or json.")) -> None:
     """List every prebuilt scorer with its options."""
-    import orjson
-
     import sys
+
+    import orjson
 
     from tracescore.scorers import registry
 
@@ -328,8 +328,10 @@ def _print_estimates(plan: Any, compiled: list[Any], engine: Any, fmt: str) -> N
              "bindings": [dataclasses.asdict(e) for e in estimates]}, option=orjson.OPT_INDENT_2,
         ).decode())  # fmt: skip
         return
-    lines = [f"dry run: {len(plan.traces)} traces, {sum(plan.runs.values())} runs to score; "
-             f"estimated judge cost ${total:.6f}"]  # fmt: skip
+    lines = [
+        f"dry run: {len(plan.traces)} traces, {sum(plan.runs.values())} runs to score; "
+        f"estimated judge cost ${total:.6f}"
+    ]
     lines += [
         f"  {e.binding} ({e.scorer}): {e.runs} runs, ${e.cost_usd:.6f}"
         + (f" [{e.calls_per_run:g} calls/run, {e.input_tokens_per_run:.0f} input tokens/run; {e.method}]"

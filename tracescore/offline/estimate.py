@@ -70,9 +70,9 @@ class PricingJudge:
         self._seen: set[str] = set()
 
     async def complete(self, request: JudgeRequest) -> JudgeResponse:
-        from tracescore.judge.cache import verdict_key  # noqa: PLC0415 - judge stack only here
-        from tracescore.judge.client import litellm  # noqa: PLC0415
-        from tracescore.judge.structured import parse_output, schema_instruction  # noqa: PLC0415
+        from tracescore.judge.cache import verdict_key
+        from tracescore.judge.client import litellm
+        from tracescore.judge.structured import parse_output, schema_instruction
 
         prompt = request.prompt
         if request.schema is not None:
@@ -180,19 +180,19 @@ def _with_judge(scorer: Scorer, judge: PricingJudge) -> Scorer:
 
 def _prices(model: str) -> tuple[float, float]:
     """USD per input and per output token from litellm's price map (0, 0 when unpriced)."""
-    from tracescore.judge.client import litellm  # noqa: PLC0415
+    from tracescore.judge.client import litellm
 
     try:
         price_in, _ = litellm().cost_per_token(model=model, prompt_tokens=1, completion_tokens=0)
         _, price_out = litellm().cost_per_token(model=model, prompt_tokens=0, completion_tokens=1)
-    except Exception:  # noqa: BLE001 - litellm raises for models it has no price for
+    except Exception:
         return 0.0, 0.0
     return float(price_in), float(price_out)
 
 
 def _stored_verdict(engine: Engine, key: str) -> str | None:
     """The answer the judge's verdict cache table holds for this request, if any."""
-    from tracescore.store.judge_cache import JudgeVerdict  # noqa: PLC0415
+    from tracescore.store.judge_cache import JudgeVerdict
 
     table = JudgeVerdict.__table__
     with engine.connect() as connection:
@@ -206,7 +206,7 @@ def _past_output_tokens(engine: Engine, scorer_id: str, limit: int = 500) -> flo
     happened to the score rows since; score rows' judge calls serve when verdicts are not kept
     (judges with ``cache: false``).
     """
-    from tracescore.store.judge_cache import JudgeVerdict  # noqa: PLC0415
+    from tracescore.store.judge_cache import JudgeVerdict
 
     verdicts = JudgeVerdict.__table__
     scores = ScoreRow.__table__

@@ -19,7 +19,12 @@ import orjson
 from pydantic import ValidationError
 
 from tracescore.extract import extract_runs
-from tracescore.extract.mastra_json import MastraRunError, is_mastra_json, json_items, run_from_mastra
+from tracescore.extract.mastra_json import (
+    MastraRunError,
+    is_mastra_json,
+    json_items,
+    run_from_mastra,
+)
 from tracescore.extract.model import AgentRun
 from tracescore.ingest.files import export_files, load_traces
 from tracescore.scorers.utils import make_agent_run, make_test_message

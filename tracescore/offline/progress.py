@@ -17,8 +17,14 @@ def progress_bar(description: str, total: int) -> Iterator[Callable[[int], None]
     if not sys.stderr.isatty() or total < 20:
         yield lambda _n=1: None
         return
-    from rich.console import Console  # noqa: PLC0415 - only when a bar is shown
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),

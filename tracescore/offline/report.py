@@ -97,8 +97,8 @@ def render(summaries: Sequence[BindingSummary], fmt: Format, *, title: str = "Sc
 
 
 def _table(summaries: Sequence[BindingSummary], title: str) -> str:
-    from rich.console import Console  # noqa: PLC0415 - only the table format needs rich
-    from rich.table import Table  # noqa: PLC0415
+    from rich.console import Console
+    from rich.table import Table
 
     table = Table(title=title)
     for column in ("binding", "scorer", "n", "mean", "min", "max", "errors", "not scorable", "failed"):
