@@ -161,3 +161,15 @@ def test_scorers_lists_every_registered_scorer_with_options() -> None:
     assert table.exit_code == 0
     for name in registry.names():
         assert name in table.stdout
+
+
+def test_config_bindings_score_every_run_whatever_their_sampling(tmp_path: Path) -> None:
+    config = tmp_path / "tracescore.yaml"
+    config.write_text(yaml.safe_dump({"scorers": [
+        {"name": "weather-only", "scorer": "completeness", "sampling": {"rate": 0.0},
+         "filter": {"agent": ["weather*"]}},
+    ]}))  # fmt: skip
+    code, out, err = _score(str(MASTRA_RUNS), "--config", str(config), "--format", "json")
+    assert code == 0, err
+    # The filter still applies (4 weatherAgent runs of 8); the sampling rate does not.
+    assert json.loads(out)[0]["n"] == 4
