@@ -9,12 +9,13 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from sqlalchemy import create_engine, select
 
 from tests.server_process import start_server
 from tracescore.config import DEFAULT_SCORERS
 from tracescore.extract import extract_runs
-from tracescore.offline.demo import AGENTS, DEGRADING_AGENT, DemoSender
+from tracescore.offline.demo import AGENTS, DEGRADING_AGENT, DemoSender, parse_rate
 from tracescore.store import open_store
 from tracescore.store.scores import ScoreRow
 
@@ -39,7 +40,7 @@ def test_demo_traces_are_stored_and_scored(tmp_path: Path) -> None:
     with start_server(tmp_path / "server", idle_timeout=0.3) as server:
         demo = subprocess.run(
             [sys.executable, "-m", "tracescore.cli", "demo", "--endpoint", server.base_url,
-             "--rate", "12", "--duration", "2.5", "--drop-after", "0", "--seed", "7"],
+             "--rate", "12/s", "--duration", "2.5", "--drop-after", "0", "--seed", "7"],
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         assert demo.returncode == 0, demo.stderr
@@ -84,3 +85,10 @@ def test_one_agent_degrades_after_the_drop() -> None:
         sender.shutdown()
     assert before["bad"] < 60 and others["bad"] < 60
     assert after["bad"] > 200
+
+
+def test_rates() -> None:
+    assert [parse_rate(t) for t in ("2", "2/s", "90/min", "720/h", " 0.5 / s ")] == [2, 2, 1.5, 0.2, 0.5]
+    for bad in ("0", "-1/s", "fast", "3/day"):
+        with pytest.raises(ValueError, match="positive rate"):
+            parse_rate(bad)

@@ -391,7 +391,7 @@ def demo(
     endpoint: str = typer.Option(
         "http://127.0.0.1:4318", "--endpoint", help="OTLP/HTTP endpoint of the collector."
     ),
-    rate: float = typer.Option(2.0, "--rate", min=0.01, help="Agent traces per second."),
+    rate_text: str = typer.Option("2/s", "--rate", help="Agent traces per second: 2, 2/s or 90/min."),
     duration: float = typer.Option(120.0, "--duration", min=0, help="Seconds to run (0: until Ctrl-C)."),
     drop_after: float = typer.Option(
         30.0, "--drop-after", min=0, help="Seconds after which weather-bot's answers get worse."
@@ -399,7 +399,12 @@ def demo(
     seed: int | None = typer.Option(None, "--seed", help="Random seed, for repeatable traffic."),
 ) -> None:
     """Send realistic agent traces (3 agents, 3 services, tools, reasoning) to a collector."""
-    from tracescore.offline.demo import DEGRADING_AGENT, run_demo
+    from tracescore.offline.demo import DEGRADING_AGENT, parse_rate, run_demo
+
+    try:
+        rate = parse_rate(rate_text)
+    except ValueError as exc:
+        _usage_error(str(exc))
 
     typer.echo(
         f"sending {rate:g} agent traces/s to {endpoint} "

@@ -222,6 +222,19 @@ class DemoSender:
             provider.shutdown()
 
 
+def parse_rate(text: str) -> float:
+    """Traces per second from ``2``, ``2/s``, ``90/min`` or ``600/h``."""
+    number, _, unit = text.strip().partition("/")
+    seconds = {"": 1.0, "s": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0}.get(unit.strip())
+    try:
+        rate = float(number) / seconds if seconds else 0.0
+    except ValueError:
+        rate = 0.0
+    if rate <= 0:
+        raise ValueError(f"--rate {text!r}: expected a positive rate such as 2, 2/s or 90/min")
+    return rate
+
+
 def run_demo(
     endpoint: str,
     rate: float,
