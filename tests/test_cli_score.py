@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -173,3 +175,37 @@ def test_config_bindings_score_every_run_whatever_their_sampling(tmp_path: Path)
     assert code == 0, err
     # The filter still applies (4 weatherAgent runs of 8); the sampling rate does not.
     assert json.loads(out)[0]["n"] == 4
+
+
+def _run_with_stderr(command: list[str], stderr_tty: bool) -> tuple[int, str, str]:
+    """Run ``command`` with stdout piped and stderr a pseudo-terminal (or a pipe)."""
+    if not stderr_tty:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        return done.returncode, done.stdout, done.stderr
+    master, slave = pty.openpty()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=slave, text=True)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    stdout = process.stdout.read()
+    process.wait(timeout=120)
+    os.close(master)
+    return process.returncode, stdout, b"".join(chunks).decode(errors="replace")
+
+
+def test_progress_bar_on_a_terminal_only() -> None:
+    command = [sys.executable, "-m", "tracescore.cli", "score", str(CAPTURES), "--scorer", "tone",
+               "--format", "json"]  # fmt: skip
+    code, out, err = _run_with_stderr(command, stderr_tty=True)
+    assert code == 0 and json.loads(out)[0]["n"] > 20  # stdout stays clean JSON
+    assert "scoring" in err and "/46" in err  # the bar counted the 46 traces
+    code, out, err = _run_with_stderr(command, stderr_tty=False)
+    assert code == 0 and json.loads(out)[0]["n"] > 20
+    assert "scoring" not in err
