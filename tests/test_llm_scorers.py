@@ -707,3 +707,44 @@ def test_run_sync_scores_with_a_judge_model_string(server: JudgeServer) -> None:
     assert scorer.run_sync(ECLIPSE_RUN).score == 0.5
     assert scorer.run_sync(ECLIPSE_RUN).score == 0.5  # a second event loop, same judge
     assert server.count == 6
+
+
+LLM_SCORERS = {
+    "answer-relevancy": "answer-relevancy-scorer",
+    "answer-similarity": "answer-similarity-scorer",
+    "bias": "bias-scorer",
+    "context-precision": "context-precision-scorer",
+    "context-relevance": "context-relevance-scorer",
+    "faithfulness": "faithfulness-scorer",
+    "hallucination": "hallucination-scorer",
+    "noise-sensitivity": "noise-sensitivity-scorer",
+    "prompt-alignment": "prompt-alignment-scorer",
+    "tool-call-accuracy-llm": "llm-tool-call-accuracy-scorer",
+    "toxicity": "toxicity-scorer",
+}
+
+
+def test_registry_builds_every_judge_scorer_from_config_options() -> None:
+    from tracescore.scorers import registry
+
+    required = {"noise-sensitivity": {"baselineResponse": "b", "noisyQuery": "q"}}
+    for name, scorer_id in LLM_SCORERS.items():
+        entry = registry.get(name)
+        assert entry.uses_judge
+        scorer = entry.factory(model="openai/gpt-4o-mini", **required.get(name, {}))
+        assert scorer.id == scorer_id and scorer.uses_judge
+    assert {n for n in registry.names() if registry.get(n).uses_judge} == set(LLM_SCORERS)
+    with pytest.raises(ValueError, match="evaluation_mode|evaluationMode"):
+        registry.get("prompt-alignment").factory(
+            model="openai/gpt-4o-mini", evaluationMode="neither"
+        )
+
+
+async def test_registry_options_reach_the_scorer(server: JudgeServer, judge: LiteLLMJudge) -> None:
+    from tracescore.scorers import registry
+
+    server.script("RelevanceEvaluations", json_reply(ECLIPSE_EVALUATIONS))
+    lenient = registry.get("context-relevance").factory(
+        model=judge, context=ECLIPSE_CONTEXT, penalties={"unusedHighRelevanceContext": 0.05}
+    )
+    assert (await lenient.run(ECLIPSE_RUN)).score == 0.69

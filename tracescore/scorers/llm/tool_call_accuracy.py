@@ -50,7 +50,10 @@ def tool_line(tool: ToolDefinition | Mapping[str, Any]) -> str:
     if isinstance(tool, ToolDefinition):
         name, description = tool.name, tool.description
     else:
-        name, description = tool.get("name") or tool.get("id") or "(unnamed)", tool.get("description")
+        name, description = (
+            tool.get("name") or tool.get("id") or "(unnamed)",
+            tool.get("description"),
+        )
     return f"{name}: {description}" if description else name
 
 
