@@ -5,6 +5,10 @@ every later read of its trace (assembly, extraction, the dashboard) pay for it. 
 keeps its first ``limit`` characters (bytes for byte values) and ends with a marker saying how
 much was dropped, so readers can tell: a cut JSON string no longer parses, and the extractors
 then keep it as text with a warning instead of failing.
+
+Arrays and kvlists nested deeper than :data:`MAX_DEPTH` are replaced by a marker too: no real
+instrumentation nests that far, and the store's JSON encoder refuses values nested past 255
+levels, which would otherwise turn one odd request into a storage failure and a retry loop.
 """
 
 from __future__ import annotations
@@ -16,11 +20,15 @@ from tracescore.spans import Attributes
 
 MARKER = "…[tracescore: truncated {dropped} of {total} characters]"
 BYTES_MARKER = b"...[tracescore: truncated]"
+MAX_DEPTH = 64
+DEPTH_MARKER = f"[tracescore: nested deeper than {MAX_DEPTH} levels]"
 
 
-def _cut(value: Any, limit: int) -> tuple[Any, int]:
+def _cut(value: Any, limit: int, depth: int = 0) -> tuple[Any, int]:
     """``value`` with every string or byte string over ``limit`` cut, and how many were cut."""
     kind = type(value)
+    if depth >= MAX_DEPTH and kind in (list, dict):
+        return DEPTH_MARKER, 1
     if kind is str:
         if len(value) <= limit:
             return value, 0
@@ -28,25 +36,26 @@ def _cut(value: Any, limit: int) -> tuple[Any, int]:
     if kind is bytes:
         return (value, 0) if len(value) <= limit else (value[:limit] + BYTES_MARKER, 1)
     if kind is list:
-        items = [_cut(item, limit) for item in value]
+        items = [_cut(item, limit, depth + 1) for item in value]
         return [item for item, _ in items], sum(count for _, count in items)
     if kind is dict:
-        return _cut_attributes(value, limit)
+        return _cut_attributes(value, limit, depth + 1)
     return value, 0
 
 
-def _cut_attributes(attributes: Attributes, limit: int) -> tuple[Attributes, int]:
+def _cut_attributes(attributes: Attributes, limit: int, depth: int = 0) -> tuple[Attributes, int]:
     cut_count = 0
     for key, value in attributes.items():
         if type(value) in (str, bytes) and len(value) <= limit:  # the common case, no copy
             continue
-        attributes[key], count = _cut(value, limit)
+        attributes[key], count = _cut(value, limit, depth)
         cut_count += count
     return attributes, cut_count
 
 
 def truncate_decoded(decoded: Decoded, limit: int) -> int:
-    """Cut, in place, every attribute value of ``decoded`` longer than ``limit``; return the count.
+    """Cut, in place, every attribute value of ``decoded`` longer than ``limit`` or nested
+    deeper than :data:`MAX_DEPTH`; return how many were cut.
 
     Span, event, link, log, resource and scope attributes are covered, as are span status
     messages and log bodies: everything a client controls whose size the body limit alone
