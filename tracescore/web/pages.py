@@ -15,11 +15,13 @@ from sqlalchemy import Engine
 
 from tracescore.extract import extract_runs
 from tracescore.extract.model import AgentRun
-from tracescore.monitor.queries import ScoreFilter, aggregate_scores, coverage
+from tracescore.monitor.queries import GroupStats, ScoreFilter, aggregate_scores, coverage
+from tracescore.monitor.stats import Moments
 from tracescore.spans import Span
 from tracescore.store import SpanStore
 from tracescore.store.api import log_json, span_json
 from tracescore.web import queries
+from tracescore.web.cache import ExpiringCache
 from tracescore.web.charts import Bucket, bar_chart, score_chart, usd
 
 NICE_BUCKETS = [
@@ -75,58 +77,99 @@ class BindingPanel:
         return self.errors / self.attempted if self.attempted else None
 
 
+@dataclass(frozen=True, slots=True)
+class Aggregates:
+    """The overview's slow part: everything computed over all scores of the window."""
+
+    panels: list[BindingPanel]
+    coverage: list[dict[str, Any]]
+    cost_chart: Markup | None
+    cost_total: float
+    choices: dict[str, list[str]]
+
+
+def aggregates_ttl(window: Window) -> float:
+    """How long aggregates may be reused: half a bucket, between 1 and 15 seconds."""
+    return min(15.0, max(1.0, window.bucket.total_seconds() / 2))
+
+
 def overview(
-    engine: Engine, bindings: list[str], window: Window, where: ScoreFilter
+    engine: Engine, bindings: list[str], window: Window, where: ScoreFilter, cache: ExpiringCache
 ) -> dict[str, Any]:
-    """Alerts, one chart per binding, judge spend, coverage, the lowest and the newest scores."""
+    """Alerts, one chart per binding, judge spend, coverage, the lowest and the newest scores.
+
+    Alerts and score lists are read on every request; the aggregates come from ``cache``.
+    """
+    summary = cache.get(
+        (str(engine.url), tuple(bindings), window), aggregates_ttl(window),
+        lambda: _aggregates(engine, bindings, window),
+    )  # fmt: skip
+    ranged = ScoreFilter(
+        scorer=where.scorer, agent=where.agent, model=where.model, since=window.since, until=window.until
+    )
+    with engine.connect() as connection:
+        version = queries.live_version(connection)
+        alerts = queries.firing_alerts(connection)
+        lowest = queries.lowest_scores(connection, ranged, LIST_LIMIT)
+        latest = queries.latest_scores(connection, ScoreFilter(), 15)
+    return {
+        "version": version,
+        "window": window,
+        "alerts": alerts,
+        "panels": summary.panels,
+        "cost_chart": summary.cost_chart,
+        "cost_total": summary.cost_total,
+        "coverage": summary.coverage,
+        "choices": summary.choices,
+        "lowest": lowest,
+        "latest": latest,
+    }
+
+
+def _aggregates(engine: Engine, bindings: list[str], window: Window) -> Aggregates:
     in_window = ScoreFilter(since=window.since, until=window.until)
     today = datetime.now(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
     days = [today - timedelta(days=back) for back in range(COST_DAYS - 1, -1, -1)]
     with engine.connect() as connection:
-        version = queries.live_version(connection)
         trend = aggregate_scores(
             connection, in_window, ["binding"],
             bucket_seconds=int(window.bucket.total_seconds()), quantiles=(0.1, 0.9),
         )  # fmt: skip
-        totals = aggregate_scores(connection, in_window, ["binding"])
         covered = {entry.binding: entry.to_dict() for entry in coverage(connection, window.since, window.until)}
         costs = {c["day"]: c for c in queries.judge_cost_per_day(connection, days[0], today + timedelta(days=1))}
-        alerts = queries.firing_alerts(connection)
         choices = queries.filter_choices(connection, window.since)
-        ranged = ScoreFilter(
-            scorer=where.scorer, agent=where.agent, model=where.model, since=window.since,
-            until=window.until,
-        )  # fmt: skip
-        lowest = queries.lowest_scores(connection, ranged, LIST_LIMIT)
-        latest = queries.latest_scores(connection, ScoreFilter(), 15)
 
-    series: dict[str, list[Bucket]] = defaultdict(list)
+    groups: dict[str, list[GroupStats]] = defaultdict(list)
     for group in trend:
-        series[group.group[0]].append(
+        groups[group.group[0]].append(group)
+    panels = []
+    for name in sorted(set(bindings) | set(groups) | set(covered)):
+        found = sorted(groups.get(name, []), key=lambda g: g.bucket)  # type: ignore[arg-type, return-value]
+        buckets = [
             Bucket(
-                start=group.bucket,  # type: ignore[arg-type]
-                count=group.moments.n,
-                mean=None if group.moments.n == 0 else group.moments.mean,
-                p10=_finite(group.quantiles.get(0.1)),
-                p90=_finite(group.quantiles.get(0.9)),
-                errors=group.errors,
-                attempted=group.attempted,
+                start=g.bucket,  # type: ignore[arg-type]
+                count=g.moments.n,
+                mean=None if g.moments.n == 0 else g.moments.mean,
+                p10=_finite(g.quantiles.get(0.1)),
+                p90=_finite(g.quantiles.get(0.9)),
+                errors=g.errors,
+                attempted=g.attempted,
+            )
+            for g in found
+        ]
+        total = sum((g.moments for g in found), Moments())  # moments add up: no second query
+        panels.append(
+            BindingPanel(
+                binding=name,
+                chart=score_chart(f"{name}: score over time", buckets, window.since, window.until, window.bucket),
+                points=sum(b.mean is not None for b in buckets),
+                count=total.n,
+                mean=None if total.n == 0 else total.mean,
+                attempted=sum(g.attempted for g in found),
+                errors=sum(g.errors for g in found),
+                coverage=covered.get(name),
             )
         )
-    panels = []
-    for name in sorted(set(bindings) | set(series) | set(covered)):
-        buckets = sorted(series.get(name, []), key=lambda b: b.start)
-        panel = BindingPanel(
-            binding=name,
-            chart=score_chart(f"{name}: score over time", buckets, window.since, window.until, window.bucket),
-            points=sum(b.mean is not None for b in buckets),
-            coverage=covered.get(name),
-        )
-        for group in totals:
-            if group.group[0] == name:
-                panel.count, panel.attempted, panel.errors = group.moments.n, group.attempted, group.errors
-                panel.mean = None if group.moments.n == 0 else group.moments.mean
-        panels.append(panel)
 
     cost_chart = None
     if costs:
@@ -136,18 +179,13 @@ def overview(
             [(f"{day:%m-%d}", c["cost_usd"], f"{day:%Y-%m-%d}: {usd(c['cost_usd'])} over {c['count']} judged scores")
              for day, c in zip(days, spent, strict=True)],
         )  # fmt: skip
-    return {
-        "version": version,
-        "window": window,
-        "alerts": alerts,
-        "panels": panels,
-        "cost_chart": cost_chart,
-        "cost_total": sum(c["cost_usd"] for c in costs.values()),
-        "coverage": sorted(covered.values(), key=lambda entry: entry["binding"]),
-        "choices": choices,
-        "lowest": lowest,
-        "latest": latest,
-    }
+    return Aggregates(
+        panels=panels,
+        coverage=sorted(covered.values(), key=lambda entry: entry["binding"]),
+        cost_chart=cost_chart,
+        cost_total=sum(c["cost_usd"] for c in costs.values()),
+        choices=choices,
+    )
 
 
 def _finite(value: float | None) -> float | None:

@@ -24,6 +24,7 @@ from tracescore.monitor.queries import ScoreFilter
 from tracescore.store import SpanStore
 from tracescore.web import pages, queries
 from tracescore.web.auth import COOKIE_NAME, DashboardKeys, session_token
+from tracescore.web.cache import ExpiringCache
 from tracescore.web.rendering import render
 
 _TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
@@ -63,6 +64,7 @@ def web_router(config: Config, store: SpanStore) -> APIRouter:
     router = APIRouter(include_in_schema=False)
     keys = DashboardKeys(config.server.api_keys)
     bindings = [binding.name for binding in config.scorers]
+    aggregates = ExpiringCache()
 
     def signed_in_page(request: Request) -> None:
         """Pages send a browser without a session to the login form, and back afterwards."""
@@ -90,7 +92,7 @@ def web_router(config: Config, store: SpanStore) -> APIRouter:
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
         where = ScoreFilter(scorer=scorer or None, agent=agent or None, model=model or None)
-        data = pages.overview(store.engine, bindings, span, where)
+        data = pages.overview(store.engine, bindings, span, where, aggregates)
         return _page(
             "overview.html", **common, **data, windows=WINDOWS, window_name=window, bucket_name=bucket,
             where=where,

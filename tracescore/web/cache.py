@@ -1,0 +1,41 @@
+"""A small time-limited memo for the dashboard's aggregates.
+
+Open overview pages re-fetch themselves whenever scores arrive, and every viewer asks for the
+same trends; the aggregates behind them read every score of the window, so they are computed
+once per key and shared for a few seconds instead of once per refresh per viewer.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class ExpiringCache:
+    """Values kept for ``ttl`` seconds each; the least recently stored go beyond ``size``."""
+
+    def __init__(self, size: int = 32, clock: Callable[[], float] = time.monotonic) -> None:
+        self._size = size
+        self._clock = clock
+        self._entries: OrderedDict[Hashable, tuple[float, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, ttl: float, compute: Callable[[], T]) -> T:
+        """The cached value of ``key`` if younger than ``ttl``, else ``compute()`` (stored)."""
+        now = self._clock()
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and now - entry[0] < ttl:
+                return entry[1]
+        value = compute()  # outside the lock: a slow query must not hold up other pages
+        with self._lock:
+            self._entries[key] = (now, value)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+        return value
