@@ -198,3 +198,15 @@ def test_real_process_exit_codes_and_progress_bar_on_a_terminal_only() -> None:
     code, out, err = _run_with_stderr([*command, "--fail-under", "tool-call-accuracy-code=0.1"], False)
     assert code == 0, err
     assert json.loads(out)[0] == summary and "scoring" not in err
+
+
+def test_runs_printed_by_extract_score_like_their_traces(tmp_path: Path) -> None:
+    traces = CAPTURES / "otel-genai-openai-v2-latest"
+    extracted = runner.invoke(app, ["extract", str(traces)])
+    assert extracted.exit_code == 0
+    runs = tmp_path / "runs.json"
+    runs.write_text(extracted.stdout)
+    _, from_traces, _ = _score(str(traces), "--format", "json")
+    _, from_runs, _ = _score(str(runs), "--format", "json")
+    assert json.loads(from_runs) == json.loads(from_traces)
+    assert json.loads(from_runs)[0]["n"] > 0
