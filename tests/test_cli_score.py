@@ -210,3 +210,14 @@ def test_runs_printed_by_extract_score_like_their_traces(tmp_path: Path) -> None
     _, from_runs, _ = _score(str(runs), "--format", "json")
     assert json.loads(from_runs) == json.loads(from_traces)
     assert json.loads(from_runs)[0]["n"] > 0
+
+
+def test_directories_expand_to_exports_and_json_lines(tmp_path: Path) -> None:
+    (tmp_path / "nested").mkdir()
+    (tmp_path / "nested" / "runs.jsonl").write_bytes(MASTRA_RUNS.read_bytes())
+    capture = CAPTURES / "otel-genai-openai-v2-latest" / "tool_call" / "0001.json"
+    (tmp_path / "trace.json").write_bytes(capture.read_bytes())
+    code, out, _ = _score(str(tmp_path), "--scorer", "completeness", "--format", "json")
+    _, only_trace, _ = _score(str(capture), "--scorer", "completeness", "--format", "json")
+    assert code == 0
+    assert json.loads(out)[0]["n"] == 8 + json.loads(only_trace)[0]["n"]

@@ -38,9 +38,12 @@ def read_runs(paths: Iterable[Path]) -> list[AgentRun]:
     Raises ``DecodeError``, ``MastraRunError`` or ``OSError`` naming the file that could not be
     read.
     """
+    paths = list(paths)
     runs: list[AgentRun] = []
     exports: list[Path] = []
-    for path in export_files(paths):
+    # Directories expand to their export files, plus the JSON Lines of runs they hold.
+    lines = [file for path in paths if path.is_dir() for file in sorted(path.rglob("*.jsonl"))]
+    for path in [*export_files(paths), *lines]:
         body = path.read_bytes() if path.suffix in (".json", ".jsonl") else b""
         if path.suffix == ".jsonl" or (body and is_mastra_json(body)):
             try:
