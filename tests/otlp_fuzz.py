@@ -22,6 +22,7 @@ body (``DecodeError``) and nothing else.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import random
@@ -290,10 +291,12 @@ def decode_and_extract(body: bytes, *, json: bool, logs: bool = False) -> Decode
     traces: dict[str, Trace] = defaultdict(lambda: Trace(""))
     for span in decoded.spans:
         assert len(span.trace_id) == 32 and len(span.span_id) == 16
+        assert max(span.start_time_ns, span.end_time_ns, *(e.time_ns for e in span.events)) < 2**63
         codec.decode(codec.encode(span.attributes))  # the store's encoding of them
         traces[span.trace_id].trace_id = span.trace_id
         traces[span.trace_id].spans.append(span)
     for record in decoded.logs:
+        assert max(record.time_ns, record.observed_time_ns) < 2**63  # SQL BIGINT
         codec.decode(codec.encode(record.attributes))
         codec.decode(codec.encode(record.body))
     for trace in traces.values():
@@ -309,3 +312,35 @@ def fuzz_settings(examples: int) -> settings:
         max_examples=max(1, int(examples * scale)), deadline=None, database=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- over the wire
+
+PATHS = ("/v1/traces", "/v1/logs", "/v1/metrics")
+PROTOBUF, JSON = "application/x-protobuf", "application/json"
+ALLOWED_STATUSES = frozenset({200, 400, 413, 415})
+"""Answers a fuzzed request may get (503 only under load, which the fuzzers do not create)."""
+
+
+def hostile_request(rng: random.Random) -> tuple[str, bytes, dict[str, str]]:
+    """(path, body, headers) of one hostile OTLP/HTTP request, sometimes gzip (or fake gzip)."""
+    build = Hostile(rng)
+    kind = rng.randrange(5)
+    if kind == 0:
+        path, body, content_type = "/v1/traces", build.json_traces(), JSON
+    elif kind == 1:
+        path, body, content_type = "/v1/traces", build.protobuf_traces(), PROTOBUF
+    elif kind == 2:
+        path, body, content_type = "/v1/logs", build.json_logs(), JSON
+    elif kind == 3:
+        path, body, content_type = rng.choice(PATHS), rng.randbytes(rng.randrange(400)), rng.choice([JSON, PROTOBUF])
+    else:
+        path, body = rng.choice(PATHS), build.json_traces()
+        content_type = rng.choice(["text/plain", "", "application/json; charset=utf-8", "application/x-protobuf;x=1"])
+    headers = {"Content-Type": content_type}
+    encoding = rng.randrange(6)
+    if encoding == 0:
+        body, headers["Content-Encoding"] = gzip.compress(body), "gzip"
+    elif encoding == 1:
+        headers["Content-Encoding"] = rng.choice(["gzip", "br", "identity"])
+    return path, body, headers

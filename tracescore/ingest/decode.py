@@ -38,6 +38,9 @@ from tracescore.spans import (
 
 _ZERO_TRACE_ID = "0" * 32
 _ZERO_SPAN_ID = "0" * 16
+# Timestamps are uint64 on the wire but signed 64-bit in SQL: past this (the year 2262) a record
+# cannot be stored, so it is rejected rather than failing the whole request's write.
+_MAX_TIME_NS = 2**63 - 1
 
 
 class DecodeError(ValueError):
@@ -189,16 +192,21 @@ def _json_int(value: Any) -> int:
         return 0
     if isinstance(value, bool):
         raise DecodeError(f"expected an integer, got {value!r}")
+    number: int | None = None
     if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str):
         try:
-            return int(value)
+            number = int(value)
         except ValueError:
             pass
-    raise DecodeError(f"expected an integer, got {value!r}")
+    if number is None:
+        raise DecodeError(f"expected an integer, got {value!r}")
+    if not -(2**63) <= number < 2**64:  # int64 or fixed64 on the wire
+        raise DecodeError(f"integer {number} is out of the 64-bit range")
+    return number
 
 
 def _json_enum(value: Any, names: tuple[str, ...], prefix: str) -> int:
@@ -243,7 +251,10 @@ def _json_value(value: Any) -> AttributeValue:
         if key in ("stringValue", "string_value"):
             return str(raw)
         if key in ("intValue", "int_value"):
-            return _json_int(raw)
+            number = _json_int(raw)
+            if number > _MAX_TIME_NS:
+                raise DecodeError(f"intValue {number} is out of the int64 range")
+            return number
         if key in ("doubleValue", "double_value"):
             if isinstance(raw, str):  # "NaN", "Infinity" per the protobuf JSON mapping
                 return float(raw)
@@ -434,9 +445,25 @@ def _optional_id(value: str, zero: str) -> str | None:
     return value if len(value) == len(zero) and value != zero else None
 
 
+def _storable_time(*times: int) -> bool:
+    return all(time <= _MAX_TIME_NS for time in times)
+
+
+def _without_unstorable_times(decoded: Decoded) -> Decoded:
+    spans = [
+        span for span in decoded.spans
+        if _storable_time(span.start_time_ns, span.end_time_ns, *(e.time_ns for e in span.events))
+    ]  # fmt: skip
+    logs = [r for r in decoded.logs if _storable_time(r.time_ns, r.observed_time_ns)]
+    for _ in range(len(decoded.spans) - len(spans) + len(decoded.logs) - len(logs)):
+        decoded.reject("timestamp beyond the year 2262 (out of the int64 range)")
+    decoded.spans, decoded.logs = spans, logs
+    return decoded
+
+
 def decode_traces(body: bytes, *, json: bool) -> Decoded:
-    return decode_traces_json(body) if json else decode_traces_protobuf(body)
+    return _without_unstorable_times(decode_traces_json(body) if json else decode_traces_protobuf(body))
 
 
 def decode_logs(body: bytes, *, json: bool) -> Decoded:
-    return decode_logs_json(body) if json else decode_logs_protobuf(body)
+    return _without_unstorable_times(decode_logs_json(body) if json else decode_logs_protobuf(body))
