@@ -100,7 +100,7 @@ def detection(url: str, args: argparse.Namespace) -> None:
         segment_end = since + timedelta(hours=6) if index + 1 < len(incidents) else end
         rows += stream(
             random.Random(100 + index), segment_start, segment_end, per_minute=args.per_minute,
-            agents=["stable", "degraded"], drops={"degraded": drop}, scorer_id="answer-relevancy",
+            agents=["stable", "degraded"], drops={"degraded": [drop]}, scorer_id="answer-relevancy",
         )  # fmt: skip
     insert_rows(store.engine, rows)
     checked = rule(args, baseline)

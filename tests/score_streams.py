@@ -67,7 +67,7 @@ def stream(
     agents: Sequence[str] = ("support",),
     mean: float = 0.8,
     sd: float = 0.15,
-    drops: dict[str, Drop] | None = None,
+    drops: dict[str, Sequence[Drop]] | None = None,
     **fields: Any,
 ) -> Iterator[dict[str, Any]]:
     """``per_minute`` scores per agent for every minute of ``[start, end)``, spread in the minute."""
@@ -76,13 +76,13 @@ def stream(
     step = timedelta(seconds=60 / per_minute)
     while minute < end:
         for agent in agents:
-            drop = drops.get(agent)
             for index in range(per_minute):
                 moment = minute + step * index
-                degraded = drop is not None and drop.since <= moment and (
-                    drop.until is None or moment < drop.until
+                centre = mean - sum(
+                    drop.delta
+                    for drop in drops.get(agent, ())
+                    if drop.since <= moment and (drop.until is None or moment < drop.until)
                 )
-                centre = mean - drop.delta if degraded and drop else mean
                 value = min(1.0, max(0.0, rng.gauss(centre, sd)))
                 yield score_row(moment, value, agent=agent, **fields)
         minute += timedelta(minutes=1)

@@ -82,7 +82,7 @@ def _incident_stream(seed: int = 1) -> Iterator[dict[str, Any]]:
     """Six hours of stable scores for two agents; ``sales`` drops by 0.15 for three windows from T."""
     return stream(
         random.Random(seed), T - timedelta(hours=6), T + timedelta(hours=1), per_minute=4,
-        agents=["support", "sales"], drops={"sales": Drop(T, 0.15, T + 3 * WINDOW)},
+        agents=["support", "sales"], drops={"sales": [Drop(T, 0.15, T + 3 * WINDOW)]},
     )  # fmt: skip
 
 
@@ -229,35 +229,37 @@ def test_lease_is_exclusive_under_contention(db_url: str) -> None:
         store.close()
 
 
-def test_cooldown_suppresses_flapping(store: SpanStore, hook: WebhookReceiver) -> None:
-    """Fire, resolve, fire again within the cooldown: only the first firing (and its resolution)."""
-    rng = random.Random(3)
-    dips = [Drop(T, 0.3, T + WINDOW), Drop(T + 2 * WINDOW, 0.3, T + 3 * WINDOW), Drop(T + 8 * WINDOW, 0.3)]
-    rows = list(stream(rng, T - timedelta(hours=6), T, per_minute=4))
-    for index, dip in enumerate(dips):
-        until = dip.until or T + 10 * WINDOW
-        rows += stream(random.Random(index), dip.since, until, per_minute=4, drops={"support": dip})
-        next_start = dips[index + 1].since if index + 1 < len(dips) else None
-        if next_start:
-            rows += stream(random.Random(10 + index), until, next_start, per_minute=4)
+def test_cooldown_holds_back_flapping_and_notifies_once_it_is_over(
+    store: SpanStore, hook: WebhookReceiver
+) -> None:
+    """Cooldown 1 h, windows of 10 min: three dips of the one agent's scores.
+
+    A fires and resolves; B fires 20 min after A's firing (held back, and so is its
+    resolution); C starts firing 50 min after A's firing (held back) and is notified 10 min
+    later, once the hour is over, then resolved.
+    """
+    dips = [Drop(T, 0.3, T + WINDOW), Drop(T + 2 * WINDOW, 0.3, T + 3 * WINDOW),
+            Drop(T + 5 * WINDOW, 0.3, T + 12 * WINDOW)]  # fmt: skip
+    rows = stream(random.Random(3), T - timedelta(hours=6), T + 13 * WINDOW, per_minute=4,
+                  drops={"support": dips})  # fmt: skip
     insert_rows(store.engine, rows)
     clock = Clock(T)
     evaluator = AlertEvaluator(
         store.engine, alerts_config(hook.url, regression_rule(cooldown="1h")), clock=clock
     )
-    states = []
-    for step in range(1, 10):
+    firing = []
+    for step in range(1, 14):
         clock.now = T + step * WINDOW
-        report = evaluator.run_once()
-        states.append([v.firing for v in report.verdicts[rule_name()]])
+        (verdict,) = evaluator.run_once().verdicts[rule_name()]
+        firing.append(verdict.firing)
     evaluator.close()
-    assert states == [[True], [False], [True], [False], [False], [False], [False], [False], [True]]
-    statuses = [(b["status"], b["at"]) for b in hook.received()]
-    assert statuses == [
-        ("firing", (T + WINDOW).isoformat()),
-        ("resolved", (T + 2 * WINDOW).isoformat()),
-        # T+3w fired within the hour: suppressed, and so is its resolution at T+4w.
-        ("firing", (T + 9 * WINDOW).isoformat()),
+    assert firing == [True, False, True, False, False] + [True] * 7 + [False]
+    at = [(b["status"], b["at"], b["since"]) for b in hook.received()]
+    assert at == [
+        ("firing", (T + WINDOW).isoformat(), (T + WINDOW).isoformat()),
+        ("resolved", (T + 2 * WINDOW).isoformat(), (T + WINDOW).isoformat()),
+        ("firing", (T + 7 * WINDOW).isoformat(), (T + 6 * WINDOW).isoformat()),
+        ("resolved", (T + 13 * WINDOW).isoformat(), (T + 6 * WINDOW).isoformat()),
     ]
 
 

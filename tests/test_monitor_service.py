@@ -41,7 +41,7 @@ def test_served_metrics_api_and_alerts(tmp_path: Path) -> None:
     insert_rows(
         store.engine,
         stream(random.Random(4), now - timedelta(hours=2), now, per_minute=4, agents=["support", "sales"],
-               drops={"sales": Drop(now - timedelta(minutes=10), 0.2)}, scorer_id="synthetic-quality"),
+               drops={"sales": [Drop(now - timedelta(minutes=10), 0.2)]}, scorer_id="synthetic-quality"),
     )  # fmt: skip
     with webhook_receiver() as hook:
         config = {

@@ -101,6 +101,8 @@ class _Transitions:
                 self._fire(connection, state, verdict)
             elif state.state == "firing" and not verdict.firing:
                 self._resolve(connection, state, verdict)
+            elif state.state == "firing" and not state.notified and self._cooled(state):
+                self._notify_late(connection, state, verdict)
             else:
                 connection.execute(
                     update(STATES).where(STATES.c.key == key).values(**self._observed(verdict))
@@ -149,25 +151,35 @@ class _Transitions:
         if inserted.rowcount == 1 and verdict.firing:
             self._event(key, "firing", verdict, self.now)
 
+    def _cooled(self, state: Any) -> bool:
+        """Whether a firing of this segment may be notified: none was within the cooldown."""
+        return state.last_fired_at is None or self.now - state.last_fired_at >= self.cooldown
+
     def _transition(self, connection: Connection, state: Any, values: dict[str, Any]) -> bool:
-        """Apply a transition unless another evaluator already changed this state."""
+        """Apply a change unless another evaluator already changed this state."""
         result = connection.execute(
             update(STATES)
             .where(STATES.c.key == state.key, STATES.c.version == state.version)
-            .values(version=state.version + 1, since=self.now, **values)
+            .values(version=state.version + 1, **values)
         )
         return result.rowcount == 1
 
     def _fire(self, connection: Connection, state: Any, verdict: Verdict) -> None:
-        notify = state.last_fired_at is None or self.now - state.last_fired_at >= self.cooldown
-        values = {"state": "firing", "notified": notify, **self._observed(verdict)}
+        notify = self._cooled(state)
+        values = {"state": "firing", "since": self.now, "notified": notify, **self._observed(verdict)}
         if notify:
             values["last_fired_at"] = self.now
         if self._transition(connection, state, values) and notify:
             self._event(state.key, "firing", verdict, self.now)
 
+    def _notify_late(self, connection: Connection, state: Any, verdict: Verdict) -> None:
+        """A firing held back by the cooldown that still holds once the cooldown is over."""
+        values = {"notified": True, "last_fired_at": self.now, **self._observed(verdict)}
+        if self._transition(connection, state, values):
+            self._event(state.key, "firing", verdict, state.since)
+
     def _resolve(self, connection: Connection, state: Any, verdict: Verdict) -> None:
-        values = {"state": "ok", "notified": False, **self._observed(verdict)}
+        values = {"state": "ok", "since": self.now, "notified": False, **self._observed(verdict)}
         if self._transition(connection, state, values) and state.notified:
             self._event(state.key, "resolved", verdict, state.since)
 
