@@ -50,8 +50,8 @@ class Window:
     @classmethod
     def ending_now(cls, length: timedelta, bucket: timedelta | None) -> Window:
         bucket = bucket or pick_bucket(length)
-        if bucket < timedelta(seconds=1) or length / bucket > MAX_POINTS:
-            raise ValueError(f"a chart has at most {MAX_POINTS} buckets of at least 1s")
+        if bucket < timedelta(seconds=1) or bucket.microseconds or length / bucket > MAX_POINTS:
+            raise ValueError(f"a chart has at most {MAX_POINTS} buckets of whole seconds")
         # End on a bucket boundary so the last bucket is whole and points do not drift.
         now = datetime.now(timezone.utc).timestamp()
         size = bucket.total_seconds()
@@ -65,7 +65,6 @@ class BindingPanel:
 
     binding: str
     chart: Markup
-    points: int
     count: int = 0
     mean: float | None = None
     attempted: int = 0
@@ -162,7 +161,6 @@ def _aggregates(engine: Engine, bindings: list[str], window: Window) -> Aggregat
             BindingPanel(
                 binding=name,
                 chart=score_chart(f"{name}: score over time", buckets, window.since, window.until, window.bucket),
-                points=sum(b.mean is not None for b in buckets),
                 count=total.n,
                 mean=None if total.n == 0 else total.mean,
                 attempted=sum(g.attempted for g in found),

@@ -72,10 +72,6 @@ def web_router(config: Config, store: SpanStore) -> APIRouter:
             target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
             raise HTTPException(303, headers={"Location": f"/ui/login?next={quote(target, safe='')}"})
 
-    def signed_in_api(request: Request) -> None:
-        if not keys.allows(request):
-            raise HTTPException(401, "an API key is required", headers={"WWW-Authenticate": "Bearer"})
-
     common = {"auth": keys.enabled, "poll_ms": LIVE_POLL_MS}
 
     @router.get("/", dependencies=[Depends(signed_in_page)])
@@ -107,7 +103,7 @@ def web_router(config: Config, store: SpanStore) -> APIRouter:
             return _page("missing.html", 404, **common, trace_id=trace_id.lower())
         return _page("trace.html", **common, **data)
 
-    @router.get("/ui/live", dependencies=[Depends(signed_in_api)])
+    @router.get("/ui/live", dependencies=[Depends(keys.require)])
     def live() -> JSONResponse:
         """What the page script polls: a value that changes when there is something new."""
         with store.engine.connect() as connection:
