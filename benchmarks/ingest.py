@@ -20,6 +20,7 @@ writes, so its spans are counted in its SQLite database until all acked spans ar
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import os
 import shutil
@@ -30,7 +31,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -213,37 +214,53 @@ def _phoenix_span_count(db: Path) -> int:
         return 0
 
 
+@contextlib.contextmanager
+def _phoenix(python: Path, workdir: Path) -> Iterator[tuple[int, Path]]:
+    """A fresh Phoenix server (its own working directory and SQLite database): (port, db)."""
+    workdir.mkdir(parents=True)
+    port = free_port()
+    env = {**os.environ, "PHOENIX_WORKING_DIR": str(workdir), "PHOENIX_PORT": str(port),
+           "PHOENIX_GRPC_PORT": str(free_port()), "PHOENIX_HOST": "127.0.0.1"}  # fmt: skip
+    with open(workdir / "phoenix.log", "wb") as log:
+        process = subprocess.Popen([str(python), "-m", "phoenix.server.main", "serve"], env=env,
+                                   stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        try:
+            deadline = time.monotonic() + 300
+            while not _healthy(port):
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"Phoenix did not start; see {workdir / 'phoenix.log'}")
+                time.sleep(0.5)
+            yield port, workdir / "phoenix.db"
+        finally:
+            process.terminate()
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def _healthy(port: int) -> bool:
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+        connection.request("GET", "/healthz")
+        return connection.getresponse().status == 200
+    except OSError:
+        return False
+
+
 def bench_phoenix(args: argparse.Namespace, workdir: Path) -> dict[tuple[str, int], float]:
-    """Persisted spans/s of Phoenix under the HTTP protobuf load, per batch size."""
+    """Persisted spans/s of Phoenix under the HTTP protobuf load, per batch size (each on a
+    fresh Phoenix, so one run's backlog does not slow the next)."""
     python = Path(args.phoenix_python)
     if not python.exists():
         raise SystemExit(
             f"{python} not found: install Phoenix first: python -m venv /tmp/phoenix-venv && "
             "/tmp/phoenix-venv/bin/pip install arize-phoenix"
         )
-    port = free_port()
-    env = {**os.environ, "PHOENIX_WORKING_DIR": str(workdir), "PHOENIX_PORT": str(port),
-           "PHOENIX_GRPC_PORT": str(free_port()), "PHOENIX_HOST": "127.0.0.1"}  # fmt: skip
-    log = open(workdir / "phoenix.log", "wb")  # noqa: SIM115
-    process = subprocess.Popen([str(python), "-m", "phoenix.server.main", "serve"], env=env,
-                               stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
-    db = workdir / "phoenix.db"
     rates: dict[tuple[str, int], float] = {}
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-                conn.request("GET", "/healthz")
-                if conn.getresponse().status == 200:
-                    break
-            except OSError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"Phoenix did not start; see {workdir / 'phoenix.log'}")
-            time.sleep(0.5)
-        numbers = _Counter(900_000_000)
-        for size in args.batch_sizes:
+    numbers = _Counter(900_000_000)
+    for size in args.batch_sizes:
+        with _phoenix(python, workdir / f"x{size}") as (port, db):
             before = _phoenix_span_count(db)
             start = time.perf_counter()
             result = run_load(
@@ -263,13 +280,6 @@ def bench_phoenix(args: argparse.Namespace, workdir: Path) -> dict[tuple[str, in
             print(f"  phoenix http-protobuf x{size}: {persisted / elapsed:,.0f} spans/s persisted "
                   f"({persisted:,} of {result.acked_spans:,} acked spans after {elapsed:.0f} s)",
                   flush=True)  # fmt: skip
-    finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
     return rates
 
 
@@ -301,7 +311,6 @@ def main() -> None:
             ours = ours or pg
         if args.peer == "phoenix":
             print("Arize Phoenix (SQLite):", flush=True)
-            (workdir / "phoenix").mkdir()
             theirs = bench_phoenix(args, workdir / "phoenix")
             for key, rate in theirs.items():
                 if key in ours and rate > 0:

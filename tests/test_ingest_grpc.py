@@ -68,7 +68,9 @@ def test_sdk_grpc_exporter_spans_are_stored(server: ServerProcess, store: SpanSt
                 child.set_attribute("index", n)
     spans = captured.get_finished_spans()
 
-    exporter = OTLPSpanExporter(endpoint=server.grpc_endpoint, insecure=True)
+    exporter = OTLPSpanExporter(
+        endpoint=server.grpc_endpoint, insecure=True, compression=grpc.Compression.Gzip
+    )
     assert exporter.export(spans) == SpanExportResult.SUCCESS
     exporter.shutdown()
 

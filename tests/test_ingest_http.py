@@ -13,6 +13,7 @@ import httpx
 import orjson
 import pytest
 from google.rpc import status_pb2
+from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
@@ -93,9 +94,13 @@ def test_sdk_http_protobuf_exporter_spans_are_stored_with_their_types(
             child.add_event("gen_ai.choice", {"index": 0})
     spans = captured.get_finished_spans()
 
-    exporter = OTLPSpanExporter(endpoint=f"{server.base_url}/v1/traces")
-    assert exporter.export(spans) == SpanExportResult.SUCCESS
-    exporter.shutdown()
+    endpoint = f"{server.base_url}/v1/traces"
+    for exporter, batch in (
+        (OTLPSpanExporter(endpoint=endpoint), spans[:1]),
+        (OTLPSpanExporter(endpoint=endpoint, compression=Compression.Gzip), spans[1:]),
+    ):
+        assert exporter.export(batch) == SpanExportResult.SUCCESS
+        exporter.shutdown()
 
     trace_id = format(spans[0].context.trace_id, "032x")
     trace = store.load_trace(trace_id)

@@ -212,7 +212,13 @@ class SpanStore:
         self.engine.dispose()
 
     @contextmanager
-    def _writing(self) -> Iterator[Connection]:
+    def write_transaction(self) -> Iterator[Connection]:
+        """A connection in a write transaction, committed on exit (rolled back on error).
+
+        Other stages writing to the same database should use it rather than
+        ``engine.begin()``: on SQLite it queues behind the collector's own writes instead of
+        racing them into "database is locked" errors.
+        """
         if self._write_lock is None:
             with self.engine.begin() as conn:
                 yield conn
@@ -236,7 +242,7 @@ class SpanStore:
         span_rows = [_span_row(span, refs) for span in spans]
         log_rows = [_log_row(record, refs) for record in logs]
         trace_rows = _trace_rows(spans, logs, time.time())
-        with self._writing() as conn:
+        with self.write_transaction() as conn:
             if refs.resource_rows:
                 self._insert_resources(conn, list(refs.resource_rows.values()))
             if refs.scope_rows:
@@ -255,7 +261,7 @@ class SpanStore:
         :meth:`claim_ready` calls it first, so workers need nothing else; the service also runs
         it periodically so trace states shown by the read API stay current.
         """
-        with self._writing() as conn:
+        with self.write_transaction() as conn:
             return tracking.promote_ready(conn, self.rules, time.time() if now is None else now)
 
     def claim_ready(
@@ -263,7 +269,7 @@ class SpanStore:
     ) -> list[TraceClaim]:
         """Promote, then lease up to ``limit`` ready traces (or ones whose lease expired)."""
         now = time.time() if now is None else now
-        with self._writing() as conn:
+        with self.write_transaction() as conn:
             tracking.promote_ready(conn, self.rules, now)
             return tracking.claim(conn, owner, limit, lease_seconds, now)
 
@@ -271,14 +277,14 @@ class SpanStore:
         """Mark the trace scored; if spans or logs arrived since the claim it goes back to
         pending and will be claimed again once ready. A claim whose lease was lost to another
         worker changes nothing."""
-        with self._writing() as conn:
+        with self.write_transaction() as conn:
             tracking.complete(conn, claim, time.time() if now is None else now)
 
     def release(self, claim: TraceClaim, error: str | None = None) -> None:
         """Give a claimed trace back (e.g. on shutdown) so another worker takes it; with an
         ``error`` it counts as a failed attempt, and after ``rules.max_attempts`` of them the
         trace is parked as ``failed`` until new spans arrive."""
-        with self._writing() as conn:
+        with self.write_transaction() as conn:
             tracking.release(conn, claim, error, self.rules)
 
     # ------------------------------------------------------------------ reads
