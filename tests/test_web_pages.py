@@ -343,6 +343,28 @@ def test_overview_and_trace_page_on_postgresql(judge: JudgeServer) -> None:
             store.close()
 
 
+def test_firing_alerts_are_shown_on_top(store: Any, judge: JudgeServer) -> None:
+    """A real evaluation of a real rule over the stored scores, then the overview."""
+    from tracescore.monitor.alerts import AlertEvaluator
+
+    rule = ("alerts:\n  rules:\n    - {name: answers-missing, type: threshold, scorer: answer-present, "
+            "below: 0.99, window: 1h, segment_by: [model], min_samples: 3}\n")  # fmt: skip
+    config = parse_config(_config(judge.base_url) + rule)
+    client = TestClient(create_app(config, store))
+    before = client.get("/ui/live").json()["version"]
+    assert "firing" not in visible_text(client.get("/").text)
+    evaluator = AlertEvaluator(store.engine, config.alerts, config.monitor)
+    report = evaluator.run_once()
+    evaluator.close()
+    firing = [v for v in report.verdicts["answers-missing"] if v.firing]
+    assert firing
+    page = client.get("/").text
+    alerts = re.search(r'<section id="alerts" data-live>(.*?)</section>', page, re.S)
+    assert alerts and f"{len(firing)} alert" in alerts.group(1) and "answers-missing" in alerts.group(1)
+    assert page.index('id="alerts"') < page.index('id="trends"')
+    assert client.get("/ui/live").json()["version"] != before  # open pages pick the alert up live
+
+
 def test_window_and_bucket_are_validated(client: TestClient) -> None:
     assert client.get("/", params={"window": "1d", "bucket": "1s"}).status_code == 422  # too many points
     assert client.get("/", params={"window": "soon"}).status_code == 422
