@@ -14,6 +14,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -68,20 +69,24 @@ def _wait(condition, timeout: float, what: str) -> None:  # noqa: ANN001 - a zer
 def servers(tmp_path: Path, pg_url: str) -> Iterator[list[ServerProcess]]:
     """Three processes on ``pg_url``; the first hangs in the scorer after one completed call.
 
-    Started one after another: the first creates the schema. (Replicas starting at the same
-    instant on an empty database race on CREATE TABLE, which this test is not about.)
+    The first starts alone and creates the schema; the other two then start together.
+    (Replicas starting at the same instant on an empty database race on CREATE TABLE, which
+    this test is not about.)
     """
     call_log = tmp_path / "calls.log"
     env = {"PYTHONPATH": str(REPO), CALL_LOG_ENV: str(call_log)}
+
+    def start(n: int) -> ServerProcess:
+        return start_server(
+            tmp_path / f"replica-{n}", db_url=pg_url, config=CONFIG, idle_timeout=None,
+            env={**env, HANG_AFTER_ENV: "1"} if n == 0 else env,
+        )  # fmt: skip
+
     with ExitStack() as stack:
-        started = [
-            stack.enter_context(start_server(
-                tmp_path / f"replica-{n}", db_url=pg_url, config=CONFIG, idle_timeout=None,
-                env={**env, HANG_AFTER_ENV: "1"} if n == 0 else env,
-            ))
-            for n in range(3)
-        ]  # fmt: skip
-        yield started
+        first = stack.enter_context(start(0))
+        with ThreadPoolExecutor(2) as pool:
+            others = [stack.enter_context(f.result()) for f in [pool.submit(start, 1), pool.submit(start, 2)]]
+        yield [first, *others]
 
 
 def test_every_trace_scored_once_across_processes_and_a_crash(
