@@ -272,26 +272,59 @@ def test_limiter_is_shared_across_event_loops(server: JudgeServer) -> None:
     assert server.max_in_flight == 1 and server.count == 3
 
 
-NO_NETWORK_AT_IMPORT = """
-import json, socket, sys
-import tracescore.judge, tracescore.scorers, tracescore.config
+FIRST_CALL_IN_A_FRESH_PROCESS = """
+import asyncio, json, socket, sys, time
+import tracescore.config, tracescore.judge, tracescore.scorers
 imported_early = "litellm" in sys.modules
 attempts = []
-def refuse(*args, **kwargs):
-    attempts.append(repr(args[:2]))
-    raise OSError("network disabled in this test")
-socket.getaddrinfo = refuse
-socket.socket.connect = refuse
-socket.create_connection = refuse
-from tracescore.judge.client import litellm
-litellm().cost_per_token(model="openai/gpt-4o-mini", prompt_tokens=10, completion_tokens=10)
-print(json.dumps({"imported_early": imported_early, "attempts": attempts}))
+connect, getaddrinfo = socket.socket.connect, socket.getaddrinfo
+def loopback_only(address):
+    if address not in ("127.0.0.1", "::1"):
+        attempts.append(address)
+        raise OSError("network disabled in this test")
+socket.socket.connect = lambda self, address: loopback_only(address[0]) or connect(self, address)
+socket.getaddrinfo = lambda host, *rest, **kw: loopback_only(host) or getaddrinfo(host, *rest, **kw)
+from tracescore.judge import JudgeConfig, LiteLLMJudge
+from tracescore.scorers.base import JudgeRequest
+
+async def main():
+    judge = LiteLLMJudge(JudgeConfig(model="openai/gpt-4o-mini", api_base=sys.argv[1], cache=False))
+    request = JudgeRequest(prompt="hello", instructions=None, schema=None, scorer_id="s",
+                           scorer_version="1", step="generate_reason")
+    gaps, done = [], asyncio.Event()
+    async def tick():
+        last = time.perf_counter()
+        while not done.is_set():
+            await asyncio.sleep(0.01)
+            gaps.append(time.perf_counter() - last)
+            last = time.perf_counter()
+    ticker = asyncio.create_task(tick())
+    await asyncio.sleep(0.05)  # the ticker is running before the call starts
+    started = time.perf_counter()
+    answer = await judge.complete(request)
+    done.set()
+    await ticker
+    print(json.dumps({"imported_early": imported_early, "attempts": attempts, "answer": answer.output,
+                      "first_call_s": time.perf_counter() - started, "max_gap_s": max(gaps)}))
+
+asyncio.run(main())
 """
 
 
-def test_litellm_is_imported_late_and_makes_no_network_call() -> None:
+def test_first_judge_call_imports_litellm_off_the_loop_without_network(server: JudgeServer) -> None:
+    """In a fresh process: litellm is not imported with the package, its import (seconds) and
+    first request run on the judge loop while the caller's loop keeps ticking, and nothing but
+    the loopback judge is contacted (the price map is the bundled one)."""
+    server.script("hello", text_reply("hi"))
     env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
     out = subprocess.run(
-        [sys.executable, "-c", NO_NETWORK_AT_IMPORT], capture_output=True, text=True, env=env, check=True
+        [sys.executable, "-c", FIRST_CALL_IN_A_FRESH_PROCESS, server.base_url],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
     )
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"imported_early": False, "attempts": []}
+    facts = json.loads(out.stdout.strip().splitlines()[-1])
+    assert facts["imported_early"] is False and facts["attempts"] == [] and facts["answer"] == "hi"
+    # On the caller's loop the import would stall it for the whole first call.
+    assert facts["max_gap_s"] < facts["first_call_s"] / 4, facts

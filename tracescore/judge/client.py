@@ -11,7 +11,6 @@ is exponential with full jitter so many scorers hitting one 429 do not retry in 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import email.utils
 import os
 import random
@@ -27,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 from tracescore.judge.cache import VerdictCache, verdict_key
 from tracescore.judge.config import JudgeConfig
 from tracescore.judge.limiter import Limiter
+from tracescore.judge.loop import on_judge_loop
 from tracescore.judge.structured import (
     Mode,
     parse_output,
@@ -79,7 +79,7 @@ class LiteLLMJudge:
         self._mode: Mode | None = (
             None if config.response_format == "auto" else config.response_format
         )
-        self._pending: dict[str, concurrent.futures.Future[JudgeResponse]] = {}
+        self._pending: dict[str, asyncio.Future[None]] = {}
 
     @property
     def mode(self) -> Mode:
@@ -90,27 +90,32 @@ class LiteLLMJudge:
         return self._mode
 
     async def complete(self, request: JudgeRequest) -> JudgeResponse:
-        if self.cache is None:
+        """The judge's answer: from the in-process cache on the caller's loop when it has it,
+        otherwise from the database cache or the model, on the judge loop."""
+        key = verdict_key(request, self.model) if self.cache is not None else None
+        if key is not None and (hit := self.cache.get_local(key)) is not None:
+            return hit
+        return await on_judge_loop(self._complete_once(request, key))
+
+    async def _complete_once(self, request: JudgeRequest, key: str | None) -> JudgeResponse:
+        """Serve a cached verdict, or ask the model once however many ask at the same time."""
+        if self.cache is None or key is None:
             return await self._complete(request)
-        key = verdict_key(request, self.model)
         hit = await self.cache.get(request, key)
         if hit is not None:
             return hit
         pending = self._pending.get(key)
-        if pending is not None:  # the same work is in flight: share its answer
-            await asyncio.wrap_future(pending)
+        if pending is not None:  # the same work is in flight: wait for it, then read its verdict
+            await asyncio.wait([pending])
             return await self.cache.get(request, key) or await self._complete(request)
-        self._pending[key] = future = concurrent.futures.Future()
+        self._pending[key] = finished = asyncio.get_running_loop().create_future()
         try:
             response = await self._complete(request)
             await self.cache.put(request, key, response)
-            future.set_result(response)
             return response
-        except BaseException as exc:
-            future.set_exception(exc)
-            raise
         finally:
             del self._pending[key]
+            finished.set_result(None)
 
     async def _complete(self, request: JudgeRequest) -> JudgeResponse:
         started = time.perf_counter()
