@@ -113,9 +113,9 @@ def test_rescore_twice_is_idempotent(tmp_path: Path, db_url: str) -> None:
     code, _, err = _rescore(stored, config, "--since", "1d")
     assert code == 0, err
     first = _rows(stored)
-    assert len(first) == 2 * 46 and "92 scores stored for 46 of 46 traces" in err
+    assert len(first) == 2 * 46 and "92 scores stored for 46 of the 46 traces in the window" in err
     code, _, err = _rescore(stored, config, "--since", "1d")
-    assert code == 0 and "0 scores stored for 0 of 0 traces" in err
+    assert code == 0 and "0 scores stored for 0 of the 46 traces in the window" in err
     assert sorted(map(_key, _rows(stored))) == sorted(map(_key, first))
     code, _, err = _rescore(stored, config, "--since", "1d", "--force")
     assert code == 0 and "92 scores stored" in err

@@ -293,19 +293,20 @@ def rescore(
 
         use_verdict_store(store.engine)
     backfill = Backfill(store, compiled, force=force, concurrency=concurrency)
-    plan = backfill.plan(start)
     if dry_run:
-        _print_estimates(plan, compiled, store.engine, fmt)
+        _print_estimates(backfill.plan(start), compiled, store.engine, fmt)
         return
-    with progress_bar("re-scoring", len(plan.traces)) as advance:
+    trace_ids = backfill.trace_ids(start)
+    with progress_bar("re-scoring", len(trace_ids)) as advance:
         outcome = asyncio.run(
-            backfill.run(plan.traces, max_cost=max_cost, on_trace=lambda _rows: advance(1))
+            backfill.run(trace_ids, max_cost=max_cost, on_trace=lambda _rows: advance(1))
         )
     summaries = summarize(outcome.rows, {b.name: b.scorer.id for b in compiled})
-    typer.echo(render(summaries, fmt, title=f"Re-scored ({outcome.traces_done} traces)"), nl=fmt == "json")
+    title = f"Re-scored ({outcome.traces_scored} traces)"
+    typer.echo(render(summaries, fmt, title=title), nl=fmt == "json")
     typer.echo(
-        f"{len(outcome.rows)} scores stored for {outcome.traces_done} of {len(plan.traces)} traces, "
-        f"judge cost ${outcome.cost_usd:.6f}", err=True,
+        f"{len(outcome.rows)} scores stored for {outcome.traces_scored} of the {len(trace_ids)} "
+        f"traces in the window, judge cost ${outcome.cost_usd:.6f}", err=True,
     )
     if outcome.stopped_by_budget:
         typer.echo(f"stopped: the --max-cost budget of ${max_cost:g} is reached", err=True)

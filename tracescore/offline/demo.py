@@ -21,7 +21,11 @@ from typing import Any
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Tracer, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SimpleSpanProcessor,
+    SpanExporter,
+)
 from opentelemetry.trace import SpanKind, set_span_in_context
 
 DEGRADING_AGENT = "weather-bot"
@@ -124,7 +128,14 @@ def _text(role: str, text: str) -> dict[str, Any]:
 class DemoSender:
     """Builds and exports demo traces; one tracer provider per service, as real apps have."""
 
-    def __init__(self, endpoint: str, seed: int | None = None, drop_after: float = 30.0) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        seed: int | None = None,
+        drop_after: float = 30.0,
+        exporter: SpanExporter | None = None,
+    ) -> None:
+        """Export to ``endpoint`` over OTLP/HTTP, or to ``exporter`` when given (benchmarks)."""
         self.rng = random.Random(seed)
         self.drop_after = drop_after
         self.started = time.monotonic()
@@ -136,8 +147,11 @@ class DemoSender:
                 "service.name": agent.service, "service.version": "1.4.2",
                 "deployment.environment": "demo",
             }))  # fmt: skip
-            exporter = OTLPSpanExporter(endpoint=f"{endpoint.rstrip('/')}/v1/traces", timeout=10)
-            provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=500))
+            if exporter is not None:
+                provider.add_span_processor(SimpleSpanProcessor(exporter))
+            else:
+                otlp = OTLPSpanExporter(endpoint=f"{endpoint.rstrip('/')}/v1/traces", timeout=10)
+                provider.add_span_processor(BatchSpanProcessor(otlp, schedule_delay_millis=500))
             self.providers[agent.service] = provider
             self.tracers[agent.service] = provider.get_tracer("tracescore.demo", "0.1.0")
 

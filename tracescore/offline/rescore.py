@@ -62,6 +62,9 @@ class Plan:
 class Outcome:
     rows: list[dict[str, Any]] = field(default_factory=list)
     traces_done: int = 0
+    """Traces looked at (including those with nothing left to score)."""
+    traces_scored: int = 0
+    """Traces with at least one run scored."""
     cost_usd: float = 0.0
     stopped_by_budget: bool = False
 
@@ -132,8 +135,15 @@ class Backfill:
         *,
         max_cost: float | None = None,
         on_trace: Callable[[list[dict[str, Any]]], None] | None = None,
+        batch: int = 64,
     ) -> Outcome:
-        """Score the traces' runs lacking current scores and store the rows, trace by trace."""
+        """Score the traces' runs lacking current scores and store the rows.
+
+        Traces with nothing left to score cost one look each (no need to :meth:`plan` first).
+
+        Rows are written once per ``batch`` traces, in one transaction: a commit per trace would
+        spend most of a backfill waiting on the disk.
+        """
         outcome = Outcome()
         slots = asyncio.Semaphore(self.concurrency)
         in_flight = 0
@@ -141,34 +151,40 @@ class Backfill:
         def affordable() -> bool:
             if max_cost is None:
                 return True
-            mean = outcome.cost_usd / outcome.traces_done if outcome.traces_done else 0.0
+            mean = outcome.cost_usd / outcome.traces_scored if outcome.traces_scored else 0.0
             return outcome.cost_usd + (in_flight + 1) * mean < max_cost
 
-        async def one(trace_id: str) -> None:
+        async def one(trace_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             nonlocal in_flight
             try:
                 runs, wanted, _pairs = await asyncio.to_thread(self._todo, trace_id)
                 rows, decisions = await self.worker.score_runs(runs, wanted)
-                await asyncio.to_thread(self._write, rows, decisions)
             finally:
                 in_flight -= 1
                 slots.release()
-            outcome.rows.extend(rows)
             outcome.traces_done += 1
+            outcome.traces_scored += bool(rows)
             outcome.cost_usd += sum(row["cost_usd"] for row in rows)
             if on_trace is not None:
                 on_trace(rows)
+            return rows, decisions
 
-        tasks = []
-        for trace_id in trace_ids:
-            await slots.acquire()
-            if not affordable():
-                slots.release()
-                outcome.stopped_by_budget = True
+        for start in range(0, len(trace_ids), batch):
+            tasks = []
+            for trace_id in trace_ids[start : start + batch]:
+                await slots.acquire()
+                if not affordable():
+                    slots.release()
+                    outcome.stopped_by_budget = True
+                    break
+                in_flight += 1
+                tasks.append(asyncio.create_task(one(trace_id)))
+            scored = await asyncio.gather(*tasks)
+            rows = [row for trace_rows, _ in scored for row in trace_rows]
+            await asyncio.to_thread(self._write, rows, [d for _, found in scored for d in found])
+            outcome.rows.extend(rows)
+            if outcome.stopped_by_budget:
                 break
-            in_flight += 1
-            tasks.append(asyncio.create_task(one(trace_id)))
-        await asyncio.gather(*tasks)
         return outcome
 
     def _write(self, rows: list[dict[str, Any]], decisions: list[dict[str, Any]]) -> None:

@@ -1,0 +1,91 @@
+"""Offline scoring throughput: ``tracescore score`` on a JSONL of runs, and ``rescore`` on a store.
+
+Builds ``--runs`` Mastra-shaped runs by giving the hand-written fixture runs fresh ids, then:
+
+1. ``score``: the runs through the worker's routing and scoring (the default code scorers), as
+   ``tracescore score runs.jsonl`` does, without the file reading;
+2. ``rescore``: the same number of demo traces stored in a SQLite file and scored again from the
+   store (load, extract, score, upsert), as ``tracescore rescore --force`` does.
+
+    python benchmarks/offline.py                 # 2,000 runs
+    python benchmarks/offline.py --runs 500 --concurrency 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+
+from tracescore.config import Config  # noqa: E402
+from tracescore.ingest.decode import decode_traces  # noqa: E402
+from tracescore.offline.demo import DemoSender  # noqa: E402
+from tracescore.offline.inputs import runs_from_json  # noqa: E402
+from tracescore.offline.rescore import Backfill  # noqa: E402
+from tracescore.offline.runner import by_trace, compile_offline, score_groups  # noqa: E402
+from tracescore.store import open_store  # noqa: E402
+
+FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "runs" / "mastra_runs.jsonl"
+
+
+def _runs(count: int) -> bytes:
+    base = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
+    lines = [json.dumps({**base[i % len(base)], "runId": f"bench-{i}"}) for i in range(count)]
+    return "\n".join(lines).encode()
+
+
+def _demo_spans(count: int) -> bytes:
+    """``count`` demo traces, exported in memory and encoded as one OTLP protobuf request."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    memory = InMemorySpanExporter()
+    sender = DemoSender("unused", seed=1, drop_after=float("inf"), exporter=memory)
+    for _ in range(count):
+        sender.send_one()
+    return encode_spans(memory.get_finished_spans()).SerializeToString()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--concurrency", type=int, default=8)
+    args = parser.parse_args()
+    bindings = compile_offline(Config().scorers, {})
+
+    runs = runs_from_json(_runs(args.runs))
+    # Warm up: scorers load their word lists and lexicons on first use.
+    asyncio.run(score_groups(by_trace(runs[:8]), bindings))
+    started = time.perf_counter()
+    rows = asyncio.run(score_groups(by_trace(runs), bindings, concurrency=args.concurrency))
+    elapsed = time.perf_counter() - started
+    scored = sum(map(len, rows))
+    print(f"score:   {len(runs)} runs x {len(bindings)} scorers in {elapsed:.2f} s: "
+          f"{len(runs) / elapsed:,.0f} runs/s, {scored / elapsed:,.0f} scores/s")  # fmt: skip
+
+    with tempfile.TemporaryDirectory() as directory:
+        store = open_store(f"sqlite:///{directory}/bench.db")
+        decoded = decode_traces(_demo_spans(args.runs), json=False)
+        store.write(decoded.spans, decoded.logs)
+        backfill = Backfill(store, compile_offline(Config().scorers, {}, store.engine),
+                            force=True, concurrency=args.concurrency)  # fmt: skip
+        started = time.perf_counter()
+        outcome = asyncio.run(backfill.run(backfill.trace_ids(0.0)))
+        elapsed = time.perf_counter() - started
+        print(f"rescore: {outcome.traces_scored} stored traces, {len(outcome.rows)} scores in "
+              f"{elapsed:.2f} s: {outcome.traces_scored / elapsed:,.0f} traces/s")  # fmt: skip
+        started = time.perf_counter()
+        plan = backfill.plan(0.0)
+        print(f"dry run: {len(plan.traces)} traces planned in {time.perf_counter() - started:.2f} s")
+        store.close()
+
+
+if __name__ == "__main__":
+    main()
