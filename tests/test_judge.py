@@ -256,20 +256,31 @@ async def test_request_budget_paces_calls() -> None:
     assert 0.25 <= time.perf_counter() - started < 0.6
 
 
-def test_limiter_is_shared_across_event_loops(server: JudgeServer) -> None:
-    server.delay = 0.2
-    server.script("Claims", json_reply({"claims": []}))
-    judge = judge_for(server, concurrency=1, cache=False)
+def test_limiter_is_shared_across_event_loops() -> None:
+    limiter = Limiter(concurrency=2)
+    peak, lock = [0], threading.Lock()
 
-    def run(prompt: str) -> None:
-        asyncio.run(judge.complete(request(prompt)))
+    async def hold() -> None:
+        async with limiter.lease(0):
+            with lock:
+                peak[0] = max(peak[0], limiter.in_flight)
+            await asyncio.sleep(0.05)
 
-    threads = [threading.Thread(target=run, args=(f"p{i}",)) for i in range(3)]
+    async def three() -> None:
+        await asyncio.gather(*(hold() for _ in range(3)))
+
+    def run() -> None:
+        asyncio.run(asyncio.wait_for(three(), 10))
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    started = time.perf_counter()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert server.max_in_flight == 1 and server.count == 3
+    assert peak[0] == 2 and limiter.in_flight == 0
+    assert time.perf_counter() - started >= 9 * 0.05 / 2
+    assert 0.4 <= limiter.slot_seconds < 1.5  # nine 50 ms holds
 
 
 FIRST_CALL_IN_A_FRESH_PROCESS = """

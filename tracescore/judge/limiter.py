@@ -1,9 +1,9 @@
 """Per-judge pacing: a cap on calls in flight plus request and token budgets per minute.
 
-One limiter is shared by every scorer that uses a judge, possibly from several event loops
-(``Scorer.run_sync`` starts its own loop; the scoring workers run another), so the state sits
-behind a thread lock and waiters are woken on their own loop with ``call_soon_threadsafe``
-instead of using loop-bound ``asyncio.Semaphore``. Token use is only known after a call, so a
+One limiter is shared by every scorer that uses a judge. Judge calls run on the judge loop, but
+a limiter does not depend on that: its state sits behind a thread lock and waiters are woken on
+their own loop, so it stays correct for callers on any loop or thread, where a loop-bound
+``asyncio.Semaphore`` would fail. Token use is only known after a call, so a
 call reserves its estimate up front and settles the difference afterwards; an underestimate
 leaves the bucket in debt and delays later calls, which is what a provider's TPM limit does too.
 """
