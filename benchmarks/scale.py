@@ -7,6 +7,10 @@ Each process count gets a fresh database and two runs:
 * end to end: the five default code scorers on every agent run; scores/s from the first span
   sent to the last score stored.
 
+Besides wall-clock rates it prints the CPU time the tracescore processes spent: per 1,000
+spans in the ingest run, and per agent run scored (the end-to-end run's CPU less its ingest
+share). Those hold up on a busy machine and size a deployment: cores = rate × CPU per item.
+
 Spans reach the processes in one of two ways (tests/agent_otlp.py): ``trace`` keeps each trace
 on one process, as the gateway's loadbalancing exporter does; ``scatter`` sends every span to a
 process at random, the worst case (no gateway, or replicas changing). Load comes from a pool of
@@ -53,6 +57,15 @@ class Result:
     ingest_seconds: float
     scores: int
     scored_seconds: float | None
+    cpu_seconds: float
+    """CPU time the tracescore processes used from the first span sent to the end of the run:
+    far less sensitive than wall-clock figures to other load on the machine."""
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process and its threads, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _post(client: httpx.Client, url: str, body: bytes, attempts: int = 3) -> None:
@@ -109,10 +122,7 @@ def _wait_for_rows(url: str, table: str, count: int, timeout: float) -> None:
 
 
 def measure(processes: int, traces: int, senders: int, routing: str, score: bool) -> Result:
-    config: dict[str, Any] = {
-        "assembly": {"idle_timeout": 0.5},
-        "workers": {"poll_interval": 0.05},
-    }
+    config: dict[str, Any] = {"assembly": {"idle_timeout": 0.5}}
     if not score:
         config["scorers"] = []
     with fresh_pg_database() as url, tempfile.TemporaryDirectory() as workdir:
@@ -121,14 +131,19 @@ def measure(processes: int, traces: int, senders: int, routing: str, score: bool
             for n in range(processes):
                 servers.append(start_server(Path(workdir) / f"p{n}", db_url=url, config=config,
                                             idle_timeout=None, timeout=60))
+            pids = [server.process.pid for server in servers]
+            cpu_before = sum(map(_cpu_seconds, pids))
             started = time.perf_counter()
             spans, ingest_seconds = _send_all(servers, traces, senders, routing)
             _wait_for_rows(url, "spans", spans, timeout=30)
             if not score:
-                return Result(processes, spans, ingest_seconds, 0, None)
+                cpu = sum(map(_cpu_seconds, pids)) - cpu_before
+                return Result(processes, spans, ingest_seconds, 0, None, cpu)
             expected = traces * len(DEFAULT_SCORERS)
             _wait_for_rows(url, "scores", expected, timeout=600)
-            return Result(processes, spans, ingest_seconds, expected, time.perf_counter() - started)
+            scored_seconds = time.perf_counter() - started
+            cpu = sum(map(_cpu_seconds, pids)) - cpu_before
+            return Result(processes, spans, ingest_seconds, expected, scored_seconds, cpu)
         finally:
             for server in servers:
                 server.stop(timeout=30)
@@ -147,7 +162,7 @@ def main() -> None:
     print(f"{os.cpu_count()} CPUs; {args.traces} traces × 4 spans per run; {args.senders} sender "
           f"threads; best of {args.repeat}; scorers: {', '.join(DEFAULT_SCORERS)}")
     print(f"{'routing':>7}  {'processes':>9}  {'ingest spans/s':>14}  {'e2e spans/s':>11}  "
-          f"{'scores/s':>8}  {'all scored after':>16}")
+          f"{'scores/s':>8}  {'all scored after':>16}  {'CPU ms/1k spans':>15}  {'CPU ms/run':>10}")
     for routing in args.routing:
         for processes in args.processes:
             runs = [(measure(processes, args.traces, args.senders, routing, score=False),
@@ -156,10 +171,14 @@ def main() -> None:
             ingest = min((i for i, _ in runs), key=lambda r: r.ingest_seconds)
             scored = min((s for _, s in runs), key=lambda r: r.scored_seconds or 0.0)
             assert scored.scored_seconds is not None
+            # Scoring CPU per agent run: the end-to-end run's CPU less its ingest share.
+            ingest_cpu = ingest.cpu_seconds / ingest.spans
+            scoring_cpu = (scored.cpu_seconds - ingest_cpu * scored.spans) / args.traces
             print(
                 f"{routing:>7}  {processes:>9}  {ingest.spans / ingest.ingest_seconds:>14,.0f}  "
                 f"{scored.spans / scored.ingest_seconds:>11,.0f}  "
-                f"{scored.scores / scored.scored_seconds:>8,.0f}  {scored.scored_seconds:>15.1f}s",
+                f"{scored.scores / scored.scored_seconds:>8,.0f}  {scored.scored_seconds:>15.1f}s  "
+                f"{ingest_cpu * 1e6:>15,.0f}  {scoring_cpu * 1e3:>10,.1f}",
                 flush=True,
             )
 
