@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -98,3 +100,14 @@ def test_run_evals_works_inside_a_running_event_loop() -> None:
         ]
 
     assert asyncio.run(inside()) == 1.0
+
+
+def test_import_tracescore_stays_light() -> None:
+    """``run_evals`` is exported from ``tracescore`` but loads its stack on first use only."""
+    code = (
+        "import sys, tracescore; "
+        "print(sorted(m for m in ('tracescore.offline.runner', 'sqlalchemy', 'pydantic') if m in sys.modules)); "
+        "tracescore.run_evals; print('tracescore.offline.runner' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split("\n")[:2] == ["[]", "True"]
