@@ -2,7 +2,9 @@
 
 Open overview pages re-fetch themselves whenever scores arrive, and every viewer asks for the
 same trends; the aggregates behind them read every score of the window, so they are computed
-once per key and shared for a few seconds instead of once per refresh per viewer.
+once per key and shared for a few seconds instead of once per refresh per viewer. While one
+request recomputes an expired value, the others get the previous one rather than starting the
+same slow queries again.
 """
 
 from __future__ import annotations
@@ -23,18 +25,27 @@ class ExpiringCache:
         self._size = size
         self._clock = clock
         self._entries: OrderedDict[Hashable, tuple[float, Any]] = OrderedDict()
+        self._computing: set[Hashable] = set()
         self._lock = threading.Lock()
 
     def get(self, key: Hashable, ttl: float, compute: Callable[[], T]) -> T:
-        """The cached value of ``key`` if younger than ``ttl``, else ``compute()`` (stored)."""
-        now = self._clock()
+        """The value of ``key`` if younger than ``ttl``, else ``compute()`` (stored).
+
+        An expired value is still returned while another caller is computing its successor.
+        """
         with self._lock:
             entry = self._entries.get(key)
-            if entry is not None and now - entry[0] < ttl:
+            if entry is not None and (self._clock() - entry[0] < ttl or key in self._computing):
                 return entry[1]
-        value = compute()  # outside the lock: a slow query must not hold up other pages
+            self._computing.add(key)
+        try:
+            value = compute()  # outside the lock: a slow query must not hold up other pages
+        finally:
+            with self._lock:
+                self._computing.discard(key)
         with self._lock:
-            self._entries[key] = (now, value)
+            # Aged from when it was ready: a compute slower than ``ttl`` is still reused.
+            self._entries[key] = (self._clock(), value)
             self._entries.move_to_end(key)
             while len(self._entries) > self._size:
                 self._entries.popitem(last=False)
