@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import CAPTURES
 from tests.judge_server import JudgeServer, json_reply, text_reply
+from tests.otlp_receiver import otlp_receiver
 from tracescore.cli import app
 from tracescore.ingest.files import load_traces
 from tracescore.scorers.base import Scorer, StepContext, create_scorer
@@ -231,3 +232,20 @@ def test_max_cost_stops_before_the_budget(tmp_path: Path, stored: str) -> None:
         assert code == 0 and len(_rows(stored)) == 46
     finally:
         server.stop()
+
+
+def test_rescored_scores_are_re_emitted_to_the_configured_endpoint(tmp_path: Path, stored: str) -> None:
+    with otlp_receiver() as receiver:
+        config = tmp_path / "export.yaml"
+        config.write_text(yaml.safe_dump({
+            "scorers": [{"name": "completeness", "scorer": "completeness"}],
+            "export": {"otlp_endpoint": receiver.endpoint, "batch_delay": 0.1},
+        }))  # fmt: skip
+        code, _, err = _rescore(stored, config, "--no-emit")
+        assert code == 0, err
+        code, _, err = _rescore(stored, config, "--force")
+        assert code == 0, err
+        receiver.wait_for(spans=46, logs=46, timeout=15)
+    rows = {(r["trace_id"], r["span_id"]) for r in _rows(stored)}
+    assert {(s.trace_id, s.parent_span_id) for s in receiver.spans} == rows
+    assert len(receiver.spans) == 46  # nothing from the --no-emit run

@@ -257,6 +257,9 @@ def rescore(
         None, "--max-cost", min=0, help="Stop starting traces once this many USD would be spent."
     ),
     force: bool = typer.Option(False, "--force", help="Also re-score runs that have a current score."),
+    emit: bool = typer.Option(
+        True, "--emit/--no-emit", help="Send the new scores to the config's export.otlp_endpoint."
+    ),
     config_file: Path | None = typer.Option(None, "--config", help="YAML config: store, bindings, judges."),
     db: str | None = typer.Option(None, "--db", help="Database URL (default: the config's store)."),
     judge: str | None = typer.Option(None, "--judge", help="Judge model for LLM scorers (litellm name)."),
@@ -297,10 +300,23 @@ def rescore(
         _print_estimates(backfill.plan(start), compiled, store.engine, fmt)
         return
     trace_ids = backfill.trace_ids(start)
-    with progress_bar("re-scoring", len(trace_ids)) as advance:
-        outcome = asyncio.run(
-            backfill.run(trace_ids, max_cost=max_cost, on_trace=lambda _rows: advance(1))
-        )
+    emitter = None
+    if emit and config.export.otlp_endpoint:
+        from tracescore.emit.otel import EvaluationEmitter
+
+        emitter = EvaluationEmitter(config.export)
+
+    def scored(rows: list[dict[str, Any]]) -> None:
+        advance(1)
+        for row in rows if emitter is not None else ():
+            emitter.emit(row)
+
+    try:
+        with progress_bar("re-scoring", len(trace_ids)) as advance:
+            outcome = asyncio.run(backfill.run(trace_ids, max_cost=max_cost, on_trace=scored))
+    finally:
+        if emitter is not None:
+            emitter.shutdown()
     summaries = summarize(outcome.rows, {b.name: b.scorer.id for b in compiled})
     title = f"Re-scored ({outcome.traces_scored} traces)"
     typer.echo(render(summaries, fmt, title=title), nl=fmt == "json")
