@@ -1,0 +1,90 @@
+"""SQL is built only with bound parameters: a standing audit of the package's source.
+
+Values always travel as bound parameters (``:name`` with SQLAlchemy, ``?``/``%s`` with the
+driver). A few statements are assembled from pieces known when the code is written — table
+and column names, trace-state constants, a whitelisted PRAGMA value — and each such piece is
+listed below after review. Any other interpolation into SQL text (an f-string, ``%`` or a
+``.format`` with non-constant arguments) fails this test until it is rewritten with a bound
+parameter or reviewed and added here.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "tracescore"
+SQL = re.compile(
+    r"\b(SELECT|INSERT|UPDATE|DELETE|PRAGMA|CREATE|DROP|ALTER|COPY)\b[\s\S]*"
+    r"\b(FROM|INTO|SET|WHERE|TABLE|VALUES|synchronous|STDIN)\b"
+)
+# Interpolated expressions reviewed as code-known identifiers or constants, never request data.
+REVIEWED = {
+    "TraceState.PENDING", "TraceState.READY", "TraceState.CLAIMED", "TraceState.SCORED",
+    "TraceState.FAILED",  # StrEnum members
+    "_STORED.format(table='spans')", "_STORED.format(table='logs')",  # a subquery per table
+    "table", "names", "staging", "', '.join([mark] * len(columns))",  # store/bulk.py: ORM table and column names
+    "synchronous.upper()",  # store/engine.py: checked against normal/full before use
+}  # fmt: skip
+
+
+def _literal(node: ast.AST) -> str:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(_literal(value) for value in node.values)
+    return ""
+
+
+def _string_constants(tree: ast.Module) -> dict[str, str]:
+    """Module-level ``NAME = "..."`` strings, so ``NAME.format(...)`` can be recognised as SQL."""
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            found[node.targets[0].id] = _literal(node.value)
+    return found
+
+
+def _interpolations(path: Path) -> list[tuple[int, str]]:
+    """(line, expression) of everything interpolated into SQL text in one module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    constants = _string_constants(tree)
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr) and SQL.search(_literal(node)):
+            found += [(node.lineno, ast.unparse(v.value)) for v in node.values if isinstance(v, ast.FormattedValue)]
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and SQL.search(_literal(node.left)):
+            found.append((node.lineno, ast.unparse(node.right)))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+            target = node.func.value
+            text = _literal(target) or (constants.get(target.id, "") if isinstance(target, ast.Name) else "")
+            arguments = [*node.args, *(keyword.value for keyword in node.keywords)]
+            if SQL.search(text) and not all(isinstance(a, ast.Constant) for a in arguments):
+                found.append((node.lineno, ast.unparse(node)))
+    return found
+
+
+def test_sql_text_interpolates_only_reviewed_identifiers() -> None:
+    unreviewed = [
+        f"{path.relative_to(PACKAGE.parent)}:{line}: {expression}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for line, expression in _interpolations(path)
+        if expression not in REVIEWED
+    ]
+    assert not unreviewed, "values interpolated into SQL (use bound parameters):\n" + "\n".join(unreviewed)
+
+
+def test_the_audit_catches_an_interpolated_value(tmp_path: Path) -> None:
+    module = tmp_path / "bad.py"
+    module.write_text(
+        "trace_id = input()\n"
+        "a = f\"SELECT * FROM spans WHERE trace_id = '{trace_id}'\"\n"
+        "b = \"DELETE FROM scores WHERE id = '%s'\" % trace_id\n"
+        "Q = \"UPDATE traces SET state = '{state}' WHERE trace_id = :t\"\n"
+        "c = Q.format(state=trace_id)\n"
+        "d = Q.format(state='ready')\n"  # constants are fine
+    )
+    assert [expression for _, expression in _interpolations(module)] == [
+        "trace_id", "trace_id", "Q.format(state=trace_id)"
+    ]
