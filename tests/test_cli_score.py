@@ -89,6 +89,14 @@ def test_fail_under_passes_and_fails_with_exit_codes() -> None:
                           "--fail-under", f"keyword-coverage={mean + 0.05:.3f}")  # fmt: skip
     assert code == 1
     assert "keyword-coverage: mean score" in err and "is below" in err
+    # --fail-over bounds the mean from above (for scorers where lower is better), by scorer id too.
+    code, _, err = _score(str(MASTRA_RUNS), "--scorer", "keyword-coverage",
+                          "--fail-over", f"keyword-coverage-scorer={mean - 0.05:.3f}")  # fmt: skip
+    assert code == 1 and "is above" in err
+    code, _, err = _score(str(MASTRA_RUNS), "--scorer", "keyword-coverage",
+                          "--fail-over", f"keyword-coverage-scorer={mean + 0.05:.3f}",
+                          "--fail-under", f"keyword-coverage={mean - 0.05:.3f}")  # fmt: skip
+    assert code == 0, err
 
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
@@ -96,7 +104,8 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
         (["--scorer", "no-such-scorer"], "unknown scorer"),
         (["--scorer", "tool-call-accuracy-code:expected_tol=x"], "expected_tol"),
         (["--scorer", "completeness", "--fail-under", "completeness"], "BINDING=NUMBER"),
-        (["--scorer", "completeness", "--fail-under", "faithfulness=0.7"], "names no binding"),
+        (["--scorer", "completeness", "--fail-under", "faithfulness=0.7"], "name no binding"),
+        (["--scorer", "completeness", "--fail-over", "completeness=x"], "--fail-over"),
         (["--format", "xml"], "--format"),
     ]:
         code, _, err = _score(str(MASTRA_RUNS), *args)

@@ -156,6 +156,9 @@ def score(
     fail_under: list[str] = typer.Option(
         [], "--fail-under", help="BINDING=MIN: exit 1 when that binding's mean score is below MIN."
     ),
+    fail_over: list[str] = typer.Option(
+        [], "--fail-over", help="BINDING=MAX: exit 1 when the mean is above MAX (toxicity, bias…)."
+    ),
     output: Path | None = typer.Option(None, "--output", help="Also write every score row as JSON Lines."),
     concurrency: int = typer.Option(8, "--concurrency", min=1, help="Runs scored at once."),
 ) -> None:
@@ -178,7 +181,8 @@ def score(
         _usage_error(f"--format must be table, json or csv, not {fmt!r}")
     try:
         config = _load_config(config_file)
-        thresholds = parse_thresholds(fail_under)
+        minimums = parse_thresholds(fail_under, "--fail-under")
+        maximums = parse_thresholds(fail_over, "--fail-over")
         bindings, judges = resolve_bindings(config.scorers, dict(config.judges), scorer, judge, api_base)
         compiled = compile_offline(bindings, judges)
     except (ConfigError, SpecError, BindingError) as exc:
@@ -193,13 +197,13 @@ def score(
         )
     rows = [row for group_rows in per_group for row in group_rows]
     summaries = summarize(rows, {b.name: b.scorer.id for b in compiled})
-    unknown = unknown_thresholds(summaries, thresholds)
+    unknown = unknown_thresholds(summaries, {**minimums, **maximums})
     if unknown:
-        _usage_error(f"--fail-under names no binding or scorer: {', '.join(unknown)}")
+        _usage_error(f"--fail-under/--fail-over name no binding or scorer: {', '.join(unknown)}")
     if output is not None:
         output.write_bytes(b"".join(orjson.dumps(row, default=str) + b"\n" for row in rows))
     typer.echo(render(summaries, fmt, title=f"Scores ({len(groups)} traces)"), nl=fmt == "json")
-    failures = gate(summaries, thresholds)
+    failures = gate(summaries, minimums, maximums)
     if failures:
         typer.echo("quality gate failed:\n  " + "\n  ".join(failures), err=True)
         raise typer.Exit(1)

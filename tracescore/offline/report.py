@@ -62,17 +62,24 @@ def summarize(
     return summaries
 
 
-def gate(summaries: Sequence[BindingSummary], thresholds: Mapping[str, float]) -> list[str]:
-    """One message per ``--fail-under`` threshold the mean score misses (binding or scorer id)."""
+def gate(
+    summaries: Sequence[BindingSummary],
+    minimums: Mapping[str, float],
+    maximums: Mapping[str, float] | None = None,
+) -> list[str]:
+    """One message per threshold a binding's mean score misses: below its ``--fail-under``
+    minimum, or above its ``--fail-over`` maximum (for scorers where lower is better). Keys name
+    a binding or a scorer id; a binding with no scored run misses every threshold."""
     failures = []
-    for key, minimum in thresholds.items():
-        matched = [s for s in summaries if key in (s.binding, s.scorer)]
-        for summary in matched:
+    bounds = [(key, value, "below") for key, value in minimums.items()]
+    bounds += [(key, value, "above") for key, value in (maximums or {}).items()]
+    for key, bound, side in bounds:
+        for summary in (s for s in summaries if key in (s.binding, s.scorer)):
             if summary.mean is None:
-                failures.append(f"{summary.binding}: no run was scored (threshold {minimum:g})")
-            elif summary.mean < minimum:
+                failures.append(f"{summary.binding}: no run was scored (threshold {bound:g})")
+            elif summary.mean < bound if side == "below" else summary.mean > bound:
                 failures.append(
-                    f"{summary.binding}: mean score {summary.mean:.4f} is below {minimum:g} "
+                    f"{summary.binding}: mean score {summary.mean:.4f} is {side} {bound:g} "
                     f"({summary.n} runs)"
                 )
     return failures

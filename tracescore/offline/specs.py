@@ -79,8 +79,8 @@ def judge_from_flags(model: str | None, api_base: str | None) -> dict[str, Judge
     return {"default": JudgeConfig(model=model, api_base=api_base)}
 
 
-def parse_thresholds(values: Sequence[str]) -> dict[str, float]:
-    """``binding=number`` pairs of ``--fail-under``."""
+def parse_thresholds(values: Sequence[str], flag: str = "--fail-under") -> dict[str, float]:
+    """``binding=number`` pairs of ``--fail-under`` / ``--fail-over``."""
     thresholds: dict[str, float] = {}
     for value in values:
         name, sep, number = value.partition("=")
@@ -89,7 +89,7 @@ def parse_thresholds(values: Sequence[str]) -> dict[str, float]:
         except ValueError:
             sep = ""
         if not sep or not name.strip():
-            raise SpecError(f"--fail-under {value!r}: expected BINDING=NUMBER, e.g. faithfulness=0.7")
+            raise SpecError(f"{flag} {value!r}: expected BINDING=NUMBER, e.g. faithfulness=0.7")
     return thresholds
 
 
