@@ -16,8 +16,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeLogs
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
@@ -31,6 +33,8 @@ class AgentTrace:
     agent_span_id: str
     spans: list[Span]
     """Children first, the root ``invoke_agent`` span last."""
+    logs: list[LogRecord]
+    """The user's message as a GenAI event log record in the first chat span's context."""
 
 
 def _attributes(values: dict[str, str]) -> list[KeyValue]:
@@ -84,16 +88,35 @@ def agent_trace(rng: random.Random, city: str = "Paris") -> AgentTrace:
             }),
         )
     )  # fmt: skip
-    return AgentTrace(trace_id.hex(), root_id.hex(), spans)
+    user_event = LogRecord(
+        time_unix_nano=start + 100_000_000, observed_time_unix_nano=start + 100_000_000,
+        trace_id=trace_id, span_id=child_ids[0], event_name="gen_ai.user.message",
+        body=AnyValue(string_value=f"Weather in {city}?"),
+    )  # fmt: skip
+    return AgentTrace(trace_id.hex(), root_id.hex(), spans, [user_event])
+
+
+def _resource_and_scope() -> tuple[Resource, InstrumentationScope]:
+    return (Resource(attributes=_attributes({"service.name": SERVICE})),
+            InstrumentationScope(name="tracescore-scale-test", version="1"))  # fmt: skip
 
 
 def export_request(spans: Sequence[Span]) -> bytes:
-    """One OTLP/HTTP protobuf body, as an SDK's exporter would send it."""
-    resource = Resource(attributes=_attributes({"service.name": SERVICE}))
-    scope = InstrumentationScope(name="tracescore-scale-test", version="1")
+    """One OTLP/HTTP protobuf body for ``/v1/traces``, as an SDK's exporter would send it."""
+    resource, scope = _resource_and_scope()
     request = ExportTraceServiceRequest(
         resource_spans=[ResourceSpans(resource=resource,
                                       scope_spans=[ScopeSpans(scope=scope, spans=list(spans))])]
+    )  # fmt: skip
+    return request.SerializeToString()
+
+
+def export_logs_request(records: Sequence[LogRecord]) -> bytes:
+    """One OTLP/HTTP protobuf body for ``/v1/logs``."""
+    resource, scope = _resource_and_scope()
+    request = ExportLogsServiceRequest(
+        resource_logs=[ResourceLogs(resource=resource,
+                                    scope_logs=[ScopeLogs(scope=scope, log_records=list(records))])]
     )  # fmt: skip
     return request.SerializeToString()
 

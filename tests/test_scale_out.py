@@ -1,10 +1,10 @@
 """Three ``tracescore serve`` processes on one PostgreSQL, as docker-compose.yml runs them.
 
-Correctness must not depend on the gateway's trace-id routing, so every span of every trace
-goes to a process picked at random. One process is made to hang while it holds leases and is
+Correctness must not depend on the gateway's trace-id routing, so every span and GenAI log
+record of every trace goes to a process picked at random. One process is made to hang while it holds leases and is
 then killed with ``kill -9``; the other two must finish its traces once the leases expire.
-Evidence comes from three independent places: the ``spans`` table (nothing lost, nothing
-doubled), the ``scores`` table (one row per run and binding) and the scorer's own call log
+Evidence comes from three independent places: the ``spans`` and ``logs`` tables (nothing lost,
+nothing doubled), the ``scores`` table (one row per run and binding) and the scorer's own call log
 (each run scored to completion exactly once, so leases, not upserts, prevented double work).
 """
 
@@ -22,7 +22,7 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests.agent_otlp import AgentTrace, agent_trace, scatter
+from tests.agent_otlp import AgentTrace, agent_trace, export_logs_request, scatter
 from tests.counting_scorer import CALL_LOG_ENV, HANG_AFTER_ENV
 from tests.server_process import ServerProcess, start_server
 
@@ -40,10 +40,14 @@ CONFIG = {
 
 
 def _send(servers: list[ServerProcess], traces: list[AgentTrace], rng: random.Random) -> None:
+    """Each GenAI log record to a random process, even before its spans; then the spans."""
+    logs = [(rng.randrange(len(servers)), "/v1/logs", export_logs_request([record]))
+            for trace in traces for record in trace.logs]  # fmt: skip
+    spans = [(target, "/v1/traces", body) for target, body in scatter(traces, len(servers), rng)]
     with httpx.Client(timeout=30) as client:
-        for target, body in scatter(traces, len(servers), rng):
+        for target, path, body in logs + spans:
             response = client.post(
-                f"{servers[target].base_url}/v1/traces", content=body,
+                servers[target].base_url + path, content=body,
                 headers={"Content-Type": "application/x-protobuf"},
             )  # fmt: skip
             assert response.status_code == 200, response.text
@@ -124,6 +128,7 @@ def test_every_trace_scored_once_across_processes_and_a_crash(
         time.sleep(LEASE_SECONDS)  # room for any wrongful second claim to show up
         with engine.connect() as connection:
             spans = connection.execute(text("SELECT trace_id, span_id FROM spans")).all()
+            logs = connection.execute(text("SELECT trace_id, span_id FROM logs")).all()
             scores = connection.execute(
                 text("SELECT trace_id, span_id, binding, status FROM scores")
             ).all()
@@ -131,9 +136,12 @@ def test_every_trace_scored_once_across_processes_and_a_crash(
     finally:
         engine.dispose()
 
-    # No lost or doubled span, including those only the killed process acknowledged.
+    # No lost or doubled span or log record, including those only the killed process took.
     sent = Counter((t.trace_id, span.span_id.hex()) for t in traces for span in t.spans)
     assert Counter(map(tuple, spans)) == sent
+    assert Counter(map(tuple, logs)) == Counter(
+        (t.trace_id, record.span_id.hex()) for t in traces for record in t.logs
+    )
     # One stored score per (trace, span, binding), all successful.
     assert Counter((trace_id, span_id, binding) for trace_id, span_id, binding, _ in scores) == Counter(
         (trace_id, span_id, BINDING) for trace_id, span_id in runs
