@@ -13,7 +13,6 @@ import random
 import secrets
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import grpc
 import httpx
@@ -22,7 +21,13 @@ import pytest
 from tests.agent_otlp import agent_trace, export_request
 from tests.judge_server import JudgeServer, text_reply
 from tests.server_process import ServerProcess, start_server
-from tracescore.auth import API_KEYS_ENV, ApiKeys, bearer_token, matches, with_environment_keys
+from tracescore.auth import (
+    API_KEYS_ENV,
+    ApiKeys,
+    bearer_token,
+    matches,
+    with_environment_keys,
+)
 from tracescore.config import Config, ConfigError, parse_config
 
 CONFIG_KEY = f"tsk-config-{secrets.token_hex(12)}"

@@ -87,12 +87,12 @@ def _calls(path: Path) -> list[tuple[str, str, str, int]]:
     return [(event, trace_id, span_id, int(pid)) for event, trace_id, span_id, pid in lines]
 
 
-def _count(engine, sql: str) -> int:  # noqa: ANN001 - an Engine
+def _count(engine, sql: str) -> int:
     with engine.connect() as connection:
         return connection.execute(text(sql)).scalar_one()
 
 
-def _wait(condition, timeout: float, what: str) -> None:  # noqa: ANN001 - a zero-arg predicate
+def _wait(condition, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"

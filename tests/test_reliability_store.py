@@ -51,7 +51,7 @@ class Exporter(threading.Thread):
                 time.sleep(0.01)
 
 
-def _wait(condition, timeout: float, what: str) -> None:  # noqa: ANN001 - a zero-arg predicate
+def _wait(condition, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Self
 
 from tests.server_process import free_port
 
@@ -54,7 +55,7 @@ class ThrowawayPostgres:
         """``fast`` (clients disconnected, clean shutdown) or ``immediate`` (like a crash)."""
         self._run(_bin("pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop")
 
-    def __enter__(self) -> ThrowawayPostgres:
+    def __enter__(self) -> Self:
         self.start()
         return self
 
