@@ -110,13 +110,14 @@ def live_version(connection: Connection, now: datetime | None = None) -> str:
     """Changes whenever a score is added or an alert fires or resolves.
 
     The newest ``created_at`` alone could miss a row a slower worker writes late with an older
-    stamp, so the count of recent rows is part of it too; all three read indexed ranges.
+    stamp, so the count of recent rows is part of it too; both read indexed ranges.
     """
     now = now or datetime.now(timezone.utc)
     c = SCORES.c
-    newest, recent = connection.execute(
-        select(func.max(c.created_at), func.count()).where(c.created_at >= db_time(now - LATE_WRITES))
-    ).one()
-    newest_event = connection.execute(select(func.max(ALERT_EVENTS.c.id))).scalar()
+    last_event = select(func.max(ALERT_EVENTS.c.id)).scalar_subquery()
+    statement = select(func.max(c.created_at), func.count(), last_event).where(
+        c.created_at >= db_time(now - LATE_WRITES)
+    )
+    newest, count, event = connection.execute(statement).one()  # one round trip
     stamp = as_utc(newest).isoformat() if newest is not None else "-"
-    return f"{stamp}|{recent}|{newest_event or 0}"
+    return f"{stamp}|{count}|{event or 0}"

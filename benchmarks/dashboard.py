@@ -1,0 +1,89 @@
+"""Dashboard page times over a day of scores: overview cold and warm, filtered, /ui/live.
+
+Writes ``--scores`` synthetic rows spread over the last 24 hours (``--bindings`` bindings,
+judged ones with a cost, 3 % errors, seven agents) into a real database (a temporary SQLite
+file, or ``--db``), then times the pages through the real app (in process, FastAPI's test
+client): the overview with its aggregates computed (cold) and from the shared cache (warm),
+a filtered overview, and the live poll.
+
+    python benchmarks/dashboard.py                        # SQLite, 100,000 scores
+    python benchmarks/dashboard.py --db postgresql://postgres@127.0.0.1/bench
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+from tests.score_streams import insert_rows, score_row  # noqa: E402
+from tracescore.config import parse_config  # noqa: E402
+from tracescore.service import create_app  # noqa: E402
+from tracescore.store import open_store  # noqa: E402
+
+BINDINGS = ["faithfulness", "answer-relevancy", "tone", "completeness", "toxicity", "bias"]
+
+
+def rows(count: int, bindings: int, now: datetime):
+    chosen = random.Random(7)
+    for index in range(count):
+        binding = BINDINGS[index % bindings]
+        judged = binding in ("faithfulness", "answer-relevancy", "toxicity", "bias")
+        failed = chosen.random() < 0.03
+        yield score_row(
+            now - timedelta(seconds=chosen.uniform(0, 86_400)),
+            None if failed else min(1.0, max(0.0, chosen.gauss(0.75, 0.15))),
+            binding=binding, scorer_id=binding, agent=f"agent-{index % 7}",
+            judge_model="gpt-4o-mini" if judged else None, cost_usd=0.0004 if judged else 0.0,
+            reason="synthetic",
+        )  # fmt: skip
+
+
+def timed(client: TestClient, path: str, repeat: int) -> list[float]:
+    found = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        response = client.get(path)
+        found.append(time.perf_counter() - started)
+        assert response.status_code == 200, response.text[:500]
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--db", help="database URL (default: a temporary SQLite file)")
+    parser.add_argument("--scores", type=int, default=100_000)
+    parser.add_argument("--bindings", type=int, default=5, choices=range(1, len(BINDINGS) + 1))
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as scratch:
+        store = open_store(args.db or f"sqlite:///{Path(scratch) / 'dashboard.db'}")
+        started = time.perf_counter()
+        written = insert_rows(store.engine, rows(args.scores, args.bindings, datetime.now(timezone.utc)))
+        print(f"{written:,} scores over 24 h written in {time.perf_counter() - started:.1f} s "
+              f"({store.dialect})")  # fmt: skip
+        client = TestClient(create_app(parse_config("{}"), store))
+        (cold,) = timed(client, "/", 1)
+        warm = timed(client, "/", 5)
+        filtered = timed(client, "/?scorer=tone&agent=agent-3", 5)
+        hour = timed(client, "/?window=1h", 3)
+        live = timed(client, "/ui/live", 20)
+        print(f"overview (24 h, 48 points per chart), cold: {cold * 1000:,.0f} ms")
+        print(f"overview, aggregates cached: median {statistics.median(warm) * 1000:,.0f} ms")
+        print(f"overview filtered by scorer and agent: median {statistics.median(filtered) * 1000:,.0f} ms")
+        print(f"overview of the last hour: median {statistics.median(hour) * 1000:,.0f} ms")
+        print(f"/ui/live: median {statistics.median(live) * 1000:,.1f} ms")
+        store.close()
+
+
+if __name__ == "__main__":
+    main()
