@@ -33,7 +33,9 @@ from tracescore.offline.rescore import Backfill  # noqa: E402
 from tracescore.offline.runner import by_trace, compile_offline, score_groups  # noqa: E402
 from tracescore.store import open_store  # noqa: E402
 
-FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "runs" / "mastra_runs.jsonl"
+FIXTURE = (
+    Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "runs" / "mastra_runs.jsonl"
+)
 
 
 def _runs(count: int) -> bytes:
@@ -83,7 +85,9 @@ def main() -> None:
               f"{elapsed:.2f} s: {outcome.traces_scored / elapsed:,.0f} traces/s")  # fmt: skip
         started = time.perf_counter()
         plan = backfill.plan(0.0)
-        print(f"dry run: {len(plan.traces)} traces planned in {time.perf_counter() - started:.2f} s")
+        print(
+            f"dry run: {len(plan.traces)} traces planned in {time.perf_counter() - started:.2f} s"
+        )
         store.close()
 
 

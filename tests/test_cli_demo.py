@@ -1,39 +1,21 @@
-"""``tracescore demo`` against a real ``tracescore serve``: traces arrive, are extracted and scored."""
+"""``tracescore demo`` against a real ``tracescore serve``: traces arrive, are extracted, scored."""
 
 from __future__ import annotations
 
 import statistics
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, select
 
 from tests.server_process import start_server
+from tests.test_pipeline_e2e import _wait_for_scores
 from tracescore.config import DEFAULT_SCORERS
 from tracescore.extract import extract_runs
 from tracescore.offline.demo import AGENTS, DEGRADING_AGENT, DemoSender, parse_rate
 from tracescore.store import open_store
-from tracescore.store.scores import ScoreRow
-
-
-def _scores(db_url: str, expected: int, timeout: float = 30.0) -> list[dict]:
-    engine = create_engine(db_url)
-    deadline = time.monotonic() + timeout
-    rows: list[dict] = []
-    try:
-        while time.monotonic() < deadline:
-            with engine.connect() as connection:
-                rows = [dict(r._mapping) for r in connection.execute(select(ScoreRow.__table__))]
-            if len(rows) >= expected:
-                return rows
-            time.sleep(0.2)
-    finally:
-        engine.dispose()
-    raise AssertionError(f"{len(rows)} of {expected} scores after {timeout}s")
 
 
 def test_demo_traces_are_stored_and_scored(tmp_path: Path) -> None:
@@ -46,7 +28,8 @@ def test_demo_traces_are_stored_and_scored(tmp_path: Path) -> None:
         assert demo.returncode == 0, demo.stderr
         sent = int(demo.stderr.strip().rsplit("sent ", 1)[1].split()[0])
         assert sent >= 20
-        rows = _scores(server.db_url, sent * len(DEFAULT_SCORERS))
+        stored = _wait_for_scores(server.db_url, sent * len(DEFAULT_SCORERS), timeout=30.0)
+        rows = [row.model_dump() for row in stored]
     assert len(rows) == sent * len(DEFAULT_SCORERS)
     assert {r["status"] for r in rows} == {"ok"}
     assert {r["agent"] for r in rows} == {a.name for a in AGENTS}
@@ -56,7 +39,9 @@ def test_demo_traces_are_stored_and_scored(tmp_path: Path) -> None:
     # Degraded from the start (--drop-after 0): weather-bot's answers miss the question's keywords.
     coverage = {
         agent.name: statistics.fmean(
-            r["score"] for r in rows if r["agent"] == agent.name and r["binding"] == "keyword-coverage"
+            r["score"]
+            for r in rows
+            if r["agent"] == agent.name and r["binding"] == "keyword-coverage"
         )
         for agent in AGENTS
     }
@@ -68,7 +53,9 @@ def test_demo_traces_are_stored_and_scored(tmp_path: Path) -> None:
     parts = [part.type for part in agent_run.output[0].content.parts]
     assert agent_run.convention == "otel-genai" and agent_run.input.system_messages
     assert parts[0] == "reasoning" and "tool-invocation" in parts and parts[-1] == "text"
-    invocations = [p.tool_invocation for p in agent_run.output[0].content.parts if p.tool_invocation]
+    invocations = [
+        p.tool_invocation for p in agent_run.output[0].content.parts if p.tool_invocation
+    ]
     assert all(i.state == "result" and i.result is not None for i in invocations)
     store.close()
 
@@ -88,7 +75,8 @@ def test_one_agent_degrades_after_the_drop() -> None:
 
 
 def test_rates() -> None:
-    assert [parse_rate(t) for t in ("2", "2/s", "90/min", "720/h", " 0.5 / s ")] == [2, 2, 1.5, 0.2, 0.5]
+    rates = [parse_rate(t) for t in ("2", "2/s", "90/min", "720/h", " 0.5 / s ")]
+    assert rates == [2, 2, 1.5, 0.2, 0.5]
     for bad in ("0", "-1/s", "fast", "3/day"):
         with pytest.raises(ValueError, match="positive rate"):
             parse_rate(bad)

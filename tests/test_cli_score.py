@@ -47,7 +47,9 @@ def test_protobuf_export_scores_like_its_json_twin() -> None:
     _, from_json, _ = _score(str(capture / "0001.json"), "--format", "json")
     _, from_pb, _ = _score(str(capture / "0001.pb"), "--format", "json")
     assert json.loads(from_json) == json.loads(from_pb)
-    primary = sum(run.primary for trace in load_traces([capture / "0001.pb"]) for run in extract_runs(trace))
+    primary = sum(
+        run.primary for trace in load_traces([capture / "0001.pb"]) for run in extract_runs(trace)
+    )
     assert primary >= 1 and json.loads(from_pb)[0]["n"] == primary
 
 
@@ -125,12 +127,21 @@ def test_llm_scorer_without_judge_is_a_usage_error() -> None:
 def test_llm_scorer_with_judge_flags_or_config_gates_ci(tmp_path: Path) -> None:
     """Faithfulness through the scripted judge: 1 of 2 claims supported on every run."""
     with JudgeServer() as server:
-        server.script("FaithfulnessClaims", json_reply({"claims": ["It is 21 degrees.", "It is sunny."]}))
+        server.script(
+            "FaithfulnessClaims", json_reply({"claims": ["It is 21 degrees.", "It is sunny."]})
+        )
         server.script("FaithfulnessVerdicts", json_reply({"verdicts": [
             {"verdict": "yes", "reason": "The tool result says 21 degrees."},
             {"verdict": "no", "reason": "The tool result says cloudy."},
         ]}))  # fmt: skip
-        flags = ["--scorer", "faithfulness", "--judge", "openai/gpt-4o-mini", "--api-base", server.base_url]
+        flags = [
+            "--scorer",
+            "faithfulness",
+            "--judge",
+            "openai/gpt-4o-mini",
+            "--api-base",
+            server.base_url,
+        ]
         code, out, err = _score(str(MASTRA_RUNS), *flags, "--format", "json",
                                 "--fail-under", "faithfulness=0.6")  # fmt: skip
         assert code == 1 and "faithfulness: mean score 0.5000 is below 0.6 (8 runs)" in err
@@ -199,12 +210,16 @@ def _run_with_stderr(command: list[str], stderr_tty: bool) -> tuple[int, str, st
 def test_real_process_exit_codes_and_progress_bar_on_a_terminal_only() -> None:
     command = [sys.executable, "-m", "tracescore.cli", "score", str(CAPTURES), "--format", "json",
                "--scorer", "tool-call-accuracy-code:expected_tool=get_weather"]  # fmt: skip
-    code, out, err = _run_with_stderr([*command, "--fail-under", "tool-call-accuracy-code=0.99"], True)
+    code, out, err = _run_with_stderr(
+        [*command, "--fail-under", "tool-call-accuracy-code=0.99"], True
+    )
     summary = json.loads(out)[0]  # stdout stays clean JSON; the bar and the verdict go to stderr
     assert summary["n"] == 46 and 0 < summary["mean"] < 0.99
     assert code == 1 and "tool-call-accuracy-code: mean score" in err
     assert "scoring" in err and "/46" in err  # the bar counted the 46 traces
-    code, out, err = _run_with_stderr([*command, "--fail-under", "tool-call-accuracy-code=0.1"], False)
+    code, out, err = _run_with_stderr(
+        [*command, "--fail-under", "tool-call-accuracy-code=0.1"], False
+    )
     assert code == 0, err
     assert json.loads(out)[0] == summary and "scoring" not in err
 

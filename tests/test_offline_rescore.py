@@ -77,7 +77,10 @@ def stored(sqlite_url: str) -> str:
 
 
 def _config(
-    tmp_path: Path, scorers: list[dict], judge_url: str | None = None, model: str = "openai/gpt-4o-mini"
+    tmp_path: Path,
+    scorers: list[dict],
+    judge_url: str | None = None,
+    model: str = "openai/gpt-4o-mini",
 ) -> Path:
     config: dict = {"scorers": scorers}
     if judge_url is not None:
@@ -161,9 +164,13 @@ def test_bumped_version_is_stored_beside_the_old_and_compared(tmp_path: Path, st
     assert report["pearson"] == pytest.approx(statistics.correlation(*zip(*pairs)))
     same = sum((a >= 0.5) == (b >= 0.5) for a, b in pairs)
     assert report["label_agreement"] == pytest.approx(same / 46) and same < 46
-    text = runner.invoke(app, ["compare", "--db", stored, "--binding", "length", "--versions", "1", "2"])
+    text = runner.invoke(
+        app, ["compare", "--db", stored, "--binding", "length", "--versions", "1", "2"]
+    )
     assert "paired: 46" in text.stdout and "pearson r" in text.stdout
-    missing = runner.invoke(app, ["compare", "--db", stored, "--binding", "length", "--versions", "1", "9"])
+    missing = runner.invoke(
+        app, ["compare", "--db", stored, "--binding", "length", "--versions", "1", "9"]
+    )
     assert missing.exit_code == 1 and "no run was scored by both versions" in missing.stderr
 
 
@@ -178,7 +185,9 @@ def _judge_server() -> JudgeServer:
 FAITHFULNESS = [{"name": "faithfulness", "scorer": "faithfulness"}]
 
 
-def _estimate_and_spend(db: str, config: Path, server: JudgeServer, *args: str) -> tuple[float, float]:
+def _estimate_and_spend(
+    db: str, config: Path, server: JudgeServer, *args: str
+) -> tuple[float, float]:
     """The dry run's estimate, then what the real run spent (scores' cost_usd)."""
     before_rows = {r["id"]: r["cost_usd"] for r in _rows(db)}
     requests = server.count
@@ -234,7 +243,9 @@ def test_max_cost_stops_before_the_budget(tmp_path: Path, stored: str) -> None:
         server.stop()
 
 
-def test_rescored_scores_are_re_emitted_to_the_configured_endpoint(tmp_path: Path, stored: str) -> None:
+def test_rescored_scores_are_re_emitted_to_the_configured_endpoint(
+    tmp_path: Path, stored: str
+) -> None:
     with otlp_receiver() as receiver:
         config = tmp_path / "export.yaml"
         config.write_text(yaml.safe_dump({

@@ -74,7 +74,9 @@ def test_sync_and_async_targets_and_item_callbacks() -> None:
     async def collect(item) -> None:
         seen.append(-item.index)
 
-    weak = asyncio.run(arun_evals(data, ["completeness"], target=async_agent, on_item_complete=collect))
+    weak = asyncio.run(
+        arun_evals(data, ["completeness"], target=async_agent, on_item_complete=collect)
+    )
     assert weak.items[2].output == {"text": "I cannot say."}
     assert weak.scores["completeness"] < result.scores["completeness"]
     assert sorted(seen)[:3] == [-2, -1, 0]
@@ -95,9 +97,9 @@ def test_target_failures_are_reported_per_item() -> None:
 
 def test_run_evals_works_inside_a_running_event_loop() -> None:
     async def inside() -> float | None:
-        return run_evals([{"input": "hello there", "output": "hello there"}], ["completeness"]).scores[
-            "completeness"
-        ]
+        return run_evals(
+            [{"input": "hello there", "output": "hello there"}], ["completeness"]
+        ).scores["completeness"]
 
     assert asyncio.run(inside()) == 1.0
 
@@ -109,5 +111,7 @@ def test_import_tracescore_stays_light() -> None:
         "print(sorted(m for m in ('tracescore.offline.runner', 'sqlalchemy', 'pydantic') if m in sys.modules)); "
         "tracescore.run_evals; print('tracescore.offline.runner' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.split("\n")[:2] == ["[]", "True"]

@@ -38,13 +38,19 @@ def test_option_values_are_yaml_scalars_and_lists() -> None:
 
 def test_prebuilt_and_custom_scorer_specs() -> None:
     assert parse_scorer_spec("tone") == ("tone", "tone", {})
-    assert parse_scorer_spec("tone:reference_tone=calm") == ("tone", "tone", {"reference_tone": "calm"})
+    assert parse_scorer_spec("tone:reference_tone=calm") == (
+        "tone",
+        "tone",
+        {"reference_tone": "calm"},
+    )
     assert parse_scorer_spec("tests.custom_scorers:length_at_least:minimum=20") == (
         "length_at_least", "tests.custom_scorers:length_at_least", {"minimum": 20},
     )  # fmt: skip
     with pytest.raises(SpecError, match="unknown scorer 'tonee'"):
         parse_scorer_spec("tonee")
-    names = [b.name for b in bindings_from_specs(["tone", "tone:reference_tone=calm", "completeness"])]
+    names = [
+        b.name for b in bindings_from_specs(["tone", "tone:reference_tone=calm", "completeness"])
+    ]
     assert names == ["tone", "tone-2", "completeness"]
 
 
@@ -64,7 +70,10 @@ def test_judge_flags_become_the_default_judge_of_every_binding() -> None:
 
 
 def test_thresholds_and_since() -> None:
-    assert parse_thresholds(["faithfulness=0.7", " tone = 1 "]) == {"faithfulness": 0.7, "tone": 1.0}
+    assert parse_thresholds(["faithfulness=0.7", " tone = 1 "]) == {
+        "faithfulness": 0.7,
+        "tone": 1.0,
+    }
     for bad in (["faithfulness"], ["=0.7"], ["faithfulness=high"]):
         with pytest.raises(SpecError):
             parse_thresholds(bad)

@@ -52,7 +52,10 @@ def compare_versions(
     )
     with engine.connect() as connection:
         rows = connection.execute(query).all()
-    sides: dict[str, dict[tuple[str, str], tuple[float, str | None]]] = {version_a: {}, version_b: {}}
+    sides: dict[str, dict[tuple[str, str], tuple[float, str | None]]] = {
+        version_a: {},
+        version_b: {},
+    }
     for trace_id, span_id, version, score, label in rows:
         if threshold is not None:
             label = "pass" if score >= threshold else "fail"

@@ -63,25 +63,43 @@ def _weather(rng: random.Random) -> Turn:
     return Turn(
         question=f"What's the weather in {city} right now, and do I need a jacket?",
         tools=[("get_weather", {"city": city}, result)],
-        reasoning=f"The user wants current weather in {city}; call get_weather, then advise on a jacket.",
-        good=(f"Right now in {city} it's {temp}°C with {conditions} and wind at {wind} km/h. "
-              + ("Yes, you need a jacket." if temp < 17 else "No jacket needed, a light layer is enough.")),
+        reasoning=f"The user wants the weather in {city}: call get_weather, then advise on a jacket.",
+        good=(
+            f"Right now in {city} it's {temp}°C with {conditions} and wind at {wind} km/h. "
+            + (
+                "Yes, you need a jacket."
+                if temp < 17
+                else "No jacket needed, a light layer is enough."
+            )
+        ),
         partial=f"It's {conditions} in {city} at the moment.",
         bad="I'm not able to help with that. Is there anything else?",
     )
 
 
+SUPPORT_TOPICS = (
+    # (what the user wants to do, the help center snippet, a good answer)
+    ("reset my password",
+     "Passwords: Settings > Security > Reset password sends a reset link valid for 30 minutes.",
+     "To reset your password, open Settings > Security and click Reset password; the reset link "
+     "in your email is valid for 30 minutes."),
+    ("get a refund for a double charge",
+     "Billing: duplicate charges are refunded automatically within 5 business days after a ticket.",
+     "Sorry about the double charge! I've opened a billing ticket: the duplicate charge will be "
+     "refunded within 5 business days."),
+    ("rotate a leaked API key",
+     "API keys: Settings > API keys > Rotate; the old key keeps working for 24 hours.",
+     "To rotate a leaked API key, go to Settings > API keys and click Rotate; the old key stops "
+     "working after 24 hours."),
+    ("export my invoices",
+     "Invoices: Billing > History > Export CSV downloads every invoice of the account.",
+     "You can export your invoices from Billing > History with Export CSV, which downloads all "
+     "invoices of your account."),
+)  # fmt: skip
+
+
 def _support(rng: random.Random) -> Turn:
-    topic, doc, answer = rng.choice([
-        ("reset my password", "Passwords: Settings > Security > Reset password sends a reset link valid for 30 minutes.",
-         "To reset your password, open Settings > Security and click Reset password; the reset link in your email is valid for 30 minutes."),
-        ("get a refund for a double charge", "Billing: duplicate charges are refunded automatically within 5 business days after a ticket.",
-         "Sorry about the double charge! I've opened a billing ticket: the duplicate charge will be refunded within 5 business days."),
-        ("rotate a leaked API key", "API keys: Settings > API keys > Rotate; the old key keeps working for 24 hours.",
-         "To rotate a leaked API key, go to Settings > API keys and click Rotate; the old key stops working after 24 hours."),
-        ("export my invoices", "Invoices: Billing > History > Export CSV downloads every invoice of the account.",
-         "You can export your invoices from Billing > History with Export CSV, which downloads all invoices of your account."),
-    ])  # fmt: skip
+    topic, doc, answer = rng.choice(SUPPORT_TOPICS)
     return Turn(
         question=f"Hi, how do I {topic}?",
         tools=[("search_docs", {"query": topic}, [{"title": topic.capitalize(), "snippet": doc}])],
@@ -93,31 +111,64 @@ def _support(rng: random.Random) -> Turn:
 
 
 def _research(rng: random.Random) -> Turn:
-    subject = rng.choice(["retrieval augmented generation", "mixture of experts models",
-                          "speculative decoding", "chain of thought prompting"])
-    papers = [{"title": f"A study of {subject}", "year": rng.randint(2019, 2025), "citations": rng.randint(10, 900)},
-              {"title": f"Scaling {subject} in practice", "year": rng.randint(2020, 2025), "citations": rng.randint(5, 300)}]  # fmt: skip
+    subject = rng.choice(
+        [
+            "retrieval augmented generation",
+            "mixture of experts models",
+            "speculative decoding",
+            "chain of thought prompting",
+        ]
+    )
+    papers = [
+        {"title": f"A study of {subject}", "year": rng.randint(2019, 2025),
+         "citations": rng.randint(10, 900)},
+        {"title": f"Scaling {subject} in practice", "year": rng.randint(2020, 2025),
+         "citations": rng.randint(5, 300)},
+    ]  # fmt: skip
     abstract = f"We show that {subject} improves accuracy on knowledge-intensive benchmarks by 4 to 9 points."
     return Turn(
         question=f"Summarize the recent evidence on {subject} with two papers.",
-        tools=[("search_papers", {"query": subject, "limit": 2}, papers),
-               ("fetch_abstract", {"title": papers[0]["title"]}, {"abstract": abstract})],
-        reasoning=f"Search papers on {subject}, read the most cited abstract, summarize with citations.",
-        good=(f"Recent evidence on {subject} is positive: '{papers[0]['title']}' ({papers[0]['year']}) "
-              f"reports gains of 4 to 9 points on knowledge-intensive benchmarks, and "
-              f"'{papers[1]['title']}' ({papers[1]['year']}) shows how it scales in practice."),
+        tools=[
+            ("search_papers", {"query": subject, "limit": 2}, papers),
+            ("fetch_abstract", {"title": papers[0]["title"]}, {"abstract": abstract}),
+        ],
+        reasoning=f"Search papers on {subject}, read the most cited abstract, summarize with sources.",
+        good=(
+            f"Recent evidence on {subject} is positive: '{papers[0]['title']}' "
+            f"({papers[0]['year']}) "
+            f"reports gains of 4 to 9 points on knowledge-intensive benchmarks, and "
+            f"'{papers[1]['title']}' ({papers[1]['year']}) shows how it scales in practice."
+        ),
         partial=f"There are a couple of papers on {subject}; results look promising.",
         bad="Research is an ongoing process and many things are possible.",
     )
 
 
 AGENTS = (
-    Agent("support-bot", "helpdesk-api", "gpt-4o-mini", "openai",
-          "You are the support assistant of Acme Cloud. Answer briefly and cite the help center.", _support),
-    Agent(DEGRADING_AGENT, "weather-app", "claude-3-5-haiku-20241022", "anthropic",
-          "You are WeatherBot. Always call get_weather before answering.", _weather),
-    Agent("research-agent", "research-svc", "gpt-4o", "openai",
-          "You are a research assistant. Cite the papers you rely on.", _research),
+    Agent(
+        "support-bot",
+        "helpdesk-api",
+        "gpt-4o-mini",
+        "openai",
+        "You are the support assistant of Acme Cloud. Answer briefly and cite the help center.",
+        _support,
+    ),
+    Agent(
+        DEGRADING_AGENT,
+        "weather-app",
+        "claude-3-5-haiku-20241022",
+        "anthropic",
+        "You are WeatherBot. Always call get_weather before answering.",
+        _weather,
+    ),
+    Agent(
+        "research-agent",
+        "research-svc",
+        "gpt-4o",
+        "openai",
+        "You are a research assistant. Cite the papers you rely on.",
+        _research,
+    ),
 )
 
 
@@ -156,7 +207,9 @@ class DemoSender:
             self.tracers[agent.service] = provider.get_tracer("tracescore.demo", "0.1.0")
 
     def quality(self, agent: Agent) -> str:
-        degraded = agent.name == DEGRADING_AGENT and time.monotonic() - self.started >= self.drop_after
+        degraded = (
+            agent.name == DEGRADING_AGENT and time.monotonic() - self.started >= self.drop_after
+        )
         weights = (0.05, 0.15, 0.8) if degraded else (0.85, 0.12, 0.03)
         return self.rng.choices(("good", "partial", "bad"), weights)[0]
 
@@ -202,8 +255,12 @@ class DemoSender:
             )  # fmt: skip
             clock += duration
             span.end(end_time=clock)
-            history.append({"role": "tool", "parts": [
-                {"type": "tool_call_response", "id": call["id"], "response": result}]})
+            history.append(
+                {
+                    "role": "tool",
+                    "parts": [{"type": "tool_call_response", "id": call["id"], "response": result}],
+                }
+            )
         final = {**_text("assistant", answer), "finish_reason": "stop"}
         clock = self._chat(tracer, context, agent, system, history, final, clock)
         root.set_attribute("gen_ai.output.messages", json.dumps([final]))
@@ -211,8 +268,16 @@ class DemoSender:
         self.sent += 1
         return agent.name
 
-    def _chat(self, tracer: Tracer, context: Any, agent: Agent, system: str,
-              inputs: list[dict[str, Any]], output: dict[str, Any], clock: int) -> int:
+    def _chat(
+        self,
+        tracer: Tracer,
+        context: Any,
+        agent: Agent,
+        system: str,
+        inputs: list[dict[str, Any]],
+        output: dict[str, Any],
+        clock: int,
+    ) -> int:
         """One ``chat`` span starting at ``clock``; returns when it ended."""
         tokens_in = sum(len(json.dumps(m)) for m in inputs) // 4 + 40
         tokens_out = len(json.dumps(output)) // 4

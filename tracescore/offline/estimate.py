@@ -105,7 +105,9 @@ def estimate_cost(
     judge = prompt_steps[0].judge if prompt_steps[0].judge is not None else scorer.judge
     model = judge_model(judge)
     caches = getattr(getattr(judge, "config", judge), "cache", True) is not False
-    pricing = PricingJudge(model, partial(_stored_verdict, engine) if engine is not None and caches else None)
+    pricing = PricingJudge(
+        model, partial(_stored_verdict, engine) if engine is not None and caches else None
+    )
     priced = _with_judge(scorer, pricing)
     sample = runs[:SAMPLE_RUNS]
     calls = tokens = 0.0
@@ -162,7 +164,9 @@ def _minimal_value(annotation: Any) -> Any:
         return typing.get_args(annotation)[0]
     if origin in (typing.Union, types.UnionType):
         options = [a for a in typing.get_args(annotation) if a is not type(None)]
-        return None if len(options) < len(typing.get_args(annotation)) else _minimal_value(options[0])
+        return (
+            None if len(options) < len(typing.get_args(annotation)) else _minimal_value(options[0])
+        )
     if origin is not None:
         return {} if origin is dict else []
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):

@@ -84,23 +84,26 @@ def is_plain_item(item: Mapping[str, Any]) -> bool:
     return not isinstance(item.get("input"), Mapping)
 
 
-def plain_run(user_input: Any, output: Any, ground_truth: Any = None, *, index: int = 0) -> AgentRun:
+def plain_run(
+    user_input: Any, output: Any, ground_truth: Any = None, *, index: int = 0
+) -> AgentRun:
     """A run from a user turn and an answer, each text or a list of ``{role, content}`` messages.
 
     Ids are derived from the content, so the same item always gets the same ids.
     """
-    input_messages = [
-        _message(m, f"in-{i}") for i, m in enumerate(_messages(user_input, "user"))
-    ]
+    input_messages = [_message(m, f"in-{i}") for i, m in enumerate(_messages(user_input, "user"))]
     output_messages = [
-        _message(m, f"out-{i}") for i, m in enumerate(_messages(output, "assistant"))
+        _message(m, f"out-{i}")
+        for i, m in enumerate(_messages(output, "assistant"))
         if m.get("role", "assistant") == "assistant"
     ]
     digest = hashlib.sha256(
         orjson.dumps([index, user_input, output, ground_truth], default=str)
     ).hexdigest()
     data = make_agent_run(
-        output=output_messages, input_messages=input_messages, run_id=digest[32:48],
+        output=output_messages,
+        input_messages=input_messages,
+        run_id=digest[32:48],
         ground_truth=ground_truth,
     )
     data["traceId"] = digest[:32]
@@ -125,7 +128,8 @@ def _message(message: Mapping[str, Any], default_id: str) -> dict[str, Any]:
     if isinstance(content, Mapping):  # already a MastraDBMessage
         return {"id": default_id, "createdAt": _EPOCH, **message}
     built = make_test_message(
-        content if isinstance(content, str) else "", str(message.get("role") or "user"),
+        content if isinstance(content, str) else "",
+        str(message.get("role") or "user"),
         id=str(message.get("id") or default_id),
         parts=list(content) if isinstance(content, list) else None,
     )

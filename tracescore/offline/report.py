@@ -44,7 +44,9 @@ def summarize(
         grouped.setdefault(row["binding"], []).append(row)
     summaries = []
     for name, group in grouped.items():
-        scores = [row["score"] for row in group if row["status"] == "ok" and row["score"] is not None]
+        scores = [
+            row["score"] for row in group if row["status"] == "ok" and row["score"] is not None
+        ]
         summaries.append(
             BindingSummary(
                 binding=name,
@@ -85,7 +87,9 @@ def gate(
     return failures
 
 
-def unknown_thresholds(summaries: Sequence[BindingSummary], thresholds: Mapping[str, float]) -> list[str]:
+def unknown_thresholds(
+    summaries: Sequence[BindingSummary], thresholds: Mapping[str, float]
+) -> list[str]:
     names = {s.binding for s in summaries} | {s.scorer for s in summaries}
     return [key for key in thresholds if key not in names]
 
@@ -108,7 +112,17 @@ def _table(summaries: Sequence[BindingSummary], title: str) -> str:
     from rich.table import Table
 
     table = Table(title=title)
-    for column in ("binding", "scorer", "n", "mean", "min", "max", "errors", "not scorable", "failed"):
+    for column in (
+        "binding",
+        "scorer",
+        "n",
+        "mean",
+        "min",
+        "max",
+        "errors",
+        "not scorable",
+        "failed",
+    ):
         table.add_column(column, justify="left" if column in ("binding", "scorer") else "right")
     show_cost = any(s.cost_usd for s in summaries)
     if show_cost:

@@ -43,7 +43,9 @@ def parse_since(text: str, now: float | None = None) -> float:
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise ValueError(f"--since {text!r}: expected a duration (7d, 12h, 30m) or an ISO date") from None
+        raise ValueError(
+            f"--since {text!r}: expected a duration (7d, 12h, 30m) or an ISO date"
+        ) from None
     return moment.timestamp()
 
 
@@ -82,7 +84,9 @@ class Backfill:
         self.bindings = list(bindings)
         self.force = force
         self.concurrency = concurrency
-        self.worker = ScoringWorker(store, self.bindings, WorkersConfig(concurrency=concurrency), 0.0)
+        self.worker = ScoringWorker(
+            store, self.bindings, WorkersConfig(concurrency=concurrency), 0.0
+        )
 
     def trace_ids(self, since: float) -> list[str]:
         summaries = self.store.list_traces(limit=2**62, since=since)
@@ -96,7 +100,13 @@ class Backfill:
         with self.store.engine.connect() as connection:
             return set(connection.scalars(query))
 
-    def _todo(self, trace_id: str) -> tuple[list[AgentRun], Callable[[CompiledBinding, AgentRun], bool], list[tuple[CompiledBinding, AgentRun]]]:
+    def _todo(
+        self, trace_id: str
+    ) -> tuple[
+        list[AgentRun],
+        Callable[[CompiledBinding, AgentRun], bool],
+        list[tuple[CompiledBinding, AgentRun]],
+    ]:
         """The trace's runs, the selection for ``score_runs`` and the (binding, run) pairs it admits."""
         trace = self.store.load_trace(trace_id)
         runs = extract_runs(trace) if trace is not None else []

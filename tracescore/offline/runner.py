@@ -34,8 +34,9 @@ def compile_offline(
 ) -> list[CompiledBinding]:
     """Compiled bindings that score every eligible run (sampling rate 1)."""
     everything = SamplingConfig(rate=1.0)
-    return compile_bindings([b.model_copy(update={"sampling": everything}) for b in bindings],
-                            judges, engine)
+    return compile_bindings(
+        [b.model_copy(update={"sampling": everything}) for b in bindings], judges, engine
+    )
 
 
 def by_trace(runs: Iterable[AgentRun]) -> list[list[AgentRun]]:
@@ -57,7 +58,9 @@ async def score_groups(
 
     ``on_group(index, rows)`` is called as each group finishes.
     """
-    worker = ScoringWorker(None, bindings, WorkersConfig(concurrency=concurrency), lease_seconds=0.0)
+    worker = ScoringWorker(
+        None, bindings, WorkersConfig(concurrency=concurrency), lease_seconds=0.0
+    )
     slots = asyncio.Semaphore(concurrency)
 
     async def one(index: int, group: Sequence[AgentRun]) -> list[Row]:
@@ -124,7 +127,9 @@ async def arun_evals(
     bindings = build_eval_bindings(scorers, judge)
     items = list(data)
     slots = asyncio.Semaphore(concurrency)
-    worker = ScoringWorker(None, bindings, WorkersConfig(concurrency=concurrency), lease_seconds=0.0)
+    worker = ScoringWorker(
+        None, bindings, WorkersConfig(concurrency=concurrency), lease_seconds=0.0
+    )
 
     async def one(index: int, item: Any) -> ItemResult:
         async with slots:
@@ -211,8 +216,11 @@ def _answer(output: Any) -> Any:
     if isinstance(output, (str, list)) or output is None:
         return output
     for attribute in ("text", "content", "output"):
-        value = output.get(attribute) if isinstance(output, Mapping) else getattr(output, attribute, None)
+        value = (
+            output.get(attribute)
+            if isinstance(output, Mapping)
+            else getattr(output, attribute, None)
+        )
         if isinstance(value, (str, list)):
             return value
     return str(output)
-

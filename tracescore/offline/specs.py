@@ -109,5 +109,7 @@ def resolve_bindings(
         return list(configured), judges
     bindings = bindings_from_specs(specs)
     if flagged:
-        bindings = [b.model_copy(update={"judge": "default"}) if ":" in b.scorer else b for b in bindings]
+        bindings = [
+            b.model_copy(update={"judge": "default"}) if ":" in b.scorer else b for b in bindings
+        ]
     return bindings, judges
