@@ -139,6 +139,14 @@ def extract(
     typer.echo(orjson.dumps(dumped, option=orjson.OPT_INDENT_2).decode())
 
 
+_SCORER_OPTION = typer.Option(
+    [], "--scorer", help="NAME[:key=value,…] (values read as YAML), or module:attr[:…] for a "
+    "custom scorer; repeatable; replaces the config's bindings."
+)
+_JUDGE_OPTION = typer.Option(None, "--judge", help="Judge model for LLM scorers (litellm name).")
+_API_BASE_OPTION = typer.Option(None, "--api-base", help="OpenAI-compatible judge URL.")
+
+
 @app.command()
 def score(
     files: list[Path] = typer.Argument(
@@ -146,12 +154,9 @@ def score(
         "runs (tracescore's shape or Mastra's).", exists=True
     ),
     config_file: Path | None = typer.Option(None, "--config", help="YAML config: bindings, judges."),
-    scorer: list[str] = typer.Option(
-        [], "--scorer", help="NAME[:key=value,…] (values read as YAML), or module:attr[:…] for a "
-        "custom scorer; repeatable; replaces the config's bindings."
-    ),
-    judge: str | None = typer.Option(None, "--judge", help="Judge model for LLM scorers (litellm name)."),
-    api_base: str | None = typer.Option(None, "--api-base", help="OpenAI-compatible judge URL."),
+    scorer: list[str] = _SCORER_OPTION,
+    judge: str | None = _JUDGE_OPTION,
+    api_base: str | None = _API_BASE_OPTION,
     fmt: str = typer.Option("table", "--format", help="table, json or csv."),
     fail_under: list[str] = typer.Option(
         [], "--fail-under", help="BINDING=MIN: exit 1 when that binding's mean score is below MIN."
@@ -159,7 +164,9 @@ def score(
     fail_over: list[str] = typer.Option(
         [], "--fail-over", help="BINDING=MAX: exit 1 when the mean is above MAX (toxicity, bias…)."
     ),
-    output: Path | None = typer.Option(None, "--output", help="Also write every score row as JSON Lines."),
+    output: Path | None = typer.Option(
+        None, "--output", help="Also write every score row as JSON Lines."
+    ),
     concurrency: int = typer.Option(8, "--concurrency", min=1, help="Runs scored at once."),
 ) -> None:
     """Score the runs in FILES and print per-binding results; a CI gate with --fail-under."""
@@ -183,7 +190,9 @@ def score(
         config = _load_config(config_file)
         minimums = parse_thresholds(fail_under, "--fail-under")
         maximums = parse_thresholds(fail_over, "--fail-over")
-        bindings, judges = resolve_bindings(config.scorers, dict(config.judges), scorer, judge, api_base)
+        bindings, judges = resolve_bindings(
+            config.scorers, dict(config.judges), scorer, judge, api_base
+        )
         compiled = compile_offline(bindings, judges)
     except (ConfigError, SpecError, BindingError) as exc:
         _usage_error(str(exc))
@@ -193,7 +202,9 @@ def score(
         _usage_error(f"cannot read: {exc}")
     with progress_bar("scoring", len(groups)) as advance:
         per_group = asyncio.run(
-            score_groups(groups, compiled, concurrency=concurrency, on_group=lambda _i, _r: advance(1))
+            score_groups(
+                groups, compiled, concurrency=concurrency, on_group=lambda _i, _r: advance(1)
+            )
         )
     rows = [row for group_rows in per_group for row in group_rows]
     summaries = summarize(rows, {b.name: b.scorer.id for b in compiled})
@@ -237,7 +248,8 @@ def list_scorers(fmt: str = typer.Option("table", "--format", help="table or jso
         table.add_column(column)
     for entry in entries:
         options = "\n".join(
-            f"{o.name}: {o.annotation} = {o.default!r}" + (f" ({o.description})" if o.description else "")
+            f"{o.name}: {o.annotation} = {o.default!r}"
+            + (f" ({o.description})" if o.description else "")
             for o in entry.options()
         )
         kind = "LLM judge" if entry.uses_judge else "code"
@@ -249,29 +261,35 @@ def list_scorers(fmt: str = typer.Option("table", "--format", help="table or jso
 
 @app.command()
 def rescore(
-    since: str = typer.Option("7d", "--since", help="Traces active since: 7d, 12h, 30m, or an ISO date."),
-    scorer: list[str] = typer.Option(
-        [], "--scorer", help="NAME[:key=value,…] or module:attr[:…]; replaces the config's bindings."
+    since: str = typer.Option(
+        "7d", "--since", help="Traces active since: 7d, 12h, 30m, or an ISO date."
     ),
-    binding: list[str] = typer.Option([], "--binding", help="Only this configured binding; repeatable."),
+    scorer: list[str] = _SCORER_OPTION,
+    binding: list[str] = typer.Option(
+        [], "--binding", help="Only this configured binding; repeatable."
+    ),
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print the runs to score and the estimated judge cost, then stop."
     ),
     max_cost: float | None = typer.Option(
         None, "--max-cost", min=0, help="Stop starting traces once this many USD would be spent."
     ),
-    force: bool = typer.Option(False, "--force", help="Also re-score runs that have a current score."),
+    force: bool = typer.Option(
+        False, "--force", help="Also re-score runs that have a current score."
+    ),
     emit: bool = typer.Option(
         True, "--emit/--no-emit", help="Send the new scores to the config's export.otlp_endpoint."
     ),
-    config_file: Path | None = typer.Option(None, "--config", help="YAML config: store, bindings, judges."),
+    config_file: Path | None = typer.Option(
+        None, "--config", help="YAML config: store, bindings, judges."
+    ),
     db: str | None = typer.Option(None, "--db", help="Database URL (default: the config's store)."),
-    judge: str | None = typer.Option(None, "--judge", help="Judge model for LLM scorers (litellm name)."),
-    api_base: str | None = typer.Option(None, "--api-base", help="OpenAI-compatible judge URL."),
+    judge: str | None = _JUDGE_OPTION,
+    api_base: str | None = _API_BASE_OPTION,
     concurrency: int = typer.Option(8, "--concurrency", min=1, help="Traces scored at once."),
     fmt: str = typer.Option("table", "--format", help="table, json or csv."),
 ) -> None:
-    """Score stored traces again with the current scorer versions (new versions stored beside old)."""
+    """Score stored traces again with the current scorer versions (stored beside older ones)."""
     import asyncio
 
     from tracescore.config import ConfigError
@@ -286,7 +304,9 @@ def rescore(
     try:
         config = _load_config(config_file)
         start = parse_since(since)
-        bindings, judges = resolve_bindings(config.scorers, dict(config.judges), scorer, judge, api_base)
+        bindings, judges = resolve_bindings(
+            config.scorers, dict(config.judges), scorer, judge, api_base
+        )
         unknown = sorted(set(binding) - {b.name for b in bindings})
         if unknown:
             raise SpecError(f"--binding names no configured binding: {', '.join(unknown)}")
@@ -355,8 +375,12 @@ def _print_estimates(plan: Any, compiled: list[Any], engine: Any, fmt: str) -> N
     ]
     lines += [
         f"  {e.binding} ({e.scorer}): {e.runs} runs, ${e.cost_usd:.6f}"
-        + (f" [{e.calls_per_run:g} calls/run, {e.input_tokens_per_run:.0f} input tokens/run; {e.method}]"
-           if e.calls_per_run else "")
+        + (
+            f" [{e.calls_per_run:g} calls/run, {e.input_tokens_per_run:.0f} input tokens/run; "
+            f"{e.method}]"
+            if e.calls_per_run
+            else ""
+        )
         for e in estimates
     ]
     typer.echo("\n".join(lines))
@@ -400,7 +424,8 @@ def compare(
         f"  mean score         {a}: {number(result.mean_a)}   {b}: {number(result.mean_b)}",
         f"  mean difference    {number(result.mean_difference, '+.4f')} ({b} - {a})",
         f"  pearson r          {number(result.pearson)}",
-        f"  label agreement    {number(result.label_agreement, '.1%')} of {result.n_labelled} labelled pairs",
+        f"  label agreement    {number(result.label_agreement, '.1%')} of {result.n_labelled} "
+        "labelled pairs",
     ]))  # fmt: skip
     if result.n_paired == 0:
         typer.echo(f"no run was scored by both versions of {binding!r}", err=True)
@@ -412,8 +437,12 @@ def demo(
     endpoint: str = typer.Option(
         "http://127.0.0.1:4318", "--endpoint", help="OTLP/HTTP endpoint of the collector."
     ),
-    rate_text: str = typer.Option("2/s", "--rate", help="Agent traces per second: 2, 2/s or 90/min."),
-    duration: float = typer.Option(120.0, "--duration", min=0, help="Seconds to run (0: until Ctrl-C)."),
+    rate_text: str = typer.Option(
+        "2/s", "--rate", help="Agent traces per second: 2, 2/s or 90/min."
+    ),
+    duration: float = typer.Option(
+        120.0, "--duration", min=0, help="Seconds to run (0: until Ctrl-C)."
+    ),
     drop_after: float = typer.Option(
         30.0, "--drop-after", min=0, help="Seconds after which weather-bot's answers get worse."
     ),
