@@ -138,6 +138,7 @@ judges:
 scorers:
   - {{name: answer-present, scorer: "tests.custom_scorers:answer_present", threshold: 0.5}}
   - {{name: tone, scorer: tone}}
+  - {{name: exploding, scorer: "tests.custom_scorers:exploding", filter: {{agent: [WeatherBot]}}}}
   - {{name: faithfulness, scorer: faithfulness, filter: {{agent: ["re:.*Bot$"]}}}}
 """
 
@@ -206,6 +207,12 @@ def test_overview_has_one_chart_per_binding_with_a_point_per_scored_bucket(clien
         assert card.count('class="point"') == _expected_points(rows, binding, 1)
         samples = re.search(r'<dd class="samples">(\d+)</dd>', card)
         assert samples and int(samples.group(1)) == len(ok)
+    # A scorer that always fails: no points, a 100 % error rate and its runs drawn in red.
+    failing = chart_card(page.text, "exploding")
+    errors = [r for r in rows if r.binding == "exploding"]
+    assert errors and all(r.status == "error" for r in errors)
+    assert failing.count('class="point"') == 0 and "no scores in this range" in failing
+    assert '<dd class="bad">100.0%</dd>' in failing and 'class="errors"' in failing
     # Judge spend per day is drawn from the faithfulness rows' real token costs.
     spent = sum(r.cost_usd for r in rows if r.judge_model)
     assert spent > 0
@@ -245,6 +252,7 @@ def test_trace_page_shows_the_rebuilt_run_beside_its_scores(client: TestClient, 
     assert all(claim in text for claim in CLAIMS)
     assert "no temperature in the context" in text and "the tool said sunny" in text
     assert faithfulness.reason and faithfulness.reason in text
+    assert "scorer exploded on purpose" in text  # a failed scorer shows its error
     assert "Raw spans (" in text and capture.spans[0].span_id in text
 
     assert client.get(f"/ui/traces/{'f' * 32}").status_code == 404
