@@ -748,3 +748,19 @@ async def test_registry_options_reach_the_scorer(server: JudgeServer, judge: Lit
         model=judge, context=ECLIPSE_CONTEXT, penalties={"unusedHighRelevanceContext": 0.05}
     )
     assert (await lenient.run(ECLIPSE_RUN)).score == 0.69
+
+
+async def test_context_extractor_reads_the_run(server: JudgeServer, judge: LiteLLMJudge) -> None:
+    server.script(
+        "PrecisionVerdicts", json_reply({"verdicts": [{"context_index": 0, "verdict": "yes"}]})
+    )
+
+    def extractor(run_input: Any, run_output: Any) -> list[str]:
+        return [f"extracted for: {run_input['inputMessages'][0]['content']['content']}"]
+
+    scorer = create_context_precision_scorer(model=judge, context_extractor=extractor)
+    assert (await scorer.run(ECLIPSE_RUN)).score == 1.0
+    assert (
+        "[0] extracted for: What causes solar eclipses?"
+        in prompts_with(server, "PrecisionVerdicts")[0]
+    )
