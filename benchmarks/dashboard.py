@@ -18,7 +18,7 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -59,7 +59,9 @@ def timed(client: TestClient, path: str, repeat: int) -> list[float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--db", help="database URL (default: a temporary SQLite file)")
     parser.add_argument("--scores", type=int, default=100_000)
     parser.add_argument("--bindings", type=int, default=5, choices=range(1, len(BINDINGS) + 1))
@@ -68,7 +70,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         store = open_store(args.db or f"sqlite:///{Path(scratch) / 'dashboard.db'}")
         started = time.perf_counter()
-        written = insert_rows(store.engine, rows(args.scores, args.bindings, datetime.now(timezone.utc)))
+        written = insert_rows(store.engine, rows(args.scores, args.bindings, datetime.now(UTC)))
         print(f"{written:,} scores over 24 h written in {time.perf_counter() - started:.1f} s "
               f"({store.dialect})")  # fmt: skip
         client = TestClient(create_app(parse_config("{}"), store))
@@ -79,7 +81,10 @@ def main() -> None:
         live = timed(client, "/ui/live", 20)
         print(f"overview (24 h, 48 points per chart), cold: {cold * 1000:,.0f} ms")
         print(f"overview, aggregates cached: median {statistics.median(warm) * 1000:,.0f} ms")
-        print(f"overview filtered by scorer and agent: median {statistics.median(filtered) * 1000:,.0f} ms")
+        print(
+            "overview filtered by scorer and agent: "
+            f"median {statistics.median(filtered) * 1000:,.0f} ms"
+        )
         print(f"overview of the last hour: median {statistics.median(hour) * 1000:,.0f} ms")
         print(f"/ui/live: median {statistics.median(live) * 1000:,.1f} ms")
         store.close()

@@ -40,6 +40,7 @@ BINDINGS = [
 # Two batches of captures, sent in different seconds: the 1-second chart then has several points.
 API_KEY = "browser-test-key"
 AUTHORIZATION = {"Authorization": f"Bearer {API_KEY}"}
+JSON_BODY = {"Content-Type": "application/json"}
 FIRST_BATCH = ["otel-genai-openai-v2-latest", "openinference-openai", "mastra", "vercel-ai-sdk-v6"]
 
 
@@ -53,8 +54,7 @@ def _post_captures(base_url: str, folders: list[Path]) -> None:
                     if kind not in ("json", "logs"):
                         continue  # .raw.json repeats 0001.json; metrics are not stored
                     endpoint = "/v1/logs" if kind == "logs" else "/v1/traces"
-                    response = client.post(endpoint, content=path.read_bytes(),
-                                           headers={"Content-Type": "application/json"})  # fmt: skip
+                    response = client.post(endpoint, content=path.read_bytes(), headers=JSON_BODY)
                     assert response.status_code == 200, (path, response.text)
 
 
@@ -73,16 +73,24 @@ def _scores(db_url: str) -> list[ScoreRow]:
     engine = create_engine(db_url)
     try:
         with engine.connect() as connection:
-            return [ScoreRow(**row._mapping) for row in connection.execute(select(ScoreRow.__table__))]
+            return [
+                ScoreRow(**row._mapping) for row in connection.execute(select(ScoreRow.__table__))
+            ]
     finally:
         engine.dispose()
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    config = {"server": {"api_keys": [API_KEY]}, "scorers": BINDINGS, "workers": {"poll_interval": 0.05}}
+    config = {
+        "server": {"api_keys": [API_KEY]},
+        "scorers": BINDINGS,
+        "workers": {"poll_interval": 0.05},
+    }
     workdir = tmp_path_factory.mktemp("dashboard")
-    with start_server(workdir, config=config, idle_timeout=0.3, env={"PYTHONPATH": str(REPO)}) as running:
+    with start_server(
+        workdir, config=config, idle_timeout=0.3, env={"PYTHONPATH": str(REPO)}
+    ) as running:
         folders = sorted(p for p in CAPTURES.iterdir() if p.is_dir())
         _post_captures(running.base_url, [f for f in folders if f.name in FIRST_BATCH])
         _wait_until_scored(running.base_url)
@@ -109,16 +117,22 @@ def context(browser: Any) -> Iterator[Any]:
     opened.set_default_timeout(5000)
     opened.problems = []
     opened.on("weberror", lambda error: opened.problems.append(str(error.error)))
-    opened.on("console", lambda message: message.type == "error" and opened.problems.append(message.text))
+    opened.on(
+        "console", lambda message: message.type == "error" and opened.problems.append(message.text)
+    )
     yield opened
     opened.close()
-    assert opened.problems == [], opened.problems  # no script errors, no blocked or missing resources
+    assert opened.problems == [], (
+        opened.problems
+    )  # no script errors, no blocked or missing resources
 
 
 @pytest.fixture
 def page(context: Any, server: ServerProcess) -> Any:
     """A page signed in the way the login form signs in: with the session cookie."""
-    context.add_cookies([{"name": COOKIE_NAME, "value": session_token(API_KEY), "url": server.base_url}])
+    context.add_cookies(
+        [{"name": COOKIE_NAME, "value": session_token(API_KEY), "url": server.base_url}]
+    )
     return context.new_page()
 
 
@@ -127,7 +141,9 @@ def _shot(page: Any, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
-def test_overview_draws_a_point_per_second_that_had_scores(server: ServerProcess, page: Any) -> None:
+def test_overview_draws_a_point_per_second_that_had_scores(
+    server: ServerProcess, page: Any
+) -> None:
     page.goto(f"{server.base_url}/?window=2m&bucket=1s")
     rows = _scores(server.db_url)
     for binding in ("answer-present", "tone", "textual-difference"):
@@ -175,7 +191,7 @@ def test_a_newly_scored_trace_appears_without_reload(server: ServerProcess, page
     trace_id = f"{time.time_ns():032x}"[-32:]
     response = httpx.post(
         f"{server.base_url}/v1/traces", content=agent_trace_json(trace_id),
-        headers={"Content-Type": "application/json", **AUTHORIZATION},
+        headers={**JSON_BODY, **AUTHORIZATION},
     )  # fmt: skip
     assert response.status_code == 200
     started = time.monotonic()
@@ -203,7 +219,9 @@ def test_login_form_sets_a_session_cookie(server: ServerProcess, context: Any) -
     page.fill('input[name="key"]', "wrong-key")
     page.click('form.login button[type="submit"]')
     assert page.locator(".error").inner_text() == "That key is not valid."
-    context.problems.remove("Failed to load resource: the server responded with a status of 401 (Unauthorized)")
+    context.problems.remove(
+        "Failed to load resource: the server responded with a status of 401 (Unauthorized)"
+    )
     page.fill('input[name="key"]', API_KEY)
     page.click('form.login button[type="submit"]')
     page.wait_for_url(f"{server.base_url}/?window=1h")

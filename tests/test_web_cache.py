@@ -19,6 +19,7 @@ def test_values_are_reused_until_their_ttl_then_recomputed() -> None:
     assert cache.get("a", 5, lambda: compute("a")) == "A" and calls == ["a"]
     now[0] += 0.2
     assert cache.get("a", 5, lambda: compute("a")) == "A" and calls == ["a", "a"]
+
     # A value is aged from when it was ready, so a compute slower than the TTL is still reused.
     def slow() -> str:
         now[0] += 10

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from tracescore.web.charts import Bucket, bar_chart, score_chart, usd
 from tracescore.web.pages import MAX_POINTS, Window, pick_bucket
 
-T0 = datetime(2026, 5, 4, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 5, 4, 12, 0, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
 
 

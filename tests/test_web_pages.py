@@ -13,7 +13,7 @@ import html
 import json
 import re
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -37,9 +37,9 @@ from tracescore.web.queries import as_utc
 FAR_FUTURE = 4_000_000_000.0
 HOSTILE_TRACE = "0badc0de" * 4
 HOSTILE_SYSTEM = 'You are <script>window.__pwned = "system"</script> <b>WeatherBot</b>.'
-HOSTILE_USER = '<img src=x onerror="window.__pwned = \'user\'">Weather in Paris?'
+HOSTILE_USER = "<img src=x onerror=\"window.__pwned = 'user'\">Weather in Paris?"
 HOSTILE_RESULT = '{"forecast": "</pre><script>window.__pwned = \'tool\'</script>sunny"}'
-HOSTILE_ANSWER = "It is sunny in Paris. <iframe src=\"https://example.com/\"></iframe>"
+HOSTILE_ANSWER = 'It is sunny in Paris. <iframe src="https://example.com/"></iframe>'
 HOSTILE_AGENT = "<svg onload=alert(1)>Bot"
 CLAIMS = ["It is sunny in Paris", "It is <i>21</i> degrees"]
 VERDICTS = [{"verdict": "yes", "reason": "the tool said sunny"},
@@ -47,12 +47,18 @@ VERDICTS = [{"verdict": "yes", "reason": "the tool said sunny"},
 
 
 def _attr(key: str, value: Any) -> dict[str, Any]:
-    return {"key": key, "value": {"stringValue": value if isinstance(value, str) else json.dumps(value)}}
-
-
-def _span(trace_id: str, span_id: str, parent: str | None, name: str, start: int, attrs: dict[str, Any]) -> dict:
     return {
-        "traceId": trace_id, "spanId": span_id, "parentSpanId": parent or "", "name": name, "kind": 1,
+        "key": key,
+        "value": {"stringValue": value if isinstance(value, str) else json.dumps(value)},
+    }
+
+
+def _span(
+    trace_id: str, span_id: str, parent: str | None, name: str, start: int, attrs: dict[str, Any]
+) -> dict:
+    return {
+        "traceId": trace_id, "spanId": span_id, "parentSpanId": parent or "", "name": name,
+        "kind": 1,
         "startTimeUnixNano": str(start), "endTimeUnixNano": str(start + 1_000_000),
         "attributes": [_attr(k, v) for k, v in attrs.items()], "status": {},
     }  # fmt: skip
@@ -72,9 +78,14 @@ def agent_trace_json(
     Defaults put HTML and script everywhere a trace can carry text; the browser tests reuse it
     to send new traces to a running server.
     """
-    start = int(datetime.now(timezone.utc).timestamp() * 1e9)
+    start = int(datetime.now(UTC).timestamp() * 1e9)
     user_message = {"role": "user", "parts": [{"type": "text", "content": user}]}
-    call = {"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": {"city": "Paris"}}
+    call = {
+        "type": "tool_call",
+        "id": "call_1",
+        "name": "get_weather",
+        "arguments": {"city": "Paris"},
+    }
     final = {"role": "assistant", "parts": [{"type": "text", "content": answer}]}
     agent_id, chat1, tool, chat2 = (f"{trace_id[:12]}{n:04x}" for n in range(1, 5))
     model = {"gen_ai.request.model": "gpt-4o-mini"}
@@ -95,7 +106,14 @@ def agent_trace_json(
     ]  # fmt: skip
     resource = {"attributes": [_attr("service.name", "web-tests")]}
     return orjson.dumps(
-        {"resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": {"name": "web-tests"}, "spans": spans}]}]}
+        {
+            "resourceSpans": [
+                {
+                    "resource": resource,
+                    "scopeSpans": [{"scope": {"name": "web-tests"}, "spans": spans}],
+                }
+            ]
+        }
     )
 
 
@@ -118,7 +136,9 @@ def visible_text(markup: str) -> str:
 
 def chart_card(page: str, binding: str) -> str:
     match = re.search(
-        rf'<article class="card chart-card" data-binding="{re.escape(binding)}">(.*?)</article>', page, re.S
+        rf'<article class="card chart-card" data-binding="{re.escape(binding)}">(.*?)</article>',
+        page,
+        re.S,
     )
     assert match, f"no chart for {binding}"
     return match.group(1)
@@ -159,7 +179,9 @@ def _seed(url: str, judge: JudgeServer, captures: list[Path]) -> Any:
         store.write(trace.spans, trace.logs)
     client = TestClient(create_app(parse_config(_config(judge.base_url)), store))
     response = client.post(
-        "/v1/traces", content=agent_trace_json(HOSTILE_TRACE), headers={"Content-Type": "application/json"}
+        "/v1/traces",
+        content=agent_trace_json(HOSTILE_TRACE),
+        headers={"Content-Type": "application/json"},
     )
     assert response.status_code == 200, response.text
     worker = build_worker(parse_config(_config(judge.base_url)), store)
@@ -174,7 +196,9 @@ def _seed(url: str, judge: JudgeServer, captures: list[Path]) -> Any:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory, judge: JudgeServer) -> Any:
-    store = _seed(f"sqlite:///{tmp_path_factory.mktemp('web') / 'tracescore.db'}", judge, [CAPTURES])
+    store = _seed(
+        f"sqlite:///{tmp_path_factory.mktemp('web') / 'tracescore.db'}", judge, [CAPTURES]
+    )
     yield store
     store.close()
 
@@ -195,10 +219,14 @@ def _expected_points(rows: list[ScoreRow], binding: str, bucket: int) -> int:
     return len(stamps)
 
 
-def test_overview_has_one_chart_per_binding_with_a_point_per_scored_bucket(client: TestClient, store: Any) -> None:
+def test_overview_has_one_chart_per_binding_with_a_point_per_scored_bucket(
+    client: TestClient, store: Any
+) -> None:
     page = client.get("/", params={"window": "15m", "bucket": "1s"})
     assert page.status_code == 200
-    assert page.headers["content-security-policy"].startswith("default-src 'none'; script-src 'self'")
+    assert page.headers["content-security-policy"].startswith(
+        "default-src 'none'; script-src 'self'"
+    )
     rows = _scores(store)
     for binding in ("answer-present", "tone", "faithfulness"):
         card = chart_card(page.text, binding)
@@ -222,13 +250,22 @@ def test_overview_has_one_chart_per_binding_with_a_point_per_scored_bucket(clien
 
 def test_lowest_scores_are_ascending_and_filterable(client: TestClient, store: Any) -> None:
     page = client.get("/", params={"window": "1h"}).text
-    values = [float(v) for v in re.findall(r'<span class="score[^"]*">([0-9.]+)</span>', "".join(lowest_rows(page)))]
+    values = [
+        float(v)
+        for v in re.findall(
+            r'<span class="score[^"]*">([0-9.]+)</span>', "".join(lowest_rows(page))
+        )
+    ]
     assert values and values == sorted(values)
     assert values[0] == min(r.score for r in _scores(store) if r.status == "ok")
 
-    narrowed = client.get("/", params={"window": "1h", "scorer": "answer-present", "agent": "WeatherBot"}).text
+    narrowed = client.get(
+        "/", params={"window": "1h", "scorer": "answer-present", "agent": "WeatherBot"}
+    ).text
     rows = lowest_rows(narrowed)
-    expected = [r for r in _scores(store) if r.scorer_id == "answer-present" and r.agent == "WeatherBot"]
+    expected = [
+        r for r in _scores(store) if r.scorer_id == "answer-present" and r.agent == "WeatherBot"
+    ]
     assert len(rows) == min(len(expected), 25) > 0
     assert all("answer-present" in row and ">WeatherBot<" in row for row in rows)
     assert '<option value="WeatherBot" selected>' in narrowed
@@ -236,7 +273,9 @@ def test_lowest_scores_are_ascending_and_filterable(client: TestClient, store: A
 
 
 def test_trace_page_shows_the_rebuilt_run_beside_its_scores(client: TestClient, store: Any) -> None:
-    capture = next(t for t in load_traces([CAPTURES / "otel-genai-openai-v2-latest" / "tool_call_agent"]))
+    capture = next(
+        t for t in load_traces([CAPTURES / "otel-genai-openai-v2-latest" / "tool_call_agent"])
+    )
     response = client.get(f"/ui/traces/{capture.trace_id}")
     assert response.status_code == 200
     text = visible_text(response.text)
@@ -274,12 +313,21 @@ def test_untrusted_trace_content_is_shown_as_text_never_as_markup(client: TestCl
     assert "<svg onload" not in overview and html.escape(HOSTILE_AGENT, quote=False) in overview
 
 
-def test_live_version_changes_when_a_score_arrives(client: TestClient, store: Any, judge: JudgeServer) -> None:
+def test_live_version_changes_when_a_score_arrives(
+    client: TestClient, store: Any, judge: JudgeServer
+) -> None:
     before = client.get("/ui/live").json()["version"]
     assert client.get("/ui/live").json()["version"] == before
     trace_id = "1ce" + "0" * 29
-    body = agent_trace_json(trace_id, system="sys", user="hi", tool_result="{}", answer="Fine.", agent="Late")
-    assert client.post("/v1/traces", content=body, headers={"Content-Type": "application/json"}).status_code == 200
+    body = agent_trace_json(
+        trace_id, system="sys", user="hi", tool_result="{}", answer="Fine.", agent="Late"
+    )
+    assert (
+        client.post(
+            "/v1/traces", content=body, headers={"Content-Type": "application/json"}
+        ).status_code
+        == 200
+    )
     worker = build_worker(parse_config(_config(judge.base_url)), store)
 
     async def score() -> None:
@@ -296,7 +344,9 @@ def test_static_files_are_our_own_and_nothing_else_is_served(client: TestClient)
 
     app_client = client
     script = app_client.get("/ui/static/live.js")
-    assert script.status_code == 200 and script.headers["content-type"].startswith("text/javascript")
+    assert script.status_code == 200 and script.headers["content-type"].startswith(
+        "text/javascript"
+    )
     assert "http" not in script.text.replace("/ui/live", "")  # never fetches anything elsewhere
     assert app_client.get("/ui/static/../router.py").status_code == 404
     assert app_client.get("/ui/static/other.js").status_code == 404
@@ -306,12 +356,21 @@ def test_static_files_are_our_own_and_nothing_else_is_served(client: TestClient)
 
 def test_api_keys_protect_every_page(store: Any, judge: JudgeServer) -> None:
     key = "s3cret-key-for-tests"
-    client = TestClient(create_app(parse_config(_config(judge.base_url, [key, "other-key"])), store))
+    client = TestClient(
+        create_app(parse_config(_config(judge.base_url, [key, "other-key"])), store)
+    )
     page = client.get("/?window=1h", follow_redirects=False)
-    assert page.status_code == 303 and page.headers["location"] == "/ui/login?next=%2F%3Fwindow%3D1h"
+    assert (
+        page.status_code == 303 and page.headers["location"] == "/ui/login?next=%2F%3Fwindow%3D1h"
+    )
     assert client.get(f"/ui/traces/{HOSTILE_TRACE}", follow_redirects=False).status_code == 303
     assert client.get("/ui/live").status_code == 401
-    assert client.get("/", headers={"Authorization": "Bearer wrong"}, follow_redirects=False).status_code == 303
+    assert (
+        client.get(
+            "/", headers={"Authorization": "Bearer wrong"}, follow_redirects=False
+        ).status_code
+        == 303
+    )
     assert client.get("/", headers={"Authorization": f"Bearer {key}"}).status_code == 200
     assert client.get("/ui/live", headers={"Authorization": "Bearer other-key"}).status_code == 200
 
@@ -319,7 +378,9 @@ def test_api_keys_protect_every_page(store: Any, judge: JudgeServer) -> None:
     assert form.status_code == 200 and 'name="key"' in form.text and 'method="post"' in form.text
     refused = client.post("/ui/login", data={"key": "nope", "next": "/"}, follow_redirects=False)
     assert refused.status_code == 401 and COOKIE_NAME not in refused.cookies
-    signed_in = client.post("/ui/login", data={"key": key, "next": "/?window=1h"}, follow_redirects=False)
+    signed_in = client.post(
+        "/ui/login", data={"key": key, "next": "/?window=1h"}, follow_redirects=False
+    )
     assert signed_in.status_code == 303 and signed_in.headers["location"] == "/?window=1h"
     cookie = signed_in.headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie and key not in cookie
@@ -343,7 +404,9 @@ def test_overview_and_trace_page_on_postgresql(judge: JudgeServer) -> None:
             page = client.get("/", params={"window": "15m", "bucket": "1s"}).text
             rows = _scores(store)
             for binding in ("answer-present", "faithfulness"):
-                assert chart_card(page, binding).count('class="point"') == _expected_points(rows, binding, 1)
+                assert chart_card(page, binding).count('class="point"') == _expected_points(
+                    rows, binding, 1
+                )
             spent = sum(r.cost_usd for r in rows if r.judge_model)
             assert spent > 0 and f"${spent:.4f} over the last 14 days" in page
             assert HOSTILE_SYSTEM in visible_text(client.get(f"/ui/traces/{HOSTILE_TRACE}").text)
@@ -355,8 +418,10 @@ def test_firing_alerts_are_shown_on_top(store: Any, judge: JudgeServer) -> None:
     """A real evaluation of a real rule over the stored scores, then the overview."""
     from tracescore.monitor.alerts import AlertEvaluator
 
-    rule = ("alerts:\n  rules:\n    - {name: answers-missing, type: threshold, scorer: answer-present, "
-            "below: 0.99, window: 1h, segment_by: [model], min_samples: 3}\n")  # fmt: skip
+    rule = (
+        "alerts:\n  rules:\n    - {name: answers-missing, type: threshold, "
+        "scorer: answer-present, below: 0.99, window: 1h, segment_by: [model], min_samples: 3}\n"
+    )
     config = parse_config(_config(judge.base_url) + rule)
     client = TestClient(create_app(config, store))
     before = client.get("/ui/live").json()["version"]
@@ -368,12 +433,18 @@ def test_firing_alerts_are_shown_on_top(store: Any, judge: JudgeServer) -> None:
     assert firing
     page = client.get("/").text
     alerts = re.search(r'<section id="alerts" data-live>(.*?)</section>', page, re.S)
-    assert alerts and f"{len(firing)} alert" in alerts.group(1) and "answers-missing" in alerts.group(1)
+    assert (
+        alerts
+        and f"{len(firing)} alert" in alerts.group(1)
+        and "answers-missing" in alerts.group(1)
+    )
     assert page.index('id="alerts"') < page.index('id="trends"')
     assert client.get("/ui/live").json()["version"] != before  # open pages pick the alert up live
 
 
 def test_window_and_bucket_are_validated(client: TestClient) -> None:
-    assert client.get("/", params={"window": "1d", "bucket": "1s"}).status_code == 422  # too many points
+    assert (
+        client.get("/", params={"window": "1d", "bucket": "1s"}).status_code == 422
+    )  # too many points
     assert client.get("/", params={"window": "soon"}).status_code == 422
     assert client.get("/", params={"window": "7d"}).status_code == 200

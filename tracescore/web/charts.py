@@ -78,8 +78,9 @@ def score_chart(
     ]
     for tick in (low, (low + high) / 2, high):
         parts.append(
-            f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{_num(y(tick))}" y2="{_num(y(tick))}"/>'
-            f'<text class="tick" x="{LEFT - 4}" y="{_num(y(tick) + 4)}" text-anchor="end">{tick:g}</text>'
+            f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{_num(y(tick))}" '
+            f'y2="{_num(y(tick))}"/><text class="tick" x="{LEFT - 4}" y="{_num(y(tick) + 4)}" '
+            f'text-anchor="end">{tick:g}</text>'
         )
     for fraction, anchor in ((0.0, "start"), (0.5, "middle"), (1.0, "end")):
         moment = since + span * fraction
@@ -87,7 +88,9 @@ def score_chart(
             f'<text class="tick" x="{_num(LEFT + plot_width * fraction)}" y="{AXIS_LABEL_Y}" '
             f'text-anchor="{anchor}">{escape(_time_label(moment, span))}</text>'
         )
-    parts.append(f'<text class="tick" x="{LEFT - 4}" y="{COUNT_TOP + 8}" text-anchor="end">n</text>')
+    parts.append(
+        f'<text class="tick" x="{LEFT - 4}" y="{COUNT_TOP + 8}" text-anchor="end">n</text>'
+    )
 
     scored = [b for b in buckets if b.mean is not None]
     centre = bucket / 2
@@ -105,7 +108,8 @@ def score_chart(
         parts.append(
             f'<rect class="count" x="{left}" y="{_num(COUNT_BOTTOM - height)}" '
             f'width="{_num(band_width)}" height="{_num(height)}"><title>'
-            f"{escape(b.start.strftime('%Y-%m-%d %H:%M:%S'))} UTC: {b.count} scores, {b.errors} errors"
+            f"{escape(b.start.strftime('%Y-%m-%d %H:%M:%S'))} UTC: "
+            f"{b.count} scores, {b.errors} errors"
             "</title></rect>"
         )
         if b.errors:
@@ -118,7 +122,9 @@ def score_chart(
             mean_line = " ".join(f"{_num(x(b.start + centre))},{_num(y(b.mean))}" for b in segment)  # type: ignore[arg-type]
             parts.append(f'<polyline class="mean" points="{mean_line}"/>')
             p10_line = " ".join(
-                f"{_num(x(b.start + centre))},{_num(y(b.p10))}" for b in segment if b.p10 is not None
+                f"{_num(x(b.start + centre))},{_num(y(b.p10))}"
+                for b in segment
+                if b.p10 is not None
             )
             parts.append(f'<polyline class="p10" points="{p10_line}"/>')
     for b in scored:
@@ -127,12 +133,14 @@ def score_chart(
             f"p10 {_fmt(b.p10)}, p90 {_fmt(b.p90)}, n={b.count}"
         )
         parts.append(
-            f'<circle class="point" cx="{_num(x(b.start + centre))}" cy="{_num(y(b.mean))}" r="3.5">'  # type: ignore[arg-type]
+            f'<circle class="point" cx="{_num(x(b.start + centre))}" '
+            f'cy="{_num(y(b.mean))}" r="3.5">'  # type: ignore[arg-type]
             f"<title>{escape(tip)}</title></circle>"
         )
     if not scored:
         parts.append(
-            f'<text class="empty" x="{WIDTH / 2}" y="{(TOP + PLOT_BOTTOM) / 2}" text-anchor="middle">'
+            f'<text class="empty" x="{WIDTH / 2}" y="{(TOP + PLOT_BOTTOM) / 2}" '
+            'text-anchor="middle">'
             "no scores in this range</text>"
         )
     parts.append("</svg>")
@@ -141,7 +149,13 @@ def score_chart(
 
 def usd(value: float) -> str:
     """Dollars with cents, or with enough decimals to show what a few judge calls cost."""
-    return f"${value:.2f}" if value >= 1 or value == 0 else f"${value:.2g}" if value < 0.01 else f"${value:.3f}"
+    return (
+        f"${value:.2f}"
+        if value >= 1 or value == 0
+        else f"${value:.2g}"
+        if value < 0.01
+        else f"${value:.3f}"
+    )
 
 
 def _fmt(value: float | None) -> str:
@@ -165,20 +179,25 @@ def bar_chart(title: str, bars: Sequence[tuple[str, float, str]]) -> Markup:
     most = max((value for _, value, _ in bars), default=0.0) or 1.0
     slot = plot_width / max(1, len(bars))
     parts = [
-        f'<svg class="chart bars" viewBox="0 0 {WIDTH} 170" role="img" aria-label="{escape(title)}" '
+        f'<svg class="chart bars" viewBox="0 0 {WIDTH} 170" role="img" '
+        f'aria-label="{escape(title)}" '
         'xmlns="http://www.w3.org/2000/svg">',
         f"<title>{escape(title)}</title>",
         f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="140" y2="140"/>',
     ]
     for index, (label, value, tip) in enumerate(bars):
         centre = LEFT + slot * (index + 0.5)
-        parts.append(f'<text class="tick" x="{_num(centre)}" y="158" text-anchor="middle">{escape(label)}</text>')
+        parts.append(
+            f'<text class="tick" x="{_num(centre)}" y="158" text-anchor="middle">'
+            f"{escape(label)}</text>"
+        )
         if value <= 0:
             continue
         height = 120 * value / most
         parts.append(
             f'<rect class="bar" x="{_num(centre - slot * 0.35)}" y="{_num(140 - height)}" '
-            f'width="{_num(slot * 0.7)}" height="{_num(height)}"><title>{escape(tip)}</title></rect>'
+            f'width="{_num(slot * 0.7)}" height="{_num(height)}">'
+            f"<title>{escape(tip)}</title></rect>"
             f'<text class="tick" x="{_num(centre)}" y="{_num(136 - height)}" text-anchor="middle">'
             f"{escape(usd(value))}</text>"
         )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from markupsafe import Markup
@@ -26,7 +26,26 @@ from tracescore.web.charts import Bucket, bar_chart, score_chart, usd
 
 NICE_BUCKETS = [
     timedelta(seconds=s)
-    for s in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
+    for s in (
+        1,
+        2,
+        5,
+        10,
+        15,
+        30,
+        60,
+        120,
+        300,
+        600,
+        900,
+        1800,
+        3600,
+        7200,
+        10800,
+        21600,
+        43200,
+        86400,
+    )
 ]
 TARGET_POINTS = 60
 MAX_POINTS = 1440
@@ -53,9 +72,9 @@ class Window:
         if bucket < timedelta(seconds=1) or bucket.microseconds or length / bucket > MAX_POINTS:
             raise ValueError(f"a chart has at most {MAX_POINTS} buckets of whole seconds")
         # End on a bucket boundary so the last bucket is whole and points do not drift.
-        now = datetime.now(timezone.utc).timestamp()
+        now = datetime.now(UTC).timestamp()
         size = bucket.total_seconds()
-        until = datetime.fromtimestamp((now // size + 1) * size, timezone.utc)
+        until = datetime.fromtimestamp((now // size + 1) * size, UTC)
         return cls(until - length, until, bucket)
 
 
@@ -104,7 +123,11 @@ def overview(
         lambda: _aggregates(engine, bindings, window),
     )  # fmt: skip
     ranged = ScoreFilter(
-        scorer=where.scorer, agent=where.agent, model=where.model, since=window.since, until=window.until
+        scorer=where.scorer,
+        agent=where.agent,
+        model=where.model,
+        since=window.since,
+        until=window.until,
     )
     with engine.connect() as connection:
         version = queries.live_version(connection)
@@ -127,15 +150,21 @@ def overview(
 
 def _aggregates(engine: Engine, bindings: list[str], window: Window) -> Aggregates:
     in_window = ScoreFilter(since=window.since, until=window.until)
-    today = datetime.now(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     days = [today - timedelta(days=back) for back in range(COST_DAYS - 1, -1, -1)]
     with engine.connect() as connection:
         trend = aggregate_scores(
             connection, in_window, ["binding"],
             bucket_seconds=int(window.bucket.total_seconds()), quantiles=(0.1, 0.9),
         )  # fmt: skip
-        covered = {entry.binding: entry.to_dict() for entry in coverage(connection, window.since, window.until)}
-        costs = {c["day"]: c for c in queries.judge_cost_per_day(connection, days[0], today + timedelta(days=1))}
+        covered = {
+            entry.binding: entry.to_dict()
+            for entry in coverage(connection, window.since, window.until)
+        }
+        costs = {
+            c["day"]: c
+            for c in queries.judge_cost_per_day(connection, days[0], today + timedelta(days=1))
+        }
         choices = queries.filter_choices(connection, window.since)
 
     groups: dict[str, list[GroupStats]] = defaultdict(list)
@@ -160,7 +189,9 @@ def _aggregates(engine: Engine, bindings: list[str], window: Window) -> Aggregat
         panels.append(
             BindingPanel(
                 binding=name,
-                chart=score_chart(f"{name}: score over time", buckets, window.since, window.until, window.bucket),
+                chart=score_chart(
+                    f"{name}: score over time", buckets, window.since, window.until, window.bucket
+                ),
                 count=total.n,
                 mean=None if total.n == 0 else total.mean,
                 attempted=sum(g.attempted for g in found),
@@ -174,7 +205,8 @@ def _aggregates(engine: Engine, bindings: list[str], window: Window) -> Aggregat
         spent = [costs.get(day, {"cost_usd": 0.0, "count": 0}) for day in days]
         cost_chart = bar_chart(
             "judge cost per day (USD)",
-            [(f"{day:%m-%d}", c["cost_usd"], f"{day:%Y-%m-%d}: {usd(c['cost_usd'])} over {c['count']} judged scores")
+            [(f"{day:%m-%d}", c["cost_usd"],
+              f"{day:%Y-%m-%d}: {usd(c['cost_usd'])} over {c['count']} judged scores")
              for day, c in zip(days, spent, strict=True)],
         )  # fmt: skip
     return Aggregates(
@@ -216,7 +248,11 @@ def trace_page(store: SpanStore, trace_id: str) -> dict[str, Any] | None:
     for row in scores:
         by_span[row["span_id"]].append(row)
     run_ids = {run.span_id for run in runs}
-    shown = [RunView(run, by_span.get(run.span_id, [])) for run in runs if run.primary or run.span_id in by_span]
+    shown = [
+        RunView(run, by_span.get(run.span_id, []))
+        for run in runs
+        if run.primary or run.span_id in by_span
+    ]
     others = [run for run in runs if not (run.primary or run.span_id in by_span)]
     orphans = [row for row in scores if row["span_id"] not in run_ids]
     return {
@@ -228,7 +264,9 @@ def trace_page(store: SpanStore, trace_id: str) -> dict[str, Any] | None:
         "orphan_scores": orphans,
         "spans": _span_tree(trace.spans)[:MAX_RAW_SPANS] if trace is not None else [],
         "span_count": len(trace.spans) if trace is not None else 0,
-        "logs": [log_json(record) for record in trace.logs[:MAX_RAW_SPANS]] if trace is not None else [],
+        "logs": [log_json(record) for record in trace.logs[:MAX_RAW_SPANS]]
+        if trace is not None
+        else [],
     }
 
 
@@ -241,7 +279,9 @@ def _span_tree(spans: list[Span]) -> list[SpanView]:
         children[parent].append(span)
     ordered: list[SpanView] = []
     seen: set[str] = set()
-    stack = [(span, 0) for span in sorted(children[None], key=lambda s: s.start_time_ns, reverse=True)]
+    stack = [
+        (span, 0) for span in sorted(children[None], key=lambda s: s.start_time_ns, reverse=True)
+    ]
     while stack:
         span, depth = stack.pop()
         if span.span_id in seen:  # a parent-link cycle

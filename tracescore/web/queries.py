@@ -8,7 +8,7 @@ version the live script polls. Every query is bounded by an indexed range or a L
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select
@@ -28,7 +28,7 @@ LATE_WRITES = timedelta(minutes=10)
 
 def as_utc(moment: datetime) -> datetime:
     """SQLite hands back naive datetimes; every stored time is UTC."""
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
 
 def _rows(connection: Connection, statement: Any, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -54,7 +54,10 @@ def latest_scores(connection: Connection, where: ScoreFilter, limit: int) -> lis
     """The newest scores of any status: what the live feed shows arriving."""
     c = SCORES.c
     statement = (
-        select(*_LISTED).where(*where.conditions()).order_by(c.created_at.desc(), c.id.desc()).limit(limit)
+        select(*_LISTED)
+        .where(*where.conditions())
+        .order_by(c.created_at.desc(), c.id.desc())
+        .limit(limit)
     )
     return _rows(connection, statement, where.params())
 
@@ -62,7 +65,11 @@ def latest_scores(connection: Connection, where: ScoreFilter, limit: int) -> lis
 def trace_scores(connection: Connection, trace_id: str) -> list[dict[str, Any]]:
     """Every score of one trace, steps included, in binding order."""
     c = SCORES.c
-    statement = select(SCORES).where(c.trace_id == trace_id).order_by(c.span_id, c.binding, c.scorer_version)
+    statement = (
+        select(SCORES)
+        .where(c.trace_id == trace_id)
+        .order_by(c.span_id, c.binding, c.scorer_version)
+    )
     return _rows(connection, statement, {})
 
 
@@ -73,25 +80,33 @@ def filter_choices(connection: Connection, since: datetime) -> dict[str, list[st
         name: sorted(
             value
             for (value,) in connection.execute(
-                select(c[name]).where(c.created_at >= db_time(since), c[name].is_not(None)).distinct()
+                select(c[name])
+                .where(c.created_at >= db_time(since), c[name].is_not(None))
+                .distinct()
             )
         )
         for name in FILTER_COLUMNS
     }
 
 
-def judge_cost_per_day(connection: Connection, since: datetime, until: datetime) -> list[dict[str, Any]]:
+def judge_cost_per_day(
+    connection: Connection, since: datetime, until: datetime
+) -> list[dict[str, Any]]:
     """Judge spend and judged scores per UTC day, oldest first (days without judging left out)."""
     c = SCORES.c
     day = _bucket_start(connection.dialect.name, 86_400).label("day")
     statement = (
         select(day, func.sum(c.cost_usd), func.count())
-        .where(c.created_at >= db_time(since), c.created_at < db_time(until), c.judge_model.is_not(None))
+        .where(
+            c.created_at >= db_time(since),
+            c.created_at < db_time(until),
+            c.judge_model.is_not(None),
+        )
         .group_by(day)
         .order_by(day)
     )
     return [
-        {"day": datetime.fromtimestamp(int(start), timezone.utc), "cost_usd": float(cost or 0.0),
+        {"day": datetime.fromtimestamp(int(start), UTC), "cost_usd": float(cost or 0.0),
          "count": int(count)}
         for start, cost, count in connection.execute(statement)
     ]  # fmt: skip
@@ -112,7 +127,7 @@ def live_version(connection: Connection, now: datetime | None = None) -> str:
     The newest ``created_at`` alone could miss a row a slower worker writes late with an older
     stamp, so the count of recent rows is part of it too; both read indexed ranges.
     """
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     c = SCORES.c
     last_event = select(func.max(ALERT_EVENTS.c.id)).scalar_subquery()
     statement = select(func.max(c.created_at), func.count(), last_event).where(

@@ -8,7 +8,7 @@ code (the SVG charts), and nothing from a trace ever becomes Markup.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -17,7 +17,7 @@ from tracescore.web.queries import as_utc
 
 
 def pretty(value: Any) -> str:
-    """JSON indented for reading; strings that hold JSON (tool arguments often do) are parsed first."""
+    """JSON indented for reading; strings holding JSON (as tool arguments often do) are parsed."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -32,7 +32,7 @@ def when(value: datetime | float | int | None) -> str:
     if value is None:
         return "–"
     if isinstance(value, int | float):
-        value = datetime.fromtimestamp(value, timezone.utc)
+        value = datetime.fromtimestamp(value, UTC)
     return as_utc(value).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
@@ -74,8 +74,9 @@ _environment = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-_environment.filters.update(pretty=pretty, when=when, score=score, percent=percent, ns_time=ns_time,
-                            duration=duration)
+_environment.filters.update(
+    pretty=pretty, when=when, score=score, percent=percent, ns_time=ns_time, duration=duration
+)
 _environment.tests.update(records=is_records, mapping=lambda v: isinstance(v, dict),
                           sequence=lambda v: isinstance(v, list))  # fmt: skip
 _environment.globals.update(record_keys=record_keys)

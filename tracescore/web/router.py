@@ -70,7 +70,9 @@ def web_router(config: Config, store: SpanStore) -> APIRouter:
         """Pages send a browser without a session to the login form, and back afterwards."""
         if not keys.allows(request):
             target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-            raise HTTPException(303, headers={"Location": f"/ui/login?next={quote(target, safe='')}"})
+            raise HTTPException(
+                303, headers={"Location": f"/ui/login?next={quote(target, safe='')}"}
+            )
 
     common = {"auth": keys.enabled, "poll_ms": LIVE_POLL_MS}
 
@@ -90,8 +92,8 @@ def web_router(config: Config, store: SpanStore) -> APIRouter:
         where = ScoreFilter(scorer=scorer or None, agent=agent or None, model=model or None)
         data = pages.overview(store.engine, bindings, span, where, aggregates)
         return _page(
-            "overview.html", **common, **data, windows=WINDOWS, window_name=window, bucket_name=bucket,
-            where=where,
+            "overview.html", **common, **data, windows=WINDOWS, window_name=window,
+            bucket_name=bucket, where=where,
         )  # fmt: skip
 
     @router.get("/ui/traces/{trace_id}", dependencies=[Depends(signed_in_page)])
