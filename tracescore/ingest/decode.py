@@ -22,6 +22,9 @@ from typing import Any
 import orjson
 from google.protobuf.message import DecodeError as ProtobufDecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
@@ -467,3 +470,15 @@ def decode_traces(body: bytes, *, json: bool) -> Decoded:
 
 def decode_logs(body: bytes, *, json: bool) -> Decoded:
     return _without_unstorable_times(decode_logs_json(body) if json else decode_logs_protobuf(body))
+
+
+def decode_metrics(body: bytes, *, json: bool) -> Decoded:
+    """Check an ExportMetricsServiceRequest decodes; tracescore accepts and drops metrics."""
+    if json:
+        _load_json(body, "resourceMetrics", "resource_metrics")
+        return Decoded()
+    try:
+        ExportMetricsServiceRequest().ParseFromString(body)
+    except (ProtobufDecodeError, RuntimeError, ValueError) as exc:
+        raise DecodeError(f"invalid OTLP protobuf ExportMetricsServiceRequest: {exc}") from exc
+    return Decoded()

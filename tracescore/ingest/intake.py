@@ -18,13 +18,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
-import orjson
-from google.protobuf.message import DecodeError as ProtobufDecodeError
-from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
-    ExportMetricsServiceRequest,
-)
-
-from tracescore.ingest.decode import Decoded, DecodeError, decode_logs, decode_traces
+from tracescore.ingest.decode import Decoded, decode_logs, decode_metrics, decode_traces
 from tracescore.ingest.truncate import truncate_decoded
 from tracescore.store import SpanStore
 
@@ -73,7 +67,7 @@ class Intake:
 
     async def metrics(self, body: bytes, *, json: bool) -> Decoded:
         """Metrics are accepted (so SDKs that send them see success) and dropped once valid."""
-        return await self._run(_check_metrics, body, json)
+        return await self._run(_decode_metrics, body, json)
 
     async def _run(self, work: Callable[[bytes, bool], Decoded], body: bytes, json: bool) -> Decoded:
         return await asyncio.get_running_loop().run_in_executor(self._executor, work, body, json)
@@ -104,17 +98,5 @@ class Intake:
         self._executor.shutdown(wait=True)
 
 
-def _check_metrics(body: bytes, json: bool) -> Decoded:
-    if json:
-        try:
-            document = orjson.loads(body)
-        except orjson.JSONDecodeError as exc:
-            raise DecodeError(f"invalid JSON: {exc}") from exc
-        if not isinstance(document, dict):
-            raise DecodeError("an OTLP/JSON export request must be a JSON object")
-        return Decoded()
-    try:
-        ExportMetricsServiceRequest().ParseFromString(body)
-    except (ProtobufDecodeError, RuntimeError, ValueError) as exc:
-        raise DecodeError(f"invalid OTLP protobuf ExportMetricsServiceRequest: {exc}") from exc
-    return Decoded()
+def _decode_metrics(body: bytes, json: bool) -> Decoded:
+    return decode_metrics(body, json=json)
