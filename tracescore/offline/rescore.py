@@ -198,6 +198,6 @@ class Backfill:
         return outcome
 
     def _write(self, rows: list[dict[str, Any]], decisions: list[dict[str, Any]]) -> None:
-        with self.store.engine.begin() as connection:
+        with self.store.write_transaction() as connection:
             upsert_decisions(connection, decisions)
             upsert_scores(connection, rows)
