@@ -112,19 +112,23 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def context(browser: Any) -> Iterator[Any]:
-    """A fresh browser profile; every console error or page error fails the test."""
+    """A fresh browser profile. Any console or page error fails the test (a blocked or missing
+    resource logs one), and so does any request that leaves the test server: pages work offline.
+    """
     opened = browser.new_context(viewport={"width": 1400, "height": 1000})
     opened.set_default_timeout(5000)
     opened.problems = []
+    requested: list[str] = []
     opened.on("weberror", lambda error: opened.problems.append(str(error.error)))
     opened.on(
         "console", lambda message: message.type == "error" and opened.problems.append(message.text)
     )
+    opened.on("request", lambda request: requested.append(request.url))
     yield opened
     opened.close()
-    assert opened.problems == [], (
-        opened.problems
-    )  # no script errors, no blocked or missing resources
+    assert opened.problems == [], opened.problems
+    elsewhere = [url for url in requested if not url.startswith(("http://127.0.0.1:", "data:"))]
+    assert requested and elsewhere == [], elsewhere
 
 
 @pytest.fixture
