@@ -270,6 +270,10 @@ def test_lowest_scores_are_ascending_and_filterable(client: TestClient, store: A
     assert all("answer-present" in row and ">WeatherBot<" in row for row in rows)
     assert '<option value="WeatherBot" selected>' in narrowed
     assert "answer of " in visible_text("".join(rows))  # the reasons are listed
+    # A filter value with no scores in the window still shows as selected, over an empty list.
+    nothing = client.get("/", params={"window": "1h", "agent": "<b>nobody</b>"}).text
+    assert '<option value="&lt;b&gt;nobody&lt;/b&gt;" selected>' in nothing
+    assert "No scores match." in nothing
 
 
 def test_trace_page_shows_the_rebuilt_run_beside_its_scores(client: TestClient, store: Any) -> None:
