@@ -172,7 +172,9 @@ def test_baseline_cache_gives_the_uncached_aggregates(store: SpanStore) -> None:
     assert cache.parts, "complete parts were cached"
 
 
-def test_restart_does_not_refire_and_lease_passes_on(store: SpanStore, hook: WebhookReceiver) -> None:
+def test_restart_does_not_refire_and_lease_passes_on(db_url: str, hook: WebhookReceiver) -> None:
+    """The first verdict of a segment already fires (no prior state), then instances change."""
+    store = open_store(db_url)
     insert_rows(store.engine, _incident_stream())
     clock = Clock(T + WINDOW)
     config = alerts_config(hook.url, regression_rule())
@@ -198,6 +200,7 @@ def test_restart_does_not_refire_and_lease_passes_on(store: SpanStore, hook: Web
     assert first.run_once().leader
     for evaluator in (first, second):
         evaluator.close()
+    store.close()
 
 
 def test_lease_is_exclusive_under_contention(db_url: str) -> None:

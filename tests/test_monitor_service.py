@@ -1,9 +1,10 @@
-"""Monitoring inside the real ``tracescore serve`` process: ingest counters, API, alert task."""
+"""Monitoring inside real ``tracescore serve`` processes: ingest counters, API, alert task."""
 
 from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -33,10 +34,18 @@ def _metric(text: str, name: str, **labels: str) -> float:
     return 0.0
 
 
-def test_served_metrics_api_and_alerts(tmp_path: Path) -> None:
-    db_url = f"sqlite:///{tmp_path / 'tracescore.db'}"
+def _wait(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def test_two_served_instances_one_evaluator_metrics_and_api(tmp_path: Path, pg_url: str) -> None:
+    """Two ``tracescore serve`` on one PostgreSQL database: ingest counters, the API, and alert
+    rules evaluated by one instance only, handed over on a graceful stop without re-firing."""
     now = datetime.now(timezone.utc)
-    store = open_store(db_url)
+    store = open_store(pg_url)
     # Two hours of history; the last 10 minutes of agent "sales" dropped by 0.2.
     insert_rows(
         store.engine,
@@ -52,14 +61,17 @@ def test_served_metrics_api_and_alerts(tmp_path: Path) -> None:
                            "window": "10m", "baseline": "1h", "segment_by": ["agent"], "min_delta": 0.1}],
             },
         }  # fmt: skip
-        with start_server(tmp_path / "server", db_url=db_url, config=config) as server:
+        with (
+            start_server(tmp_path / "a", db_url=pg_url, config=config) as first,
+            start_server(tmp_path / "b", db_url=pg_url, config=config) as second,
+        ):
             spans = len(decode_traces(CAPTURE.with_suffix(".pb").read_bytes(), json=False).spans)
             response = httpx.post(
-                f"{server.base_url}/v1/traces", content=CAPTURE.with_suffix(".json").read_bytes(),
+                f"{first.base_url}/v1/traces", content=CAPTURE.with_suffix(".json").read_bytes(),
                 headers={"Content-Type": "application/json"},
             )  # fmt: skip
             assert response.status_code == 200
-            with grpc.insecure_channel(server.grpc_endpoint) as channel:
+            with grpc.insecure_channel(first.grpc_endpoint) as channel:
                 export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export")
                 export(CAPTURE.with_suffix(".pb").read_bytes(), timeout=10)
                 try:
@@ -67,20 +79,29 @@ def test_served_metrics_api_and_alerts(tmp_path: Path) -> None:
                 except grpc.RpcError as exc:
                     assert exc.code() == grpc.StatusCode.INVALID_ARGUMENT
             bad = httpx.post(
-                f"{server.base_url}/v1/traces", content=b"{", headers={"Content-Type": "application/json"}
+                f"{first.base_url}/v1/traces", content=b"{", headers={"Content-Type": "application/json"}
             )
             assert bad.status_code == 400
 
-            deadline = time.monotonic() + 20
-            while not hook.received() and time.monotonic() < deadline:
-                time.sleep(0.1)
-            text = httpx.get(f"{server.base_url}/metrics").text
-            alerts = httpx.get(f"{server.base_url}/api/alerts").json()
-            scores = httpx.get(
-                f"{server.base_url}/api/scores", params={"scorer": "synthetic-quality", "limit": 5}
-            ).json()
-        (fired,) = hook.received()
+            _wait(lambda: bool(hook.received()))
+            time.sleep(1.5)  # several more rounds on both instances
+            texts = [httpx.get(f"{server.base_url}/metrics", timeout=30).text for server in (first, second)]
+            rounds = [_metric(text, "tracescore_alert_evaluations_total") for text in texts]
+            lead = 0 if rounds[0] > rounds[1] else 1
+            leader, follower = (first, second) if lead == 0 else (second, first)
+            assert rounds[lead] >= 5 and rounds[1 - lead] == 0, "only the lease holder evaluates"
 
+            leader.stop()  # a graceful stop releases the lease: the other instance takes over
+            _wait(lambda: _metric(
+                httpx.get(f"{follower.base_url}/metrics", timeout=30).text, "tracescore_alert_evaluations_total"
+            ) >= 3)  # fmt: skip
+            alerts = httpx.get(f"{follower.base_url}/api/alerts", timeout=30).json()
+            scores = httpx.get(
+                f"{follower.base_url}/api/scores", params={"scorer": "synthetic-quality", "limit": 5}, timeout=30
+            ).json()
+        (fired,) = hook.received()  # one notification across both instances and the handover
+
+    text = texts[0]
     assert _metric(text, "tracescore_spans_received_total", transport="http") == spans
     assert _metric(text, "tracescore_spans_received_total", transport="grpc") == spans
     requests = "tracescore_export_requests_total"
@@ -88,13 +109,12 @@ def test_served_metrics_api_and_alerts(tmp_path: Path) -> None:
     assert _metric(text, requests, transport="http", signal="traces", outcome="invalid") == 1
     assert _metric(text, requests, transport="grpc", signal="traces", outcome="invalid") == 1
     assert _metric(text, requests, transport="grpc", signal="traces", outcome="ok") == 1
-    assert _metric(text, "tracescore_alerts_firing", rule="quality-drop") == 1
-    assert _metric(text, "tracescore_alert_evaluations_total") >= 1
+    assert _metric(texts[lead], "tracescore_alerts_firing", rule="quality-drop") == 1
     assert "tracescore_traces" in {f.name for f in text_string_to_metric_families(text)}
     assert fired["status"] == "firing" and fired["segment"] == {"agent": "sales"}
-    assert alerts["firing"] == 1 and alerts["events"][0]["status"] == "firing"
+    assert alerts["firing"] == 1 and [e["status"] for e in alerts["events"]] == ["firing"]
     assert len(scores["items"]) == 5 and scores["next_cursor"]
-    # A graceful stop released the evaluator lease for the next instance.
+    # The last instance's graceful stop released the lease too.
     with store.engine.connect() as connection:
         (expires_at,) = connection.execute(select(AlertLeaderRow.__table__.c.expires_at)).one()
     store.close()

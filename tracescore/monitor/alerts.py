@@ -143,12 +143,14 @@ class _Transitions:
             "version": 0,
             **self._observed(verdict),
         }
+        # RETURNING, not rowcount: through SQLAlchemy this statement's rowcount is -1 on PostgreSQL.
         inserted = connection.execute(
             dialect_insert(connection)(STATES)
             .values(values)
             .on_conflict_do_nothing(index_elements=["key"])
-        )
-        if inserted.rowcount == 1 and verdict.firing:
+            .returning(STATES.c.key)
+        ).first()
+        if inserted is not None and verdict.firing:
             self._event(key, "firing", verdict, self.now)
 
     def _cooled(self, state: Any) -> bool:
