@@ -326,12 +326,14 @@ def test_live_version_changes_when_a_score_arrives(
     body = agent_trace_json(
         trace_id, system="sys", user="hi", tool_result="{}", answer="Fine.", agent="Late"
     )
-    assert (
-        client.post(
-            "/v1/traces", content=body, headers={"Content-Type": "application/json"}
-        ).status_code
-        == 200
-    )
+    response = client.post("/v1/traces", content=body, headers={"Content-Type": "application/json"})
+    assert response.status_code == 200
+    # Its page exists before it is scored, and polls a version of this trace's scores only.
+    unscored = client.get(f"/ui/traces/{trace_id}").text
+    assert "Not scored (yet)." in unscored
+    assert f'data-live-url="/ui/live?trace={trace_id}"' in unscored
+    trace_before = client.get("/ui/live", params={"trace": trace_id}).json()["version"]
+    other = client.get("/ui/live", params={"trace": HOSTILE_TRACE}).json()["version"]
     worker = build_worker(parse_config(_config(judge.base_url)), store)
 
     async def score() -> None:
@@ -340,7 +342,11 @@ def test_live_version_changes_when_a_score_arrives(
 
     asyncio.run(score())
     assert client.get("/ui/live").json()["version"] != before
+    assert client.get("/ui/live", params={"trace": trace_id}).json()["version"] != trace_before
+    assert client.get("/ui/live", params={"trace": HOSTILE_TRACE}).json()["version"] == other
+    assert client.get("/ui/live", params={"trace": "nope"}).status_code == 400
     assert f"/ui/traces/{trace_id}" in client.get("/").text
+    assert "Not scored (yet)." not in client.get(f"/ui/traces/{trace_id}").text
 
 
 def test_static_files_are_our_own_and_nothing_else_is_served(client: TestClient) -> None:

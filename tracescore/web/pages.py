@@ -239,7 +239,7 @@ def trace_page(store: SpanStore, trace_id: str) -> dict[str, Any] | None:
     """The rebuilt runs of a trace next to their scores, and the raw spans; None if unknown."""
     trace = store.load_trace(trace_id)
     with store.engine.connect() as connection:
-        version = queries.live_version(connection)
+        version = queries.trace_version(connection, trace_id)
         scores = queries.trace_scores(connection, trace_id)
     if trace is None and not scores:
         return None
@@ -257,6 +257,7 @@ def trace_page(store: SpanStore, trace_id: str) -> dict[str, Any] | None:
     orphans = [row for row in scores if row["span_id"] not in run_ids]
     return {
         "version": version,
+        "live_trace": trace_id,
         "trace_id": trace_id,
         "summary": store.trace_summary(trace_id),
         "runs": shown,

@@ -121,6 +121,14 @@ def firing_alerts(connection: Connection) -> list[dict[str, Any]]:
     return [dict(row._mapping) for row in connection.execute(statement)]
 
 
+def trace_version(connection: Connection, trace_id: str) -> str:
+    """Changes when a score of one trace is written or rewritten: what its page polls."""
+    c = SCORES.c
+    statement = select(func.max(c.updated_at), func.count()).where(c.trace_id == trace_id)
+    newest, count = connection.execute(statement).one()
+    return f"{as_utc(newest).isoformat() if newest is not None else '-'}|{count}"
+
+
 def live_version(connection: Connection, now: datetime | None = None) -> str:
     """Changes whenever a score is added or an alert fires or resolves.
 

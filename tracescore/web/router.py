@@ -106,10 +106,16 @@ def web_router(config: Config, store: SpanStore) -> APIRouter:
         return _page("trace.html", **common, **data)
 
     @router.get("/ui/live", dependencies=[Depends(keys.require)])
-    def live() -> JSONResponse:
-        """What the page script polls: a value that changes when there is something new."""
+    def live(trace: str | None = None) -> JSONResponse:
+        """What pages poll: a value that changes when there is something new (for ``trace``:
+        a new or rescored score of that trace)."""
+        if trace is not None and not _TRACE_ID.match(trace):
+            raise HTTPException(400, "trace id must be 32 hex characters")
         with store.engine.connect() as connection:
-            version = queries.live_version(connection)
+            if trace is None:
+                version = queries.live_version(connection)
+            else:
+                version = queries.trace_version(connection, trace.lower())
         return JSONResponse({"version": version}, headers={"Cache-Control": "no-store"})
 
     @router.get("/ui/login")
