@@ -124,7 +124,7 @@ def test_dashboard_sends_strangers_to_the_login_and_serves_key_holders(client: h
     assert client.get("/", headers=_bearer(ENV_KEY)).status_code == 200
 
 
-def _wait_for_score_error(client: httpx.Client, timeout: float = 30.0) -> dict:
+def _wait_for_score_error(client: httpx.Client, timeout: float = 90.0) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         page = client.get("/api/scores", params={"status": "error"}, headers=_bearer(CONFIG_KEY))
