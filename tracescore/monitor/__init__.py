@@ -1,1 +1,13 @@
+"""Monitoring: the score API, Prometheus metrics and alerting on score regressions.
 
+- :mod:`~tracescore.monitor.api`: ``/api/scores``, ``/api/scores/summary``, ``/api/coverage``,
+  ``/api/alerts`` and ``/metrics`` as one router;
+- :mod:`~tracescore.monitor.metrics`: every Prometheus metric of the service;
+- :mod:`~tracescore.monitor.queries`: the aggregate SQL the API and the rules share;
+- :mod:`~tracescore.monitor.rules`: rule verdicts; :mod:`~tracescore.monitor.stats`: Welch's
+  t-test and SQL-compatible percentiles;
+- :mod:`~tracescore.monitor.alerts`: state, notifications and the evaluator;
+  :mod:`~tracescore.monitor.lease`: one evaluator among instances;
+  :mod:`~tracescore.monitor.channels`: webhook, Slack-compatible and log channels;
+- :mod:`~tracescore.monitor.tasks`: the service's background task.
+"""
