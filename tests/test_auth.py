@@ -17,6 +17,15 @@ from collections.abc import Iterator
 import grpc
 import httpx
 import pytest
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+    OTLPSpanExporter as GrpcSpanExporter,
+)
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+    OTLPSpanExporter as HttpSpanExporter,
+)
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.agent_otlp import agent_trace, export_request
 from tests.judge_server import JudgeServer, text_reply
@@ -107,6 +116,35 @@ def test_otlp_grpc_is_unauthenticated_without_a_valid_key(server: ServerProcess)
                 export(body, metadata=metadata, timeout=10)
             assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
         export(body, metadata=(("authorization", f"Bearer {ENV_KEY}"),), timeout=10)
+
+
+def _sdk_spans(name: str) -> list[ReadableSpan]:
+    captured = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(captured))
+    with provider.get_tracer("tests.auth").start_as_current_span(name):
+        pass
+    return list(captured.get_finished_spans())
+
+
+def test_sdk_exporters_authenticate_with_their_headers_option(server: ServerProcess, client: httpx.Client) -> None:
+    """What users configure: ``OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer <key>``."""
+    exporters = {
+        "http": lambda key: HttpSpanExporter(endpoint=f"{server.base_url}/v1/traces",
+                                             headers={"Authorization": f"Bearer {key}"}),
+        "grpc": lambda key: GrpcSpanExporter(endpoint=server.grpc_endpoint, insecure=True,
+                                             headers=(("authorization", f"Bearer {key}"),)),
+    }  # fmt: skip
+    for transport, exporter_with in exporters.items():
+        refused, accepted = _sdk_spans(f"{transport} refused"), _sdk_spans(f"{transport} accepted")
+        for key, spans, outcome in [(WRONG_KEY, refused, SpanExportResult.FAILURE),
+                                    (CONFIG_KEY, accepted, SpanExportResult.SUCCESS)]:  # fmt: skip
+            exporter = exporter_with(key)
+            assert exporter.export(spans) == outcome, transport
+            exporter.shutdown()
+        for spans, status in [(refused, 404), (accepted, 200)]:
+            trace_id = format(spans[0].context.trace_id, "032x")
+            assert client.get(f"/api/traces/{trace_id}", headers=_bearer(ENV_KEY)).status_code == status
 
 
 @pytest.mark.parametrize("path", GUARDED_GETS)
