@@ -1,11 +1,13 @@
 """The litellm-backed judge: one ``complete()`` per scorer step, paced, retried, cached, costed.
 
 The retry loop is ours, not litellm's (``num_retries``) nor the OpenAI SDK's (``max_retries``,
-both set to 0): their loops sit inside one ``acompletion`` call, so they would hold a
-concurrency slot while sleeping, escape the per-call hard timeout, and differ per provider in
-whether ``Retry-After`` is read. Here every HTTP attempt takes its own slot and timeout, a
-``Retry-After`` (or ``retry-after-ms``) header sets the wait when present, and otherwise the wait
-is exponential with full jitter so many scorers hitting one 429 do not retry in lockstep.
+both set to 0). litellm 1.106 does honour ``Retry-After`` (a 0.2 s and a 6 s header were waited
+out exactly against the scripted judge), but its loop sits inside one ``acompletion`` call: a
+retry waiting out a 429 would keep holding a concurrency slot, the per-call hard timeout would
+cut retries short (or have to be as long as all of them), and the attempts would be invisible.
+Here every HTTP attempt takes its own slot and timeout and is counted; a ``Retry-After`` (or
+``retry-after-ms``) header sets the wait when present, and otherwise the wait is exponential with
+full jitter so many scorers hitting one 429 do not retry in lockstep.
 """
 
 from __future__ import annotations
