@@ -22,17 +22,17 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.score_streams import Drop, insert_rows, stream  # noqa: E402
-from tracescore.monitor.rules import BaselineCache, evaluate_rule  # noqa: E402
-from tracescore.monitor.config import RegressionRule  # noqa: E402
-from tracescore.store import open_store  # noqa: E402
+from tests.score_streams import Drop, insert_rows, stream
+from tracescore.monitor.config import RegressionRule
+from tracescore.monitor.rules import BaselineCache, evaluate_rule
+from tracescore.store import open_store
 
-START = datetime(2026, 1, 1, tzinfo=timezone.utc)
+START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def rule(args: argparse.Namespace, baseline: timedelta) -> RegressionRule:
@@ -157,9 +157,9 @@ def main() -> None:
         for name, experiment in (("fp", false_positives), ("detect", detection)):
             url = args.db or f"sqlite:///{directory}/{name}.db"
             if args.db:  # one database: start each experiment from an empty scores table
-                from sqlalchemy import delete  # noqa: PLC0415
+                from sqlalchemy import delete
 
-                from tracescore.store.scores import ScoreRow  # noqa: PLC0415
+                from tracescore.store.scores import ScoreRow
 
                 store = open_store(url)
                 with store.engine.begin() as connection:

@@ -9,7 +9,7 @@ import logging
 import random
 import threading
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -22,13 +22,13 @@ from tests.webhook_receiver import WebhookReceiver, webhook_receiver
 from tracescore.config import ConfigError, parse_config
 from tracescore.monitor import metrics
 from tracescore.monitor.alerts import AlertEvaluator
-from tracescore.monitor.lease import acquire_lease
-from tracescore.monitor.rules import BaselineCache, evaluate_rule
 from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.config import AlertsConfig, MonitorConfig, RegressionRule
+from tracescore.monitor.lease import acquire_lease
+from tracescore.monitor.rules import BaselineCache, evaluate_rule
 from tracescore.store import SpanStore, open_store
 
-T = datetime(2026, 5, 4, 12, 0, tzinfo=timezone.utc)
+T = datetime(2026, 5, 4, 12, 0, tzinfo=UTC)
 """Start of the simulated incident; evaluations are aligned to it."""
 WINDOW = timedelta(minutes=10)
 
@@ -102,7 +102,9 @@ def test_drop_fires_within_one_interval_names_segment_and_resolves(
             clock.now = T + step * WINDOW
             report = evaluator.run_once()
             assert report.leader and not report.failed_rules
-            firing_at[step] = sorted(v.segment["agent"] for v in report.verdicts[rule_name()] if v.firing)
+            firing_at[step] = sorted(
+                v.segment["agent"] for v in report.verdicts[rule_name()] if v.firing
+            )
         evaluator.close()
     finally:
         store.close()
@@ -113,7 +115,9 @@ def test_drop_fires_within_one_interval_names_segment_and_resolves(
     fired, resolved = hook.received()
     assert fired["status"] == "firing" and resolved["status"] == "resolved"
     assert fired["segment"] == {"agent": "sales"} and resolved["segment"] == {"agent": "sales"}
-    assert fired["at"] == (T + WINDOW).isoformat() and resolved["at"] == (T + 4 * WINDOW).isoformat()
+    assert (
+        fired["at"] == (T + WINDOW).isoformat() and resolved["at"] == (T + 4 * WINDOW).isoformat()
+    )
     assert resolved["since"] == fired["at"]
     details = fired["details"]
     assert details["test"] == "welch_t" and details["alternative"] == "less"
@@ -148,7 +152,9 @@ def test_stable_stream_false_positive_rate(store: SpanStore) -> None:
             significant += sum(v.details["p_value"] < rule.alpha for v in found)
     assert verdicts == windows
     rate = fired / verdicts
-    print(f"false positives: {fired}/{verdicts} = {rate:.3%}; p<alpha alone: {significant / verdicts:.3%}")
+    print(
+        f"false positives: {fired}/{verdicts} = {rate:.3%}; p<alpha alone: {significant / verdicts:.3%}"
+    )
     assert rate <= 0.01
     assert significant / verdicts < 3 * rule.alpha
 
@@ -167,8 +173,12 @@ def test_baseline_cache_gives_the_uncached_aggregates(store: SpanStore) -> None:
             assert [v.segment for v in cached] == [v.segment for v in direct]
             for one, other in zip(cached, direct, strict=True):
                 assert one.details["baseline"]["n"] == other.details["baseline"]["n"]
-                assert one.details["baseline"]["mean"] == pytest.approx(other.details["baseline"]["mean"])
-                assert one.details["p_value"] == pytest.approx(other.details["p_value"], rel=1e-6, abs=1e-300)
+                assert one.details["baseline"]["mean"] == pytest.approx(
+                    other.details["baseline"]["mean"]
+                )
+                assert one.details["p_value"] == pytest.approx(
+                    other.details["p_value"], rel=1e-6, abs=1e-300
+                )
     assert cache.parts, "complete parts were cached"
 
 
@@ -275,14 +285,20 @@ def test_failed_delivery_is_retried_next_round(store: SpanStore, hook: WebhookRe
     evaluator = AlertEvaluator(
         store.engine, alerts_config(hook.url, regression_rule(), floor), clock=clock
     )
-    failed_before = metrics.REGISTRY.get_sample_value(
-        "tracescore_alert_notifications_total", {"channel": "hook", "outcome": "failed"}
-    ) or 0.0
+    failed_before = (
+        metrics.REGISTRY.get_sample_value(
+            "tracescore_alert_notifications_total", {"channel": "hook", "outcome": "failed"}
+        )
+        or 0.0
+    )
     assert len(evaluator.run_once().notifications) == 2
     assert hook.received() == [] and hook.requests == 1, "a failed channel is tried once per round"
-    assert metrics.REGISTRY.get_sample_value(
-        "tracescore_alert_notifications_total", {"channel": "hook", "outcome": "failed"}
-    ) == failed_before + 1
+    assert (
+        metrics.REGISTRY.get_sample_value(
+            "tracescore_alert_notifications_total", {"channel": "hook", "outcome": "failed"}
+        )
+        == failed_before + 1
+    )
     clock.now += timedelta(minutes=1)
     evaluator.run_once()
     assert sorted(b["rule"] for b in hook.received()) == ["relevancy-regression", "sales-floor"]
@@ -299,20 +315,32 @@ def test_failed_delivery_is_retried_next_round(store: SpanStore, hook: WebhookRe
     assert body["firing"] == 1
     by_agent = {s["segment"]["agent"]: s for s in body["states"]}
     assert by_agent["sales"]["state"] == "firing" and by_agent["support"]["state"] == "ok"
-    assert "Welch" in by_agent["sales"]["summary"] and by_agent["sales"]["details"]["p_value"] < 0.01
+    assert (
+        "Welch" in by_agent["sales"]["summary"] and by_agent["sales"]["details"]["p_value"] < 0.01
+    )
     (event,) = body["events"]
     assert event["status"] == "firing" and event["attempts"] == 2 and not event["pending"]
-    assert sorted(s["rule"] for s in firing_only["states"]) == ["relevancy-regression", "sales-floor"]
+    assert sorted(s["rule"] for s in firing_only["states"]) == [
+        "relevancy-regression",
+        "sales-floor",
+    ]
     assert metrics.REGISTRY.get_sample_value("tracescore_alerts_firing", {"rule": rule_name()}) == 1
 
 
 def test_threshold_percentile_and_error_rate_rules(store: SpanStore, hook: WebhookReceiver) -> None:
     now = T + timedelta(hours=1)
-    rows = [score_row(T + timedelta(seconds=30 * i), 0.2 if i % 5 == 0 else 0.9) for i in range(100)]
+    rows = [
+        score_row(T + timedelta(seconds=30 * i), 0.2 if i % 5 == 0 else 0.9) for i in range(100)
+    ]
     judged = {"binding": "judged"}
-    rows += [score_row(T + timedelta(seconds=30 * i), None, status="error", **judged) for i in range(30)]
+    rows += [
+        score_row(T + timedelta(seconds=30 * i), None, status="error", **judged) for i in range(30)
+    ]
     rows += [score_row(T + timedelta(seconds=30 * i), 0.5, **judged) for i in range(70)]
-    rows += [score_row(T + timedelta(seconds=i), None, status="skipped_budget", **judged) for i in range(500)]
+    rows += [
+        score_row(T + timedelta(seconds=i), None, status="skipped_budget", **judged)
+        for i in range(500)
+    ]
     insert_rows(store.engine, rows)
     config = alerts_config(
         hook.url,
@@ -348,7 +376,9 @@ def test_slack_and_log_channels(
     evaluator.close()
     (message,) = hook.received()
     assert set(message) == {"text"}
-    assert message["text"].startswith(":rotating_light: [FIRING] relevancy-regression (agent=sales)")
+    assert message["text"].startswith(
+        ":rotating_light: [FIRING] relevancy-regression (agent=sales)"
+    )
     (record,) = [r for r in caplog.records if r.name == "tracescore.alerts"]
     assert record.levelno == logging.WARNING and "(agent=sales)" in record.getMessage()
 
@@ -370,7 +400,9 @@ def test_alert_config_errors_name_the_key() -> None:
         parse_config(rule % "channels: [pager]")
     with pytest.raises(ConfigError, match="window"):
         parse_config(rule % "window: soon")
-    with pytest.raises(ConfigError, match=r"alerts\.rules\.0\.binding \(line 3\): no binding named 'b'"):
+    with pytest.raises(
+        ConfigError, match=r"alerts\.rules\.0\.binding \(line 3\): no binding named 'b'"
+    ):
         parse_config(rule % "window: 1h")
     with pytest.raises(ConfigError, match="give 'binding'"):
         parse_config("alerts:\n  rules:\n    - {name: r, type: regression}\n")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -22,7 +22,7 @@ from tracescore.monitor.queries import ScoreFilter, aggregate_scores
 from tracescore.store import SpanStore, open_store
 from tracescore.store.scores import upsert_decisions
 
-T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 
 def _rows() -> list[dict[str, Any]]:
@@ -113,7 +113,9 @@ def _matches(row: dict[str, Any], params: dict[str, Any]) -> bool:
 def test_score_list_filters_and_pages(api: httpx.Client, rows: list[dict[str, Any]]) -> None:
     for params in FILTERS:
         expected = sorted(
-            (r for r in rows if _matches(r, params)), key=lambda r: (r["created_at"], r["id"]), reverse=True
+            (r for r in rows if _matches(r, params)),
+            key=lambda r: (r["created_at"], r["id"]),
+            reverse=True,
         )
         assert expected, f"{params} should select something"
         got = _all_pages(api, params, limit=7)
@@ -131,7 +133,9 @@ def test_score_list_rejects_bad_input(api: httpx.Client, rows: list[dict[str, An
     assert api.get("/api/scores", params={"status": "nonsense"}).status_code == 422
 
 
-def _expected_summary(rows: list[dict[str, Any]], group_by: str) -> dict[tuple[Any, ...], dict[str, Any]]:
+def _expected_summary(
+    rows: list[dict[str, Any]], group_by: str
+) -> dict[tuple[Any, ...], dict[str, Any]]:
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for row in rows:
         bucket = row["created_at"].replace(minute=0, second=0, microsecond=0)
@@ -156,8 +160,12 @@ def _expected_summary(rows: list[dict[str, Any]], group_by: str) -> dict[tuple[A
 def test_summary_per_scorer_bucket_and_agent(api: httpx.Client, rows: list[dict[str, Any]]) -> None:
     response = api.get(
         "/api/scores/summary",
-        params={"since": _iso(T0), "until": _iso(T0 + timedelta(hours=3)), "bucket": "1h",
-                "group_by": "agent"},  # fmt: skip
+        params={
+            "since": _iso(T0),
+            "until": _iso(T0 + timedelta(hours=3)),
+            "bucket": "1h",
+            "group_by": "agent",
+        },
     )
     assert response.status_code == 200, response.text
     body = response.json()
@@ -167,7 +175,10 @@ def test_summary_per_scorer_bucket_and_agent(api: httpx.Client, rows: list[dict[
     assert set(got) == set(expected)
     for key, want in expected.items():
         for name, value in want.items():
-            assert got[key][name] == (pytest.approx(value) if value is not None else None), (key, name)
+            assert got[key][name] == (pytest.approx(value) if value is not None else None), (
+                key,
+                name,
+            )
 
 
 def test_summary_filters_and_validates(api: httpx.Client, rows: list[dict[str, Any]]) -> None:
@@ -197,9 +208,13 @@ def test_percentiles_in_sql_match_python(pg_url: str) -> None:
         with store.engine.connect() as connection:
             results = [
                 aggregate_scores(
-                    connection, where, ["scorer_id", "model"], bucket_seconds=1800,
-                    quantiles=[0.1, 0.5, 0.9, 0.99], sql_quantiles=in_sql,
-                )  # fmt: skip
+                    connection,
+                    where,
+                    ["scorer_id", "model"],
+                    bucket_seconds=1800,
+                    quantiles=[0.1, 0.5, 0.9, 0.99],
+                    sql_quantiles=in_sql,
+                )
                 for in_sql in (True, False)
             ]
     finally:
@@ -231,7 +246,9 @@ def test_coverage_counts_eligible_sampled_scored(api: httpx.Client, store: SpanS
     with store.engine.begin() as connection:
         upsert_decisions(connection, decisions)
     insert_rows(store.engine, scores)
-    body = api.get("/api/coverage", params={"since": _iso(T0), "until": _iso(T0 + timedelta(hours=1))}).json()
+    body = api.get(
+        "/api/coverage", params={"since": _iso(T0), "until": _iso(T0 + timedelta(hours=1))}
+    ).json()
     (quality,) = body["bindings"]
     assert quality == {
         "binding": "quality", "eligible": 10, "sampled": 5, "scored": 2,
@@ -267,12 +284,31 @@ def test_metrics_endpoint_exports_pipeline_and_judge_series(api: httpx.Client) -
         key = (name, tuple(sorted(labels.items())))
         return after[key] - before.get(key, 0.0)
 
-    assert delta("tracescore_scores_total", binding="quality", scorer="answer-relevancy", status="ok") == 1
-    assert delta("tracescore_scores_total", binding="quality", scorer="answer-relevancy", status="error") == 1
-    assert delta("tracescore_score_bucket", binding="quality", scorer="answer-relevancy", le="0.8") == 0
-    assert delta("tracescore_score_bucket", binding="quality", scorer="answer-relevancy", le="0.9") == 1
+    assert (
+        delta("tracescore_scores_total", binding="quality", scorer="answer-relevancy", status="ok")
+        == 1
+    )
+    assert (
+        delta(
+            "tracescore_scores_total", binding="quality", scorer="answer-relevancy", status="error"
+        )
+        == 1
+    )
+    assert (
+        delta("tracescore_score_bucket", binding="quality", scorer="answer-relevancy", le="0.8")
+        == 0
+    )
+    assert (
+        delta("tracescore_score_bucket", binding="quality", scorer="answer-relevancy", le="0.9")
+        == 1
+    )
     assert delta("tracescore_score_count", binding="quality", scorer="answer-relevancy") == 1
-    assert delta("tracescore_scorer_latency_seconds_count", binding="quality", scorer="answer-relevancy") == 2
+    assert (
+        delta(
+            "tracescore_scorer_latency_seconds_count", binding="quality", scorer="answer-relevancy"
+        )
+        == 2
+    )
     assert delta("tracescore_judge_tokens_total", model="gpt-4o-mini", direction="input") == 120
     assert delta("tracescore_judge_cost_usd_total", model="gpt-4o-mini") == pytest.approx(0.0021)
     assert delta("tracescore_judge_latency_seconds_sum", model="gpt-4o-mini") == pytest.approx(0.8)

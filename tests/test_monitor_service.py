@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import grpc
@@ -44,7 +44,7 @@ def _wait(condition: Callable[[], bool], timeout: float = 30.0) -> None:
 def test_two_served_instances_one_evaluator_metrics_and_api(tmp_path: Path, pg_url: str) -> None:
     """Two ``tracescore serve`` on one PostgreSQL database: ingest counters, the API, and alert
     rules evaluated by one instance only, handed over on a graceful stop without re-firing."""
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     store = open_store(pg_url)
     # Two hours of history; the last 10 minutes of agent "sales" dropped by 0.2.
     insert_rows(
@@ -72,20 +72,27 @@ def test_two_served_instances_one_evaluator_metrics_and_api(tmp_path: Path, pg_u
             )  # fmt: skip
             assert response.status_code == 200
             with grpc.insecure_channel(first.grpc_endpoint) as channel:
-                export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export")
+                export = channel.unary_unary(
+                    "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+                )
                 export(CAPTURE.with_suffix(".pb").read_bytes(), timeout=10)
                 try:
                     export(b"\xff\xff not protobuf", timeout=10)
                 except grpc.RpcError as exc:
                     assert exc.code() == grpc.StatusCode.INVALID_ARGUMENT
             bad = httpx.post(
-                f"{first.base_url}/v1/traces", content=b"{", headers={"Content-Type": "application/json"}
+                f"{first.base_url}/v1/traces",
+                content=b"{",
+                headers={"Content-Type": "application/json"},
             )
             assert bad.status_code == 400
 
             _wait(lambda: bool(hook.received()))
             time.sleep(1.5)  # several more rounds on both instances
-            texts = [httpx.get(f"{server.base_url}/metrics", timeout=30).text for server in (first, second)]
+            texts = [
+                httpx.get(f"{server.base_url}/metrics", timeout=30).text
+                for server in (first, second)
+            ]
             rounds = [_metric(text, "tracescore_alert_evaluations_total") for text in texts]
             lead = 0 if rounds[0] > rounds[1] else 1
             leader, follower = (first, second) if lead == 0 else (second, first)
@@ -97,7 +104,9 @@ def test_two_served_instances_one_evaluator_metrics_and_api(tmp_path: Path, pg_u
             ) >= 3)  # fmt: skip
             alerts = httpx.get(f"{follower.base_url}/api/alerts", timeout=30).json()
             scores = httpx.get(
-                f"{follower.base_url}/api/scores", params={"scorer": "synthetic-quality", "limit": 5}, timeout=30
+                f"{follower.base_url}/api/scores",
+                params={"scorer": "synthetic-quality", "limit": 5},
+                timeout=30,
             ).json()
         (fired,) = hook.received()  # one notification across both instances and the handover
 

@@ -31,7 +31,7 @@ def webhook_receiver() -> Iterator[WebhookReceiver]:
     receiver = WebhookReceiver()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             with receiver._lock:
                 receiver.requests += 1

@@ -21,7 +21,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -43,7 +43,7 @@ EVENTS = AlertEventRow.__table__
 
 
 def system_clock() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 # --- state transitions ----------------------------------------------------------------------
@@ -60,7 +60,7 @@ def _payload(
     """The webhook body; the README documents it."""
 
     def iso(moment: float) -> str:
-        return datetime.fromtimestamp(moment, timezone.utc).isoformat()
+        return datetime.fromtimestamp(moment, UTC).isoformat()
 
     return {
         "status": status,
@@ -168,7 +168,12 @@ class _Transitions:
 
     def _fire(self, connection: Connection, state: Any, verdict: Verdict) -> None:
         notify = self._cooled(state)
-        values = {"state": "firing", "since": self.now, "notified": notify, **self._observed(verdict)}
+        values = {
+            "state": "firing",
+            "since": self.now,
+            "notified": notify,
+            **self._observed(verdict),
+        }
         if notify:
             values["last_fired_at"] = self.now
         if self._transition(connection, state, values) and notify:
@@ -220,9 +225,13 @@ class AlertEvaluator:
         self.clock = clock
         self.owner = self.monitor.instance_id or default_instance_id()
         self._http = httpx.Client()
-        self.channels = channels if channels is not None else build_channels(alerts.channels, self._http)
+        self.channels = (
+            channels if channels is not None else build_channels(alerts.channels, self._http)
+        )
         self._caches = {
-            rule.name: BaselineCache(rule) for rule in alerts.rules if isinstance(rule, RegressionRule)
+            rule.name: BaselineCache(rule)
+            for rule in alerts.rules
+            if isinstance(rule, RegressionRule)
         }
 
     def close(self) -> None:
@@ -291,7 +300,7 @@ class AlertEvaluator:
                 try:
                     channel.send(event.payload)
                     metrics.alert_notifications.labels(name, "sent").inc()
-                except Exception as exc:  # any failure: keep it for the next round
+                except Exception as exc:  # noqa: BLE001 - any failure: keep it for the next round
                     logger.warning("alert channel %s failed: %s", name, exc)
                     metrics.alert_notifications.labels(name, "failed").inc()
                     down.add(name)

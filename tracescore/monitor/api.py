@@ -7,7 +7,7 @@ database reads never stall the event loop that serves OTLP ingest.
 from __future__ import annotations
 
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Response
@@ -29,15 +29,15 @@ def _none_if_nan(value: float) -> float | None:
 
 
 def _iso(epoch: float | None) -> str | None:
-    return None if epoch is None else datetime.fromtimestamp(epoch, timezone.utc).isoformat()
+    return None if epoch is None else datetime.fromtimestamp(epoch, UTC).isoformat()
 
 
 def _range(since: datetime | None, until: datetime | None) -> tuple[datetime, datetime]:
     """The asked range, defaulting to the last 24 hours; naive datetimes are taken as UTC."""
-    end = until or datetime.now(timezone.utc)
-    end = end if end.tzinfo else end.replace(tzinfo=timezone.utc)
+    end = until or datetime.now(UTC)
+    end = end if end.tzinfo else end.replace(tzinfo=UTC)
     start = since or end - timedelta(days=1)
-    start = start if start.tzinfo else start.replace(tzinfo=timezone.utc)
+    start = start if start.tzinfo else start.replace(tzinfo=UTC)
     if start >= end:
         raise HTTPException(422, "since must be before until")
     return start, end
@@ -94,7 +94,10 @@ def create_monitor_router(engine: Engine, config: MonitorConfig | None = None) -
         except ValueError as exc:
             raise HTTPException(422, f"bucket: {exc}") from None
         start, end = _range(since, until)
-        if bucket_seconds < 1 or (end - start).total_seconds() / bucket_seconds > MAX_SUMMARY_BUCKETS:
+        if (
+            bucket_seconds < 1
+            or (end - start).total_seconds() / bucket_seconds > MAX_SUMMARY_BUCKETS
+        ):
             raise HTTPException(
                 422, f"bucket must be ≥ 1s and span at most {MAX_SUMMARY_BUCKETS} buckets"
             )
@@ -105,7 +108,11 @@ def create_monitor_router(engine: Engine, config: MonitorConfig | None = None) -
         columns = ["scorer_id", *dict.fromkeys(group_by)]
         with engine.connect() as connection:
             groups = aggregate_scores(
-                connection, where, columns, bucket_seconds=bucket_seconds, quantiles=SUMMARY_QUANTILES
+                connection,
+                where,
+                columns,
+                bucket_seconds=bucket_seconds,
+                quantiles=SUMMARY_QUANTILES,
             )
         series = []
         for group in groups:
@@ -123,7 +130,9 @@ def create_monitor_router(engine: Engine, config: MonitorConfig | None = None) -
                     "error_rate": group.error_rate,
                 }
             )
-        series.sort(key=lambda row: (row["scorer"], row["bucket"], *(str(row[c]) for c in group_by)))
+        series.sort(
+            key=lambda row: (row["scorer"], row["bucket"], *(str(row[c]) for c in group_by))
+        )
         return {
             "since": start.isoformat(),
             "until": end.isoformat(),

@@ -58,7 +58,9 @@ class LogSender:
 
     def send(self, payload: dict[str, Any]) -> None:
         level = logging.WARNING if payload["status"] == "firing" else logging.INFO
-        logger.log(level, "%s %s", describe(payload), json.dumps(payload.get("details"), default=str))
+        logger.log(
+            level, "%s %s", describe(payload), json.dumps(payload.get("details"), default=str)
+        )
 
 
 def build_channels(configs: list[ChannelConfig], client: httpx.Client) -> dict[str, Channel]:

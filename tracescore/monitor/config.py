@@ -26,8 +26,8 @@ _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w
 
 def parse_duration(value: object) -> float:
     """Seconds from a number or a string such as ``90``, ``15m``, ``1h`` or ``7d``."""
-    if isinstance(value, bool):
-        raise ValueError("a duration is a number of seconds or a string like '15m'")
+    if isinstance(value, bool):  # pydantic reports ValueErrors (not TypeErrors) as field errors
+        raise ValueError("a duration is a number of seconds or a string like '15m'")  # noqa: TRY004
     if isinstance(value, int | float):
         return float(value)
     if isinstance(value, str):

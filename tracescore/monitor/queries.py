@@ -12,8 +12,8 @@ import base64
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
+from datetime import UTC, datetime
 from functools import lru_cache
-from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy import (
@@ -44,8 +44,8 @@ ATTEMPTED_STATUSES = ("ok", "error", "not_scorable")
 def db_time(moment: datetime) -> datetime:
     """An aware UTC datetime (``scores.created_at`` refuses naive ones); naive input is UTC."""
     if moment.tzinfo is None:
-        return moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc)
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +102,7 @@ class ScoreFilter:
         )
 
 
-_ANY_TIME = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_ANY_TIME = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 # --- listing --------------------------------------------------------------------------------
@@ -133,9 +133,7 @@ def list_scores(
     if cursor is not None:
         moment, row_id = decode_cursor(cursor)
         moment = db_time(moment)
-        conditions.append(
-            or_(c.created_at < moment, and_(c.created_at == moment, c.id < row_id))
-        )
+        conditions.append(or_(c.created_at < moment, and_(c.created_at == moment, c.id < row_id)))
     columns = list(SCORES.c) if with_steps else _PUBLIC_COLUMNS
     statement = (
         select(*columns)
@@ -262,14 +260,16 @@ def aggregate_scores(
             GroupStats(
                 group=key[: len(group_by)],
                 bucket=(
-                    datetime.fromtimestamp(int(key[-1]), timezone.utc)
+                    datetime.fromtimestamp(int(key[-1]), UTC)
                     if bucket_seconds is not None
                     else None
                 ),
                 attempted=int(attempted or 0),
                 errors=int(errors or 0),
                 moments=Moments(int(n or 0), float(total or 0.0), float(squares or 0.0)),
-                quantiles={q: (float(v) if v is not None else float("nan")) for q, v in values.items()},
+                quantiles={
+                    q: (float(v) if v is not None else float("nan")) for q, v in values.items()
+                },
             )
         )
     return found
@@ -299,7 +299,10 @@ class Coverage:
 
 
 def coverage(
-    connection: Connection, since: datetime | None, until: datetime | None, binding: str | None = None
+    connection: Connection,
+    since: datetime | None,
+    until: datetime | None,
+    binding: str | None = None,
 ) -> list[Coverage]:
     def in_range(table: Any) -> list[ColumnElement[bool]]:
         found: list[ColumnElement[bool]] = [true()]
@@ -328,7 +331,9 @@ def coverage(
     )
     statuses: dict[str, dict[str, int]] = defaultdict(dict)
     for name, status, count in connection.execute(
-        select(s.binding, s.status, func.count()).where(*in_range(SCORES)).group_by(s.binding, s.status)
+        select(s.binding, s.status, func.count())
+        .where(*in_range(SCORES))
+        .group_by(s.binding, s.status)
     ):
         statuses[name][status] = count
     eligible = {name: (int(total), int(sampled or 0)) for name, total, sampled in decided}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -30,7 +30,6 @@ def _duration_text(seconds: float) -> str:
 def finite(value: float | None) -> float | None:
     """JSON columns (PostgreSQL) refuse NaN and infinities."""
     return value if value is not None and math.isfinite(value) else None
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,13 +135,15 @@ class BaselineCache:
         for key in range(start, end, self.part):
             self.parts.setdefault(key, {})
         where = _filter(self.rule, _at(start), _at(end))
-        for group in aggregate_scores(connection, where, self.rule.segment_by, bucket_seconds=self.part):
+        for group in aggregate_scores(
+            connection, where, self.rule.segment_by, bucket_seconds=self.part
+        ):
             assert group.bucket is not None
             self.parts[int(group.bucket.timestamp())][group.group] = group.moments
 
 
 def _at(epoch: float) -> datetime:
-    return datetime.fromtimestamp(epoch, timezone.utc)
+    return datetime.fromtimestamp(epoch, UTC)
 
 
 def _regression(

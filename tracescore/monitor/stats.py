@@ -49,12 +49,16 @@ def welch_p_value(
     current: Moments, baseline: Moments, direction: Literal["decrease", "increase"]
 ) -> float:
     """One-sided p-value that ``current``'s mean is below (``decrease``) or above its baseline's."""
-    from scipy import stats  # noqa: PLC0415 - seconds to import; only the alert evaluator needs it
+    from scipy import stats
 
     alternative = "less" if direction == "decrease" else "greater"
     if current.std == 0.0 and baseline.std == 0.0:
         # Two constant samples: the difference is certain, or there is none.
-        worse = current.mean < baseline.mean if direction == "decrease" else current.mean > baseline.mean
+        worse = (
+            current.mean < baseline.mean
+            if direction == "decrease"
+            else current.mean > baseline.mean
+        )
         return 0.0 if worse else 1.0
     result = stats.ttest_ind_from_stats(
         current.mean, current.std, current.n,
