@@ -138,7 +138,9 @@ def test_backlog_gauges_follow_trace_states(sqlite_url: str) -> None:
         sample_trace_states(store.engine)
         assert metrics.REGISTRY.get_sample_value("tracescore_traces", {"state": "pending"}) == 1
         assert metrics.REGISTRY.get_sample_value("tracescore_queue_depth") == 0
+        ready_before = metrics.REGISTRY.get_sample_value("tracescore_traces_ready_total")
         assert store.promote_ready(now=time.time() + 3600) == 1
+        assert metrics.REGISTRY.get_sample_value("tracescore_traces_ready_total") == ready_before + 1
         sample_trace_states(store.engine)
         assert metrics.REGISTRY.get_sample_value("tracescore_traces", {"state": "pending"}) == 0
         assert metrics.REGISTRY.get_sample_value("tracescore_traces", {"state": "ready"}) == 1

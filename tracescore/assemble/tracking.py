@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from tracescore.assemble.states import ReadinessRules, TraceClaim, TraceState
+from tracescore.monitor import metrics
 
 # Counted rather than summed, so exporter retries of already-stored spans do not inflate it.
 _STORED = "(SELECT count(*) FROM {table} WHERE {table}.trace_id = CAST(:trace_id AS VARCHAR(32)))"
@@ -83,7 +84,9 @@ WHERE state = '{TraceState.PENDING}' AND pending_since <= :cut
 def promote_ready(conn: Connection, rules: ReadinessRules, now: float) -> int:
     """Move pending traces that satisfy the readiness rules to ``ready``; returns how many."""
     idle = conn.execute(_PROMOTE_IDLE, {"cut": now - rules.idle_timeout}).rowcount
-    return idle + conn.execute(_PROMOTE_OVERDUE, {"cut": now - rules.max_wait}).rowcount
+    promoted = idle + conn.execute(_PROMOTE_OVERDUE, {"cut": now - rules.max_wait}).rowcount
+    metrics.traces_ready.inc(promoted)
+    return promoted
 
 
 _CLAIM = f"""
