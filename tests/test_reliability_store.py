@@ -22,6 +22,8 @@ from tests.throwaway_pg import ThrowawayPostgres
 
 pytestmark = pytest.mark.pg_cluster
 DOWN_SECONDS = 2.0
+# A claim whose completion the outage swallowed is retaken when its lease expires.
+CONFIG = {"workers": {"poll_interval": 0.05}, "assembly": {"lease_seconds": 3}}
 
 
 class Exporter(threading.Thread):
@@ -60,7 +62,7 @@ def _wait(condition, timeout: float, what: str) -> None:
 
 def test_postgres_restart_means_503_retry_after_then_recovery_without_loss(tmp_path: Path) -> None:
     with ThrowawayPostgres() as postgres, start_server(
-        tmp_path, db_url=postgres.url, config={"workers": {"poll_interval": 0.05}}
+        tmp_path, db_url=postgres.url, config=CONFIG
     ) as server:  # fmt: skip
         exporter = Exporter(server.base_url)
         exporter.start()
