@@ -8,8 +8,9 @@ Each process count gets a fresh database and two runs:
   sent to the last score stored.
 
 Besides wall-clock rates it prints the CPU time the tracescore processes spent: per 1,000
-spans in the ingest run, and per agent run scored (the end-to-end run's CPU less its ingest
-share). Those hold up on a busy machine and size a deployment: cores = rate × CPU per item.
+spans in the ingest run (storing, assembling, claiming and completing each trace), and per
+agent run scored (the end-to-end run's CPU less the ingest run's share). Those vary less on a
+busy machine than rates do and size a deployment: cores = rate × CPU per item.
 
 Spans reach the processes in one of two ways (tests/agent_otlp.py): ``trace`` keeps each trace
 on one process, as the gateway's loadbalancing exporter does; ``scatter`` sends every span to a
@@ -58,8 +59,9 @@ class Result:
     scores: int
     scored_seconds: float | None
     cpu_seconds: float
-    """CPU time the tracescore processes used from the first span sent to the end of the run:
-    far less sensitive than wall-clock figures to other load on the machine."""
+    """CPU time the tracescore processes used from the first span sent until every trace was
+    handled (claimed and completed; with scorers, scored): less sensitive than wall-clock
+    figures to other load on the machine."""
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -107,18 +109,19 @@ def _send_all(
     return traces * 4, time.perf_counter() - started
 
 
-def _wait_for_rows(url: str, table: str, count: int, timeout: float) -> None:
+def _wait_for_rows(url: str, where: str, count: int, timeout: float) -> None:
+    """Wait until ``SELECT count(*) FROM <where>`` reaches ``count``."""
     engine = create_engine(url)
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
             with engine.connect() as connection:
-                if connection.execute(text(f"SELECT count(*) FROM {table}")).scalar() >= count:
+                if connection.execute(text(f"SELECT count(*) FROM {where}")).scalar() >= count:
                     return
             time.sleep(0.05)
     finally:
         engine.dispose()
-    raise RuntimeError(f"fewer than {count} rows in {table} after {timeout}s")
+    raise RuntimeError(f"fewer than {count} rows in {where} after {timeout}s")
 
 
 def measure(processes: int, traces: int, senders: int, routing: str, score: bool) -> Result:
@@ -137,6 +140,8 @@ def measure(processes: int, traces: int, senders: int, routing: str, score: bool
             spans, ingest_seconds = _send_all(servers, traces, senders, routing)
             _wait_for_rows(url, "spans", spans, timeout=30)
             if not score:
+                # CPU until every trace is assembled, claimed and completed (with no binding).
+                _wait_for_rows(url, "traces WHERE state = 'scored'", traces, timeout=120)
                 cpu = sum(map(_cpu_seconds, pids)) - cpu_before
                 return Result(processes, spans, ingest_seconds, 0, None, cpu)
             expected = traces * len(DEFAULT_SCORERS)
