@@ -43,11 +43,15 @@ def _cut(value: Any, limit: int, depth: int = 0) -> tuple[Any, int]:
     return value, 0
 
 
+_SCALARS = frozenset((int, float, bool, type(None)))
+
+
 def _cut_attributes(attributes: Attributes, limit: int, depth: int = 0) -> tuple[Attributes, int]:
     cut_count = 0
     for key, value in attributes.items():
-        if type(value) in (str, bytes) and len(value) <= limit:  # the common case, no copy
-            continue
+        kind = type(value)
+        if kind in _SCALARS or ((kind is str or kind is bytes) and len(value) <= limit):
+            continue  # the common case: nothing to cut, no copy
         attributes[key], count = _cut(value, limit, depth)
         cut_count += count
     return attributes, cut_count
