@@ -219,6 +219,7 @@ class ScoringWorker:
         async with self._slots:
             started = time.perf_counter()
             result = await binding.scorer.run(run)
+            elapsed = time.perf_counter() - started
         if binding.limiter is not None:
             binding.limiter.spent(result.cost_usd)
         for call in result.judge_calls:
@@ -226,8 +227,13 @@ class ScoringWorker:
                 call.model, call.input_tokens, call.output_tokens, call.cost_usd,
                 call.duration_ms / 1000, outcome="cached" if call.cached else "ok",
             )
+        if result.status == "error" and binding.scorer.uses_judge:
+            # The failed call left no JudgeCall behind; count it against the scorer's judge.
+            judge = binding.scorer.judge
+            model = str(getattr(judge, "model", judge) or "unknown")
+            metrics.judge_call(model, 0, 0, 0.0, elapsed, outcome="error")
         row = score_row(binding, run, status=result.status, result=result)
-        row["latency_ms"] = (time.perf_counter() - started) * 1000
+        row["latency_ms"] = elapsed * 1000
         return row
 
     def _write(self, rows: list[dict[str, Any]], decisions: list[dict[str, Any]]) -> None:
