@@ -21,7 +21,7 @@ from sqlmodel import SQLModel
 
 from tracescore.judge.structured import parse_output, schema_json
 from tracescore.scorers.base import JudgeRequest, JudgeResponse
-from tracescore.store.engine import make_engine
+from tracescore.store.engine import create_tables, make_engine
 from tracescore.store.judge_cache import JudgeVerdict
 
 _TABLE = JudgeVerdict.__table__
@@ -48,7 +48,7 @@ class VerdictCache:
         self._lock = threading.Lock()
         self.engine = store if isinstance(store, Engine) or store is None else make_engine(store)
         if self.engine is not None:
-            SQLModel.metadata.create_all(self.engine, tables=[_TABLE])
+            create_tables(self.engine, SQLModel.metadata, [_TABLE])
 
     def get_local(self, key: str) -> JudgeResponse | None:
         """The in-process hit, if any (no I/O)."""

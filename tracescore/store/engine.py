@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, MetaData, Table, create_engine, event, text
 from sqlalchemy.engine import make_url
 
 
@@ -57,3 +57,16 @@ def make_engine(url: str) -> Engine:
     if parsed.get_backend_name() == "postgresql":
         return create_engine(parsed, pool_size=8, max_overflow=8, pool_pre_ping=True)
     raise ValueError(f"unsupported database URL scheme {parsed.drivername!r}: use sqlite or postgresql")
+
+
+def create_tables(engine: Engine, metadata: MetaData, tables: Sequence[Table] | None = None) -> None:
+    """``metadata.create_all`` that several processes may run at once on one database.
+
+    Replicas starting together on an empty PostgreSQL would otherwise race on ``CREATE TABLE``
+    (a duplicate-key error on ``pg_type``); a transaction-level advisory lock serialises them.
+    SQLite serialises DDL by itself.
+    """
+    with engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_xact_lock(hashtext('tracescore.schema'))"))
+        metadata.create_all(connection, tables=tables)

@@ -26,6 +26,7 @@ from tracescore.assemble.states import ReadinessRules, TraceClaim
 from tracescore.spans import LogRecord, Resource, Scope, Span, SpanEvent, SpanLink, Trace
 from tracescore.store import codec
 from tracescore.store.bulk import bulk_insert
+from tracescore.store.engine import create_tables
 from tracescore.store.tables import LogRow, ResourceRow, ScopeRow, SpanRow, TraceRow
 
 
@@ -206,7 +207,7 @@ class SpanStore:
 
     def create_all(self) -> None:
         """Create every table registered on the SQLModel metadata (ours and other stages')."""
-        self.metadata.create_all(self.engine)
+        create_tables(self.engine, self.metadata)
 
     def close(self) -> None:
         self.engine.dispose()
