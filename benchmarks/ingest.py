@@ -143,17 +143,32 @@ def run_load(
     return result
 
 
+def _process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (the service processes of ``--processes N``)."""
+    pids = [pid]
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            pids.extend(_process_tree(int(child)))
+    return pids
+
+
 def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time the process has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU time the process and its children have used so far."""
+    total = 0
+    for member in _process_tree(pid):
+        fields = Path(f"/proc/{member}/stat").read_text().rpartition(")")[2].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def _peak_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+    """Peak resident memory, summed over the process tree (each process's own peak)."""
+    total_kb = 0
+    for member in _process_tree(pid):
+        for line in Path(f"/proc/{member}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                total_kb += int(line.split()[1])
+    return total_kb / 1024
 
 
 def _report(label: str, result: Result) -> None:
@@ -169,7 +184,8 @@ def _report(label: str, result: Result) -> None:
 
 def bench_tracescore(db_url: str, args: argparse.Namespace, workdir: Path) -> dict[tuple[str, int], Result]:
     config = {"assembly": {"idle_timeout": 3600, "max_wait": 3600}}
-    server = start_server(workdir, db_url=db_url, config=config, idle_timeout=None)
+    server = start_server(workdir, db_url=db_url, config=config, idle_timeout=None,
+                          args=["--processes", str(args.processes)])
     results: dict[tuple[str, int], Result] = {}
     numbers = _Counter(int(time.time()) % 1_000_000 * 1000)
     try:
@@ -288,6 +304,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0, help="load duration per case")
     parser.add_argument("--pg", metavar="URL", help="also benchmark this (scratch) PostgreSQL database")
     parser.add_argument("--clients", type=int, default=4, help="concurrent client connections")
+    parser.add_argument("--processes", type=int, default=1, help="tracescore service processes")
     parser.add_argument("--warmup", type=float, default=3.0, help="unmeasured seconds of load first")
     parser.add_argument("--batch-sizes", type=lambda s: [int(x) for x in s.split(",")], default=[100, 1000])
     parser.add_argument("--transports", type=lambda s: s.split(","), default=list(TRANSPORTS))

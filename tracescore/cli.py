@@ -37,6 +37,9 @@ def serve(
     idle_timeout: float | None = typer.Option(
         None, "--idle-timeout", help="Seconds without new spans before a trace is complete."
     ),
+    processes: int | None = typer.Option(
+        None, "--processes", help="Service processes sharing the ports (one per core)."
+    ),
 ) -> None:
     """Run the collector: OTLP/HTTP, OTLP/gRPC and the read API, storing spans durably."""
     import logging
@@ -52,6 +55,7 @@ def serve(
                 "--http-port": ("server.http_port", http_port),
                 "--grpc-port": ("server.grpc_port", grpc_port),
                 "--idle-timeout": ("assembly.idle_timeout", idle_timeout),
+                "--processes": ("server.processes", processes),
             },
         )
     except ConfigError as exc:
@@ -60,30 +64,41 @@ def serve(
 
     from sqlalchemy.exc import ArgumentError, OperationalError
 
-    from tracescore.pipeline.bindings import BindingError
-    from tracescore.pipeline.runner import pipeline_task
-    from tracescore.service import Service
+    from tracescore.pipeline.bindings import BindingError, compile_bindings
+    from tracescore.store import open_store
+    from tracescore.supervisor import build_service, serve_processes
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    server = config.server
+    service = None
     try:
-        service = Service(config)
+        if server.processes > 1:
+            # Checked once here, so bad URLs, databases and bindings fail with one clear
+            # message, and the tables exist before the processes start.
+            store = open_store(config.store)
+            store_url = repr(store.engine.url)
+            store.close()
+            compile_bindings(config.scorers, dict(config.judges), engine=None)
+        else:
+            service = build_service(config)
+            store_url = repr(service.store.engine.url)
     except (ArgumentError, ValueError) as exc:
         typer.echo(f"invalid database URL: {exc}", err=True)
         raise typer.Exit(2) from None
     except OperationalError as exc:
         typer.echo(f"cannot open the database: {exc.orig}", err=True)
         raise typer.Exit(1) from None
-    try:
-        service.add_background(pipeline_task(config, service.store))
     except BindingError as exc:
         typer.echo(f"invalid configuration: {exc}", err=True)
         raise typer.Exit(2) from None
-    server = config.server
     typer.echo(
         f"tracescore collector: OTLP/HTTP on {server.host}:{server.http_port}, "
-        f"OTLP/gRPC on {server.host}:{server.grpc_port}, store {service.store.engine.url!r}",
+        f"OTLP/gRPC on {server.host}:{server.grpc_port}, store {store_url}, "
+        f"{server.processes} process{'es' if server.processes > 1 else ''}",
         err=True,
     )
+    if service is None:
+        raise typer.Exit(serve_processes(config))
     service.run()
 
 

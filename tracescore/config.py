@@ -30,6 +30,10 @@ class ServerConfig(_Section):
     host: str = "0.0.0.0"
     http_port: int = Field(4318, ge=0, le=65535)
     grpc_port: int = Field(4317, ge=0, le=65535)
+    processes: int = Field(1, ge=1, le=64)
+    """Service processes sharing the two ports (SO_REUSEPORT). One process decodes on one core
+    (the GIL); more use more cores. Each runs ingest, scoring workers and the alert task; leases
+    in the database keep their work apart. ``/metrics`` shows the answering process's counters."""
     max_body_bytes: int = Field(16 * 1024 * 1024, gt=0)
     """Largest accepted request body, after gzip decompression (413 beyond)."""
     max_pending_requests: int = Field(64, gt=0)

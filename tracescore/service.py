@@ -18,7 +18,9 @@ import asyncio
 import contextlib
 import gc
 import logging
+import os
 import signal
+import socket
 from collections.abc import Awaitable, Callable, Iterator
 
 import uvicorn
@@ -64,7 +66,10 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, object]:
-        return {"status": "ok", "database": store.dialect, "in_flight": intake.in_flight}
+        return {
+            "status": "ok", "database": store.dialect, "in_flight": intake.in_flight,
+            "pid": os.getpid(),  # which process answered, when several share the port
+        }
 
     return app
 
@@ -72,6 +77,17 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
 def _intake(config: Config, store: SpanStore) -> Intake:
     server = config.server
     return Intake(store, server.max_pending_requests, max_attribute_chars=server.max_attribute_chars)
+
+
+def shared_port_socket(host: str, port: int) -> socket.socket:
+    """A listening-to-be TCP socket that sibling processes may bind too (SO_REUSEPORT): the
+    kernel then spreads incoming connections over the processes."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((host, port))
+    return sock
 
 
 def _log_failure(task: asyncio.Task[None]) -> None:
@@ -113,9 +129,10 @@ class Service:
 
     async def serve(self) -> None:
         server = self.config.server
+        shared_ports = server.processes > 1
         grpc_server = await start_grpc_server(
             self.intake, server.host, server.grpc_port, server.max_body_bytes,
-            interceptors=ApiKeys(server.api_keys).grpc_interceptors(),
+            interceptors=ApiKeys(server.api_keys).grpc_interceptors(), reuse_port=shared_ports,
         )  # fmt: skip
         self._uvicorn = _Server(
             uvicorn.Config(
@@ -135,7 +152,9 @@ class Service:
         for task in tasks:
             task.add_done_callback(_log_failure)
         try:
-            await self._uvicorn.serve()
+            await self._uvicorn.serve(
+                sockets=[shared_port_socket(server.host, server.http_port)] if shared_ports else None
+            )
         finally:
             for task in tasks:
                 task.cancel()

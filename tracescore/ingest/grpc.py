@@ -67,17 +67,20 @@ def otlp_handlers(intake: Intake) -> list[grpc.GenericRpcHandler]:
 async def start_grpc_server(
     intake: Intake, host: str, port: int, max_message_bytes: int,
     interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+    reuse_port: bool = False,
 ) -> grpc.aio.Server:  # fmt: skip
     """Start serving OTLP/gRPC on ``host:port`` in the running event loop.
 
     ``interceptors`` run before every handler (the API-key check of ``tracescore.auth``).
+    ``reuse_port`` lets sibling service processes share the port; otherwise a second server on
+    a taken port fails instead of silently sharing it.
     """
     server = grpc.aio.server(
         handlers=otlp_handlers(intake),
         interceptors=list(interceptors),
         options=[
             ("grpc.max_receive_message_length", max_message_bytes),
-            ("grpc.so_reuseport", 0),
+            ("grpc.so_reuseport", int(reuse_port)),
         ],
     )
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -1,0 +1,57 @@
+"""``--processes N``: several service processes share the ports, and stop together."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.conftest import CAPTURES
+from tests.server_process import start_server
+from tracescore.store import open_store
+
+CAPTURE = CAPTURES / "otel-genai-openai-v2-latest" / "tool_call_agent" / "0001.json"
+
+
+def _descendants(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            found |= {int(child)} | _descendants(int(child))
+    return found
+
+
+def _running(pid: int) -> bool:
+    status = Path(f"/proc/{pid}/status")
+    return status.exists() and "\nState:\tZ" not in status.read_text()
+
+
+def test_processes_share_the_port_store_everything_and_stop_together(tmp_path: Path) -> None:
+    server = start_server(tmp_path, args=["--processes", "2"])
+    try:
+        deadline = time.monotonic() + 30
+        pids: set[int] = set()
+        while len(pids) < 2 and time.monotonic() < deadline:
+            with httpx.Client() as client:  # a new connection each time: the kernel spreads them
+                pids.add(client.get(f"{server.base_url}/healthz").json()["pid"])
+        assert len(pids) == 2 and server.process.pid not in pids
+
+        template = json.loads(CAPTURE.read_text())
+        spans = template["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        for number in range(20):
+            for span in spans:
+                span["traceId"] = f"{number + 1:032x}"
+            with httpx.Client() as client:
+                response = client.post(f"{server.base_url}/v1/traces", content=json.dumps(template),
+                                       headers={"Content-Type": "application/json"})
+            assert response.status_code == 200
+        children = _descendants(server.process.pid)
+        assert children >= pids
+    finally:
+        assert server.stop() == 0
+    assert not [child for child in children if _running(child)]
+    store = open_store(server.db_url, create=False)
+    assert store.count_spans() == 20 * len(spans)
+    store.close()
