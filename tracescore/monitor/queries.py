@@ -170,7 +170,7 @@ class GroupStats:
         return self.errors / self.attempted if self.attempted else None
 
 
-def _bucket_start(dialect: str, seconds: int) -> ColumnElement[int]:
+def bucket_start(dialect: str, seconds: int) -> ColumnElement[int]:
     """``created_at`` floored to a multiple of ``seconds`` since the epoch, as epoch seconds.
 
     The size is inlined as a literal (it is an int) so PostgreSQL sees the same expression in
@@ -200,7 +200,7 @@ def _aggregate_statements(
     c = SCORES.c
     keys: list[ColumnElement[Any]] = [c[name] for name in group_by]
     if bucket_seconds is not None:
-        keys.append(_bucket_start(dialect, bucket_seconds).label("bucket"))
+        keys.append(bucket_start(dialect, bucket_seconds).label("bucket"))
     ok_score = case((c.status == "ok", c.score))
     aggregates = [
         func.sum(case((c.status.in_(ATTEMPTED_STATUSES), 1), else_=0)),

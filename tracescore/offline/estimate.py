@@ -99,7 +99,7 @@ def estimate_cost(
 ) -> CostEstimate:
     """The judge cost of scoring ``total_runs`` runs like ``runs`` (a sample of them)."""
     scorer = binding.scorer
-    prompt_steps = [step for _, step in scorer._steps if isinstance(step, PromptStep)]
+    prompt_steps = [step for _, step in scorer.steps if isinstance(step, PromptStep)]
     if not prompt_steps:
         return CostEstimate(binding.name, scorer.id, total_runs, 0.0, 0, 0, 0, "no judge calls")
     judge = prompt_steps[0].judge if prompt_steps[0].judge is not None else scorer.judge
@@ -177,7 +177,7 @@ def _minimal_value(annotation: Any) -> Any:
 def _with_judge(scorer: Scorer, judge: PricingJudge) -> Scorer:
     steps = tuple(
         (name, dataclasses.replace(step, judge=judge) if isinstance(step, PromptStep) else step)
-        for name, step in scorer._steps
+        for name, step in scorer.steps
     )
     return dataclasses.replace(scorer, judge=judge, _steps=steps)
 

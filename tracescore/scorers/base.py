@@ -274,6 +274,11 @@ class Scorer:
         return self._with("generate_reason", step)
 
     @property
+    def steps(self) -> tuple[tuple[str, Step], ...]:
+        """``(name, step)`` pairs in run order (what cost estimates inspect)."""
+        return self._steps
+
+    @property
     def step_names(self) -> list[str]:
         return [name for name, _ in self._steps]
 

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
-from tracescore.monitor.queries import SCORES, ScoreFilter, _bucket_start, db_time
+from tracescore.monitor.queries import SCORES, ScoreFilter, bucket_start, db_time
 from tracescore.store.alerts import AlertEventRow, AlertStateRow
 
 ALERT_STATES = AlertStateRow.__table__
@@ -94,7 +94,7 @@ def judge_cost_per_day(
 ) -> list[dict[str, Any]]:
     """Judge spend and judged scores per UTC day, oldest first (days without judging left out)."""
     c = SCORES.c
-    day = _bucket_start(connection.dialect.name, 86_400).label("day")
+    day = bucket_start(connection.dialect.name, 86_400).label("day")
     statement = (
         select(day, func.sum(c.cost_usd), func.count())
         .where(
