@@ -131,20 +131,39 @@ class ScoringWorker:
                 binding.scorer.run_sync({"input": "warm up", "output": "warm up"})
 
     async def run(self) -> None:
-        """Claim and score until cancelled; errors are logged, never raised."""
+        """Claim and score until cancelled; errors are logged, never raised.
+
+        Traces are claimed whenever fewer than ``claim_batch`` are in flight, so one slow trace
+        (a judge taking seconds) never holds back the traces behind it.
+        """
         await asyncio.to_thread(self.warm_up)
-        while True:
-            try:
-                claims = await asyncio.to_thread(
-                    self.store.claim_ready, self.owner, self.config.claim_batch, self.lease_seconds
+        in_flight: set[asyncio.Task[list[dict[str, Any]]]] = set()
+        try:
+            while True:
+                room = self.config.claim_batch - len(in_flight)
+                claims = await self._claim(room) if room > 0 else []
+                in_flight.update(asyncio.create_task(self.process(claim)) for claim in claims)
+                if not in_flight:
+                    await asyncio.sleep(self.config.poll_interval)
+                    continue
+                # Wake on the first finished trace, or after the poll interval to claim more.
+                timeout = None if room <= len(claims) else self.config.poll_interval
+                _, in_flight = await asyncio.wait(
+                    in_flight, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
                 )
-            except Exception:  # noqa: BLE001 - the database may be restarting; try again
-                log.exception("claiming ready traces failed")
-                claims = []
-            if not claims:
-                await asyncio.sleep(self.config.poll_interval)
-                continue
-            await asyncio.gather(*(self.process(claim) for claim in claims))
+        finally:
+            for task in in_flight:
+                task.cancel()
+            await asyncio.gather(*in_flight, return_exceptions=True)
+
+    async def _claim(self, limit: int) -> list[Any]:
+        try:
+            return await asyncio.to_thread(
+                self.store.claim_ready, self.owner, limit, self.lease_seconds
+            )
+        except Exception:  # noqa: BLE001 - the database may be restarting; try again
+            log.exception("claiming ready traces failed")
+            return []
 
     async def process(self, claim: Any) -> list[dict[str, Any]]:
         """Score one claimed trace; returns the stored score rows."""
