@@ -30,3 +30,16 @@ def _explode(ctx) -> float:
 
 
 exploding = create_scorer(id="exploding", description="always fails").generate_score(_explode)
+
+
+async def _slow_for_weatherbot(ctx) -> float:
+    import asyncio
+
+    if ctx.run.agent_run is not None and ctx.run.agent_run.agent_name == "WeatherBot":
+        await asyncio.sleep(3.0)
+    return 1.0
+
+
+slow_for_weatherbot = create_scorer(
+    id="slow-for-weatherbot", description="takes 3 s on WeatherBot runs, no time on others"
+).generate_score(_slow_for_weatherbot)

@@ -13,7 +13,7 @@ from tests.conftest import CAPTURES
 from tracescore.config import Config, ConfigError, parse_config
 from tracescore.ingest.files import load_traces
 from tracescore.pipeline.runner import build_worker
-from tracescore.store import open_store
+from tracescore.store import ReadinessRules, open_store
 from tracescore.store.scores import SamplingDecisionRow, ScoreRow
 
 AGENT_CAPTURE = CAPTURES / "otel-genai-openai-v2-latest" / "tool_call_agent"
@@ -168,3 +168,30 @@ def test_config_errors_name_the_bad_key_and_line() -> None:
     message = str(caught.value)
     assert "scorers.1.scorer (line 5): unknown scorer 'faithfulnes'" in message
     assert "scorers.2.judge (line 6): no judge named 'pricey'" in message
+
+
+def test_a_slow_trace_does_not_hold_back_the_traces_behind_it(sqlite_url: str) -> None:
+    store = open_store(sqlite_url, ReadinessRules(idle_timeout=0.05))
+    for trace in load_traces([AGENT_CAPTURE]):  # WeatherBot: its scorer takes 3 s
+        store.write(trace.spans, trace.logs)
+    config = _config(
+        "  - {name: slow, scorer: 'tests.custom_scorers:slow_for_weatherbot', target: trace}\n"
+        + "workers: {poll_interval: 0.05, claim_batch: 4}\n"
+    )
+    worker = build_worker(config, store)
+
+    async def go() -> float:
+        task = asyncio.create_task(worker.run())
+        await asyncio.sleep(0.5)  # the WeatherBot trace is claimed and being scored
+        for trace in load_traces([CAPTURES / "openllmetry-openai" / "plain_chat"]):
+            store.write(trace.spans, trace.logs)
+        started = asyncio.get_running_loop().time()
+        while not any(row.agent != "WeatherBot" for row in _stored(store)):
+            await asyncio.sleep(0.05)
+        waited = asyncio.get_running_loop().time() - started
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return waited
+
+    waited = asyncio.run(go())
+    assert waited < 2.0  # scored while the WeatherBot trace was still in its 3 s scorer
