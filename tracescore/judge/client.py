@@ -33,7 +33,7 @@ from tracescore.judge.structured import (
     Mode,
     parse_output,
     response_format,
-    schema_instruction,
+    request_messages,
 )
 from tracescore.scorers.base import JudgeRequest, JudgeResponse
 
@@ -122,12 +122,7 @@ class LiteLLMJudge:
     async def _complete(self, request: JudgeRequest) -> JudgeResponse:
         started = time.perf_counter()
         spend = _Spend()
-        prompt = request.prompt
-        if request.schema is not None:
-            prompt = f"{prompt}\n\n{schema_instruction(request.schema)}"
-        messages = [{"role": "user", "content": prompt}]
-        if request.instructions:
-            messages.insert(0, {"role": "system", "content": request.instructions})
+        messages = request_messages(request.prompt, request.instructions, request.schema)
         text = await self._call(messages, request.schema, spend)
         try:
             output = parse_output(text, request.schema)

@@ -33,6 +33,19 @@ def schema_instruction(schema: type[BaseModel]) -> str:
     )
 
 
+def request_messages(
+    prompt: str, instructions: str | None, schema: type[BaseModel] | None
+) -> list[dict[str, str]]:
+    """The chat messages of one judge request: the instructions as the system message, the
+    prompt (with the schema spelled out when one is asked for) as the user message."""
+    if schema is not None:
+        prompt = f"{prompt}\n\n{schema_instruction(schema)}"
+    messages = [{"role": "user", "content": prompt}]
+    if instructions:
+        messages.insert(0, {"role": "system", "content": instructions})
+    return messages
+
+
 def response_format(
     schema: type[BaseModel], mode: Mode, *, self_hosted: bool
 ) -> dict[str, Any] | None:

@@ -72,14 +72,9 @@ class PricingJudge:
     async def complete(self, request: JudgeRequest) -> JudgeResponse:
         from tracescore.judge.cache import verdict_key
         from tracescore.judge.client import litellm
-        from tracescore.judge.structured import parse_output, schema_instruction
+        from tracescore.judge.structured import parse_output, request_messages
 
-        prompt = request.prompt
-        if request.schema is not None:
-            prompt = f"{prompt}\n\n{schema_instruction(request.schema)}"
-        messages = [{"role": "user", "content": prompt}]
-        if request.instructions:
-            messages.insert(0, {"role": "system", "content": request.instructions})
+        messages = request_messages(request.prompt, request.instructions, request.schema)
         tokens = int(litellm().token_counter(model=self.model, messages=messages))
         key = verdict_key(request, self.model)
         text = self.stored(key) if self.stored is not None else None

@@ -13,7 +13,6 @@ import asyncio
 import logging
 import os
 import socket
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
@@ -236,9 +235,7 @@ class ScoringWorker:
             )
             return score_row(binding, run, status=verdict, error=reason)
         async with self._slots:
-            started = time.perf_counter()
             result = await binding.scorer.run(run)
-            elapsed = time.perf_counter() - started
         if binding.limiter is not None:
             binding.limiter.spent(result.cost_usd)
         for call in result.judge_calls:
@@ -250,10 +247,8 @@ class ScoringWorker:
             # The failed call left no JudgeCall behind; count it against the scorer's judge.
             judge = binding.scorer.judge
             model = str(getattr(judge, "model", judge) or "unknown")
-            metrics.judge_call(model, 0, 0, 0.0, elapsed, outcome="error")
-        row = score_row(binding, run, status=result.status, result=result)
-        row["latency_ms"] = elapsed * 1000
-        return row
+            metrics.judge_call(model, 0, 0, 0.0, result.duration_ms / 1000, outcome="error")
+        return score_row(binding, run, status=result.status, result=result)
 
     def _write(self, rows: list[dict[str, Any]], decisions: list[dict[str, Any]]) -> None:
         with self.store.write_transaction() as connection:
