@@ -51,6 +51,11 @@ def test_processes_share_the_port_store_everything_and_stop_together(tmp_path: P
         assert children >= pids
     finally:
         assert server.stop() == 0
+    # Service processes are joined before the parent exits; multiprocessing's resource tracker
+    # leaves just after it. Nothing may outlive that.
+    deadline = time.monotonic() + 10
+    while [child for child in children if _running(child)] and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert not [child for child in children if _running(child)]
     store = open_store(server.db_url, create=False)
     assert store.count_spans() == 20 * len(spans)
