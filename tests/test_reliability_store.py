@@ -19,6 +19,7 @@ from sqlalchemy import create_engine, text
 from tests.agent_otlp import AgentTrace, agent_trace, export_request
 from tests.server_process import start_server
 from tests.throwaway_pg import ThrowawayPostgres
+from tracescore.store import open_store
 
 pytestmark = pytest.mark.pg_cluster
 DOWN_SECONDS = 2.0
@@ -79,6 +80,9 @@ def test_postgres_restart_means_503_retry_after_then_recovery_without_loss(tmp_p
             exporter.stopping.set()
             exporter.join()
         traces = exporter.acknowledged
+        settling = open_store(postgres.url, create=False)
+        assert settling.settle(timeout=30), "acknowledged requests still waiting in the journal"
+        settling.close()
         engine = create_engine(postgres.url)
 
         def stored() -> set[tuple[str, str]]:

@@ -482,13 +482,19 @@ def demo(
 
 
 def _open_store(url: str) -> Any:
-    """The store at ``url``; a URL that cannot be used raises ``ValueError`` (a usage error)."""
+    """The store at ``url``, with every acknowledged request in it stored as rows (a collector
+    that stopped may have left some in the ingest journal); a URL that cannot be used raises
+    ``ValueError`` (a usage error)."""
     from sqlalchemy.exc import ArgumentError, OperationalError
 
+    from tracescore.config import ServerConfig
+    from tracescore.ingest.unpack import drain
     from tracescore.store import open_store
 
     try:
-        return open_store(url)
+        store = open_store(url)
+        drain(store, ServerConfig().max_attribute_chars)
+        return store
     except ArgumentError as exc:
         raise ValueError(f"invalid database URL: {exc}") from None
     except OperationalError as exc:

@@ -38,6 +38,9 @@ class ServerConfig(_Section):
     """Largest accepted request body, after gzip decompression (413 beyond)."""
     max_pending_requests: int = Field(64, gt=0)
     """Export requests decoded or being written at once; beyond it ingest answers 503."""
+    max_journal_bytes: int = Field(256 * 1024 * 1024, gt=0)
+    """Acknowledged protobuf request bodies waiting to be unpacked into rows (in the database's
+    ingest journal); beyond it ingest answers 503, which bounds how far storage lags behind."""
     max_attribute_chars: int = Field(1_000_000, gt=0)
     """Longest stored attribute value (string characters, or bytes); longer ones are cut and
     end with a ``…[tracescore: truncated N of M characters]`` marker."""

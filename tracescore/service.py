@@ -76,7 +76,10 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
 
 def _intake(config: Config, store: SpanStore) -> Intake:
     server = config.server
-    return Intake(store, server.max_pending_requests, max_attribute_chars=server.max_attribute_chars)
+    return Intake(
+        store, server.max_pending_requests, max_attribute_chars=server.max_attribute_chars,
+        max_journal_bytes=server.max_journal_bytes,
+    )  # fmt: skip
 
 
 def shared_port_socket(host: str, port: int) -> socket.socket:
@@ -130,6 +133,7 @@ class Service:
     async def serve(self) -> None:
         server = self.config.server
         shared_ports = server.processes > 1
+        self.intake.start()
         grpc_server = await start_grpc_server(
             self.intake, server.host, server.grpc_port, server.max_body_bytes,
             interceptors=ApiKeys(server.api_keys).grpc_interceptors(), reuse_port=shared_ports,

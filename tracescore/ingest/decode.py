@@ -44,6 +44,7 @@ _ZERO_SPAN_ID = "0" * 16
 # Timestamps are uint64 on the wire but signed 64-bit in SQL: past this (the year 2262) a record
 # cannot be stored, so it is rejected rather than failing the whole request's write.
 _MAX_TIME_NS = 2**63 - 1
+UNSTORABLE_TIME = "timestamp beyond the year 2262 (out of the int64 range)"
 
 
 class DecodeError(ValueError):
@@ -67,6 +68,19 @@ class Decoded:
     @property
     def error_message(self) -> str:
         return "; ".join(self.rejection_reasons)
+
+    def receipt(self) -> Receipt:
+        return Receipt(len(self.spans), len(self.logs), self.rejected, self.error_message)
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """What an export request's acknowledgement reports: records accepted, rejected and why."""
+
+    spans: int = 0
+    logs: int = 0
+    rejected: int = 0
+    error_message: str = ""
 
 
 # --------------------------------------------------------------------------- protobuf
@@ -109,7 +123,7 @@ def decode_traces_protobuf(body: bytes) -> Decoded:
             scope = Scope(pb_scope.name, pb_scope.version, _pb_attributes(pb_scope.attributes))
             for s in scope_spans.spans:
                 trace_id, span_id = s.trace_id.hex(), s.span_id.hex()
-                reason = _invalid_ids(trace_id, span_id)
+                reason = invalid_ids(trace_id, span_id)
                 if reason:
                     out.reject(reason)
                     continue
@@ -345,7 +359,7 @@ def decode_traces_json(body: bytes) -> Decoded:
 def _json_span(s: dict[str, Any], resource: Resource, scope: Scope, out: Decoded) -> Span | None:
     trace_id = _json_id(_get(s, "traceId", "trace_id"), 32)
     span_id = _json_id(_get(s, "spanId", "span_id"), 16)
-    reason = _invalid_ids(trace_id, span_id)
+    reason = invalid_ids(trace_id, span_id)
     if reason:
         out.reject(reason)
         return None
@@ -432,7 +446,7 @@ _SEVERITY_NAMES = ("UNSPECIFIED",) + tuple(
 # --------------------------------------------------------------------------- shared rules
 
 
-def _invalid_ids(trace_id: str, span_id: str) -> str | None:
+def invalid_ids(trace_id: str, span_id: str) -> str | None:
     if len(trace_id) != 32 or trace_id == _ZERO_TRACE_ID:
         return "span without a valid 16-byte trace id"
     if len(span_id) != 16 or span_id == _ZERO_SPAN_ID:
@@ -448,18 +462,18 @@ def _optional_id(value: str, zero: str) -> str | None:
     return value if len(value) == len(zero) and value != zero else None
 
 
-def _storable_time(*times: int) -> bool:
+def storable_time(*times: int) -> bool:
     return all(time <= _MAX_TIME_NS for time in times)
 
 
 def _without_unstorable_times(decoded: Decoded) -> Decoded:
     spans = [
         span for span in decoded.spans
-        if _storable_time(span.start_time_ns, span.end_time_ns, *(e.time_ns for e in span.events))
+        if storable_time(span.start_time_ns, span.end_time_ns, *(e.time_ns for e in span.events))
     ]  # fmt: skip
-    logs = [r for r in decoded.logs if _storable_time(r.time_ns, r.observed_time_ns)]
+    logs = [r for r in decoded.logs if storable_time(r.time_ns, r.observed_time_ns)]
     for _ in range(len(decoded.spans) - len(spans) + len(decoded.logs) - len(logs)):
-        decoded.reject("timestamp beyond the year 2262 (out of the int64 range)")
+        decoded.reject(UNSTORABLE_TIME)
     decoded.spans, decoded.logs = spans, logs
     return decoded
 

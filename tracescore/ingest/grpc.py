@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import grpc
 from google.protobuf.message import Message
 
-from tracescore.ingest.decode import Decoded, DecodeError
+from tracescore.ingest.decode import DecodeError, Receipt
 from tracescore.ingest.http import logs_response, metrics_response, trace_response
 from tracescore.ingest.intake import Busy, Intake, StoreUnavailable
 from tracescore.monitor import metrics
@@ -21,15 +21,15 @@ from tracescore.monitor import metrics
 
 def _export_handler(
     intake: Intake,
-    handle: Callable[..., Awaitable[Decoded]],
-    respond: Callable[[Decoded], Message],
+    handle: Callable[..., Awaitable[Receipt]],
+    respond: Callable[[Receipt], Message],
 ) -> grpc.RpcMethodHandler:
     signal = handle.__name__  # traces, logs or metrics
 
     async def export(body: bytes, context: grpc.aio.ServicerContext) -> Message:
         try:
             with intake.admitted():
-                decoded = await handle(body, json=False)
+                receipt = await handle(body, json=False)
         except DecodeError as exc:
             metrics.export_request("grpc", signal, "invalid")
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
@@ -37,13 +37,13 @@ def _export_handler(
             metrics.export_request("grpc", signal, "busy" if isinstance(exc, Busy) else "unavailable")
             await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
         metrics.export_request(
-            "grpc", signal, "ok", spans=len(decoded.spans), logs=len(decoded.logs),
-            rejected=decoded.rejected,
+            "grpc", signal, "ok", spans=receipt.spans, logs=receipt.logs,
+            rejected=receipt.rejected,
         )  # fmt: skip
-        return respond(decoded)
+        return respond(receipt)
 
     return grpc.unary_unary_rpc_method_handler(
-        export, request_deserializer=None, response_serializer=type(respond(Decoded())).SerializeToString
+        export, request_deserializer=None, response_serializer=type(respond(Receipt())).SerializeToString
     )
 
 

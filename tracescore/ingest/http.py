@@ -23,7 +23,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from tracescore.ingest.decode import Decoded, DecodeError
+from tracescore.ingest.decode import DecodeError, Receipt
 from tracescore.ingest.intake import RETRY_AFTER_SECONDS, Busy, Intake, StoreUnavailable
 from tracescore.monitor import metrics
 
@@ -40,22 +40,22 @@ class _HttpError(Exception):
         self.status, self.code, self.message = status, code, message
 
 
-def _with_partial_success(response: Message, rejected_field: str, decoded: Decoded) -> Message:
-    if decoded.rejected:
-        setattr(response.partial_success, rejected_field, decoded.rejected)  # type: ignore[attr-defined]
-        response.partial_success.error_message = decoded.error_message  # type: ignore[attr-defined]
+def _with_partial_success(response: Message, rejected_field: str, receipt: Receipt) -> Message:
+    if receipt.rejected:
+        setattr(response.partial_success, rejected_field, receipt.rejected)  # type: ignore[attr-defined]
+        response.partial_success.error_message = receipt.error_message  # type: ignore[attr-defined]
     return response
 
 
-def trace_response(decoded: Decoded) -> Message:
-    return _with_partial_success(ExportTraceServiceResponse(), "rejected_spans", decoded)
+def trace_response(receipt: Receipt) -> Message:
+    return _with_partial_success(ExportTraceServiceResponse(), "rejected_spans", receipt)
 
 
-def logs_response(decoded: Decoded) -> Message:
-    return _with_partial_success(ExportLogsServiceResponse(), "rejected_log_records", decoded)
+def logs_response(receipt: Receipt) -> Message:
+    return _with_partial_success(ExportLogsServiceResponse(), "rejected_log_records", receipt)
 
 
-def metrics_response(_decoded: Decoded) -> Message:
+def metrics_response(_receipt: Receipt) -> Message:
     return ExportMetricsServiceResponse()
 
 
@@ -100,7 +100,7 @@ def otlp_router(intake: Intake, max_body_bytes: int) -> APIRouter:
     router = APIRouter()
 
     def endpoint(
-        handle: Callable[..., Awaitable[Decoded]], respond: Callable[[Decoded], Message]
+        handle: Callable[..., Awaitable[Receipt]], respond: Callable[[Receipt], Message]
     ) -> Callable[[Request], Awaitable[Response]]:
         signal = handle.__name__  # traces, logs or metrics
 
@@ -118,7 +118,7 @@ def otlp_router(intake: Intake, max_body_bytes: int) -> APIRouter:
             try:
                 with intake.admitted():
                     body = await _read_body(request, max_body_bytes)
-                    decoded = await handle(body, json=json)
+                    receipt = await handle(body, json=json)
             except Busy as exc:
                 metrics.export_request("http", signal, "busy")
                 return _status_response(503, _UNAVAILABLE, str(exc), json=json, retry=True)
@@ -132,10 +132,10 @@ def otlp_router(intake: Intake, max_body_bytes: int) -> APIRouter:
                 metrics.export_request("http", signal, "unavailable")
                 return _status_response(503, _UNAVAILABLE, str(exc), json=json, retry=True)
             metrics.export_request(
-                "http", signal, "ok", spans=len(decoded.spans), logs=len(decoded.logs),
-                rejected=decoded.rejected,
+                "http", signal, "ok", spans=receipt.spans, logs=receipt.logs,
+                rejected=receipt.rejected,
             )  # fmt: skip
-            return Response(_encode(respond(decoded), json), media_type=JSON if json else PROTOBUF)
+            return Response(_encode(respond(receipt), json), media_type=JSON if json else PROTOBUF)
 
         return export
 

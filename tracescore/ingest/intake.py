@@ -1,13 +1,20 @@
-"""What both OTLP transports do with an export request: admit, decode, store, acknowledge.
+"""What both OTLP transports do with an export request: admit, check, store, acknowledge.
 
 The transports (``http.py``, ``grpc.py``) only translate between the wire and this module:
 :class:`Busy` becomes HTTP 503 / gRPC UNAVAILABLE (retryable, with a delay), :class:`DecodeError`
 HTTP 400 / INVALID_ARGUMENT, :class:`StoreUnavailable` HTTP 503 / UNAVAILABLE.
 
-Decoding and the database write run together in a small thread pool, never on the event loop,
-and at most ``max_pending`` requests are admitted at once: a request beyond that is refused
-before its body is even read, which keeps memory bounded at about
-``max_pending × max_body_bytes`` however hard clients push.
+A protobuf request is screened (parsed, ids and timestamps checked, see
+:mod:`tracescore.ingest.screen`) and its body committed to the ingest journal; then it is
+acknowledged, and the :class:`~tracescore.ingest.unpack.Unpacker` decodes it into rows. That
+keeps the acknowledgement at a few milliseconds for a thousand spans. An OTLP/JSON request is
+decoded and stored before its acknowledgement (only a full decode can tell it is valid).
+
+The work runs in a small thread pool, never on the event loop. At most ``max_pending``
+requests are admitted at once, and none while more than ``max_journal_bytes`` of journaled
+bodies wait to be unpacked: a request beyond either is refused before its body is even read,
+which keeps memory bounded at about ``max_pending × max_body_bytes`` and the unpacking lag
+bounded however hard clients push.
 """
 
 from __future__ import annotations
@@ -18,8 +25,9 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
-from tracescore.ingest.decode import Decoded, decode_logs, decode_metrics, decode_traces
-from tracescore.ingest.truncate import truncate_decoded
+from tracescore.ingest.decode import Decoded, Receipt, decode_logs, decode_metrics, decode_traces
+from tracescore.ingest.screen import Screened, screen_logs, screen_traces
+from tracescore.ingest.unpack import Unpacker, truncate
 from tracescore.store import SpanStore
 
 log = logging.getLogger(__name__)
@@ -36,67 +44,85 @@ class StoreUnavailable(Exception):
 
 
 class Intake:
-    """Admission control plus decode-and-store, shared by the HTTP and gRPC transports."""
+    """Admission control plus check-and-store, shared by the HTTP and gRPC transports."""
 
     def __init__(
         self, store: SpanStore, max_pending: int, *, threads: int = 4,
-        max_attribute_chars: int | None = None,
+        max_attribute_chars: int | None = None, max_journal_bytes: int = 256 * 1024 * 1024,
     ) -> None:  # fmt: skip
         self.store = store
         self.max_pending = max_pending
         self.max_attribute_chars = max_attribute_chars
+        self.max_journal_bytes = max_journal_bytes
         self.in_flight = 0
+        self.unpacker = Unpacker(store, max_attribute_chars=max_attribute_chars)
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ingest")
+
+    def start(self) -> None:
+        """Start unpacking, beginning with whatever an earlier run left in the journal."""
+        self.unpacker.start()
 
     @contextmanager
     def admitted(self) -> Iterator[None]:
         """Hold one of the ``max_pending`` slots (on the event loop thread) or raise Busy."""
         if self.in_flight >= self.max_pending:
             raise Busy(f"{self.in_flight} export requests already in progress")
+        if self.unpacker.pending_bytes > self.max_journal_bytes:
+            raise Busy(
+                f"{self.unpacker.pending_bytes // 2**20} MiB of acknowledged requests still to unpack"
+            )
         self.in_flight += 1
         try:
             yield
         finally:
             self.in_flight -= 1
 
-    async def traces(self, body: bytes, *, json: bool) -> Decoded:
-        return await self._run(self._store_traces, body, json)
+    async def traces(self, body: bytes, *, json: bool) -> Receipt:
+        return await self._run(self._store_decoded if json else self._journal, "traces", body)
 
-    async def logs(self, body: bytes, *, json: bool) -> Decoded:
-        return await self._run(self._store_logs, body, json)
+    async def logs(self, body: bytes, *, json: bool) -> Receipt:
+        return await self._run(self._store_decoded if json else self._journal, "logs", body)
 
-    async def metrics(self, body: bytes, *, json: bool) -> Decoded:
+    async def metrics(self, body: bytes, *, json: bool) -> Receipt:
         """Metrics are accepted (so SDKs that send them see success) and dropped once valid."""
-        return await self._run(_decode_metrics, body, json)
+        return await self._run(_check_metrics, body, json)
 
-    async def _run(self, work: Callable[[bytes, bool], Decoded], body: bytes, json: bool) -> Decoded:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, work, body, json)
+    async def _run(self, work: Callable[..., Receipt], *args: object) -> Receipt:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, work, *args)
 
-    def _store_traces(self, body: bytes, json: bool) -> Decoded:
-        decoded = decode_traces(body, json=json)
-        self._write(decoded)
-        return decoded
+    def _journal(self, signal: str, body: bytes) -> Receipt:
+        screened = _SCREENS[signal](body)
+        if screened.receipt.spans or screened.receipt.logs:
+            with _storing(screened.receipt):
+                entry = self.store.journal(signal, screened.body, self.unpacker.owner)
+            self.unpacker.submit(entry)
+        return screened.receipt
 
-    def _store_logs(self, body: bytes, json: bool) -> Decoded:
-        decoded = decode_logs(body, json=json)
-        self._write(decoded)
-        return decoded
-
-    def _write(self, decoded: Decoded) -> None:
-        if self.max_attribute_chars is not None:
-            cut = truncate_decoded(decoded, self.max_attribute_chars)
-            if cut:
-                log.info("truncated %d attribute values over %d characters", cut,
-                            self.max_attribute_chars)  # fmt: skip
-        try:
+    def _store_decoded(self, signal: str, body: bytes) -> Receipt:
+        decoded = _DECODERS[signal](body, json=True)
+        truncate(decoded, self.max_attribute_chars)
+        receipt = decoded.receipt()
+        with _storing(receipt):
             self.store.write(decoded.spans, decoded.logs)
-        except Exception as exc:
-            log.exception("storing %d spans / %d logs failed", len(decoded.spans), len(decoded.logs))
-            raise StoreUnavailable(f"storage failed: {type(exc).__name__}") from exc
+        return receipt
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)
+        self.unpacker.stop()
 
 
-def _decode_metrics(body: bytes, json: bool) -> Decoded:
-    return decode_metrics(body, json=json)
+@contextmanager
+def _storing(receipt: Receipt) -> Iterator[None]:
+    try:
+        yield
+    except Exception as exc:
+        log.exception("storing %d spans / %d logs failed", receipt.spans, receipt.logs)
+        raise StoreUnavailable(f"storage failed: {type(exc).__name__}") from exc
+
+
+def _check_metrics(body: bytes, json: bool) -> Receipt:
+    return decode_metrics(body, json=json).receipt()
+
+
+_SCREENS: dict[str, Callable[[bytes], Screened]] = {"traces": screen_traces, "logs": screen_logs}
+_DECODERS: dict[str, Callable[..., Decoded]] = {"traces": decode_traces, "logs": decode_logs}

@@ -167,7 +167,7 @@ class ScoringWorker:
     async def process(self, claim: Any) -> list[dict[str, Any]]:
         """Score one claimed trace; returns the stored score rows."""
         try:
-            trace = await asyncio.to_thread(self.store.load_trace, claim.trace_id)
+            trace = await asyncio.to_thread(self.store.load_trace, claim.trace_id, settle=False)
             runs = await asyncio.to_thread(extract_runs, trace) if trace is not None else []
             rows, decisions = await self.score_runs(runs)
             await asyncio.to_thread(self._write, rows, decisions)

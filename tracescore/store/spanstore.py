@@ -24,9 +24,10 @@ from sqlmodel import SQLModel
 from tracescore.assemble import tracking
 from tracescore.assemble.states import ReadinessRules, TraceClaim
 from tracescore.spans import LogRecord, Resource, Scope, Span, SpanEvent, SpanLink, Trace
-from tracescore.store import codec
+from tracescore.store import codec, journal
 from tracescore.store.bulk import bulk_insert
 from tracescore.store.engine import create_tables
+from tracescore.store.journal import JournalEntry
 from tracescore.store.tables import LogRow, ResourceRow, ScopeRow, SpanRow, TraceRow
 
 
@@ -229,21 +230,30 @@ class SpanStore:
 
     # ------------------------------------------------------------------ ingest
 
-    def write(self, spans: Sequence[Span], logs: Sequence[LogRecord] = ()) -> None:
+    def write(
+        self, spans: Sequence[Span], logs: Sequence[LogRecord] = (), *,
+        received_at: float | None = None, consume: int | None = None,
+    ) -> bool:  # fmt: skip
         """Store spans and log records and update their traces, in one transaction.
 
-        Returns only once committed (durable), which is when the collector acknowledges the
-        request; raises on any database failure, with nothing written. A span already stored
-        (same trace and span id, e.g. an exporter retry) is kept as first stored; an identical
-        log record is stored once.
+        Returns only once committed (durable); raises on any database failure, with nothing
+        written. A span already stored (same trace and span id, e.g. an exporter retry) is kept
+        as first stored; an identical log record is stored once. ``received_at`` is when the
+        collector received them (default now: it drives trace readiness).
+
+        With ``consume``, the records are those of that journal entry, which is deleted in the
+        same transaction; if it is already gone (another process unpacked it) nothing is
+        written and the result is False.
         """
-        if not spans and not logs:
-            return
+        if not spans and not logs and consume is None:
+            return True
         refs = _Refs()
         span_rows = [_span_row(span, refs) for span in spans]
         log_rows = [_log_row(record, refs) for record in logs]
-        trace_rows = _trace_rows(spans, logs, time.time())
+        trace_rows = _trace_rows(spans, logs, time.time() if received_at is None else received_at)
         with self.write_transaction() as conn:
+            if consume is not None and not journal.consume(conn, consume):
+                return False
             if refs.resource_rows:
                 self._insert_resources(conn, list(refs.resource_rows.values()))
             if refs.scope_rows:
@@ -252,7 +262,33 @@ class SpanStore:
                 self._insert_spans(conn, span_rows)
             if log_rows:
                 self._insert_logs(conn, log_rows)
-            tracking.touch_traces(conn, trace_rows)
+            if trace_rows:
+                tracking.touch_traces(conn, trace_rows)
+        return True
+
+    # ------------------------------------------------------------------ ingest journal
+
+    def journal(self, signal: str, body: bytes, owner: str) -> JournalEntry:
+        """Commit an export request's body to the ingest journal (see
+        :mod:`tracescore.store.journal`); durable on return."""
+        with self.write_transaction() as conn:
+            return journal.append(conn, signal, body, owner, time.time())
+
+    def journal_entries(
+        self, *, received_before: float | None = None, not_owner: str | None = None, limit: int = 8
+    ) -> list[JournalEntry]:
+        with self.engine.connect() as conn:
+            return journal.entries(
+                conn, received_before=received_before, not_owner=not_owner, limit=limit
+            )
+
+    def fail_journal_entry(self, seq: int, reason: str) -> None:
+        with self.write_transaction() as conn:
+            journal.fail(conn, seq, reason)
+
+    def settle(self, timeout: float = 10.0) -> bool:
+        """Wait until the export requests acknowledged so far are rows (False on timeout)."""
+        return journal.wait_settled(self.engine, timeout)
 
     # ------------------------------------------------------------------ assembly
 
@@ -263,7 +299,7 @@ class SpanStore:
         it periodically so trace states shown by the read API stay current.
         """
         with self.write_transaction() as conn:
-            return tracking.promote_ready(conn, self.rules, time.time() if now is None else now)
+            return tracking.promote_ready(conn, self.rules, _readiness_now(conn, now))
 
     def claim_ready(
         self, owner: str, limit: int, lease_seconds: float, now: float | None = None
@@ -271,7 +307,7 @@ class SpanStore:
         """Promote, then lease up to ``limit`` ready traces (or ones whose lease expired)."""
         now = time.time() if now is None else now
         with self.write_transaction() as conn:
-            tracking.promote_ready(conn, self.rules, now)
+            tracking.promote_ready(conn, self.rules, _readiness_now(conn, now))
             return tracking.claim(conn, owner, limit, lease_seconds, now)
 
     def complete(self, claim: TraceClaim, now: float | None = None) -> None:
@@ -290,8 +326,15 @@ class SpanStore:
 
     # ------------------------------------------------------------------ reads
 
-    def load_trace(self, trace_id: str) -> Trace | None:
-        """Every stored span and log record of a trace (spans by start time), or ``None``."""
+    def load_trace(self, trace_id: str, *, settle: bool = True) -> Trace | None:
+        """Every stored span and log record of a trace (spans by start time), or ``None``.
+
+        Like every read here it first waits for the requests acknowledged before it to be
+        unpacked (:meth:`settle`); the scoring worker, which only loads traces found idle as of
+        the journal's oldest entry, passes ``settle=False``.
+        """
+        if settle:
+            self.settle()
         trace_id = trace_id.lower()
         spans_t, logs_t = SpanRow.__table__, LogRow.__table__
         with self.engine.connect() as conn:
@@ -318,6 +361,7 @@ class SpanStore:
         self, limit: int = 50, service: str | None = None, since: float | None = None
     ) -> list[TraceSummary]:
         """Most recently active traces first; ``since`` is epoch seconds of last activity."""
+        self.settle()
         table = TraceRow.__table__
         query = select(*_SUMMARY_COLUMNS).order_by(table.c.last_seen.desc()).limit(limit)
         if service is not None:
@@ -328,6 +372,7 @@ class SpanStore:
             return [TraceSummary(**row._mapping) for row in conn.execute(query)]
 
     def trace_summary(self, trace_id: str) -> TraceSummary | None:
+        self.settle()
         table = TraceRow.__table__
         query = select(*_SUMMARY_COLUMNS).where(table.c.trace_id == trace_id.lower())
         with self.engine.connect() as conn:
@@ -336,8 +381,17 @@ class SpanStore:
 
     def count_spans(self) -> int:
         """Stored spans in total (monitoring and benchmarks)."""
+        self.settle()
         with self.engine.connect() as conn:
             return conn.execute(text("SELECT count(*) FROM spans")).scalar_one()
+
+
+def _readiness_now(conn: Connection, now: float | None) -> float:
+    """The time trace readiness is judged at: now, or when the oldest request still waiting in
+    the journal arrived, since its spans may belong to any trace."""
+    now = time.time() if now is None else now
+    waiting_since = journal.oldest(conn)
+    return now if waiting_since is None else min(now, waiting_since)
 
 
 def _load_refs(conn: Connection, rows: Sequence[Any]) -> tuple[dict[str, Resource], dict[str, Scope]]:

@@ -9,7 +9,7 @@ are nanoseconds since the epoch and need 64-bit integers; times the collector it
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Index, Integer, Text
+from sqlalchemy import BigInteger, Column, Index, Integer, LargeBinary, Text
 from sqlmodel import Field, SQLModel
 
 
@@ -58,6 +58,34 @@ class SpanRow(SQLModel, table=True):
     scope_id: str = Field(max_length=32)
 
 
+def _serial() -> Column:  # type: ignore[type-arg]
+    """An auto-numbered 64-bit key (SQLite only auto-numbers a column declared exactly INTEGER
+    PRIMARY KEY)."""
+    return Column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True)
+
+
+class JournalRow(SQLModel, table=True):
+    """An acknowledged OTLP/protobuf export request whose records are not yet in the tables.
+
+    The collector acknowledges a protobuf request once its body is committed here, which takes
+    a few milliseconds; decoding it into span and log rows (tens of milliseconds per thousand
+    spans) happens after, and deletes the row in the same transaction as the insert.
+    """
+
+    __tablename__ = "ingest_journal"
+
+    seq: int | None = Field(default=None, sa_column=_serial())
+    received_at: float
+    signal: str = Field(max_length=8)
+    """``traces`` or ``logs``."""
+    owner: str = Field(sa_type=Text)
+    """The collector process that took the request; it unpacks its own rows first."""
+    body: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    failed: str | None = Field(default=None, sa_type=Text)
+    """Why unpacking failed (a bug, since the request was checked before the ack); such a row
+    is kept for inspection and no longer holds back readiness or reads."""
+
+
 class LogRow(SQLModel, table=True):
     __tablename__ = "logs"
     __table_args__ = (
@@ -65,13 +93,7 @@ class LogRow(SQLModel, table=True):
         Index("ux_logs_record_hash", "record_hash", unique=True),
     )
 
-    # SQLite only auto-numbers a column declared exactly INTEGER PRIMARY KEY.
-    id: int | None = Field(
-        default=None,
-        sa_column=Column(
-            BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
-        ),
-    )
+    id: int | None = Field(default=None, sa_column=_serial())
     record_hash: str = Field(max_length=32)
     """Hash of the whole record: an exporter's retry of a stored record is not stored twice."""
     trace_id: str | None = Field(default=None, max_length=32)

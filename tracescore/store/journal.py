@@ -1,0 +1,98 @@
+"""The ingest journal: acknowledged OTLP/protobuf requests not yet unpacked into rows.
+
+Acknowledging a request only once its spans are rows would put their decoding (tens of
+milliseconds per thousand spans, in Python) on every exporter's wait. Instead the collector
+commits the checked request body here and acknowledges it, which is as durable; the ingest
+stage then unpacks each entry into span and log rows and deletes it *in the same transaction*
+(:meth:`SpanStore.write` with ``consume``), so an entry is unpacked exactly once whichever
+process gets to it, and a crash at any point loses nothing.
+
+While entries wait, they still count: trace readiness is judged as of the oldest waiting entry
+(a trace whose newest spans are still here is not idle), and the store's reads first wait for
+the entries that were acknowledged before them (:func:`wait_settled`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, Engine, func, insert, select
+
+from tracescore.store.tables import JournalRow
+
+log = logging.getLogger(__name__)
+
+_journal = JournalRow.__table__
+_waiting = _journal.c.failed.is_(None)
+
+
+@dataclass(frozen=True, slots=True)
+class JournalEntry:
+    seq: int
+    received_at: float
+    signal: str
+    """``traces`` or ``logs``."""
+    body: bytes
+
+
+def append(conn: Connection, signal: str, body: bytes, owner: str, received_at: float) -> JournalEntry:
+    result = conn.execute(
+        insert(_journal).values(received_at=received_at, signal=signal, owner=owner, body=body)
+    )
+    return JournalEntry(result.inserted_primary_key[0], received_at, signal, body)
+
+
+def consume(conn: Connection, seq: int) -> bool:
+    """Delete a waiting entry; False if it is gone already (another process unpacked it)."""
+    return conn.execute(_journal.delete().where((_journal.c.seq == seq) & _waiting)).rowcount == 1
+
+
+def fail(conn: Connection, seq: int, reason: str) -> None:
+    conn.execute(_journal.update().where(_journal.c.seq == seq).values(failed=reason))
+
+
+def oldest(conn: Connection) -> float | None:
+    """When the oldest waiting entry was received, if any."""
+    return conn.execute(select(func.min(_journal.c.received_at)).where(_waiting)).scalar()
+
+
+def entries(
+    conn: Connection, *, received_before: float | None = None, not_owner: str | None = None,
+    limit: int = 8,
+) -> list[JournalEntry]:  # fmt: skip
+    """Waiting entries, oldest first: for recovery after a crash and for orphans of other
+    processes (``not_owner``) that have waited since before ``received_before``."""
+    query = select(_journal.c.seq, _journal.c.received_at, _journal.c.signal, _journal.c.body)
+    query = query.where(_waiting).order_by(_journal.c.seq).limit(limit)
+    if received_before is not None:
+        query = query.where(_journal.c.received_at < received_before)
+    if not_owner is not None:
+        query = query.where(_journal.c.owner != not_owner)
+    return [JournalEntry(*row) for row in conn.execute(query)]
+
+
+def wait_settled(engine: Engine, timeout: float, poll: float = 0.005) -> bool:
+    """Wait until every entry waiting now has been unpacked (later ones do not matter).
+
+    False when ``timeout`` passed first: no collector is running to unpack them (they are
+    unpacked when one starts) or it is far behind.
+    """
+    with engine.connect() as conn:
+        last = conn.execute(select(func.max(_journal.c.seq)).where(_waiting)).scalar()
+    if last is None:
+        return True
+    query = select(_journal.c.seq).where(_waiting & (_journal.c.seq <= last)).limit(1)
+    deadline = time.monotonic() + timeout
+    while True:
+        with engine.connect() as conn:
+            if conn.execute(query).first() is None:
+                return True
+        if time.monotonic() > deadline:
+            log.warning(
+                "acknowledged export requests are still waiting in the ingest journal after %.0f s; "
+                "they are stored as rows once a collector (tracescore serve) runs", timeout
+            )
+            return False
+        time.sleep(poll)
