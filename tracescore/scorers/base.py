@@ -127,6 +127,10 @@ class PromptStep:
     With ``output_schema`` the judge must answer JSON validating against it and the step result
     is the validated model instance; without it the answer is plain text. As ``generate_score``,
     a schema-less prompt step asks for ``{score: number}``.
+
+    ``sketch`` gives a plausible answer of typical size (a schema instance, or the text), used to
+    price the step before any judge is called: ``rescore --dry-run`` counts its output tokens and
+    renders the later steps with it. Steps without one are priced with a generic answer.
     """
 
     description: str
@@ -134,6 +138,7 @@ class PromptStep:
     output_schema: type[BaseModel] | None = None
     judge: Any = None
     instructions: str | None = None
+    sketch: Callable[[StepContext], BaseModel | str] | None = None
 
 
 @dataclass

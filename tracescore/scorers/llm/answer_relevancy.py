@@ -12,6 +12,7 @@ from tracescore.scorers.llm.common import (
     judge_prompt,
     reason_step,
 )
+from tracescore.scorers.llm.sketch import answer_items, judged
 from tracescore.scorers.llm.view import (
     describe_run,
     numbered,
@@ -97,9 +98,24 @@ did not.""",
             instructions=INSTRUCTIONS,
         )
         .preprocess(
-            PromptStep("Split the answer into statements", statements_prompt, AnswerStatements)
+            PromptStep(
+                "Split the answer into statements",
+                statements_prompt,
+                AnswerStatements,
+                sketch=answer_items(AnswerStatements),
+            )
         )
-        .analyze(PromptStep("Judge each statement's relevance", results_prompt, RelevancyResults))
+        .analyze(
+            PromptStep(
+                "Judge each statement's relevance",
+                results_prompt,
+                RelevancyResults,
+                sketch=lambda ctx: RelevancyResults(results=judged(
+                    ctx.results["preprocess_step_result"].statements,
+                    lambda statement, reason: RelevancyResult(result="yes", reason=reason),
+                )),  # fmt: skip
+            )
+        )
         .generate_score(score)
-        .generate_reason(reason_step(reason_prompt))
+        .generate_reason(reason_step(reason_prompt, 2.5))
     )

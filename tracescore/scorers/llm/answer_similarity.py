@@ -15,6 +15,7 @@ from tracescore.scorers.base import (
     not_scorable,
 )
 from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step
+from tracescore.scorers.llm.sketch import sentences, typical_text
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 from tracescore.scorers.utils import round_to_two_decimals
 
@@ -104,6 +105,26 @@ give "matchType": "exact" (same meaning and wording), "semantic" (same meaning, 
             section("output_units", numbered(units.output_units)),
         )
 
+    def units_sketch(ctx: StepContext) -> SemanticUnits:
+        return SemanticUnits(
+            output_units=sentences(response_text(ctx.run)),
+            ground_truth_units=sentences(ground_truth_text(ctx.run.ground_truth)),
+        )
+
+    def analysis_sketch(ctx: StepContext) -> SimilarityAnalysis:
+        """Each ground-truth unit matched in order; answer units left over are extra."""
+        units: SemanticUnits = ctx.results["preprocess_step_result"]
+        truth, answer = units.ground_truth_units, units.output_units
+        counterparts = answer[: len(truth)] + [None] * (len(truth) - len(answer))
+        return SimilarityAnalysis(
+            matches=[
+                UnitMatch(ground_truth_unit=unit, output_unit=found, explanation=typical_text(),
+                          match_type="semantic" if found is not None else "missing")
+                for unit, found in zip(truth, counterparts, strict=True)
+            ],
+            extra_in_output=answer[len(truth) :],
+        )  # fmt: skip
+
     def score(ctx: StepContext) -> float:
         analysis: SimilarityAnalysis = ctx.results["analyze_step_result"]
         if not ground_truth_text(ctx.run.ground_truth) or not analysis.matches:
@@ -142,10 +163,17 @@ extra or contradictory.""",
         )
         .preprocess(
             PromptStep(
-                "Split answer and ground truth into semantic units", units_prompt, SemanticUnits
+                "Split answer and ground truth into semantic units",
+                units_prompt,
+                SemanticUnits,
+                sketch=units_sketch,
             )
         )
-        .analyze(PromptStep("Match the units", analysis_prompt, SimilarityAnalysis))
+        .analyze(
+            PromptStep("Match the units", analysis_prompt, SimilarityAnalysis, sketch=analysis_sketch)
+        )
         .generate_score(score)
-        .generate_reason(reason_step(reason_prompt))
+        .generate_reason(reason_step(
+            reason_prompt, lambda ctx: 2.5 if ground_truth_text(ctx.run.ground_truth) else 1
+        ))  # fmt: skip
     )

@@ -9,6 +9,7 @@ from tracescore.scorers.llm.common import (
     judge_prompt,
     share_of_yes_scorer,
 )
+from tracescore.scorers.llm.sketch import answer_items, judged
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 
 INSTRUCTIONS = (
@@ -66,9 +67,24 @@ means more biased). Explain the score in one or two sentences from the judgement
         description="Share of the answer's opinions that show bias",
         model=model,
         instructions=INSTRUCTIONS,
-        preprocess=PromptStep("Extract the answer's opinions", opinions_prompt, BiasOpinions),
-        analyze=PromptStep("Judge each opinion for bias", results_prompt, BiasResults),
+        preprocess=PromptStep(
+            "Extract the answer's opinions",
+            opinions_prompt,
+            BiasOpinions,
+            # Every sentence taken for an opinion: the upper end of what the judge lists.
+            sketch=answer_items(BiasOpinions),
+        ),
+        analyze=PromptStep(
+            "Judge each opinion for bias",
+            results_prompt,
+            BiasResults,
+            sketch=lambda ctx: BiasResults(results=judged(
+                ctx.results["preprocess_step_result"].opinions or [response_text(ctx.run)],
+                lambda opinion, reason: BiasResult(result="no", reason=reason),
+            )),  # fmt: skip
+        ),
         verdicts=lambda analysis: [v.result for v in analysis.results],
         scale=scale,
         reason=reason_prompt,
+        reason_sentences=1.5,
     )

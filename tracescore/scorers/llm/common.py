@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from pydantic import BaseModel, ConfigDict
 
 from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer
+from tracescore.scorers.llm.sketch import explanation
 from tracescore.scorers.llm.view import default_context
 from tracescore.scorers.utils import round_to_two_decimals
 
@@ -57,9 +58,16 @@ def check_context_option(context: Sequence[str] | None) -> None:
         raise ValueError("context must not be empty: leave it out to use the run's own context")
 
 
-def reason_step(create_prompt: Callable[[StepContext], str]) -> PromptStep:
+def reason_step(
+    create_prompt: Callable[[StepContext], str],
+    sentences: float | Callable[[StepContext], float],
+) -> PromptStep:
+    """A step asking the judge to explain the score in ``sentences`` sentences (what the prompt
+    asks for; "two or three" is 2.5), which is also the size its answer is priced at."""
     return PromptStep(
-        description="Explain the score in plain language", create_prompt=create_prompt
+        description="Explain the score in plain language",
+        create_prompt=create_prompt,
+        sketch=explanation(sentences),
     )
 
 
@@ -78,10 +86,12 @@ def share_of_yes_scorer(
     verdicts: Callable[[Any], Sequence[str]],
     scale: float,
     reason: Callable[[StepContext], str],
+    reason_sentences: float,
     preprocess: PromptStep | None = None,
 ) -> Scorer:
     """A scorer whose score is the share of ``yes`` among the analysis' ``verdicts(result)``
-    (faithfulness, hallucination, bias, toxicity), with a judge-written reason."""
+    (faithfulness, hallucination, bias, toxicity), with a judge-written reason of
+    ``reason_sentences`` sentences."""
     scorer = create_scorer(id=id, description=description, judge=model, instructions=instructions)
     if preprocess is not None:
         scorer = scorer.preprocess(preprocess)
@@ -90,5 +100,5 @@ def share_of_yes_scorer(
         .generate_score(
             lambda ctx: share_of_yes(verdicts(ctx.results["analyze_step_result"]), scale)
         )
-        .generate_reason(reason_step(reason))
+        .generate_reason(reason_step(reason, reason_sentences))
     )

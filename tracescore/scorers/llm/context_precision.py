@@ -23,6 +23,7 @@ from tracescore.scorers.llm.common import (
     reason_step,
     run_context,
 )
+from tracescore.scorers.llm.sketch import typical_text
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 from tracescore.scorers.utils import round_to_two_decimals
 
@@ -80,6 +81,13 @@ one-sentence reason.""",
             section("context", numbered(pieces)),
         )
 
+    def verdicts_sketch(ctx: StepContext) -> PrecisionVerdicts:
+        pieces = run_context(ctx, context, context_extractor)
+        return PrecisionVerdicts(verdicts=[
+            PrecisionVerdict(context_index=index, verdict="yes", reason=typical_text())
+            for index, piece in enumerate(pieces)
+        ])  # fmt: skip
+
     def score(ctx: StepContext) -> float:
         return mean_average_precision(ctx.results["analyze_step_result"].verdicts, scale)
 
@@ -106,8 +114,13 @@ two or three sentences.""",
             instructions=INSTRUCTIONS,
         )
         .analyze(
-            PromptStep("Judge each context piece's usefulness", verdicts_prompt, PrecisionVerdicts)
+            PromptStep(
+                "Judge each context piece's usefulness",
+                verdicts_prompt,
+                PrecisionVerdicts,
+                sketch=verdicts_sketch,
+            )
         )
         .generate_score(score)
-        .generate_reason(reason_step(reason_prompt))
+        .generate_reason(reason_step(reason_prompt, 2.5))
     )

@@ -24,6 +24,7 @@ from tracescore.scorers.llm.common import (
     reason_step,
     run_context,
 )
+from tracescore.scorers.llm.sketch import SENTENCE_WORDS, typical_text
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 from tracescore.scorers.utils import round_to_two_decimals
 
@@ -113,6 +114,21 @@ list when nothing was missing), and give a one-sentence "overallAssessment".""",
             section("context", numbered(pieces)),
         )
 
+    def evaluations_sketch(ctx: StepContext) -> RelevanceEvaluations:
+        return RelevanceEvaluations(
+            evaluations=[
+                RelevanceEvaluation(
+                    context_index=index,
+                    context_piece=" ".join(piece.split()[:SENTENCE_WORDS]),  # "or its start"
+                    relevance_level="high",
+                    was_used=True,
+                    reasoning=typical_text(),
+                )
+                for index, piece in enumerate(run_context(ctx, context, context_extractor))
+            ],
+            overall_assessment=typical_text(),
+        )
+
     def score(ctx: StepContext) -> float:
         return relevance_score(ctx.results["analyze_step_result"], rules, scale)
 
@@ -143,8 +159,9 @@ information). Explain the score in two or three sentences.""",
                 "Rate each context piece's relevance and use",
                 evaluations_prompt,
                 RelevanceEvaluations,
+                sketch=evaluations_sketch,
             )
         )
         .generate_score(score)
-        .generate_reason(reason_step(reason_prompt))
+        .generate_reason(reason_step(reason_prompt, 2.5))
     )

@@ -13,6 +13,7 @@ from tracescore.scorers.llm.common import (
     run_context,
     share_of_yes_scorer,
 )
+from tracescore.scorers.llm.sketch import answer_items, judged
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 
 INSTRUCTIONS = (
@@ -81,11 +82,23 @@ naming the claims that were not supported.""",
         description="How much of the answer is supported by the retrieved context and tool results",
         model=model,
         instructions=INSTRUCTIONS,
-        preprocess=PromptStep("Extract the answer's claims", claims_prompt, FaithfulnessClaims),
+        preprocess=PromptStep(
+            "Extract the answer's claims",
+            claims_prompt,
+            FaithfulnessClaims,
+            sketch=answer_items(FaithfulnessClaims),
+        ),
         analyze=PromptStep(
-            "Check each claim against the context", verdicts_prompt, FaithfulnessVerdicts
+            "Check each claim against the context",
+            verdicts_prompt,
+            FaithfulnessVerdicts,
+            sketch=lambda ctx: FaithfulnessVerdicts(verdicts=judged(
+                ctx.results["preprocess_step_result"].claims,
+                lambda claim, reason: FaithfulnessVerdict(verdict="yes", reason=reason),
+            )),  # fmt: skip
         ),
         verdicts=lambda analysis: [v.verdict for v in analysis.verdicts],
         scale=scale,
         reason=reason_prompt,
+        reason_sentences=2.5,
     )

@@ -13,6 +13,7 @@ from tracescore.scorers.llm.common import (
     run_context,
     share_of_yes_scorer,
 )
+from tracescore.scorers.llm.sketch import answer_items, judged
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 
 INSTRUCTIONS = (
@@ -96,11 +97,23 @@ three sentences, naming the hallucinated claims.""",
         description="Share of the answer's claims not backed by, or contradicting, the context",
         model=model,
         instructions=INSTRUCTIONS,
-        preprocess=PromptStep("Extract the answer's claims", claims_prompt, HallucinationClaims),
+        preprocess=PromptStep(
+            "Extract the answer's claims",
+            claims_prompt,
+            HallucinationClaims,
+            sketch=answer_items(HallucinationClaims),
+        ),
         analyze=PromptStep(
-            "Find claims the context does not back", verdicts_prompt, HallucinationVerdicts
+            "Find claims the context does not back",
+            verdicts_prompt,
+            HallucinationVerdicts,
+            sketch=lambda ctx: HallucinationVerdicts(verdicts=judged(
+                ctx.results["preprocess_step_result"].claims,
+                lambda claim, reason: HallucinationVerdict(statement=claim, verdict="no", reason=reason),
+            )),  # fmt: skip
         ),
         verdicts=lambda analysis: [v.verdict for v in analysis.verdicts],
         scale=scale,
         reason=reason_prompt,
+        reason_sentences=2.5,
     )

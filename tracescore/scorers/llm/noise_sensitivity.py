@@ -20,6 +20,7 @@ from tracescore.scorers.base import (
     not_scorable,
 )
 from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step
+from tracescore.scorers.llm.sketch import typical_text
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 from tracescore.scorers.utils import round_to_two_decimals
 
@@ -136,6 +137,21 @@ answer) to 1 (no effect).""",
             section("noisy_answer", response_text(ctx.run)),
         )
 
+    def analysis_sketch(ctx: StepContext) -> NoiseAnalysis:
+        return NoiseAnalysis(
+            dimensions=[
+                DimensionImpact(
+                    dimension=dimension,
+                    impact_level="minimal",
+                    specific_changes=typical_text(),
+                    noise_influence=typical_text(),
+                )
+                for dimension in DIMENSIONS
+            ],
+            overall_assessment=typical_text(),
+            robustness_score=DEFAULT_IMPACT_WEIGHTS["minimal"],
+        )
+
     def score(ctx: StepContext) -> float:
         return robustness(ctx.results["analyze_step_result"], rules)
 
@@ -165,8 +181,13 @@ score in two or three sentences from the analysis below.""",
             instructions=INSTRUCTIONS,
         )
         .analyze(
-            PromptStep("Compare the baseline and noisy answers", analysis_prompt, NoiseAnalysis)
+            PromptStep(
+                "Compare the baseline and noisy answers",
+                analysis_prompt,
+                NoiseAnalysis,
+                sketch=analysis_sketch,
+            )
         )
         .generate_score(score)
-        .generate_reason(reason_step(reason_prompt))
+        .generate_reason(reason_step(reason_prompt, 2.5))
     )

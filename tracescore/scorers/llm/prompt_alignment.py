@@ -24,6 +24,7 @@ from tracescore.scorers.llm.common import (
     judge_prompt,
     reason_step,
 )
+from tracescore.scorers.llm.sketch import judged, sentences, typical_text
 from tracescore.scorers.llm.view import (
     describe_run,
     numbered,
@@ -152,6 +153,36 @@ def instruction_score(verdicts: Sequence[InstructionVerdict], scale: float) -> f
     )
 
 
+def alignment_sketch(request: str) -> AlignmentAnalysis:
+    """A typical evaluation against ``request``: every sentence of it taken for an explicit
+    requirement, each dimension reasoned in one sentence."""
+    return AlignmentAnalysis(
+        intent_alignment=IntentAlignment(
+            score=1.0,
+            primary_intent=typical_text(0.5),
+            is_addressed=True,
+            reasoning=typical_text(),
+        ),
+        requirements_fulfillment=RequirementsFulfillment(
+            requirements=judged(
+                sentences(request),
+                lambda requirement, reason: RequirementCheck(
+                    requirement=requirement, is_fulfilled=True, reasoning=reason
+                ),
+            ),
+            overall_score=1.0,
+        ),
+        completeness=Completeness(score=1.0, reasoning=typical_text()),
+        response_appropriateness=ResponseAppropriateness(
+            score=1.0,
+            format_alignment=typical_text(0.5),
+            tone_alignment=typical_text(0.5),
+            reasoning=typical_text(),
+        ),
+        overall_assessment=typical_text(1.5),
+    )
+
+
 _DIMENSIONS = """For that evaluation give:
 - "intentAlignment": the "primaryIntent", whether it "isAddressed", a "score" and "reasoning";
 - "requirementsFulfillment": every explicit requirement with "isFulfilled" and "reasoning", and an
@@ -233,6 +264,23 @@ or content count as not followed ("no"). Repeat the instruction and give a one-s
             *run_blocks(ctx),
         )
 
+    def analysis_sketch(ctx: StepContext) -> AlignmentAnalysis | BothAlignmentAnalysis:
+        user, system = user_text(ctx.run), system_prompt(ctx.run)
+        if evaluation_mode != "both":
+            return alignment_sketch(user if evaluation_mode == "user" else system)
+        return BothAlignmentAnalysis(
+            user_alignment=alignment_sketch(user) if user else None,
+            system_alignment=alignment_sketch(system) if system else None,
+        )
+
+    def instructions_sketch(ctx: StepContext) -> InstructionVerdicts:
+        return InstructionVerdicts(verdicts=judged(
+            list(instructions or []),
+            lambda instruction, reason: InstructionVerdict(
+                instruction=instruction, verdict="yes", reason=reason
+            ),
+        ))  # fmt: skip
+
     def reason_prompt(ctx: StepContext) -> str:
         analysis = ctx.results["analyze_step_result"]
         return judge_prompt(
@@ -250,15 +298,22 @@ and what was not.""",
     )
     if instructions is not None:
         scorer = base.analyze(
-            PromptStep("Judge each instruction", instructions_prompt, InstructionVerdicts)
+            PromptStep(
+                "Judge each instruction",
+                instructions_prompt,
+                InstructionVerdicts,
+                sketch=instructions_sketch,
+            )
         ).generate_score(
             lambda ctx: instruction_score(ctx.results["analyze_step_result"].verdicts, scale)
         )
     else:
         schema = BothAlignmentAnalysis if evaluation_mode == "both" else AlignmentAnalysis
         scorer = base.analyze(
-            PromptStep("Evaluate alignment with the prompts", analysis_prompt, schema)
+            PromptStep(
+                "Evaluate alignment with the prompts", analysis_prompt, schema, sketch=analysis_sketch
+            )
         ).generate_score(
             lambda ctx: alignment_score(ctx.results["analyze_step_result"], evaluation_mode, scale)
         )
-    return scorer.generate_reason(reason_step(reason_prompt))
+    return scorer.generate_reason(reason_step(reason_prompt, 2.5))

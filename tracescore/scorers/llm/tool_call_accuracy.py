@@ -17,6 +17,7 @@ from tracescore.scorers.base import (
     not_scorable,
 )
 from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step
+from tracescore.scorers.llm.sketch import typical_text
 from tracescore.scorers.llm.view import (
     describe_run,
     numbered,
@@ -127,7 +128,18 @@ appropriate calls). Explain the score in one sentence.""",
             instructions=INSTRUCTIONS,
         )
         .preprocess(preprocess)
-        .analyze(PromptStep("Judge each tool call", evaluations_prompt, ToolEvaluations))
+        .analyze(
+            PromptStep(
+                "Judge each tool call",
+                evaluations_prompt,
+                ToolEvaluations,
+                sketch=lambda ctx: ToolEvaluations(evaluations=[
+                    ToolEvaluation(tool_called=tool, was_appropriate=True,
+                                   reasoning=typical_text())
+                    for tool in ctx.results["preprocess_step_result"]["actualTools"]
+                ]),  # fmt: skip
+            )
+        )
         .generate_score(lambda ctx: accuracy(ctx.results["analyze_step_result"]))
-        .generate_reason(reason_step(reason_prompt))
+        .generate_reason(reason_step(reason_prompt, 1))
     )
