@@ -1,44 +1,78 @@
 """What re-scoring runs with an LLM scorer will cost, worked out before any judge is called.
 
-Input tokens are counted on the real prompts: each sampled run goes through the scorer with a
-*pricing judge* that counts the tokens of every request exactly as the judge client would send
-it (instructions, prompt and schema instruction) and answers with the smallest valid object of
-the step's schema, so code steps run for real and later prompt steps render. A prompt step that
-never rendered because a step failed on those empty answers is counted at the mean size of the
-run's rendered prompts: calls per run is the scorer's number of prompt steps. Requests the judge
-would answer from its verdict cache (repeated within the backfill, or already in the store's
-verdict table) count as free, as they are; a stored verdict is also what the pricing judge
-answers, so a re-run of already judged runs renders (and prices) exactly the cached requests.
+Each sampled run goes through the scorer with a *pricing judge* that counts the tokens of every
+request exactly as the judge client would send it (instructions, prompt and schema instruction)
+and answers it with a *typical answer*, whose tokens (the text the client would read back: JSON
+for a schema, as judges write it) are the call's output. Code steps therefore run for real and
+later prompt steps render with realistic earlier answers (the claims a verdict step checks, the
+verdicts a reason step explains), so their input tokens are counted on realistic prompts too.
 
-Output tokens cannot be counted before the judge answers. They come from the scorer's own past
-paid judge calls in the store (mean output tokens per call, any version or model) when there are
-any, else :data:`DEFAULT_OUTPUT_TOKENS` per call. Tokens are priced with litellm's price map for the
-judge's model; a model litellm has no price for (self-hosted) costs nothing.
+The typical answer to a request is, in order of preference:
+
+1. an answer the store's verdict table holds for this very prompt: under this judge model and
+   scorer version the verdict cache would serve it, so the call is free; under another model or
+   version the scorer was judged with (the latest :data:`PAST_JUDGES`), it is what a judge said
+   to the same prompt, priced as a paid call at that answer's own output tokens;
+2. the step's :attr:`~tracescore.scorers.base.PromptStep.sketch`, a plausible answer of typical
+   size that every prebuilt LLM scorer provides (see :mod:`tracescore.scorers.llm.sketch`);
+3. for a step without a sketch (a custom scorer), a generic instance of its schema: every field
+   filled, :data:`TYPICAL_ITEMS` items per list, one typical sentence per string, 0.5 per number,
+   the first allowed value per literal; a text step without a sketch answers
+   :data:`DEFAULT_TEXT_SENTENCES` typical sentences.
+
+A paid call answered by 2 or 3 takes its output tokens from the store when the scorer's step has
+paid judge calls there (any version or model): the mean of the step's latest
+:data:`HISTORY_CALLS`, from the verdict table or else from the score rows' judge calls (judges
+with ``cache: false``). A step without history keeps the typical answer's count. The estimate's
+``method`` says how many of the sampled paid calls were priced which way.
+
+A prompt step that never rendered because a step failed on the typical answers is counted at the
+mean size of the run's rendered prompts and answers. Requests the judge would answer from its
+verdict cache (repeated within the backfill, or already in the verdict table) count as free, as
+they are. Tokens are priced with litellm's price map for the judge's model; a model litellm has
+no price for (self-hosted) costs nothing.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import types
 import typing
+from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from functools import partial
-from typing import Any
+from dataclasses import dataclass, field
+from statistics import fmean
+from typing import Any, Literal
 
 from pydantic import BaseModel
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from tracescore.extract.model import AgentRun
 from tracescore.pipeline.bindings import CompiledBinding
-from tracescore.scorers.base import JudgeRequest, JudgeResponse, PromptStep, Scorer
+from tracescore.scorers.base import (
+    JudgeRequest,
+    JudgeResponse,
+    PromptStep,
+    Scorer,
+    StepContext,
+)
+from tracescore.scorers.llm.sketch import typical_text
 from tracescore.store.scores import ScoreRow
 
-DEFAULT_OUTPUT_TOKENS = 100
-"""Output tokens per judge call assumed when the scorer has no past calls to learn from."""
+TYPICAL_ITEMS = 3
+"""Items per list in the generic answer of a schema step without a sketch."""
+DEFAULT_TEXT_SENTENCES = 3
+"""Sentences in the answer of a text step without a sketch (a short explanation)."""
 SAMPLE_RUNS = 100
 """Runs per binding whose prompts are rendered; the mean is extrapolated to all runs."""
+HISTORY_CALLS = 500
+"""Latest paid calls per step whose output tokens are averaged."""
+PAST_JUDGES = 5
+"""Latest (scorer version, judge model) pairs whose answers to the same prompts are looked up."""
+
+AnswerSource = Literal["same request", "sketch", "generic"]
 
 
 @dataclass(frozen=True)
@@ -54,39 +88,122 @@ class CostEstimate:
     """How the figures were obtained, shown next to them."""
 
 
-class PricingJudge:
-    """A ``Judge`` that pays nothing: it counts request tokens and answers minimal objects.
+@dataclass(frozen=True)
+class PastAnswer:
+    text: str
+    output_tokens: int
+    exact: bool
+    """Given by this judge model to this scorer version: the verdict cache serves it."""
 
-    A request the judge would serve from its verdict cache costs nothing: one asked before in
-    this estimate, or one whose answer ``stored(key)`` finds in the store. A stored answer is
-    returned as the real judge would, so the steps after it render exactly as they will.
+
+@dataclass(frozen=True)
+class PastAnswers:
+    """Answers the verdict table holds for a request's prompt: given by ``model`` to the
+    request's scorer version (the verdict cache serves them), else by ``judges`` (other
+    ``(scorer version, model)`` pairs the scorer was judged with, latest first)."""
+
+    engine: Engine
+    model: str
+    judges: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def of(cls, engine: Engine, scorer_id: str, model: str) -> PastAnswers:
+        from tracescore.store.judge_cache import JudgeVerdict
+
+        table = JudgeVerdict.__table__
+        with engine.connect() as connection:
+            judges = connection.execute(
+                select(table.c.scorer_version, table.c.model)
+                .where(table.c.scorer_id == scorer_id)
+                .group_by(table.c.scorer_version, table.c.model)
+                .order_by(func.max(table.c.created_at).desc())
+                .limit(PAST_JUDGES + 1)
+            ).all()
+        return cls(engine, model, tuple((version, used) for version, used in judges))
+
+    def find(self, request: JudgeRequest) -> PastAnswer | None:
+        from tracescore.judge.cache import verdict_key
+        from tracescore.store.judge_cache import JudgeVerdict
+
+        exact = verdict_key(request, self.model)
+        others = [
+            verdict_key(dataclasses.replace(request, scorer_version=version), model)
+            for version, model in self.judges
+            if (version, model) != (request.scorer_version, self.model)
+        ][:PAST_JUDGES]
+        order = [exact, *others]
+        table = JudgeVerdict.__table__
+        with self.engine.connect() as connection:
+            found = connection.execute(
+                select(table.c.key, table.c.text, table.c.output_tokens)
+                .where(table.c.key.in_(order))
+            ).all()  # fmt: skip
+        if not found:
+            return None
+        key, text, tokens = min(found, key=lambda row: order.index(row.key))
+        return PastAnswer(text, tokens or 0, exact=key == exact)
+
+
+@dataclass(frozen=True)
+class PricedCall:
+    step: str
+    input_tokens: int
+    output_tokens: int
+    """Tokens of the answer the pricing judge gave."""
+    source: AnswerSource
+    cached: bool
+    """The verdict cache would serve it: asked before in this estimate, or stored."""
+
+
+@dataclass
+class PricingJudge:
+    """A ``Judge`` that pays nothing: it counts the tokens of requests and of typical answers.
+
+    ``past(request)`` finds an answer the store holds for the request's prompt. ``context`` and
+    ``sketch`` are the step context and sketch of the prompt step being answered, set by
+    :func:`with_pricing_judge` as each prompt renders. With ``caches`` (the judge keeps a verdict
+    cache) a request asked before in this estimate, or stored for this model and version, is free.
     """
 
-    def __init__(self, model: str, stored: Callable[[str], str | None] | None = None) -> None:
-        self.model = model
-        self.stored = stored
-        self.calls: list[tuple[int, bool]] = []
-        """``(input tokens, cached)`` of each request since the last ``calls.clear()``."""
-        self._seen: set[str] = set()
+    model: str
+    past: Callable[[JudgeRequest], PastAnswer | None] | None = None
+    caches: bool = True
+    context: StepContext | None = None
+    sketch: Callable[[StepContext], BaseModel | str] | None = None
+    calls: list[PricedCall] = field(default_factory=list)
+    """The requests since the last ``calls.clear()``."""
+    _seen: set[str] = field(default_factory=set)
 
     async def complete(self, request: JudgeRequest) -> JudgeResponse:
         from tracescore.judge.cache import verdict_key
-        from tracescore.judge.client import litellm
         from tracescore.judge.structured import parse_output, request_messages
 
         messages = request_messages(request.prompt, request.instructions, request.schema)
-        tokens = int(litellm().token_counter(model=self.model, messages=messages))
+        tokens = _count(self.model, messages=messages)
         key = verdict_key(request, self.model)
-        text = self.stored(key) if self.stored is not None else None
-        output: Any = minimal(request.schema) if request.schema is not None else ""
-        if text is not None:
-            try:
-                output = parse_output(text, request.schema)
-            except ValueError:  # the real judge would not use it either
-                text = None
-        self.calls.append((tokens, key in self._seen or text is not None))
+        past = self.past(request) if self.past is not None else None
+        try:
+            output = parse_output(past.text, request.schema) if past is not None else None
+        except ValueError:  # the real judge would not use it either
+            past = output = None
+        if past is not None:
+            text, source = past.text, "same request"
+            answer_tokens = past.output_tokens or _count(self.model, text=text)
+        else:
+            output, source = self._typical_answer(request)
+            text = answer_text(output)
+            answer_tokens = _count(self.model, text=text)
+        cached = self.caches and (key in self._seen or (past is not None and past.exact))
+        self.calls.append(PricedCall(request.step, tokens, answer_tokens, source, cached))
         self._seen.add(key)
-        return JudgeResponse(output=output, text=text or "", model=self.model, input_tokens=tokens)
+        return JudgeResponse(output=output, text=text, model=self.model, input_tokens=tokens)
+
+    def _typical_answer(self, request: JudgeRequest) -> tuple[BaseModel | str, AnswerSource]:
+        if self.sketch is not None and self.context is not None:
+            return self.sketch(self.context), "sketch"
+        if request.schema is not None:
+            return typical(request.schema), "generic"
+        return typical_text(DEFAULT_TEXT_SENTENCES), "generic"
 
 
 def estimate_cost(
@@ -94,43 +211,71 @@ def estimate_cost(
 ) -> CostEstimate:
     """The judge cost of scoring ``total_runs`` runs like ``runs`` (a sample of them)."""
     scorer = binding.scorer
-    prompt_steps = [step for _, step in scorer.steps if isinstance(step, PromptStep)]
+    prompt_steps = {name: step for name, step in scorer.steps if isinstance(step, PromptStep)}
     if not prompt_steps:
         return CostEstimate(binding.name, scorer.id, total_runs, 0.0, 0, 0, 0, "no judge calls")
-    judge = prompt_steps[0].judge if prompt_steps[0].judge is not None else scorer.judge
+    first = next(iter(prompt_steps.values()))
+    judge = first.judge if first.judge is not None else scorer.judge
     model = judge_model(judge)
-    caches = getattr(getattr(judge, "config", judge), "cache", True) is not False
     pricing = PricingJudge(
-        model, partial(_stored_verdict, engine) if engine is not None and caches else None
+        model,
+        PastAnswers.of(engine, scorer.id, model).find if engine is not None else None,
+        caches=getattr(getattr(judge, "config", judge), "cache", True) is not False,
     )
-    priced = _with_judge(scorer, pricing)
+    priced = with_pricing_judge(scorer, pricing)
+    history = _past_output_tokens(engine, scorer.id, list(prompt_steps)) if engine else {}
     sample = runs[:SAMPLE_RUNS]
-    calls = tokens = 0.0
+    input_tokens = output_tokens = 0.0
+    priced_as: Counter[str] = Counter()
     for run in sample:
         pricing.calls.clear()
         priced.run_sync(run)
-        paid = [t for t, cached in pricing.calls if not (cached and caches)]
         if not pricing.calls:  # stopped by a code step before any prompt: no judge call either
             continue
-        # Steps that did not render (a later step failed on the empty answers) count at the
-        # mean size of this run's prompts.
-        missing = len(prompt_steps) - len(pricing.calls)
-        mean = sum(t for t, _ in pricing.calls) / len(pricing.calls)
-        calls += len(paid) + missing
-        tokens += sum(paid) + missing * mean
-    calls_per_run = calls / max(1, len(sample))
-    input_tokens = tokens / max(1, len(sample))
-    past = _past_output_tokens(engine, scorer.id) if engine is not None else None
-    output_per_call = past if past is not None else DEFAULT_OUTPUT_TOKENS
+        # Steps that did not render (a later step failed on the typical answers) count at the
+        # mean size of this run's prompts and answers.
+        rendered = {call.step for call in pricing.calls}
+        mean_in = fmean(call.input_tokens for call in pricing.calls)
+        mean_out = fmean(call.output_tokens for call in pricing.calls)
+        paid = [
+            (call.step, call.input_tokens, call.output_tokens, call.source)
+            for call in pricing.calls
+            if not call.cached
+        ] + [(name, mean_in, mean_out, "missing") for name in prompt_steps if name not in rendered]
+        for step, tokens_in, tokens_out, source in paid:
+            from_history = source != "same request" and step in history
+            input_tokens += tokens_in
+            output_tokens += history[step] if from_history else tokens_out
+            priced_as["history" if from_history else source] += 1
+    calls = sum(priced_as.values())
+    runs_sampled = max(1, len(sample))
     price_in, price_out = _prices(model)
-    per_run = input_tokens * price_in + calls_per_run * output_per_call * price_out
+    per_run = (input_tokens * price_in + output_tokens * price_out) / runs_sampled
     method = (
         f"{model}: input tokens of {len(sample)} rendered runs; output tokens "
-        + ("from past judge calls" if past is not None else f"assumed {DEFAULT_OUTPUT_TOKENS}/call")
+        + _output_method(priced_as)
         + ("" if price_in or price_out else "; no litellm price for this model")
     )
-    return CostEstimate(binding.name, scorer.id, total_runs, per_run * total_runs, calls_per_run,
-                        input_tokens, output_per_call, method)  # fmt: skip
+    return CostEstimate(binding.name, scorer.id, total_runs, per_run * total_runs,
+                        calls / runs_sampled, input_tokens / runs_sampled,
+                        output_tokens / calls if calls else 0.0, method)  # fmt: skip
+
+
+_PRICED_AS = {
+    "same request": "as answered before to the same prompt",
+    "history": "from their step's past calls",
+    "sketch": "sketched",
+    "generic": "generic (no sketch)",
+    "missing": "at the run's mean (step not rendered)",
+}
+
+
+def _output_method(priced_as: Counter[str]) -> str:
+    """How the sampled paid calls' output tokens were obtained, e.g. ``10 sketched, 2 ...``."""
+    if not priced_as:
+        return "not needed (every request cached)"
+    counts = ", ".join(f"{n} {_PRICED_AS[how]}" for how, n in priced_as.most_common())
+    return f"of the {sum(priced_as.values())} paid calls sampled: {counts}"
 
 
 def judge_model(spec: Any) -> str:
@@ -143,35 +288,62 @@ def judge_model(spec: Any) -> str:
     return str(getattr(config, "model", None) or getattr(spec, "model", "unknown"))
 
 
-def minimal(schema: type[BaseModel]) -> BaseModel:
-    """The smallest instance of ``schema``: empty lists and strings, zeros, first literals."""
-    values = {
-        name: _minimal_value(field.annotation)
+def typical(schema: type[BaseModel]) -> BaseModel:
+    """A generic answer of typical size for ``schema``: every field filled (a judge fills
+    optional ones too), :data:`TYPICAL_ITEMS` items per list, one typical sentence per string,
+    0.5 per number, the first allowed value per literal."""
+    return schema.model_construct(**{
+        field.alias or name: _typical_value(field.annotation)
         for name, field in schema.model_fields.items()
-        if field.is_required()
-    }
-    return schema.model_construct(**values)
+    })  # fmt: skip
 
 
-def _minimal_value(annotation: Any) -> Any:
+def _typical_value(annotation: Any) -> Any:
     origin = typing.get_origin(annotation)
     if origin is typing.Literal:
         return typing.get_args(annotation)[0]
     if origin in (typing.Union, types.UnionType):
         options = [a for a in typing.get_args(annotation) if a is not type(None)]
-        return (
-            None if len(options) < len(typing.get_args(annotation)) else _minimal_value(options[0])
-        )
-    if origin is not None:
-        return {} if origin is dict else []
+        return _typical_value(options[0]) if options else None
+    if origin is dict:
+        return {}
+    if origin is not None:  # list, set, tuple, Sequence
+        (item, *_) = typing.get_args(annotation) or (str,)
+        return [_typical_value(item) for _ in range(TYPICAL_ITEMS)]
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return minimal(annotation)
-    return {str: "", int: 0, float: 0.0, bool: False}.get(annotation)
+        return typical(annotation)
+    if annotation is str:
+        return typical_text()
+    return {int: 1, float: 0.5, bool: True}.get(annotation)
 
 
-def _with_judge(scorer: Scorer, judge: PricingJudge) -> Scorer:
+def answer_text(answer: BaseModel | str) -> str:
+    """The text a judge sends back for ``answer``: the JSON as judges write it (``", "`` and
+    ``": "`` separators, unescaped Unicode), or the text itself."""
+    if isinstance(answer, str):
+        return answer
+    return json.dumps(answer.model_dump(mode="json", by_alias=True), ensure_ascii=False)
+
+
+def _count(model: str, **content: Any) -> int:
+    from tracescore.judge.client import litellm
+
+    return int(litellm().token_counter(model=model, **content))
+
+
+def with_pricing_judge(scorer: Scorer, judge: PricingJudge) -> Scorer:
+    """``scorer`` asking ``judge``, which learns each prompt step's context and sketch as the
+    step's prompt renders (a judge request carries neither)."""
+
+    def priced(step: PromptStep) -> PromptStep:
+        def create_prompt(ctx: StepContext) -> str:
+            judge.context, judge.sketch = ctx, step.sketch
+            return step.create_prompt(ctx)
+
+        return dataclasses.replace(step, judge=judge, create_prompt=create_prompt)
+
     steps = tuple(
-        (name, dataclasses.replace(step, judge=judge) if isinstance(step, PromptStep) else step)
+        (name, priced(step) if isinstance(step, PromptStep) else step)
         for name, step in scorer.steps
     )
     return dataclasses.replace(scorer, judge=judge, _steps=steps)
@@ -189,44 +361,42 @@ def _prices(model: str) -> tuple[float, float]:
     return float(price_in), float(price_out)
 
 
-def _stored_verdict(engine: Engine, key: str) -> str | None:
-    """The answer the judge's verdict cache table holds for this request, if any."""
-    from tracescore.store.judge_cache import JudgeVerdict
+def _past_output_tokens(engine: Engine, scorer_id: str, steps: Sequence[str]) -> dict[str, float]:
+    """Mean output tokens of each step's latest paid judge calls, for the steps that have some.
 
-    table = JudgeVerdict.__table__
-    with engine.connect() as connection:
-        return connection.execute(select(table.c.text).where(table.c.key == key)).scalar()
-
-
-def _past_output_tokens(engine: Engine, scorer_id: str, limit: int = 500) -> float | None:
-    """Mean output tokens of the scorer's latest paid judge calls, if any.
-
-    The verdict cache table keeps one row per paid call (with its token counts), whatever
-    happened to the score rows since; score rows' judge calls serve when verdicts are not kept
-    (judges with ``cache: false``).
+    The verdict cache table keeps one row per paid call (with its step and token counts),
+    whatever happened to the score rows since; score rows' judge calls serve for the steps it
+    has none of (judges with ``cache: false``).
     """
     from tracescore.store.judge_cache import JudgeVerdict
 
     verdicts = JudgeVerdict.__table__
     scores = ScoreRow.__table__
+    from_verdicts: dict[str, list[int]] = {}
+    from_rows: dict[str, list[int]] = {}
     with engine.connect() as connection:
-        paid = list(connection.scalars(
-            select(verdicts.c.output_tokens)
-            .where((verdicts.c.scorer_id == scorer_id) & (verdicts.c.output_tokens > 0))
-            .order_by(verdicts.c.created_at.desc())
-            .limit(limit)
-        ))  # fmt: skip
-        if not paid:
-            paid = [
-                call.get("output_tokens") or 0
-                for steps in connection.scalars(
-                    select(scores.c.steps)
-                    .where((scores.c.scorer_id == scorer_id) & (scores.c.output_tokens > 0))
-                    .order_by(scores.c.created_at.desc())
-                    .limit(limit)
-                )
-                for step in (steps or {}).get("steps") or []
-                for call in step.get("judge_calls") or []
-                if not call.get("cached")
-            ]
-    return sum(paid) / len(paid) if paid else None
+        for step in steps:
+            tokens = list(connection.scalars(
+                select(verdicts.c.output_tokens)
+                .where((verdicts.c.scorer_id == scorer_id) & (verdicts.c.step == step)
+                       & (verdicts.c.output_tokens > 0))
+                .order_by(verdicts.c.created_at.desc())
+                .limit(HISTORY_CALLS)
+            ))  # fmt: skip
+            if tokens:
+                from_verdicts[step] = tokens
+        missing = [step for step in steps if step not in from_verdicts]
+        rows = connection.scalars(
+            select(scores.c.steps)
+            .where((scores.c.scorer_id == scorer_id) & (scores.c.output_tokens > 0))
+            .order_by(scores.c.created_at.desc())
+            .limit(HISTORY_CALLS)
+        ) if missing else []  # fmt: skip
+        for row in rows:
+            for trace in (row or {}).get("steps") or []:
+                for call in trace.get("judge_calls") or []:
+                    step = call.get("step") or trace.get("name")
+                    tokens = call.get("output_tokens") or 0
+                    if step in missing and tokens > 0 and not call.get("cached"):
+                        from_rows.setdefault(step, []).append(tokens)
+    return {step: fmean(tokens) for step, tokens in {**from_rows, **from_verdicts}.items()}
