@@ -11,28 +11,31 @@ keeps the acknowledgement at a few milliseconds for a thousand spans. An OTLP/JS
 decoded and stored before its acknowledgement (only a full decode can tell it is valid).
 
 The work runs in a small thread pool, never on the event loop. At most ``max_pending``
-requests are admitted at once, and none while more than ``max_journal_bytes`` of journaled
-bodies wait to be unpacked: a request beyond either is refused before its body is even read,
-which keeps memory bounded at about ``max_pending × max_body_bytes`` and the unpacking lag
-bounded however hard clients push.
+requests are admitted at once, and none while more than ``max_journal_bytes`` of this
+collector's journaled bodies wait to be unpacked: a request beyond either is refused before its
+body is even read, which keeps memory bounded at about ``max_pending × max_body_bytes`` and the
+unpacking lag bounded however hard clients push.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 from tracescore.ingest.decode import Decoded, Receipt, decode_logs, decode_metrics, decode_traces
 from tracescore.ingest.screen import Screened, screen_logs, screen_traces
-from tracescore.ingest.unpack import Unpacker, truncate
+from tracescore.ingest.unpack import Unpacker, UnpackSettings, truncate
 from tracescore.store import SpanStore
 
 log = logging.getLogger(__name__)
 
 RETRY_AFTER_SECONDS = 1
+_BACKLOG_REFRESH_SECONDS = 0.5
 
 
 class Busy(Exception):
@@ -55,7 +58,15 @@ class Intake:
         self.max_attribute_chars = max_attribute_chars
         self.max_journal_bytes = max_journal_bytes
         self.in_flight = 0
-        self.unpacker = Unpacker(store, max_attribute_chars=max_attribute_chars)
+        self.owner = uuid.uuid4().hex
+        """This collector's name on its journal entries."""
+        self.unpacker = Unpacker(UnpackSettings(
+            store.engine.url.render_as_string(hide_password=False), self.owner,
+            max_attribute_chars,
+        ))  # fmt: skip
+        self.journal_backlog = 0
+        """Bytes journaled here and not unpacked yet (as of the last look, plus what came since)."""
+        self._backlog_checked = 0.0
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ingest")
 
     def start(self) -> None:
@@ -67,10 +78,8 @@ class Intake:
         """Hold one of the ``max_pending`` slots (on the event loop thread) or raise Busy."""
         if self.in_flight >= self.max_pending:
             raise Busy(f"{self.in_flight} export requests already in progress")
-        if self.unpacker.pending_bytes > self.max_journal_bytes:
-            raise Busy(
-                f"{self.unpacker.pending_bytes // 2**20} MiB of acknowledged requests still to unpack"
-            )
+        if self.journal_backlog > self.max_journal_bytes and not self._backlog_shrank():
+            raise Busy(f"{self.journal_backlog // 2**20} MiB of acknowledged requests still to unpack")
         self.in_flight += 1
         try:
             yield
@@ -94,9 +103,24 @@ class Intake:
         screened = _SCREENS[signal](body)
         if screened.receipt.spans or screened.receipt.logs:
             with _storing(screened.receipt):
-                entry = self.store.journal(signal, screened.body, self.unpacker.owner)
-            self.unpacker.submit(entry)
+                self.store.journal(signal, screened.body, self.owner)
+                self._count_backlog(len(screened.body))
+            self.unpacker.notify()
         return screened.receipt
+
+    def _backlog_shrank(self) -> bool:
+        """Look again (at most every half second) whether the unpacker caught up."""
+        if time.monotonic() - self._backlog_checked >= _BACKLOG_REFRESH_SECONDS:
+            self._count_backlog(0)
+        return self.journal_backlog <= self.max_journal_bytes
+
+    def _count_backlog(self, added: int) -> None:
+        now = time.monotonic()
+        if now - self._backlog_checked < _BACKLOG_REFRESH_SECONDS:
+            self.journal_backlog += added
+            return
+        self._backlog_checked = now
+        self.journal_backlog = self.store.journal_backlog(self.owner)
 
     def _store_decoded(self, signal: str, body: bytes) -> Receipt:
         decoded = _DECODERS[signal](body, json=True)

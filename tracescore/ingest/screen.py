@@ -52,19 +52,22 @@ def _screen(
 ) -> Screened:  # fmt: skip
     """Count the records of ``blocks(request)`` (repeated fields of records) and drop those
     ``problem`` names a reason for."""
-    rejections = Decoded()  # only its rejection bookkeeping
+    reasons: list[str] = []
     accepted = 0
     for records in blocks(request):
         bad = []
         for index, record in enumerate(records):
             reason = problem(record)
             if reason is not None:
-                rejections.reject(reason)
+                reasons.append(reason)
                 bad.append(index)
         accepted += len(records) - len(bad)
         for index in reversed(bad):
             del records[index]
-    if rejections.rejected:
+    rejections = Decoded()  # only its rejection bookkeeping, in decoding's order: timestamps last
+    for reason in sorted(reasons, key=lambda reason: reason == UNSTORABLE_TIME):
+        rejections.reject(reason)
+    if reasons:
         body = request.SerializeToString()
     counts = {"spans": accepted} if signal == "traces" else {"logs": accepted}
     receipt = Receipt(**counts, rejected=rejections.rejected, error_message=rejections.error_message)

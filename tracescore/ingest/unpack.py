@@ -1,30 +1,35 @@
 """Unpack the ingest journal: decode acknowledged protobuf requests into span and log rows.
 
-Each collector process runs one :class:`Unpacker` thread. It takes the entries its own intake
-journals as they come (their bodies are still in memory), and it also adopts entries nobody is
-unpacking: every waiting entry when it starts (what a crash or a stopped process left), and
-afterwards those of other processes that have waited longer than ``orphan_after``. Two
+Each collector process starts one unpacker *process* (:class:`Unpacker`). Decoding is Python
+work, tens of milliseconds per thousand spans; in a thread of the collector it would hold the
+GIL against the requests being acknowledged, in its own process it runs on another core while
+acknowledgements stay at a few milliseconds.
+
+The unpacker takes its collector's entries first, oldest first, and also adopts entries nobody
+is unpacking: every waiting entry when it starts (what a crash or a stopped process left), and
+afterwards those of other collectors that have waited longer than ``orphan_after``. Two
 processes unpacking one entry is harmless: :meth:`SpanStore.write` with ``consume`` stores it
-once.
+exactly once.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
+import multiprocessing
+import os
 import time
-import uuid
-from collections import deque
+from dataclasses import dataclass
+from multiprocessing.synchronize import Event
 
 from tracescore.ingest.decode import DecodeError, Decoded, decode_logs, decode_traces
 from tracescore.ingest.truncate import truncate_decoded
-from tracescore.store import SpanStore
+from tracescore.store import SpanStore, open_store
 from tracescore.store.journal import JournalEntry
 
 log = logging.getLogger(__name__)
 
-_RETRY_SECONDS = 1.0
-_ADOPT_BATCH = 8
+_BATCH = 8
+"""Entries fetched per query."""
 
 
 def truncate(decoded: Decoded, max_attribute_chars: int | None) -> None:
@@ -51,97 +56,89 @@ def unpack(store: SpanStore, entry: JournalEntry, max_attribute_chars: int | Non
 def drain(store: SpanStore, max_attribute_chars: int | None = None) -> int:
     """Unpack every waiting entry now (offline commands run it before reading the store)."""
     done = 0
-    while entries := store.journal_entries(limit=_ADOPT_BATCH):
+    while entries := store.journal_entries(limit=_BATCH):
         for entry in entries:
             unpack(store, entry, max_attribute_chars)
             done += 1
     return done
 
 
-class Unpacker:
-    """The background thread that unpacks journal entries, oldest first."""
+@dataclass(frozen=True)
+class UnpackSettings:
+    store_url: str
+    owner: str
+    """The collector whose entries come first."""
+    max_attribute_chars: int | None = None
+    orphan_after: float = 5.0
+    """Seconds another collector's entry may wait before this unpacker adopts it."""
+    idle_poll: float = 1.0
+    """Seconds between looks at the journal when nothing woke the unpacker."""
 
-    def __init__(
-        self, store: SpanStore, *, max_attribute_chars: int | None = None,
-        orphan_after: float = 5.0, sweep_interval: float = 1.0,
-    ) -> None:  # fmt: skip
-        self.store = store
-        self.owner = uuid.uuid4().hex
-        """Recorded with each entry this process journals."""
-        self.max_attribute_chars = max_attribute_chars
-        self.orphan_after = orphan_after
-        self.sweep_interval = sweep_interval
-        self.pending_bytes = 0
-        """Bodies journaled here and not unpacked yet (intake pushes back beyond a limit)."""
-        self._queue: deque[JournalEntry] = deque()
-        self._wake = threading.Condition()
-        self._stopping = False
-        self._thread: threading.Thread | None = None
+
+class Unpacker:
+    """The unpacker process of one collector: started with it, woken by each new entry."""
+
+    def __init__(self, settings: UnpackSettings) -> None:
+        self.settings = settings
+        context = multiprocessing.get_context("spawn")  # a fresh interpreter: no sockets, threads
+        self._wake = context.Event()
+        self._stop = context.Event()
+        self._process = context.Process(
+            target=_run, args=(settings, self._wake, self._stop), name="tracescore-unpacker",
+            daemon=True,
+        )  # fmt: skip
 
     def start(self) -> None:
-        """Start the thread (once); entries submitted before wait for it."""
-        with self._wake:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="unpacker", daemon=True)
-                self._thread.start()
+        self._process.start()
 
-    def submit(self, entry: JournalEntry) -> None:
-        with self._wake:
-            self._queue.append(entry)
-            self.pending_bytes += len(entry.body)
-            self._wake.notify()
+    def notify(self) -> None:
+        """A new entry is in the journal."""
+        self._wake.set()
 
     def stop(self, timeout: float = 30.0) -> None:
-        """Unpack what is queued (up to ``timeout``), then stop; the rest waits in the journal
-        for the next start."""
-        with self._wake:
-            self._stopping = True
-            self._wake.notify()
-            thread = self._thread
-        if thread is not None:
-            thread.join(timeout)
-
-    def _run(self) -> None:
-        while self._adopt(received_before=None) and not self._stopping:
-            pass  # what an earlier run left: all of it, before anything else
-        next_sweep = time.monotonic() + self.sweep_interval
-        while True:
-            with self._wake:
-                while not self._queue and not self._stopping:
-                    if not self._wake.wait(max(0.0, next_sweep - time.monotonic())):
-                        break
-                if not self._queue and self._stopping:
-                    return
-                entry = self._queue.popleft() if self._queue else None
-            if entry is not None:
-                self._unpack_own(entry)
-            if time.monotonic() >= next_sweep:
-                more = self._adopt(received_before=time.time() - self.orphan_after)
-                next_sweep = time.monotonic() + (0.0 if more else self.sweep_interval)
-
-    def _unpack_own(self, entry: JournalEntry) -> None:
-        try:
-            unpack(self.store, entry, self.max_attribute_chars)
-        except Exception:
-            log.exception("unpacking journal entry %d failed; retrying", entry.seq)
-            with self._wake:
-                self._queue.appendleft(entry)
-                if not self._stopping:
-                    self._wake.wait(_RETRY_SECONDS)
+        """Let the unpacker finish this collector's entries (up to ``timeout``), then end it;
+        what is left waits in the journal for the next start."""
+        if self._process.pid is None:
             return
-        with self._wake:
-            self.pending_bytes -= len(entry.body)
+        self._stop.set()
+        self._wake.set()
+        self._process.join(timeout)
+        if self._process.is_alive():
+            self._process.terminate()
+            self._process.join(5)
 
-    def _adopt(self, *, received_before: float | None) -> bool:
-        """Unpack a few entries of other processes (so our own stay prompt); True if there
-        may be more."""
-        try:
-            entries = self.store.journal_entries(
-                received_before=received_before, not_owner=self.owner, limit=_ADOPT_BATCH
-            )
-            for entry in entries:
-                unpack(self.store, entry, self.max_attribute_chars)
-        except Exception:
-            log.exception("adopting journal entries failed; will retry")
-            return False
-        return len(entries) == _ADOPT_BATCH
+
+def _run(settings: UnpackSettings, wake: Event, stop: Event) -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    parent = os.getppid()
+    store = open_store(settings.store_url, create=False)
+    try:
+        while _step(store, settings, adopt_before=None):  # what an earlier run left: all of it
+            pass
+        while True:
+            wake.clear()  # before looking, so an entry journaled meanwhile wakes the next wait
+            stopping = stop.is_set()
+            worked = _step(store, settings, adopt_before=time.time() - settings.orphan_after)
+            if stopping and not worked:
+                return
+            if not worked:
+                wake.wait(settings.idle_poll)
+            if os.getppid() != parent:  # the collector died (kill -9): its successor takes over
+                return
+    finally:
+        store.close()
+
+
+def _step(store: SpanStore, settings: UnpackSettings, adopt_before: float | None) -> bool:
+    """Unpack a batch: the collector's own entries, else adopted ones; True if any."""
+    try:
+        entries = store.journal_entries(owner=settings.owner, limit=_BATCH) or store.journal_entries(
+            not_owner=settings.owner, received_before=adopt_before, limit=_BATCH
+        )
+        for entry in entries:
+            unpack(store, entry, settings.max_attribute_chars)
+    except Exception:
+        log.exception("unpacking the ingest journal failed; retrying in a second")
+        time.sleep(1.0)
+        return False
+    return bool(entries)

@@ -39,7 +39,9 @@ class JournalEntry:
 
 def append(conn: Connection, signal: str, body: bytes, owner: str, received_at: float) -> JournalEntry:
     result = conn.execute(
-        insert(_journal).values(received_at=received_at, signal=signal, owner=owner, body=body)
+        insert(_journal).values(
+            received_at=received_at, signal=signal, owner=owner, size=len(body), body=body
+        )
     )
     return JournalEntry(result.inserted_primary_key[0], received_at, signal, body)
 
@@ -59,18 +61,26 @@ def oldest(conn: Connection) -> float | None:
 
 
 def entries(
-    conn: Connection, *, received_before: float | None = None, not_owner: str | None = None,
-    limit: int = 8,
+    conn: Connection, *, owner: str | None = None, not_owner: str | None = None,
+    received_before: float | None = None, limit: int = 8,
 ) -> list[JournalEntry]:  # fmt: skip
-    """Waiting entries, oldest first: for recovery after a crash and for orphans of other
-    processes (``not_owner``) that have waited since before ``received_before``."""
+    """Waiting entries, oldest first: one process's (``owner``), or those of other processes
+    (``not_owner``) that have waited since before ``received_before`` (orphans), or all."""
     query = select(_journal.c.seq, _journal.c.received_at, _journal.c.signal, _journal.c.body)
     query = query.where(_waiting).order_by(_journal.c.seq).limit(limit)
-    if received_before is not None:
-        query = query.where(_journal.c.received_at < received_before)
+    if owner is not None:
+        query = query.where(_journal.c.owner == owner)
     if not_owner is not None:
         query = query.where(_journal.c.owner != not_owner)
+    if received_before is not None:
+        query = query.where(_journal.c.received_at < received_before)
     return [JournalEntry(*row) for row in conn.execute(query)]
+
+
+def backlog(conn: Connection, owner: str) -> int:
+    """Bytes of one process's entries still waiting."""
+    query = select(func.coalesce(func.sum(_journal.c.size), 0)).where(_waiting & (_journal.c.owner == owner))
+    return int(conn.execute(query).scalar_one())
 
 
 def wait_settled(engine: Engine, timeout: float, poll: float = 0.005) -> bool:

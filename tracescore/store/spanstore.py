@@ -275,12 +275,18 @@ class SpanStore:
             return journal.append(conn, signal, body, owner, time.time())
 
     def journal_entries(
-        self, *, received_before: float | None = None, not_owner: str | None = None, limit: int = 8
-    ) -> list[JournalEntry]:
+        self, *, owner: str | None = None, not_owner: str | None = None,
+        received_before: float | None = None, limit: int = 8,
+    ) -> list[JournalEntry]:  # fmt: skip
         with self.engine.connect() as conn:
             return journal.entries(
-                conn, received_before=received_before, not_owner=not_owner, limit=limit
+                conn, owner=owner, not_owner=not_owner, received_before=received_before, limit=limit
             )
+
+    def journal_backlog(self, owner: str) -> int:
+        """Bytes of ``owner``'s journal entries not unpacked yet."""
+        with self.engine.connect() as conn:
+            return journal.backlog(conn, owner)
 
     def fail_journal_entry(self, seq: int, reason: str) -> None:
         with self.write_transaction() as conn:

@@ -73,13 +73,16 @@ class JournalRow(SQLModel, table=True):
     """
 
     __tablename__ = "ingest_journal"
+    __table_args__ = (Index("ix_ingest_journal_owner", "owner", "seq"),)
 
     seq: int | None = Field(default=None, sa_column=_serial())
     received_at: float
     signal: str = Field(max_length=8)
     """``traces`` or ``logs``."""
-    owner: str = Field(sa_type=Text)
-    """The collector process that took the request; it unpacks its own rows first."""
+    owner: str = Field(max_length=32)
+    """The collector process that took the request; its unpacker takes its own rows first."""
+    size: int
+    """Bytes in ``body``: the backlog the collector pushes back on."""
     body: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     failed: str | None = Field(default=None, sa_type=Text)
     """Why unpacking failed (a bug, since the request was checked before the ack); such a row

@@ -1,0 +1,199 @@
+"""The ingest journal: protobuf exports are acknowledged once their checked body is committed,
+and unpacked into rows after, exactly once, by the unpacker process (or anyone adopting it).
+
+Real SQLite files and the real PostgreSQL server; real unpacker processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
+
+from tests.agent_otlp import export_logs_request, export_request
+from tests.otlp_fuzz import fuzz_settings, hostile
+from tracescore.ingest.decode import DecodeError, decode_traces
+from tracescore.ingest.intake import Busy, Intake
+from tracescore.ingest.screen import screen_logs, screen_traces
+from tracescore.ingest.unpack import Unpacker, UnpackSettings, drain, unpack
+from tracescore.store import open_store
+from tracescore.store.tables import JournalRow
+
+_TOO_LATE = 2**64 - 1  # uint64 on the wire, past what SQL's BIGINT holds
+
+
+def _span(trace: str, span: str, *, parent: str = "", end: int = 2_000, event_at: int | None = None) -> PbSpan:
+    made = PbSpan(
+        trace_id=bytes.fromhex(trace), span_id=bytes.fromhex(span),
+        parent_span_id=bytes.fromhex(parent), name=f"op-{span[:4]}", start_time_unix_nano=1_000,
+        end_time_unix_nano=end,
+    )  # fmt: skip
+    if event_at is not None:
+        made.events.add(name="e", time_unix_nano=event_at)
+    return made
+
+
+def _request(trace: str, count: int = 3) -> bytes:
+    """A root span and ``count - 1`` children of trace ``trace``."""
+    spans = [_span(trace, f"{1:016x}")]
+    spans += [_span(trace, f"{i:016x}", parent=f"{1:016x}") for i in range(2, count + 1)]
+    return export_request(spans)
+
+
+# ----------------------------------------------------------------------------- screening
+
+
+def test_screening_rejects_exactly_what_decoding_rejects_and_journals_the_rest() -> None:
+    good = [_span("a" * 32, f"{i:016x}") for i in range(1, 4)]
+    bad = [
+        _span("0" * 32, "1" * 16),  # zero trace id
+        _span("b" * 32, "22"),  # short span id
+        _span("c" * 32, "3" * 16, end=_TOO_LATE),
+        _span("d" * 32, "4" * 16, event_at=_TOO_LATE),
+    ]
+    body = export_request([good[0], bad[0], good[1], bad[1], bad[2], good[2], bad[3]])
+    screened = screen_traces(body)
+    decoded = decode_traces(body, json=False)
+    assert screened.receipt == decoded.receipt()
+    assert (screened.receipt.spans, screened.receipt.rejected) == (3, 4)
+    assert "trace id" in screened.receipt.error_message and "2262" in screened.receipt.error_message
+    # The journaled body holds exactly the accepted spans, and nothing in it is rejected again.
+    unpacked = decode_traces(screened.body, json=False)
+    assert unpacked.rejected == 0 and unpacked.spans == decoded.spans
+
+
+def test_a_valid_request_is_journaled_as_sent() -> None:
+    body = _request("e" * 32)
+    assert screen_traces(body).body is body
+    logs = export_logs_request([])
+    assert screen_logs(logs).receipt.logs == 0
+
+
+@fuzz_settings(1500)
+@given(hostile("protobuf_traces"))
+def test_screening_agrees_with_decoding_on_any_protobuf_request(body: bytes) -> None:
+    try:
+        decoded = decode_traces(body, json=False)
+    except DecodeError:
+        with pytest.raises(DecodeError):
+            screen_traces(body)
+        return
+    screened = screen_traces(body)
+    assert screened.receipt == decoded.receipt()
+    again = decode_traces(screened.body, json=False)
+    assert again.rejected == 0 and repr(again.spans) == repr(decoded.spans)  # repr: NaN values
+
+
+# ----------------------------------------------------------------------------- unpacking
+
+
+def test_an_entry_is_unpacked_exactly_once_whoever_unpacks_it(db_url: str) -> None:
+    first, second = open_store(db_url), open_store(db_url)  # two collector processes' stores
+    try:
+        entry = first.journal("traces", _request("f" * 32, count=5), "collector-a")
+        unpack(first, entry)
+        unpack(second, entry)  # a second process that also picked it up: no effect
+        assert second.write([], consume=entry.seq) is False
+        trace = first.load_trace("f" * 32)
+        assert trace is not None and len(trace.spans) == 5
+        summary = first.trace_summary("f" * 32)
+        assert summary is not None and summary.span_count == 5 and summary.generation == 1
+        assert first.journal_entries() == []
+    finally:
+        first.close()
+        second.close()
+
+
+def test_readiness_is_judged_as_of_the_oldest_entry_still_in_the_journal(sqlite_url: str) -> None:
+    store = open_store(sqlite_url)  # idle_timeout 5 s
+    try:
+        now = time.time()
+        spans = decode_traces(_request("1" * 32), json=False).spans
+        store.write(spans, received_at=now - 3)
+        entry = store.journal("traces", _request("2" * 32), "collector-a")
+        # By the clock trace 1 has been idle for 13 s, but the waiting entry, received 3 s after
+        # its last span, may hold more of it: as of then it was idle for 3 s only.
+        assert store.promote_ready(now=now + 10) == 0
+        unpack(store, entry)
+        assert store.promote_ready(now=now + 10) == 2
+        assert {store.trace_summary(t).state for t in ("1" * 32, "2" * 32)} == {"ready"}  # type: ignore[union-attr]
+    finally:
+        store.close()
+
+
+def test_an_entry_that_does_not_decode_is_kept_as_failed_and_holds_nothing_back(sqlite_url: str) -> None:
+    store = open_store(sqlite_url)
+    try:
+        entry = store.journal("traces", b"\xff not protobuf", "collector-a")
+        assert store.settle(timeout=0.05) is False
+        unpack(store, entry)
+        assert store.settle(timeout=0.05) is True
+        with store.engine.connect() as conn:
+            failed = conn.execute(JournalRow.__table__.select()).one()
+        assert failed.seq == entry.seq and "invalid OTLP protobuf" in failed.failed
+    finally:
+        store.close()
+
+
+def test_reads_wait_for_the_unpacker_and_a_new_one_adopts_what_a_dead_one_left(db_url: str) -> None:
+    store = open_store(db_url)
+    unpacker = Unpacker(UnpackSettings(db_url, owner="alive", orphan_after=0.5, idle_poll=0.1))
+    try:
+        store.journal("traces", _request("3" * 32), "crashed-before")
+        assert store.settle(timeout=0.2) is False  # nobody unpacks: reads would miss it
+        unpacker.start()  # takes everything waiting at its start
+        assert store.settle(timeout=30)
+        assert store.journal_entries() == [] and store.load_trace("3" * 32) is not None
+        # Another collector's entry is left to it for orphan_after, then adopted.
+        store.journal("traces", _request("4" * 32), "another-collector")
+        time.sleep(0.2)
+        assert len(store.journal_entries()) == 1
+        deadline = time.monotonic() + 30
+        while store.journal_entries() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert store.journal_entries() == []
+        # Its own entries go at once when woken.
+        store.journal("traces", _request("5" * 32), "alive")
+        unpacker.notify()
+        assert store.settle(timeout=30)
+        assert [s.span_id for s in store.load_trace("5" * 32).spans][:1] == ["0" * 15 + "1"]  # type: ignore[union-attr]
+    finally:
+        unpacker.stop()
+        store.close()
+
+
+def test_backlog_over_the_limit_is_refused_until_the_unpacker_catches_up(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'journal.db'}")
+    intake = Intake(store, max_pending=8, max_journal_bytes=1)
+
+    async def export(trace: str) -> None:
+        with intake.admitted():
+            await intake.traces(_request(trace), json=False)
+
+    try:
+        asyncio.run(export("6" * 32))  # accepted: nothing waited yet
+        with pytest.raises(Busy, match="MiB of acknowledged requests still to unpack"):
+            asyncio.run(export("7" * 32))
+        intake.start()
+        assert store.settle(timeout=30)
+        time.sleep(0.6)  # the backlog is looked up again at most every half second
+        asyncio.run(export("7" * 32))
+        assert store.load_trace("7" * 32) is not None
+    finally:
+        intake.close()
+        store.close()
+
+
+def test_drain_stores_everything_waiting(sqlite_url: str) -> None:
+    store = open_store(sqlite_url)
+    try:
+        for n in range(1, 12):
+            store.journal("traces", _request(f"{n:032x}"), f"collector-{n % 3}")
+        assert drain(store) == 11
+        assert store.count_spans() == 33 and store.journal_entries() == []
+    finally:
+        store.close()
