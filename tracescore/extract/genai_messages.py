@@ -277,8 +277,21 @@ def parse_part(raw: Any, warnings: list[str], what: str) -> MessagePart | None:
         return tool_result_part(call_id, name, result, is_error=failed)
     if kind in FILE_TYPES:
         return _file_part(raw)
-    extra = {k: v for k, v in raw.items() if k != "type"}
-    return MessagePart(type=kind or "unknown", **extra)
+    return MessagePart(type=kind or "unknown", **_other_part_fields(raw))
+
+
+_STRING_FIELDS = ("text", "reasoning", "mime_type", "data", "url")
+_BUILT_FIELDS = ("type", "details", "tool_invocation")  # only the typed parsers above make these
+
+
+def _other_part_fields(raw: dict[str, Any]) -> dict[str, Any]:
+    """A part of a type we do not know, kept as sent, except that the fields our model types
+    hold text (a list where ``text`` belongs is sent, too) and those it builds are not taken."""
+    fields = {key: value for key, value in raw.items() if key not in _BUILT_FIELDS}
+    for key in _STRING_FIELDS:
+        if fields.get(key) is not None and not isinstance(fields[key], str):
+            fields[key] = json_text(fields[key])
+    return fields
 
 
 def first_present(raw: dict[str, Any], *keys: str) -> Any:
