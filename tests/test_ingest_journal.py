@@ -20,6 +20,7 @@ from tracescore.ingest.decode import DecodeError, decode_traces
 from tracescore.ingest.intake import Busy, Intake
 from tracescore.ingest.screen import screen_logs, screen_traces
 from tracescore.ingest.unpack import Unpacker, UnpackSettings, drain, unpack
+from tracescore.monitor.metrics import REGISTRY
 from tracescore.store import open_store
 from tracescore.store.tables import JournalRow
 
@@ -176,6 +177,8 @@ def test_backlog_over_the_limit_is_refused_until_the_unpacker_catches_up(tmp_pat
 
     try:
         asyncio.run(export("6" * 32))  # accepted: nothing waited yet
+        waiting = REGISTRY.get_sample_value("tracescore_ingest_journal_bytes")
+        assert waiting == intake.journal_backlog == len(_request("6" * 32))
         with pytest.raises(Busy, match="MiB of acknowledged requests still to unpack"):
             asyncio.run(export("7" * 32))
         intake.start()

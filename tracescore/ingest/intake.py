@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from tracescore.ingest.decode import Decoded, Receipt, decode_logs, decode_metrics, decode_traces
 from tracescore.ingest.screen import Screened, screen_logs, screen_traces
 from tracescore.ingest.unpack import Unpacker, UnpackSettings, truncate
+from tracescore.monitor import metrics
 from tracescore.store import SpanStore
 
 log = logging.getLogger(__name__)
@@ -118,9 +119,10 @@ class Intake:
         now = time.monotonic()
         if now - self._backlog_checked < _BACKLOG_REFRESH_SECONDS:
             self.journal_backlog += added
-            return
-        self._backlog_checked = now
-        self.journal_backlog = self.store.journal_backlog(self.owner)
+        else:
+            self._backlog_checked = now
+            self.journal_backlog = self.store.journal_backlog(self.owner)
+        metrics.journal_backlog.set(self.journal_backlog)
 
     def _store_decoded(self, signal: str, body: bytes) -> Receipt:
         decoded = _DECODERS[signal](body, json=True)

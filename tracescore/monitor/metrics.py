@@ -51,6 +51,12 @@ export_requests = Counter(
     registry=REGISTRY,
 )
 
+journal_backlog = Gauge(
+    "tracescore_ingest_journal_bytes",
+    "Acknowledged OTLP/protobuf request bytes this process journaled that wait to be unpacked into rows.",
+    registry=REGISTRY,
+)
+
 # --- assembly and pipeline ------------------------------------------------------------------
 
 traces_ready = Counter(
