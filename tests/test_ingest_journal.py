@@ -140,23 +140,24 @@ def test_an_entry_that_does_not_decode_is_kept_as_failed_and_holds_nothing_back(
         store.close()
 
 
-def test_reads_wait_for_the_unpacker_and_a_new_one_adopts_what_a_dead_one_left(db_url: str) -> None:
+def test_reads_wait_for_the_unpacker_and_entries_of_dead_collectors_are_adopted(db_url: str) -> None:
     store = open_store(db_url)
     unpacker = Unpacker(UnpackSettings(db_url, owner="alive", orphan_after=0.5, idle_poll=0.1))
     try:
-        store.journal("traces", _request("3" * 32), "crashed-before")
+        store.journal("traces", _request("3" * 32), "crashed-before")  # no unpacker beats for it
         assert store.settle(timeout=0.2) is False  # nobody unpacks: reads would miss it
-        unpacker.start()  # takes everything waiting at its start
-        assert store.settle(timeout=30)
+        unpacker.start()
+        assert store.settle(timeout=30)  # adopted
         assert store.journal_entries() == [] and store.load_trace("3" * 32) is not None
-        # Another collector's entry is left to it for orphan_after, then adopted.
-        store.journal("traces", _request("4" * 32), "another-collector")
-        time.sleep(0.2)
+        # A collector whose unpacker beats keeps its entries, however long they wait ...
+        store.journal("traces", _request("4" * 32), "busy-collector")
+        for _ in range(15):
+            store.unpacker_heartbeat("busy-collector")
+            time.sleep(0.1)
         assert len(store.journal_entries()) == 1
-        deadline = time.monotonic() + 30
-        while store.journal_entries() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert store.journal_entries() == []
+        # ... until it stops beating: then they are adopted.
+        assert store.settle(timeout=30)
+        assert store.load_trace("4" * 32) is not None
         # Its own entries go at once when woken.
         store.journal("traces", _request("5" * 32), "alive")
         unpacker.notify()

@@ -20,11 +20,12 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine, func, insert, select
 
-from tracescore.store.tables import JournalRow
+from tracescore.store.tables import JournalRow, UnpackerRow
 
 log = logging.getLogger(__name__)
 
 _journal = JournalRow.__table__
+_unpackers = UnpackerRow.__table__
 _waiting = _journal.c.failed.is_(None)
 
 
@@ -61,20 +62,35 @@ def oldest(conn: Connection) -> float | None:
 
 
 def entries(
-    conn: Connection, *, owner: str | None = None, not_owner: str | None = None,
-    received_before: float | None = None, limit: int = 8,
+    conn: Connection, *, owner: str | None = None, orphaned_before: float | None = None,
+    limit: int = 8,
 ) -> list[JournalEntry]:  # fmt: skip
-    """Waiting entries, oldest first: one process's (``owner``), or those of other processes
-    (``not_owner``) that have waited since before ``received_before`` (orphans), or all."""
+    """Waiting entries, oldest first: one collector's (``owner``), or orphans: entries whose
+    collector has no unpacker that beat since ``orphaned_before`` (other than ``owner``'s)
+    and that were received before it; or all of them."""
     query = select(_journal.c.seq, _journal.c.received_at, _journal.c.signal, _journal.c.body)
     query = query.where(_waiting).order_by(_journal.c.seq).limit(limit)
-    if owner is not None:
+    if orphaned_before is not None:
+        alive = select(_unpackers.c.owner).where(_unpackers.c.heartbeat >= orphaned_before)
+        query = query.where(
+            _journal.c.owner.not_in(alive) & (_journal.c.received_at < orphaned_before)
+        )
+        if owner is not None:
+            query = query.where(_journal.c.owner != owner)
+    elif owner is not None:
         query = query.where(_journal.c.owner == owner)
-    if not_owner is not None:
-        query = query.where(_journal.c.owner != not_owner)
-    if received_before is not None:
-        query = query.where(_journal.c.received_at < received_before)
     return [JournalEntry(*row) for row in conn.execute(query)]
+
+
+def beat(conn: Connection, owner: str, now: float) -> None:
+    """Record that ``owner``'s unpacker is alive."""
+    if conn.execute(_unpackers.update().where(_unpackers.c.owner == owner).values(heartbeat=now)).rowcount == 0:
+        conn.execute(insert(_unpackers).values(owner=owner, heartbeat=now))
+
+
+def forget(conn: Connection, owner: str) -> None:
+    """An unpacker that stops cleanly leaves no heartbeat behind."""
+    conn.execute(_unpackers.delete().where(_unpackers.c.owner == owner))
 
 
 def backlog(conn: Connection, owner: str) -> int:

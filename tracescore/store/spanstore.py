@@ -275,13 +275,19 @@ class SpanStore:
             return journal.append(conn, signal, body, owner, time.time())
 
     def journal_entries(
-        self, *, owner: str | None = None, not_owner: str | None = None,
-        received_before: float | None = None, limit: int = 8,
-    ) -> list[JournalEntry]:  # fmt: skip
+        self, *, owner: str | None = None, orphaned_before: float | None = None, limit: int = 8
+    ) -> list[JournalEntry]:
+        """See :func:`tracescore.store.journal.entries`."""
         with self.engine.connect() as conn:
-            return journal.entries(
-                conn, owner=owner, not_owner=not_owner, received_before=received_before, limit=limit
-            )
+            return journal.entries(conn, owner=owner, orphaned_before=orphaned_before, limit=limit)
+
+    def unpacker_heartbeat(self, owner: str, *, stopping: bool = False) -> None:
+        """Mark ``owner``'s unpacker alive now (or gone, when ``stopping``)."""
+        with self.write_transaction() as conn:
+            if stopping:
+                journal.forget(conn, owner)
+            else:
+                journal.beat(conn, owner, time.time())
 
     def journal_backlog(self, owner: str) -> int:
         """Bytes of ``owner``'s journal entries not unpacked yet."""

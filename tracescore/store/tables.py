@@ -89,6 +89,16 @@ class JournalRow(SQLModel, table=True):
     is kept for inspection and no longer holds back readiness or reads."""
 
 
+class UnpackerRow(SQLModel, table=True):
+    """A live journal unpacker: entries of a collector whose unpacker stopped beating are
+    adopted by the others, and only those (adopting a live one's would decode them twice)."""
+
+    __tablename__ = "ingest_unpackers"
+
+    owner: str = Field(primary_key=True, max_length=32)
+    heartbeat: float
+
+
 class LogRow(SQLModel, table=True):
     __tablename__ = "logs"
     __table_args__ = (
