@@ -106,10 +106,25 @@ def test_every_trace_scored_once_across_processes_and_a_crash(
         _send(servers, before_crash[wave : wave + 4], rng)
 
     def doomed_is_stuck() -> bool:
-        calls = Counter((event, pid) for event, *_, pid in _calls(call_log))
-        return calls["start", doomed.process.pid] > calls["done", doomed.process.pid] >= 1
+        """It completed a call, and stored that trace's scores, and hangs in the next call.
 
-    _wait(doomed_is_stuck, 30, "the first process to complete one call and hang in the next")
+        (Killed between a call's end and its trace's commit, the process leaves that run to be
+        scored again, rightly: nothing of it was recorded.)
+        """
+        calls = _calls(call_log)
+        events = Counter((event, pid) for event, *_, pid in calls)
+        if not events["start", doomed.process.pid] > events["done", doomed.process.pid] >= 1:
+            return False
+        finished = {trace for event, trace, _, pid in calls if event == "done" and pid == doomed.process.pid}
+        with watcher.connect() as connection:
+            scored = set(connection.execute(text("SELECT trace_id FROM traces WHERE state = 'scored'")).scalars())
+        return finished <= scored
+
+    watcher = create_engine(pg_url)
+    try:
+        _wait(doomed_is_stuck, 30, "the first process to complete one call, store it, and hang in the next")
+    finally:
+        watcher.dispose()
     doomed.kill()
 
     for wave in range(0, len(after_crash), 4):

@@ -30,7 +30,8 @@ VALUES (:trace_id, :service_name, :root_name, :has_root, {_STORED.format(table="
     {_STORED.format(table="logs")},
     1, :start_time_ns, :end_time_ns, :now, :now, :now, '{TraceState.PENDING}', 0)
 ON CONFLICT (trace_id) DO UPDATE SET
-    last_seen = excluded.last_seen,
+    last_seen = CASE WHEN excluded.last_seen > traces.last_seen
+        THEN excluded.last_seen ELSE traces.last_seen END,
     span_count = excluded.span_count,
     log_count = excluded.log_count,
     generation = traces.generation + 1,
@@ -57,8 +58,11 @@ def touch_traces(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
     """Record arrivals for each trace of a write, in the write's own transaction.
 
     Each row holds ``trace_id, service_name, root_name, has_root, start_time_ns, end_time_ns,
-    now``; call it after inserting the write's spans and logs (it counts them). Rows must come sorted by trace id: concurrent writers
-    then lock trace rows in one order and cannot deadlock on PostgreSQL.
+    now``, ``now`` being when the records were received; call it after inserting the write's
+    spans and logs (it counts them). ``last_seen`` only moves forward: the ingest journal's
+    entries may be stored out of the order they were received in. Rows must come sorted by
+    trace id: concurrent writers then lock trace rows in one order and cannot deadlock on
+    PostgreSQL.
     """
     if rows:
         conn.execute(_TOUCH, list(rows))
