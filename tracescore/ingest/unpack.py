@@ -14,13 +14,14 @@ earlier run leaves. Two processes unpacking one entry is harmless, just wasted w
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import multiprocessing
 import os
 import time
 from dataclasses import dataclass
-from multiprocessing.synchronize import Event
+from multiprocessing.connection import Connection, wait
 
 from tracescore.ingest.decode import DecodeError, Decoded, decode_logs, decode_traces
 from tracescore.ingest.truncate import truncate_decoded
@@ -77,41 +78,45 @@ class UnpackSettings:
 
 
 class Unpacker:
-    """The unpacker process of one collector: started with it, woken by each new entry."""
+    """The unpacker process of one collector: started with it, woken by each new entry.
+
+    It is woken through a pipe rather than a multiprocessing ``Event``: a collector killed while
+    it held the event's lock would leave the unpacker waiting forever, whereas its end of the
+    pipe closes however it dies, which the unpacker sees as end-of-file and finishes up on.
+    """
 
     def __init__(self, settings: UnpackSettings) -> None:
         self.settings = settings
         context = multiprocessing.get_context("spawn")  # a fresh interpreter: no sockets, threads
-        self._wake = context.Event()
-        self._stop = context.Event()
+        self._wake_reader, self._wake_writer = context.Pipe(duplex=False)
+        os.set_blocking(self._wake_writer.fileno(), False)
         self._process = context.Process(
-            target=_run, args=(settings, self._wake, self._stop), name="tracescore-unpacker",
-            daemon=True,
-        )  # fmt: skip
+            target=_run, args=(settings, self._wake_reader), name="tracescore-unpacker", daemon=True
+        )
 
     def start(self) -> None:
         self._process.start()
+        self._wake_reader.close()  # the child has its own copy
 
     def notify(self) -> None:
         """A new entry is in the journal."""
-        self._wake.set()
+        with contextlib.suppress(BlockingIOError, OSError):  # a wake-up is pending already
+            os.write(self._wake_writer.fileno(), b"\0")
 
     def stop(self, timeout: float = 30.0) -> None:
         """Let the unpacker finish this collector's entries (up to ``timeout``), then end it;
         what is left waits in the journal for the next start."""
+        self._wake_writer.close()
         if self._process.pid is None:
             return
-        self._stop.set()
-        self._wake.set()
         self._process.join(timeout)
         if self._process.is_alive():
             self._process.terminate()
             self._process.join(5)
 
 
-def _run(settings: UnpackSettings, wake: Event, stop: Event) -> None:
+def _run(settings: UnpackSettings, wake: Connection) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    parent = os.getppid()
     store = open_store(settings.store_url, create=False)
     # Decoding allocates a dozen objects per attribute and makes no reference cycles, yet the
     # cyclic GC would traverse them every 700 allocations (a quarter of the unpacking time,
@@ -119,22 +124,31 @@ def _run(settings: UnpackSettings, wake: Event, stop: Event) -> None:
     gc.freeze()
     gc.disable()
     next_beat = 0.0
+    collector_gone = False  # stopped, or died: finish its entries, then end
     try:
-        while os.getppid() == parent:  # else the collector died (kill -9): its successor takes over
+        while True:
             if time.monotonic() >= next_beat:
                 _beat(store, settings.owner)
                 next_beat = time.monotonic() + settings.idle_poll
-            wake.clear()  # before looking, so an entry journaled meanwhile wakes the next wait
-            stopping = stop.is_set()
+            collector_gone = _drain_wake_ups(wake) or collector_gone
             if _step(store, settings):
                 gc.collect(1)
-            elif stopping:
+            elif collector_gone:
                 store.unpacker_heartbeat(settings.owner, stopping=True)
                 return
             else:
-                wake.wait(settings.idle_poll)
+                wait([wake], settings.idle_poll)
     finally:
         store.close()
+
+
+def _drain_wake_ups(wake: Connection) -> bool:
+    """Consume pending wake-ups (before looking at the journal, so a later one wakes the next
+    wait); True once the collector's end of the pipe is closed."""
+    while wait([wake], 0):
+        if not os.read(wake.fileno(), 65536):
+            return True
+    return False
 
 
 def _beat(store: SpanStore, owner: str) -> None:
