@@ -11,7 +11,6 @@ row, not a thousand copies.
 from __future__ import annotations
 
 import hashlib
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -29,6 +28,7 @@ from tracescore.store.bulk import bulk_insert
 from tracescore.store.engine import create_tables
 from tracescore.store.journal import JournalEntry
 from tracescore.store.tables import LogRow, ResourceRow, ScopeRow, SpanRow, TraceRow
+from tracescore.store.writelock import SqliteWriteLock
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,8 +181,8 @@ class SpanStore:
     """Spans, logs and trace assembly state in one SQL database (SQLite or PostgreSQL).
 
     Thread-safe: the collector calls :meth:`write` from a thread pool. On SQLite, writes and
-    claims are serialized by an in-process lock (SQLite has one writer anyway; waiting on a lock
-    is cheaper than its busy-retry loop).
+    claims of all threads and processes are serialized by a :class:`SqliteWriteLock` (SQLite has
+    one writer anyway; waiting on a lock is cheaper and prompter than its busy-retry loop).
     """
 
     metadata: MetaData = SQLModel.metadata
@@ -191,8 +191,8 @@ class SpanStore:
         self.engine = engine
         self.rules = rules or ReadinessRules()
         self.dialect = engine.dialect.name
-        self._write_lock: threading.Lock | None = (
-            threading.Lock() if self.dialect == "sqlite" else None
+        self._write_lock: SqliteWriteLock | None = (
+            SqliteWriteLock(engine.url.database) if self.dialect == "sqlite" else None
         )
         style = engine.dialect.paramstyle
         self._insert_spans = bulk_insert(self.dialect, style, "spans", _SPAN_COLUMNS)

@@ -1,0 +1,43 @@
+"""One SQLite writer at a time, across threads and processes, queued in the kernel.
+
+SQLite allows one writer; a second one waits in SQLite's busy handler, which polls with sleeps
+that grow to 100 ms, so a writer arriving just after another began a 25 ms transaction would
+wake up tens of milliseconds after it ended. The collector, its unpacker process and sibling
+service processes all write to one file; an exclusive ``flock`` on a lock file beside the
+database makes each wait exactly as long as the transaction ahead of it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from types import TracebackType
+
+
+class SqliteWriteLock:
+    def __init__(self, database: str | None) -> None:
+        self._threads = threading.Lock()
+        self._path = f"{database}-writer.lock" if database and database != ":memory:" else None
+        self._fd: int | None = None
+        self._pid = 0
+
+    def __enter__(self) -> None:
+        self._threads.acquire()
+        if self._path is None:
+            return
+        if self._pid != os.getpid():  # a forked child must not share its parent's open lock file
+            self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            self._pid = os.getpid()
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX)  # type: ignore[arg-type]
+        except BaseException:
+            self._threads.release()
+            raise
+
+    def __exit__(
+        self, _type: type[BaseException] | None, _value: BaseException | None, _tb: TracebackType | None
+    ) -> None:
+        if self._path is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)  # type: ignore[arg-type]
+        self._threads.release()
