@@ -1,0 +1,80 @@
+"""content-similarity's numpy path and jstext's shortcuts give the plain definitions' results.
+
+Long texts are compared as arrays of UTF-16 code units with whitespace dropped by table lookup;
+whitespace collapsing returns a printable, single-spaced text as it is. Both are checked against
+``string-similarity``'s algorithm written out on strings, and against ECMAScript's whitespace
+regular expressions, on texts full of the characters where JavaScript and Python disagree.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchmarks.scorers import long_cases
+from tests.parity_support import mastra_run
+from tracescore.scorers.code.content_similarity import compare_two_strings
+from tracescore.scorers.code.jstext import (
+    JS_WHITESPACE,
+    js_code_units_without_whitespace,
+    js_collapse_whitespace,
+    utf16_units,
+)
+from tracescore.scorers.utils import run_input_text, run_output_text
+
+JS_SPACE_RUN = re.compile(f"[{JS_WHITESPACE}]+")
+JS_TRIM = re.compile(f"^[{JS_WHITESPACE}]+|[{JS_WHITESPACE}]+\\Z")
+
+
+def reference_dice(first: str, second: str) -> float:
+    """``compareTwoStrings``: whitespace removed, bigrams of UTF-16 units, shared ones counted."""
+    first, second = JS_SPACE_RUN.sub("", first), JS_SPACE_RUN.sub("", second)
+    if first == second:
+        return 1.0
+    first, second = utf16_units(first), utf16_units(second)
+    if len(first) < 2 or len(second) < 2:
+        return 0.0
+    shared = Counter(first[i : i + 2] for i in range(len(first) - 1)) & Counter(
+        second[i : i + 2] for i in range(len(second) - 1)
+    )
+    return 2.0 * sum(shared.values()) / (len(first) + len(second) - 2)
+
+
+# Whitespace of JavaScript only (U+FEFF), of Python only (U+001C..U+001F, U+0085), of both;
+# astral characters (two code units), lone surrogates, a zero-width joiner (unprintable).
+# NUL (bigram code 0) and printable texts, which whitespace collapsing returns as they are.
+ALPHABET = "ab ab  xyz.\t\n\u00a0\u2003\u3000\ufeff\x1c\x1f\x85é😀🎉\ud800\udfff\u200d\x00"
+texts = st.one_of(
+    st.text(alphabet=ALPHABET, max_size=40),
+    st.text(alphabet=ALPHABET, min_size=300, max_size=900),  # past the numpy threshold together
+    st.text(alphabet="ab é😀 ", max_size=40),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts, texts, st.booleans())
+def test_compare_two_strings_matches_the_algorithm(first: str, second: str, related: bool) -> None:
+    if related:  # mostly shared bigrams, as with an answer close to its question
+        second = first[: len(second)] + second[:20]
+    assert compare_two_strings(first, second) == reference_dice(first, second)
+    assert compare_two_strings(first, first + " ") == 1.0
+
+
+def test_compare_two_strings_on_the_benchmark_texts() -> None:
+    for case in long_cases(1):
+        run = mastra_run(case)
+        first, second = run_input_text(run["input"]), run_output_text(run["output"])
+        assert len(first) + len(second) > 10_000
+        assert compare_two_strings(first, second) == reference_dice(first, second)
+        assert compare_two_strings(first.lower(), second.lower()) == reference_dice(first.lower(), second.lower())
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(texts, st.text(max_size=50)))
+def test_whitespace_helpers_match_ecmascript(text: str) -> None:
+    assert js_collapse_whitespace(text) == JS_TRIM.sub("", JS_SPACE_RUN.sub(" ", text))
+    units = js_code_units_without_whitespace(text)
+    assert units.tolist() == [ord(unit) for unit in utf16_units(JS_SPACE_RUN.sub("", text))]
