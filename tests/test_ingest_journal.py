@@ -96,14 +96,36 @@ def test_an_entry_is_unpacked_exactly_once_whoever_unpacks_it(db_url: str) -> No
     first, second = open_store(db_url), open_store(db_url)  # two collector processes' stores
     try:
         entry = first.journal("traces", _request("f" * 32, count=5), "collector-a")
-        unpack(first, entry)
-        unpack(second, entry)  # a second process that also picked it up: no effect
-        assert second.write([], consume=entry.seq) is False
+        unpack(first, [entry])
+        unpack(second, [entry])  # a second process that also picked it up: no effect
+        assert second.write([], consume=[entry.seq]) is False
         trace = first.load_trace("f" * 32)
         assert trace is not None and len(trace.spans) == 5
         summary = first.trace_summary("f" * 32)
         assert summary is not None and summary.span_count == 5 and summary.generation == 1
         assert first.journal_entries() == []
+    finally:
+        first.close()
+        second.close()
+
+
+def test_entries_are_stored_together_and_one_taken_by_another_process_is_not_stored_twice(
+    db_url: str,
+) -> None:
+    first, second = open_store(db_url), open_store(db_url)
+    try:
+        entries = [first.journal("traces", _request(f"{n:032x}", count=4), "collector-a") for n in (7, 8, 9)]
+        unpack(second, entries[1:2])  # the other process got to the middle one first
+        unpack(first, entries)  # the group fails as a whole, then each of the rest is stored
+        for n in (7, 8, 9):
+            summary = first.trace_summary(f"{n:032x}")
+            assert summary is not None and summary.span_count == 4 and summary.generation == 1
+        assert first.journal_entries() == [] and first.count_spans() == 12
+        # A group of three stored in one transaction: each trace touched once.
+        more = [first.journal("traces", _request(f"{n:032x}", count=2), "collector-a") for n in (10, 11, 12)]
+        unpack(first, more)
+        assert first.count_spans() == 18
+        assert {first.trace_summary(f"{n:032x}").generation for n in (10, 11, 12)} == {1}  # type: ignore[union-attr]
     finally:
         first.close()
         second.close()
@@ -119,7 +141,7 @@ def test_readiness_is_judged_as_of_the_oldest_entry_still_in_the_journal(sqlite_
         # By the clock trace 1 has been idle for 13 s, but the waiting entry, received 3 s after
         # its last span, may hold more of it: as of then it was idle for 3 s only.
         assert store.promote_ready(now=now + 10) == 0
-        unpack(store, entry)
+        unpack(store, [entry])
         assert store.promote_ready(now=now + 10) == 2
         assert {store.trace_summary(t).state for t in ("1" * 32, "2" * 32)} == {"ready"}  # type: ignore[union-attr]
     finally:
@@ -131,7 +153,7 @@ def test_an_entry_that_does_not_decode_is_kept_as_failed_and_holds_nothing_back(
     try:
         entry = store.journal("traces", b"\xff not protobuf", "collector-a")
         assert store.settle(timeout=0.05) is False
-        unpack(store, entry)
+        unpack(store, [entry])
         assert store.settle(timeout=0.05) is True
         with store.engine.connect() as conn:
             failed = conn.execute(JournalRow.__table__.select()).one()

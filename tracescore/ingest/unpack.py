@@ -20,6 +20,7 @@ import logging
 import multiprocessing
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 
@@ -30,8 +31,10 @@ from tracescore.store.journal import JournalEntry
 
 log = logging.getLogger(__name__)
 
-_BATCH = 8
+_BATCH = 16
 """Entries fetched per query."""
+_GROUP_BYTES = 1024 * 1024
+"""Request bodies stored in one transaction (a 1000-span request alone is above it)."""
 
 
 def truncate(decoded: Decoded, max_attribute_chars: int | None) -> None:
@@ -41,28 +44,62 @@ def truncate(decoded: Decoded, max_attribute_chars: int | None) -> None:
             log.info("truncated %d attribute values over %d characters", cut, max_attribute_chars)
 
 
-def unpack(store: SpanStore, entry: JournalEntry, max_attribute_chars: int | None = None) -> None:
-    """Store one entry's records and delete it, in one transaction; raises if the database
-    fails (the entry stays). An entry that does not decode is marked failed and kept."""
-    decode = decode_traces if entry.signal == "traces" else decode_logs
-    try:
-        decoded = decode(entry.body, json=False)
-    except DecodeError as exc:  # screened before the ack, so this is a bug: keep the evidence
-        log.error("journal entry %d does not decode (%s); kept as failed", entry.seq, exc)
-        store.fail_journal_entry(entry.seq, str(exc))
-        return
-    truncate(decoded, max_attribute_chars)
-    store.write(decoded.spans, decoded.logs, received_at=entry.received_at, consume=entry.seq)
+def unpack(
+    store: SpanStore, entries: Sequence[JournalEntry], max_attribute_chars: int | None = None
+) -> None:
+    """Store the entries' records and delete them, in one transaction (one commit for several
+    small requests); raises if the database fails (the entries stay). An entry that does not
+    decode is marked failed and kept. If another process stored one of them first, the others
+    are stored one by one."""
+    decoded: list[tuple[JournalEntry, Decoded]] = []
+    for entry in entries:
+        decode = decode_traces if entry.signal == "traces" else decode_logs
+        try:
+            decoded.append((entry, decode(entry.body, json=False)))
+        except DecodeError as exc:  # screened before the ack, so a bug: keep the evidence
+            log.error("journal entry %d does not decode (%s); kept as failed", entry.seq, exc)
+            store.fail_journal_entry(entry.seq, str(exc))
+    for _, records in decoded:
+        truncate(records, max_attribute_chars)
+    if not _store(store, decoded) and len(decoded) > 1:
+        for one in decoded:
+            _store(store, [one])
+
+
+def _store(store: SpanStore, decoded: Sequence[tuple[JournalEntry, Decoded]]) -> bool:
+    if not decoded:
+        return True
+    return store.write(
+        [span for _, records in decoded for span in records.spans],
+        [record for _, records in decoded for record in records.logs],
+        # The latest arrival for every trace of the group: readiness is then never premature,
+        # at most later by the group's time span (entries waiting side by side).
+        received_at=max(entry.received_at for entry, _ in decoded),
+        consume=[entry.seq for entry, _ in decoded],
+    )
 
 
 def drain(store: SpanStore, max_attribute_chars: int | None = None) -> int:
     """Unpack every waiting entry now (offline commands run it before reading the store)."""
     done = 0
     while entries := store.journal_entries(limit=_BATCH):
-        for entry in entries:
-            unpack(store, entry, max_attribute_chars)
-            done += 1
+        for group in _groups(entries):
+            unpack(store, group, max_attribute_chars)
+        done += len(entries)
     return done
+
+
+def _groups(entries: Sequence[JournalEntry]) -> list[list[JournalEntry]]:
+    """Consecutive entries stored together, up to :data:`_GROUP_BYTES` of bodies each."""
+    groups: list[list[JournalEntry]] = []
+    size = _GROUP_BYTES
+    for entry in entries:
+        if size + len(entry.body) > _GROUP_BYTES:
+            groups.append([])
+            size = 0
+        groups[-1].append(entry)
+        size += len(entry.body)
+    return groups
 
 
 @dataclass(frozen=True)
@@ -164,8 +201,8 @@ def _step(store: SpanStore, settings: UnpackSettings) -> bool:
         entries = store.journal_entries(owner=settings.owner, limit=_BATCH) or store.journal_entries(
             owner=settings.owner, orphaned_before=time.time() - settings.orphan_after, limit=_BATCH
         )
-        for entry in entries:
-            unpack(store, entry, settings.max_attribute_chars)
+        for group in _groups(entries):
+            unpack(store, group, settings.max_attribute_chars)
     except Exception:
         log.exception("unpacking the ingest journal failed; retrying in a second")
         time.sleep(1.0)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine, func, insert, select
@@ -47,9 +48,11 @@ def append(conn: Connection, signal: str, body: bytes, owner: str, received_at: 
     return JournalEntry(result.inserted_primary_key[0], received_at, signal, body)
 
 
-def consume(conn: Connection, seq: int) -> bool:
-    """Delete a waiting entry; False if it is gone already (another process unpacked it)."""
-    return conn.execute(_journal.delete().where((_journal.c.seq == seq) & _waiting)).rowcount == 1
+def consume(conn: Connection, seqs: Sequence[int]) -> bool:
+    """Delete waiting entries; False if any is gone already (another process unpacked it),
+    and then the caller must roll back."""
+    deleted = conn.execute(_journal.delete().where(_journal.c.seq.in_(seqs) & _waiting)).rowcount
+    return deleted == len(seqs)
 
 
 def fail(conn: Connection, seq: int, reason: str) -> None:

@@ -177,6 +177,10 @@ def _trace_rows(spans: Sequence[Span], logs: Sequence[LogRecord], now: float) ->
     return [rows[trace_id] for trace_id in sorted(rows)]
 
 
+class _AlreadyConsumed(Exception):
+    """Rolls back a write whose journal entries another process stored first."""
+
+
 class SpanStore:
     """Spans, logs and trace assembly state in one SQL database (SQLite or PostgreSQL).
 
@@ -232,7 +236,7 @@ class SpanStore:
 
     def write(
         self, spans: Sequence[Span], logs: Sequence[LogRecord] = (), *,
-        received_at: float | None = None, consume: int | None = None,
+        received_at: float | None = None, consume: Sequence[int] = (),
     ) -> bool:  # fmt: skip
         """Store spans and log records and update their traces, in one transaction.
 
@@ -241,29 +245,32 @@ class SpanStore:
         as first stored; an identical log record is stored once. ``received_at`` is when the
         collector received them (default now: it drives trace readiness).
 
-        With ``consume``, the records are those of that journal entry, which is deleted in the
-        same transaction; if it is already gone (another process unpacked it) nothing is
+        With ``consume``, the records are those of these journal entries, which are deleted in
+        the same transaction; if any is already gone (another process unpacked it) nothing is
         written and the result is False.
         """
-        if not spans and not logs and consume is None:
+        if not spans and not logs and not consume:
             return True
         refs = _Refs()
         span_rows = [_span_row(span, refs) for span in spans]
         log_rows = [_log_row(record, refs) for record in logs]
         trace_rows = _trace_rows(spans, logs, time.time() if received_at is None else received_at)
-        with self.write_transaction() as conn:
-            if consume is not None and not journal.consume(conn, consume):
-                return False
-            if refs.resource_rows:
-                self._insert_resources(conn, list(refs.resource_rows.values()))
-            if refs.scope_rows:
-                self._insert_scopes(conn, list(refs.scope_rows.values()))
-            if span_rows:
-                self._insert_spans(conn, span_rows)
-            if log_rows:
-                self._insert_logs(conn, log_rows)
-            if trace_rows:
-                tracking.touch_traces(conn, trace_rows)
+        try:
+            with self.write_transaction() as conn:
+                if consume and not journal.consume(conn, consume):
+                    raise _AlreadyConsumed
+                if refs.resource_rows:
+                    self._insert_resources(conn, list(refs.resource_rows.values()))
+                if refs.scope_rows:
+                    self._insert_scopes(conn, list(refs.scope_rows.values()))
+                if span_rows:
+                    self._insert_spans(conn, span_rows)
+                if log_rows:
+                    self._insert_logs(conn, log_rows)
+                if trace_rows:
+                    tracking.touch_traces(conn, trace_rows)
+        except _AlreadyConsumed:
+            return False
         return True
 
     # ------------------------------------------------------------------ ingest journal
