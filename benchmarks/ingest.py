@@ -190,7 +190,7 @@ def _report(label: str, result: Result) -> None:
         f"  {label:<20} {result.spans_per_second:>8,.0f} spans/s stored "
         f"(acked at {result.acked_spans / result.elapsed:,.0f}/s, all rows {result.stored_after - result.elapsed:.1f} s after the load)  "
         f"p50 {result.percentile(50) * 1000:6.1f} ms  p99 {result.percentile(99) * 1000:6.1f} ms  "
-        f"server CPU {result.server_cpu / result.elapsed:4.0%}, "
+        f"server CPU {result.server_cpu / result.stored_after:4.0%}, "
         f"{result.acked_spans / result.server_cpu:,.0f} spans/CPU-s  "
         f"({result.acked_spans:,} acked, {result.failed_requests} refused)",
         flush=True,
