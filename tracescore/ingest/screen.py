@@ -47,14 +47,14 @@ def _parse(message_type: type[Any], body: bytes) -> Any:
 
 
 def _screen(
-    body: bytes, request: Any, blocks: Callable[[Any], Sequence[Any]],
-    problem: Callable[[Any], str | None], signal: str,
+    body: bytes, request: Any, blocks: Sequence[Any], problem: Callable[[Any], str | None],
+    signal: str,
 ) -> Screened:  # fmt: skip
-    """Count the records of ``blocks(request)`` (repeated fields of records) and drop those
+    """Count the records of ``blocks`` (``request``'s repeated fields of records) and drop those
     ``problem`` names a reason for."""
     reasons: list[str] = []
     accepted = 0
-    for records in blocks(request):
+    for records in blocks:
         bad = []
         for index, record in enumerate(records):
             reason = problem(record)
@@ -91,17 +91,11 @@ def _log_problem(record: Any) -> str | None:
 
 def screen_traces(body: bytes) -> Screened:
     request = _parse(ExportTraceServiceRequest, body)
-    return _screen(
-        body, request,
-        lambda r: [s.spans for rs in r.resource_spans for s in rs.scope_spans], _span_problem,
-        "traces",
-    )  # fmt: skip
+    spans = [scope.spans for block in request.resource_spans for scope in block.scope_spans]
+    return _screen(body, request, spans, _span_problem, "traces")
 
 
 def screen_logs(body: bytes) -> Screened:
     request = _parse(ExportLogsServiceRequest, body)
-    return _screen(
-        body, request,
-        lambda r: [s.log_records for rl in r.resource_logs for s in rl.scope_logs], _log_problem,
-        "logs",
-    )  # fmt: skip
+    logs = [scope.log_records for block in request.resource_logs for scope in block.scope_logs]
+    return _screen(body, request, logs, _log_problem, "logs")
