@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine, func, insert, select
@@ -66,13 +66,14 @@ def oldest(conn: Connection) -> float | None:
 
 def entries(
     conn: Connection, *, owner: str | None = None, orphaned_before: float | None = None,
-    limit: int = 8,
+    exclude: Collection[int] = (), max_bytes: int | None = None, limit: int = 16,
 ) -> list[JournalEntry]:  # fmt: skip
     """Waiting entries, oldest first: one collector's (``owner``), or orphans: entries whose
     collector has no unpacker that beat since ``orphaned_before`` (other than ``owner``'s)
-    and that were received before it; or all of them."""
-    query = select(_journal.c.seq, _journal.c.received_at, _journal.c.signal, _journal.c.body)
-    query = query.where(_waiting).order_by(_journal.c.seq).limit(limit)
+    and that were received before it; or all of them. ``exclude`` leaves out entries being
+    unpacked already; with ``max_bytes``, only the first entries whose bodies fit (at least
+    one) are loaded."""
+    query = select(_journal.c.seq, _journal.c.size).where(_waiting)
     if orphaned_before is not None:
         alive = select(_unpackers.c.owner).where(_unpackers.c.heartbeat >= orphaned_before)
         query = query.where(
@@ -82,7 +83,19 @@ def entries(
             query = query.where(_journal.c.owner != owner)
     elif owner is not None:
         query = query.where(_journal.c.owner == owner)
-    return [JournalEntry(*row) for row in conn.execute(query)]
+    if exclude:
+        query = query.where(_journal.c.seq.not_in(list(exclude)))
+    chosen, total = [], 0
+    for seq, size in conn.execute(query.order_by(_journal.c.seq).limit(limit)):
+        if chosen and max_bytes is not None and total + size > max_bytes:
+            break
+        chosen.append(seq)
+        total += size
+    if not chosen:
+        return []
+    bodies = select(_journal.c.seq, _journal.c.received_at, _journal.c.signal, _journal.c.body)
+    rows = conn.execute(bodies.where(_journal.c.seq.in_(chosen) & _waiting).order_by(_journal.c.seq))
+    return [JournalEntry(*row) for row in rows]
 
 
 def beat(conn: Connection, owner: str, now: float) -> None:

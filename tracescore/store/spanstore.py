@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -282,11 +282,15 @@ class SpanStore:
             return journal.append(conn, signal, body, owner, time.time())
 
     def journal_entries(
-        self, *, owner: str | None = None, orphaned_before: float | None = None, limit: int = 8
-    ) -> list[JournalEntry]:
+        self, *, owner: str | None = None, orphaned_before: float | None = None,
+        exclude: Collection[int] = (), max_bytes: int | None = None, limit: int = 16,
+    ) -> list[JournalEntry]:  # fmt: skip
         """See :func:`tracescore.store.journal.entries`."""
         with self.engine.connect() as conn:
-            return journal.entries(conn, owner=owner, orphaned_before=orphaned_before, limit=limit)
+            return journal.entries(
+                conn, owner=owner, orphaned_before=orphaned_before, exclude=exclude,
+                max_bytes=max_bytes, limit=limit,
+            )  # fmt: skip
 
     def unpacker_heartbeat(self, owner: str, *, stopping: bool = False) -> None:
         """Mark ``owner``'s unpacker alive now (or gone, when ``stopping``)."""
