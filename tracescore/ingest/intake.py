@@ -29,7 +29,8 @@ from contextlib import contextmanager
 
 from tracescore.ingest.decode import Decoded, Receipt, decode_logs, decode_metrics, decode_traces
 from tracescore.ingest.screen import Screened, screen_logs, screen_traces
-from tracescore.ingest.unpack import Unpacker, UnpackSettings, truncate
+from tracescore.ingest.truncate import truncate_for_storage
+from tracescore.ingest.unpack import Unpacker, UnpackSettings
 from tracescore.monitor import metrics
 from tracescore.store import SpanStore
 
@@ -126,7 +127,7 @@ class Intake:
 
     def _store_decoded(self, signal: str, body: bytes) -> Receipt:
         decoded = _DECODERS[signal](body, json=True)
-        truncate(decoded, self.max_attribute_chars)
+        truncate_for_storage(decoded, self.max_attribute_chars)
         receipt = decoded.receipt()
         with _storing(receipt):
             self.store.write(decoded.spans, decoded.logs)

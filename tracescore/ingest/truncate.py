@@ -13,10 +13,13 @@ levels, which would otherwise turn one odd request into a storage failure and a 
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from tracescore.ingest.decode import Decoded
 from tracescore.spans import Attributes
+
+log = logging.getLogger(__name__)
 
 MARKER = "…[tracescore: truncated {dropped} of {total} characters]"
 BYTES_MARKER = b"...[tracescore: truncated]"
@@ -89,3 +92,11 @@ def truncate_decoded(decoded: Decoded, limit: int) -> int:
         record.body, cut = _cut(record.body, limit)
         count += cut
     return count
+
+
+def truncate_for_storage(decoded: Decoded, limit: int | None) -> None:
+    """:func:`truncate_decoded` as both ingest paths apply it: only with a limit, logging cuts."""
+    if limit is not None:
+        cut = truncate_decoded(decoded, limit)
+        if cut:
+            log.info("truncated %d attribute values over %d characters", cut, limit)

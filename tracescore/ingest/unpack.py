@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 
 from tracescore.ingest.decode import DecodeError, Decoded, decode_logs, decode_traces
-from tracescore.ingest.truncate import truncate_decoded
+from tracescore.ingest.truncate import truncate_for_storage
 from tracescore.store import SpanStore, open_store
 from tracescore.store.journal import JournalEntry
 
@@ -36,13 +36,6 @@ log = logging.getLogger(__name__)
 _GROUP_BYTES = 1024 * 1024
 """Request bodies stored in one transaction (a 1000-span request alone is above it)."""
 _LANES = 2
-
-
-def truncate(decoded: Decoded, max_attribute_chars: int | None) -> None:
-    if max_attribute_chars is not None:
-        cut = truncate_decoded(decoded, max_attribute_chars)
-        if cut:
-            log.info("truncated %d attribute values over %d characters", cut, max_attribute_chars)
 
 
 def unpack(
@@ -61,7 +54,7 @@ def unpack(
             log.error("journal entry %d does not decode (%s); kept as failed", entry.seq, exc)
             store.fail_journal_entry(entry.seq, str(exc))
     for _, records in decoded:
-        truncate(records, max_attribute_chars)
+        truncate_for_storage(records, max_attribute_chars)
     if not _store(store, decoded) and len(decoded) > 1:
         for one in decoded:
             _store(store, [one])
@@ -211,8 +204,8 @@ def _next_group(store: SpanStore, settings: UnpackSettings, busy: list[int]) -> 
     try:
         return store.journal_entries(
             owner=settings.owner, exclude=busy, max_bytes=_GROUP_BYTES
-        ) or store.journal_entries(
-            owner=settings.owner, orphaned_before=time.time() - settings.orphan_after,
+        ) or store.orphaned_journal_entries(
+            dead_before=time.time() - settings.orphan_after, not_owner=settings.owner,
             exclude=busy, max_bytes=_GROUP_BYTES,
         )  # fmt: skip
     except Exception:

@@ -19,7 +19,7 @@ import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, Engine, func, insert, select
+from sqlalchemy import Connection, Engine, Select, func, insert, select
 
 from tracescore.store.tables import JournalRow, UnpackerRow
 
@@ -65,24 +65,36 @@ def oldest(conn: Connection) -> float | None:
 
 
 def entries(
-    conn: Connection, *, owner: str | None = None, orphaned_before: float | None = None,
-    exclude: Collection[int] = (), max_bytes: int | None = None, limit: int = 16,
+    conn: Connection, *, owner: str | None = None, exclude: Collection[int] = (),
+    max_bytes: int | None = None, limit: int = 16,
 ) -> list[JournalEntry]:  # fmt: skip
-    """Waiting entries, oldest first: one collector's (``owner``), or orphans: entries whose
-    collector has no unpacker that beat since ``orphaned_before`` (other than ``owner``'s)
-    and that were received before it; or all of them. ``exclude`` leaves out entries being
-    unpacked already; with ``max_bytes``, only the first entries whose bodies fit (at least
-    one) are loaded."""
+    """Waiting entries of one collector (``owner``) or of all, oldest first; see :func:`_load`."""
     query = select(_journal.c.seq, _journal.c.size).where(_waiting)
-    if orphaned_before is not None:
-        alive = select(_unpackers.c.owner).where(_unpackers.c.heartbeat >= orphaned_before)
-        query = query.where(
-            _journal.c.owner.not_in(alive) & (_journal.c.received_at < orphaned_before)
-        )
-        if owner is not None:
-            query = query.where(_journal.c.owner != owner)
-    elif owner is not None:
+    if owner is not None:
         query = query.where(_journal.c.owner == owner)
+    return _load(conn, query, exclude, max_bytes, limit)
+
+
+def orphans(
+    conn: Connection, *, dead_before: float, not_owner: str, exclude: Collection[int] = (),
+    max_bytes: int | None = None, limit: int = 16,
+) -> list[JournalEntry]:  # fmt: skip
+    """Waiting entries, oldest first, received before ``dead_before`` by collectors (other than
+    ``not_owner``) whose unpacker has not beaten since then; see :func:`_load`."""
+    alive = select(_unpackers.c.owner).where(_unpackers.c.heartbeat >= dead_before)
+    query = select(_journal.c.seq, _journal.c.size).where(
+        _waiting & _journal.c.owner.not_in(alive) & (_journal.c.owner != not_owner)
+        & (_journal.c.received_at < dead_before)
+    )
+    return _load(conn, query, exclude, max_bytes, limit)
+
+
+def _load(
+    conn: Connection, query: Select[tuple[int, int]], exclude: Collection[int],
+    max_bytes: int | None, limit: int,
+) -> list[JournalEntry]:  # fmt: skip
+    """The entries ``query`` (of seq and size) finds, less ``exclude`` (being unpacked already);
+    with ``max_bytes``, only the first ones whose bodies fit (at least one) are loaded."""
     if exclude:
         query = query.where(_journal.c.seq.not_in(list(exclude)))
     chosen, total = [], 0

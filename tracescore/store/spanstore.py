@@ -282,14 +282,22 @@ class SpanStore:
             return journal.append(conn, signal, body, owner, time.time())
 
     def journal_entries(
-        self, *, owner: str | None = None, orphaned_before: float | None = None,
-        exclude: Collection[int] = (), max_bytes: int | None = None, limit: int = 16,
+        self, *, owner: str | None = None, exclude: Collection[int] = (),
+        max_bytes: int | None = None, limit: int = 16,
     ) -> list[JournalEntry]:  # fmt: skip
         """See :func:`tracescore.store.journal.entries`."""
         with self.engine.connect() as conn:
-            return journal.entries(
-                conn, owner=owner, orphaned_before=orphaned_before, exclude=exclude,
-                max_bytes=max_bytes, limit=limit,
+            return journal.entries(conn, owner=owner, exclude=exclude, max_bytes=max_bytes, limit=limit)
+
+    def orphaned_journal_entries(
+        self, *, dead_before: float, not_owner: str, exclude: Collection[int] = (),
+        max_bytes: int | None = None,
+    ) -> list[JournalEntry]:  # fmt: skip
+        """See :func:`tracescore.store.journal.orphans`."""
+        with self.engine.connect() as conn:
+            return journal.orphans(
+                conn, dead_before=dead_before, not_owner=not_owner, exclude=exclude,
+                max_bytes=max_bytes,
             )  # fmt: skip
 
     def unpacker_heartbeat(self, owner: str, *, stopping: bool = False) -> None:
