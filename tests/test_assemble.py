@@ -153,3 +153,20 @@ def test_concurrent_claimers_never_share_a_trace(pg_url: str) -> None:
     assert sum(1 for per_worker in claimed if per_worker) > 1  # they really competed
     for opened in (setup, *stores):
         opened.close()
+
+
+def test_a_retry_of_stored_spans_does_not_send_a_scored_trace_back(store: SpanStore) -> None:
+    spans = _trace("e" * 32)
+    now = time.time()
+    store.write(spans, received_at=now - 10)
+    (claim,) = store.claim_ready("w", 10, 30, now=now)
+    store.complete(claim, now=now)
+    # An exporter resends the request whose acknowledgement it lost: nothing new is stored.
+    store.write(spans, received_at=now + 1)
+    summary = store.trace_summary("e" * 32)
+    assert (summary.state, summary.generation, summary.span_count) == ("scored", 1, 2)
+    # A span it had not sent before does reopen it, for rescoring.
+    late = _trace("e" * 32, root=False, children=2)[1:]
+    store.write(late, received_at=now + 2)
+    summary = store.trace_summary("e" * 32)
+    assert (summary.state, summary.generation, summary.span_count) == ("pending", 2, 3)

@@ -22,6 +22,10 @@ from tracescore.monitor import metrics
 # Counted rather than summed, so exporter retries of already-stored spans do not inflate it.
 _STORED = "(SELECT count(*) FROM {table} WHERE {table}.trace_id = CAST(:trace_id AS VARCHAR(32)))"
 
+# Whether the write stored anything new for the trace: an exporter's retry of records already
+# stored (after a lost acknowledgement, say) must not send a scored trace back to be rescored.
+_NEW = "(excluded.span_count <> traces.span_count OR excluded.log_count <> traces.log_count)"
+
 _TOUCH = text(
     f"""
 INSERT INTO traces (trace_id, service_name, root_name, has_root, span_count, log_count,
@@ -34,7 +38,7 @@ ON CONFLICT (trace_id) DO UPDATE SET
         THEN excluded.last_seen ELSE traces.last_seen END,
     span_count = excluded.span_count,
     log_count = excluded.log_count,
-    generation = traces.generation + 1,
+    generation = traces.generation + CASE WHEN {_NEW} THEN 1 ELSE 0 END,
     has_root = (traces.has_root OR excluded.has_root),
     service_name = CASE WHEN excluded.has_root OR traces.service_name = ''
         THEN excluded.service_name ELSE traces.service_name END,
@@ -45,11 +49,11 @@ ON CONFLICT (trace_id) DO UPDATE SET
     end_time_ns = COALESCE(CASE WHEN excluded.end_time_ns > traces.end_time_ns
         THEN excluded.end_time_ns ELSE traces.end_time_ns END,
         traces.end_time_ns, excluded.end_time_ns),
-    pending_since = CASE WHEN traces.state IN ('{TraceState.SCORED}', '{TraceState.FAILED}')
+    pending_since = CASE WHEN {_NEW} AND traces.state IN ('{TraceState.SCORED}', '{TraceState.FAILED}')
         THEN excluded.pending_since ELSE traces.pending_since END,
-    attempts = CASE WHEN traces.state = '{TraceState.FAILED}' THEN 0 ELSE traces.attempts END,
-    state = CASE WHEN traces.state = '{TraceState.CLAIMED}'
-        THEN traces.state ELSE '{TraceState.PENDING}' END
+    attempts = CASE WHEN {_NEW} AND traces.state = '{TraceState.FAILED}' THEN 0 ELSE traces.attempts END,
+    state = CASE WHEN {_NEW} AND traces.state <> '{TraceState.CLAIMED}'
+        THEN '{TraceState.PENDING}' ELSE traces.state END
 """
 )
 
