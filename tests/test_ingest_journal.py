@@ -22,7 +22,6 @@ from tracescore.ingest.screen import screen_logs, screen_traces
 from tracescore.ingest.unpack import Unpacker, UnpackSettings, drain, unpack
 from tracescore.monitor.metrics import REGISTRY
 from tracescore.store import open_store
-from tracescore.store.tables import JournalRow
 
 _TOO_LATE = 2**64 - 1  # uint64 on the wire, past what SQL's BIGINT holds
 
@@ -148,16 +147,16 @@ def test_readiness_is_judged_as_of_the_oldest_entry_still_in_the_journal(sqlite_
         store.close()
 
 
-def test_an_entry_that_does_not_decode_is_kept_as_failed_and_holds_nothing_back(sqlite_url: str) -> None:
-    store = open_store(sqlite_url)
+def test_an_entry_that_does_not_decode_is_kept_as_failed_and_holds_nothing_back(db_url: str) -> None:
+    store = open_store(db_url)
     try:
         entry = store.journal("traces", b"\xff not protobuf", "collector-a")
         assert store.settle(timeout=0.05) is False
         unpack(store, [entry])
         assert store.settle(timeout=0.05) is True
-        with store.engine.connect() as conn:
-            failed = conn.execute(JournalRow.__table__.select()).one()
-        assert failed.seq == entry.seq and "invalid OTLP protobuf" in failed.failed
+        [(seq, reason)] = store.failed_journal_entries()
+        assert seq == entry.seq and "invalid OTLP protobuf" in reason
+        assert store.journal_entries() == []
     finally:
         store.close()
 

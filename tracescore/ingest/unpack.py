@@ -135,6 +135,10 @@ class Unpacker:
 def _run(settings: UnpackSettings, wake: Connection) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     store = open_store(settings.store_url, create=False)
+    try:
+        store.tidy_journal()
+    except Exception:
+        log.exception("tidying the ingest journal failed; unpacking anyway")
     # Decoding allocates a dozen objects per attribute and makes no reference cycles, yet the
     # cyclic GC would traverse them every 700 allocations (a quarter of the unpacking time,
     # measured). Collect after each group instead, over what it left.

@@ -15,6 +15,7 @@ import time
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, MetaData, Table, select, text
@@ -26,7 +27,8 @@ from tracescore.spans import LogRecord, Resource, Scope, Span, SpanEvent, SpanLi
 from tracescore.store import codec, journal
 from tracescore.store.bulk import bulk_insert
 from tracescore.store.engine import create_tables
-from tracescore.store.journal import JournalEntry
+from tracescore.store.journal import Journal, JournalEntry, SqlJournal
+from tracescore.store.spool import SpoolJournal
 from tracescore.store.tables import LogRow, ResourceRow, ScopeRow, SpanRow, TraceRow
 from tracescore.store.writelock import SqliteWriteLock
 
@@ -207,6 +209,12 @@ class SpanStore:
         self._insert_scopes = bulk_insert(
             self.dialect, style, "scopes", ("scope_id", "name", "version", "attributes")
         )
+        database = engine.url.database
+        self._journal: Journal = (
+            SpoolJournal(Path(f"{database}-ingest"), engine, self.write_transaction)
+            if self.dialect == "sqlite" and database and database != ":memory:"
+            else SqlJournal(engine, self.write_transaction)
+        )
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -245,9 +253,9 @@ class SpanStore:
         as first stored; an identical log record is stored once. ``received_at`` is when the
         collector received them (default now: it drives trace readiness).
 
-        With ``consume``, the records are those of these journal entries, which are deleted in
-        the same transaction; if any is already gone (another process unpacked it) nothing is
-        written and the result is False.
+        With ``consume``, the records are those of these journal entries, which are consumed in
+        the same transaction; if any is already consumed (another process unpacked it) nothing
+        is written and the result is False.
         """
         if not spans and not logs and not consume:
             return True
@@ -257,7 +265,7 @@ class SpanStore:
         trace_rows = _trace_rows(spans, logs, time.time() if received_at is None else received_at)
         try:
             with self.write_transaction() as conn:
-                if consume and not journal.consume(conn, consume):
+                if consume and not self._journal.consume(conn, consume):
                     raise _AlreadyConsumed
                 if refs.resource_rows:
                     self._insert_resources(conn, list(refs.resource_rows.values()))
@@ -271,6 +279,8 @@ class SpanStore:
                     tracking.touch_traces(conn, trace_rows)
         except _AlreadyConsumed:
             return False
+        if consume:
+            self._journal.release(consume)
         return True
 
     # ------------------------------------------------------------------ ingest journal
@@ -278,27 +288,23 @@ class SpanStore:
     def journal(self, signal: str, body: bytes, owner: str) -> JournalEntry:
         """Commit an export request's body to the ingest journal (see
         :mod:`tracescore.store.journal`); durable on return."""
-        with self.write_transaction() as conn:
-            return journal.append(conn, signal, body, owner, time.time())
+        return self._journal.append(signal, body, owner)
 
     def journal_entries(
         self, *, owner: str | None = None, exclude: Collection[int] = (),
         max_bytes: int | None = None, limit: int = 16,
     ) -> list[JournalEntry]:  # fmt: skip
-        """See :func:`tracescore.store.journal.entries`."""
-        with self.engine.connect() as conn:
-            return journal.entries(conn, owner=owner, exclude=exclude, max_bytes=max_bytes, limit=limit)
+        """See :meth:`tracescore.store.journal.Journal.entries`."""
+        return self._journal.entries(owner=owner, exclude=exclude, max_bytes=max_bytes, limit=limit)
 
     def orphaned_journal_entries(
         self, *, dead_before: float, not_owner: str, exclude: Collection[int] = (),
         max_bytes: int | None = None,
     ) -> list[JournalEntry]:  # fmt: skip
-        """See :func:`tracescore.store.journal.orphans`."""
-        with self.engine.connect() as conn:
-            return journal.orphans(
-                conn, dead_before=dead_before, not_owner=not_owner, exclude=exclude,
-                max_bytes=max_bytes,
-            )  # fmt: skip
+        """See :meth:`tracescore.store.journal.Journal.orphans`."""
+        return self._journal.orphans(
+            dead_before=dead_before, not_owner=not_owner, exclude=exclude, max_bytes=max_bytes
+        )
 
     def unpacker_heartbeat(self, owner: str, *, stopping: bool = False) -> None:
         """Mark ``owner``'s unpacker alive now (or gone, when ``stopping``)."""
@@ -310,16 +316,22 @@ class SpanStore:
 
     def journal_backlog(self, owner: str) -> int:
         """Bytes of ``owner``'s journal entries not unpacked yet."""
-        with self.engine.connect() as conn:
-            return journal.backlog(conn, owner)
+        return self._journal.backlog(owner)
 
     def fail_journal_entry(self, seq: int, reason: str) -> None:
-        with self.write_transaction() as conn:
-            journal.fail(conn, seq, reason)
+        self._journal.fail(seq, reason)
+
+    def failed_journal_entries(self) -> list[tuple[int, str]]:
+        """Entries kept because they did not decode: (number, reason)."""
+        return self._journal.failed()
+
+    def tidy_journal(self) -> None:
+        """Clean up what a crash left in the journal (unpackers run it as they start)."""
+        self._journal.tidy()
 
     def settle(self, timeout: float = 10.0) -> bool:
         """Wait until the export requests acknowledged so far are rows (False on timeout)."""
-        return journal.wait_settled(self.engine, timeout)
+        return self._journal.wait_settled(timeout)
 
     # ------------------------------------------------------------------ assembly
 
@@ -330,7 +342,7 @@ class SpanStore:
         it periodically so trace states shown by the read API stay current.
         """
         with self.write_transaction() as conn:
-            return tracking.promote_ready(conn, self.rules, _readiness_now(conn, now))
+            return tracking.promote_ready(conn, self.rules, _readiness_now(self._journal, conn, now))
 
     def claim_ready(
         self, owner: str, limit: int, lease_seconds: float, now: float | None = None
@@ -338,7 +350,7 @@ class SpanStore:
         """Promote, then lease up to ``limit`` ready traces (or ones whose lease expired)."""
         now = time.time() if now is None else now
         with self.write_transaction() as conn:
-            tracking.promote_ready(conn, self.rules, _readiness_now(conn, now))
+            tracking.promote_ready(conn, self.rules, _readiness_now(self._journal, conn, now))
             return tracking.claim(conn, owner, limit, lease_seconds, now)
 
     def complete(self, claim: TraceClaim, now: float | None = None) -> None:
@@ -417,11 +429,11 @@ class SpanStore:
             return conn.execute(text("SELECT count(*) FROM spans")).scalar_one()
 
 
-def _readiness_now(conn: Connection, now: float | None) -> float:
+def _readiness_now(waiting: Journal, conn: Connection, now: float | None) -> float:
     """The time trace readiness is judged at: now, or when the oldest request still waiting in
     the journal arrived, since its spans may belong to any trace."""
     now = time.time() if now is None else now
-    waiting_since = journal.oldest(conn)
+    waiting_since = waiting.oldest(conn)
     return now if waiting_since is None else min(now, waiting_since)
 
 

@@ -100,6 +100,16 @@ event.listen(
 )
 
 
+class ConsumedRow(SQLModel, table=True):
+    """A spooled journal entry (SQLite) stored as rows, until its file is deleted: the record
+    that makes a second unpacking of it, after a crash between the two, a no-op."""
+
+    __tablename__ = "ingest_consumed"
+
+    seq: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    owner: str = Field(primary_key=True, max_length=32)
+
+
 class UnpackerRow(SQLModel, table=True):
     """A live journal unpacker: entries of a collector whose unpacker stopped beating are
     adopted by the others, and only those (adopting a live one's would decode them twice)."""

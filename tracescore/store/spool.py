@@ -1,0 +1,265 @@
+"""The ingest journal of a SQLite store: one file per acknowledged request, beside the database.
+
+In the database itself (:class:`~tracescore.store.journal.SqlJournal`), every request body
+would be written into SQLite pages under its single write lock, then read and deleted again
+under it: for a thousand-span request that is ~8 ms to append and ~7 ms to delete, during which
+acknowledgements and the unpacker's inserts queue behind each other. A file costs a ``write``
+and a ``rename`` into the page cache and an ``unlink``, and takes no database lock at all.
+
+Durability matches the database's ``synchronous`` setting: with ``normal`` a file survives a
+crash of the process (as a committed SQLite transaction does), with ``full`` or ``extra`` it is
+also fsynced, with its directory, before the acknowledgement.
+
+Exactly-once stays a database matter. The unpacker records the sequence numbers it stores in
+the ``ingest_consumed`` table (with the entry's owner), in the same transaction as the rows, and
+deletes the files after the commit. An entry already recorded there was stored by another
+process (which may have died before deleting the file): it is deleted and not stored again. A
+record is forgotten once its file is gone.
+
+Names in the directory, ``SEQ`` being the receive time in nanoseconds, unique there:
+
+- ``SEQ``: the number's reservation (``O_EXCL``), later a failed entry's reason;
+- ``SEQ.tmp``: a body being written;
+- ``SEQ.SIGNAL.OWNER``: a waiting entry;
+- ``SEQ.SIGNAL.OWNER.failed``: an entry that did not decode, kept for inspection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable, Collection, Iterable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import Connection, Engine, delete, insert, select, tuple_
+
+from tracescore.store.journal import JournalEntry, settle_by_polling
+from tracescore.store.tables import ConsumedRow, UnpackerRow
+
+_consumed = ConsumedRow.__table__
+_unpackers = UnpackerRow.__table__
+_STALE_SECONDS = 60.0
+"""A reservation or partial body this old without its entry was left by a crash."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Waiting:
+    seq: int
+    signal: str
+    owner: str
+    size: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.seq:020d}.{self.signal}.{self.owner}"
+
+
+class SpoolJournal:
+    """The journal as files in ``directory`` (see the module's docstring)."""
+
+    def __init__(
+        self, directory: Path, engine: Engine, write_transaction: Callable[[], AbstractContextManager[Connection]]
+    ) -> None:
+        self.directory = directory
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._engine = engine
+        self._write_transaction = write_transaction
+        self._fsync: bool | None = None
+        """Whether to fsync each entry: as the database does each commit (read at first use)."""
+        self._last_seq = 0
+        self._seq_lock = threading.Lock()
+        self._forgettable: set[tuple[int, str]] = set()
+        """Recorded numbers whose files this process deleted: unrecorded in its next write."""
+
+    # ------------------------------------------------------------------ the collector's side
+
+    def append(self, signal: str, body: bytes, owner: str) -> JournalEntry:
+        fsync = self._fsyncs()
+        seq = self._reserve()
+        partial = self.directory / f"{seq:020d}.tmp"
+        with open(partial, "wb") as file:
+            file.write(body)
+            if fsync:
+                file.flush()
+                os.fsync(file.fileno())
+        os.rename(partial, self.directory / _Waiting(seq, signal, owner, 0).name)
+        if fsync:
+            self._sync_directory()
+        return JournalEntry(seq, seq / 1e9, signal, body, owner)
+
+    def _fsyncs(self) -> bool:
+        if self._fsync is None:
+            with self._engine.connect() as conn:  # 0 off, 1 normal, 2 full, 3 extra
+                self._fsync = conn.exec_driver_sql("PRAGMA synchronous").scalar_one() >= 2
+        return self._fsync
+
+    def _reserve(self) -> int:
+        """A number no other entry has: the time in ns, made unique by an exclusive create."""
+        with self._seq_lock:
+            seq = self._last_seq = max(time.time_ns(), self._last_seq + 1)
+        while True:
+            try:
+                os.close(os.open(self.directory / f"{seq:020d}", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+                return seq
+            except FileExistsError:  # another process took this nanosecond
+                seq += 1
+
+    def _sync_directory(self) -> None:
+        fd = os.open(self.directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def backlog(self, owner: str) -> int:
+        return sum(entry.size for entry in self._waiting(sized=True) if entry.owner == owner)
+
+    # ------------------------------------------------------------------ the unpacker's side
+
+    def entries(
+        self, *, owner: str | None = None, exclude: Collection[int] = (),
+        max_bytes: int | None = None, limit: int = 16,
+    ) -> list[JournalEntry]:  # fmt: skip
+        return self._load(
+            (e for e in self._waiting(sized=True) if owner is None or e.owner == owner), exclude, max_bytes, limit
+        )
+
+    def orphans(
+        self, *, dead_before: float, not_owner: str, exclude: Collection[int] = (),
+        max_bytes: int | None = None, limit: int = 16,
+    ) -> list[JournalEntry]:  # fmt: skip
+        with self._engine.connect() as conn:
+            alive = set(conn.execute(select(_unpackers.c.owner).where(_unpackers.c.heartbeat >= dead_before)).scalars())
+        before_ns = dead_before * 1e9
+        found = (
+            e for e in self._waiting(sized=True) if e.owner not in alive and e.owner != not_owner and e.seq < before_ns
+        )
+        return self._load(found, exclude, max_bytes, limit)
+
+    def _load(
+        self, candidates: Iterable[_Waiting], exclude: Collection[int], max_bytes: int | None, limit: int
+    ) -> list[JournalEntry]:
+        """The first ``limit`` candidates not in ``exclude`` whose bodies fit in ``max_bytes``
+        (at least one), oldest first; an entry deleted meanwhile is skipped."""
+        skip = set(exclude)
+        loaded: list[JournalEntry] = []
+        total = 0
+        for entry in sorted((e for e in candidates if e.seq not in skip), key=lambda e: e.seq)[:limit]:
+            if loaded and max_bytes is not None and total + entry.size > max_bytes:
+                break
+            try:
+                body = (self.directory / entry.name).read_bytes()
+            except FileNotFoundError:  # stored by another process just now
+                continue
+            loaded.append(JournalEntry(entry.seq, entry.seq / 1e9, entry.signal, body, entry.owner))
+            total += entry.size
+        return loaded
+
+    def consume(self, conn: Connection, seqs: Sequence[int]) -> bool:
+        """Record ``seqs`` as stored, in the caller's transaction; False if one is stored already
+        (its file is gone, or another process recorded it and died before deleting the file,
+        which is then deleted here), and the caller rolls back.
+
+        Numbers are recorded with their owner: a number is unique among the files present, and
+        within one collector's entries for ever, so a pair cannot come back.
+        """
+        if self._forgettable:
+            forget = list(self._forgettable)
+            conn.execute(delete(_consumed).where(tuple_(_consumed.c.seq, _consumed.c.owner).in_(forget)))
+            self._forgettable.difference_update(forget)
+        wanted = set(seqs)
+        pairs = [(entry.seq, entry.owner) for entry in self._waiting() if entry.seq in wanted]
+        if len(pairs) < len(wanted):
+            return False
+        taken = conn.execute(select(_consumed.c.seq).where(tuple_(_consumed.c.seq, _consumed.c.owner).in_(pairs)))
+        if done := set(taken.scalars()):
+            self._delete_files(done)
+            return False
+        conn.execute(insert(_consumed), [{"seq": seq, "owner": owner} for seq, owner in pairs])
+        return True
+
+    def release(self, seqs: Sequence[int]) -> None:
+        """After the commit that recorded ``seqs``: delete their files."""
+        self._forgettable.update(self._delete_files(seqs))
+
+    def _delete_files(self, seqs: Iterable[int]) -> list[tuple[int, str]]:
+        """Delete the entries ``seqs`` and their reservations; returns their (seq, owner)."""
+        wanted = set(seqs)
+        deleted = []
+        for entry in self._waiting():
+            if entry.seq in wanted:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.directory / entry.name)
+                deleted.append((entry.seq, entry.owner))
+        for seq in wanted:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.directory / f"{seq:020d}")
+        return deleted
+
+    def fail(self, seq: int, reason: str) -> None:
+        for entry in self._waiting():
+            if entry.seq == seq:
+                (self.directory / f"{seq:020d}").write_text(reason, "utf-8")
+                os.rename(self.directory / entry.name, self.directory / f"{entry.name}.failed")
+
+    def failed(self) -> list[tuple[int, str]]:
+        found = []
+        for name in os.listdir(self.directory):
+            if name.endswith(".failed"):
+                seq = name.split(".", 1)[0]
+                found.append((int(seq), (self.directory / seq).read_text("utf-8")))
+        return sorted(found)
+
+    def tidy(self) -> None:
+        """Clean up after crashes (the unpacker runs it as it starts): delete the files of
+        entries already stored, forget recorded numbers whose files are gone, and remove
+        reservations and partial bodies that no entry followed."""
+        with self._engine.connect() as conn:
+            recorded = list(map(tuple, conn.execute(select(_consumed.c.seq, _consumed.c.owner))))
+        waiting = {(entry.seq, entry.owner) for entry in self._waiting()}
+        self._delete_files(seq for seq, owner in recorded if (seq, owner) in waiting)
+        if recorded:
+            with self._write_transaction() as conn:
+                conn.execute(delete(_consumed).where(tuple_(_consumed.c.seq, _consumed.c.owner).in_(recorded)))
+        waiting_seqs = {entry.seq for entry in self._waiting()}
+        failed = {int(name.split(".", 1)[0]) for name in os.listdir(self.directory) if name.endswith(".failed")}
+        stale_before = (time.time() - _STALE_SECONDS) * 1e9
+        for name in os.listdir(self.directory):
+            head, _, rest = name.partition(".")
+            if rest in ("", "tmp") and head.isdigit() and int(head) < stale_before:
+                if rest == "tmp" or (int(head) not in waiting_seqs and int(head) not in failed):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(self.directory / name)
+
+    # ------------------------------------------------------------------ readers' side
+
+    def oldest(self, _conn: Connection | None = None) -> float | None:
+        seqs = [entry.seq for entry in self._waiting()]
+        return min(seqs) / 1e9 if seqs else None
+
+    def wait_settled(self, timeout: float) -> bool:
+        waiting = [entry.seq for entry in self._waiting()]
+        if not waiting:
+            return True
+        last = max(waiting)
+        return settle_by_polling(lambda: any(entry.seq <= last for entry in self._waiting()), timeout)
+
+    def _waiting(self, *, sized: bool = False) -> list[_Waiting]:
+        """The waiting entries, in no order; with their sizes only if ``sized`` (a ``stat`` each)."""
+        found = []
+        with os.scandir(self.directory) as listing:
+            for item in listing:
+                parts = item.name.split(".")
+                if len(parts) == 3 and parts[0].isdigit():
+                    size = 0
+                    if sized:
+                        try:
+                            size = item.stat().st_size
+                        except FileNotFoundError:
+                            continue
+                    found.append(_Waiting(int(parts[0]), parts[1], parts[2], size))
+        return found
