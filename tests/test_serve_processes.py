@@ -28,6 +28,13 @@ def _running(pid: int) -> bool:
     return status.exists() and "\nState:\tZ" not in status.read_text()
 
 
+def _sample(exposition: str, series: str) -> float:
+    """The value of one series in a Prometheus text exposition."""
+    values = [line.rsplit(" ", 1)[1] for line in exposition.splitlines() if line.startswith(series + " ")]
+    assert len(values) == 1, f"{series} appears {len(values)} times"
+    return float(values[0])
+
+
 def test_processes_share_the_port_store_everything_and_stop_together(tmp_path: Path) -> None:
     server = start_server(tmp_path, args=["--processes", "2"])
     try:
@@ -47,6 +54,12 @@ def test_processes_share_the_port_store_everything_and_stop_together(tmp_path: P
                 response = client.post(f"{server.base_url}/v1/traces", content=json.dumps(template),
                                        headers={"Content-Type": "application/json"})
             assert response.status_code == 200
+        # Whichever process answers a scrape reports what all of them received.
+        for _ in range(8):
+            with httpx.Client() as client:
+                exposition = client.get(f"{server.base_url}/metrics").text
+            assert _sample(exposition, 'tracescore_spans_received_total{transport="http"}') == 20 * len(spans)
+            assert _sample(exposition, 'tracescore_export_requests_total{outcome="ok",signal="traces",transport="http"}') == 20
         children = _descendants(server.process.pid)
         assert children >= pids
     finally:

@@ -59,47 +59,48 @@ def serve(
             },
         )
     except ConfigError as exc:
-        typer.echo(str(exc), err=True)
-        raise typer.Exit(2) from None
-
-    from sqlalchemy.exc import ArgumentError, OperationalError
-
-    from tracescore.pipeline.bindings import BindingError, compile_bindings
-    from tracescore.store import open_store
-    from tracescore.supervisor import build_service, serve_processes
+        _fail(2, str(exc))
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     server = config.server
-    service = None
+    if server.processes > 1:
+        from tracescore.supervisor import check_in_child, serve_processes
+
+        # Checked once, before the processes start, so bad URLs, databases and bindings fail
+        # with one clear message and the tables exist; in a child, so that the parent, which
+        # only watches the service processes, stays small.
+        code, detail = check_in_child(config)
+        if code:
+            _fail(code, detail)
+        _announce(config, detail)
+        raise typer.Exit(serve_processes(config))
+
+    from tracescore.supervisor import build_service, startup_failure
+
     try:
-        if server.processes > 1:
-            # Checked once here, so bad URLs, databases and bindings fail with one clear
-            # message, and the tables exist before the processes start.
-            store = open_store(config.store)
-            store_url = repr(store.engine.url)
-            store.close()
-            compile_bindings(config.scorers, dict(config.judges), engine=None)
-        else:
-            service = build_service(config)
-            store_url = repr(service.store.engine.url)
-    except (ArgumentError, ValueError) as exc:
-        typer.echo(f"invalid database URL: {exc}", err=True)
-        raise typer.Exit(2) from None
-    except OperationalError as exc:
-        typer.echo(f"cannot open the database: {exc.orig}", err=True)
-        raise typer.Exit(1) from None
-    except BindingError as exc:
-        typer.echo(f"invalid configuration: {exc}", err=True)
-        raise typer.Exit(2) from None
+        service = build_service(config)
+    except Exception as exc:
+        failure = startup_failure(exc)
+        if failure is None:
+            raise
+        _fail(*failure)
+    _announce(config, repr(service.store.engine.url))
+    service.run()
+
+
+def _fail(code: int, message: str) -> NoReturn:
+    typer.echo(message, err=True)
+    raise typer.Exit(code)
+
+
+def _announce(config: Config, store_url: str) -> None:
+    server = config.server
     typer.echo(
         f"tracescore collector: OTLP/HTTP on {server.host}:{server.http_port}, "
         f"OTLP/gRPC on {server.host}:{server.grpc_port}, store {store_url}, "
         f"{server.processes} process{'es' if server.processes > 1 else ''}",
         err=True,
     )
-    if service is None:
-        raise typer.Exit(serve_processes(config))
-    service.run()
 
 
 @config_app.command("check")

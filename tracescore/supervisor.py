@@ -9,16 +9,26 @@ alert rules). The parent only starts, watches and stops them.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
-from typing import Any
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client.multiprocess import mark_process_dead
 
 from tracescore.config import Config
-from tracescore.service import Service
+
+if TYPE_CHECKING:
+    from tracescore.service import Service
 
 
 def build_service(config: Config) -> Service:
     """The full service of ``config``: collector, read API, monitoring and the scoring pipeline."""
+    # Imported here, not at the top: the parent of several service processes only watches
+    # them, and would otherwise hold a service's worth of modules (~100 MB) for nothing.
     from tracescore.pipeline.runner import pipeline_task  # noqa: PLC0415 - loads the scorers
+    from tracescore.service import Service  # noqa: PLC0415
 
     service = Service(config)
     service.add_background(pipeline_task(config, service.store))
@@ -52,11 +62,58 @@ def serve_processes(config: Config) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    for child in children:
-        child.start()
-    for child in children:
-        child.join()
-        if child.exitcode and not stopping:
-            stop()  # one replica failed: do not keep a half-sized service running
-            return child.exitcode if child.exitcode > 0 else 1
+    with tempfile.TemporaryDirectory(prefix="tracescore-metrics-") as metrics:
+        # Inherited by the children (and read by prometheus-client as they import it): any
+        # process answering /metrics then reports the sum over all of them.
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics
+        for child in children:
+            child.start()
+        for child in children:
+            child.join()
+            mark_process_dead(child.pid, metrics)  # its live gauges no longer count
+            if child.exitcode and not stopping:
+                stop()  # one replica failed: do not keep a half-sized service running
+                return child.exitcode if child.exitcode > 0 else 1
     return 0
+
+
+def startup_failure(exc: Exception) -> tuple[int, str] | None:
+    """The exit code and message for a configuration the service cannot start with, or None
+    for an exception that is a bug."""
+    from sqlalchemy.exc import ArgumentError, OperationalError  # noqa: PLC0415
+
+    from tracescore.pipeline.bindings import BindingError  # noqa: PLC0415
+
+    if isinstance(exc, (ArgumentError, ValueError)):
+        return 2, f"invalid database URL: {exc}"
+    if isinstance(exc, OperationalError):
+        return 1, f"cannot open the database: {exc.orig}"
+    if isinstance(exc, BindingError):
+        return 2, f"invalid configuration: {exc}"
+    return None
+
+
+def _check(config_data: dict[str, Any]) -> tuple[int, str]:
+    from tracescore.pipeline.bindings import compile_bindings  # noqa: PLC0415
+    from tracescore.store import open_store  # noqa: PLC0415
+
+    config = Config.model_validate(config_data)
+    try:
+        store = open_store(config.store)
+        store_url = repr(store.engine.url)
+        store.close()
+        compile_bindings(config.scorers, dict(config.judges), engine=None)
+    except Exception as exc:
+        failure = startup_failure(exc)
+        if failure is None:
+            raise
+        return failure
+    return 0, store_url
+
+
+def check_in_child(config: Config) -> tuple[int, str]:
+    """Open the store (creating its tables) and compile the bindings in a throwaway process:
+    (0, the store's URL), or an exit code and message as :func:`startup_failure` gives."""
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, mp_context=context) as child:
+        return child.submit(_check, config.model_dump(mode="json")).result()

@@ -6,11 +6,19 @@ on prometheus-client's default registry cannot clash with them. They are process
 ingest and pipeline code call the objects and helpers below directly, tests read them back with
 ``REGISTRY.get_sample_value``.
 
+With several service processes (``server.processes``) a scrape reaches whichever process the
+kernel hands the connection to, so the supervisor runs them in prometheus-client's
+multiprocess mode (``PROMETHEUS_MULTIPROC_DIR``): every process keeps its values in a file of
+that directory and ``/metrics`` sums them over all processes (gauges as their ``multiprocess_mode``
+says); the per-process collectors (CPU, memory, GC) are then left out.
+
 Label values are bounded by configuration (binding, scorer and judge model names, transports),
 never by traffic (no trace ids, agent or service names), so series counts stay small.
 """
 
 from __future__ import annotations
+
+import os
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -23,6 +31,7 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
+from prometheus_client.multiprocess import MultiProcessCollector
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 for _collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
@@ -53,8 +62,9 @@ export_requests = Counter(
 
 journal_backlog = Gauge(
     "tracescore_ingest_journal_bytes",
-    "Acknowledged OTLP/protobuf request bytes this process journaled that wait to be unpacked into rows.",
+    "Acknowledged OTLP/protobuf request bytes journaled that wait to be unpacked into rows.",
     registry=REGISTRY,
+    multiprocess_mode="livesum",
 )
 
 # --- assembly and pipeline ------------------------------------------------------------------
@@ -65,14 +75,17 @@ traces_ready = Counter(
 traces_scored = Counter(
     "tracescore_traces_scored", "Traces whose scoring finished (any outcome).", registry=REGISTRY
 )
+# Sampled from the database, which every process sees alike: the latest sample of any process.
 queue_depth = Gauge(
-    "tracescore_queue_depth", "Traces ready and waiting for a scoring worker.", registry=REGISTRY
-)
+    "tracescore_queue_depth", "Traces ready and waiting for a scoring worker.", registry=REGISTRY,
+    multiprocess_mode="livemostrecent",
+)  # fmt: skip
 traces_in_state = Gauge(
     "tracescore_traces",
     "Traces not yet scored, by assembly state (pending, ready, claimed), sampled from the database.",
     ["state"],
     registry=REGISTRY,
+    multiprocess_mode="livemostrecent",
 )
 sampling_decisions = Counter(
     "tracescore_sampling_decisions",
@@ -122,8 +135,9 @@ judge_latency = Histogram(
 # --- alerts ---------------------------------------------------------------------------------
 
 alerts_firing = Gauge(
-    "tracescore_alerts_firing", "Segments of a rule currently firing.", ["rule"], registry=REGISTRY
-)
+    "tracescore_alerts_firing", "Segments of a rule currently firing.", ["rule"], registry=REGISTRY,
+    multiprocess_mode="livemostrecent",  # set by the alerting leader, whichever process it is
+)  # fmt: skip
 alert_evaluations = Counter(
     "tracescore_alert_evaluations", "Rule evaluation rounds run by this instance as leader.",
     registry=REGISTRY,
@@ -179,5 +193,11 @@ def export_request(transport: str, signal: str, outcome: str, spans: int = 0, lo
 
 
 def exposition() -> tuple[bytes, str]:
-    """The text exposition of :data:`REGISTRY` and its content type."""
-    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+    """The text exposition of :data:`REGISTRY` (or, in multiprocess mode, of every process's
+    values) and its content type."""
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if not directory:
+        return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+    merged = CollectorRegistry()
+    MultiProcessCollector(merged, directory)
+    return generate_latest(merged), CONTENT_TYPE_LATEST
