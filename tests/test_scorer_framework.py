@@ -318,3 +318,42 @@ def test_word_inclusion_metric(question: str, answer: str, expected: float) -> N
     result = word_inclusion.run_sync(qa_run(question, answer))
     assert result.score == pytest.approx(expected, abs=0.001)
     assert word_inclusion.run_sync({"input": question, "output": answer}).score == pytest.approx(expected, abs=0.001)
+
+
+def test_results_are_the_instances_model_construct_builds() -> None:
+    """The framework builds ``ScoreResult``/``StepTrace`` without ``model_construct`` (see
+    ``base._constructed``): each must be the instance ``model_construct`` gives for its fields."""
+    from tracescore.scorers import base
+
+    judge = ScriptedJudge({"claims": ["a"]}, "Because.")
+    built = (
+        create_scorer(id="built", judge=judge)
+        .preprocess(PromptStep("claims", lambda ctx: "p", output_schema=Claims))
+        .analyze(lambda ctx: {"n": 1})
+        .generate_score(lambda ctx: 0.5)
+        .generate_reason(PromptStep("reason", lambda ctx: "why"))
+    )
+    failed = create_scorer(id="failed").analyze(lambda ctx: 1 / 0).generate_score(lambda ctx: 1)
+    results = [built.run_sync(qa_run()), failed.run_sync(qa_run())]
+    models = [*results, *(trace for result in results for trace in result.steps)]
+    assert len(models) == 2 + 4 + 1
+    for model in models:
+        cls = type(model)
+        assert "__new__" not in vars(cls) and not cls.__pydantic_post_init__ and not cls.__private_attributes__
+        assert not any(f.alias or f.validation_alias for f in cls.model_fields.values())
+        expected = cls.model_construct(**model.__dict__)
+        assert list(model.__dict__.items()) == list(expected.__dict__.items())
+        assert model.__pydantic_fields_set__ == expected.__pydantic_fields_set__ == set(cls.model_fields)
+        assert (model.__pydantic_extra__, model.__pydantic_private__) == (None, None)
+        assert model == expected and model.model_dump_json() == expected.model_dump_json()
+
+
+def test_synchronous_scorers_are_recognised_once_per_scorer() -> None:
+    async def later(ctx: StepContext) -> float:
+        return 1.0
+
+    sync = create_scorer(id="s").generate_score(lambda ctx: 1.0)
+    assert sync.is_synchronous and sync.is_synchronous
+    made_async = sync.analyze(later)  # a new scorer: its own answer
+    assert not made_async.is_synchronous and sync.is_synchronous
+    assert create_scorer(id="n").preprocess(lambda ctx: 1).run_sync(qa_run()).status == "error"

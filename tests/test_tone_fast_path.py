@@ -9,7 +9,6 @@ texts made of the words behind each of VADER's rules.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pytest
@@ -24,10 +23,10 @@ from tracescore.scorers.code import tone
 
 
 def assert_same_sentiment(text: str) -> None:
-    assert math.isclose(tone.comparative(text), reference.comparative(text), rel_tol=0, abs_tol=1e-12), text
+    """The same floats, bit for bit (the same additions and products in the same order)."""
+    assert tone.comparative(text).hex() == reference.comparative(text).hex(), text
     mine, theirs = tone.sentence_comparatives(text), reference.sentence_comparatives(text)
-    assert len(mine) == len(theirs), text
-    assert all(math.isclose(a, b, rel_tol=0, abs_tol=1e-12) for a, b in zip(mine, theirs)), (text, mine, theirs)
+    assert [value.hex() for value in mine] == [value.hex() for value in theirs], (text, mine, theirs)
 
 
 def strings_in(value: Any) -> list[str]:
@@ -76,6 +75,13 @@ RULE_CASES = [
     "least good", "at least good", "very least good", "x least good", "least x good",
     "the shit", "x y the shit", "it was the bomb", "bad ass", "x bus stop", "yeah right", "kiss of death here",
     "x to die for y", "x y z beating heart", "good but bad", "BUT good", "good but bad but great", "good but",
+    # Plain negations (only VADER's negation check can act), alone and next to other rules.
+    "not not good", "not good not bad", "never not good", "not never good", "can't so good", "nor good",
+    "not GOOD day", "GOOD not", "don't great bad", "nothing x y z good", "rarely good. not", "not. good",
+    "not x kind of good", "not least good", "not very good", "won't the bomb", "not no good",
+    # A terminator followed by whitespace of every kind (no cut), or by anything else (a cut).
+    "good.\x85bad", "good.\u3000bad", "good!\x1cbad", "good?\u2028bad", "good.\u00a0bad", "good.\tbad!",
+    "good.😀 bad", "good.©bad", "good.\u200bbad", "good.ébad", "3.5 good", "good!?bad", "good.",
     "", " ", "...", "!!! hi", " ...Hello.", "...Hello. World", "Hi. ", "a.b", "e.g. 3.5 good.bad!", "good.😀great",
     "🤶", "Mrs 🤶. 🔛 good!", "I don't like it. It isn't bad!!! Is it?? ok", "good " * 50,
 ]

@@ -20,8 +20,11 @@ VERSION = "1"
 _HTML_TAG = re.compile(r"<[^>]+>")
 _URL = re.compile(r"https?://")
 # keyword-extractor deletes these anywhere in a word, and a "'" only at its very start or end.
-_PUNCTUATION = str.maketrans("", "", '.,;!?():"\u201c\u201d\u2018\u2019')
+_DELETED = '.,;!?():"\u201c\u201d\u2018\u2019'
 _LONE_SYMBOLS = frozenset("_@&#")  # deleted when the word is just one of them
+# Words (one a line) with a "'" to drop: a word's first or last character (a word "'" is one
+# match). Written to start with the "'" itself, which the regex engine then looks for quickly.
+_EDGE_APOSTROPHE = re.compile(r"'(?:(?<=^')|$)", re.MULTILINE)
 
 
 @cache
@@ -31,36 +34,46 @@ def stop_words() -> frozenset[str]:
     return frozenset(line.strip() for line in text.splitlines() if line.strip())
 
 
+@cache
+def _dropped() -> frozenset[str]:
+    """The lowered words that are no keyword whatever the text: stop words, nothing, a lone symbol."""
+    return stop_words() | {""} | _LONE_SYMBOLS
+
+
 def extract_keywords(text: str) -> list[str]:
-    """Keywords in first-seen order, as ``keyword_extractor.extract`` returns them."""
+    """Keywords in first-seen order, as ``keyword_extractor.extract`` returns them.
+
+    A token's keyword depends on the token alone, so only the distinct tokens are read, and all
+    at once: joined one a line, their punctuation deleted, edge apostrophes dropped and letters
+    lowered by a few whole-string operations instead of token by token. A URL is kept as it is.
+    """
     text = js_trim(_HTML_TAG.sub("", text)) if text else ""
     if not text:
         return []
-    stop = stop_words()
-    keywords: dict[str, None] = {}
-    # A token's keyword depends on the token alone, so each distinct token is read once.
-    for token in dict.fromkeys(js_words(text)):
-        is_url = "http" in token and _URL.search(token) is not None
-        word = token if is_url else _strip_punctuation(token)
-        if word in _LONE_SYMBOLS:
-            word = ""
-        if word.isdigit() and word.isascii():  # JS /\d/ is ASCII digits only
-            word = ""
-        if not word:
-            continue
-        lowered = word.lower()
-        if lowered not in stop:
-            keywords.setdefault(word if is_url else lowered, None)
-    return list(keywords)
+    tokens = list(dict.fromkeys(js_words(text)))
+    joined = "\n".join(tokens)  # no token holds a line break: it is whitespace
+    has_urls = "http" in joined
+    if "'" in joined:  # before the other deletions: which "'" goes depends on the token as it is
+        joined = _EDGE_APOSTROPHE.sub("", joined)
+    for mark in _DELETED:
+        if mark in joined:
+            joined = joined.replace(mark, "")
+    # str.lower keeps line breaks and makes none, so the lowered words stay one a line.
+    lowered = joined.lower().split("\n")
+    if has_urls:
+        lowered = [
+            _url_keyword(token) if "http" in token and _URL.search(token) else word
+            for token, word in zip(tokens, lowered)
+        ]
+    dropped = _dropped()
+    # JS /\d/ is ASCII digits only; lowering makes and unmakes no digit.
+    return list(dict.fromkeys(word for word in lowered if word not in dropped
+                              and not (word.isdigit() and word.isascii())))
 
 
-def _strip_punctuation(token: str) -> str:
-    word = token.translate(_PUNCTUATION)
-    if token.startswith("'"):
-        word = word[1:]
-    if len(token) > 1 and token.endswith("'"):
-        word = word[:-1]
-    return word
+def _url_keyword(token: str) -> str:
+    """A URL token's keyword: the token itself, unless it is a stop word ("": none)."""
+    return "" if token.lower() in stop_words() else token
 
 
 def create_keyword_coverage_scorer() -> Scorer:

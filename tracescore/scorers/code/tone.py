@@ -18,8 +18,10 @@ computed for the whole text at once: VADER's per-token Python loop costs 7–20 
 times Mastra's whole AFINN scorer on long texts. Nearly every lexicon word's valence is its
 lexicon value, because VADER only changes it when a rule word (a negation, booster, "least",
 "this", "no", "kind", an idiom) stands at most three tokens before or two after it, or when it
-is capitalised among lowercase words; only those words go through VADER's rules (``_valence``).
-``tests/test_tone_fast_path.py`` checks the result against VADER's own token-by-token code.
+is capitalised among lowercase words; only those words go through VADER's rules (``_valence``),
+and those near plain negations only ("not", "don't") through its negation check alone.
+``tests/test_tone_fast_path.py`` checks the result against VADER's own token-by-token code, bit
+for bit.
 """
 
 from __future__ import annotations
@@ -29,10 +31,10 @@ import string
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from functools import cache
-from itertools import accumulate, chain, compress, count, repeat
-from operator import sub
-from typing import Any
+from itertools import accumulate, chain, compress
+from typing import Any, NamedTuple
 
+import numpy as np
 from vaderSentiment.vaderSentiment import (
     BOOSTER_DICT,
     C_INCR,
@@ -80,11 +82,14 @@ class _Rules:
     reach: dict[str, int]
     relevant: frozenset[str]  # the words above and "but"
     phrase_marks: frozenset[str]  # the one word of each idiom and multi-word booster above
+    # Negations that act on a lexicon word only by VADER's ``negated`` (× N_SCALAR): no lexicon
+    # word, booster or idiom word, and not "never" or "without", which combine with the next word.
+    plain_negations: frozenset[str]
     emoji: dict[str, str]  # single-character emoji -> " " + its description
     # Emoji whose description holds a terminator: a token of it may end in one and not end a piece.
     emoji_with_terminators: frozenset[str]
     emoji_latin1: str  # the two emoji below U+2000 (©, ®) ...
-    emoji_range: re.Pattern[str]  # ... and one range holding all the others, quick to scan for
+    emoji_from: int  # ... and the code point from which all the others are
 
 
 @cache
@@ -103,12 +108,17 @@ def _rules() -> _Rules:
         reach=reach,
         relevant=frozenset({*scored, *reach, "but"}),
         phrase_marks=phrase_marks,
+        plain_negations=frozenset(
+            word for word in NEGATE
+            if word not in ("never", "without") and word not in vader.lexicon and word not in BOOSTER_DICT
+            and word not in phrase_marks
+        ),
         emoji=emoji,
         emoji_with_terminators=frozenset(
             key for key, description in emoji.items() if any(end in description for end in TERMINATORS)
         ),
         emoji_latin1="".join(key for key in emoji if key < "\u2000"),
-        emoji_range=re.compile(f"[{min(high)}-{max(high)}]"),
+        emoji_from=ord(min(high)),
     )
 
 
@@ -142,6 +152,28 @@ def _describe_emoji(text: str) -> str:
     return _emoji_pattern().sub(describe, text)
 
 
+def _code_points(text: str) -> np.ndarray:
+    """The text's code points as a numpy array, to scan it with array operations."""
+    if text.isascii():
+        return np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+
+
+def _characters_from(points: np.ndarray, start: int) -> set[str]:
+    """The distinct characters from code point ``start`` on (comparing the array takes a quarter to
+    half the time of a regular expression's character range)."""
+    high = points[points >= start]
+    return set(map(chr, np.unique(high).tolist())) if high.size else set()
+
+
+def _cut_inside(points: np.ndarray) -> bool:
+    """Whether a piece ends inside a token: a terminator followed by a character that is neither a
+    terminator nor whitespace (``str.isspace``, which ``str.split`` splits at)."""
+    ends = (points == 46) | (points == 33) | (points == 63)  # . ! ?
+    followers = map(chr, np.unique(points[1:][ends[:-1]]).tolist())
+    return any(not (follower in ".!?" or follower.isspace()) for follower in followers)
+
+
 def _tokens(text: str) -> tuple[list[str], set[str], list[int] | None]:
     """VADER's tokens of every piece, in order; the distinct ones; where each group of them stops.
 
@@ -150,12 +182,14 @@ def _tokens(text: str) -> tuple[list[str], set[str], list[int] | None]:
     ``_group_scores``). Emoji descriptions are put into the whole text at once, which gives the
     tokens of describing each piece as VADER does: a description is glued to what follows it,
     and the space VADER may put before it only separates tokens. Tokens a piece ends inside
-    ("e.g.", "3.5") are then cut.
+    ("e.g.", "3.5") are then cut, in the whole text: a space after each terminator followed by
+    neither a terminator nor whitespace (regex ``\\s`` and ``str.split`` agree on whitespace).
     """
+    points = _code_points(text)
     if not text.isascii():
         rules = _rules()
-        found = {*rules.emoji_range.findall(text), *filter(text.__contains__, rules.emoji_latin1)}
-        present = rules.emoji.keys() & found
+        present = rules.emoji.keys() & _characters_from(points, rules.emoji_from)
+        present.update(filter(text.__contains__, rules.emoji_latin1))
         if present & rules.emoji_with_terminators:
             pieces = [_describe_emoji(piece).split() for piece in _PIECE_END.split(text)]
             stops = list(accumulate(map(len, pieces)))
@@ -163,21 +197,14 @@ def _tokens(text: str) -> tuple[list[str], set[str], list[int] | None]:
                 stops.append(stops[-1])
             tokens = list(chain.from_iterable(pieces))
             return tokens, set(tokens), stops
-        for emoji in present:
-            text = text.replace(emoji, rules.emoji[emoji])
+        if present:
+            for emoji in present:
+                text = text.replace(emoji, rules.emoji[emoji])
+            points = _code_points(text)
+    if _cut_inside(points):
+        text = _CUT_INSIDE.sub(r"\1 ", text)
     tokens = text.split()
-    distinct = set(tokens)
-    if not _CUT_INSIDE.search(" ".join(distinct)):  # a fraction of the text's length to scan
-        return tokens, distinct, None
-    parts = {token: _CUT_INSIDE.sub(r"\1 ", token).split() for token in filter(_CUT_INSIDE.search, distinct)}
-    cut: list[str] = []
-    done = 0
-    for at in compress(count(), map(parts.__contains__, tokens)):
-        cut += tokens[done:at]
-        cut += parts[tokens[at]]
-        done = at + 1
-    cut += tokens[done:]
-    return cut, (distinct - parts.keys()).union(*parts.values()), None
+    return tokens, set(tokens), None
 
 
 def _valence(rules: _Rules, tokens: list[str], words: dict[str, str], i: int, start: int, stop: int) -> float:
@@ -189,16 +216,13 @@ def _valence(rules: _Rules, tokens: list[str], words: dict[str, str], i: int, st
     times and scans its negation list); this gives the same floats, from the same operations.
     """
     lexicon = rules.lexicon
-    low = max(start, i - 3)
-    window = tokens[low : min(stop, i + 3)]
-    lowered = list(map(words.__getitem__, window))
+    low = i - 3 if i - 3 > start else start
+    lowered = [words[token] for token in tokens[low : i + 3 if i + 3 < stop else stop]]
     at = i - low
     item = lowered[at]
     after = lowered[at + 1] if at + 1 < len(lowered) else None
     if item == "kind" and after == "of":
         return 0.0  # a dampener: VADER's loop skips it before scoring
-    # Stripping punctuation keeps isupper, so the raw tokens tell VADER's words' capitals.
-    cap_diff = any(map(str.isupper, window)) and allcap_differential(tokens[start:stop])
     valence = lexicon[item]
     if "no" in lowered:
         if item == "no" and after in lexicon:  # "no" negates the next word instead
@@ -207,8 +231,13 @@ def _valence(rules: _Rules, tokens: list[str], words: dict[str, str], i: int, st
             at > 2 and lowered[at - 3] == "no" and lowered[at - 1] in ("or", "nor")
         ):
             valence = lexicon[item] * N_SCALAR
-    if cap_diff and window[at].isupper():
-        valence = valence + C_INCR if valence > 0 else valence - C_INCR
+    # VADER's is_cap_diff only counts for a capitalised word: worked out when one is met.
+    # Stripping punctuation keeps isupper, so the raw tokens tell VADER's words' capitals.
+    cap_diff = None
+    if tokens[i].isupper():
+        cap_diff = allcap_differential(tokens[start:stop])
+        if cap_diff:
+            valence = valence + C_INCR if valence > 0 else valence - C_INCR
     for start_i, damping in enumerate((1.0, 0.95, 0.9)):  # the words 1, 2, 3 before it
         before = at - start_i - 1
         if before < 0:
@@ -221,14 +250,31 @@ def _valence(rules: _Rules, tokens: list[str], words: dict[str, str], i: int, st
             scalar = BOOSTER_DICT[word]
             if valence < 0:
                 scalar *= -1
-            if cap_diff and window[before].isupper():
-                scalar = scalar + C_INCR if valence > 0 else scalar - C_INCR
+            if tokens[low + before].isupper():
+                if cap_diff is None:
+                    cap_diff = allcap_differential(tokens[start:stop])
+                if cap_diff:
+                    scalar = scalar + C_INCR if valence > 0 else scalar - C_INCR
             scalar = scalar * damping
         valence = _negation_check(valence + scalar, lowered, start_i, at)
         if start_i == 2 and not rules.phrase_marks.isdisjoint(lowered):  # else no idiom can match
             valence = SentimentIntensityAnalyzer._special_idioms_check(valence, lowered, at)  # noqa: SLF001
     if at > 0 and lowered[at - 1] == "least" and "least" not in lexicon:  # _least_check
         if not (at > 1 and lowered[at - 2] in ("at", "very")):
+            valence = valence * N_SCALAR
+    return valence
+
+
+def _negated_valence(tokens: list[str], plain: set[str], i: int, start: int, valence: float) -> float:
+    """``_valence`` of a lexicon word no rule word but plain negations (``plain``) acts on.
+
+    Of VADER's rules only the negation check of the words 1, 2 and 3 before it (within its
+    piece) can then apply: ``× N_SCALAR`` for each that is a negation (none is a lexicon word,
+    which VADER would skip). The ``+ scalar`` before each check adds 0.0 (none is a booster),
+    which leaves a (nonzero) valence as it is.
+    """
+    for before in range(i - 1, max(start, i - 3) - 1, -1):
+        if tokens[before] in plain:
             valence = valence * N_SCALAR
     return valence
 
@@ -259,9 +305,18 @@ def _negation_check(valence: float, lowered: list[str], start_i: int, i: int) ->
     return valence
 
 
-def _roles(rules: _Rules, distinct: set[str]) -> tuple[dict[str, str], dict[str, float], dict[str, int], set[str]]:
-    """For the distinct tokens: VADER's lowered word of each; the valence of lexicon words; the
-    reach of rule words (see ``_Rules.reach``); the tokens that are "but"."""
+class _Roles(NamedTuple):
+    """What the distinct tokens of a text are to VADER."""
+
+    words: dict[str, str]  # each token's lowered word
+    values: dict[str, float]  # lexicon words: their valence
+    reach: dict[str, int]  # rule words: how many tokens before them they act (``_Rules.reach``)
+    buts: set[str]  # "but"
+    plain: set[str]  # the rule words that are plain negations (``_Rules.plain_negations``)
+
+
+def _roles(rules: _Rules, distinct: set[str]) -> _Roles:
+    """The roles of the text's distinct tokens."""
     punctuation = string.punctuation  # stripped, unless that leaves two characters or fewer
     words = {token: (s if len(s := token.strip(punctuation)) > 2 else token).lower() for token in distinct}
     scored, reach_of = rules.scored, rules.reach
@@ -276,9 +331,14 @@ def _roles(rules: _Rules, distinct: set[str]) -> tuple[dict[str, str], dict[str,
             reach[token] = reach_of[word]
         elif word == "but":
             buts.add(token)
-    for token in chain((t for t, w in words.items() if "n't" in w), filter(str.isupper, values)):
-        reach.setdefault(token, 0)  # a negation ("n't"), a capitalised lexicon word
-    return words, values, reach, buts
+    plain = {token for token in reach if words[token] in rules.plain_negations}
+    for token in (t for t, w in words.items() if "n't" in w):
+        if token not in reach and token not in values:  # a negation by "n't" alone
+            plain.add(token)
+        reach.setdefault(token, 0)
+    for token in filter(str.isupper, values):
+        reach.setdefault(token, 0)  # a capitalised lexicon word
+    return _Roles(words, values, reach, buts, plain)
 
 
 def _group_scores(text: str) -> tuple[list[float], list[int]]:
@@ -293,38 +353,57 @@ def _group_scores(text: str) -> tuple[list[float], list[int]]:
     """
     tokens, distinct, stops = _tokens(text)
     rules = _rules()
-    words, values, reach, buts = _roles(rules, distinct)
-    marked = values.keys() | reach.keys() | buts
+    words, values, reach, buts, plain = _roles(rules, distinct)
     if stops is None:  # a group ends with each token ending in a terminator
         enders = {token for token in words if token[-1] in ".!?"}
-        marks = list(compress(count(), map((marked | enders).__contains__, tokens)))
-        marked_tokens = list(map(tokens.__getitem__, marks))
-        bounds = list(compress(count(1), map(enders.__contains__, marked_tokens)))  # group ends among marks
+        marked = values.keys() | reach.keys() | buts | enders
+        marks = [i for i, token in enumerate(tokens) if token in marked]
+        marked_tokens = [tokens[i] for i in marks]
+        bounds = [at for at, token in enumerate(marked_tokens, 1) if token in enders]  # group ends among marks
         stops = [marks[at - 1] + 1 for at in bounds]
         stops.append(len(tokens))
         bounds.append(len(marks))
     else:
-        marks = list(compress(count(), map(marked.__contains__, tokens)))
-        marked_tokens = list(map(tokens.__getitem__, marks))
-        bounds = list(map(bisect_left, repeat(marks), stops))
-    valences = list(map(values.get, marked_tokens, repeat(0.0)))
-    # The lexicon words a rule word may act on: from its reach before it to 3 tokens after it.
-    flagged = list(compress(marks, map(reach.__contains__, marked_tokens)))
-    starts = map(sub, flagged, map(reach.__getitem__, map(tokens.__getitem__, flagged)))
-    near = set(chain.from_iterable(map(range, starts, map((4).__add__, flagged))))
-    for i in near.intersection(compress(marks, map(values.__contains__, marked_tokens))):
-        group = bisect_right(stops, i)
-        start = stops[group - 1] if group else 0
-        valences[bisect_left(marks, i)] = _valence(rules, tokens, words, i, start, stops[group])
-    first_buts: dict[int, int] = {}
-    for position in compress(marks, map(buts.__contains__, marked_tokens)):
-        first_buts.setdefault(bisect_right(stops, position), position)
-    for group, but in first_buts.items():
-        for at in range(bounds[group - 1] if group else 0, bounds[group]):
-            if marks[at] != but:
-                valences[at] *= 0.5 if marks[at] < but else 1.5
-    totals = list(map(sum, map(valences.__getitem__, map(slice, [0, *bounds[:-1]], bounds))))
-    return totals, list(map(sub, stops, [0, *stops[:-1]]))
+        marked = values.keys() | reach.keys() | buts
+        marks = [i for i, token in enumerate(tokens) if token in marked]
+        marked_tokens = [tokens[i] for i in marks]
+        bounds = [bisect_left(marks, stop) for stop in stops]
+    valences = [values.get(token, 0.0) for token in marked_tokens]
+    if reach:
+        # The lexicon words a rule word may act on: from its reach before it to 3 tokens after
+        # it, so among the marks next to it. Those only plain negations act on get the negation
+        # check alone, those other rule words act on all of VADER's rules (``_valence``).
+        acted_on: set[int] = set()  # indexes into marks
+        negated: set[int] = set()
+        last = len(marks)
+        for at in [at for at, token in enumerate(marked_tokens) if token in reach]:
+            token, position = marked_tokens[at], marks[at]
+            first, end = at, at + 1
+            while first and marks[first - 1] >= position - reach[token]:
+                first -= 1
+            while end < last and marks[end] <= position + 3:
+                end += 1
+            (negated if token in plain else acted_on).update(range(first, end))
+        for at in acted_on.union(negated):
+            if marked_tokens[at] in values:
+                i = marks[at]
+                group = bisect_right(stops, i)
+                start = stops[group - 1] if group else 0
+                if at in acted_on:
+                    valences[at] = _valence(rules, tokens, words, i, start, stops[group])
+                else:
+                    valences[at] = _negated_valence(tokens, plain, i, start, valences[at])
+    if buts:
+        first_buts: dict[int, int] = {}
+        for at, token in enumerate(marked_tokens):
+            if token in buts:
+                first_buts.setdefault(bisect_right(stops, marks[at]), marks[at])
+        for group, but in first_buts.items():
+            for at in range(bounds[group - 1] if group else 0, bounds[group]):
+                if marks[at] != but:
+                    valences[at] *= 0.5 if marks[at] < but else 1.5
+    totals = [sum(valences[first:last]) for first, last in zip([0, *bounds], bounds)]
+    return totals, [last - first for first, last in zip([0, *stops], stops)]
 
 
 def _comparative(totals: list[float], counts: list[int]) -> float:
