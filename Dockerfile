@@ -4,6 +4,17 @@
 # Run:    docker run -p 4317:4317 -p 4318:4318 tracescore
 #         (the image's default config keeps a SQLite file in /var/lib/tracescore; mount your
 #         own at /etc/tracescore/config.yaml, as docker-compose.yml does, to use PostgreSQL)
+
+# The wheel is built where a C compiler is (the tone scorer's loops are compiled), and only the
+# wheel goes into the image.
+FROM python:3.11-slim AS build
+RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev && rm -rf /var/lib/apt/lists/*
+# Only what the wheel needs, so editing tests or docs does not invalidate this layer.
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY tracescore ./tracescore
+RUN pip wheel --no-deps --wheel-dir /wheels .
+
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -13,11 +24,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     # litellm would otherwise fetch its model price map from the network at import time.
     LITELLM_LOCAL_MODEL_COST_MAP=True
 
-# Only what `pip install .` needs, so editing tests or docs does not invalidate this layer.
-WORKDIR /src
-COPY pyproject.toml README.md ./
-COPY tracescore ./tracescore
-RUN pip install . && rm -rf /src
+COPY --from=build /wheels /wheels
+RUN pip install /wheels/*.whl && rm -rf /wheels
 
 RUN useradd --system --uid 10001 --user-group --home-dir /var/lib/tracescore --create-home tracescore \
  && mkdir -p /etc/tracescore \

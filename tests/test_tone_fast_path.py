@@ -9,6 +9,8 @@ texts made of the words behind each of VADER's rules.
 
 from __future__ import annotations
 
+import sys
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -156,3 +158,43 @@ def test_generated_texts(text: str) -> None:
 @given(st.text(max_size=60))
 def test_arbitrary_unicode(text: str) -> None:
     assert_same_sentiment(text)
+
+
+@pytest.fixture
+def small_token_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh token table that fills up after a few hundred tokens, so texts keep starting it
+    afresh and growing its arrays."""
+    monkeypatch.setattr(tone, "_table", tone._TokenTable())
+    monkeypatch.setattr(tone, "_MAX_TOKENS", 300)
+
+
+@pytest.mark.usefixtures("small_token_table")
+def test_a_full_token_table_starts_afresh_and_scores_alike() -> None:
+    tables = set()
+    for text in CORPUS:
+        assert_same_sentiment(text)
+        tables.add(id(tone._table))
+        assert len(tone._table.words) <= 300 + len(text.split()) * 8  # a text's tokens and their parts
+    assert len(tables) > 3
+
+
+@pytest.mark.usefixtures("small_token_table")
+def test_threads_learning_tokens_together_score_as_one_thread_does() -> None:
+    """Threads scoring texts of new tokens at once: they add tokens, grow the table's arrays and
+    replace the table while the others read it."""
+    texts = [*CORPUS, *(s for case in long_cases(1) for s in strings_in([case["input"], case["output"]]))]
+    expected = {text: [value.hex() for value in reference.sentence_comparatives(text)] for text in texts}
+    failures: list[str] = []
+
+    def score(offset: int) -> None:
+        for text in texts[offset:] + texts[:offset]:
+            if [value.hex() for value in tone.sentence_comparatives(text)] != expected[text]:
+                failures.append(text)
+
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter allows
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(score, range(0, 4 * 37, 37)))
+    finally:
+        sys.setswitchinterval(0.005)
+    assert failures == []

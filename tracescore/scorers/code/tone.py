@@ -20,19 +20,24 @@ lexicon value, because VADER only changes it when a rule word (a negation, boost
 "this", "no", "kind", an idiom) stands at most three tokens before or two after it, or when it
 is capitalised among lowercase words; only those words go through VADER's rules (``_valence``),
 and those near plain negations only ("not", "don't") through its negation check alone.
-``tests/test_tone_fast_path.py`` checks the result against VADER's own token-by-token code, bit
-for bit.
+
+What a token is to VADER depends on the token alone, so each distinct token is classified once
+per process into a table (``_TokenTable``: lowered word, valence, role flags, the tokens VADER
+reads in its stead); the per-token loops over a text's token ids are compiled
+(``_tone_scan.pyx``). ``tests/test_tone_fast_path.py`` checks the result against VADER's own
+token-by-token code, bit for bit.
 """
 
 from __future__ import annotations
 
 import re
 import string
-from bisect import bisect_left, bisect_right
+import threading
+from collections.abc import Collection
 from dataclasses import dataclass
 from functools import cache
-from itertools import accumulate, chain, compress
-from typing import Any, NamedTuple
+from itertools import accumulate, chain
+from typing import Any
 
 import numpy as np
 from vaderSentiment.vaderSentiment import (
@@ -42,10 +47,22 @@ from vaderSentiment.vaderSentiment import (
     NEGATE,
     SPECIAL_CASES,
     SentimentIntensityAnalyzer,
-    allcap_differential,
 )
 
 from tracescore.scorers.base import Scorer, StepContext, create_scorer
+from tracescore.scorers.code._tone_scan import (
+    BUT,
+    EMOJI_TERMINATOR,
+    ENDER,
+    EXPAND,
+    LEXICON,
+    PLAIN,
+    REACH_2,
+    RULE,
+    UPPER,
+    group_scores,
+    token_ids,
+)
 from tracescore.scorers.utils import run_output_text
 
 ID = "tone-scorer"
@@ -88,8 +105,6 @@ class _Rules:
     emoji: dict[str, str]  # single-character emoji -> " " + its description
     # Emoji whose description holds a terminator: a token of it may end in one and not end a piece.
     emoji_with_terminators: frozenset[str]
-    emoji_latin1: str  # the two emoji below U+2000 (©, ®) ...
-    emoji_from: int  # ... and the code point from which all the others are
 
 
 @cache
@@ -101,7 +116,6 @@ def _rules() -> _Rules:
     reach.update(dict.fromkeys(phrase_marks, 2))
     scored = {word: value for word, value in vader.lexicon.items() if word not in BOOSTER_DICT}
     emoji = {key: " " + description for key, description in vader.emojis.items() if len(key) == 1}
-    high = [key for key in emoji if key >= "\u2000"]
     return _Rules(
         lexicon=vader.lexicon,
         scored=scored,
@@ -117,8 +131,6 @@ def _rules() -> _Rules:
         emoji_with_terminators=frozenset(
             key for key, description in emoji.items() if any(end in description for end in TERMINATORS)
         ),
-        emoji_latin1="".join(key for key in emoji if key < "\u2000"),
-        emoji_from=ord(min(high)),
     )
 
 
@@ -152,72 +164,38 @@ def _describe_emoji(text: str) -> str:
     return _emoji_pattern().sub(describe, text)
 
 
-def _code_points(text: str) -> np.ndarray:
-    """The text's code points as a numpy array, to scan it with array operations."""
-    if text.isascii():
-        return np.frombuffer(text.encode("ascii"), dtype=np.uint8)
-    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+def _pieces_with_emoji(text: str) -> tuple[list[str], list[int]]:
+    """The tokens of a text holding an emoji whose description has a terminator in it, and where
+    each group of them stops (exclusive): VADER's pieces, each with its emoji described (a
+    terminator in a description ends no piece)."""
+    pieces = [_describe_emoji(piece).split() for piece in _PIECE_END.split(text)]
+    stops = list(accumulate(map(len, pieces)))
+    if text.endswith(TERMINATORS):  # the last piece is a group too: the rest after it is empty
+        stops.append(stops[-1])
+    return list(chain.from_iterable(pieces)), stops
 
 
-def _characters_from(points: np.ndarray, start: int) -> set[str]:
-    """The distinct characters from code point ``start`` on (comparing the array takes a quarter to
-    half the time of a regular expression's character range)."""
-    high = points[points >= start]
-    return set(map(chr, np.unique(high).tolist())) if high.size else set()
+def _expansion(rules: _Rules, token: str) -> list[str]:
+    """The tokens VADER reads where ``token`` stands, for a token holding an emoji or a piece end
+    ("e.g.", "3.5"): each emoji's description put in (after a space, which only separates
+    tokens) and a space after each terminator followed by another character. Token by token is
+    the same as in the whole text, as descriptions and cuts never reach past whitespace."""
+    for emoji in set(token) & rules.emoji.keys():
+        token = token.replace(emoji, rules.emoji[emoji])
+    return _CUT_INSIDE.sub(r"\1 ", token).split()
 
 
-def _cut_inside(points: np.ndarray) -> bool:
-    """Whether a piece ends inside a token: a terminator followed by a character that is neither a
-    terminator nor whitespace (``str.isspace``, which ``str.split`` splits at)."""
-    ends = (points == 46) | (points == 33) | (points == 63)  # . ! ?
-    followers = map(chr, np.unique(points[1:][ends[:-1]]).tolist())
-    return any(not (follower in ".!?" or follower.isspace()) for follower in followers)
-
-
-def _tokens(text: str) -> tuple[list[str], set[str], list[int] | None]:
-    """VADER's tokens of every piece, in order; the distinct ones; where each group of them stops.
-
-    Stops (exclusive) are only returned for texts holding an emoji whose description has a
-    terminator in it; in all others a group stops after each token ending in one (see
-    ``_group_scores``). Emoji descriptions are put into the whole text at once, which gives the
-    tokens of describing each piece as VADER does: a description is glued to what follows it,
-    and the space VADER may put before it only separates tokens. Tokens a piece ends inside
-    ("e.g.", "3.5") are then cut, in the whole text: a space after each terminator followed by
-    neither a terminator nor whitespace (regex ``\\s`` and ``str.split`` agree on whitespace).
-    """
-    points = _code_points(text)
-    if not text.isascii():
-        rules = _rules()
-        present = rules.emoji.keys() & _characters_from(points, rules.emoji_from)
-        present.update(filter(text.__contains__, rules.emoji_latin1))
-        if present & rules.emoji_with_terminators:
-            pieces = [_describe_emoji(piece).split() for piece in _PIECE_END.split(text)]
-            stops = list(accumulate(map(len, pieces)))
-            if text.endswith(TERMINATORS):  # the last piece is a group too: the rest after it is empty
-                stops.append(stops[-1])
-            tokens = list(chain.from_iterable(pieces))
-            return tokens, set(tokens), stops
-        if present:
-            for emoji in present:
-                text = text.replace(emoji, rules.emoji[emoji])
-            points = _code_points(text)
-    if _cut_inside(points):
-        text = _CUT_INSIDE.sub(r"\1 ", text)
-    tokens = text.split()
-    return tokens, set(tokens), None
-
-
-def _valence(rules: _Rules, tokens: list[str], words: dict[str, str], i: int, start: int, stop: int) -> float:
-    """VADER's valence of the lexicon word ``tokens[i]`` in the piece ``tokens[start:stop]``.
+def _valence(rules: _Rules, text: _Text, i: int, start: int, stop: int) -> float:
+    """VADER's valence of the lexicon word at ``i`` in the piece ``start:stop`` of ``text``.
 
     ``SentimentIntensityAnalyzer.sentiment_valence`` (vaderSentiment 3.3.2) rule for rule, on
-    the lowered words (``words``) of its window ``i - 3 .. i + 2``, which is all it reads besides
-    the piece's capitals. VADER's own code costs 40–60 µs a call (it lowercases the window three
+    the lowered words of its window ``i - 3 .. i + 2``, which is all it reads besides the
+    piece's capitals. VADER's own code costs 40–60 µs a call (it lowercases the window three
     times and scans its negation list); this gives the same floats, from the same operations.
     """
     lexicon = rules.lexicon
-    low = i - 3 if i - 3 > start else start
-    lowered = [words[token] for token in tokens[low : i + 3 if i + 3 < stop else stop]]
+    low = max(start, i - 3)
+    lowered = [text.word(k) for k in range(low, min(stop, i + 3))]
     at = i - low
     item = lowered[at]
     after = lowered[at + 1] if at + 1 < len(lowered) else None
@@ -232,10 +210,9 @@ def _valence(rules: _Rules, tokens: list[str], words: dict[str, str], i: int, st
         ):
             valence = lexicon[item] * N_SCALAR
     # VADER's is_cap_diff only counts for a capitalised word: worked out when one is met.
-    # Stripping punctuation keeps isupper, so the raw tokens tell VADER's words' capitals.
     cap_diff = None
-    if tokens[i].isupper():
-        cap_diff = allcap_differential(tokens[start:stop])
+    if text.flag(i) & UPPER:
+        cap_diff = text.cap_differential(start, stop)
         if cap_diff:
             valence = valence + C_INCR if valence > 0 else valence - C_INCR
     for start_i, damping in enumerate((1.0, 0.95, 0.9)):  # the words 1, 2, 3 before it
@@ -250,32 +227,18 @@ def _valence(rules: _Rules, tokens: list[str], words: dict[str, str], i: int, st
             scalar = BOOSTER_DICT[word]
             if valence < 0:
                 scalar *= -1
-            if tokens[low + before].isupper():
+            if text.flag(low + before) & UPPER:
                 if cap_diff is None:
-                    cap_diff = allcap_differential(tokens[start:stop])
+                    cap_diff = text.cap_differential(start, stop)
                 if cap_diff:
                     scalar = scalar + C_INCR if valence > 0 else scalar - C_INCR
             scalar = scalar * damping
         valence = _negation_check(valence + scalar, lowered, start_i, at)
         if start_i == 2 and not rules.phrase_marks.isdisjoint(lowered):  # else no idiom can match
-            valence = SentimentIntensityAnalyzer._special_idioms_check(valence, lowered, at)  # noqa: SLF001
-    if at > 0 and lowered[at - 1] == "least" and "least" not in lexicon:  # _least_check
-        if not (at > 1 and lowered[at - 2] in ("at", "very")):
-            valence = valence * N_SCALAR
-    return valence
-
-
-def _negated_valence(tokens: list[str], plain: set[str], i: int, start: int, valence: float) -> float:
-    """``_valence`` of a lexicon word no rule word but plain negations (``plain``) acts on.
-
-    Of VADER's rules only the negation check of the words 1, 2 and 3 before it (within its
-    piece) can then apply: ``× N_SCALAR`` for each that is a negation (none is a lexicon word,
-    which VADER would skip). The ``+ scalar`` before each check adds 0.0 (none is a booster),
-    which leaves a (nonzero) valence as it is.
-    """
-    for before in range(i - 1, max(start, i - 3) - 1, -1):
-        if tokens[before] in plain:
-            valence = valence * N_SCALAR
+            valence = SentimentIntensityAnalyzer._special_idioms_check(valence, lowered, at)
+    least = at > 0 and lowered[at - 1] == "least" and "least" not in lexicon  # _least_check
+    if least and not (at > 1 and lowered[at - 2] in ("at", "very")):
+        valence = valence * N_SCALAR
     return valence
 
 
@@ -305,105 +268,155 @@ def _negation_check(valence: float, lowered: list[str], start_i: int, i: int) ->
     return valence
 
 
-class _Roles(NamedTuple):
-    """What the distinct tokens of a text are to VADER."""
+class _TokenTable:
+    """Every token seen so far, with an id: its lowered word, valence, flags and expansion.
 
-    words: dict[str, str]  # each token's lowered word
-    values: dict[str, float]  # lexicon words: their valence
-    reach: dict[str, int]  # rule words: how many tokens before them they act (``_Rules.reach``)
-    buts: set[str]  # "but"
-    plain: set[str]  # the rule words that are plain negations (``_Rules.plain_negations``)
+    A token's role depends on the token alone, and texts share most of their tokens, so each
+    distinct token is classified once per process instead of once per text: a text is then a
+    dictionary look-up per token, array operations on the ids, and Python only for lexicon
+    words that rule words other than plain negations act on. Bounded by ``_MAX_TOKENS``: a full
+    table is replaced by a fresh one.
 
+    Readers take no lock: a token is put in ``ids`` only after everything else about it is
+    written, and a grown array is a copy, so a reader's arrays stay valid; ids it finds beyond
+    them (tokens added meanwhile) send it to look again under the lock (``_token_ids``).
+    """
 
-def _roles(rules: _Rules, distinct: set[str]) -> _Roles:
-    """The roles of the text's distinct tokens."""
-    punctuation = string.punctuation  # stripped, unless that leaves two characters or fewer
-    words = {token: (s if len(s := token.strip(punctuation)) > 2 else token).lower() for token in distinct}
-    scored, reach_of = rules.scored, rules.reach
-    values: dict[str, float] = {}
-    reach: dict[str, int] = {}
-    buts: set[str] = set()
-    for token in compress(words, map(rules.relevant.__contains__, words.values())):
-        word = words[token]
-        if word in scored:
-            values[token] = scored[word]
-        if word in reach_of:
-            reach[token] = reach_of[word]
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.words: list[str] = []  # each id's lowered word, for ``_valence``
+        self.valence = np.zeros(4096)
+        self.flags = np.zeros(4096, dtype=np.uint16)
+        # An expanded token's ids: parts[part_start[id] : part_start[id] + part_count[id]].
+        self.part_start = np.zeros(4096, dtype=np.intp)
+        self.part_count = np.zeros(4096, dtype=np.intp)
+        self.parts = np.zeros(4096, dtype=np.intp)
+        self.parts_used = 0
+
+    def learn(self, rules: _Rules, tokens: Collection[str]) -> None:
+        """Classify the new ones of ``tokens`` (the caller holds ``_learning``)."""
+        for token in tokens:
+            if token not in self.ids:
+                self._add(rules, token)
+
+    def _add(self, rules: _Rules, token: str) -> int:
+        at = len(self.words)
+        punctuation = string.punctuation  # stripped, unless that leaves two characters or fewer
+        word = (s if len(s := token.strip(punctuation)) > 2 else token).lower()
+        self.words.append(word)
+        if at == len(self.flags):
+            self.valence, self.flags, self.part_start, self.part_count = (
+                _grown(array, 2 * at) for array in (self.valence, self.flags, self.part_start, self.part_count)
+            )
+        flags = (ENDER if token[-1] in ".!?" else 0) | (UPPER if token.isupper() else 0)
+        if word in rules.scored:
+            flags |= LEXICON
+            self.valence[at] = rules.scored[word]
+        if word in rules.reach:
+            flags |= RULE | (REACH_2 if rules.reach[word] == 2 else 0)
+            flags |= PLAIN if word in rules.plain_negations else 0
         elif word == "but":
-            buts.add(token)
-    plain = {token for token in reach if words[token] in rules.plain_negations}
-    for token in (t for t, w in words.items() if "n't" in w):
-        if token not in reach and token not in values:  # a negation by "n't" alone
-            plain.add(token)
-        reach.setdefault(token, 0)
-    for token in filter(str.isupper, values):
-        reach.setdefault(token, 0)  # a capitalised lexicon word
-    return _Roles(words, values, reach, buts, plain)
+            flags |= BUT
+        if "n't" in word and not flags & (RULE | LEXICON):
+            flags |= RULE | PLAIN  # a negation by "n't" alone
+        elif "n't" in word or (flags & LEXICON and token.isupper()):
+            flags |= RULE  # a negation ("n't") or a capitalised lexicon word: reach 0
+        emoji = set() if token.isascii() else set(token) & rules.emoji.keys()
+        if emoji & rules.emoji_with_terminators:
+            flags |= EXPAND | EMOJI_TERMINATOR  # the whole text is read piece by piece
+        elif emoji or _CUT_INSIDE.search(token):
+            flags |= EXPAND
+            # None of the parts needs expanding: no emoji is left, nor a terminator inside.
+            parts = [self.ids[part] if part in self.ids else self._add(rules, part) for part in _expansion(rules, token)]
+            start, self.parts_used = self.parts_used, self.parts_used + len(parts)
+            if self.parts_used > len(self.parts):
+                self.parts = _grown(self.parts, 2 * self.parts_used)
+            self.parts[start : self.parts_used] = parts
+            self.part_start[at], self.part_count[at] = start, len(parts)
+        self.flags[at] = flags
+        self.ids[token] = at
+        return at
+
+
+def _grown(array: np.ndarray, size: int) -> np.ndarray:
+    """A copy of ``array`` with room for ``size`` entries (a new array: readers of the old one
+    are not disturbed)."""
+    grown = np.zeros(size, dtype=array.dtype)
+    grown[: len(array)] = array
+    return grown
+
+
+_MAX_TOKENS = 100_000
+"""Tokens the table keeps before it starts afresh (~15 MB at most)."""
+_table = _TokenTable()
+_learning = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class _Text:
+    """A text as VADER reads it: its tokens' ids in ``table``."""
+
+    ids: np.ndarray
+    table: _TokenTable
+
+    def word(self, i: int) -> str:
+        return self.table.words[self.ids[i]]
+
+    def flag(self, i: int) -> int:
+        return int(self.table.flags[self.ids[i]])
+
+    def cap_differential(self, start: int, stop: int) -> bool:
+        """VADER's ``allcap_differential`` of the piece ``start:stop``: some but not all of its
+        words in capitals."""
+        capitals = int(np.count_nonzero(self.table.flags[self.ids[start:stop]] & UPPER))
+        return 0 < capitals < stop - start
+
+
+def _token_ids(tokens: list[str], expand: bool) -> tuple[np.ndarray, int, _TokenTable]:
+    """The ids of the tokens VADER reads (each expanded token's parts, if ``expand``), the OR of
+    the tokens' flags, and the table they are ids in (classifying the tokens it lacks)."""
+    global _table
+    table = _table
+    ids, combined = _look_up(table, tokens, expand)
+    if ids is None:
+        with _learning:  # no table changes meanwhile: every token is found
+            if len(_table.words) + len(tokens) > _MAX_TOKENS:
+                _table = _TokenTable()
+            table = _table
+            table.learn(_rules(), set(tokens))
+            ids, combined = _look_up(table, tokens, expand)
+    return ids, combined, table
+
+
+def _look_up(table: _TokenTable, tokens: list[str], expand: bool) -> tuple[np.ndarray | None, int]:
+    flags = EXPAND if expand else 0
+    return token_ids(tokens, table.ids, table.flags, table.part_start, table.part_count, table.parts, flags)
 
 
 def _group_scores(text: str) -> tuple[list[float], list[int]]:
     """Σ VADER valences and token count of each group of the text's tokens: one group per run of
     terminators (the piece it ends), then the tokens after the last run (possibly none).
 
-    Only "marked" tokens are visited: lexicon words, rule words and group ends. A lexicon word's
-    valence is its lexicon value unless a rule word stands in its window; those go through
-    ``_valence``. The "but" rule is applied as intended: valences before a piece's first "but"
+    The compiled ``group_scores`` does the per-token work: a lexicon word's valence is its
+    lexicon value unless a rule word stands in its window; those go through ``_valence``, or,
+    when only plain negations act on them, VADER's negation check alone: × ``N_SCALAR`` for each
+    negation among the 3 tokens before it in its piece (the same products, as every factor is
+    the same). The "but" rule is applied as intended: valences before a piece's first "but"
     halved, after it × 1.5 (VADER looks each valence up with ``list.index``, which is quadratic
-    and hits the wrong token when two valences are equal).
+    and hits the wrong token when two valences are equal). A group's valences are added up left
+    to right, as VADER does, zeros included (adding 0.0 changes no sum that starts at 0.0).
     """
-    tokens, distinct, stops = _tokens(text)
-    rules = _rules()
-    words, values, reach, buts, plain = _roles(rules, distinct)
-    if stops is None:  # a group ends with each token ending in a terminator
-        enders = {token for token in words if token[-1] in ".!?"}
-        marked = values.keys() | reach.keys() | buts | enders
-        marks = [i for i, token in enumerate(tokens) if token in marked]
-        marked_tokens = [tokens[i] for i in marks]
-        bounds = [at for at, token in enumerate(marked_tokens, 1) if token in enders]  # group ends among marks
-        stops = [marks[at - 1] + 1 for at in bounds]
-        stops.append(len(tokens))
-        bounds.append(len(marks))
-    else:
-        marked = values.keys() | reach.keys() | buts
-        marks = [i for i, token in enumerate(tokens) if token in marked]
-        marked_tokens = [tokens[i] for i in marks]
-        bounds = [bisect_left(marks, stop) for stop in stops]
-    valences = [values.get(token, 0.0) for token in marked_tokens]
-    if reach:
-        # The lexicon words a rule word may act on: from its reach before it to 3 tokens after
-        # it, so among the marks next to it. Those only plain negations act on get the negation
-        # check alone, those other rule words act on all of VADER's rules (``_valence``).
-        acted_on: set[int] = set()  # indexes into marks
-        negated: set[int] = set()
-        last = len(marks)
-        for at in [at for at, token in enumerate(marked_tokens) if token in reach]:
-            token, position = marked_tokens[at], marks[at]
-            first, end = at, at + 1
-            while first and marks[first - 1] >= position - reach[token]:
-                first -= 1
-            while end < last and marks[end] <= position + 3:
-                end += 1
-            (negated if token in plain else acted_on).update(range(first, end))
-        for at in acted_on.union(negated):
-            if marked_tokens[at] in values:
-                i = marks[at]
-                group = bisect_right(stops, i)
-                start = stops[group - 1] if group else 0
-                if at in acted_on:
-                    valences[at] = _valence(rules, tokens, words, i, start, stops[group])
-                else:
-                    valences[at] = _negated_valence(tokens, plain, i, start, valences[at])
-    if buts:
-        first_buts: dict[int, int] = {}
-        for at, token in enumerate(marked_tokens):
-            if token in buts:
-                first_buts.setdefault(bisect_right(stops, marks[at]), marks[at])
-        for group, but in first_buts.items():
-            for at in range(bounds[group - 1] if group else 0, bounds[group]):
-                if marks[at] != but:
-                    valences[at] *= 0.5 if marks[at] < but else 1.5
-    totals = [sum(valences[first:last]) for first, last in zip([0, *bounds], bounds)]
-    return totals, [last - first for first, last in zip([0, *stops], stops)]
+    ids, combined, table = _token_ids(text.split(), expand=True)
+    stops = None
+    if combined & EMOJI_TERMINATOR:
+        tokens, stops = _pieces_with_emoji(text)
+        ids, _, table = _token_ids(tokens, expand=False)
+    rules, read = _rules(), _Text(ids, table)
+
+    def full_valence(i: int, start: int, stop: int) -> float:
+        return _valence(rules, read, i, start, stop)
+
+    return group_scores(ids, table.flags, table.valence, stops, full_valence, N_SCALAR)
 
 
 def _comparative(totals: list[float], counts: list[int]) -> float:
