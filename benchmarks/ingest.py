@@ -175,6 +175,41 @@ def _cpu_seconds(pid: int) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+class MemorySampler:
+    """The process tree's memory summed at one instant, sampled every ``interval`` seconds
+    while the load runs: peak RSS (shared pages counted in every process that maps them, as
+    ``ps`` adds up) and peak PSS (each shared page divided among the processes sharing it, so
+    the sum is what the tree really holds)."""
+
+    def __init__(self, pid: int, interval: float = 0.2) -> None:
+        self.pid, self.interval = pid, interval
+        self.peak_rss_mb = self.peak_pss_mb = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self.interval):
+            rss = pss = 0
+            for member in _process_tree(self.pid):
+                try:
+                    for line in Path(f"/proc/{member}/smaps_rollup").read_text().splitlines():
+                        if line.startswith("Rss:"):
+                            rss += int(line.split()[1])
+                        elif line.startswith("Pss:"):
+                            pss += int(line.split()[1])
+                except (FileNotFoundError, ProcessLookupError):
+                    continue  # a process that just ended
+            self.peak_rss_mb = max(self.peak_rss_mb, rss / 1024)
+            self.peak_pss_mb = max(self.peak_pss_mb, pss / 1024)
+
+
 def _peak_rss_mb(pid: int) -> float:
     """Peak resident memory, summed over the process tree (each process's own peak)."""
     total_kb = 0
@@ -200,7 +235,7 @@ def _report(label: str, result: Result) -> None:
 def bench_tracescore(db_url: str, args: argparse.Namespace, workdir: Path) -> dict[tuple[str, int], Result]:
     config = {"assembly": {"idle_timeout": 3600, "max_wait": 3600}}
     server = start_server(workdir, db_url=db_url, config=config, idle_timeout=None,
-                          args=["--processes", str(args.processes)])
+                          args=["--processes", str(args.processes), "--unpackers", str(args.unpackers)])
     results: dict[tuple[str, int], Result] = {}
     numbers = _Counter(int(time.time()) % 1_000_000 * 1000)
     store = open_store(db_url, create=False)
@@ -209,6 +244,8 @@ def bench_tracescore(db_url: str, args: argparse.Namespace, workdir: Path) -> di
         run_load(lambda: _http_sender(server.http_port, "/v1/traces", "application/x-protobuf"),
                  batch_protobuf(100), json=False, spans_per_request=100, seconds=args.warmup,
                  clients=1, numbers=numbers)  # fmt: skip
+        memory = MemorySampler(server.process.pid)
+        memory.start()
         for size in args.batch_sizes:
             templates = {False: batch_protobuf(size), True: batch_json(size)}
             for transport in args.transports:
@@ -230,7 +267,10 @@ def bench_tracescore(db_url: str, args: argparse.Namespace, workdir: Path) -> di
                     print("  acknowledged requests still in the journal after 600 s", flush=True)
                 results[(transport, size)] = result
                 _report(f"{transport} x{size}", result)
-        print(f"  peak server RSS {_peak_rss_mb(server.process.pid):.0f} MB", flush=True)
+        memory.stop()
+        print(f"  server memory at its peak, all processes together: RSS {memory.peak_rss_mb:.0f} MB, "
+              f"PSS {memory.peak_pss_mb:.0f} MB (sum of each process's own peak RSS: "
+              f"{_peak_rss_mb(server.process.pid):.0f} MB)", flush=True)
     finally:
         server.stop()
     stored, acked = store.count_spans(), sum(r.acked_spans for r in results.values())
@@ -327,6 +367,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4, help="concurrent client connections")
     parser.add_argument("--rate", type=float, help="offered spans/s (fixed schedule) instead of back to back")
     parser.add_argument("--processes", type=int, default=1, help="tracescore service processes")
+    parser.add_argument("--unpackers", type=int, default=1, help="unpacker processes per service process")
     parser.add_argument("--warmup", type=float, default=3.0, help="unmeasured seconds of load first")
     parser.add_argument("--batch-sizes", type=lambda s: [int(x) for x in s.split(",")], default=[100, 1000])
     parser.add_argument("--transports", type=lambda s: s.split(","), default=list(TRANSPORTS))

@@ -130,6 +130,34 @@ def test_entries_are_stored_together_and_one_taken_by_another_process_is_not_sto
         second.close()
 
 
+def test_each_unpacker_of_a_collector_takes_its_own_share_of_the_entries(db_url: str) -> None:
+    """Shards split a collector's entries (and a dead collector's) by number: every entry in
+    exactly one shard, shards of about equal size."""
+    store = open_store(db_url)
+    try:
+        entries = [store.journal("traces", _request(f"{n:032x}", count=1), "collector-a") for n in range(1, 61)]
+        dead = [store.journal("traces", _request(f"{n:032x}", count=1), "collector-dead") for n in range(61, 67)]
+        shards = [
+            {e.seq for e in store.journal_entries(owner="collector-a", shard=(k, 3), limit=100)} for k in range(3)
+        ]
+        assert set().union(*shards) == {e.seq for e in entries}
+        assert sum(map(len, shards)) == len(entries)  # no entry in two shards
+        assert all(store.journal_shard(seq, 3) == k for k, shard in enumerate(shards) for seq in shard)
+        assert all(len(shard) >= 8 for shard in shards)  # 20 each on average
+        adopted = [
+            {e.seq for e in store.orphaned_journal_entries(
+                dead_before=time.time() + 1, not_owner="collector-a", shard=(k, 2), max_bytes=10**9,
+            )}  # fmt: skip
+            for k in range(2)
+        ]
+        assert adopted[0] | adopted[1] == {e.seq for e in dead} and not adopted[0] & adopted[1]
+        # Unpacking one shard leaves the other's entries waiting.
+        unpack(store, store.journal_entries(owner="collector-a", shard=(0, 3), limit=100))
+        assert {e.seq for e in store.journal_entries(owner="collector-a", limit=100)} == shards[1] | shards[2]
+    finally:
+        store.close()
+
+
 def test_readiness_is_judged_as_of_the_oldest_entry_still_in_the_journal(sqlite_url: str) -> None:
     store = open_store(sqlite_url)  # idle_timeout 5 s
     try:

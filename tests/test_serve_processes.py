@@ -1,12 +1,16 @@
-"""``--processes N``: several service processes share the ports, and stop together."""
+"""``--processes N``: several service processes share the ports, and stop together;
+``--unpackers N``: several unpacker processes per service share its requests."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 from pathlib import Path
 
 import httpx
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from tests.conftest import CAPTURES
 from tests.server_process import start_server
@@ -73,3 +77,54 @@ def test_processes_share_the_port_store_everything_and_stop_together(tmp_path: P
     store = open_store(server.db_url, create=False)
     assert store.count_spans() == 20 * len(spans)
     store.close()
+
+
+def _unpackers(service_pid: int) -> set[int]:
+    """The service's unpacker processes (its spawned children; the resource tracker aside)."""
+    found = set()
+    for pid in _descendants(service_pid):
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+        if b"spawn_main" in cmdline and _running(pid):
+            found.add(pid)
+    return found
+
+
+def _post_traces(base_url: str, numbers: range) -> int:
+    """POST the captured agent run as one OTLP/protobuf request per trace number (the journaled
+    path); the spans sent."""
+    request = ExportTraceServiceRequest.FromString(CAPTURE.with_suffix(".pb").read_bytes())
+    spans = [span for resource in request.resource_spans for scope in resource.scope_spans for span in scope.spans]
+    with httpx.Client() as client:
+        for number in numbers:
+            for span in spans:
+                span.trace_id = number.to_bytes(16, "big")
+            response = client.post(f"{base_url}/v1/traces", content=request.SerializeToString(),
+                                   headers={"Content-Type": "application/x-protobuf"})
+            assert response.status_code == 200
+    return len(numbers) * len(spans)
+
+
+def test_several_unpackers_share_the_requests_and_a_killed_one_is_replaced(tmp_path: Path) -> None:
+    server = start_server(tmp_path, args=["--unpackers", "2"])
+    store = open_store(server.db_url, create=False)
+    try:
+        deadline = time.monotonic() + 30
+        while len(unpackers := _unpackers(server.process.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(unpackers) == 2
+        sent = _post_traces(server.base_url, range(1, 41))
+        assert store.settle(timeout=30) and store.count_spans() == sent
+
+        victim = min(unpackers)
+        os.kill(victim, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while (len(replaced := _unpackers(server.process.pid)) < 2 or victim in replaced) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert victim not in replaced and len(replaced) == 2 and replaced & unpackers == unpackers - {victim}
+        # Requests of both shards are stored again, the dead one's by its replacement.
+        sent += _post_traces(server.base_url, range(41, 81))
+        assert store.settle(timeout=30) and store.count_spans() == sent
+    finally:
+        store.close()
+        assert server.stop() == 0
+    assert "ended with exit code -9; starting a new one" in server.output()

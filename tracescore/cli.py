@@ -40,6 +40,9 @@ def serve(
     processes: int | None = typer.Option(
         None, "--processes", help="Service processes sharing the ports (one per core)."
     ),
+    unpackers: int | None = typer.Option(
+        None, "--unpackers", help="Processes per service decoding acknowledged requests into rows."
+    ),
 ) -> None:
     """Run the collector: OTLP/HTTP, OTLP/gRPC and the read API, storing spans durably."""
     import logging
@@ -56,6 +59,7 @@ def serve(
                 "--grpc-port": ("server.grpc_port", grpc_port),
                 "--idle-timeout": ("assembly.idle_timeout", idle_timeout),
                 "--processes": ("server.processes", processes),
+                "--unpackers": ("server.unpackers", unpackers),
             },
         )
     except ConfigError as exc:

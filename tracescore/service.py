@@ -78,7 +78,7 @@ def _intake(config: Config, store: SpanStore) -> Intake:
     server = config.server
     return Intake(
         store, server.max_pending_requests, max_attribute_chars=server.max_attribute_chars,
-        max_journal_bytes=server.max_journal_bytes,
+        max_journal_bytes=server.max_journal_bytes, unpackers=server.unpackers,
     )  # fmt: skip
 
 

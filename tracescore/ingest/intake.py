@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -38,6 +39,7 @@ log = logging.getLogger(__name__)
 
 RETRY_AFTER_SECONDS = 1
 _BACKLOG_REFRESH_SECONDS = 0.5
+_UNPACKER_CHECK_SECONDS = 1.0
 
 
 class Busy(Exception):
@@ -54,6 +56,7 @@ class Intake:
     def __init__(
         self, store: SpanStore, max_pending: int, *, threads: int = 4,
         max_attribute_chars: int | None = None, max_journal_bytes: int = 256 * 1024 * 1024,
+        unpackers: int = 1,
     ) -> None:  # fmt: skip
         self.store = store
         self.max_pending = max_pending
@@ -62,18 +65,32 @@ class Intake:
         self.in_flight = 0
         self.owner = uuid.uuid4().hex
         """This collector's name on its journal entries."""
-        self.unpacker = Unpacker(UnpackSettings(
-            store.engine.url.render_as_string(hide_password=False), self.owner,
-            max_attribute_chars,
-        ))  # fmt: skip
+        url = store.engine.url.render_as_string(hide_password=False)
+        self.unpackers = [
+            Unpacker(UnpackSettings(url, self.owner, max_attribute_chars, shard=shard, shards=unpackers))
+            for shard in range(unpackers)
+        ]
         self.journal_backlog = 0
         """Bytes journaled here and not unpacked yet (as of the last look, plus what came since)."""
         self._backlog_checked = 0.0
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ingest")
+        self._closing = threading.Event()
+        self._watchdog = threading.Thread(target=self._watch_unpackers, name="unpacker-watchdog", daemon=True)
 
     def start(self) -> None:
         """Start unpacking, beginning with whatever an earlier run left in the journal."""
-        self.unpacker.start()
+        for unpacker in self.unpackers:
+            unpacker.start()
+        self._watchdog.start()
+
+    def _watch_unpackers(self) -> None:
+        """Replace unpackers that died, every second until the intake closes."""
+        while not self._closing.wait(_UNPACKER_CHECK_SECONDS):
+            for unpacker in self.unpackers:
+                try:
+                    unpacker.revive()
+                except Exception:
+                    log.exception("could not start a new unpacker; trying again in a second")
 
     @contextmanager
     def admitted(self) -> Iterator[None]:
@@ -105,9 +122,9 @@ class Intake:
         screened = _SCREENS[signal](body)
         if screened.receipt.spans or screened.receipt.logs:
             with _storing(screened.receipt):
-                self.store.journal(signal, screened.body, self.owner)
+                entry = self.store.journal(signal, screened.body, self.owner)
                 self._count_backlog(len(screened.body))
-            self.unpacker.notify()
+            self.unpackers[self.store.journal_shard(entry.seq, len(self.unpackers))].notify()
         return screened.receipt
 
     def _backlog_shrank(self) -> bool:
@@ -135,7 +152,11 @@ class Intake:
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)
-        self.unpacker.stop()
+        self._closing.set()
+        if self._watchdog.is_alive():
+            self._watchdog.join()
+        for unpacker in self.unpackers:
+            unpacker.stop()
 
 
 @contextmanager

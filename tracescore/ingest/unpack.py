@@ -5,6 +5,10 @@ work, tens of milliseconds per thousand spans; in a thread of the collector it w
 GIL against the requests being acknowledged, in its own process it runs on another core while
 acknowledgements stay at a few milliseconds.
 
+With ``server.unpackers`` above one, a collector runs several, each taking the entries whose
+number falls to it (``UnpackSettings.shard``), so decoding uses more cores without a whole
+second service process.
+
 The unpacker takes its collector's entries first, oldest first, and also adopts entries nobody
 is unpacking: those of collectors whose unpacker has not beaten its heartbeat (every
 ``idle_poll``) for ``orphan_after`` seconds, which is what a crash, a stopped process or an
@@ -19,12 +23,14 @@ import gc
 import logging
 import multiprocessing
 import os
+import threading
 import time
 from collections.abc import Sequence
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
 
 from tracescore.ingest.decode import DecodeError, Decoded, decode_logs, decode_traces
 from tracescore.ingest.truncate import truncate_for_storage
@@ -92,6 +98,10 @@ class UnpackSettings:
     """Seconds without a heartbeat after which another collector's entries are adopted."""
     idle_poll: float = 1.0
     """Seconds between looks at the journal when nothing woke the unpacker."""
+    shard: int = 0
+    shards: int = 1
+    """With several unpackers per collector, this one takes the entries whose number is
+    ``shard`` modulo ``shards`` (the collector wakes the one whose entry it journaled)."""
 
 
 class Unpacker:
@@ -100,36 +110,72 @@ class Unpacker:
     It is woken through a pipe rather than a multiprocessing ``Event``: a collector killed while
     it held the event's lock would leave the unpacker waiting forever, whereas its end of the
     pipe closes however it dies, which the unpacker sees as end-of-file and finishes up on.
+
+    An unpacker that dies (killed, out of memory) is replaced by :meth:`revive`, which the
+    collector calls every second: while its collector lives, nobody else adopts its entries.
     """
 
     def __init__(self, settings: UnpackSettings) -> None:
         self.settings = settings
-        context = multiprocessing.get_context("spawn")  # a fresh interpreter: no sockets, threads
-        self._wake_reader, self._wake_writer = context.Pipe(duplex=False)
-        os.set_blocking(self._wake_writer.fileno(), False)
-        self._process = context.Process(
-            target=_run, args=(settings, self._wake_reader), name="tracescore-unpacker", daemon=True
-        )
+        self._context = multiprocessing.get_context("spawn")  # a fresh interpreter: no sockets, threads
+        self._process: BaseProcess | None = None
+        self._wake_writer: Connection | None = None
+        self._stopped = False
+        self._lock = threading.Lock()
+        """Held to write a wake-up and to close the pipe: a closed descriptor's number may be
+        reused at once, and a late wake-up would then go to another file."""
 
     def start(self) -> None:
-        self._process.start()
-        self._wake_reader.close()  # the child has its own copy
+        reader, writer = self._context.Pipe(duplex=False)
+        os.set_blocking(writer.fileno(), False)
+        process = self._context.Process(
+            target=_run, args=(self.settings, reader), name="tracescore-unpacker", daemon=True
+        )
+        process.start()
+        reader.close()  # the child has its own copy
+        with self._lock:
+            self._process, self._wake_writer = process, writer
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
+
+    def revive(self) -> bool:
+        """Start a new process in place of one that died (not one that was stopped)."""
+        process = self._process
+        if self._stopped or process is None or process.exitcode is None:
+            return False
+        log.error(
+            "unpacker %d of %d (pid %d) ended with exit code %s; starting a new one",
+            self.settings.shard + 1, self.settings.shards, process.pid, process.exitcode,
+        )  # fmt: skip
+        self._close_pipe()
+        self.start()
+        return True
 
     def notify(self) -> None:
         """A new entry is in the journal."""
-        with contextlib.suppress(BlockingIOError, OSError):  # a wake-up is pending already
-            os.write(self._wake_writer.fileno(), b"\0")
+        with self._lock, contextlib.suppress(BlockingIOError, OSError):  # a wake-up is pending already
+            if self._wake_writer is not None:
+                os.write(self._wake_writer.fileno(), b"\0")
 
     def stop(self, timeout: float = 30.0) -> None:
         """Let the unpacker finish this collector's entries (up to ``timeout``), then end it;
         what is left waits in the journal for the next start."""
-        self._wake_writer.close()
-        if self._process.pid is None:
+        self._stopped = True
+        self._close_pipe()
+        if self._process is None:
             return
         self._process.join(timeout)
         if self._process.is_alive():
             self._process.terminate()
             self._process.join(5)
+
+    def _close_pipe(self) -> None:
+        with self._lock:
+            if self._wake_writer is not None:
+                self._wake_writer.close()
+                self._wake_writer = None
 
 
 def _run(settings: UnpackSettings, wake: Connection) -> None:
@@ -206,11 +252,12 @@ def _beat(store: SpanStore, owner: str) -> None:
 def _next_group(store: SpanStore, settings: UnpackSettings, busy: list[int]) -> list[JournalEntry]:
     """The next entries to store together: the collector's own, else orphans."""
     try:
+        shard = (settings.shard, settings.shards)
         return store.journal_entries(
-            owner=settings.owner, exclude=busy, max_bytes=_GROUP_BYTES
+            owner=settings.owner, exclude=busy, max_bytes=_GROUP_BYTES, shard=shard
         ) or store.orphaned_journal_entries(
             dead_before=time.time() - settings.orphan_after, not_owner=settings.owner,
-            exclude=busy, max_bytes=_GROUP_BYTES,
+            exclude=busy, max_bytes=_GROUP_BYTES, shard=shard,
         )  # fmt: skip
     except Exception:
         log.exception("reading the ingest journal failed; retrying in a second")

@@ -56,18 +56,22 @@ class Journal(Protocol):
 
     def entries(
         self, *, owner: str | None = None, exclude: Collection[int] = (),
-        max_bytes: int | None = None, limit: int = 16,
+        max_bytes: int | None = None, limit: int = 16, shard: tuple[int, int] = (0, 1),
     ) -> list[JournalEntry]:  # fmt: skip
         """Waiting entries of one collector (``owner``) or of all, oldest first, less
-        ``exclude`` (being unpacked already); with ``max_bytes``, only the first ones whose
-        bodies fit (at least one)."""
+        ``exclude`` (being unpacked already), and only those whose number is ``k`` modulo
+        ``n`` for ``shard=(k, n)``; with ``max_bytes``, only the first ones whose bodies fit
+        (at least one)."""
 
     def orphans(
         self, *, dead_before: float, not_owner: str, exclude: Collection[int] = (),
-        max_bytes: int | None = None, limit: int = 16,
+        max_bytes: int | None = None, limit: int = 16, shard: tuple[int, int] = (0, 1),
     ) -> list[JournalEntry]:  # fmt: skip
         """Like :meth:`entries`, for entries received before ``dead_before`` by collectors
         (other than ``not_owner``) whose unpacker has not beaten since then."""
+
+    def shard_of(self, seq: int, shards: int) -> int:
+        """Which of ``shards`` unpackers of a collector takes the entry ``seq``."""
 
     def consume(self, conn: Connection, seqs: Sequence[int]) -> bool:
         """Mark entries stored, in the caller's write transaction; False if any was stored
@@ -117,29 +121,32 @@ class SqlJournal:
 
     def entries(
         self, *, owner: str | None = None, exclude: Collection[int] = (),
-        max_bytes: int | None = None, limit: int = 16,
+        max_bytes: int | None = None, limit: int = 16, shard: tuple[int, int] = (0, 1),
     ) -> list[JournalEntry]:  # fmt: skip
         query = select(_journal.c.seq, _journal.c.size).where(_waiting)
         if owner is not None:
             query = query.where(_journal.c.owner == owner)
-        return self._load(query, exclude, max_bytes, limit)
+        return self._load(query, exclude, max_bytes, limit, shard)
 
     def orphans(
         self, *, dead_before: float, not_owner: str, exclude: Collection[int] = (),
-        max_bytes: int | None = None, limit: int = 16,
+        max_bytes: int | None = None, limit: int = 16, shard: tuple[int, int] = (0, 1),
     ) -> list[JournalEntry]:  # fmt: skip
         alive = select(_unpackers.c.owner).where(_unpackers.c.heartbeat >= dead_before)
         query = select(_journal.c.seq, _journal.c.size).where(
             _waiting & _journal.c.owner.not_in(alive) & (_journal.c.owner != not_owner)
             & (_journal.c.received_at < dead_before)
         )
-        return self._load(query, exclude, max_bytes, limit)
+        return self._load(query, exclude, max_bytes, limit, shard)
 
     def _load(
-        self, query: Select[tuple[int, int]], exclude: Collection[int], max_bytes: int | None, limit: int
-    ) -> list[JournalEntry]:
+        self, query: Select[tuple[int, int]], exclude: Collection[int], max_bytes: int | None, limit: int,
+        shard: tuple[int, int],
+    ) -> list[JournalEntry]:  # fmt: skip
         if exclude:
             query = query.where(_journal.c.seq.not_in(list(exclude)))
+        if shard[1] > 1:
+            query = query.where(_journal.c.seq % shard[1] == shard[0])  # as shard_of
         with self._engine.connect() as conn:
             chosen, total = [], 0
             for seq, size in conn.execute(query.order_by(_journal.c.seq).limit(limit)):
@@ -154,6 +161,9 @@ class SqlJournal:
             )
             rows = conn.execute(bodies.where(_journal.c.seq.in_(chosen) & _waiting).order_by(_journal.c.seq))
             return [JournalEntry(*row) for row in rows]
+
+    def shard_of(self, seq: int, shards: int) -> int:
+        return seq % shards  # numbers are consecutive
 
     def consume(self, conn: Connection, seqs: Sequence[int]) -> bool:
         deleted = conn.execute(_journal.delete().where(_journal.c.seq.in_(seqs) & _waiting)).rowcount

@@ -292,19 +292,23 @@ class SpanStore:
 
     def journal_entries(
         self, *, owner: str | None = None, exclude: Collection[int] = (),
-        max_bytes: int | None = None, limit: int = 16,
+        max_bytes: int | None = None, limit: int = 16, shard: tuple[int, int] = (0, 1),
     ) -> list[JournalEntry]:  # fmt: skip
         """See :meth:`tracescore.store.journal.Journal.entries`."""
-        return self._journal.entries(owner=owner, exclude=exclude, max_bytes=max_bytes, limit=limit)
+        return self._journal.entries(owner=owner, exclude=exclude, max_bytes=max_bytes, limit=limit, shard=shard)
 
     def orphaned_journal_entries(
         self, *, dead_before: float, not_owner: str, exclude: Collection[int] = (),
-        max_bytes: int | None = None,
+        max_bytes: int | None = None, shard: tuple[int, int] = (0, 1),
     ) -> list[JournalEntry]:  # fmt: skip
         """See :meth:`tracescore.store.journal.Journal.orphans`."""
         return self._journal.orphans(
-            dead_before=dead_before, not_owner=not_owner, exclude=exclude, max_bytes=max_bytes
+            dead_before=dead_before, not_owner=not_owner, exclude=exclude, max_bytes=max_bytes, shard=shard
         )
+
+    def journal_shard(self, seq: int, shards: int) -> int:
+        """See :meth:`tracescore.store.journal.Journal.shard_of`."""
+        return self._journal.shard_of(seq, shards)
 
     def unpacker_heartbeat(self, owner: str, *, stopping: bool = False) -> None:
         """Mark ``owner``'s unpacker alive now (or gone, when ``stopping``)."""

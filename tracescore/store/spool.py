@@ -42,6 +42,8 @@ from tracescore.store.tables import ConsumedRow, UnpackerRow
 
 _consumed = ConsumedRow.__table__
 _unpackers = UnpackerRow.__table__
+_FIBONACCI = 0x9E3779B97F4A7C15  # 2**64 / golden ratio: spreads any run of numbers evenly
+_MASK_64 = 2**64 - 1
 _STALE_SECONDS = 60.0
 """A reservation or partial body this old without its entry was left by a crash."""
 
@@ -122,15 +124,14 @@ class SpoolJournal:
 
     def entries(
         self, *, owner: str | None = None, exclude: Collection[int] = (),
-        max_bytes: int | None = None, limit: int = 16,
+        max_bytes: int | None = None, limit: int = 16, shard: tuple[int, int] = (0, 1),
     ) -> list[JournalEntry]:  # fmt: skip
-        return self._load(
-            (e for e in self._waiting(sized=True) if owner is None or e.owner == owner), exclude, max_bytes, limit
-        )
+        found = (e for e in self._waiting(sized=True) if owner is None or e.owner == owner)
+        return self._load(found, exclude, max_bytes, limit, shard)
 
     def orphans(
         self, *, dead_before: float, not_owner: str, exclude: Collection[int] = (),
-        max_bytes: int | None = None, limit: int = 16,
+        max_bytes: int | None = None, limit: int = 16, shard: tuple[int, int] = (0, 1),
     ) -> list[JournalEntry]:  # fmt: skip
         with self._engine.connect() as conn:
             alive = set(conn.execute(select(_unpackers.c.owner).where(_unpackers.c.heartbeat >= dead_before)).scalars())
@@ -138,17 +139,20 @@ class SpoolJournal:
         found = (
             e for e in self._waiting(sized=True) if e.owner not in alive and e.owner != not_owner and e.seq < before_ns
         )
-        return self._load(found, exclude, max_bytes, limit)
+        return self._load(found, exclude, max_bytes, limit, shard)
 
     def _load(
-        self, candidates: Iterable[_Waiting], exclude: Collection[int], max_bytes: int | None, limit: int
-    ) -> list[JournalEntry]:
-        """The first ``limit`` candidates not in ``exclude`` whose bodies fit in ``max_bytes``
-        (at least one), oldest first; an entry deleted meanwhile is skipped."""
+        self, candidates: Iterable[_Waiting], exclude: Collection[int], max_bytes: int | None, limit: int,
+        shard: tuple[int, int],
+    ) -> list[JournalEntry]:  # fmt: skip
+        """The first ``limit`` candidates of ``shard`` not in ``exclude`` whose bodies fit in
+        ``max_bytes`` (at least one), oldest first; an entry deleted meanwhile is skipped."""
         skip = set(exclude)
         loaded: list[JournalEntry] = []
         total = 0
-        for entry in sorted((e for e in candidates if e.seq not in skip), key=lambda e: e.seq)[:limit]:
+        k, n = shard
+        chosen = (e for e in candidates if e.seq not in skip and (n == 1 or self.shard_of(e.seq, n) == k))
+        for entry in sorted(chosen, key=lambda e: e.seq)[:limit]:
             if loaded and max_bytes is not None and total + entry.size > max_bytes:
                 break
             try:
@@ -158,6 +162,12 @@ class SpoolJournal:
             loaded.append(JournalEntry(entry.seq, entry.seq / 1e9, entry.signal, body, entry.owner))
             total += entry.size
         return loaded
+
+    def shard_of(self, seq: int, shards: int) -> int:
+        """By a multiplicative hash of the number: numbers are receive times in nanoseconds,
+        which a coarser clock makes multiples of 1,000, so ``seq % shards`` could send them
+        all to one unpacker."""
+        return (((seq * _FIBONACCI) & _MASK_64) >> 32) % shards
 
     def consume(self, conn: Connection, seqs: Sequence[int]) -> bool:
         """Record ``seqs`` as stored, in the caller's transaction; False if one is stored already
