@@ -323,7 +323,6 @@ def test_word_inclusion_metric(question: str, answer: str, expected: float) -> N
 def test_results_are_the_instances_model_construct_builds() -> None:
     """The framework builds ``ScoreResult``/``StepTrace`` without ``model_construct`` (see
     ``base._constructed``): each must be the instance ``model_construct`` gives for its fields."""
-    from tracescore.scorers import base
 
     judge = ScriptedJudge({"claims": ["a"]}, "Because.")
     built = (
