@@ -28,7 +28,6 @@ from tracescore.scorers import (
 )
 from tracescore.scorers.code.completeness import extract_elements
 from tracescore.scorers.code.keyword_coverage import extract_keywords, stop_words
-from tracescore.scorers.code.jstext import utf16_units
 from tracescore.scorers.code.textual_difference import similarity_ratio
 from tracescore.scorers.utils import make_agent_run, make_test_message
 
@@ -228,15 +227,3 @@ def test_tone_emoji_descriptions_match_vader(text: str) -> None:
     assert _describe_emoji(text) == vader_emoji_loop(text)
 
 
-@settings(max_examples=100, deadline=None)
-@given(st.text(alphabet="abc 😀é", max_size=100), st.text(alphabet="abc 😀é", max_size=100))
-def test_dict_and_numpy_bigram_counts_agree(a: str, b: str) -> None:
-    """Short texts are counted with dicts, long ones with numpy: both are the multiset intersection."""
-    from tracescore.scorers.code import content_similarity
-
-    for first, second in ((a, b), (a + "xy" * 300, b + "yx" * 300)):  # the second pair is past 600 units
-        units_first, units_second = utf16_units(first), utf16_units(second)
-        grams_first = [units_first[i : i + 2] for i in range(len(units_first) - 1)]
-        grams_second = [units_second[i : i + 2] for i in range(len(units_second) - 1)]
-        expected = sum(min(grams_first.count(g), grams_second.count(g)) for g in set(grams_first))
-        assert content_similarity._shared_bigrams(units_first, units_second) == expected

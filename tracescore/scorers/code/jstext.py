@@ -13,9 +13,6 @@ regular expression of the exact JS set.
 from __future__ import annotations
 
 import re
-from functools import cache
-
-import numpy as np
 
 # ECMAScript WhiteSpace + LineTerminator: what JS `\s`, `trim()` and `split(/\s/)` use.
 JS_WHITESPACE = "\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
@@ -48,26 +45,6 @@ def js_collapse_whitespace(text: str) -> str:
 def js_remove_whitespace(text: str) -> str:
     """``text.replace(/\\s+/g, '')``."""
     return "".join(text.split()) if _python_whitespace_agrees(text) else JS_WS.sub("", text)
-
-
-def utf16_code_units(text: str) -> np.ndarray:
-    """The string's UTF-16 code units as numbers (``uint16``): ``utf16_units`` for numpy."""
-    return np.frombuffer(text.encode("utf-16-le", "surrogatepass"), dtype="<u2")
-
-
-def js_code_units_without_whitespace(text: str) -> np.ndarray:
-    """``text.replace(/\\s+/g, '')`` as UTF-16 code units, for long texts: one encoding and one
-    table lookup instead of splitting on whitespace and joining."""
-    units = utf16_code_units(text)
-    return units[~_js_whitespace_units()[units]]
-
-
-@cache
-def _js_whitespace_units() -> np.ndarray:
-    """Whether each BMP code unit is ECMAScript whitespace (all of which is in the BMP)."""
-    table = np.zeros(0x10000, dtype=bool)
-    table[[match.start() for match in JS_WS.finditer("".join(map(chr, range(0x10000))))]] = True
-    return table
 
 
 def js_words(text: str) -> list[str]:
