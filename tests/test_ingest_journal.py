@@ -15,6 +15,7 @@ from hypothesis import given
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 
 from tests.agent_otlp import export_logs_request, export_request
+from tests.conftest import CAPTURES
 from tests.otlp_fuzz import fuzz_settings, hostile
 from tracescore.ingest.decode import DecodeError, decode_traces
 from tracescore.ingest.intake import Busy, Intake
@@ -156,6 +157,28 @@ def test_each_unpacker_of_a_collector_takes_its_own_share_of_the_entries(db_url:
         assert {e.seq for e in store.journal_entries(owner="collector-a", limit=100)} == shards[1] | shards[2]
     finally:
         store.close()
+
+
+def test_an_otlp_json_entry_is_kept_as_received_and_unpacked_like_protobuf(db_url: str, tmp_path: Path) -> None:
+    """JSON requests are journaled (after the collector decoded them once to check them) and
+    decoded again by the unpacker: the same rows as the protobuf form of the request gives."""
+    json_body = (CAPTURES / "otel-genai-openai-v2-latest" / "tool_call_agent" / "0001.json").read_bytes()
+    protobuf_body = (CAPTURES / "otel-genai-openai-v2-latest" / "tool_call_agent" / "0001.pb").read_bytes()
+    from_json, from_protobuf = open_store(db_url), open_store(f"sqlite:///{tmp_path / 'protobuf.db'}")
+    try:
+        entry = from_json.journal("traces", json_body, "collector-a", json=True)
+        [waiting] = from_json.journal_entries()
+        assert waiting.json and waiting.request == json_body and waiting.body[:1] == b"\0"
+        unpack(from_json, [entry])
+        unpack(from_protobuf, [from_protobuf.journal("traces", protobuf_body, "collector-a")])
+        trace_id = decode_traces(protobuf_body, json=False).spans[0].trace_id
+        stored = from_json.load_trace(trace_id)
+        assert stored is not None and len(stored.spans) > 1
+        assert stored == from_protobuf.load_trace(trace_id)
+        assert not from_json.journal("logs", b"\n\x00", "collector-a").json  # protobuf is kept as sent
+    finally:
+        from_json.close()
+        from_protobuf.close()
 
 
 def test_readiness_is_judged_as_of_the_oldest_entry_still_in_the_journal(sqlite_url: str) -> None:

@@ -8,7 +8,8 @@ A protobuf request is screened (parsed, ids and timestamps checked, see
 :mod:`tracescore.ingest.screen`) and its body committed to the ingest journal; then it is
 acknowledged, and the :class:`~tracescore.ingest.unpack.Unpacker` decodes it into rows. That
 keeps the acknowledgement at a few milliseconds for a thousand spans. An OTLP/JSON request is
-decoded and stored before its acknowledgement (only a full decode can tell it is valid).
+decoded in full before it is journaled (only a full decode can tell it is valid), and decoded
+again by the unpacker, which stores it: the rows' inserts stay off this process.
 
 The work runs in a small thread pool, never on the event loop. At most ``max_pending``
 requests are admitted at once, and none while more than ``max_journal_bytes`` of this
@@ -30,7 +31,6 @@ from contextlib import contextmanager
 
 from tracescore.ingest.decode import Decoded, Receipt, decode_logs, decode_metrics, decode_traces
 from tracescore.ingest.screen import Screened, screen_logs, screen_traces
-from tracescore.ingest.truncate import truncate_for_storage
 from tracescore.ingest.unpack import Unpacker, UnpackSettings
 from tracescore.monitor import metrics
 from tracescore.store import SpanStore
@@ -60,7 +60,6 @@ class Intake:
     ) -> None:  # fmt: skip
         self.store = store
         self.max_pending = max_pending
-        self.max_attribute_chars = max_attribute_chars
         self.max_journal_bytes = max_journal_bytes
         self.in_flight = 0
         self.owner = uuid.uuid4().hex
@@ -106,10 +105,10 @@ class Intake:
             self.in_flight -= 1
 
     async def traces(self, body: bytes, *, json: bool) -> Receipt:
-        return await self._run(self._store_decoded if json else self._journal, "traces", body)
+        return await self._run(self._journal_json if json else self._journal, "traces", body)
 
     async def logs(self, body: bytes, *, json: bool) -> Receipt:
-        return await self._run(self._store_decoded if json else self._journal, "logs", body)
+        return await self._run(self._journal_json if json else self._journal, "logs", body)
 
     async def metrics(self, body: bytes, *, json: bool) -> Receipt:
         """Metrics are accepted (so SDKs that send them see success) and dropped once valid."""
@@ -120,12 +119,24 @@ class Intake:
 
     def _journal(self, signal: str, body: bytes) -> Receipt:
         screened = _SCREENS[signal](body)
-        if screened.receipt.spans or screened.receipt.logs:
-            with _storing(screened.receipt):
-                entry = self.store.journal(signal, screened.body, self.owner)
-                self._count_backlog(len(screened.body))
-            self.unpackers[self.store.journal_shard(entry.seq, len(self.unpackers))].notify()
+        self._keep(signal, screened.body, screened.receipt, json=False)
         return screened.receipt
+
+    def _journal_json(self, signal: str, body: bytes) -> Receipt:
+        """OTLP/JSON is decoded in full before the acknowledgement, since nothing less tells a
+        parseable body is valid OTLP (and which records to reject); the unpacker decodes it
+        again (the same records) and stores them, off this process's GIL."""
+        receipt = _DECODERS[signal](body, json=True).receipt()
+        self._keep(signal, body, receipt, json=True)
+        return receipt
+
+    def _keep(self, signal: str, body: bytes, receipt: Receipt, *, json: bool) -> None:
+        """Journal a checked request that holds records, and wake its unpacker."""
+        if receipt.spans or receipt.logs:
+            with _storing(receipt):
+                entry = self.store.journal(signal, body, self.owner, json=json)
+                self._count_backlog(len(entry.body))
+            self.unpackers[self.store.journal_shard(entry.seq, len(self.unpackers))].notify()
 
     def _backlog_shrank(self) -> bool:
         """Look again (at most every half second) whether the unpacker caught up."""
@@ -141,14 +152,6 @@ class Intake:
             self._backlog_checked = now
             self.journal_backlog = self.store.journal_backlog(self.owner)
         metrics.journal_backlog.set(self.journal_backlog)
-
-    def _store_decoded(self, signal: str, body: bytes) -> Receipt:
-        decoded = _DECODERS[signal](body, json=True)
-        truncate_for_storage(decoded, self.max_attribute_chars)
-        receipt = decoded.receipt()
-        with _storing(receipt):
-            self.store.write(decoded.spans, decoded.logs)
-        return receipt
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)

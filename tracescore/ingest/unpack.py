@@ -55,7 +55,7 @@ def unpack(
     for entry in entries:
         decode = decode_traces if entry.signal == "traces" else decode_logs
         try:
-            decoded.append((entry, decode(entry.body, json=False)))
+            decoded.append((entry, decode(entry.request, json=entry.json)))
         except DecodeError as exc:  # screened before the ack, so a bug: keep the evidence
             log.error("journal entry %d does not decode (%s); kept as failed", entry.seq, exc)
             store.fail_journal_entry(entry.seq, str(exc))

@@ -37,6 +37,11 @@ _unpackers = UnpackerRow.__table__
 _waiting = _journal.c.failed.is_(None)
 
 
+JSON_MARK = b"\0"
+"""Starts the body of an OTLP/JSON entry (its request follows). Nothing else can start with it:
+no protobuf message starts with field number 0, and no empty request is journaled."""
+
+
 @dataclass(frozen=True, slots=True)
 class JournalEntry:
     seq: int
@@ -44,8 +49,18 @@ class JournalEntry:
     signal: str
     """``traces`` or ``logs``."""
     body: bytes
+    """The export request as kept: OTLP/protobuf, or ``JSON_MARK`` and OTLP/JSON."""
     owner: str
     """The collector process that took the request."""
+
+    @property
+    def json(self) -> bool:
+        return self.body[:1] == JSON_MARK
+
+    @property
+    def request(self) -> bytes:
+        """The export request, in its encoding (``json`` tells which)."""
+        return self.body[len(JSON_MARK) :] if self.json else self.body
 
 
 class Journal(Protocol):

@@ -285,10 +285,10 @@ class SpanStore:
 
     # ------------------------------------------------------------------ ingest journal
 
-    def journal(self, signal: str, body: bytes, owner: str) -> JournalEntry:
-        """Commit an export request's body to the ingest journal (see
-        :mod:`tracescore.store.journal`); durable on return."""
-        return self._journal.append(signal, body, owner)
+    def journal(self, signal: str, body: bytes, owner: str, *, json: bool = False) -> JournalEntry:
+        """Commit an export request's body (OTLP/protobuf, or OTLP/JSON with ``json``) to the
+        ingest journal (see :mod:`tracescore.store.journal`); durable on return."""
+        return self._journal.append(signal, journal.JSON_MARK + body if json else body, owner)
 
     def journal_entries(
         self, *, owner: str | None = None, exclude: Collection[int] = (),
