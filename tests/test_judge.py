@@ -284,7 +284,8 @@ def test_limiter_is_shared_across_event_loops() -> None:
 
 
 FIRST_CALL_IN_A_FRESH_PROCESS = """
-import asyncio, json, socket, sys, time
+import asyncio, faulthandler, json, socket, sys, time
+faulthandler.dump_traceback_later(90, exit=True)  # a hang: every thread's stack, then exit 1
 import tracescore.config, tracescore.judge, tracescore.scorers
 imported_early = "litellm" in sys.modules
 attempts = []
@@ -333,8 +334,9 @@ def test_first_judge_call_imports_litellm_off_the_loop_without_network(server: J
         capture_output=True,
         text=True,
         env=env,
-        check=True,
+        timeout=120,
     )
+    assert out.returncode == 0, out.stderr
     facts = json.loads(out.stdout.strip().splitlines()[-1])
     assert facts["imported_early"] is False and facts["attempts"] == [] and facts["answer"] == "hi"
     # On the caller's loop the import would stall it for the whole first call.

@@ -27,6 +27,7 @@ from tests.conftest import CAPTURES, fresh_pg_database
 from tests.judge_server import JudgeServer, json_reply, text_reply
 from tracescore.config import parse_config
 from tracescore.ingest.files import load_traces
+from tracescore.ingest.unpack import drain
 from tracescore.pipeline.runner import build_worker
 from tracescore.service import create_app
 from tracescore.store import open_store
@@ -184,6 +185,7 @@ def _seed(url: str, judge: JudgeServer, captures: list[Path]) -> Any:
         headers={"Content-Type": "application/json"},
     )
     assert response.status_code == 200, response.text
+    drain(store)  # the journaled request into rows, as the unpacker of a running service would
     worker = build_worker(parse_config(_config(judge.base_url)), store)
 
     async def score_all() -> None:
@@ -328,6 +330,7 @@ def test_live_version_changes_when_a_score_arrives(
     )
     response = client.post("/v1/traces", content=body, headers={"Content-Type": "application/json"})
     assert response.status_code == 200
+    drain(store)  # as the unpacker of a running service would
     # Its page exists before it is scored, and polls a version of this trace's scores only.
     unscored = client.get(f"/ui/traces/{trace_id}").text
     assert "Not scored (yet)." in unscored
