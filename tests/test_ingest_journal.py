@@ -273,3 +273,25 @@ def test_drain_stores_everything_waiting(sqlite_url: str) -> None:
         assert store.count_spans() == 33 and store.journal_entries() == []
     finally:
         store.close()
+
+
+def test_an_unpacker_that_keeps_dying_young_is_restarted_ever_later() -> None:
+    """Its store URL names no database it can open: each process exits at once, and the delays
+    before the next start double (1, 2 s) instead of a restart every second."""
+    unpacker = Unpacker(UnpackSettings("nosuchdriver://nowhere/db", "collector-a"))
+    starts = []
+    try:
+        unpacker.start()
+        starts.append(time.monotonic())
+        deadline = time.monotonic() + 60
+        while len(starts) < 3 and time.monotonic() < deadline:
+            if unpacker.revive():
+                starts.append(time.monotonic())
+            time.sleep(0.05)
+    finally:
+        unpacker.stop(timeout=5)
+    assert len(starts) == 3
+    # Each process dies within about a second of its start (an interpreter's start-up), then waits.
+    first_wait, second_wait = starts[1] - starts[0], starts[2] - starts[1]
+    assert second_wait > first_wait + 0.5, (first_wait, second_wait)
+    assert unpacker.revive() is False  # stopped: not started again

@@ -42,6 +42,9 @@ log = logging.getLogger(__name__)
 _GROUP_BYTES = 1024 * 1024
 """Request bodies stored in one transaction (a 1000-span request alone is above it)."""
 _LANES = 2
+_YOUNG_SECONDS = 30.0
+"""An unpacker that dies sooner after its start is restarted after a growing delay."""
+_MAX_BACKOFF_SECONDS = 60.0
 
 
 def unpack(
@@ -112,7 +115,8 @@ class Unpacker:
     pipe closes however it dies, which the unpacker sees as end-of-file and finishes up on.
 
     An unpacker that dies (killed, out of memory) is replaced by :meth:`revive`, which the
-    collector calls every second: while its collector lives, nobody else adopts its entries.
+    collector calls every second: while its collector lives, nobody else adopts its entries. One
+    that keeps dying young (a database it cannot open, say) is restarted after 1, 2, 4 … 60 s.
     """
 
     def __init__(self, settings: UnpackSettings) -> None:
@@ -121,6 +125,10 @@ class Unpacker:
         self._process: BaseProcess | None = None
         self._wake_writer: Connection | None = None
         self._stopped = False
+        self._started_at = 0.0
+        self._backoff = 0.0
+        self._retry_at: float | None = None
+        """When a dead process is replaced (None: none is dead)."""
         self._lock = threading.Lock()
         """Held to write a wake-up and to close the pipe: a closed descriptor's number may be
         reused at once, and a late wake-up would then go to another file."""
@@ -132,6 +140,7 @@ class Unpacker:
             target=_run, args=(self.settings, reader), name="tracescore-unpacker", daemon=True
         )
         process.start()
+        self._started_at = time.monotonic()
         reader.close()  # the child has its own copy
         with self._lock:
             self._process, self._wake_writer = process, writer
@@ -141,14 +150,24 @@ class Unpacker:
         return None if self._process is None else self._process.pid
 
     def revive(self) -> bool:
-        """Start a new process in place of one that died (not one that was stopped)."""
+        """Start a new process in place of one that died (not one that was stopped), at once or,
+        if it died young, once its backoff has passed; True when it did."""
         process = self._process
         if self._stopped or process is None or process.exitcode is None:
             return False
-        log.error(
-            "unpacker %d of %d (pid %d) ended with exit code %s; starting a new one",
-            self.settings.shard + 1, self.settings.shards, process.pid, process.exitcode,
-        )  # fmt: skip
+        now = time.monotonic()
+        if self._retry_at is None:  # found dead just now
+            young = now - self._started_at < _YOUNG_SECONDS
+            self._backoff = min(max(2 * self._backoff, 1.0), _MAX_BACKOFF_SECONDS) if young else 0.0
+            self._retry_at = now + self._backoff
+            log.error(
+                "unpacker %d of %d (pid %d) ended with exit code %s; starting a new one%s",
+                self.settings.shard + 1, self.settings.shards, process.pid, process.exitcode,
+                f" in {self._backoff:g} s" if self._backoff else "",
+            )  # fmt: skip
+        if now < self._retry_at:
+            return False
+        self._retry_at = None
         self._close_pipe()
         self.start()
         return True
