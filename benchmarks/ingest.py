@@ -4,7 +4,8 @@ For each database (SQLite, and PostgreSQL with ``--pg``), transport (OTLP/HTTP p
 OTLP/HTTP JSON, OTLP/gRPC) and batch size (100 and 1000 spans), several client threads send
 realistic batches (see ``otlp_load.py``) back to back for ``--seconds``; every acknowledged
 request has been committed, so acked spans/s is durable throughput. Prints spans/s, p50/p99
-acknowledgement latency, and the server's peak RSS; checks the database holds every acked span.
+acknowledgement latency, and the server's peak memory (RSS and PSS of all its processes at once);
+checks the database holds every acked span.
 
 Readiness timeouts are set to an hour so no trace becomes ready (and gets scored) during the
 run: this measures ingest alone.
