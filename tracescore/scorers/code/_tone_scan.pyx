@@ -105,7 +105,7 @@ def group_scores(const Py_ssize_t[::1] ids, const unsigned short[::1] flags_of, 
     cdef unsigned short* token_flags = <unsigned short*> _allocate(count, sizeof(unsigned short))
     cdef double* valences = <double*> _allocate(count, sizeof(double))
     cdef unsigned char* marks = <unsigned char*> _allocate(count, sizeof(unsigned char))
-    cdef Py_ssize_t* ends = <Py_ssize_t*> _allocate(count + 1, sizeof(Py_ssize_t))
+    cdef Py_ssize_t* ends = <Py_ssize_t*> _allocate(max(count, 0 if stops is None else len(stops)) + 1, sizeof(Py_ssize_t))
     cdef unsigned short any_flags = 0
     try:
         for i in range(count):
