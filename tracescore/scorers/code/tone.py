@@ -97,7 +97,6 @@ class _Rules:
     # negations, boosters, "no", "least", "this" ("never so/this" emphasis), "kind" (of): 0; one
     # word of each idiom and multi-word booster: 2.
     reach: dict[str, int]
-    relevant: frozenset[str]  # the words above and "but"
     phrase_marks: frozenset[str]  # the one word of each idiom and multi-word booster above
     # Negations that act on a lexicon word only by VADER's ``negated`` (× N_SCALAR): no lexicon
     # word, booster or idiom word, and not "never" or "without", which combine with the next word.
@@ -120,7 +119,6 @@ def _rules() -> _Rules:
         lexicon=vader.lexicon,
         scored=scored,
         reach=reach,
-        relevant=frozenset({*scored, *reach, "but"}),
         phrase_marks=phrase_marks,
         plain_negations=frozenset(
             word for word in NEGATE
