@@ -102,7 +102,8 @@ def _announce(config: Config, store_url: str) -> None:
     typer.echo(
         f"tracescore collector: OTLP/HTTP on {server.host}:{server.http_port}, "
         f"OTLP/gRPC on {server.host}:{server.grpc_port}, store {store_url}, "
-        f"{server.processes} process{'es' if server.processes > 1 else ''}",
+        f"{server.processes} process{'es' if server.processes > 1 else ''}, "
+        f"{server.unpackers} unpacker{'s' if server.unpackers > 1 else ''} each",
         err=True,
     )
 
