@@ -145,10 +145,6 @@ class Unpacker:
         with self._lock:
             self._process, self._wake_writer = process, writer
 
-    @property
-    def pid(self) -> int | None:
-        return None if self._process is None else self._process.pid
-
     def revive(self) -> bool:
         """Start a new process in place of one that died (not one that was stopped), at once or,
         if it died young, once its backoff has passed; True when it did."""

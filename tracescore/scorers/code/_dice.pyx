@@ -14,8 +14,9 @@ from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Malloc
 from libc.stdint cimport int32_t, uint16_t, uint32_t
 from libc.string cimport memcmp, memset
 
-DEF _NONE = 0xFFFF
-DEF _MAX_ALPHABET = 1024  # a table of at most 1024 × 1024 counts (4 MB)
+cdef enum:
+    _NONE = 0xFFFF  # a code unit with no place in the alphabet
+    _MAX_ALPHABET = 1024  # a table of at most 1024 × 1024 counts (4 MB)
 
 # Each code unit's place in the alphabet of the texts being compared (_NONE: absent). Filled
 # and emptied again by each call, which holds the GIL throughout.

@@ -16,25 +16,25 @@ from cpython.object cimport PyObject
 import numpy as np
 
 # What a token is to VADER: bit flags of the token table.
-LEXICON = 1  # a lexicon word VADER scores (its valence is in the table)
-RULE = 2  # acts on the lexicon words from its reach before it to 3 tokens after it
-PLAIN = 4  # a rule word that is a plain negation: only VADER's negation check can follow from it
-REACH_2 = 8  # a rule word whose reach is 2 tokens before it (an idiom's word), else 0
-BUT = 16
-ENDER = 32  # ends in a terminator: the group it is in ends with it
-EXPAND = 64  # holds an emoji or a piece end: VADER reads other tokens (its parts) there
-EMOJI_TERMINATOR = 128  # holds an emoji with a terminator in its description
-UPPER = 256  # str.isupper: one of VADER's capitals
-
 cdef enum:
-    _LEXICON = 1
-    _RULE = 2
-    _PLAIN = 4
-    _REACH_2 = 8
+    _LEXICON = 1  # a lexicon word VADER scores (its valence is in the table)
+    _RULE = 2  # acts on the lexicon words from its reach before it to 3 tokens after it
+    _PLAIN = 4  # a rule word that is a plain negation: only VADER's negation check can follow from it
+    _REACH_2 = 8  # a rule word whose reach is 2 tokens before it (an idiom's word), else 0
     _BUT = 16
-    _ENDER = 32
-    _ACTED_ON = 1  # marks: a rule word other than a plain negation acts on the lexicon word
-    _NEGATED = 2  # marks: a plain negation stands within its reach
+    _ENDER = 32  # ends in a terminator: the group it is in ends with it
+    _EXPAND = 64  # holds an emoji or a piece end: VADER reads other tokens (its parts) there
+    _EMOJI_TERMINATOR = 128  # holds an emoji with a terminator in its description
+    _UPPER = 256  # str.isupper: one of VADER's capitals
+
+# The same flags for tone.py, which classifies the tokens.
+LEXICON, RULE, PLAIN, REACH_2, BUT = _LEXICON, _RULE, _PLAIN, _REACH_2, _BUT
+ENDER, EXPAND, EMOJI_TERMINATOR, UPPER = _ENDER, _EXPAND, _EMOJI_TERMINATOR, _UPPER
+
+# Marks of lexicon words that rule words act on.
+cdef enum:
+    _ACTED_ON = 1  # a rule word other than a plain negation
+    _NEGATED = 2  # a plain negation within its reach
 
 
 cdef void* _allocate(Py_ssize_t count, size_t size) except NULL:

@@ -317,7 +317,7 @@ class _TokenTable:
             flags |= BUT
         if "n't" in word and not flags & (RULE | LEXICON):
             flags |= RULE | PLAIN  # a negation by "n't" alone
-        elif "n't" in word or (flags & LEXICON and token.isupper()):
+        elif "n't" in word or (flags & LEXICON and flags & UPPER):
             flags |= RULE  # a negation ("n't") or a capitalised lexicon word: reach 0
         emoji = set() if token.isascii() else set(token) & rules.emoji.keys()
         if emoji & rules.emoji_with_terminators:
