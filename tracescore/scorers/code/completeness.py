@@ -5,20 +5,21 @@ compromise: noun phrases, verbs turned into infinitives (auxiliaries and modals 
 them), topics and all remaining terms, each cleaned to plain ``[a-z0-9]`` words. Every word of the
 text ends up an element, so what decides the score is how verbs are normalised. This module
 keeps that: it tokenises like compromise, expands ``n't``, turns verbs into their lemma with
-``lemminflect`` (offline lexicon) and a few context rules standing in for a part-of-speech
-tagger, drops auxiliaries and modals that lead a verb, then applies Mastra's coverage rule
-unchanged. Elements are listed in text order (Mastra lists nouns first); scores are what count.
+lemminflect's lexicon (its verb forms, shipped as package data: see ``verb_forms``) and a few
+context rules standing in for a part-of-speech tagger, drops auxiliaries and modals that lead a
+verb, then applies Mastra's coverage rule unchanged. Elements are listed in text order (Mastra
+lists nouns first); scores are what count.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
 from typing import Any
 
 from tracescore.scorers.base import Scorer, StepContext, create_scorer
 from tracescore.scorers.code.jstext import js_trim
+from tracescore.scorers.code.verb_forms import verb_form
 from tracescore.scorers.utils import run_input_text, run_output_text
 
 ID = "completeness-scorer"
@@ -78,34 +79,24 @@ def _tokens(clause: str, mid_sentence: bool) -> tuple[list[str], set[int]]:
     return words, names
 
 
-@lru_cache(maxsize=65536)
-def _readings(word: str) -> dict[str, tuple[str, ...]]:
-    """lemminflect's dictionary readings: part of speech → lemmas (no guessing for unknowns)."""
-    from lemminflect import getAllLemmas  # noqa: PLC0415 - numpy-backed, loaded on first use
-
-    return getAllLemmas(word)
-
-
 def _verb_lemma(word: str) -> str | None:
-    lemmas = _readings(word).get("VERB")
-    return lemmas[0] if lemmas else None
+    form = verb_form(word)
+    return form.lemma if form else None
 
 
-def _inflections(lemma: str, tag: str) -> tuple[str, ...]:
-    from lemminflect import getInflection  # noqa: PLC0415 - numpy-backed, loaded on first use
-
-    return getInflection(lemma, tag) or ()
-
-
-@lru_cache(maxsize=65536)
-def _is_participle(word: str, tags: tuple[str, ...]) -> bool:
-    """Whether ``word`` is the VBN/VBG (per ``tags``) form of some verb."""
+def _is_past_participle(word: str) -> bool:
     if word in _BE:
-        return "VBN" in tags and word == "been" or "VBG" in tags and word == "being"
-    for lemma in _readings(word).get("VERB", ()):
-        if any(word in _inflections(lemma, tag) for tag in tags):
-            return True
-    return False
+        return word == "been"
+    form = verb_form(word)
+    return form is not None and form.past_participle
+
+
+def _is_participle(word: str) -> bool:
+    """Whether ``word`` is the past or present participle of some verb."""
+    if word in _BE:
+        return word in ("been", "being")
+    form = verb_form(word)
+    return form is not None and (form.past_participle or form.present_participle)
 
 
 def _next_content(words: list[str], i: int) -> str | None:
@@ -121,10 +112,10 @@ def _leads_verb(word: str, following: str | None) -> bool:
     if following is None:
         return False
     if word in _HAVE:
-        return _is_participle(following, ("VBN",))
+        return _is_past_participle(following)
     if word in _MODALS:
         return following not in _SUBJECTS and (following in _BE or _verb_lemma(following) is not None)
-    return _is_participle(following, ("VBN", "VBG"))  # be, and contracted 's / 're
+    return _is_participle(following)  # be, and contracted 's / 're
 
 
 def _normalise_clause(words: list[str], names: set[int]) -> list[str]:
@@ -174,15 +165,14 @@ def _normalise_clause(words: list[str], names: set[int]) -> list[str]:
 
 def _as_verb(word: str, previous: str | None, after_auxiliary: bool, clause_has_verb: bool) -> str | None:
     """The infinitive when ``word`` reads as an inflected verb here, else ``None``."""
-    lemma = _verb_lemma(word)
-    if lemma is None or lemma == word or previous in _NOUN_MARKERS:
+    form = verb_form(word)
+    if form is None or form.lemma == word or previous in _NOUN_MARKERS:
         return None  # not an inflected verb, or "the running", "a programming idea"
     if after_auxiliary or previous in _SUBJECTS or previous in _MODALS:
-        return lemma
+        return form.lemma
     if clause_has_verb:
         return None  # "retries failed requests", "counts orders"
-    only_verb = not (_readings(word).keys() - {"VERB", "AUX"})
-    return lemma if only_verb or previous is not None else None
+    return form.lemma if previous is not None or form.only_verb else None
 
 
 def extract_elements(text: str) -> list[str]:
