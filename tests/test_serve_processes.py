@@ -80,11 +80,11 @@ def test_processes_share_the_port_store_everything_and_stop_together(tmp_path: P
 
 
 def _unpackers(service_pid: int) -> set[int]:
-    """The service's unpacker processes (its spawned children; the resource tracker aside)."""
+    """The service's unpacker processes."""
     found = set()
     for pid in _descendants(service_pid):
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
-        if b"spawn_main" in cmdline and _running(pid):
+        if b"tracescore.ingest.unpack" in cmdline and _running(pid):
             found.add(pid)
     return found
 

@@ -1,4 +1,4 @@
-"""Unpack the ingest journal: decode acknowledged protobuf requests into span and log rows.
+"""Unpack the ingest journal: decode acknowledged export requests into span and log rows.
 
 Each collector process starts one unpacker *process* (:class:`Unpacker`). Decoding is Python
 work, tens of milliseconds per thousand spans; in a thread of the collector it would hold the
@@ -19,18 +19,21 @@ earlier run leaves. Two processes unpacking one entry is harmless, just wasted w
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
+import json
 import logging
-import multiprocessing
 import os
+import select
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Sequence
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from multiprocessing.connection import Connection, wait
-from multiprocessing.process import BaseProcess
 
 from tracescore.ingest.decode import DecodeError, Decoded, decode_logs, decode_traces
 from tracescore.ingest.truncate import truncate_for_storage
@@ -45,6 +48,9 @@ _LANES = 2
 _YOUNG_SECONDS = 30.0
 """An unpacker that dies sooner after its start is restarted after a growing delay."""
 _MAX_BACKOFF_SECONDS = 60.0
+_SETTINGS_VARIABLE = "TRACESCORE_UNPACK_SETTINGS"
+"""The environment variable that hands an unpacker process its :class:`UnpackSettings` (JSON):
+not its command line, which every user of the machine can read (the URL may hold a password)."""
 
 
 def unpack(
@@ -110,9 +116,14 @@ class UnpackSettings:
 class Unpacker:
     """The unpacker process of one collector: started with it, woken by each new entry.
 
-    It is woken through a pipe rather than a multiprocessing ``Event``: a collector killed while
-    it held the event's lock would leave the unpacker waiting forever, whereas its end of the
-    pipe closes however it dies, which the unpacker sees as end-of-file and finishes up on.
+    It is a plain ``python -c`` subprocess, not a ``multiprocessing`` one: spawn would start
+    multiprocessing's resource tracker too (a 15 MB process, for nothing to track) and re-import
+    the service's main module in every unpacker.
+
+    It is woken through a pipe (its standard input) rather than a shared event: a collector
+    killed while it held an event's lock would leave the unpacker waiting forever, whereas its
+    end of the pipe closes however it dies, which the unpacker sees as end-of-file and finishes
+    up on.
 
     An unpacker that dies (killed, out of memory) is replaced by :meth:`revive`, which the
     collector calls every second: while its collector lives, nobody else adopts its entries. One
@@ -121,9 +132,8 @@ class Unpacker:
 
     def __init__(self, settings: UnpackSettings) -> None:
         self.settings = settings
-        self._context = multiprocessing.get_context("spawn")  # a fresh interpreter: no sockets, threads
-        self._process: BaseProcess | None = None
-        self._wake_writer: Connection | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._wake_writer: int | None = None
         self._stopped = False
         self._started_at = 0.0
         self._backoff = 0.0
@@ -134,14 +144,20 @@ class Unpacker:
         reused at once, and a late wake-up would then go to another file."""
 
     def start(self) -> None:
-        reader, writer = self._context.Pipe(duplex=False)
-        os.set_blocking(writer.fileno(), False)
-        process = self._context.Process(
-            target=_run, args=(self.settings, reader), name="tracescore-unpacker", daemon=True
-        )
-        process.start()
+        reader, writer = os.pipe()
+        os.set_blocking(writer, False)
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-c", "from tracescore.ingest.unpack import main; main()"],
+                stdin=reader,
+                env={**os.environ, _SETTINGS_VARIABLE: json.dumps(dataclasses.asdict(self.settings))},
+            )
+        except BaseException:
+            os.close(writer)
+            raise
+        finally:
+            os.close(reader)  # the child has its own copy
         self._started_at = time.monotonic()
-        reader.close()  # the child has its own copy
         with self._lock:
             self._process, self._wake_writer = process, writer
 
@@ -149,7 +165,7 @@ class Unpacker:
         """Start a new process in place of one that died (not one that was stopped), at once or,
         if it died young, once its backoff has passed; True when it did."""
         process = self._process
-        if self._stopped or process is None or process.exitcode is None:
+        if self._stopped or process is None or process.poll() is None:
             return False
         now = time.monotonic()
         if self._retry_at is None:  # found dead just now
@@ -158,7 +174,7 @@ class Unpacker:
             self._retry_at = now + self._backoff
             log.error(
                 "unpacker %d of %d (pid %d) ended with exit code %s; starting a new one%s",
-                self.settings.shard + 1, self.settings.shards, process.pid, process.exitcode,
+                self.settings.shard + 1, self.settings.shards, process.pid, process.returncode,
                 f" in {self._backoff:g} s" if self._backoff else "",
             )  # fmt: skip
         if now < self._retry_at:
@@ -172,7 +188,7 @@ class Unpacker:
         """A new entry is in the journal."""
         with self._lock, contextlib.suppress(BlockingIOError, OSError):  # a wake-up is pending already
             if self._wake_writer is not None:
-                os.write(self._wake_writer.fileno(), b"\0")
+                os.write(self._wake_writer, b"\0")
 
     def stop(self, timeout: float = 30.0) -> None:
         """Let the unpacker finish this collector's entries (up to ``timeout``), then end it;
@@ -181,20 +197,29 @@ class Unpacker:
         self._close_pipe()
         if self._process is None:
             return
-        self._process.join(timeout)
-        if self._process.is_alive():
+        try:
+            self._process.wait(timeout)
+        except subprocess.TimeoutExpired:
             self._process.terminate()
-            self._process.join(5)
+            self._process.wait(5)
 
     def _close_pipe(self) -> None:
         with self._lock:
             if self._wake_writer is not None:
-                self._wake_writer.close()
+                os.close(self._wake_writer)
                 self._wake_writer = None
 
 
-def _run(settings: UnpackSettings, wake: Connection) -> None:
+def main() -> None:
+    """An unpacker process: its settings from the environment, its wake-ups on standard input."""
+    # The collector handles Ctrl-C and then closes the pipe; the terminal's SIGINT reaches the
+    # whole process group, and must not cut this process short of finishing the entries.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    _run(UnpackSettings(**json.loads(os.environ[_SETTINGS_VARIABLE])), sys.stdin.fileno())
+
+
+def _run(settings: UnpackSettings, wake: int) -> None:
     store = open_store(settings.store_url, create=False)
     try:
         store.tidy_journal()
@@ -234,7 +259,7 @@ def _run(settings: UnpackSettings, wake: Connection) -> None:
                 store.unpacker_heartbeat(settings.owner, stopping=True)
                 return
             else:
-                wait([wake], settings.idle_poll)
+                select.select([wake], [], [], settings.idle_poll)
     finally:
         lanes.shutdown(wait=True)
         store.close()
@@ -248,11 +273,11 @@ def _check(finished: Future[None]) -> None:
     gc.collect(1)
 
 
-def _drain_wake_ups(wake: Connection) -> bool:
+def _drain_wake_ups(wake: int) -> bool:
     """Consume pending wake-ups (before looking at the journal, so a later one wakes the next
     wait); True once the collector's end of the pipe is closed."""
-    while wait([wake], 0):
-        if not os.read(wake.fileno(), 65536):
+    while select.select([wake], [], [], 0)[0]:
+        if not os.read(wake, 65536):
             return True
     return False
 
