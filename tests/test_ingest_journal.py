@@ -98,7 +98,7 @@ def test_an_entry_is_unpacked_exactly_once_whoever_unpacks_it(db_url: str) -> No
         entry = first.journal("traces", _request("f" * 32, count=5), "collector-a")
         unpack(first, [entry])
         unpack(second, [entry])  # a second process that also picked it up: no effect
-        assert second.write([], consume=[entry.seq]) is False
+        assert second.write([], consume=[entry]) is False
         trace = first.load_trace("f" * 32)
         assert trace is not None and len(trace.spans) == 5
         summary = first.trace_summary("f" * 32)

@@ -47,7 +47,7 @@ def test_an_entry_stored_by_a_process_that_died_before_deleting_its_file_is_not_
         spans = decode_spans(entry.body)
         # The crashed process committed the rows and the consumed record, then died.
         with crashed.write_transaction() as conn:
-            assert _spool(crashed).consume(conn, [entry.seq])
+            assert _spool(crashed).consume(conn, [entry])
         crashed.write(spans)
         assert survivor.journal_entries() != []  # its file is still there
         unpack(survivor, survivor.journal_entries())
@@ -65,7 +65,7 @@ def test_tidying_deletes_stored_entries_and_what_crashed_appends_left(sqlite_url
         spool = _spool(store)
         stored = store.journal("traces", _request("c" * 32), "collector-a")
         with store.write_transaction() as conn:  # committed, files not deleted: a crash
-            assert spool.consume(conn, [stored.seq])
+            assert spool.consume(conn, [stored])
         waiting = store.journal("traces", _request("d" * 32), "collector-a")
         old = time.time_ns() - 120 * 10**9
         (spool.directory / f"{old:020d}").touch()  # a reservation whose body never came

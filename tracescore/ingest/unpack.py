@@ -84,7 +84,7 @@ def _store(store: SpanStore, decoded: Sequence[tuple[JournalEntry, Decoded]]) ->
         # The latest arrival for every trace of the group: readiness is then never premature,
         # at most later by the group's time span (entries waiting side by side).
         received_at=max(entry.received_at for entry, _ in decoded),
-        consume=[entry.seq for entry, _ in decoded],
+        consume=[entry for entry, _ in decoded],
     )
 
 

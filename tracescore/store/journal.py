@@ -88,11 +88,11 @@ class Journal(Protocol):
     def shard_of(self, seq: int, shards: int) -> int:
         """Which of ``shards`` unpackers of a collector takes the entry ``seq``."""
 
-    def consume(self, conn: Connection, seqs: Sequence[int]) -> bool:
+    def consume(self, conn: Connection, entries: Sequence[JournalEntry]) -> bool:
         """Mark entries stored, in the caller's write transaction; False if any was stored
         already (by another process), and then the caller must roll back."""
 
-    def release(self, seqs: Sequence[int]) -> None:
+    def release(self, entries: Sequence[JournalEntry]) -> None:
         """After the commit of a :meth:`consume`."""
 
     def fail(self, seq: int, reason: str) -> None:
@@ -180,11 +180,12 @@ class SqlJournal:
     def shard_of(self, seq: int, shards: int) -> int:
         return seq % shards  # numbers are consecutive
 
-    def consume(self, conn: Connection, seqs: Sequence[int]) -> bool:
+    def consume(self, conn: Connection, entries: Sequence[JournalEntry]) -> bool:
+        seqs = [entry.seq for entry in entries]
         deleted = conn.execute(_journal.delete().where(_journal.c.seq.in_(seqs) & _waiting)).rowcount
         return deleted == len(seqs)
 
-    def release(self, seqs: Sequence[int]) -> None:
+    def release(self, entries: Sequence[JournalEntry]) -> None:
         """Nothing to do: :meth:`consume` deleted the rows."""
 
     def fail(self, seq: int, reason: str) -> None:

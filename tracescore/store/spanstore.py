@@ -244,7 +244,7 @@ class SpanStore:
 
     def write(
         self, spans: Sequence[Span], logs: Sequence[LogRecord] = (), *,
-        received_at: float | None = None, consume: Sequence[int] = (),
+        received_at: float | None = None, consume: Sequence[JournalEntry] = (),
     ) -> bool:  # fmt: skip
         """Store spans and log records and update their traces, in one transaction.
 
