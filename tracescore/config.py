@@ -35,17 +35,17 @@ class ServerConfig(_Section):
     (the GIL); more use more cores. Each runs ingest, scoring workers and the alert task; leases
     in the database keep their work apart. ``/metrics`` shows the answering process's counters."""
     unpackers: int = Field(1, ge=1, le=16)
-    """Unpacker processes per service process: they decode its acknowledged protobuf requests
-    into rows, each taking every n-th request. One stores ~10,000 spans/s on one core; a second
-    one lets a single service store more, at ~70 MB each instead of ~200 MB for a whole
-    second service process."""
+    """Unpacker processes per service process: they decode its acknowledged requests into
+    rows, each taking every n-th request. One stores ~20,000 spans/s on one core of the
+    development machine (~10,000 on a slow day); a second one lets a single service store more,
+    at ~70 MB each instead of ~200 MB for a whole second service process."""
     max_body_bytes: int = Field(16 * 1024 * 1024, gt=0)
     """Largest accepted request body, after gzip decompression (413 beyond)."""
     max_pending_requests: int = Field(64, gt=0)
     """Export requests decoded or being written at once; beyond it ingest answers 503."""
     max_journal_bytes: int = Field(256 * 1024 * 1024, gt=0)
-    """Acknowledged protobuf request bodies waiting to be unpacked into rows (in the database's
-    ingest journal); beyond it ingest answers 503, which bounds how far storage lags behind."""
+    """Acknowledged request bodies waiting to be unpacked into rows (in the ingest journal);
+    beyond it ingest answers 503, which bounds how far storage lags behind."""
     max_attribute_chars: int = Field(1_000_000, gt=0)
     """Longest stored attribute value (string characters, or bytes); longer ones are cut and
     end with a ``…[tracescore: truncated N of M characters]`` marker."""
