@@ -7,6 +7,8 @@ Real SQLite files and the real PostgreSQL server; real unpacker processes.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -235,6 +237,31 @@ def test_reads_wait_for_the_unpacker_and_entries_of_dead_collectors_are_adopted(
         unpacker.notify()
         assert store.settle(timeout=30)
         assert [s.span_id for s in store.load_trace("5" * 32).spans][:1] == ["0" * 15 + "1"]  # type: ignore[union-attr]
+    finally:
+        unpacker.stop()
+        store.close()
+
+
+def test_an_unpacker_keeps_the_store_url_off_its_command_line_and_ignores_ctrl_c(db_url: str) -> None:
+    """Its settings travel in its environment (a URL's password would show in ``ps``), and the
+    terminal's SIGINT, which reaches the whole process group, leaves it to its collector."""
+    store = open_store(db_url)
+    unpacker = Unpacker(UnpackSettings(db_url, owner="terminal", idle_poll=0.1))
+    try:
+        unpacker.start()
+        assert unpacker.pid is not None
+        store.journal("traces", _request("8" * 32), "terminal")
+        unpacker.notify()
+        assert store.settle(timeout=30)
+        command_line = Path(f"/proc/{unpacker.pid}/cmdline").read_bytes()
+        assert b"tracescore.ingest.unpack" in command_line
+        assert db_url.encode() not in command_line and b"terminal" not in command_line
+        os.kill(unpacker.pid, signal.SIGINT)
+        time.sleep(0.5)
+        store.journal("traces", _request("9" * 32), "terminal")  # nobody else unpacks it
+        unpacker.notify()
+        assert store.settle(timeout=10)
+        assert store.load_trace("9" * 32) is not None
     finally:
         unpacker.stop()
         store.close()

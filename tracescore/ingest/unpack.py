@@ -161,6 +161,11 @@ class Unpacker:
         with self._lock:
             self._process, self._wake_writer = process, writer
 
+    @property
+    def pid(self) -> int | None:
+        """The current unpacker process's id (None before the first start)."""
+        return self._process.pid if self._process else None
+
     def revive(self) -> bool:
         """Start a new process in place of one that died (not one that was stopped), at once or,
         if it died young, once its backoff has passed; True when it did."""
