@@ -161,9 +161,12 @@ def run_load(
 def _process_tree(pid: int) -> list[int]:
     """``pid`` and its descendants (the service processes of ``--processes N``)."""
     pids = [pid]
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            pids.extend(_process_tree(int(child)))
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            for child in (task / "children").read_text().split():
+                pids.extend(_process_tree(int(child)))
+    except (FileNotFoundError, ProcessLookupError):  # a thread or process that just ended
+        pass
     return pids
 
 
