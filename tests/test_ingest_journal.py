@@ -267,6 +267,27 @@ def test_an_unpacker_keeps_the_store_url_off_its_command_line_and_ignores_ctrl_c
         store.close()
 
 
+def test_an_unpacker_imports_the_tracescore_its_collector_runs(
+    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Started from a directory holding another ``tracescore`` (a source checkout, say), which
+    ``python -c`` would import first, it still imports its collector's."""
+    decoy = tmp_path / "elsewhere" / "tracescore"
+    decoy.mkdir(parents=True)
+    (decoy / "__init__.py").write_text('raise ImportError("the decoy tracescore was imported")\n')
+    monkeypatch.chdir(decoy.parent)
+    store = open_store(sqlite_url)
+    unpacker = Unpacker(UnpackSettings(sqlite_url, owner="checkout", idle_poll=0.1))
+    try:
+        store.journal("traces", _request("a" * 32), "checkout")
+        unpacker.start()
+        assert store.settle(timeout=30)
+        assert store.load_trace("a" * 32) is not None
+    finally:
+        unpacker.stop()
+        store.close()
+
+
 def test_backlog_over_the_limit_is_refused_until_the_unpacker_catches_up(tmp_path: Path) -> None:
     store = open_store(f"sqlite:///{tmp_path / 'journal.db'}")
     intake = Intake(store, max_pending=8, max_journal_bytes=1)

@@ -51,6 +51,15 @@ _MAX_BACKOFF_SECONDS = 60.0
 _SETTINGS_VARIABLE = "TRACESCORE_UNPACK_SETTINGS"
 """The environment variable that hands an unpacker process its :class:`UnpackSettings` (JSON):
 not its command line, which every user of the machine can read (the URL may hold a password)."""
+_PATH_VARIABLE = "TRACESCORE_UNPACK_SYS_PATH"
+_PROGRAM = (
+    "import json, os, sys; "
+    f"sys.path[:] = json.loads(os.environ.pop({_PATH_VARIABLE!r})); "
+    "from tracescore.ingest.unpack import main; main()"
+)
+"""An unpacker process's ``python -c`` program. It takes the collector's ``sys.path`` first (as
+``multiprocessing``'s spawn does), so it imports the very ``tracescore`` its collector runs: not,
+say, a source checkout in the working directory, which ``-c`` would put first."""
 
 
 def unpack(
@@ -116,7 +125,7 @@ class UnpackSettings:
 class Unpacker:
     """The unpacker process of one collector: started with it, woken by each new entry.
 
-    It is a plain ``python -c`` subprocess, not a ``multiprocessing`` one: spawn would start
+    It is a plain ``python -c`` subprocess (:data:`_PROGRAM`), not a ``multiprocessing`` one: spawn would start
     multiprocessing's resource tracker too (a 15 MB process, for nothing to track) and re-import
     the service's main module in every unpacker.
 
@@ -148,9 +157,13 @@ class Unpacker:
         os.set_blocking(writer, False)
         try:
             process = subprocess.Popen(
-                [sys.executable, "-c", "from tracescore.ingest.unpack import main; main()"],
+                [sys.executable, "-c", _PROGRAM],
                 stdin=reader,
-                env={**os.environ, _SETTINGS_VARIABLE: json.dumps(dataclasses.asdict(self.settings))},
+                env={
+                    **os.environ,
+                    _SETTINGS_VARIABLE: json.dumps(dataclasses.asdict(self.settings)),
+                    _PATH_VARIABLE: json.dumps(sys.path),
+                },
             )
         except BaseException:
             os.close(writer)
