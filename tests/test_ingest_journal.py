@@ -10,6 +10,8 @@ import asyncio
 import os
 import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -24,7 +26,7 @@ from tracescore.ingest.intake import Busy, Intake
 from tracescore.ingest.screen import screen_logs, screen_traces
 from tracescore.ingest.unpack import Unpacker, UnpackSettings, drain, unpack
 from tracescore.monitor.metrics import REGISTRY
-from tracescore.store import open_store
+from tracescore.store import SpanStore, open_store
 
 _TOO_LATE = 2**64 - 1  # uint64 on the wire, past what SQL's BIGINT holds
 
@@ -214,10 +216,20 @@ def test_an_entry_that_does_not_decode_is_kept_as_failed_and_holds_nothing_back(
         store.close()
 
 
-def test_reads_wait_for_the_unpacker_and_entries_of_dead_collectors_are_adopted(db_url: str) -> None:
-    store = open_store(db_url)
-    unpacker = Unpacker(UnpackSettings(db_url, owner="alive", orphan_after=0.5, idle_poll=0.1))
+@contextmanager
+def _store_and_unpacker(url: str, owner: str, orphan_after: float = 5.0) -> Iterator[tuple[SpanStore, Unpacker]]:
+    """A store and a (not yet started) unpacker process for ``owner``'s entries, both closed after."""
+    store = open_store(url)
+    unpacker = Unpacker(UnpackSettings(url, owner=owner, orphan_after=orphan_after, idle_poll=0.1))
     try:
+        yield store, unpacker
+    finally:
+        unpacker.stop()
+        store.close()
+
+
+def test_reads_wait_for_the_unpacker_and_entries_of_dead_collectors_are_adopted(db_url: str) -> None:
+    with _store_and_unpacker(db_url, "alive", orphan_after=0.5) as (store, unpacker):
         store.journal("traces", _request("3" * 32), "crashed-before")  # no unpacker beats for it
         assert store.settle(timeout=0.2) is False  # nobody unpacks: reads would miss it
         unpacker.start()
@@ -237,17 +249,12 @@ def test_reads_wait_for_the_unpacker_and_entries_of_dead_collectors_are_adopted(
         unpacker.notify()
         assert store.settle(timeout=30)
         assert [s.span_id for s in store.load_trace("5" * 32).spans][:1] == ["0" * 15 + "1"]  # type: ignore[union-attr]
-    finally:
-        unpacker.stop()
-        store.close()
 
 
 def test_an_unpacker_keeps_the_store_url_off_its_command_line_and_ignores_ctrl_c(db_url: str) -> None:
     """Its settings travel in its environment (a URL's password would show in ``ps``), and the
     terminal's SIGINT, which reaches the whole process group, leaves it to its collector."""
-    store = open_store(db_url)
-    unpacker = Unpacker(UnpackSettings(db_url, owner="terminal", idle_poll=0.1))
-    try:
+    with _store_and_unpacker(db_url, "terminal") as (store, unpacker):
         unpacker.start()
         assert unpacker.pid is not None
         store.journal("traces", _request("8" * 32), "terminal")
@@ -262,9 +269,6 @@ def test_an_unpacker_keeps_the_store_url_off_its_command_line_and_ignores_ctrl_c
         unpacker.notify()
         assert store.settle(timeout=10)
         assert store.load_trace("9" * 32) is not None
-    finally:
-        unpacker.stop()
-        store.close()
 
 
 def test_an_unpacker_imports_the_tracescore_its_collector_runs(
@@ -276,16 +280,11 @@ def test_an_unpacker_imports_the_tracescore_its_collector_runs(
     decoy.mkdir(parents=True)
     (decoy / "__init__.py").write_text('raise ImportError("the decoy tracescore was imported")\n')
     monkeypatch.chdir(decoy.parent)
-    store = open_store(sqlite_url)
-    unpacker = Unpacker(UnpackSettings(sqlite_url, owner="checkout", idle_poll=0.1))
-    try:
+    with _store_and_unpacker(sqlite_url, "checkout") as (store, unpacker):
         store.journal("traces", _request("a" * 32), "checkout")
         unpacker.start()
         assert store.settle(timeout=30)
         assert store.load_trace("a" * 32) is not None
-    finally:
-        unpacker.stop()
-        store.close()
 
 
 def test_backlog_over_the_limit_is_refused_until_the_unpacker_catches_up(tmp_path: Path) -> None:
