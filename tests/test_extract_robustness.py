@@ -6,6 +6,7 @@ module needed it: every module must handle wrong types, cut JSON and odd shapes 
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -66,3 +67,23 @@ def test_random_spans_never_raise(spec: list[tuple[dict, int, int]]) -> None:
         assert not any("could not read" in w for w in info.warnings), info.warnings
     for run in extract_runs(built):
         run.model_dump_json()  # every run serializes
+
+
+@pytest.mark.parametrize(
+    "attributes",
+    [
+        # Found by the property test: a message whose "type" is a list (LangChain's role map).
+        {"gen_ai.input.messages": '{"type":[]}'},
+        {"gen_ai.input.messages": '[{"type":{"human":1},"content":"hi"}]'},
+        # A "type" that is a list where reasoning blocks and tool-result envelopes are told apart.
+        {"openinference.span.kind": "LLM", "llm.output_messages.0.message.role": "assistant",
+         "llm.output_messages.0.message.content": "hi", "output.value": '[{"type":["reasoning"]}]'},
+        {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.result": '{"type":["json"],"value":1}'},
+    ],
+)
+def test_unhashable_type_fields_are_read_without_a_crash(attributes: dict[str, str]) -> None:
+    built = trace(span("s", attributes))
+    for info in read_spans(built):
+        assert not any("could not read" in w for w in info.warnings), info.warnings
+    for run in extract_runs(built):
+        run.model_dump_json()

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from tracescore.extract.base import json_text, load_json
+from tracescore.extract.base import as_str, json_text, load_json
 from tracescore.extract.model import (
     Message,
     MessageContent,
@@ -198,7 +198,7 @@ def find_reasoning(value: Any, limit: int = 10_000) -> list[str]:
             stack.extend(reversed(node))
         elif isinstance(node, dict):
             text = node.get("reasoning_content")
-            if node.get("type") in REASONING_TYPES - {"summary_text"}:
+            if as_str(node.get("type")) in REASONING_TYPES - {"summary_text"}:
                 text = _reasoning_text(
                     first_present(node, "summary", "content", "text", "reasoning")
                 )
@@ -222,7 +222,7 @@ def decode_result(value: Any) -> tuple[Any, bool]:
     if isinstance(value, (str, bytes)):
         value = load_json(value, [], "tool result")  # plain-text results are not a problem
     if isinstance(value, dict) and set(value) <= {"type", "value"} and "value" in value:
-        kind = value.get("type")
+        kind = as_str(value.get("type"))
         if kind in _OUTPUT_ENVELOPES:
             return value["value"], kind in _ERROR_OUTPUTS
     if isinstance(value, list) and value and all(_block_value(v) is not None for v in value):
@@ -318,8 +318,9 @@ def _langchain_message(raw: dict[str, Any]) -> dict[str, Any]:
         path = raw.get("id")
         name = path[-1] if isinstance(path, list) and path else ""
         raw = {"type": _LANGCHAIN_CLASSES.get(str(name)), **raw["kwargs"]}
-    if "role" not in raw and raw.get("type") in _LANGCHAIN_TYPES:
-        return {**raw, "role": _LANGCHAIN_TYPES[raw["type"]]}
+    kind = as_str(raw.get("type"))  # any JSON value: a list or an object is not hashable
+    if "role" not in raw and kind in _LANGCHAIN_TYPES:
+        return {**raw, "role": _LANGCHAIN_TYPES[kind]}
     return raw
 
 
