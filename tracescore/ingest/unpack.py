@@ -19,7 +19,6 @@ earlier run leaves. Two processes unpacking one entry is harmless, just wasted w
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gc
 import json
 import logging
@@ -33,7 +32,7 @@ import time
 from collections.abc import Sequence
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from tracescore.ingest.decode import DecodeError, Decoded, decode_logs, decode_traces
 from tracescore.ingest.truncate import truncate_for_storage
@@ -161,7 +160,7 @@ class Unpacker:
                 stdin=reader,
                 env={
                     **os.environ,
-                    _SETTINGS_VARIABLE: json.dumps(dataclasses.asdict(self.settings)),
+                    _SETTINGS_VARIABLE: json.dumps(asdict(self.settings)),
                     _PATH_VARIABLE: json.dumps(sys.path),
                 },
             )

@@ -62,7 +62,7 @@ export_requests = Counter(
 
 journal_backlog = Gauge(
     "tracescore_ingest_journal_bytes",
-    "Acknowledged OTLP/protobuf request bytes journaled that wait to be unpacked into rows.",
+    "Acknowledged export request bytes (protobuf or JSON) journaled that wait to be unpacked into rows.",
     registry=REGISTRY,
     multiprocess_mode="livesum",
 )
