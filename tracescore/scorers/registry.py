@@ -104,8 +104,8 @@ class PromptAlignmentOptions(ScaleOptions):
     instructions: list[str] | None = Field(
         None, description="explicit instructions: score = followed / applicable"
     )
-    include_conversation_history: bool | int = Field(
-        False, description="show the last 10 (or this many) remembered messages"
+    include_conversation_history: bool | int | dict[str, int] = Field(
+        False, description="show the last 10 (or this many, or {maxMessages: n}) remembered messages"
     )
 
 

@@ -4,10 +4,10 @@ prompt-alignment metric)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import AliasChoices, ConfigDict, Field, WithJsonSchema, model_validator
 from pydantic.alias_generators import to_camel
 
 from tracescore.scorers.base import (
@@ -64,7 +64,8 @@ class IntentAlignment(_Camel):
 
 class RequirementCheck(_Camel):
     requirement: str
-    is_fulfilled: bool
+    is_fulfilled: bool = Field(validation_alias=AliasChoices("isFulfilled", "fulfilled", "is_fulfilled"))
+    """Mastra's key is ``isFulfilled``; a judge writing ``fulfilled`` means the same."""
     reasoning: str = ""
 
 
@@ -80,9 +81,13 @@ class Completeness(_Camel):
 
 
 class ResponseAppropriateness(_Camel):
+    """Mastra's answer has ``formatAlignment`` / ``toneAlignment`` as booleans (what the prompt
+    asks for); tracescore's first prompts asked for a sentence each, and judges still write one:
+    both are read, neither changes the score (``score`` does)."""
+
     score: float
-    format_alignment: str = ""
-    tone_alignment: str = ""
+    format_alignment: Annotated[bool | str, WithJsonSchema({"type": "boolean"})] = ""
+    tone_alignment: Annotated[bool | str, WithJsonSchema({"type": "boolean"})] = ""
     reasoning: str = ""
 
 
@@ -97,6 +102,15 @@ class AlignmentAnalysis(_Camel):
 class BothAlignmentAnalysis(_Camel):
     user_alignment: AlignmentAnalysis | None = None
     system_alignment: AlignmentAnalysis | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_evaluation(cls, value: Any) -> Any:
+        """Mastra's ``both`` mode asks for ONE evaluation and scores it with the user weights; a
+        judge answering that shape is read as the user evaluation, which gives Mastra's score."""
+        if isinstance(value, Mapping) and "intentAlignment" in value:
+            return {"userAlignment": value}
+        return value
 
 
 class InstructionVerdict(Wire):
@@ -151,6 +165,19 @@ def instruction_score(verdicts: Sequence[InstructionVerdict], scale: float) -> f
     return round_to_two_decimals(
         sum(is_yes(v.verdict) for v in applicable) / len(applicable) * scale
     )
+
+
+def history_messages(option: bool | int | Mapping[str, Any]) -> int:
+    """How many remembered messages to show: ``True`` 10, a number that many, Mastra's
+    ``{maxMessages: n}`` (or ``max_messages``) n, and 10 for an object without it."""
+    if isinstance(option, Mapping):
+        unknown = set(option) - {"maxMessages", "max_messages"}
+        if unknown:
+            raise ValueError(f"include_conversation_history: unknown keys {sorted(unknown)}")
+        return int(option.get("maxMessages", option.get("max_messages", 10)))
+    if option is True:
+        return 10
+    return int(option) if option else 0
 
 
 def alignment_sketch(request: str) -> AlignmentAnalysis:
@@ -212,7 +239,7 @@ def create_prompt_alignment_scorer(
     model: JudgeSpec,
     evaluation_mode: EvaluationMode = "both",
     instructions: Sequence[str] | None = None,
-    include_conversation_history: bool | int = False,
+    include_conversation_history: bool | int | Mapping[str, Any] = False,
     scale: float = 1.0,
 ) -> Scorer:
     """Alignment with the prompts, from 0 to ``scale``.
@@ -221,7 +248,7 @@ def create_prompt_alignment_scorer(
     weighted 0.4/0.3/0.2/0.1 against the user's request (``user``), 0.35/0.35/0.15/0.15 against
     the system prompt (``system``), and for ``both`` 70 % the first and 30 % the second (Mastra's
     ``both`` silently equals the user score). ``include_conversation_history`` adds the last 10
-    remembered messages (or that many when it is a number).
+    remembered messages (or that many: a number, or Mastra's ``{maxMessages: n}``).
 
     Instruction-list form (``instructions=[...]``): each instruction gets yes / no / n/a, and the
     score is followed / applicable × ``scale``.
@@ -230,11 +257,7 @@ def create_prompt_alignment_scorer(
         raise ValueError(
             "instructions must not be empty: leave it out for the multi-dimensional form"
         )
-    history_size = (
-        0
-        if include_conversation_history is False
-        else (10 if include_conversation_history is True else int(include_conversation_history))
-    )
+    history_size = history_messages(include_conversation_history)
 
     def run_blocks(ctx: StepContext) -> list[str]:
         blocks = [describe_run(ctx.run)]
