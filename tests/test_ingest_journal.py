@@ -202,15 +202,16 @@ def test_readiness_is_judged_as_of_the_oldest_entry_still_in_the_journal(sqlite_
         store.close()
 
 
-def test_an_entry_that_does_not_decode_is_kept_as_failed_and_holds_nothing_back(db_url: str) -> None:
+def test_an_entry_that_does_not_decode_is_quarantined_and_holds_nothing_back(db_url: str) -> None:
     store = open_store(db_url)
     try:
         entry = store.journal("traces", b"\xff not protobuf", "collector-a")
         assert store.settle(timeout=0.05) is False
-        unpack(store, [entry])
+        assert unpack(store, [entry]) == 1
         assert store.settle(timeout=0.05) is True
-        [(seq, reason)] = store.failed_journal_entries()
-        assert seq == entry.seq and "invalid OTLP protobuf" in reason
+        [quarantined] = store.quarantined_journal_entries()
+        assert quarantined.seq == entry.seq and "invalid OTLP protobuf" in quarantined.reason
+        assert (quarantined.signal, quarantined.size) == ("traces", len(entry.body))
         assert store.journal_entries() == []
     finally:
         store.close()
@@ -336,7 +337,7 @@ def test_an_unpacker_that_keeps_dying_young_is_restarted_ever_later() -> None:
                 starts.append(time.monotonic())
             time.sleep(0.05)
     finally:
-        unpacker.stop(timeout=5)
+        unpacker.stop()
     assert len(starts) == 3
     # Each process dies within about a second of its start (an interpreter's start-up), then waits.
     first_wait, second_wait = starts[1] - starts[0], starts[2] - starts[1]

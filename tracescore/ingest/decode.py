@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json as stdlib_json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -203,8 +204,16 @@ def _get(obj: dict[str, Any], camel: str, snake: str | None = None) -> Any:
     return value
 
 
-def _json_int(value: Any) -> int:
-    """OTLP/JSON carries 64-bit integers as decimal strings; JS exporters send numbers."""
+_INT32 = (-(2**31), 2**31)
+"""Enums (span kind, status code, severity) are int32 on the wire and in the tables."""
+_UINT32 = (0, 2**32)
+"""``flags`` is a fixed32."""
+
+
+def _json_int(value: Any, bounds: tuple[int, int] = (-(2**63), 2**64)) -> int:
+    """OTLP/JSON carries 64-bit integers as decimal strings; JS exporters send numbers.
+    ``bounds`` is the field's wire range (int64 or fixed64 by default): a value outside it
+    would be acknowledged, then fail the database's column (a poison entry), so it is refused."""
     if value is None or value == "":
         return 0
     if isinstance(value, bool):
@@ -221,8 +230,9 @@ def _json_int(value: Any) -> int:
             pass
     if number is None:
         raise DecodeError(f"expected an integer, got {value!r}")
-    if not -(2**63) <= number < 2**64:  # int64 or fixed64 on the wire
-        raise DecodeError(f"integer {number} is out of the 64-bit range")
+    low, high = bounds
+    if not low <= number < high:
+        raise DecodeError(f"integer {number} is out of its field's range [{low}, {high})")
     return number
 
 
@@ -233,7 +243,7 @@ def _json_enum(value: Any, names: tuple[str, ...], prefix: str) -> int:
         if short in names:
             return names.index(short)
         raise DecodeError(f"unknown enum value {value!r}")
-    return _json_int(value)
+    return _json_int(value, _INT32)
 
 
 _KIND_NAMES = ("UNSPECIFIED", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER")
@@ -316,11 +326,28 @@ def _json_resource(block: dict[str, Any]) -> Resource:
     return Resource(_json_attributes((block.get("resource") or {}).get("attributes")))
 
 
-def _load_json(body: bytes, root_camel: str, root_snake: str) -> list[dict[str, Any]]:
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _parse_json(body: bytes) -> Any:
+    """The parsed body; a string escape holding an unpaired surrogate (``"\\ud83d"``, what a
+    JavaScript string cut inside an emoji serializes to) is valid JSON, but orjson refuses it:
+    such a body is parsed by the standard library instead, and the store later replaces the
+    surrogate (see :mod:`tracescore.store.text`)."""
     try:
-        document = orjson.loads(body)
+        return orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        raise DecodeError(f"invalid JSON: {exc}") from exc
+        if "surrogate" not in str(exc):
+            raise DecodeError(f"invalid JSON: {exc}") from exc
+        try:
+            return stdlib_json.loads(body, parse_constant=_refuse_constant)
+        except ValueError as fallback_exc:
+            raise DecodeError(f"invalid JSON: {fallback_exc}") from fallback_exc
+
+
+def _load_json(body: bytes, root_camel: str, root_snake: str) -> list[dict[str, Any]]:
+    document = _parse_json(body)
     if not isinstance(document, dict):
         raise DecodeError("an OTLP/JSON export request must be a JSON object")
     blocks = _get(document, root_camel, root_snake) or []
@@ -395,7 +422,7 @@ def _json_span(s: dict[str, Any], resource: Resource, scope: Scope, out: Decoded
         status_code=_json_enum(status.get("code"), _STATUS_NAMES, "STATUS_CODE_"),
         status_message=str(status.get("message") or ""),
         trace_state=str(_get(s, "traceState", "trace_state") or ""),
-        flags=_json_int(s.get("flags")),
+        flags=_json_int(s.get("flags"), _UINT32),
     )
 
 
@@ -432,7 +459,7 @@ def _json_log(r: dict[str, Any], resource: Resource, scope: Scope) -> LogRecord:
         attributes=_json_attributes(r.get("attributes")),
         resource=resource,
         scope=scope,
-        flags=_json_int(r.get("flags")),
+        flags=_json_int(r.get("flags"), _UINT32),
     )
 
 

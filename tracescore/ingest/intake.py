@@ -13,9 +13,10 @@ again by the unpacker, which stores it: the rows' inserts stay off this process.
 
 The work runs in a small thread pool, never on the event loop. At most ``max_pending``
 requests are admitted at once, and none while more than ``max_journal_bytes`` of this
-collector's journaled bodies wait to be unpacked: a request beyond either is refused before its
-body is even read, which keeps memory bounded at about ``max_pending × max_body_bytes`` and the
-unpacking lag bounded however hard clients push.
+collector's journaled bodies wait to be unpacked: a request beyond either is refused (OTLP/HTTP
+asks :meth:`Intake.check_room` before reading a body too), which keeps memory bounded at about
+``max_pending × max_body_bytes`` and the unpacking lag bounded however hard clients push. A
+request is admitted with its body already received, so slow senders never hold a slot.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from contextlib import contextmanager
 
 from tracescore.ingest.decode import Decoded, Receipt, decode_logs, decode_metrics, decode_traces
 from tracescore.ingest.screen import Screened, screen_logs, screen_traces
-from tracescore.ingest.unpack import Unpacker, UnpackSettings
+from tracescore.ingest.unpack import Unpacker, UnpackReport, UnpackSettings, stop_leftover_unpackers
 from tracescore.monitor import metrics
 from tracescore.store import SpanStore
 
@@ -56,7 +57,7 @@ class Intake:
     def __init__(
         self, store: SpanStore, max_pending: int, *, threads: int = 4,
         max_attribute_chars: int | None = None, max_journal_bytes: int = 256 * 1024 * 1024,
-        unpackers: int = 1,
+        unpackers: int = 1, shutdown_timeout: float = 10.0,
     ) -> None:  # fmt: skip
         self.store = store
         self.max_pending = max_pending
@@ -64,11 +65,18 @@ class Intake:
         self.in_flight = 0
         self.owner = uuid.uuid4().hex
         """This collector's name on its journal entries."""
-        url = store.engine.url.render_as_string(hide_password=False)
+        self._url = store.engine.url.render_as_string(hide_password=False)
+        self.shutdown_timeout = shutdown_timeout
         self.unpackers = [
-            Unpacker(UnpackSettings(url, self.owner, max_attribute_chars, shard=shard, shards=unpackers))
+            Unpacker(
+                UnpackSettings(
+                    self._url, self.owner, max_attribute_chars, shard=shard, shards=unpackers,
+                    shutdown_timeout=shutdown_timeout,
+                ),
+                on_report=_count_report,
+            )
             for shard in range(unpackers)
-        ]
+        ]  # fmt: skip
         self.journal_backlog = 0
         """Bytes journaled here and not unpacked yet (as of the last look, plus what came since)."""
         self._backlog_checked = 0.0
@@ -81,7 +89,9 @@ class Intake:
         self._watchdog = threading.Thread(target=self._watch_unpackers, name="unpacker-watchdog", daemon=True)
 
     def start(self) -> None:
-        """Start unpacking, beginning with whatever an earlier run left in the journal."""
+        """Start unpacking, beginning with whatever an earlier run left in the journal (after
+        ending any unpacker an earlier collector on this store left running)."""
+        stop_leftover_unpackers(self._url, self.shutdown_timeout)
         for unpacker in self.unpackers:
             unpacker.start()
         self._watchdog.start()
@@ -95,13 +105,22 @@ class Intake:
                 except Exception:
                     log.exception("could not start a new unpacker; trying again in a second")
 
-    @contextmanager
-    def admitted(self) -> Iterator[None]:
-        """Hold one of the ``max_pending`` slots (on the event loop thread) or raise Busy."""
+    def check_room(self) -> None:
+        """Raise Busy if a request arriving now would not be admitted: OTLP/HTTP asks before it
+        reads a body, so an overloaded collector refuses without receiving megabytes first."""
         if self.in_flight >= self.max_pending:
             raise Busy(f"{self.in_flight} export requests already in progress")
         if self.journal_backlog > self.max_journal_bytes and not self._backlog_shrank():
             raise Busy(f"{self.journal_backlog // 2**20} MiB of acknowledged requests still to unpack")
+
+    @contextmanager
+    def admitted(self) -> Iterator[None]:
+        """Hold one of the ``max_pending`` slots (on the event loop thread) or raise Busy.
+
+        Callers enter it with the whole request in hand (gRPC's server reads the message first;
+        OTLP/HTTP reads the body under its own deadline first), so a slot is only ever held
+        by work this process does, never by a client that is slow to send."""
+        self.check_room()
         self.in_flight += 1
         try:
             yield
@@ -165,6 +184,11 @@ class Intake:
             self._watchdog.join()
         for unpacker in self.unpackers:
             unpacker.stop()
+
+
+def _count_report(report: UnpackReport) -> None:
+    metrics.journal_quarantined.inc(report.quarantined)
+    metrics.text_replaced.labels("ingest").inc(report.text_replaced)
 
 
 @contextmanager

@@ -67,6 +67,15 @@ journal_backlog = Gauge(
     multiprocess_mode="livesum",
 )
 
+journal_quarantined = Counter(
+    "tracescore_ingest_quarantined", "Acknowledged export requests that could not be stored and "
+    "were set aside in the journal (listed by GET /api/ingest/quarantine).", registry=REGISTRY,
+)  # fmt: skip
+text_replaced = Counter(
+    "tracescore_text_replaced", "Text values stored with NUL characters or unpaired surrogates "
+    "replaced by U+FFFD, by where: ingest (spans, logs) or scores.", ["where"], registry=REGISTRY,
+)  # fmt: skip
+
 # --- assembly and pipeline ------------------------------------------------------------------
 
 traces_ready = Counter(

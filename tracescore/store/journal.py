@@ -63,6 +63,18 @@ class JournalEntry:
         return self.body[len(JSON_MARK) :] if self.json else self.body
 
 
+@dataclass(frozen=True, slots=True)
+class QuarantinedEntry:
+    """An acknowledged request that could not be stored (see :func:`~tracescore.ingest.unpack.unpack`):
+    kept, with the reason, for someone to look at; it no longer holds anything back."""
+
+    seq: int
+    received_at: float
+    signal: str
+    size: int
+    reason: str
+
+
 class Journal(Protocol):
     """What the store asks of either kind of journal."""
 
@@ -95,11 +107,14 @@ class Journal(Protocol):
     def release(self, entries: Sequence[JournalEntry]) -> None:
         """After the commit of a :meth:`consume`."""
 
-    def fail(self, seq: int, reason: str) -> None:
-        """Keep an entry that does not decode for inspection, out of the way of the others."""
+    def quarantine(self, seq: int, reason: str) -> None:
+        """Set aside an entry that cannot be stored, for inspection, out of the way of the others."""
 
-    def failed(self) -> list[tuple[int, str]]:
-        """The failed entries' numbers and reasons."""
+    def quarantined(self) -> list[QuarantinedEntry]:
+        """The quarantined entries, oldest first."""
+
+    def requeue(self, seq: int) -> bool:
+        """Put a quarantined entry back in line (once its cause is fixed); False if none."""
 
     def oldest(self, conn: Connection) -> float | None:
         """When the oldest waiting entry was received, if any."""
@@ -188,14 +203,20 @@ class SqlJournal:
     def release(self, entries: Sequence[JournalEntry]) -> None:
         """Nothing to do: :meth:`consume` deleted the rows."""
 
-    def fail(self, seq: int, reason: str) -> None:
+    def quarantine(self, seq: int, reason: str) -> None:
         with self._write_transaction() as conn:
             conn.execute(_journal.update().where(_journal.c.seq == seq).values(failed=reason))
 
-    def failed(self) -> list[tuple[int, str]]:
+    def quarantined(self) -> list[QuarantinedEntry]:
+        columns = (_journal.c.seq, _journal.c.received_at, _journal.c.signal, _journal.c.size, _journal.c.failed)
+        query = select(*columns).where(_journal.c.failed.is_not(None)).order_by(_journal.c.seq)
         with self._engine.connect() as conn:
-            query = select(_journal.c.seq, _journal.c.failed).where(_journal.c.failed.is_not(None))
-            return [(seq, reason) for seq, reason in conn.execute(query.order_by(_journal.c.seq))]
+            return [QuarantinedEntry(*row) for row in conn.execute(query)]
+
+    def requeue(self, seq: int) -> bool:
+        with self._write_transaction() as conn:
+            query = _journal.update().where((_journal.c.seq == seq) & _journal.c.failed.is_not(None))
+            return conn.execute(query.values(failed=None)).rowcount == 1
 
     def oldest(self, conn: Connection) -> float | None:
         return conn.execute(select(func.min(_journal.c.received_at)).where(_waiting)).scalar()

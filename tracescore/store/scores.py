@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from sqlalchemy import JSON, Column, Index, Text
+from sqlalchemy import JSON, Column, Index, String, Text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
+
+from tracescore.store.text import TextGuard
 
 ScoreStatus = Literal["ok", "error", "not_scorable", "skipped_budget", "skipped_rate"]
 SCORE_STATUSES: tuple[str, ...] = ScoreStatus.__args__  # type: ignore[attr-defined]
@@ -92,8 +94,43 @@ def _upsert(connection: Connection, table: Any, rows: Sequence[dict[str, Any]], 
     connection.execute(statement.on_conflict_do_update(index_elements=["id"], set_=updates))
 
 
-def upsert_scores(connection: Connection, rows: Sequence[dict[str, Any]]) -> None:
-    _upsert(connection, ScoreRow.__table__, rows, keep={"id", "created_at"})
+def _text_columns(table: Any) -> tuple[list[tuple[str, int | None]], list[str]]:
+    """The table's text columns with their length limits (None: unbounded), and its JSON ones."""
+    texts, documents = [], []
+    for column in table.columns:
+        kind = getattr(column.type, "impl_instance", column.type)  # SQLModel's AutoString wraps a String
+        if isinstance(kind, JSON):
+            documents.append(column.name)
+        elif isinstance(kind, String):  # Text too
+            texts.append((column.name, kind.length))
+    return texts, documents
+
+
+_SCORE_TEXT, _SCORE_DOCUMENTS = _text_columns(ScoreRow.__table__)
+
+
+def storable_score(row: dict[str, Any], guard: TextGuard) -> dict[str, Any]:
+    """``row`` as both databases accept it: NUL characters and unpaired surrogates replaced
+    (:mod:`tracescore.store.text`) and values cut to their column's length (PostgreSQL refuses
+    a longer ``varchar``; SQLite would store it, so both cut alike). An agent named by its
+    client with a NUL, or a 300-character model name, then still gets its scores stored."""
+    fitted = dict(row)
+    for name, length in _SCORE_TEXT:
+        value = fitted.get(name)
+        if isinstance(value, str):
+            value = guard.text(value)
+            fitted[name] = value if length is None or len(value) <= length else value[: length - 1] + "…"
+    for name in _SCORE_DOCUMENTS:  # PostgreSQL's json refuses unpaired surrogates, and NUL
+        if fitted.get(name) is not None:
+            fitted[name] = guard.value(fitted[name])
+    return fitted
+
+
+def upsert_scores(connection: Connection, rows: Sequence[dict[str, Any]]) -> int:
+    """Upsert score rows, made storable first; returns how many text values were replaced."""
+    guard = TextGuard()
+    _upsert(connection, ScoreRow.__table__, [storable_score(row, guard) for row in rows], keep={"id", "created_at"})
+    return guard.replaced
 
 
 def upsert_decisions(connection: Connection, rows: Sequence[dict[str, Any]]) -> None:

@@ -11,6 +11,7 @@ row, not a thousand copies.
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
@@ -27,8 +28,9 @@ from tracescore.spans import LogRecord, Resource, Scope, Span, SpanEvent, SpanLi
 from tracescore.store import codec, journal
 from tracescore.store.bulk import bulk_insert
 from tracescore.store.engine import create_tables
-from tracescore.store.journal import Journal, JournalEntry, SqlJournal
+from tracescore.store.journal import Journal, JournalEntry, QuarantinedEntry, SqlJournal
 from tracescore.store.spool import SpoolJournal
+from tracescore.store.text import TextGuard
 from tracescore.store.tables import LogRow, ResourceRow, ScopeRow, SpanRow, TraceRow
 from tracescore.store.writelock import SqliteWriteLock
 
@@ -71,7 +73,8 @@ class _Refs:
     those objects alive, so their ids cannot be reused while the write runs.)
     """
 
-    def __init__(self) -> None:
+    def __init__(self, guard: TextGuard) -> None:
+        self.guard = guard
         self._resources: dict[int, str] = {}
         self._scopes: dict[int, str] = {}
         self.resource_rows: dict[str, tuple[str, str]] = {}
@@ -80,7 +83,7 @@ class _Refs:
     def resource(self, resource: Resource) -> str:
         found = self._resources.get(id(resource))
         if found is None:
-            encoded = codec.encode(resource.attributes)
+            encoded = self.guard.json(resource.attributes)
             found = _id_hash(encoded)
             self._resources[id(resource)] = found
             self.resource_rows[found] = (found, encoded)
@@ -89,10 +92,11 @@ class _Refs:
     def scope(self, scope: Scope) -> str:
         found = self._scopes.get(id(scope))
         if found is None:
-            encoded = codec.encode(scope.attributes)
-            found = _id_hash(scope.name, scope.version, encoded)
+            name, version = self.guard.text(scope.name), self.guard.text(scope.version)
+            encoded = self.guard.json(scope.attributes)
+            found = _id_hash(name, version, encoded)
             self._scopes[id(scope)] = found
-            self.scope_rows[found] = (found, scope.name, scope.version, encoded)
+            self.scope_rows[found] = (found, name, version, encoded)
         return found
 
 
@@ -108,24 +112,25 @@ _LOG_COLUMNS = (
 
 
 def _span_row(span: Span, refs: _Refs) -> tuple[Any, ...]:
+    guard = refs.guard
     events = span.events
     links = span.links
     return (
         span.trace_id,
         span.span_id,
         span.parent_span_id,
-        span.name,
+        guard.text(span.name),
         span.kind,
         span.start_time_ns,
         span.end_time_ns,
         span.status_code,
-        span.status_message,
-        span.trace_state,
+        guard.text(span.status_message),
+        guard.text(span.trace_state),
         span.flags,
-        span.resource.service_name,
-        codec.encode(span.attributes),
-        codec.encode([[e.name, e.time_ns, e.attributes] for e in events]) if events else None,
-        codec.encode([[k.trace_id, k.span_id, k.trace_state, k.attributes] for k in links])
+        guard.text(span.resource.service_name),
+        guard.json(span.attributes),
+        guard.json([[e.name, e.time_ns, e.attributes] for e in events]) if events else None,
+        guard.json([[k.trace_id, k.span_id, k.trace_state, k.attributes] for k in links])
         if links
         else None,
         refs.resource(span.resource),
@@ -134,16 +139,17 @@ def _span_row(span: Span, refs: _Refs) -> tuple[Any, ...]:
 
 
 def _log_row(record: LogRecord, refs: _Refs) -> tuple[Any, ...]:
+    guard = refs.guard
     row = (
         record.trace_id,
         record.span_id,
         record.time_ns,
         record.observed_time_ns,
-        record.event_name,
+        guard.text(record.event_name),
         record.severity_number,
-        record.severity_text,
-        None if record.body is None else codec.encode(record.body),
-        codec.encode(record.attributes),
+        guard.text(record.severity_text),
+        None if record.body is None else guard.json(record.body),
+        guard.json(record.attributes),
         record.flags,
         refs.resource(record.resource),
         refs.scope(record.scope),
@@ -151,25 +157,30 @@ def _log_row(record: LogRecord, refs: _Refs) -> tuple[Any, ...]:
     return (_id_hash(*map(str, row)), *row)
 
 
-def _trace_rows(spans: Sequence[Span], logs: Sequence[LogRecord], now: float) -> list[dict[str, Any]]:
-    """Per-trace facts of one write, for :func:`tracking.touch_traces`, sorted by trace id."""
+def _trace_rows(
+    span_rows: Sequence[tuple[Any, ...]], logs: Sequence[LogRecord], now: float
+) -> list[dict[str, Any]]:
+    """Per-trace facts of one write, for :func:`tracking.touch_traces`, sorted by trace id;
+    read from the span rows (:data:`_SPAN_COLUMNS`), whose text is storable already."""
     rows: dict[str, dict[str, Any]] = {}
-    for span in spans:
-        row = rows.get(span.trace_id)
-        is_root = span.parent_span_id is None
+    for trace_id, _, parent_span_id, name, _, start, end, *_, service_name in (
+        row[:12] for row in span_rows
+    ):
+        row = rows.get(trace_id)
+        is_root = parent_span_id is None
         if row is None:
-            rows[span.trace_id] = {
-                "trace_id": span.trace_id, "service_name": span.resource.service_name,
-                "root_name": span.name if is_root else "", "has_root": is_root, "start_time_ns": span.start_time_ns,
-                "end_time_ns": span.end_time_ns, "now": now,
+            rows[trace_id] = {
+                "trace_id": trace_id, "service_name": service_name,
+                "root_name": name if is_root else "", "has_root": is_root, "start_time_ns": start,
+                "end_time_ns": end, "now": now,
             }  # fmt: skip
             continue
         if is_root and not row["has_root"]:
-            row.update(has_root=True, root_name=span.name, service_name=span.resource.service_name)
-        if span.start_time_ns < row["start_time_ns"]:
-            row["start_time_ns"] = span.start_time_ns
-        if span.end_time_ns > row["end_time_ns"]:
-            row["end_time_ns"] = span.end_time_ns
+            row.update(has_root=True, root_name=name, service_name=service_name)
+        if start < row["start_time_ns"]:
+            row["start_time_ns"] = start
+        if end > row["end_time_ns"]:
+            row["end_time_ns"] = end
     for record in logs:
         if record.trace_id is not None and record.trace_id not in rows:
             rows[record.trace_id] = {
@@ -209,6 +220,8 @@ class SpanStore:
         self._insert_scopes = bulk_insert(
             self.dialect, style, "scopes", ("scope_id", "name", "version", "attributes")
         )
+        self._text_replaced = 0
+        self._counts_lock = threading.Lock()
         database = engine.url.database
         self._journal: Journal = (
             SpoolJournal(Path(f"{database}-ingest"), engine, self.write_transaction)
@@ -259,10 +272,10 @@ class SpanStore:
         """
         if not spans and not logs and not consume:
             return True
-        refs = _Refs()
+        refs = _Refs(TextGuard())
         span_rows = [_span_row(span, refs) for span in spans]
         log_rows = [_log_row(record, refs) for record in logs]
-        trace_rows = _trace_rows(spans, logs, time.time() if received_at is None else received_at)
+        trace_rows = _trace_rows(span_rows, logs, time.time() if received_at is None else received_at)
         try:
             with self.write_transaction() as conn:
                 if consume and not self._journal.consume(conn, consume):
@@ -279,9 +292,19 @@ class SpanStore:
                     tracking.touch_traces(conn, trace_rows)
         except _AlreadyConsumed:
             return False
+        if refs.guard.replaced:
+            with self._counts_lock:
+                self._text_replaced += refs.guard.replaced
         if consume:
             self._journal.release(consume)
         return True
+
+    def take_text_replaced(self) -> int:
+        """Text values that writes since the last call stored with NUL characters or unpaired
+        surrogates replaced (see :mod:`tracescore.store.text`), for the metric."""
+        with self._counts_lock:
+            taken, self._text_replaced = self._text_replaced, 0
+        return taken
 
     # ------------------------------------------------------------------ ingest journal
 
@@ -322,12 +345,17 @@ class SpanStore:
         """Bytes of ``owner``'s journal entries not unpacked yet."""
         return self._journal.backlog(owner)
 
-    def fail_journal_entry(self, seq: int, reason: str) -> None:
-        self._journal.fail(seq, reason)
+    def quarantine_journal_entry(self, seq: int, reason: str) -> None:
+        """Set aside an entry that cannot be stored (see :func:`tracescore.ingest.unpack.unpack`)."""
+        self._journal.quarantine(seq, TextGuard().text(reason))
 
-    def failed_journal_entries(self) -> list[tuple[int, str]]:
-        """Entries kept because they did not decode: (number, reason)."""
-        return self._journal.failed()
+    def quarantined_journal_entries(self) -> list[QuarantinedEntry]:
+        """Entries set aside because they could not be stored, oldest first."""
+        return self._journal.quarantined()
+
+    def requeue_journal_entry(self, seq: int) -> bool:
+        """Put a quarantined entry back in line to be stored again; False if there is none."""
+        return self._journal.requeue(seq)
 
     def tidy_journal(self) -> None:
         """Clean up what a crash left in the journal (unpackers run it as they start)."""

@@ -18,10 +18,10 @@ record is forgotten once its file is gone.
 
 Names in the directory, ``SEQ`` being the receive time in nanoseconds, unique there:
 
-- ``SEQ``: the number's reservation (``O_EXCL``), later a failed entry's reason;
+- ``SEQ``: the number's reservation (``O_EXCL``), later a quarantined entry's reason;
 - ``SEQ.tmp``: a body being written;
 - ``SEQ.SIGNAL.OWNER``: a waiting entry;
-- ``SEQ.SIGNAL.OWNER.failed``: an entry that did not decode, kept for inspection.
+- ``SEQ.SIGNAL.OWNER.failed``: a quarantined entry (it could not be stored), kept for inspection.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from pathlib import Path
 
 from sqlalchemy import Connection, Engine, delete, insert, select, tuple_
 
-from tracescore.store.journal import JournalEntry, settle_by_polling
+from tracescore.store.journal import JournalEntry, QuarantinedEntry, settle_by_polling
 from tracescore.store.tables import ConsumedRow, UnpackerRow
 
 _consumed = ConsumedRow.__table__
@@ -214,19 +214,33 @@ class SpoolJournal:
                 os.unlink(self.directory / f"{entry.seq:020d}")
         return deleted
 
-    def fail(self, seq: int, reason: str) -> None:
+    def quarantine(self, seq: int, reason: str) -> None:
         for entry in self._waiting():
             if entry.seq == seq:
                 (self.directory / f"{seq:020d}").write_text(reason, "utf-8")
                 os.rename(self.directory / entry.name, self.directory / f"{entry.name}.failed")
 
-    def failed(self) -> list[tuple[int, str]]:
+    def quarantined(self) -> list[QuarantinedEntry]:
         found = []
         for name in os.listdir(self.directory):
             if name.endswith(".failed"):
-                seq = name.split(".", 1)[0]
-                found.append((int(seq), (self.directory / seq).read_text("utf-8")))
-        return sorted(found)
+                seq, signal, _ = name.split(".", 2)
+                try:
+                    size = (self.directory / name).stat().st_size
+                    reason = (self.directory / seq).read_text("utf-8")
+                except FileNotFoundError:  # deleted by hand meanwhile
+                    continue
+                found.append(QuarantinedEntry(int(seq), int(seq) / 1e9, signal, size, reason))
+        return sorted(found, key=lambda entry: entry.seq)
+
+    def requeue(self, seq: int) -> bool:
+        prefix = f"{seq:020d}."
+        for name in os.listdir(self.directory):
+            if name.startswith(prefix) and name.endswith(".failed"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.rename(self.directory / name, self.directory / name.removesuffix(".failed"))
+                    return True
+        return False
 
     def tidy(self) -> None:
         """Clean up after crashes (the unpacker runs it as it starts): delete the files of

@@ -1,0 +1,195 @@
+"""Hostile text and poison entries: NUL characters, unpaired surrogates, requests that cannot be
+stored. None of them may stall ingest or lose a trace's scores, on SQLite or PostgreSQL.
+
+Before the fix, one span with a NUL in its name was acknowledged on PostgreSQL, then failed the
+unpacker's COPY for ever, holding back the valid requests grouped with it and, through trace
+readiness, every score after it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import text as sql_text
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Status
+
+from tests.agent_otlp import AgentTrace, agent_trace, export_request
+from tests.server_process import start_server
+from tracescore.ingest.decode import decode_traces
+from tracescore.ingest.unpack import unpack
+from tracescore.spans import Resource, Scope, Span
+from tracescore.store import open_store
+from tracescore.store.scores import ScoreRow, upsert_scores
+from tracescore.store.text import REPLACEMENT, TextGuard
+
+NUL = "\x00"
+
+
+def _poisoned(trace: AgentTrace) -> AgentTrace:
+    """The trace with NUL characters in its root span's name, status message and agent name."""
+    root = trace.spans[-1]
+    root.name = f"invoke_agent bad{NUL}name"
+    root.status.CopyFrom(Status(code=Status.STATUS_CODE_ERROR, message=f"boom{NUL}"))
+    for attribute in root.attributes:
+        if attribute.key == "gen_ai.agent.name":
+            attribute.value.string_value = f"weather{NUL}bot"
+    root.attributes.append(KeyValue(key=f"note{NUL}", value=AnyValue(string_value=f"kept{NUL}as is")))
+    return trace
+
+
+def _scored_trace_ids(base_url: str) -> set[str]:
+    items = httpx.get(f"{base_url}/api/scores", params={"limit": 1000}, timeout=10).json()["items"]
+    return {item["trace_id"] for item in items}
+
+
+def test_nul_characters_never_stall_ingest_and_every_trace_is_scored(db_url: str, tmp_path: Path) -> None:
+    rng = random.Random(17)
+    traces = [agent_trace(rng) for _ in range(12)]
+    poisoned = _poisoned(traces[5])
+    with start_server(tmp_path / "server", db_url=db_url, idle_timeout=0.3) as server:
+        for trace in traces:  # back to back, so the unpacker groups the poisoned one with others
+            response = httpx.post(
+                f"{server.base_url}/v1/traces", content=export_request(trace.spans),
+                headers={"Content-Type": "application/x-protobuf"}, timeout=10,
+            )  # fmt: skip
+            assert response.status_code == 200
+        deadline = time.monotonic() + 60
+        while _scored_trace_ids(server.base_url) != {t.trace_id for t in traces}:
+            assert time.monotonic() < deadline, f"not every trace was scored:\n{server.output()[-3000:]}"
+            time.sleep(0.2)
+        stored = httpx.get(f"{server.base_url}/api/traces/{poisoned.trace_id}", timeout=15).json()
+        root = next(span for span in stored["spans"] if span["parent_span_id"] is None)
+        assert root["name"] == f"invoke_agent bad{REPLACEMENT}name"
+        assert root["status"]["message"] == f"boom{REPLACEMENT}"
+        assert root["attributes"][f"note{NUL}"] == f"kept{NUL}as is"  # JSON text holds NUL as it came
+        scores = httpx.get(
+            f"{server.base_url}/api/scores", params={"agent": f"weather{REPLACEMENT}bot"}, timeout=10
+        ).json()["items"]
+        assert {score["trace_id"] for score in scores} == {poisoned.trace_id}
+        assert all(score["status"] == "ok" for score in scores)
+        assert httpx.get(f"{server.base_url}/api/ingest/quarantine", timeout=10).json() == {"entries": []}
+        exposition = httpx.get(f"{server.base_url}/metrics", timeout=10).text
+        replaced = [
+            line for line in exposition.splitlines() if line.startswith('tracescore_text_replaced_total{where="ingest"}')
+        ]
+        assert replaced and float(replaced[0].split()[-1]) >= 2  # the span name and the status message
+
+
+def _json_request(trace_id: str, span_id: str, *, name: str = "span") -> bytes:
+    span = {
+        "traceId": trace_id, "spanId": span_id, "name": name, "startTimeUnixNano": "1700000000000000000",
+        "endTimeUnixNano": "1700000001000000000", "attributes": [],
+    }  # fmt: skip
+    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode()
+
+
+def _deeply_nested_request(trace_id: str, depth: int) -> bytes:
+    """A request whose one attribute nests ``depth`` arrays deep (written as text: JSON
+    encoders refuse such depths)."""
+    value = '{"stringValue": "bottom"}'
+    for _ in range(depth):
+        value = '{"arrayValue": {"values": [' + value + "]}}"
+    marker = '"attributes": []'
+    body = _json_request(trace_id, "1" * 16).decode()
+    assert marker in body
+    return body.replace(marker, '"attributes": [{"key": "deep", "value": ' + value + "}]").encode()
+
+
+def test_an_entry_that_cannot_be_stored_is_quarantined_alone_and_requeued_on_demand(db_url: str) -> None:
+    """A request whose attributes nest deeper than the store's JSON encoder goes (possible when
+    it is unpacked without ``max_attribute_chars``, as ``tracescore`` commands may) decodes but
+    cannot be stored: the valid requests of its group are stored, it is set aside with the
+    reason, and it no longer holds back reads or readiness."""
+    store = open_store(db_url)
+    try:
+        valid = [store.journal("traces", _json_request(f"{n:032x}", "1" * 16), "c", json=True) for n in (1, 2)]
+        poison = store.journal("traces", _deeply_nested_request("3" * 32, 270), "c", json=True)
+        entries = [valid[0], poison, valid[1]]
+        assert unpack(store, entries) == 1
+        assert store.settle(timeout=1) is True
+        assert all(store.load_trace(f"{n:032x}") is not None for n in (1, 2))
+        assert store.load_trace("3" * 32) is None
+        [quarantined] = store.quarantined_journal_entries()
+        assert quarantined.seq == poison.seq and "Recursion limit reached" in quarantined.reason
+        assert store.journal_entries() == []
+        assert store.requeue_journal_entry(poison.seq) is True
+        assert store.requeue_journal_entry(poison.seq) is False  # waiting again, not quarantined
+        [again] = store.journal_entries()
+        assert again.seq == poison.seq
+        assert unpack(store, [again]) == 1  # still unstorable: back in quarantine
+        assert [entry.seq for entry in store.quarantined_journal_entries()] == [poison.seq]
+    finally:
+        store.close()
+
+
+def test_json_requests_with_unpaired_surrogates_and_out_of_range_enums(db_url: str) -> None:
+    """A lone surrogate (a JavaScript string cut inside an emoji) is valid JSON: it is accepted
+    and stored as U+FFFD. An enum beyond int32 would have been acknowledged and then failed
+    PostgreSQL's integer column: it is refused as invalid, before the acknowledgement."""
+    body = _json_request("4" * 32, "1" * 16, name="cut \\ud83d").replace(b"\\\\ud83d", b"\\ud83d")
+    decoded = decode_traces(body, json=True)
+    store = open_store(db_url)
+    try:
+        assert store.write(decoded.spans)
+        assert store.take_text_replaced() == 1
+        assert store.load_trace("4" * 32).spans[0].name == f"cut {REPLACEMENT}"  # type: ignore[union-attr]
+    finally:
+        store.close()
+    too_big = json.loads(_json_request("5" * 32, "1" * 16))
+    too_big["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["kind"] = 2**40
+    with pytest.raises(ValueError, match="out of its field's range"):
+        decode_traces(json.dumps(too_big).encode(), json=True)
+
+
+_ANY_TEXT = st.text(st.characters(codec=None, categories=None), max_size=12)
+"""Every code point, NUL and lone surrogates included."""
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(_ANY_TEXT, min_size=8, max_size=8))
+def test_any_text_in_any_field_is_stored_on_both_databases(db_url: str, texts: list[str]) -> None:
+    """Property: span, resource, scope, event and score text of any code points is stored, and
+    reads back as written with only NUL (outside JSON) and lone surrogates replaced."""
+    name, message, state, service, scope_name, key, value, agent = texts
+    span = Span(
+        trace_id="6" * 32, span_id="1" * 16, parent_span_id=None, name=name, kind=1,
+        start_time_ns=1, end_time_ns=2, attributes={key: value}, resource=Resource({"service.name": service}),
+        scope=Scope(scope_name, "1", {}), status_code=2, status_message=message, trace_state=state,
+    )  # fmt: skip
+    store = open_store(db_url)
+    try:
+        with store.write_transaction() as conn:
+            conn.execute(ScoreRow.__table__.delete())
+            conn.execute(sql_text("DELETE FROM spans"))
+        assert store.write([span])
+        back = store.load_trace("6" * 32).spans[0]  # type: ignore[union-attr]
+        guard = TextGuard()
+        assert (back.name, back.status_message, back.trace_state) == tuple(map(guard.text, (name, message, state)))
+        assert back.scope.name == guard.text(scope_name)
+        assert back.resource.attributes == {"service.name": _no_surrogates(service)}  # NUL kept inside JSON
+        assert store.trace_summary("6" * 32).service_name == guard.text(service or "unknown_service")  # type: ignore[union-attr]
+        assert back.attributes == {_no_surrogates(key): _no_surrogates(value)}  # NUL kept inside JSON
+        row = {
+            "id": "s" * 32, "trace_id": "6" * 32, "span_id": "1" * 16, "binding": "b", "scorer_id": "x",
+            "scorer_version": "1", "status": "ok", "score": 1.0, "agent": agent + "a" * 250,
+            "reason": agent, "steps": {agent: [agent]},
+        }  # fmt: skip
+        with store.write_transaction() as conn:
+            upsert_scores(conn, [row])
+        with store.engine.connect() as conn:
+            stored = conn.execute(ScoreRow.__table__.select()).one()
+        assert stored.reason == guard.text(agent) and len(stored.agent) <= 200
+    finally:
+        store.close()
+
+
+def _no_surrogates(text: str) -> str:
+    return "".join(REPLACEMENT if 0xD800 <= ord(char) <= 0xDFFF else char for char in text)

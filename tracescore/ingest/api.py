@@ -1,0 +1,36 @@
+"""Ingest administration over HTTP: the journal's quarantined requests.
+
+A request that was acknowledged but cannot be stored (see :func:`tracescore.ingest.unpack.unpack`)
+is set aside rather than retried for ever; this is where an operator finds it, with the reason,
+and puts it back in line once the cause is fixed (a new release, a database setting).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from fastapi import APIRouter, HTTPException
+from fastapi.concurrency import run_in_threadpool
+
+from tracescore.store import SpanStore
+
+
+def ingest_router(store: SpanStore) -> APIRouter:
+    router = APIRouter(prefix="/api/ingest", tags=["ingest"])
+
+    @router.get("/quarantine")
+    async def quarantined() -> dict[str, Any]:
+        """Acknowledged export requests that could not be stored, oldest first."""
+        entries = await run_in_threadpool(store.quarantined_journal_entries)
+        return {"entries": [asdict(entry) for entry in entries]}
+
+    @router.post("/quarantine/{seq}/requeue")
+    async def requeue(seq: int) -> dict[str, Any]:
+        """Put a quarantined request back in line: the unpackers try to store it again (and
+        quarantine it again if it still fails)."""
+        if not await run_in_threadpool(store.requeue_journal_entry, seq):
+            raise HTTPException(404, f"no quarantined journal entry {seq}")
+        return {"requeued": seq}
+
+    return router

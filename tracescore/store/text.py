@@ -1,0 +1,94 @@
+"""Text both databases can store: NUL characters and unpaired surrogates replaced, and counted.
+
+PostgreSQL refuses a NUL character in ``text`` and ``varchar`` columns (and a lone surrogate
+in any text, which is not UTF-8 at all); SQLite stores NUL but its driver cannot encode a lone
+surrogate. Clients send both: NUL from C strings and binary data put into attributes, lone
+surrogates from JavaScript strings cut in the middle of a pair (OTLP/JSON ``"\\ud83d"``).
+Stored as they came, one such value failed the whole write it was in, and a write retried
+forever stalls everything behind it. So every text that reaches a column is passed through a
+:class:`TextGuard` first, on both databases alike: each offending character becomes U+FFFD
+(the Unicode replacement character), and the guard counts the values it changed for the
+``tracescore_text_replaced`` metric. Nothing is dropped.
+
+Values inside JSON text (attribute maps, events, links, log bodies, score steps) keep their NUL
+characters: JSON spells one ``\\u0000``, which both databases store, and attribute values
+round-trip exactly. Only unpaired surrogates, which no UTF-8 JSON can hold, are replaced there.
+
+The checks are on the hot path of every stored span, so the common case costs a C-speed scan:
+``str.isascii`` plus ``in`` for plain text; JSON text is checked by its encoder, which refuses
+an unpaired surrogate.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from tracescore.store import codec
+
+REPLACEMENT = "\ufffd"
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def _clean(value: str) -> str | None:
+    """``value`` with unstorable characters replaced, or None when it has none."""
+    if value.isascii():
+        if "\x00" not in value:
+            return None
+    elif _UNSTORABLE.search(value) is None:
+        return None
+    return _UNSTORABLE.sub(REPLACEMENT, value)
+
+
+class TextGuard:
+    """Makes the text of one write storable, counting the values it had to change.
+
+    Not thread-safe: use one per write.
+    """
+
+    __slots__ = ("replaced",)
+
+    def __init__(self) -> None:
+        self.replaced = 0
+        """How many text values (strings, map keys included) were changed."""
+
+    def text(self, value: str) -> str:
+        cleaned = _clean(value)
+        if cleaned is None:
+            return value
+        self.replaced += 1
+        return cleaned
+
+    def optional(self, value: str | None) -> str | None:
+        return None if value is None else self.text(value)
+
+    def value(self, value: Any) -> Any:
+        """A copy of any JSON-like value (score steps) with every string made storable."""
+        return self._walk(value, self.text)
+
+    def json(self, value: Any) -> str:
+        """The store's typed JSON text (:func:`codec.encode`) of ``value``, with unpaired
+        surrogates replaced (NUL characters are kept: JSON text holds them)."""
+        try:
+            return codec.encode(value)
+        except orjson.JSONEncodeError:  # a lone surrogate (orjson refuses to write one)
+            return codec.encode(self._walk(value, self._without_surrogates))
+
+    def _without_surrogates(self, value: str) -> str:
+        cleaned, count = _SURROGATES.subn(REPLACEMENT, value)
+        self.replaced += count > 0
+        return cleaned
+
+    def _walk(self, value: Any, text: Callable[[str], str]) -> Any:
+        kind = type(value)
+        if kind is str:
+            return text(value)
+        if kind is list:
+            return [self._walk(item, text) for item in value]
+        if kind is dict:
+            return {text(key): self._walk(item, text) for key, item in value.items()}
+        return value
