@@ -217,10 +217,34 @@ def decode_arguments(value: Any, warnings: list[str], what: str) -> Any:
     return load_json(value, warnings, f"{what} arguments")
 
 
+def langchain_tool_message(value: Any) -> dict[str, Any] | None:
+    """The fields of a LangChain ``ToolMessage`` a tool result is wrapped in, else None.
+
+    LangChain tools return a ``ToolMessage``, and instrumentations record that object, not what
+    the tool returned: ``messages_to_dict`` form ``{"type": "tool", "data": {content,
+    tool_call_id, status, …}}`` (OpenInference ``output.value``), ``dumpd`` form ``{"lc": 1,
+    "kwargs": {…}}``, or the flat ``model_dump``. Judges must read the content, not the envelope.
+    """
+    if not isinstance(value, dict):
+        return None
+    if isinstance(value.get("kwargs"), dict) and "lc" in value:
+        value = value["kwargs"]
+    elif value.get("type") == "tool" and isinstance(value.get("data"), dict):
+        value = value["data"]
+    if "content" in value and ("tool_call_id" in value or value.get("type") == "tool"):
+        return value
+    return None
+
+
 def decode_result(value: Any) -> tuple[Any, bool]:
-    """A tool result and whether it is an error: JSON strings decoded, envelopes unwrapped."""
+    """A tool result and whether it is an error: JSON strings decoded, envelopes unwrapped
+    (the AI SDK's ``{type, value}`` outputs, LangChain's ``ToolMessage``, result blocks)."""
     if isinstance(value, (str, bytes)):
         value = load_json(value, [], "tool result")  # plain-text results are not a problem
+    message = langchain_tool_message(value)
+    if message is not None:
+        content, is_error = decode_result(message.get("content"))
+        return content, is_error or message.get("status") == "error"
     if isinstance(value, dict) and set(value) <= {"type", "value"} and "value" in value:
         kind = as_str(value.get("type"))
         if kind in _OUTPUT_ENVELOPES:

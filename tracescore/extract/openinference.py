@@ -33,6 +33,7 @@ from tracescore.extract.genai_messages import (
     decode_result,
     executed_call,
     find_reasoning,
+    langchain_tool_message,
     parse_message,
     parse_messages,
     parse_part,
@@ -270,13 +271,12 @@ def _tool_call(span: Span, info: SpanInfo) -> ToolInvocation:
     ):  # the GenAI mirror writes the schema here (§3): only trust it when it differs
         args = decode_arguments(attributes["gen_ai.tool.call.arguments"], info.warnings,
                                 "gen_ai.tool.call")
-    result, is_error = decode_result(first(attributes, "output.value"))
+    raw = load_json(first(attributes, "output.value"), [], "output.value")
+    result, is_error = decode_result(raw)
     call_id = first_str(attributes, "tool_call.id", "tool.id", "gen_ai.tool.call.id") or ""
-    message = result.get("kwargs", result) if isinstance(result, dict) else None
-    if isinstance(message, dict) and "tool_call_id" in message:
-        call_id = call_id or json_text(message["tool_call_id"])
-        is_error = is_error or message.get("status") == "error"
-        result, _ = decode_result(message.get("content"))
+    message = langchain_tool_message(raw)
+    if message is not None and not call_id:
+        call_id = as_str(message.get("tool_call_id")) or ""
     return executed_call(
         call_id,
         first_str(attributes, "tool.name") or span.name,
