@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from tracescore.judge.config import JudgeConfig
 from tracescore.monitor.config import AlertsConfig, MonitorConfig
@@ -42,7 +42,20 @@ class ServerConfig(_Section):
     max_body_bytes: int = Field(16 * 1024 * 1024, gt=0)
     """Largest accepted request body, after gzip decompression (413 beyond)."""
     max_pending_requests: int = Field(64, gt=0)
-    """Export requests decoded or being written at once; beyond it ingest answers 503."""
+    """Export requests decoded or being written at once; beyond it ingest answers 503. A request
+    takes its slot only once its whole body has arrived, so slow uploads never hold one."""
+    body_timeout: float = Field(60.0, gt=0)
+    """Seconds an OTLP/HTTP request body may take to arrive in full, from the end of its headers;
+    beyond it the request is answered 408 and its connection closed. (A 16 MiB body must then
+    come at ≥ 280 KB/s: exporters send from the same network, not over a modem.)"""
+    min_body_rate: int = Field(16 * 1024, ge=0)
+    """Bytes per second an OTLP/HTTP request body must average, counted from the end of its
+    headers and enforced from the 5th second on (so a lost first packet is no failure); a body
+    that falls behind is answered 408 at once instead of at ``body_timeout``. 0: no rate rule."""
+    max_body_readers: int | None = Field(None, gt=0)
+    """OTLP/HTTP requests whose body is being received (or, once received, processed) at once;
+    beyond it ingest answers 503. Default: 4 × ``max_pending_requests``, so stalled uploads,
+    which the two rules above cut, cannot take the room valid ones need meanwhile."""
     max_journal_bytes: int = Field(256 * 1024 * 1024, gt=0)
     """Acknowledged request bodies waiting to be unpacked into rows (in the ingest journal);
     beyond it ingest answers 503, which bounds how far storage lags behind."""
@@ -52,6 +65,20 @@ class ServerConfig(_Section):
     api_keys: list[str] = Field(default_factory=list)
     """Keys accepted as ``Authorization: Bearer <key>`` (plus ``TRACESCORE_API_KEYS``); with
     none, ingest, the API, ``/metrics`` and the dashboard are open. ``/healthz`` always is."""
+
+    @model_validator(mode="after")
+    def _readers_cover_the_slots(self) -> ServerConfig:
+        if self.max_body_readers is not None and self.max_body_readers < self.max_pending_requests:
+            raise ValueError(
+                "server.max_body_readers must be at least server.max_pending_requests: every "
+                "admitted request was first a body being read"
+            )
+        return self
+
+    @property
+    def body_readers(self) -> int:
+        """``max_body_readers``, or its default of 4 × ``max_pending_requests``."""
+        return self.max_body_readers or 4 * self.max_pending_requests
 
 
 class AssemblyConfig(_Section):

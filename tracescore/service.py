@@ -29,9 +29,9 @@ from fastapi import Depends, FastAPI
 from tracescore.assemble.promoter import promote_interval, promote_periodically
 from tracescore.assemble.states import ReadinessRules
 from tracescore.auth import ApiKeys, with_environment_keys
-from tracescore.config import AssemblyConfig, Config
+from tracescore.config import AssemblyConfig, Config, ServerConfig
 from tracescore.ingest.grpc import start_grpc_server
-from tracescore.ingest.http import otlp_router
+from tracescore.ingest.http import BodyLimits, otlp_router
 from tracescore.ingest.intake import Intake
 from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.tasks import monitoring_task
@@ -59,7 +59,7 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     app.state.store = store
     app.state.intake = intake
     guarded = [Depends(ApiKeys(config.server.api_keys).require)]
-    app.include_router(otlp_router(intake, config.server.max_body_bytes), dependencies=guarded)
+    app.include_router(otlp_router(intake, body_limits(config.server)), dependencies=guarded)
     app.include_router(traces_router(store), dependencies=guarded)
     app.include_router(create_monitor_router(store.engine, config.monitor), dependencies=guarded)
     app.include_router(web_router(config, store))  # its own check: pages redirect to a login
@@ -72,6 +72,15 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
         }
 
     return app
+
+
+def body_limits(server: ServerConfig) -> BodyLimits:
+    """How OTLP/HTTP bodies must arrive; the bytes held while receiving are capped at what the
+    admission slots may hold anyway, so slow clients add no new worst case for memory."""
+    return BodyLimits(
+        max_bytes=server.max_body_bytes, timeout=server.body_timeout, min_rate=server.min_body_rate,
+        readers=server.body_readers, buffered_bytes=server.max_pending_requests * server.max_body_bytes,
+    )  # fmt: skip
 
 
 def _intake(config: Config, store: SpanStore) -> Intake:

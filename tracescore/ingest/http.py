@@ -6,12 +6,24 @@ in the request's encoding, with ``partial_success`` when some records were rejec
 carry a ``google.rpc.Status`` body. Bodies are read as a stream with a running size check, so
 chunked uploads (Node exporters send no Content-Length) work and oversized ones stop early;
 gzip is inflated with an output bound, so a small bomb cannot expand past the limit.
+
+Slow senders. A body is received *before* the request takes one of the intake's admission
+slots, under its own limits (:class:`BodyLimits`): a deadline for the whole body, a minimum
+average rate (enforced after a grace period), and a cap on requests being received at once,
+separate from and larger than the slots, plus a cap on the bytes they hold. A stalled or
+trickling upload is answered 408 and its connection closed; meanwhile it holds a reader and a
+few bytes, never a slot, so valid exports (and OTLP/gRPC, whose server reads messages itself)
+keep being admitted. A client that disconnects mid-body is logged in one line.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import zlib
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 from fastapi import APIRouter, Request, Response
 from google.protobuf import json_format
@@ -26,6 +38,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from tracescore.ingest.decode import DecodeError, Receipt
 from tracescore.ingest.intake import RETRY_AFTER_SECONDS, Busy, Intake, StoreUnavailable
 from tracescore.monitor import metrics
+
+log = logging.getLogger(__name__)
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -69,16 +83,112 @@ def _media_type(request: Request) -> str:
     return request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    """The request body, inflated if gzip, refusing anything beyond ``limit`` bytes."""
+RATE_GRACE_SECONDS = 5.0
+"""The minimum body rate is enforced from this many seconds after the headers on: a first
+segment lost and retransmitted (an initial RTO is 1 s) must not fail a small body."""
+
+
+@dataclass(frozen=True)
+class BodyLimits:
+    """How OTLP/HTTP request bodies must arrive (``server.*`` of the config)."""
+
+    max_bytes: int
+    """Largest body, after gzip decompression (413)."""
+    timeout: float
+    """Seconds the whole body may take (408)."""
+    min_rate: int
+    """Bytes/s the body must average once ``RATE_GRACE_SECONDS`` have passed (408); 0: off."""
+    readers: int
+    """Requests receiving (or processing) a body at once (503 beyond)."""
+    buffered_bytes: int
+    """Body bytes those requests may hold together (503 beyond): the memory bound of the
+    slots, ``max_pending_requests × max_body_bytes``, kept however many are slow."""
+
+
+class _Gone(Exception):
+    """The client disconnected before its body was complete."""
+
+
+class _Readers:
+    """Count of requests receiving a body and the bytes they hold, against :class:`BodyLimits`.
+
+    Touched only on the event loop thread, like the intake's slots, so no lock is needed."""
+
+    def __init__(self, limits: BodyLimits) -> None:
+        self.limits = limits
+        self.count = 0
+        self.buffered = 0
+
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[_Reading]:
+        if self.count >= self.limits.readers:
+            raise Busy(f"{self.count} request bodies already being received")
+        self.count += 1
+        reading = _Reading(self)
+        try:
+            yield reading
+        finally:
+            self.count -= 1
+            self.buffered -= reading.held
+
+    def hold(self, reading: _Reading, size: int) -> None:
+        if self.buffered + size > self.limits.buffered_bytes:
+            raise Busy(f"{self.buffered // 2**20} MiB of request bodies already being received")
+        self.buffered += size
+        reading.held += size
+
+
+class _Reading:
+    """One request's share of :class:`_Readers`."""
+
+    def __init__(self, readers: _Readers) -> None:
+        self.readers = readers
+        self.held = 0
+
+
+async def _receive_body(request: Request, reading: _Reading) -> bytes:
+    """The raw request body, received within the deadline and at the minimum rate.
+
+    Each wait for the next chunk ends at the earlier of the deadline and the moment the bytes
+    so far stop meeting the minimum average rate, so a stalled upload is cut after at most the
+    grace period, and a steady but slow one as soon as it falls behind."""
+    limits = reading.readers.limits
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    deadline = started + limits.timeout
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limits.max_bytes:
+        raise _HttpError(413, _RESOURCE_EXHAUSTED, f"request body exceeds {limits.max_bytes} bytes")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
+    more = True
+    while more:
+        due = deadline
+        if limits.min_rate:
+            due = min(deadline, started + max(RATE_GRACE_SECONDS, size / limits.min_rate))
+        try:
+            async with asyncio.timeout_at(due):
+                message = await request.receive()
+        except TimeoutError:
+            raise _HttpError(
+                408, _UNAVAILABLE, f"request body not received in time ({size} bytes in "
+                f"{loop.time() - started:.1f} s; at least {limits.min_rate} bytes/s and all of "
+                f"it within {limits.timeout:g} s are needed)",
+            ) from None  # fmt: skip
+        if message["type"] == "http.disconnect":
+            raise _Gone(f"{size} of {declared or 'unknown'} body bytes")
+        chunk = message.get("body", b"")
         size += len(chunk)
-        if size > limit:
-            raise _HttpError(413, _RESOURCE_EXHAUSTED, f"request body exceeds {limit} bytes")
+        if size > limits.max_bytes:
+            raise _HttpError(413, _RESOURCE_EXHAUSTED, f"request body exceeds {limits.max_bytes} bytes")
+        reading.readers.hold(reading, len(chunk))
         chunks.append(chunk)
-    body = b"".join(chunks)
+        more = message.get("more_body", False)
+    return b"".join(chunks)
+
+
+def _inflate(request: Request, body: bytes, limit: int) -> bytes:
+    """``body`` inflated if the request says gzip, refusing anything beyond ``limit`` bytes."""
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
     if encoding in ("", "identity"):
         return body
@@ -96,8 +206,9 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return inflated
 
 
-def otlp_router(intake: Intake, max_body_bytes: int) -> APIRouter:
+def otlp_router(intake: Intake, limits: BodyLimits) -> APIRouter:
     router = APIRouter()
+    readers = _Readers(limits)
 
     def endpoint(
         handle: Callable[..., Awaitable[Receipt]], respond: Callable[[Receipt], Message]
@@ -116,14 +227,23 @@ def otlp_router(intake: Intake, max_body_bytes: int) -> APIRouter:
                     json=True,
                 )  # fmt: skip
             try:
-                with intake.admitted():
-                    body = await _read_body(request, max_body_bytes)
-                    receipt = await handle(body, json=json)
+                intake.check_room()  # refuse an overload before receiving the body
+                async with readers.reading() as reading:
+                    body = await _receive_body(request, reading)
+                    with intake.admitted():
+                        receipt = await handle(_inflate(request, body, limits.max_bytes), json=json)
             except Busy as exc:
                 metrics.export_request("http", signal, "busy")
                 return _status_response(503, _UNAVAILABLE, str(exc), json=json, retry=True)
+            except _Gone as exc:
+                metrics.export_request("http", signal, "disconnected")
+                log.info("OTLP/HTTP client %s went away mid-request (%s)", _peer(request), exc)
+                return Response(status_code=499)  # nobody is listening; uvicorn drops it
             except _HttpError as exc:
-                metrics.export_request("http", signal, "too_large" if exc.status == 413 else "invalid")
+                metrics.export_request("http", signal, _OUTCOMES.get(exc.status, "invalid"))
+                if exc.status == 408:
+                    # The rest of the body may still come: close rather than read it as a request.
+                    return _status_response(408, exc.code, exc.message, json=json, close=True)
                 return _status_response(exc.status, exc.code, exc.message, json=json)
             except DecodeError as exc:
                 metrics.export_request("http", signal, "invalid")
@@ -145,9 +265,18 @@ def otlp_router(intake: Intake, max_body_bytes: int) -> APIRouter:
     return router
 
 
+_OUTCOMES = {413: "too_large", 408: "timeout"}
+
+
+def _peer(request: Request) -> str:
+    return f"{request.client.host}:{request.client.port}" if request.client else "(unknown)"
+
+
 def _status_response(
-    status: int, code: int, message: str, *, json: bool, retry: bool = False
+    status: int, code: int, message: str, *, json: bool, retry: bool = False, close: bool = False
 ) -> Response:
-    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if retry else None
+    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if retry else {}
+    if close:
+        headers["Connection"] = "close"
     body = _encode(status_pb2.Status(code=code, message=message), json)
     return Response(body, status_code=status, media_type=JSON if json else PROTOBUF, headers=headers)

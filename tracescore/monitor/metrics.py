@@ -55,7 +55,8 @@ spans_rejected = Counter(
 )  # fmt: skip
 export_requests = Counter(
     "tracescore_export_requests",
-    "OTLP export requests by outcome: ok, invalid, too_large, busy, unavailable.",
+    "OTLP export requests by outcome: ok, invalid, too_large, busy, unavailable, timeout (body "
+    "not received in time: 408), disconnected (the client left mid-body).",
     ["transport", "signal", "outcome"],
     registry=REGISTRY,
 )
