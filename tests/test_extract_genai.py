@@ -240,9 +240,13 @@ def test_tool_error_and_result_from_next_call_without_tool_span() -> None:
     assert run.usage.input_tokens == 30  # leaves only, not the agent's 999
     (tool_run,) = only(runs, "tool")
     assert tool_run.status == "error" and tool_run.error == "lookup timed out"
-    # The second chat run's own turn starts at "Go"; the tool result is not a user turn.
+    # The second chat run's turn starts at "Go"; the tool result is not a user turn: the step
+    # before this call opens its trajectory, the result joined to its call.
     second = only(runs, "llm")[1]
-    assert user_text(second)[0] == "Go" and len(second.input.input_messages) == 3
+    assert user_text(second) == ["Go"]
+    assert [(c.tool_name, c.state, c.result) for c in tool_calls(second)] == [
+        ("lookup", "call", None), ("fetch", "result", {"ok": True})]
+    assert final_answer(second) == "Done"
 
 
 def test_history_goes_to_remembered_messages() -> None:

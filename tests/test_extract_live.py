@@ -7,7 +7,13 @@ extraction as it was before the fix it guards.
 
 from __future__ import annotations
 
+import json
+
+from typer.testing import CliRunner
+
+from tests.conftest import CAPTURES
 from tests.extract_support import (
+    WEATHER_ANSWER,
     WEATHER_RESULT,
     WEATHER_SYSTEM,
     WEATHER_USER,
@@ -18,6 +24,9 @@ from tests.extract_support import (
     tool_calls,
     user_text,
 )
+from tracescore.cli import app
+from tracescore.extract import AgentRun
+from tracescore.extract.model import Message
 
 LONDON_RESULT = {"city": "London", "forecast": "rainy", "temperature_c": 14}
 
@@ -46,3 +55,73 @@ def test_langchain_tool_results_are_what_the_tool_returned_not_the_tool_message(
     assert [t.output[0].content.tool_invocations[0].tool_call_id for t in tools] == [
         "call_010", "call_020", "call_030"]
     assert final_answer(agent).startswith("I could not find Atlantis.")
+
+
+def test_openai_agents_workflow_wrapper_is_no_primary_run() -> None:
+    """``Agent workflow`` (AGENT, no model) only runs the real agent: it stays in the tree but
+    is not scored as a second agent whose only "tool call" is the agent itself."""
+    runs = capture_runs("openinference-openai-agents", "tool_call")
+    wrapper, agent = only(runs, "agent")
+    assert (wrapper.agent_name, wrapper.primary) == ("Agent workflow", False)
+    assert [r.agent_name for r in runs if r.primary] == ["WeatherBot"]
+    (call,) = tool_calls(agent)
+    assert (call.tool_name, call.args, call.result) == ("get_weather", {"city": "Paris"},
+                                                        WEATHER_RESULT)
+    handoff = capture_runs("openinference-openai-agents", "handoff_parallel_tools")
+    assert [(r.agent_name, r.primary) for r in only(handoff, "agent")] == [
+        ("Agent workflow", False), ("Triage", True), ("WeatherBot", True)]
+
+
+def test_ci_gate_on_the_expected_tool_passes_for_openai_agents() -> None:
+    """The gate of the issue: every call was right, so tool-call accuracy is 1, not 0.33."""
+    result = CliRunner().invoke(app, [
+        "score", str(CAPTURES / "openinference-openai-agents" / "tool_call"), "--format", "json",
+        "--scorer", "tool-call-accuracy-code:expected_tool=get_weather"])
+    assert result.exit_code == 0, result.output
+    (summary,) = json.loads(result.stdout)
+    assert (summary["n"], summary["mean"]) == (1, 1.0)
+
+
+def _second_call(library: str) -> AgentRun:
+    first, second = [r for r in capture_runs(library, "tool_call") if r.kind == "llm"]
+    assert first.primary and second.primary  # no agent span: each call stands for the agent
+    return second
+
+
+def test_raw_client_second_call_reads_like_the_agent_turn() -> None:
+    """Without an agent span the second call was sent [user, assistant(call), tool(result)]:
+    its input is the user's turn only, and the tool step opens its trajectory, joined."""
+    for library in ("openinference-openai", "otel-genai-openai-v2-latest",
+                    "otel-genai-openai-v2-legacy"):
+        second = _second_call(library)
+        assert user_text(second) == [WEATHER_USER], library
+        assert second.input.remembered_messages == [], library
+        assert system_text(second) == [WEATHER_SYSTEM], library
+        (call,) = tool_calls(second)
+        assert (call.tool_name, call.args, call.state, call.result) == (
+            "get_weather", {"city": "Paris"}, "result", WEATHER_RESULT), library
+        assert [p.type for p in second.output[0].content.parts] == ["tool-invocation", "text"]
+        assert final_answer(second).startswith(WEATHER_ANSWER), library
+
+
+def _shape(messages: list[Message]) -> list[tuple]:
+    return [(m.role, m.content.content, m.content.tool_invocations) for m in messages]
+
+
+def test_history_keeps_tool_results_on_their_calls() -> None:
+    """A second turn's history (Pydantic AI sends results with role ``user``) is joined the way
+    Mastra keeps memory: no result-only message that reads as something the user said."""
+    for library in ("pydantic-ai", "vercel-ai-sdk-v6"):
+        runs = capture_runs(library, "stream_history")
+        (agent,) = only(runs, "agent")
+        assert user_text(agent) == ["Is it warmer than yesterday?"], library
+        history = agent.input.remembered_messages
+        assert history[0].content.content == WEATHER_USER
+        assert [m.role for m in history[1:]] == ["assistant"] * (len(history) - 1), library
+        for run in only(runs, "llm"):
+            assert _shape(run.input.remembered_messages) == _shape(history), library
+    pydantic_history = only(capture_runs("pydantic-ai", "stream_history"), "agent")[0]
+    (earlier,) = [c for m in pydantic_history.input.remembered_messages
+                  for c in m.content.tool_invocations or []]
+    assert (earlier.tool_name, earlier.state, earlier.result) == ("get_weather", "result",
+                                                                  WEATHER_RESULT)

@@ -321,7 +321,10 @@ def test_openai_agents_handoff() -> None:
     assert (call.tool_name, call.state, call.result) == ("transfer_to_weatherbot", "result",
                                                         "WeatherBot")
     assert user_text(second) == [WEATHER_USER]
-    assert [m.role for m in second.input.remembered_messages] == ["assistant", "tool"]
+    (handoff,) = second.input.remembered_messages  # the handoff, its result on its call
+    (call,) = handoff.content.tool_invocations or []
+    assert (call.tool_name, call.state, call.result) == (
+        "transfer_to_weatherbot", "result", {"assistant": "WeatherBot"})
     assert system_text(second) == [WEATHER_SYSTEM] and final_answer(second) == "Sunny."
     # The workflow agent only delegates: its trajectory is its agents, its answer the last one's.
     assert user_text(top) == [WEATHER_USER]

@@ -80,8 +80,11 @@ def test_legacy_tool_definitions_and_tool_messages() -> None:
     first, second = only(runs, "llm")
     (tool_def,) = first.tools
     assert tool_def.name == "get_weather" and tool_def.parameters["required"] == ["city"]
-    # The second call was sent the assistant's call and the tool's answer, joined by id.
-    assert [m.role for m in second.input.input_messages] == ["user", "assistant", "tool"]
+    # The second call was sent the assistant's call and the tool's answer: joined by id, they
+    # open its trajectory; its input is the user's turn only.
+    assert [m.role for m in second.input.input_messages] == ["user"]
+    (call,) = tool_calls(second)
+    assert (call.tool_name, call.state) == ("get_weather", "result")
     assert orjson.loads(second.context[0].content) == WEATHER_RESULT
 
 

@@ -80,7 +80,9 @@ def test_second_llm_call_sees_the_tool_result() -> None:
     first, second = only(runs, "llm")
     assert tool_calls(first)[0].state == "call"
     assert final_answer(second).startswith(WEATHER_ANSWER)
-    assert user_text(second) == [WEATHER_USER, "", ""]  # user, assistant call, tool result
+    assert user_text(second) == [WEATHER_USER]  # the call and its result are no user turn:
+    (call,) = tool_calls(second)  # they open the trajectory, joined
+    assert (call.tool_name, call.state, call.result) == ("get_weather", "result", WEATHER_RESULT)
     assert orjson.loads(second.context[0].content) == WEATHER_RESULT
     assert (second.usage.input_tokens, second.usage.output_tokens) == (209, 33)
 

@@ -193,23 +193,69 @@ def _split_turn(conversation: list[Message]) -> tuple[list[Message], list[Messag
     return conversation[:start], conversation[start:]
 
 
-def _run_input(
-    system: list[str], conversation: list[Message], *, user_turn_only: bool = False
-) -> RunInput:
-    """System prompt, the current turn, and the history before it.
+def _user_block(turn: list[Message]) -> int:
+    """How many messages the user typed at the start of a turn (before its tool steps)."""
+    return next((i for i, m in enumerate(turn) if not _is_user_turn(m)), len(turn))
 
-    An LLM call's input is its whole current turn (the user's messages, then the tool calls and
-    results of this turn it answers). An agent's input is the user's messages only; whatever
-    followed them when the agent started (a handoff from another agent) is history to it.
+
+def _run_input(system: list[str], conversation: list[Message]) -> tuple[RunInput, list[Message]]:
+    """The run input (system prompt, the user's messages of the current turn, the history
+    before them) and the current turn's steps after the user's messages.
+
+    Those steps (tool calls and the results sent back) are the run's own work, not something the
+    user said: an LLM call puts them at the head of its trajectory, an agent (whose input was a
+    handoff's history) in its history. History is joined (a tool result on its call) the way
+    Mastra keeps memory, so no scorer reads a result apart from the call it answers.
     """
-    remembered, current = _split_turn(conversation)
-    if user_turn_only:
-        block = next((i for i, m in enumerate(current) if not _is_user_turn(m)), len(current))
-        current, remembered = current[:block], remembered + current[block:]
-    return RunInput(
-        input_messages=current,
-        remembered_messages=remembered,
+    history, current = _split_turn(conversation)
+    block = _user_block(current)
+    run_input = RunInput(
+        input_messages=current[:block],
+        remembered_messages=_joined(history),
         system_messages=[SystemMessage(content=text) for text in system],
+    )
+    return run_input, current[block:]
+
+
+def _joined(messages: list[Message]) -> list[Message]:
+    """Messages with every tool result moved onto the assistant's call it answers.
+
+    A message that only carried results (role ``tool``, or ``user`` in Pydantic AI format 5)
+    disappears once all of them found their call; results that answer no call stay where they
+    were.
+    """
+    if not any(_only_results(m) for m in messages):
+        return messages
+    trajectory = _Trajectory()
+    spans: list[tuple[Message, int, int] | Message] = []
+    for message in messages:
+        if message.role == "assistant":
+            start = len(trajectory.parts)
+            trajectory.add_parts(message.content.parts)
+            spans.append((message, start, len(trajectory.parts)))
+        elif _only_results(message):
+            left = [part for part in message.content.parts if not trajectory.join_result(part)]
+            if left:
+                spans.append(build_message(message.id, message.role, left, message.created_at,
+                                           message.content.metadata))
+        else:
+            spans.append(message)
+    joined: list[Message] = []
+    for item in spans:
+        if isinstance(item, Message):
+            joined.append(item)
+        else:
+            message, start, end = item
+            joined.append(build_message(message.id, message.role, trajectory.parts[start:end],
+                                        message.created_at, message.content.metadata))
+    return joined
+
+
+def _only_results(message: Message) -> bool:
+    """A message that carries tool results and nothing else."""
+    parts = message.content.parts
+    return message.role in ("tool", "user") and bool(parts) and all(
+        p.tool_invocation is not None and p.tool_invocation.state in _RESOLVED for p in parts
     )
 
 
@@ -345,16 +391,23 @@ class _Trajectory:
         if call.args in (None, {}, "") and result.args not in (None, {}, ""):
             call.args = result.args
 
+    def join_result(self, part: MessagePart) -> bool:
+        """A result part sent back to the LLM onto the pending call it answers; False when it
+        is no result or answers no pending call."""
+        result = part.tool_invocation
+        if result is None or result.state not in _RESOLVED:
+            return False
+        call = self._match(result)
+        if call is None or call.state in _RESOLVED:
+            return False
+        self.add_result(result)
+        return True
+
     def resolve_from_messages(self, messages: Iterable[Message]) -> None:
         """Results the LLM was sent back (when no tool span ran the tool), for pending calls."""
         for message in messages:
             for part in message.content.parts:
-                result = part.tool_invocation
-                if result is None or result.state not in _RESOLVED:
-                    continue
-                call = self._match(result)
-                if call is not None and call.state not in _RESOLVED:
-                    self.add_result(result)
+                self.join_result(part)
 
     def has_text(self) -> bool:
         return any(part.type == "text" and part.text for part in self.parts)
@@ -408,7 +461,6 @@ def _agent_run(trace: Trace, node: _Node, built: dict[str, AgentRun]) -> AgentRu
     if node.span.span_id in built:
         return built[node.span.span_id]
     run = _base_run(trace, node, "agent")
-    run.primary = True
     run.agent_name = node.info.agent_name or node.info.name
     info = node.info
     members, nested = _scope(node)
@@ -416,14 +468,20 @@ def _agent_run(trace: Trace, node: _Node, built: dict[str, AgentRun]) -> AgentRu
     tools = [m for m in members if m.kind == "tool" and not _under_tool(m, node)]
 
     sub_runs = [_agent_run(trace, agent, built) for agent in nested]
+    # A wrapper that only runs agents (openai-agents' ``Agent workflow``, a workflow of agents)
+    # stays in the tree, but it is not an agent of its own: scoring it would score its agents'
+    # work twice, and judge its "tool calls" (the agents) against the real tools.
+    run.primary = bool(steps or tools or not sub_runs)
 
     first_input = next((s.info for s in steps if s.info.input_messages), None)
     system = info.system or next((s.info.system for s in steps if s.info.system), [])
-    run.input = _run_input(
-        system,
-        first_input.input_messages if first_input else info.input_messages,
-        user_turn_only=True,
+    run.input, handed_over = _run_input(
+        system, first_input.input_messages if first_input else info.input_messages
     )
+    if handed_over:  # what followed the user's messages when this agent started (a handoff)
+        run.input.remembered_messages = _joined(
+            [*run.input.remembered_messages, *handed_over]
+        )
     if not steps and sub_runs and not run.input.input_messages:
         # A workflow-like agent that only delegates: its question is its first agent's.
         run.input = sub_runs[0].input.model_copy()
@@ -512,8 +570,15 @@ def _llm_run(trace: Trace, node: _Node) -> AgentRun:
     run = _base_run(trace, node, "llm")
     info = node.info
     run.primary = not any(a.kind in ("agent", "llm") for a in node.ancestors())
-    run.input = _run_input(info.system, info.input_messages)
+    run.input, earlier_steps = _run_input(info.system, info.input_messages)
     trajectory = _Trajectory()
+    # The turn so far, then this call: a raw client's last call then reads like the agent run
+    # it stands for (question in, tool steps with their results and the answer out).
+    for message in earlier_steps:
+        if message.role == "assistant":
+            trajectory.add_parts(message.content.parts)
+        else:
+            trajectory.resolve_from_messages([message])
     for message in info.output_messages:
         trajectory.add_parts(message.content.parts)
     run.output = _output(node, trajectory, _final_text(info.output_messages))

@@ -140,8 +140,9 @@ class AgentRun(_Model):
     trace_id: str
     span_id: str
     kind: RunKind = "agent"
-    # True for the runs that stand for "the agent" of a trace: every agent run, and LLM runs
-    # with no agent or LLM span above them (raw client instrumentations have no agent span).
+    # True for the runs that stand for "the agent" of a trace: every agent run except a wrapper
+    # that only runs other agents (no LLM call or tool of its own), and LLM runs with no agent
+    # or LLM span above them (raw client instrumentations have no agent span).
     primary: bool = False
     convention: str = "unknown"
     agent_name: str | None = None
