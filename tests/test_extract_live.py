@@ -125,3 +125,31 @@ def test_history_keeps_tool_results_on_their_calls() -> None:
                   for c in m.content.tool_invocations or []]
     assert (earlier.tool_name, earlier.state, earlier.result) == ("get_weather", "result",
                                                                   WEATHER_RESULT)
+
+
+def test_mastra_legacy_two_step_loop_is_two_llm_calls_in_order() -> None:
+    """Mastra 0.x ``telemetry``: ``mastra.stream`` records one step only. Each traced loop step
+    (``….step.llm-execution``) is the LLM call, with its own usage and the system prompt its
+    request body held; the agent's usage is their sum, as ``agent.stream.result.usage`` says."""
+    runs = capture_runs("mastra-legacy-telemetry", "tool_call_stream")
+    (agent,) = only(runs, "agent")
+    assert agent.primary and agent.agent_name == "WeatherBot" and agent.model == "gpt-4o-mini"
+    result_usage = json.loads(agent.attributes["agent.stream.result"])["usage"]
+    assert (result_usage["inputTokens"], result_usage["outputTokens"]) == (258, 46)
+    assert (agent.usage.input_tokens, agent.usage.output_tokens) == (258, 46)
+    assert system_text(agent) == [WEATHER_SYSTEM] and user_text(agent) == [WEATHER_USER]
+    assert [p.type for p in agent.output[0].content.parts] == ["tool-invocation", "text"]
+    (call,) = tool_calls(agent)
+    assert (call.tool_name, call.args, call.result) == ("get_weather", {"city": "Paris"},
+                                                        WEATHER_RESULT)
+    assert final_answer(agent).startswith(WEATHER_ANSWER)
+    first, second = only(runs, "llm")
+    assert [(r.usage.input_tokens, r.usage.output_tokens) for r in (first, second)] == [
+        (116, 23), (142, 23)]
+    assert system_text(first) == system_text(second) == [WEATHER_SYSTEM]
+    assert [t.name for t in first.tools] == ["get_weather"]
+    assert [(c.tool_name, c.state) for c in tool_calls(first)] == [("get_weather", "call")]
+    # The second step was sent the call (cut to "[MaxDepth]" by Mastra) and its result.
+    assert [(c.tool_name, c.args, c.state) for c in tool_calls(second)] == [
+        ("get_weather", {"city": "Paris"}, "result")]
+    assert final_answer(second).startswith(WEATHER_ANSWER)

@@ -47,7 +47,13 @@ from tracescore.extract.genai_messages import (
     text_part,
     tool_call_part,
 )
-from tracescore.extract.model import Message, MessagePart, SpanInfo, ToolInvocation
+from tracescore.extract.model import (
+    Message,
+    MessagePart,
+    SpanInfo,
+    TokenUsage,
+    ToolInvocation,
+)
 from tracescore.spans import LogRecord, Span
 
 NAME = "mastra"
@@ -67,6 +73,7 @@ _LEGACY_AGENT_METHODS = frozenset(
 _LEGACY_LOOPS = frozenset({"mastra.stream", "mastra.generate"})
 _LEGACY_TOOL = ".toolCall"
 _LEGACY_PROVIDER_CALL = ".aisdk.doStream"
+_LEGACY_STEP = ".step.llm-execution"
 
 
 def detect(span: Span) -> bool:
@@ -148,8 +155,8 @@ def _instructions(value: Any, warnings: list[str]) -> list[str]:
 def _messages(span: Span, key: str, default_role: str, warnings: list[str]) -> list[Message]:
     """A raw input (a string, a message list, or ``{messages}``) as messages.
 
-    Tool messages Mastra elided to ``"[tool: name]"`` stay text, with a warning, so that the
-    marker is never taken for the tool's real result.
+    Tool messages Mastra elided to ``"[tool: name]"`` are dropped, with a warning: the marker is
+    neither the tool's real result nor text the model wrote (the tool spans hold the calls).
     """
     value = span.attributes.get(key)
     if value is None:
@@ -169,10 +176,10 @@ def _messages(span: Span, key: str, default_role: str, warnings: list[str]) -> l
                 item = {"role": item.get("role"), "parts": content["parts"]}
             elif isinstance(content, str) and content.startswith(_ELIDED_PREFIXES):
                 elided += 1
-                item = {"role": item.get("role"), "parts": [{"type": "text", "content": content}]}
+                continue
         normalised.append(item)
     if elided:
-        warnings.append(f"{key}: {elided} tool message(s) elided by Mastra; kept as text")
+        warnings.append(f"{key}: {elided} tool message(s) elided by Mastra; dropped")
     return parse_messages(
         normalised, f"{span.span_id}-in", warnings, key,
         default_role=default_role, created_at=timestamp(span.start_time_ns),
@@ -204,8 +211,19 @@ def _step_output(span: Span, key: str, warnings: list[str]) -> list[Message]:
     value = load_json(value, warnings, key)
     if not isinstance(value, Mapping):
         return _answer(span, key, warnings)
+    return _output_message(span, value, warnings, key)
+
+
+def _output_message(
+    span: Span, value: Mapping[str, Any], warnings: list[str], key: str
+) -> list[Message]:
+    """An output object ``{text, toolCalls, reasoning}`` as one assistant message, when any."""
+    reasoning = value.get("reasoning")
+    if isinstance(reasoning, str):  # 0.x steps: the text itself (also ``reasoningText``)
+        reasoning = [reasoning]
     parts: list[MessagePart] = [
-        reasoning_part(text) for text in _reasoning_texts(value.get("reasoning"))
+        reasoning_part(text)
+        for text in _reasoning_texts(reasoning or [value.get("reasoningText")])
     ]
     parts.extend(_tool_call_parts(value.get("toolCalls"), warnings, key))
     if isinstance(value.get("text"), str) and value["text"]:
@@ -282,7 +300,61 @@ def _read_legacy(span: Span) -> SpanInfo:
     elif operation.endswith(_LEGACY_TOOL):
         info.kind = "tool"
         info.tool_call = _legacy_tool_call(span, info)
+    elif operation.endswith(_LEGACY_STEP):
+        _read_legacy_step(span, info)
     return info
+
+
+def _read_legacy_step(span: Span, info: SpanInfo) -> None:
+    """One step of the agentic loop (``….step.llm-execution``), from its ``.result``.
+
+    ``mastra.stream`` records only one step (its usage and reply are the last step's), but
+    each step's result holds what that model call did: the request body sent (system prompt
+    included), ``output.text``/``toolCalls`` and ``output.usage``. Mastra cuts deep values to
+    ``"[MaxDepth]"``; the assistant's earlier tool calls are rebuilt from the results that
+    answer them (names are filled in by :func:`refine` from earlier steps).
+    """
+    key = f"{span.name}.result"
+    result = load_json(span.attributes.get(key), info.warnings, key)
+    output = result.get("output") if isinstance(result, Mapping) else None
+    if not isinstance(output, Mapping):
+        return
+    info.kind = "llm"
+    metadata = result.get("metadata") if isinstance(result.get("metadata"), Mapping) else {}
+    model = metadata.get("modelMetadata")
+    info.model = as_str(metadata.get("modelId"))
+    info.provider = _provider(as_str(model.get("modelProvider"))) if isinstance(model, Mapping) \
+        else None
+    request = metadata.get("request")
+    body = request.get("body") if isinstance(request, Mapping) else None
+    sent = body.get("messages") if isinstance(body, Mapping) else None
+    if isinstance(sent, list):
+        info.system, info.input_messages = split_system(parse_messages(
+            _with_elided_calls(sent), f"{span.span_id}-in", info.warnings, key,
+            created_at=timestamp(span.start_time_ns),
+        ))
+    info.output_messages = _output_message(span, output, info.warnings, key)
+    if isinstance(output.get("usage"), Mapping):
+        info.usage = _ai_sdk_usage(output["usage"])
+
+
+def _with_elided_calls(messages: list[Any]) -> list[Any]:
+    """OpenAI messages whose cut ``tool_calls`` (``["[MaxDepth]"]``) are rebuilt as calls with
+    the ids of the tool messages that follow (name and arguments unknown here)."""
+    rebuilt: list[Any] = []
+    for index, message in enumerate(messages):
+        calls = message.get("tool_calls") if isinstance(message, Mapping) else None
+        if isinstance(calls, list) and calls and not all(isinstance(c, Mapping) for c in calls):
+            ids = []
+            for later in messages[index + 1:]:
+                if not isinstance(later, Mapping) or later.get("role") != "tool":
+                    break
+                ids.append(later.get("tool_call_id"))
+            message = {**message, "tool_calls": [
+                {"id": i, "function": {"name": "", "arguments": None}} for i in ids if i
+            ]}
+        rebuilt.append(message)
+    return rebuilt
 
 
 def _read_legacy_model_call(span: Span, info: SpanInfo) -> None:
@@ -312,13 +384,18 @@ def _read_legacy_model_call(span: Span, info: SpanInfo) -> None:
         info.output_messages = [
             build_message(f"{span.span_id}-out-0", "assistant", parts, timestamp(span.end_time_ns))
         ]
-    info.usage = usage_from(
-        attributes,
-        input_tokens=("stream.usage.inputTokens", "stream.usage.promptTokens"),
-        output_tokens=("stream.usage.outputTokens", "stream.usage.completionTokens"),
-        total_tokens=("stream.usage.totalTokens",),
-        reasoning_tokens=("stream.usage.reasoningTokens",),
-        cached_input_tokens=("stream.usage.cachedInputTokens",),
+    info.usage = _ai_sdk_usage(attributes, "stream.usage.")
+
+
+def _ai_sdk_usage(values: Mapping[str, Any], prefix: str = "") -> TokenUsage | None:
+    """AI SDK usage keys (v5 ``inputTokens``, v4 ``promptTokens``…) under ``prefix``."""
+    return usage_from(
+        values,
+        input_tokens=(f"{prefix}inputTokens", f"{prefix}promptTokens"),
+        output_tokens=(f"{prefix}outputTokens", f"{prefix}completionTokens"),
+        total_tokens=(f"{prefix}totalTokens",),
+        reasoning_tokens=(f"{prefix}reasoningTokens",),
+        cached_input_tokens=(f"{prefix}cachedInputTokens",),
     )
 
 
@@ -352,7 +429,8 @@ def refine(read: list[tuple[Span, SpanInfo]]) -> None:
       chunks streamed that text. A generation with no ``chat`` span below (versions before
       ``model_inference``) is itself the LLM call.
     * 0.x: an agent method that delegates to another (``generate`` → ``generateVNext``) is one
-      run, not two; the tools offered (on ``…aisdk.doStream``) go to the model call.
+      run, not two; the tools offered (on ``…aisdk.doStream``) go to the model call; when the
+      loop's steps were traced (``….step.llm-execution``) they are the LLM calls, not the loop.
     """
     types = {span.span_id: _span_type(span) for span, _ in read}
     infos = {info.span_id: info for _, info in read}
@@ -367,12 +445,52 @@ def refine(read: list[tuple[Span, SpanInfo]]) -> None:
             _merge_delegated_agent(info, infos)
         elif info.kind == "other" and info.tools and types[info.span_id] is None:
             _give_tools_to_model_call(info, infos, children)
+    _refine_legacy_steps(read, infos)
     for info in infos.values():
         if types[info.span_id] in _GENERATION_TYPES:
             if any(d.kind == "llm" for d in _descendants(info, children)):
                 _place_reasoning(info, children)
             else:
                 info.kind = "llm"
+
+
+def _legacy_operation(span: Span) -> str:
+    return first_str(span.attributes, "mastra.operationId") or span.name
+
+
+def _refine_legacy_steps(read: list[tuple[Span, SpanInfo]], infos: dict[str, SpanInfo]) -> None:
+    """0.x: the traced loop steps replace the loop spans as LLM calls.
+
+    ``mastra.stream`` (and ``….aisdk.doStream``) hold one step's usage and reply, so reading
+    them as the LLM call lost the other steps (usage 142/23 of 258/46, one call for two, the
+    answer before the tool call it used). The steps take the tools the loop was offered, and
+    the tool calls the later steps were sent back get the names and arguments the earlier
+    steps' outputs gave them.
+    """
+    steps = [info for span, info in read
+             if info.kind == "llm" and _legacy_operation(span).endswith(_LEGACY_STEP)]
+    if not steps:
+        return
+    tools = []
+    for span, info in read:
+        operation = _legacy_operation(span)
+        if operation in _LEGACY_LOOPS or operation.endswith(_LEGACY_PROVIDER_CALL):
+            tools = tools or list(info.tools)
+            info.kind = "other"
+    steps.sort(key=lambda i: i.start_time_ns)
+    made: dict[str, ToolInvocation] = {}
+    for step in steps:
+        step.tools = step.tools or list(tools)
+        for message in step.input_messages:
+            for part in message.content.parts:
+                call = part.tool_invocation
+                known = made.get(call.tool_call_id) if call is not None else None
+                if call is not None and known is not None and not call.tool_name:
+                    call.tool_name, call.args = known.tool_name, known.args
+        for message in step.output_messages:
+            for part in message.content.parts:
+                if part.tool_invocation is not None and part.tool_invocation.tool_call_id:
+                    made[part.tool_invocation.tool_call_id] = part.tool_invocation
 
 
 def _span_type(span: Span) -> str | None:
