@@ -64,7 +64,11 @@ class ServerConfig(_Section):
     end with a ``…[tracescore: truncated N of M characters]`` marker."""
     api_keys: list[str] = Field(default_factory=list)
     """Keys accepted as ``Authorization: Bearer <key>`` (plus ``TRACESCORE_API_KEYS``); with
-    none, ingest, the API, ``/metrics`` and the dashboard are open. ``/healthz`` always is."""
+    none, ingest, the API, its docs, ``/metrics`` and the dashboard are open. ``/healthz``
+    always is."""
+    docs: bool = True
+    """Serve the API's schema and docs pages (``/api/openapi.json``, ``/api/docs``, ``/redoc``),
+    behind the API keys like the API, with their scripts served locally; false: 404."""
 
     @model_validator(mode="after")
     def _readers_cover_the_slots(self) -> ServerConfig:

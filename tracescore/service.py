@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, Iterator
 import uvicorn
 from fastapi import Depends, FastAPI
 
+from tracescore.apidocs import docs_router
 from tracescore.assemble.promoter import promote_interval, promote_periodically
 from tracescore.assemble.states import ReadinessRules
 from tracescore.auth import ApiKeys, with_environment_keys
@@ -38,6 +39,7 @@ from tracescore.monitor.tasks import monitoring_task
 from tracescore.store import SpanStore, open_store
 from tracescore.store.api import traces_router
 from tracescore.web import web_router
+from tracescore.web.auth import DashboardKeys
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +57,8 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     one is made from ``config.server``; the :class:`Service` passes the one it shares with gRPC.
     """
     intake = intake or _intake(config, store)
-    app = FastAPI(title="tracescore", docs_url="/api/docs", openapi_url="/api/openapi.json")
+    # FastAPI's own docs routes are open and load their scripts from a CDN: see apidocs.py.
+    app = FastAPI(title="tracescore", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.store = store
     app.state.intake = intake
     guarded = [Depends(ApiKeys(config.server.api_keys).require)]
@@ -63,6 +66,8 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     app.include_router(traces_router(store), dependencies=guarded)
     app.include_router(create_monitor_router(store.engine, config.monitor), dependencies=guarded)
     app.include_router(web_router(config, store))  # its own check: pages redirect to a login
+    if config.server.docs:
+        app.include_router(docs_router(app, DashboardKeys(config.server.api_keys)))
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, object]:
