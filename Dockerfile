@@ -42,4 +42,7 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:4318/healthz', timeout=2)"]
 
 ENTRYPOINT ["tracescore"]
-CMD ["serve", "--config", "/etc/tracescore/config.yaml"]
+# Every interface of the container (tracescore's own default is loopback): `docker run -p`
+# decides what is reachable from outside. Set api_keys (or TRACESCORE_API_KEYS) before
+# publishing the ports beyond the host.
+CMD ["serve", "--config", "/etc/tracescore/config.yaml", "--host", "0.0.0.0"]

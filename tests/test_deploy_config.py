@@ -295,7 +295,8 @@ def test_image_serves_the_mounted_config(dockerfile: list[tuple[str, str]]) -> N
     [entrypoint] = _instructions(dockerfile, "ENTRYPOINT")
     [command] = _instructions(dockerfile, "CMD")
     argv = _exec_form(entrypoint) + _exec_form(command)
-    assert argv == ["tracescore", "serve", "--config", CONFIG_IN_IMAGE]
+    # The image listens on every interface of the container, explicitly (the default is loopback).
+    assert argv == ["tracescore", "serve", "--config", CONFIG_IN_IMAGE, "--host", "0.0.0.0"]
 
 
 def test_image_exposes_otlp_and_probes_healthz(

@@ -27,7 +27,11 @@ class _Section(BaseModel):
 class ServerConfig(_Section):
     """Where the collector listens and how much it accepts before pushing back."""
 
-    host: str = "0.0.0.0"
+    host: str = "127.0.0.1"
+    """Interface both ports listen on. Loopback by default, so a fresh ``tracescore serve``
+    (open, with no ``api_keys``) is not reachable from the network; ``0.0.0.0`` (or ``::``)
+    listens on every interface: set ``api_keys`` first. The container image sets ``0.0.0.0``,
+    as a container's published ports decide what is reachable."""
     http_port: int = Field(4318, ge=0, le=65535)
     grpc_port: int = Field(4317, ge=0, le=65535)
     processes: int = Field(1, ge=1, le=64)
