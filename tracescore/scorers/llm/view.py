@@ -66,10 +66,13 @@ def _message_steps(message: Mapping[str, Any], final_answer: str) -> Iterable[st
     content = message.get("content")
     if not isinstance(content, Mapping):
         return
-    if content.get("reasoning"):
+    parts = content.get("parts") or []
+    # ``content.reasoning`` joins the reasoning parts (Mastra's legacy field): shown only for a
+    # message without them, so each reasoning step appears once, in its place.
+    if content.get("reasoning") and not any(p.get("type") == "reasoning" for p in parts):
         yield f"reasoning: {render_value(content['reasoning'])}"
     seen_calls: set[Any] = set()
-    for part in content.get("parts") or []:
+    for part in parts:
         kind = part.get("type")
         if kind == "reasoning" and (text := _reasoning(part)):
             yield f"reasoning: {render_value(text)}"
