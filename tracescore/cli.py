@@ -143,11 +143,12 @@ def extract(
     """Rebuild the agent, LLM and tool runs of the traces in FILES and print them as JSON."""
     import orjson
 
+    from tracescore.extract import RUN_KINDS, select_runs
     from tracescore.extract.mastra_json import MastraRunError
     from tracescore.ingest.decode import DecodeError
     from tracescore.offline.inputs import read_runs
 
-    unknown = sorted(set(kind) - {"agent", "llm", "tool"})
+    unknown = sorted(set(kind) - set(RUN_KINDS))
     if unknown:
         _usage_error(f"--kind must be agent, llm or tool, not {', '.join(unknown)}")
     try:
@@ -155,8 +156,7 @@ def extract(
     except (DecodeError, MastraRunError, OSError) as exc:
         typer.echo(f"cannot read: {exc}", err=True)
         raise typer.Exit(2) from None
-    selected = [r for r in runs if (r.primary or not primary) and (not kind or r.kind in kind)]
-    dumped = [r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in selected]
+    dumped = select_runs(runs, primary=primary, kinds=kind)
     typer.echo(orjson.dumps(dumped, option=orjson.OPT_INDENT_2).decode())
 
 

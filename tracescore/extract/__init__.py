@@ -7,11 +7,12 @@
 """
 
 from tracescore.extract.assemble import assemble as extract_runs
-from tracescore.extract.assemble import primary_runs, read_spans
+from tracescore.extract.assemble import RUN_KINDS, primary_runs, read_spans, select_runs
 from tracescore.extract.mastra_json import MastraRunError, run_from_mastra, runs_from_mastra_json
 from tracescore.extract.model import AgentRun, SpanInfo
 
 __all__ = [
+    "RUN_KINDS",
     "AgentRun",
     "MastraRunError",
     "SpanInfo",
@@ -20,4 +21,5 @@ __all__ = [
     "read_spans",
     "run_from_mastra",
     "runs_from_mastra_json",
+    "select_runs",
 ]

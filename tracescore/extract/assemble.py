@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from tracescore.extract.base import (
     Convention,
@@ -88,6 +89,23 @@ def assemble(trace: Trace, conventions: list[Convention] = CONVENTIONS) -> list[
 def primary_runs(runs: Iterable[AgentRun]) -> list[AgentRun]:
     """The runs that stand for each trace's agent (see ``AgentRun.primary``)."""
     return [run for run in runs if run.primary]
+
+
+RUN_KINDS = ("agent", "llm", "tool")
+
+
+def select_runs(
+    runs: Iterable[AgentRun], *, primary: bool = False, kinds: Iterable[str] = ()
+) -> list[dict[str, Any]]:
+    """The runs kept by a ``primary`` / ``kinds`` filter, as the JSON documents (Mastra's
+    camelCase) that ``tracescore extract`` prints and ``/api/traces/{id}/runs`` returns: one
+    function, so a script reads the same runs from either."""
+    wanted = set(kinds)
+    return [
+        run.model_dump(mode="json", by_alias=True, exclude_none=True)
+        for run in runs
+        if (run.primary or not primary) and (not wanted or run.kind in wanted)
+    ]
 
 
 # --- tree ----------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from fastapi import APIRouter, HTTPException, Query
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
+from tracescore.extract import RUN_KINDS, extract_runs, select_runs
 from tracescore.spans import LogRecord, Span
 from tracescore.store import SpanStore
 from tracescore.store.codec import jsonable
@@ -98,5 +99,24 @@ def traces_router(store: SpanStore) -> APIRouter:
                 "logs": [log_json(r) for r in trace.logs],
             }
         )
+
+    @router.get("/{trace_id}/runs")
+    async def get_trace_runs(
+        trace_id: str,
+        primary: bool = Query(False, description="only the runs that stand for the agent"),
+        kind: list[str] = Query([], description="agent, llm or tool; repeatable"),
+    ) -> Response:
+        """The runs rebuilt from the trace, as ``tracescore extract`` prints them: what the
+        scorers judged, for a script or another tool (the HTML trace page shows the same)."""
+        if not _TRACE_ID.match(trace_id):
+            raise HTTPException(400, "trace id must be 32 hex characters")
+        unknown = sorted(set(kind) - set(RUN_KINDS))
+        if unknown:
+            raise HTTPException(400, f"kind must be agent, llm or tool, not {', '.join(unknown)}")
+        trace = await run_in_threadpool(store.load_trace, trace_id)
+        if trace is None:
+            raise HTTPException(404, f"trace {trace_id.lower()} not found")
+        runs = await run_in_threadpool(extract_runs, trace)
+        return _json(select_runs(runs, primary=primary, kinds=kind))
 
     return router
