@@ -28,7 +28,7 @@ from typing import Any, Literal, NoReturn, Protocol, TypeAlias, TypeVar, runtime
 from pydantic import BaseModel, Field, ValidationError
 
 from tracescore.extract.model import AgentRun, ToolDefinition
-from tracescore.scorers.utils import run_input_text, run_output_text
+from tracescore.scorers.utils import get_assistant_message, run_input_text, run_output_text
 
 STEP_NAMES = ("preprocess", "analyze", "generate_score", "generate_reason")
 
@@ -51,14 +51,20 @@ class ScorerRun:
     run_id: str | None = None
     trace_id: str | None = None
     span_id: str | None = None
+    error: str | None = None
+    """Why the run itself failed (its agent span ended in error), or None when it did not.
+
+    Kept apart from the output because a failed run's output is often empty or partial: scorers
+    that read the answer must not mistake "no answer" for a poor one (see :attr:`Scorer.needs_answer`).
+    """
 
     @classmethod
     def of(cls, run: AgentRun | Mapping[str, Any] | ScorerRun) -> ScorerRun:
         """Accept an extracted ``AgentRun``, a Mastra-shaped run dict, or a ``ScorerRun``.
 
         A dict run uses Mastra's keys (``input``, ``output``, ``groundTruth``, ``runId``,
-        ``traceId``, ``spanId``) or their snake_case forms, plus optional ``context`` (strings)
-        and ``tools`` (tool definitions).
+        ``traceId``, ``spanId``) or their snake_case forms, plus optional ``context`` (strings),
+        ``tools`` (tool definitions) and ``error`` (why the run failed, when it did).
         """
         if isinstance(run, ScorerRun):
             return run
@@ -73,6 +79,7 @@ class ScorerRun:
                 run_id=run.span_id,
                 trace_id=run.trace_id,
                 span_id=run.span_id,
+                error=(run.error or "the run ended in error") if run.status == "error" else None,
             )
         if isinstance(run, Mapping):
             context, tools = run.get("context"), run.get("tools")
@@ -88,6 +95,7 @@ class ScorerRun:
                 run_id=run["runId"] if "runId" in run else run.get("run_id"),
                 trace_id=run["traceId"] if "traceId" in run else run.get("trace_id"),
                 span_id=run["spanId"] if "spanId" in run else run.get("span_id"),
+                error=str(run["error"]) if run.get("error") else None,
             )
         raise TypeError(f"cannot score a {type(run).__name__}: expected AgentRun, dict or ScorerRun")
 
@@ -116,6 +124,18 @@ class NotScorable(Exception):
 def not_scorable(reason: str) -> NoReturn:
     """Stop the scorer: the run is not scorable (Mastra's ``notScorable(reason)``)."""
     raise NotScorable(reason)
+
+
+def failed_without_answer(run: ScorerRun) -> str | None:
+    """The not-scorable reason for a run that failed before giving an answer, else None.
+
+    A run whose agent ended in error with no final answer has nothing an answer-reading scorer
+    could judge: scoring its empty output would feed quality charts with numbers that describe
+    nothing (tone 1.0, coverage 0). A failed run that still answered is judged as usual.
+    """
+    if run.error is None or (get_assistant_message(run.output) or "").strip():
+        return None
+    return f"the run ended in error before answering: {run.error}"
 
 
 @dataclass(frozen=True)
@@ -262,6 +282,9 @@ class Scorer:
     version: str = "1"
     judge: Any = None
     instructions: str | None = None
+    needs_answer: bool = False
+    """The scorer judges the run's answer: a run that failed before answering is ``not_scorable``
+    with the failure as reason, before any step runs (see :func:`failed_without_answer`)."""
     _steps: tuple[tuple[str, Step], ...] = ()
 
     def preprocess(self, step: Step) -> Scorer:
@@ -368,6 +391,8 @@ class Scorer:
     async def _execute(self, run: ScorerRun, outcome: _Outcome) -> None:
         if not self._has_score_step:
             raise ValueError(f"scorer {self.id!r} has no generate_score step")
+        if self.needs_answer and run.error is not None and (reason := failed_without_answer(run)):
+            raise _StepFailed(self._steps[0][0], NotScorable(reason))
         results = outcome.results
         for name, step in self._steps:
             ctx = StepContext(run, dict(results), outcome.score if name == "generate_reason" else None)
@@ -505,8 +530,13 @@ def create_scorer(
     version: str = "1",
     name: str | None = None,
     instructions: str | None = None,
+    needs_answer: bool = False,
 ) -> Scorer:
-    """Start a scorer (Mastra's ``createScorer``); add steps with the builder methods."""
+    """Start a scorer (Mastra's ``createScorer``); add steps with the builder methods.
+
+    ``needs_answer=True`` for a scorer that judges the run's answer: runs that failed before
+    answering are then ``not_scorable`` instead of scored as an empty answer.
+    """
     if not id:
         raise ValueError("a scorer needs an id")
     return Scorer(
@@ -516,6 +546,7 @@ def create_scorer(
         version=version,
         judge=judge,
         instructions=instructions,
+        needs_answer=needs_answer,
     )
 
 
@@ -523,12 +554,18 @@ ScoreValue: TypeAlias = float | tuple[float, str | None]
 
 
 def scorer(
-    *, id: str, description: str = "", version: str = "1", name: str | None = None
+    *,
+    id: str,
+    description: str = "",
+    version: str = "1",
+    name: str | None = None,
+    needs_answer: bool = False,
 ) -> Callable[[Callable[[ScorerRun], ScoreValue | Awaitable[ScoreValue]]], Scorer]:
     """Turn a function ``ScorerRun -> score`` (or ``(score, reason)``) into a scorer.
 
     The function's return value is the analyze step result ``{"score", "reason"}``, so stored
-    results keep the reason even when the score alone is read.
+    results keep the reason even when the score alone is read. ``needs_answer`` as in
+    :func:`create_scorer`.
     """
 
     def decorate(fn: Callable[[ScorerRun], ScoreValue | Awaitable[ScoreValue]]) -> Scorer:
@@ -548,7 +585,7 @@ def scorer(
                 return split(fn(ctx.run))
 
         built = create_scorer(id=id, description=description or (fn.__doc__ or "").strip(),
-                              version=version, name=name)
+                              version=version, name=name, needs_answer=needs_answer)
         built = built.analyze(analyze).generate_score(lambda ctx: ctx.results["analyze_step_result"]["score"])
         return built.generate_reason(lambda ctx: ctx.results["analyze_step_result"]["reason"])
 
@@ -561,11 +598,12 @@ def measure(
     """Turn a metric ``(input_text, output_text) -> score`` into a scorer.
 
     The texts are the ones all of Mastra's code scorers compare: the run's input messages and
-    its output messages, each joined with ``", "`` (see :mod:`tracescore.scorers.utils`).
+    its output messages, each joined with ``", "`` (see :mod:`tracescore.scorers.utils`). A
+    metric reads the answer, so runs that failed before answering are not scorable.
     """
     def decorate(fn: Callable[[str, str], ScoreValue]) -> Scorer:
         wrapped = scorer(id=id, description=description or (fn.__doc__ or "").strip(),
-                         version=version, name=name)
+                         version=version, name=name, needs_answer=True)
         return wrapped(lambda run: fn(run_input_text(run.input), run_output_text(run.output)))
 
     return decorate

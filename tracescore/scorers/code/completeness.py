@@ -23,7 +23,7 @@ from tracescore.scorers.code.verb_forms import verb_form
 from tracescore.scorers.utils import run_input_text, run_output_text
 
 ID = "completeness-scorer"
-VERSION = "1"
+VERSION = "2"  # 2: runs that failed before answering are not scorable
 
 _COMBINING_MARKS = re.compile("[\u0300-\u036f]")
 _NON_WORD = re.compile(r"[^a-z0-9]+")
@@ -232,6 +232,7 @@ def create_completeness_scorer() -> Scorer:
             name="Completeness Scorer",
             description="Share of the input's words (verbs as infinitives) that the output covers.",
             version=VERSION,
+            needs_answer=True,
         )
         .preprocess(preprocess)
         .generate_score(generate_score)

@@ -15,7 +15,7 @@ from tracescore.scorers.utils import run_input_text, run_output_text
 __all__ = ["compare_two_strings", "create_content_similarity_scorer"]
 
 ID = "content-similarity-scorer"
-VERSION = "1"
+VERSION = "2"  # 2: runs that failed before answering are not scorable
 
 
 def create_content_similarity_scorer(ignore_case: bool = True, ignore_whitespace: bool = True) -> Scorer:
@@ -44,6 +44,7 @@ def create_content_similarity_scorer(ignore_case: bool = True, ignore_whitespace
             name="Content Similarity Scorer",
             description="Character-bigram (Dice) similarity between the input and output messages.",
             version=VERSION,
+            needs_answer=True,
         )
         .preprocess(preprocess)
         .generate_score(generate_score)

@@ -15,7 +15,7 @@ from tracescore.scorers.code.jstext import js_trim, js_words
 from tracescore.scorers.utils import run_input_text, run_output_text
 
 ID = "keyword-coverage-scorer"
-VERSION = "1"
+VERSION = "2"  # 2: runs that failed before answering are not scorable
 
 _HTML_TAG = re.compile(r"<[^>]+>")
 _URL = re.compile(r"https?://")
@@ -106,6 +106,7 @@ def create_keyword_coverage_scorer() -> Scorer:
             name="Keyword Coverage Scorer",
             description="Share of the input's keywords (stop words removed) that appear in the output.",
             version=VERSION,
+            needs_answer=True,
         )
         .preprocess(preprocess)
         .analyze(analyze)

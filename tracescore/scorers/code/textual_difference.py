@@ -16,7 +16,7 @@ from tracescore.scorers.code.jstext import js_collapse_whitespace, js_length, js
 from tracescore.scorers.utils import run_input_text, run_output_text
 
 ID = "textual-difference-scorer"
-VERSION = "1"
+VERSION = "2"  # 2: runs that failed before answering are not scorable
 
 
 def similarity_ratio(first: str, second: str) -> float:
@@ -79,6 +79,7 @@ def create_textual_difference_scorer() -> Scorer:
             name="Textual Difference Scorer",
             description="Longest-common-subsequence similarity ratio between input and output.",
             version=VERSION,
+            needs_answer=True,
         )
         .preprocess(preprocess)
         .generate_score(lambda ctx: ctx.results["preprocess_step_result"]["ratio"])

@@ -66,7 +66,7 @@ from tracescore.scorers.code._tone_scan import (
 from tracescore.scorers.utils import run_output_text
 
 ID = "tone-scorer"
-VERSION = "1"
+VERSION = "2"  # 2: runs that failed before answering are not scorable
 
 AFINN_PER_VADER = 5 / 4
 TERMINATORS = (".", "!", "?")
@@ -474,6 +474,7 @@ def create_tone_scorer(reference_tone: str | None = None) -> Scorer:
                 "stability across its sentences."
             ),
             version=VERSION,
+            needs_answer=True,
         )
         .preprocess(preprocess)
         .generate_score(lambda ctx: ctx.results["preprocess_step_result"]["score"])

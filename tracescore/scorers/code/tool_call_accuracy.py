@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tracescore.scorers.base import Scorer, StepContext, create_scorer
+from tracescore.scorers.base import Scorer, StepContext, create_scorer, failed_without_answer, not_scorable
 from tracescore.scorers.utils import extract_tool_calls
 
 ID = "code-tool-call-accuracy-scorer"
-VERSION = "1"
+VERSION = "2"  # 2: runs that failed before calling a tool or answering are not scorable
 
 
 def tools_in_order(actual: Sequence[str], expected: Sequence[str], strict: bool) -> bool:
@@ -51,6 +51,10 @@ def create_tool_call_accuracy_scorer_code(
 
     def preprocess(ctx: StepContext) -> dict[str, Any]:
         run_input, run_output = ctx.run.input, ctx.run.output
+        if (reason := failed_without_answer(ctx.run)) and not (
+            run_output and extract_tool_calls(run_output)["tools"]
+        ):
+            not_scorable(reason)  # it failed before calling anything: there is no choice to judge
         input_messages = run_input.get("inputMessages") if isinstance(run_input, dict) else None
         if not input_messages or not run_output:
             raise ValueError("Input and output messages cannot be null or empty")
