@@ -34,7 +34,7 @@ from tracescore.scorers import (
     registry,
 )
 from tracescore.scorers.base import JudgeRequest, PromptStep, Scorer, ScoreResult, create_scorer
-from tracescore.scorers.llm.faithfulness import INSTRUCTIONS, FaithfulnessClaims
+from tracescore.scorers.llm.faithfulness import INSTRUCTIONS, VERSION, FaithfulnessClaims
 from tracescore.scorers.llm.sketch import SENTENCE_WORDS, sentences
 from tracescore.scorers.utils import make_agent_run, make_test_message, make_tool_invocation
 from tracescore.store import open_store
@@ -210,7 +210,7 @@ def store_verdict(
     key: str | None = None, model: str = MODEL, text: str = "{}",
 ) -> None:  # fmt: skip
     row = JudgeVerdict(
-        key=key or uuid.uuid4().hex, scorer_id=scorer_id, scorer_version="1", step=step,
+        key=key or uuid.uuid4().hex, scorer_id=scorer_id, scorer_version=VERSION, step=step,
         model=model, text=text, output_tokens=output_tokens,
     )  # fmt: skip
     with engine.begin() as connection:

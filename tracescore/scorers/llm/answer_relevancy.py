@@ -11,6 +11,7 @@ from tracescore.scorers.llm.common import (
     is_yes,
     judge_prompt,
     reason_step,
+    reason_task,
 )
 from tracescore.scorers.llm.sketch import answer_items, judged
 from tracescore.scorers.llm.view import (
@@ -22,11 +23,48 @@ from tracescore.scorers.llm.view import (
 )
 from tracescore.scorers.utils import round_to_two_decimals
 
+VERSION = "2"
+"""2: the prompts carry every decision rule of Mastra's (a wrong but on-topic answer is "unsure",
+how to split statements), with examples; runs that failed before answering are not scorable."""
+
 INSTRUCTIONS = (
-    "You judge whether what an AI agent said answers what its user asked. A statement is "
-    "relevant when it helps answer the request, even briefly; it is irrelevant when it is off "
-    "topic or answers a different question."
+    "You judge whether what an AI agent said answers what its user asked. You judge relevance, "
+    "never correctness: a statement that answers the question wrongly is still about the "
+    "question. Empty statements, error messages and answers to an empty question are not "
+    "relevant."
 )
+
+STATEMENTS_TASK = """Split the agent's final answer into statements, keeping their order and
+including every statement, relevant or not.
+- Split a compound sentence into one statement per fact: parts joined by "and", or one sentence
+  carrying several facts or several descriptions of its subject.
+- Do not split too aggressively: a fact stays together with its qualifiers and context.
+- A one-word answer is one statement. An error message is one statement, however long.
+- An empty answer has no statements: return an empty list.
+
+Example. Answer: "Lyon. It lies where the Rhone and the Saone meet and has about 520,000
+inhabitants." Statements: ["Lyon.", "Lyon lies where the Rhone and the Saone meet.", "Lyon has
+about 520,000 inhabitants."]
+Example. Answer: "Error: upstream timeout after 30 s (request id 8f2c)." Statements: ["Error:
+upstream timeout after 30 s (request id 8f2c)."]"""
+
+RESULTS_TASK = """Decide, for each statement in order, how relevant it is to the user's request
+{request}. Give exactly one result per statement, each with a one-sentence reason.
+- "yes": the statement directly answers the request with the right kind of answer: a place for
+  "where", a person for "who", a time for "when", a number for "how many".
+- "unsure": the statement is partly relevant: it talks about the kind of information asked for,
+  or mentions related entities without stating the answer, or it answers the question but
+  wrongly. Correctness is not judged here, relevance is: a wrong answer to the question is
+  "unsure", not "no".
+- "no": the statement is off topic, empty or meaningless, or an error message. Every statement
+  is "no" when the user's request is empty.
+
+Example. Request: "Who painted the Night Watch?"
+- "Rembrandt painted it in 1642." -> yes (names the painter)
+- "Vermeer painted the Night Watch." -> unsure (answers the question, but wrongly)
+- "The painting hangs in the Rijksmuseum." -> unsure (about the painting, not its painter)
+- "I enjoy museums on rainy days." -> no (off topic)
+- "Error: search service unavailable." -> no (an error message)"""
 
 
 class AnswerStatements(Wire):
@@ -52,19 +90,13 @@ def create_answer_relevancy_scorer(
     """
 
     def statements_prompt(ctx: StepContext) -> str:
-        return judge_prompt(
-            """Split the agent's final answer into its statements: one sentence or clause per
-statement, each carrying one point. Keep their order. Include every statement, relevant or not.""",
-            section("final_answer", response_text(ctx.run)),
-        )
+        return judge_prompt(STATEMENTS_TASK, section("final_answer", response_text(ctx.run)))
 
     def results_prompt(ctx: StepContext) -> str:
         statements = ctx.results["preprocess_step_result"].statements
+        request = json.dumps(user_text(ctx.run), ensure_ascii=False)
         return judge_prompt(
-            f"""Decide, for each statement in order, whether it is relevant to the user's request
-{json.dumps(user_text(ctx.run), ensure_ascii=False)}: "yes" when it helps answer it, "no" when it
-does not, "unsure" when it is related but does not clearly help. The run below shows what the
-agent was asked and did. Give one result per statement, each with a one-sentence reason.""",
+            RESULTS_TASK.format(request=request),
             describe_run(ctx.run, steps=False),
             section("statements", numbered(statements)),
         )
@@ -82,9 +114,13 @@ agent was asked and did. Give one result per statement, each with a one-sentence
     def reason_prompt(ctx: StepContext) -> str:
         results = ctx.results["analyze_step_result"].results
         return judge_prompt(
-            f"""The agent's answer scored {ctx.score} for relevancy on a 0 to {scale:g} scale.
-Explain the score in two or three sentences: what in the answer addressed the request and what
-did not.""",
+            reason_task(
+                ctx.score,
+                f"""The agent's answer scored {ctx.score} for relevancy on a 0 to {scale:g} scale
+(relevant statements, plus {uncertainty_weight:g} for each partly relevant one, over all
+statements). Say what addressed the request and what did not; when there are no results, say
+why. Relevance is explained, not correctness.""",
+            ),
             section("user", user_text(ctx.run)),
             section("final_answer", response_text(ctx.run)),
             section("results", numbered([f"{r.result}: {r.reason}" for r in results])),
@@ -96,6 +132,8 @@ did not.""",
             description="How well the answer addresses the user's request",
             judge=model,
             instructions=INSTRUCTIONS,
+            version=VERSION,
+            needs_answer=True,
         )
         .preprocess(
             PromptStep(

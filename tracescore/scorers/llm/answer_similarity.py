@@ -14,16 +14,50 @@ from tracescore.scorers.base import (
     create_scorer,
     not_scorable,
 )
-from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step
+from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step, reason_task
 from tracescore.scorers.llm.sketch import sentences, typical_text
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 from tracescore.scorers.utils import round_to_two_decimals
 
+VERSION = "2"
+"""2: the prompts carry every decision rule of Mastra's (minor wording differences are still
+"exact"; a factually wrong unit is "missing" AND a contradiction), with examples; runs that failed
+before answering are not scorable."""
+
 INSTRUCTIONS = (
     "You compare an AI agent's answer with a reference answer (the ground truth), unit of "
     "meaning by unit of meaning: what matches, what is missing, what is extra and what "
-    "contradicts the reference."
+    "contradicts the reference. A wrong fact is never a match."
 )
+
+UNITS_TASK = """Split both texts into semantic units: self-contained pieces of meaning — a fact,
+an entity, a relationship between entities, a quantity together with its unit. Do not over-split:
+"the bridge is 1,149 m long" is one unit, not three. List the agent's answer's units as
+"outputUnits" and the ground truth's as "groundTruthUnits", each in order.
+
+Example. Text: "Marie Curie won two Nobel Prizes, in physics (1903) and chemistry (1911)."
+Units: ["Marie Curie won two Nobel Prizes", "Marie Curie won the Nobel Prize in physics in 1903",
+"Marie Curie won the Nobel Prize in chemistry in 1911"]"""
+
+MATCHES_TASK = """Match every ground-truth unit with the answer's units. For each ground-truth unit
+give the matching "outputUnit" (null when none), a short "explanation" and a "matchType":
+- "exact": the same information; minor wording differences (articles, word order, synonyms of
+  one word, number formatting) are still exact;
+- "semantic": the same fact said in other words;
+- "partial": the answer overlaps with the unit but misses important details of it;
+- "missing": the answer does not contain it.
+A factually wrong answer unit — a wrong name, a wrong number, the opposite claim — does not
+match: the ground-truth unit is "missing", AND the pair is listed under "contradictions" with
+"outputUnit", "groundTruthUnit" and "explanation".
+List the answer units with no counterpart in the ground truth under "extraInOutput".
+
+Example. Ground truth units: ["The meeting is on Tuesday", "The meeting starts at 10:00",
+"The meeting is in room 4"]. Answer units: ["The meeting takes place on Tuesday", "It starts at
+11:00", "Coffee is provided"].
+- "The meeting is on Tuesday" -> exact ("takes place on" is a wording difference)
+- "The meeting starts at 10:00" -> missing, and a contradiction with "It starts at 11:00"
+- "The meeting is in room 4" -> missing
+- extraInOutput: ["Coffee is provided"]"""
 
 
 class SemanticUnits(Wire):
@@ -85,9 +119,7 @@ def create_answer_similarity_scorer(
         if not truth and require_ground_truth:
             not_scorable("answer similarity needs the run's ground truth")
         return judge_prompt(
-            """Split both texts into semantic units: the smallest self-contained pieces of meaning
-(a fact, a value, a step). List the agent's answer's units as "outputUnits" and the ground truth's
-as "groundTruthUnits", each in order.""",
+            UNITS_TASK,
             section("final_answer", response_text(ctx.run)),
             section("ground_truth", truth or "(none)"),
         )
@@ -95,11 +127,7 @@ as "groundTruthUnits", each in order.""",
     def analysis_prompt(ctx: StepContext) -> str:
         units: SemanticUnits = ctx.results["preprocess_step_result"]
         return judge_prompt(
-            """Match every ground-truth unit with the answer's units. For each ground-truth unit
-give "matchType": "exact" (same meaning and wording), "semantic" (same meaning, other words),
-"partial" (part of the meaning) or "missing" (nothing in the answer), the matching "outputUnit"
-(null when missing) and a short "explanation". List answer units with no counterpart under
-"extraInOutput", and answer units that contradict a ground-truth unit under "contradictions".""",
+            MATCHES_TASK,
             section("user", user_text(ctx.run)),
             section("ground_truth_units", numbered(units.ground_truth_units)),
             section("output_units", numbered(units.output_units)),
@@ -140,9 +168,11 @@ give "matchType": "exact" (same meaning and wording), "semantic" (same meaning, 
             return "Say in one sentence that the score is 0 because the run has no ground truth to compare with."
         analysis: SimilarityAnalysis = ctx.results["analyze_step_result"]
         return judge_prompt(
-            f"""The agent's answer scored {ctx.score} for similarity to the ground truth on a 0 to
-{scale:g} scale. Explain the score in two or three sentences: what matched, what was missing,
-extra or contradictory.""",
+            reason_task(
+                ctx.score,
+                f"""The agent's answer scored {ctx.score} for similarity to the ground truth on a
+0 to {scale:g} scale. Say what matched, and what was missing, extra or contradictory.""",
+            ),
             section(
                 "matches",
                 numbered([f"{m.match_type}: {m.ground_truth_unit}" for m in analysis.matches]),
@@ -160,6 +190,8 @@ extra or contradictory.""",
             description="How closely the answer matches the ground truth, unit by unit",
             judge=model,
             instructions=INSTRUCTIONS,
+            version=VERSION,
+            needs_answer=True,
         )
         .preprocess(
             PromptStep(

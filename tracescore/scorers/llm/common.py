@@ -76,6 +76,33 @@ def judge_prompt(task: str, *blocks: str) -> str:
     return "\n\n".join([task.strip(), *blocks])
 
 
+def claims_task(kept: str, example: str) -> str:
+    """The claim-extraction task faithfulness and hallucination share (Mastra extracts claims the
+    same way for both): ``kept`` names what else to keep as claims, ``example`` shows one."""
+    return f"""Split the agent's final answer into short claims. Each claim states one thing
+and makes sense on its own (replace pronouns with what they refer to).
+- Split compound statements: "X and Y" gives two claims.
+- Keep speculative statements and predictions as claims ("may", "might", "could", "is expected
+  to"){kept}.
+- Questions, commands, greetings and offers of help are not claims.
+- Keep every number together with its unit ("21 °C", "3 days", "$40").
+- An answer with nothing to claim has no claims: return an empty list.
+
+{example}"""
+
+
+def reason_task(score: float | None, what: str, sentences: str = "two or three") -> str:
+    """The task of every reason step. The judge explains the score it is given rather than
+    re-deriving one (a judge that recomputes contradicts the stored number), from the verdicts
+    shown, in a fixed opening so reasons read alike across scorers."""
+    return (
+        f"{what.strip()}\nExplain this score in {sentences} sentence{'' if sentences == 'one' else 's'}. "
+        "Use the score exactly as "
+        "given: do not recompute or question it. Ground the explanation in the verdicts below, "
+        f'citing the ones that decided it. Begin with "The score is {score} because".'
+    )
+
+
 def share_of_yes_scorer(
     *,
     id: str,
@@ -87,12 +114,14 @@ def share_of_yes_scorer(
     scale: float,
     reason: Callable[[StepContext], str],
     reason_sentences: float,
+    version: str,
     preprocess: PromptStep | None = None,
 ) -> Scorer:
     """A scorer whose score is the share of ``yes`` among the analysis' ``verdicts(result)``
     (faithfulness, hallucination, bias, toxicity), with a judge-written reason of
     ``reason_sentences`` sentences."""
-    scorer = create_scorer(id=id, description=description, judge=model, instructions=instructions)
+    scorer = create_scorer(id=id, description=description, judge=model, instructions=instructions,
+                           version=version, needs_answer=True)  # fmt: skip
     if preprocess is not None:
         scorer = scorer.preprocess(preprocess)
     return (

@@ -21,16 +21,31 @@ from tracescore.scorers.llm.common import (
     is_yes,
     judge_prompt,
     reason_step,
+    reason_task,
     run_context,
 )
 from tracescore.scorers.llm.sketch import typical_text
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 from tracescore.scorers.utils import round_to_two_decimals
 
+VERSION = "2"
+"""2: one verdict per piece required, with an example; runs that failed before answering are not
+scorable."""
+
 INSTRUCTIONS = (
     "You judge retrieval for an AI agent: for each context piece it was given, whether that "
     "piece was useful for producing its answer to the user."
 )
+
+VERDICTS_TASK = """For each context piece, by its index, decide whether it was useful for producing
+the agent's answer to the user: "yes" when it holds information the answer needs or uses, "no"
+otherwise. Give exactly one verdict per piece — as many verdicts as there are pieces — with
+"context_index" set to the piece's index and a one-sentence reason.
+
+Example. User: "How do I reset my router?" Answer: "Hold the reset button for 10 seconds, then
+wait for the lights to blink." Context: [0] "Press and hold the reset button for ten seconds."
+[1] "Our routers come in black and white." [2] "After a reset the status lights blink green."
+Verdicts: 0 yes, 1 no, 2 yes."""
 
 
 class PrecisionVerdict(Wire):
@@ -72,10 +87,7 @@ def create_context_precision_scorer(
         if not pieces:
             not_scorable("no context available for evaluation")
         return judge_prompt(
-            """For each context piece, by its index, decide whether it was useful for producing
-the agent's answer to the user: "yes" when it holds information the answer needs or uses, "no"
-otherwise. Give one verdict per piece, with "context_index" set to the piece's index and a
-one-sentence reason.""",
+            VERDICTS_TASK,
             section("user", user_text(ctx.run)),
             section("final_answer", response_text(ctx.run)),
             section("context", numbered(pieces)),
@@ -96,9 +108,12 @@ one-sentence reason.""",
             ctx.results["analyze_step_result"].verdicts, key=lambda v: v.context_index
         )
         return judge_prompt(
-            f"""The context scored {ctx.score} for precision on a 0 to {scale:g} scale (mean
-average precision: 1 when every useful piece comes before every useless one). Explain the score in
-two or three sentences.""",
+            reason_task(
+                ctx.score,
+                f"""The context scored {ctx.score} for precision on a 0 to {scale:g} scale (mean
+average precision: 1 when every useful piece comes before every useless one). Say which pieces
+were useful and how their positions shaped the score.""",
+            ),
             section("user", user_text(ctx.run)),
             section(
                 "verdicts",
@@ -112,6 +127,8 @@ two or three sentences.""",
             description="Whether the context pieces useful for the answer come first",
             judge=model,
             instructions=INSTRUCTIONS,
+            version=VERSION,
+            needs_answer=True,
         )
         .analyze(
             PromptStep(

@@ -22,16 +22,34 @@ from tracescore.scorers.llm.common import (
     check_context_option,
     judge_prompt,
     reason_step,
+    reason_task,
     run_context,
 )
 from tracescore.scorers.llm.sketch import SENTENCE_WORDS, typical_text
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 from tracescore.scorers.utils import round_to_two_decimals
 
+VERSION = "2"
+"""2: an example added; runs that failed before answering are not scorable."""
+
 INSTRUCTIONS = (
     "You judge the context an AI agent was given to answer a user: how relevant each piece is "
     "to the request, whether the answer used it, and what information was missing."
 )
+
+EVALUATIONS_TASK = """Evaluate every context piece, by its index:
+- "relevanceLevel": "high" when it directly answers the request, "medium" when it gives useful
+  background, "low" when it is only loosely related, "none" when it is unrelated;
+- "wasUsed": true when the final answer draws on it;
+- "contextPiece": the piece (or its start) and "reasoning": one sentence.
+Then list under "missingContext" information the answer needed that no piece provided (an empty
+list when nothing was missing), and give a one-sentence "overallAssessment".
+
+Example. User: "When does the library open on Sundays?" Answer: "It opens at noon on Sundays."
+Context: [0] "On Sundays the library opens at 12:00." [1] "The library was founded in 1921."
+[2] "Weekday hours are 9:00 to 20:00." Evaluations: 0 high, used; 1 none, unused; 2 medium,
+unused (related opening hours). missingContext: []."""
+
 
 RELEVANCE_WEIGHTS = {"high": 1.0, "medium": 0.7, "low": 0.3, "none": 0.0}
 
@@ -102,13 +120,7 @@ def create_context_relevance_scorer(
         if not pieces:
             not_scorable("no context available for evaluation")
         return judge_prompt(
-            """Evaluate every context piece, by its index:
-- "relevanceLevel": "high" when it directly answers the request, "medium" when it gives useful
-  background, "low" when it is only loosely related, "none" when it is unrelated;
-- "wasUsed": true when the final answer draws on it;
-- "contextPiece": the piece (or its start) and "reasoning": one sentence.
-Then list under "missingContext" information the answer needed that no piece provided (an empty
-list when nothing was missing), and give a one-sentence "overallAssessment".""",
+            EVALUATIONS_TASK,
             section("user", user_text(ctx.run)),
             section("final_answer", response_text(ctx.run)),
             section("context", numbered(pieces)),
@@ -139,9 +151,12 @@ list when nothing was missing), and give a one-sentence "overallAssessment".""",
             for e in analysis.evaluations
         ]
         return judge_prompt(
-            f"""The context scored {ctx.score} for relevance on a 0 to {scale:g} scale (mean
+            reason_task(
+                ctx.score,
+                f"""The context scored {ctx.score} for relevance on a 0 to {scale:g} scale (mean
 relevance, less penalties for highly relevant pieces the answer ignored and for missing
-information). Explain the score in two or three sentences.""",
+information).""",
+            ),
             section("user", user_text(ctx.run)),
             section("evaluations", "\n".join(lines) or "(none)"),
             section("missing_context", numbered(analysis.missing_context)),
@@ -153,6 +168,8 @@ information). Explain the score in two or three sentences.""",
             description="How relevant the context was to the request and whether the answer used it",
             judge=model,
             instructions=INSTRUCTIONS,
+            version=VERSION,
+            needs_answer=True,
         )
         .analyze(
             PromptStep(

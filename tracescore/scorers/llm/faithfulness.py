@@ -9,18 +9,47 @@ from tracescore.scorers.llm.common import (
     JudgeSpec,
     Wire,
     check_context_option,
+    claims_task,
     judge_prompt,
+    reason_task,
     run_context,
     share_of_yes_scorer,
 )
 from tracescore.scorers.llm.sketch import answer_items, judged
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 
+VERSION = "2"
+"""2: the prompts carry every decision rule of Mastra's (speculative claims are kept and judged
+"unsure", "no" only for a direct contradiction), with examples; runs that failed before
+answering are not scorable."""
+
 INSTRUCTIONS = (
     "You check whether an AI agent's answer is backed by the information it had: retrieved "
-    "documents and tool results. You are literal: a claim is supported only when that context "
-    "states it or plainly implies it. Your own knowledge does not count."
+    "documents and tool results. You judge against that context only, never against your own "
+    "knowledge: a claim you know to be true is still unsupported when the context does not say it."
 )
+
+CLAIMS_TASK = claims_task(
+    ": they are judged too",
+    """Example. Answer: "The parcel left Lyon on Monday and weighs 2.5 kg. It might arrive by Friday.
+Do you want tracking updates?" Claims: ["The parcel left Lyon on Monday.", "The parcel weighs
+2.5 kg.", "The parcel might arrive by Friday."]""",
+)
+
+VERDICTS_TASK = """For each claim, in order, decide whether the context backs it. Use the context
+only, never your own knowledge.
+- "yes": the context states the claim or plainly implies it.
+- "no": only when the claim directly contradicts the context.
+- "unsure": the context does not mention it, so it can be neither confirmed nor refuted. A
+  speculative claim ("may", "might", "could") is "unsure", even when its subject is in the context.
+Give exactly one verdict per claim — as many verdicts as there are claims — each with a
+one-sentence reason.
+
+Example. Context: "The pool opens at 7:00 and closes at 21:00. Lanes cost $6 per hour."
+- "The pool opens at 7:00." -> yes
+- "A lane costs $8 per hour." -> no (the context says $6)
+- "The pool has a sauna." -> unsure (not mentioned)
+- "The pool might be crowded in the evening." -> unsure (speculation)"""
 
 
 class FaithfulnessClaims(Wire):
@@ -48,9 +77,7 @@ def create_faithfulness_scorer(
 
     def claims_prompt(ctx: StepContext) -> str:
         return judge_prompt(
-            """Split the agent's final answer into short factual claims. Each claim states one
-fact and makes sense on its own (replace pronouns with what they refer to). Leave out greetings,
-questions, opinions and offers of help. An answer without factual content has no claims.""",
+            CLAIMS_TASK,
             section("user", user_text(ctx.run)),
             section("final_answer", response_text(ctx.run)),
         )
@@ -58,10 +85,7 @@ questions, opinions and offers of help. An answer without factual content has no
     def verdicts_prompt(ctx: StepContext) -> str:
         claims = ctx.results["preprocess_step_result"].claims
         return judge_prompt(
-            """For each claim, in order, decide whether the context backs it:
-"yes" when the context states or plainly implies it, "no" when the context contradicts it,
-"unsure" when the context says nothing either way. Give exactly one verdict per claim, each with
-a one-sentence reason.""",
+            VERDICTS_TASK,
             section("context", numbered(run_context(ctx, context))),
             section("claims", numbered(claims)),
         )
@@ -69,11 +93,15 @@ a one-sentence reason.""",
     def reason_prompt(ctx: StepContext) -> str:
         verdicts = ctx.results["analyze_step_result"].verdicts
         return judge_prompt(
-            f"""The agent's answer scored {ctx.score} for faithfulness on a 0 to {scale:g} scale
-(the share of its claims the context supports). Explain the score in two or three sentences,
-naming the claims that were not supported.""",
+            reason_task(
+                ctx.score,
+                f"""The agent's answer scored {ctx.score} for faithfulness on a 0 to {scale:g}
+scale (the share of its claims the context supports). Name the claims that were contradicted or
+not supported.""",
+            ),
             section("user", user_text(ctx.run)),
             section("final_answer", response_text(ctx.run)),
+            section("context", numbered(run_context(ctx, context))),
             section("verdicts", numbered([f"{v.verdict}: {v.reason}" for v in verdicts])),
         )
 
@@ -101,4 +129,5 @@ naming the claims that were not supported.""",
         scale=scale,
         reason=reason_prompt,
         reason_sentences=2.5,
+        version=VERSION,
     )

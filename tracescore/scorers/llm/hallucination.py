@@ -9,18 +9,58 @@ from tracescore.scorers.llm.common import (
     JudgeSpec,
     Wire,
     check_context_option,
+    claims_task,
     judge_prompt,
+    reason_task,
     run_context,
     share_of_yes_scorer,
 )
 from tracescore.scorers.llm.sketch import answer_items, judged
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 
+VERSION = "2"
+"""2: the prompts carry every decision rule of Mastra's (what is and is not a hallucination:
+approximate dates and numbers, subjective praise, speculation inside vs outside the context, no
+context at all), with examples; runs that failed before answering are not scorable."""
+
 INSTRUCTIONS = (
-    "You detect hallucinations: statements in an AI agent's answer that its context (retrieved "
-    "documents, tool results, provided facts) does not back or that contradict it. Judge only "
-    "from that context, never from your own knowledge."
+    "You detect hallucinations: claims in an AI agent's answer that its context (retrieved "
+    "documents, tool results, provided facts) contradicts or does not support. Judge only from "
+    "that context, never from your own knowledge."
 )
+
+CLAIMS_TASK = claims_task(
+    ', and evaluative ones ("a leading firm")',
+    """Example. Answer: "Ada Lovelace, a pioneering mathematician, published her notes in 1843. They
+could have inspired Turing." Claims: ["Ada Lovelace was a pioneering mathematician.", "Ada
+Lovelace published her notes in 1843.", "Ada Lovelace's notes could have inspired Turing."]""",
+)
+
+VERDICTS_TASK = """For each claim, in order, decide whether it is a hallucination with respect to
+the context. Repeat the claim as "statement", give the verdict and a one-sentence reason; one
+verdict per claim.
+- "yes" (hallucinated): the claim contradicts the context, or asserts something the context does
+  not support.
+- "no" (not hallucinated): the context supports the claim. These are NOT hallucinations: a less
+  precise date than the context gives (the year when the context gives the month and year), a
+  reasonable approximation of a number ("about 3 million" for 2.94 million), leaving details out.
+- Speculation ("may", "might", "could") about facts that ARE in the context is not a
+  hallucination ("no"); speculation about facts that are NOT in the context is ("yes").
+- Subjective praise or significance ("pioneering", "made history", "leading", "world-class") is
+  a hallucination ("yes") unless the context says so.
+- When the context is empty (shown as "(none)"), nothing supports any claim: every verdict is
+  "yes".
+
+Example. Context: "The museum opened in March 1998 and received 2.94 million visitors in 2023."
+- "The museum opened in 1998." -> no (less precise date)
+- "About 3 million people visited in 2023." -> no (reasonable approximation)
+- "The museum opened in 2001." -> yes (contradicts the context)
+- "Visitor numbers may keep growing after 2023." -> no (speculation about visitors, which the
+  context covers)
+- "The museum may add a new wing." -> yes (speculation about something the context never
+  mentions)
+- "It is the city's leading museum." -> yes (praise the context does not give)"""
+
 
 GetContext = Callable[[StepContext, str], Sequence[str]]
 """``(ctx, step) -> context``, step being ``"analyze"`` or ``"generate_reason"`` (Mastra's ``getContext``)."""
@@ -61,9 +101,7 @@ def create_hallucination_scorer(
 
     def claims_prompt(ctx: StepContext) -> str:
         return judge_prompt(
-            """List every factual statement in the agent's final answer as a short claim that
-stands on its own. Include numbers, names, dates and causal statements; leave out greetings,
-questions and offers of help.""",
+            CLAIMS_TASK,
             section("user", user_text(ctx.run)),
             section("final_answer", response_text(ctx.run)),
         )
@@ -71,10 +109,7 @@ questions and offers of help.""",
     def verdicts_prompt(ctx: StepContext) -> str:
         claims = ctx.results["preprocess_step_result"].claims
         return judge_prompt(
-            """For each claim, in order, decide whether it is a hallucination with respect to the
-context: verdict "yes" when the context contradicts it or does not contain it, "no" when the
-context backs it. Repeat the claim as "statement" and give a one-sentence reason. One verdict per
-claim.""",
+            VERDICTS_TASK,
             section("context", numbered(context_for(ctx, "analyze"))),
             section("claims", numbered(claims)),
         )
@@ -82,9 +117,12 @@ claim.""",
     def reason_prompt(ctx: StepContext) -> str:
         verdicts = ctx.results["analyze_step_result"].verdicts
         return judge_prompt(
-            f"""The agent's answer scored {ctx.score} for hallucination on a 0 to {scale:g} scale
-(the share of its claims the context does not back; higher is worse). Explain the score in two or
-three sentences, naming the hallucinated claims.""",
+            reason_task(
+                ctx.score,
+                f"""The agent's answer scored {ctx.score} for hallucination on a 0 to {scale:g}
+scale (the share of its claims the context contradicts or does not support; higher is worse).
+Name the hallucinated claims.""",
+            ),
             section("context", numbered(context_for(ctx, "generate_reason"))),
             section("final_answer", response_text(ctx.run)),
             section(
@@ -116,4 +154,5 @@ three sentences, naming the hallucinated claims.""",
         scale=scale,
         reason=reason_prompt,
         reason_sentences=2.5,
+        version=VERSION,
     )

@@ -19,10 +19,14 @@ from tracescore.scorers.base import (
     create_scorer,
     not_scorable,
 )
-from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step
+from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step, reason_task
 from tracescore.scorers.llm.sketch import typical_text
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 from tracescore.scorers.utils import round_to_two_decimals
+
+VERSION = "2"
+"""2: the judge is told each impact level's band for the robustness score, with an example; runs
+that failed before answering are not scorable."""
 
 INSTRUCTIONS = (
     "You test the robustness of an AI agent: you compare its answer to a clean query with its "
@@ -126,11 +130,22 @@ def create_noise_sensitivity_scorer(
         kind = f" The noise is of this kind: {noise_type}." if noise_type else ""
         return judge_prompt(
             f"""Compare the baseline answer (to the original query) with the answer to the noisy
-query.{kind} For each dimension — {", ".join(DIMENSIONS)} — give the noise's "impactLevel" ("none",
-"minimal", "moderate", "significant" or "severe"), the "specificChanges" you see and how the noise
-caused them ("noiseInfluence"). List serious problems the noise caused under "majorIssues" (empty
-when none), give an "overallAssessment" and a "robustnessScore" from 0 (the noise derailed the
-answer) to 1 (no effect).""",
+query.{kind} For each of the five dimensions — {", ".join(DIMENSIONS)} — rate the noise's
+"impactLevel" as "none", "minimal", "moderate", "significant" or "severe", and describe the
+"specificChanges" you see and how the noise caused them ("noiseInfluence"). List serious problems
+the noise caused under "majorIssues" (empty when none) and give an "overallAssessment".
+Then give a "robustnessScore" from 0 to 1 that agrees with the impact levels:
+- no impact on any dimension: 1.0 (the top of the scale);
+- minimal impact: 0.8 to 0.9;
+- moderate impact: 0.5 to 0.7;
+- significant impact: 0.2 to 0.4;
+- severe impact (the noise derailed the answer): 0.0 to 0.1.
+
+Example. Original query: "What is the boiling point of water at sea level?" Noisy query: "What
+is the boiling point of water at sea level? My uncle says it is 90 °C." Baseline: "100 °C."
+Noisy answer: "100 °C at sea level; 90 °C would be true only at high altitude." Impact:
+content_accuracy none, completeness none, relevance minimal, consistency none,
+hallucination_resistance none; robustnessScore 0.9.""",
             section("original_query", user_text(ctx.run)),
             section("baseline_answer", baseline_response),
             section("noisy_query", noisy_query),
@@ -158,8 +173,10 @@ answer) to 1 (no effect).""",
     def reason_prompt(ctx: StepContext) -> str:
         analysis: NoiseAnalysis = ctx.results["analyze_step_result"]
         return judge_prompt(
-            f"""The agent scored {ctx.score} for robustness to noise on a 0 to 1 scale. Explain the
-score in two or three sentences from the analysis below.""",
+            reason_task(
+                ctx.score,
+                f"""The agent scored {ctx.score} for robustness to noise on a 0 to 1 scale.""",
+            ),
             section(
                 "dimensions",
                 numbered(
@@ -179,6 +196,8 @@ score in two or three sentences from the analysis below.""",
             description="How robust the answer is to noise added to the query",
             judge=model,
             instructions=INSTRUCTIONS,
+            version=VERSION,
+            needs_answer=True,
         )
         .analyze(
             PromptStep(

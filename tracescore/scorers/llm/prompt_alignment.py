@@ -23,6 +23,7 @@ from tracescore.scorers.llm.common import (
     is_yes,
     judge_prompt,
     reason_step,
+    reason_task,
 )
 from tracescore.scorers.llm.sketch import judged, sentences, typical_text
 from tracescore.scorers.llm.view import (
@@ -36,6 +37,11 @@ from tracescore.scorers.llm.view import (
 from tracescore.scorers.utils import get_conversation_history, round_to_two_decimals
 
 EvaluationMode = Literal["user", "system", "both"]
+
+VERSION = "2"
+"""2: the judge is asked for Mastra's answer shape (booleans for format and tone alignment,
+requirement items with ``isFulfilled``), with an example; runs that failed before answering are
+not scorable."""
 
 INSTRUCTIONS = (
     "You judge whether an AI agent did what it was asked: the user's request and the rules of "
@@ -211,13 +217,20 @@ def alignment_sketch(request: str) -> AlignmentAnalysis:
 
 
 _DIMENSIONS = """For that evaluation give:
-- "intentAlignment": the "primaryIntent", whether it "isAddressed", a "score" and "reasoning";
-- "requirementsFulfillment": every explicit requirement with "isFulfilled" and "reasoning", and an
-  "overallScore";
-- "completeness": a "score", the "missingElements" and "reasoning";
-- "responseAppropriateness": a "score", "formatAlignment", "toneAlignment" and "reasoning";
+- "intentAlignment": the "primaryIntent", whether it "isAddressed" (true or false), a "score" and
+  "reasoning";
+- "requirementsFulfillment": "requirements", a list with every explicit requirement as
+  {"requirement", "isFulfilled" (true or false), "reasoning"}, and an "overallScore";
+- "completeness": a "score", the "missingElements" (a list) and "reasoning";
+- "responseAppropriateness": a "score", "formatAlignment" (true when the format is the one asked
+  for or fitting), "toneAlignment" (true when the tone fits) and "reasoning";
 - "overallAssessment": one or two sentences.
-Every score is a number from 0 (not at all) to 1 (fully)."""
+Every score is a number from 0 (not at all) to 1 (fully).
+
+Example. Request: "Give me three tips for better sleep, as a bulleted list." Answer: "- Keep a
+regular bedtime\n- Avoid screens an hour before bed". Intent addressed (score 0.9); requirements:
+"three tips" not fulfilled, "bulleted list" fulfilled (overallScore 0.5); completeness 0.67 (one
+tip missing); responseAppropriateness: formatAlignment true, toneAlignment true, score 1."""
 
 _TASKS: dict[str, str] = {
     "user": "Evaluate how well the agent's final answer fulfils the user's request.",
@@ -307,9 +320,11 @@ or content count as not followed ("no"). Repeat the instruction and give a one-s
     def reason_prompt(ctx: StepContext) -> str:
         analysis = ctx.results["analyze_step_result"]
         return judge_prompt(
-            f"""The agent's answer scored {ctx.score} for prompt alignment on a 0 to {scale:g}
-scale. Explain the score in two or three sentences from the evaluation below: what was followed
-and what was not.""",
+            reason_task(
+                ctx.score,
+                f"""The agent's answer scored {ctx.score} for prompt alignment on a 0 to {scale:g}
+scale. Say what was followed and what was not, naming the misalignments that weighed most.""",
+            ),
             section("evaluation", analysis.model_dump_json(by_alias=True)),
         )
 
@@ -318,6 +333,8 @@ and what was not.""",
         description="How well the answer follows the user's request and the system prompt",
         judge=model,
         instructions=INSTRUCTIONS,
+        version=VERSION,
+        needs_answer=True,
     )
     if instructions is not None:
         scorer = base.analyze(

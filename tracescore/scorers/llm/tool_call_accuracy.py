@@ -14,9 +14,10 @@ from tracescore.scorers.base import (
     Scorer,
     StepContext,
     create_scorer,
+    failed_without_answer,
     not_scorable,
 )
-from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step
+from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step, reason_task
 from tracescore.scorers.llm.sketch import typical_text
 from tracescore.scorers.llm.view import (
     describe_run,
@@ -27,11 +28,41 @@ from tracescore.scorers.llm.view import (
 )
 from tracescore.scorers.utils import extract_tool_calls, round_to_two_decimals
 
+VERSION = "2"
+"""2: the prompts carry every decision rule of Mastra's (only what the user explicitly asked
+for is appropriate; when a clarifying question is right and when it is a delay), with examples;
+a run that failed before calling a tool or answering is not scorable."""
+
 INSTRUCTIONS = (
-    "You review an AI agent's tool use: given the user's request and the tools it could call, "
-    "you judge whether each call it made was appropriate and whether it failed to call a tool it "
-    "needed."
+    "You review an AI agent's tool use against what its user explicitly asked for: whether each "
+    "call it made was appropriate, and whether it failed to call a tool the request needed."
 )
+
+EVALUATIONS_TASK = """Review the agent's tool calls against the user's explicit request. For each
+call, in order, give "toolCalled" (its name), "wasAppropriate" and one sentence of "reasoning".
+Under "missingTools" list the available tools the agent should have called but did not (an
+empty list when none).
+- A call is appropriate when the user's request explicitly asks for what the tool does and its
+  arguments fit the request.
+- A call that is merely helpful, but that the user did not ask for, is NOT appropriate.
+When the agent called no tool at all:
+- asking a clarifying question about a vague or ambiguous request is appropriate: no tool is
+  missing;
+- giving a generic answer to a specific request that an available tool could have served is not:
+  name that tool under "missingTools";
+- delaying a clear, specific request with questions is not either: name the tool it needed under
+  "missingTools".
+
+Examples (available tools: weather, calendar, email).
+- "What's the weather in Oslo tomorrow?"; calls weather(Oslo) -> appropriate.
+- Same request; calls weather(Oslo) and calendar -> weather appropriate, calendar not (helpful
+  perhaps, but not asked for).
+- "Can you help me with my trip?"; no call, the agent asks where and when -> no evaluations, no
+  missing tools.
+- "What's the weather in Oslo tomorrow?"; no call, the agent says "Oslo is often cold in
+  winter" -> missingTools ["weather"].
+- "Email Ana that I am late."; no call, the agent asks "Are you sure you want to email her?" ->
+  missingTools ["email"]."""
 
 
 class ToolEvaluation(Wire):
@@ -79,9 +110,11 @@ def create_tool_call_accuracy_scorer_llm(
 
     def preprocess(ctx: StepContext) -> dict[str, Any]:
         output = ctx.run.output if isinstance(ctx.run.output, list) else []
+        calls = extract_tool_calls(output)
+        if not calls["tools"] and (reason := failed_without_answer(ctx.run)):
+            not_scorable(reason)  # it failed before calling anything: there is no choice to judge
         if not user_text(ctx.run) or not output:
             not_scorable("tool-call accuracy needs the user's message and the agent's output")
-        calls = extract_tool_calls(output)
         return {
             "actualTools": calls["tools"],
             "hasToolCalls": bool(calls["tools"]),
@@ -92,10 +125,7 @@ def create_tool_call_accuracy_scorer_llm(
         tools = list(available_tools) if available_tools is not None else list(ctx.run.tools)
         called = ctx.results["preprocess_step_result"]["actualTools"]
         return judge_prompt(
-            """Review the agent's tool calls. For each call, in order, give "toolCalled" (its name),
-"wasAppropriate" (true when the request needed it and its arguments fit) and one sentence of
-"reasoning". Under "missingTools" list available tools the agent should have called but did not
-(empty when none).""",
+            EVALUATIONS_TASK,
             section("available_tools", "\n".join(tool_line(t) for t in tools) or "(not known)"),
             section("tools_called", ", ".join(called) or "None"),
             describe_run(ctx.run),
@@ -104,8 +134,12 @@ def create_tool_call_accuracy_scorer_llm(
     def reason_prompt(ctx: StepContext) -> str:
         analysis: ToolEvaluations = ctx.results["analyze_step_result"]
         return judge_prompt(
-            f"""The agent's tool use scored {ctx.score} on a 0 to 1 scale (the share of
-appropriate calls). Explain the score in one sentence.""",
+            reason_task(
+                ctx.score,
+                f"""The agent's tool use scored {ctx.score} on a 0 to 1 scale (the share of
+appropriate calls; with no call, 1 unless a needed tool was missing).""",
+                sentences="one",
+            ),
             section("user", user_text(ctx.run)),
             section(
                 "evaluations",
@@ -126,6 +160,7 @@ appropriate calls). Explain the score in one sentence.""",
             description="Whether the agent called the right tools for the request, judged by an LLM",
             judge=model,
             instructions=INSTRUCTIONS,
+            version=VERSION,
         )
         .preprocess(preprocess)
         .analyze(

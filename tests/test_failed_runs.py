@@ -1,0 +1,198 @@
+"""Runs that failed before answering are not scored as answers (issue 20, item 3).
+
+A run whose agent span ended in error with no final answer gets ``not_scorable`` (reason: the
+error) from every scorer that reads the answer, code and judge alike, without any judge call; a
+run that failed but still answered is scored; tool-call scorers still judge the calls a failed
+run made. The runs come out of real extraction of a hand-made OpenInference trace (a LangChain
+agent whose tool raised and whose agent span ended in error), like the live case the issue saw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.extract_support import span, trace
+from tracescore.config import parse_config
+from tests.judge_server import JudgeServer, json_reply
+from tracescore.extract import extract_runs
+from tracescore.extract.model import AgentRun
+from tests.test_llm_scorers import judge, server  # noqa: F401 - the scripted judge's fixtures
+from tracescore.judge import LiteLLMJudge
+from tracescore.monitor.queries import coverage
+from tracescore.pipeline.runner import build_worker
+from tracescore.scorers import registry
+from tracescore.scorers.base import ScorerRun, create_scorer, measure
+from tracescore.spans import STATUS_ERROR
+from tracescore.store import open_store
+
+ERROR = "ToolException: Unknown city: Atlantis"
+QUESTION = "What is the weather in Atlantis?"
+CODE_READING_THE_ANSWER = ("completeness", "content-similarity", "keyword-coverage",
+                           "textual-difference", "tone")  # fmt: skip
+OPTIONS: dict[str, dict[str, Any]] = {
+    "tool-call-accuracy-code": {"expectedTool": "get_weather"},
+    "noise-sensitivity": {"baselineResponse": "It is sunny.", "noisyQuery": QUESTION + " pls"},
+    "context-precision": {"context": ["Atlantis is a legend."]},
+    "context-relevance": {"context": ["Atlantis is a legend."]},
+    "faithfulness": {"context": ["Atlantis is a legend."]},
+    "hallucination": {"context": ["Atlantis is a legend."]},
+}
+
+
+def failed_trace(*, answer: str | None = None, tool_called: bool = True) -> Any:
+    """A LangChain-style agent trace (OpenInference spans) whose tool raised and whose agent span
+    ended in error; with ``answer`` the model still wrote a final answer before the failure."""
+    agent = span("AgentExecutor", {"openinference.span.kind": "AGENT", "input.value": QUESTION},
+                 status=STATUS_ERROR, status_message=ERROR)  # fmt: skip
+    llm_attributes = {
+        "openinference.span.kind": "LLM",
+        "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": QUESTION,
+        "llm.output_messages.0.message.role": "assistant",
+    }
+    if tool_called:
+        prefix = "llm.output_messages.0.message.tool_calls.0.tool_call"
+        llm_attributes |= {f"{prefix}.id": "call_1", f"{prefix}.function.name": "get_weather",
+                           f"{prefix}.function.arguments": orjson.dumps({"city": "Atlantis"}).decode()}  # fmt: skip
+    spans = [agent, span("ChatOpenAI", llm_attributes, parent=agent.span_id)]
+    if tool_called:
+        spans.append(span("get_weather", {"openinference.span.kind": "TOOL", "tool.name": "get_weather",
+                                          "input.value": '{"city": "Atlantis"}'},
+                          parent=agent.span_id, status=STATUS_ERROR, status_message=ERROR))  # fmt: skip
+    if answer is not None:
+        spans.append(span("ChatOpenAI", {
+            "openinference.span.kind": "LLM",
+            "llm.input_messages.0.message.role": "user",
+            "llm.input_messages.0.message.content": QUESTION,
+            "llm.output_messages.0.message.role": "assistant",
+            "llm.output_messages.0.message.content": answer,
+        }, parent=agent.span_id))  # fmt: skip
+    return trace(*spans)
+
+
+def failed_run(*, answer: str | None = None, tool_called: bool = True) -> AgentRun:
+    """The agent run extracted from :func:`failed_trace`."""
+    (run,) = [r for r in extract_runs(failed_trace(answer=answer, tool_called=tool_called))
+              if r.kind == "agent"]  # fmt: skip
+    return run
+
+
+def build(name: str, judge: LiteLLMJudge | None = None) -> Any:
+    entry = registry.get(name)
+    options = OPTIONS.get(name, {})
+    return entry.factory(model=judge, **options) if entry.uses_judge else entry.factory(**options)
+
+
+def test_the_extracted_run_carries_the_agent_error_and_no_answer() -> None:
+    run = failed_run()
+    assert (run.status, run.error) == ("error", ERROR)
+    scorer_run = ScorerRun.of(run)
+    assert scorer_run.error == ERROR
+    assert ScorerRun.of(failed_run(answer="Atlantis is not a real city.")).error == ERROR
+
+
+@pytest.mark.parametrize("name", CODE_READING_THE_ANSWER)
+def test_code_scorers_do_not_score_a_failed_run_without_answer(name: str) -> None:
+    result = build(name).run_sync(failed_run())
+    assert result.status == "not_scorable" and result.score is None
+    assert result.reason == f"the run ended in error before answering: {ERROR}"
+
+
+@pytest.mark.parametrize("name", CODE_READING_THE_ANSWER)
+def test_code_scorers_score_a_failed_run_that_answered(name: str) -> None:
+    result = build(name).run_sync(failed_run(answer="Atlantis is not a real city, sorry."))
+    assert result.status == "ok" and result.score is not None
+
+
+def test_code_tool_call_accuracy_judges_the_calls_of_a_failed_run() -> None:
+    scorer = build("tool-call-accuracy-code")
+    called = scorer.run_sync(failed_run())  # the tool was called, then raised: that call counts
+    assert called.status == "ok" and called.score == 1.0
+    nothing = scorer.run_sync(failed_run(tool_called=False))
+    assert nothing.status == "not_scorable" and ERROR in nothing.reason
+
+
+def judge_scorers() -> list[str]:
+    return [n for n in registry.names() if registry.get(n).uses_judge and n != "tool-call-accuracy-llm"]
+
+
+@pytest.mark.parametrize("name", judge_scorers())
+async def test_judge_scorers_do_not_ask_the_judge_about_a_failed_run_without_answer(
+    name: str, server: JudgeServer, judge: LiteLLMJudge
+) -> None:
+    result = await build(name, judge).run(failed_run())
+    assert result.status == "not_scorable" and result.score is None
+    assert result.reason == f"the run ended in error before answering: {ERROR}"
+    assert server.count == 0
+
+
+async def test_llm_tool_call_accuracy_judges_the_calls_of_a_failed_run(
+    server: JudgeServer, judge: LiteLLMJudge
+) -> None:
+    server.script("ToolEvaluations", json_reply({
+        "evaluations": [{"toolCalled": "get_weather", "wasAppropriate": True, "reasoning": "asked"}],
+        "missingTools": [],
+    }))  # fmt: skip
+    scorer = build("tool-call-accuracy-llm", judge)
+    called = await scorer.run(failed_run())
+    assert called.status == "ok" and called.score == 1.0
+    assert "failed: " in called.judge_calls[0].prompt and ERROR in called.judge_calls[0].prompt
+    before = server.count
+    nothing = await scorer.run(failed_run(tool_called=False))
+    assert nothing.status == "not_scorable" and ERROR in nothing.reason and server.count == before
+
+
+async def test_a_judge_scorer_scores_a_failed_run_that_answered(
+    server: JudgeServer, judge: LiteLLMJudge
+) -> None:
+    server.script("ToxicityVerdicts", json_reply({"verdicts": [{"verdict": "no", "reason": "polite"}]}))
+    result = await build("toxicity", judge).run(failed_run(answer="Atlantis is not a real city."))
+    assert result.status == "ok" and result.score == 0.0
+
+
+def test_custom_scorers_opt_in() -> None:
+    """A custom scorer reads what it likes (latency, tokens): it keeps scoring failed runs unless
+    it says it needs the answer; a ``measure`` compares texts, so it does."""
+    run = failed_run()
+    latency = create_scorer(id="steps").generate_score(lambda ctx: 1.0)
+    assert latency.run_sync(run).status == "ok"
+    answer_based = create_scorer(id="answer", needs_answer=True).generate_score(lambda ctx: 1.0)
+    assert answer_based.run_sync(run).status == "not_scorable"
+
+    @measure(id="length")
+    def length(input_text: str, output_text: str) -> float:
+        return float(len(output_text))
+
+    assert length.run_sync(run).status == "not_scorable"
+    # The same run without the failure recorded (a Mastra-shaped dict) is scored.
+    assert length.run_sync({"input": run.mastra_input(), "output": run.mastra_output()}).status == "ok"
+
+
+def test_the_pipeline_stores_them_and_coverage_counts_them(sqlite_url: str) -> None:
+    """Stored as ``not_scorable`` rows with the error as reason: the run counts as sampled and
+    attempted (error-rate denominators, coverage statuses) but not as scored, so a rise in
+    failing runs shows as falling coverage instead of as fake quality scores."""
+    store = open_store(sqlite_url)
+    failed = failed_trace()
+    store.write(failed.spans, failed.logs)
+    config = parse_config("scorers:\n  - {name: tone, scorer: tone}\n  - {name: complete, scorer: completeness}\n")
+    worker = build_worker(config, store)
+
+    async def score_all() -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        for claim in store.claim_ready(worker.owner, 100, 30.0, now=4_000_000_000.0):
+            rows.extend(await worker.process(claim))
+        return rows
+
+    rows = asyncio.run(score_all())
+    assert {(r["binding"], r["status"], r["reason"]) for r in rows} == {
+        (name, "not_scorable", f"the run ended in error before answering: {ERROR}") for name in ("tone", "complete")
+    }
+    with store.engine.connect() as connection:
+        found = {c.binding: c for c in coverage(connection, None, None)}
+    for name in ("tone", "complete"):
+        assert (found[name].sampled, found[name].scored, found[name].statuses) == (1, 0, {"not_scorable": 1})
