@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from datetime import datetime
 
 from tests.otlp_receiver import otlp_receiver
 from tracescore.emit.otel import EVENT_NAME, EvaluationEmitter
@@ -46,6 +47,22 @@ def test_score_is_emitted_as_child_span_event_and_log_record() -> None:
     (record,) = receiver.logs
     assert (record.trace_id, record.span_id, record.event_name) == (TRACE_ID, SPAN_ID, EVENT_NAME)
     assert record.attributes == event.attributes
+    # The event time is set, not only the observed time: backends sort and window by it.
+    assert record.time_ns > 0 and abs(record.time_ns - record.observed_time_ns) < 60 * 10**9
+
+
+def test_log_record_time_is_when_the_score_was_made() -> None:
+    """A re-scoring run emits rows made earlier: the record carries that time (naive = UTC)."""
+    made = datetime(2026, 1, 2, 3, 4, 5, 250_000)
+    with otlp_receiver() as receiver:
+        emitter = EvaluationEmitter(ExportConfig(otlp_endpoint=receiver.endpoint))
+        emitter.emit(_score(created_at=made))
+        emitter.flush()
+        receiver.wait_for(spans=1, logs=1)
+        emitter.shutdown()
+    (record,) = receiver.logs
+    assert record.time_ns == 1_767_323_045_250_000_000  # 2026-01-02T03:04:05.25Z
+    assert record.observed_time_ns > record.time_ns
 
 
 def test_failed_score_carries_error_type_and_skips_are_not_emitted() -> None:

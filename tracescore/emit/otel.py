@@ -15,7 +15,9 @@ blocks scoring (at worst the queue drops the oldest evaluations and the SDK logs
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from opentelemetry import trace
@@ -31,6 +33,7 @@ from tracescore import __version__
 from tracescore.pipeline.config import ExportConfig
 
 EVENT_NAME = "gen_ai.evaluation.result"
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def evaluation_attributes(score: Mapping[str, Any]) -> dict[str, Any]:
@@ -46,6 +49,18 @@ def evaluation_attributes(score: Mapping[str, Any]) -> dict[str, Any]:
     if score["status"] == "error":
         attributes["error.type"] = score.get("error_type") or "_OTHER"
     return attributes
+
+
+def _event_time_ns(score: Mapping[str, Any]) -> int:
+    """When the evaluation happened: the score's ``created_at`` (a re-scoring emits old rows),
+    else now. The SDK fills only ``observedTimeUnixNano``; without ``timeUnixNano`` backends that
+    sort or window log records by event time place the evaluation at 1970 or drop it."""
+    created = score.get("created_at")
+    if isinstance(created, datetime):
+        if created.tzinfo is None:  # SQLite hands back naive UTC
+            created = created.replace(tzinfo=timezone.utc)
+        return (created - _EPOCH) // timedelta(microseconds=1) * 1_000  # exact, no float
+    return time.time_ns()
 
 
 def _exporters(config: ExportConfig) -> tuple[Any, Any]:
@@ -124,6 +139,7 @@ class EvaluationEmitter:
                 span.set_status(trace.Status(trace.StatusCode.ERROR, score.get("error") or ""))
         self._logger.emit(
             LogRecord(
+                timestamp=_event_time_ns(score),
                 trace_id=parent.trace_id,
                 span_id=parent.span_id,
                 trace_flags=parent.trace_flags,
