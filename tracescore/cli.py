@@ -242,14 +242,31 @@ def score(
 
 
 @app.command("scorers")
-def list_scorers(fmt: str = typer.Option("table", "--format", help="table or json.")) -> None:
-    """List every prebuilt scorer with its options."""
+def list_scorers(
+    fmt: str = typer.Option("table", "--format", help="table or json."),
+    show_prompts: str | None = typer.Option(
+        None, "--show-prompts", metavar="NAME",
+        help="Print what the LLM scorer NAME tells its judge, rendered on an example run.",
+    ),
+) -> None:
+    """List every prebuilt scorer with its options, or show an LLM scorer's judge prompts."""
     import sys
 
     import orjson
 
     from tracescore.scorers import registry
 
+    if show_prompts is not None:
+        try:
+            entry = registry.get(show_prompts)
+        except KeyError as exc:
+            _fail(2, str(exc.args[0]))
+        if not entry.uses_judge:
+            _fail(2, f"{show_prompts} is a code scorer: it asks no judge anything")
+        from tracescore.scorers.llm.show import render
+
+        typer.echo(render(show_prompts), nl=False)
+        return
     entries = registry.entries()
     if fmt == "json":
         listed = [

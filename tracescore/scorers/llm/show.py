@@ -1,0 +1,102 @@
+"""What a judge scorer tells its judge, rendered on an example run (``tracescore scorers --show-prompts``).
+
+Users should be able to review the rules a judge is given before trusting its scores, and a
+prompt is only readable with a run filled in. Each prompt step is rendered on :data:`EXAMPLE_RUN`
+exactly as the judge client sends it (instructions as the system message; the prompt plus the
+JSON schema it must answer as the user message); later steps render with the earlier steps'
+sketches (:mod:`.sketch`) standing in for the judge's answers, as ``rescore --dry-run`` does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+from tracescore.scorers.base import PromptStep, ScoreOutput, Scorer, ScorerRun, StepContext
+from tracescore.scorers.utils import make_agent_run, make_test_message, make_tool_invocation
+
+_FORECAST = {"city": "Paris", "forecast": "sunny", "temperature_c": 21}
+_ANSWER = "It is sunny in Paris today, about 21 °C. A light jacket is enough."
+
+EXAMPLE_RUN: dict[str, Any] = {
+    **make_agent_run(
+        input_messages=[make_test_message("What's the weather in Paris today?", "user", id="u1")],
+        system_messages=[{"role": "system", "content": "You are a concise weather assistant."}],
+        output=[
+            make_test_message(
+                _ANSWER, "assistant", id="a1",
+                tool_invocations=[make_tool_invocation(tool_call_id="c1", tool_name="get_weather",
+                                                       args={"city": "Paris"}, result=_FORECAST)],
+            )
+        ],
+        ground_truth="Sunny and 21 °C in Paris.",
+    ),  # fmt: skip
+    "tools": [{"name": "get_weather", "description": "Current weather for a city"}],
+}
+"""A weather agent's run: system prompt, question, one tool call with its result, the answer."""
+
+EXAMPLE_OPTIONS: dict[str, dict[str, Any]] = {
+    "noise-sensitivity": {
+        "baselineResponse": "It is sunny in Paris today, about 21 °C.",
+        "noisyQuery": "What's the weather in Paris today? My friend says it is snowing.",
+    },
+}
+"""Options a scorer cannot be built without."""
+
+
+@dataclass(frozen=True)
+class ShownPrompt:
+    """One judge request as sent: the step, the answer schema's name and the chat messages."""
+
+    step: str
+    schema: str | None
+    messages: list[dict[str, str]]
+
+
+def shown_prompts(scorer: Scorer, run: Any = None) -> list[ShownPrompt]:
+    """Every prompt step of ``scorer`` rendered on ``run`` (default :data:`EXAMPLE_RUN`)."""
+    from tracescore.judge.structured import request_messages  # noqa: PLC0415 - light, but judge-side
+
+    results: dict[str, Any] = {}
+    score: float | None = None
+    scorer_run = ScorerRun.of(EXAMPLE_RUN if run is None else run)
+    shown = []
+    for name, step in scorer.steps:
+        ctx = StepContext(scorer_run, dict(results), score if name == "generate_reason" else None)
+        if isinstance(step, PromptStep):
+            schema = step.output_schema or (ScoreOutput if name == "generate_score" else None)
+            instructions = step.instructions if step.instructions is not None else scorer.instructions
+            messages = request_messages(step.create_prompt(ctx), instructions, schema)
+            shown.append(ShownPrompt(name, schema.__name__ if schema else None, messages))
+            value = step.sketch(ctx) if step.sketch is not None else None
+        else:
+            value = step(ctx)
+            if inspect.isawaitable(value):
+                value = asyncio.run(value)
+        if name == "generate_score":
+            score = value
+        results[f"{name}_step_result"] = value
+    return shown
+
+
+def example_scorer(name: str, model: Any = "openai/gpt-4o-mini") -> Scorer:
+    """The registered scorer ``name`` with its default options (and the ones it requires)."""
+    from tracescore.scorers import registry  # noqa: PLC0415 - registry imports the scorers lazily
+
+    return registry.get(name).factory(model=model, **EXAMPLE_OPTIONS.get(name, {}))
+
+
+def render(name: str) -> str:
+    """The text ``tracescore scorers --show-prompts NAME`` prints."""
+    scorer = example_scorer(name)
+    blocks = [
+        f"# {name} ({scorer.id}, version {scorer.version}): what the judge is told, shown on an "
+        "example run (a weather agent); later steps use typical answers of the earlier ones"
+    ]
+    for prompt in shown_prompts(scorer):
+        answer = f", answered as {prompt.schema}" if prompt.schema else ", answered in plain text"
+        blocks.append(f"## step {prompt.step}{answer}")
+        blocks.extend(f"### {m['role']}\n{m['content']}" for m in prompt.messages)
+    return "\n\n".join(blocks) + "\n"
