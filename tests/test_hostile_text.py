@@ -22,11 +22,17 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
 from tests.agent_otlp import AgentTrace, agent_trace, export_request
+from tests.conftest import CAPTURES
 from tests.server_process import start_server
+from tracescore.config import parse_config
+from tracescore.extract import extract_runs
 from tracescore.ingest.decode import decode_traces
+from tracescore.ingest.files import load_traces
 from tracescore.ingest.unpack import unpack
+from tracescore.pipeline.runner import build_worker
+from tracescore.pipeline.worker import score_row
 from tracescore.spans import Resource, Scope, Span
-from tracescore.store import open_store
+from tracescore.store import SpanStore, open_store
 from tracescore.store.scores import ScoreRow, upsert_scores
 from tracescore.store.text import REPLACEMENT, TextGuard
 
@@ -193,3 +199,36 @@ def test_any_text_in_any_field_is_stored_on_both_databases(db_url: str, texts: l
 
 def _no_surrogates(text: str) -> str:
     return "".join(REPLACEMENT if 0xD800 <= ord(char) <= 0xDFFF else char for char in text)
+
+
+def test_a_score_row_the_database_refuses_is_stored_as_an_error_row(db_url: str) -> None:
+    """A token count beyond the column's range (a custom scorer's or a judge proxy's bug) is
+    refused by both databases: the trace's other rows are stored, and that one becomes an
+    ``error`` row saying why, instead of the trace failing until it is parked unscored."""
+    store = _store_with_capture(db_url)
+    try:
+        worker = build_worker(parse_config(""), store)
+        [trace] = load_traces([_CAPTURE])
+        [run] = [run for run in extract_runs(trace) if run.primary]
+        rows = [score_row(binding, run, status="ok") for binding in worker.bindings]
+        rows[0]["input_tokens"] = 2**70
+        worker._write(rows, [])
+        with store.engine.connect() as conn:
+            stored = {row.binding: row for row in conn.execute(ScoreRow.__table__.select())}
+        assert set(stored) == {binding.name for binding in worker.bindings}
+        refused = stored[worker.bindings[0].name]
+        assert refused.status == "error" and refused.input_tokens == 0
+        assert refused.error.startswith("the score could not be stored:")
+        assert all(row.status == "ok" for name, row in stored.items() if name != worker.bindings[0].name)
+    finally:
+        store.close()
+
+
+_CAPTURE = CAPTURES / "otel-genai-openai-v2-latest" / "tool_call_agent"
+
+
+def _store_with_capture(db_url: str) -> SpanStore:
+    store = open_store(db_url)
+    for trace in load_traces([_CAPTURE]):
+        store.write(trace.spans, trace.logs)
+    return store

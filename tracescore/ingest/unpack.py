@@ -36,13 +36,12 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
-
 from tracescore.ingest.decode import DecodeError, Decoded, decode_logs, decode_traces
 from tracescore.backoff import Backoff
 from tracescore.ingest.truncate import truncate_for_storage
 from tracescore.store import SpanStore, open_store
 from tracescore.store.journal import JournalEntry
+from tracescore.store.outage import database_unavailable
 
 log = logging.getLogger(__name__)
 
@@ -124,23 +123,6 @@ def _store(store: SpanStore, decoded: Sequence[tuple[JournalEntry, Decoded]]) ->
         received_at=max(entry.received_at for entry, _ in decoded),
         consume=[entry for entry, _ in decoded],
     )
-
-
-def database_unavailable(error: BaseException) -> bool:
-    """Whether a failed write is the database's fault (down, restarting, out of disk, locked),
-    to wait out, rather than the written data's, which no retry can fix."""
-    if isinstance(error, OSError):  # the SQLite spool's file system
-        return True
-    if not isinstance(error, DBAPIError):
-        return False
-    if error.connection_invalidated:
-        return True
-    if not isinstance(error, OperationalError | InterfaceError):
-        return False  # DataError, IntegrityError, ProgrammingError: the rows' fault
-    # PostgreSQL files "program limit exceeded" (an index row too large, say) and data
-    # exceptions under OperationalError too, although they are the rows' fault.
-    sqlstate = getattr(error.orig, "sqlstate", None) or ""
-    return not sqlstate.startswith(("22", "54"))
 
 
 def _quarantine(store: SpanStore, entry: JournalEntry, error: BaseException) -> bool:
@@ -429,8 +411,11 @@ class _UnpackLoop:
                 now = time.monotonic()
                 if self.deadline is None and _drain_wake_ups(self.wake):
                     self.deadline = now + settings.shutdown_timeout
-                if self.deadline is not None and now >= self.deadline:
-                    return self._give_up(running)
+                    # A timer, not a check in this loop: the loop itself may be what is stuck
+                    # (a heartbeat waiting on a locked database).
+                    timer = threading.Timer(settings.shutdown_timeout, self._give_up, args=(running,))
+                    timer.daemon = True
+                    timer.start()
                 if now >= next_beat:
                     self._beat()
                     next_beat = now + settings.idle_poll
@@ -466,14 +451,14 @@ class _UnpackLoop:
 
     def _give_up(self, running: dict[Future[int], list[int]]) -> None:
         """The shutdown deadline passed: exit now, leaving what is not stored in the journal
-        (a write in progress is rolled back by the database when the connection drops)."""
+        (a write in progress is rolled back by the database when the connection drops); the
+        heartbeat row, if any, expires by itself."""
         log.warning(
             "unpacker: its collector stopped %g s ago; exiting with %d groups of entries unfinished "
             "and any others not stored yet left in the journal, for the next start",
             self.settings.shutdown_timeout, len(running),
         )  # fmt: skip
-        logging.shutdown()
-        os._exit(0)  # a lane may be blocked in a database call: do not wait for it
+        os._exit(0)  # a lane, or this loop, may be blocked in a database call: do not wait for it
 
     def _check(self, finished: Future[int]) -> None:
         error = finished.exception()

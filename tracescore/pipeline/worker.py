@@ -25,6 +25,7 @@ from tracescore.pipeline.bindings import CompiledBinding
 from tracescore.pipeline.config import WorkersConfig
 from tracescore.pipeline.sampling import is_sampled
 from tracescore.scorers.base import ScoreResult
+from tracescore.store.outage import database_unavailable
 from tracescore.store.scores import score_id, upsert_decisions, upsert_scores
 
 log = logging.getLogger(__name__)
@@ -100,6 +101,15 @@ def score_row(
         if result.status == "error" and run.warnings:
             row["error"] = f"{result.error} (extraction warnings: {'; '.join(run.warnings[:5])})"
     return row
+
+
+def unstorable_score(row: dict[str, Any], error: BaseException) -> dict[str, Any]:
+    """The ``error`` row that stands for a score row the database refused."""
+    return {
+        **row, "status": "error", "score": None, "label": None, "reason": None, "steps": None,
+        "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0,
+        "error": f"the score could not be stored: {type(error).__name__}: {error}"[:2000],
+    }  # fmt: skip
 
 
 class ScoringWorker:
@@ -251,6 +261,32 @@ class ScoringWorker:
         return score_row(binding, run, status=result.status, result=result)
 
     def _write(self, rows: list[dict[str, Any]], decisions: list[dict[str, Any]]) -> None:
+        """Store the trace's decisions and scores in one transaction; if the database refuses
+        them (rather than being unavailable), store them one by one, a refused score row as an
+        ``error`` row that says why, so the trace is still scored and the failure shows."""
+        try:
+            with self.store.write_transaction() as connection:
+                upsert_decisions(connection, decisions)
+                self._count_replaced(upsert_scores(connection, rows))
+            return
+        except Exception as exc:
+            if database_unavailable(exc):
+                raise
+            log.warning("storing %d score rows failed (%s); storing them one by one", len(rows), exc)
         with self.store.write_transaction() as connection:
             upsert_decisions(connection, decisions)
-            upsert_scores(connection, rows)
+        for index, row in enumerate(rows):
+            try:
+                with self.store.write_transaction() as connection:
+                    self._count_replaced(upsert_scores(connection, [row]))
+            except Exception as exc:
+                if database_unavailable(exc):
+                    raise
+                rows[index] = unstorable_score(row, exc)
+                with self.store.write_transaction() as connection:
+                    upsert_scores(connection, [rows[index]])
+
+    @staticmethod
+    def _count_replaced(replaced: int) -> None:
+        if replaced:
+            metrics.text_replaced.labels("scores").inc(replaced)

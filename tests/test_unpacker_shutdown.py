@@ -1,0 +1,191 @@
+"""No unpacker outlives its collector by more than ``shutdown_timeout``, whatever the database's
+state and however the collector ends; a new collector stops one an earlier collector left.
+
+Before the fix, an unpacker whose entries could not be stored (a poison entry, a database down
+while the service stopped) kept retrying for ever with parent PID 1, beside the next service.
+
+The store is made unable to write by holding its write lock (SQLite), or by stopping the server
+(a throwaway PostgreSQL cluster): the unpacker's writes then block or fail, as in an outage.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.agent_otlp import agent_trace, export_request
+from tests.server_process import start_server
+from tests.test_ingest_journal import _request
+from tests.throwaway_pg import ThrowawayPostgres
+from tracescore.ingest.unpack import Unpacker, UnpackSettings, stop_leftover_unpackers
+from tracescore.store import SpanStore, open_store
+
+_MARK = b"tracescore.ingest.unpack"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _wait_gone(pid: int, timeout: float) -> float:
+    """Seconds until ``pid`` is gone; fails the test after ``timeout``."""
+    start = time.monotonic()
+    while _alive(pid):
+        assert time.monotonic() - start < timeout, f"process {pid} still runs after {timeout} s"
+        time.sleep(0.05)
+    return time.monotonic() - start
+
+
+def _unpackers_of(parent: int) -> list[int]:
+    found = []
+    for directory in Path("/proc").iterdir():
+        if directory.name.isdigit():
+            try:
+                ppid = int((directory / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                if ppid == parent and _MARK in (directory / "cmdline").read_bytes():
+                    found.append(int(directory.name))
+            except (OSError, IndexError):
+                continue
+    return found
+
+
+@contextmanager
+def _writes_blocked(store: SpanStore) -> Iterator[None]:
+    """Hold the SQLite store's write lock: every other writer waits, as on a stuck database."""
+    with store.write_transaction():
+        yield
+
+
+_COLLECTOR = """
+import sys, time
+from tracescore.ingest.unpack import Unpacker, UnpackSettings
+unpacker = Unpacker(UnpackSettings(sys.argv[1], "gone", shutdown_timeout=float(sys.argv[2]), idle_poll=0.1))
+unpacker.start()
+print(unpacker.pid, flush=True)
+time.sleep(600)
+"""
+"""A collector in miniature: starts an unpacker for owner ``gone``, then waits to be killed."""
+
+
+@contextmanager
+def _collector(url: str, shutdown_timeout: float) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    process = subprocess.Popen(
+        [sys.executable, "-c", _COLLECTOR, url, str(shutdown_timeout)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None
+        yield process, int(process.stdout.readline())
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_a_stopped_unpacker_that_cannot_store_exits_at_its_deadline_and_the_next_one_stores(
+    sqlite_url: str,
+) -> None:
+    store = open_store(sqlite_url)
+    unpacker = Unpacker(UnpackSettings(sqlite_url, "collector", shutdown_timeout=1.5, idle_poll=0.1))
+    try:
+        with _writes_blocked(store):
+            unpacker.start()
+            for n in range(1, 4):
+                store.journal("traces", _request(f"{n:032x}"), "collector")
+            unpacker.notify()
+            time.sleep(0.3)  # it has taken the entries and waits on the lock
+            started = time.monotonic()
+            unpacker.stop()
+            elapsed = time.monotonic() - started
+            assert unpacker.pid is not None and not _alive(unpacker.pid)
+        assert 1.0 <= elapsed < 1.5 + 2.0  # its own deadline, not the collector's kill
+        assert len(store.journal_entries()) == 3  # durable, still waiting
+        successor = Unpacker(UnpackSettings(sqlite_url, "collector", idle_poll=0.1))
+        successor.start()
+        try:
+            assert store.settle(timeout=30)
+            assert all(store.load_trace(f"{n:032x}") is not None for n in range(1, 4))
+        finally:
+            successor.stop()
+    finally:
+        store.close()
+
+
+def test_an_unpacker_whose_collector_is_killed_stops_within_its_deadline(sqlite_url: str) -> None:
+    store = open_store(sqlite_url)
+    try:
+        with _writes_blocked(store), _collector(sqlite_url, shutdown_timeout=1.5) as (collector, pid):
+            store.journal("traces", _request("1" * 32), "gone")
+            time.sleep(0.5)
+            collector.kill()  # SIGKILL: no shutdown code runs in the collector
+            assert _wait_gone(pid, timeout=1.5 + 3.0) >= 1.0
+    finally:
+        store.close()
+
+
+def test_a_new_collector_stops_an_unpacker_an_earlier_one_left_running(sqlite_url: str) -> None:
+    store = open_store(sqlite_url)
+    try:
+        with _writes_blocked(store), _collector(sqlite_url, shutdown_timeout=600) as (collector, pid):
+            store.journal("traces", _request("1" * 32), "gone")
+            time.sleep(0.5)
+            collector.kill()
+            collector.wait()
+            time.sleep(0.5)
+            assert _alive(pid)  # a leftover: its collector is gone, its deadline far off
+            assert stop_leftover_unpackers(sqlite_url, timeout=5) == [pid]
+            assert not _alive(pid)
+            assert stop_leftover_unpackers(sqlite_url, timeout=5) == []
+    finally:
+        store.close()
+
+
+def test_an_unpacker_of_a_live_collector_is_no_leftover(sqlite_url: str) -> None:
+    open_store(sqlite_url).close()
+    with _collector(sqlite_url, shutdown_timeout=10) as (_collector_process, pid):
+        assert stop_leftover_unpackers(sqlite_url, timeout=1) == []
+        assert _alive(pid)
+
+
+@pytest.mark.pg_cluster
+def test_a_service_stopped_while_postgresql_is_down_leaves_no_process_and_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    with ThrowawayPostgres() as cluster:
+        config = {"server": {"shutdown_timeout": 2.0}}
+        traces = [agent_trace(random.Random(n)) for n in range(5)]
+        server = start_server(tmp_path / "a", db_url=cluster.url, config=config)
+        try:
+            [unpacker] = _unpackers_of(server.process.pid)
+            for trace in traces:
+                response = httpx.post(
+                    f"{server.base_url}/v1/traces", content=export_request(trace.spans),
+                    headers={"Content-Type": "application/x-protobuf"}, timeout=10,
+                )  # fmt: skip
+                assert response.status_code == 200
+            cluster.stop("immediate")
+            started = time.monotonic()
+            server.process.send_signal(signal.SIGTERM)
+            server.process.wait(2.0 + 10.0)
+            assert time.monotonic() - started < 2.0 + 8.0
+            _wait_gone(unpacker, timeout=1.0)
+        finally:
+            server.kill()
+        cluster.start()
+        with start_server(tmp_path / "b", db_url=cluster.url, config=config) as restarted:
+            for trace in traces:
+                response = httpx.get(f"{restarted.base_url}/api/traces/{trace.trace_id}", timeout=15)
+                assert response.status_code == 200, restarted.output()[-2000:]
+                assert len(response.json()["spans"]) == len(trace.spans)
+        # The outage is one line of the unpacker's, not one per retry.
+        assert server.output().count("unpacker: the database is unavailable") <= 1, server.output()[-3000:]
