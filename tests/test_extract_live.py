@@ -153,3 +153,20 @@ def test_mastra_legacy_two_step_loop_is_two_llm_calls_in_order() -> None:
     assert [(c.tool_name, c.args, c.state) for c in tool_calls(second)] == [
         ("get_weather", {"city": "Paris"}, "result")]
     assert final_answer(second).startswith(WEATHER_ANSWER)
+
+
+def test_openai_agents_handoff_answers_the_call_that_made_it() -> None:
+    """A handoff TOOL span (``handoff to WeatherBot``, no ``tool.name``) is the result of the
+    LLM's ``transfer_to_weatherbot`` call, not a second call nobody made; WeatherBot then
+    calls get_weather for two cities in parallel, each joined to its own result."""
+    runs = capture_runs("openinference-openai-agents", "handoff_parallel_tools")
+    _, triage, weather = only(runs, "agent")
+    (handoff,) = tool_calls(triage)
+    assert (handoff.tool_name, handoff.tool_call_id, handoff.args, handoff.state,
+            handoff.result) == ("transfer_to_weatherbot", "call_070", {}, "result", "WeatherBot")
+    paris, london = tool_calls(weather)
+    assert [(c.tool_call_id, c.args, c.result) for c in (paris, london)] == [
+        ("call_080", {"city": "Paris"}, WEATHER_RESULT),
+        ("call_081", {"city": "London"}, LONDON_RESULT)]
+    assert user_text(weather) == ["What's the weather in Paris and London today?"]
+    assert (weather.usage.input_tokens, weather.usage.output_tokens) == (323, 51)

@@ -12,6 +12,7 @@ GenAI mirror only for content the OpenInference ones lack, so nothing is read tw
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -48,6 +49,7 @@ from tracescore.spans import LogRecord, Span
 
 NAME = "openinference"
 
+_HANDOFF_PREFIX = "handoff to "  # openai-agents' handoff TOOL spans
 _KINDS = {"LLM": "llm", "AGENT": "agent", "TOOL": "tool", "RETRIEVER": "retrieval",
           "RERANKER": "retrieval"}
 
@@ -265,8 +267,11 @@ def _tool_call(span: Span, info: SpanInfo) -> ToolInvocation:
     LangChain records the call id only inside the serialized ``ToolMessage`` it returns.
     """
     attributes = span.attributes
+    handoff = None if "tool.name" in attributes else _handoff_tool_name(span.name)
     args: Any = decode_arguments(first(attributes, "input.value"), info.warnings, "input.value")
-    if args == {} and "gen_ai.tool.call.arguments" in attributes and (
+    if handoff:
+        args = {}  # a handoff's input.value names the agent handing off, not arguments
+    elif args == {} and "gen_ai.tool.call.arguments" in attributes and (
         attributes["gen_ai.tool.call.arguments"] != attributes.get("tool.parameters")
     ):  # the GenAI mirror writes the schema here (§3): only trust it when it differs
         args = decode_arguments(attributes["gen_ai.tool.call.arguments"], info.warnings,
@@ -279,12 +284,22 @@ def _tool_call(span: Span, info: SpanInfo) -> ToolInvocation:
         call_id = as_str(message.get("tool_call_id")) or ""
     return executed_call(
         call_id,
-        first_str(attributes, "tool.name") or span.name,
+        first_str(attributes, "tool.name") or handoff or span.name,
         args,
         result,
         failed=is_error or info.status == "error",
         error=info.error,
     )
+
+
+def _handoff_tool_name(span_name: str) -> str | None:
+    """The tool an openai-agents handoff span (``handoff to WeatherBot``, no ``tool.name``)
+    answers: the SDK's default ``transfer_to_weatherbot``. Without it the handoff reads as a
+    call the LLM never made, and the LLM's real call as one never answered."""
+    if not span_name.startswith(_HANDOFF_PREFIX):
+        return None
+    agent = span_name[len(_HANDOFF_PREFIX):]
+    return re.sub(r"[^a-zA-Z0-9_]", "_", re.sub(r"\s", "_", f"transfer_to_{agent}")).lower()
 
 
 def _documents(
