@@ -170,3 +170,10 @@ def test_openai_agents_handoff_answers_the_call_that_made_it() -> None:
         ("call_081", {"city": "London"}, LONDON_RESULT)]
     assert user_text(weather) == ["What's the weather in Paris and London today?"]
     assert (weather.usage.input_tokens, weather.usage.output_tokens) == (323, 51)
+    # WeatherBot's own LLM calls were sent Triage's handoff too: history to them, as to their
+    # agent, not a step of their own.
+    for llm in only(runs, "llm")[1:]:
+        (earlier,) = llm.input.remembered_messages
+        assert [c.tool_name for c in earlier.content.tool_invocations or []] == [
+            "transfer_to_weatherbot"]
+        assert {c.tool_name for c in tool_calls(llm)} == {"get_weather"}

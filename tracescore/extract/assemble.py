@@ -80,8 +80,9 @@ def assemble(trace: Trace, conventions: list[Convention] = CONVENTIONS) -> list[
     """All runs of a trace: agent runs first, then LLM runs, then tool runs (each by start time)."""
     nodes = _build_tree(trace, conventions)
     agents: dict[str, AgentRun] = {}
-    runs = [_agent_run(trace, node, agents) for node in nodes if node.kind == "agent"]
-    runs.extend(_llm_run(trace, node) for node in nodes if node.kind == "llm")
+    handed: dict[str, int] = {}
+    runs = [_agent_run(trace, node, agents, handed) for node in nodes if node.kind == "agent"]
+    runs.extend(_llm_run(trace, node, handed) for node in nodes if node.kind == "llm")
     runs.extend(_tool_run(trace, node) for node in nodes if node.kind == "tool")
     return runs
 
@@ -474,8 +475,14 @@ def _under_tool(node: _Node, root: _Node) -> bool:
     return False
 
 
-def _agent_run(trace: Trace, node: _Node, built: dict[str, AgentRun]) -> AgentRun:
-    """The agent's run; nested agents' runs are built first (and kept in ``built``)."""
+def _agent_run(
+    trace: Trace, node: _Node, built: dict[str, AgentRun], handed: dict[str, int]
+) -> AgentRun:
+    """The agent's run; nested agents' runs are built first (and kept in ``built``).
+
+    ``handed`` gets, per agent, how many messages after the user's turn it was handed (another
+    agent's handoff): its LLM runs read those as history too, not as their own steps.
+    """
     if node.span.span_id in built:
         return built[node.span.span_id]
     run = _base_run(trace, node, "agent")
@@ -485,7 +492,7 @@ def _agent_run(trace: Trace, node: _Node, built: dict[str, AgentRun]) -> AgentRu
     steps = [m for m in members if m.kind == "llm" and not m.has_llm_below]
     tools = [m for m in members if m.kind == "tool" and not _under_tool(m, node)]
 
-    sub_runs = [_agent_run(trace, agent, built) for agent in nested]
+    sub_runs = [_agent_run(trace, agent, built, handed) for agent in nested]
     # A wrapper that only runs agents (openai-agents' ``Agent workflow``, a workflow of agents)
     # stays in the tree, but it is not an agent of its own: scoring it would score its agents'
     # work twice, and judge its "tool calls" (the agents) against the real tools.
@@ -497,6 +504,7 @@ def _agent_run(trace: Trace, node: _Node, built: dict[str, AgentRun]) -> AgentRu
         system, first_input.input_messages if first_input else info.input_messages
     )
     if handed_over:  # what followed the user's messages when this agent started (a handoff)
+        handed[node.span.span_id] = len(handed_over)
         run.input.remembered_messages = _joined(
             [*run.input.remembered_messages, *handed_over]
         )
@@ -584,11 +592,18 @@ def _trajectory(
 # --- LLM and tool runs -----------------------------------------------------------------------
 
 
-def _llm_run(trace: Trace, node: _Node) -> AgentRun:
+def _llm_run(trace: Trace, node: _Node, handed: dict[str, int]) -> AgentRun:
     run = _base_run(trace, node, "llm")
     info = node.info
     run.primary = not any(a.kind in ("agent", "llm") for a in node.ancestors())
     run.input, earlier_steps = _run_input(info.system, info.input_messages)
+    agent = next((a for a in node.ancestors() if a.kind == "agent"), None)
+    before = handed.get(agent.span.span_id, 0) if agent is not None else 0
+    if before:  # steps of the agent that handed over: history here too
+        run.input.remembered_messages = _joined(
+            [*run.input.remembered_messages, *earlier_steps[:before]]
+        )
+        earlier_steps = earlier_steps[before:]
     trajectory = _Trajectory()
     # The turn so far, then this call: a raw client's last call then reads like the agent run
     # it stands for (question in, tool steps with their results and the answer out).
