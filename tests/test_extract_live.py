@@ -25,8 +25,9 @@ from tests.extract_support import (
     user_text,
 )
 from tracescore.cli import app
-from tracescore.extract import AgentRun
+from tracescore.extract import AgentRun, extract_runs
 from tracescore.extract.model import Message
+from tracescore.ingest.files import load_traces
 
 LONDON_RESULT = {"city": "London", "forecast": "rainy", "temperature_c": 14}
 
@@ -177,3 +178,18 @@ def test_openai_agents_handoff_answers_the_call_that_made_it() -> None:
         assert [c.tool_name for c in earlier.content.tool_invocations or []] == [
             "transfer_to_weatherbot"]
         assert {c.tool_name for c in tool_calls(llm)} == {"get_weather"}
+
+
+def test_mastra_legacy_loop_without_traced_steps_counts_every_step() -> None:
+    """The same real payload without its ``….step.llm-execution`` spans (as from a 0.x release
+    that does not trace loop steps; not checked against one): ``mastra.stream`` holds the last
+    step's usage, so the agent result's total (258/46) stands for the loop."""
+    (loaded,) = [t for t in load_traces([CAPTURES / "mastra-legacy-telemetry"
+                                         / "tool_call_stream"]) if len(t.spans) > 2]
+    loaded.spans = [s for s in loaded.spans if not s.name.endswith(".step.llm-execution")]
+    runs = extract_runs(loaded)
+    (agent,) = only(runs, "agent")
+    (loop,) = only(runs, "llm")
+    assert (agent.usage.input_tokens, agent.usage.output_tokens) == (258, 46)
+    assert (loop.usage.input_tokens, loop.usage.output_tokens) == (258, 46)
+    assert any("usage of the last step only" in w for w in loop.warnings)

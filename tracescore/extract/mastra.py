@@ -74,6 +74,7 @@ _LEGACY_LOOPS = frozenset({"mastra.stream", "mastra.generate"})
 _LEGACY_TOOL = ".toolCall"
 _LEGACY_PROVIDER_CALL = ".aisdk.doStream"
 _LEGACY_STEP = ".step.llm-execution"
+_LEGACY_REPLY_KEYS = ("stream.response.text", "stream.response.toolCalls", "stream.usage.")
 
 
 def detect(span: Span) -> bool:
@@ -286,11 +287,15 @@ def _read_legacy(span: Span) -> SpanInfo:
         info.agent_name = first_str(attributes, "componentName")
         info.input_messages = _messages(span, f"{span.name}.argument.0", "user", info.warnings)
         info.output_messages = _answer(span, f"{span.name}.result", info.warnings)
+        result = load_json(attributes.get(f"{span.name}.result"), [], "")
+        if isinstance(result, Mapping) and isinstance(result.get("usage"), Mapping):
+            info.usage = _ai_sdk_usage(result["usage"])  # the whole loop's: every step summed
     elif operation in _LEGACY_LOOPS:
         info.kind = "llm"
         _read_legacy_model_call(span, info)
     elif operation.endswith(_LEGACY_PROVIDER_CALL):
-        if any(key.startswith(("stream.response.", "stream.usage.")) for key in attributes):
+        # A model call when it recorded what came back (not only a timestamp or latency).
+        if any(key.startswith(_LEGACY_REPLY_KEYS) for key in attributes):
             info.kind = "llm"
             _read_legacy_model_call(span, info)
         elif attributes.get("stream.prompt.tools") is not None:
@@ -470,6 +475,7 @@ def _refine_legacy_steps(read: list[tuple[Span, SpanInfo]], infos: dict[str, Spa
     steps = [info for span, info in read
              if info.kind == "llm" and _legacy_operation(span).endswith(_LEGACY_STEP)]
     if not steps:
+        _loop_usage_from_agent(infos)
         return
     tools = []
     for span, info in read:
@@ -491,6 +497,27 @@ def _refine_legacy_steps(read: list[tuple[Span, SpanInfo]], infos: dict[str, Spa
             for part in message.content.parts:
                 if part.tool_invocation is not None and part.tool_invocation.tool_call_id:
                     made[part.tool_invocation.tool_call_id] = part.tool_invocation
+
+
+def _loop_usage_from_agent(infos: dict[str, SpanInfo]) -> None:
+    """Without traced steps, an agent's one model loop gets the agent result's usage when
+    that is larger: ``mastra.stream`` counts the last step only, the result every step."""
+    loops: dict[str, list[SpanInfo]] = {}
+    for info in infos.values():
+        if info.kind != "llm":
+            continue
+        parent = infos.get(info.parent_span_id or "")
+        while parent is not None and parent.kind != "agent":
+            parent = infos.get(parent.parent_span_id or "")
+        if parent is not None:
+            loops.setdefault(parent.span_id, []).append(info)
+    for agent_id, calls in loops.items():
+        whole = infos[agent_id].usage
+        if len(calls) == 1 and whole is not None and (
+            calls[0].usage is None or calls[0].usage.total_tokens < whole.total_tokens
+        ):
+            calls[0].usage = whole.model_copy()
+            calls[0].warnings.append("usage of the last step only; the agent result's total used")
 
 
 def _span_type(span: Span) -> str | None:
