@@ -25,6 +25,7 @@ from typing import Any
 FIXTURE = Path(__file__).parent / "fixtures" / "parity" / "llm_judge.jsonl"
 HARNESS = Path(__file__).parent / "mastra_llm_harness.mjs"
 CASES_PER_SCORER = 24
+"""Random cases per scorer; SCORERS.md §8's worked examples come on top (:data:`WORKED_EXAMPLES`)."""
 LEVELS = ("high", "medium", "low", "none")
 IMPACTS = ("none", "minimal", "moderate", "significant", "severe")
 MATCHES = ("exact", "semantic", "partial", "missing")
@@ -210,9 +211,84 @@ GENERATORS: dict[str, Callable[[random.Random], dict[str, Any]]] = {
 }
 
 
+def text_run(user: str, answer: str) -> dict[str, Any]:
+    return {"input": {"inputMessages": [message("user", user, "u1")]},
+            "output": [message("assistant", answer, "a1")]}  # fmt: skip
+
+
+ECLIPSE = text_run("What causes solar eclipses?",
+                   "Solar eclipses happen when the Moon moves between Earth and the Sun, blocking sunlight.")
+ECLIPSE_CONTEXT = ["Solar eclipses occur when the Moon blocks the Sun.",
+                   "The Moon moves between the Earth and Sun during eclipses.", "The Moon is visible at night.",
+                   "Stars twinkle due to atmospheric interference.", "Total eclipses can last up to 7.5 minutes."]
+AUSTRALIA_CONTEXT = ["Australia is a large country.", "Sydney is a big city.", "Kangaroos live in Australia.",
+                     "Australia has six states.", "The capital of Australia is Canberra."]  # fmt: skip
+
+
+def evaluations(levels: list[tuple[str, bool]], context: list[str]) -> dict[str, Any]:
+    return {"evaluations": [{"context_index": i, "contextPiece": piece, "relevanceLevel": level, "wasUsed": used,
+                             "reasoning": "r"} for i, (piece, (level, used)) in enumerate(zip(context, levels))],
+            "missingContext": [], "overallAssessment": "o"}  # fmt: skip
+
+
+def dims(intent: float, requirements: float, completeness: float, appropriateness: float) -> dict[str, Any]:
+    return {
+        "intentAlignment": {"score": intent, "primaryIntent": "p", "isAddressed": True, "reasoning": "r"},
+        "requirementsFulfillment": {"requirements": [], "overallScore": requirements},
+        "completeness": {"score": completeness, "missingElements": [], "reasoning": "r"},
+        "responseAppropriateness": {"score": appropriateness, "formatAlignment": True, "toneAlignment": True,
+                                    "reasoning": "r"},
+        "overallAssessment": "o",
+    }  # fmt: skip
+
+
+def verdicts(key: str, values: list[str]) -> list[dict[str, Any]]:
+    return [{key: v, "reason": "r"} for v in values]
+
+
+WORKED_EXAMPLES: list[dict[str, Any]] = [
+    # SCORERS.md §8, with the verdicts that reproduce each documented result ("doc").
+    {"id": "doc-context-precision-map", "scorer": "context-precision", "doc": 0.83, **ECLIPSE,
+     "options": {"context": ECLIPSE_CONTEXT[:4]},
+     "answers": [{"verdicts": [{"context_index": i, "verdict": v, "reason": "r"}
+                               for i, v in enumerate(["yes", "no", "yes", "no"])]}]},
+    {"id": "doc-context-relevance-mixed", "scorer": "context-relevance", "doc": 0.64, **ECLIPSE,
+     "options": {"context": ECLIPSE_CONTEXT},
+     "answers": [evaluations([("high", True), ("high", True), ("medium", False), ("none", False),
+                              ("high", False)], ECLIPSE_CONTEXT)]},
+    {"id": "doc-context-relevance-mixed-lenient", "scorer": "context-relevance", "doc": 0.69, **ECLIPSE,
+     "options": {"context": ECLIPSE_CONTEXT, "penalties": {"unusedHighRelevanceContext": 0.05}},
+     "answers": [evaluations([("high", True), ("high", True), ("medium", False), ("none", False),
+                              ("high", False)], ECLIPSE_CONTEXT)]},
+    {"id": "doc-context-relevance-low", "scorer": "context-relevance", "doc": 0.26,
+     **text_run("What is the capital of Australia?", "The capital of Australia is Canberra."),
+     "options": {"context": AUSTRALIA_CONTEXT},
+     "answers": [evaluations([("none", False), ("none", False), ("none", False), ("low", False),
+                              ("high", True)], AUSTRALIA_CONTEXT)]},
+    {"id": "doc-context-relevance-high", "scorer": "context-relevance", "doc": 1.0, **ECLIPSE,
+     "options": {"context": ECLIPSE_CONTEXT[:3]},
+     "answers": [evaluations([("high", True)] * 3, ECLIPSE_CONTEXT[:3])]},
+    {"id": "doc-answer-relevancy", "scorer": "answer-relevancy", "doc": 0.83, **ECLIPSE,
+     "answers": [{"statements": ["s1", "s2", "s3", "s4"]},
+                 {"results": verdicts("result", ["yes", "yes", "yes", "unsure"])}]},
+    {"id": "doc-faithfulness", "scorer": "faithfulness", "doc": 0.75, **ECLIPSE,
+     "options": {"context": ECLIPSE_CONTEXT},
+     "answers": [{"claims": ["c1", "c2", "c3", "c4"]},
+                 {"verdicts": verdicts("verdict", ["yes", "yes", "yes", "unsure"])}]},
+    # Documented as 0.75 for 1.0, 0.5, 0.5, 0.5, which the user weights make 0.70 (Mastra's code
+    # agrees with the weights); appropriateness 1.0 gives the documented 0.75.
+    {"id": "doc-prompt-alignment-user-as-weighted", "scorer": "prompt-alignment", "doc": 0.7,
+     **text_run("Summarise the report", "The report says sales grew."), "options": {"evaluationMode": "user"},
+     "answers": [dims(1.0, 0.5, 0.5, 0.5)]},
+    {"id": "doc-prompt-alignment-user", "scorer": "prompt-alignment", "doc": 0.75,
+     **text_run("Summarise the report", "The report says sales grew."), "options": {"evaluationMode": "user"},
+     "answers": [dims(1.0, 0.5, 0.5, 1.0)]},
+]  # fmt: skip
+
+
 def cases() -> list[dict[str, Any]]:
     rng = random.Random(20)
-    found = []
+    found = [dict(case) for case in WORKED_EXAMPLES]
     for scorer, make in GENERATORS.items():
         for n in range(CASES_PER_SCORER):
             case = make(rng)

@@ -1,6 +1,7 @@
 """The judge scorers give Mastra's own scores on the same judge answers.
 
-``tests/fixtures/parity/llm_judge.jsonl`` holds 24 random cases per LLM scorer: a run, the
+``tests/fixtures/parity/llm_judge.jsonl`` holds 24 random cases per LLM scorer, plus the
+worked examples of SCORERS.md §8 (marked with their documented result ``doc``): a run, the
 answer a judge gives to each prompt step in Mastra's shape (canonical spellings, booleans where
 Mastra's schema has them), and the score Mastra's ``@mastra/evals`` 1.10.2 scorer gave with a
 mock model answering exactly that (recorded by ``tests/record_llm_parity.py``). Here the same
@@ -54,6 +55,7 @@ def schemas_of(case: dict[str, Any]) -> tuple[str, ...]:
 
 def test_the_fixture_covers_every_llm_scorer_and_mastra_used_every_answer() -> None:
     assert {case["scorer"] for case in CASES} == set(STEP_SCHEMAS)
+    assert sum("doc" in case for case in CASES) == 9
     assert {n for n in registry.names() if registry.get(n).uses_judge} == set(STEP_SCHEMAS)
     for case in CASES:
         assert "error" not in case["mastra"], case["id"]
@@ -71,4 +73,6 @@ async def test_same_answers_same_score_as_mastra(server: JudgeServer, case: dict
     result = await scorer.run(case)
     assert result.status == "ok", (result.error, result.reason)
     assert result.score == pytest.approx(case["mastra"]["score"], abs=1e-9)
+    if "doc" in case:  # a worked example of SCORERS.md §8: the documented result too
+        assert result.score == case["doc"] == case["mastra"]["score"]
     assert server.count - before == len(schemas) + 1  # every recorded answer asked for, and a reason

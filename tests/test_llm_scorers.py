@@ -764,3 +764,58 @@ async def test_context_extractor_reads_the_run(server: JudgeServer, judge: LiteL
         "[0] extracted for: What causes solar eclipses?"
         in prompts_with(server, "PrecisionVerdicts")[0]
     )
+
+
+def mastra_shaped(own: dict[str, Any]) -> dict[str, Any]:
+    """``dimensions(...)`` as Mastra's judge answers it: format and tone alignment as booleans,
+    requirement items with ``isFulfilled``."""
+    answer = {**own, "responseAppropriateness": {**own["responseAppropriateness"],
+                                                 "formatAlignment": True, "toneAlignment": False}}
+    answer["requirementsFulfillment"] = {
+        "requirements": [{"requirement": "summarise", "isFulfilled": True, "reasoning": "done"},
+                         {"requirement": "be brief", "isFulfilled": False, "reasoning": "long"}],
+        "overallScore": own["requirementsFulfillment"]["overallScore"],
+    }
+    return answer  # fmt: skip
+
+
+@pytest.mark.parametrize("response_format", ["json_object", "prompt"])
+async def test_prompt_alignment_reads_both_answer_shapes_from_a_local_style_judge(
+    server: JudgeServer, response_format: str
+) -> None:
+    """Local judges run in JSON-object or prompt mode, where nothing stops them answering
+    Mastra's booleans: both shapes are read, with the same score (issue 20, item 1)."""
+    judge = LiteLLMJudge(JudgeConfig(model="openai/local-judge", api_base=server.base_url,
+                                     response_format=response_format, cache=False))  # fmt: skip
+    run = agent_run("Summarise the report", "The report says sales grew.", system="Be brief.")
+    own = dimensions(1.0, 0.5, 0.5, 1.0)
+    own["responseAppropriateness"] |= {"formatAlignment": "a plain sentence", "toneAlignment": "neutral"}
+    scores = {}
+    for shape, answer in (("own", own), ("mastra", mastra_shaped(own))):
+        for mode in ("user", "system"):
+            server.script("AlignmentAnalysis", json_reply(answer))
+            result = await create_prompt_alignment_scorer(model=judge, evaluation_mode=mode).run(run)
+            assert result.status == "ok", result.error
+            scores[shape, mode] = result.score
+        server.script("BothAlignmentAnalysis", json_reply(answer))  # one evaluation: Mastra's both
+        scores[shape, "both"] = (await create_prompt_alignment_scorer(model=judge).run(run)).score
+    assert scores == {("own", "user"): 0.75, ("own", "system"): 0.75, ("own", "both"): 0.75,
+                      ("mastra", "user"): 0.75, ("mastra", "system"): 0.75, ("mastra", "both"): 0.75}
+    checks = (await create_prompt_alignment_scorer(model=judge, evaluation_mode="user").run(run))
+    assert checks.analyze_step_result.response_appropriateness.format_alignment is True
+    assert [r.is_fulfilled for r in checks.analyze_step_result.requirements_fulfillment.requirements] == [True, False]
+
+
+async def test_prompt_alignment_history_as_mastra_writes_it(server: JudgeServer, judge: LiteLLMJudge) -> None:
+    remembered = [make_test_message(f"earlier turn {i}", "user", id=f"r{i}") for i in range(5)]
+    run = make_agent_run(input_messages=[make_test_message("And now?", "user", id="u")],
+                         remembered_messages=remembered,
+                         output=[make_test_message("Done.", "assistant", id="a")])  # fmt: skip
+    server.script("AlignmentAnalysis", json_reply(dimensions(1, 1, 1, 1)))
+    scorer = create_prompt_alignment_scorer(model=judge, evaluation_mode="user",
+                                            include_conversation_history={"maxMessages": 2})  # fmt: skip
+    assert (await scorer.run(run)).score == 1.0
+    prompt = prompts_with(server, "AlignmentAnalysis")[0]
+    assert "earlier turn 4" in prompt and "earlier turn 3" in prompt and "earlier turn 2" not in prompt
+    with pytest.raises(ValueError, match="unknown keys"):
+        create_prompt_alignment_scorer(model=judge, include_conversation_history={"limit": 2})
