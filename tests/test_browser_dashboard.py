@@ -16,6 +16,7 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, select
 
+from tests.browser_support import REPO, browser, context, shot  # noqa: F401 - fixtures
 from tests.conftest import CAPTURES
 from tests.server_process import ServerProcess, start_server
 from tests.test_web_pages import HOSTILE_SYSTEM, agent_trace_json
@@ -25,13 +26,6 @@ from tracescore.web.queries import as_utc
 
 pytestmark = pytest.mark.browser
 
-REPO = Path(__file__).resolve().parents[1]
-ARTIFACTS = REPO / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
 BINDINGS = [
     {"name": "answer-present", "scorer": "tests.custom_scorers:answer_present", "threshold": 0.5},
     {"name": "tone", "scorer": "tone"},
@@ -100,37 +94,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         yield running
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def context(browser: Any) -> Iterator[Any]:
-    """A fresh browser profile. Any console or page error fails the test (a blocked or missing
-    resource logs one), and so does any request that leaves the test server: pages work offline.
-    """
-    opened = browser.new_context(viewport={"width": 1400, "height": 1000})
-    opened.set_default_timeout(5000)
-    opened.problems = []
-    requested: list[str] = []
-    opened.on("weberror", lambda error: opened.problems.append(str(error.error)))
-    opened.on(
-        "console", lambda message: message.type == "error" and opened.problems.append(message.text)
-    )
-    opened.on("request", lambda request: requested.append(request.url))
-    yield opened
-    opened.close()
-    assert opened.problems == [], opened.problems
-    elsewhere = [url for url in requested if not url.startswith(("http://127.0.0.1:", "data:"))]
-    assert requested and elsewhere == [], elsewhere
-
-
 @pytest.fixture
 def page(context: Any, server: ServerProcess) -> Any:
     """A page signed in the way the login form signs in: with the session cookie."""
@@ -138,11 +101,6 @@ def page(context: Any, server: ServerProcess) -> Any:
         [{"name": COOKIE_NAME, "value": session_token(API_KEY), "url": server.base_url}]
     )
     return context.new_page()
-
-
-def _shot(page: Any, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
 def test_overview_draws_a_point_per_second_that_had_scores(
@@ -159,7 +117,7 @@ def test_overview_draws_a_point_per_second_that_had_scores(
         assert int(samples) == sum(r.binding == binding and r.status == "ok" for r in rows)
     box = page.locator('article[data-binding="tone"] svg.chart').bounding_box()
     assert box["width"] > 400 and box["height"] > 120  # laid out as a readable chart
-    _shot(page, "dashboard-overview")
+    shot(page, "dashboard-overview")
 
 
 def test_clicking_the_lowest_score_opens_its_trace(server: ServerProcess, page: Any) -> None:
@@ -186,7 +144,7 @@ def test_clicking_the_lowest_score_opens_its_trace(server: ServerProcess, page: 
     assert '"city": "Paris"' in tool_calls.first.locator("pre.args").inner_text()
     page.click("#raw-spans > summary")
     assert page.locator("#raw-spans details.span").first.is_visible()
-    _shot(page, "dashboard-trace")
+    shot(page, "dashboard-trace")
 
 
 def test_a_newly_scored_trace_appears_without_reload(server: ServerProcess, page: Any) -> None:
@@ -205,7 +163,7 @@ def test_a_newly_scored_trace_appears_without_reload(server: ServerProcess, page
     assert elapsed < 5, f"the new trace took {elapsed:.1f} s to appear"
     assert page.evaluate("window.__sameDocument") is True  # no reload happened
     assert "fresh" in arrived.get_attribute("class")
-    _shot(page, "dashboard-live")
+    shot(page, "dashboard-live")
 
     # The new trace is hostile: its page shows the markup as text and runs none of it.
     arrived.locator("a.trace-link").click()
@@ -213,7 +171,7 @@ def test_a_newly_scored_trace_appears_without_reload(server: ServerProcess, page
     assert HOSTILE_SYSTEM in page.locator(".system").first.inner_text()
     assert page.evaluate("typeof window.__pwned") == "undefined"
     assert page.locator("main script, main img, main iframe").count() == 0
-    _shot(page, "dashboard-hostile-trace")
+    shot(page, "dashboard-hostile-trace")
 
 
 def test_login_form_sets_a_session_cookie(server: ServerProcess, context: Any) -> None:

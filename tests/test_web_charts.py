@@ -7,8 +7,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tracescore.web.charts import Bucket, bar_chart, score_chart, usd
-from tracescore.web.pages import MAX_POINTS, Window, pick_bucket
+from tracescore.web.charts import Band, Bucket, Series, bar_chart, score_chart, usd
+from tracescore.web.timerange import (
+    MAX_POINTS,
+    PRESETS,
+    ViewState,
+    Window,
+    default_window,
+    parse_moment,
+    pick_bucket,
+)
 
 T0 = datetime(2026, 5, 4, 12, 0, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
@@ -45,13 +53,66 @@ def test_text_in_charts_is_escaped() -> None:
     assert "<b>" not in bars and "<i>" not in bars and bars.count('class="bar"') == 1
 
 
-def test_buckets_are_round_and_bounded() -> None:
-    assert pick_bucket(timedelta(hours=24)) == timedelta(minutes=30)
-    assert pick_bucket(timedelta(minutes=15)) == timedelta(seconds=15)
+def test_buckets_are_round_and_give_30_to_120_points() -> None:
+    assert pick_bucket(timedelta(hours=24)) == timedelta(minutes=15)
+    assert pick_bucket(timedelta(minutes=15)) == timedelta(seconds=10)
+    for name, length in PRESETS.items():
+        window = Window.ending_now(length, None)
+        assert 30 <= window.points <= 120, name
+        assert window.until - window.since == length
+    for seconds in range(120, 8 * 86400, 997):  # any custom range of two minutes or more
+        window = Window.between(T0, T0 + timedelta(seconds=seconds), None)
+        assert 30 <= window.points <= 121, seconds  # widened to whole buckets: one more at most
+        assert window.since <= T0 and window.since.timestamp() % window.bucket.total_seconds() == 0
     window = Window.ending_now(timedelta(hours=1), timedelta(minutes=1))
     assert window.until - window.since == timedelta(hours=1) and window.until.timestamp() % 60 == 0
     with pytest.raises(ValueError):
         Window.ending_now(timedelta(seconds=MAX_POINTS + 1), timedelta(seconds=1))
+    with pytest.raises(ValueError):
+        Window.between(T0, T0, None)
+
+
+def test_the_default_range_is_the_shortest_preset_holding_the_last_days_scores() -> None:
+    assert default_window(T0, T0 - timedelta(minutes=2), False) == "5m"
+    assert default_window(T0, T0 - timedelta(minutes=40), False) == "1h"
+    assert default_window(T0, T0 - timedelta(hours=20), False) == "24h"
+    assert default_window(T0, T0 - timedelta(minutes=2), True) == "24h"  # not all data is recent
+    assert default_window(T0, None, True) == "7d"  # nothing in a day: the last week
+    assert default_window(T0, None, False) == "24h"
+
+
+def test_the_view_is_in_the_url_and_custom_times_are_utc() -> None:
+    view = ViewState(window="1h", split="agent", agent="<a&b>")
+    assert view.url() == "/?window=1h&split=agent&agent=%3Ca%26b%3E"
+    assert view.preset("5m") == "/?window=5m&split=agent&agent=%3Ca%26b%3E"
+    assert ViewState(since="x", until="y", bucket="1s").preset("1h") == "/?window=1h"
+    assert parse_moment("2026-05-04T12:00") == T0
+    assert parse_moment("2026-05-04T14:00+02:00") == T0 == parse_moment("2026-05-04T12:00:00Z")
+
+
+def test_split_lines_bands_and_drill_down_links() -> None:
+    total = [_bucket(0, 0.7), _bucket(1, 0.5)]
+    lines = [
+        Series("weather-bot", 1, [_bucket(0, 0.9), _bucket(1, 0.2)], lambda s: f"/w?{s:%M}&x"),
+        Series("other (2)", None, [_bucket(0, 0.6)]),
+    ]
+    band = Band(T0 + MINUTE, T0 + 20 * MINUTE, "drop<", "agent=weather-bot", "<b>fired</b>", 1, "/r")
+    svg = score_chart("kc", total, T0, T0 + 10 * MINUTE, MINUTE, series=lines, bands=[band],
+                      href=lambda s: f"/b?{s:%M}")  # fmt: skip
+    assert svg.count('<g class="series s1" data-segment="weather-bot">') == 1
+    assert svg.count('<g class="series other"') == 1
+    assert 'class="band"' not in svg and 'class="p10"' not in svg  # percentiles only unsplit
+    assert svg.count('<a class="point-link" href="/w?00&amp;x">') == 1
+    assert svg.count('class="bucket-link"') == 2 and 'href="/b?01"' in svg
+    # The band runs from its start to the end of the range, over the plot only, escaped.
+    area = re.search(r'<rect class="alert-area" x="([\d.]+)" y="10" width="([\d.]+)"', svg)
+    assert area and float(area.group(1)) == pytest.approx(36 + 554 / 10)
+    assert float(area.group(1)) + float(area.group(2)) == pytest.approx(590)
+    assert 'data-rule="drop&lt;"' in svg and "&lt;b&gt;fired&lt;/b&gt;" in svg
+    assert 'class="alert-edge s1"' in svg
+    # A band outside the range is not drawn.
+    late = Band(T0 + 11 * MINUTE, T0 + 12 * MINUTE, "r", "all", "x")
+    assert "alert-band" not in score_chart("kc", total, T0, T0 + 10 * MINUTE, MINUTE, bands=[late])
 
 
 def test_dollars_show_small_judge_costs() -> None:

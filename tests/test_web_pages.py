@@ -13,7 +13,7 @@ import html
 import json
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -137,7 +137,7 @@ def visible_text(markup: str) -> str:
 
 def chart_card(page: str, binding: str) -> str:
     match = re.search(
-        rf'<article class="card chart-card" data-binding="{re.escape(binding)}">(.*?)</article>',
+        rf'<article class="card chart-card" data-binding="{re.escape(binding)}"[^>]*>(.*?)</article>',
         page,
         re.S,
     )
@@ -189,7 +189,7 @@ def _seed(url: str, judge: JudgeServer, captures: list[Path]) -> Any:
     worker = build_worker(parse_config(_config(judge.base_url)), store)
 
     async def score_all() -> None:
-        for claim in store.claim_ready(worker.owner, 1000, 30.0, now=FAR_FUTURE):
+        for claim in store.queue.claim(worker.owner, 1000, 30.0, now=FAR_FUTURE):
             await worker.process(claim)
 
     asyncio.run(score_all())
@@ -340,7 +340,7 @@ def test_live_version_changes_when_a_score_arrives(
     worker = build_worker(parse_config(_config(judge.base_url)), store)
 
     async def score() -> None:
-        for claim in store.claim_ready(worker.owner, 10, 30.0, now=FAR_FUTURE):
+        for claim in store.queue.claim(worker.owner, 10, 30.0, now=FAR_FUTURE):
             await worker.process(claim)
 
     asyncio.run(score())
@@ -427,10 +427,19 @@ def test_overview_and_trace_page_on_postgresql(judge: JudgeServer) -> None:
             store.close()
 
 
-def test_firing_alerts_are_shown_on_top(store: Any, judge: JudgeServer) -> None:
-    """A real evaluation of a real rule over the stored scores, then the overview."""
+def _evaluate_once(store: Any, config: Any, rule: str) -> list[Any]:
+    """One real evaluation round of the configured rules; the firing verdicts of ``rule``."""
     from tracescore.monitor.alerts import AlertEvaluator
 
+    evaluator = AlertEvaluator(store.engine, config.alerts, config.monitor)
+    report = evaluator.run_once()
+    evaluator.release()  # the next test's evaluator takes the lease at once
+    evaluator.close()
+    return [v for v in report.verdicts[rule] if v.firing]
+
+
+def test_firing_alerts_are_shown_on_top(store: Any, judge: JudgeServer) -> None:
+    """A real evaluation of a real rule over the stored scores, then the overview."""
     rule = (
         "alerts:\n  rules:\n    - {name: answers-missing, type: threshold, "
         "scorer: answer-present, below: 0.99, window: 1h, segment_by: [model], min_samples: 3}\n"
@@ -439,10 +448,7 @@ def test_firing_alerts_are_shown_on_top(store: Any, judge: JudgeServer) -> None:
     client = TestClient(create_app(config, store))
     before = client.get("/ui/live").json()["version"]
     assert "firing" not in visible_text(client.get("/").text)
-    evaluator = AlertEvaluator(store.engine, config.alerts, config.monitor)
-    report = evaluator.run_once()
-    evaluator.close()
-    firing = [v for v in report.verdicts["answers-missing"] if v.firing]
+    firing = _evaluate_once(store, config, "answers-missing")
     assert firing
     page = client.get("/").text
     alerts = re.search(r'<section id="alerts" data-live>(.*?)</section>', page, re.S)
@@ -461,3 +467,107 @@ def test_window_and_bucket_are_validated(client: TestClient) -> None:
     )  # too many points
     assert client.get("/", params={"window": "soon"}).status_code == 422
     assert client.get("/", params={"window": "7d"}).status_code == 200
+
+
+def _segment_counts(store: Any, binding: str, column: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for row in _scores(store):
+        if row.binding == binding and row.status == "ok":
+            name = getattr(row, column) or "(none)"
+            counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def test_split_draws_a_line_per_segment_top_five_and_other(client: TestClient, store: Any) -> None:
+    from tracescore.web.pages import TOP_SEGMENTS
+
+    page = client.get("/", params={"window": "15m", "split": "agent"})
+    assert page.status_code == 200
+    card = chart_card(page.text, "answer-present")
+    counts = _segment_counts(store, "answer-present", "agent")
+    assert len(counts) > TOP_SEGMENTS  # the captures hold more agents than get a line
+    legend = re.findall(r'<li data-segment="([^"]*)">.*?n=(\d+)</span>', card, re.S)
+    names = [html.unescape(name) for name, _ in legend]
+    assert len(names) == TOP_SEGMENTS + 1 and names[-1] == f"other ({len(counts) - TOP_SEGMENTS})"
+    assert sum(int(n) for _, n in legend) == sum(counts.values())  # every score in one line
+    top = names[:TOP_SEGMENTS]
+    assert all(counts[name] == int(n) for name, (_, n) in zip(top, legend, strict=False))
+    assert min(counts[name] for name in top) >= max(
+        n for name, n in counts.items() if name not in top
+    )
+    series = re.findall(r'<g class="series (s\d|other)" data-segment="([^"]*)">', card)
+    assert [html.unescape(name) for _, name in series] == names
+    assert series[-1][0] == "other" and len({colour for colour, _ in series}) == len(series)
+    # A segment's colour is the same on every chart.
+    tone = re.findall(r'<g class="series (s\d|other)" data-segment="([^"]*)">', chart_card(page.text, "tone"))
+    shared = set(series) & set(tone)
+    assert shared and all(dict(series)[c] == dict(tone)[c] for c in dict(series) if c in dict(tone))
+    # Points of a segment link to that segment's runs of the bucket; the agent name is escaped.
+    assert "<svg onload" not in page.text
+    assert 'href="/ui/runs?binding=answer-present&amp;agent=' in card
+    for split in ("model", "service", "version"):
+        assert client.get("/", params={"window": "15m", "split": split}).status_code == 200
+    assert client.get("/", params={"split": "colour"}).status_code == 422
+
+
+def test_a_buckets_runs_are_listed_lowest_first_failures_last(client: TestClient, store: Any) -> None:
+    rows = [r for r in _scores(store) if r.binding == "exploding" or r.binding == "answer-present"]
+    since = min(as_utc(r.created_at) for r in rows).replace(microsecond=0)
+    until = max(as_utc(r.created_at) for r in rows).replace(microsecond=0) + timedelta(seconds=1)
+    params = {"since": since.isoformat(), "until": until.isoformat()}
+    page = client.get("/ui/runs", params={**params, "binding": "answer-present"})
+    assert page.status_code == 200
+    listed = re.findall(r'<tr data-row="([^"]+)">', page.text)
+    expected = [r for r in rows if r.binding == "answer-present"]
+    assert len(listed) == len(expected)
+    by_id = {r.id: r for r in expected}
+    ok = [by_id[i].score for i in listed if by_id[i].status == "ok"]
+    assert ok == sorted(ok)
+    statuses = [by_id[i].status for i in listed]
+    assert statuses == sorted(statuses, key=lambda s: s != "ok")  # unscored ones after
+    assert f'<dd id="runs-total">{len(expected)}</dd>' in page.text
+    # Errors are listed too: they are part of what the bucket held.
+    failing = client.get("/ui/runs", params={**params, "binding": "exploding"}).text
+    assert failing.count('class="score status-error"') == sum(r.binding == "exploding" for r in rows)
+    # Filters are shown as text, never as markup; bad times are refused.
+    hostile = client.get("/ui/runs", params={**params, "agent": HOSTILE_AGENT}).text
+    assert "<svg onload" not in hostile and html.escape(HOSTILE_AGENT, quote=False) in hostile
+    assert client.get("/ui/runs", params={"since": "yesterday"}).status_code == 422
+    assert client.get("/ui/runs").status_code == 422
+
+
+def test_alerts_page_bands_and_delivery_outcomes(store: Any, judge: JudgeServer) -> None:
+    """A rule evaluated for real, notifying a webhook that is down: state, history, outcome."""
+    from tests.server_process import free_port
+
+    dead = f"http://127.0.0.1:{free_port()}/hook"
+    rule = (
+        "alerts:\n"
+        "  rules:\n"
+        "    - {name: few-answers, type: threshold, scorer: answer-present, below: 0.99,\n"
+        "       window: 1h, segment_by: [agent], min_samples: 1}\n"
+        f"  channels: [{{name: hook, type: webhook, url: '{dead}', timeout: 1}}]\n"
+    )
+    config = parse_config(_config(judge.base_url) + rule)
+    firing = _evaluate_once(store, config, "few-answers")
+    assert firing
+    client = TestClient(create_app(config, store))
+    page = client.get("/ui/alerts")
+    assert page.status_code == 200
+    rule_card = re.search(r'<article class="card rule"[^>]*data-rule="few-answers">(.*?)</article>', page.text, re.S)
+    assert rule_card
+    rows = re.findall(r'<tr class="state-(firing|ok)"', rule_card.group(1))
+    assert rows.count("firing") == len(firing)
+    assert "pending after 1 attempt: hook:" in visible_text(rule_card.group(1))
+    only = client.get("/ui/alerts", params={"rule": "few-answers"}).text
+    history = re.search(r'<section class="card" id="history" data-live>(.*?)</section>', only, re.S)
+    assert history and history.group(1).count('class="event-firing"') == len(firing)
+    # The hostile agent is a segment: shown as text in the state table and the history.
+    assert "<svg onload" not in page.text and html.escape(HOSTILE_AGENT, quote=False) in page.text
+    assert 'href="/ui/runs?scorer=answer-present&amp;agent=' in page.text
+    # The firing is a band on the charts of the bindings running that scorer, per segment.
+    overview = client.get("/", params={"window": "1h", "split": "agent"}).text
+    bands = re.findall(r'<g class="alert-band" data-rule="few-answers"', chart_card(overview, "answer-present"))
+    assert len(bands) == len(firing)
+    assert "alert-band" not in chart_card(overview, "tone")
+    assert client.get("/ui/alerts", params={"rule": "nope"}).status_code == 200

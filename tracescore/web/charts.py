@@ -8,7 +8,7 @@ reaching a page is trusted.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -52,16 +52,62 @@ def _value_domain(buckets: Sequence[Bucket]) -> tuple[float, float]:
     return low, high if high > low else low + 1.0
 
 
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One segment's line when a chart is split (``?split=agent``): its buckets, colour and link.
+
+    ``colour`` indexes the stylesheet's palette (``s0``…); the "other" line is ``None`` (grey).
+    ``href(start)`` is the drill-down URL of one of its buckets.
+    """
+
+    name: str
+    colour: int | None
+    buckets: Sequence[Bucket]
+    href: Callable[[datetime], str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Band:
+    """A period an alert was firing for this chart, drawn over the plot (Grafana's annotations).
+
+    ``colour`` is the palette index of the segment line it concerns, when the chart has one.
+    """
+
+    start: datetime
+    end: datetime
+    rule: str
+    segment: str
+    label: str
+    colour: int | None = None
+    href: str | None = None
+
+
+def _colour_class(colour: int | None) -> str:
+    return "other" if colour is None else f"s{colour}"
+
+
 def score_chart(
-    title: str, buckets: Sequence[Bucket], since: datetime, until: datetime, bucket: timedelta
+    title: str,
+    buckets: Sequence[Bucket],
+    since: datetime,
+    until: datetime,
+    bucket: timedelta,
+    *,
+    series: Sequence[Series] = (),
+    bands: Sequence[Band] = (),
+    href: Callable[[datetime], str] | None = None,
 ) -> Markup:
     """Mean score per bucket (line and points), its p10–p90 band, the p10 line, sample counts.
 
-    Each point carries a ``<title>`` (the browser's tooltip) with the bucket's figures.
+    With ``series`` (a split) a mean line per segment replaces the overall line and percentiles,
+    which cannot be told apart per segment. ``bands`` shade the periods alerts fired. With
+    ``href`` every bucket is a link to its runs (the whole column is the target, so a bucket
+    is easy to hit); points of a series link to that segment's runs of the bucket. Each point
+    and column carries a ``<title>`` (the browser's tooltip) with its figures.
     """
     span = until - since
     plot_width = WIDTH - LEFT - RIGHT
-    low, high = _value_domain(buckets)
+    low, high = _value_domain([*buckets, *(b for line in series for b in line.buckets)])
 
     def x(moment: datetime) -> float:
         return LEFT + plot_width * ((moment - since) / span)
@@ -73,7 +119,8 @@ def score_chart(
     most = max((max(b.attempted, b.count) for b in buckets), default=0) or 1
     parts = [
         f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
-        f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">',
+        f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg" '
+        f'data-points="{round(span / bucket)}">',
         f"<title>{escape(title)}</title>",
     ]
     for tick in (low, (low + high) / 2, high):
@@ -91,12 +138,24 @@ def score_chart(
     parts.append(
         f'<text class="tick" x="{LEFT - 4}" y="{COUNT_TOP + 8}" text-anchor="end">n</text>'
     )
+    for band in bands:  # under the data, over the plot area only
+        left, right = max(since, band.start), min(until, band.end)
+        if right <= left:
+            continue
+        start_x, width = _num(x(left)), _num(max(2.0, x(right) - x(left)))
+        parts.append(
+            f'<g class="alert-band" data-rule="{escape(band.rule)}" '
+            f'data-segment="{escape(band.segment)}" data-start="{band.start.isoformat()}">'
+            f'<rect class="alert-area" x="{start_x}" y="{TOP}" width="{width}" '
+            f'height="{PLOT_BOTTOM - TOP}"><title>{escape(band.label)}</title></rect>'
+            f'<rect class="alert-edge {_colour_class(band.colour)}" x="{start_x}" y="{TOP}" '
+            f'width="{width}" height="4"/></g>'
+        )
 
-    scored = [b for b in buckets if b.mean is not None]
     centre = bucket / 2
     for b in buckets:  # band and count strip
         left = _num(x(b.start + centre) - band_width / 2)
-        if b.p10 is not None and b.p90 is not None:
+        if b.p10 is not None and b.p90 is not None and not series:
             top = y(b.p90)
             parts.append(
                 f'<rect class="band" x="{left}" y="{_num(top)}" width="{_num(band_width)}" '
@@ -107,37 +166,24 @@ def score_chart(
         failed = (COUNT_BOTTOM - COUNT_TOP) * b.errors / most
         parts.append(
             f'<rect class="count" x="{left}" y="{_num(COUNT_BOTTOM - height)}" '
-            f'width="{_num(band_width)}" height="{_num(height)}"><title>'
-            f"{escape(b.start.strftime('%Y-%m-%d %H:%M:%S'))} UTC: "
-            f"{b.count} scores, {b.errors} errors"
-            "</title></rect>"
+            f'width="{_num(band_width)}" height="{_num(height)}"/>'
         )
         if b.errors:
             parts.append(
                 f'<rect class="errors" x="{left}" y="{_num(COUNT_BOTTOM - failed)}" '
                 f'width="{_num(band_width)}" height="{_num(failed)}"/>'
             )
-    for segment in _contiguous(scored, bucket):
-        if len(segment) > 1:
-            mean_line = " ".join(f"{_num(x(b.start + centre))},{_num(y(b.mean))}" for b in segment)  # type: ignore[arg-type]
-            parts.append(f'<polyline class="mean" points="{mean_line}"/>')
-            p10_line = " ".join(
-                f"{_num(x(b.start + centre))},{_num(y(b.p10))}"
-                for b in segment
-                if b.p10 is not None
-            )
-            parts.append(f'<polyline class="p10" points="{p10_line}"/>')
-    for b in scored:
-        tip = (
-            f"{b.start.strftime('%Y-%m-%d %H:%M:%S')} UTC: mean {b.mean:.3f}, "
-            f"p10 {_fmt(b.p10)}, p90 {_fmt(b.p90)}, n={b.count}"
+        column = (
+            f'<rect class="hit" x="{left}" y="{TOP}" width="{_num(band_width)}" '
+            f'height="{COUNT_BOTTOM - TOP}" data-start="{b.start.isoformat()}"><title>'
+            f"{escape(_stamp(b.start))} UTC: {b.count} scores, {b.errors} errors"
+            f"{', click for its runs' if href else ''}</title></rect>"
         )
-        parts.append(
-            f'<circle class="point" cx="{_num(x(b.start + centre))}" '
-            f'cy="{_num(y(b.mean))}" r="3.5">'  # type: ignore[arg-type]
-            f"<title>{escape(tip)}</title></circle>"
-        )
-    if not scored:
+        parts.append(_linked(column, href(b.start) if href else None, "bucket"))
+    lines = series or [Series("all", None, buckets, href)]
+    for line in lines:
+        parts.append(_series(line, x, y, bucket, overall=not series))
+    if not any(b.mean is not None for line in lines for b in line.buckets):
         parts.append(
             f'<text class="empty" x="{WIDTH / 2}" y="{(TOP + PLOT_BOTTOM) / 2}" '
             'text-anchor="middle">'
@@ -145,6 +191,59 @@ def score_chart(
         )
     parts.append("</svg>")
     return Markup("".join(parts))
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _linked(element: str, href: str | None, kind: str) -> str:
+    """``element`` inside an SVG link when there is somewhere to go."""
+    if href is None:
+        return element
+    return f'<a class="{kind}-link" href="{escape(href)}">{element}</a>'
+
+
+def _series(
+    line: Series,
+    x: Callable[[datetime], float],
+    y: Callable[[float], float],
+    bucket: timedelta,
+    *,
+    overall: bool,
+) -> str:
+    """One mean line with its points (and, for the unsplit chart, its p10 line)."""
+    centre = bucket / 2
+    scored = [b for b in line.buckets if b.mean is not None]
+    colour = "" if overall else f" {_colour_class(line.colour)}"
+    parts = [f'<g class="series{colour}" data-segment="{escape(line.name)}">']
+    for segment in _contiguous(scored, bucket):
+        if len(segment) > 1:
+            mean_line = " ".join(f"{_num(x(b.start + centre))},{_num(y(b.mean))}" for b in segment)  # type: ignore[arg-type]
+            parts.append(f'<polyline class="mean" points="{mean_line}"/>')
+            if overall:
+                p10_line = " ".join(
+                    f"{_num(x(b.start + centre))},{_num(y(b.p10))}"
+                    for b in segment
+                    if b.p10 is not None
+                )
+                parts.append(f'<polyline class="p10" points="{p10_line}"/>')
+    for b in scored:
+        who = "" if overall else f"{line.name}: "
+        figures = (
+            f"mean {b.mean:.3f}, p10 {_fmt(b.p10)}, p90 {_fmt(b.p90)}, n={b.count}"
+            if overall
+            else f"mean {b.mean:.3f}, n={b.count}"
+        )
+        tip = f"{who}{_stamp(b.start)} UTC: {figures}"
+        point = (
+            f'<circle class="point" cx="{_num(x(b.start + centre))}" '
+            f'cy="{_num(y(b.mean))}" r="3.5" data-start="{b.start.isoformat()}" '  # type: ignore[arg-type]
+            f'data-mean="{b.mean:.6f}"><title>{escape(tip)}</title></circle>'
+        )
+        parts.append(_linked(point, line.href(b.start) if line.href else None, "point"))
+    parts.append("</g>")
+    return "".join(parts)
 
 
 def usd(value: float) -> str:

@@ -6,7 +6,8 @@ Everything here is synchronous database work; the router runs it in the thread p
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,67 +16,42 @@ from sqlalchemy import Engine
 
 from tracescore.extract import extract_runs
 from tracescore.extract.model import AgentRun
+from tracescore.monitor.config import AlertRule
 from tracescore.monitor.queries import GroupStats, ScoreFilter, aggregate_scores, coverage
 from tracescore.monitor.stats import Moments
+from tracescore.offline.compare import compare_versions
 from tracescore.spans import Span
 from tracescore.store import SpanStore
 from tracescore.store.api import log_json, span_json
-from tracescore.web import queries
+from tracescore.web import queries, timerange
+from tracescore.web.alerting import Period, firing_periods, periods_of, runs_url, segment_text
 from tracescore.web.cache import ExpiringCache
-from tracescore.web.charts import Bucket, bar_chart, score_chart, usd
+from tracescore.web.charts import Band, Bucket, Series, bar_chart, score_chart, usd
+from tracescore.web.timerange import RECENT, SPLITS, ViewState, Window
 
-NICE_BUCKETS = [
-    timedelta(seconds=s)
-    for s in (
-        1,
-        2,
-        5,
-        10,
-        15,
-        30,
-        60,
-        120,
-        300,
-        600,
-        900,
-        1800,
-        3600,
-        7200,
-        10800,
-        21600,
-        43200,
-        86400,
-    )
-]
-TARGET_POINTS = 60
-MAX_POINTS = 1440
 COST_DAYS = 14
 LIST_LIMIT = 25
+RUNS_LIMIT = 200
+"""Rows a bucket's runs page lists (lowest first); the count says how many more there are."""
+TOP_SEGMENTS = 5
+"""Lines a split chart draws per segment; the remaining segments are one "other" line."""
+PALETTE_SIZE = 8
+"""Colours of segment lines in the stylesheet (``s0``…``s7``)."""
 MAX_RAW_SPANS = 300
 """Raw spans shown on a trace page; the rest are one click away in ``/api/traces/{id}``."""
+NO_VALUE = "(none)"
 
 
-def pick_bucket(window: timedelta) -> timedelta:
-    """The smallest round bucket that keeps a chart at about :data:`TARGET_POINTS` points."""
-    return next((b for b in NICE_BUCKETS if window / b <= TARGET_POINTS), NICE_BUCKETS[-1])
+@dataclass
+class LegendEntry:
+    """A split chart's line as its legend lists it: name, colour, totals, firing or not."""
 
-
-@dataclass(frozen=True, slots=True)
-class Window:
-    since: datetime
-    until: datetime
-    bucket: timedelta
-
-    @classmethod
-    def ending_now(cls, length: timedelta, bucket: timedelta | None) -> Window:
-        bucket = bucket or pick_bucket(length)
-        if bucket < timedelta(seconds=1) or bucket.microseconds or length / bucket > MAX_POINTS:
-            raise ValueError(f"a chart has at most {MAX_POINTS} buckets of whole seconds")
-        # End on a bucket boundary so the last bucket is whole and points do not drift.
-        now = datetime.now(UTC).timestamp()
-        size = bucket.total_seconds()
-        until = datetime.fromtimestamp((now // size + 1) * size, UTC)
-        return cls(until - length, until, bucket)
+    name: str
+    colour: int | None
+    count: int
+    mean: float | None
+    runs_url: str
+    firing: bool = False
 
 
 @dataclass
@@ -89,6 +65,9 @@ class BindingPanel:
     attempted: int = 0
     errors: int = 0
     coverage: dict[str, Any] | None = None
+    legend: list[LegendEntry] = field(default_factory=list)
+    firing: int = 0
+    """Alerts firing now on this chart."""
 
     @property
     def error_rate(self) -> float | None:
@@ -96,11 +75,39 @@ class BindingPanel:
 
 
 @dataclass(frozen=True, slots=True)
+class Line:
+    """A segment's buckets over the window; ``value`` None for "other"."""
+
+    name: str
+    value: Any
+    other: bool
+    buckets: list[Bucket]
+    count: int
+    mean: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Trend:
+    """A binding's buckets over the window, and its lines when split (largest first)."""
+
+    buckets: list[Bucket]
+    lines: list[Line]
+    count: int
+    mean: float | None
+    attempted: int
+    errors: int
+
+
+@dataclass(frozen=True, slots=True)
 class Aggregates:
     """The overview's slow part: everything computed over all scores of the window."""
 
-    panels: list[BindingPanel]
-    coverage: list[dict[str, Any]]
+    trends: dict[str, Trend]
+    colours: dict[str, int]
+    """Segment name → palette index, by volume over all charts: one colour per agent everywhere."""
+    scorers: dict[str, set[str]]
+    """Binding → scorer ids it stored in the window (which charts a scorer's alert is on)."""
+    coverage: dict[str, dict[str, Any]]
     cost_chart: Markup | None
     cost_total: float
     choices: dict[str, list[str]]
@@ -111,52 +118,186 @@ def aggregates_ttl(window: Window) -> float:
     return min(15.0, max(1.0, window.bucket.total_seconds() / 2))
 
 
+def default_window(engine: Engine, cache: ExpiringCache, now: datetime) -> str:
+    """The preset a bare ``/`` shows, from how old the data is (re-read every few seconds)."""
+
+    def read() -> str:
+        with engine.connect() as connection:
+            oldest, older = queries.oldest_score(connection, now - RECENT)
+        return timerange.default_window(now, oldest, older)
+
+    return cache.get((str(engine.url), "default-window"), 5.0, read)
+
+
 def overview(
-    engine: Engine, bindings: list[str], window: Window, where: ScoreFilter, cache: ExpiringCache
+    engine: Engine,
+    bindings: list[str],
+    window: Window,
+    view: ViewState,
+    cache: ExpiringCache,
+    rules: Sequence[AlertRule] = (),
 ) -> dict[str, Any]:
     """Alerts, one chart per binding, judge spend, coverage, the lowest and the newest scores.
 
-    Alerts and score lists are read on every request; the aggregates come from ``cache``.
+    Alerts, their bands and the score lists are read on every request; the aggregates come
+    from ``cache``. Charts are drawn per request (cheap) because their bands change live.
     """
+    column = SPLITS.get(view.split or "")
     summary = cache.get(
-        (str(engine.url), tuple(bindings), window), aggregates_ttl(window),
-        lambda: _aggregates(engine, bindings, window),
+        (str(engine.url), tuple(bindings), window, column), aggregates_ttl(window),
+        lambda: _aggregates(engine, bindings, window, column),
     )  # fmt: skip
-    ranged = ScoreFilter(
-        scorer=where.scorer,
-        agent=where.agent,
-        model=where.model,
-        since=window.since,
-        until=window.until,
-    )
+    where = ScoreFilter(scorer=view.scorer, agent=view.agent, model=view.model)
+    ranged = replace(where, binding=view.binding, since=window.since, until=window.until)
+    now = datetime.now(UTC)
     with engine.connect() as connection:
         version = queries.live_version(connection)
         alerts = queries.firing_alerts(connection)
+        periods = firing_periods(connection, rules, window.since, window.until)
         lowest = queries.lowest_scores(connection, ranged, LIST_LIMIT)
         latest = queries.latest_scores(connection, ScoreFilter(), 15)
+    names = sorted(set(bindings) | set(summary.trends) | set(summary.coverage))
+    panels = [
+        _panel(name, summary, window, view, periods_of(periods, name, summary.scorers.get(name, set())), now)
+        for name in names
+        if view.binding in (None, name)
+    ]  # fmt: skip
     return {
         "version": version,
         "window": window,
         "alerts": alerts,
-        "panels": summary.panels,
+        "panels": panels,
         "cost_chart": summary.cost_chart,
         "cost_total": summary.cost_total,
-        "coverage": summary.coverage,
+        "coverage": [summary.coverage[name] for name in sorted(summary.coverage)],
         "choices": summary.choices,
         "lowest": lowest,
         "latest": latest,
     }
 
 
-def _aggregates(engine: Engine, bindings: list[str], window: Window) -> Aggregates:
+def _panel(
+    name: str, summary: Aggregates, window: Window, view: ViewState,
+    periods: list[Period], now: datetime,
+) -> BindingPanel:  # fmt: skip
+    """A binding's card: its chart with drill-down links and alert bands, totals, legend."""
+    trend = summary.trends.get(name) or Trend([], [], 0, None, 0, 0)
+    split = view.split if view.split in SPLITS else None
+
+    def link(segment: dict[str, Any] | None) -> Callable[[datetime], str]:
+        return lambda start: runs_url(name, None, segment, start, start + window.bucket)
+
+    def segment_of(line: Line) -> dict[str, Any] | None:
+        return None if line.other or line.value is None or split is None else {split: line.value}
+
+    colours = {line.name: _colour(line, summary.colours) for line in trend.lines}
+    series = [
+        Series(line.name, colours[line.name], line.buckets, link(segment_of(line)))
+        for line in trend.lines
+    ]
+    bands = []
+    for period in periods:
+        value = period.segment.get(split) if split else None
+        bands.append(
+            Band(period.start, period.end or window.until, period.rule,
+                 segment_text(period.segment), period.label(),
+                 colours.get(str(value)) if value is not None else None, period.runs_url(now))
+        )  # fmt: skip
+    firing_segments = {
+        str(p.segment.get(split)) for p in periods if p.end is None and split in p.segment
+    }
+    legend = [
+        LegendEntry(
+            line.name, colours[line.name], line.count, line.mean,
+            runs_url(name, None, segment_of(line), window.since, window.until),
+            firing=not line.other and line.name in firing_segments,
+        )
+        for line in trend.lines
+    ]  # fmt: skip
+    chart = score_chart(
+        f"{name}: score over time" + (f" by {split}" if split else ""),
+        trend.buckets, window.since, window.until, window.bucket,
+        series=series, bands=bands, href=link(None),
+    )  # fmt: skip
+    return BindingPanel(
+        binding=name, chart=chart, count=trend.count, mean=trend.mean,
+        attempted=trend.attempted, errors=trend.errors, coverage=summary.coverage.get(name),
+        legend=legend, firing=sum(p.end is None for p in periods),
+    )  # fmt: skip
+
+
+def _colour(line: Line, colours: dict[str, int]) -> int | None:
+    return None if line.other else colours.get(line.name, PALETTE_SIZE - 1) % PALETTE_SIZE
+
+
+def _bucket(group: GroupStats) -> Bucket:
+    return Bucket(
+        start=group.bucket,  # type: ignore[arg-type]
+        count=group.moments.n,
+        mean=None if group.moments.n == 0 else group.moments.mean,
+        p10=_finite(group.quantiles.get(0.1)),
+        p90=_finite(group.quantiles.get(0.9)),
+        errors=group.errors,
+        attempted=group.attempted,
+    )
+
+
+def _merge(groups: Iterable[GroupStats]) -> list[Bucket]:
+    """Buckets of several segments added up per bucket start (the "other" line)."""
+    by_start: dict[datetime, list[GroupStats]] = defaultdict(list)
+    for group in groups:
+        by_start[group.bucket].append(group)  # type: ignore[index]
+    merged = []
+    for start in sorted(by_start):
+        parts = by_start[start]
+        moments = sum((g.moments for g in parts), Moments())
+        merged.append(
+            Bucket(start=start, count=moments.n, mean=moments.mean if moments.n else None,
+                   p10=None, p90=None, errors=sum(g.errors for g in parts),
+                   attempted=sum(g.attempted for g in parts))
+        )  # fmt: skip
+    return merged
+
+
+def _line(name: str, value: Any, other: bool, groups: list[GroupStats]) -> Line:
+    total = sum((g.moments for g in groups), Moments())
+    buckets = _merge(groups)
+    return Line(name, value, other, buckets, total.n, total.mean if total.n else None)
+
+
+def _lines(groups: list[GroupStats]) -> list[Line]:
+    """The top :data:`TOP_SEGMENTS` segments by runs, then the rest as one "other" line."""
+    by_value: dict[Any, list[GroupStats]] = defaultdict(list)
+    for group in groups:
+        by_value[group.group[1]].append(group)
+    volume = {value: sum(g.attempted for g in found) for value, found in by_value.items()}
+    ranked = sorted(by_value, key=lambda value: (-volume[value], str(value)))
+    lines = [
+        _line(NO_VALUE if value is None else str(value), value, False, by_value[value])
+        for value in ranked[:TOP_SEGMENTS]
+    ]
+    rest = [g for value in ranked[TOP_SEGMENTS:] for g in by_value[value]]
+    if rest:
+        lines.append(_line(f"other ({len(ranked) - TOP_SEGMENTS})", None, True, rest))
+    return lines
+
+
+def _aggregates(
+    engine: Engine, bindings: list[str], window: Window, column: str | None
+) -> Aggregates:
     in_window = ScoreFilter(since=window.since, until=window.until)
     today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     days = [today - timedelta(days=back) for back in range(COST_DAYS - 1, -1, -1)]
+    seconds = int(window.bucket.total_seconds())
     with engine.connect() as connection:
         trend = aggregate_scores(
-            connection, in_window, ["binding"],
-            bucket_seconds=int(window.bucket.total_seconds()), quantiles=(0.1, 0.9),
-        )  # fmt: skip
+            connection, in_window, ["binding"], bucket_seconds=seconds, quantiles=(0.1, 0.9)
+        )
+        segments = (
+            aggregate_scores(connection, in_window, ["binding", column], bucket_seconds=seconds)
+            if column
+            else []
+        )
         covered = {
             entry.binding: entry.to_dict()
             for entry in coverage(connection, window.since, window.until)
@@ -166,39 +307,32 @@ def _aggregates(engine: Engine, bindings: list[str], window: Window) -> Aggregat
             for c in queries.judge_cost_per_day(connection, days[0], today + timedelta(days=1))
         }
         choices = queries.filter_choices(connection, window.since)
+        scorers: dict[str, set[str]] = defaultdict(set)
+        for binding, scorer in queries.binding_scorers(connection, window.since, window.until):
+            scorers[binding].add(scorer)
 
     groups: dict[str, list[GroupStats]] = defaultdict(list)
     for group in trend:
         groups[group.group[0]].append(group)
-    panels = []
-    for name in sorted(set(bindings) | set(groups) | set(covered)):
-        found = sorted(groups.get(name, []), key=lambda g: g.bucket)  # type: ignore[arg-type, return-value]
-        buckets = [
-            Bucket(
-                start=g.bucket,  # type: ignore[arg-type]
-                count=g.moments.n,
-                mean=None if g.moments.n == 0 else g.moments.mean,
-                p10=_finite(g.quantiles.get(0.1)),
-                p90=_finite(g.quantiles.get(0.9)),
-                errors=g.errors,
-                attempted=g.attempted,
-            )
-            for g in found
-        ]
+    split: dict[str, list[GroupStats]] = defaultdict(list)
+    for group in segments:
+        split[group.group[0]].append(group)
+    trends = {}
+    for name, found in groups.items():
+        found.sort(key=lambda g: g.bucket)  # type: ignore[arg-type, return-value]
         total = sum((g.moments for g in found), Moments())  # moments add up: no second query
-        panels.append(
-            BindingPanel(
-                binding=name,
-                chart=score_chart(
-                    f"{name}: score over time", buckets, window.since, window.until, window.bucket
-                ),
-                count=total.n,
-                mean=None if total.n == 0 else total.mean,
-                attempted=sum(g.attempted for g in found),
-                errors=sum(g.errors for g in found),
-                coverage=covered.get(name),
-            )
+        trends[name] = Trend(
+            buckets=[_bucket(g) for g in found],
+            lines=_lines(split.get(name, [])),
+            count=total.n,
+            mean=None if total.n == 0 else total.mean,
+            attempted=sum(g.attempted for g in found),
+            errors=sum(g.errors for g in found),
         )
+    volume: dict[str, int] = defaultdict(int)
+    for group in segments:
+        volume[NO_VALUE if group.group[1] is None else str(group.group[1])] += group.attempted
+    colours = {name: index for index, name in enumerate(sorted(volume, key=lambda n: (-volume[n], n)))}
 
     cost_chart = None
     if costs:
@@ -210,8 +344,10 @@ def _aggregates(engine: Engine, bindings: list[str], window: Window) -> Aggregat
              for day, c in zip(days, spent, strict=True)],
         )  # fmt: skip
     return Aggregates(
-        panels=panels,
-        coverage=sorted(covered.values(), key=lambda entry: entry["binding"]),
+        trends=trends,
+        colours=colours,
+        scorers=dict(scorers),
+        coverage=covered,
         cost_chart=cost_chart,
         cost_total=sum(c["cost_usd"] for c in costs.values()),
         choices=choices,
@@ -220,6 +356,72 @@ def _aggregates(engine: Engine, bindings: list[str], window: Window) -> Aggregat
 
 def _finite(value: float | None) -> float | None:
     return None if value is None or value != value else value  # NaN is not equal to itself
+
+
+def runs_page(engine: Engine, where: ScoreFilter) -> dict[str, Any]:
+    """A bucket's (or an alert's) scores, lowest first, with what they add up to."""
+    with engine.connect() as connection:
+        version = queries.live_version(connection)
+        rows = queries.lowest_scores(connection, where, RUNS_LIMIT, failed_too=True)
+        total = queries.count_scores(connection, where)
+        (stats,) = aggregate_scores(connection, where) or [None]
+    moments = stats.moments if stats is not None else Moments()
+    return {
+        "version": version,
+        "rows": rows,
+        "total": total,
+        "count": moments.n,
+        "mean": moments.mean if moments.n else None,
+        "errors": stats.errors if stats is not None else 0,
+        "limit": RUNS_LIMIT,
+    }
+
+
+COMPARE_DAYS = 30
+"""Versions scored within this many days are offered for comparison."""
+DISAGREEMENTS = 25
+
+
+def compare_page(
+    engine: Engine, binding: str | None, version_a: str | None, version_b: str | None,
+    threshold: float | None,
+) -> dict[str, Any]:  # fmt: skip
+    """``tracescore compare`` for two versions of a binding, and the runs they disagree on most.
+
+    Without versions, the binding's two most recently scored versions are compared (older as A).
+    """
+    now = datetime.now(UTC)
+    with engine.connect() as connection:
+        known = queries.scorer_versions(connection, now - timedelta(days=COMPARE_DAYS))
+        versions: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for entry in known:
+            versions[entry["binding"]].append(entry)  # oldest newest score first
+        if binding is None:
+            binding = next((name for name, found in versions.items() if len(found) > 1), None)
+            binding = binding or next(iter(versions), None)
+        recent = [entry["version"] for entry in versions.get(binding or "", [])]
+        if version_a is None and version_b is None and len(recent) > 1:
+            version_a, version_b = recent[-2], recent[-1]
+        rows = (
+            queries.disagreements(connection, binding, version_a, version_b, DISAGREEMENTS)
+            if binding and version_a and version_b
+            else []
+        )
+    agreement = (
+        compare_versions(engine, binding, version_a, version_b, threshold)
+        if binding and version_a and version_b
+        else None
+    )
+    return {
+        "versions": dict(versions),
+        "binding": binding,
+        "version_a": version_a,
+        "version_b": version_b,
+        "threshold": threshold,
+        "agreement": agreement,
+        "rows": rows,
+        "compare_days": COMPARE_DAYS,
+    }
 
 
 @dataclass

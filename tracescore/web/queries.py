@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, case, func, select
 from sqlalchemy.engine import Connection
 
 from tracescore.monitor.queries import SCORES, ScoreFilter, bucket_start, db_time
@@ -38,16 +38,31 @@ def _rows(connection: Connection, statement: Any, params: dict[str, Any]) -> lis
     return found
 
 
-def lowest_scores(connection: Connection, where: ScoreFilter, limit: int) -> list[dict[str, Any]]:
-    """The ``ok`` scores of the range, lowest first (newest first among equals)."""
+def lowest_scores(
+    connection: Connection, where: ScoreFilter, limit: int, *, failed_too: bool = False
+) -> list[dict[str, Any]]:
+    """The ``ok`` scores of the range, lowest first (newest first among equals).
+
+    With ``failed_too`` (a bucket's runs) the rows without a score (errors, not scorable,
+    skipped) follow the scored ones instead of being left out: they are part of what a bucket
+    held.
+    """
     c = SCORES.c
+    scored = [c.status == "ok", c.score.is_not(None)]
     statement = (
         select(*_LISTED)
-        .where(*where.conditions(), c.status == "ok", c.score.is_not(None))
-        .order_by(c.score.asc(), c.created_at.desc(), c.id.desc())
+        .where(*where.conditions(), *([] if failed_too else scored))
+        .order_by(case((and_(*scored), 0), else_=1), c.score.asc(), c.created_at.desc(),
+                  c.id.desc())
         .limit(limit)
-    )
+    )  # fmt: skip
     return _rows(connection, statement, where.params())
+
+
+def count_scores(connection: Connection, where: ScoreFilter) -> int:
+    """How many score rows of any status match: what a bucket's runs page is a part of."""
+    statement = select(func.count()).select_from(SCORES).where(*where.conditions())
+    return int(connection.execute(statement, where.params()).scalar_one())
 
 
 def latest_scores(connection: Connection, where: ScoreFilter, limit: int) -> list[dict[str, Any]]:
@@ -144,3 +159,101 @@ def live_version(connection: Connection, now: datetime | None = None) -> str:
     newest, count, event = connection.execute(statement).one()  # one round trip
     stamp = as_utc(newest).isoformat() if newest is not None else "-"
     return f"{stamp}|{count}|{event or 0}"
+
+
+def oldest_score(connection: Connection, since: datetime) -> tuple[datetime | None, bool]:
+    """The oldest score time at or after ``since``, and whether any score is older.
+
+    Two index lookups on ``created_at`` (MIN over a range and one row before it): what the
+    default time range is chosen from on every overview without ``?window=``.
+    """
+    c = SCORES.c
+    oldest = connection.execute(
+        select(func.min(c.created_at)).where(c.created_at >= db_time(since))
+    ).scalar_one()
+    older = connection.execute(
+        select(c.id).where(c.created_at < db_time(since)).limit(1)
+    ).first()
+    return (as_utc(oldest) if oldest is not None else None), older is not None
+
+
+def binding_scorers(connection: Connection, since: datetime, until: datetime) -> set[tuple[str, str]]:
+    """``(binding, scorer_id)`` pairs scored in the range: which charts a scorer's alert is on."""
+    c = SCORES.c
+    statement = (
+        select(c.binding, c.scorer_id)
+        .where(c.created_at >= db_time(since), c.created_at < db_time(until))
+        .distinct()
+    )
+    return {(binding, scorer) for binding, scorer in connection.execute(statement)}
+
+
+def alert_states(connection: Connection, limit: int = 1000) -> list[dict[str, Any]]:
+    """Every rule's state per segment (firing first), for the alerts page."""
+    statement = (
+        select(ALERT_STATES)
+        .order_by(ALERT_STATES.c.rule, (ALERT_STATES.c.state != "firing"), ALERT_STATES.c.since.desc())
+        .limit(limit)
+    )
+    return [dict(row._mapping) for row in connection.execute(statement)]
+
+
+def alert_events(
+    connection: Connection, *, since: float | None = None, status: str | None = None,
+    rule: str | None = None, limit: int = 200,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """Firing and resolved notifications, newest first: the alert history and chart bands."""
+    e = ALERT_EVENTS.c
+    conditions = []
+    if since is not None:
+        conditions.append(e.at >= since)
+    if status is not None:
+        conditions.append(e.status == status)
+    if rule is not None:
+        conditions.append(e.rule == rule)
+    statement = select(ALERT_EVENTS).where(*conditions).order_by(e.at.desc(), e.id.desc()).limit(limit)
+    return [dict(row._mapping) for row in connection.execute(statement)]
+
+
+def last_alert_events(connection: Connection) -> dict[str, dict[str, Any]]:
+    """The newest notification of each rule and segment (state key): its last delivery outcome."""
+    e = ALERT_EVENTS.c
+    newest = select(func.max(e.id)).group_by(e.key).scalar_subquery()
+    statement = select(ALERT_EVENTS).where(e.id.in_(newest))
+    return {row.key: dict(row._mapping) for row in connection.execute(statement)}
+
+
+def scorer_versions(connection: Connection, since: datetime) -> list[dict[str, Any]]:
+    """Each binding's scorer versions with their ``ok`` score counts and newest score time."""
+    c = SCORES.c
+    statement = (
+        select(c.binding, c.scorer_version, func.count(), func.max(c.created_at))
+        .where(c.created_at >= db_time(since), c.status == "ok")
+        .group_by(c.binding, c.scorer_version)
+        .order_by(c.binding, func.max(c.created_at))
+    )
+    return [
+        {"binding": binding, "version": version, "count": int(count), "newest": as_utc(newest)}
+        for binding, version, count, newest in connection.execute(statement)
+    ]
+
+
+def disagreements(
+    connection: Connection, binding: str, version_a: str, version_b: str, limit: int
+) -> list[dict[str, Any]]:
+    """Runs both versions scored ``ok``, the largest difference first (a self-join on the run)."""
+    a, b = SCORES.alias("a"), SCORES.alias("b")
+    gap = func.abs(b.c.score - a.c.score)
+    statement = (
+        select(a.c.trace_id, a.c.span_id, a.c.agent, a.c.model, a.c.score.label("score_a"),
+               b.c.score.label("score_b"), a.c.id.label("id_a"), b.c.id.label("id_b"),
+               a.c.reason.label("reason_a"), b.c.reason.label("reason_b"))
+        .join(b, and_(a.c.trace_id == b.c.trace_id, a.c.span_id == b.c.span_id,
+                      a.c.binding == b.c.binding))
+        .where(a.c.binding == binding, a.c.scorer_version == version_a,
+               b.c.scorer_version == version_b, a.c.status == "ok", b.c.status == "ok",
+               a.c.score.is_not(None), b.c.score.is_not(None))
+        .order_by(gap.desc(), a.c.trace_id, a.c.span_id)
+        .limit(limit)
+    )  # fmt: skip
+    return [dict(row._mapping) for row in connection.execute(statement)]

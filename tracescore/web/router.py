@@ -10,7 +10,7 @@ script nor load anything from elsewhere.
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, quote
@@ -22,14 +22,14 @@ from tracescore.config import Config
 from tracescore.monitor.config import parse_duration
 from tracescore.monitor.queries import ScoreFilter
 from tracescore.store import SpanStore
-from tracescore.web import pages, queries
+from tracescore.web import alerting, pages, queries
 from tracescore.web.auth import COOKIE_NAME, DashboardKeys, session_token
 from tracescore.web.cache import ExpiringCache
 from tracescore.web.rendering import render
+from tracescore.web.timerange import PRESETS, SPLITS, ViewState, Window, iso, parse_moment
 
 _TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
 STATIC_FILES = {"style.css": "text/css", "live.js": "text/javascript"}
-WINDOWS = ("15m", "1h", "6h", "24h", "7d", "30d")
 LIVE_POLL_MS = 1000
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -53,6 +53,13 @@ def _local_path(target: str | None) -> str:
     return target
 
 
+def _moment(value: str, name: str) -> datetime:
+    try:
+        return parse_moment(value)
+    except ValueError:
+        raise HTTPException(422, f"{name}: an ISO date and time such as 2026-05-04T12:00Z") from None
+
+
 def _duration(value: str, name: str) -> timedelta:
     try:
         return timedelta(seconds=parse_duration(value))
@@ -64,6 +71,7 @@ def web_router(config: Config, store: SpanStore) -> APIRouter:
     router = APIRouter(include_in_schema=False)
     keys = DashboardKeys(config.server.api_keys)
     bindings = [binding.name for binding in config.scorers]
+    rules = list(config.alerts.rules)
     aggregates = ExpiringCache()
 
     def signed_in_page(request: Request) -> None:
@@ -78,23 +86,82 @@ def web_router(config: Config, store: SpanStore) -> APIRouter:
 
     @router.get("/", dependencies=[Depends(signed_in_page)])
     def overview(
-        window: str = "24h",
+        window: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
         bucket: str | None = None,
+        split: str | None = None,
+        binding: str | None = None,
         scorer: str | None = None,
         agent: str | None = None,
         model: str | None = None,
     ) -> HTMLResponse:
-        length = _duration(window, "window")
+        if split and split not in SPLITS:
+            raise HTTPException(422, f"split: one of {', '.join(SPLITS)}")
+        view = ViewState(
+            window=window or None, since=since or None, until=until or None,
+            bucket=bucket or None, split=split or None, binding=binding or None,
+            scorer=scorer or None, agent=agent or None, model=model or None,
+        )  # fmt: skip
+        now = datetime.now(UTC)
+        size = _duration(view.bucket, "bucket") if view.bucket else None
+        active = None
         try:
-            span = pages.Window.ending_now(length, _duration(bucket, "bucket") if bucket else None)
+            if view.since:
+                end = _moment(view.until, "until") if view.until else now
+                span = Window.between(_moment(view.since, "since"), end, size)
+            else:
+                active = view.window or pages.default_window(store.engine, aggregates, now)
+                span = Window.ending_now(_duration(active, "window"), size, now)
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
-        where = ScoreFilter(scorer=scorer or None, agent=agent or None, model=model or None)
-        data = pages.overview(store.engine, bindings, span, where, aggregates)
+        data = pages.overview(store.engine, bindings, span, view, aggregates, rules)
         return _page(
-            "overview.html", **common, **data, windows=WINDOWS, window_name=window,
-            bucket_name=bucket, where=where,
+            "overview.html", **common, **data, view=view, presets=PRESETS, active=active,
+            chosen=view.window is None and not view.since, splits=SPLITS,
         )  # fmt: skip
+
+    @router.get("/ui/alerts", dependencies=[Depends(signed_in_page)])
+    def alerts(rule: str | None = None) -> HTMLResponse:
+        with store.engine.connect() as connection:
+            version = queries.live_version(connection)
+            data = alerting.alerts_page(connection, rules, datetime.now(UTC), rule or None)
+        return _page("alerts.html", **common, **data, version=version)
+
+    @router.get("/ui/runs", dependencies=[Depends(signed_in_page)])
+    def runs(
+        since: str,
+        until: str | None = None,
+        binding: str | None = None,
+        scorer: str | None = None,
+        version: str | None = None,
+        agent: str | None = None,
+        model: str | None = None,
+        service: str | None = None,
+    ) -> HTMLResponse:
+        start = _moment(since, "since")
+        end = _moment(until, "until") if until else datetime.now(UTC)
+        where = ScoreFilter(
+            binding=binding or None, scorer=scorer or None, scorer_version=version or None,
+            agent=agent or None, model=model or None, service=service or None,
+            since=start, until=end,
+        )  # fmt: skip
+        data = pages.runs_page(store.engine, where)
+        back = ViewState(since=iso(start - (end - start) * 10), until=iso(end + (end - start) * 10),
+                         binding=binding or None,
+                         split=next((k for k, v in (("agent", agent), ("model", model),
+                                                      ("service", service), ("version", version)) if v), None))  # fmt: skip
+        return _page("runs.html", **common, **data, where=where, chart_url=back.url("/"))
+
+    @router.get("/ui/compare", dependencies=[Depends(signed_in_page)])
+    def compare(
+        binding: str | None = None,
+        a: str | None = None,
+        b: str | None = None,
+        threshold: float | None = None,
+    ) -> HTMLResponse:
+        data = pages.compare_page(store.engine, binding or None, a or None, b or None, threshold)
+        return _page("compare.html", **common, **data)
 
     @router.get("/ui/traces/{trace_id}", dependencies=[Depends(signed_in_page)])
     def trace(trace_id: str) -> HTMLResponse:

@@ -1,0 +1,374 @@
+"""The dashboard's regression views in headless Chromium, on the demo's traffic, shortened.
+
+``tracescore demo`` with its regression rule for two minutes is the scenario the dashboard must
+answer ("what regressed, for which agent, since when"): weather-bot's answers degrade, an alert
+fires. Here the same traces (the demo's own :class:`DemoSender`, seeded, so what is sent is the
+same on every run) go to a real ``tracescore serve`` with the default scorers, for 12 s before
+the drop and 12 s after, and the demo's rule runs on windows scaled down to match (the last 8 s
+against the minute before, evaluated every second: like the demo's 30 s against 2 minutes, the
+baseline outlasts the degraded traffic, so the alert is still firing when the traffic stops).
+Times are real: scores are stamped when scored.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import httpx
+import pytest
+from sqlalchemy import create_engine, select
+
+from tests.browser_support import browser, context, layout_problems, shot  # noqa: F401 - fixtures
+from tests.server_process import ServerProcess, start_server
+from tracescore.offline.demo import DEGRADING_AGENT, DemoSender
+from tracescore.store.alerts import AlertEventRow, AlertStateRow
+from tracescore.store.scores import ScoreRow
+from tracescore.web.auth import COOKIE_NAME, session_token
+from tracescore.web.queries import as_utc
+
+pytestmark = pytest.mark.browser
+
+API_KEY = "views-test-key"
+HEADERS_VARIABLE = "OTEL_EXPORTER_OTLP_TRACES_HEADERS"
+AUTHORIZATION = {"Authorization": f"Bearer {API_KEY}"}
+RULE = "answers-regressed"
+RATE = 10.0
+"""Traces per second: about 3 per agent, so an 8 s window holds 20 or more of weather-bot's."""
+BEFORE, AFTER = 120, 120
+"""Traces sent before and after weather-bot starts answering badly (12 s each at RATE)."""
+CONFIG = {
+    "server": {"api_keys": [API_KEY]},
+    "workers": {"poll_interval": 0.05},
+    "alerts": {
+        "rules": [{"name": RULE, "type": "regression", "binding": "keyword-coverage",
+                   "segment_by": ["agent"], "window": "8s", "baseline": "1m",
+                   "min_samples": 10, "min_baseline_samples": 10}],
+        "channels": [{"name": "log", "type": "log"}],
+    },
+    "monitor": {"evaluation_interval": "1s"},
+}  # fmt: skip
+
+
+def _rows(db_url: str, table: Any) -> list[dict[str, Any]]:
+    engine = create_engine(db_url)
+    try:
+        with engine.connect() as connection:
+            return [dict(row._mapping) for row in connection.execute(select(table))]
+    finally:
+        engine.dispose()
+
+
+def _send_demo_traffic(base_url: str) -> datetime:
+    """The demo's traces at :data:`RATE`, degrading after :data:`BEFORE`; returns the drop time."""
+    # The exporters take their headers from the standard variable, as an instrumented app's do.
+    previous = os.environ.get(HEADERS_VARIABLE)
+    os.environ[HEADERS_VARIABLE] = f"Authorization=Bearer%20{API_KEY}"
+    try:
+        sender = DemoSender(base_url, seed=26, drop_after=float("inf"))
+    finally:
+        if previous is None:
+            del os.environ[HEADERS_VARIABLE]
+        else:
+            os.environ[HEADERS_VARIABLE] = previous
+    dropped = datetime.now(UTC)
+    try:
+        next_at = time.monotonic()
+        for index in range(BEFORE + AFTER):
+            if index == BEFORE:
+                sender.drop_after, dropped = 0.0, datetime.now(UTC)
+            sender.send_one()
+            next_at += 1 / RATE
+            time.sleep(max(0.0, next_at - time.monotonic()))
+    finally:
+        sender.shutdown()  # flushes the exporters
+    return dropped
+
+
+def _wait_until(check: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.2)
+    raise AssertionError(f"{what} not within {timeout}s")
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, datetime]]:
+    workdir = tmp_path_factory.mktemp("views")
+    with start_server(workdir, config=CONFIG, idle_timeout=0.3) as server:
+        dropped = _send_demo_traffic(server.base_url)
+
+        def all_scored() -> bool:
+            answer = httpx.get(f"{server.base_url}/api/traces", params={"limit": 1000},
+                               headers=AUTHORIZATION).json()["traces"]  # fmt: skip
+            return len(answer) == BEFORE + AFTER and all(
+                t["state"] in ("scored", "failed") for t in answer
+            )
+
+        _wait_until(all_scored, 60, "every demo trace scored")
+        _wait_until(
+            lambda: any(s["rule"] == RULE and s["state"] == "firing"
+                        for s in _rows(server.db_url, AlertStateRow.__table__)),
+            30, "the regression alert firing",
+        )  # fmt: skip
+        yield server, dropped
+
+
+@pytest.fixture
+def page(context: Any, demo: tuple[ServerProcess, datetime]) -> Any:
+    """A page signed in the way the login form signs in: with the session cookie."""
+    server, _ = demo
+    context.add_cookies(
+        [{"name": COOKIE_NAME, "value": session_token(API_KEY), "url": server.base_url}]
+    )
+    return context.new_page()
+
+
+def _chart(page: Any, binding: str) -> Any:
+    return page.locator(f'article[data-binding="{binding}"] svg.chart')
+
+
+def _points(chart: Any, segment: str) -> list[tuple[datetime, float]]:
+    circles = chart.locator(f'g.series[data-segment="{segment}"] circle.point')
+    return [
+        (datetime.fromisoformat(c.get_attribute("data-start")), float(c.get_attribute("data-mean")))
+        for c in circles.all()
+    ]
+
+
+def test_default_overview_shows_the_regression_its_alert_and_its_runs(
+    demo: tuple[ServerProcess, datetime], page: Any
+) -> None:
+    """The issue's "done when", in the browser, step by step as a user clicks through."""
+    server, dropped = demo
+    scores = [r for r in _rows(server.db_url, ScoreRow.__table__)
+              if r["binding"] == "keyword-coverage" and r["status"] == "ok"]  # fmt: skip
+    page.goto(f"{server.base_url}/")
+    # The default range is chosen from the data: 24 s of scores get the 5-minute preset.
+    assert page.locator("a.preset.active").inner_text() == "5m"
+    assert "range chosen from the data" in page.locator("#range-text").inner_text()
+    page.click('nav.splits a:text-is("agent")')
+    page.wait_for_url("**/?split=agent")
+    chart = _chart(page, "keyword-coverage")
+    assert 30 <= int(chart.get_attribute("data-points")) <= 120
+
+    # Weather-bot's line: the bucket means of its scores, falling after the drop.
+    points = _points(chart, DEGRADING_AGENT)
+    size = 5
+    expected: dict[int, list[float]] = {}
+    for row in scores:
+        if row["agent"] == DEGRADING_AGENT:
+            stamp = int(as_utc(row["created_at"]).timestamp()) // size * size
+            expected.setdefault(stamp, []).append(row["score"])
+    assert {int(start.timestamp()): round(mean, 6) for start, mean in points} == {
+        stamp: round(statistics.fmean(values), 6) for stamp, values in expected.items()
+    }
+    before = [mean for start, mean in points if start + timedelta(seconds=size) <= dropped]
+    after = [mean for start, mean in points if start >= dropped + timedelta(seconds=3)]
+    assert before and after and max(after) < min(before) - 0.2, (before, after)
+    others = [_points(chart, name) for name in ("support-bot", "research-agent")]
+    assert all(len(line) >= 4 for line in others)  # one line per agent, with a legend entry each
+    legend = page.locator('article[data-binding="keyword-coverage"] ul.legend li')
+    assert sorted(legend.evaluate_all("els => els.map(e => e.dataset.segment)")) == sorted(
+        {r["agent"] for r in scores}
+    )
+    weather = legend.filter(has_text=DEGRADING_AGENT)
+    assert "firing" in weather.inner_text()
+
+    # The alert's band: on this chart, in weather-bot's colour, from when it fired to the end.
+    bands = chart.locator(f'g.alert-band[data-rule="{RULE}"]')
+    assert bands.count() == 1
+    assert bands.get_attribute("data-segment") == f"agent={DEGRADING_AGENT}"
+    line_colour = chart.locator(f'g.series[data-segment="{DEGRADING_AGENT}"]').get_attribute("class")
+    edge_colour = bands.locator("rect.alert-edge").get_attribute("class")
+    assert line_colour.split()[-1] == edge_colour.split()[-1]
+    (state,) = [s for s in _rows(server.db_url, AlertStateRow.__table__) if s["state"] == "firing"]
+    assert state["segment"] == {"agent": DEGRADING_AGENT}
+    fired = datetime.fromtimestamp(state["since"], UTC)
+    assert dropped < fired < dropped + timedelta(seconds=20)
+    assert bands.get_attribute("data-start") == fired.isoformat()
+    band = bands.locator("rect.alert-area").bounding_box()
+    low = chart.locator(f'g.series[data-segment="{DEGRADING_AGENT}"] circle.point').last
+    assert band["x"] <= low.bounding_box()["x"] <= band["x"] + band["width"]
+    for name in ("tone", "completeness"):  # other charts carry no band
+        assert _chart(page, name).locator("g.alert-band").count() == 0
+    shot(page, "views-regression-overview")
+
+    # The alerts page lists the firing, with its notification's outcome and links.
+    page.click('header.top a[href="/ui/alerts"]')
+    row = page.locator(f'article[data-rule="{RULE}"] tr[data-segment="agent={DEGRADING_AGENT}"]')
+    assert "firing" in row.locator("td").nth(1).inner_text()
+    assert "sent" in row.locator("td.outcome").inner_text()
+    history = page.locator("#history tbody tr.event-firing")
+    assert history.count() == 1 and DEGRADING_AGENT in history.inner_text()
+    assert "sent" in history.locator("td.outcome").inner_text()
+    assert page.locator("#rules tr.state-firing").count() == 1  # no other agent fired
+    shot(page, "views-alerts")
+    row.locator("a.chart-link").click()
+    page.wait_for_url("**split=agent**")
+    assert page.locator("article.chart-card").count() == 1  # focused on the rule's chart
+    assert _chart(page, "keyword-coverage").locator("g.alert-band").count() == 1
+
+    # Clicking one of weather-bot's points in the band lists that bucket's runs, lowest first.
+    # (A point another agent's point happens to cover is skipped: the click would go to that.)
+    chart = _chart(page, "keyword-coverage")
+    area = chart.locator("g.alert-band rect.alert-area").bounding_box()
+    candidates = chart.locator(f'g.series[data-segment="{DEGRADING_AGENT}"] a.point-link').all()
+    point = next(
+        link for link in reversed(candidates)
+        if area["x"] <= link.bounding_box()["x"] and link.locator("circle").evaluate(
+            """c => { const r = c.getBoundingClientRect();
+                      return document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2) === c; }"""
+        )
+    )  # fmt: skip
+    start = datetime.fromisoformat(point.locator("circle").get_attribute("data-start"))
+    point.click()
+    page.wait_for_url("**/ui/runs?**")
+    query = parse_qs(urlparse(page.url).query)
+    assert query["binding"] == ["keyword-coverage"] and query["agent"] == [DEGRADING_AGENT]
+    in_bucket = [r for r in scores if r["agent"] == DEGRADING_AGENT
+                 and start <= as_utc(r["created_at"]) < start + timedelta(seconds=size)]  # fmt: skip
+    listed = page.locator("#runs-table tbody tr[data-row]")
+    assert listed.count() == len(in_bucket) > 0
+    values = [float(v) for v in listed.locator(".score").all_inner_texts()]
+    assert values == sorted(values) == sorted(round(r["score"], 3) for r in in_bucket)
+    assert set(listed.locator("td:nth-child(3)").all_inner_texts()) == {DEGRADING_AGENT}
+    shot(page, "views-runs")
+    listed.first.locator("a.trace-link").click()
+    page.wait_for_url("**/ui/traces/**")
+    assert DEGRADING_AGENT in page.locator(".run header h2").first.inner_text()
+
+
+def test_presets_and_a_custom_range_are_kept_in_the_url(
+    demo: tuple[ServerProcess, datetime], page: Any
+) -> None:
+    server, _ = demo
+    page.goto(f"{server.base_url}/?split=agent&binding=keyword-coverage")
+    expected = {"5m": 60, "15m": 90, "1h": 120, "6h": 72, "24h": 96, "7d": 84}
+    for name, points in expected.items():
+        page.click(f'nav.presets a:text-is("{name}")')
+        page.wait_for_url(f"**window={name}**")
+        assert "split=agent" in page.url and "binding=keyword-coverage" in page.url
+        assert page.locator("a.preset.active").inner_text() == name
+        assert int(_chart(page, "keyword-coverage").get_attribute("data-points")) == points
+    # A custom range of 90 s, typed in the form: kept in the URL, drawn at 1 point per second.
+    now = datetime.now(UTC).replace(microsecond=0)
+    since, until = now - timedelta(seconds=90), now
+    page.fill('form.custom input[name="since"]', since.strftime("%Y-%m-%dT%H:%M:%S"))
+    page.fill('form.custom input[name="until"]', until.strftime("%Y-%m-%dT%H:%M:%S"))
+    page.click('form.custom button[type="submit"]')
+    page.wait_for_url("**since=**")
+    query = parse_qs(urlparse(page.url).query)
+    assert query["split"] == ["agent"] and query["binding"] == ["keyword-coverage"]
+    assert query["since"][0].startswith(since.strftime("%Y-%m-%dT%H:%M"))
+    assert page.locator("a.preset.active").count() == 0
+    assert int(_chart(page, "keyword-coverage").get_attribute("data-points")) == 90
+    assert "one point per 1s" in page.locator("#range-text").inner_text()
+    # The shared URL gives the same view in a fresh page.
+    again = page.context.new_page()
+    again.goto(page.url)
+    assert again.locator("#range-text").inner_text() == page.locator("#range-text").inner_text()
+
+
+@pytest.mark.parametrize("width", [1400, 800])
+def test_overview_layout_has_no_overlaps_or_cut_text(
+    demo: tuple[ServerProcess, datetime], page: Any, width: int
+) -> None:
+    server, _ = demo
+    page.set_viewport_size({"width": width, "height": 1000})
+    for path, name in (("/?split=agent", "split"), ("/", "default"), ("/ui/alerts", "alerts")):
+        page.goto(f"{server.base_url}{path}")
+        shot(page, f"views-{name}-{width}")
+        problems = layout_problems(page)
+        assert problems == [], (path, width, problems)
+    # The charts stay readable at both widths: laid out side by side or one per row.
+    page.goto(f"{server.base_url}/?split=agent")
+    chart = _chart(page, "keyword-coverage").bounding_box()
+    assert chart["width"] >= min(460, width - 80) and chart["height"] > 150
+
+
+@pytest.fixture(scope="module")
+def versions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """The captured traces scored by two versions of one binding (``tracescore rescore`` twice,
+    the second with a changed formula), served by the real app over HTTP."""
+    from typer.testing import CliRunner
+
+    from tests.conftest import CAPTURES
+    from tests.live_app import serve_app
+    from tracescore.cli import app
+    from tracescore.config import parse_config
+    from tracescore.ingest.files import load_traces
+    from tracescore.service import create_app
+    from tracescore.store import open_store
+
+    workdir = tmp_path_factory.mktemp("compare")
+    url = f"sqlite:///{workdir / 'tracescore.db'}"
+    store = open_store(url)
+    for trace in load_traces([CAPTURES]):
+        store.write(trace.spans, trace.logs)
+    for version, per_char in (("1", 0.005), ("2", 0.02)):
+        config = workdir / f"v{version}.yaml"
+        config.write_text(
+            f"scorers: [{{name: length, scorer: 'tests.test_offline_rescore:answer_length', "
+            f"threshold: 0.5, options: {{version: '{version}', per_char: {per_char}}}}}]\n"
+            f"server: {{api_keys: [{API_KEY}]}}\n"
+        )
+        result = CliRunner().invoke(app, ["rescore", "--db", url, "--config", str(config)])
+        assert result.exit_code == 0, result.stderr
+    served = create_app(parse_config(config.read_text()), store)
+    try:
+        with serve_app(served) as base_url:
+            yield base_url, url
+    finally:
+        store.close()
+
+
+def test_version_comparison_shows_agreement_and_the_largest_disagreements(
+    versions: tuple[str, str], context: Any
+) -> None:
+    from tracescore.offline.compare import compare_versions
+    from tracescore.store import open_store
+
+    base_url, url = versions
+    context.add_cookies([{"name": COOKIE_NAME, "value": session_token(API_KEY), "url": base_url}])
+    page = context.new_page()
+    page.goto(f"{base_url}/")
+    page.click('header.top a[href="/ui/compare"]')
+    # The binding's two versions are offered and compared without being asked (older as A).
+    assert page.locator('select[name="a"]').input_value() == "1"
+    assert page.locator('select[name="b"]').input_value() == "2"
+    store = open_store(url)
+    try:
+        expected = compare_versions(store.engine, "length", "1", "2")
+        with_threshold = compare_versions(store.engine, "length", "1", "2", 0.9)
+    finally:
+        store.close()
+    assert int(page.locator("#n-paired").inner_text()) == expected.n_paired > 25
+    assert page.locator("#mean-difference").inner_text() == f"{expected.mean_difference:+.4f}"
+    assert page.locator("#pearson").inner_text() == f"{expected.pearson:.4f}"
+    assert page.locator("#label-agreement").inner_text().startswith(
+        f"{expected.label_agreement * 100:.1f}%"
+    )
+    # The runs they disagree on most, largest first, each linking to its trace.
+    rows = page.locator("#disagreement-table tbody tr")
+    gaps = [abs(float(v)) for v in rows.locator("td.diff").all_inner_texts()]
+    assert len(gaps) == 25 and gaps == sorted(gaps, reverse=True)
+    shot(page, "views-compare")
+    # A threshold relabels both sides, as `tracescore compare --threshold` does.
+    page.fill('input[name="threshold"]', "0.9")
+    page.click('form.compare-form button[type="submit"]')
+    page.wait_for_url("**threshold=0.9**")
+    assert page.locator("#label-agreement").inner_text().startswith(
+        f"{with_threshold.label_agreement * 100:.1f}%"
+    )
+    rows.first.locator("a.trace-link").click()
+    page.wait_for_url("**/ui/traces/**")
+    assert page.locator(".score-card").count() >= 2  # both versions' scores of the run
