@@ -150,3 +150,20 @@ def test_clients_closing_mid_body_log_one_line_each_and_no_traceback(tmp_path: P
     assert "Traceback" not in output, output[-3000:]
     assert output.count("went away") == STALLED, output[-3000:]
     assert health["in_flight"] == 0
+
+
+def test_stalled_uploads_do_not_hold_a_graceful_shutdown(tmp_path: Path) -> None:
+    server = start_server(tmp_path, config={"server": {"body_timeout": 60, "min_body_rate": 0}})
+    stalled = [stalled_upload(server.http_port) for _ in range(8)]
+    try:
+        time.sleep(0.5)
+        started = time.monotonic()
+        assert server.stop(timeout=20) == 0  # uvicorn waits for running requests: these too
+        took = time.monotonic() - started
+        lines = {status_line(sock, 5) for sock in stalled}
+    finally:
+        for sock in stalled:
+            sock.close()
+    assert took < 10, took
+    assert lines == {"HTTP/1.1 503 Service Unavailable"}, lines  # retry elsewhere, not a 408
+    assert "Traceback" not in server.output()

@@ -32,7 +32,7 @@ from tracescore.assemble.states import ReadinessRules
 from tracescore.auth import ApiKeys, with_environment_keys
 from tracescore.config import AssemblyConfig, Config, ServerConfig
 from tracescore.ingest.grpc import start_grpc_server
-from tracescore.ingest.http import BodyLimits, otlp_router
+from tracescore.ingest.http import BodyLimits, BodyReaders, otlp_router
 from tracescore.ingest.intake import Intake
 from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.tasks import monitoring_task
@@ -62,7 +62,8 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     app.state.store = store
     app.state.intake = intake
     guarded = [Depends(ApiKeys(config.server.api_keys).require)]
-    app.include_router(otlp_router(intake, body_limits(config.server)), dependencies=guarded)
+    app.state.body_readers = readers = BodyReaders(body_limits(config.server))
+    app.include_router(otlp_router(intake, readers), dependencies=guarded)
     app.include_router(traces_router(store), dependencies=guarded)
     app.include_router(create_monitor_router(store.engine, config.monitor), dependencies=guarded)
     app.include_router(web_router(config, store))  # its own check: pages redirect to a login
@@ -114,11 +115,23 @@ def _log_failure(task: asyncio.Task[None]) -> None:
 
 class _Server(uvicorn.Server):
     """uvicorn without its own signal handling: :class:`Service` owns shutdown, so it can stop
-    gRPC and background tasks before the process exits (uvicorn would re-raise the signal)."""
+    gRPC and background tasks before the process exits (uvicorn would re-raise the signal).
+
+    Its shutdown first ends the waits for request bodies (``BodyReaders.close``): uvicorn waits
+    for every running request, and a stalled upload would otherwise hold the exit until its
+    ``body_timeout``."""
+
+    def __init__(self, config: uvicorn.Config, readers: BodyReaders) -> None:
+        super().__init__(config)
+        self.readers = readers
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self.readers.close()
+        await super().shutdown(sockets)
 
 
 class Service:
@@ -156,7 +169,8 @@ class Service:
             uvicorn.Config(
                 self.app, host=server.host, port=server.http_port, log_level="warning",
                 access_log=False, lifespan="auto",
-            )
+            ),
+            self.app.state.body_readers,
         )  # fmt: skip
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -109,7 +109,7 @@ class _Gone(Exception):
     """The client disconnected before its body was complete."""
 
 
-class _Readers:
+class BodyReaders:
     """Count of requests receiving a body and the bytes they hold, against :class:`BodyLimits`.
 
     Touched only on the event loop thread, like the intake's slots, so no lock is needed."""
@@ -118,6 +118,17 @@ class _Readers:
         self.limits = limits
         self.count = 0
         self.buffered = 0
+        self.closing = False
+        self._waits: set[asyncio.Timeout] = set()
+        """The deadlines of the bodies being waited for, so :meth:`close` can end them."""
+
+    def close(self) -> None:
+        """The server is stopping: end every wait for a body now (503, the client retries
+        elsewhere) instead of holding the shutdown until the slowest deadline."""
+        self.closing = True
+        now = asyncio.get_running_loop().time()
+        for wait in self._waits:
+            wait.reschedule(now)
 
     @asynccontextmanager
     async def reading(self) -> AsyncIterator[_Reading]:
@@ -139,9 +150,9 @@ class _Readers:
 
 
 class _Reading:
-    """One request's share of :class:`_Readers`."""
+    """One request's share of :class:`BodyReaders`."""
 
-    def __init__(self, readers: _Readers) -> None:
+    def __init__(self, readers: BodyReaders) -> None:
         self.readers = readers
         self.held = 0
 
@@ -152,7 +163,8 @@ async def _receive_body(request: Request, reading: _Reading) -> bytes:
     Each wait for the next chunk ends at the earlier of the deadline and the moment the bytes
     so far stop meeting the minimum average rate, so a stalled upload is cut after at most the
     grace period, and a steady but slow one as soon as it falls behind."""
-    limits = reading.readers.limits
+    readers = reading.readers
+    limits = readers.limits
     loop = asyncio.get_running_loop()
     started = loop.time()
     deadline = started + limits.timeout
@@ -167,9 +179,17 @@ async def _receive_body(request: Request, reading: _Reading) -> bytes:
         if limits.min_rate:
             due = min(deadline, started + max(RATE_GRACE_SECONDS, size / limits.min_rate))
         try:
-            async with asyncio.timeout_at(due):
-                message = await request.receive()
+            async with asyncio.timeout_at(due) as wait:
+                if readers.closing:
+                    wait.reschedule(loop.time())
+                readers._waits.add(wait)  # noqa: SLF001 - the reader's own bookkeeping
+                try:
+                    message = await request.receive()
+                finally:
+                    readers._waits.discard(wait)  # noqa: SLF001
         except TimeoutError:
+            if readers.closing:
+                raise Busy("the collector is shutting down") from None
             raise _HttpError(
                 408, _UNAVAILABLE, f"request body not received in time ({size} bytes in "
                 f"{loop.time() - started:.1f} s; at least {limits.min_rate} bytes/s and all of "
@@ -181,7 +201,7 @@ async def _receive_body(request: Request, reading: _Reading) -> bytes:
         size += len(chunk)
         if size > limits.max_bytes:
             raise _HttpError(413, _RESOURCE_EXHAUSTED, f"request body exceeds {limits.max_bytes} bytes")
-        reading.readers.hold(reading, len(chunk))
+        readers.hold(reading, len(chunk))
         chunks.append(chunk)
         more = message.get("more_body", False)
     return b"".join(chunks)
@@ -206,9 +226,9 @@ def _inflate(request: Request, body: bytes, limit: int) -> bytes:
     return inflated
 
 
-def otlp_router(intake: Intake, limits: BodyLimits) -> APIRouter:
+def otlp_router(intake: Intake, readers: BodyReaders) -> APIRouter:
     router = APIRouter()
-    readers = _Readers(limits)
+    limits = readers.limits
 
     def endpoint(
         handle: Callable[..., Awaitable[Receipt]], respond: Callable[[Receipt], Message]
@@ -226,15 +246,20 @@ def otlp_router(intake: Intake, limits: BodyLimits) -> APIRouter:
                     f"use {PROTOBUF} or {JSON}",
                     json=True,
                 )  # fmt: skip
+            receiving = received = False
             try:
                 intake.check_room()  # refuse an overload before receiving the body
                 async with readers.reading() as reading:
+                    receiving = True
                     body = await _receive_body(request, reading)
+                    received = True
                     with intake.admitted():
                         receipt = await handle(_inflate(request, body, limits.max_bytes), json=json)
             except Busy as exc:
                 metrics.export_request("http", signal, "busy")
-                return _status_response(503, _UNAVAILABLE, str(exc), json=json, retry=True)
+                # Refused mid-body: close rather than wait for the rest of it.
+                return _status_response(503, _UNAVAILABLE, str(exc), json=json, retry=True,
+                                        close=receiving and not received)  # fmt: skip
             except _Gone as exc:
                 metrics.export_request("http", signal, "disconnected")
                 log.info("OTLP/HTTP client %s went away mid-request (%s)", _peer(request), exc)
