@@ -8,8 +8,12 @@ the log says twice: when the failures start (with the first error) and when they
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+from collections.abc import Callable
+
+from tracescore.store.outage import database_unavailable
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +37,12 @@ class Backoff:
         now = time.monotonic()
         if self.failures == 0:
             self._since = now
-            log.error("%s is unavailable (%s: %s); retrying with backoff", self.what, type(error).__name__, error)
+            # The first line only: a driver's message goes on with hints and links (one event,
+            # one line). A failure that is no outage (a bug) gets its traceback, once: a retry
+            # will not fix it, and one line would hide where it is.
+            reason = next(iter(str(error).splitlines()), "")
+            log.error("%s is unavailable (%s: %s); retrying with backoff", self.what, type(error).__name__,
+                      reason, exc_info=None if database_unavailable(error) else error)  # fmt: skip
         delay = min(self.first * 2**self.failures, self.cap)
         self.failures += 1
         self._retry_at = now + delay
@@ -56,3 +65,16 @@ class Backoff:
     def waiting(self) -> bool:
         """Whether the next try is not due yet."""
         return self.remaining() > 0
+
+
+async def repeat(step: Callable[[], object], interval: float, backoff: Backoff) -> None:
+    """Run the blocking ``step`` in a thread every ``interval`` seconds until cancelled; while
+    it fails, wait ``backoff``'s growing delay instead, with its two log lines per outage."""
+    while True:
+        try:
+            await asyncio.to_thread(step)
+        except Exception as exc:  # noqa: BLE001 - the loop must outlive any one failure
+            await asyncio.sleep(backoff.failed(exc))
+            continue
+        backoff.succeeded()
+        await asyncio.sleep(interval)

@@ -21,10 +21,13 @@ import logging
 import os
 import signal
 import socket
+import time
 from collections.abc import Awaitable, Callable, Iterator
 
 import uvicorn
-from fastapi import Depends, FastAPI
+from fastapi import Depends, FastAPI, Request, Response
+from fastapi.responses import JSONResponse, PlainTextResponse
+from sqlalchemy.exc import DBAPIError
 
 from tracescore.apidocs import docs_router
 from tracescore.assemble.promoter import promote_interval, promote_periodically
@@ -33,11 +36,12 @@ from tracescore.auth import ApiKeys, with_environment_keys
 from tracescore.config import AssemblyConfig, Config, ServerConfig
 from tracescore.ingest.grpc import start_grpc_server
 from tracescore.ingest.http import BodyLimits, BodyReaders, otlp_router
-from tracescore.ingest.intake import Intake
+from tracescore.ingest.intake import RETRY_AFTER_SECONDS, Intake
 from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.tasks import monitoring_task
 from tracescore.store import SpanStore, open_store
 from tracescore.store.api import traces_router
+from tracescore.store.outage import database_unavailable
 from tracescore.web import web_router
 from tracescore.web.auth import DashboardKeys
 
@@ -70,6 +74,8 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     if config.server.docs:
         app.include_router(docs_router(app, DashboardKeys(config.server.api_keys)))
 
+    app.add_exception_handler(DBAPIError, _ReadOutage().answer)
+
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, object]:
         return {
@@ -78,6 +84,34 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
         }
 
     return app
+
+
+class _ReadOutage:
+    """Answers a request whose database access failed because the database is unavailable
+    (down, restarting, unreachable) with 503 and ``Retry-After``, as ingest does, instead of a
+    500 with a traceback per request: a client or browser can tell "try again" from a bug.
+
+    Logged once per outage: the first refused request after ``_QUIET_SECONDS`` without one.
+    Any other database error (a bug, a bad query) is re-raised: a 500 with its traceback."""
+
+    _QUIET_SECONDS = 30.0
+
+    def __init__(self) -> None:
+        self._last = -self._QUIET_SECONDS
+
+    async def answer(self, request: Request, exc: Exception) -> Response:
+        if not database_unavailable(exc):
+            raise exc
+        now = time.monotonic()
+        if now - self._last >= self._QUIET_SECONDS:
+            log.warning("reads answer 503 while the database is unavailable (%s: %s)",
+                        type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")  # fmt: skip
+        self._last = now
+        headers = {"Retry-After": str(RETRY_AFTER_SECONDS), "Cache-Control": "no-store"}
+        message = "the database is unavailable; retry later"
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"detail": message}, 503, headers=headers)
+        return PlainTextResponse(message, 503, headers=headers)
 
 
 def body_limits(server: ServerConfig) -> BodyLimits:

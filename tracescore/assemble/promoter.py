@@ -6,12 +6,8 @@ so the read API and dashboards show ``ready`` on time, and costs one indexed UPD
 
 from __future__ import annotations
 
-import asyncio
-import logging
-
+from tracescore.backoff import Backoff, repeat
 from tracescore.store import SpanStore
-
-log = logging.getLogger(__name__)
 
 
 def promote_interval(idle_timeout: float) -> float:
@@ -20,9 +16,6 @@ def promote_interval(idle_timeout: float) -> float:
 
 
 async def promote_periodically(store: SpanStore, interval: float) -> None:
-    while True:
-        try:
-            await asyncio.to_thread(store.promote_ready)
-        except Exception:  # the database may be briefly unreachable; keep trying
-            log.exception("promoting ready traces failed")
-        await asyncio.sleep(interval)
+    """Promote every ``interval`` seconds; while the database is down, back off (1 s doubling
+    to 30 s) and log when that starts and ends, not a traceback per tick."""
+    await repeat(store.promote_ready, interval, Backoff("promoter: the database"))

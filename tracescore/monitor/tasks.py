@@ -7,17 +7,16 @@ exports the same backlog whichever instance promoted or claimed the traces.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable
 
 from sqlalchemy import Engine, func, select
 
+from tracescore.backoff import Backoff, repeat
 from tracescore.monitor import metrics
 from tracescore.monitor.alerts import AlertEvaluator
 from tracescore.monitor.config import AlertsConfig, MonitorConfig
 from tracescore.store.tables import TraceRow
 
-logger = logging.getLogger(__name__)
 UNSCORED_STATES = ("pending", "ready", "claimed")
 
 
@@ -37,27 +36,21 @@ def sample_trace_states(engine: Engine) -> None:
     metrics.queue_depth.set(counts.get("ready", 0))
 
 
-async def _every(seconds: float, step: Callable[[], object]) -> None:
-    while True:
-        try:
-            await asyncio.to_thread(step)
-        except Exception:  # the database may be briefly unreachable; keep going
-            logger.exception("monitoring step %s failed", getattr(step, "__name__", step))
-        await asyncio.sleep(seconds)
-
-
 def monitoring_task(
     engine: Engine, alerts: AlertsConfig, monitor: MonitorConfig
 ) -> Callable[[], Awaitable[None]]:
     """A :meth:`Service.add_background` factory: sample the backlog gauges every
     ``monitor.gauge_interval`` and run an alert round every ``monitor.evaluation_interval``
-    (a round does nothing unless this instance holds the evaluator lease)."""
+    (a round does nothing unless this instance holds the evaluator lease). While the database
+    is down each backs off and logs when that starts and ends (:func:`~tracescore.backoff.repeat`)."""
 
     async def run() -> None:
-        steps = [_every(monitor.gauge_interval, lambda: sample_trace_states(engine))]
+        steps = [repeat(lambda: sample_trace_states(engine), monitor.gauge_interval,
+                        Backoff("queue gauges: the database"))]  # fmt: skip
         evaluator = AlertEvaluator(engine, alerts, monitor) if alerts.rules else None
         if evaluator is not None:
-            steps.append(_every(monitor.evaluation_interval, evaluator.run_once))
+            steps.append(repeat(evaluator.run_once, monitor.evaluation_interval,
+                                Backoff("alert rounds: the database")))  # fmt: skip
         try:
             await asyncio.gather(*steps)
         finally:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from tracescore.backoff import Backoff
 from tracescore.extract import extract_runs
 from tracescore.extract.model import AgentRun
 from tracescore.monitor import metrics
@@ -131,6 +132,7 @@ class ScoringWorker:
         self.owner = owner or worker_owner_id()
         self._emit = emit
         self._slots = asyncio.Semaphore(config.concurrency)
+        self._claims = Backoff("scoring worker: the database")
 
     def warm_up(self) -> None:
         """Run each code scorer once on a tiny run, so lazily loaded models and lexicons (the
@@ -166,13 +168,18 @@ class ScoringWorker:
             await asyncio.gather(*in_flight, return_exceptions=True)
 
     async def _claim(self, limit: int) -> list[Any]:
+        """Claim up to ``limit`` ready traces; while claiming fails (the database is down),
+        wait out a growing delay (1 s doubling to 30 s) and log when that starts and ends,
+        rather than a traceback every poll."""
         try:
-            return await asyncio.to_thread(
+            claims = await asyncio.to_thread(
                 self.store.claim_ready, self.owner, limit, self.lease_seconds
             )
-        except Exception:  # noqa: BLE001 - the database may be restarting; try again
-            log.exception("claiming ready traces failed")
+        except Exception as exc:  # noqa: BLE001 - the database may be restarting; try again
+            await asyncio.sleep(self._claims.failed(exc))
             return []
+        self._claims.succeeded()
+        return claims
 
     async def process(self, claim: Any) -> list[dict[str, Any]]:
         """Score one claimed trace; returns the stored score rows."""
