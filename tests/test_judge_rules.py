@@ -132,7 +132,7 @@ RULES: dict[str, dict[str, tuple[str, ...]]] = {
         "intent, requirements with isFulfilled, completeness": (
             '"intentAlignment"', '{"requirement", "isFulfilled" (true or false), "reasoning"}', '"completeness"'),
         "formatAlignment and toneAlignment as booleans": (
-            '"formatAlignment" (true when', '"toneAlignment" (true when', "formatAlignment true, toneAlignment true"),
+            '"formatAlignment" (true when', '"toneAlignment" (true when', "formatAlignment true and toneAlignment true"),
     },
 }
 REASON_RULES = ("Use the score exactly as given: do not recompute", "Ground the explanation in the verdicts",

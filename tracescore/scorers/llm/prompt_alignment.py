@@ -86,14 +86,17 @@ class Completeness(_Camel):
     reasoning: str = ""
 
 
-class ResponseAppropriateness(_Camel):
-    """Mastra's answer has ``formatAlignment`` / ``toneAlignment`` as booleans (what the prompt
-    asks for); tracescore's first prompts asked for a sentence each, and judges still write one:
-    both are read, neither changes the score (``score`` does)."""
+# Mastra's answer has ``formatAlignment`` / ``toneAlignment`` as booleans (what the prompt asks
+# for, and the schema shows); tracescore's first prompts asked for a sentence each, and judges
+# may still write one: both are read, neither changes the score (``score`` does). A comment, not
+# a docstring: a model's docstring goes into the JSON schema the judge is shown.
+_Alignment = Annotated[bool | str, WithJsonSchema({"type": "boolean"})]
 
+
+class ResponseAppropriateness(_Camel):
     score: float
-    format_alignment: Annotated[bool | str, WithJsonSchema({"type": "boolean"})] = ""
-    tone_alignment: Annotated[bool | str, WithJsonSchema({"type": "boolean"})] = ""
+    format_alignment: _Alignment = False
+    tone_alignment: _Alignment = False
     reasoning: str = ""
 
 
@@ -208,15 +211,15 @@ def alignment_sketch(request: str) -> AlignmentAnalysis:
         completeness=Completeness(score=1.0, reasoning=typical_text()),
         response_appropriateness=ResponseAppropriateness(
             score=1.0,
-            format_alignment=typical_text(0.5),
-            tone_alignment=typical_text(0.5),
+            format_alignment=True,
+            tone_alignment=True,
             reasoning=typical_text(),
         ),
         overall_assessment=typical_text(1.5),
     )
 
 
-_DIMENSIONS = """For that evaluation give:
+_DIMENSIONS = """For each evaluation give:
 - "intentAlignment": the "primaryIntent", whether it "isAddressed" (true or false), a "score" and
   "reasoning";
 - "requirementsFulfillment": "requirements", a list with every explicit requirement as
@@ -227,10 +230,11 @@ _DIMENSIONS = """For that evaluation give:
 - "overallAssessment": one or two sentences.
 Every score is a number from 0 (not at all) to 1 (fully).
 
-Example. Request: "Give me three tips for better sleep, as a bulleted list." Answer: "- Keep a
-regular bedtime\n- Avoid screens an hour before bed". Intent addressed (score 0.9); requirements:
-"three tips" not fulfilled, "bulleted list" fulfilled (overallScore 0.5); completeness 0.67 (one
-tip missing); responseAppropriateness: formatAlignment true, toneAlignment true, score 1."""
+Example. Request: "Give me three tips for better sleep, as a bulleted list."
+Answer: two bullet points, "Keep a regular bedtime" and "Avoid screens an hour before bed".
+Evaluation: intent addressed (score 0.9); requirements "three tips" not fulfilled and "bulleted
+list" fulfilled (overallScore 0.5); completeness 0.67 (one tip missing); responseAppropriateness
+score 1 with formatAlignment true and toneAlignment true."""
 
 _TASKS: dict[str, str] = {
     "user": "Evaluate how well the agent's final answer fulfils the user's request.",
