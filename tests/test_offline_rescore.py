@@ -20,6 +20,7 @@ from tests.conftest import CAPTURES
 from tests.judge_server import JudgeServer, json_reply, text_reply
 from tests.otlp_receiver import otlp_receiver
 from tracescore.cli import app
+from tracescore.extract import extract_runs
 from tracescore.ingest.files import load_traces
 from tracescore.scorers.base import Scorer, StepContext, create_scorer
 from tracescore.scorers.utils import get_assistant_message
@@ -61,9 +62,14 @@ REASON = (
 
 # ----------------------------------------------------------------------------- helpers
 
+_CAPTURED = [extract_runs(trace) for trace in load_traces([CAPTURES])]
+STORED = len(_CAPTURED)
+TRACES = sum(1 for runs in _CAPTURED if runs)  # Mastra 0.x also sends run-less root traces
+RUNS = sum(run.primary for runs in _CAPTURED for run in runs)  # one score per binding each
+
 
 def _populate(url: str) -> str:
-    """``url`` once its store holds every captured trace (46 traces, 46 agent runs)."""
+    """``url`` once its store holds every captured trace (``STORED``; ``RUNS`` primary runs)."""
     store = open_store(url)
     for trace in load_traces([CAPTURES]):
         store.write(trace.spans, trace.logs)
@@ -117,12 +123,13 @@ def test_rescore_twice_is_idempotent(tmp_path: Path, db_url: str) -> None:
     code, _, err = _rescore(stored, config, "--since", "1d")
     assert code == 0, err
     first = _rows(stored)
-    assert len(first) == 2 * 46 and "92 scores stored for 46 of the 46 traces in the window" in err
+    assert len(first) == 2 * RUNS
+    assert f"{2 * RUNS} scores stored for {TRACES} of the {STORED} traces in the window" in err
     code, _, err = _rescore(stored, config, "--since", "1d")
-    assert code == 0 and "0 scores stored for 0 of the 46 traces in the window" in err
+    assert code == 0 and f"0 scores stored for 0 of the {STORED} traces in the window" in err
     assert sorted(map(_key, _rows(stored))) == sorted(map(_key, first))
     code, _, err = _rescore(stored, config, "--since", "1d", "--force")
-    assert code == 0 and "92 scores stored" in err
+    assert code == 0 and f"{2 * RUNS} scores stored" in err
     again = _rows(stored)
     assert sorted(map(_key, again)) == sorted(map(_key, first))
     assert {r["id"]: r["created_at"] for r in again} == {r["id"]: r["created_at"] for r in first}
@@ -132,9 +139,9 @@ def test_since_window_and_binding_selection(tmp_path: Path, stored: str) -> None
     config = _config(tmp_path, [{"name": "completeness", "scorer": "completeness"},
                                 {"name": "tone", "scorer": "tone"}])  # fmt: skip
     code, out, _ = _rescore(stored, config, "--dry-run", "--since", "2020-01-01T00:00:00")
-    assert code == 0 and "46 traces, 92 runs to score" in out
+    assert code == 0 and f"{TRACES} traces, {2 * RUNS} runs to score" in out
     code, out, _ = _rescore(stored, config, "--dry-run", "--binding", "tone")
-    assert code == 0 and "46 runs to score" in out and "completeness" not in out
+    assert code == 0 and f"{RUNS} runs to score" in out and "completeness" not in out
     # Stored traces were last active just now: nothing in a window that ended before.
     code, out, _ = _rescore(stored, config, "--dry-run", "--since", "0s")
     assert code == 0 and "0 traces, 0 runs" in out
@@ -153,21 +160,21 @@ def test_bumped_version_is_stored_beside_the_old_and_compared(tmp_path: Path, st
     rows = _rows(stored)
     by_version = {v: {(r["trace_id"], r["span_id"]): r for r in rows if r["scorer_version"] == v}
                   for v in ("1", "2")}  # fmt: skip
-    assert len(rows) == 92 and by_version["1"].keys() == by_version["2"].keys()
+    assert len(rows) == 2 * RUNS and by_version["1"].keys() == by_version["2"].keys()
     result = runner.invoke(app, ["compare", "--db", stored, "--binding", "length",
                                  "--versions", "1", "2", "--format", "json"])  # fmt: skip
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
     pairs = [(by_version["1"][k]["score"], by_version["2"][k]["score"]) for k in by_version["1"]]
-    assert report["n_paired"] == 46
+    assert report["n_paired"] == RUNS
     assert report["mean_difference"] == pytest.approx(statistics.fmean(b - a for a, b in pairs))
     assert report["pearson"] == pytest.approx(statistics.correlation(*zip(*pairs)))
     same = sum((a >= 0.5) == (b >= 0.5) for a, b in pairs)
-    assert report["label_agreement"] == pytest.approx(same / 46) and same < 46
+    assert report["label_agreement"] == pytest.approx(same / RUNS) and same < RUNS
     text = runner.invoke(
         app, ["compare", "--db", stored, "--binding", "length", "--versions", "1", "2"]
     )
-    assert "paired: 46" in text.stdout and "pearson r" in text.stdout
+    assert f"paired: {RUNS}" in text.stdout and "pearson r" in text.stdout
     missing = runner.invoke(
         app, ["compare", "--db", stored, "--binding", "length", "--versions", "1", "9"]
     )
@@ -195,11 +202,11 @@ def _estimate_and_spend(
     assert code == 0, err
     assert server.count == requests  # the estimate called no judge
     estimate = json.loads(out)
-    assert estimate["runs"] == 46
+    assert estimate["runs"] == RUNS
     code, _, err = _rescore(db, config, *args)
     assert code == 0, err
     rows = _rows(db)
-    assert {r["status"] for r in rows} == {"ok"} and len(rows) == 46
+    assert {r["status"] for r in rows} == {"ok"} and len(rows) == RUNS
     spent = sum(r["cost_usd"] for r in rows) - (sum(before_rows.values()) if not args else 0.0)
     return estimate["cost_usd"], spent
 
@@ -237,14 +244,14 @@ def test_max_cost_stops_before_the_budget(tmp_path: Path, stored: str) -> None:
         assert "--max-cost budget" in err
         rows = sorted(_rows(stored), key=lambda r: r["created_at"])
         spent = sum(r["cost_usd"] for r in rows)
-        assert 0 < len(rows) < 46
+        assert 0 < len(rows) < RUNS
         # One trace at a time: each was started while the spend, plus the mean cost of a trace
         # so far, stayed under the budget; so before the last one the spend was under it.
         assert spent - rows[-1]["cost_usd"] < budget
         assert spent <= budget * 1.5
         # The rest is scored by the next run, without the budget.
         code, _, err = _rescore(stored, config)
-        assert code == 0 and len(_rows(stored)) == 46
+        assert code == 0 and len(_rows(stored)) == RUNS
     finally:
         server.stop()
 
@@ -262,7 +269,7 @@ def test_rescored_scores_are_re_emitted_to_the_configured_endpoint(
         assert code == 0, err
         code, _, err = _rescore(stored, config, "--force")
         assert code == 0, err
-        receiver.wait_for(spans=46, logs=46, timeout=15)
+        receiver.wait_for(spans=RUNS, logs=RUNS, timeout=15)
     rows = {(r["trace_id"], r["span_id"]) for r in _rows(stored)}
     assert {(s.trace_id, s.parent_span_id) for s in receiver.spans} == rows
-    assert len(receiver.spans) == 46  # nothing from the --no-emit run
+    assert len(receiver.spans) == RUNS  # nothing from the --no-emit run
