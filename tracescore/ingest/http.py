@@ -131,6 +131,18 @@ class BodyReaders:
             wait.reschedule(now)
 
     @asynccontextmanager
+    async def waiting_until(self, due: float) -> AsyncIterator[None]:
+        """``asyncio.timeout_at(due)`` that :meth:`close` ends at once."""
+        async with asyncio.timeout_at(due) as wait:
+            if self.closing:
+                wait.reschedule(asyncio.get_running_loop().time())
+            self._waits.add(wait)
+            try:
+                yield
+            finally:
+                self._waits.discard(wait)
+
+    @asynccontextmanager
     async def reading(self) -> AsyncIterator[_Reading]:
         if self.count >= self.limits.readers:
             raise Busy(f"{self.count} request bodies already being received")
@@ -179,21 +191,15 @@ async def _receive_body(request: Request, reading: _Reading) -> bytes:
         if limits.min_rate:
             due = min(deadline, started + max(RATE_GRACE_SECONDS, size / limits.min_rate))
         try:
-            async with asyncio.timeout_at(due) as wait:
-                if readers.closing:
-                    wait.reschedule(loop.time())
-                readers._waits.add(wait)  # noqa: SLF001 - the reader's own bookkeeping
-                try:
-                    message = await request.receive()
-                finally:
-                    readers._waits.discard(wait)  # noqa: SLF001
+            async with readers.waiting_until(due):
+                message = await request.receive()
         except TimeoutError:
             if readers.closing:
                 raise Busy("the collector is shutting down") from None
+            rate = f"at least {limits.min_rate} bytes/s and " if limits.min_rate else ""
             raise _HttpError(
                 408, _UNAVAILABLE, f"request body not received in time ({size} bytes in "
-                f"{loop.time() - started:.1f} s; at least {limits.min_rate} bytes/s and all of "
-                f"it within {limits.timeout:g} s are needed)",
+                f"{loop.time() - started:.1f} s; {rate}all of it within {limits.timeout:g} s are needed)",
             ) from None  # fmt: skip
         if message["type"] == "http.disconnect":
             raise _Gone(f"{size} of {declared or 'unknown'} body bytes")
