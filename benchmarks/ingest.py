@@ -158,22 +158,22 @@ def run_load(
     return result
 
 
-def _process_tree(pid: int) -> list[int]:
+def process_tree(pid: int) -> list[int]:
     """``pid`` and its descendants (the service processes of ``--processes N``)."""
     pids = [pid]
     try:
         for task in Path(f"/proc/{pid}/task").iterdir():
             for child in (task / "children").read_text().split():
-                pids.extend(_process_tree(int(child)))
+                pids.extend(process_tree(int(child)))
     except (FileNotFoundError, ProcessLookupError):  # a thread or process that just ended
         pass
     return pids
 
 
-def _cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int) -> float:
     """User + system CPU time the process and its children have used so far."""
     total = 0
-    for member in _process_tree(pid):
+    for member in process_tree(pid):
         fields = Path(f"/proc/{member}/stat").read_text().rpartition(")")[2].split()
         total += int(fields[11]) + int(fields[12])
     return total / os.sysconf("SC_CLK_TCK")
@@ -201,7 +201,7 @@ class MemorySampler:
     def _sample(self) -> None:
         while not self._stop.wait(self.interval):
             rss = pss = 0
-            for member in _process_tree(self.pid):
+            for member in process_tree(self.pid):
                 try:
                     for line in Path(f"/proc/{member}/smaps_rollup").read_text().splitlines():
                         if line.startswith("Rss:"):
@@ -217,7 +217,7 @@ class MemorySampler:
 def _peak_rss_mb(pid: int) -> float:
     """Peak resident memory, summed over the process tree (each process's own peak)."""
     total_kb = 0
-    for member in _process_tree(pid):
+    for member in process_tree(pid):
         for line in Path(f"/proc/{member}/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
                 total_kb += int(line.split()[1])
@@ -259,14 +259,14 @@ def bench_tracescore(db_url: str, args: argparse.Namespace, workdir: Path) -> di
                 else:
                     content_type = "application/json" if json else "application/x-protobuf"
                     make_sender = lambda ct=content_type: _http_sender(server.http_port, "/v1/traces", ct)  # noqa: E731
-                cpu_before = _cpu_seconds(server.process.pid)
+                cpu_before = cpu_seconds(server.process.pid)
                 started = time.perf_counter()
                 result = run_load(make_sender, templates[json], json=json, spans_per_request=size,
                                   seconds=args.seconds, clients=args.clients, numbers=numbers,
                                   rate=args.rate)  # fmt: skip
                 settled = store.settle(timeout=600)
                 result.stored_after = time.perf_counter() - started
-                result.server_cpu = _cpu_seconds(server.process.pid) - cpu_before
+                result.server_cpu = cpu_seconds(server.process.pid) - cpu_before
                 if not settled:
                     print("  acknowledged requests still in the journal after 600 s", flush=True)
                 results[(transport, size)] = result

@@ -1,11 +1,21 @@
-"""Span end → code score stored: latency of the live pipeline under a sustained load.
+"""The live pipeline: latency under a steady load, and capacity (traces scored per second).
 
 Starts ``tracescore serve`` (SQLite by default, ``--db`` for PostgreSQL) with its default code
-scorers, sends GenAI-convention agent traces (agent → chat, tool, chat) at a steady rate, and
-measures for every score the time from the agent span's end to the score's row being written.
-The goal is the idle window plus less than one second at p95.
+scorers and sends GenAI-convention agent traces (agent → chat, tool, chat).
+
+Latency (the default mode): traces at a steady ``--rate``; for every score, the time from the
+agent span's end to the score's row being written. The goal is the idle window plus less than
+one second at p95.
 
     python benchmarks/pipeline.py --rate 20 --seconds 30 --idle-timeout 1
+
+Capacity (``--capacity N``): N traces sent as fast as ingest takes them, then the time until
+every one is scored (its trace row ``scored``). Prints traces/s end to end, CPU seconds per
+trace over all the service's processes, and their peak memory (RSS and PSS summed, sampled).
+``--sampling`` sets every binding's sampling rate.
+
+    python benchmarks/pipeline.py --capacity 20000
+    python benchmarks/pipeline.py --capacity 20000 --sampling 0.1
 """
 
 from __future__ import annotations
@@ -16,6 +26,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,10 +35,13 @@ import httpx
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
-from sqlalchemy import create_engine, text
+import yaml
+from sqlalchemy import Engine, create_engine, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.ingest import MemorySampler, cpu_seconds  # noqa: E402
 from tests.server_process import start_server  # noqa: E402
+from tracescore.config import DEFAULT_SCORERS  # noqa: E402
 
 SYSTEM = json.dumps([{"type": "text", "content": "You are WeatherBot, a concise weather assistant."}])
 USER = {"role": "user", "parts": [{"type": "text", "content": "What's the weather like in Paris?"}]}
@@ -48,6 +62,24 @@ def _attrs(values: dict[str, object]) -> list[KeyValue]:
 
 def agent_trace(end_ns: int) -> tuple[bytes, str]:
     """One agent trace ending at ``end_ns``, as an OTLP protobuf body, and its trace id."""
+    spans, trace_id = agent_spans(end_ns)
+    return export_body(spans), trace_id
+
+
+def export_body(spans: list[Span]) -> bytes:
+    request = ExportTraceServiceRequest(
+        resource_spans=[
+            ResourceSpans(
+                resource={"attributes": _attrs({"service.name": "bench-agent"})},
+                scope_spans=[ScopeSpans(spans=spans)],
+            )
+        ]
+    )
+    return request.SerializeToString()
+
+
+def agent_spans(end_ns: int) -> tuple[list[Span], str]:
+    """The four spans of one agent trace ending at ``end_ns``, and its trace id."""
     trace_id = os.urandom(16)
     agent_id, chat1, tool, chat2 = (os.urandom(8) for _ in range(4))
     start = end_ns - 900_000_000
@@ -78,15 +110,7 @@ def agent_trace(end_ns: int) -> tuple[bytes, str]:
             "gen_ai.system_instructions": SYSTEM, "gen_ai.input.messages": json.dumps([USER]),
             "gen_ai.output.messages": json.dumps([ANSWER])}),
     ]  # fmt: skip
-    request = ExportTraceServiceRequest(
-        resource_spans=[
-            ResourceSpans(
-                resource={"attributes": _attrs({"service.name": "bench-agent"})},
-                scope_spans=[ScopeSpans(spans=spans)],
-            )
-        ]
-    )
-    return request.SerializeToString(), trace_id.hex()
+    return spans, trace_id.hex()
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -100,10 +124,86 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0, help="how long to send")
     parser.add_argument("--idle-timeout", type=float, default=1.0)
     parser.add_argument("--db", help="database URL (default: a SQLite file in a temp dir)")
+    parser.add_argument("--capacity", type=int, help="capacity mode: send this many traces at once")
+    parser.add_argument("--sampling", type=float, default=1.0, help="every binding's sampling rate")
+    parser.add_argument("--traces-per-request", type=int, default=25)
+    parser.add_argument("--clients", type=int, default=4, help="concurrent senders (capacity mode)")
+    parser.add_argument("--config", type=Path, help="a YAML config to merge in (server, workers keys)")
     args = parser.parse_args()
-
     workdir = Path(tempfile.mkdtemp(prefix="tracescore-bench-pipeline-"))
-    config = {"workers": {"poll_interval": 0.05}}
+    config: dict[str, object] = {"workers": {"poll_interval": 0.05}}
+    if args.sampling < 1.0:
+        config["scorers"] = [
+            {"name": name, "scorer": name, "sampling": {"rate": args.sampling}} for name in DEFAULT_SCORERS
+        ]
+    if args.config:
+        for key, value in yaml.safe_load(args.config.read_text()).items():
+            config[key] = {**config.get(key, {}), **value} if isinstance(value, dict) else value  # type: ignore[dict-item]
+    if args.capacity:
+        capacity(args, workdir, config)
+    else:
+        latency(args, workdir, config)
+
+
+def _scored_traces(engine: Engine) -> int:
+    with engine.connect() as connection:
+        return connection.execute(text("SELECT count(*) FROM traces WHERE state = 'scored'")).scalar_one()
+
+
+def capacity(args: argparse.Namespace, workdir: Path, config: dict[str, object]) -> None:
+    now = time.time_ns()
+    traces = [agent_spans(now - n * 1000)[0] for n in range(args.capacity)]
+    bodies = [
+        export_body([span for spans in traces[start : start + args.traces_per_request] for span in spans])
+        for start in range(0, len(traces), args.traces_per_request)
+    ]
+    with start_server(workdir, db_url=args.db, config=config, idle_timeout=args.idle_timeout) as server:
+        engine = create_engine(server.db_url)
+        pid = server.process.pid
+        time.sleep(2.0)  # the scorers' warm-up (lexicons) is start-up, not capacity
+        memory = MemorySampler(pid)
+        memory.start()
+        cpu_before = cpu_seconds(pid)
+        started = time.perf_counter()
+        queue = list(reversed(bodies))
+        lock = threading.Lock()
+
+        def send() -> None:
+            client = httpx.Client(base_url=server.base_url, timeout=60)
+            while True:
+                with lock:
+                    if not queue:
+                        return
+                    body = queue.pop()
+                while client.post("/v1/traces", content=body,
+                                  headers={"Content-Type": "application/x-protobuf"}).status_code != 200:
+                    time.sleep(0.05)  # 503: ingest pushes back, as exporters retry
+
+        senders = [threading.Thread(target=send) for _ in range(args.clients)]
+        for sender in senders:
+            sender.start()
+        for sender in senders:
+            sender.join()
+        sent = time.perf_counter() - started
+        deadline = time.perf_counter() + 600
+        while (done := _scored_traces(engine)) < args.capacity:
+            if time.perf_counter() > deadline:
+                break
+            time.sleep(0.1)
+        elapsed = time.perf_counter() - started
+        cpu = cpu_seconds(pid) - cpu_before
+        memory.stop()
+        engine.dispose()
+    print(f"capacity: {args.capacity} traces ({args.capacity * 4} spans), sampling {args.sampling:g}, "
+          f"{'PostgreSQL' if args.db and args.db.startswith('postgres') else 'SQLite'}")
+    print(f"  sent in {sent:.1f} s ({args.capacity / sent:,.0f} traces/s acknowledged); "
+          f"{done} scored after {elapsed:.1f} s")
+    print(f"  end to end: {done / elapsed:,.0f} traces/s ({done * 4 / elapsed:,.0f} spans/s)")
+    print(f"  CPU: {cpu / max(done, 1) * 1000:.2f} ms per trace over all processes")
+    print(f"  peak memory of all processes: RSS {memory.peak_rss_mb:.0f} MB, PSS {memory.peak_pss_mb:.0f} MB")
+
+
+def latency(args: argparse.Namespace, workdir: Path, config: dict[str, object]) -> None:
     ends: dict[str, float] = {}
     with start_server(workdir, db_url=args.db, config=config, idle_timeout=args.idle_timeout) as server:
         client = httpx.Client(base_url=server.base_url, timeout=30)

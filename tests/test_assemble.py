@@ -34,8 +34,8 @@ def _trace(trace_id: str, *, root: bool = True, children: int = 1) -> list[Span]
 def test_ready_after_idle_timeout_once_the_root_arrived(store: SpanStore) -> None:
     store.write(_trace("a" * 32))
     now = time.time()
-    assert store.claim_ready("w", 10, 30, now=now + 4) == []
-    (claim,) = store.claim_ready("w", 10, 30, now=now + 6)
+    assert store.queue.claim("w", 10, 30, now=now + 4) == []
+    (claim,) = store.queue.claim("w", 10, 30, now=now + 6)
     assert (claim.trace_id, claim.span_count, claim.owner) == ("a" * 32, 2, "w")
     assert store.trace_summary("a" * 32).state == "claimed"
 
@@ -43,10 +43,10 @@ def test_ready_after_idle_timeout_once_the_root_arrived(store: SpanStore) -> Non
 def test_without_root_ready_only_after_max_wait(store: SpanStore) -> None:
     store.write(_trace("b" * 32, root=False))
     now = time.time()
-    assert store.claim_ready("w", 10, 30, now=now + 30) == []
-    assert store.promote_ready(now=now + 61) == 1
+    assert store.queue.claim("w", 10, 30, now=now + 30) == []
+    assert store.queue.promote(now=now + 61) == 1
     assert store.trace_summary("b" * 32).state == "ready"
-    assert [c.trace_id for c in store.claim_ready("w", 10, 30, now=now + 61)] == ["b" * 32]
+    assert [c.trace_id for c in store.queue.claim("w", 10, 30, now=now + 61)] == ["b" * 32]
 
 
 def test_new_span_resets_the_idle_clock(store: SpanStore) -> None:
@@ -56,75 +56,75 @@ def test_new_span_resets_the_idle_clock(store: SpanStore) -> None:
     late.trace_id = "c" * 32
     store.write([late])
     last_seen = store.trace_summary("c" * 32).last_seen
-    assert store.claim_ready("w", 10, 30, now=last_seen + 4.99) == []
-    assert len(store.claim_ready("w", 10, 30, now=last_seen + 5)) == 1
+    assert store.queue.claim("w", 10, 30, now=last_seen + 4.99) == []
+    assert len(store.queue.claim("w", 10, 30, now=last_seen + 5)) == 1
 
 
 def test_complete_marks_scored_and_late_span_triggers_rescore(store: SpanStore) -> None:
     store.write(_trace("d" * 32))
-    (claim,) = store.claim_ready("w", 10, 30, now=time.time() + 6)
-    store.complete(claim)
+    (claim,) = store.queue.claim("w", 10, 30, now=time.time() + 6)
+    store.queue.complete([claim])
     summary = store.trace_summary("d" * 32)
     assert (summary.state, summary.scored_generation) == ("scored", claim.generation)
-    assert store.claim_ready("w", 10, 30, now=time.time() + 1000) == []
+    assert store.queue.claim("w", 10, 30, now=time.time() + 1000) == []
 
     late = _span("00000000000000aa", "0000000000000001")
     late.trace_id = "d" * 32
     store.write([late])
     assert store.trace_summary("d" * 32).state == "pending"
-    (again,) = store.claim_ready("w", 10, 30, now=time.time() + 6)
+    (again,) = store.queue.claim("w", 10, 30, now=time.time() + 6)
     assert again.generation > claim.generation and again.span_count == 3
 
 
 def test_span_arriving_during_scoring_sends_trace_back_to_pending(store: SpanStore) -> None:
     store.write(_trace("e" * 32))
-    (claim,) = store.claim_ready("w", 10, 30, now=time.time() + 6)
+    (claim,) = store.queue.claim("w", 10, 30, now=time.time() + 6)
     late = _span("00000000000000bb", "0000000000000001")
     late.trace_id = "e" * 32
     store.write([late])
     assert store.trace_summary("e" * 32).state == "claimed"
-    store.complete(claim)
+    store.queue.complete([claim])
     assert store.trace_summary("e" * 32).state == "pending"
-    assert store.claim_ready("w", 10, 30, now=time.time() + 1) == []
-    (again,) = store.claim_ready("w", 10, 30, now=time.time() + 6)
+    assert store.queue.claim("w", 10, 30, now=time.time() + 1) == []
+    (again,) = store.queue.claim("w", 10, 30, now=time.time() + 6)
     assert again.span_count == 3
 
 
 def test_expired_lease_is_reclaimed_and_the_stale_claim_cannot_complete(store: SpanStore) -> None:
     store.write(_trace("f" * 32))
     now = time.time() + 6
-    (first,) = store.claim_ready("worker-1", 10, lease_seconds=10, now=now)
-    assert store.claim_ready("worker-2", 10, lease_seconds=10, now=now + 9) == []
-    (second,) = store.claim_ready("worker-2", 10, lease_seconds=10, now=now + 11)
+    (first,) = store.queue.claim("worker-1", 10, lease_seconds=10, now=now)
+    assert store.queue.claim("worker-2", 10, lease_seconds=10, now=now + 9) == []
+    (second,) = store.queue.claim("worker-2", 10, lease_seconds=10, now=now + 11)
     assert second.trace_id == first.trace_id and second.token != first.token
-    store.complete(first)  # stale: changes nothing
+    store.queue.complete([first])  # stale: changes nothing
     assert store.trace_summary("f" * 32).state == "claimed"
-    store.complete(second)
+    store.queue.complete([second])
     assert store.trace_summary("f" * 32).state == "scored"
 
 
 def test_release_gives_back_and_repeated_errors_park_the_trace(store: SpanStore) -> None:
     store.write(_trace("1" * 32))
     now = time.time() + 6
-    (claim,) = store.claim_ready("w", 10, 30, now=now)
-    store.release(claim)  # shutdown: not an attempt
-    (claim,) = store.claim_ready("w", 10, 30, now=now)
-    store.release(claim, "judge timed out")
+    (claim,) = store.queue.claim("w", 10, 30, now=now)
+    store.queue.release(claim)  # shutdown: not an attempt
+    (claim,) = store.queue.claim("w", 10, 30, now=now)
+    store.queue.release(claim, "judge timed out")
     summary = store.trace_summary("1" * 32)
     assert (summary.state, summary.last_error) == ("ready", "judge timed out")
-    (claim,) = store.claim_ready("w", 10, 30, now=now)
-    store.release(claim, "judge timed out again")
+    (claim,) = store.queue.claim("w", 10, 30, now=now)
+    store.queue.release(claim, "judge timed out again")
     assert store.trace_summary("1" * 32).state == "failed"
-    assert store.claim_ready("w", 10, 30, now=now + 1000) == []
+    assert store.queue.claim("w", 10, 30, now=now + 1000) == []
 
 
 def test_claim_respects_limit(store: SpanStore) -> None:
     for n in range(5):
         store.write(_trace(f"{n + 10:032x}"))
     now = time.time() + 6
-    assert len(store.claim_ready("w", 2, 30, now=now)) == 2
-    assert len(store.claim_ready("w", 10, 30, now=now)) == 3
-    assert store.claim_ready("w", 10, 30, now=now) == []
+    assert len(store.queue.claim("w", 2, 30, now=now)) == 2
+    assert len(store.queue.claim("w", 10, 30, now=now)) == 3
+    assert store.queue.claim("w", 10, 30, now=now) == []
 
 
 @pytest.mark.postgres
@@ -140,7 +140,7 @@ def test_concurrent_claimers_never_share_a_trace(pg_url: str) -> None:
 
     def claimer(index: int) -> None:
         start.wait()
-        while batch := stores[index].claim_ready(f"w{index}", 3, 30, now=now):
+        while batch := stores[index].queue.claim(f"w{index}", 3, 30, now=now):
             claimed[index].extend(c.trace_id for c in batch)
 
     threads = [threading.Thread(target=claimer, args=(i,)) for i in range(len(stores))]
@@ -159,8 +159,8 @@ def test_a_retry_of_stored_spans_does_not_send_a_scored_trace_back(store: SpanSt
     spans = _trace("e" * 32)
     now = time.time()
     store.write(spans, received_at=now - 10)
-    (claim,) = store.claim_ready("w", 10, 30, now=now)
-    store.complete(claim, now=now)
+    (claim,) = store.queue.claim("w", 10, 30, now=now)
+    store.queue.complete([claim], now=now)
     # An exporter resends the request whose acknowledgement it lost: nothing new is stored.
     store.write(spans, received_at=now + 1)
     summary = store.trace_summary("e" * 32)

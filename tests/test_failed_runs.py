@@ -184,7 +184,7 @@ def test_the_pipeline_stores_them_and_coverage_counts_them(sqlite_url: str) -> N
 
     async def score_all() -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []
-        for claim in store.claim_ready(worker.owner, 100, 30.0, now=4_000_000_000.0):
+        for claim in store.queue.claim(worker.owner, 100, 30.0, now=4_000_000_000.0):
             rows.extend(await worker.process(claim))
         return rows
 

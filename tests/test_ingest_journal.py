@@ -194,9 +194,9 @@ def test_readiness_is_judged_as_of_the_oldest_entry_still_in_the_journal(sqlite_
         entry = store.journal("traces", _request("2" * 32), "collector-a")
         # By the clock trace 1 has been idle for 13 s, but the waiting entry, received 3 s after
         # its last span, may hold more of it: as of then it was idle for 3 s only.
-        assert store.promote_ready(now=now + 10) == 0
+        assert store.queue.promote(now=now + 10) == 0
         unpack(store, [entry])
-        assert store.promote_ready(now=now + 10) == 2
+        assert store.queue.promote(now=now + 10) == 2
         assert {store.trace_summary(t).state for t in ("1" * 32, "2" * 32)} == {"ready"}  # type: ignore[union-attr]
     finally:
         store.close()

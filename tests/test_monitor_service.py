@@ -20,6 +20,8 @@ from tests.webhook_receiver import webhook_receiver
 from tracescore.ingest.decode import decode_traces
 from tracescore.monitor import metrics
 from tracescore.monitor.tasks import sample_trace_states
+from tracescore.config import parse_config
+from tracescore.service import Service
 from tracescore.store import open_store
 from tracescore.store.alerts import AlertLeaderRow
 
@@ -131,7 +133,7 @@ def test_two_served_instances_one_evaluator_metrics_and_api(tmp_path: Path, pg_u
 
 
 def test_backlog_gauges_follow_trace_states(sqlite_url: str) -> None:
-    store = open_store(sqlite_url)
+    store = Service(parse_config(f"store: {sqlite_url}")).store  # counts promotions, as served
     try:
         decoded = decode_traces(CAPTURE.with_suffix(".pb").read_bytes(), json=False)
         store.write(decoded.spans)
@@ -139,7 +141,7 @@ def test_backlog_gauges_follow_trace_states(sqlite_url: str) -> None:
         assert metrics.REGISTRY.get_sample_value("tracescore_traces", {"state": "pending"}) == 1
         assert metrics.REGISTRY.get_sample_value("tracescore_queue_depth") == 0
         ready_before = metrics.REGISTRY.get_sample_value("tracescore_traces_ready_total")
-        assert store.promote_ready(now=time.time() + 3600) == 1
+        assert store.queue.promote(now=time.time() + 3600) == 1
         assert metrics.REGISTRY.get_sample_value("tracescore_traces_ready_total") == ready_before + 1
         sample_trace_states(store.engine)
         assert metrics.REGISTRY.get_sample_value("tracescore_traces", {"state": "pending"}) == 0

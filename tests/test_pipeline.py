@@ -36,7 +36,7 @@ def _score_all(store, config: Config) -> list[dict]:
 
     async def go() -> list[dict]:
         rows: list[dict] = []
-        claims = store.claim_ready(worker.owner, 100, 30.0, now=FAR_FUTURE)
+        claims = store.queue.claim(worker.owner, 100, 30.0, now=FAR_FUTURE)
         for claim in claims:
             rows.extend(await worker.process(claim))
         return rows
@@ -127,7 +127,7 @@ def test_a_failing_scorer_is_stored_as_error_and_others_still_score(sqlite_url: 
     assert rows["boom"].status == "error" and "exploded on purpose" in rows["boom"].error
     assert (rows["fine"].status, rows["fine"].score) == ("ok", 1.0)
     # The trace is done: nothing is left to claim.
-    assert store.claim_ready("again", 10, 30.0, now=FAR_FUTURE) == []
+    assert store.queue.claim("again", 10, 30.0, now=FAR_FUTURE) == []
 
 
 def test_budget_and_rate_limits_skip_with_a_reason(sqlite_url: str) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import ipaddress
 import logging
 import os
 import signal
@@ -31,15 +32,16 @@ from sqlalchemy.exc import DBAPIError
 
 from tracescore.apidocs import docs_router
 from tracescore.assemble.promoter import promote_interval, promote_periodically
-from tracescore.assemble.states import ReadinessRules
 from tracescore.auth import ApiKeys, with_environment_keys
 from tracescore.config import AssemblyConfig, Config, ServerConfig
+from tracescore.ingest.api import ingest_router
 from tracescore.ingest.grpc import start_grpc_server
 from tracescore.ingest.http import BodyLimits, BodyReaders, otlp_router
 from tracescore.ingest.intake import RETRY_AFTER_SECONDS, Intake
+from tracescore.monitor import metrics
 from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.tasks import monitoring_task
-from tracescore.store import SpanStore, open_store
+from tracescore.store import ReadinessRules, SpanStore, open_store
 from tracescore.store.api import traces_router
 from tracescore.store.outage import database_unavailable
 from tracescore.web import web_router
@@ -69,6 +71,7 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     app.state.body_readers = readers = BodyReaders(body_limits(config.server))
     app.include_router(otlp_router(intake, readers), dependencies=guarded)
     app.include_router(traces_router(store), dependencies=guarded)
+    app.include_router(ingest_router(store), dependencies=guarded)
     app.include_router(create_monitor_router(store.engine, config.monitor), dependencies=guarded)
     app.include_router(web_router(config, store))  # its own check: pages redirect to a login
     if config.server.docs:
@@ -128,7 +131,18 @@ def _intake(config: Config, store: SpanStore) -> Intake:
     return Intake(
         store, server.max_pending_requests, max_attribute_chars=server.max_attribute_chars,
         max_journal_bytes=server.max_journal_bytes, unpackers=server.unpackers,
+        shutdown_timeout=server.shutdown_timeout,
     )  # fmt: skip
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` (an address or a name) only listens where this machine can connect."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name: whatever it resolves to, assume the network can reach it
 
 
 def shared_port_socket(host: str, port: int) -> socket.socket:
@@ -174,6 +188,7 @@ class Service:
     def __init__(self, config: Config, store: SpanStore | None = None) -> None:
         self.config = config = with_environment_keys(config)
         self.store = store or open_store(config.store, readiness_rules(config.assembly))
+        self.store.queue.on_promoted = metrics.traces_ready.inc
         self.intake = _intake(config, self.store)
         self.app = create_app(config, self.store, self.intake)
         self._background: list[BackgroundFactory] = []
@@ -194,6 +209,12 @@ class Service:
     async def serve(self) -> None:
         server = self.config.server
         shared_ports = server.processes > 1
+        if not ApiKeys(server.api_keys).enabled and not _loopback(server.host):
+            log.warning(
+                "listening on %s with no API keys: ingest, the API and the dashboard are open to "
+                "anyone who can reach this host; set server.api_keys or TRACESCORE_API_KEYS",
+                server.host,
+            )
         self.intake.start()
         grpc_server = await start_grpc_server(
             self.intake, server.host, server.grpc_port, server.max_body_bytes,

@@ -1,6 +1,6 @@
 """Background task keeping trace states current even when no worker is claiming.
 
-Claiming already promotes ready traces first (see ``SpanStore.claim_ready``); this loop exists
+Claiming already promotes ready traces first (see :meth:`TraceQueue.claim`); this loop exists
 so the read API and dashboards show ``ready`` on time, and costs one indexed UPDATE per tick.
 """
 
@@ -18,4 +18,4 @@ def promote_interval(idle_timeout: float) -> float:
 async def promote_periodically(store: SpanStore, interval: float) -> None:
     """Promote every ``interval`` seconds; while the database is down, back off (1 s doubling
     to 30 s) and log when that starts and ends, not a traceback per tick."""
-    await repeat(store.promote_ready, interval, Backoff("promoter: the database"))
+    await repeat(store.queue.promote, interval, Backoff("promoter: the database"))

@@ -33,10 +33,11 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql import Select
 
 from tracescore.monitor.stats import Moments, percentile_cont
-from tracescore.store.scores import SamplingDecisionRow, ScoreRow
+from tracescore.store.scores import SamplingDecisionRow, SamplingTallyRow, ScoreRow
 
 SCORES = ScoreRow.__table__
 DECISIONS = SamplingDecisionRow.__table__
+TALLIES = SamplingTallyRow.__table__
 ATTEMPTED_STATUSES = ("ok", "error", "not_scorable")
 """Rows a scorer actually ran for; skipped runs do not count towards error rates."""
 
@@ -304,12 +305,12 @@ def coverage(
     until: datetime | None,
     binding: str | None = None,
 ) -> list[Coverage]:
-    def in_range(table: Any) -> list[ColumnElement[bool]]:
+    def in_range(table: Any, moment: str = "created_at") -> list[ColumnElement[bool]]:
         found: list[ColumnElement[bool]] = [true()]
         if since is not None:
-            found.append(table.c.created_at >= db_time(since))
+            found.append(table.c[moment] >= db_time(since))
         if until is not None:
-            found.append(table.c.created_at < db_time(until))
+            found.append(table.c[moment] < db_time(until))
         if binding is not None:
             found.append(table.c.binding == binding)
         return found
@@ -337,6 +338,14 @@ def coverage(
     ):
         statuses[name][status] = count
     eligible = {name: (int(total), int(sampled or 0)) for name, total, sampled in decided}
+    # Traces no binding sampled were counted, not loaded: each is one eligible, unsampled run.
+    # (Their minute buckets are kept whole at the range's edges.)
+    t = TALLIES.c
+    for name, unsampled in connection.execute(
+        select(t.binding, func.sum(t.unsampled)).where(*in_range(TALLIES, "minute")).group_by(t.binding)
+    ):
+        total, sampled = eligible.get(name, (0, 0))
+        eligible[name] = (total + int(unsampled), sampled)
     return [
         Coverage(
             binding=name,

@@ -20,8 +20,10 @@ def unit_hash(key: str) -> float:
 
 
 def is_sampled(key: str, rate: float) -> bool:
-    if rate >= 1.0:
-        return True
-    if rate <= 0.0:
-        return False
-    return unit_hash(key) < rate
+    return sampled_at(unit_hash(key), rate) if 0.0 < rate < 1.0 else rate >= 1.0
+
+
+def sampled_at(position: float, rate: float) -> bool:
+    """:func:`is_sampled` for a trace whose :func:`unit_hash` is known: the worker hashes each
+    trace id once and asks for every binding's rate."""
+    return rate >= 1.0 or (rate > 0.0 and position < rate)

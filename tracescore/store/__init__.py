@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import importlib
 
-from tracescore.assemble.states import ReadinessRules, TraceClaim, TraceState
 from tracescore.store.engine import make_engine, normalize_url
 from tracescore.store.spanstore import SpanStore, TraceSummary
+from tracescore.store.trace_queue import ReadinessRules, TraceClaim, TraceQueue, TraceState
 
 TABLE_MODULES: list[str] = [
     "tracescore.store.tables",
@@ -41,6 +41,7 @@ __all__ = [
     "ReadinessRules",
     "SpanStore",
     "TraceClaim",
+    "TraceQueue",
     "TraceState",
     "TraceSummary",
     "make_engine",

@@ -6,6 +6,7 @@ from pathlib import Path
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import orjson
 from sqlalchemy import Engine, MetaData, Table, create_engine, event, text
 from sqlalchemy.engine import make_url
 
@@ -39,6 +40,13 @@ def _sqlite_pragmas(synchronous: str) -> Callable[[Any, Any], None]:
     return setup
 
 
+def _json_text(value: object) -> str:
+    """JSON columns' serializer: orjson, ~10× the standard library's speed on score steps (a
+    JSON column is written for every score), and it writes non-finite floats as ``null`` where
+    the standard library writes ``NaN``, which is no JSON and which PostgreSQL refuses."""
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
 def make_engine(url: str) -> Engine:
     """An engine for ``url``; SQLite URLs may add ``?synchronous=normal|full`` (default normal)."""
     parsed = make_url(normalize_url(url))
@@ -50,12 +58,13 @@ def make_engine(url: str) -> Engine:
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(
-            parsed, connect_args={"check_same_thread": False}, pool_size=8, max_overflow=8
+            parsed, connect_args={"check_same_thread": False}, pool_size=8, max_overflow=8,
+            json_serializer=_json_text,
         )
         event.listen(engine, "connect", _sqlite_pragmas(str(synchronous)))
         return engine
     if parsed.get_backend_name() == "postgresql":
-        return create_engine(parsed, pool_size=8, max_overflow=8, pool_pre_ping=True)
+        return create_engine(parsed, pool_size=8, max_overflow=8, pool_pre_ping=True, json_serializer=_json_text)
     raise ValueError(f"unsupported database URL scheme {parsed.drivername!r}: use sqlite or postgresql")
 
 

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from sqlalchemy import JSON, Column, Index, String, Text
+import orjson
+from sqlalchemy import JSON, BigInteger, Column, Index, String, Text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
@@ -84,14 +85,57 @@ class SamplingDecisionRow(SQLModel, table=True):
     created_at: datetime = Field(default_factory=_utcnow)
 
 
-def _upsert(connection: Connection, table: Any, rows: Sequence[dict[str, Any]], keep: set[str]):
-    """INSERT … ON CONFLICT (id) DO UPDATE, in the dialect at hand; ``keep`` columns are not updated."""
+class SamplingTallyRow(SQLModel, table=True):
+    """Traces no binding sampled, counted per binding and minute instead of a decision row per
+    run: the worker decides sampling from the trace id before loading a trace, so an unsampled
+    trace is never loaded, its runs never extracted, and it costs one counter increment here.
+    Coverage counts each as one eligible, unsampled run of the binding."""
+
+    __tablename__ = "sampling_tallies"
+
+    binding: str = Field(primary_key=True, max_length=100)
+    minute: datetime = Field(primary_key=True)
+    """The start of the minute (UTC) the traces were decided in."""
+    unsampled: int = Field(sa_column=Column(BigInteger, nullable=False))
+
+
+def _upsert_statement(table: Any, dialect: str, keep: set[str]) -> Any:
+    """INSERT … ON CONFLICT (id) DO UPDATE in ``dialect``, for executemany; ``keep`` columns
+    are not updated."""
+    insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    statement = insert(table)
+    updates = {c.name: statement.excluded[c.name] for c in table.columns if c.name not in keep}
+    return statement.on_conflict_do_update(index_elements=["id"], set_=updates)
+
+
+_UPSERTS: dict[tuple[str, str], Any] = {}
+
+
+def _upsert(connection: Connection, table: Any, rows: Sequence[dict[str, Any]], keep: set[str]) -> None:
+    """Upsert ``rows`` as one executemany of a statement built once per table and dialect (a
+    multi-row VALUES statement would be compiled anew for every batch size)."""
     if not rows:
         return
+    key = (table.name, connection.dialect.name)
+    if (statement := _UPSERTS.get(key)) is None:
+        statement = _UPSERTS[key] = _upsert_statement(table, connection.dialect.name, keep)
+    connection.execute(statement, list(rows))
+
+
+def add_tallies(connection: Connection, unsampled: dict[str, int], now: datetime) -> None:
+    """Count traces no binding sampled, per binding, in the current minute's tally."""
+    if not unsampled:
+        return
+    table = SamplingTallyRow.__table__
     insert = pg_insert if connection.dialect.name == "postgresql" else sqlite_insert
-    statement = insert(table).values(list(rows))
-    updates = {c.name: statement.excluded[c.name] for c in table.columns if c.name not in keep}
-    connection.execute(statement.on_conflict_do_update(index_elements=["id"], set_=updates))
+    statement = insert(table)
+    statement = statement.on_conflict_do_update(
+        index_elements=["binding", "minute"], set_={"unsampled": table.c.unsampled + statement.excluded.unsampled}
+    )
+    minute = now.replace(second=0, microsecond=0)
+    connection.execute(
+        statement, [{"binding": name, "minute": minute, "unsampled": count} for name, count in sorted(unsampled.items())]
+    )
 
 
 def _text_columns(table: Any) -> tuple[list[tuple[str, int | None]], list[str]]:
@@ -109,20 +153,32 @@ def _text_columns(table: Any) -> tuple[list[tuple[str, int | None]], list[str]]:
 _SCORE_TEXT, _SCORE_DOCUMENTS = _text_columns(ScoreRow.__table__)
 
 
+_PRODUCED_HERE = frozenset(("id", "trace_id", "span_id", "status", "run_kind"))
+"""Score columns whose values tracescore makes itself (hex ids, fixed words): nothing to check."""
+_SCORE_TEXT = [(name, length) for name, length in _SCORE_TEXT if name not in _PRODUCED_HERE]
+
+
 def storable_score(row: dict[str, Any], guard: TextGuard) -> dict[str, Any]:
     """``row`` as both databases accept it: NUL characters and unpaired surrogates replaced
     (:mod:`tracescore.store.text`) and values cut to their column's length (PostgreSQL refuses
     a longer ``varchar``; SQLite would store it, so both cut alike). An agent named by its
-    client with a NUL, or a 300-character model name, then still gets its scores stored."""
+    client with a NUL, or a 300-character model name, then still gets its scores stored.
+
+    JSON columns (the steps) are only walked when orjson refuses them (an unpaired surrogate,
+    which no JSON text can hold): a NUL inside JSON text is spelled ``\\u0000``, which both
+    databases' JSON columns store."""
     fitted = dict(row)
     for name, length in _SCORE_TEXT:
         value = fitted.get(name)
         if isinstance(value, str):
             value = guard.text(value)
             fitted[name] = value if length is None or len(value) <= length else value[: length - 1] + "…"
-    for name in _SCORE_DOCUMENTS:  # PostgreSQL's json refuses unpaired surrogates, and NUL
-        if fitted.get(name) is not None:
-            fitted[name] = guard.value(fitted[name])
+    for name in _SCORE_DOCUMENTS:
+        if (document := fitted.get(name)) is not None:
+            try:
+                orjson.dumps(document, option=orjson.OPT_NON_STR_KEYS)
+            except orjson.JSONEncodeError:
+                fitted[name] = guard.value(document)
     return fitted
 
 

@@ -22,8 +22,6 @@ from typing import Any
 from sqlalchemy import Connection, Engine, MetaData, Table, select, text
 from sqlmodel import SQLModel
 
-from tracescore.assemble import tracking
-from tracescore.assemble.states import ReadinessRules, TraceClaim
 from tracescore.spans import LogRecord, Resource, Scope, Span, SpanEvent, SpanLink, Trace
 from tracescore.store import codec, journal
 from tracescore.store.bulk import bulk_insert
@@ -31,6 +29,7 @@ from tracescore.store.engine import create_tables
 from tracescore.store.journal import Journal, JournalEntry, QuarantinedEntry, SqlJournal
 from tracescore.store.spool import SpoolJournal
 from tracescore.store.text import TextGuard
+from tracescore.store.trace_queue import ReadinessRules, TraceQueue, touch_traces
 from tracescore.store.tables import LogRow, ResourceRow, ScopeRow, SpanRow, TraceRow
 from tracescore.store.writelock import SqliteWriteLock
 
@@ -160,7 +159,7 @@ def _log_row(record: LogRecord, refs: _Refs) -> tuple[Any, ...]:
 def _trace_rows(
     span_rows: Sequence[tuple[Any, ...]], logs: Sequence[LogRecord], now: float
 ) -> list[dict[str, Any]]:
-    """Per-trace facts of one write, for :func:`tracking.touch_traces`, sorted by trace id;
+    """Per-trace facts of one write, for :func:`~tracescore.store.trace_queue.touch_traces`, sorted by trace id;
     read from the span rows (:data:`_SPAN_COLUMNS`), whose text is storable already."""
     rows: dict[str, dict[str, Any]] = {}
     for trace_id, _, parent_span_id, name, _, start, end, *_, service_name in (
@@ -228,6 +227,8 @@ class SpanStore:
             if self.dialect == "sqlite" and database and database != ":memory:"
             else SqlJournal(engine, self.write_transaction)
         )
+        self.queue = TraceQueue(self.write_transaction, self._journal, self.rules)
+        """The traces waiting to be scored, and their claims (:mod:`~tracescore.store.trace_queue`)."""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -289,7 +290,7 @@ class SpanStore:
                 if log_rows:
                     self._insert_logs(conn, log_rows)
                 if trace_rows:
-                    tracking.touch_traces(conn, trace_rows)
+                    touch_traces(conn, trace_rows)
         except _AlreadyConsumed:
             return False
         if refs.guard.replaced:
@@ -365,72 +366,47 @@ class SpanStore:
         """Wait until the export requests acknowledged so far are rows (False on timeout)."""
         return self._journal.wait_settled(timeout)
 
-    # ------------------------------------------------------------------ assembly
-
-    def promote_ready(self, now: float | None = None) -> int:
-        """Mark pending traces ready per the readiness rules; returns how many were promoted.
-
-        :meth:`claim_ready` calls it first, so workers need nothing else; the service also runs
-        it periodically so trace states shown by the read API stay current.
-        """
-        with self.write_transaction() as conn:
-            return tracking.promote_ready(conn, self.rules, _readiness_now(self._journal, conn, now))
-
-    def claim_ready(
-        self, owner: str, limit: int, lease_seconds: float, now: float | None = None
-    ) -> list[TraceClaim]:
-        """Promote, then lease up to ``limit`` ready traces (or ones whose lease expired)."""
-        now = time.time() if now is None else now
-        with self.write_transaction() as conn:
-            tracking.promote_ready(conn, self.rules, _readiness_now(self._journal, conn, now))
-            return tracking.claim(conn, owner, limit, lease_seconds, now)
-
-    def complete(self, claim: TraceClaim, now: float | None = None) -> None:
-        """Mark the trace scored; if spans or logs arrived since the claim it goes back to
-        pending and will be claimed again once ready. A claim whose lease was lost to another
-        worker changes nothing."""
-        with self.write_transaction() as conn:
-            tracking.complete(conn, claim, time.time() if now is None else now)
-
-    def release(self, claim: TraceClaim, error: str | None = None) -> None:
-        """Give a claimed trace back (e.g. on shutdown) so another worker takes it; with an
-        ``error`` it counts as a failed attempt, and after ``rules.max_attempts`` of them the
-        trace is parked as ``failed`` until new spans arrive."""
-        with self.write_transaction() as conn:
-            tracking.release(conn, claim, error, self.rules)
-
     # ------------------------------------------------------------------ reads
 
     def load_trace(self, trace_id: str, *, settle: bool = True) -> Trace | None:
         """Every stored span and log record of a trace (spans by start time), or ``None``.
 
         Like every read here it first waits for the requests acknowledged before it to be
-        unpacked (:meth:`settle`); the scoring worker, which only loads traces found idle as of
-        the journal's oldest entry, passes ``settle=False``.
+        unpacked (:meth:`settle`).
         """
+        return self.load_traces([trace_id], settle=settle).get(trace_id.lower())
+
+    def load_traces(self, trace_ids: Sequence[str], *, settle: bool = True) -> dict[str, Trace]:
+        """The stored traces among ``trace_ids``, by id: one query for all their spans, one for
+        their log records and one per kind of reference, whatever their number (the scoring
+        worker loads a whole batch so). The worker, which only loads traces found idle as of
+        the journal's oldest entry, passes ``settle=False``."""
         if settle:
             self.settle()
-        trace_id = trace_id.lower()
+        wanted = sorted({trace_id.lower() for trace_id in trace_ids})
         spans_t, logs_t = SpanRow.__table__, LogRow.__table__
         with self.engine.connect() as conn:
             span_rows = conn.execute(
                 select(spans_t)
-                .where(spans_t.c.trace_id == trace_id)
-                .order_by(spans_t.c.start_time_ns, spans_t.c.span_id)
+                .where(spans_t.c.trace_id.in_(wanted))
+                .order_by(spans_t.c.trace_id, spans_t.c.start_time_ns, spans_t.c.span_id)
             ).all()
             log_rows = conn.execute(
-                select(logs_t)
-                .where(logs_t.c.trace_id == trace_id)
-                .order_by(logs_t.c.time_ns, logs_t.c.id)
+                select(logs_t).where(logs_t.c.trace_id.in_(wanted)).order_by(logs_t.c.time_ns, logs_t.c.id)
             ).all()
             if not span_rows and not log_rows:
-                return None
+                return {}
             resources, scopes = _load_refs(conn, [*span_rows, *log_rows])
-        return Trace(
-            trace_id,
-            spans=[_span_from_row(r, resources, scopes) for r in span_rows],
-            logs=[_log_from_row(r, resources, scopes) for r in log_rows],
-        )
+        traces: dict[str, Trace] = {}
+        for row in span_rows:
+            if (trace := traces.get(row.trace_id)) is None:
+                trace = traces[row.trace_id] = Trace(row.trace_id)
+            trace.spans.append(_span_from_row(row, resources, scopes))
+        for row in log_rows:
+            if (trace := traces.get(row.trace_id)) is None:
+                trace = traces[row.trace_id] = Trace(row.trace_id)
+            trace.logs.append(_log_from_row(row, resources, scopes))
+        return traces
 
     def list_traces(
         self, limit: int = 50, service: str | None = None, since: float | None = None
@@ -459,14 +435,6 @@ class SpanStore:
         self.settle()
         with self.engine.connect() as conn:
             return conn.execute(text("SELECT count(*) FROM spans")).scalar_one()
-
-
-def _readiness_now(waiting: Journal, conn: Connection, now: float | None) -> float:
-    """The time trace readiness is judged at: now, or when the oldest request still waiting in
-    the journal arrived, since its spans may belong to any trace."""
-    now = time.time() if now is None else now
-    waiting_since = waiting.oldest(conn)
-    return now if waiting_since is None else min(now, waiting_since)
 
 
 def _load_refs(conn: Connection, rows: Sequence[Any]) -> tuple[dict[str, Resource], dict[str, Scope]]:

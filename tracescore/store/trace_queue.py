@@ -1,0 +1,259 @@
+"""The trace queue: each trace's life between its first span and its scores, in SQL.
+
+``pending`` (spans arriving) -> ``ready`` (complete by the readiness rules) -> ``claimed`` (a
+worker holds a lease) -> ``scored``. A span or log record arriving for a ``ready``, ``scored``
+or ``failed`` trace puts it back to ``pending`` (so it is rescored once complete again); one
+arriving while the trace is ``claimed`` bumps its generation, and completing that claim then
+sends the trace back to ``pending`` instead of ``scored``. A lease that expires (the worker died)
+makes the trace claimable again. Releasing with an error too many times parks it as ``failed``.
+
+All of it is plain SQL on the ``traces`` table, valid on SQLite and PostgreSQL alike, so the
+state survives restarts and several instances on one PostgreSQL share the work. The only
+dialect difference is how a claim locks rows: PostgreSQL selects candidates with
+``FOR UPDATE SKIP LOCKED`` (concurrent claimers skip each other's rows instead of waiting);
+SQLite runs the claim as one ``UPDATE … RETURNING`` statement, and SQLite serializes writers, so
+a row can only move from claimable to claimed once.
+
+Workers take traces in batches: one claim statement leases many, and
+:meth:`TraceQueue.complete` finishes many in the caller's write transaction (the one that stores
+their scores), so a batch costs a handful of statements, not a few per trace.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+from tracescore.store.journal import Journal
+
+
+class TraceState(StrEnum):
+    PENDING = "pending"
+    READY = "ready"
+    CLAIMED = "claimed"
+    SCORED = "scored"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class ReadinessRules:
+    """When a pending trace counts as complete (all times in seconds)."""
+
+    idle_timeout: float = 5.0
+    """The root span has arrived and no span came for this long."""
+    max_wait: float = 300.0
+    """This long after the trace became pending, whatever else holds."""
+    max_attempts: int = 5
+    """Releases with an error after which the trace is parked as ``failed``."""
+
+
+@dataclass(frozen=True, slots=True)
+class TraceClaim:
+    """A worker's lease on one ready trace; hand it back to ``complete`` or ``release``."""
+
+    trace_id: str
+    generation: int
+    """The trace's write generation when claimed; later writes make ``complete`` rescore."""
+    span_count: int
+    owner: str
+    token: str
+    """Unique per claim, so a worker whose lease expired and was re-claimed cannot complete it."""
+    lease_expires: float
+
+
+# Counted rather than summed, so exporter retries of already-stored spans do not inflate it.
+_STORED = "(SELECT count(*) FROM {table} WHERE {table}.trace_id = CAST(:trace_id AS VARCHAR(32)))"
+
+# Whether the write stored anything new for the trace: an exporter's retry of records already
+# stored (after a lost acknowledgement, say) must not send a scored trace back to be rescored.
+_NEW = "(excluded.span_count <> traces.span_count OR excluded.log_count <> traces.log_count)"
+
+_TOUCH = text(
+    f"""
+INSERT INTO traces (trace_id, service_name, root_name, has_root, span_count, log_count,
+    generation, start_time_ns, end_time_ns, first_seen, last_seen, pending_since, state, attempts)
+VALUES (:trace_id, :service_name, :root_name, :has_root, {_STORED.format(table="spans")},
+    {_STORED.format(table="logs")},
+    1, :start_time_ns, :end_time_ns, :now, :now, :now, '{TraceState.PENDING}', 0)
+ON CONFLICT (trace_id) DO UPDATE SET
+    last_seen = CASE WHEN excluded.last_seen > traces.last_seen
+        THEN excluded.last_seen ELSE traces.last_seen END,
+    span_count = excluded.span_count,
+    log_count = excluded.log_count,
+    generation = traces.generation + CASE WHEN {_NEW} THEN 1 ELSE 0 END,
+    has_root = (traces.has_root OR excluded.has_root),
+    service_name = CASE WHEN excluded.has_root OR traces.service_name = ''
+        THEN excluded.service_name ELSE traces.service_name END,
+    root_name = CASE WHEN excluded.has_root THEN excluded.root_name ELSE traces.root_name END,
+    start_time_ns = COALESCE(CASE WHEN excluded.start_time_ns < traces.start_time_ns
+        THEN excluded.start_time_ns ELSE traces.start_time_ns END,
+        traces.start_time_ns, excluded.start_time_ns),
+    end_time_ns = COALESCE(CASE WHEN excluded.end_time_ns > traces.end_time_ns
+        THEN excluded.end_time_ns ELSE traces.end_time_ns END,
+        traces.end_time_ns, excluded.end_time_ns),
+    pending_since = CASE WHEN {_NEW} AND traces.state IN ('{TraceState.SCORED}', '{TraceState.FAILED}')
+        THEN excluded.pending_since ELSE traces.pending_since END,
+    attempts = CASE WHEN {_NEW} AND traces.state = '{TraceState.FAILED}' THEN 0 ELSE traces.attempts END,
+    state = CASE WHEN {_NEW} AND traces.state <> '{TraceState.CLAIMED}'
+        THEN '{TraceState.PENDING}' ELSE traces.state END
+"""
+)
+
+
+def touch_traces(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
+    """Record arrivals for each trace of a write, in the write's own transaction.
+
+    Each row holds ``trace_id, service_name, root_name, has_root, start_time_ns, end_time_ns,
+    now``, ``now`` being when the records were received; call it after inserting the write's
+    spans and logs (it counts them). ``last_seen`` only moves forward: the ingest journal's
+    entries may be stored out of the order they were received in. Rows must come sorted by
+    trace id: concurrent writers then lock trace rows in one order and cannot deadlock on
+    PostgreSQL.
+    """
+    if rows:
+        conn.execute(_TOUCH, list(rows))
+
+
+# Two statements rather than one with OR, so each is an index range scan on
+# (state, last_seen) / (state, pending_since): cost follows the traces promoted, not the
+# traces pending.
+_PROMOTE_IDLE = text(
+    f"""
+UPDATE traces SET state = '{TraceState.READY}'
+WHERE state = '{TraceState.PENDING}' AND last_seen <= :cut AND has_root
+"""
+)
+_PROMOTE_OVERDUE = text(
+    f"""
+UPDATE traces SET state = '{TraceState.READY}'
+WHERE state = '{TraceState.PENDING}' AND pending_since <= :cut
+"""
+)
+
+_CLAIM = f"""
+WITH candidates AS MATERIALIZED (
+    SELECT trace_id FROM traces
+    WHERE state = '{TraceState.READY}'
+       OR (state = '{TraceState.CLAIMED}' AND lease_expires < :now)
+    ORDER BY last_seen
+    LIMIT :limit {{lock}}
+)
+UPDATE traces SET state = '{TraceState.CLAIMED}', lease_owner = :owner, lease_token = :token,
+    lease_expires = :expires, claimed_generation = traces.generation,
+    attempts = traces.attempts + 1
+FROM candidates
+WHERE traces.trace_id = candidates.trace_id
+RETURNING traces.trace_id, traces.generation, traces.span_count
+"""
+_CLAIM_SQLITE = text(_CLAIM.format(lock=""))
+_CLAIM_POSTGRES = text(_CLAIM.format(lock="FOR UPDATE SKIP LOCKED"))
+
+_COMPLETE = text(
+    f"""
+UPDATE traces SET
+    state = CASE WHEN generation = :generation
+        THEN '{TraceState.SCORED}' ELSE '{TraceState.PENDING}' END,
+    pending_since = CASE WHEN generation = :generation THEN pending_since ELSE :now END,
+    scored_generation = :generation, attempts = 0, last_error = NULL,
+    lease_owner = NULL, lease_token = NULL, lease_expires = NULL
+WHERE trace_id = :trace_id AND lease_token = :token AND state = '{TraceState.CLAIMED}'
+"""
+)
+
+_RELEASE = text(
+    f"""
+UPDATE traces SET
+    state = CASE WHEN CAST(:error AS TEXT) IS NOT NULL AND attempts >= :max_attempts
+        THEN '{TraceState.FAILED}' ELSE '{TraceState.READY}' END,
+    last_error = CAST(:error AS TEXT), lease_owner = NULL, lease_token = NULL, lease_expires = NULL,
+    attempts = CASE WHEN CAST(:error AS TEXT) IS NULL THEN attempts - 1 ELSE attempts END
+WHERE trace_id = :trace_id AND lease_token = :token AND state = '{TraceState.CLAIMED}'
+"""
+)
+
+
+class TraceQueue:
+    """Promotion, claims under leases, completion and release of traces (see the module)."""
+
+    def __init__(
+        self, write_transaction: Callable[[], AbstractContextManager[Connection]], journal: Journal,
+        rules: ReadinessRules,
+    ) -> None:  # fmt: skip
+        self._write_transaction = write_transaction
+        self._journal = journal
+        self.rules = rules
+        self.on_promoted: Callable[[int], object] | None = None
+        """Told how many traces each promotion made ready (the service counts them in a metric)."""
+
+    def promote(self, now: float | None = None) -> int:
+        """Mark pending traces ready per the readiness rules; returns how many were promoted.
+
+        :meth:`claim` promotes first, so workers need nothing else; the service also runs it
+        periodically so trace states shown by the read API stay current.
+        """
+        with self._write_transaction() as conn:
+            return self._promote(conn, now)
+
+    def _promote(self, conn: Connection, now: float | None) -> int:
+        cut = self._readiness_now(conn, now)
+        idle = conn.execute(_PROMOTE_IDLE, {"cut": cut - self.rules.idle_timeout}).rowcount
+        promoted = idle + conn.execute(_PROMOTE_OVERDUE, {"cut": cut - self.rules.max_wait}).rowcount
+        if promoted and self.on_promoted is not None:
+            self.on_promoted(promoted)
+        return promoted
+
+    def _readiness_now(self, conn: Connection, now: float | None) -> float:
+        """The time readiness is judged at: now, or when the oldest request still waiting in
+        the ingest journal arrived, since its spans may belong to any trace."""
+        now = time.time() if now is None else now
+        waiting_since = self._journal.oldest(conn)
+        return now if waiting_since is None else min(now, waiting_since)
+
+    def claim(self, owner: str, limit: int, lease_seconds: float, now: float | None = None) -> list[TraceClaim]:
+        """Promote, then lease up to ``limit`` ready traces (or ones whose lease expired), in
+        one transaction; claims come sorted by trace id."""
+        now = time.time() if now is None else now
+        token = uuid.uuid4().hex
+        expires = now + lease_seconds
+        with self._write_transaction() as conn:
+            self._promote(conn, now)
+            statement = _CLAIM_POSTGRES if conn.dialect.name == "postgresql" else _CLAIM_SQLITE
+            rows = conn.execute(
+                statement, {"owner": owner, "token": token, "expires": expires, "now": now, "limit": limit}
+            ).all()
+        return [
+            TraceClaim(row.trace_id, row.generation, row.span_count, owner, token, expires)
+            for row in sorted(rows, key=lambda r: r.trace_id)
+        ]
+
+    def complete(self, claims: Sequence[TraceClaim], now: float | None = None, *, conn: Connection | None = None) -> None:
+        """Mark claimed traces scored, or pending again where spans arrived since the claim; in
+        ``conn``'s transaction when given (the one storing the scores), else in its own. A
+        claim whose lease was lost to another worker changes nothing."""
+        if not claims:
+            return
+        now = time.time() if now is None else now
+        parameters = [
+            {"generation": claim.generation, "now": now, "trace_id": claim.trace_id, "token": claim.token}
+            for claim in claims
+        ]
+        with self._write_transaction() if conn is None else nullcontext(conn) as connection:
+            connection.execute(_COMPLETE, parameters)
+
+    def release(self, claim: TraceClaim, error: str | None = None) -> None:
+        """Give a claimed trace back (e.g. on shutdown) so another worker takes it; with an
+        ``error`` it counts as a failed attempt, and after ``rules.max_attempts`` of them the
+        trace is parked as ``failed`` until new spans arrive."""
+        with self._write_transaction() as conn:
+            conn.execute(
+                _RELEASE,
+                {"error": error, "max_attempts": self.rules.max_attempts, "trace_id": claim.trace_id,
+                 "token": claim.token},
+            )  # fmt: skip
