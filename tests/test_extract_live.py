@@ -56,6 +56,12 @@ def test_langchain_tool_results_are_what_the_tool_returned_not_the_tool_message(
     assert [t.output[0].content.tool_invocations[0].tool_call_id for t in tools] == [
         "call_010", "call_020", "call_030"]
     assert final_answer(agent).startswith("I could not find Atlantis.")
+    # The last LLM call was sent the three results; the flattened tool message drops LangChain's
+    # status, the tool span has it: the failed call is a failure there too, and no grounding.
+    last = only(runs, "llm")[-1]
+    assert [(c.tool_call_id, c.state) for c in tool_calls(last)] == [
+        ("call_010", "output-error"), ("call_020", "result"), ("call_030", "result")]
+    assert [doc.content for doc in last.context] == [doc.content for doc in agent.context]
 
 
 def test_openai_agents_workflow_wrapper_is_no_primary_run() -> None:

@@ -82,7 +82,8 @@ def assemble(trace: Trace, conventions: list[Convention] = CONVENTIONS) -> list[
     agents: dict[str, AgentRun] = {}
     handed: dict[str, int] = {}
     runs = [_agent_run(trace, node, agents, handed) for node in nodes if node.kind == "agent"]
-    runs.extend(_llm_run(trace, node, handed) for node in nodes if node.kind == "llm")
+    failed = _failed_calls(nodes)
+    runs.extend(_llm_run(trace, node, handed, failed) for node in nodes if node.kind == "llm")
     runs.extend(_tool_run(trace, node) for node in nodes if node.kind == "tool")
     return runs
 
@@ -592,7 +593,20 @@ def _trajectory(
 # --- LLM and tool runs -----------------------------------------------------------------------
 
 
-def _llm_run(trace: Trace, node: _Node, handed: dict[str, int]) -> AgentRun:
+def _failed_calls(nodes: list[_Node]) -> dict[str, ToolInvocation]:
+    """Tool spans that failed, by call id. The message an LLM is sent back may not say so
+    (LangChain's flattened tool message drops ``status: error``): the tool span does."""
+    return {
+        call.tool_call_id: call
+        for node in nodes
+        if node.kind == "tool" and (call := node.info.tool_call) is not None
+        and call.tool_call_id and call.state == "output-error"
+    }
+
+
+def _llm_run(
+    trace: Trace, node: _Node, handed: dict[str, int], failed: dict[str, ToolInvocation]
+) -> AgentRun:
     run = _base_run(trace, node, "llm")
     info = node.info
     run.primary = not any(a.kind in ("agent", "llm") for a in node.ancestors())
@@ -612,6 +626,10 @@ def _llm_run(trace: Trace, node: _Node, handed: dict[str, int]) -> AgentRun:
             trajectory.add_parts(message.content.parts)
         else:
             trajectory.resolve_from_messages([message])
+    for call in trajectory.calls:
+        failure = failed.get(call.tool_call_id) if call.state == "result" else None
+        if failure is not None:
+            call.state, call.is_error, call.error_text = "output-error", True, failure.error_text
     for message in info.output_messages:
         trajectory.add_parts(message.content.parts)
     run.output = _output(node, trajectory, _final_text(info.output_messages))
@@ -622,6 +640,7 @@ def _llm_run(trace: Trace, node: _Node, handed: dict[str, int]) -> AgentRun:
         for message in current
         for part in message.content.parts
         if part.tool_invocation is not None and part.tool_invocation.state in _RESOLVED
+        and part.tool_invocation.tool_call_id not in failed  # a failure is no grounding
     ]
     run.context = _tool_result_documents(results) + list(info.documents)
     leaves = [n for n in _subtree(node) if n.kind == "llm" and not n.has_llm_below]
