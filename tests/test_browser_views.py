@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -24,7 +26,13 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, select
 
-from tests.browser_support import browser, context, layout_problems, shot  # noqa: F401 - fixtures
+from tests.browser_support import (  # noqa: F401 - fixtures
+    REPO,
+    browser,
+    context,
+    layout_problems,
+    shot,
+)
 from tests.server_process import ServerProcess, start_server
 from tracescore.offline.demo import DEGRADING_AGENT, DemoSender
 from tracescore.store.alerts import AlertEventRow, AlertStateRow
@@ -211,6 +219,7 @@ def test_default_overview_shows_the_regression_its_alert_and_its_runs(
     assert history.count() == 1 and DEGRADING_AGENT in history.inner_text()
     assert "sent" in history.locator("td.outcome").inner_text()
     assert page.locator("#rules tr.state-firing").count() == 1  # no other agent fired
+    page.locator("#live-status.ok").wait_for(timeout=5000)  # the page keeps itself current
     shot(page, "views-alerts")
     row.locator("a.chart-link").click()
     page.wait_for_url("**split=agent**")
@@ -293,17 +302,21 @@ def test_overview_layout_has_no_overlaps_or_cut_text(
     page.goto(f"{server.base_url}/?split=agent")
     chart = _chart(page, "keyword-coverage").bounding_box()
     assert chart["width"] >= min(460, width - 80) and chart["height"] > 150
+    # The check sees what it is for: a card pulled over the next one, a title running out of
+    # its card (set through the CSSOM, which the pages' CSP allows, unlike inline styles).
+    page.evaluate("document.getElementById('range').style.marginBottom = '-80px'")
+    page.evaluate("document.querySelector('.chart-card h3').style.minWidth = '2000px'")
+    found = layout_problems(page)
+    assert any(p.startswith("section#range.controls.card overlaps section#trends") for p in found)
+    assert any(" sticks out of " in p for p in found), found
 
 
 @pytest.fixture(scope="module")
 def versions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     """The captured traces scored by two versions of one binding (``tracescore rescore`` twice,
     the second with a changed formula), served by the real app over HTTP."""
-    from typer.testing import CliRunner
-
     from tests.conftest import CAPTURES
     from tests.live_app import serve_app
-    from tracescore.cli import app
     from tracescore.config import parse_config
     from tracescore.ingest.files import load_traces
     from tracescore.service import create_app
@@ -321,8 +334,13 @@ def versions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, st
             f"threshold: 0.5, options: {{version: '{version}', per_char: {per_char}}}}}]\n"
             f"server: {{api_keys: [{API_KEY}]}}\n"
         )
-        result = CliRunner().invoke(app, ["rescore", "--db", url, "--config", str(config)])
-        assert result.exit_code == 0, result.stderr
+        # A process of its own, as the command runs (Playwright's loop owns this thread).
+        result = subprocess.run(
+            [sys.executable, "-m", "tracescore.cli", "rescore", "--db", url, "--config",
+             str(config)], capture_output=True, text=True, timeout=120, cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
     served = create_app(parse_config(config.read_text()), store)
     try:
         with serve_app(served) as base_url:

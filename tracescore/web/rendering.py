@@ -44,8 +44,12 @@ def percent(value: float | None) -> str:
     return "–" if value is None else f"{value * 100:.1f}%"
 
 
-def duration(value: timedelta) -> str:
-    """``90s`` → ``1m30s``: the way windows and buckets are written in the URL and config."""
+def duration(value: timedelta | float) -> str:
+    """``90s`` → ``1m30s``: the way windows and buckets are written in the URL and config.
+
+    Plain numbers are seconds, as rule windows are stored once parsed."""
+    if not isinstance(value, timedelta):
+        value = timedelta(seconds=value)
     seconds, parts = int(value.total_seconds()), []
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
         if seconds >= size:
