@@ -423,8 +423,31 @@ def test_overview_and_trace_page_on_postgresql(judge: JudgeServer) -> None:
             spent = sum(r.cost_usd for r in rows if r.judge_model)
             assert spent > 0 and f"${spent:.4f} over the last 14 days" in page
             assert HOSTILE_SYSTEM in visible_text(client.get(f"/ui/traces/{HOSTILE_TRACE}").text)
+            # The views of issue 26 run their own SQL: the same answers on PostgreSQL.
+            split = chart_card(client.get("/", params={"split": "agent"}).text, "answer-present")
+            legend = [int(n) for n in re.findall(r"n=(\d+)</span>", split)]
+            assert sum(legend) == sum(r.binding == "answer-present" and r.status == "ok" for r in rows)
+            ok = sorted(r.score for r in rows if r.binding == "answer-present" and r.status == "ok")
+            since = min(as_utc(r.created_at) for r in rows) - timedelta(seconds=1)
+            runs = client.get("/ui/runs", params={"binding": "answer-present", "since": since.isoformat()})
+            listed = re.findall(r'<span class="score[^"]*">([0-9.]+)</span>', runs.text)
+            assert [float(v) for v in listed] == [round(v, 3) for v in ok]
+            firing = _evaluate_once(store, parse_config(_config(judge.base_url) + ALWAYS_FIRING),
+                                    "answers-missing")  # fmt: skip
+            assert firing and client.get("/ui/alerts").text.count('class="state-firing"') == len(firing)
+            version = next(r.scorer_version for r in rows if r.binding == "answer-present")
+            compared = client.get("/ui/compare", params={"binding": "answer-present",
+                                                         "a": version, "b": version}).text  # fmt: skip
+            assert f'<dd id="n-paired">{len(ok)}</dd>' in compared
+            assert compared.count('<td class="diff">+0.000</td>') == min(len(ok), 25)
         finally:
             store.close()
+
+
+ALWAYS_FIRING = (
+    "alerts:\n  rules:\n    - {name: answers-missing, type: threshold, "
+    "scorer: answer-present, below: 0.99, window: 1h, segment_by: [model], min_samples: 3}\n"
+)
 
 
 def _evaluate_once(store: Any, config: Any, rule: str) -> list[Any]:
@@ -440,11 +463,7 @@ def _evaluate_once(store: Any, config: Any, rule: str) -> list[Any]:
 
 def test_firing_alerts_are_shown_on_top(store: Any, judge: JudgeServer) -> None:
     """A real evaluation of a real rule over the stored scores, then the overview."""
-    rule = (
-        "alerts:\n  rules:\n    - {name: answers-missing, type: threshold, "
-        "scorer: answer-present, below: 0.99, window: 1h, segment_by: [model], min_samples: 3}\n"
-    )
-    config = parse_config(_config(judge.base_url) + rule)
+    config = parse_config(_config(judge.base_url) + ALWAYS_FIRING)
     client = TestClient(create_app(config, store))
     before = client.get("/ui/live").json()["version"]
     assert "firing" not in visible_text(client.get("/").text)
