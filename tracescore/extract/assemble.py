@@ -374,10 +374,11 @@ class _Trajectory:
         call = self._match(result)
         return call is not None and call.state not in _RESOLVED
 
-    def add_parts(self, parts: Iterable[MessagePart]) -> None:
+    def add_parts(self, parts: list[MessagePart]) -> None:
         """A step's output parts: reasoning first, then calls and text in the model's order."""
-        ordered = sorted(parts, key=lambda p: p.type != "reasoning")
-        for part in ordered:
+        if len(parts) > 1 and any(p.type == "reasoning" for p in parts):
+            parts = sorted(parts, key=lambda p: p.type != "reasoning")
+        for part in parts:
             invocation = part.tool_invocation
             if invocation is None:
                 self.parts.append(part.model_copy())
@@ -397,9 +398,10 @@ class _Trajectory:
         call = self._match(result)
         if call is None:
             self._add_call(result.model_copy())
-            return
-        if call.state in _RESOLVED:
-            return  # already answered, e.g. by both the tool span and the agent's output
+        elif call.state not in _RESOLVED:  # else already answered (tool span and output both)
+            self._fill(call, result)
+
+    def _fill(self, call: ToolInvocation, result: ToolInvocation) -> None:
         call.result = result.result
         call.state = result.state if result.state in _RESOLVED else "call"
         call.is_error = result.is_error
@@ -420,7 +422,7 @@ class _Trajectory:
         call = self._match(result)
         if call is None or call.state in _RESOLVED:
             return False
-        self.add_result(result)
+        self._fill(call, result)
         return True
 
     def resolve_from_messages(self, messages: Iterable[Message]) -> None:
@@ -611,6 +613,7 @@ def _llm_run(
     info = node.info
     run.primary = not any(a.kind in ("agent", "llm") for a in node.ancestors())
     run.input, earlier_steps = _run_input(info.system, info.input_messages)
+    current = [*run.input.input_messages, *earlier_steps]  # the whole turn it was sent
     agent = next((a for a in node.ancestors() if a.kind == "agent"), None)
     before = handed.get(agent.span.span_id, 0) if agent is not None else 0
     if before:  # steps of the agent that handed over: history here too
@@ -634,7 +637,6 @@ def _llm_run(
         trajectory.add_parts(message.content.parts)
     run.output = _output(node, trajectory, _final_text(info.output_messages))
     run.tools = list(info.tools)
-    _, current = _split_turn(info.input_messages)
     results = [
         part.tool_invocation
         for message in current
