@@ -35,7 +35,7 @@ from tests.browser_support import (  # noqa: F401 - fixtures
 )
 from tests.server_process import ServerProcess, start_server
 from tracescore.offline.demo import DEGRADING_AGENT, DemoSender
-from tracescore.store.alerts import AlertEventRow, AlertStateRow
+from tracescore.store.alerts import AlertStateRow
 from tracescore.store.scores import ScoreRow
 from tracescore.web.auth import COOKIE_NAME, session_token
 from tracescore.web.queries import as_utc
@@ -195,7 +195,9 @@ def test_default_overview_shows_the_regression_its_alert_and_its_runs(
     bands = chart.locator(f'g.alert-band[data-rule="{RULE}"]')
     assert bands.count() == 1
     assert bands.get_attribute("data-segment") == f"agent={DEGRADING_AGENT}"
-    line_colour = chart.locator(f'g.series[data-segment="{DEGRADING_AGENT}"]').get_attribute("class")
+    line_colour = chart.locator(f'g.series[data-segment="{DEGRADING_AGENT}"]').get_attribute(
+        "class"
+    )
     edge_colour = bands.locator("rect.alert-edge").get_attribute("class")
     assert line_colour.split()[-1] == edge_colour.split()[-1]
     (state,) = [s for s in _rows(server.db_url, AlertStateRow.__table__) if s["state"] == "firing"]
@@ -372,8 +374,10 @@ def test_version_comparison_shows_agreement_and_the_largest_disagreements(
     assert int(page.locator("#n-paired").inner_text()) == expected.n_paired > 25
     assert page.locator("#mean-difference").inner_text() == f"{expected.mean_difference:+.4f}"
     assert page.locator("#pearson").inner_text() == f"{expected.pearson:.4f}"
-    assert page.locator("#label-agreement").inner_text().startswith(
-        f"{expected.label_agreement * 100:.1f}%"
+    assert (
+        page.locator("#label-agreement")
+        .inner_text()
+        .startswith(f"{expected.label_agreement * 100:.1f}%")
     )
     # The runs they disagree on most, largest first, each linking to its trace.
     rows = page.locator("#disagreement-table tbody tr")
@@ -384,8 +388,10 @@ def test_version_comparison_shows_agreement_and_the_largest_disagreements(
     page.fill('input[name="threshold"]', "0.9")
     page.click('form.compare-form button[type="submit"]')
     page.wait_for_url("**threshold=0.9**")
-    assert page.locator("#label-agreement").inner_text().startswith(
-        f"{with_threshold.label_agreement * 100:.1f}%"
+    assert (
+        page.locator("#label-agreement")
+        .inner_text()
+        .startswith(f"{with_threshold.label_agreement * 100:.1f}%")
     )
     rows.first.locator("a.trace-link").click()
     page.wait_for_url("**/ui/traces/**")

@@ -96,7 +96,9 @@ def test_split_lines_bands_and_drill_down_links() -> None:
         Series("weather-bot", 1, [_bucket(0, 0.9), _bucket(1, 0.2)], lambda s: f"/w?{s:%M}&x"),
         Series("other (2)", None, [_bucket(0, 0.6)]),
     ]
-    band = Band(T0 + MINUTE, T0 + 20 * MINUTE, "drop<", "agent=weather-bot", "<b>fired</b>", 1, "/r")
+    band = Band(
+        T0 + MINUTE, T0 + 20 * MINUTE, "drop<", "agent=weather-bot", "<b>fired</b>", 1, "/r"
+    )
     svg = score_chart("kc", total, T0, T0 + 10 * MINUTE, MINUTE, series=lines, bands=[band],
                       href=lambda s: f"/b?{s:%M}")  # fmt: skip
     assert svg.count('<g class="series s1" data-segment="weather-bot">') == 1

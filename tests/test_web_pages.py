@@ -426,15 +426,21 @@ def test_overview_and_trace_page_on_postgresql(judge: JudgeServer) -> None:
             # The views of issue 26 run their own SQL: the same answers on PostgreSQL.
             split = chart_card(client.get("/", params={"split": "agent"}).text, "answer-present")
             legend = [int(n) for n in re.findall(r"n=(\d+)</span>", split)]
-            assert sum(legend) == sum(r.binding == "answer-present" and r.status == "ok" for r in rows)
+            assert sum(legend) == sum(
+                r.binding == "answer-present" and r.status == "ok" for r in rows
+            )
             ok = sorted(r.score for r in rows if r.binding == "answer-present" and r.status == "ok")
             since = min(as_utc(r.created_at) for r in rows) - timedelta(seconds=1)
-            runs = client.get("/ui/runs", params={"binding": "answer-present", "since": since.isoformat()})
+            runs = client.get(
+                "/ui/runs", params={"binding": "answer-present", "since": since.isoformat()}
+            )
             listed = re.findall(r'<span class="score[^"]*">([0-9.]+)</span>', runs.text)
             assert [float(v) for v in listed] == [round(v, 3) for v in ok]
             firing = _evaluate_once(store, parse_config(_config(judge.base_url) + ALWAYS_FIRING),
                                     "answers-missing")  # fmt: skip
-            assert firing and client.get("/ui/alerts").text.count('class="state-firing"') == len(firing)
+            assert firing and client.get("/ui/alerts").text.count('class="state-firing"') == len(
+                firing
+            )
             version = next(r.scorer_version for r in rows if r.binding == "answer-present")
             compared = client.get("/ui/compare", params={"binding": "answer-present",
                                                          "a": version, "b": version}).text  # fmt: skip
@@ -518,7 +524,9 @@ def test_split_draws_a_line_per_segment_top_five_and_other(client: TestClient, s
     assert [html.unescape(name) for _, name in series] == names
     assert series[-1][0] == "other" and len({colour for colour, _ in series}) == len(series)
     # A segment's colour is the same on every chart.
-    tone = re.findall(r'<g class="series (s\d|other)" data-segment="([^"]*)">', chart_card(page.text, "tone"))
+    tone = re.findall(
+        r'<g class="series (s\d|other)" data-segment="([^"]*)">', chart_card(page.text, "tone")
+    )
     shared = set(series) & set(tone)
     assert shared and all(dict(series)[c] == dict(tone)[c] for c in dict(series) if c in dict(tone))
     # Points of a segment link to that segment's runs of the bucket; the agent name is escaped.
@@ -529,7 +537,9 @@ def test_split_draws_a_line_per_segment_top_five_and_other(client: TestClient, s
     assert client.get("/", params={"split": "colour"}).status_code == 422
 
 
-def test_a_buckets_runs_are_listed_lowest_first_failures_last(client: TestClient, store: Any) -> None:
+def test_a_buckets_runs_are_listed_lowest_first_failures_last(
+    client: TestClient, store: Any
+) -> None:
     rows = [r for r in _scores(store) if r.binding == "exploding" or r.binding == "answer-present"]
     since = min(as_utc(r.created_at) for r in rows).replace(microsecond=0)
     until = max(as_utc(r.created_at) for r in rows).replace(microsecond=0) + timedelta(seconds=1)
@@ -547,7 +557,9 @@ def test_a_buckets_runs_are_listed_lowest_first_failures_last(client: TestClient
     assert f'<dd id="runs-total">{len(expected)}</dd>' in page.text
     # Errors are listed too: they are part of what the bucket held.
     failing = client.get("/ui/runs", params={**params, "binding": "exploding"}).text
-    assert failing.count('class="score status-error"') == sum(r.binding == "exploding" for r in rows)
+    assert failing.count('class="score status-error"') == sum(
+        r.binding == "exploding" for r in rows
+    )
     # Filters are shown as text, never as markup; bad times are refused.
     hostile = client.get("/ui/runs", params={**params, "agent": HOSTILE_AGENT}).text
     assert "<svg onload" not in hostile and html.escape(HOSTILE_AGENT, quote=False) in hostile
@@ -573,7 +585,9 @@ def test_alerts_page_bands_and_delivery_outcomes(store: Any, judge: JudgeServer)
     client = TestClient(create_app(config, store))
     page = client.get("/ui/alerts")
     assert page.status_code == 200
-    rule_card = re.search(r'<article class="card rule"[^>]*data-rule="few-answers">(.*?)</article>', page.text, re.S)
+    rule_card = re.search(
+        r'<article class="card rule"[^>]*data-rule="few-answers">(.*?)</article>', page.text, re.S
+    )
     assert rule_card
     rows = re.findall(r'<tr class="state-(firing|ok)"', rule_card.group(1))
     assert rows.count("firing") == len(firing)
@@ -586,7 +600,9 @@ def test_alerts_page_bands_and_delivery_outcomes(store: Any, judge: JudgeServer)
     assert 'href="/ui/runs?scorer=answer-present&amp;agent=' in page.text
     # The firing is a band on the charts of the bindings running that scorer, per segment.
     overview = client.get("/", params={"window": "1h", "split": "agent"}).text
-    bands = re.findall(r'<g class="alert-band" data-rule="few-answers"', chart_card(overview, "answer-present"))
+    bands = re.findall(
+        r'<g class="alert-band" data-rule="few-answers"', chart_card(overview, "answer-present")
+    )
     assert len(bands) == len(firing)
     assert "alert-band" not in chart_card(overview, "tone")
     assert client.get("/ui/alerts", params={"rule": "nope"}).status_code == 200

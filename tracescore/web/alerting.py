@@ -75,7 +75,9 @@ RUN_FILTERS = ("binding", "scorer", "version", "agent", "model", "service")
 """What the runs page can be narrowed by; a segment's ``binding`` key narrows like the rule's."""
 
 
-def _target(rule: AlertRule | None, payload: dict[str, Any] | None) -> tuple[str | None, str | None]:
+def _target(
+    rule: AlertRule | None, payload: dict[str, Any] | None
+) -> tuple[str | None, str | None]:
     """The binding or scorer a rule watches: from its configuration, else from a notification."""
     if rule is not None:
         return rule.binding, rule.scorer
@@ -119,11 +121,11 @@ def _parse(text: Any) -> datetime | None:
         return None
 
 
-def periods_of(
-    periods: Iterable[Period], binding: str, scorers: set[str]
-) -> list[Period]:
+def periods_of(periods: Iterable[Period], binding: str, scorers: set[str]) -> list[Period]:
     """The periods drawn on ``binding``'s chart: its rules', and those of a scorer it runs."""
-    return [p for p in periods if p.binding == binding or (p.binding is None and p.scorer in scorers)]
+    return [
+        p for p in periods if p.binding == binding or (p.binding is None and p.scorer in scorers)
+    ]
 
 
 # --- the alerts page -----------------------------------------------------------------------
@@ -192,7 +194,11 @@ def alerts_page(
         started = _moment(state["since"])
         # The runs that made the verdict: the rule's window before it began firing, up to now
         # (or, once resolved, the window that resolved it).
-        since = started - window if state["state"] == "firing" else _moment(state["evaluated_at"]) - window
+        since = (
+            started - window
+            if state["state"] == "firing"
+            else _moment(state["evaluated_at"]) - window
+        )
         until = now if state["state"] == "firing" else _moment(state["evaluated_at"])
         view.segments.append(
             SegmentState(

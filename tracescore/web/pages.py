@@ -332,7 +332,9 @@ def _aggregates(
     volume: dict[str, int] = defaultdict(int)
     for group in segments:
         volume[NO_VALUE if group.group[1] is None else str(group.group[1])] += group.attempted
-    colours = {name: index for index, name in enumerate(sorted(volume, key=lambda n: (-volume[n], n)))}
+    colours = {
+        name: index for index, name in enumerate(sorted(volume, key=lambda n: (-volume[n], n)))
+    }
 
     cost_chart = None
     if costs:
@@ -375,6 +377,20 @@ def runs_page(engine: Engine, where: ScoreFilter) -> dict[str, Any]:
         "errors": stats.errors if stats is not None else 0,
         "limit": RUNS_LIMIT,
     }
+
+
+def chart_around(where: ScoreFilter, now: datetime) -> str:
+    """The overview around a runs page's range (60 times as long, centred, not past now), focused
+    on its binding and split by the first segment column it is narrowed by: the way back from
+    a drill-down to the chart it came from."""
+    since, until = where.since or now, where.until or now
+    margin = (until - since) * 30
+    segments = {"agent": where.agent, "model": where.model, "service": where.service,
+                "version": where.scorer_version}  # fmt: skip
+    return ViewState(
+        since=timerange.iso(since - margin), until=timerange.iso(min(now, until + margin)),
+        binding=where.binding, split=next((name for name, value in segments.items() if value), None),
+    ).url("/")  # fmt: skip
 
 
 COMPARE_DAYS = 30

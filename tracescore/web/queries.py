@@ -171,13 +171,13 @@ def oldest_score(connection: Connection, since: datetime) -> tuple[datetime | No
     oldest = connection.execute(
         select(func.min(c.created_at)).where(c.created_at >= db_time(since))
     ).scalar_one()
-    older = connection.execute(
-        select(c.id).where(c.created_at < db_time(since)).limit(1)
-    ).first()
+    older = connection.execute(select(c.id).where(c.created_at < db_time(since)).limit(1)).first()
     return (as_utc(oldest) if oldest is not None else None), older is not None
 
 
-def binding_scorers(connection: Connection, since: datetime, until: datetime) -> set[tuple[str, str]]:
+def binding_scorers(
+    connection: Connection, since: datetime, until: datetime
+) -> set[tuple[str, str]]:
     """``(binding, scorer_id)`` pairs scored in the range: which charts a scorer's alert is on."""
     c = SCORES.c
     statement = (
@@ -192,7 +192,9 @@ def alert_states(connection: Connection, limit: int = 1000) -> list[dict[str, An
     """Every rule's state per segment (firing first), for the alerts page."""
     statement = (
         select(ALERT_STATES)
-        .order_by(ALERT_STATES.c.rule, (ALERT_STATES.c.state != "firing"), ALERT_STATES.c.since.desc())
+        .order_by(
+            ALERT_STATES.c.rule, (ALERT_STATES.c.state != "firing"), ALERT_STATES.c.since.desc()
+        )
         .limit(limit)
     )
     return [dict(row._mapping) for row in connection.execute(statement)]
@@ -211,7 +213,9 @@ def alert_events(
         conditions.append(e.status == status)
     if rule is not None:
         conditions.append(e.rule == rule)
-    statement = select(ALERT_EVENTS).where(*conditions).order_by(e.at.desc(), e.id.desc()).limit(limit)
+    statement = (
+        select(ALERT_EVENTS).where(*conditions).order_by(e.at.desc(), e.id.desc()).limit(limit)
+    )
     return [dict(row._mapping) for row in connection.execute(statement)]
 
 

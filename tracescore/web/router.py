@@ -26,7 +26,7 @@ from tracescore.web import alerting, pages, queries
 from tracescore.web.auth import COOKIE_NAME, DashboardKeys, session_token
 from tracescore.web.cache import ExpiringCache
 from tracescore.web.rendering import render
-from tracescore.web.timerange import PRESETS, SPLITS, ViewState, Window, iso, parse_moment
+from tracescore.web.timerange import PRESETS, SPLITS, ViewState, Window, parse_moment
 
 _TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
 STATIC_FILES = {"style.css": "text/css", "live.js": "text/javascript"}
@@ -57,7 +57,9 @@ def _moment(value: str, name: str) -> datetime:
     try:
         return parse_moment(value)
     except ValueError:
-        raise HTTPException(422, f"{name}: an ISO date and time such as 2026-05-04T12:00Z") from None
+        raise HTTPException(
+            422, f"{name}: an ISO date and time such as 2026-05-04T12:00Z"
+        ) from None
 
 
 def _duration(value: str, name: str) -> timedelta:
@@ -147,11 +149,8 @@ def web_router(config: Config, store: SpanStore) -> APIRouter:
             since=start, until=end,
         )  # fmt: skip
         data = pages.runs_page(store.engine, where)
-        back = ViewState(since=iso(start - (end - start) * 10), until=iso(end + (end - start) * 10),
-                         binding=binding or None,
-                         split=next((k for k, v in (("agent", agent), ("model", model),
-                                                      ("service", service), ("version", version)) if v), None))  # fmt: skip
-        return _page("runs.html", **common, **data, where=where, chart_url=back.url("/"))
+        return _page("runs.html", **common, **data, where=where,
+                     chart_url=pages.chart_around(where, datetime.now(UTC)))  # fmt: skip
 
     @router.get("/ui/compare", dependencies=[Depends(signed_in_page)])
     def compare(
