@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.server_process import free_port
+from tests.server_process import free_port, start_server
 from tracescore.config import Config, parse_config
 
 
@@ -65,3 +65,16 @@ def test_serve_without_host_is_not_reachable_from_the_network(tmp_path: Path) ->
     finally:
         process.terminate()
         assert process.wait(15) == 0
+
+
+def test_serve_on_every_interface_without_keys_warns(tmp_path: Path) -> None:
+    with start_server(tmp_path / "open", args=["--host", "0.0.0.0"]) as server:
+        pass
+    assert "listening on 0.0.0.0 with no API keys" in server.output()
+    with start_server(tmp_path / "keyed", args=["--host", "0.0.0.0"],
+                      env={"TRACESCORE_API_KEYS": "bind-test-key"}) as server:  # fmt: skip
+        pass
+    assert "with no API keys" not in server.output()
+    with start_server(tmp_path / "loopback") as server:
+        pass
+    assert "with no API keys" not in server.output()

@@ -31,7 +31,9 @@ def serve(
     db: str | None = typer.Option(
         None, "--db", help="Database URL: sqlite:///file.db or postgresql://user@host/db."
     ),
-    host: str | None = typer.Option(None, "--host", help="Interface to listen on."),
+    host: str | None = typer.Option(
+        None, "--host", help="Interface to listen on (default 127.0.0.1; 0.0.0.0: every interface)."
+    ),
     http_port: int | None = typer.Option(None, "--http-port", help="OTLP/HTTP and API port."),
     grpc_port: int | None = typer.Option(None, "--grpc-port", help="OTLP/gRPC port."),
     idle_timeout: float | None = typer.Option(
