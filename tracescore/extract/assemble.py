@@ -374,24 +374,32 @@ class _Trajectory:
         call = self._match(result)
         return call is not None and call.state not in _RESOLVED
 
-    def add_parts(self, parts: list[MessagePart]) -> None:
-        """A step's output parts: reasoning first, then calls and text in the model's order."""
+    def add_parts(self, parts: list[MessagePart], *, owned: bool = False) -> None:
+        """A step's output parts: reasoning first, then calls and text in the model's order.
+
+        Parts are copied, since a span's messages may feed several runs, unless ``owned``: parts
+        that only this trajectory reads (an LLM run's earlier steps, parsed for it alone) are
+        taken as they are and their calls filled in place, which spares a copy of every
+        message of a long conversation for every call in it.
+        """
         if len(parts) > 1 and any(p.type == "reasoning" for p in parts):
             parts = sorted(parts, key=lambda p: p.type != "reasoning")
         for part in parts:
             invocation = part.tool_invocation
             if invocation is None:
-                self.parts.append(part.model_copy())
+                self.parts.append(part if owned else part.model_copy())
             elif invocation.state in _RESOLVED:
                 self.add_result(invocation)
+            elif owned:
+                self._add_call(invocation, part)
             else:
                 self._add_call(invocation.model_copy())
 
-    def _add_call(self, call: ToolInvocation) -> None:
+    def _add_call(self, call: ToolInvocation, part: MessagePart | None = None) -> None:
         self.calls.append(call)
         if call.tool_call_id:
             self.by_id.setdefault(call.tool_call_id, []).append(call)
-        self.parts.append(MessagePart(type="tool-invocation", tool_invocation=call))
+        self.parts.append(part or MessagePart(type="tool-invocation", tool_invocation=call))
 
     def add_result(self, result: ToolInvocation) -> None:
         """A tool's outcome: fills the call it answers, or records a call no LLM output showed."""
@@ -402,11 +410,16 @@ class _Trajectory:
             self._fill(call, result)
 
     def _fill(self, call: ToolInvocation, result: ToolInvocation) -> None:
+        """The result's outcome onto its call (fields that do not change are not set: a
+        model's attribute assignment is not free, and long conversations join thousands)."""
         call.result = result.result
         call.state = result.state if result.state in _RESOLVED else "call"
-        call.is_error = result.is_error
-        call.error_text = result.error_text
-        call.tool_name = call.tool_name or result.tool_name
+        if call.is_error is not result.is_error:
+            call.is_error = result.is_error
+        if call.error_text != result.error_text:
+            call.error_text = result.error_text
+        if not call.tool_name and result.tool_name:
+            call.tool_name = result.tool_name
         if not call.tool_call_id and result.tool_call_id:
             call.tool_call_id = result.tool_call_id
             self.by_id.setdefault(call.tool_call_id, []).append(call)
@@ -626,7 +639,7 @@ def _llm_run(
     # it stands for (question in, tool steps with their results and the answer out).
     for message in earlier_steps:
         if message.role == "assistant":
-            trajectory.add_parts(message.content.parts)
+            trajectory.add_parts(message.content.parts, owned=True)
         else:
             trajectory.resolve_from_messages([message])
     for call in trajectory.calls:
