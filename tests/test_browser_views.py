@@ -198,7 +198,10 @@ def test_default_overview_shows_the_regression_its_alert_and_its_runs(
     line_colour = chart.locator(f'g.series[data-segment="{DEGRADING_AGENT}"]').get_attribute(
         "class"
     )
-    edge_colour = bands.locator("rect.alert-edge").get_attribute("class")
+    edge = chart.locator(f'a.band-link:has(rect.alert-edge[data-rule="{RULE}"])')
+    edge_colour = edge.locator("rect").get_attribute("class")
+    runs_of_firing = parse_qs(urlparse(edge.get_attribute("href")).query)
+    assert runs_of_firing["agent"] == [DEGRADING_AGENT]
     assert line_colour.split()[-1] == edge_colour.split()[-1]
     (state,) = [s for s in _rows(server.db_url, AlertStateRow.__table__) if s["state"] == "firing"]
     assert state["segment"] == {"agent": DEGRADING_AGENT}
@@ -256,6 +259,34 @@ def test_default_overview_shows_the_regression_its_alert_and_its_runs(
     listed.first.locator("a.trace-link").click()
     page.wait_for_url("**/ui/traces/**")
     assert DEGRADING_AGENT in page.locator(".run header h2").first.inner_text()
+
+
+def test_clicking_a_bucket_column_lists_all_its_runs(
+    demo: tuple[ServerProcess, datetime], page: Any
+) -> None:
+    """Unsplit, the whole column of a bucket is the link (clicked at its foot, below the
+    points): every run of the binding in that bucket, whatever the agent."""
+    server, _ = demo
+    page.goto(f"{server.base_url}/?binding=tone")
+    column = _chart(page, "tone").locator("a.bucket-link rect.hit").nth(-2)  # a whole bucket
+    start = datetime.fromisoformat(column.get_attribute("data-start"))
+    box = column.bounding_box()
+    column.click(position={"x": box["width"] / 2, "y": box["height"] - 2})
+    page.wait_for_url("**/ui/runs?**")
+    query = parse_qs(urlparse(page.url).query)
+    assert query["binding"] == ["tone"] and "agent" not in query
+    size = timedelta(seconds=5)
+    in_bucket = [r for r in _rows(server.db_url, ScoreRow.__table__) if r["binding"] == "tone"
+                 and start <= as_utc(r["created_at"]) < start + size]  # fmt: skip
+    assert int(page.locator("#runs-total").inner_text()) == len(in_bucket) > 0
+    listed = page.locator("#runs-table tbody tr[data-row]")
+    assert sorted(listed.evaluate_all("rows => rows.map(r => r.dataset.row)")) == sorted(
+        r["id"] for r in in_bucket
+    )
+    assert len({r["agent"] for r in in_bucket}) > 1  # all agents' runs, not one segment's
+    page.click("#runs-range a")  # back to the chart around it
+    page.wait_for_url("**binding=tone**")
+    assert _chart(page, "tone").locator(f'rect.hit[data-start="{start.isoformat()}"]').count() == 1
 
 
 def test_presets_and_a_custom_range_are_kept_in_the_url(

@@ -111,7 +111,7 @@ def test_split_lines_bands_and_drill_down_links() -> None:
     assert area and float(area.group(1)) == pytest.approx(36 + 554 / 10)
     assert float(area.group(1)) + float(area.group(2)) == pytest.approx(590)
     assert 'data-rule="drop&lt;"' in svg and "&lt;b&gt;fired&lt;/b&gt;" in svg
-    assert 'class="alert-edge s1"' in svg
+    assert 'class="alert-edge s1"' in svg and '<a class="band-link" href="/r">' in svg
     # A band outside the range is not drawn.
     late = Band(T0 + 11 * MINUTE, T0 + 12 * MINUTE, "r", "all", "x")
     assert "alert-band" not in score_chart("kc", total, T0, T0 + 10 * MINUTE, MINUTE, bands=[late])

@@ -86,9 +86,16 @@ def _target(
 
 
 def firing_periods(
-    connection: Connection, rules: Sequence[AlertRule], since: datetime, until: datetime
+    connection: Connection,
+    rules: Sequence[AlertRule],
+    since: datetime,
+    until: datetime,
+    firing: list[dict[str, Any]] | None = None,
 ) -> list[Period]:
-    """Firings overlapping ``[since, until)``: resolved ones from the history, current ones."""
+    """Firings overlapping ``[since, until)``: resolved ones from the history, current ones.
+
+    ``firing`` is :func:`queries.firing_alerts` when the caller has read it already.
+    """
     by_name = {rule.name: rule for rule in rules}
     periods = []
     for event in queries.alert_events(
@@ -102,7 +109,7 @@ def firing_periods(
         periods.append(Period(event["rule"], event["segment"] or {}, started,
                               _moment(event["at"]), str(payload.get("summary", "")),
                               binding, scorer))  # fmt: skip
-    for state in queries.firing_alerts(connection):
+    for state in queries.firing_alerts(connection) if firing is None else firing:
         started = _moment(state["since"])
         if started >= until:
             continue

@@ -20,6 +20,8 @@ PLOT_BOTTOM = 140
 """The score plot spans TOP..PLOT_BOTTOM; the sample-count strip sits below it."""
 COUNT_TOP, COUNT_BOTTOM = 156, 186
 AXIS_LABEL_Y = 202
+EDGE_HEIGHT = 6
+"""The coloured strip on top of an alert band, which links to the runs of the firing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,19 +140,24 @@ def score_chart(
     parts.append(
         f'<text class="tick" x="{LEFT - 4}" y="{COUNT_TOP + 8}" text-anchor="end">n</text>'
     )
+    edges = []  # drawn over the bucket columns: the strip on top of a band is its link
     for band in bands:  # under the data, over the plot area only
         left, right = max(since, band.start), min(until, band.end)
         if right <= left:
             continue
         start_x, width = _num(x(left)), _num(max(2.0, x(right) - x(left)))
+        tip = f"<title>{escape(band.label)}{', click for its runs' if band.href else ''}</title>"
         parts.append(
             f'<g class="alert-band" data-rule="{escape(band.rule)}" '
             f'data-segment="{escape(band.segment)}" data-start="{band.start.isoformat()}">'
             f'<rect class="alert-area" x="{start_x}" y="{TOP}" width="{width}" '
-            f'height="{PLOT_BOTTOM - TOP}"><title>{escape(band.label)}</title></rect>'
-            f'<rect class="alert-edge {_colour_class(band.colour)}" x="{start_x}" y="{TOP}" '
-            f'width="{width}" height="4"/></g>'
+            f'height="{PLOT_BOTTOM - TOP}">{tip}</rect></g>'
         )
+        edge = (
+            f'<rect class="alert-edge {_colour_class(band.colour)}" x="{start_x}" y="{TOP}" '
+            f'width="{width}" height="{EDGE_HEIGHT}" data-rule="{escape(band.rule)}">{tip}</rect>'
+        )
+        edges.append(_linked(edge, band.href, "band"))
 
     centre = bucket / 2
     for b in buckets:  # band and count strip
@@ -180,6 +187,7 @@ def score_chart(
             f"{', click for its runs' if href else ''}</title></rect>"
         )
         parts.append(_linked(column, href(b.start) if href else None, "bucket"))
+    parts.extend(edges)
     lines = series or [Series("all", None, buckets, href)]
     for line in lines:
         parts.append(_series(line, x, y, bucket, overall=not series))

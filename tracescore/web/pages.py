@@ -153,7 +153,7 @@ def overview(
     with engine.connect() as connection:
         version = queries.live_version(connection)
         alerts = queries.firing_alerts(connection)
-        periods = firing_periods(connection, rules, window.since, window.until)
+        periods = firing_periods(connection, rules, window.since, window.until, alerts)
         lowest = queries.lowest_scores(connection, ranged, LIST_LIMIT)
         latest = queries.latest_scores(connection, ScoreFilter(), 15)
     names = sorted(set(bindings) | set(summary.trends) | set(summary.coverage))
