@@ -1,10 +1,10 @@
-"""Dashboard page times over a day of scores: overview cold and warm, filtered, /ui/live.
+"""Dashboard page times over a day of scores: overview (cold, warm, filtered, split), alerts, live.
 
 Writes ``--scores`` synthetic rows spread over the last 24 hours (``--bindings`` bindings,
 judged ones with a cost, 3 % errors, seven agents) into a real database (a temporary SQLite
 file, or ``--db``), then times the pages through the real app (in process, FastAPI's test
 client): the overview with its aggregates computed (cold) and from the shared cache (warm),
-a filtered overview, and the live poll.
+a filtered overview, the overview split by agent, the alerts page and the live poll.
 
     python benchmarks/dashboard.py                        # SQLite, 100,000 scores
     python benchmarks/dashboard.py --db postgresql://postgres@127.0.0.1/bench
@@ -78,14 +78,20 @@ def main() -> None:
         warm = timed(client, "/", 5)
         filtered = timed(client, "/?scorer=tone&agent=agent-3", 5)
         hour = timed(client, "/?window=1h", 3)
+        (split_cold,) = timed(client, "/?split=agent", 1)
+        split = timed(client, "/?split=agent", 5)
+        alerts = timed(client, "/ui/alerts", 5)
         live = timed(client, "/ui/live", 20)
-        print(f"overview (24 h, 48 points per chart), cold: {cold * 1000:,.0f} ms")
+        print(f"overview (24 h, 96 points per chart), cold: {cold * 1000:,.0f} ms")
         print(f"overview, aggregates cached: median {statistics.median(warm) * 1000:,.0f} ms")
         print(
             "overview filtered by scorer and agent: "
             f"median {statistics.median(filtered) * 1000:,.0f} ms"
         )
         print(f"overview of the last hour: median {statistics.median(hour) * 1000:,.0f} ms")
+        print(f"overview split by agent (7 agents), cold: {split_cold * 1000:,.0f} ms")
+        print(f"overview split by agent, cached: median {statistics.median(split) * 1000:,.0f} ms")
+        print(f"/ui/alerts: median {statistics.median(alerts) * 1000:,.0f} ms")
         print(f"/ui/live: median {statistics.median(live) * 1000:,.1f} ms")
         store.close()
 
