@@ -374,32 +374,28 @@ class _Trajectory:
         call = self._match(result)
         return call is not None and call.state not in _RESOLVED
 
-    def add_parts(self, parts: list[MessagePart], *, owned: bool = False) -> None:
+    def add_parts(self, parts: list[MessagePart]) -> None:
         """A step's output parts: reasoning first, then calls and text in the model's order.
 
-        Parts are copied, since a span's messages may feed several runs, unless ``owned``: parts
-        that only this trajectory reads (an LLM run's earlier steps, parsed for it alone) are
-        taken as they are and their calls filled in place, which spares a copy of every
-        message of a long conversation for every call in it.
+        Parts are copied: a span's messages feed several runs (and other runs' readers look
+        for results among them), so joining a result must never change them.
         """
         if len(parts) > 1 and any(p.type == "reasoning" for p in parts):
             parts = sorted(parts, key=lambda p: p.type != "reasoning")
         for part in parts:
             invocation = part.tool_invocation
             if invocation is None:
-                self.parts.append(part if owned else part.model_copy())
+                self.parts.append(part.model_copy())
             elif invocation.state in _RESOLVED:
                 self.add_result(invocation)
-            elif owned:
-                self._add_call(invocation, part)
             else:
                 self._add_call(invocation.model_copy())
 
-    def _add_call(self, call: ToolInvocation, part: MessagePart | None = None) -> None:
+    def _add_call(self, call: ToolInvocation) -> None:
         self.calls.append(call)
         if call.tool_call_id:
             self.by_id.setdefault(call.tool_call_id, []).append(call)
-        self.parts.append(part or MessagePart(type="tool-invocation", tool_invocation=call))
+        self.parts.append(MessagePart(type="tool-invocation", tool_invocation=call))
 
     def add_result(self, result: ToolInvocation) -> None:
         """A tool's outcome: fills the call it answers, or records a call no LLM output showed."""
@@ -639,7 +635,7 @@ def _llm_run(
     # it stands for (question in, tool steps with their results and the answer out).
     for message in earlier_steps:
         if message.role == "assistant":
-            trajectory.add_parts(message.content.parts, owned=True)
+            trajectory.add_parts(message.content.parts)
         else:
             trajectory.resolve_from_messages([message])
     for call in trajectory.calls:
