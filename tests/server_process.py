@@ -13,6 +13,7 @@ and failure messages.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -26,6 +27,18 @@ from typing import Any
 
 import httpx
 import yaml
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants, as far as they can be read now."""
+    pids = [pid]
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            for child in (task / "children").read_text().split():
+                pids += process_tree(int(child))
+    except OSError:  # a thread or process that just ended
+        pass
+    return pids
 
 
 def free_port() -> int:
@@ -65,10 +78,17 @@ class ServerProcess:
                 raise AssertionError(f"server ignored SIGTERM:\n{self.output()}") from None
         return self.process.returncode
 
+    def pids(self) -> list[int]:
+        """The service's process and its helper processes (unpackers, scoring workers)."""
+        return process_tree(self.process.pid) if self.process.poll() is None else []
+
     def kill(self) -> None:
-        """``kill -9``: no shutdown code runs, as in a crash."""
+        """``kill -9`` of the service and its helper processes: no shutdown code runs, as when
+        the host crashes."""
         if self.process.poll() is None:
-            self.process.kill()
+            for pid in self.pids():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
             self.process.wait()
 
     def __enter__(self) -> ServerProcess:
@@ -87,19 +107,22 @@ def start_server(
     args: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     timeout: float = 30.0,
+    host: str | None = "127.0.0.1",
 ) -> ServerProcess:
     """Start ``tracescore serve`` in ``workdir`` and wait until it is healthy.
 
     ``config`` (a mapping or YAML text) is written to ``workdir/tracescore.yaml`` and passed
     with ``--config``; ``db_url`` defaults to a SQLite file in ``workdir``. Ports are picked
-    fresh on each call, so restarting on the same database gets new ones.
+    fresh on each call, so restarting on the same database gets new ones. ``host=None`` passes
+    no ``--host``: the server listens where its config (or the default) says.
     """
     workdir.mkdir(parents=True, exist_ok=True)
     db_url = db_url or f"sqlite:///{workdir / 'tracescore.db'}"
     http_port, grpc_port = free_port(), free_port()
     command = [
-        sys.executable, "-m", "tracescore.cli", "serve", "--db", db_url, "--host", "127.0.0.1",
+        sys.executable, "-m", "tracescore.cli", "serve", "--db", db_url,
         "--http-port", str(http_port), "--grpc-port", str(grpc_port),
+        *(["--host", host] if host is not None else []),
     ]  # fmt: skip
     if idle_timeout is not None:
         command += ["--idle-timeout", str(idle_timeout)]

@@ -4,15 +4,11 @@ dashboard and API are not reachable from the network until someone asks for it."
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.server_process import free_port, start_server
+from tests.server_process import start_server
 from tracescore.config import Config, parse_config
 
 
@@ -44,37 +40,17 @@ def _reachable(host: str, port: int) -> bool:
 def test_serve_without_host_is_not_reachable_from_the_network(tmp_path: Path) -> None:
     outward = _outward_address()
     assert not outward.startswith("127.")
-    http_port, grpc_port = free_port(), free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tracescore.cli", "serve", "--http-port", str(http_port),
-         "--grpc-port", str(grpc_port)],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                assert httpx.get(f"http://127.0.0.1:{http_port}/healthz", timeout=1).status_code == 200
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline and process.poll() is None, "serve did not start"
-                time.sleep(0.05)
-        assert _reachable("127.0.0.1", grpc_port)
-        assert not _reachable(outward, http_port)
-        assert not _reachable(outward, grpc_port)
-    finally:
-        process.terminate()
-        assert process.wait(15) == 0
+    with start_server(tmp_path, host=None) as server:  # no --host: the default
+        assert _reachable("127.0.0.1", server.http_port) and _reachable("127.0.0.1", server.grpc_port)
+        assert not _reachable(outward, server.http_port)
+        assert not _reachable(outward, server.grpc_port)
+    assert "with no API keys" not in server.output()
 
 
 def test_serve_on_every_interface_without_keys_warns(tmp_path: Path) -> None:
-    with start_server(tmp_path / "open", args=["--host", "0.0.0.0"]) as server:
+    with start_server(tmp_path / "open", host="0.0.0.0") as server:
         pass
     assert "listening on 0.0.0.0 with no API keys" in server.output()
-    with start_server(tmp_path / "keyed", args=["--host", "0.0.0.0"],
-                      env={"TRACESCORE_API_KEYS": "bind-test-key"}) as server:  # fmt: skip
-        pass
-    assert "with no API keys" not in server.output()
-    with start_server(tmp_path / "loopback") as server:
+    with start_server(tmp_path / "keyed", host="0.0.0.0", env={"TRACESCORE_API_KEYS": "bind-test-key"}) as server:
         pass
     assert "with no API keys" not in server.output()
