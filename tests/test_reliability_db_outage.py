@@ -37,7 +37,7 @@ def read_routes(trace_id: str) -> list[str]:
     return [
         "/api/traces", f"/api/traces/{trace_id}", f"/api/traces/{trace_id}/runs", "/api/scores",
         "/api/scores/summary", "/api/coverage", "/api/alerts", "/", f"/ui/traces/{trace_id}",
-        f"/ui/live?trace={trace_id}",
+        f"/ui/live?trace={trace_id}", "/ui/alerts", "/ui/runs?since=2026-01-01T00:00Z", "/ui/compare",
     ]  # fmt: skip
 
 
