@@ -4,8 +4,8 @@ layout check.
 The layout check measures the rendered page rather than comparing pixels (fonts and
 antialiasing differ between machines; overlaps and cut-off text do not): in ``main``, no two
 sibling boxes overlap, no child box or line of text sticks out of its parent (unless the parent
-scrolls on purpose), the page does not scroll sideways, and in every chart the text labels
-neither overlap nor leave the chart.
+scrolls on purpose), neither the page nor anything but a ``<pre>`` in it scrolls sideways, and
+in every chart the text labels neither overlap nor leave the chart.
 """
 
 from __future__ import annotations
@@ -102,6 +102,10 @@ _LAYOUT_PROBLEMS = """
           problems.push(name(kids[i]) + " overlaps " + name(kids[j]) + " in " + name(parent));
       }
     }
+    // A container that scrolls on purpose may hold more than it shows, except sideways: a
+    // table that needs a scrollbar at this width has columns the reader cannot see.
+    if (scrolls(parent) && parent.tagName !== "PRE" && parent.scrollWidth > parent.clientWidth + SLACK)
+      problems.push(name(parent) + " scrolls sideways: " + parent.scrollWidth + " > " + parent.clientWidth);
     if (inline || scrolls(parent)) continue;
     for (const node of parent.childNodes) {
       if (node.nodeType !== Node.TEXT_NODE || !node.textContent.trim()) continue;

@@ -326,7 +326,14 @@ def test_overview_layout_has_no_overlaps_or_cut_text(
 ) -> None:
     server, _ = demo
     page.set_viewport_size({"width": width, "height": 1000})
-    for path, name in (("/?split=agent", "split"), ("/", "default"), ("/ui/alerts", "alerts")):
+    now = datetime.now(UTC)
+    runs = f"/ui/runs?binding=keyword-coverage&since={(now - timedelta(minutes=5)).isoformat()}"
+    for path, name in (
+        ("/?split=agent", "split"),
+        ("/", "default"),
+        ("/ui/alerts", "alerts"),
+        (runs.replace("+", "%2B"), "runs"),
+    ):
         page.goto(f"{server.base_url}{path}")
         shot(page, f"views-{name}-{width}")
         problems = layout_problems(page)
@@ -424,6 +431,9 @@ def test_version_comparison_shows_agreement_and_the_largest_disagreements(
         .inner_text()
         .startswith(f"{with_threshold.label_agreement * 100:.1f}%")
     )
+    page.set_viewport_size({"width": 800, "height": 1000})
+    assert layout_problems(page) == []
+    shot(page, "views-compare-800")
     rows.first.locator("a.trace-link").click()
     page.wait_for_url("**/ui/traces/**")
     assert page.locator(".score-card").count() >= 2  # both versions' scores of the run

@@ -380,17 +380,21 @@ def runs_page(engine: Engine, where: ScoreFilter) -> dict[str, Any]:
 
 
 def chart_around(where: ScoreFilter, now: datetime) -> str:
-    """The overview around a runs page's range (60 times as long, centred, not past now), focused
-    on its binding and split by the first segment column it is narrowed by: the way back from
-    a drill-down to the chart it came from."""
+    """The overview around a runs page's range, in buckets of that range's length (the one it
+    was drilled down from), 30 of them either side but not past now, focused on its binding and
+    split by the first segment column it is narrowed by: the way back to the chart."""
     since, until = where.since or now, where.until or now
-    margin = (until - since) * 30
+    span = until - since
+    seconds = int(span.total_seconds())
     segments = {"agent": where.agent, "model": where.model, "service": where.service,
                 "version": where.scorer_version}  # fmt: skip
     return ViewState(
-        since=timerange.iso(since - margin), until=timerange.iso(min(now, until + margin)),
-        binding=where.binding, split=next((name for name, value in segments.items() if value), None),
-    ).url("/")  # fmt: skip
+        since=timerange.iso(since - span * 30),
+        until=timerange.iso(min(now, until + span * 30)),
+        bucket=f"{seconds}s" if seconds >= 1 and seconds == span.total_seconds() else None,
+        binding=where.binding,
+        split=next((name for name, value in segments.items() if value), None),
+    ).url("/")
 
 
 COMPARE_DAYS = 30
