@@ -112,10 +112,11 @@ def test_every_trace_scored_once_across_processes_and_a_crash(
         scored again, rightly: nothing of it was recorded.)
         """
         calls = _calls(call_log)
-        events = Counter((event, pid) for event, *_, pid in calls)
-        if not events["start", doomed.process.pid] > events["done", doomed.process.pid] >= 1:
+        doomed_pids = set(doomed.pids())
+        events = Counter((event, pid in doomed_pids) for event, *_, pid in calls)
+        if not events["start", True] > events["done", True] >= 1:
             return False
-        finished = {trace for event, trace, _, pid in calls if event == "done" and pid == doomed.process.pid}
+        finished = {trace for event, trace, _, pid in calls if event == "done" and pid in doomed_pids}
         with watcher.connect() as connection:
             scored = set(connection.execute(text("SELECT trace_id FROM traces WHERE state = 'scored'")).scalars())
         return finished <= scored
@@ -125,7 +126,7 @@ def test_every_trace_scored_once_across_processes_and_a_crash(
         _wait(doomed_is_stuck, 30, "the first process to complete one call, store it, and hang in the next")
     finally:
         watcher.dispose()
-    doomed.kill()
+    doomed.kill()  # kill -9 of the service and its scoring process
 
     for wave in range(0, len(after_crash), 4):
         _send(survivors, after_crash[wave : wave + 4], rng)
@@ -165,15 +166,15 @@ def test_every_trace_scored_once_across_processes_and_a_crash(
     assert states == {"scored": len(traces)}
 
     calls = _calls(call_log)
+    survivor_pids = {pid for server in survivors for pid in server.pids()}
 
     def runs_of(event: str, pids: set[int] | None = None) -> Counter[tuple[str, str]]:
         return Counter((t, s) for e, t, s, pid in calls if e == event and (pids is None or pid in pids))
 
     assert runs_of("done") == Counter(runs), "each run must be scored to completion exactly once"
     # Runs started but never finished are exactly the killed process's stuck ones...
-    doomed_pid = {doomed.process.pid}
+    doomed_pid = {pid for *_, pid in calls} - survivor_pids
     stranded = runs_of("start") - runs_of("done")
     assert stranded and set(stranded) == set(runs_of("start", doomed_pid) - runs_of("done", doomed_pid))
     # ...and the other processes finished them once its leases expired.
-    survivor_pids = {server.process.pid for server in survivors}
     assert set(stranded) <= set(runs_of("done", survivor_pids))

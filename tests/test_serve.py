@@ -126,16 +126,17 @@ def test_kill_9_mid_stream_loses_no_acknowledged_span_and_assembly_resumes(tmp_p
     streamer.start()
     while len(acknowledged) < 200:
         time.sleep(0.01)
-    server.kill()
+    server.kill()  # the service and its unpacker: what was acknowledged waits in the journal
     stop.set()
     streamer.join()
 
-    store = open_store(db_url, create=False)
-    stored = {s.span_id for s in store.load_trace(streamed).spans}
-    assert set(acknowledged) <= stored
-    store.close()
-
     with start_server(tmp_path / "second", db_url=db_url, idle_timeout=1.0) as restarted:
+        store = open_store(db_url, create=False)
+        trace = store.load_trace(streamed)  # once the new collector has adopted the journal
+        store.close()
+        assert trace is not None
+        stored = {s.span_id for s in trace.spans}
+        assert set(acknowledged) <= stored
         _wait_for_state(restarted, finished, ASSEMBLED)  # resumes from the stored state
         assert _wait_for_state(restarted, streamed, ("pending",))["summary"]["has_root"] is False
         httpx.post(f"{restarted.base_url}/v1/traces",

@@ -26,7 +26,8 @@ from tests.agent_otlp import agent_trace, export_request
 from tests.server_process import start_server
 from tests.test_ingest_journal import _request
 from tests.throwaway_pg import ThrowawayPostgres
-from tracescore.ingest.unpack import Unpacker, UnpackSettings, stop_leftover_unpackers
+from tracescore.children import stop_leftovers
+from tracescore.ingest.unpack import Unpacker, UnpackSettings
 from tracescore.store import SpanStore, open_store
 
 _MARK = b"tracescore.ingest.unpack"
@@ -143,9 +144,9 @@ def test_a_new_collector_stops_an_unpacker_an_earlier_one_left_running(sqlite_ur
             collector.wait()
             time.sleep(0.5)
             assert _alive(pid)  # a leftover: its collector is gone, its deadline far off
-            assert stop_leftover_unpackers(sqlite_url, timeout=5) == [pid]
+            assert stop_leftovers(sqlite_url, timeout=5) == [pid]
             assert not _alive(pid)
-            assert stop_leftover_unpackers(sqlite_url, timeout=5) == []
+            assert stop_leftovers(sqlite_url, timeout=5) == []
     finally:
         store.close()
 
@@ -153,7 +154,7 @@ def test_a_new_collector_stops_an_unpacker_an_earlier_one_left_running(sqlite_ur
 def test_an_unpacker_of_a_live_collector_is_no_leftover(sqlite_url: str) -> None:
     open_store(sqlite_url).close()
     with _collector(sqlite_url, shutdown_timeout=10) as (_collector_process, pid):
-        assert stop_leftover_unpackers(sqlite_url, timeout=1) == []
+        assert stop_leftovers(sqlite_url, timeout=1) == []
         assert _alive(pid)
 
 
@@ -189,3 +190,23 @@ def test_a_service_stopped_while_postgresql_is_down_leaves_no_process_and_loses_
                 assert len(response.json()["spans"]) == len(trace.spans)
         # The outage is one line of the unpacker's, not one per retry.
         assert server.output().count("unpacker: the database is unavailable") <= 1, server.output()[-3000:]
+
+
+def test_the_helpers_of_a_killed_service_stop_within_its_shutdown_timeout(tmp_path: Path) -> None:
+    """kill -9 of the service alone (an init system that signals the main process only): its
+    unpacker and scoring process see their pipe close and are gone within the deadline, and
+    a service started on the same store runs beside no leftover."""
+    config = {"server": {"shutdown_timeout": 2.0}, "workers": {"processes": 1}}
+    server = start_server(tmp_path / "a", config=config)
+    helpers = server.pids()[1:]
+    try:
+        assert len(helpers) == 2, server.output()  # an unpacker and a scoring process
+        server.process.kill()
+        server.process.wait()
+        for pid in helpers:
+            _wait_gone(pid, timeout=2.0 + 3.0)
+    finally:
+        server.kill()
+    with start_server(tmp_path / "a", config=config) as restarted:
+        assert len(restarted.pids()) == 3
+        assert "left running by an earlier service" not in restarted.output()

@@ -8,7 +8,7 @@ secrets).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -16,6 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from tracescore.judge.config import JudgeConfig
 from tracescore.monitor.config import AlertsConfig, MonitorConfig
 from tracescore.pipeline.config import ExportConfig, ScorerBinding, WorkersConfig
+
+if TYPE_CHECKING:
+    from tracescore.store.trace_queue import ReadinessRules
 
 DEFAULT_DB_URL = "sqlite:///tracescore.db"
 
@@ -102,6 +105,12 @@ class AssemblyConfig(_Section):
     """Seconds after the first span after which a trace is ready regardless."""
     lease_seconds: float = Field(60.0, gt=0)
     """How long a worker's claim on a trace lasts before another may take it."""
+
+    def readiness(self) -> ReadinessRules:
+        """The trace queue's rules for these settings."""
+        from tracescore.store.trace_queue import ReadinessRules  # noqa: PLC0415 - config stays light
+
+        return ReadinessRules(idle_timeout=self.idle_timeout, max_wait=self.max_wait)
 
 
 # With no ``scorers:`` section, these run on every agent run: the code scorers that need no

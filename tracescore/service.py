@@ -33,7 +33,7 @@ from sqlalchemy.exc import DBAPIError
 from tracescore.apidocs import docs_router
 from tracescore.assemble.promoter import promote_interval, promote_periodically
 from tracescore.auth import ApiKeys, with_environment_keys
-from tracescore.config import AssemblyConfig, Config, ServerConfig
+from tracescore.config import Config, ServerConfig
 from tracescore.ingest.api import ingest_router
 from tracescore.ingest.grpc import start_grpc_server
 from tracescore.ingest.http import BodyLimits, BodyReaders, otlp_router
@@ -41,7 +41,7 @@ from tracescore.ingest.intake import RETRY_AFTER_SECONDS, Intake
 from tracescore.monitor import metrics
 from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.tasks import monitoring_task
-from tracescore.store import ReadinessRules, SpanStore, open_store
+from tracescore.store import SpanStore, open_store
 from tracescore.store.api import traces_router
 from tracescore.store.outage import database_unavailable
 from tracescore.web import web_router
@@ -50,10 +50,6 @@ from tracescore.web.auth import DashboardKeys
 log = logging.getLogger(__name__)
 
 BackgroundFactory = Callable[[], Awaitable[None]]
-
-
-def readiness_rules(assembly: AssemblyConfig) -> ReadinessRules:
-    return ReadinessRules(idle_timeout=assembly.idle_timeout, max_wait=assembly.max_wait)
 
 
 def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -> FastAPI:
@@ -187,7 +183,7 @@ class Service:
 
     def __init__(self, config: Config, store: SpanStore | None = None) -> None:
         self.config = config = with_environment_keys(config)
-        self.store = store or open_store(config.store, readiness_rules(config.assembly))
+        self.store = store or open_store(config.store, config.assembly.readiness())
         self.store.queue.on_promoted = metrics.traces_ready.inc
         self.intake = _intake(config, self.store)
         self.app = create_app(config, self.store, self.intake)

@@ -27,11 +27,17 @@ def build_service(config: Config) -> Service:
     """The full service of ``config``: collector, read API, monitoring and the scoring pipeline."""
     # Imported here, not at the top: the parent of several service processes only watches
     # them, and would otherwise hold a service's worth of modules (~100 MB) for nothing.
-    from tracescore.pipeline.runner import pipeline_task  # noqa: PLC0415 - loads the scorers
     from tracescore.service import Service  # noqa: PLC0415
 
     service = Service(config)
-    service.add_background(pipeline_task(config, service.store))
+    if config.workers.processes:
+        from tracescore.pipeline.process import scoring_processes_task  # noqa: PLC0415
+
+        service.add_background(scoring_processes_task(config, service.store))
+    else:
+        from tracescore.pipeline.runner import pipeline_task  # noqa: PLC0415 - loads the scorers
+
+        service.add_background(pipeline_task(config, service.store))
     return service
 
 

@@ -33,7 +33,8 @@ from contextlib import contextmanager
 from tracescore.backoff import Backoff
 from tracescore.ingest.decode import Decoded, Receipt, decode_logs, decode_metrics, decode_traces
 from tracescore.ingest.screen import Screened, screen_logs, screen_traces
-from tracescore.ingest.unpack import Unpacker, UnpackReport, UnpackSettings, stop_leftover_unpackers
+from tracescore.children import stop_leftovers
+from tracescore.ingest.unpack import Unpacker, UnpackReport, UnpackSettings
 from tracescore.monitor import metrics
 from tracescore.store import SpanStore
 from tracescore.store.outage import database_unavailable
@@ -95,7 +96,7 @@ class Intake:
     def start(self) -> None:
         """Start unpacking, beginning with whatever an earlier run left in the journal (after
         ending any unpacker an earlier collector on this store left running)."""
-        stop_leftover_unpackers(self._url, self.shutdown_timeout)
+        stop_leftovers(self._url, self.shutdown_timeout)
         for unpacker in self.unpackers:
             unpacker.start()
         self._watchdog.start()

@@ -20,24 +20,22 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import json
 import logging
 import os
 import select
 import signal
-import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, replace
-from pathlib import Path
+from dataclasses import asdict, dataclass
 from typing import TextIO
 
-from tracescore.ingest.decode import DecodeError, Decoded, decode_logs, decode_traces
+from tracescore import children
 from tracescore.backoff import Backoff
+from tracescore.children import Child
+from tracescore.ingest.decode import DecodeError, Decoded, decode_logs, decode_traces
 from tracescore.ingest.truncate import truncate_for_storage
 from tracescore.store import SpanStore, open_store
 from tracescore.store.journal import JournalEntry
@@ -48,25 +46,6 @@ log = logging.getLogger(__name__)
 _GROUP_BYTES = 1024 * 1024
 """Request bodies stored in one transaction (a 1000-span request alone is above it)."""
 _LANES = 2
-_YOUNG_SECONDS = 30.0
-"""An unpacker that dies sooner after its start is restarted after a growing delay."""
-_MAX_BACKOFF_SECONDS = 60.0
-_EXIT_GRACE_SECONDS = 5.0
-"""How long past its shutdown deadline a stopped unpacker may take before it is ended."""
-_SETTINGS_VARIABLE = "TRACESCORE_UNPACK_SETTINGS"
-"""The environment variable that hands an unpacker process its :class:`UnpackSettings` (JSON):
-not its command line, which every user of the machine can read (the URL may hold a password)."""
-_PATH_VARIABLE = "TRACESCORE_UNPACK_SYS_PATH"
-_PROGRAM = (
-    "import json, os, sys; "
-    f"sys.path[:] = json.loads(os.environ.pop({_PATH_VARIABLE!r})); "
-    "from tracescore.ingest.unpack import main; main()"
-)
-"""An unpacker process's ``python -c`` program. It takes the collector's ``sys.path`` first (as
-``multiprocessing``'s spawn does), so it imports the very ``tracescore`` its collector runs: not,
-say, a source checkout in the working directory, which ``-c`` would put first."""
-
-
 def unpack(
     store: SpanStore, entries: Sequence[JournalEntry], max_attribute_chars: int | None = None
 ) -> int:
@@ -166,9 +145,6 @@ class UnpackSettings:
     shutdown_timeout: float = 10.0
     """Once its collector is gone (stopped, or dead), seconds the unpacker goes on storing the
     collector's entries before it exits; what is left waits in the journal for the next start."""
-    collector_pid: int = 0
-    """The collector's process id: an unpacker whose parent is another process is a leftover
-    (see :func:`stop_leftover_unpackers`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,189 +156,17 @@ class UnpackReport:
     text_replaced: int = 0
 
 
-class Unpacker:
-    """The unpacker process of one collector: started with it, woken by each new entry.
-
-    It is a plain ``python -c`` subprocess (:data:`_PROGRAM`), not a ``multiprocessing`` one: spawn would start
-    multiprocessing's resource tracker too (a 15 MB process, for nothing to track) and re-import
-    the service's main module in every unpacker.
-
-    It is woken through a pipe (its standard input) rather than a shared event: a collector
-    killed while it held an event's lock would leave the unpacker waiting forever, whereas its
-    end of the pipe closes however it dies, which the unpacker sees as end-of-file. It then
-    stores what it can of the collector's entries for ``shutdown_timeout`` seconds and exits,
-    whatever state the database is in: no unpacker outlives its collector by more than that.
-    Its reports (:class:`UnpackReport`) come back on its standard output, read by a thread.
-
-    An unpacker that dies (killed, out of memory) is replaced by :meth:`revive`, which the
-    collector calls every second: while its collector lives, nobody else adopts its entries. One
-    that keeps dying young (a database it cannot open, say) is restarted after 1, 2, 4 … 60 s.
-    """
+class Unpacker(Child):
+    """The unpacker process of one collector (a :class:`~tracescore.children.Child`), woken by
+    each new entry; it stores what it can of the collector's entries for ``shutdown_timeout``
+    seconds once the collector is gone, then exits, whatever state the database is in. Its
+    :class:`UnpackReport` lines feed ``on_report``."""
 
     def __init__(self, settings: UnpackSettings, on_report: Callable[[UnpackReport], None] | None = None) -> None:
-        self.settings = replace(settings, collector_pid=os.getpid())
-        self._on_report = on_report
-        self._process: subprocess.Popen[bytes] | None = None
-        self._wake_writer: int | None = None
-        self._stopped = False
-        self._started_at = 0.0
-        self._backoff = 0.0
-        self._retry_at: float | None = None
-        """When a dead process is replaced (None: none is dead)."""
-        self._lock = threading.Lock()
-        """Held to write a wake-up and to close the pipe: a closed descriptor's number may be
-        reused at once, and a late wake-up would then go to another file."""
-
-    def start(self) -> None:
-        reader, writer = os.pipe()
-        os.set_blocking(writer, False)
-        try:
-            process = subprocess.Popen(
-                [sys.executable, "-c", _PROGRAM],
-                stdin=reader,
-                stdout=subprocess.PIPE,
-                env={
-                    **os.environ,
-                    _SETTINGS_VARIABLE: json.dumps(asdict(self.settings)),
-                    _PATH_VARIABLE: json.dumps(sys.path),
-                },
-            )
-        except BaseException:
-            os.close(writer)
-            raise
-        finally:
-            os.close(reader)  # the child has its own copy
-        self._started_at = time.monotonic()
-        with self._lock:
-            self._process, self._wake_writer = process, writer
-        threading.Thread(
-            target=self._read_reports, args=(process,), name="unpacker-reports", daemon=True
-        ).start()
-
-    def _read_reports(self, process: subprocess.Popen[bytes]) -> None:
-        assert process.stdout is not None
-        with process.stdout:
-            for line in process.stdout:
-                try:
-                    report = UnpackReport(**json.loads(line))
-                except (ValueError, TypeError):
-                    log.warning("unpacker %d wrote an unexpected line: %r", process.pid, line[:200])
-                    continue
-                if self._on_report is not None:
-                    self._on_report(report)
-
-    @property
-    def pid(self) -> int | None:
-        """The current unpacker process's id (None before the first start)."""
-        return self._process.pid if self._process else None
-
-    def revive(self) -> bool:
-        """Start a new process in place of one that died (not one that was stopped), at once or,
-        if it died young, once its backoff has passed; True when it did."""
-        process = self._process
-        if self._stopped or process is None or process.poll() is None:
-            return False
-        now = time.monotonic()
-        if self._retry_at is None:  # found dead just now
-            young = now - self._started_at < _YOUNG_SECONDS
-            self._backoff = min(max(2 * self._backoff, 1.0), _MAX_BACKOFF_SECONDS) if young else 0.0
-            self._retry_at = now + self._backoff
-            log.error(
-                "unpacker %d of %d (pid %d) ended with exit code %s; starting a new one%s",
-                self.settings.shard + 1, self.settings.shards, process.pid, process.returncode,
-                f" in {self._backoff:g} s" if self._backoff else "",
-            )  # fmt: skip
-        if now < self._retry_at:
-            return False
-        self._retry_at = None
-        self._close_pipe()
-        self.start()
-        return True
-
-    def notify(self) -> None:
-        """A new entry is in the journal."""
-        with self._lock, contextlib.suppress(BlockingIOError, OSError):  # a wake-up is pending already
-            if self._wake_writer is not None:
-                os.write(self._wake_writer, b"\0")
-
-    def stop(self) -> None:
-        """Let the unpacker finish this collector's entries; it exits by itself within
-        ``shutdown_timeout``, and is killed if it has not a few seconds after that."""
-        self._stopped = True
-        self._close_pipe()
-        if self._process is not None:
-            _end(self._process, self.settings.shutdown_timeout + _EXIT_GRACE_SECONDS)
-
-    def _close_pipe(self) -> None:
-        with self._lock:
-            if self._wake_writer is not None:
-                os.close(self._wake_writer)
-                self._wake_writer = None
-
-
-def _end(process: subprocess.Popen[bytes], timeout: float) -> None:
-    """Wait for ``process`` up to ``timeout``, then terminate it (and kill it if need be)."""
-    try:
-        process.wait(timeout)
-    except subprocess.TimeoutExpired:
-        log.warning("unpacker %d did not exit in time; terminating it", process.pid)
-        process.terminate()
-        try:
-            process.wait(_EXIT_GRACE_SECONDS)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def stop_leftover_unpackers(store_url: str, timeout: float) -> list[int]:
-    """End the unpacker processes of earlier collectors on this store that outlived them (on
-    this host); returns their process ids.
-
-    A collector killed with SIGKILL leaves its unpacker finishing its entries for up to its
-    ``shutdown_timeout``; a collector started meanwhile on the same journal must not unpack
-    alongside it. Such a leftover is recognised by its program and settings (in ``/proc``), and
-    by its parent: no longer the collector that started it. It is asked to stop (SIGTERM;
-    its entries are durable in the journal and are adopted), and killed after ``timeout``.
-    """
-    leftovers = []
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return []
-    for directory in proc.iterdir():
-        if not directory.name.isdigit() or int(directory.name) == os.getpid():
-            continue
-        try:
-            if _PROGRAM.encode() not in (directory / "cmdline").read_bytes():
-                continue
-            environment = dict(
-                item.split(b"=", 1) for item in (directory / "environ").read_bytes().split(b"\0") if b"=" in item
-            )
-            settings = json.loads(environment[_SETTINGS_VARIABLE.encode()])
-            parent = int((directory / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, KeyError, ValueError, IndexError):
-            continue  # gone meanwhile, or not ours to read
-        if settings.get("store_url") == store_url and parent != settings.get("collector_pid"):
-            leftovers.append(int(directory.name))
-    for pid in leftovers:
-        log.warning("stopping unpacker process %d, left running by an earlier collector on this store", pid)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    for pid in leftovers:
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if _alive(pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-    return leftovers
-
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, dead but not yet reaped by its parent, does not)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
+        super().__init__(
+            f"unpacker {settings.shard + 1} of {settings.shards}", __name__, asdict(settings),
+            on_report=None if on_report is None else lambda document: on_report(UnpackReport(**document)),
+        )  # fmt: skip
 
 
 def main() -> None:
@@ -371,8 +175,9 @@ def main() -> None:
     # whole process group, and must not cut this process short of finishing the entries.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    settings = UnpackSettings(**json.loads(os.environ[_SETTINGS_VARIABLE]))
-    _UnpackLoop(settings, sys.stdin.fileno(), sys.stdout).run()
+    found = children.settings()
+    found.pop("collector_pid")
+    _UnpackLoop(UnpackSettings(**found), sys.stdin.fileno(), sys.stdout).run()
 
 
 class _UnpackLoop:
@@ -383,6 +188,7 @@ class _UnpackLoop:
         self.settings = settings
         self.wake = wake
         self.reports = reports
+        children.exit_after_service(wake, settings.shutdown_timeout, "unpacker")
         self.store = open_store(settings.store_url, create=False)
         self.outage = Backoff("unpacker: the database")
         self.deadline: float | None = None
@@ -411,11 +217,6 @@ class _UnpackLoop:
                 now = time.monotonic()
                 if self.deadline is None and _drain_wake_ups(self.wake):
                     self.deadline = now + settings.shutdown_timeout
-                    # A timer, not a check in this loop: the loop itself may be what is stuck
-                    # (a heartbeat waiting on a locked database).
-                    timer = threading.Timer(settings.shutdown_timeout, self._give_up, args=(running,))
-                    timer.daemon = True
-                    timer.start()
                 if now >= next_beat:
                     self._beat()
                     next_beat = now + settings.idle_poll
@@ -449,34 +250,19 @@ class _UnpackLoop:
             pause = min(pause, max(self.deadline - time.monotonic(), 0.0))
         return pause
 
-    def _give_up(self, running: dict[Future[int], list[int]]) -> None:
-        """The shutdown deadline passed: exit now, leaving what is not stored in the journal
-        (a write in progress is rolled back by the database when the connection drops); the
-        heartbeat row, if any, expires by itself."""
-        log.warning(
-            "unpacker: its collector stopped %g s ago; exiting with %d groups of entries unfinished "
-            "and any others not stored yet left in the journal, for the next start",
-            self.settings.shutdown_timeout, len(running),
-        )  # fmt: skip
-        os._exit(0)  # a lane, or this loop, may be blocked in a database call: do not wait for it
-
     def _check(self, finished: Future[int]) -> None:
         error = finished.exception()
         gc.collect(1)
         if error is None:
             self.outage.succeeded()
-            self._report(UnpackReport(quarantined=finished.result(), text_replaced=self.store.take_text_replaced()))
+            quarantined, replaced = finished.result(), self.store.take_text_replaced()
+            if quarantined or replaced:
+                children.report(self.reports, asdict(UnpackReport(quarantined, replaced)))
         elif database_unavailable(error):  # the entries stay in the journal and are taken again
             self.outage.failed(error)
         else:  # not even quarantining worked: a bug; retry after a pause
             log.error("unpacking journal entries failed", exc_info=error)
             self.outage.failed(error)
-
-    def _report(self, report: UnpackReport) -> None:
-        if report.quarantined or report.text_replaced:
-            with contextlib.suppress(OSError, ValueError):  # the collector is gone
-                self.reports.write(json.dumps(asdict(report)) + "\n")
-                self.reports.flush()
 
     def _beat(self) -> None:
         try:

@@ -186,8 +186,18 @@ def judge_call(
         judge_latency.labels(model).observe(latency_seconds)
 
 
-def sampling_decision(binding: str, sampled: bool) -> None:
-    sampling_decisions.labels(binding, "true" if sampled else "false").inc()
+def sampling_decision(binding: str, sampled: bool, count: int = 1) -> None:
+    sampling_decisions.labels(binding, "true" if sampled else "false").inc(count)
+
+
+def traces_done(count: int) -> None:
+    """Traces whose scoring finished (any outcome, unsampled ones included)."""
+    traces_scored.inc(count)
+
+
+def text_values_replaced(where: str, count: int) -> None:
+    """Text values stored with NUL characters or unpaired surrogates replaced."""
+    text_replaced.labels(where).inc(count)
 
 
 def export_request(transport: str, signal: str, outcome: str, spans: int = 0, logs: int = 0,

@@ -6,8 +6,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tracescore.config import Config
+from tracescore.monitor import metrics
 from tracescore.pipeline.bindings import compile_bindings
-from tracescore.pipeline.worker import ScoringWorker
+from tracescore.pipeline.worker import PipelineMetrics, ScoringWorker
 from tracescore.store import SpanStore
 
 
@@ -15,6 +16,7 @@ def build_worker(
     config: Config,
     store: SpanStore,
     emit: Callable[[dict[str, Any]], None] | None = None,
+    metrics: PipelineMetrics = metrics,
 ) -> ScoringWorker:
     """A worker for ``config``'s bindings on ``store``; raises :class:`BindingError` early."""
     if config.judges:
@@ -23,18 +25,21 @@ def build_worker(
         use_verdict_store(store.engine)
     bindings = compile_bindings(config.scorers, dict(config.judges), store.engine)
     return ScoringWorker(
-        store, bindings, config.workers, config.assembly.lease_seconds, emit=emit
+        store, bindings, config.workers, config.assembly.lease_seconds, emit=emit, metrics=metrics
     )
 
 
-def pipeline_task(config: Config, store: SpanStore) -> Callable[[], Awaitable[None]]:
-    """The background task that scores ready traces and re-emits the scores, for ``Service``."""
+def pipeline_task(
+    config: Config, store: SpanStore, metrics: PipelineMetrics = metrics
+) -> Callable[[], Awaitable[None]]:
+    """The task that scores ready traces and re-emits the scores: a background task of the
+    service (``workers.processes: 0``) or the work of a scoring process."""
     emitter = None
     if config.export.otlp_endpoint:
         from tracescore.emit.otel import EvaluationEmitter  # noqa: PLC0415
 
         emitter = EvaluationEmitter(config.export)
-    worker = build_worker(config, store, emit=emitter.emit if emitter else None)
+    worker = build_worker(config, store, emit=emitter.emit if emitter else None, metrics=metrics)
 
     async def run() -> None:
         try:

@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic_core import to_jsonable_python
 
@@ -136,6 +136,25 @@ def unstorable_score(row: dict[str, Any], error: BaseException) -> dict[str, Any
     }  # fmt: skip
 
 
+class PipelineMetrics(Protocol):
+    """The metrics the worker records (:mod:`tracescore.monitor.metrics` has them all)."""
+
+    def traces_done(self, count: int) -> None: ...
+
+    def sampling_decision(self, binding: str, sampled: bool, count: int = 1) -> None: ...
+
+    def observe_score(
+        self, binding: str, scorer: str, status: str, score: float | None, latency_seconds: float
+    ) -> None: ...
+
+    def judge_call(
+        self, model: str, input_tokens: int, output_tokens: int, cost_usd: float, latency_seconds: float,
+        *, outcome: str = "ok",
+    ) -> None: ...  # fmt: skip
+
+    def text_values_replaced(self, where: str, count: int) -> None: ...
+
+
 @dataclass(slots=True)
 class _Trace:
     """One claimed trace on its way through a batch."""
@@ -170,8 +189,11 @@ class ScoringWorker:
         lease_seconds: float,
         emit: Callable[[dict[str, Any]], None] | None = None,
         owner: str | None = None,
+        metrics: PipelineMetrics = metrics,
     ) -> None:
         self.store = store
+        self.metrics = metrics
+        """Where the worker's counts go: the process's metrics, or a scoring process's relay."""
         self.bindings = list(bindings)
         self.config = config
         self.lease_seconds = lease_seconds
@@ -367,15 +389,15 @@ class ScoringWorker:
 
     def _observe(self, traces: Sequence[_Trace], unsampled: int) -> None:
         """Metrics and re-emission of stored traces."""
-        metrics.traces_scored.inc(len(traces) + unsampled)
+        self.metrics.traces_done(len(traces) + unsampled)
         if unsampled:
             for binding in self.bindings:
-                metrics.sampling_decisions.labels(binding.name, "false").inc(unsampled)
+                self.metrics.sampling_decision(binding.name, False, unsampled)
         for trace in traces:
             for decision in trace.decisions:
-                metrics.sampling_decision(decision["binding"], decision["sampled"])
+                self.metrics.sampling_decision(decision["binding"], decision["sampled"])
             for row in trace.rows:
-                metrics.observe_score(
+                self.metrics.observe_score(
                     row["binding"], row["scorer_id"], row["status"], row["score"], row["latency_ms"] / 1000
                 )
                 if self._emit is not None:
@@ -398,7 +420,7 @@ class ScoringWorker:
         for binding in self.bindings:
             for run in binding.eligible(runs):
                 sampled = is_sampled(run.trace_id, binding.sampling_rate)
-                metrics.sampling_decision(binding.name, sampled)
+                self.metrics.sampling_decision(binding.name, sampled)
                 decisions.append(_decision(binding, run, sampled, now))
                 if sampled and (select is None or select(binding, run)):
                     jobs.append(self._score(binding, run))
@@ -419,7 +441,7 @@ class ScoringWorker:
         if binding.limiter is not None:
             binding.limiter.spent(result.cost_usd)
         for call in result.judge_calls:
-            metrics.judge_call(
+            self.metrics.judge_call(
                 call.model, call.input_tokens, call.output_tokens, call.cost_usd,
                 call.duration_ms / 1000, outcome="cached" if call.cached else "ok",
             )
@@ -427,7 +449,7 @@ class ScoringWorker:
             # The failed call left no JudgeCall behind; count it against the scorer's judge.
             judge = binding.scorer.judge
             model = str(getattr(judge, "model", judge) or "unknown")
-            metrics.judge_call(model, 0, 0, 0.0, result.duration_ms / 1000, outcome="error")
+            self.metrics.judge_call(model, 0, 0, 0.0, result.duration_ms / 1000, outcome="error")
         return score_row(binding, run, status=result.status, result=result)
 
     def _write(self, rows: list[dict[str, Any]], decisions: list[dict[str, Any]]) -> None:
@@ -456,10 +478,9 @@ class ScoringWorker:
                 with self.store.write_transaction() as connection:
                     upsert_scores(connection, [rows[index]])
 
-    @staticmethod
-    def _count_replaced(replaced: int) -> None:
+    def _count_replaced(self, replaced: int) -> None:
         if replaced:
-            metrics.text_replaced.labels("scores").inc(replaced)
+            self.metrics.text_values_replaced("scores", replaced)
 
 
 def _decision(binding: CompiledBinding, run: AgentRun, sampled: bool, now: datetime) -> dict[str, Any]:

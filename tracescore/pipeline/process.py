@@ -1,0 +1,154 @@
+"""Scoring worker processes: the pipeline on its own cores, beside the service's ingest.
+
+Scoring is CPU-bound Python (extraction and the code scorers). In a thread of the service it
+shares one GIL with ingest's acknowledgements and the API, so the service scores on one core
+and acknowledgements wait behind batches. ``workers.processes`` (default 1) runs the worker in
+that many child processes instead (:class:`~tracescore.children.Child`: started with the
+service, replaced when they die, stopped with it within ``server.shutdown_timeout``). They
+share the work through the trace queue's leases, as several services do. With 0 the worker
+runs in the service process, as a background task.
+
+A child's metrics reach the service's ``/metrics`` as report lines: :class:`MetricRelay` stands
+in for :mod:`tracescore.monitor.metrics` in the child and sends the calls, which the service
+replays on its own metrics (:func:`replay`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, TextIO
+
+from tracescore import children
+from tracescore.children import Child
+from tracescore.config import Config
+from tracescore.monitor import metrics
+from tracescore.store import SpanStore, open_store
+
+log = logging.getLogger(__name__)
+
+_RELAYED = frozenset(("traces_done", "sampling_decision", "observe_score", "judge_call", "text_values_replaced"))
+"""The metric calls a scoring process relays (:class:`~tracescore.pipeline.worker.PipelineMetrics`)."""
+_FLUSH_SECONDS = 0.25
+_REVIVE_SECONDS = 1.0
+
+
+class MetricRelay:
+    """:class:`~tracescore.pipeline.worker.PipelineMetrics` for a child: each call is kept and,
+    every quarter second, the calls so far go to the service in one report line."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._calls: list[tuple[str, list[Any], dict[str, Any]]] = []
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._flush_periodically, name="metric relay", daemon=True)
+        self._thread.start()
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        if name not in _RELAYED:
+            raise AttributeError(name)
+
+        def call(*args: Any, **kwargs: Any) -> None:
+            with self._lock:
+                self._calls.append((name, list(args), kwargs))
+
+        return call
+
+    def flush(self) -> None:
+        with self._lock:
+            calls, self._calls = self._calls, []
+        if calls:
+            children.report(self._stream, {"metrics": calls})
+
+    def close(self) -> None:
+        self._stopped.set()
+        self._thread.join()
+        self.flush()
+
+    def _flush_periodically(self) -> None:
+        while not self._stopped.wait(_FLUSH_SECONDS):
+            self.flush()
+
+
+def replay(report: dict[str, Any]) -> None:
+    """Apply a child's relayed metric calls to this process's metrics."""
+    for name, args, kwargs in report.get("metrics", ()):
+        if name in _RELAYED:
+            getattr(metrics, name)(*args, **kwargs)
+
+
+def scoring_processes_task(config: Config, store: SpanStore) -> Callable[[], Awaitable[None]]:
+    """The service's background task that runs ``workers.processes`` scoring processes: starts
+    them, replaces any that dies, and stops them when cancelled (the service stopping)."""
+    url = store.engine.url.render_as_string(hide_password=False)
+    count = config.workers.processes
+    workers = [
+        Child(
+            f"scoring worker {index + 1} of {count}", __name__,
+            {"store_url": url, "shutdown_timeout": config.server.shutdown_timeout,
+             "config": config.model_dump(mode="json")},
+            on_report=replay,
+        )  # fmt: skip
+        for index in range(count)
+    ]
+
+    async def run() -> None:
+        for worker in workers:
+            worker.start()
+        try:
+            while True:
+                await asyncio.sleep(_REVIVE_SECONDS)
+                for worker in workers:
+                    try:
+                        worker.revive()
+                    except Exception:
+                        log.exception("could not start a new %s; trying again in a second", worker.name)
+        finally:
+            await asyncio.gather(*(asyncio.to_thread(worker.stop) for worker in workers))
+
+    return run
+
+
+def main() -> None:
+    """A scoring process: the service's config from the environment; it ends when the service
+    closes its standard input, finishing or handing back what it holds."""
+    from tracescore.pipeline.runner import pipeline_task  # noqa: PLC0415 - the scorers
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the terminal's Ctrl-C is the service's to handle
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    found = children.settings()
+    children.exit_after_service(sys.stdin.fileno(), found["shutdown_timeout"], "scoring worker")
+    config = Config.model_validate(found["config"])
+    store = open_store(config.store, config.assembly.readiness(), create=False)
+    relay = MetricRelay(sys.stdout)
+    try:
+        asyncio.run(_work(pipeline_task(config, store, metrics=relay)))
+    finally:
+        relay.close()
+        store.close()
+
+
+async def _work(pipeline: Callable[[], Awaitable[None]]) -> None:
+    """Run the pipeline until standard input ends (the service stopped or died)."""
+    loop = asyncio.get_running_loop()
+    ended = asyncio.Event()
+
+    def read() -> None:
+        try:
+            data = sys.stdin.buffer.raw.read(65536)  # type: ignore[attr-defined]
+        except OSError:
+            data = b""
+        if not data:
+            loop.remove_reader(sys.stdin.fileno())
+            ended.set()
+
+    loop.add_reader(sys.stdin.fileno(), read)
+    task = asyncio.create_task(pipeline())
+    await ended.wait()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
