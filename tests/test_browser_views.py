@@ -211,12 +211,21 @@ def test_default_overview_shows_the_regression_its_alert_and_its_runs(
     band = bands.locator("rect.alert-area").bounding_box()
     low = chart.locator(f'g.series[data-segment="{DEGRADING_AGENT}"] circle.point').last
     assert band["x"] <= low.bounding_box()["x"] <= band["x"] + band["width"]
+    # Weather-bot's points from the firing on are filled; no other agent's are.
+    alerting = chart.locator("circle.point.alerting")
+    assert alerting.count() >= 1
+    assert set(alerting.evaluate_all("cs => cs.map(c => c.closest('g').dataset.segment)")) == {
+        DEGRADING_AGENT
+    }
+    for start in alerting.evaluate_all("cs => cs.map(c => c.dataset.start)"):
+        assert datetime.fromisoformat(start) + timedelta(seconds=size) > fired
     for name in ("tone", "completeness"):  # other charts carry no band
         assert _chart(page, name).locator("g.alert-band").count() == 0
     shot(page, "views-regression-overview")
 
     # The alerts page lists the firing, with its notification's outcome and links.
     page.click('header.top a[href="/ui/alerts"]')
+    assert page.locator('header.top a[aria-current="page"]').inner_text() == "Alerts"
     row = page.locator(f'article[data-rule="{RULE}"] tr[data-segment="agent={DEGRADING_AGENT}"]')
     assert "firing" in row.locator("td").nth(1).inner_text()
     assert "sent" in row.locator("td.outcome").inner_text()

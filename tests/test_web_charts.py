@@ -93,7 +93,8 @@ def test_the_view_is_in_the_url_and_custom_times_are_utc() -> None:
 def test_split_lines_bands_and_drill_down_links() -> None:
     total = [_bucket(0, 0.7), _bucket(1, 0.5)]
     lines = [
-        Series("weather-bot", 1, [_bucket(0, 0.9), _bucket(1, 0.2)], lambda s: f"/w?{s:%M}&x"),
+        Series("weather-bot", 1, [_bucket(0, 0.9), _bucket(1, 0.2)], lambda s: f"/w?{s:%M}&x",
+               [(T0 + MINUTE + MINUTE / 2, T0 + 20 * MINUTE)]),  # fmt: skip
         Series("other (2)", None, [_bucket(0, 0.6)]),
     ]
     band = Band(
@@ -111,6 +112,8 @@ def test_split_lines_bands_and_drill_down_links() -> None:
     assert area and float(area.group(1)) == pytest.approx(36 + 554 / 10)
     assert float(area.group(1)) + float(area.group(2)) == pytest.approx(590)
     assert 'data-rule="drop&lt;"' in svg and "&lt;b&gt;fired&lt;/b&gt;" in svg
+    # The firing segment's points in the band are filled: only weather-bot's second one.
+    assert svg.count('class="point alerting"') == 1 and "n=4, alert firing" in svg
     assert 'class="alert-edge s1"' in svg and '<a class="band-link" href="/r">' in svg
     # A band outside the range is not drawn.
     late = Band(T0 + 11 * MINUTE, T0 + 12 * MINUTE, "r", "all", "x")

@@ -59,13 +59,16 @@ class Series:
     """One segment's line when a chart is split (``?split=agent``): its buckets, colour and link.
 
     ``colour`` indexes the stylesheet's palette (``s0``…); the "other" line is ``None`` (grey).
-    ``href(start)`` is the drill-down URL of one of its buckets.
+    ``href(start)`` is the drill-down URL of one of its buckets. ``firing`` are the periods an
+    alert about this segment fired: its points in them are drawn filled, so the band is tied
+    to the line it is about even where lines cross.
     """
 
     name: str
     colour: int | None
     buckets: Sequence[Bucket]
     href: Callable[[datetime], str] | None = None
+    firing: Sequence[tuple[datetime, datetime]] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,9 +246,11 @@ def _series(
             if overall
             else f"mean {b.mean:.3f}, n={b.count}"
         )
-        tip = f"{who}{_stamp(b.start)} UTC: {figures}"
+        alerting = any(start < b.start + bucket and b.start < end for start, end in line.firing)
+        tip = f"{who}{_stamp(b.start)} UTC: {figures}{', alert firing' if alerting else ''}"
         point = (
-            f'<circle class="point" cx="{_num(x(b.start + centre))}" '
+            f'<circle class="point{" alerting" if alerting else ""}" '
+            f'cx="{_num(x(b.start + centre))}" '
             f'cy="{_num(y(b.mean))}" r="3.5" data-start="{b.start.isoformat()}" '  # type: ignore[arg-type]
             f'data-mean="{b.mean:.6f}"><title>{escape(tip)}</title></circle>'
         )

@@ -191,8 +191,16 @@ def _panel(
         return None if line.other or line.value is None or split is None else {split: line.value}
 
     colours = {line.name: _colour(line, summary.colours) for line in trend.lines}
+
+    def firing(line: Line) -> list[tuple[datetime, datetime]]:
+        return [
+            (p.start, p.end or window.until)
+            for p in periods
+            if split is not None and not line.other and str(p.segment.get(split)) == line.name
+        ]
+
     series = [
-        Series(line.name, colours[line.name], line.buckets, link(segment_of(line)))
+        Series(line.name, colours[line.name], line.buckets, link(segment_of(line)), firing(line))
         for line in trend.lines
     ]
     bands = []

@@ -43,6 +43,7 @@ SECURITY_HEADERS = {
 
 
 def _page(template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    context.setdefault("current", template)  # the navigation marks the page it is on
     return HTMLResponse(render(template, **context), status_code=status, headers=SECURITY_HEADERS)
 
 
