@@ -241,11 +241,12 @@ def test_tool_error_and_result_from_next_call_without_tool_span() -> None:
     (tool_run,) = only(runs, "tool")
     assert tool_run.status == "error" and tool_run.error == "lookup timed out"
     # The second chat run's turn starts at "Go"; the tool result is not a user turn: the step
-    # before this call opens its trajectory, the result joined to its call.
+    # before this call opens its trajectory, each call with its outcome (as its agent has it:
+    # the failed tool span for the call the chat was sent no result of).
     second = only(runs, "llm")[1]
     assert user_text(second) == ["Go"]
     assert [(c.tool_name, c.state, c.result) for c in tool_calls(second)] == [
-        ("lookup", "call", None), ("fetch", "result", {"ok": True})]
+        ("lookup", "output-error", None), ("fetch", "result", {"ok": True})]
     assert final_answer(second) == "Done"
 
 

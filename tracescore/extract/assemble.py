@@ -16,7 +16,7 @@ Extraction never raises: a span that cannot be read leaves a warning on its run 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,11 +79,10 @@ def read_spans(trace: Trace, conventions: list[Convention] = CONVENTIONS) -> lis
 def assemble(trace: Trace, conventions: list[Convention] = CONVENTIONS) -> list[AgentRun]:
     """All runs of a trace: agent runs first, then LLM runs, then tool runs (each by start time)."""
     nodes = _build_tree(trace, conventions)
-    agents: dict[str, AgentRun] = {}
-    handed: dict[str, int] = {}
-    runs = [_agent_run(trace, node, agents, handed) for node in nodes if node.kind == "agent"]
-    failed = _failed_calls(nodes)
-    runs.extend(_llm_run(trace, node, handed, failed) for node in nodes if node.kind == "llm")
+    known = _Known(failed=_failed_calls(nodes))
+    runs = [_agent_run(trace, node, known.agents, known.handed)
+            for node in nodes if node.kind == "agent"]
+    runs.extend(_llm_run(trace, node, known) for node in nodes if node.kind == "llm")
     runs.extend(_tool_run(trace, node) for node in nodes if node.kind == "tool")
     return runs
 
@@ -374,11 +373,15 @@ class _Trajectory:
         call = self._match(result)
         return call is not None and call.state not in _RESOLVED
 
-    def add_parts(self, parts: list[MessagePart]) -> None:
+    def add_parts(
+        self, parts: list[MessagePart], answered: Mapping[str, MessagePart] | None = None
+    ) -> None:
         """A step's output parts: reasoning first, then calls and text in the model's order.
 
         Parts are copied: a span's messages feed several runs (and other runs' readers look
-        for results among them), so joining a result must never change them.
+        for results among them), so joining a result must never change them. A call found in
+        ``answered`` (its agent's run, already joined to its outcome) is shared instead: it is
+        never changed again, since a result only fills a pending call.
         """
         if len(parts) > 1 and any(p.type == "reasoning" for p in parts):
             parts = sorted(parts, key=lambda p: p.type != "reasoning")
@@ -388,14 +391,16 @@ class _Trajectory:
                 self.parts.append(part.model_copy())
             elif invocation.state in _RESOLVED:
                 self.add_result(invocation)
+            elif answered and (shared := answered.get(invocation.tool_call_id)) is not None:
+                self._add_call(shared.tool_invocation, shared)  # type: ignore[arg-type]
             else:
                 self._add_call(invocation.model_copy())
 
-    def _add_call(self, call: ToolInvocation) -> None:
+    def _add_call(self, call: ToolInvocation, part: MessagePart | None = None) -> None:
         self.calls.append(call)
         if call.tool_call_id:
             self.by_id.setdefault(call.tool_call_id, []).append(call)
-        self.parts.append(MessagePart(type="tool-invocation", tool_invocation=call))
+        self.parts.append(part or MessagePart(type="tool-invocation", tool_invocation=call))
 
     def add_result(self, result: ToolInvocation) -> None:
         """A tool's outcome: fills the call it answers, or records a call no LLM output showed."""
@@ -604,6 +609,37 @@ def _trajectory(
 # --- LLM and tool runs -----------------------------------------------------------------------
 
 
+@dataclass(eq=False)
+class _Known:
+    """What a trace's agent runs established, for its LLM runs.
+
+    ``handed``: per agent span, how many messages after the user's turn it was handed;
+    ``failed``: failed tool spans by call id; ``agents``: the agent runs by span id, whose
+    answered calls an LLM run inside the agent shares rather than joining them again (a long
+    conversation would rebuild every earlier call for every call in it).
+    """
+
+    failed: dict[str, ToolInvocation]
+    handed: dict[str, int] = field(default_factory=dict)
+    agents: dict[str, AgentRun] = field(default_factory=dict)
+    _answered: dict[str, dict[str, MessagePart]] = field(default_factory=dict)
+
+    def answered(self, agent_span_id: str) -> dict[str, MessagePart]:
+        """The agent run's answered tool-call parts by call id (built once per agent)."""
+        found = self._answered.get(agent_span_id)
+        if found is None:
+            run = self.agents.get(agent_span_id)
+            found = {
+                part.tool_invocation.tool_call_id: part
+                for message in (run.output if run is not None else [])
+                for part in message.content.parts
+                if part.tool_invocation is not None and part.tool_invocation.tool_call_id
+                and part.tool_invocation.state in _RESOLVED
+            }
+            self._answered[agent_span_id] = found
+        return found
+
+
 def _failed_calls(nodes: list[_Node]) -> dict[str, ToolInvocation]:
     """Tool spans that failed, by call id. The message an LLM is sent back may not say so
     (LangChain's flattened tool message drops ``status: error``): the tool span does."""
@@ -615,16 +651,15 @@ def _failed_calls(nodes: list[_Node]) -> dict[str, ToolInvocation]:
     }
 
 
-def _llm_run(
-    trace: Trace, node: _Node, handed: dict[str, int], failed: dict[str, ToolInvocation]
-) -> AgentRun:
+def _llm_run(trace: Trace, node: _Node, known: _Known) -> AgentRun:
     run = _base_run(trace, node, "llm")
     info = node.info
     run.primary = not any(a.kind in ("agent", "llm") for a in node.ancestors())
     run.input, earlier_steps = _run_input(info.system, info.input_messages)
     current = [*run.input.input_messages, *earlier_steps]  # the whole turn it was sent
     agent = next((a for a in node.ancestors() if a.kind == "agent"), None)
-    before = handed.get(agent.span.span_id, 0) if agent is not None else 0
+    before = known.handed.get(agent.span.span_id, 0) if agent is not None else 0
+    answered = known.answered(agent.span.span_id) if agent is not None else None
     if before:  # steps of the agent that handed over: history here too
         run.input.remembered_messages = _joined(
             [*run.input.remembered_messages, *earlier_steps[:before]]
@@ -635,9 +670,10 @@ def _llm_run(
     # it stands for (question in, tool steps with their results and the answer out).
     for message in earlier_steps:
         if message.role == "assistant":
-            trajectory.add_parts(message.content.parts)
+            trajectory.add_parts(message.content.parts, answered)
         else:
             trajectory.resolve_from_messages([message])
+    failed = known.failed
     for call in trajectory.calls:
         failure = failed.get(call.tool_call_id) if call.state == "result" else None
         if failure is not None:
