@@ -302,9 +302,8 @@ class ScoringWorker:
                 sampling[claim.trace_id] = verdicts
             else:
                 batch.unsampled.append(claim)
-        for binding in self.bindings:
-            if batch.unsampled:
-                batch.tallies[binding.name] = len(batch.unsampled)
+        if first_time := sum(not claim.scored_before for claim in batch.unsampled):
+            batch.tallies = {binding.name: first_time for binding in self.bindings}
         loaded = self.store.load_traces(list(sampling), settle=False) if sampling else {}
         now = datetime.now(timezone.utc)
         for claim in claims:

@@ -66,6 +66,9 @@ class TraceClaim:
     token: str
     """Unique per claim, so a worker whose lease expired and was re-claimed cannot complete it."""
     lease_expires: float
+    scored_before: bool = False
+    """The trace was scored once already (late spans brought it back): counts that must not
+    grow twice for one trace, such as unsampled-trace tallies, are left alone."""
 
 
 # Counted rather than summed, so exporter retries of already-stored spans do not inflate it.
@@ -150,7 +153,7 @@ UPDATE traces SET state = '{TraceState.CLAIMED}', lease_owner = :owner, lease_to
     attempts = traces.attempts + 1
 FROM candidates
 WHERE traces.trace_id = candidates.trace_id
-RETURNING traces.trace_id, traces.generation, traces.span_count
+RETURNING traces.trace_id, traces.generation, traces.span_count, traces.scored_generation
 """
 _CLAIM_SQLITE = text(_CLAIM.format(lock=""))
 _CLAIM_POSTGRES = text(_CLAIM.format(lock="FOR UPDATE SKIP LOCKED"))
@@ -229,7 +232,9 @@ class TraceQueue:
                 statement, {"owner": owner, "token": token, "expires": expires, "now": now, "limit": limit}
             ).all()
         return [
-            TraceClaim(row.trace_id, row.generation, row.span_count, owner, token, expires)
+            TraceClaim(
+                row.trace_id, row.generation, row.span_count, owner, token, expires, row.scored_generation is not None
+            )
             for row in sorted(rows, key=lambda r: r.trace_id)
         ]
 
