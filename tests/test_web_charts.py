@@ -122,3 +122,17 @@ def test_split_lines_bands_and_drill_down_links() -> None:
 
 def test_dollars_show_small_judge_costs() -> None:
     assert [usd(v) for v in (0, 0.00028, 0.0123, 2.3)] == ["$0.00", "$0.00028", "$0.012", "$2.30"]
+
+
+def test_a_charts_lines_never_share_a_colour() -> None:
+    """Colours follow the segment across charts, but with more segments than colours overall,
+    two lines of one chart could get the same one: the later takes the first free colour."""
+    from tracescore.web.pages import PALETTE_SIZE, Line, _colours
+
+    lines = [Line(f"agent-{i}", f"agent-{i}", False, [], 1, 0.5) for i in range(5)]
+    lines.append(Line("other (4)", None, True, [], 4, 0.5))
+    preferred = {"agent-0": 2, "agent-1": 2 + PALETTE_SIZE, "agent-2": 7, "agent-3": 0,
+                 "agent-4": 3 * PALETTE_SIZE}  # fmt: skip
+    colours = _colours(lines, preferred)
+    assert colours == {"agent-0": 2, "agent-1": 0, "agent-2": 7, "agent-3": 1, "agent-4": 3,
+                       "other (4)": None}  # fmt: skip

@@ -22,6 +22,8 @@ from tracescore.web import queries
 from tracescore.web.timerange import SPLITS, ViewState, iso
 
 HISTORY_LIMIT = 200
+RUN_FILTERS = ("binding", "scorer", "version", "agent", "model", "service")
+"""What the runs page can be narrowed by; a segment's ``binding`` key narrows like the rule's."""
 
 
 def segment_text(segment: dict[str, Any] | None) -> str:
@@ -35,7 +37,8 @@ def _moment(epoch: float) -> datetime:
 
 @dataclass(frozen=True, slots=True)
 class Period:
-    """One firing of a rule for one segment, on the charts of ``bindings`` (or of ``scorer``)."""
+    """One firing of a rule for one segment, drawn on ``binding``'s chart (or, for a rule on a
+    scorer id, on the charts of the bindings running ``scorer``)."""
 
     rule: str
     segment: dict[str, Any]
@@ -69,10 +72,6 @@ def runs_url(
     )
     params.update(since=iso(since), until=iso(until))
     return "/ui/runs?" + urlencode({k: v for k, v in params.items() if v})
-
-
-RUN_FILTERS = ("binding", "scorer", "version", "agent", "model", "service")
-"""What the runs page can be narrowed by; a segment's ``binding`` key narrows like the rule's."""
 
 
 def _target(
@@ -167,6 +166,8 @@ class SegmentState:
 
 @dataclass
 class RuleView:
+    """A rule's card on the alerts page: configured rules show even before their first verdict."""
+
     name: str
     rule: AlertRule | None
     """None for a rule no longer in the configuration whose state is still stored."""

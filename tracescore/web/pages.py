@@ -190,7 +190,7 @@ def _panel(
     def segment_of(line: Line) -> dict[str, Any] | None:
         return None if line.other or line.value is None or split is None else {split: line.value}
 
-    colours = {line.name: _colour(line, summary.colours) for line in trend.lines}
+    colours = _colours(trend.lines, summary.colours)
 
     def firing(line: Line) -> list[tuple[datetime, datetime]]:
         return [
@@ -234,8 +234,22 @@ def _panel(
     )  # fmt: skip
 
 
-def _colour(line: Line, colours: dict[str, int]) -> int | None:
-    return None if line.other else colours.get(line.name, PALETTE_SIZE - 1) % PALETTE_SIZE
+def _colours(lines: Sequence[Line], preferred: dict[str, int]) -> dict[str, int | None]:
+    """Palette indexes of a chart's lines: each segment's own colour (the same on every chart)
+    unless another line of this chart already has it (more segments than colours overall),
+    then the first free one; "other" is grey."""
+    used: set[int] = set()
+    found: dict[str, int | None] = {}
+    for line in lines:
+        if line.other:
+            found[line.name] = None
+            continue
+        colour = preferred.get(line.name, 0) % PALETTE_SIZE
+        if colour in used:  # TOP_SEGMENTS < PALETTE_SIZE: a free one is left
+            colour = next(index for index in range(PALETTE_SIZE) if index not in used)
+        used.add(colour)
+        found[line.name] = colour
+    return found
 
 
 def _bucket(group: GroupStats) -> Bucket:
