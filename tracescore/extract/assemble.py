@@ -76,12 +76,24 @@ def read_spans(trace: Trace, conventions: list[Convention] = CONVENTIONS) -> lis
     return [node.info for node in _build_tree(trace, conventions)]
 
 
-def assemble(trace: Trace, conventions: list[Convention] = CONVENTIONS) -> list[AgentRun]:
-    """All runs of a trace: agent runs first, then LLM runs, then tool runs (each by start time)."""
+def assemble(
+    trace: Trace, conventions: list[Convention] = CONVENTIONS, *, only_primary: bool = False
+) -> list[AgentRun]:
+    """All runs of a trace: agent runs first, then LLM runs, then tool runs (each by start time).
+
+    With ``only_primary``, just the runs that stand for the trace's agent, exactly
+    ``primary_runs(assemble(trace))``, without building the others: the LLM runs inside an
+    agent and every tool run (the live pipeline's default bindings score only these, and the
+    rest was about a third of extraction's time).
+    """
     nodes = _build_tree(trace, conventions)
     known = _Known(failed=_failed_calls(nodes))
     runs = [_agent_run(trace, node, known.agents, known.handed)
             for node in nodes if node.kind == "agent"]
+    if only_primary:
+        runs = [run for run in runs if run.primary]
+        runs.extend(_llm_run(trace, node, known) for node in nodes if node.kind == "llm" and _outermost_llm(node))
+        return runs
     runs.extend(_llm_run(trace, node, known) for node in nodes if node.kind == "llm")
     runs.extend(_tool_run(trace, node) for node in nodes if node.kind == "tool")
     return runs
@@ -651,10 +663,15 @@ def _failed_calls(nodes: list[_Node]) -> dict[str, ToolInvocation]:
     }
 
 
+def _outermost_llm(node: _Node) -> bool:
+    """An LLM call with no agent or LLM span above it stands for the agent (raw clients)."""
+    return not any(a.kind in ("agent", "llm") for a in node.ancestors())
+
+
 def _llm_run(trace: Trace, node: _Node, known: _Known) -> AgentRun:
     run = _base_run(trace, node, "llm")
     info = node.info
-    run.primary = not any(a.kind in ("agent", "llm") for a in node.ancestors())
+    run.primary = _outermost_llm(node)
     run.input, earlier_steps = _run_input(info.system, info.input_messages)
     current = [*run.input.input_messages, *earlier_steps]  # the whole turn it was sent
     agent = next((a for a in node.ancestors() if a.kind == "agent"), None)

@@ -9,6 +9,7 @@ Mastra's scorer utils walk.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal
 
@@ -173,15 +174,16 @@ class AgentRun(_Model):
         return [m.model_dump(mode="json", by_alias=True, exclude_none=True) for m in self.output]
 
 
-class SpanInfo(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class SpanInfo:
     """What one convention module read off ONE span: the convention-neutral facts.
 
     Convention modules (``tracescore.extract.<convention>``) produce these; the run assembler
     turns a trace's tree of ``SpanInfo`` into ``AgentRun``s without ever looking at a
-    convention-specific attribute.
+    convention-specific attribute. A plain dataclass, not a model: it never leaves extraction,
+    and is written field by field several times per span, which a pydantic model's
+    ``__setattr__`` made a fifth of extraction's cost.
     """
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     span_id: str
     parent_span_id: str | None = None
@@ -193,15 +195,15 @@ class SpanInfo(BaseModel):
     provider: str | None = None
     # Everything the LLM or agent was sent: system prompts separately, then the conversation
     # (user / assistant / tool messages, in order, history included).
-    system: list[str] = Field(default_factory=list)
-    input_messages: list[Message] = Field(default_factory=list)
-    output_messages: list[Message] = Field(default_factory=list)
+    system: list[str] = field(default_factory=list)
+    input_messages: list[Message] = field(default_factory=list)
+    output_messages: list[Message] = field(default_factory=list)
     tool_call: ToolInvocation | None = None
-    tools: list[ToolDefinition] = Field(default_factory=list)
-    documents: list[ContextDocument] = Field(default_factory=list)
+    tools: list[ToolDefinition] = field(default_factory=list)
+    documents: list[ContextDocument] = field(default_factory=list)
     usage: TokenUsage | None = None
     start_time_ns: int = 0
     end_time_ns: int = 0
     status: Literal["unset", "ok", "error"] = "unset"
     error: str | None = None
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)

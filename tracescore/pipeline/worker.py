@@ -205,6 +205,8 @@ class ScoringWorker:
             binding.name: binding.scorer.is_synchronous and binding.limiter is None for binding in self.bindings
         }
         """Bindings scored in the batch's thread; the others take the asynchronous path."""
+        self._only_primary = all(binding.config.target in ("agent", "trace") for binding in self.bindings)
+        """No binding scores LLM or tool runs: extraction builds the primary runs only."""
 
     def warm_up(self) -> None:
         """Run each code scorer once on a tiny run, so lazily loaded models and lexicons (the
@@ -313,7 +315,7 @@ class ScoringWorker:
             trace = _Trace(claim)
             try:
                 found = loaded.get(claim.trace_id)
-                trace.runs = extract_runs(found) if found is not None else []
+                trace.runs = extract_runs(found, only_primary=self._only_primary) if found is not None else []
                 self._route(trace, verdicts, now)
             except Exception as exc:  # noqa: BLE001 - one trace's bug must not sink the batch
                 batch.failed.append((claim, f"{type(exc).__name__}: {exc}"))
