@@ -579,7 +579,8 @@ def test_alerts_page_bands_and_delivery_outcomes(store: Any, judge: JudgeServer)
         "       window: 1h, segment_by: [agent], min_samples: 1}\n"
         f"  channels: [{{name: hook, type: webhook, url: '{dead}', timeout: 1}}]\n"
     )
-    config = parse_config(_config(judge.base_url) + rule)
+    config_text = _config(judge.base_url) + rule
+    config = parse_config(config_text)
     firing = _evaluate_once(store, config, "few-answers")
     assert firing
     client = TestClient(create_app(config, store))
@@ -606,3 +607,17 @@ def test_alerts_page_bands_and_delivery_outcomes(store: Any, judge: JudgeServer)
     assert len(bands) == len(firing)
     assert "alert-band" not in chart_card(overview, "tone")
     assert client.get("/ui/alerts", params={"rule": "nope"}).status_code == 200
+    assert overview.count("UTC → now") >= len(firing)  # open periods reach the right edge
+
+    # The same rule, now unable to fire: every segment recovers. The history lists the
+    # recoveries, and the bands end when they did.
+    recovering = parse_config(config_text.replace("below: 0.99", "below: 0.0"))
+    assert _evaluate_once(store, recovering, "few-answers") == []
+    client = TestClient(create_app(recovering, store))
+    only = client.get("/ui/alerts", params={"rule": "few-answers"}).text
+    assert only.count('class="state-firing"') == 0
+    assert only.count('class="event-resolved"') == len(firing)
+    overview = client.get("/", params={"window": "1h", "split": "agent"}).text
+    card = chart_card(overview, "answer-present")
+    assert card.count('<g class="alert-band" data-rule="few-answers"') == len(firing)
+    assert "UTC → now" not in card and "status-error" not in card  # no "firing" chips
