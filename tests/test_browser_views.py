@@ -439,6 +439,10 @@ def test_version_comparison_shows_agreement_and_the_largest_disagreements(
     gaps = [abs(float(v)) for v in rows.locator("td.diff").all_inner_texts()]
     assert len(gaps) == 25 and gaps == sorted(gaps, reverse=True)
     shot(page, "views-compare")
+    # Submitted as it is (no threshold typed): the same comparison, now in the URL.
+    page.click('form.compare-form button[type="submit"]')
+    page.wait_for_url("**a=1&b=2**")
+    assert int(page.locator("#n-paired").inner_text()) == expected.n_paired
     # A threshold relabels both sides, as `tracescore compare --threshold` does.
     page.fill('input[name="threshold"]', "0.9")
     page.click('form.compare-form button[type="submit"]')

@@ -446,6 +446,8 @@ def test_overview_and_trace_page_on_postgresql(judge: JudgeServer) -> None:
                                                          "a": version, "b": version}).text  # fmt: skip
             assert f'<dd id="n-paired">{len(ok)}</dd>' in compared
             assert compared.count('<td class="diff">+0.000</td>') == min(len(ok), 25)
+            assert client.get("/ui/compare", params={"threshold": ""}).status_code == 200
+            assert client.get("/ui/compare", params={"threshold": "high"}).status_code == 422
         finally:
             store.close()
 

@@ -158,9 +158,14 @@ def web_router(config: Config, store: SpanStore) -> APIRouter:
         binding: str | None = None,
         a: str | None = None,
         b: str | None = None,
-        threshold: float | None = None,
+        threshold: str | None = None,
     ) -> HTMLResponse:
-        data = pages.compare_page(store.engine, binding or None, a or None, b or None, threshold)
+        """``threshold`` is text: the form sends it empty when the stored labels are meant."""
+        try:
+            cut = float(threshold) if threshold else None
+        except ValueError:
+            raise HTTPException(422, "threshold: a number") from None
+        data = pages.compare_page(store.engine, binding or None, a or None, b or None, cut)
         return _page("compare.html", **common, **data)
 
     @router.get("/ui/traces/{trace_id}", dependencies=[Depends(signed_in_page)])
