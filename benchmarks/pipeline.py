@@ -39,7 +39,7 @@ import yaml
 from sqlalchemy import Engine, create_engine, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.ingest import MemorySampler, cpu_seconds  # noqa: E402
+from benchmarks.ingest import MemorySampler, cpu_seconds, process_tree  # noqa: E402
 from tests.server_process import start_server  # noqa: E402
 from tracescore.config import DEFAULT_SCORERS  # noqa: E402
 
@@ -127,7 +127,7 @@ def main() -> None:
     parser.add_argument("--capacity", type=int, help="capacity mode: send this many traces at once")
     parser.add_argument("--sampling", type=float, default=1.0, help="every binding's sampling rate")
     parser.add_argument("--traces-per-request", type=int, default=25)
-    parser.add_argument("--clients", type=int, default=4, help="concurrent senders (capacity mode)")
+    parser.add_argument("--clients", type=int, default=4, help="concurrent senders")
     parser.add_argument("--config", type=Path, help="a YAML config to merge in (server, workers keys)")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="tracescore-bench-pipeline-"))
@@ -150,6 +150,21 @@ def _scored_traces(engine: Engine) -> int:
         return connection.execute(text("SELECT count(*) FROM traces WHERE state = 'scored'")).scalar_one()
 
 
+def _cpu_by_role(pid: int) -> dict[str, float]:
+    """CPU seconds so far of the service's processes, summed by what each is."""
+    roles: dict[str, float] = {}
+    for member in process_tree(pid):
+        try:
+            command = Path(f"/proc/{member}/cmdline").read_bytes()
+            fields = Path(f"/proc/{member}/stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        role = ("unpacker" if b"tracescore.ingest.unpack" in command
+                else "scoring" if b"tracescore.pipeline.process" in command else "service")  # fmt: skip
+        roles[role] = roles.get(role, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return roles
+
+
 def capacity(args: argparse.Namespace, workdir: Path, config: dict[str, object]) -> None:
     now = time.time_ns()
     traces = [agent_spans(now - n * 1000)[0] for n in range(args.capacity)]
@@ -164,6 +179,7 @@ def capacity(args: argparse.Namespace, workdir: Path, config: dict[str, object])
         memory = MemorySampler(pid)
         memory.start()
         cpu_before = cpu_seconds(pid)
+        roles_before = _cpu_by_role(pid)
         started = time.perf_counter()
         queue = list(reversed(bodies))
         lock = threading.Lock()
@@ -192,6 +208,7 @@ def capacity(args: argparse.Namespace, workdir: Path, config: dict[str, object])
             time.sleep(0.1)
         elapsed = time.perf_counter() - started
         cpu = cpu_seconds(pid) - cpu_before
+        roles = {role: seconds - roles_before.get(role, 0.0) for role, seconds in _cpu_by_role(pid).items()}
         memory.stop()
         engine.dispose()
     print(f"capacity: {args.capacity} traces ({args.capacity * 4} spans), sampling {args.sampling:g}, "
@@ -199,26 +216,35 @@ def capacity(args: argparse.Namespace, workdir: Path, config: dict[str, object])
     print(f"  sent in {sent:.1f} s ({args.capacity / sent:,.0f} traces/s acknowledged); "
           f"{done} scored after {elapsed:.1f} s")
     print(f"  end to end: {done / elapsed:,.0f} traces/s ({done * 4 / elapsed:,.0f} spans/s)")
-    print(f"  CPU: {cpu / max(done, 1) * 1000:.2f} ms per trace over all processes")
+    print(f"  CPU: {cpu / max(done, 1) * 1000:.2f} ms per trace over all processes ("
+          + ", ".join(f"{role} {seconds / max(done, 1) * 1000:.2f}" for role, seconds in sorted(roles.items())) + ")")
     print(f"  peak memory of all processes: RSS {memory.peak_rss_mb:.0f} MB, PSS {memory.peak_pss_mb:.0f} MB")
 
 
 def latency(args: argparse.Namespace, workdir: Path, config: dict[str, object]) -> None:
     ends: dict[str, float] = {}
     with start_server(workdir, db_url=args.db, config=config, idle_timeout=args.idle_timeout) as server:
-        client = httpx.Client(base_url=server.base_url, timeout=30)
-        interval = 1.0 / args.rate
         started = time.time()
-        next_send = started
-        while time.time() - started < args.seconds:
-            end_ns = time.time_ns()
-            body, trace_id = agent_trace(end_ns)
-            response = client.post("/v1/traces", content=body,
-                                   headers={"Content-Type": "application/x-protobuf"})
-            response.raise_for_status()
-            ends[trace_id] = end_ns / 1e9
-            next_send += interval
-            time.sleep(max(0.0, next_send - time.time()))
+
+        def send(offset: float) -> None:
+            """One of ``--clients`` senders, each at rate / clients, staggered."""
+            client = httpx.Client(base_url=server.base_url, timeout=30)
+            interval = args.clients / args.rate
+            next_send = started + offset * interval
+            while time.time() - started < args.seconds:
+                time.sleep(max(0.0, next_send - time.time()))
+                end_ns = time.time_ns()
+                body, trace_id = agent_trace(end_ns)
+                response = client.post("/v1/traces", content=body, headers={"Content-Type": "application/x-protobuf"})
+                response.raise_for_status()
+                ends[trace_id] = end_ns / 1e9
+                next_send += interval
+
+        senders = [threading.Thread(target=send, args=(n / args.clients,)) for n in range(args.clients)]
+        for sender in senders:
+            sender.start()
+        for sender in senders:
+            sender.join()
         engine = create_engine(server.db_url)
         deadline = time.time() + args.idle_timeout + 30
         rows: list = []
@@ -239,7 +265,7 @@ def latency(args: argparse.Namespace, workdir: Path, config: dict[str, object]) 
             created = created.replace(tzinfo=timezone.utc)
         latencies.append(created.timestamp() - ends[trace_id])
     sent = len(ends)
-    print(f"traces sent: {sent} at {args.rate:g}/s for {args.seconds:g} s "
+    print(f"traces sent: {sent} at {args.rate:g}/s offered for {args.seconds:g} s "
           f"({sent * 4 / args.seconds:.0f} spans/s); traces scored: {len(latencies)}")
     if latencies:
         over = [value - args.idle_timeout for value in latencies]

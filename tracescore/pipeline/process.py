@@ -16,6 +16,7 @@ replays on its own metrics (:func:`replay`).
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 import sys
@@ -34,6 +35,8 @@ log = logging.getLogger(__name__)
 _RELAYED = frozenset(("traces_done", "sampling_decision", "observe_score", "judge_call", "text_values_replaced"))
 """The metric calls a scoring process relays (:class:`~tracescore.pipeline.worker.PipelineMetrics`)."""
 _FLUSH_SECONDS = 0.25
+_YOUNG_COLLECTION_SECONDS = 1.0
+_FULL_COLLECTION_TICKS = 60
 _REVIVE_SECONDS = 1.0
 
 
@@ -148,7 +151,27 @@ async def _work(pipeline: Callable[[], Awaitable[None]]) -> None:
             ended.set()
 
     loop.add_reader(sys.stdin.fileno(), read)
-    task = asyncio.create_task(pipeline())
+    tasks = [asyncio.create_task(pipeline()), asyncio.create_task(_collect_garbage())]
     await ended.wait()
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _collect_garbage() -> None:
+    """The cyclic garbage collector on a clock instead of on allocation counts.
+
+    Extraction and scoring allocate thousands of short-lived objects per trace (messages,
+    parts, step traces) and make few reference cycles, yet the collector would traverse them
+    every 700 allocations: about a sixth of a scoring process's CPU, measured (1.27-1.34 ->
+    1.03-1.13 ms a trace). So what is loaded at start is frozen out of it, automatic collection
+    is off, the young generations are collected every second and everything every minute, which
+    bounds how long cyclic garbage can wait.
+    """
+    gc.freeze()
+    gc.disable()
+    ticks = 0
+    while True:
+        await asyncio.sleep(_YOUNG_COLLECTION_SECONDS)
+        ticks += 1
+        gc.collect() if ticks % _FULL_COLLECTION_TICKS == 0 else gc.collect(1)
