@@ -147,6 +147,15 @@ def _chart(page: Any, binding: str) -> Any:
     return page.locator(f'article[data-binding="{binding}"] svg.chart')
 
 
+def _on_top(link: Any) -> bool:
+    """Whether a click on the middle of this point's circle reaches it (another segment's point
+    may be drawn over it: the click would go to that one)."""
+    return link.locator("circle").evaluate(
+        """c => { const r = c.getBoundingClientRect();
+                  return document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2) === c; }"""
+    )
+
+
 def _points(chart: Any, segment: str) -> list[tuple[datetime, float]]:
     circles = chart.locator(f'g.series[data-segment="{segment}"] circle.point')
     return [
@@ -255,10 +264,7 @@ def test_default_overview_shows_the_regression_its_alert_and_its_runs(
     candidates = chart.locator(f'g.series[data-segment="{DEGRADING_AGENT}"] a.point-link').all()
     point = next(
         link for link in reversed(candidates)
-        if area["x"] <= link.bounding_box()["x"] and link.locator("circle").evaluate(
-            """c => { const r = c.getBoundingClientRect();
-                      return document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2) === c; }"""
-        )
+        if area["x"] <= link.bounding_box()["x"] and _on_top(link)
     )  # fmt: skip
     start = datetime.fromisoformat(point.locator("circle").get_attribute("data-start"))
     point.click()
@@ -458,3 +464,38 @@ def test_version_comparison_shows_agreement_and_the_largest_disagreements(
     rows.first.locator("a.trace-link").click()
     page.wait_for_url("**/ui/traces/**")
     assert page.locator(".score-card").count() >= 2  # both versions' scores of the run
+
+
+def test_a_split_shows_the_five_largest_segments_and_the_rest_as_other(
+    versions: tuple[str, str], context: Any
+) -> None:
+    """The captures hold more agents than a chart draws lines for: the top five by runs get
+    a line each, the rest one grey "other" line, whose points link to the whole bucket."""
+    from tracescore.web.pages import TOP_SEGMENTS
+
+    base_url, url = versions
+    context.add_cookies([{"name": COOKIE_NAME, "value": session_token(API_KEY), "url": base_url}])
+    page = context.new_page()
+    page.goto(f"{base_url}/?split=agent&window=1h")
+    rows = [r for r in _rows(url, ScoreRow.__table__) if r["scorer_version"] == "2"]
+    runs: dict[str, int] = {}
+    for row in rows:
+        runs[row["agent"] or "(none)"] = runs.get(row["agent"] or "(none)", 0) + 1
+    assert len(runs) > TOP_SEGMENTS
+    legend = page.locator('article[data-binding="length"] ul.legend li')
+    names = legend.evaluate_all("els => els.map(e => e.dataset.segment)")
+    assert names[-1] == f"other ({len(runs) - TOP_SEGMENTS})" and len(names) == TOP_SEGMENTS + 1
+    assert min(runs[name] for name in names[:-1]) >= max(
+        count for name, count in runs.items() if name not in names
+    )
+    chart = _chart(page, "length")
+    keys = legend.locator("span.key").evaluate_all("els => els.map(e => e.className)")
+    lines = chart.locator("g.series").evaluate_all("els => els.map(e => e.getAttribute('class'))")
+    assert [k.split()[-1] for k in keys] == [c.split()[-1] for c in lines]  # legend = lines
+    assert lines[-1] == "series other" and len(set(lines)) == len(lines)
+    shot(page, "views-split-other")
+    next(
+        link for link in chart.locator("g.series.other a.point-link").all() if _on_top(link)
+    ).click()
+    page.wait_for_url("**/ui/runs?**")
+    assert "agent" not in parse_qs(urlparse(page.url).query)
