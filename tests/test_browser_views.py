@@ -147,6 +147,14 @@ def _chart(page: Any, binding: str) -> Any:
     return page.locator(f'article[data-binding="{binding}"] svg.chart')
 
 
+def _largest_label(page: Any) -> float:
+    """The height in pixels of the tallest text label in the charts as laid out."""
+    return page.evaluate(
+        "Math.max(...Array.from(document.querySelectorAll('svg.chart text.tick'),"
+        " t => t.getBoundingClientRect().height))"
+    )
+
+
 def _on_top(link: Any) -> bool:
     """Whether a click on the middle of this point's circle reaches it (another segment's point
     may be drawn over it: the click would go to that one)."""
@@ -365,6 +373,9 @@ def test_overview_layout_has_no_overlaps_or_cut_text(
     page.goto(f"{server.base_url}/?split=agent")
     chart = _chart(page, "keyword-coverage").bounding_box()
     assert chart["width"] >= min(460, width - 80) and chart["height"] > 150
+    assert _largest_label(page) <= 18  # chart text at about the page's size, not blown up
+    page.goto(f"{server.base_url}/?split=agent&binding=keyword-coverage")  # one chart alone
+    assert _largest_label(page) <= 18
     # The check sees what it is for: a card pulled over the next one, a title running out of
     # its card (set through the CSSOM, which the pages' CSP allows, unlike inline styles).
     page.evaluate("document.getElementById('range').style.marginBottom = '-80px'")
@@ -494,6 +505,7 @@ def test_a_split_shows_the_five_largest_segments_and_the_rest_as_other(
     assert [k.split()[-1] for k in keys] == [c.split()[-1] for c in lines]  # legend = lines
     assert lines[-1] == "series other" and len(set(lines)) == len(lines)
     shot(page, "views-split-other")
+    assert _largest_label(page) <= 18  # a lone chart is not stretched across the page
     next(
         link for link in chart.locator("g.series.other a.point-link").all() if _on_top(link)
     ).click()
