@@ -25,7 +25,7 @@ REVIEWED = {
     "TraceState.FAILED",  # StrEnum members
     "_STORED.format(table='spans')", "_STORED.format(table='logs')",  # a subquery per table
     "_NEW",  # store/trace_queue.py: a constant condition on the upserted row's columns
-    "table", "names", "staging", "', '.join([mark] * len(columns))",  # store/bulk.py: ORM table and column names
+    "table", "names", "staging", "', '.join([mark] * len(columns))", "conflict", "key",  # store/bulk.py: ORM table and column names
     "synchronous.upper()",  # store/engine.py: checked against normal/full before use
 }  # fmt: skip
 

@@ -46,6 +46,8 @@ from tracescore.store.trace_queue import TraceClaim
 log = logging.getLogger(__name__)
 
 _MAX_PROMPT_CHARS = 20_000
+_LANES = 2
+"""Batches in their synchronous pass at once (see :meth:`ScoringWorker.run`)."""
 
 
 def worker_owner_id() -> str:
@@ -218,30 +220,37 @@ class ScoringWorker:
     async def run(self) -> None:
         """Claim and score batches until cancelled; errors are logged, never raised.
 
-        Traces waiting for an asynchronous scorer run as tasks of their own, up to
-        ``claim_batch`` of them, while batches go on being claimed, so one slow trace (a judge
-        taking seconds) never holds back the traces behind it.
+        Two batches may be in their synchronous pass at once (:data:`_LANES`): while one waits
+        on the database (a claim, a load, a commit: round trips and WAL flushes on PostgreSQL),
+        the other extracts and scores. Traces waiting for an asynchronous scorer run as tasks
+        of their own, up to ``claim_batch`` of them, while batches go on being claimed, so one
+        slow trace (a judge taking seconds) never holds back the traces behind it.
         """
         await asyncio.to_thread(self.warm_up)
+        batches: set[asyncio.Task[tuple[list[dict[str, Any]], list[asyncio.Task[list[dict[str, Any]]]]]]] = set()
         in_flight: set[asyncio.Task[list[dict[str, Any]]]] = set()
         try:
             while True:
-                claims = await self._claim() if len(in_flight) < self.config.claim_batch else []
+                room = len(batches) < _LANES and len(in_flight) < self.config.claim_batch
+                claims = await self._claim() if room else []
                 if claims:
-                    _, later = await self._start_batch(claims)
-                    in_flight.update(later)
-                    if len(claims) == self.config.claim_batch:
+                    batches.add(asyncio.create_task(self._start_batch(claims)))
+                    if len(claims) == self.config.claim_batch and len(batches) < _LANES:
                         continue  # more may be waiting: claim again at once
-                if in_flight:
-                    _, in_flight = await asyncio.wait(
-                        in_flight, timeout=self.config.poll_interval, return_when=asyncio.FIRST_COMPLETED
+                if batches or in_flight:
+                    done, _ = await asyncio.wait(
+                        batches | in_flight, timeout=self.config.poll_interval, return_when=asyncio.FIRST_COMPLETED
                     )
+                    for task in done & batches:
+                        batches.discard(task)
+                        in_flight.update(task.result()[1])
+                    in_flight -= done
                 else:
                     await asyncio.sleep(self._database.remaining() or self.config.poll_interval)
         finally:
             for task in in_flight:
                 task.cancel()
-            await asyncio.gather(*in_flight, return_exceptions=True)
+            await asyncio.gather(*batches, *in_flight, return_exceptions=True)
 
     async def _claim(self) -> list[TraceClaim]:
         """Claim a batch of ready traces; while claiming fails (the database is down), wait out

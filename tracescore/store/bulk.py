@@ -1,4 +1,4 @@
-"""Insert many rows in one statement's worth of round trips, skipping rows already stored.
+"""Insert many rows in one statement's worth of round trips, skipping (or updating) rows already stored.
 
 SQLite: the DB-API ``executemany`` with tuples (in-process, so per-row cost is all CPU).
 PostgreSQL: ``COPY`` into a per-session temporary table, then one
@@ -17,12 +17,9 @@ from sqlalchemy import Connection
 BulkInsert = Callable[[Connection, Sequence[tuple[Any, ...]]], None]
 
 
-def _executemany(table: str, columns: Sequence[str], mark: str) -> BulkInsert:
+def _executemany(table: str, columns: Sequence[str], mark: str, conflict: str) -> BulkInsert:
     names = ", ".join(columns)
-    sql = (
-        f"INSERT INTO {table} ({names}) VALUES ({', '.join([mark] * len(columns))}) "
-        "ON CONFLICT DO NOTHING"
-    )
+    sql = f"INSERT INTO {table} ({names}) VALUES ({', '.join([mark] * len(columns))}) ON CONFLICT {conflict}"
 
     def insert(conn: Connection, rows: Sequence[tuple[Any, ...]]) -> None:
         conn.exec_driver_sql(sql, list(rows))
@@ -30,7 +27,7 @@ def _executemany(table: str, columns: Sequence[str], mark: str) -> BulkInsert:
     return insert
 
 
-def _copy(table: str, columns: Sequence[str]) -> BulkInsert:
+def _copy(table: str, columns: Sequence[str], conflict: str) -> BulkInsert:
     names = ", ".join(columns)
     staging = f"{table}_incoming"
     # Columns only (no constraints, no defaults); emptied at every commit or rollback.
@@ -38,7 +35,7 @@ def _copy(table: str, columns: Sequence[str]) -> BulkInsert:
         f"CREATE TEMPORARY TABLE IF NOT EXISTS {staging} ON COMMIT DELETE ROWS AS "
         f"SELECT {names} FROM {table} WITH NO DATA"
     )
-    merge = f"INSERT INTO {table} ({names}) SELECT {names} FROM {staging} ON CONFLICT DO NOTHING"
+    merge = f"INSERT INTO {table} ({names}) SELECT {names} FROM {staging} ON CONFLICT {conflict}"
 
     def insert(conn: Connection, rows: Sequence[tuple[Any, ...]]) -> None:
         with conn.connection.driver_connection.cursor() as cursor:  # type: ignore[union-attr]
@@ -51,8 +48,16 @@ def _copy(table: str, columns: Sequence[str]) -> BulkInsert:
     return insert
 
 
-def bulk_insert(dialect: str, paramstyle: str, table: str, columns: Sequence[str]) -> BulkInsert:
-    """The fastest duplicate-skipping bulk insert of ``columns`` into ``table`` for a dialect."""
+def bulk_insert(
+    dialect: str, paramstyle: str, table: str, columns: Sequence[str], *, update: Sequence[str] = (), key: str = "id"
+) -> BulkInsert:
+    """The fastest bulk insert of ``columns`` into ``table`` for a dialect: rows already stored
+    are skipped, or, with ``update``, those columns of theirs are overwritten (an upsert on
+    ``key``)."""
+    conflict = (
+        f"({key}) DO UPDATE SET " + ", ".join(f"{column} = excluded.{column}" for column in update)
+        if update else "DO NOTHING"
+    )  # fmt: skip
     if dialect == "postgresql":
-        return _copy(table, columns)
-    return _executemany(table, columns, "?" if paramstyle == "qmark" else "%s")
+        return _copy(table, columns, conflict)
+    return _executemany(table, columns, "?" if paramstyle == "qmark" else "%s", conflict)
