@@ -130,17 +130,14 @@ class BodyReaders:
         for wait in self._waits:
             wait.reschedule(now)
 
-    @asynccontextmanager
-    async def waiting_until(self, due: float) -> AsyncIterator[None]:
-        """``asyncio.timeout_at(due)`` that :meth:`close` ends at once."""
-        async with asyncio.timeout_at(due) as wait:
-            if self.closing:
-                wait.reschedule(asyncio.get_running_loop().time())
-            self._waits.add(wait)
-            try:
-                yield
-            finally:
-                self._waits.discard(wait)
+    def watch(self, wait: asyncio.Timeout) -> None:
+        """Let :meth:`close` end ``wait`` (a body's deadline); call :meth:`unwatch` after."""
+        if self.closing:
+            wait.reschedule(asyncio.get_running_loop().time())
+        self._waits.add(wait)
+
+    def unwatch(self, wait: asyncio.Timeout) -> None:
+        self._waits.discard(wait)
 
     @asynccontextmanager
     async def reading(self) -> AsyncIterator[_Reading]:
@@ -191,8 +188,12 @@ async def _receive_body(request: Request, reading: _Reading) -> bytes:
         if limits.min_rate:
             due = min(deadline, started + max(RATE_GRACE_SECONDS, size / limits.min_rate))
         try:
-            async with readers.waiting_until(due):
-                message = await request.receive()
+            async with asyncio.timeout_at(due) as wait:  # (a plain call: this runs per chunk)
+                readers.watch(wait)
+                try:
+                    message = await request.receive()
+                finally:
+                    readers.unwatch(wait)
         except TimeoutError:
             if readers.closing:
                 raise Busy("the collector is shutting down") from None
