@@ -30,7 +30,7 @@ def build_service(config: Config) -> Service:
     from tracescore.service import Service  # noqa: PLC0415
 
     service = Service(config)
-    if config.workers.processes:
+    if config.workers.process_count:
         from tracescore.pipeline.process import scoring_processes_task  # noqa: PLC0415
 
         service.add_background(scoring_processes_task(config, service.store))

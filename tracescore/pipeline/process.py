@@ -2,11 +2,12 @@
 
 Scoring is CPU-bound Python (extraction and the code scorers). In a thread of the service it
 shares one GIL with ingest's acknowledgements and the API, so the service scores on one core
-and acknowledgements wait behind batches. ``workers.processes`` (default 1) runs the worker in
-that many child processes instead (:class:`~tracescore.children.Child`: started with the
-service, replaced when they die, stopped with it within ``server.shutdown_timeout``). They
-share the work through the trace queue's leases, as several services do. With 0 the worker
-runs in the service process, as a background task.
+and acknowledgements wait behind batches. ``workers.processes`` (default: one per core, at most
+4) runs the worker in that many child processes instead (each a
+:class:`~tracescore.children.Child`: started with the service, replaced when it dies, stopped
+with it within ``server.shutdown_timeout``). They share the work through the trace queue's
+leases, as several services do. With 0 the worker runs in the service process, as a
+background task.
 
 A child's metrics reach the service's ``/metrics`` as report lines: :class:`MetricRelay` stands
 in for :mod:`tracescore.monitor.metrics` in the child and sends the calls, which the service
@@ -35,8 +36,13 @@ log = logging.getLogger(__name__)
 _RELAYED = frozenset(("traces_done", "sampling_decision", "observe_score", "judge_call", "text_values_replaced"))
 """The metric calls a scoring process relays (:class:`~tracescore.pipeline.worker.PipelineMetrics`)."""
 _FLUSH_SECONDS = 0.25
-_YOUNG_COLLECTION_SECONDS = 1.0
-_FULL_COLLECTION_TICKS = 60
+_GC_THRESHOLDS = (100_000, 50, 10)
+"""The cyclic garbage collector's thresholds in a scoring process (CPython's are 700, 10, 10).
+
+Extraction and scoring allocate thousands of short-lived objects per trace (messages, parts,
+step traces) and make few reference cycles, yet the collector would traverse the young ones
+every 700 allocations: about a tenth of a scoring process's CPU (1.19 -> 1.10 ms a trace,
+measured). What is loaded at start is frozen out of it as well."""
 _REVIVE_SECONDS = 1.0
 
 
@@ -89,7 +95,7 @@ def scoring_processes_task(config: Config, store: SpanStore) -> Callable[[], Awa
     """The service's background task that runs ``workers.processes`` scoring processes: starts
     them, replaces any that dies, and stops them when cancelled (the service stopping)."""
     url = store.engine.url.render_as_string(hide_password=False)
-    count = config.workers.processes
+    count = config.workers.process_count
     workers = [
         Child(
             f"scoring worker {index + 1} of {count}", __name__,
@@ -129,6 +135,8 @@ def main() -> None:
     config = Config.model_validate(found["config"])
     store = open_store(config.store, config.assembly.readiness(), create=False)
     relay = MetricRelay(sys.stdout)
+    gc.freeze()
+    gc.set_threshold(*_GC_THRESHOLDS)
     try:
         asyncio.run(_work(pipeline_task(config, store, metrics=relay)))
     finally:
@@ -151,27 +159,7 @@ async def _work(pipeline: Callable[[], Awaitable[None]]) -> None:
             ended.set()
 
     loop.add_reader(sys.stdin.fileno(), read)
-    tasks = [asyncio.create_task(pipeline()), asyncio.create_task(_collect_garbage())]
+    task = asyncio.create_task(pipeline())
     await ended.wait()
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-
-
-async def _collect_garbage() -> None:
-    """The cyclic garbage collector on a clock instead of on allocation counts.
-
-    Extraction and scoring allocate thousands of short-lived objects per trace (messages,
-    parts, step traces) and make few reference cycles, yet the collector would traverse them
-    every 700 allocations: about a sixth of a scoring process's CPU, measured (1.27-1.34 ->
-    1.03-1.13 ms a trace). So what is loaded at start is frozen out of it, automatic collection
-    is off, the young generations are collected every second and everything every minute, which
-    bounds how long cyclic garbage can wait.
-    """
-    gc.freeze()
-    gc.disable()
-    ticks = 0
-    while True:
-        await asyncio.sleep(_YOUNG_COLLECTION_SECONDS)
-        ticks += 1
-        gc.collect() if ticks % _FULL_COLLECTION_TICKS == 0 else gc.collect(1)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
