@@ -122,33 +122,34 @@ def test_a_stopped_unpacker_that_cannot_store_exits_at_its_deadline_and_the_next
         store.close()
 
 
-def test_an_unpacker_whose_collector_is_killed_stops_within_its_deadline(sqlite_url: str) -> None:
-    store = open_store(sqlite_url)
+@contextmanager
+def _orphaned_unpacker(url: str, shutdown_timeout: float) -> Iterator[int]:
+    """An unpacker stuck on a write (the store's write lock is held) whose collector has just
+    been killed with SIGKILL (no shutdown code runs in it); yields the unpacker's pid."""
+    store = open_store(url)
     try:
-        with _writes_blocked(store), _collector(sqlite_url, shutdown_timeout=1.5) as (collector, pid):
-            store.journal("traces", _request("1" * 32), "gone")
-            time.sleep(0.5)
-            collector.kill()  # SIGKILL: no shutdown code runs in the collector
-            assert _wait_gone(pid, timeout=1.5 + 3.0) >= 1.0
-    finally:
-        store.close()
-
-
-def test_a_new_collector_stops_an_unpacker_an_earlier_one_left_running(sqlite_url: str) -> None:
-    store = open_store(sqlite_url)
-    try:
-        with _writes_blocked(store), _collector(sqlite_url, shutdown_timeout=600) as (collector, pid):
+        with _writes_blocked(store), _collector(url, shutdown_timeout) as (collector, pid):
             store.journal("traces", _request("1" * 32), "gone")
             time.sleep(0.5)
             collector.kill()
             collector.wait()
-            time.sleep(0.5)
-            assert _alive(pid)  # a leftover: its collector is gone, its deadline far off
-            assert stop_leftovers(sqlite_url, timeout=5) == [pid]
-            assert not _alive(pid)
-            assert stop_leftovers(sqlite_url, timeout=5) == []
+            yield pid
     finally:
         store.close()
+
+
+def test_an_unpacker_whose_collector_is_killed_stops_within_its_deadline(sqlite_url: str) -> None:
+    with _orphaned_unpacker(sqlite_url, shutdown_timeout=1.5) as pid:
+        assert _wait_gone(pid, timeout=1.5 + 3.0) >= 0.9
+
+
+def test_a_new_collector_stops_an_unpacker_an_earlier_one_left_running(sqlite_url: str) -> None:
+    with _orphaned_unpacker(sqlite_url, shutdown_timeout=600) as pid:
+        time.sleep(0.5)
+        assert _alive(pid)  # a leftover: its collector is gone, its deadline far off
+        assert stop_leftovers(sqlite_url, timeout=5) == [pid]
+        assert not _alive(pid)
+        assert stop_leftovers(sqlite_url, timeout=5) == []
 
 
 def test_an_unpacker_of_a_live_collector_is_no_leftover(sqlite_url: str) -> None:

@@ -351,28 +351,35 @@ class ScoringWorker:
                     trace.later.append((binding, run))
 
     def _store_batch(self, batch: _Batch) -> None:
-        """Store the finished traces' scores and decisions and complete them, with the
-        unsampled traces, in one transaction. If the database refuses that (rather than being
-        unavailable), each trace is stored on its own, a refused row as an ``error`` row."""
-        done = [trace.claim for trace in batch.done] + batch.unsampled
-        if not done:
+        """Store the finished traces and complete them, with the unsampled traces."""
+        self._store(batch.done, batch.unsampled, batch.tallies)
+
+    def _store(
+        self, traces: Sequence[_Trace], unsampled: Sequence[TraceClaim] = (), tallies: dict[str, int] | None = None
+    ) -> None:
+        """Store the traces' scores and sampling decisions and the tallies, and complete the
+        traces and the unsampled ones, in one transaction. If the database refuses that
+        (rather than being unavailable), each trace is stored on its own, a refused row as an
+        ``error`` row (:meth:`_write`)."""
+        claims = [trace.claim for trace in traces] + list(unsampled)
+        if not claims:
             return
         now = datetime.now(timezone.utc)
         try:
             with self.store.write_transaction() as connection:
-                upsert_decisions(connection, [d for trace in batch.done for d in trace.decisions])
-                add_tallies(connection, batch.tallies, now)
-                self._count_replaced(upsert_scores(connection, [r for trace in batch.done for r in trace.rows]))
-                self.store.queue.complete(done, conn=connection)
+                upsert_decisions(connection, [d for trace in traces for d in trace.decisions])
+                add_tallies(connection, tallies or {}, now)
+                self._count_replaced(upsert_scores(connection, [r for trace in traces for r in trace.rows]))
+                self.store.queue.complete(claims, conn=connection)
             return
         except Exception as exc:
             if database_unavailable(exc):
                 raise
-            log.warning("storing a batch of %d traces failed (%s); storing them one by one", len(done), exc)
+            log.warning("storing the scores of %d traces failed (%s); storing them one by one", len(claims), exc)
         with self.store.write_transaction() as connection:
-            add_tallies(connection, batch.tallies, now)
-            self.store.queue.complete(batch.unsampled, conn=connection)
-        for trace in batch.done:
+            add_tallies(connection, tallies or {}, now)
+            self.store.queue.complete(unsampled, conn=connection)
+        for trace in traces:
             self._write(trace.rows, trace.decisions)
             self.store.queue.complete([trace.claim])
 
@@ -381,8 +388,7 @@ class ScoringWorker:
         claim = trace.claim
         try:
             trace.rows += await asyncio.gather(*(self._score(binding, run) for binding, run in trace.later))
-            await asyncio.to_thread(self._write, trace.rows, trace.decisions)
-            await asyncio.to_thread(self.store.queue.complete, [claim])
+            await asyncio.to_thread(self._store, [trace])
         except asyncio.CancelledError:
             # Shutting down: hand the trace back at once rather than leave it to its lease.
             self.store.queue.release(claim, None)
@@ -463,18 +469,9 @@ class ScoringWorker:
         return score_row(binding, run, status=result.status, result=result)
 
     def _write(self, rows: list[dict[str, Any]], decisions: list[dict[str, Any]]) -> None:
-        """Store the trace's decisions and scores in one transaction; if the database refuses
-        them (rather than being unavailable), store them one by one, a refused score row as an
-        ``error`` row that says why, so the trace is still scored and the failure shows."""
-        try:
-            with self.store.write_transaction() as connection:
-                upsert_decisions(connection, decisions)
-                self._count_replaced(upsert_scores(connection, rows))
-            return
-        except Exception as exc:
-            if database_unavailable(exc):
-                raise
-            log.warning("storing %d score rows failed (%s); storing them one by one", len(rows), exc)
+        """Store one trace's decisions, then its score rows one by one, a row the database
+        refuses (rather than being unavailable) as an ``error`` row that says why, so the trace
+        is still scored and the failure shows."""
         with self.store.write_transaction() as connection:
             upsert_decisions(connection, decisions)
         for index, row in enumerate(rows):
