@@ -40,14 +40,24 @@ from tracescore.pipeline.config import WorkersConfig
 from tracescore.pipeline.sampling import is_sampled, sampled_at, unit_hash
 from tracescore.scorers.base import ScoreResult, ScorerRun
 from tracescore.store.outage import database_unavailable
-from tracescore.store.scores import add_tallies, score_id, upsert_decisions, upsert_scores
+from tracescore.store.scores import (
+    add_tallies,
+    prepare_decisions,
+    prepare_scores,
+    score_id,
+    upsert_decisions,
+    upsert_scores,
+)
 from tracescore.store.trace_queue import TraceClaim
 
 log = logging.getLogger(__name__)
 
 _MAX_PROMPT_CHARS = 20_000
-_LANES = 2
-"""Batches in their synchronous pass at once (see :meth:`ScoringWorker.run`)."""
+_LANES = {"postgresql": 2}
+"""Batches in their synchronous pass at once, by database (see :meth:`ScoringWorker.run`): on
+PostgreSQL two, so that one's round trips and WAL flushes overlap the other's scoring (232 ->
+301 traces/s, measured); on SQLite, in-process and with one writer, a second batch only
+contends for the GIL (1,002 traces/s with one, 928 with two, two scoring processes)."""
 
 
 def worker_owner_id() -> str:
@@ -220,22 +230,23 @@ class ScoringWorker:
     async def run(self) -> None:
         """Claim and score batches until cancelled; errors are logged, never raised.
 
-        Two batches may be in their synchronous pass at once (:data:`_LANES`): while one waits
-        on the database (a claim, a load, a commit: round trips and WAL flushes on PostgreSQL),
-        the other extracts and scores. Traces waiting for an asynchronous scorer run as tasks
+        On PostgreSQL two batches may be in their synchronous pass at once (:data:`_LANES`):
+        while one waits on the database (a claim, a load, a commit: round trips and WAL
+        flushes), the other extracts and scores. Traces waiting for an asynchronous scorer run as tasks
         of their own, up to ``claim_batch`` of them, while batches go on being claimed, so one
         slow trace (a judge taking seconds) never holds back the traces behind it.
         """
         await asyncio.to_thread(self.warm_up)
+        lanes = _LANES.get(self.store.dialect, 1)
         batches: set[asyncio.Task[tuple[list[dict[str, Any]], list[asyncio.Task[list[dict[str, Any]]]]]]] = set()
         in_flight: set[asyncio.Task[list[dict[str, Any]]]] = set()
         try:
             while True:
-                room = len(batches) < _LANES and len(in_flight) < self.config.claim_batch
+                room = len(batches) < lanes and len(in_flight) < self.config.claim_batch
                 claims = await self._claim() if room else []
                 if claims:
                     batches.add(asyncio.create_task(self._start_batch(claims)))
-                    if len(claims) == self.config.claim_batch and len(batches) < _LANES:
+                    if len(claims) == self.config.claim_batch and len(batches) < lanes:
                         continue  # more may be waiting: claim again at once
                 if batches or in_flight:
                     done, _ = await asyncio.wait(
@@ -365,12 +376,16 @@ class ScoringWorker:
         if not claims:
             return
         now = datetime.now(timezone.utc)
+        dialect = self.store.engine.dialect
         try:
+            decisions = prepare_decisions(dialect, [d for trace in traces for d in trace.decisions])
+            scores = prepare_scores(dialect, [r for trace in traces for r in trace.rows])
             with self.store.write_transaction() as connection:
-                upsert_decisions(connection, [d for trace in traces for d in trace.decisions])
+                decisions.write(connection)
                 add_tallies(connection, tallies or {}, now)
-                self._count_replaced(upsert_scores(connection, [r for trace in traces for r in trace.rows]))
+                scores.write(connection)
                 self.store.queue.complete(claims, conn=connection)
+            self._count_replaced(scores.replaced)
             return
         except Exception as exc:
             if database_unavailable(exc):

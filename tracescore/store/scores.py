@@ -152,14 +152,39 @@ def _default(column: Any) -> Any:
 _UPSERTS: dict[tuple[str, str], _Upsert] = {}
 
 
-def _upsert(connection: Connection, table: Any, rows: Sequence[dict[str, Any]], keep: set[str]) -> None:
-    """Upsert ``rows`` by the bulk path (see :class:`_Upsert`)."""
-    if not rows:
-        return
-    key = (table.name, connection.dialect.name)
+def _upsert_of(table: Any, dialect: Dialect) -> _Upsert:
+    key = (table.name, dialect.name)
     if (upsert := _UPSERTS.get(key)) is None:
-        upsert = _UPSERTS[key] = _Upsert.build(table, connection.dialect, keep)
-    upsert.insert(connection, [upsert.row(row) for row in rows])
+        upsert = _UPSERTS[key] = _Upsert.build(table, dialect, keep={"id", "created_at"})
+    return upsert
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Rows made ready for the driver (storable, through the bind processors) before the write
+    transaction, so that a SQLite writer holds the one write lock only for the insert itself:
+    with two scoring processes the lock, not the cores, was what they waited on."""
+
+    upsert: _Upsert
+    rows: list[tuple[Any, ...]]
+    replaced: int = 0
+    """Text values made storable (see :mod:`tracescore.store.text`)."""
+
+    def write(self, connection: Connection) -> None:
+        if self.rows:
+            self.upsert.insert(connection, self.rows)
+
+
+def prepare_scores(dialect: Dialect, rows: Sequence[dict[str, Any]]) -> Prepared:
+    """Score rows made storable and ready to upsert (see :func:`storable_score`)."""
+    guard = TextGuard()
+    upsert = _upsert_of(ScoreRow.__table__, dialect)
+    return Prepared(upsert, [upsert.row(storable_score(row, guard)) for row in rows], guard.replaced)
+
+
+def prepare_decisions(dialect: Dialect, rows: Sequence[dict[str, Any]]) -> Prepared:
+    upsert = _upsert_of(SamplingDecisionRow.__table__, dialect)
+    return Prepared(upsert, [upsert.row(row) for row in rows])
 
 
 def add_tallies(connection: Connection, unsampled: dict[str, int], now: datetime) -> None:
@@ -224,10 +249,10 @@ def storable_score(row: dict[str, Any], guard: TextGuard) -> dict[str, Any]:
 
 def upsert_scores(connection: Connection, rows: Sequence[dict[str, Any]]) -> int:
     """Upsert score rows, made storable first; returns how many text values were replaced."""
-    guard = TextGuard()
-    _upsert(connection, ScoreRow.__table__, [storable_score(row, guard) for row in rows], keep={"id", "created_at"})
-    return guard.replaced
+    prepared = prepare_scores(connection.dialect, rows)
+    prepared.write(connection)
+    return prepared.replaced
 
 
 def upsert_decisions(connection: Connection, rows: Sequence[dict[str, Any]]) -> None:
-    _upsert(connection, SamplingDecisionRow.__table__, rows, keep={"id", "created_at"})
+    prepare_decisions(connection.dialect, rows).write(connection)

