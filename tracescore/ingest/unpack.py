@@ -191,8 +191,9 @@ class _UnpackLoop:
         children.exit_after_service(wake, settings.shutdown_timeout, "unpacker")
         self.store = open_store(settings.store_url, create=False)
         self.outage = Backoff("unpacker: the database")
-        self.deadline: float | None = None
-        """Set once the collector is gone: when to exit, stored or not."""
+        self.service_gone = False
+        """Set once the collector's pipe closes: then only its own entries are finished, and a
+        thread ends the process at ``shutdown_timeout`` (:func:`children.exit_after_service`)."""
 
     def run(self) -> None:
         settings, store = self.settings, self.store
@@ -215,8 +216,8 @@ class _UnpackLoop:
         try:
             while True:
                 now = time.monotonic()
-                if self.deadline is None and _drain_wake_ups(self.wake):
-                    self.deadline = now + settings.shutdown_timeout
+                if not self.service_gone:
+                    self.service_gone = _drain_wake_ups(self.wake)
                 if now >= next_beat:
                     self._beat()
                     next_beat = now + settings.idle_poll
@@ -231,11 +232,11 @@ class _UnpackLoop:
                         continue
                 if running:
                     futures.wait(running, self._pause(), return_when=futures.FIRST_COMPLETED)
-                elif self.deadline is not None and not self.outage.waiting():
+                elif self.service_gone and not self.outage.waiting():
                     with contextlib.suppress(Exception):  # the heartbeat expires by itself anyway
                         store.unpacker_heartbeat(settings.owner, stopping=True)
-                    return None
-                elif self.deadline is not None:
+                    return
+                elif self.service_gone:
                     time.sleep(self._pause())
                 else:
                     select.select([self.wake], [], [], self._pause())
@@ -244,11 +245,8 @@ class _UnpackLoop:
             store.close()
 
     def _pause(self) -> float:
-        """How long to wait before looking again: the poll, the outage's backoff, the deadline."""
-        pause = max(self.settings.idle_poll, self.outage.remaining())
-        if self.deadline is not None:
-            pause = min(pause, max(self.deadline - time.monotonic(), 0.0))
-        return pause
+        """How long to wait before looking again: the poll, or the outage's backoff."""
+        return max(self.settings.idle_poll, self.outage.remaining())
 
     def _check(self, finished: Future[int]) -> None:
         error = finished.exception()
@@ -280,7 +278,7 @@ class _UnpackLoop:
         try:
             shard = (settings.shard, settings.shards)
             own = store.journal_entries(owner=settings.owner, exclude=busy, max_bytes=_GROUP_BYTES, shard=shard)
-            if own or self.deadline is not None:
+            if own or self.service_gone:
                 return own
             return store.orphaned_journal_entries(
                 dead_before=time.time() - settings.orphan_after, not_owner=settings.owner,

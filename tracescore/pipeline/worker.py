@@ -307,7 +307,7 @@ class ScoringWorker:
         """Sample, load, extract, score synchronously, then store what is finished, all in the
         calling thread."""
         batch = self._prepare(claims)
-        self._store_batch(batch)
+        self._store(batch.done, batch.unsampled, batch.tallies)
         for claim, error in batch.failed:
             log.error("scoring trace %s failed: %s", claim.trace_id, error)
             self.store.queue.release(claim, error)
@@ -360,10 +360,6 @@ class ScoringWorker:
                     trace.rows.append(score_row(binding, run, status=result.status, result=result, now=now))
                 else:
                     trace.later.append((binding, run))
-
-    def _store_batch(self, batch: _Batch) -> None:
-        """Store the finished traces and complete them, with the unsampled traces."""
-        self._store(batch.done, batch.unsampled, batch.tallies)
 
     def _store(
         self, traces: Sequence[_Trace], unsampled: Sequence[TraceClaim] = (), tallies: dict[str, int] | None = None

@@ -63,9 +63,6 @@ class TextGuard:
         self.replaced += 1
         return cleaned
 
-    def optional(self, value: str | None) -> str | None:
-        return None if value is None else self.text(value)
-
     def value(self, value: Any) -> Any:
         """A copy of any JSON-like value (score steps) with every string made storable."""
         return self._walk(value, self.text)
