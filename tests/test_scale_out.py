@@ -34,8 +34,10 @@ BINDING = "counted"
 CONFIG = {
     "assembly": {"lease_seconds": LEASE_SECONDS, "idle_timeout": 0.5},
     "scorers": [{"name": BINDING, "scorer": "tests.counting_scorer:counting"}],
-    # Small claims so the doomed process holds a few traces, not the whole backlog.
-    "workers": {"claim_batch": 2, "poll_interval": 0.05},
+    # Small claims so the doomed process holds a few traces, not the whole backlog; one scoring
+    # process per replica: three replicas of the default two each on 2 cores starved the
+    # scorers until their 3 s leases expired, and then a run is rightly scored twice.
+    "workers": {"claim_batch": 2, "poll_interval": 0.05, "processes": 1},
 }
 
 

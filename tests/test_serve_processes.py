@@ -13,18 +13,15 @@ import httpx
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from tests.conftest import CAPTURES
-from tests.server_process import start_server
+from tests.server_process import process_tree, start_server
 from tracescore.store import open_store
 
 CAPTURE = CAPTURES / "otel-genai-openai-v2-latest" / "tool_call_agent" / "0001.json"
 
 
 def _descendants(pid: int) -> set[int]:
-    found: set[int] = set()
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            found |= {int(child)} | _descendants(int(child))
-    return found
+    """The processes below ``pid`` (one killed meanwhile, say a victim, is skipped)."""
+    return set(process_tree(pid)) - {pid}
 
 
 def _running(pid: int) -> bool:
