@@ -34,6 +34,7 @@ from tracescore.monitor.config import AlertRule, AlertsConfig, MonitorConfig, Re
 from tracescore.monitor.lease import acquire_lease, release_lease
 from tracescore.monitor.rules import BaselineCache, Verdict, evaluate_rule, finite
 from tracescore.store.alerts import AlertEventRow, AlertStateRow, dialect_insert
+from tracescore.store.outage import database_unavailable
 
 logger = logging.getLogger("tracescore.alerts")
 
@@ -250,7 +251,10 @@ class AlertEvaluator:
         for rule in self.alerts.rules:
             try:
                 self._evaluate(rule, now, report)
-            except Exception:  # one broken rule (or a dropped connection) must not stop the rest
+            except Exception as exc:
+                if database_unavailable(exc):
+                    raise  # the round's loop waits the outage out, logging it once
+                # one broken rule must not stop the rest
                 logger.exception("alert rule %s failed to evaluate", rule.name)
                 report.failed_rules.append(rule.name)
         self.deliver()
