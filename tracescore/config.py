@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from tracescore.judge.config import JudgeConfig
 from tracescore.monitor.config import AlertsConfig, MonitorConfig
 from tracescore.pipeline.config import ExportConfig, ScorerBinding, WorkersConfig
+from tracescore.settings import Section
 
 if TYPE_CHECKING:
     from tracescore.store.trace_queue import ReadinessRules
@@ -23,11 +24,7 @@ if TYPE_CHECKING:
 DEFAULT_DB_URL = "sqlite:///tracescore.db"
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ServerConfig(_Section):
+class ServerConfig(Section):
     """Where the collector listens and how much it accepts before pushing back."""
 
     host: str = "127.0.0.1"
@@ -96,7 +93,7 @@ class ServerConfig(_Section):
         return self.max_body_readers or 4 * self.max_pending_requests
 
 
-class AssemblyConfig(_Section):
+class AssemblyConfig(Section):
     """When a trace counts as complete and ready to score."""
 
     idle_timeout: float = Field(5.0, gt=0)
@@ -108,7 +105,7 @@ class AssemblyConfig(_Section):
 
     def readiness(self) -> ReadinessRules:
         """The trace queue's rules for these settings."""
-        from tracescore.store.trace_queue import ReadinessRules  # noqa: PLC0415 - config stays light
+        from tracescore.store.trace_queue import ReadinessRules
 
         return ReadinessRules(idle_timeout=self.idle_timeout, max_wait=self.max_wait)
 
@@ -119,7 +116,7 @@ DEFAULT_SCORERS = ("completeness", "content-similarity", "keyword-coverage", "te
                    "tone")
 
 
-class Config(_Section):
+class Config(Section):
     store: str = DEFAULT_DB_URL
     server: ServerConfig = Field(default_factory=ServerConfig)
     assembly: AssemblyConfig = Field(default_factory=AssemblyConfig)
@@ -134,7 +131,7 @@ class Config(_Section):
 
     def problems(self) -> list[tuple[tuple[str, ...], str]]:
         """Cross-field mistakes pydantic cannot see: unknown scorers and judges, duplicate names."""
-        from tracescore.scorers import registry  # noqa: PLC0415 - keeps config import light
+        from tracescore.scorers import registry
 
         found: list[tuple[tuple[str, ...], str]] = []
         seen: set[str] = set()

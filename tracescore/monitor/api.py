@@ -14,8 +14,14 @@ from fastapi import APIRouter, HTTPException, Query, Response
 from sqlalchemy import Engine, select
 
 from tracescore.monitor import metrics
-from tracescore.monitor.config import MonitorConfig, SegmentColumn, parse_duration
-from tracescore.monitor.queries import ScoreFilter, aggregate_scores, coverage, list_scores
+from tracescore.monitor.config import MonitorConfig, SegmentColumn
+from tracescore.monitor.queries import (
+    ScoreFilter,
+    aggregate_scores,
+    coverage,
+    list_scores,
+)
+from tracescore.settings import parse_duration
 from tracescore.store.alerts import AlertEventRow, AlertStateRow
 from tracescore.store.scores import ScoreStatus
 

@@ -11,44 +11,21 @@ import re
 from typing import Annotated, Literal
 
 from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
     Field,
     HttpUrl,
     field_validator,
     model_validator,
 )
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+from tracescore.settings import Duration, Section
 
-
-def parse_duration(value: object) -> float:
-    """Seconds from a number or a string such as ``90``, ``15m``, ``1h`` or ``7d``."""
-    if isinstance(value, bool):  # pydantic reports ValueErrors (not TypeErrors) as field errors
-        raise ValueError("a duration is a number of seconds or a string like '15m'")  # noqa: TRY004
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        match = _DURATION.match(value)
-        if match:
-            return float(match.group(1)) * _UNIT_SECONDS[match.group(2) or "s"]
-    raise ValueError("a duration is a number of seconds or a string like '15m', '1h', '7d'")
-
-
-Duration = Annotated[float, BeforeValidator(parse_duration), Field(gt=0)]
 SegmentColumn = Literal["agent", "model", "service", "binding"]
 """Score columns a rule may split its evaluation by: each distinct combination is a segment."""
 
 _STAT = re.compile(r"^(mean|p(\d{1,2}(?:\.\d+)?))$")
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class _RuleBase(_Section):
+class _RuleBase(Section):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)
     """Unique; alert state is keyed by it, so renaming a rule starts its state afresh."""
     binding: str | None = None
@@ -93,7 +70,7 @@ class _ScoreRule(_RuleBase):
         return self
 
 
-class _Bounds(_Section):
+class _Bounds(Section):
     below: float | None = None
     above: float | None = None
 
@@ -160,7 +137,7 @@ class ErrorRateRule(_RuleBase):
 AlertRule = Annotated[ThresholdRule | RegressionRule | ErrorRateRule, Field(discriminator="type")]
 
 
-class WebhookChannel(_Section):
+class WebhookChannel(Section):
     """POSTs the alert as JSON (see the README for the payload)."""
 
     name: str
@@ -170,7 +147,7 @@ class WebhookChannel(_Section):
     timeout: Duration = 10.0
 
 
-class SlackChannel(_Section):
+class SlackChannel(Section):
     """A Slack-compatible incoming webhook (Slack, Mattermost, Rocket.Chat): ``{"text": ...}``."""
 
     name: str
@@ -179,7 +156,7 @@ class SlackChannel(_Section):
     timeout: Duration = 10.0
 
 
-class LogChannel(_Section):
+class LogChannel(Section):
     """Writes alerts to the ``tracescore.alerts`` logger (WARNING when firing, INFO when resolved)."""
 
     name: str = "log"
@@ -189,7 +166,7 @@ class LogChannel(_Section):
 ChannelConfig = Annotated[WebhookChannel | SlackChannel | LogChannel, Field(discriminator="type")]
 
 
-class AlertsConfig(_Section):
+class AlertsConfig(Section):
     rules: list[AlertRule] = Field(default_factory=list)
     channels: list[ChannelConfig] = Field(default_factory=list)
     cooldown: Duration = 1800.0
@@ -212,7 +189,7 @@ class AlertsConfig(_Section):
         return self
 
 
-class MonitorConfig(_Section):
+class MonitorConfig(Section):
     evaluation_interval: Duration = 60.0
     """How often the leader evaluates the alert rules."""
     gauge_interval: Duration = 10.0

@@ -9,20 +9,17 @@ stored scores, metrics and alerts are per binding.
 from __future__ import annotations
 
 import os
-
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from tracescore.settings import Section
 
 Target = Literal["agent", "llm", "tool", "trace"]
 PatternList = list[str]
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class FilterConfig(_Section):
+class FilterConfig(Section):
     """Which runs a binding sees. Each pattern is exact, a glob (``support-*``) or ``re:<regex>``.
 
     A list matches when any of its patterns matches; all given fields must match.
@@ -35,18 +32,18 @@ class FilterConfig(_Section):
     """Span attributes of the run, falling back to resource attributes (``deployment.environment``)."""
 
 
-class SamplingConfig(_Section):
+class SamplingConfig(Section):
     rate: float = Field(1.0, ge=0.0, le=1.0)
 
 
-class LimitsConfig(_Section):
+class LimitsConfig(Section):
     per_minute: int | None = Field(None, gt=0)
     """Most runs scored per minute by this binding, across all instances sharing the database."""
     usd_per_day: float | None = Field(None, ge=0.0)
     """Judge spend per UTC day for this binding; runs beyond it are stored as skipped_budget."""
 
 
-class ScorerBinding(_Section):
+class ScorerBinding(Section):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)
     scorer: str
     """A prebuilt scorer name (``faithfulness``) or ``module:attr`` of a custom scorer."""
@@ -61,7 +58,7 @@ class ScorerBinding(_Section):
     """Score at which the result is labelled ``pass`` (``fail`` below) in emitted evaluations."""
 
 
-class ExportConfig(_Section):
+class ExportConfig(Section):
     """Where scores are re-emitted as OpenTelemetry ``gen_ai.evaluation.result`` events."""
 
     otlp_endpoint: str | None = None
@@ -72,7 +69,7 @@ class ExportConfig(_Section):
     """Seconds the exporters wait to batch evaluations before sending them."""
 
 
-class WorkersConfig(_Section):
+class WorkersConfig(Section):
     processes: int | None = Field(None, ge=0, le=16)
     """Scoring worker processes per service process (see :mod:`tracescore.pipeline.process`):
     scoring is CPU-bound Python, and in processes of its own it runs on other cores than ingest.

@@ -19,8 +19,8 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from tracescore.config import Config
-from tracescore.monitor.config import parse_duration
 from tracescore.monitor.queries import ScoreFilter
+from tracescore.settings import parse_duration
 from tracescore.store import SpanStore
 from tracescore.web import alerting, pages, queries
 from tracescore.web.auth import COOKIE_NAME, DashboardKeys, session_token
@@ -191,7 +191,7 @@ def web_router(config: Config, store: SpanStore) -> APIRouter:
         return JSONResponse({"version": version}, headers={"Cache-Control": "no-store"})
 
     @router.get("/ui/login")
-    def login_form(next: str = "/") -> HTMLResponse:  # noqa: A002 - the conventional name
+    def login_form(next: str = "/") -> HTMLResponse:
         return _page("login.html", **common, next=_local_path(next), failed=False)
 
     @router.post("/ui/login")

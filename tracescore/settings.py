@@ -1,0 +1,38 @@
+"""What every configuration section shares: strict keys and the duration type.
+
+A leaf module (it imports nothing from tracescore), so each part keeps its own section next to
+its code and the top-level ``Config`` composes them without any part importing another's config.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+
+
+class Section(BaseModel):
+    """A configuration section: an unknown key is an error naming it, never silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def parse_duration(value: object) -> float:
+    """Seconds from a number or a string such as ``90``, ``15m``, ``1h`` or ``7d``."""
+    if isinstance(value, bool):  # pydantic reports ValueErrors (not TypeErrors) as field errors
+        raise ValueError("a duration is a number of seconds or a string like '15m'")  # noqa: TRY004
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        match = _DURATION.match(value)
+        if match:
+            return float(match.group(1)) * _UNIT_SECONDS[match.group(2) or "s"]
+    raise ValueError("a duration is a number of seconds or a string like '15m', '1h', '7d'")
+
+
+Duration = Annotated[float, BeforeValidator(parse_duration), Field(gt=0)]
+"""Seconds, written as a number or as ``15m``, ``1h``, ``7d``."""
