@@ -35,6 +35,9 @@ class Conversation(BaseModel):
     agent_name: str | None = None
     service_name: str | None = None
     turns: list[Turn] = Field(default_factory=list)
+    earlier_summary: str | None = None
+    """One line standing for the turns cut before ``turns`` (a judge sees the most recent
+    ``conversations.max_turns`` only), or None when nothing was cut."""
 
     @property
     def last_turn(self) -> Turn | None:
