@@ -148,6 +148,9 @@ class AgentRun(_Model):
     convention: str = "unknown"
     agent_name: str | None = None
     service_name: str | None = None
+    conversation_id: str | None = None
+    """The conversation (chat session, thread) this run is a turn of, when its trace names one
+    (:mod:`tracescore.extract.conversation_id`)."""
     model: str | None = None
     provider: str | None = None
     start_time: datetime | None = None
