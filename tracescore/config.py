@@ -16,6 +16,7 @@ from pydantic import Field, ValidationError, model_validator
 from tracescore.judge.config import JudgeConfig
 from tracescore.monitor.config import AlertsConfig, MonitorConfig
 from tracescore.pipeline.config import ExportConfig, ScorerBinding, WorkersConfig
+from tracescore.retention.config import RetentionConfig
 from tracescore.settings import Section
 
 if TYPE_CHECKING:
@@ -128,6 +129,7 @@ class Config(Section):
     workers: WorkersConfig = Field(default_factory=WorkersConfig)
     alerts: AlertsConfig = Field(default_factory=AlertsConfig)
     monitor: MonitorConfig = Field(default_factory=MonitorConfig)
+    retention: RetentionConfig = Field(default_factory=RetentionConfig)
 
     def problems(self) -> list[tuple[tuple[str, ...], str]]:
         """Cross-field mistakes pydantic cannot see: unknown scorers and judges, duplicate names."""
