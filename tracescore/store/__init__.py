@@ -1,16 +1,19 @@
 """Durable storage: spans, logs, trace assembly state, and every other stage's tables.
 
 Open a store with :func:`open_store`; it builds the engine, imports every module listed in
-:data:`TABLE_MODULES` (so their SQLModel classes register on ``SQLModel.metadata``) and creates
-all tables. A stage adding tables (scores, alerts, ...) defines SQLModel classes in its own
-module under ``tracescore/store/`` and adds that module's name to :data:`TABLE_MODULES`.
+:data:`TABLE_MODULES` (so their SQLModel classes register on ``SQLModel.metadata``) and brings
+the schema to this release's (:mod:`tracescore.store.migrate`). A stage adding tables (scores,
+alerts, ...) defines SQLModel classes in its own module under ``tracescore/store/``, adds that
+module's name to :data:`TABLE_MODULES` and adds a revision under ``store/migrations/versions``.
 """
 
 from __future__ import annotations
 
 import importlib
 
+from tracescore.store import migrate as schema
 from tracescore.store.engine import make_engine, normalize_url
+from tracescore.store.migrations import SchemaError
 from tracescore.store.spanstore import SpanStore, TraceSummary
 from tracescore.store.trace_queue import ReadinessRules, TraceClaim, TraceQueue, TraceState
 
@@ -23,22 +26,30 @@ TABLE_MODULES: list[str] = [
 """Modules whose SQLModel table classes :func:`open_store` creates: the single list to extend."""
 
 
-def open_store(url: str, rules: ReadinessRules | None = None, *, create: bool = True) -> SpanStore:
+def open_store(
+    url: str, rules: ReadinessRules | None = None, *, create: bool = True, migrate: bool = True
+) -> SpanStore:
     """A :class:`SpanStore` on ``url`` (``sqlite:///file.db`` or ``postgresql://…``).
 
-    With ``create`` (the default) every registered table is created if missing.
+    With ``create`` (the default) the schema is brought to this release's: upgraded (an empty
+    database gets every table), or, with ``migrate=False``, only checked, refusing an outdated
+    one. Processes started by a service that already did so pass ``create=False``. A database
+    a newer release upgraded is refused either way (:class:`SchemaError`).
     """
     for module in TABLE_MODULES:
         importlib.import_module(module)
     store = SpanStore(make_engine(url), rules)
-    if create:
-        store.create_all()
+    if create and migrate:
+        schema.upgrade(store.engine)
+    elif create:
+        schema.require_current(store.engine)
     return store
 
 
 __all__ = [
     "TABLE_MODULES",
     "ReadinessRules",
+    "SchemaError",
     "SpanStore",
     "TraceClaim",
     "TraceQueue",
