@@ -20,7 +20,7 @@ from tests.live_app import serve_app
 from tests.score_streams import Drop, insert_rows, score_row, stream
 from tests.webhook_receiver import WebhookReceiver, webhook_receiver
 from tracescore.config import ConfigError, parse_config
-from tracescore.monitor import metrics
+from tracescore import metrics
 from tracescore.monitor.alerts import AlertEvaluator
 from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.config import AlertsConfig, MonitorConfig, RegressionRule

@@ -6,8 +6,8 @@ import time
 from datetime import datetime
 
 from tests.otlp_receiver import otlp_receiver
+from tracescore.emit.config import ExportConfig
 from tracescore.emit.otel import EVENT_NAME, EvaluationEmitter
-from tracescore.pipeline.config import ExportConfig
 
 TRACE_ID = "5a940d6e2f1c4b0d8e7f6a5b4c3d2e1f"
 SPAN_ID = "89e38b2ae6c021b6"

@@ -318,11 +318,11 @@ def test_duplicate_spans_and_broken_convention_never_raise() -> None:
         def read(span, logs):  # noqa: ANN001, ANN205
             raise KeyError("boom")
 
-    from tracescore.extract.assemble import assemble
+    from tracescore.extract.runs import build_runs
 
     (info,) = read_spans(trace(chat), [Broken()])  # type: ignore[list-item]
     assert info.kind == "other" and "could not read" in info.warnings[0]
-    assert assemble(trace(chat), [Broken()]) == []  # type: ignore[list-item]
+    assert build_runs(trace(chat), [Broken()]) == []  # type: ignore[list-item]
 
 
 def test_parent_cycle_is_cut_not_followed_forever() -> None:

@@ -25,7 +25,7 @@ from tracescore.ingest.decode import DecodeError, decode_traces
 from tracescore.ingest.intake import Busy, Intake
 from tracescore.ingest.screen import screen_logs, screen_traces
 from tracescore.ingest.unpack import Unpacker, UnpackSettings, drain, unpack
-from tracescore.monitor.metrics import REGISTRY
+from tracescore.metrics import REGISTRY
 from tracescore.store import SpanStore, open_store
 
 _TOO_LATE = 2**64 - 1  # uint64 on the wire, past what SQL's BIGINT holds

@@ -131,6 +131,6 @@ def test_a_durable_database_fsyncs_its_entries(tmp_path: Path) -> None:
 
 
 def decode_spans(body: bytes) -> list:  # type: ignore[type-arg]
-    from tracescore.ingest.decode import decode_traces  # noqa: PLC0415
+    from tracescore.ingest.decode import decode_traces
 
     return decode_traces(body, json=False).spans

@@ -29,7 +29,7 @@ from tracescore.judge import (
     get_judge,
 )
 from tracescore.judge.limiter import Limiter
-from tracescore.scorers.base import JudgeRequest
+from tracescore.judge.protocol import JudgeRequest
 
 
 class Claims(BaseModel):
@@ -297,7 +297,7 @@ def loopback_only(address):
 socket.socket.connect = lambda self, address: loopback_only(address[0]) or connect(self, address)
 socket.getaddrinfo = lambda host, *rest, **kw: loopback_only(host) or getaddrinfo(host, *rest, **kw)
 from tracescore.judge import JudgeConfig, LiteLLMJudge
-from tracescore.scorers.base import JudgeRequest
+from tracescore.judge.protocol import JudgeRequest
 
 async def main():
     judge = LiteLLMJudge(JudgeConfig(model="openai/gpt-4o-mini", api_base=sys.argv[1], cache=False))

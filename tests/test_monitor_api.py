@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.live_app import serve_app
 from tests.score_streams import insert_rows, score_row
-from tracescore.monitor import metrics
+from tracescore import metrics
 from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.config import MonitorConfig
 from tracescore.monitor.queries import ScoreFilter, aggregate_scores

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from sqlalchemy import insert
 
 from tracescore.judge.cache import verdict_key
+from tracescore.judge.protocol import JudgeRequest
 from tracescore.offline.estimate import (
     DEFAULT_TEXT_SENTENCES,
     TYPICAL_ITEMS,
@@ -33,7 +34,7 @@ from tracescore.scorers import (
     create_prompt_alignment_scorer,
     registry,
 )
-from tracescore.scorers.base import JudgeRequest, PromptStep, Scorer, ScoreResult, create_scorer
+from tracescore.scorers.base import PromptStep, Scorer, ScoreResult, create_scorer
 from tracescore.scorers.llm.faithfulness import INSTRUCTIONS, VERSION, FaithfulnessClaims
 from tracescore.scorers.llm.sketch import SENTENCE_WORDS, sentences
 from tracescore.scorers.utils import make_agent_run, make_test_message, make_tool_invocation

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from tracescore.version import __version__
 
 if TYPE_CHECKING:
     from tracescore.offline.runner import EvalResult, ItemResult, arun_evals, run_evals
@@ -17,7 +17,7 @@ def __getattr__(name: str) -> Any:
     # ``import tracescore`` stays instant (the CLI and every submodule import it first); the eval
     # runner and its pipeline dependencies load on first use of ``tracescore.run_evals``.
     if name in _LAZY:
-        from tracescore.offline import runner  # noqa: PLC0415
+        from tracescore.offline import runner
 
         return getattr(runner, name)
     raise AttributeError(f"module 'tracescore' has no attribute {name!r}")

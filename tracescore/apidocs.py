@@ -54,7 +54,7 @@ def docs_router(app: FastAPI, keys: DashboardKeys) -> APIRouter:
             swagger_favicon_url=f"{STATIC_URL}/favicon.png",
             # Swagger UI would otherwise send the schema to validator.swagger.io for a badge.
             swagger_ui_parameters={"validatorUrl": None},
-        )  # fmt: skip
+        )
 
     @router.get(REDOC_URL, dependencies=[Depends(signed_in_page)])
     def redoc() -> HTMLResponse:
@@ -62,7 +62,7 @@ def docs_router(app: FastAPI, keys: DashboardKeys) -> APIRouter:
             openapi_url=OPENAPI_URL, title=f"{app.title} API",
             redoc_js_url=f"{STATIC_URL}/redoc.standalone.js",
             redoc_favicon_url=f"{STATIC_URL}/favicon.png", with_google_fonts=False,
-        )  # fmt: skip
+        )
 
     @router.get(f"{STATIC_URL}/{{name}}", dependencies=[Depends(key_or_cookie)])
     def asset(name: str) -> FileResponse:

@@ -42,7 +42,7 @@ class Backoff:
             # will not fix it, and one line would hide where it is.
             reason = next(iter(str(error).splitlines()), "")
             log.error("%s is unavailable (%s: %s); retrying with backoff", self.what, type(error).__name__,
-                      reason, exc_info=None if database_unavailable(error) else error)  # fmt: skip
+                      reason, exc_info=None if database_unavailable(error) else error)
         delay = min(self.first * 2**self.failures, self.cap)
         self.failures += 1
         self._retry_at = now + delay
@@ -54,7 +54,7 @@ class Backoff:
             log.warning(
                 "%s is available again after %.1f s (%d failed tries)",
                 self.what, time.monotonic() - self._since, self.failures,
-            )  # fmt: skip
+            )
             self.failures = 0
             self._retry_at = 0.0
 

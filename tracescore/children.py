@@ -72,7 +72,7 @@ class Child:
     def __init__(
         self, name: str, module: str, settings: Mapping[str, Any],
         on_report: Callable[[dict[str, Any]], None] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.name = name
         self.module = module
         self.settings = {**settings, "collector_pid": os.getpid()}
@@ -146,7 +146,7 @@ class Child:
             log.error(
                 "%s (pid %d) ended with exit code %s; starting a new one%s", self.name, process.pid,
                 process.returncode, f" in {self._backoff:g} s" if self._backoff else "",
-            )  # fmt: skip
+            )
         if now < self._retry_at:
             return False
         self._retry_at = None

@@ -277,7 +277,7 @@ def list_scorers(
              "options": [{"name": o.name, "type": o.annotation, "default": o.default,
                           "description": o.description} for o in e.options()]}
             for e in entries
-        ]  # fmt: skip
+        ]
         typer.echo(orjson.dumps(listed, option=orjson.OPT_INDENT_2, default=str).decode())
         return
     from rich.console import Console
@@ -407,7 +407,7 @@ def _print_estimates(plan: Any, compiled: list[Any], engine: Any, fmt: str) -> N
         typer.echo(orjson.dumps(
             {"traces": len(plan.traces), "runs": sum(plan.runs.values()), "cost_usd": total,
              "bindings": [dataclasses.asdict(e) for e in estimates]}, option=orjson.OPT_INDENT_2,
-        ).decode())  # fmt: skip
+        ).decode())
         return
     lines = [
         f"dry run: {len(plan.traces)} traces, {sum(plan.runs.values())} runs to score; "
@@ -466,7 +466,7 @@ def compare(
         f"  pearson r          {number(result.pearson)}",
         f"  label agreement    {number(result.label_agreement, '.1%')} of {result.n_labelled} "
         "labelled pairs",
-    ]))  # fmt: skip
+    ]))
     if result.n_paired == 0:
         typer.echo(f"no run was scored by both versions of {binding!r}", err=True)
         raise typer.Exit(1)

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
+from tracescore.emit.config import ExportConfig
 from tracescore.judge.config import JudgeConfig
 from tracescore.monitor.config import AlertsConfig, MonitorConfig
-from tracescore.pipeline.config import ExportConfig, ScorerBinding, WorkersConfig
+from tracescore.pipeline.config import ScorerBinding, WorkersConfig
 from tracescore.retention.config import RetentionConfig
 from tracescore.settings import Section
 

@@ -1,5 +1,8 @@
 """Prometheus metrics of the whole service, served at ``GET /metrics``.
 
+A leaf module (it imports nothing from tracescore), so every part may count what it does
+without depending on the part that serves the numbers.
+
 All metric objects live here, on one dedicated :data:`REGISTRY` (plus the process, platform and
 GC collectors), so ``/metrics`` exports exactly tracescore's series and libraries that register
 on prometheus-client's default registry cannot clash with them. They are process-wide: the
@@ -52,7 +55,7 @@ logs_received = Counter(
 spans_rejected = Counter(
     "tracescore_spans_rejected", "Spans or log records refused as invalid (partial success).",
     ["transport"], registry=REGISTRY,
-)  # fmt: skip
+)
 export_requests = Counter(
     "tracescore_export_requests",
     "OTLP export requests by outcome: ok, invalid, too_large, busy, unavailable, timeout (body "
@@ -71,11 +74,11 @@ journal_backlog = Gauge(
 journal_quarantined = Counter(
     "tracescore_ingest_quarantined", "Acknowledged export requests that could not be stored and "
     "were set aside in the journal (listed by GET /api/ingest/quarantine).", registry=REGISTRY,
-)  # fmt: skip
+)
 text_replaced = Counter(
     "tracescore_text_replaced", "Text values stored with NUL characters or unpaired surrogates "
     "replaced by U+FFFD, by where: ingest (spans, logs) or scores.", ["where"], registry=REGISTRY,
-)  # fmt: skip
+)
 
 # --- assembly and pipeline ------------------------------------------------------------------
 
@@ -89,7 +92,7 @@ traces_scored = Counter(
 queue_depth = Gauge(
     "tracescore_queue_depth", "Traces ready and waiting for a scoring worker.", registry=REGISTRY,
     multiprocess_mode="livemostrecent",
-)  # fmt: skip
+)
 traces_in_state = Gauge(
     "tracescore_traces",
     "Traces not yet scored, by assembly state (pending, ready, claimed), sampled from the database.",
@@ -129,37 +132,37 @@ scorer_latency = Histogram(
 judge_calls = Counter(
     "tracescore_judge_calls", "LLM judge calls by outcome (ok, error, cached).", ["model", "outcome"],
     registry=REGISTRY,
-)  # fmt: skip
+)
 judge_tokens = Counter(
     "tracescore_judge_tokens", "Judge tokens, by direction (input, output).", ["model", "direction"],
     registry=REGISTRY,
-)  # fmt: skip
+)
 judge_cost = Counter(
     "tracescore_judge_cost_usd", "Judge spend in US dollars.", ["model"], registry=REGISTRY
 )
 judge_latency = Histogram(
     "tracescore_judge_latency_seconds", "Latency of one judge call.", ["model"],
     buckets=_LATENCY_BUCKETS, registry=REGISTRY,
-)  # fmt: skip
+)
 
 # --- alerts ---------------------------------------------------------------------------------
 
 alerts_firing = Gauge(
     "tracescore_alerts_firing", "Segments of a rule currently firing.", ["rule"], registry=REGISTRY,
     multiprocess_mode="livemostrecent",  # set by the alerting leader, whichever process it is
-)  # fmt: skip
+)
 alert_evaluations = Counter(
     "tracescore_alert_evaluations", "Rule evaluation rounds run by this instance as leader.",
     registry=REGISTRY,
-)  # fmt: skip
+)
 alert_evaluation_seconds = Histogram(
     "tracescore_alert_evaluation_seconds", "Duration of one evaluation round of all rules.",
     buckets=_LATENCY_BUCKETS, registry=REGISTRY,
-)  # fmt: skip
+)
 alert_notifications = Counter(
     "tracescore_alert_notifications", "Alert notifications by channel and outcome (sent, failed).",
     ["channel", "outcome"], registry=REGISTRY,
-)  # fmt: skip
+)
 
 
 def observe_score(
@@ -176,7 +179,7 @@ def observe_score(
 def judge_call(
     model: str, input_tokens: int, output_tokens: int, cost_usd: float, latency_seconds: float,
     *, outcome: str = "ok",
-) -> None:  # fmt: skip
+) -> None:
     """Record one judge call; ``outcome`` is ``ok``, ``error`` or ``cached`` (no tokens spent)."""
     judge_calls.labels(model, outcome).inc()
     judge_tokens.labels(model, "input").inc(input_tokens)
@@ -201,7 +204,7 @@ def text_values_replaced(where: str, count: int) -> None:
 
 
 def export_request(transport: str, signal: str, outcome: str, spans: int = 0, logs: int = 0,
-                   rejected: int = 0) -> None:  # fmt: skip
+                   rejected: int = 0) -> None:
     """Record one OTLP export request: its outcome and, when stored, what it carried."""
     export_requests.labels(transport, signal, outcome).inc()
     if spans:

@@ -30,6 +30,7 @@ from fastapi import Depends, FastAPI, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlalchemy.exc import DBAPIError
 
+from tracescore import metrics
 from tracescore.apidocs import docs_router
 from tracescore.assemble.promoter import promote_interval, promote_periodically
 from tracescore.auth import ApiKeys, with_environment_keys
@@ -38,7 +39,6 @@ from tracescore.ingest.api import ingest_router
 from tracescore.ingest.grpc import start_grpc_server
 from tracescore.ingest.http import BodyLimits, BodyReaders, otlp_router
 from tracescore.ingest.intake import RETRY_AFTER_SECONDS, Intake
-from tracescore.monitor import metrics
 from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.tasks import monitoring_task
 from tracescore.store import SpanStore, open_store
@@ -104,7 +104,7 @@ class _ReadOutage:
         now = time.monotonic()
         if now - self._last >= self._QUIET_SECONDS:
             log.warning("reads answer 503 while the database is unavailable (%s: %s)",
-                        type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")  # fmt: skip
+                        type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
         self._last = now
         headers = {"Retry-After": str(RETRY_AFTER_SECONDS), "Cache-Control": "no-store"}
         message = "the database is unavailable; retry later"
@@ -119,7 +119,7 @@ def body_limits(server: ServerConfig) -> BodyLimits:
     return BodyLimits(
         max_bytes=server.max_body_bytes, timeout=server.body_timeout, min_rate=server.min_body_rate,
         readers=server.body_readers, buffered_bytes=server.max_pending_requests * server.max_body_bytes,
-    )  # fmt: skip
+    )
 
 
 def _intake(config: Config, store: SpanStore) -> Intake:
@@ -128,7 +128,7 @@ def _intake(config: Config, store: SpanStore) -> Intake:
         store, server.max_pending_requests, max_attribute_chars=server.max_attribute_chars,
         max_journal_bytes=server.max_journal_bytes, unpackers=server.unpackers,
         shutdown_timeout=server.shutdown_timeout,
-    )  # fmt: skip
+    )
 
 
 def _loopback(host: str) -> bool:
@@ -215,14 +215,14 @@ class Service:
         grpc_server = await start_grpc_server(
             self.intake, server.host, server.grpc_port, server.max_body_bytes,
             interceptors=ApiKeys(server.api_keys).grpc_interceptors(), reuse_port=shared_ports,
-        )  # fmt: skip
+        )
         self._uvicorn = _Server(
             uvicorn.Config(
                 self.app, host=server.host, port=server.http_port, log_level="warning",
                 access_log=False, lifespan="auto",
             ),
             self.app.state.body_readers,
-        )  # fmt: skip
+        )
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not main thread

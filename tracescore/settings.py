@@ -24,7 +24,7 @@ class Section(BaseModel):
 def parse_duration(value: object) -> float:
     """Seconds from a number or a string such as ``90``, ``15m``, ``1h`` or ``7d``."""
     if isinstance(value, bool):  # pydantic reports ValueErrors (not TypeErrors) as field errors
-        raise ValueError("a duration is a number of seconds or a string like '15m'")  # noqa: TRY004
+        raise ValueError("a duration is a number of seconds or a string like '15m'")
     if isinstance(value, int | float):
         return float(value)
     if isinstance(value, str):

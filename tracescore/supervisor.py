@@ -27,15 +27,15 @@ def build_service(config: Config) -> Service:
     """The full service of ``config``: collector, read API, monitoring and the scoring pipeline."""
     # Imported here, not at the top: the parent of several service processes only watches
     # them, and would otherwise hold a service's worth of modules (~100 MB) for nothing.
-    from tracescore.service import Service  # noqa: PLC0415
+    from tracescore.service import Service
 
     service = Service(config)
     if config.workers.process_count:
-        from tracescore.pipeline.process import scoring_processes_task  # noqa: PLC0415
+        from tracescore.pipeline.process import scoring_processes_task
 
         service.add_background(scoring_processes_task(config, service.store))
     else:
-        from tracescore.pipeline.runner import pipeline_task  # noqa: PLC0415 - loads the scorers
+        from tracescore.pipeline.runner import pipeline_task  # loads the scorers
 
         service.add_background(pipeline_task(config, service.store))
     return service
@@ -86,9 +86,9 @@ def serve_processes(config: Config) -> int:
 def startup_failure(exc: Exception) -> tuple[int, str] | None:
     """The exit code and message for a configuration the service cannot start with, or None
     for an exception that is a bug."""
-    from sqlalchemy.exc import ArgumentError, OperationalError  # noqa: PLC0415
+    from sqlalchemy.exc import ArgumentError, OperationalError
 
-    from tracescore.pipeline.bindings import BindingError  # noqa: PLC0415
+    from tracescore.pipeline.bindings import BindingError
 
     if isinstance(exc, (ArgumentError, ValueError)):
         return 2, f"invalid database URL: {exc}"
@@ -100,8 +100,8 @@ def startup_failure(exc: Exception) -> tuple[int, str] | None:
 
 
 def _check(config_data: dict[str, Any]) -> tuple[int, str]:
-    from tracescore.pipeline.bindings import compile_bindings  # noqa: PLC0415
-    from tracescore.store import open_store  # noqa: PLC0415
+    from tracescore.pipeline.bindings import compile_bindings
+    from tracescore.store import open_store
 
     config = Config.model_validate(config_data)
     try:

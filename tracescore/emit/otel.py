@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from opentelemetry import trace
@@ -29,11 +29,11 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags
 
-from tracescore import __version__
-from tracescore.pipeline.config import ExportConfig
+from tracescore.emit.config import ExportConfig
+from tracescore.version import __version__
 
 EVENT_NAME = "gen_ai.evaluation.result"
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def evaluation_attributes(score: Mapping[str, Any]) -> dict[str, Any]:
@@ -58,7 +58,7 @@ def _event_time_ns(score: Mapping[str, Any]) -> int:
     created = score.get("created_at")
     if isinstance(created, datetime):
         if created.tzinfo is None:  # SQLite hands back naive UTC
-            created = created.replace(tzinfo=timezone.utc)
+            created = created.replace(tzinfo=UTC)
         return (created - _EPOCH) // timedelta(microseconds=1) * 1_000  # exact, no float
     return time.time_ns()
 

@@ -22,7 +22,7 @@ The helpers below exist because every convention meets the same dirt: JSON encod
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import orjson
@@ -198,7 +198,7 @@ def json_text(value: Any) -> str:
 
 def timestamp(time_ns: int) -> datetime | None:
     """A UTC datetime for an OTLP nanosecond timestamp (0 = unknown)."""
-    return datetime.fromtimestamp(time_ns / 1e9, tz=timezone.utc) if time_ns else None
+    return datetime.fromtimestamp(time_ns / 1e9, tz=UTC) if time_ns else None
 
 
 def indexed(

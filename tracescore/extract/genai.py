@@ -48,7 +48,7 @@ _LLM_OPERATIONS = frozenset({
     "text.streaming_completions",
 })
 _KINDS: dict[str, str] = {
-    **{op: "llm" for op in _LLM_OPERATIONS},
+    **dict.fromkeys(_LLM_OPERATIONS, "llm"),
     "invoke_agent": "agent",
     "execute_tool": "tool",
     "retrieval": "retrieval",

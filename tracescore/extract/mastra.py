@@ -64,7 +64,7 @@ UNSERIALIZABLE = frozenset({"[Not Serializable]", "[Function]", "[Circular]"})
 _TOOL_SPAN_TYPES = frozenset({"tool_call", "mcp_tool_call"})
 # A whole model call (all its steps); ``llm_generation`` is its name before Mastra 1.x.
 _GENERATION_TYPES = frozenset({"model_generation", "llm_generation"})
-_KINDS = {"model_inference": "llm", **{t: "tool" for t in _TOOL_SPAN_TYPES}}
+_KINDS = {"model_inference": "llm", **dict.fromkeys(_TOOL_SPAN_TYPES, "tool")}
 # Mastra elides tool messages in ``mastra.model_step.input`` to these markers.
 _ELIDED_PREFIXES = ("[tool: ", "[tool-result: ", "[tool-call: ")
 _LEGACY_AGENT_METHODS = frozenset(

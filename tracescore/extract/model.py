@@ -10,7 +10,7 @@ Mastra's scorer utils walk.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -75,7 +75,7 @@ class Message(_Model):
 
     id: str
     role: str
-    created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     content: MessageContent = Field(default_factory=MessageContent)
 
 

@@ -76,13 +76,13 @@ def read_spans(trace: Trace, conventions: list[Convention] = CONVENTIONS) -> lis
     return [node.info for node in _build_tree(trace, conventions)]
 
 
-def assemble(
+def build_runs(
     trace: Trace, conventions: list[Convention] = CONVENTIONS, *, only_primary: bool = False
 ) -> list[AgentRun]:
     """All runs of a trace: agent runs first, then LLM runs, then tool runs (each by start time).
 
     With ``only_primary``, just the runs that stand for the trace's agent, exactly
-    ``primary_runs(assemble(trace))``, without building the others: the LLM runs inside an
+    ``primary_runs(build_runs(trace))``, without building the others: the LLM runs inside an
     agent and every tool run (the live pipeline's default bindings score only these, and the
     rest was about a third of extraction's time).
     """

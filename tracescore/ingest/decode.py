@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json as stdlib_json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -224,10 +225,8 @@ def _json_int(value: Any, bounds: tuple[int, int] = (-(2**63), 2**64)) -> int:
     elif isinstance(value, float) and value.is_integer():
         number = int(value)
     elif isinstance(value, str):
-        try:
+        with contextlib.suppress(ValueError):
             number = int(value)
-        except ValueError:
-            pass
     if number is None:
         raise DecodeError(f"expected an integer, got {value!r}")
     low, high = bounds
@@ -463,11 +462,11 @@ def _json_log(r: dict[str, Any], resource: Resource, scope: Scope) -> LogRecord:
     )
 
 
-_SEVERITY_NAMES = ("UNSPECIFIED",) + tuple(
+_SEVERITY_NAMES = ("UNSPECIFIED", *(
     f"{level}{n if n > 1 else ''}"
     for level in ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
     for n in range(1, 5)
-)
+))
 
 
 # --------------------------------------------------------------------------- shared rules
@@ -497,7 +496,7 @@ def _without_unstorable_times(decoded: Decoded) -> Decoded:
     spans = [
         span for span in decoded.spans
         if storable_time(span.start_time_ns, span.end_time_ns, *(e.time_ns for e in span.events))
-    ]  # fmt: skip
+    ]
     logs = [r for r in decoded.logs if storable_time(r.time_ns, r.observed_time_ns)]
     for _ in range(len(decoded.spans) - len(spans) + len(decoded.logs) - len(logs)):
         decoded.reject(UNSTORABLE_TIME)

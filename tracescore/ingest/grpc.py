@@ -13,10 +13,10 @@ from collections.abc import Awaitable, Callable, Sequence
 import grpc
 from google.protobuf.message import Message
 
+from tracescore import metrics
 from tracescore.ingest.decode import DecodeError, Receipt
 from tracescore.ingest.http import logs_response, metrics_response, trace_response
 from tracescore.ingest.intake import Busy, Intake, StoreUnavailable
-from tracescore.monitor import metrics
 
 
 def _export_handler(
@@ -39,7 +39,7 @@ def _export_handler(
         metrics.export_request(
             "grpc", signal, "ok", spans=receipt.spans, logs=receipt.logs,
             rejected=receipt.rejected,
-        )  # fmt: skip
+        )
         return respond(receipt)
 
     return grpc.unary_unary_rpc_method_handler(
@@ -68,7 +68,7 @@ async def start_grpc_server(
     intake: Intake, host: str, port: int, max_message_bytes: int,
     interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
     reuse_port: bool = False,
-) -> grpc.aio.Server:  # fmt: skip
+) -> grpc.aio.Server:
     """Start serving OTLP/gRPC on ``host:port`` in the running event loop.
 
     ``interceptors`` run before every handler (the API-key check of ``tracescore.auth``).

@@ -35,9 +35,9 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from tracescore import metrics
 from tracescore.ingest.decode import DecodeError, Receipt
 from tracescore.ingest.intake import RETRY_AFTER_SECONDS, Busy, Intake, StoreUnavailable
-from tracescore.monitor import metrics
 
 log = logging.getLogger(__name__)
 
@@ -201,7 +201,7 @@ async def _receive_body(request: Request, reading: _Reading) -> bytes:
             raise _HttpError(
                 408, _UNAVAILABLE, f"request body not received in time ({size} bytes in "
                 f"{loop.time() - started:.1f} s; {rate}all of it within {limits.timeout:g} s are needed)",
-            ) from None  # fmt: skip
+            ) from None
         if message["type"] == "http.disconnect":
             raise _Gone(f"{size} of {declared or 'unknown'} body bytes")
         chunk = message.get("body", b"")
@@ -252,7 +252,7 @@ def otlp_router(intake: Intake, readers: BodyReaders) -> APIRouter:
                     f"unsupported Content-Type {media_type or '(none)'!r}: "
                     f"use {PROTOBUF} or {JSON}",
                     json=True,
-                )  # fmt: skip
+                )
             receiving = received = False
             try:
                 intake.check_room()  # refuse an overload before receiving the body
@@ -266,7 +266,7 @@ def otlp_router(intake: Intake, readers: BodyReaders) -> APIRouter:
                 metrics.export_request("http", signal, "busy")
                 # Refused mid-body: close rather than wait for the rest of it.
                 return _status_response(503, _UNAVAILABLE, str(exc), json=json, retry=True,
-                                        close=receiving and not received)  # fmt: skip
+                                        close=receiving and not received)
             except _Gone as exc:
                 metrics.export_request("http", signal, "disconnected")
                 log.info("OTLP/HTTP client %s went away mid-request (%s)", _peer(request), exc)
@@ -286,7 +286,7 @@ def otlp_router(intake: Intake, readers: BodyReaders) -> APIRouter:
             metrics.export_request(
                 "http", signal, "ok", spans=receipt.spans, logs=receipt.logs,
                 rejected=receipt.rejected,
-            )  # fmt: skip
+            )
             return Response(_encode(respond(receipt), json), media_type=JSON if json else PROTOBUF)
 
         return export

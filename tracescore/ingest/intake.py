@@ -30,12 +30,12 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
+from tracescore import metrics
 from tracescore.backoff import Backoff
+from tracescore.children import stop_leftovers
 from tracescore.ingest.decode import Decoded, Receipt, decode_logs, decode_metrics, decode_traces
 from tracescore.ingest.screen import Screened, screen_logs, screen_traces
-from tracescore.children import stop_leftovers
 from tracescore.ingest.unpack import Unpacker, UnpackReport, UnpackSettings
-from tracescore.monitor import metrics
 from tracescore.store import SpanStore
 from tracescore.store.outage import database_unavailable
 
@@ -61,7 +61,7 @@ class Intake:
         self, store: SpanStore, max_pending: int, *, threads: int = 4,
         max_attribute_chars: int | None = None, max_journal_bytes: int = 256 * 1024 * 1024,
         unpackers: int = 1, shutdown_timeout: float = 10.0,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.store = store
         self.max_pending = max_pending
         self.max_journal_bytes = max_journal_bytes
@@ -79,7 +79,7 @@ class Intake:
                 on_report=_count_report,
             )
             for shard in range(unpackers)
-        ]  # fmt: skip
+        ]
         self.journal_backlog = 0
         """Bytes journaled here and not unpacked yet (as of the last look, plus what came since)."""
         self._backlog_checked = 0.0

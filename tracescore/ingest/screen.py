@@ -23,8 +23,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from tracescore.ingest.decode import (
     UNSTORABLE_TIME,
-    DecodeError,
     Decoded,
+    DecodeError,
     Receipt,
     invalid_ids,
     storable_time,
@@ -49,7 +49,7 @@ def _parse(message_type: type[Any], body: bytes) -> Any:
 def _screen(
     body: bytes, request: Any, blocks: Sequence[Any], problem: Callable[[Any], str | None],
     signal: str,
-) -> Screened:  # fmt: skip
+) -> Screened:
     """Count the records of ``blocks`` (``request``'s repeated fields of records) and drop those
     ``problem`` names a reason for."""
     reasons: list[str] = []

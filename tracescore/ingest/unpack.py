@@ -35,7 +35,7 @@ from typing import TextIO
 from tracescore import children
 from tracescore.backoff import Backoff
 from tracescore.children import Child
-from tracescore.ingest.decode import DecodeError, Decoded, decode_logs, decode_traces
+from tracescore.ingest.decode import Decoded, DecodeError, decode_logs, decode_traces
 from tracescore.ingest.truncate import truncate_for_storage
 from tracescore.store import SpanStore, open_store
 from tracescore.store.journal import JournalEntry
@@ -115,7 +115,7 @@ def _quarantine(store: SpanStore, entry: JournalEntry, error: BaseException) -> 
     log.error(
         "journal entry %d (%s, %d bytes) cannot be stored and is quarantined: %s",
         entry.seq, entry.signal, len(entry.body), reason,
-    )  # fmt: skip
+    )
     return True
 
 
@@ -166,7 +166,7 @@ class Unpacker(Child):
         super().__init__(
             f"unpacker {settings.shard + 1} of {settings.shards}", __name__, asdict(settings),
             on_report=None if on_report is None else lambda document: on_report(UnpackReport(**document)),
-        )  # fmt: skip
+        )
 
 
 def main() -> None:
@@ -283,8 +283,8 @@ class _UnpackLoop:
             return store.orphaned_journal_entries(
                 dead_before=time.time() - settings.orphan_after, not_owner=settings.owner,
                 exclude=busy, max_bytes=_GROUP_BYTES, shard=shard,
-            )  # fmt: skip
-        except Exception as exc:
+            )
+        except Exception as exc:  # noqa: BLE001 - an outage or not, the loop goes on
             self.outage.failed(exc)
             return []
 

@@ -19,8 +19,8 @@ from sqlalchemy import Engine, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import SQLModel
 
+from tracescore.judge.protocol import JudgeRequest, JudgeResponse
 from tracescore.judge.structured import parse_output, schema_json
-from tracescore.scorers.base import JudgeRequest, JudgeResponse
 from tracescore.store.engine import create_tables, make_engine
 from tracescore.store.judge_cache import JudgeVerdict
 

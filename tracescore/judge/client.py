@@ -29,13 +29,13 @@ from tracescore.judge.cache import VerdictCache, verdict_key
 from tracescore.judge.config import JudgeConfig
 from tracescore.judge.limiter import Limiter
 from tracescore.judge.loop import on_judge_loop
+from tracescore.judge.protocol import JudgeRequest, JudgeResponse
 from tracescore.judge.structured import (
     Mode,
     parse_output,
-    response_format,
     request_messages,
+    response_format,
 )
-from tracescore.scorers.base import JudgeRequest, JudgeResponse
 
 _RESERVED_OUTPUT_TOKENS = 256
 _COLD_START_GRACE = 30.0
@@ -261,7 +261,7 @@ class LiteLLMJudge:
 def _supports_schema(model: str) -> bool:
     try:
         return bool(litellm().supports_response_schema(model=model))
-    except Exception:  # litellm raises for models it has never heard of
+    except Exception:  # noqa: BLE001 - litellm raises for models it has never heard of
         return False
 
 

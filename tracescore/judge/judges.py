@@ -9,7 +9,7 @@ from sqlalchemy import Engine
 from tracescore.judge.cache import VerdictCache
 from tracescore.judge.client import LiteLLMJudge
 from tracescore.judge.config import JudgeConfig
-from tracescore.scorers.base import Judge
+from tracescore.judge.protocol import Judge
 
 _judges: dict[str, LiteLLMJudge] = {}
 _cache: VerdictCache | None = None

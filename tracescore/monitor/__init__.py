@@ -1,8 +1,7 @@
-"""Monitoring: the score API, Prometheus metrics and alerting on score regressions.
+"""Monitoring: the score API, the ``/metrics`` endpoint and alerting on score regressions.
 
 - :mod:`~tracescore.monitor.api`: ``/api/scores``, ``/api/scores/summary``, ``/api/coverage``,
   ``/api/alerts`` and ``/metrics`` as one router;
-- :mod:`~tracescore.monitor.metrics`: every Prometheus metric of the service;
 - :mod:`~tracescore.monitor.queries`: the aggregate SQL the API and the rules share;
 - :mod:`~tracescore.monitor.rules`: rule verdicts; :mod:`~tracescore.monitor.stats`: Welch's
   t-test and SQL-compatible percentiles;

@@ -28,7 +28,7 @@ import httpx
 from sqlalchemy import Engine, func, select, update
 from sqlalchemy.engine import Connection
 
-from tracescore.monitor import metrics
+from tracescore import metrics
 from tracescore.monitor.channels import Channel, build_channels
 from tracescore.monitor.config import AlertRule, AlertsConfig, MonitorConfig, RegressionRule
 from tracescore.monitor.lease import acquire_lease, release_lease

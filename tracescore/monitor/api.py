@@ -13,14 +13,9 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, HTTPException, Query, Response
 from sqlalchemy import Engine, select
 
-from tracescore.monitor import metrics
+from tracescore import metrics
 from tracescore.monitor.config import MonitorConfig, SegmentColumn
-from tracescore.monitor.queries import (
-    ScoreFilter,
-    aggregate_scores,
-    coverage,
-    list_scores,
-)
+from tracescore.monitor.queries import ScoreFilter, aggregate_scores, coverage, list_scores
 from tracescore.settings import parse_duration
 from tracescore.store.alerts import AlertEventRow, AlertStateRow
 from tracescore.store.scores import ScoreStatus
@@ -74,7 +69,7 @@ def create_monitor_router(engine: Engine, config: MonitorConfig | None = None) -
         where = ScoreFilter(
             scorer=scorer, scorer_version=scorer_version, binding=binding, agent=agent,
             service=service, model=model, status=status, since=since, until=until,
-        )  # fmt: skip
+        )
         try:
             with engine.connect() as connection:
                 items, next_cursor = list_scores(connection, where, limit, cursor, with_steps=steps)
@@ -110,7 +105,7 @@ def create_monitor_router(engine: Engine, config: MonitorConfig | None = None) -
         where = ScoreFilter(
             scorer=scorer, binding=binding, agent=agent, service=service, model=model,
             since=start, until=end,
-        )  # fmt: skip
+        )
         columns = ["scorer_id", *dict.fromkeys(group_by)]
         with engine.connect() as connection:
             groups = aggregate_scores(

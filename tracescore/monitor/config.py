@@ -10,12 +10,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import (
-    Field,
-    HttpUrl,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, HttpUrl, field_validator, model_validator
 
 from tracescore.settings import Duration, Section
 

@@ -127,7 +127,7 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
 def list_scores(
     connection: Connection, where: ScoreFilter, limit: int, cursor: str | None = None,
     *, with_steps: bool = False,
-) -> tuple[list[dict[str, Any]], str | None]:  # fmt: skip
+) -> tuple[list[dict[str, Any]], str | None]:
     """Newest first, keyset-paginated on ``(created_at, id)`` so pages stay stable under inserts."""
     c = SCORES.c
     conditions = where.conditions()

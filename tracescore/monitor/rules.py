@@ -47,7 +47,7 @@ def _filter(rule: AlertRule, since: datetime, until: datetime) -> ScoreFilter:
     return ScoreFilter(
         scorer=rule.scorer, scorer_version=rule.scorer_version, binding=rule.binding,
         agent=rule.agent, service=rule.service, model=rule.model, since=since, until=until,
-    )  # fmt: skip
+    )
 
 
 def _threshold(connection: Connection, rule: ThresholdRule, now: datetime) -> list[Verdict]:
@@ -56,7 +56,7 @@ def _threshold(connection: Connection, rule: ThresholdRule, now: datetime) -> li
     groups = aggregate_scores(
         connection, _filter(rule, now - window, now), rule.segment_by,
         quantiles=[quantile] if quantile is not None else [],
-    )  # fmt: skip
+    )
     verdicts = []
     for group in groups:
         n = group.moments.n

@@ -64,7 +64,7 @@ def welch_p_value(
         current.mean, current.std, current.n,
         baseline.mean, baseline.std, baseline.n,
         equal_var=False, alternative=alternative,
-    )  # fmt: skip
+    )
     return float(result.pvalue)
 
 

@@ -11,8 +11,8 @@ from collections.abc import Awaitable, Callable
 
 from sqlalchemy import Engine, func, select
 
+from tracescore import metrics
 from tracescore.backoff import Backoff, repeat
-from tracescore.monitor import metrics
 from tracescore.monitor.alerts import AlertEvaluator
 from tracescore.monitor.config import AlertsConfig, MonitorConfig
 from tracescore.store.tables import TraceRow
@@ -46,11 +46,11 @@ def monitoring_task(
 
     async def run() -> None:
         steps = [repeat(lambda: sample_trace_states(engine), monitor.gauge_interval,
-                        Backoff("queue gauges: the database"))]  # fmt: skip
+                        Backoff("queue gauges: the database"))]
         evaluator = AlertEvaluator(engine, alerts, monitor) if alerts.rules else None
         if evaluator is not None:
             steps.append(repeat(evaluator.run_once, monitor.evaluation_interval,
-                                Backoff("alert rounds: the database")))  # fmt: skip
+                                Backoff("alert rounds: the database")))
         try:
             await asyncio.gather(*steps)
         finally:

@@ -95,7 +95,7 @@ SUPPORT_TOPICS = (
      "Invoices: Billing > History > Export CSV downloads every invoice of the account.",
      "You can export your invoices from Billing > History with Export CSV, which downloads all "
      "invoices of your account."),
-)  # fmt: skip
+)
 
 
 def _support(rng: random.Random) -> Turn:
@@ -124,7 +124,7 @@ def _research(rng: random.Random) -> Turn:
          "citations": rng.randint(10, 900)},
         {"title": f"Scaling {subject} in practice", "year": rng.randint(2020, 2025),
          "citations": rng.randint(5, 300)},
-    ]  # fmt: skip
+    ]
     abstract = f"We show that {subject} improves accuracy on knowledge-intensive benchmarks by 4 to 9 points."
     return Turn(
         question=f"Summarize the recent evidence on {subject} with two papers.",
@@ -197,7 +197,7 @@ class DemoSender:
             provider = TracerProvider(resource=Resource.create({
                 "service.name": agent.service, "service.version": "1.4.2",
                 "deployment.environment": "demo",
-            }))  # fmt: skip
+            }))
             if exporter is not None:
                 provider.add_span_processor(SimpleSpanProcessor(exporter))
             else:
@@ -220,7 +220,7 @@ class DemoSender:
         answer = getattr(turn, self.quality(agent))
         tracer = self.tracers[agent.service]
         model_attrs = {"gen_ai.provider.name": agent.provider, "gen_ai.request.model": agent.model,
-                       "gen_ai.response.model": agent.model}  # fmt: skip
+                       "gen_ai.response.model": agent.model}
         system = json.dumps([{"type": "text", "content": agent.instructions}])
         user = _text("user", turn.question)
         clock = time.time_ns()
@@ -231,19 +231,19 @@ class DemoSender:
                         "gen_ai.input.messages": json.dumps([user]),
                         "gen_ai.conversation.id": f"conv-{self.rng.randrange(16**8):08x}",
                         **model_attrs},
-        )  # fmt: skip
+        )
         context = set_span_in_context(root)
         history: list[dict[str, Any]] = [user]
         calls = [
             {"type": "tool_call", "id": f"call_{self.rng.randrange(16**10):010x}", "name": name,
              "arguments": args}
             for name, args, _ in turn.tools
-        ]  # fmt: skip
+        ]
         first = {"role": "assistant", "parts": [{"type": "reasoning", "content": turn.reasoning}, *calls],
-                 "finish_reason": "tool_call"}  # fmt: skip
+                 "finish_reason": "tool_call"}
         clock = self._chat(tracer, context, agent, system, list(history), first, clock)
         history.append(first)
-        for call, (_, _, result) in zip(calls, turn.tools):
+        for call, (_, _, result) in zip(calls, turn.tools, strict=True):
             duration = self.rng.randint(40, 400) * 1_000_000
             span = tracer.start_span(
                 f"execute_tool {call['name']}", context=context, kind=SpanKind.INTERNAL,
@@ -252,7 +252,7 @@ class DemoSender:
                             "gen_ai.tool.type": "function", "gen_ai.tool.call.id": call["id"],
                             "gen_ai.tool.call.arguments": json.dumps(call["arguments"]),
                             "gen_ai.tool.call.result": json.dumps(result)},
-            )  # fmt: skip
+            )
             clock += duration
             span.end(end_time=clock)
             history.append(
@@ -291,7 +291,7 @@ class DemoSender:
                         "gen_ai.response.finish_reasons": [output["finish_reason"]],
                         "gen_ai.usage.input_tokens": tokens_in,
                         "gen_ai.usage.output_tokens": tokens_out},
-        )  # fmt: skip
+        )
         end = clock + self.rng.randint(300, 1800) * 1_000_000
         span.end(end_time=end)
         return end

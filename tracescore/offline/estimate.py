@@ -50,14 +50,9 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from tracescore.extract.model import AgentRun
+from tracescore.judge.protocol import JudgeRequest, JudgeResponse
 from tracescore.pipeline.bindings import CompiledBinding
-from tracescore.scorers.base import (
-    JudgeRequest,
-    JudgeResponse,
-    PromptStep,
-    Scorer,
-    StepContext,
-)
+from tracescore.scorers.base import PromptStep, Scorer, StepContext
 from tracescore.scorers.llm.sketch import typical_text
 from tracescore.store.scores import ScoreRow
 
@@ -137,7 +132,7 @@ class PastAnswers:
             found = connection.execute(
                 select(table.c.key, table.c.text, table.c.output_tokens)
                 .where(table.c.key.in_(order))
-            ).all()  # fmt: skip
+            ).all()
         if not found:
             return None
         key, text, tokens = min(found, key=lambda row: order.index(row.key))
@@ -258,7 +253,7 @@ def estimate_cost(
     )
     return CostEstimate(binding.name, scorer.id, total_runs, per_run * total_runs,
                         calls / runs_sampled, input_tokens / runs_sampled,
-                        output_tokens / calls if calls else 0.0, method)  # fmt: skip
+                        output_tokens / calls if calls else 0.0, method)
 
 
 _PRICED_AS = {
@@ -295,7 +290,7 @@ def typical(schema: type[BaseModel]) -> BaseModel:
     return schema.model_construct(**{
         field.alias or name: _typical_value(field.annotation)
         for name, field in schema.model_fields.items()
-    })  # fmt: skip
+    })
 
 
 def _typical_value(annotation: Any) -> Any:
@@ -356,7 +351,7 @@ def _prices(model: str) -> tuple[float, float]:
     try:
         price_in, _ = litellm().cost_per_token(model=model, prompt_tokens=1, completion_tokens=0)
         _, price_out = litellm().cost_per_token(model=model, prompt_tokens=0, completion_tokens=1)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a model litellm has no price for costs nothing known
         return 0.0, 0.0
     return float(price_in), float(price_out)
 
@@ -382,7 +377,7 @@ def _past_output_tokens(engine: Engine, scorer_id: str, steps: Sequence[str]) ->
                        & (verdicts.c.output_tokens > 0))
                 .order_by(verdicts.c.created_at.desc())
                 .limit(HISTORY_CALLS)
-            ))  # fmt: skip
+            ))
             if tokens:
                 from_verdicts[step] = tokens
         missing = [step for step in steps if step not in from_verdicts]
@@ -391,7 +386,7 @@ def _past_output_tokens(engine: Engine, scorer_id: str, steps: Sequence[str]) ->
             .where((scores.c.scorer_id == scorer_id) & (scores.c.output_tokens > 0))
             .order_by(scores.c.created_at.desc())
             .limit(HISTORY_CALLS)
-        ) if missing else []  # fmt: skip
+        ) if missing else []
         for row in rows:
             for trace in (row or {}).get("steps") or []:
                 for call in trace.get("judge_calls") or []:

@@ -29,6 +29,6 @@ def progress_bar(description: str, total: int) -> Iterator[Callable[[int], None]
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
         console=Console(stderr=True), transient=True,
-    ) as progress:  # fmt: skip
+    ) as progress:
         task = progress.add_task(description, total=total)
         yield lambda n=1: progress.advance(task, n)

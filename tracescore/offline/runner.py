@@ -136,7 +136,7 @@ async def arun_evals(
             result = ItemResult(index, item, None)
             try:
                 result.run, result.output = await _item_run(item, index, target)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - one bad item is reported, not fatal
                 result.error = f"{type(exc).__name__}: {exc}"
             if result.run is not None:
                 rows, _decisions = await worker.score_runs([result.run])

@@ -116,7 +116,7 @@ def compile_bindings(
     for binding in bindings:
         try:
             scorer, higher_is_better = build_scorer(binding, judges)
-        except Exception as exc:  # noqa: BLE001 - name the binding whatever the factory raised
+        except Exception as exc:
             raise BindingError(f"scorer binding {binding.name!r}: {exc}") from exc
         limiter = BindingLimiter(engine, binding.name, binding.limits) if engine else None
         compiled.append(

@@ -58,17 +58,6 @@ class ScorerBinding(Section):
     """Score at which the result is labelled ``pass`` (``fail`` below) in emitted evaluations."""
 
 
-class ExportConfig(Section):
-    """Where scores are re-emitted as OpenTelemetry ``gen_ai.evaluation.result`` events."""
-
-    otlp_endpoint: str | None = None
-    protocol: Literal["http/protobuf", "grpc"] = "http/protobuf"
-    headers: dict[str, str] = Field(default_factory=dict)
-    timeout: float = Field(10.0, gt=0)
-    batch_delay: float = Field(1.0, gt=0)
-    """Seconds the exporters wait to batch evaluations before sending them."""
-
-
 class WorkersConfig(Section):
     processes: int | None = Field(None, ge=0, le=16)
     """Scoring worker processes per service process (see :mod:`tracescore.pipeline.process`):

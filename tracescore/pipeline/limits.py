@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from sqlalchemy import func, select
@@ -63,7 +63,7 @@ class BindingLimiter:
         """Whether one more run may be scored now; admitted runs count towards the rate."""
         if not self.active:
             return "ok"
-        now = now or datetime.now(timezone.utc)
+        now = now or datetime.now(UTC)
         with self._lock:
             stale = time.monotonic() - self._refreshed_at >= self._refresh_seconds
             if stale or now.date().isoformat() != self._day:

@@ -10,7 +10,7 @@ leases, as several services do. With 0 the worker runs in the service process, a
 background task.
 
 A child's metrics reach the service's ``/metrics`` as report lines: :class:`MetricRelay` stands
-in for :mod:`tracescore.monitor.metrics` in the child and sends the calls, which the service
+in for :mod:`tracescore.metrics` in the child and sends the calls, which the service
 replays on its own metrics (:func:`replay`).
 """
 
@@ -25,10 +25,9 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TextIO
 
-from tracescore import children
+from tracescore import children, metrics
 from tracescore.children import Child
 from tracescore.config import Config
-from tracescore.monitor import metrics
 from tracescore.store import SpanStore, open_store
 
 log = logging.getLogger(__name__)
@@ -102,7 +101,7 @@ def scoring_processes_task(config: Config, store: SpanStore) -> Callable[[], Awa
             {"store_url": url, "shutdown_timeout": config.server.shutdown_timeout,
              "config": config.model_dump(mode="json")},
             on_report=replay,
-        )  # fmt: skip
+        )
         for index in range(count)
     ]
 
@@ -126,7 +125,7 @@ def scoring_processes_task(config: Config, store: SpanStore) -> Callable[[], Awa
 def main() -> None:
     """A scoring process: the service's config from the environment; it ends when the service
     closes its standard input, finishing or handing back what it holds."""
-    from tracescore.pipeline.runner import pipeline_task  # noqa: PLC0415 - the scorers
+    from tracescore.pipeline.runner import pipeline_task  # the scorers
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the terminal's Ctrl-C is the service's to handle
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

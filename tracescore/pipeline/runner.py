@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from tracescore import metrics
 from tracescore.config import Config
-from tracescore.monitor import metrics
 from tracescore.pipeline.bindings import compile_bindings
 from tracescore.pipeline.worker import PipelineMetrics, ScoringWorker
 from tracescore.store import SpanStore
@@ -20,7 +20,7 @@ def build_worker(
 ) -> ScoringWorker:
     """A worker for ``config``'s bindings on ``store``; raises :class:`BindingError` early."""
     if config.judges:
-        from tracescore.judge import use_verdict_store  # noqa: PLC0415 - only with judges
+        from tracescore.judge import use_verdict_store  # only with judges
 
         use_verdict_store(store.engine)
     bindings = compile_bindings(config.scorers, dict(config.judges), store.engine)
@@ -36,7 +36,7 @@ def pipeline_task(
     service (``workers.processes: 0``) or the work of a scoring process."""
     emitter = None
     if config.export.otlp_endpoint:
-        from tracescore.emit.otel import EvaluationEmitter  # noqa: PLC0415
+        from tracescore.emit.otel import EvaluationEmitter
 
         emitter = EvaluationEmitter(config.export)
     worker = build_worker(config, store, emit=emitter.emit if emitter else None, metrics=metrics)

@@ -26,15 +26,15 @@ import socket
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from pydantic_core import to_jsonable_python
 
+from tracescore import metrics
 from tracescore.backoff import Backoff
 from tracescore.extract import extract_runs
 from tracescore.extract.model import AgentRun
-from tracescore.monitor import metrics
 from tracescore.pipeline.bindings import CompiledBinding
 from tracescore.pipeline.config import WorkersConfig
 from tracescore.pipeline.sampling import is_sampled, sampled_at, unit_hash
@@ -94,7 +94,7 @@ def score_row(
     error: str | None = None, now: datetime | None = None,
 ) -> dict[str, Any]:
     """The ``scores`` row of one binding on one run."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     row: dict[str, Any] = {
         "id": score_id(run.trace_id, run.span_id, binding.name, binding.scorer.version),
         "trace_id": run.trace_id,
@@ -145,11 +145,11 @@ def unstorable_score(row: dict[str, Any], error: BaseException) -> dict[str, Any
         **row, "status": "error", "score": None, "label": None, "reason": None, "steps": None,
         "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0,
         "error": f"the score could not be stored: {type(error).__name__}: {error}"[:2000],
-    }  # fmt: skip
+    }
 
 
 class PipelineMetrics(Protocol):
-    """The metrics the worker records (:mod:`tracescore.monitor.metrics` has them all)."""
+    """The metrics the worker records (:mod:`tracescore.metrics` has them all)."""
 
     def traces_done(self, count: int) -> None: ...
 
@@ -162,7 +162,7 @@ class PipelineMetrics(Protocol):
     def judge_call(
         self, model: str, input_tokens: int, output_tokens: int, cost_usd: float, latency_seconds: float,
         *, outcome: str = "ok",
-    ) -> None: ...  # fmt: skip
+    ) -> None: ...
 
     def text_values_replaced(self, where: str, count: int) -> None: ...
 
@@ -295,7 +295,7 @@ class ScoringWorker:
         the tasks of its traces that go on asynchronously."""
         try:
             batch = await asyncio.to_thread(self._run_batch, claims)
-        except Exception as exc:  # noqa: BLE001 - the database, most likely: leases expire
+        except Exception as exc:
             self._database.failed(exc)
             if not database_unavailable(exc):
                 log.exception("scoring a batch of %d traces failed", len(claims))
@@ -327,7 +327,7 @@ class ScoringWorker:
         if first_time := sum(not claim.scored_before for claim in batch.unsampled):
             batch.tallies = {binding.name: first_time for binding in self.bindings}
         loaded = self.store.load_traces(list(sampling), settle=False) if sampling else {}
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         for claim in claims:
             verdicts = sampling.get(claim.trace_id)
             if verdicts is None:
@@ -371,7 +371,7 @@ class ScoringWorker:
         claims = [trace.claim for trace in traces] + list(unsampled)
         if not claims:
             return
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         dialect = self.store.engine.dialect
         try:
             decisions = prepare_decisions(dialect, [d for trace in traces for d in trace.decisions])
@@ -404,11 +404,11 @@ class ScoringWorker:
             # Shutting down: hand the trace back at once rather than leave it to its lease.
             self.store.queue.release(claim, None)
             raise
-        except Exception as exc:  # noqa: BLE001 - give the trace back, keep the loop alive
+        except Exception as exc:
             log.exception("scoring trace %s failed", claim.trace_id)
             try:
                 await asyncio.to_thread(self.store.queue.release, claim, f"{type(exc).__name__}: {exc}")
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("releasing trace %s failed; its lease will expire", claim.trace_id)
             return []
         self._observe([trace], 0)
@@ -443,7 +443,7 @@ class ScoringWorker:
         """
         decisions: list[dict[str, Any]] = []
         jobs = []
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         for binding in self.bindings:
             for run in binding.eligible(runs):
                 sampled = is_sampled(run.trace_id, binding.sampling_rate)
@@ -506,4 +506,4 @@ def _decision(binding: CompiledBinding, run: AgentRun, sampled: bool, now: datet
     return {
         "id": score_id(run.trace_id, run.span_id, binding.name, "sampling"), "trace_id": run.trace_id,
         "span_id": run.span_id, "binding": binding.name, "sampled": sampled, "created_at": now,
-    }  # fmt: skip
+    }

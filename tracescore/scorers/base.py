@@ -23,12 +23,19 @@ import numbers
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, NoReturn, Protocol, TypeAlias, TypeVar, runtime_checkable
+from typing import Any, Literal, NoReturn, TypeAlias, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
+from tracescore.extract.conversation import Conversation
 from tracescore.extract.model import AgentRun, ToolDefinition
-from tracescore.scorers.utils import get_assistant_message, run_input_text, run_output_text
+from tracescore.judge.protocol import Judge, JudgeRequest
+from tracescore.scorers.utils import (
+    get_assistant_message,
+    make_test_message,
+    run_input_text,
+    run_output_text,
+)
 
 STEP_NAMES = ("preprocess", "analyze", "generate_score", "generate_reason")
 
@@ -46,6 +53,9 @@ class ScorerRun:
     output: Any = None
     ground_truth: Any = None
     agent_run: AgentRun | None = None
+    conversation: Conversation | None = None
+    """The typed turns when a conversation is scored; ``input`` / ``output`` then hold its user
+    messages and its answers, one per turn, so run scorers read a conversation as one long run."""
     context: list[str] = field(default_factory=list)
     tools: list[ToolDefinition] = field(default_factory=list)
     run_id: str | None = None
@@ -59,8 +69,9 @@ class ScorerRun:
     """
 
     @classmethod
-    def of(cls, run: AgentRun | Mapping[str, Any] | ScorerRun) -> ScorerRun:
-        """Accept an extracted ``AgentRun``, a Mastra-shaped run dict, or a ``ScorerRun``.
+    def of(cls, run: Scorable) -> ScorerRun:
+        """Accept an extracted ``AgentRun``, a ``Conversation``, a Mastra-shaped run dict, or a
+        ``ScorerRun``.
 
         A dict run uses Mastra's keys (``input``, ``output``, ``groundTruth``, ``runId``,
         ``traceId``, ``spanId``) or their snake_case forms, plus optional ``context`` (strings),
@@ -68,6 +79,8 @@ class ScorerRun:
         """
         if isinstance(run, ScorerRun):
             return run
+        if isinstance(run, Conversation):
+            return _conversation_run(cls, run)
         if isinstance(run, AgentRun):
             return cls(
                 input=run.mastra_input(),
@@ -97,7 +110,41 @@ class ScorerRun:
                 span_id=run["spanId"] if "spanId" in run else run.get("span_id"),
                 error=str(run["error"]) if run.get("error") else None,
             )
-        raise TypeError(f"cannot score a {type(run).__name__}: expected AgentRun, dict or ScorerRun")
+        raise TypeError(f"cannot score a {type(run).__name__}: expected AgentRun, Conversation, dict or ScorerRun")
+
+
+Scorable: TypeAlias = "AgentRun | Conversation | Mapping[str, Any] | ScorerRun"
+"""What ``Scorer.run`` accepts."""
+
+
+def _conversation_run(cls: type[ScorerRun], conversation: Conversation) -> ScorerRun:
+    """A conversation in Mastra's run shape: every turn's user message as input, every answer as
+    output (what Mastra's code scorers would compare for a whole thread), the system prompt of
+    the latest turn that had one, and the last turn's ids: a conversation's score belongs to
+    where it ended."""
+    turns = conversation.turns
+    user = [make_test_message(t.user, "user", id=f"{t.span_id}-user") for t in turns if t.user]
+    answers = [
+        make_test_message(t.answer, "assistant", id=f"{t.span_id}-answer") for t in turns if t.answer
+    ]
+    system = next(
+        (t.run.input.system_messages for t in reversed(turns) if t.run and t.run.input.system_messages),
+        [],
+    )
+    last = conversation.last_turn
+    return cls(
+        input={
+            "inputMessages": user,
+            "rememberedMessages": [],
+            "systemMessages": [m.model_dump(mode="json", by_alias=True) for m in system],
+            "taggedSystemMessages": {},
+        },
+        output=answers,
+        conversation=conversation,
+        run_id=conversation.id,
+        trace_id=last.trace_id if last else None,
+        span_id=last.span_id if last else None,
+    )
 
 
 @dataclass
@@ -159,38 +206,6 @@ class PromptStep:
     sketch: Callable[[StepContext], BaseModel | str] | None = None
 
 
-@dataclass
-class JudgeRequest:
-    prompt: str
-    instructions: str | None
-    schema: type[BaseModel] | None
-    scorer_id: str
-    scorer_version: str
-    step: str
-
-
-@dataclass
-class JudgeResponse:
-    output: Any  # validated schema instance, or the text when the request had no schema
-    text: str
-    model: str
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    attempts: int = 1
-    duration_ms: float = 0.0
-    cached: bool = False
-
-
-@runtime_checkable
-class Judge(Protocol):
-    """Anything that answers judge requests; ``tracescore.judge`` provides the LLM-backed one."""
-
-    model: str
-
-    async def complete(self, request: JudgeRequest) -> JudgeResponse: ...
-
-
 def resolve_judge(spec: Any) -> Judge:
     """Turn a judge spec (a ``Judge``, a model string or a judge config) into a ``Judge``.
 
@@ -202,7 +217,7 @@ def resolve_judge(spec: Any) -> Judge:
     if isinstance(spec, Judge):
         return spec
     try:
-        from tracescore.judge import get_judge  # noqa: PLC0415 - deliberately lazy
+        from tracescore.judge import get_judge
     except ImportError as exc:
         raise RuntimeError(
             f"cannot build a judge from {spec!r}: tracescore.judge.get_judge is not available ({exc})"
@@ -319,7 +334,7 @@ class Scorer:
         ordered = tuple((n, steps[n]) for n in STEP_NAMES if n in steps)
         return dataclasses.replace(self, _steps=ordered)
 
-    async def run(self, run: AgentRun | Mapping[str, Any] | ScorerRun) -> ScoreResult:
+    async def run(self, run: Scorable) -> ScoreResult:
         """Score one run. Step errors become ``status="error"``; this never raises for them."""
         started = time.perf_counter()
         outcome = _Outcome()
@@ -356,7 +371,7 @@ class Scorer:
             "duration_ms": (time.perf_counter() - started) * 1000,
         })
 
-    def run_sync(self, run: AgentRun | Mapping[str, Any] | ScorerRun) -> ScoreResult:
+    def run_sync(self, run: Scorable) -> ScoreResult:
         """``run`` for synchronous callers, also from inside a running event loop.
 
         A scorer whose steps are all plain functions never suspends, so its coroutine is driven
@@ -505,7 +520,7 @@ def _may_suspend(step: Step) -> bool:
     return (
         isinstance(step, PromptStep)
         or inspect.iscoroutinefunction(step)
-        or inspect.iscoroutinefunction(getattr(step, "__call__", None))
+        or inspect.iscoroutinefunction(getattr(step, "__call__", None))  # noqa: B004 - a callable object's own method
     )
 
 

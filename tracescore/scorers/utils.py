@@ -13,7 +13,7 @@ import math
 import sys
 import uuid
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, TypedDict
 
 Message = Mapping[str, Any]
@@ -240,9 +240,9 @@ def get_system_messages(run_input: Any) -> list[str]:
         messages = run_input.get(key)
         if isinstance(messages, list):
             for message in messages:
-                if _is_record(message) and message.get("role") == "system":
-                    if text := _text_from_value(message):
-                        found.append(text)
+                if (_is_record(message) and message.get("role") == "system"
+                        and (text := _text_from_value(message))):
+                    found.append(text)
     tagged = run_input.get("taggedSystemMessages")
     if _is_record(tagged):
         for messages in tagged.values():
@@ -436,7 +436,7 @@ def make_test_message(
         "id": id,
         "role": role,
         "content": body,
-        "createdAt": datetime.now(timezone.utc).isoformat(),
+        "createdAt": datetime.now(UTC).isoformat(),
     }
 
 

@@ -42,10 +42,10 @@ def span_json(span: Span) -> dict[str, Any]:
             {"trace_id": k.trace_id, "span_id": k.span_id, "trace_state": k.trace_state,
              "attributes": jsonable(k.attributes)}
             for k in span.links
-        ],  # fmt: skip
+        ],
         "resource": jsonable(span.resource.attributes),
         "scope": {"name": span.scope.name, "version": span.scope.version,
-                  "attributes": jsonable(span.scope.attributes)},  # fmt: skip
+                  "attributes": jsonable(span.scope.attributes)},
         "trace_state": span.trace_state,
         "flags": span.flags,
     }

@@ -57,7 +57,7 @@ def bulk_insert(
     conflict = (
         f"({key}) DO UPDATE SET " + ", ".join(f"{column} = excluded.{column}" for column in update)
         if update else "DO NOTHING"
-    )  # fmt: skip
+    )
     if dialect == "postgresql":
         return _copy(table, columns, conflict)
     return _executemany(table, columns, "?" if paramstyle == "qmark" else "%s", conflict)

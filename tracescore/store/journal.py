@@ -84,7 +84,7 @@ class Journal(Protocol):
     def entries(
         self, *, owner: str | None = None, exclude: Collection[int] = (),
         max_bytes: int | None = None, limit: int = 16, shard: tuple[int, int] = (0, 1),
-    ) -> list[JournalEntry]:  # fmt: skip
+    ) -> list[JournalEntry]:
         """Waiting entries of one collector (``owner``) or of all, oldest first, less
         ``exclude`` (being unpacked already), and only those whose number is ``k`` modulo
         ``n`` for ``shard=(k, n)``; with ``max_bytes``, only the first ones whose bodies fit
@@ -93,7 +93,7 @@ class Journal(Protocol):
     def orphans(
         self, *, dead_before: float, not_owner: str, exclude: Collection[int] = (),
         max_bytes: int | None = None, limit: int = 16, shard: tuple[int, int] = (0, 1),
-    ) -> list[JournalEntry]:  # fmt: skip
+    ) -> list[JournalEntry]:
         """Like :meth:`entries`, for entries received before ``dead_before`` by collectors
         (other than ``not_owner``) whose unpacker has not beaten since then."""
 
@@ -152,7 +152,7 @@ class SqlJournal:
     def entries(
         self, *, owner: str | None = None, exclude: Collection[int] = (),
         max_bytes: int | None = None, limit: int = 16, shard: tuple[int, int] = (0, 1),
-    ) -> list[JournalEntry]:  # fmt: skip
+    ) -> list[JournalEntry]:
         query = select(_journal.c.seq, _journal.c.size).where(_waiting)
         if owner is not None:
             query = query.where(_journal.c.owner == owner)
@@ -161,7 +161,7 @@ class SqlJournal:
     def orphans(
         self, *, dead_before: float, not_owner: str, exclude: Collection[int] = (),
         max_bytes: int | None = None, limit: int = 16, shard: tuple[int, int] = (0, 1),
-    ) -> list[JournalEntry]:  # fmt: skip
+    ) -> list[JournalEntry]:
         alive = select(_unpackers.c.owner).where(_unpackers.c.heartbeat >= dead_before)
         query = select(_journal.c.seq, _journal.c.size).where(
             _waiting & _journal.c.owner.not_in(alive) & (_journal.c.owner != not_owner)
@@ -172,7 +172,7 @@ class SqlJournal:
     def _load(
         self, query: Select[tuple[int, int]], exclude: Collection[int], max_bytes: int | None, limit: int,
         shard: tuple[int, int],
-    ) -> list[JournalEntry]:  # fmt: skip
+    ) -> list[JournalEntry]:
         if exclude:
             query = query.where(_journal.c.seq.not_in(list(exclude)))
         if shard[1] > 1:

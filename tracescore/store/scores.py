@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import orjson
@@ -29,7 +29,7 @@ SCORE_STATUSES: tuple[str, ...] = ScoreStatus.__args__  # type: ignore[attr-defi
 
 
 def _utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def score_id(trace_id: str, span_id: str, binding: str, scorer_version: str) -> str:

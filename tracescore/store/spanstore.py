@@ -28,9 +28,9 @@ from tracescore.store.bulk import bulk_insert
 from tracescore.store.engine import create_tables
 from tracescore.store.journal import Journal, JournalEntry, QuarantinedEntry, SqlJournal
 from tracescore.store.spool import SpoolJournal
+from tracescore.store.tables import LogRow, ResourceRow, ScopeRow, SpanRow, TraceRow
 from tracescore.store.text import TextGuard
 from tracescore.store.trace_queue import ReadinessRules, TraceQueue, touch_traces
-from tracescore.store.tables import LogRow, ResourceRow, ScopeRow, SpanRow, TraceRow
 from tracescore.store.writelock import SqliteWriteLock
 
 
@@ -103,11 +103,11 @@ _SPAN_COLUMNS = (
     "trace_id", "span_id", "parent_span_id", "name", "kind", "start_time_ns", "end_time_ns",
     "status_code", "status_message", "trace_state", "flags", "service_name", "attributes",
     "events", "links", "resource_id", "scope_id",
-)  # fmt: skip
+)
 _LOG_COLUMNS = (
     "record_hash", "trace_id", "span_id", "time_ns", "observed_time_ns", "event_name", "severity_number",
     "severity_text", "body", "attributes", "flags", "resource_id", "scope_id",
-)  # fmt: skip
+)
 
 
 def _span_row(span: Span, refs: _Refs) -> tuple[Any, ...]:
@@ -172,7 +172,7 @@ def _trace_rows(
                 "trace_id": trace_id, "service_name": service_name,
                 "root_name": name if is_root else "", "has_root": is_root, "start_time_ns": start,
                 "end_time_ns": end, "now": now,
-            }  # fmt: skip
+            }
             continue
         if is_root and not row["has_root"]:
             row.update(has_root=True, root_name=name, service_name=service_name)
@@ -185,7 +185,7 @@ def _trace_rows(
             rows[record.trace_id] = {
                 "trace_id": record.trace_id, "service_name": "", "root_name": "",
                 "has_root": False, "start_time_ns": None, "end_time_ns": None, "now": now,
-            }  # fmt: skip
+            }
     return [rows[trace_id] for trace_id in sorted(rows)]
 
 
@@ -259,7 +259,7 @@ class SpanStore:
     def write(
         self, spans: Sequence[Span], logs: Sequence[LogRecord] = (), *,
         received_at: float | None = None, consume: Sequence[JournalEntry] = (),
-    ) -> bool:  # fmt: skip
+    ) -> bool:
         """Store spans and log records and update their traces, in one transaction.
 
         Returns only once committed (durable); raises on any database failure, with nothing
@@ -317,14 +317,14 @@ class SpanStore:
     def journal_entries(
         self, *, owner: str | None = None, exclude: Collection[int] = (),
         max_bytes: int | None = None, limit: int = 16, shard: tuple[int, int] = (0, 1),
-    ) -> list[JournalEntry]:  # fmt: skip
+    ) -> list[JournalEntry]:
         """See :meth:`tracescore.store.journal.Journal.entries`."""
         return self._journal.entries(owner=owner, exclude=exclude, max_bytes=max_bytes, limit=limit, shard=shard)
 
     def orphaned_journal_entries(
         self, *, dead_before: float, not_owner: str, exclude: Collection[int] = (),
         max_bytes: int | None = None, shard: tuple[int, int] = (0, 1),
-    ) -> list[JournalEntry]:  # fmt: skip
+    ) -> list[JournalEntry]:
         """See :meth:`tracescore.store.journal.Journal.orphans`."""
         return self._journal.orphans(
             dead_before=dead_before, not_owner=not_owner, exclude=exclude, max_bytes=max_bytes, shard=shard

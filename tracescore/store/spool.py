@@ -129,14 +129,14 @@ class SpoolJournal:
     def entries(
         self, *, owner: str | None = None, exclude: Collection[int] = (),
         max_bytes: int | None = None, limit: int = 16, shard: tuple[int, int] = (0, 1),
-    ) -> list[JournalEntry]:  # fmt: skip
+    ) -> list[JournalEntry]:
         found = (e for e in self._waiting() if owner is None or e.owner == owner)
         return self._load(found, exclude, max_bytes, limit, shard)
 
     def orphans(
         self, *, dead_before: float, not_owner: str, exclude: Collection[int] = (),
         max_bytes: int | None = None, limit: int = 16, shard: tuple[int, int] = (0, 1),
-    ) -> list[JournalEntry]:  # fmt: skip
+    ) -> list[JournalEntry]:
         with self._engine.connect() as conn:
             alive = set(conn.execute(select(_unpackers.c.owner).where(_unpackers.c.heartbeat >= dead_before)).scalars())
         before_ns = dead_before * 1e9
@@ -148,7 +148,7 @@ class SpoolJournal:
     def _load(
         self, candidates: Iterable[_Waiting], exclude: Collection[int], max_bytes: int | None, limit: int,
         shard: tuple[int, int],
-    ) -> list[JournalEntry]:  # fmt: skip
+    ) -> list[JournalEntry]:
         """The first ``limit`` candidates of ``shard`` not in ``exclude`` whose bodies fit in
         ``max_bytes`` (at least one), oldest first; an entry deleted meanwhile is skipped."""
         skip = set(exclude)
@@ -258,10 +258,10 @@ class SpoolJournal:
         stale_before = (time.time() - _STALE_SECONDS) * 1e9
         for name in os.listdir(self.directory):
             head, _, rest = name.partition(".")
-            if rest in ("", "tmp") and head.isdigit() and int(head) < stale_before:
-                if rest == "tmp" or (int(head) not in waiting_seqs and int(head) not in failed):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(self.directory / name)
+            stale = rest in ("", "tmp") and head.isdigit() and int(head) < stale_before
+            if stale and (rest == "tmp" or (int(head) not in waiting_seqs and int(head) not in failed)):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.directory / name)
 
     # ------------------------------------------------------------------ readers' side
 

@@ -197,7 +197,7 @@ class TraceQueue:
     def __init__(
         self, write_transaction: Callable[[], AbstractContextManager[Connection]], journal: Journal,
         rules: ReadinessRules,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self._write_transaction = write_transaction
         self._journal = journal
         self.rules = rules
@@ -270,4 +270,4 @@ class TraceQueue:
                 _RELEASE,
                 {"error": error, "max_attempts": self.rules.max_attempts, "trace_id": claim.trace_id,
                  "token": claim.token},
-            )  # fmt: skip
+            )

@@ -64,7 +64,7 @@ class Period:
 def runs_url(
     binding: str | None, scorer: str | None, segment: dict[str, Any] | None,
     since: datetime, until: datetime,
-) -> str:  # fmt: skip
+) -> str:
     """The runs page of a binding (or scorer), optionally one segment, over ``[since, until)``."""
     params: dict[str, str | None] = {"binding": binding, "scorer": scorer}
     params.update(
@@ -107,7 +107,7 @@ def firing_periods(
         binding, scorer = _target(by_name.get(event["rule"]), payload)
         periods.append(Period(event["rule"], event["segment"] or {}, started,
                               _moment(event["at"]), str(payload.get("summary", "")),
-                              binding, scorer))  # fmt: skip
+                              binding, scorer))
     for state in queries.firing_alerts(connection) if firing is None else firing:
         started = _moment(state["since"])
         if started >= until:
@@ -116,7 +116,7 @@ def firing_periods(
         if binding is None and scorer is None:
             continue  # a rule no longer configured: nothing says which chart it was about
         periods.append(Period(state["rule"], state["segment"] or {}, started, None,
-                              state["summary"], binding, scorer))  # fmt: skip
+                              state["summary"], binding, scorer))
     return sorted(periods, key=lambda p: (p.start, p.rule))
 
 
@@ -214,7 +214,7 @@ def alerts_page(
                 runs_url=runs_url(binding, scorer, state["segment"], since, until),
                 chart_url=chart_url(rule, state["segment"] or {}, started - 4 * window),
             )
-        )  # fmt: skip
+        )
     history = queries.alert_events(connection, rule=rule_filter, limit=HISTORY_LIMIT)
     shown = [views[name] for name in sorted(views) if rule_filter in (None, name)]
     return {

@@ -146,7 +146,7 @@ def overview(
     summary = cache.get(
         (str(engine.url), tuple(bindings), window, column), aggregates_ttl(window),
         lambda: _aggregates(engine, bindings, window, column),
-    )  # fmt: skip
+    )
     where = ScoreFilter(scorer=view.scorer, agent=view.agent, model=view.model)
     ranged = replace(where, binding=view.binding, since=window.since, until=window.until)
     now = datetime.now(UTC)
@@ -161,7 +161,7 @@ def overview(
         _panel(name, summary, window, view, periods_of(periods, name, summary.scorers.get(name, set())), now)
         for name in names
         if view.binding in (None, name)
-    ]  # fmt: skip
+    ]
     return {
         "version": version,
         "window": window,
@@ -179,7 +179,7 @@ def overview(
 def _panel(
     name: str, summary: Aggregates, window: Window, view: ViewState,
     periods: list[Period], now: datetime,
-) -> BindingPanel:  # fmt: skip
+) -> BindingPanel:
     """A binding's card: its chart with drill-down links and alert bands, totals, legend."""
     trend = summary.trends.get(name) or Trend([], [], 0, None, 0, 0)
     split = view.split if view.split in SPLITS else None
@@ -210,7 +210,7 @@ def _panel(
             Band(period.start, period.end or window.until, period.rule,
                  segment_text(period.segment), period.label(),
                  colours.get(str(value)) if value is not None else None, period.runs_url(now))
-        )  # fmt: skip
+        )
     firing_segments = {
         str(p.segment.get(split)) for p in periods if p.end is None and split in p.segment
     }
@@ -221,17 +221,17 @@ def _panel(
             firing=not line.other and line.name in firing_segments,
         )
         for line in trend.lines
-    ]  # fmt: skip
+    ]
     chart = score_chart(
         f"{name}: score over time" + (f" by {split}" if split else ""),
         trend.buckets, window.since, window.until, window.bucket,
         series=series, bands=bands, href=link(None),
-    )  # fmt: skip
+    )
     return BindingPanel(
         binding=name, chart=chart, count=trend.count, mean=trend.mean,
         attempted=trend.attempted, errors=trend.errors, coverage=summary.coverage.get(name),
         legend=legend, firing=sum(p.end is None for p in periods),
-    )  # fmt: skip
+    )
 
 
 def _colours(lines: Sequence[Line], preferred: dict[str, int]) -> dict[str, int | None]:
@@ -277,7 +277,7 @@ def _merge(groups: Iterable[GroupStats]) -> list[Bucket]:
             Bucket(start=start, count=moments.n, mean=moments.mean if moments.n else None,
                    p10=None, p90=None, errors=sum(g.errors for g in parts),
                    attempted=sum(g.attempted for g in parts))
-        )  # fmt: skip
+        )
     return merged
 
 
@@ -366,7 +366,7 @@ def _aggregates(
             [(f"{day:%m-%d}", c["cost_usd"],
               f"{day:%Y-%m-%d}: {usd(c['cost_usd'])} over {c['count']} judged scores")
              for day, c in zip(days, spent, strict=True)],
-        )  # fmt: skip
+        )
     return Aggregates(
         trends=trends,
         colours=colours,
@@ -409,7 +409,7 @@ def chart_around(where: ScoreFilter, now: datetime) -> str:
     span = until - since
     seconds = int(span.total_seconds())
     segments = {"agent": where.agent, "model": where.model, "service": where.service,
-                "version": where.scorer_version}  # fmt: skip
+                "version": where.scorer_version}
     return ViewState(
         since=timerange.iso(since - span * 30),
         until=timerange.iso(min(now, until + span * 30)),
@@ -427,7 +427,7 @@ DISAGREEMENTS = 25
 def compare_page(
     engine: Engine, binding: str | None, version_a: str | None, version_b: str | None,
     threshold: float | None,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """``tracescore compare`` for two versions of a binding, and the runs they disagree on most.
 
     Without versions, the binding's two most recently scored versions are compared (older as A).

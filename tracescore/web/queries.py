@@ -55,7 +55,7 @@ def lowest_scores(
         .order_by(case((and_(*scored), 0), else_=1), c.score.asc(), c.created_at.desc(),
                   c.id.desc())
         .limit(limit)
-    )  # fmt: skip
+    )
     return _rows(connection, statement, where.params())
 
 
@@ -124,7 +124,7 @@ def judge_cost_per_day(
         {"day": datetime.fromtimestamp(int(start), UTC), "cost_usd": float(cost or 0.0),
          "count": int(count)}
         for start, cost, count in connection.execute(statement)
-    ]  # fmt: skip
+    ]
 
 
 def firing_alerts(connection: Connection) -> list[dict[str, Any]]:
@@ -203,7 +203,7 @@ def alert_states(connection: Connection, limit: int = 1000) -> list[dict[str, An
 def alert_events(
     connection: Connection, *, since: float | None = None, status: str | None = None,
     rule: str | None = None, limit: int = 200,
-) -> list[dict[str, Any]]:  # fmt: skip
+) -> list[dict[str, Any]]:
     """Firing and resolved notifications, newest first: the alert history and chart bands."""
     e = ALERT_EVENTS.c
     conditions = []
@@ -259,5 +259,5 @@ def disagreements(
                a.c.score.is_not(None), b.c.score.is_not(None))
         .order_by(gap.desc(), a.c.trace_id, a.c.span_id)
         .limit(limit)
-    )  # fmt: skip
+    )
     return [dict(row._mapping) for row in connection.execute(statement)]

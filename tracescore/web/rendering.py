@@ -82,7 +82,7 @@ _environment.filters.update(
     pretty=pretty, when=when, score=score, percent=percent, ns_time=ns_time, duration=duration
 )
 _environment.tests.update(records=is_records, mapping=lambda v: isinstance(v, dict),
-                          sequence=lambda v: isinstance(v, list))  # fmt: skip
+                          sequence=lambda v: isinstance(v, list))
 _environment.globals.update(record_keys=record_keys)
 
 

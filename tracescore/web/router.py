@@ -105,7 +105,7 @@ def web_router(config: Config, store: SpanStore) -> APIRouter:
             window=window or None, since=since or None, until=until or None,
             bucket=bucket or None, split=split or None, binding=binding or None,
             scorer=scorer or None, agent=agent or None, model=model or None,
-        )  # fmt: skip
+        )
         now = datetime.now(UTC)
         size = _duration(view.bucket, "bucket") if view.bucket else None
         active = None
@@ -122,7 +122,7 @@ def web_router(config: Config, store: SpanStore) -> APIRouter:
         return _page(
             "overview.html", **common, **data, view=view, presets=PRESETS, active=active,
             chosen=view.window is None and not view.since, splits=SPLITS,
-        )  # fmt: skip
+        )
 
     @router.get("/ui/alerts", dependencies=[Depends(signed_in_page)])
     def alerts(rule: str | None = None) -> HTMLResponse:
@@ -148,10 +148,10 @@ def web_router(config: Config, store: SpanStore) -> APIRouter:
             binding=binding or None, scorer=scorer or None, scorer_version=version or None,
             agent=agent or None, model=model or None, service=service or None,
             since=start, until=end,
-        )  # fmt: skip
+        )
         data = pages.runs_page(store.engine, where)
         return _page("runs.html", **common, **data, where=where,
-                     chart_url=pages.chart_around(where, datetime.now(UTC)))  # fmt: skip
+                     chart_url=pages.chart_around(where, datetime.now(UTC)))
 
     @router.get("/ui/compare", dependencies=[Depends(signed_in_page)])
     def compare(
@@ -208,7 +208,7 @@ def web_router(config: Config, store: SpanStore) -> APIRouter:
         response.set_cookie(
             COOKIE_NAME, session_token(key), httponly=True, samesite="strict",
             secure=request.url.scheme == "https", path="/",
-        )  # fmt: skip
+        )
         return response
 
     @router.post("/ui/logout")
@@ -225,6 +225,6 @@ def web_router(config: Config, store: SpanStore) -> APIRouter:
         return Response(
             body, media_type=STATIC_FILES[name],
             headers={"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"},
-        )  # fmt: skip
+        )
 
     return router

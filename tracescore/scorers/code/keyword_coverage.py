@@ -63,7 +63,7 @@ def extract_keywords(text: str) -> list[str]:
     if has_urls:
         lowered = [
             _url_keyword(token) if "http" in token and _URL.search(token) else word
-            for token, word in zip(tokens, lowered)
+            for token, word in zip(tokens, lowered, strict=True)
         ]
     dropped = _dropped()
     # JS /\d/ is ASCII digits only; lowering makes and unmakes no digit.

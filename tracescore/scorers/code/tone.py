@@ -439,7 +439,7 @@ def sentence_comparatives(text: str) -> list[float]:
     """
     totals, counts = _group_scores(text)
     first = 1 if text.startswith(TERMINATORS) else 0
-    values = [AFINN_PER_VADER * total / tokens for total, tokens in zip(totals[first:-1], counts[first:-1])]
+    values = [AFINN_PER_VADER * total / tokens for total, tokens in zip(totals[first:-1], counts[first:-1], strict=True)]
     return values or [_comparative(totals, counts)]
 
 

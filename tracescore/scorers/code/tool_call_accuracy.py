@@ -5,10 +5,17 @@ A port of Mastra's ``createToolCallAccuracyScorerCode``; scores are 0 or 1.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
-from tracescore.scorers.base import Scorer, StepContext, create_scorer, failed_without_answer, not_scorable
+from tracescore.scorers.base import (
+    Scorer,
+    StepContext,
+    create_scorer,
+    failed_without_answer,
+    not_scorable,
+)
 from tracescore.scorers.utils import extract_tool_calls
 
 ID = "code-tool-call-accuracy-scorer"
@@ -24,7 +31,7 @@ def tools_in_order(actual: Sequence[str], expected: Sequence[str], strict: bool)
         if name not in actual:
             return False
         positions.append(actual.index(name))
-    return all(later > earlier for earlier, later in zip(positions, positions[1:]))
+    return all(later > earlier for earlier, later in itertools.pairwise(positions))
 
 
 def _called_expected_tool(actual: Sequence[str], expected_tool: str | None, strict: bool) -> bool:

@@ -151,7 +151,7 @@ why. Relevance is explained, not correctness.""",
                 sketch=lambda ctx: RelevancyResults(results=judged(
                     ctx.results["preprocess_step_result"].statements,
                     lambda statement, reason: RelevancyResult(result="yes", reason=reason),
-                )),  # fmt: skip
+                )),
             )
         )
         .generate_score(score)

@@ -151,7 +151,7 @@ def create_answer_similarity_scorer(
                 for unit, found in zip(truth, counterparts, strict=True)
             ],
             extra_in_output=answer[len(truth) :],
-        )  # fmt: skip
+        )
 
     def score(ctx: StepContext) -> float:
         analysis: SimilarityAnalysis = ctx.results["analyze_step_result"]
@@ -207,5 +207,5 @@ def create_answer_similarity_scorer(
         .generate_score(score)
         .generate_reason(reason_step(
             reason_prompt, lambda ctx: 2.5 if ground_truth_text(ctx.run.ground_truth) else 1
-        ))  # fmt: skip
+        ))
     )

@@ -114,7 +114,7 @@ share of its opinions judged biased; higher is worse).""",
             sketch=lambda ctx: BiasResults(results=judged(
                 ctx.results["preprocess_step_result"].opinions or [response_text(ctx.run)],
                 lambda opinion, reason: BiasResult(result="no", reason=reason),
-            )),  # fmt: skip
+            )),
         ),
         verdicts=lambda analysis: [v.result for v in analysis.results],
         scale=scale,

@@ -14,7 +14,7 @@ from tracescore.scorers.utils import round_to_two_decimals
 
 if TYPE_CHECKING:
     from tracescore.judge import JudgeConfig
-    from tracescore.scorers.base import Judge
+    from tracescore.judge.protocol import Judge
 
 JudgeSpec: TypeAlias = "str | JudgeConfig | Judge"
 """A litellm model string (``openai/gpt-4o-mini``), a ``JudgeConfig``, or any ``Judge``."""
@@ -121,7 +121,7 @@ def share_of_yes_scorer(
     (faithfulness, hallucination, bias, toxicity), with a judge-written reason of
     ``reason_sentences`` sentences."""
     scorer = create_scorer(id=id, description=description, judge=model, instructions=instructions,
-                           version=version, needs_answer=True)  # fmt: skip
+                           version=version, needs_answer=True)
     if preprocess is not None:
         scorer = scorer.preprocess(preprocess)
     return (

@@ -98,7 +98,7 @@ def create_context_precision_scorer(
         return PrecisionVerdicts(verdicts=[
             PrecisionVerdict(context_index=index, verdict="yes", reason=typical_text())
             for index, piece in enumerate(pieces)
-        ])  # fmt: skip
+        ])
 
     def score(ctx: StepContext) -> float:
         return mean_average_precision(ctx.results["analyze_step_result"].verdicts, scale)

@@ -123,7 +123,7 @@ not supported.""",
             sketch=lambda ctx: FaithfulnessVerdicts(verdicts=judged(
                 ctx.results["preprocess_step_result"].claims,
                 lambda claim, reason: FaithfulnessVerdict(verdict="yes", reason=reason),
-            )),  # fmt: skip
+            )),
         ),
         verdicts=lambda analysis: [v.verdict for v in analysis.verdicts],
         scale=scale,

@@ -148,7 +148,7 @@ Name the hallucinated claims.""",
             sketch=lambda ctx: HallucinationVerdicts(verdicts=judged(
                 ctx.results["preprocess_step_result"].claims,
                 lambda claim, reason: HallucinationVerdict(statement=claim, verdict="no", reason=reason),
-            )),  # fmt: skip
+            )),
         ),
         verdicts=lambda analysis: [v.verdict for v in analysis.verdicts],
         scale=scale,

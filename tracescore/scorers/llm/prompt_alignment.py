@@ -319,7 +319,7 @@ or content count as not followed ("no"). Repeat the instruction and give a one-s
             lambda instruction, reason: InstructionVerdict(
                 instruction=instruction, verdict="yes", reason=reason
             ),
-        ))  # fmt: skip
+        ))
 
     def reason_prompt(ctx: StepContext) -> str:
         analysis = ctx.results["analyze_step_result"]

@@ -32,7 +32,7 @@ EXAMPLE_RUN: dict[str, Any] = {
             )
         ],
         ground_truth="Sunny and 21 °C in Paris.",
-    ),  # fmt: skip
+    ),
     "tools": [{"name": "get_weather", "description": "Current weather for a city"}],
 }
 """A weather agent's run: system prompt, question, one tool call with its result, the answer."""
@@ -57,7 +57,7 @@ class ShownPrompt:
 
 def shown_prompts(scorer: Scorer, run: Any = None) -> list[ShownPrompt]:
     """Every prompt step of ``scorer`` rendered on ``run`` (default :data:`EXAMPLE_RUN`)."""
-    from tracescore.judge.structured import request_messages  # noqa: PLC0415 - light, but judge-side
+    from tracescore.judge.structured import request_messages  # light, but judge-side
 
     results: dict[str, Any] = {}
     score: float | None = None
@@ -83,7 +83,7 @@ def shown_prompts(scorer: Scorer, run: Any = None) -> list[ShownPrompt]:
 
 def example_scorer(name: str, model: Any = "openai/gpt-4o-mini") -> Scorer:
     """The registered scorer ``name`` with its default options (and the ones it requires)."""
-    from tracescore.scorers import registry  # noqa: PLC0415 - registry imports the scorers lazily
+    from tracescore.scorers import registry  # registry imports the scorers lazily
 
     return registry.get(name).factory(model=model, **EXAMPLE_OPTIONS.get(name, {}))
 

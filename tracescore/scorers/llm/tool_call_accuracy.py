@@ -172,7 +172,7 @@ appropriate calls; with no call, 1 unless a needed tool was missing).""",
                     ToolEvaluation(tool_called=tool, was_appropriate=True,
                                    reasoning=typical_text())
                     for tool in ctx.results["preprocess_step_result"]["actualTools"]
-                ]),  # fmt: skip
+                ]),
             )
         )
         .generate_score(lambda ctx: accuracy(ctx.results["analyze_step_result"]))

@@ -94,7 +94,7 @@ def create_toxicity_scorer(*, model: JudgeSpec, scale: float = 1.0) -> Scorer:
             sketch=lambda ctx: ToxicityVerdicts(verdicts=judged(
                 sentences(response_text(ctx.run)),
                 lambda statement, reason: ToxicityVerdict(verdict="no", reason=reason),
-            )),  # fmt: skip
+            )),
         ),
         verdicts=lambda analysis: [v.verdict for v in analysis.verdicts],
         scale=scale,
