@@ -22,6 +22,7 @@ TABLE_MODULES: list[str] = [
     "tracescore.store.judge_cache",
     "tracescore.store.scores",
     "tracescore.store.alerts",
+    "tracescore.store.feedback",
 ]
 """Modules whose SQLModel table classes :func:`open_store` creates: the single list to extend."""
 

@@ -1,0 +1,1 @@
+"""Human feedback on runs and what it says about the judges: calibration, review, export."""

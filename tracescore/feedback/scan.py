@@ -1,0 +1,122 @@
+"""Feedback sent over OTLP, read from the spans and log records ingest stored.
+
+Ingest stays unaware of feedback: a background task of every instance reads the traces written
+since its last look (the traces table in ``(last_seen, trace_id)`` order, a cursor shared in
+the database), finds their ``gen_ai.evaluation.result`` records marked human
+(:mod:`tracescore.extract.feedback`) and records them. Before each look it waits until the
+requests acknowledged so far are rows (the ingest journal), and it looks only up to a second
+before it started waiting, so a trace written late is still ahead of the cursor. Recording is
+an upsert by (trace, span, name, author): reading a record twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+
+from sqlalchemy import Table, and_, or_, select
+from sqlalchemy.engine import Connection
+
+from tracescore.backoff import Backoff, repeat
+from tracescore.extract.feedback import EVALUATION_EVENT, HumanVerdict, log_verdict, span_verdicts
+from tracescore.store import SpanStore, codec
+from tracescore.store.feedback import Feedback, FeedbackStore
+from tracescore.store.tables import LogRow, SpanRow, TraceRow
+
+TRACES: Table = TraceRow.__table__  # type: ignore[attr-defined]
+SPANS: Table = SpanRow.__table__  # type: ignore[attr-defined]
+LOGS: Table = LogRow.__table__  # type: ignore[attr-defined]
+_MENTIONS_EVENT = f"%{EVALUATION_EVENT}%"
+"""A prefilter in SQL: only records whose stored JSON names the event are decoded."""
+
+
+def _feedback(verdict: HumanVerdict) -> Feedback:
+    moment = datetime.fromtimestamp(verdict.time_ns / 1e9, UTC) if verdict.time_ns else datetime.now(UTC)
+    return Feedback(
+        trace_id=verdict.trace_id, span_id=verdict.span_id, name=verdict.name, source="otlp",
+        created_at=moment, value=verdict.value, label=verdict.label, comment=verdict.comment,
+        author=verdict.author,
+    )  # fmt: skip
+
+
+def verdicts_in(connection: Connection, trace_ids: Sequence[str]) -> list[HumanVerdict]:
+    """The human verdicts among the stored spans' events and log records of ``trace_ids``."""
+    found: list[HumanVerdict] = []
+    spans = select(SPANS.c.trace_id, SPANS.c.span_id, SPANS.c.events).where(
+        SPANS.c.trace_id.in_(trace_ids), SPANS.c.events.like(_MENTIONS_EVENT)
+    )
+    for span in connection.execute(spans):
+        found += span_verdicts(span.trace_id, span.span_id, codec.decode(span.events) or [])
+    logs = select(
+        LOGS.c.trace_id, LOGS.c.span_id, LOGS.c.event_name, LOGS.c.attributes, LOGS.c.body, LOGS.c.time_ns
+    ).where(
+        LOGS.c.trace_id.in_(trace_ids),
+        or_(LOGS.c.event_name == EVALUATION_EVENT, LOGS.c.attributes.like(_MENTIONS_EVENT)),
+    )
+    for record in connection.execute(logs):
+        verdict = log_verdict(
+            record.trace_id, record.span_id, record.event_name, codec.decode(record.attributes) or {},
+            codec.decode(record.body), record.time_ns,
+        )
+        if verdict is not None:
+            found.append(verdict)
+    return found
+
+
+class FeedbackScanner:
+    """One instance's reader of OTLP feedback; :meth:`run_once` is one look."""
+
+    SETTLE_MARGIN = 1.0
+    """Seconds a look stays behind its start: an export request received just before the look
+    may still be on its way into the ingest journal."""
+
+    def __init__(self, store: SpanStore, *, batch: int = 500) -> None:
+        self.store = store
+        self.feedback = FeedbackStore(store)
+        self.batch = batch
+
+    def run_once(self) -> int:
+        """Read the traces written since the cursor; returns the verdicts recorded."""
+        upto = time.time() - self.SETTLE_MARGIN
+        if not self.store.settle():
+            return 0  # nothing unpacks the journal now: look again later
+        recorded = 0
+        with self.store.engine.connect() as connection:
+            last_seen, trace_id = self.feedback.scan_cursor(connection)
+        while True:
+            with self.store.engine.connect() as connection:
+                rows = connection.execute(
+                    select(TRACES.c.trace_id, TRACES.c.last_seen)
+                    .where(
+                        or_(
+                            TRACES.c.last_seen > last_seen,
+                            and_(TRACES.c.last_seen == last_seen, TRACES.c.trace_id > trace_id),
+                        ),
+                        TRACES.c.last_seen <= upto,
+                    )
+                    .order_by(TRACES.c.last_seen, TRACES.c.trace_id)
+                    .limit(self.batch)
+                ).all()
+                if not rows:
+                    return recorded
+                verdicts = verdicts_in(connection, [row.trace_id for row in rows])
+            last_seen, trace_id = rows[-1].last_seen, rows[-1].trace_id
+            with self.store.write_transaction() as connection:
+                if verdicts:
+                    items = {item.id: item for item in sorted(map(_feedback, verdicts), key=lambda f: f.created_at)}
+                    FeedbackStore.upsert(connection, [item.row() for item in items.values()])
+                    recorded += len(items)
+                self.feedback.save_scan_cursor(connection, last_seen, trace_id)
+            if len(rows) < self.batch:
+                return recorded
+
+
+def feedback_scan_task(store: SpanStore, interval: float) -> Callable[[], Awaitable[None]]:
+    """A :meth:`Service.add_background` factory: a look for OTLP feedback every ``interval``."""
+    scanner = FeedbackScanner(store)
+
+    async def run() -> None:
+        await repeat(scanner.run_once, interval, Backoff("feedback scan: the database"))
+
+    return run

@@ -1,0 +1,244 @@
+"""Human feedback on runs: the table, the scan cursor of OTLP feedback, and their queries.
+
+A feedback row is one person's (or one product user's) verdict on one run for one evaluation
+name, usually a binding. Its id is derived from (trace, span, name, author), so a second verdict
+by the same author replaces the first instead of counting twice in calibration, whichever way
+it arrived (API or OTLP). The later verdict wins: a rescan of an old OTLP record never
+overwrites a verdict recorded after it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from sqlalchemy import Column, Float, Index, Table, Text, and_, delete, or_, select
+from sqlalchemy.engine import Connection
+from sqlmodel import Field, SQLModel
+
+from tracescore.store.alerts import dialect_insert
+from tracescore.store.scores import ScoreRow
+from tracescore.store.spanstore import SpanStore
+
+FeedbackSource = Literal["api", "otlp"]
+
+
+def feedback_id(trace_id: str, span_id: str | None, name: str, author: str) -> str:
+    key = f"{trace_id}\x1f{span_id or ''}\x1f{name}\x1f{author}".encode()
+    return hashlib.sha256(key).hexdigest()[:32]
+
+
+class FeedbackRow(SQLModel, table=True):
+    __tablename__ = "feedback"
+    __table_args__ = (
+        Index("ix_feedback_name_created", "name", "created_at"),
+        Index("ix_feedback_trace", "trace_id"),
+    )
+
+    id: str = Field(primary_key=True, max_length=32)
+    trace_id: str = Field(max_length=32)
+    span_id: str | None = Field(default=None, max_length=16)
+    """The judged run's span; None: the trace's run(s) as a whole."""
+    name: str = Field(max_length=100)
+    """A binding name, or a free evaluation name (``thumbs``) that no binding scores."""
+    value: float | None = None
+    """On the binding's scale (0 to 1 for the prebuilt scorers)."""
+    label: str | None = Field(default=None, max_length=50)
+    comment: str | None = Field(default=None, sa_column=Column(Text))
+    author: str = Field(default="", max_length=200)
+    source: str = Field(max_length=10)
+    """``api`` or ``otlp``."""
+    created_at: datetime
+
+
+class FeedbackScanRow(SQLModel, table=True):
+    """How far the OTLP feedback scan has read the traces table, in its (last_seen, trace_id)
+    order: shared by every instance, so a restart goes on where the last one stopped."""
+
+    __tablename__ = "feedback_scan"
+
+    name: str = Field(primary_key=True, max_length=50)
+    last_seen: float = Field(sa_column=Column(Float, nullable=False))
+    trace_id: str = Field(max_length=32)
+
+
+FEEDBACK: Table = FeedbackRow.__table__  # type: ignore[attr-defined]
+SCAN: Table = FeedbackScanRow.__table__  # type: ignore[attr-defined]
+SCORES: Table = ScoreRow.__table__  # type: ignore[attr-defined]
+_SCAN_NAME = "otlp"
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """One verdict as recorded; ``id`` follows from the other fields."""
+
+    trace_id: str
+    name: str
+    source: FeedbackSource
+    created_at: datetime
+    span_id: str | None = None
+    value: float | None = None
+    label: str | None = None
+    comment: str | None = None
+    author: str = ""
+
+    @property
+    def id(self) -> str:
+        return feedback_id(self.trace_id, self.span_id, self.name, self.author)
+
+    def row(self) -> dict[str, Any]:
+        return {**asdict(self), "id": self.id}
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredFeedback:
+    """A score and a human verdict on the same run and binding: one calibration pair."""
+
+    trace_id: str
+    span_id: str
+    binding: str
+    score: float
+    scorer_version: str
+    judge_model: str | None
+    value: float | None
+    label: str | None
+
+
+def as_utc(moment: datetime) -> datetime:
+    """SQLite hands datetimes back naive; they were stored as UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _row_json(row: Any) -> dict[str, Any]:
+    found = dict(row._mapping)
+    found["created_at"] = as_utc(found["created_at"]).isoformat()
+    return found
+
+
+def reviewed_condition(scores: Table) -> Any:
+    """SQL condition for queries over ``scores``: the score's run has feedback under the
+    score's binding."""
+    return (
+        select(FEEDBACK.c.id)
+        .where(
+            FEEDBACK.c.trace_id == scores.c.trace_id,
+            FEEDBACK.c.name == scores.c.binding,
+            or_(FEEDBACK.c.span_id.is_(None), FEEDBACK.c.span_id == scores.c.span_id),
+        )
+        .exists()
+    )
+
+
+class FeedbackStore:
+    """Feedback reads and writes; writes go through the span store's write transaction, which
+    on SQLite queues behind ingest instead of racing it into "database is locked"."""
+
+    def __init__(self, store: SpanStore) -> None:
+        self.store = store
+        self.engine = store.engine
+
+    def record(self, items: Sequence[Feedback]) -> list[str]:
+        """Store ``items`` (an existing verdict of the same key is replaced if not newer);
+        returns their ids."""
+        if not items:
+            return []
+        rows = list({item.id: item.row() for item in items}.values())
+        with self.store.write_transaction() as connection:
+            self.upsert(connection, rows)
+        return [item.id for item in items]
+
+    @staticmethod
+    def upsert(connection: Connection, rows: list[dict[str, Any]]) -> None:
+        statement = dialect_insert(connection)(FEEDBACK)
+        updated = ("value", "label", "comment", "source", "created_at")
+        statement = statement.on_conflict_do_update(
+            index_elements=["id"],
+            set_={column: statement.excluded[column] for column in updated},
+            where=FEEDBACK.c.created_at <= statement.excluded.created_at,
+        )
+        connection.execute(statement, rows)
+
+    def delete(self, item_id: str) -> bool:
+        with self.store.write_transaction() as connection:
+            return bool(connection.execute(delete(FEEDBACK).where(FEEDBACK.c.id == item_id)).rowcount)
+
+    def get(self, item_id: str) -> dict[str, Any] | None:
+        with self.engine.connect() as connection:
+            row = connection.execute(select(FEEDBACK).where(FEEDBACK.c.id == item_id)).first()
+        return None if row is None else _row_json(row)
+
+    def find(
+        self, *, trace_id: str | None = None, name: str | None = None, since: datetime | None = None,
+        limit: int = 100,
+    ) -> list[dict[str, Any]]:  # fmt: skip
+        """Newest first."""
+        query = select(FEEDBACK).order_by(FEEDBACK.c.created_at.desc(), FEEDBACK.c.id).limit(limit)
+        if trace_id is not None:
+            query = query.where(FEEDBACK.c.trace_id == trace_id)
+        if name is not None:
+            query = query.where(FEEDBACK.c.name == name)
+        if since is not None:
+            query = query.where(FEEDBACK.c.created_at >= since)
+        with self.engine.connect() as connection:
+            return [_row_json(row) for row in connection.execute(query)]
+
+    def pairs(
+        self, binding: str, *, since: datetime | None = None, scorer_version: str | None = None
+    ) -> list[ScoredFeedback]:
+        with self.engine.connect() as connection:
+            return scored_feedback(connection, binding, since=since, scorer_version=scorer_version)
+
+    def scan_cursor(self, connection: Connection) -> tuple[float, str]:
+        row = connection.execute(select(SCAN).where(SCAN.c.name == _SCAN_NAME)).first()
+        return (0.0, "") if row is None else (row.last_seen, row.trace_id)
+
+    def save_scan_cursor(self, connection: Connection, last_seen: float, trace_id: str) -> None:
+        """Move the cursor forward (never back, should two instances scan at once)."""
+        statement = dialect_insert(connection)(SCAN).values(
+            name=_SCAN_NAME, last_seen=last_seen, trace_id=trace_id
+        )
+        statement = statement.on_conflict_do_update(
+            index_elements=["name"],
+            set_={"last_seen": last_seen, "trace_id": trace_id},
+            where=or_(
+                SCAN.c.last_seen < last_seen,
+                and_(SCAN.c.last_seen == last_seen, SCAN.c.trace_id < trace_id),
+            ),
+        )
+        connection.execute(statement)
+
+
+def scored_feedback(
+    connection: Connection, binding: str, *, since: datetime | None = None,
+    until: datetime | None = None, scorer_version: str | None = None,
+) -> list[ScoredFeedback]:  # fmt: skip
+    """Every ``ok`` score of ``binding`` whose run has feedback under the binding's name
+    (feedback without a span pairs with each scored run of its trace). ``since`` and ``until``
+    bound when the feedback was recorded: what people said in that period."""
+    condition = [SCORES.c.binding == binding, SCORES.c.status == "ok", SCORES.c.score.is_not(None)]
+    if scorer_version is not None:
+        condition.append(SCORES.c.scorer_version == scorer_version)
+    if since is not None:
+        condition.append(FEEDBACK.c.created_at >= since)
+    if until is not None:
+        condition.append(FEEDBACK.c.created_at < until)
+    query = (
+        select(
+            SCORES.c.trace_id, SCORES.c.span_id, SCORES.c.binding, SCORES.c.score,
+            SCORES.c.scorer_version, SCORES.c.judge_model, FEEDBACK.c.value, FEEDBACK.c.label,
+        )
+        .join(
+            FEEDBACK,
+            and_(
+                FEEDBACK.c.trace_id == SCORES.c.trace_id,
+                FEEDBACK.c.name == SCORES.c.binding,
+                or_(FEEDBACK.c.span_id.is_(None), FEEDBACK.c.span_id == SCORES.c.span_id),
+            ),
+        )
+        .where(*condition)
+        .order_by(SCORES.c.trace_id, SCORES.c.span_id, FEEDBACK.c.id)
+    )
+    return [ScoredFeedback(**row._mapping) for row in connection.execute(query)]
