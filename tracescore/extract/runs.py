@@ -16,7 +16,7 @@ Extraction never raises: a span that cannot be read leaves a warning on its run 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ from tracescore.extract.base import (
     safe_refine,
     timestamp,
 )
+from tracescore.extract.conversation_id import DEFAULT_ID_ATTRIBUTES, conversation_id
 from tracescore.extract.genai_messages import (
     build_message,
     executed_call,
@@ -77,14 +78,16 @@ def read_spans(trace: Trace, conventions: list[Convention] = CONVENTIONS) -> lis
 
 
 def build_runs(
-    trace: Trace, conventions: list[Convention] = CONVENTIONS, *, only_primary: bool = False
+    trace: Trace, conventions: list[Convention] = CONVENTIONS, *, only_primary: bool = False,
+    conversation_attributes: Sequence[str] = DEFAULT_ID_ATTRIBUTES,
 ) -> list[AgentRun]:
     """All runs of a trace: agent runs first, then LLM runs, then tool runs (each by start time).
 
     With ``only_primary``, just the runs that stand for the trace's agent, exactly
     ``primary_runs(build_runs(trace))``, without building the others: the LLM runs inside an
     agent and every tool run (the live pipeline's default bindings score only these, and the
-    rest was about a third of extraction's time).
+    rest was about a third of extraction's time). Every run carries the trace's conversation
+    id, found by ``conversation_attributes`` (:mod:`tracescore.extract.conversation_id`).
     """
     nodes = _build_tree(trace, conventions)
     known = _Known(failed=_failed_calls(nodes))
@@ -93,9 +96,12 @@ def build_runs(
     if only_primary:
         runs = [run for run in runs if run.primary]
         runs.extend(_llm_run(trace, node, known) for node in nodes if node.kind == "llm" and _outermost_llm(node))
-        return runs
-    runs.extend(_llm_run(trace, node, known) for node in nodes if node.kind == "llm")
-    runs.extend(_tool_run(trace, node) for node in nodes if node.kind == "tool")
+    else:
+        runs.extend(_llm_run(trace, node, known) for node in nodes if node.kind == "llm")
+        runs.extend(_tool_run(trace, node) for node in nodes if node.kind == "tool")
+    if runs and (conversation := conversation_id(trace.spans, conversation_attributes)) is not None:
+        for run in runs:
+            run.conversation_id = conversation
     return runs
 
 
