@@ -14,6 +14,7 @@ import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from tracescore.emit.config import ExportConfig
+from tracescore.feedback.config import FeedbackConfig
 from tracescore.judge.config import JudgeConfig
 from tracescore.monitor.config import AlertsConfig, MonitorConfig
 from tracescore.pipeline.config import ScorerBinding, WorkersConfig
@@ -131,6 +132,7 @@ class Config(Section):
     alerts: AlertsConfig = Field(default_factory=AlertsConfig)
     monitor: MonitorConfig = Field(default_factory=MonitorConfig)
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
+    feedback: FeedbackConfig = Field(default_factory=FeedbackConfig)
 
     def problems(self) -> list[tuple[tuple[str, ...], str]]:
         """Cross-field mistakes pydantic cannot see: unknown scorers and judges, duplicate names."""
