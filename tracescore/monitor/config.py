@@ -129,7 +129,26 @@ class ErrorRateRule(_RuleBase):
     above: float = Field(ge=0, le=1)
 
 
-AlertRule = Annotated[ThresholdRule | RegressionRule | ErrorRateRule, Field(discriminator="type")]
+class AgreementRule(_RuleBase, _Bounds):
+    """Fires when a binding's agreement with human feedback, over the runs it scored in the
+    window, crosses a bound: Cohen's ``kappa`` below a floor, or the ``mae`` above a ceiling.
+    A judge's provider changing the model behind its name shows here before anywhere else.
+
+    ``min_samples`` counts runs with both a score and feedback (a verdict for kappa, a value
+    for the MAE)."""
+
+    type: Literal["agreement"]
+    binding: str
+    metric: Literal["kappa", "mae"] = "kappa"
+    threshold: float = 0.5
+    """Score at which the judge's verdict is pass, for kappa (give the binding's threshold)."""
+    window: Duration = 7 * 86400.0
+    min_samples: int = Field(30, ge=2)
+
+
+AlertRule = Annotated[
+    ThresholdRule | RegressionRule | ErrorRateRule | AgreementRule, Field(discriminator="type")
+]
 
 
 class WebhookChannel(Section):

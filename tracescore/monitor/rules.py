@@ -14,9 +14,17 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from tracescore.monitor.config import AlertRule, ErrorRateRule, RegressionRule, ThresholdRule
+from tracescore.feedback.calibration import Pair, agreement
+from tracescore.monitor.config import (
+    AgreementRule,
+    AlertRule,
+    ErrorRateRule,
+    RegressionRule,
+    ThresholdRule,
+)
 from tracescore.monitor.queries import ScoreFilter, aggregate_scores
 from tracescore.monitor.stats import Moments, welch_p_value
+from tracescore.store.feedback import scored_feedback
 
 
 def _duration_text(seconds: float) -> str:
@@ -216,6 +224,49 @@ def _error_rate(connection: Connection, rule: ErrorRateRule, now: datetime) -> l
     return verdicts
 
 
+def _agreement(connection: Connection, rule: AgreementRule, now: datetime) -> list[Verdict]:
+    """Kappa or MAE of the window's scored runs that have feedback, per segment."""
+    where = {
+        column: value
+        for column in ("scorer_version", "agent", "service", "model")
+        if (value := getattr(rule, column)) is not None
+    }
+    if rule.scorer is not None:
+        where["scorer_id"] = rule.scorer
+    pairs = scored_feedback(
+        connection, rule.binding, since=now - timedelta(seconds=rule.window), until=now, where=where
+    )
+    segments: dict[tuple[Any, ...], list[Pair]] = defaultdict(list)
+    for pair in pairs:
+        key = tuple(getattr(pair, column) for column in rule.segment_by)
+        segments[key].append(Pair(pair.score, pair.value, pair.label))
+    bound, word = (rule.below, "below") if rule.below is not None else (rule.above, "above")
+    assert bound is not None
+    verdicts = []
+    for segment, members in segments.items():
+        figures = agreement(members, rule.threshold)
+        n = figures.n_verdicts if rule.metric == "kappa" else figures.n_values
+        value = figures.kappa if rule.metric == "kappa" else figures.mae
+        if value is None or n < rule.min_samples:
+            continue
+        firing = value < bound if rule.below is not None else value > bound
+        verdicts.append(
+            Verdict(
+                segment=dict(zip(rule.segment_by, segment, strict=True)),
+                firing=firing,
+                value=value,
+                summary=(
+                    f"{rule.binding} {rule.metric} against human feedback {value:.3f} over the runs "
+                    f"scored in the last {_duration_text(rule.window)} is {'' if firing else 'not '}"
+                    f"{word} {bound:g} (n={n})"
+                ),
+                details={"metric": rule.metric, word: bound, "n": n, "window_seconds": rule.window,
+                         "agreement": figures.to_dict()},
+            )
+        )
+    return verdicts
+
+
 def evaluate_rule(
     connection: Connection, rule: AlertRule, now: datetime, *, cache: BaselineCache | None = None
 ) -> list[Verdict]:
@@ -228,4 +279,6 @@ def evaluate_rule(
         return _threshold(connection, rule, now)
     if isinstance(rule, RegressionRule):
         return _regression(connection, rule, now, cache)
+    if isinstance(rule, AgreementRule):
+        return _agreement(connection, rule, now)
     return _error_rate(connection, rule, now)

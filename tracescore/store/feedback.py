@@ -10,7 +10,7 @@ overwrites a verdict recorded after it.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -103,6 +103,9 @@ class ScoredFeedback:
     score: float
     scorer_version: str
     judge_model: str | None
+    agent: str | None
+    model: str | None
+    service: str | None
     value: float | None
     label: str | None
 
@@ -185,12 +188,6 @@ class FeedbackStore:
         with self.engine.connect() as connection:
             return [_row_json(row) for row in connection.execute(query)]
 
-    def pairs(
-        self, binding: str, *, since: datetime | None = None, scorer_version: str | None = None
-    ) -> list[ScoredFeedback]:
-        with self.engine.connect() as connection:
-            return scored_feedback(connection, binding, since=since, scorer_version=scorer_version)
-
     def scan_cursor(self, connection: Connection) -> tuple[float, str]:
         row = connection.execute(select(SCAN).where(SCAN.c.name == _SCAN_NAME)).first()
         return (0.0, "") if row is None else (row.last_seen, row.trace_id)
@@ -213,22 +210,23 @@ class FeedbackStore:
 
 def scored_feedback(
     connection: Connection, binding: str, *, since: datetime | None = None,
-    until: datetime | None = None, scorer_version: str | None = None,
+    until: datetime | None = None, where: Mapping[str, str] | None = None,
 ) -> list[ScoredFeedback]:  # fmt: skip
-    """Every ``ok`` score of ``binding`` whose run has feedback under the binding's name
-    (feedback without a span pairs with each scored run of its trace). ``since`` and ``until``
-    bound when the feedback was recorded: what people said in that period."""
+    """Every ``ok`` score of ``binding`` made in [since, until) whose run has feedback under the
+    binding's name (feedback without a span pairs with each scored run of its trace). The
+    period is the scores': what the judge said then, whenever people said what they think.
+    ``where`` narrows by score columns (``scorer_version``, ``agent``, ...)."""
     condition = [SCORES.c.binding == binding, SCORES.c.status == "ok", SCORES.c.score.is_not(None)]
-    if scorer_version is not None:
-        condition.append(SCORES.c.scorer_version == scorer_version)
+    condition += [SCORES.c[column] == value for column, value in (where or {}).items()]
     if since is not None:
-        condition.append(FEEDBACK.c.created_at >= since)
+        condition.append(SCORES.c.created_at >= since)
     if until is not None:
-        condition.append(FEEDBACK.c.created_at < until)
+        condition.append(SCORES.c.created_at < until)
     query = (
         select(
             SCORES.c.trace_id, SCORES.c.span_id, SCORES.c.binding, SCORES.c.score,
-            SCORES.c.scorer_version, SCORES.c.judge_model, FEEDBACK.c.value, FEEDBACK.c.label,
+            SCORES.c.scorer_version, SCORES.c.judge_model, SCORES.c.agent, SCORES.c.model,
+            SCORES.c.service, FEEDBACK.c.value, FEEDBACK.c.label,
         )
         .join(
             FEEDBACK,
