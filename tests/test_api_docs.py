@@ -29,7 +29,7 @@ _FETCHED = re.compile(r"""(?:src|href|action)\s*=\s*["']([^"']+)|url\(\s*["']?([
 @contextmanager
 def served(tmp_path: Path, server: str) -> Iterator[httpx.Client]:
     config = parse_config(f"store: sqlite:///{tmp_path / 'docs.db'}\nserver:\n{server}")
-    store = open_store(config.store)
+    store = open_store(config.store.url)
     try:
         with serve_app(create_app(config, store)) as base_url, httpx.Client(base_url=base_url, timeout=30) as client:
             yield client

@@ -162,7 +162,7 @@ def test_compose_cli_accepts_the_file(compose: dict[str, Any]) -> None:
 def test_replicas_share_the_compose_database(
     compose: dict[str, Any], replica_config: Config
 ) -> None:
-    url = urlsplit(replica_config.store)
+    url = urlsplit(replica_config.store.url)
     database = compose["services"]["postgres"]["environment"]
     assert url.scheme == "postgresql+psycopg"
     assert (url.hostname, url.port) == ("postgres", 5432)

@@ -55,7 +55,7 @@ def serve(
         config = _with_overrides(
             _load_config(config_file),
             {
-                "--db": ("store", db),
+                "--db": ("store.url", db),
                 "--host": ("server.host", host),
                 "--http-port": ("server.http_port", http_port),
                 "--grpc-port": ("server.grpc_port", grpc_port),
@@ -125,7 +125,7 @@ def config_check(file: Path = typer.Argument(..., help="YAML config file to vali
         raise typer.Exit(2) from None
     typer.echo(
         f"{file}: valid ({len(config.scorers)} scorer bindings, {len(config.judges)} judges, "
-        f"store {config.store.split('://', 1)[0]})"
+        f"store {config.store.url.split('://', 1)[0]})"
     )
 
 
@@ -351,7 +351,7 @@ def rescore(
         if unknown:
             raise SpecError(f"--binding names no configured binding: {', '.join(unknown)}")
         bindings = [b for b in bindings if not binding or b.name in binding]
-        store = _open_store(db or config.store)
+        store = _open_store(db or config.store.url)
         compiled = compile_bindings(bindings, judges, store.engine)
     except (ConfigError, SpecError, BindingError, ValueError) as exc:
         _usage_error(str(exc))
@@ -446,7 +446,7 @@ def compare(
     from tracescore.offline.compare import compare_versions
 
     try:
-        store = _open_store(db or _load_config(config_file).store)
+        store = _open_store(db or _load_config(config_file).store.url)
     except (ConfigError, ValueError) as exc:
         _usage_error(str(exc))
     result = compare_versions(store.engine, binding, versions[0], versions[1], threshold)

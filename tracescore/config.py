@@ -27,6 +27,24 @@ if TYPE_CHECKING:
 DEFAULT_DB_URL = "sqlite:///tracescore.db"
 
 
+class StoreConfig(Section):
+    """The database, and whether starting the service may change its schema.
+
+    ``store: sqlite:///file.db`` (a bare URL) is short for ``store: {url: sqlite:///file.db}``.
+    """
+
+    url: str = DEFAULT_DB_URL
+    """``sqlite:///file.db`` or ``postgresql://user@host/db``."""
+    migrate: bool = True
+    """Upgrade the schema at start (under a lock, so replicas starting together upgrade once).
+    False: refuse to start on an outdated schema; an operator runs ``tracescore db upgrade``."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_url(cls, data: object) -> object:
+        return {"url": data} if isinstance(data, str) else data
+
+
 class ServerConfig(Section):
     """Where the collector listens and how much it accepts before pushing back."""
 
@@ -120,7 +138,7 @@ DEFAULT_SCORERS = ("completeness", "content-similarity", "keyword-coverage", "te
 
 
 class Config(Section):
-    store: str = DEFAULT_DB_URL
+    store: StoreConfig = Field(default_factory=StoreConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
     assembly: AssemblyConfig = Field(default_factory=AssemblyConfig)
     judges: dict[str, JudgeConfig] = Field(default_factory=dict)

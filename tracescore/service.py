@@ -183,7 +183,9 @@ class Service:
 
     def __init__(self, config: Config, store: SpanStore | None = None) -> None:
         self.config = config = with_environment_keys(config)
-        self.store = store or open_store(config.store, config.assembly.readiness())
+        self.store = store or open_store(
+            config.store.url, config.assembly.readiness(), migrate=config.store.migrate
+        )
         self.store.queue.on_promoted = metrics.traces_ready.inc
         self.intake = _intake(config, self.store)
         self.app = create_app(config, self.store, self.intake)

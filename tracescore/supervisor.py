@@ -89,7 +89,10 @@ def startup_failure(exc: Exception) -> tuple[int, str] | None:
     from sqlalchemy.exc import ArgumentError, OperationalError
 
     from tracescore.pipeline.bindings import BindingError
+    from tracescore.store.migrations import SchemaError
 
+    if isinstance(exc, SchemaError):
+        return 1, str(exc)
     if isinstance(exc, (ArgumentError, ValueError)):
         return 2, f"invalid database URL: {exc}"
     if isinstance(exc, OperationalError):
@@ -105,7 +108,7 @@ def _check(config_data: dict[str, Any]) -> tuple[int, str]:
 
     config = Config.model_validate(config_data)
     try:
-        store = open_store(config.store)
+        store = open_store(config.store.url, migrate=config.store.migrate)
         store_url = repr(store.engine.url)
         store.close()
         compile_bindings(config.scorers, dict(config.judges), engine=None)

@@ -132,7 +132,7 @@ def main() -> None:
     found = children.settings()
     children.exit_after_service(sys.stdin.fileno(), found["shutdown_timeout"], "scoring worker")
     config = Config.model_validate(found["config"])
-    store = open_store(config.store, config.assembly.readiness(), create=False)
+    store = open_store(config.store.url, config.assembly.readiness(), create=False)
     relay = MetricRelay(sys.stdout)
     gc.freeze()
     gc.set_threshold(*_GC_THRESHOLDS)

@@ -18,7 +18,6 @@ release does not know was upgraded by a newer one and is refused: downgrades are
 
 from __future__ import annotations
 
-import functools
 import importlib
 import logging
 from collections.abc import Iterator
@@ -31,6 +30,7 @@ from alembic.config import Config as AlembicConfig
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.script.revision import RevisionError
+from alembic.util import CommandError
 from sqlalchemy import Connection, Engine, MetaData, inspect, text
 from sqlmodel import SQLModel
 
@@ -63,7 +63,6 @@ def alembic_config(connection: Connection | None = None) -> AlembicConfig:
     return config
 
 
-@functools.cache
 def _scripts() -> ScriptDirectory:
     return ScriptDirectory.from_config(alembic_config())
 
@@ -124,7 +123,7 @@ def read_state(connection: Connection) -> SchemaState:
 def _known(scripts: ScriptDirectory, revision: str) -> bool:
     try:
         return scripts.get_revision(revision) is not None
-    except RevisionError:
+    except (CommandError, RevisionError):
         return False
 
 
