@@ -117,7 +117,7 @@ def test_code_tool_call_accuracy_judges_the_calls_of_a_failed_run() -> None:
 
 
 def judge_scorers() -> list[str]:
-    return [n for n in registry.names() if registry.get(n).uses_judge and n != "tool-call-accuracy-llm"]
+    return [n for n in registry.judge_scorers() if n != "tool-call-accuracy-llm"]
 
 
 @pytest.mark.parametrize("name", judge_scorers())
@@ -180,7 +180,7 @@ def test_the_pipeline_stores_them_and_coverage_counts_them(sqlite_url: str) -> N
     failed = failed_trace()
     store.write(failed.spans, failed.logs)
     config = parse_config("scorers:\n  - {name: tone, scorer: tone}\n  - {name: complete, scorer: completeness}\n")
-    worker = build_worker(config, store)
+    worker = build_worker(config.scoring(), store)
 
     async def score_all() -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []

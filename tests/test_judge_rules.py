@@ -149,7 +149,7 @@ def judge_text(name: str) -> str:
 
 
 def judge_names() -> list[str]:
-    return [name for name in registry.names() if registry.get(name).uses_judge]
+    return registry.judge_scorers()
 
 
 def test_every_llm_scorer_has_its_rules_listed() -> None:

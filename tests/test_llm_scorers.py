@@ -733,7 +733,7 @@ def test_registry_builds_every_judge_scorer_from_config_options() -> None:
         assert entry.uses_judge
         scorer = entry.factory(model="openai/gpt-4o-mini", **required.get(name, {}))
         assert scorer.id == scorer_id and scorer.uses_judge
-    assert {n for n in registry.names() if registry.get(n).uses_judge} == set(LLM_SCORERS)
+    assert set(registry.judge_scorers()) == set(LLM_SCORERS)
     with pytest.raises(ValueError, match="evaluation_mode|evaluationMode"):
         registry.get("prompt-alignment").factory(
             model="openai/gpt-4o-mini", evaluationMode="neither"

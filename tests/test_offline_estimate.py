@@ -149,7 +149,7 @@ def test_prompt_alignment_sketch_checks_each_requested_sentence() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", [n for n in registry.names() if registry.get(n).uses_judge]
+    "name", registry.judge_scorers()
 )  # fmt: skip
 def test_every_prebuilt_judge_step_is_sketched(name: str) -> None:
     """Each prebuilt LLM scorer runs to the end on its own sketches, with no generic answer."""

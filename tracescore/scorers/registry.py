@@ -109,6 +109,16 @@ class PromptAlignmentOptions(ScaleOptions):
     )
 
 
+class RoleAdherenceOptions(ScaleOptions):
+    role: str | None = Field(
+        None, description="the role the assistant must keep; unset: the conversation's system prompt"
+    )
+
+
+class ConversationRelevancyOptions(ScaleOptions):
+    window_size: int = Field(3, ge=1, description="turns each answer is judged against, its own included")
+
+
 class ToolCallAccuracyLLMOptions(ScorerOptions):
     available_tools: list[dict[str, Any]] | None = Field(
         None, description="{name, description} of each tool; unset: the tools the run was offered"
@@ -126,6 +136,9 @@ class ScorerEntry:
     """False for scorers where a high score is bad (bias, toxicity, hallucination)."""
     schema: type[ScorerOptions] | None = None
     """The options' schema; without one the factory's signature is all there is."""
+    conversation: bool = False
+    """The scorer judges whole conversations (bindings with ``target: conversation``); given a
+    lone run it answers not scorable."""
 
     @property
     def create(self) -> Callable[..., Scorer]:
@@ -171,6 +184,7 @@ class ScorerEntry:
 
 _CODE = "tracescore.scorers.code"
 _LLM = "tracescore.scorers.llm"
+_CONVERSATION = "tracescore.scorers.conversation"
 
 _ENTRIES: dict[str, ScorerEntry] = {
     entry.name: entry
@@ -225,6 +239,20 @@ _ENTRIES: dict[str, ScorerEntry] = {
         ScorerEntry("toxicity", f"{_LLM}.toxicity:create_toxicity_scorer",
                     "Share of the answer's statements that are toxic", uses_judge=True,
                     higher_is_better=False, schema=ScaleOptions),
+        ScorerEntry("conversation-completeness",
+                    f"{_CONVERSATION}.completeness:create_conversation_completeness_scorer",
+                    "Share of the user's intentions the conversation satisfied", uses_judge=True,
+                    schema=ScaleOptions, conversation=True),
+        ScorerEntry("knowledge-retention",
+                    f"{_CONVERSATION}.knowledge_retention:create_knowledge_retention_scorer",
+                    "Share of the assistant's answers that keep the facts the user gave", uses_judge=True,
+                    schema=ScaleOptions, conversation=True),
+        ScorerEntry("role-adherence", f"{_CONVERSATION}.role_adherence:create_role_adherence_scorer",
+                    "Share of the assistant's answers that stay within its role", uses_judge=True,
+                    schema=RoleAdherenceOptions, conversation=True),
+        ScorerEntry("conversation-relevancy", f"{_CONVERSATION}.relevancy:create_conversation_relevancy_scorer",
+                    "Share of the assistant's answers relevant to the recent turns (sliding window)",
+                    uses_judge=True, schema=ConversationRelevancyOptions, conversation=True),
     )
 }
 
@@ -240,6 +268,12 @@ def names() -> list[str]:
 
 def entries() -> list[ScorerEntry]:
     return list(_ENTRIES.values())
+
+
+def judge_scorers(*, conversation: bool = False) -> list[str]:
+    """The LLM scorers' names: those judging runs, or with ``conversation`` those judging whole
+    conversations (the two take different inputs, so checks over "every judge scorer" pick one)."""
+    return [e.name for e in _ENTRIES.values() if e.uses_judge and e.conversation == conversation]
 
 
 def get(name: str) -> ScorerEntry:

@@ -1,0 +1,76 @@
+"""What every conversation scorer shares: the conversation to judge, its transcript, its scores."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from tracescore.extract.conversation import Conversation, Turn
+from tracescore.scorers.base import StepContext, not_scorable
+from tracescore.scorers.llm.view import render_value, section
+from tracescore.scorers.utils import round_to_two_decimals
+
+MAX_TURN_CHARS = 2000
+"""What a transcript keeps of one message: a conversation shows many, and one pasted document
+must not crowd the others out of the judge's context window."""
+
+
+def conversation_of(ctx: StepContext) -> Conversation:
+    """The conversation being scored; a lone run is not scorable by a conversation scorer."""
+    conversation = ctx.run.conversation
+    if conversation is None:
+        not_scorable("a conversation scorer needs a conversation: bind it with target: conversation")
+    if not conversation.turns:
+        not_scorable("the conversation has no turns")
+    return conversation
+
+
+def answered_turns(conversation: Conversation) -> list[int]:
+    """The numbers (from 1) of the turns with an answer: the assistant turns there are to judge."""
+    return [number for number, turn in enumerate(conversation.turns, 1) if turn.answer.strip()]
+
+
+def transcript(conversation: Conversation) -> str:
+    """The conversation as the judge reads it: the summary of cut turns, then each turn numbered."""
+    blocks = []
+    if conversation.earlier_summary:
+        blocks.append(section("earlier_turns_summary", conversation.earlier_summary))
+    blocks.append(section("conversation", "\n\n".join(
+        _turn_text(number, turn) for number, turn in enumerate(conversation.turns, 1)
+    )))
+    return "\n\n".join(blocks)
+
+
+def _turn_text(number: int, turn: Turn) -> str:
+    user = render_value(turn.user, MAX_TURN_CHARS) if turn.user.strip() else "(no message)"
+    answer = render_value(turn.answer, MAX_TURN_CHARS) if turn.answer.strip() else "(no answer)"
+    return f"Turn {number}\nuser: {user}\nassistant: {answer}"
+
+
+def turn_list(numbers: Iterable[int]) -> str:
+    return ", ".join(str(number) for number in numbers)
+
+
+def is_no(verdict: str) -> bool:
+    return verdict.strip().lower() == "no"
+
+
+def share_not_no(verdicts: Sequence[str], scale: float) -> float:
+    """``round2(verdicts other than "no" / verdicts × scale)``: DeepEval counts every verdict but
+    an explicit "no" as a pass (completeness, relevancy), so only a stated failure costs."""
+    return round_to_two_decimals(sum(not is_no(v) for v in verdicts) / len(verdicts) * scale)
+
+
+def by_turn(verdicts: Sequence[tuple[int, str]], expected: Sequence[int]) -> list[str]:
+    """The verdict for each expected turn, in order, from ``(turn, verdict)`` pairs.
+
+    A judge answering for other turns, or twice for one, is held to the turns it was asked
+    about (first answer wins); a turn left without a verdict is an error, since scoring the
+    rest would silently change the denominator.
+    """
+    found: dict[int, str] = {}
+    for turn, verdict in verdicts:
+        found.setdefault(turn, verdict)
+    missing = [number for number in expected if number not in found]
+    if missing:
+        raise ValueError(f"the judge gave no verdict for turn {turn_list(missing)}")
+    return [found[number] for number in expected]
