@@ -206,7 +206,7 @@ def test_registry_names_ids_and_option_schemas() -> None:
 
 def vader_emoji_loop(text: str) -> str:
     """``SentimentIntensityAnalyzer.polarity_scores``'s emoji step, as vaderSentiment writes it."""
-    from tracescore.scorers.code.tone import _vader
+    from tracescore.scorers.code.tone_fast import _vader
 
     emojis, out, previous_space = _vader().emojis, "", True
     for ch in text:
@@ -222,7 +222,7 @@ def vader_emoji_loop(text: str) -> str:
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet="ab é\n😀🎉❤💔", max_size=16))
 def test_tone_emoji_descriptions_match_vader(text: str) -> None:
-    from tracescore.scorers.code.tone import _describe_emoji
+    from tracescore.scorers.code.tone_fast import _describe_emoji
 
     assert _describe_emoji(text) == vader_emoji_loop(text)
 

@@ -4,40 +4,27 @@ results.
 The comparison (``_dice.pyx``) re-spells text as UTF-16 code units with ECMAScript whitespace
 left out and counts shared bigrams by sorting; whitespace collapsing returns a printable,
 single-spaced text as it is. Both are checked against ``string-similarity``'s algorithm written
-out on strings, and against ECMAScript's whitespace regular expressions, on texts full of the
-characters where JavaScript and Python disagree.
+out on strings (``dice.py``, which builds without a C compiler run instead), and against
+ECMAScript's whitespace regular expressions, on texts full of the characters where JavaScript
+and Python disagree.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.scorers import long_cases
 from tests.parity_support import mastra_run
-from tracescore.scorers.code.content_similarity import compare_two_strings
-from tracescore.scorers.code.jstext import JS_WHITESPACE, js_collapse_whitespace, utf16_units
+from tracescore.scorers.code._dice import compare_two_strings
+from tracescore.scorers.code.dice import compare_two_strings as reference_dice
+from tracescore.scorers.code.jstext import JS_WHITESPACE, js_collapse_whitespace
 from tracescore.scorers.utils import run_input_text, run_output_text
 
 JS_SPACE_RUN = re.compile(f"[{JS_WHITESPACE}]+")
 JS_TRIM = re.compile(f"^[{JS_WHITESPACE}]+|[{JS_WHITESPACE}]+\\Z")
-
-
-def reference_dice(first: str, second: str) -> float:
-    """``compareTwoStrings``: whitespace removed, bigrams of UTF-16 units, shared ones counted."""
-    first, second = JS_SPACE_RUN.sub("", first), JS_SPACE_RUN.sub("", second)
-    if first == second:
-        return 1.0
-    first, second = utf16_units(first), utf16_units(second)
-    if len(first) < 2 or len(second) < 2:
-        return 0.0
-    shared = Counter(first[i : i + 2] for i in range(len(first) - 1)) & Counter(
-        second[i : i + 2] for i in range(len(second) - 1)
-    )
-    return 2.0 * sum(shared.values()) / (len(first) + len(second) - 2)
 
 
 # Whitespace of JavaScript only (U+FEFF), of Python only (U+001C..U+001F, U+0085), of both;

@@ -1,8 +1,9 @@
 """The tone scorer's sentiment equals VADER's own token-by-token computation for every text.
 
-``tracescore.scorers.code.tone`` computes the valences of a whole text at once and runs VADER's
-rules only for lexicon words with a rule word nearby; ``tests/tone_reference.py`` is the previous
-implementation, VADER's ``SentiText`` and ``sentiment_valence`` for every lexicon word. Both are
+``tracescore.scorers.code.tone_fast`` computes the valences of a whole text at once and runs
+VADER's rules only for lexicon words with a rule word nearby; ``tone_vader`` is the previous
+implementation (and the fallback of builds without a C compiler), VADER's ``SentiText`` and
+``sentiment_valence`` for every lexicon word. Both are
 compared on the recorded parity corpus, on the benchmark's 10k-character texts and on generated
 texts made of the words behind each of VADER's rules.
 """
@@ -19,15 +20,15 @@ from hypothesis import strategies as st
 from vaderSentiment.vaderSentiment import BOOSTER_DICT, NEGATE, SPECIAL_CASES
 
 from benchmarks.scorers import long_cases
-from tests import tone_reference as reference
 from tests.parity_support import load_cases
-from tracescore.scorers.code import tone
+from tracescore.scorers.code import tone_fast
+from tracescore.scorers.code import tone_vader as reference
 
 
 def assert_same_sentiment(text: str) -> None:
     """The same floats, bit for bit (the same additions and products in the same order)."""
-    assert tone.comparative(text).hex() == reference.comparative(text).hex(), text
-    mine, theirs = tone.sentence_comparatives(text), reference.sentence_comparatives(text)
+    assert tone_fast.comparative(text).hex() == reference.comparative(text).hex(), text
+    mine, theirs = tone_fast.sentence_comparatives(text), reference.sentence_comparatives(text)
     assert [value.hex() for value in mine] == [value.hex() for value in theirs], (text, mine, theirs)
 
 
@@ -103,7 +104,7 @@ SINGLE_RULE_WORDS = "no nor or least at very but this so never without doubt kin
 PHRASE_WORDS = sorted({word for key in (*BOOSTER_DICT, *SPECIAL_CASES) if " " in key for word in key.split()})
 LEXICON_WORDS = [
     *"good bad great terrible love hate happy sad ok yes wonderful awful die heart :) :( <3 ;)".split(),
-    *sorted(reference.VADER.lexicon)[::151],
+    *sorted(reference.vader().lexicon)[::151],
 ]
 NEUTRAL_WORDS = "the agent table runs it's we're data 2024 x".split()
 OTHER_WORDS = "😀 🎉 💔 ❤ 😡 🤶 🔛 🆙 © ® e.g. 3.5 ...so good.bad U.S. a!b a I - . , ! ? ' é İyi GRÜN straße ǅ".split()
@@ -164,8 +165,8 @@ def test_arbitrary_unicode(text: str) -> None:
 def small_token_table(monkeypatch: pytest.MonkeyPatch) -> None:
     """A fresh token table that fills up after a few hundred tokens, so texts keep starting it
     afresh and growing its arrays."""
-    monkeypatch.setattr(tone, "_table", tone._TokenTable())
-    monkeypatch.setattr(tone, "_MAX_TOKENS", 300)
+    monkeypatch.setattr(tone_fast, "_table", tone_fast._TokenTable())
+    monkeypatch.setattr(tone_fast, "_MAX_TOKENS", 300)
 
 
 @pytest.mark.usefixtures("small_token_table")
@@ -173,8 +174,8 @@ def test_a_full_token_table_starts_afresh_and_scores_alike() -> None:
     tables = set()
     for text in CORPUS:
         assert_same_sentiment(text)
-        tables.add(id(tone._table))
-        assert len(tone._table.words) <= 300 + len(text.split()) * 8  # a text's tokens and their parts
+        tables.add(id(tone_fast._table))
+        assert len(tone_fast._table.words) <= 300 + len(text.split()) * 8  # a text's tokens and their parts
     assert len(tables) > 3
 
 
@@ -188,7 +189,7 @@ def test_threads_learning_tokens_together_score_as_one_thread_does() -> None:
 
     def score(offset: int) -> None:
         for text in texts[offset:] + texts[:offset]:
-            if [value.hex() for value in tone.sentence_comparatives(text)] != expected[text]:
+            if [value.hex() for value in tone_fast.sentence_comparatives(text)] != expected[text]:
                 failures.append(text)
 
     sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter allows

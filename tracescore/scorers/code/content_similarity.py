@@ -2,15 +2,21 @@
 
 A port of Mastra's ``createContentSimilarityScorer`` (``string-similarity``'s
 ``compareTwoStrings``), exact to the last bit: bigrams are pairs of UTF-16 code units and
-whitespace is ECMAScript's. The comparison itself is compiled (``_dice.pyx``).
+whitespace is ECMAScript's. The comparison itself is compiled (``_dice.pyx``), or, where the
+package was built without a C compiler, its plain definition (``dice.py``): the same numbers.
 """
 
 from __future__ import annotations
 
+from tracescore.compiled import extensions_built
 from tracescore.scorers.base import Scorer, StepContext, create_scorer
-from tracescore.scorers.code._dice import compare_two_strings
 from tracescore.scorers.code.jstext import js_collapse_whitespace
 from tracescore.scorers.utils import run_input_text, run_output_text
+
+if extensions_built():
+    from tracescore.scorers.code._dice import compare_two_strings
+else:
+    from tracescore.scorers.code.dice import compare_two_strings
 
 __all__ = ["compare_two_strings", "create_content_similarity_scorer"]
 

@@ -1,0 +1,3 @@
+"""Types of the compiled ``_dice.pyx``, which mypy cannot read."""
+
+def compare_two_strings(first: str, second: str) -> float: ...
