@@ -100,6 +100,10 @@ def _fail(code: int, message: str) -> NoReturn:
 
 
 def _announce(config: Config, store_url: str) -> None:
+    import logging
+
+    from tracescore.compiled import describe
+
     server = config.server
     typer.echo(
         f"tracescore collector: OTLP/HTTP on {server.host}:{server.http_port}, "
@@ -108,6 +112,7 @@ def _announce(config: Config, store_url: str) -> None:
         f"{server.unpackers} unpacker{'s' if server.unpackers > 1 else ''} each",
         err=True,
     )
+    logging.getLogger("tracescore").info(describe())
 
 
 @config_app.command("check")
@@ -283,7 +288,9 @@ def list_scorers(
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title="Scorers (bind by name in a config or with --scorer NAME:key=value)")
+    from tracescore.compiled import describe
+
+    table = Table(title="Scorers (bind by name in a config or with --scorer NAME:key=value)", caption=describe())
     for column in ("scorer", "kind", "description", "options"):
         table.add_column(column)
     for entry in entries:
