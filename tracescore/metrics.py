@@ -165,6 +165,23 @@ alert_notifications = Counter(
 )
 
 
+# --- retention ------------------------------------------------------------------------------
+
+retention_removed = Counter(
+    "tracescore_retention_removed", "Rows removed by retention, by kind of data (spans, logs, "
+    "scores, sampling_decisions, judge_cache, alerts; traces: the queue rows of pruned traces).",
+    ["kind"], registry=REGISTRY,
+)
+retention_last_pass = Gauge(
+    "tracescore_retention_last_pass_timestamp_seconds", "When the last complete retention pass "
+    "ended (Unix time).", registry=REGISTRY, multiprocess_mode="max",
+)
+retention_last_pass_seconds = Gauge(
+    "tracescore_retention_last_pass_duration_seconds", "How long the last complete retention pass "
+    "took.", registry=REGISTRY, multiprocess_mode="livemostrecent",
+)
+
+
 def observe_score(
     binding: str, scorer: str, status: str, score: float | None, latency_seconds: float
 ) -> None:

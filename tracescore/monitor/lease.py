@@ -1,6 +1,7 @@
 """The evaluator lease: exactly one instance among those sharing a database evaluates rules.
 
-One row (``alert_leader``) holds the owner and an expiry. Taking or renewing it is a single
+One row (``alert_leader``) per lease name holds the owner and an expiry (retention prunes under
+a lease of its own name). Taking or renewing it is a single
 upsert, atomic on SQLite and PostgreSQL alike, so no separate lock service is needed.
 """
 
@@ -15,14 +16,17 @@ LEADER = AlertLeaderRow.__table__
 LEASE_NAME = "alerts"
 
 
-def acquire_lease(connection: Connection, owner: str, now: float, duration: float) -> bool:
-    """Take or renew the evaluator lease; True if ``owner`` holds it until ``now + duration``.
+def acquire_lease(
+    connection: Connection, owner: str, now: float, duration: float, name: str = LEASE_NAME
+) -> bool:
+    """Take or renew the lease ``name`` (the evaluator's by default); True if ``owner`` holds it
+    until ``now + duration``.
 
     One upsert, atomic on both databases: it inserts the row, or updates it only where the
     lease is already ours or has expired, and RETURNING tells whether it did.
     """
     statement = dialect_insert(connection)(LEADER).values(
-        name=LEASE_NAME, owner=owner, expires_at=now + duration
+        name=name, owner=owner, expires_at=now + duration
     )
     statement = statement.on_conflict_do_update(
         index_elements=["name"],
@@ -32,10 +36,10 @@ def acquire_lease(connection: Connection, owner: str, now: float, duration: floa
     return connection.execute(statement).first() is not None
 
 
-def release_lease(connection: Connection, owner: str) -> None:
+def release_lease(connection: Connection, owner: str, name: str = LEASE_NAME) -> None:
     """Let another instance take over at once instead of after the lease runs out."""
     connection.execute(
         update(LEADER)
-        .where(LEADER.c.name == LEASE_NAME, LEADER.c.owner == owner)
+        .where(LEADER.c.name == name, LEADER.c.owner == owner)
         .values(expires_at=0.0)
     )

@@ -26,4 +26,5 @@ class JudgeVerdict(SQLModel, table=True):
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
-    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    # Indexed: retention prunes the oldest verdicts first.
+    created_at: datetime = Field(index=True, default_factory=lambda: datetime.now(UTC))

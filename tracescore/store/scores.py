@@ -77,7 +77,10 @@ class SamplingDecisionRow(SQLModel, table=True):
     """One row per run that passed a binding's filter: the sampling verdict, for coverage."""
 
     __tablename__ = "sampling_decisions"
-    __table_args__ = (Index("ix_sampling_binding_created", "binding", "created_at"),)
+    __table_args__ = (
+        Index("ix_sampling_binding_created", "binding", "created_at"),
+        Index("ix_sampling_created", "created_at"),  # retention prunes the oldest first
+    )
 
     id: str = Field(primary_key=True, max_length=32)
     trace_id: str = Field(max_length=32)

@@ -125,6 +125,7 @@ class LogRow(SQLModel, table=True):
     __table_args__ = (
         Index("ix_logs_trace_id", "trace_id"),
         Index("ux_logs_record_hash", "record_hash", unique=True),
+        Index("ix_logs_time", "time_ns"),  # retention prunes the oldest records first
     )
 
     id: int | None = Field(default=None, sa_column=_serial())
@@ -153,11 +154,13 @@ class TraceRow(SQLModel, table=True):
 
     __tablename__ = "traces"
     # Promotion looks up pending traces by last_seen and by pending_since; claims look up ready
-    # ones in last_seen order; the read API lists by last_seen.
+    # ones in last_seen order; the read API lists by last_seen; retention finds scored traces
+    # whose last span ended before its cut (and, later, the pruned ones) by end_time_ns.
     __table_args__ = (
         Index("ix_traces_state_last_seen", "state", "last_seen"),
         Index("ix_traces_state_pending_since", "state", "pending_since"),
         Index("ix_traces_last_seen", "last_seen"),
+        Index("ix_traces_state_end", "state", "end_time_ns"),
     )
 
     trace_id: str = Field(primary_key=True, max_length=32)

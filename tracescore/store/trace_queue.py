@@ -6,6 +6,7 @@ or ``failed`` trace puts it back to ``pending`` (so it is rescored once complete
 arriving while the trace is ``claimed`` bumps its generation, and completing that claim then
 sends the trace back to ``pending`` instead of ``scored``. A lease that expires (the worker died)
 makes the trace claimable again. Releasing with an error too many times parks it as ``failed``.
+Retention moves a scored or failed trace whose spans it removed to ``pruned``, for good.
 
 All of it is plain SQL on the ``traces`` table, valid on SQLite and PostgreSQL alike, so the
 state survives restarts and several instances on one PostgreSQL share the work. The only
@@ -40,6 +41,10 @@ class TraceState(StrEnum):
     CLAIMED = "claimed"
     SCORED = "scored"
     FAILED = "failed"
+    PRUNED = "pruned"
+    """Retention removed the trace's spans: records arriving for it later (an exporter's retry,
+    a straggler) are stored but never requeue it, which would score a fragment of the trace
+    over its kept scores."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +109,7 @@ ON CONFLICT (trace_id) DO UPDATE SET
     pending_since = CASE WHEN {_NEW} AND traces.state IN ('{TraceState.SCORED}', '{TraceState.FAILED}')
         THEN excluded.pending_since ELSE traces.pending_since END,
     attempts = CASE WHEN {_NEW} AND traces.state = '{TraceState.FAILED}' THEN 0 ELSE traces.attempts END,
-    state = CASE WHEN {_NEW} AND traces.state <> '{TraceState.CLAIMED}'
+    state = CASE WHEN {_NEW} AND traces.state NOT IN ('{TraceState.CLAIMED}', '{TraceState.PRUNED}')
         THEN '{TraceState.PENDING}' ELSE traces.state END
 """
 )

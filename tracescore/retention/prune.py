@@ -1,0 +1,298 @@
+"""One retention pass: the expired rows of each kind, deleted a small batch per transaction.
+
+Each batch is one short write transaction (on SQLite it queues behind ingest and scoring writes
+like any other, see :meth:`~tracescore.store.SpanStore.write_transaction`), so a prune of
+millions of rows delays any single write by one batch at most instead of stalling ingest for
+the whole delete. The expired rows are found through an index on their time, oldest first, so a
+batch costs the same whatever the table's size.
+
+Spans are pruned a trace at a time, never a few spans of a trace: once the last span of a
+trace ended before the cut, and only once the trace is scored (or failed), its spans are
+deleted and its queue row becomes a ``pruned`` tombstone, so a record arriving for it later can
+neither requeue it nor have a fragment of it scored over its kept scores. A tombstone is
+removed one more span retention later, with any straggler spans stored under it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from sqlalchemy import (
+    Connection,
+    Delete,
+    Table,
+    and_,
+    bindparam,
+    delete,
+    exists,
+    false,
+    select,
+    tuple_,
+    update,
+)
+from sqlalchemy.sql.elements import ColumnElement
+from sqlmodel import SQLModel
+
+from tracescore.retention.config import RetentionConfig
+from tracescore.store.alerts import AlertEventRow, AlertStateRow
+from tracescore.store.judge_cache import JudgeVerdict
+from tracescore.store.scores import SamplingDecisionRow, SamplingTallyRow, ScoreRow
+from tracescore.store.tables import LogRow, SpanRow, TraceRow
+from tracescore.store.trace_queue import TraceState
+
+WriteTransaction = Callable[[], AbstractContextManager[Connection]]
+
+
+def _table(model: type[SQLModel]) -> Table:
+    return model.__table__  # type: ignore[attr-defined]
+
+
+SPANS = _table(SpanRow)
+LOGS = _table(LogRow)
+TRACES = _table(TraceRow)
+
+
+SETTLED = (TraceState.SCORED, TraceState.FAILED)
+"""Trace states whose spans may go: nothing will read them to score the trace again."""
+IN_FLIGHT = (TraceState.PENDING, TraceState.READY, TraceState.CLAIMED)
+"""Trace states whose records are kept whatever their age: the trace is yet to be scored."""
+
+BATCH_PAUSE = 0.002
+"""Seconds between two batches, so writers queued behind one get the database before the next."""
+
+
+@dataclass
+class PassReport:
+    """What a pass removed, by kind (``traces``: tombstones of pruned traces)."""
+
+    removed: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    complete: bool = True
+    """False when the pass stopped early (the lease was lost, or the service is stopping)."""
+
+    def add(self, counts: dict[str, int]) -> None:
+        for kind, count in counts.items():
+            self.removed[kind] = self.removed.get(kind, 0) + count
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    removed: dict[str, int]
+    more: bool
+    """Whether expired rows may remain (the batch was full)."""
+
+
+class Step(Protocol):
+    """Deletes one batch of one table's expired rows in the caller's transaction."""
+
+    def __call__(self, conn: Connection, now: float, limit: int) -> Batch: ...
+
+
+def _ns(seconds: float) -> int:
+    return int(seconds * 1_000_000_000)
+
+
+def _utc(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def _locked(query: Any, conn: Connection) -> Any:
+    """``query`` taking row locks on PostgreSQL, skipping rows another transaction holds (a
+    trace a span is being written to waits for the next pass). SQLite serializes writers."""
+    return query.with_for_update(skip_locked=True) if conn.dialect.name == "postgresql" else query
+
+
+@dataclass(frozen=True, slots=True)
+class AgedRows:
+    """Rows of one table that expire by one time column: the oldest ``limit`` before the cut go."""
+
+    kind: str
+    table: Table
+    keys: tuple[str, ...]
+    age: str
+    duration: float
+    as_column: Callable[[float], object]
+    """Epoch seconds as the age column stores time (nanoseconds, a datetime, seconds)."""
+    also: Callable[[Table, Any], ColumnElement[bool]] | None = None
+    """A further condition on the row, given the table and the cut's bound parameter."""
+
+    def statement(self, limit: int) -> Delete:
+        table = self.table
+        cut = bindparam("cut", type_=table.c[self.age].type)
+        condition = table.c[self.age] < cut
+        if self.also is not None:
+            condition = and_(condition, self.also(table, cut))
+        keys = [table.c[key] for key in self.keys]
+        chosen = select(*keys).where(condition).order_by(table.c[self.age]).limit(limit)
+        target = keys[0] if len(keys) == 1 else tuple_(*keys)
+        return delete(table).where(target.in_(chosen))
+
+    def __call__(self, conn: Connection, now: float, limit: int) -> Batch:
+        cut = self.as_column(now - self.duration)
+        removed = conn.execute(self.statement(limit), {"cut": cut}).rowcount
+        return Batch({self.kind: removed}, removed >= limit)
+
+
+@dataclass(frozen=True, slots=True)
+class ExpiredTraces:
+    """Spans of scored (or failed) traces whose last span ended before the cut; each trace's
+    queue row becomes a ``pruned`` tombstone in the same transaction."""
+
+    duration: float
+
+    def __call__(self, conn: Connection, now: float, limit: int) -> Batch:
+        found = conn.execute(
+            _locked(
+                select(TRACES.c.trace_id, TRACES.c.span_count)
+                .where(
+                    TRACES.c.state.in_(SETTLED), TRACES.c.end_time_ns < _ns(now - self.duration)
+                )
+                .limit(limit),
+                conn,
+            )
+        ).all()
+        chosen, spans = [], 0
+        for trace_id, span_count in found:  # about ``limit`` spans, however many traces that is
+            chosen.append(trace_id)
+            spans += span_count
+            if spans >= limit:
+                break
+        if not chosen:
+            return Batch({}, False)
+        removed = conn.execute(delete(SPANS).where(SPANS.c.trace_id.in_(chosen))).rowcount
+        conn.execute(
+            update(TRACES)
+            .where(TRACES.c.trace_id.in_(chosen))
+            .values(state=TraceState.PRUNED, span_count=0)
+        )
+        return Batch({"spans": removed}, len(found) >= limit or len(chosen) < len(found))
+
+
+@dataclass(frozen=True, slots=True)
+class Tombstones:
+    """Queue rows of pruned traces, one more span retention after their spans went, with any
+    spans that arrived for them since."""
+
+    duration: float
+
+    def __call__(self, conn: Connection, now: float, limit: int) -> Batch:
+        chosen = conn.execute(
+            _locked(
+                select(TRACES.c.trace_id)
+                .where(
+                    TRACES.c.state == TraceState.PRUNED,
+                    TRACES.c.end_time_ns < _ns(now - 2 * self.duration),
+                )
+                .limit(limit),
+                conn,
+            )
+        ).scalars().all()
+        if not chosen:
+            return Batch({}, False)
+        spans = conn.execute(delete(SPANS).where(SPANS.c.trace_id.in_(chosen))).rowcount
+        traces = conn.execute(delete(TRACES).where(TRACES.c.trace_id.in_(chosen))).rowcount
+        return Batch({"spans": spans, "traces": traces}, len(chosen) >= limit)
+
+
+_LOG_COUNT = (
+    update(TRACES)
+    .where(TRACES.c.trace_id == bindparam("expired_trace"))
+    .values(log_count=TRACES.c.log_count - bindparam("expired_logs"))
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ExpiredLogs:
+    """Log records older than the cut, except those of a trace still to be scored. The traces
+    that lose records get their ``log_count`` lowered to match, so an exporter's retry of one
+    of their spans is still recognised as nothing new and does not requeue them."""
+
+    duration: float
+
+    def __call__(self, conn: Connection, now: float, limit: int) -> Batch:
+        in_flight = exists().where(
+            TRACES.c.trace_id == LOGS.c.trace_id, TRACES.c.state.in_(IN_FLIGHT)
+        )
+        chosen = (
+            select(LOGS.c.id)
+            .where(LOGS.c.time_ns < _ns(now - self.duration), ~in_flight)
+            .order_by(LOGS.c.time_ns)
+            .limit(limit)
+        )
+        removed = delete(LOGS).where(LOGS.c.id.in_(chosen)).returning(LOGS.c.trace_id)
+        traces = conn.execute(removed).scalars().all()
+        per_trace = Counter(trace_id for trace_id in traces if trace_id is not None)
+        if per_trace:  # in trace id order, as ingest locks trace rows (no deadlock on PostgreSQL)
+            conn.execute(
+                _LOG_COUNT,
+                [
+                    {"expired_trace": trace_id, "expired_logs": count}
+                    for trace_id, count in sorted(per_trace.items())
+                ],
+            )
+        return Batch({"logs": len(traces)}, len(traces) >= limit)
+
+
+def steps(config: RetentionConfig) -> Iterator[Step]:
+    """The batch steps of every kind given a retention, in pass order."""
+    durations = config.durations()
+    if (seconds := durations.get("spans")) is not None:
+        yield ExpiredTraces(seconds)
+        yield Tombstones(seconds)
+    if (seconds := durations.get("logs")) is not None:
+        yield ExpiredLogs(seconds)
+    if (seconds := durations.get("scores")) is not None:
+        yield AgedRows("scores", _table(ScoreRow), ("id",), "created_at", seconds, _utc)
+    if (seconds := durations.get("sampling_decisions")) is not None:
+        kind = "sampling_decisions"
+        yield AgedRows(kind, _table(SamplingDecisionRow), ("id",), "created_at", seconds, _utc)
+        yield AgedRows(kind, _table(SamplingTallyRow), ("binding", "minute"), "minute", seconds, _utc)
+    if (seconds := durations.get("judge_cache")) is not None:
+        yield AgedRows("judge_cache", _table(JudgeVerdict), ("key",), "created_at", seconds, _utc)
+    if (seconds := durations.get("alerts")) is not None:
+        yield AgedRows(
+            "alerts", _table(AlertEventRow), ("id",), "at", seconds, float,
+            also=lambda table, _cut: table.c.pending == false(),  # undelivered: still to send
+        )
+        yield AgedRows(
+            "alerts", _table(AlertStateRow), ("key",), "since", seconds, float,
+            also=lambda table, cut: and_(table.c.state == "ok", table.c.evaluated_at < cut),
+        )
+
+
+class Pruner:
+    """Runs retention passes against one store's database."""
+
+    def __init__(self, write_transaction: WriteTransaction, config: RetentionConfig) -> None:
+        self._write_transaction = write_transaction
+        self.config = config
+
+    def run(
+        self, now: float | None = None, keep_going: Callable[[], bool] = lambda: True
+    ) -> PassReport:
+        """One pass over every kind with a retention, ages measured from ``now``; stops early
+        (``complete`` False) once ``keep_going`` says so, checked before every batch."""
+        started = time.perf_counter()
+        now = time.time() if now is None else now
+        report = PassReport(dict.fromkeys(self.config.durations(), 0))
+        for step in steps(self.config):
+            more = True
+            while more:
+                if not keep_going():
+                    report.complete = False
+                    report.seconds = time.perf_counter() - started
+                    return report
+                with self._write_transaction() as conn:
+                    batch = step(conn, now, self.config.batch_size)
+                report.add(batch.removed)
+                more = batch.more
+                if more:
+                    time.sleep(BATCH_PAUSE)
+        report.seconds = time.perf_counter() - started
+        return report
