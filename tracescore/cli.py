@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
+from tracescore.dbcli import db_app
+
 if TYPE_CHECKING:
     from tracescore.config import Config
 
@@ -18,6 +20,7 @@ app = typer.Typer(
 )
 config_app = typer.Typer(help="Work with configuration files.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
+app.add_typer(db_app, name="db")
 
 
 @app.callback()

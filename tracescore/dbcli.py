@@ -1,0 +1,110 @@
+"""``tracescore db``: the database's schema (and its upkeep) from the command line.
+
+Every command takes the database as ``--db URL`` or from a config's ``store``; a new command
+reuses :data:`DB_OPTION`, :data:`CONFIG_OPTION` and :func:`open_engine`. Modules are imported
+inside the commands, so ``tracescore --help`` stays fast.
+
+Exit codes: 0 done, 1 the database is behind (``check``), cannot be opened or has a schema
+this release cannot use, 2 a usage error (bad URL, bad config file).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+import typer
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+db_app = typer.Typer(
+    help="The database: upgrade its schema, show and check its revision.", no_args_is_help=True
+)
+
+DB_OPTION = typer.Option(
+    None, "--db", help="Database URL (default: the config's store): sqlite:///file.db or "
+    "postgresql://user@host/db."
+)  # fmt: skip
+CONFIG_OPTION = typer.Option(None, "--config", help="YAML config file (for its store).")
+
+
+def _exit(code: int, message: str) -> NoReturn:
+    typer.echo(message, err=True)
+    raise typer.Exit(code)
+
+
+def open_engine(db: str | None, config_file: Path | None) -> Engine:
+    """The engine of ``--db``, else of the config's ``store``; a bad URL or config exits 2."""
+    from sqlalchemy.exc import ArgumentError
+
+    from tracescore.config import ConfigError, load_config
+    from tracescore.store import make_engine
+
+    try:
+        url = db or load_config(config_file).store.url
+        return make_engine(url)
+    except OSError as exc:
+        _exit(2, f"cannot read config file {config_file}: {exc.strerror}")
+    except ConfigError as exc:
+        _exit(2, str(exc))
+    except (ArgumentError, ValueError) as exc:
+        _exit(2, f"invalid database URL: {exc}")
+
+
+@contextmanager
+def database_errors() -> Iterator[None]:
+    """Exit 1 with the reason when the database cannot be reached or its schema not used."""
+    from sqlalchemy.exc import OperationalError
+
+    from tracescore.store import SchemaError
+
+    try:
+        yield
+    except OperationalError as exc:
+        _exit(1, f"cannot open the database: {exc.orig}")
+    except SchemaError as exc:
+        _exit(1, str(exc))
+
+
+@db_app.command("upgrade")
+def upgrade(db: str | None = DB_OPTION, config_file: Path | None = CONFIG_OPTION) -> None:
+    """Bring the schema to this release's head (what serve does at start by default).
+
+    Safe while replicas start: the upgrade holds the schema lock, they wait and find it done.
+    """
+    from tracescore.store import migrate
+
+    engine = open_engine(db, config_file)
+    with database_errors():
+        applied = migrate.upgrade(engine)
+        head = migrate.schema_state(engine).head
+    if applied:
+        typer.echo(f"upgraded to {head}: applied {', '.join(applied)}")
+    else:
+        typer.echo(f"already at head {head}")
+
+
+@db_app.command("current")
+def current(db: str | None = DB_OPTION, config_file: Path | None = CONFIG_OPTION) -> None:
+    """Show the schema's revision and how far it is behind this release's."""
+    from tracescore.store import migrate
+
+    engine = open_engine(db, config_file)
+    with database_errors():
+        typer.echo(migrate.schema_state(engine).describe())
+
+
+@db_app.command("check")
+def check(db: str | None = DB_OPTION, config_file: Path | None = CONFIG_OPTION) -> None:
+    """Exit 0 at this release's head; 1 behind (naming the pending revisions) or newer."""
+    from tracescore.store import migrate
+
+    engine = open_engine(db, config_file)
+    with database_errors():
+        state = migrate.schema_state(engine)
+    if state.pending:
+        _exit(1, f"behind: the database schema is {state.describe()}; run `tracescore db upgrade`")
+    typer.echo(f"up to date: {state.describe()}")
