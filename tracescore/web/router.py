@@ -26,6 +26,7 @@ from tracescore.web import alerting, pages, queries
 from tracescore.web.auth import COOKIE_NAME, DashboardKeys, session_token
 from tracescore.web.cache import ExpiringCache
 from tracescore.web.rendering import render
+from tracescore.web.review import review_router
 from tracescore.web.timerange import PRESETS, SPLITS, ViewState, Window, parse_moment
 
 _TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
@@ -216,6 +217,11 @@ def web_router(config: Config, store: SpanStore) -> APIRouter:
         response = RedirectResponse("/ui/login", 303)
         response.delete_cookie(COOKIE_NAME, path="/")
         return response
+
+    router.include_router(
+        review_router(config, store, lambda template, status=200, **data: _page(template, status, **common, **data)),
+        dependencies=[Depends(signed_in_page)],
+    )
 
     @router.get("/ui/static/{name}")
     def static(name: str) -> Response:

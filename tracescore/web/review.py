@@ -1,0 +1,123 @@
+"""The review pages: the queue of runs worth a person's look, and one run with its scores and
+a form that records a verdict.
+
+The form is a plain HTML form posted to the server (no script), behind the dashboard's login
+cookie like every page; the cookie is ``SameSite=Strict`` and the Content-Security-Policy allows
+forms to post only here, so another site cannot post verdicts in a signed-in reviewer's name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, quote
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import ValidationError
+
+from tracescore.extract import extract_runs
+from tracescore.feedback.api import TRACE_ID, FeedbackIn
+from tracescore.feedback.report import Thresholds
+from tracescore.feedback.review import ReviewQueue
+from tracescore.store import SpanStore
+from tracescore.store.feedback import FeedbackStore
+from tracescore.web import queries
+
+if TYPE_CHECKING:
+    from tracescore.config import Config
+
+Page = Callable[..., HTMLResponse]
+"""Renders a template as a page with the dashboard's headers: ``page(template, status, **context)``."""
+QUEUE_LENGTH = 50
+
+
+def run_review(store: SpanStore, trace_id: str, span_id: str | None) -> dict[str, Any] | None:
+    """The run(s) to judge (the span's, else the trace's primary runs), their scores and the
+    feedback the trace has; None if nothing of the trace is stored."""
+    trace = store.load_trace(trace_id)
+    with store.engine.connect() as connection:
+        scores = queries.trace_scores(connection, trace_id)
+    if trace is None and not scores:
+        return None
+    runs = extract_runs(trace) if trace is not None else []
+    chosen = [run for run in runs if run.span_id == span_id] if span_id else []
+    chosen = chosen or [run for run in runs if run.primary]
+    shown = {run.span_id for run in chosen}
+    return {
+        "trace_id": trace_id,
+        "runs": chosen,
+        "scores": [row for row in scores if row["span_id"] in shown or not shown],
+        "feedback": FeedbackStore(store).find(trace_id=trace_id),
+    }
+
+
+def _form(body: bytes) -> dict[str, str]:
+    return {key: values[0] for key, values in parse_qs(body.decode("utf-8", "replace")).items()}
+
+
+def _verdict(form: dict[str, str], trace_id: str) -> FeedbackIn:
+    """The posted form as a verdict; raises ValidationError (a bad value, nothing given)."""
+    value = form.get("value", "").strip()
+    return FeedbackIn.model_validate({
+        "trace_id": trace_id, "span_id": form.get("span_id") or None,
+        "binding": form.get("binding") or None, "value": value or None,
+        "label": form.get("label") or None, "comment": form.get("comment") or None,
+        "author": form.get("author", "").strip(),
+    })  # fmt: skip
+
+
+def review_router(config: Config, store: SpanStore, page: Page) -> APIRouter:
+    """Routes of the review pages; the caller guards them with the dashboard's login."""
+    router = APIRouter(include_in_schema=False)
+    bindings = [binding.name for binding in config.scorers]
+    thresholds = Thresholds.of(config)
+    queue = ReviewQueue(store.engine, config.feedback.review, thresholds.by_binding, thresholds.default)
+    feedback = FeedbackStore(store)
+
+    @router.get("/ui/review")
+    def review_queue(binding: str | None = None, recorded: str | None = None) -> HTMLResponse:
+        proposals = queue.propose(datetime.now(UTC), binding=binding or None, limit=QUEUE_LENGTH)
+        return page(
+            "review.html", proposals=[p.to_dict() for p in proposals], bindings=bindings,
+            binding=binding or "", recorded=recorded,
+        )  # fmt: skip
+
+    def run_page(
+        trace_id: str, span: str | None, binding: str | None, status: int = 200, error: str | None = None
+    ) -> HTMLResponse:
+        if not re.fullmatch(TRACE_ID, trace_id):
+            raise HTTPException(400, "trace id must be 32 hex characters")
+        data = run_review(store, trace_id.lower(), span)
+        if data is None:
+            return page("missing.html", 404, trace_id=trace_id.lower())
+        scored = list(dict.fromkeys(row["binding"] for row in data["scores"]))
+        return page(
+            "review_run.html", status, **data, bindings=scored + [b for b in bindings if b not in scored],
+            binding=binding or (scored[0] if scored else ""), span_id=span or "", error=error,
+            thresholds={name: thresholds.cut(name) for name in bindings + scored},
+        )  # fmt: skip
+
+    @router.get("/ui/review/{trace_id}")
+    def review_run(trace_id: str, span: str | None = None, binding: str | None = None) -> HTMLResponse:
+        return run_page(trace_id, span or None, binding or None)
+
+    @router.post("/ui/review/{trace_id}")
+    async def record_verdict(trace_id: str, request: Request) -> Response:
+        form = _form(await request.body())
+        try:
+            verdict = _verdict(form, trace_id)
+            if verdict.binding not in bindings:
+                raise ValueError(f"no binding named {verdict.binding!r} in scorers")
+        except (ValidationError, ValueError) as exc:
+            message = "; ".join(e["msg"] for e in exc.errors()) if isinstance(exc, ValidationError) else str(exc)
+            return await run_in_threadpool(
+                run_page, trace_id, form.get("span_id") or None, form.get("binding"), 422, message
+            )
+        await run_in_threadpool(feedback.record, [verdict.feedback(datetime.now(UTC))])
+        return RedirectResponse(f"/ui/review?recorded={quote(verdict.trace_id)}", 303)
+
+    return router
