@@ -35,6 +35,8 @@ from tracescore.apidocs import docs_router
 from tracescore.assemble.promoter import promote_interval, promote_periodically
 from tracescore.auth import ApiKeys, with_environment_keys
 from tracescore.config import Config, ServerConfig
+from tracescore.feedback.api import feedback_router
+from tracescore.feedback.scan import feedback_scan_task
 from tracescore.ingest.api import ingest_router
 from tracescore.ingest.grpc import start_grpc_server
 from tracescore.ingest.http import BodyLimits, BodyReaders, otlp_router
@@ -69,6 +71,7 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     app.include_router(traces_router(store), dependencies=guarded)
     app.include_router(ingest_router(store), dependencies=guarded)
     app.include_router(create_monitor_router(store.engine, config.monitor), dependencies=guarded)
+    app.include_router(feedback_router(config, store), dependencies=guarded)
     app.include_router(web_router(config, store))  # its own check: pages redirect to a login
     if config.server.docs:
         app.include_router(docs_router(app, DashboardKeys(config.server.api_keys)))
@@ -194,6 +197,7 @@ class Service:
         interval = promote_interval(config.assembly.idle_timeout)
         self.add_background(lambda: promote_periodically(self.store, interval))
         self.add_background(monitoring_task(self.store.engine, config.alerts, config.monitor))
+        self.add_background(feedback_scan_task(self.store, config.feedback.scan_interval))
 
     def add_background(self, factory: BackgroundFactory) -> None:
         """Run ``factory()`` as a task in the service's event loop while it serves."""
