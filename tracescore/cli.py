@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import typer
 
 from tracescore.dbcli import db_app
+from tracescore.feedback.cli import calibrate, export
 
 if TYPE_CHECKING:
     from tracescore.config import Config
@@ -21,6 +22,8 @@ app = typer.Typer(
 config_app = typer.Typer(help="Work with configuration files.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 app.add_typer(db_app, name="db")
+app.command()(calibrate)
+app.command()(export)
 
 
 @app.callback()
