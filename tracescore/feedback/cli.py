@@ -1,0 +1,143 @@
+"""``tracescore calibrate`` and ``tracescore export``: feedback's figures and runs from the shell.
+
+Modules are imported inside the commands, so ``tracescore --help`` stays fast. Exit codes: 0
+done, 1 the database cannot be opened, 2 a usage error (bad option, URL or config file).
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import typer
+
+from tracescore.dbcli import CONFIG_OPTION, DB_OPTION, database_errors
+
+if TYPE_CHECKING:
+    from tracescore.config import Config
+    from tracescore.store import SpanStore
+
+
+def _exit(code: int, message: str) -> NoReturn:
+    typer.echo(message, err=True)
+    raise typer.Exit(code)
+
+
+def _open(db: str | None, config_file: Path | None) -> tuple[Config, SpanStore]:
+    """The config (bindings, thresholds) and the store of ``--db``, else of the config."""
+    from tracescore.config import ConfigError, load_config
+    from tracescore.store import open_store
+
+    try:
+        config = load_config(config_file)
+    except OSError as exc:
+        _exit(2, f"cannot read config file {config_file}: {exc.strerror}")
+    except ConfigError as exc:
+        _exit(2, str(exc))
+    try:
+        return config, open_store(db or config.store.url)
+    except ValueError as exc:
+        _exit(2, f"invalid database URL: {exc}")
+
+
+def _since(text: str) -> Any:
+    from datetime import UTC, datetime
+
+    from tracescore.feedback.report import since_moment
+
+    try:
+        return since_moment(text, datetime.now(UTC))
+    except ValueError as exc:
+        _exit(2, f"--since: {exc}")
+
+
+def _interval(figure: float | None, interval: list[float] | None) -> str:
+    if figure is None:
+        return "–"
+    return f"{figure:.3f}" + (f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else "")
+
+
+def _table(report: dict[str, Any]) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{report['binding']}: agreement with feedback (verdicts at {report['threshold']:g})")
+    for column in ("scorer version", "judge model", "n", "MAE", "Spearman", "kappa", "agree",
+                   "J+H+", "J+H-", "J-H+", "J-H-"):  # fmt: skip
+        table.add_column(column, justify="left" if column in ("scorer version", "judge model") else "right")
+    rows = [{"scorer_version": "all", "judge_model": "", **report["overall"]}, *report["groups"]]
+    for row in rows:
+        confusion = row["confusion"]
+        table.add_row(
+            row["scorer_version"], row["judge_model"] or "–", str(row["n"]),
+            _interval(row["mae"], row["mae_ci"]), _interval(row["spearman"], row["spearman_ci"]),
+            _interval(row["kappa"], row["kappa_ci"]),
+            "–" if row["accuracy"] is None else f"{row['accuracy']:.0%}",
+            *(str(confusion[key]) for key in ("judge_pass_human_pass", "judge_pass_human_fail",
+                                              "judge_fail_human_pass", "judge_fail_human_fail")),
+        )  # fmt: skip
+    output = io.StringIO()
+    Console(width=160, file=output).print(table)
+    return output.getvalue()
+
+
+def calibrate(
+    binding: str = typer.Argument(..., help="The binding whose scores to compare with feedback."),
+    since: str | None = typer.Option(None, "--since", help="Scores made since: 7d or an ISO time."),
+    scorer_version: str | None = typer.Option(None, "--scorer-version", help="Only this version."),
+    threshold: float | None = typer.Option(
+        None, "--threshold", help="Pass/fail cut for kappa (default: the binding's threshold)."
+    ),
+    fmt: str = typer.Option("table", "--format", help="table or json."),
+    db: str | None = DB_OPTION,
+    config_file: Path | None = CONFIG_OPTION,
+) -> None:
+    """How far the binding's scores agree with human feedback: n, MAE, Spearman, Cohen's kappa
+    with confidence intervals, and the confusion matrix (J: judge, H: human, +: pass), overall
+    and per scorer version and judge model."""
+    import orjson
+
+    from tracescore.feedback.report import Thresholds, calibration_report
+
+    if fmt not in ("table", "json"):
+        _exit(2, f"--format must be table or json, not {fmt!r}")
+    start = _since(since) if since else None
+    with database_errors():
+        config, store = _open(db, config_file)
+        cut = threshold if threshold is not None else Thresholds.of(config).cut(binding)
+        with store.engine.connect() as connection:
+            report = calibration_report(
+                connection, binding, cut, config.feedback, since=start, scorer_version=scorer_version
+            )
+        store.close()
+    if fmt == "json":
+        typer.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
+    else:
+        typer.echo(_table(report), nl=False)
+
+
+def export(
+    binding: str = typer.Option(..., "--binding", help="The binding whose scored runs to export."),
+    below: float | None = typer.Option(None, "--below", help="Only runs it scored below this."),
+    since: str = typer.Option("7d", "--since", help="Runs scored since: 7d or an ISO time."),
+    db: str | None = DB_OPTION,
+    config_file: Path | None = CONFIG_OPTION,
+) -> None:
+    """Write the binding's scored runs, rebuilt from their traces, as JSON Lines of Mastra-shaped
+    runs (feedback as groundTruth) on stdout: ``tracescore score runs.jsonl`` reads them back."""
+    import orjson
+
+    from tracescore.feedback.export import export_runs
+
+    start = _since(since)
+    with database_errors():
+        _, store = _open(db, config_file)
+        count = 0
+        for item in export_runs(store, binding, since=start, below=below):
+            sys.stdout.buffer.write(orjson.dumps(item) + b"\n")
+            count += 1
+        sys.stdout.flush()
+        store.close()
+    typer.echo(f"exported {count} runs", err=True)

@@ -1,0 +1,88 @@
+"""Scored runs out of the store as Mastra-shaped runs, so a production failure becomes a CI case.
+
+Each line is ``{traceId, spanId, agentName, input, output, groundTruth?}``, which
+``tracescore score`` reads back (:mod:`tracescore.offline.inputs`); ``groundTruth`` is the run's
+latest feedback under the binding (``{value, label, comment, author}``) where it has one, and
+``tracescore`` says which score put the run in the export.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+
+from tracescore.extract import extract_runs
+from tracescore.store import SpanStore
+from tracescore.store.feedback import FEEDBACK, SCORES
+
+BATCH = 200
+"""Traces loaded at once."""
+
+
+def _scored(store: SpanStore, binding: str, below: float | None, since: datetime) -> list[Any]:
+    """The binding's ``ok`` scores since ``since`` (below ``below``), one per run, oldest first."""
+    query = (
+        select(SCORES.c.trace_id, SCORES.c.span_id, SCORES.c.score, SCORES.c.scorer_version, SCORES.c.reason)
+        .where(SCORES.c.binding == binding, SCORES.c.status == "ok", SCORES.c.score.is_not(None),
+               SCORES.c.created_at >= since)
+        .order_by(SCORES.c.created_at, SCORES.c.id)
+    )
+    if below is not None:
+        query = query.where(SCORES.c.score < below)
+    with store.engine.connect() as connection:
+        rows = connection.execute(query).all()
+    first: dict[tuple[str, str], Any] = {}
+    for row in rows:
+        first.setdefault((row.trace_id, row.span_id), row)
+    return list(first.values())
+
+
+def _ground_truths(store: SpanStore, binding: str, trace_ids: list[str]) -> dict[tuple[str, str | None], dict[str, Any]]:
+    """The latest feedback per (trace, span) under ``binding``; span None: the whole trace."""
+    query = (
+        select(FEEDBACK)
+        .where(FEEDBACK.c.name == binding, FEEDBACK.c.trace_id.in_(trace_ids))
+        .order_by(FEEDBACK.c.created_at)
+    )
+    with store.engine.connect() as connection:
+        return {
+            (row.trace_id, row.span_id): {
+                "value": row.value, "label": row.label, "comment": row.comment, "author": row.author,
+            }
+            for row in connection.execute(query)
+        }
+
+
+def export_runs(
+    store: SpanStore, binding: str, *, since: datetime, below: float | None = None
+) -> Iterator[dict[str, Any]]:
+    """The runs ``binding`` scored since ``since`` (below ``below``), rebuilt from their traces;
+    runs whose trace is no longer stored are skipped."""
+    scored = _scored(store, binding, below, since)
+    for start in range(0, len(scored), BATCH):
+        batch = scored[start : start + BATCH]
+        trace_ids = sorted({row.trace_id for row in batch})
+        traces = store.load_traces(trace_ids)
+        truths = _ground_truths(store, binding, trace_ids)
+        runs = {
+            (run.trace_id, run.span_id): run for trace in traces.values() for run in extract_runs(trace)
+        }
+        for row in batch:
+            run = runs.get((row.trace_id, row.span_id))
+            if run is None:
+                continue
+            item: dict[str, Any] = {
+                "traceId": run.trace_id, "spanId": run.span_id, "agentName": run.agent_name,
+                "input": run.mastra_input(), "output": run.mastra_output(),
+            }  # fmt: skip
+            truth = truths.get((row.trace_id, row.span_id)) or truths.get((row.trace_id, None))
+            if truth is not None:
+                item["groundTruth"] = truth
+            item["tracescore"] = {
+                "binding": binding, "score": row.score, "scorerVersion": row.scorer_version,
+                "reason": row.reason,
+            }  # fmt: skip
+            yield item
