@@ -1,0 +1,5 @@
+"""Reference pages of the docs site generated from the code, so they cannot drift from it.
+
+The MkDocs hook (``docgen/hook.py``) fills each ``<!-- tracescore:generate NAME -->`` marker of a
+hand-written page with the page part :data:`docgen.pages.GENERATORS` names, at every build.
+"""
