@@ -54,7 +54,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.parity_support import load_cases, mastra_options, mastra_run, REGISTRY_NAME  # noqa: E402
+from tests.parity_support import REGISTRY_NAME, load_cases, mastra_options, mastra_run  # noqa: E402
+from tracescore.compiled import describe  # noqa: E402
 from tracescore.scorers import registry  # noqa: E402
 
 SCORERS = ("completeness", "content-similarity", "keyword-coverage", "textual-difference", "tone",
@@ -225,6 +226,7 @@ def main() -> None:
                 measure(group, rows, trials, args.repeat, mastra_repeat if args.vs_mastra else None, Path(tmp))
                 table.update({(scorer, size): row for scorer, row in rows.items()})
 
+    print(describe())  # compiled, or pure Python (an install without a C compiler)
     header = f"{'scorer':<20} {'size':>5} {'cases':>5} {'tracescore ms':>14}"
     print(header + (f" {'Mastra warm ms':>15} {'speed-up':>9} {'(trials: lowest-highest)':>26}" if args.vs_mastra else ""))
     for (scorer, size), row in sorted(table.items(), key=lambda item: (SCORERS.index(item[0][0]), item[0][1] != "short")):
