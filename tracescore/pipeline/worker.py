@@ -33,12 +33,16 @@ from pydantic_core import to_jsonable_python
 
 from tracescore import metrics
 from tracescore.backoff import Backoff
+from tracescore.conversations.turns import answer_text, user_text
 from tracescore.extract import extract_runs
+from tracescore.extract.conversation import Conversation
+from tracescore.extract.conversation_id import DEFAULT_ID_ATTRIBUTES
 from tracescore.extract.model import AgentRun
-from tracescore.pipeline.bindings import CompiledBinding
+from tracescore.pipeline.bindings import CompiledBinding, select_target
 from tracescore.pipeline.config import WorkersConfig
 from tracescore.pipeline.sampling import is_sampled, sampled_at, unit_hash
 from tracescore.scorers.base import ScoreResult, ScorerRun
+from tracescore.store.conversations import TurnRecord, record_turns
 from tracescore.store.outage import database_unavailable
 from tracescore.store.scores import (
     add_tallies,
@@ -177,6 +181,8 @@ class _Trace:
     rows: list[dict[str, Any]] = field(default_factory=list)
     later: list[tuple[CompiledBinding, AgentRun]] = field(default_factory=list)
     """Sampled (binding, run) pairs for the asynchronous path (judges, limits)."""
+    turn: TurnRecord | None = None
+    """The trace's turn, when it names a conversation: recorded with its scores."""
 
 
 @dataclass(slots=True)
@@ -202,11 +208,18 @@ class ScoringWorker:
         emit: Callable[[dict[str, Any]], None] | None = None,
         owner: str | None = None,
         metrics: PipelineMetrics = metrics,
+        conversation_attributes: Sequence[str] = DEFAULT_ID_ATTRIBUTES,
     ) -> None:
         self.store = store
         self.metrics = metrics
         """Where the worker's counts go: the process's metrics, or a scoring process's relay."""
-        self.bindings = list(bindings)
+        self.bindings = [binding for binding in bindings if binding.config.target != "conversation"]
+        """The bindings scoring runs of a trace."""
+        self.conversation_bindings = [b for b in bindings if b.config.target == "conversation"]
+        """The bindings scoring whole conversations (:mod:`tracescore.conversations.scoring`):
+        with any, every trace is loaded, since its turn must be recorded whether or not a run
+        binding samples it."""
+        self.conversation_attributes = list(conversation_attributes)
         self.config = config
         self.lease_seconds = lease_seconds
         self.owner = owner or worker_owner_id()
@@ -218,6 +231,7 @@ class ScoringWorker:
         }
         """Bindings scored in the batch's thread; the others take the asynchronous path."""
         self._only_primary = all(binding.config.target in ("agent", "trace") for binding in self.bindings)
+        self._load_every_trace = bool(self.conversation_bindings)
         """No binding scores LLM or tool runs: extraction builds the primary runs only."""
 
     def warm_up(self) -> None:
@@ -320,7 +334,7 @@ class ScoringWorker:
         for claim in claims:
             position = unit_hash(claim.trace_id)
             verdicts = [sampled_at(position, binding.sampling_rate) for binding in self.bindings]
-            if any(verdicts):
+            if any(verdicts) or self._load_every_trace:
                 sampling[claim.trace_id] = verdicts
             else:
                 batch.unsampled.append(claim)
@@ -335,7 +349,10 @@ class ScoringWorker:
             trace = _Trace(claim)
             try:
                 found = loaded.get(claim.trace_id)
-                trace.runs = extract_runs(found, only_primary=self._only_primary) if found is not None else []
+                trace.runs = extract_runs(
+                    found, only_primary=self._only_primary, conversation_attributes=self.conversation_attributes
+                ) if found is not None else []  # fmt: skip
+                trace.turn = _turn(trace.runs)
                 self._route(trace, verdicts, now)
             except Exception as exc:  # noqa: BLE001 - one trace's bug must not sink the batch
                 batch.failed.append((claim, f"{type(exc).__name__}: {exc}"))
@@ -376,12 +393,16 @@ class ScoringWorker:
         try:
             decisions = prepare_decisions(dialect, [d for trace in traces for d in trace.decisions])
             scores = prepare_scores(dialect, [r for trace in traces for r in trace.rows])
+            turns = [trace.turn for trace in traces if trace.turn is not None]
             with self.store.write_transaction() as connection:
                 decisions.write(connection)
                 add_tallies(connection, tallies or {}, now)
                 scores.write(connection)
+                replaced = record_turns(connection, turns)
                 self.store.queue.complete(claims, conn=connection)
             self._count_replaced(scores.replaced)
+            if replaced:
+                self.metrics.text_values_replaced("conversation_turns", replaced)
             return
         except Exception as exc:
             if database_unavailable(exc):
@@ -389,6 +410,7 @@ class ScoringWorker:
             log.warning("storing the scores of %d traces failed (%s); storing them one by one", len(claims), exc)
         with self.store.write_transaction() as connection:
             add_tallies(connection, tallies or {}, now)
+            record_turns(connection, [trace.turn for trace in traces if trace.turn is not None])
             self.store.queue.complete(unsampled, conn=connection)
         for trace in traces:
             self._write(trace.rows, trace.decisions)
@@ -398,7 +420,7 @@ class ScoringWorker:
         """Score a trace's asynchronous pairs, then store all its rows and complete it."""
         claim = trace.claim
         try:
-            trace.rows += await asyncio.gather(*(self._score(binding, run) for binding, run in trace.later))
+            trace.rows += await asyncio.gather(*(self.score(binding, run) for binding, run in trace.later))
             await asyncio.to_thread(self._store, [trace])
         except asyncio.CancelledError:
             # Shutting down: hand the trace back at once rather than leave it to its lease.
@@ -450,11 +472,16 @@ class ScoringWorker:
                 self.metrics.sampling_decision(binding.name, sampled)
                 decisions.append(_decision(binding, run, sampled, now))
                 if sampled and (select is None or select(binding, run)):
-                    jobs.append(self._score(binding, run))
+                    jobs.append(self.score(binding, run))
         rows = list(await asyncio.gather(*jobs))
         return rows, decisions
 
-    async def _score(self, binding: CompiledBinding, run: AgentRun) -> dict[str, Any]:
+    async def score(
+        self, binding: CompiledBinding, run: AgentRun, *, subject: Conversation | None = None
+    ) -> dict[str, Any]:
+        """The score row of one binding on one run, within the binding's limits and the
+        worker's concurrency; with ``subject``, the binding scores that conversation instead,
+        and the row hangs on ``run`` (its last turn's)."""
         verdict = await asyncio.to_thread(binding.limiter.admit) if binding.limiter else "ok"
         if verdict != "ok":
             reason = (
@@ -464,7 +491,7 @@ class ScoringWorker:
             )
             return score_row(binding, run, status=verdict, error=reason)
         async with self._slots:
-            result = await binding.scorer.run(run)
+            result = await binding.scorer.run(run if subject is None else subject)
         if binding.limiter is not None:
             binding.limiter.spent(result.cost_usd)
         for call in result.judge_calls:
@@ -507,3 +534,17 @@ def _decision(binding: CompiledBinding, run: AgentRun, sampled: bool, now: datet
         "id": score_id(run.trace_id, run.span_id, binding.name, "sampling"), "trace_id": run.trace_id,
         "span_id": run.span_id, "binding": binding.name, "sampled": sampled, "created_at": now,
     }
+
+
+def _turn(runs: Sequence[AgentRun]) -> TurnRecord | None:
+    """The trace's turn: its outermost primary run, when that names a conversation."""
+    outermost = select_target(runs, "trace")
+    if not outermost or (conversation := outermost[0].conversation_id) is None:
+        return None
+    run = outermost[0]
+    return TurnRecord(
+        conversation_id=conversation, trace_id=run.trace_id, span_id=run.span_id,
+        start_time_ns=int(run.start_time.timestamp() * 1e9) if run.start_time else 0,
+        user_text=user_text(run), answer_text=answer_text(run), agent_name=run.agent_name,
+        service_name=run.service_name,
+    )  # fmt: skip

@@ -23,6 +23,7 @@ TABLE_MODULES: list[str] = [
     "tracescore.store.scores",
     "tracescore.store.alerts",
     "tracescore.store.feedback",
+    "tracescore.store.conversations",
 ]
 """Modules whose SQLModel table classes :func:`open_store` creates: the single list to extend."""
 

@@ -46,6 +46,7 @@ class ScoreRow(SQLModel, table=True):
         Index("ix_scores_trace", "trace_id"),
         Index("ix_scores_agent_created", "agent", "created_at"),
         Index("ix_scores_status_created", "status", "created_at"),
+        Index("ix_scores_conversation", "conversation_id"),
     )
 
     id: str = Field(primary_key=True, max_length=32)
@@ -69,6 +70,9 @@ class ScoreRow(SQLModel, table=True):
     service: str | None = Field(default=None, max_length=200)
     agent: str | None = Field(default=None, max_length=200)
     model: str | None = Field(default=None, max_length=200)
+    conversation_id: str | None = Field(default=None, max_length=200)
+    """Set on a conversation's score (:mod:`tracescore.conversations.scoring`), whose trace and
+    span are its last turn's; None on a run's."""
     created_at: datetime = Field(default_factory=_utcnow)
     updated_at: datetime = Field(default_factory=_utcnow)
 

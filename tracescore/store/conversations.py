@@ -1,0 +1,338 @@
+"""Conversations in SQL: their turns, and each conversation's life between turns and scores.
+
+A turn is recorded by the trace worker when it stores a trace's scores, in the same
+transaction (:func:`record_turns`): the trace's primary agent run, its user message and answer,
+under the conversation id the trace named. Recording a turn makes the conversation ``pending``
+with a new ``generation``, whatever its state, as a span does to a trace (see
+:mod:`tracescore.store.trace_queue`, whose states and lease rules these follow): ``pending`` ->
+``ready`` (no turn for the idle timeout, or pending for ``max_wait``) -> ``claimed`` (a worker
+holds a lease) -> ``scored``. A turn recorded while the conversation is claimed bumps its
+generation, and completing that claim sends it back to ``pending``: the later turn gets the
+conversation rescored. An expired lease makes it claimable again; too many failed attempts
+park it as ``failed`` until its next turn.
+
+Conversation scores are rows of ``scores`` with ``conversation_id`` set (and the last turn's
+trace and span), keyed by conversation and binding, so a rescore replaces the row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import BigInteger, Column, Connection, Index, text
+from sqlmodel import Field, SQLModel
+
+from tracescore.store.text import TextGuard
+from tracescore.store.trace_queue import TraceState
+
+MAX_ID_CHARS = 200
+TURN_TEXT_CHARS = 4_000
+"""What a turn row keeps of the user message and of the answer, for the API and the
+dashboard; scorers read the full text from the turn's trace."""
+
+
+class ConversationRow(SQLModel, table=True):
+    """One conversation's assembly state; ``generation`` grows with every recorded turn."""
+
+    __tablename__ = "conversations"
+    __table_args__ = (
+        Index("ix_conversations_state_last_seen", "state", "last_seen"),
+        Index("ix_conversations_state_pending_since", "state", "pending_since"),
+        Index("ix_conversations_last_turn", "last_turn_ns"),
+    )
+
+    conversation_id: str = Field(primary_key=True, max_length=MAX_ID_CHARS)
+    service_name: str | None = Field(default=None, max_length=200)
+    agent_name: str | None = Field(default=None, max_length=200)
+    """Of the latest turn: the agent answering the conversation now."""
+    turn_count: int = Field(sa_column=Column(BigInteger, nullable=False))
+    first_turn_ns: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    last_turn_ns: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    """Start of the latest turn (OTLP nanoseconds): what the API's time filters and order use."""
+    generation: int = Field(sa_column=Column(BigInteger, nullable=False))
+    first_seen: float
+    last_seen: float
+    """When a turn was last recorded (seconds since the epoch): idleness counts from here."""
+    pending_since: float
+    state: str = Field(max_length=16)
+    lease_token: str | None = Field(default=None, max_length=32)
+    lease_owner: str | None = Field(default=None, max_length=200)
+    lease_expires: float | None = None
+    claimed_generation: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    scored_generation: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    attempts: int = 0
+    last_error: str | None = Field(default=None, max_length=2000)
+
+
+class ConversationTurnRow(SQLModel, table=True):
+    """One turn: a trace of the conversation, with what was said (cut to ``TURN_TEXT_CHARS``)."""
+
+    __tablename__ = "conversation_turns"
+    __table_args__ = (Index("ix_conversation_turns_trace", "trace_id"),)
+
+    conversation_id: str = Field(primary_key=True, max_length=MAX_ID_CHARS)
+    trace_id: str = Field(primary_key=True, max_length=32)
+    span_id: str = Field(max_length=16)
+    start_time_ns: int = Field(sa_column=Column(BigInteger, nullable=False))
+    user_text: str = Field(max_length=TURN_TEXT_CHARS)
+    answer_text: str = Field(max_length=TURN_TEXT_CHARS)
+    agent_name: str | None = Field(default=None, max_length=200)
+    service_name: str | None = Field(default=None, max_length=200)
+    recorded_at: float
+
+
+def storable_id(conversation_id: str) -> str:
+    """The id as stored: clients' ids are free text, so unstorable characters are replaced and
+    an id longer than the column keeps a prefix plus a hash of the whole (still unique)."""
+    cleaned = TextGuard().text(conversation_id)
+    if len(cleaned) <= MAX_ID_CHARS:
+        return cleaned
+    digest = hashlib.sha256(cleaned.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return f"{cleaned[: MAX_ID_CHARS - 33]}~{digest}"
+
+
+def _fit(value: str | None, length: int, guard: TextGuard) -> str | None:
+    if value is None:
+        return None
+    value = guard.text(value)
+    return value if len(value) <= length else value[: length - 1] + "…"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    """What the trace worker records of one trace's turn."""
+
+    conversation_id: str
+    trace_id: str
+    span_id: str
+    start_time_ns: int
+    user_text: str
+    answer_text: str
+    agent_name: str | None
+    service_name: str | None
+
+    def row(self, now: float, guard: TextGuard) -> dict[str, Any]:
+        return {
+            "conversation_id": storable_id(self.conversation_id), "trace_id": self.trace_id,
+            "span_id": self.span_id, "start_time_ns": self.start_time_ns,
+            "user_text": _fit(self.user_text, TURN_TEXT_CHARS, guard),
+            "answer_text": _fit(self.answer_text, TURN_TEXT_CHARS, guard),
+            "agent_name": _fit(self.agent_name, 200, guard), "service_name": _fit(self.service_name, 200, guard),
+            "recorded_at": now,
+        }  # fmt: skip
+
+
+_UPSERT_TURN = text(
+    """
+INSERT INTO conversation_turns (conversation_id, trace_id, span_id, start_time_ns, user_text,
+    answer_text, agent_name, service_name, recorded_at)
+VALUES (:conversation_id, :trace_id, :span_id, :start_time_ns, :user_text, :answer_text,
+    :agent_name, :service_name, :recorded_at)
+ON CONFLICT (conversation_id, trace_id) DO UPDATE SET
+    span_id = excluded.span_id, start_time_ns = excluded.start_time_ns,
+    user_text = excluded.user_text, answer_text = excluded.answer_text,
+    agent_name = excluded.agent_name, service_name = excluded.service_name,
+    recorded_at = excluded.recorded_at
+"""
+)
+
+_TOUCH = text(
+    f"""
+INSERT INTO conversations (conversation_id, service_name, agent_name, turn_count, first_turn_ns,
+    last_turn_ns, generation, first_seen, last_seen, pending_since, state, attempts)
+SELECT :conversation_id, :service_name, :agent_name, count(*), min(start_time_ns),
+    max(start_time_ns), 1, :now, :now, :now, '{TraceState.PENDING}', 0
+FROM conversation_turns WHERE conversation_id = :conversation_id
+ON CONFLICT (conversation_id) DO UPDATE SET
+    turn_count = excluded.turn_count, first_turn_ns = excluded.first_turn_ns,
+    last_turn_ns = excluded.last_turn_ns,
+    service_name = CASE WHEN :turn_ns >= COALESCE(conversations.last_turn_ns, 0)
+        THEN excluded.service_name ELSE conversations.service_name END,
+    agent_name = CASE WHEN :turn_ns >= COALESCE(conversations.last_turn_ns, 0)
+        THEN excluded.agent_name ELSE conversations.agent_name END,
+    generation = conversations.generation + 1,
+    last_seen = excluded.last_seen,
+    pending_since = CASE WHEN conversations.state IN ('{TraceState.SCORED}', '{TraceState.FAILED}')
+        THEN excluded.pending_since ELSE conversations.pending_since END,
+    attempts = CASE WHEN conversations.state = '{TraceState.FAILED}' THEN 0 ELSE conversations.attempts END,
+    state = CASE WHEN conversations.state = '{TraceState.CLAIMED}'
+        THEN conversations.state ELSE '{TraceState.PENDING}' END
+"""
+)
+
+
+def record_turns(conn: Connection, turns: Sequence[TurnRecord], now: float | None = None) -> int:
+    """Store turns and make their conversations pending with a new generation, in ``conn``'s
+    transaction (the one storing the turns' traces' scores); returns the text values replaced.
+
+    Conversations are touched once each, in id order, so concurrent writers on PostgreSQL lock
+    them in one order and cannot deadlock; the touched row takes agent and service from its
+    latest turn."""
+    if not turns:
+        return 0
+    now = time.time() if now is None else now
+    guard = TextGuard()
+    rows = sorted((turn.row(now, guard) for turn in turns), key=lambda r: (r["conversation_id"], r["trace_id"]))
+    conn.execute(_UPSERT_TURN, rows)
+    latest: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        known = latest.get(row["conversation_id"])
+        if known is None or row["start_time_ns"] >= known["start_time_ns"]:
+            latest[row["conversation_id"]] = row
+    conn.execute(
+        _TOUCH,
+        [{"conversation_id": key, "service_name": row["service_name"], "agent_name": row["agent_name"],
+          "turn_ns": row["start_time_ns"], "now": now} for key, row in sorted(latest.items())],
+    )  # fmt: skip
+    return guard.replaced
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationClaim:
+    """A worker's lease on one ready conversation; hand it back to ``complete`` or ``release``."""
+
+    conversation_id: str
+    generation: int
+    owner: str
+    token: str
+    lease_expires: float
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationReadiness:
+    """When a pending conversation is ready to score (seconds)."""
+
+    idle_timeout: float
+    max_wait: float
+    max_attempts: int = 5
+
+
+_PROMOTE_IDLE = text(
+    f"UPDATE conversations SET state = '{TraceState.READY}' "
+    f"WHERE state = '{TraceState.PENDING}' AND last_seen <= :cut"
+)
+_PROMOTE_OVERDUE = text(
+    f"UPDATE conversations SET state = '{TraceState.READY}' "
+    f"WHERE state = '{TraceState.PENDING}' AND pending_since <= :cut"
+)
+_CLAIM = f"""
+WITH candidates AS MATERIALIZED (
+    SELECT conversation_id FROM (
+        SELECT conversation_id FROM conversations
+        WHERE state = '{TraceState.CLAIMED}' AND lease_expires < :now
+        ORDER BY last_seen LIMIT :limit {{lock}}
+    ) AS expired
+    UNION ALL
+    SELECT conversation_id FROM (
+        SELECT conversation_id FROM conversations WHERE state = '{TraceState.READY}'
+        ORDER BY last_seen LIMIT :limit {{lock}}
+    ) AS waiting
+)
+UPDATE conversations SET state = '{TraceState.CLAIMED}', lease_owner = :owner, lease_token = :token,
+    lease_expires = :expires, claimed_generation = conversations.generation,
+    attempts = conversations.attempts + 1
+FROM (SELECT conversation_id FROM candidates LIMIT :limit) AS chosen
+WHERE conversations.conversation_id = chosen.conversation_id
+RETURNING conversations.conversation_id, conversations.generation
+"""
+_CLAIM_SQLITE = text(_CLAIM.format(lock=""))
+_CLAIM_POSTGRES = text(_CLAIM.format(lock="FOR UPDATE SKIP LOCKED"))
+_COMPLETE = text(
+    f"""
+UPDATE conversations SET
+    state = CASE WHEN generation = :generation
+        THEN '{TraceState.SCORED}' ELSE '{TraceState.PENDING}' END,
+    pending_since = CASE WHEN generation = :generation THEN pending_since ELSE :now END,
+    scored_generation = :generation, attempts = 0, last_error = NULL,
+    lease_owner = NULL, lease_token = NULL, lease_expires = NULL
+WHERE conversation_id = :conversation_id AND lease_token = :token AND state = '{TraceState.CLAIMED}'
+"""
+)
+_RELEASE = text(
+    f"""
+UPDATE conversations SET
+    state = CASE WHEN CAST(:error AS TEXT) IS NOT NULL AND attempts >= :max_attempts
+        THEN '{TraceState.FAILED}' ELSE '{TraceState.READY}' END,
+    last_error = CAST(:error AS TEXT), lease_owner = NULL, lease_token = NULL, lease_expires = NULL,
+    attempts = CASE WHEN CAST(:error AS TEXT) IS NULL THEN attempts - 1 ELSE attempts END
+WHERE conversation_id = :conversation_id AND lease_token = :token AND state = '{TraceState.CLAIMED}'
+"""
+)
+
+
+class ConversationQueue:
+    """Promotion, claims under leases, completion and release of conversations."""
+
+    def __init__(
+        self, write_transaction: Callable[[], AbstractContextManager[Connection]], rules: ConversationReadiness
+    ) -> None:
+        self._write_transaction = write_transaction
+        self.rules = rules
+
+    def _promote(self, conn: Connection, now: float) -> int:
+        idle = conn.execute(_PROMOTE_IDLE, {"cut": now - self.rules.idle_timeout}).rowcount
+        return int(idle + conn.execute(_PROMOTE_OVERDUE, {"cut": now - self.rules.max_wait}).rowcount)
+
+    def promote(self, now: float | None = None) -> int:
+        """Mark idle (or overdue) pending conversations ready; returns how many."""
+        with self._write_transaction() as conn:
+            return self._promote(conn, time.time() if now is None else now)
+
+    def claim(self, owner: str, limit: int, lease_seconds: float, now: float | None = None) -> list[ConversationClaim]:
+        """Promote, then lease up to ``limit`` ready conversations (or ones whose lease
+        expired), in one transaction."""
+        now = time.time() if now is None else now
+        token = uuid.uuid4().hex
+        expires = now + lease_seconds
+        with self._write_transaction() as conn:
+            self._promote(conn, now)
+            statement = _CLAIM_POSTGRES if conn.dialect.name == "postgresql" else _CLAIM_SQLITE
+            rows = conn.execute(
+                statement, {"owner": owner, "token": token, "expires": expires, "now": now, "limit": limit}
+            ).all()
+        return sorted(
+            (ConversationClaim(row.conversation_id, row.generation, owner, token, expires) for row in rows),
+            key=lambda claim: claim.conversation_id,
+        )
+
+    def complete(self, conn: Connection, claims: Sequence[ConversationClaim], now: float | None = None) -> None:
+        """Mark claimed conversations scored, or pending again where a turn arrived since the
+        claim, in ``conn``'s transaction (the one storing their scores). A claim whose lease
+        was lost to another worker changes nothing."""
+        if claims:
+            now = time.time() if now is None else now
+            conn.execute(
+                _COMPLETE,
+                [{"generation": c.generation, "now": now, "conversation_id": c.conversation_id, "token": c.token}
+                 for c in claims],
+            )  # fmt: skip
+
+    def release(self, claim: ConversationClaim, error: str | None = None) -> None:
+        """Give a claimed conversation back; with an ``error`` it counts as a failed attempt,
+        and after ``rules.max_attempts`` of them it is parked as ``failed``."""
+        with self._write_transaction() as conn:
+            conn.execute(
+                _RELEASE,
+                {"error": error if error is None else error[:2000], "max_attempts": self.rules.max_attempts,
+                 "conversation_id": claim.conversation_id, "token": claim.token},
+            )  # fmt: skip
+
+
+def turns_of(conn: Connection, conversation_id: str) -> list[Any]:
+    """The conversation's turn rows, oldest first."""
+    return list(
+        conn.execute(
+            text(
+                "SELECT conversation_id, trace_id, span_id, start_time_ns, user_text, answer_text, "
+                "agent_name, service_name FROM conversation_turns WHERE conversation_id = :id "
+                "ORDER BY start_time_ns, trace_id"
+            ),
+            {"id": conversation_id},
+        ).all()
+    )
