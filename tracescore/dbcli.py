@@ -108,3 +108,31 @@ def check(db: str | None = DB_OPTION, config_file: Path | None = CONFIG_OPTION) 
     if state.pending:
         _exit(1, f"behind: the database schema is {state.describe()}; run `tracescore db upgrade`")
     typer.echo(f"up to date: {state.describe()}")
+
+
+@db_app.command("prune")
+def prune(db: str | None = DB_OPTION, config_file: Path | None = CONFIG_OPTION) -> None:
+    """Run one retention pass now, as the config's ``retention:`` section says, and print the
+    rows removed per kind (a running service's own passes are unaffected)."""
+    from tracescore.config import load_config
+    from tracescore.retention.config import KINDS
+    from tracescore.retention.prune import Pruner
+    from tracescore.retention.vacuum import reclaim_space
+    from tracescore.store import SpanStore
+
+    engine = open_engine(db, config_file)  # exits on a bad config, so it loads below
+    retention = load_config(config_file).retention
+    if not retention.durations():
+        typer.echo("nothing to prune: retention gives no kind a duration (all kept forever)")
+        return
+    store = SpanStore(engine)
+    with database_errors():
+        report = Pruner(store.write_transaction, retention).run()
+        reclaimed = reclaim_space(engine, store.write_transaction)
+    for kind in KINDS:
+        removed = report.removed.get(kind)
+        typer.echo(f"{kind}: " + ("kept forever" if removed is None else f"{removed} removed"))
+    if report.removed.get("traces"):
+        typer.echo(f"traces: {report.removed['traces']} queue rows of pruned traces removed")
+    typer.echo(f"took {report.seconds:.1f} s" + (f"; {reclaimed / 1e6:.1f} MB returned to the "
+                                                 "file system" if reclaimed else ""))

@@ -41,8 +41,10 @@ from tracescore.ingest.api import ingest_router
 from tracescore.ingest.grpc import start_grpc_server
 from tracescore.ingest.http import BodyLimits, BodyReaders, otlp_router
 from tracescore.ingest.intake import RETRY_AFTER_SECONDS, Intake
+from tracescore.monitor.alerts import default_instance_id
 from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.tasks import monitoring_task
+from tracescore.retention.task import retention_task
 from tracescore.store import SpanStore, open_store
 from tracescore.store.api import traces_router
 from tracescore.store.outage import database_unavailable
@@ -197,6 +199,8 @@ class Service:
         interval = promote_interval(config.assembly.idle_timeout)
         self.add_background(lambda: promote_periodically(self.store, interval))
         self.add_background(monitoring_task(self.store.engine, config.alerts, config.monitor))
+        owner = config.monitor.instance_id or default_instance_id()
+        self.add_background(retention_task(self.store, config.retention, owner))
         self.add_background(feedback_scan_task(self.store, config.feedback.scan_interval))
 
     def add_background(self, factory: BackgroundFactory) -> None:

@@ -252,7 +252,8 @@ def steps(config: RetentionConfig) -> Iterator[Step]:
     if (seconds := durations.get("sampling_decisions")) is not None:
         kind = "sampling_decisions"
         yield AgedRows(kind, _table(SamplingDecisionRow), ("id",), "created_at", seconds, _utc)
-        yield AgedRows(kind, _table(SamplingTallyRow), ("binding", "minute"), "minute", seconds, _utc)
+        tallies = _table(SamplingTallyRow)
+        yield AgedRows(kind, tallies, ("binding", "minute"), "minute", seconds, _utc)
     if (seconds := durations.get("judge_cache")) is not None:
         yield AgedRows("judge_cache", _table(JudgeVerdict), ("key",), "created_at", seconds, _utc)
     if (seconds := durations.get("alerts")) is not None:
