@@ -48,6 +48,8 @@ def evaluation_attributes(score: Mapping[str, Any]) -> dict[str, Any]:
         attributes["gen_ai.evaluation.explanation"] = explanation
     if score["status"] == "error":
         attributes["error.type"] = score.get("error_type") or "_OTHER"
+    if score.get("conversation_id"):  # a conversation's score, in its last turn's context
+        attributes["gen_ai.conversation.id"] = score["conversation_id"]
     return attributes
 
 
@@ -131,6 +133,8 @@ class EvaluationEmitter:
             span_attributes["gen_ai.usage.output_tokens"] = int(score.get("output_tokens") or 0)
         if score["status"] == "error":
             span_attributes["error.type"] = attributes["error.type"]
+        if "gen_ai.conversation.id" in attributes:
+            span_attributes["gen_ai.conversation.id"] = attributes["gen_ai.conversation.id"]
         with self._tracer.start_as_current_span(
             score["binding"], context=context, kind=SpanKind.INTERNAL, attributes=span_attributes
         ) as span:

@@ -1,0 +1,214 @@
+"""Score ready conversations with the ``target: conversation`` bindings.
+
+Exactly-once as for traces: a conversation is claimed under a lease, rebuilt from its stored
+turns (the most recent ``conversations.max_turns`` from their traces, the earlier ones summed up
+in one line), scored, and its score rows (keyed by conversation and binding, so a rescore after
+a later turn replaces them) are stored in the transaction that completes the claim. A worker
+that dies leaves a lease that expires; a conversation that cannot be scored is given back with
+the reason and retried after a delay, parked as ``failed`` after too many attempts.
+
+Sampling is by conversation id, so a conversation is scored whole or not at all; filters are
+matched against the last turn's run (the agent and service answering the conversation now).
+Scoring itself goes through the trace worker's :meth:`~tracescore.pipeline.worker.ScoringWorker.score`,
+so judges, rate and budget limits and the judge metrics are the ones run scores use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from tracescore.backoff import Backoff
+from tracescore.conversations.config import ConversationsConfig
+from tracescore.conversations.turns import earlier_summary, turn_of
+from tracescore.extract import extract_runs
+from tracescore.extract.conversation import Conversation, Turn
+from tracescore.extract.model import AgentRun
+from tracescore.extract.runs import primary_runs
+from tracescore.pipeline.bindings import CompiledBinding, select_target
+from tracescore.pipeline.sampling import is_sampled
+from tracescore.pipeline.worker import ScoringWorker
+from tracescore.store.conversations import (
+    ConversationClaim,
+    ConversationQueue,
+    ConversationReadiness,
+    turns_of,
+)
+from tracescore.store.outage import database_unavailable
+from tracescore.store.scores import prepare_decisions, prepare_scores, score_id
+
+log = logging.getLogger(__name__)
+
+CONVERSATION_SPAN = "conversation"
+"""What stands for the span in a conversation score's and decision's key (see
+:func:`conversation_score_id`)."""
+
+
+def conversation_score_id(conversation_id: str, binding: str, version: str) -> str:
+    """The id of a conversation's score (or, with version ``sampling``, decision) for a
+    binding: the same for every rescore, whichever turn is the last."""
+    return score_id(f"conversation:{conversation_id}", CONVERSATION_SPAN, binding, version)
+
+
+def _timestamp(time_ns: int) -> datetime:
+    return datetime.fromtimestamp(time_ns / 1e9, UTC)
+
+
+class ConversationScoring:
+    """One instance's conversation scoring loop, beside the trace worker it scores through."""
+
+    def __init__(
+        self,
+        worker: ScoringWorker,
+        bindings: Sequence[CompiledBinding],
+        config: ConversationsConfig,
+        emit: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.worker = worker
+        self.store = worker.store
+        self.bindings = list(bindings)
+        self.config = config
+        self.queue = ConversationQueue(
+            worker.store.write_transaction, ConversationReadiness(config.idle_timeout, config.max_wait)
+        )
+        self._emit = emit
+        self._database = Backoff("conversation scoring: the database")
+
+    async def run(self) -> None:
+        """Claim and score conversations until cancelled; errors are logged, never raised."""
+        poll = self.worker.config.poll_interval
+        while True:
+            claims = await self._claim()
+            if claims:
+                await asyncio.gather(*(self.process(claim) for claim in claims))
+            else:
+                await asyncio.sleep(self._database.remaining() or poll)
+
+    async def _claim(self) -> list[ConversationClaim]:
+        if self._database.waiting():
+            return []
+        try:
+            claims = await asyncio.to_thread(
+                self.queue.claim, self.worker.owner, self.worker.config.claim_batch, self.config.lease_seconds
+            )
+        except Exception as exc:
+            self._database.failed(exc)
+            if not database_unavailable(exc):
+                log.exception("claiming conversations failed")
+            return []
+        self._database.succeeded()
+        return claims
+
+    async def process(self, claim: ConversationClaim) -> list[dict[str, Any]]:
+        """Rebuild, score and store one claimed conversation; returns its stored score rows."""
+        try:
+            conversation = await asyncio.to_thread(self.assemble, claim.conversation_id)
+            rows, decisions = await self._score(conversation) if conversation is not None else ([], [])
+            await asyncio.to_thread(self._store, claim, rows, decisions)
+        except asyncio.CancelledError:
+            await asyncio.to_thread(self.queue.release, claim, None)  # shutting down: hand it back
+            raise
+        except Exception as exc:
+            log.exception("scoring conversation %s failed", claim.conversation_id)
+            try:
+                await asyncio.to_thread(self.queue.release, claim, f"{type(exc).__name__}: {exc}")
+            except Exception:
+                log.exception("releasing conversation %s failed; its lease will expire", claim.conversation_id)
+            return []
+        self._observe(rows, decisions)
+        return rows
+
+    def assemble(self, conversation_id: str) -> Conversation | None:
+        """The conversation as scorers see it: its most recent ``max_turns`` turns rebuilt from
+        their traces, in order, and a summary line of the earlier ones; None if it has no turn."""
+        with self.store.engine.connect() as conn:
+            rows = turns_of(conn, conversation_id)
+        if not rows:
+            return None
+        shown, earlier = rows[-self.config.max_turns :], rows[: -self.config.max_turns]
+        traces = self.store.load_traces([row.trace_id for row in shown], settle=False)
+        turns = []
+        for row in shown:
+            trace = traces.get(row.trace_id)
+            runs = (
+                extract_runs(trace, only_primary=True, conversation_attributes=self.config.id_attributes)
+                if trace is not None else []
+            )  # fmt: skip
+            run = next((r for r in primary_runs(runs) if r.span_id == row.span_id), None)
+            if run is None and (outermost := select_target(runs, "trace")):
+                run = outermost[0]
+            turns.append(turn_of(run) if run is not None else _stored_turn(row))
+        last = shown[-1]
+        return Conversation(
+            id=conversation_id, agent_name=last.agent_name, service_name=last.service_name, turns=turns,
+            earlier_summary=earlier_summary([_stored_turn(row) for row in earlier]),
+        )  # fmt: skip
+
+    async def _score(self, conversation: Conversation) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Each binding's sampling decision on the conversation and, if sampled, its score."""
+        anchor = _anchor(conversation)
+        now = datetime.now(UTC)
+        decisions, jobs = [], []
+        for binding in self.bindings:
+            if not binding.filter.matches(anchor):
+                continue
+            sampled = is_sampled(conversation.id, binding.sampling_rate)
+            decisions.append({
+                "id": conversation_score_id(conversation.id, binding.name, "sampling"),
+                "trace_id": anchor.trace_id, "span_id": anchor.span_id, "binding": binding.name,
+                "sampled": sampled, "created_at": now,
+            })  # fmt: skip
+            if sampled:
+                jobs.append(self._score_one(binding, anchor, conversation))
+        return list(await asyncio.gather(*jobs)), decisions
+
+    async def _score_one(
+        self, binding: CompiledBinding, anchor: AgentRun, conversation: Conversation
+    ) -> dict[str, Any]:
+        row = await self.worker.score(binding, anchor, subject=conversation)
+        row["id"] = conversation_score_id(conversation.id, binding.name, binding.scorer.version)
+        row["conversation_id"] = conversation.id
+        return row
+
+    def _store(
+        self, claim: ConversationClaim, rows: list[dict[str, Any]], decisions: list[dict[str, Any]]
+    ) -> None:
+        dialect = self.store.engine.dialect
+        prepared_decisions = prepare_decisions(dialect, decisions)
+        prepared_scores = prepare_scores(dialect, rows)
+        with self.store.write_transaction() as conn:
+            prepared_decisions.write(conn)
+            prepared_scores.write(conn)
+            self.queue.complete(conn, [claim])
+
+    def _observe(self, rows: Sequence[dict[str, Any]], decisions: Sequence[dict[str, Any]]) -> None:
+        metrics = self.worker.metrics
+        for decision in decisions:
+            metrics.sampling_decision(decision["binding"], decision["sampled"])
+        for row in rows:
+            metrics.observe_score(row["binding"], row["scorer_id"], row["status"], row["score"], row["latency_ms"] / 1000)
+            if self._emit is not None:
+                self._emit(row)
+
+
+def _stored_turn(row: Any) -> Turn:
+    """A turn from what its row kept, for an earlier turn or one whose trace is gone."""
+    return Turn(
+        trace_id=row.trace_id, span_id=row.span_id, start_time=_timestamp(row.start_time_ns),
+        user=row.user_text, answer=row.answer_text,
+    )  # fmt: skip
+
+
+def _anchor(conversation: Conversation) -> AgentRun:
+    """The run a conversation's score hangs on: the last turn's (its trace and span, agent,
+    service and model), or one standing for it when that turn's trace is gone."""
+    last = conversation.turns[-1]
+    if last.run is not None:
+        return last.run
+    return AgentRun(
+        trace_id=last.trace_id, span_id=last.span_id, agent_name=conversation.agent_name,
+        service_name=conversation.service_name, conversation_id=conversation.id, primary=True,
+    )  # fmt: skip
