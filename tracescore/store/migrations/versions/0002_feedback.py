@@ -28,7 +28,7 @@ def upgrade() -> None:
         sa.Column("comment", sa.Text(), nullable=True),
         sa.Column("author", sa.String(200), nullable=False),
         sa.Column("source", sa.String(10), nullable=False),
-        sa.Column("created_at", sa.DateTime(), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     )
     op.create_index("ix_feedback_name_created", "feedback", ["name", "created_at"])
     op.create_index("ix_feedback_trace", "feedback", ["trace_id"])
