@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 
@@ -38,7 +39,7 @@ def main() -> None:
     from tracescore.compiled import implementation
     from tracescore.scorers.code import content_similarity, tone
 
-    cases = json.loads(open(sys.argv[1], encoding="utf-8").read())
+    cases = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
     scored = results(cases)
     report = {
         "implementation": implementation(),
