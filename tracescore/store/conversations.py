@@ -146,15 +146,16 @@ _TOUCH = text(
     f"""
 INSERT INTO conversations (conversation_id, service_name, agent_name, turn_count, first_turn_ns,
     last_turn_ns, generation, first_seen, last_seen, pending_since, state, attempts)
-SELECT :conversation_id, :service_name, :agent_name, count(*), min(start_time_ns),
-    max(start_time_ns), 1, :now, :now, :now, '{TraceState.PENDING}', 0
-FROM conversation_turns WHERE conversation_id = :conversation_id
+SELECT CAST(:conversation_id AS VARCHAR(200)), CAST(:service_name AS VARCHAR(200)),
+    CAST(:agent_name AS VARCHAR(200)), count(*), min(start_time_ns), max(start_time_ns), 1,
+    CAST(:now AS FLOAT), CAST(:now AS FLOAT), CAST(:now AS FLOAT), '{TraceState.PENDING}', 0
+FROM conversation_turns WHERE conversation_id = CAST(:conversation_id AS VARCHAR(200))
 ON CONFLICT (conversation_id) DO UPDATE SET
     turn_count = excluded.turn_count, first_turn_ns = excluded.first_turn_ns,
     last_turn_ns = excluded.last_turn_ns,
-    service_name = CASE WHEN :turn_ns >= COALESCE(conversations.last_turn_ns, 0)
+    service_name = CASE WHEN CAST(:turn_ns AS BIGINT) >= COALESCE(conversations.last_turn_ns, 0)
         THEN excluded.service_name ELSE conversations.service_name END,
-    agent_name = CASE WHEN :turn_ns >= COALESCE(conversations.last_turn_ns, 0)
+    agent_name = CASE WHEN CAST(:turn_ns AS BIGINT) >= COALESCE(conversations.last_turn_ns, 0)
         THEN excluded.agent_name ELSE conversations.agent_name END,
     generation = conversations.generation + 1,
     last_seen = excluded.last_seen,
