@@ -16,7 +16,7 @@ from tests.parity_support import UTILS, assert_exact_case, load_cases, mastra_ru
 CASES = load_cases("sample.jsonl")
 EXACT = ("content-similarity", "keyword-coverage", "textual-difference", "tool-call-accuracy")
 COMPLETENESS_MAX_MEAN_DELTA = 0.02
-TONE_MAX_MEAN_DELTA = 0.04  # measured 0.031 (VADER vs AFINN), see README "Differences from Mastra"
+TONE_MAX_MEAN_DELTA = 0.04  # measured 0.031 (VADER vs AFINN), see docs/mastra.md
 
 
 def cases_of(*scorers: str) -> list[Any]:
