@@ -203,14 +203,23 @@ def score(
     ),
     concurrency: int = typer.Option(8, "--concurrency", min=1, help="Runs scored at once."),
 ) -> None:
-    """Score the runs in FILES and print per-binding results; a CI gate with --fail-under."""
+    """Score the runs in FILES and print per-binding results; a CI gate with --fail-under.
+
+    Conversation scorers (and bindings with target: conversation) score the conversations the
+    runs are turns of, grouped by conversation id."""
     import asyncio
 
     import orjson
 
     from tracescore.config import ConfigError
+    from tracescore.conversations.config import ConversationsConfig
     from tracescore.extract.mastra_json import MastraRunError
     from tracescore.ingest.decode import DecodeError
+    from tracescore.offline.conversations import (
+        by_conversation,
+        judges_conversations,
+        score_conversations,
+    )
     from tracescore.offline.inputs import read_runs
     from tracescore.offline.progress import progress_bar
     from tracescore.offline.report import gate, render, summarize, unknown_thresholds
@@ -231,15 +240,23 @@ def score(
     except (ConfigError, SpecError, BindingError) as exc:
         _usage_error(str(exc))
     try:
-        groups = by_trace(read_runs(files))
+        runs = read_runs(files)
     except (DecodeError, MastraRunError, OSError) as exc:
         _usage_error(f"cannot read: {exc}")
-    with progress_bar("scoring", len(groups)) as advance:
-        per_group = asyncio.run(
-            score_groups(
-                groups, compiled, concurrency=concurrency, on_group=lambda _i, _r: advance(1)
-            )
-        )
+    of_runs = [b for b in compiled if not judges_conversations(b)]
+    of_conversations = [b for b in compiled if judges_conversations(b)]
+    groups = by_trace(runs) if of_runs else []
+    conversations = by_conversation(runs, ConversationsConfig().max_turns) if of_conversations else []
+
+    async def score_all(advance: Any) -> list[list[dict[str, Any]]]:
+        return [
+            *await score_groups(groups, of_runs, concurrency=concurrency, on_group=lambda _i, _r: advance(1)),
+            *await score_conversations(conversations, of_conversations, concurrency=concurrency,
+                                       on_conversation=lambda _i, _r: advance(1)),
+        ]
+
+    with progress_bar("scoring", len(groups) + len(conversations)) as advance:
+        per_group = asyncio.run(score_all(advance))
     rows = [row for group_rows in per_group for row in group_rows]
     summaries = summarize(rows, {b.name: b.scorer.id for b in compiled})
     unknown = unknown_thresholds(summaries, {**minimums, **maximums})
@@ -247,7 +264,11 @@ def score(
         _usage_error(f"--fail-under/--fail-over name no binding or scorer: {', '.join(unknown)}")
     if output is not None:
         output.write_bytes(b"".join(orjson.dumps(row, default=str) + b"\n" for row in rows))
-    typer.echo(render(summaries, fmt, title=f"Scores ({len(groups)} traces)"), nl=fmt == "json")
+    scored = ", ".join(
+        ([f"{len(groups)} traces"] if of_runs else [])
+        + ([f"{len(conversations)} conversations"] if of_conversations else [])
+    )
+    typer.echo(render(summaries, fmt, title=f"Scores ({scored})"), nl=fmt == "json")
     failures = gate(summaries, minimums, maximums)
     if failures:
         typer.echo("quality gate failed:\n  " + "\n  ".join(failures), err=True)
@@ -284,7 +305,7 @@ def list_scorers(
     if fmt == "json":
         listed = [
             {"name": e.name, "description": e.description, "uses_judge": e.uses_judge,
-             "higher_is_better": e.higher_is_better,
+             "higher_is_better": e.higher_is_better, "conversation": e.conversation,
              "options": [{"name": o.name, "type": o.annotation, "default": o.default,
                           "description": o.description} for o in e.options()]}
             for e in entries
@@ -306,6 +327,8 @@ def list_scorers(
             for o in entry.options()
         )
         kind = "LLM judge" if entry.uses_judge else "code"
+        if entry.conversation:
+            kind += ", conversations"
         if not entry.higher_is_better:
             kind += ", lower is better"
         table.add_row(entry.name, kind, entry.description, options or "-")

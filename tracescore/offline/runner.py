@@ -15,7 +15,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tracescore.extract.conversation import Conversation
 from tracescore.extract.model import AgentRun
+from tracescore.offline.conversations import as_conversation, score_conversation
 from tracescore.offline.inputs import as_run, is_plain_item, plain_run
 from tracescore.offline.report import BindingSummary, summarize
 from tracescore.offline.specs import bindings_from_specs
@@ -80,11 +82,13 @@ Target = Callable[[Any], Any]
 
 @dataclass
 class ItemResult:
-    """One dataset item: the run scored, the target's output (when a target ran) and its scores."""
+    """One dataset item: the run (or conversation) scored, the target's output (when a target
+    ran) and its scores."""
 
     index: int
     item: Any
     run: AgentRun | None
+    conversation: Conversation | None = None
     output: Any = None
     scores: dict[str, Row] = field(default_factory=dict)
     """Score rows by binding name (``status``, ``score``, ``reason``, ``cost_usd``…)."""
@@ -116,8 +120,10 @@ async def arun_evals(
 ) -> EvalResult:
     """Score a dataset, the way Mastra's ``runEvals`` does, in Python.
 
-    ``data`` items are runs (``AgentRun``, run dicts of our shape or Mastra's) or
-    ``{input, ground_truth?}`` items. With ``target`` (a sync or async callable, e.g. an agent),
+    ``data`` items are runs (``AgentRun``, run dicts of our shape or Mastra's),
+    ``{input, ground_truth?}`` items, or conversations: a ``Conversation`` or a list of turns
+    (``Turn``s, ``{user, answer}`` dicts or ``{role, content}`` chat messages), which every
+    scorer judges whole (see :func:`tracescore.offline.conversations.as_conversation`). With ``target`` (a sync or async callable, e.g. an agent),
     each item's input is passed to it and its answer (text, or chat messages) is what gets scored.
     ``scorers`` are ``Scorer`` objects, prebuilt scorer names with options
     (``"tool-call-accuracy-code:expected_tool=get_weather"``) or ``ScorerBinding``s; ``judge``
@@ -133,11 +139,17 @@ async def arun_evals(
 
     async def one(index: int, item: Any) -> ItemResult:
         async with slots:
-            result = ItemResult(index, item, None)
-            try:
-                result.run, result.output = await _item_run(item, index, target)
-            except Exception as exc:  # noqa: BLE001 - one bad item is reported, not fatal
-                result.error = f"{type(exc).__name__}: {exc}"
+            result = ItemResult(index, item, None, as_conversation(item, index=index))
+            if result.conversation is not None and target is not None:
+                result.error = "a target answers single inputs, not conversations: give the turns' answers"
+            elif result.conversation is not None:
+                rows = await score_conversation(result.conversation, bindings)
+                result.scores = {row["binding"]: row for row in rows}
+            else:
+                try:
+                    result.run, result.output = await _item_run(item, index, target)
+                except Exception as exc:  # noqa: BLE001 - one bad item is reported, not fatal
+                    result.error = f"{type(exc).__name__}: {exc}"
             if result.run is not None:
                 rows, _decisions = await worker.score_runs([result.run])
                 result.scores = {row["binding"]: row for row in rows}
