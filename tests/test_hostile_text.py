@@ -207,7 +207,7 @@ def test_a_score_row_the_database_refuses_is_stored_as_an_error_row(db_url: str)
     ``error`` row saying why, instead of the trace failing until it is parked unscored."""
     store = _store_with_capture(db_url)
     try:
-        worker = build_worker(parse_config(""), store)
+        worker = build_worker(parse_config("").scoring(), store)
         [trace] = load_traces([_CAPTURE])
         [run] = [run for run in extract_runs(trace) if run.primary]
         rows = [score_row(binding, run, status="ok") for binding in worker.bindings]

@@ -32,7 +32,7 @@ def _config(yaml_bindings: str, **extra: str) -> Config:
 
 
 def _score_all(store, config: Config) -> list[dict]:
-    worker = build_worker(config, store)
+    worker = build_worker(config.scoring(), store)
 
     async def go() -> list[dict]:
         rows: list[dict] = []
@@ -63,7 +63,7 @@ def test_agent_run_is_scored_once_and_rescoring_upserts(db_url: str) -> None:
     assert row.model == "gpt-4o-mini" and row.service == "otel-openai-v2-demo"
 
     # The same trace scored again (a late span, a lost lease): same row, not a second one.
-    worker = build_worker(config, store)
+    worker = build_worker(config.scoring(), store)
     asyncio.run(worker.score_runs([]))
     from tracescore.extract import extract_runs
 
@@ -178,7 +178,7 @@ def test_a_slow_trace_does_not_hold_back_the_traces_behind_it(sqlite_url: str) -
         "  - {name: slow, scorer: 'tests.custom_scorers:slow_for_weatherbot', target: trace}\n"
         + "workers: {poll_interval: 0.05, claim_batch: 4}\n"
     )
-    worker = build_worker(config, store)
+    worker = build_worker(config.scoring(), store)
 
     async def go() -> float:
         task = asyncio.create_task(worker.run())

@@ -80,7 +80,7 @@ def test_traces_no_binding_samples_are_completed_unread_and_coverage_still_count
     try:
         for trace in traces:
             store.write(decode_traces(export_request(trace.spans), json=False).spans)
-        worker = build_worker(config, store)
+        worker = build_worker(config.scoring(), store)
         loaded: list[str] = []
         load_traces = store.load_traces
 

@@ -186,7 +186,7 @@ def _seed(url: str, judge: JudgeServer, captures: list[Path]) -> Any:
     )
     assert response.status_code == 200, response.text
     drain(store)  # the journaled request into rows, as the unpacker of a running service would
-    worker = build_worker(parse_config(_config(judge.base_url)), store)
+    worker = build_worker(parse_config(_config(judge.base_url)).scoring(), store)
 
     async def score_all() -> None:
         for claim in store.queue.claim(worker.owner, 1000, 30.0, now=FAR_FUTURE):
@@ -337,7 +337,7 @@ def test_live_version_changes_when_a_score_arrives(
     assert f'data-live-url="/ui/live?trace={trace_id}"' in unscored
     trace_before = client.get("/ui/live", params={"trace": trace_id}).json()["version"]
     other = client.get("/ui/live", params={"trace": HOSTILE_TRACE}).json()["version"]
-    worker = build_worker(parse_config(_config(judge.base_url)), store)
+    worker = build_worker(parse_config(_config(judge.base_url)).scoring(), store)
 
     async def score() -> None:
         for claim in store.queue.claim(worker.owner, 10, 30.0, now=FAR_FUTURE):

@@ -8,21 +8,19 @@ secrets).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
+from tracescore.assemble.config import AssemblyConfig
 from tracescore.emit.config import ExportConfig
 from tracescore.feedback.config import FeedbackConfig
 from tracescore.judge.config import JudgeConfig
 from tracescore.monitor.config import AlertsConfig, MonitorConfig
-from tracescore.pipeline.config import ScorerBinding, WorkersConfig
+from tracescore.pipeline.config import ScorerBinding, ScoringConfig, WorkersConfig
 from tracescore.retention.config import RetentionConfig
 from tracescore.settings import Section
-
-if TYPE_CHECKING:
-    from tracescore.store.trace_queue import ReadinessRules
 
 DEFAULT_DB_URL = "sqlite:///tracescore.db"
 
@@ -114,23 +112,6 @@ class ServerConfig(Section):
         return self.max_body_readers or 4 * self.max_pending_requests
 
 
-class AssemblyConfig(Section):
-    """When a trace counts as complete and ready to score."""
-
-    idle_timeout: float = Field(5.0, gt=0)
-    """Seconds without a new span, once the root span has arrived."""
-    max_wait: float = Field(300.0, gt=0)
-    """Seconds after the first span after which a trace is ready regardless."""
-    lease_seconds: float = Field(60.0, gt=0)
-    """How long a worker's claim on a trace lasts before another may take it."""
-
-    def readiness(self) -> ReadinessRules:
-        """The trace queue's rules for these settings."""
-        from tracescore.store.trace_queue import ReadinessRules
-
-        return ReadinessRules(idle_timeout=self.idle_timeout, max_wait=self.max_wait)
-
-
 # With no ``scorers:`` section, these run on every agent run: the code scorers that need no
 # options (tool-call accuracy needs an expected tool, the LLM scorers a judge).
 DEFAULT_SCORERS = ("completeness", "content-similarity", "keyword-coverage", "textual-difference",
@@ -151,6 +132,13 @@ class Config(Section):
     monitor: MonitorConfig = Field(default_factory=MonitorConfig)
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     feedback: FeedbackConfig = Field(default_factory=FeedbackConfig)
+
+    def scoring(self) -> ScoringConfig:
+        """The sections the scoring pipeline reads, handed to it (and to scoring processes)."""
+        return ScoringConfig(
+            store=self.store.url, assembly=self.assembly, judges=self.judges, scorers=self.scorers,
+            export=self.export, workers=self.workers, shutdown_timeout=self.server.shutdown_timeout,
+        )
 
     def problems(self) -> list[tuple[tuple[str, ...], str]]:
         """Cross-field mistakes pydantic cannot see: unknown scorers and judges, duplicate names."""

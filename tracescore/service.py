@@ -46,10 +46,10 @@ from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.tasks import monitoring_task
 from tracescore.retention.task import retention_task
 from tracescore.store import SpanStore, open_store
-from tracescore.store.api import traces_router
 from tracescore.store.outage import database_unavailable
 from tracescore.web import web_router
 from tracescore.web.auth import DashboardKeys
+from tracescore.web.traces_api import traces_router
 
 log = logging.getLogger(__name__)
 

@@ -33,11 +33,11 @@ def build_service(config: Config) -> Service:
     if config.workers.process_count:
         from tracescore.pipeline.process import scoring_processes_task
 
-        service.add_background(scoring_processes_task(config, service.store))
+        service.add_background(scoring_processes_task(config.scoring(), service.store))
     else:
         from tracescore.pipeline.runner import pipeline_task  # loads the scorers
 
-        service.add_background(pipeline_task(config, service.store))
+        service.add_background(pipeline_task(config.scoring(), service.store))
     return service
 
 

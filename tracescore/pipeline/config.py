@@ -13,6 +13,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from tracescore.assemble.config import AssemblyConfig
+from tracescore.emit.config import ExportConfig
+from tracescore.judge.config import JudgeConfig
 from tracescore.settings import Section
 
 Target = Literal["agent", "llm", "tool", "trace"]
@@ -80,3 +83,22 @@ class WorkersConfig(Section):
     they did per trace."""
     poll_interval: float = Field(0.25, gt=0)
     """Seconds between looks for ready traces when none was found."""
+
+
+class ScoringConfig(Section):
+    """What the scoring pipeline reads of a service's configuration.
+
+    The service composes it from the whole file (``Config.scoring()``) and hands it down, also to
+    scoring processes as JSON, so the pipeline depends on these sections and never on the
+    top-level configuration that is built from every part's.
+    """
+
+    store: str
+    """The database URL."""
+    assembly: AssemblyConfig = Field(default_factory=AssemblyConfig)
+    judges: dict[str, JudgeConfig] = Field(default_factory=dict)
+    scorers: list[ScorerBinding] = Field(default_factory=list)
+    export: ExportConfig = Field(default_factory=ExportConfig)
+    workers: WorkersConfig = Field(default_factory=WorkersConfig)
+    shutdown_timeout: float = Field(10.0, gt=0)
+    """Seconds a scoring process has to finish or hand back its claims once the service stops."""

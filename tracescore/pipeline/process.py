@@ -27,7 +27,7 @@ from typing import Any, TextIO
 
 from tracescore import children, metrics
 from tracescore.children import Child
-from tracescore.config import Config
+from tracescore.pipeline.config import ScoringConfig
 from tracescore.store import SpanStore, open_store
 
 log = logging.getLogger(__name__)
@@ -90,7 +90,7 @@ def replay(report: dict[str, Any]) -> None:
             getattr(metrics, name)(*args, **kwargs)
 
 
-def scoring_processes_task(config: Config, store: SpanStore) -> Callable[[], Awaitable[None]]:
+def scoring_processes_task(config: ScoringConfig, store: SpanStore) -> Callable[[], Awaitable[None]]:
     """The service's background task that runs ``workers.processes`` scoring processes: starts
     them, replaces any that dies, and stops them when cancelled (the service stopping)."""
     url = store.engine.url.render_as_string(hide_password=False)
@@ -98,7 +98,7 @@ def scoring_processes_task(config: Config, store: SpanStore) -> Callable[[], Awa
     workers = [
         Child(
             f"scoring worker {index + 1} of {count}", __name__,
-            {"store_url": url, "shutdown_timeout": config.server.shutdown_timeout,
+            {"store_url": url, "shutdown_timeout": config.shutdown_timeout,
              "config": config.model_dump(mode="json")},
             on_report=replay,
         )
@@ -131,8 +131,8 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     found = children.settings()
     children.exit_after_service(sys.stdin.fileno(), found["shutdown_timeout"], "scoring worker")
-    config = Config.model_validate(found["config"])
-    store = open_store(config.store.url, config.assembly.readiness(), create=False)
+    config = ScoringConfig.model_validate(found["config"])
+    store = open_store(config.store, config.assembly.readiness(), create=False)
     relay = MetricRelay(sys.stdout)
     gc.freeze()
     gc.set_threshold(*_GC_THRESHOLDS)

@@ -6,14 +6,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tracescore import metrics
-from tracescore.config import Config
 from tracescore.pipeline.bindings import compile_bindings
+from tracescore.pipeline.config import ScoringConfig
 from tracescore.pipeline.worker import PipelineMetrics, ScoringWorker
 from tracescore.store import SpanStore
 
 
 def build_worker(
-    config: Config,
+    config: ScoringConfig,
     store: SpanStore,
     emit: Callable[[dict[str, Any]], None] | None = None,
     metrics: PipelineMetrics = metrics,
@@ -30,7 +30,7 @@ def build_worker(
 
 
 def pipeline_task(
-    config: Config, store: SpanStore, metrics: PipelineMetrics = metrics
+    config: ScoringConfig, store: SpanStore, metrics: PipelineMetrics = metrics
 ) -> Callable[[], Awaitable[None]]:
     """The task that scores ready traces and re-emits the scores: a background task of the
     service (``workers.processes: 0``) or the work of a scoring process."""

@@ -1,4 +1,4 @@
-"""The dashboard served by the collector at ``/``: trends, lowest scores, trace pages, live."""
+"""The dashboard served by the collector at ``/``, and the read API of traces and their runs."""
 
 from tracescore.web.router import web_router
 

@@ -22,12 +22,12 @@ from tracescore.monitor.stats import Moments
 from tracescore.offline.compare import compare_versions
 from tracescore.spans import Span
 from tracescore.store import SpanStore
-from tracescore.store.api import log_json, span_json
 from tracescore.web import queries, timerange
 from tracescore.web.alerting import Period, firing_periods, periods_of, runs_url, segment_text
 from tracescore.web.cache import ExpiringCache
 from tracescore.web.charts import Band, Bucket, Series, bar_chart, score_chart, usd
 from tracescore.web.timerange import RECENT, SPLITS, ViewState, Window
+from tracescore.web.traces_api import log_json, span_json
 
 COST_DAYS = 14
 LIST_LIMIT = 25
