@@ -19,12 +19,14 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from tracescore.config import Config
+from tracescore.conversations.reads import conversations_of_trace
 from tracescore.monitor.queries import ScoreFilter
 from tracescore.settings import parse_duration
 from tracescore.store import SpanStore
 from tracescore.web import alerting, pages, queries
 from tracescore.web.auth import COOKIE_NAME, DashboardKeys, session_token
 from tracescore.web.cache import ExpiringCache
+from tracescore.web.conversations import conversation_pages
 from tracescore.web.rendering import render
 from tracescore.web.review import review_router
 from tracescore.web.timerange import PRESETS, SPLITS, ViewState, Window, parse_moment
@@ -176,7 +178,9 @@ def web_router(config: Config, store: SpanStore) -> APIRouter:
         data = pages.trace_page(store, trace_id.lower())
         if data is None:
             return _page("missing.html", 404, **common, trace_id=trace_id.lower())
-        return _page("trace.html", **common, **data)
+        with store.engine.connect() as connection:
+            conversations = conversations_of_trace(connection, trace_id.lower())
+        return _page("trace.html", **common, **data, conversations=conversations)
 
     @router.get("/ui/live", dependencies=[Depends(keys.require)])
     def live(trace: str | None = None) -> JSONResponse:
@@ -218,6 +222,10 @@ def web_router(config: Config, store: SpanStore) -> APIRouter:
         response.delete_cookie(COOKIE_NAME, path="/")
         return response
 
+    router.include_router(
+        conversation_pages(store, lambda template, status=200, **data: _page(template, status, **common, **data)),
+        dependencies=[Depends(signed_in_page)],
+    )
     router.include_router(
         review_router(config, store, lambda template, status=200, **data: _page(template, status, **common, **data)),
         dependencies=[Depends(signed_in_page)],

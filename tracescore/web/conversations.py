@@ -1,0 +1,48 @@
+"""The conversation pages: recent conversations, and one conversation's turns in order, each
+with its run scores and a link to its trace, beside the conversation's own scores."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi import APIRouter, HTTPException
+from fastapi.responses import HTMLResponse
+
+from tracescore.conversations.reads import (
+    ConversationFilter,
+    conversation_document,
+    list_conversations,
+)
+from tracescore.store import SpanStore
+
+Page = Callable[..., HTMLResponse]
+"""Renders a template as a page with the dashboard's headers: ``page(template, status, **context)``."""
+PAGE_SIZE = 50
+
+
+def conversation_pages(store: SpanStore, page: Page) -> APIRouter:
+    """Routes of the conversation pages; the caller guards them with the dashboard's login."""
+    router = APIRouter(include_in_schema=False)
+
+    @router.get("/ui/conversations")
+    def conversations(agent: str | None = None, service: str | None = None, cursor: str | None = None) -> HTMLResponse:
+        where = ConversationFilter(agent=agent or None, service=service or None)
+        try:
+            with store.engine.connect() as connection:
+                items, next_cursor = list_conversations(connection, where, PAGE_SIZE, cursor or None)
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
+        return page(
+            "conversations.html", conversations=items, next_cursor=next_cursor, agent=agent or "",
+            service=service or "",
+        )  # fmt: skip
+
+    @router.get("/ui/conversations/{conversation_id:path}")
+    def conversation(conversation_id: str) -> HTMLResponse:
+        with store.engine.connect() as connection:
+            document = conversation_document(connection, conversation_id, with_steps=True)
+        if document is None:
+            return page("conversation.html", 404, conversation=None, conversation_id=conversation_id)
+        return page("conversation.html", conversation=document, conversation_id=conversation_id)
+
+    return router
