@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import multiprocessing
+import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from tracescore.store.writelock import SqliteWriteLock
 
@@ -35,9 +38,23 @@ def test_writers_of_several_processes_never_overlap(tmp_path: Path) -> None:
     assert Path(database + "-writer.lock").exists()
 
 
-def test_an_in_memory_database_needs_only_the_thread_lock() -> None:
+def test_an_in_memory_database_needs_only_the_thread_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Threads of one process still take turns, and no lock file appears anywhere."""
+    monkeypatch.chdir(tmp_path)
     lock = SqliteWriteLock(":memory:")
-    with lock:
-        pass
-    with lock:
-        pass
+    turns: list[str] = []
+
+    def hold() -> None:
+        for _ in range(20):
+            with lock:
+                turns.append("enter")
+                time.sleep(0.001)
+                turns.append("leave")
+
+    threads = [threading.Thread(target=hold) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert turns == ["enter", "leave"] * 60
+    assert list(tmp_path.iterdir()) == []

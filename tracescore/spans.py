@@ -16,7 +16,6 @@ AttributeValue: TypeAlias = str | int | float | bool | bytes | list[Any] | dict[
 Attributes: TypeAlias = dict[str, AttributeValue]
 
 # OTLP enums, as integers the way the wire and OTLP/JSON carry them.
-SPAN_KIND_NAMES = ("UNSPECIFIED", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER")
 STATUS_UNSET, STATUS_OK, STATUS_ERROR = 0, 1, 2
 
 

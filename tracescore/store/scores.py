@@ -25,7 +25,6 @@ from tracescore.store.bulk import BulkInsert, bulk_insert
 from tracescore.store.text import TextGuard
 
 ScoreStatus = Literal["ok", "error", "not_scorable", "skipped_budget", "skipped_rate"]
-SCORE_STATUSES: tuple[str, ...] = ScoreStatus.__args__  # type: ignore[attr-defined]
 
 
 def _utcnow() -> datetime:

@@ -17,7 +17,6 @@ import re
 # ECMAScript WhiteSpace + LineTerminator: what JS `\s`, `trim()` and `split(/\s/)` use.
 JS_WHITESPACE = "\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 _WS_CLASS = f"[{JS_WHITESPACE}]"
-JS_WS = re.compile(_WS_CLASS)
 _WS_RUN = re.compile(f"{_WS_CLASS}+")
 _TRIM = re.compile(f"^{_WS_CLASS}+|{_WS_CLASS}+\\Z")
 _WHITESPACE_DISAGREEMENTS = ("\x1c", "\x1d", "\x1e", "\x1f", "\x85", "\ufeff")
@@ -40,11 +39,6 @@ def js_collapse_whitespace(text: str) -> str:
     if _python_whitespace_agrees(text):
         return " ".join(text.split())
     return js_trim(_WS_RUN.sub(" ", text))
-
-
-def js_remove_whitespace(text: str) -> str:
-    """``text.replace(/\\s+/g, '')``."""
-    return "".join(text.split()) if _python_whitespace_agrees(text) else JS_WS.sub("", text)
 
 
 def js_words(text: str) -> list[str]:
