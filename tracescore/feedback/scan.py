@@ -71,14 +71,17 @@ class FeedbackScanner:
     """Seconds a look stays behind its start: an export request received just before the look
     may still be on its way into the ingest journal."""
 
-    def __init__(self, store: SpanStore, *, batch: int = 500) -> None:
+    def __init__(
+        self, store: SpanStore, *, batch: int = 500, clock: Callable[[], float] = time.time
+    ) -> None:
         self.store = store
         self.feedback = FeedbackStore(store)
         self.batch = batch
+        self.clock = clock
 
     def run_once(self) -> int:
         """Read the traces written since the cursor; returns the verdicts recorded."""
-        upto = time.time() - self.SETTLE_MARGIN
+        upto = self.clock() - self.SETTLE_MARGIN
         if not self.store.settle():
             return 0  # nothing unpacks the journal now: look again later
         recorded = 0
