@@ -28,12 +28,13 @@ from typing import Protocol
 
 from sqlalchemy import Connection, Engine, Select, func, insert, select
 
+from tracescore.store.table_of import table_of
 from tracescore.store.tables import JournalRow, UnpackerRow
 
 log = logging.getLogger(__name__)
 
-_journal = JournalRow.__table__
-_unpackers = UnpackerRow.__table__
+_journal = table_of(JournalRow)
+_unpackers = table_of(UnpackerRow)
 _waiting = _journal.c.failed.is_(None)
 
 
@@ -147,7 +148,9 @@ class SqlJournal:
                     received_at=received_at, signal=signal, owner=owner, size=len(body), body=body
                 )
             )
-        return JournalEntry(result.inserted_primary_key[0], received_at, signal, body, owner)
+        key = result.inserted_primary_key
+        assert key is not None, "a single-row insert reports the key it assigned"
+        return JournalEntry(key[0], received_at, signal, body, owner)
 
     def entries(
         self, *, owner: str | None = None, exclude: Collection[int] = (),
@@ -170,7 +173,7 @@ class SqlJournal:
         return self._load(query, exclude, max_bytes, limit, shard)
 
     def _load(
-        self, query: Select[tuple[int, int]], exclude: Collection[int], max_bytes: int | None, limit: int,
+        self, query: Select[int, int], exclude: Collection[int], max_bytes: int | None, limit: int,
         shard: tuple[int, int],
     ) -> list[JournalEntry]:
         if exclude:
@@ -178,7 +181,8 @@ class SqlJournal:
         if shard[1] > 1:
             query = query.where(_journal.c.seq % shard[1] == shard[0])  # as shard_of
         with self._engine.connect() as conn:
-            chosen, total = [], 0
+            chosen: list[int] = []
+            total = 0
             for seq, size in conn.execute(query.order_by(_journal.c.seq).limit(limit)):
                 if chosen and max_bytes is not None and total + size > max_bytes:
                     break

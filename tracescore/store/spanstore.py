@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, MetaData, Table, select, text
+from sqlalchemy import Connection, Engine, MetaData, select, text
 from sqlmodel import SQLModel
 
 from tracescore.spans import LogRecord, Resource, Scope, Span, SpanEvent, SpanLink, Trace
@@ -28,6 +28,7 @@ from tracescore.store.bulk import bulk_insert
 from tracescore.store.engine import create_tables
 from tracescore.store.journal import Journal, JournalEntry, QuarantinedEntry, SqlJournal
 from tracescore.store.spool import SpoolJournal
+from tracescore.store.table_of import table_of
 from tracescore.store.tables import LogRow, ResourceRow, ScopeRow, SpanRow, TraceRow
 from tracescore.store.text import TextGuard
 from tracescore.store.trace_queue import ReadinessRules, TraceQueue, touch_traces
@@ -57,7 +58,9 @@ class TraceSummary:
         return asdict(self)
 
 
-_SUMMARY_COLUMNS = [TraceRow.__table__.c[name] for name in TraceSummary.__slots__]  # type: ignore[attr-defined]
+_SPANS, _LOGS, _TRACES = table_of(SpanRow), table_of(LogRow), table_of(TraceRow)
+_RESOURCES, _SCOPES = table_of(ResourceRow), table_of(ScopeRow)
+_SUMMARY_COLUMNS = [_TRACES.c[name] for name in TraceSummary.__slots__]
 
 
 def _id_hash(*parts: str) -> str:
@@ -384,7 +387,7 @@ class SpanStore:
         if settle:
             self.settle()
         wanted = sorted({trace_id.lower() for trace_id in trace_ids})
-        spans_t, logs_t = SpanRow.__table__, LogRow.__table__
+        spans_t, logs_t = _SPANS, _LOGS
         with self.engine.connect() as conn:
             span_rows = conn.execute(
                 select(spans_t)
@@ -413,7 +416,7 @@ class SpanStore:
     ) -> list[TraceSummary]:
         """Most recently active traces first; ``since`` is epoch seconds of last activity."""
         self.settle()
-        table = TraceRow.__table__
+        table = _TRACES
         query = select(*_SUMMARY_COLUMNS).order_by(table.c.last_seen.desc()).limit(limit)
         if service is not None:
             query = query.where(table.c.service_name == service)
@@ -424,7 +427,7 @@ class SpanStore:
 
     def trace_summary(self, trace_id: str) -> TraceSummary | None:
         self.settle()
-        table = TraceRow.__table__
+        table = _TRACES
         query = select(*_SUMMARY_COLUMNS).where(table.c.trace_id == trace_id.lower())
         with self.engine.connect() as conn:
             row = conn.execute(query).first()
@@ -438,8 +441,7 @@ class SpanStore:
 
 
 def _load_refs(conn: Connection, rows: Sequence[Any]) -> tuple[dict[str, Resource], dict[str, Scope]]:
-    resources_t: Table = ResourceRow.__table__  # type: ignore[assignment]
-    scopes_t: Table = ScopeRow.__table__  # type: ignore[assignment]
+    resources_t, scopes_t = _RESOURCES, _SCOPES
     resource_ids = {r.resource_id for r in rows}
     scope_ids = {r.scope_id for r in rows}
     resources = {

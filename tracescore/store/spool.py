@@ -38,10 +38,11 @@ from pathlib import Path
 from sqlalchemy import Connection, Engine, delete, insert, select, tuple_
 
 from tracescore.store.journal import JournalEntry, QuarantinedEntry, settle_by_polling
+from tracescore.store.table_of import table_of
 from tracescore.store.tables import ConsumedRow, UnpackerRow
 
-_consumed = ConsumedRow.__table__
-_unpackers = UnpackerRow.__table__
+_consumed = table_of(ConsumedRow)
+_unpackers = table_of(UnpackerRow)
 _FIBONACCI = 0x9E3779B97F4A7C15  # 2**64 / golden ratio: spreads any run of numbers evenly
 _MASK_64 = 2**64 - 1
 _STALE_SECONDS = 60.0

@@ -12,8 +12,10 @@ from __future__ import annotations
 from sqlalchemy import DDL, BigInteger, Column, Index, Integer, LargeBinary, Text, event
 from sqlmodel import Field, SQLModel
 
+from tracescore.store.table_of import table_of
 
-def _ns(nullable: bool = False) -> Column:  # type: ignore[type-arg]
+
+def _ns(nullable: bool = False) -> Column[int]:
     return Column(BigInteger, nullable=nullable)
 
 
@@ -58,7 +60,7 @@ class SpanRow(SQLModel, table=True):
     scope_id: str = Field(max_length=32)
 
 
-def _serial() -> Column:  # type: ignore[type-arg]
+def _serial() -> Column[int]:
     """An auto-numbered 64-bit key (SQLite only auto-numbers a column declared exactly INTEGER
     PRIMARY KEY)."""
     return Column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True)
@@ -92,7 +94,7 @@ class JournalRow(SQLModel, table=True):
 # Request bodies are protobuf, which PostgreSQL's TOAST compression barely shrinks, at a cost of
 # ~10 ms of server CPU per megabyte: store them as they are.
 event.listen(
-    JournalRow.__table__,
+    table_of(JournalRow),
     "after_create",
     DDL("ALTER TABLE ingest_journal ALTER COLUMN body SET STORAGE EXTERNAL").execute_if(
         dialect="postgresql"
