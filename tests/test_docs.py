@@ -132,6 +132,21 @@ def test_every_metric_is_in_the_built_metrics_page(site: Path) -> None:
     assert sorted(series - listed) == []
 
 
+_EXTERNAL_ASSET = re.compile(
+    r"<(?:script|img|iframe|source)\b[^>]*\bsrc=\"(?:https?:)?//|<link\b[^>]*\bhref=\"(?:https?:)?//"
+    r"|url\(\s*['\"]?(?:https?:)?//|@import\s+['\"](?:https?:)?//"
+)
+
+
+def test_the_site_loads_nothing_from_elsewhere(site: Path) -> None:
+    """Built offline and readable offline: no web fonts, scripts or styles from other hosts."""
+    files = [path for path in site.rglob("*") if path.suffix in {".html", ".css", ".js"}]
+    assert len(files) > 20
+    offenders = [str(path.relative_to(site)) for path in files
+                 if _EXTERNAL_ASSET.search(path.read_text(encoding="utf-8", errors="replace"))]  # fmt: skip
+    assert offenders == []
+
+
 class _NewSection(Section):
     """A section someone adds tomorrow."""
 
