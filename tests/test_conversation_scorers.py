@@ -7,13 +7,16 @@ by the step's schema title, and reason steps get the server's default text.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from tests.judge_server import JudgeServer, error_reply, json_reply
+from tracescore.cli import app
 from tracescore.extract.conversation import Conversation, Turn
 from tracescore.extract.model import AgentRun, RunInput, SystemMessage
 from tracescore.judge import JudgeConfig, LiteLLMJudge
@@ -299,3 +302,29 @@ def test_a_custom_scorer_gets_the_typed_turns() -> None:
     chat = conversation(("Where is my order?", "Checking."), ("Where is my order?", "Still checking."))
     result = asked_twice.run_sync(chat)
     assert result.status == "ok" and result.score == 0.5 and result.reason == "1 repeated of 2"
+
+
+DEEPEVAL_RULES = {
+    "conversation-completeness": ("never merge them into one",
+                                  "Acknowledging a request, promising to do it or asking the user to wait is not"),
+    "knowledge-retention": ("asks for information the user already gave",
+                            "asks the user to confirm, clarify or correct a fact"),
+    "role-adherence": ("Read the whole conversation before deciding",
+                       "politely declines an out-of-scope request"),
+    "conversation-relevancy": ("only when the answer is completely irrelevant",
+                               "Vague answers to vague messages, such as greetings, are relevant"),
+}
+
+
+@pytest.mark.parametrize("name", list(DEEPEVAL_RULES))
+def test_show_prompts_renders_a_conversation_scorer_on_the_example_conversation(name: str) -> None:
+    """What ``tracescore scorers --show-prompts`` prints, with DeepEval's decision rules in it."""
+    shown = CliRunner().invoke(app, ["scorers", "--show-prompts", name])
+    assert shown.exit_code == 0, shown.output
+    text = " ".join(shown.stdout.split())
+    assert "shown on an example conversation" in text and "## step generate_reason" in text
+    assert "Turn 3 user: What is my name? assistant: Your name is Ada, and you live in Lyon." in text
+    for rule in DEEPEVAL_RULES[name]:
+        assert rule in text, rule
+    listed = {e["name"]: e for e in json.loads(CliRunner().invoke(app, ["scorers", "--format", "json"]).stdout)}
+    assert listed[name]["conversation"] is True and listed["faithfulness"]["conversation"] is False

@@ -14,6 +14,8 @@ import inspect
 from dataclasses import dataclass
 from typing import Any
 
+from tracescore.extract.conversation import Conversation, Turn
+from tracescore.extract.model import AgentRun, RunInput, SystemMessage
 from tracescore.scorers.base import PromptStep, ScoreOutput, Scorer, ScorerRun, StepContext
 from tracescore.scorers.utils import make_agent_run, make_test_message, make_tool_invocation
 
@@ -36,6 +38,21 @@ EXAMPLE_RUN: dict[str, Any] = {
     "tools": [{"name": "get_weather", "description": "Current weather for a city"}],
 }
 """A weather agent's run: system prompt, question, one tool call with its result, the answer."""
+
+_CONCIERGE = AgentRun(
+    trace_id="0" * 32, span_id="0" * 16, input=RunInput(system_messages=[
+        SystemMessage(content="You are Concierge, a helpful city guide.")
+    ]),
+)
+EXAMPLE_CONVERSATION = Conversation(id="example", agent_name="concierge", turns=[
+    Turn(trace_id=f"{n:032x}", span_id=f"{n:016x}", user=user, answer=answer, run=_CONCIERGE)
+    for n, (user, answer) in enumerate([
+        ("Hi, my name is Ada and I live in Lyon.", "Nice to meet you, Ada! How can I help you today?"),
+        ("Can you recommend a museum in my city?", "In Lyon, the Musee des Confluences is a great choice."),
+        ("What is my name?", "Your name is Ada, and you live in Lyon."),
+    ], 1)
+])
+"""A city guide's three-turn chat, what the conversation scorers' prompts are shown on."""
 
 EXAMPLE_OPTIONS: dict[str, dict[str, Any]] = {
     "noise-sensitivity": {
@@ -90,12 +107,17 @@ def example_scorer(name: str, model: Any = "openai/gpt-4o-mini") -> Scorer:
 
 def render(name: str) -> str:
     """The text ``tracescore scorers --show-prompts NAME`` prints."""
+    from tracescore.scorers import registry
+
     scorer = example_scorer(name)
+    conversation = registry.get(name).conversation
+    example = "a city guide's three-turn conversation" if conversation else "a weather agent"
     blocks = [
         f"# {name} ({scorer.id}, version {scorer.version}): what the judge is told, shown on an "
-        "example run (a weather agent); later steps use typical answers of the earlier ones"
+        f"example {'conversation' if conversation else 'run'} ({example}); later steps use typical "
+        "answers of the earlier ones"
     ]
-    for prompt in shown_prompts(scorer):
+    for prompt in shown_prompts(scorer, EXAMPLE_CONVERSATION if conversation else None):
         answer = f", answered as {prompt.schema}" if prompt.schema else ", answered in plain text"
         blocks.append(f"## step {prompt.step}{answer}")
         blocks.extend(f"### {m['role']}\n{m['content']}" for m in prompt.messages)
