@@ -100,6 +100,12 @@ def _interval(value: Interval | None) -> list[float] | None:
     return None if value is None else value.to_dict()
 
 
+def _normal_quantile(confidence: float) -> float:
+    """The two-sided normal quantile of a confidence level (1.96 at 95 %), as a Python float:
+    figures go into JSON columns, which take no numpy scalars."""
+    return float(stats.norm.ppf(0.5 + confidence / 2))
+
+
 def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
@@ -108,7 +114,8 @@ def _mae(errors: np.ndarray, confidence: float, min_ci: int) -> tuple[float, Int
     mae = float(errors.mean())
     if len(errors) < max(min_ci, 2):
         return mae, None
-    half = stats.t.ppf(0.5 + confidence / 2, len(errors) - 1) * errors.std(ddof=1) / math.sqrt(len(errors))
+    t = float(stats.t.ppf(0.5 + confidence / 2, len(errors) - 1))
+    half = t * float(errors.std(ddof=1)) / math.sqrt(len(errors))
     return mae, Interval(max(0.0, mae - half), mae + half)
 
 
@@ -124,7 +131,7 @@ def _spearman(
     if len(scores) < max(min_ci, 4) or abs(rho) >= 1:
         return rho, _finite(p_value), None
     z = math.atanh(rho)
-    half = stats.norm.ppf(0.5 + confidence / 2) * math.sqrt((1 + rho**2 / 2) / (len(scores) - 3))
+    half = _normal_quantile(confidence) * math.sqrt((1 + rho**2 / 2) / (len(scores) - 3))
     return rho, _finite(p_value), Interval(math.tanh(z - half), math.tanh(z + half))
 
 
@@ -151,7 +158,7 @@ def _kappa(
     if n < min_ci:
         return observed, kappa, None, counts
     se = math.sqrt(observed * (1 - observed) / (n * (1 - chance) ** 2))
-    half = stats.norm.ppf(0.5 + confidence / 2) * se
+    half = _normal_quantile(confidence) * se
     return observed, kappa, Interval(max(-1.0, kappa - half), min(1.0, kappa + half)), counts
 
 
