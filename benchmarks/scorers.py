@@ -2,11 +2,14 @@
 
     python benchmarks/scorers.py                 # tracescore only
     python benchmarks/scorers.py --vs-mastra     # also Mastra's own scorers, and the speed ratio
+    python benchmarks/scorers.py --cpu           # CPU time per case instead of elapsed time
 
 Short cases are the parity corpus's (``tests/fixtures/parity/sample.jsonl``); long cases are
 generated here (input and output of ~10,000 characters each, the output a perturbed copy of the
 input so that the scorers have real work to do). Python times ``Scorer.run_sync`` per case, as
-the pipeline's worker calls it, after one warm-up pass.
+the pipeline's worker calls it, after one warm-up pass. ``--cpu`` reads the process's CPU clock
+instead of the wall clock: on a machine busy with other work, what a case costs rather than how
+long it also waited for a core (not with ``--vs-mastra``, whose harness reports elapsed time).
 
 ``--vs-mastra`` runs the same cases through the reference harness (``/work/shared/mastra-harness``:
 ``scorer.run()`` of ``@mastra/evals`` 1.10.2 on node), installed with ``npm ci`` into a copy under
@@ -47,6 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -130,20 +134,21 @@ def short_cases() -> list[dict[str, Any]]:
     return cases
 
 
-def python_ms_per_case(cases: list[dict[str, Any]], repeat: int) -> float:
-    """tracescore's warm ``run_sync`` ms per case: the mean of ``repeat`` passes after one warm-up."""
+def python_ms_per_case(cases: list[dict[str, Any]], repeat: int, clock: Callable[[], float]) -> float:
+    """tracescore's warm ``run_sync`` ms per case: the mean of ``repeat`` passes after one warm-up,
+    timed by ``clock`` (seconds)."""
     prepared = []
     for case in cases:
         entry = registry.get(REGISTRY_NAME.get(case["scorer"], case["scorer"]))
         prepared.append((entry.factory(**mastra_options(case)), mastra_run(case)))
     for scorer, run in prepared:  # warm-up: lazy imports, lexicons, caches
         scorer.run_sync(run)
-    started = time.perf_counter()
+    started = clock()
     for _ in range(repeat):
         for scorer, run in prepared:
             result = scorer.run_sync(run)
             assert result.status == "ok", (result.scorer_id, result.error)
-    return (time.perf_counter() - started) * 1000 / (repeat * len(prepared))
+    return (clock() - started) * 1000 / (repeat * len(prepared))
 
 
 def harness_dir() -> Path:
@@ -190,7 +195,7 @@ class Row:
 
 
 def measure(cases: list[dict[str, Any]], rows: dict[str, Row], trials: int, repeat: int, mastra_repeat: int | None,
-            workdir: Path) -> None:
+            workdir: Path, clock: Callable[[], float]) -> None:
     """``trials`` times: Mastra's warm figures for the cases (``mastra_repeat`` passes; None: not
     timed), then tracescore's, scorer by scorer."""
     scorers = sorted({case["scorer"] for case in cases}, key=SCORERS.index)
@@ -198,7 +203,7 @@ def measure(cases: list[dict[str, Any]], rows: dict[str, Row], trials: int, repe
         theirs = mastra_warm_ms_per_case(cases, mastra_repeat, workdir) if mastra_repeat else {}
         for scorer in scorers:
             row = rows[scorer]
-            row.ours.append(python_ms_per_case([c for c in cases if c["scorer"] == scorer], repeat))
+            row.ours.append(python_ms_per_case([c for c in cases if c["scorer"] == scorer], repeat, clock))
             if scorer in theirs:
                 row.theirs.append(theirs[scorer])
 
@@ -211,7 +216,11 @@ def main() -> None:
                         help="Mastra's passes over the cases (V8 keeps optimising for ~150 of them)")
     parser.add_argument("--long-cases", type=int, default=2, help="long cases per scorer")
     parser.add_argument("--trials", type=int, default=5, help="trials whose median is reported")
+    parser.add_argument("--cpu", action="store_true", help="time tracescore by CPU time, not elapsed time")
     args = parser.parse_args()
+    if args.cpu and args.vs_mastra:
+        parser.error("--cpu times tracescore only: Mastra's harness reports elapsed time")
+    clock = time.process_time if args.cpu else time.perf_counter
 
     table: dict[tuple[str, str], Row] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -223,11 +232,11 @@ def main() -> None:
                 groups.setdefault((slow, 1) if slow else (args.mastra_repeat, args.trials), []).append(case)
             for (mastra_repeat, trials), group in groups.items():
                 rows = {c["scorer"]: Row(sum(1 for d in group if d["scorer"] == c["scorer"])) for c in group}
-                measure(group, rows, trials, args.repeat, mastra_repeat if args.vs_mastra else None, Path(tmp))
+                measure(group, rows, trials, args.repeat, mastra_repeat if args.vs_mastra else None, Path(tmp), clock)
                 table.update({(scorer, size): row for scorer, row in rows.items()})
 
     print(describe())  # compiled, or pure Python (an install without a C compiler)
-    header = f"{'scorer':<20} {'size':>5} {'cases':>5} {'tracescore ms':>14}"
+    header = f"{'scorer':<20} {'size':>5} {'cases':>5} {'tracescore CPU ms' if args.cpu else 'tracescore ms':>14}"
     print(header + (f" {'Mastra warm ms':>15} {'speed-up':>9} {'(trials: lowest-highest)':>26}" if args.vs_mastra else ""))
     for (scorer, size), row in sorted(table.items(), key=lambda item: (SCORERS.index(item[0][0]), item[0][1] != "short")):
         line = f"{scorer:<20} {size:>5} {row.cases:>5} {statistics.median(row.ours):>14.3f}"

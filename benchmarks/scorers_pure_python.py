@@ -1,6 +1,6 @@
 """Milliseconds per case of each code scorer, compiled and in pure Python, and the slow-down.
 
-    python benchmarks/scorers_pure_python.py [--rounds 5] [scorers.py options, e.g. --trials 3]
+    python benchmarks/scorers_pure_python.py [--rounds 5] [scorers.py options: --cpu, --trials 3, ...]
 
 Runs ``benchmarks/scorers.py`` on the same cases in this checkout (the editable install's
 compiled extensions) and in a copy of its source files, which has none, so the package there
