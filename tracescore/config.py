@@ -14,6 +14,7 @@ import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from tracescore.assemble.config import AssemblyConfig
+from tracescore.conversations.config import ConversationsConfig
 from tracescore.emit.config import ExportConfig
 from tracescore.feedback.config import FeedbackConfig
 from tracescore.judge.config import JudgeConfig
@@ -132,12 +133,14 @@ class Config(Section):
     monitor: MonitorConfig = Field(default_factory=MonitorConfig)
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     feedback: FeedbackConfig = Field(default_factory=FeedbackConfig)
+    conversations: ConversationsConfig = Field(default_factory=ConversationsConfig)
 
     def scoring(self) -> ScoringConfig:
         """The sections the scoring pipeline reads, handed to it (and to scoring processes)."""
         return ScoringConfig(
             store=self.store.url, assembly=self.assembly, judges=self.judges, scorers=self.scorers,
-            export=self.export, workers=self.workers, shutdown_timeout=self.server.shutdown_timeout,
+            export=self.export, workers=self.workers, conversations=self.conversations,
+            shutdown_timeout=self.server.shutdown_timeout,
         )
 
     def problems(self) -> list[tuple[tuple[str, ...], str]]:

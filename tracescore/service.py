@@ -35,6 +35,7 @@ from tracescore.apidocs import docs_router
 from tracescore.assemble.promoter import promote_interval, promote_periodically
 from tracescore.auth import ApiKeys, with_environment_keys
 from tracescore.config import Config, ServerConfig
+from tracescore.conversations.api import conversations_router
 from tracescore.feedback.api import feedback_router
 from tracescore.feedback.scan import feedback_scan_task
 from tracescore.ingest.api import ingest_router
@@ -71,6 +72,7 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     app.state.body_readers = readers = BodyReaders(body_limits(config.server))
     app.include_router(otlp_router(intake, readers), dependencies=guarded)
     app.include_router(traces_router(store), dependencies=guarded)
+    app.include_router(conversations_router(store.engine), dependencies=guarded)
     app.include_router(ingest_router(store), dependencies=guarded)
     app.include_router(create_monitor_router(store.engine, config.monitor), dependencies=guarded)
     app.include_router(feedback_router(config, store), dependencies=guarded)

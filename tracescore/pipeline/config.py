@@ -14,11 +14,12 @@ from typing import Any, Literal
 from pydantic import Field
 
 from tracescore.assemble.config import AssemblyConfig
+from tracescore.conversations.config import ConversationsConfig
 from tracescore.emit.config import ExportConfig
 from tracescore.judge.config import JudgeConfig
 from tracescore.settings import Section
 
-Target = Literal["agent", "llm", "tool", "trace"]
+Target = Literal["agent", "llm", "tool", "trace", "conversation"]
 PatternList = list[str]
 
 
@@ -100,5 +101,6 @@ class ScoringConfig(Section):
     scorers: list[ScorerBinding] = Field(default_factory=list)
     export: ExportConfig = Field(default_factory=ExportConfig)
     workers: WorkersConfig = Field(default_factory=WorkersConfig)
+    conversations: ConversationsConfig = Field(default_factory=ConversationsConfig)
     shutdown_timeout: float = Field(10.0, gt=0)
     """Seconds a scoring process has to finish or hand back its claims once the service stops."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -25,25 +26,34 @@ def build_worker(
         use_verdict_store(store.engine)
     bindings = compile_bindings(config.scorers, dict(config.judges), store.engine)
     return ScoringWorker(
-        store, bindings, config.workers, config.assembly.lease_seconds, emit=emit, metrics=metrics
+        store, bindings, config.workers, config.assembly.lease_seconds, emit=emit, metrics=metrics,
+        conversation_attributes=config.conversations.id_attributes,
     )
 
 
 def pipeline_task(
     config: ScoringConfig, store: SpanStore, metrics: PipelineMetrics = metrics
 ) -> Callable[[], Awaitable[None]]:
-    """The task that scores ready traces and re-emits the scores: a background task of the
-    service (``workers.processes: 0``) or the work of a scoring process."""
+    """The task that scores ready traces (and, with ``target: conversation`` bindings, ready
+    conversations) and re-emits the scores: a background task of the service
+    (``workers.processes: 0``) or the work of a scoring process."""
     emitter = None
     if config.export.otlp_endpoint:
         from tracescore.emit.otel import EvaluationEmitter
 
         emitter = EvaluationEmitter(config.export)
-    worker = build_worker(config, store, emit=emitter.emit if emitter else None, metrics=metrics)
+    emit = emitter.emit if emitter else None
+    worker = build_worker(config, store, emit=emit, metrics=metrics)
+    loops = [worker.run]
+    if worker.conversation_bindings:
+        from tracescore.conversations.scoring import ConversationScoring
+
+        conversations = ConversationScoring(worker, worker.conversation_bindings, config.conversations, emit)
+        loops.append(conversations.run)
 
     async def run() -> None:
         try:
-            await worker.run()
+            await asyncio.gather(*(loop() for loop in loops))
         finally:
             if emitter is not None:
                 emitter.shutdown()
