@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+import yaml
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
@@ -73,10 +74,13 @@ def engine_for(url: str, engines: list[Engine]) -> Engine:
 
 
 def rows_by_key(engine: Engine, table: str) -> dict[tuple[Any, ...], tuple[Any, ...]]:
-    """Every row of a baseline table, keyed by its primary key."""
+    """Every row of a baseline table (its baseline columns), keyed by its primary key."""
+    columns = BASELINE.tables[table].columns
     key = [column.name for column in BASELINE.tables[table].primary_key]
     with engine.connect() as connection:
-        result = connection.execute(text(f"SELECT * FROM {table}")).mappings().all()
+        result = connection.execute(
+            text(f"SELECT {', '.join(columns.keys())} FROM {table}")
+        ).mappings().all()
     return {tuple(row[name] for name in key): tuple(row.items()) for row in result}
 
 
@@ -159,3 +163,191 @@ def test_a_fresh_database_is_created_at_head_with_the_replayed_schema(
         assert journal_body_storage(fresh) == journal_body_storage(replayed)
         replayed.dispose()
     assert drift(fresh) == []
+
+
+# ------------------------------------------------------------------ the previous release
+
+
+def test_previous_release_upgrades_in_place_and_keeps_ingesting_and_scoring(
+    previous_url: str, tmp_path: Path, engines: list[Engine]
+) -> None:
+    """``tracescore serve`` on the previous release's database: it upgrades at start, every
+    span, log record, score, alert state and verdict-cache entry stays as it was, and new
+    traffic is stored and scored beside it."""
+    engine = engine_for(previous_url, engines)
+    before = snapshot(engine)
+    assert all(before[table] for table in KEPT)
+    assert migrate.schema_state(engine).current is None
+    new_traces = {trace.trace_id for trace in load_traces([NEW_TRAFFIC])}
+    assert new_traces and not new_traces & {key[0] for key in before["traces"]}
+    config = {"scorers": [{"name": "tone", "scorer": "tone"}], "workers": {"poll_interval": 0.05}}
+    with start_server(tmp_path / "serve", db_url=previous_url, config=config) as server:
+        for export in sorted(NEW_TRAFFIC.rglob("*.pb")):
+            response = httpx.post(
+                f"{server.base_url}/v1/traces", content=export.read_bytes(),
+                headers={"Content-Type": "application/x-protobuf"},
+            )  # fmt: skip
+            assert response.status_code == 200, response.text
+        scored = wait_for_scored_traces(engine, new_traces)
+    assert scored == new_traces
+    state = migrate.schema_state(engine)
+    assert (state.current, state.pending) == (state.head, ())
+    assert drift(engine) == []
+    after = snapshot(engine)
+    for table, rows in before.items():
+        kept = {key: after[table].get(key) for key in rows}
+        if table == "alert_leader":  # the lease: the new service's evaluator takes it over
+            assert kept.keys() == after[table].keys()
+            continue
+        assert kept == rows, f"{table}: rows of the previous release changed"
+
+
+def wait_for_scored_traces(engine: Engine, traces: set[str], timeout: float = 60.0) -> set[str]:
+    deadline = time.monotonic() + timeout
+    scored: set[str] = set()
+    while time.monotonic() < deadline and scored != traces:
+        time.sleep(0.2)
+        with engine.connect() as connection:
+            found = connection.execute(text("SELECT DISTINCT trace_id FROM scores")).scalars()
+            scored = set(found) & traces
+    return scored
+
+
+def test_an_earlier_build_missing_the_unique_log_index_is_repaired_then_stamped(
+    previous_url: str, engines: list[Engine]
+) -> None:
+    """Builds before ``ux_logs_record_hash`` could store a retried log record twice: the
+    upgrade removes the second copy (the first stored is kept) and adds the index."""
+    engine = engine_for(previous_url, engines)
+    with engine.begin() as connection:
+        connection.execute(text("DROP INDEX ux_logs_record_hash"))
+        first = connection.execute(text("SELECT min(id) FROM logs")).scalar_one()
+        copied = [c.name for c in BASELINE.tables["logs"].columns if c.name != "id"]
+        connection.execute(text(
+            f"INSERT INTO logs ({', '.join(copied)}) SELECT {', '.join(copied)} FROM logs "
+            "WHERE id = :first"
+        ), {"first": first})  # fmt: skip
+    before = rows_by_key(engine, "logs")
+    assert migrate.upgrade(engine)[0] == migrate.BASELINE_REVISION
+    indexes = {i["name"]: i for i in inspect(engine).get_indexes("logs")}
+    assert indexes["ux_logs_record_hash"]["unique"]
+    after = rows_by_key(engine, "logs")
+    assert after == {key: row for key, row in before.items() if key != (max(before)[0],)}
+    assert (first,) in after
+
+
+def test_an_earlier_build_missing_a_column_is_refused_with_the_column_named(
+    tmp_path: Path, engines: list[Engine]
+) -> None:
+    """A missing column is not guessed at: the upgrade stops, naming it, and stamps nothing."""
+    (url,) = previous_release("sqlite", tmp_path)
+    engine = engine_for(url, engines)
+    with engine.begin() as connection:
+        connection.execute(text("ALTER TABLE traces DROP COLUMN last_error"))
+    with pytest.raises(SchemaError, match=r"lacks columns \(traces: last_error\)"):
+        migrate.upgrade(engine)
+    assert migrate.schema_state(engine).current is None
+
+
+UPGRADE_AT = """
+import sys, time
+from tracescore.store import migrate
+from tracescore.store.engine import make_engine
+engine = make_engine(sys.argv[1])
+while time.time() < float(sys.argv[2]):
+    pass
+print(",".join(migrate.upgrade(engine)))
+"""
+
+
+def test_replicas_starting_together_upgrade_once(previous_url: str, engines: list[Engine]) -> None:
+    """Four processes upgrade the previous release's database at the same moment: one applies
+    the revisions, the others wait for the lock and find it done."""
+    engine = engine_for(previous_url, engines)
+    pending = migrate.schema_state(engine).pending
+    before = snapshot(engine)
+    start = time.time() + 4.0  # every process has imported tracescore by then
+    processes = [
+        subprocess.Popen([sys.executable, "-c", UPGRADE_AT, previous_url, str(start)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]  # fmt: skip
+    outcomes = [process.communicate(timeout=120) for process in processes]
+    assert [process.returncode for process in processes] == [0] * 4, outcomes
+    applied = sorted(out.strip() for out, _err in outcomes)
+    assert applied == ["", "", "", ",".join(pending)]
+    assert migrate.schema_state(engine).pending == ()
+    assert snapshot(engine) == before
+
+
+# ------------------------------------------------------------------ refusals and the CLI
+
+
+def serve_exit(url: str, tmp_path: Path, config: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    """``tracescore serve`` expected to refuse to start: its exit code and output."""
+    config_file = tmp_path / "refused.yaml"
+    config_file.write_text(yaml.safe_dump(config))
+    return subprocess.run(
+        [sys.executable, "-m", "tracescore.cli", "serve", "--config", str(config_file),
+         "--http-port", "0", "--grpc-port", "0"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def test_migrate_false_refuses_an_outdated_database_and_names_the_command(
+    tmp_path: Path, engines: list[Engine]
+) -> None:
+    (url,) = previous_release("sqlite", tmp_path)
+    engine = engine_for(url, engines)
+    before = schema_of(engine)
+    refused = serve_exit(url, tmp_path, {"store": {"url": url, "migrate": False}})
+    assert refused.returncode == 1
+    assert "store.migrate is false" in refused.stderr
+    assert "run `tracescore db upgrade` first" in refused.stderr
+    assert "unversioned (created before schema migrations)" in refused.stderr
+    assert schema_of(engine) == before  # nothing was changed
+    with pytest.raises(SchemaError):
+        open_store(url, migrate=False)
+    migrate.upgrade(engine)
+    open_store(url, migrate=False).close()  # at head, it starts
+
+
+def test_a_database_upgraded_by_a_newer_release_is_refused(
+    sqlite_url: str, tmp_path: Path, engines: list[Engine]
+) -> None:
+    engine = engine_for(sqlite_url, engines)
+    migrate.upgrade(engine)
+    with engine.begin() as connection:
+        connection.execute(text("UPDATE alembic_version SET version_num = '9999_from_the_future'"))
+    for migrate_at_start in (True, False):
+        with pytest.raises(SchemaError, match="9999_from_the_future, which this tracescore"):
+            open_store(sqlite_url, migrate=migrate_at_start)
+    refused = serve_exit(sqlite_url, tmp_path, {"store": sqlite_url})
+    assert refused.returncode == 1
+    assert "a newer release upgraded it" in refused.stderr
+    assert "downgrading a schema is not supported" in refused.stderr
+    checked = CliRunner().invoke(app, ["db", "check", "--db", sqlite_url])
+    assert checked.exit_code == 1 and "a newer release upgraded it" in checked.output
+
+
+def test_db_commands_tell_where_the_schema_stands(
+    previous_url: str, tmp_path: Path, engines: list[Engine]
+) -> None:
+    runner = CliRunner()
+    head = migrate.schema_state(engine_for(previous_url, engines)).head
+    behind = runner.invoke(app, ["db", "check", "--db", previous_url])
+    assert behind.exit_code == 1
+    assert "behind: the database schema is unversioned" in behind.output
+    assert f"behind head {head} (pending: {migrate.BASELINE_REVISION}, " in behind.output
+    config = tmp_path / "db.yaml"
+    config.write_text(yaml.safe_dump({"store": previous_url}))
+    upgraded = runner.invoke(app, ["db", "upgrade", "--config", str(config)])
+    assert upgraded.exit_code == 0 and f"upgraded to {head}: applied" in upgraded.output
+    again = runner.invoke(app, ["db", "upgrade", "--db", previous_url])
+    assert again.exit_code == 0 and f"already at head {head}" in again.output
+    current = runner.invoke(app, ["db", "current", "--db", previous_url])
+    assert current.exit_code == 0 and current.output.strip() == f"at revision {head} (head)"
+    checked = runner.invoke(app, ["db", "check", "--db", previous_url])
+    assert checked.exit_code == 0 and "up to date" in checked.output
+    bad = runner.invoke(app, ["db", "check", "--db", "mysql://nowhere/x"])
+    assert bad.exit_code == 2 and "invalid database URL" in bad.output

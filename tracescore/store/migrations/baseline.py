@@ -241,7 +241,6 @@ def adopt(connection: Connection) -> None:
     """
     inspector = sa.inspect(connection)
     existing = set(inspector.get_table_names())
-    BASELINE.create_all(connection, tables=[t for t in BASELINE.sorted_tables if t.name not in existing])
     missing_columns = {
         table.name: sorted(set(table.columns.keys()) - {c["name"] for c in inspector.get_columns(table.name)})
         for table in BASELINE.sorted_tables
@@ -250,7 +249,11 @@ def adopt(connection: Connection) -> None:
     lacking = {name: columns for name, columns in missing_columns.items() if columns}
     if lacking:
         described = "; ".join(f"{name}: {', '.join(columns)}" for name, columns in lacking.items())
-        raise SchemaError(f"this database predates the baseline schema and lacks columns ({described})")
+        raise SchemaError(
+            f"this database predates the baseline schema and lacks columns ({described}), which "
+            "tracescore cannot fill in: start on a new database"
+        )
+    BASELINE.create_all(connection, tables=[t for t in BASELINE.sorted_tables if t.name not in existing])
     for table in BASELINE.sorted_tables:
         if table.name not in existing:
             continue
