@@ -58,7 +58,7 @@ def seed(url: str, judge_url: str) -> None:
     store = open_store(url)
     for trace in load_traces([CAPTURES / name for name in FRAMEWORKS]):
         store.write(trace.spans, trace.logs)
-    worker = build_worker(config, store)
+    worker = build_worker(config, store)  # type: ignore[arg-type]  # that release took a Config
 
     async def score_all() -> None:
         for claim in store.queue.claim(worker.owner, 1000, 30.0, now=FAR_FUTURE):

@@ -49,7 +49,7 @@ def previous_release(backend: str, tmp_path: Path) -> Iterator[str]:
     with fresh_pg_database() as url:
         plain = url.replace("postgresql+psycopg://", "postgresql://", 1)
         with psycopg.connect(plain, autocommit=True) as connection:
-            connection.execute((PREVIOUS / "postgresql.sql").read_text())  # type: ignore[arg-type]
+            connection.execute((PREVIOUS / "postgresql.sql").read_text())
         yield url
 
 
