@@ -14,8 +14,8 @@ from pydantic_core import PydanticUndefined
 
 from docgen.markdown import code, fenced, prose, table
 from tracescore.scorers import registry
-from tracescore.scorers.base import NotScorable, Scorer
-from tracescore.scorers.llm.show import example_scorer, shown_prompts
+from tracescore.scorers.base import Scorer
+from tracescore.scorers.llm.show import EXAMPLE_CONVERSATION, example_scorer, shown_prompts
 from tracescore.scorers.registry import ScorerEntry
 
 CODE_EXAMPLE_OPTIONS = {"tool-call-accuracy-code": {"expected_tool": "get_weather"}}
@@ -54,21 +54,20 @@ def _section(entry: ScorerEntry) -> str:
         parts.append("No options.")
     if entry.uses_judge:
         parts.append("### What the judge is told")
-        parts.append(_prompts(entry.name, scorer))
+        parts.append(_prompts(entry, scorer))
     return "\n\n".join(part for part in parts if part)
 
 
-def _prompts(name: str, scorer: Scorer) -> str:
-    """Each judge request of ``scorer`` rendered on the example run, or why it cannot be."""
-    try:
-        shown = shown_prompts(scorer)
-    except NotScorable as exc:  # e.g. a conversation scorer: the example is a single run
-        return f"The prompts cannot be rendered on the example run ({exc.reason})."
+def _prompts(entry: ScorerEntry, scorer: Scorer) -> str:
+    """Each judge request of ``scorer`` rendered on the example run (or conversation)."""
+    example = EXAMPLE_CONVERSATION if entry.conversation else None
+    shown_on = "an example conversation (a city guide's three turns)" if entry.conversation \
+        else "an example run (a weather agent)"
     parts = [
-        "Each judge request, rendered on an example run (a weather agent) as the judge client "
-        f"sends it (`tracescore scorers --show-prompts {name}` prints the same):"
+        f"Each judge request, rendered on {shown_on} as the judge client sends it "
+        f"(`tracescore scorers --show-prompts {entry.name}` prints the same):"
     ]
-    for prompt in shown:
+    for prompt in shown_prompts(scorer, example):
         answer = f"answered as {code(prompt.schema)}" if prompt.schema else "answered in plain text"
         parts.append(f"**Step {code(prompt.step)}**, {answer}:")
         parts.extend(f"*{message['role']}*\n\n{fenced(message['content'])}" for message in prompt.messages)
