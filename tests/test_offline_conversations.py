@@ -123,3 +123,22 @@ def test_items_that_are_not_conversations_are_left_to_the_run_path() -> None:
     assert built is not None and built.turns == turns
     again = as_conversation([{"user": "Hi", "answer": "Hello"}])
     assert again is not None and again.id == as_conversation([{"user": "Hi", "answer": "Hello"}]).id  # type: ignore[union-attr]
+
+
+def test_score_reads_conversation_settings_from_the_config(server: JudgeServer, tmp_path: Path) -> None:
+    """``conversations.max_turns`` cuts what the judge sees and ``conversations.id_attributes``
+    decides which attribute names a conversation, offline as live."""
+    config = tmp_path / "tracescore.yaml"
+    rows_file = tmp_path / "rows.jsonl"
+    config.write_text(json.dumps({"conversations": {"max_turns": 2}}))
+    args = ["score", *map(str, captures("pydantic-ai")), "--scorer", "knowledge-retention", "--judge",
+            "openai/gpt-4o-mini", "--api-base", server.base_url, "--format", "json"]
+    cut = CliRunner().invoke(app, [*args, "--config", str(config), "--output", str(rows_file)])
+    assert cut.exit_code == 0, cut.output
+    (row,) = [json.loads(line) for line in rows_file.read_text().splitlines()]
+    prompt = next(step["prompt"] for step in row["steps"]["steps"] if step["name"] == "preprocess")
+    assert "<earlier_turns_summary>\n1 earlier turn not shown; the user said: 'Hi, my name is Ada" in prompt
+    assert "Turn 1\nuser: Can you recommend a museum in my city?" in prompt
+    config.write_text(json.dumps({"conversations": {"id_attributes": ["session.id"]}}))
+    other = CliRunner().invoke(app, [*args, "--config", str(config)])
+    assert other.exit_code == 0 and json.loads(other.stdout)[0]["n"] == 0  # gen_ai.conversation.id not read

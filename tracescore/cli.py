@@ -212,7 +212,6 @@ def score(
     import orjson
 
     from tracescore.config import ConfigError
-    from tracescore.conversations.config import ConversationsConfig
     from tracescore.extract.mastra_json import MastraRunError
     from tracescore.ingest.decode import DecodeError
     from tracescore.offline.conversations import (
@@ -240,13 +239,13 @@ def score(
     except (ConfigError, SpecError, BindingError) as exc:
         _usage_error(str(exc))
     try:
-        runs = read_runs(files)
+        runs = read_runs(files, config.conversations.id_attributes)
     except (DecodeError, MastraRunError, OSError) as exc:
         _usage_error(f"cannot read: {exc}")
     of_runs = [b for b in compiled if not judges_conversations(b)]
     of_conversations = [b for b in compiled if judges_conversations(b)]
     groups = by_trace(runs) if of_runs else []
-    conversations = by_conversation(runs, ConversationsConfig().max_turns) if of_conversations else []
+    conversations = by_conversation(runs, config.conversations.max_turns) if of_conversations else []
 
     async def score_all(advance: Any) -> list[list[dict[str, Any]]]:
         return [

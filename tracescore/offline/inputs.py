@@ -19,6 +19,7 @@ import orjson
 from pydantic import ValidationError
 
 from tracescore.extract import extract_runs
+from tracescore.extract.conversation_id import DEFAULT_ID_ATTRIBUTES
 from tracescore.extract.mastra_json import (
     MastraRunError,
     is_mastra_json,
@@ -32,8 +33,13 @@ from tracescore.scorers.utils import make_agent_run, make_test_message
 _EPOCH = "1970-01-01T00:00:00Z"
 
 
-def read_runs(paths: Iterable[Path]) -> list[AgentRun]:
+def read_runs(
+    paths: Iterable[Path], conversation_attributes: Sequence[str] = DEFAULT_ID_ATTRIBUTES
+) -> list[AgentRun]:
     """Every run in ``paths``: runs extracted from OTLP exports, and runs given as JSON.
+
+    ``conversation_attributes`` name the attributes a trace's conversation id is read from
+    (``conversations.id_attributes``), so files group into the conversations the service sees.
 
     Raises ``DecodeError``, ``MastraRunError`` or ``OSError`` naming the file that could not be
     read.
@@ -53,7 +59,7 @@ def read_runs(paths: Iterable[Path]) -> list[AgentRun]:
         else:
             exports.append(path)
     for trace in load_traces(exports):
-        runs.extend(extract_runs(trace))
+        runs.extend(extract_runs(trace, conversation_attributes=conversation_attributes))
     return runs
 
 
