@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from tests.judge_server import JudgeServer, error_reply, json_reply
 from tracescore.cli import app
+from tracescore.config import ConfigError, parse_config
 from tracescore.extract.conversation import Conversation, Turn
 from tracescore.extract.model import AgentRun, RunInput, SystemMessage
 from tracescore.judge import JudgeConfig, LiteLLMJudge
@@ -328,3 +329,16 @@ def test_show_prompts_renders_a_conversation_scorer_on_the_example_conversation(
         assert rule in text, rule
     listed = {e["name"]: e for e in json.loads(CliRunner().invoke(app, ["scorers", "--format", "json"]).stdout)}
     assert listed[name]["conversation"] is True and listed["faithfulness"]["conversation"] is False
+
+
+def test_a_config_binding_a_conversation_scorer_to_runs_is_refused() -> None:
+    """Bound to runs, a conversation scorer would store not_scorable for every run: the config
+    check names the key instead."""
+    judges = "judges: {default: {model: openai/gpt-4o-mini}}\n"
+    with pytest.raises(ConfigError, match=r"scorers\.1\.target \(line 4\): scorer 'role-adherence' judges whole "
+                                          r"conversations: set target: conversation"):
+        parse_config(judges + "scorers:\n  - {name: coverage, scorer: keyword-coverage}\n"
+                     "  - {name: in-role, scorer: role-adherence}\n", "tracescore.yaml")
+    config = parse_config(judges + "scorers:\n  - {name: in-role, scorer: role-adherence, target: conversation}\n"
+                          "  - {name: chat-coverage, scorer: keyword-coverage, target: conversation}\n", "x.yaml")
+    assert [b.target for b in config.scorers] == ["conversation", "conversation"]  # run scorers may judge chats

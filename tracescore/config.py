@@ -168,6 +168,12 @@ class Config(Section):
                     ((*where, "judge"), f"scorer {binding.scorer!r} needs a judge: name one of "
                      "judges, or define judges.default")
                 )
+            if (binding.scorer in registry.names() and registry.get(binding.scorer).conversation
+                    and binding.target != "conversation"):
+                found.append(
+                    ((*where, "target"), f"scorer {binding.scorer!r} judges whole conversations: "
+                     "set target: conversation")
+                )
         for index, rule in enumerate(self.alerts.rules):
             if rule.binding is not None and rule.binding not in seen:
                 found.append(
