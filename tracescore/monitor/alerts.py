@@ -35,12 +35,13 @@ from tracescore.monitor.lease import acquire_lease, release_lease
 from tracescore.monitor.rules import BaselineCache, Verdict, evaluate_rule, finite
 from tracescore.store.alerts import AlertEventRow, AlertStateRow, dialect_insert
 from tracescore.store.outage import database_unavailable
+from tracescore.store.table_of import table_of
 
 logger = logging.getLogger("tracescore.alerts")
 
 Clock = Callable[[], datetime]
-STATES = AlertStateRow.__table__
-EVENTS = AlertEventRow.__table__
+STATES = table_of(AlertStateRow)
+EVENTS = table_of(AlertEventRow)
 
 
 def system_clock() -> datetime:
@@ -325,7 +326,7 @@ class AlertEvaluator:
 
     def _export_firing(self) -> None:
         with self.engine.connect() as connection:
-            firing = dict(
+            firing: dict[str, int] = dict(
                 connection.execute(
                     select(STATES.c.rule, func.count())
                     .where(STATES.c.state == "firing")

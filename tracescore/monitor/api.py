@@ -19,10 +19,12 @@ from tracescore.monitor.queries import ScoreFilter, aggregate_scores, coverage, 
 from tracescore.settings import parse_duration
 from tracescore.store.alerts import AlertEventRow, AlertStateRow
 from tracescore.store.scores import ScoreStatus
+from tracescore.store.table_of import table_of
 
 SUMMARY_QUANTILES = (0.1, 0.5, 0.9)
 MAX_SUMMARY_BUCKETS = 10_000
 """Buckets a summary may span, so one request cannot ask for millions of groups."""
+_ALERT_STATES, _ALERT_EVENTS = table_of(AlertStateRow), table_of(AlertEventRow)
 
 
 def _none_if_nan(value: float) -> float | None:
@@ -163,7 +165,7 @@ def create_monitor_router(engine: Engine, config: MonitorConfig | None = None) -
         events: Annotated[int, Query(ge=0, le=1000)] = 50,
     ) -> dict[str, Any]:
         """Current state of every rule × segment evaluated so far, and the latest notifications."""
-        states_table, events_table = AlertStateRow.__table__, AlertEventRow.__table__
+        states_table, events_table = _ALERT_STATES, _ALERT_EVENTS
         state_query = select(states_table).order_by(states_table.c.rule, states_table.c.key)
         event_query = select(events_table).order_by(events_table.c.id.desc()).limit(events)
         if state is not None:

@@ -75,6 +75,18 @@ class _Bounds(Section):
             raise ValueError("give exactly one of 'below' or 'above'")
         return self
 
+    @property
+    def side(self) -> tuple[Literal["below", "above"], float]:
+        """The side the rule watches and its bound, typed as set: ``_one_bound`` leaves one."""
+        if self.below is not None:
+            return "below", self.below
+        assert self.above is not None, "_one_bound leaves exactly one of below and above"
+        return "above", self.above
+
+    def crossed_by(self, value: float) -> bool:
+        word, bound = self.side
+        return value < bound if word == "below" else value > bound
+
 
 class ThresholdRule(_ScoreRule, _Bounds):
     """Fires when a statistic of a scorer's scores over the window crosses a bound."""

@@ -11,8 +11,9 @@ from sqlalchemy import or_, update
 from sqlalchemy.engine import Connection
 
 from tracescore.store.alerts import AlertLeaderRow, dialect_insert
+from tracescore.store.table_of import table_of
 
-LEADER = AlertLeaderRow.__table__
+LEADER = table_of(AlertLeaderRow)
 LEASE_NAME = "alerts"
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    ColumnClause,
     ColumnElement,
     and_,
     bindparam,
@@ -34,10 +35,11 @@ from sqlalchemy.sql import Select
 
 from tracescore.monitor.stats import Moments, percentile_cont
 from tracescore.store.scores import SamplingDecisionRow, SamplingTallyRow, ScoreRow
+from tracescore.store.table_of import table_of
 
-SCORES = ScoreRow.__table__
-DECISIONS = SamplingDecisionRow.__table__
-TALLIES = SamplingTallyRow.__table__
+SCORES = table_of(ScoreRow)
+DECISIONS = table_of(SamplingDecisionRow)
+TALLIES = table_of(SamplingTallyRow)
 ATTEMPTED_STATUSES = ("ok", "error", "not_scorable")
 """Rows a scorer actually ran for; skipped runs do not count towards error rates."""
 
@@ -177,7 +179,7 @@ def bucket_start(dialect: str, seconds: int) -> ColumnElement[int]:
     The size is inlined as a literal (it is an int) so PostgreSQL sees the same expression in
     SELECT and GROUP BY.
     """
-    size = literal_column(str(int(seconds)))
+    size: ColumnClause[int] = literal_column(str(int(seconds)))
     created = SCORES.c.created_at
     if dialect == "postgresql":
         return cast(func.floor(func.extract("epoch", created) / size) * size, BigInteger)
@@ -203,7 +205,7 @@ def _aggregate_statements(
     if bucket_seconds is not None:
         keys.append(bucket_start(dialect, bucket_seconds).label("bucket"))
     ok_score = case((c.status == "ok", c.score))
-    aggregates = [
+    aggregates: list[ColumnElement[Any]] = [
         func.sum(case((c.status.in_(ATTEMPTED_STATUSES), 1), else_=0)),
         func.sum(case((c.status == "error", 1), else_=0)),
         func.count(ok_score),
@@ -327,7 +329,7 @@ def coverage(
         .distinct()
         .subquery()
     )
-    scored = dict(
+    scored: dict[str, int] = dict(
         connection.execute(select(runs.c.binding, func.count()).group_by(runs.c.binding)).all()
     )
     statuses: dict[str, dict[str, int]] = defaultdict(dict)

@@ -71,8 +71,8 @@ def _threshold(connection: Connection, rule: ThresholdRule, now: datetime) -> li
         if n < rule.min_samples:
             continue
         value = group.moments.mean if quantile is None else group.quantiles[quantile]
-        bound, word = (rule.below, "below") if rule.below is not None else (rule.above, "above")
-        firing = value < bound if rule.below is not None else value > bound
+        word, bound = rule.side
+        firing = rule.crossed_by(value)
         verdicts.append(
             Verdict(
                 segment=dict(zip(rule.segment_by, group.group, strict=True)),
@@ -240,8 +240,7 @@ def _agreement(connection: Connection, rule: AgreementRule, now: datetime) -> li
     for pair in pairs:
         key = tuple(getattr(pair, column) for column in rule.segment_by)
         segments[key].append(Pair(pair.score, pair.value, pair.label))
-    bound, word = (rule.below, "below") if rule.below is not None else (rule.above, "above")
-    assert bound is not None
+    word, bound = rule.side
     verdicts = []
     for segment, members in segments.items():
         figures = agreement(members, rule.threshold)
@@ -249,7 +248,7 @@ def _agreement(connection: Connection, rule: AgreementRule, now: datetime) -> li
         value = figures.kappa if rule.metric == "kappa" else figures.mae
         if value is None or n < rule.min_samples:
             continue
-        firing = value < bound if rule.below is not None else value > bound
+        firing = rule.crossed_by(value)
         verdicts.append(
             Verdict(
                 segment=dict(zip(rule.segment_by, segment, strict=True)),

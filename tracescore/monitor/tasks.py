@@ -15,16 +15,18 @@ from tracescore import metrics
 from tracescore.backoff import Backoff, repeat
 from tracescore.monitor.alerts import AlertEvaluator
 from tracescore.monitor.config import AlertsConfig, MonitorConfig
+from tracescore.store.table_of import table_of
 from tracescore.store.tables import TraceRow
 
 UNSCORED_STATES = ("pending", "ready", "claimed")
+_TRACES = table_of(TraceRow)
 
 
 def sample_trace_states(engine: Engine) -> None:
     """Set the backlog gauges: one indexed count over the (few) traces not yet scored."""
-    table = TraceRow.__table__
+    table = _TRACES
     with engine.connect() as connection:
-        counts = dict(
+        counts: dict[str, int] = dict(
             connection.execute(
                 select(table.c.state, func.count())
                 .where(table.c.state.in_(UNSCORED_STATES))

@@ -19,9 +19,11 @@ from sqlalchemy.engine import Engine
 
 from tracescore.pipeline.config import LimitsConfig
 from tracescore.store.scores import ScoreRow
+from tracescore.store.table_of import table_of
 
 Verdict = Literal["ok", "skipped_rate", "skipped_budget"]
 _COUNTED = ("ok", "error", "not_scorable")
+_SCORES = table_of(ScoreRow)
 
 
 class BindingLimiter:
@@ -43,7 +45,7 @@ class BindingLimiter:
         return self._limits.per_minute is not None or self._limits.usd_per_day is not None
 
     def _refresh(self, now: datetime) -> None:
-        table = ScoreRow.__table__
+        table = _SCORES
         day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
         mine = (table.c.binding == self._binding) & table.c.status.in_(_COUNTED)
         with self._engine.connect() as connection:

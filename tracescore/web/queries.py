@@ -16,9 +16,10 @@ from sqlalchemy.engine import Connection
 
 from tracescore.monitor.queries import SCORES, ScoreFilter, bucket_start, db_time
 from tracescore.store.alerts import AlertEventRow, AlertStateRow
+from tracescore.store.table_of import table_of
 
-ALERT_STATES = AlertStateRow.__table__
-ALERT_EVENTS = AlertEventRow.__table__
+ALERT_STATES = table_of(AlertStateRow)
+ALERT_EVENTS = table_of(AlertEventRow)
 _LISTED = [column for column in SCORES.c if column.name != "steps"]
 FILTER_COLUMNS = ("scorer_id", "agent", "model")
 """Columns the score lists can be narrowed by, in the order the filter form shows them."""
