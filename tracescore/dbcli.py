@@ -114,14 +114,19 @@ def check(db: str | None = DB_OPTION, config_file: Path | None = CONFIG_OPTION) 
 def prune(db: str | None = DB_OPTION, config_file: Path | None = CONFIG_OPTION) -> None:
     """Run one retention pass now, as the config's ``retention:`` section says, and print the
     rows removed per kind (a running service's own passes are unaffected)."""
-    from tracescore.config import load_config
+    from tracescore.config import ConfigError, load_config
     from tracescore.retention.config import KINDS
     from tracescore.retention.prune import Pruner
     from tracescore.retention.vacuum import reclaim_space
     from tracescore.store import SpanStore
 
-    engine = open_engine(db, config_file)  # exits on a bad config, so it loads below
-    retention = load_config(config_file).retention
+    try:
+        retention = load_config(config_file).retention
+    except OSError as exc:
+        _exit(2, f"cannot read config file {config_file}: {exc.strerror}")
+    except ConfigError as exc:
+        _exit(2, str(exc))
+    engine = open_engine(db, config_file)
     if not retention.durations():
         typer.echo("nothing to prune: retention gives no kind a duration (all kept forever)")
         return
