@@ -21,18 +21,15 @@ from tracescore.extract.conversation import Conversation, Turn
 from tracescore.extract.model import AgentRun, RunInput, SystemMessage
 from tracescore.pipeline.bindings import CompiledBinding, select_target
 from tracescore.pipeline.worker import score_row
-from tracescore.scorers import registry
 from tracescore.scorers.base import ScoreResult
 
 Row = dict[str, Any]
 
 
 def judges_conversations(binding: CompiledBinding) -> bool:
-    """Whether a binding scores conversations: it targets them, or names a conversation scorer."""
-    config = binding.config
-    if config.target == "conversation":
-        return True
-    return ":" not in config.scorer and registry.get(config.scorer).conversation
+    """Whether a binding scores conversations (``--scorer`` gives conversation scorers that
+    target, and a config file must)."""
+    return binding.config.target == "conversation"
 
 
 def by_conversation(runs: Iterable[AgentRun], max_turns: int) -> list[Conversation]:

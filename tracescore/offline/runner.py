@@ -17,7 +17,11 @@ from typing import Any
 
 from tracescore.extract.conversation import Conversation
 from tracescore.extract.model import AgentRun
-from tracescore.offline.conversations import as_conversation, score_conversation
+from tracescore.offline.conversations import (
+    as_conversation,
+    judges_conversations,
+    score_conversation,
+)
 from tracescore.offline.inputs import as_run, is_plain_item, plain_run
 from tracescore.offline.report import BindingSummary, summarize
 from tracescore.offline.specs import bindings_from_specs
@@ -133,8 +137,10 @@ async def arun_evals(
     bindings = build_eval_bindings(scorers, judge)
     items = list(data)
     slots = asyncio.Semaphore(concurrency)
+    # Runs are scored by the run bindings; a conversation item by every binding.
     worker = ScoringWorker(
-        None, bindings, WorkersConfig(concurrency=concurrency), lease_seconds=0.0
+        None, [b for b in bindings if not judges_conversations(b)], WorkersConfig(concurrency=concurrency),
+        lease_seconds=0.0,
     )
 
     async def one(index: int, item: Any) -> ItemResult:

@@ -66,7 +66,10 @@ def bindings_from_specs(specs: Sequence[str]) -> list[ScorerBinding]:
         seen[name] = seen.get(name, 0) + 1
         if seen[name] > 1:
             name = f"{name}-{seen[name]}"
-        bindings.append(ScorerBinding(name=name, scorer=reference, options=options))
+        # A conversation scorer judges conversations: the target a config file must name for it.
+        conversation = reference in registry.names() and registry.get(reference).conversation
+        bindings.append(ScorerBinding(name=name, scorer=reference, options=options,
+                                      target="conversation" if conversation else "agent"))
     return bindings
 
 
