@@ -33,7 +33,7 @@ class StoreConfig(Section):
     """
 
     url: str = DEFAULT_DB_URL
-    """``sqlite:///file.db`` or ``postgresql://user@host/db``."""
+    """``sqlite:///file.db`` or ``postgresql://user@host/db`` (``--db`` overrides it)."""
     migrate: bool = True
     """Upgrade the schema at start (under a lock, so replicas starting together upgrade once).
     False: refuse to start on an outdated schema; an operator runs ``tracescore db upgrade``."""
