@@ -77,12 +77,14 @@ alerts:
         _runs(store, random.Random(24))
         clock = Clock(T)
         evaluator = AlertEvaluator(store.engine, config.alerts, MonitorConfig(), clock=clock)
-        kappas, firing = [], []
+        kappas: list[float] = []
+        firing: list[bool] = []
         for step in range(9):  # every 30 minutes from T to T + 4h
             clock.now = T + timedelta(minutes=30 * step)
             report = evaluator.run_once()
             assert report.leader and not report.failed_rules
             (verdict,) = report.verdicts[RULE]
+            assert verdict.value is not None
             kappas.append(verdict.value)
             firing.append(verdict.firing)
         evaluator.close()

@@ -58,6 +58,7 @@ def test_figures_match_a_direct_computation(seed: int) -> None:
     half = stats.t.ppf(0.975, 119) * sd / math.sqrt(120)
     assert result.mae_ci.low == pytest.approx(max(0.0, result.mae - half))
     assert result.mae_ci.high == pytest.approx(result.mae + half)
+    assert result.kappa is not None and result.spearman is not None
     assert result.kappa_ci.low < result.kappa < result.kappa_ci.high
     assert result.spearman_ci.low < result.spearman < result.spearman_ci.high < 1
 
