@@ -66,7 +66,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 
 @pytest.fixture
-def page(context: Any, server: ServerProcess) -> Any:
+def page(context: Any, server: ServerProcess) -> Any:  # noqa: F811 - the fixture, used
     context.add_cookies([{"name": COOKIE_NAME, "value": session_token(API_KEY), "url": server.base_url}])
     return context.new_page()
 
