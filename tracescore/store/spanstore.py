@@ -19,13 +19,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, MetaData, select, text
-from sqlmodel import SQLModel
+from sqlalchemy import Connection, Engine, select, text
 
 from tracescore.spans import LogRecord, Resource, Scope, Span, SpanEvent, SpanLink, Trace
 from tracescore.store import codec, journal
 from tracescore.store.bulk import bulk_insert
-from tracescore.store.engine import create_tables
 from tracescore.store.journal import Journal, JournalEntry, QuarantinedEntry, SqlJournal
 from tracescore.store.spool import SpoolJournal
 from tracescore.store.table_of import table_of
@@ -204,8 +202,6 @@ class SpanStore:
     one writer anyway; waiting on a lock is cheaper and prompter than its busy-retry loop).
     """
 
-    metadata: MetaData = SQLModel.metadata
-
     def __init__(self, engine: Engine, rules: ReadinessRules | None = None) -> None:
         self.engine = engine
         self.rules = rules or ReadinessRules()
@@ -234,10 +230,6 @@ class SpanStore:
         """The traces waiting to be scored, and their claims (:mod:`~tracescore.store.trace_queue`)."""
 
     # ------------------------------------------------------------------ lifecycle
-
-    def create_all(self) -> None:
-        """Create every table registered on the SQLModel metadata (ours and other stages')."""
-        create_tables(self.engine, self.metadata)
 
     def close(self) -> None:
         self.engine.dispose()
