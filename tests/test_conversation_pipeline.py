@@ -13,6 +13,8 @@ from tests.conftest import CAPTURES
 from tracescore.config import parse_config
 from tracescore.conversations.scoring import ConversationScoring
 from tracescore.ingest.files import load_traces
+from tracescore.monitor.alerts import AlertEvaluator
+from tracescore.monitor.queries import ScoreFilter, aggregate_scores
 from tracescore.pipeline.runner import build_worker
 from tracescore.spans import Trace
 from tracescore.store import open_store
@@ -134,3 +136,27 @@ def test_a_failing_scorer_stores_an_error_score_saying_why(db_url: str) -> None:
     (row,) = pipeline.score_conversations()
     assert row["status"] == "error" and "exploded on purpose" in row["error"]
     assert row["conversation_id"] == "session-tl-ada"
+
+
+def test_alert_rules_and_summaries_select_a_conversation_binding(db_url: str) -> None:
+    """A threshold rule on a conversation binding fires on the conversation scores, segmented
+    by agent like a run binding's; a rule naming it passes the config's cross-checks."""
+    pipeline = Pipeline(db_url, TURN_ORDER + ANSWER)
+    pipeline.send(*_turns("mastra"))
+    pipeline.send(*_turns("pydantic-ai")[:2])
+    assert len(pipeline.score_conversations()) == 2
+    config = parse_config(
+        "scorers:\n" + TURN_ORDER + ANSWER + "alerts:\n  rules:\n"
+        "    - {name: short-chats, type: threshold, binding: turns, stat: mean, below: 3,"
+        " min_samples: 1, segment_by: [agent]}\n"
+    )
+    evaluator = AlertEvaluator(pipeline.store.engine, config.alerts, channels={})
+    try:
+        report = evaluator.run_once()
+    finally:
+        evaluator.close()
+    (verdict,) = report.verdicts["short-chats"]  # both conversations' agent is Concierge
+    assert verdict.segment == {"agent": "Concierge"} and verdict.value == 2.5 and verdict.firing
+    with pipeline.store.engine.connect() as connection:
+        (group,) = aggregate_scores(connection, ScoreFilter(binding="turns"), ["scorer_id"], bucket_seconds=None)
+    assert group.moments.n == 2 and group.moments.mean == 2.5
