@@ -72,7 +72,7 @@ def feedback_router(settings: Config, store: SpanStore) -> APIRouter:
     bindings = [binding.name for binding in settings.scorers]
     router = APIRouter(prefix="/api", tags=["feedback"])
     feedback = FeedbackStore(store)
-    queue = ReviewQueue(store.engine, config.review, thresholds.by_binding, thresholds.default)
+    queue = ReviewQueue.of(settings, store.engine)
 
     @router.post("/feedback", status_code=201)
     async def record_feedback(item: FeedbackIn) -> dict[str, str]:

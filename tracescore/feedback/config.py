@@ -12,6 +12,9 @@ class ReviewConfig(Section):
 
     window: Duration = 7 * 86400.0
     """Scores older than this are not proposed."""
+    candidates: int = Field(2000, ge=1)
+    """The most recent scored runs of each binding in the window that the rules look at: a
+    sample of the window, so a page of the queue costs the same however many scores it holds."""
     near_threshold: float = Field(0.1, ge=0)
     """A score within this of its binding's threshold is proposed: the judge's least sure calls."""
     disagreement: float = Field(0.5, gt=0)

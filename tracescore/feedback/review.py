@@ -2,37 +2,46 @@
 
 Four reasons to propose a run, in this order of priority after the random share:
 
-* ``random``: a uniform draw among recent unreviewed runs, a fixed share of every queue. The
-  other rules pick hard cases; calibration measured only on hard cases would say the judge is
-  worse than it is on the traffic it scores;
+* ``random``: a uniform draw among the unreviewed runs, a fixed share of every queue. The other
+  rules pick hard cases; calibration measured only on hard cases would say the judge is worse
+  than it is on the traffic it scores;
 * ``near_threshold``: the score is close to the binding's pass/fail threshold;
 * ``disagreement``: another binding scored the same run very differently;
 * ``new_version``: the scorer version has too few reviewed runs to be calibrated.
 
-The random draw costs an index lookup, not a sort of the window: score ids are hashes, so the
-rows from a random id on, in id order, are a random sample.
+The rules look at the most recent ``candidates`` scored runs of each binding in the window (one
+index range each, then plain Python), not at the whole window: a page of the queue then costs
+the same on a store holding millions of scores as on a small one. Scanning a week of 200,000
+scores per rule took 1-2 s each on SQLite.
 """
 
 from __future__ import annotations
 
 import math
 import random
+from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, and_, func, select
+from sqlalchemy import Engine, select
 from sqlalchemy.engine import Connection
-from sqlalchemy.sql import ColumnElement
 
 from tracescore.feedback.config import ReviewConfig
-from tracescore.store.feedback import SCORES, as_utc, reviewed_condition
+from tracescore.feedback.report import Thresholds
+from tracescore.store.feedback import FEEDBACK, SCORES, as_utc
+
+if TYPE_CHECKING:
+    from tracescore.config import Config
 
 _COLUMNS = (
     SCORES.c.trace_id, SCORES.c.span_id, SCORES.c.binding, SCORES.c.score, SCORES.c.label,
     SCORES.c.reason, SCORES.c.scorer_version, SCORES.c.judge_model, SCORES.c.agent,
     SCORES.c.created_at,
 )  # fmt: skip
+_CHUNK = 500
+"""Trace ids per ``IN`` list when looking up which candidates have feedback."""
 
 
 @dataclass
@@ -54,30 +63,48 @@ class Proposal:
         }  # fmt: skip
 
 
+def _key(row: dict[str, Any]) -> tuple[str, str, str]:
+    return row["trace_id"], row["span_id"], row["binding"]
+
+
 class ReviewQueue:
-    """Proposals over the scores of the last ``config.window``; ``thresholds`` by binding."""
+    """Proposals among the recent scored runs of the configured bindings."""
 
     def __init__(
-        self, engine: Engine, config: ReviewConfig, thresholds: dict[str, float], default_threshold: float,
+        self, engine: Engine, config: ReviewConfig, thresholds: Thresholds, bindings: Sequence[str],
         rng: random.Random | None = None,
     ) -> None:  # fmt: skip
         self.engine = engine
         self.config = config
         self.thresholds = thresholds
-        self.default_threshold = default_threshold
+        self.bindings = list(bindings)
         self.rng = rng or random.Random()
 
-    def threshold(self, binding: str) -> float:
-        return self.thresholds.get(binding, self.default_threshold)
+    @classmethod
+    def of(cls, settings: Config, engine: Engine) -> ReviewQueue:
+        """The queue a service's configuration describes."""
+        return cls(
+            engine, settings.feedback.review, Thresholds.of(settings),
+            [binding.name for binding in settings.scorers],
+        )  # fmt: skip
 
     def propose(self, now: datetime, *, binding: str | None = None, limit: int = 20) -> list[Proposal]:
+        """Up to ``limit`` unreviewed runs (of ``binding``, else of every binding), the random
+        share first, then each rule's in its order, then more random ones if room is left."""
         since = now - timedelta(seconds=self.config.window)
-        where = [
-            SCORES.c.status == "ok", SCORES.c.score.is_not(None), SCORES.c.created_at >= since,
-            ~reviewed_condition(SCORES),
+        names = list(dict.fromkeys([*self.bindings, *([binding] if binding else [])]))
+        with self.engine.connect() as connection:
+            recent = self._recent(connection, names, since)
+            reviewed = self._reviewed(connection, recent)
+        is_reviewed = [
+            (row["trace_id"], row["span_id"], row["binding"]) in reviewed
+            or (row["trace_id"], None, row["binding"]) in reviewed
+            for row in recent
+        ]
+        candidates = [
+            row for row, done in zip(recent, is_reviewed, strict=True)
+            if not done and (binding is None or row["binding"] == binding)
         ]  # fmt: skip
-        if binding is not None:
-            where.append(SCORES.c.binding == binding)
         chosen: dict[tuple[str, str, str], Proposal] = {}
 
         def take(found: list[Proposal], room: int) -> None:
@@ -86,112 +113,82 @@ class ReviewQueue:
                     return
                 chosen.setdefault(proposal.key, proposal)
 
-        with self.engine.connect() as connection:
-            share = math.ceil(limit * self.config.random_share)
-            take(self._random(connection, where, share), share)
-            take(self._near_threshold(connection, where, binding, limit), limit)
-            take(self._disagreements(connection, since, binding, limit), limit)
-            take(self._new_versions(connection, where, since, binding, limit), limit)
-            take(self._random(connection, where, limit), limit)  # the rest, when rules found few
+        draw = self.rng.sample(candidates, len(candidates))
+        share = math.ceil(limit * self.config.random_share)
+        take([Proposal(row, "random", "drawn at random") for row in draw[:share]], share)
+        take(self._near_threshold(candidates), limit)
+        take(self._disagreements(candidates, recent), limit)
+        take(self._new_versions(candidates, recent, is_reviewed), limit)
+        take([Proposal(row, "random", "drawn at random") for row in draw[share:]], limit)
         return list(chosen.values())
 
-    def _random(self, connection: Connection, where: list[ColumnElement[bool]], count: int) -> list[Proposal]:
-        if count <= 0:
-            return []
-        start = f"{self.rng.getrandbits(128):032x}"
-        found: list[Proposal] = []
-        for part in (SCORES.c.id >= start, SCORES.c.id < start):  # from the draw on, wrapping
-            query = select(*_COLUMNS).where(*where, part).order_by(SCORES.c.id).limit(count - len(found))
-            found += [Proposal(dict(row._mapping), "random", "drawn at random") for row in connection.execute(query)]
-            if len(found) >= count:
-                break
-        return found
-
-    def _bindings(self, connection: Connection, where: list[ColumnElement[bool]], binding: str | None) -> list[str]:
-        if binding is not None:
-            return [binding]
-        return list(connection.execute(select(SCORES.c.binding).where(*where).distinct()).scalars())
-
-    def _near_threshold(
-        self, connection: Connection, where: list[ColumnElement[bool]], binding: str | None, limit: int
-    ) -> list[Proposal]:
+    def _recent(self, connection: Connection, names: list[str], since: datetime) -> list[dict[str, Any]]:
+        """The most recent ``candidates`` ``ok`` scores of each binding since ``since``."""
         found = []
-        margin = self.config.near_threshold
-        for name in self._bindings(connection, where, binding):
-            cut = self.threshold(name)
+        for name in names:
             query = (
                 select(*_COLUMNS)
-                .where(*where, SCORES.c.binding == name, SCORES.c.score.between(cut - margin, cut + margin))
-                .order_by(func.abs(SCORES.c.score - cut), SCORES.c.id)
-                .limit(limit)
+                .where(SCORES.c.binding == name, SCORES.c.created_at >= since, SCORES.c.status == "ok",
+                       SCORES.c.score.is_not(None))
+                .order_by(SCORES.c.created_at.desc(), SCORES.c.id)
+                .limit(self.config.candidates)
             )
-            found += [
-                Proposal(dict(row._mapping), "near_threshold", f"{row.score:.3f} is within {margin:g} of {cut:g}")
-                for row in connection.execute(query)
-            ]
-        found.sort(key=lambda p: abs(p.row["score"] - self.threshold(p.row["binding"])))
+            found += [dict(row._mapping) for row in connection.execute(query)]
         return found
 
-    def _disagreements(
-        self, connection: Connection, since: datetime, binding: str | None, limit: int
-    ) -> list[Proposal]:
-        other = SCORES.alias("other")
-        query = (
-            select(*_COLUMNS, other.c.binding.label("other_binding"), other.c.score.label("other_score"))
-            .join(
-                other,
-                and_(
-                    other.c.trace_id == SCORES.c.trace_id, other.c.span_id == SCORES.c.span_id,
-                    other.c.binding != SCORES.c.binding, other.c.status == "ok",
-                    other.c.score.is_not(None),
-                ),
+    @staticmethod
+    def _reviewed(connection: Connection, rows: list[dict[str, Any]]) -> set[tuple[str, str | None, str]]:
+        """(trace, span or None, name) of the feedback on the traces of ``rows``."""
+        trace_ids = sorted({row["trace_id"] for row in rows})
+        found: set[tuple[str, str | None, str]] = set()
+        for start in range(0, len(trace_ids), _CHUNK):
+            query = select(FEEDBACK.c.trace_id, FEEDBACK.c.span_id, FEEDBACK.c.name).where(
+                FEEDBACK.c.trace_id.in_(trace_ids[start : start + _CHUNK])
             )
-            .where(
-                SCORES.c.status == "ok", SCORES.c.score.is_not(None), SCORES.c.created_at >= since,
-                ~reviewed_condition(SCORES),
-                func.abs(SCORES.c.score - other.c.score) >= self.config.disagreement,
-            )
-            .order_by(func.abs(SCORES.c.score - other.c.score).desc(), SCORES.c.id)
-            .limit(limit)
-        )
-        if binding is not None:
-            query = query.where(SCORES.c.binding == binding)
-        found = []
-        for row in connection.execute(query):
-            fields = dict(row._mapping)
-            name, score = fields.pop("other_binding"), fields.pop("other_score")
-            found.append(Proposal(fields, "disagreement", f"{name} scored it {score:.3f}"))
+            found.update((row.trace_id, row.span_id, row.name) for row in connection.execute(query))
         return found
+
+    def _near_threshold(self, candidates: list[dict[str, Any]]) -> list[Proposal]:
+        margin = self.config.near_threshold
+        near = []
+        for row in candidates:
+            cut = self.thresholds.cut(row["binding"])
+            if abs(row["score"] - cut) <= margin:
+                near.append((abs(row["score"] - cut), Proposal(
+                    row, "near_threshold", f"{row['score']:.3f} is within {margin:g} of {cut:g}"
+                )))  # fmt: skip
+        near.sort(key=lambda item: item[0])
+        return [proposal for _, proposal in near]
+
+    def _disagreements(self, candidates: list[dict[str, Any]], recent: list[dict[str, Any]]) -> list[Proposal]:
+        """Runs another binding scored at least ``disagreement`` apart, widest gaps first."""
+        by_run: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+        for row in recent:
+            by_run[(row["trace_id"], row["span_id"])].append(row)
+        found = []
+        for row in candidates:
+            others = [other for other in by_run[(row["trace_id"], row["span_id"])] if other["binding"] != row["binding"]]
+            if not others:
+                continue
+            widest = max(others, key=lambda other: abs(other["score"] - row["score"]))
+            gap = abs(widest["score"] - row["score"])
+            if gap >= self.config.disagreement:
+                found.append((gap, Proposal(row, "disagreement", f"{widest['binding']} scored it {widest['score']:.3f}")))
+        found.sort(key=lambda item: -item[0])
+        return [proposal for _, proposal in found]
 
     def _new_versions(
-        self, connection: Connection, where: list[ColumnElement[bool]], since: datetime,
-        binding: str | None, limit: int,
-    ) -> list[Proposal]:  # fmt: skip
-        """Runs of versions with fewer than ``new_version_reviews`` reviewed runs in the window."""
-        versions = select(SCORES.c.binding, SCORES.c.scorer_version).where(
-            SCORES.c.status == "ok", SCORES.c.created_at >= since
-        )
-        if binding is not None:
-            versions = versions.where(SCORES.c.binding == binding)
-        reviewed = {
-            (row.binding, row.scorer_version): row.reviewed
-            for row in connection.execute(
-                select(SCORES.c.binding, SCORES.c.scorer_version, func.count().label("reviewed"))
-                .where(SCORES.c.status == "ok", SCORES.c.created_at >= since, reviewed_condition(SCORES))
-                .group_by(SCORES.c.binding, SCORES.c.scorer_version)
-            )
-        }
-        found = []
-        for name, version in connection.execute(versions.distinct()).all():
-            count = reviewed.get((name, version), 0)
-            if count >= self.config.new_version_reviews:
-                continue
-            query = (
-                select(*_COLUMNS)
-                .where(*where, SCORES.c.binding == name, SCORES.c.scorer_version == version)
-                .order_by(SCORES.c.created_at.desc(), SCORES.c.id)
-                .limit(limit)
-            )
-            detail = f"version {version} has {count} reviewed runs (fewer than {self.config.new_version_reviews})"
-            found += [Proposal(dict(row._mapping), "new_version", detail) for row in connection.execute(query)]
-        return found
+        self, candidates: list[dict[str, Any]], recent: list[dict[str, Any]], is_reviewed: list[bool]
+    ) -> list[Proposal]:
+        """Runs of versions with fewer than ``new_version_reviews`` reviewed runs among the
+        recent ones, newest first."""
+        reviewed: dict[tuple[str, str], int] = defaultdict(int)
+        for row, done in zip(recent, is_reviewed, strict=True):
+            reviewed[(row["binding"], row["scorer_version"])] += done
+        wanted = self.config.new_version_reviews
+        return [
+            Proposal(row, "new_version", f"version {row['scorer_version']} has {count} reviewed runs "
+                     f"(fewer than {wanted})")
+            for row in candidates
+            if (count := reviewed[(row["binding"], row["scorer_version"])]) < wanted
+        ]
