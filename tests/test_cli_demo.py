@@ -15,6 +15,7 @@ from tests.test_pipeline_e2e import _wait_for_scores
 from tracescore.config import DEFAULT_SCORERS
 from tracescore.extract import extract_runs
 from tracescore.offline.demo import AGENTS, DEGRADING_AGENT, DemoSender, parse_rate
+from tracescore.offline.demo_chat import CHAT_AGENT, CHAT_SERVICE
 from tracescore.store import open_store
 
 
@@ -32,8 +33,9 @@ def test_demo_traces_are_stored_and_scored(tmp_path: Path) -> None:
         rows = [row.model_dump() for row in stored]
     assert len(rows) == sent * len(DEFAULT_SCORERS)
     assert {r["status"] for r in rows} == {"ok"}
-    assert {r["agent"] for r in rows} == {a.name for a in AGENTS}
-    assert {r["service"] for r in rows} == {a.service for a in AGENTS}
+    # The three single-turn agents, and the multi-turn one for a quarter of the traces.
+    assert {r["agent"] for r in rows} == {a.name for a in AGENTS} | {CHAT_AGENT}
+    assert {r["service"] for r in rows} == {a.service for a in AGENTS} | {CHAT_SERVICE}
     assert {r["model"] for r in rows} == {a.model for a in AGENTS}
     assert Counter(r["binding"] for r in rows) == {name: sent for name in DEFAULT_SCORERS}
     # Degraded from the start (--drop-after 0): weather-bot's answers miss the question's keywords.

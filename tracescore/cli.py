@@ -519,12 +519,15 @@ def demo(
         120.0, "--duration", min=0, help="Seconds to run (0: until Ctrl-C)."
     ),
     drop_after: float = typer.Option(
-        30.0, "--drop-after", min=0, help="Seconds after which weather-bot's answers get worse."
+        30.0, "--drop-after", min=0,
+        help="Seconds after which weather-bot's answers get worse and concierge's memory fails.",
     ),
     seed: int | None = typer.Option(None, "--seed", help="Random seed, for repeatable traffic."),
 ) -> None:
-    """Send realistic agent traces (3 agents, 3 services, tools, reasoning) to a collector."""
+    """Send realistic agent traces (3 agents with tools and reasoning, and a multi-turn chat
+    agent whose turns share a conversation id, in 4 services) to a collector."""
     from tracescore.offline.demo import DEGRADING_AGENT, parse_rate, run_demo
+    from tracescore.offline.demo_chat import CHAT_AGENT
 
     try:
         rate = parse_rate(rate_text)
@@ -534,7 +537,7 @@ def demo(
     typer.echo(
         f"sending {rate:g} agent traces/s to {endpoint} "
         + (f"for {duration:g} s" if duration else "until Ctrl-C")
-        + f"; {DEGRADING_AGENT} degrades after {drop_after:g} s",
+        + f"; {DEGRADING_AGENT} degrades and {CHAT_AGENT}'s memory fails after {drop_after:g} s",
         err=True,
     )
     sent = run_demo(endpoint, rate, duration, drop_after=drop_after, seed=seed)

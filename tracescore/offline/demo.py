@@ -5,7 +5,9 @@ GenAI conventions (``invoke_agent`` → ``chat`` → ``execute_tool`` → ``chat
 parts with reasoning, tool calls and the final text), as the OTel SDK exports them. Answers vary in
 quality: most are good, some partial, a few unhelpful, so score distributions have a shape. After
 ``drop_after`` seconds one agent (weather-bot) starts answering badly, which is what a
-regression alert is for. Span timings are synthetic (set explicitly), so traces are sent at the
+regression alert is for. With ``chat_share``, that share of the traces are turns of a fourth,
+multi-turn agent (:mod:`.demo_chat`) whose memory fails after the same drop: a regression only
+its conversations show. Span timings are synthetic (set explicitly), so traces are sent at the
 requested rate without sleeping through model latencies.
 """
 
@@ -20,15 +22,22 @@ from typing import Any
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import Tracer, TracerProvider
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import (
     BatchSpanProcessor,
     SimpleSpanProcessor,
     SpanExporter,
 )
-from opentelemetry.trace import SpanKind, set_span_in_context
+from opentelemetry.trace import SpanKind, Tracer, set_span_in_context
+
+from tracescore.offline.demo_chat import CHAT_AGENT, CHAT_INSTRUCTIONS, CHAT_SERVICE, ChatScript
 
 DEGRADING_AGENT = "weather-bot"
+CHAT_SHARE = 0.25
+"""The share of ``tracescore demo``'s traces that are turns of the multi-turn agent."""
+CHAT_MODEL, CHAT_PROVIDER = "gpt-4o-mini", "openai"
+FORGETTING = (0.05, 0.8)
+"""How often the multi-turn agent's memory fails on a turn, before and after the drop."""
 
 
 @dataclass(frozen=True)
@@ -185,17 +194,21 @@ class DemoSender:
         seed: int | None = None,
         drop_after: float = 30.0,
         exporter: SpanExporter | None = None,
+        chat_share: float = 0.0,
     ) -> None:
-        """Export to ``endpoint`` over OTLP/HTTP, or to ``exporter`` when given (benchmarks)."""
+        """Export to ``endpoint`` over OTLP/HTTP, or to ``exporter`` when given (benchmarks);
+        ``chat_share`` of the traces are turns of the multi-turn agent."""
         self.rng = random.Random(seed)
+        self.chat_share = chat_share
+        self.chat = ChatScript(random.Random(None if seed is None else f"{seed}-chat"))
         self.drop_after = drop_after
         self.started = time.monotonic()
         self.sent = 0
         self.providers: dict[str, TracerProvider] = {}
         self.tracers: dict[str, Tracer] = {}
-        for agent in AGENTS:
+        for service in [agent.service for agent in AGENTS] + [CHAT_SERVICE]:
             provider = TracerProvider(resource=Resource.create({
-                "service.name": agent.service, "service.version": "1.4.2",
+                "service.name": service, "service.version": "1.4.2",
                 "deployment.environment": "demo",
             }))
             if exporter is not None:
@@ -203,18 +216,22 @@ class DemoSender:
             else:
                 otlp = OTLPSpanExporter(endpoint=f"{endpoint.rstrip('/')}/v1/traces", timeout=10)
                 provider.add_span_processor(BatchSpanProcessor(otlp, schedule_delay_millis=500))
-            self.providers[agent.service] = provider
-            self.tracers[agent.service] = provider.get_tracer("tracescore.demo", "0.1.0")
+            self.providers[service] = provider
+            self.tracers[service] = provider.get_tracer("tracescore.demo", "0.1.0")
+
+    @property
+    def dropped(self) -> bool:
+        return time.monotonic() - self.started >= self.drop_after
 
     def quality(self, agent: Agent) -> str:
-        degraded = (
-            agent.name == DEGRADING_AGENT and time.monotonic() - self.started >= self.drop_after
-        )
+        degraded = agent.name == DEGRADING_AGENT and self.dropped
         weights = (0.05, 0.15, 0.8) if degraded else (0.85, 0.12, 0.03)
         return self.rng.choices(("good", "partial", "bad"), weights)[0]
 
     def send_one(self) -> str:
         """Build one agent trace and hand it to the exporter; returns the agent's name."""
+        if self.chat_share and self.chat.rng.random() < self.chat_share:
+            return self._send_chat_turn()
         agent = self.rng.choice(AGENTS)
         turn = agent.turns(self.rng)
         answer = getattr(turn, self.quality(agent))
@@ -234,14 +251,14 @@ class DemoSender:
         )
         context = set_span_in_context(root)
         history: list[dict[str, Any]] = [user]
-        calls = [
+        calls: list[dict[str, Any]] = [
             {"type": "tool_call", "id": f"call_{self.rng.randrange(16**10):010x}", "name": name,
              "arguments": args}
             for name, args, _ in turn.tools
         ]
         first = {"role": "assistant", "parts": [{"type": "reasoning", "content": turn.reasoning}, *calls],
                  "finish_reason": "tool_call"}
-        clock = self._chat(tracer, context, agent, system, list(history), first, clock)
+        clock = self._chat(tracer, context, agent.model, agent.provider, system, list(history), first, clock)
         history.append(first)
         for call, (_, _, result) in zip(calls, turn.tools, strict=True):
             duration = self.rng.randint(40, 400) * 1_000_000
@@ -262,29 +279,56 @@ class DemoSender:
                 }
             )
         final = {**_text("assistant", answer), "finish_reason": "stop"}
-        clock = self._chat(tracer, context, agent, system, history, final, clock)
+        clock = self._chat(tracer, context, agent.model, agent.provider, system, history, final, clock)
         root.set_attribute("gen_ai.output.messages", json.dumps([final]))
         root.end(end_time=clock + 2_000_000)
         self.sent += 1
         return agent.name
 
+    def _send_chat_turn(self) -> str:
+        """One turn of the multi-turn agent: an ``invoke_agent`` span sent the conversation so
+        far (``gen_ai.conversation.id`` shared by the conversation's traces) and one ``chat``."""
+        forgets = self.chat.rng.random() < FORGETTING[self.dropped]
+        conversation, _user, answer = self.chat.next_turn(forgets)
+        tracer = self.tracers[CHAT_SERVICE]
+        system = json.dumps([{"type": "text", "content": CHAT_INSTRUCTIONS}])
+        sent = [_text(role, text) for role, text in conversation.messages[:-1]]
+        final = {**_text("assistant", answer), "finish_reason": "stop"}
+        clock = time.time_ns()
+        root = tracer.start_span(
+            f"invoke_agent {CHAT_AGENT}", kind=SpanKind.INTERNAL, start_time=clock,
+            attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": CHAT_AGENT,
+                        "gen_ai.system_instructions": system, "gen_ai.input.messages": json.dumps(sent),
+                        "gen_ai.conversation.id": conversation.id, "gen_ai.provider.name": CHAT_PROVIDER,
+                        "gen_ai.request.model": CHAT_MODEL, "gen_ai.response.model": CHAT_MODEL},
+        )
+        context = set_span_in_context(root)
+        clock = self._chat(tracer, context, CHAT_MODEL, CHAT_PROVIDER, system, sent, final, clock, self.chat.rng)
+        root.set_attribute("gen_ai.output.messages", json.dumps([final]))
+        root.end(end_time=clock + 2_000_000)
+        self.sent += 1
+        return CHAT_AGENT
+
     def _chat(
         self,
         tracer: Tracer,
         context: Any,
-        agent: Agent,
+        model: str,
+        provider: str,
         system: str,
         inputs: list[dict[str, Any]],
         output: dict[str, Any],
         clock: int,
+        rng: random.Random | None = None,
     ) -> int:
-        """One ``chat`` span starting at ``clock``; returns when it ended."""
+        """One ``chat`` span starting at ``clock``, its duration drawn from ``rng`` (default the
+        single-turn agents'); returns when it ended."""
         tokens_in = sum(len(json.dumps(m)) for m in inputs) // 4 + 40
         tokens_out = len(json.dumps(output)) // 4
         span = tracer.start_span(
-            f"chat {agent.model}", context=context, kind=SpanKind.CLIENT, start_time=clock,
-            attributes={"gen_ai.operation.name": "chat", "gen_ai.provider.name": agent.provider,
-                        "gen_ai.request.model": agent.model, "gen_ai.response.model": agent.model,
+            f"chat {model}", context=context, kind=SpanKind.CLIENT, start_time=clock,
+            attributes={"gen_ai.operation.name": "chat", "gen_ai.provider.name": provider,
+                        "gen_ai.request.model": model, "gen_ai.response.model": model,
                         "gen_ai.system_instructions": system,
                         "gen_ai.input.messages": json.dumps(inputs),
                         "gen_ai.output.messages": json.dumps([output]),
@@ -292,7 +336,7 @@ class DemoSender:
                         "gen_ai.usage.input_tokens": tokens_in,
                         "gen_ai.usage.output_tokens": tokens_out},
         )
-        end = clock + self.rng.randint(300, 1800) * 1_000_000
+        end = clock + (rng or self.rng).randint(300, 1800) * 1_000_000
         span.end(end_time=end)
         return end
 
@@ -327,7 +371,7 @@ def run_demo(
 
     Returns how many traces were sent; every exporter is flushed before returning.
     """
-    sender = DemoSender(endpoint, seed=seed, drop_after=drop_after)
+    sender = DemoSender(endpoint, seed=seed, drop_after=drop_after, chat_share=CHAT_SHARE)
     interval = 1.0 / rate
     deadline = time.monotonic() + duration if duration > 0 else float("inf")
     next_at = time.monotonic()
