@@ -216,7 +216,10 @@ def scored_feedback(
     binding's name (feedback without a span pairs with each scored run of its trace). The
     period is the scores': what the judge said then, whenever people said what they think.
     ``where`` narrows by score columns (``scorer_version``, ``agent``, ...)."""
-    condition = [SCORES.c.binding == binding, SCORES.c.status == "ok", SCORES.c.score.is_not(None)]
+    condition = [
+        FEEDBACK.c.name == binding,  # said outright, so the planner starts from the (fewer) verdicts
+        SCORES.c.binding == binding, SCORES.c.status == "ok", SCORES.c.score.is_not(None),
+    ]
     condition += [SCORES.c[column] == value for column, value in (where or {}).items()]
     if since is not None:
         condition.append(SCORES.c.created_at >= since)
