@@ -214,6 +214,7 @@ def test_readme_links_resolve_and_reach_every_page_within_two_clicks() -> None:
     ("configuring a local judge", "judges.md", "## A local judge"),
     ("the OpenInference attribute table", "span-formats.md", "| `openinference.span.kind` | every span |"),
     ("the metric names", "metrics.md", "<!-- tracescore:generate metrics-reference -->"),
+    ("the upgrade procedure", "upgrading.md", "## The short version"),
 ])  # fmt: skip
 def test_topic_is_within_two_clicks_of_the_readme(topic: str, page_name: str, evidence: str) -> None:
     first = _links(README)
