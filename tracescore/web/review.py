@@ -75,7 +75,7 @@ def review_router(config: Config, store: SpanStore, page: Page) -> APIRouter:
     router = APIRouter(include_in_schema=False)
     bindings = [binding.name for binding in config.scorers]
     thresholds = Thresholds.of(config)
-    queue = ReviewQueue(store.engine, config.feedback.review, thresholds.by_binding, thresholds.default)
+    queue = ReviewQueue.of(config, store.engine)
     feedback = FeedbackStore(store)
 
     @router.get("/ui/review")
