@@ -24,6 +24,7 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, inspect, text
+from sqlalchemy.exc import DBAPIError
 from typer.testing import CliRunner
 
 from tests.conftest import FIXTURES, fresh_pg_database
@@ -246,6 +247,24 @@ def test_an_earlier_build_missing_a_column_is_refused_with_the_column_named(
         connection.execute(text("ALTER TABLE traces DROP COLUMN last_error"))
     with pytest.raises(SchemaError, match=r"lacks columns \(traces: last_error\)"):
         migrate.upgrade(engine)
+    assert migrate.schema_state(engine).current is None
+
+
+def test_a_failing_upgrade_leaves_the_database_as_it_was(
+    previous_url: str, engines: list[Engine]
+) -> None:
+    """The upgrade is one transaction, on SQLite too: when a revision fails (here, a table it
+    creates was already made by hand), nothing of it stays, not even the baseline's repairs."""
+    engine = engine_for(previous_url, engines)
+    later = sorted(set(migrate.store_metadata().tables) - set(BASELINE.tables))[0]
+    with engine.begin() as connection:
+        connection.execute(text("DROP TABLE ingest_unpackers"))  # the baseline adds it back
+        connection.execute(text(f"CREATE TABLE {later} (id INTEGER)"))
+    schema, rows = schema_of(engine), {table: rows_by_key(engine, table) for table in KEPT}
+    with pytest.raises(DBAPIError, match=later):
+        migrate.upgrade(engine)
+    assert schema_of(engine) == schema
+    assert {table: rows_by_key(engine, table) for table in KEPT} == rows
     assert migrate.schema_state(engine).current is None
 
 

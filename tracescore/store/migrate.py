@@ -169,11 +169,17 @@ def require_current(engine: Engine) -> None:
 @contextmanager
 def _schema_lock(engine: Engine) -> Iterator[Connection]:
     """A connection in a transaction that holds the schema lock (the key ``create_tables``
-    takes too, so tables created outside migrations never race an upgrade)."""
+    takes too, so tables created outside migrations never race an upgrade).
+
+    The whole upgrade is that one transaction, so a failing revision leaves the database as it
+    was, on SQLite too: its driver runs DDL outside any transaction unless one was begun
+    explicitly, hence the ``BEGIN IMMEDIATE`` (which also takes SQLite's write lock at once).
+    """
     if engine.dialect.name == "postgresql":
         with engine.begin() as connection:
             connection.execute(text("SELECT pg_advisory_xact_lock(hashtext('tracescore.schema'))"))
             yield connection
         return
     with SqliteWriteLock(engine.url.database), engine.begin() as connection:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
         yield connection
