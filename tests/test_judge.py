@@ -121,8 +121,8 @@ async def test_hung_judge_times_out(server: JudgeServer) -> None:
     server.script("Claims", hang_reply())
     started = time.perf_counter()
     with pytest.raises(JudgeError, match="timeout|Timeout|timed out"):
-        await judge.complete(request())
-    assert 0.6 <= time.perf_counter() - started < 3
+        await asyncio.wait_for(judge.complete(request()), 60)  # a judge that hangs for good fails
+    assert time.perf_counter() - started >= 0.6  # each of three attempts waited its 0.3 s
     assert server.count == 3
 
 
@@ -230,30 +230,47 @@ def test_get_judge_shares_one_judge_per_config(server: JudgeServer) -> None:
     assert get_judge(judge) is judge
 
 
+class SimulatedTime:
+    """A monotonic clock that moves only when the limiter sleeps on it: pacing checked exactly."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def clock(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
 async def test_token_budget_delays_calls_and_settles_real_usage() -> None:
-    limiter = Limiter(concurrency=4, tokens_per_minute=60_000)  # refills 1000 tokens / s
+    time_ = SimulatedTime()
+    # Refills 1000 tokens / s.
+    limiter = Limiter(concurrency=4, tokens_per_minute=60_000, clock=time_.clock, sleep=time_.sleep)
     async with limiter.lease(60_000):
         pass
-    started = time.perf_counter()
+    started = time_.now
     async with limiter.lease(300) as lease:
         lease.tokens = 600  # the call used more than reserved: 300 tokens of debt
-    assert 0.25 <= time.perf_counter() - started < 0.6
-    started = time.perf_counter()
+    assert time_.now - started == pytest.approx(0.3)  # waited for its 300 tokens
+    started = time_.now
     async with limiter.lease(300):
         pass
-    assert time.perf_counter() - started >= 0.5
+    assert time_.now - started == pytest.approx(0.6)  # the 300 tokens of debt, then its own 300
 
 
 async def test_request_budget_paces_calls() -> None:
-    limiter = Limiter(concurrency=100, requests_per_minute=600)  # 10 requests / s after a burst
+    time_ = SimulatedTime()
+    # 10 requests / s once the burst of 600 is spent.
+    limiter = Limiter(concurrency=100, requests_per_minute=600, clock=time_.clock, sleep=time_.sleep)
     for _ in range(600):
         async with limiter.lease(0):
             pass
-    started = time.perf_counter()
+    assert time_.now == 1000.0  # the burst waits for nothing
     for _ in range(3):
         async with limiter.lease(0):
             pass
-    assert 0.25 <= time.perf_counter() - started < 0.6
+    assert time_.now - 1000.0 == pytest.approx(0.3)
 
 
 def test_limiter_is_shared_across_event_loops() -> None:
@@ -280,7 +297,7 @@ def test_limiter_is_shared_across_event_loops() -> None:
         thread.join()
     assert peak[0] == 2 and limiter.in_flight == 0
     assert time.perf_counter() - started >= 9 * 0.05 / 2
-    assert 0.4 <= limiter.slot_seconds < 1.5  # nine 50 ms holds
+    assert limiter.slot_seconds >= 9 * 0.05  # nine 50 ms holds
 
 
 FIRST_CALL_IN_A_FRESH_PROCESS = """

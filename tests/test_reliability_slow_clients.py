@@ -57,23 +57,17 @@ def status_line(sock: socket.socket, timeout: float) -> str:
     return data.split(b"\r\n", 1)[0].decode()
 
 
-def _valid_exports(server: ServerProcess, rng: random.Random, count: int) -> list[float]:
-    """Send ``count`` valid exports over HTTP and as many over gRPC; return each one's seconds."""
-    took = []
+def _valid_exports(server: ServerProcess, rng: random.Random, count: int) -> None:
+    """Send ``count`` valid exports over HTTP and as many over gRPC; each must be accepted."""
     with httpx.Client(base_url=server.base_url, timeout=BODY_TIMEOUT) as client, \
             grpc.insecure_channel(server.grpc_endpoint) as channel:  # fmt: skip
         export = channel.unary_unary(_EXPORT, request_serializer=None,
                                      response_deserializer=ExportTraceServiceResponse.FromString)  # fmt: skip
         for _ in range(count):
-            started = time.monotonic()
             response = client.post("/v1/traces", content=export_request(agent_trace(rng).spans),
                                    headers={"Content-Type": PROTOBUF})  # fmt: skip
             assert response.status_code == 200, (response.status_code, response.text)
-            took.append(time.monotonic() - started)
-            started = time.monotonic()
             export(export_request(agent_trace(rng).spans), timeout=BODY_TIMEOUT)  # raises unless OK
-            took.append(time.monotonic() - started)
-    return took
 
 
 def test_stalled_uploads_get_408_and_leave_http_and_grpc_exports_accepted(tmp_path: Path) -> None:
@@ -84,9 +78,9 @@ def test_stalled_uploads_get_408_and_leave_http_and_grpc_exports_accepted(tmp_pa
         try:
             opened = time.monotonic()
             time.sleep(0.5)  # every one of them is now waiting for its body in the server
-            took = _valid_exports(server, random.Random(7), 10)
-            assert max(took) < BODY_TIMEOUT, took
-            assert time.monotonic() - opened < BODY_TIMEOUT
+            _valid_exports(server, random.Random(7), 10)
+            # Every valid export was accepted while every stalled upload was still open: none
+            # waited for the stalled ones to be cut.
             assert not any(answered(sock) for sock in stalled), "the stalled uploads were answered early"
 
             lines = [status_line(sock, BODY_TIMEOUT + 10) for sock in stalled]
@@ -144,7 +138,7 @@ def test_clients_closing_mid_body_log_one_line_each_and_no_traceback(tmp_path: P
         while server.output().count("went away") < STALLED and time.monotonic() < deadline:
             time.sleep(0.1)
         time.sleep(0.5)  # anything else these closes would log
-        assert _valid_exports(server, random.Random(9), 2)
+        _valid_exports(server, random.Random(9), 2)
         health = httpx.get(f"{server.base_url}/healthz", timeout=5).json()
     output = server.output()
     assert "Traceback" not in output, output[-3000:]
@@ -157,13 +151,11 @@ def test_stalled_uploads_do_not_hold_a_graceful_shutdown(tmp_path: Path) -> None
     stalled = [stalled_upload(server.http_port) for _ in range(8)]
     try:
         time.sleep(0.5)
-        started = time.monotonic()
         assert server.stop(timeout=20) == 0  # uvicorn waits for running requests: these too
-        took = time.monotonic() - started
         lines = {status_line(sock, 5) for sock in stalled}
     finally:
         for sock in stalled:
             sock.close()
-    assert took < 10, took
-    assert lines == {"HTTP/1.1 503 Service Unavailable"}, lines  # retry elsewhere, not a 408
+    # Answered by the shutdown (503), not by their 60 s body deadline (408).
+    assert lines == {"HTTP/1.1 503 Service Unavailable"}, lines
     assert "Traceback" not in server.output()

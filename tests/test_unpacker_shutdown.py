@@ -109,7 +109,8 @@ def test_a_stopped_unpacker_that_cannot_store_exits_at_its_deadline_and_the_next
             unpacker.stop()
             elapsed = time.monotonic() - started
             assert unpacker.pid is not None and not _alive(unpacker.pid)
-        assert 1.0 <= elapsed < 1.5 + 2.0  # its own deadline, not the collector's kill
+        assert elapsed >= 1.0  # it kept trying until its deadline
+        assert unpacker.returncode == 0  # and then exited by itself: not terminated or killed
         assert len(store.journal_entries()) == 3  # durable, still waiting
         successor = Unpacker(UnpackSettings(sqlite_url, "collector", idle_poll=0.1))
         successor.start()
@@ -176,10 +177,8 @@ def test_a_service_stopped_while_postgresql_is_down_leaves_no_process_and_loses_
                 )  # fmt: skip
                 assert response.status_code == 200
             cluster.stop("immediate")
-            started = time.monotonic()
             server.process.send_signal(signal.SIGTERM)
-            server.process.wait(2.0 + 10.0)
-            assert time.monotonic() - started < 2.0 + 8.0
+            server.process.wait(2.0 + 10.0)  # raises if the service is still waiting then
             _wait_gone(unpacker, timeout=1.0)
         finally:
             server.kill()

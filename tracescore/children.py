@@ -132,6 +132,12 @@ class Child:
         """The current process's id (None before the first start)."""
         return self._process.pid if self._process else None
 
+    @property
+    def returncode(self) -> int | None:
+        """How the current process ended: its exit status, or minus the signal that ended it
+        (``-15`` terminated, ``-9`` killed by :meth:`stop` after its grace); None while it runs."""
+        return self._process.poll() if self._process else None
+
     def revive(self) -> bool:
         """Start a new process in place of one that died (not one that was stopped), at once or,
         if it died young, once its backoff has passed; True when it did."""
