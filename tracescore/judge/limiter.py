@@ -18,7 +18,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-
 # A wait this short is rounding left by the refill arithmetic, not budget: taking the call then
 # keeps a clock that has not visibly moved (a simulated one, or a coarse one) from spinning.
 _NEGLIGIBLE_WAIT = 1e-6
