@@ -48,7 +48,7 @@ _SCRIPTS = Path(__file__).with_name("migrations")
 
 def store_metadata() -> MetaData:
     """Every table the store's modules declare: what the revisions must add up to."""
-    from tracescore.store import TABLE_MODULES
+    from tracescore.store import TABLE_MODULES  # here: tracescore.store imports this module
 
     for module in TABLE_MODULES:
         importlib.import_module(module)
