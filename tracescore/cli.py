@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
-from tracescore.dbcli import db_app
+from tracescore.dbcli import database_errors, db_app
 from tracescore.feedback.cli import calibrate, export
 
 if TYPE_CHECKING:
@@ -547,22 +547,21 @@ def demo(
 def _open_store(url: str) -> Any:
     """The store at ``url``, with every acknowledged request in it stored as rows (a collector
     that stopped may have left some in the ingest journal); a URL that cannot be used raises
-    ``ValueError`` (a usage error)."""
-    from sqlalchemy.exc import ArgumentError, OperationalError
+    ``ValueError`` (a usage error), a database that cannot be opened or has a schema this
+    release cannot use exits 1."""
+    from sqlalchemy.exc import ArgumentError
 
     from tracescore.config import ServerConfig
     from tracescore.ingest.unpack import drain
     from tracescore.store import open_store
 
     try:
-        store = open_store(url)
-        drain(store, ServerConfig().max_attribute_chars)
+        with database_errors():
+            store = open_store(url)
+            drain(store, ServerConfig().max_attribute_chars)
         return store
     except ArgumentError as exc:
         raise ValueError(f"invalid database URL: {exc}") from None
-    except OperationalError as exc:
-        typer.echo(f"cannot open the database: {exc.orig}", err=True)
-        raise typer.Exit(1) from None
 
 
 def _usage_error(message: str) -> NoReturn:
