@@ -8,12 +8,17 @@ protobuf file and read back the way ``tracescore score`` reads files.
 from __future__ import annotations
 
 import statistics
+import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from sqlalchemy import create_engine, select
+from sqlmodel import col
 
+from tests.server_process import start_server
 from tracescore.extract.conversation import Conversation
 from tracescore.extract.model import AgentRun
 from tracescore.offline.conversations import by_conversation
@@ -21,6 +26,7 @@ from tracescore.offline.demo import AGENTS, DemoSender
 from tracescore.offline.demo_chat import CHAT_AGENT, CHAT_SERVICE, TURNS_PER_CONVERSATION
 from tracescore.offline.inputs import read_runs
 from tracescore.scorers import registry
+from tracescore.store.scores import ScoreRow
 
 
 def demo_runs(tmp_path: Path, *, dropped: bool, traces: int = 60, chat_share: float = 1.0) -> list[AgentRun]:
@@ -83,3 +89,64 @@ def test_the_chat_share_leaves_the_other_agents_traffic_as_it_was(tmp_path: Path
                       key=lambda run: run.start_time or 0)
         return [run.mastra_input()["inputMessages"][0]["content"]["content"] for run in sent]
     assert questions(mixed) == questions(plain)[: len(questions(mixed))]
+
+
+CHAT_CONFIG = {
+    "conversations": {"idle_timeout": "1s", "max_wait": "5s"},
+    "workers": {"poll_interval": 0.05},
+    "scorers": [
+        {"name": "coverage", "scorer": "keyword-coverage"},
+        {"name": "chat-coverage", "scorer": "keyword-coverage", "target": "conversation",
+         "filter": {"agent": [CHAT_AGENT]}},
+    ],
+}
+
+
+def test_the_service_scores_the_demo_conversations_and_sees_the_memory_fail(tmp_path: Path) -> None:
+    """``tracescore serve`` with a conversation binding, fed the demo's chat agent before and
+    after the drop: each conversation is scored once idle, and the scores of the conversations
+    after the drop are lower (the dashboard's chart of ``chat-coverage`` drops with them)."""
+    phases: dict[bool, set[str]] = {False: set(), True: set()}
+    with start_server(tmp_path / "server", config=CHAT_CONFIG, idle_timeout=0.3) as server:
+        sender = DemoSender(server.base_url, seed=4, drop_after=float("inf"), chat_share=1.0)
+        try:
+            for index in range(80):
+                dropped = index >= 40
+                sender.drop_after = 0.0 if dropped else float("inf")
+                turns = {c.id: c.turn for c in sender.chat.open}
+                sender.send_one()
+                now = {c.id: c.turn for c in sender.chat.open}
+                # The conversation that got this turn: one more turn, or finished and gone.
+                (turned,) = [i for i in now if now[i] > turns.get(i, 0)] or [i for i in turns if i not in now]
+                phases[dropped].add(turned)
+        finally:
+            sender.shutdown()
+        either = phases[False] & phases[True]  # conversations that span the drop
+        expected = len(phases[False] | phases[True])
+        rows = _wait_for_rows(server.db_url, "chat-coverage", expected, timeout=60.0)
+    assert {row["status"] for row in rows} == {"ok"} and len(rows) == expected
+    by_phase = {
+        dropped: [row["score"] for row in rows if row["conversation_id"] in phases[dropped] - either]
+        for dropped in (False, True)
+    }
+    before, after = statistics.fmean(by_phase[False]), statistics.fmean(by_phase[True])
+    assert len(by_phase[False]) >= 8 and len(by_phase[True]) >= 8
+    assert after < before * 0.7, (before, after)
+
+
+def _wait_for_rows(db_url: str, binding: str, count: int, timeout: float) -> list[dict[str, Any]]:
+    engine = create_engine(db_url)
+    deadline = time.monotonic() + timeout
+    rows: list[dict[str, Any]] = []
+    try:
+        while time.monotonic() < deadline:
+            with engine.connect() as connection:
+                rows = [dict(r._mapping) for r in connection.execute(
+                    select(ScoreRow).where(col(ScoreRow.binding) == binding)
+                )]
+            if len(rows) >= count:
+                return rows
+            time.sleep(0.2)
+    finally:
+        engine.dispose()
+    raise AssertionError(f"only {len(rows)} {binding} scores after {timeout}s")
