@@ -5,6 +5,7 @@ scored, the conversation rebuilt in order and scored once idle, rescored after a
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from sqlalchemy import select
@@ -18,6 +19,7 @@ from tracescore.monitor.queries import ScoreFilter, aggregate_scores
 from tracescore.pipeline.runner import build_worker
 from tracescore.spans import Trace
 from tracescore.store import open_store
+from tracescore.store.conversations import ConversationRow
 from tracescore.store.scores import SamplingDecisionRow, ScoreRow
 
 FAR_FUTURE = 4_000_000_000.0
@@ -160,3 +162,30 @@ def test_alert_rules_and_summaries_select_a_conversation_binding(db_url: str) ->
     with pipeline.store.engine.connect() as connection:
         (group,) = aggregate_scores(connection, ScoreFilter(binding="turns"), ["scorer_id"], bucket_seconds=None)
     assert group.moments.n == 2 and group.moments.mean == 2.5
+
+
+def test_a_slow_conversation_holds_back_no_other_and_is_handed_back_on_shutdown(db_url: str) -> None:
+    pipeline = Pipeline(
+        db_url, "  - {name: slow, scorer: 'tests.conversation_scorers:slow_for_mastra', target: conversation}\n",
+        "conversations: {idle_timeout: 0.1}\nworkers: {poll_interval: 0.05}\n",
+    )
+    pipeline.send(*_turns("mastra"), *_turns("openinference-openai"))
+
+    async def go() -> list[Any]:
+        loop = asyncio.create_task(pipeline.conversations.run())
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not (stored := pipeline.stored()):
+            await asyncio.sleep(0.05)
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+        return stored
+
+    stored = asyncio.run(go())
+    assert [row.conversation_id for row in stored] == ["session-oi-ada"]  # scored while Mastra's waits
+    table = ConversationRow.__table__  # type: ignore[attr-defined]
+    with pipeline.store.engine.connect() as connection:
+        states = dict(connection.execute(select(table.c.conversation_id, table.c.state)).all())
+        attempts = connection.execute(
+            select(table.c.attempts).where(table.c.conversation_id == "thread-mastra-ada")
+        ).scalar_one()
+    assert states == {"session-oi-ada": "scored", "thread-mastra-ada": "ready"} and attempts == 0

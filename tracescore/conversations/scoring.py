@@ -78,22 +78,34 @@ class ConversationScoring:
         self._database = Backoff("conversation scoring: the database")
 
     async def run(self) -> None:
-        """Claim and score conversations until cancelled; errors are logged, never raised."""
-        poll = self.worker.config.poll_interval
-        while True:
-            claims = await self._claim()
-            if claims:
-                await asyncio.gather(*(self.process(claim) for claim in claims))
-            else:
-                await asyncio.sleep(self._database.remaining() or poll)
+        """Claim and score conversations until cancelled; errors are logged, never raised.
 
-    async def _claim(self) -> list[ConversationClaim]:
+        Up to ``workers.claim_batch`` conversations are in flight at once, each a task of its
+        own, and more are claimed as soon as one finishes: a conversation waiting on a slow
+        judge holds back no other."""
+        poll = self.worker.config.poll_interval
+        in_flight: set[asyncio.Task[list[dict[str, Any]]]] = set()
+        try:
+            while True:
+                room = self.worker.config.claim_batch - len(in_flight)
+                claims = await self._claim(room) if room > 0 else []
+                in_flight.update(asyncio.create_task(self.process(claim)) for claim in claims)
+                if in_flight:
+                    _done, in_flight = await asyncio.wait(
+                        in_flight, timeout=poll, return_when=asyncio.FIRST_COMPLETED
+                    )
+                else:
+                    await asyncio.sleep(self._database.remaining() or poll)
+        finally:
+            for task in in_flight:
+                task.cancel()
+            await asyncio.gather(*in_flight, return_exceptions=True)
+
+    async def _claim(self, limit: int) -> list[ConversationClaim]:
         if self._database.waiting():
             return []
         try:
-            claims = await asyncio.to_thread(
-                self.queue.claim, self.worker.owner, self.worker.config.claim_batch, self.config.lease_seconds
-            )
+            claims = await asyncio.to_thread(self.queue.claim, self.worker.owner, limit, self.config.lease_seconds)
         except Exception as exc:
             self._database.failed(exc)
             if not database_unavailable(exc):
