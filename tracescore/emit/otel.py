@@ -16,7 +16,6 @@ blocks scoring (at worst the queue drops the oldest evaluations and the SDK logs
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -30,30 +29,31 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags
 
 from tracescore.emit.config import ExportConfig
+from tracescore.store.scores import StoredScore
 from tracescore.version import __version__
 
 EVENT_NAME = "gen_ai.evaluation.result"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def evaluation_attributes(score: Mapping[str, Any]) -> dict[str, Any]:
+def evaluation_attributes(score: StoredScore) -> dict[str, Any]:
     """The ``gen_ai.evaluation.*`` attributes of one stored score (see GenAI events.yaml)."""
     attributes: dict[str, Any] = {"gen_ai.evaluation.name": score["binding"]}
-    if score.get("score") is not None:
-        attributes["gen_ai.evaluation.score.value"] = float(score["score"])
+    if (value := score.get("score")) is not None:
+        attributes["gen_ai.evaluation.score.value"] = float(value)
     if score.get("label"):
         attributes["gen_ai.evaluation.score.label"] = score["label"]
     explanation = score.get("reason") or score.get("error")
     if explanation:
         attributes["gen_ai.evaluation.explanation"] = explanation
     if score["status"] == "error":
-        attributes["error.type"] = score.get("error_type") or "_OTHER"
+        attributes["error.type"] = "_OTHER"  # the reason is free text: no error class to name
     if score.get("conversation_id"):  # a conversation's score, in its last turn's context
         attributes["gen_ai.conversation.id"] = score["conversation_id"]
     return attributes
 
 
-def _event_time_ns(score: Mapping[str, Any]) -> int:
+def _event_time_ns(score: StoredScore) -> int:
     """When the evaluation happened: the score's ``created_at`` (a re-scoring emits old rows),
     else now. The SDK fills only ``observedTimeUnixNano``; without ``timeUnixNano`` backends that
     sort or window log records by event time place the evaluation at 1970 or drop it."""
@@ -108,7 +108,7 @@ class EvaluationEmitter:
         self._tracer = self._tracer_provider.get_tracer("tracescore.emit", __version__)
         self._logger = self._logger_provider.get_logger("tracescore.emit", __version__)
 
-    def emit(self, score: Mapping[str, Any]) -> None:
+    def emit(self, score: StoredScore) -> None:
         """Emit one stored score (a row of ``scores`` as a mapping) in both forms."""
         if score["status"] not in ("ok", "error"):
             return  # skipped and not-scorable runs were not evaluated

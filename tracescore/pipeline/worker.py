@@ -45,6 +45,8 @@ from tracescore.scorers.base import ScoreResult, ScorerRun
 from tracescore.store.conversations import TurnRecord, record_turns
 from tracescore.store.outage import database_unavailable
 from tracescore.store.scores import (
+    SamplingDecision,
+    StoredScore,
     add_tallies,
     prepare_decisions,
     prepare_scores,
@@ -96,10 +98,10 @@ def _steps_json(result: ScoreResult) -> dict[str, Any]:
 def score_row(
     binding: CompiledBinding, run: AgentRun, *, status: str, result: ScoreResult | None = None,
     error: str | None = None, now: datetime | None = None,
-) -> dict[str, Any]:
+) -> StoredScore:
     """The ``scores`` row of one binding on one run."""
     now = now or datetime.now(UTC)
-    row: dict[str, Any] = {
+    row: StoredScore = {
         "id": score_id(run.trace_id, run.span_id, binding.name, binding.scorer.version),
         "trace_id": run.trace_id,
         "span_id": run.span_id,
@@ -125,31 +127,31 @@ def score_row(
         "updated_at": now,
     }
     if result is not None:
-        row.update(
-            status=result.status,
-            score=result.score,
-            label=binding.label(result.score),
-            reason=result.reason,
-            error=result.error,
-            steps=_steps_json(result),
-            judge_model=result.judge_calls[0].model if result.judge_calls else None,
-            input_tokens=result.input_tokens,
-            output_tokens=result.output_tokens,
-            cost_usd=result.cost_usd,
-            latency_ms=result.duration_ms,
-        )
+        row["status"] = result.status
+        row["score"] = result.score
+        row["label"] = binding.label(result.score)
+        row["reason"] = result.reason
+        row["error"] = result.error
+        row["steps"] = _steps_json(result)
+        row["judge_model"] = result.judge_calls[0].model if result.judge_calls else None
+        row["input_tokens"] = result.input_tokens
+        row["output_tokens"] = result.output_tokens
+        row["cost_usd"] = result.cost_usd
+        row["latency_ms"] = result.duration_ms
         if result.status == "error" and run.warnings:
             row["error"] = f"{result.error} (extraction warnings: {'; '.join(run.warnings[:5])})"
     return row
 
 
-def unstorable_score(row: dict[str, Any], error: BaseException) -> dict[str, Any]:
+def unstorable_score(row: StoredScore, error: BaseException) -> StoredScore:
     """The ``error`` row that stands for a score row the database refused."""
-    return {
-        **row, "status": "error", "score": None, "label": None, "reason": None, "steps": None,
-        "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0,
-        "error": f"the score could not be stored: {type(error).__name__}: {error}"[:2000],
-    }
+    replacement = row.copy()
+    replacement["status"] = "error"
+    replacement["score"] = replacement["label"] = replacement["reason"] = replacement["steps"] = None
+    replacement["input_tokens"] = replacement["output_tokens"] = 0
+    replacement["cost_usd"] = 0.0
+    replacement["error"] = f"the score could not be stored: {type(error).__name__}: {error}"[:2000]
+    return replacement
 
 
 class PipelineMetrics(Protocol):
@@ -177,8 +179,8 @@ class _Trace:
 
     claim: TraceClaim
     runs: list[AgentRun] = field(default_factory=list)
-    decisions: list[dict[str, Any]] = field(default_factory=list)
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    decisions: list[SamplingDecision] = field(default_factory=list)
+    rows: list[StoredScore] = field(default_factory=list)
     later: list[tuple[CompiledBinding, AgentRun]] = field(default_factory=list)
     """Sampled (binding, run) pairs for the asynchronous path (judges, limits)."""
     turn: TurnRecord | None = None
@@ -205,7 +207,7 @@ class ScoringWorker:
         bindings: Sequence[CompiledBinding],
         config: WorkersConfig,
         lease_seconds: float,
-        emit: Callable[[dict[str, Any]], None] | None = None,
+        emit: Callable[[StoredScore], None] | None = None,
         owner: str | None = None,
         metrics: PipelineMetrics = metrics,
         conversation_attributes: Sequence[str] = DEFAULT_ID_ATTRIBUTES,
@@ -252,8 +254,8 @@ class ScoringWorker:
         """
         await asyncio.to_thread(self.warm_up)
         lanes = _LANES.get(self.store.dialect, 1)
-        batches: set[asyncio.Task[tuple[list[dict[str, Any]], list[asyncio.Task[list[dict[str, Any]]]]]]] = set()
-        in_flight: set[asyncio.Task[list[dict[str, Any]]]] = set()
+        batches: set[asyncio.Task[tuple[list[StoredScore], list[asyncio.Task[list[StoredScore]]]]]] = set()
+        in_flight: set[asyncio.Task[list[StoredScore]]] = set()
         try:
             while True:
                 room = len(batches) < lanes and len(in_flight) < self.config.claim_batch
@@ -293,18 +295,18 @@ class ScoringWorker:
         self._database.succeeded()
         return claims
 
-    async def process(self, claim: TraceClaim) -> list[dict[str, Any]]:
+    async def process(self, claim: TraceClaim) -> list[StoredScore]:
         """Score one claimed trace; returns the stored score rows."""
         return await self.process_batch([claim])
 
-    async def process_batch(self, claims: Sequence[TraceClaim]) -> list[dict[str, Any]]:
+    async def process_batch(self, claims: Sequence[TraceClaim]) -> list[StoredScore]:
         """Score claimed traces to the end; returns the stored score rows."""
         stored, later = await self._start_batch(claims)
         return stored + [row for rows in await asyncio.gather(*later) for row in rows]
 
     async def _start_batch(
         self, claims: Sequence[TraceClaim]
-    ) -> tuple[list[dict[str, Any]], list[asyncio.Task[list[dict[str, Any]]]]]:
+    ) -> tuple[list[StoredScore], list[asyncio.Task[list[StoredScore]]]]:
         """Run the batch's synchronous pass in one thread hop; returns the rows it stored and
         the tasks of its traces that go on asynchronously."""
         try:
@@ -416,7 +418,7 @@ class ScoringWorker:
             self._write(trace.rows, trace.decisions)
             self.store.queue.complete([trace.claim])
 
-    async def _finish(self, trace: _Trace) -> list[dict[str, Any]]:
+    async def _finish(self, trace: _Trace) -> list[StoredScore]:
         """Score a trace's asynchronous pairs, then store all its rows and complete it."""
         claim = trace.claim
         try:
@@ -456,14 +458,14 @@ class ScoringWorker:
         self,
         runs: Sequence[AgentRun],
         select: Callable[[CompiledBinding, AgentRun], bool] | None = None,
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    ) -> tuple[list[StoredScore], list[SamplingDecision]]:
         """Route runs to bindings, record sampling decisions and score the sampled runs (the
         offline commands' path, one run set at a time).
 
         ``select`` narrows which sampled runs are scored (a backfill skips runs it already has
         current scores for); decisions are recorded either way.
         """
-        decisions: list[dict[str, Any]] = []
+        decisions: list[SamplingDecision] = []
         jobs = []
         now = datetime.now(UTC)
         for binding in self.bindings:
@@ -478,7 +480,7 @@ class ScoringWorker:
 
     async def score(
         self, binding: CompiledBinding, run: AgentRun, *, subject: Conversation | None = None
-    ) -> dict[str, Any]:
+    ) -> StoredScore:
         """The score row of one binding on one run, within the binding's limits and the
         worker's concurrency; with ``subject``, the binding scores that conversation instead,
         and the row hangs on ``run`` (its last turn's)."""
@@ -506,7 +508,7 @@ class ScoringWorker:
             self.metrics.judge_call(model, 0, 0, 0.0, result.duration_ms / 1000, outcome="error")
         return score_row(binding, run, status=result.status, result=result)
 
-    def _write(self, rows: list[dict[str, Any]], decisions: list[dict[str, Any]]) -> None:
+    def _write(self, rows: list[StoredScore], decisions: list[SamplingDecision]) -> None:
         """Store one trace's decisions, then its score rows one by one, a row the database
         refuses (rather than being unavailable) as an ``error`` row that says why, so the trace
         is still scored and the failure shows."""
@@ -528,7 +530,7 @@ class ScoringWorker:
             self.metrics.text_values_replaced("scores", replaced)
 
 
-def _decision(binding: CompiledBinding, run: AgentRun, sampled: bool, now: datetime) -> dict[str, Any]:
+def _decision(binding: CompiledBinding, run: AgentRun, sampled: bool, now: datetime) -> SamplingDecision:
     """The ``sampling_decisions`` row of one binding on one run."""
     return {
         "id": score_id(run.trace_id, run.span_id, binding.name, "sampling"), "trace_id": run.trace_id,

@@ -9,10 +9,10 @@ of its own, so old and new versions can be compared.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired, TypedDict
 
 import orjson
 from sqlalchemy import JSON, BigInteger, Column, Index, String, Text
@@ -25,6 +25,49 @@ from tracescore.store.bulk import BulkInsert, bulk_insert
 from tracescore.store.text import TextGuard
 
 ScoreStatus = Literal["ok", "error", "not_scorable", "skipped_budget", "skipped_rate"]
+
+
+class StoredScore(TypedDict):
+    """A ``scores`` row as it travels from the scoring worker to the store, the emitter and the
+    metrics: typed, yet the plain dict the bulk upsert reads, because the worker makes one per
+    binding and run and a model instance each would cost more than the scorer it records."""
+
+    id: str
+    trace_id: str
+    span_id: str
+    binding: str
+    scorer_id: str
+    scorer_version: str
+    status: str
+    score: float | None
+    label: str | None
+    reason: str | None
+    error: str | None
+    steps: dict[str, Any] | None
+    judge_model: str | None
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    latency_ms: float
+    run_kind: str
+    service: str | None
+    agent: str | None
+    model: str | None
+    conversation_id: NotRequired[str | None]
+    """Only on a conversation's score."""
+    created_at: datetime
+    updated_at: datetime
+
+
+class SamplingDecision(TypedDict):
+    """A ``sampling_decisions`` row: whether one binding sampled one run."""
+
+    id: str
+    trace_id: str
+    span_id: str
+    binding: str
+    sampled: bool
+    created_at: datetime
 
 
 def _utcnow() -> datetime:
@@ -132,7 +175,7 @@ class _Upsert:
         processors = tuple(column.type.bind_processor(dialect) for column in columns)
         return cls(insert, processors, tuple(map(_default, columns)), names)
 
-    def row(self, row: dict[str, Any]) -> tuple[Any, ...]:
+    def row(self, row: Mapping[str, Any]) -> tuple[Any, ...]:
         values = []
         for name, process, default in zip(self.names, self.processors, self.defaults, strict=True):
             value = row.get(name, _MISSING)
@@ -181,14 +224,14 @@ class Prepared:
             self.upsert.insert(connection, self.rows)
 
 
-def prepare_scores(dialect: Dialect, rows: Sequence[dict[str, Any]]) -> Prepared:
+def prepare_scores(dialect: Dialect, rows: Sequence[StoredScore]) -> Prepared:
     """Score rows made storable and ready to upsert (see :func:`storable_score`)."""
     guard = TextGuard()
     upsert = _upsert_of(ScoreRow.__table__, dialect)
     return Prepared(upsert, [upsert.row(storable_score(row, guard)) for row in rows], guard.replaced)
 
 
-def prepare_decisions(dialect: Dialect, rows: Sequence[dict[str, Any]]) -> Prepared:
+def prepare_decisions(dialect: Dialect, rows: Sequence[SamplingDecision]) -> Prepared:
     upsert = _upsert_of(SamplingDecisionRow.__table__, dialect)
     return Prepared(upsert, [upsert.row(row) for row in rows])
 
@@ -229,7 +272,7 @@ _PRODUCED_HERE = frozenset(("id", "trace_id", "span_id", "status", "run_kind"))
 _SCORE_TEXT = [(name, length) for name, length in _SCORE_TEXT if name not in _PRODUCED_HERE]
 
 
-def storable_score(row: dict[str, Any], guard: TextGuard) -> dict[str, Any]:
+def storable_score(row: StoredScore, guard: TextGuard) -> dict[str, Any]:
     """``row`` as both databases accept it: NUL characters and unpaired surrogates replaced
     (:mod:`tracescore.store.text`) and values cut to their column's length (PostgreSQL refuses
     a longer ``varchar``; SQLite would store it, so both cut alike). An agent named by its
@@ -238,7 +281,7 @@ def storable_score(row: dict[str, Any], guard: TextGuard) -> dict[str, Any]:
     JSON columns (the steps) are only walked when orjson refuses them (an unpaired surrogate,
     which no JSON text can hold): a NUL inside JSON text is spelled ``\\u0000``, which both
     databases' JSON columns store."""
-    fitted = dict(row)
+    fitted: dict[str, Any] = dict(row)
     for name, length in _SCORE_TEXT:
         value = fitted.get(name)
         if isinstance(value, str):
@@ -253,12 +296,12 @@ def storable_score(row: dict[str, Any], guard: TextGuard) -> dict[str, Any]:
     return fitted
 
 
-def upsert_scores(connection: Connection, rows: Sequence[dict[str, Any]]) -> int:
+def upsert_scores(connection: Connection, rows: Sequence[StoredScore]) -> int:
     """Upsert score rows, made storable first; returns how many text values were replaced."""
     prepared = prepare_scores(connection.dialect, rows)
     prepared.write(connection)
     return prepared.replaced
 
 
-def upsert_decisions(connection: Connection, rows: Sequence[dict[str, Any]]) -> None:
+def upsert_decisions(connection: Connection, rows: Sequence[SamplingDecision]) -> None:
     prepare_decisions(connection.dialect, rows).write(connection)
