@@ -25,9 +25,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, Connection, Index, text
+from sqlalchemy import BigInteger, Column, Connection, Index, bindparam, text
 from sqlmodel import Field, SQLModel
 
+from tracescore.store.bulk import BulkInsert, bulk_insert
 from tracescore.store.text import TextGuard
 from tracescore.store.trace_queue import TraceState
 
@@ -128,35 +129,28 @@ class TurnRecord:
         }  # fmt: skip
 
 
-_UPSERT_TURN = text(
-    """
-INSERT INTO conversation_turns (conversation_id, trace_id, span_id, start_time_ns, user_text,
-    answer_text, agent_name, service_name, recorded_at)
-VALUES (:conversation_id, :trace_id, :span_id, :start_time_ns, :user_text, :answer_text,
-    :agent_name, :service_name, :recorded_at)
-ON CONFLICT (conversation_id, trace_id) DO UPDATE SET
-    span_id = excluded.span_id, start_time_ns = excluded.start_time_ns,
-    user_text = excluded.user_text, answer_text = excluded.answer_text,
-    agent_name = excluded.agent_name, service_name = excluded.service_name,
-    recorded_at = excluded.recorded_at
-"""
-)
+_TURN_COLUMNS = ("conversation_id", "trace_id", "span_id", "start_time_ns", "user_text", "answer_text",
+                 "agent_name", "service_name", "recorded_at")  # fmt: skip
+_TURN_INSERTS: dict[tuple[str, str], BulkInsert] = {}
 
+_LATEST = (
+    "(SELECT latest.{column} FROM conversation_turns AS latest "
+    "WHERE latest.conversation_id = turns.conversation_id "
+    "ORDER BY latest.start_time_ns DESC, latest.trace_id DESC LIMIT 1)"
+)
 _TOUCH = text(
     f"""
 INSERT INTO conversations (conversation_id, service_name, agent_name, turn_count, first_turn_ns,
     last_turn_ns, generation, first_seen, last_seen, pending_since, state, attempts)
-SELECT CAST(:conversation_id AS VARCHAR(200)), CAST(:service_name AS VARCHAR(200)),
-    CAST(:agent_name AS VARCHAR(200)), count(*), min(start_time_ns), max(start_time_ns), 1,
+SELECT turns.conversation_id, {_LATEST.format(column="service_name")}, {_LATEST.format(column="agent_name")},
+    count(*), min(turns.start_time_ns), max(turns.start_time_ns), 1,
     CAST(:now AS FLOAT), CAST(:now AS FLOAT), CAST(:now AS FLOAT), '{TraceState.PENDING}', 0
-FROM conversation_turns WHERE conversation_id = CAST(:conversation_id AS VARCHAR(200))
+FROM conversation_turns AS turns WHERE turns.conversation_id IN :conversation_ids
+GROUP BY turns.conversation_id ORDER BY turns.conversation_id
 ON CONFLICT (conversation_id) DO UPDATE SET
     turn_count = excluded.turn_count, first_turn_ns = excluded.first_turn_ns,
-    last_turn_ns = excluded.last_turn_ns,
-    service_name = CASE WHEN CAST(:turn_ns AS BIGINT) >= COALESCE(conversations.last_turn_ns, 0)
-        THEN excluded.service_name ELSE conversations.service_name END,
-    agent_name = CASE WHEN CAST(:turn_ns AS BIGINT) >= COALESCE(conversations.last_turn_ns, 0)
-        THEN excluded.agent_name ELSE conversations.agent_name END,
+    last_turn_ns = excluded.last_turn_ns, service_name = excluded.service_name,
+    agent_name = excluded.agent_name,
     generation = conversations.generation + 1,
     last_seen = excluded.last_seen,
     pending_since = CASE WHEN conversations.state IN ('{TraceState.SCORED}', '{TraceState.FAILED}')
@@ -165,32 +159,35 @@ ON CONFLICT (conversation_id) DO UPDATE SET
     state = CASE WHEN conversations.state = '{TraceState.CLAIMED}'
         THEN conversations.state ELSE '{TraceState.PENDING}' END
 """
-)
+).bindparams(bindparam("conversation_ids", expanding=True))
+
+
+def _turn_insert(conn: Connection) -> BulkInsert:
+    dialect = conn.dialect
+    key = (dialect.name, dialect.paramstyle)
+    if (insert := _TURN_INSERTS.get(key)) is None:
+        insert = _TURN_INSERTS[key] = bulk_insert(
+            dialect.name, dialect.paramstyle, "conversation_turns", _TURN_COLUMNS,
+            update=_TURN_COLUMNS[2:], key="conversation_id, trace_id",
+        )  # fmt: skip
+    return insert
 
 
 def record_turns(conn: Connection, turns: Sequence[TurnRecord], now: float | None = None) -> int:
     """Store turns and make their conversations pending with a new generation, in ``conn``'s
     transaction (the one storing the turns' traces' scores); returns the text values replaced.
 
-    Conversations are touched once each, in id order, so concurrent writers on PostgreSQL lock
-    them in one order and cannot deadlock; the touched row takes agent and service from its
-    latest turn."""
+    Two statements whatever the number of turns (the store's bulk path, then one upsert of the
+    conversations from their turns, in id order, so concurrent writers on PostgreSQL lock them
+    in one order and cannot deadlock); a conversation takes agent and service from its latest
+    turn, whichever order turns were recorded in."""
     if not turns:
         return 0
     now = time.time() if now is None else now
     guard = TextGuard()
-    rows = sorted((turn.row(now, guard) for turn in turns), key=lambda r: (r["conversation_id"], r["trace_id"]))
-    conn.execute(_UPSERT_TURN, rows)
-    latest: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        known = latest.get(row["conversation_id"])
-        if known is None or row["start_time_ns"] >= known["start_time_ns"]:
-            latest[row["conversation_id"]] = row
-    conn.execute(
-        _TOUCH,
-        [{"conversation_id": key, "service_name": row["service_name"], "agent_name": row["agent_name"],
-          "turn_ns": row["start_time_ns"], "now": now} for key, row in sorted(latest.items())],
-    )  # fmt: skip
+    rows = {(row["conversation_id"], row["trace_id"]): row for row in (turn.row(now, guard) for turn in turns)}
+    _turn_insert(conn)(conn, [tuple(rows[key][c] for c in _TURN_COLUMNS) for key in sorted(rows)])
+    conn.execute(_TOUCH, {"conversation_ids": sorted({key for key, _trace in rows}), "now": now})
     return guard.replaced
 
 
