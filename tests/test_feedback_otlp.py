@@ -133,3 +133,26 @@ def test_feedback_over_otlp_is_stored_listed_and_calibrated(store: SpanStore) ->
     assert report["mae"] == pytest.approx(0.5)
     assert report["confusion"]["judge_fail_human_pass"] == 1  # 0.3 vs 0.8
     assert report["confusion"]["judge_pass_human_pass"] == 1  # 0.7 vs thumbs up
+
+
+def test_one_instance_scans_at_a_time(store: SpanStore) -> None:
+    """Several service processes or replicas on one database: the lease holder looks, the
+    others wait their turn, and a stopping holder hands over at once."""
+    client = TestClient(create_app(parse_config(CONFIG), store))
+    trace_id = uuid.uuid4().hex
+    _post(client, "/v1/traces", agent_trace_json(trace_id, agent="ShopBot"))
+    _post(client, "/v1/logs", _logs((trace_id, _agent_span(trace_id), {
+        **HUMAN, "gen_ai.evaluation.name": "quality", "gen_ai.evaluation.score.label": "pass"})))  # fmt: skip
+    drain(store)
+    first, second = (FeedbackScanner(store, clock=lambda: time.time() + 5) for _ in range(2))
+    assert first.run_once() == 1
+    _post(client, "/v1/logs", _logs((trace_id, _agent_span(trace_id), {
+        **HUMAN, "gen_ai.evaluation.name": "quality", "gen_ai.evaluation.score.label": "fail",
+        "user.id": "u-2"})))  # fmt: skip
+    drain(store)
+    assert second.run_once() == 0  # the first one's lease
+    first.release()
+    assert second.run_once() == 2  # the trace was written again: both its verdicts are read
+    assert first.run_once() == 0  # now the second one's
+    labels = sorted(item["label"] for item in client.get("/api/feedback").json()["feedback"])
+    assert labels == ["fail", "pass"]

@@ -11,22 +11,30 @@ an upsert by (trace, span, name, author): reading a record twice changes nothing
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
+import socket
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 
-from sqlalchemy import Table, and_, or_, select
+from sqlalchemy import and_, or_, select
 from sqlalchemy.engine import Connection
 
 from tracescore.backoff import Backoff, repeat
 from tracescore.extract.feedback import EVALUATION_EVENT, HumanVerdict, log_verdict, span_verdicts
+from tracescore.monitor.lease import acquire_lease, release_lease
 from tracescore.store import SpanStore, codec
 from tracescore.store.feedback import Feedback, FeedbackStore
+from tracescore.store.table_of import table_of
 from tracescore.store.tables import LogRow, SpanRow, TraceRow
 
-TRACES: Table = TraceRow.__table__  # type: ignore[attr-defined]
-SPANS: Table = SpanRow.__table__  # type: ignore[attr-defined]
-LOGS: Table = LogRow.__table__  # type: ignore[attr-defined]
+TRACES = table_of(TraceRow)
+SPANS = table_of(SpanRow)
+LOGS = table_of(LogRow)
+LEASE_NAME = "feedback-scan"
 _MENTIONS_EVENT = f"%{EVALUATION_EVENT}%"
 """A prefilter in SQL: only records whose stored JSON names the event are decoded."""
 
@@ -72,15 +80,25 @@ class FeedbackScanner:
     may still be on its way into the ingest journal."""
 
     def __init__(
-        self, store: SpanStore, *, batch: int = 500, clock: Callable[[], float] = time.time
-    ) -> None:
+        self, store: SpanStore, *, batch: int = 500, clock: Callable[[], float] = time.time,
+        lease_seconds: float = 60.0,
+    ) -> None:  # fmt: skip
         self.store = store
         self.feedback = FeedbackStore(store)
         self.batch = batch
         self.clock = clock
+        self.lease_seconds = lease_seconds
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
     def run_once(self) -> int:
-        """Read the traces written since the cursor; returns the verdicts recorded."""
+        """Read the traces written since the cursor; returns the verdicts read (a trace written
+        again is read again, verdicts and all: recording one again changes nothing).
+
+        Only the holder of the scan's lease looks (renewed at every look): with several service
+        processes or replicas on one database, one of them does the work instead of each."""
+        with self.store.write_transaction() as connection:
+            if not acquire_lease(connection, self.owner, self.clock(), self.lease_seconds, LEASE_NAME):
+                return 0
         upto = self.clock() - self.SETTLE_MARGIN
         if not self.store.settle():
             return 0  # nothing unpacks the journal now: look again later
@@ -114,12 +132,22 @@ class FeedbackScanner:
             if len(rows) < self.batch:
                 return recorded
 
+    def release(self) -> None:
+        """Hand the lease over now rather than when it expires (the service is stopping)."""
+        with self.store.write_transaction() as connection:
+            release_lease(connection, self.owner, LEASE_NAME)
+
 
 def feedback_scan_task(store: SpanStore, interval: float) -> Callable[[], Awaitable[None]]:
-    """A :meth:`Service.add_background` factory: a look for OTLP feedback every ``interval``."""
-    scanner = FeedbackScanner(store)
+    """A :meth:`Service.add_background` factory: a look for OTLP feedback every ``interval``
+    (by whichever instance holds the lease, which outlasts a few missed looks)."""
+    scanner = FeedbackScanner(store, lease_seconds=max(60.0, 4 * interval))
 
     async def run() -> None:
-        await repeat(scanner.run_once, interval, Backoff("feedback scan: the database"))
+        try:
+            await repeat(scanner.run_once, interval, Backoff("feedback scan: the database"))
+        finally:
+            with contextlib.suppress(Exception):  # a stopping service must not fail on this
+                await asyncio.to_thread(scanner.release)
 
     return run

@@ -22,6 +22,7 @@ from sqlmodel import Field, SQLModel
 from tracescore.store.alerts import dialect_insert
 from tracescore.store.scores import ScoreRow
 from tracescore.store.spanstore import SpanStore
+from tracescore.store.table_of import table_of
 
 FeedbackSource = Literal["api", "otlp"]
 
@@ -65,9 +66,9 @@ class FeedbackScanRow(SQLModel, table=True):
     trace_id: str = Field(max_length=32)
 
 
-FEEDBACK: Table = FeedbackRow.__table__  # type: ignore[attr-defined]
-SCAN: Table = FeedbackScanRow.__table__  # type: ignore[attr-defined]
-SCORES: Table = ScoreRow.__table__  # type: ignore[attr-defined]
+FEEDBACK = table_of(FeedbackRow)
+SCAN = table_of(FeedbackScanRow)
+SCORES = table_of(ScoreRow)
 _SCAN_NAME = "otlp"
 
 
