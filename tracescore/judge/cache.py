@@ -23,8 +23,9 @@ from tracescore.judge.protocol import JudgeRequest, JudgeResponse
 from tracescore.judge.structured import parse_output, schema_json
 from tracescore.store.engine import create_tables, make_engine
 from tracescore.store.judge_cache import JudgeVerdict
+from tracescore.store.table_of import table_of
 
-_TABLE = JudgeVerdict.__table__
+_TABLE = table_of(JudgeVerdict)
 
 
 def verdict_key(request: JudgeRequest, model: str) -> str:
@@ -61,10 +62,11 @@ class VerdictCache:
 
     async def get(self, request: JudgeRequest, key: str) -> JudgeResponse | None:
         hit = self.get_local(key)
-        if hit is not None or self.engine is None:
+        engine = self.engine
+        if hit is not None or engine is None:
             return hit
         started = time.perf_counter()
-        row = await asyncio.to_thread(self._load, key)
+        row = await asyncio.to_thread(_load, engine, key)
         if row is None:
             return None
         try:
@@ -87,7 +89,7 @@ class VerdictCache:
 
     async def put(self, request: JudgeRequest, key: str, response: JudgeResponse) -> None:
         self._remember(key, response)
-        if self.engine is not None:
+        if (engine := self.engine) is not None:
             row = JudgeVerdict(
                 key=key,
                 scorer_id=request.scorer_id,
@@ -99,7 +101,7 @@ class VerdictCache:
                 output_tokens=response.output_tokens,
                 cost_usd=response.cost_usd,
             )
-            await asyncio.to_thread(self._save, row)
+            await asyncio.to_thread(_save, engine, row)
 
     def _remember(self, key: str, response: JudgeResponse) -> None:
         with self._lock:
@@ -108,17 +110,19 @@ class VerdictCache:
             while len(self._lru) > self.lru_size:
                 self._lru.popitem(last=False)
 
-    def _load(self, key: str) -> JudgeVerdict | None:
-        with self.engine.connect() as connection:
-            row = connection.execute(select(_TABLE).where(_TABLE.c.key == key)).mappings().first()
-        return None if row is None else JudgeVerdict.model_validate(dict(row))
 
-    def _save(self, row: JudgeVerdict) -> None:
-        try:
-            with self.engine.begin() as connection:
-                connection.execute(insert(_TABLE), [row.model_dump()])
-        except IntegrityError:  # another worker stored the same verdict first
-            pass
+def _load(engine: Engine, key: str) -> JudgeVerdict | None:
+    with engine.connect() as connection:
+        row = connection.execute(select(_TABLE).where(_TABLE.c.key == key)).mappings().first()
+    return None if row is None else JudgeVerdict.model_validate(dict(row))
+
+
+def _save(engine: Engine, row: JudgeVerdict) -> None:
+    try:
+        with engine.begin() as connection:
+            connection.execute(insert(_TABLE), [row.model_dump()])
+    except IntegrityError:  # another worker stored the same verdict first
+        pass
 
 
 def _served(response: JudgeResponse, started: float) -> JudgeResponse:

@@ -94,9 +94,11 @@ class LiteLLMJudge:
     async def complete(self, request: JudgeRequest) -> JudgeResponse:
         """The judge's answer: from the in-process cache on the caller's loop when it has it,
         otherwise from the database cache or the model, on the judge loop."""
-        key = verdict_key(request, self.model) if self.cache is not None else None
-        if key is not None and (hit := self.cache.get_local(key)) is not None:
-            return hit
+        key = None
+        if self.cache is not None:
+            key = verdict_key(request, self.model)
+            if (hit := self.cache.get_local(key)) is not None:
+                return hit
         return await on_judge_loop(self._complete_once(request, key))
 
     async def _complete_once(self, request: JudgeRequest, key: str | None) -> JudgeResponse:
@@ -137,7 +139,7 @@ class LiteLLMJudge:
             except ValidationError as second:
                 raise JudgeError(
                     f"judge {self.model} answered the {request.step} step with JSON that does not "
-                    f"match {request.schema.__name__}, also after one repair attempt: "
+                    f"match {second.title}, also after one repair attempt: "
                     f"{_brief(second)}; last answer: {text[:300]!r}"
                 ) from None
         return JudgeResponse(
