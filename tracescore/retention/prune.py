@@ -63,8 +63,6 @@ SETTLED = (TraceState.SCORED, TraceState.FAILED)
 IN_FLIGHT = (TraceState.PENDING, TraceState.READY, TraceState.CLAIMED)
 """Trace states whose records are kept whatever their age: the trace is yet to be scored."""
 
-BATCH_PAUSE = 0.002
-"""Seconds between two batches, so writers queued behind one get the database before the next."""
 
 
 @dataclass
@@ -289,11 +287,14 @@ class Pruner:
                     report.complete = False
                     report.seconds = time.perf_counter() - started
                     return report
+                began = time.perf_counter()
                 with self._write_transaction() as conn:
                     batch = step(conn, now, self.config.batch_size)
                 report.add(batch.removed)
                 more = batch.more
                 if more:
-                    time.sleep(BATCH_PAUSE)
+                    # As long as the batch took, waiting for the lock included: ingest and
+                    # scoring get the database at least half the time, more when they are busy.
+                    time.sleep(time.perf_counter() - began)
         report.seconds = time.perf_counter() - started
         return report

@@ -1,0 +1,179 @@
+"""Ingest latency while retention prunes a large backlog, and how fast it prunes (SQLite).
+
+Seeds a SQLite file with ``--spans`` expired spans (scored traces of ``--per-trace`` spans,
+~``--attribute-bytes`` of attributes each), then measures the latency of the writes ingest
+makes (``SpanStore.write`` of one export request of ``--request-spans`` fresh spans, what an
+unpacker does per acknowledged request) at ``--rate`` requests per second:
+
+1. for ``--seconds`` with nothing else running (the baseline);
+2. while a retention pass prunes every seeded span in another process, as a service's
+   pruning replica would, until the pass (and the space reclaim after it) ends.
+
+Prints p50/p99/max of both, and the pass's rows per second. The acknowledgement of an OTLP
+request on SQLite writes the spool file only, so a prune never delays it: the latency below is
+how far storage lags, the figure a prune could hurt.
+
+    python benchmarks/retention.py                        # 1,000,000 spans
+    python benchmarks/retention.py --spans 200000 --batch-size 5000
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import random
+import sqlite3
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlalchemy import Connection
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tracescore.retention.config import RetentionConfig
+from tracescore.retention.prune import Pruner
+from tracescore.retention.vacuum import reclaim_space
+from tracescore.spans import Resource, Scope, Span
+from tracescore.store import open_store
+
+DAY_NS = 86_400 * 10**9
+
+
+def seed(path: Path, spans: int, per_trace: int, attribute_bytes: int) -> None:
+    """Expired, scored traces written with plain SQL (a million spans in seconds, where ingest
+    would take a minute)."""
+    old = time.time_ns() - 30 * DAY_NS
+    attributes = '{"padding": "' + "x" * attribute_bytes + '"}'
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO resources VALUES ('r', '{}')")
+        db.execute("INSERT INTO scopes VALUES ('s', 'bench', '1', '{}')")
+        db.execute(
+            """WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ? - 1)
+            INSERT INTO traces (trace_id, service_name, root_name, has_root, span_count, log_count,
+                generation, start_time_ns, end_time_ns, first_seen, last_seen, pending_since, state,
+                scored_generation, attempts)
+            SELECT printf('%032x', i), 'bench', 'root', 1, ?, 0, 1, ? + i, ? + i + 1000, 0, 0, 0,
+                'scored', 1, 0 FROM n""",
+            (spans // per_trace, per_trace, old, old),
+        )
+        db.execute(
+            """WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ? - 1)
+            INSERT INTO spans SELECT printf('%032x', i / ?), printf('%016x', i % ? + 1), NULL,
+                'step', 1, ? + i / ?, ? + i / ? + 1000, 0, '', '', 0, 'bench', ?, NULL, NULL, 'r', 's'
+            FROM n""",
+            (spans // per_trace * per_trace, per_trace, per_trace, old, per_trace, old, per_trace,
+             attributes),
+        )  # fmt: skip
+
+
+def measure_ingest(url: str, rate: float, request_spans: int, until: threading.Event) -> list[float]:
+    """Write one request of fresh spans every 1/``rate`` s until ``until``; latencies in ms."""
+    store = open_store(url)
+    rng = random.Random(1)
+    resource, scope = Resource({"service.name": "bench"}), Scope("bench")
+    latencies: list[float] = []
+    due = time.perf_counter()
+    while not until.is_set():
+        now_ns = time.time_ns()
+        trace_id = rng.randbytes(16).hex()
+        spans = [
+            Span(trace_id, rng.randbytes(8).hex(), None, "step", 1, now_ns - 1000, now_ns,
+                 {"padding": "x" * 200}, resource, scope)
+            for _ in range(request_spans)
+        ]  # fmt: skip
+        started = time.perf_counter()
+        store.write(spans)
+        latencies.append((time.perf_counter() - started) * 1000)
+        due += 1 / rate
+        time.sleep(max(0.0, due - time.perf_counter()))
+    store.close()
+    return latencies
+
+
+def prune(url: str, batch_size: int, result: multiprocessing.Queue) -> None:
+    """One pass over the seeded spans, then the reclaim of their pages (another process)."""
+    store = open_store(url)
+    held: list[float] = []
+
+    @contextmanager
+    def timed_transaction() -> Iterator[Connection]:
+        """The store's write transaction, timed from holding the write lock to the commit."""
+        with store.write_transaction() as connection:
+            started = time.perf_counter()
+            yield connection
+        held.append((time.perf_counter() - started) * 1000)
+
+    config = RetentionConfig(spans="7d", batch_size=batch_size)
+    started = time.perf_counter()
+    report = Pruner(timed_transaction, config).run()
+    pruned = time.perf_counter()
+    reclaimed = reclaim_space(store.engine, timed_transaction)
+    result.put((report.removed["spans"], pruned - started, time.perf_counter() - pruned, reclaimed,
+                sorted(held)))  # fmt: skip
+    store.close()
+
+
+def summary(name: str, latencies: list[float]) -> str:
+    ordered = sorted(latencies)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return (f"{name}: {len(ordered)} writes, p50 {statistics.median(ordered):.1f} ms, "
+            f"p99 {p99:.1f} ms, max {ordered[-1]:.1f} ms")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--spans", type=int, default=1_000_000)
+    parser.add_argument("--per-trace", type=int, default=10)
+    parser.add_argument("--attribute-bytes", type=int, default=200)
+    parser.add_argument("--batch-size", type=int, default=RetentionConfig().batch_size)
+    parser.add_argument("--rate", type=float, default=20.0, help="ingest requests per second")
+    parser.add_argument("--request-spans", type=int, default=100)
+    parser.add_argument("--seconds", type=float, default=20.0, help="baseline duration")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "retention.db"
+        url = f"sqlite:///{path}"
+        open_store(url).close()
+        started = time.perf_counter()
+        seed(path, args.spans, args.per_trace, args.attribute_bytes)
+        size = path.stat().st_size
+        print(f"seeded {args.spans:,} expired spans in {time.perf_counter() - started:.1f} s "
+              f"({size / 1e6:.0f} MB)")  # fmt: skip
+
+        stop = threading.Event()
+        threading.Timer(args.seconds, stop.set).start()
+        print(summary("ingest alone", measure_ingest(url, args.rate, args.request_spans, stop)),
+              flush=True)
+
+        spawn = multiprocessing.get_context("spawn")  # a fork would copy the writer's locks
+        result: multiprocessing.Queue = spawn.Queue()
+        pruner = spawn.Process(target=prune, args=(url, args.batch_size, result))
+        stop = threading.Event()
+        latencies: list[float] = []
+        writer = threading.Thread(
+            target=lambda: latencies.extend(measure_ingest(url, args.rate, args.request_spans, stop))
+        )
+        writer.start()
+        pruner.start()
+        removed, prune_seconds, reclaim_seconds, reclaimed, held = result.get()
+        pruner.join()
+        stop.set()
+        writer.join()
+        print(summary("ingest during the prune", latencies))
+        print(f"pruned {removed:,} spans in {prune_seconds:.1f} s ({removed / prune_seconds:,.0f} "
+              f"spans/s, batches of {args.batch_size}); {reclaimed / 1e6:.0f} MB returned to the "
+              f"file system in {reclaim_seconds:.1f} s; file {path.stat().st_size / 1e6:.0f} MB "
+              f"(was {size / 1e6:.0f} MB)")  # fmt: skip
+        print(f"pruner's write transactions: {len(held)}, p50 {statistics.median(held):.1f} ms, "
+              f"p99 {held[int(len(held) * 0.99)]:.1f} ms, max {held[-1]:.1f} ms")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
