@@ -95,6 +95,10 @@ def test_a_turns_trace_page_leads_to_its_conversation_in_order(server: ServerPro
     turns.nth(0).locator("a.trace-link").click()
     page.wait_for_url(f"**/ui/traces/{document['turns'][0]['trace_id']}")
     shot(page, "conversation-trace")
+    # The last turn's trace shows its run's score, not the conversation's kept on it.
+    page.goto(f"{server.base_url}/ui/traces/{document['turns'][2]['trace_id']}")
+    assert page.locator(".scores-panel .score-card h4").all_inner_texts() == ["answer"]
+    assert page.locator("#orphan-scores").count() == 0
 
 
 def test_the_conversations_list_links_each_conversation(server: ServerProcess, page: Any) -> None:

@@ -79,11 +79,12 @@ def latest_scores(connection: Connection, where: ScoreFilter, limit: int) -> lis
 
 
 def trace_scores(connection: Connection, trace_id: str) -> list[dict[str, Any]]:
-    """Every score of one trace, steps included, in binding order."""
+    """Every run score of one trace, steps included, in binding order (a conversation's scores,
+    kept on its last turn's trace, are on the conversation's page)."""
     c = SCORES.c
     statement = (
         select(SCORES)
-        .where(c.trace_id == trace_id)
+        .where(c.trace_id == trace_id, c.conversation_id.is_(None))
         .order_by(c.span_id, c.binding, c.scorer_version)
     )
     return _rows(connection, statement, {})
