@@ -7,9 +7,11 @@ by the step's schema title, and reason steps get the server's default text.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +31,7 @@ from tracescore.scorers.conversation import (
     create_knowledge_retention_scorer,
     create_role_adherence_scorer,
 )
+from tracescore.scorers.llm.show import EXAMPLE_CONVERSATION, example_scorer, shown_prompts
 from tracescore.scorers.utils import run_input_text, run_output_text
 
 CONCIERGE = "You are Concierge, a helpful city guide."
@@ -342,3 +345,32 @@ def test_a_config_binding_a_conversation_scorer_to_runs_is_refused() -> None:
     config = parse_config(judges + "scorers:\n  - {name: in-role, scorer: role-adherence, target: conversation}\n"
                           "  - {name: chat-coverage, scorer: keyword-coverage, target: conversation}\n", "x.yaml")
     assert [b.target for b in config.scorers] == ["conversation", "conversation"]  # run scorers may judge chats
+
+
+PINNED_PROMPTS = Path(__file__).parent / "fixtures" / "conversation_judge_prompts.json"
+
+
+def prompts_fingerprint(name: str) -> dict[str, str]:
+    """The scorer's version and a hash of every request it sends, on the example conversation."""
+    scorer = example_scorer(name)
+    text = "\n".join(m["content"] for p in shown_prompts(scorer, EXAMPLE_CONVERSATION) for m in p.messages)
+    return {"version": scorer.version, "prompts": hashlib.sha256(text.encode()).hexdigest()[:16]}
+
+
+def test_a_prompt_change_bumps_the_conversation_scorer_version() -> None:
+    """Stored scores of an old prompt must not pass for the new one's (``rescore`` and
+    ``compare`` tell versions apart). After bumping a version, regenerate the fixture with
+    ``python -m tests.test_conversation_scorers``."""
+    pinned = json.loads(PINNED_PROMPTS.read_text())
+    assert set(pinned) == set(registry.judge_scorers(conversation=True))
+    for name in pinned:
+        now = prompts_fingerprint(name)
+        assert pinned[name]["version"] != now["version"] or pinned[name] == now, (
+            f"{name}: its prompts changed but its version did not: bump it")
+        assert pinned[name] == now, f"{name}: version bumped, regenerate {PINNED_PROMPTS.name}"
+
+
+if __name__ == "__main__":
+    PINNED_PROMPTS.write_text(json.dumps(
+        {name: prompts_fingerprint(name) for name in registry.judge_scorers(conversation=True)},
+        indent=2, sort_keys=True) + "\n")
