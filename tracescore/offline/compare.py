@@ -14,6 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Engine
 
 from tracescore.store.scores import ScoreRow
+from tracescore.store.table_of import table_of
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ def compare_versions(
 ) -> Agreement:
     """Pair the ``ok`` scores of two versions by run. Labels are the stored ones, or with
     ``threshold``, ``score >= threshold`` on both sides."""
-    table = ScoreRow.__table__
+    table = table_of(ScoreRow)
     query = select(
         table.c.trace_id, table.c.span_id, table.c.scorer_version, table.c.score, table.c.label
     ).where(

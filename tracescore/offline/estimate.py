@@ -55,6 +55,7 @@ from tracescore.pipeline.bindings import CompiledBinding
 from tracescore.scorers.base import PromptStep, Scorer, StepContext
 from tracescore.scorers.llm.sketch import typical_text
 from tracescore.store.scores import ScoreRow
+from tracescore.store.table_of import table_of
 
 TYPICAL_ITEMS = 3
 """Items per list in the generic answer of a schema step without a sketch."""
@@ -105,7 +106,7 @@ class PastAnswers:
     def of(cls, engine: Engine, scorer_id: str, model: str) -> PastAnswers:
         from tracescore.store.judge_cache import JudgeVerdict
 
-        table = JudgeVerdict.__table__
+        table = table_of(JudgeVerdict)
         with engine.connect() as connection:
             judges = connection.execute(
                 select(table.c.scorer_version, table.c.model)
@@ -127,7 +128,7 @@ class PastAnswers:
             if (version, model) != (request.scorer_version, self.model)
         ][:PAST_JUDGES]
         order = [exact, *others]
-        table = JudgeVerdict.__table__
+        table = table_of(JudgeVerdict)
         with self.engine.connect() as connection:
             found = connection.execute(
                 select(table.c.key, table.c.text, table.c.output_tokens)
@@ -181,6 +182,7 @@ class PricingJudge:
             output = parse_output(past.text, request.schema) if past is not None else None
         except ValueError:  # the real judge would not use it either
             past = output = None
+        source: AnswerSource
         if past is not None:
             text, source = past.text, "same request"
             answer_tokens = past.output_tokens or _count(self.model, text=text)
@@ -365,8 +367,8 @@ def _past_output_tokens(engine: Engine, scorer_id: str, steps: Sequence[str]) ->
     """
     from tracescore.store.judge_cache import JudgeVerdict
 
-    verdicts = JudgeVerdict.__table__
-    scores = ScoreRow.__table__
+    verdicts = table_of(JudgeVerdict)
+    scores = table_of(ScoreRow)
     from_verdicts: dict[str, list[int]] = {}
     from_rows: dict[str, list[int]] = {}
     with engine.connect() as connection:
@@ -386,12 +388,12 @@ def _past_output_tokens(engine: Engine, scorer_id: str, steps: Sequence[str]) ->
             .where((scores.c.scorer_id == scorer_id) & (scores.c.output_tokens > 0))
             .order_by(scores.c.created_at.desc())
             .limit(HISTORY_CALLS)
-        ) if missing else []
+        ).all() if missing else []
         for row in rows:
             for trace in (row or {}).get("steps") or []:
                 for call in trace.get("judge_calls") or []:
                     step = call.get("step") or trace.get("name")
-                    tokens = call.get("output_tokens") or 0
-                    if step in missing and tokens > 0 and not call.get("cached"):
-                        from_rows.setdefault(step, []).append(tokens)
+                    paid = call.get("output_tokens") or 0
+                    if step in missing and paid > 0 and not call.get("cached"):
+                        from_rows.setdefault(step, []).append(paid)
     return {step: fmean(tokens) for step, tokens in {**from_rows, **from_verdicts}.items()}

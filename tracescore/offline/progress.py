@@ -15,7 +15,7 @@ from contextlib import contextmanager
 def progress_bar(description: str, total: int) -> Iterator[Callable[[int], None]]:
     """Yield ``advance(n)``; the bar shows only on a terminal and for more than a handful of items."""
     if not sys.stderr.isatty() or total < 20:
-        yield lambda _n=1: None
+        yield lambda _n: None
         return
     from rich.console import Console
     from rich.progress import (
@@ -31,4 +31,4 @@ def progress_bar(description: str, total: int) -> Iterator[Callable[[int], None]
         console=Console(stderr=True), transient=True,
     ) as progress:
         task = progress.add_task(description, total=total)
-        yield lambda n=1: progress.advance(task, n)
+        yield lambda n: progress.advance(task, n)

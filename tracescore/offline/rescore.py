@@ -29,8 +29,10 @@ from tracescore.pipeline.sampling import is_sampled
 from tracescore.pipeline.worker import ScoringWorker
 from tracescore.store import SpanStore
 from tracescore.store.scores import ScoreRow, score_id, upsert_decisions, upsert_scores
+from tracescore.store.table_of import table_of
 
 _DONE = ("ok", "not_scorable")
+_SCORES = table_of(ScoreRow)
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 
@@ -95,7 +97,7 @@ class Backfill:
     def _done(self, trace_id: str) -> set[str]:
         if self.force:
             return set()
-        table = ScoreRow.__table__
+        table = _SCORES
         query = select(table.c.id).where((table.c.trace_id == trace_id) & table.c.status.in_(_DONE))
         with self.store.engine.connect() as connection:
             return set(connection.scalars(query))
