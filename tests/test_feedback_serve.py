@@ -53,7 +53,7 @@ def test_thumbs_sent_with_the_sdk_are_listed_by_a_running_service(tmp_path: Path
         run = SpanContext(int(first, 16), int(span_ids[first], 16), is_remote=True,
                           trace_flags=TraceFlags(TraceFlags.SAMPLED))  # fmt: skip
         logs.get_logger("feedback-widget").emit(LogRecord(
-            trace_id=run.trace_id, span_id=run.span_id, trace_flags=run.trace_flags,
+            context=trace.set_span_in_context(NonRecordingSpan(run)),
             event_name="gen_ai.evaluation.result",
             attributes={
                 "tracescore.feedback.source": "human",
