@@ -14,7 +14,7 @@ import sys
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeGuard
 
 Message = Mapping[str, Any]
 
@@ -44,7 +44,8 @@ __all__ = [
 ]
 
 
-def _is_record(value: Any) -> bool:
+def _is_record(value: object) -> TypeGuard[Mapping[str, Any]]:
+    """A JavaScript object: what the JSON Mastra reads can hold where a record is expected."""
     return isinstance(value, Mapping)
 
 
@@ -241,13 +242,13 @@ def get_system_messages(run_input: Any) -> list[str]:
         if isinstance(messages, list):
             for message in messages:
                 if (_is_record(message) and message.get("role") == "system"
-                        and (text := _text_from_value(message))):
-                    found.append(text)
+                        and (prompt := _text_from_value(message))):
+                    found.append(prompt)
     tagged = run_input.get("taggedSystemMessages")
     if _is_record(tagged):
         for messages in tagged.values():
             if isinstance(messages, list):
-                found.extend(text for m in messages if (text := _text_from_value(m)))
+                found.extend(prompt for m in messages if (prompt := _text_from_value(m)))
     return found
 
 
@@ -315,7 +316,8 @@ class ToolCalls(TypedDict):
 
 
 class ToolResultInfo(TypedDict):
-    toolName: str
+    toolName: str | None
+    """``None`` where the invocation names no tool: Mastra passes its ``undefined`` on."""
     toolCallId: str
     args: Any
     result: Any
