@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from sqlalchemy import Column, Float, Index, Table, Text, and_, delete, or_, select
+from sqlalchemy import Column, Float, Index, Text, and_, delete, or_, select
 from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
 
@@ -122,20 +122,6 @@ def _row_json(row: Any) -> dict[str, Any]:
     return found
 
 
-def reviewed_condition(scores: Table) -> Any:
-    """SQL condition for queries over ``scores``: the score's run has feedback under the
-    score's binding."""
-    return (
-        select(FEEDBACK.c.id)
-        .where(
-            FEEDBACK.c.trace_id == scores.c.trace_id,
-            FEEDBACK.c.name == scores.c.binding,
-            or_(FEEDBACK.c.span_id.is_(None), FEEDBACK.c.span_id == scores.c.span_id),
-        )
-        .exists()
-    )
-
-
 class FeedbackStore:
     """Feedback reads and writes; writes go through the span store's write transaction, which
     on SQLite queues behind ingest instead of racing it into "database is locked"."""
@@ -168,11 +154,6 @@ class FeedbackStore:
     def delete(self, item_id: str) -> bool:
         with self.store.write_transaction() as connection:
             return bool(connection.execute(delete(FEEDBACK).where(FEEDBACK.c.id == item_id)).rowcount)
-
-    def get(self, item_id: str) -> dict[str, Any] | None:
-        with self.engine.connect() as connection:
-            row = connection.execute(select(FEEDBACK).where(FEEDBACK.c.id == item_id)).first()
-        return None if row is None else _row_json(row)
 
     def find(
         self, *, trace_id: str | None = None, name: str | None = None, since: datetime | None = None,
