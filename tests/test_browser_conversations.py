@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
@@ -117,6 +118,19 @@ def test_the_conversations_list_links_each_conversation(server: ServerProcess, p
         cookies={COOKIE_NAME: session_token(API_KEY)}, timeout=10,
     )
     assert missing.status_code == 404 and "No conversation" in missing.text
+
+
+def test_the_runs_list_links_conversation_scores_to_their_conversation(server: ServerProcess, page: Any) -> None:
+    since = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    page.goto(f"{server.base_url}/ui/runs?binding=turns&since={since}")
+    links = page.locator("#runs-table a.trace-link")
+    assert sorted(links.all_inner_texts()) == ["session-oi-ada", CONVERSATION]
+    page.locator("#runs-table a.trace-link", has_text=CONVERSATION).click()
+    page.wait_for_url(f"**/ui/conversations/{CONVERSATION}#score-*")
+    assert page.locator("#conversation-id").inner_text() == CONVERSATION
+    page.goto(f"{server.base_url}/ui/runs?binding=answer&since={since}")  # run scores: their traces
+    assert all(href.startswith("/ui/traces/") for href in
+               page.locator("#runs-table a.trace-link").evaluate_all("links => links.map(l => l.getAttribute('href'))"))
 
 
 def test_conversation_pages_layout_has_no_overlaps_or_cut_text(server: ServerProcess, page: Any) -> None:
