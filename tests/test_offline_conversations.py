@@ -19,10 +19,12 @@ from tests.conftest import CAPTURES
 from tests.judge_server import JudgeServer, json_reply
 from tracescore.cli import app
 from tracescore.extract.conversation import Turn
+from tracescore.ingest.files import load_traces
 from tracescore.judge import JudgeConfig
 from tracescore.offline.conversations import as_conversation, by_conversation
 from tracescore.offline.inputs import read_runs
 from tracescore.offline.runner import run_evals
+from tracescore.store import open_store
 
 ADA = [("Hi, my name is Ada and I live in Lyon.", "Nice to meet you, Ada! How can I help you today?"),
        ("Can you recommend a museum in my city?", "In Lyon, the Musee des Confluences is a great choice."),
@@ -142,3 +144,26 @@ def test_score_reads_conversation_settings_from_the_config(server: JudgeServer, 
     config.write_text(json.dumps({"conversations": {"id_attributes": ["session.id"]}}))
     other = CliRunner().invoke(app, [*args, "--config", str(config)])
     assert other.exit_code == 0 and json.loads(other.stdout)[0]["n"] == 0  # gen_ai.conversation.id not read
+
+
+def test_rescore_leaves_conversation_bindings_to_the_service(tmp_path: Path, sqlite_url: str) -> None:
+    """``rescore`` re-scores stored traces' runs; a conversation binding in the config would
+    otherwise be counted (and priced) against runs it never scores."""
+    store = open_store(sqlite_url)
+    for trace in load_traces(captures("pydantic-ai")):
+        store.write(trace.spans, trace.logs)
+    store.close()
+    config = tmp_path / "tracescore.yaml"
+    config.write_text(json.dumps({
+        "judges": {"default": {"model": "openai/gpt-4o-mini"}},
+        "scorers": [{"name": "completeness", "scorer": "completeness"},
+                    {"name": "memory", "scorer": "knowledge-retention", "target": "conversation"}],
+    }))
+    args = ["rescore", "--db", sqlite_url, "--config", str(config), "--since", "1d"]
+    dry = CliRunner().invoke(app, [*args, "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert "not re-scored: memory (target: conversation;" in dry.stderr
+    assert "3 runs to score" in dry.stdout and "memory" not in dry.stdout
+    done = CliRunner().invoke(app, [*args, "--format", "json"])
+    assert done.exit_code == 0, done.output
+    assert [(s["binding"], s["n"]) for s in json.loads(done.stdout)] == [("completeness", 3)]

@@ -395,8 +395,13 @@ def rescore(
 
         use_verdict_store(store.engine)
     backfill = Backfill(store, compiled, force=force, concurrency=concurrency)
+    if skipped := [b.name for b in compiled if b not in backfill.bindings]:
+        typer.echo(
+            f"not re-scored: {', '.join(skipped)} (target: conversation; the service rescores a "
+            "conversation when a later turn arrives)", err=True,
+        )
     if dry_run:
-        _print_estimates(backfill.plan(start), compiled, store.engine, fmt)
+        _print_estimates(backfill.plan(start), backfill.bindings, store.engine, fmt)
         return
     trace_ids = backfill.trace_ids(start)
     emitter = None
@@ -416,7 +421,7 @@ def rescore(
     finally:
         if emitter is not None:
             emitter.shutdown()
-    summaries = summarize(outcome.rows, {b.name: b.scorer.id for b in compiled})
+    summaries = summarize(outcome.rows, {b.name: b.scorer.id for b in backfill.bindings})
     title = f"Re-scored ({outcome.traces_scored} traces)"
     typer.echo(render(summaries, fmt, title=title), nl=fmt == "json")
     typer.echo(

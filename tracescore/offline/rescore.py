@@ -83,7 +83,8 @@ class Backfill:
         concurrency: int = 8,
     ) -> None:
         self.store = store
-        self.bindings = list(bindings)
+        # Traces' runs only: a conversation is scored whole, by the service, when it is idle.
+        self.bindings = [binding for binding in bindings if binding.config.target != "conversation"]
         self.force = force
         self.concurrency = concurrency
         self.worker = ScoringWorker(
