@@ -65,14 +65,17 @@ def seed(path: Path, spans: int, per_trace: int, attribute_bytes: int) -> None:
         db.execute(
             """WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ? - 1)
             INSERT INTO spans SELECT printf('%032x', i / ?), printf('%016x', i % ? + 1), NULL,
-                'step', 1, ? + i / ?, ? + i / ? + 1000, 0, '', '', 0, 'bench', ?, NULL, NULL, 'r', 's'
+                'step', 1, ? + i / ?, ? + i / ? + 1000, 0, '', '', 0, 'bench', ?, NULL, NULL,
+                'r', 's'
             FROM n""",
             (spans // per_trace * per_trace, per_trace, per_trace, old, per_trace, old, per_trace,
              attributes),
         )  # fmt: skip
 
 
-def measure_ingest(url: str, rate: float, request_spans: int, until: threading.Event) -> list[float]:
+def measure_ingest(
+    url: str, rate: float, request_spans: int, until: threading.Event
+) -> list[float]:
     """Write one request of fresh spans every 1/``rate`` s until ``until``; latencies in ms."""
     store = open_store(url)
     rng = random.Random(1)
@@ -127,7 +130,9 @@ def summary(name: str, latencies: list[float]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--spans", type=int, default=1_000_000)
     parser.add_argument("--per-trace", type=int, default=10)
     parser.add_argument("--attribute-bytes", type=int, default=200)
@@ -157,9 +162,10 @@ def main() -> None:
         pruner = spawn.Process(target=prune, args=(url, args.batch_size, result))
         stop = threading.Event()
         latencies: list[float] = []
-        writer = threading.Thread(
-            target=lambda: latencies.extend(measure_ingest(url, args.rate, args.request_spans, stop))
-        )
+        def write() -> None:
+            latencies.extend(measure_ingest(url, args.rate, args.request_spans, stop))
+
+        writer = threading.Thread(target=write)
         writer.start()
         pruner.start()
         removed, prune_seconds, reclaim_seconds, reclaimed, held = result.get()

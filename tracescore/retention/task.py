@@ -1,9 +1,10 @@
 """Retention in a running service: one replica prunes every ``retention.interval``.
 
 The replicas sharing a database agree through the lease alerts use
-(:mod:`tracescore.monitor.lease`), under its own name. The lease doubles as the schedule: after a pass, its holder extends it to
-the pass's start plus the interval, so no replica (itself included) starts another pass before
-then, and whichever replica polls first once it runs out takes the next one. During a pass the
+(:mod:`tracescore.monitor.lease`), under its own name. The lease doubles as the schedule: after
+a pass, its holder extends it to the pass's start plus the interval, so no replica (itself
+included) starts another pass before then, and whichever replica polls first once it runs out
+takes the next one. During a pass the
 holder renews it; a holder that dies mid-pass is replaced once it expires.
 """
 
