@@ -17,12 +17,15 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from tests.conftest import CAPTURES
 from tests.judge_server import JudgeServer, error_reply, json_reply
 from tracescore.cli import app
 from tracescore.config import ConfigError, parse_config
 from tracescore.extract.conversation import Conversation, Turn
 from tracescore.extract.model import AgentRun, RunInput, SystemMessage
 from tracescore.judge import JudgeConfig, LiteLLMJudge
+from tracescore.offline.conversations import by_conversation
+from tracescore.offline.inputs import read_runs
 from tracescore.scorers import registry
 from tracescore.scorers.base import ScorerRun, scorer
 from tracescore.scorers.conversation import (
@@ -374,3 +377,18 @@ if __name__ == "__main__":
     PINNED_PROMPTS.write_text(json.dumps(
         {name: prompts_fingerprint(name) for name in registry.judge_scorers(conversation=True)},
         indent=2, sort_keys=True) + "\n")
+
+
+@pytest.mark.parametrize("library", ["pydantic-ai", "mastra", "vercel-ai-sdk-v6"])
+async def test_a_conversation_rebuilt_from_a_real_capture_is_judged_with_its_system_prompt(
+    library: str, server: JudgeServer, judge: LiteLLMJudge
+) -> None:
+    """The three-turn chats of tests/fixtures/captures/<library>/conversation, as the libraries
+    exported them: the role is the agent's own system prompt, the turns are the traces'."""
+    (chat,) = by_conversation(read_runs([CAPTURES / library / "conversation"]), max_turns=20)
+    server.script("OutOfCharacterTurns", json_reply({"verdicts": [{"turn": 2, "reason": "r"}]}))
+    result = await create_role_adherence_scorer(model=judge).run(chat)
+    assert result.status == "ok" and result.score == 0.67
+    prompt = prompts_with(server, "OutOfCharacterTurns")[0]
+    assert f"<role>\n{CONCIERGE}\n</role>" in prompt
+    assert "Turn 3\nuser: What is my name?\nassistant: Your name is Ada, and you live in Lyon." in prompt
