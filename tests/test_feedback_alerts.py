@@ -14,12 +14,14 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from fastapi.testclient import TestClient
 
 from tests.score_streams import insert_rows, score_row
 from tests.webhook_receiver import WebhookReceiver, webhook_receiver
 from tracescore.config import parse_config
 from tracescore.monitor.alerts import AlertEvaluator
 from tracescore.monitor.config import MonitorConfig
+from tracescore.service import create_app
 from tracescore.store import SpanStore, open_store
 from tracescore.store.feedback import Feedback, FeedbackStore
 
@@ -88,6 +90,10 @@ alerts:
             kappas.append(verdict.value)
             firing.append(verdict.firing)
         evaluator.close()
+        # The dashboard's alerts page shows the rule's firing period like any rule's.
+        page = TestClient(create_app(config, store)).get("/ui/alerts")
+        assert page.status_code == 200 and RULE in page.text
+        assert "quality kappa against human feedback" in page.text
     finally:
         store.close()
 
