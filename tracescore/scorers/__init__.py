@@ -22,6 +22,12 @@ from tracescore.scorers.code.keyword_coverage import create_keyword_coverage_sco
 from tracescore.scorers.code.textual_difference import create_textual_difference_scorer
 from tracescore.scorers.code.tone import create_tone_scorer
 from tracescore.scorers.code.tool_call_accuracy import create_tool_call_accuracy_scorer_code
+from tracescore.scorers.conversation import (
+    create_conversation_completeness_scorer,
+    create_conversation_relevancy_scorer,
+    create_knowledge_retention_scorer,
+    create_role_adherence_scorer,
+)
 from tracescore.scorers.llm import (
     create_answer_relevancy_scorer,
     create_answer_similarity_scorer,
@@ -55,11 +61,15 @@ __all__ = [
     "create_content_similarity_scorer",
     "create_context_precision_scorer",
     "create_context_relevance_scorer",
+    "create_conversation_completeness_scorer",
+    "create_conversation_relevancy_scorer",
     "create_faithfulness_scorer",
     "create_hallucination_scorer",
     "create_keyword_coverage_scorer",
+    "create_knowledge_retention_scorer",
     "create_noise_sensitivity_scorer",
     "create_prompt_alignment_scorer",
+    "create_role_adherence_scorer",
     "create_scorer",
     "create_textual_difference_scorer",
     "create_tone_scorer",
