@@ -38,7 +38,13 @@ from tracescore.store.conversations import (
     turns_of,
 )
 from tracescore.store.outage import database_unavailable
-from tracescore.store.scores import prepare_decisions, prepare_scores, score_id
+from tracescore.store.scores import (
+    SamplingDecision,
+    StoredScore,
+    prepare_decisions,
+    prepare_scores,
+    score_id,
+)
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +71,7 @@ class ConversationScoring:
         worker: ScoringWorker,
         bindings: Sequence[CompiledBinding],
         config: ConversationsConfig,
-        emit: Callable[[dict[str, Any]], None] | None = None,
+        emit: Callable[[StoredScore], None] | None = None,
     ) -> None:
         self.worker = worker
         self.store = worker.store
@@ -84,7 +90,7 @@ class ConversationScoring:
         own, and more are claimed as soon as one finishes: a conversation waiting on a slow
         judge holds back no other."""
         poll = self.worker.config.poll_interval
-        in_flight: set[asyncio.Task[list[dict[str, Any]]]] = set()
+        in_flight: set[asyncio.Task[list[StoredScore]]] = set()
         try:
             while True:
                 room = self.worker.config.claim_batch - len(in_flight)
@@ -114,7 +120,7 @@ class ConversationScoring:
         self._database.succeeded()
         return claims
 
-    async def process(self, claim: ConversationClaim) -> list[dict[str, Any]]:
+    async def process(self, claim: ConversationClaim) -> list[StoredScore]:
         """Rebuild, score and store one claimed conversation; returns its stored score rows."""
         try:
             conversation = await asyncio.to_thread(self.assemble, claim.conversation_id)
@@ -159,11 +165,12 @@ class ConversationScoring:
             earlier_summary=earlier_summary([_stored_turn(row) for row in earlier]),
         )  # fmt: skip
 
-    async def _score(self, conversation: Conversation) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    async def _score(self, conversation: Conversation) -> tuple[list[StoredScore], list[SamplingDecision]]:
         """Each binding's sampling decision on the conversation and, if sampled, its score."""
         anchor = _anchor(conversation)
         now = datetime.now(UTC)
-        decisions, jobs = [], []
+        decisions: list[SamplingDecision] = []
+        jobs = []
         for binding in self.bindings:
             if not binding.filter.matches(anchor):
                 continue
@@ -179,14 +186,14 @@ class ConversationScoring:
 
     async def _score_one(
         self, binding: CompiledBinding, anchor: AgentRun, conversation: Conversation
-    ) -> dict[str, Any]:
+    ) -> StoredScore:
         row = await self.worker.score(binding, anchor, subject=conversation)
         row["id"] = conversation_score_id(conversation.id, binding.name, binding.scorer.version)
         row["conversation_id"] = conversation.id
         return row
 
     def _store(
-        self, claim: ConversationClaim, rows: list[dict[str, Any]], decisions: list[dict[str, Any]]
+        self, claim: ConversationClaim, rows: list[StoredScore], decisions: list[SamplingDecision]
     ) -> None:
         dialect = self.store.engine.dialect
         prepared_decisions = prepare_decisions(dialect, decisions)
@@ -196,7 +203,7 @@ class ConversationScoring:
             prepared_scores.write(conn)
             self.queue.complete(conn, [claim])
 
-    def _observe(self, rows: Sequence[dict[str, Any]], decisions: Sequence[dict[str, Any]]) -> None:
+    def _observe(self, rows: Sequence[StoredScore], decisions: Sequence[SamplingDecision]) -> None:
         metrics = self.worker.metrics
         for decision in decisions:
             metrics.sampling_decision(decision["binding"], decision["sampled"])

@@ -233,8 +233,8 @@ class ScoringWorker:
         }
         """Bindings scored in the batch's thread; the others take the asynchronous path."""
         self._only_primary = all(binding.config.target in ("agent", "trace") for binding in self.bindings)
-        self._load_every_trace = bool(self.conversation_bindings)
         """No binding scores LLM or tool runs: extraction builds the primary runs only."""
+        self._load_every_trace = bool(self.conversation_bindings)
 
     def warm_up(self) -> None:
         """Run each code scorer once on a tiny run, so lazily loaded models and lexicons (the
