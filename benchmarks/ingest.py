@@ -264,7 +264,7 @@ def bench_tracescore(db_url: str, args: argparse.Namespace, workdir: Path) -> di
                 result = run_load(make_sender, templates[json], json=json, spans_per_request=size,
                                   seconds=args.seconds, clients=args.clients, numbers=numbers,
                                   rate=args.rate)  # fmt: skip
-                settled = store.settle(timeout=600)
+                settled = store.journal.settle(timeout=600)
                 result.stored_after = time.perf_counter() - started
                 result.server_cpu = cpu_seconds(server.process.pid) - cpu_before
                 if not settled:

@@ -116,22 +116,22 @@ def test_an_entry_that_cannot_be_stored_is_quarantined_alone_and_requeued_on_dem
     reason, and it no longer holds back reads or readiness."""
     store = open_store(db_url)
     try:
-        valid = [store.journal("traces", _json_request(f"{n:032x}", "1" * 16), "c", json=True) for n in (1, 2)]
-        poison = store.journal("traces", _deeply_nested_request("3" * 32, 270), "c", json=True)
+        valid = [store.journal.append("traces", _json_request(f"{n:032x}", "1" * 16), "c", json=True) for n in (1, 2)]
+        poison = store.journal.append("traces", _deeply_nested_request("3" * 32, 270), "c", json=True)
         entries = [valid[0], poison, valid[1]]
         assert unpack(store, entries) == 1
-        assert store.settle(timeout=1) is True
+        assert store.journal.settle(timeout=1) is True
         assert all(store.load_trace(f"{n:032x}") is not None for n in (1, 2))
         assert store.load_trace("3" * 32) is None
-        [quarantined] = store.quarantined_journal_entries()
+        [quarantined] = store.journal.quarantined()
         assert quarantined.seq == poison.seq and "Recursion limit reached" in quarantined.reason
-        assert store.journal_entries() == []
-        assert store.requeue_journal_entry(poison.seq) is True
-        assert store.requeue_journal_entry(poison.seq) is False  # waiting again, not quarantined
-        [again] = store.journal_entries()
+        assert store.journal.entries() == []
+        assert store.journal.requeue(poison.seq) is True
+        assert store.journal.requeue(poison.seq) is False  # waiting again, not quarantined
+        [again] = store.journal.entries()
         assert again.seq == poison.seq
         assert unpack(store, [again]) == 1  # still unstorable: back in quarantine
-        assert [entry.seq for entry in store.quarantined_journal_entries()] == [poison.seq]
+        assert [entry.seq for entry in store.journal.quarantined()] == [poison.seq]
     finally:
         store.close()
 

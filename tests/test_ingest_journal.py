@@ -99,7 +99,7 @@ def test_screening_agrees_with_decoding_on_any_protobuf_request(body: bytes) -> 
 def test_an_entry_is_unpacked_exactly_once_whoever_unpacks_it(db_url: str) -> None:
     first, second = open_store(db_url), open_store(db_url)  # two collector processes' stores
     try:
-        entry = first.journal("traces", _request("f" * 32, count=5), "collector-a")
+        entry = first.journal.append("traces", _request("f" * 32, count=5), "collector-a")
         unpack(first, [entry])
         unpack(second, [entry])  # a second process that also picked it up: no effect
         assert second.write([], consume=[entry]) is False
@@ -107,7 +107,7 @@ def test_an_entry_is_unpacked_exactly_once_whoever_unpacks_it(db_url: str) -> No
         assert trace is not None and len(trace.spans) == 5
         summary = first.trace_summary("f" * 32)
         assert summary is not None and summary.span_count == 5 and summary.generation == 1
-        assert first.journal_entries() == []
+        assert first.journal.entries() == []
     finally:
         first.close()
         second.close()
@@ -118,15 +118,15 @@ def test_entries_are_stored_together_and_one_taken_by_another_process_is_not_sto
 ) -> None:
     first, second = open_store(db_url), open_store(db_url)
     try:
-        entries = [first.journal("traces", _request(f"{n:032x}", count=4), "collector-a") for n in (7, 8, 9)]
+        entries = [first.journal.append("traces", _request(f"{n:032x}", count=4), "collector-a") for n in (7, 8, 9)]
         unpack(second, entries[1:2])  # the other process got to the middle one first
         unpack(first, entries)  # the group fails as a whole, then each of the rest is stored
         for n in (7, 8, 9):
             summary = first.trace_summary(f"{n:032x}")
             assert summary is not None and summary.span_count == 4 and summary.generation == 1
-        assert first.journal_entries() == [] and first.count_spans() == 12
+        assert first.journal.entries() == [] and first.count_spans() == 12
         # A group of three stored in one transaction: each trace touched once.
-        more = [first.journal("traces", _request(f"{n:032x}", count=2), "collector-a") for n in (10, 11, 12)]
+        more = [first.journal.append("traces", _request(f"{n:032x}", count=2), "collector-a") for n in (10, 11, 12)]
         unpack(first, more)
         assert first.count_spans() == 18
         assert {first.trace_summary(f"{n:032x}").generation for n in (10, 11, 12)} == {1}  # type: ignore[union-attr]
@@ -140,25 +140,25 @@ def test_each_unpacker_of_a_collector_takes_its_own_share_of_the_entries(db_url:
     exactly one shard, shards of about equal size."""
     store = open_store(db_url)
     try:
-        entries = [store.journal("traces", _request(f"{n:032x}", count=1), "collector-a") for n in range(1, 61)]
-        dead = [store.journal("traces", _request(f"{n:032x}", count=1), "collector-dead") for n in range(61, 67)]
+        entries = [store.journal.append("traces", _request(f"{n:032x}", count=1), "collector-a") for n in range(1, 61)]
+        dead = [store.journal.append("traces", _request(f"{n:032x}", count=1), "collector-dead") for n in range(61, 67)]
         shards = [
-            {e.seq for e in store.journal_entries(owner="collector-a", shard=(k, 3), limit=100)} for k in range(3)
+            {e.seq for e in store.journal.entries(owner="collector-a", shard=(k, 3), limit=100)} for k in range(3)
         ]
         assert set().union(*shards) == {e.seq for e in entries}
         assert sum(map(len, shards)) == len(entries)  # no entry in two shards
-        assert all(store.journal_shard(seq, 3) == k for k, shard in enumerate(shards) for seq in shard)
+        assert all(store.journal.shard_of(seq, 3) == k for k, shard in enumerate(shards) for seq in shard)
         assert all(len(shard) >= 8 for shard in shards)  # 20 each on average
         adopted = [
-            {e.seq for e in store.orphaned_journal_entries(
+            {e.seq for e in store.journal.orphans(
                 dead_before=time.time() + 1, not_owner="collector-a", shard=(k, 2), max_bytes=10**9,
             )}  # fmt: skip
             for k in range(2)
         ]
         assert adopted[0] | adopted[1] == {e.seq for e in dead} and not adopted[0] & adopted[1]
         # Unpacking one shard leaves the other's entries waiting.
-        unpack(store, store.journal_entries(owner="collector-a", shard=(0, 3), limit=100))
-        assert {e.seq for e in store.journal_entries(owner="collector-a", limit=100)} == shards[1] | shards[2]
+        unpack(store, store.journal.entries(owner="collector-a", shard=(0, 3), limit=100))
+        assert {e.seq for e in store.journal.entries(owner="collector-a", limit=100)} == shards[1] | shards[2]
     finally:
         store.close()
 
@@ -170,16 +170,16 @@ def test_an_otlp_json_entry_is_kept_as_received_and_unpacked_like_protobuf(db_ur
     protobuf_body = (CAPTURES / "otel-genai-openai-v2-latest" / "tool_call_agent" / "0001.pb").read_bytes()
     from_json, from_protobuf = open_store(db_url), open_store(f"sqlite:///{tmp_path / 'protobuf.db'}")
     try:
-        entry = from_json.journal("traces", json_body, "collector-a", json=True)
-        [waiting] = from_json.journal_entries()
+        entry = from_json.journal.append("traces", json_body, "collector-a", json=True)
+        [waiting] = from_json.journal.entries()
         assert waiting.json and waiting.request == json_body and waiting.body[:1] == b"\0"
         unpack(from_json, [entry])
-        unpack(from_protobuf, [from_protobuf.journal("traces", protobuf_body, "collector-a")])
+        unpack(from_protobuf, [from_protobuf.journal.append("traces", protobuf_body, "collector-a")])
         trace_id = decode_traces(protobuf_body, json=False).spans[0].trace_id
         stored = from_json.load_trace(trace_id)
         assert stored is not None and len(stored.spans) > 1
         assert stored == from_protobuf.load_trace(trace_id)
-        assert not from_json.journal("logs", b"\n\x00", "collector-a").json  # protobuf is kept as sent
+        assert not from_json.journal.append("logs", b"\n\x00", "collector-a").json  # protobuf is kept as sent
     finally:
         from_json.close()
         from_protobuf.close()
@@ -191,7 +191,7 @@ def test_readiness_is_judged_as_of_the_oldest_entry_still_in_the_journal(sqlite_
         now = time.time()
         spans = decode_traces(_request("1" * 32), json=False).spans
         store.write(spans, received_at=now - 3)
-        entry = store.journal("traces", _request("2" * 32), "collector-a")
+        entry = store.journal.append("traces", _request("2" * 32), "collector-a")
         # By the clock trace 1 has been idle for 13 s, but the waiting entry, received 3 s after
         # its last span, may hold more of it: as of then it was idle for 3 s only.
         assert store.queue.promote(now=now + 10) == 0
@@ -205,14 +205,14 @@ def test_readiness_is_judged_as_of_the_oldest_entry_still_in_the_journal(sqlite_
 def test_an_entry_that_does_not_decode_is_quarantined_and_holds_nothing_back(db_url: str) -> None:
     store = open_store(db_url)
     try:
-        entry = store.journal("traces", b"\xff not protobuf", "collector-a")
-        assert store.settle(timeout=0.05) is False
+        entry = store.journal.append("traces", b"\xff not protobuf", "collector-a")
+        assert store.journal.settle(timeout=0.05) is False
         assert unpack(store, [entry]) == 1
-        assert store.settle(timeout=0.05) is True
-        [quarantined] = store.quarantined_journal_entries()
+        assert store.journal.settle(timeout=0.05) is True
+        [quarantined] = store.journal.quarantined()
         assert quarantined.seq == entry.seq and "invalid OTLP protobuf" in quarantined.reason
         assert (quarantined.signal, quarantined.size) == ("traces", len(entry.body))
-        assert store.journal_entries() == []
+        assert store.journal.entries() == []
     finally:
         store.close()
 
@@ -231,24 +231,24 @@ def _store_and_unpacker(url: str, owner: str, orphan_after: float = 5.0) -> Iter
 
 def test_reads_wait_for_the_unpacker_and_entries_of_dead_collectors_are_adopted(db_url: str) -> None:
     with _store_and_unpacker(db_url, "alive", orphan_after=0.5) as (store, unpacker):
-        store.journal("traces", _request("3" * 32), "crashed-before")  # no unpacker beats for it
-        assert store.settle(timeout=0.2) is False  # nobody unpacks: reads would miss it
+        store.journal.append("traces", _request("3" * 32), "crashed-before")  # no unpacker beats for it
+        assert store.journal.settle(timeout=0.2) is False  # nobody unpacks: reads would miss it
         unpacker.start()
-        assert store.settle(timeout=30)  # adopted
-        assert store.journal_entries() == [] and store.load_trace("3" * 32) is not None
+        assert store.journal.settle(timeout=30)  # adopted
+        assert store.journal.entries() == [] and store.load_trace("3" * 32) is not None
         # A collector whose unpacker beats keeps its entries, however long they wait ...
-        store.journal("traces", _request("4" * 32), "busy-collector")
+        store.journal.append("traces", _request("4" * 32), "busy-collector")
         for _ in range(15):
-            store.unpacker_heartbeat("busy-collector")
+            store.journal.heartbeat("busy-collector")
             time.sleep(0.1)
-        assert len(store.journal_entries()) == 1
+        assert len(store.journal.entries()) == 1
         # ... until it stops beating: then they are adopted.
-        assert store.settle(timeout=30)
+        assert store.journal.settle(timeout=30)
         assert store.load_trace("4" * 32) is not None
         # Its own entries go at once when woken.
-        store.journal("traces", _request("5" * 32), "alive")
+        store.journal.append("traces", _request("5" * 32), "alive")
         unpacker.notify()
-        assert store.settle(timeout=30)
+        assert store.journal.settle(timeout=30)
         assert [s.span_id for s in store.load_trace("5" * 32).spans][:1] == ["0" * 15 + "1"]  # type: ignore[union-attr]
 
 
@@ -258,17 +258,17 @@ def test_an_unpacker_keeps_the_store_url_off_its_command_line_and_ignores_ctrl_c
     with _store_and_unpacker(db_url, "terminal") as (store, unpacker):
         unpacker.start()
         assert unpacker.pid is not None
-        store.journal("traces", _request("8" * 32), "terminal")
+        store.journal.append("traces", _request("8" * 32), "terminal")
         unpacker.notify()
-        assert store.settle(timeout=30)
+        assert store.journal.settle(timeout=30)
         command_line = Path(f"/proc/{unpacker.pid}/cmdline").read_bytes()
         assert b"tracescore.ingest.unpack" in command_line
         assert db_url.encode() not in command_line and b"terminal" not in command_line
         os.kill(unpacker.pid, signal.SIGINT)
         time.sleep(0.5)
-        store.journal("traces", _request("9" * 32), "terminal")  # nobody else unpacks it
+        store.journal.append("traces", _request("9" * 32), "terminal")  # nobody else unpacks it
         unpacker.notify()
-        assert store.settle(timeout=10)
+        assert store.journal.settle(timeout=10)
         assert store.load_trace("9" * 32) is not None
 
 
@@ -282,9 +282,9 @@ def test_an_unpacker_imports_the_tracescore_its_collector_runs(
     (decoy / "__init__.py").write_text('raise ImportError("the decoy tracescore was imported")\n')
     monkeypatch.chdir(decoy.parent)
     with _store_and_unpacker(sqlite_url, "checkout") as (store, unpacker):
-        store.journal("traces", _request("a" * 32), "checkout")
+        store.journal.append("traces", _request("a" * 32), "checkout")
         unpacker.start()
-        assert store.settle(timeout=30)
+        assert store.journal.settle(timeout=30)
         assert store.load_trace("a" * 32) is not None
 
 
@@ -303,7 +303,7 @@ def test_backlog_over_the_limit_is_refused_until_the_unpacker_catches_up(tmp_pat
         with pytest.raises(Busy, match="MiB of acknowledged requests still to unpack"):
             asyncio.run(export("7" * 32))
         intake.start()
-        assert store.settle(timeout=30)
+        assert store.journal.settle(timeout=30)
         time.sleep(0.6)  # the backlog is looked up again at most every half second
         asyncio.run(export("7" * 32))
         assert store.load_trace("7" * 32) is not None
@@ -316,9 +316,9 @@ def test_drain_stores_everything_waiting(sqlite_url: str) -> None:
     store = open_store(sqlite_url)
     try:
         for n in range(1, 12):
-            store.journal("traces", _request(f"{n:032x}"), f"collector-{n % 3}")
+            store.journal.append("traces", _request(f"{n:032x}"), f"collector-{n % 3}")
         assert drain(store) == 11
-        assert store.count_spans() == 33 and store.journal_entries() == []
+        assert store.count_spans() == 33 and store.journal.entries() == []
     finally:
         store.close()
 

@@ -19,7 +19,7 @@ from tracescore.store.spool import SpoolJournal
 
 
 def _spool(store: object) -> SpoolJournal:
-    journal = store._journal  # type: ignore[attr-defined]  # noqa: SLF001 - the crash windows are inside it
+    journal = store.journal.kept  # the crash windows are inside it
     assert isinstance(journal, SpoolJournal)
     return journal
 
@@ -27,10 +27,10 @@ def _spool(store: object) -> SpoolJournal:
 def test_a_sqlite_store_keeps_entries_as_files_that_go_once_stored(sqlite_url: str) -> None:
     store = open_store(sqlite_url)
     try:
-        entry = store.journal("traces", _request("a" * 32), "collector-a")
+        entry = store.journal.append("traces", _request("a" * 32), "collector-a")
         spool = _spool(store)
         assert (spool.directory / f"{entry.seq:020d}.traces.collector-a").read_bytes() == entry.body
-        assert store.journal_backlog("collector-a") == len(entry.body)
+        assert store.journal.backlog("collector-a") == len(entry.body)
         unpack(store, [entry])
         assert sorted(os.listdir(spool.directory)) == []
         assert store.load_trace("a" * 32) is not None
@@ -43,15 +43,15 @@ def test_an_entry_stored_by_a_process_that_died_before_deleting_its_file_is_not_
 ) -> None:
     crashed, survivor = open_store(sqlite_url), open_store(sqlite_url)
     try:
-        entry = crashed.journal("traces", _request("b" * 32, count=4), "collector-a")
+        entry = crashed.journal.append("traces", _request("b" * 32, count=4), "collector-a")
         spans = decode_spans(entry.body)
         # The crashed process committed the rows and the consumed record, then died.
         with crashed.write_transaction() as conn:
             assert _spool(crashed).consume(conn, [entry])
         crashed.write(spans)
-        assert survivor.journal_entries() != []  # its file is still there
-        unpack(survivor, survivor.journal_entries())
-        assert survivor.journal_entries() == [] and survivor.settle(timeout=1)
+        assert survivor.journal.entries() != []  # its file is still there
+        unpack(survivor, survivor.journal.entries())
+        assert survivor.journal.entries() == [] and survivor.journal.settle(timeout=1)
         summary = survivor.trace_summary("b" * 32)
         assert summary is not None and summary.span_count == 4 and summary.generation == 1
     finally:
@@ -63,22 +63,22 @@ def test_tidying_deletes_stored_entries_and_what_crashed_appends_left(sqlite_url
     store = open_store(sqlite_url)
     try:
         spool = _spool(store)
-        stored = store.journal("traces", _request("c" * 32), "collector-a")
+        stored = store.journal.append("traces", _request("c" * 32), "collector-a")
         with store.write_transaction() as conn:  # committed, files not deleted: a crash
             assert spool.consume(conn, [stored])
-        waiting = store.journal("traces", _request("d" * 32), "collector-a")
+        waiting = store.journal.append("traces", _request("d" * 32), "collector-a")
         old = time.time_ns() - 120 * 10**9
         (spool.directory / f"{old:020d}").touch()  # a reservation whose body never came
         (spool.directory / f"{old + 1:020d}.tmp").write_bytes(b"half a body")
         recent = time.time_ns()
         (spool.directory / f"{recent:020d}").touch()  # an append in progress right now
 
-        store.tidy_journal()
+        store.journal.tidy()
 
         assert sorted(os.listdir(spool.directory)) == sorted(
             [f"{waiting.seq:020d}", f"{waiting.seq:020d}.traces.collector-a", f"{recent:020d}"]
         )
-        assert [entry.seq for entry in store.journal_entries()] == [waiting.seq]
+        assert [entry.seq for entry in store.journal.entries()] == [waiting.seq]
         with store.engine.connect() as conn:  # the record outlived its file: forgotten
             assert conn.exec_driver_sql("SELECT count(*) FROM ingest_consumed").scalar_one() == 0
     finally:
@@ -89,7 +89,7 @@ def test_records_of_deleted_entries_are_forgotten_by_the_next_write(sqlite_url: 
     store = open_store(sqlite_url)
     try:
         for trace in ("e" * 32, "f" * 32):
-            entry = store.journal("traces", _request(trace), "collector-a")
+            entry = store.journal.append("traces", _request(trace), "collector-a")
             unpack(store, [entry])
         with store.engine.connect() as conn:
             recorded = conn.exec_driver_sql("SELECT seq FROM ingest_consumed").scalars().all()
@@ -104,7 +104,7 @@ def test_processes_appending_at_once_get_distinct_numbers(sqlite_url: str) -> No
 
     def append(index: int) -> None:
         for n in range(150):
-            seqs[index].append(stores[index].journal("traces", _request(f"{n:032x}"), f"c{index}").seq)
+            seqs[index].append(stores[index].journal.append("traces", _request(f"{n:032x}"), f"c{index}").seq)
 
     threads = [threading.Thread(target=append, args=(i,)) for i in range(2)]
     try:
@@ -114,7 +114,7 @@ def test_processes_appending_at_once_get_distinct_numbers(sqlite_url: str) -> No
             thread.join()
         every = seqs[0] + seqs[1]
         assert len(set(every)) == 300 and seqs[0] == sorted(seqs[0])
-        assert len(stores[0].journal_entries(limit=1000)) == 300
+        assert len(stores[0].journal.entries(limit=1000)) == 300
     finally:
         for store in stores:
             store.close()
@@ -123,9 +123,9 @@ def test_processes_appending_at_once_get_distinct_numbers(sqlite_url: str) -> No
 def test_a_durable_database_fsyncs_its_entries(tmp_path: Path) -> None:
     store = open_store(f"sqlite:///{tmp_path / 'full.db'}?synchronous=full")
     try:
-        entry = store.journal("traces", _request("9" * 32), "collector-a")
+        entry = store.journal.append("traces", _request("9" * 32), "collector-a")
         assert _spool(store)._fsync is True  # noqa: SLF001
-        assert store.journal_entries()[0].body == entry.body
+        assert store.journal.entries()[0].body == entry.body
     finally:
         store.close()
 

@@ -81,7 +81,7 @@ def test_postgres_restart_means_503_retry_after_then_recovery_without_loss(tmp_p
             exporter.join()
         traces = exporter.acknowledged
         settling = open_store(postgres.url, create=False)
-        assert settling.settle(timeout=30), "acknowledged requests still waiting in the journal"
+        assert settling.journal.settle(timeout=30), "acknowledged requests still waiting in the journal"
         settling.close()
         engine = create_engine(postgres.url)
 

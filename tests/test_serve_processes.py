@@ -110,7 +110,7 @@ def test_several_unpackers_share_the_requests_and_a_killed_one_is_replaced(tmp_p
             time.sleep(0.1)
         assert len(unpackers) == 2
         sent = _post_traces(server.base_url, range(1, 41))
-        assert store.settle(timeout=30) and store.count_spans() == sent
+        assert store.journal.settle(timeout=30) and store.count_spans() == sent
 
         victim = min(unpackers)
         os.kill(victim, signal.SIGKILL)
@@ -120,7 +120,7 @@ def test_several_unpackers_share_the_requests_and_a_killed_one_is_replaced(tmp_p
         assert victim not in replaced and len(replaced) == 2 and replaced & unpackers == unpackers - {victim}
         # Requests of both shards are stored again, the dead one's by its replacement.
         sent += _post_traces(server.base_url, range(41, 81))
-        assert store.settle(timeout=30) and store.count_spans() == sent
+        assert store.journal.settle(timeout=30) and store.count_spans() == sent
     finally:
         store.close()
         assert server.stop() == 0

@@ -102,7 +102,7 @@ def test_a_stopped_unpacker_that_cannot_store_exits_at_its_deadline_and_the_next
         with _writes_blocked(store):
             unpacker.start()
             for n in range(1, 4):
-                store.journal("traces", _request(f"{n:032x}"), "collector")
+                store.journal.append("traces", _request(f"{n:032x}"), "collector")
             unpacker.notify()
             time.sleep(0.3)  # it has taken the entries and waits on the lock
             started = time.monotonic()
@@ -111,11 +111,11 @@ def test_a_stopped_unpacker_that_cannot_store_exits_at_its_deadline_and_the_next
             assert unpacker.pid is not None and not _alive(unpacker.pid)
         assert elapsed >= 1.0  # it kept trying until its deadline
         assert unpacker.returncode == 0  # and then exited by itself: not terminated or killed
-        assert len(store.journal_entries()) == 3  # durable, still waiting
+        assert len(store.journal.entries()) == 3  # durable, still waiting
         successor = Unpacker(UnpackSettings(sqlite_url, "collector", idle_poll=0.1))
         successor.start()
         try:
-            assert store.settle(timeout=30)
+            assert store.journal.settle(timeout=30)
             assert all(store.load_trace(f"{n:032x}") is not None for n in range(1, 4))
         finally:
             successor.stop()
@@ -130,7 +130,7 @@ def _orphaned_unpacker(url: str, shutdown_timeout: float) -> Iterator[int]:
     store = open_store(url)
     try:
         with _writes_blocked(store), _collector(url, shutdown_timeout) as (collector, pid):
-            store.journal("traces", _request("1" * 32), "gone")
+            store.journal.append("traces", _request("1" * 32), "gone")
             time.sleep(0.5)
             collector.kill()
             collector.wait()

@@ -100,7 +100,7 @@ class FeedbackScanner:
             if not acquire_lease(connection, self.owner, self.clock(), self.lease_seconds, LEASE_NAME):
                 return 0
         upto = self.clock() - self.SETTLE_MARGIN
-        if not self.store.settle():
+        if not self.store.journal.settle():
             return 0  # nothing unpacks the journal now: look again later
         recorded = 0
         with self.store.engine.connect() as connection:

@@ -22,14 +22,14 @@ def ingest_router(store: SpanStore) -> APIRouter:
     @router.get("/quarantine")
     async def quarantined() -> dict[str, Any]:
         """Acknowledged export requests that could not be stored, oldest first."""
-        entries = await run_in_threadpool(store.quarantined_journal_entries)
+        entries = await run_in_threadpool(store.journal.quarantined)
         return {"entries": [asdict(entry) for entry in entries]}
 
     @router.post("/quarantine/{seq}/requeue")
     async def requeue(seq: int) -> dict[str, Any]:
         """Put a quarantined request back in line: the unpackers try to store it again (and
         quarantine it again if it still fails)."""
-        if not await run_in_threadpool(store.requeue_journal_entry, seq):
+        if not await run_in_threadpool(store.journal.requeue, seq):
             raise HTTPException(404, f"no quarantined journal entry {seq}")
         return {"requeued": seq}
 

@@ -163,9 +163,9 @@ class Intake:
         """Journal a checked request that holds records, and wake its unpacker."""
         if receipt.spans or receipt.logs:
             with self._storing(receipt):
-                entry = self.store.journal(signal, body, self.owner, json=json)
+                entry = self.store.journal.append(signal, body, self.owner, json=json)
                 self._count_backlog(len(entry.body))
-            self.unpackers[self.store.journal_shard(entry.seq, len(self.unpackers))].notify()
+            self.unpackers[self.store.journal.shard_of(entry.seq, len(self.unpackers))].notify()
 
     @contextmanager
     def _storing(self, receipt: Receipt) -> Iterator[None]:
@@ -194,7 +194,7 @@ class Intake:
             self.journal_backlog += added
         else:
             self._backlog_checked = now
-            self.journal_backlog = self.store.journal_backlog(self.owner)
+            self.journal_backlog = self.store.journal.backlog(self.owner)
         metrics.journal_backlog.set(self.journal_backlog)
 
     def close(self) -> None:

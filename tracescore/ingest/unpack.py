@@ -108,7 +108,7 @@ def _quarantine(store: SpanStore, entry: JournalEntry, error: BaseException) -> 
     """Set ``entry`` aside with the reason (logged once, here); False if that failed too."""
     reason = f"{type(error).__name__}: {error}"[:2000]
     try:
-        store.quarantine_journal_entry(entry.seq, reason)
+        store.journal.quarantine(entry.seq, reason)
     except Exception:
         log.exception("could not quarantine journal entry %d", entry.seq)
         return False
@@ -122,7 +122,7 @@ def _quarantine(store: SpanStore, entry: JournalEntry, error: BaseException) -> 
 def drain(store: SpanStore, max_attribute_chars: int | None = None) -> int:
     """Unpack every waiting entry now (offline commands run it before reading the store)."""
     done = 0
-    while entries := store.journal_entries(max_bytes=_GROUP_BYTES):
+    while entries := store.journal.entries(max_bytes=_GROUP_BYTES):
         unpack(store, entries, max_attribute_chars)
         done += len(entries)
     return done
@@ -198,7 +198,7 @@ class _UnpackLoop:
     def run(self) -> None:
         settings, store = self.settings, self.store
         try:
-            store.tidy_journal()
+            store.journal.tidy()
         except Exception:
             log.exception("tidying the ingest journal failed; unpacking anyway")
         # Decoding allocates a dozen objects per attribute and makes no reference cycles, yet the
@@ -234,7 +234,7 @@ class _UnpackLoop:
                     futures.wait(running, self._pause(), return_when=futures.FIRST_COMPLETED)
                 elif self.service_gone and not self.outage.waiting():
                     with contextlib.suppress(Exception):  # the heartbeat expires by itself anyway
-                        store.unpacker_heartbeat(settings.owner, stopping=True)
+                        store.journal.heartbeat(settings.owner, stopping=True)
                     return
                 elif self.service_gone:
                     time.sleep(self._pause())
@@ -264,7 +264,7 @@ class _UnpackLoop:
 
     def _beat(self) -> None:
         try:
-            self.store.unpacker_heartbeat(self.settings.owner)
+            self.store.journal.heartbeat(self.settings.owner)
         except Exception as exc:
             if database_unavailable(exc):
                 self.outage.failed(exc)
@@ -277,10 +277,10 @@ class _UnpackLoop:
         settings, store = self.settings, self.store
         try:
             shard = (settings.shard, settings.shards)
-            own = store.journal_entries(owner=settings.owner, exclude=busy, max_bytes=_GROUP_BYTES, shard=shard)
+            own = store.journal.entries(owner=settings.owner, exclude=busy, max_bytes=_GROUP_BYTES, shard=shard)
             if own or self.service_gone:
                 return own
-            return store.orphaned_journal_entries(
+            return store.journal.orphans(
                 dead_before=time.time() - settings.orphan_after, not_owner=settings.owner,
                 exclude=busy, max_bytes=_GROUP_BYTES, shard=shard,
             )

@@ -13,19 +13,18 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, select, text
 
 from tracescore.spans import LogRecord, Resource, Scope, Span, SpanEvent, SpanLink, Trace
-from tracescore.store import codec, journal
+from tracescore.store import codec
 from tracescore.store.bulk import bulk_insert
-from tracescore.store.journal import Journal, JournalEntry, QuarantinedEntry, SqlJournal
-from tracescore.store.spool import SpoolJournal
+from tracescore.store.ingest_journal import IngestJournal
+from tracescore.store.journal import JournalEntry
 from tracescore.store.table_of import table_of
 from tracescore.store.tables import LogRow, ResourceRow, ScopeRow, SpanRow, TraceRow
 from tracescore.store.text import TextGuard
@@ -220,13 +219,9 @@ class SpanStore:
         )
         self._text_replaced = 0
         self._counts_lock = threading.Lock()
-        database = engine.url.database
-        self._journal: Journal = (
-            SpoolJournal(Path(f"{database}-ingest"), engine, self.write_transaction)
-            if self.dialect == "sqlite" and database and database != ":memory:"
-            else SqlJournal(engine, self.write_transaction)
-        )
-        self.queue = TraceQueue(self.write_transaction, self._journal, self.rules)
+        self.journal = IngestJournal(engine, self.write_transaction)
+        """Acknowledged requests waiting to become rows (:mod:`~tracescore.store.ingest_journal`)."""
+        self.queue = TraceQueue(self.write_transaction, self.journal.kept, self.rules)
         """The traces waiting to be scored, and their claims (:mod:`~tracescore.store.trace_queue`)."""
 
     # ------------------------------------------------------------------ lifecycle
@@ -274,7 +269,7 @@ class SpanStore:
         trace_rows = _trace_rows(span_rows, logs, time.time() if received_at is None else received_at)
         try:
             with self.write_transaction() as conn:
-                if consume and not self._journal.consume(conn, consume):
+                if consume and not self.journal.kept.consume(conn, consume):
                     raise _AlreadyConsumed
                 if refs.resource_rows:
                     self._insert_resources(conn, list(refs.resource_rows.values()))
@@ -292,7 +287,7 @@ class SpanStore:
             with self._counts_lock:
                 self._text_replaced += refs.guard.replaced
         if consume:
-            self._journal.release(consume)
+            self.journal.kept.release(consume)
         return True
 
     def take_text_replaced(self) -> int:
@@ -302,72 +297,13 @@ class SpanStore:
             taken, self._text_replaced = self._text_replaced, 0
         return taken
 
-    # ------------------------------------------------------------------ ingest journal
-
-    def journal(self, signal: str, body: bytes, owner: str, *, json: bool = False) -> JournalEntry:
-        """Commit an export request's body (OTLP/protobuf, or OTLP/JSON with ``json``) to the
-        ingest journal (see :mod:`tracescore.store.journal`); durable on return."""
-        return self._journal.append(signal, journal.JSON_MARK + body if json else body, owner)
-
-    def journal_entries(
-        self, *, owner: str | None = None, exclude: Collection[int] = (),
-        max_bytes: int | None = None, limit: int = 16, shard: tuple[int, int] = (0, 1),
-    ) -> list[JournalEntry]:
-        """See :meth:`tracescore.store.journal.Journal.entries`."""
-        return self._journal.entries(owner=owner, exclude=exclude, max_bytes=max_bytes, limit=limit, shard=shard)
-
-    def orphaned_journal_entries(
-        self, *, dead_before: float, not_owner: str, exclude: Collection[int] = (),
-        max_bytes: int | None = None, shard: tuple[int, int] = (0, 1),
-    ) -> list[JournalEntry]:
-        """See :meth:`tracescore.store.journal.Journal.orphans`."""
-        return self._journal.orphans(
-            dead_before=dead_before, not_owner=not_owner, exclude=exclude, max_bytes=max_bytes, shard=shard
-        )
-
-    def journal_shard(self, seq: int, shards: int) -> int:
-        """See :meth:`tracescore.store.journal.Journal.shard_of`."""
-        return self._journal.shard_of(seq, shards)
-
-    def unpacker_heartbeat(self, owner: str, *, stopping: bool = False) -> None:
-        """Mark ``owner``'s unpacker alive now (or gone, when ``stopping``)."""
-        with self.write_transaction() as conn:
-            if stopping:
-                journal.forget(conn, owner)
-            else:
-                journal.beat(conn, owner, time.time())
-
-    def journal_backlog(self, owner: str) -> int:
-        """Bytes of ``owner``'s journal entries not unpacked yet."""
-        return self._journal.backlog(owner)
-
-    def quarantine_journal_entry(self, seq: int, reason: str) -> None:
-        """Set aside an entry that cannot be stored (see :func:`tracescore.ingest.unpack.unpack`)."""
-        self._journal.quarantine(seq, TextGuard().text(reason))
-
-    def quarantined_journal_entries(self) -> list[QuarantinedEntry]:
-        """Entries set aside because they could not be stored, oldest first."""
-        return self._journal.quarantined()
-
-    def requeue_journal_entry(self, seq: int) -> bool:
-        """Put a quarantined entry back in line to be stored again; False if there is none."""
-        return self._journal.requeue(seq)
-
-    def tidy_journal(self) -> None:
-        """Clean up what a crash left in the journal (unpackers run it as they start)."""
-        self._journal.tidy()
-
-    def settle(self, timeout: float = 10.0) -> bool:
-        """Wait until the export requests acknowledged so far are rows (False on timeout)."""
-        return self._journal.wait_settled(timeout)
-
     # ------------------------------------------------------------------ reads
 
     def load_trace(self, trace_id: str, *, settle: bool = True) -> Trace | None:
         """Every stored span and log record of a trace (spans by start time), or ``None``.
 
         Like every read here it first waits for the requests acknowledged before it to be
-        unpacked (:meth:`settle`).
+        unpacked (:meth:`IngestJournal.settle`).
         """
         return self.load_traces([trace_id], settle=settle).get(trace_id.lower())
 
@@ -377,7 +313,7 @@ class SpanStore:
         worker loads a whole batch so). The worker, which only loads traces found idle as of
         the journal's oldest entry, passes ``settle=False``."""
         if settle:
-            self.settle()
+            self.journal.settle()
         wanted = sorted({trace_id.lower() for trace_id in trace_ids})
         spans_t, logs_t = _SPANS, _LOGS
         with self.engine.connect() as conn:
@@ -407,7 +343,7 @@ class SpanStore:
         self, limit: int = 50, service: str | None = None, since: float | None = None
     ) -> list[TraceSummary]:
         """Most recently active traces first; ``since`` is epoch seconds of last activity."""
-        self.settle()
+        self.journal.settle()
         table = _TRACES
         query = select(*_SUMMARY_COLUMNS).order_by(table.c.last_seen.desc()).limit(limit)
         if service is not None:
@@ -418,7 +354,7 @@ class SpanStore:
             return [TraceSummary(**row._mapping) for row in conn.execute(query)]
 
     def trace_summary(self, trace_id: str) -> TraceSummary | None:
-        self.settle()
+        self.journal.settle()
         table = _TRACES
         query = select(*_SUMMARY_COLUMNS).where(table.c.trace_id == trace_id.lower())
         with self.engine.connect() as conn:
@@ -427,7 +363,7 @@ class SpanStore:
 
     def count_spans(self) -> int:
         """Stored spans in total (monitoring and benchmarks)."""
-        self.settle()
+        self.journal.settle()
         with self.engine.connect() as conn:
             return conn.execute(text("SELECT count(*) FROM spans")).scalar_one()
 
