@@ -48,6 +48,17 @@ def test_extracted_runs_carry_their_traces_conversation_id(library: str) -> None
         assert {run.conversation_id for run in runs} == {conversation_id(trace.spans)}
 
 
+def test_mastra_0x_telemetry_names_the_memory_thread_on_its_agent_spans() -> None:
+    """The legacy capture also holds two set-up traces (``mastra.setLogger``, ``getAgent``)."""
+    traces = load_traces([CAPTURES / "mastra-legacy-telemetry" / "conversation"])
+    named = [trace for trace in traces if conversation_id(trace.spans) is not None]
+    assert len(traces) == 5 and len(named) == 3
+    assert {conversation_id(trace.spans) for trace in named} == {"thread-mastra-legacy-ada"}
+    for trace in named:
+        (turn,) = [run for run in extract_runs(trace) if run.primary]
+        assert (turn.agent_name, turn.conversation_id) == ("Concierge", "thread-mastra-legacy-ada")
+
+
 def test_the_pydantic_ai_conversation_id_is_the_genai_attribute() -> None:
     trace = _traces("pydantic-ai")[0]
     carried = {s.attributes.get("gen_ai.conversation.id") for s in trace.spans}

@@ -26,7 +26,7 @@ DEFAULT_ID_ATTRIBUTES: tuple[str, ...] = (
     "ai.telemetry.metadata.threadId",
     "ai.telemetry.metadata.conversationId",
     "mastra.metadata.threadId",  # Mastra's memory thread (its agent spans)
-    "threadId",  # Mastra 0.x telemetry
+    "threadId",  # Mastra 0.x telemetry (its agent.stream span)
 )
 """The attributes naming a conversation, most preferred first (``conversations.id_attributes``
 replaces the list)."""
