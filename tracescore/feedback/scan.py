@@ -94,10 +94,11 @@ class FeedbackScanner:
         """Read the traces written since the cursor; returns the verdicts read (a trace written
         again is read again, verdicts and all: recording one again changes nothing).
 
-        Only the holder of the scan's lease looks (renewed at every look): with several service
-        processes or replicas on one database, one of them does the work instead of each."""
+        Only the holder of the scan's lease looks (renewed at every look and every batch, so a
+        first look over a large store keeps it): with several service processes or replicas on
+        one database, one of them does the work instead of each."""
         with self.store.write_transaction() as connection:
-            if not acquire_lease(connection, self.owner, self.clock(), self.lease_seconds, LEASE_NAME):
+            if not self._hold(connection):
                 return 0
         upto = self.clock() - self.SETTLE_MARGIN
         if not self.store.journal.settle():
@@ -124,6 +125,8 @@ class FeedbackScanner:
                 verdicts = verdicts_in(connection, [row.trace_id for row in rows])
             last_seen, trace_id = rows[-1].last_seen, rows[-1].trace_id
             with self.store.write_transaction() as connection:
+                if not self._hold(connection):
+                    return recorded  # another instance took over: it goes on from the cursor
                 if verdicts:
                     items = {item.id: item for item in sorted(map(_feedback, verdicts), key=lambda f: f.created_at)}
                     FeedbackStore.upsert(connection, [item.row() for item in items.values()])
@@ -131,6 +134,10 @@ class FeedbackScanner:
                 self.feedback.save_scan_cursor(connection, last_seen, trace_id)
             if len(rows) < self.batch:
                 return recorded
+
+    def _hold(self, connection: Connection) -> bool:
+        """Take or renew the lease; whether it is ours."""
+        return acquire_lease(connection, self.owner, self.clock(), self.lease_seconds, LEASE_NAME)
 
     def release(self) -> None:
         """Hand the lease over now rather than when it expires (the service is stopping)."""
