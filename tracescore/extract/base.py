@@ -27,13 +27,15 @@ from typing import Any, Protocol
 
 import orjson
 
-from tracescore.extract.model import SpanInfo, TokenUsage
+from tracescore.extract.model import SpanInfo, SpanStatus, TokenUsage
 from tracescore.spans import STATUS_ERROR, STATUS_OK, LogRecord, Span
 
 # Values above this many characters are not parsed as JSON: a multi-megabyte attribute is
 # almost always a raw request body or a base64 blob, and parsing it would cost more than the
 # whole rest of the trace. The text is kept (cut to this length) and a warning says so.
 MAX_VALUE_CHARS = 1_000_000
+
+_STATUS_NAMES: dict[int, SpanStatus] = {STATUS_OK: "ok", STATUS_ERROR: "error"}
 
 
 class Convention(Protocol):
@@ -52,7 +54,7 @@ def new_info(span: Span, convention: str) -> SpanInfo:
     ``error.type`` (the general OTel attribute for a failed operation) marks a failure even when
     the instrumentation left the span status unset.
     """
-    status = {STATUS_OK: "ok", STATUS_ERROR: "error"}.get(span.status_code, "unset")
+    status: SpanStatus = _STATUS_NAMES.get(span.status_code, "unset")
     error_type = as_str(span.attributes.get("error.type"))
     if error_type is not None and status == "unset":
         status = "error"

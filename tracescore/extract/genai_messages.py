@@ -255,7 +255,7 @@ def decode_result(value: Any) -> tuple[Any, bool]:
         if len(values) == 1:
             return decode_result(values[0])[0], False
         if all(isinstance(v, str) for v in values):
-            return "".join(values), False  # type: ignore[arg-type]
+            return "".join(values), False
     return value, False
 
 
@@ -425,7 +425,7 @@ def parse_message(
     calls = raw.get("tool_calls")
     for call in calls if isinstance(calls, list) else []:
         if isinstance(call, dict):
-            function = call.get("function") if isinstance(call.get("function"), dict) else call
+            function = named if isinstance(named := call.get("function"), dict) else call
             arguments = first_present(function, "arguments", "args")  # LangChain: ``args``
             parts.append(tool_call_part(
                 json_text(call.get("id") or ""),

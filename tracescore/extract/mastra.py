@@ -52,6 +52,7 @@ from tracescore.extract.model import (
     MessagePart,
     SpanInfo,
     TokenUsage,
+    ToolDefinition,
     ToolInvocation,
 )
 from tracescore.spans import LogRecord, Span
@@ -239,7 +240,7 @@ def _reasoning_texts(value: Any) -> list[str]:
     texts: list[str] = []
     for item in value if isinstance(value, list) else []:
         if isinstance(item, Mapping):
-            payload = item.get("payload") if isinstance(item.get("payload"), Mapping) else item
+            payload = given if isinstance(given := item.get("payload"), Mapping) else item
             item = payload.get("text")
         if isinstance(item, str) and item:
             texts.append(item)
@@ -477,7 +478,7 @@ def _refine_legacy_steps(read: list[tuple[Span, SpanInfo]], infos: dict[str, Spa
     if not steps:
         _loop_usage_from_agent(infos)
         return
-    tools = []
+    tools: list[ToolDefinition] = []
     for span, info in read:
         operation = _legacy_operation(span)
         if operation in _LEGACY_LOOPS or operation.endswith(_LEGACY_PROVIDER_CALL):

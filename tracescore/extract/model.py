@@ -26,6 +26,7 @@ ToolState = Literal[
     "approval-responded",
 ]
 RunKind = Literal["agent", "llm", "tool"]
+SpanStatus = Literal["unset", "ok", "error"]
 
 
 class _Model(BaseModel):
@@ -155,7 +156,7 @@ class AgentRun(_Model):
     provider: str | None = None
     start_time: datetime | None = None
     end_time: datetime | None = None
-    status: Literal["unset", "ok", "error"] = "unset"
+    status: SpanStatus = "unset"
     error: str | None = None
     usage: TokenUsage = Field(default_factory=TokenUsage)
     input: RunInput = Field(default_factory=RunInput)
@@ -207,6 +208,6 @@ class SpanInfo:
     usage: TokenUsage | None = None
     start_time_ns: int = 0
     end_time_ns: int = 0
-    status: Literal["unset", "ok", "error"] = "unset"
+    status: SpanStatus = "unset"
     error: str | None = None
     warnings: list[str] = field(default_factory=list)

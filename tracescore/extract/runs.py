@@ -306,7 +306,7 @@ def _base_run(trace: Trace, node: _Node, kind: str) -> AgentRun:
     return AgentRun(
         trace_id=trace.trace_id,
         span_id=span.span_id,
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         convention=info.convention,
         agent_name=agent_name,
         service_name=span.service_name,

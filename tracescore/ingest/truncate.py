@@ -53,7 +53,7 @@ def _cut_attributes(attributes: Attributes, limit: int, depth: int = 0) -> tuple
     cut_count = 0
     for key, value in attributes.items():
         kind = type(value)
-        if kind in _SCALARS or ((kind is str or kind is bytes) and len(value) <= limit):
+        if kind in _SCALARS or (isinstance(value, (str, bytes)) and len(value) <= limit):
             continue  # the common case: nothing to cut, no copy
         attributes[key], count = _cut(value, limit, depth)
         cut_count += count

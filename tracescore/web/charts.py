@@ -164,27 +164,27 @@ def score_chart(
 
     centre = bucket / 2
     for b in buckets:  # band and count strip
-        left = _num(x(b.start + centre) - band_width / 2)
+        left_x = _num(x(b.start + centre) - band_width / 2)
         if b.p10 is not None and b.p90 is not None and not series:
             top = y(b.p90)
             parts.append(
-                f'<rect class="band" x="{left}" y="{_num(top)}" width="{_num(band_width)}" '
+                f'<rect class="band" x="{left_x}" y="{_num(top)}" width="{_num(band_width)}" '
                 f'height="{_num(max(1.0, y(b.p10) - top))}"/>'
             )
         runs = max(b.attempted, b.count)
         height = (COUNT_BOTTOM - COUNT_TOP) * runs / most
         failed = (COUNT_BOTTOM - COUNT_TOP) * b.errors / most
         parts.append(
-            f'<rect class="count" x="{left}" y="{_num(COUNT_BOTTOM - height)}" '
+            f'<rect class="count" x="{left_x}" y="{_num(COUNT_BOTTOM - height)}" '
             f'width="{_num(band_width)}" height="{_num(height)}"/>'
         )
         if b.errors:
             parts.append(
-                f'<rect class="errors" x="{left}" y="{_num(COUNT_BOTTOM - failed)}" '
+                f'<rect class="errors" x="{left_x}" y="{_num(COUNT_BOTTOM - failed)}" '
                 f'width="{_num(band_width)}" height="{_num(failed)}"/>'
             )
         column = (
-            f'<rect class="hit" x="{left}" y="{TOP}" width="{_num(band_width)}" '
+            f'<rect class="hit" x="{left_x}" y="{TOP}" width="{_num(band_width)}" '
             f'height="{COUNT_BOTTOM - TOP}" data-start="{b.start.isoformat()}"><title>'
             f"{escape(_stamp(b.start))} UTC: {b.count} scores, {b.errors} errors"
             f"{', click for its runs' if href else ''}</title></rect>"
