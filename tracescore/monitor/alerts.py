@@ -59,7 +59,7 @@ def state_key(rule: str, segment: dict[str, Any]) -> str:
 def _payload(
     rule: AlertRule, status: str, verdict: Verdict, at: float, since: float
 ) -> dict[str, Any]:
-    """The webhook body; the README documents it."""
+    """The webhook body; docs/monitoring.md shows one."""
 
     def iso(moment: float) -> str:
         return datetime.fromtimestamp(moment, UTC).isoformat()

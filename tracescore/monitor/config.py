@@ -164,7 +164,7 @@ AlertRule = Annotated[
 
 
 class WebhookChannel(Section):
-    """POSTs the alert as JSON (see the README for the payload)."""
+    """POSTs the alert as JSON (the payload is shown in docs/monitoring.md)."""
 
     name: str
     type: Literal["webhook"]
