@@ -142,6 +142,7 @@ def test_calibration_matches_a_direct_computation_per_version_and_judge(
     rng = random.Random(24)
     groups = {("1", "gpt-4o-mini"): 0.1, ("2", "gpt-4o-mini"): 0.3, ("2", "claude-haiku"): 0.05}
     expected_pairs: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    recent_pairs: list[tuple[float, float]] = []  # of scores made in the last five hours
     for (version, judge), noise in groups.items():
         rows = _scored_runs(store, rng, 40, scorer_version=version, judge_model=judge)
         pairs = []
@@ -153,12 +154,16 @@ def test_calibration_matches_a_direct_computation_per_version_and_judge(
             })  # fmt: skip
             assert response.status_code == 201
             pairs.append((row["score"], value))
+            if row["created_at"] >= datetime.now(UTC) - timedelta(hours=5):
+                recent_pairs.append((row["score"], value))
         expected_pairs[(version, judge)] = pairs
     # Feedback on a trace as a whole (no span) pairs with its scored run, and another
     # binding's scores and errors never pair.
     (whole,) = _scored_runs(store, rng, 1, scorer_version="1", judge_model="gpt-4o-mini")
     client.post("/api/feedback", json={"trace_id": whole["trace_id"], "binding": "quality", "value": 0.5})
     expected_pairs[("1", "gpt-4o-mini")].append((whole["score"], 0.5))
+    if whole["created_at"] >= datetime.now(UTC) - timedelta(hours=5):
+        recent_pairs.append((whole["score"], 0.5))
     insert_rows(store.engine, [score_row(datetime.now(UTC), None, binding="quality",
                                          trace_id=whole["trace_id"], span_id="ff" * 8)])  # fmt: skip
 
@@ -186,6 +191,10 @@ def test_calibration_matches_a_direct_computation_per_version_and_judge(
     assert only_two["overall"]["n"] == 60 and only_two["threshold"] == 0.3
     two = expected_pairs[("2", "gpt-4o-mini")] + expected_pairs[("2", "claude-haiku")]
     assert only_two["overall"]["kappa"] == pytest.approx(_expected(two, 0.3)["kappa"], abs=1e-9)
+    # since: the scores made in the period, whenever their verdicts came.
+    recent = client.get("/api/calibration", params={"binding": "quality", "since": "5h"}).json()
+    assert 0 < recent["overall"]["n"] == len(recent_pairs) < 90
+    assert recent["overall"]["mae"] == pytest.approx(_expected(recent_pairs, 0.6)["mae"], abs=1e-9)
     assert client.get("/api/calibration", params={"binding": "quality", "since": "bad"}).status_code == 422
 
 
