@@ -22,10 +22,10 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry._logs import LogRecord
 from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags
 
 from tracescore.emit.config import ExportConfig
@@ -65,19 +65,23 @@ def _event_time_ns(score: StoredScore) -> int:
     return time.time_ns()
 
 
-def _exporters(config: ExportConfig) -> tuple[Any, Any]:
+def _exporters(config: ExportConfig) -> tuple[SpanExporter, LogRecordExporter]:
     endpoint = (config.otlp_endpoint or "").rstrip("/")
     headers = dict(config.headers)
     if config.protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import (
+            OTLPLogExporter as GrpcLogExporter,
+        )
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+            OTLPSpanExporter as GrpcSpanExporter,
+        )
 
         insecure = endpoint.startswith("http://")
         target = endpoint.split("://", 1)[-1]
         return (
-            OTLPSpanExporter(endpoint=target, insecure=insecure, headers=headers,
+            GrpcSpanExporter(endpoint=target, insecure=insecure, headers=headers,
                              timeout=config.timeout),
-            OTLPLogExporter(endpoint=target, insecure=insecure, headers=headers,
+            GrpcLogExporter(endpoint=target, insecure=insecure, headers=headers,
                             timeout=config.timeout),
         )
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
@@ -144,9 +148,7 @@ class EvaluationEmitter:
         self._logger.emit(
             LogRecord(
                 timestamp=_event_time_ns(score),
-                trace_id=parent.trace_id,
-                span_id=parent.span_id,
-                trace_flags=parent.trace_flags,
+                context=context,
                 event_name=EVENT_NAME,
                 attributes=attributes,
             )
