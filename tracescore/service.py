@@ -44,7 +44,9 @@ from tracescore.ingest.http import BodyLimits, BodyReaders, otlp_router
 from tracescore.ingest.intake import RETRY_AFTER_SECONDS, Intake
 from tracescore.monitor.alerts import default_instance_id
 from tracescore.monitor.api import create_monitor_router
+from tracescore.monitor.alerts import default_instance_id
 from tracescore.monitor.tasks import monitoring_task
+from tracescore.retention.task import retention_task
 from tracescore.retention.task import retention_task
 from tracescore.store import SpanStore, open_store
 from tracescore.store.outage import database_unavailable
@@ -201,8 +203,9 @@ class Service:
         interval = promote_interval(config.assembly.idle_timeout)
         self.add_background(lambda: promote_periodically(self.store, interval))
         self.add_background(monitoring_task(self.store.engine, config.alerts, config.monitor))
-        owner = config.monitor.instance_id or default_instance_id()
-        self.add_background(retention_task(self.store, config.retention, owner))
+        # Unique per process (never monitor.instance_id, which sibling processes share): the
+        # lease's holder may always renew it, so two holders of one name could both prune.
+        self.add_background(retention_task(self.store, config.retention, default_instance_id()))
         self.add_background(feedback_scan_task(self.store, config.feedback.scan_interval))
 
     def add_background(self, factory: BackgroundFactory) -> None:
