@@ -225,6 +225,7 @@ def score(
     from tracescore.offline.runner import by_trace, compile_offline, score_groups
     from tracescore.offline.specs import SpecError, parse_thresholds, resolve_bindings
     from tracescore.pipeline.bindings import BindingError
+    from tracescore.store.scores import StoredScore
 
     if fmt not in ("table", "json", "csv"):
         _usage_error(f"--format must be table, json or csv, not {fmt!r}")
@@ -247,7 +248,7 @@ def score(
     groups = by_trace(runs) if of_runs else []
     conversations = by_conversation(runs, config.conversations.max_turns) if of_conversations else []
 
-    async def score_all(advance: Any) -> list[list[dict[str, Any]]]:
+    async def score_all(advance: Any) -> list[list[StoredScore]]:
         return [
             *await score_groups(groups, of_runs, concurrency=concurrency, on_group=lambda _i, _r: advance(1)),
             *await score_conversations(conversations, of_conversations, concurrency=concurrency,

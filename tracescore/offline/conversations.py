@@ -22,8 +22,7 @@ from tracescore.extract.model import AgentRun, RunInput, SystemMessage
 from tracescore.pipeline.bindings import CompiledBinding, select_target
 from tracescore.pipeline.worker import score_row
 from tracescore.scorers.base import ScoreResult
-
-Row = dict[str, Any]
+from tracescore.store.scores import StoredScore
 
 
 def judges_conversations(binding: CompiledBinding) -> bool:
@@ -112,7 +111,7 @@ def _turn(digest: str, number: int, user: str, answer: str, system: str | None) 
     return Turn(trace_id=trace_id, span_id=span_id, user=user, answer=answer, run=run)
 
 
-def conversation_row(binding: CompiledBinding, conversation: Conversation, result: ScoreResult) -> Row:
+def conversation_row(binding: CompiledBinding, conversation: Conversation, result: ScoreResult) -> StoredScore:
     """The score row of one binding on one conversation: a run's row for its last turn (a
     conversation's score belongs to where it ended), with the conversation's id."""
     last = conversation.last_turn
@@ -121,11 +120,11 @@ def conversation_row(binding: CompiledBinding, conversation: Conversation, resul
         agent_name=conversation.agent_name, service_name=conversation.service_name,
     )
     row = score_row(binding, run, status=result.status, result=result)
-    row.update(conversation_id=conversation.id, run_kind="conversation")
+    row["conversation_id"], row["run_kind"] = conversation.id, "conversation"
     return row
 
 
-async def score_conversation(conversation: Conversation, bindings: Sequence[CompiledBinding]) -> list[Row]:
+async def score_conversation(conversation: Conversation, bindings: Sequence[CompiledBinding]) -> list[StoredScore]:
     """Every binding whose filter the conversation's last turn passes, on the conversation."""
     last_run = conversation.last_turn.run if conversation.last_turn else None
     chosen = [b for b in bindings if last_run is None or b.filter.matches(last_run)]
@@ -138,13 +137,13 @@ async def score_conversations(
     bindings: Sequence[CompiledBinding],
     *,
     concurrency: int = 8,
-    on_conversation: Callable[[int, list[Row]], None] | None = None,
-) -> list[list[Row]]:
+    on_conversation: Callable[[int, list[StoredScore]], None] | None = None,
+) -> list[list[StoredScore]]:
     """Score each conversation with the bindings, ``concurrency`` conversations at once; the
     rows per conversation, in order. ``on_conversation(index, rows)`` as each finishes."""
     slots = asyncio.Semaphore(concurrency)
 
-    async def one(index: int, conversation: Conversation) -> list[Row]:
+    async def one(index: int, conversation: Conversation) -> list[StoredScore]:
         async with slots:
             rows = await score_conversation(conversation, bindings)
         if on_conversation is not None:

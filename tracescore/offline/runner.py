@@ -31,8 +31,9 @@ from tracescore.pipeline.routing import RunFilter
 from tracescore.pipeline.worker import ScoringWorker
 from tracescore.scorers.base import Scorer
 from tracescore.scorers.utils import get_user_message
+from tracescore.store.scores import StoredScore
 
-Row = dict[str, Any]
+Row = StoredScore
 
 
 def compile_offline(
