@@ -56,8 +56,8 @@ class _HttpError(Exception):
 
 def _with_partial_success(response: Message, rejected_field: str, receipt: Receipt) -> Message:
     if receipt.rejected:
-        setattr(response.partial_success, rejected_field, receipt.rejected)  # type: ignore[attr-defined]
-        response.partial_success.error_message = receipt.error_message  # type: ignore[attr-defined]
+        setattr(response.partial_success, rejected_field, receipt.rejected)
+        response.partial_success.error_message = receipt.error_message
     return response
 
 

@@ -35,4 +35,4 @@ class DashboardKeys(ApiKeys):
         if super().allows(connection):
             return True
         cookie = connection.cookies.get(COOKIE_NAME)
-        return bool(cookie) and matches(cookie, self._tokens)
+        return cookie is not None and cookie != "" and matches(cookie, self._tokens)
