@@ -44,9 +44,7 @@ from tracescore.ingest.http import BodyLimits, BodyReaders, otlp_router
 from tracescore.ingest.intake import RETRY_AFTER_SECONDS, Intake
 from tracescore.monitor.alerts import default_instance_id
 from tracescore.monitor.api import create_monitor_router
-from tracescore.monitor.alerts import default_instance_id
 from tracescore.monitor.tasks import monitoring_task
-from tracescore.retention.task import retention_task
 from tracescore.retention.task import retention_task
 from tracescore.store import SpanStore, open_store
 from tracescore.store.outage import database_unavailable
