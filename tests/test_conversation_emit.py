@@ -3,22 +3,25 @@ with ``gen_ai.conversation.id`` on the evaluation span, its event and the log re
 
 from __future__ import annotations
 
+from typing import cast
+
 from tests.otlp_receiver import otlp_receiver
 from tracescore.emit.config import ExportConfig
 from tracescore.emit.otel import EVENT_NAME, EvaluationEmitter
+from tracescore.store.scores import StoredScore
 
 LAST_TURN_TRACE = "5a940d6e2f1c4b0d8e7f6a5b4c3d2e1f"
 LAST_TURN_SPAN = "89e38b2ae6c021b6"
 
 
-def _score(**overrides: object) -> dict:
-    score = {
+def _score(**overrides: object) -> StoredScore:
+    score: dict[str, object] = {
         "trace_id": LAST_TURN_TRACE, "span_id": LAST_TURN_SPAN, "binding": "retention",
         "scorer_id": "knowledge-retention", "scorer_version": "1", "status": "ok", "score": 0.5,
         "label": "fail", "reason": "the agent forgot the user's city", "conversation_id": "session-oi-ada",
     }
     score.update(overrides)
-    return score
+    return cast(StoredScore, score)
 
 
 def test_conversation_score_is_emitted_with_the_conversation_id_in_the_last_turns_context() -> None:

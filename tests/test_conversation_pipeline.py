@@ -20,7 +20,7 @@ from tracescore.pipeline.runner import build_worker
 from tracescore.spans import Trace
 from tracescore.store import open_store
 from tracescore.store.conversations import ConversationRow
-from tracescore.store.scores import SamplingDecisionRow, ScoreRow
+from tracescore.store.scores import SamplingDecisionRow, ScoreRow, StoredScore
 
 FAR_FUTURE = 4_000_000_000.0
 USERS = ["Hi, my name is Ada and I live in Lyon.", "Can you recommend a museum in my city?", "What is my name?"]
@@ -43,17 +43,17 @@ class Pipeline:
         self.worker = build_worker(config, self.store)
         self.conversations = ConversationScoring(self.worker, self.worker.conversation_bindings, config.conversations)
 
-    def send(self, *traces: Trace) -> list[dict[str, Any]]:
+    def send(self, *traces: Trace) -> list[StoredScore]:
         """Store the traces and score them as the worker does once they are ready."""
         for trace in traces:
             self.store.write(trace.spans, trace.logs)
         claims = self.store.queue.claim(self.worker.owner, 100, 30.0, now=FAR_FUTURE)
         return asyncio.run(self.worker.process_batch(claims))
 
-    def score_conversations(self, now: float = FAR_FUTURE) -> list[dict[str, Any]]:
+    def score_conversations(self, now: float = FAR_FUTURE) -> list[StoredScore]:
         claims = self.conversations.queue.claim(self.worker.owner, 100, 30.0, now=now)
 
-        async def go() -> list[dict[str, Any]]:
+        async def go() -> list[StoredScore]:
             return [row for claim in claims for row in await self.conversations.process(claim)]
 
         return asyncio.run(go())
@@ -92,7 +92,7 @@ def test_only_conversation_bindings_still_record_every_turn(db_url: str) -> None
     assert pipeline.worker.bindings == [] and len(pipeline.worker.conversation_bindings) == 1
     assert pipeline.send(*_turns("pydantic-ai")) == []  # no run score
     (row,) = pipeline.score_conversations()
-    assert row["score"] == 3.0 and row["reason"].startswith(" | ".join(USERS))
+    assert row["score"] == 3.0 and (row["reason"] or "").startswith(" | ".join(USERS))
 
 
 def test_a_judge_is_shown_the_latest_max_turns_and_a_line_for_the_rest(db_url: str) -> None:
@@ -136,7 +136,7 @@ def test_a_failing_scorer_stores_an_error_score_saying_why(db_url: str) -> None:
     )
     pipeline.send(*_turns("openllmetry-openai"))
     (row,) = pipeline.score_conversations()
-    assert row["status"] == "error" and "exploded on purpose" in row["error"]
+    assert row["status"] == "error" and "exploded on purpose" in (row["error"] or "")
     assert row["conversation_id"] == "session-tl-ada"
 
 
@@ -184,7 +184,7 @@ def test_a_slow_conversation_holds_back_no_other_and_is_handed_back_on_shutdown(
     assert [row.conversation_id for row in stored] == ["session-oi-ada"]  # scored while Mastra's waits
     table = ConversationRow.__table__  # type: ignore[attr-defined]
     with pipeline.store.engine.connect() as connection:
-        states = dict(connection.execute(select(table.c.conversation_id, table.c.state)).all())
+        states: dict[str, str] = dict(connection.execute(select(table.c.conversation_id, table.c.state)).all())
         attempts = connection.execute(
             select(table.c.attempts).where(table.c.conversation_id == "thread-mastra-ada")
         ).scalar_one()

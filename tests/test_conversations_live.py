@@ -27,8 +27,10 @@ from tests.server_process import ServerProcess, start_server
 
 REPO = Path(__file__).resolve().parents[1]
 USERS = ["Hi, my name is Ada and I live in Lyon.", "Can you recommend a museum in my city?", "What is my name?"]
-LATE = {"pydantic-ai": None, "openinference-openai": "session-oi-ada", "openllmetry-openai": "session-tl-ada"}
-"""Conventions whose third turn arrives late (pydantic-ai's id is the UUID7 it generated)."""
+LATE = {"pydantic-ai": "01a213a3-643a-705a-85ab-969a155bbe02", "openinference-openai": "session-oi-ada",
+        "openllmetry-openai": "session-tl-ada"}  # fmt: skip
+"""Conventions whose third turn arrives late, and their conversation ids (pydantic-ai's is the
+UUID7 it generated, see the capture's spans.txt)."""
 WHOLE = {"vercel-ai-sdk-v6": "session-vercel-ada", "mastra": "thread-mastra-ada"}
 CONVERSATION_SCORERS = {
     "retention": "knowledge-retention", "completeness": "conversation-completeness",
@@ -148,8 +150,7 @@ def test_conversations_are_rebuilt_scored_and_rescored_live(db_url: str, tmp_pat
                 _send(server.base_url, library, set(turns[library][:2]))
             for library in WHOLE:
                 _send(server.base_url, library, set(turns[library]))
-            pydantic_id = "01a213a3-643a-705a-85ab-969a155bbe02"  # what pydantic-ai made, see the capture
-            ids = {**LATE, "pydantic-ai": pydantic_id, **WHOLE}
+            ids = {**LATE, **WHOLE}
             first = _wait(lambda: _scored(server, {ids[lib]: 2 if lib in LATE else 3 for lib in ids}),
                           "scored conversations")  # fmt: skip
 
@@ -184,7 +185,7 @@ def test_conversations_are_rebuilt_scored_and_rescored_live(db_url: str, tmp_pat
             listed = {item["id"] for item in page["items"] + rest["items"]}
             assert listed == set(ids.values())
             agents = {item["id"] for item in _get(server, "/api/conversations", agent="Concierge")["items"]}
-            assert agents == {pydantic_id, "thread-mastra-ada"}
+            assert agents == {LATE["pydantic-ai"], "thread-mastra-ada"}
             services = _get(server, "/api/conversations", service="vercel-ai-demo")["items"]
             assert [item["id"] for item in services] == ["session-vercel-ada"]
             assert _get(server, "/api/conversations", until="2000-01-01T00:00:00Z")["items"] == []
