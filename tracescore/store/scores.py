@@ -15,13 +15,14 @@ from datetime import UTC, datetime
 from typing import Any, Literal, NotRequired, TypedDict
 
 import orjson
-from sqlalchemy import JSON, BigInteger, Column, Index, String, Text
+from sqlalchemy import JSON, BigInteger, Column, Index, String, Table, Text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Dialect
 from sqlmodel import Field, SQLModel
 
 from tracescore.store.bulk import BulkInsert, bulk_insert
+from tracescore.store.table_of import table_of
 from tracescore.store.text import TextGuard
 
 ScoreStatus = Literal["ok", "error", "not_scorable", "skipped_budget", "skipped_rate"]
@@ -166,7 +167,7 @@ class _Upsert:
     names: tuple[str, ...]
 
     @classmethod
-    def build(cls, table: Any, dialect: Dialect, keep: set[str]) -> _Upsert:
+    def build(cls, table: Table, dialect: Dialect, keep: set[str]) -> _Upsert:
         columns = list(table.columns)
         names = tuple(column.name for column in columns)
         insert = bulk_insert(
@@ -199,9 +200,11 @@ def _default(column: Any) -> Any:
 
 
 _UPSERTS: dict[tuple[str, str], _Upsert] = {}
+_SCORES, _DECISIONS = table_of(ScoreRow), table_of(SamplingDecisionRow)
+_TALLIES = table_of(SamplingTallyRow)
 
 
-def _upsert_of(table: Any, dialect: Dialect) -> _Upsert:
+def _upsert_of(table: Table, dialect: Dialect) -> _Upsert:
     key = (table.name, dialect.name)
     if (upsert := _UPSERTS.get(key)) is None:
         upsert = _UPSERTS[key] = _Upsert.build(table, dialect, keep={"id", "created_at"})
@@ -227,12 +230,12 @@ class Prepared:
 def prepare_scores(dialect: Dialect, rows: Sequence[StoredScore]) -> Prepared:
     """Score rows made storable and ready to upsert (see :func:`storable_score`)."""
     guard = TextGuard()
-    upsert = _upsert_of(ScoreRow.__table__, dialect)
+    upsert = _upsert_of(_SCORES, dialect)
     return Prepared(upsert, [upsert.row(storable_score(row, guard)) for row in rows], guard.replaced)
 
 
 def prepare_decisions(dialect: Dialect, rows: Sequence[SamplingDecision]) -> Prepared:
-    upsert = _upsert_of(SamplingDecisionRow.__table__, dialect)
+    upsert = _upsert_of(_DECISIONS, dialect)
     return Prepared(upsert, [upsert.row(row) for row in rows])
 
 
@@ -240,7 +243,7 @@ def add_tallies(connection: Connection, unsampled: dict[str, int], now: datetime
     """Count traces no binding sampled, per binding, in the current minute's tally."""
     if not unsampled:
         return
-    table = SamplingTallyRow.__table__
+    table = _TALLIES
     insert = pg_insert if connection.dialect.name == "postgresql" else sqlite_insert
     statement = insert(table)
     statement = statement.on_conflict_do_update(
@@ -252,7 +255,7 @@ def add_tallies(connection: Connection, unsampled: dict[str, int], now: datetime
     )
 
 
-def _text_columns(table: Any) -> tuple[list[tuple[str, int | None]], list[str]]:
+def _text_columns(table: Table) -> tuple[list[tuple[str, int | None]], list[str]]:
     """The table's text columns with their length limits (None: unbounded), and its JSON ones."""
     texts, documents = [], []
     for column in table.columns:
@@ -264,7 +267,7 @@ def _text_columns(table: Any) -> tuple[list[tuple[str, int | None]], list[str]]:
     return texts, documents
 
 
-_SCORE_TEXT, _SCORE_DOCUMENTS = _text_columns(ScoreRow.__table__)
+_SCORE_TEXT, _SCORE_DOCUMENTS = _text_columns(_SCORES)
 
 
 _PRODUCED_HERE = frozenset(("id", "trace_id", "span_id", "status", "run_kind"))
