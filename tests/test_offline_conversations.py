@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from tests.conftest import CAPTURES
 from tests.judge_server import JudgeServer, json_reply
 from tracescore.cli import app
+from tracescore.conversations.scoring import conversation_score_id
 from tracescore.extract.conversation import Turn
 from tracescore.ingest.files import load_traces
 from tracescore.judge import JudgeConfig
@@ -79,7 +80,12 @@ def test_score_groups_files_by_conversation_for_conversation_scorers(server: Jud
     retention = [r for r in rows if r["binding"] == "knowledge-retention"]
     assert sorted(r["conversation_id"] for r in retention) == sorted(CONVERSATIONS[k] for k in
                                                                      ("pydantic-ai", "openinference-openai"))
-    assert {r["run_kind"] for r in retention} == {"conversation"}
+    # Rows as the service stores them: one per conversation and binding, on the last turn's run.
+    assert {r["id"] for r in retention} == {
+        conversation_score_id(r["conversation_id"], "knowledge-retention", "1") for r in retention}
+    conversations = by_conversation(read_runs(captures("pydantic-ai", "openinference-openai")), max_turns=20)
+    last_turns = {(c.turns[-1].trace_id, c.turns[-1].span_id) for c in conversations}
+    assert {(r["trace_id"], r["span_id"]) for r in retention} == last_turns
     # Each conversation's judge saw its three turns, in order, in one transcript (the second
     # conversation's identical prompts may come from the verdict cache: the row keeps them).
     for row in retention:

@@ -16,12 +16,13 @@ from typing import Any
 
 import orjson
 
+from tracescore.conversations.scoring import conversation_score_id
 from tracescore.conversations.turns import earlier_summary, turn_of
 from tracescore.extract.conversation import Conversation, Turn
 from tracescore.extract.model import AgentRun, RunInput, SystemMessage
 from tracescore.pipeline.bindings import CompiledBinding, select_target
-from tracescore.pipeline.worker import score_row
-from tracescore.scorers.base import ScoreResult
+from tracescore.pipeline.config import WorkersConfig
+from tracescore.pipeline.worker import ScoringWorker
 from tracescore.store.scores import StoredScore
 
 
@@ -111,25 +112,30 @@ def _turn(digest: str, number: int, user: str, answer: str, system: str | None) 
     return Turn(trace_id=trace_id, span_id=span_id, user=user, answer=answer, run=run)
 
 
-def conversation_row(binding: CompiledBinding, conversation: Conversation, result: ScoreResult) -> StoredScore:
-    """The score row of one binding on one conversation: a run's row for its last turn (a
-    conversation's score belongs to where it ended), with the conversation's id."""
-    last = conversation.last_turn
-    run = (last.run if last else None) or AgentRun(
-        trace_id=last.trace_id if last else conversation.id, span_id=last.span_id if last else "",
-        agent_name=conversation.agent_name, service_name=conversation.service_name,
+def last_turn_run(conversation: Conversation) -> AgentRun:
+    """The run a conversation's score hangs on, as the service's: its last turn's, or one
+    standing for it (offline turns given without a run)."""
+    last = conversation.turns[-1]
+    return last.run or AgentRun(
+        trace_id=last.trace_id, span_id=last.span_id, agent_name=conversation.agent_name,
+        service_name=conversation.service_name, conversation_id=conversation.id, primary=True,
     )
-    row = score_row(binding, run, status=result.status, result=result)
-    row["conversation_id"], row["run_kind"] = conversation.id, "conversation"
-    return row
 
 
-async def score_conversation(conversation: Conversation, bindings: Sequence[CompiledBinding]) -> list[StoredScore]:
-    """Every binding whose filter the conversation's last turn passes, on the conversation."""
-    last_run = conversation.last_turn.run if conversation.last_turn else None
-    chosen = [b for b in bindings if last_run is None or b.filter.matches(last_run)]
-    results = await asyncio.gather(*(b.scorer.run(conversation) for b in chosen))
-    return [conversation_row(b, conversation, r) for b, r in zip(chosen, results, strict=True)]
+async def score_conversation(
+    conversation: Conversation, bindings: Sequence[CompiledBinding], worker: ScoringWorker
+) -> list[StoredScore]:
+    """The rows of every binding whose filter the conversation's last turn passes, scored by
+    ``worker`` and identified as the service identifies them (by conversation and binding)."""
+    if not conversation.turns:
+        return []
+    anchor = last_turn_run(conversation)
+    chosen = [binding for binding in bindings if binding.filter.matches(anchor)]
+    rows = await asyncio.gather(*(worker.score(b, anchor, subject=conversation) for b in chosen))
+    for binding, row in zip(chosen, rows, strict=True):
+        row["id"] = conversation_score_id(conversation.id, binding.name, binding.scorer.version)
+        row["conversation_id"] = conversation.id
+    return list(rows)
 
 
 async def score_conversations(
@@ -142,10 +148,11 @@ async def score_conversations(
     """Score each conversation with the bindings, ``concurrency`` conversations at once; the
     rows per conversation, in order. ``on_conversation(index, rows)`` as each finishes."""
     slots = asyncio.Semaphore(concurrency)
+    worker = ScoringWorker(None, bindings, WorkersConfig(concurrency=concurrency), lease_seconds=0.0)
 
     async def one(index: int, conversation: Conversation) -> list[StoredScore]:
         async with slots:
-            rows = await score_conversation(conversation, bindings)
+            rows = await score_conversation(conversation, bindings, worker)
         if on_conversation is not None:
             on_conversation(index, rows)
         return rows

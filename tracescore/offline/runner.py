@@ -150,7 +150,7 @@ async def arun_evals(
             if result.conversation is not None and target is not None:
                 result.error = "a target answers single inputs, not conversations: give the turns' answers"
             elif result.conversation is not None:
-                rows = await score_conversation(result.conversation, bindings)
+                rows = await score_conversation(result.conversation, bindings, worker)
                 result.scores = {row["binding"]: row for row in rows}
             else:
                 try:
