@@ -38,8 +38,8 @@ Turns that adhere are not listed; when every answer adheres, the list is empty.
 
 Example. Role: "a humble wizard who doubts his own magic". Turn 2 answer: "Well... that spark
 was meant to be a dragon. Still practising." -> adheres. Turn 3 answer: "I'm the greatest
-wizard ever! No one can match my power!" -> listed: {{"turn": 3, "reason": "boasts of
-unmatched power, against the humble role"}}"""
+wizard ever! No one can match my power!" -> listed: {"turn": 3, "reason": "boasts of
+unmatched power, against the humble role"}"""
 
 
 class OutOfCharacterTurn(Wire):
