@@ -17,11 +17,12 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 from sqlalchemy import and_, or_, select
 from sqlalchemy.engine import Connection
+from sqlalchemy.sql import ColumnElement
 
 from tracescore.backoff import Backoff, repeat
 from tracescore.extract.feedback import EVALUATION_EVENT, HumanVerdict, log_verdict, span_verdicts
@@ -48,19 +49,40 @@ def _feedback(verdict: HumanVerdict) -> Feedback:
     )  # fmt: skip
 
 
-def verdicts_in(connection: Connection, trace_ids: Sequence[str]) -> list[HumanVerdict]:
-    """The human verdicts among the stored spans' events and log records of ``trace_ids``."""
+Key = tuple[float, str]
+"""A trace's place in the scan's order: (last_seen, trace_id)."""
+
+
+def _between(after: Key, through: Key) -> ColumnElement[bool]:
+    """SQL: the traces after ``after`` up to and including ``through``, in the scan's order;
+    an index range on ``last_seen`` narrowed by the trace ids at its two ends."""
+    return and_(
+        TRACES.c.last_seen.between(after[0], through[0]),
+        or_(TRACES.c.last_seen > after[0], TRACES.c.trace_id > after[1]),
+        or_(TRACES.c.last_seen < through[0], TRACES.c.trace_id <= through[1]),
+    )
+
+
+def verdicts_in(connection: Connection, after: Key, through: Key) -> list[HumanVerdict]:
+    """The human verdicts among the stored span events and log records of the traces after
+    ``after`` through ``through``: joined on the traces' range rather than a list of ids, whose
+    hundreds of parameters cost more to send and plan than the lookups themselves."""
     found: list[HumanVerdict] = []
-    spans = select(SPANS.c.trace_id, SPANS.c.span_id, SPANS.c.events).where(
-        SPANS.c.trace_id.in_(trace_ids), SPANS.c.events.like(_MENTIONS_EVENT)
+    spans = (
+        select(SPANS.c.trace_id, SPANS.c.span_id, SPANS.c.events)
+        .join(TRACES, TRACES.c.trace_id == SPANS.c.trace_id)
+        .where(_between(after, through), SPANS.c.events.like(_MENTIONS_EVENT))
     )
     for span in connection.execute(spans):
         found += span_verdicts(span.trace_id, span.span_id, codec.decode(span.events) or [])
-    logs = select(
-        LOGS.c.trace_id, LOGS.c.span_id, LOGS.c.event_name, LOGS.c.attributes, LOGS.c.body, LOGS.c.time_ns
-    ).where(
-        LOGS.c.trace_id.in_(trace_ids),
-        or_(LOGS.c.event_name == EVALUATION_EVENT, LOGS.c.attributes.like(_MENTIONS_EVENT)),
+    logs = (
+        select(LOGS.c.trace_id, LOGS.c.span_id, LOGS.c.event_name, LOGS.c.attributes, LOGS.c.body,
+               LOGS.c.time_ns)
+        .join(TRACES, TRACES.c.trace_id == LOGS.c.trace_id)
+        .where(
+            _between(after, through),
+            or_(LOGS.c.event_name == EVALUATION_EVENT, LOGS.c.attributes.like(_MENTIONS_EVENT)),
+        )
     )
     for record in connection.execute(logs):
         verdict = log_verdict(
@@ -80,7 +102,7 @@ class FeedbackScanner:
     may still be on its way into the ingest journal."""
 
     def __init__(
-        self, store: SpanStore, *, batch: int = 500, clock: Callable[[], float] = time.time,
+        self, store: SpanStore, *, batch: int = 2000, clock: Callable[[], float] = time.time,
         lease_seconds: float = 60.0,
     ) -> None:  # fmt: skip
         self.store = store
@@ -105,25 +127,20 @@ class FeedbackScanner:
             return 0  # nothing unpacks the journal now: look again later
         recorded = 0
         with self.store.engine.connect() as connection:
-            last_seen, trace_id = self.feedback.scan_cursor(connection)
+            cursor = self.feedback.scan_cursor(connection)
         while True:
             with self.store.engine.connect() as connection:
-                rows = connection.execute(
-                    select(TRACES.c.trace_id, TRACES.c.last_seen)
-                    .where(
-                        or_(
-                            TRACES.c.last_seen > last_seen,
-                            and_(TRACES.c.last_seen == last_seen, TRACES.c.trace_id > trace_id),
-                        ),
-                        TRACES.c.last_seen <= upto,
-                    )
+                keys = connection.execute(
+                    select(TRACES.c.last_seen, TRACES.c.trace_id)
+                    .where(_between(cursor, (upto, "g")))  # "g": after every hex trace id
                     .order_by(TRACES.c.last_seen, TRACES.c.trace_id)
                     .limit(self.batch)
                 ).all()
-                if not rows:
+                if not keys:
                     return recorded
-                verdicts = verdicts_in(connection, [row.trace_id for row in rows])
-            last_seen, trace_id = rows[-1].last_seen, rows[-1].trace_id
+                through: Key = (keys[-1].last_seen, keys[-1].trace_id)
+                verdicts = verdicts_in(connection, cursor, through)
+            cursor = through
             with self.store.write_transaction() as connection:
                 if not self._hold(connection):
                     return recorded  # another instance took over: it goes on from the cursor
@@ -131,8 +148,8 @@ class FeedbackScanner:
                     items = {item.id: item for item in sorted(map(_feedback, verdicts), key=lambda f: f.created_at)}
                     FeedbackStore.upsert(connection, [item.row() for item in items.values()])
                     recorded += len(items)
-                self.feedback.save_scan_cursor(connection, last_seen, trace_id)
-            if len(rows) < self.batch:
+                self.feedback.save_scan_cursor(connection, *cursor)
+            if len(keys) < self.batch:
                 return recorded
 
     def _hold(self, connection: Connection) -> bool:
