@@ -44,10 +44,10 @@ def by_conversation(runs: Iterable[AgentRun], max_turns: int) -> list[Conversati
     for trace_runs in traces.values():
         for run in select_target(trace_runs, "trace"):
             turns.setdefault(str(run.conversation_id), []).append(turn_of(run))
-    return [shown(conversation_id, found, max_turns) for conversation_id, found in turns.items()]
+    return [recent_turns(conversation_id, found, max_turns) for conversation_id, found in turns.items()]
 
 
-def shown(conversation_id: str, turns: Sequence[Turn], max_turns: int) -> Conversation:
+def recent_turns(conversation_id: str, turns: Sequence[Turn], max_turns: int) -> Conversation:
     """A conversation of ``turns`` put in time order, keeping the last ``max_turns``."""
     ordered = sorted(turns, key=lambda turn: (turn.start_time is None, turn.start_time or datetime.min))
     kept, earlier = ordered[-max_turns:], ordered[:-max_turns]
