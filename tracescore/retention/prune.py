@@ -16,7 +16,6 @@ removed one more span retention later, with any straggler spans stored under it.
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from sqlalchemy import (
     delete,
     exists,
     false,
+    func,
     select,
     tuple_,
     update,
@@ -201,15 +201,19 @@ class Tombstones:
 _LOG_COUNT = (
     update(TRACES)
     .where(TRACES.c.trace_id == bindparam("expired_trace"))
-    .values(log_count=TRACES.c.log_count - bindparam("expired_logs"))
+    .values(
+        log_count=select(func.count()).where(LOGS.c.trace_id == TRACES.c.trace_id).scalar_subquery()
+    )
 )
+"""A trace's log count recounted, as ingest counts it (a count lowered by the records removed
+would inherit any miscount, and could then differ from ingest's next count)."""
 
 
 @dataclass(frozen=True, slots=True)
 class ExpiredLogs:
     """Log records older than the cut, except those of a trace still to be scored. The traces
-    that lose records get their ``log_count`` lowered to match, so an exporter's retry of one
-    of their spans is still recognised as nothing new and does not requeue them."""
+    that lose records get their ``log_count`` recounted, so an exporter's retry of one of their
+    spans is still recognised as nothing new and does not requeue them."""
 
     duration: float
 
@@ -225,15 +229,9 @@ class ExpiredLogs:
         )
         removed = delete(LOGS).where(LOGS.c.id.in_(chosen)).returning(LOGS.c.trace_id)
         traces = conn.execute(removed).scalars().all()
-        per_trace = Counter(trace_id for trace_id in traces if trace_id is not None)
-        if per_trace:  # in trace id order, as ingest locks trace rows (no deadlock on PostgreSQL)
-            conn.execute(
-                _LOG_COUNT,
-                [
-                    {"expired_trace": trace_id, "expired_logs": count}
-                    for trace_id, count in sorted(per_trace.items())
-                ],
-            )
+        touched = sorted({trace_id for trace_id in traces if trace_id is not None})
+        if touched:  # in trace id order, as ingest locks trace rows (no deadlock on PostgreSQL)
+            conn.execute(_LOG_COUNT, [{"expired_trace": trace_id} for trace_id in touched])
         return Batch({"logs": len(traces)}, len(traces) >= limit)
 
 
