@@ -411,7 +411,8 @@ class Scorer:
         results = outcome.results
         for name, step in self._steps:
             ctx = StepContext(run, dict(results), outcome.score if name == "generate_reason" else None)
-            prompt, calls = None, []  # what a prompt step sent and its judge calls
+            prompt: str | None = None  # what a prompt step sent
+            calls: list[JudgeCall] = []  # and its judge calls
             t0 = time.perf_counter()
             try:
                 if isinstance(step, PromptStep):
@@ -517,10 +518,13 @@ def _constructed(model: type[_Model], values: dict[str, Any]) -> _Model:
 
 
 def _may_suspend(step: Step) -> bool:
+    return isinstance(step, PromptStep) or _is_async_callable(step)
+
+
+def _is_async_callable(fn: Callable[..., object]) -> bool:
     return (
-        isinstance(step, PromptStep)
-        or inspect.iscoroutinefunction(step)
-        or inspect.iscoroutinefunction(getattr(step, "__call__", None))  # noqa: B004 - a callable object's own method
+        inspect.iscoroutinefunction(fn)
+        or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004 - a callable object's own method
     )
 
 
@@ -589,15 +593,20 @@ def scorer(
             return {"score": score, "reason": reason}
 
         analyze: StepFunction
-        if inspect.iscoroutinefunction(fn):
+        if _is_async_callable(fn):  # a callable object's async __call__ too, as _may_suspend
 
             async def analyze(ctx: StepContext) -> dict[str, Any]:
-                return split(await fn(ctx.run))
+                value = fn(ctx.run)
+                return split(await value if inspect.isawaitable(value) else value)
 
         else:
 
             def analyze(ctx: StepContext) -> dict[str, Any]:
-                return split(fn(ctx.run))
+                value = fn(ctx.run)
+                if inspect.isawaitable(value):
+                    raise TypeError(f"scorer {id!r}: a plain function returned an awaitable; "
+                                    "declare it 'async def'")
+                return split(value)
 
         built = create_scorer(id=id, description=description or (fn.__doc__ or "").strip(),
                               version=version, name=name, needs_answer=needs_answer)
