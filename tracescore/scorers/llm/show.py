@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +73,11 @@ class ShownPrompt:
     messages: list[dict[str, str]]
 
 
+async def _awaited(value: Awaitable[object]) -> object:
+    """``asyncio.run`` takes a coroutine; an async step may return any awaitable."""
+    return await value
+
+
 def shown_prompts(scorer: Scorer, run: Any = None) -> list[ShownPrompt]:
     """Every prompt step of ``scorer`` rendered on ``run`` (default :data:`EXAMPLE_RUN`)."""
     from tracescore.judge.structured import request_messages  # light, but judge-side
@@ -87,13 +93,15 @@ def shown_prompts(scorer: Scorer, run: Any = None) -> list[ShownPrompt]:
             instructions = step.instructions if step.instructions is not None else scorer.instructions
             messages = request_messages(step.create_prompt(ctx), instructions, schema)
             shown.append(ShownPrompt(name, schema.__name__ if schema else None, messages))
-            value = step.sketch(ctx) if step.sketch is not None else None
+            value: object = step.sketch(ctx) if step.sketch is not None else None
+            if isinstance(value, ScoreOutput):  # a bare score step's result is the number
+                value = value.score
         else:
             value = step(ctx)
             if inspect.isawaitable(value):
-                value = asyncio.run(value)
+                value = asyncio.run(_awaited(value))
         if name == "generate_score":
-            score = value
+            score = float(value) if isinstance(value, int | float) else None
         results[f"{name}_step_result"] = value
     return shown
 
