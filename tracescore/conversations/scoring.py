@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from tracescore.assemble.promoter import promote_interval
 from tracescore.backoff import Backoff
 from tracescore.conversations.config import ConversationsConfig
 from tracescore.conversations.turns import earlier_summary, turn_of
@@ -88,8 +89,10 @@ class ConversationScoring:
 
         Up to ``workers.claim_batch`` conversations are in flight at once, each a task of its
         own, and more are claimed as soon as one finishes: a conversation waiting on a slow
-        judge holds back no other."""
-        poll = self.worker.config.poll_interval
+        judge holds back no other. Ready conversations are looked for as often as readiness
+        needs (every half idle timeout, at most every second): each look is a write
+        transaction, and conversations wait minutes, not the trace worker's fraction of a second."""
+        poll = promote_interval(self.config.idle_timeout)
         in_flight: set[asyncio.Task[list[StoredScore]]] = set()
         try:
             while True:
