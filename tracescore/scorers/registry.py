@@ -149,18 +149,20 @@ class ScorerEntry:
     @property
     def factory(self) -> Callable[..., Scorer]:
         """The factory, validating options against the schema when the entry has one."""
-        if self.schema is None:
+        schema = self.schema
+        if schema is None:
             return self.create
-        return self._build
 
-    def _build(self, **options: Any) -> Scorer:
-        # Only the options given are passed on, so the factory's own defaults apply to the rest.
-        judge = options.pop("model", None) if self.uses_judge else None
-        parsed = self.schema.model_validate(options)
-        kwargs = {name: getattr(parsed, name) for name in parsed.model_fields_set}
-        if self.uses_judge:
-            kwargs["model"] = judge
-        return self.create(**kwargs)
+        def build(**options: Any) -> Scorer:
+            # Only the options given are passed on, so the factory's own defaults apply to the rest.
+            judge = options.pop("model", None) if self.uses_judge else None
+            parsed = schema.model_validate(options)
+            kwargs = {name: getattr(parsed, name) for name in parsed.model_fields_set}
+            if self.uses_judge:
+                kwargs["model"] = judge
+            return self.create(**kwargs)
+
+        return build
 
     def options(self) -> list[OptionInfo]:
         """The scorer's options (``model`` excluded: bindings name a judge instead)."""

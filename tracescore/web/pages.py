@@ -388,7 +388,7 @@ def runs_page(engine: Engine, where: ScoreFilter) -> dict[str, Any]:
         version = queries.live_version(connection)
         rows = queries.lowest_scores(connection, where, RUNS_LIMIT, failed_too=True)
         total = queries.count_scores(connection, where)
-        (stats,) = aggregate_scores(connection, where) or [None]
+        stats = next(iter(aggregate_scores(connection, where)), None)  # one group, or none
     moments = stats.moments if stats is not None else Moments()
     return {
         "version": version,
