@@ -214,13 +214,28 @@ def test_tombstones_go_one_retention_after_their_spans(store: SpanStore) -> None
     assert pruner.run(NOW + 2 * DAY).removed.get("traces", 0) == 0  # 12 days: not yet twice 7
     assert _traces(store.engine)[OLD_SCORED][0] == "pruned"
 
-    report = pruner.run(NOW + 7 * DAY)  # the old trace's spans ended 17 days before, others 8
+    report = pruner.run(NOW + 8 * DAY)  # the old trace's spans ended 18 days before, others 9
 
     assert report.removed["traces"] == 1
     traces = _traces(store.engine)
     assert OLD_SCORED not in traces
     assert traces[RECENT_SCORED] == traces[STRADDLING] == ("pruned", 0, 0)
     assert OLD_SCORED not in _span_counts(store.engine)  # the straggler went with its tombstone
+
+
+def test_data_imported_long_after_the_fact_keeps_its_tombstone(store: SpanStore) -> None:
+    ancient = "9" * 32
+    store.write(_trace(ancient, NOW - 30 * DAY), received_at=NOW - 100)
+    store.queue.complete(store.queue.claim("worker", 10, 60, now=NOW), now=NOW)
+    pruner = Pruner(store.write_transaction, RetentionConfig(spans="7d"))
+
+    assert pruner.run(NOW).removed == {"spans": 1}
+    assert _traces(store.engine)[ancient] == ("pruned", 0, 0)  # arrived a moment ago
+    store.write(_trace(ancient, NOW - 30 * DAY), received_at=NOW + 1)  # the exporter retries
+    assert store.queue.claim("worker", 10, 60, now=NOW + 3600) == []
+
+    assert pruner.run(NOW + 7 * DAY + 2).removed == {"spans": 1, "traces": 1}
+    assert ancient not in _traces(store.engine)
 
 
 def test_sqlite_file_gives_freed_pages_back(tmp_path: Path) -> None:

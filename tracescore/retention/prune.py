@@ -10,7 +10,8 @@ Spans are pruned a trace at a time, never a few spans of a trace: once the last 
 trace ended before the cut, and only once the trace is scored (or failed), its spans are
 deleted and its queue row becomes a ``pruned`` tombstone, so a record arriving for it later can
 neither requeue it nor have a fragment of it scored over its kept scores. A tombstone is
-removed one more span retention later, with any straggler spans stored under it.
+removed one more span retention later (and a retention after anything last arrived for it),
+with any straggler spans stored under it.
 """
 
 from __future__ import annotations
@@ -174,8 +175,9 @@ class ExpiredTraces:
 
 @dataclass(frozen=True, slots=True)
 class Tombstones:
-    """Queue rows of pruned traces, one more span retention after their spans went, with any
-    spans that arrived for them since."""
+    """Queue rows of pruned traces, with any spans that arrived for them since: once the trace's
+    last span is twice the retention old and nothing arrived for it for a retention (so data
+    imported long after the fact keeps its tombstone a while too)."""
 
     duration: float
 
@@ -186,6 +188,7 @@ class Tombstones:
                 .where(
                     TRACES.c.state == TraceState.PRUNED,
                     TRACES.c.end_time_ns < _ns(now - 2 * self.duration),
+                    TRACES.c.last_seen < now - self.duration,
                 )
                 .limit(limit),
                 conn,
