@@ -50,7 +50,8 @@ def test_demo_traces_are_stored_and_scored(tmp_path: Path) -> None:
     assert coverage[DEGRADING_AGENT] < min(v for k, v in coverage.items() if k != DEGRADING_AGENT)
 
     store = open_store(server.db_url)
-    trace = store.load_trace(rows[0]["trace_id"])
+    # A tool-using agent's trace (the chat agent's turns have neither reasoning nor tools).
+    trace = store.load_trace(next(r["trace_id"] for r in rows if r["agent"] != CHAT_AGENT))
     agent_run = next(run for run in extract_runs(trace) if run.primary)
     parts = [part.type for part in agent_run.output[0].content.parts]
     assert agent_run.convention == "otel-genai" and agent_run.input.system_messages
