@@ -9,6 +9,7 @@ import typer
 
 from tracescore.dbcli import database_errors, db_app
 from tracescore.feedback.cli import calibrate, export
+from tracescore.offline.report import Format
 
 if TYPE_CHECKING:
     from tracescore.config import Config
@@ -191,7 +192,7 @@ def score(
     scorer: list[str] = _SCORER_OPTION,
     judge: str | None = _JUDGE_OPTION,
     api_base: str | None = _API_BASE_OPTION,
-    fmt: str = typer.Option("table", "--format", help="table, json or csv."),
+    fmt: Format = typer.Option("table", "--format", help="table, json or csv."),
     fail_under: list[str] = typer.Option(
         [], "--fail-under", help="BINDING=MIN: exit 1 when that binding's mean score is below MIN."
     ),
@@ -227,8 +228,6 @@ def score(
     from tracescore.pipeline.bindings import BindingError
     from tracescore.store.scores import StoredScore
 
-    if fmt not in ("table", "json", "csv"):
-        _usage_error(f"--format must be table, json or csv, not {fmt!r}")
     try:
         config = _load_config(config_file)
         minimums = parse_thresholds(fail_under, "--fail-under")
@@ -363,7 +362,7 @@ def rescore(
     judge: str | None = _JUDGE_OPTION,
     api_base: str | None = _API_BASE_OPTION,
     concurrency: int = typer.Option(8, "--concurrency", min=1, help="Traces scored at once."),
-    fmt: str = typer.Option("table", "--format", help="table, json or csv."),
+    fmt: Format = typer.Option("table", "--format", help="table, json or csv."),
 ) -> None:
     """Score stored traces again with the current scorer versions (stored beside older ones)."""
     import asyncio
@@ -374,9 +373,8 @@ def rescore(
     from tracescore.offline.rescore import Backfill, parse_since
     from tracescore.offline.specs import SpecError, resolve_bindings
     from tracescore.pipeline.bindings import BindingError, compile_bindings
+    from tracescore.store.scores import StoredScore
 
-    if fmt not in ("table", "json", "csv"):
-        _usage_error(f"--format must be table, json or csv, not {fmt!r}")
     try:
         config = _load_config(config_file)
         start = parse_since(since)
@@ -411,10 +409,11 @@ def rescore(
 
         emitter = EvaluationEmitter(config.export)
 
-    def scored(rows: list[dict[str, Any]]) -> None:
+    def scored(rows: list[StoredScore]) -> None:
         advance(1)
-        for row in rows if emitter is not None else ():
-            emitter.emit(row)
+        if emitter is not None:
+            for row in rows:
+                emitter.emit(row)
 
     try:
         with progress_bar("re-scoring", len(trace_ids)) as advance:
@@ -578,25 +577,26 @@ def _usage_error(message: str) -> NoReturn:
 def _with_overrides(config: Config, overrides: dict[str, tuple[str, object]]) -> Config:
     """``config`` with command-line values applied (``{flag: (dotted key, value or None)}``),
     each validated by its section's model so a bad flag is refused like a bad config key."""
-    from pydantic import ValidationError
+    from pydantic import BaseModel, ValidationError
 
     from tracescore.config import ConfigError
 
-    updates: dict[str, object] = {}
+    values: dict[str, object] = {}
+    sections: dict[str, BaseModel] = {}
     for flag, (dotted, value) in overrides.items():
         if value is None:
             continue
         section, _, key = dotted.rpartition(".")
         if not section:
-            updates[key] = value
+            values[key] = value
             continue
-        current = updates.get(section, getattr(config, section))
+        current: BaseModel = sections.get(section, getattr(config, section))
         try:
-            updates[section] = type(current).model_validate({**current.model_dump(), key: value})
+            sections[section] = type(current).model_validate({**current.model_dump(), key: value})
         except ValidationError as exc:
             message = exc.errors(include_input=False, include_url=False)[0]["msg"]
             raise ConfigError(f"invalid {flag}: {message}") from None
-    return config.model_copy(update=updates)
+    return config.model_copy(update={**values, **sections})
 
 
 def _load_config(path: Path | None) -> Config:

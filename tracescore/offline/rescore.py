@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import select
 
@@ -28,7 +27,14 @@ from tracescore.pipeline.config import WorkersConfig
 from tracescore.pipeline.sampling import is_sampled
 from tracescore.pipeline.worker import ScoringWorker
 from tracescore.store import SpanStore
-from tracescore.store.scores import ScoreRow, score_id, upsert_decisions, upsert_scores
+from tracescore.store.scores import (
+    SamplingDecision,
+    ScoreRow,
+    StoredScore,
+    score_id,
+    upsert_decisions,
+    upsert_scores,
+)
 from tracescore.store.table_of import table_of
 
 _DONE = ("ok", "not_scorable")
@@ -64,7 +70,7 @@ class Plan:
 
 @dataclass
 class Outcome:
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[StoredScore] = field(default_factory=list)
     traces_done: int = 0
     """Traces looked at (including those with nothing left to score)."""
     traces_scored: int = 0
@@ -147,7 +153,7 @@ class Backfill:
         trace_ids: Sequence[str],
         *,
         max_cost: float | None = None,
-        on_trace: Callable[[list[dict[str, Any]]], None] | None = None,
+        on_trace: Callable[[list[StoredScore]], None] | None = None,
         batch: int = 64,
     ) -> Outcome:
         """Score the traces' runs lacking current scores and store the rows.
@@ -167,7 +173,7 @@ class Backfill:
             mean = outcome.cost_usd / outcome.traces_scored if outcome.traces_scored else 0.0
             return outcome.cost_usd + (in_flight + 1) * mean < max_cost
 
-        async def one(trace_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        async def one(trace_id: str) -> tuple[list[StoredScore], list[SamplingDecision]]:
             nonlocal in_flight
             try:
                 runs, wanted, _pairs = await asyncio.to_thread(self._todo, trace_id)
@@ -200,7 +206,7 @@ class Backfill:
                 break
         return outcome
 
-    def _write(self, rows: list[dict[str, Any]], decisions: list[dict[str, Any]]) -> None:
+    def _write(self, rows: list[StoredScore], decisions: list[SamplingDecision]) -> None:
         with self.store.write_transaction() as connection:
             upsert_decisions(connection, decisions)
             upsert_scores(connection, rows)
