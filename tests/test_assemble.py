@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.test_store import _span
-from tracescore.spans import Span
+from tracescore.spans import LogRecord, Resource, Scope, Span
 from tracescore.store import ReadinessRules, SpanStore, open_store
 
 RULES = ReadinessRules(idle_timeout=5.0, max_wait=60.0, max_attempts=2)
@@ -170,3 +170,27 @@ def test_a_retry_of_stored_spans_does_not_send_a_scored_trace_back(store: SpanSt
     store.write(late, received_at=now + 2)
     summary = store.trace_summary("e" * 32)
     assert (summary.state, summary.generation, summary.span_count) == ("pending", 2, 3)
+
+
+def _log(trace_id: str, event_name: str, time_ns: int) -> LogRecord:
+    return LogRecord(
+        time_ns=time_ns, observed_time_ns=time_ns, trace_id=trace_id, span_id="0000000000000002",
+        event_name=event_name, severity_number=9, severity_text="INFO", body="", attributes={},
+        resource=Resource(attributes={"service.name": "chat"}), scope=Scope(name="app"),
+    )
+
+
+def test_an_evaluation_record_does_not_reopen_a_scored_trace_but_a_late_message_does(
+    store: SpanStore,
+) -> None:
+    """A verdict on a trace (human feedback, a re-emitted score) is stored without sending the
+    trace back to be scored; a late record of the run itself (a GenAI message event) is not."""
+    now = time.time()
+    store.write(_trace("f" * 32), received_at=now - 10)
+    (claim,) = store.queue.claim("w", 10, 30, now=now)
+    store.queue.complete([claim], now=now)
+    store.write([], [_log("f" * 32, "gen_ai.evaluation.result", time.time_ns())], received_at=now + 1)
+    assert store.trace_summary("f" * 32).state == "scored"
+    assert [r.event_name for r in store.load_trace("f" * 32).logs] == ["gen_ai.evaluation.result"]
+    store.write([], [_log("f" * 32, "gen_ai.choice", time.time_ns())], received_at=now + 2)
+    assert store.trace_summary("f" * 32).state == "pending"

@@ -45,7 +45,7 @@ from tracescore.store.alerts import AlertEventRow, AlertStateRow
 from tracescore.store.judge_cache import JudgeVerdict
 from tracescore.store.scores import SamplingDecisionRow, SamplingTallyRow, ScoreRow
 from tracescore.store.tables import LogRow, SpanRow, TraceRow
-from tracescore.store.trace_queue import TraceState
+from tracescore.store.trace_queue import EVALUATION_EVENT, TraceState
 
 WriteTransaction = Callable[[], AbstractContextManager[Connection]]
 
@@ -205,7 +205,9 @@ _LOG_COUNT = (
     update(TRACES)
     .where(TRACES.c.trace_id == bindparam("expired_trace"))
     .values(
-        log_count=select(func.count()).where(LOGS.c.trace_id == TRACES.c.trace_id).scalar_subquery()
+        log_count=select(func.count())
+        .where(LOGS.c.trace_id == TRACES.c.trace_id, LOGS.c.event_name != EVALUATION_EVENT)
+        .scalar_subquery()
     )
 )
 """A trace's log count recounted, as ingest counts it (a count lowered by the records removed
