@@ -391,4 +391,5 @@ def test_a_running_service_prunes_while_spans_arrive(db_url: str, tmp_path: Path
     assert 'tracescore_retention_removed_total{kind="spans"} 48.0' in exposition
     assert 'tracescore_retention_removed_total{kind="logs"} 12.0' in exposition
     assert "tracescore_retention_last_pass_timestamp_seconds" in exposition
+    assert "tracescore_retention_last_pass_duration_seconds" in exposition
     engine.dispose()
