@@ -7,12 +7,16 @@ import asyncio
 
 from tracescore.scorers.base import ScorerRun, StepContext, create_scorer, scorer
 
+SCORED: list[str] = []
+"""The conversations ``turn_order`` scored, in order (tests of exactly-once read it)."""
+
 
 @scorer(id="turn-order", description="the number of turns; the reason lists what the user said, in order")
 def turn_order(run: ScorerRun) -> tuple[float, str]:
     conversation = run.conversation
     if conversation is None:
         return 0.0, "not a conversation"
+    SCORED.append(conversation.id)
     said = " | ".join(turn.user for turn in conversation.turns)
     rebuilt = sum(turn.run is not None for turn in conversation.turns)
     earlier = f" [{conversation.earlier_summary}]" if conversation.earlier_summary else ""

@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from tests import conversation_scorers
 from tests.conftest import CAPTURES
 from tracescore.config import parse_config
 from tracescore.conversations.scoring import ConversationScoring
@@ -19,7 +20,7 @@ from tracescore.monitor.queries import ScoreFilter, aggregate_scores
 from tracescore.pipeline.runner import build_worker
 from tracescore.spans import Trace
 from tracescore.store import open_store
-from tracescore.store.conversations import ConversationRow
+from tracescore.store.conversations import ConversationRow, TurnRecord, record_turns
 from tracescore.store.scores import SamplingDecisionRow, ScoreRow, StoredScore
 
 FAR_FUTURE = 4_000_000_000.0
@@ -189,3 +190,36 @@ def test_a_slow_conversation_holds_back_no_other_and_is_handed_back_on_shutdown(
             select(table.c.attempts).where(table.c.conversation_id == "thread-mastra-ada")
         ).scalar_one()
     assert states == {"session-oi-ada": "scored", "thread-mastra-ada": "ready"} and attempts == 0
+
+
+def test_two_instances_score_each_conversation_exactly_once(db_url: str) -> None:
+    """Two workers (two instances on one database) race for 30 ready conversations: each is
+    claimed, scored and stored by one of them only."""
+    first = Pipeline(db_url, TURN_ORDER)
+    second = Pipeline(db_url, TURN_ORDER)
+    with first.store.write_transaction() as connection:
+        record_turns(connection, [
+            TurnRecord(conversation_id=f"chat-{n:02d}", trace_id=f"{n * 10 + turn:032x}", span_id=f"{n * 10 + turn:016x}",
+                       start_time_ns=turn, user_text=f"question {turn}", answer_text="answer", agent_name="bot",
+                       service_name="svc")
+            for n in range(30) for turn in range(2)
+        ], now=0.0)  # fmt: skip
+    conversation_scorers.SCORED.clear()
+
+    async def race() -> list[list[StoredScore]]:
+        async def drain(pipeline: Pipeline) -> list[StoredScore]:
+            rows: list[StoredScore] = []
+            loop = pipeline.conversations
+            while claims := await asyncio.to_thread(loop.queue.claim, loop.worker.owner, 4, 30.0, FAR_FUTURE):
+                for found in await asyncio.gather(*map(loop.process, claims)):
+                    rows.extend(found)
+            return rows
+
+        return list(await asyncio.gather(drain(first), drain(second)))
+
+    by_first, by_second = asyncio.run(race())
+    scored = [row.get("conversation_id") or "" for row in by_first + by_second]
+    assert sorted(scored) == [f"chat-{n:02d}" for n in range(30)]  # once each, all of them
+    assert sorted(conversation_scorers.SCORED) == sorted(scored)
+    assert len(first.stored()) == 30
+    second.store.close()
