@@ -23,7 +23,7 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 
 import uvicorn
 from fastapi import Depends, FastAPI, Request, Response
@@ -34,6 +34,7 @@ from tracescore import metrics
 from tracescore.apidocs import docs_router
 from tracescore.assemble.promoter import promote_interval, promote_periodically
 from tracescore.auth import ApiKeys, with_environment_keys
+from tracescore.background import BackgroundFactory
 from tracescore.config import Config, ServerConfig
 from tracescore.conversations.api import conversations_router
 from tracescore.feedback.api import feedback_router
@@ -53,9 +54,6 @@ from tracescore.web.auth import DashboardKeys
 from tracescore.web.traces_api import traces_router
 
 log = logging.getLogger(__name__)
-
-BackgroundFactory = Callable[[], Awaitable[None]]
-
 
 def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -> FastAPI:
     """The HTTP app: OTLP receiver, ``/healthz`` and the trace read API.

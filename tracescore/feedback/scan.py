@@ -17,13 +17,14 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from sqlalchemy import and_, or_, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql import ColumnElement
 
+from tracescore.background import BackgroundFactory
 from tracescore.backoff import Backoff, repeat
 from tracescore.extract.feedback import EVALUATION_EVENT, HumanVerdict, log_verdict, span_verdicts
 from tracescore.monitor.lease import acquire_lease, release_lease
@@ -162,7 +163,7 @@ class FeedbackScanner:
             release_lease(connection, self.owner, LEASE_NAME)
 
 
-def feedback_scan_task(store: SpanStore, interval: float) -> Callable[[], Awaitable[None]]:
+def feedback_scan_task(store: SpanStore, interval: float) -> BackgroundFactory:
     """A :meth:`Service.add_background` factory: a look for OTLP feedback every ``interval``
     (by whichever instance holds the lease, which outlasts a few missed looks)."""
     scanner = FeedbackScanner(store, lease_seconds=max(60.0, 4 * interval))

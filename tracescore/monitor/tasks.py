@@ -7,11 +7,11 @@ exports the same backlog whichever instance promoted or claimed the traces.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 
 from sqlalchemy import Engine, func, select
 
 from tracescore import metrics
+from tracescore.background import BackgroundFactory
 from tracescore.backoff import Backoff, repeat
 from tracescore.monitor.alerts import AlertEvaluator
 from tracescore.monitor.config import AlertsConfig, MonitorConfig
@@ -40,7 +40,7 @@ def sample_trace_states(engine: Engine) -> None:
 
 def monitoring_task(
     engine: Engine, alerts: AlertsConfig, monitor: MonitorConfig
-) -> Callable[[], Awaitable[None]]:
+) -> BackgroundFactory:
     """A :meth:`Service.add_background` factory: sample the backlog gauges every
     ``monitor.gauge_interval`` and run an alert round every ``monitor.evaluation_interval``
     (a round does nothing unless this instance holds the evaluator lease). While the database

@@ -19,13 +19,15 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import os
 import signal
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from tracescore import children, metrics
+from tracescore.background import BackgroundFactory
 from tracescore.children import Child
 from tracescore.pipeline.config import ScoringConfig
 from tracescore.store import SpanStore, open_store
@@ -90,7 +92,7 @@ def replay(report: dict[str, Any]) -> None:
             getattr(metrics, name)(*args, **kwargs)
 
 
-def scoring_processes_task(config: ScoringConfig, store: SpanStore) -> Callable[[], Awaitable[None]]:
+def scoring_processes_task(config: ScoringConfig, store: SpanStore) -> BackgroundFactory:
     """The service's background task that runs ``workers.processes`` scoring processes: starts
     them, replaces any that dies, and stops them when cancelled (the service stopping)."""
     url = store.engine.url.render_as_string(hide_password=False)
@@ -143,14 +145,14 @@ def main() -> None:
         store.close()
 
 
-async def _work(pipeline: Callable[[], Awaitable[None]]) -> None:
+async def _work(pipeline: BackgroundFactory) -> None:
     """Run the pipeline until standard input ends (the service stopped or died)."""
     loop = asyncio.get_running_loop()
     ended = asyncio.Event()
 
     def read() -> None:
         try:
-            data = sys.stdin.buffer.raw.read(65536)  # type: ignore[attr-defined]
+            data = os.read(sys.stdin.fileno(), 65536)  # unbuffered: what is there, or b"" at the end
         except OSError:
             data = b""
         if not data:

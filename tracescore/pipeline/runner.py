@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Callable
 
 from tracescore import metrics
+from tracescore.background import BackgroundFactory
 from tracescore.pipeline.bindings import compile_bindings
 from tracescore.pipeline.config import ScoringConfig
 from tracescore.pipeline.worker import PipelineMetrics, ScoringWorker
 from tracescore.store import SpanStore
+from tracescore.store.scores import StoredScore
 
 
 def build_worker(
     config: ScoringConfig,
     store: SpanStore,
-    emit: Callable[[dict[str, Any]], None] | None = None,
+    emit: Callable[[StoredScore], None] | None = None,
     metrics: PipelineMetrics = metrics,
 ) -> ScoringWorker:
     """A worker for ``config``'s bindings on ``store``; raises :class:`BindingError` early."""
@@ -33,7 +34,7 @@ def build_worker(
 
 def pipeline_task(
     config: ScoringConfig, store: SpanStore, metrics: PipelineMetrics = metrics
-) -> Callable[[], Awaitable[None]]:
+) -> BackgroundFactory:
     """The task that scores ready traces (and, with ``target: conversation`` bindings, ready
     conversations) and re-emits the scores: a background task of the service
     (``workers.processes: 0``) or the work of a scoring process."""

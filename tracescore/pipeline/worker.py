@@ -268,9 +268,9 @@ class ScoringWorker:
                     done, _ = await asyncio.wait(
                         batches | in_flight, timeout=self.config.poll_interval, return_when=asyncio.FIRST_COMPLETED
                     )
-                    for task in done & batches:
-                        batches.discard(task)
-                        in_flight.update(task.result()[1])
+                    for started in batches & done:
+                        batches.discard(started)
+                        in_flight.update(started.result()[1])
                     in_flight -= done
                 else:
                     await asyncio.sleep(self._database.remaining() or self.config.poll_interval)
@@ -345,8 +345,8 @@ class ScoringWorker:
         loaded = self.store.load_traces(list(sampling), settle=False) if sampling else {}
         now = datetime.now(UTC)
         for claim in claims:
-            verdicts = sampling.get(claim.trace_id)
-            if verdicts is None:
+            sampled = sampling.get(claim.trace_id)
+            if sampled is None:
                 continue
             trace = _Trace(claim)
             try:
@@ -355,7 +355,7 @@ class ScoringWorker:
                     found, only_primary=self._only_primary, conversation_attributes=self.conversation_attributes
                 ) if found is not None else []  # fmt: skip
                 trace.turn = _turn(trace.runs)
-                self._route(trace, verdicts, now)
+                self._route(trace, sampled, now)
             except Exception as exc:  # noqa: BLE001 - one trace's bug must not sink the batch
                 batch.failed.append((claim, f"{type(exc).__name__}: {exc}"))
                 continue

@@ -13,11 +13,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 from sqlalchemy import select
 
 from tracescore import metrics
+from tracescore.background import BackgroundFactory
 from tracescore.backoff import Backoff, repeat
 from tracescore.monitor.lease import LEADER, acquire_lease, release_lease
 from tracescore.retention.config import RetentionConfig
@@ -100,7 +101,7 @@ class RetentionLeader:
 
 def retention_task(
     store: SpanStore, config: RetentionConfig, owner: str
-) -> Callable[[], Awaitable[None]]:
+) -> BackgroundFactory:
     """A :meth:`Service.add_background` factory: look every ``min(interval, 60 s)`` whether a
     pass is due and, as lease holder, run it (in a thread). Does nothing without a retention
     for any kind; while the database is down it backs off, logging the outage once."""
