@@ -14,7 +14,7 @@ import pytest
 from scipy import stats
 
 from tests.feedback_support import kappa_of, pearson, ranks
-from tracescore.feedback.calibration import Pair, agreement, human_passes
+from tracescore.monitor.agreement import Pair, agreement, human_passes
 
 
 def _pairs(seed: int, n: int) -> list[Pair]:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import typer
 
 from tracescore.dbcli import database_errors, db_app
-from tracescore.feedback.cli import calibrate, export
+from tracescore.feedbackcli import calibrate, export
 from tracescore.offline.report import Format
 
 if TYPE_CHECKING:

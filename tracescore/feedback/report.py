@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Connection
 
-from tracescore.feedback.calibration import Agreement, Pair, agreement
+from tracescore.monitor.agreement import Agreement, Pair, agreement
 from tracescore.feedback.config import FeedbackConfig
 from tracescore.settings import parse_duration
 from tracescore.store.feedback import ScoredFeedback, as_utc, scored_feedback

@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from tracescore.feedback.calibration import Pair, agreement
+from tracescore.monitor.agreement import Pair, agreement
 from tracescore.monitor.config import (
     AgreementRule,
     AlertRule,

@@ -1,31 +1,20 @@
 """Durable storage: spans, logs, trace assembly state, and every other stage's tables.
 
 Open a store with :func:`open_store`; it builds the engine, imports every module listed in
-:data:`TABLE_MODULES` (so their SQLModel classes register on ``SQLModel.metadata``) and brings
+:data:`~tracescore.store.metadata.TABLE_MODULES` (so their SQLModel classes register on ``SQLModel.metadata``) and brings
 the schema to this release's (:mod:`tracescore.store.migrate`). A stage adding tables (scores,
 alerts, ...) defines SQLModel classes in its own module under ``tracescore/store/``, adds that
-module's name to :data:`TABLE_MODULES` and adds a revision under ``store/migrations/versions``.
+module's name to :data:`~tracescore.store.metadata.TABLE_MODULES` and adds a revision under ``store/migrations/versions``.
 """
 
 from __future__ import annotations
 
-import importlib
-
 from tracescore.store import migrate as schema
 from tracescore.store.engine import make_engine, normalize_url
+from tracescore.store.metadata import store_metadata
 from tracescore.store.migrations import SchemaError
 from tracescore.store.spanstore import SpanStore, TraceSummary
 from tracescore.store.trace_queue import ReadinessRules, TraceClaim, TraceQueue, TraceState
-
-TABLE_MODULES: list[str] = [
-    "tracescore.store.tables",
-    "tracescore.store.judge_cache",
-    "tracescore.store.scores",
-    "tracescore.store.alerts",
-    "tracescore.store.feedback",
-    "tracescore.store.conversations",
-]
-"""Modules whose SQLModel table classes :func:`open_store` creates: the single list to extend."""
 
 
 def open_store(
@@ -38,8 +27,7 @@ def open_store(
     one. Processes started by a service that already did so pass ``create=False``. A database
     a newer release upgraded is refused either way (:class:`SchemaError`).
     """
-    for module in TABLE_MODULES:
-        importlib.import_module(module)
+    store_metadata()  # every table class registered, as the schema check compares them
     store = SpanStore(make_engine(url), rules)
     if create and migrate:
         schema.upgrade(store.engine)
@@ -49,7 +37,6 @@ def open_store(
 
 
 __all__ = [
-    "TABLE_MODULES",
     "ReadinessRules",
     "SchemaError",
     "SpanStore",

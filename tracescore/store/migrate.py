@@ -18,7 +18,6 @@ release does not know was upgraded by a newer one and is refused: downgrades are
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,9 +30,9 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.script.revision import RevisionError
 from alembic.util import CommandError
-from sqlalchemy import Connection, Engine, MetaData, inspect, text
-from sqlmodel import SQLModel
+from sqlalchemy import Connection, Engine, inspect, text
 
+from tracescore.store.metadata import store_metadata
 from tracescore.store.migrations import SchemaError
 from tracescore.store.migrations.baseline import BASELINE, adopt
 from tracescore.store.writelock import SqliteWriteLock
@@ -44,15 +43,6 @@ BASELINE_REVISION = "0001_baseline"
 """The revision that stands for the schema of databases created before migrations existed."""
 
 _SCRIPTS = Path(__file__).with_name("migrations")
-
-
-def store_metadata() -> MetaData:
-    """Every table the store's modules declare: what the revisions must add up to."""
-    from tracescore.store import TABLE_MODULES  # here: tracescore.store imports this module
-
-    for module in TABLE_MODULES:
-        importlib.import_module(module)
-    return SQLModel.metadata
 
 
 def alembic_config(connection: Connection | None = None) -> AlembicConfig:

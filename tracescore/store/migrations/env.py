@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from tracescore.store.migrate import store_metadata
+from tracescore.store.metadata import store_metadata
 
 if context.is_offline_mode():
     raise RuntimeError("tracescore migrations run on a live connection (tracescore db upgrade)")
