@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from tests.conftest import CAPTURES
 from tests.judge_server import JudgeServer, json_reply
 from tracescore.cli import app
-from tracescore.conversations.scoring import conversation_score_id
+from tracescore.pipeline.conversations import conversation_score_id
 from tracescore.extract.conversation import Turn
 from tracescore.ingest.files import load_traces
 from tracescore.judge import JudgeConfig

@@ -5,6 +5,6 @@ A chat assistant answers each user message in its own trace; what users care abo
 across those traces. The trace worker records each trace's turn (its primary agent run, when the
 trace names a conversation) in the same transaction as the trace's scores
 (:mod:`tracescore.store.conversations`); a conversation with no new turn for
-``conversations.idle_timeout`` is ready, and :mod:`tracescore.conversations.scoring` rebuilds it
+``conversations.idle_timeout`` is ready, and :mod:`tracescore.pipeline.conversations` rebuilds it
 from its most recent turns' traces and scores it, again whenever a later turn arrives.
 """

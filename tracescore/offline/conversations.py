@@ -16,12 +16,12 @@ from typing import Any
 
 import orjson
 
-from tracescore.conversations.scoring import conversation_score_id
 from tracescore.conversations.turns import earlier_summary, turn_of
 from tracescore.extract.conversation import Conversation, Turn
 from tracescore.extract.model import AgentRun, RunInput, SystemMessage
 from tracescore.pipeline.bindings import CompiledBinding, select_target
 from tracescore.pipeline.config import WorkersConfig
+from tracescore.pipeline.conversations import conversation_score_id
 from tracescore.pipeline.worker import ScoringWorker
 from tracescore.store.scores import StoredScore
 

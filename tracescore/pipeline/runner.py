@@ -47,7 +47,7 @@ def pipeline_task(
     worker = build_worker(config, store, emit=emit, metrics=metrics)
     loops = [worker.run]
     if worker.conversation_bindings:
-        from tracescore.conversations.scoring import ConversationScoring
+        from tracescore.pipeline.conversations import ConversationScoring
 
         conversations = ConversationScoring(worker, worker.conversation_bindings, config.conversations, emit)
         loops.append(conversations.run)

@@ -218,7 +218,7 @@ class ScoringWorker:
         self.bindings = [binding for binding in bindings if binding.config.target != "conversation"]
         """The bindings scoring runs of a trace."""
         self.conversation_bindings = [b for b in bindings if b.config.target == "conversation"]
-        """The bindings scoring whole conversations (:mod:`tracescore.conversations.scoring`):
+        """The bindings scoring whole conversations (:mod:`tracescore.pipeline.conversations`):
         with any, every trace is loaded, since its turn must be recorded whether or not a run
         binding samples it."""
         self.conversation_attributes = list(conversation_attributes)

@@ -114,7 +114,7 @@ class ScoreRow(SQLModel, table=True):
     agent: str | None = Field(default=None, max_length=200)
     model: str | None = Field(default=None, max_length=200)
     conversation_id: str | None = Field(default=None, max_length=200)
-    """Set on a conversation's score (:mod:`tracescore.conversations.scoring`), whose trace and
+    """Set on a conversation's score (:mod:`tracescore.pipeline.conversations`), whose trace and
     span are its last turn's; None on a run's."""
     created_at: datetime = Field(default_factory=_utcnow)
     updated_at: datetime = Field(default_factory=_utcnow)
