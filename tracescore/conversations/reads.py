@@ -17,10 +17,11 @@ from sqlalchemy import Connection, and_, or_, select
 
 from tracescore.store.conversations import ConversationRow, ConversationTurnRow, turns_of
 from tracescore.store.scores import ScoreRow
+from tracescore.store.table_of import table_of
 
-CONVERSATIONS = ConversationRow.__table__  # type: ignore[attr-defined]
-TURNS = ConversationTurnRow.__table__  # type: ignore[attr-defined]
-SCORES = ScoreRow.__table__  # type: ignore[attr-defined]
+CONVERSATIONS = table_of(ConversationRow)
+TURNS = table_of(ConversationTurnRow)
+SCORES = table_of(ScoreRow)
 
 _PUBLIC_COLUMNS = [column for column in SCORES.c if column.name != "steps"]
 

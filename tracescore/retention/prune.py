@@ -38,25 +38,21 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.sql.elements import ColumnElement
-from sqlmodel import SQLModel
 
 from tracescore.retention.config import RetentionConfig
 from tracescore.store.alerts import AlertEventRow, AlertStateRow
 from tracescore.store.judge_cache import JudgeVerdict
 from tracescore.store.scores import SamplingDecisionRow, SamplingTallyRow, ScoreRow
+from tracescore.store.table_of import table_of
 from tracescore.store.tables import LogRow, SpanRow, TraceRow
 from tracescore.store.trace_queue import EVALUATION_EVENT, TraceState
 
 WriteTransaction = Callable[[], AbstractContextManager[Connection]]
 
 
-def _table(model: type[SQLModel]) -> Table:
-    return model.__table__  # type: ignore[attr-defined]
-
-
-SPANS = _table(SpanRow)
-LOGS = _table(LogRow)
-TRACES = _table(TraceRow)
+SPANS = table_of(SpanRow)
+LOGS = table_of(LogRow)
+TRACES = table_of(TraceRow)
 
 
 SETTLED = (TraceState.SCORED, TraceState.FAILED)
@@ -249,21 +245,21 @@ def steps(config: RetentionConfig) -> Iterator[Step]:
     if (seconds := durations.get("logs")) is not None:
         yield ExpiredLogs(seconds)
     if (seconds := durations.get("scores")) is not None:
-        yield AgedRows("scores", _table(ScoreRow), ("id",), "created_at", seconds, _utc)
+        yield AgedRows("scores", table_of(ScoreRow), ("id",), "created_at", seconds, _utc)
     if (seconds := durations.get("sampling_decisions")) is not None:
         kind = "sampling_decisions"
-        yield AgedRows(kind, _table(SamplingDecisionRow), ("id",), "created_at", seconds, _utc)
-        tallies = _table(SamplingTallyRow)
+        yield AgedRows(kind, table_of(SamplingDecisionRow), ("id",), "created_at", seconds, _utc)
+        tallies = table_of(SamplingTallyRow)
         yield AgedRows(kind, tallies, ("binding", "minute"), "minute", seconds, _utc)
     if (seconds := durations.get("judge_cache")) is not None:
-        yield AgedRows("judge_cache", _table(JudgeVerdict), ("key",), "created_at", seconds, _utc)
+        yield AgedRows("judge_cache", table_of(JudgeVerdict), ("key",), "created_at", seconds, _utc)
     if (seconds := durations.get("alerts")) is not None:
         yield AgedRows(
-            "alerts", _table(AlertEventRow), ("id",), "at", seconds, float,
+            "alerts", table_of(AlertEventRow), ("id",), "at", seconds, float,
             also=lambda table, _cut: table.c.pending == false(),  # undelivered: still to send
         )
         yield AgedRows(
-            "alerts", _table(AlertStateRow), ("key",), "since", seconds, float,
+            "alerts", table_of(AlertStateRow), ("key",), "since", seconds, float,
             also=lambda table, cut: and_(table.c.state == "ok", table.c.evaluated_at < cut),
         )
 
