@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Connection
 
-from tracescore.monitor.agreement import Agreement, Pair, agreement
 from tracescore.feedback.config import FeedbackConfig
+from tracescore.monitor.agreement import Agreement, Pair, agreement
 from tracescore.settings import parse_duration
 from tracescore.store.feedback import ScoredFeedback, as_utc, scored_feedback
 
