@@ -35,7 +35,13 @@ from tracescore.extract.genai_messages import (
     parse_tool_definitions,
     split_system,
 )
-from tracescore.extract.model import ContextDocument, SpanInfo, TokenUsage, ToolInvocation
+from tracescore.extract.model import (
+    ContextDocument,
+    SpanInfo,
+    SpanKindName,
+    TokenUsage,
+    ToolInvocation,
+)
 from tracescore.spans import LogRecord, Span
 
 NAME = "otel-genai"
@@ -47,7 +53,7 @@ _LLM_OPERATIONS = frozenset({
     "chat.completions", "text.completions", "chat.streaming_completions",
     "text.streaming_completions",
 })
-_KINDS: dict[str, str] = {
+_KINDS: dict[str, SpanKindName] = {
     **dict.fromkeys(_LLM_OPERATIONS, "llm"),
     "invoke_agent": "agent",
     "execute_tool": "tool",
@@ -66,7 +72,7 @@ def detect(span: Span) -> bool:
     )
 
 
-def operation_kind(operation: str | None, attributes: Mapping[str, Any]) -> str:
+def operation_kind(operation: str | None, attributes: Mapping[str, Any]) -> SpanKindName:
     """The neutral span kind for a ``gen_ai.operation.name`` value.
 
     Spans without a known operation are LLM calls when they carry a model or messages (older
@@ -106,7 +112,7 @@ def fill_from_attributes(info: SpanInfo, attributes: Mapping[str, Any]) -> None:
     warnings = info.warnings
     created_at = timestamp(info.start_time_ns)
     operation = first_str(attributes, "gen_ai.operation.name")
-    info.kind = operation_kind(operation, attributes)  # type: ignore[assignment]
+    info.kind = operation_kind(operation, attributes)
     info.agent_name = first_str(attributes, "gen_ai.agent.name") or info.agent_name
     info.model = (
         first_str(attributes, "gen_ai.response.model", "gen_ai.request.model") or info.model

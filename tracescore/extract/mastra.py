@@ -51,6 +51,7 @@ from tracescore.extract.model import (
     Message,
     MessagePart,
     SpanInfo,
+    SpanKindName,
     TokenUsage,
     ToolDefinition,
     ToolInvocation,
@@ -65,7 +66,9 @@ UNSERIALIZABLE = frozenset({"[Not Serializable]", "[Function]", "[Circular]"})
 _TOOL_SPAN_TYPES = frozenset({"tool_call", "mcp_tool_call"})
 # A whole model call (all its steps); ``llm_generation`` is its name before Mastra 1.x.
 _GENERATION_TYPES = frozenset({"model_generation", "llm_generation"})
-_KINDS = {"model_inference": "llm", **dict.fromkeys(_TOOL_SPAN_TYPES, "tool")}
+_KINDS: dict[str, SpanKindName] = {
+    "model_inference": "llm", **dict.fromkeys(_TOOL_SPAN_TYPES, "tool")
+}
 # Mastra elides tool messages in ``mastra.model_step.input`` to these markers.
 _ELIDED_PREFIXES = ("[tool: ", "[tool-result: ", "[tool-call: ")
 _LEGACY_AGENT_METHODS = frozenset(
@@ -106,7 +109,7 @@ def _read_ai_tracing(span: Span, logs: list[LogRecord]) -> SpanInfo:
     info.convention = NAME
     # A span without a type (not seen so far) keeps the kind its GenAI operation gives.
     if span_type:
-        info.kind = _KINDS.get(span_type, "other")  # type: ignore[assignment]
+        info.kind = _KINDS.get(span_type, "other")
     info.provider = _provider(info.provider)
     warnings = info.warnings
     if info.kind == "tool":

@@ -27,6 +27,8 @@ ToolState = Literal[
 ]
 RunKind = Literal["agent", "llm", "tool"]
 SpanStatus = Literal["unset", "ok", "error"]
+SpanKindName = Literal["agent", "llm", "tool", "retrieval", "other"]
+"""The neutral kind every convention maps its spans to (the OTel span kind is another thing)."""
 
 
 class _Model(BaseModel):
@@ -192,7 +194,7 @@ class SpanInfo:
     span_id: str
     parent_span_id: str | None = None
     convention: str
-    kind: Literal["agent", "llm", "tool", "retrieval", "other"] = "other"
+    kind: SpanKindName = "other"
     name: str = ""
     agent_name: str | None = None
     model: str | None = None

@@ -44,14 +44,21 @@ from tracescore.extract.genai_messages import (
     split_system,
     text_message,
 )
-from tracescore.extract.model import ContextDocument, Message, SpanInfo, ToolInvocation
+from tracescore.extract.model import (
+    ContextDocument,
+    Message,
+    SpanInfo,
+    SpanKindName,
+    ToolInvocation,
+)
 from tracescore.spans import LogRecord, Span
 
 NAME = "openinference"
 
 _HANDOFF_PREFIX = "handoff to "  # openai-agents' handoff TOOL spans
-_KINDS = {"LLM": "llm", "AGENT": "agent", "TOOL": "tool", "RETRIEVER": "retrieval",
-          "RERANKER": "retrieval"}
+_KINDS: dict[str, SpanKindName] = {
+    "LLM": "llm", "AGENT": "agent", "TOOL": "tool", "RETRIEVER": "retrieval", "RERANKER": "retrieval",
+}
 
 
 def detect(span: Span) -> bool:
@@ -62,7 +69,7 @@ def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
     info = new_info(span, NAME)
     attributes = span.attributes
     span_kind = (as_str(attributes.get("openinference.span.kind")) or "").upper()
-    info.kind = _KINDS.get(span_kind, "other")  # type: ignore[assignment]
+    info.kind = _KINDS.get(span_kind, "other")
     info.model = first_str(attributes, "llm.model_name")
     info.provider = first_str(attributes, "llm.provider", "llm.system")
     info.usage = usage_from(

@@ -34,7 +34,7 @@ from tracescore.extract.genai_messages import (
     split_system,
     text_message,
 )
-from tracescore.extract.model import Message, SpanInfo
+from tracescore.extract.model import Message, SpanInfo, SpanKindName
 from tracescore.spans import LogRecord, Span
 
 NAME = "openllmetry"
@@ -49,7 +49,9 @@ _MARKERS = (
     "gen_ai.prompt.0.content",
     "gen_ai.completion.0.role",
 )
-_DECORATOR_KINDS = {"agent": "agent", "tool": "tool", "workflow": "other", "task": "other"}
+_DECORATOR_KINDS: dict[str, SpanKindName] = {
+    "agent": "agent", "tool": "tool", "workflow": "other", "task": "other"
+}
 
 
 def detect(span: Span) -> bool:
@@ -66,7 +68,7 @@ def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
     elif decorator is None:
         _read_indexed(span, info)
     if decorator is not None:
-        info.kind = _DECORATOR_KINDS.get(decorator, "other")  # type: ignore[assignment]
+        info.kind = _DECORATOR_KINDS.get(decorator, "other")
         _read_entity(span, info)
     info.agent_name = first_str(attributes, "gen_ai.agent.name") or (
         first_str(attributes, "traceloop.entity.name") if info.kind == "agent" else None

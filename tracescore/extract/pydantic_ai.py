@@ -36,7 +36,7 @@ from tracescore.extract.genai_messages import (
     split_system,
     text_message,
 )
-from tracescore.extract.model import SpanInfo, TokenUsage
+from tracescore.extract.model import SpanInfo, SpanKindName, TokenUsage
 from tracescore.spans import LogRecord, Span
 
 NAME = "pydantic-ai"
@@ -66,7 +66,7 @@ def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
         }
     info = new_info(span, NAME)
     genai.fill_from_attributes(info, attributes)
-    info.kind = kind  # type: ignore[assignment]
+    info.kind = kind
     if kind == "tool":
         info.tool_call = genai.tool_call_from(info, attributes)
         if not info.tool_call.tool_name:
@@ -78,7 +78,7 @@ def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
     return info
 
 
-def _kind(span: Span) -> str:
+def _kind(span: Span) -> SpanKindName:
     """The span kind by operation, or by the span names of versions that sent no operation."""
     operation = first_str(span.attributes, "gen_ai.operation.name")
     name = span.name
