@@ -24,7 +24,7 @@ from tracescore import metrics
 from tracescore.monitor.alerts import AlertEvaluator
 from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.config import AlertsConfig, MonitorConfig, RegressionRule
-from tracescore.monitor.lease import acquire_lease
+from tracescore.store.leases import acquire_lease
 from tracescore.monitor.rules import BaselineCache, evaluate_rule
 from tracescore.store import SpanStore, open_store
 

@@ -22,7 +22,7 @@ from sqlalchemy.engine import Engine
 from tests.agent_otlp import AgentTrace, agent_trace, export_logs_request, export_request
 from tests.server_process import start_server
 from tracescore import metrics
-from tracescore.monitor.lease import acquire_lease
+from tracescore.store.leases import acquire_lease
 from tracescore.retention.config import RetentionConfig
 from tracescore.retention.prune import Pruner
 from tracescore.retention.task import RetentionLeader

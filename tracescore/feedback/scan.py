@@ -27,9 +27,9 @@ from sqlalchemy.sql import ColumnElement
 from tracescore.background import BackgroundFactory
 from tracescore.backoff import Backoff, repeat
 from tracescore.extract.feedback import EVALUATION_EVENT, HumanVerdict, log_verdict, span_verdicts
-from tracescore.monitor.lease import acquire_lease, release_lease
 from tracescore.store import SpanStore, codec
 from tracescore.store.feedback import Feedback, FeedbackStore
+from tracescore.store.leases import acquire_lease, release_lease
 from tracescore.store.table_of import table_of
 from tracescore.store.tables import LogRow, SpanRow, TraceRow
 

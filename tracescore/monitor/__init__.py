@@ -6,7 +6,7 @@
 - :mod:`~tracescore.monitor.rules`: rule verdicts; :mod:`~tracescore.monitor.stats`: Welch's
   t-test and SQL-compatible percentiles;
 - :mod:`~tracescore.monitor.alerts`: state, notifications and the evaluator;
-  :mod:`~tracescore.monitor.lease`: one evaluator among instances;
+  its lease (:mod:`~tracescore.store.leases`) keeps one evaluator among instances;
   :mod:`~tracescore.monitor.channels`: webhook, Slack-compatible and log channels;
 - :mod:`~tracescore.monitor.tasks`: the service's background task.
 """

@@ -6,7 +6,7 @@ notification to the outbox for each transition in the same transaction, then del
 outbox. Because state and outbox are in the database, a restart neither re-fires nor loses a
 notification, and only the instance holding the lease evaluates.
 
-Verdicts come from :mod:`tracescore.monitor.rules`, the lease from :mod:`tracescore.monitor.lease`.
+Verdicts come from :mod:`tracescore.monitor.rules`, the lease from :mod:`tracescore.store.leases`.
 The clock is injected, so tests and the benchmark replay days of windows without sleeping.
 """
 
@@ -31,9 +31,9 @@ from sqlalchemy.engine import Connection
 from tracescore import metrics
 from tracescore.monitor.channels import Channel, build_channels
 from tracescore.monitor.config import AlertRule, AlertsConfig, MonitorConfig, RegressionRule
-from tracescore.monitor.lease import acquire_lease, release_lease
 from tracescore.monitor.rules import BaselineCache, Verdict, evaluate_rule, finite
 from tracescore.store.alerts import AlertEventRow, AlertStateRow, dialect_insert
+from tracescore.store.leases import acquire_lease, release_lease
 from tracescore.store.outage import database_unavailable
 from tracescore.store.table_of import table_of
 

@@ -1,7 +1,7 @@
 """Retention in a running service: one replica prunes every ``retention.interval``.
 
 The replicas sharing a database agree through the lease alerts use
-(:mod:`tracescore.monitor.lease`), under its own name. The lease doubles as the schedule: after
+(:mod:`tracescore.store.leases`), under its own name. The lease doubles as the schedule: after
 a pass, its holder extends it to the pass's start plus the interval, so no replica (itself
 included) starts another pass before then, and whichever replica polls first once it runs out
 takes the next one. During a pass the
@@ -20,11 +20,11 @@ from sqlalchemy import select
 from tracescore import metrics
 from tracescore.background import BackgroundFactory
 from tracescore.backoff import Backoff, repeat
-from tracescore.monitor.lease import LEADER, acquire_lease, release_lease
 from tracescore.retention.config import RetentionConfig
 from tracescore.retention.prune import PassReport, Pruner
 from tracescore.retention.vacuum import reclaim_space
 from tracescore.store import SpanStore
+from tracescore.store.leases import LEADER, acquire_lease, release_lease
 
 log = logging.getLogger(__name__)
 

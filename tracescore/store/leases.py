@@ -1,8 +1,8 @@
-"""The evaluator lease: exactly one instance among those sharing a database evaluates rules.
+"""Leases: exactly one instance among those sharing a database runs a task at a time (alert
+evaluation, retention, the OTLP feedback scan), and another takes over when it stops renewing.
 
-One row (``alert_leader``) per lease name holds the owner and an expiry (retention prunes under
-a lease of its own name). Taking or renewing it is a single
-upsert, atomic on SQLite and PostgreSQL alike, so no separate lock service is needed.
+One row (``alert_leader``) per lease name holds the owner and an expiry. Taking or renewing it
+is a single upsert, atomic on SQLite and PostgreSQL alike, so no separate lock service is needed.
 """
 
 from __future__ import annotations
