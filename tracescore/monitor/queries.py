@@ -169,6 +169,13 @@ class GroupStats:
     quantiles: dict[float, float]
 
     @property
+    def start(self) -> datetime:
+        """The bucket's start, for aggregates asked per time bucket (``bucket_seconds``)."""
+        if self.bucket is None:
+            raise ValueError("these aggregates were not grouped by time bucket")
+        return self.bucket
+
+    @property
     def error_rate(self) -> float | None:
         return self.errors / self.attempted if self.attempted else None
 

@@ -225,34 +225,34 @@ def _series(
 ) -> str:
     """One mean line with its points (and, for the unsplit chart, its p10 line)."""
     centre = bucket / 2
-    scored = [b for b in line.buckets if b.mean is not None]
+    scored = [(b, b.mean) for b in line.buckets if b.mean is not None]
     colour = "" if overall else f" {_colour_class(line.colour)}"
     parts = [f'<g class="series{colour}" data-segment="{escape(line.name)}">']
     for segment in _contiguous(scored, bucket):
         if len(segment) > 1:
-            mean_line = " ".join(f"{_num(x(b.start + centre))},{_num(y(b.mean))}" for b in segment)  # type: ignore[arg-type]
+            mean_line = " ".join(f"{_num(x(b.start + centre))},{_num(y(mean))}" for b, mean in segment)
             parts.append(f'<polyline class="mean" points="{mean_line}"/>')
             if overall:
                 p10_line = " ".join(
                     f"{_num(x(b.start + centre))},{_num(y(b.p10))}"
-                    for b in segment
+                    for b, _ in segment
                     if b.p10 is not None
                 )
                 parts.append(f'<polyline class="p10" points="{p10_line}"/>')
-    for b in scored:
+    for b, mean in scored:
         who = "" if overall else f"{line.name}: "
         figures = (
-            f"mean {b.mean:.3f}, p10 {_fmt(b.p10)}, p90 {_fmt(b.p90)}, n={b.count}"
+            f"mean {mean:.3f}, p10 {_fmt(b.p10)}, p90 {_fmt(b.p90)}, n={b.count}"
             if overall
-            else f"mean {b.mean:.3f}, n={b.count}"
+            else f"mean {mean:.3f}, n={b.count}"
         )
         alerting = any(start < b.start + bucket and b.start < end for start, end in line.firing)
         tip = f"{who}{_stamp(b.start)} UTC: {figures}{', alert firing' if alerting else ''}"
         point = (
             f'<circle class="point{" alerting" if alerting else ""}" '
             f'cx="{_num(x(b.start + centre))}" '
-            f'cy="{_num(y(b.mean))}" r="3.5" data-start="{b.start.isoformat()}" '  # type: ignore[arg-type]
-            f'data-mean="{b.mean:.6f}"><title>{escape(tip)}</title></circle>'
+            f'cy="{_num(y(mean))}" r="3.5" data-start="{b.start.isoformat()}" '
+            f'data-mean="{mean:.6f}"><title>{escape(tip)}</title></circle>'
         )
         parts.append(_linked(point, line.href(b.start) if line.href else None, "point"))
     parts.append("</g>")
@@ -274,14 +274,17 @@ def _fmt(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
-def _contiguous(buckets: Sequence[Bucket], size: timedelta) -> list[list[Bucket]]:
-    """Runs of adjacent buckets: the mean line breaks where buckets had no scores."""
-    segments: list[list[Bucket]] = []
-    for b in buckets:
-        if segments and b.start - segments[-1][-1].start <= size:
-            segments[-1].append(b)
+def _contiguous(
+    scored: Sequence[tuple[Bucket, float]], size: timedelta
+) -> list[list[tuple[Bucket, float]]]:
+    """Runs of adjacent scored buckets (with their means): the mean line breaks where buckets
+    had no scores."""
+    segments: list[list[tuple[Bucket, float]]] = []
+    for point in scored:
+        if segments and point[0].start - segments[-1][-1][0].start <= size:
+            segments[-1].append(point)
         else:
-            segments.append([b])
+            segments.append([point])
     return segments
 
 

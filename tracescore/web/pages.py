@@ -254,7 +254,7 @@ def _colours(lines: Sequence[Line], preferred: dict[str, int]) -> dict[str, int 
 
 def _bucket(group: GroupStats) -> Bucket:
     return Bucket(
-        start=group.bucket,  # type: ignore[arg-type]
+        start=group.start,
         count=group.moments.n,
         mean=None if group.moments.n == 0 else group.moments.mean,
         p10=_finite(group.quantiles.get(0.1)),
@@ -268,7 +268,7 @@ def _merge(groups: Iterable[GroupStats]) -> list[Bucket]:
     """Buckets of several segments added up per bucket start (the "other" line)."""
     by_start: dict[datetime, list[GroupStats]] = defaultdict(list)
     for group in groups:
-        by_start[group.bucket].append(group)  # type: ignore[index]
+        by_start[group.start].append(group)
     merged = []
     for start in sorted(by_start):
         parts = by_start[start]
@@ -341,7 +341,7 @@ def _aggregates(
         split[group.group[0]].append(group)
     trends = {}
     for name, found in groups.items():
-        found.sort(key=lambda g: g.bucket)  # type: ignore[arg-type, return-value]
+        found.sort(key=lambda g: g.start)
         total = sum((g.moments for g in found), Moments())  # moments add up: no second query
         trends[name] = Trend(
             buckets=[_bucket(g) for g in found],
