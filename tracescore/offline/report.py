@@ -133,9 +133,9 @@ def _table(summaries: Sequence[BindingSummary], title: str) -> str:
         if show_cost:
             cells.append(f"{s.cost_usd:.6f}")
         table.add_row(*cells)
-    console = Console(file=io.StringIO(), width=120, force_terminal=False, color_system=None)
-    console.print(table)
-    return console.file.getvalue()  # type: ignore[attr-defined]
+    text = io.StringIO()
+    Console(file=text, width=120, force_terminal=False, color_system=None).print(table)
+    return text.getvalue()
 
 
 def _number(value: float | None) -> str:

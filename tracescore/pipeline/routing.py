@@ -14,15 +14,16 @@ from typing import Any
 from tracescore.extract.model import AgentRun
 from tracescore.pipeline.config import FilterConfig
 
-Matcher = Callable[[str], bool]
+Matcher = Callable[[str], object]
+"""Truthy when the value matches: a regex's match method (a match or None) or a bool test."""
 
 
 def compile_pattern(pattern: str) -> Matcher:
     """``re:<regex>`` (full match), a glob when it has ``*?[``, else an exact string."""
     if pattern.startswith("re:"):
-        return re.compile(pattern[3:]).fullmatch  # type: ignore[return-value]
+        return re.compile(pattern[3:]).fullmatch
     if any(ch in pattern for ch in "*?["):
-        return re.compile(fnmatch.translate(pattern)).match  # type: ignore[return-value]
+        return re.compile(fnmatch.translate(pattern)).match
     return pattern.__eq__
 
 

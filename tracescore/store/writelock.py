@@ -26,11 +26,12 @@ class SqliteWriteLock:
         self._threads.acquire()
         if self._path is None:
             return
-        if self._pid != os.getpid():  # a forked child must not share its parent's open lock file
+        # A forked child must not share its parent's open lock file.
+        if self._fd is None or self._pid != os.getpid():
             self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
             self._pid = os.getpid()
         try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX)  # type: ignore[arg-type]
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
         except BaseException:
             self._threads.release()
             raise
@@ -38,6 +39,6 @@ class SqliteWriteLock:
     def __exit__(
         self, _type: type[BaseException] | None, _value: BaseException | None, _tb: TracebackType | None
     ) -> None:
-        if self._path is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)  # type: ignore[arg-type]
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
         self._threads.release()
