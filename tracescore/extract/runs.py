@@ -51,6 +51,8 @@ from tracescore.extract.registry import CONVENTIONS, convention_for
 from tracescore.spans import Span, Trace
 
 _RESOLVED = frozenset({"result", "output-error", "output-denied"})
+AnsweredCall = tuple[ToolInvocation, MessagePart]
+"""A tool call an agent run already joined to its outcome, and the message part holding it."""
 
 
 @dataclass(eq=False)
@@ -392,7 +394,7 @@ class _Trajectory:
         return call is not None and call.state not in _RESOLVED
 
     def add_parts(
-        self, parts: list[MessagePart], answered: Mapping[str, MessagePart] | None = None
+        self, parts: list[MessagePart], answered: Mapping[str, AnsweredCall] | None = None
     ) -> None:
         """A step's output parts: reasoning first, then calls and text in the model's order.
 
@@ -410,7 +412,7 @@ class _Trajectory:
             elif invocation.state in _RESOLVED:
                 self.add_result(invocation)
             elif answered and (shared := answered.get(invocation.tool_call_id)) is not None:
-                self._add_call(shared.tool_invocation, shared)  # type: ignore[arg-type]
+                self._add_call(*shared)
             else:
                 self._add_call(invocation.model_copy())
 
@@ -640,19 +642,20 @@ class _Known:
     failed: dict[str, ToolInvocation]
     handed: dict[str, int] = field(default_factory=dict)
     agents: dict[str, AgentRun] = field(default_factory=dict)
-    _answered: dict[str, dict[str, MessagePart]] = field(default_factory=dict)
+    _answered: dict[str, dict[str, AnsweredCall]] = field(default_factory=dict)
 
-    def answered(self, agent_span_id: str) -> dict[str, MessagePart]:
-        """The agent run's answered tool-call parts by call id (built once per agent)."""
+    def answered(self, agent_span_id: str) -> dict[str, AnsweredCall]:
+        """The agent run's answered tool calls (with their parts) by call id (built once per
+        agent)."""
         found = self._answered.get(agent_span_id)
         if found is None:
             run = self.agents.get(agent_span_id)
             found = {
-                part.tool_invocation.tool_call_id: part
+                call.tool_call_id: (call, part)
                 for message in (run.output if run is not None else [])
                 for part in message.content.parts
-                if part.tool_invocation is not None and part.tool_invocation.tool_call_id
-                and part.tool_invocation.state in _RESOLVED
+                if (call := part.tool_invocation) is not None and call.tool_call_id
+                and call.state in _RESOLVED
             }
             self._answered[agent_span_id] = found
         return found
