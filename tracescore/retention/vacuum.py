@@ -56,8 +56,8 @@ def reclaim_space(
             step = min(free, PAGES_PER_STEP)
             # sqlite3's execute() steps a statement once, which frees one page; executescript
             # runs it to the end. (No transaction is open: the driver opens one before DML only.)
-            connection.connection.driver_connection.executescript(  # type: ignore[union-attr]
-                f"PRAGMA incremental_vacuum({step})"
-            )
+            driver = connection.connection.driver_connection
+            assert driver is not None, "a connection in use has its driver's (sqlite3's) connection"
+            driver.executescript(f"PRAGMA incremental_vacuum({step})")
         freed += step
     return freed * page_size

@@ -38,7 +38,9 @@ def _copy(table: str, columns: Sequence[str], conflict: str) -> BulkInsert:
     merge = f"INSERT INTO {table} ({names}) SELECT {names} FROM {staging} ON CONFLICT {conflict}"
 
     def insert(conn: Connection, rows: Sequence[tuple[Any, ...]]) -> None:
-        with conn.connection.driver_connection.cursor() as cursor:  # type: ignore[union-attr]
+        driver = conn.connection.driver_connection
+        assert driver is not None, "a connection in use has its driver's (psycopg's) connection"
+        with driver.cursor() as cursor:
             cursor.execute(create)
             with cursor.copy(f"COPY {staging} ({names}) FROM STDIN") as copy:
                 for row in rows:
