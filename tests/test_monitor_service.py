@@ -24,6 +24,7 @@ from tracescore.config import parse_config
 from tracescore.service import Service
 from tracescore.store import open_store
 from tracescore.store.alerts import AlertLeaderRow
+from tracescore.store.leases import LEASE_NAME
 
 CAPTURE = CAPTURES / "mastra" / "plain_chat" / "0001"
 
@@ -125,9 +126,11 @@ def test_two_served_instances_one_evaluator_metrics_and_api(tmp_path: Path, pg_u
     assert fired["status"] == "firing" and fired["segment"] == {"agent": "sales"}
     assert alerts["firing"] == 1 and [e["status"] for e in alerts["events"]] == ["firing"]
     assert len(scores["items"]) == 5 and scores["next_cursor"]
-    # The last instance's graceful stop released the lease too.
+    # The last instance's graceful stop released the alerts lease too (beside the leases of
+    # retention and the feedback scan, other tasks of the same table).
+    leases = AlertLeaderRow.__table__.c
     with store.engine.connect() as connection:
-        (expires_at,) = connection.execute(select(AlertLeaderRow.__table__.c.expires_at)).one()
+        (expires_at,) = connection.execute(select(leases.expires_at).where(leases.name == LEASE_NAME)).one()
     store.close()
     assert expires_at == 0.0
 
