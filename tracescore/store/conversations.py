@@ -30,7 +30,7 @@ from sqlmodel import Field, SQLModel
 
 from tracescore.store.bulk import BulkInsert, bulk_insert
 from tracescore.store.text import TextGuard
-from tracescore.store.trace_queue import TraceState
+from tracescore.store.trace_queue import LeasedQueueSql, TraceState
 
 MAX_ID_CHARS = 200
 TURN_TEXT_CHARS = 4_000
@@ -219,48 +219,8 @@ _PROMOTE_OVERDUE = text(
     f"UPDATE conversations SET state = '{TraceState.READY}' "
     f"WHERE state = '{TraceState.PENDING}' AND pending_since <= :cut"
 )
-_CLAIM = f"""
-WITH candidates AS MATERIALIZED (
-    SELECT conversation_id FROM (
-        SELECT conversation_id FROM conversations
-        WHERE state = '{TraceState.CLAIMED}' AND lease_expires < :now
-        ORDER BY last_seen LIMIT :limit {{lock}}
-    ) AS expired
-    UNION ALL
-    SELECT conversation_id FROM (
-        SELECT conversation_id FROM conversations WHERE state = '{TraceState.READY}'
-        ORDER BY last_seen LIMIT :limit {{lock}}
-    ) AS waiting
-)
-UPDATE conversations SET state = '{TraceState.CLAIMED}', lease_owner = :owner, lease_token = :token,
-    lease_expires = :expires, claimed_generation = conversations.generation,
-    attempts = conversations.attempts + 1
-FROM (SELECT conversation_id FROM candidates LIMIT :limit) AS chosen
-WHERE conversations.conversation_id = chosen.conversation_id
-RETURNING conversations.conversation_id, conversations.generation
-"""
-_CLAIM_SQLITE = text(_CLAIM.format(lock=""))
-_CLAIM_POSTGRES = text(_CLAIM.format(lock="FOR UPDATE SKIP LOCKED"))
-_COMPLETE = text(
-    f"""
-UPDATE conversations SET
-    state = CASE WHEN generation = :generation
-        THEN '{TraceState.SCORED}' ELSE '{TraceState.PENDING}' END,
-    pending_since = CASE WHEN generation = :generation THEN pending_since ELSE :now END,
-    scored_generation = :generation, attempts = 0, last_error = NULL,
-    lease_owner = NULL, lease_token = NULL, lease_expires = NULL
-WHERE conversation_id = :conversation_id AND lease_token = :token AND state = '{TraceState.CLAIMED}'
-"""
-)
-_RELEASE = text(
-    f"""
-UPDATE conversations SET
-    state = CASE WHEN CAST(:error AS TEXT) IS NOT NULL AND attempts >= :max_attempts
-        THEN '{TraceState.FAILED}' ELSE '{TraceState.READY}' END,
-    last_error = CAST(:error AS TEXT), lease_owner = NULL, lease_token = NULL, lease_expires = NULL,
-    attempts = CASE WHEN CAST(:error AS TEXT) IS NULL THEN attempts - 1 ELSE attempts END
-WHERE conversation_id = :conversation_id AND lease_token = :token AND state = '{TraceState.CLAIMED}'
-"""
+_SQL = LeasedQueueSql.of(
+    "conversations", "conversation_id", "conversations.conversation_id, conversations.generation"
 )
 
 
@@ -290,7 +250,7 @@ class ConversationQueue:
         expires = now + lease_seconds
         with self._write_transaction() as conn:
             self._promote(conn, now)
-            statement = _CLAIM_POSTGRES if conn.dialect.name == "postgresql" else _CLAIM_SQLITE
+            statement = _SQL.claim(conn.dialect.name)
             rows = conn.execute(
                 statement, {"owner": owner, "token": token, "expires": expires, "now": now, "limit": limit}
             ).all()
@@ -306,7 +266,7 @@ class ConversationQueue:
         if claims:
             now = time.time() if now is None else now
             conn.execute(
-                _COMPLETE,
+                _SQL.complete,
                 [{"generation": c.generation, "now": now, "conversation_id": c.conversation_id, "token": c.token}
                  for c in claims],
             )  # fmt: skip
@@ -316,7 +276,7 @@ class ConversationQueue:
         and after ``rules.max_attempts`` of them it is parked as ``failed``."""
         with self._write_transaction() as conn:
             conn.execute(
-                _RELEASE,
+                _SQL.release,
                 {"error": error if error is None else error[:2000], "max_attempts": self.rules.max_attempts,
                  "conversation_id": claim.conversation_id, "token": claim.token},
             )  # fmt: skip

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, TextClause, text
 
 from tracescore.store.journal import Journal
 
@@ -150,54 +150,75 @@ WHERE state = '{TraceState.PENDING}' AND pending_since <= :cut
 """
 )
 
-# Expired leases first, then ready traces oldest first, each read in index order up to the
-# limit: one candidate query with ``state = 'ready' OR (claimed and expired)`` sorted every
-# ready trace to find the oldest few (5 ms a claim behind a backlog of 20,000, measured).
-_CLAIM = f"""
+@dataclass(frozen=True, slots=True)
+class LeasedQueueSql:
+    """The claim, complete and release statements of a table of things scored under leases.
+
+    Traces and conversations move through the same states with the same leases and generations;
+    one template keeps their SQL the same, with only the table, its key and what a claim
+    returns told apart.
+    """
+
+    claim_sqlite: TextClause
+    claim_postgres: TextClause
+    complete: TextClause
+    release: TextClause
+
+    @classmethod
+    def of(cls, table: str, key: str, returning: str) -> LeasedQueueSql:
+        # Expired leases first, then ready rows oldest first, each read in index order up to
+        # the limit: one candidate query with ``state = 'ready' OR (claimed and expired)`` sorted
+        # every ready trace to find the oldest few (5 ms a claim behind a backlog of 20,000).
+        claim = f"""
 WITH candidates AS MATERIALIZED (
-    SELECT trace_id FROM (
-        SELECT trace_id FROM traces
+    SELECT {key} FROM (
+        SELECT {key} FROM {table}
         WHERE state = '{TraceState.CLAIMED}' AND lease_expires < :now
         ORDER BY last_seen LIMIT :limit {{lock}}
     ) AS expired
     UNION ALL
-    SELECT trace_id FROM (
-        SELECT trace_id FROM traces
+    SELECT {key} FROM (
+        SELECT {key} FROM {table}
         WHERE state = '{TraceState.READY}'
         ORDER BY last_seen LIMIT :limit {{lock}}
     ) AS waiting
 )
-UPDATE traces SET state = '{TraceState.CLAIMED}', lease_owner = :owner, lease_token = :token,
-    lease_expires = :expires, claimed_generation = traces.generation,
-    attempts = traces.attempts + 1
-FROM (SELECT trace_id FROM candidates LIMIT :limit) AS chosen
-WHERE traces.trace_id = chosen.trace_id
-RETURNING traces.trace_id, traces.generation, traces.span_count, traces.scored_generation
+UPDATE {table} SET state = '{TraceState.CLAIMED}', lease_owner = :owner, lease_token = :token,
+    lease_expires = :expires, claimed_generation = {table}.generation,
+    attempts = {table}.attempts + 1
+FROM (SELECT {key} FROM candidates LIMIT :limit) AS chosen
+WHERE {table}.{key} = chosen.{key}
+RETURNING {returning}
 """
-_CLAIM_SQLITE = text(_CLAIM.format(lock=""))
-_CLAIM_POSTGRES = text(_CLAIM.format(lock="FOR UPDATE SKIP LOCKED"))
-
-_COMPLETE = text(
-    f"""
-UPDATE traces SET
+        complete = f"""
+UPDATE {table} SET
     state = CASE WHEN generation = :generation
         THEN '{TraceState.SCORED}' ELSE '{TraceState.PENDING}' END,
     pending_since = CASE WHEN generation = :generation THEN pending_since ELSE :now END,
     scored_generation = :generation, attempts = 0, last_error = NULL,
     lease_owner = NULL, lease_token = NULL, lease_expires = NULL
-WHERE trace_id = :trace_id AND lease_token = :token AND state = '{TraceState.CLAIMED}'
+WHERE {key} = :{key} AND lease_token = :token AND state = '{TraceState.CLAIMED}'
 """
-)
-
-_RELEASE = text(
-    f"""
-UPDATE traces SET
+        release = f"""
+UPDATE {table} SET
     state = CASE WHEN CAST(:error AS TEXT) IS NOT NULL AND attempts >= :max_attempts
         THEN '{TraceState.FAILED}' ELSE '{TraceState.READY}' END,
     last_error = CAST(:error AS TEXT), lease_owner = NULL, lease_token = NULL, lease_expires = NULL,
     attempts = CASE WHEN CAST(:error AS TEXT) IS NULL THEN attempts - 1 ELSE attempts END
-WHERE trace_id = :trace_id AND lease_token = :token AND state = '{TraceState.CLAIMED}'
+WHERE {key} = :{key} AND lease_token = :token AND state = '{TraceState.CLAIMED}'
 """
+        return cls(
+            text(claim.format(lock="")), text(claim.format(lock="FOR UPDATE SKIP LOCKED")),
+            text(complete), text(release),
+        )
+
+    def claim(self, dialect: str) -> TextClause:
+        return self.claim_postgres if dialect == "postgresql" else self.claim_sqlite
+
+
+_SQL = LeasedQueueSql.of(
+    "traces", "trace_id",
+    "traces.trace_id, traces.generation, traces.span_count, traces.scored_generation",
 )
 
 
@@ -246,7 +267,7 @@ class TraceQueue:
         expires = now + lease_seconds
         with self._write_transaction() as conn:
             self._promote(conn, now)
-            statement = _CLAIM_POSTGRES if conn.dialect.name == "postgresql" else _CLAIM_SQLITE
+            statement = _SQL.claim(conn.dialect.name)
             rows = conn.execute(
                 statement, {"owner": owner, "token": token, "expires": expires, "now": now, "limit": limit}
             ).all()
@@ -269,7 +290,7 @@ class TraceQueue:
             for claim in claims
         ]
         with self._write_transaction() if conn is None else nullcontext(conn) as connection:
-            connection.execute(_COMPLETE, parameters)
+            connection.execute(_SQL.complete, parameters)
 
     def release(self, claim: TraceClaim, error: str | None = None) -> None:
         """Give a claimed trace back (e.g. on shutdown) so another worker takes it; with an
@@ -277,7 +298,7 @@ class TraceQueue:
         trace is parked as ``failed`` until new spans arrive."""
         with self._write_transaction() as conn:
             conn.execute(
-                _RELEASE,
+                _SQL.release,
                 {"error": error, "max_attempts": self.rules.max_attempts, "trace_id": claim.trace_id,
                  "token": claim.token},
             )
