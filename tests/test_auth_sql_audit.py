@@ -22,9 +22,13 @@ SQL = re.compile(
 # Interpolated expressions reviewed as code-known identifiers or constants, never request data.
 REVIEWED = {
     "TraceState.PENDING", "TraceState.READY", "TraceState.CLAIMED", "TraceState.SCORED",
-    "TraceState.FAILED",  # StrEnum members
-    "_STORED.format(table='spans')", "_STORED.format(table='logs')",  # a subquery per table
+    "TraceState.FAILED", "TraceState.PRUNED",  # StrEnum members
+    "_STORED_SPANS", "_STORED_LOGS",  # store/trace_queue.py: constant count subqueries
+    "EVALUATION_EVENT",  # store/trace_queue.py: the GenAI conventions' event name, a constant
     "_NEW",  # store/trace_queue.py: a constant condition on the upserted row's columns
+    "returning",  # store/trace_queue.py LeasedQueueSql: column names given by the code
+    # store/conversations.py: the latest turn's value of a column named by the code
+    "_LATEST.format(column='service_name')", "_LATEST.format(column='agent_name')",
     "table", "names", "staging", "', '.join([mark] * len(columns))", "conflict", "key",  # store/bulk.py: ORM table and column names
     "synchronous.upper()",  # store/engine.py: checked against normal/full before use
 }  # fmt: skip

@@ -76,13 +76,18 @@ class TraceClaim:
     grow twice for one trace, such as unsampled-trace tallies, are left alone."""
 
 
-# Counted rather than summed, so exporter retries of already-stored spans do not inflate it.
-_STORED = "(SELECT count(*) FROM {table} WHERE {table}.trace_id = CAST(:trace_id AS VARCHAR(32)){more})"
 EVALUATION_EVENT = "gen_ai.evaluation.result"
-"""Log records of this name judge a trace (the GenAI conventions' evaluation event: human
-feedback, or scores re-emitted to this collector): stored and seen like any record, they are
-not counted in ``log_count``, so a verdict on a scored trace does not send it back to be
-scored (every thumbs-up would cost a rescore, and a score emitted back here would loop)."""
+"""Log records of this name judge a trace (the GenAI conventions' evaluation event, which human
+feedback over OTLP uses): stored and seen like any record, they are not counted in
+``log_count``, so a verdict on a scored trace does not send it back to be scored (every
+thumbs-up would otherwise cost a rescore)."""
+
+# Counted rather than summed, so exporter retries of already-stored spans do not inflate it.
+_STORED_SPANS = "(SELECT count(*) FROM spans WHERE spans.trace_id = CAST(:trace_id AS VARCHAR(32)))"
+_STORED_LOGS = (
+    "(SELECT count(*) FROM logs WHERE logs.trace_id = CAST(:trace_id AS VARCHAR(32))"
+    f" AND logs.event_name <> '{EVALUATION_EVENT}')"
+)
 
 # Whether the write stored anything new for the trace: an exporter's retry of records already
 # stored (after a lost acknowledgement, say) must not send a scored trace back to be rescored.
@@ -92,8 +97,7 @@ _TOUCH = text(
     f"""
 INSERT INTO traces (trace_id, service_name, root_name, has_root, span_count, log_count,
     generation, start_time_ns, end_time_ns, first_seen, last_seen, pending_since, state, attempts)
-VALUES (:trace_id, :service_name, :root_name, :has_root, {_STORED.format(table="spans", more="")},
-    {_STORED.format(table="logs", more=f" AND logs.event_name <> '{EVALUATION_EVENT}'")},
+VALUES (:trace_id, :service_name, :root_name, :has_root, {_STORED_SPANS}, {_STORED_LOGS},
     1, :start_time_ns, :end_time_ns, :now, :now, :now, '{TraceState.PENDING}', 0)
 ON CONFLICT (trace_id) DO UPDATE SET
     last_seen = CASE WHEN excluded.last_seen > traces.last_seen
