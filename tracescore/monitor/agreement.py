@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 PASS_LABELS = frozenset({"pass", "passed", "good", "correct", "yes", "true", "up", "thumbs_up",
                          "thumbs-up", "positive", "1", "👍"})  # fmt: skip
@@ -103,6 +102,10 @@ def _interval(value: Interval | None) -> list[float] | None:
 def _normal_quantile(confidence: float) -> float:
     """The two-sided normal quantile of a confidence level (1.96 at 95 %), as a Python float:
     figures go into JSON columns, which take no numpy scalars."""
+    # scipy.stats is imported where it is used: at the top it cost every service process
+    # ~60 MB and half a second at start, for figures most of them never compute.
+    from scipy import stats
+
     return float(stats.norm.ppf(0.5 + confidence / 2))
 
 
@@ -114,6 +117,8 @@ def _mae(errors: np.ndarray, confidence: float, min_ci: int) -> tuple[float, Int
     mae = float(errors.mean())
     if len(errors) < max(min_ci, 2):
         return mae, None
+    from scipy import stats
+
     t = float(stats.t.ppf(0.5 + confidence / 2, len(errors) - 1))
     half = t * float(errors.std(ddof=1)) / math.sqrt(len(errors))
     return mae, Interval(max(0.0, mae - half), mae + half)
@@ -126,6 +131,8 @@ def _spearman(
     Bonett and Wright give for rank correlations, sqrt((1 + rho^2 / 2) / (n - 3))."""
     if len(scores) < 3 or np.ptp(scores) == 0 or np.ptp(values) == 0:
         return None, None, None  # a constant side has no ranks to correlate
+    from scipy import stats
+
     result = stats.spearmanr(scores, values)
     rho, p_value = float(result.statistic), float(result.pvalue)
     if len(scores) < max(min_ci, 4) or abs(rho) >= 1:

@@ -9,7 +9,6 @@ module's name to :data:`~tracescore.store.metadata.TABLE_MODULES` and adds a rev
 
 from __future__ import annotations
 
-from tracescore.store import migrate as schema
 from tracescore.store.engine import make_engine, normalize_url
 from tracescore.store.metadata import store_metadata
 from tracescore.store.migrations import SchemaError
@@ -29,10 +28,15 @@ def open_store(
     """
     store_metadata()  # every table class registered, as the schema check compares them
     store = SpanStore(make_engine(url), rules)
-    if create and migrate:
-        schema.upgrade(store.engine)
-    elif create:
-        schema.require_current(store.engine)
+    if create:
+        # Alembic is imported only here: the helper processes (create=False) never load it,
+        # which keeps ~10 MB out of each unpacker and scoring process.
+        from tracescore.store import migrate as schema
+
+        if migrate:
+            schema.upgrade(store.engine)
+        else:
+            schema.require_current(store.engine)
     return store
 
 
