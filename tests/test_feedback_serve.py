@@ -87,3 +87,31 @@ def test_thumbs_sent_with_the_sdk_are_listed_by_a_running_service(tmp_path: Path
         (first, span_ids[first], "pass", "u-1", "otlp"),
         (second, span_ids[second], "fail", "", "otlp"),
     }
+
+
+def test_with_the_scan_off_feedback_records_are_stored_but_not_read_as_verdicts(tmp_path: Path) -> None:
+    """``feedback.scan: false`` (feedback only through the API) spares ingest the scan's reads;
+    the records are still stored as sent."""
+    config = {**CONFIG, "feedback": {"scan": False, "scan_interval": "0.2s"}}
+    with start_server(tmp_path, config=config) as server:
+        trace_id = uuid.uuid4().hex
+        response = httpx.post(f"{server.base_url}/v1/traces", content=agent_trace_json(trace_id),
+                              headers={"Content-Type": "application/json"})  # fmt: skip
+        assert response.status_code == 200
+        logs = LoggerProvider()
+        logs.add_log_record_processor(SimpleLogRecordProcessor(OTLPLogExporter(endpoint=f"{server.base_url}/v1/logs")))
+        run = SpanContext(int(trace_id, 16), int(f"{trace_id[:12]}0001", 16), is_remote=True,
+                          trace_flags=TraceFlags(TraceFlags.SAMPLED))  # fmt: skip
+        logs.get_logger("feedback-widget").emit(LogRecord(
+            context=trace.set_span_in_context(NonRecordingSpan(run)), event_name="gen_ai.evaluation.result",
+            attributes={"tracescore.feedback.source": "human", "gen_ai.evaluation.name": "answer-quality",
+                        "gen_ai.evaluation.score.label": "pass"},
+        ))  # fmt: skip
+        logs.shutdown()
+        stored = _wait_for(
+            lambda: httpx.get(f"{server.base_url}/api/traces/{trace_id}").json().get("logs"), 20, "the record stored"
+        )
+        time.sleep(1.0)  # five scan intervals: a running scan would have read it by now
+        listed = httpx.get(f"{server.base_url}/api/feedback").json()["feedback"]
+    assert [record["event_name"] for record in stored] == ["gen_ai.evaluation.result"]
+    assert listed == []

@@ -202,7 +202,8 @@ class Service:
         # Unique per process (never monitor.instance_id, which sibling processes share): the
         # lease's holder may always renew it, so two holders of one name could both prune.
         self.add_background(retention_task(self.store, config.retention, default_instance_id()))
-        self.add_background(feedback_scan_task(self.store, config.feedback.scan_interval))
+        if config.feedback.scan:
+            self.add_background(feedback_scan_task(self.store, config.feedback.scan_interval))
 
     def add_background(self, factory: BackgroundFactory) -> None:
         """Run ``factory()`` as a task in the service's event loop while it serves."""
