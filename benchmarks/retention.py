@@ -1,6 +1,6 @@
 """Ingest latency while retention prunes a large backlog, and how fast it prunes (SQLite).
 
-Seeds a SQLite file with ``--spans`` expired spans (scored traces of ``--per-trace`` spans,
+Seeds a SQLite file (or, with ``--db``, an empty PostgreSQL database) with ``--spans`` expired spans (scored traces of ``--per-trace`` spans,
 ~``--attribute-bytes`` of attributes each), then measures the latency of the writes ingest
 makes (``SpanStore.write`` of one export request of ``--request-spans`` fresh spans, what an
 unpacker does per acknowledged request) at ``--rate`` requests per second:
@@ -15,6 +15,7 @@ how far storage lags, the figure a prune could hurt.
 
     python benchmarks/retention.py                        # 1,000,000 spans
     python benchmarks/retention.py --spans 200000 --batch-size 5000
+    python benchmarks/retention.py --db postgresql://postgres@127.0.0.1/bench
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import random
-import sqlite3
 import statistics
 import sys
 import tempfile
@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Engine, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -45,32 +45,48 @@ from tracescore.store import open_store
 DAY_NS = 86_400 * 10**9
 
 
-def seed(path: Path, spans: int, per_trace: int, attribute_bytes: int) -> None:
+_NUMBERS = {
+    "sqlite": ("WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < :count - 1)",
+               "n"),
+    "postgresql": ("", "generate_series(0, :count - 1) AS n(i)"),
+}  # fmt: skip
+"""How each database counts 0 … count - 1: a statement prefix and a row source."""
+_HEX = {"sqlite": "printf('%0{width}x', {value})", "postgresql": "lpad(to_hex({value}), {width}, '0')"}
+
+
+def seed(engine: Engine, spans: int, per_trace: int, attribute_bytes: int) -> None:
     """Expired, scored traces written with plain SQL (a million spans in seconds, where ingest
     would take a minute)."""
-    old = time.time_ns() - 30 * DAY_NS
-    attributes = '{"padding": "' + "x" * attribute_bytes + '"}'
-    with sqlite3.connect(path) as db:
-        db.execute("INSERT INTO resources VALUES ('r', '{}')")
-        db.execute("INSERT INTO scopes VALUES ('s', 'bench', '1', '{}')")
-        db.execute(
-            """WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ? - 1)
-            INSERT INTO traces (trace_id, service_name, root_name, has_root, span_count, log_count,
-                generation, start_time_ns, end_time_ns, first_seen, last_seen, pending_since, state,
-                scored_generation, attempts)
-            SELECT printf('%032x', i), 'bench', 'root', 1, ?, 0, 1, ? + i, ? + i + 1000, 0, 0, 0,
-                'scored', 1, 0 FROM n""",
-            (spans // per_trace, per_trace, old, old),
-        )
-        db.execute(
-            """WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ? - 1)
-            INSERT INTO spans SELECT printf('%032x', i / ?), printf('%016x', i % ? + 1), NULL,
-                'step', 1, ? + i / ?, ? + i / ? + 1000, 0, '', '', 0, 'bench', ?, NULL, NULL,
-                'r', 's'
-            FROM n""",
-            (spans // per_trace * per_trace, per_trace, per_trace, old, per_trace, old, per_trace,
-             attributes),
-        )  # fmt: skip
+    dialect = engine.dialect.name
+    prefix, numbers = _NUMBERS[dialect]
+
+    def hex_id(value: str, width: int) -> str:
+        return _HEX[dialect].format(value=value, width=width)
+
+    traces = spans // per_trace
+    values = {"per": per_trace, "old": time.time_ns() - 30 * DAY_NS,
+              "attributes": '{"padding": "' + "x" * attribute_bytes + '"}'}  # fmt: skip
+    with engine.begin() as db:
+        db.execute(text("INSERT INTO resources VALUES ('r', '{}')"))
+        db.execute(text("INSERT INTO scopes VALUES ('s', 'bench', '1', '{}')"))
+        db.execute(text(
+            f"""{prefix} INSERT INTO traces (trace_id, service_name, root_name, has_root, span_count,
+                log_count, generation, start_time_ns, end_time_ns, first_seen, last_seen,
+                pending_since, state, scored_generation, attempts)
+            SELECT {hex_id("i", 32)}, 'bench', 'root', 1 = 1, :per, 0, 1, :old + i,
+                :old + i + 1000, 0, 0, 0, 'scored', 1, 0 FROM {numbers}"""
+        ), {**values, "count": traces})  # fmt: skip
+        db.execute(text(
+            f"""{prefix} INSERT INTO spans (trace_id, span_id, parent_span_id, name, kind,
+                start_time_ns, end_time_ns, status_code, status_message, trace_state, flags,
+                service_name, attributes, resource_id, scope_id)
+            SELECT {hex_id("i / :per", 32)}, {hex_id("i % :per + 1", 16)}, NULL, 'step', 1,
+                :old + i / :per, :old + i / :per + 1000, 0, '', '', 0, 'bench', :attributes,
+                'r', 's' FROM {numbers}"""
+        ), {**values, "count": traces * per_trace})  # fmt: skip
+    if dialect == "postgresql":  # the statistics autovacuum keeps on a live database
+        with engine.begin() as db:
+            db.execute(text("ANALYZE"))
 
 
 def measure_ingest(
@@ -140,17 +156,19 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=20.0, help="ingest requests per second")
     parser.add_argument("--request-spans", type=int, default=100)
     parser.add_argument("--seconds", type=float, default=20.0, help="baseline duration")
+    parser.add_argument("--db", help="an empty PostgreSQL database instead of a SQLite file")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "retention.db"
-        url = f"sqlite:///{path}"
-        open_store(url).close()
+        url = args.db or f"sqlite:///{path}"
+        store = open_store(url)
         started = time.perf_counter()
-        seed(path, args.spans, args.per_trace, args.attribute_bytes)
-        size = path.stat().st_size
-        print(f"seeded {args.spans:,} expired spans in {time.perf_counter() - started:.1f} s "
-              f"({size / 1e6:.0f} MB)")  # fmt: skip
+        seed(store.engine, args.spans, args.per_trace, args.attribute_bytes)
+        store.close()
+        size = path.stat().st_size if path.exists() else 0
+        print(f"seeded {args.spans:,} expired spans in {time.perf_counter() - started:.1f} s"
+              + (f" ({size / 1e6:.0f} MB)" if size else ""))  # fmt: skip
 
         stop = threading.Event()
         threading.Timer(args.seconds, stop.set).start()
@@ -162,6 +180,7 @@ def main() -> None:
         pruner = spawn.Process(target=prune, args=(url, args.batch_size, result))
         stop = threading.Event()
         latencies: list[float] = []
+
         def write() -> None:
             latencies.extend(measure_ingest(url, args.rate, args.request_spans, stop))
 
@@ -174,9 +193,10 @@ def main() -> None:
         writer.join()
         print(summary("ingest during the prune", latencies))
         print(f"pruned {removed:,} spans in {prune_seconds:.1f} s ({removed / prune_seconds:,.0f} "
-              f"spans/s, batches of {args.batch_size}); {reclaimed / 1e6:.0f} MB returned to the "
-              f"file system in {reclaim_seconds:.1f} s; file {path.stat().st_size / 1e6:.0f} MB "
-              f"(was {size / 1e6:.0f} MB)")  # fmt: skip
+              f"spans/s, batches of {args.batch_size})")  # fmt: skip
+        if size:
+            print(f"{reclaimed / 1e6:.0f} MB returned to the file system in {reclaim_seconds:.1f} s;"
+                  f" file {path.stat().st_size / 1e6:.0f} MB (was {size / 1e6:.0f} MB)")  # fmt: skip
         print(f"pruner's write transactions: {len(held)}, p50 {statistics.median(held):.1f} ms, "
               f"p99 {held[int(len(held) * 0.99)]:.1f} ms, max {held[-1]:.1f} ms")  # fmt: skip
 

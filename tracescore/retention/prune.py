@@ -97,10 +97,17 @@ def _utc(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)
 
 
-def _locked(query: Any, conn: Connection) -> Any:
-    """``query`` taking row locks on PostgreSQL, skipping rows another transaction holds (a
-    trace a span is being written to waits for the next pass). SQLite serializes writers."""
-    return query.with_for_update(skip_locked=True) if conn.dialect.name == "postgresql" else query
+def _still_in(conn: Connection, trace_ids: list[str], state: TraceState) -> list[str]:
+    """Those of ``trace_ids`` still in ``state``, locked until the transaction ends. Only
+    PostgreSQL needs it (SQLite serializes writers): there a trace a write touched since it was
+    found (a late span) is left alone, and one whose row another transaction holds waits for the
+    next batch. Found first and locked after, so only the traces a batch takes are locked."""
+    if conn.dialect.name != "postgresql" or not trace_ids:
+        return trace_ids
+    query = select(TRACES.c.trace_id).where(
+        TRACES.c.trace_id.in_(trace_ids), TRACES.c.state == state
+    )
+    return list(conn.execute(query.with_for_update(skip_locked=True)).scalars())
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,29 +143,29 @@ class AgedRows:
 
 @dataclass(frozen=True, slots=True)
 class ExpiredTraces:
-    """Spans of scored (or failed) traces whose last span ended before the cut; each trace's
-    queue row becomes a ``pruned`` tombstone in the same transaction."""
+    """Spans of traces in ``state`` (scored, or failed) whose last span ended before the cut; each
+    trace's queue row becomes a ``pruned`` tombstone in the same transaction. Found in index
+    order, oldest first, one state at a time: a scan over both states could not stop at the
+    batch's end (PostgreSQL read every expired trace's index entry for each batch)."""
 
     duration: float
+    state: TraceState
 
     def __call__(self, conn: Connection, now: float, limit: int) -> Batch:
         found = conn.execute(
-            _locked(
-                select(TRACES.c.trace_id, TRACES.c.span_count)
-                .where(
-                    TRACES.c.state.in_(SETTLED), TRACES.c.end_time_ns < _ns(now - self.duration)
-                )
-                .limit(limit),
-                conn,
-            )
+            select(TRACES.c.trace_id, TRACES.c.span_count)
+            .where(TRACES.c.state == self.state, TRACES.c.end_time_ns < _ns(now - self.duration))
+            .order_by(TRACES.c.end_time_ns)
+            .limit(limit)
         ).all()
-        chosen, spans = [], 0
+        candidates, spans = [], 0
         for trace_id, span_count in found:  # about ``limit`` spans, however many traces that is
-            chosen.append(trace_id)
+            candidates.append(trace_id)
             spans += span_count
             if spans >= limit:
                 break
-        if not chosen:
+        chosen = _still_in(conn, candidates, self.state)
+        if not chosen:  # none left, or all busy: the next pass takes them
             return Batch({}, False)
         removed = conn.execute(delete(SPANS).where(SPANS.c.trace_id.in_(chosen))).rowcount
         conn.execute(
@@ -166,7 +173,7 @@ class ExpiredTraces:
             .where(TRACES.c.trace_id.in_(chosen))
             .values(state=TraceState.PRUNED, span_count=0)
         )
-        return Batch({"spans": removed}, len(found) >= limit or len(chosen) < len(found))
+        return Batch({"spans": removed}, len(found) >= limit or len(candidates) < len(found))
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,23 +185,22 @@ class Tombstones:
     duration: float
 
     def __call__(self, conn: Connection, now: float, limit: int) -> Batch:
-        chosen = conn.execute(
-            _locked(
-                select(TRACES.c.trace_id)
-                .where(
-                    TRACES.c.state == TraceState.PRUNED,
-                    TRACES.c.end_time_ns < _ns(now - 2 * self.duration),
-                    TRACES.c.last_seen < now - self.duration,
-                )
-                .limit(limit),
-                conn,
+        found = list(conn.execute(
+            select(TRACES.c.trace_id)
+            .where(
+                TRACES.c.state == TraceState.PRUNED,
+                TRACES.c.end_time_ns < _ns(now - 2 * self.duration),
+                TRACES.c.last_seen < now - self.duration,
             )
-        ).scalars().all()
-        if not chosen:
+            .order_by(TRACES.c.end_time_ns)
+            .limit(limit)
+        ).scalars())  # fmt: skip
+        chosen = _still_in(conn, found, TraceState.PRUNED)
+        if not chosen:  # none left, or all busy: the next pass takes them
             return Batch({}, False)
         spans = conn.execute(delete(SPANS).where(SPANS.c.trace_id.in_(chosen))).rowcount
         traces = conn.execute(delete(TRACES).where(TRACES.c.trace_id.in_(chosen))).rowcount
-        return Batch({"spans": spans, "traces": traces}, len(chosen) >= limit)
+        return Batch({"spans": spans, "traces": traces}, len(found) >= limit)
 
 
 _LOG_COUNT = (
@@ -240,7 +246,7 @@ def steps(config: RetentionConfig) -> Iterator[Step]:
     """The batch steps of every kind given a retention, in pass order."""
     durations = config.durations()
     if (seconds := durations.get("spans")) is not None:
-        yield ExpiredTraces(seconds)
+        yield from (ExpiredTraces(seconds, state) for state in SETTLED)
         yield Tombstones(seconds)
     if (seconds := durations.get("logs")) is not None:
         yield ExpiredLogs(seconds)
