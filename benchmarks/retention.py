@@ -1,9 +1,10 @@
-"""Ingest latency while retention prunes a large backlog, and how fast it prunes (SQLite).
+"""Ingest latency while retention prunes a large backlog, and how fast it prunes.
 
-Seeds a SQLite file (or, with ``--db``, an empty PostgreSQL database) with ``--spans`` expired spans (scored traces of ``--per-trace`` spans,
-~``--attribute-bytes`` of attributes each), then measures the latency of the writes ingest
-makes (``SpanStore.write`` of one export request of ``--request-spans`` fresh spans, what an
-unpacker does per acknowledged request) at ``--rate`` requests per second:
+Seeds a SQLite file (or, with ``--db``, an empty PostgreSQL database) with ``--spans`` expired
+spans (scored traces of ``--per-trace`` spans, ~``--attribute-bytes`` of attributes each), then
+measures the latency of the writes ingest makes (``SpanStore.write`` of one export request of
+``--request-spans`` fresh spans, what an unpacker does per acknowledged request) at ``--rate``
+requests per second:
 
 1. for ``--seconds`` with nothing else running (the baseline);
 2. while a retention pass prunes every seeded span in another process, as a service's
@@ -46,12 +47,16 @@ DAY_NS = 86_400 * 10**9
 
 
 _NUMBERS = {
-    "sqlite": ("WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < :count - 1)",
-               "n"),
+    "sqlite": (
+        "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < :count - 1)", "n"
+    ),
     "postgresql": ("", "generate_series(0, :count - 1) AS n(i)"),
 }  # fmt: skip
 """How each database counts 0 … count - 1: a statement prefix and a row source."""
-_HEX = {"sqlite": "printf('%0{width}x', {value})", "postgresql": "lpad(to_hex({value}), {width}, '0')"}
+_HEX = {
+    "sqlite": "printf('%0{width}x', {value})",
+    "postgresql": "lpad(to_hex({value}), {width}, '0')",
+}
 
 
 def seed(engine: Engine, spans: int, per_trace: int, attribute_bytes: int) -> None:
@@ -70,8 +75,9 @@ def seed(engine: Engine, spans: int, per_trace: int, attribute_bytes: int) -> No
         db.execute(text("INSERT INTO resources VALUES ('r', '{}')"))
         db.execute(text("INSERT INTO scopes VALUES ('s', 'bench', '1', '{}')"))
         db.execute(text(
-            f"""{prefix} INSERT INTO traces (trace_id, service_name, root_name, has_root, span_count,
-                log_count, generation, start_time_ns, end_time_ns, first_seen, last_seen,
+            f"""{prefix} INSERT INTO traces (trace_id, service_name, root_name, has_root,
+                span_count, log_count, generation, start_time_ns, end_time_ns, first_seen,
+                last_seen,
                 pending_since, state, scored_generation, attempts)
             SELECT {hex_id("i", 32)}, 'bench', 'root', 1 = 1, :per, 0, 1, :old + i,
                 :old + i + 1000, 0, 0, 0, 'scored', 1, 0 FROM {numbers}"""
@@ -195,8 +201,9 @@ def main() -> None:
         print(f"pruned {removed:,} spans in {prune_seconds:.1f} s ({removed / prune_seconds:,.0f} "
               f"spans/s, batches of {args.batch_size})")  # fmt: skip
         if size:
-            print(f"{reclaimed / 1e6:.0f} MB returned to the file system in {reclaim_seconds:.1f} s;"
-                  f" file {path.stat().st_size / 1e6:.0f} MB (was {size / 1e6:.0f} MB)")  # fmt: skip
+            print(f"{reclaimed / 1e6:.0f} MB returned to the file system in "
+                  f"{reclaim_seconds:.1f} s; file {path.stat().st_size / 1e6:.0f} MB "
+                  f"(was {size / 1e6:.0f} MB)")  # fmt: skip
         print(f"pruner's write transactions: {len(held)}, p50 {statistics.median(held):.1f} ms, "
               f"p99 {held[int(len(held) * 0.99)]:.1f} ms, max {held[-1]:.1f} ms")  # fmt: skip
 
