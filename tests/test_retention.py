@@ -22,7 +22,6 @@ from sqlalchemy.engine import Engine
 from tests.agent_otlp import AgentTrace, agent_trace, export_logs_request, export_request
 from tests.server_process import start_server
 from tracescore import metrics
-from tracescore.store.leases import acquire_lease
 from tracescore.retention.config import RetentionConfig
 from tracescore.retention.prune import Pruner
 from tracescore.retention.task import RetentionLeader
@@ -30,6 +29,7 @@ from tracescore.spans import Attributes, LogRecord, Resource, Scope, Span
 from tracescore.store import SpanStore, open_store
 from tracescore.store.alerts import AlertEventRow, AlertStateRow
 from tracescore.store.judge_cache import JudgeVerdict
+from tracescore.store.leases import acquire_lease
 from tracescore.store.scores import SamplingDecisionRow, SamplingTallyRow, ScoreRow
 from tracescore.store.tables import LogRow, SpanRow, TraceRow
 
