@@ -108,17 +108,19 @@ def start_server(
     env: Mapping[str, str] | None = None,
     timeout: float = 30.0,
     host: str | None = "127.0.0.1",
+    http_port: int | None = None,
 ) -> ServerProcess:
     """Start ``tracescore serve`` in ``workdir`` and wait until it is healthy.
 
     ``config`` (a mapping or YAML text) is written to ``workdir/tracescore.yaml`` and passed
     with ``--config``; ``db_url`` defaults to a SQLite file in ``workdir``. Ports are picked
     fresh on each call, so restarting on the same database gets new ones. ``host=None`` passes
-    no ``--host``: the server listens where its config (or the default) says.
+    no ``--host``: the server listens where its config (or the default) says. ``http_port``: a
+    port chosen beforehand (one the config must name, say).
     """
     workdir.mkdir(parents=True, exist_ok=True)
     db_url = db_url or f"sqlite:///{workdir / 'tracescore.db'}"
-    http_port, grpc_port = free_port(), free_port()
+    http_port, grpc_port = http_port or free_port(), free_port()
     command = [
         sys.executable, "-m", "tracescore.cli", "serve", "--db", db_url,
         "--http-port", str(http_port), "--grpc-port", str(grpc_port),

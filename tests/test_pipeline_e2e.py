@@ -7,6 +7,7 @@ import json
 import time
 from pathlib import Path
 
+import httpx
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -14,7 +15,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from sqlalchemy import create_engine, select
 
 from tests.otlp_receiver import otlp_receiver
-from tests.server_process import start_server
+from tests.server_process import free_port, start_server
 from tracescore.emit.otel import EVENT_NAME
 from tracescore.store.scores import ScoreRow
 
@@ -97,3 +98,27 @@ def test_agent_trace_is_scored_stored_and_re_emitted(tmp_path: Path) -> None:
     assert span.events[0].attributes["gen_ai.evaluation.score.value"] == 1.0
     (record,) = receiver.logs
     assert (record.trace_id, record.span_id, record.event_name) == (trace_id, agent_span_id, EVENT_NAME)
+
+
+def test_scores_exported_back_to_the_same_collector_do_not_loop(tmp_path: Path) -> None:
+    """An OpenTelemetry Collector that fans tracescore's evaluations out to every backend,
+    tracescore included, sends them back here: they are acknowledged and dropped, so the scored
+    trace is not reopened and its score is not emitted again and again."""
+    port = free_port()
+    config = {
+        "scorers": [{"name": "answer-present", "scorer": "tests.custom_scorers:answer_present"}],
+        "export": {"otlp_endpoint": f"http://127.0.0.1:{port}", "batch_delay": 0.1},
+        "workers": {"poll_interval": 0.05},
+    }
+    with start_server(tmp_path, config=config, env={"PYTHONPATH": str(REPO)}, http_port=port) as server:
+        trace_id, _ = _send_agent_trace(server.base_url)
+        _wait_for_scores(server.db_url, 1)
+        time.sleep(2.0)  # the evaluation came back (0.1 s batches) and idle timeouts (0.3 s) passed
+        summary = httpx.get(f"{server.base_url}/api/traces", timeout=10).json()
+        trace = httpx.get(f"{server.base_url}/api/traces/{trace_id}", timeout=10).json()
+        metrics = httpx.get(f"{server.base_url}/metrics", timeout=10).text
+    (listed,) = [item for item in summary["traces"] if item["trace_id"] == trace_id]
+    assert (listed["state"], listed["generation"], listed["span_count"]) == ("scored", 1, len(trace["spans"]))
+    assert all(span["name"] != "answer-present" for span in trace["spans"])
+    # They did come back: the evaluation's log record was acknowledged (and its span too).
+    assert 'tracescore_export_requests_total{outcome="ok",signal="logs",transport="http"} 1.0' in metrics

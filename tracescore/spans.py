@@ -12,6 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+OWN_EVALUATIONS_SCOPE = "tracescore.emit"
+"""The instrumentation scope of the evaluations tracescore re-emits. Where they come back to a
+collector (an OpenTelemetry Collector that fans out to tracescore too), ingest acknowledges and
+drops them: they hold what the scores table holds already, and a new span in a scored trace
+would have it scored, and the score emitted, again and again."""
+
 AttributeValue: TypeAlias = str | int | float | bool | bytes | list[Any] | dict[str, Any] | None
 Attributes: TypeAlias = dict[str, AttributeValue]
 

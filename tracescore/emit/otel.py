@@ -29,6 +29,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags
 
 from tracescore.emit.config import ExportConfig
+from tracescore.spans import OWN_EVALUATIONS_SCOPE
 from tracescore.store.scores import StoredScore
 from tracescore.version import __version__
 
@@ -109,8 +110,8 @@ class EvaluationEmitter:
         self._logger_provider.add_log_record_processor(
             BatchLogRecordProcessor(log_exporter, schedule_delay_millis=delay_ms)
         )
-        self._tracer = self._tracer_provider.get_tracer("tracescore.emit", __version__)
-        self._logger = self._logger_provider.get_logger("tracescore.emit", __version__)
+        self._tracer = self._tracer_provider.get_tracer(OWN_EVALUATIONS_SCOPE, __version__)
+        self._logger = self._logger_provider.get_logger(OWN_EVALUATIONS_SCOPE, __version__)
 
     def emit(self, score: StoredScore) -> None:
         """Emit one stored score (a row of ``scores`` as a mapping) in both forms."""

@@ -37,6 +37,7 @@ from tracescore.backoff import Backoff
 from tracescore.children import Child
 from tracescore.ingest.decode import Decoded, DecodeError, decode_logs, decode_traces
 from tracescore.ingest.truncate import truncate_for_storage
+from tracescore.spans import OWN_EVALUATIONS_SCOPE
 from tracescore.store import SpanStore, open_store
 from tracescore.store.journal import JournalEntry
 from tracescore.store.outage import database_unavailable
@@ -95,8 +96,8 @@ def _store(store: SpanStore, decoded: Sequence[tuple[JournalEntry, Decoded]]) ->
     if not decoded:
         return True
     return store.write(
-        [span for _, records in decoded for span in records.spans],
-        [record for _, records in decoded for record in records.logs],
+        [span for _, records in decoded for span in records.spans if span.scope.name != OWN_EVALUATIONS_SCOPE],
+        [record for _, records in decoded for record in records.logs if record.scope.name != OWN_EVALUATIONS_SCOPE],
         # The latest arrival for every trace of the group: readiness is then never premature,
         # at most later by the group's time span (entries waiting side by side).
         received_at=max(entry.received_at for entry, _ in decoded),
