@@ -59,6 +59,7 @@ def create_monitor_router(engine: Engine, config: MonitorConfig | None = None) -
         service: str | None = None,
         model: str | None = None,
         status: ScoreStatus | None = None,
+        trace_id: Annotated[str | None, Query(description="one trace's scores")] = None,
         since: datetime | None = None,
         until: datetime | None = None,
         limit: Annotated[int, Query(ge=1)] = 100,
@@ -71,6 +72,7 @@ def create_monitor_router(engine: Engine, config: MonitorConfig | None = None) -
         where = ScoreFilter(
             scorer=scorer, scorer_version=scorer_version, binding=binding, agent=agent,
             service=service, model=model, status=status, since=since, until=until,
+            trace_id=trace_id.lower() if trace_id else None,
         )
         try:
             with engine.connect() as connection:

@@ -62,6 +62,7 @@ class ScoreFilter:
     service: str | None = None
     model: str | None = None
     status: str | None = None
+    trace_id: str | None = None
     since: datetime | None = None
     until: datetime | None = None
 
@@ -75,6 +76,7 @@ class ScoreFilter:
             "service": c.service,
             "model": c.model,
             "status": c.status,
+            "trace_id": c.trace_id,
         }
         found: list[ColumnElement[bool]] = [
             column == getattr(self, name)

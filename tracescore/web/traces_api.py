@@ -17,7 +17,7 @@ from fastapi.responses import Response
 
 from tracescore.extract import RUN_KINDS, extract_runs, select_runs
 from tracescore.spans import LogRecord, Span
-from tracescore.store import SpanStore
+from tracescore.store import SpanStore, TraceState
 from tracescore.store.codec import jsonable
 
 _TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
@@ -88,9 +88,14 @@ def traces_router(store: SpanStore) -> APIRouter:
         if not _TRACE_ID.match(trace_id):
             raise HTTPException(400, "trace id must be 32 hex characters")
         trace = await run_in_threadpool(store.load_trace, trace_id)
+        summary = await run_in_threadpool(store.trace_summary, trace_id)
+        if trace is None and summary is not None and summary.state == TraceState.PRUNED:
+            raise HTTPException(
+                410, f"trace {trace_id.lower()}'s spans were removed by retention (retention.spans); "
+                f"its scores are kept: /api/scores?trace_id={trace_id.lower()}",
+            )
         if trace is None:
             raise HTTPException(404, f"trace {trace_id.lower()} not found")
-        summary = await run_in_threadpool(store.trace_summary, trace_id)
         return _json(
             {
                 "trace_id": trace.trace_id,
