@@ -125,7 +125,9 @@ class UnpackerRow(SQLModel, table=True):
 class LogRow(SQLModel, table=True):
     __tablename__ = "logs"
     __table_args__ = (
-        Index("ix_logs_trace_id", "trace_id"),
+        # By trace, and covering the event name: ingest counts a trace's records less its evaluation
+        # records (store/trace_queue.py) from the index alone.
+        Index("ix_logs_trace_event", "trace_id", "event_name"),
         Index("ux_logs_record_hash", "record_hash", unique=True),
         Index("ix_logs_time", "time_ns"),  # retention prunes the oldest records first
     )
