@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -246,14 +245,9 @@ class ConversationQueue:
         """Promote, then lease up to ``limit`` ready conversations (or ones whose lease
         expired), in one transaction."""
         now = time.time() if now is None else now
-        token = uuid.uuid4().hex
-        expires = now + lease_seconds
         with self._write_transaction() as conn:
             self._promote(conn, now)
-            statement = _SQL.claim(conn.dialect.name)
-            rows = conn.execute(
-                statement, {"owner": owner, "token": token, "expires": expires, "now": now, "limit": limit}
-            ).all()
+            rows, token, expires = _SQL.lease(conn, owner, limit, lease_seconds, now)
         return sorted(
             (ConversationClaim(row.conversation_id, row.generation, owner, token, expires) for row in rows),
             key=lambda claim: claim.conversation_id,

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Connection, TextClause, text
+from sqlalchemy import Connection, Row, TextClause, text
 
 from tracescore.store.journal import Journal
 
@@ -216,8 +216,17 @@ WHERE {key} = :{key} AND lease_token = :token AND state = '{TraceState.CLAIMED}'
             text(complete), text(release),
         )
 
-    def claim(self, dialect: str) -> TextClause:
-        return self.claim_postgres if dialect == "postgresql" else self.claim_sqlite
+    def lease(
+        self, conn: Connection, owner: str, limit: int, lease_seconds: float, now: float
+    ) -> tuple[Sequence[Row[Any]], str, float]:
+        """Lease up to ``limit`` ready rows (or ones whose lease expired) in ``conn``'s
+        transaction: the claimed rows, the claim's token and when its lease expires."""
+        token, expires = uuid.uuid4().hex, now + lease_seconds
+        claim = self.claim_postgres if conn.dialect.name == "postgresql" else self.claim_sqlite
+        rows = conn.execute(
+            claim, {"owner": owner, "token": token, "expires": expires, "now": now, "limit": limit}
+        ).all()
+        return rows, token, expires
 
 
 _SQL = LeasedQueueSql.of(
@@ -267,14 +276,9 @@ class TraceQueue:
         """Promote, then lease up to ``limit`` ready traces (or ones whose lease expired), in
         one transaction; claims come sorted by trace id."""
         now = time.time() if now is None else now
-        token = uuid.uuid4().hex
-        expires = now + lease_seconds
         with self._write_transaction() as conn:
             self._promote(conn, now)
-            statement = _SQL.claim(conn.dialect.name)
-            rows = conn.execute(
-                statement, {"owner": owner, "token": token, "expires": expires, "now": now, "limit": limit}
-            ).all()
+            rows, token, expires = _SQL.lease(conn, owner, limit, lease_seconds, now)
         return [
             TraceClaim(
                 row.trace_id, row.generation, row.span_count, owner, token, expires, row.scored_generation is not None
