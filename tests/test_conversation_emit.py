@@ -7,7 +7,8 @@ from typing import cast
 
 from tests.otlp_receiver import otlp_receiver
 from tracescore.emit.config import ExportConfig
-from tracescore.emit.otel import EVENT_NAME, EvaluationEmitter
+from tracescore.emit.otel import EvaluationEmitter
+from tracescore.spans import EVALUATION_EVENT
 from tracescore.store.scores import StoredScore
 
 LAST_TURN_TRACE = "5a940d6e2f1c4b0d8e7f6a5b4c3d2e1f"
@@ -38,7 +39,7 @@ def test_conversation_score_is_emitted_with_the_conversation_id_in_the_last_turn
     assert (conversation.trace_id, conversation.parent_span_id) == (LAST_TURN_TRACE, LAST_TURN_SPAN)
     assert conversation.attributes["gen_ai.conversation.id"] == "session-oi-ada"
     (event,) = conversation.events
-    assert event.name == EVENT_NAME
+    assert event.name == EVALUATION_EVENT
     assert event.attributes["gen_ai.conversation.id"] == "session-oi-ada"
     assert event.attributes["gen_ai.evaluation.score.value"] == 0.5
     records = {record.attributes["gen_ai.evaluation.name"]: record for record in receiver.logs}

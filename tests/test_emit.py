@@ -7,7 +7,8 @@ from datetime import datetime
 
 from tests.otlp_receiver import otlp_receiver
 from tracescore.emit.config import ExportConfig
-from tracescore.emit.otel import EVENT_NAME, EvaluationEmitter
+from tracescore.emit.otel import EvaluationEmitter
+from tracescore.spans import EVALUATION_EVENT
 
 TRACE_ID = "5a940d6e2f1c4b0d8e7f6a5b4c3d2e1f"
 SPAN_ID = "89e38b2ae6c021b6"
@@ -37,7 +38,7 @@ def test_score_is_emitted_as_child_span_event_and_log_record() -> None:
     assert span.attributes["gen_ai.request.model"] == "openai/gpt-4o-mini"
     assert span.attributes["gen_ai.usage.input_tokens"] == 120
     (event,) = span.events
-    assert event.name == EVENT_NAME
+    assert event.name == EVALUATION_EVENT
     assert event.attributes == {
         "gen_ai.evaluation.name": "faithfulness-prod",
         "gen_ai.evaluation.score.value": 0.75,
@@ -45,7 +46,7 @@ def test_score_is_emitted_as_child_span_event_and_log_record() -> None:
         "gen_ai.evaluation.explanation": "3 of 4 claims are supported",
     }
     (record,) = receiver.logs
-    assert (record.trace_id, record.span_id, record.event_name) == (TRACE_ID, SPAN_ID, EVENT_NAME)
+    assert (record.trace_id, record.span_id, record.event_name) == (TRACE_ID, SPAN_ID, EVALUATION_EVENT)
     assert record.attributes == event.attributes
     # The event time is set, not only the observed time: backends sort and window by it.
     assert record.time_ns > 0 and abs(record.time_ns - record.observed_time_ns) < 60 * 10**9

@@ -16,7 +16,7 @@ from sqlalchemy import create_engine, select
 
 from tests.otlp_receiver import otlp_receiver
 from tests.server_process import free_port, start_server
-from tracescore.emit.otel import EVENT_NAME
+from tracescore.spans import EVALUATION_EVENT
 from tracescore.store.scores import ScoreRow
 
 REPO = Path(__file__).resolve().parents[1]
@@ -94,10 +94,10 @@ def test_agent_trace_is_scored_stored_and_re_emitted(tmp_path: Path) -> None:
         "ok", 1.0, "pass", "WeatherBot", "checkout")
     (span,) = receiver.spans
     assert (span.trace_id, span.parent_span_id, span.name) == (trace_id, agent_span_id, "answer-present")
-    assert span.events[0].name == EVENT_NAME
+    assert span.events[0].name == EVALUATION_EVENT
     assert span.events[0].attributes["gen_ai.evaluation.score.value"] == 1.0
     (record,) = receiver.logs
-    assert (record.trace_id, record.span_id, record.event_name) == (trace_id, agent_span_id, EVENT_NAME)
+    assert (record.trace_id, record.span_id, record.event_name) == (trace_id, agent_span_id, EVALUATION_EVENT)
 
 
 def test_scores_exported_back_to_the_same_collector_do_not_loop(tmp_path: Path) -> None:

@@ -12,6 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+EVALUATION_EVENT = "gen_ai.evaluation.result"
+"""The GenAI conventions' evaluation event: the scores tracescore re-emits, and human feedback
+sent over OTLP, are events (span events, log records) of this name."""
+
 OWN_EVALUATIONS_SCOPE = "tracescore.emit"
 """The instrumentation scope of the evaluations tracescore re-emits. Where they come back to a
 collector (an OpenTelemetry Collector that fans out to tracescore too), ingest acknowledges and

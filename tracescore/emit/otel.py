@@ -29,11 +29,10 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags
 
 from tracescore.emit.config import ExportConfig
-from tracescore.spans import OWN_EVALUATIONS_SCOPE
+from tracescore.spans import EVALUATION_EVENT, OWN_EVALUATIONS_SCOPE
 from tracescore.store.scores import StoredScore
 from tracescore.version import __version__
 
-EVENT_NAME = "gen_ai.evaluation.result"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -143,14 +142,14 @@ class EvaluationEmitter:
         with self._tracer.start_as_current_span(
             score["binding"], context=context, kind=SpanKind.INTERNAL, attributes=span_attributes
         ) as span:
-            span.add_event(EVENT_NAME, attributes=attributes)
+            span.add_event(EVALUATION_EVENT, attributes=attributes)
             if score["status"] == "error":
                 span.set_status(trace.Status(trace.StatusCode.ERROR, score.get("error") or ""))
         self._logger.emit(
             LogRecord(
                 timestamp=_event_time_ns(score),
                 context=context,
-                event_name=EVENT_NAME,
+                event_name=EVALUATION_EVENT,
                 attributes=attributes,
             )
         )

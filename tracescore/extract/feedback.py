@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracescore.extract.base import as_str, first_str
+from tracescore.spans import EVALUATION_EVENT
 
-EVALUATION_EVENT = "gen_ai.evaluation.result"
 SOURCE_ATTRIBUTE = "tracescore.feedback.source"
 HUMAN = "human"
 _SPAN_ID = re.compile(r"^[0-9a-f]{16}$")

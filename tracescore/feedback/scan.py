@@ -26,7 +26,8 @@ from sqlalchemy.sql import ColumnElement
 
 from tracescore.background import BackgroundFactory
 from tracescore.backoff import Backoff, repeat
-from tracescore.extract.feedback import EVALUATION_EVENT, HumanVerdict, log_verdict, span_verdicts
+from tracescore.extract.feedback import HumanVerdict, log_verdict, span_verdicts
+from tracescore.spans import EVALUATION_EVENT
 from tracescore.store import SpanStore, codec
 from tracescore.store.feedback import Feedback, FeedbackStore
 from tracescore.store.leases import acquire_lease, release_lease

@@ -40,12 +40,13 @@ from sqlalchemy import (
 from sqlalchemy.sql.elements import ColumnElement
 
 from tracescore.retention.config import RetentionConfig
+from tracescore.spans import EVALUATION_EVENT
 from tracescore.store.alerts import AlertEventRow, AlertStateRow
 from tracescore.store.judge_cache import JudgeVerdict
 from tracescore.store.scores import SamplingDecisionRow, SamplingTallyRow, ScoreRow
 from tracescore.store.table_of import table_of
 from tracescore.store.tables import LogRow, SpanRow, TraceRow
-from tracescore.store.trace_queue import EVALUATION_EVENT, TraceState
+from tracescore.store.trace_queue import TraceState
 
 WriteTransaction = Callable[[], AbstractContextManager[Connection]]
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, TextClause, text
 
+from tracescore.spans import EVALUATION_EVENT
 from tracescore.store.journal import Journal
 
 
@@ -76,13 +77,10 @@ class TraceClaim:
     grow twice for one trace, such as unsampled-trace tallies, are left alone."""
 
 
-EVALUATION_EVENT = "gen_ai.evaluation.result"
-"""Log records of this name judge a trace (the GenAI conventions' evaluation event, which human
-feedback over OTLP uses): stored and seen like any record, they are not counted in
-``log_count``, so a verdict on a scored trace does not send it back to be scored (every
-thumbs-up would otherwise cost a rescore)."""
-
 # Counted rather than summed, so exporter retries of already-stored spans do not inflate it.
+# Evaluation log records judge a trace (human feedback over OTLP): stored and seen like any
+# record, they are not counted in ``log_count``, so a verdict on a scored trace does not send it
+# back to be scored (every thumbs-up would otherwise cost a rescore).
 _STORED_SPANS = "(SELECT count(*) FROM spans WHERE spans.trace_id = CAST(:trace_id AS VARCHAR(32)))"
 _STORED_LOGS = (
     "(SELECT count(*) FROM logs WHERE logs.trace_id = CAST(:trace_id AS VARCHAR(32))"
