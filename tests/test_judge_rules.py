@@ -2,7 +2,8 @@
 
 For each LLM scorer, each rule Mastra's prompts give the judge is listed with phrases of
 tracescore's own prompts that carry it; the test renders the scorer's prompts on the example run
-(what ``tracescore scorers --show-prompts`` prints) and finds every phrase. Deleting or
+(what ``tracescore scorers --show-prompts`` prints), and on the variants whose prompt text
+depends on an option or on the run (:data:`VARIANTS`), and finds every phrase. Deleting or
 rewording a rule's sentence fails here, naming the rule.
 """
 
@@ -12,16 +13,25 @@ import hashlib
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from tracescore.cli import app
 from tracescore.scorers import registry
-from tracescore.scorers.llm.show import example_scorer, shown_prompts
+from tracescore.scorers.llm.show import EXAMPLE_OPTIONS, EXAMPLE_RUN, example_scorer, shown_prompts
 
 FINGERPRINTS = Path(__file__).parent / "fixtures" / "judge_prompts.json"
 
+CLAIM_RULES: dict[str, tuple[str, ...]] = {
+    # faithfulness and hallucination extract claims alike (SCORERS.md §9: "same claim extraction")
+    "claims include speculation and predictions": (
+        'Keep speculative statements and predictions as claims ("may", "might", "could"',),
+    "questions and commands are not claims": ("Questions, commands, greetings and offers of help are not claims",),
+    "split compound statements; keep numbers with units": (
+        "Split compound statements", "Keep every number together with its unit"),
+}
 RULES: dict[str, dict[str, tuple[str, ...]]] = {
     "answer-relevancy": {
         "split compound sentences (and / several facts), not too aggressively": (
@@ -41,11 +51,7 @@ RULES: dict[str, dict[str, tuple[str, ...]]] = {
             'Every statement is "no" when the user\'s request is empty'),
     },
     "faithfulness": {
-        "claims include speculation and predictions": (
-            'Keep speculative statements and predictions as claims ("may", "might", "could"',),
-        "questions and commands are not claims": ("Questions, commands, greetings and offers of help are not claims",),
-        "split compound statements; keep numbers with units": (
-            "Split compound statements", "Keep every number together with its unit"),
+        **CLAIM_RULES,
         "context only, never prior knowledge": ("Use the context only, never your own knowledge",),
         "no only for a direct contradiction": ('"no": only when the claim directly contradicts the context',),
         "unsure when not mentioned; speculation is unsure": (
@@ -53,9 +59,7 @@ RULES: dict[str, dict[str, tuple[str, ...]]] = {
         "as many verdicts as claims": ("as many verdicts as there are claims",),
     },
     "hallucination": {
-        "same claim extraction": (
-            'Keep speculative statements and predictions as claims ("may", "might", "could"',
-            "Questions, commands, greetings and offers of help are not claims"),
+        **CLAIM_RULES,
         "hallucination = contradicts or unsupported": (
             "the claim contradicts the context, or asserts something the context does not support",),
         "less precise dates, approximations and omissions are not hallucinations": (
@@ -137,6 +141,30 @@ RULES: dict[str, dict[str, tuple[str, ...]]] = {
 }
 REASON_RULES = ("Use the score exactly as given: do not recompute", "Ground the explanation in the verdicts",
                 'Begin with "The score is')  # fmt: skip
+REASON_LENGTH = re.compile(r"Explain this score in (one|one or two|two or three) sentences?\.")
+"""§9: a reason is one to three sentences."""
+
+WITHOUT_GROUND_TRUTH = {key: value for key, value in EXAMPLE_RUN.items() if key != "groundTruth"}
+WITHOUT_TOOL_CALLS = {**EXAMPLE_RUN, "output": [
+    {**message, "content": {**message["content"], "toolInvocations": [],
+                            "parts": [part for part in message["content"]["parts"] if part["type"] == "text"]}}
+    for message in EXAMPLE_RUN["output"]
+]}  # fmt: skip
+VARIANTS: dict[str, dict[str, tuple[dict[str, Any], dict[str, Any] | None]]] = {
+    # Prompt text that depends on a scorer's options or on the run, beside the default rendering:
+    # each variant is rendered too, so its rules are checked and its prompts pinned to the version.
+    "prompt-alignment": {
+        "user mode": ({"evaluation_mode": "user"}, None),
+        "system mode": ({"evaluation_mode": "system"}, None),
+        "instruction list": ({"instructions": ["Answer in one sentence.", "Give the temperature."]}, None),
+    },
+    "noise-sensitivity": {"noise type": ({**EXAMPLE_OPTIONS["noise-sensitivity"], "noise_type": "misinformation"}, None)},
+    "answer-similarity": {"no ground truth": ({"require_ground_truth": False}, WITHOUT_GROUND_TRUTH)},
+    "tool-call-accuracy-llm": {"no tool call": ({}, WITHOUT_TOOL_CALLS)},
+}  # fmt: skip
+RULES_IN_EVERY_MODE = {"prompt-alignment": ("user mode", "system mode")}
+"""Variants that must carry all of the scorer's §9 rules (prompt alignment's modes; its
+instruction-list form is Mastra's older metric, with rules of its own)."""
 
 
 def flat(text: str) -> str:
@@ -144,8 +172,15 @@ def flat(text: str) -> str:
     return re.sub(r"\s+", " ", text)
 
 
-def judge_text(name: str) -> str:
-    return flat("\n".join(m["content"] for p in shown_prompts(example_scorer(name)) for m in p.messages))
+def rendered(name: str, variant: str | None = None) -> str:
+    """The judge's messages of every prompt step of ``name``: on the example run with the
+    example options, or as ``variant`` (of :data:`VARIANTS`) changes them."""
+    if variant is None:
+        scorer, run = example_scorer(name), None
+    else:
+        options, run = VARIANTS[name][variant]
+        scorer = registry.get(name).factory(model="openai/gpt-4o-mini", **options)
+    return flat("\n".join(m["content"] for p in shown_prompts(scorer, run) for m in p.messages))
 
 
 def judge_names() -> list[str]:
@@ -156,26 +191,38 @@ def test_every_llm_scorer_has_its_rules_listed() -> None:
     assert set(RULES) == set(judge_names())
 
 
+def missing_rules(name: str, text: str) -> list[str]:
+    return [f"{rule}: {phrase!r}" for rule, phrases in RULES[name].items() for phrase in phrases
+            if flat(phrase) not in text]  # fmt: skip
+
+
 @pytest.mark.parametrize("name", judge_names())
 def test_each_rule_reaches_the_judge(name: str) -> None:
-    text = judge_text(name)
-    missing = [f"{rule}: {phrase!r}" for rule, phrases in RULES[name].items() for phrase in phrases
-               if flat(phrase) not in text]  # fmt: skip
+    text = rendered(name)
+    missing = missing_rules(name, text)
     assert not missing, "\n".join(missing)
+    for variant in RULES_IN_EVERY_MODE.get(name, ()):
+        missing = missing_rules(name, rendered(name, variant))
+        assert not missing, f"{variant}:\n" + "\n".join(missing)
     assert all(flat(phrase) in text for phrase in REASON_RULES), "the reason step's rules"
+    reasons = [m["content"] for p in shown_prompts(example_scorer(name)) if p.step == "generate_reason"
+               for m in p.messages if m["role"] == "user"]  # fmt: skip
+    assert len(reasons) == 1 and REASON_LENGTH.search(flat(reasons[0])), "a reason of one to three sentences"
 
 
 def test_judges_still_see_the_whole_run() -> None:
     """The rewrite kept what tracescore shows beyond Mastra: the system prompt and tool calls."""
     for name in ("tool-call-accuracy-llm", "prompt-alignment", "answer-relevancy"):
-        assert "You are a concise weather assistant." in judge_text(name), name
+        assert "You are a concise weather assistant." in rendered(name), name
     for name in ("tool-call-accuracy-llm", "prompt-alignment"):
-        assert 'tool call get_weather with arguments {"city": "Paris"}' in judge_text(name), name
-    assert '"temperature_c": 21' in judge_text("faithfulness")  # the tool result is the context
+        assert 'tool call get_weather with arguments {"city": "Paris"}' in rendered(name), name
+    assert '"temperature_c": 21' in rendered("faithfulness")  # the tool result is the context
 
 
 def fingerprint(name: str) -> str:
-    return hashlib.sha256(judge_text(name).encode()).hexdigest()[:16]
+    """The prompts of the default rendering and of every variant, hashed."""
+    texts = [rendered(name), *(rendered(name, variant) for variant in VARIANTS.get(name, {}))]
+    return hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
 
 
 def test_a_prompt_change_bumps_the_scorer_version() -> None:
