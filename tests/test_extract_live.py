@@ -199,3 +199,28 @@ def test_mastra_legacy_loop_without_traced_steps_counts_every_step() -> None:
     assert (agent.usage.input_tokens, agent.usage.output_tokens) == (258, 46)
     assert (loop.usage.input_tokens, loop.usage.output_tokens) == (258, 46)
     assert any("usage of the last step only" in w for w in loop.warnings)
+
+
+def test_mastra_legacy_thread_title_is_no_step_of_the_agent() -> None:
+    """Mastra 0.x memory titles a new thread with a model loop of its own, traced under the
+    agent span after the answer (sweep, found on the issue-23 capture): read as steps, the
+    title was the agent's final answer and its tokens doubled the turn's usage."""
+    (first,) = [t for t in load_traces([CAPTURES / "mastra-legacy-telemetry" / "conversation"])
+                if any(s.name == "agent.genTitle" for s in t.spans)]
+    (title_step,) = [s for s in first.spans if s.name.endswith(".step.llm-execution")
+                     and "generate a short title" in str(s.attributes)]
+    key = f"{title_step.name}.result"
+    # The fake server answered the title call with the turn's answer; a real model gives a title.
+    title_step.attributes[key] = str(title_step.attributes[key]).replace(
+        "Nice to meet you, Ada! How can I help you today?", "Ada from Lyon says hello")
+    runs = extract_runs(first)
+    (agent,) = only(runs, "agent")
+    stream_result = json.loads(next(s for s in first.spans if s.name == "agent.stream")
+                               .attributes["agent.stream.result"])
+    assert stream_result["usage"]["inputTokens"] == 116
+    assert (agent.usage.input_tokens, agent.usage.output_tokens) == (116, 23)
+    assert final_answer(agent) == "Nice to meet you, Ada! How can I help you today?"
+    assert [p.type for p in agent.output[0].content.parts] == ["text"]
+    (llm,) = only(runs, "llm")
+    assert system_text(llm) == ["You are Concierge, a helpful city guide."]
+    assert any("thread title" in w for w in agent.warnings)

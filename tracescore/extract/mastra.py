@@ -78,6 +78,8 @@ _LEGACY_LOOPS = frozenset({"mastra.stream", "mastra.generate"})
 _LEGACY_TOOL = ".toolCall"
 _LEGACY_PROVIDER_CALL = ".aisdk.doStream"
 _LEGACY_STEP = ".step.llm-execution"
+# Memory naming a new thread after its first message: a model call of its own under the agent.
+_LEGACY_TITLE = frozenset({"agent.genTitle", "agent.generateTitleFromUserMessage"})
 _LEGACY_REPLY_KEYS = ("stream.response.text", "stream.response.toolCalls", "stream.usage.")
 
 
@@ -439,13 +441,15 @@ def refine(read: list[tuple[Span, SpanInfo]]) -> None:
       ``model_inference``) is itself the LLM call.
     * 0.x: an agent method that delegates to another (``generate`` → ``generateVNext``) is one
       run, not two; the tools offered (on ``…aisdk.doStream``) go to the model call; when the
-      loop's steps were traced (``….step.llm-execution``) they are the LLM calls, not the loop.
+      loop's steps were traced (``….step.llm-execution``) they are the LLM calls, not the loop;
+      the thread title memory generates is no step of the agent.
     """
     types = {span.span_id: _span_type(span) for span, _ in read}
     infos = {info.span_id: info for _, info in read}
     children: dict[str, list[SpanInfo]] = {}
     for info in infos.values():
         children.setdefault(info.parent_span_id or "", []).append(info)
+    _drop_title_generation(read, children)
     for info in infos.values():
         parent = infos.get(info.parent_span_id or "")
         if info.kind == "llm" and parent is not None and types[parent.span_id] == "model_step":
@@ -461,6 +465,24 @@ def refine(read: list[tuple[Span, SpanInfo]]) -> None:
                 _place_reasoning(info, children)
             else:
                 info.kind = "llm"
+
+
+def _drop_title_generation(
+    read: list[tuple[Span, SpanInfo]], children: dict[str, list[SpanInfo]]
+) -> None:
+    """0.x: the model loop memory runs to title a new thread (``agent.genTitle``, after the
+    answer, under the agent span) is bookkeeping, not the agent's work. Read as steps, its reply
+    became the agent's final answer (the title judged as the answer) and its tokens doubled the
+    turn's usage (232/46 where ``agent.stream.result`` says 116/23)."""
+    for span, info in read:
+        if span.name not in _LEGACY_TITLE:
+            continue
+        calls = [d for d in _descendants(info, children) if d.kind in ("llm", "tool")]
+        for call in calls:
+            call.kind = "other"
+        if calls:
+            info.warnings.append("Mastra memory's thread title: its model calls are no steps "
+                                 "of the agent")
 
 
 def _legacy_operation(span: Span) -> str:
