@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -125,3 +126,31 @@ def test_several_unpackers_share_the_requests_and_a_killed_one_is_replaced(tmp_p
         store.close()
         assert server.stop() == 0
     assert "ended with exit code -9; starting a new one" in server.output()
+
+
+def test_the_processes_of_a_killed_parent_stop_within_the_shutdown_timeout(tmp_path: Path) -> None:
+    """kill -9 of the parent of several service processes (nothing of it runs then): each
+    service process sees its parent gone and stops as on SIGTERM, its unpacker with it, instead
+    of serving the ports on beside the next start."""
+    server = start_server(tmp_path, args=["--processes", "2"], config={"server": {"shutdown_timeout": 2.0}})
+    services: set[int] = set()
+    helpers: set[int] = set()
+    try:
+        deadline = time.monotonic() + 30
+        while len(services) < 2 and time.monotonic() < deadline:
+            services = {pid for pid in _descendants(server.process.pid) if _unpackers(pid)}
+            time.sleep(0.05)
+        assert len(services) == 2, server.output()
+        helpers = set().union(*map(_descendants, services))
+        server.process.kill()
+        server.process.wait()
+        deadline = time.monotonic() + 2.0 + 3.0
+        while (left := [pid for pid in services | helpers if _running(pid)]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        server.kill()
+        for pid in services | helpers:  # reparented by now: not below the server any more
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    assert not left, server.output()
+    assert server.output().count("parent process") == 2

@@ -8,10 +8,13 @@ alert rules). The parent only starts, watches and stops them.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import tempfile
+import threading
 from concurrent.futures import ProcessPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +24,8 @@ from tracescore.config import Config
 
 if TYPE_CHECKING:
     from tracescore.service import Service
+
+log = logging.getLogger(__name__)
 
 
 def build_service(config: Config) -> Service:
@@ -41,10 +46,32 @@ def build_service(config: Config) -> Service:
     return service
 
 
+def _stop_with_parent() -> None:
+    """Stop this service process (as SIGTERM does: gracefully, within its shutdown_timeout)
+    once its parent is gone, however it ended.
+
+    The parent forwards SIGTERM and Ctrl-C, but nothing of it runs when it is killed with
+    SIGKILL (or by an init system that signals the main process only): its service processes
+    would go on serving the ports, with their unpackers, beside the next start. The parent's
+    sentinel (a pipe multiprocessing gives a spawned child) becomes ready when it ends.
+    """
+    parent = multiprocessing.parent_process()
+    if parent is None or parent.sentinel is None:
+        return
+
+    def watch(sentinel: int) -> None:
+        multiprocessing.connection.wait([sentinel])
+        log.warning("the parent process %s ended; stopping this service process", parent.pid)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, args=(parent.sentinel,), name="parent watch", daemon=True).start()
+
+
 def _run_child(config_data: dict[str, Any]) -> None:
     # The parent handles Ctrl-C and forwards SIGTERM; a child ignores the terminal's SIGINT so
     # that one keypress does not kill the children before the parent's graceful stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _stop_with_parent()
     build_service(Config.model_validate(config_data)).run()
 
 
