@@ -766,14 +766,14 @@ async def test_context_extractor_reads_the_run(server: JudgeServer, judge: LiteL
     )
 
 
-def mastra_shaped(own: dict[str, Any]) -> dict[str, Any]:
+def mastra_shaped(own: dict[str, Any], fulfilled: str = "isFulfilled") -> dict[str, Any]:
     """``dimensions(...)`` as Mastra's judge answers it: format and tone alignment as booleans,
-    requirement items with ``isFulfilled``."""
+    requirement items with ``isFulfilled`` (Mastra's schema; its docs say ``fulfilled``)."""
     answer = {**own, "responseAppropriateness": {**own["responseAppropriateness"],
                                                  "formatAlignment": True, "toneAlignment": False}}
     answer["requirementsFulfillment"] = {
-        "requirements": [{"requirement": "summarise", "isFulfilled": True, "reasoning": "done"},
-                         {"requirement": "be brief", "isFulfilled": False, "reasoning": "long"}],
+        "requirements": [{"requirement": "summarise", fulfilled: True, "reasoning": "done"},
+                         {"requirement": "be brief", fulfilled: False, "reasoning": "long"}],
         "overallScore": own["requirementsFulfillment"]["overallScore"],
     }
     return answer  # fmt: skip
@@ -791,7 +791,8 @@ async def test_prompt_alignment_reads_both_answer_shapes_from_a_local_style_judg
     own = dimensions(1.0, 0.5, 0.5, 1.0)
     own["responseAppropriateness"] |= {"formatAlignment": "a plain sentence", "toneAlignment": "neutral"}
     scores = {}
-    for shape, answer in (("own", own), ("mastra", mastra_shaped(own))):
+    shapes = (("own", own), ("mastra", mastra_shaped(own)), ("fulfilled", mastra_shaped(own, "fulfilled")))
+    for shape, answer in shapes:
         for mode in ("user", "system"):
             server.script("AlignmentAnalysis", json_reply(answer))
             result = await create_prompt_alignment_scorer(model=judge, evaluation_mode=mode).run(run)
@@ -799,11 +800,13 @@ async def test_prompt_alignment_reads_both_answer_shapes_from_a_local_style_judg
             scores[shape, mode] = result.score
         server.script("BothAlignmentAnalysis", json_reply(answer))  # one evaluation: Mastra's both
         scores[shape, "both"] = (await create_prompt_alignment_scorer(model=judge).run(run)).score
-    assert scores == {("own", "user"): 0.75, ("own", "system"): 0.75, ("own", "both"): 0.75,
-                      ("mastra", "user"): 0.75, ("mastra", "system"): 0.75, ("mastra", "both"): 0.75}
-    checks = (await create_prompt_alignment_scorer(model=judge, evaluation_mode="user").run(run))
-    assert checks.analyze_step_result.response_appropriateness.format_alignment is True
-    assert [r.is_fulfilled for r in checks.analyze_step_result.requirements_fulfillment.requirements] == [True, False]
+    assert scores == {(shape, mode): 0.75 for shape, _ in shapes for mode in ("user", "system", "both")}
+    for shape, answer in shapes[1:]:
+        server.script("AlignmentAnalysis", json_reply(answer))
+        checks = (await create_prompt_alignment_scorer(model=judge, evaluation_mode="user").run(run))
+        assert checks.analyze_step_result.response_appropriateness.format_alignment is True, shape
+        requirements = checks.analyze_step_result.requirements_fulfillment.requirements
+        assert [r.is_fulfilled for r in requirements] == [True, False], shape
 
 
 async def test_prompt_alignment_history_as_mastra_writes_it(server: JudgeServer, judge: LiteLLMJudge) -> None:
