@@ -3,29 +3,34 @@
 A run whose agent span ended in error with no final answer gets ``not_scorable`` (reason: the
 error) from every scorer that reads the answer, code and judge alike, without any judge call; a
 run that failed but still answered is scored; tool-call scorers still judge the calls a failed
-run made. The runs come out of real extraction of a hand-made OpenInference trace (a LangChain
-agent whose tool raised and whose agent span ended in error), like the live case the issue saw.
+run made. The runs come out of real extraction of the two cases the issue saw live: a hand-made
+OpenInference trace (a LangChain agent whose tool raised and whose agent span ended in error),
+and Pydantic AI's captured tool-call trace cut where its tool raised.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 import pytest
 
+from tests.conftest import CAPTURES
 from tests.extract_support import span, trace
 from tracescore.config import parse_config
 from tests.judge_server import JudgeServer, json_reply
 from tracescore.extract import extract_runs
 from tracescore.extract.model import AgentRun
+from tracescore.ingest.files import load_traces
 from tests.test_llm_scorers import judge, server  # noqa: F401 - the scripted judge's fixtures
 from tracescore.judge import LiteLLMJudge
 from tracescore.monitor.queries import coverage
 from tracescore.pipeline.runner import build_worker
 from tracescore.scorers import registry
-from tracescore.scorers.base import ScorerRun, create_scorer, measure
+from tracescore.scorers.base import ScorerRun, create_scorer, failed_without_answer, measure
 from tracescore.spans import STATUS_ERROR
 from tracescore.store import open_store
 
@@ -81,30 +86,69 @@ def failed_run(*, answer: str | None = None, tool_called: bool = True) -> AgentR
     return run
 
 
+def pydantic_ai_failed_run(*, answered: bool = False) -> AgentRun:
+    """Pydantic AI's captured weather run (``captures/pydantic-ai/tool_call``) as it looks when
+    ``get_weather`` raises and the run ends in error: the agent and tool spans carry the error,
+    the model's second turn never happened, and no final result was recorded. ``answered``
+    keeps the answer and only marks the agent span failed (an error raised after answering)."""
+    (captured,) = load_traces([CAPTURES / "pydantic-ai" / "tool_call"])
+    first_chat = min((s for s in captured.spans if s.name.startswith("chat ")), key=lambda s: s.start_time_ns)
+    spans = []
+    for found in captured.spans:
+        attributes = dict(found.attributes)
+        if found.name.startswith("invoke_agent"):
+            if not answered:
+                del attributes["final_result"]
+                messages = orjson.loads(attributes["pydantic_ai.all_messages"])
+                attributes["pydantic_ai.all_messages"] = orjson.dumps(messages[:2]).decode()  # question, tool call
+            found = dataclasses.replace(found, attributes=attributes, status_code=STATUS_ERROR, status_message=ERROR)
+        elif not answered and found.name.startswith("execute_tool"):
+            attributes.pop("gen_ai.tool.call.result", None)
+            found = dataclasses.replace(found, attributes=attributes, status_code=STATUS_ERROR, status_message=ERROR)
+        elif not answered and found.name.startswith("chat ") and found is not first_chat:
+            continue
+        spans.append(found)
+    (run,) = [r for r in extract_runs(dataclasses.replace(captured, spans=spans)) if r.kind == "agent"]
+    return run
+
+
+FAILED_WITHOUT_ANSWER: dict[str, Callable[[], AgentRun]] = {
+    "openinference-langchain": failed_run,
+    "pydantic-ai": pydantic_ai_failed_run,
+}
+FAILED_BUT_ANSWERED: dict[str, Callable[[], AgentRun]] = {
+    "openinference-langchain": lambda: failed_run(answer="Atlantis is not a real city, sorry."),
+    "pydantic-ai": lambda: pydantic_ai_failed_run(answered=True),
+}
+
+
 def build(name: str, judge: LiteLLMJudge | None = None) -> Any:
     entry = registry.get(name)
     options = OPTIONS.get(name, {})
     return entry.factory(model=judge, **options) if entry.uses_judge else entry.factory(**options)
 
 
-def test_the_extracted_run_carries_the_agent_error_and_no_answer() -> None:
-    run = failed_run()
+@pytest.mark.parametrize("convention", FAILED_WITHOUT_ANSWER)
+def test_the_extracted_run_carries_the_agent_error_and_no_answer(convention: str) -> None:
+    run = FAILED_WITHOUT_ANSWER[convention]()
     assert (run.status, run.error) == ("error", ERROR)
-    scorer_run = ScorerRun.of(run)
-    assert scorer_run.error == ERROR
-    assert ScorerRun.of(failed_run(answer="Atlantis is not a real city.")).error == ERROR
+    assert ScorerRun.of(run).error == ERROR and failed_without_answer(ScorerRun.of(run))
+    answered = ScorerRun.of(FAILED_BUT_ANSWERED[convention]())
+    assert answered.error == ERROR and failed_without_answer(answered) is None
 
 
+@pytest.mark.parametrize("convention", FAILED_WITHOUT_ANSWER)
 @pytest.mark.parametrize("name", CODE_READING_THE_ANSWER)
-def test_code_scorers_do_not_score_a_failed_run_without_answer(name: str) -> None:
-    result = build(name).run_sync(failed_run())
+def test_code_scorers_do_not_score_a_failed_run_without_answer(name: str, convention: str) -> None:
+    result = build(name).run_sync(FAILED_WITHOUT_ANSWER[convention]())
     assert result.status == "not_scorable" and result.score is None
     assert result.reason == f"the run ended in error before answering: {ERROR}"
 
 
+@pytest.mark.parametrize("convention", FAILED_BUT_ANSWERED)
 @pytest.mark.parametrize("name", CODE_READING_THE_ANSWER)
-def test_code_scorers_score_a_failed_run_that_answered(name: str) -> None:
-    result = build(name).run_sync(failed_run(answer="Atlantis is not a real city, sorry."))
+def test_code_scorers_score_a_failed_run_that_answered(name: str, convention: str) -> None:
+    result = build(name).run_sync(FAILED_BUT_ANSWERED[convention]())
     assert result.status == "ok" and result.score is not None
 
 
@@ -120,11 +164,12 @@ def judge_scorers() -> list[str]:
     return [n for n in registry.judge_scorers() if n != "tool-call-accuracy-llm"]
 
 
+@pytest.mark.parametrize("convention", FAILED_WITHOUT_ANSWER)
 @pytest.mark.parametrize("name", judge_scorers())
 async def test_judge_scorers_do_not_ask_the_judge_about_a_failed_run_without_answer(
-    name: str, server: JudgeServer, judge: LiteLLMJudge
+    name: str, convention: str, server: JudgeServer, judge: LiteLLMJudge
 ) -> None:
-    result = await build(name, judge).run(failed_run())
+    result = await build(name, judge).run(FAILED_WITHOUT_ANSWER[convention]())
     assert result.status == "not_scorable" and result.score is None
     assert result.reason == f"the run ended in error before answering: {ERROR}"
     assert server.count == 0
