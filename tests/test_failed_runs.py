@@ -20,12 +20,12 @@ import pytest
 
 from tests.conftest import CAPTURES
 from tests.extract_support import span, trace
-from tracescore.config import parse_config
 from tests.judge_server import JudgeServer, json_reply
+from tests.test_llm_scorers import judge, server  # noqa: F401 - the scripted judge's fixtures
+from tracescore.config import parse_config
 from tracescore.extract import extract_runs
 from tracescore.extract.model import AgentRun
 from tracescore.ingest.files import load_traces
-from tests.test_llm_scorers import judge, server  # noqa: F401 - the scripted judge's fixtures
 from tracescore.judge import LiteLLMJudge
 from tracescore.monitor.queries import coverage
 from tracescore.pipeline.runner import build_worker
