@@ -379,12 +379,14 @@ def test_a_running_service_prunes_while_spans_arrive(db_url: str, tmp_path: Path
             time.sleep(0.3)
         exposition = httpx.get(f"{server.base_url}/metrics", timeout=10).text
         gone = httpx.get(f"{server.base_url}/api/traces/{old[0].trace_id}", timeout=10)
+        runs_gone = httpx.get(f"{server.base_url}/api/traces/{old[0].trace_id}/runs", timeout=10)
         kept = httpx.get(f"{server.base_url}/api/scores", params={"trace_id": old[0].trace_id}, timeout=10)
         live = httpx.get(f"{server.base_url}/api/traces/{fresh[0].trace_id}", timeout=10)
 
     # A pruned trace's page says what became of it and where its scores are.
     assert gone.status_code == 410 and "removed by retention" in gone.json()["detail"]
     assert f"/api/scores?trace_id={old[0].trace_id}" in gone.json()["detail"]
+    assert (runs_gone.status_code, runs_gone.json()) == (410, gone.json())  # its runs too
     assert kept.status_code == 200 and kept.json()["items"]
     assert {item["trace_id"] for item in kept.json()["items"]} == {old[0].trace_id}
     assert live.status_code == 200 and len(live.json()["spans"]) == 4

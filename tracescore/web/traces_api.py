@@ -16,7 +16,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from tracescore.extract import RUN_KINDS, extract_runs, select_runs
-from tracescore.spans import LogRecord, Span
+from tracescore.spans import LogRecord, Span, Trace
 from tracescore.store import SpanStore, TraceState
 from tracescore.store.codec import jsonable
 
@@ -83,19 +83,26 @@ def traces_router(store: SpanStore) -> APIRouter:
         summaries = await run_in_threadpool(store.list_traces, limit, service, since)
         return _json({"traces": [s.to_dict() for s in summaries]})
 
-    @router.get("/{trace_id}")
-    async def get_trace(trace_id: str) -> Response:
+    async def stored(trace_id: str) -> Trace:
+        """The trace's spans and log records, or the answer for an id that has none: 400
+        malformed, 410 pruned by retention (saying where its scores are), 404 unknown."""
         if not _TRACE_ID.match(trace_id):
             raise HTTPException(400, "trace id must be 32 hex characters")
         trace = await run_in_threadpool(store.load_trace, trace_id)
+        if trace is not None:
+            return trace
         summary = await run_in_threadpool(store.trace_summary, trace_id)
-        if trace is None and summary is not None and summary.state == TraceState.PRUNED:
+        if summary is not None and summary.state == TraceState.PRUNED:
             raise HTTPException(
                 410, f"trace {trace_id.lower()}'s spans were removed by retention (retention.spans); "
                 f"its scores are kept: /api/scores?trace_id={trace_id.lower()}",
             )
-        if trace is None:
-            raise HTTPException(404, f"trace {trace_id.lower()} not found")
+        raise HTTPException(404, f"trace {trace_id.lower()} not found")
+
+    @router.get("/{trace_id}")
+    async def get_trace(trace_id: str) -> Response:
+        trace = await stored(trace_id)
+        summary = await run_in_threadpool(store.trace_summary, trace_id)
         return _json(
             {
                 "trace_id": trace.trace_id,
@@ -113,14 +120,10 @@ def traces_router(store: SpanStore) -> APIRouter:
     ) -> Response:
         """The runs rebuilt from the trace, as ``tracescore extract`` prints them: what the
         scorers judged, for a script or another tool (the HTML trace page shows the same)."""
-        if not _TRACE_ID.match(trace_id):
-            raise HTTPException(400, "trace id must be 32 hex characters")
         unknown = sorted(set(kind) - set(RUN_KINDS))
         if unknown:
             raise HTTPException(400, f"kind must be agent, llm or tool, not {', '.join(unknown)}")
-        trace = await run_in_threadpool(store.load_trace, trace_id)
-        if trace is None:
-            raise HTTPException(404, f"trace {trace_id.lower()} not found")
+        trace = await stored(trace_id)
         runs = await run_in_threadpool(extract_runs, trace)
         return _json(select_runs(runs, primary=primary, kinds=kind))
 
