@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -27,11 +28,12 @@ from tracescore.extract import extract_runs
 from tracescore.extract.model import AgentRun
 from tracescore.ingest.files import load_traces
 from tracescore.judge import LiteLLMJudge
-from tracescore.monitor.queries import coverage
+from tracescore.monitor.queries import ScoreFilter, aggregate_scores, coverage
+from tracescore.monitor.rules import evaluate_rule
 from tracescore.pipeline.runner import build_worker
 from tracescore.scorers import registry
 from tracescore.scorers.base import ScorerRun, create_scorer, failed_without_answer, measure
-from tracescore.spans import STATUS_ERROR
+from tracescore.spans import STATUS_ERROR, Trace
 from tracescore.store import open_store
 
 ERROR = "ToolException: Unknown city: Atlantis"
@@ -86,7 +88,7 @@ def failed_run(*, answer: str | None = None, tool_called: bool = True) -> AgentR
     return run
 
 
-def pydantic_ai_failed_run(*, answered: bool = False) -> AgentRun:
+def pydantic_ai_failed_trace(*, answered: bool = False) -> Trace:
     """Pydantic AI's captured weather run (``captures/pydantic-ai/tool_call``) as it looks when
     ``get_weather`` raises and the run ends in error: the agent and tool spans carry the error,
     the model's second turn never happened, and no final result was recorded. ``answered``
@@ -108,7 +110,12 @@ def pydantic_ai_failed_run(*, answered: bool = False) -> AgentRun:
         elif not answered and found.name.startswith("chat ") and found is not first_chat:
             continue
         spans.append(found)
-    (run,) = [r for r in extract_runs(dataclasses.replace(captured, spans=spans)) if r.kind == "agent"]
+    return dataclasses.replace(captured, spans=spans)
+
+
+def pydantic_ai_failed_run(*, answered: bool = False) -> AgentRun:
+    """The agent run extracted from :func:`pydantic_ai_failed_trace`."""
+    (run,) = [r for r in extract_runs(pydantic_ai_failed_trace(answered=answered)) if r.kind == "agent"]
     return run
 
 
@@ -217,14 +224,22 @@ def test_custom_scorers_opt_in() -> None:
     assert length.run_sync({"input": run.mastra_input(), "output": run.mastra_output()}).status == "ok"
 
 
-def test_the_pipeline_stores_them_and_coverage_counts_them(sqlite_url: str) -> None:
+def test_the_pipeline_stores_them_and_coverage_and_error_rates_count_them(db_url: str) -> None:
     """Stored as ``not_scorable`` rows with the error as reason: the run counts as sampled and
-    attempted (error-rate denominators, coverage statuses) but not as scored, so a rise in
-    failing runs shows as falling coverage instead of as fake quality scores."""
-    store = open_store(sqlite_url)
-    failed = failed_trace()
-    store.write(failed.spans, failed.logs)
-    config = parse_config("scorers:\n  - {name: tone, scorer: tone}\n  - {name: complete, scorer: completeness}\n")
+    attempted but not as scored (coverage), and as an error in error rates (the summary API's
+    and the error-rate rule's), so a rise in failing runs shows as falling coverage and a rising
+    error rate instead of as fake quality scores. A run that failed after answering is scored."""
+    store = open_store(db_url)
+    for found in (failed_trace(), pydantic_ai_failed_trace(answered=True)):
+        store.write(found.spans, found.logs)
+    config = parse_config("""
+scorers:
+  - {name: tone, scorer: tone}
+  - {name: complete, scorer: completeness}
+alerts:
+  rules:
+    - {name: failing, type: error_rate, binding: tone, above: 0.4, min_samples: 2}
+""")
     worker = build_worker(config.scoring(), store)
 
     async def score_all() -> list[dict[str, Any]]:
@@ -234,10 +249,16 @@ def test_the_pipeline_stores_them_and_coverage_counts_them(sqlite_url: str) -> N
         return rows
 
     rows = asyncio.run(score_all())
-    assert {(r["binding"], r["status"], r["reason"]) for r in rows} == {
-        (name, "not_scorable", f"the run ended in error before answering: {ERROR}") for name in ("tone", "complete")
-    }
+    assert sorted((r["binding"], r["status"], r["reason"]) for r in rows if r["status"] != "ok") == [
+        (name, "not_scorable", f"the run ended in error before answering: {ERROR}") for name in ("complete", "tone")
+    ]
+    assert sorted(r["binding"] for r in rows if r["status"] == "ok") == ["complete", "tone"]  # the answered one
     with store.engine.connect() as connection:
         found = {c.binding: c for c in coverage(connection, None, None)}
+        stats = {s.group[0]: s for s in aggregate_scores(connection, ScoreFilter(), ["binding"])}
+        (verdict,) = evaluate_rule(connection, config.alerts.rules[0], datetime.now(UTC))
     for name in ("tone", "complete"):
-        assert (found[name].sampled, found[name].scored, found[name].statuses) == (1, 0, {"not_scorable": 1})
+        assert (found[name].sampled, found[name].scored, found[name].statuses) == (2, 1, {"ok": 1, "not_scorable": 1})
+        assert (stats[name].attempted, stats[name].errors, stats[name].failed_runs) == (2, 1, 1)
+    assert verdict.firing and verdict.value == 0.5
+    assert "1 of them runs that failed before answering" in verdict.summary

@@ -132,6 +132,7 @@ def create_monitor_router(engine: Engine, config: MonitorConfig | None = None) -
                     **{f"p{round(q * 100)}": _none_if_nan(v) for q, v in group.quantiles.items()},
                     "attempted": group.attempted,
                     "errors": group.errors,
+                    "failed_runs": group.failed_runs,
                     "error_rate": group.error_rate,
                 }
             )

@@ -130,10 +130,12 @@ class RegressionRule(_ScoreRule):
 
 
 class ErrorRateRule(_RuleBase):
-    """Fires when the share of failed scorings (judge errors) of a binding crosses ``above``.
+    """Fires when the share of failed scorings (judge errors) and failed runs of a binding
+    crosses ``above``.
 
-    The rate is ``error`` rows over attempted rows (``ok``, ``error`` and ``not_scorable``);
-    runs skipped by budget or rate limits were never attempted and do not count.
+    The rate is ``error`` rows plus runs that ended in error before answering (stored
+    ``not_scorable``: a failing agent is the signal) over attempted rows (``ok``, ``error`` and
+    ``not_scorable``); runs skipped by budget or rate limits were never attempted and do not count.
     """
 
     type: Literal["error_rate"]

@@ -34,6 +34,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql import Select
 
 from tracescore.monitor.stats import Moments, percentile_cont
+from tracescore.scorers.base import FAILED_RUN_REASON
 from tracescore.store.scores import SamplingDecisionRow, SamplingTallyRow, ScoreRow
 from tracescore.store.table_of import table_of
 
@@ -42,6 +43,16 @@ DECISIONS = table_of(SamplingDecisionRow)
 TALLIES = table_of(SamplingTallyRow)
 ATTEMPTED_STATUSES = ("ok", "error", "not_scorable")
 """Rows a scorer actually ran for; skipped runs do not count towards error rates."""
+
+
+def failed_run_row() -> ColumnElement[bool]:
+    """A ``not_scorable`` row of a run that failed before answering (its reason says so): a
+    failing agent is what error rates should show, so these count as errors beside the
+    scorer's own failures."""
+    return and_(
+        SCORES.c.status == "not_scorable",
+        SCORES.c.reason.startswith(FAILED_RUN_REASON, autoescape=True),
+    )
 
 
 def db_time(moment: datetime) -> datetime:
@@ -166,6 +177,10 @@ class GroupStats:
     bucket: datetime | None
     attempted: int
     errors: int
+    """``error`` rows (the scorer or its judge failed) and rows of runs that failed before
+    answering (:func:`failed_run_row`)."""
+    failed_runs: int
+    """Of ``errors``, the runs that failed before answering."""
     moments: Moments
     """Of the ``ok`` rows' scores."""
     quantiles: dict[float, float]
@@ -217,6 +232,7 @@ def _aggregate_statements(
     aggregates: list[ColumnElement[Any]] = [
         func.sum(case((c.status.in_(ATTEMPTED_STATUSES), 1), else_=0)),
         func.sum(case((c.status == "error", 1), else_=0)),
+        func.sum(case((failed_run_row(), 1), else_=0)),
         func.count(ok_score),
         func.sum(ok_score),
         func.sum(ok_score * ok_score),
@@ -262,9 +278,9 @@ def aggregate_scores(
     found = []
     for row in rows:
         key = tuple(row[:width])
-        attempted, errors, n, total, squares = row[width : width + 5]
+        attempted, errors, failed_runs, n, total, squares = row[width : width + 6]
         if in_sql:
-            values = dict(zip(quantiles, row[width + 5 :], strict=True))
+            values = dict(zip(quantiles, row[width + 6 :], strict=True))
         else:
             ordered = sorted(python_quantiles.get(key, ()))
             values = {q: percentile_cont(ordered, q) for q in quantiles}
@@ -277,7 +293,8 @@ def aggregate_scores(
                     else None
                 ),
                 attempted=int(attempted or 0),
-                errors=int(errors or 0),
+                errors=int(errors or 0) + int(failed_runs or 0),
+                failed_runs=int(failed_runs or 0),
                 moments=Moments(int(n or 0), float(total or 0.0), float(squares or 0.0)),
                 quantiles={
                     q: (float(v) if v is not None else float("nan")) for q, v in values.items()

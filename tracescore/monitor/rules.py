@@ -200,6 +200,11 @@ def _regression(
     return verdicts
 
 
+def _failed_runs_note(count: int) -> str:
+    """Which of the errors were runs that failed before answering, when any were."""
+    return f", {count} of them runs that failed before answering" if count else ""
+
+
 def _error_rate(connection: Connection, rule: ErrorRateRule, now: datetime) -> list[Verdict]:
     since = now - timedelta(seconds=rule.window)
     verdicts = []
@@ -216,9 +221,10 @@ def _error_rate(connection: Connection, rule: ErrorRateRule, now: datetime) -> l
                 summary=(
                     f"{rule.subject} error rate {rate:.1%} over the last "
                     f"{_duration_text(rule.window)} is {'' if firing else 'not '}above {rule.above:.1%} "
-                    f"({group.errors} of {group.attempted})"
+                    f"({group.errors} of {group.attempted}{_failed_runs_note(group.failed_runs)})"
                 ),
-                details={"errors": group.errors, "attempted": group.attempted, "above": rule.above},
+                details={"errors": group.errors, "failed_runs": group.failed_runs,
+                         "attempted": group.attempted, "above": rule.above},
             )
         )
     return verdicts

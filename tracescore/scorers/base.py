@@ -173,6 +173,11 @@ def not_scorable(reason: str) -> NoReturn:
     raise NotScorable(reason)
 
 
+FAILED_RUN_REASON = "the run ended in error before answering: "
+"""How the reason of a run that failed before answering starts (the run's error follows): the
+score is ``not_scorable``, and error-rate figures count such rows as errors by this prefix."""
+
+
 def failed_without_answer(run: ScorerRun) -> str | None:
     """The not-scorable reason for a run that failed before giving an answer, else None.
 
@@ -182,7 +187,7 @@ def failed_without_answer(run: ScorerRun) -> str | None:
     """
     if run.error is None or (get_assistant_message(run.output) or "").strip():
         return None
-    return f"the run ended in error before answering: {run.error}"
+    return f"{FAILED_RUN_REASON}{run.error}"
 
 
 @dataclass(frozen=True)
