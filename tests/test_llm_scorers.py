@@ -165,6 +165,17 @@ async def test_context_precision_without_any_context_is_not_scorable(
         create_context_precision_scorer(model=judge, context=[])
 
 
+@pytest.mark.parametrize("create", [create_context_precision_scorer, create_context_relevance_scorer])
+async def test_an_empty_context_extractor_is_not_scorable(
+    create: Any, server: JudgeServer, judge: LiteLLMJudge
+) -> None:
+    """Issue 20, item 4, decided: an extractor that finds nothing gives ``not_scorable`` without
+    asking the judge (Mastra's relevance asks about a placeholder piece and scores 1 × scale)."""
+    result = await create(model=judge, context_extractor=lambda run_input, run_output: []).run(ECLIPSE_RUN)
+    assert result.status == "not_scorable" and result.reason == "no context available for evaluation"
+    assert server.count == 0
+
+
 async def test_context_relevance_eclipse_example(server: JudgeServer, judge: LiteLLMJudge) -> None:
     server.script("RelevanceEvaluations", json_reply(ECLIPSE_EVALUATIONS))
     default = await create_context_relevance_scorer(model=judge, context=ECLIPSE_CONTEXT).run(
