@@ -11,28 +11,31 @@ from __future__ import annotations
 import json
 import random
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import text as sql_text
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
+from sqlalchemy import text as sql_text
 
 from tests.agent_otlp import AgentTrace, agent_trace, export_request
 from tests.conftest import CAPTURES
 from tests.server_process import start_server
 from tracescore.config import parse_config
 from tracescore.extract import extract_runs
+from tracescore.feedback.scan import FeedbackScanner
 from tracescore.ingest.decode import decode_traces
 from tracescore.ingest.files import load_traces
 from tracescore.ingest.unpack import unpack
 from tracescore.pipeline.runner import build_worker
 from tracescore.pipeline.worker import score_row
-from tracescore.spans import Resource, Scope, Span
+from tracescore.spans import EVALUATION_EVENT, LogRecord, Resource, Scope, Span, SpanEvent, SpanLink
 from tracescore.store import SpanStore, open_store
+from tracescore.store.feedback import Feedback, FeedbackStore
 from tracescore.store.scores import ScoreRow, upsert_scores
 from tracescore.store.text import REPLACEMENT, TextGuard
 
@@ -71,6 +74,9 @@ def test_nul_characters_never_stall_ingest_and_every_trace_is_scored(db_url: str
         while _scored_trace_ids(server.base_url) != {t.trace_id for t in traces}:
             assert time.monotonic() < deadline, f"not every trace was scored:\n{server.output()[-3000:]}"
             time.sleep(0.2)
+        for trace in traces:  # every acknowledged span stored, the poisoned trace's included
+            stored = httpx.get(f"{server.base_url}/api/traces/{trace.trace_id}", timeout=15).json()
+            assert sorted(span["span_id"] for span in stored["spans"]) == sorted(span.span_id.hex() for span in trace.spans)
         stored = httpx.get(f"{server.base_url}/api/traces/{poisoned.trace_id}", timeout=15).json()
         root = next(span for span in stored["spans"] if span["parent_span_id"] is None)
         assert root["name"] == f"invoke_agent bad{REPLACEMENT}name"
@@ -83,10 +89,12 @@ def test_nul_characters_never_stall_ingest_and_every_trace_is_scored(db_url: str
         assert all(score["status"] == "ok" for score in scores)
         assert httpx.get(f"{server.base_url}/api/ingest/quarantine", timeout=10).json() == {"entries": []}
         exposition = httpx.get(f"{server.base_url}/metrics", timeout=10).text
-        replaced = [
-            line for line in exposition.splitlines() if line.startswith('tracescore_text_replaced_total{where="ingest"}')
-        ]
-        assert replaced and float(replaced[0].split()[-1]) >= 2  # the span name and the status message
+        replaced = {
+            line.split('"')[1]: float(line.split()[-1])
+            for line in exposition.splitlines() if line.startswith("tracescore_text_replaced_total{")
+        }  # fmt: skip
+        assert replaced["ingest"] >= 2  # the span name and the status message
+        assert replaced["scores"] >= 1  # the agent name of the trace's scores
 
 
 def _json_request(trace_id: str, span_id: str, *, name: str = "span") -> bytes:
@@ -157,42 +165,107 @@ def test_json_requests_with_unpaired_surrogates_and_out_of_range_enums(db_url: s
 
 _ANY_TEXT = st.text(st.characters(codec=None, categories=None), max_size=12)
 """Every code point, NUL and lone surrogates included."""
+_SCORE_TEXT = ("binding", "scorer_id", "scorer_version", "label", "reason", "error", "judge_model",
+               "service", "agent", "model", "conversation_id")  # fmt: skip
+"""Every text column of a score row a scorer, a judge or a client's spans can fill."""
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(texts=st.lists(_ANY_TEXT, min_size=8, max_size=8))
-def test_any_text_in_any_field_is_stored_on_both_databases(db_url: str, texts: list[str]) -> None:
-    """Property: span, resource, scope, event and score text of any code points is stored, and
-    reads back as written with only NUL (outside JSON) and lone surrogates replaced."""
-    name, message, state, service, scope_name, key, value, agent = texts
-    span = Span(
-        trace_id="6" * 32, span_id="1" * 16, parent_span_id=None, name=name, kind=1,
-        start_time_ns=1, end_time_ns=2, attributes={key: value}, resource=Resource({"service.name": service}),
-        scope=Scope(scope_name, "1", {}), status_code=2, status_message=message, trace_state=state,
-    )  # fmt: skip
+def _fitted(text: str, length: int | None) -> str:
+    """What a text column of ``length`` keeps of ``text``: storable, cut with an ellipsis."""
+    text = TextGuard().text(text)
+    return text if length is None or len(text) <= length else text[: length - 1] + "…"
+
+
+def test_any_text_in_any_field_is_stored_on_both_databases(db_url: str) -> None:
+    """Property: span, resource, scope, event, link, log record, score and feedback text of any
+    code points is stored, and reads back as written with only NUL (outside JSON) and lone
+    surrogates replaced, and score and feedback text cut to its column. (One store for all
+    examples: opening one per example cost most of the test's time.)"""
     store = open_store(db_url)
     try:
-        with store.write_transaction() as conn:
-            conn.execute(ScoreRow.__table__.delete())
-            conn.execute(sql_text("DELETE FROM spans"))
-        assert store.write([span])
-        back = store.load_trace("6" * 32).spans[0]  # type: ignore[union-attr]
-        guard = TextGuard()
-        assert (back.name, back.status_message, back.trace_state) == tuple(map(guard.text, (name, message, state)))
-        assert back.scope.name == guard.text(scope_name)
-        assert back.resource.attributes == {"service.name": _no_surrogates(service)}  # NUL kept inside JSON
-        assert store.trace_summary("6" * 32).service_name == guard.text(service or "unknown_service")  # type: ignore[union-attr]
-        assert back.attributes == {_no_surrogates(key): _no_surrogates(value)}  # NUL kept inside JSON
-        row = {
-            "id": "s" * 32, "trace_id": "6" * 32, "span_id": "1" * 16, "binding": "b", "scorer_id": "x",
-            "scorer_version": "1", "status": "ok", "score": 1.0, "agent": agent + "a" * 250,
-            "reason": agent, "steps": {agent: [agent]},
-        }  # fmt: skip
-        with store.write_transaction() as conn:
-            upsert_scores(conn, [row])
-        with store.engine.connect() as conn:
-            stored = conn.execute(ScoreRow.__table__.select()).one()
-        assert stored.reason == guard.text(agent) and len(stored.agent) <= 200
+        _stored_as_written(store)
+    finally:
+        store.close()
+
+
+@settings(max_examples=30, deadline=None)
+@given(texts=st.lists(_ANY_TEXT, min_size=12, max_size=12))
+def _stored_as_written(store: SpanStore, texts: list[str]) -> None:
+    name, message, state, service, scope_name, version, key, value, event, severity, score, verdict = texts
+    resource, scope = Resource({"service.name": service}), Scope(scope_name, version, {key: value})
+    span = Span(
+        trace_id="6" * 32, span_id="1" * 16, parent_span_id=None, name=name, kind=1,
+        start_time_ns=1, end_time_ns=2, attributes={key: value}, resource=resource, scope=scope,
+        events=[SpanEvent(event, 1, {key: value})], links=[SpanLink("7" * 32, "2" * 16, state, {key: value})],
+        status_code=2, status_message=message, trace_state=state,
+    )  # fmt: skip
+    record = LogRecord(
+        time_ns=1, observed_time_ns=1, trace_id="6" * 32, span_id="1" * 16, event_name=event,
+        severity_number=9, severity_text=severity, body=value, attributes={key: value}, resource=resource,
+        scope=scope,
+    )  # fmt: skip
+    with store.write_transaction() as conn:
+        for table in ("scores", "feedback", "spans", "logs"):
+            conn.execute(sql_text(f"DELETE FROM {table}"))
+    assert store.write([span], [record])
+    trace = store.load_trace("6" * 32)
+    assert trace is not None
+    [back], [log_back] = trace.spans, trace.logs
+    guard = TextGuard()
+    assert (back.name, back.status_message, back.trace_state) == tuple(map(guard.text, (name, message, state)))
+    assert (back.scope.name, back.scope.version) == (guard.text(scope_name), guard.text(version))
+    assert (log_back.event_name, log_back.severity_text) == (guard.text(event), guard.text(severity))
+    # Inside JSON text a NUL is kept; only lone surrogates are replaced.
+    json_key, json_value = _no_surrogates(key), _no_surrogates(value)
+    assert back.resource.attributes == {"service.name": _no_surrogates(service)}
+    assert back.attributes == back.scope.attributes == log_back.attributes == {json_key: json_value}
+    assert (back.events[0].name, back.events[0].attributes) == (_no_surrogates(event), {json_key: json_value})
+    assert (back.links[0].trace_state, back.links[0].attributes) == (_no_surrogates(state), {json_key: json_value})
+    assert log_back.body == json_value
+    assert store.trace_summary("6" * 32).service_name == guard.text(service or "unknown_service")  # type: ignore[union-attr]
+    row = {
+        "id": "s" * 32, "trace_id": "6" * 32, "span_id": "1" * 16, "status": "ok", "score": 1.0,
+        "steps": {score: [score]}, **dict.fromkeys(_SCORE_TEXT, score + "a" * 250),
+    }  # fmt: skip
+    with store.write_transaction() as conn:
+        upsert_scores(conn, [row])
+    with store.engine.connect() as conn:
+        stored = conn.execute(ScoreRow.__table__.select()).one()._mapping
+    columns = ScoreRow.__table__.columns
+    assert {column: stored[column] for column in _SCORE_TEXT} == {
+        column: _fitted(row[column], columns[column].type.length) for column in _SCORE_TEXT
+    }
+    assert stored["steps"] == {_no_surrogates(score): [_no_surrogates(score)]}
+    feedback = FeedbackStore(store)
+    feedback.record([Feedback(
+        trace_id="6" * 32, span_id="1" * 16, name=verdict + "n" * 99, source="api", created_at=datetime.now(UTC),
+        value=1.0, label=verdict + "l" * 49, comment=verdict, author=verdict + "a" * 199,
+    )])  # fmt: skip
+    [found] = feedback.find(trace_id="6" * 32)
+    assert (found["name"], found["label"], found["comment"], found["author"]) == (
+        _fitted(verdict + "n" * 99, 100), _fitted(verdict + "l" * 49, 50), _fitted(verdict, None),
+        _fitted(verdict + "a" * 199, 200),
+    )  # fmt: skip
+
+
+def test_a_verdict_with_a_nul_sent_over_otlp_does_not_stall_the_feedback_scan(db_url: str) -> None:
+    """A human verdict's comment with a NUL (kept as sent inside the span's event JSON) failed
+    the feedback scan's write on PostgreSQL at every look, so no verdict behind it was ever
+    recorded; now it is recorded with the NUL replaced, and so is the next trace's."""
+    store = open_store(db_url)
+    try:
+        for trace_id, comment in (("8" * 32, f"bad{NUL}answer"), ("9" * 32, "fine")):
+            verdict = {"tracescore.feedback.source": "human", "gen_ai.evaluation.name": "tone",
+                       "gen_ai.evaluation.score.value": 0.0, "gen_ai.evaluation.explanation": comment}  # fmt: skip
+            span = Span(
+                trace_id=trace_id, span_id="1" * 16, parent_span_id=None, name="feedback", kind=1,
+                start_time_ns=1, end_time_ns=2, attributes={}, resource=Resource({}), scope=Scope("widget", "", {}),
+                events=[SpanEvent(EVALUATION_EVENT, 1, verdict)],
+            )  # fmt: skip
+            store.write([span])
+        assert FeedbackScanner(store, clock=lambda: time.time() + 5).run_once() == 2
+        comments = {item["trace_id"]: item["comment"] for item in FeedbackStore(store).find()}
+        assert comments == {"8" * 32: f"bad{REPLACEMENT}answer", "9" * 32: "fine"}
     finally:
         store.close()
 

@@ -19,10 +19,12 @@ from sqlalchemy import Column, Float, Index, Text, and_, delete, or_, select
 from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
 
+from tracescore import metrics
 from tracescore.store.alerts import dialect_insert
 from tracescore.store.scores import ScoreRow
 from tracescore.store.spanstore import SpanStore
 from tracescore.store.table_of import table_of
+from tracescore.store.text import ColumnFit, TextGuard
 
 FeedbackSource = Literal["api", "otlp"]
 
@@ -70,6 +72,8 @@ FEEDBACK = table_of(FeedbackRow)
 SCAN = table_of(FeedbackScanRow)
 SCORES = table_of(ScoreRow)
 _SCAN_NAME = "otlp"
+_FIT = ColumnFit(FEEDBACK, produced_here=("id", "source"))
+"""Feedback columns made storable: a client writes the others (over the API or OTLP)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +146,13 @@ class FeedbackStore:
 
     @staticmethod
     def upsert(connection: Connection, rows: list[dict[str, Any]]) -> None:
+        """Upsert ``rows``, made storable first (:class:`~tracescore.store.text.ColumnFit`): a
+        verdict's comment with a NUL, sent over OTLP, failed every look of the feedback scan on
+        PostgreSQL, which then never got past it to the verdicts behind."""
+        guard = TextGuard()
+        rows = [_FIT.row(row, guard) for row in rows]
+        if guard.replaced:
+            metrics.text_values_replaced("feedback", guard.replaced)
         statement = dialect_insert(connection)(FEEDBACK)
         updated = ("value", "label", "comment", "source", "created_at")
         statement = statement.on_conflict_do_update(

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, NotRequired, TypedDict
 
-import orjson
-from sqlalchemy import JSON, BigInteger, Column, Index, String, Table, Text
+from sqlalchemy import JSON, BigInteger, Column, Index, Table, Text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Dialect
@@ -23,7 +22,7 @@ from sqlmodel import Field, SQLModel
 
 from tracescore.store.bulk import BulkInsert, bulk_insert
 from tracescore.store.table_of import table_of
-from tracescore.store.text import TextGuard
+from tracescore.store.text import ColumnFit, TextGuard
 
 ScoreStatus = Literal["ok", "error", "not_scorable", "skipped_budget", "skipped_rate"]
 
@@ -255,48 +254,16 @@ def add_tallies(connection: Connection, unsampled: dict[str, int], now: datetime
     )
 
 
-def _text_columns(table: Table) -> tuple[list[tuple[str, int | None]], list[str]]:
-    """The table's text columns with their length limits (None: unbounded), and its JSON ones."""
-    texts, documents = [], []
-    for column in table.columns:
-        kind = getattr(column.type, "impl_instance", column.type)  # SQLModel's AutoString wraps a String
-        if isinstance(kind, JSON):
-            documents.append(column.name)
-        elif isinstance(kind, String):  # Text too
-            texts.append((column.name, kind.length))
-    return texts, documents
-
-
-_SCORE_TEXT, _SCORE_DOCUMENTS = _text_columns(_SCORES)
-
-
-_PRODUCED_HERE = frozenset(("id", "trace_id", "span_id", "status", "run_kind"))
-"""Score columns whose values tracescore makes itself (hex ids, fixed words): nothing to check."""
-_SCORE_TEXT = [(name, length) for name, length in _SCORE_TEXT if name not in _PRODUCED_HERE]
+_SCORE_FIT = ColumnFit(_SCORES, produced_here=("id", "trace_id", "span_id", "status", "run_kind"))
+"""Score columns made storable; the others hold values tracescore makes itself."""
 
 
 def storable_score(row: StoredScore, guard: TextGuard) -> dict[str, Any]:
-    """``row`` as both databases accept it: NUL characters and unpaired surrogates replaced
-    (:mod:`tracescore.store.text`) and values cut to their column's length (PostgreSQL refuses
-    a longer ``varchar``; SQLite would store it, so both cut alike). An agent named by its
-    client with a NUL, or a 300-character model name, then still gets its scores stored.
-
-    JSON columns (the steps) are only walked when orjson refuses them (an unpaired surrogate,
-    which no JSON text can hold): a NUL inside JSON text is spelled ``\\u0000``, which both
-    databases' JSON columns store."""
-    fitted: dict[str, Any] = dict(row)
-    for name, length in _SCORE_TEXT:
-        value = fitted.get(name)
-        if isinstance(value, str):
-            value = guard.text(value)
-            fitted[name] = value if length is None or len(value) <= length else value[: length - 1] + "…"
-    for name in _SCORE_DOCUMENTS:
-        if (document := fitted.get(name)) is not None:
-            try:
-                orjson.dumps(document, option=orjson.OPT_NON_STR_KEYS)
-            except orjson.JSONEncodeError:
-                fitted[name] = guard.value(document)
-    return fitted
+    """``row`` as both databases accept it (:class:`~tracescore.store.text.ColumnFit`): NUL
+    characters and unpaired surrogates replaced and values cut to their column's length. An
+    agent named by its client with a NUL, or a 300-character model name, then still gets its
+    scores stored."""
+    return _SCORE_FIT.row(row, guard)
 
 
 def upsert_scores(connection: Connection, rows: Sequence[StoredScore]) -> int:

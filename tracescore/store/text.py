@@ -22,10 +22,11 @@ an unpaired surrogate.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import orjson
+from sqlalchemy import JSON, String, Table
 
 from tracescore.store import codec
 
@@ -89,3 +90,43 @@ class TextGuard:
         if kind is dict:
             return {text(key): self._walk(item, text) for key, item in value.items()}
         return value
+
+
+class ColumnFit:
+    """Makes rows of one table storable on both databases: text columns through a
+    :class:`TextGuard` and cut to their length (PostgreSQL refuses a longer ``varchar``; SQLite
+    would store it, so both cut alike, ending with ``…``), JSON columns walked only when orjson
+    refuses them (an unpaired surrogate; a NUL inside JSON text is spelled ``\\u0000``, which
+    both databases store). A row a client wrote (a score of its agent's name, a verdict's
+    comment) is then stored as both databases would, instead of failing its write for ever.
+    """
+
+    def __init__(self, table: Table, produced_here: Collection[str] = ()) -> None:
+        """``produced_here``: columns whose values tracescore makes itself (hex ids, fixed
+        words), with nothing to check."""
+        self.texts: list[tuple[str, int | None]] = []
+        self.documents: list[str] = []
+        for column in table.columns:
+            if column.name in produced_here:
+                continue
+            kind = getattr(column.type, "impl_instance", column.type)  # SQLModel's AutoString wraps a String
+            if isinstance(kind, JSON):
+                self.documents.append(column.name)
+            elif isinstance(kind, String):  # Text too
+                self.texts.append((column.name, kind.length))
+
+    def row(self, row: Mapping[str, Any], guard: TextGuard) -> dict[str, Any]:
+        """A copy of ``row`` that both databases accept."""
+        fitted = dict(row)
+        for name, length in self.texts:
+            value = fitted.get(name)
+            if isinstance(value, str):
+                value = guard.text(value)
+                fitted[name] = value if length is None or len(value) <= length else value[: length - 1] + "…"
+        for name in self.documents:
+            if (document := fitted.get(name)) is not None:
+                try:
+                    orjson.dumps(document, option=orjson.OPT_NON_STR_KEYS)
+                except orjson.JSONEncodeError:
+                    fitted[name] = guard.value(document)
+        return fitted
