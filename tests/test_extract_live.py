@@ -89,6 +89,28 @@ def test_ci_gate_on_the_expected_tool_passes_for_openai_agents() -> None:
     assert (summary["n"], summary["mean"]) == (1, 1.0)
 
 
+def test_openai_agents_mcp_tool_result_is_what_the_tool_returned() -> None:
+    """The OpenAI Agents SDK records an MCP tool's output as a text block
+    (``{"type": "text", "text": …}``) on the TOOL span, and sends it back to the model as a
+    ``tool`` message whose content is a list of such blocks (sweep: envelopes, on a capture of
+    an MCP server over stdio): judges and context read the tool's JSON, and the next LLM call
+    was sent that result, not a line of text."""
+    runs = capture_runs("openinference-openai-agents", "mcp_tool")
+    assert [r.agent_name for r in runs if r.primary] == ["WeatherBot"]
+    (agent,) = only(runs, "agent", primary=True)
+    (call,) = tool_calls(agent)
+    assert (call.tool_name, call.state, call.result) == ("get_weather", "result", WEATHER_RESULT)
+    grounding = ['{"city":"Paris","forecast":"sunny","temperature_c":21}']
+    assert [doc.content for doc in agent.context] == grounding
+    (tool,) = only(runs, "tool")
+    assert tool.output[0].content.tool_invocations[0].result == WEATHER_RESULT
+    first, second = only(runs, "llm")
+    assert [doc.content for doc in second.context] == grounding
+    (sent,) = tool_calls(second)
+    assert (sent.tool_call_id, sent.result) == (call.tool_call_id, WEATHER_RESULT)
+    assert final_answer(agent).startswith(WEATHER_ANSWER)
+
+
 def _second_call(library: str) -> AgentRun:
     first, second = [r for r in capture_runs(library, "tool_call") if r.kind == "llm"]
     assert first.primary and second.primary  # no agent span: each call stands for the agent

@@ -238,7 +238,8 @@ def langchain_tool_message(value: Any) -> dict[str, Any] | None:
 
 def decode_result(value: Any) -> tuple[Any, bool]:
     """A tool result and whether it is an error: JSON strings decoded, envelopes unwrapped
-    (the AI SDK's ``{type, value}`` outputs, LangChain's ``ToolMessage``, result blocks)."""
+    (the AI SDK's ``{type, value}`` outputs, LangChain's ``ToolMessage``, result blocks: a list,
+    or one block as the OpenAI Agents SDK records an MCP tool's text output)."""
     if isinstance(value, (str, bytes)):
         value = load_json(value, [], "tool result")  # plain-text results are not a problem
     message = langchain_tool_message(value)
@@ -249,6 +250,8 @@ def decode_result(value: Any) -> tuple[Any, bool]:
         kind = as_str(value.get("type"))
         if kind in _OUTPUT_ENVELOPES:
             return value["value"], kind in _ERROR_OUTPUTS
+    if isinstance(value, dict) and (payload := _block_value(value)) is not None:
+        return decode_result(payload)[0], False
     if isinstance(value, list) and value and all(_block_value(v) is not None for v in value):
         # Anthropic / Bedrock results are block lists: [{"type": "text", "text": …}], [{"json": …}]
         values = [_block_value(v) for v in value]
@@ -260,10 +263,11 @@ def decode_result(value: Any) -> tuple[Any, bool]:
 
 
 def _block_value(block: Any) -> Any:
-    """The payload of a ``{"text": …}`` / ``{"json": …}`` result block, else None."""
+    """The payload of a ``{"text": …}`` / ``{"json": …}`` result block, else None (MCP's
+    unset ``annotations`` / ``_meta`` may come along as nulls)."""
     if not isinstance(block, dict) or block.get("type", "text") not in ("text", "json"):
         return None
-    rest = {k: v for k, v in block.items() if k != "type"}
+    rest = {k: v for k, v in block.items() if k != "type" and v is not None}
     return next(iter(rest.values())) if len(rest) == 1 and set(rest) <= {"text", "json"} else None
 
 
@@ -412,12 +416,15 @@ def parse_message(
     if body is None:
         body = raw.get("content")
     if isinstance(body, str) and role == "tool":
-        call_id = json_text(raw.get("tool_call_id") or raw.get("id") or "")
-        result, is_error = decode_result(body)
-        parts.append(tool_result_part(call_id, json_text(raw.get("name") or ""), result,
-                                      is_error=is_error or raw.get("status") == "error"))
+        parts.append(_tool_message_result(raw, body))
     elif isinstance(body, list):
-        parts.extend(p for p in (parse_part(item, warnings, what) for item in body) if p)
+        read = [p for p in (parse_part(item, warnings, what) for item in body) if p]
+        if role == "tool" and read and not any(p.tool_invocation for p in read):
+            # OpenAI allows a tool message's content as a list of text parts (the OpenAI
+            # Agents SDK sends an MCP tool's output so): the result, not something said.
+            parts.append(_tool_message_result(raw, body))
+        else:
+            parts.extend(read)
     elif body is not None:
         part = parse_part(body, warnings, what)
         if part:
@@ -434,6 +441,14 @@ def parse_message(
             ))
     metadata = {"finish_reason": raw["finish_reason"]} if raw.get("finish_reason") else None
     return build_message(message_id, role, parts, created_at, metadata)
+
+
+def _tool_message_result(raw: dict[str, Any], content: Any) -> MessagePart:
+    """An OpenAI-style ``tool`` message's content as the result of the call it names."""
+    call_id = json_text(raw.get("tool_call_id") or raw.get("id") or "")
+    result, is_error = decode_result(content)
+    return tool_result_part(call_id, json_text(raw.get("name") or ""), result,
+                            is_error=is_error or raw.get("status") == "error")
 
 
 def parse_messages(
