@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tracescore.web.charts import Band, Bucket, Series, bar_chart, score_chart, usd
+from tracescore.web.charts import TOP, Band, Bucket, Series, bar_chart, score_chart, usd
 from tracescore.web.timerange import (
     MAX_POINTS,
     PRESETS,
@@ -108,13 +108,23 @@ def test_split_lines_bands_and_drill_down_links() -> None:
     assert svg.count('<a class="point-link" href="/w?00&amp;x">') == 1
     assert svg.count('class="bucket-link"') == 2 and 'href="/b?01"' in svg
     # The band runs from its start to the end of the range, over the plot only, escaped.
-    area = re.search(r'<rect class="alert-area" x="([\d.]+)" y="10" width="([\d.]+)"', svg)
+    area = re.search(rf'<rect class="alert-area" x="([\d.]+)" y="{TOP}" width="([\d.]+)"', svg)
     assert area and float(area.group(1)) == pytest.approx(36 + 554 / 10)
     assert float(area.group(1)) + float(area.group(2)) == pytest.approx(590)
     assert 'data-rule="drop&lt;"' in svg and "&lt;b&gt;fired&lt;/b&gt;" in svg
     # The firing segment's points in the band are filled: only weather-bot's second one.
     assert svg.count('class="point alerting"') == 1 and "n=4, alert firing" in svg
     assert 'class="alert-edge s1"' in svg and '<a class="band-link" href="/r">' in svg
+    # The strip sits in a lane above the plot: it is not read as a line of scores at the top
+    # value, and the points there stay visible and clickable.
+    full = Bucket(start=T0 + MINUTE, count=4, mean=1.0, p10=None, p90=None)
+    flagged = score_chart("kc", [full], T0, T0 + 10 * MINUTE, MINUTE,
+                          series=[Series("weather-bot", 1, [full])], bands=[band])  # fmt: skip
+    edge = re.search(r'class="alert-edge s1" x="[\d.]+" y="([\d.]+)" width="[\d.]+" '
+                     r'height="([\d.]+)"', flagged)  # fmt: skip
+    point = re.search(r'<circle class="point[^"]*" cx="[\d.]+" cy="([\d.]+)" r="([\d.]+)"', flagged)
+    assert edge and point and float(point[1]) == TOP
+    assert float(edge[1]) + float(edge[2]) < float(point[1]) - float(point[2])
     # A band outside the range is not drawn.
     late = Band(T0 + 11 * MINUTE, T0 + 12 * MINUTE, "r", "all", "x")
     assert "alert-band" not in score_chart("kc", total, T0, T0 + 10 * MINUTE, MINUTE, bands=[late])
@@ -136,3 +146,37 @@ def test_a_charts_lines_never_share_a_colour() -> None:
     colours = _colours(lines, preferred)
     assert colours == {"agent-0": 2, "agent-1": 0, "agent-2": 7, "agent-3": 1, "agent-4": 3,
                        "other (4)": None}  # fmt: skip
+
+
+def test_alert_periods_go_on_the_chart_and_the_line_they_are_about() -> None:
+    """A rule on a scorer segmented by binding fires per binding: drawn on that binding's chart
+    only. A firing for runs without an agent name is tied to the "(none)" line like any other
+    agent's: band edge in its colour, its points filled, "firing" in its legend entry."""
+    from tracescore.monitor.config import ThresholdRule
+    from tracescore.web.alerting import Period, chart_url, periods_of
+    from tracescore.web.pages import NO_VALUE, Aggregates, Line, Trend, _panel
+
+    per_binding = Period("low", {"binding": "tone-a"}, T0, None, "low", None, "tone")
+    nameless = Period("drop", {"agent": None}, T0 + MINUTE, None, "drop", "tone-a", None)
+    assert periods_of([per_binding, nameless], "tone-a", {"tone"}) == [per_binding, nameless]
+    assert periods_of([per_binding, nameless], "tone-b", {"tone"}) == []
+    rule = ThresholdRule(name="low", type="threshold", scorer="tone", below=0.5,
+                         segment_by=["binding"])  # fmt: skip
+    focused = "/?since=2026-05-04T12%3A00%3A00Z&binding=tone-a"
+    assert chart_url(rule, {"binding": "tone-a"}, T0) == focused
+
+    buckets = [_bucket(0, 0.8), _bucket(2, 0.1)]
+    lines = [Line("bot", "bot", False, buckets, 8, 0.45),
+             Line(NO_VALUE, None, False, buckets, 8, 0.45)]  # fmt: skip
+    summary = Aggregates(
+        trends={"tone-a": Trend(buckets, lines, 16, 0.45, 16, 0)},
+        colours={"bot": 0, NO_VALUE: 1}, scorers={"tone-a": {"tone"}}, coverage={},
+        cost_chart=None, cost_total=0.0, choices={},
+    )
+    window = Window(T0, T0 + 10 * MINUTE, MINUTE)
+    panel = _panel("tone-a", summary, window, ViewState(split="agent"), [nameless], window.until)
+    assert 'class="alert-edge s1"' in panel.chart
+    assert [entry.firing for entry in panel.legend] == [False, True]
+    series = r'<g class="series s\d" data-segment="([^"]*)">(.*?)</g>'
+    groups = dict(re.findall(series, panel.chart))
+    assert "point alerting" in groups[NO_VALUE] and "point alerting" not in groups["bot"]

@@ -623,3 +623,14 @@ def test_alerts_page_bands_and_delivery_outcomes(store: Any, judge: JudgeServer)
     card = chart_card(overview, "answer-present")
     assert card.count('<g class="alert-band" data-rule="few-answers"') == len(firing)
     assert "UTC → now" not in card and "status-error" not in card  # no "firing" chips
+
+    # Firing again within the cooldown: no notification is written, and each firing row says
+    # why its last notification is the recovery; the open firings are bands again.
+    assert len(_evaluate_once(store, config, "few-answers")) == len(firing)
+    client = TestClient(create_app(config, store))
+    only = client.get("/ui/alerts", params={"rule": "few-answers"}).text
+    assert only.count('class="state-firing"') == len(firing)
+    assert only.count("held back by the cooldown") == len(firing)
+    assert only.count('class="event-firing"') == len(firing)  # the first firings only
+    overview = client.get("/", params={"window": "1h", "split": "agent"}).text
+    assert chart_card(overview, "answer-present").count("UTC → now") >= len(firing)

@@ -128,9 +128,15 @@ def _parse(text: Any) -> datetime | None:
 
 
 def periods_of(periods: Iterable[Period], binding: str, scorers: set[str]) -> list[Period]:
-    """The periods drawn on ``binding``'s chart: its rules', and those of a scorer it runs."""
+    """The periods drawn on ``binding``'s chart: its rules', and those of a scorer it runs.
+
+    A rule on a scorer segmented by binding fires for one binding at a time: its firing is
+    drawn on that binding's chart only, not on every chart running the scorer.
+    """
     return [
-        p for p in periods if p.binding == binding or (p.binding is None and p.scorer in scorers)
+        p for p in periods
+        if p.segment.get("binding", binding) == binding
+        and (p.binding == binding or (p.binding is None and p.scorer in scorers))
     ]
 
 
@@ -163,6 +169,13 @@ class SegmentState:
     runs_url: str
     chart_url: str
 
+    @property
+    def held_back(self) -> bool:
+        """Firing, but not notified: the cooldown since the segment's last notified firing holds
+        it back (it is notified late if it still fires when the cooldown is over). Without
+        saying so, the row would show the previous recovery as its last notification."""
+        return self.state["state"] == "firing" and not self.state["notified"]
+
 
 @dataclass
 class RuleView:
@@ -179,9 +192,10 @@ class RuleView:
 
 
 def chart_url(rule: AlertRule | None, segment: dict[str, Any], since: datetime) -> str:
-    """The overview focused on the rule's chart, split by its segment column, from ``since``."""
+    """The overview focused on the rule's chart (or its segment's, for a rule on a scorer per
+    binding), split by its segment column, from ``since``."""
     split = next((key for key in segment if key in SPLITS), None)
-    binding = rule.binding if rule is not None else segment.get("binding")
+    binding = (rule.binding if rule is not None else None) or segment.get("binding")
     return ViewState(since=iso(since), split=split, binding=binding).url("/")
 
 

@@ -15,13 +15,15 @@ from datetime import datetime, timedelta
 from markupsafe import Markup, escape
 
 WIDTH, HEIGHT = 600, 210
-LEFT, RIGHT, TOP = 36, 10, 10
+LEFT, RIGHT, TOP = 36, 10, 18
 PLOT_BOTTOM = 140
 """The score plot spans TOP..PLOT_BOTTOM; the sample-count strip sits below it."""
 COUNT_TOP, COUNT_BOTTOM = 156, 186
 AXIS_LABEL_Y = 202
-EDGE_HEIGHT = 6
-"""The coloured strip on top of an alert band, which links to the runs of the firing."""
+EDGE_TOP, EDGE_HEIGHT = 4, 6
+"""The coloured strip over an alert band, which links to the runs of the firing. It sits in a
+lane above the plot: drawn at the top of the plot it read as a line of scores at the highest
+value, in the segment's colour, and hid the points there."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +159,7 @@ def score_chart(
             f'height="{PLOT_BOTTOM - TOP}">{tip}</rect></g>'
         )
         edge = (
-            f'<rect class="alert-edge {_colour_class(band.colour)}" x="{start_x}" y="{TOP}" '
+            f'<rect class="alert-edge {_colour_class(band.colour)}" x="{start_x}" y="{EDGE_TOP}" '
             f'width="{width}" height="{EDGE_HEIGHT}" data-rule="{escape(band.rule)}">{tip}</rect>'
         )
         edges.append(_linked(edge, band.href, "band"))

@@ -42,6 +42,12 @@ MAX_RAW_SPANS = 300
 NO_VALUE = "(none)"
 
 
+def segment_name(value: Any) -> str:
+    """A segment value as lines, legends and alert bands name it: runs without one (no agent
+    name, say) are the ``(none)`` segment, whether a split or an alert rule found them."""
+    return NO_VALUE if value is None else str(value)
+
+
 @dataclass
 class LegendEntry:
     """A split chart's line as its legend lists it: name, colour, totals, firing or not."""
@@ -192,11 +198,17 @@ def _panel(
 
     colours = _colours(trend.lines, summary.colours)
 
+    def concerns(period: Period) -> str | None:
+        """The name of the line an alert period is about, when the chart is split its way."""
+        if split is None or split not in period.segment:
+            return None
+        return segment_name(period.segment[split])
+
     def firing(line: Line) -> list[tuple[datetime, datetime]]:
         return [
             (p.start, p.end or window.until)
             for p in periods
-            if split is not None and not line.other and str(p.segment.get(split)) == line.name
+            if not line.other and concerns(p) == line.name
         ]
 
     series = [
@@ -205,15 +217,14 @@ def _panel(
     ]
     bands = []
     for period in periods:
-        value = period.segment.get(split) if split else None
+        line_name = concerns(period)
         bands.append(
             Band(period.start, period.end or window.until, period.rule,
                  segment_text(period.segment), period.label(),
-                 colours.get(str(value)) if value is not None else None, period.runs_url(now))
+                 colours.get(line_name) if line_name is not None else None,
+                 period.runs_url(now))
         )
-    firing_segments = {
-        str(p.segment.get(split)) for p in periods if p.end is None and split in p.segment
-    }
+    firing_segments = {concerns(p) for p in periods if p.end is None}
     legend = [
         LegendEntry(
             line.name, colours[line.name], line.count, line.mean,
@@ -295,7 +306,7 @@ def _lines(groups: list[GroupStats]) -> list[Line]:
     volume = {value: sum(g.attempted for g in found) for value, found in by_value.items()}
     ranked = sorted(by_value, key=lambda value: (-volume[value], str(value)))
     lines = [
-        _line(NO_VALUE if value is None else str(value), value, False, by_value[value])
+        _line(segment_name(value), value, False, by_value[value])
         for value in ranked[:TOP_SEGMENTS]
     ]
     rest = [g for value in ranked[TOP_SEGMENTS:] for g in by_value[value]]
@@ -353,7 +364,7 @@ def _aggregates(
         )
     volume: dict[str, int] = defaultdict(int)
     for group in segments:
-        volume[NO_VALUE if group.group[1] is None else str(group.group[1])] += group.attempted
+        volume[segment_name(group.group[1])] += group.attempted
     colours = {
         name: index for index, name in enumerate(sorted(volume, key=lambda n: (-volume[n], n)))
     }
