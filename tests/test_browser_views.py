@@ -259,6 +259,9 @@ def test_default_overview_shows_the_regression_its_alert_and_its_runs(
     assert history.count() == 1 and DEGRADING_AGENT in history.inner_text()
     assert "sent" in history.locator("td.outcome").inner_text()
     assert page.locator("#rules tr.state-firing").count() == 1  # no other agent fired
+    behind = parse_qs(urlparse(row.locator("a.runs-link").get_attribute("href")).query)
+    assert behind["binding"] == ["keyword-coverage"] and behind["agent"] == [DEGRADING_AGENT]
+    assert datetime.fromisoformat(behind["since"][0].replace("Z", "+00:00")) < fired
     page.locator("#live-status.ok").wait_for(timeout=5000)  # the page keeps itself current
     shot(page, "views-alerts")
     row.locator("a.chart-link").click()
