@@ -42,16 +42,32 @@ def _trace_id(capture: Path) -> str:
     return trace.trace_id
 
 
-def _extract_cli(capture: Path, *args: str) -> list[dict[str, Any]]:
-    result = CliRunner().invoke(app, ["extract", str(capture), *args])
+# Pydantic AI names the conversation (gen_ai.conversation.id); this service prefers another
+# attribute the spans carry, so the runs it scored name that one.
+CONFIG = {
+    "server": {"api_keys": [API_KEY]},
+    "scorers": [{"name": "tone", "scorer": "tone"}],
+    "conversations": {"id_attributes": ["gen_ai.agent.call.id", "gen_ai.conversation.id"]},
+}
+
+
+@pytest.fixture(scope="module")
+def config_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("runs-api-config") / "tracescore.yaml"
+    path.write_text(json.dumps(CONFIG))  # JSON is YAML
+    return path
+
+
+def _extract_cli(config: Path, capture: Path, *args: str) -> list[dict[str, Any]]:
+    """``tracescore extract`` with the service's configuration."""
+    result = CliRunner().invoke(app, ["extract", str(capture), "--config", str(config), *args])
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    config = {"server": {"api_keys": [API_KEY]}, "scorers": [{"name": "tone", "scorer": "tone"}]}
-    with start_server(tmp_path_factory.mktemp("runs-api"), config=config) as running:
+    with start_server(tmp_path_factory.mktemp("runs-api"), config=CONFIG) as running:
         with httpx.Client(base_url=running.base_url, timeout=10, headers=AUTHORIZATION) as http:
             for capture in (AGENTS, REASONING):
                 for path in sorted(capture.glob("*.pb")):
@@ -77,21 +93,30 @@ def http(server: ServerProcess) -> Iterator[httpx.Client]:
         yield client
 
 
-def test_runs_route_returns_what_tracescore_extract_prints(http: httpx.Client) -> None:
+def test_runs_route_returns_what_tracescore_extract_prints(http: httpx.Client,
+                                                           config_file: Path) -> None:
     for capture in (AGENTS, REASONING):
         response = http.get(f"/api/traces/{_trace_id(capture)}/runs")
         assert response.status_code == 200
         assert response.headers["content-type"] == "application/json"
-        assert response.json() == _extract_cli(capture), capture
+        assert response.json() == _extract_cli(config_file, capture), capture
+    # The conversation id is the one the service's conversations.id_attributes name.
+    runs = http.get(f"/api/traces/{_trace_id(REASONING)}/runs").json()
+    (trace,) = load_traces([REASONING])
+    agent_call = {str(s.attributes["gen_ai.agent.call.id"]) for s in trace.spans
+                  if "gen_ai.agent.call.id" in s.attributes}
+    assert {run["conversationId"] for run in runs} == agent_call
+    assert {run.conversation_id for run in capture_runs("pydantic-ai", "reasoning_tool_call")
+            }.isdisjoint(agent_call)  # by default the conversation id is another
 
 
-def test_runs_route_filters_like_the_cli(http: httpx.Client) -> None:
+def test_runs_route_filters_like_the_cli(http: httpx.Client, config_file: Path) -> None:
     url = f"/api/traces/{_trace_id(AGENTS)}/runs"
     primary = http.get(url, params={"primary": "true"}).json()
-    assert primary == _extract_cli(AGENTS, "--primary")
+    assert primary == _extract_cli(config_file, AGENTS, "--primary")
     assert [(r["kind"], r["agentName"]) for r in primary] == [("agent", "WeatherBot")]
     both = http.get(url, params=[("kind", "llm"), ("kind", "tool")]).json()
-    assert both == _extract_cli(AGENTS, "--kind", "llm", "--kind", "tool")
+    assert both == _extract_cli(config_file, AGENTS, "--kind", "llm", "--kind", "tool")
     assert {r["kind"] for r in both} == {"llm", "tool"} and len(both) == 3
     wrapper = http.get(url, params={"kind": "agent"}).json()
     assert [(r["agentName"], r["primary"]) for r in wrapper] == [("Agent workflow", False),

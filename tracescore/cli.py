@@ -153,10 +153,14 @@ def extract(
     kind: list[str] = typer.Option(
         [], "--kind", help="Only runs of this kind (agent, llm, tool); repeatable."
     ),
+    config_file: Path | None = typer.Option(
+        None, "--config", help="YAML config: conversations.id_attributes name the conversation."
+    ),
 ) -> None:
     """Rebuild the agent, LLM and tool runs of the traces in FILES and print them as JSON."""
     import orjson
 
+    from tracescore.config import ConfigError
     from tracescore.extract import RUN_KINDS, select_runs
     from tracescore.extract.mastra_json import MastraRunError
     from tracescore.ingest.decode import DecodeError
@@ -166,7 +170,11 @@ def extract(
     if unknown:
         _usage_error(f"--kind must be agent, llm or tool, not {', '.join(unknown)}")
     try:
-        runs = read_runs(files)
+        config = _load_config(config_file)
+    except ConfigError as exc:
+        _usage_error(str(exc))
+    try:
+        runs = read_runs(files, config.conversations.id_attributes)
     except (DecodeError, MastraRunError, OSError) as exc:
         typer.echo(f"cannot read: {exc}", err=True)
         raise typer.Exit(2) from None

@@ -8,6 +8,7 @@ as ``{"$f": "nan"}``, so nothing is lost or guessed on the way out.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -16,6 +17,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from tracescore.extract import RUN_KINDS, extract_runs, select_runs
+from tracescore.extract.conversation_id import DEFAULT_ID_ATTRIBUTES
 from tracescore.spans import LogRecord, Span, Trace
 from tracescore.store import SpanStore, TraceState
 from tracescore.store.codec import jsonable
@@ -71,7 +73,11 @@ def _json(document: Any) -> Response:
     return Response(orjson.dumps(document), media_type="application/json")
 
 
-def traces_router(store: SpanStore) -> APIRouter:
+def traces_router(
+    store: SpanStore, conversation_attributes: Sequence[str] = DEFAULT_ID_ATTRIBUTES
+) -> APIRouter:
+    """The trace read routes; runs are rebuilt with the service's ``conversations.id_attributes``
+    (``conversation_attributes``), so their conversation id is the one they were scored under."""
     router = APIRouter(prefix="/api/traces", tags=["traces"])
 
     @router.get("")
@@ -118,13 +124,16 @@ def traces_router(store: SpanStore) -> APIRouter:
         primary: bool = Query(False, description="only the runs that stand for the agent"),
         kind: list[str] = Query([], description="agent, llm or tool; repeatable"),
     ) -> Response:
-        """The runs rebuilt from the trace, as ``tracescore extract`` prints them: what the
-        scorers judged, for a script or another tool (the HTML trace page shows the same)."""
+        """The runs rebuilt from the trace, as ``tracescore extract --config`` prints them with
+        the same configuration: what the scorers judged, for a script or another tool (the
+        HTML trace page shows the same)."""
         unknown = sorted(set(kind) - set(RUN_KINDS))
         if unknown:
             raise HTTPException(400, f"kind must be agent, llm or tool, not {', '.join(unknown)}")
         trace = await stored(trace_id)
-        runs = await run_in_threadpool(extract_runs, trace)
+        runs = await run_in_threadpool(
+            extract_runs, trace, conversation_attributes=conversation_attributes
+        )
         return _json(select_runs(runs, primary=primary, kinds=kind))
 
     return router
