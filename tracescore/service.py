@@ -22,8 +22,6 @@ import logging
 import os
 import signal
 import socket
-import sys
-import threading
 import time
 from collections.abc import Iterator
 
@@ -32,7 +30,7 @@ from fastapi import Depends, FastAPI, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlalchemy.exc import DBAPIError
 
-from tracescore import children, metrics
+from tracescore import metrics
 from tracescore.apidocs import docs_router
 from tracescore.assemble.promoter import promote_interval, promote_periodically
 from tracescore.auth import ApiKeys, with_environment_keys
@@ -165,34 +163,6 @@ def _log_failure(task: asyncio.Task[None]) -> None:
         log.error("background task %s failed", task.get_name(), exc_info=task.exception())
 
 
-def _exit_if_stuck(seconds: float) -> None:
-    """End this process ``seconds`` from now if its shutdown has not: kill the helpers still
-    running, then exit with status 1.
-
-    A shutdown waits for its threads, and a thread in a database call that never returns (a
-    SQLite file another process keeps locked, a PostgreSQL server that stopped answering
-    without closing the connection) would hold the process, and the helpers it waits for, for
-    good. Nothing is lost by ending them: acknowledged requests are in the journal, claimed
-    traces are retaken once their leases expire.
-    """
-
-    def end() -> None:
-        log.error(
-            "the service did not finish stopping within %g s (a database call that does not "
-            "return?); ending its helper processes and exiting; requests not stored yet wait in "
-            "the journal for the next start", seconds,
-        )  # fmt: skip
-        children.kill_all()
-        for handler in logging.getLogger().handlers:
-            handler.flush()
-        sys.stderr.flush()
-        os._exit(1)
-
-    timer = threading.Timer(seconds, end)
-    timer.daemon = True
-    timer.start()
-
-
 class _Server(uvicorn.Server):
     """uvicorn without its own signal handling: :class:`Service` owns shutdown, so it can stop
     gRPC and background tasks before the process exits (uvicorn would re-raise the signal).
@@ -227,9 +197,6 @@ class Service:
         self.app = create_app(config, self.store, self.intake)
         self._background: list[BackgroundFactory] = []
         self._uvicorn: _Server | None = None
-        self._stopping = False
-        self._owns_process = False
-        """Whether :meth:`run` runs it as its process's service, which its shutdown may end."""
         interval = promote_interval(config.assembly.idle_timeout)
         self.add_background(lambda: promote_periodically(self.store, interval))
         self.add_background(monitoring_task(self.store.engine, config.alerts, config.monitor))
@@ -244,20 +211,9 @@ class Service:
         self._background.append(factory)
 
     def stop(self) -> None:
-        """Ask a running service to shut down gracefully (what SIGTERM and SIGINT do).
-
-        Its unpackers start finishing its entries at once, and the process (of :meth:`run`)
-        ends within ``server.shutdown_timeout`` plus twice the helpers' exit grace whatever
-        the database does: the helpers get the timeout and the grace to exit, the grace again
-        once terminated (:mod:`tracescore.children`)."""
+        """Ask a running service to shut down gracefully (what SIGTERM and SIGINT do)."""
         if self._uvicorn is not None:
             self._uvicorn.should_exit = True
-        if self._stopping:
-            return
-        self._stopping = True
-        self.intake.wind_down()
-        if self._owns_process:
-            _exit_if_stuck(self.config.server.shutdown_timeout + 2 * children.EXIT_GRACE_SECONDS)
 
     async def serve(self) -> None:
         server = self.config.server
@@ -304,6 +260,4 @@ class Service:
             self.store.close()
 
     def run(self) -> None:
-        """Serve until SIGTERM or SIGINT, as this process's service."""
-        self._owns_process = True
         asyncio.run(self.serve())
