@@ -104,7 +104,7 @@ def test_openai_agents_mcp_tool_result_is_what_the_tool_returned() -> None:
     assert [doc.content for doc in agent.context] == grounding
     (tool,) = only(runs, "tool")
     assert tool.output[0].content.tool_invocations[0].result == WEATHER_RESULT
-    first, second = only(runs, "llm")
+    _, second = only(runs, "llm")
     assert [doc.content for doc in second.context] == grounding
     (sent,) = tool_calls(second)
     assert (sent.tool_call_id, sent.result) == (call.tool_call_id, WEATHER_RESULT)
