@@ -111,6 +111,23 @@ def test_openai_agents_mcp_tool_result_is_what_the_tool_returned() -> None:
     assert final_answer(agent).startswith(WEATHER_ANSWER)
 
 
+def test_vercel_mcp_tool_result_is_what_the_tool_returned() -> None:
+    """The AI SDK's MCP tools return the MCP ``CallToolResult`` (``{content: [blocks],
+    isError}``): that is ``ai.toolCall.result``, and the next step was sent it as a ``content``
+    output of the same blocks (sweep: envelopes, on a capture with @ai-sdk/mcp over stdio)."""
+    runs = capture_runs("vercel-ai-sdk-v6", "mcp_tool")
+    (agent,) = only(runs, "agent")
+    (call,) = tool_calls(agent)
+    assert (call.tool_name, call.state, call.result) == ("get_weather", "result", WEATHER_RESULT)
+    grounding = ['{"city":"Paris","forecast":"sunny","temperature_c":21}']
+    assert [doc.content for doc in agent.context] == grounding
+    (tool,) = only(runs, "tool")
+    assert tool.output[0].content.tool_invocations[0].result == WEATHER_RESULT
+    _, second = only(runs, "llm")
+    assert [doc.content for doc in second.context] == grounding
+    assert final_answer(agent).startswith(WEATHER_ANSWER)
+
+
 def _second_call(library: str) -> AgentRun:
     first, second = [r for r in capture_runs(library, "tool_call") if r.kind == "llm"]
     assert first.primary and second.primary  # no agent span: each call stands for the agent

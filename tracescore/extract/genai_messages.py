@@ -45,6 +45,7 @@ SYSTEM_ROLES = frozenset({"system", "developer"})
 # Tool results in the AI SDK's ``{type, value}`` output envelope.
 _ERROR_OUTPUTS = frozenset({"error-text", "error-json", "execution-denied"})
 _OUTPUT_ENVELOPES = frozenset({"json", "text", "content"}) | _ERROR_OUTPUTS
+_MCP_RESULT_KEYS = frozenset({"content", "isError", "structuredContent", "_meta"})
 # Blocks that name their kind by their single key (Bedrock Converse, Gemini).
 _KEYED_BLOCKS = {
     "toolUse": "tool_call",
@@ -238,18 +239,21 @@ def langchain_tool_message(value: Any) -> dict[str, Any] | None:
 
 def decode_result(value: Any) -> tuple[Any, bool]:
     """A tool result and whether it is an error: JSON strings decoded, envelopes unwrapped
-    (the AI SDK's ``{type, value}`` outputs, LangChain's ``ToolMessage``, result blocks: a list,
-    or one block as the OpenAI Agents SDK records an MCP tool's text output)."""
+    (the AI SDK's ``{type, value}`` outputs, LangChain's ``ToolMessage``, an MCP
+    ``CallToolResult``, result blocks: a list, or one block as the OpenAI Agents SDK records an
+    MCP tool's text output)."""
     if isinstance(value, (str, bytes)):
         value = load_json(value, [], "tool result")  # plain-text results are not a problem
     message = langchain_tool_message(value)
     if message is not None:
         content, is_error = decode_result(message.get("content"))
         return content, is_error or message.get("status") == "error"
+    if _is_mcp_result(value):  # its text blocks (a JSON text is parsed), not the wrapper
+        return decode_result(value["content"])[0], value.get("isError") is True
     if isinstance(value, dict) and set(value) <= {"type", "value"} and "value" in value:
         kind = as_str(value.get("type"))
-        if kind in _OUTPUT_ENVELOPES:
-            return value["value"], kind in _ERROR_OUTPUTS
+        if kind in _OUTPUT_ENVELOPES:  # a ``content`` output holds blocks: unwrapped too
+            return decode_result(value["value"])[0], kind in _ERROR_OUTPUTS
     if isinstance(value, dict) and (payload := _block_value(value)) is not None:
         return decode_result(payload)[0], False
     if isinstance(value, list) and value and all(_block_value(v) is not None for v in value):
@@ -260,6 +264,14 @@ def decode_result(value: Any) -> tuple[Any, bool]:
         if all(isinstance(v, str) for v in values):
             return "".join(values), False
     return value, False
+
+
+def _is_mcp_result(value: Any) -> bool:
+    """An MCP ``CallToolResult`` (``{content: [blocks], isError, structuredContent?}``), as the
+    AI SDK's MCP tools (and Mastra's) return it."""
+    return isinstance(value, dict) and isinstance(value.get("content"), list) and (
+        "isError" in value or "structuredContent" in value
+    ) and set(value) <= _MCP_RESULT_KEYS
 
 
 def _block_value(block: Any) -> Any:
