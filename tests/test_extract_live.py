@@ -114,7 +114,7 @@ def test_openai_agents_mcp_tool_result_is_what_the_tool_returned() -> None:
 def test_vercel_mcp_tool_result_is_what_the_tool_returned() -> None:
     """The AI SDK's MCP tools return the MCP ``CallToolResult`` (``{content: [blocks],
     isError}``): that is ``ai.toolCall.result``, and the next step was sent it as a ``content``
-    output of the same blocks (sweep: envelopes, on a capture with @ai-sdk/mcp over stdio)."""
+    output of the same blocks (sweep: envelopes, on captures with @ai-sdk/mcp over stdio)."""
     runs = capture_runs("vercel-ai-sdk-v6", "mcp_tool")
     (agent,) = only(runs, "agent")
     (call,) = tool_calls(agent)
@@ -126,6 +126,16 @@ def test_vercel_mcp_tool_result_is_what_the_tool_returned() -> None:
     _, second = only(runs, "llm")
     assert [doc.content for doc in second.context] == grounding
     assert final_answer(agent).startswith(WEATHER_ANSWER)
+    # A call the MCP server failed (isError: true) is a failure, and grounds nothing.
+    failing = capture_runs("vercel-ai-sdk-v6", "mcp_tool_error")
+    (agent,) = only(failing, "agent")
+    atlantis, paris, london = tool_calls(agent)
+    assert (atlantis.state, atlantis.is_error, atlantis.error_text) == (
+        "output-error", True, "Error executing tool get_weather")
+    assert [(c.state, c.result) for c in (paris, london)] == [("result", WEATHER_RESULT),
+                                                              ("result", LONDON_RESULT)]
+    assert [doc.content for doc in agent.context] == [
+        grounding[0], '{"city":"London","forecast":"rainy","temperature_c":14}']
 
 
 def _second_call(library: str) -> AgentRun:
