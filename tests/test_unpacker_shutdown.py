@@ -4,12 +4,14 @@ state and however the collector ends; a new collector stops one an earlier colle
 Before the fix, an unpacker whose entries could not be stored (a poison entry, a database down
 while the service stopped) kept retrying for ever with parent PID 1, beside the next service.
 
-The store is made unable to write by holding its write lock (SQLite), or by stopping the server
-(a throwaway PostgreSQL cluster): the unpacker's writes then block or fail, as in an outage.
+The store is made unable to write by holding its write lock (SQLite) or a lock on its spans
+table (PostgreSQL), or by stopping the server (a throwaway PostgreSQL cluster): the unpacker's
+writes then block or fail, as in an outage.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import subprocess
@@ -21,14 +23,18 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import select
+from sqlalchemy import text as sql_text
 
-from tests.agent_otlp import agent_trace, export_request
-from tests.server_process import start_server
+from tests.agent_otlp import AgentTrace, agent_trace, export_request
+from tests.server_process import ServerProcess, start_server
 from tests.test_ingest_journal import _request
 from tests.throwaway_pg import ThrowawayPostgres
-from tracescore.children import stop_leftovers
+from tracescore.children import EXIT_GRACE_SECONDS, stop_leftovers
 from tracescore.ingest.unpack import Unpacker, UnpackSettings
 from tracescore.store import SpanStore, open_store
+from tracescore.store.table_of import table_of
+from tracescore.store.tables import UnpackerRow
 
 _MARK = b"tracescore.ingest.unpack"
 
@@ -64,8 +70,11 @@ def _unpackers_of(parent: int) -> list[int]:
 
 @contextmanager
 def _writes_blocked(store: SpanStore) -> Iterator[None]:
-    """Hold the SQLite store's write lock: every other writer waits, as on a stuck database."""
-    with store.write_transaction():
+    """Every other writer of spans waits, as on a stuck database: SQLite's write lock held; on
+    PostgreSQL the spans table locked against writes (reads and the journal go on)."""
+    with store.write_transaction() as connection:
+        if store.dialect == "postgresql":
+            connection.execute(sql_text("LOCK TABLE spans IN SHARE MODE"))
         yield
 
 
@@ -160,6 +169,24 @@ def test_an_unpacker_of_a_live_collector_is_no_leftover(sqlite_url: str) -> None
         assert _alive(pid)
 
 
+def _export(server: ServerProcess, traces: list[AgentTrace]) -> None:
+    """Export each trace in a request of its own; each must be acknowledged."""
+    for trace in traces:
+        response = httpx.post(
+            f"{server.base_url}/v1/traces", content=export_request(trace.spans),
+            headers={"Content-Type": "application/x-protobuf"}, timeout=10,
+        )  # fmt: skip
+        assert response.status_code == 200
+
+
+def _assert_stored(server: ServerProcess, traces: list[AgentTrace]) -> None:
+    """Every span of each trace is stored and read back through the API."""
+    for trace in traces:
+        response = httpx.get(f"{server.base_url}/api/traces/{trace.trace_id}", timeout=15)
+        assert response.status_code == 200, server.output()[-2000:]
+        assert len(response.json()["spans"]) == len(trace.spans)
+
+
 @pytest.mark.pg_cluster
 def test_a_service_stopped_while_postgresql_is_down_leaves_no_process_and_loses_nothing(
     tmp_path: Path,
@@ -170,12 +197,7 @@ def test_a_service_stopped_while_postgresql_is_down_leaves_no_process_and_loses_
         server = start_server(tmp_path / "a", db_url=cluster.url, config=config)
         try:
             [unpacker] = _unpackers_of(server.process.pid)
-            for trace in traces:
-                response = httpx.post(
-                    f"{server.base_url}/v1/traces", content=export_request(trace.spans),
-                    headers={"Content-Type": "application/x-protobuf"}, timeout=10,
-                )  # fmt: skip
-                assert response.status_code == 200
+            _export(server, traces)
             cluster.stop("immediate")
             server.process.send_signal(signal.SIGTERM)
             server.process.wait(2.0 + 10.0)  # raises if the service is still waiting then
@@ -184,10 +206,7 @@ def test_a_service_stopped_while_postgresql_is_down_leaves_no_process_and_loses_
             server.kill()
         cluster.start()
         with start_server(tmp_path / "b", db_url=cluster.url, config=config) as restarted:
-            for trace in traces:
-                response = httpx.get(f"{restarted.base_url}/api/traces/{trace.trace_id}", timeout=15)
-                assert response.status_code == 200, restarted.output()[-2000:]
-                assert len(response.json()["spans"]) == len(trace.spans)
+            _assert_stored(restarted, traces)
         # The outage is one line of the unpacker's, not one per retry.
         assert server.output().count("unpacker: the database is unavailable") <= 1, server.output()[-3000:]
 
@@ -210,3 +229,53 @@ def test_the_helpers_of_a_killed_service_stop_within_its_shutdown_timeout(tmp_pa
     with start_server(tmp_path / "a", config=config) as restarted:
         assert len(restarted.pids()) == 3
         assert "left running by an earlier service" not in restarted.output()
+
+
+def _owner(store: SpanStore, timeout: float = 10.0) -> str:
+    """The journal owner of the one running service, once its unpacker has beaten."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with store.engine.connect() as connection:
+            owners = connection.execute(select(table_of(UnpackerRow).c.owner)).scalars().all()
+        if owners:
+            [owner] = owners
+            return owner
+        assert time.monotonic() < deadline, "no unpacker heartbeat"
+        time.sleep(0.05)
+
+
+def test_a_service_stopped_by_ctrl_c_with_a_poison_entry_and_stuck_writes_leaves_no_process(
+    db_url: str, tmp_path: Path
+) -> None:
+    """Ctrl-C (SIGINT to every process of the group) while the journal holds a poison entry and
+    the database takes no span writes: the service, its unpacker and its scoring process are
+    gone within the deadline, and the next start stores every acknowledged span and sets the
+    poison entry aside. Before, such an unpacker retried its group for ever with parent PID 1."""
+    config = {"server": {"shutdown_timeout": 2.0}, "workers": {"processes": 1}}
+    traces = [agent_trace(random.Random(n)) for n in range(3)]
+    server = start_server(tmp_path / "a", db_url=db_url, config=config)
+    store = open_store(db_url, create=False)
+    try:
+        owner, helpers = _owner(store), server.pids()[1:]
+        assert len(helpers) == 2, server.output()  # an unpacker and a scoring process
+        with _writes_blocked(store):
+            poison = store.journal.append("traces", b"\xff\xff not protobuf", owner)
+            _export(server, traces)
+            for pid in server.pids():
+                os.kill(pid, signal.SIGINT)
+            # The service waits for its helpers up to the deadline, then ends; if a call of its
+            # own is stuck on the database (SQLite here: the promoter waits for the write lock),
+            # at the deadline and the helpers' grace, with status 1.
+            assert server.process.wait(2.0 + EXIT_GRACE_SECONDS + 3.0) in (0, 1), server.output()[-3000:]
+            for pid in helpers:
+                _wait_gone(pid, timeout=1.0)
+        assert store.journal.entries(), "nothing was left for the next start: the test proves nothing"
+        with start_server(tmp_path / "b", db_url=db_url, config=config) as restarted:
+            _assert_stored(restarted, traces)
+            quarantined = httpx.get(f"{restarted.base_url}/api/ingest/quarantine", timeout=10).json()["entries"]
+            assert [entry["seq"] for entry in quarantined] == [poison.seq]
+        assert "left running by an earlier service" not in restarted.output()
+        assert "Traceback" not in server.output(), server.output()[-3000:]  # no child cut short by Ctrl-C
+    finally:
+        server.kill()
+        store.close()

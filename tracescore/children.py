@@ -21,6 +21,9 @@ program takes the service's ``sys.path`` first (as spawn does), so it imports th
 - **Leftovers**: a child whose service was killed while it still had work could live on for up
   to its deadline; a service starting on the same store ends such children first
   (:func:`stop_leftovers`).
+- **Shutdown**: a stopping service tells all its children at once (:func:`wind_down_all`), so
+  their deadlines run side by side, and kills those still running if its own shutdown is stuck
+  (:func:`kill_all`).
 """
 
 from __future__ import annotations
@@ -50,12 +53,18 @@ _YOUNG_SECONDS = 30.0
 _MAX_BACKOFF_SECONDS = 60.0
 EXIT_GRACE_SECONDS = 5.0
 """How long past its shutdown deadline a stopped child may take before it is ended."""
+_STARTED: list[Child] = []
+"""This process's children, for :func:`wind_down_all` and :func:`kill_all`."""
 
 
 def _program(module: str) -> str:
+    # The terminal's Ctrl-C reaches the whole process group: the service handles it and then
+    # closes the pipe. Ignored before the imports, or a child still importing would die with
+    # a KeyboardInterrupt traceback instead of finishing its work.
     return (
         f"# {_MARK} {module}\n"
-        "import json, os, sys\n"
+        "import json, os, signal, sys\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
         f"sys.path[:] = json.loads(os.environ.pop({_PATH_VARIABLE!r}))\n"
         f"from {module} import main\n"
         "main()\n"
@@ -110,6 +119,8 @@ class Child:
         self._started_at = time.monotonic()
         with self._lock:
             self._process, self._wake_writer = process, writer
+        if self not in _STARTED:
+            _STARTED.append(self)
         threading.Thread(target=self._read_reports, args=(process,), name=f"{self.name} reports", daemon=True).start()
 
     def _read_reports(self, process: subprocess.Popen[bytes]) -> None:
@@ -166,11 +177,22 @@ class Child:
             if self._wake_writer is not None:
                 os.write(self._wake_writer, b"\0")
 
+    def wind_down(self) -> None:
+        """Tell the child to wind down (it exits by itself within its ``shutdown_timeout``) and
+        not to be revived, without waiting for it."""
+        self._stopped = True
+        self._close_pipe()
+
+    def kill(self) -> None:
+        """End the process now if it still runs (SIGKILL)."""
+        if self._process is not None and self._process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self._process.kill()
+
     def stop(self) -> None:
         """Tell the child to wind down; it exits by itself within its ``shutdown_timeout``, and
         is ended if it has not a few seconds after that."""
-        self._stopped = True
-        self._close_pipe()
+        self.wind_down()
         if self._process is not None:
             _end(self.name, self._process, float(self.settings["shutdown_timeout"]) + EXIT_GRACE_SECONDS)
 
@@ -193,6 +215,22 @@ def _end(name: str, process: subprocess.Popen[bytes], timeout: float) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def wind_down_all() -> None:
+    """Tell every child of this process to wind down now (a service that starts stopping):
+    their ``shutdown_timeout`` then runs from the same moment for all of them, not from
+    whenever the service's shutdown gets to each."""
+    for child in _STARTED:
+        child.wind_down()
+
+
+def kill_all() -> None:
+    """Kill the children of this process still running (a service whose own shutdown is stuck
+    ends them before it exits, rather than leave them to outlive it): their work is durable
+    already, an unpacker's entries in the journal and a scoring worker's claims under leases."""
+    for child in _STARTED:
+        child.kill()
 
 
 # ---------------------------------------------------------------------------- the child's side

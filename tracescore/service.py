@@ -22,6 +22,8 @@ import logging
 import os
 import signal
 import socket
+import sys
+import threading
 import time
 from collections.abc import Iterator
 
@@ -30,7 +32,7 @@ from fastapi import Depends, FastAPI, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlalchemy.exc import DBAPIError
 
-from tracescore import metrics
+from tracescore import children, metrics
 from tracescore.apidocs import docs_router
 from tracescore.assemble.promoter import promote_interval, promote_periodically
 from tracescore.auth import ApiKeys, with_environment_keys
@@ -163,6 +165,34 @@ def _log_failure(task: asyncio.Task[None]) -> None:
         log.error("background task %s failed", task.get_name(), exc_info=task.exception())
 
 
+def _exit_if_stuck(seconds: float) -> None:
+    """End this process ``seconds`` from now if its shutdown has not: kill the helpers still
+    running, then exit with status 1.
+
+    A shutdown waits for its threads, and a thread in a database call that never returns (a
+    SQLite file another process keeps locked, a PostgreSQL server that stopped answering
+    without closing the connection) would hold the process, and the helpers it waits for, for
+    good. Nothing is lost by ending them: acknowledged requests are in the journal, claimed
+    traces are retaken once their leases expire.
+    """
+
+    def end() -> None:
+        log.error(
+            "the service did not finish stopping within %g s (a database call that does not "
+            "return?); ending its helper processes and exiting; requests not stored yet wait in "
+            "the journal for the next start", seconds,
+        )  # fmt: skip
+        children.kill_all()
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        sys.stderr.flush()
+        os._exit(1)
+
+    timer = threading.Timer(seconds, end)
+    timer.daemon = True
+    timer.start()
+
+
 class _Server(uvicorn.Server):
     """uvicorn without its own signal handling: :class:`Service` owns shutdown, so it can stop
     gRPC and background tasks before the process exits (uvicorn would re-raise the signal).
@@ -197,6 +227,9 @@ class Service:
         self.app = create_app(config, self.store, self.intake)
         self._background: list[BackgroundFactory] = []
         self._uvicorn: _Server | None = None
+        self._stopping = False
+        self._owns_process = False
+        """Whether :meth:`run` runs it as its process's service, which its shutdown may end."""
         interval = promote_interval(config.assembly.idle_timeout)
         self.add_background(lambda: promote_periodically(self.store, interval))
         self.add_background(monitoring_task(self.store.engine, config.alerts, config.monitor))
@@ -211,9 +244,18 @@ class Service:
         self._background.append(factory)
 
     def stop(self) -> None:
-        """Ask a running service to shut down gracefully (what SIGTERM and SIGINT do)."""
+        """Ask a running service to shut down gracefully (what SIGTERM and SIGINT do).
+
+        The process (of :meth:`run`) then ends within ``server.shutdown_timeout`` plus the
+        helpers' exit grace (:data:`~tracescore.children.EXIT_GRACE_SECONDS`) whatever the
+        database does: a helper still running by then is past its own deadline too."""
         if self._uvicorn is not None:
             self._uvicorn.should_exit = True
+        if self._stopping:
+            return
+        self._stopping = True
+        if self._owns_process:
+            _exit_if_stuck(self.config.server.shutdown_timeout + children.EXIT_GRACE_SECONDS)
 
     async def serve(self) -> None:
         server = self.config.server
@@ -252,6 +294,9 @@ class Service:
                 sockets=[shared_port_socket(server.host, server.http_port)] if shared_ports else None
             )
         finally:
+            # Requests still being answered were journaled by now: the unpackers may finish
+            # this collector's entries, their deadline running while the rest winds down.
+            self.intake.wind_down()
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -260,4 +305,6 @@ class Service:
             self.store.close()
 
     def run(self) -> None:
+        """Serve until SIGTERM or SIGINT, as this process's service."""
+        self._owns_process = True
         asyncio.run(self.serve())

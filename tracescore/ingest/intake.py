@@ -197,7 +197,15 @@ class Intake:
             self.journal_backlog = self.store.journal.backlog(self.owner)
         metrics.journal_backlog.set(self.journal_backlog)
 
+    def wind_down(self) -> None:
+        """Tell the unpackers to finish this collector's entries and exit (the service is
+        stopping): their ``shutdown_timeout`` runs from now, while the service winds down the
+        rest, instead of from when :meth:`close` gets to them."""
+        for unpacker in self.unpackers:
+            unpacker.wind_down()
+
     def close(self) -> None:
+        self.wind_down()
         self._executor.shutdown(wait=True)
         self._closing.set()
         if self._watchdog.is_alive():

@@ -23,7 +23,6 @@ import gc
 import logging
 import os
 import select
-import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -171,10 +170,8 @@ class Unpacker(Child):
 
 
 def main() -> None:
-    """An unpacker process: its settings from the environment, its wake-ups on standard input."""
-    # The collector handles Ctrl-C and then closes the pipe; the terminal's SIGINT reaches the
-    # whole process group, and must not cut this process short of finishing the entries.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """An unpacker process: its settings from the environment, its wake-ups on standard input
+    (it ignores the terminal's Ctrl-C, see :mod:`tracescore.children`)."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     found = children.settings()
     found.pop("collector_pid")
