@@ -254,8 +254,8 @@ def decode_result(value: Any) -> tuple[Any, bool]:
         kind = as_str(value.get("type"))
         if kind in _OUTPUT_ENVELOPES:  # a ``content`` output holds blocks: unwrapped too
             return decode_result(value["value"])[0], kind in _ERROR_OUTPUTS
-    if isinstance(value, dict) and (payload := _block_value(value)) is not None:
-        return decode_result(payload)[0], False
+    if isinstance(value, dict) and "type" in value and (payload := _block_value(value)) is not None:
+        return decode_result(payload)[0], False  # a typed block, not a tool's own {"text": …}
     if isinstance(value, list) and value and all(_block_value(v) is not None for v in value):
         # Anthropic / Bedrock results are block lists: [{"type": "text", "text": …}], [{"json": …}]
         values = [_block_value(v) for v in value]
