@@ -64,9 +64,11 @@ class ServerConfig(Section):
     development machine (~10,000 on a slow day); a second one lets a single service store more,
     at ~70 MB each instead of ~200 MB for a whole second service process."""
     shutdown_timeout: float = Field(10.0, gt=0)
-    """Seconds a stopping service gives its unpackers to store the requests it acknowledged.
-    Whatever is not stored by then (the database is down, say) stays in the ingest journal,
-    durable, and is stored after the next start; no unpacker outlives the service longer."""
+    """Seconds a stopping service gives its unpackers to store the requests it acknowledged
+    (and its scoring workers to hand back their claims). Whatever is not stored by then (the
+    database is down, say) stays in the ingest journal, durable, and is stored after the next
+    start; no helper process outlives the service, which itself ends at most 5 s later,
+    whatever the database does."""
     max_body_bytes: int = Field(16 * 1024 * 1024, gt=0)
     """Largest accepted request body, after gzip decompression (413 beyond)."""
     max_pending_requests: int = Field(64, gt=0)
