@@ -26,7 +26,7 @@ from tests.extract_support import (
 )
 from tracescore.cli import app
 from tracescore.extract import AgentRun, extract_runs
-from tracescore.extract.model import Message
+from tracescore.extract.model import Message, ToolInvocation
 from tracescore.ingest.files import load_traces
 
 LONDON_RESULT = {"city": "London", "forecast": "rainy", "temperature_c": 14}
@@ -89,6 +89,24 @@ def test_ci_gate_on_the_expected_tool_passes_for_openai_agents() -> None:
     assert (summary["n"], summary["mean"]) == (1, 1.0)
 
 
+PARIS_GROUNDING = '{"city":"Paris","forecast":"sunny","temperature_c":21}'
+
+
+def _mcp_weather_read_as_returned(runs: list[AgentRun]) -> tuple[ToolInvocation, AgentRun]:
+    """The MCP get_weather scenario: the primary agent's call, the tool run and the second LLM
+    call's context hold the weather itself; returns the call and that second LLM run."""
+    (agent,) = only(runs, "agent", primary=True)
+    (call,) = tool_calls(agent)
+    assert (call.tool_name, call.state, call.result) == ("get_weather", "result", WEATHER_RESULT)
+    assert [doc.content for doc in agent.context] == [PARIS_GROUNDING]
+    (tool,) = only(runs, "tool")
+    assert tool.output[0].content.tool_invocations[0].result == WEATHER_RESULT
+    _, second = only(runs, "llm")
+    assert [doc.content for doc in second.context] == [PARIS_GROUNDING]
+    assert final_answer(agent).startswith(WEATHER_ANSWER)
+    return call, second
+
+
 def test_openai_agents_mcp_tool_result_is_what_the_tool_returned() -> None:
     """The OpenAI Agents SDK records an MCP tool's output as a text block
     (``{"type": "text", "text": …}``) on the TOOL span, and sends it back to the model as a
@@ -97,35 +115,16 @@ def test_openai_agents_mcp_tool_result_is_what_the_tool_returned() -> None:
     was sent that result, not a line of text."""
     runs = capture_runs("openinference-openai-agents", "mcp_tool")
     assert [r.agent_name for r in runs if r.primary] == ["WeatherBot"]
-    (agent,) = only(runs, "agent", primary=True)
-    (call,) = tool_calls(agent)
-    assert (call.tool_name, call.state, call.result) == ("get_weather", "result", WEATHER_RESULT)
-    grounding = ['{"city":"Paris","forecast":"sunny","temperature_c":21}']
-    assert [doc.content for doc in agent.context] == grounding
-    (tool,) = only(runs, "tool")
-    assert tool.output[0].content.tool_invocations[0].result == WEATHER_RESULT
-    _, second = only(runs, "llm")
-    assert [doc.content for doc in second.context] == grounding
+    call, second = _mcp_weather_read_as_returned(runs)
     (sent,) = tool_calls(second)
     assert (sent.tool_call_id, sent.result) == (call.tool_call_id, WEATHER_RESULT)
-    assert final_answer(agent).startswith(WEATHER_ANSWER)
 
 
 def test_vercel_mcp_tool_result_is_what_the_tool_returned() -> None:
     """The AI SDK's MCP tools return the MCP ``CallToolResult`` (``{content: [blocks],
     isError}``): that is ``ai.toolCall.result``, and the next step was sent it as a ``content``
     output of the same blocks (sweep: envelopes, on captures with @ai-sdk/mcp over stdio)."""
-    runs = capture_runs("vercel-ai-sdk-v6", "mcp_tool")
-    (agent,) = only(runs, "agent")
-    (call,) = tool_calls(agent)
-    assert (call.tool_name, call.state, call.result) == ("get_weather", "result", WEATHER_RESULT)
-    grounding = ['{"city":"Paris","forecast":"sunny","temperature_c":21}']
-    assert [doc.content for doc in agent.context] == grounding
-    (tool,) = only(runs, "tool")
-    assert tool.output[0].content.tool_invocations[0].result == WEATHER_RESULT
-    _, second = only(runs, "llm")
-    assert [doc.content for doc in second.context] == grounding
-    assert final_answer(agent).startswith(WEATHER_ANSWER)
+    _mcp_weather_read_as_returned(capture_runs("vercel-ai-sdk-v6", "mcp_tool"))
     # A call the MCP server failed (isError: true) is a failure, and grounds nothing.
     failing = capture_runs("vercel-ai-sdk-v6", "mcp_tool_error")
     (agent,) = only(failing, "agent")
@@ -135,7 +134,7 @@ def test_vercel_mcp_tool_result_is_what_the_tool_returned() -> None:
     assert [(c.state, c.result) for c in (paris, london)] == [("result", WEATHER_RESULT),
                                                               ("result", LONDON_RESULT)]
     assert [doc.content for doc in agent.context] == [
-        grounding[0], '{"city":"London","forecast":"rainy","temperature_c":14}']
+        PARIS_GROUNDING, '{"city":"London","forecast":"rainy","temperature_c":14}']
 
 
 def _second_call(library: str) -> AgentRun:
