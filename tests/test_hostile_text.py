@@ -24,7 +24,8 @@ from sqlalchemy import text as sql_text
 
 from tests.agent_otlp import AgentTrace, agent_trace, export_request
 from tests.conftest import CAPTURES
-from tests.server_process import start_server
+from tests.server_process import ServerProcess, start_server
+from tests.test_unpacker_shutdown import _owner
 from tracescore.config import parse_config
 from tracescore.extract import extract_runs
 from tracescore.feedback.scan import FeedbackScanner
@@ -95,6 +96,39 @@ def test_nul_characters_never_stall_ingest_and_every_trace_is_scored(db_url: str
         }  # fmt: skip
         assert replaced["ingest"] >= 2  # the span name and the status message
         assert replaced["scores"] >= 1  # the agent name of the trace's scores
+        _a_poison_entry_is_set_aside_visibly(server)
+
+
+def _a_poison_entry_is_set_aside_visibly(server: ServerProcess) -> None:
+    """A journal entry of the running service that cannot be stored (a body no release of
+    tracescore would journal) is quarantined, counted, listed, logged once and requeued on
+    demand, while the request journaled after it is stored."""
+    store = open_store(server.db_url, create=False)
+    try:
+        poison = store.journal.append("traces", b"\xff\xff not protobuf", _owner(store))
+    finally:
+        store.close()
+    after = agent_trace(random.Random(18))
+    assert httpx.post(f"{server.base_url}/v1/traces", content=export_request(after.spans),
+                      headers={"Content-Type": "application/x-protobuf"}, timeout=10).status_code == 200  # fmt: skip
+    assert len(httpx.get(f"{server.base_url}/api/traces/{after.trace_id}", timeout=15).json()["spans"]) == len(after.spans)
+    deadline = time.monotonic() + 10
+    while not (listed := httpx.get(f"{server.base_url}/api/ingest/quarantine", timeout=10).json()["entries"]):
+        assert time.monotonic() < deadline, server.output()[-3000:]
+        time.sleep(0.1)
+    assert [(entry["seq"], entry["reason"].split(":")[0]) for entry in listed] == [(poison.seq, "DecodeError")]
+
+    def counted_and_logged() -> bool:  # the unpacker reports and logs just after quarantining
+        exposition = httpx.get(f"{server.base_url}/metrics", timeout=10).text.splitlines()
+        return "tracescore_ingest_quarantined_total 1.0" in exposition and f"journal entry {poison.seq} " in server.output()
+
+    while not counted_and_logged():
+        assert time.monotonic() < deadline, server.output()[-3000:]
+        time.sleep(0.1)
+    assert server.output().count(f"journal entry {poison.seq} ") == 1
+    requeue = f"{server.base_url}/api/ingest/quarantine/{{}}/requeue"
+    assert httpx.post(requeue.format(poison.seq), timeout=10).json() == {"requeued": poison.seq}
+    assert httpx.post(requeue.format(poison.seq + 1), timeout=10).status_code == 404
 
 
 def _json_request(trace_id: str, span_id: str, *, name: str = "span") -> bytes:
