@@ -304,6 +304,26 @@ def test_a_verdict_with_a_nul_sent_over_otlp_does_not_stall_the_feedback_scan(db
         store.close()
 
 
+def test_a_scoring_error_quoting_a_nul_still_releases_the_trace(db_url: str) -> None:
+    """An error message that quotes a span's text (``invalid literal …: 'a\\x00b'``) is stored
+    with the NUL replaced; on PostgreSQL the release failed, so the trace was never released
+    nor parked, but retaken and failed again at every lease's expiry."""
+    store = open_store(db_url)
+    try:
+        agent = agent_trace(random.Random(19))
+        store.write(decode_traces(export_request(agent.spans), json=False).spans)
+        now = time.time() + 60
+        attempts = store.rules.max_attempts
+        for attempt in range(attempts):
+            [claim] = store.queue.claim("w", 10, 30, now=now)
+            store.queue.release(claim, f"ValueError: invalid literal: 'a{NUL}b' ({attempt})")
+        summary = store.trace_summary(agent.trace_id)
+        assert summary is not None
+        assert (summary.state, summary.last_error) == ("failed", f"ValueError: invalid literal: 'a{REPLACEMENT}b' ({attempts - 1})")
+    finally:
+        store.close()
+
+
 def _no_surrogates(text: str) -> str:
     return "".join(REPLACEMENT if 0xD800 <= ord(char) <= 0xDFFF else char for char in text)
 

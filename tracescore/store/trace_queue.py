@@ -34,6 +34,7 @@ from sqlalchemy import Connection, Row, TextClause, text
 
 from tracescore.spans import EVALUATION_EVENT
 from tracescore.store.journal import Journal
+from tracescore.store.text import TextGuard
 
 
 class TraceState(StrEnum):
@@ -301,7 +302,11 @@ class TraceQueue:
     def release(self, claim: TraceClaim, error: str | None = None) -> None:
         """Give a claimed trace back (e.g. on shutdown) so another worker takes it; with an
         ``error`` it counts as a failed attempt, and after ``rules.max_attempts`` of them the
-        trace is parked as ``failed`` until new spans arrive."""
+        trace is parked as ``failed`` until new spans arrive. The error is made storable
+        (:mod:`tracescore.store.text`): an exception's message may quote a span's text, NUL
+        included, which PostgreSQL would refuse, and the trace then never be released."""
+        if error is not None:
+            error = TextGuard().text(error)
         with self._write_transaction() as conn:
             conn.execute(
                 _SQL.release,
