@@ -88,6 +88,11 @@ def test_nul_characters_never_stall_ingest_and_every_trace_is_scored(db_url: str
         ).json()["items"]
         assert {score["trace_id"] for score in scores} == {poisoned.trace_id}
         assert all(score["status"] == "ok" for score in scores)
+        # A NUL in a read's query reads as the stored U+FFFD (PostgreSQL answered 500 before).
+        as_sent = httpx.get(f"{server.base_url}/api/scores", params={"agent": f"weather{NUL}bot"}, timeout=10)
+        assert as_sent.json()["items"] == scores
+        for path in ("/api/traces", "/api/scores/summary", "/"):
+            assert httpx.get(f"{server.base_url}{path}", params={"agent": NUL, "service": NUL}, timeout=10).status_code == 200
         assert httpx.get(f"{server.base_url}/api/ingest/quarantine", timeout=10).json() == {"entries": []}
         exposition = httpx.get(f"{server.base_url}/metrics", timeout=10).text
         replaced = {

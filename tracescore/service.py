@@ -25,12 +25,14 @@ import socket
 import sys
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 
 import uvicorn
 from fastapi import Depends, FastAPI, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlalchemy.exc import DBAPIError
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tracescore import children, metrics
 from tracescore.apidocs import docs_router
@@ -51,6 +53,7 @@ from tracescore.monitor.tasks import monitoring_task
 from tracescore.retention.task import retention_task
 from tracescore.store import SpanStore, open_store
 from tracescore.store.outage import database_unavailable
+from tracescore.store.text import REPLACEMENT
 from tracescore.web import web_router
 from tracescore.web.auth import DashboardKeys
 from tracescore.web.traces_api import traces_router
@@ -82,6 +85,7 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
         app.include_router(docs_router(app, DashboardKeys(config.server.api_keys)))
 
     app.add_exception_handler(DBAPIError, _ReadOutage().answer)
+    app.add_middleware(_NulAsStored)
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, object]:
@@ -91,6 +95,28 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
         }
 
     return app
+
+
+class _NulAsStored:
+    """Reads a NUL in a request's path or query (``?agent=a%00b``) as U+FFFD, the character
+    stored text has in its place (:mod:`tracescore.store.text`): a filter for an agent named
+    with a NUL then finds it, and PostgreSQL, which refuses a NUL in a bound parameter too, no
+    longer fails the read with a 500. A bytes search per request when there is none."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            query: bytes = scope["query_string"]
+            path: str = scope["path"]
+            if b"%00" in query or "\x00" in path:
+                scope = {**scope, "query_string": query.replace(b"%00", _REPLACEMENT_QUOTED),
+                         "path": path.replace("\x00", REPLACEMENT)}  # fmt: skip
+        await self.app(scope, receive, send)
+
+
+_REPLACEMENT_QUOTED = urllib.parse.quote(REPLACEMENT).encode()
 
 
 class _ReadOutage:
