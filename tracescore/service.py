@@ -255,7 +255,8 @@ class Service:
         self._uvicorn: _Server | None = None
         self._stopping = False
         self._owns_process = False
-        """Whether :meth:`run` runs it as its process's service, which its shutdown may end."""
+        """Whether :meth:`run` runs it in the main thread, as its process's service, which a
+        stuck shutdown may then end (never a process that only runs it in a thread)."""
         interval = promote_interval(config.assembly.idle_timeout)
         self.add_background(lambda: promote_periodically(self.store, interval))
         self.add_background(monitoring_task(self.store.engine, config.alerts, config.monitor))
@@ -331,6 +332,6 @@ class Service:
             self.store.close()
 
     def run(self) -> None:
-        """Serve until SIGTERM or SIGINT, as this process's service."""
-        self._owns_process = True
+        """Serve until SIGTERM or SIGINT (in the main thread) or :meth:`stop`."""
+        self._owns_process = threading.current_thread() is threading.main_thread()
         asyncio.run(self.serve())
