@@ -175,15 +175,19 @@ def usage_from(attributes: Mapping[str, Any], **keys: tuple[str, ...]) -> TokenU
     """
     found: dict[str, int] = {}
     for field, candidates in keys.items():
-        value = as_int(first(attributes, *candidates))
-        if value is not None:
-            found[field] = value
+        # ``first`` inlined: this runs for every field of every span, most of them absent.
+        for key in candidates:
+            raw = attributes.get(key)
+            if raw is not None and raw != "":
+                value = as_int(raw)
+                if value is not None:
+                    found[field] = value
+                break
     if not found:
         return None
-    usage = TokenUsage(**found)
     if "total_tokens" not in found:
-        usage.total_tokens = usage.input_tokens + usage.output_tokens
-    return usage
+        found["total_tokens"] = found.get("input_tokens", 0) + found.get("output_tokens", 0)
+    return TokenUsage(**found)
 
 
 def json_text(value: Any) -> str:

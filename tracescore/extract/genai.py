@@ -110,7 +110,6 @@ def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
 def fill_from_attributes(info: SpanInfo, attributes: Mapping[str, Any]) -> None:
     """Read the GenAI attributes of one span (or log event) into ``info``."""
     warnings = info.warnings
-    created_at = timestamp(info.start_time_ns)
     operation = first_str(attributes, "gen_ai.operation.name")
     info.kind = operation_kind(operation, attributes)
     info.agent_name = first_str(attributes, "gen_ai.agent.name") or info.agent_name
@@ -129,7 +128,7 @@ def fill_from_attributes(info: SpanInfo, attributes: Mapping[str, Any]) -> None:
             f"{info.span_id}-in",
             warnings,
             "gen_ai.input.messages",
-            created_at=created_at,
+            created_at=timestamp(info.start_time_ns),
         )
         system, info.input_messages = split_system(messages)
         info.system.extend(system)

@@ -319,8 +319,8 @@ def _base_run(trace: Trace, node: _Node, kind: str) -> AgentRun:
         status=info.status,
         error=info.error,
         span_ids=[span.span_id],
-        attributes=dict(span.attributes),
-        resource_attributes=dict(span.resource.attributes),
+        attributes=span.attributes,  # validation copies them into the run
+        resource_attributes=span.resource.attributes,
         warnings=_warnings(node),
     )
 
@@ -355,7 +355,7 @@ def _merge_tools(groups: Iterable[list[ToolDefinition]]) -> list[ToolDefinition]
 
 def _sum_usage(nodes: Iterable[_Node]) -> TokenUsage | None:
     usages = [n.info.usage for n in nodes if n.info.usage is not None]
-    return sum(usages, TokenUsage()) if usages else None
+    return TokenUsage.total_of(usages) if usages else None
 
 
 # --- agent runs ------------------------------------------------------------------------------
