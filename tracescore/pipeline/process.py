@@ -20,7 +20,6 @@ import asyncio
 import gc
 import logging
 import os
-import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -129,7 +128,6 @@ def main() -> None:
     closes its standard input, finishing or handing back what it holds."""
     from tracescore.pipeline.runner import pipeline_task  # the scorers
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the terminal's Ctrl-C is the service's to handle
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     found = children.settings()
     children.exit_after_service(sys.stdin.fileno(), found["shutdown_timeout"], "scoring worker")
