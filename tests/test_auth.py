@@ -97,7 +97,7 @@ def test_otlp_http_without_a_valid_bearer_key_is_401_and_stores_nothing(
     assert client.get(f"/api/traces/{trace.trace_id}", headers=_bearer(CONFIG_KEY)).status_code == 404
 
 
-@pytest.mark.parametrize("key", [CONFIG_KEY, ENV_KEY])
+@pytest.mark.parametrize("key", [CONFIG_KEY, ENV_KEY], ids=["config", "environment"])
 def test_otlp_http_accepts_the_config_key_and_the_environment_key(client: httpx.Client, key: str) -> None:
     trace = agent_trace(random.Random(key))
     response = client.post("/v1/traces", content=export_request(trace.spans), headers={**PROTOBUF, **_bearer(key)})
