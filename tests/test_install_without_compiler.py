@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+import setuptools
 
 from benchmarks.scorers import long_cases
 from tests import code_scores
@@ -68,6 +69,17 @@ def test_the_build_skipped_the_extensions(install: Install) -> None:
         assert f"building extension \"tracescore.scorers.code.{name}\" failed" in install.log
         assert not [path for suffix in EXTENSION_SUFFIXES for path in install.package.glob(f"scorers/code/{name}{suffix}")]
     assert (install.package / "scorers" / "code" / "dice.py").is_file()
+
+
+def test_the_build_used_the_suites_own_packages(install: Install) -> None:
+    """The build ran with the setuptools the suite was installed with, also from inside a
+    virtual environment (where a plain ``--system-site-packages`` venv saw the base
+    interpreter's, whose older setuptools refused the project's ``ext-modules`` table)."""
+    found = subprocess.run(
+        [str(install.python), "-I", "-c", "import setuptools; print(setuptools.__file__)"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()
+    assert Path(found).resolve().parent.parent == Path(setuptools.__file__).resolve().parent.parent
 
 
 def test_code_scores_equal_the_compiled_install(install: Install, tmp_path: Path) -> None:
