@@ -106,7 +106,7 @@ def start_server(
     idle_timeout: float | None = 0.3,
     args: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
-    timeout: float = 30.0,
+    timeout: float = 120.0,
     host: str | None = "127.0.0.1",
     http_port: int | None = None,
 ) -> ServerProcess:
@@ -116,7 +116,9 @@ def start_server(
     with ``--config``; ``db_url`` defaults to a SQLite file in ``workdir``. Ports are picked
     fresh on each call, so restarting on the same database gets new ones. ``host=None`` passes
     no ``--host``: the server listens where its config (or the default) says. ``http_port``: a
-    port chosen beforehand (one the config must name, say).
+    port chosen beforehand (one the config must name, say). ``timeout`` only catches a server
+    that never comes up: a loaded 2-core machine running test processes side by side took over
+    30 s to start one.
     """
     workdir.mkdir(parents=True, exist_ok=True)
     db_url = db_url or f"sqlite:///{workdir / 'tracescore.db'}"
