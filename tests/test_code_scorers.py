@@ -26,7 +26,11 @@ from tracescore.scorers import (
     create_tool_call_accuracy_scorer_code,
     registry,
 )
-from tracescore.scorers.code.completeness import extract_elements
+from tracescore.scorers.code.completeness import (
+    _ADVERBS_IN_VERB_GROUP,
+    _next_contents,
+    extract_elements,
+)
 from tracescore.scorers.code.keyword_coverage import extract_keywords, stop_words
 from tracescore.scorers.code.textual_difference import similarity_ratio
 from tracescore.scorers.utils import make_agent_run, make_test_message
@@ -153,6 +157,16 @@ def test_tone_is_linear_on_long_unpunctuated_text() -> None:
     text = " ".join(["good not bad but"] * 2500)
     result = create_tone_scorer(reference_tone="good").run_sync(run_of("q", text))
     assert result.status == "ok" and result.steps[0].duration_ms < 1000
+
+
+@given(st.lists(st.sampled_from(["not", "also", "never", "he", "has", "been", "running", "is", "just"]), max_size=40))
+def test_completeness_looks_ahead_in_one_pass(words: list[str]) -> None:
+    """The next non-adverb after each word, computed right to left, is the one a scan ahead
+    from that word finds (the scan made long unpunctuated clauses quadratic)."""
+    def scanned(i: int) -> str | None:
+        return next((w for w in words[i + 1:] if w not in _ADVERBS_IN_VERB_GROUP), None)
+
+    assert _next_contents(words) == [scanned(i) for i in range(len(words))]
 
 
 def test_completeness_normalises_verbs_like_compromise() -> None:
