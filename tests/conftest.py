@@ -64,3 +64,17 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     else:
         with fresh_pg_database() as url:
             yield url
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _fresh_judges() -> Iterator[None]:
+    """Each test module starts with no judge and an empty in-process verdict cache.
+
+    Judges and their cache live for the process (``tracescore.judge.judges``), and modules run
+    scripted judge servers that answer the same prompt differently: a verdict cached by one
+    module served another that a parallel run happened to put after it on the same worker.
+    """
+    from tracescore.judge.judges import use_verdict_store
+
+    use_verdict_store(None)
+    yield
