@@ -47,7 +47,7 @@ from tracescore.extract.genai_messages import (
     split_system,
     text_message,
 )
-from tracescore.extract.model import Message, SpanInfo, SpanKindName, ToolInvocation, TokenUsage
+from tracescore.extract.model import Message, SpanInfo, SpanKindName, TokenUsage, ToolInvocation
 from tracescore.spans import LogRecord, Span
 
 NAME = "langfuse"
@@ -136,7 +136,7 @@ def _response_messages(
     if response is None or response == "":
         return []
     items = response if isinstance(response, list) else [response]
-    messages = []
+    messages: list[Message] = []
     for raw in items:
         message = parse_message(raw, f"{span_id}-out-{len(messages)}", warnings, OUTPUT,
                                 default_role="assistant", created_at=created_at)
