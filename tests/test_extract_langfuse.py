@@ -17,6 +17,7 @@ from tests.extract_support import (
     WEATHER_RESULT,
     WEATHER_SYSTEM,
     WEATHER_USER,
+    assert_weather_agent,
     capture_runs,
     final_answer,
     only,
@@ -47,25 +48,13 @@ def test_observed_agent_with_a_tool_is_one_agent_run(scenario: str) -> None:
     runs = capture_runs(LIBRARY, scenario)
     (agent,) = only(runs, "agent")
     assert primary_runs(runs) == [agent]
-    assert agent.convention == CONVENTION
-    assert (agent.agent_name, agent.model) == ("WeatherBot", "gpt-4o-mini")
+    assert_weather_agent(agent, convention=CONVENTION, usage=(116 + 142, 23 + 23))
+    assert agent.usage.total_tokens == 139 + 165
     assert agent.conversation_id == "session-lf-tool_call"
-    assert system_text(agent) == [WEATHER_SYSTEM]
-    assert user_text(agent) == [WEATHER_USER]
-    assert agent.input.remembered_messages == []
-    (call,) = tool_calls(agent)
-    assert call.tool_name == "get_weather" and call.tool_call_id.startswith("call_")
-    assert (call.args, call.result, call.state) == ({"city": "Paris"}, WEATHER_RESULT, "result")
-    assert [p.type for p in agent.output[0].content.parts] == ["tool-invocation", "text"]
-    assert final_answer(agent).startswith(WEATHER_ANSWER)
-    assert (agent.usage.input_tokens, agent.usage.output_tokens, agent.usage.total_tokens) == (
-        116 + 142, 23 + 23, 139 + 165)
     (tool,) = agent.tools
-    assert (tool.name, tool.description, tool.parameters) == (
-        "get_weather", "Get the current weather for a city.", TOOL_SCHEMA)
-    assert [(c.kind, c.source, orjson.loads(c.content)) for c in agent.context] == [
-        ("tool_result", "get_weather", WEATHER_RESULT)]
-    assert len(agent.span_ids) == 4 and agent.warnings == []
+    assert tool.parameters == TOOL_SCHEMA
+    assert [(c.source, orjson.loads(c.content)) for c in agent.context] == [
+        ("get_weather", WEATHER_RESULT)]
 
     first, second = only(runs, "llm", primary=False)
     assert (first.usage.input_tokens, first.usage.output_tokens) == (116, 23)
