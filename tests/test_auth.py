@@ -9,6 +9,7 @@ leak a credential. Then the whole server log is searched for every secret.
 
 from __future__ import annotations
 
+import base64
 import random
 import secrets
 import time
@@ -33,6 +34,8 @@ from tests.server_process import ServerProcess, start_server
 from tracescore.auth import (
     API_KEYS_ENV,
     ApiKeys,
+    PasswordKeys,
+    basic_password,
     bearer_token,
     matches,
     with_environment_keys,
@@ -211,6 +214,25 @@ def test_keys_compare_whole_and_exact() -> None:
     assert ApiKeys([]).valid_authorization("")  # no keys configured: open
     assert bearer_token("Bearer  x ") == "x" and bearer_token("Basic x") is None
     assert matches("b", ["a", "b"]) and not matches("c", ["a", "b"]) and not matches("a", [])
+
+
+def test_basic_auth_passwords_are_keys_only_where_password_keys_guard() -> None:
+    """The Langfuse path's scheme: ``Basic base64(public key:secret key)``, the secret a key."""
+    def basic(credentials: str) -> str:
+        return "Basic " + base64.b64encode(credentials.encode()).decode()
+
+    assert basic_password(basic("pk-lf-1:sk:with:colons")) == "sk:with:colons"
+    assert basic_password(basic("pk-lf-1:clé")) == "clé"
+    for header in [basic("no-colon"), basic("pk:"), "Basic ???", "Basic", "Bearer x", ""]:
+        assert basic_password(header) is None, header
+    assert basic_password("Basic " + base64.b64encode(b"pk:\xff").decode()) is None
+    keys = PasswordKeys(["beta-key"])
+    assert keys.valid_authorization(basic("anything:beta-key"))
+    assert keys.valid_authorization("Bearer beta-key")
+    for header in [basic("beta-key:pk"), basic("pk:beta"), basic("pk:beta-key2"), "beta-key", ""]:
+        assert not keys.valid_authorization(header), header
+    assert not ApiKeys(["beta-key"]).valid_authorization(basic("pk:beta-key"))
+    assert PasswordKeys([]).valid_authorization("")  # no keys configured: open
 
 
 def test_environment_keys_join_the_configured_ones() -> None:

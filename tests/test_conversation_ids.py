@@ -39,9 +39,8 @@ def test_every_turn_of_a_captured_conversation_names_the_same_conversation(libra
         assert ids == {expected}
 
 
-@pytest.mark.parametrize("library", sorted(set(CONVERSATIONS) - {"langfuse"}))
+@pytest.mark.parametrize("library", sorted(CONVERSATIONS))
 def test_extracted_runs_carry_their_traces_conversation_id(library: str) -> None:
-    """Langfuse's own spans are no convention tracescore rebuilds runs from (no runs at all)."""
     for trace in _traces(library):
         runs = extract_runs(trace)
         assert [run for run in runs if run.primary]

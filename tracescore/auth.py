@@ -3,8 +3,10 @@ API, ``/metrics`` and the dashboard (which adds its login cookie on top, in ``we
 
 Keys come from ``server.api_keys`` and from ``TRACESCORE_API_KEYS`` (comma-separated), so a
 deployment can keep them out of the config file. Clients send ``Authorization: Bearer <key>``,
-the header OTLP exporters set through ``OTEL_EXPORTER_OTLP_HEADERS``. With no key configured
-everything is open. ``/healthz`` is never guarded: load balancers probe it without secrets.
+the header OTLP exporters set through ``OTEL_EXPORTER_OTLP_HEADERS``. The Langfuse SDKs' OTLP
+path also takes HTTP Basic auth, the SDKs' own scheme (public key : secret key), with a key as
+the password (:class:`PasswordKeys`). With no key configured everything is open. ``/healthz``
+is never guarded: load balancers probe it without secrets.
 
 Comparison is constant-time against every key (no early exit that would tell which key was
 close), and no key, good or bad, is ever put in a log line or an error message.
@@ -12,6 +14,8 @@ close), and no key, good or bad, is ever put in a log line or an error message.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hmac
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -51,8 +55,25 @@ def bearer_token(authorization: str) -> str | None:
     return credentials if scheme.lower() == "bearer" and credentials else None
 
 
+def basic_password(authorization: str) -> str | None:
+    """The password of an ``Authorization: Basic <base64(user:password)>`` header value
+    (RFC 7617), if it is one with a password."""
+    scheme, _, credentials = authorization.partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        decoded = base64.b64decode(credentials.strip(), validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    _, colon, password = decoded.partition(":")
+    return password if colon and password else None
+
+
 class ApiKeys:
     """The configured keys; with none configured, everything is allowed."""
+
+    challenge = "Bearer"
+    """The ``WWW-Authenticate`` value of a refusal: the scheme the client should use."""
 
     def __init__(self, keys: Sequence[str]) -> None:
         self.keys = [key for key in keys if key]
@@ -75,12 +96,31 @@ class ApiKeys:
         return self.valid_authorization(connection.headers.get("authorization", ""))
 
     def require(self, request: HTTPConnection) -> None:
-        """FastAPI dependency: 401 with ``WWW-Authenticate: Bearer`` unless the request is allowed."""
+        """FastAPI dependency: 401 with ``WWW-Authenticate`` (:attr:`challenge`) unless the
+        request is allowed. It reads headers only: a refused request's body is never read."""
         if not self.allows(request):
-            raise HTTPException(401, "a valid API key is required", headers={"WWW-Authenticate": "Bearer"})
+            raise HTTPException(401, "a valid API key is required",
+                                headers={"WWW-Authenticate": self.challenge})
 
     def grpc_interceptors(self) -> list[grpc.aio.ServerInterceptor]:
         return [_BearerInterceptor(self)] if self.enabled else []
+
+
+class PasswordKeys(ApiKeys):
+    """:class:`ApiKeys` that also take a key as the password of HTTP Basic auth.
+
+    The Langfuse SDKs send ``Basic base64(public key:secret key)`` and nothing else, so on their
+    OTLP path the secret key must be a tracescore API key; the public key (the user name) names
+    a Langfuse project and is not checked. A bearer key works there too.
+    """
+
+    challenge = 'Basic realm="tracescore"'
+
+    def valid_authorization(self, authorization: str) -> bool:
+        if super().valid_authorization(authorization):
+            return True
+        password = basic_password(authorization)
+        return password is not None and self.valid_key(password)
 
 
 async def _unauthenticated(_request: bytes, context: grpc.aio.ServicerContext) -> None:

@@ -37,7 +37,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from tracescore import children, metrics
 from tracescore.apidocs import docs_router
 from tracescore.assemble.promoter import promote_interval, promote_periodically
-from tracescore.auth import ApiKeys, with_environment_keys
+from tracescore.auth import ApiKeys, PasswordKeys, with_environment_keys
 from tracescore.background import BackgroundFactory
 from tracescore.config import Config, ServerConfig
 from tracescore.conversations.api import conversations_router
@@ -45,7 +45,7 @@ from tracescore.feedback.api import feedback_router
 from tracescore.feedback.scan import feedback_scan_task
 from tracescore.ingest.api import ingest_router
 from tracescore.ingest.grpc import start_grpc_server
-from tracescore.ingest.http import BodyLimits, BodyReaders, otlp_router
+from tracescore.ingest.http import BodyLimits, BodyReaders, langfuse_router, otlp_router
 from tracescore.ingest.intake import RETRY_AFTER_SECONDS, Intake
 from tracescore.monitor.alerts import default_instance_id
 from tracescore.monitor.api import create_monitor_router
@@ -74,6 +74,9 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     guarded = [Depends(ApiKeys(config.server.api_keys).require)]
     app.state.body_readers = readers = BodyReaders(body_limits(config.server))
     app.include_router(otlp_router(intake, readers), dependencies=guarded)
+    # The Langfuse SDKs authenticate with Basic auth only: their secret key is the API key.
+    app.include_router(langfuse_router(intake, readers),
+                       dependencies=[Depends(PasswordKeys(config.server.api_keys).require)])
     traces = traces_router(store, config.conversations.id_attributes)
     app.include_router(traces, dependencies=guarded)
     app.include_router(conversations_router(store.engine), dependencies=guarded)

@@ -8,7 +8,15 @@ for every span of every trace.
 
 from __future__ import annotations
 
-from tracescore.extract import genai, mastra, openinference, openllmetry, pydantic_ai, vercel
+from tracescore.extract import (
+    genai,
+    langfuse,
+    mastra,
+    openinference,
+    openllmetry,
+    pydantic_ai,
+    vercel,
+)
 from tracescore.extract.base import Convention
 from tracescore.spans import Span
 
@@ -16,6 +24,7 @@ CONVENTIONS: list[Convention] = [
     vercel,
     mastra,
     pydantic_ai,
+    langfuse,
     openinference,
     openllmetry,
     genai,

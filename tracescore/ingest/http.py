@@ -1,4 +1,5 @@
-"""OTLP/HTTP receiver: ``POST /v1/traces``, ``/v1/logs`` and ``/v1/metrics``.
+"""OTLP/HTTP receiver: ``POST /v1/traces``, ``/v1/logs`` and ``/v1/metrics``, and traces at
+the Langfuse SDKs' ``/api/public/otel/v1/traces``.
 
 Follows the OTLP/HTTP spec: protobuf (``application/x-protobuf``) or OTLP/JSON
 (``application/json``) bodies, optionally gzip-compressed; the response is an ``Export*ServiceResponse``
@@ -235,66 +236,92 @@ def _inflate(request: Request, body: bytes, limit: int) -> bytes:
 
 def otlp_router(intake: Intake, readers: BodyReaders) -> APIRouter:
     router = APIRouter()
+    router.add_api_route("/v1/traces", _endpoint(intake, readers, intake.traces, trace_response),
+                         methods=["POST"])
+    router.add_api_route("/v1/logs", _endpoint(intake, readers, intake.logs, logs_response),
+                         methods=["POST"])
+    router.add_api_route("/v1/metrics", _endpoint(intake, readers, intake.metrics,
+                                                  metrics_response), methods=["POST"])
+    return router
+
+
+LANGFUSE_TRACES_PATH = "/api/public/otel/v1/traces"
+"""Where the Langfuse SDKs export (``{LANGFUSE_HOST}/api/public/otel/v1/traces``)."""
+
+
+def langfuse_router(intake: Intake, readers: BodyReaders) -> APIRouter:
+    """OTLP traces at the Langfuse SDKs' path, so ``LANGFUSE_HOST`` can point at tracescore.
+
+    The same endpoint as ``/v1/traces`` (bounds, durability, answers); only the mount point
+    differs, and the service guards it with the SDKs' Basic auth
+    (:class:`~tracescore.auth.PasswordKeys`). Nothing else of Langfuse's API is served: the
+    SDKs' tracing calls no other path.
+    """
+    router = APIRouter()
+    router.add_api_route(LANGFUSE_TRACES_PATH,
+                         _endpoint(intake, readers, intake.traces, trace_response),
+                         methods=["POST"])
+    return router
+
+
+def _endpoint(
+    intake: Intake,
+    readers: BodyReaders,
+    handle: Callable[..., Awaitable[Receipt]],
+    respond: Callable[[Receipt], Message],
+) -> Callable[[Request], Awaitable[Response]]:
+    """One OTLP/HTTP export endpoint: ``handle`` takes the inflated body, ``respond`` answers."""
+    signal = handle.__name__  # traces, logs or metrics
     limits = readers.limits
 
-    def endpoint(
-        handle: Callable[..., Awaitable[Receipt]], respond: Callable[[Receipt], Message]
-    ) -> Callable[[Request], Awaitable[Response]]:
-        signal = handle.__name__  # traces, logs or metrics
-
-        async def export(request: Request) -> Response:
-            media_type = _media_type(request)
-            json = media_type == JSON
-            if not json and media_type != PROTOBUF:
-                metrics.export_request("http", signal, "invalid")
-                return _status_response(
-                    415, _INVALID_ARGUMENT,
-                    f"unsupported Content-Type {media_type or '(none)'!r}: "
-                    f"use {PROTOBUF} or {JSON}",
-                    json=True,
-                )
-            receiving = received = False
-            try:
-                intake.check_room()  # refuse an overload before receiving the body
-                async with readers.reading() as reading:
-                    receiving = True
-                    body = await _receive_body(request, reading)
-                    received = True
-                    with intake.admitted():
-                        receipt = await handle(_inflate(request, body, limits.max_bytes), json=json)
-            except Busy as exc:
-                metrics.export_request("http", signal, "busy")
-                # Refused mid-body: close rather than wait for the rest of it.
-                return _status_response(503, _UNAVAILABLE, str(exc), json=json, retry=True,
-                                        close=receiving and not received)
-            except _Gone as exc:
-                metrics.export_request("http", signal, "disconnected")
-                log.info("OTLP/HTTP client %s went away mid-request (%s)", _peer(request), exc)
-                return Response(status_code=499)  # nobody is listening; uvicorn drops it
-            except _HttpError as exc:
-                metrics.export_request("http", signal, _OUTCOMES.get(exc.status, "invalid"))
-                if exc.status == 408:
-                    # The rest of the body may still come: close rather than read it as a request.
-                    return _status_response(408, exc.code, exc.message, json=json, close=True)
-                return _status_response(exc.status, exc.code, exc.message, json=json)
-            except DecodeError as exc:
-                metrics.export_request("http", signal, "invalid")
-                return _status_response(400, _INVALID_ARGUMENT, str(exc), json=json)
-            except StoreUnavailable as exc:
-                metrics.export_request("http", signal, "unavailable")
-                return _status_response(503, _UNAVAILABLE, str(exc), json=json, retry=True)
-            metrics.export_request(
-                "http", signal, "ok", spans=receipt.spans, logs=receipt.logs,
-                rejected=receipt.rejected,
+    async def export(request: Request) -> Response:
+        media_type = _media_type(request)
+        json = media_type == JSON
+        if not json and media_type != PROTOBUF:
+            metrics.export_request("http", signal, "invalid")
+            return _status_response(
+                415, _INVALID_ARGUMENT,
+                f"unsupported Content-Type {media_type or '(none)'!r}: "
+                f"use {PROTOBUF} or {JSON}",
+                json=True,
             )
-            return Response(_encode(respond(receipt), json), media_type=JSON if json else PROTOBUF)
+        receiving = received = False
+        try:
+            intake.check_room()  # refuse an overload before receiving the body
+            async with readers.reading() as reading:
+                receiving = True
+                body = await _receive_body(request, reading)
+                received = True
+                with intake.admitted():
+                    receipt = await handle(_inflate(request, body, limits.max_bytes), json=json)
+        except Busy as exc:
+            metrics.export_request("http", signal, "busy")
+            # Refused mid-body: close rather than wait for the rest of it.
+            return _status_response(503, _UNAVAILABLE, str(exc), json=json, retry=True,
+                                    close=receiving and not received)
+        except _Gone as exc:
+            metrics.export_request("http", signal, "disconnected")
+            log.info("OTLP/HTTP client %s went away mid-request (%s)", _peer(request), exc)
+            return Response(status_code=499)  # nobody is listening; uvicorn drops it
+        except _HttpError as exc:
+            metrics.export_request("http", signal, _OUTCOMES.get(exc.status, "invalid"))
+            if exc.status == 408:
+                # The rest of the body may still come: close rather than read it as a request.
+                return _status_response(408, exc.code, exc.message, json=json, close=True)
+            return _status_response(exc.status, exc.code, exc.message, json=json)
+        except DecodeError as exc:
+            metrics.export_request("http", signal, "invalid")
+            return _status_response(400, _INVALID_ARGUMENT, str(exc), json=json)
+        except StoreUnavailable as exc:
+            metrics.export_request("http", signal, "unavailable")
+            return _status_response(503, _UNAVAILABLE, str(exc), json=json, retry=True)
+        metrics.export_request(
+            "http", signal, "ok", spans=receipt.spans, logs=receipt.logs,
+            rejected=receipt.rejected,
+        )
+        return Response(_encode(respond(receipt), json), media_type=JSON if json else PROTOBUF)
 
-        return export
-
-    router.add_api_route("/v1/traces", endpoint(intake.traces, trace_response), methods=["POST"])
-    router.add_api_route("/v1/logs", endpoint(intake.logs, logs_response), methods=["POST"])
-    router.add_api_route("/v1/metrics", endpoint(intake.metrics, metrics_response), methods=["POST"])
-    return router
+    return export
 
 
 _OUTCOMES = {413: "too_large", 408: "timeout"}
