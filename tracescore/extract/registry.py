@@ -1,14 +1,23 @@
 """The convention modules, in the order they are asked to claim a span.
 
 Most specific first: framework conventions that also write GenAI attributes (Mastra, Pydantic
-AI, ai@7) and OpenInference's optional GenAI mirror must be claimed before the generic OTel
+AI, ai@7), CrewAI's OpenInference spans (claimed by scope, read with OpenInference's
+reader) and OpenInference's optional GenAI mirror must be claimed before the generic OTel
 GenAI module would read them as plain GenAI spans. A module's ``detect`` must be cheap: it runs
 for every span of every trace.
 """
 
 from __future__ import annotations
 
-from tracescore.extract import genai, mastra, openinference, openllmetry, pydantic_ai, vercel
+from tracescore.extract import (
+    crewai,
+    genai,
+    mastra,
+    openinference,
+    openllmetry,
+    pydantic_ai,
+    vercel,
+)
 from tracescore.extract.base import Convention
 from tracescore.spans import Span
 
@@ -16,6 +25,7 @@ CONVENTIONS: list[Convention] = [
     vercel,
     mastra,
     pydantic_ai,
+    crewai,
     openinference,
     openllmetry,
     genai,
