@@ -180,15 +180,25 @@ def test_event_listener_llm_spans() -> None:
 
 
 def test_event_listener_tool_error() -> None:
+    """The listener's TOOL spans record no call id either: joined to the LLM steps' calls, the
+    failed one is a failure in every LLM run sent its error text, and grounds nothing there."""
     runs = capture_runs(LIBRARY, "tool_error_event_listener")
     agent = _the_agent(runs)
     atlantis, paris, london = tool_calls(agent)
-    assert (atlantis.tool_call_id, atlantis.state, atlantis.error_text) == (
-        "call_010", "output-error", "Unknown city: Atlantis")
+    assert (atlantis.tool_call_id, atlantis.state, atlantis.error_text, atlantis.result) == (
+        "call_010", "output-error", "Unknown city: Atlantis",
+        "Error executing tool: Unknown city: Atlantis")
     assert [(c.tool_call_id, c.result) for c in (paris, london)] == [
         ("call_020", WEATHER_RESULT), ("call_030", LONDON_RESULT)]
     assert final_answer(agent) == ATLANTIS_ANSWER
     assert (agent.usage.input_tokens, agent.usage.output_tokens) == (620, 95)
+    assert [c.content for c in agent.context] == [PARIS_GROUNDING, LONDON_GROUNDING]
+    assert [r.output[0].content.tool_invocations[0].tool_call_id  # type: ignore[index]
+            for r in only(runs, "tool")] == ["call_010", "call_020", "call_030"]
+    last = only(runs, "llm")[-1]
+    assert [(c.tool_call_id, c.state) for c in tool_calls(last)] == [
+        ("call_010", "output-error"), ("call_020", "result"), ("call_030", "result")]
+    assert [c.content for c in last.context] == [PARIS_GROUNDING, LONDON_GROUNDING]
 
 
 def test_hostile_transcripts_never_raise() -> None:

@@ -79,16 +79,18 @@ def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
 
 
 def refine(read: list[tuple[Span, SpanInfo]]) -> None:
-    """Join each transcript agent's TOOL spans to its calls, and put a crew's usage on its
-    only task."""
+    """Join each agent's TOOL spans to the model's calls they ran, and put a crew's usage on
+    its only task."""
     children: dict[str, list[tuple[Span, SpanInfo]]] = {}
     for span, info in read:
         children.setdefault(span.parent_span_id or "", []).append((span, info))
     for span, info in read:
         below = children.get(span.span_id, [])
-        if info.kind == "agent" and _has_calls(info):
-            _join_tool_spans(info, [i for _, i in below if i.kind == "tool"])
-            _upgrade_tools(info, [s for s, i in below if i.kind == "tool"])
+        tools = [(s, i) for s, i in below if i.kind == "tool"]
+        if info.kind == "agent" and tools:
+            steps = [i for _, i in below if i.kind == "llm"]
+            _join_agent_tools(info, steps, [i for _, i in tools])
+            _upgrade_tools(info, [s for s, _ in tools])
         elif info.kind == "other" and info.usage is not None:
             agents = [i for _, i in below if i.kind == "agent"]
             if len(agents) == 1 and agents[0].usage is None:
@@ -99,6 +101,21 @@ def refine(read: list[tuple[Span, SpanInfo]]) -> None:
                         f"usage: the crew's {info.usage.total_tokens} tokens are a total over "
                         f"{len(agents)} tasks, not recorded per task; not counted on this run"
                     )
+
+
+def _join_agent_tools(agent: SpanInfo, steps: list[SpanInfo], tools: list[SpanInfo]) -> None:
+    """The TOOL spans get the ids of the calls they ran: the LLM steps' calls (event listener),
+    or the transcript's (default settings), where each TOOL span then takes the place of its
+    call: the call and its result message leave the agent's steps, which the assembler would
+    otherwise count a second time."""
+    if steps:
+        asked = [m for step in steps for m in step.output_messages]
+        sent = [m for step in steps for m in step.input_messages]
+    else:
+        asked = sent = agent.output_messages
+    joined = _join_tool_spans(asked, sent, tools)
+    if joined and not steps:
+        agent.output_messages = _without_calls(agent.output_messages, joined)
 
 
 # --- default settings: the transcript on the AGENT span -----------------------------------------
@@ -185,38 +202,34 @@ def _offered_tools(attributes: Mapping[str, Any]) -> list[ToolDefinition]:
     return found
 
 
-def _has_calls(info: SpanInfo) -> bool:
-    return any(p.tool_invocation is not None for m in info.output_messages
-               for p in m.content.parts)
-
-
-def _join_tool_spans(agent: SpanInfo, tools: list[SpanInfo]) -> None:
-    """Each TOOL span takes the place of the transcript call it ran: it gets the call's id (and
-    the result the model was sent, when it recorded none), and the call and its result message
-    leave the agent's steps, where the assembler would have counted them a second time."""
-    calls = [p.tool_invocation for m in agent.output_messages for p in m.content.parts
+def _join_tool_spans(
+    asked: list[Message], sent: list[Message], tools: list[SpanInfo]
+) -> set[str]:
+    """Each TOOL span's call gets the id of the first call ``asked`` of the same tool (same
+    arguments preferred) not yet joined, and the result the model was ``sent`` for it when the
+    span recorded none (a failure's error text). Returns the ids joined."""
+    calls = [p.tool_invocation for m in asked for p in m.content.parts
              if p.tool_invocation is not None and p.tool_invocation.state == "call"]
-    sent = {p.tool_invocation.tool_call_id: p.tool_invocation
-            for m in agent.output_messages for p in m.content.parts
-            if p.tool_invocation is not None and p.tool_invocation.state != "call"}
+    results = {p.tool_invocation.tool_call_id: p.tool_invocation
+               for m in sent for p in m.content.parts
+               if p.tool_invocation is not None and p.tool_invocation.state != "call"}
     joined: set[str] = set()
     for tool in sorted(tools, key=lambda t: t.start_time_ns):
         ran = tool.tool_call
-        if ran is None:
+        if ran is None or ran.tool_call_id:
             continue
-        candidates = [c for c in calls if c.tool_call_id not in joined
+        candidates = [c for c in calls if c.tool_call_id and c.tool_call_id not in joined
                       and c.tool_name == ran.tool_name]
         call = next((c for c in candidates if c.args == ran.args), None) or next(
             iter(candidates), None)
-        if call is None or not call.tool_call_id:
+        if call is None:
             continue
         joined.add(call.tool_call_id)
         ran.tool_call_id = call.tool_call_id
-        answer = sent.get(call.tool_call_id)
+        answer = results.get(call.tool_call_id)
         if ran.result is None and answer is not None:
             ran.result = answer.result
-    if joined:
-        agent.output_messages = _without_calls(agent.output_messages, joined)
+    return joined
 
 
 def _without_calls(messages: Iterable[Message], call_ids: set[str]) -> list[Message]:
