@@ -221,3 +221,23 @@ def test_hostile_transcripts_never_raise() -> None:
     assert python_literal("{'a': __import__('os')}") == "{'a': __import__('os')}"
     assert python_literal("{" + "1: 2, " * 30_000 + "}").startswith("{1: 2")  # over the bound
     assert python_literal("{'a': 1}") == {"a": 1}
+
+
+def test_an_unreadable_transcript_is_no_input_and_says_so() -> None:
+    """A transcript cut by an attribute length limit: the configuration is still not the user's
+    input (``Agent.kickoff``'s ``messages`` are), and the run says why it has no answer."""
+    config = '{"agent": {"role": "WeatherBot"}, "context": "", "tools": []}'
+    cut = '{"raw": "It is sunny", "messages": [{"role": "system", "content": "You are'
+    task = span("WeatherBot._execute_core", {"openinference.span.kind": "AGENT",
+                                             "graph.node.id": "WeatherBot",
+                                             "input.value": config, "output.value": cut},
+                scope=SCOPE)
+    kickoff = span("WeatherBot.kickoff", {"openinference.span.kind": "AGENT",
+                                          "graph.node.id": "WeatherBot",
+                                          "input.value": f'{{"messages": "{WEATHER_USER}"}}',
+                                          "output.value": cut}, scope=SCOPE)
+    for agent_span, asked in ((task, []), (kickoff, [WEATHER_USER])):
+        (run,) = extract_runs(trace(agent_span))
+        assert (run.agent_name, run.primary, user_text(run), run.output) == (
+            "WeatherBot", True, asked, [])
+        assert "no readable transcript" in run.warnings[-1]

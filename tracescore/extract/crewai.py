@@ -64,9 +64,11 @@ def detect(span: Span) -> bool:
 
 def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
     kind = as_str(span.attributes.get(_KIND))
-    output = _json_output(span, ("messages",)) if kind == "AGENT" else None
-    if isinstance(output, dict) and isinstance(output.get("messages"), list):
-        return _transcript_agent(span, output)
+    if kind == "AGENT" and span.scope.name == SCOPE:
+        output = _json_output(span, ("messages",))
+        if isinstance(output, dict) and isinstance(output.get("messages"), list):
+            return _transcript_agent(span, output)
+        return _untranscribed_agent(span)
     if kind == "CHAIN":
         return _crew(span)
     info = openinference.read(span, logs)
@@ -154,6 +156,26 @@ def _transcript_agent(span: Span, output: dict[str, Any]) -> SpanInfo:
     if isinstance(usage, Mapping):
         info.usage = _crewai_usage(usage)
     info.tools = _offered_tools(attributes)
+    return info
+
+
+def _untranscribed_agent(span: Span) -> SpanInfo:
+    """An AGENT span of the default settings whose transcript cannot be read (``output.value``
+    cut by an attribute length limit, or an instrumentor that records none): its
+    ``input.value`` is still no user input, only ``Agent.kickoff``'s ``messages`` are."""
+    info = new_info(span, NAME)
+    info.kind = "agent"
+    info.agent_name = first_str(span.attributes, "agent.name", "graph.node.id") or span.name
+    info.tools = _offered_tools(span.attributes)
+    arguments = load_json(span.attributes.get("input.value"), info.warnings, "input.value")
+    if isinstance(arguments, dict) and "messages" in arguments:
+        info.system, info.input_messages = split_system(parse_messages(
+            arguments["messages"], f"{span.span_id}-in", info.warnings, "input.value.messages",
+            created_at=timestamp(span.start_time_ns)))
+    info.warnings.append(
+        "CrewAI: output.value holds no readable transcript (cut by an attribute length "
+        "limit?): no steps or answer to read"
+    )
     return info
 
 
