@@ -1,4 +1,4 @@
-"""CrewAI traced by openinference-instrumentation-crewai (SPAN_FORMATS, "CrewAI").
+"""CrewAI traced by openinference-instrumentation-crewai (docs/span-formats.md, "CrewAI through OpenInference").
 
 The spans are OpenInference spans, read by :mod:`tracescore.extract.openinference`; this module
 claims them first (by instrumentation scope) for what CrewAI puts where no other OpenInference
