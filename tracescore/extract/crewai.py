@@ -1,4 +1,4 @@
-"""CrewAI traced by openinference-instrumentation-crewai (docs/span-formats.md, "CrewAI through OpenInference").
+"""CrewAI traced by openinference-instrumentation-crewai (span-formats.md, "CrewAI").
 
 The spans are OpenInference spans, read by :mod:`tracescore.extract.openinference`; this module
 claims them first (by instrumentation scope) for what CrewAI puts where no other OpenInference
