@@ -8,6 +8,11 @@ and ``use_event_listener=True``, which sends LLM spans with quirks of their own.
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
+
+from tests.conftest import CAPTURES
 from tests.extract_support import (
     WEATHER_ANSWER,
     WEATHER_RESULT,
@@ -22,9 +27,10 @@ from tests.extract_support import (
     trace,
     user_text,
 )
-from tracescore.extract import extract_runs
+from tracescore.extract import extract_runs, read_spans
 from tracescore.extract.crewai import SCOPE, python_literal
 from tracescore.extract.model import AgentRun
+from tracescore.ingest.files import load_traces
 
 LIBRARY = "openinference-crewai"
 CREW_SYSTEM = f"You are WeatherBot. {WEATHER_SYSTEM}\nYour personal goal is: Answer weather questions concisely."
@@ -241,3 +247,23 @@ def test_an_unreadable_transcript_is_no_input_and_says_so() -> None:
         assert (run.agent_name, run.primary, user_text(run), run.output) == (
             "WeatherBot", True, asked, [])
         assert "no readable transcript" in run.warnings[-1]
+
+
+@pytest.mark.parametrize("scenario", ["tool_error", "conversation", "tool_error_event_listener"])
+def test_every_value_cut_short_is_read_without_a_crash(scenario: str) -> None:
+    """Each string attribute of the real spans cut at several lengths (as an attribute length
+    limit cuts it): the trace is always read, never through the crash guard."""
+    for original in load_traces([CAPTURES / LIBRARY / scenario]):
+        for index, victim in enumerate(original.spans):
+            for key, value in victim.attributes.items():
+                if not isinstance(value, str) or len(value) < 8:
+                    continue
+                for cut in {1, len(value) // 3, len(value) // 2, len(value) - 2}:
+                    spans = list(original.spans)
+                    spans[index] = dataclasses.replace(
+                        victim, attributes={**victim.attributes, key: value[:cut]})
+                    damaged = dataclasses.replace(original, spans=spans)
+                    assert extract_runs(damaged)
+                    crashes = [w for i in read_spans(damaged) for w in i.warnings
+                               if "could not" in w]
+                    assert crashes == [], (scenario, victim.name, key, cut)
