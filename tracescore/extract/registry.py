@@ -1,7 +1,8 @@
 """The convention modules, in the order they are asked to claim a span.
 
 Most specific first: framework conventions that also write GenAI attributes (Mastra, Pydantic
-AI, ai@7) and OpenInference's optional GenAI mirror must be claimed before the generic OTel
+AI, ai@7), CrewAI's OpenInference spans (claimed by scope, read with OpenInference's
+reader) and OpenInference's optional GenAI mirror must be claimed before the generic OTel
 GenAI module would read them as plain GenAI spans. A module's ``detect`` must be cheap: it runs
 for every span of every trace.
 """
@@ -9,6 +10,7 @@ for every span of every trace.
 from __future__ import annotations
 
 from tracescore.extract import (
+    crewai,
     genai,
     langfuse,
     mastra,
@@ -25,6 +27,7 @@ CONVENTIONS: list[Convention] = [
     mastra,
     pydantic_ai,
     langfuse,
+    crewai,
     openinference,
     openllmetry,
     genai,
