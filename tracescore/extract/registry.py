@@ -2,13 +2,23 @@
 
 Most specific first: framework conventions that also write GenAI attributes (Mastra, Pydantic
 AI, ai@7) and OpenInference's optional GenAI mirror must be claimed before the generic OTel
-GenAI module would read them as plain GenAI spans. A module's ``detect`` must be cheap: it runs
+GenAI module would read them as plain GenAI spans; the OpenInference instrumentors read their own
+way (LlamaIndex, smolagents, by instrumentation scope) before OpenInference itself. A module's ``detect`` must be cheap: it runs
 for every span of every trace.
 """
 
 from __future__ import annotations
 
-from tracescore.extract import genai, mastra, openinference, openllmetry, pydantic_ai, vercel
+from tracescore.extract import (
+    genai,
+    llamaindex,
+    mastra,
+    openinference,
+    openllmetry,
+    pydantic_ai,
+    smolagents,
+    vercel,
+)
 from tracescore.extract.base import Convention
 from tracescore.spans import Span
 
@@ -16,6 +26,8 @@ CONVENTIONS: list[Convention] = [
     vercel,
     mastra,
     pydantic_ai,
+    llamaindex,
+    smolagents,
     openinference,
     openllmetry,
     genai,

@@ -1,0 +1,114 @@
+"""LlamaIndex ``FunctionAgent`` through openinference-instrumentation-llama-index: the CHAIN
+root is the agent, wrapper LLM spans are no runs, tool outputs come out of ``ToolOutput``."""
+
+from __future__ import annotations
+
+from tests.extract_support import (
+    WEATHER_ANSWER,
+    WEATHER_RESULT,
+    WEATHER_SYSTEM,
+    WEATHER_USER,
+    capture_runs,
+    final_answer,
+    only,
+    system_text,
+    tool_calls,
+    user_text,
+)
+from tracescore.extract.model import AgentRun, TokenUsage
+
+LIB = "openinference-llamaindex"
+CONVENTION = "openinference-llamaindex"
+LONDON_RESULT = {"city": "London", "forecast": "rainy", "temperature_c": 14}
+
+
+def _agent_runs(scenario: str) -> list[AgentRun]:
+    """The scenario's runs, checked to hold exactly one primary run per agent invocation (the
+    agent) and no run for a wrapper LLM span (``_prepare_chat_with_tools``, the outer
+    ``astream_chat``): the LLM runs are the calls that sent messages."""
+    runs = capture_runs(LIB, scenario)
+    agents = only(runs, "agent")
+    assert [r for r in runs if r.primary] == agents
+    assert {r.trace_id for r in agents} == {r.trace_id for r in runs}
+    assert len({r.trace_id for r in agents}) == len(agents)
+    for llm in only(runs, "llm"):
+        assert llm.attributes["llm.input_messages.0.message.role"] == "system"
+    assert all(r.convention == CONVENTION for r in runs)
+    return agents
+
+
+def _assert_weather_agent(agent: AgentRun) -> None:
+    assert agent.agent_name == "WeatherBot"
+    assert agent.model == "gpt-4o-mini" and agent.provider == "openai"
+    assert system_text(agent) == [WEATHER_SYSTEM]
+    assert [t.name for t in agent.tools] == ["get_weather"]
+    assert agent.tools[0].description is not None
+    assert "Get the current weather for a city." in agent.tools[0].description
+    # FunctionAgent streams its chat calls, and the stream carried no token counts: unknown,
+    # not invented.
+    assert agent.usage == TokenUsage()
+    assert agent.warnings == []
+
+
+def test_tool_call() -> None:
+    runs = capture_runs(LIB, "tool_call")
+    (agent,) = _agent_runs("tool_call")
+    _assert_weather_agent(agent)
+    assert user_text(agent) == [WEATHER_USER]
+    assert agent.input.remembered_messages == []
+    (call,) = tool_calls(agent)
+    assert call.tool_call_id.startswith("call_")
+    assert (call.tool_name, call.args, call.state, call.result) == (
+        "get_weather", {"city": "Paris"}, "result", WEATHER_RESULT)
+    assert [p.type for p in agent.output[0].content.parts] == ["tool-invocation", "text"]
+    assert final_answer(agent).startswith(WEATHER_ANSWER)
+    assert [c.kind for c in agent.context] == ["tool_result"]
+    assert agent.context[0].metadata == {"tool_call_id": call.tool_call_id}
+    # Two chat calls: each an LLM run; the tool span a tool run with the call's own id and
+    # arguments out of {"kwargs": …}, its result out of the ToolOutput (raw_output).
+    assert len(only(runs, "llm")) == 2
+    (tool,) = only(runs, "tool")
+    (executed,) = tool_calls(tool)
+    assert (executed.tool_call_id, executed.args, executed.result) == (
+        call.tool_call_id, {"city": "Paris"}, WEATHER_RESULT)
+
+
+def test_multi_turn_reads_the_memory_as_history() -> None:
+    first, second = _agent_runs("multi_turn")
+    for agent in (first, second):
+        _assert_weather_agent(agent)
+    assert user_text(first) == [WEATHER_USER] and first.input.remembered_messages == []
+    assert user_text(second) == ["Is it warmer than yesterday?"]
+    history = second.input.remembered_messages
+    assert [m.role for m in history] == ["user", "assistant", "assistant"]
+    assert history[0].content.content == WEATHER_USER
+    (earlier,) = history[1].content.tool_invocations or []
+    assert (earlier.tool_name, earlier.args, earlier.state) == (
+        "get_weather", {"city": "Paris"}, "result")
+    assert history[2].content.content is not None
+    assert history[2].content.content.startswith(WEATHER_ANSWER)
+    (call,) = tool_calls(second)
+    assert (call.args, call.result) == ({"city": "Paris"}, WEATHER_RESULT)
+    assert final_answer(second) == "Yes: 21 degrees Celsius in Paris today, warmer than yesterday."
+    assert first.conversation_id is None  # FunctionAgent names no session
+
+
+def test_tool_error() -> None:
+    runs = capture_runs(LIB, "tool_error")
+    (agent,) = _agent_runs("tool_error")
+    _assert_weather_agent(agent)
+    assert user_text(agent) == ["What's the weather in Atlantis, Paris and London today?"]
+    atlantis, paris, london = tool_calls(agent)
+    assert len({atlantis.tool_call_id, paris.tool_call_id, london.tool_call_id}) == 3
+    assert (atlantis.args, atlantis.state, atlantis.is_error) == (
+        {"city": "Atlantis"}, "output-error", True)
+    assert atlantis.error_text == "ValueError: Unknown city: Atlantis"
+    assert (paris.args, paris.result) == ({"city": "Paris"}, WEATHER_RESULT)
+    assert (london.args, london.result) == ({"city": "London"}, LONDON_RESULT)
+    assert final_answer(agent).startswith("I could not find Atlantis. " + WEATHER_ANSWER)
+    assert [c.content for c in agent.context if "Atlantis" in c.content] == []
+    failed = [r for r in only(runs, "tool") if r.status == "error"]
+    assert [tool_calls(r)[0].tool_call_id for r in failed] == [atlantis.tool_call_id]
+    # The LLM call after the failure knows its call failed (the tool span says so).
+    last_llm = only(runs, "llm")[-1]
+    assert [c.state for c in tool_calls(last_llm)] == ["output-error", "result", "result"]
