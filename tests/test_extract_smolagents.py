@@ -9,6 +9,8 @@ from tests.extract_support import (
     WEATHER_RESULT,
     WEATHER_SYSTEM,
     WEATHER_USER,
+    assert_second_turn,
+    assert_tool_error_agent,
     capture_runs,
     final_answer,
     only,
@@ -24,7 +26,6 @@ from tracescore.extract.model import AgentRun
 LIB = "openinference-smolagents"
 CONVENTION = "openinference-smolagents"
 SCOPE = "openinference.instrumentation.smolagents"
-LONDON_RESULT = {"city": "London", "forecast": "rainy", "temperature_c": 14}
 
 
 def _agent_runs(scenario: str) -> list[AgentRun]:
@@ -97,17 +98,9 @@ def test_multi_turn_with_memory() -> None:
     assert user_text(first) == [WEATHER_USER]
     # The task of this run, not the agent's previous one (``smolagents.task`` on the span).
     assert second.attributes["smolagents.task"] == WEATHER_USER
-    assert user_text(second) == ["Is it warmer than yesterday?"]
-    history = second.input.remembered_messages
-    assert [m.role for m in history] == ["user", "assistant", "assistant"]
-    assert history[0].content.content == WEATHER_USER
-    (earlier,) = history[1].content.tool_invocations or []
-    assert (earlier.tool_name, earlier.args, earlier.state, earlier.result) == (
-        "get_weather", {"city": "Paris"}, "result", WEATHER_RESULT)
-    assert history[2].content.content == WEATHER_ANSWER + "."  # final_answer, as text
-    (call,) = tool_calls(second)
-    assert call.tool_call_id != earlier.tool_call_id
-    assert final_answer(second) == "Yes: 21 degrees Celsius in Paris today, warmer than yesterday."
+    earlier = assert_second_turn(second)
+    assert earlier.result == WEATHER_RESULT  # "Observation:\n{…}" read back as the dict
+    assert second.input.remembered_messages[2].content.content == WEATHER_ANSWER + "."
     # The AGENT span's counts run on over both runs (reset=False); the run sums its own steps.
     assert (second.usage.input_tokens, second.usage.output_tokens) == _usage_of_steps(runs,
                                                                                       second)
@@ -118,16 +111,7 @@ def test_tool_error() -> None:
     runs = capture_runs(LIB, "tool_error")
     (agent,) = _agent_runs("tool_error")
     _assert_weather_agent(agent)
-    assert user_text(agent) == ["What's the weather in Atlantis, Paris and London today?"]
-    atlantis, paris, london = tool_calls(agent)
-    assert len({atlantis.tool_call_id, paris.tool_call_id, london.tool_call_id}) == 3
-    assert (atlantis.args, atlantis.state, atlantis.error_text) == (
-        {"city": "Atlantis"}, "output-error", "ValueError: Unknown city: Atlantis")
-    assert (paris.args, paris.result) == ({"city": "Paris"}, WEATHER_RESULT)
-    assert (london.args, london.result) == ({"city": "London"}, LONDON_RESULT)
-    assert final_answer(agent).startswith("I could not find Atlantis. " + WEATHER_ANSWER)
-    assert [c.metadata["tool_call_id"] for c in agent.context] == [paris.tool_call_id,
-                                                                  london.tool_call_id]
+    assert_tool_error_agent(agent, error="ValueError: Unknown city: Atlantis")
     assert (agent.usage.input_tokens, agent.usage.output_tokens) == _usage_of_steps(runs, agent)
     # smolagents keeps no call for a failed step, only its error: the LLM call after it reads
     # the failed call back from the error text.
