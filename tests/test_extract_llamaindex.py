@@ -15,8 +15,11 @@ from tests.extract_support import (
     only,
     system_text,
     tool_calls,
+    trace,
     user_text,
 )
+from tests.extract_support import span as make_span
+from tracescore.extract import extract_runs
 from tracescore.extract.model import AgentRun, TokenUsage
 
 LIB = "openinference-llamaindex"
@@ -96,3 +99,25 @@ def test_tool_error() -> None:
     # The LLM call after the failure knows its call failed (the tool span says so).
     last_llm = only(runs, "llm")[-1]
     assert [c.state for c in tool_calls(last_llm)] == ["output-error", "result", "result"]
+
+
+def test_tool_output_error_and_a_workflow_that_is_no_agent() -> None:
+    """A ``ToolOutput`` with ``is_error`` is a failed call (tools that return their error
+    rather than raise); a ``*.run`` CHAIN whose steps name no agent stays a plain workflow."""
+    scope = "openinference.instrumentation.llama_index"
+    workflow = make_span("MyWorkflow.run", {"openinference.span.kind": "CHAIN"}, scope=scope)
+    step = make_span("MyWorkflow.step", {"openinference.span.kind": "CHAIN",
+                                         "input.value": "StartEvent(" + "x" * 30_000 + ")"},
+                     parent=workflow.span_id, scope=scope)
+    tool = make_span("FunctionTool.acall", {
+        "openinference.span.kind": "TOOL", "tool.name": "get_weather",
+        "input.value": '{"kwargs": {"city": "Atlantis"}}',
+        "output.value": '{"blocks": [{"text": "no such city"}], "tool_name": "get_weather", '
+                        '"raw_input": {"args": [], "kwargs": {"city": "Atlantis"}}, '
+                        '"raw_output": "no such city", "is_error": true}',
+    }, parent=step.span_id, scope=scope)
+    (run,) = extract_runs(trace(workflow, step, tool))
+    assert run.kind == "tool" and run.primary is False and run.agent_name is None
+    (call,) = tool_calls(run)
+    assert (call.args, call.state, call.error_text) == (
+        {"city": "Atlantis"}, "output-error", "no such city")

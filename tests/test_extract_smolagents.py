@@ -99,7 +99,7 @@ def test_multi_turn_with_memory() -> None:
     # The task of this run, not the agent's previous one (``smolagents.task`` on the span).
     assert second.attributes["smolagents.task"] == WEATHER_USER
     earlier = assert_second_turn(second)
-    assert earlier.result == WEATHER_RESULT  # "Observation:\n{…}" read back as the dict
+    assert earlier.result == str(WEATHER_RESULT)  # "Observation:\n{…}", as the model read it
     assert second.input.remembered_messages[2].content.content == WEATHER_ANSWER + "."
     # The AGENT span's counts run on over both runs (reset=False); the run sums its own steps.
     assert (second.usage.input_tokens, second.usage.output_tokens) == _usage_of_steps(runs,

@@ -52,8 +52,10 @@ _OBSERVATION_PREFIX = "Observation:\n"
 _ERROR_PREFIX = "Error:\n"
 _CALL_ID_LINE = re.compile(r"Call id: ([^\n]{1,200})\n")
 _FAILED_CALL = re.compile(r"Error executing tool '([^'\n]{1,200})' with arguments ")
-_MAX_ARGUMENT_ENDS = 50  # ": " positions tried as the end of a failed call's arguments
-_MAX_LITERAL_CHARS = 100_000  # a Python repr parsed back (ast.literal_eval) at most this long
+_MAX_ARGUMENT_ENDS = 20  # "}: " positions tried as the end of a failed call's arguments
+# A Python repr parsed back (``ast.literal_eval``, about 0.3 µs a character) at most this long:
+# a call's arguments are small, and every later step is sent them again.
+_MAX_LITERAL_CHARS = 20_000
 
 
 def detect(span: Span) -> bool:
@@ -112,7 +114,10 @@ def _answered(message: Message) -> Message:
     parts = message.content.parts
     if not any(_is_final_answer(p) for p in parts):
         return message
-    rebuilt = [_answer_part(p) if _is_final_answer(p) else p for p in parts]
+    rebuilt = [
+        _answer_part(p.tool_invocation.args) if p.tool_invocation and _is_final_answer(p) else p
+        for p in parts
+    ]
     return build_message(message.id, message.role, rebuilt, message.created_at,
                          message.content.metadata)
 
@@ -121,8 +126,8 @@ def _is_final_answer(part: MessagePart) -> bool:
     return part.tool_invocation is not None and part.tool_invocation.tool_name == FINAL_ANSWER
 
 
-def _answer_part(part: MessagePart) -> MessagePart:
-    args = part.tool_invocation.args if part.tool_invocation is not None else None
+def _answer_part(args: Any) -> MessagePart:
+    """``final_answer``'s arguments (``{"answer": …}``) as the answer's text."""
     answer = args.get("answer", args) if isinstance(args, dict) else args
     return text_part(json_text(answer))
 
@@ -162,8 +167,7 @@ def _calls(text: str) -> tuple[list[MessagePart], list[tuple[str, str]]]:
             continue
         name, args = json_text(function.get("name") or ""), function.get("arguments")
         if name == FINAL_ANSWER:
-            answer = args.get("answer", args) if isinstance(args, dict) else args
-            parts.append(text_part(json_text(answer)))
+            parts.append(_answer_part(args))
             continue
         call_id = json_text(call.get("id") or "")
         parts.append(tool_call_part(call_id, name, load_json(args, [], "arguments")))
@@ -174,20 +178,19 @@ def _calls(text: str) -> tuple[list[MessagePart], list[tuple[str, str]]]:
 def _results(text: str, pending: list[tuple[str, str]]) -> tuple[str, list[MessagePart]]:
     """A ``tool-response`` message as the role and parts that answer the call(s) before it.
 
-    Several parallel calls share one observation (their outputs joined by newlines, in the
-    order they finished), which cannot be split back: their calls stay without a result rather
-    than one taking all. ``final_answer``'s observation repeats the answer and is dropped. A failed step's call is not in smolagents' memory: it is rebuilt
-    from the error text (``Error executing tool 'NAME' with arguments {…}``) as an assistant
-    call that failed, so the trajectory shows what was tried.
+    An observation is kept as the model was sent it: ``str()`` of what the tool returned.
+    Several parallel calls share one (their outputs joined by newlines, in the order they
+    finished), which cannot be split back: their calls stay without a result rather than one
+    taking all. ``final_answer``'s observation repeats the answer and is dropped. A failed
+    step's call is not in smolagents' memory: it is rebuilt from the error text (``Error
+    executing tool 'NAME' with arguments {…}``) as an assistant call that failed, so the
+    trajectory shows what was tried.
     """
     if text.startswith(_OBSERVATION_PREFIX):
         if len(pending) != 1:
             return "tool", []
-        observation = text[len(_OBSERVATION_PREFIX):]
-        result = _literal(observation)
-        result = result if isinstance(result, (dict, list)) else observation
         call_id, name = pending[0]
-        return "tool", [tool_result_part(call_id, name, result)]
+        return "tool", [tool_result_part(call_id, name, text[len(_OBSERVATION_PREFIX):])]
     call_id_line = _CALL_ID_LINE.match(text)
     call_id = call_id_line.group(1) if call_id_line else ""
     error = text[call_id_line.end():] if call_id_line else text
@@ -203,14 +206,14 @@ def _results(text: str, pending: list[tuple[str, str]]) -> tuple[str, list[Messa
 
 def _failed_arguments(text: str) -> Any:
     """The arguments at the start of ``{arguments}: {error type}: {message}``: the shortest
-    prefix ending before a ``: `` that reads as a Python literal (a dict holds ``: `` too)."""
-    end = text.find(": ")
+    prefix ending in ``}: `` that reads as a Python dict (a dict holds ``: `` too)."""
+    end = text.find("}: ", 0, _MAX_LITERAL_CHARS)
     for _ in range(_MAX_ARGUMENT_ENDS):
         if end < 0:
             break
-        if (args := _literal(text[:end])) is not None:
+        if isinstance(args := _literal(text[:end + 1]), dict):
             return args
-        end = text.find(": ", end + 2)
+        end = text.find("}: ", end + 3, _MAX_LITERAL_CHARS)
     return text
 
 
