@@ -30,6 +30,11 @@ REASONING_TEXT = (
     "17 / 3 is not an integer. Hence 17 is prime."
 )
 REASONING_ANSWER = "Yes. 17 is a prime number"
+TOOL_ERROR_USER = "What's the weather in Atlantis, Paris and London today?"
+TOOL_ERROR_ANSWER = "I could not find Atlantis. " + WEATHER_ANSWER
+LONDON_RESULT = {"city": "London", "forecast": "rainy", "temperature_c": 14}
+SECOND_TURN_USER = "Is it warmer than yesterday?"
+SECOND_TURN_ANSWER = "Yes: 21 degrees Celsius in Paris today, warmer than yesterday."
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 
 
@@ -99,6 +104,44 @@ def assert_weather_agent(
     assert '"forecast":"sunny"' in run.context[0].content.replace(" ", "")
     assert len(run.span_ids) == 4 and run.span_ids[0] == run.span_id
     assert run.warnings == []
+
+
+def assert_tool_error_agent(run: AgentRun, *, error: str) -> None:
+    """The agent run of a ``tool_error`` capture (issue 31): Atlantis failed with ``error``,
+    Paris and London answered, each call with its own id, then the answer."""
+    assert user_text(run) == [TOOL_ERROR_USER]
+    atlantis, paris, london = tool_calls(run)
+    assert len({atlantis.tool_call_id, paris.tool_call_id, london.tool_call_id}) == 3
+    assert all(c.tool_call_id.startswith("call_") for c in (atlantis, paris, london))
+    assert (atlantis.args, atlantis.state, atlantis.is_error, atlantis.error_text) == (
+        {"city": "Atlantis"}, "output-error", True, error)
+    assert (paris.args, paris.state, paris.result) == ({"city": "Paris"}, "result",
+                                                       WEATHER_RESULT)
+    assert (london.args, london.state, london.result) == ({"city": "London"}, "result",
+                                                          LONDON_RESULT)
+    assert final_answer(run).startswith(TOOL_ERROR_ANSWER)
+    assert [c.metadata for c in run.context] == [{"tool_call_id": paris.tool_call_id},
+                                                 {"tool_call_id": london.tool_call_id}]
+
+
+def assert_second_turn(run: AgentRun) -> ToolInvocation:
+    """The second run of a ``multi_turn`` capture (issue 31): the first run's question, call
+    (joined to its result) and answer as history, then this turn's own call and answer. Returns
+    the earlier call."""
+    assert user_text(run) == [SECOND_TURN_USER]
+    history = run.input.remembered_messages
+    assert [m.role for m in history] == ["user", "assistant", "assistant"]
+    assert history[0].content.content == WEATHER_USER
+    (earlier,) = history[1].content.tool_invocations or []
+    assert (earlier.tool_name, earlier.args, earlier.state) == (
+        "get_weather", {"city": "Paris"}, "result")
+    assert (history[2].content.content or "").startswith(WEATHER_ANSWER)
+    (call,) = tool_calls(run)
+    assert (call.tool_name, call.args, call.result) == ("get_weather", {"city": "Paris"},
+                                                        WEATHER_RESULT)
+    assert call.tool_call_id != earlier.tool_call_id
+    assert final_answer(run) == SECOND_TURN_ANSWER
+    return earlier
 
 
 # --- hand-made spans -------------------------------------------------------------------------

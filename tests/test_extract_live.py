@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import CAPTURES
 from tests.extract_support import (
+    LONDON_RESULT,
     WEATHER_ANSWER,
     WEATHER_RESULT,
     WEATHER_SYSTEM,
@@ -28,8 +29,6 @@ from tracescore.cli import app
 from tracescore.extract import AgentRun, extract_runs
 from tracescore.extract.model import Message, ToolInvocation
 from tracescore.ingest.files import load_traces
-
-LONDON_RESULT = {"city": "London", "forecast": "rainy", "temperature_c": 14}
 
 
 def test_langchain_tool_results_are_what_the_tool_returned_not_the_tool_message() -> None:

@@ -1,10 +1,11 @@
 """The convention modules, in the order they are asked to claim a span.
 
 Most specific first: framework conventions that also write GenAI attributes (Mastra, Pydantic
-AI, ai@7), CrewAI's OpenInference spans (claimed by scope, read with OpenInference's
-reader) and OpenInference's optional GenAI mirror must be claimed before the generic OTel
-GenAI module would read them as plain GenAI spans. A module's ``detect`` must be cheap: it runs
-for every span of every trace.
+AI, ai@7) and OpenInference's optional GenAI mirror must be claimed before the generic OTel
+GenAI module would read them as plain GenAI spans; the OpenInference instrumentors that need
+reading of their own (CrewAI, LlamaIndex, smolagents: claimed by instrumentation scope, read
+with OpenInference's reader first) come before OpenInference itself. A module's ``detect`` must
+be cheap: it runs for every span of every trace.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from tracescore.extract import (
     crewai,
     genai,
     langfuse,
+    llamaindex,
     mastra,
     openinference,
     openllmetry,
     pydantic_ai,
+    smolagents,
     vercel,
 )
 from tracescore.extract.base import Convention
@@ -28,6 +31,8 @@ CONVENTIONS: list[Convention] = [
     pydantic_ai,
     langfuse,
     crewai,
+    llamaindex,
+    smolagents,
     openinference,
     openllmetry,
     genai,
