@@ -8,7 +8,15 @@ for every span of every trace.
 
 from __future__ import annotations
 
-from tracescore.extract import genai, mastra, openinference, openllmetry, pydantic_ai, vercel
+from tracescore.extract import (
+    genai,
+    mastra,
+    mlflow,
+    openinference,
+    openllmetry,
+    pydantic_ai,
+    vercel,
+)
 from tracescore.extract.base import Convention
 from tracescore.spans import Span
 
@@ -18,6 +26,7 @@ CONVENTIONS: list[Convention] = [
     pydantic_ai,
     openinference,
     openllmetry,
+    mlflow,
     genai,
 ]
 
