@@ -89,6 +89,38 @@ def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
     return info
 
 
+def refine(read: list[tuple[Span, SpanInfo]]) -> None:
+    """Give each TOOL span the id of the model's call it ran.
+
+    MLflow's tool spans record the function's arguments, not the call id; the chat span
+    before it holds the call. A tool span takes the earliest call not yet taken that the model
+    made before it, of the same name, with the same arguments when one has them, so a tool run
+    names the call it answers as other conventions' do.
+    """
+    calls = [
+        (span.start_time_ns, part.tool_invocation)
+        for span, info in read if info.kind == "llm"
+        for message in info.output_messages for part in message.content.parts
+        if part.tool_invocation is not None and part.tool_invocation.tool_call_id
+    ]
+    taken: set[str] = set()
+    for span, info in sorted(read, key=lambda item: item[0].start_time_ns):
+        tool = info.tool_call
+        if info.kind != "tool" or tool is None or tool.tool_call_id:
+            continue
+        candidates = [
+            call for started, call in calls
+            if started <= span.start_time_ns and call.tool_call_id not in taken
+            and call.tool_name == tool.tool_name
+        ]
+        match = next((c for c in candidates if c.args == tool.args), None) or next(
+            iter(candidates), None
+        )
+        if match is not None:
+            tool.tool_call_id = match.tool_call_id
+            taken.add(match.tool_call_id)
+
+
 def _value(attributes: Mapping[str, Any], key: str, warnings: list[str]) -> Any:
     """An MLflow attribute, JSON-decoded (MLflow encodes every value, strings included)."""
     return load_json(attributes.get(key), warnings, key)

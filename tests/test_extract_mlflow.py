@@ -1,0 +1,207 @@
+"""MLflow Tracing, native format: captures of mlflow-tracing 3.17.2 exporting over OTLP.
+
+A hand-written agent (``@mlflow.trace(span_type="AGENT")``) runs a raw ``openai`` tool loop
+traced by ``mlflow.openai.autolog()`` with a ``span_type="TOOL"`` tool; ``raw_tool_loop`` is the
+same loop with autolog only, and ``tool_call_genai_semconv`` the same agent with
+``MLFLOW_ENABLE_OTEL_GENAI_SEMCONV=true`` (``tests/fixtures/captures/_make/capture_mlflow.py``).
+"""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from tests.extract_support import (
+    WEATHER_ANSWER,
+    WEATHER_RESULT,
+    WEATHER_SYSTEM,
+    WEATHER_USER,
+    capture_runs,
+    final_answer,
+    only,
+    span,
+    system_text,
+    tool_calls,
+    trace,
+    user_text,
+)
+from tracescore.extract import extract_runs, primary_runs, read_spans
+from tracescore.extract.model import AgentRun
+
+LIBRARY = "mlflow"
+CONVENTION = "mlflow"
+SECOND_USER = "Is it warmer than yesterday?"
+SECOND_ANSWER = "Yes: 21 degrees Celsius in Paris today, warmer than yesterday."
+ERROR_USER = "What's the weather in Atlantis, Paris and London today?"
+LONDON_RESULT = {"city": "London", "forecast": "rainy", "temperature_c": 14}
+
+
+def _assert_tool_run(run: AgentRun, call_id: str, args: dict, result: object) -> None:
+    """A TOOL span's run, named after the model's call it ran (MLflow records no id)."""
+    assert run.kind == "tool" and not run.primary and run.convention == CONVENTION
+    assert run.agent_name == "WeatherBot"
+    (call,) = tool_calls(run)
+    assert (call.tool_call_id, call.tool_name, call.args, call.result) == (
+        call_id, "get_weather", args, result
+    )
+
+
+def test_agent_with_tool_call() -> None:
+    runs = capture_runs(LIBRARY, "tool_call")
+    (agent,) = only(runs, "agent")
+    assert primary_runs(runs) == [agent]
+    assert agent.convention == CONVENTION and agent.status == "ok"
+    assert (agent.agent_name, agent.model) == ("WeatherBot", "gpt-4o-mini")
+    assert system_text(agent) == [WEATHER_SYSTEM]
+    assert user_text(agent) == [WEATHER_USER]
+    assert agent.input.remembered_messages == []
+    (call,) = tool_calls(agent)
+    assert call.tool_name == "get_weather" and call.tool_call_id.startswith("call_")
+    assert (call.args, call.result, call.state) == ({"city": "Paris"}, WEATHER_RESULT, "result")
+    assert final_answer(agent).startswith(WEATHER_ANSWER)
+    assert [p.type for p in agent.output[0].content.parts] == ["tool-invocation", "text"]
+    # mlflow.chat.tokenUsage of the two chat calls (116+23, 142+23), summed.
+    assert (agent.usage.input_tokens, agent.usage.output_tokens, agent.usage.total_tokens) == (
+        258, 46, 304
+    )
+    (tool,) = agent.tools
+    assert (tool.name, tool.description) == ("get_weather", "Get the current weather for a city.")
+    assert tool.parameters == {"type": "object", "properties": {"city": {"type": "string"}},
+                               "required": ["city"]}
+    assert [(c.kind, orjson.loads(c.content)) for c in agent.context] == [
+        ("tool_result", WEATHER_RESULT)
+    ]
+    assert len(agent.span_ids) == 4 and agent.span_ids[0] == agent.span_id
+    assert agent.warnings == []
+
+    first, second = only(runs, "llm")
+    assert not first.primary and not second.primary
+    assert (first.model, first.usage.input_tokens, first.usage.output_tokens) == (
+        "gpt-4o-mini", 116, 23
+    )
+    assert tool_calls(first)[0].state == "call"
+    assert final_answer(second).startswith(WEATHER_ANSWER)
+    (tool_run,) = only(runs, "tool")
+    _assert_tool_run(tool_run, call.tool_call_id, {"city": "Paris"}, WEATHER_RESULT)
+
+
+def test_genai_semconv_variant_reads_the_same() -> None:
+    """``MLFLOW_ENABLE_OTEL_GENAI_SEMCONV=true``: GenAI attributes, no ``mlflow.*`` ones, on
+    the same ``mlflow.tracing.provider`` scope; the GenAI module reads it to the same run."""
+    runs = capture_runs(LIBRARY, "tool_call_genai_semconv")
+    (agent,) = primary_runs(runs)
+    assert agent.kind == "agent" and agent.convention == "otel-genai"
+    assert (agent.agent_name, agent.model) == ("WeatherBot", "gpt-4o-mini")
+    assert system_text(agent) == [WEATHER_SYSTEM]
+    assert user_text(agent) == [WEATHER_USER]
+    (call,) = tool_calls(agent)
+    assert (call.tool_name, call.args, call.result) == ("get_weather", {"city": "Paris"},
+                                                        WEATHER_RESULT)
+    assert final_answer(agent).startswith(WEATHER_ANSWER)
+    assert (agent.usage.input_tokens, agent.usage.output_tokens) == (258, 46)
+    assert [t.name for t in agent.tools] == ["get_weather"]
+
+
+def test_multi_turn_reads_the_history_as_remembered() -> None:
+    """Turn 2 sends turn 1's messages: they are the run's history, not its input. MLflow's
+    session metadata stays in its tracking store, so no conversation id reaches OTLP."""
+    runs = capture_runs(LIBRARY, "multi_turn")
+    first, second = primary_runs(runs)
+    assert first.trace_id != second.trace_id
+    assert user_text(first) == [WEATHER_USER]
+    assert final_answer(first).startswith(WEATHER_ANSWER)
+    assert (second.kind, second.agent_name, second.convention) == ("agent", "WeatherBot",
+                                                                   CONVENTION)
+    assert system_text(second) == [WEATHER_SYSTEM]
+    assert user_text(second) == [SECOND_USER]
+    user, call_message, answer = second.input.remembered_messages
+    assert (user.role, user.content.content) == ("user", WEATHER_USER)
+    (remembered_call,) = [p.tool_invocation for p in call_message.content.parts]
+    assert remembered_call is not None and remembered_call.state == "result"
+    assert remembered_call.result == WEATHER_RESULT
+    assert (answer.role, answer.content.content) == ("assistant", final_answer(first))
+    (call,) = tool_calls(second)
+    assert (call.args, call.result) == ({"city": "Paris"}, WEATHER_RESULT)
+    assert call.tool_call_id != remembered_call.tool_call_id
+    assert final_answer(second) == SECOND_ANSWER
+    assert (second.usage.input_tokens, second.usage.output_tokens) == (362, 46)
+    assert first.conversation_id is None and second.conversation_id is None
+
+
+def test_tool_error_is_a_failed_call_and_grounds_nothing() -> None:
+    runs = capture_runs(LIBRARY, "tool_error")
+    (agent,) = primary_runs(runs)
+    assert user_text(agent) == [ERROR_USER]
+    atlantis, paris, london = tool_calls(agent)
+    assert (atlantis.args, atlantis.state, atlantis.is_error) == (
+        {"city": "Atlantis"}, "output-error", True
+    )
+    assert atlantis.error_text == "ValueError: Unknown city: Atlantis"
+    assert (paris.args, paris.result, paris.state) == ({"city": "Paris"}, WEATHER_RESULT,
+                                                       "result")
+    assert (london.args, london.result) == ({"city": "London"}, LONDON_RESULT)
+    assert len({atlantis.tool_call_id, paris.tool_call_id, london.tool_call_id}) == 3
+    assert [orjson.loads(c.content) for c in agent.context] == [WEATHER_RESULT, LONDON_RESULT]
+    assert final_answer(agent).startswith("I could not find Atlantis.")
+    assert (agent.usage.input_tokens, agent.usage.output_tokens) == (620, 95)
+    assert agent.status == "ok"  # the agent handled the error
+    failed, *answered = only(runs, "tool")
+    assert failed.status == "error" and tool_calls(failed)[0].state == "output-error"
+    assert tool_calls(failed)[0].tool_call_id == atlantis.tool_call_id
+    _assert_tool_run(answered[0], paris.tool_call_id, {"city": "Paris"}, WEATHER_RESULT)
+    _assert_tool_run(answered[1], london.tool_call_id, {"city": "London"}, LONDON_RESULT)
+
+
+def test_without_an_agent_span_each_chat_call_is_primary() -> None:
+    """Autolog alone: every chat call is a root span, scored as a raw client's would be."""
+    runs = capture_runs(LIBRARY, "raw_tool_loop")
+    assert only(runs, "agent") == [] and only(runs, "tool") == []
+    first, second = primary_runs(runs)
+    assert (first.kind, second.kind) == ("llm", "llm")
+    assert first.agent_name is None and first.convention == CONVENTION
+    assert system_text(second) == [WEATHER_SYSTEM]
+    assert user_text(second) == [WEATHER_USER]
+    (call,) = tool_calls(second)
+    assert (call.tool_call_id, call.args, call.result) == (
+        tool_calls(first)[0].tool_call_id, {"city": "Paris"}, WEATHER_RESULT
+    )
+    assert final_answer(second).startswith(WEATHER_ANSWER)
+    assert (second.usage.input_tokens, second.usage.output_tokens) == (142, 23)
+
+
+def _mlflow_span(span_type: object, inputs: object, outputs: object, **extra: object):
+    attributes = {"mlflow.spanType": orjson.dumps(span_type).decode(),
+                  "mlflow.spanInputs": orjson.dumps(inputs).decode(),
+                  "mlflow.spanOutputs": orjson.dumps(outputs).decode(), **extra}
+    return span("answer", attributes, scope="mlflow.tracing.provider")
+
+
+def test_agent_without_traced_model_calls_reads_its_own_arguments() -> None:
+    """A ``@mlflow.trace`` agent taking one text argument and returning text, with no chat span
+    below it: its argument is the user's message, its return value the answer."""
+    (run,) = extract_runs(trace(_mlflow_span("AGENT", {"question": WEATHER_USER}, WEATHER_ANSWER)))
+    assert (run.kind, run.primary, run.agent_name) == ("agent", True, "answer")
+    assert user_text(run) == [WEATHER_USER]
+    assert final_answer(run) == WEATHER_ANSWER
+
+
+@pytest.mark.parametrize(
+    "attributes",
+    [
+        {"mlflow.spanType": "CHAT_MODEL", "mlflow.spanInputs": '{"messages": ['},
+        {"mlflow.spanType": '"CHAT_MODEL"', "mlflow.spanInputs": '"\\u0000"' * 3,
+         "mlflow.chat.tokenUsage": '{"input_tokens": "many"}', "mlflow.chat.tools": "[1, {}]"},
+        {"mlflow.spanType": "7", "mlflow.spanInputs": "[[[]]]", "mlflow.spanOutputs": "{}"},
+        {"mlflow.spanType": '"TOOL"', "mlflow.spanInputs": "null", "mlflow.spanOutputs": "[{"},
+        {"mlflow.spanType": '"AGENT"', "mlflow.spanInputs": '{"a": 1, "b": [2]}',
+         "mlflow.spanOutputs": '{"choices": "none"}'},
+        {"mlflow.spanType": '"RETRIEVER"', "mlflow.spanOutputs": '[{"page_content": 3}, 5]'},
+    ],
+)
+def test_hostile_values_never_raise(attributes: dict) -> None:
+    """Read by this module without a crash (a crash would be caught as 'could not read')."""
+    hostile = trace(span("x", attributes, scope="mlflow.tracing.provider"))
+    (info,) = read_spans(hostile)
+    assert info.convention == CONVENTION
+    assert not any("could not read" in w for w in info.warnings)
+    extract_runs(hostile)
