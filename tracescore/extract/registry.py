@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tracescore.extract import (
     genai,
+    google_adk,
     mastra,
     mlflow,
     openinference,
@@ -27,6 +28,7 @@ CONVENTIONS: list[Convention] = [
     openinference,
     openllmetry,
     mlflow,
+    google_adk,
     genai,
 ]
 

@@ -1,0 +1,158 @@
+"""Google ADK 2.13 (built-in telemetry, LiteLlm to the scripted server): captures with the
+default settings (no message content) and with
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`` (the ``_content`` folders)."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from tests.extract_support import (
+    WEATHER_ANSWER,
+    WEATHER_RESULT,
+    WEATHER_SYSTEM,
+    WEATHER_USER,
+    capture_runs,
+    final_answer,
+    only,
+    system_text,
+    tool_calls,
+    user_text,
+)
+from tracescore.extract import primary_runs
+from tracescore.extract.model import AgentRun
+
+LIBRARY = "google-adk"
+CONVENTION = "google-adk"
+MODEL = "openai/gpt-4o-mini"  # ADK names the model as LiteLlm was given it
+# ADK appends the agent's identity to the instruction it sends.
+ADK_SYSTEM = WEATHER_SYSTEM + '\n\nYou are an agent. Your internal name is "WeatherBot".'
+SECOND_USER = "Is it warmer than yesterday?"
+SECOND_ANSWER = "Yes: 21 degrees Celsius in Paris today, warmer than yesterday."
+LONDON_RESULT = {"city": "London", "forecast": "rainy", "temperature_c": 14}
+
+
+def _assert_agent_facts(agent: AgentRun, usage: tuple[int, int]) -> None:
+    """What ADK sends whatever the content setting: names, model, tools, usage, session."""
+    assert agent.kind == "agent" and agent.primary and agent.convention == CONVENTION
+    assert (agent.agent_name, agent.model, agent.provider) == ("WeatherBot", MODEL, "openai")
+    assert (agent.usage.input_tokens, agent.usage.output_tokens) == usage
+    (tool,) = agent.tools
+    assert (tool.name, tool.description) == ("get_weather", "Get the current weather for a city.")
+    assert agent.conversation_id  # the ADK session id, gen_ai.conversation.id
+    assert agent.warnings == []
+
+
+def _assert_no_content(run: AgentRun) -> None:
+    assert run.input.system_messages == [] and run.input.input_messages == []
+    assert run.input.remembered_messages == []
+    assert all(not m.content.content for m in run.output)
+    assert run.context == []
+
+
+# --- default settings: no content ------------------------------------------------------------
+
+
+def test_default_settings_rebuild_the_agent_without_content() -> None:
+    runs = capture_runs(LIBRARY, "tool_call")
+    (agent,) = primary_runs(runs)  # the invoke_workflow wrapper is no run of its own
+    assert len(only(runs, "agent")) == 1
+    _assert_agent_facts(agent, (258, 46))
+    _assert_no_content(agent)
+    (call,) = tool_calls(agent)
+    assert call.tool_name == "get_weather" and call.tool_call_id.startswith("call_")
+    assert (call.args, call.result) == ({}, None)
+    for llm in only(runs, "llm"):
+        assert not llm.primary and llm.model == MODEL
+        assert llm.input.input_messages == [] and llm.output == []
+    (tool_run,) = only(runs, "tool")
+    assert tool_calls(tool_run)[0].tool_call_id == call.tool_call_id
+
+
+def test_default_settings_multi_turn_is_one_run_per_invocation() -> None:
+    runs = capture_runs(LIBRARY, "multi_turn")
+    first, second = primary_runs(runs)
+    assert first.trace_id != second.trace_id
+    _assert_agent_facts(first, (258, 46))
+    _assert_agent_facts(second, (362, 46))
+    _assert_no_content(first)
+    _assert_no_content(second)
+    assert first.conversation_id == second.conversation_id
+
+
+def test_default_settings_tool_error_keeps_each_call() -> None:
+    runs = capture_runs(LIBRARY, "tool_error")
+    (agent,) = primary_runs(runs)
+    _assert_agent_facts(agent, (620, 95))
+    _assert_no_content(agent)
+    calls = tool_calls(agent)
+    assert [c.tool_name for c in calls] == ["get_weather"] * 3
+    assert len({c.tool_call_id for c in calls}) == 3
+    assert all(c.result is None for c in calls)
+
+
+# --- content capture on ----------------------------------------------------------------------
+
+
+def test_content_capture_rebuilds_every_field() -> None:
+    runs = capture_runs(LIBRARY, "tool_call_content")
+    (agent,) = primary_runs(runs)
+    _assert_agent_facts(agent, (258, 46))
+    assert system_text(agent) == [ADK_SYSTEM]
+    assert user_text(agent) == [WEATHER_USER]
+    assert agent.input.remembered_messages == []
+    (call,) = tool_calls(agent)
+    assert call.tool_call_id.startswith("call_")
+    assert (call.args, call.result, call.state) == ({"city": "Paris"}, WEATHER_RESULT, "result")
+    assert final_answer(agent).startswith(WEATHER_ANSWER)
+    assert [p.type for p in agent.output[0].content.parts] == ["tool-invocation", "text"]
+    assert [orjson.loads(c.content) for c in agent.context] == [WEATHER_RESULT]
+    assert len(agent.span_ids) == 4
+    # The execute_tool span carries no content: its run takes it from the model calls.
+    (tool_run,) = only(runs, "tool")
+    (ran,) = tool_calls(tool_run)
+    assert (ran.tool_call_id, ran.args, ran.result, ran.state) == (
+        call.tool_call_id, {"city": "Paris"}, WEATHER_RESULT, "result"
+    )
+
+
+def test_content_capture_multi_turn_remembers_the_first_turn() -> None:
+    runs = capture_runs(LIBRARY, "multi_turn_content")
+    first, second = primary_runs(runs)
+    assert first.conversation_id == second.conversation_id
+    assert user_text(first) == [WEATHER_USER]
+    assert user_text(second) == [SECOND_USER]
+    assert system_text(second) == [ADK_SYSTEM]
+    user, call_message, answer = second.input.remembered_messages
+    assert (user.role, user.content.content) == ("user", WEATHER_USER)
+    (remembered,) = [p.tool_invocation for p in call_message.content.parts]
+    assert remembered is not None and remembered.result == WEATHER_RESULT
+    assert (answer.role, answer.content.content) == ("assistant", final_answer(first))
+    (call,) = tool_calls(second)
+    assert (call.args, call.result) == ({"city": "Paris"}, WEATHER_RESULT)
+    assert final_answer(second) == SECOND_ANSWER
+
+
+@pytest.mark.parametrize("kind", ["agent", "tool"])
+def test_content_capture_tool_error_handled_by_the_plugin_is_a_failure(kind: str) -> None:
+    """ReflectAndRetryToolPlugin turns the exception into a tool response the model reads, and
+    the tool span ends without error: the call is still the failure it was."""
+    runs = capture_runs(LIBRARY, "tool_error_content")
+    (agent,) = primary_runs(runs)
+    calls = tool_calls(agent) if kind == "agent" else [
+        tool_calls(run)[0] for run in only(runs, "tool")
+    ]
+    atlantis, paris, london = calls
+    assert (atlantis.args, atlantis.state, atlantis.is_error) == (
+        {"city": "Atlantis"}, "output-error", True
+    )
+    assert atlantis.error_text == "ValueError: Unknown city: Atlantis"
+    assert (paris.args, paris.result, paris.state) == ({"city": "Paris"}, WEATHER_RESULT,
+                                                       "result")
+    assert (london.args, london.result) == ({"city": "London"}, LONDON_RESULT)
+    if kind == "agent":
+        assert [orjson.loads(c.content) for c in agent.context] == [WEATHER_RESULT,
+                                                                    LONDON_RESULT]
+        assert final_answer(agent).startswith("I could not find Atlantis.")
+    else:
+        assert [run.status for run in only(runs, "tool")] == ["error", "unset", "unset"]
