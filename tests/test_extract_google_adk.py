@@ -156,3 +156,47 @@ def test_content_capture_tool_error_handled_by_the_plugin_is_a_failure(kind: str
         assert final_answer(agent).startswith("I could not find Atlantis.")
     else:
         assert [run.status for run in only(runs, "tool")] == ["error", "unset", "unset"]
+
+
+# --- legacy schema (ADK 1.x; ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1) ----------------------------
+
+
+def test_legacy_schema_reads_the_llm_request_and_tool_attributes() -> None:
+    """Content in ``gcp.vertex.agent.llm_request`` / ``llm_response`` on ``call_llm`` and
+    ``tool_call_args`` / ``tool_response`` on the tool span, by default; the model call below
+    ``call_llm`` logs ``<elided>`` messages and is no second step."""
+    runs = capture_runs(LIBRARY, "tool_call_legacy_schema")
+    (agent,) = primary_runs(runs)
+    assert (agent.agent_name, agent.model, agent.convention) == ("WeatherBot", MODEL, CONVENTION)
+    assert system_text(agent) == [ADK_SYSTEM]
+    assert user_text(agent) == [WEATHER_USER]
+    (call,) = tool_calls(agent)
+    assert call.tool_call_id.startswith("call_")
+    assert (call.args, call.result, call.state) == ({"city": "Paris"}, WEATHER_RESULT, "result")
+    assert final_answer(agent).startswith(WEATHER_ANSWER)
+    assert (agent.usage.input_tokens, agent.usage.output_tokens) == (258, 46)
+    (tool,) = agent.tools
+    assert tool.name == "get_weather" and tool.parameters is not None
+    assert tool.parameters["required"] == ["city"]
+    llm_runs = only(runs, "llm")  # the two call_llm spans, not the model calls below them
+    assert len(llm_runs) == 2
+    assert all(r.attributes.get("gcp.vertex.agent.llm_request") for r in llm_runs)
+    (tool_run,) = only(runs, "tool")
+    assert (tool_calls(tool_run)[0].args, tool_calls(tool_run)[0].result) == (
+        {"city": "Paris"}, WEATHER_RESULT
+    )
+    assert "<elided>" not in agent.model_dump_json()
+
+
+def test_legacy_schema_without_content_is_empty_not_elided() -> None:
+    """``ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS=false``: ``{}`` placeholders and ``<elided>``
+    log messages, which are no content."""
+    runs = capture_runs(LIBRARY, "tool_call_legacy_schema_no_content")
+    (agent,) = primary_runs(runs)
+    assert (agent.agent_name, agent.model) == ("WeatherBot", MODEL)
+    assert (agent.usage.input_tokens, agent.usage.output_tokens) == (258, 46)
+    _assert_no_content(agent)
+    assert [(c.tool_name, c.args) for c in tool_calls(agent)] == [("get_weather", {})]
+    assert len(only(runs, "llm")) == 2
+    assert all(r.input.input_messages == [] and r.output == [] for r in only(runs, "llm"))
+    assert "<elided>" not in "".join(r.model_dump_json() for r in runs)
