@@ -15,11 +15,13 @@ from tests.extract_support import (
     capture_runs,
     final_answer,
     only,
+    span,
     system_text,
     tool_calls,
+    trace,
     user_text,
 )
-from tracescore.extract import primary_runs
+from tracescore.extract import extract_runs, primary_runs, read_spans
 from tracescore.extract.model import AgentRun
 
 LIBRARY = "google-adk"
@@ -200,3 +202,25 @@ def test_legacy_schema_without_content_is_empty_not_elided() -> None:
     assert len(only(runs, "llm")) == 2
     assert all(r.input.input_messages == [] and r.output == [] for r in only(runs, "llm"))
     assert "<elided>" not in "".join(r.model_dump_json() for r in runs)
+
+
+@pytest.mark.parametrize(
+    "attributes",
+    [
+        {"gcp.vertex.agent.llm_request": '{"contents": [', "gen_ai.request.model": "m"},
+        {"gcp.vertex.agent.llm_request": '{"config": {"tools": "x", "system_instruction": 5}, '
+                                         '"contents": {"a": 1}}',
+         "gcp.vertex.agent.llm_response": '{"content": [1], "usage_metadata": "none"}'},
+        {"gcp.vertex.agent.llm_request": '{"config": {"tools": [{"function_declarations": 3}],'
+                                         ' "system_instruction": {"parts": [{"text": "s"}]}}}',
+         "gcp.vertex.agent.llm_response": "[]"},
+        {"gen_ai.operation.name": "execute_tool", "gcp.vertex.agent.tool_call_args": "[{",
+         "gcp.vertex.agent.tool_response": 7},
+    ],
+)
+def test_hostile_legacy_values_never_raise(attributes: dict) -> None:
+    hostile = trace(span("call_llm", attributes, scope="gcp.vertex.agent"))
+    (info,) = read_spans(hostile)
+    assert info.convention == CONVENTION
+    assert not any("could not" in w for w in info.warnings)
+    extract_runs(hostile)

@@ -140,16 +140,19 @@ def _read_llm_request(span: Span, info: SpanInfo) -> None:
     info.model = info.model or as_str(request.get("model"))
     config: dict[str, Any] = request["config"] if isinstance(request.get("config"), dict) else {}
     instruction = config.get("system_instruction")
-    if isinstance(instruction, (dict, list)):  # a Content: its text parts
-        instruction = parse_message({"role": "system", "parts": instruction}, "", warnings,
-                                    "system_instruction")
-        instruction = instruction.content.content if instruction else None
+    if isinstance(instruction, (dict, list)):  # a Content, or its parts: their text
+        content = {**instruction, "role": "system"} if isinstance(instruction, dict) else {
+            "role": "system", "parts": instruction}
+        message = parse_message(content, "", warnings, "system_instruction")
+        instruction = message.content.content if message else None
     if isinstance(instruction, str) and instruction:
         info.system = [instruction]
+    tools = config.get("tools")
     declarations = [
-        declaration for tool in config.get("tools") or [] if isinstance(tool, dict)
-        for declaration in tool.get("function_declarations") or []
-    ] if isinstance(config.get("tools"), list) else []
+        declaration for tool in tools if isinstance(tool, dict)
+        and isinstance(tool.get("function_declarations"), list)
+        for declaration in tool["function_declarations"]
+    ] if isinstance(tools, list) else []
     info.tools = parse_tool_definitions(declarations, warnings, LLM_REQUEST) or info.tools
     messages = parse_messages(request.get("contents") or [], f"{span.span_id}-in", warnings,
                               LLM_REQUEST, created_at=timestamp(span.start_time_ns))
@@ -158,9 +161,9 @@ def _read_llm_request(span: Span, info: SpanInfo) -> None:
     response = load_json(span.attributes.get(LLM_RESPONSE), warnings, LLM_RESPONSE)
     if not isinstance(response, dict):
         return
-    content = response.get("content")
-    if isinstance(content, dict):
-        output = parse_message(content, f"{span.span_id}-out-0", warnings, LLM_RESPONSE,
+    answer = response.get("content")
+    if isinstance(answer, dict):
+        output = parse_message(answer, f"{span.span_id}-out-0", warnings, LLM_RESPONSE,
                                default_role="assistant",
                                created_at=timestamp(span.end_time_ns))
         info.output_messages = [output] if output is not None else []
