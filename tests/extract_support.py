@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 
 from tests.conftest import CAPTURES
-from tracescore.extract import extract_runs
+from tracescore.extract import extract_runs, read_spans
 from tracescore.extract.model import AgentRun, ToolInvocation
 from tracescore.ingest.files import load_traces
 from tracescore.spans import LogRecord, Resource, Scope, Span, Trace
@@ -21,6 +21,9 @@ WEATHER_SYSTEM = (
 WEATHER_USER = "What's the weather like in Paris today?"
 WEATHER_RESULT = {"city": "Paris", "forecast": "sunny", "temperature_c": 21}
 WEATHER_ANSWER = "It is sunny in Paris today, about 21 degrees Celsius"
+# The tool-error scenario: get_weather raises for Atlantis, then answers for Paris and London.
+ATLANTIS_USER = "What's the weather in Atlantis, Paris and London today?"
+LONDON_RESULT = {"city": "London", "forecast": "rainy", "temperature_c": 14}
 CHAT_SYSTEM = "You are a friendly assistant."
 CHAT_USER = "Say hello to the tracescore team in one sentence."
 CHAT_ANSWER = "Hello, tracescore team! Wishing you clean traces and sharp scores."
@@ -68,8 +71,12 @@ def final_answer(run: AgentRun) -> str:
     return run.output[0].content.content or ""
 
 
-def assert_weather_agent(run: AgentRun, *, convention: str) -> None:
-    """The agent run of the ``tool_call_agent`` scenario, identical for every convention."""
+def assert_weather_agent(
+    run: AgentRun, *, convention: str, usage: tuple[int, int] = (288, 68)
+) -> None:
+    """The agent run of the ``tool_call_agent`` scenario, identical for every convention
+    (``usage``: input and output tokens, which the scripted server counted differently when
+    the capture was made)."""
     assert run.kind == "agent" and run.primary
     assert run.convention == convention
     assert run.agent_name == "WeatherBot"
@@ -88,14 +95,29 @@ def assert_weather_agent(run: AgentRun, *, convention: str) -> None:
     kinds = [p.type for p in run.output[0].content.parts]
     assert kinds == ["tool-invocation", "text"]
     assert run.output[0].content.tool_invocations == [call]
-    # Usage of the two chat calls only (103+33 and 185+35), never the agent span's own sum too.
-    assert (run.usage.input_tokens, run.usage.output_tokens) == (288, 68)
+    # Usage of the two chat calls only (e.g. 103+33 and 185+35), never the agent span's own sum.
+    assert (run.usage.input_tokens, run.usage.output_tokens) == usage
     assert [t.name for t in run.tools] == ["get_weather"]
     assert run.tools[0].description == "Get the current weather for a city."
     assert [c.kind for c in run.context] == ["tool_result"]
     assert '"forecast":"sunny"' in run.context[0].content.replace(" ", "")
     assert len(run.span_ids) == 4 and run.span_ids[0] == run.span_id
     assert run.warnings == []
+
+
+def assert_atlantis_calls(calls: list[ToolInvocation]) -> None:
+    """The tool-error scenario's three calls: Atlantis failed (``ValueError``), Paris and
+    London answered, each its own call id."""
+    atlantis, paris, london = calls
+    assert (atlantis.args, atlantis.state, atlantis.is_error) == (
+        {"city": "Atlantis"}, "output-error", True
+    )
+    assert atlantis.error_text == "ValueError: Unknown city: Atlantis"
+    assert (paris.args, paris.result, paris.state) == ({"city": "Paris"}, WEATHER_RESULT,
+                                                       "result")
+    assert (london.args, london.result, london.state) == ({"city": "London"}, LONDON_RESULT,
+                                                          "result")
+    assert len({call.tool_call_id for call in calls}) == 3
 
 
 # --- hand-made spans -------------------------------------------------------------------------
@@ -152,3 +174,13 @@ def log(span_id: str, event_name: str, body: object = None, attributes: dict | N
 
 def trace(*spans: Span, logs: list[LogRecord] | None = None) -> Trace:
     return Trace(TRACE_ID, list(spans), list(logs or []))
+
+
+def assert_read_without_crash(hostile: Span, convention: str) -> None:
+    """The span is claimed by ``convention`` and read, then built into runs, without a crash
+    (a convention's crash is caught and left as a ``could not read`` warning)."""
+    one = trace(hostile)
+    (info,) = read_spans(one)
+    assert info.convention == convention
+    assert not any("could not" in w for w in info.warnings), info.warnings
+    extract_runs(one)

@@ -8,20 +8,22 @@ import orjson
 import pytest
 
 from tests.extract_support import (
+    LONDON_RESULT,
     WEATHER_ANSWER,
     WEATHER_RESULT,
     WEATHER_SYSTEM,
     WEATHER_USER,
+    assert_atlantis_calls,
+    assert_read_without_crash,
     capture_runs,
     final_answer,
     only,
     span,
     system_text,
     tool_calls,
-    trace,
     user_text,
 )
-from tracescore.extract import extract_runs, primary_runs, read_spans
+from tracescore.extract import primary_runs
 from tracescore.extract.model import AgentRun
 
 LIBRARY = "google-adk"
@@ -31,7 +33,6 @@ MODEL = "openai/gpt-4o-mini"  # ADK names the model as LiteLlm was given it
 ADK_SYSTEM = WEATHER_SYSTEM + '\n\nYou are an agent. Your internal name is "WeatherBot".'
 SECOND_USER = "Is it warmer than yesterday?"
 SECOND_ANSWER = "Yes: 21 degrees Celsius in Paris today, warmer than yesterday."
-LONDON_RESULT = {"city": "London", "forecast": "rainy", "temperature_c": 14}
 
 
 def _assert_agent_facts(agent: AgentRun, usage: tuple[int, int]) -> None:
@@ -144,14 +145,7 @@ def test_content_capture_tool_error_handled_by_the_plugin_is_a_failure(kind: str
     calls = tool_calls(agent) if kind == "agent" else [
         tool_calls(run)[0] for run in only(runs, "tool")
     ]
-    atlantis, paris, london = calls
-    assert (atlantis.args, atlantis.state, atlantis.is_error) == (
-        {"city": "Atlantis"}, "output-error", True
-    )
-    assert atlantis.error_text == "ValueError: Unknown city: Atlantis"
-    assert (paris.args, paris.result, paris.state) == ({"city": "Paris"}, WEATHER_RESULT,
-                                                       "result")
-    assert (london.args, london.result) == ({"city": "London"}, LONDON_RESULT)
+    assert_atlantis_calls(calls)
     if kind == "agent":
         assert [orjson.loads(c.content) for c in agent.context] == [WEATHER_RESULT,
                                                                     LONDON_RESULT]
@@ -219,8 +213,4 @@ def test_legacy_schema_without_content_is_empty_not_elided() -> None:
     ],
 )
 def test_hostile_legacy_values_never_raise(attributes: dict) -> None:
-    hostile = trace(span("call_llm", attributes, scope="gcp.vertex.agent"))
-    (info,) = read_spans(hostile)
-    assert info.convention == CONVENTION
-    assert not any("could not" in w for w in info.warnings)
-    extract_runs(hostile)
+    assert_read_without_crash(span("call_llm", attributes, scope="gcp.vertex.agent"), CONVENTION)

@@ -12,10 +12,15 @@ import orjson
 import pytest
 
 from tests.extract_support import (
+    ATLANTIS_USER,
+    LONDON_RESULT,
     WEATHER_ANSWER,
     WEATHER_RESULT,
     WEATHER_SYSTEM,
     WEATHER_USER,
+    assert_atlantis_calls,
+    assert_read_without_crash,
+    assert_weather_agent,
     capture_runs,
     final_answer,
     only,
@@ -25,15 +30,13 @@ from tests.extract_support import (
     trace,
     user_text,
 )
-from tracescore.extract import extract_runs, primary_runs, read_spans
+from tracescore.extract import extract_runs, primary_runs
 from tracescore.extract.model import AgentRun
 
 LIBRARY = "mlflow"
 CONVENTION = "mlflow"
 SECOND_USER = "Is it warmer than yesterday?"
 SECOND_ANSWER = "Yes: 21 degrees Celsius in Paris today, warmer than yesterday."
-ERROR_USER = "What's the weather in Atlantis, Paris and London today?"
-LONDON_RESULT = {"city": "London", "forecast": "rainy", "temperature_c": 14}
 
 
 def _assert_tool_run(run: AgentRun, call_id: str, args: dict, result: object) -> None:
@@ -50,30 +53,13 @@ def test_agent_with_tool_call() -> None:
     runs = capture_runs(LIBRARY, "tool_call")
     (agent,) = only(runs, "agent")
     assert primary_runs(runs) == [agent]
-    assert agent.convention == CONVENTION and agent.status == "ok"
-    assert (agent.agent_name, agent.model) == ("WeatherBot", "gpt-4o-mini")
-    assert system_text(agent) == [WEATHER_SYSTEM]
-    assert user_text(agent) == [WEATHER_USER]
-    assert agent.input.remembered_messages == []
-    (call,) = tool_calls(agent)
-    assert call.tool_name == "get_weather" and call.tool_call_id.startswith("call_")
-    assert (call.args, call.result, call.state) == ({"city": "Paris"}, WEATHER_RESULT, "result")
-    assert final_answer(agent).startswith(WEATHER_ANSWER)
-    assert [p.type for p in agent.output[0].content.parts] == ["tool-invocation", "text"]
     # mlflow.chat.tokenUsage of the two chat calls (116+23, 142+23), summed.
-    assert (agent.usage.input_tokens, agent.usage.output_tokens, agent.usage.total_tokens) == (
-        258, 46, 304
-    )
+    assert_weather_agent(agent, convention=CONVENTION, usage=(258, 46))
+    assert (agent.status, agent.usage.total_tokens) == ("ok", 304)
     (tool,) = agent.tools
-    assert (tool.name, tool.description) == ("get_weather", "Get the current weather for a city.")
     assert tool.parameters == {"type": "object", "properties": {"city": {"type": "string"}},
                                "required": ["city"]}
-    assert [(c.kind, orjson.loads(c.content)) for c in agent.context] == [
-        ("tool_result", WEATHER_RESULT)
-    ]
-    assert len(agent.span_ids) == 4 and agent.span_ids[0] == agent.span_id
-    assert agent.warnings == []
-
+    (call,) = tool_calls(agent)
     first, second = only(runs, "llm")
     assert not first.primary and not second.primary
     assert (first.model, first.usage.input_tokens, first.usage.output_tokens) == (
@@ -90,16 +76,7 @@ def test_genai_semconv_variant_reads_the_same() -> None:
     the same ``mlflow.tracing.provider`` scope; the GenAI module reads it to the same run."""
     runs = capture_runs(LIBRARY, "tool_call_genai_semconv")
     (agent,) = primary_runs(runs)
-    assert agent.kind == "agent" and agent.convention == "otel-genai"
-    assert (agent.agent_name, agent.model) == ("WeatherBot", "gpt-4o-mini")
-    assert system_text(agent) == [WEATHER_SYSTEM]
-    assert user_text(agent) == [WEATHER_USER]
-    (call,) = tool_calls(agent)
-    assert (call.tool_name, call.args, call.result) == ("get_weather", {"city": "Paris"},
-                                                        WEATHER_RESULT)
-    assert final_answer(agent).startswith(WEATHER_ANSWER)
-    assert (agent.usage.input_tokens, agent.usage.output_tokens) == (258, 46)
-    assert [t.name for t in agent.tools] == ["get_weather"]
+    assert_weather_agent(agent, convention="otel-genai", usage=(258, 46))
 
 
 def test_multi_turn_reads_the_history_as_remembered() -> None:
@@ -131,16 +108,9 @@ def test_multi_turn_reads_the_history_as_remembered() -> None:
 def test_tool_error_is_a_failed_call_and_grounds_nothing() -> None:
     runs = capture_runs(LIBRARY, "tool_error")
     (agent,) = primary_runs(runs)
-    assert user_text(agent) == [ERROR_USER]
+    assert user_text(agent) == [ATLANTIS_USER]
+    assert_atlantis_calls(tool_calls(agent))
     atlantis, paris, london = tool_calls(agent)
-    assert (atlantis.args, atlantis.state, atlantis.is_error) == (
-        {"city": "Atlantis"}, "output-error", True
-    )
-    assert atlantis.error_text == "ValueError: Unknown city: Atlantis"
-    assert (paris.args, paris.result, paris.state) == ({"city": "Paris"}, WEATHER_RESULT,
-                                                       "result")
-    assert (london.args, london.result) == ({"city": "London"}, LONDON_RESULT)
-    assert len({atlantis.tool_call_id, paris.tool_call_id, london.tool_call_id}) == 3
     assert [orjson.loads(c.content) for c in agent.context] == [WEATHER_RESULT, LONDON_RESULT]
     assert final_answer(agent).startswith("I could not find Atlantis.")
     assert (agent.usage.input_tokens, agent.usage.output_tokens) == (620, 95)
@@ -200,8 +170,4 @@ def test_agent_without_traced_model_calls_reads_its_own_arguments() -> None:
 )
 def test_hostile_values_never_raise(attributes: dict) -> None:
     """Read by this module without a crash (a crash would be caught as 'could not read')."""
-    hostile = trace(span("x", attributes, scope="mlflow.tracing.provider"))
-    (info,) = read_spans(hostile)
-    assert info.convention == CONVENTION
-    assert not any("could not read" in w for w in info.warnings)
-    extract_runs(hostile)
+    assert_read_without_crash(span("x", attributes, scope="mlflow.tracing.provider"), CONVENTION)
