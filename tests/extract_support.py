@@ -72,11 +72,10 @@ def final_answer(run: AgentRun) -> str:
 
 
 def assert_weather_agent(
-    run: AgentRun, *, convention: str, usage: tuple[int, int] = (288, 68)
+    run: AgentRun, *, convention: str, usage: tuple[int, int] = (103 + 185, 33 + 35)
 ) -> None:
-    """The agent run of the ``tool_call_agent`` scenario, identical for every convention
-    (``usage``: input and output tokens, which the scripted server counted differently when
-    the capture was made)."""
+    """The agent run of the ``tool_call_agent`` scenario, identical for every convention but
+    for ``usage`` (input, output tokens: what the fake server counted for that capture)."""
     assert run.kind == "agent" and run.primary
     assert run.convention == convention
     assert run.agent_name == "WeatherBot"
@@ -95,7 +94,7 @@ def assert_weather_agent(
     kinds = [p.type for p in run.output[0].content.parts]
     assert kinds == ["tool-invocation", "text"]
     assert run.output[0].content.tool_invocations == [call]
-    # Usage of the two chat calls only (e.g. 103+33 and 185+35), never the agent span's own sum.
+    # Usage of the two chat calls only, never the agent span's own sum too.
     assert (run.usage.input_tokens, run.usage.output_tokens) == usage
     assert [t.name for t in run.tools] == ["get_weather"]
     assert run.tools[0].description == "Get the current weather for a city."
