@@ -32,6 +32,7 @@ from tests.extract_support import (
 )
 from tracescore.extract import extract_runs, primary_runs
 from tracescore.extract.model import AgentRun
+from tracescore.spans import Span
 
 LIBRARY = "mlflow"
 CONVENTION = "mlflow"
@@ -139,11 +140,15 @@ def test_without_an_agent_span_each_chat_call_is_primary() -> None:
     assert (second.usage.input_tokens, second.usage.output_tokens) == (142, 23)
 
 
-def _mlflow_span(span_type: object, inputs: object, outputs: object, **extra: object):
+def _mlflow_span(
+    span_type: str, inputs: object, outputs: object, parent: str | None = None
+) -> Span:
+    """A span as MLflow exports it: every value JSON-encoded; a tool is named get_weather."""
     attributes = {"mlflow.spanType": orjson.dumps(span_type).decode(),
                   "mlflow.spanInputs": orjson.dumps(inputs).decode(),
-                  "mlflow.spanOutputs": orjson.dumps(outputs).decode(), **extra}
-    return span("answer", attributes, scope="mlflow.tracing.provider")
+                  "mlflow.spanOutputs": orjson.dumps(outputs).decode()}
+    name = "get_weather" if span_type == "TOOL" else "answer"
+    return span(name, attributes, parent=parent, scope="mlflow.tracing.provider")
 
 
 def test_agent_without_traced_model_calls_reads_its_own_arguments() -> None:
@@ -171,3 +176,26 @@ def test_agent_without_traced_model_calls_reads_its_own_arguments() -> None:
 def test_hostile_values_never_raise(attributes: dict) -> None:
     """Read by this module without a crash (a crash would be caught as 'could not read')."""
     assert_read_without_crash(span("x", attributes, scope="mlflow.tracing.provider"), CONVENTION)
+
+
+def test_tool_spans_take_the_call_with_their_arguments() -> None:
+    """Parallel calls run in another order than the model listed them: each tool span takes
+    the call with its arguments, not merely the next of its name."""
+    response = {"choices": [{"finish_reason": "tool_calls", "message": {
+        "role": "assistant", "content": None, "tool_calls": [
+            {"id": f"call_{city}", "type": "function",
+             "function": {"name": "get_weather", "arguments": orjson.dumps({"city": city}).decode()}}
+            for city in ("Paris", "London")]}}]}
+    agent = _mlflow_span("AGENT", {"question": WEATHER_USER}, "done")
+    chat = _mlflow_span("CHAT_MODEL", {"messages": [{"role": "user", "content": WEATHER_USER}]},
+                        response, parent=agent.span_id)
+    tools = [_mlflow_span("TOOL", {"city": city}, {"city": city}, parent=agent.span_id)
+             for city in ("London", "Paris")]
+    runs = extract_runs(trace(agent, chat, *tools))
+    assert [(tool_calls(r)[0].tool_call_id, tool_calls(r)[0].args) for r in only(runs, "tool")] == [
+        ("call_London", {"city": "London"}), ("call_Paris", {"city": "Paris"})
+    ]
+    (run,) = primary_runs(runs)
+    assert [(c.tool_call_id, c.result) for c in tool_calls(run)] == [
+        ("call_Paris", {"city": "Paris"}), ("call_London", {"city": "London"})
+    ]

@@ -37,7 +37,13 @@ from tracescore.extract.genai_messages import (
     split_system,
     text_message,
 )
-from tracescore.extract.model import ContextDocument, Message, SpanInfo, SpanKindName
+from tracescore.extract.model import (
+    ContextDocument,
+    Message,
+    SpanInfo,
+    SpanKindName,
+    ToolInvocation,
+)
 from tracescore.extract.openai_bodies import body_messages
 from tracescore.spans import LogRecord, Span
 
@@ -49,6 +55,7 @@ OUTPUTS = "mlflow.spanOutputs"
 _KINDS: dict[str, SpanKindName] = {
     "AGENT": "agent", "CHAT_MODEL": "llm", "LLM": "llm", "TOOL": "tool", "RETRIEVER": "retrieval",
 }
+_MATCH_WINDOW = 64
 # A ``@mlflow.trace`` agent's argument or result that is its user's text or its answer.
 _TEXT_KEYS = ("input", "question", "query", "prompt", "message", "output", "answer", "content")
 
@@ -93,32 +100,31 @@ def refine(read: list[tuple[Span, SpanInfo]]) -> None:
     """Give each TOOL span the id of the model's call it ran.
 
     MLflow's tool spans record the function's arguments, not the call id; the chat span
-    before it holds the call. A tool span takes the earliest call not yet taken that the model
-    made before it, of the same name, with the same arguments when one has them, so a tool run
-    names the call it answers as other conventions' do.
+    before it holds the call. A tool span takes, among the earliest calls of its name not yet
+    taken that the model made before it, the first with the same arguments, else the first:
+    a tool run names the call it answers as other conventions' do. Only the first
+    ``_MATCH_WINDOW`` open calls of a name are compared, so a huge trace stays linear.
     """
-    calls = [
-        (span.start_time_ns, part.tool_invocation)
-        for span, info in read if info.kind == "llm"
-        for message in info.output_messages for part in message.content.parts
-        if part.tool_invocation is not None and part.tool_invocation.tool_call_id
-    ]
-    taken: set[str] = set()
+    open_calls: dict[str, list[tuple[int, ToolInvocation]]] = {}
+    for span, info in sorted(read, key=lambda item: item[0].start_time_ns):
+        if info.kind != "llm":
+            continue
+        for message in info.output_messages:
+            for part in message.content.parts:
+                call = part.tool_invocation
+                if call is not None and call.tool_call_id:
+                    open_calls.setdefault(call.tool_name, []).append((span.start_time_ns, call))
     for span, info in sorted(read, key=lambda item: item[0].start_time_ns):
         tool = info.tool_call
         if info.kind != "tool" or tool is None or tool.tool_call_id:
             continue
-        candidates = [
-            call for started, call in calls
-            if started <= span.start_time_ns and call.tool_call_id not in taken
-            and call.tool_name == tool.tool_name
-        ]
-        match = next((c for c in candidates if c.args == tool.args), None) or next(
-            iter(candidates), None
-        )
-        if match is not None:
-            tool.tool_call_id = match.tool_call_id
-            taken.add(match.tool_call_id)
+        queue = open_calls.get(tool.tool_name, [])
+        earlier = [i for i, (started, _) in enumerate(queue[:_MATCH_WINDOW])
+                   if started <= span.start_time_ns]
+        if not earlier:
+            continue
+        index = next((i for i in earlier if queue[i][1].args == tool.args), earlier[0])
+        tool.tool_call_id = queue.pop(index)[1].tool_call_id
 
 
 def _value(attributes: Mapping[str, Any], key: str, warnings: list[str]) -> Any:
