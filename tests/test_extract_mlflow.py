@@ -32,7 +32,7 @@ from tests.extract_support import (
 )
 from tracescore.extract import extract_runs, primary_runs
 from tracescore.extract.model import AgentRun
-from tracescore.spans import Span
+from tracescore.spans import Span, SpanEvent
 
 LIBRARY = "mlflow"
 CONVENTION = "mlflow"
@@ -78,6 +78,21 @@ def test_genai_semconv_variant_reads_the_same() -> None:
     runs = capture_runs(LIBRARY, "tool_call_genai_semconv")
     (agent,) = primary_runs(runs)
     assert_weather_agent(agent, convention="otel-genai", usage=(258, 46))
+
+
+def test_streamed_calls_are_rebuilt_from_their_chunks() -> None:
+    """Streamed, MLflow records the first call's output as an empty message: its tool call is
+    only in the ``mlflow.chunk.item.N`` events, and is read from there."""
+    runs = capture_runs(LIBRARY, "tool_call_stream")
+    (agent,) = primary_runs(runs)
+    assert_weather_agent(agent, convention=CONVENTION, usage=(258, 46))
+    first, _ = only(runs, "llm")
+    (call,) = tool_calls(first)
+    assert (call.tool_call_id, call.args, call.state) == (
+        tool_calls(agent)[0].tool_call_id, {"city": "Paris"}, "call"
+    )
+    (tool_run,) = only(runs, "tool")
+    assert tool_calls(tool_run)[0].tool_call_id == call.tool_call_id
 
 
 def test_multi_turn_reads_the_history_as_remembered() -> None:
@@ -172,6 +187,7 @@ def test_agent_without_traced_model_calls_reads_its_own_arguments() -> None:
          "mlflow.spanOutputs": '{"choices": "none"}'},
         {"mlflow.spanType": '"RETRIEVER"', "mlflow.spanOutputs": '[{"page_content": 3}, 5]'},
     ],
+    ids=["unquoted", "nul-text", "number-type", "cut-json", "odd-agent", "odd-documents"],
 )
 def test_hostile_values_never_raise(attributes: dict) -> None:
     """Read by this module without a crash (a crash would be caught as 'could not read')."""
@@ -199,3 +215,22 @@ def test_tool_spans_take_the_call_with_their_arguments() -> None:
     assert [(c.tool_call_id, c.result) for c in tool_calls(run)] == [
         ("call_Paris", {"city": "Paris"}), ("call_London", {"city": "London"})
     ]
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        ['{"choices": [{"delta": {"tool_calls": [{"index": "0"}, 5, {"index": 1, "function": 3}]}}]}',
+         "[", '{"choices": {"delta": 1}}', '{"choices": [{"delta": {"content": 7}}]}'],
+        ['{"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c", "function": '
+         '{"name": "get_weather", "arguments": "{\\"ci"}}]}}]}',
+         '{"choices": [{"delta": {"tool_calls": [{"index": 0, "function": '
+         '{"arguments": "ty\\": 1"}}]}}]}'],  # arguments cut short: kept as text
+    ],
+    ids=["malformed", "truncated-arguments"],
+)
+def test_hostile_stream_chunks_never_raise(chunks: list[str]) -> None:
+    chat = _mlflow_span("CHAT_MODEL", {"messages": []}, {"choices": []})
+    chat.events = [SpanEvent(f"mlflow.chunk.item.{i}", 0, {"mlflow.chunk.value": value})
+                   for i, value in enumerate(chunks)]
+    assert_read_without_crash(chat, CONVENTION)

@@ -56,6 +56,9 @@ _KINDS: dict[str, SpanKindName] = {
     "AGENT": "agent", "CHAT_MODEL": "llm", "LLM": "llm", "TOOL": "tool", "RETRIEVER": "retrieval",
 }
 _MATCH_WINDOW = 64
+CHUNK_EVENT = "mlflow.chunk.item."
+CHUNK_VALUE = "mlflow.chunk.value"
+_MAX_CHUNKS = 20_000
 # A ``@mlflow.trace`` agent's argument or result that is its user's text or its answer.
 _TEXT_KEYS = ("input", "question", "query", "prompt", "message", "output", "answer", "content")
 
@@ -146,7 +149,56 @@ def _read_chat(span: Span, info: SpanInfo) -> None:
                                 timestamp(span.end_time_ns))
     system, info.input_messages = split_system(m for m in inputs if m is not None)
     info.system.extend(system)
-    info.output_messages = [m for m in outputs if m is not None]
+    info.output_messages = [m for m in outputs if m is not None and m.content.parts]
+    if not info.output_messages and (streamed := _streamed_response(span, info.warnings)):
+        info.output_messages = [
+            m for m in body_messages(streamed, CHUNK_VALUE, span.span_id, "out", info,
+                                     timestamp(span.end_time_ns)) if m is not None
+        ]
+
+
+def _streamed_response(span: Span, warnings: list[str]) -> dict[str, Any] | None:
+    """A streamed call's response put back together from its ``mlflow.chunk.item.N`` events.
+
+    MLflow 3.17 records a streamed OpenAI call's output as an empty message (its own assembly
+    drops tool calls); the chunks, one span event each, hold the deltas: text appended, tool
+    calls assembled by index. At most ``_MAX_CHUNKS`` are read.
+    """
+    text: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    finish: Any = None
+    chunks = [e for e in span.events if e.name.startswith(CHUNK_EVENT)][:_MAX_CHUNKS]
+    for event in chunks:
+        chunk = load_json(event.attributes.get(CHUNK_VALUE), warnings, CHUNK_VALUE)
+        choices = chunk.get("choices") if isinstance(chunk, dict) else None
+        for choice in choices if isinstance(choices, list) else []:
+            delta = choice.get("delta") if isinstance(choice, dict) else None
+            if not isinstance(delta, dict):
+                continue
+            finish = choice.get("finish_reason") or finish
+            if isinstance(delta.get("content"), str):
+                text.append(delta["content"])
+            for part in delta.get("tool_calls") or []:
+                if isinstance(part, dict) and isinstance(part.get("index"), int):
+                    _add_call_delta(calls.setdefault(part["index"], {}), part)
+    if not text and not calls:
+        return None
+    message = {"role": "assistant", "content": "".join(text) or None,
+               "tool_calls": [calls[i] for i in sorted(calls)]}
+    return {"choices": [{"message": message, "finish_reason": finish}]}
+
+
+def _add_call_delta(call: dict[str, Any], delta: dict[str, Any]) -> None:
+    """One streamed tool-call delta onto the call being assembled (id and name once, the
+    arguments' JSON in pieces)."""
+    function: dict[str, Any] = delta["function"] if isinstance(delta.get("function"), dict) else {}
+    built = call.setdefault("function", {"name": "", "arguments": ""})
+    call["id"] = call.get("id") or delta.get("id") or ""
+    call["type"] = "function"
+    if isinstance(function.get("name"), str):
+        built["name"] += function["name"]
+    if isinstance(function.get("arguments"), str):
+        built["arguments"] += function["arguments"]
 
 
 def _read_agent(span: Span, info: SpanInfo) -> None:
