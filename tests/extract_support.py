@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 
 from tests.conftest import CAPTURES
-from tracescore.extract import extract_runs
+from tracescore.extract import extract_runs, read_spans
 from tracescore.extract.model import AgentRun, ToolInvocation
 from tracescore.ingest.files import load_traces
 from tracescore.spans import LogRecord, Resource, Scope, Span, Trace
@@ -21,6 +21,9 @@ WEATHER_SYSTEM = (
 WEATHER_USER = "What's the weather like in Paris today?"
 WEATHER_RESULT = {"city": "Paris", "forecast": "sunny", "temperature_c": 21}
 WEATHER_ANSWER = "It is sunny in Paris today, about 21 degrees Celsius"
+# The tool-error scenario: get_weather raises for Atlantis, then answers for Paris and London.
+ATLANTIS_USER = "What's the weather in Atlantis, Paris and London today?"
+LONDON_RESULT = {"city": "London", "forecast": "rainy", "temperature_c": 14}
 CHAT_SYSTEM = "You are a friendly assistant."
 CHAT_USER = "Say hello to the tracescore team in one sentence."
 CHAT_ANSWER = "Hello, tracescore team! Wishing you clean traces and sharp scores."
@@ -142,6 +145,19 @@ def assert_second_turn(run: AgentRun) -> ToolInvocation:
     assert call.tool_call_id != earlier.tool_call_id
     assert final_answer(run) == SECOND_TURN_ANSWER
     return earlier
+def assert_atlantis_calls(calls: list[ToolInvocation]) -> None:
+    """The tool-error scenario's three calls: Atlantis failed (``ValueError``), Paris and
+    London answered, each its own call id."""
+    atlantis, paris, london = calls
+    assert (atlantis.args, atlantis.state, atlantis.is_error) == (
+        {"city": "Atlantis"}, "output-error", True
+    )
+    assert atlantis.error_text == "ValueError: Unknown city: Atlantis"
+    assert (paris.args, paris.result, paris.state) == ({"city": "Paris"}, WEATHER_RESULT,
+                                                       "result")
+    assert (london.args, london.result, london.state) == ({"city": "London"}, LONDON_RESULT,
+                                                          "result")
+    assert len({call.tool_call_id for call in calls}) == 3
 
 
 # --- hand-made spans -------------------------------------------------------------------------
@@ -198,3 +214,13 @@ def log(span_id: str, event_name: str, body: object = None, attributes: dict | N
 
 def trace(*spans: Span, logs: list[LogRecord] | None = None) -> Trace:
     return Trace(TRACE_ID, list(spans), list(logs or []))
+
+
+def assert_read_without_crash(hostile: Span, convention: str) -> None:
+    """The span is claimed by ``convention`` and read, then built into runs, without a crash
+    (a convention's crash is caught and left as a ``could not read`` warning)."""
+    one = trace(hostile)
+    (info,) = read_spans(one)
+    assert info.convention == convention
+    assert not any("could not" in w for w in info.warnings), info.warnings
+    extract_runs(one)

@@ -22,7 +22,6 @@ from tracescore.extract.base import (
     first,
     first_str,
     indexed,
-    json_text,
     load_json,
     new_info,
     timestamp,
@@ -36,13 +35,10 @@ from tracescore.extract.genai_messages import (
     find_reasoning,
     langchain_tool_message,
     parse_message,
-    parse_messages,
-    parse_part,
     parse_tool_definition,
     parse_tool_definitions,
     reasoning_part,
     split_system,
-    text_message,
 )
 from tracescore.extract.model import (
     ContextDocument,
@@ -51,6 +47,7 @@ from tracescore.extract.model import (
     SpanKindName,
     ToolInvocation,
 )
+from tracescore.extract.openai_bodies import body_messages
 from tracescore.spans import LogRecord, Span
 
 NAME = "openinference"
@@ -159,9 +156,11 @@ def _read_messages(span: Span, info: SpanInfo) -> None:
         info.kind = "llm"
         return
     if not inputs and "input.value" in attributes:
-        inputs = _body_messages(attributes["input.value"], span.span_id, "in", info, started)
+        inputs = body_messages(attributes["input.value"], "input.value", span.span_id, "in", info,
+                               started)
     if not outputs and "output.value" in attributes:
-        outputs = _body_messages(attributes["output.value"], span.span_id, "out", info, ended)
+        outputs = body_messages(attributes["output.value"], "output.value", span.span_id, "out",
+                                info, ended)
     system, info.input_messages = split_system(m for m in inputs if m is not None)
     info.system.extend(system)  # after Responses ``instructions``, when the body had them
     info.output_messages = [m for m in outputs if m is not None]
@@ -213,59 +212,6 @@ def _message(
     }
     return parse_message(message, message_id, warnings, what, default_role=role,
                          created_at=created_at)
-
-
-def _body_messages(
-    value: Any, span_id: str, direction: str, info: SpanInfo, created_at: Any
-) -> list[Message | None]:
-    """Messages from a raw ``input.value``/``output.value``: an OpenAI request or response body
-    (Chat Completions or Responses), a message list, or plain text."""
-    what = "input.value" if direction == "in" else "output.value"
-    role = "user" if direction == "in" else "assistant"
-    prefix = f"{span_id}-{direction}"
-    body = load_json(value, info.warnings, what)
-    if isinstance(body, dict) and isinstance(body.get("messages"), list):
-        return list(parse_messages(body["messages"], prefix, info.warnings, what,
-                                   created_at=created_at))
-    if isinstance(body, dict) and isinstance(body.get("choices"), list):
-        return [
-            parse_message({**c["message"], "finish_reason": c.get("finish_reason")},
-                          f"{prefix}-{i}", info.warnings, what, default_role=role,
-                          created_at=created_at)
-            for i, c in enumerate(body["choices"])
-            if isinstance(c, dict) and isinstance(c.get("message"), dict)
-        ]
-    if isinstance(body, dict) and ("input" in body or "output" in body):
-        return _responses_messages(body, prefix, info, what, role, created_at)
-    if isinstance(body, list) and all(isinstance(m, dict) and "role" in m for m in body):
-        return list(parse_messages(body, prefix, info.warnings, what, created_at=created_at))
-    text = json_text(body)
-    return [text_message(f"{prefix}-0", role, text, created_at)] if text else []
-
-
-def _responses_messages(
-    body: dict[str, Any], prefix: str, info: SpanInfo, what: str, role: str, created_at: Any
-) -> list[Message | None]:
-    """An OpenAI Responses API request (``instructions`` + ``input``) or response (``output``)."""
-    if role == "user":
-        if isinstance(body.get("instructions"), str):
-            info.system.append(body["instructions"])
-        items = body.get("input")
-    else:
-        items = body.get("output")
-    if isinstance(items, str):
-        return [text_message(f"{prefix}-0", role, items, created_at)]
-    messages: list[Message | None] = []
-    loose = []
-    for item in items if isinstance(items, list) else []:
-        if isinstance(item, dict) and "role" in item:
-            messages.append(parse_message(item, f"{prefix}-{len(messages)}", info.warnings, what,
-                                          default_role=role, created_at=created_at))
-        elif part := parse_part(item, info.warnings, what):
-            loose.append(part)
-    if loose:
-        messages.append(build_message(f"{prefix}-{len(messages)}", role, loose, created_at))
-    return messages
 
 
 def _tool_call(span: Span, info: SpanInfo) -> ToolInvocation:

@@ -4,8 +4,9 @@ Most specific first: framework conventions that also write GenAI attributes (Mas
 AI, ai@7) and OpenInference's optional GenAI mirror must be claimed before the generic OTel
 GenAI module would read them as plain GenAI spans; the OpenInference instrumentors that need
 reading of their own (CrewAI, LlamaIndex, smolagents: claimed by instrumentation scope, read
-with OpenInference's reader first) come before OpenInference itself. A module's ``detect`` must
-be cheap: it runs for every span of every trace.
+with OpenInference's reader first) come before OpenInference itself, and MLflow's and Google
+ADK's own attributes are read before their GenAI ones. A module's ``detect`` must be cheap: it
+runs for every span of every trace.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from __future__ import annotations
 from tracescore.extract import (
     crewai,
     genai,
+    google_adk,
     langfuse,
     llamaindex,
     mastra,
+    mlflow,
     openinference,
     openllmetry,
     pydantic_ai,
@@ -35,6 +38,8 @@ CONVENTIONS: list[Convention] = [
     smolagents,
     openinference,
     openllmetry,
+    mlflow,
+    google_adk,
     genai,
 ]
 
