@@ -41,6 +41,7 @@ from tracescore.auth import ApiKeys, with_environment_keys
 from tracescore.background import BackgroundFactory
 from tracescore.config import Config, ServerConfig
 from tracescore.conversations.api import conversations_router
+from tracescore.extract.declared import claim_order
 from tracescore.feedback.api import feedback_router
 from tracescore.feedback.scan import feedback_scan_task
 from tracescore.ingest.api import ingest_router
@@ -74,7 +75,9 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     guarded = [Depends(ApiKeys(config.server.api_keys).require)]
     app.state.body_readers = readers = BodyReaders(body_limits(config.server))
     app.include_router(otlp_router(intake, readers), dependencies=guarded)
-    traces = traces_router(store, config.conversations.id_attributes)
+    traces = traces_router(
+        store, config.conversations.id_attributes, claim_order(config.conventions)
+    )
     app.include_router(traces, dependencies=guarded)
     app.include_router(conversations_router(store.engine), dependencies=guarded)
     app.include_router(ingest_router(store), dependencies=guarded)

@@ -3,12 +3,22 @@
 Most specific first: framework conventions that also write GenAI attributes (Mastra, Pydantic
 AI, ai@7) and OpenInference's optional GenAI mirror must be claimed before the generic OTel
 GenAI module would read them as plain GenAI spans. A module's ``detect`` must be cheap: it runs
-for every span of every trace.
+for every span of every trace. The generic fallback comes last: it only reads what no convention
+claimed. Conventions declared in configuration come before all of these
+(:func:`tracescore.extract.declared.claim_order`).
 """
 
 from __future__ import annotations
 
-from tracescore.extract import genai, mastra, openinference, openllmetry, pydantic_ai, vercel
+from tracescore.extract import (
+    fallback,
+    genai,
+    mastra,
+    openinference,
+    openllmetry,
+    pydantic_ai,
+    vercel,
+)
 from tracescore.extract.base import Convention
 from tracescore.spans import Span
 
@@ -19,6 +29,7 @@ CONVENTIONS: list[Convention] = [
     openinference,
     openllmetry,
     genai,
+    fallback,
 ]
 
 
