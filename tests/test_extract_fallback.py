@@ -120,3 +120,22 @@ def test_it_never_takes_a_span_a_convention_claims() -> None:
         "openinference.span.kind": "LLM", "input.value": json.dumps(OPENAI_REQUEST),
         "output.value": json.dumps(OPENAI_RESPONSE), "llm.model_name": "gpt-4o-mini"}))
     assert run.convention == "openinference" and run.warnings == []
+
+
+def test_a_wrapper_handed_the_conversation_is_not_a_model_call() -> None:
+    """MLflow's ``@mlflow.trace`` agent function records its argument, the conversation, as
+    ``{"messages": [...]}`` like the model calls below it: those calls are the runs."""
+    request = {"messages": OPENAI_REQUEST["messages"][:2]}
+    wrapper = span("WeatherBot", {"fn.inputs": json.dumps(request), "fn.output": f"{WEATHER_ANSWER}."})
+    first = span("Completions", {
+        "fn.inputs": json.dumps({**request, "model": "gpt-4o-mini"}),
+        "fn.output": json.dumps({**OPENAI_RESPONSE, "choices": [
+            {"index": 0, "finish_reason": "tool_calls",
+             "message": {"role": "assistant", "content": None, "tool_calls": [CALL]}}]}),
+    }, parent=wrapper.span_id)
+    second = span("Completions", {"fn.inputs": json.dumps(OPENAI_REQUEST),
+                                  "fn.output": json.dumps(OPENAI_RESPONSE)}, parent=wrapper.span_id)
+    runs = extract_runs(trace(wrapper, first, second))
+    assert [(r.span_id, r.kind, r.primary) for r in runs] == [
+        (first.span_id, "llm", True), (second.span_id, "llm", True)]
+    assert runs[1].output[0].content.content == f"{WEATHER_ANSWER}."

@@ -74,3 +74,23 @@ def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
         "A conventions: entry in the configuration can read this library's agents and tools too"
     )
     return info
+
+
+def refine(read: list[tuple[Span, SpanInfo]]) -> None:
+    """A span read as a model call that has model calls below it is the code around them (an
+    agent function whose argument was the conversation, a retry wrapper): not a call itself.
+
+    Left as an LLM call it would stand for the trace (the outermost call is primary) with the
+    conversation it was handed and no answer of its own, its calls below not scored.
+    """
+    infos = {info.span_id: info for _, info in read}
+    for span, info in read:
+        if info.kind != "llm":
+            continue
+        parent = infos.get(span.parent_span_id or "")
+        seen = {info.span_id}
+        while parent is not None and parent.span_id not in seen:
+            seen.add(parent.span_id)
+            if parent.kind == "llm" and parent.convention == NAME:
+                parent.kind = "other"
+            parent = infos.get(parent.parent_span_id or "")
