@@ -48,9 +48,8 @@ conventions:
   - name: acme
     match: {scope: "acme.*"}
     read:
-      usage:
-        input_tokens: {attribute: acme.tokens, path: in}
-        output_tokens: {attribute: acme.tokens, path: out}
+      input_tokens: {attribute: acme.tokens, path: in}
+      output_tokens: {attribute: acme.tokens, path: out}
     spans:
       - kind: agent
         equals: {acme.kind: agent}
@@ -193,8 +192,8 @@ def test_rules_are_tried_in_order_and_the_rule_read_overrides_the_shared_one(cap
     # A catch-all first takes every span as ``other``: no run at all.
     config["conventions"][0]["spans"] = [{"kind": "other"}, *spans]
     assert _runs(capture, yaml.safe_dump(config)) == []
-    # A rule's own usage place replaces the shared one (here: a place no span has).
-    spans[1]["read"]["usage"] = {"input_tokens": "acme.missing"}
+    # A rule's own place of a fact replaces the shared one (here: a place no span has).
+    spans[1]["read"]["input_tokens"] = "acme.missing"
     config["conventions"][0]["spans"] = spans
     llms = only(_runs(capture, yaml.safe_dump(config)), "llm")
     assert [r.usage.input_tokens for r in llms] == [0, 0]
@@ -234,13 +233,16 @@ def test_tracescore_score_config_scores_the_declared_runs(capture: Path, tmp_pat
         (lambda c: c["spans"][0]["read"].update(system={"attribute": "acme.agent.config",
                                                         "path": "instructions..text"}),
          "conventions.0.spans.0.read.system.path", "not a path at character 14"),
-        (lambda c: c["read"]["usage"].update(input_tokens={"path": "in"}),
-         "conventions.0.read.usage.input_tokens.attribute", "Field required"),
+        (lambda c: c["read"].update(input_tokens={"path": "in"}),
+         "conventions.0.read.input_tokens.attribute", "Field required"),
+        (lambda c: c["spans"][0]["read"].update(prompt="acme.prompt"),
+         "conventions.0.spans.0.read.prompt.[key]", "Input should be 'agent_name', 'system'"),
         (lambda c: c["spans"][2].update(kind="function"), "conventions.0.spans.2.kind",
          "Input should be 'agent', 'llm', 'tool', 'retrieval' or 'other'"),
         (lambda c: c.update(spans=[]), "conventions.0.spans", "at least 1 item"),
     ],
-    ids=["unknown-key", "bad-regex", "bad-path", "no-attribute", "bad-kind", "no-rules"],
+    ids=["unknown-key", "bad-regex", "bad-path", "no-attribute", "unknown-fact", "bad-kind",
+         "no-rules"],
 )
 def test_config_errors_name_the_bad_key(edit: Any, where: str, message: str,
                                         tmp_path: Path) -> None:

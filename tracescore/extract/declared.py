@@ -22,12 +22,7 @@ from tracescore.extract.base import (
     timestamp,
 )
 from tracescore.extract.chat_json import read_request, response_messages
-from tracescore.extract.declared_config import (
-    ConventionConfig,
-    ReadConfig,
-    Source,
-    SpanMatch,
-)
+from tracescore.extract.declared_config import ConventionConfig, Fact, Source, SpanMatch
 from tracescore.extract.genai_messages import (
     decode_arguments,
     decode_result,
@@ -40,7 +35,7 @@ from tracescore.extract.registry import CONVENTIONS
 from tracescore.settings import Matcher, compile_pattern
 from tracescore.spans import LogRecord, Span
 
-_USAGE_FIELDS = ("input_tokens", "output_tokens", "total_tokens")
+_USAGE_FACTS: tuple[Fact, ...] = ("input_tokens", "output_tokens", "total_tokens")
 
 
 def claim_order(configs: Sequence[ConventionConfig]) -> list[Convention]:
@@ -87,9 +82,7 @@ class _Place:
     what: str
 
     @classmethod
-    def of(cls, source: Source | None) -> _Place | None:
-        if source is None:
-            return None
+    def of(cls, source: Source) -> _Place:
         steps = parse_path(source.path) if source.path else ()
         what = f"{source.attribute}:{source.path}" if source.path else source.attribute
         return cls(source.attribute, steps, what)
@@ -102,44 +95,30 @@ class _Place:
 
 
 class _Reader:
-    """A compiled :class:`ReadConfig`: the places of one rule's facts."""
+    """The compiled places of one rule's facts (its own, else its convention's)."""
 
-    def __init__(self, config: ReadConfig) -> None:
-        self.places = {
-            field: place
-            for field in ReadConfig.model_fields
-            if field != "usage" and (place := _Place.of(getattr(config, field))) is not None
-        }
-        usage = config.usage
-        self.usage = {
-            field: place
-            for field in _USAGE_FIELDS
-            if usage is not None and (place := _Place.of(getattr(usage, field))) is not None
-        }
+    def __init__(self, places: Mapping[Fact, Source]) -> None:
+        self.places = {fact: _Place.of(source) for fact, source in places.items()}
+        self.usage = [(fact, self.places[fact]) for fact in _USAGE_FACTS if fact in self.places]
 
-    def value(self, field: str, span: Span, warnings: list[str]) -> Any:
-        place = self.places.get(field)
+    def value(self, fact: Fact, span: Span, warnings: list[str]) -> Any:
+        place = self.places.get(fact)
         return None if place is None else place.get(span.attributes, warnings)
 
-    def text(self, field: str, span: Span, warnings: list[str]) -> str | None:
-        value = self.value(field, span, warnings)
+    def text(self, fact: Fact, span: Span, warnings: list[str]) -> str | None:
+        value = self.value(fact, span, warnings)
         return json_text(value) if value not in (None, "") else None
 
     def read_usage(self, span: Span, warnings: list[str]) -> TokenUsage | None:
         counts = {
-            field: count
-            for field, place in self.usage.items()
+            fact: count
+            for fact, place in self.usage
             if (count := as_int(place.get(span.attributes, warnings))) is not None
         }
         if not counts:
             return None
         counts.setdefault("total_tokens", counts.get("input_tokens", 0) + counts.get("output_tokens", 0))
         return TokenUsage(**counts)
-
-
-def _merged(shared: ReadConfig, own: ReadConfig) -> ReadConfig:
-    """The convention's places with the rule's own ones in their stead."""
-    return shared.model_copy(update={field: getattr(own, field) for field in own.model_fields_set})
 
 
 class DeclaredConvention:
@@ -149,7 +128,7 @@ class DeclaredConvention:
         self.NAME = config.name
         self._match = _Match(config.match)
         self._rules: list[tuple[_Match, SpanKindName, _Reader]] = [
-            (_Match(rule), rule.kind, _Reader(_merged(config.read, rule.read)))
+            (_Match(rule), rule.kind, _Reader({**config.read, **rule.read}))
             for rule in config.spans
         ]
 
@@ -213,8 +192,8 @@ def _read_facts(span: Span, info: SpanInfo, reader: _Reader) -> None:
         info.documents = _documents(reader.value("documents", span, warnings), span.name)
 
 
-def _what(reader: _Reader, *fields: str) -> str:
-    return next(reader.places[f].what for f in fields if f in reader.places)
+def _what(reader: _Reader, *facts: Fact) -> str:
+    return next(reader.places[f].what for f in facts if f in reader.places)
 
 
 def _documents(value: Any, source: str) -> list[ContextDocument]:

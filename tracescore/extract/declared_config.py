@@ -10,6 +10,7 @@ bad one is refused at start with the key that holds it.
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -42,49 +43,12 @@ class Source(Section):
         return path
 
 
-class UsageSources(Section):
-    """Where the token counts are; the total is input + output when not given."""
-
-    input_tokens: Source | None = None
-    output_tokens: Source | None = None
-    total_tokens: Source | None = None
-
-
-class ReadConfig(Section):
-    """Where a span's facts are. Each is a :class:`Source`: an attribute, or an attribute and a
-    path into its JSON value."""
-
-    agent_name: Source | None = None
-    """The agent's name (an agent span without one is named after the span)."""
-    system: Source | None = None
-    """The system prompt: text, a list of texts, or a list of ``{type: text, text}`` parts."""
-    messages: Source | None = None
-    """Everything the model or agent was sent: an OpenAI or Anthropic message array (or a request
-    body holding ``messages`` and, for Anthropic, ``system``). System messages become the system
-    prompt, the last user turn the input, the rest history."""
-    input: Source | None = None
-    """The user's input when there is no ``messages``: text, a message, a message array or a
-    request body."""
-    output: Source | None = None
-    """The answer: text, an assistant message, a chat completion (``choices``) or an Anthropic
-    message (``content`` blocks); their tool calls join the tool spans by id."""
-    tool_name: Source | None = None
-    """On a tool span: the tool's name (default: the span's name)."""
-    tool_call_id: Source | None = None
-    """On a tool span: the id of the call it answers, which joins it to the model's call."""
-    arguments: Source | None = None
-    """On a tool span: the arguments (an object, or JSON text)."""
-    result: Source | None = None
-    """On a tool span: what the tool returned."""
-    documents: Source | None = None
-    """On a retrieval span: a list of texts, or of objects with ``content``, ``text`` or
-    ``page_content`` (and optionally ``id``, ``score``)."""
-    model: Source | None = None
-    provider: Source | None = None
-    error: Source | None = None
-    """An error message; when present the span counts as failed."""
-    usage: UsageSources | None = None
-
+Fact = Literal[
+    "agent_name", "system", "messages", "input", "output", "tool_name", "tool_call_id",
+    "arguments", "result", "documents", "model", "provider", "error", "input_tokens",
+    "output_tokens", "total_tokens",
+]
+"""A fact a convention says where to find: the keys of ``read``."""
 
 class SpanMatch(Section):
     """Which spans: every condition given must hold. Patterns are exact, a glob (``acme.*``) or
@@ -117,8 +81,9 @@ class SpanRule(SpanMatch):
     kind: SpanKindName
     """``agent``, ``llm``, ``tool``, ``retrieval``, or ``other`` (claimed, kept in the tree,
     no run: the library's internal spans)."""
-    read: ReadConfig = Field(default_factory=ReadConfig)
-    """Where this kind's facts are; keys given here replace the convention's ``read``."""
+    read: dict[Fact, Source] = Field(default_factory=dict)
+    """Where this kind's facts are, by fact as in the convention's ``read``; a fact given here
+    replaces the convention's place for it."""
 
 
 class ConventionConfig(Section):
@@ -129,8 +94,20 @@ class ConventionConfig(Section):
     """The convention's name, shown on its runs (``convention``)."""
     match: SpanMatch = Field(default_factory=SpanMatch)
     """Conditions every span of the library meets (typically its ``scope``)."""
-    read: ReadConfig = Field(default_factory=ReadConfig)
-    """Where the facts are on every kind of span (each rule's ``read`` overrides keys)."""
+    read: dict[Fact, Source] = Field(default_factory=dict)
+    """Where the span's facts are, by fact, each an attribute (or an attribute and a path
+    into its JSON value): ``agent_name`` (an agent span without one is named after the span);
+    ``system``, the system prompt (text, texts, or ``{type: text, text}`` parts); ``messages``,
+    everything the model or agent was sent, as an OpenAI or Anthropic message array or a request
+    body holding ``messages`` (and ``system``): system messages become the system prompt, the last
+    user turn the input, the rest history; ``input``, the user's input when there is no
+    ``messages`` (text, a message, or as ``messages``); ``output``, the answer: text, an assistant
+    message, a chat completion (``choices``) or an Anthropic message (``content`` blocks), whose tool
+    calls join the tool spans by id; on tool spans ``tool_name`` (default: the span's name),
+    ``tool_call_id`` (joins the model's call), ``arguments`` and ``result``; on retrieval spans
+    ``documents`` (texts, or objects with ``content``, ``text`` or ``page_content``); ``model``,
+    ``provider``; ``error`` (when present, the span failed); ``input_tokens``, ``output_tokens``,
+    ``total_tokens`` (input + output when not given). Shared by every kind of span of ``spans``."""
     spans: list[SpanRule] = Field(min_length=1)
     """The kinds of span, most specific first."""
 
