@@ -27,8 +27,10 @@ from tests.extract_support import (
     WEATHER_USER,
     final_answer,
     only,
+    span,
     system_text,
     tool_calls,
+    trace,
     user_text,
 )
 from tests.server_process import start_server
@@ -286,3 +288,28 @@ def test_a_served_service_extracts_and_scores_the_declared_runs(tmp_path: Path) 
         runs = http.get(f"/api/traces/{TRACE_ID}/runs", params={"primary": "true"}).json()
         (run,) = runs
         assert_acme_agent(AgentRun.model_validate(run))
+
+
+def test_a_json_quoted_value_and_a_whole_request_body_need_no_path() -> None:
+    """Values read without a path are JSON-decoded: a kind or model sent JSON-quoted (MLflow
+    writes ``"\\"CHAT_MODEL\\""``), a request body, a chat completion with its usage."""
+    config = parse_config("""
+conventions:
+  - name: quoted
+    spans:
+      - kind: llm
+        equals: {x.kind: '"CHAT_MODEL"'}
+        read: {model: x.model, messages: x.inputs, output: x.outputs}
+""")
+    request = {"model": "gpt-4o-mini", "messages": [{"role": "system", "content": WEATHER_SYSTEM},
+                                                    {"role": "user", "content": WEATHER_USER}]}
+    response = {"choices": [{"message": {"role": "assistant", "content": ANSWER}}],
+                "usage": {"prompt_tokens": 116, "completion_tokens": 23, "total_tokens": 139}}
+    (run,) = extract_runs(trace(span("Completions", {
+        "x.kind": '"CHAT_MODEL"', "x.model": '"gpt-4o-mini"',
+        "x.inputs": json.dumps(request), "x.outputs": json.dumps(response)})),
+        claim_order(config.conventions))
+    assert (run.kind, run.convention, run.model) == ("llm", "quoted", "gpt-4o-mini")
+    assert system_text(run) == [WEATHER_SYSTEM] and user_text(run) == [WEATHER_USER]
+    assert run.output[0].content.content == ANSWER
+    assert (run.usage.input_tokens, run.usage.output_tokens, run.usage.total_tokens) == (116, 23, 139)

@@ -383,6 +383,7 @@ def rescore(
     import asyncio
 
     from tracescore.config import ConfigError
+    from tracescore.extract.declared import claim_order
     from tracescore.offline.progress import progress_bar
     from tracescore.offline.report import render, summarize
     from tracescore.offline.rescore import Backfill, parse_since
@@ -408,7 +409,8 @@ def rescore(
         from tracescore.judge import use_verdict_store
 
         use_verdict_store(store.engine)
-    backfill = Backfill(store, compiled, force=force, concurrency=concurrency)
+    backfill = Backfill(store, compiled, force=force, concurrency=concurrency,
+                        conventions=claim_order(config.conventions))
     if skipped := [b.name for b in compiled if b not in backfill.bindings]:
         typer.echo(
             f"not re-scored: {', '.join(skipped)} (target: conversation; the service rescores a "

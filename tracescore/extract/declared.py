@@ -18,6 +18,7 @@ from tracescore.extract.base import (
     Convention,
     as_int,
     json_text,
+    load_json,
     new_info,
     timestamp,
 )
@@ -88,10 +89,15 @@ class _Place:
         return cls(source.attribute, steps, what)
 
     def get(self, attributes: Mapping[str, Any], warnings: list[str]) -> Any:
+        """The value at this place; JSON text is decoded (quietly: a text fact that merely
+        opens with a bracket or a quote is still text), so ``"AGENT"`` sent JSON-quoted reads
+        as ``AGENT`` and a request body as an object."""
         value = attributes.get(self.attribute)
-        if value is None or not self.steps:
-            return value
-        return follow(value, self.steps, warnings, self.what)
+        if value is None:
+            return None
+        if self.steps:
+            return follow(value, self.steps, warnings, self.what)
+        return load_json(value, [], self.what)
 
 
 class _Reader:
