@@ -313,3 +313,35 @@ conventions:
     assert system_text(run) == [WEATHER_SYSTEM] and user_text(run) == [WEATHER_USER]
     assert run.output[0].content.content == ANSWER
     assert (run.usage.input_tokens, run.usage.output_tokens, run.usage.total_tokens) == (116, 23, 139)
+
+
+def test_an_error_fact_fails_the_tool_call_and_a_system_prompt_is_kept_once() -> None:
+    config = parse_config("""
+conventions:
+  - name: acme
+    spans:
+      - kind: agent
+        equals: {acme.kind: agent}
+        read: {system: acme.instructions, messages: acme.messages}
+      - kind: tool
+        equals: {acme.kind: tool}
+        read: {arguments: acme.args, result: acme.output, error: acme.error}
+""")
+    agent = span("acme.run", {
+        "acme.kind": "agent", "acme.instructions": WEATHER_SYSTEM,
+        "acme.messages": json.dumps([{"role": "system", "content": WEATHER_SYSTEM},
+                                     {"role": "user", "content": WEATHER_USER}])})
+    failed = span("get_weather", {"acme.kind": "tool", "acme.args": '{"city": "Atlantis"}',
+                                  "acme.error": "ValueError: Unknown city: Atlantis"},
+                  parent=agent.span_id)
+    fine = span("get_weather", {"acme.kind": "tool", "acme.args": '{"city": "Paris"}',
+                                "acme.output": json.dumps(WEATHER_RESULT), "acme.error": False},
+                parent=agent.span_id)
+    runs = extract_runs(trace(agent, failed, fine), claim_order(config.conventions))
+    (run,) = only(runs, "agent")
+    assert system_text(run) == [WEATHER_SYSTEM] and user_text(run) == [WEATHER_USER]
+    assert [(c.args, c.state, c.error_text) for c in tool_calls(run)] == [
+        ({"city": "Atlantis"}, "output-error", "ValueError: Unknown city: Atlantis"),
+        ({"city": "Paris"}, "result", None)]
+    assert [(r.status, r.error) for r in only(runs, "tool")] == [
+        ("error", "ValueError: Unknown city: Atlantis"), ("unset", None)]

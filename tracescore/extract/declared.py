@@ -164,8 +164,9 @@ def _read_facts(span: Span, info: SpanInfo, reader: _Reader) -> None:
     info.model = reader.text("model", span, warnings)
     info.provider = reader.text("provider", span, warnings)
     info.usage = reader.read_usage(span, warnings)
-    if (error := reader.text("error", span, warnings)) is not None:
-        info.status, info.error = "error", error
+    error = reader.value("error", span, warnings)
+    if error not in (None, "", False):  # ``error: false`` on a span that went well
+        info.status, info.error = "error", json_text(error)
     if info.kind == "agent":
         info.agent_name = reader.text("agent_name", span, warnings) or span.name
     else:
@@ -177,7 +178,8 @@ def _read_facts(span: Span, info: SpanInfo, reader: _Reader) -> None:
         read_request(sent, info, f"{span.span_id}-in", _what(reader, "messages", "input"),
                      timestamp(span.start_time_ns))
     if (system := reader.value("system", span, warnings)) is not None:
-        info.system[:0] = parse_system_instructions(system, warnings, reader.places["system"].what)
+        texts = parse_system_instructions(system, warnings, reader.places["system"].what)
+        info.system[:0] = [text for text in texts if text not in info.system]  # sent twice
     if (answer := reader.value("output", span, warnings)) is not None:
         info.output_messages = response_messages(
             answer, info, f"{span.span_id}-out", reader.places["output"].what,
