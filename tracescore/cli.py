@@ -154,7 +154,8 @@ def extract(
         [], "--kind", help="Only runs of this kind (agent, llm, tool); repeatable."
     ),
     config_file: Path | None = typer.Option(
-        None, "--config", help="YAML config: conversations.id_attributes name the conversation."
+        None, "--config", help="YAML config: its conventions are read too, its "
+        "conversations.id_attributes name the conversation."
     ),
 ) -> None:
     """Rebuild the agent, LLM and tool runs of the traces in FILES and print them as JSON."""
@@ -162,6 +163,7 @@ def extract(
 
     from tracescore.config import ConfigError
     from tracescore.extract import RUN_KINDS, select_runs
+    from tracescore.extract.declared import claim_order
     from tracescore.extract.mastra_json import MastraRunError
     from tracescore.ingest.decode import DecodeError
     from tracescore.offline.inputs import read_runs
@@ -174,7 +176,9 @@ def extract(
     except ConfigError as exc:
         _usage_error(str(exc))
     try:
-        runs = read_runs(files, config.conversations.id_attributes)
+        runs = read_runs(
+            files, config.conversations.id_attributes, claim_order(config.conventions)
+        )
     except (DecodeError, MastraRunError, OSError) as exc:
         typer.echo(f"cannot read: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -221,6 +225,7 @@ def score(
     import orjson
 
     from tracescore.config import ConfigError
+    from tracescore.extract.declared import claim_order
     from tracescore.extract.mastra_json import MastraRunError
     from tracescore.ingest.decode import DecodeError
     from tracescore.offline.conversations import (
@@ -247,7 +252,9 @@ def score(
     except (ConfigError, SpecError, BindingError) as exc:
         _usage_error(str(exc))
     try:
-        runs = read_runs(files, config.conversations.id_attributes)
+        runs = read_runs(
+            files, config.conversations.id_attributes, claim_order(config.conventions)
+        )
     except (DecodeError, MastraRunError, OSError) as exc:
         _usage_error(f"cannot read: {exc}")
     of_runs = [b for b in compiled if not judges_conversations(b)]
@@ -376,6 +383,7 @@ def rescore(
     import asyncio
 
     from tracescore.config import ConfigError
+    from tracescore.extract.declared import claim_order
     from tracescore.offline.progress import progress_bar
     from tracescore.offline.report import render, summarize
     from tracescore.offline.rescore import Backfill, parse_since
@@ -401,7 +409,8 @@ def rescore(
         from tracescore.judge import use_verdict_store
 
         use_verdict_store(store.engine)
-    backfill = Backfill(store, compiled, force=force, concurrency=concurrency)
+    backfill = Backfill(store, compiled, force=force, concurrency=concurrency,
+                        conventions=claim_order(config.conventions))
     if skipped := [b.name for b in compiled if b not in backfill.bindings]:
         typer.echo(
             f"not re-scored: {', '.join(skipped)} (target: conversation; the service rescores a "

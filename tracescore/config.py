@@ -16,6 +16,7 @@ from pydantic import Field, ValidationError, model_validator
 from tracescore.assemble.config import AssemblyConfig
 from tracescore.conversations.config import ConversationsConfig
 from tracescore.emit.config import ExportConfig
+from tracescore.extract.declared_config import ConventionConfig
 from tracescore.feedback.config import FeedbackConfig
 from tracescore.judge.config import JudgeConfig
 from tracescore.monitor.config import AlertsConfig, MonitorConfig
@@ -136,12 +137,16 @@ class Config(Section):
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     feedback: FeedbackConfig = Field(default_factory=FeedbackConfig)
     conversations: ConversationsConfig = Field(default_factory=ConversationsConfig)
+    conventions: list[ConventionConfig] = Field(default_factory=list)
+    """Span conventions taught without code (see Span formats, "Teaching tracescore a new
+    library"): asked before the built-in ones, in the order written."""
 
     def scoring(self) -> ScoringConfig:
         """The sections the scoring pipeline reads, handed to it (and to scoring processes)."""
         return ScoringConfig(
             store=self.store.url, assembly=self.assembly, judges=self.judges, scorers=self.scorers,
             export=self.export, workers=self.workers, conversations=self.conversations,
+            conventions=self.conventions,
             shutdown_timeout=self.server.shutdown_timeout,
         )
 
@@ -176,6 +181,12 @@ class Config(Section):
                     ((*where, "target"), f"scorer {binding.scorer!r} judges whole conversations: "
                      "set target: conversation")
                 )
+        names: set[str] = set()
+        for index, convention in enumerate(self.conventions):
+            if convention.name in names:
+                found.append(((("conventions", str(index), "name")),
+                              f"duplicate convention name {convention.name!r}"))
+            names.add(convention.name)
         for index, rule in enumerate(self.alerts.rules):
             if rule.binding is not None and rule.binding not in seen:
                 found.append(

@@ -129,13 +129,15 @@ def export(
     runs (feedback as groundTruth) on stdout: ``tracescore score runs.jsonl`` reads them back."""
     import orjson
 
+    from tracescore.extract.declared import claim_order
     from tracescore.feedback.export import export_runs
 
     start = _since(since)
     with database_errors():
-        _, store = _open(db, config_file)
+        config, store = _open(db, config_file)
         count = 0
-        for item in export_runs(store, binding, since=start, below=below):
+        conventions = claim_order(config.conventions)
+        for item in export_runs(store, binding, since=start, below=below, conventions=conventions):
             sys.stdout.buffer.write(orjson.dumps(item) + b"\n")
             count += 1
         sys.stdout.flush()

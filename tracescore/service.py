@@ -41,6 +41,7 @@ from tracescore.auth import ApiKeys, PasswordKeys, with_environment_keys
 from tracescore.background import BackgroundFactory
 from tracescore.config import Config, ServerConfig
 from tracescore.conversations.api import conversations_router
+from tracescore.extract.declared import claim_order
 from tracescore.feedback.api import feedback_router
 from tracescore.feedback.scan import feedback_scan_task
 from tracescore.ingest.api import ingest_router
@@ -77,7 +78,9 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     # The Langfuse SDKs authenticate with Basic auth only: their secret key is the API key.
     app.include_router(langfuse_router(intake, readers),
                        dependencies=[Depends(PasswordKeys(config.server.api_keys).require)])
-    traces = traces_router(store, config.conversations.id_attributes)
+    traces = traces_router(
+        store, config.conversations.id_attributes, claim_order(config.conventions)
+    )
     app.include_router(traces, dependencies=guarded)
     app.include_router(conversations_router(store.engine), dependencies=guarded)
     app.include_router(ingest_router(store), dependencies=guarded)

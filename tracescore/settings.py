@@ -6,7 +6,9 @@ its code and the top-level ``Config`` composes them without any part importing a
 
 from __future__ import annotations
 
+import fnmatch
 import re
+from collections.abc import Callable
 from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
@@ -36,3 +38,18 @@ def parse_duration(value: object) -> float:
 
 Duration = Annotated[float, BeforeValidator(parse_duration), Field(gt=0)]
 """Seconds, written as a number or as ``15m``, ``1h``, ``7d``."""
+
+
+Matcher = Callable[[str], object]
+"""Truthy when the value matches: a regex's match method (a match or None) or a bool test."""
+
+
+def compile_pattern(pattern: str) -> Matcher:
+    """``re:<regex>`` (full match), a glob when it has ``*?[``, else an exact string: the one
+    pattern syntax of every section that names things by pattern (filters, conventions).
+    Raises ``re.error`` for a bad regex."""
+    if pattern.startswith("re:"):
+        return re.compile(pattern[3:]).fullmatch
+    if any(ch in pattern for ch in "*?["):
+        return re.compile(fnmatch.translate(pattern)).match
+    return pattern.__eq__

@@ -6,13 +6,16 @@ GenAI module would read them as plain GenAI spans; the OpenInference instrumento
 reading of their own (CrewAI, LlamaIndex, smolagents: claimed by instrumentation scope, read
 with OpenInference's reader first) come before OpenInference itself, and MLflow's and Google
 ADK's own attributes are read before their GenAI ones. A module's ``detect`` must be cheap: it
-runs for every span of every trace.
+runs for every span of every trace. The generic fallback comes last: it only reads what no
+convention claimed. Conventions declared in configuration come before all of these
+(:func:`tracescore.extract.declared.claim_order`).
 """
 
 from __future__ import annotations
 
 from tracescore.extract import (
     crewai,
+    fallback,
     genai,
     google_adk,
     langfuse,
@@ -41,6 +44,7 @@ CONVENTIONS: list[Convention] = [
     mlflow,
     google_adk,
     genai,
+    fallback,
 ]
 
 

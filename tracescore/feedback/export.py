@@ -15,6 +15,8 @@ from typing import Any
 from sqlalchemy import select
 
 from tracescore.extract import extract_runs
+from tracescore.extract.base import Convention
+from tracescore.extract.registry import CONVENTIONS
 from tracescore.store import SpanStore
 from tracescore.store.feedback import FEEDBACK, SCORES
 
@@ -57,10 +59,12 @@ def _ground_truths(store: SpanStore, binding: str, trace_ids: list[str]) -> dict
 
 
 def export_runs(
-    store: SpanStore, binding: str, *, since: datetime, below: float | None = None
+    store: SpanStore, binding: str, *, since: datetime, below: float | None = None,
+    conventions: list[Convention] = CONVENTIONS,
 ) -> Iterator[dict[str, Any]]:
-    """The runs ``binding`` scored since ``since`` (below ``below``), rebuilt from their traces;
-    runs whose trace is no longer stored are skipped."""
+    """The runs ``binding`` scored since ``since`` (below ``below``), rebuilt from their traces
+    (with ``conventions``, the service's claim order); runs whose trace is no longer stored are
+    skipped."""
     scored = _scored(store, binding, below, since)
     for start in range(0, len(scored), BATCH):
         batch = scored[start : start + BATCH]
@@ -68,7 +72,7 @@ def export_runs(
         traces = store.load_traces(trace_ids)
         truths = _ground_truths(store, binding, trace_ids)
         runs = {
-            (run.trace_id, run.span_id): run for trace in traces.values() for run in extract_runs(trace)
+            (run.trace_id, run.span_id): run for trace in traces.values() for run in extract_runs(trace, conventions)
         }
         for row in batch:
             run = runs.get((row.trace_id, row.span_id))

@@ -19,6 +19,7 @@ import orjson
 from pydantic import ValidationError
 
 from tracescore.extract import extract_runs
+from tracescore.extract.base import Convention
 from tracescore.extract.conversation_id import DEFAULT_ID_ATTRIBUTES
 from tracescore.extract.mastra_json import (
     MastraRunError,
@@ -27,6 +28,7 @@ from tracescore.extract.mastra_json import (
     run_from_mastra,
 )
 from tracescore.extract.model import AgentRun
+from tracescore.extract.registry import CONVENTIONS
 from tracescore.ingest.files import export_files, load_traces
 from tracescore.scorers.utils import make_agent_run, make_test_message
 
@@ -34,12 +36,15 @@ _EPOCH = "1970-01-01T00:00:00Z"
 
 
 def read_runs(
-    paths: Iterable[Path], conversation_attributes: Sequence[str] = DEFAULT_ID_ATTRIBUTES
+    paths: Iterable[Path],
+    conversation_attributes: Sequence[str] = DEFAULT_ID_ATTRIBUTES,
+    conventions: Sequence[Convention] = CONVENTIONS,
 ) -> list[AgentRun]:
     """Every run in ``paths``: runs extracted from OTLP exports, and runs given as JSON.
 
     ``conversation_attributes`` name the attributes a trace's conversation id is read from
-    (``conversations.id_attributes``), so files group into the conversations the service sees.
+    (``conversations.id_attributes``), so files group into the conversations the service sees;
+    ``conventions`` is the claim order, the configuration's declared conventions first.
 
     Raises ``DecodeError``, ``MastraRunError`` or ``OSError`` naming the file that could not be
     read.
@@ -58,8 +63,11 @@ def read_runs(
                 raise MastraRunError(f"{path}: {exc}") from None
         else:
             exports.append(path)
+    claim_order = list(conventions)
     for trace in load_traces(exports):
-        runs.extend(extract_runs(trace, conversation_attributes=conversation_attributes))
+        runs.extend(
+            extract_runs(trace, claim_order, conversation_attributes=conversation_attributes)
+        )
     return runs
 
 

@@ -21,7 +21,9 @@ from datetime import datetime
 from sqlalchemy import select
 
 from tracescore.extract import extract_runs
+from tracescore.extract.base import Convention
 from tracescore.extract.model import AgentRun
+from tracescore.extract.registry import CONVENTIONS
 from tracescore.pipeline.bindings import CompiledBinding
 from tracescore.pipeline.config import WorkersConfig
 from tracescore.pipeline.sampling import is_sampled
@@ -87,6 +89,7 @@ class Backfill:
         *,
         force: bool = False,
         concurrency: int = 8,
+        conventions: Sequence[Convention] = CONVENTIONS,
     ) -> None:
         self.store = store
         # Traces' runs only: a conversation is scored whole, by the service, when it is idle.
@@ -94,7 +97,8 @@ class Backfill:
         self.force = force
         self.concurrency = concurrency
         self.worker = ScoringWorker(
-            store, self.bindings, WorkersConfig(concurrency=concurrency), 0.0
+            store, self.bindings, WorkersConfig(concurrency=concurrency), 0.0,
+            conventions=conventions,
         )
 
     def trace_ids(self, since: float) -> list[str]:
@@ -118,7 +122,7 @@ class Backfill:
     ]:
         """The trace's runs, the selection for ``score_runs`` and the (binding, run) pairs it admits."""
         trace = self.store.load_trace(trace_id)
-        runs = extract_runs(trace) if trace is not None else []
+        runs = extract_runs(trace, self.worker.conventions) if trace is not None else []
         done = self._done(trace_id)
 
         def wanted(binding: CompiledBinding, run: AgentRun) -> bool:

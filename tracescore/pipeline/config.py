@@ -16,6 +16,7 @@ from pydantic import Field
 from tracescore.assemble.config import AssemblyConfig
 from tracescore.conversations.config import ConversationsConfig
 from tracescore.emit.config import ExportConfig
+from tracescore.extract.declared_config import ConventionConfig
 from tracescore.judge.config import JudgeConfig
 from tracescore.settings import Section
 
@@ -102,5 +103,7 @@ class ScoringConfig(Section):
     export: ExportConfig = Field(default_factory=ExportConfig)
     workers: WorkersConfig = Field(default_factory=WorkersConfig)
     conversations: ConversationsConfig = Field(default_factory=ConversationsConfig)
+    conventions: list[ConventionConfig] = Field(default_factory=list)
+    """The declared span conventions runs are extracted with."""
     shutdown_timeout: float = Field(10.0, gt=0)
     """Seconds a scoring process has to finish or hand back its claims once the service stops."""

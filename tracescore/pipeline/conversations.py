@@ -155,7 +155,8 @@ class ConversationScoring:
         for row in shown:
             trace = traces.get(row.trace_id)
             runs = (
-                extract_runs(trace, only_primary=True, conversation_attributes=self.config.id_attributes)
+                extract_runs(trace, self.worker.conventions, only_primary=True,
+                             conversation_attributes=self.config.id_attributes)
                 if trace is not None else []
             )  # fmt: skip
             run = next((r for r in primary_runs(runs) if r.span_id == row.span_id), None)

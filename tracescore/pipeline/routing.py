@@ -6,25 +6,12 @@ happens for every run of every trace.
 
 from __future__ import annotations
 
-import fnmatch
-import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from tracescore.extract.model import AgentRun
 from tracescore.pipeline.config import FilterConfig
-
-Matcher = Callable[[str], object]
-"""Truthy when the value matches: a regex's match method (a match or None) or a bool test."""
-
-
-def compile_pattern(pattern: str) -> Matcher:
-    """``re:<regex>`` (full match), a glob when it has ``*?[``, else an exact string."""
-    if pattern.startswith("re:"):
-        return re.compile(pattern[3:]).fullmatch
-    if any(ch in pattern for ch in "*?["):
-        return re.compile(fnmatch.translate(pattern)).match
-    return pattern.__eq__
+from tracescore.settings import Matcher, compile_pattern
 
 
 def _any_of(patterns: Iterable[str]) -> Matcher | None:

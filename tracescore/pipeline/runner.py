@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from tracescore import metrics
 from tracescore.background import BackgroundFactory
+from tracescore.extract.declared import claim_order
 from tracescore.pipeline.bindings import compile_bindings
 from tracescore.pipeline.config import ScoringConfig
 from tracescore.pipeline.worker import PipelineMetrics, ScoringWorker
@@ -29,6 +30,7 @@ def build_worker(
     return ScoringWorker(
         store, bindings, config.workers, config.assembly.lease_seconds, emit=emit, metrics=metrics,
         conversation_attributes=config.conversations.id_attributes,
+        conventions=claim_order(config.conventions),
     )
 
 

@@ -35,9 +35,11 @@ from tracescore import metrics
 from tracescore.backoff import Backoff
 from tracescore.conversations.turns import answer_text, user_text
 from tracescore.extract import extract_runs
+from tracescore.extract.base import Convention
 from tracescore.extract.conversation import Conversation
 from tracescore.extract.conversation_id import DEFAULT_ID_ATTRIBUTES
 from tracescore.extract.model import AgentRun
+from tracescore.extract.registry import CONVENTIONS
 from tracescore.pipeline.bindings import CompiledBinding, select_target
 from tracescore.pipeline.config import WorkersConfig
 from tracescore.pipeline.sampling import is_sampled, sampled_at, unit_hash
@@ -211,6 +213,7 @@ class ScoringWorker:
         owner: str | None = None,
         metrics: PipelineMetrics = metrics,
         conversation_attributes: Sequence[str] = DEFAULT_ID_ATTRIBUTES,
+        conventions: Sequence[Convention] = CONVENTIONS,
     ) -> None:
         self.store = store
         self.metrics = metrics
@@ -222,6 +225,8 @@ class ScoringWorker:
         with any, every trace is loaded, since its turn must be recorded whether or not a run
         binding samples it."""
         self.conversation_attributes = list(conversation_attributes)
+        self.conventions = list(conventions)
+        """The claim order runs are extracted with (the declared conventions first)."""
         self.config = config
         self.lease_seconds = lease_seconds
         self.owner = owner or worker_owner_id()
@@ -352,7 +357,8 @@ class ScoringWorker:
             try:
                 found = loaded.get(claim.trace_id)
                 trace.runs = extract_runs(
-                    found, only_primary=self._only_primary, conversation_attributes=self.conversation_attributes
+                    found, only_primary=self._only_primary, conversation_attributes=self.conversation_attributes,
+                    conventions=self.conventions,
                 ) if found is not None else []  # fmt: skip
                 trace.turn = _turn(trace.runs)
                 self._route(trace, sampled, now)

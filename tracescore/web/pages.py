@@ -15,7 +15,9 @@ from markupsafe import Markup
 from sqlalchemy import Engine
 
 from tracescore.extract import extract_runs
+from tracescore.extract.base import Convention
 from tracescore.extract.model import AgentRun
+from tracescore.extract.registry import CONVENTIONS
 from tracescore.monitor.config import AlertRule
 from tracescore.monitor.queries import GroupStats, ScoreFilter, aggregate_scores, coverage
 from tracescore.monitor.stats import Moments
@@ -490,15 +492,18 @@ class SpanView:
     raw: dict[str, Any]
 
 
-def trace_page(store: SpanStore, trace_id: str) -> dict[str, Any] | None:
-    """The rebuilt runs of a trace next to their scores, and the raw spans; None if unknown."""
+def trace_page(
+    store: SpanStore, trace_id: str, conventions: list[Convention] = CONVENTIONS
+) -> dict[str, Any] | None:
+    """The rebuilt runs of a trace (read with ``conventions``, the service's claim order) next
+    to their scores, and the raw spans; None if unknown."""
     trace = store.load_trace(trace_id)
     with store.engine.connect() as connection:
         version = queries.trace_version(connection, trace_id)
         scores = queries.trace_scores(connection, trace_id)
     if trace is None and not scores:
         return None
-    runs = extract_runs(trace) if trace is not None else []
+    runs = extract_runs(trace, conventions) if trace is not None else []
     by_span: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in scores:
         by_span[row["span_id"]].append(row)

@@ -20,6 +20,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 
 from tracescore.extract import extract_runs
+from tracescore.extract.base import Convention
+from tracescore.extract.declared import claim_order
+from tracescore.extract.registry import CONVENTIONS
 from tracescore.feedback.api import TRACE_ID, FeedbackIn
 from tracescore.feedback.report import Thresholds
 from tracescore.feedback.review import ReviewQueue
@@ -35,15 +38,19 @@ Page = Callable[..., HTMLResponse]
 QUEUE_LENGTH = 50
 
 
-def run_review(store: SpanStore, trace_id: str, span_id: str | None) -> dict[str, Any] | None:
-    """The run(s) to judge (the span's, else the trace's primary runs), their scores and the
-    feedback the trace has; None if nothing of the trace is stored."""
+def run_review(
+    store: SpanStore, trace_id: str, span_id: str | None,
+    conventions: list[Convention] = CONVENTIONS,
+) -> dict[str, Any] | None:
+    """The run(s) to judge (the span's, else the trace's primary runs, read with
+    ``conventions``), their scores and the feedback the trace has; None if nothing of the trace
+    is stored."""
     trace = store.load_trace(trace_id)
     with store.engine.connect() as connection:
         scores = queries.trace_scores(connection, trace_id)
     if trace is None and not scores:
         return None
-    runs = extract_runs(trace) if trace is not None else []
+    runs = extract_runs(trace, conventions) if trace is not None else []
     chosen = [run for run in runs if run.span_id == span_id] if span_id else []
     chosen = chosen or [run for run in runs if run.primary]
     shown = {run.span_id for run in chosen}
@@ -74,6 +81,7 @@ def review_router(config: Config, store: SpanStore, page: Page) -> APIRouter:
     """Routes of the review pages; the caller guards them with the dashboard's login."""
     router = APIRouter(include_in_schema=False)
     bindings = [binding.name for binding in config.scorers]
+    conventions = claim_order(config.conventions)
     thresholds = Thresholds.of(config)
     queue = ReviewQueue.of(config, store.engine)
     feedback = FeedbackStore(store)
@@ -91,7 +99,7 @@ def review_router(config: Config, store: SpanStore, page: Page) -> APIRouter:
     ) -> HTMLResponse:
         if not re.fullmatch(TRACE_ID, trace_id):
             raise HTTPException(400, "trace id must be 32 hex characters")
-        data = run_review(store, trace_id.lower(), span)
+        data = run_review(store, trace_id.lower(), span, conventions)
         if data is None:
             return page("missing.html", 404, trace_id=trace_id.lower())
         scored = list(dict.fromkeys(row["binding"] for row in data["scores"]))

@@ -20,6 +20,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 
 from tracescore.config import Config
 from tracescore.conversations.reads import conversations_of_trace
+from tracescore.extract.declared import claim_order
 from tracescore.monitor.queries import ScoreFilter
 from tracescore.settings import parse_duration
 from tracescore.store import SpanStore
@@ -77,6 +78,7 @@ def web_router(config: Config, store: SpanStore) -> APIRouter:
     router = APIRouter(include_in_schema=False)
     keys = DashboardKeys(config.server.api_keys)
     bindings = [binding.name for binding in config.scorers]
+    conventions = claim_order(config.conventions)
     rules = list(config.alerts.rules)
     aggregates = ExpiringCache()
 
@@ -175,7 +177,7 @@ def web_router(config: Config, store: SpanStore) -> APIRouter:
     def trace(trace_id: str) -> HTMLResponse:
         if not _TRACE_ID.match(trace_id):
             raise HTTPException(400, "trace id must be 32 hex characters")
-        data = pages.trace_page(store, trace_id.lower())
+        data = pages.trace_page(store, trace_id.lower(), conventions)
         if data is None:
             return _page("missing.html", 404, **common, trace_id=trace_id.lower())
         with store.engine.connect() as connection:

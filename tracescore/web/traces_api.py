@@ -17,7 +17,9 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from tracescore.extract import RUN_KINDS, extract_runs, select_runs
+from tracescore.extract.base import Convention
 from tracescore.extract.conversation_id import DEFAULT_ID_ATTRIBUTES
+from tracescore.extract.registry import CONVENTIONS
 from tracescore.spans import LogRecord, Span, Trace
 from tracescore.store import SpanStore, TraceState
 from tracescore.store.codec import jsonable
@@ -74,10 +76,14 @@ def _json(document: Any) -> Response:
 
 
 def traces_router(
-    store: SpanStore, conversation_attributes: Sequence[str] = DEFAULT_ID_ATTRIBUTES
+    store: SpanStore,
+    conversation_attributes: Sequence[str] = DEFAULT_ID_ATTRIBUTES,
+    conventions: Sequence[Convention] = CONVENTIONS,
 ) -> APIRouter:
     """The trace read routes; runs are rebuilt with the service's ``conversations.id_attributes``
-    (``conversation_attributes``), so their conversation id is the one they were scored under."""
+    (``conversation_attributes``) and declared ``conventions`` (the claim order), so they are the
+    runs that were scored, under the conversation id they were scored under."""
+    claim_order = list(conventions)
     router = APIRouter(prefix="/api/traces", tags=["traces"])
 
     @router.get("")
@@ -132,7 +138,7 @@ def traces_router(
             raise HTTPException(400, f"kind must be agent, llm or tool, not {', '.join(unknown)}")
         trace = await stored(trace_id)
         runs = await run_in_threadpool(
-            extract_runs, trace, conversation_attributes=conversation_attributes
+            extract_runs, trace, claim_order, conversation_attributes=conversation_attributes
         )
         return _json(select_runs(runs, primary=primary, kinds=kind))
 
