@@ -2,13 +2,24 @@
 
 Most specific first: framework conventions that also write GenAI attributes (Mastra, Pydantic
 AI, ai@7) and OpenInference's optional GenAI mirror must be claimed before the generic OTel
-GenAI module would read them as plain GenAI spans. A module's ``detect`` must be cheap: it runs
+GenAI module would read them as plain GenAI spans; so must the GenAI dialects claimed by
+their scope (Strands, Semantic Kernel, OpenLIT). A module's ``detect`` must be cheap: it runs
 for every span of every trace.
 """
 
 from __future__ import annotations
 
-from tracescore.extract import genai, mastra, openinference, openllmetry, pydantic_ai, vercel
+from tracescore.extract import (
+    genai,
+    mastra,
+    openinference,
+    openlit,
+    openllmetry,
+    pydantic_ai,
+    semantic_kernel,
+    strands,
+    vercel,
+)
 from tracescore.extract.base import Convention
 from tracescore.spans import Span
 
@@ -18,6 +29,9 @@ CONVENTIONS: list[Convention] = [
     pydantic_ai,
     openinference,
     openllmetry,
+    strands,
+    semantic_kernel,
+    openlit,
     genai,
 ]
 
