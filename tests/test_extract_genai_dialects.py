@@ -102,24 +102,6 @@ def test_strands_tool_call(scenario: str) -> None:
     assert len(only(runs, "llm", primary=False)) == 2
 
 
-def test_strands_multi_turn() -> None:
-    """The second turn's run: the new question as input, the first turn as history."""
-    first, second = _primary("strands", "multi_turn")
-    _assert_agent(first, "strands", WEATHER_USER)
-    _assert_agent(second, "strands", SECOND_USER)
-    history = second.input.remembered_messages
-    assert [m.role for m in history] == ["user", "assistant", "assistant"]
-    assert history[0].content.content == WEATHER_USER
-    (earlier,) = history[1].content.tool_invocations or []
-    _call(earlier, "get_weather", "Paris", WEATHER_RESULT)
-    assert (history[2].content.content or "").startswith(WEATHER_ANSWER)
-    (call,) = tool_calls(second)
-    _call(call, "get_weather", "Paris", WEATHER_RESULT)
-    assert call.tool_call_id != earlier.tool_call_id
-    assert final_answer(second) == SECOND_ANSWER
-    assert second.conversation_id is None or second.conversation_id == first.conversation_id
-
-
 def test_strands_tool_error() -> None:
     runs = capture_runs("strands", "tool_error")
     (agent,) = _primary("strands", "tool_error")
@@ -162,18 +144,23 @@ def test_semantic_kernel_tool_call() -> None:
     assert final_answer(second).startswith(WEATHER_ANSWER)
 
 
-def test_semantic_kernel_multi_turn() -> None:
-    first, second = _primary("semantic-kernel", "multi_turn")
-    _assert_agent(first, "semantic-kernel", WEATHER_USER)
-    _assert_agent(second, "semantic-kernel", SECOND_USER)
+@pytest.mark.parametrize(("library", "tool"), [
+    ("strands", "get_weather"), ("semantic-kernel", "WeatherPlugin-get_weather")])
+def test_agent_multi_turn(library: str, tool: str) -> None:
+    """The second turn's run: the new question as input, the first turn as history (its tool
+    call joined to its result), its own tool call and answer."""
+    first, second = _primary(library, "multi_turn")
+    _assert_agent(first, library, WEATHER_USER)
+    _assert_agent(second, library, SECOND_USER)
     history = second.input.remembered_messages
     assert [m.role for m in history] == ["user", "assistant", "assistant"]
     assert history[0].content.content == WEATHER_USER
     (earlier,) = history[1].content.tool_invocations or []
-    _call(earlier, SK_TOOL, "Paris", WEATHER_RESULT)
+    _call(earlier, tool, "Paris", WEATHER_RESULT)
     assert (history[2].content.content or "").startswith(WEATHER_ANSWER)
     (call,) = tool_calls(second)
-    _call(call, SK_TOOL, "Paris", WEATHER_RESULT)
+    _call(call, tool, "Paris", WEATHER_RESULT)
+    assert call.tool_call_id != earlier.tool_call_id
     assert final_answer(second) == SECOND_ANSWER
 
 
