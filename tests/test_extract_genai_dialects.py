@@ -24,7 +24,7 @@ from tests.extract_support import (
     trace,
     user_text,
 )
-from tracescore.extract import extract_runs, primary_runs
+from tracescore.extract import extract_runs, primary_runs, semantic_kernel
 from tracescore.extract.model import AgentRun, ToolInvocation
 
 DESCRIPTION = "Get the current weather for a city."
@@ -283,3 +283,17 @@ def test_openlit_call_recovered_from_its_trace() -> None:
     assert (recovered.tool_call_id, recovered.tool_name, recovered.args, recovered.result) == (
         "call_9", "get_weather", {"city": "Paris"}, WEATHER_RESULT)
     assert second.warnings == []
+
+
+@pytest.mark.parametrize("text", [
+    "{'city': __import__('os').getcwd()}",  # not a literal: never evaluated
+    "[" * 5_000 + "]" * 5_000,  # nested past the parser's limit
+    "{'a': 1" + " " * 100_000 + "}",  # longer than the bound
+    "{'a': 1",  # cut
+    "{not python}",
+])
+def test_semantic_kernel_result_that_is_no_literal_stays_text(text: str) -> None:
+    """A tool result is span text (attacker-controlled): only a plain literal is decoded."""
+    assert semantic_kernel.python_literal(text) == text
+    assert semantic_kernel.python_literal("{'city': 'Paris', 'temps': [21, 14.5]}") == {
+        "city": "Paris", "temps": [21, 14.5]}

@@ -19,12 +19,11 @@ own ways:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from tracescore.extract import genai
 from tracescore.extract.base import as_int, first_str
 from tracescore.extract.genai_messages import build_message, decode_arguments, tool_call_part
-from tracescore.extract.model import Message, SpanInfo, ToolInvocation
+from tracescore.extract.model import Message, MessagePart, SpanInfo, ToolInvocation
 from tracescore.spans import LogRecord, Span
 
 NAME = "openlit"
@@ -95,7 +94,9 @@ def _with_calls(info: SpanInfo, made: dict[str, ToolInvocation]) -> list[Message
     return messages
 
 
-def _recovered(info: SpanInfo, result: ToolInvocation, call: ToolInvocation | None) -> Any:
+def _recovered(
+    info: SpanInfo, result: ToolInvocation, call: ToolInvocation | None
+) -> MessagePart:
     """The part of one call recovered for its result, warning about what stays unknown."""
     if call is not None:
         return tool_call_part(call.tool_call_id, call.tool_name, call.args)
