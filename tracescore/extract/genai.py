@@ -131,7 +131,8 @@ def fill_from_attributes(info: SpanInfo, attributes: Mapping[str, Any]) -> None:
             created_at=timestamp(info.start_time_ns),
         )
         system, info.input_messages = split_system(messages)
-        info.system.extend(system)
+        # OpenLIT sends the prompt both as system instructions and as a system message.
+        info.system.extend(text for text in system if text not in info.system)
     if "gen_ai.output.messages" in attributes:
         info.output_messages = parse_messages(
             attributes["gen_ai.output.messages"],

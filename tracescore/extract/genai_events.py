@@ -40,7 +40,7 @@ def _events(logs: list[LogRecord], span: Span) -> Iterator[tuple[str, int, Any]]
     for record in logs:
         name = event_name(record)
         if name in _MESSAGE_EVENTS or name == CHOICE_EVENT:
-            payload = record.body if isinstance(record.body, dict) else _strip(record.attributes)
+            payload = _body(record)
             found.append((name, record.time_ns, payload))
     if not found:
         for event in span.events:
@@ -48,6 +48,15 @@ def _events(logs: list[LogRecord], span: Span) -> Iterator[tuple[str, int, Any]]
                 found.append((event.name, event.time_ns, _strip(event.attributes)))
     found.sort(key=lambda item: item[1])  # stable: equal timestamps keep emission order
     yield from found
+
+
+def _body(record: LogRecord) -> dict[str, Any]:
+    """The event's fields: its structured body, or (Semantic Kernel) its body as a JSON string,
+    or else its attributes."""
+    body = record.body
+    if isinstance(body, (str, bytes)):
+        body = load_json(body, [], "log body")  # a text body that is not JSON is no payload
+    return body if isinstance(body, dict) else _strip(record.attributes)
 
 
 def _strip(attributes: dict[str, Any]) -> dict[str, Any]:

@@ -2,12 +2,13 @@
 
 Most specific first: framework conventions that also write GenAI attributes (Mastra, Pydantic
 AI, ai@7) and OpenInference's optional GenAI mirror must be claimed before the generic OTel
-GenAI module would read them as plain GenAI spans; the OpenInference instrumentors that need
-reading of their own (CrewAI, LlamaIndex, smolagents: claimed by instrumentation scope, read
-with OpenInference's reader first) come before OpenInference itself, and MLflow's and Google
-ADK's own attributes are read before their GenAI ones. A module's ``detect`` must be cheap: it
-runs for every span of every trace. The generic fallback comes last: it only reads what no
-convention claimed. Conventions declared in configuration come before all of these
+GenAI module would read them as plain GenAI spans; so must the GenAI dialects claimed by their
+scope (Strands, Semantic Kernel, OpenLIT) and MLflow's and Google ADK's own attributes. The
+OpenInference instrumentors that need reading of their own (CrewAI, LlamaIndex, smolagents:
+claimed by instrumentation scope, read with OpenInference's reader first) come before
+OpenInference itself. A module's ``detect`` must be cheap: it runs for every span of every
+trace. The generic fallback comes last: it only reads what no convention claimed. Conventions
+declared in configuration come before all of these
 (:func:`tracescore.extract.declared.claim_order`).
 """
 
@@ -23,9 +24,12 @@ from tracescore.extract import (
     mastra,
     mlflow,
     openinference,
+    openlit,
     openllmetry,
     pydantic_ai,
+    semantic_kernel,
     smolagents,
+    strands,
     vercel,
 )
 from tracescore.extract.base import Convention
@@ -43,6 +47,9 @@ CONVENTIONS: list[Convention] = [
     openllmetry,
     mlflow,
     google_adk,
+    strands,
+    semantic_kernel,
+    openlit,
     genai,
     fallback,
 ]
