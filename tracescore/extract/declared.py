@@ -5,7 +5,7 @@ Each :class:`~tracescore.extract.declared_config.ConventionConfig` becomes one
 ``detect``, ``read``). Patterns and paths are compiled once, here, so ``detect`` stays a few
 dict lookups and precompiled matches per span. The facts found are read with the parsers the
 built-in conventions use (:mod:`tracescore.extract.genai_messages`,
-:mod:`tracescore.extract.chat_json`).
+:mod:`tracescore.extract.chat_bodies`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from tracescore.extract.base import (
     new_info,
     timestamp,
 )
-from tracescore.extract.chat_json import read_request, response_messages
+from tracescore.extract.chat_bodies import read_request, response_messages
 from tracescore.extract.declared_config import ConventionConfig, Fact, Source, SpanMatch
 from tracescore.extract.genai_messages import (
     decode_arguments,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracescore.extract.base import load_json, new_info, timestamp
-from tracescore.extract.chat_json import is_request, is_response, read_request, response_messages
+from tracescore.extract.chat_bodies import is_request, is_response, read_request, response_messages
 from tracescore.extract.model import SpanInfo
 from tracescore.spans import LogRecord, Span
 

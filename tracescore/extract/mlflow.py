@@ -30,6 +30,7 @@ from tracescore.extract.base import (
     timestamp,
     usage_from,
 )
+from tracescore.extract.chat_bodies import body_messages
 from tracescore.extract.genai_messages import (
     decode_result,
     executed_call,
@@ -44,7 +45,6 @@ from tracescore.extract.model import (
     SpanKindName,
     ToolInvocation,
 )
-from tracescore.extract.openai_bodies import body_messages
 from tracescore.spans import LogRecord, Span
 
 NAME = "mlflow"

@@ -27,6 +27,7 @@ from tracescore.extract.base import (
     timestamp,
     usage_from,
 )
+from tracescore.extract.chat_bodies import body_messages
 from tracescore.extract.genai_messages import (
     build_message,
     decode_arguments,
@@ -47,7 +48,6 @@ from tracescore.extract.model import (
     SpanKindName,
     ToolInvocation,
 )
-from tracescore.extract.openai_bodies import body_messages
 from tracescore.spans import LogRecord, Span
 
 NAME = "openinference"
