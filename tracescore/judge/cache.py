@@ -19,6 +19,7 @@ from sqlalchemy import Engine, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import SQLModel
 
+from tracescore.judge.config import JudgeConfig
 from tracescore.judge.protocol import JudgeRequest, JudgeResponse
 from tracescore.judge.structured import parse_output, schema_json
 from tracescore.store.engine import create_tables, make_engine
@@ -28,16 +29,26 @@ from tracescore.store.table_of import table_of
 _TABLE = table_of(JudgeVerdict)
 
 
-def verdict_key(request: JudgeRequest, model: str) -> str:
-    """Digest of everything that decides a judge's answer."""
+ANSWER_SETTINGS = frozenset(("model", "api_base", "temperature", "max_tokens", "response_format", "extra"))
+"""The judge settings that can change what it answers: the model and the server it is reached
+at, sampling, the answer's length limit, how JSON is asked for, and the extra litellm arguments
+(``top_p``, ``seed``, a reasoning effort...). Timeouts, retries, pacing and the key's variable
+only decide whether an answer comes, not which."""
+
+
+def verdict_key(request: JudgeRequest, judge: JudgeConfig | str) -> str:
+    """Digest of everything that decides a judge's answer: the request and the judge's answer
+    settings (a model string stands for that model with default settings)."""
+    config = JudgeConfig.of(judge)
     schema = schema_json(request.schema) if request.schema is not None else None
+    settings = config.model_dump(mode="json", include=set(ANSWER_SETTINGS))
     parts = [
         request.scorer_id,
         request.scorer_version,
-        model,
         request.instructions,
         request.prompt,
         schema,
+        json.dumps(settings, sort_keys=True, ensure_ascii=False, default=str),
     ]
     return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode()).hexdigest()
 

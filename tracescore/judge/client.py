@@ -96,7 +96,7 @@ class LiteLLMJudge:
         otherwise from the database cache or the model, on the judge loop."""
         key = None
         if self.cache is not None:
-            key = verdict_key(request, self.model)
+            key = verdict_key(request, self.config)
             if (hit := self.cache.get_local(key)) is not None:
                 return hit
         return await on_judge_loop(self._complete_once(request, key))
