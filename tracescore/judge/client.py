@@ -29,7 +29,7 @@ from tracescore.judge.cache import VerdictCache, verdict_key
 from tracescore.judge.config import JudgeConfig
 from tracescore.judge.limiter import Limiter
 from tracescore.judge.loop import on_judge_loop
-from tracescore.judge.protocol import JudgeRequest, JudgeResponse
+from tracescore.judge.protocol import JudgeError, JudgeRequest, JudgeResponse
 from tracescore.judge.structured import (
     Mode,
     parse_output,
@@ -43,10 +43,6 @@ _COLD_START_GRACE = 30.0
 on an idle machine), which must not pass for a hung judge. The HTTP read timeout, which litellm
 applies on its own, still catches a server that hangs on that first request."""
 _warm = threading.Event()
-
-
-class JudgeError(RuntimeError):
-    """A judge call that failed for good; the message says which judge and why."""
 
 
 @cache
@@ -66,6 +62,7 @@ class _Spend:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    repairs: int = 0
 
 
 class LiteLLMJudge:
@@ -124,24 +121,30 @@ class LiteLLMJudge:
     async def _complete(self, request: JudgeRequest) -> JudgeResponse:
         started = time.perf_counter()
         spend = _Spend()
-        messages = request_messages(request.prompt, request.instructions, request.schema)
-        text = await self._call(messages, request.schema, spend)
+        text = ""
         try:
-            output = parse_output(text, request.schema)
-        except ValidationError as first:
-            messages += [
-                {"role": "assistant", "content": text},
-                {"role": "user", "content": _repair_prompt(first)},
-            ]
+            messages = request_messages(request.prompt, request.instructions, request.schema)
             text = await self._call(messages, request.schema, spend)
-            try:
-                output = parse_output(text, request.schema)
-            except ValidationError as second:
-                raise JudgeError(
-                    f"judge {self.model} answered the {request.step} step with JSON that does not "
-                    f"match {second.title}, also after one repair attempt: "
-                    f"{_brief(second)}; last answer: {text[:300]!r}"
-                ) from None
+            output, problem = _read(text, request)
+            if problem is not None:
+                spend.repairs += 1
+                messages += [
+                    {"role": "assistant", "content": text},
+                    {"role": "user", "content": _repair_prompt(problem.detail)},
+                ]
+                text = await self._call(messages, request.schema, spend)
+                output, problem = _read(text, request)
+                if problem is not None:
+                    raise JudgeError(
+                        f"judge {self.model} answered the {request.step} step with {problem.what}, "
+                        f"also after one repair attempt: {problem.detail}; last answer: {text[:300]!r}"
+                    )
+        except JudgeError as failed:
+            failed.spent = self._response(None, text, spend, started)
+            raise
+        return self._response(output, text, spend, started)
+
+    def _response(self, output: Any, text: str, spend: _Spend, started: float) -> JudgeResponse:
         return JudgeResponse(
             output=output,
             text=text,
@@ -152,6 +155,7 @@ class LiteLLMJudge:
             attempts=spend.attempts,
             duration_ms=(time.perf_counter() - started) * 1000,
             cached=False,
+            repairs=spend.repairs,
         )
 
     async def _call(
@@ -315,8 +319,26 @@ def _brief(exc: ValidationError) -> str:
     )
 
 
-def _repair_prompt(exc: ValidationError) -> str:
+@dataclass(frozen=True)
+class _Problem:
+    what: str
+    detail: str
+
+
+def _read(text: str, request: JudgeRequest) -> tuple[Any, _Problem | None]:
+    """The validated answer and None, or None and what is wrong with it."""
+    try:
+        output = parse_output(text, request.schema)
+    except ValidationError as exc:
+        return None, _Problem(f"JSON that does not match {exc.title}", _brief(exc))
+    problem = request.check(output) if request.check is not None else None
+    if problem is not None:
+        return None, _Problem("an answer that does not fit the task", problem)
+    return output, None
+
+
+def _repair_prompt(problem: str) -> str:
     return (
-        f"That answer is not valid: {_brief(exc)}. Reply again with the corrected JSON object "
-        "only, following the schema given above."
+        f"That answer is not valid: {problem}. Reply again with the corrected JSON object "
+        "only, following the schema and the task given above."
     )

@@ -6,6 +6,7 @@ this small contract only; ``tracescore.judge.client`` implements it with litellm
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -20,6 +21,10 @@ class JudgeRequest:
     scorer_id: str
     scorer_version: str
     step: str
+    check: Callable[[Any], str | None] | None = None
+    """What the validated answer must also satisfy beyond its schema (one verdict per claim...):
+    the problem in words, or None when the answer is right. A judge sends one repair request
+    naming the problem, then fails. Derived from the prompt, so it is no part of a cache key."""
 
 
 @dataclass
@@ -33,6 +38,20 @@ class JudgeResponse:
     attempts: int = 1
     duration_ms: float = 0.0
     cached: bool = False
+    repairs: int = 0
+    """Repair requests sent because an answer was invalid or failed the request's check."""
+
+
+class JudgeError(RuntimeError):
+    """A judge call that failed for good; the message says which judge and why.
+
+    ``spent`` is what the failed call cost before it failed (tokens, cost, attempts, the last
+    answer), so spend caps and metrics count failed calls too.
+    """
+
+    def __init__(self, message: str, spent: JudgeResponse | None = None) -> None:
+        super().__init__(message)
+        self.spent = spent
 
 
 @runtime_checkable

@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from tracescore.extract.conversation import Conversation
 from tracescore.extract.model import AgentRun, ToolDefinition
-from tracescore.judge.protocol import Judge, JudgeRequest
+from tracescore.judge.protocol import Judge, JudgeRequest, JudgeResponse
 from tracescore.scorers.utils import (
     get_assistant_message,
     make_test_message,
@@ -209,6 +209,9 @@ class PromptStep:
     judge: Any = None
     instructions: str | None = None
     sketch: Callable[[StepContext], BaseModel | str] | None = None
+    check: Callable[[StepContext, Any], str | None] | None = None
+    """What the validated answer must also satisfy (as many verdicts as claims...): the problem
+    in words, or None. The judge is sent one repair request naming it, then the step fails."""
 
 
 def resolve_judge(spec: Any) -> Judge:
@@ -247,6 +250,10 @@ class JudgeCall(BaseModel):
     attempts: int = 1
     duration_ms: float = 0.0
     cached: bool = False
+    repairs: int = 0
+    """Repair requests sent within the call (an invalid answer, a wrong number of verdicts)."""
+    error: str | None = None
+    """Why the call failed; a failed call still counts what it spent."""
 
 
 class StepTrace(BaseModel):
@@ -346,11 +353,15 @@ class Scorer:
         try:
             await self._execute(ScorerRun.of(run), outcome)
         except _StepFailed as failed:
-            outcome.failed_step = failed.step
-            outcome.score = None
             if isinstance(failed.cause, NotScorable):
+                outcome.failed_step, outcome.score = failed.step, None
                 outcome.status, outcome.reason = "not_scorable", failed.cause.reason
+            elif failed.step == "generate_reason" and outcome.score is not None:
+                # The score is finished and stands on its own: a reason that could not be
+                # written must not discard it (the failure stays on the step's trace).
+                outcome.reason = f"the reason could not be generated: {_message(failed.cause)}"
             else:
+                outcome.failed_step, outcome.score = failed.step, None
                 outcome.status, outcome.error = "error", _message(failed.cause)
         except Exception as exc:  # noqa: BLE001 - the run input itself was unusable
             outcome.status, outcome.error, outcome.score = "error", _message(exc), None
@@ -422,7 +433,7 @@ class Scorer:
             try:
                 if isinstance(step, PromptStep):
                     prompt = step.create_prompt(ctx)
-                    value = await self._ask_judge(name, step, prompt, calls)
+                    value = await self._ask_judge(name, step, ctx, prompt, calls)
                 else:
                     value = step(ctx)
                     if hasattr(value, "__await__"):
@@ -440,9 +451,13 @@ class Scorer:
             if name == "generate_score":
                 outcome.score = value
 
-    async def _ask_judge(self, name: str, step: PromptStep, prompt: str, calls: list[JudgeCall]) -> Any:
-        """A prompt step's answer: the judge's validated output (its call appended to ``calls``)."""
+    async def _ask_judge(
+        self, name: str, step: PromptStep, ctx: StepContext, prompt: str, calls: list[JudgeCall]
+    ) -> Any:
+        """A prompt step's answer: the judge's validated output (its call appended to ``calls``,
+        also when it failed)."""
         schema = step.output_schema
+        check = None if step.check is None else functools.partial(step.check, ctx)
         if schema is None and name == "generate_score":
             schema = ScoreOutput
         judge = resolve_judge(step.judge if step.judge is not None else self.judge)
@@ -453,31 +468,46 @@ class Scorer:
             scorer_id=self.id,
             scorer_version=self.version,
             step=name,
+            check=check,
         )
-        response = await judge.complete(request)
-        calls.append(
-            JudgeCall(
-                step=name,
-                prompt=prompt,
-                output=response.text,
-                model=response.model,
-                input_tokens=response.input_tokens,
-                output_tokens=response.output_tokens,
-                cost_usd=response.cost_usd,
-                attempts=response.attempts,
-                duration_ms=response.duration_ms,
-                cached=response.cached,
-            )
-        )
+        try:
+            response = await judge.complete(request)
+        except Exception as exc:
+            spent = getattr(exc, "spent", None)
+            if isinstance(spent, JudgeResponse):  # a failed call is paid for all the same
+                calls.append(_judge_call(name, prompt, spent, error=_message(exc)))
+            raise
+        calls.append(_judge_call(name, prompt, response))
         output = response.output
         if schema is not None and not isinstance(output, schema):
             try:
                 output = schema.model_validate(output)
             except ValidationError as exc:
                 raise ValueError(f"judge answer does not match {schema.__name__}: {exc}") from exc
+        if check is not None and (problem := check(output)) is not None:
+            # A judge that does not repair (a custom one) or a served verdict: still refused.
+            raise ValueError(f"judge {response.model} answered the {name} step with an answer "
+                             f"that does not fit the task: {problem}")
         if name == "generate_score" and step.output_schema is None:
             return output.score
         return output
+
+
+def _judge_call(step: str, prompt: str, response: JudgeResponse, error: str | None = None) -> JudgeCall:
+    return JudgeCall(
+        step=step,
+        prompt=prompt,
+        output=response.text,
+        model=response.model,
+        input_tokens=response.input_tokens,
+        output_tokens=response.output_tokens,
+        cost_usd=response.cost_usd,
+        attempts=response.attempts,
+        duration_ms=response.duration_ms,
+        cached=response.cached,
+        repairs=response.repairs,
+        error=error,
+    )
 
 
 @dataclass(slots=True)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from functools import cache
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer
 from tracescore.scorers.llm.sketch import explanation
@@ -24,9 +25,40 @@ ContextExtractor = Callable[[Any, Any], Sequence[str]]
 
 
 class Wire(BaseModel):
-    """A judge answer schema: JSON keys are Mastra's (aliases), attributes are snake_case."""
+    """A judge answer schema: JSON keys are Mastra's (aliases), attributes are snake_case.
+
+    Read tolerantly, since every rejected answer costs a repair call: ``null`` for a field that
+    has a default means the default (a judge told to give a reason only for "no" answers
+    ``"reason": null`` for the others), and a value of a fixed set of words (``relevanceLevel``,
+    ``impactLevel``, ``matchType``) is matched case-insensitively and trimmed, as verdicts are.
+    """
 
     model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tolerant(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        read = dict(data)
+        for name, info in cls.model_fields.items():
+            for key in {info.alias or name, name}:
+                if key not in read:
+                    continue
+                value = read[key]
+                if value is None and not info.is_required():
+                    del read[key]
+                elif isinstance(value, str) and (words := _choices(info.annotation)):
+                    read[key] = words.get(value.strip().lower(), value)
+        return read
+
+
+@cache
+def _choices(annotation: Any) -> dict[str, str]:
+    """``{folded word: word}`` for a ``Literal`` of strings, else empty."""
+    if get_origin(annotation) is not Literal:
+        return {}
+    return {word.lower(): word for word in get_args(annotation) if isinstance(word, str)}
 
 
 def is_yes(verdict: str) -> bool:
