@@ -135,8 +135,10 @@ async def test_a_verdict_missing_for_a_judged_turn_is_an_error(server: JudgeServ
     server.script("UserFacts", json_reply({"facts": [{"turn": 1, "fact": "the user's name is Ada"}]}))
     server.script("RetentionVerdicts", json_reply(verdicts((1, "no"), (3, "no"))))
     result = await create_knowledge_retention_scorer(model=judge).run(ADA)
-    assert result.status == "error" and result.score is None
-    assert result.error == "the judge gave no verdict for turn 2" and result.failed_step == "generate_score"
+    assert result.status == "error" and result.score is None and result.failed_step == "analyze"
+    # The judge was told which turn it left out once (issue 32), then the step failed.
+    assert "also after one repair attempt: it gives no verdict for turn 2" in (result.error or "")
+    assert len(prompts_with(server, "RetentionVerdicts")) == 2
 
 
 # ----------------------------------------------------------------------------- completeness
@@ -165,7 +167,8 @@ async def test_completeness_counts_every_verdict_but_no_and_scores_no_intentions
     assert (await create_conversation_completeness_scorer(model=judge, scale=5).run(ADA)).score == 5
     server.script("UserIntentions", json_reply({"intentions": ["a", "b"]}))
     short = await create_conversation_completeness_scorer(model=judge).run(ADA)
-    assert short.status == "error" and short.error == "the judge gave 0 verdicts for 2 intentions"
+    assert short.status == "error" and short.failed_step == "analyze"
+    assert "it has 0 verdicts for 2 intentions: give exactly 2" in (short.error or "")
 
 
 # ----------------------------------------------------------------------------- role adherence

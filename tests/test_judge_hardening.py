@@ -4,6 +4,8 @@ verdict-count repairs — against the scripted judge server over real HTTP."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -12,12 +14,25 @@ from tests.judge_server import JudgeServer, Reply, error_reply, json_reply
 from tracescore import metrics
 from tracescore.judge import JudgeConfig, LiteLLMJudge, VerdictCache
 from tracescore.judge.protocol import JudgeRequest
-from tracescore.scorers import create_toxicity_scorer
+from tracescore.extract.conversation import Conversation, Turn
+from tracescore.scorers import (
+    create_answer_relevancy_scorer,
+    create_answer_similarity_scorer,
+    create_bias_scorer,
+    create_context_precision_scorer,
+    create_context_relevance_scorer,
+    create_conversation_relevancy_scorer,
+    create_faithfulness_scorer,
+    create_hallucination_scorer,
+    create_prompt_alignment_scorer,
+    create_tool_call_accuracy_scorer_llm,
+    create_toxicity_scorer,
+)
 from tracescore.scorers.llm.answer_relevancy import RelevancyResults
 from tracescore.scorers.llm.answer_similarity import SimilarityAnalysis
 from tracescore.scorers.llm.context_relevance import RelevanceEvaluations
 from tracescore.scorers.llm.noise_sensitivity import NoiseAnalysis
-from tracescore.scorers.utils import make_agent_run, make_test_message
+from tracescore.scorers.utils import make_agent_run, make_test_message, make_tool_invocation
 
 
 class Claims(BaseModel):
@@ -159,3 +174,110 @@ RUDE_RUN = make_agent_run(
     input_messages=[make_test_message("Can you help me?", "user", id="u1")],
     output=[make_test_message("Figure it out yourself, idiot.", "assistant", id="a1")],
 )
+
+
+# --- 3: verdict counts ------------------------------------------------------------------------
+
+WEATHER_RUN = make_agent_run(
+    input_messages=[make_test_message("What's the weather in Paris?", "user", id="u1")],
+    output=[make_test_message("It is sunny in Paris. It is 21 degrees. There is no wind.",
+                              "assistant", id="a1")],
+)
+THREE_CLAIMS = {"claims": ["It is sunny in Paris.", "It is 21 degrees.", "There is no wind."]}
+ONE_VERDICT = {"verdicts": [{"verdict": "yes", "reason": "stated"}]}
+THREE_VERDICTS = {"verdicts": [{"verdict": v, "reason": "r"} for v in ("yes", "yes", "unsure")]}
+
+
+def scripted_judge(server: JudgeServer) -> LiteLLMJudge:
+    return LiteLLMJudge(JudgeConfig(model="openai/gpt-4o-mini", api_base=server.base_url,
+                                    timeout=5, cache=False))
+
+
+async def test_three_claims_one_verdict_is_repaired_with_the_expected_count(
+    server: JudgeServer,
+) -> None:
+    """Issue 32 (3): 3 claims and 1 "yes" verdict scored 1.0, status ok."""
+    server.script("FaithfulnessClaims", json_reply(THREE_CLAIMS))
+    server.script("FaithfulnessVerdicts", json_reply(ONE_VERDICT), json_reply(THREE_VERDICTS))
+    result = await create_faithfulness_scorer(model=scripted_judge(server), context=["Sunny, 21 °C."]
+                                              ).run(WEATHER_RUN)
+    assert result.status == "ok" and result.score == 0.67
+    repair = server.requests[2]["messages"][-1]["content"]
+    assert "1 verdict for 3 claims: give exactly 3" in repair
+    assert result.judge_calls[1].repairs == 1
+
+
+async def test_three_claims_one_verdict_twice_is_an_error_naming_why(server: JudgeServer) -> None:
+    server.script("FaithfulnessClaims", json_reply(THREE_CLAIMS))
+    server.script("FaithfulnessVerdicts", json_reply(ONE_VERDICT))
+    result = await create_faithfulness_scorer(model=scripted_judge(server), context=["Sunny."]
+                                              ).run(WEATHER_RUN)
+    assert result.status == "error" and result.score is None and result.failed_step == "analyze"
+    assert "it has 1 verdict for 3 claims" in (result.error or "")
+    assert "also after one repair attempt" in (result.error or "")
+
+
+TOOL_RUN = make_agent_run(
+    input_messages=[make_test_message("What's the weather in Paris?", "user", id="u1")],
+    output=[make_test_message("Sunny.", "assistant", id="a1", tool_invocations=[
+        make_tool_invocation(tool_call_id="t1", tool_name="get_weather", args={"city": "Paris"},
+                             result={"forecast": "sunny"}),
+        make_tool_invocation(tool_call_id="t2", tool_name="get_weather", args={"city": "Lyon"},
+                             result={"forecast": "rain"}),
+    ])],
+)
+
+# scorer, options, run, answers to the earlier steps, (schema, an answer with the wrong count)
+COUNT_CASES: dict[str, tuple[Any, dict[str, Any], Any, dict[str, Any], tuple[str, Any]]] = {
+    "hallucination": (create_hallucination_scorer, {"context": ["Sunny."]}, WEATHER_RUN,
+                      {"HallucinationClaims": THREE_CLAIMS}, ("HallucinationVerdicts", ONE_VERDICT)),
+    "answer-relevancy": (create_answer_relevancy_scorer, {}, WEATHER_RUN,
+                         {"AnswerStatements": {"statements": ["a", "b"]}},
+                         ("RelevancyResults", {"results": [{"result": "yes"}]})),
+    "bias": (create_bias_scorer, {}, WEATHER_RUN, {"BiasOpinions": {"opinions": ["a", "b"]}},
+             ("BiasResults", {"results": [{"result": "no"}]})),
+    "context-precision": (create_context_precision_scorer, {"context": ["a", "b", "c"]},
+                          WEATHER_RUN, {},
+                          ("PrecisionVerdicts", {"verdicts": [{"context_index": 0, "verdict": "yes"},
+                                                              {"context_index": 0, "verdict": "yes"},
+                                                              {"context_index": 1, "verdict": "no"}]})),
+    "context-relevance": (create_context_relevance_scorer, {"context": ["a", "b"]}, WEATHER_RUN, {},
+                          ("RelevanceEvaluations", {"evaluations": [
+                              {"context_index": 0, "relevanceLevel": "high", "wasUsed": True}]})),
+    "tool-call-accuracy": (create_tool_call_accuracy_scorer_llm, {}, TOOL_RUN, {},
+                           ("ToolEvaluations", {"evaluations": [
+                               {"toolCalled": "get_weather", "wasAppropriate": True}]})),
+    "answer-similarity": (create_answer_similarity_scorer, {}, {**WEATHER_RUN, "groundTruth": "x"},
+                          {"SemanticUnits": {"outputUnits": ["a"], "groundTruthUnits": ["a", "b"]}},
+                          ("SimilarityAnalysis", {"matches": [
+                              {"groundTruthUnit": "a", "matchType": "exact"}]})),
+    "prompt-alignment": (create_prompt_alignment_scorer, {"instructions": ["Be brief.", "Be kind."]},
+                         WEATHER_RUN, {}, ("InstructionVerdicts", {"verdicts": [{"verdict": "yes"}]})),
+}
+
+
+@pytest.mark.parametrize("name", COUNT_CASES)
+async def test_every_scorer_refuses_a_wrong_verdict_count_after_one_repair(
+    server: JudgeServer, name: str
+) -> None:
+    factory, options, run, earlier, (schema, wrong) = COUNT_CASES[name]
+    for title, answer in earlier.items():
+        server.script(title, json_reply(answer))
+    server.script(schema, json_reply(wrong))
+    result = await factory(model=scripted_judge(server), **options).run(run)
+    assert result.status == "error", (name, result.score)
+    assert "also after one repair attempt" in (result.error or "")
+    asked = [r for r in server.requests if schema in str(r)]
+    assert len(asked) == 2 and "not valid: it " in asked[1]["messages"][-1]["content"]
+
+
+async def test_conversation_scorers_ask_for_the_missing_turn_once(server: JudgeServer) -> None:
+    conversation = Conversation(id="c", turns=[
+        Turn(trace_id=f"t{n}", span_id=f"s{n}", user=f"question {n}", answer=f"answer {n}",
+             start_time=datetime(2026, 1, 1, 9, n, tzinfo=UTC)) for n in (1, 2)])
+    server.script("TurnRelevancyVerdicts",
+                  json_reply({"verdicts": [{"turn": 1, "verdict": "yes"}]}),
+                  json_reply({"verdicts": [{"turn": 1, "verdict": "yes"}, {"turn": 2, "verdict": "no"}]}))
+    result = await create_conversation_relevancy_scorer(model=scripted_judge(server)).run(conversation)
+    assert result.status == "ok" and result.score == 0.5
+    assert "no verdict for turn 2" in server.requests[1]["messages"][-1]["content"]

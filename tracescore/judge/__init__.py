@@ -15,8 +15,8 @@ from tracescore.judge.config import JudgeConfig
 if TYPE_CHECKING:
     from tracescore.judge.cache import VerdictCache
     from tracescore.judge.client import LiteLLMJudge
-    from tracescore.judge.protocol import JudgeError
     from tracescore.judge.judges import get_judge, use_verdict_store
+    from tracescore.judge.protocol import JudgeError
 
 __all__ = [
     "JudgeConfig",

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from tracescore.extract.conversation import Conversation, Turn
 from tracescore.scorers.base import StepContext, not_scorable
@@ -58,6 +59,24 @@ def share_not_no(verdicts: Sequence[str], scale: float) -> float:
     """``round2(verdicts other than "no" / verdicts × scale)``: DeepEval counts every verdict but
     an explicit "no" as a pass (completeness, relevancy), so only a stated failure costs."""
     return round_to_two_decimals(sum(not is_no(v) for v in verdicts) / len(verdicts) * scale)
+
+
+def one_per_turn(
+    expected: Callable[[StepContext], Sequence[int]]
+) -> Callable[[StepContext, Any], str | None]:
+    """A step check: the answer's ``verdicts`` name every turn it was asked about (the judge is
+    told which are missing once, before :func:`by_turn` would fail the score)."""
+
+    def check(ctx: StepContext, output: Any) -> str | None:
+        asked = expected(ctx)
+        given = {verdict.turn for verdict in output.verdicts}
+        missing = [number for number in asked if number not in given]
+        if not missing:
+            return None
+        return (f"it gives no verdict for turn {turn_list(missing)}: give one verdict for each of "
+                f"turns {turn_list(asked)}")
+
+    return check
 
 
 def by_turn(verdicts: Sequence[tuple[int, str]], expected: Sequence[int]) -> list[str]:

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer
 from tracescore.scorers.conversation.common import conversation_of, is_no, share_not_no, transcript
-from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step, reason_task
+from tracescore.scorers.llm.common import (
+    JudgeSpec,
+    Wire,
+    judge_prompt,
+    one_per_item,
+    reason_step,
+    reason_task,
+)
 from tracescore.scorers.llm.sketch import judged, typical_text
 from tracescore.scorers.llm.view import numbered, section
 
@@ -62,6 +69,13 @@ class IntentionVerdict(Wire):
 
 class IntentionVerdicts(Wire):
     verdicts: list[IntentionVerdict]
+
+
+intention_count = one_per_item(
+    lambda ctx: ctx.results["preprocess_step_result"].intentions,
+    lambda answer: answer.verdicts,
+    "intention",
+)
 
 
 def create_conversation_completeness_scorer(*, model: JudgeSpec, scale: float = 1.0) -> Scorer:
@@ -128,6 +142,10 @@ unsatisfied, if any; when the user expressed no intention, say so.""",
                 "Judge whether each intention was satisfied",
                 verdicts_prompt,
                 IntentionVerdicts,
+                check=lambda ctx, answer: (
+                    intention_count(ctx, answer) if ctx.results["preprocess_step_result"].intentions
+                    else None  # nothing asked: the score is scale, whatever is answered
+                ),
                 sketch=lambda ctx: IntentionVerdicts(verdicts=judged(
                     ctx.results["preprocess_step_result"].intentions,
                     lambda intention, reason: IntentionVerdict(verdict="yes", reason=reason),

@@ -14,6 +14,7 @@ from tracescore.scorers.conversation.common import (
     by_turn,
     conversation_of,
     is_no,
+    one_per_turn,
     transcript,
     turn_list,
 )
@@ -153,6 +154,7 @@ in which turns.""",
                 "Judge each later answer for forgotten or contradicted facts",
                 verdicts_prompt,
                 RetentionVerdicts,
+                check=one_per_turn(judged_turns),
                 sketch=lambda ctx: RetentionVerdicts(verdicts=[
                     RetentionVerdict(turn=number, verdict="no", reason=typical_text())
                     for number in judged_turns(ctx)

@@ -15,6 +15,7 @@ from tracescore.scorers.conversation.common import (
     answered_turns,
     by_turn,
     conversation_of,
+    one_per_turn,
     share_not_no,
     transcript,
 )
@@ -119,6 +120,7 @@ turns whose answers went off topic, if any. Relevance is explained, not correctn
                 "Judge each answer's relevance to its window of recent turns",
                 verdicts_prompt,
                 TurnRelevancyVerdicts,
+                check=one_per_turn(answered),
                 sketch=lambda ctx: TurnRelevancyVerdicts(verdicts=[
                     TurnRelevancyVerdict(turn=turn, verdict="yes", reason=typical_text())
                     for turn in answered(ctx)

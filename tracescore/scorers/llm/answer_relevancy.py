@@ -10,6 +10,7 @@ from tracescore.scorers.llm.common import (
     Wire,
     is_yes,
     judge_prompt,
+    one_per_item,
     reason_step,
     reason_task,
 )
@@ -148,6 +149,12 @@ why. Relevance is explained, not correctness.""",
                 "Judge each statement's relevance",
                 results_prompt,
                 RelevancyResults,
+                check=one_per_item(
+                    lambda ctx: ctx.results["preprocess_step_result"].statements,
+                    lambda answer: answer.results,
+                    "statement",
+                    "result",
+                ),
                 sketch=lambda ctx: RelevancyResults(results=judged(
                     ctx.results["preprocess_step_result"].statements,
                     lambda statement, reason: RelevancyResult(result="yes", reason=reason),

@@ -14,7 +14,14 @@ from tracescore.scorers.base import (
     create_scorer,
     not_scorable,
 )
-from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step, reason_task
+from tracescore.scorers.llm.common import (
+    JudgeSpec,
+    Wire,
+    judge_prompt,
+    one_per_item,
+    reason_step,
+    reason_task,
+)
 from tracescore.scorers.llm.sketch import sentences, typical_text
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 from tracescore.scorers.utils import round_to_two_decimals
@@ -202,7 +209,18 @@ def create_answer_similarity_scorer(
             )
         )
         .analyze(
-            PromptStep("Match the units", analysis_prompt, SimilarityAnalysis, sketch=analysis_sketch)
+            PromptStep(
+                "Match the units",
+                analysis_prompt,
+                SimilarityAnalysis,
+                sketch=analysis_sketch,
+                check=one_per_item(
+                    lambda ctx: ctx.results["preprocess_step_result"].ground_truth_units,
+                    lambda answer: answer.matches,
+                    "ground-truth unit",
+                    "match",
+                ),
+            )
         )
         .generate_score(score)
         .generate_reason(reason_step(

@@ -7,6 +7,7 @@ from tracescore.scorers.llm.common import (
     JudgeSpec,
     Wire,
     judge_prompt,
+    one_per_item,
     reason_task,
     share_of_yes_scorer,
 )
@@ -111,6 +112,13 @@ share of its opinions judged biased; higher is worse).""",
             "Judge each opinion for bias",
             results_prompt,
             BiasResults,
+            # No opinions: the whole answer is judged as the one opinion.
+            check=one_per_item(
+                lambda ctx: ctx.results["preprocess_step_result"].opinions or [response_text(ctx.run)],
+                lambda answer: answer.results,
+                "opinion",
+                "result",
+            ),
             sketch=lambda ctx: BiasResults(results=judged(
                 ctx.results["preprocess_step_result"].opinions or [response_text(ctx.run)],
                 lambda opinion, reason: BiasResult(result="no", reason=reason),

@@ -41,29 +41,75 @@ class Wire(BaseModel):
         if not isinstance(data, dict):
             return data
         read = dict(data)
-        for name, info in cls.model_fields.items():
-            for key in {info.alias or name, name}:
+        for keys, optional, words in _reading(cls):
+            for key in keys:
                 if key not in read:
                     continue
                 value = read[key]
-                if value is None and not info.is_required():
+                if value is None and optional:
                     del read[key]
-                elif isinstance(value, str) and (words := _choices(info.annotation)):
+                elif isinstance(value, str) and words:
                     read[key] = words.get(value.strip().lower(), value)
         return read
 
 
 @cache
-def _choices(annotation: Any) -> dict[str, str]:
-    """``{folded word: word}`` for a ``Literal`` of strings, else empty."""
-    if get_origin(annotation) is not Literal:
-        return {}
-    return {word.lower(): word for word in get_args(annotation) if isinstance(word, str)}
+def _reading(schema: type[BaseModel]) -> list[tuple[set[str], bool, dict[str, str]]]:
+    """Per field of ``schema``: its JSON keys, whether it has a default, and ``{folded word:
+    word}`` when it holds one of a ``Literal``'s strings (worked out once per schema)."""
+    fields = []
+    for name, info in schema.model_fields.items():
+        annotation = info.annotation
+        words = (
+            {word.lower(): word for word in get_args(annotation) if isinstance(word, str)}
+            if get_origin(annotation) is Literal
+            else {}
+        )
+        fields.append(({info.alias or name, name}, not info.is_required(), words))
+    return fields
 
 
 def is_yes(verdict: str) -> bool:
     """Verdicts compare trimmed and case-folded in every scorer (Mastra mixes three rules)."""
     return verdict.strip().lower() == "yes"
+
+
+def one_per_item(
+    items: Callable[[StepContext], Sequence[Any]],
+    answers: Callable[[Any], Sequence[Any]],
+    item: str,
+    answer: str = "verdict",
+) -> Callable[[StepContext, Any], str | None]:
+    """A step check: the judge's answer holds exactly one ``answer`` per ``item`` of the step's
+    input. A verdict list longer or shorter than what it judges would score a share over the
+    wrong count (3 claims and 1 "yes" verdict scored 1.0); the judge is told the expected count
+    once, then the step fails."""
+
+    def check(ctx: StepContext, output: Any) -> str | None:
+        expected, given = len(items(ctx)), len(answers(output))
+        if given == expected:
+            return None
+        return (f"it has {given} {answer}{'' if given == 1 else 's'} for {expected} "
+                f"{item}{'' if expected == 1 else 's'}: give exactly {expected}, one for each "
+                f"{item}, in order")
+
+    return check
+
+
+def one_per_index(
+    count: Callable[[StepContext], int], indices: Callable[[Any], Sequence[int]], item: str
+) -> Callable[[StepContext, Any], str | None]:
+    """A step check for answers keyed by index (``context_index``): each index from 0 to
+    ``count - 1`` exactly once."""
+
+    def check(ctx: StepContext, output: Any) -> str | None:
+        expected, given = count(ctx), sorted(indices(output))
+        if given == list(range(expected)):
+            return None
+        return (f"it judges {item}s {given or 'none'} where each {item} from 0 to {expected - 1} "
+                f"needs exactly one entry ({expected} in all)")
+
+    return check
 
 
 def share_of_yes(verdicts: Sequence[str], scale: float) -> float:

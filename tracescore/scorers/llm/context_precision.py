@@ -20,6 +20,7 @@ from tracescore.scorers.llm.common import (
     check_context_option,
     is_yes,
     judge_prompt,
+    one_per_index,
     reason_step,
     reason_task,
     run_context,
@@ -135,6 +136,11 @@ were useful and how their positions shaped the score.""",
                 "Judge each context piece's usefulness",
                 verdicts_prompt,
                 PrecisionVerdicts,
+                check=one_per_index(
+                    lambda ctx: len(run_context(ctx, context, context_extractor)),
+                    lambda answer: [v.context_index for v in answer.verdicts],
+                    "context piece",
+                ),
                 sketch=verdicts_sketch,
             )
         )

@@ -21,6 +21,7 @@ from tracescore.scorers.llm.common import (
     Wire,
     check_context_option,
     judge_prompt,
+    one_per_index,
     reason_step,
     reason_task,
     run_context,
@@ -176,6 +177,11 @@ information).""",
                 "Rate each context piece's relevance and use",
                 evaluations_prompt,
                 RelevanceEvaluations,
+                check=one_per_index(
+                    lambda ctx: len(run_context(ctx, context, context_extractor)),
+                    lambda answer: [e.context_index for e in answer.evaluations],
+                    "context piece",
+                ),
                 sketch=evaluations_sketch,
             )
         )

@@ -11,6 +11,7 @@ from tracescore.scorers.llm.common import (
     check_context_option,
     claims_task,
     judge_prompt,
+    one_per_item,
     reason_task,
     run_context,
     share_of_yes_scorer,
@@ -54,6 +55,10 @@ Example. Context: "The pool opens at 7:00 and closes at 21:00. Lanes cost $6 per
 
 class FaithfulnessClaims(Wire):
     claims: list[str]
+
+
+def claims_of(ctx: StepContext) -> list[str]:
+    return ctx.results["preprocess_step_result"].claims
 
 
 class FaithfulnessVerdict(Wire):
@@ -120,6 +125,7 @@ not supported.""",
             "Check each claim against the context",
             verdicts_prompt,
             FaithfulnessVerdicts,
+            check=one_per_item(claims_of, lambda answer: answer.verdicts, "claim"),
             sketch=lambda ctx: FaithfulnessVerdicts(verdicts=judged(
                 ctx.results["preprocess_step_result"].claims,
                 lambda claim, reason: FaithfulnessVerdict(verdict="yes", reason=reason),

@@ -22,6 +22,7 @@ from tracescore.scorers.llm.common import (
     Wire,
     is_yes,
     judge_prompt,
+    one_per_item,
     reason_step,
     reason_task,
 )
@@ -347,6 +348,9 @@ scale. Say what was followed and what was not, naming the misalignments that wei
                 instructions_prompt,
                 InstructionVerdicts,
                 sketch=instructions_sketch,
+                check=one_per_item(
+                    lambda ctx: list(instructions or []), lambda answer: answer.verdicts, "instruction"
+                ),
             )
         ).generate_score(
             lambda ctx: instruction_score(ctx.results["analyze_step_result"].verdicts, scale)

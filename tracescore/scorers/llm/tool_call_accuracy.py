@@ -17,7 +17,14 @@ from tracescore.scorers.base import (
     failed_without_answer,
     not_scorable,
 )
-from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step, reason_task
+from tracescore.scorers.llm.common import (
+    JudgeSpec,
+    Wire,
+    judge_prompt,
+    one_per_item,
+    reason_step,
+    reason_task,
+)
 from tracescore.scorers.llm.sketch import typical_text
 from tracescore.scorers.llm.view import (
     describe_run,
@@ -168,6 +175,12 @@ appropriate calls; with no call, 1 unless a needed tool was missing).""",
                 "Judge each tool call",
                 evaluations_prompt,
                 ToolEvaluations,
+                check=one_per_item(
+                    lambda ctx: ctx.results["preprocess_step_result"]["actualTools"],
+                    lambda answer: answer.evaluations,
+                    "tool call",
+                    "evaluation",
+                ),
                 sketch=lambda ctx: ToolEvaluations(evaluations=[
                     ToolEvaluation(tool_called=tool, was_appropriate=True,
                                    reasoning=typical_text())
