@@ -268,7 +268,7 @@ async def test_answer_relevancy_counts_unsure_at_the_uncertainty_weight(
         await create_answer_relevancy_scorer(model=judge, scale=10).run(ECLIPSE_RUN)
     ).score == 8.25
     analyze_prompt = prompts_with(server, "RelevancyResults")[0]
-    assert '"What causes solar eclipses?"' in analyze_prompt and "[3] s4" in analyze_prompt
+    assert "<user>\nWhat causes solar eclipses?\n</user>" in analyze_prompt and "[3] s4" in analyze_prompt
 
 
 async def test_faithfulness_example_and_tool_results_from_parts(

@@ -7,7 +7,7 @@ from typing import Any
 
 from tracescore.extract.conversation import Conversation, Turn
 from tracescore.scorers.base import StepContext, not_scorable
-from tracescore.scorers.llm.view import render_value, section
+from tracescore.scorers.llm.view import indented, render_value, section
 from tracescore.scorers.utils import round_to_two_decimals
 
 MAX_TURN_CHARS = 2000
@@ -42,8 +42,8 @@ def transcript(conversation: Conversation) -> str:
 
 
 def _turn_text(number: int, turn: Turn) -> str:
-    user = render_value(turn.user, MAX_TURN_CHARS) if turn.user.strip() else "(no message)"
-    answer = render_value(turn.answer, MAX_TURN_CHARS) if turn.answer.strip() else "(no answer)"
+    user = indented(render_value(turn.user, MAX_TURN_CHARS)) if turn.user.strip() else "(no message)"
+    answer = indented(render_value(turn.answer, MAX_TURN_CHARS)) if turn.answer.strip() else "(no answer)"
     return f"Turn {number}\nuser: {user}\nassistant: {answer}"
 
 

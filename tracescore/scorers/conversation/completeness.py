@@ -13,6 +13,7 @@ from tracescore.scorers.conversation.common import conversation_of, is_no, share
 from tracescore.scorers.llm.common import (
     JudgeSpec,
     Wire,
+    judge_instructions,
     judge_prompt,
     one_per_item,
     reason_step,
@@ -21,9 +22,11 @@ from tracescore.scorers.llm.common import (
 from tracescore.scorers.llm.sketch import judged, typical_text
 from tracescore.scorers.llm.view import numbered, section
 
-VERSION = "1"
+VERSION = "2"
+"""2 (issue 32): run text in the prompts is neutralised data and the system prompt says
+so; a verdict missing for a turn or an intention gets one repair request first."""
 
-INSTRUCTIONS = (
+INSTRUCTIONS = judge_instructions(
     "You judge whether an AI assistant met its user's needs over a whole conversation of "
     "several turns. You read every turn: a need stated early can be met later, and an answer "
     "that only promises to help, or asks the user to wait, does not meet it."

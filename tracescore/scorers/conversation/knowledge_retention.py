@@ -18,14 +18,23 @@ from tracescore.scorers.conversation.common import (
     transcript,
     turn_list,
 )
-from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step, reason_task
+from tracescore.scorers.llm.common import (
+    JudgeSpec,
+    Wire,
+    judge_instructions,
+    judge_prompt,
+    reason_step,
+    reason_task,
+)
 from tracescore.scorers.llm.sketch import typical_text
 from tracescore.scorers.llm.view import numbered, section
 from tracescore.scorers.utils import round_to_two_decimals
 
-VERSION = "1"
+VERSION = "2"
+"""2 (issue 32): run text in the prompts is neutralised data and the system prompt says
+so; a verdict missing for a turn or an intention gets one repair request first."""
 
-INSTRUCTIONS = (
+INSTRUCTIONS = judge_instructions(
     "You check whether an AI assistant remembers what its user told it earlier in a "
     "conversation: names, numbers, preferences, constraints and circumstances. Forgetting a "
     "fact, contradicting it or asking for it again are failures; asking to confirm or correct "

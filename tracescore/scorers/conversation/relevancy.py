@@ -19,15 +19,24 @@ from tracescore.scorers.conversation.common import (
     share_not_no,
     transcript,
 )
-from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step, reason_task
+from tracescore.scorers.llm.common import (
+    JudgeSpec,
+    Wire,
+    judge_instructions,
+    judge_prompt,
+    reason_step,
+    reason_task,
+)
 from tracescore.scorers.llm.sketch import typical_text
 from tracescore.scorers.llm.view import numbered, section
 
-VERSION = "1"
+VERSION = "2"
+"""2 (issue 32): run text in the prompts is neutralised data and the system prompt says
+so; a verdict missing for a turn or an intention gets one repair request first."""
 
 DEFAULT_WINDOW_SIZE = 3
 
-INSTRUCTIONS = (
+INSTRUCTIONS = judge_instructions(
     "You judge whether each answer an AI assistant gave in a conversation is relevant to what "
     "was being discussed in the turns just before it. You judge relevance, not correctness."
 )

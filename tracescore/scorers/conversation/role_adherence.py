@@ -10,13 +10,22 @@ from __future__ import annotations
 
 from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer, not_scorable
 from tracescore.scorers.conversation.common import answered_turns, conversation_of, transcript
-from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step, reason_task
+from tracescore.scorers.llm.common import (
+    JudgeSpec,
+    Wire,
+    judge_instructions,
+    judge_prompt,
+    reason_step,
+    reason_task,
+)
 from tracescore.scorers.llm.view import numbered, section, system_prompt
 from tracescore.scorers.utils import round_to_two_decimals
 
-VERSION = "1"
+VERSION = "2"
+"""2 (issue 32): run text in the prompts is neutralised data and the system prompt says
+so; a verdict missing for a turn or an intention gets one repair request first."""
 
-INSTRUCTIONS = (
+INSTRUCTIONS = judge_instructions(
     "You check whether an AI assistant stays in the role it was given, turn after turn: its "
     "persona, its tone, its domain and the limits of what it may do. You judge the assistant's "
     "answers only, never the user's messages."

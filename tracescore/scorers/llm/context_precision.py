@@ -19,6 +19,7 @@ from tracescore.scorers.llm.common import (
     Wire,
     check_context_option,
     is_yes,
+    judge_instructions,
     judge_prompt,
     one_per_index,
     reason_step,
@@ -29,11 +30,13 @@ from tracescore.scorers.llm.sketch import typical_text
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 from tracescore.scorers.utils import round_to_two_decimals
 
-VERSION = "2"
-"""2: one verdict per piece required, with an example; runs that failed before answering are not
+VERSION = "3"
+"""3 (issue 32): run text in the prompts is neutralised data and the system prompt says so; the verdict count is checked (one repair, then an error); a failed reason keeps the score.
+
+2: one verdict per piece required, with an example; runs that failed before answering are not
 scorable."""
 
-INSTRUCTIONS = (
+INSTRUCTIONS = judge_instructions(
     "You judge retrieval for an AI agent: for each context piece it was given, whether that "
     "piece was useful for producing its answer to the user."
 )

@@ -20,6 +20,7 @@ from tracescore.scorers.llm.common import (
     JudgeSpec,
     Wire,
     check_context_option,
+    judge_instructions,
     judge_prompt,
     one_per_index,
     reason_step,
@@ -30,10 +31,12 @@ from tracescore.scorers.llm.sketch import SENTENCE_WORDS, typical_text
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 from tracescore.scorers.utils import round_to_two_decimals
 
-VERSION = "2"
-"""2: an example added; runs that failed before answering are not scorable."""
+VERSION = "3"
+"""3 (issue 32): run text in the prompts is neutralised data and the system prompt says so; the verdict count is checked (one repair, then an error); a failed reason keeps the score.
 
-INSTRUCTIONS = (
+2: an example added; runs that failed before answering are not scorable."""
+
+INSTRUCTIONS = judge_instructions(
     "You judge the context an AI agent was given to answer a user: how relevant each piece is "
     "to the request, whether the answer used it, and what information was missing."
 )

@@ -10,6 +10,7 @@ from tracescore.scorers.llm.common import (
     Wire,
     check_context_option,
     claims_task,
+    judge_instructions,
     judge_prompt,
     one_per_item,
     reason_task,
@@ -19,12 +20,14 @@ from tracescore.scorers.llm.common import (
 from tracescore.scorers.llm.sketch import answer_items, judged
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 
-VERSION = "2"
-"""2: the prompts carry every decision rule of Mastra's (what is and is not a hallucination:
+VERSION = "3"
+"""3 (issue 32): run text in the prompts is neutralised data and the system prompt says so; the verdict count is checked (one repair, then an error); a failed reason keeps the score.
+
+2: the prompts carry every decision rule of Mastra's (what is and is not a hallucination:
 approximate dates and numbers, subjective praise, speculation inside vs outside the context, no
 context at all), with examples; runs that failed before answering are not scorable."""
 
-INSTRUCTIONS = (
+INSTRUCTIONS = judge_instructions(
     "You detect hallucinations: claims in an AI agent's answer that its context (retrieved "
     "documents, tool results, provided facts) contradicts or does not support. Judge only from "
     "that context, never from your own knowledge."

@@ -21,6 +21,7 @@ from tracescore.scorers.llm.common import (
     JudgeSpec,
     Wire,
     is_yes,
+    judge_instructions,
     judge_prompt,
     one_per_item,
     reason_step,
@@ -39,12 +40,14 @@ from tracescore.scorers.utils import get_conversation_history, round_to_two_deci
 
 EvaluationMode = Literal["user", "system", "both"]
 
-VERSION = "2"
-"""2: the judge is asked for Mastra's answer shape (booleans for format and tone alignment,
+VERSION = "3"
+"""3 (issue 32): run text in the prompts is neutralised data and the system prompt says so; the verdict count is checked (one repair, then an error); a failed reason keeps the score.
+
+2: the judge is asked for Mastra's answer shape (booleans for format and tone alignment,
 requirement items with ``isFulfilled``), with an example; runs that failed before answering are
 not scorable."""
 
-INSTRUCTIONS = (
+INSTRUCTIONS = judge_instructions(
     "You judge whether an AI agent did what it was asked: the user's request and the rules of "
     "its system prompt. You check intent, explicit requirements, completeness, format and tone, "
     "and score each from 0 to 1."

@@ -12,6 +12,7 @@ Long values are cut so one huge tool result cannot blow the judge's context wind
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -117,12 +118,38 @@ def default_context(run: ScorerRun) -> list[str]:
     return list(run.context) or tool_results(run)
 
 
+_TAG_OPENING = re.compile(
+    r"(?:<|\uff1c|\ufe64|&lt;?|&#0*60;?|&#x0*3c;?|\\u003c|\\x3c|%3c)(?=\s*[/!?]?\s*[A-Za-z_])",
+    re.IGNORECASE,
+)
+NEUTRAL_BRACKET = "\u2039"
+"""What replaces a ``<`` that opens a tag-like word in untrusted text (‹, a single angle
+quotation mark): the text still reads the same, but nothing in it can close or open a section."""
+
+
+def neutralised(text: str) -> str:
+    """Untrusted text made unable to end its section or start another: every ``<`` opening
+    something tag-like (``</final_answer>``, ``<system>``, ``<!--``), also written full-width or
+    escaped (``&lt;``, ``&#60;``, ``\\u003c``, ``%3C``), becomes ``‹``. Nothing else changes."""
+    return _TAG_OPENING.sub(NEUTRAL_BRACKET, text)
+
+
 def section(tag: str, body: str) -> str:
-    return f"<{tag}>\n{body}\n</{tag}>"
+    """Material for the judge between ``<tag>`` and ``</tag>``: the judge's instructions say
+    sections hold data, never instructions, and the body cannot close its section early."""
+    return f"<{tag}>\n{neutralised(body)}\n</{tag}>"
+
+
+def indented(text: str) -> str:
+    """A multi-line value inside a list: its later lines indented, so a line of it can never
+    pass for the list's next item ("[3] ...", "4. ...", "Turn 2")."""
+    return text.replace("\n", "\n    ")
 
 
 def numbered(items: Sequence[str], start: int = 0) -> str:
-    return "\n".join(f"[{index}] {item}" for index, item in enumerate(items, start)) or "(none)"
+    return "\n".join(
+        f"[{index}] {indented(item)}" for index, item in enumerate(items, start)
+    ) or "(none)"
 
 
 def describe_run(run: ScorerRun, *, system: bool = True, steps: bool = True) -> str:
@@ -133,7 +160,7 @@ def describe_run(run: ScorerRun, *, system: bool = True, steps: bool = True) -> 
     parts.append(section("user", user_text(run) or "(empty)"))
     if steps and (lines := trajectory(run)):
         parts.append(
-            section("agent_steps", "\n".join(f"{i}. {line}" for i, line in enumerate(lines, 1)))
+            section("agent_steps", "\n".join(f"{i}. {indented(line)}" for i, line in enumerate(lines, 1)))
         )
     parts.append(section("final_answer", response_text(run) or "(empty)"))
     return "\n\n".join(parts)
