@@ -19,7 +19,7 @@ import random
 import threading
 import time
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from types import ModuleType
 from typing import Any
 
@@ -29,7 +29,13 @@ from tracescore.judge.cache import VerdictCache, verdict_key
 from tracescore.judge.config import JudgeConfig
 from tracescore.judge.limiter import Limiter
 from tracescore.judge.loop import on_judge_loop
-from tracescore.judge.protocol import JudgeError, JudgeRequest, JudgeResponse
+from tracescore.judge.protocol import (
+    DEFAULT_INPUT_TOKENS,
+    Budget,
+    JudgeError,
+    JudgeRequest,
+    JudgeResponse,
+)
 from tracescore.judge.structured import (
     Mode,
     parse_output,
@@ -38,6 +44,11 @@ from tracescore.judge.structured import (
 )
 
 _RESERVED_OUTPUT_TOKENS = 256
+_ANSWER_ROOM = 4096
+"""Tokens of the window kept for the answer when ``max_tokens`` is not set."""
+_COUNTED_SLICE = 20_000
+"""Characters tokenized at a time: litellm's counter is linear on slices of this size, while a
+700,000-character text in one call took 0.4-5.4 s depending on its content."""
 _COLD_START_GRACE = 30.0
 """Extra seconds for the process's first request: litellm imports ~450 more modules then (2-4 s
 on an idle machine), which must not pass for a hung judge. The HTTP read timeout, which litellm
@@ -79,6 +90,26 @@ class LiteLLMJudge:
             None if config.response_format == "auto" else config.response_format
         )
         self._pending: dict[str, asyncio.Future[None]] = {}
+
+    @cached_property
+    def budget(self) -> Budget:
+        """The input budget of one request: ``max_input_tokens``, else the model's window less
+        the answer's room; text is counted with litellm's tokenizer for the model."""
+        tokens = self.config.max_input_tokens
+        if tokens is None:
+            window = _input_window(self.model)
+            answer = self.config.max_tokens or _ANSWER_ROOM
+            tokens = window - answer if window is not None and window > 2 * answer else DEFAULT_INPUT_TOKENS
+        return Budget(tokens=tokens, count=self.count_tokens)
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` for this judge's model (litellm's ``token_counter``, by slices: the
+        sum is at least the whole text's count, so a fit is never overstated)."""
+        counter = litellm().token_counter
+        return sum(
+            counter(model=self.model, text=text[start : start + _COUNTED_SLICE])
+            for start in range(0, len(text), _COUNTED_SLICE)
+        )
 
     @property
     def mode(self) -> Mode:
@@ -262,6 +293,16 @@ class LiteLLMJudge:
         # for (self-hosted ones) cost 0.
         cost = getattr(response, "_hidden_params", {}).get("response_cost")
         spend.cost_usd += float(cost) if isinstance(cost, (int, float)) else 0.0
+
+
+def _input_window(model: str) -> int | None:
+    """The model's input window in tokens, when litellm's bundled model map has it."""
+    try:
+        info = litellm().get_model_info(model=model)
+    except Exception:  # noqa: BLE001 - litellm raises for models it has never heard of
+        return None
+    window = info.get("max_input_tokens") or info.get("max_tokens")
+    return int(window) if isinstance(window, int) and window > 0 else None
 
 
 def _supports_schema(model: str) -> bool:

@@ -54,6 +54,34 @@ class JudgeError(RuntimeError):
         self.spent = spent
 
 
+DEFAULT_INPUT_TOKENS = 32_000
+"""A request's input budget when the judge's model window is not known (a custom judge, a
+self-hosted model litellm has no entry for): set ``max_input_tokens`` on the judge to change it."""
+
+
+def utf8_size(text: str) -> int:
+    """Bytes of ``text`` in UTF-8: never fewer than its tokens under a byte-level BPE tokenizer
+    (GPT's, Llama 3's, Claude's), so a free upper bound on what it costs."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much one request to a judge may hold, and how its text is measured.
+
+    ``tokens`` is the input window left for a request (instructions, prompt and schema);
+    ``count`` measures a text in tokens (by default its UTF-8 size, an upper bound). Scorers
+    measure only material that could overflow (longer in bytes than the room left), so a
+    request of ordinary size costs no counting at all.
+    """
+
+    tokens: int = DEFAULT_INPUT_TOKENS
+    count: Callable[[str], int] = utf8_size
+
+    def fits(self, text: str, room: int) -> bool:
+        return utf8_size(text) <= room or self.count(text) <= room
+
+
 @runtime_checkable
 class Judge(Protocol):
     """Anything that answers judge requests; ``tracescore.judge`` provides the LLM-backed one."""

@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from tracescore.extract.conversation import Conversation
 from tracescore.extract.model import AgentRun, ToolDefinition
-from tracescore.judge.protocol import Judge, JudgeRequest, JudgeResponse
+from tracescore.judge.protocol import Budget, Judge, JudgeRequest, JudgeResponse
 from tracescore.scorers.utils import (
     get_assistant_message,
     make_test_message,
@@ -158,6 +158,8 @@ class StepContext:
     run: ScorerRun
     results: dict[str, Any] = field(default_factory=dict)
     score: float | None = None
+    budget: Budget = field(default_factory=Budget)
+    """What one request to the scorer's judge may hold (its model's window, less the answer)."""
 
 
 class NotScorable(Exception):
@@ -204,7 +206,7 @@ class PromptStep:
     """
 
     description: str
-    create_prompt: Callable[[StepContext], str]
+    create_prompt: Callable[[StepContext], str | list[str]]
     output_schema: type[BaseModel] | None = None
     judge: Any = None
     instructions: str | None = None
@@ -212,6 +214,9 @@ class PromptStep:
     check: Callable[[StepContext, Any], str | None] | None = None
     """What the validated answer must also satisfy (as many verdicts as claims...): the problem
     in words, or None. The judge is sent one repair request naming it, then the step fails."""
+    combine: Callable[[StepContext, list[Any]], Any] | None = None
+    """For a step whose ``create_prompt`` may return several prompts (material too long for one
+    request, judged part by part): merges their answers, in order, into the step's result."""
 
 
 def resolve_judge(spec: Any) -> Judge:
@@ -425,15 +430,23 @@ class Scorer:
         if self.needs_answer and run.error is not None and (reason := failed_without_answer(run)):
             raise _StepFailed(self._steps[0][0], NotScorable(reason))
         results = outcome.results
+        budget = self._budget()
         for name, step in self._steps:
-            ctx = StepContext(run, dict(results), outcome.score if name == "generate_reason" else None)
+            ctx = StepContext(
+                run, dict(results), outcome.score if name == "generate_reason" else None, budget
+            )
             prompt: str | None = None  # what a prompt step sent
             calls: list[JudgeCall] = []  # and its judge calls
             t0 = time.perf_counter()
             try:
                 if isinstance(step, PromptStep):
-                    prompt = step.create_prompt(ctx)
-                    value = await self._ask_judge(name, step, ctx, prompt, calls)
+                    asked = step.create_prompt(ctx)
+                    if isinstance(asked, str):
+                        prompt = asked
+                        value = await self._ask_judge(name, step, ctx, prompt, calls)
+                    else:
+                        prompt = _joined(asked)
+                        value = await self._ask_in_parts(name, step, ctx, asked, calls)
                 else:
                     value = step(ctx)
                     if hasattr(value, "__await__"):
@@ -450,6 +463,24 @@ class Scorer:
             results[f"{name}_step_result"] = value
             if name == "generate_score":
                 outcome.score = value
+
+    def _budget(self) -> Budget:
+        """The input budget of this scorer's judge (a judge without one gets the default)."""
+        if not self.uses_judge or self.judge is None:
+            return Budget()
+        budget = getattr(resolve_judge(self.judge), "budget", None)
+        return budget if isinstance(budget, Budget) else Budget()
+
+    async def _ask_in_parts(
+        self, name: str, step: PromptStep, ctx: StepContext, prompts: list[str], calls: list[JudgeCall]
+    ) -> Any:
+        """Ask every part's prompt (concurrently: the judge paces them) and combine the answers."""
+        if step.combine is None:
+            raise TypeError(f"scorer {self.id!r}: step {name} returned several prompts but has no combine")
+        answers = await asyncio.gather(*(
+            self._ask_judge(name, step, ctx, prompt, calls) for prompt in prompts
+        ))
+        return step.combine(ctx, list(answers))
 
     async def _ask_judge(
         self, name: str, step: PromptStep, ctx: StepContext, prompt: str, calls: list[JudgeCall]
@@ -491,6 +522,13 @@ class Scorer:
         if name == "generate_score" and step.output_schema is None:
             return output.score
         return output
+
+
+def _joined(prompts: list[str]) -> str:
+    """Several requests' prompts as one step trace's text."""
+    return "\n\n".join(
+        f"--- request {number} of {len(prompts)} ---\n{prompt}" for number, prompt in enumerate(prompts, 1)
+    )
 
 
 def _judge_call(step: str, prompt: str, response: JudgeResponse, error: str | None = None) -> JudgeCall:

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer
+from tracescore.scorers.llm.fit import context_parts, room
 from tracescore.scorers.llm.sketch import explanation
-from tracescore.scorers.llm.view import default_context
+from tracescore.scorers.llm.view import default_context, numbered, section
 from tracescore.scorers.utils import round_to_two_decimals
 
 if TYPE_CHECKING:
@@ -165,6 +166,61 @@ def reason_step(
         create_prompt=create_prompt,
         sketch=explanation(sentences),
     )
+
+
+PART_RULE = """The context is too long for one request: this request shows part {part} of
+{parts} of it; the other parts are judged in other requests and the verdicts combined claim by
+claim. Judge every claim against this part only: {rule}"""
+
+
+def claims_against_context(
+    ctx: StepContext, task: str, rule: str, claims: Sequence[str], pieces: Sequence[str],
+    instructions: str,
+) -> str | list[str]:
+    """The verdict prompt(s) of a scorer judging claims against a context: one request when it
+    fits the judge's budget, else one per part of the context, each naming its part and
+    ``rule`` (what a verdict means for one part)."""
+    claims_block = section("claims", numbered(claims))
+    part_task = f"{task}\n\n{PART_RULE.format(part=999, parts=999, rule=rule)}"
+    chunks = context_parts(pieces, room(ctx, instructions, part_task, claims_block), ctx.budget)
+    if len(chunks) == 1:
+        return judge_prompt(task, section("context", chunks[0]), claims_block)
+    return [
+        judge_prompt(
+            f"{task}\n\n{PART_RULE.format(part=number, parts=len(chunks), rule=rule)}",
+            section("context", chunk),
+            claims_block,
+        )
+        for number, chunk in enumerate(chunks, 1)
+    ]
+
+
+def per_claim(
+    answers: Sequence[Any], precedence: Sequence[str], unseen: str | None = None
+) -> Any:
+    """The verdicts of several parts' answers combined claim by claim: the first verdict of
+    ``precedence`` that any part gave (a contradiction in one part, support in another...),
+    else part 1's verdict, or ``unseen`` when given (no part mentions the claim). Each reason
+    says which part decided it."""
+    parts = len(answers)
+    merged = []
+    for options in zip(*(answer.verdicts for answer in answers), strict=True):
+        chosen = next(
+            ((number, verdict) for wanted in precedence
+             for number, verdict in enumerate(options, 1) if verdict.verdict.strip().lower() == wanted),
+            None,
+        )
+        if chosen is not None:
+            number, verdict = chosen
+            merged.append(verdict.model_copy(
+                update={"reason": f"(context part {number} of {parts}) {verdict.reason}"}))
+        else:
+            first = options[0]
+            merged.append(first.model_copy(update={
+                "verdict": unseen or first.verdict,
+                "reason": f"(no part of the context mentions it) {first.reason}",
+            }))
+    return type(answers[0])(verdicts=merged)
 
 
 def judge_prompt(task: str, *blocks: str) -> str:

@@ -6,7 +6,9 @@ the reasoning it followed — so the judge scorers here show the whole run: ever
 and every tool call with its arguments and result (or error), in the order they happened. For
 an extracted ``AgentRun`` the output is its full trajectory (one assistant message whose parts
 are the run's steps), so this reads the trajectory whatever convention the spans followed.
-Long values are cut so one huge tool result cannot blow the judge's context window.
+Values in the trajectory are cut at :data:`MAX_VALUE_CHARS` with a marker the judge's system
+prompt explains; the context (retrieved documents, tool results) is kept whole and fitted to the
+judge's budget by the scorers that judge it (:mod:`.fit`).
 """
 
 from __future__ import annotations
@@ -39,9 +41,11 @@ def system_prompt(run: ScorerRun) -> str:
     return get_combined_system_prompt(run.input) if isinstance(run.input, Mapping) else ""
 
 
-def render_value(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
+def render_value(value: Any, limit: int | None = MAX_VALUE_CHARS) -> str:
+    """``value`` as text, cut at ``limit`` characters with a marker saying how many were cut
+    (``None``: whole, for material a scorer fits to its judge's budget itself)."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    if len(text) > limit:
+    if limit is not None and len(text) > limit:
         return f"{text[:limit]}… [{len(text) - limit} more characters cut]"
     return text
 
@@ -101,11 +105,12 @@ def trajectory(run: ScorerRun) -> list[str]:
 
 
 def tool_results(run: ScorerRun) -> list[str]:
-    """The result of every finished tool call, from message parts and legacy lists alike."""
+    """The result of every finished tool call, from message parts and legacy lists alike, whole:
+    as context they are judged part by part when long (:mod:`.fit`), never cut unseen."""
     if not isinstance(run.output, Sequence) or isinstance(run.output, str):
         return []
     return [
-        render_value(inv["result"])
+        render_value(inv["result"], None)
         for message in run.output
         if isinstance(message, Mapping)
         for inv in merge_tool_invocations(message)
