@@ -31,7 +31,7 @@ from tracescore.scorers.llm.view import numbered, response_text, section, user_t
 from tracescore.scorers.utils import round_to_two_decimals
 
 VERSION = "3"
-"""3 (issue 32): run text in the prompts is neutralised data and the system prompt says so; the verdict count is checked (one repair, then an error); a failed reason keeps the score.
+"""3 (issue 32): run text in the prompts is neutralised data and the system prompt says so; the verdict count is checked (one repair, then an error); a failed reason keeps the score; "be strict: background only is no".
 
 2: one verdict per piece required, with an example; runs that failed before answering are not
 scorable."""
@@ -43,7 +43,8 @@ INSTRUCTIONS = judge_instructions(
 
 VERDICTS_TASK = """For each context piece, by its index, decide whether it was useful for producing
 the agent's answer to the user: "yes" when it holds information the answer needs or uses, "no"
-otherwise. Give exactly one verdict per piece — as many verdicts as there are pieces — with
+otherwise. Be strict: a piece that only gives background or is on the topic, without anything
+the answer needs, is "no". Give exactly one verdict per piece — as many verdicts as there are pieces — with
 "context_index" set to the piece's index and a one-sentence reason.
 
 Example. User: "How do I reset my router?" Answer: "Hold the reset button for 10 seconds, then
