@@ -113,6 +113,19 @@ async def test_knowledge_retention_counts_answers_without_attrition(server: Judg
     assert ok.score == 3.33  # same scripted verdicts, scaled: the formula, not the text, decides
 
 
+async def test_strict_mode_is_all_or_nothing_as_deepevals(server: JudgeServer, judge: LiteLLMJudge) -> None:
+    """Issue 32 (8): DeepEval's ``strict_mode`` (1 for a perfect conversation, else 0)."""
+    server.script("UserFacts", json_reply({"facts": [{"turn": 1, "fact": "the user's name is Ada"}]}))
+    server.script("RetentionVerdicts", json_reply(verdicts((1, "no"), (2, "no"), (3, "yes"))))
+    assert (await create_knowledge_retention_scorer(model=judge).run(ADA)).score == 0.67
+    assert (await create_knowledge_retention_scorer(model=judge, strict=True).run(ADA)).score == 0.0
+    server.script("RetentionVerdicts", json_reply(verdicts((1, "no"), (2, "no"), (3, "no"))))
+    assert (await create_knowledge_retention_scorer(model=judge, strict=True, scale=5).run(ADA)).score == 5
+    server.script("TurnRelevancyVerdicts", json_reply(verdicts((1, "yes"), (2, "yes"), (3, "no"))))
+    relevancy = registry.get("conversation-relevancy").factory(model=judge, strict=True)
+    assert (await relevancy.run(ADA)).score == 0.0
+
+
 async def test_knowledge_retention_judges_only_answers_after_a_fact(server: JudgeServer, judge: LiteLLMJudge) -> None:
     chat = conversation(("Hello!", "Hi, how can I help?"), ("I'm allergic to peanuts.", "Noted."),
                         ("Suggest a snack.", "Try a peanut butter cookie."))
@@ -269,8 +282,9 @@ async def test_a_lone_run_is_not_scorable_by_a_conversation_scorer(
 
 
 def test_registry_lists_the_conversation_scorers_with_options() -> None:
-    expected = {"conversation-completeness": {"scale"}, "knowledge-retention": {"scale"},
-                "role-adherence": {"scale", "role"}, "conversation-relevancy": {"scale", "window_size"}}
+    expected = {"conversation-completeness": {"scale", "strict"}, "knowledge-retention": {"scale", "strict"},
+                "role-adherence": {"scale", "role", "strict"},
+                "conversation-relevancy": {"scale", "window_size", "strict"}}
     for name, options in expected.items():
         entry = registry.get(name)
         assert entry.uses_judge and entry.conversation and entry.higher_is_better

@@ -79,6 +79,16 @@ def one_per_turn(
     return check
 
 
+def strictly(
+    score: Callable[[StepContext], float], scale: float, strict: bool
+) -> Callable[[StepContext], float]:
+    """DeepEval's ``strict_mode``: ``scale`` for a perfect conversation, 0 for any other (its
+    threshold becomes 1), so one forgotten fact or off-topic answer fails the conversation."""
+    if not strict:
+        return score
+    return lambda ctx: scale if score(ctx) >= scale else 0.0
+
+
 def by_turn(verdicts: Sequence[tuple[int, str]], expected: Sequence[int]) -> list[str]:
     """The verdict for each expected turn, in order, from ``(turn, verdict)`` pairs.
 

@@ -9,7 +9,13 @@ satisfied it; the score is satisfied intentions over intentions.
 from __future__ import annotations
 
 from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer
-from tracescore.scorers.conversation.common import conversation_of, is_no, share_not_no, transcript
+from tracescore.scorers.conversation.common import (
+    conversation_of,
+    is_no,
+    share_not_no,
+    strictly,
+    transcript,
+)
 from tracescore.scorers.llm.common import (
     JudgeSpec,
     Wire,
@@ -81,7 +87,9 @@ intention_count = one_per_item(
 )
 
 
-def create_conversation_completeness_scorer(*, model: JudgeSpec, scale: float = 1.0) -> Scorer:
+def create_conversation_completeness_scorer(
+    *, model: JudgeSpec, scale: float = 1.0, strict: bool = False
+) -> Scorer:
     """Satisfied intentions / intentions × ``scale`` (a verdict other than "no" counts as
     satisfied, as in DeepEval); a conversation without any intention scores ``scale``, as in
     DeepEval: nothing was asked, nothing was left undone."""
@@ -155,6 +163,6 @@ unsatisfied, if any; when the user expressed no intention, say so.""",
                 )),
             )
         )
-        .generate_score(score)
+        .generate_score(strictly(score, scale, strict))
         .generate_reason(reason_step(reason_prompt, 2.5))
     )

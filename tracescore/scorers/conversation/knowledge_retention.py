@@ -15,6 +15,7 @@ from tracescore.scorers.conversation.common import (
     conversation_of,
     is_no,
     one_per_turn,
+    strictly,
     transcript,
     turn_list,
 )
@@ -102,7 +103,9 @@ def judged_turns(ctx: StepContext) -> list[int]:
     return judged
 
 
-def create_knowledge_retention_scorer(*, model: JudgeSpec, scale: float = 1.0) -> Scorer:
+def create_knowledge_retention_scorer(
+    *, model: JudgeSpec, scale: float = 1.0, strict: bool = False
+) -> Scorer:
     """Answers without attrition / answers judged × ``scale`` (a verdict of "no" attrition
     counts as retained, as in DeepEval). A conversation in which the user gave no facts is not
     scorable, where DeepEval scores it 0, the worst score, for forgetting nothing."""
@@ -170,6 +173,6 @@ in which turns.""",
                 ]),
             )
         )
-        .generate_score(score)
+        .generate_score(strictly(score, scale, strict))
         .generate_reason(reason_step(reason_prompt, 2.5))
     )

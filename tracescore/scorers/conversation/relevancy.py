@@ -17,6 +17,7 @@ from tracescore.scorers.conversation.common import (
     conversation_of,
     one_per_turn,
     share_not_no,
+    strictly,
     transcript,
 )
 from tracescore.scorers.llm.common import (
@@ -75,7 +76,8 @@ def windows(answered: list[int], window_size: int) -> list[tuple[int, int]]:
 
 
 def create_conversation_relevancy_scorer(
-    *, model: JudgeSpec, window_size: int = DEFAULT_WINDOW_SIZE, scale: float = 1.0
+    *, model: JudgeSpec, window_size: int = DEFAULT_WINDOW_SIZE, scale: float = 1.0,
+    strict: bool = False,
 ) -> Scorer:
     """Answers not judged irrelevant / answers × ``scale`` (every verdict but "no" counts as
     relevant, as in DeepEval), each answer judged against its last ``window_size`` turns."""
@@ -136,6 +138,6 @@ turns whose answers went off topic, if any. Relevance is explained, not correctn
                 ]),
             )
         )
-        .generate_score(score)
+        .generate_score(strictly(score, scale, strict))
         .generate_reason(reason_step(reason_prompt, 1.5))
     )

@@ -9,7 +9,12 @@ here it defaults to the agent's own system prompt, which is where a deployed age
 from __future__ import annotations
 
 from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer, not_scorable
-from tracescore.scorers.conversation.common import answered_turns, conversation_of, transcript
+from tracescore.scorers.conversation.common import (
+    answered_turns,
+    conversation_of,
+    strictly,
+    transcript,
+)
 from tracescore.scorers.llm.common import (
     JudgeSpec,
     Wire,
@@ -60,7 +65,9 @@ class OutOfCharacterTurns(Wire):
     verdicts: list[OutOfCharacterTurn]
 
 
-def create_role_adherence_scorer(*, model: JudgeSpec, role: str | None = None, scale: float = 1.0) -> Scorer:
+def create_role_adherence_scorer(
+    *, model: JudgeSpec, role: str | None = None, scale: float = 1.0, strict: bool = False
+) -> Scorer:
     """(answers − answers out of role) / answers × ``scale``, over the turns with an answer.
 
     ``role`` describes the role; unset, it is the system prompt of the conversation's latest
@@ -121,6 +128,6 @@ below broke the role; when none is listed, say the assistant stayed in role thro
                 sketch=lambda ctx: OutOfCharacterTurns(verdicts=[]),
             )
         )
-        .generate_score(score)
+        .generate_score(strictly(score, scale, strict))
         .generate_reason(reason_step(reason_prompt, 1.5))
     )
