@@ -14,7 +14,12 @@ import pytest
 from tests.judge_server import JudgeServer, json_reply
 from tracescore.judge import JudgeConfig, LiteLLMJudge
 from tracescore.judge.client import litellm
-from tracescore.scorers import create_faithfulness_scorer, create_hallucination_scorer
+from tracescore.scorers import (
+    create_context_precision_scorer,
+    create_context_relevance_scorer,
+    create_faithfulness_scorer,
+    create_hallucination_scorer,
+)
 from tracescore.scorers.llm.view import indented
 from tracescore.scorers.utils import make_agent_run, make_test_message, make_tool_invocation
 
@@ -85,7 +90,7 @@ async def test_a_700k_tool_result_is_judged_in_parts_that_fit_one_holding_the_se
     assert max(request_tokens(r) for r in server.requests) <= WINDOW
     holding = [r for r in parts if SENTENCE in r["messages"][-1]["content"]]
     assert len(holding) == 1
-    assert "part 1 of" in parts[0]["messages"][-1]["content"]
+    assert any("part 1 of" in r["messages"][-1]["content"] for r in parts)
     # Every character of the tool result was shown in some part.
     shown = "".join(r["messages"][-1]["content"] for r in parts)
     assert indented(result[:2000]) in shown and indented(result[-2000:]) in shown
@@ -125,3 +130,38 @@ def test_the_budget_comes_from_litellms_model_window() -> None:
     assert LiteLLMJudge(JudgeConfig(model="openai/gpt-4o-mini", max_tokens=1000)).budget.tokens == WINDOW - 1000
     assert LiteLLMJudge(JudgeConfig(model="openai/a-local-model")).budget.tokens == 32_000
     assert LiteLLMJudge(JudgeConfig(model="openai/gpt-4o-mini", max_input_tokens=9000)).budget.tokens == 9000
+
+
+async def test_context_precision_judges_pieces_that_do_not_fit_together_in_parts(
+    server: JudgeServer,
+) -> None:
+    pieces = [filler(30_000, 3) + " MARK-A", filler(15_000, 4) + SENTENCE + filler(15_000, 5),
+              filler(30_000, 6) + " MARK-C"]
+    server.script("MARK-A", json_reply({"verdicts": [{"context_index": 0, "verdict": "no"}]}))
+    server.script(SENTENCE, json_reply({"verdicts": [{"context_index": 1, "verdict": "yes"}]}))
+    server.script("MARK-C", json_reply({"verdicts": [{"context_index": 2, "verdict": "no"}]}))
+    scorer = create_context_precision_scorer(model=judge_on(server, max_input_tokens=12_000),
+                                             context=pieces)
+    scored = await scorer.run(run_with("{}"))
+    assert scored.status == "ok" and scored.score == 0.5, scored.error  # useful piece second
+    parts = [r for r in server.requests if "PrecisionVerdicts" in str(r.get("response_format"))]
+    assert len(parts) == 3 and all(request_tokens(r) <= 12_000 for r in parts)
+    assert any("part 2\nof 3" in r["messages"][-1]["content"] for r in parts)
+
+
+async def test_context_relevance_combines_the_parts_of_a_split_piece(server: JudgeServer) -> None:
+    """A piece too long for one request is judged part by part: its most relevant part decides."""
+    piece = filler(40_000, 7) + SENTENCE + filler(40_000, 8)
+    server.script("RelevanceEvaluations", json_reply({"evaluations": [
+        {"context_index": 0, "relevanceLevel": "none", "wasUsed": False}]}))
+    server.script(SENTENCE, json_reply({"evaluations": [
+        {"context_index": 0, "relevanceLevel": "high", "wasUsed": True}]}))
+    server.script("Lyon is rainy", json_reply({"evaluations": [
+        {"context_index": 1, "relevanceLevel": "low", "wasUsed": False}]}))
+    scorer = create_context_relevance_scorer(model=judge_on(server, max_input_tokens=12_000),
+                                             context=[piece, "Lyon is rainy."])
+    scored = await scorer.run(run_with("{}"))
+    assert scored.status == "ok" and scored.score == 0.65, scored.error
+    parts = [r for r in server.requests if "RelevanceEvaluations" in str(r.get("response_format"))]
+    assert len(parts) >= 3 and all(request_tokens(r) <= 12_000 for r in parts)
+    assert any("[0] (part 1 of" in r["messages"][-1]["content"] for r in parts)

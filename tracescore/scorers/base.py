@@ -160,6 +160,11 @@ class StepContext:
     score: float | None = None
     budget: Budget = field(default_factory=Budget)
     """What one request to the scorer's judge may hold (its model's window, less the answer)."""
+    part: int | None = None
+    """Which of a step's several requests is being checked (from 0), when it sent several."""
+    memo: dict[str, Any] = field(default_factory=dict)
+    """What a step's prompt worked out for its own check and combine (the parts' contents),
+    shared by the copies of the context each part is checked with."""
 
 
 class NotScorable(Exception):
@@ -478,7 +483,8 @@ class Scorer:
         if step.combine is None:
             raise TypeError(f"scorer {self.id!r}: step {name} returned several prompts but has no combine")
         answers = await asyncio.gather(*(
-            self._ask_judge(name, step, ctx, prompt, calls) for prompt in prompts
+            self._ask_judge(name, step, dataclasses.replace(ctx, part=number), prompt, calls)
+            for number, prompt in enumerate(prompts)
         ))
         return step.combine(ctx, list(answers))
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer
-from tracescore.scorers.llm.fit import context_parts, room
+from tracescore.scorers.llm.fit import context_chunks, context_parts, room
 from tracescore.scorers.llm.sketch import explanation
 from tracescore.scorers.llm.view import default_context, numbered, section
 from tracescore.scorers.utils import round_to_two_decimals
@@ -118,17 +118,51 @@ def one_per_item(
 def one_per_index(
     count: Callable[[StepContext], int], indices: Callable[[Any], Sequence[int]], item: str
 ) -> Callable[[StepContext, Any], str | None]:
-    """A step check for answers keyed by index (``context_index``): each index from 0 to
-    ``count - 1`` exactly once."""
+    """A step check for answers keyed by index (``context_index``): each index shown in the
+    request (all ``count`` of them, or the part's, see :func:`pieces_prompts`) exactly once."""
 
     def check(ctx: StepContext, output: Any) -> str | None:
-        expected, given = count(ctx), sorted(indices(output))
-        if given == list(range(expected)):
+        expected, given = shown_indices(ctx, count(ctx)), sorted(indices(output))
+        if given == sorted(expected):
             return None
-        return (f"it judges {item}s {given or 'none'} where each {item} from 0 to {expected - 1} "
-                f"needs exactly one entry ({expected} in all)")
+        return (f"it judges {item}s {given or 'none'} where each of {item}s {expected} needs "
+                f"exactly one entry ({len(expected)} in all)")
 
     return check
+
+
+PIECES_PART_RULE = """The context is too long for one request: this request shows part {part}
+of {parts} of it; the pieces not shown are judged in other requests. Give one entry for each
+piece shown here, by its index. A piece too long for one request is shown in parts, each saying
+which characters it holds: judge the part shown; the parts' results are combined."""
+
+
+def pieces_prompts(
+    ctx: StepContext, task: str, blocks: Sequence[str], pieces: Sequence[str], instructions: str,
+    part_rule: str = "",
+) -> str | list[str]:
+    """The prompt(s) of a step judging each context piece: ``task``, ``blocks``, then the
+    numbered context; one request per part of it when it does not fit the judge's budget (each
+    told which part it shows and ``part_rule``), the pieces each part shows kept for the check."""
+    rule = f"{PIECES_PART_RULE} {part_rule}".strip()
+    part_task = f"{task}\n\n{rule.format(part=999, parts=999)}"
+    chunks = context_chunks(pieces, room(ctx, instructions, part_task, *blocks), ctx.budget)
+    ctx.memo["parts"] = [indices for _, indices in chunks]
+    if len(chunks) == 1:
+        return judge_prompt(task, *blocks, section("context", chunks[0][0]))
+    return [
+        judge_prompt(f"{task}\n\n{rule.format(part=number, parts=len(chunks))}", *blocks,
+                     section("context", text))
+        for number, (text, _) in enumerate(chunks, 1)
+    ]
+
+
+def shown_indices(ctx: StepContext, count: int) -> list[int]:
+    """The context indices the request being checked showed: all ``count``, or its part's."""
+    parts = ctx.memo.get("parts")
+    if ctx.part is None or not parts:
+        return list(range(count))
+    return list(parts[ctx.part])
 
 
 def share_of_yes(verdicts: Sequence[str], scale: float) -> float:

@@ -22,12 +22,13 @@ from tracescore.scorers.llm.common import (
     judge_instructions,
     judge_prompt,
     one_per_index,
+    pieces_prompts,
     reason_step,
     reason_task,
     run_context,
 )
 from tracescore.scorers.llm.sketch import typical_text
-from tracescore.scorers.llm.view import numbered, response_text, section, user_text
+from tracescore.scorers.llm.view import response_text, section, user_text
 from tracescore.scorers.utils import round_to_two_decimals
 
 VERSION = "3"
@@ -63,6 +64,18 @@ class PrecisionVerdicts(Wire):
     verdicts: list[PrecisionVerdict] = Field(default_factory=list)
 
 
+def useful_in_any_part(answers: Sequence[PrecisionVerdicts]) -> PrecisionVerdicts:
+    """The parts' verdicts as one list by index: a piece shown in several parts is useful when
+    any of its parts is."""
+    by_index: dict[int, PrecisionVerdict] = {}
+    for answer in answers:
+        for verdict in answer.verdicts:
+            known = by_index.get(verdict.context_index)
+            if known is None or (is_yes(verdict.verdict) and not is_yes(known.verdict)):
+                by_index[verdict.context_index] = verdict
+    return PrecisionVerdicts(verdicts=[by_index[index] for index in sorted(by_index)])
+
+
 def mean_average_precision(verdicts: Sequence[PrecisionVerdict], scale: float) -> float:
     """Mean of precision@k over the positions k holding a useful piece (0 when there is none)."""
     relevant, total = 0, 0.0
@@ -87,15 +100,16 @@ def create_context_precision_scorer(
     """
     check_context_option(context)
 
-    def verdicts_prompt(ctx: StepContext) -> str:
+    def verdicts_prompt(ctx: StepContext) -> str | list[str]:
         pieces = run_context(ctx, context, context_extractor)
         if not pieces:
             not_scorable("no context available for evaluation")
-        return judge_prompt(
+        return pieces_prompts(
+            ctx,
             VERDICTS_TASK,
-            section("user", user_text(ctx.run)),
-            section("final_answer", response_text(ctx.run)),
-            section("context", numbered(pieces)),
+            [section("user", user_text(ctx.run)), section("final_answer", response_text(ctx.run))],
+            pieces,
+            INSTRUCTIONS,
         )
 
     def verdicts_sketch(ctx: StepContext) -> PrecisionVerdicts:
@@ -146,6 +160,7 @@ were useful and how their positions shaped the score.""",
                     "context piece",
                 ),
                 sketch=verdicts_sketch,
+                combine=lambda ctx, answers: useful_in_any_part(answers),
             )
         )
         .generate_score(score)

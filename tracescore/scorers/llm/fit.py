@@ -36,29 +36,37 @@ def context_parts(pieces: Sequence[str], space: int, budget: Budget) -> list[str
     """The numbered context (``[i] piece``) as one text per request, each within ``space``
     tokens: pieces packed in order, a piece larger than ``space`` split into parts that say
     which characters of it they hold. A single text when everything fits."""
+    return [text for text, _ in context_chunks(pieces, space, budget)]
+
+
+def context_chunks(pieces: Sequence[str], space: int, budget: Budget) -> list[tuple[str, list[int]]]:
+    """:func:`context_parts` with the indices of the pieces each text shows (in order, once)."""
     if not pieces:
-        return ["(none)"]
-    lines: list[tuple[str, int]] = []
+        return [("(none)", [])]
+    lines: list[tuple[str, int, int]] = []
     for index, piece in enumerate(pieces):
         line = f"[{index}] {indented(piece)}"
         size = _measure(budget, line)
         if size <= space:
-            lines.append((line, size))
+            lines.append((line, size, index))
             continue
         spans = _split(piece, space - 60, budget, indented)
         for number, (start, end) in enumerate(spans, 1):
             head = (f"[{index}] (part {number} of {len(spans)}: characters {start + 1:,}-{end:,} "
                     f"of {len(piece):,}) ")
-            lines.append((head + indented(piece[start:end]), space))
-    chunks: list[list[str]] = [[]]
+            lines.append((head + indented(piece[start:end]), space, index))
+    chunks: list[list[tuple[str, int]]] = [[]]
     used = 0
-    for line, size in lines:
+    for line, size, index in lines:
         if chunks[-1] and used + size + 1 > space:
             chunks.append([])
             used = 0
-        chunks[-1].append(line)
+        chunks[-1].append((line, index))
         used += size + 1
-    return ["\n".join(chunk) for chunk in chunks]
+    return [
+        ("\n".join(line for line, _ in chunk), list(dict.fromkeys(index for _, index in chunk)))
+        for chunk in chunks
+    ]
 
 
 def fitted(text: str, space: int, budget: Budget) -> str:
