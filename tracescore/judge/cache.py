@@ -14,6 +14,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
 
 from sqlalchemy import Engine, insert, select
 from sqlalchemy.exc import IntegrityError
@@ -36,19 +37,31 @@ at, sampling, the answer's length limit, how JSON is asked for, and the extra li
 only decide whether an answer comes, not which."""
 
 
-def verdict_key(request: JudgeRequest, judge: JudgeConfig | str) -> str:
+@dataclass(frozen=True)
+class AnswerSettings:
+    """A judge's :data:`ANSWER_SETTINGS` as stable text, worked out once per judge (a cache hit
+    computes the key, and dumping the config each time doubled its ~12 µs)."""
+
+    text: str
+
+    @classmethod
+    def of(cls, judge: JudgeConfig | str) -> AnswerSettings:
+        settings = JudgeConfig.of(judge).model_dump(mode="json", include=set(ANSWER_SETTINGS))
+        return cls(json.dumps(settings, sort_keys=True, ensure_ascii=False, default=str))
+
+
+def verdict_key(request: JudgeRequest, judge: JudgeConfig | str | AnswerSettings) -> str:
     """Digest of everything that decides a judge's answer: the request and the judge's answer
     settings (a model string stands for that model with default settings)."""
-    config = JudgeConfig.of(judge)
+    settings = judge if isinstance(judge, AnswerSettings) else AnswerSettings.of(judge)
     schema = schema_json(request.schema) if request.schema is not None else None
-    settings = config.model_dump(mode="json", include=set(ANSWER_SETTINGS))
     parts = [
         request.scorer_id,
         request.scorer_version,
         request.instructions,
         request.prompt,
         schema,
-        json.dumps(settings, sort_keys=True, ensure_ascii=False, default=str),
+        settings.text,
     ]
     return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode()).hexdigest()
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from tracescore.judge.cache import VerdictCache, verdict_key
+from tracescore.judge.cache import AnswerSettings, VerdictCache, verdict_key
 from tracescore.judge.config import JudgeConfig
 from tracescore.judge.limiter import Limiter
 from tracescore.judge.loop import on_judge_loop
@@ -90,6 +90,7 @@ class LiteLLMJudge:
             None if config.response_format == "auto" else config.response_format
         )
         self._pending: dict[str, asyncio.Future[None]] = {}
+        self._settings = AnswerSettings.of(config)
 
     @cached_property
     def budget(self) -> Budget:
@@ -124,7 +125,7 @@ class LiteLLMJudge:
         otherwise from the database cache or the model, on the judge loop."""
         key = None
         if self.cache is not None:
-            key = verdict_key(request, self.config)
+            key = verdict_key(request, self._settings)
             if (hit := self.cache.get_local(key)) is not None:
                 return hit
         return await on_judge_loop(self._complete_once(request, key))

@@ -537,21 +537,14 @@ def _joined(prompts: list[str]) -> str:
     )
 
 
+_CALL_FIGURES = ("model", "input_tokens", "output_tokens", "cost_usd", "attempts", "duration_ms",
+                 "cached", "repairs")
+"""What a ``JudgeCall`` copies from the judge's response as it is."""
+
+
 def _judge_call(step: str, prompt: str, response: JudgeResponse, error: str | None = None) -> JudgeCall:
-    return JudgeCall(
-        step=step,
-        prompt=prompt,
-        output=response.text,
-        model=response.model,
-        input_tokens=response.input_tokens,
-        output_tokens=response.output_tokens,
-        cost_usd=response.cost_usd,
-        attempts=response.attempts,
-        duration_ms=response.duration_ms,
-        cached=response.cached,
-        repairs=response.repairs,
-        error=error,
-    )
+    figures = {name: getattr(response, name) for name in _CALL_FIGURES}
+    return JudgeCall(step=step, prompt=prompt, output=response.text, error=error, **figures)
 
 
 @dataclass(slots=True)

@@ -29,8 +29,8 @@ from tracescore.scorers.llm.sketch import judged, typical_text
 from tracescore.scorers.llm.view import numbered, section
 
 VERSION = "2"
-"""2 (issue 32): run text in the prompts is neutralised data and the system prompt says
-so; a verdict missing for a turn or an intention gets one repair request first."""
+"""2 (issue 32): sections hold neutralised data; an intention without a verdict is asked for
+again once; ``strict``."""
 
 INSTRUCTIONS = judge_instructions(
     "You judge whether an AI assistant met its user's needs over a whole conversation of "

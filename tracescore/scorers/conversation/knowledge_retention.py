@@ -32,8 +32,8 @@ from tracescore.scorers.llm.view import numbered, section
 from tracescore.scorers.utils import round_to_two_decimals
 
 VERSION = "2"
-"""2 (issue 32): run text in the prompts is neutralised data and the system prompt says
-so; a verdict missing for a turn or an intention gets one repair request first."""
+"""2 (issue 32): the transcript is neutralised data; a judged turn left without a verdict is
+asked for again once; ``strict``."""
 
 INSTRUCTIONS = judge_instructions(
     "You check whether an AI assistant remembers what its user told it earlier in a "

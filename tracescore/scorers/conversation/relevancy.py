@@ -32,8 +32,7 @@ from tracescore.scorers.llm.sketch import typical_text
 from tracescore.scorers.llm.view import numbered, section
 
 VERSION = "2"
-"""2 (issue 32): run text in the prompts is neutralised data and the system prompt says
-so; a verdict missing for a turn or an intention gets one repair request first."""
+"""2 (issue 32): turns are neutralised data, a missing verdict gets one repair request, ``strict``."""
 
 DEFAULT_WINDOW_SIZE = 3
 

@@ -27,8 +27,7 @@ from tracescore.scorers.llm.view import numbered, section, system_prompt
 from tracescore.scorers.utils import round_to_two_decimals
 
 VERSION = "2"
-"""2 (issue 32): run text in the prompts is neutralised data and the system prompt says
-so; a verdict missing for a turn or an intention gets one repair request first."""
+"""2 (issue 32): the role and turns are neutralised data in the prompt; ``strict``."""
 
 INSTRUCTIONS = judge_instructions(
     "You check whether an AI assistant stays in the role it was given, turn after turn: its "
