@@ -165,3 +165,18 @@ async def test_context_relevance_combines_the_parts_of_a_split_piece(server: Jud
     parts = [r for r in server.requests if "RelevanceEvaluations" in str(r.get("response_format"))]
     assert len(parts) >= 3 and all(request_tokens(r) <= 12_000 for r in parts)
     assert any("[0] (part 1 of" in r["messages"][-1]["content"] for r in parts)
+
+
+def test_a_dry_run_prices_a_long_context_in_the_parts_the_judge_would_be_sent() -> None:
+    from tracescore.offline.estimate import PricingJudge, with_pricing_judge
+
+    run = run_with(long_tool_result()[:300_000])  # ~55,000 tokens: one request for gpt-4o-mini
+    analyses = {}
+    for label, settings in (("gpt-4o-mini", JudgeConfig(model="openai/gpt-4o-mini")), ("unknown", None)):
+        judge = PricingJudge("openai/gpt-4o-mini", settings=settings)
+        priced = with_pricing_judge(create_faithfulness_scorer(model="openai/gpt-4o-mini"), judge)
+        assert priced.run_sync(run).status == "ok"
+        analyses[label] = [call for call in judge.calls if call.step == "analyze"]
+    assert len(analyses["gpt-4o-mini"]) == 1  # its 123,904-token budget holds the whole context
+    assert len(analyses["unknown"]) >= 2  # the 32,000-token default splits it
+    assert all(call.input_tokens <= 32_000 for call in analyses["unknown"])

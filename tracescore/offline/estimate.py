@@ -36,6 +36,7 @@ no price for (self-hosted) costs nothing.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import types
 import typing
@@ -50,7 +51,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from tracescore.extract.model import AgentRun
-from tracescore.judge.protocol import JudgeRequest, JudgeResponse
+from tracescore.judge.protocol import Budget, JudgeRequest, JudgeResponse
 from tracescore.pipeline.bindings import CompiledBinding
 from tracescore.scorers.base import PromptStep, Scorer, StepContext
 from tracescore.scorers.llm.sketch import typical_text
@@ -168,6 +169,16 @@ class PricingJudge:
     caches: bool = True
     settings: Any = None
     """The priced judge's ``JudgeConfig`` when known (its verdict cache keys hold it)."""
+
+    @functools.cached_property
+    def budget(self) -> Budget:
+        """The priced judge's request budget, so a long context is priced in the parts the
+        real judge would be sent (the default budget without settings)."""
+        if self.settings is None:
+            return Budget()
+        from tracescore.judge.client import LiteLLMJudge
+
+        return LiteLLMJudge(self.settings.model_copy(update={"cache": False})).budget
     context: StepContext | None = None
     sketch: Callable[[StepContext], BaseModel | str] | None = None
     calls: list[PricedCall] = field(default_factory=list)
