@@ -113,6 +113,19 @@ async def test_knowledge_retention_counts_answers_without_attrition(server: Judg
     assert ok.score == 3.33  # same scripted verdicts, scaled: the formula, not the text, decides
 
 
+async def test_strict_mode_is_all_or_nothing_as_deepevals(server: JudgeServer, judge: LiteLLMJudge) -> None:
+    """Issue 32 (8): DeepEval's ``strict_mode`` (1 for a perfect conversation, else 0)."""
+    server.script("UserFacts", json_reply({"facts": [{"turn": 1, "fact": "the user's name is Ada"}]}))
+    server.script("RetentionVerdicts", json_reply(verdicts((1, "no"), (2, "no"), (3, "yes"))))
+    assert (await create_knowledge_retention_scorer(model=judge).run(ADA)).score == 0.67
+    assert (await create_knowledge_retention_scorer(model=judge, strict=True).run(ADA)).score == 0.0
+    server.script("RetentionVerdicts", json_reply(verdicts((1, "no"), (2, "no"), (3, "no"))))
+    assert (await create_knowledge_retention_scorer(model=judge, strict=True, scale=5).run(ADA)).score == 5
+    server.script("TurnRelevancyVerdicts", json_reply(verdicts((1, "yes"), (2, "yes"), (3, "no"))))
+    relevancy = registry.get("conversation-relevancy").factory(model=judge, strict=True)
+    assert (await relevancy.run(ADA)).score == 0.0
+
+
 async def test_knowledge_retention_judges_only_answers_after_a_fact(server: JudgeServer, judge: LiteLLMJudge) -> None:
     chat = conversation(("Hello!", "Hi, how can I help?"), ("I'm allergic to peanuts.", "Noted."),
                         ("Suggest a snack.", "Try a peanut butter cookie."))
@@ -135,8 +148,10 @@ async def test_a_verdict_missing_for_a_judged_turn_is_an_error(server: JudgeServ
     server.script("UserFacts", json_reply({"facts": [{"turn": 1, "fact": "the user's name is Ada"}]}))
     server.script("RetentionVerdicts", json_reply(verdicts((1, "no"), (3, "no"))))
     result = await create_knowledge_retention_scorer(model=judge).run(ADA)
-    assert result.status == "error" and result.score is None
-    assert result.error == "the judge gave no verdict for turn 2" and result.failed_step == "generate_score"
+    assert result.status == "error" and result.score is None and result.failed_step == "analyze"
+    # The judge was told which turn it left out once (issue 32), then the step failed.
+    assert "also after one repair attempt: it gives no verdict for turn 2" in (result.error or "")
+    assert len(prompts_with(server, "RetentionVerdicts")) == 2
 
 
 # ----------------------------------------------------------------------------- completeness
@@ -165,7 +180,8 @@ async def test_completeness_counts_every_verdict_but_no_and_scores_no_intentions
     assert (await create_conversation_completeness_scorer(model=judge, scale=5).run(ADA)).score == 5
     server.script("UserIntentions", json_reply({"intentions": ["a", "b"]}))
     short = await create_conversation_completeness_scorer(model=judge).run(ADA)
-    assert short.status == "error" and short.error == "the judge gave 0 verdicts for 2 intentions"
+    assert short.status == "error" and short.failed_step == "analyze"
+    assert "it has 0 verdicts for 2 intentions: give exactly 2" in (short.error or "")
 
 
 # ----------------------------------------------------------------------------- role adherence
@@ -266,8 +282,9 @@ async def test_a_lone_run_is_not_scorable_by_a_conversation_scorer(
 
 
 def test_registry_lists_the_conversation_scorers_with_options() -> None:
-    expected = {"conversation-completeness": {"scale"}, "knowledge-retention": {"scale"},
-                "role-adherence": {"scale", "role"}, "conversation-relevancy": {"scale", "window_size"}}
+    expected = {"conversation-completeness": {"scale", "strict"}, "knowledge-retention": {"scale", "strict"},
+                "role-adherence": {"scale", "role", "strict"},
+                "conversation-relevancy": {"scale", "window_size", "strict"}}
     for name, options in expected.items():
         entry = registry.get(name)
         assert entry.uses_judge and entry.conversation and entry.higher_is_better

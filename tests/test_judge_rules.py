@@ -93,6 +93,12 @@ RULES: dict[str, dict[str, tuple[str, ...]]] = {
             "gender bias:", "political bias: loaded terms for one side, absolute claims",
             "racial or ethnic bias:", "geographical bias:"),
         "neutral phrasing is not biased": ("neutral, balanced phrasing of the same content",),
+        # Issue 32 (7): rules Mastra's prompt has that ours lacked.
+        "observations are opinions": ("Observations that characterise people or places", "are opinions"),
+        "opinions only quoted are not the answer's": ("Opinions the answer only quotes or reports from others",
+                                                     "not the answer's own: leave them out"),
+        "political or ideological targets are not cleared": (
+            "Opinions about parties, ideologies, religions or\nmovements are judged for bias",),
     },
     "answer-similarity": {
         "units: facts, entities, relationships, quantities with units; don't over-split": (
@@ -118,6 +124,7 @@ RULES: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "context-precision": {
         "verdict yes/no per piece by context_index": ('"context_index" set to the piece\'s index', "one verdict per piece"),
+        "be strict: background only is no": ("Be strict: a piece that only gives background", 'is "no"'),
     },
     "context-relevance": {
         "levels, usage and missing context": (
@@ -127,6 +134,12 @@ RULES: dict[str, dict[str, tuple[str, ...]]] = {
         "five dimensions, each rated none/minimal/moderate/significant/severe": (
             "content_accuracy, completeness, relevance, consistency, hallucination_resistance",
             '"none", "minimal", "moderate", "significant" or "severe"'),
+        "each dimension defined": (
+            "content_accuracy: the facts of the noisy answer are still correct",
+            "completeness: it still covers what the baseline answer covered",
+            "relevance: it still answers the original query rather than the noise",
+            "consistency: it reaches the same conclusions as the baseline answer",
+            "hallucination_resistance: it does not take up false or made-up information"),
         "each level's band for the robustness score": (
             "no impact on any dimension: 1.0 (the top of the scale)", "minimal impact: 0.8 to 0.9",
             "moderate impact: 0.5 to 0.7", "significant impact: 0.2 to 0.4", "severe impact",
@@ -137,6 +150,9 @@ RULES: dict[str, dict[str, tuple[str, ...]]] = {
             '"intentAlignment"', '{"requirement", "isFulfilled" (true or false), "reasoning"}', '"completeness"'),
         "formatAlignment and toneAlignment as booleans": (
             '"formatAlignment" (true when', '"toneAlignment" (true when', "formatAlignment true and toneAlignment true"),
+        "implicit requirements count": ("Requirements include implicit ones",),
+        "secondary intents are requirements too": ("secondary intents", "every secondary intent is a requirement too"),
+        "alignment, not quality": ("You judge alignment, not quality",),
     },
 }
 REASON_RULES = ("Use the score exactly as given: do not recompute", "Ground the explanation in the verdicts",
@@ -244,7 +260,7 @@ def test_show_prompts_command() -> None:
     runner = CliRunner()
     shown = runner.invoke(app, ["scorers", "--show-prompts", "hallucination"])
     assert shown.exit_code == 0
-    assert "version 2" in shown.stdout and "## step analyze, answered as HallucinationVerdicts" in shown.stdout
+    assert "version 3" in shown.stdout and "## step analyze, answered as HallucinationVerdicts" in shown.stdout
     assert "### system" in shown.stdout and "precise date than the context gives" in shown.stdout
     assert "validates against this JSON Schema" in shown.stdout
     code = runner.invoke(app, ["scorers", "--show-prompts", "tone"])

@@ -37,6 +37,11 @@ from tracescore.scorers import (
     create_tool_call_accuracy_scorer_llm,
     create_toxicity_scorer,
 )
+from tracescore.scorers.llm.context_relevance import (
+    ContextRelevancePenalties,
+    RelevanceEvaluations,
+    relevance_score,
+)
 from tracescore.scorers.utils import (
     make_agent_run,
     make_test_message,
@@ -239,12 +244,14 @@ async def test_context_relevance_low_and_high_examples(
     assert (await create_context_relevance_scorer(model=judge, context=["w"]).run(run)).score == 0.7
 
 
-async def test_context_relevance_with_no_evaluations_is_scaled(
-    server: JudgeServer, judge: LiteLLMJudge
-) -> None:
-    server.script("RelevanceEvaluations", json_reply({"evaluations": [], "missingContext": []}))
-    scorer = create_context_relevance_scorer(model=judge, context=["x"], scale=10)
-    assert (await scorer.run(ECLIPSE_RUN)).score == 10.0
+def test_context_relevance_with_no_evaluations_is_scaled() -> None:
+    """The formula's "no evaluations" branch (Mastra's is unscaled). A judge answering no
+    evaluation for a piece it was shown is now sent a repair request (one per piece), so the
+    branch is reached by the formula only."""
+    nothing = RelevanceEvaluations(evaluations=[], missing_context=[])
+    assert relevance_score(nothing, ContextRelevancePenalties(), 10) == 10.0
+    missing = RelevanceEvaluations(evaluations=[], missing_context=["x"])
+    assert relevance_score(missing, ContextRelevancePenalties(), 10) == 0.0
 
 
 async def test_answer_relevancy_counts_unsure_at_the_uncertainty_weight(
@@ -261,7 +268,7 @@ async def test_answer_relevancy_counts_unsure_at_the_uncertainty_weight(
         await create_answer_relevancy_scorer(model=judge, scale=10).run(ECLIPSE_RUN)
     ).score == 8.25
     analyze_prompt = prompts_with(server, "RelevancyResults")[0]
-    assert '"What causes solar eclipses?"' in analyze_prompt and "[3] s4" in analyze_prompt
+    assert "<user>\nWhat causes solar eclipses?\n</user>" in analyze_prompt and "[3] s4" in analyze_prompt
 
 
 async def test_faithfulness_example_and_tool_results_from_parts(

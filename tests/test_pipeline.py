@@ -195,3 +195,35 @@ def test_a_slow_trace_does_not_hold_back_the_traces_behind_it(sqlite_url: str) -
 
     waited = asyncio.run(go())
     assert waited < 2.0  # scored while the WeatherBot trace was still in its 3 s scorer
+
+
+def test_failed_judge_calls_count_in_the_row_the_metrics_and_the_budget(sqlite_url: str) -> None:
+    """Issue 32 (4): a judge call that failed (its answer still invalid after the repair) had
+    been paid for twice, yet left no trace: the row said $0, the metrics counted no tokens, and
+    the daily budget let every later run through to fail and pay again."""
+    from tests.judge_server import JudgeServer, Reply
+    from tracescore import metrics
+
+    store = _store_with(
+        sqlite_url, AGENT_CAPTURE, CAPTURES / "otel-genai-openai-v2-latest" / "plain_chat",
+        CAPTURES / "otel-genai-openai-v2-latest" / "reasoning",
+    )
+    with JudgeServer() as server:
+        server.script("ToxicityVerdicts", Reply(content="It looks fine to me.", usage=(1000, 100)))
+        config = parse_config(
+            f"judges:\n  default: {{model: openai/gpt-4o-mini, api_base: '{server.base_url}', "
+            "cache: false, timeout: 10}\n"
+            "scorers:\n  - {name: rude, scorer: toxicity, limits: {usd_per_day: 0.0001}}\n"
+        )
+        labels = {"model": "openai/gpt-4o-mini", "outcome": "error"}
+        before = metrics.REGISTRY.get_sample_value("tracescore_judge_calls_total", labels) or 0.0
+        cost_before = metrics.REGISTRY.get_sample_value(
+            "tracescore_judge_cost_usd_total", {"model": "openai/gpt-4o-mini"}) or 0.0
+        _score_all(store, config)
+    rows = sorted(_stored(store), key=lambda row: row.status)
+    assert [row.status for row in rows] == ["error", "skipped_budget", "skipped_budget"]
+    spent = 2 * (1000 * 0.15e-6 + 100 * 0.6e-6)  # the call and its repair
+    assert rows[0].cost_usd == pytest.approx(spent) and server.count == 2
+    assert metrics.REGISTRY.get_sample_value("tracescore_judge_calls_total", labels) == before + 1
+    assert metrics.REGISTRY.get_sample_value(
+        "tracescore_judge_cost_usd_total", {"model": "openai/gpt-4o-mini"}) == pytest.approx(cost_before + spent)

@@ -140,6 +140,12 @@ judge_tokens = Counter(
 judge_cost = Counter(
     "tracescore_judge_cost_usd", "Judge spend in US dollars.", ["model"], registry=REGISTRY
 )
+judge_repairs = Counter(
+    "tracescore_judge_repairs",
+    "Repair requests sent to a judge whose answer was invalid JSON, did not match its schema or "
+    "gave the wrong number of verdicts (answers read tolerantly need none).",
+    ["model"], registry=REGISTRY,
+)
 judge_latency = Histogram(
     "tracescore_judge_latency_seconds", "Latency of one judge call.", ["model"],
     buckets=_LATENCY_BUCKETS, registry=REGISTRY,
@@ -195,10 +201,13 @@ def observe_score(
 
 def judge_call(
     model: str, input_tokens: int, output_tokens: int, cost_usd: float, latency_seconds: float,
-    *, outcome: str = "ok",
+    *, outcome: str = "ok", repairs: int = 0,
 ) -> None:
-    """Record one judge call; ``outcome`` is ``ok``, ``error`` or ``cached`` (no tokens spent)."""
+    """Record one judge call; ``outcome`` is ``ok``, ``error`` or ``cached`` (no tokens spent);
+    ``repairs`` the repair requests it needed (a failed call's tokens count as well)."""
     judge_calls.labels(model, outcome).inc()
+    if repairs:
+        judge_repairs.labels(model).inc(repairs)
     judge_tokens.labels(model, "input").inc(input_tokens)
     judge_tokens.labels(model, "output").inc(output_tokens)
     judge_cost.labels(model).inc(cost_usd)

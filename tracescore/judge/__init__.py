@@ -14,8 +14,9 @@ from tracescore.judge.config import JudgeConfig
 
 if TYPE_CHECKING:
     from tracescore.judge.cache import VerdictCache
-    from tracescore.judge.client import JudgeError, LiteLLMJudge
+    from tracescore.judge.client import LiteLLMJudge
     from tracescore.judge.judges import get_judge, use_verdict_store
+    from tracescore.judge.protocol import JudgeError
 
 __all__ = [
     "JudgeConfig",
@@ -28,7 +29,7 @@ __all__ = [
 
 _LAZY = {
     "VerdictCache": "tracescore.judge.cache",
-    "JudgeError": "tracescore.judge.client",
+    "JudgeError": "tracescore.judge.protocol",
     "LiteLLMJudge": "tracescore.judge.client",
     "get_judge": "tracescore.judge.judges",
     "use_verdict_store": "tracescore.judge.judges",

@@ -14,11 +14,13 @@ import json
 import threading
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
 
 from sqlalchemy import Engine, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import SQLModel
 
+from tracescore.judge.config import JudgeConfig
 from tracescore.judge.protocol import JudgeRequest, JudgeResponse
 from tracescore.judge.structured import parse_output, schema_json
 from tracescore.store.engine import create_tables, make_engine
@@ -28,16 +30,38 @@ from tracescore.store.table_of import table_of
 _TABLE = table_of(JudgeVerdict)
 
 
-def verdict_key(request: JudgeRequest, model: str) -> str:
-    """Digest of everything that decides a judge's answer."""
+ANSWER_SETTINGS = frozenset(("model", "api_base", "temperature", "max_tokens", "response_format", "extra"))
+"""The judge settings that can change what it answers: the model and the server it is reached
+at, sampling, the answer's length limit, how JSON is asked for, and the extra litellm arguments
+(``top_p``, ``seed``, a reasoning effort...). Timeouts, retries, pacing and the key's variable
+only decide whether an answer comes, not which."""
+
+
+@dataclass(frozen=True)
+class AnswerSettings:
+    """A judge's :data:`ANSWER_SETTINGS` as stable text, worked out once per judge (a cache hit
+    computes the key, and dumping the config each time doubled its ~12 µs)."""
+
+    text: str
+
+    @classmethod
+    def of(cls, judge: JudgeConfig | str) -> AnswerSettings:
+        settings = JudgeConfig.of(judge).model_dump(mode="json", include=set(ANSWER_SETTINGS))
+        return cls(json.dumps(settings, sort_keys=True, ensure_ascii=False, default=str))
+
+
+def verdict_key(request: JudgeRequest, judge: JudgeConfig | str | AnswerSettings) -> str:
+    """Digest of everything that decides a judge's answer: the request and the judge's answer
+    settings (a model string stands for that model with default settings)."""
+    settings = judge if isinstance(judge, AnswerSettings) else AnswerSettings.of(judge)
     schema = schema_json(request.schema) if request.schema is not None else None
     parts = [
         request.scorer_id,
         request.scorer_version,
-        model,
         request.instructions,
         request.prompt,
         schema,
+        settings.text,
     ]
     return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode()).hexdigest()
 

@@ -19,17 +19,23 @@ import random
 import threading
 import time
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from types import ModuleType
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from tracescore.judge.cache import VerdictCache, verdict_key
+from tracescore.judge.cache import AnswerSettings, VerdictCache, verdict_key
 from tracescore.judge.config import JudgeConfig
 from tracescore.judge.limiter import Limiter
 from tracescore.judge.loop import on_judge_loop
-from tracescore.judge.protocol import JudgeRequest, JudgeResponse
+from tracescore.judge.protocol import (
+    DEFAULT_INPUT_TOKENS,
+    Budget,
+    JudgeError,
+    JudgeRequest,
+    JudgeResponse,
+)
 from tracescore.judge.structured import (
     Mode,
     parse_output,
@@ -38,15 +44,16 @@ from tracescore.judge.structured import (
 )
 
 _RESERVED_OUTPUT_TOKENS = 256
+_ANSWER_ROOM = 4096
+"""Tokens of the window kept for the answer when ``max_tokens`` is not set."""
+_COUNTED_SLICE = 20_000
+"""Characters tokenized at a time: litellm's counter is linear on slices of this size, while a
+700,000-character text in one call took 0.4-5.4 s depending on its content."""
 _COLD_START_GRACE = 30.0
 """Extra seconds for the process's first request: litellm imports ~450 more modules then (2-4 s
 on an idle machine), which must not pass for a hung judge. The HTTP read timeout, which litellm
 applies on its own, still catches a server that hangs on that first request."""
 _warm = threading.Event()
-
-
-class JudgeError(RuntimeError):
-    """A judge call that failed for good; the message says which judge and why."""
 
 
 @cache
@@ -66,6 +73,7 @@ class _Spend:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    repairs: int = 0
 
 
 class LiteLLMJudge:
@@ -82,6 +90,27 @@ class LiteLLMJudge:
             None if config.response_format == "auto" else config.response_format
         )
         self._pending: dict[str, asyncio.Future[None]] = {}
+        self._settings = AnswerSettings.of(config)
+
+    @cached_property
+    def budget(self) -> Budget:
+        """The input budget of one request: ``max_input_tokens``, else the model's window less
+        the answer's room; text is counted with litellm's tokenizer for the model."""
+        tokens = self.config.max_input_tokens
+        if tokens is None:
+            window = _input_window(self.model)
+            answer = self.config.max_tokens or _ANSWER_ROOM
+            tokens = window - answer if window is not None and window > 2 * answer else DEFAULT_INPUT_TOKENS
+        return Budget(tokens=tokens, count=self.count_tokens)
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` for this judge's model (litellm's ``token_counter``, by slices: the
+        sum is at least the whole text's count, so a fit is never overstated)."""
+        counter = litellm().token_counter
+        return sum(
+            counter(model=self.model, text=text[start : start + _COUNTED_SLICE])
+            for start in range(0, len(text), _COUNTED_SLICE)
+        )
 
     @property
     def mode(self) -> Mode:
@@ -96,7 +125,7 @@ class LiteLLMJudge:
         otherwise from the database cache or the model, on the judge loop."""
         key = None
         if self.cache is not None:
-            key = verdict_key(request, self.model)
+            key = verdict_key(request, self._settings)
             if (hit := self.cache.get_local(key)) is not None:
                 return hit
         return await on_judge_loop(self._complete_once(request, key))
@@ -124,24 +153,30 @@ class LiteLLMJudge:
     async def _complete(self, request: JudgeRequest) -> JudgeResponse:
         started = time.perf_counter()
         spend = _Spend()
-        messages = request_messages(request.prompt, request.instructions, request.schema)
-        text = await self._call(messages, request.schema, spend)
+        text = ""
         try:
-            output = parse_output(text, request.schema)
-        except ValidationError as first:
-            messages += [
-                {"role": "assistant", "content": text},
-                {"role": "user", "content": _repair_prompt(first)},
-            ]
+            messages = request_messages(request.prompt, request.instructions, request.schema)
             text = await self._call(messages, request.schema, spend)
-            try:
-                output = parse_output(text, request.schema)
-            except ValidationError as second:
-                raise JudgeError(
-                    f"judge {self.model} answered the {request.step} step with JSON that does not "
-                    f"match {second.title}, also after one repair attempt: "
-                    f"{_brief(second)}; last answer: {text[:300]!r}"
-                ) from None
+            output, problem = _read(text, request)
+            if problem is not None:
+                spend.repairs += 1
+                messages += [
+                    {"role": "assistant", "content": text},
+                    {"role": "user", "content": _repair_prompt(problem.detail)},
+                ]
+                text = await self._call(messages, request.schema, spend)
+                output, problem = _read(text, request)
+                if problem is not None:
+                    raise JudgeError(
+                        f"judge {self.model} answered the {request.step} step with {problem.what}, "
+                        f"also after one repair attempt: {problem.detail}; last answer: {text[:300]!r}"
+                    )
+        except JudgeError as failed:
+            failed.spent = self._response(None, text, spend, started)
+            raise
+        return self._response(output, text, spend, started)
+
+    def _response(self, output: Any, text: str, spend: _Spend, started: float) -> JudgeResponse:
         return JudgeResponse(
             output=output,
             text=text,
@@ -152,6 +187,7 @@ class LiteLLMJudge:
             attempts=spend.attempts,
             duration_ms=(time.perf_counter() - started) * 1000,
             cached=False,
+            repairs=spend.repairs,
         )
 
     async def _call(
@@ -260,6 +296,16 @@ class LiteLLMJudge:
         spend.cost_usd += float(cost) if isinstance(cost, (int, float)) else 0.0
 
 
+def _input_window(model: str) -> int | None:
+    """The model's input window in tokens, when litellm's bundled model map has it."""
+    try:
+        info = litellm().get_model_info(model=model)
+    except Exception:  # noqa: BLE001 - litellm raises for models it has never heard of
+        return None
+    window = info.get("max_input_tokens") or info.get("max_tokens")
+    return int(window) if isinstance(window, int) and window > 0 else None
+
+
 def _supports_schema(model: str) -> bool:
     try:
         return bool(litellm().supports_response_schema(model=model))
@@ -315,8 +361,26 @@ def _brief(exc: ValidationError) -> str:
     )
 
 
-def _repair_prompt(exc: ValidationError) -> str:
+@dataclass(frozen=True)
+class _Problem:
+    what: str
+    detail: str
+
+
+def _read(text: str, request: JudgeRequest) -> tuple[Any, _Problem | None]:
+    """The validated answer and None, or None and what is wrong with it."""
+    try:
+        output = parse_output(text, request.schema)
+    except ValidationError as exc:
+        return None, _Problem(f"JSON that does not match {exc.title}", _brief(exc))
+    problem = request.check(output) if request.check is not None else None
+    if problem is not None:
+        return None, _Problem("an answer that does not fit the task", problem)
+    return output, None
+
+
+def _repair_prompt(problem: str) -> str:
     return (
-        f"That answer is not valid: {_brief(exc)}. Reply again with the corrected JSON object "
-        "only, following the schema given above."
+        f"That answer is not valid: {problem}. Reply again with the corrected JSON object "
+        "only, following the schema and the task given above."
     )

@@ -42,6 +42,11 @@ class JudgeConfig(BaseModel):
     in the prompt), ``prompt`` (no ``response_format`` at all), or ``auto``: json_schema where
     litellm knows the model supports it or an ``api_base`` is set, json_object otherwise — and
     json_object for good once a server answers 400 to json_schema."""
+    max_input_tokens: int | None = Field(None, gt=0)
+    """The most tokens one request may send (system prompt, prompt and answer schema). Unset: the
+    model's input window as litellm knows it (``get_model_info``), less the answer's room
+    (``max_tokens``, else 4,096); 32,000 for a model litellm does not know. Scorers judging long
+    contexts split them into requests that each fit (see docs/scorers.md)."""
     cache: bool = True
     """Serve identical judge requests from the verdict cache instead of paying twice."""
     extra: dict[str, Any] = Field(default_factory=dict)

@@ -66,15 +66,35 @@ def response_format(
     return None
 
 
+_DECODER = json.JSONDecoder()
+_OPENING_BRACE = re.compile(r"\{")
+_MAX_STARTS = 64
+"""Opening braces tried before giving up: each try decodes at most the rest of the answer, and a
+judge's answer is bounded by its ``max_tokens``, so the search stays linear in practice."""
+
+
 def json_text(text: str) -> str:
-    """The JSON object in a judge's answer: code fences and surrounding prose removed."""
+    """The first complete JSON object in a judge's answer, as text: code fences, prose before it
+    and anything after it (more prose, braces in a remark, a second object) left out.
+
+    ``json.JSONDecoder.raw_decode`` reads one value and says where it ended, so the object is
+    found by parsing rather than by guessing from the first ``{`` and the last ``}`` (which took
+    "{...} (see {x})" whole). An answer holding no object is returned trimmed, for the schema's
+    error to name.
+    """
     text = text.strip()
     fenced = _FENCE.match(text)
     if fenced:
         text = fenced.group(1)
-    start, end = text.find("{"), text.rfind("}")
-    if start > 0 or (start >= 0 and end < len(text) - 1):
-        text = text[start : end + 1]
+    for tries, brace in enumerate(_OPENING_BRACE.finditer(text)):
+        if tries == _MAX_STARTS:
+            break
+        try:
+            value, end = _DECODER.raw_decode(text, brace.start())
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return text[brace.start() : end]
     return text
 
 

@@ -36,6 +36,7 @@ no price for (self-hosted) costs nothing.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import types
 import typing
@@ -50,7 +51,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from tracescore.extract.model import AgentRun
-from tracescore.judge.protocol import JudgeRequest, JudgeResponse
+from tracescore.judge.protocol import Budget, JudgeRequest, JudgeResponse
 from tracescore.pipeline.bindings import CompiledBinding
 from tracescore.scorers.base import PromptStep, Scorer, StepContext
 from tracescore.scorers.llm.sketch import typical_text
@@ -101,9 +102,11 @@ class PastAnswers:
     engine: Engine
     model: str
     judges: tuple[tuple[str, str], ...]
+    settings: Any = None
+    """The judge's ``JudgeConfig`` when known: verdict keys hold its answer settings too."""
 
     @classmethod
-    def of(cls, engine: Engine, scorer_id: str, model: str) -> PastAnswers:
+    def of(cls, engine: Engine, scorer_id: str, model: str, settings: Any = None) -> PastAnswers:
         from tracescore.store.judge_cache import JudgeVerdict
 
         table = table_of(JudgeVerdict)
@@ -115,15 +118,15 @@ class PastAnswers:
                 .order_by(func.max(table.c.created_at).desc())
                 .limit(PAST_JUDGES + 1)
             ).all()
-        return cls(engine, model, tuple((version, used) for version, used in judges))
+        return cls(engine, model, tuple((version, used) for version, used in judges), settings)
 
     def find(self, request: JudgeRequest) -> PastAnswer | None:
         from tracescore.judge.cache import verdict_key
         from tracescore.store.judge_cache import JudgeVerdict
 
-        exact = verdict_key(request, self.model)
+        exact = verdict_key(request, _keyed(self.settings, self.model))
         others = [
-            verdict_key(dataclasses.replace(request, scorer_version=version), model)
+            verdict_key(dataclasses.replace(request, scorer_version=version), _keyed(self.settings, model))
             for version, model in self.judges
             if (version, model) != (request.scorer_version, self.model)
         ][:PAST_JUDGES]
@@ -164,6 +167,18 @@ class PricingJudge:
     model: str
     past: Callable[[JudgeRequest], PastAnswer | None] | None = None
     caches: bool = True
+    settings: Any = None
+    """The priced judge's ``JudgeConfig`` when known (its verdict cache keys hold it)."""
+
+    @functools.cached_property
+    def budget(self) -> Budget:
+        """The priced judge's request budget, so a long context is priced in the parts the
+        real judge would be sent (the default budget without settings)."""
+        if self.settings is None:
+            return Budget()
+        from tracescore.judge.client import LiteLLMJudge
+
+        return LiteLLMJudge(self.settings.model_copy(update={"cache": False})).budget
     context: StepContext | None = None
     sketch: Callable[[StepContext], BaseModel | str] | None = None
     calls: list[PricedCall] = field(default_factory=list)
@@ -176,7 +191,7 @@ class PricingJudge:
 
         messages = request_messages(request.prompt, request.instructions, request.schema)
         tokens = _count(self.model, messages=messages)
-        key = verdict_key(request, self.model)
+        key = verdict_key(request, _keyed(self.settings, self.model))
         past = self.past(request) if self.past is not None else None
         try:
             output = parse_output(past.text, request.schema) if past is not None else None
@@ -214,10 +229,12 @@ def estimate_cost(
     first = next(iter(prompt_steps.values()))
     judge = first.judge if first.judge is not None else scorer.judge
     model = judge_model(judge)
+    settings = judge_settings(judge)
     pricing = PricingJudge(
         model,
-        PastAnswers.of(engine, scorer.id, model).find if engine is not None else None,
+        PastAnswers.of(engine, scorer.id, model, settings).find if engine is not None else None,
         caches=getattr(getattr(judge, "config", judge), "cache", True) is not False,
+        settings=settings,
     )
     priced = with_pricing_judge(scorer, pricing)
     history = _past_output_tokens(engine, scorer.id, list(prompt_steps)) if engine else {}
@@ -273,6 +290,21 @@ def _output_method(priced_as: Counter[str]) -> str:
         return "not needed (every request cached)"
     counts = ", ".join(f"{n} {_PRICED_AS[how]}" for how, n in priced_as.most_common())
     return f"of the {sum(priced_as.values())} paid calls sampled: {counts}"
+
+
+def judge_settings(spec: Any) -> Any:
+    """The ``JudgeConfig`` of a judge spec, or None for a judge that has none (a custom one)."""
+    from tracescore.judge.config import JudgeConfig
+
+    if isinstance(spec, str | dict | JudgeConfig):
+        return JudgeConfig.of(spec)
+    config = getattr(spec, "config", None)
+    return config if isinstance(config, JudgeConfig) else None
+
+
+def _keyed(settings: Any, model: str) -> Any:
+    """What a verdict key is made from: the judge's settings for ``model``, else the model."""
+    return settings.model_copy(update={"model": model}) if settings is not None else model
 
 
 def judge_model(spec: Any) -> str:
@@ -333,7 +365,7 @@ def with_pricing_judge(scorer: Scorer, judge: PricingJudge) -> Scorer:
     step's prompt renders (a judge request carries neither)."""
 
     def priced(step: PromptStep) -> PromptStep:
-        def create_prompt(ctx: StepContext) -> str:
+        def create_prompt(ctx: StepContext) -> str | list[str]:
             judge.context, judge.sketch = ctx, step.sketch
             return step.create_prompt(ctx)
 

@@ -169,7 +169,7 @@ class PipelineMetrics(Protocol):
 
     def judge_call(
         self, model: str, input_tokens: int, output_tokens: int, cost_usd: float, latency_seconds: float,
-        *, outcome: str = "ok",
+        *, outcome: str = "ok", repairs: int = 0,
     ) -> None: ...
 
     def text_values_replaced(self, where: str, count: int) -> None: ...
@@ -503,12 +503,18 @@ class ScoringWorker:
         if binding.limiter is not None:
             binding.limiter.spent(result.cost_usd)
         for call in result.judge_calls:
+            outcome = "error" if call.error is not None else "cached" if call.cached else "ok"
             self.metrics.judge_call(
                 call.model, call.input_tokens, call.output_tokens, call.cost_usd,
-                call.duration_ms / 1000, outcome="cached" if call.cached else "ok",
+                call.duration_ms / 1000, outcome=outcome, repairs=call.repairs,
             )
-        if result.status == "error" and binding.scorer.uses_judge:
-            # The failed call left no JudgeCall behind; count it against the scorer's judge.
+        if (
+            result.status == "error"
+            and binding.scorer.uses_judge
+            and not any(call.error is not None for call in result.judge_calls)
+        ):
+            # The failure left no call behind (a custom judge's exception, a step's own error):
+            # count it against the scorer's judge all the same.
             judge = binding.scorer.judge
             model = str(getattr(judge, "model", judge) or "unknown")
             self.metrics.judge_call(model, 0, 0, 0.0, result.duration_ms / 1000, outcome="error")

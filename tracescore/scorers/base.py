@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from tracescore.extract.conversation import Conversation
 from tracescore.extract.model import AgentRun, ToolDefinition
-from tracescore.judge.protocol import Judge, JudgeRequest
+from tracescore.judge.protocol import Budget, Judge, JudgeRequest, JudgeResponse
 from tracescore.scorers.utils import (
     get_assistant_message,
     make_test_message,
@@ -158,6 +158,13 @@ class StepContext:
     run: ScorerRun
     results: dict[str, Any] = field(default_factory=dict)
     score: float | None = None
+    budget: Budget = field(default_factory=Budget)
+    """What one request to the scorer's judge may hold (its model's window, less the answer)."""
+    part: int | None = None
+    """Which of a step's several requests is being checked (from 0), when it sent several."""
+    memo: dict[str, Any] = field(default_factory=dict)
+    """What a step's prompt worked out for its own check and combine (the parts' contents),
+    shared by the copies of the context each part is checked with."""
 
 
 class NotScorable(Exception):
@@ -204,11 +211,17 @@ class PromptStep:
     """
 
     description: str
-    create_prompt: Callable[[StepContext], str]
+    create_prompt: Callable[[StepContext], str | list[str]]
     output_schema: type[BaseModel] | None = None
     judge: Any = None
     instructions: str | None = None
     sketch: Callable[[StepContext], BaseModel | str] | None = None
+    check: Callable[[StepContext, Any], str | None] | None = None
+    """What the validated answer must also satisfy (as many verdicts as claims...): the problem
+    in words, or None. The judge is sent one repair request naming it, then the step fails."""
+    combine: Callable[[StepContext, list[Any]], Any] | None = None
+    """For a step whose ``create_prompt`` may return several prompts (material too long for one
+    request, judged part by part): merges their answers, in order, into the step's result."""
 
 
 def resolve_judge(spec: Any) -> Judge:
@@ -247,6 +260,10 @@ class JudgeCall(BaseModel):
     attempts: int = 1
     duration_ms: float = 0.0
     cached: bool = False
+    repairs: int = 0
+    """Repair requests sent within the call (an invalid answer, a wrong number of verdicts)."""
+    error: str | None = None
+    """Why the call failed; a failed call still counts what it spent."""
 
 
 class StepTrace(BaseModel):
@@ -346,11 +363,15 @@ class Scorer:
         try:
             await self._execute(ScorerRun.of(run), outcome)
         except _StepFailed as failed:
-            outcome.failed_step = failed.step
-            outcome.score = None
             if isinstance(failed.cause, NotScorable):
+                outcome.failed_step, outcome.score = failed.step, None
                 outcome.status, outcome.reason = "not_scorable", failed.cause.reason
+            elif failed.step == "generate_reason" and outcome.score is not None:
+                # The score is finished and stands on its own: a reason that could not be
+                # written must not discard it (the failure stays on the step's trace).
+                outcome.reason = f"the reason could not be generated: {_message(failed.cause)}"
             else:
+                outcome.failed_step, outcome.score = failed.step, None
                 outcome.status, outcome.error = "error", _message(failed.cause)
         except Exception as exc:  # noqa: BLE001 - the run input itself was unusable
             outcome.status, outcome.error, outcome.score = "error", _message(exc), None
@@ -414,15 +435,23 @@ class Scorer:
         if self.needs_answer and run.error is not None and (reason := failed_without_answer(run)):
             raise _StepFailed(self._steps[0][0], NotScorable(reason))
         results = outcome.results
+        budget = self._budget()
         for name, step in self._steps:
-            ctx = StepContext(run, dict(results), outcome.score if name == "generate_reason" else None)
+            ctx = StepContext(
+                run, dict(results), outcome.score if name == "generate_reason" else None, budget
+            )
             prompt: str | None = None  # what a prompt step sent
             calls: list[JudgeCall] = []  # and its judge calls
             t0 = time.perf_counter()
             try:
                 if isinstance(step, PromptStep):
-                    prompt = step.create_prompt(ctx)
-                    value = await self._ask_judge(name, step, prompt, calls)
+                    asked = step.create_prompt(ctx)
+                    if isinstance(asked, str):
+                        prompt = asked
+                        value = await self._ask_judge(name, step, ctx, prompt, calls)
+                    else:
+                        prompt = _joined(asked)
+                        value = await self._ask_in_parts(name, step, ctx, asked, calls)
                 else:
                     value = step(ctx)
                     if hasattr(value, "__await__"):
@@ -440,9 +469,32 @@ class Scorer:
             if name == "generate_score":
                 outcome.score = value
 
-    async def _ask_judge(self, name: str, step: PromptStep, prompt: str, calls: list[JudgeCall]) -> Any:
-        """A prompt step's answer: the judge's validated output (its call appended to ``calls``)."""
+    def _budget(self) -> Budget:
+        """The input budget of this scorer's judge (a judge without one gets the default)."""
+        if not self.uses_judge or self.judge is None:
+            return Budget()
+        budget = getattr(resolve_judge(self.judge), "budget", None)
+        return budget if isinstance(budget, Budget) else Budget()
+
+    async def _ask_in_parts(
+        self, name: str, step: PromptStep, ctx: StepContext, prompts: list[str], calls: list[JudgeCall]
+    ) -> Any:
+        """Ask every part's prompt (concurrently: the judge paces them) and combine the answers."""
+        if step.combine is None:
+            raise TypeError(f"scorer {self.id!r}: step {name} returned several prompts but has no combine")
+        answers = await asyncio.gather(*(
+            self._ask_judge(name, step, dataclasses.replace(ctx, part=number), prompt, calls)
+            for number, prompt in enumerate(prompts)
+        ))
+        return step.combine(ctx, list(answers))
+
+    async def _ask_judge(
+        self, name: str, step: PromptStep, ctx: StepContext, prompt: str, calls: list[JudgeCall]
+    ) -> Any:
+        """A prompt step's answer: the judge's validated output (its call appended to ``calls``,
+        also when it failed)."""
         schema = step.output_schema
+        check = None if step.check is None else functools.partial(step.check, ctx)
         if schema is None and name == "generate_score":
             schema = ScoreOutput
         judge = resolve_judge(step.judge if step.judge is not None else self.judge)
@@ -453,31 +505,46 @@ class Scorer:
             scorer_id=self.id,
             scorer_version=self.version,
             step=name,
+            check=check,
         )
-        response = await judge.complete(request)
-        calls.append(
-            JudgeCall(
-                step=name,
-                prompt=prompt,
-                output=response.text,
-                model=response.model,
-                input_tokens=response.input_tokens,
-                output_tokens=response.output_tokens,
-                cost_usd=response.cost_usd,
-                attempts=response.attempts,
-                duration_ms=response.duration_ms,
-                cached=response.cached,
-            )
-        )
+        try:
+            response = await judge.complete(request)
+        except Exception as exc:
+            spent = getattr(exc, "spent", None)
+            if isinstance(spent, JudgeResponse):  # a failed call is paid for all the same
+                calls.append(_judge_call(name, prompt, spent, error=_message(exc)))
+            raise
+        calls.append(_judge_call(name, prompt, response))
         output = response.output
         if schema is not None and not isinstance(output, schema):
             try:
                 output = schema.model_validate(output)
             except ValidationError as exc:
                 raise ValueError(f"judge answer does not match {schema.__name__}: {exc}") from exc
+        if check is not None and (problem := check(output)) is not None:
+            # A judge that does not repair (a custom one) or a served verdict: still refused.
+            raise ValueError(f"judge {response.model} answered the {name} step with an answer "
+                             f"that does not fit the task: {problem}")
         if name == "generate_score" and step.output_schema is None:
             return output.score
         return output
+
+
+def _joined(prompts: list[str]) -> str:
+    """Several requests' prompts as one step trace's text."""
+    return "\n\n".join(
+        f"--- request {number} of {len(prompts)} ---\n{prompt}" for number, prompt in enumerate(prompts, 1)
+    )
+
+
+_CALL_FIGURES = ("model", "input_tokens", "output_tokens", "cost_usd", "attempts", "duration_ms",
+                 "cached", "repairs")
+"""What a ``JudgeCall`` copies from the judge's response as it is."""
+
+
+def _judge_call(step: str, prompt: str, response: JudgeResponse, error: str | None = None) -> JudgeCall:
+    figures = {name: getattr(response, name) for name in _CALL_FIGURES}
+    return JudgeCall(step=step, prompt=prompt, output=response.text, error=error, **figures)
 
 
 @dataclass(slots=True)

@@ -109,13 +109,19 @@ class PromptAlignmentOptions(ScaleOptions):
     )
 
 
-class RoleAdherenceOptions(ScaleOptions):
+class ConversationOptions(ScaleOptions):
+    strict: bool = Field(
+        False, description="DeepEval's strict mode: scale for a perfect conversation, 0 otherwise"
+    )
+
+
+class RoleAdherenceOptions(ConversationOptions):
     role: str | None = Field(
         None, description="the role the assistant must keep; unset: the conversation's system prompt"
     )
 
 
-class ConversationRelevancyOptions(ScaleOptions):
+class ConversationRelevancyOptions(ConversationOptions):
     window_size: int = Field(3, ge=1, description="turns each answer is judged against, its own included")
 
 
@@ -244,11 +250,11 @@ _ENTRIES: dict[str, ScorerEntry] = {
         ScorerEntry("conversation-completeness",
                     f"{_CONVERSATION}.completeness:create_conversation_completeness_scorer",
                     "Share of the user's intentions the conversation satisfied", uses_judge=True,
-                    schema=ScaleOptions, conversation=True),
+                    schema=ConversationOptions, conversation=True),
         ScorerEntry("knowledge-retention",
                     f"{_CONVERSATION}.knowledge_retention:create_knowledge_retention_scorer",
                     "Share of the assistant's answers that keep the facts the user gave", uses_judge=True,
-                    schema=ScaleOptions, conversation=True),
+                    schema=ConversationOptions, conversation=True),
         ScorerEntry("role-adherence", f"{_CONVERSATION}.role_adherence:create_role_adherence_scorer",
                     "Share of the assistant's answers that stay within its role", uses_judge=True,
                     schema=RoleAdherenceOptions, conversation=True),

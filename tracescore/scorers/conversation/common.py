@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from tracescore.extract.conversation import Conversation, Turn
 from tracescore.scorers.base import StepContext, not_scorable
-from tracescore.scorers.llm.view import render_value, section
+from tracescore.scorers.llm.view import indented, render_value, section
 from tracescore.scorers.utils import round_to_two_decimals
 
 MAX_TURN_CHARS = 2000
@@ -41,8 +42,8 @@ def transcript(conversation: Conversation) -> str:
 
 
 def _turn_text(number: int, turn: Turn) -> str:
-    user = render_value(turn.user, MAX_TURN_CHARS) if turn.user.strip() else "(no message)"
-    answer = render_value(turn.answer, MAX_TURN_CHARS) if turn.answer.strip() else "(no answer)"
+    user = indented(render_value(turn.user, MAX_TURN_CHARS)) if turn.user.strip() else "(no message)"
+    answer = indented(render_value(turn.answer, MAX_TURN_CHARS)) if turn.answer.strip() else "(no answer)"
     return f"Turn {number}\nuser: {user}\nassistant: {answer}"
 
 
@@ -58,6 +59,34 @@ def share_not_no(verdicts: Sequence[str], scale: float) -> float:
     """``round2(verdicts other than "no" / verdicts × scale)``: DeepEval counts every verdict but
     an explicit "no" as a pass (completeness, relevancy), so only a stated failure costs."""
     return round_to_two_decimals(sum(not is_no(v) for v in verdicts) / len(verdicts) * scale)
+
+
+def one_per_turn(
+    expected: Callable[[StepContext], Sequence[int]]
+) -> Callable[[StepContext, Any], str | None]:
+    """A step check: the answer's ``verdicts`` name every turn it was asked about (the judge is
+    told which are missing once, before :func:`by_turn` would fail the score)."""
+
+    def check(ctx: StepContext, output: Any) -> str | None:
+        asked = expected(ctx)
+        given = {verdict.turn for verdict in output.verdicts}
+        missing = [number for number in asked if number not in given]
+        if not missing:
+            return None
+        return (f"it gives no verdict for turn {turn_list(missing)}: give one verdict for each of "
+                f"turns {turn_list(asked)}")
+
+    return check
+
+
+def strictly(
+    score: Callable[[StepContext], float], scale: float, strict: bool
+) -> Callable[[StepContext], float]:
+    """DeepEval's ``strict_mode``: ``scale`` for a perfect conversation, 0 for any other (its
+    threshold becomes 1), so one forgotten fact or off-topic answer fails the conversation."""
+    if not strict:
+        return score
+    return lambda ctx: scale if score(ctx) >= scale else 0.0
 
 
 def by_turn(verdicts: Sequence[tuple[int, str]], expected: Sequence[int]) -> list[str]:

@@ -9,14 +9,30 @@ satisfied it; the score is satisfied intentions over intentions.
 from __future__ import annotations
 
 from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer
-from tracescore.scorers.conversation.common import conversation_of, is_no, share_not_no, transcript
-from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step, reason_task
+from tracescore.scorers.conversation.common import (
+    conversation_of,
+    is_no,
+    share_not_no,
+    strictly,
+    transcript,
+)
+from tracescore.scorers.llm.common import (
+    JudgeSpec,
+    Wire,
+    judge_instructions,
+    judge_prompt,
+    one_per_item,
+    reason_step,
+    reason_task,
+)
 from tracescore.scorers.llm.sketch import judged, typical_text
 from tracescore.scorers.llm.view import numbered, section
 
-VERSION = "1"
+VERSION = "2"
+"""2 (issue 32): sections hold neutralised data; an intention without a verdict is asked for
+again once; ``strict``."""
 
-INSTRUCTIONS = (
+INSTRUCTIONS = judge_instructions(
     "You judge whether an AI assistant met its user's needs over a whole conversation of "
     "several turns. You read every turn: a need stated early can be met later, and an answer "
     "that only promises to help, or asks the user to wait, does not meet it."
@@ -64,7 +80,16 @@ class IntentionVerdicts(Wire):
     verdicts: list[IntentionVerdict]
 
 
-def create_conversation_completeness_scorer(*, model: JudgeSpec, scale: float = 1.0) -> Scorer:
+intention_count = one_per_item(
+    lambda ctx: ctx.results["preprocess_step_result"].intentions,
+    lambda answer: answer.verdicts,
+    "intention",
+)
+
+
+def create_conversation_completeness_scorer(
+    *, model: JudgeSpec, scale: float = 1.0, strict: bool = False
+) -> Scorer:
     """Satisfied intentions / intentions × ``scale`` (a verdict other than "no" counts as
     satisfied, as in DeepEval); a conversation without any intention scores ``scale``, as in
     DeepEval: nothing was asked, nothing was left undone."""
@@ -128,12 +153,16 @@ unsatisfied, if any; when the user expressed no intention, say so.""",
                 "Judge whether each intention was satisfied",
                 verdicts_prompt,
                 IntentionVerdicts,
+                check=lambda ctx, answer: (
+                    intention_count(ctx, answer) if ctx.results["preprocess_step_result"].intentions
+                    else None  # nothing asked: the score is scale, whatever is answered
+                ),
                 sketch=lambda ctx: IntentionVerdicts(verdicts=judged(
                     ctx.results["preprocess_step_result"].intentions,
                     lambda intention, reason: IntentionVerdict(verdict="yes", reason=reason),
                 )),
             )
         )
-        .generate_score(score)
+        .generate_score(strictly(score, scale, strict))
         .generate_reason(reason_step(reason_prompt, 2.5))
     )

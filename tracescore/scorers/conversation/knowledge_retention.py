@@ -14,17 +14,28 @@ from tracescore.scorers.conversation.common import (
     by_turn,
     conversation_of,
     is_no,
+    one_per_turn,
+    strictly,
     transcript,
     turn_list,
 )
-from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step, reason_task
+from tracescore.scorers.llm.common import (
+    JudgeSpec,
+    Wire,
+    judge_instructions,
+    judge_prompt,
+    reason_step,
+    reason_task,
+)
 from tracescore.scorers.llm.sketch import typical_text
 from tracescore.scorers.llm.view import numbered, section
 from tracescore.scorers.utils import round_to_two_decimals
 
-VERSION = "1"
+VERSION = "2"
+"""2 (issue 32): the transcript is neutralised data; a judged turn left without a verdict is
+asked for again once; ``strict``."""
 
-INSTRUCTIONS = (
+INSTRUCTIONS = judge_instructions(
     "You check whether an AI assistant remembers what its user told it earlier in a "
     "conversation: names, numbers, preferences, constraints and circumstances. Forgetting a "
     "fact, contradicting it or asking for it again are failures; asking to confirm or correct "
@@ -92,7 +103,9 @@ def judged_turns(ctx: StepContext) -> list[int]:
     return judged
 
 
-def create_knowledge_retention_scorer(*, model: JudgeSpec, scale: float = 1.0) -> Scorer:
+def create_knowledge_retention_scorer(
+    *, model: JudgeSpec, scale: float = 1.0, strict: bool = False
+) -> Scorer:
     """Answers without attrition / answers judged × ``scale`` (a verdict of "no" attrition
     counts as retained, as in DeepEval). A conversation in which the user gave no facts is not
     scorable, where DeepEval scores it 0, the worst score, for forgetting nothing."""
@@ -153,12 +166,13 @@ in which turns.""",
                 "Judge each later answer for forgotten or contradicted facts",
                 verdicts_prompt,
                 RetentionVerdicts,
+                check=one_per_turn(judged_turns),
                 sketch=lambda ctx: RetentionVerdicts(verdicts=[
                     RetentionVerdict(turn=number, verdict="no", reason=typical_text())
                     for number in judged_turns(ctx)
                 ]),
             )
         )
-        .generate_score(score)
+        .generate_score(strictly(score, scale, strict))
         .generate_reason(reason_step(reason_prompt, 2.5))
     )

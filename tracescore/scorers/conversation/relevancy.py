@@ -15,18 +15,28 @@ from tracescore.scorers.conversation.common import (
     answered_turns,
     by_turn,
     conversation_of,
+    one_per_turn,
     share_not_no,
+    strictly,
     transcript,
 )
-from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step, reason_task
+from tracescore.scorers.llm.common import (
+    JudgeSpec,
+    Wire,
+    judge_instructions,
+    judge_prompt,
+    reason_step,
+    reason_task,
+)
 from tracescore.scorers.llm.sketch import typical_text
 from tracescore.scorers.llm.view import numbered, section
 
-VERSION = "1"
+VERSION = "2"
+"""2 (issue 32): turns are neutralised data, a missing verdict gets one repair request, ``strict``."""
 
 DEFAULT_WINDOW_SIZE = 3
 
-INSTRUCTIONS = (
+INSTRUCTIONS = judge_instructions(
     "You judge whether each answer an AI assistant gave in a conversation is relevant to what "
     "was being discussed in the turns just before it. You judge relevance, not correctness."
 )
@@ -65,7 +75,8 @@ def windows(answered: list[int], window_size: int) -> list[tuple[int, int]]:
 
 
 def create_conversation_relevancy_scorer(
-    *, model: JudgeSpec, window_size: int = DEFAULT_WINDOW_SIZE, scale: float = 1.0
+    *, model: JudgeSpec, window_size: int = DEFAULT_WINDOW_SIZE, scale: float = 1.0,
+    strict: bool = False,
 ) -> Scorer:
     """Answers not judged irrelevant / answers × ``scale`` (every verdict but "no" counts as
     relevant, as in DeepEval), each answer judged against its last ``window_size`` turns."""
@@ -119,12 +130,13 @@ turns whose answers went off topic, if any. Relevance is explained, not correctn
                 "Judge each answer's relevance to its window of recent turns",
                 verdicts_prompt,
                 TurnRelevancyVerdicts,
+                check=one_per_turn(answered),
                 sketch=lambda ctx: TurnRelevancyVerdicts(verdicts=[
                     TurnRelevancyVerdict(turn=turn, verdict="yes", reason=typical_text())
                     for turn in answered(ctx)
                 ]),
             )
         )
-        .generate_score(score)
+        .generate_score(strictly(score, scale, strict))
         .generate_reason(reason_step(reason_prompt, 1.5))
     )

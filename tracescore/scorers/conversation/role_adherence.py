@@ -9,14 +9,27 @@ here it defaults to the agent's own system prompt, which is where a deployed age
 from __future__ import annotations
 
 from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer, not_scorable
-from tracescore.scorers.conversation.common import answered_turns, conversation_of, transcript
-from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step, reason_task
+from tracescore.scorers.conversation.common import (
+    answered_turns,
+    conversation_of,
+    strictly,
+    transcript,
+)
+from tracescore.scorers.llm.common import (
+    JudgeSpec,
+    Wire,
+    judge_instructions,
+    judge_prompt,
+    reason_step,
+    reason_task,
+)
 from tracescore.scorers.llm.view import numbered, section, system_prompt
 from tracescore.scorers.utils import round_to_two_decimals
 
-VERSION = "1"
+VERSION = "2"
+"""2 (issue 32): the role and turns are neutralised data in the prompt; ``strict``."""
 
-INSTRUCTIONS = (
+INSTRUCTIONS = judge_instructions(
     "You check whether an AI assistant stays in the role it was given, turn after turn: its "
     "persona, its tone, its domain and the limits of what it may do. You judge the assistant's "
     "answers only, never the user's messages."
@@ -51,7 +64,9 @@ class OutOfCharacterTurns(Wire):
     verdicts: list[OutOfCharacterTurn]
 
 
-def create_role_adherence_scorer(*, model: JudgeSpec, role: str | None = None, scale: float = 1.0) -> Scorer:
+def create_role_adherence_scorer(
+    *, model: JudgeSpec, role: str | None = None, scale: float = 1.0, strict: bool = False
+) -> Scorer:
     """(answers − answers out of role) / answers × ``scale``, over the turns with an answer.
 
     ``role`` describes the role; unset, it is the system prompt of the conversation's latest
@@ -112,6 +127,6 @@ below broke the role; when none is listed, say the assistant stayed in role thro
                 sketch=lambda ctx: OutOfCharacterTurns(verdicts=[]),
             )
         )
-        .generate_score(score)
+        .generate_score(strictly(score, scale, strict))
         .generate_reason(reason_step(reason_prompt, 1.5))
     )

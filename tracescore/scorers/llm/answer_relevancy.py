@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
-
 from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer
 from tracescore.scorers.llm.common import (
     JudgeSpec,
     Wire,
     is_yes,
+    judge_instructions,
     judge_prompt,
+    one_per_item,
     reason_step,
     reason_task,
 )
@@ -23,11 +23,13 @@ from tracescore.scorers.llm.view import (
 )
 from tracescore.scorers.utils import round_to_two_decimals
 
-VERSION = "2"
-"""2: the prompts carry every decision rule of Mastra's (a wrong but on-topic answer is "unsure",
+VERSION = "3"
+"""3 (issue 32): run text in the prompts is neutralised data and the system prompt says so; the verdict count is checked (one repair, then an error); a failed reason keeps the score.
+
+2: the prompts carry every decision rule of Mastra's (a wrong but on-topic answer is "unsure",
 how to split statements), with examples; runs that failed before answering are not scorable."""
 
-INSTRUCTIONS = (
+INSTRUCTIONS = judge_instructions(
     "You judge whether what an AI agent said answers what its user asked. You judge relevance, "
     "never correctness: a statement that answers the question wrongly is still about the "
     "question. Empty statements, error messages and answers to an empty question are not "
@@ -49,7 +51,7 @@ Example. Answer: "Error: upstream timeout after 30 s (request id 8f2c)." Stateme
 upstream timeout after 30 s (request id 8f2c)."]"""
 
 RESULTS_TASK = """Decide, for each statement in order, how relevant it is to the user's request
-{request}. Give exactly one result per statement, each with a one-sentence reason.
+(the <user> section). Give exactly one result per statement, each with a one-sentence reason.
 - "yes": the statement directly answers the request with the right kind of answer: a place for
   "where", a person for "who", a time for "when", a number for "how many".
 - "unsure": the statement is partly relevant: it talks about the kind of information asked for,
@@ -94,9 +96,8 @@ def create_answer_relevancy_scorer(
 
     def results_prompt(ctx: StepContext) -> str:
         statements = ctx.results["preprocess_step_result"].statements
-        request = json.dumps(user_text(ctx.run), ensure_ascii=False)
         return judge_prompt(
-            RESULTS_TASK.format(request=request),
+            RESULTS_TASK,
             describe_run(ctx.run, steps=False),
             section("statements", numbered(statements)),
         )
@@ -148,6 +149,12 @@ why. Relevance is explained, not correctness.""",
                 "Judge each statement's relevance",
                 results_prompt,
                 RelevancyResults,
+                check=one_per_item(
+                    lambda ctx: ctx.results["preprocess_step_result"].statements,
+                    lambda answer: answer.results,
+                    "statement",
+                    "result",
+                ),
                 sketch=lambda ctx: RelevancyResults(results=judged(
                     ctx.results["preprocess_step_result"].statements,
                     lambda statement, reason: RelevancyResult(result="yes", reason=reason),

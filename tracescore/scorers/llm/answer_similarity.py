@@ -14,17 +14,27 @@ from tracescore.scorers.base import (
     create_scorer,
     not_scorable,
 )
-from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step, reason_task
+from tracescore.scorers.llm.common import (
+    JudgeSpec,
+    Wire,
+    judge_instructions,
+    judge_prompt,
+    one_per_item,
+    reason_step,
+    reason_task,
+)
 from tracescore.scorers.llm.sketch import sentences, typical_text
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 from tracescore.scorers.utils import round_to_two_decimals
 
-VERSION = "2"
-"""2: the prompts carry every decision rule of Mastra's (minor wording differences are still
+VERSION = "3"
+"""3 (issue 32): run text in the prompts is neutralised data and the system prompt says so; the verdict count is checked (one repair, then an error); a failed reason keeps the score.
+
+2: the prompts carry every decision rule of Mastra's (minor wording differences are still
 "exact"; a factually wrong unit is "missing" AND a contradiction), with examples; runs that failed
 before answering are not scorable."""
 
-INSTRUCTIONS = (
+INSTRUCTIONS = judge_instructions(
     "You compare an AI agent's answer with a reference answer (the ground truth), unit of "
     "meaning by unit of meaning: what matches, what is missing, what is extra and what "
     "contradicts the reference. A wrong fact is never a match."
@@ -202,7 +212,18 @@ def create_answer_similarity_scorer(
             )
         )
         .analyze(
-            PromptStep("Match the units", analysis_prompt, SimilarityAnalysis, sketch=analysis_sketch)
+            PromptStep(
+                "Match the units",
+                analysis_prompt,
+                SimilarityAnalysis,
+                sketch=analysis_sketch,
+                check=one_per_item(
+                    lambda ctx: ctx.results["preprocess_step_result"].ground_truth_units,
+                    lambda answer: answer.matches,
+                    "ground-truth unit",
+                    "match",
+                ),
+            )
         )
         .generate_score(score)
         .generate_reason(reason_step(

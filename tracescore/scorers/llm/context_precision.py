@@ -19,27 +19,33 @@ from tracescore.scorers.llm.common import (
     Wire,
     check_context_option,
     is_yes,
+    judge_instructions,
     judge_prompt,
+    one_per_index,
+    pieces_prompts,
     reason_step,
     reason_task,
     run_context,
 )
 from tracescore.scorers.llm.sketch import typical_text
-from tracescore.scorers.llm.view import numbered, response_text, section, user_text
+from tracescore.scorers.llm.view import response_text, section, user_text
 from tracescore.scorers.utils import round_to_two_decimals
 
-VERSION = "2"
-"""2: one verdict per piece required, with an example; runs that failed before answering are not
+VERSION = "3"
+"""3 (issue 32): run text in the prompts is neutralised data and the system prompt says so; the verdict count is checked (one repair, then an error); a failed reason keeps the score; "be strict: background only is no".
+
+2: one verdict per piece required, with an example; runs that failed before answering are not
 scorable."""
 
-INSTRUCTIONS = (
+INSTRUCTIONS = judge_instructions(
     "You judge retrieval for an AI agent: for each context piece it was given, whether that "
     "piece was useful for producing its answer to the user."
 )
 
 VERDICTS_TASK = """For each context piece, by its index, decide whether it was useful for producing
 the agent's answer to the user: "yes" when it holds information the answer needs or uses, "no"
-otherwise. Give exactly one verdict per piece — as many verdicts as there are pieces — with
+otherwise. Be strict: a piece that only gives background or is on the topic, without anything
+the answer needs, is "no". Give exactly one verdict per piece — as many verdicts as there are pieces — with
 "context_index" set to the piece's index and a one-sentence reason.
 
 Example. User: "How do I reset my router?" Answer: "Hold the reset button for 10 seconds, then
@@ -56,6 +62,18 @@ class PrecisionVerdict(Wire):
 
 class PrecisionVerdicts(Wire):
     verdicts: list[PrecisionVerdict] = Field(default_factory=list)
+
+
+def useful_in_any_part(answers: Sequence[PrecisionVerdicts]) -> PrecisionVerdicts:
+    """The parts' verdicts as one list by index: a piece shown in several parts is useful when
+    any of its parts is."""
+    by_index: dict[int, PrecisionVerdict] = {}
+    for answer in answers:
+        for verdict in answer.verdicts:
+            known = by_index.get(verdict.context_index)
+            if known is None or (is_yes(verdict.verdict) and not is_yes(known.verdict)):
+                by_index[verdict.context_index] = verdict
+    return PrecisionVerdicts(verdicts=[by_index[index] for index in sorted(by_index)])
 
 
 def mean_average_precision(verdicts: Sequence[PrecisionVerdict], scale: float) -> float:
@@ -82,15 +100,16 @@ def create_context_precision_scorer(
     """
     check_context_option(context)
 
-    def verdicts_prompt(ctx: StepContext) -> str:
+    def verdicts_prompt(ctx: StepContext) -> str | list[str]:
         pieces = run_context(ctx, context, context_extractor)
         if not pieces:
             not_scorable("no context available for evaluation")
-        return judge_prompt(
+        return pieces_prompts(
+            ctx,
             VERDICTS_TASK,
-            section("user", user_text(ctx.run)),
-            section("final_answer", response_text(ctx.run)),
-            section("context", numbered(pieces)),
+            [section("user", user_text(ctx.run)), section("final_answer", response_text(ctx.run))],
+            pieces,
+            INSTRUCTIONS,
         )
 
     def verdicts_sketch(ctx: StepContext) -> PrecisionVerdicts:
@@ -135,7 +154,13 @@ were useful and how their positions shaped the score.""",
                 "Judge each context piece's usefulness",
                 verdicts_prompt,
                 PrecisionVerdicts,
+                check=one_per_index(
+                    lambda ctx: len(run_context(ctx, context, context_extractor)),
+                    lambda answer: [v.context_index for v in answer.verdicts],
+                    "context piece",
+                ),
                 sketch=verdicts_sketch,
+                combine=lambda ctx, answers: useful_in_any_part(answers),
             )
         )
         .generate_score(score)

@@ -20,7 +20,10 @@ from tracescore.scorers.llm.common import (
     JudgeSpec,
     Wire,
     check_context_option,
+    judge_instructions,
     judge_prompt,
+    one_per_index,
+    pieces_prompts,
     reason_step,
     reason_task,
     run_context,
@@ -29,10 +32,12 @@ from tracescore.scorers.llm.sketch import SENTENCE_WORDS, typical_text
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 from tracescore.scorers.utils import round_to_two_decimals
 
-VERSION = "2"
-"""2: an example added; runs that failed before answering are not scorable."""
+VERSION = "3"
+"""3 (issue 32): run text in the prompts is neutralised data and the system prompt says so; the verdict count is checked (one repair, then an error); a failed reason keeps the score.
 
-INSTRUCTIONS = (
+2: an example added; runs that failed before answering are not scorable."""
+
+INSTRUCTIONS = judge_instructions(
     "You judge the context an AI agent was given to answer a user: how relevant each piece is "
     "to the request, whether the answer used it, and what information was missing."
 )
@@ -78,6 +83,32 @@ class RelevanceEvaluations(Wire):
     overall_assessment: str = Field("", alias="overallAssessment")
 
 
+PART_MISSING = """Leave "missingContext" empty: what the answer lacked can only be told from the
+whole context, and this request shows part of it."""
+LEVEL_ORDER = ("none", "low", "medium", "high")
+
+
+def across_parts(answers: Sequence[RelevanceEvaluations]) -> RelevanceEvaluations:
+    """The parts' evaluations as one by index: a piece shown in several parts takes its most
+    relevant part's level, and counts as used when any part was. Parts are told to leave
+    ``missingContext`` empty (each sees part of the context), so a context judged in parts has
+    no missing-context penalty."""
+    by_index: dict[int, RelevanceEvaluation] = {}
+    for answer in answers:
+        for evaluation in answer.evaluations:
+            known = by_index.get(evaluation.context_index)
+            if known is None:
+                by_index[evaluation.context_index] = evaluation
+                continue
+            best = max(known, evaluation, key=lambda e: LEVEL_ORDER.index(e.relevance_level))
+            by_index[evaluation.context_index] = best.model_copy(
+                update={"was_used": known.was_used or evaluation.was_used})
+    return RelevanceEvaluations(
+        evaluations=[by_index[index] for index in sorted(by_index)],
+        overall_assessment=" ".join(a.overall_assessment for a in answers if a.overall_assessment),
+    )
+
+
 def relevance_score(
     analysis: RelevanceEvaluations, penalties: ContextRelevancePenalties, scale: float
 ) -> float:
@@ -115,15 +146,17 @@ def create_context_relevance_scorer(
         else ContextRelevancePenalties.model_validate(dict(penalties or {}))
     )
 
-    def evaluations_prompt(ctx: StepContext) -> str:
+    def evaluations_prompt(ctx: StepContext) -> str | list[str]:
         pieces = run_context(ctx, context, context_extractor)
         if not pieces:
             not_scorable("no context available for evaluation")
-        return judge_prompt(
+        return pieces_prompts(
+            ctx,
             EVALUATIONS_TASK,
-            section("user", user_text(ctx.run)),
-            section("final_answer", response_text(ctx.run)),
-            section("context", numbered(pieces)),
+            [section("user", user_text(ctx.run)), section("final_answer", response_text(ctx.run))],
+            pieces,
+            INSTRUCTIONS,
+            PART_MISSING,
         )
 
     def evaluations_sketch(ctx: StepContext) -> RelevanceEvaluations:
@@ -176,7 +209,13 @@ information).""",
                 "Rate each context piece's relevance and use",
                 evaluations_prompt,
                 RelevanceEvaluations,
+                check=one_per_index(
+                    lambda ctx: len(run_context(ctx, context, context_extractor)),
+                    lambda answer: [e.context_index for e in answer.evaluations],
+                    "context piece",
+                ),
                 sketch=evaluations_sketch,
+                combine=lambda ctx, answers: across_parts(answers),
             )
         )
         .generate_score(score)

@@ -9,21 +9,28 @@ from tracescore.scorers.llm.common import (
     JudgeSpec,
     Wire,
     check_context_option,
+    claims_against_context,
     claims_task,
+    judge_instructions,
     judge_prompt,
+    one_per_item,
+    per_claim,
     reason_task,
     run_context,
     share_of_yes_scorer,
 )
+from tracescore.scorers.llm.fit import fitted, room
 from tracescore.scorers.llm.sketch import answer_items, judged
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 
-VERSION = "2"
-"""2: the prompts carry every decision rule of Mastra's (speculative claims are kept and judged
+VERSION = "3"
+"""3 (issue 32): run text in the prompts is neutralised data and the system prompt says so; the verdict count is checked (one repair, then an error); a failed reason keeps the score.
+
+2: the prompts carry every decision rule of Mastra's (speculative claims are kept and judged
 "unsure", "no" only for a direct contradiction), with examples; runs that failed before
 answering are not scorable."""
 
-INSTRUCTIONS = (
+INSTRUCTIONS = judge_instructions(
     "You check whether an AI agent's answer is backed by the information it had: retrieved "
     "documents and tool results. You judge against that context only, never against your own "
     "knowledge: a claim you know to be true is still unsupported when the context does not say it."
@@ -52,8 +59,16 @@ Example. Context: "The pool opens at 7:00 and closes at 21:00. Lanes cost $6 per
 - "The pool might be crowded in the evening." -> unsure (speculation)"""
 
 
+PART_VERDICTS = """"yes" when this part supports the claim, "no" only when this part
+directly contradicts it, "unsure" when this part does not mention it."""
+
+
 class FaithfulnessClaims(Wire):
     claims: list[str]
+
+
+def claims_of(ctx: StepContext) -> list[str]:
+    return ctx.results["preprocess_step_result"].claims
 
 
 class FaithfulnessVerdict(Wire):
@@ -82,28 +97,27 @@ def create_faithfulness_scorer(
             section("final_answer", response_text(ctx.run)),
         )
 
-    def verdicts_prompt(ctx: StepContext) -> str:
-        claims = ctx.results["preprocess_step_result"].claims
-        return judge_prompt(
-            VERDICTS_TASK,
-            section("context", numbered(run_context(ctx, context))),
-            section("claims", numbered(claims)),
+    def verdicts_prompt(ctx: StepContext) -> str | list[str]:
+        return claims_against_context(
+            ctx, VERDICTS_TASK, PART_VERDICTS, claims_of(ctx), run_context(ctx, context), INSTRUCTIONS
         )
 
     def reason_prompt(ctx: StepContext) -> str:
         verdicts = ctx.results["analyze_step_result"].verdicts
-        return judge_prompt(
-            reason_task(
-                ctx.score,
-                f"""The agent's answer scored {ctx.score} for faithfulness on a 0 to {scale:g}
+        task = reason_task(
+            ctx.score,
+            f"""The agent's answer scored {ctx.score} for faithfulness on a 0 to {scale:g}
 scale (the share of its claims the context supports). Name the claims that were contradicted or
 not supported.""",
-            ),
+        )
+        blocks = [
             section("user", user_text(ctx.run)),
             section("final_answer", response_text(ctx.run)),
-            section("context", numbered(run_context(ctx, context))),
             section("verdicts", numbered([f"{v.verdict}: {v.reason}" for v in verdicts])),
-        )
+        ]
+        known = numbered(run_context(ctx, context))
+        shown = fitted(known, room(ctx, INSTRUCTIONS, task, *blocks), ctx.budget)
+        return judge_prompt(task, *blocks[:2], section("context", shown), blocks[2])
 
     return share_of_yes_scorer(
         id="faithfulness-scorer",
@@ -120,6 +134,9 @@ not supported.""",
             "Check each claim against the context",
             verdicts_prompt,
             FaithfulnessVerdicts,
+            check=one_per_item(claims_of, lambda answer: answer.verdicts, "claim"),
+            # A contradiction in any part of a long context decides, else support in any part.
+            combine=lambda ctx, answers: per_claim(answers, ("no", "yes")),
             sketch=lambda ctx: FaithfulnessVerdicts(verdicts=judged(
                 ctx.results["preprocess_step_result"].claims,
                 lambda claim, reason: FaithfulnessVerdict(verdict="yes", reason=reason),

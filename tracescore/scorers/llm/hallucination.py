@@ -9,21 +9,28 @@ from tracescore.scorers.llm.common import (
     JudgeSpec,
     Wire,
     check_context_option,
+    claims_against_context,
     claims_task,
+    judge_instructions,
     judge_prompt,
+    one_per_item,
+    per_claim,
     reason_task,
     run_context,
     share_of_yes_scorer,
 )
+from tracescore.scorers.llm.fit import fitted, room
 from tracescore.scorers.llm.sketch import answer_items, judged
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 
-VERSION = "2"
-"""2: the prompts carry every decision rule of Mastra's (what is and is not a hallucination:
+VERSION = "3"
+"""3 (issue 32): run text in the prompts is neutralised data and the system prompt says so; the verdict count is checked (one repair, then an error); a failed reason keeps the score.
+
+2: the prompts carry every decision rule of Mastra's (what is and is not a hallucination:
 approximate dates and numbers, subjective praise, speculation inside vs outside the context, no
 context at all), with examples; runs that failed before answering are not scorable."""
 
-INSTRUCTIONS = (
+INSTRUCTIONS = judge_instructions(
     "You detect hallucinations: claims in an AI agent's answer that its context (retrieved "
     "documents, tool results, provided facts) contradicts or does not support. Judge only from "
     "that context, never from your own knowledge."
@@ -60,6 +67,11 @@ Example. Context: "The museum opened in March 1998 and received 2.94 million vis
 - "The museum may add a new wing." -> yes (speculation about something the context never
   mentions)
 - "It is the city's leading museum." -> yes (praise the context does not give)"""
+
+
+PART_VERDICTS = """"yes" when this part contradicts the claim, "no" when this part supports
+it (the allowances above apply), "unsure" when this part does not mention it: a claim no part
+supports counts as a hallucination once the parts are combined."""
 
 
 GetContext = Callable[[StepContext, str], Sequence[str]]
@@ -106,29 +118,29 @@ def create_hallucination_scorer(
             section("final_answer", response_text(ctx.run)),
         )
 
-    def verdicts_prompt(ctx: StepContext) -> str:
+    def verdicts_prompt(ctx: StepContext) -> str | list[str]:
         claims = ctx.results["preprocess_step_result"].claims
-        return judge_prompt(
-            VERDICTS_TASK,
-            section("context", numbered(context_for(ctx, "analyze"))),
-            section("claims", numbered(claims)),
+        return claims_against_context(
+            ctx, VERDICTS_TASK, PART_VERDICTS, claims, context_for(ctx, "analyze"), INSTRUCTIONS
         )
 
     def reason_prompt(ctx: StepContext) -> str:
         verdicts = ctx.results["analyze_step_result"].verdicts
-        return judge_prompt(
-            reason_task(
-                ctx.score,
-                f"""The agent's answer scored {ctx.score} for hallucination on a 0 to {scale:g}
+        task = reason_task(
+            ctx.score,
+            f"""The agent's answer scored {ctx.score} for hallucination on a 0 to {scale:g}
 scale (the share of its claims the context contradicts or does not support; higher is worse).
 Name the hallucinated claims.""",
-            ),
-            section("context", numbered(context_for(ctx, "generate_reason"))),
+        )
+        blocks = [
             section("final_answer", response_text(ctx.run)),
             section(
                 "verdicts", numbered([f"{v.verdict}: {v.statement} — {v.reason}" for v in verdicts])
             ),
-        )
+        ]
+        known = numbered(context_for(ctx, "generate_reason"))
+        shown = fitted(known, room(ctx, INSTRUCTIONS, task, *blocks), ctx.budget)
+        return judge_prompt(task, section("context", shown), *blocks)
 
     return share_of_yes_scorer(
         id="hallucination-scorer",
@@ -145,6 +157,14 @@ Name the hallucinated claims.""",
             "Find claims the context does not back",
             verdicts_prompt,
             HallucinationVerdicts,
+            # Contradicted in any part of a long context: hallucinated; else supported in any
+            # part: not; mentioned in none: unsupported, so hallucinated.
+            combine=lambda ctx, answers: per_claim(answers, ("yes", "no"), unseen="yes"),
+            check=one_per_item(
+                lambda ctx: ctx.results["preprocess_step_result"].claims,
+                lambda answer: answer.verdicts,
+                "claim",
+            ),
             sketch=lambda ctx: HallucinationVerdicts(verdicts=judged(
                 ctx.results["preprocess_step_result"].claims,
                 lambda claim, reason: HallucinationVerdict(statement=claim, verdict="no", reason=reason),

@@ -19,16 +19,25 @@ from tracescore.scorers.base import (
     create_scorer,
     not_scorable,
 )
-from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step, reason_task
+from tracescore.scorers.llm.common import (
+    JudgeSpec,
+    Wire,
+    judge_instructions,
+    judge_prompt,
+    reason_step,
+    reason_task,
+)
 from tracescore.scorers.llm.sketch import typical_text
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 from tracescore.scorers.utils import round_to_two_decimals
 
-VERSION = "2"
-"""2: the judge is told each impact level's band for the robustness score, with an example; runs
+VERSION = "3"
+"""3 (issue 32): run text in the prompts is neutralised data and the system prompt says so; the verdict count is checked (one repair, then an error); a failed reason keeps the score; the five dimensions are defined.
+
+2: the judge is told each impact level's band for the robustness score, with an example; runs
 that failed before answering are not scorable."""
 
-INSTRUCTIONS = (
+INSTRUCTIONS = judge_instructions(
     "You test the robustness of an AI agent: you compare its answer to a clean query with its "
     "answer to a version of that query with noise added (distractions, misleading details, typos, "
     "irrelevant or adversarial content) and judge how much the noise changed the answer."
@@ -131,7 +140,13 @@ def create_noise_sensitivity_scorer(
         return judge_prompt(
             f"""Compare the baseline answer (to the original query) with the answer to the noisy
 query.{kind} For each of the five dimensions — {", ".join(DIMENSIONS)} — rate the noise's
-"impactLevel" as "none", "minimal", "moderate", "significant" or "severe", and describe the
+"impactLevel" as "none", "minimal", "moderate", "significant" or "severe". The dimensions:
+- content_accuracy: the facts of the noisy answer are still correct;
+- completeness: it still covers what the baseline answer covered;
+- relevance: it still answers the original query rather than the noise;
+- consistency: it reaches the same conclusions as the baseline answer;
+- hallucination_resistance: it does not take up false or made-up information the noise brought.
+For each, describe the
 "specificChanges" you see and how the noise caused them ("noiseInfluence"). List serious problems
 the noise caused under "majorIssues" (empty when none) and give an "overallAssessment".
 Then give a "robustnessScore" from 0 to 1 that agrees with the impact levels:

@@ -21,7 +21,9 @@ from tracescore.scorers.llm.common import (
     JudgeSpec,
     Wire,
     is_yes,
+    judge_instructions,
     judge_prompt,
+    one_per_item,
     reason_step,
     reason_task,
 )
@@ -38,12 +40,14 @@ from tracescore.scorers.utils import get_conversation_history, round_to_two_deci
 
 EvaluationMode = Literal["user", "system", "both"]
 
-VERSION = "2"
-"""2: the judge is asked for Mastra's answer shape (booleans for format and tone alignment,
+VERSION = "3"
+"""3 (issue 32): run text in the prompts is neutralised data and the system prompt says so; the verdict count is checked (one repair, then an error); a failed reason keeps the score; implicit requirements, secondary intents, alignment rather than quality.
+
+2: the judge is asked for Mastra's answer shape (booleans for format and tone alignment,
 requirement items with ``isFulfilled``), with an example; runs that failed before answering are
 not scorable."""
 
-INSTRUCTIONS = (
+INSTRUCTIONS = judge_instructions(
     "You judge whether an AI agent did what it was asked: the user's request and the rules of "
     "its system prompt. You check intent, explicit requirements, completeness, format and tone, "
     "and score each from 0 to 1."
@@ -229,6 +233,12 @@ _DIMENSIONS = """For each evaluation give:
   for or fitting), "toneAlignment" (true when the tone fits) and "reasoning";
 - "overallAssessment": one or two sentences.
 Every score is a number from 0 (not at all) to 1 (fully).
+- Requirements include implicit ones a reader would take for granted: a question asked in
+  French expects an answer in French, "compare X and Y" expects both X and Y covered.
+- A request may carry secondary intents besides its primary one ("and also tell me..."): the
+  primary intent scores intentAlignment, and every secondary intent is a requirement too.
+- You judge alignment, not quality: whether the answer does what was asked, in the way it was
+  asked, not how well written, clever or correct it is.
 
 Example. Request: "Give me three tips for better sleep, as a bulleted list."
 Answer: two bullet points, "Keep a regular bedtime" and "Avoid screens an hour before bed".
@@ -347,6 +357,9 @@ scale. Say what was followed and what was not, naming the misalignments that wei
                 instructions_prompt,
                 InstructionVerdicts,
                 sketch=instructions_sketch,
+                check=one_per_item(
+                    lambda ctx: list(instructions or []), lambda answer: answer.verdicts, "instruction"
+                ),
             )
         ).generate_score(
             lambda ctx: instruction_score(ctx.results["analyze_step_result"].verdicts, scale)

@@ -91,8 +91,10 @@ def shown_prompts(scorer: Scorer, run: Any = None) -> list[ShownPrompt]:
         if isinstance(step, PromptStep):
             schema = step.output_schema or (ScoreOutput if name == "generate_score" else None)
             instructions = step.instructions if step.instructions is not None else scorer.instructions
-            messages = request_messages(step.create_prompt(ctx), instructions, schema)
-            shown.append(ShownPrompt(name, schema.__name__ if schema else None, messages))
+            asked = step.create_prompt(ctx)
+            for prompt in [asked] if isinstance(asked, str) else asked:  # a long context: parts
+                messages = request_messages(prompt, instructions, schema)
+                shown.append(ShownPrompt(name, schema.__name__ if schema else None, messages))
             value: object = step.sketch(ctx) if step.sketch is not None else None
             if isinstance(value, ScoreOutput):  # a bare score step's result is the number
                 value = value.score

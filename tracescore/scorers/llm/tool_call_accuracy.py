@@ -17,7 +17,15 @@ from tracescore.scorers.base import (
     failed_without_answer,
     not_scorable,
 )
-from tracescore.scorers.llm.common import JudgeSpec, Wire, judge_prompt, reason_step, reason_task
+from tracescore.scorers.llm.common import (
+    JudgeSpec,
+    Wire,
+    judge_instructions,
+    judge_prompt,
+    one_per_item,
+    reason_step,
+    reason_task,
+)
 from tracescore.scorers.llm.sketch import typical_text
 from tracescore.scorers.llm.view import (
     describe_run,
@@ -28,12 +36,14 @@ from tracescore.scorers.llm.view import (
 )
 from tracescore.scorers.utils import extract_tool_calls, round_to_two_decimals
 
-VERSION = "2"
-"""2: the prompts carry every decision rule of Mastra's (only what the user explicitly asked
+VERSION = "3"
+"""3 (issue 32): run text in the prompts is neutralised data and the system prompt says so; the verdict count is checked (one repair, then an error); a failed reason keeps the score.
+
+2: the prompts carry every decision rule of Mastra's (only what the user explicitly asked
 for is appropriate; when a clarifying question is right and when it is a delay), with examples;
 a run that failed before calling a tool or answering is not scorable."""
 
-INSTRUCTIONS = (
+INSTRUCTIONS = judge_instructions(
     "You review an AI agent's tool use against what its user explicitly asked for: whether each "
     "call it made was appropriate, and whether it failed to call a tool the request needed."
 )
@@ -168,6 +178,12 @@ appropriate calls; with no call, 1 unless a needed tool was missing).""",
                 "Judge each tool call",
                 evaluations_prompt,
                 ToolEvaluations,
+                check=one_per_item(
+                    lambda ctx: ctx.results["preprocess_step_result"]["actualTools"],
+                    lambda answer: answer.evaluations,
+                    "tool call",
+                    "evaluation",
+                ),
                 sketch=lambda ctx: ToolEvaluations(evaluations=[
                     ToolEvaluation(tool_called=tool, was_appropriate=True,
                                    reasoning=typical_text())

@@ -6,12 +6,15 @@ the reasoning it followed — so the judge scorers here show the whole run: ever
 and every tool call with its arguments and result (or error), in the order they happened. For
 an extracted ``AgentRun`` the output is its full trajectory (one assistant message whose parts
 are the run's steps), so this reads the trajectory whatever convention the spans followed.
-Long values are cut so one huge tool result cannot blow the judge's context window.
+Values in the trajectory are cut at :data:`MAX_VALUE_CHARS` with a marker the judge's system
+prompt explains; the context (retrieved documents, tool results) is kept whole and fitted to the
+judge's budget by the scorers that judge it (:mod:`.fit`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -38,9 +41,11 @@ def system_prompt(run: ScorerRun) -> str:
     return get_combined_system_prompt(run.input) if isinstance(run.input, Mapping) else ""
 
 
-def render_value(value: Any, limit: int = MAX_VALUE_CHARS) -> str:
+def render_value(value: Any, limit: int | None = MAX_VALUE_CHARS) -> str:
+    """``value`` as text, cut at ``limit`` characters with a marker saying how many were cut
+    (``None``: whole, for material a scorer fits to its judge's budget itself)."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    if len(text) > limit:
+    if limit is not None and len(text) > limit:
         return f"{text[:limit]}… [{len(text) - limit} more characters cut]"
     return text
 
@@ -100,11 +105,12 @@ def trajectory(run: ScorerRun) -> list[str]:
 
 
 def tool_results(run: ScorerRun) -> list[str]:
-    """The result of every finished tool call, from message parts and legacy lists alike."""
+    """The result of every finished tool call, from message parts and legacy lists alike, whole:
+    as context they are judged part by part when long (:mod:`.fit`), never cut unseen."""
     if not isinstance(run.output, Sequence) or isinstance(run.output, str):
         return []
     return [
-        render_value(inv["result"])
+        render_value(inv["result"], None)
         for message in run.output
         if isinstance(message, Mapping)
         for inv in merge_tool_invocations(message)
@@ -117,12 +123,38 @@ def default_context(run: ScorerRun) -> list[str]:
     return list(run.context) or tool_results(run)
 
 
+_TAG_OPENING = re.compile(
+    r"(?:<|\uff1c|\ufe64|&lt;?|&#0*60;?|&#x0*3c;?|\\u003c|\\x3c|%3c)(?=\s*[/!?]?\s*[A-Za-z_])",
+    re.IGNORECASE,
+)
+NEUTRAL_BRACKET = "\u2039"
+"""What replaces a ``<`` that opens a tag-like word in untrusted text (‹, a single angle
+quotation mark): the text still reads the same, but nothing in it can close or open a section."""
+
+
+def neutralised(text: str) -> str:
+    """Untrusted text made unable to end its section or start another: every ``<`` opening
+    something tag-like (``</final_answer>``, ``<system>``, ``<!--``), also written full-width or
+    escaped (``&lt;``, ``&#60;``, ``\\u003c``, ``%3C``), becomes ``‹``. Nothing else changes."""
+    return _TAG_OPENING.sub(NEUTRAL_BRACKET, text)
+
+
 def section(tag: str, body: str) -> str:
-    return f"<{tag}>\n{body}\n</{tag}>"
+    """Material for the judge between ``<tag>`` and ``</tag>``: the judge's instructions say
+    sections hold data, never instructions, and the body cannot close its section early."""
+    return f"<{tag}>\n{neutralised(body)}\n</{tag}>"
+
+
+def indented(text: str) -> str:
+    """A multi-line value inside a list: its later lines indented, so a line of it can never
+    pass for the list's next item ("[3] ...", "4. ...", "Turn 2")."""
+    return text.replace("\n", "\n    ")
 
 
 def numbered(items: Sequence[str], start: int = 0) -> str:
-    return "\n".join(f"[{index}] {item}" for index, item in enumerate(items, start)) or "(none)"
+    return "\n".join(
+        f"[{index}] {indented(item)}" for index, item in enumerate(items, start)
+    ) or "(none)"
 
 
 def describe_run(run: ScorerRun, *, system: bool = True, steps: bool = True) -> str:
@@ -133,7 +165,7 @@ def describe_run(run: ScorerRun, *, system: bool = True, steps: bool = True) -> 
     parts.append(section("user", user_text(run) or "(empty)"))
     if steps and (lines := trajectory(run)):
         parts.append(
-            section("agent_steps", "\n".join(f"{i}. {line}" for i, line in enumerate(lines, 1)))
+            section("agent_steps", "\n".join(f"{i}. {indented(line)}" for i, line in enumerate(lines, 1)))
         )
     parts.append(section("final_answer", response_text(run) or "(empty)"))
     return "\n\n".join(parts)
