@@ -67,8 +67,11 @@ class ServerProcess:
     def output(self) -> str:
         return (self.workdir / "server.log").read_text(errors="replace")
 
-    def stop(self, timeout: float = 15.0) -> int:
-        """Graceful shutdown (SIGTERM); kills the process if it does not exit in ``timeout``."""
+    def stop(self, timeout: float = 30.0) -> int:
+        """Graceful shutdown (SIGTERM); kills the process if it does not exit in ``timeout``.
+
+        The service bounds its own shutdown (``server.shutdown_timeout``, 10 s, plus at most 5 s):
+        the default leaves room beyond that for a loaded machine, where one took over 15 s."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
