@@ -86,6 +86,11 @@ class ServerConfig(Section):
     """OTLP/HTTP requests whose body is being received (or, once received, processed) at once;
     beyond it ingest answers 503. Default: 4 × ``max_pending_requests``, so stalled uploads,
     which the two rules above cut, cannot take the room valid ones need meanwhile."""
+    max_api_body_bytes: int = Field(1024 * 1024, gt=0)
+    """Largest body of any other request (the REST API's, the login and review forms): 413
+    beyond, answered from the headers or as soon as the running count passes it. Such a body
+    is read only once its request's key (or login session) is checked, login excepted, and
+    must arrive within ``body_timeout``."""
     max_journal_bytes: int = Field(256 * 1024 * 1024, gt=0)
     """Acknowledged request bodies waiting to be unpacked into rows (in the ingest journal);
     beyond it ingest answers 503, which bounds how far storage lags behind."""

@@ -45,7 +45,14 @@ from tracescore.feedback.api import feedback_router
 from tracescore.feedback.scan import feedback_scan_task
 from tracescore.ingest.api import ingest_router
 from tracescore.ingest.grpc import start_grpc_server
-from tracescore.ingest.http import BodyLimits, BodyReaders, langfuse_router, otlp_router
+from tracescore.ingest.http import (
+    LANGFUSE_TRACES_PATH,
+    OTLP_PATHS,
+    BodyLimits,
+    BodyReaders,
+    langfuse_router,
+    otlp_router,
+)
 from tracescore.ingest.intake import RETRY_AFTER_SECONDS, Intake
 from tracescore.monitor.alerts import default_instance_id
 from tracescore.monitor.api import create_monitor_router
@@ -56,6 +63,7 @@ from tracescore.store.outage import database_unavailable
 from tracescore.store.text import REPLACEMENT
 from tracescore.web import web_router
 from tracescore.web.auth import DashboardKeys
+from tracescore.web.gate import LOGIN_PATH, BodyGate, HeadAsGet
 from tracescore.web.traces_api import traces_router
 
 log = logging.getLogger(__name__)
@@ -71,7 +79,8 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     app = FastAPI(title="tracescore", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.store = store
     app.state.intake = intake
-    guarded = [Depends(ApiKeys(config.server.api_keys).require)]
+    keys = ApiKeys(config.server.api_keys)
+    guarded = [Depends(keys.require)]
     app.state.body_readers = readers = BodyReaders(body_limits(config.server))
     app.include_router(otlp_router(intake, readers), dependencies=guarded)
     # The Langfuse SDKs authenticate with Basic auth only: their secret key is the API key.
@@ -89,9 +98,19 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
 
     app.add_exception_handler(DBAPIError, _ReadOutage().answer)
     app.add_middleware(_NulAsStored)
+    app.add_middleware(
+        BodyGate, keys=DashboardKeys(config.server.api_keys), max_bytes=config.server.max_api_body_bytes,
+        timeout=config.server.body_timeout, open_paths=[LOGIN_PATH],
+        own_paths=[*OTLP_PATHS, LANGFUSE_TRACES_PATH],
+    )  # fmt: skip
+    app.add_middleware(HeadAsGet)
 
     @app.get("/healthz", tags=["health"])
-    async def healthz() -> dict[str, object]:
+    async def healthz(request: Request) -> dict[str, object]:
+        """Liveness for anyone (load balancers probe without secrets); what the process is
+        and does only for a valid key: a stranger learns nothing about the deployment."""
+        if not keys.allows(request):
+            return {"status": "ok"}
         return {
             "status": "ok", "database": store.dialect, "in_flight": intake.in_flight,
             "pid": os.getpid(),  # which process answered, when several share the port
@@ -284,6 +303,7 @@ class Service:
         if self._stopping:
             return
         self._stopping = True
+        children.service_stopping()
         if self._owns_process:
             _exit_if_stuck(self.config.server.shutdown_timeout + children.EXIT_GRACE_SECONDS)
 

@@ -234,14 +234,18 @@ def _inflate(request: Request, body: bytes, limit: int) -> bytes:
     return inflated
 
 
+OTLP_PATHS = ("/v1/traces", "/v1/logs", "/v1/metrics")
+
+
 def otlp_router(intake: Intake, readers: BodyReaders) -> APIRouter:
     router = APIRouter()
-    router.add_api_route("/v1/traces", _endpoint(intake, readers, intake.traces, trace_response),
+    traces, logs, metrics_path = OTLP_PATHS
+    router.add_api_route(traces, _endpoint(intake, readers, intake.traces, trace_response),
                          methods=["POST"])
-    router.add_api_route("/v1/logs", _endpoint(intake, readers, intake.logs, logs_response),
+    router.add_api_route(logs, _endpoint(intake, readers, intake.logs, logs_response),
                          methods=["POST"])
-    router.add_api_route("/v1/metrics", _endpoint(intake, readers, intake.metrics,
-                                                  metrics_response), methods=["POST"])
+    router.add_api_route(metrics_path, _endpoint(intake, readers, intake.metrics,
+                                                 metrics_response), methods=["POST"])
     return router
 
 
