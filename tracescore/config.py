@@ -91,6 +91,15 @@ class ServerConfig(Section):
     beyond, answered from the headers or as soon as the running count passes it. Such a body
     is read only once its request's key (or login session) is checked, login excepted, and
     must arrive within ``body_timeout``."""
+    keep_alive_timeout: int = Field(5, ge=1)
+    """Seconds an HTTP/1.1 connection may stay idle between requests before it is closed."""
+    header_timeout: float = Field(10.0, gt=0)
+    """Seconds a request's headers may take to arrive in full, counted from the connection's
+    opening or the previous response's end; beyond it the connection is closed. An OTLP/gRPC
+    connection must finish its HTTP/2 handshake within it too."""
+    grpc_idle_timeout: float = Field(300.0, gt=0)
+    """Seconds an OTLP/gRPC connection may go without a call before the server ends it
+    (GOAWAY); exporters open a new one on their next export."""
     max_journal_bytes: int = Field(256 * 1024 * 1024, gt=0)
     """Acknowledged request bodies waiting to be unpacked into rows (in the ingest journal);
     beyond it ingest answers 503, which bounds how far storage lags behind."""

@@ -63,6 +63,7 @@ from tracescore.store.outage import database_unavailable
 from tracescore.store.text import REPLACEMENT
 from tracescore.web import web_router
 from tracescore.web.auth import DashboardKeys
+from tracescore.web.connections import grpc_connection_options, with_header_deadline
 from tracescore.web.gate import LOGIN_PATH, BodyGate, HeadAsGet
 from tracescore.web.traces_api import traces_router
 
@@ -320,11 +321,13 @@ class Service:
         grpc_server = await start_grpc_server(
             self.intake, server.host, server.grpc_port, server.max_body_bytes,
             interceptors=ApiKeys(server.api_keys).grpc_interceptors(), reuse_port=shared_ports,
+            options=grpc_connection_options(server.header_timeout, server.grpc_idle_timeout),
         )
         self._uvicorn = _Server(
             uvicorn.Config(
                 self.app, host=server.host, port=server.http_port, log_level="warning",
-                access_log=False, lifespan="auto",
+                access_log=False, lifespan="auto", timeout_keep_alive=server.keep_alive_timeout,
+                http=with_header_deadline(server.header_timeout),
             ),
             self.app.state.body_readers,
         )
