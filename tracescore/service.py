@@ -175,7 +175,8 @@ def body_limits(server: ServerConfig) -> BodyLimits:
     admission slots may hold anyway, so slow clients add no new worst case for memory."""
     return BodyLimits(
         max_bytes=server.max_body_bytes, timeout=server.body_timeout, min_rate=server.min_body_rate,
-        readers=server.body_readers, buffered_bytes=server.max_pending_requests * server.max_body_bytes,
+        readers=server.body_readers, readers_per_client=server.body_readers_per_client,
+        buffered_bytes=server.max_pending_requests * server.max_body_bytes,
     )
 
 
