@@ -115,6 +115,14 @@ class ServerConfig(Section):
     """Keys accepted as ``Authorization: Bearer <key>`` (plus ``TRACESCORE_API_KEYS``); with
     none, ingest, the API, its docs, ``/metrics`` and the dashboard are open. ``/healthz``
     always is."""
+    auth_failures: int = Field(20, gt=0)
+    """Wrong API keys (bearer, Basic, login form or session cookie) one client address may
+    present within ``auth_failure_window``; past it, every request from that address is
+    refused unchecked (429) until the window ends. Counted per service process."""
+    auth_failure_window: float = Field(60.0, gt=0)
+    """Seconds of the window ``auth_failures`` are counted in."""
+    session_lifetime: float = Field(12 * 3600.0, gt=0)
+    """Seconds a dashboard login lasts; a logout ends it sooner, on every replica."""
     docs: bool = True
     """Serve the API's schema and docs pages (``/api/openapi.json``, ``/api/docs``, ``/redoc``),
     behind the API keys like the API, with their scripts served locally; false: 404."""

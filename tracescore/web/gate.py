@@ -22,6 +22,8 @@ import json
 from collections.abc import Collection
 from urllib.parse import quote
 
+from fastapi import HTTPException
+from fastapi.concurrency import run_in_threadpool
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -71,9 +73,12 @@ class BodyGate:
         if scope["type"] != "http" or path in self.own_paths or not _declares_body(scope):
             await self.app(scope, receive, send)
             return
-        if path not in self.open_paths and not self.keys.allows(HTTPConnection(scope)):
-            await self._refuse(scope, send)
-            return
+        if path not in self.open_paths:
+            # In a thread: a session cookie is looked up in the database.
+            refusal = await run_in_threadpool(self.keys.refusal, HTTPConnection(scope))
+            if refusal is not None:
+                await self._refuse(scope, send, refusal)
+                return
         messages = await self._receive(scope, receive, send)
         if messages is None:
             return
@@ -85,13 +90,13 @@ class BodyGate:
 
         await self.app(scope, replay, send)
 
-    async def _refuse(self, scope: Scope, send: Send) -> None:
+    async def _refuse(self, scope: Scope, send: Send, refusal: HTTPException) -> None:
         path: str = scope["path"]
-        if path.startswith("/ui/"):  # a dashboard form: a browser whose session ended
+        if refusal.status_code == 401 and path.startswith("/ui/"):  # a session that ended
             await _answer(send, 303, b"", {"Location": f"{LOGIN_PATH}?next={quote(path, safe='')}"})
         else:
-            await _answer(send, 401, _json("a valid API key is required"),
-                          {"Content-Type": "application/json", "WWW-Authenticate": self.keys.challenge})
+            await _answer(send, refusal.status_code, _json(refusal.detail),
+                          {"Content-Type": "application/json", **(refusal.headers or {})})
 
     async def _receive(self, scope: Scope, receive: Receive, send: Send) -> list[Message] | None:
         """The body's messages, or None once it has been answered (too large, too slow, gone)."""
