@@ -102,9 +102,9 @@ class ServerConfig(Section):
     (GOAWAY); exporters open a new one on their next export."""
     max_body_readers_per_client: int | None = Field(None, gt=0)
     """Of ``max_body_readers``, the requests from one client address at once (503 beyond).
-    Default: ``max_pending_requests``, so one address can fill the slots but not the readers
-    others need. Behind a proxy every client has the proxy's address: raise it to
-    ``max_body_readers`` there."""
+    Default: half of ``max_body_readers`` (128), so one address can fill the slots twice over
+    but never take the readers others need. Behind a proxy every client has the proxy's
+    address: raise it to ``max_body_readers`` there."""
     max_journal_bytes: int = Field(256 * 1024 * 1024, gt=0)
     """Acknowledged request bodies waiting to be unpacked into rows (in the ingest journal);
     beyond it ingest answers 503, which bounds how far storage lags behind."""
@@ -143,9 +143,9 @@ class ServerConfig(Section):
 
     @property
     def body_readers_per_client(self) -> int:
-        """``max_body_readers_per_client``, or its default of ``max_pending_requests`` (at
-        most the whole pool)."""
-        return min(self.max_body_readers_per_client or self.max_pending_requests, self.body_readers)
+        """``max_body_readers_per_client``, or its default of half the pool (at most the
+        whole pool)."""
+        return min(self.max_body_readers_per_client or max(1, self.body_readers // 2), self.body_readers)
 
 
 # With no ``scorers:`` section, these run on every agent run: the code scorers that need no
