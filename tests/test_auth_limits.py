@@ -21,6 +21,7 @@ import pytest
 
 from tests.agent_otlp import agent_trace, export_request
 from tests.server_process import ServerProcess, login_session, start_server
+from tracescore.auth import FailedAttempts
 from tracescore.web.auth import COOKIE_NAME
 
 KEY = f"tsk-limits-{secrets.token_hex(12)}"
@@ -121,3 +122,25 @@ def test_a_session_expires(server: ServerProcess) -> None:
         time.sleep(LIFETIME + 0.5)
         assert client.get("/ui/live").status_code == 401
         assert client.get("/", follow_redirects=False).status_code == 303
+
+
+def test_failed_attempts_reset_with_the_window_and_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [100.0]
+    attempts = FailedAttempts(limit=3, window=10.0, clock=lambda: now[0])
+    for _ in range(2):
+        attempts.failed("10.0.0.1", "http")
+    assert attempts.refused_for("10.0.0.1") == 0.0
+    attempts.failed("10.0.0.1", "http")
+    assert attempts.refused_for("10.0.0.1") == 10.0 and attempts.refused_for("10.0.0.2") == 0.0
+    now[0] += 10.0
+    assert attempts.refused_for("10.0.0.1") == 0.0
+    attempts.failed("10.0.0.1", "http")  # a new window: one failure, not four
+    assert attempts.refused_for("10.0.0.1") == 0.0
+
+    monkeypatch.setattr(FailedAttempts, "_MAX_CLIENTS", 100)
+    for _ in range(3):
+        attempts.failed("10.0.0.9", "http")  # refused: kept however many others come
+    for index in range(500):
+        attempts.failed(f"10.1.{index // 256}.{index % 256}", "http")
+    assert len(attempts._clients) <= 101
+    assert attempts.refused_for("10.0.0.9") > 0
