@@ -37,10 +37,10 @@ async def _stream(request: Request) -> bytes:
 
 
 async def main() -> None:
-    readers = BodyReaders(BodyLimits(16 << 20, 60.0, 16384, 256, 64 * (16 << 20)))
+    readers = BodyReaders(BodyLimits(16 << 20, 60.0, 16384, 256, 64, 64 * (16 << 20)))
 
     async def limited(request: Request) -> bytes:
-        async with readers.reading() as reading:
+        async with readers.reading("127.0.0.1") as reading:
             return await _receive_body(request, reading)
 
     ways: dict[str, Callable[[Request], Awaitable[bytes]]] = {"stream()": _stream, "_receive_body": limited}

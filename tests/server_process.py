@@ -199,3 +199,10 @@ def post_chunked(
     for start in range(0, len(body), chunk_size):
         upload.send(body[start : start + chunk_size])
     return upload.finish()
+
+
+def login_session(base_url: str, key: str) -> str:
+    """A session cookie's value, from signing in through the dashboard's login form."""
+    response = httpx.post(f"{base_url}/ui/login", data={"key": key, "next": "/"}, timeout=30)
+    assert response.status_code == 303, (response.status_code, response.text)
+    return response.cookies["tracescore_session"]

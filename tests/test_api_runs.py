@@ -20,12 +20,12 @@ from typer.testing import CliRunner
 
 from tests.conftest import CAPTURES
 from tests.extract_support import capture_runs, only
-from tests.server_process import ServerProcess, start_server
+from tests.server_process import ServerProcess, login_session, start_server
 from tracescore.cli import app
 from tracescore.ingest.files import load_traces
 from tracescore.scorers.base import ScorerRun
 from tracescore.scorers.llm.view import trajectory
-from tracescore.web.auth import COOKIE_NAME, session_token
+from tracescore.web.auth import COOKIE_NAME
 
 API_KEY = "runs-api-test-key"
 AUTHORIZATION = {"Authorization": f"Bearer {API_KEY}"}
@@ -133,7 +133,7 @@ def test_runs_route_refuses_what_it_cannot_answer(http: httpx.Client,
 
 
 def test_dashboard_shows_each_reasoning_step_once(server: ServerProcess) -> None:
-    cookies = {COOKIE_NAME: session_token(API_KEY)}
+    cookies = {COOKIE_NAME: login_session(server.base_url, API_KEY)}
     page = httpx.get(f"{server.base_url}/ui/traces/{_trace_id(REASONING)}", cookies=cookies,
                      timeout=10)
     assert page.status_code == 200

@@ -21,8 +21,8 @@ from tests.browser_support import (  # noqa: F401 - fixtures
     shot,
 )
 from tests.conftest import CAPTURES
-from tests.server_process import ServerProcess, start_server
-from tracescore.web.auth import COOKIE_NAME, session_token
+from tests.server_process import ServerProcess, login_session, start_server
+from tracescore.web.auth import COOKIE_NAME
 
 pytestmark = pytest.mark.browser
 
@@ -68,7 +68,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 @pytest.fixture
 def page(context: Any, server: ServerProcess) -> Any:  # noqa: F811 - the fixture, used
-    context.add_cookies([{"name": COOKIE_NAME, "value": session_token(API_KEY), "url": server.base_url}])
+    context.add_cookies([{"name": COOKIE_NAME, "value": login_session(server.base_url, API_KEY), "url": server.base_url}])
     return context.new_page()
 
 
@@ -115,7 +115,7 @@ def test_the_conversations_list_links_each_conversation(server: ServerProcess, p
     assert page.locator("#conversations tbody tr td:first-child a").all_inner_texts() == [CONVERSATION]
     missing = httpx.get(  # a 404 page (a browser would log the status as a console error)
         f"{server.base_url}/ui/conversations/{quote('no such conversation')}",
-        cookies={COOKIE_NAME: session_token(API_KEY)}, timeout=10,
+        cookies={COOKIE_NAME: login_session(server.base_url, API_KEY)}, timeout=10,
     )
     assert missing.status_code == 404 and "No conversation" in missing.text
 

@@ -18,10 +18,10 @@ from sqlalchemy import create_engine, select
 
 from tests.browser_support import REPO, browser, context, shot  # noqa: F401 - fixtures
 from tests.conftest import CAPTURES
-from tests.server_process import ServerProcess, start_server
+from tests.server_process import ServerProcess, login_session, start_server
 from tests.test_web_pages import HOSTILE_SYSTEM, agent_trace_json
 from tracescore.store.scores import ScoreRow
-from tracescore.web.auth import COOKIE_NAME, session_token
+from tracescore.web.auth import COOKIE_NAME
 from tracescore.web.queries import as_utc
 
 pytestmark = pytest.mark.browser
@@ -98,7 +98,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 def page(context: Any, server: ServerProcess) -> Any:
     """A page signed in the way the login form signs in: with the session cookie."""
     context.add_cookies(
-        [{"name": COOKIE_NAME, "value": session_token(API_KEY), "url": server.base_url}]
+        [{"name": COOKIE_NAME, "value": login_session(server.base_url, API_KEY), "url": server.base_url}]
     )
     return context.new_page()
 

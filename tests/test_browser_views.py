@@ -35,12 +35,12 @@ from tests.browser_support import (  # noqa: F401 - fixtures
     layout_problems,
     shot,
 )
-from tests.server_process import ServerProcess, start_server
+from tests.server_process import ServerProcess, login_session, start_server
 from tracescore.cli import app
 from tracescore.offline.demo import DEGRADING_AGENT, DemoSender
 from tracescore.store.alerts import AlertStateRow
 from tracescore.store.scores import ScoreRow
-from tracescore.web.auth import COOKIE_NAME, session_token
+from tracescore.web.auth import COOKIE_NAME
 from tracescore.web.queries import as_utc
 
 pytestmark = pytest.mark.browser
@@ -139,7 +139,7 @@ def page(context: Any, demo: tuple[ServerProcess, datetime]) -> Any:
     """A page signed in the way the login form signs in: with the session cookie."""
     server, _ = demo
     context.add_cookies(
-        [{"name": COOKIE_NAME, "value": session_token(API_KEY), "url": server.base_url}]
+        [{"name": COOKIE_NAME, "value": login_session(server.base_url, API_KEY), "url": server.base_url}]
     )
     return context.new_page()
 
@@ -439,7 +439,7 @@ def test_version_comparison_shows_agreement_and_the_largest_disagreements(
     from tracescore.store import open_store
 
     base_url, url = versions
-    context.add_cookies([{"name": COOKIE_NAME, "value": session_token(API_KEY), "url": base_url}])
+    context.add_cookies([{"name": COOKIE_NAME, "value": login_session(base_url, API_KEY), "url": base_url}])
     page = context.new_page()
     page.goto(f"{base_url}/")
     page.click('header.top a[href="/ui/compare"]')
@@ -494,7 +494,7 @@ def test_a_split_shows_the_five_largest_segments_and_the_rest_as_other(
     from tracescore.web.pages import TOP_SEGMENTS
 
     base_url, url = versions
-    context.add_cookies([{"name": COOKIE_NAME, "value": session_token(API_KEY), "url": base_url}])
+    context.add_cookies([{"name": COOKIE_NAME, "value": login_session(base_url, API_KEY), "url": base_url}])
     page = context.new_page()
     page.goto(f"{base_url}/?split=agent&window=1h")
     rows = [r for r in _rows(url, ScoreRow.__table__) if r["scorer_version"] == "2"]

@@ -38,7 +38,7 @@ def docs_router(app: FastAPI, keys: DashboardKeys) -> APIRouter:
         keys.require(request)
 
     def signed_in_page(request: Request) -> None:
-        if not keys.allows(request):
+        if keys.refusal(request) is not None:
             raise HTTPException(303, headers={"Location": f"/ui/login?next={quote(request.url.path, safe='')}"})
 
     @router.get(OPENAPI_URL, dependencies=[Depends(key_or_cookie)])

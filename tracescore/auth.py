@@ -10,6 +10,13 @@ is never guarded: load balancers probe it without secrets.
 
 Comparison is constant-time against every key (no early exit that would tell which key was
 close), and no key, good or bad, is ever put in a log line or an error message.
+
+Guessing is slowed per client address (:class:`FailedAttempts`): past ``server.auth_failures``
+wrong keys within ``server.auth_failure_window`` seconds, every request from that address, on
+every surface, is refused unchecked (429, or ``RESOURCE_EXHAUSTED`` over gRPC) until the window
+ends, so a guess, even a right one, tells nothing. Counted per service process: with
+``processes: N`` an address gets N times the attempts, still thousands of times fewer than the
+hundreds per second it had.
 """
 
 from __future__ import annotations
@@ -17,16 +24,24 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
+import logging
+import math
 import os
+import threading
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from fastapi import HTTPException
 from starlette.requests import HTTPConnection
 
+from tracescore import metrics
+
 if TYPE_CHECKING:
     from tracescore.config import Config
+
+log = logging.getLogger(__name__)
 
 API_KEYS_ENV = "TRACESCORE_API_KEYS"
 
@@ -69,14 +84,70 @@ def basic_password(authorization: str) -> str | None:
     return password if colon and password else None
 
 
+class FailedAttempts:
+    """Failed key checks per client address, in fixed windows of ``window`` seconds: a client
+    with ``limit`` failures in its window is refused unchecked for the rest of it.
+
+    Thread-safe (sync FastAPI dependencies run in a thread pool). Its memory is bounded: past
+    ``_MAX_CLIENTS`` addresses, those whose window is over are forgotten, then those not
+    refused."""
+
+    _MAX_CLIENTS = 100_000
+
+    def __init__(self, limit: int, window: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.limit = limit
+        self.window = window
+        self._clock = clock
+        self._clients: dict[str, tuple[float, int]] = {}
+        """Address -> (start of its window, failures in it)."""
+        self._lock = threading.Lock()
+
+    def refused_for(self, client: str) -> float:
+        """Seconds ``client`` stays refused; 0 when it is not."""
+        with self._lock:
+            start, failures = self._clients.get(client, (0.0, 0))
+        left = start + self.window - self._clock()
+        return left if failures >= self.limit and left > 0 else 0.0
+
+    def failed(self, client: str, surface: str) -> None:
+        """Count a wrong key from ``client``; the failure that reaches the limit is logged (one
+        line per client per window, however many attempts follow)."""
+        metrics.auth_failures.labels(surface).inc()
+        now = self._clock()
+        with self._lock:
+            start, failures = self._clients.get(client, (now, 0))
+            if now - start >= self.window:
+                start, failures = now, 0
+            self._clients[client] = (start, failures + 1)
+            if len(self._clients) > self._MAX_CLIENTS:
+                self._forget(now)
+        if failures + 1 == self.limit:
+            log.warning(
+                "%s: %d failed key checks within %g s (last on %s); its requests are refused "
+                "unchecked for the rest of that window", client, self.limit, self.window, surface,
+            )  # fmt: skip
+
+    def _forget(self, now: float) -> None:
+        live = {client: entry for client, entry in self._clients.items() if now - entry[0] < self.window}
+        if len(live) > self._MAX_CLIENTS:
+            live = {client: entry for client, entry in live.items() if entry[1] >= self.limit}
+        self._clients = live
+
+
+def client_address(connection: HTTPConnection) -> str:
+    return connection.client.host if connection.client else ""
+
+
 class ApiKeys:
-    """The configured keys; with none configured, everything is allowed."""
+    """The configured keys; with none configured, everything is allowed. With ``attempts``,
+    wrong keys are counted per client address and a client past the limit is refused."""
 
     challenge = "Bearer"
     """The ``WWW-Authenticate`` value of a refusal: the scheme the client should use."""
 
-    def __init__(self, keys: Sequence[str]) -> None:
+    def __init__(self, keys: Sequence[str], attempts: FailedAttempts | None = None) -> None:
         self.keys = [key for key in keys if key]
+        self.attempts = attempts
 
     @property
     def enabled(self) -> bool:
@@ -95,12 +166,43 @@ class ApiKeys:
     def allows(self, connection: HTTPConnection) -> bool:
         return self.valid_authorization(connection.headers.get("authorization", ""))
 
+    def presents_credentials(self, connection: HTTPConnection) -> bool:
+        """Whether the request offers a key at all (only a wrong one counts as a failure: a
+        browser's first visit, with nothing, does not)."""
+        return bool(connection.headers.get("authorization", "").strip())
+
+    def throttled(self, client: str, surface: str) -> float:
+        """Seconds ``client`` is still refused unchecked (0: it is not), counted as such."""
+        left = self.attempts.refused_for(client) if self.attempts and self.enabled else 0.0
+        if left:
+            metrics.auth_throttled.labels(surface).inc()
+        return left
+
+    def failed(self, client: str, surface: str) -> None:
+        if self.attempts is not None:
+            self.attempts.failed(client, surface)
+
+    def refusal(self, connection: HTTPConnection, surface: str = "http") -> HTTPException | None:
+        """Why the request is refused (429 for a client past its failures, 401 without a valid
+        key), or None when it is allowed. Headers (and cookies) only: no body is read."""
+        if not self.enabled:
+            return None
+        client = client_address(connection)
+        if left := self.throttled(client, surface):
+            return HTTPException(429, "too many failed key checks from this address; retry later",
+                                 headers={"Retry-After": str(math.ceil(left))})
+        if self.allows(connection):
+            return None
+        if self.presents_credentials(connection):
+            self.failed(client, surface)
+        return HTTPException(401, "a valid API key is required",
+                             headers={"WWW-Authenticate": self.challenge})
+
     def require(self, request: HTTPConnection) -> None:
-        """FastAPI dependency: 401 with ``WWW-Authenticate`` (:attr:`challenge`) unless the
-        request is allowed. It reads headers only: a refused request's body is never read."""
-        if not self.allows(request):
-            raise HTTPException(401, "a valid API key is required",
-                                headers={"WWW-Authenticate": self.challenge})
+        """FastAPI dependency: raises :meth:`refusal` if there is one."""
+        refusal = self.refusal(request)
+        if refusal is not None:
+            raise refusal
 
     def grpc_interceptors(self) -> list[grpc.aio.ServerInterceptor]:
         return [_BearerInterceptor(self)] if self.enabled else []
@@ -123,17 +225,19 @@ class PasswordKeys(ApiKeys):
         return password is not None and self.valid_key(password)
 
 
-async def _unauthenticated(_request: bytes, context: grpc.aio.ServicerContext) -> None:
-    await context.abort(grpc.StatusCode.UNAUTHENTICATED, "a valid API key is required")
+def _grpc_client(peer: str) -> str:
+    """The address of a gRPC peer (``ipv4:127.0.0.1:5000``, ``ipv6:[::1]:5000``)."""
+    _, _, address = peer.partition(":")
+    return address.rsplit(":", 1)[0].strip("[]")
 
 
 class _BearerInterceptor(grpc.aio.ServerInterceptor):
-    """Checks the ``authorization`` metadata of every call before the handler sees the request.
+    """Checks the ``authorization`` metadata of every call before the handler sees the request,
+    and refuses a client past its failed attempts whatever it sends.
 
-    Every tracescore gRPC method is unary-unary, so one refusing handler serves them all.
+    Every tracescore gRPC method is unary-unary, so one wrapping handler serves them all; it
+    runs with the call's context, which alone tells the client's address.
     """
-
-    _refuse = grpc.unary_unary_rpc_method_handler(_unauthenticated)
 
     def __init__(self, keys: ApiKeys) -> None:
         self._keys = keys
@@ -147,6 +251,24 @@ class _BearerInterceptor(grpc.aio.ServerInterceptor):
         authorization = metadata.get("authorization", "")
         if isinstance(authorization, bytes):
             authorization = authorization.decode("latin-1")
-        if self._keys.valid_authorization(authorization):
-            return await continuation(handler_call_details)
-        return self._refuse
+        keys = self._keys
+        valid = keys.valid_authorization(authorization)
+        inner = await continuation(handler_call_details) if valid else None
+
+        async def checked(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            client = _grpc_client(context.peer())
+            if keys.throttled(client, "grpc"):
+                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                    "too many failed key checks from this address; retry later")
+            if inner is not None:
+                return await inner.unary_unary(request, context)
+            if authorization.strip():
+                keys.failed(client, "grpc")
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "a valid API key is required")
+
+        if inner is None:
+            return grpc.unary_unary_rpc_method_handler(checked)
+        return grpc.unary_unary_rpc_method_handler(
+            checked, request_deserializer=inner.request_deserializer,
+            response_serializer=inner.response_serializer,
+        )

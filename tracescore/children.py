@@ -55,6 +55,8 @@ EXIT_GRACE_SECONDS = 5.0
 """How long past its shutdown deadline a stopped child may take before it is ended."""
 _STARTED: list[Child] = []
 """This process's children, for :func:`wind_down_all` and :func:`kill_all`."""
+_TERM_PAUSE_SECONDS = 3.0
+"""How long a child ended by SIGTERM waits to be replaced (see :meth:`Child.revive`)."""
 
 
 def _program(module: str) -> str:
@@ -89,6 +91,8 @@ class Child:
         self._process: subprocess.Popen[bytes] | None = None
         self._wake_writer: int | None = None
         self._stopped = False
+        self._service_stopping = False
+        """Set by :func:`service_stopping`: an end from then on is not replaced."""
         self._started_at = 0.0
         self._backoff = 0.0
         self._retry_at: float | None = None
@@ -155,21 +159,36 @@ class Child:
         process = self._process
         if self._stopped or process is None or process.poll() is None:
             return False
+        if self._service_stopping:
+            log.info("%s (pid %d) ended with exit code %s while the service stops", self.name,
+                     process.pid, process.returncode)
+            self._stopped = True
+            return False
         now = time.monotonic()
+        terminated = process.returncode == -signal.SIGTERM
         if self._retry_at is None:  # found dead just now
             young = now - self._started_at < _YOUNG_SECONDS
             self._backoff = min(max(2 * self._backoff, 1.0), _MAX_BACKOFF_SECONDS) if young else 0.0
-            self._retry_at = now + self._backoff
-            log.error(
-                "%s (pid %d) ended with exit code %s; starting a new one%s", self.name, process.pid,
-                process.returncode, f" in {self._backoff:g} s" if self._backoff else "",
-            )
+            # A SIGTERM may have been sent to the whole process group (a container stop, `kill
+            # -TERM -<pgid>`): the service then starts stopping a moment later (its event loop
+            # may be busy when the signal comes), and the death is no fault. Said (and acted on) only once that moment has passed without it.
+            self._retry_at = now + max(self._backoff, _TERM_PAUSE_SECONDS if terminated else 0.0)
+            if not terminated:
+                self._log_death(process)
         if now < self._retry_at:
             return False
+        if terminated:
+            self._log_death(process)
         self._retry_at = None
         self._close_pipe()
         self.start()
         return True
+
+    def _log_death(self, process: subprocess.Popen[bytes]) -> None:
+        log.error(
+            "%s (pid %d) ended with exit code %s; starting a new one%s", self.name, process.pid,
+            process.returncode, f" in {self._backoff:g} s" if self._backoff else "",
+        )
 
     def notify(self) -> None:
         """Wake the child (an unpacker: a new entry is in the journal)."""
@@ -215,6 +234,13 @@ def _end(name: str, process: subprocess.Popen[bytes], timeout: float) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def service_stopping() -> None:
+    """This process's service has started stopping: a child that ends now (the same group
+    signal may have ended it) is not replaced, and its end is no error."""
+    for child in _STARTED:
+        child._service_stopping = True
 
 
 def wind_down_all() -> None:

@@ -87,6 +87,25 @@ class ServerConfig(Section):
     """OTLP/HTTP requests whose body is being received (or, once received, processed) at once;
     beyond it ingest answers 503. Default: 4 × ``max_pending_requests``, so stalled uploads,
     which the two rules above cut, cannot take the room valid ones need meanwhile."""
+    max_api_body_bytes: int = Field(1024 * 1024, gt=0)
+    """Largest body of any other request (the REST API's, the login and review forms): 413
+    beyond, answered from the headers or as soon as the running count passes it. Such a body
+    is read only once its request's key (or login session) is checked, login excepted, and
+    must arrive within ``body_timeout``."""
+    keep_alive_timeout: int = Field(5, ge=1)
+    """Seconds an HTTP/1.1 connection may stay idle between requests before it is closed."""
+    header_timeout: float = Field(10.0, gt=0)
+    """Seconds a request's headers may take to arrive in full, counted from the connection's
+    opening or the previous response's end; beyond it the connection is closed. An OTLP/gRPC
+    connection must finish its HTTP/2 handshake within it too."""
+    grpc_idle_timeout: float = Field(300.0, gt=0)
+    """Seconds an OTLP/gRPC connection may go without a call before the server ends it
+    (GOAWAY); exporters open a new one on their next export."""
+    max_body_readers_per_client: int | None = Field(None, gt=0)
+    """Of ``max_body_readers``, the requests from one client address at once (503 beyond).
+    Default: half of ``max_body_readers`` (128), so one address can fill the slots twice over
+    but never take the readers others need. Behind a proxy every client has the proxy's
+    address: raise it to ``max_body_readers`` there."""
     max_journal_bytes: int = Field(256 * 1024 * 1024, gt=0)
     """Acknowledged request bodies waiting to be unpacked into rows (in the ingest journal);
     beyond it ingest answers 503, which bounds how far storage lags behind."""
@@ -97,6 +116,14 @@ class ServerConfig(Section):
     """Keys accepted as ``Authorization: Bearer <key>`` (plus ``TRACESCORE_API_KEYS``); with
     none, ingest, the API, its docs, ``/metrics`` and the dashboard are open. ``/healthz``
     always is."""
+    auth_failures: int = Field(20, gt=0)
+    """Wrong API keys (bearer, Basic, login form or session cookie) one client address may
+    present within ``auth_failure_window``; past it, every request from that address is
+    refused unchecked (429) until the window ends. Counted per service process."""
+    auth_failure_window: float = Field(60.0, gt=0)
+    """Seconds of the window ``auth_failures`` are counted in."""
+    session_lifetime: float = Field(12 * 3600.0, gt=0)
+    """Seconds a dashboard login lasts; a logout ends it sooner, on every replica."""
     docs: bool = True
     """Serve the API's schema and docs pages (``/api/openapi.json``, ``/api/docs``, ``/redoc``),
     behind the API keys like the API, with their scripts served locally; false: 404."""
@@ -114,6 +141,12 @@ class ServerConfig(Section):
     def body_readers(self) -> int:
         """``max_body_readers``, or its default of 4 × ``max_pending_requests``."""
         return self.max_body_readers or 4 * self.max_pending_requests
+
+    @property
+    def body_readers_per_client(self) -> int:
+        """``max_body_readers_per_client``, or its default of half the pool (at most the
+        whole pool)."""
+        return min(self.max_body_readers_per_client or max(1, self.body_readers // 2), self.body_readers)
 
 
 # With no ``scorers:`` section, these run on every agent run: the code scorers that need no

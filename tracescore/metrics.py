@@ -56,6 +56,16 @@ spans_rejected = Counter(
     "tracescore_spans_rejected", "Spans or log records refused as invalid (partial success).",
     ["transport"], registry=REGISTRY,
 )
+auth_failures = Counter(
+    "tracescore_auth_failures",
+    "Requests that presented a wrong API key, login key or session, by surface (http, grpc, "
+    "login).", ["surface"], registry=REGISTRY,
+)
+auth_throttled = Counter(
+    "tracescore_auth_throttled",
+    "Requests refused unchecked (429 / RESOURCE_EXHAUSTED) because their client address failed "
+    "too many key checks in the current window, by surface.", ["surface"], registry=REGISTRY,
+)
 export_requests = Counter(
     "tracescore_export_requests",
     "OTLP export requests by outcome: ok, invalid, too_large, busy, unavailable, timeout (body "

@@ -27,6 +27,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
+from datetime import timedelta
 
 import uvicorn
 from fastapi import Depends, FastAPI, Request, Response
@@ -37,7 +38,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from tracescore import children, metrics
 from tracescore.apidocs import docs_router
 from tracescore.assemble.promoter import promote_interval, promote_periodically
-from tracescore.auth import ApiKeys, PasswordKeys, with_environment_keys
+from tracescore.auth import ApiKeys, FailedAttempts, PasswordKeys, with_environment_keys
 from tracescore.background import BackgroundFactory
 from tracescore.config import Config, ServerConfig
 from tracescore.conversations.api import conversations_router
@@ -46,7 +47,14 @@ from tracescore.feedback.api import feedback_router
 from tracescore.feedback.scan import feedback_scan_task
 from tracescore.ingest.api import ingest_router
 from tracescore.ingest.grpc import start_grpc_server
-from tracescore.ingest.http import BodyLimits, BodyReaders, langfuse_router, otlp_router
+from tracescore.ingest.http import (
+    LANGFUSE_TRACES_PATH,
+    OTLP_PATHS,
+    BodyLimits,
+    BodyReaders,
+    langfuse_router,
+    otlp_router,
+)
 from tracescore.ingest.intake import RETRY_AFTER_SECONDS, Intake
 from tracescore.monitor.alerts import default_instance_id
 from tracescore.monitor.api import create_monitor_router
@@ -54,9 +62,12 @@ from tracescore.monitor.tasks import monitoring_task
 from tracescore.retention.task import retention_task
 from tracescore.store import SpanStore, open_store
 from tracescore.store.outage import database_unavailable
+from tracescore.store.sessions import Sessions
 from tracescore.store.text import REPLACEMENT
 from tracescore.web import web_router
 from tracescore.web.auth import DashboardKeys
+from tracescore.web.connections import grpc_connection_options, with_header_deadline
+from tracescore.web.gate import LOGIN_PATH, BodyGate, HeadAsGet
 from tracescore.web.traces_api import traces_router
 
 log = logging.getLogger(__name__)
@@ -72,12 +83,17 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     app = FastAPI(title="tracescore", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.store = store
     app.state.intake = intake
-    guarded = [Depends(ApiKeys(config.server.api_keys).require)]
+    server = config.server
+    attempts = FailedAttempts(server.auth_failures, server.auth_failure_window)
+    app.state.api_keys = keys = ApiKeys(server.api_keys, attempts)
+    dashboard = DashboardKeys(server.api_keys, Sessions(store.engine),
+                              timedelta(seconds=server.session_lifetime), attempts)
+    guarded = [Depends(keys.require)]
     app.state.body_readers = readers = BodyReaders(body_limits(config.server))
     app.include_router(otlp_router(intake, readers), dependencies=guarded)
     # The Langfuse SDKs authenticate with Basic auth only: their secret key is the API key.
     app.include_router(langfuse_router(intake, readers),
-                       dependencies=[Depends(PasswordKeys(config.server.api_keys).require)])
+                       dependencies=[Depends(PasswordKeys(server.api_keys, attempts).require)])
     traces = traces_router(
         store, config.conversations.id_attributes, claim_order(config.conventions)
     )
@@ -86,15 +102,25 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     app.include_router(ingest_router(store), dependencies=guarded)
     app.include_router(create_monitor_router(store.engine, config.monitor), dependencies=guarded)
     app.include_router(feedback_router(config, store), dependencies=guarded)
-    app.include_router(web_router(config, store))  # its own check: pages redirect to a login
+    app.include_router(web_router(config, store, dashboard))  # pages redirect to a login
     if config.server.docs:
-        app.include_router(docs_router(app, DashboardKeys(config.server.api_keys)))
+        app.include_router(docs_router(app, dashboard))
 
     app.add_exception_handler(DBAPIError, _ReadOutage().answer)
     app.add_middleware(_NulAsStored)
+    app.add_middleware(
+        BodyGate, keys=dashboard, max_bytes=server.max_api_body_bytes, timeout=server.body_timeout,
+        open_paths=[LOGIN_PATH],
+        own_paths=[*OTLP_PATHS, LANGFUSE_TRACES_PATH],
+    )  # fmt: skip
+    app.add_middleware(HeadAsGet)
 
     @app.get("/healthz", tags=["health"])
-    async def healthz() -> dict[str, object]:
+    async def healthz(request: Request) -> dict[str, object]:
+        """Liveness for anyone (load balancers probe without secrets); what the process is
+        and does only for a valid key: a stranger learns nothing about the deployment."""
+        if keys.refusal(request) is not None:
+            return {"status": "ok"}
         return {
             "status": "ok", "database": store.dialect, "in_flight": intake.in_flight,
             "pid": os.getpid(),  # which process answered, when several share the port
@@ -158,7 +184,8 @@ def body_limits(server: ServerConfig) -> BodyLimits:
     admission slots may hold anyway, so slow clients add no new worst case for memory."""
     return BodyLimits(
         max_bytes=server.max_body_bytes, timeout=server.body_timeout, min_rate=server.min_body_rate,
-        readers=server.body_readers, buffered_bytes=server.max_pending_requests * server.max_body_bytes,
+        readers=server.body_readers, readers_per_client=server.body_readers_per_client,
+        buffered_bytes=server.max_pending_requests * server.max_body_bytes,
     )
 
 
@@ -287,6 +314,7 @@ class Service:
         if self._stopping:
             return
         self._stopping = True
+        children.service_stopping()
         if self._owns_process:
             _exit_if_stuck(self.config.server.shutdown_timeout + children.EXIT_GRACE_SECONDS)
 
@@ -302,12 +330,14 @@ class Service:
         self.intake.start()
         grpc_server = await start_grpc_server(
             self.intake, server.host, server.grpc_port, server.max_body_bytes,
-            interceptors=ApiKeys(server.api_keys).grpc_interceptors(), reuse_port=shared_ports,
+            interceptors=self.app.state.api_keys.grpc_interceptors(), reuse_port=shared_ports,
+            options=grpc_connection_options(server.header_timeout, server.grpc_idle_timeout),
         )
         self._uvicorn = _Server(
             uvicorn.Config(
                 self.app, host=server.host, port=server.http_port, log_level="warning",
-                access_log=False, lifespan="auto",
+                access_log=False, lifespan="auto", timeout_keep_alive=server.keep_alive_timeout,
+                http=with_header_deadline(server.header_timeout),
             ),
             self.app.state.body_readers,
         )

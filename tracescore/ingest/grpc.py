@@ -9,6 +9,7 @@ requests (not retryable), UNAVAILABLE for backpressure and storage failures (ret
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 import grpc
 from google.protobuf.message import Message
@@ -68,12 +69,14 @@ async def start_grpc_server(
     intake: Intake, host: str, port: int, max_message_bytes: int,
     interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
     reuse_port: bool = False,
+    options: Sequence[tuple[str, Any]] = (),
 ) -> grpc.aio.Server:
     """Start serving OTLP/gRPC on ``host:port`` in the running event loop.
 
     ``interceptors`` run before every handler (the API-key check of ``tracescore.auth``).
     ``reuse_port`` lets sibling service processes share the port; otherwise a second server on
-    a taken port fails instead of silently sharing it.
+    a taken port fails instead of silently sharing it. ``options``: more gRPC server options
+    (the connection limits of ``server.*``).
     """
     server = grpc.aio.server(
         handlers=otlp_handlers(intake),
@@ -81,6 +84,7 @@ async def start_grpc_server(
         options=[
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.so_reuseport", int(reuse_port)),
+            *options,
         ],
     )
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

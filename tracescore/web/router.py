@@ -9,6 +9,7 @@ script nor load anything from elsewhere.
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import UTC, datetime, timedelta
 from importlib import resources
@@ -16,8 +17,10 @@ from typing import Any
 from urllib.parse import parse_qs, quote
 
 from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from tracescore.auth import client_address
 from tracescore.config import Config
 from tracescore.conversations.reads import conversations_of_trace
 from tracescore.extract.declared import claim_order
@@ -25,7 +28,7 @@ from tracescore.monitor.queries import ScoreFilter
 from tracescore.settings import parse_duration
 from tracescore.store import SpanStore
 from tracescore.web import alerting, pages, queries
-from tracescore.web.auth import COOKIE_NAME, DashboardKeys, session_token
+from tracescore.web.auth import COOKIE_NAME, DashboardKeys
 from tracescore.web.cache import ExpiringCache
 from tracescore.web.conversations import conversation_pages
 from tracescore.web.rendering import render
@@ -74,9 +77,8 @@ def _duration(value: str, name: str) -> timedelta:
         raise HTTPException(422, f"{name}: {exc}") from None
 
 
-def web_router(config: Config, store: SpanStore) -> APIRouter:
+def web_router(config: Config, store: SpanStore, keys: DashboardKeys) -> APIRouter:
     router = APIRouter(include_in_schema=False)
-    keys = DashboardKeys(config.server.api_keys)
     bindings = [binding.name for binding in config.scorers]
     conventions = claim_order(config.conventions)
     rules = list(config.alerts.rules)
@@ -84,7 +86,10 @@ def web_router(config: Config, store: SpanStore) -> APIRouter:
 
     def signed_in_page(request: Request) -> None:
         """Pages send a browser without a session to the login form, and back afterwards."""
-        if not keys.allows(request):
+        refusal = keys.refusal(request)
+        if refusal is not None and refusal.status_code == 429:
+            raise refusal
+        if refusal is not None:
             target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
             raise HTTPException(
                 303, headers={"Location": f"/ui/login?next={quote(target, safe='')}"}
@@ -209,17 +214,25 @@ def web_router(config: Config, store: SpanStore) -> APIRouter:
         target = _local_path(form.get("next", ["/"])[0])
         if not keys.enabled:
             return RedirectResponse(target, 303)
+        client = client_address(request)
+        if left := keys.throttled(client, "login"):
+            raise HTTPException(429, "too many failed key checks from this address; retry later",
+                                headers={"Retry-After": str(math.ceil(left))})
         if not keys.valid_key(key):
+            keys.failed(client, "login")
             return _page("login.html", 401, **common, next=target, failed=True)
+        session = await run_in_threadpool(keys.open_session, key)
         response = RedirectResponse(target, 303)
         response.set_cookie(
-            COOKIE_NAME, session_token(key), httponly=True, samesite="strict",
-            secure=request.url.scheme == "https", path="/",
+            COOKIE_NAME, session, max_age=int(keys.lifetime.total_seconds()), httponly=True,
+            samesite="strict", secure=request.url.scheme == "https", path="/",
         )
         return response
 
     @router.post("/ui/logout")
-    def logout() -> Response:
+    def logout(request: Request) -> Response:
+        """Ends the session everywhere (its row is deleted), not only in this browser."""
+        keys.end_session(request)
         response = RedirectResponse("/ui/login", 303)
         response.delete_cookie(COOKIE_NAME, path="/")
         return response
