@@ -27,6 +27,7 @@ from typing import Any, Literal, NoReturn, TypeAlias, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
+from tracescore.extract.content import NO_CONTENT_REASON, has_content
 from tracescore.extract.conversation import Conversation
 from tracescore.extract.model import AgentRun, ToolDefinition
 from tracescore.judge.protocol import Judge, JudgeRequest
@@ -190,6 +191,28 @@ def failed_without_answer(run: ScorerRun) -> str | None:
     return f"{FAILED_RUN_REASON}{run.error}"
 
 
+def without_content(run: ScorerRun) -> str | None:
+    """The not-scorable reason for a rebuilt run that carries no content at all, else None.
+
+    A run whose spans held only names and ids (content capture off) has no input, answer or
+    tool arguments to judge: every code scorer would compare two empty texts and give 1.0, a
+    judge would be paid to read nothing. Only rebuilt runs are checked: a run given as a dict
+    (Mastra's shape, a dataset row) is scored as given, empty strings included.
+    """
+    if run.agent_run is None or has_content(run.agent_run):
+        return None
+    return NO_CONTENT_REASON
+
+
+def unscorable_reason(run: ScorerRun) -> str | None:
+    """Why an answer-reading scorer cannot judge the run before any step runs: it failed
+    before answering (:func:`failed_without_answer`) or carries no content
+    (:func:`without_content`); None when it can be judged."""
+    if run.error is not None and (reason := failed_without_answer(run)):
+        return reason
+    return without_content(run)
+
+
 @dataclass(frozen=True)
 class PromptStep:
     """A step answered by an LLM judge instead of code.
@@ -303,8 +326,9 @@ class Scorer:
     judge: Any = None
     instructions: str | None = None
     needs_answer: bool = False
-    """The scorer judges the run's answer: a run that failed before answering is ``not_scorable``
-    with the failure as reason, before any step runs (see :func:`failed_without_answer`)."""
+    """The scorer judges the run's answer: a run that failed before answering, or a rebuilt run
+    without any content, is ``not_scorable`` with the cause as reason, before any step runs
+    (see :func:`unscorable_reason`)."""
     _steps: tuple[tuple[str, Step], ...] = ()
 
     def preprocess(self, step: Step) -> Scorer:
@@ -411,7 +435,7 @@ class Scorer:
     async def _execute(self, run: ScorerRun, outcome: _Outcome) -> None:
         if not self._has_score_step:
             raise ValueError(f"scorer {self.id!r} has no generate_score step")
-        if self.needs_answer and run.error is not None and (reason := failed_without_answer(run)):
+        if self.needs_answer and (reason := unscorable_reason(run)):
             raise _StepFailed(self._steps[0][0], NotScorable(reason))
         results = outcome.results
         for name, step in self._steps:
@@ -559,7 +583,8 @@ def create_scorer(
     """Start a scorer (Mastra's ``createScorer``); add steps with the builder methods.
 
     ``needs_answer=True`` for a scorer that judges the run's answer: runs that failed before
-    answering are then ``not_scorable`` instead of scored as an empty answer.
+    answering, and rebuilt runs without any content, are then ``not_scorable`` instead of
+    scored as an empty answer.
     """
     if not id:
         raise ValueError("a scorer needs an id")

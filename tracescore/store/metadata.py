@@ -18,6 +18,7 @@ TABLE_MODULES: list[str] = [
     "tracescore.store.alerts",
     "tracescore.store.feedback",
     "tracescore.store.conversations",
+    "tracescore.store.sources",
 ]
 """Modules whose SQLModel table classes the store creates: the single list to extend."""
 
