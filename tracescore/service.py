@@ -56,6 +56,7 @@ from tracescore.store.outage import database_unavailable
 from tracescore.store.text import REPLACEMENT
 from tracescore.web import web_router
 from tracescore.web.auth import DashboardKeys
+from tracescore.web.sources import sources_router
 from tracescore.web.traces_api import traces_router
 
 log = logging.getLogger(__name__)
@@ -80,6 +81,7 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     app.include_router(ingest_router(store), dependencies=guarded)
     app.include_router(create_monitor_router(store.engine, config.monitor), dependencies=guarded)
     app.include_router(feedback_router(config, store), dependencies=guarded)
+    app.include_router(sources_router(store.engine), dependencies=guarded)
     app.include_router(web_router(config, store))  # its own check: pages redirect to a login
     if config.server.docs:
         app.include_router(docs_router(app, DashboardKeys(config.server.api_keys)))

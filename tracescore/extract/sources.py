@@ -7,9 +7,11 @@ which convention read it, and, when the trace gave nothing to score, why, as a r
 bounded cardinality (a metric label) and a sentence a user can act on.
 
 A trace is *read* when at least one of its runs has content (:func:`~tracescore.extract.content.has_content`);
-then none of its sources gets a reason: a scope of HTTP spans beside a well-read agent is not a
-problem. When it is *unread*, every source gets the most specific reason that fits, and the
-trace the most telling of its sources' (:data:`REASON_PRIORITY`).
+then its sources get no reason (a scope of HTTP spans beside a well-read agent is not a
+problem), except CrewAI's instrumentor without LLM spans, whose runs are read from what the
+crew reported, not from the model calls. When it is *unread*, every source gets the most
+specific reason that fits, and the trace the most telling of its sources'
+(:data:`REASON_PRIORITY`).
 
 Knowing which attributes and scopes belong to which AI library is span parsing, so it lives
 here in :mod:`tracescore.extract`; the pipeline only counts what this module returns.
@@ -51,6 +53,11 @@ _AI_SCOPE_PREFIXES = (
 (the Vercel AI SDK's scope is ``ai`` exactly: :data:`_AI_SCOPES`)."""
 _AI_SCOPES = frozenset(("ai",))
 _CREWAI_SCOPE = "openinference.instrumentation.crewai"
+_CREWAI_DETAIL = (
+    "CrewAI instrumentor without use_event_listener: no LLM spans, so the model calls' prompts and "
+    "answers are not traced (turn the instrumentor's use_event_listener on, or instrument the LLM "
+    "client too)"
+)
 _ATTRIBUTES_SHOWN = 6
 
 
@@ -66,7 +73,8 @@ class SourceReading:
     convention: str | None = None
     """The convention that read the source: of its runs, else of its first claimed span."""
     reason: str | None = None
-    """A code of :data:`REASON_PRIORITY` when the trace was unread, else None."""
+    """A code of :data:`REASON_PRIORITY` when the trace was unread (or a CrewAI source sent no
+    LLM span), else None."""
     detail: str | None = None
     """The reason in words a user can act on."""
     members: list[Span] = field(default_factory=list, repr=False)
@@ -78,6 +86,7 @@ class TraceReading:
 
     sources: list[SourceReading]
     reason: str | None = None
+    """Why the trace gave no run with content; None when it gave one."""
     service: str | None = None
     """The service of the source whose reason is the trace's."""
 
@@ -110,13 +119,21 @@ def read_sources(trace: Trace, runs: Sequence[AgentRun]) -> TraceReading:
             read = True
     reading = TraceReading(list(sources.values()))
     if not read:
-        _explain(reading, any_runs=bool(runs), trace=trace)
+        _explain(reading, any_runs=bool(runs), llm_spans=_has_llm_spans(trace))
+    elif (crews := [s for s in reading.sources if s.scope == _CREWAI_SCOPE]) and not _has_llm_spans(trace):
+        for crew in crews:
+            crew.reason, crew.detail = CREWAI_NO_LLM_SPANS, _CREWAI_DETAIL
     return reading
 
 
-def _explain(reading: TraceReading, *, any_runs: bool, trace: Trace) -> None:
+def _has_llm_spans(trace: Trace) -> bool:
+    """Whether an OpenInference LLM span is in the trace (CrewAI's instrumentor sends none by
+    default: its crews' model calls are not traced)."""
+    return any(span.attributes.get("openinference.span.kind") == "LLM" for span in trace.spans)
+
+
+def _explain(reading: TraceReading, *, any_runs: bool, llm_spans: bool) -> None:
     """Give every source of an unread trace its reason, and the trace the most telling one."""
-    llm_spans = any(span.attributes.get("openinference.span.kind") == "LLM" for span in trace.spans)
     for source in reading.sources:
         if source.convention is None:
             source.convention = next(
@@ -130,10 +147,7 @@ def _explain(reading: TraceReading, *, any_runs: bool, trace: Trace) -> None:
 
 def _reason(source: SourceReading, *, any_runs: bool, llm_spans: bool) -> tuple[str, str]:
     if source.scope == _CREWAI_SCOPE and not llm_spans:
-        return CREWAI_NO_LLM_SPANS, (
-            "CrewAI instrumentor without use_event_listener: no LLM spans, so no prompt or answer to "
-            "read (turn the instrumentor's use_event_listener on, or instrument the LLM client too)"
-        )
+        return CREWAI_NO_LLM_SPANS, _CREWAI_DETAIL
     if source.convention is not None and any_runs:
         return CONTENT_NOT_CAPTURED, (
             "message content is not captured: set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true "

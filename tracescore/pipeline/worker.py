@@ -570,7 +570,7 @@ def _decision(binding: CompiledBinding, run: AgentRun, sampled: bool, now: datet
 
 def _source_tallies(traces: Sequence[_Trace]) -> list[SourceTally]:
     """The batch's counts per source: each trace's readings added up, the reason of the
-    batch's last unread trace of each source kept."""
+    batch's last trace that gave the source one kept."""
     tallies: dict[tuple[str, str], SourceTally] = {}
     for trace in traces:
         if trace.reading is None:
@@ -585,8 +585,8 @@ def _source_tallies(traces: Sequence[_Trace]) -> list[SourceTally]:
             tally.runs += source.runs
             tally.runs_with_content += source.runs_with_content
             tally.convention = source.convention or tally.convention
-            if unread:
-                tally.unread_traces += 1
+            tally.unread_traces += unread
+            if source.reason is not None:
                 tally.reason, tally.detail = source.reason, source.detail
     return list(tallies.values())
 
