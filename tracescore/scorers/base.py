@@ -69,6 +69,12 @@ class ScorerRun:
     that read the answer must not mistake "no answer" for a poor one (see :attr:`Scorer.needs_answer`).
     """
 
+    @functools.cached_property
+    def empty(self) -> bool:
+        """A rebuilt run that carries no content at all (see :func:`without_content`); worked
+        out once, as every binding scoring the run asks."""
+        return self.agent_run is not None and not has_content(self.agent_run)
+
     @classmethod
     def of(cls, run: Scorable) -> ScorerRun:
         """Accept an extracted ``AgentRun``, a ``Conversation``, a Mastra-shaped run dict, or a
@@ -199,9 +205,7 @@ def without_content(run: ScorerRun) -> str | None:
     judge would be paid to read nothing. Only rebuilt runs are checked: a run given as a dict
     (Mastra's shape, a dataset row) is scored as given, empty strings included.
     """
-    if run.agent_run is None or has_content(run.agent_run):
-        return None
-    return NO_CONTENT_REASON
+    return NO_CONTENT_REASON if run.empty else None
 
 
 def unscorable_reason(run: ScorerRun) -> str | None:
