@@ -13,9 +13,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import BigInteger, Column, Connection, Float, Text, func, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import BigInteger, Column, Connection, Float, Text, select
 from sqlmodel import Field, SQLModel
 
 from tracescore.store.table_of import table_of
@@ -53,6 +51,24 @@ class SourceRow(SQLModel, table=True):
 _SOURCES = table_of(SourceRow)
 _FIT = ColumnFit(_SOURCES, produced_here=("reason",))
 _ADDED = ("spans", "traces", "runs", "runs_with_content", "unread_traces")
+_COLUMNS = tuple(column.name for column in _SOURCES.columns)
+
+
+def _add_sql(mark: str) -> str:
+    """The upsert adding a batch's counts, as driver SQL: both databases spell it alike, and
+    the statement a batch would otherwise build and look up in SQLAlchemy's cache cost more
+    than the scores of a small batch."""
+    updates = [f"{name} = sources.{name} + excluded.{name}" for name in _ADDED] + [
+        "convention = COALESCE(excluded.convention, sources.convention)",
+        "reason = excluded.reason", "detail = excluded.detail", "last_seen = excluded.last_seen",
+    ]  # fmt: skip
+    return (
+        f"INSERT INTO sources ({', '.join(_COLUMNS)}) VALUES ({', '.join([mark] * len(_COLUMNS))}) "
+        f"ON CONFLICT (service, scope) DO UPDATE SET {', '.join(updates)}"
+    )
+
+
+_ADD_SQL = {"qmark": _add_sql("?"), "format": _add_sql("%s"), "pyformat": _add_sql("%s")}
 
 
 @dataclass(slots=True)
@@ -79,22 +95,9 @@ def add_source_tallies(connection: Connection, tallies: Sequence[SourceTally], n
         return 0
     now = time.time() if now is None else now
     guard = TextGuard()
-    rows = sorted(
-        (_FIT.row({**_as_dict(tally), "first_seen": now, "last_seen": now}, guard) for tally in tallies),
-        key=lambda row: (row["service"], row["scope"]),
-    )
-    table = _SOURCES
-    insert = pg_insert if connection.dialect.name == "postgresql" else sqlite_insert
-    statement = insert(table)
-    excluded = statement.excluded
-    updates = {name: table.c[name] + excluded[name] for name in _ADDED}
-    updates |= {
-        "convention": func.coalesce(excluded.convention, table.c.convention),
-        "reason": excluded.reason,
-        "detail": excluded.detail,
-        "last_seen": excluded.last_seen,
-    }
-    connection.execute(statement.on_conflict_do_update(index_elements=["service", "scope"], set_=updates), rows)
+    fitted = (_FIT.row({**_as_dict(tally), "first_seen": now, "last_seen": now}, guard) for tally in tallies)
+    rows = sorted((tuple(row[name] for name in _COLUMNS) for row in fitted), key=lambda row: row[:2])
+    connection.exec_driver_sql(_ADD_SQL[connection.dialect.paramstyle], rows)
     return guard.replaced
 
 
