@@ -20,7 +20,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -194,3 +194,14 @@ def post_chunked(
     for start in range(0, len(body), chunk_size):
         upload.send(body[start : start + chunk_size])
     return upload.finish()
+
+
+def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
+    """``check()``'s first truthy answer, asked every 0.2 s; fails naming ``what`` after
+    ``timeout`` seconds (what a test waits for on a running service: a score, a row)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if found := check():
+            return found
+        time.sleep(0.2)
+    raise AssertionError(f"{what} not within {timeout}s")

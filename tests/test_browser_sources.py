@@ -4,7 +4,6 @@ from the navigation; the layout holds."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,7 +16,7 @@ from tests.browser_support import (  # noqa: F401 - fixtures
     layout_problems,
     shot,
 )
-from tests.server_process import ServerProcess, start_server
+from tests.server_process import ServerProcess, start_server, wait_for
 from tests.test_sources import CONTENTLESS_SPANS, GENAI_SERVICE, LATEST, LEGACY_SCOPE
 from tests.test_sources_serve import acme_export
 from tracescore.web.auth import COOKIE_NAME, session_token
@@ -39,13 +38,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
             response = httpx.post(f"{running.base_url}/v1/{signal}", content=body, timeout=10,
                                   headers={**AUTHORIZATION, "Content-Type": "application/x-protobuf"})  # fmt: skip
             assert response.status_code == 200
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if len(httpx.get(f"{running.base_url}/api/sources", headers=AUTHORIZATION, timeout=10).json()["sources"]) == 3:
-                break
-            time.sleep(0.2)
-        else:
-            raise AssertionError("sources not read in time")
+        wait_for(lambda: len(httpx.get(f"{running.base_url}/api/sources", headers=AUTHORIZATION,
+                                       timeout=10).json()["sources"]) == 3, 60, "the three sources")  # fmt: skip
         yield running
 
 

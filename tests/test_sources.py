@@ -36,7 +36,7 @@ from tracescore.extract.sources import (
 from tracescore.ingest.files import load_traces
 from tracescore.judge import LiteLLMJudge
 from tracescore.scorers import registry
-from tracescore.spans import Resource, Span, Trace
+from tracescore.spans import Resource, Trace
 from tracescore.store import open_store
 from tracescore.store.sources import SourceTally, add_source_tallies, list_sources
 

@@ -10,7 +10,6 @@ scorer without a single judge call, and the counts survive a restart and add up 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
 from tests.judge_server import JudgeServer
-from tests.server_process import ServerProcess, start_server
+from tests.server_process import ServerProcess, start_server, wait_for
 from tests.test_sources import CONTENTLESS_SPANS, GENAI_SERVICE, LEGACY_SCOPE
 from tracescore.extract.content import NO_CONTENT_REASON
 
@@ -44,15 +43,6 @@ def acme_export(trace_number: int) -> bytes:
         scope_spans=[ScopeSpans(scope=InstrumentationScope(name="acme.agents", version="0.3"), spans=[root])],
     )])  # fmt: skip
     return request.SerializeToString()
-
-
-def wait_for(what: str, check: Callable[[], Any], seconds: float = 60) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if found := check():
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"{what}: not in time")
 
 
 def sources_of(server: ServerProcess) -> dict[tuple[str, str], dict[str, Any]]:
@@ -86,7 +76,7 @@ def test_unread_sources_and_empty_runs_on_a_running_service(tmp_path: Path, db_u
             for body in (acme_body, CONTENTLESS_SPANS.read_bytes()):
                 response = httpx.post(f"{server.base_url}/v1/traces", content=body, headers=PROTOBUF, timeout=10)
                 assert response.status_code == 200, response.text
-            found = wait_for("both sources", lambda: s if len(s := sources_of(server)) == 2 else None)
+            found = wait_for(lambda: s if len(s := sources_of(server)) == 2 else None, 60, "both sources")
             acme, genai = found[("acme-shop", "acme.agents")], found[(GENAI_SERVICE, LEGACY_SCOPE)]
             assert (acme["spans"], acme["traces"], acme["runs"], acme["unread_traces"], acme["reason"]) == (
                 1, 1, 0, 1, "no_ai_spans"
@@ -96,7 +86,7 @@ def test_unread_sources_and_empty_runs_on_a_running_service(tmp_path: Path, db_u
             assert (genai["reason"], genai["convention"]) == ("content_not_captured", "otel-genai")
             assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true" in genai["detail"]
             assert unread_metric(server, "acme-shop", "no_ai_spans") == 1
-            wait_for("the metric", lambda: unread_metric(server, GENAI_SERVICE, "content_not_captured") == 2)
+            wait_for(lambda: unread_metric(server, GENAI_SERVICE, "content_not_captured") == 2, 30, "the metric")
 
             scores = httpx.get(f"{server.base_url}/api/scores", params={"service": GENAI_SERVICE, "steps": True},
                                headers=AUTHORIZATION, timeout=10).json()["items"]  # fmt: skip
@@ -110,7 +100,7 @@ def test_unread_sources_and_empty_runs_on_a_running_service(tmp_path: Path, db_u
         # Another process on the same database: the counts add up to what both read.
         with start_server(tmp_path / "second", db_url=db_url, config=config) as server:
             assert httpx.post(f"{server.base_url}/v1/traces", content=acme_export(2), headers=PROTOBUF, timeout=10).status_code == 200
-            acme = wait_for("the second trace", lambda: s if (s := sources_of(server)[("acme-shop", "acme.agents")])
-                            ["traces"] == 2 else None)  # fmt: skip
+            acme = wait_for(lambda: s if (s := sources_of(server)[("acme-shop", "acme.agents")])["traces"] == 2
+                            else None, 60, "the second trace")  # fmt: skip
             assert (acme["spans"], acme["unread_traces"], acme["reason"]) == (2, 2, "no_ai_spans")
             assert sources_of(server)[(GENAI_SERVICE, LEGACY_SCOPE)]["traces"] == CONTENTLESS_TRACES

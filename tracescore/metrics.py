@@ -78,7 +78,7 @@ journal_quarantined = Counter(
 )
 text_replaced = Counter(
     "tracescore_text_replaced", "Text values stored with NUL characters or unpaired surrogates "
-    "replaced by U+FFFD, by where: ingest (spans, logs), scores, conversation_turns or feedback.", ["where"], registry=REGISTRY,
+    "replaced by U+FFFD, by where: ingest (spans, logs), scores, conversation_turns, sources or feedback.", ["where"], registry=REGISTRY,
 )
 
 # --- assembly and pipeline ------------------------------------------------------------------
