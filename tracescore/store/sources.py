@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from sqlalchemy import BigInteger, Column, Connection, Float, Text, select
 from sqlmodel import Field, SQLModel
@@ -95,36 +95,19 @@ def add_source_tallies(connection: Connection, tallies: Sequence[SourceTally], n
         return 0
     now = time.time() if now is None else now
     guard = TextGuard()
-    fitted = (_FIT.row({**_as_dict(tally), "first_seen": now, "last_seen": now}, guard) for tally in tallies)
+    fitted = (_FIT.row({**asdict(tally), "first_seen": now, "last_seen": now}, guard) for tally in tallies)
     rows = sorted((tuple(row[name] for name in _COLUMNS) for row in fitted), key=lambda row: row[:2])
     connection.exec_driver_sql(_ADD_SQL[connection.dialect.paramstyle], rows)
     return guard.replaced
 
 
-def _as_dict(tally: SourceTally) -> dict[str, object]:
-    return {
-        "service": tally.service, "scope": tally.scope, "spans": tally.spans, "traces": tally.traces,
-        "runs": tally.runs, "runs_with_content": tally.runs_with_content, "unread_traces": tally.unread_traces,
-        "convention": tally.convention, "reason": tally.reason, "detail": tally.detail,
-    }  # fmt: skip
+@dataclass(slots=True)
+class Source(SourceTally):
+    """A source as stored, as the API and the dashboard list it: its counts so far, the latest
+    batch's reason, and when it was first and last read (Unix seconds)."""
 
-
-@dataclass(frozen=True, slots=True)
-class Source:
-    """A source as the API and the dashboard list it."""
-
-    service: str
-    scope: str
-    spans: int
-    traces: int
-    runs: int
-    runs_with_content: int
-    unread_traces: int
-    convention: str | None
-    reason: str | None
-    detail: str | None
-    first_seen: float
-    last_seen: float
+    first_seen: float = 0.0
+    last_seen: float = 0.0
 
 
 def list_sources(connection: Connection, service: str | None = None) -> list[Source]:
