@@ -15,6 +15,11 @@ scorers (code scorers) in one thread hop; and one transaction stores every score
 decision and completion of the batch. A trace that also needs an asynchronous scorer (an LLM
 judge, a rate or budget limit) goes on from there on its own, so that a slow judge holds back
 no other trace.
+
+Every trace loaded is also counted per source (:mod:`tracescore.extract.sources`: spans, runs,
+runs with content, why nothing was read), in the same transaction as its scores. A trace no
+binding samples is not: counting it would mean loading and extracting it, the very cost that
+sampling saves, so the sources view describes the sampled traces (their reasons all the same).
 """
 
 from __future__ import annotations
