@@ -68,7 +68,7 @@ def test_unread_sources_and_empty_runs_on_a_running_service(tmp_path: Path, db_u
                 {"name": "tools", "scorer": "tool-call-accuracy-code", "options": {"expected_tool": "get_weather"}},
                 {"name": "relevancy", "scorer": "answer-relevancy"},
             ],
-            "workers": {"poll_interval": 0.05},
+            "workers": {"poll_interval": 0.05, "processes": 1},  # one process: each source logged once
         }
         acme_body = acme_export(1)
         with start_server(tmp_path / "first", db_url=db_url, config=config) as server:
@@ -85,7 +85,8 @@ def test_unread_sources_and_empty_runs_on_a_running_service(tmp_path: Path, db_u
             assert (genai["spans"], genai["traces"], genai["runs"], genai["runs_with_content"]) == (2, 2, 2, 0)
             assert (genai["reason"], genai["convention"]) == ("content_not_captured", "otel-genai")
             assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true" in genai["detail"]
-            assert unread_metric(server, "acme-shop", "no_ai_spans") == 1
+            # Relayed from the scoring processes a quarter second at a time, after the write.
+            wait_for(lambda: unread_metric(server, "acme-shop", "no_ai_spans") == 1, 30, "the metric")
             wait_for(lambda: unread_metric(server, GENAI_SERVICE, "content_not_captured") == 2, 30, "the metric")
 
             scores = httpx.get(f"{server.base_url}/api/scores", params={"service": GENAI_SERVICE, "steps": True},
