@@ -22,9 +22,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from tracescore.extract.base import Convention
 from tracescore.extract.content import has_content
 from tracescore.extract.model import AgentRun
-from tracescore.extract.registry import convention_for
+from tracescore.extract.registry import CONVENTIONS, convention_for
 from tracescore.spans import Span, Trace
 
 CONTENT_NOT_CAPTURED = "content_not_captured"
@@ -95,9 +96,12 @@ class TraceReading:
         return self.reason is not None
 
 
-def read_sources(trace: Trace, runs: Sequence[AgentRun]) -> TraceReading:
+def read_sources(
+    trace: Trace, runs: Sequence[AgentRun], conventions: list[Convention] = CONVENTIONS
+) -> TraceReading:
     """Each source's spans, runs and runs with content in ``trace`` (``runs`` as extracted from
-    it), and the reasons when no run has content. Never raises on span content: it reads only
+    it with ``conventions``, the claim order that also names an unread source's convention),
+    and the reasons when no run has content. Never raises on span content: it reads only
     names, scope names and attribute keys."""
     sources: dict[tuple[str, str], SourceReading] = {}
     of_span: dict[str, SourceReading] = {}
@@ -119,7 +123,7 @@ def read_sources(trace: Trace, runs: Sequence[AgentRun]) -> TraceReading:
             read = True
     reading = TraceReading(list(sources.values()))
     if not read:
-        _explain(reading, any_runs=bool(runs), llm_spans=_has_llm_spans(trace))
+        _explain(reading, conventions, any_runs=bool(runs), llm_spans=_has_llm_spans(trace))
     elif (crews := [s for s in reading.sources if s.scope == _CREWAI_SCOPE]) and not _has_llm_spans(trace):
         for crew in crews:
             crew.reason, crew.detail = CREWAI_NO_LLM_SPANS, _CREWAI_DETAIL
@@ -132,12 +136,13 @@ def _has_llm_spans(trace: Trace) -> bool:
     return any(span.attributes.get("openinference.span.kind") == "LLM" for span in trace.spans)
 
 
-def _explain(reading: TraceReading, *, any_runs: bool, llm_spans: bool) -> None:
+def _explain(reading: TraceReading, conventions: list[Convention], *, any_runs: bool, llm_spans: bool) -> None:
     """Give every source of an unread trace its reason, and the trace the most telling one."""
     for source in reading.sources:
         if source.convention is None:
             source.convention = next(
-                (found.NAME for span in source.members if (found := convention_for(span)) is not None), None
+                (found.NAME for span in source.members if (found := convention_for(span, conventions)) is not None),
+                None,
             )
         source.reason, source.detail = _reason(source, any_runs=any_runs, llm_spans=llm_spans)
     ranked = min(reading.sources, key=lambda s: REASON_PRIORITY.index(s.reason or NO_AI_SPANS), default=None)
