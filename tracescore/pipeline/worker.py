@@ -368,8 +368,8 @@ class ScoringWorker:
                     found, only_primary=self._only_primary, conversation_attributes=self.conversation_attributes
                 ) if found is not None else []  # fmt: skip
                 trace.turn = _turn(trace.runs)
-                trace.reading = read_sources(found, trace.runs) if found is not None else None
                 self._route(trace, sampled, now)
+                trace.reading = read_sources(found, trace.runs) if found is not None else None
             except Exception as exc:  # noqa: BLE001 - one trace's bug must not sink the batch
                 batch.failed.append((claim, f"{type(exc).__name__}: {exc}"))
                 continue
