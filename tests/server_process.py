@@ -20,7 +20,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -206,3 +206,12 @@ def login_session(base_url: str, key: str) -> str:
     response = httpx.post(f"{base_url}/ui/login", data={"key": key, "next": "/"}, timeout=30)
     assert response.status_code == 303, (response.status_code, response.text)
     return response.cookies["tracescore_session"]
+def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
+    """``check()``'s first truthy answer, asked every 0.2 s; fails naming ``what`` after
+    ``timeout`` seconds (what a test waits for on a running service: a score, a row)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if found := check():
+            return found
+        time.sleep(0.2)
+    raise AssertionError(f"{what} not within {timeout}s")

@@ -19,6 +19,7 @@ from tests.judge_server import JudgeServer, json_reply
 from tracescore.cli import app
 from tracescore.config import DEFAULT_SCORERS
 from tracescore.extract import extract_runs
+from tracescore.extract.content import has_content
 from tracescore.ingest.files import load_traces
 from tracescore.scorers import registry
 
@@ -215,7 +216,9 @@ def test_real_process_exit_codes_and_progress_bar_on_a_terminal_only() -> None:
     )
     summary = json.loads(out)[0]  # stdout stays clean JSON; the bar and the verdict go to stderr
     runs = [extract_runs(trace) for trace in load_traces([CAPTURES])]
-    assert summary["n"] == sum(run.primary for group in runs for run in group)
+    primary = [run for group in runs for run in group if run.primary]
+    assert summary["n"] == sum(has_content(run) for run in primary)
+    assert summary["not_scorable"] == len(primary) - summary["n"]  # runs without content: capture off
     assert 0 < summary["mean"] < 0.99
     assert code == 1 and "tool-call-accuracy-code: mean score" in err
     # The bar counted every trace with runs (Mastra 0.x also starts run-less root traces).

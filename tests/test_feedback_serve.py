@@ -20,22 +20,13 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-from tests.server_process import start_server
+from tests.server_process import start_server, wait_for
 from tests.test_web_pages import agent_trace_json
 
 CONFIG = {
     "scorers": [{"name": "answer-quality", "scorer": "completeness", "threshold": 0.5}],
     "feedback": {"scan_interval": "0.2s"},
 }
-
-
-def _wait_for(check: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if found := check():
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"{what} not within {timeout}s")
 
 
 def test_thumbs_sent_with_the_sdk_are_listed_by_a_running_service(tmp_path: Path) -> None:
@@ -82,7 +73,7 @@ def test_thumbs_sent_with_the_sdk_are_listed_by_a_running_service(tmp_path: Path
             found = httpx.get(f"{server.base_url}/api/feedback").json()["feedback"]
             return found if len(found) == 2 else []
 
-        verdicts = {item["trace_id"]: item for item in _wait_for(listed, 20, "both verdicts listed")}
+        verdicts = {item["trace_id"]: item for item in wait_for(listed, 20, "both verdicts listed")}
     assert {(t, v["span_id"], v["label"], v["author"], v["source"]) for t, v in verdicts.items()} == {
         (first, span_ids[first], "pass", "u-1", "otlp"),
         (second, span_ids[second], "fail", "", "otlp"),
@@ -108,7 +99,7 @@ def test_with_the_scan_off_feedback_records_are_stored_but_not_read_as_verdicts(
                         "gen_ai.evaluation.score.label": "pass"},
         ))  # fmt: skip
         logs.shutdown()
-        stored = _wait_for(
+        stored = wait_for(
             lambda: httpx.get(f"{server.base_url}/api/traces/{trace_id}").json().get("logs"), 20, "the record stored"
         )
         time.sleep(1.0)  # five scan intervals: a running scan would have read it by now

@@ -21,6 +21,7 @@ from tests.judge_server import JudgeServer, json_reply, text_reply
 from tests.otlp_receiver import otlp_receiver
 from tracescore.cli import app
 from tracescore.extract import extract_runs
+from tracescore.extract.content import has_content
 from tracescore.ingest.files import load_traces
 from tracescore.scorers.base import Scorer, StepContext, create_scorer
 from tracescore.scorers.utils import get_assistant_message
@@ -66,6 +67,8 @@ _CAPTURED = [extract_runs(trace) for trace in load_traces([CAPTURES])]
 STORED = len(_CAPTURED)
 TRACES = sum(1 for runs in _CAPTURED if runs)  # Mastra 0.x also sends run-less root traces
 RUNS = sum(run.primary for runs in _CAPTURED for run in runs)  # one score per binding each
+SCORED = sum(run.primary and has_content(run) for runs in _CAPTURED for run in runs)
+"""Runs scored ``ok``; the others carry no content (capture off) and are ``not_scorable``."""
 
 
 def _populate(url: str) -> str:
@@ -206,7 +209,7 @@ def _estimate_and_spend(
     code, _, err = _rescore(db, config, *args)
     assert code == 0, err
     rows = _rows(db)
-    assert {r["status"] for r in rows} == {"ok"} and len(rows) == RUNS
+    assert sorted(r["status"] for r in rows) == ["not_scorable"] * (RUNS - SCORED) + ["ok"] * SCORED
     spent = sum(r["cost_usd"] for r in rows) - (sum(before_rows.values()) if not args else 0.0)
     return estimate["cost_usd"], spent
 
@@ -269,7 +272,7 @@ def test_rescored_scores_are_re_emitted_to_the_configured_endpoint(
         assert code == 0, err
         code, _, err = _rescore(stored, config, "--force")
         assert code == 0, err
-        receiver.wait_for(spans=RUNS, logs=RUNS, timeout=15)
-    rows = {(r["trace_id"], r["span_id"]) for r in _rows(stored)}
+        receiver.wait_for(spans=SCORED, logs=SCORED, timeout=15)
+    rows = {(r["trace_id"], r["span_id"]) for r in _rows(stored) if r["status"] == "ok"}
     assert {(s.trace_id, s.parent_span_id) for s in receiver.spans} == rows
-    assert len(receiver.spans) == RUNS  # nothing from the --no-emit run
+    assert len(receiver.spans) == SCORED  # nothing from the --no-emit run

@@ -16,7 +16,8 @@ that directory and ``/metrics`` sums them over all processes (gauges as their ``
 says); the per-process collectors (CPU, memory, GC) are then left out.
 
 Label values are bounded by configuration (binding, scorer and judge model names, transports),
-never by traffic (no trace ids, agent or service names), so series counts stay small.
+never by traffic (no trace ids or agent names), so series counts stay small; the one exception,
+``tracescore_traces_unread``'s ``service``, names the applications sending traces, which are few.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ journal_quarantined = Counter(
 )
 text_replaced = Counter(
     "tracescore_text_replaced", "Text values stored with NUL characters or unpaired surrogates "
-    "replaced by U+FFFD, by where: ingest (spans, logs), scores, conversation_turns or feedback.", ["where"], registry=REGISTRY,
+    "replaced by U+FFFD, by where: ingest (spans, logs), scores, conversation_turns, sources or feedback.", ["where"], registry=REGISTRY,
 )
 
 # --- assembly and pipeline ------------------------------------------------------------------
@@ -114,6 +115,14 @@ sampling_decisions = Counter(
     "tracescore_sampling_decisions",
     "Runs that passed a binding's filter, by sampling verdict.",
     ["binding", "sampled"],
+    registry=REGISTRY,
+)
+traces_unread = Counter(
+    "tracescore_traces_unread",
+    "Traces the pipeline read that gave no run with content, by service and reason code "
+    "(content_not_captured, crewai_no_llm_spans, unknown_convention, no_runs, no_ai_spans): "
+    "GET /api/sources says which library and what to change.",
+    ["service", "reason"],
     registry=REGISTRY,
 )
 scores = Counter(
@@ -232,6 +241,11 @@ def sampling_decision(binding: str, sampled: bool, count: int = 1) -> None:
 def traces_done(count: int) -> None:
     """Traces whose scoring finished (any outcome, unsampled ones included)."""
     traces_scored.inc(count)
+
+
+def trace_unread(service: str, reason: str, count: int = 1) -> None:
+    """Traces that gave no run with content (:mod:`tracescore.extract.sources` names the reasons)."""
+    traces_unread.labels(service, reason).inc(count)
 
 
 def text_values_replaced(where: str, count: int) -> None:

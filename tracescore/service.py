@@ -68,6 +68,7 @@ from tracescore.web import web_router
 from tracescore.web.auth import DashboardKeys
 from tracescore.web.connections import grpc_connection_options, with_header_deadline
 from tracescore.web.gate import LOGIN_PATH, BodyGate, HeadAsGet
+from tracescore.web.sources import sources_router
 from tracescore.web.traces_api import traces_router
 
 log = logging.getLogger(__name__)
@@ -102,6 +103,7 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     app.include_router(ingest_router(store), dependencies=guarded)
     app.include_router(create_monitor_router(store.engine, config.monitor), dependencies=guarded)
     app.include_router(feedback_router(config, store), dependencies=guarded)
+    app.include_router(sources_router(store.engine), dependencies=guarded)
     app.include_router(web_router(config, store, dashboard))  # pages redirect to a login
     if config.server.docs:
         app.include_router(docs_router(app, dashboard))

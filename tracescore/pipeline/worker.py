@@ -15,6 +15,11 @@ scorers (code scorers) in one thread hop; and one transaction stores every score
 decision and completion of the batch. A trace that also needs an asynchronous scorer (an LLM
 judge, a rate or budget limit) goes on from there on its own, so that a slow judge holds back
 no other trace.
+
+Every trace loaded is also counted per source (:mod:`tracescore.extract.sources`: spans, runs,
+runs with content, why nothing was read), in the same transaction as its scores. A trace no
+binding samples is not: counting it would mean loading and extracting it, the very cost that
+sampling saves, so the sources view describes the sampled traces (their reasons all the same).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from tracescore.extract.conversation import Conversation
 from tracescore.extract.conversation_id import DEFAULT_ID_ATTRIBUTES
 from tracescore.extract.model import AgentRun
 from tracescore.extract.registry import CONVENTIONS
+from tracescore.extract.sources import TraceReading, read_sources
 from tracescore.pipeline.bindings import CompiledBinding, select_target
 from tracescore.pipeline.config import WorkersConfig
 from tracescore.pipeline.sampling import is_sampled, sampled_at, unit_hash
@@ -56,6 +62,7 @@ from tracescore.store.scores import (
     upsert_decisions,
     upsert_scores,
 )
+from tracescore.store.sources import SourceTally, add_source_tallies
 from tracescore.store.trace_queue import TraceClaim
 
 log = logging.getLogger(__name__)
@@ -174,6 +181,8 @@ class PipelineMetrics(Protocol):
 
     def text_values_replaced(self, where: str, count: int) -> None: ...
 
+    def trace_unread(self, service: str, reason: str, count: int = 1) -> None: ...
+
 
 @dataclass(slots=True)
 class _Trace:
@@ -187,6 +196,8 @@ class _Trace:
     """Sampled (binding, run) pairs for the asynchronous path (judges, limits)."""
     turn: TurnRecord | None = None
     """The trace's turn, when it names a conversation: recorded with its scores."""
+    reading: TraceReading | None = None
+    """What each of its sources gave (:mod:`tracescore.extract.sources`): counted with its scores."""
 
 
 @dataclass(slots=True)
@@ -240,6 +251,8 @@ class ScoringWorker:
         self._only_primary = all(binding.config.target in ("agent", "trace") for binding in self.bindings)
         """No binding scores LLM or tool runs: extraction builds the primary runs only."""
         self._load_every_trace = bool(self.conversation_bindings)
+        self._told: set[tuple[str, str]] = set()
+        """Sources already logged as giving nothing to score (once each per process)."""
 
     def warm_up(self) -> None:
         """Run each code scorer once on a tiny run, so lazily loaded models and lexicons (the
@@ -362,6 +375,7 @@ class ScoringWorker:
                 ) if found is not None else []  # fmt: skip
                 trace.turn = _turn(trace.runs)
                 self._route(trace, sampled, now)
+                trace.reading = read_sources(found, trace.runs, self.conventions) if found is not None else None
             except Exception as exc:  # noqa: BLE001 - one trace's bug must not sink the batch
                 batch.failed.append((claim, f"{type(exc).__name__}: {exc}"))
                 continue
@@ -398,6 +412,7 @@ class ScoringWorker:
             return
         now = datetime.now(UTC)
         dialect = self.store.engine.dialect
+        sources = _source_tallies(traces)
         try:
             decisions = prepare_decisions(dialect, [d for trace in traces for d in trace.decisions])
             scores = prepare_scores(dialect, [r for trace in traces for r in trace.rows])
@@ -408,9 +423,14 @@ class ScoringWorker:
                 scores.write(connection)
                 replaced = record_turns(connection, turns)
                 self.store.queue.complete(claims, conn=connection)
+                # Last: every batch adds to the same few source rows, whose locks (PostgreSQL)
+                # are then held only while the transaction commits.
+                sources_replaced = add_source_tallies(connection, sources)
             self._count_replaced(scores.replaced)
             if replaced:
                 self.metrics.text_values_replaced("conversation_turns", replaced)
+            if sources_replaced:
+                self.metrics.text_values_replaced("sources", sources_replaced)
             return
         except Exception as exc:
             if database_unavailable(exc):
@@ -420,6 +440,7 @@ class ScoringWorker:
             add_tallies(connection, tallies or {}, now)
             record_turns(connection, [trace.turn for trace in traces if trace.turn is not None])
             self.store.queue.complete(unsampled, conn=connection)
+            add_source_tallies(connection, sources)
         for trace in traces:
             self._write(trace.rows, trace.decisions)
             self.store.queue.complete([trace.claim])
@@ -451,6 +472,8 @@ class ScoringWorker:
             for binding in self.bindings:
                 self.metrics.sampling_decision(binding.name, False, unsampled)
         for trace in traces:
+            if trace.reading is not None and trace.reading.reason is not None:
+                self._tell_unread(trace.reading)
             for decision in trace.decisions:
                 self.metrics.sampling_decision(decision["binding"], decision["sampled"])
             for row in trace.rows:
@@ -537,6 +560,18 @@ class ScoringWorker:
                 with self.store.write_transaction() as connection:
                     upsert_scores(connection, [rows[index]])
 
+    def _tell_unread(self, reading: TraceReading) -> None:
+        """Count an unread trace, and log each of its sources the first time this process sees
+        it give nothing (the sources view keeps the counts; the log is for whoever watches)."""
+        self.metrics.trace_unread(reading.service or "unknown_service", reading.reason or "")
+        for source in reading.sources:
+            if (key := (source.service, source.scope)) not in self._told:
+                self._told.add(key)
+                log.warning(
+                    "source service=%r scope=%r gives nothing to score (%s): %s; see GET /api/sources",
+                    source.service, source.scope, source.reason, source.detail,
+                )
+
     def _count_replaced(self, replaced: int) -> None:
         if replaced:
             self.metrics.text_values_replaced("scores", replaced)
@@ -548,6 +583,29 @@ def _decision(binding: CompiledBinding, run: AgentRun, sampled: bool, now: datet
         "id": score_id(run.trace_id, run.span_id, binding.name, "sampling"), "trace_id": run.trace_id,
         "span_id": run.span_id, "binding": binding.name, "sampled": sampled, "created_at": now,
     }
+
+
+def _source_tallies(traces: Sequence[_Trace]) -> list[SourceTally]:
+    """The batch's counts per source: each trace's readings added up, the reason of the
+    batch's last trace that gave the source one kept."""
+    tallies: dict[tuple[str, str], SourceTally] = {}
+    for trace in traces:
+        if trace.reading is None:
+            continue
+        unread = trace.reading.unread
+        for source in trace.reading.sources:
+            key = (source.service, source.scope)
+            if (tally := tallies.get(key)) is None:
+                tally = tallies[key] = SourceTally(source.service, source.scope)
+            tally.spans += source.spans
+            tally.traces += 1
+            tally.runs += source.runs
+            tally.runs_with_content += source.runs_with_content
+            tally.convention = source.convention or tally.convention
+            tally.unread_traces += unread
+            if source.reason is not None:
+                tally.reason, tally.detail = source.reason, source.detail
+    return list(tallies.values())
 
 
 def _turn(runs: Sequence[AgentRun]) -> TurnRecord | None:

@@ -27,6 +27,7 @@ from typing import Any, Literal, NoReturn, TypeAlias, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
+from tracescore.extract.content import NO_CONTENT_REASON, has_content
 from tracescore.extract.conversation import Conversation
 from tracescore.extract.model import AgentRun, ToolDefinition
 from tracescore.judge.protocol import Budget, Judge, JudgeRequest, JudgeResponse
@@ -67,6 +68,12 @@ class ScorerRun:
     Kept apart from the output because a failed run's output is often empty or partial: scorers
     that read the answer must not mistake "no answer" for a poor one (see :attr:`Scorer.needs_answer`).
     """
+
+    @functools.cached_property
+    def empty(self) -> bool:
+        """A rebuilt run that carries no content at all (see :func:`without_content`); worked
+        out once, as every binding scoring the run asks."""
+        return self.agent_run is not None and not has_content(self.agent_run)
 
     @classmethod
     def of(cls, run: Scorable) -> ScorerRun:
@@ -197,6 +204,26 @@ def failed_without_answer(run: ScorerRun) -> str | None:
     return f"{FAILED_RUN_REASON}{run.error}"
 
 
+def without_content(run: ScorerRun) -> str | None:
+    """The not-scorable reason for a rebuilt run that carries no content at all, else None.
+
+    A run whose spans held only names and ids (content capture off) has no input, answer or
+    tool arguments to judge: every code scorer would compare two empty texts and give 1.0, a
+    judge would be paid to read nothing. Only rebuilt runs are checked: a run given as a dict
+    (Mastra's shape, a dataset row) is scored as given, empty strings included.
+    """
+    return NO_CONTENT_REASON if run.empty else None
+
+
+def unscorable_reason(run: ScorerRun) -> str | None:
+    """Why an answer-reading scorer cannot judge the run before any step runs: it failed
+    before answering (:func:`failed_without_answer`) or carries no content
+    (:func:`without_content`); None when it can be judged."""
+    if run.error is not None and (reason := failed_without_answer(run)):
+        return reason
+    return without_content(run)
+
+
 @dataclass(frozen=True)
 class PromptStep:
     """A step answered by an LLM judge instead of code.
@@ -320,8 +347,9 @@ class Scorer:
     judge: Any = None
     instructions: str | None = None
     needs_answer: bool = False
-    """The scorer judges the run's answer: a run that failed before answering is ``not_scorable``
-    with the failure as reason, before any step runs (see :func:`failed_without_answer`)."""
+    """The scorer judges the run's answer: a run that failed before answering, or a rebuilt run
+    without any content, is ``not_scorable`` with the cause as reason, before any step runs
+    (see :func:`unscorable_reason`)."""
     _steps: tuple[tuple[str, Step], ...] = ()
 
     def preprocess(self, step: Step) -> Scorer:
@@ -432,7 +460,7 @@ class Scorer:
     async def _execute(self, run: ScorerRun, outcome: _Outcome) -> None:
         if not self._has_score_step:
             raise ValueError(f"scorer {self.id!r} has no generate_score step")
-        if self.needs_answer and run.error is not None and (reason := failed_without_answer(run)):
+        if self.needs_answer and (reason := unscorable_reason(run)):
             raise _StepFailed(self._steps[0][0], NotScorable(reason))
         results = outcome.results
         budget = self._budget()
@@ -626,7 +654,8 @@ def create_scorer(
     """Start a scorer (Mastra's ``createScorer``); add steps with the builder methods.
 
     ``needs_answer=True`` for a scorer that judges the run's answer: runs that failed before
-    answering are then ``not_scorable`` instead of scored as an empty answer.
+    answering, and rebuilt runs without any content, are then ``not_scorable`` instead of
+    scored as an empty answer.
     """
     if not id:
         raise ValueError("a scorer needs an id")

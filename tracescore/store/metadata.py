@@ -19,6 +19,7 @@ TABLE_MODULES: list[str] = [
     "tracescore.store.feedback",
     "tracescore.store.conversations",
     "tracescore.store.sessions",
+    "tracescore.store.sources",
 ]
 """Modules whose SQLModel table classes the store creates: the single list to extend."""
 

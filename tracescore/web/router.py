@@ -33,6 +33,7 @@ from tracescore.web.cache import ExpiringCache
 from tracescore.web.conversations import conversation_pages
 from tracescore.web.rendering import render
 from tracescore.web.review import review_router
+from tracescore.web.sources import source_rows
 from tracescore.web.timerange import PRESETS, SPLITS, ViewState, Window, parse_moment
 
 _TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
@@ -140,6 +141,10 @@ def web_router(config: Config, store: SpanStore, keys: DashboardKeys) -> APIRout
             version = queries.live_version(connection)
             data = alerting.alerts_page(connection, rules, datetime.now(UTC), rule or None)
         return _page("alerts.html", **common, **data, version=version)
+
+    @router.get("/ui/sources", dependencies=[Depends(signed_in_page)])
+    def sources() -> HTMLResponse:
+        return _page("sources.html", **common, sources=source_rows(store.engine))
 
     @router.get("/ui/runs", dependencies=[Depends(signed_in_page)])
     def runs(

@@ -15,6 +15,7 @@ from tracescore.scorers.base import (
     create_scorer,
     failed_without_answer,
     not_scorable,
+    without_content,
 )
 from tracescore.scorers.utils import extract_tool_calls
 
@@ -62,6 +63,8 @@ def create_tool_call_accuracy_scorer_code(
             run_output and extract_tool_calls(run_output)["tools"]
         ):
             not_scorable(reason)  # it failed before calling anything: there is no choice to judge
+        if reason := without_content(ctx.run):
+            not_scorable(reason)  # no user message to judge the choice against
         input_messages = run_input.get("inputMessages") if isinstance(run_input, dict) else None
         if not input_messages or not run_output:
             raise ValueError("Input and output messages cannot be null or empty")

@@ -16,6 +16,7 @@ from tracescore.scorers.base import (
     create_scorer,
     failed_without_answer,
     not_scorable,
+    without_content,
 )
 from tracescore.scorers.llm.common import (
     JudgeSpec,
@@ -123,6 +124,8 @@ def create_tool_call_accuracy_scorer_llm(
         calls = extract_tool_calls(output)
         if not calls["tools"] and (reason := failed_without_answer(ctx.run)):
             not_scorable(reason)  # it failed before calling anything: there is no choice to judge
+        if reason := without_content(ctx.run):
+            not_scorable(reason)
         if not user_text(ctx.run) or not output:
             not_scorable("tool-call accuracy needs the user's message and the agent's output")
         return {
