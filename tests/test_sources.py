@@ -133,6 +133,30 @@ def test_genai_spans_without_content_say_content_is_not_captured() -> None:
         assert read_sources(found, extract_runs(found, only_primary=True)).reason is None
 
 
+@pytest.mark.parametrize(("capture", "switch"), [
+    ("google-adk/tool_call", "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"),
+    ("google-adk/tool_error", "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"),
+    ("google-adk/tool_call_legacy_schema_no_content", "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"),
+    ("autogen/tool_call", "AutoGen's own spans carry names and ids only"),
+    ("autogen/tool_error", "AutoGen's own spans carry names and ids only"),
+])  # fmt: skip
+def test_real_agents_with_default_settings_are_not_scored_and_say_why(capture: str, switch: str) -> None:
+    """Google ADK and AutoGen send no message content by default (issue 31, item 9): their
+    agent runs are rebuilt, empty, not scored by any code scorer (each gave 1.0 before), and
+    the source names the setting that would help."""
+    runs = [run for found in traces_of(CAPTURES / capture) for run in extract_runs(found) if run.primary]
+    assert runs and all(run.kind == "agent" and run.agent_name == "WeatherBot" for run in runs)
+    for name in CODE_READING_THE_ANSWER:
+        results = [registry.get(name).factory().run_sync(run) for run in runs]
+        assert [(r.status, r.reason) for r in results] == [("not_scorable", NO_CONTENT_REASON)] * len(runs)
+    readings = [read_sources(found, extract_runs(found, only_primary=True)) for found in traces_of(CAPTURES / capture)]
+    agent_traces = [reading for reading in readings if reading.reason == CONTENT_NOT_CAPTURED]
+    assert len(agent_traces) == len(runs)
+    for reading in agent_traces:
+        (source,) = reading.sources
+        assert source.detail is not None and source.detail.startswith(f"message content is not captured: {switch}")
+
+
 def test_an_unknown_library_is_named_with_its_scope_and_attribute_keys() -> None:
     found = acme_trace()
     reading = read_sources(found, extract_runs(found))

@@ -154,10 +154,7 @@ def _reason(source: SourceReading, *, any_runs: bool, llm_spans: bool) -> tuple[
     if source.scope == _CREWAI_SCOPE and not llm_spans:
         return CREWAI_NO_LLM_SPANS, _CREWAI_DETAIL
     if source.convention is not None and any_runs:
-        return CONTENT_NOT_CAPTURED, (
-            "message content is not captured: set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true "
-            "(or the library's own content-capture setting); the runs carry names and ids only"
-        )
+        return CONTENT_NOT_CAPTURED, f"message content is not captured: {_content_switch(source.scope)}"
     keys = _attribute_keys(source.members)
     if source.convention is not None:
         return NO_RUNS, (
@@ -173,6 +170,26 @@ def _reason(source: SourceReading, *, any_runs: bool, llm_spans: bool) -> tuple[
         f"unknown convention: scope {source.scope or '(unnamed)'}, attributes {keys}: no attribute or "
         "scope of a known AI library (gen_ai.*, OpenInference, OpenLLMetry, Langfuse, MLflow, ai.*)"
     )
+
+
+_CONTENT_SWITCHES = (
+    ("autogen", "AutoGen's own spans carry names and ids only, whatever is set: instrument its model "
+                "client too (e.g. opentelemetry-instrumentation-openai-v2 with "
+                "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)"),
+    ("semantic_kernel", "set SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE=true and "
+                        "export its logs as well as its traces"),
+)  # fmt: skip
+"""Libraries whose content switch is not the GenAI instrumentations' common one, by scope prefix."""
+_DEFAULT_CONTENT_SWITCH = (
+    "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true (or the library's own content-capture "
+    "setting); the runs carry names and ids only"
+)
+
+
+def _content_switch(scope: str) -> str:
+    """What turns message content on for the library of ``scope``."""
+    return next((switch for prefix, switch in _CONTENT_SWITCHES if scope.startswith(prefix)),
+                _DEFAULT_CONTENT_SWITCH)
 
 
 def _from_ai_library(source: SourceReading) -> bool:
