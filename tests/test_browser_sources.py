@@ -16,10 +16,10 @@ from tests.browser_support import (  # noqa: F401 - fixtures
     layout_problems,
     shot,
 )
-from tests.server_process import ServerProcess, start_server, wait_for
+from tests.server_process import ServerProcess, login_session, start_server, wait_for
 from tests.test_sources import CONTENTLESS_SPANS, GENAI_SERVICE, LATEST, LEGACY_SCOPE
 from tests.test_sources_serve import acme_export
-from tracescore.web.auth import COOKIE_NAME, session_token
+from tracescore.web.auth import COOKIE_NAME
 
 pytestmark = pytest.mark.browser
 
@@ -45,7 +45,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 @pytest.fixture
 def page(context: Any, server: ServerProcess) -> Any:  # noqa: F811 - the fixture, used
-    context.add_cookies([{"name": COOKIE_NAME, "value": session_token(API_KEY), "url": server.base_url}])
+    context.add_cookies([{"name": COOKIE_NAME, "value": login_session(server.base_url, API_KEY), "url": server.base_url}])
     return context.new_page()
 
 

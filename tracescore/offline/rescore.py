@@ -12,6 +12,7 @@ would pass it.
 from __future__ import annotations
 
 import asyncio
+import random
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -138,7 +139,12 @@ class Backfill:
         return runs, wanted, pairs
 
     def plan(self, since: float, sample_size: int = 100) -> Plan:
+        """The traces with runs to score, and per binding how many runs and a uniform sample of
+        them (reservoir sampling, seeded: the same database gives the same estimate). The first
+        runs would not do: traces come grouped by time, service and agent, so they priced one
+        part of the traffic for all of it."""
         plan = Plan(traces=[])
+        chooser = random.Random(0)
         for binding in self.bindings:
             plan.runs[binding.name] = 0
             plan.samples[binding.name] = []
@@ -148,8 +154,11 @@ class Backfill:
                 plan.traces.append(trace_id)
             for binding, run in pairs:
                 plan.runs[binding.name] += 1
-                if len(plan.samples[binding.name]) < sample_size:
-                    plan.samples[binding.name].append(run)
+                sample, seen = plan.samples[binding.name], plan.runs[binding.name]
+                if len(sample) < sample_size:
+                    sample.append(run)
+                elif (slot := chooser.randrange(seen)) < sample_size:
+                    sample[slot] = run
         return plan
 
     async def run(
