@@ -23,11 +23,12 @@ import asyncio
 import logging
 import os
 import socket
+import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from pydantic_core import to_jsonable_python
 
@@ -39,6 +40,7 @@ from tracescore.extract.conversation import Conversation
 from tracescore.extract.conversation_id import DEFAULT_ID_ATTRIBUTES
 from tracescore.extract.model import AgentRun
 from tracescore.pipeline.bindings import CompiledBinding, select_target
+from tracescore.pipeline.budget import InputCut, ScorerTimeout, Watchdog, within_input_budget
 from tracescore.pipeline.config import WorkersConfig
 from tracescore.pipeline.sampling import is_sampled, sampled_at, unit_hash
 from tracescore.scorers.base import ScoreResult, ScorerRun
@@ -57,6 +59,7 @@ from tracescore.store.scores import (
 from tracescore.store.trace_queue import TraceClaim
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 _MAX_PROMPT_CHARS = 20_000
 _LANES = {"postgresql": 2}
@@ -97,9 +100,10 @@ def _steps_json(result: ScoreResult) -> dict[str, Any]:
 
 def score_row(
     binding: CompiledBinding, run: AgentRun, *, status: str, result: ScoreResult | None = None,
-    error: str | None = None, now: datetime | None = None,
+    error: str | None = None, now: datetime | None = None, cut: InputCut | None = None,
 ) -> StoredScore:
-    """The ``scores`` row of one binding on one run."""
+    """The ``scores`` row of one binding on one run; ``cut`` (what the input budget cut of the
+    run) is recorded in its steps as ``input_cut``."""
     now = now or datetime.now(UTC)
     row: StoredScore = {
         "id": score_id(run.trace_id, run.span_id, binding.name, binding.scorer.version),
@@ -132,7 +136,7 @@ def score_row(
         row["label"] = binding.label(result.score)
         row["reason"] = result.reason
         row["error"] = result.error
-        row["steps"] = _steps_json(result)
+        row["steps"] = steps = _steps_json(result)
         row["judge_model"] = result.judge_calls[0].model if result.judge_calls else None
         row["input_tokens"] = result.input_tokens
         row["output_tokens"] = result.output_tokens
@@ -140,6 +144,8 @@ def score_row(
         row["latency_ms"] = result.duration_ms
         if result.status == "error" and run.warnings:
             row["error"] = f"{result.error} (extraction warnings: {'; '.join(run.warnings[:5])})"
+        if cut is not None:
+            steps["input_cut"] = cut.to_json()
     return row
 
 
@@ -171,6 +177,10 @@ class PipelineMetrics(Protocol):
     ) -> None: ...
 
     def text_values_replaced(self, where: str, count: int) -> None: ...
+
+    def traces_failed(self, reason: str, count: int) -> None: ...
+
+    def stale_completions(self, count: int) -> None: ...
 
 
 @dataclass(slots=True)
@@ -235,6 +245,9 @@ class ScoringWorker:
         self._only_primary = all(binding.config.target in ("agent", "trace") for binding in self.bindings)
         """No binding scores LLM or tool runs: extraction builds the primary runs only."""
         self._load_every_trace = bool(self.conversation_bindings)
+        self._watchdog = Watchdog()
+        if store is not None:
+            store.queue.on_failed = self.metrics.traces_failed
 
     def warm_up(self) -> None:
         """Run each code scorer once on a tiny run, so lazily loaded models and lexicons (the
@@ -310,7 +323,7 @@ class ScoringWorker:
         """Run the batch's synchronous pass in one thread hop; returns the rows it stored and
         the tasks of its traces that go on asynchronously."""
         try:
-            batch = await asyncio.to_thread(self._run_batch, claims)
+            batch = await self._renewing(claims, asyncio.to_thread(self._run_batch, claims))
         except Exception as exc:
             self._database.failed(exc)
             if not database_unavailable(exc):
@@ -365,7 +378,7 @@ class ScoringWorker:
     def _route(self, trace: _Trace, verdicts: list[bool], now: datetime) -> None:
         """Record each binding's sampling decisions on the trace's runs, and score the sampled
         ones with the synchronous scorers (the rest wait in ``trace.later``)."""
-        inputs: dict[int, ScorerRun] = {}  # each run's scorer input, built once for all bindings
+        inputs: dict[int, tuple[ScorerRun, InputCut | None]] = {}  # each run's, built once for all bindings
         for binding, sampled in zip(self.bindings, verdicts, strict=True):
             synchronous = self._synchronous[binding.name]
             for run in binding.eligible(trace.runs):
@@ -373,10 +386,11 @@ class ScoringWorker:
                 if not sampled:
                     continue
                 if synchronous:
-                    if (scorer_input := inputs.get(id(run))) is None:
-                        scorer_input = inputs[id(run)] = ScorerRun.of(run)
-                    result = binding.scorer.run_sync(scorer_input)
-                    trace.rows.append(score_row(binding, run, status=result.status, result=result, now=now))
+                    if (budgeted := inputs.get(id(run))) is None:
+                        budgeted = inputs[id(run)] = self._scorer_input(run)
+                    scorer_input, cut = budgeted
+                    result = self._score_in_time(binding, scorer_input)
+                    trace.rows.append(score_row(binding, run, status=result.status, result=result, now=now, cut=cut))
                 else:
                     trace.later.append((binding, run))
 
@@ -401,7 +415,8 @@ class ScoringWorker:
                 add_tallies(connection, tallies or {}, now)
                 scores.write(connection)
                 replaced = record_turns(connection, turns)
-                self.store.queue.complete(claims, conn=connection)
+                dropped = self.store.queue.complete(claims, conn=connection)
+            self._count_dropped(dropped, len(claims))
             self._count_replaced(scores.replaced)
             if replaced:
                 self.metrics.text_values_replaced("conversation_turns", replaced)
@@ -416,13 +431,15 @@ class ScoringWorker:
             self.store.queue.complete(unsampled, conn=connection)
         for trace in traces:
             self._write(trace.rows, trace.decisions)
-            self.store.queue.complete([trace.claim])
+            self._count_dropped(self.store.queue.complete([trace.claim]), 1)
 
     async def _finish(self, trace: _Trace) -> list[StoredScore]:
         """Score a trace's asynchronous pairs, then store all its rows and complete it."""
         claim = trace.claim
         try:
-            trace.rows += await asyncio.gather(*(self.score(binding, run) for binding, run in trace.later))
+            trace.rows += await self._renewing(
+                [claim], asyncio.gather(*(self.score(binding, run) for binding, run in trace.later))
+            )
             await asyncio.to_thread(self._store, [trace])
         except asyncio.CancelledError:
             # Shutting down: hand the trace back at once rather than leave it to its lease.
@@ -492,8 +509,9 @@ class ScoringWorker:
                 else f"rate limit of {binding.config.limits.per_minute}/min reached"
             )
             return score_row(binding, run, status=verdict, error=reason)
+        scorer_input, cut = self._scorer_input(run) if subject is None else (ScorerRun.of(subject), None)
         async with self._slots:
-            result = await binding.scorer.run(run if subject is None else subject)
+            result = await binding.scorer.run(scorer_input)
         if binding.limiter is not None:
             binding.limiter.spent(result.cost_usd)
         for call in result.judge_calls:
@@ -506,7 +524,60 @@ class ScoringWorker:
             judge = binding.scorer.judge
             model = str(getattr(judge, "model", judge) or "unknown")
             self.metrics.judge_call(model, 0, 0, 0.0, result.duration_ms / 1000, outcome="error")
-        return score_row(binding, run, status=result.status, result=result)
+        return score_row(binding, run, status=result.status, result=result, cut=cut)
+
+    def _scorer_input(self, run: AgentRun) -> tuple[ScorerRun, InputCut | None]:
+        """What scorers read of ``run``, within the input budget, and what that cut."""
+        return within_input_budget(ScorerRun.of(run), self.config.budget.max_chars)
+
+    def _score_in_time(self, binding: CompiledBinding, scorer_input: ScorerRun) -> ScoreResult:
+        """A synchronous scorer's result, or an ``error`` result when it ran past its time
+        budget and was interrupted (:class:`~tracescore.pipeline.budget.Watchdog`)."""
+        seconds = self.config.budget.scorer_seconds
+        started = time.perf_counter()
+        try:
+            with self._watchdog.limit(seconds):
+                return binding.scorer.run_sync(scorer_input)
+        except ScorerTimeout:
+            elapsed = time.perf_counter() - started
+            log.warning(
+                "scorer %s on trace %s stopped after %.1f s (workers.budget.scorer_seconds: %g)",
+                binding.name, scorer_input.trace_id, elapsed, seconds,
+            )
+            return ScoreResult(
+                scorer_id=binding.scorer.id, scorer_version=binding.scorer.version, status="error",
+                error=f"stopped after {elapsed:.1f} s: the scorer's time budget is {seconds:g} s "
+                "(workers.budget.scorer_seconds)", duration_ms=elapsed * 1000,
+            )
+
+    async def _renewing(self, claims: Sequence[TraceClaim], work: Awaitable[_T]) -> _T:
+        """Await ``work`` on ``claims`` while renewing their lease every third of it, so a
+        batch that takes longer than a lease is not claimed again by another worker (and
+        scored twice over) while it is still being scored."""
+        renewals = asyncio.create_task(self._renew(claims))
+        try:
+            return await work
+        finally:
+            renewals.cancel()
+            await asyncio.gather(renewals, return_exceptions=True)
+
+    async def _renew(self, claims: Sequence[TraceClaim]) -> None:
+        while True:
+            await asyncio.sleep(self.lease_seconds / 3)
+            try:
+                await asyncio.to_thread(self.store.queue.renew, claims, self.lease_seconds)
+            except Exception as exc:  # noqa: BLE001 - the next renewal (or the lease) decides
+                log.warning("renewing the leases of %d traces failed: %s", len(claims), exc)
+
+    def _count_dropped(self, dropped: int, of: int) -> None:
+        """Log and count completions the queue dropped: their lease had passed to another
+        worker, which scores those traces again."""
+        if dropped:
+            log.warning(
+                "%d of %d scored traces were not completed: their lease expired and another worker took them",
+                dropped, of,
+            )
+            self.metrics.stale_completions(dropped)
 
     def _write(self, rows: list[StoredScore], decisions: list[SamplingDecision]) -> None:
         """Store one trace's decisions, then its score rows one by one, a row the database

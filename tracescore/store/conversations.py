@@ -247,7 +247,7 @@ class ConversationQueue:
         now = time.time() if now is None else now
         with self._write_transaction() as conn:
             self._promote(conn, now)
-            rows, token, expires = _SQL.lease(conn, owner, limit, lease_seconds, now)
+            rows, token, expires, _ = _SQL.lease(conn, owner, limit, lease_seconds, now, self.rules.max_attempts)
         return sorted(
             (ConversationClaim(row.conversation_id, row.generation, owner, token, expires) for row in rows),
             key=lambda claim: claim.conversation_id,
