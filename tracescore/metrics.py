@@ -88,6 +88,12 @@ traces_ready = Counter(
 traces_scored = Counter(
     "tracescore_traces_scored", "Traces whose scoring finished (any outcome).", registry=REGISTRY
 )
+future_span_times = Counter(
+    "tracescore_future_span_times",
+    "Spans stored with a time further in the future of their arrival than assembly.max_clock_skew: "
+    "their trace is timed by their arrival instead.",
+    registry=REGISTRY,
+)
 traces_parked = Counter(
     "tracescore_traces_failed",
     "Traces parked as failed, by why: errors (scoring raised workers' max_attempts times) or "

@@ -367,7 +367,7 @@ class ScoringWorker:
                 trace.runs = extract_runs(
                     found, only_primary=self._only_primary, conversation_attributes=self.conversation_attributes
                 ) if found is not None else []  # fmt: skip
-                trace.turn = _turn(trace.runs)
+                trace.turn = _turn(trace.runs, now, self.store.rules.max_clock_skew)
                 self._route(trace, sampled, now)
             except Exception as exc:  # noqa: BLE001 - one trace's bug must not sink the batch
                 batch.failed.append((claim, f"{type(exc).__name__}: {exc}"))
@@ -609,15 +609,21 @@ def _decision(binding: CompiledBinding, run: AgentRun, sampled: bool, now: datet
     }
 
 
-def _turn(runs: Sequence[AgentRun]) -> TurnRecord | None:
-    """The trace's turn: its outermost primary run, when that names a conversation."""
+def _turn(runs: Sequence[AgentRun], now: datetime, max_skew: float) -> TurnRecord | None:
+    """The trace's turn: its outermost primary run, when that names a conversation. A start
+    more than ``max_skew`` seconds after ``now`` (shortly after the trace arrived) is taken as
+    ``now``, so that a wrong clock cannot keep the conversation first in every listing; the
+    run's spans keep their own times."""
     outermost = select_target(runs, "trace")
     if not outermost or (conversation := outermost[0].conversation_id) is None:
         return None
     run = outermost[0]
+    started = run.start_time.timestamp() if run.start_time else 0.0
+    if started > now.timestamp() + max_skew:
+        started = now.timestamp()
     return TurnRecord(
         conversation_id=conversation, trace_id=run.trace_id, span_id=run.span_id,
-        start_time_ns=int(run.start_time.timestamp() * 1e9) if run.start_time else 0,
+        start_time_ns=int(started * 1e9),
         user_text=user_text(run), answer_text=answer_text(run), agent_name=run.agent_name,
         service_name=run.service_name,
     )  # fmt: skip

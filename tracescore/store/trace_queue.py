@@ -59,6 +59,9 @@ class ReadinessRules:
     """This long after the trace became pending, whatever else holds."""
     max_attempts: int = 5
     """Releases with an error after which the trace is parked as ``failed``."""
+    max_clock_skew: float = 86_400.0
+    """A span time further than this in the future of its arrival is taken as its arrival
+    for the trace's times (ordering, readiness, retention); the span keeps its own."""
 
 
 @dataclass(frozen=True, slots=True)
