@@ -50,13 +50,23 @@ class InputCut:
         return {"max_chars": self.max_chars, "input_chars": self.input_chars, "output_chars": self.output_chars}
 
 
+def _text_chars(value: Any) -> int:
+    """Characters of the long strings of a JSON-shaped value (what the budget counts)."""
+    if isinstance(value, str):
+        return len(value) if len(value) > _STRUCTURAL_CHARS else 0
+    if isinstance(value, Mapping):
+        return sum(_text_chars(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return sum(_text_chars(item) for item in value)
+    return 0
+
+
 class _Cutter:
     """Copies a JSON-shaped value, cutting its long strings once ``budget`` characters of them
-    have been kept; ``seen`` counts the characters of long strings before cutting."""
+    have been kept."""
 
     def __init__(self, budget: int) -> None:
         self.left = budget
-        self.seen = 0
 
     def value(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -70,7 +80,6 @@ class _Cutter:
     def text(self, text: str) -> str:
         if len(text) <= _STRUCTURAL_CHARS:
             return text
-        self.seen += len(text)
         if len(text) <= self.left:
             self.left -= len(text)
             return text
@@ -80,14 +89,14 @@ class _Cutter:
 
 def within_input_budget(run: ScorerRun, max_chars: int) -> tuple[ScorerRun, InputCut | None]:
     """``run`` with its input and output each cut to ``max_chars`` characters of text, and what
-    was cut (None when the run fits, and ``run`` is returned as it is)."""
-    inputs, outputs = _Cutter(max_chars), _Cutter(max_chars)
-    cut_input, cut_output = inputs.value(run.input), outputs.value(run.output)
-    if inputs.seen <= max_chars and outputs.seen <= max_chars:
+    was cut (None when the run fits, and ``run`` is returned as it is: nearly every run, so it
+    is only measured, not copied)."""
+    input_chars, output_chars = _text_chars(run.input), _text_chars(run.output)
+    if input_chars <= max_chars and output_chars <= max_chars:
         return run, None
     return (
-        replace(run, input=cut_input, output=cut_output),
-        InputCut(max_chars, inputs.seen, outputs.seen),
+        replace(run, input=_Cutter(max_chars).value(run.input), output=_Cutter(max_chars).value(run.output)),
+        InputCut(max_chars, input_chars, output_chars),
     )
 
 
@@ -117,6 +126,9 @@ class Watchdog:
         self._deadlines: dict[int, float] = {}
         self._changed = threading.Condition()
         self._thread: threading.Thread | None = None
+        self._wakes_at = float("inf")
+        """When the watchdog thread looks next: a deadline after it needs no wake-up (nearly
+        every one, all being as long), which would cost a thread switch per scorer run."""
 
     @contextmanager
     def limit(self, seconds: float) -> Iterator[None]:
@@ -124,8 +136,9 @@ class Watchdog:
         ident = threading.get_ident()
         with self._changed:
             self._start()
-            self._deadlines[ident] = time.monotonic() + seconds
-            self._changed.notify()
+            self._deadlines[ident] = deadline = time.monotonic() + seconds
+            if deadline < self._wakes_at:
+                self._changed.notify()
         try:
             yield
         finally:
@@ -146,4 +159,5 @@ class Watchdog:
                     if deadline <= now:
                         del self._deadlines[ident]
                         _raise_in(ident, ScorerTimeout)
-                self._changed.wait(min(self._deadlines.values(), default=now + 60.0) - now)
+                self._wakes_at = min(self._deadlines.values(), default=float("inf"))
+                self._changed.wait(min(self._wakes_at, now + 60.0) - now)
