@@ -15,6 +15,7 @@ from sqlalchemy import create_engine, text
 
 from tests.agent_otlp import agent_trace, export_request
 from tests.server_process import start_server
+from tracescore import metrics
 from tracescore.config import parse_config
 from tracescore.ingest.decode import decode_traces
 from tracescore.pipeline.runner import build_worker
@@ -49,6 +50,13 @@ def _trace_row(store, trace_id: str):
         ).one()
 
 
+ANSWER = "scorers:\n  - {name: answer, scorer: 'tests.custom_scorers:answer_present'}\n"
+
+
+def _failed_metric(reason: str) -> float:
+    return metrics.REGISTRY.get_sample_value("tracescore_traces_failed_total", {"reason": reason}) or 0.0
+
+
 def _score_one_batch(store, config_yaml: str):
     """The rows of one batch of every ready trace scored with ``config_yaml``'s bindings, the
     seconds it took, and its claims."""
@@ -61,15 +69,16 @@ def _score_one_batch(store, config_yaml: str):
 
 def test_an_expiring_lease_is_claimed_at_most_max_attempts_times_then_the_trace_fails(db_url: str) -> None:
     store = _store_with_agent_traces(db_url, "Paris")
-    failed: list[tuple[str, int]] = []
-    store.queue.on_failed = lambda reason, count: failed.append((reason, count))
+    build_worker(parse_config(ANSWER).scoring(), store)  # it counts the queue's failures in the metrics
+    counted = _failed_metric("lease_expired")
     now = time.time() + 1
     claims = [store.queue.claim(f"w{n}", 10, 30, now=now + 31 * n) for n in range(RULES.max_attempts)]
     assert [len(c) for c in claims] == [1] * RULES.max_attempts  # each holder "died": lease expired
     assert store.queue.claim("next", 10, 30, now=now + 31 * RULES.max_attempts) == []
-    state, _, error = _trace_row(store, claims[0][0].trace_id)
-    assert state == "failed" and "claimed 3 times and never finished" in error
-    assert failed == [("lease_expired", 1)]
+    summary = store.trace_summary(claims[0][0].trace_id)  # what /api/traces/{id} and the list show
+    assert summary is not None and summary.state == "failed"
+    assert summary.last_error is not None and "claimed 3 times and never finished" in summary.last_error
+    assert _failed_metric("lease_expired") == counted + 1
 
 
 def test_a_renewed_lease_is_not_claimed_again_and_a_lost_one_is_not_completed(db_url: str) -> None:
@@ -221,3 +230,17 @@ def _wait_for(condition, timeout: float, what: str) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.2)
+
+
+def test_a_completion_dropped_for_a_lost_lease_is_counted(sqlite_url: str) -> None:
+    store = _store_with_agent_traces(sqlite_url, "Paris")
+    worker = build_worker(parse_config(ANSWER).scoring(), store)
+    dropped = metrics.REGISTRY.get_sample_value("tracescore_stale_completions_total") or 0.0
+    now = time.time() + 1
+    claims = store.queue.claim(worker.owner, 10, 30, now=now)
+    (taken,) = store.queue.claim("other", 10, 30, now=now + 31)  # the lease ran out meanwhile
+
+    asyncio.run(worker.process_batch(claims))
+
+    assert metrics.REGISTRY.get_sample_value("tracescore_stale_completions_total") == dropped + 1
+    assert _trace_row(store, taken.trace_id).state == "claimed"  # still the other worker's
