@@ -15,6 +15,7 @@ from sqlalchemy import create_engine, text
 
 from tests.agent_otlp import agent_trace, export_request
 from tests.server_process import start_server
+from tests.test_reliability_crash import _wait
 from tracescore import metrics
 from tracescore.config import parse_config
 from tracescore.ingest.decode import decode_traces
@@ -194,14 +195,14 @@ def test_two_big_traces_do_not_stall_the_small_ones_on_a_running_service(db_url:
 
         for trace in big:
             post(trace)
-        _wait_for(lambda: _states(engine, big) <= {"claimed", "scored", "failed"}, 60, "the big traces claimed")
+        _wait(lambda: _states(engine, big) <= {"claimed", "scored", "failed"}, 60, "the big traces claimed")
         started = time.monotonic()
         for trace in small:
             post(trace)
-        _wait_for(lambda: scored(small), 60, "the small traces scored")
+        _wait(lambda: scored(small), 60, "the small traces scored")
         small_seconds = time.monotonic() - started
         print(f"{len(small)} small traces scored in {small_seconds:.1f} s beside the big ones")
-        _wait_for(lambda: scored(big), 120, "the big traces scored or failed")
+        _wait(lambda: scored(big), 120, "the big traces scored or failed")
         time.sleep(3)  # room for a wrongful re-claim to show
         with engine.connect() as connection:
             rows = connection.execute(
@@ -224,12 +225,6 @@ def _states(engine, traces) -> set[str]:
     with engine.connect() as connection:
         return {state for trace_id, state in connection.execute(text("SELECT trace_id, state FROM traces")) if trace_id in ids}
 
-
-def _wait_for(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
 
 
 def test_a_completion_dropped_for_a_lost_lease_is_counted(sqlite_url: str) -> None:
