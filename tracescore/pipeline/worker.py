@@ -20,6 +20,7 @@ no other trace.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import socket
@@ -42,6 +43,7 @@ from tracescore.extract.model import AgentRun
 from tracescore.pipeline.bindings import CompiledBinding, select_target
 from tracescore.pipeline.budget import InputCut, ScorerTimeout, Watchdog, within_input_budget
 from tracescore.pipeline.config import WorkersConfig
+from tracescore.pipeline.renewal import renewing
 from tracescore.pipeline.sampling import is_sampled, sampled_at, unit_hash
 from tracescore.scorers.base import ScoreResult, ScorerRun
 from tracescore.store.conversations import TurnRecord, record_turns
@@ -551,23 +553,9 @@ class ScoringWorker:
             )
 
     async def _renewing(self, claims: Sequence[TraceClaim], work: Awaitable[_T]) -> _T:
-        """Await ``work`` on ``claims`` while renewing their lease every third of it, so a
-        batch that takes longer than a lease is not claimed again by another worker (and
-        scored twice over) while it is still being scored."""
-        renewals = asyncio.create_task(self._renew(claims))
-        try:
-            return await work
-        finally:
-            renewals.cancel()
-            await asyncio.gather(renewals, return_exceptions=True)
-
-    async def _renew(self, claims: Sequence[TraceClaim]) -> None:
-        while True:
-            await asyncio.sleep(self.lease_seconds / 3)
-            try:
-                await asyncio.to_thread(self.store.queue.renew, claims, self.lease_seconds)
-            except Exception as exc:  # noqa: BLE001 - the next renewal (or the lease) decides
-                log.warning("renewing the leases of %d traces failed: %s", len(claims), exc)
+        """Await ``work`` on ``claims`` while renewing their lease (:mod:`~tracescore.pipeline.renewal`)."""
+        renew = functools.partial(self.store.queue.renew, claims, self.lease_seconds)
+        return await renewing(work, renew, self.lease_seconds, f"{len(claims)} traces")
 
     def _count_dropped(self, dropped: int, of: int) -> None:
         """Log and count completions the queue dropped: their lease had passed to another

@@ -265,6 +265,16 @@ class ConversationQueue:
                  for c in claims],
             )  # fmt: skip
 
+    def renew(self, claims: Sequence[ConversationClaim], lease_seconds: float, now: float | None = None) -> int:
+        """Extend the leases of claims still being scored to ``lease_seconds`` from now (see
+        :meth:`~tracescore.store.trace_queue.TraceQueue.renew`); returns how many are still held."""
+        expires = (time.time() if now is None else now) + lease_seconds
+        with self._write_transaction() as conn:
+            return conn.execute(
+                _SQL.renew,
+                [{"expires": expires, "conversation_id": c.conversation_id, "token": c.token} for c in claims],
+            ).rowcount
+
     def release(self, claim: ConversationClaim, error: str | None = None) -> None:
         """Give a claimed conversation back; with an ``error`` it counts as a failed attempt,
         and after ``rules.max_attempts`` of them it is parked as ``failed``."""
