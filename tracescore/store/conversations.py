@@ -268,12 +268,8 @@ class ConversationQueue:
     def renew(self, claims: Sequence[ConversationClaim], lease_seconds: float, now: float | None = None) -> int:
         """Extend the leases of claims still being scored to ``lease_seconds`` from now (see
         :meth:`~tracescore.store.trace_queue.TraceQueue.renew`); returns how many are still held."""
-        expires = (time.time() if now is None else now) + lease_seconds
-        with self._write_transaction() as conn:
-            return conn.execute(
-                _SQL.renew,
-                [{"expires": expires, "conversation_id": c.conversation_id, "token": c.token} for c in claims],
-            ).rowcount
+        held = [(claim.conversation_id, claim.token) for claim in claims]
+        return _SQL.extend(self._write_transaction, held, lease_seconds, now)
 
     def release(self, claim: ConversationClaim, error: str | None = None) -> None:
         """Give a claimed conversation back; with an ``error`` it counts as a failed attempt,

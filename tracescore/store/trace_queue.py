@@ -165,6 +165,7 @@ class LeasedQueueSql:
     returns told apart.
     """
 
+    key: str
     claim_sqlite: TextClause
     claim_postgres: TextClause
     complete: TextClause
@@ -229,7 +230,7 @@ UPDATE {table} SET state = '{TraceState.FAILED}', last_error = :error,
 WHERE state = '{TraceState.CLAIMED}' AND lease_expires < :now AND attempts >= :max_attempts
 """
         return cls(
-            text(claim.format(lock="")), text(claim.format(lock="FOR UPDATE SKIP LOCKED")),
+            key, text(claim.format(lock="")), text(claim.format(lock="FOR UPDATE SKIP LOCKED")),
             text(complete), text(release), text(renew), text(fail_expired),
         )
 
@@ -247,6 +248,20 @@ WHERE state = '{TraceState.CLAIMED}' AND lease_expires < :now AND attempts >= :m
             claim, {"owner": owner, "token": token, "expires": expires, "now": now, "limit": limit}
         ).all()
         return rows, token, expires, failed
+
+    def extend(
+        self, write_transaction: Callable[[], AbstractContextManager[Connection]], held: Sequence[tuple[str, str]],
+        lease_seconds: float, now: float | None,
+    ) -> int:
+        """Renew the leases of the ``(key, token)`` pairs ``held`` to ``lease_seconds`` from now,
+        in a transaction of their own; returns how many are still held."""
+        if not held:
+            return 0
+        expires = (time.time() if now is None else now) + lease_seconds
+        with write_transaction() as conn:
+            return conn.execute(
+                self.renew, [{"expires": expires, self.key: key, "token": token} for key, token in held]
+            ).rowcount
 
 
 _SQL = LeasedQueueSql.of(
@@ -329,14 +344,8 @@ class TraceQueue:
         """Extend the leases of claims still being worked on to ``lease_seconds`` from now, so
         that scoring a long batch does not let them expire and another worker claim them
         again; returns how many are still held."""
-        if not claims:
-            return 0
-        expires = (time.time() if now is None else now) + lease_seconds
-        with self._write_transaction() as connection:
-            return connection.execute(
-                _SQL.renew,
-                [{"expires": expires, "trace_id": claim.trace_id, "token": claim.token} for claim in claims],
-            ).rowcount
+        held = [(claim.trace_id, claim.token) for claim in claims]
+        return _SQL.extend(self._write_transaction, held, lease_seconds, now)
 
     def release(self, claim: TraceClaim, error: str | None = None) -> None:
         """Give a claimed trace back (e.g. on shutdown) so another worker takes it; with an
