@@ -43,3 +43,18 @@ async def _slow_for_weatherbot(ctx) -> float:
 slow_for_weatherbot = create_scorer(
     id="slow-for-weatherbot", description="takes 3 s on WeatherBot runs, no time on others"
 ).generate_score(_slow_for_weatherbot)
+
+
+def spinning_for_weatherbot(seconds: float = 60.0):
+    """Busy for ``seconds`` on WeatherBot runs (CPU-bound pure Python, as a quadratic scorer
+    is), no time on others."""
+    import time
+
+    def spin(ctx) -> float:
+        if ctx.run.agent_run is not None and ctx.run.agent_run.agent_name == "WeatherBot":
+            until = time.monotonic() + seconds
+            while time.monotonic() < until:
+                pass
+        return 1.0
+
+    return create_scorer(id="spinning-for-weatherbot", description="busy on WeatherBot runs").generate_score(spin)

@@ -151,3 +151,19 @@ def test_ids_as_clients_send_them_are_stored(setup: Any) -> None:
     assert len(ids) == 3 and all(len(i) <= MAX_ID_CHARS for i in ids)
     assert storable_id(long_a) in ids and storable_id(long_b) in ids and storable_id(long_a) != storable_id(long_b)
     assert "nul\ufffdin/id ✓" in ids
+
+
+def test_a_renewed_lease_is_not_claimed_again_and_an_expiring_one_only_max_attempts_times(setup: Any) -> None:
+    store, queue = setup
+    _record(store, _turn(1), _turn(2, conversation="chat-2"), now=T0)
+    claims = queue.claim("slow", 10, 30.0, now=T0 + IDLE)
+    assert len(claims) == 2
+    assert queue.renew(claims[:1], 30.0, now=T0 + IDLE + 20) == 1
+    (taken,) = queue.claim("other", 10, 30.0, now=T0 + IDLE + 40)  # the unrenewed one only
+    assert taken.conversation_id == claims[1].conversation_id
+    # Both holders "die": chat-1 (renewed until +50, claimed once) is claimed again; chat-2,
+    # claimed max_attempts (2) times, is parked.
+    retaken = queue.claim("third", 10, 30.0, now=T0 + IDLE + 80)
+    assert [claim.conversation_id for claim in retaken] == ["chat-1"]
+    row = _row(store, "chat-2")
+    assert (row.state, "never finished" in (row.last_error or "")) == ("failed", True)

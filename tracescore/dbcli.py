@@ -132,7 +132,7 @@ def prune(db: str | None = DB_OPTION, config_file: Path | None = CONFIG_OPTION) 
         return
     store = SpanStore(engine)
     with database_errors():
-        report = Pruner(store.write_transaction, retention).run()
+        report = Pruner(store.write_transaction, retention, store.journal.kept).run()
         reclaimed = reclaim_space(engine, store.write_transaction)
     for kind in KINDS:
         removed = report.removed.get(kind)

@@ -99,6 +99,24 @@ traces_ready = Counter(
 traces_scored = Counter(
     "tracescore_traces_scored", "Traces whose scoring finished (any outcome).", registry=REGISTRY
 )
+future_span_times = Counter(
+    "tracescore_future_span_times",
+    "Spans stored with a time further in the future of their arrival than assembly.max_clock_skew: "
+    "their trace is timed by their arrival instead.",
+    registry=REGISTRY,
+)
+traces_parked = Counter(
+    "tracescore_traces_failed",
+    "Traces parked as failed, by why: errors (scoring raised workers' max_attempts times) or "
+    "lease_expired (claimed max_attempts times, each holder's lease running out).",
+    ["reason"],
+    registry=REGISTRY,
+)
+completions_dropped = Counter(
+    "tracescore_stale_completions",
+    "Scored traces whose completion was dropped: their lease had expired and passed to another worker.",
+    registry=REGISTRY,
+)
 # Sampled from the database, which every process sees alike: the latest sample of any process.
 queue_depth = Gauge(
     "tracescore_queue_depth", "Traces ready and waiting for a scoring worker.", registry=REGISTRY,
@@ -246,6 +264,16 @@ def traces_done(count: int) -> None:
 def trace_unread(service: str, reason: str, count: int = 1) -> None:
     """Traces that gave no run with content (:mod:`tracescore.extract.sources` names the reasons)."""
     traces_unread.labels(service, reason).inc(count)
+
+
+def traces_failed(reason: str, count: int) -> None:
+    """Traces parked as ``failed`` (see :class:`~tracescore.store.trace_queue.TraceQueue`)."""
+    traces_parked.labels(reason).inc(count)
+
+
+def stale_completions(count: int) -> None:
+    """Completions dropped for a lease another worker had taken over."""
+    completions_dropped.inc(count)
 
 
 def text_values_replaced(where: str, count: int) -> None:

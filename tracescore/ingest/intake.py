@@ -74,7 +74,7 @@ class Intake:
             Unpacker(
                 UnpackSettings(
                     self._url, self.owner, max_attribute_chars, shard=shard, shards=unpackers,
-                    shutdown_timeout=shutdown_timeout,
+                    shutdown_timeout=shutdown_timeout, max_clock_skew=store.rules.max_clock_skew,
                 ),
                 on_report=_count_report,
             )
@@ -217,6 +217,7 @@ class Intake:
 def _count_report(report: UnpackReport) -> None:
     metrics.journal_quarantined.inc(report.quarantined)
     metrics.text_replaced.labels("ingest").inc(report.text_replaced)
+    metrics.future_span_times.inc(report.future_span_times)
 
 
 def _check_metrics(body: bytes, json: bool) -> Receipt:

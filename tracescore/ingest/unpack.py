@@ -37,7 +37,7 @@ from tracescore.children import Child
 from tracescore.ingest.decode import Decoded, DecodeError, decode_logs, decode_traces
 from tracescore.ingest.truncate import truncate_for_storage
 from tracescore.spans import OWN_EVALUATIONS_SCOPE
-from tracescore.store import SpanStore, open_store
+from tracescore.store import ReadinessRules, SpanStore, open_store
 from tracescore.store.journal import JournalEntry
 from tracescore.store.outage import database_unavailable
 
@@ -142,6 +142,8 @@ class UnpackSettings:
     shards: int = 1
     """With several unpackers per collector, this one takes the entries whose number is
     ``shard`` modulo ``shards`` (the collector wakes the one whose entry it journaled)."""
+    max_clock_skew: float = 86_400.0
+    """See :attr:`~tracescore.store.trace_queue.ReadinessRules.max_clock_skew`."""
     shutdown_timeout: float = 10.0
     """Once its collector is gone (stopped, or dead), seconds the unpacker goes on storing the
     collector's entries before it exits; what is left waits in the journal for the next start."""
@@ -154,6 +156,7 @@ class UnpackReport:
 
     quarantined: int = 0
     text_replaced: int = 0
+    future_span_times: int = 0
 
 
 class Unpacker(Child):
@@ -187,7 +190,7 @@ class _UnpackLoop:
         self.wake = wake
         self.reports = reports
         children.exit_after_service(wake, settings.shutdown_timeout, "unpacker")
-        self.store = open_store(settings.store_url, create=False)
+        self.store = open_store(settings.store_url, ReadinessRules(max_clock_skew=settings.max_clock_skew), create=False)
         self.outage = Backoff("unpacker: the database")
         self.service_gone = False
         """Set once the collector's pipe closes: then only its own entries are finished, and a
@@ -251,9 +254,9 @@ class _UnpackLoop:
         gc.collect(1)
         if error is None:
             self.outage.succeeded()
-            quarantined, replaced = finished.result(), self.store.take_text_replaced()
-            if quarantined or replaced:
-                children.report(self.reports, asdict(UnpackReport(quarantined, replaced)))
+            quarantined, (replaced, future) = finished.result(), self.store.take_counts()
+            if quarantined or replaced or future:
+                children.report(self.reports, asdict(UnpackReport(quarantined, replaced, future)))
         elif database_unavailable(error):  # the entries stay in the journal and are taken again
             self.outage.failed(error)
         else:  # not even quarantining worked: a bug; retry after a pause

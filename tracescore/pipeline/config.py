@@ -18,7 +18,7 @@ from tracescore.conversations.config import ConversationsConfig
 from tracescore.emit.config import ExportConfig
 from tracescore.extract.declared_config import ConventionConfig
 from tracescore.judge.config import JudgeConfig
-from tracescore.settings import Section
+from tracescore.settings import Duration, Section
 
 Target = Literal["agent", "llm", "tool", "trace", "conversation"]
 PatternList = list[str]
@@ -63,6 +63,19 @@ class ScorerBinding(Section):
     """Score at which the result is labelled ``pass`` (``fail`` below) in emitted evaluations."""
 
 
+class BudgetConfig(Section):
+    """``workers.budget``: the input and time budgets of each scorer run."""
+
+    max_chars: int = Field(100_000, ge=1_000)
+    """Characters of text a scorer reads of each of a run's input and output; the rest is cut
+    (recorded on the score as ``steps.input_cut``). At 100,000 (about 16,000 words) the slowest
+    code scorer, textual-difference (quadratic, as Mastra's sequence matching is), takes about
+    0.2 s on a run; at twice that, four times as long."""
+    scorer_seconds: Duration = 5.0
+    """Seconds a synchronous (code) scorer may take on one run before it is interrupted and
+    its score stored as an ``error`` that says so."""
+
+
 class WorkersConfig(Section):
     processes: int | None = Field(None, ge=0, le=16)
     """Scoring worker processes per service process (see :mod:`tracescore.pipeline.process`):
@@ -85,6 +98,8 @@ class WorkersConfig(Section):
     they did per trace."""
     poll_interval: float = Field(0.25, gt=0)
     """Seconds between looks for ready traces when none was found."""
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    """How much of a run each scorer reads and how long it may take (:mod:`tracescore.pipeline.budget`)."""
 
 
 class ScoringConfig(Section):

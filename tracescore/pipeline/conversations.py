@@ -16,6 +16,7 @@ so judges, rate and budget limits and the judge metrics are the ones run scores 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -30,6 +31,7 @@ from tracescore.extract.conversation import Conversation, Turn
 from tracescore.extract.model import AgentRun
 from tracescore.extract.runs import primary_runs
 from tracescore.pipeline.bindings import CompiledBinding, select_target
+from tracescore.pipeline.renewal import renewing
 from tracescore.pipeline.sampling import is_sampled
 from tracescore.pipeline.worker import ScoringWorker
 from tracescore.store.conversations import (
@@ -126,8 +128,10 @@ class ConversationScoring:
     async def process(self, claim: ConversationClaim) -> list[StoredScore]:
         """Rebuild, score and store one claimed conversation; returns its stored score rows."""
         try:
-            conversation = await asyncio.to_thread(self.assemble, claim.conversation_id)
-            rows, decisions = await self._score(conversation) if conversation is not None else ([], [])
+            rows, decisions = await renewing(
+                self._assemble_and_score(claim), functools.partial(self.queue.renew, [claim], self.config.lease_seconds),
+                self.config.lease_seconds, f"conversation {claim.conversation_id}",
+            )
             await asyncio.to_thread(self._store, claim, rows, decisions)
         except asyncio.CancelledError:
             await asyncio.to_thread(self.queue.release, claim, None)  # shutting down: hand it back
@@ -141,6 +145,12 @@ class ConversationScoring:
             return []
         self._observe(rows, decisions)
         return rows
+
+    async def _assemble_and_score(
+        self, claim: ConversationClaim
+    ) -> tuple[list[StoredScore], list[SamplingDecision]]:
+        conversation = await asyncio.to_thread(self.assemble, claim.conversation_id)
+        return await self._score(conversation) if conversation is not None else ([], [])
 
     def assemble(self, conversation_id: str) -> Conversation | None:
         """The conversation as scorers see it: its most recent ``max_turns`` turns rebuilt from

@@ -33,9 +33,10 @@ from tracescore.store import SpanStore, open_store
 
 log = logging.getLogger(__name__)
 
-_RELAYED = frozenset(
-    ("traces_done", "sampling_decision", "observe_score", "judge_call", "text_values_replaced", "trace_unread")
-)
+_RELAYED = frozenset((
+    "traces_done", "sampling_decision", "observe_score", "judge_call", "text_values_replaced", "trace_unread",
+    "traces_failed", "stale_completions",
+))
 """The metric calls a scoring process relays (:class:`~tracescore.pipeline.worker.PipelineMetrics`)."""
 _FLUSH_SECONDS = 0.25
 _GC_THRESHOLDS = (100_000, 50, 10)

@@ -25,14 +25,16 @@ sampling saves, so the sources view describes the sampled traces (their reasons 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import socket
+import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from pydantic_core import to_jsonable_python
 
@@ -47,7 +49,9 @@ from tracescore.extract.model import AgentRun
 from tracescore.extract.registry import CONVENTIONS
 from tracescore.extract.sources import TraceReading, read_sources
 from tracescore.pipeline.bindings import CompiledBinding, select_target
+from tracescore.pipeline.budget import InputCut, ScorerTimeout, Watchdog, within_input_budget
 from tracescore.pipeline.config import WorkersConfig
+from tracescore.pipeline.renewal import renewing
 from tracescore.pipeline.sampling import is_sampled, sampled_at, unit_hash
 from tracescore.scorers.base import ScoreResult, ScorerRun
 from tracescore.store.conversations import TurnRecord, record_turns
@@ -66,6 +70,7 @@ from tracescore.store.sources import SourceTally, add_source_tallies
 from tracescore.store.trace_queue import TraceClaim
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 _MAX_PROMPT_CHARS = 20_000
 _LANES = {"postgresql": 2}
@@ -106,9 +111,10 @@ def _steps_json(result: ScoreResult) -> dict[str, Any]:
 
 def score_row(
     binding: CompiledBinding, run: AgentRun, *, status: str, result: ScoreResult | None = None,
-    error: str | None = None, now: datetime | None = None,
+    error: str | None = None, now: datetime | None = None, cut: InputCut | None = None,
 ) -> StoredScore:
-    """The ``scores`` row of one binding on one run."""
+    """The ``scores`` row of one binding on one run; ``cut`` (what the input budget cut of the
+    run) is recorded in its steps as ``input_cut``."""
     now = now or datetime.now(UTC)
     row: StoredScore = {
         "id": score_id(run.trace_id, run.span_id, binding.name, binding.scorer.version),
@@ -141,7 +147,7 @@ def score_row(
         row["label"] = binding.label(result.score)
         row["reason"] = result.reason
         row["error"] = result.error
-        row["steps"] = _steps_json(result)
+        row["steps"] = steps = _steps_json(result)
         row["judge_model"] = result.judge_calls[0].model if result.judge_calls else None
         row["input_tokens"] = result.input_tokens
         row["output_tokens"] = result.output_tokens
@@ -149,6 +155,8 @@ def score_row(
         row["latency_ms"] = result.duration_ms
         if result.status == "error" and run.warnings:
             row["error"] = f"{result.error} (extraction warnings: {'; '.join(run.warnings[:5])})"
+        if cut is not None:
+            steps["input_cut"] = cut.to_json()
     return row
 
 
@@ -182,6 +190,10 @@ class PipelineMetrics(Protocol):
     def text_values_replaced(self, where: str, count: int) -> None: ...
 
     def trace_unread(self, service: str, reason: str, count: int = 1) -> None: ...
+
+    def traces_failed(self, reason: str, count: int) -> None: ...
+
+    def stale_completions(self, count: int) -> None: ...
 
 
 @dataclass(slots=True)
@@ -253,6 +265,9 @@ class ScoringWorker:
         self._load_every_trace = bool(self.conversation_bindings)
         self._told: set[tuple[str, str]] = set()
         """Sources already logged as giving nothing to score (once each per process)."""
+        self._watchdog = Watchdog()
+        if store is not None:
+            store.queue.on_failed = self.metrics.traces_failed
 
     def warm_up(self) -> None:
         """Run each code scorer once on a tiny run, so lazily loaded models and lexicons (the
@@ -328,7 +343,7 @@ class ScoringWorker:
         """Run the batch's synchronous pass in one thread hop; returns the rows it stored and
         the tasks of its traces that go on asynchronously."""
         try:
-            batch = await asyncio.to_thread(self._run_batch, claims)
+            batch = await self._renewing(claims, asyncio.to_thread(self._run_batch, claims))
         except Exception as exc:
             self._database.failed(exc)
             if not database_unavailable(exc):
@@ -373,7 +388,7 @@ class ScoringWorker:
                     found, only_primary=self._only_primary, conversation_attributes=self.conversation_attributes,
                     conventions=self.conventions,
                 ) if found is not None else []  # fmt: skip
-                trace.turn = _turn(trace.runs)
+                trace.turn = _turn(trace.runs, now, self.store.rules.max_clock_skew)
                 self._route(trace, sampled, now)
                 trace.reading = read_sources(found, trace.runs, self.conventions) if found is not None else None
             except Exception as exc:  # noqa: BLE001 - one trace's bug must not sink the batch
@@ -385,7 +400,7 @@ class ScoringWorker:
     def _route(self, trace: _Trace, verdicts: list[bool], now: datetime) -> None:
         """Record each binding's sampling decisions on the trace's runs, and score the sampled
         ones with the synchronous scorers (the rest wait in ``trace.later``)."""
-        inputs: dict[int, ScorerRun] = {}  # each run's scorer input, built once for all bindings
+        inputs: dict[int, tuple[ScorerRun, InputCut | None]] = {}  # each run's, built once for all bindings
         for binding, sampled in zip(self.bindings, verdicts, strict=True):
             synchronous = self._synchronous[binding.name]
             for run in binding.eligible(trace.runs):
@@ -393,10 +408,11 @@ class ScoringWorker:
                 if not sampled:
                     continue
                 if synchronous:
-                    if (scorer_input := inputs.get(id(run))) is None:
-                        scorer_input = inputs[id(run)] = ScorerRun.of(run)
-                    result = binding.scorer.run_sync(scorer_input)
-                    trace.rows.append(score_row(binding, run, status=result.status, result=result, now=now))
+                    if (budgeted := inputs.get(id(run))) is None:
+                        budgeted = inputs[id(run)] = self._scorer_input(run)
+                    scorer_input, cut = budgeted
+                    result = self._score_in_time(binding, scorer_input)
+                    trace.rows.append(score_row(binding, run, status=result.status, result=result, now=now, cut=cut))
                 else:
                     trace.later.append((binding, run))
 
@@ -422,10 +438,11 @@ class ScoringWorker:
                 add_tallies(connection, tallies or {}, now)
                 scores.write(connection)
                 replaced = record_turns(connection, turns)
-                self.store.queue.complete(claims, conn=connection)
+                dropped = self.store.queue.complete(claims, conn=connection)
                 # Last: every batch adds to the same few source rows, whose locks (PostgreSQL)
                 # are then held only while the transaction commits.
                 sources_replaced = add_source_tallies(connection, sources)
+            self._count_dropped(dropped, len(claims))
             self._count_replaced(scores.replaced)
             if replaced:
                 self.metrics.text_values_replaced("conversation_turns", replaced)
@@ -443,13 +460,15 @@ class ScoringWorker:
             add_source_tallies(connection, sources)
         for trace in traces:
             self._write(trace.rows, trace.decisions)
-            self.store.queue.complete([trace.claim])
+            self._count_dropped(self.store.queue.complete([trace.claim]), 1)
 
     async def _finish(self, trace: _Trace) -> list[StoredScore]:
         """Score a trace's asynchronous pairs, then store all its rows and complete it."""
         claim = trace.claim
         try:
-            trace.rows += await asyncio.gather(*(self.score(binding, run) for binding, run in trace.later))
+            trace.rows += await self._renewing(
+                [claim], asyncio.gather(*(self.score(binding, run) for binding, run in trace.later))
+            )
             await asyncio.to_thread(self._store, [trace])
         except asyncio.CancelledError:
             # Shutting down: hand the trace back at once rather than leave it to its lease.
@@ -521,8 +540,9 @@ class ScoringWorker:
                 else f"rate limit of {binding.config.limits.per_minute}/min reached"
             )
             return score_row(binding, run, status=verdict, error=reason)
+        scorer_input, cut = self._scorer_input(run) if subject is None else (ScorerRun.of(subject), None)
         async with self._slots:
-            result = await binding.scorer.run(run if subject is None else subject)
+            result = await binding.scorer.run(scorer_input)
         if binding.limiter is not None:
             binding.limiter.spent(result.cost_usd)
         for call in result.judge_calls:
@@ -541,7 +561,46 @@ class ScoringWorker:
             judge = binding.scorer.judge
             model = str(getattr(judge, "model", judge) or "unknown")
             self.metrics.judge_call(model, 0, 0, 0.0, result.duration_ms / 1000, outcome="error")
-        return score_row(binding, run, status=result.status, result=result)
+        return score_row(binding, run, status=result.status, result=result, cut=cut)
+
+    def _scorer_input(self, run: AgentRun) -> tuple[ScorerRun, InputCut | None]:
+        """What scorers read of ``run``, within the input budget, and what that cut."""
+        return within_input_budget(ScorerRun.of(run), self.config.budget.max_chars)
+
+    def _score_in_time(self, binding: CompiledBinding, scorer_input: ScorerRun) -> ScoreResult:
+        """A synchronous scorer's result, or an ``error`` result when it ran past its time
+        budget and was interrupted (:class:`~tracescore.pipeline.budget.Watchdog`)."""
+        seconds = self.config.budget.scorer_seconds
+        started = time.perf_counter()
+        try:
+            with self._watchdog.limit(seconds):
+                return binding.scorer.run_sync(scorer_input)
+        except ScorerTimeout:
+            elapsed = time.perf_counter() - started
+            log.warning(
+                "scorer %s on trace %s stopped after %.1f s (workers.budget.scorer_seconds: %g)",
+                binding.name, scorer_input.trace_id, elapsed, seconds,
+            )
+            return ScoreResult(
+                scorer_id=binding.scorer.id, scorer_version=binding.scorer.version, status="error",
+                error=f"stopped after {elapsed:.1f} s: the scorer's time budget is {seconds:g} s "
+                "(workers.budget.scorer_seconds)", duration_ms=elapsed * 1000,
+            )
+
+    async def _renewing(self, claims: Sequence[TraceClaim], work: Awaitable[_T]) -> _T:
+        """Await ``work`` on ``claims`` while renewing their lease (:mod:`~tracescore.pipeline.renewal`)."""
+        renew = functools.partial(self.store.queue.renew, claims, self.lease_seconds)
+        return await renewing(work, renew, self.lease_seconds, f"{len(claims)} traces")
+
+    def _count_dropped(self, dropped: int, of: int) -> None:
+        """Log and count completions the queue dropped: their lease had passed to another
+        worker, which scores those traces again."""
+        if dropped:
+            log.warning(
+                "%d of %d scored traces were not completed: their lease expired and another worker took them",
+                dropped, of,
+            )
+            self.metrics.stale_completions(dropped)
 
     def _write(self, rows: list[StoredScore], decisions: list[SamplingDecision]) -> None:
         """Store one trace's decisions, then its score rows one by one, a row the database
@@ -608,15 +667,21 @@ def _source_tallies(traces: Sequence[_Trace]) -> list[SourceTally]:
     return list(tallies.values())
 
 
-def _turn(runs: Sequence[AgentRun]) -> TurnRecord | None:
-    """The trace's turn: its outermost primary run, when that names a conversation."""
+def _turn(runs: Sequence[AgentRun], now: datetime, max_skew: float) -> TurnRecord | None:
+    """The trace's turn: its outermost primary run, when that names a conversation. A start
+    more than ``max_skew`` seconds after ``now`` (shortly after the trace arrived) is taken as
+    ``now``, so that a wrong clock cannot keep the conversation first in every listing; the
+    run's spans keep their own times."""
     outermost = select_target(runs, "trace")
     if not outermost or (conversation := outermost[0].conversation_id) is None:
         return None
     run = outermost[0]
+    started = run.start_time.timestamp() if run.start_time else 0.0
+    if started > now.timestamp() + max_skew:
+        started = now.timestamp()
     return TurnRecord(
         conversation_id=conversation, trace_id=run.trace_id, span_id=run.span_id,
-        start_time_ns=int(run.start_time.timestamp() * 1e9) if run.start_time else 0,
+        start_time_ns=int(started * 1e9),
         user_text=user_text(run), answer_text=answer_text(run), agent_name=run.agent_name,
         service_name=run.service_name,
     )  # fmt: skip

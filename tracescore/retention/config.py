@@ -10,7 +10,10 @@ from pydantic import Field
 
 from tracescore.settings import Duration, Section
 
-KINDS = ("spans", "logs", "scores", "sampling_decisions", "judge_cache", "alerts")
+KINDS = (
+    "spans", "logs", "scores", "sampling_decisions", "judge_cache", "alerts", "conversations", "feedback",
+    "quarantine",
+)
 """The kinds of data a duration can be set for, in the order a pass prunes them."""
 
 
@@ -31,6 +34,14 @@ class RetentionConfig(Section):
     alerts: Duration | None = None
     """Alert events (delivered ones) by their time, and resolved alert states not evaluated
     since; firing states and undelivered notifications are kept."""
+    conversations: Duration | None = None
+    """Age by when the conversation's last turn was recorded: the conversation goes whole, its
+    turns (what its users said) with it, unless it is being scored; its scores stay."""
+    feedback: Duration | None = None
+    """Human feedback (API and OTLP) by the time it was recorded."""
+    quarantine: Duration | None = None
+    """Ingest journal entries set aside as unstorable (``/api/ingest/quarantine``), by when the
+    request was received: the request bodies, spans and text included."""
     interval: Duration = 3600.0
     """Time between the starts of two pruning passes (run by one replica at a time)."""
     batch_size: int = Field(1000, ge=1, le=100_000)

@@ -42,6 +42,9 @@ from sqlalchemy.sql.elements import ColumnElement
 from tracescore.retention.config import RetentionConfig
 from tracescore.spans import EVALUATION_EVENT
 from tracescore.store.alerts import AlertEventRow, AlertStateRow
+from tracescore.store.conversations import ConversationRow, ConversationTurnRow
+from tracescore.store.feedback import FeedbackRow
+from tracescore.store.journal import Journal
 from tracescore.store.judge_cache import JudgeVerdict
 from tracescore.store.scores import SamplingDecisionRow, SamplingTallyRow, ScoreRow
 from tracescore.store.table_of import table_of
@@ -54,6 +57,8 @@ WriteTransaction = Callable[[], AbstractContextManager[Connection]]
 SPANS = table_of(SpanRow)
 LOGS = table_of(LogRow)
 TRACES = table_of(TraceRow)
+CONVERSATIONS = table_of(ConversationRow)
+TURNS = table_of(ConversationTurnRow)
 
 
 SETTLED = (TraceState.SCORED, TraceState.FAILED)
@@ -98,16 +103,16 @@ def _utc(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)
 
 
-def _still_in(conn: Connection, trace_ids: list[str], state: TraceState) -> list[str]:
-    """Those of ``trace_ids`` still in ``state``, locked until the transaction ends. Only
-    PostgreSQL needs it (SQLite serializes writers): there a trace a write touched since it was
-    found (a late span) is left alone, and one whose row another transaction holds waits for the
-    next batch. Found first and locked after, so only the traces a batch takes are locked."""
+def _still_in(conn: Connection, trace_ids: list[str], state: TraceState, table: Table = TRACES) -> list[str]:
+    """Those of ``trace_ids`` (or conversation ids, with ``table``) still in ``state``, locked
+    until the transaction ends. Only PostgreSQL needs it (SQLite serializes writers): there a
+    trace a write touched since it was found (a late span) is left alone, and one whose row
+    another transaction holds waits for the next batch. Found first and locked after, so only
+    the rows a batch takes are locked."""
     if conn.dialect.name != "postgresql" or not trace_ids:
         return trace_ids
-    query = select(TRACES.c.trace_id).where(
-        TRACES.c.trace_id.in_(trace_ids), TRACES.c.state == state
-    )
+    key = table.c[table.primary_key.columns.keys()[0]]
+    query = select(key).where(key.in_(trace_ids), table.c.state == state)
     return list(conn.execute(query.with_for_update(skip_locked=True)).scalars())
 
 
@@ -243,8 +248,46 @@ class ExpiredLogs:
         return Batch({"logs": len(traces)}, len(traces) >= limit)
 
 
-def steps(config: RetentionConfig) -> Iterator[Step]:
-    """The batch steps of every kind given a retention, in pass order."""
+@dataclass(frozen=True, slots=True)
+class ExpiredConversations:
+    """Conversations in ``state`` whose last turn was recorded before the cut, each with its
+    turns, found in index order one state at a time (as :class:`ExpiredTraces`). The time is
+    the collector's, not the exporter's: a turn dated in the future cannot keep them. A turn
+    arriving later starts the conversation afresh."""
+
+    duration: float
+    state: TraceState
+
+    def __call__(self, conn: Connection, now: float, limit: int) -> Batch:
+        found = list(conn.execute(
+            select(CONVERSATIONS.c.conversation_id)
+            .where(CONVERSATIONS.c.state == self.state, CONVERSATIONS.c.last_seen < now - self.duration)
+            .order_by(CONVERSATIONS.c.last_seen)
+            .limit(limit)
+        ).scalars())  # fmt: skip
+        chosen = _still_in(conn, found, self.state, CONVERSATIONS)
+        if not chosen:  # none left, or all busy: the next pass takes them
+            return Batch({}, False)
+        conn.execute(delete(TURNS).where(TURNS.c.conversation_id.in_(chosen)))
+        removed = conn.execute(delete(CONVERSATIONS).where(CONVERSATIONS.c.conversation_id.in_(chosen))).rowcount
+        return Batch({"conversations": removed}, len(found) >= limit)
+
+
+@dataclass(frozen=True, slots=True)
+class ExpiredQuarantine:
+    """Quarantined ingest journal entries received before the cut."""
+
+    journal: Journal
+    duration: float
+
+    def __call__(self, conn: Connection, now: float, limit: int) -> Batch:
+        removed = self.journal.forget_quarantined(conn, now - self.duration, limit)
+        return Batch({"quarantine": removed}, removed >= limit)
+
+
+def steps(config: RetentionConfig, journal: Journal | None = None) -> Iterator[Step]:
+    """The batch steps of every kind given a retention, in pass order (quarantined journal
+    entries only with the ``journal`` that keeps them)."""
     durations = config.durations()
     if (seconds := durations.get("spans")) is not None:
         yield from (ExpiredTraces(seconds, state) for state in SETTLED)
@@ -269,14 +312,25 @@ def steps(config: RetentionConfig) -> Iterator[Step]:
             "alerts", table_of(AlertStateRow), ("key",), "since", seconds, float,
             also=lambda table, cut: and_(table.c.state == "ok", table.c.evaluated_at < cut),
         )
+    if (seconds := durations.get("conversations")) is not None:
+        unclaimed = (*SETTLED, TraceState.PENDING, TraceState.READY)
+        yield from (ExpiredConversations(seconds, state) for state in unclaimed)
+    if (seconds := durations.get("feedback")) is not None:
+        yield AgedRows("feedback", table_of(FeedbackRow), ("id",), "created_at", seconds, _utc)
+    if (seconds := durations.get("quarantine")) is not None and journal is not None:
+        yield ExpiredQuarantine(journal, seconds)
 
 
 class Pruner:
     """Runs retention passes against one store's database."""
 
-    def __init__(self, write_transaction: WriteTransaction, config: RetentionConfig) -> None:
+    def __init__(
+        self, write_transaction: WriteTransaction, config: RetentionConfig, journal: Journal | None = None
+    ) -> None:
         self._write_transaction = write_transaction
         self.config = config
+        self.journal = journal
+        """Where quarantined ingest entries are kept (none: they are not pruned)."""
 
     def run(
         self, now: float | None = None, keep_going: Callable[[], bool] = lambda: True
@@ -286,7 +340,7 @@ class Pruner:
         started = time.perf_counter()
         now = time.time() if now is None else now
         report = PassReport(dict.fromkeys(self.config.durations(), 0))
-        for step in steps(self.config):
+        for step in steps(self.config, self.journal):
             more = True
             while more:
                 if not keep_going():

@@ -46,7 +46,7 @@ class RetentionLeader:
         self.config = config
         self.owner = owner
         self.clock = clock
-        self.pruner = Pruner(store.write_transaction, config)
+        self.pruner = Pruner(store.write_transaction, config, store.journal.kept)
         self.stopping = threading.Event()
         """Set to end a pass at its next batch (the service is stopping)."""
 

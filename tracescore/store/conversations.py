@@ -247,7 +247,7 @@ class ConversationQueue:
         now = time.time() if now is None else now
         with self._write_transaction() as conn:
             self._promote(conn, now)
-            rows, token, expires = _SQL.lease(conn, owner, limit, lease_seconds, now)
+            rows, token, expires, _ = _SQL.lease(conn, owner, limit, lease_seconds, now, self.rules.max_attempts)
         return sorted(
             (ConversationClaim(row.conversation_id, row.generation, owner, token, expires) for row in rows),
             key=lambda claim: claim.conversation_id,
@@ -264,6 +264,12 @@ class ConversationQueue:
                 [{"generation": c.generation, "now": now, "conversation_id": c.conversation_id, "token": c.token}
                  for c in claims],
             )  # fmt: skip
+
+    def renew(self, claims: Sequence[ConversationClaim], lease_seconds: float, now: float | None = None) -> int:
+        """Extend the leases of claims still being scored to ``lease_seconds`` from now (see
+        :meth:`~tracescore.store.trace_queue.TraceQueue.renew`); returns how many are still held."""
+        held = [(claim.conversation_id, claim.token) for claim in claims]
+        return _SQL.extend(self._write_transaction, held, lease_seconds, now)
 
     def release(self, claim: ConversationClaim, error: str | None = None) -> None:
         """Give a claimed conversation back; with an ``error`` it counts as a failed attempt,

@@ -117,6 +117,10 @@ class Journal(Protocol):
     def requeue(self, seq: int) -> bool:
         """Put a quarantined entry back in line (once its cause is fixed); False if none."""
 
+    def forget_quarantined(self, conn: Connection, before: float, limit: int) -> int:
+        """Delete up to ``limit`` quarantined entries received before ``before`` (retention),
+        in the caller's write transaction; returns how many."""
+
     def oldest(self, conn: Connection) -> float | None:
         """When the oldest waiting entry was received, if any."""
 
@@ -221,6 +225,15 @@ class SqlJournal:
         with self._write_transaction() as conn:
             query = _journal.update().where((_journal.c.seq == seq) & _journal.c.failed.is_not(None))
             return conn.execute(query.values(failed=None)).rowcount == 1
+
+    def forget_quarantined(self, conn: Connection, before: float, limit: int) -> int:
+        expired = (
+            select(_journal.c.seq)
+            .where(_journal.c.failed.is_not(None) & (_journal.c.received_at < before))
+            .order_by(_journal.c.seq)
+            .limit(limit)
+        )
+        return conn.execute(_journal.delete().where(_journal.c.seq.in_(expired))).rowcount
 
     def oldest(self, conn: Connection) -> float | None:
         return conn.execute(select(func.min(_journal.c.received_at)).where(_waiting)).scalar()

@@ -157,14 +157,20 @@ def _log_row(record: LogRecord, refs: _Refs) -> tuple[Any, ...]:
 
 
 def _trace_rows(
-    span_rows: Sequence[tuple[Any, ...]], logs: Sequence[LogRecord], now: float
-) -> list[dict[str, Any]]:
+    span_rows: Sequence[tuple[Any, ...]], logs: Sequence[LogRecord], now: float, max_skew: float
+) -> tuple[list[dict[str, Any]], int]:
     """Per-trace facts of one write, for :func:`~tracescore.store.trace_queue.touch_traces`, sorted by trace id;
-    read from the span rows (:data:`_SPAN_COLUMNS`), whose text is storable already."""
+    read from the span rows (:data:`_SPAN_COLUMNS`), whose text is storable already. Span times
+    more than ``max_skew`` seconds in the future of ``now`` count as ``now``: also returns how
+    many spans had one."""
     rows: dict[str, dict[str, Any]] = {}
+    latest, arrival, clamped = int((now + max_skew) * 1e9), int(now * 1e9), 0
     for trace_id, _, parent_span_id, name, _, start, end, *_, service_name in (
         row[:12] for row in span_rows
     ):
+        if start > latest or end > latest:
+            clamped += 1
+            start, end = min(start, arrival), min(end, arrival)
         row = rows.get(trace_id)
         is_root = parent_span_id is None
         if row is None:
@@ -186,7 +192,7 @@ def _trace_rows(
                 "trace_id": record.trace_id, "service_name": "", "root_name": "",
                 "has_root": False, "start_time_ns": None, "end_time_ns": None, "now": now,
             }
-    return [rows[trace_id] for trace_id in sorted(rows)]
+    return [rows[trace_id] for trace_id in sorted(rows)], clamped
 
 
 class _AlreadyConsumed(Exception):
@@ -218,6 +224,7 @@ class SpanStore:
             self.dialect, style, "scopes", ("scope_id", "name", "version", "attributes")
         )
         self._text_replaced = 0
+        self._future_times = 0
         self._counts_lock = threading.Lock()
         self.journal = IngestJournal(engine, self.write_transaction)
         """Acknowledged requests waiting to become rows (:mod:`~tracescore.store.ingest_journal`)."""
@@ -266,7 +273,9 @@ class SpanStore:
         refs = _Refs(TextGuard())
         span_rows = [_span_row(span, refs) for span in spans]
         log_rows = [_log_row(record, refs) for record in logs]
-        trace_rows = _trace_rows(span_rows, logs, time.time() if received_at is None else received_at)
+        trace_rows, clamped = _trace_rows(
+            span_rows, logs, time.time() if received_at is None else received_at, self.rules.max_clock_skew
+        )
         try:
             with self.write_transaction() as conn:
                 if consume and not self.journal.kept.consume(conn, consume):
@@ -283,18 +292,21 @@ class SpanStore:
                     touch_traces(conn, trace_rows)
         except _AlreadyConsumed:
             return False
-        if refs.guard.replaced:
+        if refs.guard.replaced or clamped:
             with self._counts_lock:
                 self._text_replaced += refs.guard.replaced
+                self._future_times += clamped
         if consume:
             self.journal.kept.release(consume)
         return True
 
-    def take_text_replaced(self) -> int:
-        """Text values that writes since the last call stored with NUL characters or unpaired
-        surrogates replaced (see :mod:`tracescore.store.text`), for the metric."""
+    def take_counts(self) -> tuple[int, int]:
+        """For the metrics, what writes since the last call stored altered: text values with
+        NUL characters or unpaired surrogates replaced (see :mod:`tracescore.store.text`), and
+        spans whose times lay beyond ``rules.max_clock_skew`` in the future."""
         with self._counts_lock:
-            taken, self._text_replaced = self._text_replaced, 0
+            taken = self._text_replaced, self._future_times
+            self._text_replaced = self._future_times = 0
         return taken
 
     # ------------------------------------------------------------------ reads

@@ -243,6 +243,20 @@ class SpoolJournal:
                     return True
         return False
 
+    def forget_quarantined(self, conn: Connection, before: float, limit: int) -> int:
+        """Files, not rows: deleted at once, whatever becomes of ``conn``'s transaction."""
+        forgotten = 0
+        for name in sorted(os.listdir(self.directory)):
+            if forgotten >= limit:
+                break
+            seq = name.split(".", 1)[0]
+            if name.endswith(".failed") and int(seq) / 1e9 < before:
+                for path in (self.directory / name, self.directory / seq):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(path)
+                forgotten += 1
+        return forgotten
+
     def tidy(self) -> None:
         """Clean up after crashes (the unpacker runs it as it starts): delete the files of
         entries already stored, forget recorded numbers whose files are gone, and remove

@@ -59,6 +59,9 @@ class ReadinessRules:
     """This long after the trace became pending, whatever else holds."""
     max_attempts: int = 5
     """Releases with an error after which the trace is parked as ``failed``."""
+    max_clock_skew: float = 86_400.0
+    """A span time further than this in the future of its arrival is taken as its arrival
+    for the trace's times (ordering, readiness, retention); the span keeps its own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,10 +165,13 @@ class LeasedQueueSql:
     returns told apart.
     """
 
+    key: str
     claim_sqlite: TextClause
     claim_postgres: TextClause
     complete: TextClause
     release: TextClause
+    renew: TextClause
+    fail_expired: TextClause
 
     @classmethod
     def of(cls, table: str, key: str, returning: str) -> LeasedQueueSql:
@@ -209,23 +215,53 @@ UPDATE {table} SET
     last_error = CAST(:error AS TEXT), lease_owner = NULL, lease_token = NULL, lease_expires = NULL,
     attempts = CASE WHEN CAST(:error AS TEXT) IS NULL THEN attempts - 1 ELSE attempts END
 WHERE {key} = :{key} AND lease_token = :token AND state = '{TraceState.CLAIMED}'
+RETURNING state
+"""
+        renew = f"""
+UPDATE {table} SET lease_expires = :expires
+WHERE {key} = :{key} AND lease_token = :token AND state = '{TraceState.CLAIMED}'
+"""
+        # A lease that keeps expiring means its holder keeps dying on the row (killed, out of
+        # memory): claimed ``max_attempts`` times without a completion or a release, it is
+        # parked, rather than claimed again for ever.
+        fail_expired = f"""
+UPDATE {table} SET state = '{TraceState.FAILED}', last_error = :error,
+    lease_owner = NULL, lease_token = NULL, lease_expires = NULL
+WHERE state = '{TraceState.CLAIMED}' AND lease_expires < :now AND attempts >= :max_attempts
 """
         return cls(
-            text(claim.format(lock="")), text(claim.format(lock="FOR UPDATE SKIP LOCKED")),
-            text(complete), text(release),
+            key, text(claim.format(lock="")), text(claim.format(lock="FOR UPDATE SKIP LOCKED")),
+            text(complete), text(release), text(renew), text(fail_expired),
         )
 
     def lease(
-        self, conn: Connection, owner: str, limit: int, lease_seconds: float, now: float
-    ) -> tuple[Sequence[Row[Any]], str, float]:
+        self, conn: Connection, owner: str, limit: int, lease_seconds: float, now: float, max_attempts: int
+    ) -> tuple[Sequence[Row[Any]], str, float, int]:
         """Lease up to ``limit`` ready rows (or ones whose lease expired) in ``conn``'s
-        transaction: the claimed rows, the claim's token and when its lease expires."""
+        transaction: the claimed rows, the claim's token, when its lease expires, and how many
+        expired rows were parked as failed instead, having been claimed ``max_attempts`` times."""
+        error = f"claimed {max_attempts} times and never finished: each holder's lease expired"
+        failed = conn.execute(self.fail_expired, {"now": now, "max_attempts": max_attempts, "error": error}).rowcount
         token, expires = uuid.uuid4().hex, now + lease_seconds
         claim = self.claim_postgres if conn.dialect.name == "postgresql" else self.claim_sqlite
         rows = conn.execute(
             claim, {"owner": owner, "token": token, "expires": expires, "now": now, "limit": limit}
         ).all()
-        return rows, token, expires
+        return rows, token, expires, failed
+
+    def extend(
+        self, write_transaction: Callable[[], AbstractContextManager[Connection]], held: Sequence[tuple[str, str]],
+        lease_seconds: float, now: float | None,
+    ) -> int:
+        """Renew the leases of the ``(key, token)`` pairs ``held`` to ``lease_seconds`` from now,
+        in a transaction of their own; returns how many are still held."""
+        if not held:
+            return 0
+        expires = (time.time() if now is None else now) + lease_seconds
+        with write_transaction() as conn:
+            return conn.execute(
+                self.renew, [{"expires": expires, self.key: key, "token": token} for key, token in held]
+            ).rowcount
 
 
 _SQL = LeasedQueueSql.of(
@@ -246,6 +282,9 @@ class TraceQueue:
         self.rules = rules
         self.on_promoted: Callable[[int], object] | None = None
         """Told how many traces each promotion made ready (the service counts them in a metric)."""
+        self.on_failed: Callable[[str, int], object] | None = None
+        """Told why (``errors``, ``lease_expired``) and how many traces were parked as failed
+        (the scoring worker counts them in a metric)."""
 
     def promote(self, now: float | None = None) -> int:
         """Mark pending traces ready per the readiness rules; returns how many were promoted.
@@ -277,7 +316,9 @@ class TraceQueue:
         now = time.time() if now is None else now
         with self._write_transaction() as conn:
             self._promote(conn, now)
-            rows, token, expires = _SQL.lease(conn, owner, limit, lease_seconds, now)
+            rows, token, expires, failed = _SQL.lease(conn, owner, limit, lease_seconds, now, self.rules.max_attempts)
+        if failed:
+            self._failed("lease_expired", failed)
         return [
             TraceClaim(
                 row.trace_id, row.generation, row.span_count, owner, token, expires, row.scored_generation is not None
@@ -285,19 +326,26 @@ class TraceQueue:
             for row in sorted(rows, key=lambda r: r.trace_id)
         ]
 
-    def complete(self, claims: Sequence[TraceClaim], now: float | None = None, *, conn: Connection | None = None) -> None:
+    def complete(self, claims: Sequence[TraceClaim], now: float | None = None, *, conn: Connection | None = None) -> int:
         """Mark claimed traces scored, or pending again where spans arrived since the claim; in
         ``conn``'s transaction when given (the one storing the scores), else in its own. A
-        claim whose lease was lost to another worker changes nothing."""
+        claim whose lease was lost to another worker changes nothing: returns how many were."""
         if not claims:
-            return
+            return 0
         now = time.time() if now is None else now
         parameters = [
             {"generation": claim.generation, "now": now, "trace_id": claim.trace_id, "token": claim.token}
             for claim in claims
         ]
         with self._write_transaction() if conn is None else nullcontext(conn) as connection:
-            connection.execute(_SQL.complete, parameters)
+            return len(claims) - connection.execute(_SQL.complete, parameters).rowcount
+
+    def renew(self, claims: Sequence[TraceClaim], lease_seconds: float, now: float | None = None) -> int:
+        """Extend the leases of claims still being worked on to ``lease_seconds`` from now, so
+        that scoring a long batch does not let them expire and another worker claim them
+        again; returns how many are still held."""
+        held = [(claim.trace_id, claim.token) for claim in claims]
+        return _SQL.extend(self._write_transaction, held, lease_seconds, now)
 
     def release(self, claim: TraceClaim, error: str | None = None) -> None:
         """Give a claimed trace back (e.g. on shutdown) so another worker takes it; with an
@@ -308,8 +356,14 @@ class TraceQueue:
         if error is not None:
             error = TextGuard().text(error)
         with self._write_transaction() as conn:
-            conn.execute(
+            state = conn.execute(
                 _SQL.release,
                 {"error": error, "max_attempts": self.rules.max_attempts, "trace_id": claim.trace_id,
                  "token": claim.token},
-            )
+            ).scalar()
+        if state == TraceState.FAILED:
+            self._failed("errors", 1)
+
+    def _failed(self, reason: str, count: int) -> None:
+        if self.on_failed is not None:
+            self.on_failed(reason, count)
