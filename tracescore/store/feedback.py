@@ -30,7 +30,11 @@ FeedbackSource = Literal["api", "otlp"]
 
 
 def feedback_id(trace_id: str, span_id: str | None, name: str, author: str) -> str:
-    key = f"{trace_id}\x1f{span_id or ''}\x1f{name}\x1f{author}".encode()
+    """The verdict's id: one per run, binding and author, so a verdict given again replaces it.
+
+    Taken from the fields as sent, before they are made storable: a lone surrogate (a
+    JavaScript string cut inside a pair) is hashed as it came (``surrogatepass``), not refused."""
+    key = f"{trace_id}\x1f{span_id or ''}\x1f{name}\x1f{author}".encode("utf-8", "surrogatepass")
     return hashlib.sha256(key).hexdigest()[:32]
 
 
