@@ -292,7 +292,7 @@ def create_prompt_alignment_scorer(
     history_size = history_messages(include_conversation_history)
 
     def run_blocks(ctx: StepContext) -> list[str]:
-        blocks = [describe_run(ctx.run)]
+        blocks: list[str] = [describe_run(ctx.run)]
         if history_size and (history := get_conversation_history(ctx.run.input, history_size)):
             blocks.insert(0, section("conversation_history", history))
         return blocks
