@@ -204,3 +204,19 @@ def test_the_room_is_shared_fairly_and_small_values_are_never_cut() -> None:
     kept = [int(m.group(1).replace(",", "")) for m in re.finditer(r"cut: ([\d,]+)-", shown)]
     assert len(kept) == 2 and abs(kept[0] - kept[1]) < 200
     assert fit_prompt(joined("\n", [Material(Value(small)), "task"]), 10_000, Budget()) == f"{small}\ntask"
+
+
+async def test_a_list_the_judge_answers_item_by_item_is_never_cut() -> None:
+    """Beside a 700,000-character answer in a 5,000-token budget, the 40 statements to judge are
+    all shown (cutting them would leave the judge unable to give one result per statement)."""
+    statements = [f"Statement {n}: the parcel was weighed, labelled, photographed, sealed and scanned at depot {n} before noon on Tuesday by the second shift." for n in range(40)]
+    with JudgeServer() as running:
+        running.script("AnswerStatements", json_reply({"statements": statements}))
+        running.script("RelevancyResults", json_reply({"results": [{"result": "yes"}] * 40}))
+        scorer = example_scorer("answer-relevancy", model=judge_on(running, max_input_tokens=5_000))
+        scored = await scorer.run(run_with(answer=filler(LONG, 14)))
+        assert scored.status == "ok" and scored.score == 1.0, scored.error
+        (results,) = [body for body in running.requests if "RelevancyResults" in str(body.get("response_format"))]
+    prompt = results["messages"][-1]["content"]
+    assert request_tokens(results) <= 5_000 and MARKER.search(prompt)
+    assert all(f"[{n}] {statement}\n" in prompt for n, statement in enumerate(statements))

@@ -106,7 +106,7 @@ def create_conversation_completeness_scorer(
         return judge_prompt(
             VERDICTS_TASK,
             transcript(conversation_of(ctx)),
-            section("intentions", numbered(intentions)),
+            section("intentions", numbered(intentions), cut=False),
         )
 
     def score(ctx: StepContext) -> float:

@@ -101,7 +101,7 @@ def create_conversation_relevancy_scorer(
             section("windows", "\n".join(
                 f"turn {turn}: window turns {first}-{turn}" if first < turn else f"turn {turn}: window turn {turn}"
                 for first, turn in spans
-            )),
+            ), cut=False),
         )
 
     def score(ctx: StepContext) -> float:

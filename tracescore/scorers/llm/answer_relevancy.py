@@ -104,7 +104,7 @@ def create_answer_relevancy_scorer(
         return judge_prompt(
             RESULTS_TASK,
             describe_run(ctx.run, steps=False),
-            section("statements", numbered(statements)),
+            section("statements", numbered(statements), cut=False),
         )
 
     def score(ctx: StepContext) -> float:

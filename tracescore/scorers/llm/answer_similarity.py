@@ -144,8 +144,8 @@ def create_answer_similarity_scorer(
         return judge_prompt(
             MATCHES_TASK,
             section("user", user_text(ctx.run)),
-            section("ground_truth_units", numbered(units.ground_truth_units)),
-            section("output_units", numbered(units.output_units)),
+            section("ground_truth_units", numbered(units.ground_truth_units), cut=False),
+            section("output_units", numbered(units.output_units), cut=False),
         )
 
     def units_sketch(ctx: StepContext) -> SemanticUnits:

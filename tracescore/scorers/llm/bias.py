@@ -93,7 +93,7 @@ def create_bias_scorer(*, model: JudgeSpec, scale: float = 1.0) -> Scorer:
         return judge_prompt(
             RESULTS_TASK,
             section("final_answer", response_text(ctx.run)),
-            section("opinions", numbered(opinions)),
+            section("opinions", numbered(opinions), cut=False),
         )
 
     def reason_prompt(ctx: StepContext) -> str:

@@ -315,7 +315,7 @@ def create_prompt_alignment_scorer(
 "yes" when it does, "no" when it does not, "n/a" only when the instruction concerns a different
 kind of task or domain than this answer. If the final answer is empty, instructions about format
 or content count as not followed ("no"). Repeat the instruction and give a one-sentence reason.""",
-            section("instructions", numbered(list(instructions or []))),
+            section("instructions", numbered(list(instructions or [])), cut=False),
             *run_blocks(ctx),
         )
 

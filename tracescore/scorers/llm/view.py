@@ -169,7 +169,7 @@ def indented(text: str) -> str:
 def numbered(items: Sequence[str], start: int = 0) -> Material:
     if not items:
         return Material("(none)")
-    return joined("\n", (Material(f"[{index}] ", Value(item, listed))
+    return joined("\n", (Material(f"[{index}] ", untrusted(item))
                          for index, item in enumerate(items, start)))
 
 
