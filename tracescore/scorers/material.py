@@ -67,9 +67,11 @@ class Material(str):
 
     def __new__(cls, *parts: str | Value) -> Material:
         flat: list[str | Value] = []
+        shown: list[str] = []  # a Material part's text is reused, not rendered again
         for part in parts:
             flat.extend(part.parts if isinstance(part, Material) else [part])
-        made = super().__new__(cls, "".join(p if isinstance(p, str) else p.render() for p in flat))
+            shown.append(part.render() if isinstance(part, Value) else part)
+        made = super().__new__(cls, "".join(shown))
         made.parts = tuple(flat)
         return made
 
