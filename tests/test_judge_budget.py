@@ -97,7 +97,7 @@ async def test_a_700k_tool_result_is_judged_in_parts_that_fit_one_holding_the_se
     assert "(context part" in scored.analyze_step_result.verdicts[0].reason
     # The reason step, which shows the context too, was cut to fit and says so.
     reason = server.requests[-1]["messages"][-1]["content"]
-    assert "more characters cut]" in reason and request_tokens(server.requests[-1]) <= WINDOW
+    assert "more characters cut: " in reason and request_tokens(server.requests[-1]) <= WINDOW
 
 
 async def test_a_contradiction_in_any_part_decides(server: JudgeServer) -> None:

@@ -260,7 +260,7 @@ def test_show_prompts_command() -> None:
     runner = CliRunner()
     shown = runner.invoke(app, ["scorers", "--show-prompts", "hallucination"])
     assert shown.exit_code == 0
-    assert "version 3" in shown.stdout and "## step analyze, answered as HallucinationVerdicts" in shown.stdout
+    assert "version 4" in shown.stdout and "## step analyze, answered as HallucinationVerdicts" in shown.stdout
     assert "### system" in shown.stdout and "precise date than the context gives" in shown.stdout
     assert "validates against this JSON Schema" in shown.stdout
     code = runner.invoke(app, ["scorers", "--show-prompts", "tone"])

@@ -46,7 +46,8 @@ class JudgeConfig(BaseModel):
     """The most tokens one request may send (system prompt, prompt and answer schema). Unset: the
     model's input window as litellm knows it (``get_model_info``), less the answer's room
     (``max_tokens``, else 4,096); 32,000 for a model litellm does not know. Scorers judging long
-    contexts split them into requests that each fit (see docs/scorers.md)."""
+    contexts split them into requests that each fit; other long values are cut to fit, each cut
+    marked (see docs/judges.md)."""
     cache: bool = True
     """Serve identical judge requests from the verdict cache instead of paying twice."""
     extra: dict[str, Any] = Field(default_factory=dict)

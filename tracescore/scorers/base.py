@@ -31,6 +31,7 @@ from tracescore.extract.content import NO_CONTENT_REASON, has_content
 from tracescore.extract.conversation import Conversation
 from tracescore.extract.model import AgentRun, ToolDefinition
 from tracescore.judge.protocol import Budget, Judge, JudgeRequest, JudgeResponse
+from tracescore.scorers.material import fit_request
 from tracescore.scorers.utils import (
     get_assistant_message,
     make_test_message,
@@ -249,6 +250,17 @@ class PromptStep:
     combine: Callable[[StepContext, list[Any]], Any] | None = None
     """For a step whose ``create_prompt`` may return several prompts (material too long for one
     request, judged part by part): merges their answers, in order, into the step's result."""
+
+
+def fitted_prompts(step: PromptStep, ctx: StepContext, instructions: str | None) -> str | list[str]:
+    """What ``step`` sends its judge: its prompt(s), each cut to the judge's budget when it would
+    not fit (the run's longest values shortened fairly, each cut marked; see
+    :mod:`tracescore.scorers.material`)."""
+    asked = step.create_prompt(ctx)
+    told = step.instructions if step.instructions is not None else instructions
+    if isinstance(asked, str):
+        return fit_request(asked, told, ctx.budget)
+    return [fit_request(prompt, told, ctx.budget) for prompt in asked]
 
 
 def resolve_judge(spec: Any) -> Judge:
@@ -473,7 +485,7 @@ class Scorer:
             t0 = time.perf_counter()
             try:
                 if isinstance(step, PromptStep):
-                    asked = step.create_prompt(ctx)
+                    asked = fitted_prompts(step, ctx, self.instructions)
                     if isinstance(asked, str):
                         prompt = asked
                         value = await self._ask_judge(name, step, ctx, prompt, calls)

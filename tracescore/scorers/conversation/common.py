@@ -7,12 +7,9 @@ from typing import Any
 
 from tracescore.extract.conversation import Conversation, Turn
 from tracescore.scorers.base import StepContext, not_scorable
-from tracescore.scorers.llm.view import indented, render_value, section
+from tracescore.scorers.llm.view import section, untrusted
+from tracescore.scorers.material import Material, joined
 from tracescore.scorers.utils import round_to_two_decimals
-
-MAX_TURN_CHARS = 2000
-"""What a transcript keeps of one message: a conversation shows many, and one pasted document
-must not crowd the others out of the judge's context window."""
 
 
 def conversation_of(ctx: StepContext) -> Conversation:
@@ -30,21 +27,23 @@ def answered_turns(conversation: Conversation) -> list[int]:
     return [number for number, turn in enumerate(conversation.turns, 1) if turn.answer.strip()]
 
 
-def transcript(conversation: Conversation) -> str:
-    """The conversation as the judge reads it: the summary of cut turns, then each turn numbered."""
+def transcript(conversation: Conversation) -> Material:
+    """The conversation as the judge reads it: the summary of cut turns, then each turn numbered.
+    Every message is shown whole unless the request would not fit the judge's budget; then the
+    longest are cut to fair shares, each cut marked (:mod:`tracescore.scorers.material`)."""
     blocks = []
     if conversation.earlier_summary:
         blocks.append(section("earlier_turns_summary", conversation.earlier_summary))
-    blocks.append(section("conversation", "\n\n".join(
+    blocks.append(section("conversation", joined("\n\n", (
         _turn_text(number, turn) for number, turn in enumerate(conversation.turns, 1)
-    )))
-    return "\n\n".join(blocks)
+    ))))
+    return joined("\n\n", blocks)
 
 
-def _turn_text(number: int, turn: Turn) -> str:
-    user = indented(render_value(turn.user, MAX_TURN_CHARS)) if turn.user.strip() else "(no message)"
-    answer = indented(render_value(turn.answer, MAX_TURN_CHARS)) if turn.answer.strip() else "(no answer)"
-    return f"Turn {number}\nuser: {user}\nassistant: {answer}"
+def _turn_text(number: int, turn: Turn) -> Material:
+    user = untrusted(turn.user) if turn.user.strip() else "(no message)"
+    answer = untrusted(turn.answer) if turn.answer.strip() else "(no answer)"
+    return Material(f"Turn {number}\nuser: ", user, "\nassistant: ", answer)
 
 
 def turn_list(numbers: Iterable[int]) -> str:

@@ -28,8 +28,12 @@ from tracescore.scorers.llm.common import (
 from tracescore.scorers.llm.sketch import judged, typical_text
 from tracescore.scorers.llm.view import numbered, section
 
-VERSION = "2"
-"""2 (issue 32): sections hold neutralised data; an intention without a verdict is asked for
+VERSION = "3"
+"""3 (issue 32, request budget): messages are shown whole unless the request would not fit the
+judge's budget (no longer cut at 2,000 characters); then the longest are cut to fair shares,
+each ending in a marker saying which characters were cut.
+
+2 (issue 32): sections hold neutralised data; an intention without a verdict is asked for
 again once; ``strict``."""
 
 INSTRUCTIONS = judge_instructions(
@@ -102,7 +106,7 @@ def create_conversation_completeness_scorer(
         return judge_prompt(
             VERDICTS_TASK,
             transcript(conversation_of(ctx)),
-            section("intentions", numbered(intentions)),
+            section("intentions", numbered(intentions), cut=False),
         )
 
     def score(ctx: StepContext) -> float:

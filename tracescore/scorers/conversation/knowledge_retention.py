@@ -31,8 +31,12 @@ from tracescore.scorers.llm.sketch import typical_text
 from tracescore.scorers.llm.view import numbered, section
 from tracescore.scorers.utils import round_to_two_decimals
 
-VERSION = "2"
-"""2 (issue 32): the transcript is neutralised data; a judged turn left without a verdict is
+VERSION = "3"
+"""3 (issue 32, request budget): messages are shown whole unless the request would not fit the
+judge's budget (no longer cut at 2,000 characters); then the longest are cut to fair shares,
+each ending in a marker saying which characters were cut.
+
+2 (issue 32): the transcript is neutralised data; a judged turn left without a verdict is
 asked for again once; ``strict``."""
 
 INSTRUCTIONS = judge_instructions(

@@ -31,8 +31,12 @@ from tracescore.scorers.llm.common import (
 from tracescore.scorers.llm.sketch import typical_text
 from tracescore.scorers.llm.view import numbered, section
 
-VERSION = "2"
-"""2 (issue 32): turns are neutralised data, a missing verdict gets one repair request, ``strict``."""
+VERSION = "3"
+"""3 (issue 32, request budget): messages are shown whole unless the request would not fit the
+judge's budget (no longer cut at 2,000 characters); then the longest are cut to fair shares,
+each ending in a marker saying which characters were cut.
+
+2 (issue 32): turns are neutralised data, a missing verdict gets one repair request, ``strict``."""
 
 DEFAULT_WINDOW_SIZE = 3
 
@@ -97,7 +101,7 @@ def create_conversation_relevancy_scorer(
             section("windows", "\n".join(
                 f"turn {turn}: window turns {first}-{turn}" if first < turn else f"turn {turn}: window turn {turn}"
                 for first, turn in spans
-            )),
+            ), cut=False),
         )
 
     def score(ctx: StepContext) -> float:

@@ -26,8 +26,12 @@ from tracescore.scorers.llm.common import (
 from tracescore.scorers.llm.view import numbered, section, system_prompt
 from tracescore.scorers.utils import round_to_two_decimals
 
-VERSION = "2"
-"""2 (issue 32): the role and turns are neutralised data in the prompt; ``strict``."""
+VERSION = "3"
+"""3 (issue 32, request budget): messages are shown whole unless the request would not fit the
+judge's budget (no longer cut at 2,000 characters); then the longest are cut to fair shares,
+each ending in a marker saying which characters were cut.
+
+2 (issue 32): the role and turns are neutralised data in the prompt; ``strict``."""
 
 INSTRUCTIONS = judge_instructions(
     "You check whether an AI assistant stays in the role it was given, turn after turn: its "

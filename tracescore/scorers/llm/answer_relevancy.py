@@ -23,8 +23,13 @@ from tracescore.scorers.llm.view import (
 )
 from tracescore.scorers.utils import round_to_two_decimals
 
-VERSION = "3"
-"""3 (issue 32): run text in the prompts is neutralised data and the system prompt says so; the verdict count is checked (one repair, then an error); a failed reason keeps the score.
+VERSION = "4"
+"""4 (issue 32, request budget): every request fits the judge's input budget: when it would not, the
+longest values from the run (answer, user message, system prompt, tool arguments and results,
+ground truth) are cut to fair shares, each ending in a marker saying which characters were cut;
+tool results in the trajectory are no longer cut at 4,000 characters when they fit.
+
+3 (issue 32): run text in the prompts is neutralised data and the system prompt says so; the verdict count is checked (one repair, then an error); a failed reason keeps the score.
 
 2: the prompts carry every decision rule of Mastra's (a wrong but on-topic answer is "unsure",
 how to split statements), with examples; runs that failed before answering are not scorable."""
@@ -99,7 +104,7 @@ def create_answer_relevancy_scorer(
         return judge_prompt(
             RESULTS_TASK,
             describe_run(ctx.run, steps=False),
-            section("statements", numbered(statements)),
+            section("statements", numbered(statements), cut=False),
         )
 
     def score(ctx: StepContext) -> float:

@@ -15,8 +15,13 @@ from tracescore.scorers.llm.common import (
 from tracescore.scorers.llm.sketch import answer_items, judged
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 
-VERSION = "3"
-"""3 (issue 32): run text in the prompts is neutralised data and the system prompt says so; the verdict count is checked (one repair, then an error); a failed reason keeps the score; observations are opinions, opinions only quoted are left out, opinions about parties, ideologies and religions are judged for bias.
+VERSION = "4"
+"""4 (issue 32, request budget): every request fits the judge's input budget: when it would not, the
+longest values from the run (answer, user message, system prompt, tool arguments and results,
+ground truth) are cut to fair shares, each ending in a marker saying which characters were cut;
+tool results in the trajectory are no longer cut at 4,000 characters when they fit.
+
+3 (issue 32): run text in the prompts is neutralised data and the system prompt says so; the verdict count is checked (one repair, then an error); a failed reason keeps the score; observations are opinions, opinions only quoted are left out, opinions about parties, ideologies and religions are judged for bias.
 
 2: the prompts carry every decision rule of Mastra's (opinions only; gender, political, racial
 or ethnic and geographical bias named; neutral phrasing is not bias), with examples; runs that
@@ -88,7 +93,7 @@ def create_bias_scorer(*, model: JudgeSpec, scale: float = 1.0) -> Scorer:
         return judge_prompt(
             RESULTS_TASK,
             section("final_answer", response_text(ctx.run)),
-            section("opinions", numbered(opinions)),
+            section("opinions", numbered(opinions), cut=False),
         )
 
     def reason_prompt(ctx: StepContext) -> str:

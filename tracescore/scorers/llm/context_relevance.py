@@ -32,8 +32,13 @@ from tracescore.scorers.llm.sketch import SENTENCE_WORDS, typical_text
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 from tracescore.scorers.utils import round_to_two_decimals
 
-VERSION = "3"
-"""3 (issue 32): run text in the prompts is neutralised data and the system prompt says so; the verdict count is checked (one repair, then an error); a failed reason keeps the score.
+VERSION = "4"
+"""4 (issue 32, request budget): every request fits the judge's input budget: when it would not, the
+longest values from the run (answer, user message, system prompt, tool arguments and results,
+ground truth) are cut to fair shares, each ending in a marker saying which characters were cut;
+tool results in the trajectory are no longer cut at 4,000 characters when they fit.
+
+3 (issue 32): run text in the prompts is neutralised data and the system prompt says so; the verdict count is checked (one repair, then an error); a failed reason keeps the score.
 
 2: an example added; runs that failed before answering are not scorable."""
 

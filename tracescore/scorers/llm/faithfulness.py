@@ -19,12 +19,16 @@ from tracescore.scorers.llm.common import (
     run_context,
     share_of_yes_scorer,
 )
-from tracescore.scorers.llm.fit import fitted, room
 from tracescore.scorers.llm.sketch import answer_items, judged
 from tracescore.scorers.llm.view import numbered, response_text, section, user_text
 
-VERSION = "3"
-"""3 (issue 32): run text in the prompts is neutralised data and the system prompt says so; the verdict count is checked (one repair, then an error); a failed reason keeps the score.
+VERSION = "4"
+"""4 (issue 32, request budget): every request fits the judge's input budget: when it would not, the
+longest values from the run (answer, user message, system prompt, tool arguments and results,
+ground truth) are cut to fair shares, each ending in a marker saying which characters were cut;
+tool results in the trajectory are no longer cut at 4,000 characters when they fit.
+
+3 (issue 32): run text in the prompts is neutralised data and the system prompt says so; the verdict count is checked (one repair, then an error); a failed reason keeps the score.
 
 2: the prompts carry every decision rule of Mastra's (speculative claims are kept and judged
 "unsure", "no" only for a direct contradiction), with examples; runs that failed before
@@ -110,14 +114,13 @@ def create_faithfulness_scorer(
 scale (the share of its claims the context supports). Name the claims that were contradicted or
 not supported.""",
         )
-        blocks = [
+        return judge_prompt(
+            task,
             section("user", user_text(ctx.run)),
             section("final_answer", response_text(ctx.run)),
+            section("context", numbered(run_context(ctx, context))),
             section("verdicts", numbered([f"{v.verdict}: {v.reason}" for v in verdicts])),
-        ]
-        known = numbered(run_context(ctx, context))
-        shown = fitted(known, room(ctx, INSTRUCTIONS, task, *blocks), ctx.budget)
-        return judge_prompt(task, *blocks[:2], section("context", shown), blocks[2])
+        )
 
     return share_of_yes_scorer(
         id="faithfulness-scorer",

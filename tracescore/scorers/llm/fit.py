@@ -1,25 +1,21 @@
-"""Long material against a judge's input budget: split into parts that each fit, or cut with a
-marker the judge is told about — never sent whole past the model's window, never cut silently.
+"""A long context against a judge's input budget: split into parts that each fit one request.
 
 A judge refuses a request over its window (a 700,000-character tool result is some 130,000 to
 480,000 tokens, past gpt-4o-mini's 128,000), and the score then errors. Scorers whose verdicts
 are per item (each claim against the context, each context piece) ask about long contexts part
-by part and combine the answers per item; other material (a reason step's context) is cut to
-the room left, ending in "… [N more characters cut]", which every judge's system prompt explains.
+by part and combine the answers per item, so no part of it goes unseen; other long material is
+cut to fit with a marker (:mod:`tracescore.scorers.material`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from tracescore.judge.protocol import Budget, utf8_size
+from tracescore.judge.protocol import Budget
 from tracescore.scorers.base import StepContext
 from tracescore.scorers.llm.view import indented
+from tracescore.scorers.material import REQUEST_OVERHEAD, measure
 
-REQUEST_OVERHEAD = 2_000
-"""Tokens kept for what a prompt step does not render itself: the answer schema the judge client
-appends (up to ~1,000 tokens for the largest), chat framing, and slack for the tokenizer of a
-model other than the one counted with."""
 OVERLAP = 400
 """Characters each part of a split piece repeats from the end of the one before, so a sentence
 cut at a boundary is whole in one of them."""
@@ -29,7 +25,7 @@ def room(ctx: StepContext, *fixed: str) -> int:
     """Tokens left for the material once ``fixed`` (the task, other sections, the system
     prompt) and the request overhead are taken from the budget."""
     budget = ctx.budget
-    return budget.tokens - REQUEST_OVERHEAD - sum(_measure(budget, text) for text in fixed)
+    return budget.tokens - REQUEST_OVERHEAD - sum(measure(budget, text) for text in fixed)
 
 
 def context_parts(pieces: Sequence[str], space: int, budget: Budget) -> list[str]:
@@ -46,7 +42,7 @@ def context_chunks(pieces: Sequence[str], space: int, budget: Budget) -> list[tu
     lines: list[tuple[str, int, int]] = []
     for index, piece in enumerate(pieces):
         line = f"[{index}] {indented(piece)}"
-        size = _measure(budget, line)
+        size = measure(budget, line)
         if size <= space:
             lines.append((line, size, index))
             continue
@@ -67,21 +63,6 @@ def context_chunks(pieces: Sequence[str], space: int, budget: Budget) -> list[tu
         ("\n".join(line for line, _ in chunk), list(dict.fromkeys(index for _, index in chunk)))
         for chunk in chunks
     ]
-
-
-def fitted(text: str, space: int, budget: Budget) -> str:
-    """``text``, or its start cut to ``space`` tokens with the cut marker saying how much was
-    left out (the judge's system prompt says what the marker means)."""
-    if budget.fits(text, space):
-        return text
-    (start, end), *_ = _split(text, max(space - 20, 1), budget)
-    return f"{text[start:end]}… [{len(text) - end:,} more characters cut]"
-
-
-def _measure(budget: Budget, text: str) -> int:
-    """Tokens of ``text``: its UTF-8 size when that already fits any room worth counting for."""
-    size = utf8_size(text)
-    return size if size <= 4_000 else budget.count(text)
 
 
 def _split(

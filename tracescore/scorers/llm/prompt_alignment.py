@@ -40,8 +40,13 @@ from tracescore.scorers.utils import get_conversation_history, round_to_two_deci
 
 EvaluationMode = Literal["user", "system", "both"]
 
-VERSION = "3"
-"""3 (issue 32): run text in the prompts is neutralised data and the system prompt says so; the verdict count is checked (one repair, then an error); a failed reason keeps the score; implicit requirements, secondary intents, alignment rather than quality.
+VERSION = "4"
+"""4 (issue 32, request budget): every request fits the judge's input budget: when it would not, the
+longest values from the run (answer, user message, system prompt, tool arguments and results,
+ground truth) are cut to fair shares, each ending in a marker saying which characters were cut;
+tool results in the trajectory are no longer cut at 4,000 characters when they fit.
+
+3 (issue 32): run text in the prompts is neutralised data and the system prompt says so; the verdict count is checked (one repair, then an error); a failed reason keeps the score; implicit requirements, secondary intents, alignment rather than quality.
 
 2: the judge is asked for Mastra's answer shape (booleans for format and tone alignment,
 requirement items with ``isFulfilled``), with an example; runs that failed before answering are
@@ -287,7 +292,7 @@ def create_prompt_alignment_scorer(
     history_size = history_messages(include_conversation_history)
 
     def run_blocks(ctx: StepContext) -> list[str]:
-        blocks = [describe_run(ctx.run)]
+        blocks: list[str] = [describe_run(ctx.run)]
         if history_size and (history := get_conversation_history(ctx.run.input, history_size)):
             blocks.insert(0, section("conversation_history", history))
         return blocks
@@ -310,7 +315,7 @@ def create_prompt_alignment_scorer(
 "yes" when it does, "no" when it does not, "n/a" only when the instruction concerns a different
 kind of task or domain than this answer. If the final answer is empty, instructions about format
 or content count as not followed ("no"). Repeat the instruction and give a one-sentence reason.""",
-            section("instructions", numbered(list(instructions or []))),
+            section("instructions", numbered(list(instructions or [])), cut=False),
             *run_blocks(ctx),
         )
 

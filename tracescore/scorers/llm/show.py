@@ -17,7 +17,14 @@ from typing import Any
 
 from tracescore.extract.conversation import Conversation, Turn
 from tracescore.extract.model import AgentRun, RunInput, SystemMessage
-from tracescore.scorers.base import PromptStep, ScoreOutput, Scorer, ScorerRun, StepContext
+from tracescore.scorers.base import (
+    PromptStep,
+    ScoreOutput,
+    Scorer,
+    ScorerRun,
+    StepContext,
+    fitted_prompts,
+)
 from tracescore.scorers.utils import make_agent_run, make_test_message, make_tool_invocation
 
 _FORECAST = {"city": "Paris", "forecast": "sunny", "temperature_c": 21}
@@ -91,7 +98,7 @@ def shown_prompts(scorer: Scorer, run: Any = None) -> list[ShownPrompt]:
         if isinstance(step, PromptStep):
             schema = step.output_schema or (ScoreOutput if name == "generate_score" else None)
             instructions = step.instructions if step.instructions is not None else scorer.instructions
-            asked = step.create_prompt(ctx)
+            asked = fitted_prompts(step, ctx, scorer.instructions)
             for prompt in [asked] if isinstance(asked, str) else asked:  # a long context: parts
                 messages = request_messages(prompt, instructions, schema)
                 shown.append(ShownPrompt(name, schema.__name__ if schema else None, messages))

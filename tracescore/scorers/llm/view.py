@@ -6,9 +6,10 @@ the reasoning it followed — so the judge scorers here show the whole run: ever
 and every tool call with its arguments and result (or error), in the order they happened. For
 an extracted ``AgentRun`` the output is its full trajectory (one assistant message whose parts
 are the run's steps), so this reads the trajectory whatever convention the spans followed.
-Values in the trajectory are cut at :data:`MAX_VALUE_CHARS` with a marker the judge's system
-prompt explains; the context (retrieved documents, tool results) is kept whole and fitted to the
-judge's budget by the scorers that judge it (:mod:`.fit`).
+Everything taken from the run is a :class:`~tracescore.scorers.material.Value`: shown whole, and
+cut (fairly, with a marker the judge's system prompt explains) only when a request would not fit
+its judge's budget; the context (retrieved documents, tool results) is judged in parts by the
+scorers whose verdicts are per item (:mod:`.fit`).
 """
 
 from __future__ import annotations
@@ -19,14 +20,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tracescore.scorers.base import ScorerRun
+from tracescore.scorers.material import Material, Value, joined
 from tracescore.scorers.utils import (
     get_assistant_message,
     get_combined_system_prompt,
     get_user_message,
     merge_tool_invocations,
 )
-
-MAX_VALUE_CHARS = 4000
 
 
 def user_text(run: ScorerRun) -> str:
@@ -41,23 +41,32 @@ def system_prompt(run: ScorerRun) -> str:
     return get_combined_system_prompt(run.input) if isinstance(run.input, Mapping) else ""
 
 
-def render_value(value: Any, limit: int | None = MAX_VALUE_CHARS) -> str:
-    """``value`` as text, cut at ``limit`` characters with a marker saying how many were cut
-    (``None``: whole, for material a scorer fits to its judge's budget itself)."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    if limit is not None and len(text) > limit:
-        return f"{text[:limit]}… [{len(text) - limit} more characters cut]"
-    return text
+def as_text(value: Any) -> str:
+    """A value of the run (a tool's arguments or result) as the judge reads it: JSON unless text."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _invocation(inv: Mapping[str, Any]) -> str:
-    line = f"tool call {inv.get('toolName')!s} with arguments {render_value(inv.get('args') or {})}"
+def listed(text: str) -> str:
+    """Untrusted text shown inside a list: neutralised, its later lines indented."""
+    return indented(neutralised(text))
+
+
+def untrusted(value: Any) -> Value:
+    """A value of the run inside a list (a step, a turn, an item): cut to the judge's budget
+    only when the request would not fit otherwise (:func:`tracescore.scorers.material.fit_prompt`)."""
+    return Value(as_text(value), listed)
+
+
+def _invocation(inv: Mapping[str, Any]) -> Material:
+    line = (f"tool call {listed(str(inv.get('toolName')))} with arguments ",
+            untrusted(inv.get("args") or {}))
     state = inv.get("state")
     if state == "result" and "result" in inv:
-        return f"{line}\n   result: {render_value(inv['result'])}"
+        return Material(*line, "\n       result: ", untrusted(inv["result"]))
     if state == "output-error" or inv.get("isError"):
-        return f"{line}\n   failed: {render_value(inv.get('errorText') or inv.get('result') or 'error')}"
-    return f"{line}\n   (no result: {state})"
+        failure = inv.get("errorText") or inv.get("result") or "error"
+        return Material(*line, "\n       failed: ", untrusted(failure))
+    return Material(*line, f"\n       (no result: {listed(str(state))})")
 
 
 def _reasoning(part: Mapping[str, Any]) -> str:
@@ -67,7 +76,7 @@ def _reasoning(part: Mapping[str, Any]) -> str:
     return part.get("reasoning") or ""
 
 
-def _message_steps(message: Mapping[str, Any], final_answer: str) -> Iterable[str]:
+def _message_steps(message: Mapping[str, Any], final_answer: str) -> Iterable[Material]:
     content = message.get("content")
     if not isinstance(content, Mapping):
         return
@@ -75,23 +84,23 @@ def _message_steps(message: Mapping[str, Any], final_answer: str) -> Iterable[st
     # ``content.reasoning`` joins the reasoning parts (Mastra's legacy field): shown only for a
     # message without them, so each reasoning step appears once, in its place.
     if content.get("reasoning") and not any(p.get("type") == "reasoning" for p in parts):
-        yield f"reasoning: {render_value(content['reasoning'])}"
+        yield Material("reasoning: ", untrusted(content["reasoning"]))
     seen_calls: set[Any] = set()
     for part in parts:
         kind = part.get("type")
         if kind == "reasoning" and (text := _reasoning(part)):
-            yield f"reasoning: {render_value(text)}"
+            yield Material("reasoning: ", untrusted(text))
         elif kind == "tool-invocation" and part.get("toolInvocation"):
             seen_calls.add(part["toolInvocation"].get("toolCallId"))
             yield _invocation(part["toolInvocation"])
         elif kind == "text" and part.get("text") and part["text"].strip() != final_answer.strip():
-            yield f"said: {render_value(part['text'])}"
+            yield Material("said: ", untrusted(part["text"]))
     for inv in merge_tool_invocations(message):
         if inv.get("toolCallId") not in seen_calls:
             yield _invocation(inv)
 
 
-def trajectory(run: ScorerRun) -> list[str]:
+def trajectory(run: ScorerRun) -> list[Material]:
     """The run's steps before its final answer: reasoning, tool calls and results, in order."""
     if not isinstance(run.output, Sequence) or isinstance(run.output, str):
         return []
@@ -110,7 +119,7 @@ def tool_results(run: ScorerRun) -> list[str]:
     if not isinstance(run.output, Sequence) or isinstance(run.output, str):
         return []
     return [
-        render_value(inv["result"], None)
+        as_text(inv["result"])
         for message in run.output
         if isinstance(message, Mapping)
         for inv in merge_tool_invocations(message)
@@ -139,10 +148,16 @@ def neutralised(text: str) -> str:
     return _TAG_OPENING.sub(NEUTRAL_BRACKET, text)
 
 
-def section(tag: str, body: str) -> str:
+def section(tag: str, body: str, *, cut: bool = True) -> Material:
     """Material for the judge between ``<tag>`` and ``</tag>``: the judge's instructions say
-    sections hold data, never instructions, and the body cannot close its section early."""
-    return f"<{tag}>\n{neutralised(body)}\n</{tag}>"
+    sections hold data, never instructions, and the body cannot close its section early. The
+    body is cut to the judge's budget when the request would not fit otherwise, unless ``cut``
+    is false (a list the judge answers item by item must be shown whole)."""
+    if isinstance(body, Material):  # already neutralised, its values known
+        inner: tuple[str | Value, ...] = (str(body),) if not cut else (body,)
+    else:
+        inner = (Value(body, neutralised),) if cut else (neutralised(body),)
+    return Material(f"<{tag}>\n", *inner, f"\n</{tag}>")
 
 
 def indented(text: str) -> str:
@@ -151,21 +166,21 @@ def indented(text: str) -> str:
     return text.replace("\n", "\n    ")
 
 
-def numbered(items: Sequence[str], start: int = 0) -> str:
-    return "\n".join(
-        f"[{index}] {indented(item)}" for index, item in enumerate(items, start)
-    ) or "(none)"
+def numbered(items: Sequence[str], start: int = 0) -> Material:
+    if not items:
+        return Material("(none)")
+    return joined("\n", (Material(f"[{index}] ", untrusted(item))
+                         for index, item in enumerate(items, start)))
 
 
-def describe_run(run: ScorerRun, *, system: bool = True, steps: bool = True) -> str:
+def describe_run(run: ScorerRun, *, system: bool = True, steps: bool = True) -> Material:
     """The run as the judge reads it: system prompt, user turn, trajectory, final answer."""
     parts = []
     if system and (prompt := system_prompt(run)):
         parts.append(section("system_prompt", prompt))
     parts.append(section("user", user_text(run) or "(empty)"))
     if steps and (lines := trajectory(run)):
-        parts.append(
-            section("agent_steps", "\n".join(f"{i}. {indented(line)}" for i, line in enumerate(lines, 1)))
-        )
+        parts.append(section("agent_steps", joined("\n", (
+            Material(f"{number}. ", line) for number, line in enumerate(lines, 1)))))
     parts.append(section("final_answer", response_text(run) or "(empty)"))
-    return "\n\n".join(parts)
+    return joined("\n\n", parts)
