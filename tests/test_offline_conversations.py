@@ -18,13 +18,14 @@ from typer.testing import CliRunner
 from tests.conftest import CAPTURES
 from tests.judge_server import JudgeServer, json_reply
 from tracescore.cli import app
-from tracescore.pipeline.conversations import conversation_score_id
 from tracescore.extract.conversation import Turn
 from tracescore.ingest.files import load_traces
 from tracescore.judge import JudgeConfig
 from tracescore.offline.conversations import as_conversation, by_conversation
 from tracescore.offline.inputs import read_runs
 from tracescore.offline.runner import run_evals
+from tracescore.pipeline.conversations import conversation_score_id
+from tracescore.scorers.conversation.knowledge_retention import VERSION as RETENTION_VERSION
 from tracescore.store import open_store
 
 ADA = [("Hi, my name is Ada and I live in Lyon.", "Nice to meet you, Ada! How can I help you today?"),
@@ -81,8 +82,9 @@ def test_score_groups_files_by_conversation_for_conversation_scorers(server: Jud
     assert sorted(r["conversation_id"] for r in retention) == sorted(CONVERSATIONS[k] for k in
                                                                      ("pydantic-ai", "openinference-openai"))
     # Rows as the service stores them: one per conversation and binding, on the last turn's run.
+    assert {r["scorer_version"] for r in retention} == {RETENTION_VERSION}
     assert {r["id"] for r in retention} == {
-        conversation_score_id(r["conversation_id"], "knowledge-retention", "1") for r in retention}
+        conversation_score_id(r["conversation_id"], "knowledge-retention", r["scorer_version"]) for r in retention}
     conversations = by_conversation(read_runs(captures("pydantic-ai", "openinference-openai")), max_turns=20)
     last_turns = {(c.turns[-1].trace_id, c.turns[-1].span_id) for c in conversations}
     assert {(r["trace_id"], r["span_id"]) for r in retention} == last_turns
