@@ -31,6 +31,8 @@ REVIEWED = {
     "_LATEST.format(column='service_name')", "_LATEST.format(column='agent_name')",
     "table", "names", "staging", "', '.join([mark] * len(columns))", "conflict", "key",  # store/bulk.py: ORM table and column names
     "synchronous.upper()",  # store/engine.py: checked against normal/full before use
+    # store/sources.py: the ORM table's column names and a constant list of SET clauses over them
+    "', '.join(_COLUMNS)", "', '.join([mark] * len(_COLUMNS))", "', '.join(updates)",
 }  # fmt: skip
 
 
