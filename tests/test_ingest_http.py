@@ -35,7 +35,10 @@ MAX_BODY = 1024 * 1024
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    config = {"server": {"max_body_bytes": MAX_BODY, "max_pending_requests": 2, "max_body_readers": 2}}
+    # Every client here is 127.0.0.1: one address may use the whole pool of readers (its
+    # per-address share is tested in test_slow_clients_per_address.py).
+    config = {"server": {"max_body_bytes": MAX_BODY, "max_pending_requests": 2, "max_body_readers": 2,
+                         "max_body_readers_per_client": 2}}
     with start_server(tmp_path_factory.mktemp("http"), config=config) as running:
         yield running
 
