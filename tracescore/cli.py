@@ -456,9 +456,11 @@ def _print_estimates(plan: Any, compiled: list[Any], engine: Any, fmt: str) -> N
 
     from tracescore.offline.estimate import estimate_cost
 
-    estimates = [
-        estimate_cost(b, plan.samples[b.name], plan.runs[b.name], engine) for b in compiled
-    ]
+    estimates = []
+    for b in compiled:
+        sample = plan.samples[b.name]
+        estimates.append(estimate_cost(b, sample.runs, sample.total, engine,
+                                       copies=sample.copies, distinct=sample.distinct))
     total = sum(e.cost_usd for e in estimates)
     if fmt == "json":
         typer.echo(orjson.dumps(
