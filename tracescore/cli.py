@@ -14,6 +14,9 @@ from tracescore.offline.report import Format
 if TYPE_CHECKING:
     from tracescore.config import Config
 
+# What an option left unset means, shown as its default in --help.
+_NO_CONFIG = "none: the embedded defaults"
+
 app = typer.Typer(
     name="tracescore",
     help="Score AI agents from their OpenTelemetry traces.",
@@ -27,30 +30,55 @@ app.command()(calibrate)
 app.command()(export)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from tracescore.version import __version__
+
+        typer.echo(f"tracescore {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def main() -> None:
+def main(
+    _version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True,
+        help="Print the installed version and exit.",
+    ),
+) -> None:
     """Score AI agents from their OpenTelemetry traces."""
 
 
 @app.command()
 def serve(
-    config_file: Path | None = typer.Option(None, "--config", help="YAML config file."),
+    config_file: Path | None = typer.Option(
+        None, "--config", help="YAML config file.", show_default=_NO_CONFIG
+    ),
     db: str | None = typer.Option(
-        None, "--db", help="Database URL: sqlite:///file.db or postgresql://user@host/db."
+        None, "--db", help="Database URL: sqlite:///file.db or postgresql://user@host/db.",
+        show_default="sqlite:///tracescore.db, or the config's store",
     ),
     host: str | None = typer.Option(
-        None, "--host", help="Interface to listen on (default 127.0.0.1; 0.0.0.0: every interface)."
+        None, "--host", help="Interface to listen on (0.0.0.0: every interface).",
+        show_default="127.0.0.1, or the config's server.host",
     ),
-    http_port: int | None = typer.Option(None, "--http-port", help="OTLP/HTTP and API port."),
-    grpc_port: int | None = typer.Option(None, "--grpc-port", help="OTLP/gRPC port."),
+    http_port: int | None = typer.Option(
+        None, "--http-port", help="OTLP/HTTP, API and dashboard port.",
+        show_default="4318, or the config's server.http_port",
+    ),
+    grpc_port: int | None = typer.Option(
+        None, "--grpc-port", help="OTLP/gRPC port.", show_default="4317, or the config's server.grpc_port"
+    ),
     idle_timeout: float | None = typer.Option(
-        None, "--idle-timeout", help="Seconds without new spans before a trace is complete."
+        None, "--idle-timeout", help="Seconds without new spans before a trace is complete.",
+        show_default="5.0, or the config's assembly.idle_timeout",
     ),
     processes: int | None = typer.Option(
-        None, "--processes", help="Service processes sharing the ports (one per core)."
+        None, "--processes", help="Service processes sharing the ports (one per core).",
+        show_default="1, or the config's server.processes",
     ),
     unpackers: int | None = typer.Option(
-        None, "--unpackers", help="Processes per service decoding acknowledged requests into rows."
+        None, "--unpackers", help="Processes per service decoding acknowledged requests into rows.",
+        show_default="1, or the config's server.unpackers",
     ),
 ) -> None:
     """Run the collector: OTLP/HTTP, OTLP/gRPC and the read API, storing spans durably."""
@@ -155,7 +183,7 @@ def extract(
     ),
     config_file: Path | None = typer.Option(
         None, "--config", help="YAML config: its conventions are read too, its "
-        "conversations.id_attributes name the conversation."
+        "conversations.id_attributes name the conversation.", show_default=_NO_CONFIG,
     ),
 ) -> None:
     """Rebuild the agent, LLM and tool runs of the traces in FILES and print them as JSON."""
@@ -190,8 +218,16 @@ _SCORER_OPTION = typer.Option(
     [], "--scorer", help="NAME[:key=value,…] (values read as YAML), or module:attr[:…] for a "
     "custom scorer; repeatable; replaces the config's bindings."
 )
-_JUDGE_OPTION = typer.Option(None, "--judge", help="Judge model for LLM scorers (litellm name).")
-_API_BASE_OPTION = typer.Option(None, "--api-base", help="OpenAI-compatible judge URL.")
+_JUDGE_OPTION = typer.Option(
+    None, "--judge", help="Judge model for LLM scorers (litellm name).",
+    show_default="the config's judges.default",
+)
+_API_BASE_OPTION = typer.Option(
+    None, "--api-base", help="OpenAI-compatible judge URL.", show_default="the model's provider"
+)
+_DB_OPTION = typer.Option(
+    None, "--db", help="Database URL.", show_default="the config's store, sqlite:///tracescore.db"
+)
 
 
 @app.command()
@@ -200,7 +236,9 @@ def score(
         ..., help="OTLP export files or directories (JSON or protobuf), or JSON / JSON Lines of "
         "runs (tracescore's shape or Mastra's).", exists=True
     ),
-    config_file: Path | None = typer.Option(None, "--config", help="YAML config: bindings, judges."),
+    config_file: Path | None = typer.Option(
+        None, "--config", help="YAML config: bindings, judges.", show_default=_NO_CONFIG
+    ),
     scorer: list[str] = _SCORER_OPTION,
     judge: str | None = _JUDGE_OPTION,
     api_base: str | None = _API_BASE_OPTION,
@@ -212,12 +250,11 @@ def score(
         [], "--fail-over", help="BINDING=MAX: exit 1 when the mean is above MAX (toxicity, bias…)."
     ),
     output: Path | None = typer.Option(
-        None, "--output", help="Also write every score row as JSON Lines."
+        None, "--output", help="Also write every score row as JSON Lines.", show_default="none"
     ),
     concurrency: int = typer.Option(8, "--concurrency", min=1, help="Runs scored at once."),
 ) -> None:
     """Score the runs in FILES and print per-binding results; a CI gate with --fail-under.
-
     Conversation scorers (and bindings with target: conversation) score the conversations the
     runs are turns of, grouped by conversation id."""
     import asyncio
@@ -295,6 +332,7 @@ def list_scorers(
     show_prompts: str | None = typer.Option(
         None, "--show-prompts", metavar="NAME",
         help="Print what the LLM scorer NAME tells its judge, rendered on an example run.",
+        show_default="none: list the scorers",
     ),
 ) -> None:
     """List every prebuilt scorer with its options, or show an LLM scorer's judge prompts."""
@@ -362,7 +400,8 @@ def rescore(
         False, "--dry-run", help="Print the runs to score and the estimated judge cost, then stop."
     ),
     max_cost: float | None = typer.Option(
-        None, "--max-cost", min=0, help="Stop starting traces once this many USD would be spent."
+        None, "--max-cost", min=0, help="Stop starting traces once this many USD would be spent.",
+        show_default="no limit",
     ),
     force: bool = typer.Option(
         False, "--force", help="Also re-score runs that have a current score."
@@ -371,9 +410,9 @@ def rescore(
         True, "--emit/--no-emit", help="Send the new scores to the config's export.otlp_endpoint."
     ),
     config_file: Path | None = typer.Option(
-        None, "--config", help="YAML config: store, bindings, judges."
+        None, "--config", help="YAML config: store, bindings, judges.", show_default=_NO_CONFIG
     ),
-    db: str | None = typer.Option(None, "--db", help="Database URL (default: the config's store)."),
+    db: str | None = _DB_OPTION,
     judge: str | None = _JUDGE_OPTION,
     api_base: str | None = _API_BASE_OPTION,
     concurrency: int = typer.Option(8, "--concurrency", min=1, help="Traces scored at once."),
@@ -488,10 +527,12 @@ def compare(
     binding: str = typer.Option(..., "--binding", help="The binding whose versions to compare."),
     versions: tuple[str, str] = typer.Option(..., "--versions", help="Two scorer versions: A B."),
     threshold: float | None = typer.Option(
-        None, "--threshold", help="Label pass at score >= this (default: the stored labels)."
+        None, "--threshold", help="Label pass at score >= this.", show_default="the stored labels"
     ),
-    config_file: Path | None = typer.Option(None, "--config", help="YAML config (for its store)."),
-    db: str | None = typer.Option(None, "--db", help="Database URL (default: the config's store)."),
+    config_file: Path | None = typer.Option(
+        None, "--config", help="YAML config (for its store).", show_default=_NO_CONFIG
+    ),
+    db: str | None = _DB_OPTION,
     fmt: str = typer.Option("table", "--format", help="table or json."),
 ) -> None:
     """Agreement of two scorer versions of a binding on the runs both scored."""
@@ -544,7 +585,9 @@ def demo(
         30.0, "--drop-after", min=0,
         help="Seconds after which weather-bot's answers get worse and concierge's memory fails.",
     ),
-    seed: int | None = typer.Option(None, "--seed", help="Random seed, for repeatable traffic."),
+    seed: int | None = typer.Option(
+        None, "--seed", help="Random seed, for repeatable traffic.", show_default="random"
+    ),
 ) -> None:
     """Send realistic agent traces (3 agents with tools and reasoning, and a multi-turn chat
     agent whose turns share a conversation id, in 4 services) to a collector."""

@@ -25,10 +25,13 @@ db_app = typer.Typer(
 )
 
 DB_OPTION = typer.Option(
-    None, "--db", help="Database URL (default: the config's store): sqlite:///file.db or "
-    "postgresql://user@host/db."
-)  # fmt: skip
-CONFIG_OPTION = typer.Option(None, "--config", help="YAML config file (for its store).")
+    None, "--db", help="Database URL: sqlite:///file.db or postgresql://user@host/db.",
+    show_default="the config's store, sqlite:///tracescore.db",
+)
+CONFIG_OPTION = typer.Option(
+    None, "--config", help="YAML config file (for its store).",
+    show_default="none: the embedded defaults",
+)
 
 
 def _exit(code: int, message: str) -> NoReturn:
@@ -112,8 +115,8 @@ def check(db: str | None = DB_OPTION, config_file: Path | None = CONFIG_OPTION) 
 
 @db_app.command("prune")
 def prune(db: str | None = DB_OPTION, config_file: Path | None = CONFIG_OPTION) -> None:
-    """Run one retention pass now, as the config's ``retention:`` section says, and print the
-    rows removed per kind (a running service's own passes are unaffected)."""
+    """Run one retention pass now, as the config's retention section says, and print the rows
+    removed per kind (a running service's own passes are unaffected)."""
     from tracescore.config import ConfigError, load_config
     from tracescore.retention.config import KINDS
     from tracescore.retention.prune import Pruner
