@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
-from tracescore.dbcli import database_errors, db_app
+from tracescore.dbcli import database_errors, db_app, require_database
 from tracescore.feedbackcli import calibrate, export
 from tracescore.offline.report import Format
 
@@ -610,10 +610,10 @@ def demo(
 
 
 def _open_store(url: str) -> Any:
-    """The store at ``url``, with every acknowledged request in it stored as rows (a collector
-    that stopped may have left some in the ingest journal); a URL that cannot be used raises
-    ``ValueError`` (a usage error), a database that cannot be opened or has a schema this
-    release cannot use exits 1."""
+    """The existing store at ``url``, with every acknowledged request in it stored as rows (a
+    collector that stopped may have left some in the ingest journal); a URL that cannot be used
+    raises ``ValueError`` (a usage error), a database that does not exist, cannot be opened or
+    has a schema this release cannot use exits 1."""
     from sqlalchemy.exc import ArgumentError
 
     from tracescore.config import ServerConfig
@@ -621,6 +621,7 @@ def _open_store(url: str) -> Any:
     from tracescore.store import open_store
 
     try:
+        require_database(url)
         with database_errors():
             store = open_store(url)
             drain(store, ServerConfig().max_attribute_chars)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
-from tracescore.dbcli import CONFIG_OPTION, DB_OPTION, database_errors
+from tracescore.dbcli import CONFIG_OPTION, DB_OPTION, database_errors, require_database
 
 if TYPE_CHECKING:
     from tracescore.config import Config
@@ -36,8 +36,10 @@ def _open(db: str | None, config_file: Path | None) -> tuple[Config, SpanStore]:
         _exit(2, f"cannot read config file {config_file}: {exc.strerror}")
     except ConfigError as exc:
         _exit(2, str(exc))
+    url = db or config.store.url
     try:
-        return config, open_store(db or config.store.url)
+        require_database(url)
+        return config, open_store(url)
     except ValueError as exc:
         _exit(2, f"invalid database URL: {exc}")
 
