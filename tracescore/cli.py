@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -588,16 +589,59 @@ def demo(
     seed: int | None = typer.Option(
         None, "--seed", help="Random seed, for repeatable traffic.", show_default="random"
     ),
+    serve: bool = typer.Option(
+        False, "--serve", help="Start the collector too, at --endpoint, with the demo's config "
+        "(its alert rules and a conversation binding), and keep it running until Ctrl-C.",
+    ),
+    db: str = typer.Option(
+        "sqlite:///tracescore-demo.db", "--db", help="With --serve: the collector's database."
+    ),
+    grpc_port: int = typer.Option(4317, "--grpc-port", help="With --serve: its OTLP/gRPC port."),
+    print_config: bool = typer.Option(
+        False, "--print-config", help="Print the demo's config (for tracescore serve --config) "
+        "and exit.",
+    ),
 ) -> None:
     """Send realistic agent traces (3 agents with tools and reasoning, and a multi-turn chat
-    agent whose turns share a conversation id, in 4 services) to a collector."""
-    from tracescore.offline.demo import DEGRADING_AGENT, parse_rate, run_demo
-    from tracescore.offline.demo_chat import CHAT_AGENT
+    agent whose turns share a conversation id, in 4 services) to a collector; with --serve,
+    start that collector first, configured for the demo."""
+    from tracescore.offline.demo import parse_rate
+    from tracescore.offline.demo_collector import (
+        CollectorExited,
+        demo_collector,
+        demo_config_text,
+    )
 
+    if print_config:
+        typer.echo(demo_config_text(), nl=False)
+        return
     try:
         rate = parse_rate(rate_text)
     except ValueError as exc:
         _usage_error(str(exc))
+    if not serve:
+        _send_demo(endpoint, rate, duration, drop_after, seed)
+        return
+    try:
+        with demo_collector(endpoint, db, grpc_port) as collector:
+            _send_demo(endpoint, rate, duration, drop_after, seed)
+            typer.echo(
+                f"the collector keeps running with the demo's alert rules: open {endpoint}/ "
+                "(Ctrl-C stops it)", err=True,
+            )
+            with contextlib.suppress(KeyboardInterrupt):
+                collector.wait()
+    except CollectorExited as exc:
+        _fail(exc.code, str(exc))
+    except TimeoutError as exc:
+        _fail(1, str(exc))
+
+
+def _send_demo(
+    endpoint: str, rate: float, duration: float, drop_after: float, seed: int | None
+) -> None:
+    from tracescore.offline.demo import DEGRADING_AGENT, run_demo
+    from tracescore.offline.demo_chat import CHAT_AGENT
 
     typer.echo(
         f"sending {rate:g} agent traces/s to {endpoint} "
