@@ -62,7 +62,8 @@ def test_every_option_shows_its_default(path: tuple[str, ...]) -> None:
 
 def _described(text: str, flag: str) -> str:
     """The help row of ``flag`` in whitespace-collapsed help ``text``."""
-    return text.split(f"│ {flag} ", 1)[1].split("│ --", 1)[0]
+    row = text.split(f"│ {flag} ", 1)[1].split("│ --", 1)[0]
+    return row.replace(" │ │ ", " ")  # the box's edges where the row wraps
 
 
 def test_serve_shows_the_config_defaults() -> None:

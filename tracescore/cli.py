@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -81,10 +82,13 @@ def serve(
         None, "--unpackers", help="Processes per service decoding acknowledged requests into rows.",
         show_default="1, or the config's server.unpackers",
     ),
+    log_level: LogLevel = typer.Option(
+        "info", "--log-level", help="tracescore's log messages from this level on; debug also "
+        "shows the libraries' (schema migrations, servers).",
+    ),
 ) -> None:
-    """Run the collector: OTLP/HTTP, OTLP/gRPC and the read API, storing spans durably."""
-    import logging
-
+    """Run the collector: OTLP/HTTP, OTLP/gRPC, the REST API and the dashboard, storing spans
+    durably."""
     from tracescore.config import ConfigError
 
     try:
@@ -103,8 +107,12 @@ def serve(
     except ConfigError as exc:
         _fail(2, str(exc))
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _configure_logging(log_level)
     server = config.server
+    for port, what in ((server.http_port, "OTLP/HTTP, --http-port"),
+                       (server.grpc_port, "OTLP/gRPC, --grpc-port")):  # fmt: skip
+        if problem := _cannot_listen(server.host, port):
+            _fail(1, f"cannot listen on {server.host}:{port} ({what}): {problem}")
     if server.processes > 1:
         from tracescore.supervisor import check_in_child, serve_processes
 
@@ -135,20 +143,63 @@ def _fail(code: int, message: str) -> NoReturn:
     raise typer.Exit(code)
 
 
-def _announce(config: Config, store_url: str) -> None:
+class LogLevel(StrEnum):
+    debug = "debug"
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+
+def _configure_logging(level: LogLevel) -> None:
+    """tracescore's loggers at ``level``; the libraries' (Alembic's dozen lines per start, the
+    servers') only from warnings on, unless ``debug`` asks for everything."""
     import logging
 
+    chosen = getattr(logging, level.value.upper())
+    logging.basicConfig(
+        level=chosen if level is LogLevel.debug else max(chosen, logging.WARNING),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("tracescore").setLevel(chosen)
+
+
+def _cannot_listen(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be listened on (in use, say), or None: checked before the
+    service starts, so a taken port is one line naming it instead of the servers' tracebacks.
+    SO_REUSEADDR as the servers set it, so a port left in TIME_WAIT is no false alarm."""
+    import socket
+
+    if port == 0:
+        return None
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+def _announce(config: Config, store_url: str) -> None:
+    """Where everything is, in one short block: what a newcomer opens or points an exporter at."""
     from tracescore.compiled import describe
+    from tracescore.version import __version__
 
     server = config.server
-    typer.echo(
-        f"tracescore collector: OTLP/HTTP on {server.host}:{server.http_port}, "
-        f"OTLP/gRPC on {server.host}:{server.grpc_port}, store {store_url}, "
-        f"{server.processes} process{'es' if server.processes > 1 else ''}, "
-        f"{server.unpackers} unpacker{'s' if server.unpackers > 1 else ''} each",
-        err=True,
-    )
-    logging.getLogger("tracescore").info(describe())
+    # A URL to open: the wildcard addresses are reachable on loopback too.
+    shown = "127.0.0.1" if server.host in ("0.0.0.0", "::", "") else server.host
+    base = f"http://{shown}:{server.http_port}"
+    typer.echo("\n".join([
+        f"tracescore {__version__} collecting, store {store_url}",
+        f"  dashboard   {base}/",
+        f"  OTLP/HTTP   {base}/v1/traces (and /v1/logs)",
+        f"  OTLP/gRPC   {shown}:{server.grpc_port}",
+        f"  REST API    {base}/api/" + (f" (reference at {base}/api/docs)" if server.docs else ""),
+        f"  listening on {server.host}; {server.processes} "
+        f"process{'es' if server.processes > 1 else ''}, {server.unpackers} "
+        f"unpacker{'s' if server.unpackers > 1 else ''} each; {describe()}",
+    ]), err=True)
 
 
 @config_app.command("check")
