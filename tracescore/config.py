@@ -21,7 +21,7 @@ from tracescore.conversations.config import ConversationsConfig
 from tracescore.emit.config import ExportConfig
 from tracescore.extract.declared_config import ConventionConfig
 from tracescore.feedback.config import FeedbackConfig
-from tracescore.judge.config import JudgeConfig
+from tracescore.judge.config import JudgeConfig, judges_missing
 from tracescore.monitor.config import AlertsConfig, MonitorConfig
 from tracescore.pipeline.config import ScorerBinding, ScoringConfig, WorkersConfig
 from tracescore.retention.config import RetentionConfig
@@ -166,6 +166,11 @@ class Config(Section):
             seen.add(binding.name)
             if binding.judge is not None and binding.judge not in self.judges:
                 found.append(((*where, "judge"), f"no judge named {binding.judge!r} in judges"))
+            asks_judge = binding.judge is not None or (
+                binding.scorer in registry.names() and registry.get(binding.scorer).uses_judge
+            )
+            if asks_judge and (missing := judges_missing(binding.scorer)):
+                found.append(((*where, "scorer"), missing))
             if ":" in binding.scorer or binding.scorer not in registry.names():
                 continue  # an unknown name is reported by scorer_problems, with the other errors
             if registry.get(binding.scorer).uses_judge and (binding.judge or "default") not in self.judges:
