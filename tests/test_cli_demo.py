@@ -91,11 +91,13 @@ def test_rates() -> None:
             parse_rate(bad)
 
 
+@pytest.mark.parametrize(("stop", "status"), [(signal.SIGINT, 0), (signal.SIGTERM, 143)])
 def test_demo_serve_starts_the_collector_with_its_alert_rules_and_conversation_binding(
-    tmp_path: Path,
+    tmp_path: Path, stop: signal.Signals, status: int
 ) -> None:
     """One command, as the README gives it: the collector with the packaged demo config, then
-    the traffic; the collector stays up (dashboard, alerts) until the demo is interrupted."""
+    the traffic; the collector stays up (dashboard, alerts) until the demo is interrupted
+    (Ctrl-C) or stopped (SIGTERM to the demo alone), and stops with it."""
     http_port, grpc_port = free_port(), free_port()
     db_url = f"sqlite:///{tmp_path / 'demo.db'}"
     demo = subprocess.Popen(
@@ -116,9 +118,9 @@ def test_demo_serve_starts_the_collector_with_its_alert_rules_and_conversation_b
         alerts = httpx.get(f"http://127.0.0.1:{http_port}/ui/alerts", timeout=10).text
         assert "answers-regressed" in alerts and "chat-memory-regressed" in alerts
     finally:
-        demo.send_signal(signal.SIGINT)
+        demo.send_signal(stop)
         _, stderr = demo.communicate(timeout=60)
-    assert demo.returncode == 0, stderr
+    assert demo.returncode == status, stderr
     assert "sent " in stderr and f"open http://127.0.0.1:{http_port}/" in stderr
     with socket.socket() as sock:  # the collector stopped with the demo: its port is free
         sock.bind(("127.0.0.1", http_port))

@@ -49,13 +49,20 @@ def demo_collector(
             "--db", db_url, "--host", where.hostname or "127.0.0.1",
             "--http-port", str(where.port or 4318), "--grpc-port", str(grpc_port),
         ])  # fmt: skip
+        # SIGTERM to the demo alone (a service manager, `kill`) stops its collector too.
+        previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
         try:
             _wait_until_healthy(process, f"{endpoint.rstrip('/')}/healthz", timeout)
             yield process
         finally:
+            signal.signal(signal.SIGTERM, previous)
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
                 process.wait()
+
+
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _wait_until_healthy(process: subprocess.Popen[bytes], url: str, timeout: float) -> None:
