@@ -5,6 +5,7 @@ Everything here is synchronous database work; the router runs it in the thread p
 
 from __future__ import annotations
 
+import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -111,8 +112,6 @@ class Aggregates:
     """The overview's slow part: everything computed over all scores of the window."""
 
     trends: dict[str, Trend]
-    colours: dict[str, int]
-    """Segment name → palette index, by volume over all charts: one colour per agent everywhere."""
     scorers: dict[str, set[str]]
     """Binding → scorer ids it stored in the window (which charts a scorer's alert is on)."""
     coverage: dict[str, dict[str, Any]]
@@ -198,7 +197,7 @@ def _panel(
     def segment_of(line: Line) -> dict[str, Any] | None:
         return None if line.other or line.value is None or split is None else {split: line.value}
 
-    colours = _colours(trend.lines, summary.colours)
+    colours = _colours(trend.lines)
 
     def concerns(period: Period) -> str | None:
         """The name of the line an alert period is about, when the chart is split its way."""
@@ -247,19 +246,28 @@ def _panel(
     )
 
 
-def _colours(lines: Sequence[Line], preferred: dict[str, int]) -> dict[str, int | None]:
-    """Palette indexes of a chart's lines: each segment's own colour (the same on every chart)
-    unless another line of this chart already has it (more segments than colours overall),
-    then the first free one; "other" is grey."""
+def segment_colour(name: str) -> int:
+    """A segment's own palette index, from its name alone: weather-bot keeps its colour at
+    every range and on every chart, whatever its rank by volume (a rank-based colour changed
+    when another agent overtook it). CRC-32 because Python's ``hash`` of a string differs
+    between processes, so replicas would disagree."""
+    return zlib.crc32(name.encode("utf-8")) % PALETTE_SIZE
+
+
+def _colours(lines: Sequence[Line]) -> dict[str, int | None]:
+    """Palette indexes of a chart's lines: each segment's own colour unless a segment whose
+    name sorts first already took it on this chart (two names hashing alike), then the next
+    free one; "other" is grey. Settling clashes in name order, not rank order, keeps the
+    outcome the same however the volumes move."""
     used: set[int] = set()
     found: dict[str, int | None] = {}
-    for line in lines:
+    for line in sorted(lines, key=lambda line: line.name):
         if line.other:
             found[line.name] = None
             continue
-        colour = preferred.get(line.name, 0) % PALETTE_SIZE
-        if colour in used:  # TOP_SEGMENTS < PALETTE_SIZE: a free one is left
-            colour = next(index for index in range(PALETTE_SIZE) if index not in used)
+        colour = segment_colour(line.name)
+        while colour in used:  # TOP_SEGMENTS < PALETTE_SIZE: a free one is left
+            colour = (colour + 1) % PALETTE_SIZE
         used.add(colour)
         found[line.name] = colour
     return found
@@ -364,12 +372,6 @@ def _aggregates(
             attempted=sum(g.attempted for g in found),
             errors=sum(g.errors for g in found),
         )
-    volume: dict[str, int] = defaultdict(int)
-    for group in segments:
-        volume[segment_name(group.group[1])] += group.attempted
-    colours = {
-        name: index for index, name in enumerate(sorted(volume, key=lambda n: (-volume[n], n)))
-    }
 
     cost_chart = None
     if costs:
@@ -382,7 +384,6 @@ def _aggregates(
         )
     return Aggregates(
         trends=trends,
-        colours=colours,
         scorers=dict(scorers),
         coverage=covered,
         cost_chart=cost_chart,
