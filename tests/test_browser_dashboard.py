@@ -7,6 +7,7 @@ Screenshots go to ``test-artifacts/`` at the repository root.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -169,6 +170,17 @@ def test_a_newly_scored_trace_appears_without_reload(server: ServerProcess, page
     assert page.evaluate("typeof window.__pwned") == "undefined"
     assert page.locator("main script, main img, main iframe").count() == 0
     shot(page, "dashboard-hostile-trace")
+
+
+def test_the_live_clock_is_24_hour_utc_like_every_other_time(
+    server: ServerProcess, page: Any
+) -> None:
+    """The header clock followed the browser's locale (en-US: "3:52:10 PM") while every time
+    the server writes is 24-hour UTC."""
+    page.goto(f"{server.base_url}/?window=15m")
+    status = page.locator("#live-status")
+    page.locator("#live-status.ok").wait_for(timeout=15_000)  # the first poll answered
+    assert re.fullmatch(r"live · \d{2}:\d{2}:\d{2} UTC", status.inner_text()), status.inner_text()
 
 
 def test_login_form_sets_a_session_cookie(server: ServerProcess, context: Any) -> None:
