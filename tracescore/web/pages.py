@@ -31,6 +31,7 @@ from tracescore.web.cache import ExpiringCache
 from tracescore.web.charts import Band, Bucket, Series, bar_chart, score_chart, usd
 from tracescore.web.timerange import RECENT, SPLITS, ViewState, Window
 from tracescore.web.traces_api import log_json, span_json
+from tracescore.web.waterfall import waterfall
 
 COST_DAYS = 14
 LIST_LIMIT = 25
@@ -516,6 +517,7 @@ def trace_page(
     ]
     others = [run for run in runs if not (run.primary or run.span_id in by_span)]
     orphans = [row for row in scores if row["span_id"] not in run_ids]
+    tree = _span_tree(trace.spans)[:MAX_RAW_SPANS] if trace is not None else []
     return {
         "version": version,
         "live_trace": trace_id,
@@ -524,7 +526,8 @@ def trace_page(
         "runs": shown,
         "other_runs": others,
         "orphan_scores": orphans,
-        "spans": _span_tree(trace.spans)[:MAX_RAW_SPANS] if trace is not None else [],
+        "spans": tree,
+        "timeline": waterfall([(view.span, view.depth) for view in tree]),
         "span_count": len(trace.spans) if trace is not None else 0,
         "logs": [log_json(record) for record in trace.logs[:MAX_RAW_SPANS]]
         if trace is not None
