@@ -520,3 +520,36 @@ def test_a_split_shows_the_five_largest_segments_and_the_rest_as_other(
     ).click()
     page.wait_for_url("**/ui/runs?**")
     assert "agent" not in parse_qs(urlparse(page.url).query)
+
+
+def test_the_unsplit_chart_shows_the_alerting_agents_line_in_its_own_colour(
+    demo: tuple[ServerProcess, datetime], page: Any
+) -> None:
+    """While the alert fires, the unsplit chart (the default view) draws weather-bot's line over
+    the overall one: the overall mean hid the drop the banner announced. The line has
+    weather-bot's colour, which is the same at every range and on the split chart (it
+    followed weather-bot's rank by run count)."""
+    from tracescore.web.pages import segment_colour
+
+    server, dropped = demo
+    colour = f"s{segment_colour(DEGRADING_AGENT)}"
+    page.goto(f"{server.base_url}/?window=5m")
+    chart = _chart(page, "keyword-coverage")
+    line = chart.locator(f'g.series[data-segment="agent={DEGRADING_AGENT}"]')
+    assert line.count() == 1 and colour in line.get_attribute("class").split()
+    alerting = line.locator("circle.point.alerting")
+    assert alerting.count() >= 1
+    after = [mean for start, mean in _points(chart, f"agent={DEGRADING_AGENT}")
+             if start >= dropped + timedelta(seconds=2)]  # fmt: skip
+    before = [mean for start, mean in _points(chart, f"agent={DEGRADING_AGENT}")
+              if start < dropped - timedelta(seconds=2)]  # fmt: skip
+    assert after and before and max(after) < min(before)  # the drop is there to see
+    legend = page.locator('article[data-binding="keyword-coverage"] .alerting-line')
+    assert DEGRADING_AGENT in legend.inner_text() and "firing" in legend.inner_text()
+    shot(page, "views-unsplit-alerting-line")
+    for window in ("5m", "15m", "1h"):
+        page.goto(f"{server.base_url}/?window={window}&split=agent")
+        split_line = _chart(page, "keyword-coverage").locator(
+            f'g.series[data-segment="{DEGRADING_AGENT}"]'
+        )
+        assert colour in split_line.get_attribute("class").split(), window

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from markupsafe import Markup
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from tracescore.extract import extract_runs
 from tracescore.extract.base import Convention
@@ -78,6 +78,8 @@ class BindingPanel:
     legend: list[LegendEntry] = field(default_factory=list)
     firing: int = 0
     """Alerts firing now on this chart."""
+    alerting: list[LegendEntry] = field(default_factory=list)
+    """Lines of the segments firing now, drawn over the unsplit chart."""
 
     @property
     def error_rate(self) -> float | None:
@@ -164,11 +166,19 @@ def overview(
         periods = firing_periods(connection, rules, window.since, window.until, alerts)
         lowest = queries.lowest_scores(connection, ranged, LIST_LIMIT)
         latest = queries.latest_scores(connection, ScoreFilter(), 15)
-    names = sorted(set(bindings) | set(summary.trends) | set(summary.coverage))
+        names = sorted(set(bindings) | set(summary.trends) | set(summary.coverage))
+        shown = {
+            name: periods_of(periods, name, summary.scorers.get(name, set()))
+            for name in names
+            if view.binding in (None, name)
+        }
+        alerting = {
+            name: [] if view.split else _alerting_lines(connection, name, found, window)
+            for name, found in shown.items()
+        }
     panels = [
-        _panel(name, summary, window, view, periods_of(periods, name, summary.scorers.get(name, set())), now)
-        for name in names
-        if view.binding in (None, name)
+        _panel(name, summary, window, view, found, now, alerting[name])
+        for name, found in shown.items()
     ]
     return {
         "version": version,
@@ -184,11 +194,54 @@ def overview(
     }
 
 
+_SEGMENT_FILTERS = {"agent", "service", "model", "scorer_version"}
+"""Alert segment keys that are score columns a :class:`ScoreFilter` narrows by."""
+
+
+def _alerting_lines(
+    connection: Connection, binding: str, periods: list[Period], window: Window
+) -> list[tuple[dict[str, Any], Series]]:
+    """The line of each segment an alert on this chart is firing for now, for the unsplit chart.
+
+    Without it the chart hid what the banner announced: the overall mean barely moves (it may
+    even rise) when one agent of several drops. Segments with an empty value (runs without an
+    agent name) cannot be told apart by a filter and are left to ``?split=``."""
+    lines = []
+    for period in periods:
+        segment = period.segment
+        if period.end is not None or not segment or any(
+            key not in _SEGMENT_FILTERS or value is None for key, value in segment.items()
+        ):
+            continue
+        where = ScoreFilter(binding=binding, since=window.since, until=window.until,
+                            **{key: str(value) for key, value in segment.items()})
+        found = aggregate_scores(connection, where, ["binding"],
+                                 bucket_seconds=int(window.bucket.total_seconds()))
+        name = segment_text(segment)
+        # one key: the segment's own colour, as on the chart split by that key
+        own = segment_name(next(iter(segment.values()))) if len(segment) == 1 else name
+        lines.append((segment, Series(
+            name, segment_colour(own), _merge(found), _bucket_runs(binding, segment, window),
+            [(period.start, window.until)],
+        )))  # fmt: skip
+    return lines
+
+
+def _bucket_runs(
+    binding: str, segment: dict[str, Any], window: Window
+) -> Callable[[datetime], str]:
+    """The runs page of one bucket of a segment's line."""
+    return lambda start: runs_url(binding, None, segment, start, start + window.bucket)
+
+
 def _panel(
     name: str, summary: Aggregates, window: Window, view: ViewState,
     periods: list[Period], now: datetime,
+    alerting: Sequence[tuple[dict[str, Any], Series]] = (),
 ) -> BindingPanel:
-    """A binding's card: its chart with drill-down links and alert bands, totals, legend."""
+    """A binding's card: its chart with drill-down links and alert bands, totals, legend.
+
+    ``alerting`` are the lines of segments firing now, drawn over the unsplit chart."""
     trend = summary.trends.get(name) or Trend([], [], 0, None, 0, 0)
     split = view.split if view.split in SPLITS else None
 
@@ -235,15 +288,25 @@ def _panel(
         )
         for line in trend.lines
     ]
+    bands = [replace(band, colour=next(
+        (line.colour for _, line in alerting if line.name == band.segment), band.colour
+    )) for band in bands]  # fmt: skip
     chart = score_chart(
         f"{name}: score over time" + (f" by {split}" if split else ""),
         trend.buckets, window.since, window.until, window.bucket,
         series=series, bands=bands, href=link(None),
+        highlights=[line for _, line in alerting],
     )
     return BindingPanel(
         binding=name, chart=chart, count=trend.count, mean=trend.mean,
         attempted=trend.attempted, errors=trend.errors, coverage=summary.coverage.get(name),
         legend=legend, firing=sum(p.end is None for p in periods),
+        alerting=[
+            LegendEntry(line.name, line.colour, sum(b.count for b in line.buckets),
+                        _mean_of(line.buckets),
+                        runs_url(name, None, segment, window.since, window.until), firing=True)
+            for segment, line in alerting
+        ],
     )
 
 
@@ -272,6 +335,12 @@ def _colours(lines: Sequence[Line]) -> dict[str, int | None]:
         used.add(colour)
         found[line.name] = colour
     return found
+
+
+def _mean_of(buckets: Sequence[Bucket]) -> float | None:
+    """The mean of all scores of ``buckets`` (their means weighted by their counts)."""
+    count = sum(b.count for b in buckets if b.mean is not None)
+    return sum(b.mean * b.count for b in buckets if b.mean is not None) / count if count else None
 
 
 def _bucket(group: GroupStats) -> Bucket:
