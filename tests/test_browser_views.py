@@ -553,3 +553,21 @@ def test_the_unsplit_chart_shows_the_alerting_agents_line_in_its_own_colour(
             f'g.series[data-segment="{DEGRADING_AGENT}"]'
         )
         assert colour in split_line.get_attribute("class").split(), window
+
+
+def test_a_firing_alert_whose_traffic_stopped_is_marked_stale(
+    demo: tuple[ServerProcess, datetime], page: Any
+) -> None:
+    """The demo's traffic has stopped; weather-bot's alert still fires on scores older than the
+    rule's 8 s window. Both the banner and the alerts page say so, with the last score's time."""
+    server, _ = demo
+    newest = max(as_utc(row["created_at"]) for row in _rows(server.db_url, ScoreRow.__table__)
+                 if row["agent"] == DEGRADING_AGENT and row["binding"] == "keyword-coverage")  # fmt: skip
+    time.sleep(max(0.0, (newest + timedelta(seconds=9) - datetime.now(UTC)).total_seconds()))
+    page.goto(f"{server.base_url}/?window=5m")
+    banner = page.locator("#alerts li", has_text=RULE)
+    assert f"stale: no scores since {newest:%Y-%m-%d %H:%M:%S} UTC" in banner.inner_text()
+    page.goto(f"{server.base_url}/ui/alerts")
+    row = page.locator(f'tr.state-firing[data-segment="agent={DEGRADING_AGENT}"]')
+    assert "stale" in row.inner_text() and f"{newest:%H:%M:%S}" in row.inner_text()
+    shot(page, "views-alerts-stale")

@@ -26,7 +26,14 @@ from tracescore.offline.compare import compare_versions
 from tracescore.spans import Span
 from tracescore.store import SpanStore
 from tracescore.web import queries, timerange
-from tracescore.web.alerting import Period, firing_periods, periods_of, runs_url, segment_text
+from tracescore.web.alerting import (
+    Period,
+    firing_periods,
+    periods_of,
+    runs_url,
+    segment_text,
+    stale_since,
+)
 from tracescore.web.cache import ExpiringCache
 from tracescore.web.charts import Band, Bucket, Series, bar_chart, score_chart, usd
 from tracescore.web.timerange import RECENT, SPLITS, ViewState, Window
@@ -164,6 +171,11 @@ def overview(
         version = queries.live_version(connection)
         alerts = queries.firing_alerts(connection)
         periods = firing_periods(connection, rules, window.since, window.until, alerts)
+        by_name = {rule.name: rule for rule in rules}
+        alerts = [
+            dict(alert, stale=stale_since(connection, by_name.get(alert["rule"]), alert, now))
+            for alert in alerts
+        ]
         lowest = queries.lowest_scores(connection, ranged, LIST_LIMIT)
         latest = queries.latest_scores(connection, ScoreFilter(), 15)
         names = sorted(set(bindings) | set(summary.trends) | set(summary.coverage))
