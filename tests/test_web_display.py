@@ -10,8 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 from fastapi.testclient import TestClient
 
-from tests.test_web_pages import client, judge, store  # noqa: F401 - fixtures
-from tests.test_web_pages import _scores, visible_text
+from tests.test_web_pages import _scores, client, judge, store, visible_text  # noqa: F401 - fixtures
 
 
 def test_score_badges_are_coloured_by_how_good_the_score_is(client: TestClient) -> None:
