@@ -16,6 +16,13 @@ from sqlalchemy import Engine, select
 from tracescore import metrics
 from tracescore.monitor.config import MonitorConfig, SegmentColumn
 from tracescore.monitor.queries import ScoreFilter, aggregate_scores, coverage, list_scores
+from tracescore.monitor.silences import (
+    Silence,
+    SilenceIn,
+    active_silences,
+    add_silence,
+    remove_silence,
+)
 from tracescore.settings import parse_duration
 from tracescore.store.alerts import AlertEventRow, AlertStateRow
 from tracescore.store.scores import ScoreStatus
@@ -44,6 +51,14 @@ def _range(since: datetime | None, until: datetime | None) -> tuple[datetime, da
     if start >= end:
         raise HTTPException(422, "since must be before until")
     return start, end
+
+
+def silence_out(silence: Silence) -> dict[str, Any]:
+    return {
+        "id": silence.id, "rule": silence.rule, "segment": silence.segment, "kind": silence.kind,
+        "author": silence.author, "note": silence.note,
+        "created_at": _iso(silence.created_at), "expires_at": _iso(silence.expires_at),
+    }  # fmt: skip
 
 
 def create_monitor_router(engine: Engine, config: MonitorConfig | None = None) -> APIRouter:
@@ -210,6 +225,28 @@ def create_monitor_router(engine: Engine, config: MonitorConfig | None = None) -
                 for row in event_rows
             ],
         }
+
+    @router.post("/api/alerts/silences", status_code=201, tags=["monitoring"])
+    def silence(body: SilenceIn) -> dict[str, Any]:
+        """Silence or acknowledge a rule's alert (or one segment's) for ``duration``."""
+        with engine.begin() as connection:
+            made = add_silence(connection, body, datetime.now(UTC).timestamp())
+        return silence_out(made)
+
+    @router.get("/api/alerts/silences", tags=["monitoring"])
+    def silences(rule: str | None = None) -> dict[str, Any]:
+        """Silences and acknowledgements that have not expired, oldest first."""
+        with engine.connect() as connection:
+            found = active_silences(connection, datetime.now(UTC).timestamp(), rule)
+        return {"items": [silence_out(item) for item in found]}
+
+    @router.delete("/api/alerts/silences/{silence_id}", status_code=204, tags=["monitoring"])
+    def unsilence(silence_id: int) -> Response:
+        """End a silence or acknowledgement before it expires."""
+        with engine.begin() as connection:
+            if not remove_silence(connection, silence_id):
+                raise HTTPException(404, f"no silence {silence_id}")
+        return Response(status_code=204)
 
     @router.get("/metrics", include_in_schema=False)
     def prometheus() -> Response:
