@@ -19,6 +19,7 @@ from tracescore.monitor.alerts import EVENTS, AlertEvaluator
 from tracescore.monitor.silences import SilenceIn, add_silence
 from tracescore.service import create_app
 from tracescore.store import open_store
+from tracescore.web.alerting import delivery
 
 KEY = "silence-test-key"
 
@@ -100,6 +101,7 @@ def test_silenced_notifications_stay_in_history_and_resume_after_expiry(db_url: 
         assert not event.pending and event.pending_channels == [] and event.attempts == 0
         assert event.payload["silenced"]["note"] == "known dip"
         assert event.payload["silenced"]["until"] == (T + 3 * WINDOW).isoformat()
+        assert delivery(dict(event._mapping)) == ("silenced", "silenced until 2026-05-04 12:30 UTC")
     # After it expired: notified.
     assert received == [
         ("firing", (T + 5 * WINDOW).isoformat()), ("resolved", (T + 6 * WINDOW).isoformat())

@@ -30,7 +30,7 @@ class SilenceIn(BaseModel):
     """A silence (no notification) or an acknowledgement (marked as seen) of a rule's alert."""
 
     rule: str = Field(min_length=1, max_length=100)
-    segment: dict[str, str] | None = Field(
+    segment: dict[str, str | None] | None = Field(
         default=None, description='one segment, e.g. {"agent": "weather-bot"}; none: every one'
     )
     kind: Kind = "silence"
