@@ -42,7 +42,6 @@ from tracescore.auth import ApiKeys, FailedAttempts, PasswordKeys, with_environm
 from tracescore.background import BackgroundFactory
 from tracescore.config import Config, ServerConfig
 from tracescore.conversations.api import conversations_router
-from tracescore.extract.declared import claim_order
 from tracescore.feedback.api import feedback_router
 from tracescore.feedback.scan import feedback_scan_task
 from tracescore.ingest.api import ingest_router
@@ -68,6 +67,7 @@ from tracescore.web import web_router
 from tracescore.web.auth import DashboardKeys
 from tracescore.web.connections import grpc_connection_options, with_header_deadline
 from tracescore.web.gate import LOGIN_PATH, BodyGate, HeadAsGet
+from tracescore.web.readers import ReadProcesses
 from tracescore.web.sources import sources_router
 from tracescore.web.traces_api import traces_router
 
@@ -95,16 +95,14 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     # The Langfuse SDKs authenticate with Basic auth only: their secret key is the API key.
     app.include_router(langfuse_router(intake, readers),
                        dependencies=[Depends(PasswordKeys(server.api_keys, attempts).require)])
-    traces = traces_router(
-        store, config.conversations.id_attributes, claim_order(config.conventions)
-    )
-    app.include_router(traces, dependencies=guarded)
+    app.state.reads = reads = ReadProcesses(config, store)
+    app.include_router(traces_router(store, reads), dependencies=guarded)
     app.include_router(conversations_router(store.engine), dependencies=guarded)
     app.include_router(ingest_router(store), dependencies=guarded)
     app.include_router(create_monitor_router(store.engine, config.monitor), dependencies=guarded)
     app.include_router(feedback_router(config, store), dependencies=guarded)
     app.include_router(sources_router(store.engine), dependencies=guarded)
-    app.include_router(web_router(config, store, dashboard))  # pages redirect to a login
+    app.include_router(web_router(config, store, dashboard, reads))  # pages redirect to a login
     if config.server.docs:
         app.include_router(docs_router(app, dashboard))
 
@@ -366,6 +364,7 @@ class Service:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await grpc_server.stop(grace=5)
+            self.app.state.reads.close()
             self.intake.close()
             self.store.close()
 

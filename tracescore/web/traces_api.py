@@ -8,21 +8,20 @@ as ``{"$f": "nan"}``, so nothing is lost or guessed on the way out.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from tracescore.extract import RUN_KINDS, extract_runs, select_runs
-from tracescore.extract.base import Convention
-from tracescore.extract.conversation_id import DEFAULT_ID_ATTRIBUTES
-from tracescore.extract.registry import CONVENTIONS
-from tracescore.spans import LogRecord, Span, Trace
+from tracescore.extract import RUN_KINDS
+from tracescore.spans import LogRecord, Span
 from tracescore.store import SpanStore, TraceState
 from tracescore.store.codec import jsonable
+
+if TYPE_CHECKING:  # readers builds its documents with this module's functions
+    from tracescore.web.readers import ReadProcesses
 
 _TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
 
@@ -75,15 +74,11 @@ def _json(document: Any) -> Response:
     return Response(orjson.dumps(document), media_type="application/json")
 
 
-def traces_router(
-    store: SpanStore,
-    conversation_attributes: Sequence[str] = DEFAULT_ID_ATTRIBUTES,
-    conventions: Sequence[Convention] = CONVENTIONS,
-) -> APIRouter:
-    """The trace read routes; runs are rebuilt with the service's ``conversations.id_attributes``
-    (``conversation_attributes``) and declared ``conventions`` (the claim order), so they are the
-    runs that were scored, under the conversation id they were scored under."""
-    claim_order = list(conventions)
+def traces_router(store: SpanStore, reads: ReadProcesses) -> APIRouter:
+    """The trace read routes. Whole traces and their runs are built by ``reads`` (reader
+    processes: a huge trace never stalls the acknowledgement of ingest), with the service's
+    ``conversations.id_attributes`` and declared conventions, so the runs are the runs that
+    were scored, under the conversation id they were scored under."""
     router = APIRouter(prefix="/api/traces", tags=["traces"])
 
     @router.get("")
@@ -95,14 +90,11 @@ def traces_router(
         summaries = await run_in_threadpool(store.list_traces, limit, service, since)
         return _json({"traces": [s.to_dict() for s in summaries]})
 
-    async def stored(trace_id: str) -> Trace:
-        """The trace's spans and log records, or the answer for an id that has none: 400
-        malformed, 410 pruned by retention (saying where its scores are), 404 unknown."""
-        if not _TRACE_ID.match(trace_id):
-            raise HTTPException(400, "trace id must be 32 hex characters")
-        trace = await run_in_threadpool(store.load_trace, trace_id)
-        if trace is not None:
-            return trace
+    async def stored(trace_id: str, document: bytes | None) -> Response:
+        """The document read for a trace, or the answer for an id that has none: 410 pruned by
+        retention (saying where its scores are), 404 unknown."""
+        if document is not None:
+            return Response(document, media_type="application/json")
         summary = await run_in_threadpool(store.trace_summary, trace_id)
         if summary is not None and summary.state == TraceState.PRUNED:
             raise HTTPException(
@@ -111,18 +103,14 @@ def traces_router(
             )
         raise HTTPException(404, f"trace {trace_id.lower()} not found")
 
+    def valid(trace_id: str) -> str:
+        if not _TRACE_ID.match(trace_id):
+            raise HTTPException(400, "trace id must be 32 hex characters")
+        return trace_id
+
     @router.get("/{trace_id}")
     async def get_trace(trace_id: str) -> Response:
-        trace = await stored(trace_id)
-        summary = await run_in_threadpool(store.trace_summary, trace_id)
-        return _json(
-            {
-                "trace_id": trace.trace_id,
-                "summary": summary.to_dict() if summary else None,
-                "spans": [span_json(s) for s in trace.spans],
-                "logs": [log_json(r) for r in trace.logs],
-            }
-        )
+        return await stored(trace_id, await reads.trace_json(valid(trace_id)))
 
     @router.get("/{trace_id}/runs")
     async def get_trace_runs(
@@ -136,10 +124,7 @@ def traces_router(
         unknown = sorted(set(kind) - set(RUN_KINDS))
         if unknown:
             raise HTTPException(400, f"kind must be agent, llm or tool, not {', '.join(unknown)}")
-        trace = await stored(trace_id)
-        runs = await run_in_threadpool(
-            extract_runs, trace, claim_order, conversation_attributes=conversation_attributes
-        )
-        return _json(select_runs(runs, primary=primary, kinds=kind))
+        document = await reads.runs_json(valid(trace_id), primary, kind)
+        return await stored(trace_id, document)
 
     return router

@@ -1,0 +1,135 @@
+"""Trace-wide reads in processes of their own, away from the process that acknowledges ingest.
+
+A trace page and ``/api/traces/{id}`` and ``…/runs`` load every span of a trace, rebuild its
+runs and turn them into HTML or JSON: for a 20,000-span trace, seconds of pure Python and tens
+of MB. Run in the service's threads, that work holds the GIL the event loop needs to answer
+``/v1/traces``, so every acknowledgement waited on it (up to 6.7 s in a probe). Here it runs in
+``server.read_processes`` spawned processes, each with its own connection to the store; the
+service's process only awaits the finished bytes (cheap to pass back, whatever the trace
+holds). A process is replaced after :data:`TASKS_PER_PROCESS` reads, so the memory one huge
+trace took is returned to the system.
+
+With ``read_processes: 0``, or a store only this process can open (an in-memory SQLite), the
+same functions run in a thread instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import orjson
+from fastapi.concurrency import run_in_threadpool
+
+from tracescore.config import Config
+from tracescore.conversations.reads import conversations_of_trace
+from tracescore.extract import extract_runs, select_runs
+from tracescore.extract.declared import claim_order
+from tracescore.store import SpanStore, open_store
+from tracescore.web import pages
+from tracescore.web.rendering import render
+from tracescore.web.traces_api import log_json, span_json
+
+TASKS_PER_PROCESS = 50
+"""Reads a reader process serves before it is replaced by a fresh one."""
+
+
+class TraceReads:
+    """The trace-wide reads of one store and configuration, as plain functions of a trace id."""
+
+    def __init__(self, config: Config, store: SpanStore) -> None:
+        self.store = store
+        self.conventions = claim_order(config.conventions)
+        self.conversation_attributes = config.conversations.id_attributes
+
+    def trace_json(self, trace_id: str) -> bytes | None:
+        """``/api/traces/{id}``'s document, or None if the trace has no spans stored."""
+        trace = self.store.load_trace(trace_id)
+        if trace is None:
+            return None
+        summary = self.store.trace_summary(trace_id)
+        return orjson.dumps({
+            "trace_id": trace.trace_id,
+            "summary": summary.to_dict() if summary else None,
+            "spans": [span_json(s) for s in trace.spans],
+            "logs": [log_json(r) for r in trace.logs],
+        })  # fmt: skip
+
+    def runs_json(self, trace_id: str, primary: bool, kinds: list[str]) -> bytes | None:
+        """``/api/traces/{id}/runs``'s document, or None if the trace has no spans stored."""
+        trace = self.store.load_trace(trace_id)
+        if trace is None:
+            return None
+        runs = extract_runs(
+            trace, self.conventions, conversation_attributes=self.conversation_attributes
+        )
+        return orjson.dumps(select_runs(runs, primary=primary, kinds=kinds))
+
+    def trace_page(self, trace_id: str, context: dict[str, Any]) -> str | None:
+        """The trace page's HTML, or None if neither spans nor scores are stored for it."""
+        data = pages.trace_page(self.store, trace_id, self.conventions)
+        if data is None:
+            return None
+        with self.store.engine.connect() as connection:
+            conversations = conversations_of_trace(connection, trace_id)
+        return render("trace.html", current="trace.html", **context, **data,
+                      conversations=conversations)  # fmt: skip
+
+
+_reads: TraceReads | None = None
+"""A reader process's own :class:`TraceReads` (set by :func:`_start`)."""
+
+
+def _start(config: Config, url: str) -> None:
+    global _reads
+    _reads = TraceReads(config, open_store(url, create=False))
+
+
+def _call(method: str, *args: Any) -> Any:
+    assert _reads is not None, "a reader process starts with _start"
+    return getattr(_reads, method)(*args)
+
+
+class ReadProcesses:
+    """Runs :class:`TraceReads` methods in reader processes (or a thread: see the module)."""
+
+    def __init__(self, config: Config, store: SpanStore) -> None:
+        self._config = config
+        self._url = store.engine.url.render_as_string(hide_password=False)  # the store served
+        self._local = TraceReads(config, store)
+        in_memory = store.dialect == "sqlite" and store.engine.url.database in (None, "", ":memory:")
+        self._count = 0 if in_memory else config.server.read_processes
+        self._pool: ProcessPoolExecutor | None = None
+
+    def _processes(self) -> ProcessPoolExecutor:
+        """Started on first use: a service nobody reads from spawns none."""
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(
+                self._count, mp_context=multiprocessing.get_context("spawn"),
+                initializer=_start, initargs=(self._config, self._url), max_tasks_per_child=TASKS_PER_PROCESS,
+            )  # fmt: skip
+        return self._pool
+
+    async def trace_json(self, trace_id: str) -> bytes | None:
+        return await self._run("trace_json", trace_id)
+
+    async def runs_json(self, trace_id: str, primary: bool, kinds: list[str]) -> bytes | None:
+        return await self._run("runs_json", trace_id, primary, kinds)
+
+    async def trace_page(self, trace_id: str, context: dict[str, Any]) -> str | None:
+        return await self._run("trace_page", trace_id, context)
+
+    async def _run(self, method: str, *args: Any) -> Any:
+        """The :class:`TraceReads` ``method`` applied to ``args``, in a reader process."""
+        if self._count == 0:
+            return await run_in_threadpool(getattr(self._local, method), *args)
+        return await asyncio.get_running_loop().run_in_executor(
+            self._processes(), _call, method, *args
+        )
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
