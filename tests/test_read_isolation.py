@@ -14,7 +14,7 @@ import httpx
 from fastapi.testclient import TestClient
 
 from benchmarks.dashboard_load import wide_trace_json
-from tests.server_process import start_server
+from tests.server_process import process_tree, start_server
 from tests.test_web_pages import agent_trace_json
 from tracescore.config import parse_config
 from tracescore.ingest.unpack import drain
@@ -87,3 +87,29 @@ def test_acks_stay_fast_while_a_huge_trace_is_read(tmp_path: Path) -> None:
         print(f"{len(acks)} acks during the reads: median {statistics.median(acks) * 1000:.0f} ms, "
               f"p90 {p90 * 1000:.0f} ms, max {ordered[-1] * 1000:.0f} ms")  # fmt: skip
         assert p90 < 0.3, f"p90 {p90:.2f} s"
+
+
+def test_the_service_stops_promptly_while_a_reader_process_builds_a_huge_trace(
+    tmp_path: Path,
+) -> None:
+    """The reader processes are ended with the service: a read still running does not hold its
+    exit (the pool would wait for it), and no reader outlives it."""
+    with start_server(tmp_path) as server, httpx.Client(base_url=server.base_url, timeout=120) as client:
+        trace_id = uuid.uuid4().hex
+        _send_wide_trace(client, trace_id, 10_000)
+        assert client.get(f"/api/traces/{trace_id}/runs?primary=true").status_code == 200
+        reading = threading.Thread(
+            target=lambda: httpx.get(f"{server.base_url}/api/traces/{trace_id}/runs", timeout=600),
+            daemon=True,
+        )
+        reading.start()
+        time.sleep(1.0)  # the reader process is rebuilding the 10,000 spans' runs
+        tree = process_tree(server.process.pid)
+        started = time.monotonic()
+        assert server.stop() == 0, server.output()[-2000:]
+        assert time.monotonic() - started < 15
+        assert "did not finish stopping" not in server.output()
+        deadline = time.monotonic() + 5  # helpers notice their parent's end on their own
+        while (left := [pid for pid in tree if Path(f"/proc/{pid}").exists()]) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not left, [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in left]

@@ -1,13 +1,13 @@
 """Trace-wide reads in processes of their own, away from the process that acknowledges ingest.
 
 A trace page and ``/api/traces/{id}`` and ``…/runs`` load every span of a trace, rebuild its
-runs and turn them into HTML or JSON: for a 20,000-span trace, seconds of pure Python and tens
-of MB. Run in the service's threads, that work holds the GIL the event loop needs to answer
-``/v1/traces``, so every acknowledgement waited on it (up to 6.7 s in a probe). Here it runs in
-``server.read_processes`` spawned processes, each with its own connection to the store; the
-service's process only awaits the finished bytes (cheap to pass back, whatever the trace
-holds). A process is replaced after :data:`TASKS_PER_PROCESS` reads, so the memory one huge
-trace took is returned to the system.
+runs and turn them into HTML or JSON: for a 20,000-span trace, tens of seconds of pure Python
+and tens of MB. Run in the service's threads, that work holds the GIL the event loop needs to
+answer ``/v1/traces``, so every acknowledgement waited on it (up to 8 s measured). Here it runs
+in ``server.read_processes`` processes (spawned as the service starts), each with its own
+connection to the store; the service's process only awaits the finished bytes (cheap to pass
+back, whatever the trace holds). A process is replaced after :data:`TASKS_PER_PROCESS` reads,
+so the memory one huge trace took is returned to the system.
 
 With ``read_processes: 0``, or a store only this process can open (an in-memory SQLite), the
 same functions run in a thread instead.
@@ -103,8 +103,13 @@ class ReadProcesses:
         self._count = 0 if in_memory else config.server.read_processes
         self._pool: ProcessPoolExecutor | None = None
 
+    def start(self) -> None:
+        """Spawns a reader process now, in the background: the first trace read would
+        otherwise wait seconds for one to start and import tracescore."""
+        if self._count:
+            self._processes().submit(int)
+
     def _processes(self) -> ProcessPoolExecutor:
-        """Started on first use: a service nobody reads from spawns none."""
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
                 self._count, mp_context=multiprocessing.get_context("spawn"),
@@ -130,6 +135,13 @@ class ReadProcesses:
         )
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+        """Ends the reader processes at once: a read still running (a huge trace can take a
+        minute) would otherwise hold the service's exit, which waits for its pool's processes.
+        Its requester has gone with the server anyway."""
+        if self._pool is None:
+            return
+        processes = list((self._pool._processes or {}).values())  # no public way before 3.14
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.terminate()
+        self._pool = None
