@@ -10,14 +10,16 @@ back, whatever the trace holds). A process is replaced after :data:`TASKS_PER_PR
 so the memory one huge trace took is returned to the system.
 
 With ``read_processes: 0``, or a store only this process can open (an in-memory SQLite), the
-same functions run in a thread instead.
+same functions run in a thread instead, as they do in a service until its first reader process
+has started (and in an app made without a :class:`~tracescore.service.Service`, which never
+starts one).
 """
 
 from __future__ import annotations
 
 import asyncio
 import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
 import orjson
@@ -102,12 +104,13 @@ class ReadProcesses:
         in_memory = store.dialect == "sqlite" and store.engine.url.database in (None, "", ":memory:")
         self._count = 0 if in_memory else config.server.read_processes
         self._pool: ProcessPoolExecutor | None = None
+        self._ready: Future[int] | None = None
 
     def start(self) -> None:
-        """Spawns a reader process now, in the background: the first trace read would
-        otherwise wait seconds for one to start and import tracescore."""
+        """Spawns a reader process now, in the background. Until it has started (it imports
+        tracescore: seconds, more on a busy machine), reads run in a thread rather than wait."""
         if self._count:
-            self._processes().submit(int)
+            self._ready = self._processes().submit(int)
 
     def _processes(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -128,7 +131,7 @@ class ReadProcesses:
 
     async def _run(self, method: str, *args: Any) -> Any:
         """The :class:`TraceReads` ``method`` applied to ``args``, in a reader process."""
-        if self._count == 0:
+        if self._ready is None or not self._ready.done():
             return await run_in_threadpool(getattr(self._local, method), *args)
         return await asyncio.get_running_loop().run_in_executor(
             self._processes(), _call, method, *args
