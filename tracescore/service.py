@@ -328,7 +328,6 @@ class Service:
                 server.host,
             )
         self.intake.start()
-        self.app.state.reads.start()
         grpc_server = await start_grpc_server(
             self.intake, server.host, server.grpc_port, server.max_body_bytes,
             interceptors=self.app.state.api_keys.grpc_interceptors(), reuse_port=shared_ports,

@@ -4,21 +4,23 @@ A trace page and ``/api/traces/{id}`` and ``…/runs`` load every span of a trac
 runs and turn them into HTML or JSON: for a 20,000-span trace, tens of seconds of pure Python
 and tens of MB. Run in the service's threads, that work holds the GIL the event loop needs to
 answer ``/v1/traces``, so every acknowledgement waited on it (up to 8 s measured). Here it runs
-in ``server.read_processes`` processes (spawned as the service starts), each with its own
+in ``server.read_processes`` processes (spawned at the first read), each with its own
 connection to the store; the service's process only awaits the finished bytes (cheap to pass
 back, whatever the trace holds). A process is replaced after :data:`TASKS_PER_PROCESS` reads,
 so the memory one huge trace took is returned to the system.
 
 With ``read_processes: 0``, or a store only this process can open (an in-memory SQLite), the
-same functions run in a thread instead, as they do in a service until its first reader process
-has started (and in an app made without a :class:`~tracescore.service.Service`, which never
-starts one).
+same functions run in a thread instead, as they do until the first reader process has started.
 """
 
 from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
@@ -85,8 +87,21 @@ _reads: TraceReads | None = None
 
 
 def _start(config: Config, url: str) -> None:
+    """A reader process's set-up. It ignores the terminal's Ctrl-C (its service ends it) and
+    exits when its service has gone, however that ended (a SIGKILL runs nothing of the
+    service): it holds nothing to save."""
     global _reads
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = multiprocessing.parent_process()
+    if parent is not None and parent.sentinel is not None:
+        threading.Thread(target=_exit_with, args=(parent.sentinel,), name="parent watch",
+                         daemon=True).start()  # fmt: skip
     _reads = TraceReads(config, open_store(url, create=False))
+
+
+def _exit_with(sentinel: int) -> None:
+    multiprocessing.connection.wait([sentinel])
+    os._exit(0)
 
 
 def _call(method: str, *args: Any) -> Any:
@@ -106,11 +121,13 @@ class ReadProcesses:
         self._pool: ProcessPoolExecutor | None = None
         self._ready: Future[int] | None = None
 
-    def start(self) -> None:
-        """Spawns a reader process now, in the background. Until it has started (it imports
-        tracescore: seconds, more on a busy machine), reads run in a thread rather than wait."""
-        if self._count:
+    def _started(self) -> bool:
+        """Whether a reader process is up; the first call spawns one, in the background. Until
+        it has started (it imports tracescore: seconds, more on a busy machine), reads run in
+        a thread rather than wait. A service nobody reads from spawns none."""
+        if self._ready is None and self._count:
             self._ready = self._processes().submit(int)
+        return self._ready is not None and self._ready.done()
 
     def _processes(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -131,7 +148,7 @@ class ReadProcesses:
 
     async def _run(self, method: str, *args: Any) -> Any:
         """The :class:`TraceReads` ``method`` applied to ``args``, in a reader process."""
-        if self._ready is None or not self._ready.done():
+        if not self._started():
             return await run_in_threadpool(getattr(self._local, method), *args)
         return await asyncio.get_running_loop().run_in_executor(
             self._processes(), _call, method, *args
