@@ -61,7 +61,7 @@ class ServerConfig(Section):
     in the database keep their work apart. ``/metrics`` shows the answering process's counters."""
     read_processes: int = Field(1, ge=0, le=16)
     """Processes that build trace pages and ``/api/traces/{id}`` (and ``…/runs``) documents,
-    spawned at the first read: a huge trace is read, rebuilt and rendered there, never in the
+    spawned at the first read of a trace of 1,000 spans or more (smaller ones are read in a thread): a huge trace is read, rebuilt and rendered there, never in the
     process that acknowledges ingest (whose event loop it would stall). 0: in a thread of the
     service (acknowledgements then wait while a huge trace is shown)."""
     unpackers: int = Field(1, ge=1, le=16)

@@ -4,13 +4,14 @@ A trace page and ``/api/traces/{id}`` and ``…/runs`` load every span of a trac
 runs and turn them into HTML or JSON: for a 20,000-span trace, tens of seconds of pure Python
 and tens of MB. Run in the service's threads, that work holds the GIL the event loop needs to
 answer ``/v1/traces``, so every acknowledgement waited on it (up to 8 s measured). Here it runs
-in ``server.read_processes`` processes (spawned at the first read), each with its own
+in ``server.read_processes`` processes (spawned at the first read of a big trace), each with its own
 connection to the store; the service's process only awaits the finished bytes (cheap to pass
 back, whatever the trace holds). A process is replaced after :data:`TASKS_PER_PROCESS` reads,
 so the memory one huge trace took is returned to the system.
 
 With ``read_processes: 0``, or a store only this process can open (an in-memory SQLite), the
-same functions run in a thread instead, as they do until the first reader process has started.
+same functions run in a thread instead, as they do for traces of fewer than
+:data:`PROCESS_SPANS` spans.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import multiprocessing.connection
 import os
 import signal
 import threading
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import orjson
@@ -38,6 +39,9 @@ from tracescore.web.traces_api import log_json, span_json
 
 TASKS_PER_PROCESS = 50
 """Reads a reader process serves before it is replaced by a fresh one."""
+PROCESS_SPANS = 1_000
+"""Traces with this many spans or more are read in a reader process (a 1,000-span trace's runs
+take about a second to rebuild on a busy 2-core machine); smaller ones in a thread."""
 
 
 class TraceReads:
@@ -119,17 +123,9 @@ class ReadProcesses:
         in_memory = store.dialect == "sqlite" and store.engine.url.database in (None, "", ":memory:")
         self._count = 0 if in_memory else config.server.read_processes
         self._pool: ProcessPoolExecutor | None = None
-        self._ready: Future[int] | None = None
-
-    def _started(self) -> bool:
-        """Whether a reader process is up; the first call spawns one, in the background. Until
-        it has started (it imports tracescore: seconds, more on a busy machine), reads run in
-        a thread rather than wait. A service nobody reads from spawns none."""
-        if self._ready is None and self._count:
-            self._ready = self._processes().submit(int)
-        return self._ready is not None and self._ready.done()
 
     def _processes(self) -> ProcessPoolExecutor:
+        """Started on first use: a service that reads no big trace spawns none."""
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
                 self._count, mp_context=multiprocessing.get_context("spawn"),
@@ -146,12 +142,15 @@ class ReadProcesses:
     async def trace_page(self, trace_id: str, context: dict[str, Any]) -> str | None:
         return await self._run("trace_page", trace_id, context)
 
-    async def _run(self, method: str, *args: Any) -> Any:
-        """The :class:`TraceReads` ``method`` applied to ``args``, in a reader process."""
-        if not self._started():
-            return await run_in_threadpool(getattr(self._local, method), *args)
+    async def _run(self, method: str, trace_id: str, *args: Any) -> Any:
+        """The :class:`TraceReads` ``method`` for ``trace_id``: in a reader process if the
+        trace has :data:`PROCESS_SPANS` spans or more, else here, in a thread (a small trace
+        costs less than passing it to a process, and never waits for one to start)."""
+        summary = await run_in_threadpool(self._local.store.trace_summary, trace_id)
+        if self._count == 0 or summary is None or summary.span_count < PROCESS_SPANS:
+            return await run_in_threadpool(getattr(self._local, method), trace_id, *args)
         return await asyncio.get_running_loop().run_in_executor(
-            self._processes(), _call, method, *args
+            self._processes(), _call, method, trace_id, *args
         )
 
     def close(self) -> None:
