@@ -31,7 +31,7 @@ from datetime import timedelta
 
 import uvicorn
 from fastapi import Depends, FastAPI, Request, Response
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import PlainTextResponse
 from sqlalchemy.exc import DBAPIError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -59,6 +59,7 @@ from tracescore.ingest.intake import RETRY_AFTER_SECONDS, Intake
 from tracescore.monitor.alerts import default_instance_id
 from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.tasks import monitoring_task
+from tracescore.restapi import PROBLEM_RESPONSES, VERSIONS, install_problem_details, problem
 from tracescore.retention.task import retention_task
 from tracescore.store import SpanStore, open_store
 from tracescore.store.outage import database_unavailable
@@ -95,19 +96,22 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     # The Langfuse SDKs authenticate with Basic auth only: their secret key is the API key.
     app.include_router(langfuse_router(intake, readers),
                        dependencies=[Depends(PasswordKeys(server.api_keys, attempts).require)])
-    traces = traces_router(
-        store, config.conversations.id_attributes, claim_order(config.conventions)
-    )
-    app.include_router(traces, dependencies=guarded)
-    app.include_router(conversations_router(store.engine), dependencies=guarded)
-    app.include_router(ingest_router(store), dependencies=guarded)
-    app.include_router(create_monitor_router(store.engine, config.monitor), dependencies=guarded)
-    app.include_router(feedback_router(config, store), dependencies=guarded)
-    app.include_router(sources_router(store.engine), dependencies=guarded)
+    for version in VERSIONS:  # /api/v1, then the deprecated /api aliases
+        for api in (
+            traces_router(store, config.conversations.id_attributes,
+                          claim_order(config.conventions), version),
+            conversations_router(store.engine, version),
+            ingest_router(store, version),
+            create_monitor_router(store.engine, config.monitor, version),
+            feedback_router(config, store, version),
+            sources_router(store.engine, version),
+        ):
+            app.include_router(api, dependencies=guarded, responses=PROBLEM_RESPONSES)
     app.include_router(web_router(config, store, dashboard))  # pages redirect to a login
     if config.server.docs:
         app.include_router(docs_router(app, dashboard))
 
+    install_problem_details(app)
     app.add_exception_handler(DBAPIError, _ReadOutage().answer)
     app.add_middleware(_NulAsStored)
     app.add_middleware(
@@ -177,7 +181,7 @@ class _ReadOutage:
         headers = {"Retry-After": str(RETRY_AFTER_SECONDS), "Cache-Control": "no-store"}
         message = "the database is unavailable; retry later"
         if request.url.path.startswith("/api/"):
-            return JSONResponse({"detail": message}, 503, headers=headers)
+            return problem(503, message, headers=headers)
         return PlainTextResponse(message, 503, headers=headers)
 
 

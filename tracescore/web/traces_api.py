@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import orjson
 from fastapi import APIRouter, HTTPException, Query
@@ -20,6 +20,7 @@ from tracescore.extract import RUN_KINDS, extract_runs, select_runs
 from tracescore.extract.base import Convention
 from tracescore.extract.conversation_id import DEFAULT_ID_ATTRIBUTES
 from tracescore.extract.registry import CONVENTIONS
+from tracescore.restapi import LEGACY, ApiVersion, Moment, moment_query
 from tracescore.spans import LogRecord, Span, Trace
 from tracescore.store import SpanStore, TraceState
 from tracescore.store.codec import jsonable
@@ -79,21 +80,24 @@ def traces_router(
     store: SpanStore,
     conversation_attributes: Sequence[str] = DEFAULT_ID_ATTRIBUTES,
     conventions: Sequence[Convention] = CONVENTIONS,
+    version: ApiVersion = LEGACY,
 ) -> APIRouter:
     """The trace read routes; runs are rebuilt with the service's ``conversations.id_attributes``
     (``conversation_attributes``) and declared ``conventions`` (the claim order), so they are the
     runs that were scored, under the conversation id they were scored under."""
     claim_order = list(conventions)
-    router = APIRouter(prefix="/api/traces", tags=["traces"])
+    router = APIRouter(prefix=f"{version.prefix}/traces", tags=["traces"],
+                       deprecated=version.legacy or None)
 
-    @router.get("")
+    @router.get("", summary="Stored trace summaries, newest activity first")
     async def list_traces(
         limit: int = Query(50, ge=1, le=1000),
         service: str | None = None,
-        since: float | None = Query(None, description="epoch seconds of last activity"),
+        since: Annotated[Moment | None, moment_query("last activity at or after")] = None,
     ) -> Response:
-        summaries = await run_in_threadpool(store.list_traces, limit, service, since)
-        return _json({"traces": [s.to_dict() for s in summaries]})
+        start = since.timestamp() if since else None
+        summaries = await run_in_threadpool(store.list_traces, limit, service, start)
+        return _json(version.page([s.to_dict() for s in summaries], "traces"))
 
     async def stored(trace_id: str) -> Trace:
         """The trace's spans and log records, or the answer for an id that has none: 400
@@ -111,7 +115,7 @@ def traces_router(
             )
         raise HTTPException(404, f"trace {trace_id.lower()} not found")
 
-    @router.get("/{trace_id}")
+    @router.get("/{trace_id}", summary="One trace as stored: summary, spans and log records")
     async def get_trace(trace_id: str) -> Response:
         trace = await stored(trace_id)
         summary = await run_in_threadpool(store.trace_summary, trace_id)
@@ -124,7 +128,7 @@ def traces_router(
             }
         )
 
-    @router.get("/{trace_id}/runs")
+    @router.get("/{trace_id}/runs", summary="The runs rebuilt from a trace")
     async def get_trace_runs(
         trace_id: str,
         primary: bool = Query(False, description="only the runs that stand for the agent"),
