@@ -50,6 +50,26 @@ class ApiVersion:
             return {**extra, legacy_key: items}
         return {**extra, "items": items, "next_cursor": next_cursor}
 
+    @property
+    def listing(self) -> dict[int | str, dict[str, Any]]:
+        """The ``responses`` of a list route: the envelope, documented (not on the aliases,
+        whose old shapes differ route by route)."""
+        return {} if self.legacy else {200: {"description": "a page of the list", "content": {
+            "application/json": {"schema": _PAGE_SCHEMA}}}}  # fmt: skip
+
+
+_PAGE_SCHEMA = {
+    "type": "object",
+    "required": ["items", "next_cursor"],
+    "properties": {
+        "items": {"type": "array", "items": {"type": "object"}},
+        "next_cursor": {
+            "anyOf": [{"type": "string"}, {"type": "null"}],
+            "description": "pass back as cursor for the next page; null on the last page",
+        },
+    },
+}
+
 
 V1 = ApiVersion("/api/v1", legacy=False)
 LEGACY = ApiVersion("/api", legacy=True)
@@ -97,6 +117,26 @@ Moment = Annotated[
 def moment_query(what: str) -> Any:
     """The ``Query`` of a ``since``/``until`` parameter, documented the same everywhere."""
     return Query(description=f"{what}: {MOMENT_HELP}")
+
+
+API_TAGS = [
+    {"name": "otlp", "description": "OTLP/HTTP export: where instrumented agents send spans, "
+                                    "log records and metrics (gRPC on its own port)."},
+    {"name": "traces", "description": "Stored traces and the runs rebuilt from them."},
+    {"name": "monitoring", "description": "Scores, their statistics, coverage and alerts."},
+    {"name": "feedback", "description": "Human verdicts, calibration and the review queue."},
+    {"name": "conversations", "description": "Multi-turn conversations and their scores."},
+    {"name": "sources", "description": "What tracescore made of each instrumentation library."},
+    {"name": "ingest", "description": "The ingest journal's quarantined requests."},
+    {"name": "health", "description": "Liveness."},
+]
+"""The schema's groups, in the order the documentation pages show them."""
+API_DESCRIPTION = (
+    "Routes are served under `/api/v1`; the unversioned `/api/...` paths are deprecated aliases "
+    "kept for one release in their old shapes. `since`/`until` take ISO 8601, epoch seconds or "
+    "a duration back from now (`1h`); lists answer `{items, next_cursor}`; errors are RFC 9457 "
+    "problem details."
+)
 
 
 class FieldError(BaseModel):

@@ -59,12 +59,20 @@ from tracescore.ingest.intake import RETRY_AFTER_SECONDS, Intake
 from tracescore.monitor.alerts import default_instance_id
 from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.tasks import monitoring_task
-from tracescore.restapi import PROBLEM_RESPONSES, VERSIONS, install_problem_details, problem
+from tracescore.restapi import (
+    API_DESCRIPTION,
+    API_TAGS,
+    PROBLEM_RESPONSES,
+    VERSIONS,
+    install_problem_details,
+    problem,
+)
 from tracescore.retention.task import retention_task
 from tracescore.store import SpanStore, open_store
 from tracescore.store.outage import database_unavailable
 from tracescore.store.sessions import Sessions
 from tracescore.store.text import REPLACEMENT
+from tracescore.version import __version__
 from tracescore.web import web_router
 from tracescore.web.auth import DashboardKeys
 from tracescore.web.connections import grpc_connection_options, with_header_deadline
@@ -82,7 +90,8 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     """
     intake = intake or _intake(config, store)
     # FastAPI's own docs routes are open and load their scripts from a CDN: see apidocs.py.
-    app = FastAPI(title="tracescore", docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(title="tracescore", version=__version__, description=API_DESCRIPTION,
+                  openapi_tags=API_TAGS, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.store = store
     app.state.intake = intake
     server = config.server
@@ -121,7 +130,7 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     )  # fmt: skip
     app.add_middleware(HeadAsGet)
 
-    @app.get("/healthz", tags=["health"])
+    @app.get("/healthz", tags=["health"], summary="Liveness (and, with a key, what answered)")
     async def healthz(request: Request) -> dict[str, object]:
         """Liveness for anyone (load balancers probe without secrets); what the process is
         and does only for a valid key: a stranger learns nothing about the deployment."""

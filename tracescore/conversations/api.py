@@ -21,7 +21,7 @@ def conversations_router(engine: Engine, version: ApiVersion = LEGACY) -> APIRou
     router = APIRouter(prefix=f"{version.prefix}/conversations", tags=["conversations"],
                        deprecated=version.legacy or None)
 
-    @router.get("", summary="Conversations, latest turn first")
+    @router.get("", summary="Conversations, latest turn first", responses=version.listing)
     def conversations(
         agent: str | None = None,
         service: str | None = None,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.concurrency import run_in_threadpool
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tracescore.feedback.report import Thresholds, calibration_report
 from tracescore.feedback.review import ReviewQueue
@@ -25,6 +25,12 @@ SPAN_ID = r"^[0-9a-fA-F]{16}$"
 
 class FeedbackIn(BaseModel):
     """A verdict on a run: ``binding`` (or a free ``name``), and a ``value`` and/or ``label``."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{
+        "trace_id": "5c5f09670fb9455390ed367ef572e9f7", "span_id": "5c5f09670fb90001",
+        "binding": "faithfulness", "value": 0.1, "label": "fail",
+        "comment": "the refund policy it quotes does not exist", "author": "ana",
+    }]})  # fmt: skip
 
     trace_id: str = Field(pattern=TRACE_ID)
     span_id: str | None = Field(None, pattern=SPAN_ID)
@@ -98,7 +104,7 @@ def feedback_router(settings: Config, store: SpanStore, version: ApiVersion = LE
         (item_id,) = await run_in_threadpool(feedback.record, [item.feedback(datetime.now(UTC))])
         return {"id": item_id}
 
-    @router.get("/feedback", summary="Recorded verdicts, newest first")
+    @router.get("/feedback", summary="Recorded verdicts, newest first", responses=version.listing)
     async def list_feedback(
         trace_id: str | None = Query(None, pattern=TRACE_ID),
         binding: str | None = Query(None, description="a binding or free evaluation name"),
@@ -140,7 +146,7 @@ def feedback_router(settings: Config, store: SpanStore, version: ApiVersion = LE
 
         return await run_in_threadpool(report)
 
-    @router.get("/review-queue", summary="Unreviewed runs worth a look")
+    @router.get("/review-queue", summary="Unreviewed runs worth a look", responses=version.listing)
     async def review_queue(
         binding: str | None = None, limit: int = Query(20, ge=1, le=500)
     ) -> dict[str, Any]:

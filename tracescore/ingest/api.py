@@ -21,7 +21,7 @@ def ingest_router(store: SpanStore, version: ApiVersion = LEGACY) -> APIRouter:
     router = APIRouter(prefix=f"{version.prefix}/ingest", tags=["ingest"],
                        deprecated=version.legacy or None)
 
-    @router.get("/quarantine", summary="Quarantined export requests")
+    @router.get("/quarantine", summary="Quarantined export requests", responses=version.listing)
     async def quarantined() -> dict[str, Any]:
         """Acknowledged export requests that could not be stored, oldest first."""
         entries = await run_in_threadpool(store.journal.quarantined)

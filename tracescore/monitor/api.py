@@ -60,7 +60,7 @@ def create_monitor_router(
     router = APIRouter(prefix=version.prefix, tags=["monitoring"], deprecated=version.legacy or None)
     outer = APIRouter()
 
-    @router.get("/scores", summary="Score rows, newest first")
+    @router.get("/scores", summary="Score rows, newest first", responses=version.listing)
     def scores(
         scorer: str | None = None,
         scorer_version: str | None = None,
@@ -91,7 +91,8 @@ def create_monitor_router(
             raise HTTPException(422, str(exc)) from None
         return version.page(items, "items", next_cursor)
 
-    @router.get("/scores/summary", summary="Score statistics per binding and time bucket")
+    @router.get("/scores/summary", summary="Score statistics per binding and time bucket",
+                responses=version.listing)
     def summary(
         scorer: str | None = None,
         binding: str | None = None,
@@ -155,7 +156,8 @@ def create_monitor_router(
             bucket_seconds=bucket_seconds, group_by=columns[1:],
         )
 
-    @router.get("/coverage", summary="Runs eligible, sampled and scored per binding")
+    @router.get("/coverage", summary="Runs eligible, sampled and scored per binding",
+                responses=version.listing)
     def coverage_view(since: Since = None, until: Until = None, binding: str | None = None
                       ) -> dict[str, Any]:
         """Per binding: runs eligible (passed the filter), sampled, and scored."""
@@ -165,7 +167,8 @@ def create_monitor_router(
         return version.page([entry.to_dict() for entry in found], "bindings",
                             since=start.isoformat(), until=end.isoformat())
 
-    @router.get("/alerts", summary="Alert rule states and the latest notifications")
+    @router.get("/alerts", summary="Alert rule states and the latest notifications",
+                responses=version.listing)
     def alerts(
         state: Literal["ok", "firing"] | None = None,
         rule: str | None = None,

@@ -42,7 +42,8 @@ def sources_router(engine: Engine, version: ApiVersion = LEGACY) -> APIRouter:
     router = APIRouter(prefix=f"{version.prefix}/sources", tags=["sources"],
                        deprecated=version.legacy or None)
 
-    @router.get("", summary="What tracescore made of each source it reads")
+    @router.get("", summary="What tracescore made of each source it reads",
+                responses=version.listing)
     async def sources(service: str | None = None) -> dict[str, Any]:
         """Per (service, instrumentation scope): spans and traces read, runs rebuilt, runs with
         content, the convention detected, and why the latest unread trace gave nothing

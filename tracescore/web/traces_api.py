@@ -89,7 +89,8 @@ def traces_router(
     router = APIRouter(prefix=f"{version.prefix}/traces", tags=["traces"],
                        deprecated=version.legacy or None)
 
-    @router.get("", summary="Stored trace summaries, newest activity first")
+    @router.get("", summary="Stored trace summaries, newest activity first",
+                responses=version.listing)
     async def list_traces(
         limit: int = Query(50, ge=1, le=1000),
         service: str | None = None,
@@ -111,7 +112,7 @@ def traces_router(
         if summary is not None and summary.state == TraceState.PRUNED:
             raise HTTPException(
                 410, f"trace {trace_id.lower()}'s spans were removed by retention (retention.spans); "
-                f"its scores are kept: /api/scores?trace_id={trace_id.lower()}",
+                f"its scores are kept: {version.prefix}/scores?trace_id={trace_id.lower()}",
             )
         raise HTTPException(404, f"trace {trace_id.lower()} not found")
 
