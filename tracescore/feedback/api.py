@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tracescore.feedback.report import Thresholds, calibration_report
 from tracescore.feedback.review import ReviewQueue
+from tracescore.monitor.queries import decode_cursor, encode_cursor
 from tracescore.restapi import LEGACY, PROBLEM_RESPONSES, ApiVersion, Moment, moment_query
 from tracescore.store import SpanStore
 from tracescore.store.feedback import Feedback, FeedbackStore
@@ -110,17 +111,27 @@ def feedback_router(settings: Config, store: SpanStore, version: ApiVersion = LE
         binding: str | None = Query(None, description="a binding or free evaluation name"),
         since: Annotated[Moment | None, moment_query("recorded at or after")] = None,
         limit: int = Query(100, ge=1, le=1000),
+        cursor: Annotated[str | None, Query(description="the previous page's next_cursor")] = None,
     ) -> dict[str, Any]:
         """Newest first, from the API and OTLP alike (``source``). Each verdict's ``binding``
         is its evaluation ``name`` when that is a binding (null for a free name)."""
+        try:
+            after = decode_cursor(cursor) if cursor else None
+        except ValueError as exc:
+            raise HTTPException(422, f"cursor: {exc}") from None
         found = await run_in_threadpool(
             feedback.find, trace_id=trace_id.lower() if trace_id else None, name=binding,
-            since=since, limit=limit,
+            since=since, limit=limit + 1, after=after,
         )  # fmt: skip
+        next_cursor = None
+        if len(found) > limit:
+            found = found[:limit]
+            last = found[-1]
+            next_cursor = encode_cursor(datetime.fromisoformat(last["created_at"]), last["id"])
         if not version.legacy:
             found = [{"binding": item["name"] if item["name"] in bindings else None, **item}
                      for item in found]
-        return version.page(found, "feedback")
+        return version.page(found, "feedback", next_cursor)
 
     @router.delete("/feedback/{item_id}", status_code=204, summary="Delete a verdict")
     async def delete_feedback(item_id: str) -> None:
