@@ -302,6 +302,11 @@ def test_errors_under_api_are_problem_details_and_pages_keep_theirs(client: Test
         assert response.headers["content-type"] == "application/problem+json", url
         assert set(response.json()) == {"type", "title", "status", "detail"}, url
     assert client.get("/api/v1/traces", params={"limit": 0}).json()["errors"][0]["loc"] == ["query", "limit"]
+    too_large = client.post("/api/v1/feedback", content=b" " * (2**20 + 1),
+                            headers={"Content-Type": "application/json"})
+    assert too_large.status_code == 413
+    assert too_large.headers["content-type"] == "application/problem+json"
+    assert too_large.json()["title"] == "Request Entity Too Large"
     page = client.get("/ui/traces/zz")
     assert page.status_code == 400 and page.headers["content-type"] == "application/json"
 

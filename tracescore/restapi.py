@@ -165,6 +165,7 @@ PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
         400: "a malformed id or parameter",
         401: "no valid API key (when keys are configured)",
         404: "nothing with this id",
+        408: "the request body was not received in time",
         410: "the trace's spans were removed by retention; its scores are kept",
         413: "the request body is larger than server.max_api_body_bytes",
         422: "a parameter or body field failed validation (each listed in ``errors``)",
@@ -175,12 +176,17 @@ PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
 """The error answers every API route may give, documented once for all of them."""
 
 
+def problem_body(status: int, detail: str, **extensions: Any) -> dict[str, Any]:
+    """An RFC 9457 problem details body (``type`` is ``about:blank``: the status says it all)."""
+    return {"type": "about:blank", "title": _title(status), "status": status, "detail": detail,
+            **extensions}
+
+
 def problem(status: int, detail: str, headers: Mapping[str, str] | None = None,
             **extensions: Any) -> JSONResponse:
-    """An RFC 9457 problem details body (``type`` is ``about:blank``: the status says it all)."""
-    body = {"type": "about:blank", "title": _title(status), "status": status, "detail": detail,
-            **extensions}
-    return JSONResponse(jsonable_encoder(body), status, headers=headers, media_type=PROBLEM_MEDIA_TYPE)
+    """:func:`problem_body` as a response."""
+    body = jsonable_encoder(problem_body(status, detail, **extensions))
+    return JSONResponse(body, status, headers=headers, media_type=PROBLEM_MEDIA_TYPE)
 
 
 def _title(status: int) -> str:
