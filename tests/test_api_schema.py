@@ -314,3 +314,25 @@ def test_errors_under_api_are_problem_details_and_pages_keep_theirs(client: Test
 def test_the_docs_page_says_the_old_paths_are_deprecated() -> None:
     text = (Path(__file__).parent.parent / "docs" / "rest-api.md").read_text()
     assert "/api/v1/" in text and "deprecated" in text
+
+
+def test_traces_page_with_a_cursor_without_gaps_or_repeats(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'paged.db'}")
+    try:
+        rng = random.Random(7)
+        for received_at in (100.0, 200.0, 200.0, 200.0, 300.0):  # ties on last activity too
+            store.write(decode_traces_protobuf(export_request(agent_trace(rng).spans)).spans,
+                        received_at=received_at)
+        with TestClient(create_app(parse_config(CONFIG), store)) as client:
+            everything = client.get("/api/v1/traces").json()
+            assert everything["next_cursor"] is None and len(everything["items"]) == 5
+            seen, cursor = [], None
+            while True:
+                page = client.get("/api/v1/traces", params={"limit": 2, **({"cursor": cursor} if cursor else {})})
+                seen += [trace["trace_id"] for trace in page.json()["items"]]
+                if (cursor := page.json()["next_cursor"]) is None:
+                    break
+            assert seen == [trace["trace_id"] for trace in everything["items"]]
+            assert client.get("/api/v1/traces", params={"cursor": "bm9wZQ=="}).status_code == 422
+    finally:
+        store.close()

@@ -20,7 +20,14 @@ from tracescore.extract import RUN_KINDS, extract_runs, select_runs
 from tracescore.extract.base import Convention
 from tracescore.extract.conversation_id import DEFAULT_ID_ATTRIBUTES
 from tracescore.extract.registry import CONVENTIONS
-from tracescore.restapi import LEGACY, ApiVersion, Moment, moment_query
+from tracescore.restapi import (
+    LEGACY,
+    ApiVersion,
+    Moment,
+    decode_cursor,
+    encode_cursor,
+    moment_query,
+)
 from tracescore.spans import LogRecord, Span, Trace
 from tracescore.store import SpanStore, TraceState
 from tracescore.store.codec import jsonable
@@ -72,6 +79,14 @@ def log_json(record: LogRecord) -> dict[str, Any]:
     }
 
 
+def _position(cursor: str) -> tuple[float, str]:
+    last_seen, trace_id = decode_cursor(cursor, 2)
+    try:
+        return float(last_seen), trace_id
+    except ValueError:
+        raise ValueError("cursor: not a next_cursor this route gave") from None
+
+
 def _json(document: Any) -> Response:
     return Response(orjson.dumps(document), media_type="application/json")
 
@@ -95,10 +110,21 @@ def traces_router(
         limit: int = Query(50, ge=1, le=1000),
         service: str | None = None,
         since: Annotated[Moment | None, moment_query("last activity at or after")] = None,
+        cursor: Annotated[str | None, Query(description="the previous page's next_cursor")] = None,
     ) -> Response:
+        """Pass ``next_cursor`` back as ``cursor`` for the next page (keyset on last activity
+        and trace id: a trace active again since moves to the front, not into a later page)."""
         start = since.timestamp() if since else None
-        summaries = await run_in_threadpool(store.list_traces, limit, service, start)
-        return _json(version.page([s.to_dict() for s in summaries], "traces"))
+        try:
+            after = _position(cursor) if cursor else None
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
+        summaries = await run_in_threadpool(store.list_traces, limit + 1, service, start, after)
+        next_cursor = None
+        if len(summaries) > limit:
+            summaries = summaries[:limit]
+            next_cursor = encode_cursor(repr(summaries[-1].last_seen), summaries[-1].trace_id)
+        return _json(version.page([s.to_dict() for s in summaries], "traces", next_cursor))
 
     async def stored(trace_id: str) -> Trace:
         """The trace's spans and log records, or the answer for an id that has none: 400
