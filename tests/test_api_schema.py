@@ -336,3 +336,20 @@ def test_traces_page_with_a_cursor_without_gaps_or_repeats(tmp_path: Path) -> No
             assert client.get("/api/v1/traces", params={"cursor": "bm9wZQ=="}).status_code == 422
     finally:
         store.close()
+
+
+def test_without_a_key_every_route_answers_a_documented_401(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'keyed.db'}")
+    try:
+        app = create_app(parse_config("server: {api_keys: [schema-walk-key]}\n" + CONFIG), store)
+        with TestClient(app, raise_server_exceptions=False) as client:
+            schema = app.openapi()
+            for path, method, operation in _operations(schema):
+                url = re.sub(r"\{[^}]+\}", "ab" * 16, path)
+                body = {"content": b"{}", "headers": {"Content-Type": "application/json"}}
+                response = client.request(method.upper(), url, **(body if method == "post" else {}))
+                expected = 200 if path == "/healthz" else 401
+                assert response.status_code == expected, f"{method} {path}: {response.text}"
+                _check(schema, operation, path, response)
+    finally:
+        store.close()

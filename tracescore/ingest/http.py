@@ -267,7 +267,6 @@ _STATUS_BODY = {
 }  # fmt: skip
 _OTLP_ERRORS = {
     400: "the body is not an export request of this signal (a google.rpc.Status says why)",
-    401: "no valid API key (when keys are configured)",
     408: "the body was not received in time; the connection is closed",
     413: "the body (after gzip) is larger than server.max_body_bytes",
     415: "neither application/x-protobuf nor application/json, or an unknown Content-Encoding",
@@ -296,6 +295,10 @@ def _documented(signal: str, request: str, response: str) -> dict[str, Any]:
                 PROTOBUF: _STATUS_BODY[PROTOBUF], JSON: {"schema": {"type": "object"}}}},
             **{status: {"description": what, "content": _STATUS_BODY}
                for status, what in _OTLP_ERRORS.items()},
+            401: {"description": "no valid API key (when keys are configured): refused before "
+                                 "the body is read, in JSON whatever the request's encoding",
+                  "content": {JSON: {"schema": {"type": "object"}},
+                              "application/problem+json": {"schema": {"type": "object"}}}},
         },
     }
 
