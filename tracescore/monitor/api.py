@@ -187,33 +187,33 @@ def create_monitor_router(
             state_rows = connection.execute(state_query).all()
             event_rows = connection.execute(event_query).all() if events else []
         states = [
-                {
-                    "rule": row.rule,
-                    "segment": row.segment,
-                    "state": row.state,
-                    "since": _iso(row.since),
-                    "evaluated_at": _iso(row.evaluated_at),
-                    "value": row.value,
-                    "summary": row.summary,
-                    "details": row.details,
-                    "notified": row.notified,
-                }
-                for row in state_rows
-            ]
+            {
+                "rule": row.rule,
+                "segment": row.segment,
+                "state": row.state,
+                "since": _iso(row.since),
+                "evaluated_at": _iso(row.evaluated_at),
+                "value": row.value,
+                "summary": row.summary,
+                "details": row.details,
+                "notified": row.notified,
+            }
+            for row in state_rows
+        ]
         events_listed = [
-                {
-                    "id": row.id,
-                    "rule": row.rule,
-                    "segment": row.segment,
-                    "status": row.status,
-                    "at": _iso(row.at),
-                    "summary": row.payload.get("summary"),
-                    "pending": row.pending,
-                    "attempts": row.attempts,
-                    "last_error": row.last_error,
-                }
-                for row in event_rows
-            ]
+            {
+                "id": row.id,
+                "rule": row.rule,
+                "segment": row.segment,
+                "status": row.status,
+                "at": _iso(row.at),
+                "summary": row.payload.get("summary"),
+                "pending": row.pending,
+                "attempts": row.attempts,
+                "last_error": row.last_error,
+            }
+            for row in event_rows
+        ]
         return version.page(states, "states", firing=sum(row.state == "firing" for row in state_rows),
                             events=events_listed)
 
