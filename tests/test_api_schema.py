@@ -216,7 +216,7 @@ def _time_parameters(schema: dict[str, Any]) -> Iterator[tuple[str, str]]:
     (NOW - timedelta(hours=2)).replace(tzinfo=None).isoformat(),
     str(int((NOW - timedelta(hours=2)).timestamp())),
     "2h",
-])  # fmt: skip
+], ids=["iso-utc", "iso-naive", "epoch-seconds", "duration"])  # fmt: skip
 def test_since_and_until_take_iso_epoch_seconds_and_durations_on_every_route(
     client: TestClient, schema: dict[str, Any], trace_id: str, moment: str
 ) -> None:
