@@ -25,7 +25,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     LITELLM_LOCAL_MODEL_COST_MAP=True
 
 COPY --from=build /wheels /wheels
-RUN pip install /wheels/*.whl && rm -rf /wheels
+# With the judges extra (litellm): an image is a whole deployment, LLM judges included.
+RUN pip install "$(echo /wheels/*.whl)[judges]" && rm -rf /wheels
 
 RUN useradd --system --uid 10001 --user-group --home-dir /var/lib/tracescore --create-home tracescore \
  && mkdir -p /etc/tracescore \

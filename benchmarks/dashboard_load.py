@@ -8,7 +8,7 @@ process) three times:
 2. with ``--tabs`` simulated browser tabs on the overview, each doing what ``live.js`` does
    (poll ``/ui/live`` every second; re-fetch the page when the version moved, at most every
    2.5 s), run by asyncio clients in a separate process so they do not slow the prober;
-3. while a ``--spans``-span trace's page and ``/api/traces/{id}/runs`` are fetched, with
+3. while a ``--spans``-span trace's page and ``/api/v1/traces/{id}/runs`` are fetched, with
    their times and the server's peak memory.
 
     python benchmarks/dashboard_load.py                  # 200 tabs, 20,000 spans
@@ -171,7 +171,7 @@ def main() -> None:
                                         headers={"content-type": "application/json"})
             assert posted.status_code == 200, posted.text[:300]
         while True:  # stored once the unpacker has written every part
-            summary = prober.client.get(f"/api/traces/{trace_id}")
+            summary = prober.client.get(f"/api/v1/traces/{trace_id}")
             if summary.status_code == 200 and len(summary.json()["spans"]) > args.spans:
                 break
             time.sleep(0.5)
@@ -188,7 +188,7 @@ def main() -> None:
 
         readers = [
             threading.Thread(target=fetch, args=("page", f"/ui/traces/{trace_id}")),
-            threading.Thread(target=fetch, args=("runs", f"/api/traces/{trace_id}/runs")),
+            threading.Thread(target=fetch, args=("runs", f"/api/v1/traces/{trace_id}/runs")),
         ]
         for reader in readers:
             reader.start()

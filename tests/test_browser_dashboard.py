@@ -7,6 +7,7 @@ Screenshots go to ``test-artifacts/`` at the repository root.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, select
 
-from tests.browser_support import REPO, browser, context, shot  # noqa: F401 - fixtures
+from tests.browser_support import REPO, browser, context, layout_problems, shot  # noqa: F401 - fixtures
 from tests.conftest import CAPTURES
 from tests.server_process import ServerProcess, login_session, start_server
 from tests.test_web_pages import HOSTILE_SYSTEM, agent_trace_json
@@ -169,6 +170,43 @@ def test_a_newly_scored_trace_appears_without_reload(server: ServerProcess, page
     assert page.evaluate("typeof window.__pwned") == "undefined"
     assert page.locator("main script, main img, main iframe").count() == 0
     shot(page, "dashboard-hostile-trace")
+
+
+def test_the_live_clock_is_24_hour_utc_like_every_other_time(
+    server: ServerProcess, page: Any
+) -> None:
+    """The header clock followed the browser's locale (en-US: "3:52:10 PM") while every time
+    the server writes is 24-hour UTC."""
+    page.goto(f"{server.base_url}/?window=15m")
+    status = page.locator("#live-status")
+    page.locator("#live-status.ok").wait_for(timeout=15_000)  # the first poll answered
+    assert re.fullmatch(r"live · \d{2}:\d{2}:\d{2} UTC", status.inner_text()), status.inner_text()
+
+
+def test_the_trace_page_draws_its_spans_as_a_timeline(server: ServerProcess, page: Any) -> None:
+    """A waterfall of the trace's spans, parents above children, each bar inside its parent's
+    time; a row leads to that span's raw attributes."""
+    row = next(r for r in _scores(server.db_url) if r.binding == "answer-present" and r.status == "ok")
+    spans = httpx.get(f"{server.base_url}/api/traces/{row.trace_id}", headers=AUTHORIZATION).json()["spans"]
+    page.goto(f"{server.base_url}/ui/traces/{row.trace_id}")
+    rows = page.locator("#timeline svg.waterfall g.row")
+    assert rows.count() == len(spans) >= 2
+    drawn = {}
+    for index in range(rows.count()):
+        entry = rows.nth(index)
+        box = entry.locator("rect.bar").bounding_box()
+        drawn[entry.get_attribute("data-span")] = (box["x"], box["x"] + box["width"])
+    by_id = {span["span_id"]: span for span in spans}
+    assert set(drawn) == set(by_id)
+    for span_id, (left, right) in drawn.items():
+        parent = by_id[span_id].get("parent_span_id")
+        if parent in drawn:  # a child is drawn within its parent's bar
+            assert drawn[parent][0] - 1 <= left and right <= drawn[parent][1] + 1, span_id
+    assert layout_problems(page) == []
+    shot(page, "dashboard-trace-timeline")
+    first = rows.first.get_attribute("data-span")
+    page.locator("#timeline a.span-row").first.click()
+    page.wait_for_url(f"**#span-{first}")
 
 
 def test_login_form_sets_a_session_cookie(server: ServerProcess, context: Any) -> None:

@@ -74,7 +74,7 @@ def test_a_reviewer_records_a_verdict_from_the_queue(
     page.wait_for_url(f"{base_url}/ui/review")
 
     row = page.locator(f'#review-queue tr[data-trace="{trace_id}"]')
-    assert "near_threshold" in row.inner_text() or "random" in row.inner_text()
+    assert "near the threshold" in row.inner_text() or "random sample" in row.inner_text()
     assert layout_problems(page) == []
     row.locator("a.review-link").click()
     page.wait_for_url(f"{base_url}/ui/review/{trace_id}?**")

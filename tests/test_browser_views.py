@@ -520,3 +520,54 @@ def test_a_split_shows_the_five_largest_segments_and_the_rest_as_other(
     ).click()
     page.wait_for_url("**/ui/runs?**")
     assert "agent" not in parse_qs(urlparse(page.url).query)
+
+
+def test_the_unsplit_chart_shows_the_alerting_agents_line_in_its_own_colour(
+    demo: tuple[ServerProcess, datetime], page: Any
+) -> None:
+    """While the alert fires, the unsplit chart (the default view) draws weather-bot's line over
+    the overall one: the overall mean hid the drop the banner announced. The line has
+    weather-bot's colour, which is the same at every range and on the split chart (it
+    followed weather-bot's rank by run count)."""
+    from tracescore.web.pages import segment_colour
+
+    server, dropped = demo
+    colour = f"s{segment_colour(DEGRADING_AGENT)}"
+    page.goto(f"{server.base_url}/?window=5m")
+    chart = _chart(page, "keyword-coverage")
+    line = chart.locator(f'g.series[data-segment="agent={DEGRADING_AGENT}"]')
+    assert line.count() == 1 and colour in line.get_attribute("class").split()
+    alerting = line.locator("circle.point.alerting")
+    assert alerting.count() >= 1
+    after = [mean for start, mean in _points(chart, f"agent={DEGRADING_AGENT}")
+             if start >= dropped + timedelta(seconds=2)]  # fmt: skip
+    before = [mean for start, mean in _points(chart, f"agent={DEGRADING_AGENT}")
+              if start < dropped - timedelta(seconds=2)]  # fmt: skip
+    assert after and before and max(after) < min(before)  # the drop is there to see
+    legend = page.locator('article[data-binding="keyword-coverage"] .alerting-line')
+    assert DEGRADING_AGENT in legend.inner_text() and "firing" in legend.inner_text()
+    shot(page, "views-unsplit-alerting-line")
+    for window in ("5m", "15m", "1h"):
+        page.goto(f"{server.base_url}/?window={window}&split=agent")
+        split_line = _chart(page, "keyword-coverage").locator(
+            f'g.series[data-segment="{DEGRADING_AGENT}"]'
+        )
+        assert colour in split_line.get_attribute("class").split(), window
+
+
+def test_a_firing_alert_whose_traffic_stopped_is_marked_stale(
+    demo: tuple[ServerProcess, datetime], page: Any
+) -> None:
+    """The demo's traffic has stopped; weather-bot's alert still fires on scores older than the
+    rule's 8 s window. Both the banner and the alerts page say so, with the last score's time."""
+    server, _ = demo
+    newest = max(as_utc(row["created_at"]) for row in _rows(server.db_url, ScoreRow.__table__)
+                 if row["agent"] == DEGRADING_AGENT and row["binding"] == "keyword-coverage")  # fmt: skip
+    time.sleep(max(0.0, (newest + timedelta(seconds=9) - datetime.now(UTC)).total_seconds()))
+    page.goto(f"{server.base_url}/?window=5m")
+    banner = page.locator("#alerts li", has_text=RULE)
+    assert f"stale: no scores since {newest:%Y-%m-%d %H:%M:%S} UTC" in banner.inner_text()
+    page.goto(f"{server.base_url}/ui/alerts")
+    row = page.locator(f'tr.state-firing[data-segment="agent={DEGRADING_AGENT}"]')
+    assert "stale" in row.inner_text() and f"{newest:%H:%M:%S}" in row.inner_text()
+    shot(page, "views-alerts-stale")

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import signal
+import socket
 import statistics
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
+from sqlalchemy.exc import OperationalError
 
-from tests.server_process import start_server
+from tests.server_process import free_port, start_server
 from tests.test_pipeline_e2e import _wait_for_scores
-from tracescore.config import DEFAULT_SCORERS
+from tracescore.config import DEFAULT_SCORERS, load_config
 from tracescore.extract import extract_runs
 from tracescore.offline.demo import AGENTS, DEGRADING_AGENT, DemoSender, parse_rate
 from tracescore.offline.demo_chat import CHAT_AGENT, CHAT_SERVICE
@@ -83,3 +89,59 @@ def test_rates() -> None:
     for bad in ("0", "-1/s", "fast", "3/day"):
         with pytest.raises(ValueError, match="positive rate"):
             parse_rate(bad)
+
+
+@pytest.mark.parametrize(("stop", "status"), [(signal.SIGINT, 0), (signal.SIGTERM, 143)])
+def test_demo_serve_starts_the_collector_with_its_alert_rules_and_conversation_binding(
+    tmp_path: Path, stop: signal.Signals, status: int
+) -> None:
+    """One command, as the README gives it: the collector with the packaged demo config, then
+    the traffic; the collector stays up (dashboard, alerts) until the demo is interrupted
+    (Ctrl-C) or stopped (SIGTERM to the demo alone), and stops with it."""
+    http_port, grpc_port = free_port(), free_port()
+    db_url = f"sqlite:///{tmp_path / 'demo.db'}"
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "tracescore.cli", "demo", "--serve",
+         "--endpoint", f"http://127.0.0.1:{http_port}", "--grpc-port", str(grpc_port),
+         "--db", db_url, "--rate", "12/s", "--duration", "3", "--drop-after", "0", "--seed", "7"],
+        cwd=tmp_path, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        # The concierge's conversations are scored by the conversation binding once idle (5 s).
+        deadline = time.monotonic() + 90
+        bindings: set[str] = set()
+        while "chat-coverage" not in bindings and time.monotonic() < deadline:
+            assert demo.poll() is None, demo.stderr.read() if demo.stderr else ""
+            bindings = {r.binding for r in _scores(db_url)}
+            time.sleep(0.5)
+        assert {*DEFAULT_SCORERS, "chat-coverage"} <= bindings
+        alerts = httpx.get(f"http://127.0.0.1:{http_port}/ui/alerts", timeout=10).text
+        assert "answers-regressed" in alerts and "chat-memory-regressed" in alerts
+    finally:
+        demo.send_signal(stop)
+        _, stderr = demo.communicate(timeout=60)
+    assert demo.returncode == status, stderr
+    assert "sent " in stderr and f"open http://127.0.0.1:{http_port}/" in stderr
+    with socket.socket() as sock:  # the collector stopped with the demo: its port is free
+        sock.bind(("127.0.0.1", http_port))
+    assert not (tmp_path / "tracescore.db").exists()
+
+
+def _scores(db_url: str) -> list[Any]:
+    if not Path(db_url.removeprefix("sqlite:///")).exists():
+        return []
+    try:
+        return _wait_for_scores(db_url, 0, timeout=1)
+    except OperationalError:  # the collector is still creating the tables
+        return []
+
+
+def test_demo_prints_its_config(tmp_path: Path) -> None:
+    printed = subprocess.run(
+        [sys.executable, "-m", "tracescore.cli", "demo", "--print-config"],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout
+    (tmp_path / "demo.yaml").write_text(printed)
+    config = load_config(tmp_path / "demo.yaml")
+    assert [r.name for r in config.alerts.rules] == ["answers-regressed", "chat-memory-regressed"]
+    assert any(b.target == "conversation" for b in config.scorers)

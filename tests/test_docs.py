@@ -20,7 +20,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from docgen.config_reference import config_blocks
-from docgen.pages import UnknownGenerator, fill
+from docgen.pages import UnknownGenerator, fill, generated_pages
 from docgen.scorer_reference import CODE_EXAMPLE_OPTIONS
 from tracescore.config import Config, parse_config
 from tracescore.metrics import REGISTRY
@@ -174,6 +174,19 @@ def test_a_new_section_is_documented_from_its_model_and_docstrings() -> None:
 def test_an_unknown_generated_part_fails_instead_of_leaving_a_page_empty() -> None:
     with pytest.raises(UnknownGenerator, match="configuration-reference"):
         fill("# Keys\n\n<!-- tracescore:generate configuration-reference -->\n")
+
+
+def test_committed_reference_parts_are_current() -> None:
+    """The generated parts are committed (so the README's reference links read whole on a forge,
+    unbuilt); a change to the code they come from must regenerate them: `python -m docgen`."""
+    pages = generated_pages(DOCS)
+    assert {p.relative_to(DOCS).as_posix() for p in pages} >= {
+        "reference/configuration.md", "reference/scorers.md", "rest-api.md", "metrics.md"
+    }
+    stale = [p.name for p in pages if fill(text := p.read_text(encoding="utf-8")) != text]
+    assert not stale, f"stale generated parts in {stale}: run `python -m docgen`"
+    configuration = (DOCS / "reference" / "configuration.md").read_text(encoding="utf-8")
+    assert "`server.http_port`" in configuration
 
 
 def test_readme_is_short_and_keeps_the_two_commands() -> None:

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from sqlalchemy import insert
 
 from tracescore.judge.cache import verdict_key
+from tracescore.judge.config import JudgeConfig
 from tracescore.judge.protocol import JudgeRequest
 from tracescore.offline.estimate import (
     DEFAULT_TEXT_SENTENCES,
@@ -295,3 +296,26 @@ def test_a_stored_answer_to_the_same_prompt_is_the_typical_answer(engine: Any) -
     result, calls = priced(scorer, weather_run(), judge)
     assert calls[0].cached and len(result.analyze_step_result.verdicts) == 4
     assert faithfulness_estimate(engine).calls_per_run == 2
+
+
+# ----------------------------------------------------------------------------- copies of a run
+
+
+def test_a_caching_judge_pays_for_a_runs_copies_once_and_one_without_a_cache_each_time() -> None:
+    def estimate(judge: Any, **sampled: Any) -> Any:
+        binding = SimpleNamespace(name="b", scorer=create_faithfulness_scorer(model=judge))
+        return estimate_cost(binding, [weather_run()], 10, None, **sampled)
+
+    uncached = JudgeConfig(model=MODEL, cache=False)
+    ten_distinct = estimate(MODEL)
+    # The 10 runs to score are copies of the one sampled: the verdict cache serves nine of them.
+    one_paid = estimate(MODEL, copies=[10], distinct=1)
+    assert one_paid.runs == 10 and one_paid.calls_per_run == pytest.approx(0.3)
+    assert one_paid.cost_usd == pytest.approx(ten_distinct.cost_usd / 10)
+    assert "1 distinct of the 10 runs; copies of a run are cache hits" in one_paid.method
+    # Without a cache every copy is paid, as are ten distinct runs.
+    every_copy = estimate(uncached, copies=[10], distinct=1)
+    assert every_copy.calls_per_run == 3
+    assert every_copy.cost_usd == pytest.approx(estimate(uncached).cost_usd)
+    assert every_copy.cost_usd == pytest.approx(ten_distinct.cost_usd)
+    assert "copies of a run are paid again" in every_copy.method

@@ -7,6 +7,7 @@ prices, so the dry-run estimate is checked against what litellm actually charged
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 from pathlib import Path
@@ -25,6 +26,7 @@ from tracescore.extract.content import has_content
 from tracescore.ingest.files import load_traces
 from tracescore.scorers.base import Scorer, StepContext, create_scorer
 from tracescore.scorers.utils import get_assistant_message
+from tracescore.spans import Trace
 from tracescore.store import open_store
 from tracescore.store.scores import ScoreRow
 
@@ -232,6 +234,46 @@ def test_dry_run_estimate_matches_the_judge_spend(tmp_path: Path, stored: str) -
         estimate, spent = _estimate_and_spend(stored, other, server, "--force")
         assert spent > 0
         assert estimate == pytest.approx(spent, rel=0.2)
+    finally:
+        server.stop()
+
+
+def _store_copies(url: str, traces: list[Trace], copies: int) -> str:
+    """``url`` once its store holds ``copies`` copies of each trace, each under its own id."""
+    store = open_store(url)
+    for copy in range(copies):
+        for trace in traces:
+            trace_id = f"{copy:08x}{trace.trace_id[8:]}"
+            store.write([dataclasses.replace(span, trace_id=trace_id) for span in trace.spans],
+                        [dataclasses.replace(log, trace_id=trace_id) for log in trace.logs])
+    store.close()
+    return url
+
+
+def test_copies_of_a_run_are_priced_once_as_the_verdict_cache_serves_them(tmp_path: Path) -> None:
+    # Two WeatherBot turns (different answers and contexts), each stored 100 times: 200 runs,
+    # more than the 100 a dry run renders. The verdict cache answers every copy's requests, so
+    # the real run pays for two runs; the estimate once extrapolated the 100 sampled runs (both
+    # turns, the other copies free) to 200, twice what is paid.
+    turns = load_traces([CAPTURES / "pydantic-ai" / "tool_call",
+                         CAPTURES / "openinference-openai-agents" / "tool_call"])  # fmt: skip
+    server = _judge_server()
+    try:
+        config = _config(tmp_path, FAITHFULNESS, server.base_url)
+        estimated, spent = [], []
+        for copies in (1, 100):
+            db = _store_copies(f"sqlite:///{tmp_path / f'copies-{copies}.db'}", turns, copies)
+            code, out, err = _rescore(db, config, "--dry-run", "--format", "json")
+            assert code == 0, err
+            assert json.loads(out)["runs"] == 2 * copies
+            estimated.append(json.loads(out)["cost_usd"])
+            # One trace at a time: copies in flight together would each miss the cache.
+            code, _, err = _rescore(db, config, "--concurrency", "1")
+            assert code == 0, err
+            spent.append(sum(r["cost_usd"] for r in _rows(db)))
+        assert spent[1] == pytest.approx(spent[0]) and spent[0] > 0
+        assert estimated[1] == pytest.approx(estimated[0])
+        assert estimated[0] == pytest.approx(spent[0], rel=0.2)
     finally:
         server.stop()
 

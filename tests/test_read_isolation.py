@@ -42,11 +42,12 @@ def test_a_huge_traces_page_shows_a_bounded_part_and_links_to_the_rest(tmp_path:
     inner = page.text.split('id="other-runs"', 1)[1].split("</details>", 1)[0]
     assert "Inner runs (2000)" in inner  # the count says how many there are
     assert inner.count("<li>") == MAX_RUNS  # 2,000 listed before
-    assert f'href="/api/traces/{trace_id}/runs"' in inner
+    assert f'href="/api/v1/traces/{trace_id}/runs"' in inner
     assert len(re.findall(r'<details class="span depth', page.text)) == MAX_RAW_SPANS
     assert len(page.content) < 1_500_000
-    runs = client.get(f"/api/traces/{trace_id}/runs")
+    runs = client.get(f"/api/v1/traces/{trace_id}/runs")
     assert len(runs.json()) == 2_001  # the rest, where the page says
+    assert client.get(f"/api/traces/{trace_id}/runs").content == runs.content  # the old alias
     store.close()
 
 
@@ -59,7 +60,7 @@ def test_acks_stay_fast_while_a_huge_trace_is_read(tmp_path: Path) -> None:
         trace_id = uuid.uuid4().hex
         _send_wide_trace(client, trace_id, 10_000)
         deadline = time.monotonic() + 120
-        while client.get(f"/api/traces/{trace_id}/runs?primary=true").status_code != 200:
+        while client.get(f"/api/v1/traces/{trace_id}/runs?primary=true").status_code != 200:
             assert time.monotonic() < deadline
             time.sleep(0.5)
         finished: list[int] = []
@@ -69,7 +70,7 @@ def test_acks_stay_fast_while_a_huge_trace_is_read(tmp_path: Path) -> None:
                 finished.append(reader.get(path).status_code)
 
         readers = [threading.Thread(target=read, args=(path,)) for path in
-                   (f"/ui/traces/{trace_id}", f"/api/traces/{trace_id}/runs", f"/api/traces/{trace_id}")]
+                   (f"/ui/traces/{trace_id}", f"/api/v1/traces/{trace_id}/runs", f"/api/traces/{trace_id}")]  # and the old alias
         for thread in readers:
             thread.start()
         acks: list[float] = []
@@ -97,9 +98,9 @@ def test_the_service_stops_promptly_while_a_reader_process_builds_a_huge_trace(
     with start_server(tmp_path) as server, httpx.Client(base_url=server.base_url, timeout=120) as client:
         trace_id = uuid.uuid4().hex
         _send_wide_trace(client, trace_id, 10_000)
-        assert client.get(f"/api/traces/{trace_id}/runs?primary=true").status_code == 200
+        assert client.get(f"/api/v1/traces/{trace_id}/runs?primary=true").status_code == 200
         reading = threading.Thread(
-            target=lambda: httpx.get(f"{server.base_url}/api/traces/{trace_id}/runs", timeout=600),
+            target=lambda: httpx.get(f"{server.base_url}/api/v1/traces/{trace_id}/runs", timeout=600),
             daemon=True,
         )
         reading.start()

@@ -150,7 +150,9 @@ def _orphaned_unpacker(url: str, shutdown_timeout: float) -> Iterator[int]:
 
 def test_an_unpacker_whose_collector_is_killed_stops_within_its_deadline(sqlite_url: str) -> None:
     with _orphaned_unpacker(sqlite_url, shutdown_timeout=1.5) as pid:
-        assert _wait_gone(pid, timeout=1.5 + 3.0) >= 0.9
+        # Not before its deadline; after it, within a bound that only catches an unpacker that
+        # never stops (3 s of slack was overrun on a loaded machine).
+        assert _wait_gone(pid, timeout=1.5 + 10.0) >= 0.9
 
 
 def test_a_new_collector_stops_an_unpacker_an_earlier_one_left_running(sqlite_url: str) -> None:

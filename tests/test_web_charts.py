@@ -134,18 +134,25 @@ def test_dollars_show_small_judge_costs() -> None:
     assert [usd(v) for v in (0, 0.00028, 0.0123, 2.3)] == ["$0.00", "$0.00028", "$0.012", "$2.30"]
 
 
-def test_a_charts_lines_never_share_a_colour() -> None:
-    """Colours follow the segment across charts, but with more segments than colours overall,
-    two lines of one chart could get the same one: the later takes the first free colour."""
-    from tracescore.web.pages import PALETTE_SIZE, Line, _colours
+def test_a_segments_colour_comes_from_its_name_not_its_rank() -> None:
+    """weather-bot is the same colour whether it has the most runs or the fewest (its colour
+    followed its rank, so it changed with the range), and two lines of one chart never share a
+    colour: a clash goes to the name sorting first, the other takes the next free one."""
+    from tracescore.web.pages import PALETTE_SIZE, Line, _colours, segment_colour
 
-    lines = [Line(f"agent-{i}", f"agent-{i}", False, [], 1, 0.5) for i in range(5)]
+    names = ["weather-bot", "travel-bot", "support-bot", "math-bot", "recipe-bot"]
+    lines = [Line(name, name, False, [], 1, 0.5) for name in names]
     lines.append(Line("other (4)", None, True, [], 4, 0.5))
-    preferred = {"agent-0": 2, "agent-1": 2 + PALETTE_SIZE, "agent-2": 7, "agent-3": 0,
-                 "agent-4": 3 * PALETTE_SIZE}  # fmt: skip
-    colours = _colours(lines, preferred)
-    assert colours == {"agent-0": 2, "agent-1": 0, "agent-2": 7, "agent-3": 1, "agent-4": 3,
-                       "other (4)": None}  # fmt: skip
+    by_volume = _colours(lines)
+    assert _colours(list(reversed(lines))) == by_volume
+    assert _colours(lines[:1]) == {"weather-bot": segment_colour("weather-bot")}
+    assert by_volume["other (4)"] is None
+    drawn = [colour for name, colour in by_volume.items() if name != "other (4)"]
+    assert len(set(drawn)) == len(drawn) and all(0 <= c < PALETTE_SIZE for c in drawn)
+    # math-bot and weather-bot hash to the same colour: math-bot sorts first and keeps it
+    assert segment_colour("math-bot") == segment_colour("weather-bot")
+    assert by_volume["math-bot"] == segment_colour("math-bot")
+    assert by_volume["weather-bot"] != segment_colour("weather-bot")
 
 
 def test_alert_periods_go_on_the_chart_and_the_line_they_are_about() -> None:
@@ -154,7 +161,7 @@ def test_alert_periods_go_on_the_chart_and_the_line_they_are_about() -> None:
     agent's: band edge in its colour, its points filled, "firing" in its legend entry."""
     from tracescore.monitor.config import ThresholdRule
     from tracescore.web.alerting import Period, chart_url, periods_of
-    from tracescore.web.pages import NO_VALUE, Aggregates, Line, Trend, _panel
+    from tracescore.web.pages import NO_VALUE, Aggregates, Line, Trend, _panel, segment_colour
 
     per_binding = Period("low", {"binding": "tone-a"}, T0, None, "low", None, "tone")
     nameless = Period("drop", {"agent": None}, T0 + MINUTE, None, "drop", "tone-a", None)
@@ -170,12 +177,12 @@ def test_alert_periods_go_on_the_chart_and_the_line_they_are_about() -> None:
              Line(NO_VALUE, None, False, buckets, 8, 0.45)]  # fmt: skip
     summary = Aggregates(
         trends={"tone-a": Trend(buckets, lines, 16, 0.45, 16, 0)},
-        colours={"bot": 0, NO_VALUE: 1}, scorers={"tone-a": {"tone"}}, coverage={},
+        scorers={"tone-a": {"tone"}}, coverage={},
         cost_chart=None, cost_total=0.0, choices={},
     )
     window = Window(T0, T0 + 10 * MINUTE, MINUTE)
     panel = _panel("tone-a", summary, window, ViewState(split="agent"), [nameless], window.until)
-    assert 'class="alert-edge s1"' in panel.chart
+    assert f'class="alert-edge s{segment_colour(NO_VALUE)}"' in panel.chart
     assert [entry.firing for entry in panel.legend] == [False, True]
     series = r'<g class="series s\d" data-segment="([^"]*)">(.*?)</g>'
     groups = dict(re.findall(series, panel.chart))

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
-from tracescore.dbcli import database_errors, db_app
+from tracescore.dbcli import database_errors, db_app, require_database
 from tracescore.feedbackcli import calibrate, export
 from tracescore.offline.report import Format
 
 if TYPE_CHECKING:
     from tracescore.config import Config
+
+# What an option left unset means, shown as its default in --help.
+_NO_CONFIG = "none: the embedded defaults"
 
 app = typer.Typer(
     name="tracescore",
@@ -27,35 +32,63 @@ app.command()(calibrate)
 app.command()(export)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from tracescore.version import __version__
+
+        typer.echo(f"tracescore {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def main() -> None:
+def main(
+    _version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True,
+        help="Print the installed version and exit.",
+    ),
+) -> None:
     """Score AI agents from their OpenTelemetry traces."""
 
 
 @app.command()
 def serve(
-    config_file: Path | None = typer.Option(None, "--config", help="YAML config file."),
+    config_file: Path | None = typer.Option(
+        None, "--config", help="YAML config file.", show_default=_NO_CONFIG
+    ),
     db: str | None = typer.Option(
-        None, "--db", help="Database URL: sqlite:///file.db or postgresql://user@host/db."
+        None, "--db", help="Database URL: sqlite:///file.db or postgresql://user@host/db.",
+        show_default="sqlite:///tracescore.db, or the config's store",
     ),
     host: str | None = typer.Option(
-        None, "--host", help="Interface to listen on (default 127.0.0.1; 0.0.0.0: every interface)."
+        None, "--host", help="Interface to listen on (0.0.0.0: every interface).",
+        show_default="127.0.0.1, or the config's server.host",
     ),
-    http_port: int | None = typer.Option(None, "--http-port", help="OTLP/HTTP and API port."),
-    grpc_port: int | None = typer.Option(None, "--grpc-port", help="OTLP/gRPC port."),
+    http_port: int | None = typer.Option(
+        None, "--http-port", help="OTLP/HTTP, API and dashboard port.",
+        show_default="4318, or the config's server.http_port",
+    ),
+    grpc_port: int | None = typer.Option(
+        None, "--grpc-port", help="OTLP/gRPC port.", show_default="4317, or the config's server.grpc_port"
+    ),
     idle_timeout: float | None = typer.Option(
-        None, "--idle-timeout", help="Seconds without new spans before a trace is complete."
+        None, "--idle-timeout", help="Seconds without new spans before a trace is complete.",
+        show_default="5.0, or the config's assembly.idle_timeout",
     ),
     processes: int | None = typer.Option(
-        None, "--processes", help="Service processes sharing the ports (one per core)."
+        None, "--processes", help="Service processes sharing the ports (one per core).",
+        show_default="1, or the config's server.processes",
     ),
     unpackers: int | None = typer.Option(
-        None, "--unpackers", help="Processes per service decoding acknowledged requests into rows."
+        None, "--unpackers", help="Processes per service decoding acknowledged requests into rows.",
+        show_default="1, or the config's server.unpackers",
+    ),
+    log_level: LogLevel = typer.Option(
+        "info", "--log-level", help="tracescore's log messages from this level on; debug also "
+        "shows the libraries' (schema migrations, servers).",
     ),
 ) -> None:
-    """Run the collector: OTLP/HTTP, OTLP/gRPC and the read API, storing spans durably."""
-    import logging
-
+    """Run the collector: OTLP/HTTP, OTLP/gRPC, the REST API and the dashboard, storing spans
+    durably."""
     from tracescore.config import ConfigError
 
     try:
@@ -74,8 +107,12 @@ def serve(
     except ConfigError as exc:
         _fail(2, str(exc))
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _configure_logging(log_level)
     server = config.server
+    for port, what in ((server.http_port, "OTLP/HTTP, --http-port"),
+                       (server.grpc_port, "OTLP/gRPC, --grpc-port")):  # fmt: skip
+        if problem := _cannot_listen(server.host, port):
+            _fail(1, f"cannot listen on {server.host}:{port} ({what}): {problem}")
     if server.processes > 1:
         from tracescore.supervisor import check_in_child, serve_processes
 
@@ -106,20 +143,63 @@ def _fail(code: int, message: str) -> NoReturn:
     raise typer.Exit(code)
 
 
-def _announce(config: Config, store_url: str) -> None:
+class LogLevel(StrEnum):
+    debug = "debug"
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+
+def _configure_logging(level: LogLevel) -> None:
+    """tracescore's loggers at ``level``; the libraries' (Alembic's dozen lines per start, the
+    servers') only from warnings on, unless ``debug`` asks for everything."""
     import logging
 
+    chosen = getattr(logging, level.value.upper())
+    logging.basicConfig(
+        level=chosen if level is LogLevel.debug else max(chosen, logging.WARNING),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("tracescore").setLevel(chosen)
+
+
+def _cannot_listen(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be listened on (in use, say), or None: checked before the
+    service starts, so a taken port is one line naming it instead of the servers' tracebacks.
+    SO_REUSEADDR as the servers set it, so a port left in TIME_WAIT is no false alarm."""
+    import socket
+
+    if port == 0:
+        return None
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+def _announce(config: Config, store_url: str) -> None:
+    """Where everything is, in one short block: what a newcomer opens or points an exporter at."""
     from tracescore.compiled import describe
+    from tracescore.version import __version__
 
     server = config.server
-    typer.echo(
-        f"tracescore collector: OTLP/HTTP on {server.host}:{server.http_port}, "
-        f"OTLP/gRPC on {server.host}:{server.grpc_port}, store {store_url}, "
-        f"{server.processes} process{'es' if server.processes > 1 else ''}, "
-        f"{server.unpackers} unpacker{'s' if server.unpackers > 1 else ''} each",
-        err=True,
-    )
-    logging.getLogger("tracescore").info(describe())
+    # A URL to open: the wildcard addresses are reachable on loopback too.
+    shown = "127.0.0.1" if server.host in ("0.0.0.0", "::", "") else server.host
+    base = f"http://{shown}:{server.http_port}"
+    typer.echo("\n".join([
+        f"tracescore {__version__} collecting, store {store_url}",
+        f"  dashboard   {base}/",
+        f"  OTLP/HTTP   {base}/v1/traces (and /v1/logs)",
+        f"  OTLP/gRPC   {shown}:{server.grpc_port}",
+        f"  REST API    {base}/api/" + (f" (reference at {base}/api/docs)" if server.docs else ""),
+        f"  listening on {server.host}; {server.processes} "
+        f"process{'es' if server.processes > 1 else ''}, {server.unpackers} "
+        f"unpacker{'s' if server.unpackers > 1 else ''} each; {describe()}",
+    ]), err=True)
 
 
 @config_app.command("check")
@@ -155,7 +235,7 @@ def extract(
     ),
     config_file: Path | None = typer.Option(
         None, "--config", help="YAML config: its conventions are read too, its "
-        "conversations.id_attributes name the conversation."
+        "conversations.id_attributes name the conversation.", show_default=_NO_CONFIG,
     ),
 ) -> None:
     """Rebuild the agent, LLM and tool runs of the traces in FILES and print them as JSON."""
@@ -190,8 +270,16 @@ _SCORER_OPTION = typer.Option(
     [], "--scorer", help="NAME[:key=value,…] (values read as YAML), or module:attr[:…] for a "
     "custom scorer; repeatable; replaces the config's bindings."
 )
-_JUDGE_OPTION = typer.Option(None, "--judge", help="Judge model for LLM scorers (litellm name).")
-_API_BASE_OPTION = typer.Option(None, "--api-base", help="OpenAI-compatible judge URL.")
+_JUDGE_OPTION = typer.Option(
+    None, "--judge", help="Judge model for LLM scorers (litellm name).",
+    show_default="the config's judges.default",
+)
+_API_BASE_OPTION = typer.Option(
+    None, "--api-base", help="OpenAI-compatible judge URL.", show_default="the model's provider"
+)
+_DB_OPTION = typer.Option(
+    None, "--db", help="Database URL.", show_default="the config's store, sqlite:///tracescore.db"
+)
 
 
 @app.command()
@@ -200,7 +288,9 @@ def score(
         ..., help="OTLP export files or directories (JSON or protobuf), or JSON / JSON Lines of "
         "runs (tracescore's shape or Mastra's).", exists=True
     ),
-    config_file: Path | None = typer.Option(None, "--config", help="YAML config: bindings, judges."),
+    config_file: Path | None = typer.Option(
+        None, "--config", help="YAML config: bindings, judges.", show_default=_NO_CONFIG
+    ),
     scorer: list[str] = _SCORER_OPTION,
     judge: str | None = _JUDGE_OPTION,
     api_base: str | None = _API_BASE_OPTION,
@@ -212,12 +302,11 @@ def score(
         [], "--fail-over", help="BINDING=MAX: exit 1 when the mean is above MAX (toxicity, bias…)."
     ),
     output: Path | None = typer.Option(
-        None, "--output", help="Also write every score row as JSON Lines."
+        None, "--output", help="Also write every score row as JSON Lines.", show_default="none"
     ),
     concurrency: int = typer.Option(8, "--concurrency", min=1, help="Runs scored at once."),
 ) -> None:
     """Score the runs in FILES and print per-binding results; a CI gate with --fail-under.
-
     Conversation scorers (and bindings with target: conversation) score the conversations the
     runs are turns of, grouped by conversation id."""
     import asyncio
@@ -295,6 +384,7 @@ def list_scorers(
     show_prompts: str | None = typer.Option(
         None, "--show-prompts", metavar="NAME",
         help="Print what the LLM scorer NAME tells its judge, rendered on an example run.",
+        show_default="none: list the scorers",
     ),
 ) -> None:
     """List every prebuilt scorer with its options, or show an LLM scorer's judge prompts."""
@@ -362,7 +452,8 @@ def rescore(
         False, "--dry-run", help="Print the runs to score and the estimated judge cost, then stop."
     ),
     max_cost: float | None = typer.Option(
-        None, "--max-cost", min=0, help="Stop starting traces once this many USD would be spent."
+        None, "--max-cost", min=0, help="Stop starting traces once this many USD would be spent.",
+        show_default="no limit",
     ),
     force: bool = typer.Option(
         False, "--force", help="Also re-score runs that have a current score."
@@ -371,9 +462,9 @@ def rescore(
         True, "--emit/--no-emit", help="Send the new scores to the config's export.otlp_endpoint."
     ),
     config_file: Path | None = typer.Option(
-        None, "--config", help="YAML config: store, bindings, judges."
+        None, "--config", help="YAML config: store, bindings, judges.", show_default=_NO_CONFIG
     ),
-    db: str | None = typer.Option(None, "--db", help="Database URL (default: the config's store)."),
+    db: str | None = _DB_OPTION,
     judge: str | None = _JUDGE_OPTION,
     api_base: str | None = _API_BASE_OPTION,
     concurrency: int = typer.Option(8, "--concurrency", min=1, help="Traces scored at once."),
@@ -456,9 +547,11 @@ def _print_estimates(plan: Any, compiled: list[Any], engine: Any, fmt: str) -> N
 
     from tracescore.offline.estimate import estimate_cost
 
-    estimates = [
-        estimate_cost(b, plan.samples[b.name], plan.runs[b.name], engine) for b in compiled
-    ]
+    estimates = []
+    for b in compiled:
+        sample = plan.samples[b.name]
+        estimates.append(estimate_cost(b, sample.runs, sample.total, engine,
+                                       copies=sample.copies, distinct=sample.distinct))
     total = sum(e.cost_usd for e in estimates)
     if fmt == "json":
         typer.echo(orjson.dumps(
@@ -488,10 +581,12 @@ def compare(
     binding: str = typer.Option(..., "--binding", help="The binding whose versions to compare."),
     versions: tuple[str, str] = typer.Option(..., "--versions", help="Two scorer versions: A B."),
     threshold: float | None = typer.Option(
-        None, "--threshold", help="Label pass at score >= this (default: the stored labels)."
+        None, "--threshold", help="Label pass at score >= this.", show_default="the stored labels"
     ),
-    config_file: Path | None = typer.Option(None, "--config", help="YAML config (for its store)."),
-    db: str | None = typer.Option(None, "--db", help="Database URL (default: the config's store)."),
+    config_file: Path | None = typer.Option(
+        None, "--config", help="YAML config (for its store).", show_default=_NO_CONFIG
+    ),
+    db: str | None = _DB_OPTION,
     fmt: str = typer.Option("table", "--format", help="table or json."),
 ) -> None:
     """Agreement of two scorer versions of a binding on the runs both scored."""
@@ -544,17 +639,62 @@ def demo(
         30.0, "--drop-after", min=0,
         help="Seconds after which weather-bot's answers get worse and concierge's memory fails.",
     ),
-    seed: int | None = typer.Option(None, "--seed", help="Random seed, for repeatable traffic."),
+    seed: int | None = typer.Option(
+        None, "--seed", help="Random seed, for repeatable traffic.", show_default="random"
+    ),
+    serve: bool = typer.Option(
+        False, "--serve", help="Start the collector too, at --endpoint, with the demo's config "
+        "(its alert rules and a conversation binding), and keep it running until Ctrl-C.",
+    ),
+    db: str = typer.Option(
+        "sqlite:///tracescore-demo.db", "--db", help="With --serve: the collector's database."
+    ),
+    grpc_port: int = typer.Option(4317, "--grpc-port", help="With --serve: its OTLP/gRPC port."),
+    print_config: bool = typer.Option(
+        False, "--print-config", help="Print the demo's config (for tracescore serve --config) "
+        "and exit.",
+    ),
 ) -> None:
     """Send realistic agent traces (3 agents with tools and reasoning, and a multi-turn chat
-    agent whose turns share a conversation id, in 4 services) to a collector."""
-    from tracescore.offline.demo import DEGRADING_AGENT, parse_rate, run_demo
-    from tracescore.offline.demo_chat import CHAT_AGENT
+    agent whose turns share a conversation id, in 4 services) to a collector; with --serve,
+    start that collector first, configured for the demo."""
+    from tracescore.offline.demo import parse_rate
+    from tracescore.offline.demo_collector import (
+        CollectorExited,
+        demo_collector,
+        demo_config_text,
+    )
 
+    if print_config:
+        typer.echo(demo_config_text(), nl=False)
+        return
     try:
         rate = parse_rate(rate_text)
     except ValueError as exc:
         _usage_error(str(exc))
+    if not serve:
+        _send_demo(endpoint, rate, duration, drop_after, seed)
+        return
+    try:
+        with demo_collector(endpoint, db, grpc_port) as collector:
+            _send_demo(endpoint, rate, duration, drop_after, seed)
+            typer.echo(
+                f"the collector keeps running with the demo's alert rules: open {endpoint}/ "
+                "(Ctrl-C stops it)", err=True,
+            )
+            with contextlib.suppress(KeyboardInterrupt):
+                collector.wait()
+    except CollectorExited as exc:
+        _fail(exc.code, str(exc))
+    except TimeoutError as exc:
+        _fail(1, str(exc))
+
+
+def _send_demo(
+    endpoint: str, rate: float, duration: float, drop_after: float, seed: int | None
+) -> None:
+    from tracescore.offline.demo import DEGRADING_AGENT, run_demo
+    from tracescore.offline.demo_chat import CHAT_AGENT
 
     typer.echo(
         f"sending {rate:g} agent traces/s to {endpoint} "
@@ -567,10 +707,10 @@ def demo(
 
 
 def _open_store(url: str) -> Any:
-    """The store at ``url``, with every acknowledged request in it stored as rows (a collector
-    that stopped may have left some in the ingest journal); a URL that cannot be used raises
-    ``ValueError`` (a usage error), a database that cannot be opened or has a schema this
-    release cannot use exits 1."""
+    """The existing store at ``url``, with every acknowledged request in it stored as rows (a
+    collector that stopped may have left some in the ingest journal); a URL that cannot be used
+    raises ``ValueError`` (a usage error), a database that does not exist, cannot be opened or
+    has a schema this release cannot use exits 1."""
     from sqlalchemy.exc import ArgumentError
 
     from tracescore.config import ServerConfig
@@ -578,6 +718,7 @@ def _open_store(url: str) -> Any:
     from tracescore.store import open_store
 
     try:
+        require_database(url)
         with database_errors():
             store = open_store(url)
             drain(store, ServerConfig().max_attribute_chars)

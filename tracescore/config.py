@@ -7,18 +7,21 @@ secrets).
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from tracescore.assemble.config import AssemblyConfig
 from tracescore.conversations.config import ConversationsConfig
 from tracescore.emit.config import ExportConfig
 from tracescore.extract.declared_config import ConventionConfig
 from tracescore.feedback.config import FeedbackConfig
-from tracescore.judge.config import JudgeConfig
+from tracescore.judge.config import JudgeConfig, judges_missing
 from tracescore.monitor.config import AlertsConfig, MonitorConfig
 from tracescore.pipeline.config import ScorerBinding, ScoringConfig, WorkersConfig
 from tracescore.retention.config import RetentionConfig
@@ -60,7 +63,7 @@ class ServerConfig(Section):
     (the GIL); more use more cores. Each runs ingest, scoring workers and the alert task; leases
     in the database keep their work apart. ``/metrics`` shows the answering process's counters."""
     read_processes: int = Field(1, ge=0, le=16)
-    """Processes that build the trace pages and ``/api/traces/{id}`` (and ``…/runs``)
+    """Processes that build the trace pages and ``/api/v1/traces/{id}`` (and ``…/runs``)
     documents of traces of 1,000 spans or more (smaller ones are read in a thread), spawned at
     the first such read: a huge trace is read, rebuilt and rendered there, never in the process
     that acknowledges ingest (whose event loop it would stall). 0: in a thread of the service
@@ -202,14 +205,14 @@ class Config(Section):
             seen.add(binding.name)
             if binding.judge is not None and binding.judge not in self.judges:
                 found.append(((*where, "judge"), f"no judge named {binding.judge!r} in judges"))
-            if ":" in binding.scorer:
-                continue
-            if binding.scorer not in registry.names():
-                found.append(
-                    ((*where, "scorer"), f"unknown scorer {binding.scorer!r}; known: "
-                     f"{', '.join(registry.names())}, or module:attr for a custom scorer")
-                )
-            elif registry.get(binding.scorer).uses_judge and (binding.judge or "default") not in self.judges:
+            asks_judge = binding.judge is not None or (
+                binding.scorer in registry.names() and registry.get(binding.scorer).uses_judge
+            )
+            if asks_judge and (missing := judges_missing(binding.scorer)):
+                found.append(((*where, "scorer"), missing))
+            if ":" in binding.scorer or binding.scorer not in registry.names():
+                continue  # an unknown name is reported by scorer_problems, with the other errors
+            if registry.get(binding.scorer).uses_judge and (binding.judge or "default") not in self.judges:
                 found.append(
                     ((*where, "judge"), f"scorer {binding.scorer!r} needs a judge: name one of "
                      "judges, or define judges.default")
@@ -259,18 +262,135 @@ def _line_index(text: str) -> dict[tuple[str, ...], int]:
     return lines
 
 
+def _line(path: tuple[str, ...], lines: dict[tuple[str, ...], int]) -> int | None:
+    """The line of the deepest part of ``path`` the document has."""
+    return next((lines[path[:n]] for n in range(len(path), -1, -1) if path[:n] in lines), None)
+
+
 def _where(path: tuple[str, ...], lines: dict[tuple[str, ...], int]) -> str:
-    """`` (line N)`` of the deepest part of ``path`` the document has."""
-    line = next((lines[path[:n]] for n in range(len(path), -1, -1) if path[:n] in lines), None)
+    line = _line(path, lines)
     return f" (line {line})" if line else ""
 
 
-def format_validation_error(exc: ValidationError, lines: dict[tuple[str, ...], int]) -> str:
-    problems = []
+Problem = tuple[tuple[str, ...], str]
+"""A mistake in a config document: the key path, and what is wrong there."""
+
+
+def validation_problems(
+    exc: ValidationError, model: type[BaseModel], prefix: tuple[str, ...] = ()
+) -> list[Problem]:
+    """pydantic's errors as problems at document paths (a tagged union's tag, which pydantic
+    puts in the path, dropped), an unknown key with the nearest known ones as suggestions."""
+    problems: list[Problem] = []
     for error in exc.errors(include_input=False, include_url=False):
-        path = tuple(str(p) for p in error["loc"])
-        problems.append(f"{'.'.join(path) or '(top level)'}{_where(path, lines)}: {error['msg']}")
-    return "invalid configuration:\n  " + "\n  ".join(problems)
+        path, known = _document_path(model, error["loc"])
+        message = error["msg"]
+        if error["type"] == "extra_forbidden" and (close := _did_you_mean(path[-1], known)):
+            message += f"; {close}"
+        problems.append(((*prefix, *path), message))
+    return problems
+
+
+def _did_you_mean(name: str, known: Iterable[str]) -> str:
+    matches = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    return f"did you mean {' or '.join(repr(m) for m in matches)}?" if matches else ""
+
+
+def _document_path(model: type[BaseModel], loc: tuple[int | str, ...]) -> tuple[tuple[str, ...], set[str]]:
+    """``loc`` as a path of the document, and the keys the mapping holding its last part may
+    have (empty when that is no model)."""
+    node: Any = model
+    path: list[str] = []
+    for position, part in enumerate(loc):
+        node = _unwrap(node)
+        if isinstance(node, list):  # a union: the member the tag names, else the one that fits
+            tagged = [m for m in node if _is_model(m) and _has_tag(m, part)]
+            if tagged:
+                node = tagged[0]
+                continue  # the tag is pydantic's, not a key of the document
+            node = next((m for m in node if not _is_model(m)), node[0])
+            node = _unwrap(node)
+        path.append(str(part))
+        if position == len(loc) - 1:
+            break
+        node = _child(node, part)
+    keys: set[str] = set()
+    if _is_model(node):
+        # Suggested in the spelling the key was written in: camelCase aliases for camelCase.
+        camel = str(loc[-1]) != str(loc[-1]).lower() if loc else False
+        keys = {(field.alias or name) if camel else name for name, field in node.model_fields.items()}
+    return tuple(path), keys
+
+
+def _unwrap(annotation: Any) -> Any:
+    """A model, a list of union members, or another annotation, without Annotated/Optional."""
+    while get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    if get_origin(annotation) in (Union, UnionType):
+        members = [a for a in get_args(annotation) if a is not type(None)]
+        return _unwrap(members[0]) if len(members) == 1 else [_unwrap(m) for m in members]
+    return annotation
+
+
+def _is_model(node: Any) -> bool:
+    return isinstance(node, type) and issubclass(node, BaseModel)
+
+
+def _has_tag(model: type[BaseModel], value: object) -> bool:
+    return any(
+        get_origin(field.annotation) is Literal and value in get_args(field.annotation)
+        for field in model.model_fields.values()
+    )
+
+
+def _child(node: Any, part: int | str) -> Any:
+    if _is_model(node):
+        field = node.model_fields.get(str(part))
+        return field.annotation if field is not None else None
+    origin, args = get_origin(node), get_args(node)
+    if origin in (list, tuple, set, frozenset) and args:
+        return args[0]
+    if origin is dict and len(args) == 2:
+        return args[1]
+    return None
+
+
+def scorer_problems(scorers: object) -> list[Problem]:
+    """Unknown scorer names and bad scorer options of a document's ``scorers:`` as written,
+    found whether or not the rest of the file validates, so one pass reports them all."""
+    from tracescore.scorers import registry
+
+    found: list[Problem] = []
+    for index, binding in enumerate(scorers if isinstance(scorers, list) else []):
+        if not isinstance(binding, dict) or not isinstance(binding.get("scorer"), str):
+            continue
+        name, where = binding["scorer"], ("scorers", str(index))
+        if ":" in name:
+            continue
+        if name not in registry.names():
+            close = _did_you_mean(name, registry.names())
+            found.append(((*where, "scorer"), f"unknown scorer {name!r}; {close + ' ' if close else ''}"
+                          "(`tracescore scorers` lists them; module:attr names a custom scorer)"))
+            continue
+        schema, options = registry.get(name).schema, binding.get("options")
+        if schema is None or not isinstance(options, dict):
+            continue
+        try:
+            schema.model_validate(options)
+        except ValidationError as exc:
+            found += validation_problems(exc, schema, (*where, "options"))
+    return found
+
+
+def format_problems(problems: list[Problem], lines: dict[tuple[str, ...], int]) -> str:
+    return "invalid configuration:\n  " + "\n  ".join(
+        f"{'.'.join(path) or '(top level)'}{_where(path, lines)}: {message}"
+        for path, message in problems
+    )
+
+
+def format_validation_error(exc: ValidationError, lines: dict[tuple[str, ...], int]) -> str:
+    return format_problems(validation_problems(exc, Config), lines)
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:
@@ -292,13 +412,14 @@ def parse_config(text: str, source: str = "<config>") -> Config:
     try:
         config = Config.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{source}: {format_validation_error(exc, _line_index(text))}") from None
-    problems = config.problems()
+        problems = validation_problems(exc, Config)
+    else:
+        problems = config.problems()
+    problems += scorer_problems(data.get("scorers"))
     if problems:
         lines = _line_index(text)
-        raise ConfigError(f"{source}: invalid configuration:\n  " + "\n  ".join(
-            f"{'.'.join(path)}{_where(path, lines)}: {message}" for path, message in problems
-        ))
+        problems.sort(key=lambda problem: _line(problem[0], lines) or 0)
+        raise ConfigError(f"{source}: {format_problems(problems, lines)}")
     return config
 
 

@@ -25,10 +25,13 @@ db_app = typer.Typer(
 )
 
 DB_OPTION = typer.Option(
-    None, "--db", help="Database URL (default: the config's store): sqlite:///file.db or "
-    "postgresql://user@host/db."
-)  # fmt: skip
-CONFIG_OPTION = typer.Option(None, "--config", help="YAML config file (for its store).")
+    None, "--db", help="Database URL: sqlite:///file.db or postgresql://user@host/db.",
+    show_default="the config's store, sqlite:///tracescore.db",
+)
+CONFIG_OPTION = typer.Option(
+    None, "--config", help="YAML config file (for its store).",
+    show_default="none: the embedded defaults",
+)
 
 
 def _exit(code: int, message: str) -> NoReturn:
@@ -36,8 +39,11 @@ def _exit(code: int, message: str) -> NoReturn:
     raise typer.Exit(code)
 
 
-def open_engine(db: str | None, config_file: Path | None) -> Engine:
-    """The engine of ``--db``, else of the config's ``store``; a bad URL or config exits 2."""
+def open_engine(db: str | None, config_file: Path | None, *, existing: bool = False) -> Engine:
+    """The engine of ``--db``, else of the config's ``store``; a bad URL or config exits 2.
+
+    ``existing``: the command only reads (or prunes) the database, so a SQLite file that is not
+    there exits 1 (see :func:`require_database`) instead of being created empty."""
     from sqlalchemy.exc import ArgumentError
 
     from tracescore.config import ConfigError, load_config
@@ -45,6 +51,8 @@ def open_engine(db: str | None, config_file: Path | None) -> Engine:
 
     try:
         url = db or load_config(config_file).store.url
+        if existing:
+            require_database(url)
         return make_engine(url)
     except OSError as exc:
         _exit(2, f"cannot read config file {config_file}: {exc.strerror}")
@@ -52,6 +60,31 @@ def open_engine(db: str | None, config_file: Path | None) -> Engine:
         _exit(2, str(exc))
     except (ArgumentError, ValueError) as exc:
         _exit(2, f"invalid database URL: {exc}")
+
+
+def require_database(url: str) -> None:
+    """Exit 1, naming the file, when ``url`` is a SQLite file that does not exist.
+
+    For the commands that only read a database: opening a missing SQLite file creates it (and
+    the engine its directory), after which the command would report an empty database, for a
+    misspelt path too. PostgreSQL reports a missing database itself, on connecting.
+    An invalid URL raises ``ArgumentError``."""
+    from sqlalchemy.engine import make_url
+
+    from tracescore.store import normalize_url
+
+    parsed = make_url(normalize_url(url))
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return
+    path = Path(parsed.database).expanduser().absolute()
+    if not path.exists():
+        _exit(1, f"no database at {path} ({url}): the file does not exist; `tracescore serve` "
+                 "or `tracescore db upgrade` creates it")
+
+
+def database_name(engine: Engine) -> str:
+    """The database as people recognise it: its URL, without a password."""
+    return engine.url.render_as_string(hide_password=True)
 
 
 @contextmanager
@@ -89,12 +122,12 @@ def upgrade(db: str | None = DB_OPTION, config_file: Path | None = CONFIG_OPTION
 
 @db_app.command("current")
 def current(db: str | None = DB_OPTION, config_file: Path | None = CONFIG_OPTION) -> None:
-    """Show the schema's revision and how far it is behind this release's."""
+    """Show the database and its schema's revision, and how far it is behind this release's."""
     from tracescore.store import migrate
 
-    engine = open_engine(db, config_file)
+    engine = open_engine(db, config_file, existing=True)
     with database_errors():
-        typer.echo(migrate.schema_state(engine).describe())
+        typer.echo(f"{database_name(engine)}: {migrate.schema_state(engine).describe()}")
 
 
 @db_app.command("check")
@@ -102,7 +135,7 @@ def check(db: str | None = DB_OPTION, config_file: Path | None = CONFIG_OPTION) 
     """Exit 0 at this release's head; 1 behind (naming the pending revisions) or newer."""
     from tracescore.store import migrate
 
-    engine = open_engine(db, config_file)
+    engine = open_engine(db, config_file, existing=True)
     with database_errors():
         state = migrate.schema_state(engine)
     if state.pending:
@@ -112,8 +145,8 @@ def check(db: str | None = DB_OPTION, config_file: Path | None = CONFIG_OPTION) 
 
 @db_app.command("prune")
 def prune(db: str | None = DB_OPTION, config_file: Path | None = CONFIG_OPTION) -> None:
-    """Run one retention pass now, as the config's ``retention:`` section says, and print the
-    rows removed per kind (a running service's own passes are unaffected)."""
+    """Run one retention pass now, as the config's retention section says, and print the rows
+    removed per kind (a running service's own passes are unaffected)."""
     from tracescore.config import ConfigError, load_config
     from tracescore.retention.config import KINDS
     from tracescore.retention.prune import Pruner
@@ -126,7 +159,7 @@ def prune(db: str | None = DB_OPTION, config_file: Path | None = CONFIG_OPTION) 
         _exit(2, f"cannot read config file {config_file}: {exc.strerror}")
     except ConfigError as exc:
         _exit(2, str(exc))
-    engine = open_engine(db, config_file)
+    engine = open_engine(db, config_file, existing=True)
     if not retention.durations():
         typer.echo("nothing to prune: retention gives no kind a duration (all kept forever)")
         return

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
-from tracescore.dbcli import CONFIG_OPTION, DB_OPTION, database_errors
+from tracescore.dbcli import CONFIG_OPTION, DB_OPTION, database_errors, require_database
 
 if TYPE_CHECKING:
     from tracescore.config import Config
@@ -36,8 +36,10 @@ def _open(db: str | None, config_file: Path | None) -> tuple[Config, SpanStore]:
         _exit(2, f"cannot read config file {config_file}: {exc.strerror}")
     except ConfigError as exc:
         _exit(2, str(exc))
+    url = db or config.store.url
     try:
-        return config, open_store(db or config.store.url)
+        require_database(url)
+        return config, open_store(url)
     except ValueError as exc:
         _exit(2, f"invalid database URL: {exc}")
 
@@ -85,10 +87,14 @@ def _table(report: dict[str, Any]) -> str:
 
 def calibrate(
     binding: str = typer.Argument(..., help="The binding whose scores to compare with feedback."),
-    since: str | None = typer.Option(None, "--since", help="Scores made since: 7d or an ISO time."),
-    scorer_version: str | None = typer.Option(None, "--scorer-version", help="Only this version."),
+    since: str | None = typer.Option(
+        None, "--since", help="Scores made since: 7d or an ISO time.", show_default="all"
+    ),
+    scorer_version: str | None = typer.Option(
+        None, "--scorer-version", help="Only this version.", show_default="every version"
+    ),
     threshold: float | None = typer.Option(
-        None, "--threshold", help="Pass/fail cut for kappa (default: the binding's threshold)."
+        None, "--threshold", help="Pass/fail cut for kappa.", show_default="the binding's threshold"
     ),
     fmt: str = typer.Option("table", "--format", help="table or json."),
     db: str | None = DB_OPTION,
@@ -120,13 +126,15 @@ def calibrate(
 
 def export(
     binding: str = typer.Option(..., "--binding", help="The binding whose scored runs to export."),
-    below: float | None = typer.Option(None, "--below", help="Only runs it scored below this."),
+    below: float | None = typer.Option(
+        None, "--below", help="Only runs it scored below this.", show_default="any score"
+    ),
     since: str = typer.Option("7d", "--since", help="Runs scored since: 7d or an ISO time."),
     db: str | None = DB_OPTION,
     config_file: Path | None = CONFIG_OPTION,
 ) -> None:
     """Write the binding's scored runs, rebuilt from their traces, as JSON Lines of Mastra-shaped
-    runs (feedback as groundTruth) on stdout: ``tracescore score runs.jsonl`` reads them back."""
+    runs (feedback as groundTruth) on stdout, which `tracescore score runs.jsonl` reads back."""
     import orjson
 
     from tracescore.extract.declared import claim_order

@@ -123,7 +123,10 @@ def startup_failure(exc: Exception) -> tuple[int, str] | None:
     if isinstance(exc, (ArgumentError, ValueError)):
         return 2, f"invalid database URL: {exc}"
     if isinstance(exc, OperationalError):
-        return 1, f"cannot open the database: {exc.orig}"
+        return 1, " ".join(f"cannot open the database: {exc.orig}".split())
+    if isinstance(exc, OSError):
+        where = f" {exc.filename}" if exc.filename else ""
+        return 1, f"cannot write{where}: {exc.strerror or exc}"
     if isinstance(exc, BindingError):
         return 2, f"invalid configuration: {exc}"
     return None

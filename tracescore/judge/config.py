@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from importlib.util import find_spec
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 ResponseFormat = Literal["auto", "json_schema", "json_object", "prompt"]
+
+def judges_missing(scorer: str) -> str | None:
+    """Why ``scorer``, which asks an LLM judge, cannot run here, or None: litellm, which every
+    judge calls through, is an extra (it doubles the default install). Found without importing
+    litellm, which takes seconds."""
+    if find_spec("litellm") is not None:
+        return None
+    return (f"scorer {scorer!r} asks an LLM judge, and litellm, which judges call through, is "
+            "not installed: pip install 'tracescore[judges]'")
 
 
 class JudgeConfig(BaseModel):

@@ -29,7 +29,9 @@ with ``cache: false``). A step without history keeps the typical answer's count.
 A prompt step that never rendered because a step failed on the typical answers is counted at the
 mean size of the run's rendered prompts and answers. Requests the judge would answer from its
 verdict cache (repeated within the backfill, or already in the verdict table) count as free, as
-they are. Tokens are priced with litellm's price map for the judge's model; a model litellm has
+they are: the runs priced are distinct ones (copies of a run ask the same requests) and their
+cost is extrapolated to the distinct runs, with every copy paid only by a judge without a cache
+(see :mod:`tracescore.offline.sample`). Tokens are priced with litellm's price map for the judge's model; a model litellm has
 no price for (self-hosted) costs nothing.
 """
 
@@ -63,7 +65,8 @@ TYPICAL_ITEMS = 3
 DEFAULT_TEXT_SENTENCES = 3
 """Sentences in the answer of a text step without a sketch (a short explanation)."""
 SAMPLE_RUNS = 100
-"""Runs per binding whose prompts are rendered; the mean is extrapolated to all runs."""
+"""Runs per binding whose prompts are rendered (distinct ones: see
+:mod:`tracescore.offline.sample`); the mean is extrapolated to all of them."""
 HISTORY_CALLS = 500
 """Latest paid calls per step whose output tokens are averaged."""
 PAST_JUDGES = 5
@@ -219,9 +222,22 @@ class PricingJudge:
 
 
 def estimate_cost(
-    binding: CompiledBinding, runs: Sequence[AgentRun], total_runs: int, engine: Engine | None
+    binding: CompiledBinding,
+    runs: Sequence[AgentRun],
+    total_runs: int,
+    engine: Engine | None,
+    *,
+    copies: Sequence[int] | None = None,
+    distinct: int | None = None,
 ) -> CostEstimate:
-    """The judge cost of scoring ``total_runs`` runs like ``runs`` (a sample of them)."""
+    """The judge cost of scoring ``total_runs`` runs, of ``distinct`` contents (``total_runs``
+    by default), of which ``runs`` are a uniform sample; ``copies[i]`` runs to score have the
+    content of ``runs[i]`` (1 each by default).
+
+    A judge with a verdict cache pays for a content once (its copies ask the same requests), one
+    without pays for every copy; either way the sample's mean is extrapolated to the distinct
+    contents, not to the runs (see :mod:`tracescore.offline.sample`).
+    """
     scorer = binding.scorer
     prompt_steps = {name: step for name, step in scorer.steps if isinstance(step, PromptStep)}
     if not prompt_steps:
@@ -238,10 +254,10 @@ def estimate_cost(
     )
     priced = with_pricing_judge(scorer, pricing)
     history = _past_output_tokens(engine, scorer.id, list(prompt_steps)) if engine else {}
-    sample = runs[:SAMPLE_RUNS]
     input_tokens = output_tokens = 0.0
     priced_as: Counter[str] = Counter()
-    for run in sample:
+    for run, copied in zip(runs, copies or [1] * len(runs), strict=True):
+        paid_per_copy = 1 if pricing.caches else copied
         pricing.calls.clear()
         priced.run_sync(run)
         if not pricing.calls:  # stopped by a code step before any prompt: no judge call either
@@ -258,21 +274,26 @@ def estimate_cost(
         ] + [(name, mean_in, mean_out, "missing") for name in prompt_steps if name not in rendered]
         for step, tokens_in, tokens_out, source in paid:
             from_history = source != "same request" and step in history
-            input_tokens += tokens_in
-            output_tokens += history[step] if from_history else tokens_out
-            priced_as["history" if from_history else source] += 1
+            input_tokens += tokens_in * paid_per_copy
+            output_tokens += (history[step] if from_history else tokens_out) * paid_per_copy
+            priced_as["history" if from_history else source] += paid_per_copy
     calls = sum(priced_as.values())
-    runs_sampled = max(1, len(sample))
+    # The sample's totals scaled to all the runs to score, then shown per run.
+    scale = (total_runs if distinct is None else distinct) / max(1, len(runs))
+    per_run = scale / max(1, total_runs)
     price_in, price_out = _prices(model)
-    per_run = (input_tokens * price_in + output_tokens * price_out) / runs_sampled
+    cost = (input_tokens * price_in + output_tokens * price_out) * scale
     method = (
-        f"{model}: input tokens of {len(sample)} rendered runs; output tokens "
+        f"{model}: input tokens of {len(runs)} rendered runs"
+        + ("" if distinct is None or distinct == total_runs else
+           f" ({distinct} distinct of the {total_runs} runs; copies of a run are "
+           + ("cache hits" if pricing.caches else "paid again") + ")")
+        + "; output tokens "
         + _output_method(priced_as)
         + ("" if price_in or price_out else "; no litellm price for this model")
     )
-    return CostEstimate(binding.name, scorer.id, total_runs, per_run * total_runs,
-                        calls / runs_sampled, input_tokens / runs_sampled,
-                        output_tokens / calls if calls else 0.0, method)
+    return CostEstimate(binding.name, scorer.id, total_runs, cost, calls * per_run,
+                        input_tokens * per_run, output_tokens / calls if calls else 0.0, method)
 
 
 _PRICED_AS = {

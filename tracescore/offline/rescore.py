@@ -12,7 +12,6 @@ would pass it.
 from __future__ import annotations
 
 import asyncio
-import random
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -25,6 +24,8 @@ from tracescore.extract import extract_runs
 from tracescore.extract.base import Convention
 from tracescore.extract.model import AgentRun
 from tracescore.extract.registry import CONVENTIONS
+from tracescore.offline.estimate import SAMPLE_RUNS
+from tracescore.offline.sample import RunSample
 from tracescore.pipeline.bindings import CompiledBinding
 from tracescore.pipeline.config import WorkersConfig
 from tracescore.pipeline.sampling import is_sampled
@@ -66,9 +67,13 @@ class Plan:
 
     traces: list[str]
     """Traces with at least one run to score, most recently active first."""
-    runs: dict[str, int] = field(default_factory=dict)
-    samples: dict[str, list[AgentRun]] = field(default_factory=dict)
-    """Up to ``sample_size`` of each binding's runs, for cost estimates."""
+    samples: dict[str, RunSample] = field(default_factory=dict)
+    """Each binding's runs to score, counted, and a sample of them for cost estimates."""
+
+    @property
+    def runs(self) -> dict[str, int]:
+        """Runs to score per binding."""
+        return {name: sample.total for name, sample in self.samples.items()}
 
 
 @dataclass
@@ -138,27 +143,20 @@ class Backfill:
         ]
         return runs, wanted, pairs
 
-    def plan(self, since: float, sample_size: int = 100) -> Plan:
+    def plan(self, since: float, sample_size: int = SAMPLE_RUNS) -> Plan:
         """The traces with runs to score, and per binding how many runs and a uniform sample of
-        them (reservoir sampling, seeded: the same database gives the same estimate). The first
-        runs would not do: traces come grouped by time, service and agent, so they priced one
-        part of the traffic for all of it."""
+        their distinct contents (:class:`~tracescore.offline.sample.RunSample`). The first runs
+        would not do: traces come grouped by time, service and agent, so they priced one part of
+        the traffic for all of it."""
         plan = Plan(traces=[])
-        chooser = random.Random(0)
         for binding in self.bindings:
-            plan.runs[binding.name] = 0
-            plan.samples[binding.name] = []
+            plan.samples[binding.name] = RunSample(sample_size)
         for trace_id in self.trace_ids(since):
             _runs, _wanted, pairs = self._todo(trace_id)
             if pairs:
                 plan.traces.append(trace_id)
             for binding, run in pairs:
-                plan.runs[binding.name] += 1
-                sample, seen = plan.samples[binding.name], plan.runs[binding.name]
-                if len(sample) < sample_size:
-                    sample.append(run)
-                elif (slot := chooser.randrange(seen)) < sample_size:
-                    sample[slot] = run
+                plan.samples[binding.name].add(run)
         return plan
 
     async def run(

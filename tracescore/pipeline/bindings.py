@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from tracescore.extract.model import AgentRun
+from tracescore.judge.config import judges_missing
 from tracescore.pipeline.config import ScorerBinding
 from tracescore.pipeline.limits import BindingLimiter
 from tracescore.pipeline.routing import RunFilter
@@ -49,11 +50,20 @@ def load_custom_scorer(reference: str, options: Mapping[str, Any], judge: Any) -
     return built
 
 
+def _require_judges(binding: ScorerBinding) -> None:
+    """Refuse, at start, a binding that asks a judge where litellm is not installed: its first
+    judge call would fail on every run instead."""
+    if problem := judges_missing(binding.scorer):
+        raise BindingError(problem)
+
+
 def build_scorer(binding: ScorerBinding, judges: Mapping[str, Any]) -> tuple[Scorer, bool]:
     """The binding's scorer and whether a higher score is better."""
     judge_name = binding.judge
     if ":" in binding.scorer:
         judge = judges.get(judge_name) if judge_name else None
+        if judge is not None:
+            _require_judges(binding)
         return load_custom_scorer(binding.scorer, binding.options, judge), True
     entry = registry.get(binding.scorer)
     options = dict(binding.options)
@@ -64,6 +74,7 @@ def build_scorer(binding: ScorerBinding, judges: Mapping[str, Any]) -> tuple[Sco
                 f"scorer {binding.scorer!r} needs a judge: define judges.{judge_name} "
                 "or name one with 'judge:'"
             )
+        _require_judges(binding)
         options["model"] = judges[judge_name]
     return entry.factory(**options), entry.higher_is_better
 

@@ -141,7 +141,10 @@ def upgrade(engine: Engine) -> tuple[str, ...]:
                 adopt(connection)
                 command.stamp(config, BASELINE_REVISION)
             command.upgrade(config, "head")
-    log.info("database schema upgraded from %s to %s", state.describe(), state.head)
+    if state.current is None and not state.has_tables:
+        log.info("database schema created at %s", state.head)
+    else:
+        log.info("database schema upgraded from %s to %s", state.describe(), state.head)
     return state.pending
 
 

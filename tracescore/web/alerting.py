@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 from sqlalchemy.engine import Connection
 
 from tracescore.monitor.config import AlertRule
+from tracescore.monitor.queries import ScoreFilter
 from tracescore.web import queries
 from tracescore.web.timerange import SPLITS, ViewState, iso
 
@@ -140,6 +141,36 @@ def periods_of(periods: Iterable[Period], binding: str, scorers: set[str]) -> li
     ]
 
 
+_SEGMENT_COLUMNS = {"binding", "agent", "service", "model", "scorer_version"}
+"""Segment keys that are score columns: the ones a segment's traffic can be looked up by."""
+
+
+def stale_since(
+    connection: Connection, rule: AlertRule | None, state: dict[str, Any], now: datetime
+) -> datetime | None:
+    """When the traffic of a firing alert's segment stopped, if it did; None while it flows.
+
+    A verdict is only re-evaluated on new scores: once a segment's runs stop (the agent was
+    taken down, a deploy renamed it), its alert keeps "firing" on scores a window old, which
+    says nothing about now. Stale is no score of the segment within the rule's window; the
+    answer is the newest score's time (or the firing's start when there is none)."""
+    if state["state"] != "firing" or rule is None or rule.type == "agreement":
+        return None  # agreement rules read reviewers' verdicts, which come in slowly anyway
+    segment: dict[str, str] = {
+        key: str(value) for key, value in (state["segment"] or {}).items()
+        if key in _SEGMENT_COLUMNS and value is not None
+    }  # fmt: skip
+    where = ScoreFilter(
+        binding=segment.get("binding", rule.binding), scorer=rule.scorer,
+        scorer_version=segment.get("scorer_version"), agent=segment.get("agent"),
+        service=segment.get("service"), model=segment.get("model"),
+    )
+    newest = queries.newest_score_at(connection, where)
+    if newest is not None and now - newest <= timedelta(seconds=rule.window):
+        return None
+    return newest or _moment(state["since"])
+
+
 # --- the alerts page -----------------------------------------------------------------------
 
 
@@ -168,6 +199,8 @@ class SegmentState:
     outcome: tuple[str, str]
     runs_url: str
     chart_url: str
+    stale: datetime | None = None
+    """When the segment's traffic stopped, for a firing alert whose traffic did."""
 
     @property
     def held_back(self) -> bool:
@@ -227,6 +260,7 @@ def alerts_page(
                 state=state, last=event, outcome=delivery(event),
                 runs_url=runs_url(binding, scorer, state["segment"], since, until),
                 chart_url=chart_url(rule, state["segment"] or {}, started - 4 * window),
+                stale=stale_since(connection, rule, state, now),
             )
         )
     history = queries.alert_events(connection, rule=rule_filter, limit=HISTORY_LIMIT)

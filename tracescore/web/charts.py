@@ -103,8 +103,12 @@ def score_chart(
     series: Sequence[Series] = (),
     bands: Sequence[Band] = (),
     href: Callable[[datetime], str] | None = None,
+    highlights: Sequence[Series] = (),
 ) -> Markup:
     """Mean score per bucket (line and points), its p10–p90 band, the p10 line, sample counts.
+
+    ``highlights`` are segment lines drawn over the unsplit chart (the segment an alert is
+    firing for), in their colours, beside the overall line rather than instead of it.
 
     With ``series`` (a split) a mean line per segment replaces the overall line and percentiles,
     which cannot be told apart per segment. ``bands`` shade the periods alerts fired. With
@@ -114,7 +118,9 @@ def score_chart(
     """
     span = until - since
     plot_width = WIDTH - LEFT - RIGHT
-    low, high = _value_domain([*buckets, *(b for line in series for b in line.buckets)])
+    low, high = _value_domain(
+        [*buckets, *(b for line in (*series, *highlights) for b in line.buckets)]
+    )
 
     def x(moment: datetime) -> float:
         return LEFT + plot_width * ((moment - since) / span)
@@ -196,6 +202,8 @@ def score_chart(
     lines = series or [Series("all", None, buckets, href)]
     for line in lines:
         parts.append(_series(line, x, y, bucket, overall=not series))
+    for line in highlights:
+        parts.append(_series(line, x, y, bucket, overall=False))
     if not any(b.mean is not None for line in lines for b in line.buckets):
         parts.append(
             f'<text class="empty" x="{WIDTH / 2}" y="{(TOP + PLOT_BOTTOM) / 2}" '

@@ -20,8 +20,12 @@ Page = Callable[..., HTMLResponse]
 PAGE_SIZE = 50
 
 
-def conversation_pages(store: SpanStore, page: Page) -> APIRouter:
-    """Routes of the conversation pages; the caller guards them with the dashboard's login."""
+def conversation_pages(store: SpanStore, page: Page, *, scored: bool) -> APIRouter:
+    """Routes of the conversation pages; the caller guards them with the dashboard's login.
+
+    ``scored`` says whether any binding has ``target: conversation``: without one, a
+    conversation's "pending" state would wait for a score that never comes, so the pages say
+    how to get one instead."""
     router = APIRouter(include_in_schema=False)
 
     @router.get("/ui/conversations")
@@ -34,7 +38,7 @@ def conversation_pages(store: SpanStore, page: Page) -> APIRouter:
             raise HTTPException(422, str(exc)) from None
         return page(
             "conversations.html", conversations=items, next_cursor=next_cursor, agent=agent or "",
-            service=service or "",
+            service=service or "", scored=scored,
         )  # fmt: skip
 
     @router.get("/ui/conversations/{conversation_id:path}")
@@ -42,7 +46,9 @@ def conversation_pages(store: SpanStore, page: Page) -> APIRouter:
         with store.engine.connect() as connection:
             document = conversation_document(connection, conversation_id, with_steps=True)
         if document is None:
-            return page("conversation.html", 404, conversation=None, conversation_id=conversation_id)
-        return page("conversation.html", conversation=document, conversation_id=conversation_id)
+            return page("conversation.html", 404, conversation=None, conversation_id=conversation_id,
+                        scored=scored)
+        return page("conversation.html", conversation=document, conversation_id=conversation_id,
+                    scored=scored)
 
     return router

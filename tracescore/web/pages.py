@@ -6,6 +6,7 @@ Everything here is synchronous database work; the router runs it in the thread p
 from __future__ import annotations
 
 import itertools
+import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -13,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from markupsafe import Markup
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from tracescore.extract import extract_runs
 from tracescore.extract.base import Convention
@@ -26,11 +27,19 @@ from tracescore.offline.compare import compare_versions
 from tracescore.spans import Span
 from tracescore.store import SpanStore
 from tracescore.web import queries, timerange
-from tracescore.web.alerting import Period, firing_periods, periods_of, runs_url, segment_text
+from tracescore.web.alerting import (
+    Period,
+    firing_periods,
+    periods_of,
+    runs_url,
+    segment_text,
+    stale_since,
+)
 from tracescore.web.cache import ExpiringCache
 from tracescore.web.charts import Band, Bucket, Series, bar_chart, score_chart, usd
 from tracescore.web.timerange import RECENT, SPLITS, ViewState, Window
 from tracescore.web.traces_api import log_json, span_json
+from tracescore.web.waterfall import waterfall
 
 COST_DAYS = 14
 LIST_LIMIT = 25
@@ -41,10 +50,10 @@ TOP_SEGMENTS = 5
 PALETTE_SIZE = 8
 """Colours of segment lines in the stylesheet (``s0``…``s7``)."""
 MAX_RAW_SPANS = 300
-"""Raw spans shown on a trace page; the rest are one click away in ``/api/traces/{id}``."""
+"""Raw spans shown on a trace page; the rest are one click away in ``/api/v1/traces/{id}``."""
 MAX_RUNS = 200
 """Runs a trace page shows, and inner runs it lists; all of them are in
-``/api/traces/{id}/runs``. A 20,000-span trace's page then stays a few hundred KB."""
+``/api/v1/traces/{id}/runs``. A 20,000-span trace's page then stays a few hundred KB."""
 NO_VALUE = "(none)"
 
 
@@ -80,6 +89,8 @@ class BindingPanel:
     legend: list[LegendEntry] = field(default_factory=list)
     firing: int = 0
     """Alerts firing now on this chart."""
+    alerting: list[LegendEntry] = field(default_factory=list)
+    """Lines of the segments firing now, drawn over the unsplit chart."""
 
     @property
     def error_rate(self) -> float | None:
@@ -115,8 +126,6 @@ class Aggregates:
     """The overview's slow part: everything computed over all scores of the window."""
 
     trends: dict[str, Trend]
-    colours: dict[str, int]
-    """Segment name → palette index, by volume over all charts: one colour per agent everywhere."""
     scorers: dict[str, set[str]]
     """Binding → scorer ids it stored in the window (which charts a scorer's alert is on)."""
     coverage: dict[str, dict[str, Any]]
@@ -166,13 +175,26 @@ def overview(
         version = queries.live_version(connection)
         alerts = queries.firing_alerts(connection)
         periods = firing_periods(connection, rules, window.since, window.until, alerts)
+        by_name = {rule.name: rule for rule in rules}
+        alerts = [
+            dict(alert, stale=stale_since(connection, by_name.get(alert["rule"]), alert, now))
+            for alert in alerts
+        ]
         lowest = queries.lowest_scores(connection, ranged, LIST_LIMIT)
         latest = queries.latest_scores(connection, ScoreFilter(), 15)
-    names = sorted(set(bindings) | set(summary.trends) | set(summary.coverage))
+        names = sorted(set(bindings) | set(summary.trends) | set(summary.coverage))
+        shown = {
+            name: periods_of(periods, name, summary.scorers.get(name, set()))
+            for name in names
+            if view.binding in (None, name)
+        }
+        alerting = {
+            name: [] if view.split else _alerting_lines(connection, name, found, window)
+            for name, found in shown.items()
+        }
     panels = [
-        _panel(name, summary, window, view, periods_of(periods, name, summary.scorers.get(name, set())), now)
-        for name in names
-        if view.binding in (None, name)
+        _panel(name, summary, window, view, found, now, alerting[name])
+        for name, found in shown.items()
     ]
     return {
         "version": version,
@@ -188,11 +210,54 @@ def overview(
     }
 
 
+_SEGMENT_FILTERS = {"agent", "service", "model", "scorer_version"}
+"""Alert segment keys that are score columns a :class:`ScoreFilter` narrows by."""
+
+
+def _alerting_lines(
+    connection: Connection, binding: str, periods: list[Period], window: Window
+) -> list[tuple[dict[str, Any], Series]]:
+    """The line of each segment an alert on this chart is firing for now, for the unsplit chart.
+
+    Without it the chart hid what the banner announced: the overall mean barely moves (it may
+    even rise) when one agent of several drops. Segments with an empty value (runs without an
+    agent name) cannot be told apart by a filter and are left to ``?split=``."""
+    lines = []
+    for period in periods:
+        segment = period.segment
+        if period.end is not None or not segment or any(
+            key not in _SEGMENT_FILTERS or value is None for key, value in segment.items()
+        ):
+            continue
+        where = ScoreFilter(binding=binding, since=window.since, until=window.until,
+                            **{key: str(value) for key, value in segment.items()})
+        found = aggregate_scores(connection, where, ["binding"],
+                                 bucket_seconds=int(window.bucket.total_seconds()))
+        name = segment_text(segment)
+        # one key: the segment's own colour, as on the chart split by that key
+        own = segment_name(next(iter(segment.values()))) if len(segment) == 1 else name
+        lines.append((segment, Series(
+            name, segment_colour(own), _merge(found), _bucket_runs(binding, segment, window),
+            [(period.start, window.until)],
+        )))  # fmt: skip
+    return lines
+
+
+def _bucket_runs(
+    binding: str, segment: dict[str, Any], window: Window
+) -> Callable[[datetime], str]:
+    """The runs page of one bucket of a segment's line."""
+    return lambda start: runs_url(binding, None, segment, start, start + window.bucket)
+
+
 def _panel(
     name: str, summary: Aggregates, window: Window, view: ViewState,
     periods: list[Period], now: datetime,
+    alerting: Sequence[tuple[dict[str, Any], Series]] = (),
 ) -> BindingPanel:
-    """A binding's card: its chart with drill-down links and alert bands, totals, legend."""
+    """A binding's card: its chart with drill-down links and alert bands, totals, legend.
+
+    ``alerting`` are the lines of segments firing now, drawn over the unsplit chart."""
     trend = summary.trends.get(name) or Trend([], [], 0, None, 0, 0)
     split = view.split if view.split in SPLITS else None
 
@@ -202,7 +267,7 @@ def _panel(
     def segment_of(line: Line) -> dict[str, Any] | None:
         return None if line.other or line.value is None or split is None else {split: line.value}
 
-    colours = _colours(trend.lines, summary.colours)
+    colours = _colours(trend.lines)
 
     def concerns(period: Period) -> str | None:
         """The name of the line an alert period is about, when the chart is split its way."""
@@ -239,34 +304,59 @@ def _panel(
         )
         for line in trend.lines
     ]
+    bands = [replace(band, colour=next(
+        (line.colour for _, line in alerting if line.name == band.segment), band.colour
+    )) for band in bands]  # fmt: skip
     chart = score_chart(
         f"{name}: score over time" + (f" by {split}" if split else ""),
         trend.buckets, window.since, window.until, window.bucket,
         series=series, bands=bands, href=link(None),
+        highlights=[line for _, line in alerting],
     )
     return BindingPanel(
         binding=name, chart=chart, count=trend.count, mean=trend.mean,
         attempted=trend.attempted, errors=trend.errors, coverage=summary.coverage.get(name),
         legend=legend, firing=sum(p.end is None for p in periods),
+        alerting=[
+            LegendEntry(line.name, line.colour, sum(b.count for b in line.buckets),
+                        _mean_of(line.buckets),
+                        runs_url(name, None, segment, window.since, window.until), firing=True)
+            for segment, line in alerting
+        ],
     )
 
 
-def _colours(lines: Sequence[Line], preferred: dict[str, int]) -> dict[str, int | None]:
-    """Palette indexes of a chart's lines: each segment's own colour (the same on every chart)
-    unless another line of this chart already has it (more segments than colours overall),
-    then the first free one; "other" is grey."""
+def segment_colour(name: str) -> int:
+    """A segment's own palette index, from its name alone: weather-bot keeps its colour at
+    every range and on every chart, whatever its rank by volume (a rank-based colour changed
+    when another agent overtook it). CRC-32 because Python's ``hash`` of a string differs
+    between processes, so replicas would disagree."""
+    return zlib.crc32(name.encode("utf-8")) % PALETTE_SIZE
+
+
+def _colours(lines: Sequence[Line]) -> dict[str, int | None]:
+    """Palette indexes of a chart's lines: each segment's own colour unless a segment whose
+    name sorts first already took it on this chart (two names hashing alike), then the next
+    free one; "other" is grey. Settling clashes in name order, not rank order, keeps the
+    outcome the same however the volumes move."""
     used: set[int] = set()
     found: dict[str, int | None] = {}
-    for line in lines:
+    for line in sorted(lines, key=lambda line: line.name):
         if line.other:
             found[line.name] = None
             continue
-        colour = preferred.get(line.name, 0) % PALETTE_SIZE
-        if colour in used:  # TOP_SEGMENTS < PALETTE_SIZE: a free one is left
-            colour = next(index for index in range(PALETTE_SIZE) if index not in used)
+        colour = segment_colour(line.name)
+        while colour in used:  # TOP_SEGMENTS < PALETTE_SIZE: a free one is left
+            colour = (colour + 1) % PALETTE_SIZE
         used.add(colour)
         found[line.name] = colour
     return found
+
+
+def _mean_of(buckets: Sequence[Bucket]) -> float | None:
+    """The mean of all scores of ``buckets`` (their means weighted by their counts)."""
+    count = sum(b.count for b in buckets if b.mean is not None)
+    return sum(b.mean * b.count for b in buckets if b.mean is not None) / count if count else None
 
 
 def _bucket(group: GroupStats) -> Bucket:
@@ -368,12 +458,6 @@ def _aggregates(
             attempted=sum(g.attempted for g in found),
             errors=sum(g.errors for g in found),
         )
-    volume: dict[str, int] = defaultdict(int)
-    for group in segments:
-        volume[segment_name(group.group[1])] += group.attempted
-    colours = {
-        name: index for index, name in enumerate(sorted(volume, key=lambda n: (-volume[n], n)))
-    }
 
     cost_chart = None
     if costs:
@@ -386,7 +470,6 @@ def _aggregates(
         )
     return Aggregates(
         trends=trends,
-        colours=colours,
         scorers=dict(scorers),
         coverage=covered,
         cost_chart=cost_chart,
@@ -519,6 +602,7 @@ def trace_page(
     ]
     others = [run for run in runs if not (run.primary or run.span_id in by_span)]
     orphans = [row for row in scores if row["span_id"] not in run_ids]
+    tree = _span_tree(trace.spans, MAX_RAW_SPANS) if trace is not None else []
     return {
         "version": version,
         "live_trace": trace_id,
@@ -529,7 +613,8 @@ def trace_page(
         "other_runs": others[:MAX_RUNS],
         "other_run_count": len(others),
         "orphan_scores": orphans,
-        "spans": _span_tree(trace.spans, MAX_RAW_SPANS) if trace is not None else [],
+        "spans": tree,
+        "timeline": waterfall([(view.span, view.depth) for view in tree]),
         "span_count": len(trace.spans) if trace is not None else 0,
         "logs": [log_json(record) for record in trace.logs[:MAX_RAW_SPANS]]
         if trace is not None

@@ -138,6 +138,13 @@ def firing_alerts(connection: Connection) -> list[dict[str, Any]]:
     return [dict(row._mapping) for row in connection.execute(statement)]
 
 
+def newest_score_at(connection: Connection, where: ScoreFilter) -> datetime | None:
+    """When the newest score row (of any status) matching ``where`` was stored."""
+    statement = select(func.max(SCORES.c.created_at)).where(*where.conditions())
+    newest = connection.execute(statement, where.params()).scalar_one()
+    return as_utc(newest) if newest is not None else None
+
+
 def trace_version(connection: Connection, trace_id: str) -> str:
     """Changes when a score of one trace is written or rewritten: what its page polls."""
     c = SCORES.c

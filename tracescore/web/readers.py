@@ -1,6 +1,6 @@
 """Trace-wide reads in processes of their own, away from the process that acknowledges ingest.
 
-A trace page and ``/api/traces/{id}`` and ``…/runs`` load every span of a trace, rebuild its
+A trace page and ``/api/v1/traces/{id}`` and ``…/runs`` load every span of a trace, rebuild its
 runs and turn them into HTML or JSON: for a 20,000-span trace, tens of seconds of pure Python
 and tens of MB. Run in the service's threads, that work holds the GIL the event loop needs to
 answer ``/v1/traces``, so every acknowledgement waited on it (up to 8 s measured). Here it runs
@@ -53,7 +53,7 @@ class TraceReads:
         self.conversation_attributes = config.conversations.id_attributes
 
     def trace_json(self, trace_id: str) -> bytes | None:
-        """``/api/traces/{id}``'s document, or None if the trace has no spans stored."""
+        """``/api/v1/traces/{id}``'s document, or None if the trace has no spans stored."""
         trace = self.store.load_trace(trace_id)
         if trace is None:
             return None
@@ -66,7 +66,7 @@ class TraceReads:
         })  # fmt: skip
 
     def runs_json(self, trace_id: str, primary: bool, kinds: list[str]) -> bytes | None:
-        """``/api/traces/{id}/runs``'s document, or None if the trace has no spans stored."""
+        """``/api/v1/traces/{id}/runs``'s document, or None if the trace has no spans stored."""
         trace = self.store.load_trace(trace_id)
         if trace is None:
             return None

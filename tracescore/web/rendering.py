@@ -40,6 +40,24 @@ def score(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
+def score_tone(value: float | None) -> str:
+    """The badge colour of a score on the built-in 0..1 scale: low, middling or high, so 0.000
+    does not look like 0.987. Scores outside that scale (custom scorers) stay neutral."""
+    if value is None or not 0.0 <= value <= 1.0:
+        return ""
+    return "low" if value < 0.5 else "mid" if value < 0.8 else "high"
+
+
+def elapsed(milliseconds: float | None) -> str:
+    """How long a scorer took, or "" when nothing was measured. A code scorer's fraction of a
+    millisecond reads "under 1 ms": "0 ms" on every card said nothing."""
+    if not milliseconds:
+        return ""
+    if milliseconds < 1:
+        return "under 1 ms"
+    return f"{milliseconds:.1f} ms" if milliseconds < 10 else f"{milliseconds:.0f} ms"
+
+
 def percent(value: float | None) -> str:
     return "–" if value is None else f"{value * 100:.1f}%"
 
@@ -79,7 +97,8 @@ _environment = Environment(
     lstrip_blocks=True,
 )
 _environment.filters.update(
-    pretty=pretty, when=when, score=score, percent=percent, ns_time=ns_time, duration=duration
+    pretty=pretty, when=when, score=score, percent=percent, ns_time=ns_time, duration=duration,
+    score_tone=score_tone, elapsed=elapsed,
 )
 _environment.tests.update(records=is_records, mapping=lambda v: isinstance(v, dict),
                           sequence=lambda v: isinstance(v, list))

@@ -262,7 +262,10 @@ def web_router(
         return response
 
     router.include_router(
-        conversation_pages(store, lambda template, status=200, **data: _page(template, status, **common, **data)),
+        conversation_pages(
+            store, lambda template, status=200, **data: _page(template, status, **common, **data),
+            scored=any(binding.target == "conversation" for binding in config.scorers),
+        ),
         dependencies=[Depends(signed_in_page)],
     )
     router.include_router(

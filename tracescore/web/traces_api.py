@@ -8,7 +8,7 @@ as ``{"$f": "nan"}``, so nothing is lost or guessed on the way out.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
 from fastapi import APIRouter, HTTPException, Query
@@ -16,6 +16,14 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from tracescore.extract import RUN_KINDS
+from tracescore.restapi import (
+    LEGACY,
+    ApiVersion,
+    Moment,
+    decode_cursor,
+    encode_cursor,
+    moment_query,
+)
 from tracescore.spans import LogRecord, Span
 from tracescore.store import SpanStore, TraceState
 from tracescore.store.codec import jsonable
@@ -70,25 +78,47 @@ def log_json(record: LogRecord) -> dict[str, Any]:
     }
 
 
+def _position(cursor: str) -> tuple[float, str]:
+    last_seen, trace_id = decode_cursor(cursor, 2)
+    try:
+        return float(last_seen), trace_id
+    except ValueError:
+        raise ValueError("cursor: not a next_cursor this route gave") from None
+
+
 def _json(document: Any) -> Response:
     return Response(orjson.dumps(document), media_type="application/json")
 
 
-def traces_router(store: SpanStore, reads: ReadProcesses) -> APIRouter:
-    """The trace read routes. Whole traces and their runs are built by ``reads`` (reader
-    processes: a huge trace never stalls the acknowledgement of ingest), with the service's
-    ``conversations.id_attributes`` and declared conventions, so the runs are the runs that
-    were scored, under the conversation id they were scored under."""
-    router = APIRouter(prefix="/api/traces", tags=["traces"])
+def traces_router(store: SpanStore, reads: ReadProcesses, version: ApiVersion = LEGACY) -> APIRouter:
+    """The trace read routes under ``version``'s prefix. Whole traces and their runs are built
+    by ``reads`` (reader processes: a huge trace never stalls the acknowledgement of ingest),
+    with the service's ``conversations.id_attributes`` and declared conventions, so the runs
+    are the runs that were scored, under the conversation id they were scored under."""
+    router = APIRouter(prefix=f"{version.prefix}/traces", tags=["traces"],
+                       deprecated=version.legacy or None)
 
-    @router.get("")
+    @router.get("", summary="Stored trace summaries, newest activity first",
+                responses=version.listing)
     async def list_traces(
         limit: int = Query(50, ge=1, le=1000),
         service: str | None = None,
-        since: float | None = Query(None, description="epoch seconds of last activity"),
+        since: Annotated[Moment | None, moment_query("last activity at or after")] = None,
+        cursor: Annotated[str | None, Query(description="the previous page's next_cursor")] = None,
     ) -> Response:
-        summaries = await run_in_threadpool(store.list_traces, limit, service, since)
-        return _json({"traces": [s.to_dict() for s in summaries]})
+        """Pass ``next_cursor`` back as ``cursor`` for the next page (keyset on last activity
+        and trace id: a trace active again since moves to the front, not into a later page)."""
+        start = since.timestamp() if since else None
+        try:
+            after = _position(cursor) if cursor else None
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
+        summaries = await run_in_threadpool(store.list_traces, limit + 1, service, start, after)
+        next_cursor = None
+        if len(summaries) > limit:
+            summaries = summaries[:limit]
+            next_cursor = encode_cursor(repr(summaries[-1].last_seen), summaries[-1].trace_id)
+        return _json(version.page([s.to_dict() for s in summaries], "traces", next_cursor))
 
     async def stored(trace_id: str, document: bytes | None) -> Response:
         """The document read for a trace, or the answer for an id that has none: 410 pruned by
@@ -99,7 +129,7 @@ def traces_router(store: SpanStore, reads: ReadProcesses) -> APIRouter:
         if summary is not None and summary.state == TraceState.PRUNED:
             raise HTTPException(
                 410, f"trace {trace_id.lower()}'s spans were removed by retention (retention.spans); "
-                f"its scores are kept: /api/scores?trace_id={trace_id.lower()}",
+                f"its scores are kept: {version.prefix}/scores?trace_id={trace_id.lower()}",
             )
         raise HTTPException(404, f"trace {trace_id.lower()} not found")
 
@@ -108,11 +138,11 @@ def traces_router(store: SpanStore, reads: ReadProcesses) -> APIRouter:
             raise HTTPException(400, "trace id must be 32 hex characters")
         return trace_id
 
-    @router.get("/{trace_id}")
+    @router.get("/{trace_id}", summary="One trace as stored: summary, spans and log records")
     async def get_trace(trace_id: str) -> Response:
         return await stored(trace_id, await reads.trace_json(valid(trace_id)))
 
-    @router.get("/{trace_id}/runs")
+    @router.get("/{trace_id}/runs", summary="The runs rebuilt from a trace")
     async def get_trace_runs(
         trace_id: str,
         primary: bool = Query(False, description="only the runs that stand for the agent"),

@@ -52,7 +52,8 @@
         version = latest;
         body.dataset.version = latest;
       }
-      show("ok", "live · " + new Date().toLocaleTimeString());
+      // 24-hour UTC, as every other time on the pages (the locale's clock could be 12-hour)
+      show("ok", "live · " + new Date().toISOString().slice(11, 19) + " UTC");
     } catch (error) {
       show("down", "offline (" + error.message + ")");
     } finally {
