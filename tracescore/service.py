@@ -42,7 +42,6 @@ from tracescore.auth import ApiKeys, FailedAttempts, PasswordKeys, with_environm
 from tracescore.background import BackgroundFactory
 from tracescore.config import Config, ServerConfig
 from tracescore.conversations.api import conversations_router
-from tracescore.extract.declared import claim_order
 from tracescore.feedback.api import feedback_router
 from tracescore.feedback.scan import feedback_scan_task
 from tracescore.ingest.api import ingest_router
@@ -77,6 +76,7 @@ from tracescore.web import web_router
 from tracescore.web.auth import DashboardKeys
 from tracescore.web.connections import grpc_connection_options, with_header_deadline
 from tracescore.web.gate import LOGIN_PATH, BodyGate, HeadAsGet
+from tracescore.web.readers import ReadProcesses
 from tracescore.web.sources import sources_router
 from tracescore.web.traces_api import traces_router
 
@@ -105,10 +105,10 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     # The Langfuse SDKs authenticate with Basic auth only: their secret key is the API key.
     app.include_router(langfuse_router(intake, readers),
                        dependencies=[Depends(PasswordKeys(server.api_keys, attempts).require)])
+    app.state.reads = reads = ReadProcesses(config, store)
     for version in VERSIONS:  # /api/v1, then the deprecated /api aliases
         for api in (
-            traces_router(store, config.conversations.id_attributes,
-                          claim_order(config.conventions), version),
+            traces_router(store, reads, version),
             conversations_router(store.engine, version),
             ingest_router(store, version),
             create_monitor_router(store.engine, config.monitor, version),
@@ -116,7 +116,7 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
             sources_router(store.engine, version),
         ):
             app.include_router(api, dependencies=guarded, responses=PROBLEM_RESPONSES)
-    app.include_router(web_router(config, store, dashboard))  # pages redirect to a login
+    app.include_router(web_router(config, store, dashboard, reads))  # pages redirect to a login
     if config.server.docs:
         app.include_router(docs_router(app, dashboard))
 
@@ -379,6 +379,7 @@ class Service:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await grpc_server.stop(grace=5)
+            self.app.state.reads.close()
             self.intake.close()
             self.store.close()
 

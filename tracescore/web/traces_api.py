@@ -8,18 +8,14 @@ as ``{"$f": "nan"}``, so nothing is lost or guessed on the way out.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from tracescore.extract import RUN_KINDS, extract_runs, select_runs
-from tracescore.extract.base import Convention
-from tracescore.extract.conversation_id import DEFAULT_ID_ATTRIBUTES
-from tracescore.extract.registry import CONVENTIONS
+from tracescore.extract import RUN_KINDS
 from tracescore.restapi import (
     LEGACY,
     ApiVersion,
@@ -28,9 +24,12 @@ from tracescore.restapi import (
     encode_cursor,
     moment_query,
 )
-from tracescore.spans import LogRecord, Span, Trace
+from tracescore.spans import LogRecord, Span
 from tracescore.store import SpanStore, TraceState
 from tracescore.store.codec import jsonable
+
+if TYPE_CHECKING:  # readers builds its documents with this module's functions
+    from tracescore.web.readers import ReadProcesses
 
 _TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
 
@@ -91,16 +90,11 @@ def _json(document: Any) -> Response:
     return Response(orjson.dumps(document), media_type="application/json")
 
 
-def traces_router(
-    store: SpanStore,
-    conversation_attributes: Sequence[str] = DEFAULT_ID_ATTRIBUTES,
-    conventions: Sequence[Convention] = CONVENTIONS,
-    version: ApiVersion = LEGACY,
-) -> APIRouter:
-    """The trace read routes; runs are rebuilt with the service's ``conversations.id_attributes``
-    (``conversation_attributes``) and declared ``conventions`` (the claim order), so they are the
-    runs that were scored, under the conversation id they were scored under."""
-    claim_order = list(conventions)
+def traces_router(store: SpanStore, reads: ReadProcesses, version: ApiVersion = LEGACY) -> APIRouter:
+    """The trace read routes under ``version``'s prefix. Whole traces and their runs are built
+    by ``reads`` (reader processes: a huge trace never stalls the acknowledgement of ingest),
+    with the service's ``conversations.id_attributes`` and declared conventions, so the runs
+    are the runs that were scored, under the conversation id they were scored under."""
     router = APIRouter(prefix=f"{version.prefix}/traces", tags=["traces"],
                        deprecated=version.legacy or None)
 
@@ -126,14 +120,11 @@ def traces_router(
             next_cursor = encode_cursor(repr(summaries[-1].last_seen), summaries[-1].trace_id)
         return _json(version.page([s.to_dict() for s in summaries], "traces", next_cursor))
 
-    async def stored(trace_id: str) -> Trace:
-        """The trace's spans and log records, or the answer for an id that has none: 400
-        malformed, 410 pruned by retention (saying where its scores are), 404 unknown."""
-        if not _TRACE_ID.match(trace_id):
-            raise HTTPException(400, "trace id must be 32 hex characters")
-        trace = await run_in_threadpool(store.load_trace, trace_id)
-        if trace is not None:
-            return trace
+    async def stored(trace_id: str, document: bytes | None) -> Response:
+        """The document read for a trace, or the answer for an id that has none: 410 pruned by
+        retention (saying where its scores are), 404 unknown."""
+        if document is not None:
+            return Response(document, media_type="application/json")
         summary = await run_in_threadpool(store.trace_summary, trace_id)
         if summary is not None and summary.state == TraceState.PRUNED:
             raise HTTPException(
@@ -142,18 +133,14 @@ def traces_router(
             )
         raise HTTPException(404, f"trace {trace_id.lower()} not found")
 
+    def valid(trace_id: str) -> str:
+        if not _TRACE_ID.match(trace_id):
+            raise HTTPException(400, "trace id must be 32 hex characters")
+        return trace_id
+
     @router.get("/{trace_id}", summary="One trace as stored: summary, spans and log records")
     async def get_trace(trace_id: str) -> Response:
-        trace = await stored(trace_id)
-        summary = await run_in_threadpool(store.trace_summary, trace_id)
-        return _json(
-            {
-                "trace_id": trace.trace_id,
-                "summary": summary.to_dict() if summary else None,
-                "spans": [span_json(s) for s in trace.spans],
-                "logs": [log_json(r) for r in trace.logs],
-            }
-        )
+        return await stored(trace_id, await reads.trace_json(valid(trace_id)))
 
     @router.get("/{trace_id}/runs", summary="The runs rebuilt from a trace")
     async def get_trace_runs(
@@ -167,10 +154,7 @@ def traces_router(
         unknown = sorted(set(kind) - set(RUN_KINDS))
         if unknown:
             raise HTTPException(400, f"kind must be agent, llm or tool, not {', '.join(unknown)}")
-        trace = await stored(trace_id)
-        runs = await run_in_threadpool(
-            extract_runs, trace, claim_order, conversation_attributes=conversation_attributes
-        )
-        return _json(select_runs(runs, primary=primary, kinds=kind))
+        document = await reads.runs_json(valid(trace_id), primary, kind)
+        return await stored(trace_id, document)
 
     return router
