@@ -30,7 +30,7 @@ def test_silences_api_behind_the_key(db_url: str) -> None:
         app = create_app(parse_config(f"server:\n  api_keys: [{KEY}]\n"), store)
         with serve_app(app) as base_url:
             client = httpx.Client(base_url=base_url, timeout=30)
-            path = "/api/alerts/silences"
+            path = "/api/v1/alerts/silences"
             auth = {"Authorization": f"Bearer {KEY}"}
             asked = {"rule": "r", "segment": {"agent": "weather-bot"}, "duration": "4h",
                      "note": "deploy in progress", "author": "ana"}  # fmt: skip
@@ -49,14 +49,24 @@ def test_silences_api_behind_the_key(db_url: str) -> None:
             assert ack.status_code == 201 and ack.json()["segment"] is None
             for bad in ({**asked, "duration": "31d"}, {**asked, "duration": "soon"},
                         {**asked, "kind": "mute"}, {**asked, "rule": ""}):  # fmt: skip
-                assert client.post(path, json=bad, headers=auth).status_code == 422, bad
-            listed = client.get(path, headers=auth).json()["items"]
+                refused = client.post(path, json=bad, headers=auth)
+                assert refused.status_code == 422, bad
+                assert refused.headers["content-type"] == "application/problem+json"
+                assert refused.json()["status"] == 422 and refused.json()["errors"], bad
+            page = client.get(path, headers=auth).json()
+            assert page["next_cursor"] is None
+            listed = page["items"]
             assert [item["id"] for item in listed] == [silence["id"], ack.json()["id"]]
             assert client.get(path, params={"rule": "other"}, headers=auth).json()["items"] == []
             assert client.delete(f"{path}/{silence['id']}").status_code == 401
             assert client.delete(f"{path}/{silence['id']}", headers=auth).status_code == 204
-            assert client.delete(f"{path}/{silence['id']}", headers=auth).status_code == 404
+            gone = client.delete(f"{path}/{silence['id']}", headers=auth)
+            assert gone.status_code == 404
+            assert gone.json()["detail"] == f"no silence {silence['id']}"
             assert [item["kind"] for item in client.get(path, headers=auth).json()["items"]] == ["ack"]
+            legacy = client.get("/api/alerts/silences", headers=auth)
+            assert legacy.status_code == 200, legacy.text
+            assert [item["id"] for item in legacy.json()["items"]] == [ack.json()["id"]]
     finally:
         store.close()
 

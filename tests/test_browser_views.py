@@ -580,7 +580,7 @@ def test_a_firing_alert_is_silenced_and_acknowledged_from_the_alerts_page(
     then shows who silenced it, until when, and the note; the REST API lists the same silence.
     An acknowledgement of the whole rule shows on the row too; both end with their buttons."""
     server, _ = demo
-    api = f"{server.base_url}/api/alerts/silences"
+    api = f"{server.base_url}/api/v1/alerts/silences"
     page.goto(f"{server.base_url}/ui/alerts")
     row = page.locator(f'article[data-rule="{RULE}"] tr[data-silencing="agent={DEGRADING_AGENT}"]')
     assert row.locator(".chip").count() == 0

@@ -236,3 +236,24 @@ def test_the_review_queue_proposes_unreviewed_runs_by_its_rules(client: TestClie
     assert len(short) == 4 and short[0]["why"] == "random"
     assert [PRIORITY.index(r["why"]) for r in short[1:]] == sorted(PRIORITY.index(r["why"]) for r in short[1:])
     assert {r["binding"] for r in client.get("/api/review-queue", params={"binding": "tone"}).json()["runs"]} == {"tone"}
+
+
+def test_verdicts_page_with_a_cursor_without_gaps_or_repeats(client: TestClient) -> None:
+    trace = _trace()
+    for author in ("a", "b", "c", "d", "e"):
+        posted = client.post("/api/feedback", json={
+            "trace_id": trace, "binding": "quality", "value": 0.5, "author": author})
+        assert posted.status_code == 201, posted.text
+    everything = client.get("/api/v1/feedback", params={"trace_id": trace}).json()
+    assert everything["next_cursor"] is None and len(everything["items"]) == 5
+    seen, cursor = [], None
+    while True:
+        page = client.get("/api/v1/feedback", params={"trace_id": trace, "limit": 2, **(
+            {"cursor": cursor} if cursor else {})}).json()
+        seen += [item["id"] for item in page["items"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == [item["id"] for item in everything["items"]]
+    assert {item["binding"] for item in everything["items"]} == {"quality"}
+    assert client.get("/api/v1/feedback", params={"cursor": "nonsense"}).status_code == 422

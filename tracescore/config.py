@@ -62,6 +62,12 @@ class ServerConfig(Section):
     """Service processes sharing the two ports (SO_REUSEPORT). One process decodes on one core
     (the GIL); more use more cores. Each runs ingest, scoring workers and the alert task; leases
     in the database keep their work apart. ``/metrics`` shows the answering process's counters."""
+    read_processes: int = Field(1, ge=0, le=16)
+    """Processes that build the trace pages and ``/api/v1/traces/{id}`` (and ``…/runs``)
+    documents of traces of 1,000 spans or more (smaller ones are read in a thread), spawned at
+    the first such read: a huge trace is read, rebuilt and rendered there, never in the process
+    that acknowledges ingest (whose event loop it would stall). 0: in a thread of the service
+    (acknowledgements then wait while a huge trace is shown)."""
     unpackers: int = Field(1, ge=1, le=16)
     """Unpacker processes per service process: they decode its acknowledged requests into
     rows, each taking every n-th request. One stores ~20,000 spans/s on one core of the

@@ -31,7 +31,7 @@ from datetime import timedelta
 
 import uvicorn
 from fastapi import Depends, FastAPI, Request, Response
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import PlainTextResponse
 from sqlalchemy.exc import DBAPIError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -42,7 +42,6 @@ from tracescore.auth import ApiKeys, FailedAttempts, PasswordKeys, with_environm
 from tracescore.background import BackgroundFactory
 from tracescore.config import Config, ServerConfig
 from tracescore.conversations.api import conversations_router
-from tracescore.extract.declared import claim_order
 from tracescore.feedback.api import feedback_router
 from tracescore.feedback.scan import feedback_scan_task
 from tracescore.ingest.api import ingest_router
@@ -59,15 +58,25 @@ from tracescore.ingest.intake import RETRY_AFTER_SECONDS, Intake
 from tracescore.monitor.alerts import default_instance_id
 from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.tasks import monitoring_task
+from tracescore.restapi import (
+    API_DESCRIPTION,
+    API_TAGS,
+    PROBLEM_RESPONSES,
+    VERSIONS,
+    install_problem_details,
+    problem,
+)
 from tracescore.retention.task import retention_task
 from tracescore.store import SpanStore, open_store
 from tracescore.store.outage import database_unavailable
 from tracescore.store.sessions import Sessions
 from tracescore.store.text import REPLACEMENT
+from tracescore.version import __version__
 from tracescore.web import web_router
 from tracescore.web.auth import DashboardKeys
 from tracescore.web.connections import grpc_connection_options, with_header_deadline
 from tracescore.web.gate import LOGIN_PATH, BodyGate, HeadAsGet
+from tracescore.web.readers import ReadProcesses
 from tracescore.web.sources import sources_router
 from tracescore.web.traces_api import traces_router
 
@@ -81,7 +90,8 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     """
     intake = intake or _intake(config, store)
     # FastAPI's own docs routes are open and load their scripts from a CDN: see apidocs.py.
-    app = FastAPI(title="tracescore", docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(title="tracescore", version=__version__, description=API_DESCRIPTION,
+                  openapi_tags=API_TAGS, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.store = store
     app.state.intake = intake
     server = config.server
@@ -95,19 +105,22 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     # The Langfuse SDKs authenticate with Basic auth only: their secret key is the API key.
     app.include_router(langfuse_router(intake, readers),
                        dependencies=[Depends(PasswordKeys(server.api_keys, attempts).require)])
-    traces = traces_router(
-        store, config.conversations.id_attributes, claim_order(config.conventions)
-    )
-    app.include_router(traces, dependencies=guarded)
-    app.include_router(conversations_router(store.engine), dependencies=guarded)
-    app.include_router(ingest_router(store), dependencies=guarded)
-    app.include_router(create_monitor_router(store.engine, config.monitor), dependencies=guarded)
-    app.include_router(feedback_router(config, store), dependencies=guarded)
-    app.include_router(sources_router(store.engine), dependencies=guarded)
-    app.include_router(web_router(config, store, dashboard))  # pages redirect to a login
+    app.state.reads = reads = ReadProcesses(config, store)
+    for version in VERSIONS:  # /api/v1, then the deprecated /api aliases
+        for api in (
+            traces_router(store, reads, version),
+            conversations_router(store.engine, version),
+            ingest_router(store, version),
+            create_monitor_router(store.engine, config.monitor, version),
+            feedback_router(config, store, version),
+            sources_router(store.engine, version),
+        ):
+            app.include_router(api, dependencies=guarded, responses=PROBLEM_RESPONSES)
+    app.include_router(web_router(config, store, dashboard, reads))  # pages redirect to a login
     if config.server.docs:
         app.include_router(docs_router(app, dashboard))
 
+    install_problem_details(app)
     app.add_exception_handler(DBAPIError, _ReadOutage().answer)
     app.add_middleware(_NulAsStored)
     app.add_middleware(
@@ -117,7 +130,7 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     )  # fmt: skip
     app.add_middleware(HeadAsGet)
 
-    @app.get("/healthz", tags=["health"])
+    @app.get("/healthz", tags=["health"], summary="Liveness (and, with a key, what answered)")
     async def healthz(request: Request) -> dict[str, object]:
         """Liveness for anyone (load balancers probe without secrets); what the process is
         and does only for a valid key: a stranger learns nothing about the deployment."""
@@ -177,7 +190,7 @@ class _ReadOutage:
         headers = {"Retry-After": str(RETRY_AFTER_SECONDS), "Cache-Control": "no-store"}
         message = "the database is unavailable; retry later"
         if request.url.path.startswith("/api/"):
-            return JSONResponse({"detail": message}, 503, headers=headers)
+            return problem(503, message, headers=headers)
         return PlainTextResponse(message, 503, headers=headers)
 
 
@@ -366,6 +379,7 @@ class Service:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await grpc_server.stop(grace=5)
+            self.app.state.reads.close()
             self.intake.close()
             self.store.close()
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
@@ -13,19 +12,21 @@ from tracescore.conversations.reads import (
     conversation_document,
     list_conversations,
 )
+from tracescore.restapi import LEGACY, ApiVersion, Moment, moment_query
 
 MAX_PAGE = 500
 
 
-def conversations_router(engine: Engine) -> APIRouter:
-    router = APIRouter(prefix="/api/conversations", tags=["conversations"])
+def conversations_router(engine: Engine, version: ApiVersion = LEGACY) -> APIRouter:
+    router = APIRouter(prefix=f"{version.prefix}/conversations", tags=["conversations"],
+                       deprecated=version.legacy or None)
 
-    @router.get("")
+    @router.get("", summary="Conversations, latest turn first", responses=version.listing)
     def conversations(
         agent: str | None = None,
         service: str | None = None,
-        since: Annotated[datetime | None, Query(description="a turn started at or after")] = None,
-        until: Annotated[datetime | None, Query(description="a turn started before")] = None,
+        since: Annotated[Moment | None, moment_query("a turn started at or after")] = None,
+        until: Annotated[Moment | None, moment_query("a turn started before")] = None,
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
         cursor: str | None = None,
     ) -> dict[str, Any]:
@@ -39,9 +40,9 @@ def conversations_router(engine: Engine) -> APIRouter:
                 items, next_cursor = list_conversations(connection, where, limit, cursor)
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
-        return {"items": items, "next_cursor": next_cursor}
+        return version.page(items, "items", next_cursor)
 
-    @router.get("/{conversation_id:path}")
+    @router.get("/{conversation_id:path}", summary="One conversation: its turns and scores")
     def conversation(conversation_id: str) -> dict[str, Any]:
         """One conversation: its turns in order (trace id, user message, answer, run scores)
         and its own scores."""

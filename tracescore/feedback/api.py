@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.concurrency import run_in_threadpool
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from tracescore.feedback.report import Thresholds, calibration_report, since_moment
+from tracescore.feedback.report import Thresholds, calibration_report
 from tracescore.feedback.review import ReviewQueue
+from tracescore.monitor.queries import decode_cursor, encode_cursor
+from tracescore.restapi import LEGACY, PROBLEM_RESPONSES, ApiVersion, Moment, moment_query
 from tracescore.store import SpanStore
 from tracescore.store.feedback import Feedback, FeedbackStore
 
@@ -25,14 +27,21 @@ SPAN_ID = r"^[0-9a-fA-F]{16}$"
 class FeedbackIn(BaseModel):
     """A verdict on a run: ``binding`` (or a free ``name``), and a ``value`` and/or ``label``."""
 
+    model_config = ConfigDict(json_schema_extra={"examples": [{
+        "trace_id": "5c5f09670fb9455390ed367ef572e9f7", "span_id": "5c5f09670fb90001",
+        "binding": "faithfulness", "value": 0.1, "label": "fail",
+        "comment": "the refund policy it quotes does not exist", "author": "ana",
+    }]})  # fmt: skip
+
     trace_id: str = Field(pattern=TRACE_ID)
     span_id: str | None = Field(None, pattern=SPAN_ID)
     """The judged run's span; omitted: the trace's run(s)."""
     binding: str | None = Field(None, max_length=100)
     name: str | None = Field(None, max_length=100)
     """An evaluation name no binding scores (``thumbs``); ``binding`` is checked, this is not."""
-    value: float | None = None
-    """On the binding's scale (0 to 1 for the prebuilt scorers)."""
+    value: float | None = Field(None, examples=[0.8])
+    """On the binding's scale (0 to 1 for the prebuilt scorers, 0 to ``options.scale`` when
+    the binding sets one); a value outside it is refused (422)."""
     label: str | None = Field(None, min_length=1, max_length=50)
     """``pass``/``fail`` (or ``good``/``bad``, ``thumbs_up``/``thumbs_down``...)."""
     comment: str | None = Field(None, max_length=20_000)
@@ -57,71 +66,98 @@ class FeedbackIn(BaseModel):
         )  # fmt: skip
 
 
-def _since(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        return since_moment(text, datetime.now(UTC))
-    except ValueError as exc:
-        raise HTTPException(422, f"since: {exc}") from None
+def scales(settings: Config) -> dict[str, float]:
+    """The highest score of each binding whose scale is known: the prebuilt scorers score 0 to
+    1, or to their ``scale`` option; a custom scorer's range is its own unless it says."""
+    return {
+        binding.name: float(binding.options.get("scale", 1.0))
+        for binding in settings.scorers
+        if ":" not in binding.scorer or "scale" in binding.options
+    }
 
 
-def feedback_router(settings: Config, store: SpanStore) -> APIRouter:
+def feedback_router(settings: Config, store: SpanStore, version: ApiVersion = LEGACY) -> APIRouter:
+    """The feedback routes. Under ``/api/v1`` a verdict on a trace the store does not hold is
+    refused (404) and listed verdicts carry ``binding``; the deprecated ``/api`` alias still
+    takes verdicts ahead of their trace's spans and lists the evaluation ``name`` only."""
     config = settings.feedback
     thresholds = Thresholds.of(settings)
     bindings = [binding.name for binding in settings.scorers]
-    router = APIRouter(prefix="/api", tags=["feedback"])
+    highest = scales(settings)
+    router = APIRouter(prefix=version.prefix, tags=["feedback"], deprecated=version.legacy or None)
     feedback = FeedbackStore(store)
     queue = ReviewQueue.of(settings, store.engine)
 
-    @router.post("/feedback", status_code=201)
+    @router.post("/feedback", status_code=201, summary="Record a verdict on a run", responses={
+        404: {**PROBLEM_RESPONSES[404], "description": "no trace with this id is stored (/api/v1 only)"},
+        422: {**PROBLEM_RESPONSES[422],
+              "description": "an invalid field, an unknown binding or a value outside the binding's scale"},
+    })  # fmt: skip
     async def record_feedback(item: FeedbackIn) -> dict[str, str]:
         """Record a verdict; a second one by the same author on the same run replaces it."""
         if item.binding is not None and item.binding not in bindings:
             raise HTTPException(422, f"binding: no binding named {item.binding!r} in scorers")
+        top = highest.get(item.binding or "")
+        if top is not None and item.value is not None and not 0 <= item.value <= top:
+            raise HTTPException(422, f"value: {item.binding!r} scores from 0 to {top:g}, not {item.value:g}")
+        if not version.legacy and await run_in_threadpool(store.trace_summary, item.trace_id) is None:
+            raise HTTPException(404, f"trace {item.trace_id.lower()} not found")
         (item_id,) = await run_in_threadpool(feedback.record, [item.feedback(datetime.now(UTC))])
         return {"id": item_id}
 
-    @router.get("/feedback")
+    @router.get("/feedback", summary="Recorded verdicts, newest first", responses=version.listing)
     async def list_feedback(
         trace_id: str | None = Query(None, pattern=TRACE_ID),
         binding: str | None = Query(None, description="a binding or free evaluation name"),
-        since: str | None = Query(None, description="a duration back from now (7d) or an ISO time"),
+        since: Annotated[Moment | None, moment_query("recorded at or after")] = None,
         limit: int = Query(100, ge=1, le=1000),
+        cursor: Annotated[str | None, Query(description="the previous page's next_cursor")] = None,
     ) -> dict[str, Any]:
-        """Newest first, from the API and OTLP alike (``source``)."""
+        """Newest first, from the API and OTLP alike (``source``). Each verdict's ``binding``
+        is its evaluation ``name`` when that is a binding (null for a free name)."""
+        try:
+            after = decode_cursor(cursor) if cursor else None
+        except ValueError as exc:
+            raise HTTPException(422, f"cursor: {exc}") from None
         found = await run_in_threadpool(
             feedback.find, trace_id=trace_id.lower() if trace_id else None, name=binding,
-            since=_since(since), limit=limit,
+            since=since, limit=limit + 1, after=after,
         )  # fmt: skip
-        return {"feedback": found}
+        next_cursor = None
+        if len(found) > limit:
+            found = found[:limit]
+            last = found[-1]
+            next_cursor = encode_cursor(datetime.fromisoformat(last["created_at"]), last["id"])
+        if not version.legacy:
+            found = [{"binding": item["name"] if item["name"] in bindings else None, **item}
+                     for item in found]
+        return version.page(found, "feedback", next_cursor)
 
-    @router.delete("/feedback/{item_id}", status_code=204)
+    @router.delete("/feedback/{item_id}", status_code=204, summary="Delete a verdict")
     async def delete_feedback(item_id: str) -> None:
         if not await run_in_threadpool(feedback.delete, item_id):
             raise HTTPException(404, f"feedback {item_id} not found")
 
-    @router.get("/calibration")
+    @router.get("/calibration", summary="How a binding's scores agree with feedback")
     async def calibration(
         binding: str,
         scorer_version: str | None = None,
-        since: str | None = Query(None, description="feedback recorded since: 7d or an ISO time"),
+        since: Annotated[Moment | None, moment_query("feedback recorded at or after")] = None,
         threshold: float | None = Query(None, description="pass/fail cut; default the binding's"),
     ) -> dict[str, Any]:
         """How the binding's scores agree with feedback on the same runs: n, MAE, Spearman,
         Cohen's kappa and the confusion matrix, overall and per scorer version and judge model."""
         cut = threshold if threshold is not None else thresholds.cut(binding)
-        start = _since(since)
 
         def report() -> dict[str, Any]:
             with store.engine.connect() as connection:
                 return calibration_report(
-                    connection, binding, cut, config, since=start, scorer_version=scorer_version
+                    connection, binding, cut, config, since=since, scorer_version=scorer_version
                 )
 
         return await run_in_threadpool(report)
 
-    @router.get("/review-queue")
+    @router.get("/review-queue", summary="Unreviewed runs worth a look", responses=version.listing)
     async def review_queue(
         binding: str | None = None, limit: int = Query(20, ge=1, le=500)
     ) -> dict[str, Any]:
@@ -129,6 +165,6 @@ def feedback_router(settings: Config, store: SpanStore) -> APIRouter:
         proposals = await run_in_threadpool(
             queue.propose, datetime.now(UTC), binding=binding, limit=limit
         )
-        return {"runs": [proposal.to_dict() for proposal in proposals]}
+        return version.page([proposal.to_dict() for proposal in proposals], "runs")
 
     return router

@@ -13,19 +13,21 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 from fastapi.concurrency import run_in_threadpool
 
+from tracescore.restapi import LEGACY, ApiVersion
 from tracescore.store import SpanStore
 
 
-def ingest_router(store: SpanStore) -> APIRouter:
-    router = APIRouter(prefix="/api/ingest", tags=["ingest"])
+def ingest_router(store: SpanStore, version: ApiVersion = LEGACY) -> APIRouter:
+    router = APIRouter(prefix=f"{version.prefix}/ingest", tags=["ingest"],
+                       deprecated=version.legacy or None)
 
-    @router.get("/quarantine")
+    @router.get("/quarantine", summary="Quarantined export requests", responses=version.listing)
     async def quarantined() -> dict[str, Any]:
         """Acknowledged export requests that could not be stored, oldest first."""
         entries = await run_in_threadpool(store.journal.quarantined)
-        return {"entries": [asdict(entry) for entry in entries]}
+        return version.page([asdict(entry) for entry in entries], "entries")
 
-    @router.post("/quarantine/{seq}/requeue")
+    @router.post("/quarantine/{seq}/requeue", summary="Put a quarantined request back in line")
     async def requeue(seq: int) -> dict[str, Any]:
         """Put a quarantined request back in line: the unpackers try to store it again (and
         quarantine it again if it still fails)."""

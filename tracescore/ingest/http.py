@@ -27,6 +27,7 @@ import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from google.protobuf import json_format
@@ -259,17 +260,62 @@ def _inflate(request: Request, body: bytes, limit: int) -> bytes:
 
 
 OTLP_PATHS = ("/v1/traces", "/v1/logs", "/v1/metrics")
+_STATUS_BODY = {
+    PROTOBUF: {"schema": {"type": "string", "format": "binary"}},
+    JSON: {"schema": {"type": "object", "properties": {
+        "code": {"type": "integer"}, "message": {"type": "string"}}}},
+}  # fmt: skip
+_OTLP_ERRORS = {
+    400: "the body is not an export request of this signal (a google.rpc.Status says why)",
+    408: "the body was not received in time; the connection is closed",
+    413: "the body (after gzip) is larger than server.max_body_bytes",
+    415: "neither application/x-protobuf nor application/json, or an unknown Content-Encoding",
+    503: "overloaded, stopping or the database is unavailable: retry after Retry-After seconds",
+}
+
+
+def _documented(signal: str, request: str, response: str) -> dict[str, Any]:
+    """What the OpenAPI schema says of an OTLP/HTTP export route: its handler reads the raw
+    body itself (protobuf or JSON, optionally gzip), so the schema is written out here."""
+    return {
+        "tags": ["otlp"],
+        "summary": f"Export {signal} (OTLP/HTTP)",
+        "description": (
+            f"An OTLP `{request}`, binary protobuf or JSON (`Content-Encoding: gzip` optional). "
+            "Stored durably before the answer, as the OTLP specification asks; errors are a "
+            "`google.rpc.Status` in the request's encoding."
+        ),
+        "openapi_extra": {"requestBody": {"required": True, "content": {
+            PROTOBUF: {"schema": {"type": "string", "format": "binary"}},
+            JSON: {"schema": {"type": "object"}, "example": {"resourceSpans": []}},
+        }}},
+        "responses": {
+            200: {"description": f"accepted: an `{response}` (with partial_success when some "
+                                 "items were rejected)", "content": {
+                PROTOBUF: _STATUS_BODY[PROTOBUF], JSON: {"schema": {"type": "object"}}}},
+            **{status: {"description": what, "content": _STATUS_BODY}
+               for status, what in _OTLP_ERRORS.items()},
+            401: {"description": "no valid API key (when keys are configured): refused before "
+                                 "the body is read, in JSON whatever the request's encoding",
+                  "content": {JSON: {"schema": {"type": "object"}},
+                              "application/problem+json": {"schema": {"type": "object"}}}},
+        },
+    }
 
 
 def otlp_router(intake: Intake, readers: BodyReaders) -> APIRouter:
     router = APIRouter()
     traces, logs, metrics_path = OTLP_PATHS
     router.add_api_route(traces, _endpoint(intake, readers, intake.traces, trace_response),
-                         methods=["POST"])
+                         methods=["POST"], **_documented(
+                             "traces", "ExportTraceServiceRequest", "ExportTraceServiceResponse"))
     router.add_api_route(logs, _endpoint(intake, readers, intake.logs, logs_response),
-                         methods=["POST"])
+                         methods=["POST"], **_documented(
+                             "logs", "ExportLogsServiceRequest", "ExportLogsServiceResponse"))
     router.add_api_route(metrics_path, _endpoint(intake, readers, intake.metrics,
-                                                 metrics_response), methods=["POST"])
+                                                 metrics_response), methods=["POST"],
+                         **_documented("metrics", "ExportMetricsServiceRequest",
+                                       "ExportMetricsServiceResponse"))
     return router
 
 
@@ -286,9 +332,11 @@ def langfuse_router(intake: Intake, readers: BodyReaders) -> APIRouter:
     SDKs' tracing calls no other path.
     """
     router = APIRouter()
+    documented = _documented("traces", "ExportTraceServiceRequest", "ExportTraceServiceResponse")
+    documented["summary"] = "Export traces from a Langfuse SDK (OTLP/HTTP, Basic auth)"
     router.add_api_route(LANGFUSE_TRACES_PATH,
                          _endpoint(intake, readers, intake.traces, trace_response),
-                         methods=["POST"])
+                         methods=["POST"], **documented)
     return router
 
 

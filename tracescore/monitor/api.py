@@ -10,7 +10,7 @@ import math
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Query, Response
+from fastapi import APIRouter, HTTPException, Path, Query, Response
 from sqlalchemy import Engine, select
 
 from tracescore import metrics
@@ -23,6 +23,7 @@ from tracescore.monitor.silences import (
     add_silence,
     remove_silence,
 )
+from tracescore.restapi import LEGACY, PROBLEM_RESPONSES, ApiVersion, Moment, moment_query
 from tracescore.settings import parse_duration
 from tracescore.store.alerts import AlertEventRow, AlertStateRow
 from tracescore.store.scores import ScoreStatus
@@ -31,6 +32,9 @@ from tracescore.store.table_of import table_of
 SUMMARY_QUANTILES = (0.1, 0.5, 0.9)
 MAX_SUMMARY_BUCKETS = 10_000
 """Buckets a summary may span, so one request cannot ask for millions of groups."""
+MAX_SILENCE_ID = 2**63 - 1
+"""The largest id the silences' BIGINT key holds: a larger one is refused (422), not sent to
+the database, which cannot bind it."""
 _ALERT_STATES, _ALERT_EVENTS = table_of(AlertStateRow), table_of(AlertEventRow)
 
 
@@ -43,11 +47,9 @@ def _iso(epoch: float | None) -> str | None:
 
 
 def _range(since: datetime | None, until: datetime | None) -> tuple[datetime, datetime]:
-    """The asked range, defaulting to the last 24 hours; naive datetimes are taken as UTC."""
+    """The asked range, defaulting to the last 24 hours."""
     end = until or datetime.now(UTC)
-    end = end if end.tzinfo else end.replace(tzinfo=UTC)
     start = since or end - timedelta(days=1)
-    start = start if start.tzinfo else start.replace(tzinfo=UTC)
     if start >= end:
         raise HTTPException(422, "since must be before until")
     return start, end
@@ -61,11 +63,22 @@ def silence_out(silence: Silence) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def create_monitor_router(engine: Engine, config: MonitorConfig | None = None) -> APIRouter:
-    config = config or MonitorConfig()
-    router = APIRouter()
+Since = Annotated[Moment | None, moment_query("from (inclusive; default 24 hours before until)")]
+Until = Annotated[Moment | None, moment_query("to (exclusive; default now)")]
 
-    @router.get("/api/scores", tags=["monitoring"])
+
+def create_monitor_router(
+    engine: Engine, config: MonitorConfig | None = None, version: ApiVersion = LEGACY
+) -> APIRouter:
+    """The monitoring routes under ``version``'s prefix (``/metrics`` with the unversioned ones).
+
+    Under ``/api/v1`` the summary's series are labelled by ``binding`` (what the configuration
+    names); the deprecated ``/api`` alias keeps labelling them by ``scorer`` id."""
+    config = config or MonitorConfig()
+    router = APIRouter(prefix=version.prefix, tags=["monitoring"], deprecated=version.legacy or None)
+    outer = APIRouter()
+
+    @router.get("/scores", summary="Score rows, newest first", responses=version.listing)
     def scores(
         scorer: str | None = None,
         scorer_version: str | None = None,
@@ -75,8 +88,8 @@ def create_monitor_router(engine: Engine, config: MonitorConfig | None = None) -
         model: str | None = None,
         status: ScoreStatus | None = None,
         trace_id: Annotated[str | None, Query(description="one trace's scores")] = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
+        since: Since = None,
+        until: Until = None,
         limit: Annotated[int, Query(ge=1)] = 100,
         cursor: str | None = None,
         steps: bool = False,
@@ -94,21 +107,23 @@ def create_monitor_router(engine: Engine, config: MonitorConfig | None = None) -
                 items, next_cursor = list_scores(connection, where, limit, cursor, with_steps=steps)
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
-        return {"items": items, "next_cursor": next_cursor}
+        return version.page(items, "items", next_cursor)
 
-    @router.get("/api/scores/summary", tags=["monitoring"])
+    @router.get("/scores/summary", summary="Score statistics per binding and time bucket",
+                responses=version.listing)
     def summary(
         scorer: str | None = None,
         binding: str | None = None,
         agent: str | None = None,
         service: str | None = None,
         model: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        bucket: str = "1h",
+        since: Since = None,
+        until: Until = None,
+        bucket: Annotated[str, Query(description="a duration", examples=["1h", "15m", "1d"])] = "1h",
         group_by: Annotated[list[SegmentColumn], Query()] = [],  # noqa: B006 (FastAPI copies it)
     ) -> dict[str, Any]:
-        """Per scorer × time bucket (× ``group_by`` columns): count, mean, p10/p50/p90, error rate."""
+        """Per binding (``scorer`` id on the deprecated alias) × time bucket (× ``group_by``
+        columns): count, mean, p10/p50/p90, error rate."""
         try:
             bucket_seconds = int(parse_duration(bucket))
         except ValueError as exc:
@@ -125,7 +140,8 @@ def create_monitor_router(engine: Engine, config: MonitorConfig | None = None) -
             scorer=scorer, binding=binding, agent=agent, service=service, model=model,
             since=start, until=end,
         )
-        columns = ["scorer_id", *dict.fromkeys(group_by)]
+        label = "scorer_id" if version.legacy else "binding"
+        columns = [label, *(c for c in dict.fromkeys(group_by) if c != label)]
         with engine.connect() as connection:
             groups = aggregate_scores(
                 connection,
@@ -139,7 +155,7 @@ def create_monitor_router(engine: Engine, config: MonitorConfig | None = None) -
             labels = dict(zip(columns, group.group, strict=True))
             series.append(
                 {
-                    "scorer": labels.pop("scorer_id"),
+                    ("scorer" if version.legacy else "binding"): labels.pop(label),
                     **labels,
                     "bucket": group.bucket.isoformat() if group.bucket else None,
                     "count": group.moments.n,
@@ -151,32 +167,26 @@ def create_monitor_router(engine: Engine, config: MonitorConfig | None = None) -
                     "error_rate": group.error_rate,
                 }
             )
-        series.sort(
-            key=lambda row: (row["scorer"], row["bucket"], *(str(row[c]) for c in group_by))
+        series.sort(key=lambda row: tuple(str(row[c]) for c in (
+            "scorer" if version.legacy else "binding", "bucket", *columns[1:])))
+        return version.page(
+            series, "series", since=start.isoformat(), until=end.isoformat(),
+            bucket_seconds=bucket_seconds, group_by=columns[1:],
         )
-        return {
-            "since": start.isoformat(),
-            "until": end.isoformat(),
-            "bucket_seconds": bucket_seconds,
-            "group_by": columns[1:],
-            "series": series,
-        }
 
-    @router.get("/api/coverage", tags=["monitoring"])
-    def coverage_view(
-        since: datetime | None = None, until: datetime | None = None, binding: str | None = None
-    ) -> dict[str, Any]:
+    @router.get("/coverage", summary="Runs eligible, sampled and scored per binding",
+                responses=version.listing)
+    def coverage_view(since: Since = None, until: Until = None, binding: str | None = None
+                      ) -> dict[str, Any]:
         """Per binding: runs eligible (passed the filter), sampled, and scored."""
         start, end = _range(since, until)
         with engine.connect() as connection:
             found = coverage(connection, start, end, binding)
-        return {
-            "since": start.isoformat(),
-            "until": end.isoformat(),
-            "bindings": [entry.to_dict() for entry in found],
-        }
+        return version.page([entry.to_dict() for entry in found], "bindings",
+                            since=start.isoformat(), until=end.isoformat())
 
-    @router.get("/api/alerts", tags=["monitoring"])
+    @router.get("/alerts", summary="Alert rule states and the latest notifications",
+                responses=version.listing)
     def alerts(
         state: Literal["ok", "firing"] | None = None,
         rule: str | None = None,
@@ -194,63 +204,70 @@ def create_monitor_router(engine: Engine, config: MonitorConfig | None = None) -
         with engine.connect() as connection:
             state_rows = connection.execute(state_query).all()
             event_rows = connection.execute(event_query).all() if events else []
-        return {
-            "firing": sum(row.state == "firing" for row in state_rows),
-            "states": [
-                {
-                    "rule": row.rule,
-                    "segment": row.segment,
-                    "state": row.state,
-                    "since": _iso(row.since),
-                    "evaluated_at": _iso(row.evaluated_at),
-                    "value": row.value,
-                    "summary": row.summary,
-                    "details": row.details,
-                    "notified": row.notified,
-                }
-                for row in state_rows
-            ],
-            "events": [
-                {
-                    "id": row.id,
-                    "rule": row.rule,
-                    "segment": row.segment,
-                    "status": row.status,
-                    "at": _iso(row.at),
-                    "summary": row.payload.get("summary"),
-                    "pending": row.pending,
-                    "attempts": row.attempts,
-                    "last_error": row.last_error,
-                }
-                for row in event_rows
-            ],
-        }
+        states = [
+            {
+                "rule": row.rule,
+                "segment": row.segment,
+                "state": row.state,
+                "since": _iso(row.since),
+                "evaluated_at": _iso(row.evaluated_at),
+                "value": row.value,
+                "summary": row.summary,
+                "details": row.details,
+                "notified": row.notified,
+            }
+            for row in state_rows
+        ]
+        events_listed = [
+            {
+                "id": row.id,
+                "rule": row.rule,
+                "segment": row.segment,
+                "status": row.status,
+                "at": _iso(row.at),
+                "summary": row.payload.get("summary"),
+                "pending": row.pending,
+                "attempts": row.attempts,
+                "last_error": row.last_error,
+            }
+            for row in event_rows
+        ]
+        return version.page(states, "states", firing=sum(row.state == "firing" for row in state_rows),
+                            events=events_listed)
 
-    @router.post("/api/alerts/silences", status_code=201, tags=["monitoring"])
+    @router.post("/alerts/silences", status_code=201,
+                 summary="Silence or acknowledge an alert for a while",
+                 responses={201: {"description": "the stored silence, with its id and expiry"}})
     def silence(body: SilenceIn) -> dict[str, Any]:
         """Silence or acknowledge a rule's alert (or one segment's) for ``duration``."""
         with engine.begin() as connection:
             made = add_silence(connection, body, datetime.now(UTC).timestamp())
         return silence_out(made)
 
-    @router.get("/api/alerts/silences", tags=["monitoring"])
-    def silences(rule: str | None = None) -> dict[str, Any]:
+    @router.get("/alerts/silences", summary="Silences and acknowledgements in force",
+                responses=version.listing)
+    def silences(rule: Annotated[str | None, Query(description="only this rule's")] = None
+                 ) -> dict[str, Any]:
         """Silences and acknowledgements that have not expired, oldest first."""
         with engine.connect() as connection:
             found = active_silences(connection, datetime.now(UTC).timestamp(), rule)
-        return {"items": [silence_out(item) for item in found]}
+        return version.page([silence_out(item) for item in found], "items")
 
-    @router.delete("/api/alerts/silences/{silence_id}", status_code=204, tags=["monitoring"])
-    def unsilence(silence_id: int) -> Response:
+    @router.delete("/alerts/silences/{silence_id}", status_code=204,
+                   summary="End a silence or acknowledgement",
+                   responses={204: {"description": "ended"},
+                              404: {**PROBLEM_RESPONSES[404], "description": "no silence in force with this id"}})
+    def unsilence(silence_id: Annotated[int, Path(ge=1, le=MAX_SILENCE_ID)]) -> None:
         """End a silence or acknowledgement before it expires."""
         with engine.begin() as connection:
             if not remove_silence(connection, silence_id):
                 raise HTTPException(404, f"no silence {silence_id}")
-        return Response(status_code=204)
 
-    @router.get("/metrics", include_in_schema=False)
-    def prometheus() -> Response:
-        body, content_type = metrics.exposition()
-        return Response(body, media_type=content_type)
+    outer.include_router(router)
+    if version.legacy:
+        @outer.get("/metrics", include_in_schema=False)
+        def prometheus() -> Response:
+            body, content_type = metrics.exposition()
+            return Response(body, media_type=content_type)
 
-    return router
+    return outer

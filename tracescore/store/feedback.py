@@ -172,10 +172,15 @@ class FeedbackStore:
 
     def find(
         self, *, trace_id: str | None = None, name: str | None = None, since: datetime | None = None,
-        limit: int = 100,
+        limit: int = 100, after: tuple[datetime, str] | None = None,
     ) -> list[dict[str, Any]]:  # fmt: skip
-        """Newest first."""
+        """Newest first; ``after`` (a row's ``created_at`` and ``id``) starts after that row, so
+        a reader pages with neither gaps nor repeats while verdicts keep arriving."""
         query = select(FEEDBACK).order_by(FEEDBACK.c.created_at.desc(), FEEDBACK.c.id).limit(limit)
+        if after is not None:
+            moment, row_id = after
+            query = query.where(or_(FEEDBACK.c.created_at < moment,
+                                    and_(FEEDBACK.c.created_at == moment, FEEDBACK.c.id > row_id)))
         if trace_id is not None:
             query = query.where(FEEDBACK.c.trace_id == trace_id)
         if name is not None:

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Engine, select, text
+from sqlalchemy import Connection, Engine, and_, or_, select, text
 
 from tracescore.spans import LogRecord, Resource, Scope, Span, SpanEvent, SpanLink, Trace
 from tracescore.store import codec
@@ -352,12 +352,19 @@ class SpanStore:
         return traces
 
     def list_traces(
-        self, limit: int = 50, service: str | None = None, since: float | None = None
+        self, limit: int = 50, service: str | None = None, since: float | None = None,
+        after: tuple[float, str] | None = None,
     ) -> list[TraceSummary]:
-        """Most recently active traces first; ``since`` is epoch seconds of last activity."""
+        """Most recently active traces first; ``since`` is epoch seconds of last activity;
+        ``after`` (a summary's ``last_seen`` and ``trace_id``) starts after that trace."""
         self.journal.settle()
         table = _TRACES
-        query = select(*_SUMMARY_COLUMNS).order_by(table.c.last_seen.desc()).limit(limit)
+        query = (select(*_SUMMARY_COLUMNS)
+                 .order_by(table.c.last_seen.desc(), table.c.trace_id).limit(limit))
+        if after is not None:
+            moment, trace_id = after
+            query = query.where(or_(table.c.last_seen < moment,
+                                    and_(table.c.last_seen == moment, table.c.trace_id > trace_id)))
         if service is not None:
             query = query.where(table.c.service_name == service)
         if since is not None:

@@ -28,6 +28,7 @@ from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tracescore.auth import ApiKeys
+from tracescore.restapi import PROBLEM_MEDIA_TYPE, problem_body
 
 LOGIN_PATH = "/ui/login"
 
@@ -46,8 +47,13 @@ async def _answer(send: Send, status: int, body: bytes, headers: dict[str, str])
     await send({"type": "http.response.body", "body": body})
 
 
-def _json(detail: str) -> bytes:
-    return json.dumps({"detail": detail}).encode()
+def _problem(status: int, detail: str) -> bytes:
+    """The body the API's handlers would give (:mod:`tracescore.restapi`): the gate answers
+    before any of them runs."""
+    return json.dumps(problem_body(status, detail)).encode()
+
+
+_PROBLEM = {"Content-Type": PROBLEM_MEDIA_TYPE}
 
 
 class BodyGate:
@@ -95,8 +101,8 @@ class BodyGate:
         if refusal.status_code == 401 and path.startswith("/ui/"):  # a session that ended
             await _answer(send, 303, b"", {"Location": f"{LOGIN_PATH}?next={quote(path, safe='')}"})
         else:
-            await _answer(send, refusal.status_code, _json(refusal.detail),
-                          {"Content-Type": "application/json", **(refusal.headers or {})})
+            await _answer(send, refusal.status_code, _problem(refusal.status_code, refusal.detail),
+                          {**_PROBLEM, **(refusal.headers or {})})
 
     async def _receive(self, scope: Scope, receive: Receive, send: Send) -> list[Message] | None:
         """The body's messages, or None once it has been answered (too large, too slow, gone)."""
@@ -120,13 +126,12 @@ class BodyGate:
                     if not message.get("more_body", False):
                         return messages
         except TimeoutError:
-            await _answer(send, 408, _json(f"request body not received within {self.timeout:g} s"),
-                          {"Content-Type": "application/json"})
+            await _answer(send, 408, _problem(408, f"request body not received within {self.timeout:g} s"),
+                          _PROBLEM)
             return None
 
     async def _too_large(self, send: Send) -> None:
-        await _answer(send, 413, _json(f"request body exceeds {self.max_bytes} bytes"),
-                      {"Content-Type": "application/json"})
+        await _answer(send, 413, _problem(413, f"request body exceeds {self.max_bytes} bytes"), _PROBLEM)
 
 
 class HeadAsGet:

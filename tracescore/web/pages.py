@@ -5,6 +5,7 @@ Everything here is synchronous database work; the router runs it in the thread p
 
 from __future__ import annotations
 
+import itertools
 import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -49,7 +50,10 @@ TOP_SEGMENTS = 5
 PALETTE_SIZE = 8
 """Colours of segment lines in the stylesheet (``s0``…``s7``)."""
 MAX_RAW_SPANS = 300
-"""Raw spans shown on a trace page; the rest are one click away in ``/api/traces/{id}``."""
+"""Raw spans shown on a trace page; the rest are one click away in ``/api/v1/traces/{id}``."""
+MAX_RUNS = 200
+"""Runs a trace page shows, and inner runs it lists; all of them are in
+``/api/v1/traces/{id}/runs``. A 20,000-span trace's page then stays a few hundred KB."""
 NO_VALUE = "(none)"
 
 
@@ -598,14 +602,16 @@ def trace_page(
     ]
     others = [run for run in runs if not (run.primary or run.span_id in by_span)]
     orphans = [row for row in scores if row["span_id"] not in run_ids]
-    tree = _span_tree(trace.spans)[:MAX_RAW_SPANS] if trace is not None else []
+    tree = _span_tree(trace.spans, MAX_RAW_SPANS) if trace is not None else []
     return {
         "version": version,
         "live_trace": trace_id,
         "trace_id": trace_id,
         "summary": store.trace_summary(trace_id),
-        "runs": shown,
-        "other_runs": others,
+        "runs": shown[:MAX_RUNS],
+        "run_count": len(shown),
+        "other_runs": others[:MAX_RUNS],
+        "other_run_count": len(others),
         "orphan_scores": orphans,
         "spans": tree,
         "timeline": waterfall([(view.span, view.depth) for view in tree]),
@@ -616,8 +622,9 @@ def trace_page(
     }
 
 
-def _span_tree(spans: list[Span]) -> list[SpanView]:
-    """Spans depth-first from their roots, children by start time; orphans count as roots."""
+def _span_tree(spans: list[Span], limit: int) -> list[SpanView]:
+    """The first ``limit`` spans depth-first from their roots, children by start time; orphans
+    count as roots. Only those are turned into JSON: a huge trace costs its tree, not its text."""
     ids = {span.span_id for span in spans}
     children: dict[str | None, list[Span]] = defaultdict(list)
     for span in spans:
@@ -628,7 +635,7 @@ def _span_tree(spans: list[Span]) -> list[SpanView]:
     stack = [
         (span, 0) for span in sorted(children[None], key=lambda s: s.start_time_ns, reverse=True)
     ]
-    while stack:
+    while stack and len(ordered) < limit:
         span, depth = stack.pop()
         if span.span_id in seen:  # a parent-link cycle
             continue
@@ -636,5 +643,6 @@ def _span_tree(spans: list[Span]) -> list[SpanView]:
         ordered.append(SpanView(span, depth, span_json(span)))
         kids = sorted(children.get(span.span_id, []), key=lambda s: s.start_time_ns, reverse=True)
         stack.extend((kid, depth + 1) for kid in kids)
-    ordered.extend(SpanView(s, 0, span_json(s)) for s in spans if s.span_id not in seen)
+    rest = (SpanView(s, 0, span_json(s)) for s in spans if s.span_id not in seen)
+    ordered.extend(itertools.islice(rest, max(0, limit - len(ordered))))
     return ordered

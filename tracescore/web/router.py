@@ -22,8 +22,6 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 
 from tracescore.auth import client_address
 from tracescore.config import Config
-from tracescore.conversations.reads import conversations_of_trace
-from tracescore.extract.declared import claim_order
 from tracescore.monitor.queries import ScoreFilter
 from tracescore.settings import parse_duration
 from tracescore.store import SpanStore
@@ -31,6 +29,7 @@ from tracescore.web import alerting, pages, queries
 from tracescore.web.auth import COOKIE_NAME, DashboardKeys
 from tracescore.web.cache import ExpiringCache
 from tracescore.web.conversations import conversation_pages
+from tracescore.web.readers import ReadProcesses
 from tracescore.web.rendering import render
 from tracescore.web.review import review_router
 from tracescore.web.silencing import DURATIONS, silence_forms
@@ -79,12 +78,21 @@ def _duration(value: str, name: str) -> timedelta:
         raise HTTPException(422, f"{name}: {exc}") from None
 
 
-def web_router(config: Config, store: SpanStore, keys: DashboardKeys) -> APIRouter:
+VIEW_PARAMETERS = ("window", "since", "until", "bucket", "split", "binding", "scorer", "agent",
+                   "model")
+OVERVIEW_TTL = 2.0
+"""Seconds a rendered overview is shared by the viewers asking for it at the same live version."""
+
+
+def web_router(
+    config: Config, store: SpanStore, keys: DashboardKeys, reads: ReadProcesses
+) -> APIRouter:
+    """The pages; ``reads`` builds trace pages in reader processes, off the ingest path."""
     router = APIRouter(include_in_schema=False)
     bindings = [binding.name for binding in config.scorers]
-    conventions = claim_order(config.conventions)
     rules = list(config.alerts.rules)
     aggregates = ExpiringCache()
+    overviews = ExpiringCache(size=64)
 
     def signed_in_page(request: Request) -> None:
         """Pages send a browser without a session to the login form, and back afterwards."""
@@ -100,7 +108,20 @@ def web_router(config: Config, store: SpanStore, keys: DashboardKeys) -> APIRout
     common = {"auth": keys.enabled, "poll_ms": LIVE_POLL_MS}
 
     @router.get("/", dependencies=[Depends(signed_in_page)])
-    def overview(
+    def overview(request: Request) -> HTMLResponse:
+        """Open tabs re-fetch the overview whenever the live version moves: each version of
+        each view is rendered once and shared, for at most :data:`OVERVIEW_TTL` seconds (the
+        alerts on it are read per render)."""
+        with store.engine.connect() as connection:
+            version = queries.live_version(connection)
+        view = {name: request.query_params[name] for name in VIEW_PARAMETERS
+                if name in request.query_params}  # fmt: skip
+        shown = overviews.get(
+            (tuple(sorted(view.items())), version), OVERVIEW_TTL, lambda: render_overview(**view)
+        )
+        return HTMLResponse(shown.body, shown.status_code, headers=SECURITY_HEADERS)
+
+    def render_overview(
         window: str | None = None,
         since: str | None = None,
         until: str | None = None,
@@ -194,15 +215,13 @@ def web_router(config: Config, store: SpanStore, keys: DashboardKeys) -> APIRout
         return _page("compare.html", **common, **data)
 
     @router.get("/ui/traces/{trace_id}", dependencies=[Depends(signed_in_page)])
-    def trace(trace_id: str) -> HTMLResponse:
+    async def trace(trace_id: str) -> HTMLResponse:
         if not _TRACE_ID.match(trace_id):
             raise HTTPException(400, "trace id must be 32 hex characters")
-        data = pages.trace_page(store, trace_id.lower(), conventions)
-        if data is None:
+        shown = await reads.trace_page(trace_id.lower(), common)
+        if shown is None:
             return _page("missing.html", 404, **common, trace_id=trace_id.lower())
-        with store.engine.connect() as connection:
-            conversations = conversations_of_trace(connection, trace_id.lower())
-        return _page("trace.html", **common, **data, conversations=conversations)
+        return HTMLResponse(shown, headers=SECURITY_HEADERS)
 
     @router.get("/ui/live", dependencies=[Depends(keys.require)])
     def live(trace: str | None = None) -> JSONResponse:

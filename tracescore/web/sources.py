@@ -16,6 +16,7 @@ from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.engine import Engine
 
+from tracescore.restapi import LEGACY, ApiVersion
 from tracescore.store.sources import list_sources
 
 
@@ -37,15 +38,17 @@ def _iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat()
 
 
-def sources_router(engine: Engine) -> APIRouter:
-    router = APIRouter(prefix="/api/sources", tags=["sources"])
+def sources_router(engine: Engine, version: ApiVersion = LEGACY) -> APIRouter:
+    router = APIRouter(prefix=f"{version.prefix}/sources", tags=["sources"],
+                       deprecated=version.legacy or None)
 
-    @router.get("")
+    @router.get("", summary="What tracescore made of each source it reads",
+                responses=version.listing)
     async def sources(service: str | None = None) -> dict[str, Any]:
         """Per (service, instrumentation scope): spans and traces read, runs rebuilt, runs with
         content, the convention detected, and why the latest unread trace gave nothing
         (``reason`` a code, ``detail`` what to change); the sources with a reason first.
         Traces that no scorer binding sampled are not read, so not counted."""
-        return {"sources": await run_in_threadpool(source_rows, engine, service)}
+        return version.page(await run_in_threadpool(source_rows, engine, service), "sources")
 
     return router

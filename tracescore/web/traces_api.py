@@ -8,21 +8,28 @@ as ``{"$f": "nan"}``, so nothing is lost or guessed on the way out.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from tracescore.extract import RUN_KINDS, extract_runs, select_runs
-from tracescore.extract.base import Convention
-from tracescore.extract.conversation_id import DEFAULT_ID_ATTRIBUTES
-from tracescore.extract.registry import CONVENTIONS
-from tracescore.spans import LogRecord, Span, Trace
+from tracescore.extract import RUN_KINDS
+from tracescore.restapi import (
+    LEGACY,
+    ApiVersion,
+    Moment,
+    decode_cursor,
+    encode_cursor,
+    moment_query,
+)
+from tracescore.spans import LogRecord, Span
 from tracescore.store import SpanStore, TraceState
 from tracescore.store.codec import jsonable
+
+if TYPE_CHECKING:  # readers builds its documents with this module's functions
+    from tracescore.web.readers import ReadProcesses
 
 _TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
 
@@ -71,60 +78,71 @@ def log_json(record: LogRecord) -> dict[str, Any]:
     }
 
 
+def _position(cursor: str) -> tuple[float, str]:
+    last_seen, trace_id = decode_cursor(cursor, 2)
+    try:
+        return float(last_seen), trace_id
+    except ValueError:
+        raise ValueError("cursor: not a next_cursor this route gave") from None
+
+
 def _json(document: Any) -> Response:
     return Response(orjson.dumps(document), media_type="application/json")
 
 
-def traces_router(
-    store: SpanStore,
-    conversation_attributes: Sequence[str] = DEFAULT_ID_ATTRIBUTES,
-    conventions: Sequence[Convention] = CONVENTIONS,
-) -> APIRouter:
-    """The trace read routes; runs are rebuilt with the service's ``conversations.id_attributes``
-    (``conversation_attributes``) and declared ``conventions`` (the claim order), so they are the
-    runs that were scored, under the conversation id they were scored under."""
-    claim_order = list(conventions)
-    router = APIRouter(prefix="/api/traces", tags=["traces"])
+def traces_router(store: SpanStore, reads: ReadProcesses, version: ApiVersion = LEGACY) -> APIRouter:
+    """The trace read routes under ``version``'s prefix. Whole traces and their runs are built
+    by ``reads`` (reader processes: a huge trace never stalls the acknowledgement of ingest),
+    with the service's ``conversations.id_attributes`` and declared conventions, so the runs
+    are the runs that were scored, under the conversation id they were scored under."""
+    router = APIRouter(prefix=f"{version.prefix}/traces", tags=["traces"],
+                       deprecated=version.legacy or None)
 
-    @router.get("")
+    @router.get("", summary="Stored trace summaries, newest activity first",
+                responses=version.listing)
     async def list_traces(
         limit: int = Query(50, ge=1, le=1000),
         service: str | None = None,
-        since: float | None = Query(None, description="epoch seconds of last activity"),
+        since: Annotated[Moment | None, moment_query("last activity at or after")] = None,
+        cursor: Annotated[str | None, Query(description="the previous page's next_cursor")] = None,
     ) -> Response:
-        summaries = await run_in_threadpool(store.list_traces, limit, service, since)
-        return _json({"traces": [s.to_dict() for s in summaries]})
+        """Pass ``next_cursor`` back as ``cursor`` for the next page (keyset on last activity
+        and trace id: a trace active again since moves to the front, not into a later page)."""
+        start = since.timestamp() if since else None
+        try:
+            after = _position(cursor) if cursor else None
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
+        summaries = await run_in_threadpool(store.list_traces, limit + 1, service, start, after)
+        next_cursor = None
+        if len(summaries) > limit:
+            summaries = summaries[:limit]
+            next_cursor = encode_cursor(repr(summaries[-1].last_seen), summaries[-1].trace_id)
+        return _json(version.page([s.to_dict() for s in summaries], "traces", next_cursor))
 
-    async def stored(trace_id: str) -> Trace:
-        """The trace's spans and log records, or the answer for an id that has none: 400
-        malformed, 410 pruned by retention (saying where its scores are), 404 unknown."""
-        if not _TRACE_ID.match(trace_id):
-            raise HTTPException(400, "trace id must be 32 hex characters")
-        trace = await run_in_threadpool(store.load_trace, trace_id)
-        if trace is not None:
-            return trace
+    async def stored(trace_id: str, document: bytes | None) -> Response:
+        """The document read for a trace, or the answer for an id that has none: 410 pruned by
+        retention (saying where its scores are), 404 unknown."""
+        if document is not None:
+            return Response(document, media_type="application/json")
         summary = await run_in_threadpool(store.trace_summary, trace_id)
         if summary is not None and summary.state == TraceState.PRUNED:
             raise HTTPException(
                 410, f"trace {trace_id.lower()}'s spans were removed by retention (retention.spans); "
-                f"its scores are kept: /api/scores?trace_id={trace_id.lower()}",
+                f"its scores are kept: {version.prefix}/scores?trace_id={trace_id.lower()}",
             )
         raise HTTPException(404, f"trace {trace_id.lower()} not found")
 
-    @router.get("/{trace_id}")
-    async def get_trace(trace_id: str) -> Response:
-        trace = await stored(trace_id)
-        summary = await run_in_threadpool(store.trace_summary, trace_id)
-        return _json(
-            {
-                "trace_id": trace.trace_id,
-                "summary": summary.to_dict() if summary else None,
-                "spans": [span_json(s) for s in trace.spans],
-                "logs": [log_json(r) for r in trace.logs],
-            }
-        )
+    def valid(trace_id: str) -> str:
+        if not _TRACE_ID.match(trace_id):
+            raise HTTPException(400, "trace id must be 32 hex characters")
+        return trace_id
 
-    @router.get("/{trace_id}/runs")
+    @router.get("/{trace_id}", summary="One trace as stored: summary, spans and log records")
+    async def get_trace(trace_id: str) -> Response:
+        return await stored(trace_id, await reads.trace_json(valid(trace_id)))
+
+    @router.get("/{trace_id}/runs", summary="The runs rebuilt from a trace")
     async def get_trace_runs(
         trace_id: str,
         primary: bool = Query(False, description="only the runs that stand for the agent"),
@@ -136,10 +154,7 @@ def traces_router(
         unknown = sorted(set(kind) - set(RUN_KINDS))
         if unknown:
             raise HTTPException(400, f"kind must be agent, llm or tool, not {', '.join(unknown)}")
-        trace = await stored(trace_id)
-        runs = await run_in_threadpool(
-            extract_runs, trace, claim_order, conversation_attributes=conversation_attributes
-        )
-        return _json(select_runs(runs, primary=primary, kinds=kind))
+        document = await reads.runs_json(valid(trace_id), primary, kind)
+        return await stored(trace_id, document)
 
     return router

@@ -1,0 +1,208 @@
+"""Ingest acknowledgements while dashboards are open and a huge trace is being viewed.
+
+Starts the real ``tracescore serve`` (SQLite in a temporary directory, or ``--db``) and
+measures the latency of OTLP/HTTP acknowledgements (one small export every 50 ms, from this
+process) three times:
+
+1. idle: nothing else reads;
+2. with ``--tabs`` simulated browser tabs on the overview, each doing what ``live.js`` does
+   (poll ``/ui/live`` every second; re-fetch the page when the version moved, at most every
+   2.5 s), run by asyncio clients in a separate process so they do not slow the prober;
+3. while a ``--spans``-span trace's page and ``/api/v1/traces/{id}/runs`` are fetched, with
+   their times and the server's peak memory.
+
+    python benchmarks/dashboard_load.py                  # 200 tabs, 20,000 spans
+    python benchmarks/dashboard_load.py --tabs 50 --seconds 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import httpx  # noqa: E402
+import orjson  # noqa: E402
+
+from tests.server_process import start_server  # noqa: E402
+from tests.test_web_pages import _span, agent_trace_json  # noqa: E402
+
+POLL_SECONDS = 1.0
+REFETCH_SECONDS = 2.5
+ACK_EVERY = 0.05
+
+
+def wide_trace_json(trace_id: str, spans: int, first: int) -> bytes:
+    """Part of one huge agent trace: an agent root (in the first part) and ``spans`` chat
+    and tool children numbered from ``first``."""
+    start = time.time_ns()
+    root = f"{trace_id[:12]}0000"
+    found = []
+    if first == 0:
+        found.append(_span(trace_id, root, None, "invoke_agent", start, {
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "Wide",
+            "gen_ai.input.messages": [{"role": "user", "parts": [{"type": "text", "content": "go"}]}],
+        }))  # fmt: skip
+    for n in range(first + 1, first + spans + 1):
+        tool = n % 2 == 0
+        attrs = (
+            {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
+             "gen_ai.tool.call.result": f"sunny {n}"}
+            if tool
+            else {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini",
+                  "gen_ai.output.messages": [{"role": "assistant",
+                                              "parts": [{"type": "text", "content": f"step {n}"}]}]}
+        )  # fmt: skip
+        found.append(_span(trace_id, f"{trace_id[:4]}{n:012x}", root, "step", start + n, attrs))
+    resource = {"attributes": [{"key": "service.name", "value": {"stringValue": "wide"}}]}
+    return orjson.dumps({"resourceSpans": [{"resource": resource, "scopeSpans": [
+        {"scope": {"name": "bench"}, "spans": found}]}]})  # fmt: skip
+
+
+class Prober:
+    """Sends one small export every :data:`ACK_EVERY` seconds and records each ack's latency."""
+
+    def __init__(self, base_url: str) -> None:
+        self.client = httpx.Client(base_url=base_url, timeout=60)
+        self.latencies: list[float] = []
+
+    def measure(self, seconds: float) -> list[float]:
+        self.latencies = []
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            body = agent_trace_json(uuid.uuid4().hex, agent="WeatherBot")
+            started = time.perf_counter()
+            response = self.client.post("/v1/traces", content=body,
+                                        headers={"content-type": "application/json"})
+            self.latencies.append(time.perf_counter() - started)
+            assert response.status_code == 200, response.text[:300]
+            time.sleep(ACK_EVERY)
+        return self.latencies
+
+
+def figures(latencies: list[float]) -> tuple[float, float]:
+    ordered = sorted(latencies)
+    return statistics.median(ordered) * 1000, ordered[int(len(ordered) * 0.99)] * 1000
+
+
+async def _tab(client: httpx.AsyncClient, stop: float, counts: dict[str, int]) -> None:
+    version = None
+    fetched = 0.0
+    await asyncio.sleep(POLL_SECONDS * (hash(id(counts)) % 1000) / 1000)
+    while time.monotonic() < stop:
+        began = time.monotonic()
+        try:
+            latest = (await client.get("/ui/live")).json()["version"]
+            counts["polls"] += 1
+            if latest != version and began - fetched >= REFETCH_SECONDS:
+                page = await client.get("/")
+                counts["pages"] += 1
+                counts["errors"] += page.status_code != 200
+                fetched, version = time.monotonic(), latest
+        except httpx.HTTPError:
+            counts["errors"] += 1
+        await asyncio.sleep(max(0.0, POLL_SECONDS - (time.monotonic() - began)))
+
+
+def run_tabs(base_url: str, tabs: int, seconds: float, report: multiprocessing.Queue) -> None:
+    async def main() -> None:
+        counts = {"polls": 0, "pages": 0, "errors": 0}
+        limits = httpx.Limits(max_connections=tabs, max_keepalive_connections=tabs)
+        async with httpx.AsyncClient(base_url=base_url, timeout=120, limits=limits) as client:
+            stop = time.monotonic() + seconds
+            await asyncio.gather(*(_tab(client, stop, counts) for _ in range(tabs)))
+        report.put(counts)
+
+    asyncio.run(main())
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--db", help="database URL (default: a temporary SQLite file)")
+    parser.add_argument("--tabs", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--spans", type=int, default=20_000)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as scratch, start_server(
+        Path(scratch), db_url=args.db, idle_timeout=0.3
+    ) as server:
+        prober = Prober(server.base_url)
+        prober.measure(3.0)  # warm up, and give the overview some scores
+        idle = figures(prober.measure(args.seconds))
+        print(f"acks idle: p50 {idle[0]:.1f} ms, p99 {idle[1]:.1f} ms ({len(prober.latencies)} acks)")
+
+        report: multiprocessing.Queue = multiprocessing.Queue()
+        tabs = multiprocessing.Process(
+            target=run_tabs, args=(server.base_url, args.tabs, args.seconds + 4, report)
+        )
+        tabs.start()
+        time.sleep(3.0)  # every tab has polled and fetched its page once
+        loaded = figures(prober.measure(args.seconds))
+        counts = report.get()
+        tabs.join()
+        print(f"acks with {args.tabs} tabs: p50 {loaded[0]:.1f} ms, p99 {loaded[1]:.1f} ms "
+              f"({len(prober.latencies)} acks; tabs made {counts['polls']:,} polls, "
+              f"{counts['pages']:,} page loads, {counts['errors']} errors); "
+              f"p99 {loaded[1] / idle[1]:.2f}x idle")  # fmt: skip
+
+        trace_id = uuid.uuid4().hex
+        for first in range(0, args.spans, 2_000):
+            part = wide_trace_json(trace_id, min(2_000, args.spans - first), first)
+            posted = prober.client.post("/v1/traces", content=part,
+                                        headers={"content-type": "application/json"})
+            assert posted.status_code == 200, posted.text[:300]
+        while True:  # stored once the unpacker has written every part
+            summary = prober.client.get(f"/api/v1/traces/{trace_id}")
+            if summary.status_code == 200 and len(summary.json()["spans"]) > args.spans:
+                break
+            time.sleep(0.5)
+        times: dict[str, float] = {}
+        sizes: dict[str, int] = {}
+
+        def fetch(name: str, path: str) -> None:
+            with httpx.Client(base_url=server.base_url, timeout=300) as reader:
+                started = time.perf_counter()
+                response = reader.get(path)
+                times[name] = time.perf_counter() - started
+                sizes[name] = len(response.content)
+                assert response.status_code == 200, response.text[:300]
+
+        readers = [
+            threading.Thread(target=fetch, args=("page", f"/ui/traces/{trace_id}")),
+            threading.Thread(target=fetch, args=("runs", f"/api/v1/traces/{trace_id}/runs")),
+        ]
+        for reader in readers:
+            reader.start()
+        during = list(prober.measure(1.0))
+        while any(reader.is_alive() for reader in readers):
+            during += prober.measure(0.5)
+        for reader in readers:
+            reader.join()
+        big = figures(during)
+        print(f"{args.spans:,}-span trace: page {times['page']:.2f} s ({sizes['page'] / 1e6:.2f} MB), "
+              f"runs API {times['runs']:.2f} s ({sizes['runs'] / 1e6:.2f} MB); acks meanwhile "
+              f"p50 {big[0]:.1f} ms, p99 {big[1]:.1f} ms, max {max(during) * 1000:.0f} ms; "
+              f"server peak RSS {peak_rss_mb(server.process.pid):.0f} MB")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

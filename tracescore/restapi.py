@@ -1,0 +1,243 @@
+"""The REST API's one shape, shared by every part that serves routes under ``/api``.
+
+- Versions: the routes are served under ``/api/v1``; the unversioned ``/api/…`` paths they
+  grew under stay for a release as deprecated aliases answering in their old shapes
+  (:data:`LEGACY`), so existing clients keep working while they move.
+- One time format: ``since``/``until`` take an ISO 8601 time (no offset: UTC), epoch seconds
+  or a duration back from now (``90s``, ``15m``, ``1h``, ``7d``), through :func:`parse_moment`.
+- One list envelope: ``{"items": [...], "next_cursor": ...}`` (:meth:`ApiVersion.page`).
+- One error body: RFC 9457 problem details (:func:`install_problem_details`).
+
+A leaf module (it imports only :mod:`tracescore.settings`), so every layer can use it.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from http import HTTPStatus
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Query, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exception_handlers import http_exception_handler, request_validation_exception_handler
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, BeforeValidator, Field, WithJsonSchema
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from tracescore.settings import parse_duration
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+MOMENT_HELP = "an ISO 8601 time (UTC without an offset), epoch seconds, or a duration back from now (1h, 7d)"
+
+
+@dataclass(frozen=True, slots=True)
+class ApiVersion:
+    """Where a version's routes are mounted and which response shapes they keep."""
+
+    prefix: str
+    legacy: bool
+    """The unversioned aliases: deprecated in the schema, list bodies under their old keys."""
+
+    def page(self, items: list[Any], legacy_key: str, next_cursor: str | None = None,
+             **extra: Any) -> dict[str, Any]:
+        """A list body: ``{"items", "next_cursor", **extra}``; under the old paths the items
+        stay under ``legacy_key`` (``traces``, ``feedback``...) as they always were."""
+        if self.legacy and legacy_key != "items":
+            return {**extra, legacy_key: items}
+        return {**extra, "items": items, "next_cursor": next_cursor}
+
+    @property
+    def listing(self) -> dict[int | str, dict[str, Any]]:
+        """The ``responses`` of a list route: the envelope, documented (not on the aliases,
+        whose old shapes differ route by route)."""
+        return {} if self.legacy else {200: {"description": "a page of the list", "content": {
+            "application/json": {"schema": _PAGE_SCHEMA}}}}  # fmt: skip
+
+
+_PAGE_SCHEMA = {
+    "type": "object",
+    "required": ["items", "next_cursor"],
+    "properties": {
+        "items": {"type": "array", "items": {"type": "object"}},
+        "next_cursor": {
+            "anyOf": [{"type": "string"}, {"type": "null"}],
+            "description": "pass back as cursor for the next page; null on the last page",
+        },
+    },
+}
+
+
+def encode_cursor(*parts: str) -> str:
+    """An opaque ``next_cursor``: the sort key of a page's last row."""
+    return base64.urlsafe_b64encode("|".join(parts).encode()).decode()
+
+
+def decode_cursor(cursor: str, parts: int) -> list[str]:
+    """The ``parts`` of an :func:`encode_cursor` value; ValueError for anything else."""
+    try:
+        found = base64.urlsafe_b64decode(cursor.encode()).decode().split("|", parts - 1)
+    except (ValueError, UnicodeDecodeError):
+        found = []
+    if len(found) != parts:
+        raise ValueError("cursor: not a next_cursor this route gave")
+    return found
+
+
+V1 = ApiVersion("/api/v1", legacy=False)
+LEGACY = ApiVersion("/api", legacy=True)
+VERSIONS = (V1, LEGACY)
+
+
+def parse_moment(text: str, now: datetime | None = None) -> datetime:
+    """A time in UTC from ``text``: ISO 8601, epoch seconds (a bare number) or a duration with
+    a unit back from ``now``. A bare number is epoch seconds, never a duration: ``/api/traces``
+    always took epoch seconds there. ValueError names the three forms."""
+    text = text.strip()
+    try:
+        epoch = float(text)
+    except ValueError:
+        pass
+    else:
+        if math.isfinite(epoch) and 0 <= epoch < 1e11:
+            return datetime.fromtimestamp(epoch, UTC)
+        raise ValueError(f"epoch seconds out of range: {text}")
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        pass
+    else:
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    try:
+        back = parse_duration(text)
+    except ValueError:
+        raise ValueError(f"not {MOMENT_HELP}") from None
+    return (now or datetime.now(UTC)) - timedelta(seconds=back)
+
+
+def _moment(value: object) -> object:
+    return parse_moment(value) if isinstance(value, str) else value
+
+
+Moment = Annotated[
+    datetime,
+    BeforeValidator(_moment),
+    WithJsonSchema({"type": "string", "examples": ["2026-05-04T12:00:00Z", "1746360000", "1h"]}),
+]
+"""A ``since``/``until`` parameter: any form :func:`parse_moment` reads."""
+
+
+def moment_query(what: str) -> Any:
+    """The ``Query`` of a ``since``/``until`` parameter, documented the same everywhere."""
+    return Query(description=f"{what}: {MOMENT_HELP}")
+
+
+API_TAGS = [
+    {"name": "otlp", "description": "OTLP/HTTP export: where instrumented agents send spans, "
+                                    "log records and metrics (gRPC on its own port)."},
+    {"name": "traces", "description": "Stored traces and the runs rebuilt from them."},
+    {"name": "monitoring", "description": "Scores, their statistics, coverage and alerts."},
+    {"name": "feedback", "description": "Human verdicts, calibration and the review queue."},
+    {"name": "conversations", "description": "Multi-turn conversations and their scores."},
+    {"name": "sources", "description": "What tracescore made of each instrumentation library."},
+    {"name": "ingest", "description": "The ingest journal's quarantined requests."},
+    {"name": "health", "description": "Liveness."},
+]
+"""The schema's groups, in the order the documentation pages show them."""
+API_DESCRIPTION = (
+    "Routes are served under `/api/v1`; the unversioned `/api/...` paths are deprecated aliases "
+    "kept for one release in their old shapes. `since`/`until` take ISO 8601, epoch seconds or "
+    "a duration back from now (`1h`); lists answer `{items, next_cursor}`; errors are RFC 9457 "
+    "problem details."
+)
+
+
+class FieldError(BaseModel):
+    """One invalid part of a request, as pydantic located it (``["query", "limit"]``)."""
+
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details: the body of every error under ``/api``."""
+
+    type: str = Field("about:blank", examples=["about:blank"])
+    title: str = Field(examples=["Not Found"])
+    status: int = Field(examples=[404])
+    detail: str = Field(examples=["trace 4bf92f3577b34da6a3ce929d0e0e4736 not found"])
+    errors: list[FieldError] | None = None
+    """Only on 422 for a request that failed validation: each invalid parameter or field."""
+
+
+_PROBLEM_CONTENT = {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}}
+PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": Problem, "description": what, "content": _PROBLEM_CONTENT}
+    for status, what in {
+        400: "a malformed id or parameter",
+        401: "no valid API key (when keys are configured)",
+        404: "nothing with this id",
+        408: "the request body was not received in time",
+        410: "the trace's spans were removed by retention; its scores are kept",
+        413: "the request body is larger than server.max_api_body_bytes",
+        422: "a parameter or body field failed validation (each listed in ``errors``)",
+        429: "too many wrong keys from this address; see Retry-After",
+        503: "the database is unavailable; see Retry-After",
+    }.items()
+}
+"""The error answers every API route may give, documented once for all of them."""
+
+
+def problem_body(status: int, detail: str, **extensions: Any) -> dict[str, Any]:
+    """An RFC 9457 problem details body (``type`` is ``about:blank``: the status says it all)."""
+    return {"type": "about:blank", "title": _title(status), "status": status, "detail": detail,
+            **extensions}
+
+
+def problem(status: int, detail: str, headers: Mapping[str, str] | None = None,
+            **extensions: Any) -> JSONResponse:
+    """:func:`problem_body` as a response."""
+    body = jsonable_encoder(problem_body(status, detail, **extensions))
+    return JSONResponse(body, status, headers=headers, media_type=PROBLEM_MEDIA_TYPE)
+
+
+def _title(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Error"
+
+
+def install_problem_details(app: FastAPI) -> None:
+    """Errors under ``/api`` answer as problem details; the dashboard's pages keep FastAPI's
+    handling (their 303 to the login form is an HTTPException too)."""
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        if not _api(request) or exc.status_code < 400:
+            return await http_exception_handler(request, exc)
+        detail = exc.detail if isinstance(exc.detail, str) else _title(exc.status_code)
+        return problem(exc.status_code, detail, headers=exc.headers)
+
+    async def invalid(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        if not _api(request):
+            return await request_validation_exception_handler(request, exc)
+        errors = [
+            {"loc": list(error.get("loc", ())), "msg": error.get("msg", ""), "type": error.get("type", "")}
+            for error in exc.errors()
+        ]
+        detail = "; ".join(f"{'.'.join(map(str, e['loc'][1:])) or e['loc'][0]}: {e['msg']}" for e in errors)
+        return problem(422, detail or "the request is not valid", errors=errors)
+
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(RequestValidationError, invalid)
+
+
+def _api(request: Request) -> bool:
+    return request.url.path.startswith("/api/")
