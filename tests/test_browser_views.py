@@ -571,3 +571,63 @@ def test_a_firing_alert_whose_traffic_stopped_is_marked_stale(
     row = page.locator(f'tr.state-firing[data-segment="agent={DEGRADING_AGENT}"]')
     assert "stale" in row.inner_text() and f"{newest:%H:%M:%S}" in row.inner_text()
     shot(page, "views-alerts-stale")
+
+
+def test_a_firing_alert_is_silenced_and_acknowledged_from_the_alerts_page(
+    demo: tuple[ServerProcess, datetime], page: Any
+) -> None:
+    """The form under the firing row silences weather-bot's segment for 4 h with a note; the row
+    then shows who silenced it, until when, and the note; the REST API lists the same silence.
+    An acknowledgement of the whole rule shows on the row too; both end with their buttons."""
+    server, _ = demo
+    api = f"{server.base_url}/api/v1/alerts/silences"
+    page.goto(f"{server.base_url}/ui/alerts")
+    row = page.locator(f'article[data-rule="{RULE}"] tr[data-silencing="agent={DEGRADING_AGENT}"]')
+    assert row.locator(".chip").count() == 0
+    row.locator("details.silence-form summary").click()
+    form = row.locator("details.silence-form form")
+    form.locator('select[name="duration"]').select_option("4h")
+    form.locator('input[name="note"]').fill("prompt rollback under way")
+    form.locator('input[name="author"]').fill("ana")
+    before = datetime.now(UTC)
+    form.locator('button[type="submit"]').click()
+    page.wait_for_url(f"{server.base_url}/ui/alerts")
+    (stored,) = httpx.get(api, headers=AUTHORIZATION).json()["items"]
+    assert stored["rule"] == RULE and stored["segment"] == {"agent": DEGRADING_AGENT}
+    assert stored["kind"] == "silence" and stored["author"] == "ana"
+    expires = datetime.fromisoformat(stored["expires_at"])
+    assert before + timedelta(hours=4) - timedelta(seconds=1) <= expires
+    assert expires <= datetime.now(UTC) + timedelta(hours=4)
+    held = row.locator("div.silence")
+    assert "silenced" in held.inner_text() and "by ana" in held.inner_text()
+    assert f"until {expires:%Y-%m-%d %H:%M:%S} UTC" in held.inner_text()
+    assert held.locator(".note").inner_text() == "prompt rollback under way"
+
+    row.locator("details.silence-form summary").click()
+    form.locator('input[name="kind"][value="ack"]').check()
+    form.locator('select[name="scope"]').select_option("rule")
+    form.locator('input[name="author"]').fill("ben")
+    form.locator('button[type="submit"]').click()
+    page.wait_for_url(f"{server.base_url}/ui/alerts")
+    acked = row.locator("div.ack")
+    assert "acknowledged" in acked.inner_text() and "by ben" in acked.inner_text()
+    assert "(every segment)" in acked.inner_text()
+    kinds = {item["kind"]: item for item in httpx.get(api, headers=AUTHORIZATION).json()["items"]}
+    assert kinds["ack"]["segment"] is None and kinds["ack"]["author"] == "ben"
+    shot(page, "views-alerts-silenced")
+    row.locator("details.silence-form summary").click()
+    page.set_viewport_size({"width": 800, "height": 1000})
+    shot(page, "views-alerts-silenced-800")
+    assert layout_problems(page) == []  # the silence column and an open form fit a narrow window
+
+    # A bad form answers with the page and the reason (here a duration the form does not offer).
+    answer = page.request.post(
+        f"{server.base_url}/ui/alerts/silences", form={"rule": RULE, "duration": "forever"}
+    )
+    assert answer.status == 422 and "Not silenced: duration" in answer.text()
+
+    for kind in ("silence", "ack"):
+        row.locator(f"button:has-text('End {kind}')").click()
+        page.wait_for_url(f"{server.base_url}/ui/alerts")
+    assert row.locator(".chip").count() == 0
+    assert httpx.get(api, headers=AUTHORIZATION).json()["items"] == []

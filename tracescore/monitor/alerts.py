@@ -32,6 +32,7 @@ from tracescore import metrics
 from tracescore.monitor.channels import Channel, build_channels
 from tracescore.monitor.config import AlertRule, AlertsConfig, MonitorConfig, RegressionRule
 from tracescore.monitor.rules import BaselineCache, Verdict, evaluate_rule, finite
+from tracescore.monitor.silences import Silence, active_silences, covering
 from tracescore.store.alerts import AlertEventRow, AlertStateRow, dialect_insert
 from tracescore.store.leases import acquire_lease, release_lease
 from tracescore.store.outage import database_unavailable
@@ -56,14 +57,14 @@ def state_key(rule: str, segment: dict[str, Any]) -> str:
     return hashlib.sha256(encoded.encode()).hexdigest()[:32]
 
 
+def _iso(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).isoformat()
+
+
 def _payload(
     rule: AlertRule, status: str, verdict: Verdict, at: float, since: float
 ) -> dict[str, Any]:
     """The webhook body; docs/monitoring.md shows one."""
-
-    def iso(moment: float) -> str:
-        return datetime.fromtimestamp(moment, UTC).isoformat()
-
     return {
         "status": status,
         "rule": rule.name,
@@ -74,8 +75,8 @@ def _payload(
         "summary": verdict.summary,
         "value": finite(verdict.value),
         "details": verdict.details,
-        "at": iso(at),
-        "since": iso(since),
+        "at": _iso(at),
+        "since": _iso(since),
     }
 
 
@@ -87,6 +88,8 @@ class _Transitions:
     now: float
     cooldown: float
     channels: list[str]
+    silences: list[Silence] = field(default_factory=list)
+    """The rule's silences and acknowledgements in force: a silenced event goes to no channel."""
     events: list[dict[str, Any]] = field(default_factory=list)
 
     def apply(self, connection: Connection, verdicts: Sequence[Verdict]) -> None:
@@ -119,6 +122,16 @@ class _Transitions:
         }
 
     def _event(self, key: str, status: str, verdict: Verdict, since: float) -> None:
+        """Write a notification to the outbox, or, while a silence covers the segment, to the
+        history only: the payload then says which silence kept it from the channels."""
+        payload = _payload(self.rule, status, verdict, self.now, since)
+        state = {"rule": self.rule.name, "segment": verdict.segment, "state": status,
+                 "since": since}  # fmt: skip
+        silence = covering(self.silences, state, self.now, "silence")
+        channels = [] if silence is not None else list(self.channels)
+        if silence is not None:
+            payload["silenced"] = {"id": silence.id, "until": _iso(silence.expires_at),
+                                   "author": silence.author, "note": silence.note}  # fmt: skip
         self.events.append(
             {
                 "key": key,
@@ -126,9 +139,9 @@ class _Transitions:
                 "segment": verdict.segment,
                 "status": status,
                 "at": self.now,
-                "payload": _payload(self.rule, status, verdict, self.now, since),
-                "pending": bool(self.channels),
-                "pending_channels": list(self.channels),
+                "payload": payload,
+                "pending": bool(channels),
+                "pending_channels": channels,
                 "attempts": 0,
             }
         )
@@ -274,6 +287,7 @@ class AlertEvaluator:
             channels=rule.channels if rule.channels is not None else list(self.channels),
         )
         with self.engine.begin() as connection:
+            transitions.silences = active_silences(connection, now.timestamp(), rule.name)
             transitions.apply(connection, verdicts)
             if transitions.events:
                 connection.execute(EVENTS.insert(), transitions.events)

@@ -10,13 +10,20 @@ import math
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Query, Response
+from fastapi import APIRouter, HTTPException, Path, Query, Response
 from sqlalchemy import Engine, select
 
 from tracescore import metrics
 from tracescore.monitor.config import MonitorConfig, SegmentColumn
 from tracescore.monitor.queries import ScoreFilter, aggregate_scores, coverage, list_scores
-from tracescore.restapi import LEGACY, ApiVersion, Moment, moment_query
+from tracescore.monitor.silences import (
+    Silence,
+    SilenceIn,
+    active_silences,
+    add_silence,
+    remove_silence,
+)
+from tracescore.restapi import LEGACY, PROBLEM_RESPONSES, ApiVersion, Moment, moment_query
 from tracescore.settings import parse_duration
 from tracescore.store.alerts import AlertEventRow, AlertStateRow
 from tracescore.store.scores import ScoreStatus
@@ -25,6 +32,9 @@ from tracescore.store.table_of import table_of
 SUMMARY_QUANTILES = (0.1, 0.5, 0.9)
 MAX_SUMMARY_BUCKETS = 10_000
 """Buckets a summary may span, so one request cannot ask for millions of groups."""
+MAX_SILENCE_ID = 2**63 - 1
+"""The largest id the silences' BIGINT key holds: a larger one is refused (422), not sent to
+the database, which cannot bind it."""
 _ALERT_STATES, _ALERT_EVENTS = table_of(AlertStateRow), table_of(AlertEventRow)
 
 
@@ -43,6 +53,14 @@ def _range(since: datetime | None, until: datetime | None) -> tuple[datetime, da
     if start >= end:
         raise HTTPException(422, "since must be before until")
     return start, end
+
+
+def silence_out(silence: Silence) -> dict[str, Any]:
+    return {
+        "id": silence.id, "rule": silence.rule, "segment": silence.segment, "kind": silence.kind,
+        "author": silence.author, "note": silence.note,
+        "created_at": _iso(silence.created_at), "expires_at": _iso(silence.expires_at),
+    }  # fmt: skip
 
 
 Since = Annotated[Moment | None, moment_query("from (inclusive; default 24 hours before until)")]
@@ -216,6 +234,34 @@ def create_monitor_router(
         ]
         return version.page(states, "states", firing=sum(row.state == "firing" for row in state_rows),
                             events=events_listed)
+
+    @router.post("/alerts/silences", status_code=201,
+                 summary="Silence or acknowledge an alert for a while",
+                 responses={201: {"description": "the stored silence, with its id and expiry"}})
+    def silence(body: SilenceIn) -> dict[str, Any]:
+        """Silence or acknowledge a rule's alert (or one segment's) for ``duration``."""
+        with engine.begin() as connection:
+            made = add_silence(connection, body, datetime.now(UTC).timestamp())
+        return silence_out(made)
+
+    @router.get("/alerts/silences", summary="Silences and acknowledgements in force",
+                responses=version.listing)
+    def silences(rule: Annotated[str | None, Query(description="only this rule's")] = None
+                 ) -> dict[str, Any]:
+        """Silences and acknowledgements that have not expired, oldest first."""
+        with engine.connect() as connection:
+            found = active_silences(connection, datetime.now(UTC).timestamp(), rule)
+        return version.page([silence_out(item) for item in found], "items")
+
+    @router.delete("/alerts/silences/{silence_id}", status_code=204,
+                   summary="End a silence or acknowledgement",
+                   responses={204: {"description": "ended"},
+                              404: {**PROBLEM_RESPONSES[404], "description": "no silence in force with this id"}})
+    def unsilence(silence_id: Annotated[int, Path(ge=1, le=MAX_SILENCE_ID)]) -> None:
+        """End a silence or acknowledgement before it expires."""
+        with engine.begin() as connection:
+            if not remove_silence(connection, silence_id):
+                raise HTTPException(404, f"no silence {silence_id}")
 
     outer.include_router(router)
     if version.legacy:

@@ -79,6 +79,36 @@ class AlertEventRow(SQLModel, table=True):
     last_error: str | None = Field(default=None, sa_type=Text)
 
 
+class AlertSilenceRow(SQLModel, table=True):
+    """A person's silence or acknowledgement of a rule's alert, or of one segment's, until
+    ``expires_at``.
+
+    Stored rather than held in memory so every instance sharing the database agrees on it:
+    the one that evaluates (and notifies) is not necessarily the one whose page took the form.
+    A silence keeps the alert's events in the history but sends them to no channel; an
+    acknowledgement only marks the firing as seen, and ends early when the alert resolves.
+    """
+
+    __tablename__ = "alert_silences"
+    __table_args__ = (Index("ix_alert_silences_expires_at", "expires_at"),)
+
+    id: int | None = Field(
+        default=None,
+        sa_column=Column(
+            BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+        ),
+    )
+    rule: str = Field(max_length=100)
+    segment: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    """None for every segment of the rule."""
+    kind: str = Field(max_length=10)
+    """``silence`` or ``ack``."""
+    author: str = Field(default="", max_length=200)
+    note: str = Field(default="", sa_type=Text)
+    created_at: float
+    expires_at: float
+
+
 class AlertLeaderRow(SQLModel, table=True):
     """The lease that lets exactly one instance evaluate rules; taken by an atomic upsert."""
 

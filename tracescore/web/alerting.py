@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection
 
 from tracescore.monitor.config import AlertRule
 from tracescore.monitor.queries import ScoreFilter
+from tracescore.monitor.silences import Silence, active_silences, covering
 from tracescore.web import queries
 from tracescore.web.timerange import SPLITS, ViewState, iso
 
@@ -178,6 +179,9 @@ def delivery(event: dict[str, Any] | None) -> tuple[str, str]:
     """A notification's outcome as ``(kind, text)``: sent, pending, failed, or no channel."""
     if event is None:
         return "none", "no notification"
+    silenced = (event["payload"] or {}).get("silenced")
+    if silenced:
+        return "silenced", f"silenced until {silenced['until'][:16].replace('T', ' ')} UTC"
     attempts, error = event["attempts"], event["last_error"]
     remaining = event["pending_channels"] or []
     if event["pending"]:
@@ -201,6 +205,10 @@ class SegmentState:
     chart_url: str
     stale: datetime | None = None
     """When the segment's traffic stopped, for a firing alert whose traffic did."""
+    silence: Silence | None = None
+    """The silence that keeps this segment's notifications from the channels now."""
+    ack: Silence | None = None
+    """Who acknowledged this firing, until when."""
 
     @property
     def held_back(self) -> bool:
@@ -237,6 +245,7 @@ def alerts_page(
 ) -> dict[str, Any]:
     """Every rule with its state per segment and last notification, and the history."""
     states = queries.alert_states(connection)
+    silences = active_silences(connection, now.timestamp())
     last = queries.last_alert_events(connection)
     views = {rule.name: RuleView(rule.name, rule) for rule in rules}
     by_name = {rule.name: rule for rule in rules}
@@ -261,6 +270,8 @@ def alerts_page(
                 runs_url=runs_url(binding, scorer, state["segment"], since, until),
                 chart_url=chart_url(rule, state["segment"] or {}, started - 4 * window),
                 stale=stale_since(connection, rule, state, now),
+                silence=covering(silences, state, now.timestamp(), "silence"),
+                ack=covering(silences, state, now.timestamp(), "ack"),
             )
         )
     history = queries.alert_events(connection, rule=rule_filter, limit=HISTORY_LIMIT)

@@ -62,7 +62,8 @@ def run_review(
     }
 
 
-def _form(body: bytes) -> dict[str, str]:
+def form_fields(body: bytes) -> dict[str, str]:
+    """A posted form (``application/x-www-form-urlencoded``): the first value of each field."""
     return {key: values[0] for key, values in parse_qs(body.decode("utf-8", "replace")).items()}
 
 
@@ -115,7 +116,7 @@ def review_router(config: Config, store: SpanStore, page: Page) -> APIRouter:
 
     @router.post("/ui/review/{trace_id}")
     async def record_verdict(trace_id: str, request: Request) -> Response:
-        form = _form(await request.body())
+        form = form_fields(await request.body())
         try:
             verdict = _verdict(form, trace_id)
             if verdict.binding not in bindings:

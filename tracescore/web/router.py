@@ -32,6 +32,7 @@ from tracescore.web.conversations import conversation_pages
 from tracescore.web.readers import ReadProcesses
 from tracescore.web.rendering import render
 from tracescore.web.review import review_router
+from tracescore.web.silencing import DURATIONS, silence_forms
 from tracescore.web.sources import source_rows
 from tracescore.web.timerange import PRESETS, SPLITS, ViewState, Window, parse_moment
 
@@ -156,12 +157,21 @@ def web_router(
             chosen=view.window is None and not view.since, splits=SPLITS,
         )
 
-    @router.get("/ui/alerts", dependencies=[Depends(signed_in_page)])
-    def alerts(rule: str | None = None) -> HTMLResponse:
+    def alerts_page(rule: str | None, status: int = 200, error: str | None = None) -> HTMLResponse:
         with store.engine.connect() as connection:
             version = queries.live_version(connection)
-            data = alerting.alerts_page(connection, rules, datetime.now(UTC), rule or None)
-        return _page("alerts.html", **common, **data, version=version)
+            data = alerting.alerts_page(connection, rules, datetime.now(UTC), rule)
+        return _page("alerts.html", status, **common, **data, version=version, error=error,
+                     durations=DURATIONS)  # fmt: skip
+
+    @router.get("/ui/alerts", dependencies=[Depends(signed_in_page)])
+    def alerts(rule: str | None = None) -> HTMLResponse:
+        return alerts_page(rule or None)
+
+    router.include_router(
+        silence_forms(store.engine, lambda status, error: alerts_page(None, status, error)),
+        dependencies=[Depends(signed_in_page)],
+    )
 
     @router.get("/ui/sources", dependencies=[Depends(signed_in_page)])
     def sources() -> HTMLResponse:

@@ -1,7 +1,8 @@
 // Keeps a tracescore page current without reloading it. No library: the server renders the
 // HTML; this polls /ui/live for a version that changes when scores arrive, then re-fetches the
 // page and swaps in the regions marked data-live (keeping which <details> are open, and
-// marking rows that were not there before). Under steady traffic the version changes on every
+// marking rows that were not there before, and leaving a region alone while one of its forms
+// is being filled in). Under steady traffic the version changes on every
 // poll, so the page itself is re-fetched at most once per REFETCH_MS.
 (() => {
   "use strict";
@@ -21,11 +22,23 @@
     status.textContent = text;
   }
 
+  // A form someone has typed into or is in: swapping its region would lose what they typed.
+  document.addEventListener("input", (event) => {
+    const form = event.target.closest && event.target.closest("form");
+    if (form) form.dataset.editing = "1";
+  });
+
+  function editing(region) {
+    const active = document.activeElement;
+    return Boolean(region.querySelector("form[data-editing]")) ||
+      Boolean(active && active.closest("form") && region.contains(active));
+  }
+
   function swap(next) {
     const seen = new Set(Array.from(document.querySelectorAll("[data-row]"), (el) => el.dataset.row));
     for (const region of next.querySelectorAll("[data-live][id]")) {
       const current = document.getElementById(region.id);
-      if (!current) continue;
+      if (!current || editing(current)) continue;
       for (const details of region.querySelectorAll("details[id]")) {
         const before = document.getElementById(details.id);
         if (before) details.open = before.open;
