@@ -22,6 +22,7 @@ from tests.extract_support import span, trace
 from tests.judge_server import JudgeServer
 from tests.test_failed_runs import CODE_READING_THE_ANSWER, build
 from tests.test_llm_scorers import judge, server  # noqa: F401 - the scripted judge's fixtures
+from tracescore import metrics
 from tracescore.cli import app
 from tracescore.extract import extract_runs
 from tracescore.extract.content import NO_CONTENT_REASON, has_content
@@ -165,6 +166,20 @@ def test_an_unknown_library_is_named_with_its_scope_and_attribute_keys() -> None
     assert source.detail is not None
     assert source.detail.startswith("unknown convention: scope acme.agents, attributes acme.answer, acme.prompt, acme.step")
     assert "Sunny" not in source.detail  # keys only: values are the user's data
+
+
+def test_names_from_the_spans_are_quoted_cut_and_the_unread_metric_names_few_services() -> None:
+    """A reason quotes scope and keys from the spans: each is cut, so a hostile name cannot make
+    the detail (stored, shown, logged) as long as it likes; and a client inventing service names
+    cannot grow the unread metric without bound."""
+    found = acme_trace(scope="s" * 10_000, attributes={"k" * 10_000: 1, "acme.step": 1})
+    (source,) = read_sources(found, extract_runs(found)).sources
+    assert source.detail is not None and len(source.detail) < 600
+    assert "s" * 100 + "…" in source.detail and "k" * 100 + "…" in source.detail
+    for index in range(metrics.UNREAD_SERVICES_LABELLED + 5):
+        metrics.trace_unread(f"invented-{index}", NO_AI_SPANS)
+    named = {sample.labels["service"] for metric in metrics.traces_unread.collect() for sample in metric.samples}
+    assert len(named) <= metrics.UNREAD_SERVICES_LABELLED + 1 and "(other)" in named
 
 
 def test_an_ai_library_without_a_reader_is_an_unknown_convention() -> None:

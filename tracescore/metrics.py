@@ -139,7 +139,8 @@ traces_unread = Counter(
     "tracescore_traces_unread",
     "Traces the pipeline read that gave no run with content, by service and reason code "
     "(content_not_captured, crewai_no_llm_spans, unknown_convention, no_runs, no_ai_spans): "
-    "GET /api/sources says which library and what to change.",
+    "GET /api/sources says which library and what to change. At most 100 services are named; "
+    "later ones count as (other).",
     ["service", "reason"],
     registry=REGISTRY,
 )
@@ -261,8 +262,20 @@ def traces_done(count: int) -> None:
     traces_scored.inc(count)
 
 
+UNREAD_SERVICES_LABELLED = 100
+"""Distinct ``service`` label values of ``tracescore_traces_unread``; later services count as
+``(other)``. The name comes from the spans, so a client could otherwise grow the metric without
+bound."""
+_unread_services: set[str] = set()
+
+
 def trace_unread(service: str, reason: str, count: int = 1) -> None:
     """Traces that gave no run with content (:mod:`tracescore.extract.sources` names the reasons)."""
+    if service not in _unread_services:
+        if len(_unread_services) >= UNREAD_SERVICES_LABELLED:
+            service = "(other)"
+        else:
+            _unread_services.add(service)
     traces_unread.labels(service, reason).inc(count)
 
 

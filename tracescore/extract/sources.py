@@ -60,6 +60,8 @@ _CREWAI_DETAIL = (
     "client too)"
 )
 _ATTRIBUTES_SHOWN = 6
+_NAME_CHARS = 100
+"""Longest span name, scope or attribute key quoted in a reason (they come from the spans)."""
 
 
 @dataclass(slots=True)
@@ -159,15 +161,15 @@ def _reason(source: SourceReading, *, any_runs: bool, llm_spans: bool) -> tuple[
     if source.convention is not None:
         return NO_RUNS, (
             f"spans read as {source.convention} but no agent, LLM or tool run among them "
-            f"(span names: {', '.join(sorted({s.name for s in source.members})[:_ATTRIBUTES_SHOWN])})"
+            f"(span names: {', '.join(map(_shown, sorted({s.name for s in source.members})[:_ATTRIBUTES_SHOWN]))})"
         )
     if _from_ai_library(source):
         return UNKNOWN_CONVENTION, (
-            f"unknown convention: scope {source.scope or '(unnamed)'}, attributes {keys}: an AI "
+            f"unknown convention: scope {_shown(source.scope) or '(unnamed)'}, attributes {keys}: an AI "
             "library's spans tracescore has no reader for"
         )
     return NO_AI_SPANS, (
-        f"unknown convention: scope {source.scope or '(unnamed)'}, attributes {keys}: no attribute or "
+        f"unknown convention: scope {_shown(source.scope) or '(unnamed)'}, attributes {keys}: no attribute or "
         "scope of a known AI library (gen_ai.*, OpenInference, OpenLLMetry, Langfuse, MLflow, ai.*)"
     )
 
@@ -198,8 +200,13 @@ def _from_ai_library(source: SourceReading) -> bool:
     return any(key.startswith(_AI_ATTRIBUTE_PREFIXES) for span in source.members for key in span.attributes)
 
 
+def _shown(name: str) -> str:
+    """A name from the spans as a reason quotes it: cut to :data:`_NAME_CHARS`."""
+    return name if len(name) <= _NAME_CHARS else name[:_NAME_CHARS] + "…"
+
+
 def _attribute_keys(spans: Sequence[Span]) -> str:
     """A few of the attribute keys the spans carry (the keys only: values are the user's data)."""
     keys = sorted({key for span in spans for key in span.attributes})
-    shown = ", ".join(keys[:_ATTRIBUTES_SHOWN])
+    shown = ", ".join(map(_shown, keys[:_ATTRIBUTES_SHOWN]))
     return f"{shown}, … ({len(keys)} in all)" if len(keys) > _ATTRIBUTES_SHOWN else shown or "(none)"

@@ -624,16 +624,22 @@ class ScoringWorker:
         it give nothing (the sources view keeps the counts; the log is for whoever watches)."""
         self.metrics.trace_unread(reading.service or "unknown_service", reading.reason or "")
         for source in reading.sources:
-            if (key := (source.service, source.scope)) not in self._told:
+            if (key := (source.service, source.scope)) not in self._told and len(self._told) < _SOURCES_TOLD:
                 self._told.add(key)
                 log.warning(
-                    "source service=%r scope=%r gives nothing to score (%s): %s; see GET /api/sources",
+                    "source service=%r scope=%r gives nothing to score (%s): %r; see GET /api/sources",
                     source.service, source.scope, source.reason, source.detail,
                 )
 
     def _count_replaced(self, replaced: int) -> None:
         if replaced:
             self.metrics.text_values_replaced("scores", replaced)
+
+
+_SOURCES_TOLD = 1_000
+"""Sources a scoring process logs as giving nothing (their names come from the spans: a client
+sending ever new ones must not grow the set, or the log, without bound; the sources view still
+lists them all)."""
 
 
 def _decision(binding: CompiledBinding, run: AgentRun, sampled: bool, now: datetime) -> SamplingDecision:
