@@ -31,9 +31,9 @@ from tracescore.ingest.unpack import drain
 from tracescore.pipeline.runner import build_worker
 from tracescore.service import create_app
 from tracescore.store import open_store
+from tracescore.store.dialect import as_utc
 from tracescore.store.scores import ScoreRow
 from tracescore.web.auth import COOKIE_NAME
-from tracescore.web.queries import as_utc
 
 FAR_FUTURE = 4_000_000_000.0
 HOSTILE_TRACE = "0badc0de" * 4
