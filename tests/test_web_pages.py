@@ -28,7 +28,7 @@ from tests.judge_server import JudgeServer, json_reply, text_reply
 from tracescore.config import parse_config
 from tracescore.ingest.files import load_traces
 from tracescore.ingest.unpack import drain
-from tracescore.pipeline.runner import build_worker
+from tracescore.pipeline.scoring_task import build_worker
 from tracescore.service import create_app
 from tracescore.store import open_store
 from tracescore.store.dialect import as_utc

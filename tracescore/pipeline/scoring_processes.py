@@ -37,7 +37,7 @@ _RELAYED = frozenset((
     "traces_done", "sampling_decision", "observe_score", "judge_call", "text_values_replaced", "trace_unread",
     "traces_failed", "stale_completions",
 ))
-"""The metric calls a scoring process relays (:class:`~tracescore.pipeline.worker.PipelineMetrics`)."""
+"""The metric calls a scoring process relays (:class:`~tracescore.pipeline.scoring_worker.PipelineMetrics`)."""
 _FLUSH_SECONDS = 0.25
 _GC_THRESHOLDS = (100_000, 50, 10)
 """The cyclic garbage collector's thresholds in a scoring process (CPython's are 700, 10, 10).
@@ -50,7 +50,7 @@ _REVIVE_SECONDS = 1.0
 
 
 class MetricRelay:
-    """:class:`~tracescore.pipeline.worker.PipelineMetrics` for a child: each call is kept and,
+    """:class:`~tracescore.pipeline.scoring_worker.PipelineMetrics` for a child: each call is kept and,
     every quarter second, the calls so far go to the service in one report line."""
 
     def __init__(self, stream: TextIO) -> None:
@@ -129,7 +129,7 @@ def scoring_processes_task(config: ScoringConfig, store: SpanStore) -> Backgroun
 def main() -> None:
     """A scoring process: the service's config from the environment; it ends when the service
     closes its standard input, finishing or handing back what it holds."""
-    from tracescore.pipeline.runner import pipeline_task  # the scorers
+    from tracescore.pipeline.scoring_task import pipeline_task  # the scorers
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     found = helper_processes.settings()
