@@ -46,14 +46,8 @@ from tracescore.feedback.api import feedback_router
 from tracescore.feedback.scan import feedback_scan_task
 from tracescore.ingest.api import ingest_router
 from tracescore.ingest.grpc import start_grpc_server
-from tracescore.ingest.http import (
-    LANGFUSE_TRACES_PATH,
-    OTLP_PATHS,
-    BodyLimits,
-    BodyReaders,
-    langfuse_router,
-    otlp_router,
-)
+from tracescore.ingest.http import LANGFUSE_TRACES_PATH, OTLP_PATHS, langfuse_router, otlp_router
+from tracescore.ingest.http_bodies import BodyLimits, BodyReaders
 from tracescore.ingest.intake import RETRY_AFTER_SECONDS, Intake
 from tracescore.monitor.alerts import default_instance_id
 from tracescore.monitor.api import create_monitor_router
