@@ -20,6 +20,11 @@ Every trace loaded is also counted per source (:mod:`tracescore.extract.sources`
 runs with content, why nothing was read), in the same transaction as its scores. A trace no
 binding samples is not: counting it would mean loading and extracting it, the very cost that
 sampling saves, so the sources view describes the sampled traces (their reasons all the same).
+
+The rows written are built in :mod:`~tracescore.pipeline.score_rows`, and what a batch carries
+per trace is :mod:`~tracescore.pipeline.batches`. Over 400 lines and kept whole: what is left
+is one batch's life (claim, synchronous pass, storing, the asynchronous remainder, metrics),
+whose steps share the worker's leases, slots and backoff.
 """
 
 from __future__ import annotations
