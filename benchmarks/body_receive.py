@@ -1,4 +1,4 @@
-"""CPU per request of receiving an OTLP/HTTP body: tracescore's ``_receive_body`` (a deadline per
+"""CPU per request of receiving an OTLP/HTTP body: tracescore's ``receive_body`` (a deadline per
 chunk, the minimum rate, the readers' counts; ``tracescore/ingest/http.py``) against the plain
 ``request.stream()`` loop it replaced, in-process, the body in 64 KiB messages as uvicorn
 delivers them. The end-to-end benchmark (``ingest.py``) cannot resolve a difference this small
@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
 
-from tracescore.ingest.http import BodyLimits, BodyReaders, _receive_body
+from tracescore.ingest.http_bodies import BodyLimits, BodyReaders, receive_body
 
 CHUNK = 64 * 1024
 
@@ -41,7 +41,7 @@ async def main() -> None:
 
     async def limited(request: Request) -> bytes:
         async with readers.reading("127.0.0.1") as reading:
-            return await _receive_body(request, reading)
+            return await receive_body(request, reading)
 
     ways: dict[str, Callable[[Request], Awaitable[bytes]]] = {"stream()": _stream, "_receive_body": limited}
     for size, label, count in ((150_000, "100-span request (~150 KB)", 3000), (1_700_000, "1000-span request (~1.7 MB)", 500)):

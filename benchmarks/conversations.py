@@ -28,7 +28,7 @@ from tests.conftest import CAPTURES
 from tracescore.config import parse_config
 from tracescore.pipeline.conversations import ConversationScoring
 from tracescore.ingest.files import load_traces
-from tracescore.pipeline.runner import build_worker
+from tracescore.pipeline.scoring_task import build_worker
 from tracescore.spans import Trace
 from tracescore.store import open_store
 from tracescore.store.conversations import ConversationClaim

@@ -160,7 +160,7 @@ def _cpu_by_role(pid: int) -> dict[str, float]:
         except OSError:
             continue
         role = ("unpacker" if b"tracescore.ingest.unpack" in command
-                else "scoring" if b"tracescore.pipeline.process" in command else "service")  # fmt: skip
+                else "scoring" if b"tracescore.pipeline.scoring_processes" in command else "service")  # fmt: skip
         roles[role] = roles.get(role, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return roles
 

@@ -33,7 +33,7 @@ from tests.judge_server import JudgeServer, json_reply
 from tracescore.config import parse_config
 from tracescore.ingest.files import load_traces
 from tracescore.monitor.alerts import AlertEvaluator
-from tracescore.pipeline.runner import build_worker
+from tracescore.pipeline.scoring_task import build_worker
 from tracescore.store import open_store
 
 CAPTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "captures"

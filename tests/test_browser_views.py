@@ -39,9 +39,9 @@ from tests.server_process import ServerProcess, login_session, start_server
 from tracescore.cli import app
 from tracescore.offline.demo import DEGRADING_AGENT, DemoSender
 from tracescore.store.alerts import AlertStateRow
+from tracescore.store.dialect import as_utc
 from tracescore.store.scores import ScoreRow
 from tracescore.web.auth import COOKIE_NAME
-from tracescore.web.queries import as_utc
 
 pytestmark = pytest.mark.browser
 

@@ -15,7 +15,7 @@ from tests.agent_otlp import agent_trace, export_request
 from tracescore.config import parse_config
 from tracescore.conversations.reads import ConversationFilter, list_conversations
 from tracescore.ingest.decode import decode_traces
-from tracescore.pipeline.runner import build_worker
+from tracescore.pipeline.scoring_task import build_worker
 from tracescore.retention.config import RetentionConfig
 from tracescore.retention.prune import Pruner
 from tracescore.store import open_store

@@ -17,7 +17,7 @@ from tracescore.pipeline.conversations import ConversationScoring
 from tracescore.ingest.files import load_traces
 from tracescore.monitor.alerts import AlertEvaluator
 from tracescore.monitor.queries import ScoreFilter, aggregate_scores
-from tracescore.pipeline.runner import build_worker
+from tracescore.pipeline.scoring_task import build_worker
 from tracescore.spans import Trace
 from tracescore.store import open_store
 from tracescore.store.conversations import ConversationRow, TurnRecord, record_turns

@@ -30,7 +30,7 @@ from tracescore.ingest.files import load_traces
 from tracescore.judge import LiteLLMJudge
 from tracescore.monitor.queries import ScoreFilter, aggregate_scores, coverage
 from tracescore.monitor.rules import evaluate_rule
-from tracescore.pipeline.runner import build_worker
+from tracescore.pipeline.scoring_task import build_worker
 from tracescore.scorers import registry
 from tracescore.scorers.base import ScorerRun, create_scorer, failed_without_answer, measure
 from tracescore.spans import STATUS_ERROR, Trace

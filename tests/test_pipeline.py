@@ -12,7 +12,7 @@ from tests import custom_scorers
 from tests.conftest import CAPTURES
 from tracescore.config import Config, ConfigError, parse_config
 from tracescore.ingest.files import load_traces
-from tracescore.pipeline.runner import build_worker
+from tracescore.pipeline.scoring_task import build_worker
 from tracescore.store import ReadinessRules, open_store
 from tracescore.store.scores import SamplingDecisionRow, ScoreRow
 

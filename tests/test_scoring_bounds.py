@@ -19,7 +19,7 @@ from tests.test_reliability_crash import _wait
 from tracescore import metrics
 from tracescore.config import parse_config
 from tracescore.ingest.decode import decode_traces
-from tracescore.pipeline.runner import build_worker
+from tracescore.pipeline.scoring_task import build_worker
 from tracescore.store import ReadinessRules, open_store
 
 RULES = ReadinessRules(idle_timeout=0.0, max_wait=60.0, max_attempts=3)

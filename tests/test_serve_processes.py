@@ -15,7 +15,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from tests.conftest import CAPTURES
 from tests.server_process import process_tree, start_server
-from tracescore.children import EXIT_GRACE_SECONDS
+from tracescore.helper_processes import EXIT_GRACE_SECONDS
 from tracescore.store import open_store
 
 CAPTURE = CAPTURES / "otel-genai-openai-v2-latest" / "tool_call_agent" / "0001.json"

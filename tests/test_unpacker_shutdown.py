@@ -30,7 +30,7 @@ from tests.agent_otlp import AgentTrace, agent_trace, export_request
 from tests.server_process import ServerProcess, start_server
 from tests.test_ingest_journal import _request
 from tests.throwaway_pg import ThrowawayPostgres
-from tracescore.children import EXIT_GRACE_SECONDS, stop_leftovers
+from tracescore.helper_processes import EXIT_GRACE_SECONDS, stop_leftovers
 from tracescore.ingest.unpack import Unpacker, UnpackSettings
 from tracescore.store import SpanStore, open_store
 from tracescore.store.table_of import table_of

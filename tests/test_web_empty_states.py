@@ -18,7 +18,7 @@ from tests.score_streams import insert_rows, score_row
 from tests.test_web_pages import FAR_FUTURE, visible_text
 from tracescore.config import parse_config
 from tracescore.ingest.unpack import drain
-from tracescore.pipeline.runner import build_worker
+from tracescore.pipeline.scoring_task import build_worker
 from tracescore.service import create_app
 from tracescore.store import open_store
 

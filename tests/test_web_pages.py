@@ -28,12 +28,12 @@ from tests.judge_server import JudgeServer, json_reply, text_reply
 from tracescore.config import parse_config
 from tracescore.ingest.files import load_traces
 from tracescore.ingest.unpack import drain
-from tracescore.pipeline.runner import build_worker
+from tracescore.pipeline.scoring_task import build_worker
 from tracescore.service import create_app
 from tracescore.store import open_store
+from tracescore.store.dialect import as_utc
 from tracescore.store.scores import ScoreRow
 from tracescore.web.auth import COOKIE_NAME
-from tracescore.web.queries import as_utc
 
 FAR_FUTURE = 4_000_000_000.0
 HOSTILE_TRACE = "0badc0de" * 4

@@ -77,6 +77,10 @@ def encode_cursor(*parts: str) -> str:
     return base64.urlsafe_b64encode("|".join(parts).encode()).decode()
 
 
+NOT_A_CURSOR = "cursor: not a next_cursor this route gave"
+"""The error for a cursor this service did not give (a route's parts that do not parse too)."""
+
+
 def decode_cursor(cursor: str, parts: int) -> list[str]:
     """The ``parts`` of an :func:`encode_cursor` value; ValueError for anything else."""
     try:
@@ -84,7 +88,7 @@ def decode_cursor(cursor: str, parts: int) -> list[str]:
     except (ValueError, UnicodeDecodeError):
         found = []
     if len(found) != parts:
-        raise ValueError("cursor: not a next_cursor this route gave")
+        raise ValueError(NOT_A_CURSOR)
     return found
 
 

@@ -35,7 +35,7 @@ from fastapi.responses import PlainTextResponse
 from sqlalchemy.exc import DBAPIError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from tracescore import children, metrics
+from tracescore import helper_processes, metrics
 from tracescore.apidocs import docs_router
 from tracescore.assemble.promoter import promote_interval, promote_periodically
 from tracescore.auth import ApiKeys, FailedAttempts, PasswordKeys, with_environment_keys
@@ -46,14 +46,8 @@ from tracescore.feedback.api import feedback_router
 from tracescore.feedback.scan import feedback_scan_task
 from tracescore.ingest.api import ingest_router
 from tracescore.ingest.grpc import start_grpc_server
-from tracescore.ingest.http import (
-    LANGFUSE_TRACES_PATH,
-    OTLP_PATHS,
-    BodyLimits,
-    BodyReaders,
-    langfuse_router,
-    otlp_router,
-)
+from tracescore.ingest.http import LANGFUSE_TRACES_PATH, OTLP_PATHS, langfuse_router, otlp_router
+from tracescore.ingest.http_bodies import BodyLimits, BodyReaders
 from tracescore.ingest.intake import RETRY_AFTER_SECONDS, Intake
 from tracescore.monitor.alerts import default_instance_id
 from tracescore.monitor.api import create_monitor_router
@@ -256,7 +250,7 @@ def _exit_if_stuck(seconds: float) -> None:
             "return?); ending its helper processes and exiting; requests not stored yet wait in "
             "the journal for the next start", seconds,
         )  # fmt: skip
-        children.kill_all()
+        helper_processes.kill_all()
         for handler in logging.getLogger().handlers:
             handler.flush()
         sys.stderr.flush()
@@ -322,16 +316,16 @@ class Service:
         """Ask a running service to shut down gracefully (what SIGTERM and SIGINT do).
 
         The process (of :meth:`run`) then ends within ``server.shutdown_timeout`` plus the
-        helpers' exit grace (:data:`~tracescore.children.EXIT_GRACE_SECONDS`) whatever the
+        helpers' exit grace (:data:`~tracescore.helper_processes.EXIT_GRACE_SECONDS`) whatever the
         database does: a helper still running by then is past its own deadline too."""
         if self._uvicorn is not None:
             self._uvicorn.should_exit = True
         if self._stopping:
             return
         self._stopping = True
-        children.service_stopping()
+        helper_processes.service_stopping()
         if self._owns_process:
-            _exit_if_stuck(self.config.server.shutdown_timeout + children.EXIT_GRACE_SECONDS)
+            _exit_if_stuck(self.config.server.shutdown_timeout + helper_processes.EXIT_GRACE_SECONDS)
 
     async def serve(self) -> None:
         server = self.config.server

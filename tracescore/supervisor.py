@@ -36,11 +36,11 @@ def build_service(config: Config) -> Service:
 
     service = Service(config)
     if config.workers.process_count:
-        from tracescore.pipeline.process import scoring_processes_task
+        from tracescore.pipeline.scoring_processes import scoring_processes_task
 
         service.add_background(scoring_processes_task(config.scoring(), service.store))
     else:
-        from tracescore.pipeline.runner import pipeline_task  # loads the scorers
+        from tracescore.pipeline.scoring_task import pipeline_task  # loads the scorers
 
         service.add_background(pipeline_task(config.scoring(), service.store))
     return service

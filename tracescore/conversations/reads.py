@@ -7,7 +7,6 @@ comes with its turns in order, each turn's run scores, and the conversation's ow
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -15,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, or_, select
 
+from tracescore.restapi import NOT_A_CURSOR, decode_cursor, encode_cursor
 from tracescore.store.conversations import ConversationRow, ConversationTurnRow, turns_of
 from tracescore.store.scores import ScoreRow
 from tracescore.store.table_of import table_of
@@ -59,19 +59,13 @@ def _iso(time_ns: int | None) -> str | None:
     return None if time_ns is None else datetime.fromtimestamp(time_ns / 1e9, UTC).isoformat()
 
 
-def encode_cursor(last_turn_ns: int, conversation_id: str) -> str:
-    return base64.urlsafe_b64encode(f"{last_turn_ns}|{conversation_id}".encode()).decode()
-
-
-def decode_cursor(cursor: str) -> tuple[int, str]:
-    """Raises ValueError for anything not made by :func:`encode_cursor`."""
+def _position(cursor: str) -> tuple[int, str]:
+    """The ``(last_turn_ns, conversation_id)`` a page's cursor names; ValueError for another."""
+    moment, conversation_id = decode_cursor(cursor, 2)
     try:
-        moment, separator, conversation_id = base64.urlsafe_b64decode(cursor.encode()).decode().partition("|")
-        if not separator:
-            raise ValueError("no separator")
         return int(moment), conversation_id
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ValueError("invalid cursor") from exc
+    except ValueError:
+        raise ValueError(NOT_A_CURSOR) from None
 
 
 def _score_json(row: Any) -> dict[str, Any]:
@@ -119,7 +113,7 @@ def list_conversations(
     c = CONVERSATIONS.c
     conditions = [*where.conditions(), c.last_turn_ns.is_not(None)]
     if cursor is not None:
-        moment, conversation_id = decode_cursor(cursor)
+        moment, conversation_id = _position(cursor)
         conditions.append(
             or_(c.last_turn_ns < moment, and_(c.last_turn_ns == moment, c.conversation_id < conversation_id))
         )
@@ -130,7 +124,7 @@ def list_conversations(
     next_cursor = None
     if len(rows) > limit:
         rows = rows[:limit]
-        next_cursor = encode_cursor(rows[-1].last_turn_ns, rows[-1].conversation_id)
+        next_cursor = encode_cursor(str(rows[-1].last_turn_ns), rows[-1].conversation_id)
     scores = conversation_scores(connection, [row.conversation_id for row in rows])
     return [_summary(row, scores.get(row.conversation_id, [])) for row in rows], next_cursor
 

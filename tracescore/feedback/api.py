@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tracescore.feedback.report import Thresholds, calibration_report
 from tracescore.feedback.review import ReviewQueue
-from tracescore.monitor.queries import decode_cursor, encode_cursor
+from tracescore.monitor.queries import time_cursor, time_position
 from tracescore.restapi import LEGACY, PROBLEM_RESPONSES, ApiVersion, Moment, moment_query
 from tracescore.store import SpanStore
 from tracescore.store.feedback import Feedback, FeedbackStore
@@ -116,9 +116,9 @@ def feedback_router(settings: Config, store: SpanStore, version: ApiVersion = LE
         """Newest first, from the API and OTLP alike (``source``). Each verdict's ``binding``
         is its evaluation ``name`` when that is a binding (null for a free name)."""
         try:
-            after = decode_cursor(cursor) if cursor else None
+            after = time_position(cursor) if cursor else None
         except ValueError as exc:
-            raise HTTPException(422, f"cursor: {exc}") from None
+            raise HTTPException(422, str(exc)) from None
         found = await run_in_threadpool(
             feedback.find, trace_id=trace_id.lower() if trace_id else None, name=binding,
             since=since, limit=limit + 1, after=after,
@@ -127,7 +127,7 @@ def feedback_router(settings: Config, store: SpanStore, version: ApiVersion = LE
         if len(found) > limit:
             found = found[:limit]
             last = found[-1]
-            next_cursor = encode_cursor(datetime.fromisoformat(last["created_at"]), last["id"])
+            next_cursor = time_cursor(datetime.fromisoformat(last["created_at"]), last["id"])
         if not version.legacy:
             found = [{"binding": item["name"] if item["name"] in bindings else None, **item}
                      for item in found]

@@ -15,7 +15,8 @@ from sqlalchemy.engine import Connection
 from tracescore.feedback.config import FeedbackConfig
 from tracescore.monitor.agreement import Agreement, Pair, agreement
 from tracescore.settings import parse_duration
-from tracescore.store.feedback import ScoredFeedback, as_utc, scored_feedback
+from tracescore.store.dialect import as_utc
+from tracescore.store.feedback import ScoredFeedback, scored_feedback
 
 if TYPE_CHECKING:
     from tracescore.config import Config

@@ -30,7 +30,8 @@ from sqlalchemy.engine import Connection
 
 from tracescore.feedback.config import ReviewConfig
 from tracescore.feedback.report import Thresholds
-from tracescore.store.feedback import FEEDBACK, SCORES, as_utc
+from tracescore.store.dialect import as_utc
+from tracescore.store.feedback import FEEDBACK, SCORES
 
 if TYPE_CHECKING:
     from tracescore.config import Config

@@ -9,6 +9,10 @@ names (what ``json_format`` also accepts) are read.
 A record that cannot be stored (no valid trace or span id) is *rejected*, not fatal: the caller
 reports it through OTLP ``partial_success``. A body that cannot be parsed at all raises
 :class:`DecodeError`, which the transports turn into HTTP 400 / gRPC INVALID_ARGUMENT.
+
+Over 400 lines and kept whole: its one job is OTLP export requests to records, and the two
+encodings' halves share the rules of what can be stored (the last section), which must stay
+the same for a record whichever way it came.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import contextlib
 import json as stdlib_json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from google.protobuf.message import DecodeError as ProtobufDecodeError
@@ -28,7 +32,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
 
 from tracescore.spans import (
     Attributes,
@@ -46,6 +50,7 @@ _ZERO_SPAN_ID = "0" * 16
 # Timestamps are uint64 on the wire but signed 64-bit in SQL: past this (the year 2262) a record
 # cannot be stored, so it is rejected rather than failing the whole request's write.
 _MAX_TIME_NS = 2**63 - 1
+_Request = TypeVar("_Request", ExportTraceServiceRequest, ExportLogsServiceRequest, ExportMetricsServiceRequest)
 UNSTORABLE_TIME = "timestamp beyond the year 2262 (out of the int64 range)"
 
 
@@ -111,18 +116,26 @@ def _pb_attributes(pairs: Iterable[KeyValue]) -> Attributes:
     return {kv.key: _pb_value(kv.value) for kv in pairs}
 
 
-def decode_traces_protobuf(body: bytes) -> Decoded:
-    request = ExportTraceServiceRequest()
+def _parse(request: _Request, body: bytes) -> _Request:
+    """``request`` filled from ``body``; :class:`DecodeError` naming the message if it is not one."""
     try:
         request.ParseFromString(body)
     except (ProtobufDecodeError, RuntimeError, ValueError) as exc:
-        raise DecodeError(f"invalid OTLP protobuf ExportTraceServiceRequest: {exc}") from exc
+        raise DecodeError(f"invalid OTLP protobuf {type(request).__name__}: {exc}") from exc
+    return request
+
+
+def _pb_scope(pb_scope: InstrumentationScope) -> Scope:
+    return Scope(pb_scope.name, pb_scope.version, _pb_attributes(pb_scope.attributes))
+
+
+def decode_traces_protobuf(body: bytes) -> Decoded:
+    request = _parse(ExportTraceServiceRequest(), body)
     out = Decoded()
     for resource_spans in request.resource_spans:
         resource = Resource(_pb_attributes(resource_spans.resource.attributes))
         for scope_spans in resource_spans.scope_spans:
-            pb_scope = scope_spans.scope
-            scope = Scope(pb_scope.name, pb_scope.version, _pb_attributes(pb_scope.attributes))
+            scope = _pb_scope(scope_spans.scope)
             for s in scope_spans.spans:
                 trace_id, span_id = s.trace_id.hex(), s.span_id.hex()
                 reason = invalid_ids(trace_id, span_id)
@@ -164,17 +177,12 @@ def decode_traces_protobuf(body: bytes) -> Decoded:
 
 
 def decode_logs_protobuf(body: bytes) -> Decoded:
-    request = ExportLogsServiceRequest()
-    try:
-        request.ParseFromString(body)
-    except (ProtobufDecodeError, RuntimeError, ValueError) as exc:
-        raise DecodeError(f"invalid OTLP protobuf ExportLogsServiceRequest: {exc}") from exc
+    request = _parse(ExportLogsServiceRequest(), body)
     out = Decoded()
     for resource_logs in request.resource_logs:
         resource = Resource(_pb_attributes(resource_logs.resource.attributes))
         for scope_logs in resource_logs.scope_logs:
-            pb_scope = scope_logs.scope
-            scope = Scope(pb_scope.name, pb_scope.version, _pb_attributes(pb_scope.attributes))
+            scope = _pb_scope(scope_logs.scope)
             for r in scope_logs.log_records:
                 out.logs.append(
                     LogRecord(
@@ -517,8 +525,5 @@ def decode_metrics(body: bytes, *, json: bool) -> Decoded:
     if json:
         _load_json(body, "resourceMetrics", "resource_metrics")
         return Decoded()
-    try:
-        ExportMetricsServiceRequest().ParseFromString(body)
-    except (ProtobufDecodeError, RuntimeError, ValueError) as exc:
-        raise DecodeError(f"invalid OTLP protobuf ExportMetricsServiceRequest: {exc}") from exc
+    _parse(ExportMetricsServiceRequest(), body)
     return Decoded()

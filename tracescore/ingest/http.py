@@ -4,29 +4,26 @@ the Langfuse SDKs' ``/api/public/otel/v1/traces``.
 Follows the OTLP/HTTP spec: protobuf (``application/x-protobuf``) or OTLP/JSON
 (``application/json``) bodies, optionally gzip-compressed; the response is an ``Export*ServiceResponse``
 in the request's encoding, with ``partial_success`` when some records were rejected; failures
-carry a ``google.rpc.Status`` body. Bodies are read as a stream with a running size check, so
+carry a ``google.rpc.Status`` body. How a body is received (limits, gzip) is
+:mod:`tracescore.ingest.http_bodies`. Bodies are read as a stream with a running size check, so
 chunked uploads (Node exporters send no Content-Length) work and oversized ones stop early;
 gzip is inflated with an output bound, so a small bomb cannot expand past the limit.
 
 Slow senders. A body is received *before* the request takes one of the intake's admission
-slots, under its own limits (:class:`BodyLimits`): a deadline for the whole body, a minimum
+slots, under its own limits (:class:`~tracescore.ingest.http_bodies.BodyLimits`): a deadline for the whole body, a minimum
 average rate (enforced after a grace period), and a cap on requests being received at once,
 separate from and larger than the slots, plus a cap on the bytes they hold. A stalled or
 trickling upload is answered 408 and its connection closed; meanwhile it holds a reader and a
 few bytes, never a slot, so valid exports (and OTLP/gRPC, whose server reads messages itself)
 keep being admitted. One client address may hold only its share of the readers, and while half
-of them are taken the rate's grace period shrinks (:data:`PRESSED_GRACE_SECONDS`): stallers
+of them are taken the rate's grace period shrinks (:data:`~tracescore.ingest.http_bodies.PRESSED_GRACE_SECONDS`): stallers
 from one address, reopened as soon as they are cut, cannot starve the other clients. A client that disconnects mid-body is logged in one line.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import zlib
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -41,22 +38,21 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from tracescore import metrics
 from tracescore.ingest.decode import DecodeError, Receipt
+from tracescore.ingest.http_bodies import (
+    INVALID_ARGUMENT,
+    UNAVAILABLE,
+    BodyReaders,
+    Gone,
+    HttpError,
+    inflate,
+    receive_body,
+)
 from tracescore.ingest.intake import RETRY_AFTER_SECONDS, Busy, Intake, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
-
-# gRPC status codes used in google.rpc.Status bodies.
-_INVALID_ARGUMENT, _RESOURCE_EXHAUSTED, _UNAVAILABLE = 3, 8, 14
-
-
-class _HttpError(Exception):
-    def __init__(self, status: int, code: int, message: str) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
-
 
 def _with_partial_success(response: Message, rejected_field: str, receipt: Receipt) -> Message:
     if receipt.rejected:
@@ -85,178 +81,6 @@ def _encode(message: Message, json: bool) -> bytes:
 
 def _media_type(request: Request) -> str:
     return request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-
-
-RATE_GRACE_SECONDS = 5.0
-"""The minimum body rate is enforced from this many seconds after the headers on: a first
-segment lost and retransmitted (an initial RTO is 1 s) must not fail a small body."""
-PRESSED_GRACE_SECONDS = 1.5
-"""The grace instead while at least half the body readers are taken: stalled uploads that
-fill the pool are then cut (and their readers freed) more than three times as fast."""
-
-
-@dataclass(frozen=True)
-class BodyLimits:
-    """How OTLP/HTTP request bodies must arrive (``server.*`` of the config)."""
-
-    max_bytes: int
-    """Largest body, after gzip decompression (413)."""
-    timeout: float
-    """Seconds the whole body may take (408)."""
-    min_rate: int
-    """Bytes/s the body must average once ``RATE_GRACE_SECONDS`` have passed (408); 0: off."""
-    readers: int
-    """Requests receiving (or processing) a body at once (503 beyond)."""
-    readers_per_client: int
-    """Of those, requests from one client address (503 beyond): one address cannot take the
-    whole pool, whatever it sends."""
-    buffered_bytes: int
-    """Body bytes those requests may hold together (503 beyond): the memory bound of the
-    slots, ``max_pending_requests × max_body_bytes``, kept however many are slow."""
-
-
-class _Gone(Exception):
-    """The client disconnected before its body was complete."""
-
-
-class BodyReaders:
-    """Count of requests receiving a body and the bytes they hold, against :class:`BodyLimits`.
-
-    Touched only on the event loop thread, like the intake's slots, so no lock is needed."""
-
-    def __init__(self, limits: BodyLimits) -> None:
-        self.limits = limits
-        self.count = 0
-        self.per_client: dict[str, int] = {}
-        self.buffered = 0
-        self.closing = False
-        self._waits: set[asyncio.Timeout] = set()
-        """The deadlines of the bodies being waited for, so :meth:`close` can end them."""
-
-    def close(self) -> None:
-        """The server is stopping: end every wait for a body now (503, the client retries
-        elsewhere) instead of holding the shutdown until the slowest deadline."""
-        self.closing = True
-        now = asyncio.get_running_loop().time()
-        for wait in self._waits:
-            wait.reschedule(now)
-
-    def watch(self, wait: asyncio.Timeout) -> None:
-        """Let :meth:`close` end ``wait`` (a body's deadline); call :meth:`unwatch` after."""
-        if self.closing:
-            wait.reschedule(asyncio.get_running_loop().time())
-        self._waits.add(wait)
-
-    def unwatch(self, wait: asyncio.Timeout) -> None:
-        self._waits.discard(wait)
-
-    @property
-    def pressed(self) -> bool:
-        """Whether at least half the readers are taken (bodies then get a shorter grace)."""
-        return 2 * self.count >= self.limits.readers
-
-    @asynccontextmanager
-    async def reading(self, client: str) -> AsyncIterator[_Reading]:
-        """A reader for a body from ``client`` (its address), if the pool and that client's
-        share of it have room; Busy otherwise."""
-        if self.count >= self.limits.readers:
-            raise Busy(f"{self.count} request bodies already being received")
-        mine = self.per_client.get(client, 0)
-        if mine >= self.limits.readers_per_client:
-            raise Busy(f"{mine} request bodies from this client already being received")
-        self.count += 1
-        self.per_client[client] = mine + 1
-        reading = _Reading(self)
-        try:
-            yield reading
-        finally:
-            self.count -= 1
-            left = self.per_client.pop(client) - 1
-            if left:
-                self.per_client[client] = left
-            self.buffered -= reading.held
-
-    def hold(self, reading: _Reading, size: int) -> None:
-        if self.buffered + size > self.limits.buffered_bytes:
-            raise Busy(f"{self.buffered // 2**20} MiB of request bodies already being received")
-        self.buffered += size
-        reading.held += size
-
-
-class _Reading:
-    """One request's share of :class:`BodyReaders`."""
-
-    def __init__(self, readers: BodyReaders) -> None:
-        self.readers = readers
-        self.held = 0
-
-
-async def _receive_body(request: Request, reading: _Reading) -> bytes:
-    """The raw request body, received within the deadline and at the minimum rate.
-
-    Each wait for the next chunk ends at the earlier of the deadline and the moment the bytes
-    so far stop meeting the minimum average rate, so a stalled upload is cut after at most the
-    grace period, and a steady but slow one as soon as it falls behind."""
-    readers = reading.readers
-    limits = readers.limits
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    deadline = started + limits.timeout
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limits.max_bytes:
-        raise _HttpError(413, _RESOURCE_EXHAUSTED, f"request body exceeds {limits.max_bytes} bytes")
-    chunks: list[bytes] = []
-    size = 0
-    more = True
-    while more:
-        due = deadline
-        if limits.min_rate:
-            grace = PRESSED_GRACE_SECONDS if readers.pressed else RATE_GRACE_SECONDS
-            due = min(deadline, started + max(grace, size / limits.min_rate))
-        try:
-            async with asyncio.timeout_at(due) as wait:  # (a plain call: this runs per chunk)
-                readers.watch(wait)
-                try:
-                    message = await request.receive()
-                finally:
-                    readers.unwatch(wait)
-        except TimeoutError:
-            if readers.closing:
-                raise Busy("the collector is shutting down") from None
-            rate = f"at least {limits.min_rate} bytes/s and " if limits.min_rate else ""
-            raise _HttpError(
-                408, _UNAVAILABLE, f"request body not received in time ({size} bytes in "
-                f"{loop.time() - started:.1f} s; {rate}all of it within {limits.timeout:g} s are needed)",
-            ) from None
-        if message["type"] == "http.disconnect":
-            raise _Gone(f"{size} of {declared or 'unknown'} body bytes")
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limits.max_bytes:
-            raise _HttpError(413, _RESOURCE_EXHAUSTED, f"request body exceeds {limits.max_bytes} bytes")
-        readers.hold(reading, len(chunk))
-        chunks.append(chunk)
-        more = message.get("more_body", False)
-    return b"".join(chunks)
-
-
-def _inflate(request: Request, body: bytes, limit: int) -> bytes:
-    """``body`` inflated if the request says gzip, refusing anything beyond ``limit`` bytes."""
-    encoding = request.headers.get("content-encoding", "identity").strip().lower()
-    if encoding in ("", "identity"):
-        return body
-    if encoding != "gzip":
-        raise _HttpError(415, _INVALID_ARGUMENT, f"unsupported Content-Encoding {encoding!r}")
-    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-    try:
-        inflated = inflater.decompress(body, limit + 1)
-    except zlib.error as exc:
-        raise _HttpError(400, _INVALID_ARGUMENT, f"invalid gzip body: {exc}") from exc
-    if len(inflated) > limit or inflater.unconsumed_tail:
-        raise _HttpError(413, _RESOURCE_EXHAUSTED, f"decompressed body exceeds {limit} bytes")
-    if not inflater.eof:
-        raise _HttpError(400, _INVALID_ARGUMENT, "truncated gzip body")
-    return inflated
 
 
 OTLP_PATHS = ("/v1/traces", "/v1/logs", "/v1/metrics")
@@ -356,7 +180,7 @@ def _endpoint(
         if not json and media_type != PROTOBUF:
             metrics.export_request("http", signal, "invalid")
             return _status_response(
-                415, _INVALID_ARGUMENT,
+                415, INVALID_ARGUMENT,
                 f"unsupported Content-Type {media_type or '(none)'!r}: "
                 f"use {PROTOBUF} or {JSON}",
                 json=True,
@@ -366,20 +190,20 @@ def _endpoint(
             intake.check_room()  # refuse an overload before receiving the body
             async with readers.reading(request.client.host if request.client else "") as reading:
                 receiving = True
-                body = await _receive_body(request, reading)
+                body = await receive_body(request, reading)
                 received = True
                 with intake.admitted():
-                    receipt = await handle(_inflate(request, body, limits.max_bytes), json=json)
+                    receipt = await handle(inflate(request, body, limits.max_bytes), json=json)
         except Busy as exc:
             metrics.export_request("http", signal, "busy")
             # Refused mid-body: close rather than wait for the rest of it.
-            return _status_response(503, _UNAVAILABLE, str(exc), json=json, retry=True,
+            return _status_response(503, UNAVAILABLE, str(exc), json=json, retry=True,
                                     close=receiving and not received)
-        except _Gone as exc:
+        except Gone as exc:
             metrics.export_request("http", signal, "disconnected")
             log.info("OTLP/HTTP client %s went away mid-request (%s)", _peer(request), exc)
             return Response(status_code=499)  # nobody is listening; uvicorn drops it
-        except _HttpError as exc:
+        except HttpError as exc:
             metrics.export_request("http", signal, _OUTCOMES.get(exc.status, "invalid"))
             if exc.status == 408:
                 # The rest of the body may still come: close rather than read it as a request.
@@ -387,10 +211,10 @@ def _endpoint(
             return _status_response(exc.status, exc.code, exc.message, json=json)
         except DecodeError as exc:
             metrics.export_request("http", signal, "invalid")
-            return _status_response(400, _INVALID_ARGUMENT, str(exc), json=json)
+            return _status_response(400, INVALID_ARGUMENT, str(exc), json=json)
         except StoreUnavailable as exc:
             metrics.export_request("http", signal, "unavailable")
-            return _status_response(503, _UNAVAILABLE, str(exc), json=json, retry=True)
+            return _status_response(503, UNAVAILABLE, str(exc), json=json, retry=True)
         metrics.export_request(
             "http", signal, "ok", spans=receipt.spans, logs=receipt.logs,
             rejected=receipt.rejected,

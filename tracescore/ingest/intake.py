@@ -32,7 +32,7 @@ from contextlib import contextmanager
 
 from tracescore import metrics
 from tracescore.backoff import Backoff
-from tracescore.children import stop_leftovers
+from tracescore.helper_processes import stop_leftovers
 from tracescore.ingest.decode import Decoded, Receipt, decode_logs, decode_metrics, decode_traces
 from tracescore.ingest.screen import Screened, screen_logs, screen_traces
 from tracescore.ingest.unpack import Unpacker, UnpackReport, UnpackSettings

@@ -31,9 +31,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import TextIO
 
-from tracescore import children
+from tracescore import helper_processes
 from tracescore.backoff import Backoff
-from tracescore.children import Child
+from tracescore.helper_processes import Child
 from tracescore.ingest.decode import Decoded, DecodeError, decode_logs, decode_traces
 from tracescore.ingest.truncate import truncate_for_storage
 from tracescore.spans import OWN_EVALUATIONS_SCOPE
@@ -160,7 +160,7 @@ class UnpackReport:
 
 
 class Unpacker(Child):
-    """The unpacker process of one collector (a :class:`~tracescore.children.Child`), woken by
+    """The unpacker process of one collector (a :class:`~tracescore.helper_processes.Child`), woken by
     each new entry; it stores what it can of the collector's entries for ``shutdown_timeout``
     seconds once the collector is gone, then exits, whatever state the database is in. Its
     :class:`UnpackReport` lines feed ``on_report``."""
@@ -174,9 +174,9 @@ class Unpacker(Child):
 
 def main() -> None:
     """An unpacker process: its settings from the environment, its wake-ups on standard input
-    (it ignores the terminal's Ctrl-C, see :mod:`tracescore.children`)."""
+    (it ignores the terminal's Ctrl-C, see :mod:`tracescore.helper_processes`)."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    found = children.settings()
+    found = helper_processes.settings()
     found.pop("collector_pid")
     _UnpackLoop(UnpackSettings(**found), sys.stdin.fileno(), sys.stdout).run()
 
@@ -189,12 +189,12 @@ class _UnpackLoop:
         self.settings = settings
         self.wake = wake
         self.reports = reports
-        children.exit_after_service(wake, settings.shutdown_timeout, "unpacker")
+        helper_processes.exit_after_service(wake, settings.shutdown_timeout, "unpacker")
         self.store = open_store(settings.store_url, ReadinessRules(max_clock_skew=settings.max_clock_skew), create=False)
         self.outage = Backoff("unpacker: the database")
         self.service_gone = False
         """Set once the collector's pipe closes: then only its own entries are finished, and a
-        thread ends the process at ``shutdown_timeout`` (:func:`children.exit_after_service`)."""
+        thread ends the process at ``shutdown_timeout`` (:func:`helper_processes.exit_after_service`)."""
 
     def run(self) -> None:
         settings, store = self.settings, self.store
@@ -256,7 +256,7 @@ class _UnpackLoop:
             self.outage.succeeded()
             quarantined, (replaced, future) = finished.result(), self.store.take_counts()
             if quarantined or replaced or future:
-                children.report(self.reports, asdict(UnpackReport(quarantined, replaced, future)))
+                helper_processes.report(self.reports, asdict(UnpackReport(quarantined, replaced, future)))
         elif database_unavailable(error):  # the entries stay in the journal and are taken again
             self.outage.failed(error)
         else:  # not even quarantining worked: a bug; retry after a pause

@@ -33,7 +33,8 @@ from tracescore.monitor.channels import Channel, build_channels
 from tracescore.monitor.config import AlertRule, AlertsConfig, MonitorConfig, RegressionRule
 from tracescore.monitor.rules import BaselineCache, Verdict, evaluate_rule, finite
 from tracescore.monitor.silences import Silence, active_silences, covering
-from tracescore.store.alerts import AlertEventRow, AlertStateRow, dialect_insert
+from tracescore.store.alerts import AlertEventRow, AlertStateRow
+from tracescore.store.dialect import dialect_insert
 from tracescore.store.leases import acquire_lease, release_lease
 from tracescore.store.outage import database_unavailable
 from tracescore.store.table_of import table_of

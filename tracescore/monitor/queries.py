@@ -8,7 +8,6 @@ range are fetched (one column) and interpolated the same way in Python.
 
 from __future__ import annotations
 
-import base64
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
@@ -34,6 +33,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql import Select
 
 from tracescore.monitor.stats import Moments, percentile_cont
+from tracescore.restapi import NOT_A_CURSOR, decode_cursor, encode_cursor
 from tracescore.scorers.base import FAILED_RUN_REASON
 from tracescore.store.scores import SamplingDecisionRow, SamplingTallyRow, ScoreRow
 from tracescore.store.table_of import table_of
@@ -126,17 +126,18 @@ _ANY_TIME = datetime(1970, 1, 1, tzinfo=UTC)
 _PUBLIC_COLUMNS = [col for col in SCORES.c if col.name != "steps"]
 
 
-def encode_cursor(created_at: datetime, row_id: str) -> str:
-    return base64.urlsafe_b64encode(f"{created_at.isoformat()}|{row_id}".encode()).decode()
+def time_cursor(created_at: datetime, row_id: str) -> str:
+    """The cursor of a page whose last row has ``(created_at, id)``, for lists newest first."""
+    return encode_cursor(created_at.isoformat(), row_id)
 
 
-def decode_cursor(cursor: str) -> tuple[datetime, str]:
-    """Raises ValueError for anything not made by :func:`encode_cursor`."""
+def time_position(cursor: str) -> tuple[datetime, str]:
+    """The ``(created_at, id)`` of a :func:`time_cursor`; ValueError for another cursor."""
+    moment, row_id = decode_cursor(cursor, 2)
     try:
-        moment, _, row_id = base64.urlsafe_b64decode(cursor.encode()).decode().partition("|")
         return datetime.fromisoformat(moment), row_id
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ValueError("invalid cursor") from exc
+    except ValueError:
+        raise ValueError(NOT_A_CURSOR) from None
 
 
 def list_scores(
@@ -147,7 +148,7 @@ def list_scores(
     c = SCORES.c
     conditions = where.conditions()
     if cursor is not None:
-        moment, row_id = decode_cursor(cursor)
+        moment, row_id = time_position(cursor)
         moment = db_time(moment)
         conditions.append(or_(c.created_at < moment, and_(c.created_at == moment, c.id < row_id)))
     columns = list(SCORES.c) if with_steps else _PUBLIC_COLUMNS
@@ -161,7 +162,7 @@ def list_scores(
     next_cursor = None
     if len(rows) > limit:
         rows = rows[:limit]
-        next_cursor = encode_cursor(rows[-1]["created_at"], rows[-1]["id"])
+        next_cursor = time_cursor(rows[-1]["created_at"], rows[-1]["id"])
     return rows, next_cursor
 
 

@@ -22,7 +22,7 @@ from tracescore.extract.model import AgentRun, RunInput, SystemMessage
 from tracescore.pipeline.bindings import CompiledBinding, select_target
 from tracescore.pipeline.config import WorkersConfig
 from tracescore.pipeline.conversations import conversation_score_id
-from tracescore.pipeline.worker import ScoringWorker
+from tracescore.pipeline.scoring_worker import ScoringWorker
 from tracescore.store.scores import StoredScore
 
 

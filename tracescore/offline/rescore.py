@@ -29,7 +29,7 @@ from tracescore.offline.sample import RunSample
 from tracescore.pipeline.bindings import CompiledBinding
 from tracescore.pipeline.config import WorkersConfig
 from tracescore.pipeline.sampling import is_sampled
-from tracescore.pipeline.worker import ScoringWorker
+from tracescore.pipeline.scoring_worker import ScoringWorker
 from tracescore.store import SpanStore
 from tracescore.store.scores import (
     SamplingDecision,

@@ -28,7 +28,7 @@ from tracescore.offline.specs import bindings_from_specs
 from tracescore.pipeline.bindings import CompiledBinding, compile_bindings
 from tracescore.pipeline.config import SamplingConfig, ScorerBinding, WorkersConfig
 from tracescore.pipeline.routing import RunFilter
-from tracescore.pipeline.worker import ScoringWorker
+from tracescore.pipeline.scoring_worker import ScoringWorker
 from tracescore.scorers.base import Scorer
 from tracescore.scorers.utils import get_user_message
 from tracescore.store.scores import StoredScore

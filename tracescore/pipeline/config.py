@@ -78,7 +78,7 @@ class BudgetConfig(Section):
 
 class WorkersConfig(Section):
     processes: int | None = Field(None, ge=0, le=16)
-    """Scoring worker processes per service process (see :mod:`tracescore.pipeline.process`):
+    """Scoring worker processes per service process (see :mod:`tracescore.pipeline.scoring_processes`):
     scoring is CPU-bound Python, and in processes of its own it runs on other cores than ingest.
     Default: one per core, at most 4 (2 on a 2-core machine: ~1,000 agent traces/s scored by
     the five code scorers on SQLite, against ~670 with one). 0 scores in the service process
@@ -92,7 +92,7 @@ class WorkersConfig(Section):
     concurrency: int = Field(8, gt=0, le=1024)
     """Runs scored at once per instance (judge calls are further limited per judge)."""
     claim_batch: int = Field(64, gt=0, le=1000)
-    """Traces claimed, loaded, scored and stored together (see :mod:`tracescore.pipeline.worker`);
+    """Traces claimed, loaded, scored and stored together (see :mod:`tracescore.pipeline.scoring_worker`);
     also how many traces waiting on a judge may be in flight at once. Batches amortise the
     per-trace database work: at 64 a batch's claim, load and write cost about a tenth of what
     they did per trace."""

@@ -9,7 +9,7 @@ the reason and retried after a delay, parked as ``failed`` after too many attemp
 
 Sampling is by conversation id, so a conversation is scored whole or not at all; filters are
 matched against the last turn's run (the agent and service answering the conversation now).
-Scoring itself goes through the trace worker's :meth:`~tracescore.pipeline.worker.ScoringWorker.score`,
+Scoring itself goes through the trace worker's :meth:`~tracescore.pipeline.scoring_worker.ScoringWorker.score`,
 so judges, rate and budget limits and the judge metrics are the ones run scores use.
 """
 
@@ -33,7 +33,7 @@ from tracescore.extract.runs import primary_runs
 from tracescore.pipeline.bindings import CompiledBinding, select_target
 from tracescore.pipeline.renewal import renewing
 from tracescore.pipeline.sampling import is_sampled
-from tracescore.pipeline.worker import ScoringWorker
+from tracescore.pipeline.scoring_worker import ScoringWorker
 from tracescore.store.conversations import (
     ConversationClaim,
     ConversationQueue,

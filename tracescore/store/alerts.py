@@ -10,9 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import JSON, BigInteger, Column, Index, Integer, Text
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
 
 
@@ -119,6 +116,3 @@ class AlertLeaderRow(SQLModel, table=True):
     expires_at: float
 
 
-def dialect_insert(connection: Connection) -> Any:
-    """The INSERT construct of the connection's dialect, which has ``on_conflict_*``."""
-    return pg_insert if connection.dialect.name == "postgresql" else sqlite_insert

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import Column, Float, Index, Text, and_, delete, or_, select
@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
 
 from tracescore import metrics
-from tracescore.store.alerts import dialect_insert
+from tracescore.store.dialect import as_utc, dialect_insert
 from tracescore.store.scores import ScoreRow
 from tracescore.store.spanstore import SpanStore
 from tracescore.store.table_of import table_of
@@ -117,11 +117,6 @@ class ScoredFeedback:
     service: str | None
     value: float | None
     label: str | None
-
-
-def as_utc(moment: datetime) -> datetime:
-    """SQLite hands datetimes back naive; they were stored as UTC."""
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _row_json(row: Any) -> dict[str, Any]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from sqlalchemy import or_, update
 from sqlalchemy.engine import Connection
 
-from tracescore.store.alerts import AlertLeaderRow, dialect_insert
+from tracescore.store.alerts import AlertLeaderRow
+from tracescore.store.dialect import dialect_insert
 from tracescore.store.table_of import table_of
 
 LEADER = table_of(AlertLeaderRow)

@@ -15,12 +15,11 @@ from datetime import UTC, datetime
 from typing import Any, Literal, NotRequired, TypedDict
 
 from sqlalchemy import JSON, BigInteger, Column, Index, Table, Text
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Dialect
 from sqlmodel import Field, SQLModel
 
 from tracescore.store.bulk import BulkInsert, bulk_insert
+from tracescore.store.dialect import dialect_insert
 from tracescore.store.table_of import table_of
 from tracescore.store.text import ColumnFit, TextGuard
 
@@ -243,8 +242,7 @@ def add_tallies(connection: Connection, unsampled: dict[str, int], now: datetime
     if not unsampled:
         return
     table = _TALLIES
-    insert = pg_insert if connection.dialect.name == "postgresql" else sqlite_insert
-    statement = insert(table)
+    statement = dialect_insert(connection)(table)
     statement = statement.on_conflict_do_update(
         index_elements=["binding", "minute"], set_={"unsampled": table.c.unsampled + statement.excluded.unsampled}
     )

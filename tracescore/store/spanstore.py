@@ -6,6 +6,10 @@ Writes go to the driver as tuples (``executemany`` on SQLite, ``COPY`` on Postgr
 more than the encoding itself. Resources and scopes are stored
 once per distinct attribute set (keyed by a hash), so a 1000-span request writes one resource
 row, not a thousand copies.
+
+Over 400 lines and kept whole: it is the one owner of the span, log, resource and scope tables,
+and each read here (``_span_from_row``, ``_log_from_row``) is the inverse of a row built here
+for a write (``_span_row``, ``_log_row``), which must change together.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from sqlalchemy.engine import Connection
 
 from tracescore.monitor.queries import SCORES, ScoreFilter, bucket_start, db_time
 from tracescore.store.alerts import AlertEventRow, AlertStateRow
+from tracescore.store.dialect import as_utc
 from tracescore.store.table_of import table_of
 
 ALERT_STATES = table_of(AlertStateRow)
@@ -25,11 +26,6 @@ FILTER_COLUMNS = ("scorer_id", "agent", "model")
 """Columns the score lists can be narrowed by, in the order the filter form shows them."""
 LATE_WRITES = timedelta(minutes=10)
 """How far back a score row may be stamped when it is written (its scoring time)."""
-
-
-def as_utc(moment: datetime) -> datetime:
-    """SQLite hands back naive datetimes; every stored time is UTC."""
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
 
 def _rows(connection: Connection, statement: Any, params: dict[str, Any]) -> list[dict[str, Any]]:

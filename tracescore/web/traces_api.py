@@ -18,6 +18,7 @@ from fastapi.responses import Response
 from tracescore.extract import RUN_KINDS
 from tracescore.restapi import (
     LEGACY,
+    NOT_A_CURSOR,
     ApiVersion,
     Moment,
     decode_cursor,
@@ -83,7 +84,7 @@ def _position(cursor: str) -> tuple[float, str]:
     try:
         return float(last_seen), trace_id
     except ValueError:
-        raise ValueError("cursor: not a next_cursor this route gave") from None
+        raise ValueError(NOT_A_CURSOR) from None
 
 
 def _json(document: Any) -> Response:

@@ -1,7 +1,7 @@
 """``tracescore db``: the database's schema (and its upkeep) from the command line.
 
-Every command takes the database as ``--db URL`` or from a config's ``store``; a new command
-reuses :data:`DB_OPTION`, :data:`CONFIG_OPTION` and :func:`open_engine`. Modules are imported
+Every command takes the database as ``--db URL`` or from a config's ``store``; the options and
+:func:`~tracescore.cli.database.open_engine` come from :mod:`tracescore.cli.database`. Modules are imported
 inside the commands, so ``tracescore --help`` stays fast.
 
 Exit codes: 0 done, 1 the database is behind (``check``), cannot be opened or has a schema
@@ -10,96 +10,22 @@ this release cannot use, 2 a usage error (bad URL, bad config file).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
-if TYPE_CHECKING:
-    from sqlalchemy import Engine
+from tracescore.cli.common import fail
+from tracescore.cli.database import (
+    CONFIG_OPTION,
+    DB_OPTION,
+    database_errors,
+    database_name,
+    open_engine,
+)
 
 db_app = typer.Typer(
     help="The database: upgrade its schema, show and check its revision.", no_args_is_help=True
 )
-
-DB_OPTION = typer.Option(
-    None, "--db", help="Database URL: sqlite:///file.db or postgresql://user@host/db.",
-    show_default="the config's store, sqlite:///tracescore.db",
-)
-CONFIG_OPTION = typer.Option(
-    None, "--config", help="YAML config file (for its store).",
-    show_default="none: the embedded defaults",
-)
-
-
-def _exit(code: int, message: str) -> NoReturn:
-    typer.echo(message, err=True)
-    raise typer.Exit(code)
-
-
-def open_engine(db: str | None, config_file: Path | None, *, existing: bool = False) -> Engine:
-    """The engine of ``--db``, else of the config's ``store``; a bad URL or config exits 2.
-
-    ``existing``: the command only reads (or prunes) the database, so a SQLite file that is not
-    there exits 1 (see :func:`require_database`) instead of being created empty."""
-    from sqlalchemy.exc import ArgumentError
-
-    from tracescore.config import ConfigError, load_config
-    from tracescore.store import make_engine
-
-    try:
-        url = db or load_config(config_file).store.url
-        if existing:
-            require_database(url)
-        return make_engine(url)
-    except OSError as exc:
-        _exit(2, f"cannot read config file {config_file}: {exc.strerror}")
-    except ConfigError as exc:
-        _exit(2, str(exc))
-    except (ArgumentError, ValueError) as exc:
-        _exit(2, f"invalid database URL: {exc}")
-
-
-def require_database(url: str) -> None:
-    """Exit 1, naming the file, when ``url`` is a SQLite file that does not exist.
-
-    For the commands that only read a database: opening a missing SQLite file creates it (and
-    the engine its directory), after which the command would report an empty database, for a
-    misspelt path too. PostgreSQL reports a missing database itself, on connecting.
-    An invalid URL raises ``ArgumentError``."""
-    from sqlalchemy.engine import make_url
-
-    from tracescore.store import normalize_url
-
-    parsed = make_url(normalize_url(url))
-    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
-        return
-    path = Path(parsed.database).expanduser().absolute()
-    if not path.exists():
-        _exit(1, f"no database at {path} ({url}): the file does not exist; `tracescore serve` "
-                 "or `tracescore db upgrade` creates it")
-
-
-def database_name(engine: Engine) -> str:
-    """The database as people recognise it: its URL, without a password."""
-    return engine.url.render_as_string(hide_password=True)
-
-
-@contextmanager
-def database_errors() -> Iterator[None]:
-    """Exit 1 with the reason when the database cannot be reached or its schema not used."""
-    from sqlalchemy.exc import OperationalError
-
-    from tracescore.store import SchemaError
-
-    try:
-        yield
-    except OperationalError as exc:
-        _exit(1, f"cannot open the database: {exc.orig}")
-    except SchemaError as exc:
-        _exit(1, str(exc))
 
 
 @db_app.command("upgrade")
@@ -139,7 +65,7 @@ def check(db: str | None = DB_OPTION, config_file: Path | None = CONFIG_OPTION) 
     with database_errors():
         state = migrate.schema_state(engine)
     if state.pending:
-        _exit(1, f"behind: the database schema is {state.describe()}; run `tracescore db upgrade`")
+        fail(1, f"behind: the database schema is {state.describe()}; run `tracescore db upgrade`")
     typer.echo(f"up to date: {state.describe()}")
 
 
@@ -156,9 +82,9 @@ def prune(db: str | None = DB_OPTION, config_file: Path | None = CONFIG_OPTION) 
     try:
         retention = load_config(config_file).retention
     except OSError as exc:
-        _exit(2, f"cannot read config file {config_file}: {exc.strerror}")
+        fail(2, f"cannot read config file {config_file}: {exc.strerror}")
     except ConfigError as exc:
-        _exit(2, str(exc))
+        fail(2, str(exc))
     engine = open_engine(db, config_file, existing=True)
     if not retention.durations():
         typer.echo("nothing to prune: retention gives no kind a duration (all kept forever)")

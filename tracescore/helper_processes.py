@@ -21,8 +21,11 @@ program takes the service's ``sys.path`` first (as spawn does), so it imports th
 - **Leftovers**: a child whose service was killed while it still had work could live on for up
   to its deadline; a service starting on the same store ends such children first
   (:func:`stop_leftovers`).
-- **Shutdown**: a stopping service tells all its children at once (:func:`wind_down_all`), so
-  their deadlines run side by side, and kills those still running if its own shutdown is stuck
+- **Shutdown**: a stopping service marks its children as not to be replaced
+  (:func:`service_stopping`) and their owners stop them: the intake tells its unpackers to wind
+  down as soon as the web server has stopped (:meth:`Child.wind_down`), and each owner's
+  :meth:`Child.stop` then waits for its child, ending it a grace period past its
+  ``shutdown_timeout``. A service whose own shutdown is stuck kills those still running
   (:func:`kill_all`).
 """
 
@@ -54,7 +57,7 @@ _MAX_BACKOFF_SECONDS = 60.0
 EXIT_GRACE_SECONDS = 5.0
 """How long past its shutdown deadline a stopped child may take before it is ended."""
 _STARTED: list[Child] = []
-"""This process's children, for :func:`wind_down_all` and :func:`kill_all`."""
+"""This process's children, for :func:`service_stopping` and :func:`kill_all`."""
 _TERM_PAUSE_SECONDS = 3.0
 """How long a child ended by SIGTERM waits to be replaced (see :meth:`Child.revive`)."""
 
@@ -241,14 +244,6 @@ def service_stopping() -> None:
     signal may have ended it) is not replaced, and its end is no error."""
     for child in _STARTED:
         child._service_stopping = True
-
-
-def wind_down_all() -> None:
-    """Tell every child of this process to wind down now (a service that starts stopping):
-    their ``shutdown_timeout`` then runs from the same moment for all of them, not from
-    whenever the service's shutdown gets to each."""
-    for child in _STARTED:
-        child.wind_down()
 
 
 def kill_all() -> None:

@@ -9,20 +9,16 @@ from __future__ import annotations
 import io
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from tracescore.dbcli import CONFIG_OPTION, DB_OPTION, database_errors, require_database
+from tracescore.cli.common import fail
+from tracescore.cli.database import CONFIG_OPTION, DB_OPTION, database_errors, require_database
 
 if TYPE_CHECKING:
     from tracescore.config import Config
     from tracescore.store import SpanStore
-
-
-def _exit(code: int, message: str) -> NoReturn:
-    typer.echo(message, err=True)
-    raise typer.Exit(code)
 
 
 def _open(db: str | None, config_file: Path | None) -> tuple[Config, SpanStore]:
@@ -33,15 +29,15 @@ def _open(db: str | None, config_file: Path | None) -> tuple[Config, SpanStore]:
     try:
         config = load_config(config_file)
     except OSError as exc:
-        _exit(2, f"cannot read config file {config_file}: {exc.strerror}")
+        fail(2, f"cannot read config file {config_file}: {exc.strerror}")
     except ConfigError as exc:
-        _exit(2, str(exc))
+        fail(2, str(exc))
     url = db or config.store.url
     try:
         require_database(url)
         return config, open_store(url)
     except ValueError as exc:
-        _exit(2, f"invalid database URL: {exc}")
+        fail(2, f"invalid database URL: {exc}")
 
 
 def _since(text: str) -> Any:
@@ -52,7 +48,7 @@ def _since(text: str) -> Any:
     try:
         return since_moment(text, datetime.now(UTC))
     except ValueError as exc:
-        _exit(2, f"--since: {exc}")
+        fail(2, f"--since: {exc}")
 
 
 def _interval(figure: float | None, interval: list[float] | None) -> str:
@@ -108,7 +104,7 @@ def calibrate(
     from tracescore.feedback.report import Thresholds, calibration_report
 
     if fmt not in ("table", "json"):
-        _exit(2, f"--format must be table or json, not {fmt!r}")
+        fail(2, f"--format must be table or json, not {fmt!r}")
     start = _since(since) if since else None
     with database_errors():
         config, store = _open(db, config_file)

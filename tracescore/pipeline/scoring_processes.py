@@ -4,7 +4,7 @@ Scoring is CPU-bound Python (extraction and the code scorers). In a thread of th
 shares one GIL with ingest's acknowledgements and the API, so the service scores on one core
 and acknowledgements wait behind batches. ``workers.processes`` (default: one per core, at most
 4) runs the worker in that many child processes instead (each a
-:class:`~tracescore.children.Child`: started with the service, replaced when it dies, stopped
+:class:`~tracescore.helper_processes.Child`: started with the service, replaced when it dies, stopped
 with it within ``server.shutdown_timeout``). They share the work through the trace queue's
 leases, as several services do. With 0 the worker runs in the service process, as a
 background task.
@@ -25,9 +25,9 @@ import threading
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from tracescore import children, metrics
+from tracescore import helper_processes, metrics
 from tracescore.background import BackgroundFactory
-from tracescore.children import Child
+from tracescore.helper_processes import Child
 from tracescore.pipeline.config import ScoringConfig
 from tracescore.store import SpanStore, open_store
 
@@ -37,7 +37,7 @@ _RELAYED = frozenset((
     "traces_done", "sampling_decision", "observe_score", "judge_call", "text_values_replaced", "trace_unread",
     "traces_failed", "stale_completions",
 ))
-"""The metric calls a scoring process relays (:class:`~tracescore.pipeline.worker.PipelineMetrics`)."""
+"""The metric calls a scoring process relays (:class:`~tracescore.pipeline.scoring_worker.PipelineMetrics`)."""
 _FLUSH_SECONDS = 0.25
 _GC_THRESHOLDS = (100_000, 50, 10)
 """The cyclic garbage collector's thresholds in a scoring process (CPython's are 700, 10, 10).
@@ -50,7 +50,7 @@ _REVIVE_SECONDS = 1.0
 
 
 class MetricRelay:
-    """:class:`~tracescore.pipeline.worker.PipelineMetrics` for a child: each call is kept and,
+    """:class:`~tracescore.pipeline.scoring_worker.PipelineMetrics` for a child: each call is kept and,
     every quarter second, the calls so far go to the service in one report line."""
 
     def __init__(self, stream: TextIO) -> None:
@@ -75,7 +75,7 @@ class MetricRelay:
         with self._lock:
             calls, self._calls = self._calls, []
         if calls:
-            children.report(self._stream, {"metrics": calls})
+            helper_processes.report(self._stream, {"metrics": calls})
 
     def close(self) -> None:
         self._stopped.set()
@@ -129,11 +129,11 @@ def scoring_processes_task(config: ScoringConfig, store: SpanStore) -> Backgroun
 def main() -> None:
     """A scoring process: the service's config from the environment; it ends when the service
     closes its standard input, finishing or handing back what it holds."""
-    from tracescore.pipeline.runner import pipeline_task  # the scorers
+    from tracescore.pipeline.scoring_task import pipeline_task  # the scorers
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    found = children.settings()
-    children.exit_after_service(sys.stdin.fileno(), found["shutdown_timeout"], "scoring worker")
+    found = helper_processes.settings()
+    helper_processes.exit_after_service(sys.stdin.fileno(), found["shutdown_timeout"], "scoring worker")
     config = ScoringConfig.model_validate(found["config"])
     store = open_store(config.store, config.assembly.readiness(), create=False)
     relay = MetricRelay(sys.stdout)

@@ -10,7 +10,7 @@ from tracescore.background import BackgroundFactory
 from tracescore.extract.declared import claim_order
 from tracescore.pipeline.bindings import compile_bindings
 from tracescore.pipeline.config import ScoringConfig
-from tracescore.pipeline.worker import PipelineMetrics, ScoringWorker
+from tracescore.pipeline.scoring_worker import PipelineMetrics, ScoringWorker
 from tracescore.store import SpanStore
 from tracescore.store.scores import StoredScore
 

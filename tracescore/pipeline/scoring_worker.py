@@ -20,6 +20,11 @@ Every trace loaded is also counted per source (:mod:`tracescore.extract.sources`
 runs with content, why nothing was read), in the same transaction as its scores. A trace no
 binding samples is not: counting it would mean loading and extracting it, the very cost that
 sampling saves, so the sources view describes the sampled traces (their reasons all the same).
+
+The rows written are built in :mod:`~tracescore.pipeline.score_rows`, and what a batch carries
+per trace is :mod:`~tracescore.pipeline.batches`. Over 400 lines and kept whole: what is left
+is one batch's life (claim, synchronous pass, storing, the asynchronous remainder, metrics),
+whose steps share the worker's leases, slots and backoff.
 """
 
 from __future__ import annotations
@@ -32,15 +37,11 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 
-from pydantic_core import to_jsonable_python
-
 from tracescore import metrics
 from tracescore.backoff import Backoff
-from tracescore.conversations.turns import answer_text, user_text
 from tracescore.extract import extract_runs
 from tracescore.extract.base import Convention
 from tracescore.extract.conversation import Conversation
@@ -48,13 +49,15 @@ from tracescore.extract.conversation_id import DEFAULT_ID_ATTRIBUTES
 from tracescore.extract.model import AgentRun
 from tracescore.extract.registry import CONVENTIONS
 from tracescore.extract.sources import TraceReading, read_sources
-from tracescore.pipeline.bindings import CompiledBinding, select_target
+from tracescore.pipeline.batches import BatchPass, ClaimedTrace, source_tallies, trace_turn
+from tracescore.pipeline.bindings import CompiledBinding
 from tracescore.pipeline.budget import InputCut, ScorerTimeout, Watchdog, within_input_budget
 from tracescore.pipeline.config import WorkersConfig
 from tracescore.pipeline.renewal import renewing
 from tracescore.pipeline.sampling import is_sampled, sampled_at, unit_hash
+from tracescore.pipeline.score_rows import decision_row, score_row, unstorable_score
 from tracescore.scorers.base import ScoreResult, ScorerRun
-from tracescore.store.conversations import TurnRecord, record_turns
+from tracescore.store.conversations import record_turns
 from tracescore.store.outage import database_unavailable
 from tracescore.store.scores import (
     SamplingDecision,
@@ -62,17 +65,15 @@ from tracescore.store.scores import (
     add_tallies,
     prepare_decisions,
     prepare_scores,
-    score_id,
     upsert_decisions,
     upsert_scores,
 )
-from tracescore.store.sources import SourceTally, add_source_tallies
+from tracescore.store.sources import add_source_tallies
 from tracescore.store.trace_queue import TraceClaim
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
-_MAX_PROMPT_CHARS = 20_000
 _LANES = {"postgresql": 2}
 """Batches in their synchronous pass at once, by database (see :meth:`ScoringWorker.run`): on
 PostgreSQL two, so that one's round trips and WAL flushes overlap the other's scoring (232 ->
@@ -83,92 +84,6 @@ contends for the GIL (1,002 traces/s with one, 928 with two, two scoring process
 def worker_owner_id() -> str:
     """A claim owner name that is unique per process and readable in the database."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-
-
-def _steps_json(result: ScoreResult) -> dict[str, Any]:
-    """Step results and judge calls as stored (prompts capped: they repeat the whole run), what
-    ``model_dump(mode="json")`` of those fields gives, built field by field: the whole-model
-    dump cost more than a code scorer's run."""
-    return {
-        "failed_step": result.failed_step,
-        "preprocess_step_result": to_jsonable_python(result.preprocess_step_result),
-        "analyze_step_result": to_jsonable_python(result.analyze_step_result),
-        "generate_score_step_result": to_jsonable_python(result.generate_score_step_result),
-        "steps": [
-            {
-                "name": step.name,
-                "result": to_jsonable_python(step.result),
-                "duration_ms": step.duration_ms,
-                "prompt": step.prompt if step.prompt is None or len(step.prompt) <= _MAX_PROMPT_CHARS
-                else step.prompt[:_MAX_PROMPT_CHARS] + "…[truncated]",
-                "judge_calls": [call.model_dump(mode="json", exclude={"prompt"}) for call in step.judge_calls],
-                "error": step.error,
-            }
-            for step in result.steps
-        ],
-    }
-
-
-def score_row(
-    binding: CompiledBinding, run: AgentRun, *, status: str, result: ScoreResult | None = None,
-    error: str | None = None, now: datetime | None = None, cut: InputCut | None = None,
-) -> StoredScore:
-    """The ``scores`` row of one binding on one run; ``cut`` (what the input budget cut of the
-    run) is recorded in its steps as ``input_cut``."""
-    now = now or datetime.now(UTC)
-    row: StoredScore = {
-        "id": score_id(run.trace_id, run.span_id, binding.name, binding.scorer.version),
-        "trace_id": run.trace_id,
-        "span_id": run.span_id,
-        "binding": binding.name,
-        "scorer_id": binding.scorer.id,
-        "scorer_version": binding.scorer.version,
-        "status": status,
-        "score": None,
-        "label": None,
-        "reason": None,
-        "error": error,
-        "steps": None,
-        "judge_model": None,
-        "input_tokens": 0,
-        "output_tokens": 0,
-        "cost_usd": 0.0,
-        "latency_ms": 0.0,
-        "run_kind": run.kind,
-        "service": run.service_name,
-        "agent": run.agent_name,
-        "model": run.model,
-        "created_at": now,
-        "updated_at": now,
-    }
-    if result is not None:
-        row["status"] = result.status
-        row["score"] = result.score
-        row["label"] = binding.label(result.score)
-        row["reason"] = result.reason
-        row["error"] = result.error
-        row["steps"] = steps = _steps_json(result)
-        row["judge_model"] = result.judge_calls[0].model if result.judge_calls else None
-        row["input_tokens"] = result.input_tokens
-        row["output_tokens"] = result.output_tokens
-        row["cost_usd"] = result.cost_usd
-        row["latency_ms"] = result.duration_ms
-        if result.status == "error" and run.warnings:
-            row["error"] = f"{result.error} (extraction warnings: {'; '.join(run.warnings[:5])})"
-        if cut is not None:
-            steps["input_cut"] = cut.to_json()
-    return row
-
-
-def unstorable_score(row: StoredScore, error: BaseException) -> StoredScore:
-    """The ``error`` row that stands for a score row the database refused."""
-    replacement = row.copy()
-    replacement["status"] = "error"
-    replacement["score"] = replacement["label"] = replacement["reason"] = replacement["steps"] = None
-    replacement["input_tokens"] = replacement["output_tokens"] = 0
-    replacement["cost_usd"] = 0.0
-    replacement["error"] = f"the score could not be stored: {type(error).__name__}: {error}"[:2000]
-    return replacement
 
 
 class PipelineMetrics(Protocol):
@@ -194,33 +109,6 @@ class PipelineMetrics(Protocol):
     def traces_failed(self, reason: str, count: int) -> None: ...
 
     def stale_completions(self, count: int) -> None: ...
-
-
-@dataclass(slots=True)
-class _Trace:
-    """One claimed trace on its way through a batch."""
-
-    claim: TraceClaim
-    runs: list[AgentRun] = field(default_factory=list)
-    decisions: list[SamplingDecision] = field(default_factory=list)
-    rows: list[StoredScore] = field(default_factory=list)
-    later: list[tuple[CompiledBinding, AgentRun]] = field(default_factory=list)
-    """Sampled (binding, run) pairs for the asynchronous path (judges, limits)."""
-    turn: TurnRecord | None = None
-    """The trace's turn, when it names a conversation: recorded with its scores."""
-    reading: TraceReading | None = None
-    """What each of its sources gave (:mod:`tracescore.extract.sources`): counted with its scores."""
-
-
-@dataclass(slots=True)
-class _Batch:
-    """What one batch's synchronous pass found, for :meth:`ScoringWorker.process_batch`."""
-
-    done: list[_Trace] = field(default_factory=list)
-    unsampled: list[TraceClaim] = field(default_factory=list)
-    tallies: dict[str, int] = field(default_factory=dict)
-    later: list[_Trace] = field(default_factory=list)
-    failed: list[tuple[TraceClaim, str]] = field(default_factory=list)
 
 
 class ScoringWorker:
@@ -352,7 +240,7 @@ class ScoringWorker:
         stored = [row for trace in batch.done for row in trace.rows]
         return stored, [asyncio.create_task(self._finish(trace)) for trace in batch.later]
 
-    def _run_batch(self, claims: Sequence[TraceClaim]) -> _Batch:
+    def _run_batch(self, claims: Sequence[TraceClaim]) -> BatchPass:
         """Sample, load, extract, score synchronously, then store what is finished, all in the
         calling thread."""
         batch = self._prepare(claims)
@@ -363,8 +251,8 @@ class ScoringWorker:
         self._observe(batch.done, len(batch.unsampled))
         return batch
 
-    def _prepare(self, claims: Sequence[TraceClaim]) -> _Batch:
-        batch = _Batch()
+    def _prepare(self, claims: Sequence[TraceClaim]) -> BatchPass:
+        batch = BatchPass()
         sampling: dict[str, list[bool]] = {}
         for claim in claims:
             position = unit_hash(claim.trace_id)
@@ -381,14 +269,14 @@ class ScoringWorker:
             sampled = sampling.get(claim.trace_id)
             if sampled is None:
                 continue
-            trace = _Trace(claim)
+            trace = ClaimedTrace(claim)
             try:
                 found = loaded.get(claim.trace_id)
                 trace.runs = extract_runs(
                     found, only_primary=self._only_primary, conversation_attributes=self.conversation_attributes,
                     conventions=self.conventions,
                 ) if found is not None else []  # fmt: skip
-                trace.turn = _turn(trace.runs, now, self.store.rules.max_clock_skew)
+                trace.turn = trace_turn(trace.runs, now, self.store.rules.max_clock_skew)
                 self._route(trace, sampled, now)
                 trace.reading = read_sources(found, trace.runs, self.conventions) if found is not None else None
             except Exception as exc:  # noqa: BLE001 - one trace's bug must not sink the batch
@@ -397,14 +285,14 @@ class ScoringWorker:
             (batch.later if trace.later else batch.done).append(trace)
         return batch
 
-    def _route(self, trace: _Trace, verdicts: list[bool], now: datetime) -> None:
+    def _route(self, trace: ClaimedTrace, verdicts: list[bool], now: datetime) -> None:
         """Record each binding's sampling decisions on the trace's runs, and score the sampled
         ones with the synchronous scorers (the rest wait in ``trace.later``)."""
         inputs: dict[int, tuple[ScorerRun, InputCut | None]] = {}  # each run's, built once for all bindings
         for binding, sampled in zip(self.bindings, verdicts, strict=True):
             synchronous = self._synchronous[binding.name]
             for run in binding.eligible(trace.runs):
-                trace.decisions.append(_decision(binding, run, sampled, now))
+                trace.decisions.append(decision_row(binding, run, sampled, now))
                 if not sampled:
                     continue
                 if synchronous:
@@ -417,7 +305,7 @@ class ScoringWorker:
                     trace.later.append((binding, run))
 
     def _store(
-        self, traces: Sequence[_Trace], unsampled: Sequence[TraceClaim] = (), tallies: dict[str, int] | None = None
+        self, traces: Sequence[ClaimedTrace], unsampled: Sequence[TraceClaim] = (), tallies: dict[str, int] | None = None
     ) -> None:
         """Store the traces' scores and sampling decisions and the tallies, and complete the
         traces and the unsampled ones, in one transaction. If the database refuses that
@@ -428,7 +316,7 @@ class ScoringWorker:
             return
         now = datetime.now(UTC)
         dialect = self.store.engine.dialect
-        sources = _source_tallies(traces)
+        sources = source_tallies(traces)
         try:
             decisions = prepare_decisions(dialect, [d for trace in traces for d in trace.decisions])
             scores = prepare_scores(dialect, [r for trace in traces for r in trace.rows])
@@ -462,7 +350,7 @@ class ScoringWorker:
             self._write(trace.rows, trace.decisions)
             self._count_dropped(self.store.queue.complete([trace.claim]), 1)
 
-    async def _finish(self, trace: _Trace) -> list[StoredScore]:
+    async def _finish(self, trace: ClaimedTrace) -> list[StoredScore]:
         """Score a trace's asynchronous pairs, then store all its rows and complete it."""
         claim = trace.claim
         try:
@@ -484,7 +372,7 @@ class ScoringWorker:
         self._observe([trace], 0)
         return trace.rows
 
-    def _observe(self, traces: Sequence[_Trace], unsampled: int) -> None:
+    def _observe(self, traces: Sequence[ClaimedTrace], unsampled: int) -> None:
         """Metrics and re-emission of stored traces."""
         self.metrics.traces_done(len(traces) + unsampled)
         if unsampled:
@@ -520,7 +408,7 @@ class ScoringWorker:
             for run in binding.eligible(runs):
                 sampled = is_sampled(run.trace_id, binding.sampling_rate)
                 self.metrics.sampling_decision(binding.name, sampled)
-                decisions.append(_decision(binding, run, sampled, now))
+                decisions.append(decision_row(binding, run, sampled, now))
                 if sampled and (select is None or select(binding, run)):
                     jobs.append(self.score(binding, run))
         rows = list(await asyncio.gather(*jobs))
@@ -640,54 +528,3 @@ _SOURCES_TOLD = 1_000
 """Sources a scoring process logs as giving nothing (their names come from the spans: a client
 sending ever new ones must not grow the set, or the log, without bound; the sources view still
 lists them all)."""
-
-
-def _decision(binding: CompiledBinding, run: AgentRun, sampled: bool, now: datetime) -> SamplingDecision:
-    """The ``sampling_decisions`` row of one binding on one run."""
-    return {
-        "id": score_id(run.trace_id, run.span_id, binding.name, "sampling"), "trace_id": run.trace_id,
-        "span_id": run.span_id, "binding": binding.name, "sampled": sampled, "created_at": now,
-    }
-
-
-def _source_tallies(traces: Sequence[_Trace]) -> list[SourceTally]:
-    """The batch's counts per source: each trace's readings added up, the reason of the
-    batch's last trace that gave the source one kept."""
-    tallies: dict[tuple[str, str], SourceTally] = {}
-    for trace in traces:
-        if trace.reading is None:
-            continue
-        unread = trace.reading.unread
-        for source in trace.reading.sources:
-            key = (source.service, source.scope)
-            if (tally := tallies.get(key)) is None:
-                tally = tallies[key] = SourceTally(source.service, source.scope)
-            tally.spans += source.spans
-            tally.traces += 1
-            tally.runs += source.runs
-            tally.runs_with_content += source.runs_with_content
-            tally.convention = source.convention or tally.convention
-            tally.unread_traces += unread
-            if source.reason is not None:
-                tally.reason, tally.detail = source.reason, source.detail
-    return list(tallies.values())
-
-
-def _turn(runs: Sequence[AgentRun], now: datetime, max_skew: float) -> TurnRecord | None:
-    """The trace's turn: its outermost primary run, when that names a conversation. A start
-    more than ``max_skew`` seconds after ``now`` (shortly after the trace arrived) is taken as
-    ``now``, so that a wrong clock cannot keep the conversation first in every listing; the
-    run's spans keep their own times."""
-    outermost = select_target(runs, "trace")
-    if not outermost or (conversation := outermost[0].conversation_id) is None:
-        return None
-    run = outermost[0]
-    started = run.start_time.timestamp() if run.start_time else 0.0
-    if started > now.timestamp() + max_skew:
-        started = now.timestamp()
-    return TurnRecord(
-        conversation_id=conversation, trace_id=run.trace_id, span_id=run.span_id,
-        start_time_ns=int(started * 1e9),
-        user_text=user_text(run), answer_text=answer_text(run), agent_name=run.agent_name,
-        service_name=run.service_name,
-    )  # fmt: skip

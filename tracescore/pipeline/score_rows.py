@@ -1,0 +1,117 @@
+"""The rows the scoring worker stores: a binding's score of a run, a row standing for one the
+database refused, and a binding's sampling decision on a run.
+
+Their ids are deterministic (:func:`~tracescore.store.scores.score_id`), which is what makes
+scoring a trace twice (a lease that expired mid-trace) write the same rows again rather than
+new ones.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic_core import to_jsonable_python
+
+from tracescore.extract.model import AgentRun
+from tracescore.pipeline.bindings import CompiledBinding
+from tracescore.pipeline.budget import InputCut
+from tracescore.scorers.base import ScoreResult
+from tracescore.store.scores import SamplingDecision, StoredScore, score_id
+
+_MAX_PROMPT_CHARS = 20_000
+"""A step's prompt is stored up to this many characters: it repeats the whole run."""
+
+
+def score_row(
+    binding: CompiledBinding, run: AgentRun, *, status: str, result: ScoreResult | None = None,
+    error: str | None = None, now: datetime | None = None, cut: InputCut | None = None,
+) -> StoredScore:
+    """The ``scores`` row of one binding on one run; ``cut`` (what the input budget cut of the
+    run) is recorded in its steps as ``input_cut``."""
+    now = now or datetime.now(UTC)
+    row: StoredScore = {
+        "id": score_id(run.trace_id, run.span_id, binding.name, binding.scorer.version),
+        "trace_id": run.trace_id,
+        "span_id": run.span_id,
+        "binding": binding.name,
+        "scorer_id": binding.scorer.id,
+        "scorer_version": binding.scorer.version,
+        "status": status,
+        "score": None,
+        "label": None,
+        "reason": None,
+        "error": error,
+        "steps": None,
+        "judge_model": None,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cost_usd": 0.0,
+        "latency_ms": 0.0,
+        "run_kind": run.kind,
+        "service": run.service_name,
+        "agent": run.agent_name,
+        "model": run.model,
+        "created_at": now,
+        "updated_at": now,
+    }
+    if result is not None:
+        row["status"] = result.status
+        row["score"] = result.score
+        row["label"] = binding.label(result.score)
+        row["reason"] = result.reason
+        row["error"] = result.error
+        row["steps"] = steps = _steps_json(result)
+        row["judge_model"] = result.judge_calls[0].model if result.judge_calls else None
+        row["input_tokens"] = result.input_tokens
+        row["output_tokens"] = result.output_tokens
+        row["cost_usd"] = result.cost_usd
+        row["latency_ms"] = result.duration_ms
+        if result.status == "error" and run.warnings:
+            row["error"] = f"{result.error} (extraction warnings: {'; '.join(run.warnings[:5])})"
+        if cut is not None:
+            steps["input_cut"] = cut.to_json()
+    return row
+
+
+def unstorable_score(row: StoredScore, error: BaseException) -> StoredScore:
+    """The ``error`` row that stands for a score row the database refused."""
+    replacement = row.copy()
+    replacement["status"] = "error"
+    replacement["score"] = replacement["label"] = replacement["reason"] = replacement["steps"] = None
+    replacement["input_tokens"] = replacement["output_tokens"] = 0
+    replacement["cost_usd"] = 0.0
+    replacement["error"] = f"the score could not be stored: {type(error).__name__}: {error}"[:2000]
+    return replacement
+
+
+def decision_row(binding: CompiledBinding, run: AgentRun, sampled: bool, now: datetime) -> SamplingDecision:
+    """The ``sampling_decisions`` row of one binding on one run."""
+    return {
+        "id": score_id(run.trace_id, run.span_id, binding.name, "sampling"), "trace_id": run.trace_id,
+        "span_id": run.span_id, "binding": binding.name, "sampled": sampled, "created_at": now,
+    }
+
+
+def _steps_json(result: ScoreResult) -> dict[str, Any]:
+    """Step results and judge calls as stored (prompts capped: they repeat the whole run), what
+    ``model_dump(mode="json")`` of those fields gives, built field by field: the whole-model
+    dump cost more than a code scorer's run."""
+    return {
+        "failed_step": result.failed_step,
+        "preprocess_step_result": to_jsonable_python(result.preprocess_step_result),
+        "analyze_step_result": to_jsonable_python(result.analyze_step_result),
+        "generate_score_step_result": to_jsonable_python(result.generate_score_step_result),
+        "steps": [
+            {
+                "name": step.name,
+                "result": to_jsonable_python(step.result),
+                "duration_ms": step.duration_ms,
+                "prompt": step.prompt if step.prompt is None or len(step.prompt) <= _MAX_PROMPT_CHARS
+                else step.prompt[:_MAX_PROMPT_CHARS] + "…[truncated]",
+                "judge_calls": [call.model_dump(mode="json", exclude={"prompt"}) for call in step.judge_calls],
+                "error": step.error,
+            }
+            for step in result.steps
+        ],
+    }
