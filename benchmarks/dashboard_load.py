@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import httpx  # noqa: E402
 import orjson  # noqa: E402
 
-from tests.server_process import start_server  # noqa: E402
-from tests.test_web_pages import _span, agent_trace_json  # noqa: E402
+from tests.support.server_process import start_server  # noqa: E402
+from tests.web.test_web_pages import _span, agent_trace_json  # noqa: E402
 
 POLL_SECONDS = 1.0
 REFETCH_SECONDS = 2.5

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.test_store import _span
+from tests.store.test_store import _span
 from tracescore.spans import LogRecord, Resource, Scope, Span
 from tracescore.store import ReadinessRules, SpanStore, open_store
 

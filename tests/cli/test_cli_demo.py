@@ -16,8 +16,8 @@ import httpx
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from tests.server_process import free_port, start_server
-from tests.test_pipeline_e2e import _wait_for_scores
+from tests.support.server_process import free_port, start_server
+from tests.system.test_pipeline_e2e import _wait_for_scores
 from tracescore.config import DEFAULT_SCORERS, load_config
 from tracescore.extract import extract_runs
 from tracescore.offline.demo import AGENTS, DEGRADING_AGENT, DemoSender, parse_rate

@@ -14,8 +14,8 @@ from pathlib import Path
 import yaml
 from typer.testing import CliRunner
 
-from tests.conftest import CAPTURES, FIXTURES
-from tests.judge_server import JudgeServer, json_reply
+from tests.support.judge_server import JudgeServer, json_reply
+from tests.support.paths import CAPTURES, FIXTURES
 from tracescore.cli import app
 from tracescore.config import DEFAULT_SCORERS
 from tracescore.extract import extract_runs

@@ -10,8 +10,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from tests import conversation_scorers
-from tests.conftest import CAPTURES
+from tests.support import conversation_scorers
+from tests.support.paths import CAPTURES
 from tracescore.config import parse_config
 from tracescore.pipeline.conversations import ConversationScoring
 from tracescore.ingest.files import load_traces
@@ -25,8 +25,8 @@ from tracescore.store.scores import SamplingDecisionRow, ScoreRow, StoredScore
 
 FAR_FUTURE = 4_000_000_000.0
 USERS = ["Hi, my name is Ada and I live in Lyon.", "Can you recommend a museum in my city?", "What is my name?"]
-TURN_ORDER = "  - {name: turns, scorer: 'tests.conversation_scorers:turn_order', target: conversation}\n"
-ANSWER = "  - {name: answer, scorer: 'tests.custom_scorers:answer_present'}\n"
+TURN_ORDER = "  - {name: turns, scorer: 'tests.support.conversation_scorers:turn_order', target: conversation}\n"
+ANSWER = "  - {name: answer, scorer: 'tests.support.custom_scorers:answer_present'}\n"
 
 
 def _turns(library: str) -> list[Trace]:
@@ -106,11 +106,11 @@ def test_a_judge_is_shown_the_latest_max_turns_and_a_line_for_the_rest(db_url: s
 
 def test_sampling_is_by_conversation_and_filters_see_the_last_turn(db_url: str) -> None:
     bindings = (
-        "  - {name: never, scorer: 'tests.conversation_scorers:turn_order', target: conversation,"
+        "  - {name: never, scorer: 'tests.support.conversation_scorers:turn_order', target: conversation,"
         " sampling: {rate: 0.0}}\n"
-        "  - {name: other-agent, scorer: 'tests.conversation_scorers:turn_order', target: conversation,"
+        "  - {name: other-agent, scorer: 'tests.support.conversation_scorers:turn_order', target: conversation,"
         " filter: {agent: [WeatherBot]}}\n"
-        "  - {name: concierge, scorer: 'tests.conversation_scorers:turn_order', target: conversation,"
+        "  - {name: concierge, scorer: 'tests.support.conversation_scorers:turn_order', target: conversation,"
         " filter: {agent: ['Concier*'], service: [mastra-demo]}}\n"
     )
     pipeline = Pipeline(db_url, bindings)
@@ -133,7 +133,7 @@ def test_the_conversation_ids_come_from_the_configured_attributes(db_url: str) -
 
 def test_a_failing_scorer_stores_an_error_score_saying_why(db_url: str) -> None:
     pipeline = Pipeline(
-        db_url, "  - {name: boom, scorer: 'tests.custom_scorers:exploding', target: conversation}\n"
+        db_url, "  - {name: boom, scorer: 'tests.support.custom_scorers:exploding', target: conversation}\n"
     )
     pipeline.send(*_turns("openllmetry-openai"))
     (row,) = pipeline.score_conversations()
@@ -167,7 +167,7 @@ def test_alert_rules_and_summaries_select_a_conversation_binding(db_url: str) ->
 
 def test_a_slow_conversation_holds_back_no_other_and_is_handed_back_on_shutdown(db_url: str) -> None:
     pipeline = Pipeline(
-        db_url, "  - {name: slow, scorer: 'tests.conversation_scorers:slow_for_mastra', target: conversation}\n",
+        db_url, "  - {name: slow, scorer: 'tests.support.conversation_scorers:slow_for_mastra', target: conversation}\n",
         "conversations: {idle_timeout: 0.1}\nworkers: {poll_interval: 0.05}\n",
     )
     pipeline.send(*_turns("mastra"), *_turns("openinference-openai"))

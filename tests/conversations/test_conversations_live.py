@@ -20,12 +20,11 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import CAPTURES
-from tests.judge_server import JudgeServer, json_reply
-from tests.otlp_receiver import otlp_receiver
-from tests.server_process import ServerProcess, start_server
+from tests.support.judge_server import JudgeServer, json_reply
+from tests.support.otlp_receiver import otlp_receiver
+from tests.support.paths import CAPTURES, REPO
+from tests.support.server_process import ServerProcess, start_server
 
-REPO = Path(__file__).resolve().parents[1]
 USERS = ["Hi, my name is Ada and I live in Lyon.", "Can you recommend a museum in my city?", "What is my name?"]
 LATE = {"pydantic-ai": "01a213a3-643a-705a-85ab-969a155bbe02", "openinference-openai": "session-oi-ada",
         "openllmetry-openai": "session-tl-ada"}  # fmt: skip
@@ -133,8 +132,8 @@ def test_conversations_are_rebuilt_scored_and_rescored_live(db_url: str, tmp_pat
     scorers = [{"name": name, "scorer": scorer, "target": "conversation", "threshold": 0.5}
                for name, scorer in CONVERSATION_SCORERS.items()]  # fmt: skip
     scorers += [
-        {"name": "turns", "scorer": "tests.conversation_scorers:turn_order", "target": "conversation"},
-        {"name": "answer", "scorer": "tests.custom_scorers:answer_present"},
+        {"name": "turns", "scorer": "tests.support.conversation_scorers:turn_order", "target": "conversation"},
+        {"name": "answer", "scorer": "tests.support.custom_scorers:answer_present"},
     ]
     with otlp_receiver() as receiver:
         config = {

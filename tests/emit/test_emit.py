@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from datetime import datetime
 
-from tests.otlp_receiver import otlp_receiver
+from tests.support.otlp_receiver import otlp_receiver
 from tracescore.emit.config import ExportConfig
 from tracescore.emit.otel import EvaluationEmitter
 from tracescore.spans import EVALUATION_EVENT

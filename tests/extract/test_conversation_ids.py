@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import CAPTURES
-from tests.extract_support import span
+from tests.support.extract_support import span
+from tests.support.paths import CAPTURES
 from tracescore.extract import extract_runs
 from tracescore.extract.conversation_id import DEFAULT_ID_ATTRIBUTES, conversation_id
 from tracescore.ingest.files import load_traces

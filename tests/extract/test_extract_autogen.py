@@ -4,7 +4,7 @@ no content, no usage (``_make/capture_autogen.py``)."""
 
 from __future__ import annotations
 
-from tests.extract_support import capture_runs, only, tool_calls
+from tests.support.extract_support import capture_runs, only, tool_calls
 from tracescore.extract import primary_runs
 from tracescore.extract.model import AgentRun
 

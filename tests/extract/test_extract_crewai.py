@@ -12,8 +12,7 @@ import dataclasses
 
 import pytest
 
-from tests.conftest import CAPTURES
-from tests.extract_support import (
+from tests.support.extract_support import (
     WEATHER_ANSWER,
     WEATHER_RESULT,
     WEATHER_SYSTEM,
@@ -27,6 +26,7 @@ from tests.extract_support import (
     trace,
     user_text,
 )
+from tests.support.paths import CAPTURES
 from tracescore.extract import extract_runs, read_spans
 from tracescore.extract.crewai import SCOPE, python_literal
 from tracescore.extract.model import AgentRun

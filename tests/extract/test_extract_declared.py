@@ -20,7 +20,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from tests.extract_support import (
+from tests.support.extract_support import (
     WEATHER_ANSWER,
     WEATHER_RESULT,
     WEATHER_SYSTEM,
@@ -33,7 +33,7 @@ from tests.extract_support import (
     trace,
     user_text,
 )
-from tests.server_process import start_server
+from tests.support.server_process import start_server
 from tracescore.cli import app
 from tracescore.config import ConfigError, parse_config
 from tracescore.extract import extract_runs

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tests.extract_support import (
+from tests.support.extract_support import (
     WEATHER_ANSWER,
     WEATHER_RESULT,
     WEATHER_SYSTEM,

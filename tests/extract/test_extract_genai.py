@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from tests.extract_support import (
+from tests.support.extract_support import (
     CHAT_ANSWER,
     CHAT_SYSTEM,
     CHAT_USER,

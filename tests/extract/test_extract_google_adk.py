@@ -7,7 +7,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from tests.extract_support import (
+from tests.support.extract_support import (
     LONDON_RESULT,
     WEATHER_ANSWER,
     WEATHER_RESULT,

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.extract_support import (
+from tests.support.extract_support import (
     WEATHER_ANSWER,
     WEATHER_RESULT,
     WEATHER_SYSTEM,

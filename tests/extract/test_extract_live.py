@@ -11,8 +11,7 @@ import json
 
 from typer.testing import CliRunner
 
-from tests.conftest import CAPTURES
-from tests.extract_support import (
+from tests.support.extract_support import (
     LONDON_RESULT,
     WEATHER_ANSWER,
     WEATHER_RESULT,
@@ -25,6 +24,7 @@ from tests.extract_support import (
     tool_calls,
     user_text,
 )
+from tests.support.paths import CAPTURES
 from tracescore.cli import app
 from tracescore.extract import AgentRun, extract_runs
 from tracescore.extract.model import Message, ToolInvocation

@@ -3,7 +3,7 @@ root is the agent, wrapper LLM spans are no runs, tool outputs come out of ``Too
 
 from __future__ import annotations
 
-from tests.extract_support import (
+from tests.support.extract_support import (
     WEATHER_ANSWER,
     WEATHER_RESULT,
     WEATHER_SYSTEM,
@@ -18,7 +18,7 @@ from tests.extract_support import (
     trace,
     user_text,
 )
-from tests.extract_support import span as make_span
+from tests.support.extract_support import span as make_span
 from tracescore.extract import extract_runs
 from tracescore.extract.model import AgentRun, TokenUsage
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from tests.conftest import CAPTURES
-from tests.extract_support import (
+from tests.support.extract_support import (
     CHAT_ANSWER,
     CHAT_SYSTEM,
     CHAT_USER,
@@ -28,6 +27,7 @@ from tests.extract_support import (
     trace,
     user_text,
 )
+from tests.support.paths import CAPTURES
 from tracescore.extract import SpanInfo, extract_runs, primary_runs, read_spans
 from tracescore.ingest.files import load_traces
 

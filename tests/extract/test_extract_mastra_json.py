@@ -9,7 +9,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import CAPTURES, FIXTURES
+from tests.support.paths import CAPTURES, FIXTURES
 from tracescore.cli import app
 from tracescore.extract.mastra_json import MastraRunError, run_from_mastra, runs_from_mastra_json
 

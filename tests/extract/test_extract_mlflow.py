@@ -11,7 +11,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from tests.extract_support import (
+from tests.support.extract_support import (
     ATLANTIS_USER,
     LONDON_RESULT,
     WEATHER_ANSWER,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from tests.extract_support import (
+from tests.support.extract_support import (
     CHAT_ANSWER,
     CHAT_SYSTEM,
     CHAT_USER,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import CAPTURES
+from tests.support.paths import CAPTURES
 from tracescore.extract import extract_runs, primary_runs
 from tracescore.ingest.files import load_traces
 

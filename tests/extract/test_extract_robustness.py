@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.extract_support import span, trace
+from tests.support.extract_support import span, trace
 from tracescore.extract import extract_runs, read_spans
 from tracescore.spans import SpanEvent
 

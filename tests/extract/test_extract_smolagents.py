@@ -4,7 +4,7 @@ name and task, ``final_answer`` as the answer, earlier steps rebuilt from ``tool
 
 from __future__ import annotations
 
-from tests.extract_support import (
+from tests.support.extract_support import (
     WEATHER_ANSWER,
     WEATHER_RESULT,
     WEATHER_SYSTEM,
@@ -19,7 +19,7 @@ from tests.extract_support import (
     trace,
     user_text,
 )
-from tests.extract_support import span as make_span
+from tests.support.extract_support import span as make_span
 from tracescore.extract import extract_runs
 from tracescore.extract.model import AgentRun
 

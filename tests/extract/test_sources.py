@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import CAPTURES
-from tests.extract_support import span, trace
-from tests.judge_server import JudgeServer
-from tests.test_failed_runs import CODE_READING_THE_ANSWER, build
-from tests.test_llm_scorers import judge, server  # noqa: F401 - the scripted judge's fixtures
+from tests.scorers.test_failed_runs import CODE_READING_THE_ANSWER, build
+from tests.scorers.test_llm_scorers import judge, server  # noqa: F401 - the scripted judge's fixtures
+from tests.support.extract_support import span, trace
+from tests.support.judge_server import JudgeServer
+from tests.support.paths import CAPTURES
 from tracescore import metrics
 from tracescore.cli import app
 from tracescore.extract import extract_runs

@@ -16,8 +16,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.score_streams import insert_rows, score_row
-from tests.webhook_receiver import WebhookReceiver, webhook_receiver
+from tests.support.score_streams import insert_rows, score_row
+from tests.support.webhook_receiver import WebhookReceiver, webhook_receiver
 from tracescore.config import parse_config
 from tracescore.monitor.alerts import AlertEvaluator
 from tracescore.monitor.config import MonitorConfig

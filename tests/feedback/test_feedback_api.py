@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.feedback_support import kappa_of, pearson, ranks
-from tests.score_streams import insert_rows, score_row
+from tests.support.feedback_support import kappa_of, pearson, ranks
+from tests.support.score_streams import insert_rows, score_row
 from tracescore.config import Config, parse_config
 from tracescore.service import create_app
 from tracescore.store import SpanStore, open_store

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tests.feedback_support import kappa_of, pearson, ranks
+from tests.support.feedback_support import kappa_of, pearson, ranks
 from tracescore.monitor.agreement import Pair, agreement, human_passes
 
 

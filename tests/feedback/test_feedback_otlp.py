@@ -13,8 +13,8 @@ import orjson
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.score_streams import insert_rows, score_row
-from tests.test_web_pages import agent_trace_json
+from tests.support.score_streams import insert_rows, score_row
+from tests.web.test_web_pages import agent_trace_json
 from tracescore.config import parse_config
 from tracescore.feedback.scan import FeedbackScanner
 from tracescore.ingest.unpack import drain

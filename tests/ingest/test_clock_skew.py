@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-from tests.agent_otlp import agent_trace, export_request
+from tests.support.agent_otlp import agent_trace, export_request
 from tracescore.config import parse_config
 from tracescore.conversations.reads import ConversationFilter, list_conversations
 from tracescore.ingest.decode import decode_traces
@@ -61,7 +61,7 @@ def test_a_trace_with_a_span_dated_2100_is_pruned_like_its_siblings(db_url: str)
 def test_a_conversation_with_a_turn_dated_2100_is_not_first_for_ever(db_url: str) -> None:
     store = open_store(db_url)
     now = time.time()
-    config = parse_config("scorers:\n  - {name: answer, scorer: 'tests.custom_scorers:answer_present'}\n")
+    config = parse_config("scorers:\n  - {name: answer, scorer: 'tests.support.custom_scorers:answer_present'}\n")
     worker = build_worker(config.scoring(), store)
 
     def score(conversation: str, **timing: float | int) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CAPTURES
+from tests.support.paths import CAPTURES
 from tracescore.ingest.decode import DecodeError, decode_traces
 from tracescore.ingest.files import decode_file, load_traces
 

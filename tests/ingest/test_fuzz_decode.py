@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.otlp_fuzz import decode_and_extract, fuzz_settings, hostile
+from tests.support.otlp_fuzz import decode_and_extract, fuzz_settings, hostile
 from tracescore.ingest.decode import DecodeError, decode_traces
 
 # Cases per property; they add up to the 10,000 of the issue.

@@ -21,8 +21,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tests.conftest import CAPTURES
-from tests.server_process import ServerProcess, start_server
+from tests.support.paths import CAPTURES
+from tests.support.server_process import ServerProcess, start_server
 from tracescore.ingest.files import decode_file
 from tracescore.store import SpanStore, open_store
 

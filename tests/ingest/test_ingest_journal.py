@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 
-from tests.agent_otlp import export_logs_request, export_request
-from tests.conftest import CAPTURES
-from tests.otlp_fuzz import fuzz_settings, hostile
+from tests.support.agent_otlp import export_logs_request, export_request
+from tests.support.otlp_fuzz import fuzz_settings, hostile
+from tests.support.paths import CAPTURES
 from tracescore.ingest.decode import DecodeError, decode_traces
 from tracescore.ingest.intake import Busy, Intake
 from tracescore.ingest.screen import screen_logs, screen_traces

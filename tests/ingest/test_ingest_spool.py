@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from tests.test_ingest_journal import _request
+from tests.ingest.test_ingest_journal import _request
 from tracescore.ingest.unpack import unpack
 from tracescore.store import open_store
 from tracescore.store.spool import SpoolJournal

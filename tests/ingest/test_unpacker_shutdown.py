@@ -26,10 +26,10 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy import text as sql_text
 
-from tests.agent_otlp import AgentTrace, agent_trace, export_request
-from tests.server_process import ServerProcess, start_server
-from tests.test_ingest_journal import _request
-from tests.throwaway_pg import ThrowawayPostgres
+from tests.ingest.test_ingest_journal import _request
+from tests.support.agent_otlp import AgentTrace, agent_trace, export_request
+from tests.support.server_process import ServerProcess, start_server
+from tests.support.throwaway_pg import ThrowawayPostgres
 from tracescore.children import EXIT_GRACE_SECONDS, stop_leftovers
 from tracescore.ingest.unpack import Unpacker, UnpackSettings
 from tracescore.store import SpanStore, open_store

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 from pydantic import BaseModel
 
-from tests.judge_server import (
+from tests.support.judge_server import (
     JudgeServer,
     error_reply,
     hang_reply,

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.judge_server import JudgeServer, json_reply
+from tests.support.judge_server import JudgeServer, json_reply
 from tracescore.judge import JudgeConfig, LiteLLMJudge
 from tracescore.judge.client import litellm
 from tracescore.scorers import (

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from tests.judge_server import JudgeServer, Reply, error_reply, json_reply
+from tests.support.judge_server import JudgeServer, Reply, error_reply, json_reply
 from tracescore import metrics
 from tracescore.judge import JudgeConfig, LiteLLMJudge, VerdictCache
 from tracescore.judge.protocol import JudgeRequest

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from tests.judge_server import JudgeServer, json_reply
-from tests.test_conversation_scorers import conversation
-from tests.test_judge_budget import filler, request_tokens
+from tests.judge.test_judge_budget import filler, request_tokens
+from tests.scorers.test_conversation_scorers import conversation
+from tests.support.judge_server import JudgeServer, json_reply
 from tracescore.judge import JudgeConfig, LiteLLMJudge
 from tracescore.judge.protocol import Budget
 from tracescore.scorers import registry
@@ -75,7 +75,7 @@ SHOWN: dict[str, set[str]] = {
     "answer": set(registry.judge_scorers()),
     "user": set(registry.judge_scorers()),
     "system": {"answer-relevancy", "prompt-alignment", "tool-call-accuracy-llm"},
-    # As context, a tool result is judged in parts (tests/test_judge_budget.py); the reason
+    # As context, a tool result is judged in parts (tests/judge/test_judge_budget.py); the reason
     # steps of faithfulness and hallucination show it cut.
     "tool result": {"prompt-alignment", "tool-call-accuracy-llm", "faithfulness", "hallucination"},
     "ground truth": {"answer-similarity"},

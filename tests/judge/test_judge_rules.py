@@ -12,17 +12,17 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from tests.support.paths import FIXTURES
 from tracescore.cli import app
 from tracescore.scorers import registry
 from tracescore.scorers.llm.show import EXAMPLE_OPTIONS, EXAMPLE_RUN, example_scorer, shown_prompts
 
-FINGERPRINTS = Path(__file__).parent / "fixtures" / "judge_prompts.json"
+FINGERPRINTS = FIXTURES / "judge_prompts.json"
 
 CLAIM_RULES: dict[str, tuple[str, ...]] = {
     # faithfulness and hallucination extract claims alike (SCORERS.md §9: "same claim extraction")
@@ -245,7 +245,7 @@ def test_a_prompt_change_bumps_the_scorer_version() -> None:
     """The fixture pins each scorer's prompts (on the example run) to its version: a prompt edit
     without a version bump fails here, since stored scores of the old prompt would then pass for
     the new one (``rescore`` and ``compare`` tell versions apart). After bumping the version,
-    regenerate with ``python -m tests.test_judge_rules``."""
+    regenerate with ``python -m tests.judge.test_judge_rules``."""
     pinned = json.loads(FINGERPRINTS.read_text())
     for name in judge_names():
         version = example_scorer(name).version

@@ -9,8 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.server_process import free_port, start_server
-from tests.test_pipeline_e2e import _wait_for_scores
+from tests.support.paths import CAPTURES
+from tests.support.server_process import free_port, start_server
+from tests.system.test_pipeline_e2e import _wait_for_scores
 from tracescore.config import DEFAULT_SCORERS
 
 JUDGE_CONFIG = """\
@@ -34,7 +35,7 @@ def test_a_judge_without_litellm_is_refused_at_start_naming_the_extra(tmp_path: 
     for command in (["config", "check", "judge.yaml"],
                     ["serve", "--config", "judge.yaml", "--db", f"sqlite:///{tmp_path / 'x.db'}",
                      "--http-port", str(free_port()), "--grpc-port", str(free_port())],
-                    ["score", str(Path(__file__).parent / "fixtures" / "captures" / "strands"),
+                    ["score", str(CAPTURES / "strands"),
                      "--scorer", "faithfulness", "--judge", "openai/gpt-4o-mini"]):  # fmt: skip
         result = subprocess.run([sys.executable, "-c", WITHOUT_LITELLM, *command],
                                 cwd=tmp_path, capture_output=True, text=True, timeout=120)

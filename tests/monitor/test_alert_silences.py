@@ -1,6 +1,6 @@
 """Silencing and acknowledging alerts: the REST API behind the key on both databases, and the
 evaluator keeping silenced notifications from the channels (but not from the history) until
-the silence expires. The evaluation clock is injected, as in tests/test_alerts.py."""
+the silence expires. The evaluation clock is injected, as in tests/monitor/test_alerts.py."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from datetime import datetime, timedelta
 import httpx
 from sqlalchemy import select
 
-from tests.live_app import serve_app
-from tests.score_streams import Drop, insert_rows, stream
-from tests.test_alerts import WINDOW, Clock, T, alerts_config, regression_rule, rule_name
-from tests.webhook_receiver import WebhookReceiver, webhook_receiver
+from tests.monitor.test_alerts import WINDOW, Clock, T, alerts_config, regression_rule, rule_name
+from tests.support.live_app import serve_app
+from tests.support.score_streams import Drop, insert_rows, stream
+from tests.support.webhook_receiver import WebhookReceiver, webhook_receiver
 from tracescore.config import parse_config
 from tracescore.monitor.alerts import EVENTS, AlertEvaluator
 from tracescore.monitor.silences import SilenceIn, add_silence

@@ -16,9 +16,9 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from tests.live_app import serve_app
-from tests.score_streams import Drop, insert_rows, score_row, stream
-from tests.webhook_receiver import WebhookReceiver, webhook_receiver
+from tests.support.live_app import serve_app
+from tests.support.score_streams import Drop, insert_rows, score_row, stream
+from tests.support.webhook_receiver import WebhookReceiver, webhook_receiver
 from tracescore.config import ConfigError, parse_config
 from tracescore import metrics
 from tracescore.monitor.alerts import AlertEvaluator

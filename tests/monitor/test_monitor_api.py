@@ -13,8 +13,8 @@ import pytest
 from fastapi import FastAPI
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.live_app import serve_app
-from tests.score_streams import insert_rows, score_row
+from tests.support.live_app import serve_app
+from tests.support.score_streams import insert_rows, score_row
 from tracescore import metrics
 from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.config import MonitorConfig

@@ -13,10 +13,10 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select
 
-from tests.conftest import CAPTURES
-from tests.score_streams import Drop, insert_rows, stream
-from tests.server_process import start_server
-from tests.webhook_receiver import webhook_receiver
+from tests.support.paths import CAPTURES
+from tests.support.score_streams import Drop, insert_rows, stream
+from tests.support.server_process import start_server
+from tests.support.webhook_receiver import webhook_receiver
 from tracescore.ingest.decode import decode_traces
 from tracescore import metrics
 from tracescore.monitor.tasks import sample_trace_states

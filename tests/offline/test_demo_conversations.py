@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from sqlalchemy import create_engine, select
 from sqlmodel import col
 
-from tests.server_process import start_server
+from tests.support.server_process import start_server
 from tracescore.extract.conversation import Conversation
 from tracescore.extract.model import AgentRun
 from tracescore.offline.conversations import by_conversation

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import CAPTURES
-from tests.judge_server import JudgeServer, json_reply
+from tests.support.judge_server import JudgeServer, json_reply
+from tests.support.paths import CAPTURES
 from tracescore.cli import app
 from tracescore.extract.conversation import Turn
 from tracescore.ingest.files import load_traces

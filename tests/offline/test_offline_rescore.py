@@ -17,9 +17,9 @@ import yaml
 from sqlalchemy import create_engine, select
 from typer.testing import CliRunner
 
-from tests.conftest import CAPTURES
-from tests.judge_server import JudgeServer, json_reply, text_reply
-from tests.otlp_receiver import otlp_receiver
+from tests.support.judge_server import JudgeServer, json_reply, text_reply
+from tests.support.otlp_receiver import otlp_receiver
+from tests.support.paths import CAPTURES
 from tracescore.cli import app
 from tracescore.extract import extract_runs
 from tracescore.extract.content import has_content
@@ -31,7 +31,7 @@ from tracescore.store import open_store
 from tracescore.store.scores import ScoreRow
 
 runner = CliRunner()
-HERE = "tests.test_offline_rescore"
+HERE = "tests.offline.test_offline_rescore"
 
 
 # ----------------------------------------------------------------------------- scorers bound by tests

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from tests.conftest import FIXTURES
-from tests.custom_scorers import answer_present
+from tests.support.custom_scorers import answer_present
+from tests.support.paths import FIXTURES
 from tracescore import arun_evals, run_evals
 from tracescore.offline.inputs import read_runs
 from tracescore.scorers.code.completeness import create_completeness_scorer

@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import FIXTURES
+from tests.support.paths import FIXTURES
 from tracescore.cli import app
 from tracescore.offline.rescore import parse_since
 from tracescore.offline.specs import (
@@ -43,8 +43,8 @@ def test_prebuilt_and_custom_scorer_specs() -> None:
         "tone",
         {"reference_tone": "calm"},
     )
-    assert parse_scorer_spec("tests.custom_scorers:length_at_least:minimum=20") == (
-        "length_at_least", "tests.custom_scorers:length_at_least", {"minimum": 20},
+    assert parse_scorer_spec("tests.support.custom_scorers:length_at_least:minimum=20") == (
+        "length_at_least", "tests.support.custom_scorers:length_at_least", {"minimum": 20},
     )  # fmt: skip
     with pytest.raises(SpecError, match="unknown scorer 'tonee'"):
         parse_scorer_spec("tonee")
@@ -59,7 +59,7 @@ def test_judge_flags_become_the_default_judge_of_every_binding() -> None:
     bindings, judges = resolve_bindings(configured, {}, [], None, None)
     assert bindings == configured and judges == {}
     bindings, judges = resolve_bindings(
-        configured, {}, ["faithfulness", "tests.custom_scorers:length_at_least"],
+        configured, {}, ["faithfulness", "tests.support.custom_scorers:length_at_least"],
         "openai/gpt-4o-mini", "http://127.0.0.1:9/v1",
     )  # fmt: skip
     assert [b.name for b in bindings] == ["faithfulness", "length_at_least"]
@@ -88,8 +88,8 @@ def test_thresholds_and_since() -> None:
 def test_custom_scorer_bound_on_the_command_line() -> None:
     result = CliRunner().invoke(app, [
         "score", str(FIXTURES / "runs" / "mastra_runs.jsonl"), "--format", "json",
-        "--scorer", "tests.custom_scorers:answer_present",
-        "--scorer", "tests.custom_scorers:length_at_least:minimum=100",
+        "--scorer", "tests.support.custom_scorers:answer_present",
+        "--scorer", "tests.support.custom_scorers:length_at_least:minimum=100",
     ])  # fmt: skip
     assert result.exit_code == 0, result.stderr
     summaries = {s["binding"]: s for s in json.loads(result.stdout)}

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from tests import custom_scorers
-from tests.conftest import CAPTURES
+from tests.support import custom_scorers
+from tests.support.paths import CAPTURES
 from tracescore.config import Config, ConfigError, parse_config
 from tracescore.ingest.files import load_traces
 from tracescore.pipeline.runner import build_worker
@@ -52,7 +52,7 @@ def _stored(store) -> list[ScoreRow]:
 def test_agent_run_is_scored_once_and_rescoring_upserts(db_url: str) -> None:
     store = _store_with(db_url, AGENT_CAPTURE)
     config = _config(
-        "  - {name: answer, scorer: 'tests.custom_scorers:answer_present', threshold: 0.5}\n"
+        "  - {name: answer, scorer: 'tests.support.custom_scorers:answer_present', threshold: 0.5}\n"
     )
     custom_scorers.CALLS.clear()
     rows = _score_all(store, config)
@@ -78,7 +78,7 @@ def test_agent_run_is_scored_once_and_rescoring_upserts(db_url: str) -> None:
 
 def test_llm_only_traces_have_their_outermost_llm_run_stand_for_the_agent(sqlite_url: str) -> None:
     store = _store_with(sqlite_url, CAPTURES / "openinference-openai" / "tool_call")
-    config = _config("  - {name: answer, scorer: 'tests.custom_scorers:answer_present'}\n")
+    config = _config("  - {name: answer, scorer: 'tests.support.custom_scorers:answer_present'}\n")
     _score_all(store, config)
     stored = _stored(store)
     assert len(stored) == 2  # two independent traces, one LLM call each
@@ -88,9 +88,9 @@ def test_llm_only_traces_have_their_outermost_llm_run_stand_for_the_agent(sqlite
 def test_targets_llm_and_tool_runs(sqlite_url: str) -> None:
     store = _store_with(sqlite_url, AGENT_CAPTURE)
     config = _config(
-        "  - {name: per-llm, scorer: 'tests.custom_scorers:answer_present', target: llm}\n"
-        "  - {name: per-tool, scorer: 'tests.custom_scorers:answer_present', target: tool}\n"
-        "  - {name: per-trace, scorer: 'tests.custom_scorers:answer_present', target: trace}\n"
+        "  - {name: per-llm, scorer: 'tests.support.custom_scorers:answer_present', target: llm}\n"
+        "  - {name: per-tool, scorer: 'tests.support.custom_scorers:answer_present', target: tool}\n"
+        "  - {name: per-trace, scorer: 'tests.support.custom_scorers:answer_present', target: trace}\n"
     )
     _score_all(store, config)
     by_binding: dict[str, int] = {}
@@ -102,9 +102,9 @@ def test_targets_llm_and_tool_runs(sqlite_url: str) -> None:
 def test_filters_and_sampling_decisions_are_recorded(sqlite_url: str) -> None:
     store = _store_with(sqlite_url, AGENT_CAPTURE, CAPTURES / "openllmetry-openai" / "plain_chat")
     config = _config(
-        "  - name: weather-only\n    scorer: 'tests.custom_scorers:answer_present'\n"
+        "  - name: weather-only\n    scorer: 'tests.support.custom_scorers:answer_present'\n"
         "    filter: {agent: ['Weather*'], service: ['re:otel-.*']}\n"
-        "  - name: never-sampled\n    scorer: 'tests.custom_scorers:answer_present'\n"
+        "  - name: never-sampled\n    scorer: 'tests.support.custom_scorers:answer_present'\n"
         "    sampling: {rate: 0.0}\n"
     )
     _score_all(store, config)
@@ -119,8 +119,8 @@ def test_filters_and_sampling_decisions_are_recorded(sqlite_url: str) -> None:
 def test_a_failing_scorer_is_stored_as_error_and_others_still_score(sqlite_url: str) -> None:
     store = _store_with(sqlite_url, AGENT_CAPTURE)
     config = _config(
-        "  - {name: boom, scorer: 'tests.custom_scorers:exploding'}\n"
-        "  - {name: fine, scorer: 'tests.custom_scorers:length_at_least', options: {minimum: 5}}\n"
+        "  - {name: boom, scorer: 'tests.support.custom_scorers:exploding'}\n"
+        "  - {name: fine, scorer: 'tests.support.custom_scorers:length_at_least', options: {minimum: 5}}\n"
     )
     _score_all(store, config)
     rows = {row.binding: row for row in _stored(store)}
@@ -136,9 +136,9 @@ def test_budget_and_rate_limits_skip_with_a_reason(sqlite_url: str) -> None:
         CAPTURES / "otel-genai-openai-v2-latest" / "reasoning",
     )
     config = _config(
-        "  - name: broke\n    scorer: 'tests.custom_scorers:answer_present'\n"
+        "  - name: broke\n    scorer: 'tests.support.custom_scorers:answer_present'\n"
         "    limits: {usd_per_day: 0}\n"
-        "  - name: slow\n    scorer: 'tests.custom_scorers:answer_present'\n"
+        "  - name: slow\n    scorer: 'tests.support.custom_scorers:answer_present'\n"
         "    limits: {per_minute: 1}\n"
     )
     _score_all(store, config)
@@ -154,10 +154,10 @@ def test_config_errors_name_the_bad_key_and_line() -> None:
     text = (
         "judges:\n  cheap: {model: openai/gpt-4o-mini}\n"
         "scorers:\n"
-        "  - {name: a, scorer: 'tests.custom_scorers:answer_present'}\n"
+        "  - {name: a, scorer: 'tests.support.custom_scorers:answer_present'}\n"
         "  - {name: b, scorer: faithfulnes}\n"
-        "  - {name: c, scorer: 'tests.custom_scorers:answer_present', judge: pricey}\n"
-        "  - {name: d, scorer: 'tests.custom_scorers:answer_present', sampling: {rate: 2}}\n"
+        "  - {name: c, scorer: 'tests.support.custom_scorers:answer_present', judge: pricey}\n"
+        "  - {name: d, scorer: 'tests.support.custom_scorers:answer_present', sampling: {rate: 2}}\n"
     )
     with pytest.raises(ConfigError) as caught:
         parse_config(text, "bad.yaml")
@@ -175,7 +175,7 @@ def test_a_slow_trace_does_not_hold_back_the_traces_behind_it(sqlite_url: str) -
     for trace in load_traces([AGENT_CAPTURE]):  # WeatherBot: its scorer takes 3 s
         store.write(trace.spans, trace.logs)
     config = _config(
-        "  - {name: slow, scorer: 'tests.custom_scorers:slow_for_weatherbot', target: trace}\n"
+        "  - {name: slow, scorer: 'tests.support.custom_scorers:slow_for_weatherbot', target: trace}\n"
         + "workers: {poll_interval: 0.05, claim_batch: 4}\n"
     )
     worker = build_worker(config.scoring(), store)
@@ -201,7 +201,7 @@ def test_failed_judge_calls_count_in_the_row_the_metrics_and_the_budget(sqlite_u
     """Issue 32 (4): a judge call that failed (its answer still invalid after the repair) had
     been paid for twice, yet left no trace: the row said $0, the metrics counted no tokens, and
     the daily budget let every later run through to fail and pay again."""
-    from tests.judge_server import JudgeServer, Reply
+    from tests.support.judge_server import JudgeServer, Reply
     from tracescore import metrics
 
     store = _store_with(

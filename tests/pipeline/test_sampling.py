@@ -12,8 +12,8 @@ import uuid
 import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from tests.agent_otlp import agent_trace, export_request
-from tests.conftest import FIXTURES
+from tests.support.agent_otlp import agent_trace, export_request
+from tests.support.paths import FIXTURES
 from tracescore.config import parse_config
 from tracescore.ingest.decode import decode_traces
 from tracescore.monitor.queries import coverage

@@ -13,9 +13,9 @@ import time
 import httpx
 from sqlalchemy import create_engine, text
 
-from tests.agent_otlp import agent_trace, export_request
-from tests.server_process import start_server
-from tests.test_reliability_crash import _wait
+from tests.support.agent_otlp import agent_trace, export_request
+from tests.support.server_process import start_server
+from tests.system.test_reliability_crash import _wait
 from tracescore import metrics
 from tracescore.config import parse_config
 from tracescore.ingest.decode import decode_traces
@@ -51,7 +51,7 @@ def _trace_row(store, trace_id: str):
         ).one()
 
 
-ANSWER = "scorers:\n  - {name: answer, scorer: 'tests.custom_scorers:answer_present'}\n"
+ANSWER = "scorers:\n  - {name: answer, scorer: 'tests.support.custom_scorers:answer_present'}\n"
 
 
 def _failed_metric(reason: str) -> float:
@@ -113,7 +113,9 @@ def test_a_run_beyond_the_input_budget_is_scored_on_its_cut_text_and_the_cut_is_
 
 def test_a_scorer_past_its_time_budget_gives_an_error_score_and_the_batch_goes_on(sqlite_url: str) -> None:
     store = open_store(sqlite_url, RULES)
-    from tests.test_pipeline import AGENT_CAPTURE  # WeatherBot: the spinning scorer's victim
+    from tests.pipeline.test_pipeline import (
+        AGENT_CAPTURE,  # WeatherBot: the spinning scorer's victim
+    )
     from tracescore.ingest.files import load_traces
 
     for trace in load_traces([AGENT_CAPTURE]):
@@ -122,7 +124,7 @@ def test_a_scorer_past_its_time_budget_gives_an_error_score_and_the_batch_goes_o
     store.write(decode_traces(export_request(agent_trace(rng, "Rome").spans), json=False).spans, [])  # WeatherBot too
     rows, seconds, claims = _score_one_batch(
         store,
-        "scorers:\n  - {name: spin, scorer: 'tests.custom_scorers:spinning_for_weatherbot', target: trace}\n"
+        "scorers:\n  - {name: spin, scorer: 'tests.support.custom_scorers:spinning_for_weatherbot', target: trace}\n"
         "  - {name: diff, scorer: textual-difference, target: trace}\n"
         "workers: {budget: {scorer_seconds: 0.5}}\n",
     )
@@ -137,7 +139,7 @@ def test_a_scorer_past_its_time_budget_gives_an_error_score_and_the_batch_goes_o
 def test_a_batch_longer_than_its_lease_keeps_it(sqlite_url: str) -> None:
     store = _store_with_agent_traces(sqlite_url, "Paris")
     config = parse_config(
-        "scorers:\n  - {name: spin, scorer: 'tests.custom_scorers:spinning_for_weatherbot', target: trace,"
+        "scorers:\n  - {name: spin, scorer: 'tests.support.custom_scorers:spinning_for_weatherbot', target: trace,"
         " options: {seconds: 2.5}}\nworkers: {poll_interval: 0.05}\nassembly: {lease_seconds: 0.6}\n"
     )
     worker = build_worker(config.scoring(), store)

@@ -19,8 +19,8 @@ import pytest
 from sqlalchemy import func, insert, select
 from sqlalchemy.engine import Engine
 
-from tests.agent_otlp import AgentTrace, agent_trace, export_logs_request, export_request
-from tests.server_process import start_server
+from tests.support.agent_otlp import AgentTrace, agent_trace, export_logs_request, export_request
+from tests.support.server_process import start_server
 from tracescore import metrics
 from tracescore.retention.config import RetentionConfig
 from tracescore.retention.prune import Pruner

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from tests.parity_support import assert_exact_case, load_cases, mean_delta
+from tests.support.parity_support import assert_exact_case, load_cases, mean_delta
 from tracescore.scorers import (
     create_completeness_scorer,
     create_content_similarity_scorer,

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.scorers import long_cases
-from tests.parity_support import mastra_run
+from tests.support.parity_support import mastra_run
 from tracescore.scorers.code._dice import compare_two_strings
 from tracescore.scorers.code.dice import compare_two_strings as reference_dice
 from tracescore.scorers.code.jstext import JS_WHITESPACE, js_collapse_whitespace

@@ -1,7 +1,7 @@
 """The conversation scorers against the scripted judge: DeepEval's verdict → score formulas on
 real multi-turn conversations, what the judge is shown, and how failures are reported.
 
-Every judge call goes over real HTTP through litellm to ``tests.judge_server``; scripts answer
+Every judge call goes over real HTTP through litellm to ``tests.support.judge_server``; scripts answer
 by the step's schema title, and reason steps get the server's default text.
 """
 
@@ -11,14 +11,13 @@ import hashlib
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import CAPTURES
-from tests.judge_server import JudgeServer, error_reply, json_reply
+from tests.support.judge_server import JudgeServer, error_reply, json_reply
+from tests.support.paths import CAPTURES, FIXTURES
 from tracescore.cli import app
 from tracescore.config import ConfigError, parse_config
 from tracescore.extract.conversation import Conversation, Turn
@@ -367,7 +366,7 @@ def test_a_config_binding_a_conversation_scorer_to_runs_is_refused() -> None:
     assert [b.target for b in config.scorers] == ["conversation", "conversation"]  # run scorers may judge chats
 
 
-PINNED_PROMPTS = Path(__file__).parent / "fixtures" / "conversation_judge_prompts.json"
+PINNED_PROMPTS = FIXTURES / "conversation_judge_prompts.json"
 
 
 def prompts_fingerprint(name: str) -> dict[str, str]:
@@ -380,7 +379,7 @@ def prompts_fingerprint(name: str) -> dict[str, str]:
 def test_a_prompt_change_bumps_the_conversation_scorer_version() -> None:
     """Stored scores of an old prompt must not pass for the new one's (``rescore`` and
     ``compare`` tell versions apart). After bumping a version, regenerate the fixture with
-    ``python -m tests.test_conversation_scorers``."""
+    ``python -m tests.scorers.test_conversation_scorers``."""
     pinned = json.loads(PINNED_PROMPTS.read_text())
     assert set(pinned) == set(registry.judge_scorers(conversation=True))
     for name in pinned:

@@ -19,10 +19,10 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.conftest import CAPTURES
-from tests.extract_support import span, trace
-from tests.judge_server import JudgeServer, json_reply
-from tests.test_llm_scorers import judge, server  # noqa: F401 - the scripted judge's fixtures
+from tests.scorers.test_llm_scorers import judge, server  # noqa: F401 - the scripted judge's fixtures
+from tests.support.extract_support import span, trace
+from tests.support.judge_server import JudgeServer, json_reply
+from tests.support.paths import CAPTURES
 from tracescore.config import parse_config
 from tracescore.extract import extract_runs
 from tracescore.extract.model import AgentRun

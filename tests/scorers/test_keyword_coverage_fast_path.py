@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.scorers import long_cases
-from tests.parity_support import load_cases, mastra_run
+from tests.support.parity_support import load_cases, mastra_run
 from tracescore.scorers.code.jstext import JS_WHITESPACE
 from tracescore.scorers.code.keyword_coverage import extract_keywords, stop_words
 from tracescore.scorers.utils import run_input_text, run_output_text

@@ -4,7 +4,7 @@
 worked examples of SCORERS.md §8 (marked with their documented result ``doc``): a run, the
 answer a judge gives to each prompt step in Mastra's shape (canonical spellings, booleans where
 Mastra's schema has them), and the score Mastra's ``@mastra/evals`` 1.10.2 scorer gave with a
-mock model answering exactly that (recorded by ``tests/record_llm_parity.py``). Here the same
+mock model answering exactly that (recorded by ``tests/support/record_llm_parity.py``). Here the same
 answers come from the scripted judge over real HTTP, so each answer goes through litellm,
 tracescore's schema validation and its formula.
 """
@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.judge_server import JudgeServer, json_reply
+from tests.support.judge_server import JudgeServer, json_reply
+from tests.support.paths import FIXTURES
 from tracescore.judge import JudgeConfig, LiteLLMJudge
 from tracescore.scorers import registry
 
-FIXTURE = Path(__file__).parent / "fixtures" / "parity" / "llm_judge.jsonl"
+FIXTURE = FIXTURES / "parity" / "llm_judge.jsonl"
 CASES = [json.loads(line) for line in FIXTURE.read_text().splitlines() if line.strip()]
 
 # The schema (its title is in every request) of each prompt step, in the order Mastra asks them.

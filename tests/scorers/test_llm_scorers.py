@@ -1,6 +1,6 @@
 """The judge scorers against the scripted judge: Mastra's documented examples and our fixes.
 
-Every judge call goes over real HTTP through litellm to ``tests.judge_server``; scripts answer
+Every judge call goes over real HTTP through litellm to ``tests.support.judge_server``; scripts answer
 by the step's schema title, and reason steps get the server's default text.
 """
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.judge_server import JudgeServer, error_reply, json_reply, text_reply
+from tests.support.judge_server import JudgeServer, error_reply, json_reply, text_reply
 from tracescore.extract.model import (
     AgentRun,
     ContextDocument,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.parity_support import UTILS, load_cases, mastra_run
+from tests.support.parity_support import UTILS, load_cases, mastra_run
 from tracescore.scorers import utils
 
 EXTRA_CASES = load_cases("utils_extra.jsonl")

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from vaderSentiment.vaderSentiment import BOOSTER_DICT, NEGATE, SPECIAL_CASES
 
 from benchmarks.scorers import long_cases
-from tests.parity_support import load_cases
+from tests.support.parity_support import load_cases
 from tracescore.scorers.code import tone_fast
 from tracescore.scorers.code import tone_vader as reference
 

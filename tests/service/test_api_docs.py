@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.live_app import serve_app
+from tests.support.live_app import serve_app
 from tracescore.config import parse_config
 from tracescore.service import create_app
 from tracescore.store import open_store

@@ -18,9 +18,9 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import CAPTURES
-from tests.extract_support import capture_runs, only
-from tests.server_process import ServerProcess, login_session, start_server
+from tests.support.extract_support import capture_runs, only
+from tests.support.paths import CAPTURES
+from tests.support.server_process import ServerProcess, login_session, start_server
 from tracescore.cli import app
 from tracescore.ingest.files import load_traces
 from tracescore.scorers.base import ScorerRun

@@ -23,8 +23,9 @@ from fastapi.testclient import TestClient
 from httpx import Response
 from jsonschema import Draft202012Validator
 
-from tests.agent_otlp import agent_trace, export_request
-from tests.score_streams import insert_rows, score_row
+from tests.support.agent_otlp import agent_trace, export_request
+from tests.support.paths import REPO
+from tests.support.score_streams import insert_rows, score_row
 from tracescore.config import parse_config
 from tracescore.ingest.decode import decode_traces_protobuf
 from tracescore.service import create_app
@@ -312,7 +313,7 @@ def test_errors_under_api_are_problem_details_and_pages_keep_theirs(client: Test
 
 
 def test_the_docs_page_says_the_old_paths_are_deprecated() -> None:
-    text = (Path(__file__).parent.parent / "docs" / "rest-api.md").read_text()
+    text = (REPO / "docs" / "rest-api.md").read_text()
     assert "/api/v1/" in text and "deprecated" in text
 
 

@@ -28,9 +28,9 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tests.agent_otlp import agent_trace, export_request
-from tests.judge_server import JudgeServer, text_reply
-from tests.server_process import ServerProcess, start_server
+from tests.support.agent_otlp import agent_trace, export_request
+from tests.support.judge_server import JudgeServer, text_reply
+from tests.support.server_process import ServerProcess, start_server
 from tracescore.auth import (
     API_KEYS_ENV,
     ApiKeys,

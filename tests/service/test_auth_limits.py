@@ -19,8 +19,8 @@ import grpc
 import httpx
 import pytest
 
-from tests.agent_otlp import agent_trace, export_request
-from tests.server_process import ServerProcess, login_session, start_server
+from tests.support.agent_otlp import agent_trace, export_request
+from tests.support.server_process import ServerProcess, login_session, start_server
 from tracescore.auth import FailedAttempts
 from tracescore.web.auth import COOKIE_NAME
 

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
-from tests.agent_otlp import agent_trace, export_request
-from tests.server_process import ServerProcess, start_server
+from tests.support.agent_otlp import agent_trace, export_request
+from tests.support.server_process import ServerProcess, start_server
 from tracescore.config import ConfigError, parse_config
 
 HEADER_TIMEOUT = 1.0

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.server_process import start_server
+from tests.support.server_process import start_server
 from tracescore.config import Config, parse_config
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.server_process import ServerProcess, post_chunked, start_server
+from tests.support.server_process import ServerProcess, post_chunked, start_server
 
 KEY = f"tsk-gate-{secrets.token_hex(12)}"
 LIMIT = 64 * 1024

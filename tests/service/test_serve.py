@@ -15,7 +15,7 @@ import orjson
 import pytest
 from fastapi import APIRouter
 
-from tests.server_process import ServerProcess, free_port, start_server
+from tests.support.server_process import ServerProcess, free_port, start_server
 from tracescore.config import Config, ServerConfig
 from tracescore.service import Service
 from tracescore.store import open_store

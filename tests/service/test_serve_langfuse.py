@@ -20,9 +20,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import CAPTURES
-from tests.extract_support import WEATHER_ANSWER, WEATHER_USER
-from tests.server_process import ServerProcess, start_server
+from tests.support.extract_support import WEATHER_ANSWER, WEATHER_USER
+from tests.support.paths import CAPTURES
+from tests.support.server_process import ServerProcess, start_server
 
 PATH = "/api/public/otel/v1/traces"
 SECRET = "sk-lf-test"  # the secret key the captures were made with

@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from tests.conftest import CAPTURES
-from tests.server_process import process_tree, start_server
+from tests.support.paths import CAPTURES
+from tests.support.server_process import process_tree, start_server
 from tracescore.children import EXIT_GRACE_SECONDS
 from tracescore.store import open_store
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.server_process import free_port, start_server
+from tests.support.server_process import free_port, start_server
 
 
 def test_start_block_names_every_endpoint_and_the_libraries_keep_quiet(tmp_path: Path) -> None:

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import httpx
 
-from tests.agent_otlp import agent_trace, export_request
-from tests.server_process import start_server
-from tests.test_reliability_slow_clients import PROTOBUF
+from tests.support.agent_otlp import agent_trace, export_request
+from tests.support.server_process import start_server
+from tests.system.test_reliability_slow_clients import PROTOBUF
 
 STALLERS = 300
 ATTACKER = "127.0.0.2"

@@ -27,8 +27,9 @@ from sqlalchemy import Engine, inspect, text
 from sqlalchemy.exc import DBAPIError
 from typer.testing import CliRunner
 
-from tests.conftest import FIXTURES, fresh_pg_database
-from tests.server_process import start_server
+from tests.support.databases import fresh_pg_database
+from tests.support.paths import FIXTURES
+from tests.support.server_process import start_server
 from tracescore.cli import app
 from tracescore.ingest.files import load_traces
 from tracescore.store import SchemaError, migrate, open_store

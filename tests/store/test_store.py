@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from sqlalchemy.exc import SQLAlchemyError
 
-from tests.conftest import CAPTURES
+from tests.support.paths import CAPTURES
 from tracescore.ingest.files import load_traces
 from tracescore.spans import LogRecord, Resource, Scope, Span, SpanEvent, SpanLink
 from tracescore.store import SpanStore, normalize_url, open_store

@@ -1,6 +1,6 @@
 """Score prepared code-scorer cases and print the results as JSON, with which implementation ran.
 
-Run by path in another install's Python (``python -I tests/code_scores.py cases.json``): it
+Run by path in another install's Python (``python -I tests/support/code_scores.py cases.json``): it
 imports nothing but ``tracescore``, so that install's package is the one measured, and reports
 where each of its modules came from. The test imports ``results`` to score the same cases in
 its own (compiled) install the same way.

@@ -1,4 +1,4 @@
-"""A custom scorer (bound as ``tests.counting_scorer:counting``) that leaves evidence of each call.
+"""A custom scorer (bound as ``tests.support.counting_scorer:counting``) that leaves evidence of each call.
 
 Stored scores are upserted, so counting rows cannot show that a scorer ran twice; this scorer
 appends ``start`` and ``done`` lines with the run and the process id to the file named by

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 
-from tests.conftest import CAPTURES
+from tests.support.paths import CAPTURES
 from tracescore.extract import extract_runs, read_spans
 from tracescore.extract.model import AgentRun, ToolInvocation
 from tracescore.ingest.files import load_traces

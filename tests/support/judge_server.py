@@ -13,7 +13,7 @@ title (it appears in ``response_format`` and in the prompt) or any marker in the
 
 A script's replies are served in order and its last reply repeats. Unmatched requests get
 ``server.default`` (plain text). It can also run as a process for benchmarks:
-``python -m tests.judge_server --script script.json --delay 0.2`` prints its base URL.
+``python -m tests.support.judge_server --script script.json --delay 0.2`` prints its base URL.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 // Runs Mastra's OWN LLM scorers (@mastra/evals 1.10.2) with a mock judge model that answers
 // recorded JSON, so tracescore's judge scorers can be compared with them on the same answers.
-// Used by tests/record_llm_parity.py to write tests/fixtures/parity/llm_judge.jsonl; the test
+// Used by tests/support/record_llm_parity.py to write tests/fixtures/parity/llm_judge.jsonl; the test
 // suite reads that file and needs neither node nor this script.
 //
 // Usage (node_modules of ../shared/mastra-harness installed, e.g. a copy with `npm ci`):
-//   NODE_PATH=/path/to/node_modules node tests/mastra_llm_harness.mjs CASES.jsonl > OUT.jsonl
+//   NODE_PATH=/path/to/node_modules node tests/support/mastra_llm_harness.mjs CASES.jsonl > OUT.jsonl
 //   (or run it from a folder whose node_modules holds @mastra/evals)
 //
 // A case: {id, scorer, options?, input, output, groundTruth?, answers: [step answers in order]}

@@ -20,7 +20,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import REPO
+
 # What building the package reads, as in the Dockerfile's build stage.
 PACKAGE_PATHS = ("pyproject.toml", "README.md", "tracescore")
 
@@ -29,10 +30,10 @@ def copy_checkout(target: Path, paths: tuple[str, ...] = ()) -> Path:
     """Copy the checkout's source files under ``paths`` (all of them: ``()``) to ``target``."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", *paths],
-        cwd=ROOT, check=True, capture_output=True,
+        cwd=REPO, check=True, capture_output=True,
     ).stdout.decode()
     for name in filter(None, listed.split("\0")):
-        source = ROOT / name
+        source = REPO / name
         if source.is_file():  # tracked files deleted in the working tree are listed too
             (target / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target / name)

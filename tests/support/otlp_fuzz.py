@@ -1,7 +1,7 @@
 """Hostile OTLP export requests, and the property every body must meet.
 
-Shared by the fuzz tests (``tests/test_fuzz_*.py``) and ``benchmarks/fuzz.py``, which runs the
-same properties with many more cases. Bodies come in three families:
+Shared by the fuzz tests (``tests/ingest/test_fuzz_decode.py``, ``tests/system/test_fuzz_http.py``)
+and ``benchmarks/fuzz.py``, which runs the same properties with many more cases. Bodies come in three families:
 
 - OTLP/JSON documents whose every field may hold the wrong type, an out-of-range number or a
   half-valid id, with GenAI / OpenInference / OpenLLMetry / Vercel attribute keys and

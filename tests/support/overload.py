@@ -1,6 +1,6 @@
 """Drive a ``tracescore serve`` process harder than it can ingest, and watch its memory.
 
-Shared by ``tests/test_reliability_backpressure.py`` (seconds) and ``benchmarks/backpressure.py``
+Shared by ``tests/system/test_reliability_backpressure.py`` (seconds) and ``benchmarks/backpressure.py``
 (a calibration run, then 60 s at twice the sustainable rate). Load is *open-loop* at a given
 rate: requests leave on schedule whether or not earlier ones were answered, as independent
 exporters behave, so an overloaded server sees a growing crowd rather than a polite client

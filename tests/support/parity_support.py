@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Any
 
+from tests.support.paths import FIXTURES
 from tracescore.scorers import registry, utils
 from tracescore.scorers.base import ScoreResult
 
-PARITY = Path(__file__).parent / "fixtures" / "parity"
+PARITY = FIXTURES / "parity"
 REGISTRY_NAME = {"tool-call-accuracy": "tool-call-accuracy-code"}
 
 

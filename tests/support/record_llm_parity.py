@@ -2,11 +2,11 @@
 
 Each case is a run plus the answers a judge gives to each prompt step, in Mastra's answer shape
 (canonical spellings: lowercase verdicts, booleans where Mastra's schema has them). The cases go
-through Mastra's LLM scorers (``tests/mastra_llm_harness.mjs``, a mock model answering from the
-recorded list) and Mastra's score is stored next to each case, so ``tests/test_llm_parity.py``
+through Mastra's LLM scorers (``tests/support/mastra_llm_harness.mjs``, a mock model answering from the
+recorded list) and Mastra's score is stored next to each case, so ``tests/scorers/test_llm_parity.py``
 can score the same answers with tracescore's scorers and compare, without node at test time.
 
-    python3 -m tests.record_llm_parity /path/to/mastra-harness/node_modules
+    python3 -m tests.support.record_llm_parity /path/to/mastra-harness/node_modules
 
 Randomised with a fixed seed; re-running reproduces the file byte for byte.
 """
@@ -22,7 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-FIXTURE = Path(__file__).parent / "fixtures" / "parity" / "llm_judge.jsonl"
+from tests.support.paths import FIXTURES
+
+FIXTURE = FIXTURES / "parity" / "llm_judge.jsonl"
 HARNESS = Path(__file__).parent / "mastra_llm_harness.mjs"
 CASES_PER_SCORER = 24
 """Random cases per scorer; SCORERS.md §8's worked examples come on top (:data:`WORKED_EXAMPLES`)."""

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Self
 
-from tests.server_process import free_port
+from tests.support.server_process import free_port
 
 
 def _bin(name: str) -> str:

@@ -21,14 +21,14 @@ import pytest
 import yaml
 from sqlalchemy import create_engine
 
+from tests.support.paths import REPO
 from tracescore.config import Config, parse_config
 from tracescore.pipeline.bindings import compile_bindings
 
-ROOT = Path(__file__).resolve().parent.parent
-COMPOSE_FILE = ROOT / "docker-compose.yml"
-GATEWAY_FILE = ROOT / "collector" / "gateway.yaml"
-REPLICA_CONFIG_FILE = ROOT / "collector" / "tracescore.yaml"
-DOCKERFILE = ROOT / "Dockerfile"
+COMPOSE_FILE = REPO / "docker-compose.yml"
+GATEWAY_FILE = REPO / "collector" / "gateway.yaml"
+REPLICA_CONFIG_FILE = REPO / "collector" / "tracescore.yaml"
+DOCKERFILE = REPO / "Dockerfile"
 CONFIG_IN_IMAGE = "/etc/tracescore/config.yaml"
 
 
@@ -79,7 +79,7 @@ def _mounted_file(service: dict[str, Any], target: str) -> Path:
     for volume in service.get("volumes", []):
         source, destination, *_ = volume.split(":")
         if destination == target:
-            return (ROOT / source).resolve()
+            return (REPO / source).resolve()
     raise AssertionError(f"nothing is mounted at {target}")
 
 
@@ -150,7 +150,7 @@ def test_compose_cli_accepts_the_file(compose: dict[str, Any]) -> None:
         )
     run = subprocess.run(
         [*command, "--file", str(COMPOSE_FILE), "config", "--services"],
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
+        capture_output=True, text=True, timeout=60, cwd=REPO,
     )
     assert run.returncode == 0, run.stderr
     assert set(run.stdout.split()) == set(compose["services"])
@@ -311,7 +311,7 @@ def test_image_exposes_otlp_and_probes_healthz(
 
 def test_build_context_keeps_what_pip_install_needs(dockerfile: list[tuple[str, str]]) -> None:
     ignored = [
-        line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
+        line.strip() for line in (REPO / ".dockerignore").read_text().splitlines()
         if line.strip() and not line.startswith("#")
     ]
     # What is copied from the build context (not from the build stage).
@@ -319,5 +319,5 @@ def test_build_context_keeps_what_pip_install_needs(dockerfile: list[tuple[str, 
     copied = {source for sources_of_one in sources for source in sources_of_one}
     assert {"pyproject.toml", "README.md", "tracescore"} <= copied
     for source in copied:
-        assert (ROOT / source).exists(), source
+        assert (REPO / source).exists(), source
         assert not any(fnmatch(source, pattern) for pattern in ignored), source

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from docgen.config_reference import config_blocks
 from docgen.pages import UnknownGenerator, fill, generated_pages
 from docgen.scorer_reference import CODE_EXAMPLE_OPTIONS
+from tests.support.paths import REPO
 from tracescore.config import Config, parse_config
 from tracescore.metrics import REGISTRY
 from tracescore.scorers import registry
@@ -30,9 +31,8 @@ from tracescore.service import create_app
 from tracescore.settings import Duration, Section
 from tracescore.store import open_store
 
-ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
-DOCS = ROOT / "docs"
+README = REPO / "README.md"
+DOCS = REPO / "docs"
 _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
 
@@ -42,7 +42,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     site_dir = tmp_path_factory.mktemp("site")
     built = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)],
-        cwd=ROOT, capture_output=True, text=True, timeout=240,
+        cwd=REPO, capture_output=True, text=True, timeout=240,
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
     )  # fmt: skip
     assert built.returncode == 0, built.stderr[-4000:]

@@ -17,9 +17,9 @@ import grpc
 import httpx
 import pytest
 
-from tests.agent_otlp import agent_trace, export_request
-from tests.otlp_fuzz import ALLOWED_STATUSES, Hostile, hostile_request
-from tests.server_process import ServerProcess, start_server
+from tests.support.agent_otlp import agent_trace, export_request
+from tests.support.otlp_fuzz import ALLOWED_STATUSES, Hostile, hostile_request
+from tests.support.server_process import ServerProcess, start_server
 from tracescore.ingest.truncate import MARKER
 
 HTTP_CASES, GRPC_CASES = 300, 100

@@ -22,10 +22,10 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 from sqlalchemy import text as sql_text
 
-from tests.agent_otlp import AgentTrace, agent_trace, export_request
-from tests.conftest import CAPTURES
-from tests.server_process import ServerProcess, start_server
-from tests.test_unpacker_shutdown import _owner
+from tests.ingest.test_unpacker_shutdown import _owner
+from tests.support.agent_otlp import AgentTrace, agent_trace, export_request
+from tests.support.paths import CAPTURES
+from tests.support.server_process import ServerProcess, start_server
 from tracescore.config import parse_config
 from tracescore.extract import extract_runs
 from tracescore.feedback.scan import FeedbackScanner

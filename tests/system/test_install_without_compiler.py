@@ -1,6 +1,6 @@
 """The package installs without a C compiler and its code scorers score exactly as compiled.
 
-A build with ``CC=/bin/false`` (``tests/nocompiler_install.py``: a fresh venv, offline) skips
+A build with ``CC=/bin/false`` (``tests/support/nocompiler_install.py``: a fresh venv, offline) skips
 the optional Cython extensions; that install must then run the pure-Python loops, say so, and
 give every code scorer's results on the parity corpus and the benchmark's 10k-character cases
 exactly as this (compiled, editable) install does: scores, step results and errors, float for
@@ -21,10 +21,10 @@ import pytest
 import setuptools
 
 from benchmarks.scorers import long_cases
-from tests import code_scores
-from tests.nocompiler_install import Install, install_without_compiler
-from tests.parity_support import REGISTRY_NAME, load_cases, mastra_options, mastra_run
-from tests.server_process import ServerProcess, free_port
+from tests.support import code_scores
+from tests.support.nocompiler_install import Install, install_without_compiler
+from tests.support.parity_support import REGISTRY_NAME, load_cases, mastra_options, mastra_run
+from tests.support.server_process import ServerProcess, free_port
 from tracescore.compiled import EXTENSIONS, describe, extensions_built, implementation
 
 CODE_SCORERS = {"completeness", "content-similarity", "keyword-coverage", "textual-difference", "tone",

@@ -14,12 +14,11 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from sqlalchemy import create_engine, select
 
-from tests.otlp_receiver import otlp_receiver
-from tests.server_process import free_port, start_server
+from tests.support.otlp_receiver import otlp_receiver
+from tests.support.paths import REPO
+from tests.support.server_process import free_port, start_server
 from tracescore.spans import EVALUATION_EVENT
 from tracescore.store.scores import ScoreRow
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _send_agent_trace(endpoint: str) -> tuple[str, str]:
@@ -79,7 +78,7 @@ def _wait_for_scores(db_url: str, count: int, timeout: float = 20.0) -> list[Sco
 def test_agent_trace_is_scored_stored_and_re_emitted(tmp_path: Path) -> None:
     with otlp_receiver() as receiver:
         config = {
-            "scorers": [{"name": "answer-present", "scorer": "tests.custom_scorers:answer_present",
+            "scorers": [{"name": "answer-present", "scorer": "tests.support.custom_scorers:answer_present",
                          "threshold": 0.5}],
             "export": {"otlp_endpoint": receiver.endpoint},
             "workers": {"poll_interval": 0.05},
@@ -106,7 +105,7 @@ def test_scores_exported_back_to_the_same_collector_do_not_loop(tmp_path: Path) 
     trace is not reopened and its score is not emitted again and again."""
     port = free_port()
     config = {
-        "scorers": [{"name": "answer-present", "scorer": "tests.custom_scorers:answer_present"}],
+        "scorers": [{"name": "answer-present", "scorer": "tests.support.custom_scorers:answer_present"}],
         "export": {"otlp_endpoint": f"http://127.0.0.1:{port}", "batch_delay": 0.1},
         "workers": {"poll_interval": 0.05},
     }

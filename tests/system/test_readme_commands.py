@@ -11,12 +11,12 @@ from pathlib import Path
 import typer.main
 from typer.testing import CliRunner
 
+from tests.support.paths import REPO
 from tracescore.cli import app
 from tracescore.config import load_config, parse_config
 from tracescore.offline.demo_collector import DEMO_CONFIG
 
-ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
+README = REPO / "README.md"
 MADE_BY_THE_README = {"tracescore.yaml"}  # the YAML block of the judge example, saved by the reader
 
 
@@ -37,7 +37,7 @@ def _readme_commands() -> list[list[str]]:
             if words[:1] == ["tracescore"] and len(words) > 1:
                 # `db upgrade/current/check` names three commands in prose.
                 commands += [[*words[1:2], name, *words[3:]] for name in words[2].split("/")] if (
-                    len(words) > 2 and "/" in words[2] and not (ROOT / words[2]).exists()
+                    len(words) > 2 and "/" in words[2] and not (REPO / words[2]).exists()
                 ) else [words[1:]]
     return commands
 
@@ -60,7 +60,7 @@ def test_readme_commands_use_real_options_and_files() -> None:
             if word.startswith("--"):
                 assert word.split("=", 1)[0] in flags, (words, word)
             elif word.endswith((".yaml", ".yml", "/")) and word not in MADE_BY_THE_README:
-                assert (ROOT / word).exists(), (words, word)
+                assert (REPO / word).exists(), (words, word)
 
 
 def test_readme_ci_example_runs_as_shown() -> None:
@@ -71,6 +71,6 @@ def test_readme_ci_example_runs_as_shown() -> None:
 
 def test_docs_show_the_demo_config_that_ships() -> None:
     shipped = load_config(Path(str(DEMO_CONFIG)))
-    text = (ROOT / "docs" / "conversations.md").read_text(encoding="utf-8")
+    text = (REPO / "docs" / "conversations.md").read_text(encoding="utf-8")
     (block,) = [b for b in re.findall(r"```yaml\n(.*?)```", text, re.DOTALL) if "chat-coverage" in b]
     assert parse_config(block) == shipped

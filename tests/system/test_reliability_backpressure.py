@@ -9,9 +9,9 @@ from pathlib import Path
 
 import httpx
 
-from tests.agent_otlp import agent_trace, export_request
-from tests.overload import overload, proc_status_mb
-from tests.server_process import start_server
+from tests.support.agent_otlp import agent_trace, export_request
+from tests.support.overload import overload, proc_status_mb
+from tests.support.server_process import start_server
 
 TRACES_PER_REQUEST = 10
 SPANS_PER_REQUEST = 4 * TRACES_PER_REQUEST

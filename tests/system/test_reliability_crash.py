@@ -1,7 +1,7 @@
 """``kill -9`` under sustained load, then a restart on the same database.
 
 A client keeps exporting agent traces (one OTLP/HTTP request per trace, 4 spans each) while the
-server scores them with ``tests.counting_scorer:counting``, which appends a ``start`` and a
+server scores them with ``tests.support.counting_scorer:counting``, which appends a ``start`` and a
 ``done`` line per call (with the process id) to a file. After 10 scorings the first process
 hangs inside the scorer, so it surely holds claimed traces when it is killed with SIGKILL; it
 is restarted on the same database while the client, like an OTLP exporter, retries what was not
@@ -32,17 +32,17 @@ from pathlib import Path
 import httpx
 from sqlalchemy import create_engine, text
 
-from tests.agent_otlp import AgentTrace, agent_trace, export_request
-from tests.counting_scorer import CALL_LOG_ENV, HANG_AFTER_ENV
-from tests.server_process import ServerProcess, start_server
+from tests.support.agent_otlp import AgentTrace, agent_trace, export_request
+from tests.support.counting_scorer import CALL_LOG_ENV, HANG_AFTER_ENV
+from tests.support.paths import REPO
+from tests.support.server_process import ServerProcess, start_server
 
-REPO = Path(__file__).resolve().parents[1]
 BINDING = "counted"
 CLAIM_BATCH = 4
 LEASE_SECONDS = 2.0
 CONFIG = {
     "assembly": {"lease_seconds": LEASE_SECONDS},
-    "scorers": [{"name": BINDING, "scorer": "tests.counting_scorer:counting"}],
+    "scorers": [{"name": BINDING, "scorer": "tests.support.counting_scorer:counting"}],
     "workers": {"claim_batch": CLAIM_BATCH, "concurrency": 4, "poll_interval": 0.05},
 }
 

@@ -5,7 +5,7 @@ log when the outage starts and when it ends rather than a traceback per poll (in
 answers 503 too, likewise per outage, not per request), and everything
 answers again once the database is back.
 
-Runs on a private throwaway cluster (``tests/throwaway_pg.py``), never on the shared server.
+Runs on a private throwaway cluster (``tests/support/throwaway_pg.py``), never on the shared server.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.agent_otlp import agent_trace, export_request
-from tests.server_process import ServerProcess, start_server
-from tests.throwaway_pg import ThrowawayPostgres
+from tests.support.agent_otlp import agent_trace, export_request
+from tests.support.server_process import ServerProcess, start_server
+from tests.support.throwaway_pg import ThrowawayPostgres
 
 pytestmark = pytest.mark.pg_cluster
 OUTAGE_SECONDS = 5.0

@@ -17,15 +17,15 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests.agent_otlp import AgentTrace, agent_trace, export_request
-from tests.judge_server import (
+from tests.support.agent_otlp import AgentTrace, agent_trace, export_request
+from tests.support.judge_server import (
     JudgeServer,
     error_reply,
     hang_reply,
     json_reply,
     text_reply,
 )
-from tests.server_process import start_server
+from tests.support.server_process import start_server
 
 JUDGE_TIMEOUT = 1.0
 # City marker (it appears in every judge prompt of that run) → what the judge does, and words

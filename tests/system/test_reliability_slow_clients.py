@@ -18,8 +18,8 @@ import grpc
 import httpx
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from tests.agent_otlp import agent_trace, export_request
-from tests.server_process import ServerProcess, start_server
+from tests.support.agent_otlp import agent_trace, export_request
+from tests.support.server_process import ServerProcess, start_server
 
 STALLED = 64  # as many as the default max_pending_requests: before the fix, every slot
 BODY_TIMEOUT = 6.0

@@ -1,7 +1,7 @@
 """PostgreSQL restarted under load: ingest answers 503 with ``Retry-After`` while the database
 is down, recovers by itself when it is back, and loses nothing it acknowledged.
 
-Runs on a private throwaway cluster (``tests/throwaway_pg.py``), never on the shared server.
+Runs on a private throwaway cluster (``tests/support/throwaway_pg.py``), never on the shared server.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests.agent_otlp import AgentTrace, agent_trace, export_request
-from tests.server_process import start_server
-from tests.throwaway_pg import ThrowawayPostgres
+from tests.support.agent_otlp import AgentTrace, agent_trace, export_request
+from tests.support.server_process import start_server
+from tests.support.throwaway_pg import ThrowawayPostgres
 from tracescore.store import open_store
 
 pytestmark = pytest.mark.pg_cluster

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tests.agent_otlp import agent_trace, export_request
+from tests.support.agent_otlp import agent_trace, export_request
 from tracescore.extract import extract_runs
 from tracescore.ingest.decode import decode_logs, decode_traces
 from tracescore.ingest.truncate import (

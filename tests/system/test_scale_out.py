@@ -22,18 +22,18 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests.agent_otlp import AgentTrace, agent_trace, export_logs_request, scatter
-from tests.counting_scorer import CALL_LOG_ENV, HANG_AFTER_ENV
-from tests.server_process import ServerProcess, start_server
+from tests.support.agent_otlp import AgentTrace, agent_trace, export_logs_request, scatter
+from tests.support.counting_scorer import CALL_LOG_ENV, HANG_AFTER_ENV
+from tests.support.paths import REPO
+from tests.support.server_process import ServerProcess, start_server
 
 pytestmark = pytest.mark.postgres
 
-REPO = Path(__file__).resolve().parents[1]
 LEASE_SECONDS = 3.0
 BINDING = "counted"
 CONFIG = {
     "assembly": {"lease_seconds": LEASE_SECONDS, "idle_timeout": 0.5},
-    "scorers": [{"name": BINDING, "scorer": "tests.counting_scorer:counting"}],
+    "scorers": [{"name": BINDING, "scorer": "tests.support.counting_scorer:counting"}],
     # Small claims so the doomed process holds a few traces, not the whole backlog; one scoring
     # process per replica: three replicas of the default two each on 2 cores starved the
     # scorers until their 3 s leases expired, and then a run is rightly scored twice.

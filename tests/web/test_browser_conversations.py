@@ -13,15 +13,15 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from tests.browser_support import (  # noqa: F401 - fixtures
+from tests.support.browser_support import (  # noqa: F401 - fixtures
     REPO,
     browser,
     context,
     layout_problems,
     shot,
 )
-from tests.conftest import CAPTURES
-from tests.server_process import ServerProcess, login_session, start_server
+from tests.support.paths import CAPTURES
+from tests.support.server_process import ServerProcess, login_session, start_server
 from tracescore.web.auth import COOKIE_NAME
 
 pytestmark = pytest.mark.browser
@@ -37,8 +37,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     config = {
         "server": {"api_keys": [API_KEY]},
         "scorers": [
-            {"name": "turns", "scorer": "tests.conversation_scorers:turn_order", "target": "conversation"},
-            {"name": "answer", "scorer": "tests.custom_scorers:answer_present", "threshold": 0.5},
+            {"name": "turns", "scorer": "tests.support.conversation_scorers:turn_order", "target": "conversation"},
+            {"name": "answer", "scorer": "tests.support.custom_scorers:answer_present", "threshold": 0.5},
         ],
         "conversations": {"idle_timeout": 0.5},
         "workers": {"poll_interval": 0.05, "processes": 0},

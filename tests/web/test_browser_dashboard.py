@@ -17,10 +17,10 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, select
 
-from tests.browser_support import REPO, browser, context, layout_problems, shot  # noqa: F401 - fixtures
-from tests.conftest import CAPTURES
-from tests.server_process import ServerProcess, login_session, start_server
-from tests.test_web_pages import HOSTILE_SYSTEM, agent_trace_json
+from tests.support.browser_support import REPO, browser, context, layout_problems, shot  # noqa: F401 - fixtures
+from tests.support.paths import CAPTURES
+from tests.support.server_process import ServerProcess, login_session, start_server
+from tests.web.test_web_pages import HOSTILE_SYSTEM, agent_trace_json
 from tracescore.store.scores import ScoreRow
 from tracescore.web.auth import COOKIE_NAME
 from tracescore.web.queries import as_utc
@@ -28,7 +28,7 @@ from tracescore.web.queries import as_utc
 pytestmark = pytest.mark.browser
 
 BINDINGS = [
-    {"name": "answer-present", "scorer": "tests.custom_scorers:answer_present", "threshold": 0.5},
+    {"name": "answer-present", "scorer": "tests.support.custom_scorers:answer_present", "threshold": 0.5},
     {"name": "tone", "scorer": "tone"},
     {"name": "textual-difference", "scorer": "textual-difference"},
 ]

@@ -10,15 +10,15 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.browser_support import (  # noqa: F401 - fixtures
+from tests.extract.test_sources import CONTENTLESS_SPANS, GENAI_SERVICE, LATEST, LEGACY_SCOPE
+from tests.support.browser_support import (  # noqa: F401 - fixtures
     browser,
     context,
     layout_problems,
     shot,
 )
-from tests.server_process import ServerProcess, login_session, start_server, wait_for
-from tests.test_sources import CONTENTLESS_SPANS, GENAI_SERVICE, LATEST, LEGACY_SCOPE
-from tests.test_sources_serve import acme_export
+from tests.support.server_process import ServerProcess, login_session, start_server, wait_for
+from tests.web.test_sources_serve import acme_export
 from tracescore.web.auth import COOKIE_NAME
 
 pytestmark = pytest.mark.browser

@@ -7,7 +7,7 @@ same on every run) go to a real ``tracescore serve`` with the default scorers, f
 the drop and 12 s after, and the demo's rule runs on shorter windows (the last 8 s against the
 minute before, evaluated every second: the baseline outlasts the degraded traffic, so the alert
 is still firing when the traffic stops; in the two-minute demo the degraded answers fill part of
-the 2-minute baseline and the alert may resolve and fire again, which tests/test_web_pages.py
+the 2-minute baseline and the alert may resolve and fire again, which tests/web/test_web_pages.py
 checks on the rendered pages), with a stricter test (p < 0.001, a drop of 0.2 at least): evaluated every second, a rule makes
 many tests, and the other agents must not fire by chance.
 Times are real: scores are stamped when scored.
@@ -29,13 +29,13 @@ import pytest
 from sqlalchemy import create_engine, select
 from typer.testing import CliRunner
 
-from tests.browser_support import (  # noqa: F401 - fixtures
+from tests.support.browser_support import (  # noqa: F401 - fixtures
     browser,
     context,
     layout_problems,
     shot,
 )
-from tests.server_process import ServerProcess, login_session, start_server
+from tests.support.server_process import ServerProcess, login_session, start_server
 from tracescore.cli import app
 from tracescore.offline.demo import DEGRADING_AGENT, DemoSender
 from tracescore.store.alerts import AlertStateRow
@@ -398,8 +398,8 @@ def test_overview_layout_has_no_overlaps_or_cut_text(
 def versions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     """The captured traces scored by two versions of one binding (``tracescore rescore`` twice,
     the second with a changed formula), served by the real app over HTTP."""
-    from tests.conftest import CAPTURES
-    from tests.live_app import serve_app
+    from tests.support.live_app import serve_app
+    from tests.support.paths import CAPTURES
     from tracescore.config import parse_config
     from tracescore.ingest.files import load_traces
     from tracescore.service import create_app
@@ -413,7 +413,7 @@ def versions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, st
     for version, per_char in (("1", 0.005), ("2", 0.02)):
         config = workdir / f"v{version}.yaml"
         config.write_text(
-            f"scorers: [{{name: length, scorer: 'tests.test_offline_rescore:answer_length', "
+            f"scorers: [{{name: length, scorer: 'tests.offline.test_offline_rescore:answer_length', "
             f"threshold: 0.5, options: {{version: '{version}', per_char: {per_char}}}}}]\n"
             f"server: {{api_keys: [{API_KEY}]}}\n"
         )

@@ -19,9 +19,9 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationSc
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
-from tests.judge_server import JudgeServer
-from tests.server_process import ServerProcess, start_server, wait_for
-from tests.test_sources import CONTENTLESS_SPANS, GENAI_SERVICE, LEGACY_SCOPE
+from tests.extract.test_sources import CONTENTLESS_SPANS, GENAI_SERVICE, LEGACY_SCOPE
+from tests.support.judge_server import JudgeServer
+from tests.support.server_process import ServerProcess, start_server, wait_for
 from tracescore.extract.content import NO_CONTENT_REASON
 
 API_KEY = "sources-test-key"

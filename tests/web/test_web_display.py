@@ -1,6 +1,6 @@
 """What the dashboard's pages show, issue 34: badges coloured by score, no "0 ms" on code
 scorers' cards, no Reason column where nothing has a reason. On the stores of
-tests/test_web_pages.py: real captures scored by the real worker (code scorers and a judge).
+tests/web/test_web_pages.py: real captures scored by the real worker (code scorers and a judge).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 from fastapi.testclient import TestClient
 
-from tests.test_web_pages import _scores, client, judge, store, visible_text  # noqa: F401 - fixtures
+from tests.web.test_web_pages import _scores, client, judge, store, visible_text  # noqa: F401 - fixtures
 
 
 def test_score_badges_are_coloured_by_how_good_the_score_is(client: TestClient) -> None:

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.conftest import CAPTURES
-from tests.score_streams import insert_rows, score_row
-from tests.test_web_pages import FAR_FUTURE, visible_text
+from tests.support.paths import CAPTURES
+from tests.support.score_streams import insert_rows, score_row
+from tests.web.test_web_pages import FAR_FUTURE, visible_text
 from tracescore.config import parse_config
 from tracescore.ingest.unpack import drain
 from tracescore.pipeline.runner import build_worker

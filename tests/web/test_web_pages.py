@@ -23,8 +23,9 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from tests.conftest import CAPTURES, fresh_pg_database
-from tests.judge_server import JudgeServer, json_reply, text_reply
+from tests.support.databases import fresh_pg_database
+from tests.support.judge_server import JudgeServer, json_reply, text_reply
+from tests.support.paths import CAPTURES
 from tracescore.config import parse_config
 from tracescore.ingest.files import load_traces
 from tracescore.ingest.unpack import drain
@@ -157,9 +158,9 @@ server: {{api_keys: {json.dumps(api_keys or [])}}}
 judges:
   default: {{model: openai/gpt-4o-mini, api_base: "{judge_url}", timeout: 10, backoff_base: 0.01}}
 scorers:
-  - {{name: answer-present, scorer: "tests.custom_scorers:answer_present", threshold: 0.5}}
+  - {{name: answer-present, scorer: "tests.support.custom_scorers:answer_present", threshold: 0.5}}
   - {{name: tone, scorer: tone}}
-  - {{name: exploding, scorer: "tests.custom_scorers:exploding", filter: {{agent: [WeatherBot]}}}}
+  - {{name: exploding, scorer: "tests.support.custom_scorers:exploding", filter: {{agent: [WeatherBot]}}}}
   - {{name: faithfulness, scorer: faithfulness, filter: {{agent: ["re:.*Bot$"]}}}}
 """
 
@@ -571,7 +572,7 @@ def test_a_buckets_runs_are_listed_lowest_first_failures_last(
 
 def test_alerts_page_bands_and_delivery_outcomes(store: Any, judge: JudgeServer) -> None:
     """A rule evaluated for real, notifying a webhook that is down: state, history, outcome."""
-    from tests.server_process import free_port
+    from tests.support.server_process import free_port
 
     dead = f"http://127.0.0.1:{free_port()}/hook"
     rule = (
