@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.store.test_store import _span
+from tests.support.store_spans import full_span
 from tracescore.spans import LogRecord, Resource, Scope, Span
 from tracescore.store import ReadinessRules, SpanStore, open_store
 
@@ -23,9 +23,9 @@ def store(db_url: str) -> Iterator[SpanStore]:
 
 
 def _trace(trace_id: str, *, root: bool = True, children: int = 1) -> list[Span]:
-    spans = [_span(f"{n + 2:016x}", "0000000000000001") for n in range(children)]
+    spans = [full_span(f"{n + 2:016x}", "0000000000000001") for n in range(children)]
     if root:
-        spans.append(_span("0000000000000001"))
+        spans.append(full_span("0000000000000001"))
     for span in spans:
         span.trace_id = trace_id
     return spans
@@ -52,7 +52,7 @@ def test_without_root_ready_only_after_max_wait(store: SpanStore) -> None:
 def test_new_span_resets_the_idle_clock(store: SpanStore) -> None:
     store.write(_trace("c" * 32))
     time.sleep(0.05)
-    late = _span("00000000000000ff", "0000000000000001")
+    late = full_span("00000000000000ff", "0000000000000001")
     late.trace_id = "c" * 32
     store.write([late])
     last_seen = store.trace_summary("c" * 32).last_seen
@@ -68,7 +68,7 @@ def test_complete_marks_scored_and_late_span_triggers_rescore(store: SpanStore) 
     assert (summary.state, summary.scored_generation) == ("scored", claim.generation)
     assert store.queue.claim("w", 10, 30, now=time.time() + 1000) == []
 
-    late = _span("00000000000000aa", "0000000000000001")
+    late = full_span("00000000000000aa", "0000000000000001")
     late.trace_id = "d" * 32
     store.write([late])
     assert store.trace_summary("d" * 32).state == "pending"
@@ -79,7 +79,7 @@ def test_complete_marks_scored_and_late_span_triggers_rescore(store: SpanStore) 
 def test_span_arriving_during_scoring_sends_trace_back_to_pending(store: SpanStore) -> None:
     store.write(_trace("e" * 32))
     (claim,) = store.queue.claim("w", 10, 30, now=time.time() + 6)
-    late = _span("00000000000000bb", "0000000000000001")
+    late = full_span("00000000000000bb", "0000000000000001")
     late.trace_id = "e" * 32
     store.write([late])
     assert store.trace_summary("e" * 32).state == "claimed"

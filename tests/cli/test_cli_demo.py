@@ -16,8 +16,8 @@ import httpx
 import pytest
 from sqlalchemy.exc import OperationalError
 
+from tests.support.score_rows import wait_for_scores
 from tests.support.server_process import free_port, start_server
-from tests.system.test_pipeline_e2e import _wait_for_scores
 from tracescore.config import DEFAULT_SCORERS, load_config
 from tracescore.extract import extract_runs
 from tracescore.offline.demo import AGENTS, DEGRADING_AGENT, DemoSender, parse_rate
@@ -35,7 +35,7 @@ def test_demo_traces_are_stored_and_scored(tmp_path: Path) -> None:
         assert demo.returncode == 0, demo.stderr
         sent = int(demo.stderr.strip().rsplit("sent ", 1)[1].split()[0])
         assert sent >= 20
-        stored = _wait_for_scores(server.db_url, sent * len(DEFAULT_SCORERS), timeout=30.0)
+        stored = wait_for_scores(server.db_url, sent * len(DEFAULT_SCORERS), timeout=30.0)
         rows = [row.model_dump() for row in stored]
     assert len(rows) == sent * len(DEFAULT_SCORERS)
     assert {r["status"] for r in rows} == {"ok"}
@@ -131,7 +131,7 @@ def _scores(db_url: str) -> list[Any]:
     if not Path(db_url.removeprefix("sqlite:///")).exists():
         return []
     try:
-        return _wait_for_scores(db_url, 0, timeout=1)
+        return wait_for_scores(db_url, 0, timeout=1)
     except OperationalError:  # the collector is still creating the tables
         return []
 

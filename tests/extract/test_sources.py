@@ -17,11 +17,17 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from tests.scorers.test_failed_runs import CODE_READING_THE_ANSWER, build
-from tests.scorers.test_llm_scorers import judge, server  # noqa: F401 - the scripted judge's fixtures
 from tests.support.extract_support import span, trace
 from tests.support.judge_server import JudgeServer
 from tests.support.paths import CAPTURES
+from tests.support.scorer_builds import CODE_READING_THE_ANSWER, build
+from tests.support.source_traces import (
+    CONTENTLESS_SPANS,
+    GENAI_SERVICE,
+    LATEST,
+    LEGACY,
+    LEGACY_SCOPE,
+)
 from tracescore import metrics
 from tracescore.cli import app
 from tracescore.extract import extract_runs
@@ -40,12 +46,6 @@ from tracescore.scorers import registry
 from tracescore.spans import Resource, Trace
 from tracescore.store import open_store
 from tracescore.store.sources import SourceTally, add_source_tallies, list_sources
-
-LEGACY = CAPTURES / "otel-genai-openai-v2-legacy" / "tool_call"
-CONTENTLESS_SPANS = LEGACY / "0001.pb"
-"""The spans of the legacy capture without its log records: content capture off."""
-LATEST = CAPTURES / "otel-genai-openai-v2-latest" / "tool_call"
-GENAI_SERVICE, LEGACY_SCOPE = "otel-openai-v2-demo", "opentelemetry.instrumentation.openai_v2"
 
 
 def traces_of(path: Path) -> list[Trace]:

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from tests.support.score_streams import insert_rows, score_row
-from tests.web.test_web_pages import agent_trace_json
+from tests.support.web_traces import agent_trace_json
 from tracescore.cli import app
 from tracescore.config import parse_config
 from tracescore.ingest.unpack import drain

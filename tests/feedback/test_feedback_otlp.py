@@ -14,7 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.support.score_streams import insert_rows, score_row
-from tests.web.test_web_pages import agent_trace_json
+from tests.support.web_traces import agent_trace_json
 from tracescore.config import parse_config
 from tracescore.feedback.scan import FeedbackScanner
 from tracescore.ingest.unpack import drain

@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from tests.support.server_process import start_server, wait_for
-from tests.web.test_web_pages import agent_trace_json
+from tests.support.web_traces import agent_trace_json
 
 CONFIG = {
     "scorers": [{"name": "answer-quality", "scorer": "completeness", "threshold": 0.5}],

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given
-from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 
 from tests.support.agent_otlp import export_logs_request, export_request
+from tests.support.journal import pb_span, trace_request
 from tests.support.otlp_fuzz import fuzz_settings, hostile
 from tests.support.paths import CAPTURES
 from tracescore.ingest.decode import DecodeError, decode_traces
@@ -31,34 +31,16 @@ from tracescore.store import SpanStore, open_store
 _TOO_LATE = 2**64 - 1  # uint64 on the wire, past what SQL's BIGINT holds
 
 
-def _span(trace: str, span: str, *, parent: str = "", end: int = 2_000, event_at: int | None = None) -> PbSpan:
-    made = PbSpan(
-        trace_id=bytes.fromhex(trace), span_id=bytes.fromhex(span),
-        parent_span_id=bytes.fromhex(parent), name=f"op-{span[:4]}", start_time_unix_nano=1_000,
-        end_time_unix_nano=end,
-    )  # fmt: skip
-    if event_at is not None:
-        made.events.add(name="e", time_unix_nano=event_at)
-    return made
-
-
-def _request(trace: str, count: int = 3) -> bytes:
-    """A root span and ``count - 1`` children of trace ``trace``."""
-    spans = [_span(trace, f"{1:016x}")]
-    spans += [_span(trace, f"{i:016x}", parent=f"{1:016x}") for i in range(2, count + 1)]
-    return export_request(spans)
-
-
 # ----------------------------------------------------------------------------- screening
 
 
 def test_screening_rejects_exactly_what_decoding_rejects_and_journals_the_rest() -> None:
-    good = [_span("a" * 32, f"{i:016x}") for i in range(1, 4)]
+    good = [pb_span("a" * 32, f"{i:016x}") for i in range(1, 4)]
     bad = [
-        _span("0" * 32, "1" * 16),  # zero trace id
-        _span("b" * 32, "22"),  # short span id
-        _span("c" * 32, "3" * 16, end=_TOO_LATE),
-        _span("d" * 32, "4" * 16, event_at=_TOO_LATE),
+        pb_span("0" * 32, "1" * 16),  # zero trace id
+        pb_span("b" * 32, "22"),  # short span id
+        pb_span("c" * 32, "3" * 16, end=_TOO_LATE),
+        pb_span("d" * 32, "4" * 16, event_at=_TOO_LATE),
     ]
     body = export_request([good[0], bad[0], good[1], bad[1], bad[2], good[2], bad[3]])
     screened = screen_traces(body)
@@ -72,7 +54,7 @@ def test_screening_rejects_exactly_what_decoding_rejects_and_journals_the_rest()
 
 
 def test_a_valid_request_is_journaled_as_sent() -> None:
-    body = _request("e" * 32)
+    body = trace_request("e" * 32)
     assert screen_traces(body).body is body
     logs = export_logs_request([])
     assert screen_logs(logs).receipt.logs == 0
@@ -99,7 +81,7 @@ def test_screening_agrees_with_decoding_on_any_protobuf_request(body: bytes) -> 
 def test_an_entry_is_unpacked_exactly_once_whoever_unpacks_it(db_url: str) -> None:
     first, second = open_store(db_url), open_store(db_url)  # two collector processes' stores
     try:
-        entry = first.journal.append("traces", _request("f" * 32, count=5), "collector-a")
+        entry = first.journal.append("traces", trace_request("f" * 32, count=5), "collector-a")
         unpack(first, [entry])
         unpack(second, [entry])  # a second process that also picked it up: no effect
         assert second.write([], consume=[entry]) is False
@@ -118,7 +100,7 @@ def test_entries_are_stored_together_and_one_taken_by_another_process_is_not_sto
 ) -> None:
     first, second = open_store(db_url), open_store(db_url)
     try:
-        entries = [first.journal.append("traces", _request(f"{n:032x}", count=4), "collector-a") for n in (7, 8, 9)]
+        entries = [first.journal.append("traces", trace_request(f"{n:032x}", count=4), "collector-a") for n in (7, 8, 9)]
         unpack(second, entries[1:2])  # the other process got to the middle one first
         unpack(first, entries)  # the group fails as a whole, then each of the rest is stored
         for n in (7, 8, 9):
@@ -126,7 +108,7 @@ def test_entries_are_stored_together_and_one_taken_by_another_process_is_not_sto
             assert summary is not None and summary.span_count == 4 and summary.generation == 1
         assert first.journal.entries() == [] and first.count_spans() == 12
         # A group of three stored in one transaction: each trace touched once.
-        more = [first.journal.append("traces", _request(f"{n:032x}", count=2), "collector-a") for n in (10, 11, 12)]
+        more = [first.journal.append("traces", trace_request(f"{n:032x}", count=2), "collector-a") for n in (10, 11, 12)]
         unpack(first, more)
         assert first.count_spans() == 18
         assert {first.trace_summary(f"{n:032x}").generation for n in (10, 11, 12)} == {1}  # type: ignore[union-attr]
@@ -140,8 +122,8 @@ def test_each_unpacker_of_a_collector_takes_its_own_share_of_the_entries(db_url:
     exactly one shard, shards of about equal size."""
     store = open_store(db_url)
     try:
-        entries = [store.journal.append("traces", _request(f"{n:032x}", count=1), "collector-a") for n in range(1, 61)]
-        dead = [store.journal.append("traces", _request(f"{n:032x}", count=1), "collector-dead") for n in range(61, 67)]
+        entries = [store.journal.append("traces", trace_request(f"{n:032x}", count=1), "collector-a") for n in range(1, 61)]
+        dead = [store.journal.append("traces", trace_request(f"{n:032x}", count=1), "collector-dead") for n in range(61, 67)]
         shards = [
             {e.seq for e in store.journal.entries(owner="collector-a", shard=(k, 3), limit=100)} for k in range(3)
         ]
@@ -189,9 +171,9 @@ def test_readiness_is_judged_as_of_the_oldest_entry_still_in_the_journal(sqlite_
     store = open_store(sqlite_url)  # idle_timeout 5 s
     try:
         now = time.time()
-        spans = decode_traces(_request("1" * 32), json=False).spans
+        spans = decode_traces(trace_request("1" * 32), json=False).spans
         store.write(spans, received_at=now - 3)
-        entry = store.journal.append("traces", _request("2" * 32), "collector-a")
+        entry = store.journal.append("traces", trace_request("2" * 32), "collector-a")
         # By the clock trace 1 has been idle for 13 s, but the waiting entry, received 3 s after
         # its last span, may hold more of it: as of then it was idle for 3 s only.
         assert store.queue.promote(now=now + 10) == 0
@@ -231,13 +213,13 @@ def _store_and_unpacker(url: str, owner: str, orphan_after: float = 5.0) -> Iter
 
 def test_reads_wait_for_the_unpacker_and_entries_of_dead_collectors_are_adopted(db_url: str) -> None:
     with _store_and_unpacker(db_url, "alive", orphan_after=0.5) as (store, unpacker):
-        store.journal.append("traces", _request("3" * 32), "crashed-before")  # no unpacker beats for it
+        store.journal.append("traces", trace_request("3" * 32), "crashed-before")  # no unpacker beats for it
         assert store.journal.settle(timeout=0.2) is False  # nobody unpacks: reads would miss it
         unpacker.start()
         assert store.journal.settle(timeout=30)  # adopted
         assert store.journal.entries() == [] and store.load_trace("3" * 32) is not None
         # A collector whose unpacker beats keeps its entries, however long they wait ...
-        store.journal.append("traces", _request("4" * 32), "busy-collector")
+        store.journal.append("traces", trace_request("4" * 32), "busy-collector")
         for _ in range(15):
             store.journal.heartbeat("busy-collector")
             time.sleep(0.1)
@@ -246,7 +228,7 @@ def test_reads_wait_for_the_unpacker_and_entries_of_dead_collectors_are_adopted(
         assert store.journal.settle(timeout=30)
         assert store.load_trace("4" * 32) is not None
         # Its own entries go at once when woken.
-        store.journal.append("traces", _request("5" * 32), "alive")
+        store.journal.append("traces", trace_request("5" * 32), "alive")
         unpacker.notify()
         assert store.journal.settle(timeout=30)
         assert [s.span_id for s in store.load_trace("5" * 32).spans][:1] == ["0" * 15 + "1"]  # type: ignore[union-attr]
@@ -258,7 +240,7 @@ def test_an_unpacker_keeps_the_store_url_off_its_command_line_and_ignores_ctrl_c
     with _store_and_unpacker(db_url, "terminal") as (store, unpacker):
         unpacker.start()
         assert unpacker.pid is not None
-        store.journal.append("traces", _request("8" * 32), "terminal")
+        store.journal.append("traces", trace_request("8" * 32), "terminal")
         unpacker.notify()
         assert store.journal.settle(timeout=30)
         command_line = Path(f"/proc/{unpacker.pid}/cmdline").read_bytes()
@@ -266,7 +248,7 @@ def test_an_unpacker_keeps_the_store_url_off_its_command_line_and_ignores_ctrl_c
         assert db_url.encode() not in command_line and b"terminal" not in command_line
         os.kill(unpacker.pid, signal.SIGINT)
         time.sleep(0.5)
-        store.journal.append("traces", _request("9" * 32), "terminal")  # nobody else unpacks it
+        store.journal.append("traces", trace_request("9" * 32), "terminal")  # nobody else unpacks it
         unpacker.notify()
         assert store.journal.settle(timeout=10)
         assert store.load_trace("9" * 32) is not None
@@ -282,7 +264,7 @@ def test_an_unpacker_imports_the_tracescore_its_collector_runs(
     (decoy / "__init__.py").write_text('raise ImportError("the decoy tracescore was imported")\n')
     monkeypatch.chdir(decoy.parent)
     with _store_and_unpacker(sqlite_url, "checkout") as (store, unpacker):
-        store.journal.append("traces", _request("a" * 32), "checkout")
+        store.journal.append("traces", trace_request("a" * 32), "checkout")
         unpacker.start()
         assert store.journal.settle(timeout=30)
         assert store.load_trace("a" * 32) is not None
@@ -294,12 +276,12 @@ def test_backlog_over_the_limit_is_refused_until_the_unpacker_catches_up(tmp_pat
 
     async def export(trace: str) -> None:
         with intake.admitted():
-            await intake.traces(_request(trace), json=False)
+            await intake.traces(trace_request(trace), json=False)
 
     try:
         asyncio.run(export("6" * 32))  # accepted: nothing waited yet
         waiting = REGISTRY.get_sample_value("tracescore_ingest_journal_bytes")
-        assert waiting == intake.journal_backlog == len(_request("6" * 32))
+        assert waiting == intake.journal_backlog == len(trace_request("6" * 32))
         with pytest.raises(Busy, match="MiB of acknowledged requests still to unpack"):
             asyncio.run(export("7" * 32))
         intake.start()
@@ -316,7 +298,7 @@ def test_drain_stores_everything_waiting(sqlite_url: str) -> None:
     store = open_store(sqlite_url)
     try:
         for n in range(1, 12):
-            store.journal.append("traces", _request(f"{n:032x}"), f"collector-{n % 3}")
+            store.journal.append("traces", trace_request(f"{n:032x}"), f"collector-{n % 3}")
         assert drain(store) == 11
         assert store.count_spans() == 33 and store.journal.entries() == []
     finally:

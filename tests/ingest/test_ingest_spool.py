@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from tests.ingest.test_ingest_journal import _request
+from tests.support.journal import trace_request
 from tracescore.ingest.unpack import unpack
 from tracescore.store import open_store
 from tracescore.store.spool import SpoolJournal
@@ -27,7 +27,7 @@ def _spool(store: object) -> SpoolJournal:
 def test_a_sqlite_store_keeps_entries_as_files_that_go_once_stored(sqlite_url: str) -> None:
     store = open_store(sqlite_url)
     try:
-        entry = store.journal.append("traces", _request("a" * 32), "collector-a")
+        entry = store.journal.append("traces", trace_request("a" * 32), "collector-a")
         spool = _spool(store)
         assert (spool.directory / f"{entry.seq:020d}.traces.collector-a").read_bytes() == entry.body
         assert store.journal.backlog("collector-a") == len(entry.body)
@@ -43,7 +43,7 @@ def test_an_entry_stored_by_a_process_that_died_before_deleting_its_file_is_not_
 ) -> None:
     crashed, survivor = open_store(sqlite_url), open_store(sqlite_url)
     try:
-        entry = crashed.journal.append("traces", _request("b" * 32, count=4), "collector-a")
+        entry = crashed.journal.append("traces", trace_request("b" * 32, count=4), "collector-a")
         spans = decode_spans(entry.body)
         # The crashed process committed the rows and the consumed record, then died.
         with crashed.write_transaction() as conn:
@@ -63,10 +63,10 @@ def test_tidying_deletes_stored_entries_and_what_crashed_appends_left(sqlite_url
     store = open_store(sqlite_url)
     try:
         spool = _spool(store)
-        stored = store.journal.append("traces", _request("c" * 32), "collector-a")
+        stored = store.journal.append("traces", trace_request("c" * 32), "collector-a")
         with store.write_transaction() as conn:  # committed, files not deleted: a crash
             assert spool.consume(conn, [stored])
-        waiting = store.journal.append("traces", _request("d" * 32), "collector-a")
+        waiting = store.journal.append("traces", trace_request("d" * 32), "collector-a")
         old = time.time_ns() - 120 * 10**9
         (spool.directory / f"{old:020d}").touch()  # a reservation whose body never came
         (spool.directory / f"{old + 1:020d}.tmp").write_bytes(b"half a body")
@@ -89,7 +89,7 @@ def test_records_of_deleted_entries_are_forgotten_by_the_next_write(sqlite_url: 
     store = open_store(sqlite_url)
     try:
         for trace in ("e" * 32, "f" * 32):
-            entry = store.journal.append("traces", _request(trace), "collector-a")
+            entry = store.journal.append("traces", trace_request(trace), "collector-a")
             unpack(store, [entry])
         with store.engine.connect() as conn:
             recorded = conn.exec_driver_sql("SELECT seq FROM ingest_consumed").scalars().all()
@@ -104,7 +104,7 @@ def test_processes_appending_at_once_get_distinct_numbers(sqlite_url: str) -> No
 
     def append(index: int) -> None:
         for n in range(150):
-            seqs[index].append(stores[index].journal.append("traces", _request(f"{n:032x}"), f"c{index}").seq)
+            seqs[index].append(stores[index].journal.append("traces", trace_request(f"{n:032x}"), f"c{index}").seq)
 
     threads = [threading.Thread(target=append, args=(i,)) for i in range(2)]
     try:
@@ -123,7 +123,7 @@ def test_processes_appending_at_once_get_distinct_numbers(sqlite_url: str) -> No
 def test_a_durable_database_fsyncs_its_entries(tmp_path: Path) -> None:
     store = open_store(f"sqlite:///{tmp_path / 'full.db'}?synchronous=full")
     try:
-        entry = store.journal.append("traces", _request("9" * 32), "collector-a")
+        entry = store.journal.append("traces", trace_request("9" * 32), "collector-a")
         assert _spool(store)._fsync is True  # noqa: SLF001
         assert store.journal.entries()[0].body == entry.body
     finally:

@@ -23,18 +23,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import select
 from sqlalchemy import text as sql_text
 
-from tests.ingest.test_ingest_journal import _request
 from tests.support.agent_otlp import AgentTrace, agent_trace, export_request
+from tests.support.journal import trace_request, unpacker_owner
 from tests.support.server_process import ServerProcess, start_server
 from tests.support.throwaway_pg import ThrowawayPostgres
 from tracescore.children import EXIT_GRACE_SECONDS, stop_leftovers
 from tracescore.ingest.unpack import Unpacker, UnpackSettings
 from tracescore.store import SpanStore, open_store
-from tracescore.store.table_of import table_of
-from tracescore.store.tables import UnpackerRow
 
 _MARK = b"tracescore.ingest.unpack"
 
@@ -111,7 +108,7 @@ def test_a_stopped_unpacker_that_cannot_store_exits_at_its_deadline_and_the_next
         with _writes_blocked(store):
             unpacker.start()
             for n in range(1, 4):
-                store.journal.append("traces", _request(f"{n:032x}"), "collector")
+                store.journal.append("traces", trace_request(f"{n:032x}"), "collector")
             unpacker.notify()
             time.sleep(0.3)  # it has taken the entries and waits on the lock
             started = time.monotonic()
@@ -139,7 +136,7 @@ def _orphaned_unpacker(url: str, shutdown_timeout: float) -> Iterator[int]:
     store = open_store(url)
     try:
         with _writes_blocked(store), _collector(url, shutdown_timeout) as (collector, pid):
-            store.journal.append("traces", _request("1" * 32), "gone")
+            store.journal.append("traces", trace_request("1" * 32), "gone")
             time.sleep(0.5)
             collector.kill()
             collector.wait()
@@ -233,19 +230,6 @@ def test_the_helpers_of_a_killed_service_stop_within_its_shutdown_timeout(tmp_pa
         assert "left running by an earlier service" not in restarted.output()
 
 
-def _owner(store: SpanStore, timeout: float = 10.0) -> str:
-    """The journal owner of the one running service, once its unpacker has beaten."""
-    deadline = time.monotonic() + timeout
-    while True:
-        with store.engine.connect() as connection:
-            owners = connection.execute(select(table_of(UnpackerRow).c.owner)).scalars().all()
-        if owners:
-            [owner] = owners
-            return owner
-        assert time.monotonic() < deadline, "no unpacker heartbeat"
-        time.sleep(0.05)
-
-
 def test_a_service_stopped_by_ctrl_c_with_a_poison_entry_and_stuck_writes_leaves_no_process(
     db_url: str, tmp_path: Path
 ) -> None:
@@ -258,7 +242,7 @@ def test_a_service_stopped_by_ctrl_c_with_a_poison_entry_and_stuck_writes_leaves
     server = start_server(tmp_path / "a", db_url=db_url, config=config)
     store = open_store(db_url, create=False)
     try:
-        owner, helpers = _owner(store), server.pids()[1:]
+        owner, helpers = unpacker_owner(store), server.pids()[1:]
         assert len(helpers) == 2, server.output()  # an unpacker and a scoring process
         with _writes_blocked(store):
             poison = store.journal.append("traces", b"\xff\xff not protobuf", owner)

@@ -6,14 +6,13 @@ Against the scripted judge server over real HTTP through litellm, with the model
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterator
 
 import pytest
 
+from tests.support.judge_budget import filler, request_tokens
 from tests.support.judge_server import JudgeServer, json_reply
 from tracescore.judge import JudgeConfig, LiteLLMJudge
-from tracescore.judge.client import litellm
 from tracescore.scorers import (
     create_context_precision_scorer,
     create_context_relevance_scorer,
@@ -26,20 +25,6 @@ from tracescore.scorers.utils import make_agent_run, make_test_message, make_too
 WINDOW = 128_000
 SENTENCE = "Audit note: the Lisbon warehouse shipped order 88417 on 3 March by rail freight."
 CLAIM = "Order 88417 left the Lisbon warehouse on 3 March by rail."
-
-
-def filler(length: int, seed: int) -> str:
-    """Log-like English text (what a scraped page or a tool's dump looks like)."""
-    rng = random.Random(seed)
-    words = ["shipment", "report", "delayed", "warehouse", "quarterly", "logistics", "status",
-             "pallet", "invoice", "customs", "the", "of", "and", "was", "on", "for"]
-    lines = []
-    size = 0
-    while size < length:
-        line = f"{rng.randint(1000, 99999)} " + " ".join(rng.choice(words) for _ in range(12)) + "."
-        lines.append(line)
-        size += len(line) + 1
-    return "\n".join(lines)[:length]
 
 
 def long_tool_result() -> str:
@@ -66,10 +51,6 @@ def run_with(result: str) -> dict[str, object]:
             make_tool_invocation(tool_call_id="c1", tool_name="fetch_audit_log",
                                  args={"order": 88417}, result=result)])],
     )
-
-
-def request_tokens(body: dict[str, object]) -> int:
-    return int(litellm().token_counter(model="openai/gpt-4o-mini", messages=body["messages"]))
 
 
 async def test_a_700k_tool_result_is_judged_in_parts_that_fit_one_holding_the_sentence(

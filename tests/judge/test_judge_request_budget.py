@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.judge.test_judge_budget import filler, request_tokens
-from tests.scorers.test_conversation_scorers import conversation
+from tests.support.conversations import conversation
+from tests.support.judge_budget import filler, request_tokens
 from tests.support.judge_server import JudgeServer, json_reply
 from tracescore.judge import JudgeConfig, LiteLLMJudge
 from tracescore.judge.protocol import Budget

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from tests.support.paths import CAPTURES
+from tests.support.score_rows import wait_for_scores
 from tests.support.server_process import free_port, start_server
-from tests.system.test_pipeline_e2e import _wait_for_scores
 from tracescore.config import DEFAULT_SCORERS
 
 JUDGE_CONFIG = """\
@@ -61,7 +61,7 @@ def test_the_default_collector_scores_without_litellm(tmp_path: Path) -> None:
         )  # fmt: skip
         assert demo.returncode == 0, demo.stderr
         sent = int(demo.stderr.strip().rsplit("sent ", 1)[1].split()[0])
-        rows = _wait_for_scores(server.db_url, sent * len(DEFAULT_SCORERS), timeout=60.0)
+        rows = wait_for_scores(server.db_url, sent * len(DEFAULT_SCORERS), timeout=60.0)
         output = server.output()
     assert {row.status for row in rows} == {"ok"}
     assert "litellm" not in output, output

@@ -10,10 +10,10 @@ from datetime import datetime, timedelta
 import httpx
 from sqlalchemy import select
 
-from tests.monitor.test_alerts import WINDOW, Clock, T, alerts_config, regression_rule, rule_name
+from tests.support.alert_rules import WINDOW, Clock, T, alerts_config, regression_rule, rule_name
 from tests.support.live_app import serve_app
 from tests.support.score_streams import Drop, insert_rows, stream
-from tests.support.webhook_receiver import WebhookReceiver, webhook_receiver
+from tests.support.webhook_receiver import webhook_receiver
 from tracescore.config import parse_config
 from tracescore.monitor.alerts import EVENTS, AlertEvaluator
 from tracescore.monitor.silences import SilenceIn, add_silence

@@ -9,60 +9,25 @@ import logging
 import random
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import httpx
 import pytest
 from fastapi import FastAPI
 
+from tests.support.alert_rules import WINDOW, Clock, T, alerts_config, regression_rule, rule_name
 from tests.support.live_app import serve_app
 from tests.support.score_streams import Drop, insert_rows, score_row, stream
 from tests.support.webhook_receiver import WebhookReceiver, webhook_receiver
-from tracescore.config import ConfigError, parse_config
 from tracescore import metrics
+from tracescore.config import ConfigError, parse_config
 from tracescore.monitor.alerts import AlertEvaluator
 from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.config import AlertsConfig, MonitorConfig, RegressionRule
-from tracescore.store.leases import acquire_lease
 from tracescore.monitor.rules import BaselineCache, evaluate_rule
 from tracescore.store import SpanStore, open_store
-
-T = datetime(2026, 5, 4, 12, 0, tzinfo=UTC)
-"""Start of the simulated incident; evaluations are aligned to it."""
-WINDOW = timedelta(minutes=10)
-
-
-class Clock:
-    """The evaluator's injected clock: tests move it instead of sleeping."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-def regression_rule(**overrides: Any) -> dict[str, Any]:
-    rule = {
-        "name": "relevancy-regression",
-        "type": "regression",
-        "scorer": "answer-relevancy",
-        "window": "10m",
-        "baseline": "6h",
-        "segment_by": ["agent"],
-        "min_delta": 0.08,
-        "alpha": 0.01,
-        "min_samples": 30,
-    }
-    return rule | overrides
-
-
-def alerts_config(url: str, *rules: dict[str, Any], **extra: Any) -> AlertsConfig:
-    return AlertsConfig.model_validate(
-        {"channels": [{"name": "hook", "type": "webhook", "url": url, "headers": {"X-Token": "t"}}],
-         "rules": list(rules), **extra}
-    )  # fmt: skip
+from tracescore.store.leases import acquire_lease
 
 
 @pytest.fixture
@@ -126,10 +91,6 @@ def test_drop_fires_within_one_interval_names_segment_and_resolves(
     assert details["current"]["n"] == 40 and details["baseline"]["n"] == 6 * 60 * 4
     assert "agent=sales" in f"{fired['segment']}".replace("{'agent': '", "agent=").replace("'}", "")
     assert hook.headers[0]["X-Token"] == "t"
-
-
-def rule_name() -> str:
-    return regression_rule()["name"]
 
 
 def test_stable_stream_false_positive_rate(store: SpanStore) -> None:

@@ -24,26 +24,15 @@ from tracescore.cli import app
 from tracescore.extract import extract_runs
 from tracescore.extract.content import has_content
 from tracescore.ingest.files import load_traces
-from tracescore.scorers.base import Scorer, StepContext, create_scorer
-from tracescore.scorers.utils import get_assistant_message
 from tracescore.spans import Trace
 from tracescore.store import open_store
 from tracescore.store.scores import ScoreRow
 
 runner = CliRunner()
-HERE = "tests.offline.test_offline_rescore"
+HERE = "tests.support.custom_scorers"
 
 
 # ----------------------------------------------------------------------------- scorers bound by tests
-
-
-def answer_length(version: str = "1", per_char: float = 0.01, model: object = None) -> Scorer:
-    """A code scorer whose formula changes with ``per_char``: a new version of it."""
-
-    def score(ctx: StepContext) -> float:
-        return min(1.0, len(get_assistant_message(ctx.run.output) or "") * per_char)
-
-    return create_scorer(id="answer-length", version=version).generate_score(score)
 
 
 CLAIMS = {"claims": [

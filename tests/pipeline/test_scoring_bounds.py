@@ -14,14 +14,16 @@ import httpx
 from sqlalchemy import create_engine, text
 
 from tests.support.agent_otlp import agent_trace, export_request
-from tests.support.server_process import start_server
-from tests.system.test_reliability_crash import _wait
+from tests.support.paths import CAPTURES
+from tests.support.server_process import start_server, wait_for
 from tracescore import metrics
 from tracescore.config import parse_config
 from tracescore.ingest.decode import decode_traces
 from tracescore.pipeline.runner import build_worker
 from tracescore.store import ReadinessRules, open_store
 
+WEATHERBOT_CAPTURE = CAPTURES / "otel-genai-openai-v2-latest" / "tool_call_agent"
+"""WeatherBot's agent turn: the spinning scorer's victim."""
 RULES = ReadinessRules(idle_timeout=0.0, max_wait=60.0, max_attempts=3)
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliett", "kilo", "lima"]
 
@@ -113,12 +115,9 @@ def test_a_run_beyond_the_input_budget_is_scored_on_its_cut_text_and_the_cut_is_
 
 def test_a_scorer_past_its_time_budget_gives_an_error_score_and_the_batch_goes_on(sqlite_url: str) -> None:
     store = open_store(sqlite_url, RULES)
-    from tests.pipeline.test_pipeline import (
-        AGENT_CAPTURE,  # WeatherBot: the spinning scorer's victim
-    )
     from tracescore.ingest.files import load_traces
 
-    for trace in load_traces([AGENT_CAPTURE]):
+    for trace in load_traces([WEATHERBOT_CAPTURE]):
         store.write(trace.spans, trace.logs)
     rng = random.Random(3)
     store.write(decode_traces(export_request(agent_trace(rng, "Rome").spans), json=False).spans, [])  # WeatherBot too
@@ -197,14 +196,14 @@ def test_two_big_traces_do_not_stall_the_small_ones_on_a_running_service(db_url:
 
         for trace in big:
             post(trace)
-        _wait(lambda: _states(engine, big) <= {"claimed", "scored", "failed"}, 60, "the big traces claimed")
+        wait_for(lambda: _states(engine, big) <= {"claimed", "scored", "failed"}, 60, "the big traces claimed")
         started = time.monotonic()
         for trace in small:
             post(trace)
-        _wait(lambda: scored(small), 60, "the small traces scored")
+        wait_for(lambda: scored(small), 60, "the small traces scored")
         small_seconds = time.monotonic() - started
         print(f"{len(small)} small traces scored in {small_seconds:.1f} s beside the big ones")
-        _wait(lambda: scored(big), 120, "the big traces scored or failed")
+        wait_for(lambda: scored(big), 120, "the big traces scored or failed")
         time.sleep(3)  # room for a wrongful re-claim to show
         with engine.connect() as connection:
             rows = connection.execute(

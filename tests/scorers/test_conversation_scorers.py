@@ -10,18 +10,16 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from tests.support.conversations import CONCIERGE, conversation
 from tests.support.judge_server import JudgeServer, error_reply, json_reply
 from tests.support.paths import CAPTURES, FIXTURES
 from tracescore.cli import app
 from tracescore.config import ConfigError, parse_config
-from tracescore.extract.conversation import Conversation, Turn
-from tracescore.extract.model import AgentRun, RunInput, SystemMessage
 from tracescore.judge import JudgeConfig, LiteLLMJudge
 from tracescore.offline.conversations import by_conversation
 from tracescore.offline.inputs import read_runs
@@ -35,25 +33,6 @@ from tracescore.scorers.conversation import (
 )
 from tracescore.scorers.llm.show import EXAMPLE_CONVERSATION, example_scorer, shown_prompts
 from tracescore.scorers.utils import run_input_text, run_output_text
-
-CONCIERGE = "You are Concierge, a helpful city guide."
-START = datetime(2026, 11, 25, 9, 0, tzinfo=UTC)
-
-
-def conversation(*exchanges: tuple[str, str], system: str | None = CONCIERGE, summary: str | None = None) -> Conversation:
-    """A conversation of ``(user, answer)`` turns, one trace each, a minute apart; each turn's
-    run carries the system prompt, as an extracted agent run does."""
-    turns = []
-    for index, (user, answer) in enumerate(exchanges):
-        trace_id, span_id = f"{index + 1:032x}", f"{index + 1:016x}"
-        run = AgentRun(
-            trace_id=trace_id, span_id=span_id, primary=True, agent_name="concierge",
-            input=RunInput(system_messages=[SystemMessage(content=system)] if system else []),
-        )
-        turns.append(Turn(trace_id=trace_id, span_id=span_id, start_time=START + timedelta(minutes=index),
-                          user=user, answer=answer, run=run))
-    return Conversation(id="conv-ada", agent_name="concierge", turns=turns, earlier_summary=summary)
-
 
 # The capture scenario of tests/fixtures/captures/_make/turns.py, with the agent's memory intact
 # and then degraded (it forgets the city and the name it was told in turn 1).

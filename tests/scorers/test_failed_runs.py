@@ -19,10 +19,10 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.scorers.test_llm_scorers import judge, server  # noqa: F401 - the scripted judge's fixtures
 from tests.support.extract_support import span, trace
 from tests.support.judge_server import JudgeServer, json_reply
 from tests.support.paths import CAPTURES
+from tests.support.scorer_builds import CODE_READING_THE_ANSWER, QUESTION, build
 from tracescore.config import parse_config
 from tracescore.extract import extract_runs
 from tracescore.extract.model import AgentRun
@@ -37,17 +37,6 @@ from tracescore.spans import STATUS_ERROR, Trace
 from tracescore.store import open_store
 
 ERROR = "ToolException: Unknown city: Atlantis"
-QUESTION = "What is the weather in Atlantis?"
-CODE_READING_THE_ANSWER = ("completeness", "content-similarity", "keyword-coverage",
-                           "textual-difference", "tone")  # fmt: skip
-OPTIONS: dict[str, dict[str, Any]] = {
-    "tool-call-accuracy-code": {"expectedTool": "get_weather"},
-    "noise-sensitivity": {"baselineResponse": "It is sunny.", "noisyQuery": QUESTION + " pls"},
-    "context-precision": {"context": ["Atlantis is a legend."]},
-    "context-relevance": {"context": ["Atlantis is a legend."]},
-    "faithfulness": {"context": ["Atlantis is a legend."]},
-    "hallucination": {"context": ["Atlantis is a legend."]},
-}
 
 
 def failed_trace(*, answer: str | None = None, tool_called: bool = True) -> Any:
@@ -127,12 +116,6 @@ FAILED_BUT_ANSWERED: dict[str, Callable[[], AgentRun]] = {
     "openinference-langchain": lambda: failed_run(answer="Atlantis is not a real city, sorry."),
     "pydantic-ai": lambda: pydantic_ai_failed_run(answered=True),
 }
-
-
-def build(name: str, judge: LiteLLMJudge | None = None) -> Any:
-    entry = registry.get(name)
-    options = OPTIONS.get(name, {})
-    return entry.factory(model=judge, **options) if entry.uses_judge else entry.factory(**options)
 
 
 @pytest.mark.parametrize("convention", FAILED_WITHOUT_ANSWER)

@@ -6,7 +6,6 @@ by the step's schema title, and reason steps get the server's default text.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -47,25 +46,6 @@ from tracescore.scorers.utils import (
     make_test_message,
     make_tool_invocation,
 )
-
-
-@pytest.fixture
-def server() -> Iterator[JudgeServer]:
-    with JudgeServer() as running:
-        yield running
-
-
-@pytest.fixture
-def judge(server: JudgeServer) -> LiteLLMJudge:
-    """A judge on the scripted server, without a verdict cache so tests can re-script a step."""
-    config = JudgeConfig(
-        model="openai/gpt-4o-mini",
-        api_base=server.base_url,
-        backoff_base=0.01,
-        timeout=10,
-        cache=False,
-    )
-    return LiteLLMJudge(config)
 
 
 def agent_run(

@@ -19,7 +19,9 @@ import httpx
 
 from tests.support.agent_otlp import agent_trace, export_request
 from tests.support.server_process import start_server
-from tests.system.test_reliability_slow_clients import PROTOBUF
+
+PROTOBUF = "application/x-protobuf"
+
 
 STALLERS = 300
 ATTACKER = "127.0.0.2"

@@ -11,11 +11,10 @@ import pytest
 from sqlalchemy.exc import SQLAlchemyError
 
 from tests.support.paths import CAPTURES
+from tests.support.store_spans import TRACE_ID, full_span
 from tracescore.ingest.files import load_traces
-from tracescore.spans import LogRecord, Resource, Scope, Span, SpanEvent, SpanLink
+from tracescore.spans import LogRecord, Resource
 from tracescore.store import SpanStore, normalize_url, open_store
-
-TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 
 TRICKY_ATTRIBUTES = {
     "int": 1,
@@ -39,27 +38,6 @@ TRICKY_ATTRIBUTES = {
 }
 
 
-def _span(span_id: str, parent: str | None = None, **attributes: object) -> Span:
-    return Span(
-        trace_id=TRACE_ID,
-        span_id=span_id,
-        parent_span_id=parent,
-        name=f"span {span_id}",
-        kind=3,
-        start_time_ns=1_700_000_000_123_456_789,
-        end_time_ns=1_700_000_000_987_654_321,
-        attributes=dict(attributes),
-        resource=Resource({"service.name": "svc", "host.bytes": b"\x02"}),
-        scope=Scope("lib", "1.2", {"scope.attr": [1, 2]}),
-        events=[SpanEvent("evt", 1_700_000_000_200_000_000, {"a": 1.5, "b": b"x"})],
-        links=[SpanLink("1" * 32, "2" * 16, "k=v", {"link": True})],
-        status_code=2,
-        status_message="boom",
-        trace_state="vendor=1",
-        flags=0x301,
-    )
-
-
 def _same(a: float | object, b: float | object) -> bool:
     """Equality that also treats NaN as equal to NaN and tells 0.0 from -0.0 and 1 from 1.0."""
     if isinstance(a, float) and isinstance(b, float):
@@ -81,7 +59,7 @@ def store(db_url: str) -> SpanStore:
 
 
 def test_typed_attributes_round_trip_exactly(store: SpanStore) -> None:
-    span = _span("a1a1a1a1a1a1a1a1", **TRICKY_ATTRIBUTES)
+    span = full_span("a1a1a1a1a1a1a1a1", **TRICKY_ATTRIBUTES)
     record = LogRecord(
         time_ns=1_700_000_000_300_000_000, observed_time_ns=1_700_000_000_300_000_001,
         trace_id=TRACE_ID, span_id=span.span_id, event_name="gen_ai.choice",
@@ -115,7 +93,7 @@ def test_every_capture_round_trips(store: SpanStore) -> None:
 
 
 def test_failed_write_stores_nothing(store: SpanStore) -> None:
-    good = _span("b1b1b1b1b1b1b1b1")
+    good = full_span("b1b1b1b1b1b1b1b1")
     bad_log = LogRecord(
         time_ns=2**64, observed_time_ns=0, trace_id=TRACE_ID, span_id=None, event_name="",
         severity_number=0, severity_text="", body=None, attributes={},
@@ -129,8 +107,8 @@ def test_failed_write_stores_nothing(store: SpanStore) -> None:
 
 
 def test_retried_span_is_stored_once(store: SpanStore) -> None:
-    store.write([_span("c1c1c1c1c1c1c1c1", attempt=1)])
-    store.write([_span("c1c1c1c1c1c1c1c1", attempt=2), _span("c2c2c2c2c2c2c2c2", "c1c1c1c1c1c1c1c1")])
+    store.write([full_span("c1c1c1c1c1c1c1c1", attempt=1)])
+    store.write([full_span("c1c1c1c1c1c1c1c1", attempt=2), full_span("c2c2c2c2c2c2c2c2", "c1c1c1c1c1c1c1c1")])
     trace = store.load_trace(TRACE_ID)
     assert trace is not None
     assert [(s.span_id, s.attributes.get("attempt")) for s in trace.spans] == [
@@ -142,8 +120,8 @@ def test_retried_span_is_stored_once(store: SpanStore) -> None:
 
 def test_summaries_filter_by_service_and_activity(store: SpanStore) -> None:
     before = time.time()
-    store.write([_span("d1d1d1d1d1d1d1d1")])
-    other = _span("d2d2d2d2d2d2d2d2")
+    store.write([full_span("d1d1d1d1d1d1d1d1")])
+    other = full_span("d2d2d2d2d2d2d2d2")
     other.trace_id, other.resource = "f" * 32, Resource({"service.name": "other"})
     store.write([other])
 
@@ -160,11 +138,11 @@ def test_summaries_filter_by_service_and_activity(store: SpanStore) -> None:
 
 
 def test_summary_takes_service_and_name_from_the_root(store: SpanStore) -> None:
-    child = _span("e2e2e2e2e2e2e2e2", "e1e1e1e1e1e1e1e1")
+    child = full_span("e2e2e2e2e2e2e2e2", "e1e1e1e1e1e1e1e1")
     child.resource = Resource({"service.name": "child-service"})
     store.write([child])
     assert store.trace_summary(TRACE_ID).service_name == "child-service"
-    store.write([_span("e1e1e1e1e1e1e1e1")])
+    store.write([full_span("e1e1e1e1e1e1e1e1")])
     summary = store.trace_summary(TRACE_ID)
     assert (summary.service_name, summary.root_name, summary.span_count) == ("svc", "span e1e1e1e1e1e1e1e1", 2)
 

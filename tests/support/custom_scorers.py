@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tracescore.scorers.base import ScorerRun, create_scorer, scorer
+from tracescore.scorers.base import Scorer, ScorerRun, StepContext, create_scorer, scorer
 from tracescore.scorers.utils import get_assistant_message
 
 CALLS: list[str] = []
@@ -58,3 +58,12 @@ def spinning_for_weatherbot(seconds: float = 60.0):
         return 1.0
 
     return create_scorer(id="spinning-for-weatherbot", description="busy on WeatherBot runs").generate_score(spin)
+
+
+def answer_length(version: str = "1", per_char: float = 0.01, model: object = None) -> Scorer:
+    """A code scorer whose formula changes with ``per_char``: a new version of it."""
+
+    def score(ctx: StepContext) -> float:
+        return min(1.0, len(get_assistant_message(ctx.run.output) or "") * per_char)
+
+    return create_scorer(id="answer-length", version=version).generate_score(score)

@@ -22,8 +22,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 from sqlalchemy import text as sql_text
 
-from tests.ingest.test_unpacker_shutdown import _owner
 from tests.support.agent_otlp import AgentTrace, agent_trace, export_request
+from tests.support.journal import unpacker_owner
 from tests.support.paths import CAPTURES
 from tests.support.server_process import ServerProcess, start_server
 from tracescore.config import parse_config
@@ -110,7 +110,7 @@ def _a_poison_entry_is_set_aside_visibly(server: ServerProcess) -> None:
     demand, while the request journaled after it is stored."""
     store = open_store(server.db_url, create=False)
     try:
-        poison = store.journal.append("traces", b"\xff\xff not protobuf", _owner(store))
+        poison = store.journal.append("traces", b"\xff\xff not protobuf", unpacker_owner(store))
     finally:
         store.close()
     after = agent_trace(random.Random(18))

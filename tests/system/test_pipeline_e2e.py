@@ -12,13 +12,12 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from sqlalchemy import create_engine, select
 
 from tests.support.otlp_receiver import otlp_receiver
 from tests.support.paths import REPO
+from tests.support.score_rows import wait_for_scores
 from tests.support.server_process import free_port, start_server
 from tracescore.spans import EVALUATION_EVENT
-from tracescore.store.scores import ScoreRow
 
 
 def _send_agent_trace(endpoint: str) -> tuple[str, str]:
@@ -60,21 +59,6 @@ def _send_agent_trace(endpoint: str) -> tuple[str, str]:
     return ids
 
 
-def _wait_for_scores(db_url: str, count: int, timeout: float = 20.0) -> list[ScoreRow]:
-    engine = create_engine(db_url)
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            with engine.connect() as connection:
-                rows = [ScoreRow(**r._mapping) for r in connection.execute(select(ScoreRow.__table__))]
-            if len(rows) >= count:
-                return rows
-            time.sleep(0.1)
-    finally:
-        engine.dispose()
-    raise AssertionError(f"only {len(rows)} scores after {timeout}s")
-
-
 def test_agent_trace_is_scored_stored_and_re_emitted(tmp_path: Path) -> None:
     with otlp_receiver() as receiver:
         config = {
@@ -85,7 +69,7 @@ def test_agent_trace_is_scored_stored_and_re_emitted(tmp_path: Path) -> None:
         }
         with start_server(tmp_path, config=config, env={"PYTHONPATH": str(REPO)}) as server:
             trace_id, agent_span_id = _send_agent_trace(server.base_url)
-            (row,) = _wait_for_scores(server.db_url, 1)
+            (row,) = wait_for_scores(server.db_url, 1)
             receiver.wait_for(spans=1, logs=1, timeout=15)
 
     assert (row.trace_id, row.span_id, row.binding) == (trace_id, agent_span_id, "answer-present")
@@ -111,7 +95,7 @@ def test_scores_exported_back_to_the_same_collector_do_not_loop(tmp_path: Path) 
     }
     with start_server(tmp_path, config=config, env={"PYTHONPATH": str(REPO)}, http_port=port) as server:
         trace_id, _ = _send_agent_trace(server.base_url)
-        _wait_for_scores(server.db_url, 1)
+        wait_for_scores(server.db_url, 1)
         time.sleep(2.0)  # the evaluation came back (0.1 s batches) and idle timeouts (0.3 s) passed
         summary = httpx.get(f"{server.base_url}/api/traces", timeout=10).json()
         trace = httpx.get(f"{server.base_url}/api/traces/{trace_id}", timeout=10).json()

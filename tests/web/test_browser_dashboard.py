@@ -20,7 +20,7 @@ from sqlalchemy import create_engine, select
 from tests.support.browser_support import REPO, browser, context, layout_problems, shot  # noqa: F401 - fixtures
 from tests.support.paths import CAPTURES
 from tests.support.server_process import ServerProcess, login_session, start_server
-from tests.web.test_web_pages import HOSTILE_SYSTEM, agent_trace_json
+from tests.support.web_traces import HOSTILE_SYSTEM, agent_trace_json
 from tracescore.store.scores import ScoreRow
 from tracescore.web.auth import COOKIE_NAME
 from tracescore.web.queries import as_utc

@@ -20,7 +20,7 @@ from tests.support.browser_support import (  # noqa: F401 - fixtures
 )
 from tests.support.live_app import serve_app
 from tests.support.score_streams import insert_rows, score_row
-from tests.web.test_web_pages import agent_trace_json
+from tests.support.web_traces import agent_trace_json
 from tracescore.config import parse_config
 from tracescore.ingest.unpack import drain
 from tracescore.service import create_app

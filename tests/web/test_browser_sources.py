@@ -10,7 +10,6 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.extract.test_sources import CONTENTLESS_SPANS, GENAI_SERVICE, LATEST, LEGACY_SCOPE
 from tests.support.browser_support import (  # noqa: F401 - fixtures
     browser,
     context,
@@ -18,7 +17,13 @@ from tests.support.browser_support import (  # noqa: F401 - fixtures
     shot,
 )
 from tests.support.server_process import ServerProcess, login_session, start_server, wait_for
-from tests.web.test_sources_serve import acme_export
+from tests.support.source_traces import (
+    CONTENTLESS_SPANS,
+    GENAI_SERVICE,
+    LATEST,
+    LEGACY_SCOPE,
+    acme_export,
+)
 from tracescore.web.auth import COOKIE_NAME
 
 pytestmark = pytest.mark.browser

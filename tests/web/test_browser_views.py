@@ -413,7 +413,7 @@ def versions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, st
     for version, per_char in (("1", 0.005), ("2", 0.02)):
         config = workdir / f"v{version}.yaml"
         config.write_text(
-            f"scorers: [{{name: length, scorer: 'tests.offline.test_offline_rescore:answer_length', "
+            f"scorers: [{{name: length, scorer: 'tests.support.custom_scorers:answer_length', "
             f"threshold: 0.5, options: {{version: '{version}', per_char: {per_char}}}}}]\n"
             f"server: {{api_keys: [{API_KEY}]}}\n"
         )

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 
 from benchmarks.dashboard_load import wide_trace_json
 from tests.support.server_process import process_tree, start_server
-from tests.web.test_web_pages import agent_trace_json
+from tests.support.web_traces import agent_trace_json
 from tracescore.config import parse_config
 from tracescore.ingest.unpack import drain
 from tracescore.service import create_app

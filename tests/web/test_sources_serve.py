@@ -9,40 +9,20 @@ scorer without a single judge call, and the counts survive a restart and add up 
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
-from opentelemetry.proto.resource.v1.resource_pb2 import Resource
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
-from tests.extract.test_sources import CONTENTLESS_SPANS, GENAI_SERVICE, LEGACY_SCOPE
 from tests.support.judge_server import JudgeServer
 from tests.support.server_process import ServerProcess, start_server, wait_for
+from tests.support.source_traces import CONTENTLESS_SPANS, GENAI_SERVICE, LEGACY_SCOPE, acme_export
 from tracescore.extract.content import NO_CONTENT_REASON
 
 API_KEY = "sources-test-key"
 AUTHORIZATION = {"Authorization": f"Bearer {API_KEY}"}
 PROTOBUF = {**AUTHORIZATION, "Content-Type": "application/x-protobuf"}
 CONTENTLESS_TRACES = 2  # the capture's two chat calls
-
-
-def acme_export(trace_number: int) -> bytes:
-    """One trace of an in-house agent library with attribute names of its own."""
-    trace_id = bytes([0xAC, *trace_number.to_bytes(15, "big")])
-    now = time.time_ns()
-    attributes = [KeyValue(key=key, value=AnyValue(string_value=value)) for key, value in (
-        ("acme.prompt", "What's the weather like in Paris today?"), ("acme.answer", "Sunny, 21 C."))]  # fmt: skip
-    root = Span(trace_id=trace_id, span_id=bytes([0xAC, 0, 0, 0, 0, 0, 0, trace_number]), name="acme.run",
-                start_time_unix_nano=now - 1_000_000, end_time_unix_nano=now, attributes=attributes)  # fmt: skip
-    request = ExportTraceServiceRequest(resource_spans=[ResourceSpans(
-        resource=Resource(attributes=[KeyValue(key="service.name", value=AnyValue(string_value="acme-shop"))]),
-        scope_spans=[ScopeSpans(scope=InstrumentationScope(name="acme.agents", version="0.3"), spans=[root])],
-    )])  # fmt: skip
-    return request.SerializeToString()
 
 
 def sources_of(server: ServerProcess) -> dict[tuple[str, str], dict[str, Any]]:

@@ -10,7 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 from fastapi.testclient import TestClient
 
-from tests.web.test_web_pages import _scores, client, judge, store, visible_text  # noqa: F401 - fixtures
+from tests.support.scored_dashboard import stored_scores
+from tests.support.web_traces import visible_text
 
 
 def test_score_badges_are_coloured_by_how_good_the_score_is(client: TestClient) -> None:
@@ -29,7 +30,7 @@ def test_score_badges_are_coloured_by_how_good_the_score_is(client: TestClient) 
 def test_code_scorer_cards_say_nothing_meaningless_about_time(
     client: TestClient, store: object
 ) -> None:
-    rows = [r for r in _scores(store) if r.binding == "tone" and r.status == "ok"]  # type: ignore[arg-type]
+    rows = [r for r in stored_scores(store) if r.binding == "tone" and r.status == "ok"]  # type: ignore[arg-type]
     assert rows
     page = client.get(f"/ui/traces/{rows[0].trace_id}").text
     card = re.search(rf'<article class="score-card" id="score-{rows[0].id}">(.*?)</article>', page, re.S)

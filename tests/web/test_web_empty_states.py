@@ -15,7 +15,8 @@ from fastapi.testclient import TestClient
 
 from tests.support.paths import CAPTURES
 from tests.support.score_streams import insert_rows, score_row
-from tests.web.test_web_pages import FAR_FUTURE, visible_text
+from tests.support.scored_dashboard import FAR_FUTURE
+from tests.support.web_traces import visible_text
 from tracescore.config import parse_config
 from tracescore.ingest.unpack import drain
 from tracescore.pipeline.runner import build_worker

@@ -10,130 +10,39 @@ from __future__ import annotations
 
 import asyncio
 import html
-import json
 import re
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
-from html.parser import HTMLParser
-from pathlib import Path
+from datetime import timedelta
 from typing import Any
 
-import orjson
-import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import select
 
 from tests.support.databases import fresh_pg_database
-from tests.support.judge_server import JudgeServer, json_reply, text_reply
+from tests.support.judge_server import JudgeServer
 from tests.support.paths import CAPTURES
+from tests.support.scored_dashboard import (
+    CLAIMS,
+    FAR_FUTURE,
+    HOSTILE_TRACE,
+    dashboard_config,
+    seed_scored_store,
+    stored_scores,
+)
+from tests.support.web_traces import (
+    HOSTILE_AGENT,
+    HOSTILE_ANSWER,
+    HOSTILE_SYSTEM,
+    HOSTILE_USER,
+    agent_trace_json,
+    visible_text,
+)
 from tracescore.config import parse_config
 from tracescore.ingest.files import load_traces
 from tracescore.ingest.unpack import drain
 from tracescore.pipeline.runner import build_worker
 from tracescore.service import create_app
-from tracescore.store import open_store
 from tracescore.store.scores import ScoreRow
 from tracescore.web.auth import COOKIE_NAME
 from tracescore.web.queries import as_utc
-
-FAR_FUTURE = 4_000_000_000.0
-HOSTILE_TRACE = "0badc0de" * 4
-HOSTILE_SYSTEM = 'You are <script>window.__pwned = "system"</script> <b>WeatherBot</b>.'
-HOSTILE_USER = "<img src=x onerror=\"window.__pwned = 'user'\">Weather in Paris?"
-HOSTILE_RESULT = '{"forecast": "</pre><script>window.__pwned = \'tool\'</script>sunny"}'
-HOSTILE_ANSWER = 'It is sunny in Paris. <iframe src="https://example.com/"></iframe>'
-HOSTILE_AGENT = "<svg onload=alert(1)>Bot"
-CLAIMS = ["It is sunny in Paris", "It is <i>21</i> degrees"]
-VERDICTS = [{"verdict": "yes", "reason": "the tool said sunny"},
-            {"verdict": "no", "reason": "no temperature in the context"}]  # fmt: skip
-
-
-def _attr(key: str, value: Any) -> dict[str, Any]:
-    return {
-        "key": key,
-        "value": {"stringValue": value if isinstance(value, str) else json.dumps(value)},
-    }
-
-
-def _span(
-    trace_id: str, span_id: str, parent: str | None, name: str, start: int, attrs: dict[str, Any]
-) -> dict:
-    return {
-        "traceId": trace_id, "spanId": span_id, "parentSpanId": parent or "", "name": name,
-        "kind": 1,
-        "startTimeUnixNano": str(start), "endTimeUnixNano": str(start + 1_000_000),
-        "attributes": [_attr(k, v) for k, v in attrs.items()], "status": {},
-    }  # fmt: skip
-
-
-def agent_trace_json(
-    trace_id: str,
-    *,
-    system: str = HOSTILE_SYSTEM,
-    user: str = HOSTILE_USER,
-    tool_result: str = HOSTILE_RESULT,
-    answer: str = HOSTILE_ANSWER,
-    agent: str = HOSTILE_AGENT,
-) -> bytes:
-    """An OTLP/JSON export of a GenAI-semconv agent turn (agent → chat → tool → chat).
-
-    Defaults put HTML and script everywhere a trace can carry text; the browser tests reuse it
-    to send new traces to a running server.
-    """
-    start = int(datetime.now(UTC).timestamp() * 1e9)
-    user_message = {"role": "user", "parts": [{"type": "text", "content": user}]}
-    call = {
-        "type": "tool_call",
-        "id": "call_1",
-        "name": "get_weather",
-        "arguments": {"city": "Paris"},
-    }
-    final = {"role": "assistant", "parts": [{"type": "text", "content": answer}]}
-    agent_id, chat1, tool, chat2 = (f"{trace_id[:12]}{n:04x}" for n in range(1, 5))
-    model = {"gen_ai.request.model": "gpt-4o-mini"}
-    spans = [
-        _span(trace_id, agent_id, None, "invoke_agent", start, {
-            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent, **model,
-            "gen_ai.system_instructions": [{"type": "text", "content": system}],
-            "gen_ai.input.messages": [user_message], "gen_ai.output.messages": [final]}),
-        _span(trace_id, chat1, agent_id, "chat", start + 10, {
-            "gen_ai.operation.name": "chat", **model, "gen_ai.input.messages": [user_message],
-            "gen_ai.output.messages": [{"role": "assistant", "parts": [call]}]}),
-        _span(trace_id, tool, agent_id, "execute_tool get_weather", start + 20, {
-            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
-            "gen_ai.tool.call.id": "call_1", "gen_ai.tool.call.arguments": '{"city": "Paris"}',
-            "gen_ai.tool.call.result": tool_result}),
-        _span(trace_id, chat2, agent_id, "chat", start + 30, {
-            "gen_ai.operation.name": "chat", **model, "gen_ai.output.messages": [final]}),
-    ]  # fmt: skip
-    resource = {"attributes": [_attr("service.name", "web-tests")]}
-    return orjson.dumps(
-        {
-            "resourceSpans": [
-                {
-                    "resource": resource,
-                    "scopeSpans": [{"scope": {"name": "web-tests"}, "spans": spans}],
-                }
-            ]
-        }
-    )
-
-
-class _Text(HTMLParser):
-    """The text a browser would show (entities decoded), ignoring markup."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.chunks: list[str] = []
-
-    def handle_data(self, data: str) -> None:
-        self.chunks.append(data)
-
-
-def visible_text(markup: str) -> str:
-    parser = _Text()
-    parser.feed(markup)
-    return "".join(parser.chunks)
 
 
 def chart_card(page: str, binding: str) -> str:
@@ -152,70 +61,6 @@ def lowest_rows(page: str) -> list[str]:
     return re.findall(r"<tr data-row=.*?</tr>", table.group(1), re.S)
 
 
-def _config(judge_url: str, api_keys: list[str] | None = None) -> str:
-    return f"""
-server: {{api_keys: {json.dumps(api_keys or [])}}}
-judges:
-  default: {{model: openai/gpt-4o-mini, api_base: "{judge_url}", timeout: 10, backoff_base: 0.01}}
-scorers:
-  - {{name: answer-present, scorer: "tests.support.custom_scorers:answer_present", threshold: 0.5}}
-  - {{name: tone, scorer: tone}}
-  - {{name: exploding, scorer: "tests.support.custom_scorers:exploding", filter: {{agent: [WeatherBot]}}}}
-  - {{name: faithfulness, scorer: faithfulness, filter: {{agent: ["re:.*Bot$"]}}}}
-"""
-
-
-@pytest.fixture(scope="module")
-def judge() -> Iterator[JudgeServer]:
-    with JudgeServer() as server:
-        server.script("FaithfulnessClaims", json_reply({"claims": CLAIMS}))
-        server.script("FaithfulnessVerdicts", json_reply({"verdicts": VERDICTS}))
-        server.default = text_reply("One of two claims is backed by the <b>tool result</b>.")
-        yield server
-
-
-def _seed(url: str, judge: JudgeServer, captures: list[Path]) -> Any:
-    """A store with the captures and the hostile trace, scored by the real worker."""
-    store = open_store(url)
-    for trace in load_traces(captures):
-        store.write(trace.spans, trace.logs)
-    client = TestClient(create_app(parse_config(_config(judge.base_url)), store))
-    response = client.post(
-        "/v1/traces",
-        content=agent_trace_json(HOSTILE_TRACE),
-        headers={"Content-Type": "application/json"},
-    )
-    assert response.status_code == 200, response.text
-    drain(store)  # the journaled request into rows, as the unpacker of a running service would
-    worker = build_worker(parse_config(_config(judge.base_url)).scoring(), store)
-
-    async def score_all() -> None:
-        for claim in store.queue.claim(worker.owner, 1000, 30.0, now=FAR_FUTURE):
-            await worker.process(claim)
-
-    asyncio.run(score_all())
-    return store
-
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory, judge: JudgeServer) -> Any:
-    store = _seed(
-        f"sqlite:///{tmp_path_factory.mktemp('web') / 'tracescore.db'}", judge, [CAPTURES]
-    )
-    yield store
-    store.close()
-
-
-@pytest.fixture(scope="module")
-def client(store: Any, judge: JudgeServer) -> TestClient:
-    return TestClient(create_app(parse_config(_config(judge.base_url)), store))
-
-
-def _scores(store: Any) -> list[ScoreRow]:
-    with store.engine.connect() as connection:
-        return [ScoreRow(**row._mapping) for row in connection.execute(select(ScoreRow.__table__))]
-
-
 def _expected_points(rows: list[ScoreRow], binding: str, bucket: int) -> int:
     stamps = {int(as_utc(r.created_at).timestamp()) // bucket
               for r in rows if r.binding == binding and r.status == "ok"}  # fmt: skip
@@ -230,7 +75,7 @@ def test_overview_has_one_chart_per_binding_with_a_point_per_scored_bucket(
     assert page.headers["content-security-policy"].startswith(
         "default-src 'none'; script-src 'self'"
     )
-    rows = _scores(store)
+    rows = stored_scores(store)
     for binding in ("answer-present", "tone", "faithfulness"):
         card = chart_card(page.text, binding)
         ok = [r for r in rows if r.binding == binding and r.status == "ok"]
@@ -260,14 +105,14 @@ def test_lowest_scores_are_ascending_and_filterable(client: TestClient, store: A
         )
     ]
     assert values and values == sorted(values)
-    assert values[0] == min(r.score for r in _scores(store) if r.status == "ok")
+    assert values[0] == min(r.score for r in stored_scores(store) if r.status == "ok")
 
     narrowed = client.get(
         "/", params={"window": "1h", "scorer": "answer-present", "agent": "WeatherBot"}
     ).text
     rows = lowest_rows(narrowed)
     expected = [
-        r for r in _scores(store) if r.scorer_id == "answer-present" and r.agent == "WeatherBot"
+        r for r in stored_scores(store) if r.scorer_id == "answer-present" and r.agent == "WeatherBot"
     ]
     assert len(rows) == min(len(expected), 25) > 0
     assert all("answer-present" in row and ">WeatherBot<" in row for row in rows)
@@ -291,7 +136,7 @@ def test_trace_page_shows_the_rebuilt_run_beside_its_scores(client: TestClient, 
     assert "get_weather" in text and '"city": "Paris"' in text  # tool call arguments
     assert '"temperature_c": 21' in text  # tool result
     assert "It is sunny in Paris today" in text  # final answer
-    rows = [r for r in _scores(store) if r.trace_id == capture.trace_id]
+    rows = [r for r in stored_scores(store) if r.trace_id == capture.trace_id]
     assert rows and all(f'id="score-{r.id}"' in response.text for r in rows)
     faithfulness = next(r for r in rows if r.binding == "faithfulness")
     # Judge claims and verdicts from the step results, and the judge's reason.
@@ -338,7 +183,7 @@ def test_live_version_changes_when_a_score_arrives(
     assert f'data-live-url="/ui/live?trace={trace_id}"' in unscored
     trace_before = client.get("/ui/live", params={"trace": trace_id}).json()["version"]
     other = client.get("/ui/live", params={"trace": HOSTILE_TRACE}).json()["version"]
-    worker = build_worker(parse_config(_config(judge.base_url)).scoring(), store)
+    worker = build_worker(parse_config(dashboard_config(judge.base_url)).scoring(), store)
 
     async def score() -> None:
         for claim in store.queue.claim(worker.owner, 10, 30.0, now=FAR_FUTURE):
@@ -371,7 +216,7 @@ def test_static_files_are_our_own_and_nothing_else_is_served(client: TestClient)
 def test_api_keys_protect_every_page(store: Any, judge: JudgeServer) -> None:
     key = "s3cret-key-for-tests"
     client = TestClient(
-        create_app(parse_config(_config(judge.base_url, [key, "other-key"])), store)
+        create_app(parse_config(dashboard_config(judge.base_url, [key, "other-key"])), store)
     )
     page = client.get("/?window=1h", follow_redirects=False)
     assert (
@@ -412,11 +257,11 @@ def test_api_keys_protect_every_page(store: Any, judge: JudgeServer) -> None:
 def test_overview_and_trace_page_on_postgresql(judge: JudgeServer) -> None:
     """Percentiles and day buckets are computed by PostgreSQL there: same page, same numbers."""
     with fresh_pg_database() as url:
-        store = _seed(url, judge, [CAPTURES / "otel-genai-openai-v2-latest", CAPTURES / "mastra"])
+        store = seed_scored_store(url, judge, [CAPTURES / "otel-genai-openai-v2-latest", CAPTURES / "mastra"])
         try:
-            client = TestClient(create_app(parse_config(_config(judge.base_url)), store))
+            client = TestClient(create_app(parse_config(dashboard_config(judge.base_url)), store))
             page = client.get("/", params={"window": "15m", "bucket": "1s"}).text
-            rows = _scores(store)
+            rows = stored_scores(store)
             for binding in ("answer-present", "faithfulness"):
                 assert chart_card(page, binding).count('class="point"') == _expected_points(
                     rows, binding, 1
@@ -437,7 +282,7 @@ def test_overview_and_trace_page_on_postgresql(judge: JudgeServer) -> None:
             )
             listed = re.findall(r'<span class="score[^"]*">([0-9.]+)</span>', runs.text)
             assert [float(v) for v in listed] == [round(v, 3) for v in ok]
-            firing = _evaluate_once(store, parse_config(_config(judge.base_url) + ALWAYS_FIRING),
+            firing = _evaluate_once(store, parse_config(dashboard_config(judge.base_url) + ALWAYS_FIRING),
                                     "answers-missing")  # fmt: skip
             assert firing and client.get("/ui/alerts").text.count('class="state-firing"') == len(
                 firing
@@ -472,7 +317,7 @@ def _evaluate_once(store: Any, config: Any, rule: str) -> list[Any]:
 
 def test_firing_alerts_are_shown_on_top(store: Any, judge: JudgeServer) -> None:
     """A real evaluation of a real rule over the stored scores, then the overview."""
-    config = parse_config(_config(judge.base_url) + ALWAYS_FIRING)
+    config = parse_config(dashboard_config(judge.base_url) + ALWAYS_FIRING)
     client = TestClient(create_app(config, store))
     before = client.get("/ui/live").json()["version"]
     assert "firing" not in visible_text(client.get("/").text)
@@ -499,7 +344,7 @@ def test_window_and_bucket_are_validated(client: TestClient) -> None:
 
 def _segment_counts(store: Any, binding: str, column: str) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for row in _scores(store):
+    for row in stored_scores(store):
         if row.binding == binding and row.status == "ok":
             name = getattr(row, column) or "(none)"
             counts[name] = counts.get(name, 0) + 1
@@ -543,7 +388,7 @@ def test_split_draws_a_line_per_segment_top_five_and_other(client: TestClient, s
 def test_a_buckets_runs_are_listed_lowest_first_failures_last(
     client: TestClient, store: Any
 ) -> None:
-    rows = [r for r in _scores(store) if r.binding == "exploding" or r.binding == "answer-present"]
+    rows = [r for r in stored_scores(store) if r.binding == "exploding" or r.binding == "answer-present"]
     since = min(as_utc(r.created_at) for r in rows).replace(microsecond=0)
     until = max(as_utc(r.created_at) for r in rows).replace(microsecond=0) + timedelta(seconds=1)
     params = {"since": since.isoformat(), "until": until.isoformat()}
@@ -582,7 +427,7 @@ def test_alerts_page_bands_and_delivery_outcomes(store: Any, judge: JudgeServer)
         "       window: 1h, segment_by: [agent], min_samples: 1}\n"
         f"  channels: [{{name: hook, type: webhook, url: '{dead}', timeout: 1}}]\n"
     )
-    config_text = _config(judge.base_url) + rule
+    config_text = dashboard_config(judge.base_url) + rule
     config = parse_config(config_text)
     firing = _evaluate_once(store, config, "few-answers")
     assert firing
