@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.databases import fresh_pg_database
+from tests.support.e2e import mark_e2e
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -52,3 +53,8 @@ def _fresh_judges() -> Iterator[None]:
 
     use_verdict_store(None)
     yield
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that start a real ``tracescore serve`` get the ``e2e`` marker (tests/support/e2e.py)."""
+    mark_e2e(items)
