@@ -191,7 +191,6 @@ async def test_cache_serves_repeats_without_http(server: JudgeServer) -> None:
     assert server.count == 1
     assert second.cached and second.output == first.output
     assert (second.input_tokens, second.cost_usd, second.attempts) == (0, 0.0, 0)
-    assert second.duration_ms < 1.0
     await judge.complete(request("A different prompt."))
     assert server.count == 2
 

@@ -138,10 +138,8 @@ def test_the_body_is_not_read_before_authentication(keyed: ServerProcess) -> Non
                f"Authorization: {_basic('pk-lf-test', 'sk-wrong')}\r\n\r\n").encode()
     with socket.create_connection(("127.0.0.1", keyed.http_port), timeout=5) as sock:
         sock.sendall(request)
-        started = time.monotonic()
-        answer = sock.recv(4096)
+        answer = sock.recv(4096)  # the socket's 5 s timeout: waiting for the body would hit it
         assert answer.startswith(b"HTTP/1.1 401"), answer
-        assert time.monotonic() - started < 2.0
 
 
 def test_the_same_bounds_and_answers_as_v1_traces(client: httpx.Client) -> None:
