@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.score_streams import Drop, insert_rows, stream
+from tests.support.score_streams import Drop, insert_rows, stream
 from tracescore.monitor.config import RegressionRule
 from tracescore.monitor.rules import BaselineCache, evaluate_rule
 from tracescore.store import open_store

@@ -24,8 +24,8 @@ from sqlalchemy import create_engine, text
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.otlp_load import batch_protobuf, fresh_ids
-from tests.overload import Overload, overload, proc_status_mb
-from tests.server_process import start_server
+from tests.support.overload import Overload, overload, proc_status_mb
+from tests.support.server_process import start_server
 
 
 def _report(label: str, result: Overload) -> None:

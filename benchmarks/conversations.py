@@ -5,7 +5,7 @@ PostgreSQL), one scoring worker, no network.
 The traces are the pydantic-ai conversation capture (three turns, one trace each) copied under
 fresh trace, span and conversation ids. Each configuration gets a fresh database holding the
 same traces; the run binding is the ``textual-difference`` code scorer, the conversation
-binding a custom scorer that reads the typed turns (``tests.conversation_scorers:turn_order``),
+binding a custom scorer that reads the typed turns (``tests.support.conversation_scorers:turn_order``),
 so what is measured is the pipeline's own work, not a judge.
 
     python benchmarks/conversations.py --conversations 500
@@ -24,7 +24,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.conftest import CAPTURES
+from tests.support.paths import CAPTURES
 from tracescore.config import parse_config
 from tracescore.pipeline.conversations import ConversationScoring
 from tracescore.ingest.files import load_traces
@@ -35,7 +35,7 @@ from tracescore.store.conversations import ConversationClaim
 
 RUN_BINDING = "  - {name: diff, scorer: textual-difference}\n"
 CONVERSATION_BINDING = (
-    "  - {name: turns, scorer: 'tests.conversation_scorers:turn_order', target: conversation}\n"
+    "  - {name: turns, scorer: 'tests.support.conversation_scorers:turn_order', target: conversation}\n"
 )
 FAR_FUTURE = 4_000_000_000.0
 BATCH = 64
@@ -107,7 +107,7 @@ def main() -> None:
             for name, bindings in (("run binding only", RUN_BINDING),
                                    ("with a conversation binding", RUN_BINDING + CONVERSATION_BINDING)):  # fmt: skip
                 if args.db:
-                    from tests.conftest import fresh_pg_database
+                    from tests.support.databases import fresh_pg_database
 
                     with fresh_pg_database() as url:
                         result = measure(url, bindings, traces)

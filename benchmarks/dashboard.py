@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fastapi.testclient import TestClient  # noqa: E402
 
-from tests.score_streams import insert_rows, score_row  # noqa: E402
+from tests.support.score_streams import insert_rows, score_row  # noqa: E402
 from tracescore.config import parse_config  # noqa: E402
 from tracescore.service import create_app  # noqa: E402
 from tracescore.store import open_store  # noqa: E402

@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import httpx  # noqa: E402
 import orjson  # noqa: E402
 
-from tests.server_process import start_server  # noqa: E402
-from tests.test_web_pages import _span, agent_trace_json  # noqa: E402
+from tests.support.server_process import start_server  # noqa: E402
+from tests.support.web_traces import agent_trace_json, json_span  # noqa: E402
 
 POLL_SECONDS = 1.0
 REFETCH_SECONDS = 2.5
@@ -48,7 +48,7 @@ def wide_trace_json(trace_id: str, spans: int, first: int) -> bytes:
     root = f"{trace_id[:12]}0000"
     found = []
     if first == 0:
-        found.append(_span(trace_id, root, None, "invoke_agent", start, {
+        found.append(json_span(trace_id, root, None, "invoke_agent", start, {
             "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "Wide",
             "gen_ai.input.messages": [{"role": "user", "parts": [{"type": "text", "content": "go"}]}],
         }))  # fmt: skip
@@ -62,7 +62,7 @@ def wide_trace_json(trace_id: str, spans: int, first: int) -> bytes:
                   "gen_ai.output.messages": [{"role": "assistant",
                                               "parts": [{"type": "text", "content": f"step {n}"}]}]}
         )  # fmt: skip
-        found.append(_span(trace_id, f"{trace_id[:4]}{n:012x}", root, "step", start + n, attrs))
+        found.append(json_span(trace_id, f"{trace_id[:4]}{n:012x}", root, "step", start + n, attrs))
     resource = {"attributes": [{"key": "service.name", "value": {"stringValue": "wide"}}]}
     return orjson.dumps({"resourceSpans": [{"resource": resource, "scopeSpans": [
         {"scope": {"name": "bench"}, "spans": found}]}]})  # fmt: skip

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sqlalchemy import text
 
-from tests.score_streams import insert_rows, score_row
+from tests.support.score_streams import insert_rows, score_row
 from tracescore.config import parse_config
 from tracescore.feedback.report import calibration_report
 from tracescore.feedback.review import ReviewQueue

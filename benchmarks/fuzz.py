@@ -1,7 +1,7 @@
 """Fuzzing in benchmark mode: the suite's properties with many more cases, and a long hostile
 session against a real ``tracescore serve``.
 
-1. In-process: ``tests/test_fuzz_decode.py`` with ``TRACESCORE_FUZZ_SCALE`` (default 10, so
+1. In-process: ``tests/ingest/test_fuzz_decode.py`` with ``TRACESCORE_FUZZ_SCALE`` (default 10, so
    100,000 cases instead of the suite's 10,000) — decode, truncate, store encoding, extraction.
 2. Over the wire: ``--http`` hostile OTLP/HTTP requests (JSON, protobuf, damaged, gzip, wrong
    types) and ``--grpc`` hostile OTLP/gRPC exports against one server. Prints the answers by
@@ -28,9 +28,9 @@ import httpx
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.otlp_fuzz import ALLOWED_STATUSES, Hostile, hostile_request
-from tests.overload import proc_status_mb
-from tests.server_process import start_server
+from tests.support.otlp_fuzz import ALLOWED_STATUSES, Hostile, hostile_request
+from tests.support.overload import proc_status_mb
+from tests.support.server_process import start_server
 
 SUITE_CASES = 10_000
 TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
@@ -39,7 +39,7 @@ TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 def in_process(scale: float) -> None:
     started = time.perf_counter()
     completed = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_fuzz_decode.py"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/ingest/test_fuzz_decode.py"],
         cwd=REPO, env={**os.environ, "TRACESCORE_FUZZ_SCALE": str(scale)}, capture_output=True, text=True,
         check=False,
     )  # fmt: skip

@@ -41,7 +41,7 @@ import grpc
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.otlp_load import batch_json, batch_protobuf, fresh_ids  # noqa: E402
-from tests.server_process import free_port, start_server  # noqa: E402
+from tests.support.server_process import free_port, start_server  # noqa: E402
 from tracescore.store import open_store  # noqa: E402
 
 TRANSPORTS = ("http-protobuf", "http-json", "grpc")

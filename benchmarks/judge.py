@@ -1,6 +1,6 @@
 """Judge benchmark: faithfulness over many runs against a slow scripted judge.
 
-The scripted OpenAI-compatible judge (``tests/judge_server.py``) runs in its own process and
+The scripted OpenAI-compatible judge (``tests/support/judge_server.py``) runs in its own process and
 answers every request after ``--latency`` seconds, like a hosted model would; the judge client
 goes through litellm's whole request path with a concurrency limit of ``--concurrency``. Every
 run is distinct, so nothing is served from the verdict cache during the timed part. Prints:
@@ -57,7 +57,7 @@ def start_server(latency: float, script_path: Path) -> tuple[subprocess.Popen[st
         [
             sys.executable,
             "-m",
-            "tests.judge_server",
+            "tests.support.judge_server",
             "--script",
             str(script_path),
             "--delay",

@@ -40,7 +40,7 @@ from sqlalchemy import Engine, create_engine, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.ingest import MemorySampler, cpu_seconds, process_tree  # noqa: E402
-from tests.server_process import start_server  # noqa: E402
+from tests.support.server_process import start_server  # noqa: E402
 from tracescore.config import DEFAULT_SCORERS  # noqa: E402
 
 SYSTEM = json.dumps([{"type": "text", "content": "You are WeatherBot, a concise weather assistant."}])

@@ -12,7 +12,7 @@ spans in the ingest run (storing, assembling, claiming and completing each trace
 agent run scored (the end-to-end run's CPU less the ingest run's share). Those vary less on a
 busy machine than rates do and size a deployment: cores = rate × CPU per item.
 
-Spans reach the processes in one of two ways (tests/agent_otlp.py): ``trace`` keeps each trace
+Spans reach the processes in one of two ways (tests/support/agent_otlp.py): ``trace`` keeps each trace
 on one process, as the gateway's loadbalancing exporter does; ``scatter`` sends every span to a
 process at random, the worst case (no gateway, or replicas changing). Load comes from a pool of
 client threads in this process, on the same machine: with 2 cores shared by the client, the
@@ -42,9 +42,9 @@ from sqlalchemy import create_engine, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.agent_otlp import agent_trace, by_trace, scatter  # noqa: E402
-from tests.conftest import fresh_pg_database  # noqa: E402
-from tests.server_process import ServerProcess, start_server  # noqa: E402
+from tests.support.agent_otlp import agent_trace, by_trace, scatter  # noqa: E402
+from tests.support.databases import fresh_pg_database  # noqa: E402
+from tests.support.server_process import ServerProcess, start_server  # noqa: E402
 from tracescore.config import DEFAULT_SCORERS  # noqa: E402
 
 TRACES_PER_REQUEST_ROUND = 25

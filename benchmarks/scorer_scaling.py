@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.scorers import SCORERS, WORDS, message  # noqa: E402
-from tests.parity_support import REGISTRY_NAME, mastra_run  # noqa: E402
+from tests.support.parity_support import REGISTRY_NAME, mastra_run  # noqa: E402
 from tracescore.scorers import registry  # noqa: E402
 
 

@@ -58,7 +58,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.parity_support import REGISTRY_NAME, load_cases, mastra_options, mastra_run  # noqa: E402
+from tests.support.parity_support import REGISTRY_NAME, load_cases, mastra_options, mastra_run  # noqa: E402
 from tracescore.compiled import describe  # noqa: E402
 from tracescore.scorers import registry  # noqa: E402
 

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.nocompiler_install import copy_checkout  # noqa: E402
+from tests.support.nocompiler_install import copy_checkout  # noqa: E402
 
 
 def table(root: Path, options: list[str]) -> tuple[str, dict[tuple[str, str], float]]:

@@ -4,7 +4,7 @@ A page says where its reference goes with ``<!-- tracescore:generate NAME -->`` 
 own, so the prose around a reference stays ordinary Markdown and the tables come from the code.
 The part is committed after the marker, up to ``<!-- tracescore:end NAME -->``, so the pages read
 whole on a forge without building the site; ``python -m docgen`` writes it again after a change
-(the docs build regenerates it too, and ``tests/test_docs.py`` fails while a page is stale).
+(the docs build regenerates it too, and ``tests/system/test_docs.py`` fails while a page is stale).
 """
 
 from __future__ import annotations

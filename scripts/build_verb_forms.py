@@ -5,7 +5,7 @@ it is a past participle (VBN) of one of its verb lemmas, whether it is a present
 (VBG), and whether the lexicon reads it only as a verb. lemminflect answers them from two
 lookup tables that cost ~50 MB per process once loaded (plus numpy); these facts for the
 ~26k verb forms take ~8 MB. So they are computed once here, with lemminflect's own
-functions, and shipped as package data; ``tests/test_verb_forms.py`` checks the file against
+functions, and shipped as package data; ``tests/scorers/test_verb_forms.py`` checks the file against
 lemminflect for every word of its lexicon.
 
 Run it (with ``pip install lemminflect``) when moving to a new lemminflect release:

@@ -1,4 +1,4 @@
-"""Build the "previous release" databases that tests/test_migrations.py upgrades in place.
+"""Build the "previous release" databases that tests/store/test_migrations.py upgrades in place.
 
 Run it with the previous release's code on the path, so its tables and rows are that release's
 own (the tests must not need git history, so the result is committed)::
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import psycopg
 
-from tests.judge_server import JudgeServer, json_reply
+from tests.support.judge_server import JudgeServer, json_reply
 from tracescore.config import parse_config
 from tracescore.ingest.files import load_traces
 from tracescore.monitor.alerts import AlertEvaluator

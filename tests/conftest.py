@@ -1,46 +1,21 @@
-"""Shared fixtures: real databases (SQLite files and a real PostgreSQL server) and fixture paths."""
+"""Shared fixtures: real databases (SQLite files and a real PostgreSQL server).
+
+What tests share besides fixtures lives in ``tests/support/``; no test module imports another
+(``tests/test_test_tree.py``).
+"""
 
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-import psycopg
 import pytest
 
-FIXTURES = Path(__file__).parent / "fixtures"
-CAPTURES = FIXTURES / "captures"
+from tests.support.databases import fresh_pg_database
+from tests.support.e2e import mark_e2e
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-PG_ADMIN_URL = os.environ.get(
-    "TRACESCORE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test"
-)
-
-
-def _server_url(database: str) -> str:
-    base, _, _ = PG_ADMIN_URL.rpartition("/")
-    return f"{base}/{database}"
-
-
-@contextmanager
-def fresh_pg_database() -> Iterator[str]:
-    """Create an empty database on the real PostgreSQL server; drop it on exit.
-
-    Never skips: the test command starts a server where none runs, so a connection failure here
-    is a real failure.
-    """
-    name = f"tracescore_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield _server_url(name).replace("postgresql://", "postgresql+psycopg://", 1)
-    finally:
-        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture
@@ -78,3 +53,8 @@ def _fresh_judges() -> Iterator[None]:
 
     use_verdict_store(None)
     yield
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that start a real ``tracescore serve`` get the ``e2e`` marker (tests/support/e2e.py)."""
+    mark_e2e(items)

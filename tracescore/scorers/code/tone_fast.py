@@ -14,7 +14,7 @@ What a token is to VADER depends on the token alone, so each distinct token is c
 per process into a table (``_TokenTable``: lowered word, valence, role flags, the tokens VADER
 reads in its stead); the per-token loops over a text's token ids are compiled
 (``_tone_scan.pyx``). Without them (a build with no C compiler) the tone scorer runs VADER's
-own token-by-token code instead (``tone_vader.py``), which ``tests/test_tone_fast_path.py``
+own token-by-token code instead (``tone_vader.py``), which ``tests/scorers/test_tone_fast_path.py``
 checks this module against, bit for bit.
 """
 

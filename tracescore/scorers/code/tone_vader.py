@@ -2,7 +2,7 @@
 
 This is the package's first implementation, kept unchanged because two things rest on it: it
 is the reference the fast path (``tone_fast.py``) must equal bit for bit
-(``tests/test_tone_fast_path.py``), and it is what the tone scorer runs where the package was
+(``tests/scorers/test_tone_fast_path.py``), and it is what the tone scorer runs where the package was
 built without a C compiler (``tracescore.compiled``), since the fast path's loops are compiled.
 VADER's per-token Python costs 7–20 µs a word, several times the fast path on long texts.
 

@@ -1,0 +1,3 @@
+"""Fixtures of the scorer tests: the scripted judge server and a judge on it."""
+
+from tests.support.judge_fixtures import judge, server  # noqa: F401 - fixtures served to this folder

@@ -1,0 +1,104 @@
+"""PostgreSQL down under a running ``tracescore serve``, seen from the read side: the REST API and
+the dashboard answer 503 with ``Retry-After`` (not 500, not a dropped connection), the
+background loops (promoter, queue gauges, alert rounds, scoring worker, unpacker) back off and
+log when the outage starts and when it ends rather than a traceback per poll (ingest, which
+answers 503 too, likewise per outage, not per request), and everything
+answers again once the database is back.
+
+Runs on a private throwaway cluster (``tests/support/throwaway_pg.py``), never on the shared server.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.agent_otlp import agent_trace, export_request
+from tests.support.server_process import ServerProcess, start_server
+from tests.support.throwaway_pg import ThrowawayPostgres
+
+pytestmark = pytest.mark.pg_cluster
+OUTAGE_SECONDS = 5.0
+# Every loop polls fast, so a loop that logs per poll would write hundreds of lines.
+CONFIG = {
+    "workers": {"poll_interval": 0.05},
+    "monitor": {"evaluation_interval": 0.1, "gauge_interval": 0.1},
+    "alerts": {"rules": [{"name": "errors", "type": "error_rate", "binding": "tone", "above": 0.5,
+                          "window": "10m"}]},
+}  # fmt: skip
+PROTOBUF = {"Content-Type": "application/x-protobuf"}
+
+
+def read_routes(trace_id: str) -> list[str]:
+    return [
+        "/api/traces", f"/api/traces/{trace_id}", f"/api/traces/{trace_id}/runs", "/api/scores",
+        "/api/scores/summary", "/api/coverage", "/api/alerts", "/", f"/ui/traces/{trace_id}",
+        f"/ui/live?trace={trace_id}", "/ui/alerts", "/ui/runs?since=2026-01-01T00:00Z", "/ui/compare",
+    ]  # fmt: skip
+
+
+def _wait(condition, timeout: float, what: str) -> None:  # noqa: ANN001
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
+        time.sleep(0.1)
+
+
+def _scored(server: ServerProcess, trace_id: str) -> bool:
+    response = httpx.get(f"{server.base_url}/api/traces/{trace_id}", timeout=10)
+    return response.status_code == 200 and response.json()["summary"]["state"] == "scored"
+
+
+def test_reads_answer_503_and_loops_log_state_changes_only_while_postgres_is_down(tmp_path: Path) -> None:
+    rng = random.Random(11)
+    with ThrowawayPostgres() as postgres, start_server(tmp_path, db_url=postgres.url, config=CONFIG) as server:
+        before = agent_trace(rng)
+        assert httpx.post(f"{server.base_url}/v1/traces", content=export_request(before.spans),
+                          headers=PROTOBUF, timeout=10).status_code == 200  # fmt: skip
+        _wait(lambda: _scored(server, before.trace_id), 60, "the first trace scored")
+        routes = read_routes(before.trace_id)
+        with httpx.Client(base_url=server.base_url, timeout=30) as client:
+            healthy = {route: client.get(route).status_code for route in routes}
+        assert set(healthy.values()) == {200}, healthy
+
+        log_before = len(server.output().splitlines())
+        postgres.stop()
+        stopped = time.monotonic()
+        answers: dict[str, set[tuple[int, str | None]]] = {route: set() for route in [*routes, "/v1/traces"]}
+        with httpx.Client(base_url=server.base_url, timeout=30) as client:
+            while time.monotonic() - stopped < OUTAGE_SECONDS:
+                for route in routes:
+                    response = client.get(route)  # a dropped connection raises here
+                    answers[route].add((response.status_code, response.headers.get("retry-after")))
+                response = client.post("/v1/traces", content=export_request(agent_trace(rng).spans),
+                                       headers=PROTOBUF)  # fmt: skip
+                answers["/v1/traces"].add((response.status_code, response.headers.get("retry-after")))
+                time.sleep(0.2)
+        outage_log = server.output().splitlines()[log_before:]
+
+        postgres.start()
+        after = agent_trace(rng)
+        _wait(lambda: httpx.post(f"{server.base_url}/v1/traces", content=export_request(after.spans),
+                                 headers=PROTOBUF, timeout=10).status_code == 200, 30, "ingest back")  # fmt: skip
+        _wait(lambda: _scored(server, after.trace_id), 60, "a trace sent after the outage scored")
+        with httpx.Client(base_url=server.base_url, timeout=30) as client:
+            recovered = {route: client.get(route).status_code for route in routes}
+        time.sleep(1.5)  # the loops' "available again" lines
+        full_log = server.output()
+
+    refused = {route: seen for route, seen in answers.items() if seen != {(503, "1")}}
+    assert not refused, refused
+    assert set(recovered.values()) == {200}, recovered
+    text = "\n".join(outage_log)
+    # One line when each loop's failures start (promoter, gauges, alert rounds, worker, unpacker),
+    # one for reads and one for ingest, none per poll or per refused request: bounded, whatever
+    # the poll intervals and however many requests come.
+    assert len(outage_log) <= 12, text
+    assert "Traceback" not in text, text
+    assert full_log.count("available again") >= 3, full_log[-4000:]
+    print(f"\nPostgreSQL down {OUTAGE_SECONDS:g} s: {len(routes)} read routes answered 503 + Retry-After "
+          f"every time; {len(outage_log)} log lines meanwhile:\n" + text)

@@ -1,0 +1,103 @@
+"""The test tree's own rules: no test module imports another, and services are marked ``e2e``.
+
+What tests share lives in ``tests/support/`` (fixtures served by a folder's ``conftest.py``):
+a test module imported by another runs its tests' module-level setup twice, and its private
+helpers become an interface nobody meant to keep.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tests.support.e2e import starts_a_service
+from tests.support.paths import REPO, TESTS
+from tests.support.server_process import start_server
+
+
+def _test_modules() -> list[Path]:
+    return sorted(path for path in TESTS.rglob("test_*.py") if "fixtures" not in path.parts)
+
+
+def _imported_test_modules(path: Path) -> list[str]:
+    """Test modules ``path`` imports (``tests.….test_x``, or ``test_x`` from a package)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        found += [name for name in names if name.split(".")[0] == "tests"
+                  and name.split(".")[-1].startswith("test_")]  # fmt: skip
+    return found
+
+
+def test_no_test_module_imports_another() -> None:
+    offenders = {
+        str(path.relative_to(REPO)): imported
+        for path in _test_modules()
+        if (imported := _imported_test_modules(path))
+    }
+    assert offenders == {}, "move what they share to tests/support/"
+
+
+def test_the_rule_sees_an_import_of_a_test_module(tmp_path: Path) -> None:
+    module = tmp_path / "test_example.py"
+    module.write_text(
+        "from tests.web.test_web_pages import agent_trace_json\n"
+        "from tests.support.web_traces import visible_text\n"
+        "import tests.store.test_store\n"
+        "from tests.ingest import test_decode\n"
+    )
+    assert _imported_test_modules(module) == [
+        "tests.web.test_web_pages", "tests.store.test_store", "tests.ingest.test_decode"
+    ]
+
+
+def test_helpers_live_in_support_and_test_modules_in_folders_mirroring_the_package() -> None:
+    package = {path.name for path in (REPO / "tracescore").iterdir() if path.is_dir()}
+    folders = {path.parent.name for path in _test_modules() if path.parent != TESTS}
+    assert folders - package <= {"cli", "service", "system"}, folders - package
+    strays = [path.name for path in TESTS.glob("*.py")
+              if not path.name.startswith("test_") and path.name not in {"__init__.py", "conftest.py"}]  # fmt: skip
+    assert strays == [], "helpers go in tests/support/"
+
+
+def _serves_through_a_helper(tmp_path: Path) -> None:
+    with start_server(tmp_path):
+        pass
+
+
+def _helper_of_a_helper(tmp_path: Path) -> None:
+    _serves_through_a_helper(tmp_path)
+
+
+def _runs_the_command_itself() -> None:
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-m", "tracescore.cli", "serve", "--db", "sqlite://"])
+
+
+def _serves_nothing(tmp_path: Path) -> None:
+    (tmp_path / "serve").mkdir()
+
+
+@pytest.mark.parametrize(
+    ("function", "expected"),
+    [(start_server, True), (_serves_through_a_helper, True), (_helper_of_a_helper, True),
+     (_runs_the_command_itself, True), (_serves_nothing, False)],
+)
+def test_a_test_that_starts_a_service_is_seen_however_deep(function: object, expected: bool) -> None:
+    assert starts_a_service([function]) is expected
+
+
+def test_the_e2e_marker_is_registered_and_this_test_does_not_carry_it(
+    request: pytest.FixtureRequest,
+) -> None:
+    assert any(line.startswith("e2e:") for line in request.config.getini("markers"))
+    assert request.node.get_closest_marker("e2e") is None
