@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tracescore.scorers.base import ScorerRun, create_scorer, scorer
+from tracescore.scorers.base import create_scorer, scorer
+from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.scorers.utils import get_assistant_message
 
 CALLS: list[str] = []

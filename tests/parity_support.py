@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tracescore.scorers import registry, utils
-from tracescore.scorers.base import ScoreResult
+from tracescore.scorers.results import ScoreResult
 
 PARITY = Path(__file__).parent / "fixtures" / "parity"
 REGISTRY_NAME = {"tool-call-accuracy": "tool-call-accuracy-code"}

@@ -23,7 +23,7 @@ from tests.extract_support import capture_runs, only
 from tests.server_process import ServerProcess, login_session, start_server
 from tracescore.cli import app
 from tracescore.ingest.files import load_traces
-from tracescore.scorers.base import ScorerRun
+from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.scorers.llm.view import trajectory
 from tracescore.web.auth import COOKIE_NAME
 

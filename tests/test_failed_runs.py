@@ -22,6 +22,7 @@ import pytest
 from tests.conftest import CAPTURES
 from tests.extract_support import span, trace
 from tests.judge_server import JudgeServer, json_reply
+from tests.scorer_names import judge_scorer_names
 from tests.test_llm_scorers import judge, server  # noqa: F401 - the scripted judge's fixtures
 from tracescore.config import parse_config
 from tracescore.extract import extract_runs
@@ -32,7 +33,9 @@ from tracescore.monitor.queries import ScoreFilter, aggregate_scores, coverage
 from tracescore.monitor.rules import evaluate_rule
 from tracescore.pipeline.runner import build_worker
 from tracescore.scorers import registry
-from tracescore.scorers.base import ScorerRun, create_scorer, failed_without_answer, measure
+from tracescore.scorers.base import create_scorer, measure
+from tracescore.scorers.scorer_run import ScorerRun
+from tracescore.scorers.unscorable import failed_without_answer
 from tracescore.spans import STATUS_ERROR, Trace
 from tracescore.store import open_store
 
@@ -168,7 +171,7 @@ def test_code_tool_call_accuracy_judges_the_calls_of_a_failed_run() -> None:
 
 
 def judge_scorers() -> list[str]:
-    return [n for n in registry.judge_scorers() if n != "tool-call-accuracy-llm"]
+    return [n for n in judge_scorer_names() if n != "tool-call-accuracy-llm"]
 
 
 @pytest.mark.parametrize("convention", FAILED_WITHOUT_ANSWER)

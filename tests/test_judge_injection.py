@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
+from tests.scorer_names import judge_scorer_names
 from tracescore.extract.conversation import Conversation, Turn
 from tracescore.extract.model import AgentRun, RunInput, SystemMessage
-from tracescore.scorers import registry
 from tracescore.scorers.llm.common import DATA_RULE
 from tracescore.scorers.llm.show import example_scorer, shown_prompts
 from tracescore.scorers.utils import make_agent_run, make_test_message, make_tool_invocation
@@ -87,8 +87,8 @@ def hostile_conversation(payload: str) -> Conversation:
     ])
 
 
-SCORERS = [(name, False) for name in registry.judge_scorers()] + [
-    (name, True) for name in registry.judge_scorers(conversation=True)
+SCORERS = [(name, False) for name in judge_scorer_names()] + [
+    (name, True) for name in judge_scorer_names(conversation=True)
 ]
 
 _STRUCTURE = re.compile(r"^<(/?)([a-z_]+)>$", re.MULTILINE)

@@ -24,7 +24,8 @@ from tracescore.cli import app
 from tracescore.extract import extract_runs
 from tracescore.extract.content import has_content
 from tracescore.ingest.files import load_traces
-from tracescore.scorers.base import Scorer, StepContext, create_scorer
+from tracescore.scorers.base import Scorer, create_scorer
+from tracescore.scorers.steps import StepContext
 from tracescore.scorers.utils import get_assistant_message
 from tracescore.spans import Trace
 from tracescore.store import open_store

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from tests.conftest import CAPTURES
 from tests.extract_support import span, trace
 from tests.judge_server import JudgeServer
+from tests.scorer_names import judge_scorer_names
 from tests.test_failed_runs import CODE_READING_THE_ANSWER, build
 from tests.test_llm_scorers import judge, server  # noqa: F401 - the scripted judge's fixtures
 from tracescore import metrics
@@ -82,7 +83,7 @@ def test_code_scorers_call_a_run_without_content_not_scorable(name: str) -> None
     assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true" in NO_CONTENT_REASON
 
 
-@pytest.mark.parametrize("name", registry.judge_scorers())
+@pytest.mark.parametrize("name", judge_scorer_names())
 async def test_judge_scorers_call_a_run_without_content_not_scorable_without_asking(
     name: str, server: JudgeServer, judge: LiteLLMJudge  # noqa: F811 - the fixtures
 ) -> None:

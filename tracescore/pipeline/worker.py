@@ -53,7 +53,8 @@ from tracescore.pipeline.budget import InputCut, ScorerTimeout, Watchdog, within
 from tracescore.pipeline.config import WorkersConfig
 from tracescore.pipeline.renewal import renewing
 from tracescore.pipeline.sampling import is_sampled, sampled_at, unit_hash
-from tracescore.scorers.base import ScoreResult, ScorerRun
+from tracescore.scorers.results import ScoreResult
+from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.store.conversations import TurnRecord, record_turns
 from tracescore.store.outage import database_unavailable
 from tracescore.store.scores import (

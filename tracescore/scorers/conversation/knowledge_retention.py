@@ -8,7 +8,7 @@ the score is answers without attrition over answers judged.
 
 from __future__ import annotations
 
-from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer, not_scorable
+from tracescore.scorers.base import Scorer, create_scorer
 from tracescore.scorers.conversation.common import (
     answered_turns,
     by_turn,
@@ -29,6 +29,8 @@ from tracescore.scorers.llm.common import (
 )
 from tracescore.scorers.llm.sketch import typical_text
 from tracescore.scorers.llm.view import numbered, section
+from tracescore.scorers.steps import PromptStep, StepContext
+from tracescore.scorers.unscorable import not_scorable
 from tracescore.scorers.utils import round_to_two_decimals
 
 VERSION = "3"

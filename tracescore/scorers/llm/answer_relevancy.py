@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer
+from tracescore.scorers.base import Scorer, create_scorer
 from tracescore.scorers.llm.common import (
     JudgeSpec,
     Wire,
@@ -21,6 +21,7 @@ from tracescore.scorers.llm.view import (
     section,
     user_text,
 )
+from tracescore.scorers.steps import PromptStep, StepContext
 from tracescore.scorers.utils import round_to_two_decimals
 
 VERSION = "4"

@@ -17,14 +17,10 @@ from typing import Any
 
 from tracescore.extract.conversation import Conversation, Turn
 from tracescore.extract.model import AgentRun, RunInput, SystemMessage
-from tracescore.scorers.base import (
-    PromptStep,
-    ScoreOutput,
-    Scorer,
-    ScorerRun,
-    StepContext,
-    fitted_prompts,
-)
+from tracescore.scorers.base import Scorer
+from tracescore.scorers.judging import ScoreOutput, fitted_prompts
+from tracescore.scorers.scorer_run import ScorerRun
+from tracescore.scorers.steps import PromptStep, StepContext
 from tracescore.scorers.utils import make_agent_run, make_test_message, make_tool_invocation
 
 _FORECAST = {"city": "Paris", "forecast": "sunny", "temperature_c": 21}

@@ -9,15 +9,7 @@ from typing import Any
 from pydantic import Field
 
 from tracescore.extract.model import ToolDefinition
-from tracescore.scorers.base import (
-    PromptStep,
-    Scorer,
-    StepContext,
-    create_scorer,
-    failed_without_answer,
-    not_scorable,
-    without_content,
-)
+from tracescore.scorers.base import Scorer, create_scorer
 from tracescore.scorers.llm.common import (
     JudgeSpec,
     Wire,
@@ -35,6 +27,8 @@ from tracescore.scorers.llm.view import (
     section,
     user_text,
 )
+from tracescore.scorers.steps import PromptStep, StepContext
+from tracescore.scorers.unscorable import failed_without_answer, not_scorable, without_content
 from tracescore.scorers.utils import extract_tool_calls, round_to_two_decimals
 
 VERSION = "4"
