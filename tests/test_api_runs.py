@@ -24,7 +24,7 @@ from tests.server_process import ServerProcess, login_session, start_server
 from tracescore.cli import app
 from tracescore.ingest.files import load_traces
 from tracescore.scorers.scorer_run import ScorerRun
-from tracescore.scorers.llm.view import trajectory
+from tracescore.scorers.llm.run_text import trajectory
 from tracescore.web.auth import COOKIE_NAME
 
 API_KEY = "runs-api-test-key"

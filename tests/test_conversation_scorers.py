@@ -35,7 +35,7 @@ from tracescore.scorers.conversation import (
     create_knowledge_retention_scorer,
     create_role_adherence_scorer,
 )
-from tracescore.scorers.llm.show import EXAMPLE_CONVERSATION, example_scorer, shown_prompts
+from tracescore.scorers.llm.shown_prompts import EXAMPLE_CONVERSATION, example_scorer, shown_prompts
 from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.scorers.utils import run_input_text, run_output_text
 

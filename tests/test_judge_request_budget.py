@@ -21,8 +21,8 @@ from tests.test_conversation_scorers import conversation
 from tests.test_judge_budget import filler, request_tokens
 from tracescore.judge import JudgeConfig, LiteLLMJudge
 from tracescore.judge.protocol import Budget
-from tracescore.scorers.llm.show import example_scorer
-from tracescore.scorers.llm.view import indented
+from tracescore.scorers.llm.shown_prompts import example_scorer
+from tracescore.scorers.llm.run_text import indented
 from tracescore.scorers.material import Material, Value, fair_share, fit_prompt, joined
 from tracescore.scorers.utils import make_agent_run, make_test_message, make_tool_invocation
 

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from tests.scorer_names import judge_scorer_names
 from tracescore.cli import app
 from tracescore.scorers import registry
-from tracescore.scorers.llm.show import EXAMPLE_OPTIONS, EXAMPLE_RUN, example_scorer, shown_prompts
+from tracescore.scorers.llm.shown_prompts import EXAMPLE_OPTIONS, EXAMPLE_RUN, example_scorer, shown_prompts
 
 FINGERPRINTS = Path(__file__).parent / "fixtures" / "judge_prompts.json"
 

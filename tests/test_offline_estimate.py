@@ -38,7 +38,7 @@ from tracescore.scorers import (
 )
 from tracescore.scorers.base import Scorer, create_scorer
 from tracescore.scorers.llm.faithfulness import INSTRUCTIONS, VERSION, FaithfulnessClaims
-from tracescore.scorers.llm.sketch import SENTENCE_WORDS, sentences
+from tracescore.scorers.llm.typical_answers import SENTENCE_WORDS, sentences
 from tracescore.scorers.results import ScoreResult
 from tracescore.scorers.steps import PromptStep
 from tracescore.scorers.utils import make_agent_run, make_test_message, make_tool_invocation

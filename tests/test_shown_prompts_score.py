@@ -4,7 +4,7 @@ would give (mypy found the sketched answer object passed where the score goes)."
 from tracescore.scorers.base import create_scorer
 from tracescore.scorers.judging import ScoreOutput
 from tracescore.scorers.steps import PromptStep, StepContext
-from tracescore.scorers.llm.show import shown_prompts
+from tracescore.scorers.llm.shown_prompts import shown_prompts
 
 RUN = {"input": "What is the capital of France?", "output": "Paris."}
 

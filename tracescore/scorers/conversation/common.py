@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from tracescore.extract.conversation import Conversation, Turn
-from tracescore.scorers.llm.view import section, untrusted
+from tracescore.scorers.llm.run_text import section, untrusted
 from tracescore.scorers.material import Material, joined
 from tracescore.scorers.steps import StepContext
 from tracescore.scorers.unscorable import not_scorable

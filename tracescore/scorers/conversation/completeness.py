@@ -25,8 +25,8 @@ from tracescore.scorers.llm.common import (
     reason_step,
     reason_task,
 )
-from tracescore.scorers.llm.sketch import judged, typical_text
-from tracescore.scorers.llm.view import numbered, section
+from tracescore.scorers.llm.run_text import numbered, section
+from tracescore.scorers.llm.typical_answers import judged, typical_text
 from tracescore.scorers.steps import PromptStep, StepContext
 
 VERSION = "3"

@@ -23,7 +23,7 @@ from tracescore.scorers.llm.common import (
     reason_step,
     reason_task,
 )
-from tracescore.scorers.llm.view import numbered, section, system_prompt
+from tracescore.scorers.llm.run_text import numbered, section, system_prompt
 from tracescore.scorers.steps import PromptStep, StepContext
 from tracescore.scorers.unscorable import not_scorable
 from tracescore.scorers.utils import round_to_two_decimals

@@ -11,8 +11,8 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from tracescore.judge.protocol import utf8_size
 from tracescore.scorers.base import Scorer, create_scorer
 from tracescore.scorers.llm.fit import context_chunks, context_parts, room
-from tracescore.scorers.llm.sketch import explanation
-from tracescore.scorers.llm.view import default_context, numbered, section
+from tracescore.scorers.llm.run_text import default_context, numbered, section
+from tracescore.scorers.llm.typical_answers import explanation
 from tracescore.scorers.material import Material, fit_prompt, joined, measure
 from tracescore.scorers.steps import PromptStep, StepContext
 from tracescore.scorers.utils import round_to_two_decimals

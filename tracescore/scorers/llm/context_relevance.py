@@ -22,8 +22,8 @@ from tracescore.scorers.llm.common import (
     reason_task,
     run_context,
 )
-from tracescore.scorers.llm.sketch import SENTENCE_WORDS, typical_text
-from tracescore.scorers.llm.view import numbered, response_text, section, user_text
+from tracescore.scorers.llm.run_text import numbered, response_text, section, user_text
+from tracescore.scorers.llm.typical_answers import SENTENCE_WORDS, typical_text
 from tracescore.scorers.steps import PromptStep, StepContext
 from tracescore.scorers.unscorable import not_scorable
 from tracescore.scorers.utils import round_to_two_decimals

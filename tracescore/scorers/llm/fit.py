@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from tracescore.judge.protocol import Budget
-from tracescore.scorers.llm.view import indented
+from tracescore.scorers.llm.run_text import indented
 from tracescore.scorers.material import REQUEST_OVERHEAD, measure
 from tracescore.scorers.steps import StepContext
 

@@ -19,8 +19,8 @@ from tracescore.scorers.llm.common import (
     run_context,
     share_of_yes_scorer,
 )
-from tracescore.scorers.llm.sketch import answer_items, judged
-from tracescore.scorers.llm.view import numbered, response_text, section, user_text
+from tracescore.scorers.llm.run_text import numbered, response_text, section, user_text
+from tracescore.scorers.llm.typical_answers import answer_items, judged
 from tracescore.scorers.steps import PromptStep, StepContext
 
 VERSION = "4"

@@ -21,8 +21,7 @@ from tracescore.scorers.llm.common import (
     reason_step,
     reason_task,
 )
-from tracescore.scorers.llm.sketch import judged, sentences, typical_text
-from tracescore.scorers.llm.view import (
+from tracescore.scorers.llm.run_text import (
     describe_run,
     numbered,
     response_text,
@@ -30,6 +29,7 @@ from tracescore.scorers.llm.view import (
     system_prompt,
     user_text,
 )
+from tracescore.scorers.llm.typical_answers import judged, sentences, typical_text
 from tracescore.scorers.steps import PromptStep, StepContext
 from tracescore.scorers.unscorable import not_scorable
 from tracescore.scorers.utils import get_conversation_history, round_to_two_decimals

@@ -19,14 +19,14 @@ from tracescore.scorers.llm.common import (
     reason_step,
     reason_task,
 )
-from tracescore.scorers.llm.sketch import typical_text
-from tracescore.scorers.llm.view import (
+from tracescore.scorers.llm.run_text import (
     describe_run,
     numbered,
     response_text,
     section,
     user_text,
 )
+from tracescore.scorers.llm.typical_answers import typical_text
 from tracescore.scorers.steps import PromptStep, StepContext
 from tracescore.scorers.unscorable import failed_without_answer, not_scorable, without_content
 from tracescore.scorers.utils import extract_tool_calls, round_to_two_decimals

@@ -11,8 +11,8 @@ from tracescore.scorers.llm.common import (
     reason_task,
     share_of_yes_scorer,
 )
-from tracescore.scorers.llm.sketch import judged, sentences
-from tracescore.scorers.llm.view import numbered, response_text, section, user_text
+from tracescore.scorers.llm.run_text import numbered, response_text, section, user_text
+from tracescore.scorers.llm.typical_answers import judged, sentences
 from tracescore.scorers.steps import PromptStep, StepContext
 
 VERSION = "4"

@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from tracescore.scorers.llm.view import response_text
+from tracescore.scorers.llm.run_text import response_text
 from tracescore.scorers.steps import StepContext
 
 SENTENCE_WORDS = 20
