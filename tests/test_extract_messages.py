@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-from tracescore.extract.genai_messages import (
-    find_reasoning,
-    parse_message,
-    parse_messages,
-    parse_system_instructions,
-    parse_tool_definitions,
-)
+from tracescore.extract.genai_messages import find_reasoning, parse_message, parse_messages, parse_system_instructions, parse_tool_definitions
 
 
 def _parts(raw: object, role: str = "assistant") -> list[tuple]:

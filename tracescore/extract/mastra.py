@@ -29,12 +29,7 @@ from collections.abc import Mapping
 
 from tracescore.extract import genai
 from tracescore.extract.base import as_str, first_str, load_json, new_info, timestamp
-from tracescore.extract.genai_messages import (
-    build_message,
-    parse_tool_definitions,
-    reasoning_part,
-    split_system,
-)
+from tracescore.extract.genai_messages import parse_tool_definitions
 from tracescore.extract.mastra_legacy import (
     drop_title_generation,
     give_tools_to_model_call,
@@ -51,6 +46,7 @@ from tracescore.extract.mastra_values import (
     provider,
     step_output,
 )
+from tracescore.extract.messages import build_message, reasoning_part, split_system
 from tracescore.extract.model import Message, MessagePart, SpanInfo, SpanKindName
 from tracescore.spans import LogRecord, Span
 

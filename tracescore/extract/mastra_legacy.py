@@ -14,13 +14,10 @@ from typing import Any
 
 from tracescore.extract.base import as_str, first_str, load_json, new_info, timestamp, usage_from
 from tracescore.extract.genai_messages import (
-    build_message,
     decode_arguments,
     decode_result,
     parse_messages,
     parse_tool_definitions,
-    split_system,
-    text_part,
 )
 from tracescore.extract.mastra_values import (
     NAME,
@@ -32,6 +29,7 @@ from tracescore.extract.mastra_values import (
     tool_call_parts,
     unserializable,
 )
+from tracescore.extract.messages import build_message, split_system, text_part
 from tracescore.extract.model import SpanInfo, TokenUsage, ToolDefinition, ToolInvocation
 from tracescore.spans import Span
 

@@ -13,10 +13,12 @@ from typing import Any
 
 from tracescore.extract.base import first, load_json, timestamp
 from tracescore.extract.genai_messages import (
-    build_message,
     decode_arguments,
     parse_messages,
     parse_system_instructions,
+)
+from tracescore.extract.messages import (
+    build_message,
     reasoning_part,
     text_message,
     text_part,

@@ -4,7 +4,7 @@ into) nested agent spans, which become runs of their own and join it as tool cal
 
 from __future__ import annotations
 
-from tracescore.extract.genai_messages import executed_call
+from tracescore.extract.messages import executed_call
 from tracescore.extract.model import AgentRun, SpanInfo, TokenUsage, ToolInvocation
 from tracescore.extract.runs.fields import (
     base_run,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from tracescore.extract.base import json_text, timestamp
-from tracescore.extract.genai_messages import build_message, text_part
+from tracescore.extract.messages import build_message, text_part
 from tracescore.extract.model import (
     AgentRun,
     ContextDocument,

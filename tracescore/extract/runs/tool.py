@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tracescore.extract.base import json_text, timestamp
-from tracescore.extract.genai_messages import build_message, text_part
+from tracescore.extract.messages import build_message, text_part
 from tracescore.extract.model import AgentRun, MessagePart, RunInput
 from tracescore.extract.runs.fields import base_run, tool_outcome, tool_result_documents
 from tracescore.extract.runs.tree import SpanNode

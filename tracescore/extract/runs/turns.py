@@ -4,7 +4,7 @@ steps after it, and the answer texts a run takes from them.
 
 from __future__ import annotations
 
-from tracescore.extract.genai_messages import build_message, message_text
+from tracescore.extract.messages import build_message, message_text
 from tracescore.extract.model import Message, MessagePart, RunInput, SystemMessage
 from tracescore.extract.runs.trajectory import RESOLVED, Trajectory
 
