@@ -15,7 +15,7 @@ from pydantic_core import PydanticUndefined
 from docgen.markdown import code, fenced, prose, table
 from tracescore.scorers import registry
 from tracescore.scorers.base import Scorer
-from tracescore.scorers.llm.show import EXAMPLE_CONVERSATION, example_scorer, shown_prompts
+from tracescore.scorers.llm.shown_prompts import EXAMPLE_CONVERSATION, example_scorer, shown_prompts
 from tracescore.scorers.registry import ScorerEntry
 
 CODE_EXAMPLE_OPTIONS = {"tool-call-accuracy-code": {"expected_tool": "get_weather"}}

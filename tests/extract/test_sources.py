@@ -21,6 +21,7 @@ from tests.support.extract_support import span, trace
 from tests.support.judge_server import JudgeServer
 from tests.support.paths import CAPTURES
 from tests.support.scorer_builds import CODE_READING_THE_ANSWER, build
+from tests.support.scorer_names import judge_scorer_names
 from tests.support.source_traces import (
     CONTENTLESS_SPANS,
     GENAI_SERVICE,
@@ -82,7 +83,7 @@ def test_code_scorers_call_a_run_without_content_not_scorable(name: str) -> None
     assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true" in NO_CONTENT_REASON
 
 
-@pytest.mark.parametrize("name", registry.judge_scorers())
+@pytest.mark.parametrize("name", judge_scorer_names())
 async def test_judge_scorers_call_a_run_without_content_not_scorable_without_asking(
     name: str, server: JudgeServer, judge: LiteLLMJudge  # noqa: F811 - the fixtures
 ) -> None:

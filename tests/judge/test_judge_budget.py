@@ -19,7 +19,7 @@ from tracescore.scorers import (
     create_faithfulness_scorer,
     create_hallucination_scorer,
 )
-from tracescore.scorers.llm.view import indented
+from tracescore.scorers.llm.run_text import indented
 from tracescore.scorers.utils import make_agent_run, make_test_message, make_tool_invocation
 
 WINDOW = 128_000

@@ -5,7 +5,7 @@ hidden in tool results and documents, fake list items and turns, in several lang
 encodings) is put in every place a run carries text — the user's message, the system prompt, the
 answer, tool results, retrieved documents, the ground truth, a conversation's turns — and every
 judge scorer's prompts are rendered as the judge client sends them
-(:func:`tracescore.scorers.llm.show.shown_prompts`, the same ``request_messages``). Each prompt
+(:func:`tracescore.scorers.llm.shown_prompts.shown_prompts`, the same ``request_messages``). Each prompt
 must have exactly the sections it has for harmless text, each payload must sit inside one of
 them, with all its words, and the system prompt must say that sections hold data.
 """
@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
+from tests.scorer_names import judge_scorer_names
 from tracescore.extract.conversation import Conversation, Turn
 from tracescore.extract.model import AgentRun, RunInput, SystemMessage
-from tracescore.scorers import registry
 from tracescore.scorers.llm.common import DATA_RULE
-from tracescore.scorers.llm.show import example_scorer, shown_prompts
+from tracescore.scorers.llm.shown_prompts import example_scorer, shown_prompts
 from tracescore.scorers.utils import make_agent_run, make_test_message, make_tool_invocation
 
 PAYLOADS: dict[str, str] = {
@@ -87,8 +87,8 @@ def hostile_conversation(payload: str) -> Conversation:
     ])
 
 
-SCORERS = [(name, False) for name in registry.judge_scorers()] + [
-    (name, True) for name in registry.judge_scorers(conversation=True)
+SCORERS = [(name, False) for name in judge_scorer_names()] + [
+    (name, True) for name in judge_scorer_names(conversation=True)
 ]
 
 _STRUCTURE = re.compile(r"^<(/?)([a-z_]+)>$", re.MULTILINE)

@@ -18,11 +18,11 @@ import pytest
 from tests.support.conversations import conversation
 from tests.support.judge_budget import filler, request_tokens
 from tests.support.judge_server import JudgeServer, json_reply
+from tests.support.scorer_names import judge_scorer_names
 from tracescore.judge import JudgeConfig, LiteLLMJudge
 from tracescore.judge.protocol import Budget
-from tracescore.scorers import registry
-from tracescore.scorers.llm.show import example_scorer
-from tracescore.scorers.llm.view import indented
+from tracescore.scorers.llm.run_text import indented
+from tracescore.scorers.llm.shown_prompts import example_scorer
 from tracescore.scorers.material import Material, Value, fair_share, fit_prompt, joined
 from tracescore.scorers.utils import make_agent_run, make_test_message, make_tool_invocation
 
@@ -72,8 +72,8 @@ REPLIES: dict[str, dict[str, Any]] = {
 """A valid answer for every step of every judge scorer, by its schema's name."""
 
 SHOWN: dict[str, set[str]] = {
-    "answer": set(registry.judge_scorers()),
-    "user": set(registry.judge_scorers()),
+    "answer": set(judge_scorer_names()),
+    "user": set(judge_scorer_names()),
     "system": {"answer-relevancy", "prompt-alignment", "tool-call-accuracy-llm"},
     # As context, a tool result is judged in parts (tests/judge/test_judge_budget.py); the reason
     # steps of faithfulness and hallucination show it cut.
@@ -125,7 +125,7 @@ def assert_cut_with_marker(prompts: list[str], value: str) -> None:
 
 
 @pytest.mark.parametrize("part", list(SHOWN))
-@pytest.mark.parametrize("name", registry.judge_scorers())
+@pytest.mark.parametrize("name", judge_scorer_names())
 async def test_every_request_fits_the_budget_whatever_part_of_the_run_is_long(
     server: JudgeServer, name: str, part: str
 ) -> None:
@@ -143,7 +143,7 @@ async def test_every_request_fits_the_budget_whatever_part_of_the_run_is_long(
 
 
 @pytest.mark.parametrize("side", ["user", "answer"])
-@pytest.mark.parametrize("name", registry.judge_scorers(conversation=True))
+@pytest.mark.parametrize("name", judge_scorer_names(conversation=True))
 async def test_every_conversation_request_fits_the_budget_with_a_long_message(
     server: JudgeServer, name: str, side: str
 ) -> None:
@@ -177,7 +177,7 @@ async def test_a_tool_result_that_fits_is_shown_whole_in_the_trajectory(server: 
     assert steps and all(indented(result) in prompt and "characters cut" not in prompt for prompt in steps)
 
 
-@pytest.mark.parametrize("name", registry.judge_scorers(conversation=True))
+@pytest.mark.parametrize("name", judge_scorer_names(conversation=True))
 async def test_a_long_message_that_fits_is_shown_whole(server: JudgeServer, name: str) -> None:
     """Before: every message was cut at 2,000 characters."""
     message = filler(6_000, 13)

@@ -18,9 +18,15 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.support.paths import FIXTURES
+from tests.support.scorer_names import judge_scorer_names
 from tracescore.cli import app
 from tracescore.scorers import registry
-from tracescore.scorers.llm.show import EXAMPLE_OPTIONS, EXAMPLE_RUN, example_scorer, shown_prompts
+from tracescore.scorers.llm.shown_prompts import (
+    EXAMPLE_OPTIONS,
+    EXAMPLE_RUN,
+    example_scorer,
+    shown_prompts,
+)
 
 FINGERPRINTS = FIXTURES / "judge_prompts.json"
 
@@ -200,7 +206,7 @@ def rendered(name: str, variant: str | None = None) -> str:
 
 
 def judge_names() -> list[str]:
-    return registry.judge_scorers()
+    return judge_scorer_names()
 
 
 def test_every_llm_scorer_has_its_rules_listed() -> None:

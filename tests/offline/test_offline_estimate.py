@@ -17,6 +17,7 @@ import pytest
 from pydantic import BaseModel
 from sqlalchemy import insert
 
+from tests.scorer_names import judge_scorer_names
 from tracescore.judge.cache import verdict_key
 from tracescore.judge.config import JudgeConfig
 from tracescore.judge.protocol import JudgeRequest
@@ -35,9 +36,11 @@ from tracescore.scorers import (
     create_prompt_alignment_scorer,
     registry,
 )
-from tracescore.scorers.base import PromptStep, Scorer, ScoreResult, create_scorer
+from tracescore.scorers.base import Scorer, create_scorer
 from tracescore.scorers.llm.faithfulness import INSTRUCTIONS, VERSION, FaithfulnessClaims
-from tracescore.scorers.llm.sketch import SENTENCE_WORDS, sentences
+from tracescore.scorers.llm.typical_answers import SENTENCE_WORDS, sentences
+from tracescore.scorers.results import ScoreResult
+from tracescore.scorers.steps import PromptStep
 from tracescore.scorers.utils import make_agent_run, make_test_message, make_tool_invocation
 from tracescore.store import open_store
 from tracescore.store.judge_cache import JudgeVerdict
@@ -150,7 +153,7 @@ def test_prompt_alignment_sketch_checks_each_requested_sentence() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", registry.judge_scorers()
+    "name", judge_scorer_names()
 )  # fmt: skip
 def test_every_prebuilt_judge_step_is_sketched(name: str) -> None:
     """Each prebuilt LLM scorer runs to the end on its own sketches, with no generic answer."""

@@ -17,8 +17,8 @@ from tests.support.paths import FIXTURES
 from tracescore.config import parse_config
 from tracescore.ingest.decode import decode_traces
 from tracescore.monitor.queries import coverage
-from tracescore.pipeline.scoring_task import build_worker
 from tracescore.pipeline.sampling import is_sampled, unit_hash
+from tracescore.pipeline.scoring_task import build_worker
 from tracescore.store import open_store
 
 CASES = [

@@ -18,20 +18,22 @@ from typer.testing import CliRunner
 from tests.support.conversations import CONCIERGE, conversation
 from tests.support.judge_server import JudgeServer, error_reply, json_reply
 from tests.support.paths import CAPTURES, FIXTURES
+from tests.support.scorer_names import judge_scorer_names
 from tracescore.cli import app
 from tracescore.config import ConfigError, parse_config
 from tracescore.judge import JudgeConfig, LiteLLMJudge
 from tracescore.offline.conversations import by_conversation
 from tracescore.offline.inputs import read_runs
 from tracescore.scorers import registry
-from tracescore.scorers.base import ScorerRun, scorer
+from tracescore.scorers.base import scorer
 from tracescore.scorers.conversation import (
     create_conversation_completeness_scorer,
     create_conversation_relevancy_scorer,
     create_knowledge_retention_scorer,
     create_role_adherence_scorer,
 )
-from tracescore.scorers.llm.show import EXAMPLE_CONVERSATION, example_scorer, shown_prompts
+from tracescore.scorers.llm.shown_prompts import EXAMPLE_CONVERSATION, example_scorer, shown_prompts
+from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.scorers.utils import run_input_text, run_output_text
 
 # The capture scenario of tests/fixtures/captures/_make/turns.py, with the agent's memory intact
@@ -360,7 +362,7 @@ def test_a_prompt_change_bumps_the_conversation_scorer_version() -> None:
     ``compare`` tell versions apart). After bumping a version, regenerate the fixture with
     ``python -m tests.scorers.test_conversation_scorers``."""
     pinned = json.loads(PINNED_PROMPTS.read_text())
-    assert set(pinned) == set(registry.judge_scorers(conversation=True))
+    assert set(pinned) == set(judge_scorer_names(conversation=True))
     for name in pinned:
         now = prompts_fingerprint(name)
         assert pinned[name]["version"] != now["version"] or pinned[name] == now, (
@@ -370,7 +372,7 @@ def test_a_prompt_change_bumps_the_conversation_scorer_version() -> None:
 
 if __name__ == "__main__":
     PINNED_PROMPTS.write_text(json.dumps(
-        {name: prompts_fingerprint(name) for name in registry.judge_scorers(conversation=True)},
+        {name: prompts_fingerprint(name) for name in judge_scorer_names(conversation=True)},
         indent=2, sort_keys=True) + "\n")
 
 

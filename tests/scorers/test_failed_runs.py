@@ -23,6 +23,7 @@ from tests.support.extract_support import span, trace
 from tests.support.judge_server import JudgeServer, json_reply
 from tests.support.paths import CAPTURES
 from tests.support.scorer_builds import CODE_READING_THE_ANSWER, QUESTION, build
+from tests.support.scorer_names import judge_scorer_names
 from tracescore.config import parse_config
 from tracescore.extract import extract_runs
 from tracescore.extract.model import AgentRun
@@ -31,8 +32,9 @@ from tracescore.judge import LiteLLMJudge
 from tracescore.monitor.queries import ScoreFilter, aggregate_scores, coverage
 from tracescore.monitor.rules import evaluate_rule
 from tracescore.pipeline.scoring_task import build_worker
-from tracescore.scorers import registry
-from tracescore.scorers.base import ScorerRun, create_scorer, failed_without_answer, measure
+from tracescore.scorers.base import create_scorer, measure
+from tracescore.scorers.scorer_run import ScorerRun
+from tracescore.scorers.unscorable import failed_without_answer
 from tracescore.spans import STATUS_ERROR, Trace
 from tracescore.store import open_store
 
@@ -151,7 +153,7 @@ def test_code_tool_call_accuracy_judges_the_calls_of_a_failed_run() -> None:
 
 
 def judge_scorers() -> list[str]:
-    return [n for n in registry.judge_scorers() if n != "tool-call-accuracy-llm"]
+    return [n for n in judge_scorer_names() if n != "tool-call-accuracy-llm"]
 
 
 @pytest.mark.parametrize("convention", FAILED_WITHOUT_ANSWER)

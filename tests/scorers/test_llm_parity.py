@@ -19,6 +19,7 @@ import pytest
 
 from tests.support.judge_server import JudgeServer, json_reply
 from tests.support.paths import FIXTURES
+from tests.support.scorer_names import judge_scorer_names
 from tracescore.judge import JudgeConfig, LiteLLMJudge
 from tracescore.scorers import registry
 
@@ -56,7 +57,7 @@ def schemas_of(case: dict[str, Any]) -> tuple[str, ...]:
 def test_the_fixture_covers_every_llm_scorer_and_mastra_used_every_answer() -> None:
     assert {case["scorer"] for case in CASES} == set(STEP_SCHEMAS)
     assert sum("doc" in case for case in CASES) == 9
-    assert set(registry.judge_scorers()) == set(STEP_SCHEMAS)
+    assert set(judge_scorer_names()) == set(STEP_SCHEMAS)
     for case in CASES:
         assert "error" not in case["mastra"], case["id"]
         assert case["mastra"]["calls"] == len(case["answers"]) + 1, case["id"]  # + the reason

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.support.judge_server import JudgeServer, error_reply, json_reply, text_reply
+from tests.support.scorer_names import judge_scorer_names
 from tracescore.extract.model import (
     AgentRun,
     ContextDocument,
@@ -731,7 +732,7 @@ def test_registry_builds_every_judge_scorer_from_config_options() -> None:
         assert entry.uses_judge
         scorer = entry.factory(model="openai/gpt-4o-mini", **required.get(name, {}))
         assert scorer.id == scorer_id and scorer.uses_judge
-    assert set(registry.judge_scorers()) == set(LLM_SCORERS)
+    assert set(judge_scorer_names()) == set(LLM_SCORERS)
     with pytest.raises(ValueError, match="evaluation_mode|evaluationMode"):
         registry.get("prompt-alignment").factory(
             model="openai/gpt-4o-mini", evaluationMode="neither"

@@ -7,7 +7,8 @@ awaitable it returned: a callable object with an ``async __call__`` scored nothi
 import asyncio
 from collections.abc import Generator
 
-from tracescore.scorers.base import ScorerRun, scorer
+from tracescore.scorers.base import scorer
+from tracescore.scorers.scorer_run import ScorerRun
 
 RUN = {"input": "What is the capital of France?", "output": "Paris."}
 

@@ -10,7 +10,15 @@ from datetime import datetime, timezone
 import pytest
 from pydantic import BaseModel
 
-from tracescore.extract.model import AgentRun, ContextDocument, Message, MessageContent, MessagePart, RunInput, ToolDefinition
+from tracescore.extract.model import (
+    AgentRun,
+    ContextDocument,
+    Message,
+    MessageContent,
+    MessagePart,
+    RunInput,
+    ToolDefinition,
+)
 from tracescore.scorers import (
     Judge,
     JudgeRequest,
@@ -89,7 +97,7 @@ def test_steps_run_in_pipeline_order_and_see_earlier_results() -> None:
 def test_builder_is_immutable() -> None:
     base = create_scorer(id="base")
     with_score = base.generate_score(lambda ctx: 1)
-    assert base.step_names == [] and with_score.step_names == ["generate_score"]
+    assert base.steps == () and [name for name, _ in with_score.steps] == ["generate_score"]
     assert base.name == "base"
     with pytest.raises(TypeError):
         base.analyze("not a step")  # type: ignore[arg-type]
@@ -322,7 +330,7 @@ def test_word_inclusion_metric(question: str, answer: str, expected: float) -> N
 
 def test_results_are_the_instances_model_construct_builds() -> None:
     """The framework builds ``ScoreResult``/``StepTrace`` without ``model_construct`` (see
-    ``base._constructed``): each must be the instance ``model_construct`` gives for its fields."""
+    ``results.constructed``): each must be the instance ``model_construct`` gives for its fields."""
 
     judge = ScriptedJudge({"claims": ["a"]}, "Because.")
     built = (

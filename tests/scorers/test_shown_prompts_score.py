@@ -1,8 +1,10 @@
 """``tracescore scorers --show``'s prompts: the reason prompt sees the score a bare score step
 would give (mypy found the sketched answer object passed where the score goes)."""
 
-from tracescore.scorers.base import PromptStep, ScoreOutput, StepContext, create_scorer
-from tracescore.scorers.llm.show import shown_prompts
+from tracescore.scorers.base import create_scorer
+from tracescore.scorers.judging import ScoreOutput
+from tracescore.scorers.llm.shown_prompts import shown_prompts
+from tracescore.scorers.steps import PromptStep, StepContext
 
 RUN = {"input": "What is the capital of France?", "output": "Paris."}
 

@@ -23,8 +23,8 @@ from tests.support.paths import CAPTURES
 from tests.support.server_process import ServerProcess, login_session, start_server
 from tracescore.cli import app
 from tracescore.ingest.files import load_traces
-from tracescore.scorers.base import ScorerRun
-from tracescore.scorers.llm.view import trajectory
+from tracescore.scorers.llm.run_text import trajectory
+from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.web.auth import COOKIE_NAME
 
 API_KEY = "runs-api-test-key"

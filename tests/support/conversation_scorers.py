@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
-from tracescore.scorers.base import ScorerRun, StepContext, create_scorer, scorer
+from tracescore.scorers.base import create_scorer, scorer
+from tracescore.scorers.scorer_run import ScorerRun
+from tracescore.scorers.steps import StepContext
 
 SCORED: list[str] = []
 """The conversations ``turn_order`` scored, in order (tests of exactly-once read it)."""

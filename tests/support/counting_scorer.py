@@ -14,7 +14,8 @@ import asyncio
 import itertools
 import os
 
-from tracescore.scorers.base import StepContext, create_scorer
+from tracescore.scorers.base import create_scorer
+from tracescore.scorers.steps import StepContext
 
 CALL_LOG_ENV = "TRACESCORE_TEST_CALL_LOG"
 HANG_AFTER_ENV = "TRACESCORE_TEST_HANG_AFTER"

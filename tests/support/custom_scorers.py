@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from tracescore.scorers.base import Scorer, ScorerRun, StepContext, create_scorer, scorer
+from tracescore.scorers.base import Scorer, create_scorer, scorer
+from tracescore.scorers.scorer_run import ScorerRun
+from tracescore.scorers.steps import StepContext
 from tracescore.scorers.utils import get_assistant_message
 
 CALLS: list[str] = []

@@ -13,7 +13,7 @@ from typing import Any
 
 from tests.support.paths import FIXTURES
 from tracescore.scorers import registry, utils
-from tracescore.scorers.base import ScoreResult
+from tracescore.scorers.results import ScoreResult
 
 PARITY = FIXTURES / "parity"
 REGISTRY_NAME = {"tool-call-accuracy": "tool-call-accuracy-code"}

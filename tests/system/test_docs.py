@@ -26,7 +26,7 @@ from tests.support.paths import REPO
 from tracescore.config import Config, parse_config
 from tracescore.metrics import REGISTRY
 from tracescore.scorers import registry
-from tracescore.scorers.llm.show import example_scorer
+from tracescore.scorers.llm.shown_prompts import example_scorer
 from tracescore.service import create_app
 from tracescore.settings import Duration, Section
 from tracescore.store import open_store

@@ -32,8 +32,8 @@ from tracescore.feedback.scan import FeedbackScanner
 from tracescore.ingest.decode import decode_traces
 from tracescore.ingest.files import load_traces
 from tracescore.ingest.unpack import unpack
-from tracescore.pipeline.scoring_task import build_worker
 from tracescore.pipeline.score_rows import score_row
+from tracescore.pipeline.scoring_task import build_worker
 from tracescore.spans import EVALUATION_EVENT, LogRecord, Resource, Scope, Span, SpanEvent, SpanLink
 from tracescore.store import SpanStore, open_store
 from tracescore.store.feedback import Feedback, FeedbackStore

@@ -21,9 +21,9 @@ from tests.support.browser_support import REPO, browser, context, layout_problem
 from tests.support.paths import CAPTURES
 from tests.support.server_process import ServerProcess, login_session, start_server
 from tests.support.web_traces import HOSTILE_SYSTEM, agent_trace_json
+from tracescore.store.dialect import as_utc
 from tracescore.store.scores import ScoreRow
 from tracescore.web.auth import COOKIE_NAME
-from tracescore.store.dialect import as_utc
 
 pytestmark = pytest.mark.browser
 

@@ -30,7 +30,7 @@ def list_scorers(
             fail(2, str(exc.args[0]))
         if not entry.uses_judge:
             fail(2, f"{show_prompts} is a code scorer: it asks no judge anything")
-        from tracescore.scorers.llm.show import render
+        from tracescore.scorers.llm.shown_prompts import render
 
         typer.echo(render(show_prompts), nl=False)
         return

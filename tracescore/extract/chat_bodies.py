@@ -17,15 +17,13 @@ from typing import Any
 
 from tracescore.extract.base import as_str, json_text, load_json, usage_from
 from tracescore.extract.genai_messages import (
-    build_message,
     parse_message,
     parse_messages,
     parse_part,
     parse_system_instructions,
     parse_tool_definitions,
-    split_system,
-    text_message,
 )
+from tracescore.extract.messages import build_message, split_system, text_message
 from tracescore.extract.model import Message, SpanInfo, TokenUsage
 
 

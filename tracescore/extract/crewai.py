@@ -33,14 +33,8 @@ from typing import Any
 
 from tracescore.extract import openinference
 from tracescore.extract.base import as_str, first_str, load_json, new_info, timestamp, usage_from
-from tracescore.extract.genai_messages import (
-    build_message,
-    parse_message,
-    parse_messages,
-    parse_tool_definitions,
-    split_system,
-    text_message,
-)
+from tracescore.extract.genai_messages import parse_message, parse_messages, parse_tool_definitions
+from tracescore.extract.messages import build_message, split_system, text_message
 from tracescore.extract.model import Message, SpanInfo, TokenUsage, ToolDefinition
 from tracescore.spans import LogRecord, Span
 

@@ -27,10 +27,10 @@ from tracescore.extract.declared_config import ConventionConfig, Fact, Source, S
 from tracescore.extract.genai_messages import (
     decode_arguments,
     decode_result,
-    executed_call,
     parse_system_instructions,
 )
 from tracescore.extract.json_path import Step, follow, parse_path
+from tracescore.extract.messages import executed_call
 from tracescore.extract.model import ContextDocument, SpanInfo, SpanKindName, TokenUsage
 from tracescore.extract.registry import CONVENTIONS
 from tracescore.settings import Matcher, compile_pattern

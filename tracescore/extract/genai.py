@@ -29,12 +29,11 @@ from tracescore.extract.base import (
 from tracescore.extract.genai_messages import (
     decode_arguments,
     decode_result,
-    executed_call,
     parse_messages,
     parse_system_instructions,
     parse_tool_definitions,
-    split_system,
 )
+from tracescore.extract.messages import executed_call, split_system
 from tracescore.extract.model import (
     ContextDocument,
     SpanInfo,

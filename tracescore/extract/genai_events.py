@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from tracescore.extract.base import as_str, load_json, timestamp
-from tracescore.extract.genai_messages import parse_message, parse_messages, split_system
+from tracescore.extract.genai_messages import parse_message, parse_messages
+from tracescore.extract.messages import split_system
 from tracescore.extract.model import Message, SpanInfo
 from tracescore.spans import LogRecord, Span
 

@@ -13,22 +13,32 @@ has to find the attribute.
 
 The output is Mastra-shaped: a tool call is a ``tool-invocation`` part in state ``call``, a tool
 result is a ``tool-invocation`` part in state ``result`` (or ``output-error``) carried by the
-message that brought it. The assembler joins the two by tool-call id.
+message that brought it (built with :mod:`tracescore.extract.messages`). The assembler joins the
+two by tool-call id.
+
+One job, over 400 lines: every dialect goes through one part parser and one message parser, so
+the quirks of each stay next to the code they bend rather than in a module per dialect.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
 from tracescore.extract.base import as_str, json_text, load_json
+from tracescore.extract.messages import (
+    build_message,
+    message_text,
+    reasoning_part,
+    text_message,
+    text_part,
+    tool_call_part,
+    tool_result_part,
+)
 from tracescore.extract.model import (
     Message,
-    MessageContent,
     MessagePart,
     ToolDefinition,
-    ToolInvocation,
 )
 
 TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
@@ -41,7 +51,6 @@ TOOL_RESULT_TYPES = frozenset({
     "tool_result",
 })
 FILE_TYPES = frozenset({"blob", "uri", "file", "image", "image_url"})
-SYSTEM_ROLES = frozenset({"system", "developer"})
 # Tool results in the AI SDK's ``{type, value}`` output envelope.
 _ERROR_OUTPUTS = frozenset({"error-text", "error-json", "execution-denied"})
 _OUTPUT_ENVELOPES = frozenset({"json", "text", "content"}) | _ERROR_OUTPUTS
@@ -64,108 +73,6 @@ _ROLE_ALIASES = {"model": "assistant", "ai": "assistant", "bot": "assistant", "h
 _LANGCHAIN_CLASSES = {"HumanMessage": "human", "AIMessage": "ai", "SystemMessage": "system",
                       "ToolMessage": "tool", "AIMessageChunk": "ai", "FunctionMessage": "function"}
 
-
-def text_part(text: str) -> MessagePart:
-    return MessagePart(type="text", text=text)
-
-
-def reasoning_part(text: str) -> MessagePart:
-    """Mastra's reasoning part: the text in ``reasoning`` and again as a ``details`` entry."""
-    return MessagePart(type="reasoning", reasoning=text, details=[{"type": "text", "text": text}])
-
-
-def tool_call_part(call_id: str, name: str, args: Any) -> MessagePart:
-    invocation = executed_call(call_id, name, args, None, answered=False)
-    return MessagePart(type="tool-invocation", tool_invocation=invocation)
-
-
-def tool_result_part(
-    call_id: str, name: str, result: Any, *, is_error: bool = False, args: Any = None
-) -> MessagePart:
-    invocation = executed_call(call_id, name, args, result, failed=is_error, answered=True)
-    return MessagePart(type="tool-invocation", tool_invocation=invocation)
-
-
-def executed_call(
-    call_id: str,
-    name: str,
-    args: Any,
-    result: Any,
-    *,
-    failed: bool = False,
-    error: str | None = None,
-    answered: bool | None = None,
-) -> ToolInvocation:
-    """A tool call with its outcome: ``output-error`` when it failed, ``result`` when it
-    answered (by default: when a result was recorded), else still a ``call``."""
-    answered = result is not None if answered is None else answered
-    return ToolInvocation(
-        tool_call_id=call_id,
-        tool_name=name,
-        args={} if args is None else args,
-        result=result,
-        state="output-error" if failed else ("result" if answered else "call"),
-        is_error=failed or None,
-        error_text=(error or json_text(result)) if failed else None,
-    )
-
-
-def build_message(
-    message_id: str,
-    role: str,
-    parts: list[MessagePart],
-    created_at: datetime | None = None,
-    metadata: dict[str, Any] | None = None,
-) -> Message:
-    """A ``MastraDBMessage`` with the legacy content fields derived from its parts.
-
-    Mastra's scorer utils read ``content.content`` (the text) before ``parts``, and older ones
-    read ``content.toolInvocations``; filling both keeps every util seeing the same message.
-    """
-    texts = [p.text for p in parts if p.type == "text" and p.text]
-    reasoning = [p.reasoning for p in parts if p.type == "reasoning" and p.reasoning]
-    invocations = [p.tool_invocation for p in parts if p.tool_invocation is not None]
-    content = MessageContent(
-        parts=parts,
-        content="".join(texts) if texts else None,
-        tool_invocations=invocations or None,
-        reasoning="\n".join(reasoning) if reasoning else None,
-        metadata=metadata or None,
-    )
-    fields: dict[str, Any] = {"id": message_id, "role": role, "content": content}
-    if created_at is not None:
-        fields["created_at"] = created_at
-    return Message(**fields)
-
-
-def text_message(
-    message_id: str, role: str, text: str, created_at: datetime | None = None
-) -> Message:
-    return build_message(message_id, role, [text_part(text)], created_at)
-
-
-def message_text(message: Message) -> str:
-    """The text of a message: ``content.content`` or its text parts joined."""
-    if message.content.content:
-        return message.content.content
-    return "".join(p.text for p in message.content.parts if p.type == "text" and p.text)
-
-
-def split_system(messages: Iterable[Message]) -> tuple[list[str], list[Message]]:
-    """System/developer messages as texts, and the conversation without them."""
-    system: list[str] = []
-    rest: list[Message] = []
-    for message in messages:
-        if message.role in SYSTEM_ROLES:
-            text = message_text(message)
-            if text:
-                system.append(text)
-        else:
-            rest.append(message)
-    return system, rest
-
-
-# --- parsing -------------------------------------------------------------------------------
 
 
 def _reasoning_text(value: Any) -> str:

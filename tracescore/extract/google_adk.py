@@ -31,12 +31,8 @@ from typing import Any
 
 from tracescore.extract import genai
 from tracescore.extract.base import as_str, load_json, timestamp, usage_from
-from tracescore.extract.genai_messages import (
-    parse_message,
-    parse_messages,
-    parse_tool_definitions,
-    split_system,
-)
+from tracescore.extract.genai_messages import parse_message, parse_messages, parse_tool_definitions
+from tracescore.extract.messages import split_system
 from tracescore.extract.model import Message, SpanInfo, ToolInvocation
 from tracescore.spans import LogRecord, Span
 

@@ -39,14 +39,12 @@ from tracescore.extract.base import (
 )
 from tracescore.extract.genai_messages import (
     decode_result,
-    executed_call,
     parse_message,
     parse_messages,
     parse_system_instructions,
     parse_tool_definitions,
-    split_system,
-    text_message,
 )
+from tracescore.extract.messages import executed_call, split_system, text_message
 from tracescore.extract.model import Message, SpanInfo, SpanKindName, TokenUsage, ToolInvocation
 from tracescore.spans import LogRecord, Span
 

@@ -26,7 +26,8 @@ from typing import Any
 
 from tracescore.extract import openinference
 from tracescore.extract.base import as_str, load_json, new_info
-from tracescore.extract.genai_messages import decode_result, executed_call
+from tracescore.extract.genai_messages import decode_result
+from tracescore.extract.messages import executed_call
 from tracescore.extract.model import SpanInfo
 from tracescore.spans import LogRecord, Span
 

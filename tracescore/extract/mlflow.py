@@ -31,13 +31,8 @@ from tracescore.extract.base import (
     usage_from,
 )
 from tracescore.extract.chat_bodies import body_messages
-from tracescore.extract.genai_messages import (
-    decode_result,
-    executed_call,
-    parse_tool_definitions,
-    split_system,
-    text_message,
-)
+from tracescore.extract.genai_messages import decode_result, parse_tool_definitions
+from tracescore.extract.messages import executed_call, split_system, text_message
 from tracescore.extract.model import (
     ContextDocument,
     Message,

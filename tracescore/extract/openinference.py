@@ -29,18 +29,15 @@ from tracescore.extract.base import (
 )
 from tracescore.extract.chat_bodies import body_messages
 from tracescore.extract.genai_messages import (
-    build_message,
     decode_arguments,
     decode_result,
-    executed_call,
     find_reasoning,
     langchain_tool_message,
     parse_message,
     parse_tool_definition,
     parse_tool_definitions,
-    reasoning_part,
-    split_system,
 )
+from tracescore.extract.messages import build_message, executed_call, reasoning_part, split_system
 from tracescore.extract.model import (
     ContextDocument,
     Message,

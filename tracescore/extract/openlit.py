@@ -22,7 +22,8 @@ from collections.abc import Iterable
 
 from tracescore.extract import genai
 from tracescore.extract.base import as_int, first_str
-from tracescore.extract.genai_messages import build_message, decode_arguments, tool_call_part
+from tracescore.extract.genai_messages import decode_arguments
+from tracescore.extract.messages import build_message, tool_call_part
 from tracescore.extract.model import Message, MessagePart, SpanInfo, ToolInvocation
 from tracescore.spans import LogRecord, Span
 

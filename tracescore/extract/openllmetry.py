@@ -26,14 +26,8 @@ from tracescore.extract.base import (
     timestamp,
     usage_from,
 )
-from tracescore.extract.genai_messages import (
-    decode_result,
-    executed_call,
-    parse_message,
-    parse_tool_definition,
-    split_system,
-    text_message,
-)
+from tracescore.extract.genai_messages import decode_result, parse_message, parse_tool_definition
+from tracescore.extract.messages import executed_call, split_system, text_message
 from tracescore.extract.model import Message, SpanInfo, SpanKindName
 from tracescore.spans import LogRecord, Span
 

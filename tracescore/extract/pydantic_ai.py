@@ -31,11 +31,8 @@ from tracescore.extract.base import (
     timestamp,
     usage_from,
 )
-from tracescore.extract.genai_messages import (
-    parse_messages,
-    split_system,
-    text_message,
-)
+from tracescore.extract.genai_messages import parse_messages
+from tracescore.extract.messages import split_system, text_message
 from tracescore.extract.model import SpanInfo, SpanKindName, TokenUsage
 from tracescore.spans import LogRecord, Span
 

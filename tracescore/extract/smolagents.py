@@ -30,7 +30,7 @@ from typing import Any
 
 from tracescore.extract import openinference
 from tracescore.extract.base import as_str, json_text, load_json, new_info
-from tracescore.extract.genai_messages import (
+from tracescore.extract.messages import (
     build_message,
     executed_call,
     message_text,

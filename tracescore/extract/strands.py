@@ -19,7 +19,8 @@ from typing import Any
 
 from tracescore.extract import genai
 from tracescore.extract.base import as_str, load_json
-from tracescore.extract.genai_messages import decode_arguments, decode_result, executed_call
+from tracescore.extract.genai_messages import decode_arguments, decode_result
+from tracescore.extract.messages import executed_call
 from tracescore.extract.model import SpanInfo, ToolDefinition
 from tracescore.spans import LogRecord, Span
 

@@ -28,12 +28,14 @@ from tracescore.extract.base import (
     usage_from,
 )
 from tracescore.extract.genai_messages import (
-    build_message,
     decode_arguments,
     decode_result,
     parse_messages,
     parse_system_instructions,
     parse_tool_definitions,
+)
+from tracescore.extract.messages import (
+    build_message,
     reasoning_part,
     split_system,
     text_message,

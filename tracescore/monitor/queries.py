@@ -34,7 +34,7 @@ from sqlalchemy.sql import Select
 
 from tracescore.monitor.stats import Moments, percentile_cont
 from tracescore.restapi import NOT_A_CURSOR, decode_cursor, encode_cursor
-from tracescore.scorers.base import FAILED_RUN_REASON
+from tracescore.scorers.unscorable import FAILED_RUN_REASON
 from tracescore.store.scores import SamplingDecisionRow, SamplingTallyRow, ScoreRow
 from tracescore.store.table_of import table_of
 

@@ -13,8 +13,8 @@ The typical answer to a request is, in order of preference:
    scorer version the verdict cache would serve it, so the call is free; under another model or
    version the scorer was judged with (the latest :data:`PAST_JUDGES`), it is what a judge said
    to the same prompt, priced as a paid call at that answer's own output tokens;
-2. the step's :attr:`~tracescore.scorers.base.PromptStep.sketch`, a plausible answer of typical
-   size that every prebuilt LLM scorer provides (see :mod:`tracescore.scorers.llm.sketch`);
+2. the step's :attr:`~tracescore.scorers.steps.PromptStep.sketch`, a plausible answer of typical
+   size that every prebuilt LLM scorer provides (see :mod:`tracescore.scorers.llm.typical_answers`);
 3. for a step without a sketch (a custom scorer), a generic instance of its schema: every field
    filled, :data:`TYPICAL_ITEMS` items per list, one typical sentence per string, 0.5 per number,
    the first allowed value per literal; a text step without a sketch answers
@@ -55,8 +55,9 @@ from sqlalchemy.engine import Engine
 from tracescore.extract.model import AgentRun
 from tracescore.judge.protocol import Budget, JudgeRequest, JudgeResponse
 from tracescore.pipeline.bindings import CompiledBinding
-from tracescore.scorers.base import PromptStep, Scorer, StepContext
-from tracescore.scorers.llm.sketch import typical_text
+from tracescore.scorers.base import Scorer
+from tracescore.scorers.llm.typical_answers import typical_text
+from tracescore.scorers.steps import PromptStep, StepContext
 from tracescore.store.scores import ScoreRow
 from tracescore.store.table_of import table_of
 

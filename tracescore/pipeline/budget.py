@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tracescore.scorers.base import ScorerRun
+from tracescore.scorers.scorer_run import ScorerRun
 
 _STRUCTURAL_CHARS = 200
 """Strings this short are never cut nor counted: ids, roles, part types, tool names, whose

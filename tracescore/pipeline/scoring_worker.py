@@ -56,7 +56,8 @@ from tracescore.pipeline.config import WorkersConfig
 from tracescore.pipeline.renewal import renewing
 from tracescore.pipeline.sampling import is_sampled, sampled_at, unit_hash
 from tracescore.pipeline.score_rows import decision_row, score_row, unstorable_score
-from tracescore.scorers.base import ScoreResult, ScorerRun
+from tracescore.scorers.results import ScoreResult
+from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.store.conversations import record_turns
 from tracescore.store.outage import database_unavailable
 from tracescore.store.scores import (

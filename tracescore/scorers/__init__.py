@@ -1,21 +1,7 @@
 """Scorers: Mastra's scorer framework, its scorer utils and the prebuilt scorers, in Python."""
 
 from tracescore.judge.protocol import Judge, JudgeRequest, JudgeResponse
-from tracescore.scorers.base import (
-    JudgeCall,
-    NotScorable,
-    PromptStep,
-    Scorer,
-    ScoreResult,
-    ScorerRun,
-    StepContext,
-    StepTrace,
-    create_scorer,
-    measure,
-    not_scorable,
-    resolve_judge,
-    scorer,
-)
+from tracescore.scorers.base import Scorer, create_scorer, measure, scorer
 from tracescore.scorers.code.completeness import create_completeness_scorer
 from tracescore.scorers.code.content_similarity import create_content_similarity_scorer
 from tracescore.scorers.code.keyword_coverage import create_keyword_coverage_scorer
@@ -28,6 +14,7 @@ from tracescore.scorers.conversation import (
     create_knowledge_retention_scorer,
     create_role_adherence_scorer,
 )
+from tracescore.scorers.judging import resolve_judge
 from tracescore.scorers.llm import (
     create_answer_relevancy_scorer,
     create_answer_similarity_scorer,
@@ -41,6 +28,10 @@ from tracescore.scorers.llm import (
     create_tool_call_accuracy_scorer_llm,
     create_toxicity_scorer,
 )
+from tracescore.scorers.results import JudgeCall, ScoreResult, StepTrace
+from tracescore.scorers.scorer_run import ScorerRun
+from tracescore.scorers.steps import PromptStep, StepContext
+from tracescore.scorers.unscorable import NotScorable, not_scorable
 
 __all__ = [
     "Judge",

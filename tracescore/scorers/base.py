@@ -9,6 +9,13 @@ keep its structure line for line, and lets stored results be compared with Mastr
 ``Scorer.run`` never raises because of a step: a pipeline scoring thousands of runs must store a
 failure next to the run it concerns rather than stop, so errors become ``status="error"`` and
 ``not_scorable(...)`` becomes ``status="not_scorable"``.
+
+This module holds the :class:`Scorer` (its builder and the loop that runs its steps) and the ways
+to make one (:func:`create_scorer`, :func:`scorer`, :func:`measure`). What it reads is
+:mod:`~tracescore.scorers.scorer_run`'s, the steps are :mod:`~tracescore.scorers.steps`', asking
+the judge is :mod:`~tracescore.scorers.judging`'s, what a run records is
+:mod:`~tracescore.scorers.results`' and the runs no scorer can judge are
+:mod:`~tracescore.scorers.unscorable`'s.
 """
 
 from __future__ import annotations
@@ -21,325 +28,25 @@ import inspect
 import math
 import numbers
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, NoReturn, TypeAlias, TypeVar
+from typing import Any, TypeAlias
 
-from pydantic import BaseModel, Field, ValidationError
-
-from tracescore.extract.content import NO_CONTENT_REASON, has_content
-from tracescore.extract.conversation import Conversation
-from tracescore.extract.model import AgentRun, ToolDefinition
-from tracescore.judge.protocol import Budget, Judge, JudgeRequest, JudgeResponse
-from tracescore.scorers.material import fit_request
-from tracescore.scorers.utils import (
-    get_assistant_message,
-    make_test_message,
-    run_input_text,
-    run_output_text,
+from tracescore.judge.protocol import Budget
+from tracescore.scorers.judging import ScorerJudge, fitted_prompts, joined_prompts
+from tracescore.scorers.results import (
+    JudgeCall,
+    ScoreResult,
+    ScoreStatus,
+    StepTrace,
+    constructed,
+    error_message,
+    step_trace,
 )
-
-STEP_NAMES = ("preprocess", "analyze", "generate_score", "generate_reason")
-
-
-@dataclass
-class ScorerRun:
-    """What a scorer judges, in Mastra's run shape plus the typed run when there is one.
-
-    ``input`` / ``output`` are the plain dicts Mastra's utils walk (``ScorerRunInputForAgent`` and
-    a ``MastraDBMessage`` list), so every ported algorithm reads exactly what Mastra reads;
-    ``agent_run`` keeps the typed model for scorers that want more (timings, usage, spans).
-    """
-
-    input: Any = None
-    output: Any = None
-    ground_truth: Any = None
-    agent_run: AgentRun | None = None
-    conversation: Conversation | None = None
-    """The typed turns when a conversation is scored; ``input`` / ``output`` then hold its user
-    messages and its answers, one per turn, so run scorers read a conversation as one long run."""
-    context: list[str] = field(default_factory=list)
-    tools: list[ToolDefinition] = field(default_factory=list)
-    run_id: str | None = None
-    trace_id: str | None = None
-    span_id: str | None = None
-    error: str | None = None
-    """Why the run itself failed (its agent span ended in error), or None when it did not.
-
-    Kept apart from the output because a failed run's output is often empty or partial: scorers
-    that read the answer must not mistake "no answer" for a poor one (see :attr:`Scorer.needs_answer`).
-    """
-
-    @functools.cached_property
-    def empty(self) -> bool:
-        """A rebuilt run that carries no content at all (see :func:`without_content`); worked
-        out once, as every binding scoring the run asks."""
-        return self.agent_run is not None and not has_content(self.agent_run)
-
-    @classmethod
-    def of(cls, run: Scorable) -> ScorerRun:
-        """Accept an extracted ``AgentRun``, a ``Conversation``, a Mastra-shaped run dict, or a
-        ``ScorerRun``.
-
-        A dict run uses Mastra's keys (``input``, ``output``, ``groundTruth``, ``runId``,
-        ``traceId``, ``spanId``) or their snake_case forms, plus optional ``context`` (strings),
-        ``tools`` (tool definitions) and ``error`` (why the run failed, when it did).
-        """
-        if isinstance(run, ScorerRun):
-            return run
-        if isinstance(run, Conversation):
-            return _conversation_run(cls, run)
-        if isinstance(run, AgentRun):
-            return cls(
-                input=run.mastra_input(),
-                output=run.mastra_output(),
-                ground_truth=run.ground_truth,
-                agent_run=run,
-                context=[doc.content for doc in run.context],
-                tools=list(run.tools),
-                run_id=run.span_id,
-                trace_id=run.trace_id,
-                span_id=run.span_id,
-                error=(run.error or "the run ended in error") if run.status == "error" else None,
-            )
-        if isinstance(run, Mapping):
-            context, tools = run.get("context"), run.get("tools")
-            return cls(
-                input=run.get("input"),
-                output=run.get("output"),
-                ground_truth=run["groundTruth"] if "groundTruth" in run else run.get("ground_truth"),
-                context=[str(text) for text in context] if context else [],
-                tools=[
-                    tool if isinstance(tool, ToolDefinition) else ToolDefinition.model_validate(tool)
-                    for tool in tools
-                ] if tools else [],
-                run_id=run["runId"] if "runId" in run else run.get("run_id"),
-                trace_id=run["traceId"] if "traceId" in run else run.get("trace_id"),
-                span_id=run["spanId"] if "spanId" in run else run.get("span_id"),
-                error=str(run["error"]) if run.get("error") else None,
-            )
-        raise TypeError(f"cannot score a {type(run).__name__}: expected AgentRun, Conversation, dict or ScorerRun")
-
-
-Scorable: TypeAlias = "AgentRun | Conversation | Mapping[str, Any] | ScorerRun"
-"""What ``Scorer.run`` accepts."""
-
-
-def _conversation_run(cls: type[ScorerRun], conversation: Conversation) -> ScorerRun:
-    """A conversation in Mastra's run shape: every turn's user message as input, every answer as
-    output (what Mastra's code scorers would compare for a whole thread), the system prompt of
-    the latest turn that had one, and the last turn's ids: a conversation's score belongs to
-    where it ended."""
-    turns = conversation.turns
-    user = [make_test_message(t.user, "user", id=f"{t.span_id}-user") for t in turns if t.user]
-    answers = [
-        make_test_message(t.answer, "assistant", id=f"{t.span_id}-answer") for t in turns if t.answer
-    ]
-    system = next(
-        (t.run.input.system_messages for t in reversed(turns) if t.run and t.run.input.system_messages),
-        [],
-    )
-    last = conversation.last_turn
-    return cls(
-        input={
-            "inputMessages": user,
-            "rememberedMessages": [],
-            "systemMessages": [m.model_dump(mode="json", by_alias=True) for m in system],
-            "taggedSystemMessages": {},
-        },
-        output=answers,
-        conversation=conversation,
-        run_id=conversation.id,
-        trace_id=last.trace_id if last else None,
-        span_id=last.span_id if last else None,
-    )
-
-
-@dataclass
-class StepContext:
-    """What a step sees: the run, the results of earlier steps and (for ``generate_reason``) the score.
-
-    ``results`` keys: ``preprocess_step_result``, ``analyze_step_result``,
-    ``generate_score_step_result`` — present once the step ran.
-    """
-
-    run: ScorerRun
-    results: dict[str, Any] = field(default_factory=dict)
-    score: float | None = None
-    budget: Budget = field(default_factory=Budget)
-    """What one request to the scorer's judge may hold (its model's window, less the answer)."""
-    part: int | None = None
-    """Which of a step's several requests is being checked (from 0), when it sent several."""
-    memo: dict[str, Any] = field(default_factory=dict)
-    """What a step's prompt worked out for its own check and combine (the parts' contents),
-    shared by the copies of the context each part is checked with."""
-
-
-class NotScorable(Exception):
-    """Raised by a step (via :func:`not_scorable`) when the run cannot be judged by this scorer."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-def not_scorable(reason: str) -> NoReturn:
-    """Stop the scorer: the run is not scorable (Mastra's ``notScorable(reason)``)."""
-    raise NotScorable(reason)
-
-
-FAILED_RUN_REASON = "the run ended in error before answering: "
-"""How the reason of a run that failed before answering starts (the run's error follows): the
-score is ``not_scorable``, and error-rate figures count such rows as errors by this prefix."""
-
-
-def failed_without_answer(run: ScorerRun) -> str | None:
-    """The not-scorable reason for a run that failed before giving an answer, else None.
-
-    A run whose agent ended in error with no final answer has nothing an answer-reading scorer
-    could judge: scoring its empty output would feed quality charts with numbers that describe
-    nothing (tone 1.0, coverage 0). A failed run that still answered is judged as usual.
-    """
-    if run.error is None or (get_assistant_message(run.output) or "").strip():
-        return None
-    return f"{FAILED_RUN_REASON}{run.error}"
-
-
-def without_content(run: ScorerRun) -> str | None:
-    """The not-scorable reason for a rebuilt run that carries no content at all, else None.
-
-    A run whose spans held only names and ids (content capture off) has no input, answer or
-    tool arguments to judge: every code scorer would compare two empty texts and give 1.0, a
-    judge would be paid to read nothing. Only rebuilt runs are checked: a run given as a dict
-    (Mastra's shape, a dataset row) is scored as given, empty strings included.
-    """
-    return NO_CONTENT_REASON if run.empty else None
-
-
-def unscorable_reason(run: ScorerRun) -> str | None:
-    """Why an answer-reading scorer cannot judge the run before any step runs: it failed
-    before answering (:func:`failed_without_answer`) or carries no content
-    (:func:`without_content`); None when it can be judged."""
-    if run.error is not None and (reason := failed_without_answer(run)):
-        return reason
-    return without_content(run)
-
-
-@dataclass(frozen=True)
-class PromptStep:
-    """A step answered by an LLM judge instead of code.
-
-    With ``output_schema`` the judge must answer JSON validating against it and the step result
-    is the validated model instance; without it the answer is plain text. As ``generate_score``,
-    a schema-less prompt step asks for ``{score: number}``.
-
-    ``sketch`` gives a plausible answer of typical size (a schema instance, or the text), used to
-    price the step before any judge is called: ``rescore --dry-run`` counts its output tokens and
-    renders the later steps with it. Steps without one are priced with a generic answer.
-    """
-
-    description: str
-    create_prompt: Callable[[StepContext], str | list[str]]
-    output_schema: type[BaseModel] | None = None
-    judge: Any = None
-    instructions: str | None = None
-    sketch: Callable[[StepContext], BaseModel | str] | None = None
-    check: Callable[[StepContext, Any], str | None] | None = None
-    """What the validated answer must also satisfy (as many verdicts as claims...): the problem
-    in words, or None. The judge is sent one repair request naming it, then the step fails."""
-    combine: Callable[[StepContext, list[Any]], Any] | None = None
-    """For a step whose ``create_prompt`` may return several prompts (material too long for one
-    request, judged part by part): merges their answers, in order, into the step's result."""
-
-
-def fitted_prompts(step: PromptStep, ctx: StepContext, instructions: str | None) -> str | list[str]:
-    """What ``step`` sends its judge: its prompt(s), each cut to the judge's budget when it would
-    not fit (the run's longest values shortened fairly, each cut marked; see
-    :mod:`tracescore.scorers.material`)."""
-    asked = step.create_prompt(ctx)
-    told = step.instructions if step.instructions is not None else instructions
-    if isinstance(asked, str):
-        return fit_request(asked, told, ctx.budget)
-    return [fit_request(prompt, told, ctx.budget) for prompt in asked]
-
-
-def resolve_judge(spec: Any) -> Judge:
-    """Turn a judge spec (a ``Judge``, a model string or a judge config) into a ``Judge``.
-
-    ``tracescore.judge`` is imported only here, on first use, because the LLM client stack is
-    slow to import and code-only scorers never need it.
-    """
-    if spec is None:
-        raise ValueError("this step needs an LLM judge but none was configured (pass judge=...)")
-    if isinstance(spec, Judge):
-        return spec
-    try:
-        from tracescore.judge import get_judge
-    except ImportError as exc:
-        raise RuntimeError(
-            f"cannot build a judge from {spec!r}: tracescore.judge.get_judge is not available ({exc})"
-        ) from exc
-    return get_judge(spec)
-
-
-class ScoreOutput(BaseModel):
-    """What a prompt ``generate_score`` step asks the judge for."""
-
-    score: float
-
-
-class JudgeCall(BaseModel):
-    step: str
-    prompt: str
-    output: str = ""
-    model: str
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    attempts: int = 1
-    duration_ms: float = 0.0
-    cached: bool = False
-    repairs: int = 0
-    """Repair requests sent within the call (an invalid answer, a wrong number of verdicts)."""
-    error: str | None = None
-    """Why the call failed; a failed call still counts what it spent."""
-
-
-class StepTrace(BaseModel):
-    name: str
-    result: Any = None
-    duration_ms: float = 0.0
-    prompt: str | None = None
-    judge_calls: list[JudgeCall] = Field(default_factory=list)
-    error: str | None = None
-
-
-ScoreStatus: TypeAlias = Literal["ok", "not_scorable", "error"]
-
-
-class ScoreResult(BaseModel):
-    """One scorer's verdict on one run, with every step's result and the judge telemetry."""
-
-    scorer_id: str
-    scorer_version: str
-    status: ScoreStatus
-    score: float | None = None
-    reason: str | None = None
-    error: str | None = None
-    failed_step: str | None = None  # the step that raised the error or declared not scorable
-    preprocess_step_result: Any = None
-    analyze_step_result: Any = None
-    generate_score_step_result: Any = None
-    steps: list[StepTrace] = Field(default_factory=list)
-    judge_calls: list[JudgeCall] = Field(default_factory=list)
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    duration_ms: float = 0.0
-
-
-StepFunction: TypeAlias = Callable[[StepContext], Any | Awaitable[Any]]
-Step: TypeAlias = StepFunction | PromptStep
+from tracescore.scorers.scorer_run import Scorable, ScorerRun
+from tracescore.scorers.steps import STEP_NAMES, PromptStep, Step, StepContext, StepFunction
+from tracescore.scorers.unscorable import NotScorable, unscorable_reason
+from tracescore.scorers.utils import run_input_text, run_output_text
 
 
 class _StepFailed(Exception):
@@ -382,10 +89,6 @@ class Scorer:
         return self._steps
 
     @property
-    def step_names(self) -> list[str]:
-        return [name for name, _ in self._steps]
-
-    @property
     def uses_judge(self) -> bool:
         return any(isinstance(step, PromptStep) for _, step in self._steps)
 
@@ -409,16 +112,16 @@ class Scorer:
             elif failed.step == "generate_reason" and outcome.score is not None:
                 # The score is finished and stands on its own: a reason that could not be
                 # written must not discard it (the failure stays on the step's trace).
-                outcome.reason = f"the reason could not be generated: {_message(failed.cause)}"
+                outcome.reason = f"the reason could not be generated: {error_message(failed.cause)}"
             else:
                 outcome.failed_step, outcome.score = failed.step, None
-                outcome.status, outcome.error = "error", _message(failed.cause)
+                outcome.status, outcome.error = "error", error_message(failed.cause)
         except Exception as exc:  # noqa: BLE001 - the run input itself was unusable
-            outcome.status, outcome.error, outcome.score = "error", _message(exc), None
+            outcome.status, outcome.error, outcome.score = "error", error_message(exc), None
         calls = [call for trace in outcome.steps for call in trace.judge_calls]
         results = outcome.results
         # Built once, unvalidated: every field was produced here with its declared type.
-        return _constructed(ScoreResult, {
+        return constructed(ScoreResult, {
             "scorer_id": self.id,
             "scorer_version": self.version,
             "status": outcome.status,
@@ -488,10 +191,10 @@ class Scorer:
                     asked = fitted_prompts(step, ctx, self.instructions)
                     if isinstance(asked, str):
                         prompt = asked
-                        value = await self._ask_judge(name, step, ctx, prompt, calls)
+                        value = await self._judge.ask(name, step, ctx, prompt, calls)
                     else:
-                        prompt = _joined(asked)
-                        value = await self._ask_in_parts(name, step, ctx, asked, calls)
+                        prompt = joined_prompts(asked)
+                        value = await self._judge.ask_in_parts(name, step, ctx, asked, calls)
                 else:
                     value = step(ctx)
                     if hasattr(value, "__await__"):
@@ -499,9 +202,9 @@ class Scorer:
                 if name == "generate_score":
                     value = _as_score(value)
             except Exception as exc:
-                outcome.steps.append(_trace(name, None, t0, prompt, calls, _message(exc)))
+                outcome.steps.append(step_trace(name, None, t0, prompt, calls, error_message(exc)))
                 raise _StepFailed(name, exc) from exc
-            outcome.steps.append(_trace(name, value, t0, prompt, calls, None))
+            outcome.steps.append(step_trace(name, value, t0, prompt, calls, None))
             if name == "generate_reason":
                 outcome.reason = None if value is None else str(value)
                 continue
@@ -509,82 +212,14 @@ class Scorer:
             if name == "generate_score":
                 outcome.score = value
 
+
     def _budget(self) -> Budget:
         """The input budget of this scorer's judge (a judge without one gets the default)."""
-        if not self.uses_judge or self.judge is None:
-            return Budget()
-        budget = getattr(resolve_judge(self.judge), "budget", None)
-        return budget if isinstance(budget, Budget) else Budget()
+        return self._judge.budget() if self.uses_judge else Budget()
 
-    async def _ask_in_parts(
-        self, name: str, step: PromptStep, ctx: StepContext, prompts: list[str], calls: list[JudgeCall]
-    ) -> Any:
-        """Ask every part's prompt (concurrently: the judge paces them) and combine the answers."""
-        if step.combine is None:
-            raise TypeError(f"scorer {self.id!r}: step {name} returned several prompts but has no combine")
-        answers = await asyncio.gather(*(
-            self._ask_judge(name, step, dataclasses.replace(ctx, part=number), prompt, calls)
-            for number, prompt in enumerate(prompts)
-        ))
-        return step.combine(ctx, list(answers))
-
-    async def _ask_judge(
-        self, name: str, step: PromptStep, ctx: StepContext, prompt: str, calls: list[JudgeCall]
-    ) -> Any:
-        """A prompt step's answer: the judge's validated output (its call appended to ``calls``,
-        also when it failed)."""
-        schema = step.output_schema
-        check = None if step.check is None else functools.partial(step.check, ctx)
-        if schema is None and name == "generate_score":
-            schema = ScoreOutput
-        judge = resolve_judge(step.judge if step.judge is not None else self.judge)
-        request = JudgeRequest(
-            prompt=prompt,
-            instructions=step.instructions if step.instructions is not None else self.instructions,
-            schema=schema,
-            scorer_id=self.id,
-            scorer_version=self.version,
-            step=name,
-            check=check,
-        )
-        try:
-            response = await judge.complete(request)
-        except Exception as exc:
-            spent = getattr(exc, "spent", None)
-            if isinstance(spent, JudgeResponse):  # a failed call is paid for all the same
-                calls.append(_judge_call(name, prompt, spent, error=_message(exc)))
-            raise
-        calls.append(_judge_call(name, prompt, response))
-        output = response.output
-        if schema is not None and not isinstance(output, schema):
-            try:
-                output = schema.model_validate(output)
-            except ValidationError as exc:
-                raise ValueError(f"judge answer does not match {schema.__name__}: {exc}") from exc
-        if check is not None and (problem := check(output)) is not None:
-            # A judge that does not repair (a custom one) or a served verdict: still refused.
-            raise ValueError(f"judge {response.model} answered the {name} step with an answer "
-                             f"that does not fit the task: {problem}")
-        if name == "generate_score" and step.output_schema is None:
-            return output.score
-        return output
-
-
-def _joined(prompts: list[str]) -> str:
-    """Several requests' prompts as one step trace's text."""
-    return "\n\n".join(
-        f"--- request {number} of {len(prompts)} ---\n{prompt}" for number, prompt in enumerate(prompts, 1)
-    )
-
-
-_CALL_FIGURES = ("model", "input_tokens", "output_tokens", "cost_usd", "attempts", "duration_ms",
-                 "cached", "repairs")
-"""What a ``JudgeCall`` copies from the judge's response as it is."""
-
-
-def _judge_call(step: str, prompt: str, response: JudgeResponse, error: str | None = None) -> JudgeCall:
-    figures = {name: getattr(response, name) for name in _CALL_FIGURES}
-    return JudgeCall(step=step, prompt=prompt, output=response.text, error=error, **figures)
+    @functools.cached_property
+    def _judge(self) -> ScorerJudge:
+        return ScorerJudge(self.id, self.version, self.judge, self.instructions)
 
 
 @dataclass(slots=True)
@@ -598,35 +233,6 @@ class _Outcome:
     failed_step: str | None = None
     results: dict[str, Any] = field(default_factory=dict)
     steps: list[StepTrace] = field(default_factory=list)
-
-
-def _trace(
-    name: str, result: Any, started: float, prompt: str | None, calls: list[JudgeCall], error: str | None
-) -> StepTrace:
-    duration_ms = (time.perf_counter() - started) * 1000
-    return _constructed(StepTrace, {
-        "name": name, "result": result, "duration_ms": duration_ms, "prompt": prompt, "judge_calls": calls,
-        "error": error,
-    })
-
-
-_Model = TypeVar("_Model", bound=BaseModel)
-_new, _set_attribute = object.__new__, object.__setattr__
-
-
-def _constructed(model: type[_Model], values: dict[str, Any]) -> _Model:
-    """``model.model_construct(**values)`` given every field, in declaration order, for a model
-    without aliases, extra fields, private attributes, ``model_post_init`` or ``__new__``: the
-    same instance (its ``__dict__``, fields set, no extra, no private state), built in a fifth of
-    the time, as each scored run builds one ``ScoreResult`` and a ``StepTrace`` per step.
-    ``tests/scorers/test_scorer_framework.py`` checks it against ``model_construct``.
-    """
-    instance = _new(model)
-    _set_attribute(instance, "__dict__", values)
-    _set_attribute(instance, "__pydantic_fields_set__", set(values))
-    _set_attribute(instance, "__pydantic_extra__", None)
-    _set_attribute(instance, "__pydantic_private__", None)
-    return instance
 
 
 def _may_suspend(step: Step) -> bool:
@@ -647,10 +253,6 @@ def _as_score(value: Any) -> float:
     if math.isnan(score):
         raise ValueError("generate_score returned NaN")
     return score
-
-
-def _message(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
 
 
 def create_scorer(

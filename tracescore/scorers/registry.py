@@ -278,12 +278,6 @@ def entries() -> list[ScorerEntry]:
     return list(_ENTRIES.values())
 
 
-def judge_scorers(*, conversation: bool = False) -> list[str]:
-    """The LLM scorers' names: those judging runs, or with ``conversation`` those judging whole
-    conversations (the two take different inputs, so checks over "every judge scorer" pick one)."""
-    return [e.name for e in _ENTRIES.values() if e.uses_judge and e.conversation == conversation]
-
-
 def get(name: str) -> ScorerEntry:
     try:
         return _ENTRIES[name]

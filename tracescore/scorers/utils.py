@@ -5,6 +5,10 @@ roles count, what an empty string becomes — because the scorers built on them 
 Mastra's scores. JavaScript ``undefined`` is ``None`` here; "truthy" follows JavaScript
 (``''``, ``0``, ``None`` are falsy). The inputs are what ``AgentRun.mastra_input()`` /
 ``mastra_output()`` return, or the same JSON read from Mastra.
+
+One job, over 400 lines: this is the port of one Mastra module (its readers and its test-run
+builders ``createTestMessage``/``createAgentTestRun``), kept whole and in the original's order so
+it can be checked against Mastra's file side by side when Mastra changes it.
 """
 
 from __future__ import annotations

@@ -17,9 +17,10 @@ import re
 import unicodedata
 from typing import Any
 
-from tracescore.scorers.base import Scorer, StepContext, create_scorer
+from tracescore.scorers.base import Scorer, create_scorer
 from tracescore.scorers.code.jstext import js_trim
 from tracescore.scorers.code.verb_forms import verb_form
+from tracescore.scorers.steps import StepContext
 from tracescore.scorers.utils import run_input_text, run_output_text
 
 ID = "completeness-scorer"

@@ -9,8 +9,9 @@ package was built without a C compiler, its plain definition (``dice.py``): the 
 from __future__ import annotations
 
 from tracescore.compiled import extensions_built
-from tracescore.scorers.base import Scorer, StepContext, create_scorer
+from tracescore.scorers.base import Scorer, create_scorer
 from tracescore.scorers.code.jstext import js_collapse_whitespace
+from tracescore.scorers.steps import StepContext
 from tracescore.scorers.utils import run_input_text, run_output_text
 
 if extensions_built():

@@ -10,8 +10,9 @@ import re
 from functools import cache
 from importlib import resources
 
-from tracescore.scorers.base import Scorer, StepContext, create_scorer
+from tracescore.scorers.base import Scorer, create_scorer
 from tracescore.scorers.code.jstext import js_trim, js_words
+from tracescore.scorers.steps import StepContext
 from tracescore.scorers.utils import run_input_text, run_output_text
 
 ID = "keyword-coverage-scorer"

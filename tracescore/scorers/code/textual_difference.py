@@ -11,8 +11,9 @@ from typing import Any
 
 from rapidfuzz.distance import LCSseq
 
-from tracescore.scorers.base import Scorer, StepContext, create_scorer
+from tracescore.scorers.base import Scorer, create_scorer
 from tracescore.scorers.code.jstext import js_collapse_whitespace, js_length, js_words, utf16_units
+from tracescore.scorers.steps import StepContext
 from tracescore.scorers.utils import run_input_text, run_output_text
 
 ID = "textual-difference-scorer"

@@ -21,7 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 from tracescore.compiled import extensions_built
-from tracescore.scorers.base import Scorer, StepContext, create_scorer
+from tracescore.scorers.base import Scorer, create_scorer
+from tracescore.scorers.steps import StepContext
 from tracescore.scorers.utils import run_output_text
 
 if extensions_built():

@@ -16,6 +16,10 @@ reads in its stead); the per-token loops over a text's token ids are compiled
 (``_tone_scan.pyx``). Without them (a build with no C compiler) the tone scorer runs VADER's
 own token-by-token code instead (``tone_vader.py``), which ``tests/scorers/test_tone_fast_path.py``
 checks this module against, bit for bit.
+
+One job, over 400 lines: the token table, the rule words and the valence rules are one
+computation that must match VADER's as a whole; split, each part would only make sense read with
+the others.
 """
 
 from __future__ import annotations

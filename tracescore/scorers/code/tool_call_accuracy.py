@@ -9,14 +9,9 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
-from tracescore.scorers.base import (
-    Scorer,
-    StepContext,
-    create_scorer,
-    failed_without_answer,
-    not_scorable,
-    without_content,
-)
+from tracescore.scorers.base import Scorer, create_scorer
+from tracescore.scorers.steps import StepContext
+from tracescore.scorers.unscorable import failed_without_answer, not_scorable, without_content
 from tracescore.scorers.utils import extract_tool_calls
 
 ID = "code-tool-call-accuracy-scorer"

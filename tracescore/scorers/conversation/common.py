@@ -6,9 +6,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from tracescore.extract.conversation import Conversation, Turn
-from tracescore.scorers.base import StepContext, not_scorable
-from tracescore.scorers.llm.view import section, untrusted
+from tracescore.scorers.llm.run_text import section, untrusted
 from tracescore.scorers.material import Material, joined
+from tracescore.scorers.steps import StepContext
+from tracescore.scorers.unscorable import not_scorable
 from tracescore.scorers.utils import round_to_two_decimals
 
 

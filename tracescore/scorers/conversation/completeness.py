@@ -8,7 +8,7 @@ satisfied it; the score is satisfied intentions over intentions.
 
 from __future__ import annotations
 
-from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer
+from tracescore.scorers.base import Scorer, create_scorer
 from tracescore.scorers.conversation.common import (
     conversation_of,
     is_no,
@@ -25,8 +25,9 @@ from tracescore.scorers.llm.common import (
     reason_step,
     reason_task,
 )
-from tracescore.scorers.llm.sketch import judged, typical_text
-from tracescore.scorers.llm.view import numbered, section
+from tracescore.scorers.llm.run_text import numbered, section
+from tracescore.scorers.llm.typical_answers import judged, typical_text
+from tracescore.scorers.steps import PromptStep, StepContext
 
 VERSION = "3"
 """3 (issue 32, request budget): messages are shown whole unless the request would not fit the

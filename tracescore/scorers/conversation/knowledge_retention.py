@@ -8,7 +8,7 @@ the score is answers without attrition over answers judged.
 
 from __future__ import annotations
 
-from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer, not_scorable
+from tracescore.scorers.base import Scorer, create_scorer
 from tracescore.scorers.conversation.common import (
     answered_turns,
     by_turn,
@@ -27,8 +27,10 @@ from tracescore.scorers.llm.common import (
     reason_step,
     reason_task,
 )
-from tracescore.scorers.llm.sketch import typical_text
-from tracescore.scorers.llm.view import numbered, section
+from tracescore.scorers.llm.run_text import numbered, section
+from tracescore.scorers.llm.typical_answers import typical_text
+from tracescore.scorers.steps import PromptStep, StepContext
+from tracescore.scorers.unscorable import not_scorable
 from tracescore.scorers.utils import round_to_two_decimals
 
 VERSION = "3"

@@ -10,7 +10,7 @@ so a conversation costs one judge call instead of one per turn.
 
 from __future__ import annotations
 
-from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer, not_scorable
+from tracescore.scorers.base import Scorer, create_scorer
 from tracescore.scorers.conversation.common import (
     answered_turns,
     by_turn,
@@ -28,8 +28,10 @@ from tracescore.scorers.llm.common import (
     reason_step,
     reason_task,
 )
-from tracescore.scorers.llm.sketch import typical_text
-from tracescore.scorers.llm.view import numbered, section
+from tracescore.scorers.llm.run_text import numbered, section
+from tracescore.scorers.llm.typical_answers import typical_text
+from tracescore.scorers.steps import PromptStep, StepContext
+from tracescore.scorers.unscorable import not_scorable
 
 VERSION = "3"
 """3 (issue 32, request budget): messages are shown whole unless the request would not fit the

@@ -8,7 +8,7 @@ here it defaults to the agent's own system prompt, which is where a deployed age
 
 from __future__ import annotations
 
-from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer, not_scorable
+from tracescore.scorers.base import Scorer, create_scorer
 from tracescore.scorers.conversation.common import (
     answered_turns,
     conversation_of,
@@ -23,7 +23,9 @@ from tracescore.scorers.llm.common import (
     reason_step,
     reason_task,
 )
-from tracescore.scorers.llm.view import numbered, section, system_prompt
+from tracescore.scorers.llm.run_text import numbered, section, system_prompt
+from tracescore.scorers.steps import PromptStep, StepContext
+from tracescore.scorers.unscorable import not_scorable
 from tracescore.scorers.utils import round_to_two_decimals
 
 VERSION = "3"

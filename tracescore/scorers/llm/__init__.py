@@ -1,4 +1,4 @@
-"""The judge scorers: Mastra's LLM scorers, judged over the whole run (see :mod:`.view`)."""
+"""The judge scorers: Mastra's LLM scorers, judged over the whole run (see :mod:`.run_text`)."""
 
 from tracescore.scorers.llm.answer_relevancy import create_answer_relevancy_scorer
 from tracescore.scorers.llm.answer_similarity import create_answer_similarity_scorer

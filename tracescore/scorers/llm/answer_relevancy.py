@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer
+from tracescore.scorers.base import Scorer, create_scorer
 from tracescore.scorers.llm.common import (
     JudgeSpec,
     Wire,
@@ -13,14 +13,15 @@ from tracescore.scorers.llm.common import (
     reason_step,
     reason_task,
 )
-from tracescore.scorers.llm.sketch import answer_items, judged
-from tracescore.scorers.llm.view import (
+from tracescore.scorers.llm.run_text import (
     describe_run,
     numbered,
     response_text,
     section,
     user_text,
 )
+from tracescore.scorers.llm.typical_answers import answer_items, judged
+from tracescore.scorers.steps import PromptStep, StepContext
 from tracescore.scorers.utils import round_to_two_decimals
 
 VERSION = "4"

@@ -7,13 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from tracescore.scorers.base import (
-    PromptStep,
-    Scorer,
-    StepContext,
-    create_scorer,
-    not_scorable,
-)
+from tracescore.scorers.base import Scorer, create_scorer
 from tracescore.scorers.llm.common import (
     JudgeSpec,
     Wire,
@@ -23,8 +17,10 @@ from tracescore.scorers.llm.common import (
     reason_step,
     reason_task,
 )
-from tracescore.scorers.llm.sketch import sentences, typical_text
-from tracescore.scorers.llm.view import numbered, response_text, section, user_text
+from tracescore.scorers.llm.run_text import numbered, response_text, section, user_text
+from tracescore.scorers.llm.typical_answers import sentences, typical_text
+from tracescore.scorers.steps import PromptStep, StepContext
+from tracescore.scorers.unscorable import not_scorable
 from tracescore.scorers.utils import round_to_two_decimals
 
 VERSION = "4"

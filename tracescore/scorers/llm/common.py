@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from tracescore.judge.protocol import utf8_size
-from tracescore.scorers.base import PromptStep, Scorer, StepContext, create_scorer
+from tracescore.scorers.base import Scorer, create_scorer
 from tracescore.scorers.llm.fit import context_chunks, context_parts, room
-from tracescore.scorers.llm.sketch import explanation
-from tracescore.scorers.llm.view import default_context, numbered, section
+from tracescore.scorers.llm.run_text import default_context, numbered, section
+from tracescore.scorers.llm.typical_answers import explanation
 from tracescore.scorers.material import Material, fit_prompt, joined, measure
+from tracescore.scorers.steps import PromptStep, StepContext
 from tracescore.scorers.utils import round_to_two_decimals
 
 if TYPE_CHECKING:
@@ -260,7 +261,7 @@ def per_claim(
 
 def judge_prompt(task: str, *blocks: str) -> Material:
     """A step prompt: the task first, then the material it refers to (its values cut to the
-    judge's budget when the request would not fit, see :func:`~tracescore.scorers.base.fitted_prompts`)."""
+    judge's budget when the request would not fit, see :func:`~tracescore.scorers.judging.fitted_prompts`)."""
     return joined("\n\n", [task.strip(), *blocks])
 
 

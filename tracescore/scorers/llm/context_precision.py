@@ -6,13 +6,7 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
-from tracescore.scorers.base import (
-    PromptStep,
-    Scorer,
-    StepContext,
-    create_scorer,
-    not_scorable,
-)
+from tracescore.scorers.base import Scorer, create_scorer
 from tracescore.scorers.llm.common import (
     ContextExtractor,
     JudgeSpec,
@@ -27,8 +21,10 @@ from tracescore.scorers.llm.common import (
     reason_task,
     run_context,
 )
-from tracescore.scorers.llm.sketch import typical_text
-from tracescore.scorers.llm.view import response_text, section, user_text
+from tracescore.scorers.llm.run_text import response_text, section, user_text
+from tracescore.scorers.llm.typical_answers import typical_text
+from tracescore.scorers.steps import PromptStep, StepContext
+from tracescore.scorers.unscorable import not_scorable
 from tracescore.scorers.utils import round_to_two_decimals
 
 VERSION = "4"

@@ -8,13 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from tracescore.scorers.base import (
-    PromptStep,
-    Scorer,
-    StepContext,
-    create_scorer,
-    not_scorable,
-)
+from tracescore.scorers.base import Scorer, create_scorer
 from tracescore.scorers.llm.common import (
     ContextExtractor,
     JudgeSpec,
@@ -28,8 +22,10 @@ from tracescore.scorers.llm.common import (
     reason_task,
     run_context,
 )
-from tracescore.scorers.llm.sketch import SENTENCE_WORDS, typical_text
-from tracescore.scorers.llm.view import numbered, response_text, section, user_text
+from tracescore.scorers.llm.run_text import numbered, response_text, section, user_text
+from tracescore.scorers.llm.typical_answers import SENTENCE_WORDS, typical_text
+from tracescore.scorers.steps import PromptStep, StepContext
+from tracescore.scorers.unscorable import not_scorable
 from tracescore.scorers.utils import round_to_two_decimals
 
 VERSION = "4"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tracescore.scorers.base import PromptStep, Scorer, StepContext
+from tracescore.scorers.base import Scorer
 from tracescore.scorers.llm.common import (
     JudgeSpec,
     Wire,
@@ -19,8 +19,9 @@ from tracescore.scorers.llm.common import (
     run_context,
     share_of_yes_scorer,
 )
-from tracescore.scorers.llm.sketch import answer_items, judged
-from tracescore.scorers.llm.view import numbered, response_text, section, user_text
+from tracescore.scorers.llm.run_text import numbered, response_text, section, user_text
+from tracescore.scorers.llm.typical_answers import answer_items, judged
+from tracescore.scorers.steps import PromptStep, StepContext
 
 VERSION = "4"
 """4 (issue 32, request budget): every request fits the judge's input budget: when it would not, the

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from tracescore.judge.protocol import Budget
-from tracescore.scorers.base import StepContext
-from tracescore.scorers.llm.view import indented
+from tracescore.scorers.llm.run_text import indented
 from tracescore.scorers.material import REQUEST_OVERHEAD, measure
+from tracescore.scorers.steps import StepContext
 
 OVERLAP = 400
 """Characters each part of a split piece repeats from the end of the one before, so a sentence

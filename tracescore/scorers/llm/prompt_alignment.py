@@ -10,13 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AliasChoices, ConfigDict, Field, WithJsonSchema, model_validator
 from pydantic.alias_generators import to_camel
 
-from tracescore.scorers.base import (
-    PromptStep,
-    Scorer,
-    StepContext,
-    create_scorer,
-    not_scorable,
-)
+from tracescore.scorers.base import Scorer, create_scorer
 from tracescore.scorers.llm.common import (
     JudgeSpec,
     Wire,
@@ -27,8 +21,7 @@ from tracescore.scorers.llm.common import (
     reason_step,
     reason_task,
 )
-from tracescore.scorers.llm.sketch import judged, sentences, typical_text
-from tracescore.scorers.llm.view import (
+from tracescore.scorers.llm.run_text import (
     describe_run,
     numbered,
     response_text,
@@ -36,6 +29,9 @@ from tracescore.scorers.llm.view import (
     system_prompt,
     user_text,
 )
+from tracescore.scorers.llm.typical_answers import judged, sentences, typical_text
+from tracescore.scorers.steps import PromptStep, StepContext
+from tracescore.scorers.unscorable import not_scorable
 from tracescore.scorers.utils import get_conversation_history, round_to_two_decimals
 
 EvaluationMode = Literal["user", "system", "both"]

@@ -9,15 +9,7 @@ from typing import Any
 from pydantic import Field
 
 from tracescore.extract.model import ToolDefinition
-from tracescore.scorers.base import (
-    PromptStep,
-    Scorer,
-    StepContext,
-    create_scorer,
-    failed_without_answer,
-    not_scorable,
-    without_content,
-)
+from tracescore.scorers.base import Scorer, create_scorer
 from tracescore.scorers.llm.common import (
     JudgeSpec,
     Wire,
@@ -27,14 +19,16 @@ from tracescore.scorers.llm.common import (
     reason_step,
     reason_task,
 )
-from tracescore.scorers.llm.sketch import typical_text
-from tracescore.scorers.llm.view import (
+from tracescore.scorers.llm.run_text import (
     describe_run,
     numbered,
     response_text,
     section,
     user_text,
 )
+from tracescore.scorers.llm.typical_answers import typical_text
+from tracescore.scorers.steps import PromptStep, StepContext
+from tracescore.scorers.unscorable import failed_without_answer, not_scorable, without_content
 from tracescore.scorers.utils import extract_tool_calls, round_to_two_decimals
 
 VERSION = "4"

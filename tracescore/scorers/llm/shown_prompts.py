@@ -4,7 +4,7 @@ Users should be able to review the rules a judge is given before trusting its sc
 prompt is only readable with a run filled in. Each prompt step is rendered on :data:`EXAMPLE_RUN`
 exactly as the judge client sends it (instructions as the system message; the prompt plus the
 JSON schema it must answer as the user message); later steps render with the earlier steps'
-sketches (:mod:`.sketch`) standing in for the judge's answers, as ``rescore --dry-run`` does.
+sketches (:mod:`.typical_answers`) standing in for the judge's answers, as ``rescore --dry-run`` does.
 """
 
 from __future__ import annotations
@@ -17,14 +17,10 @@ from typing import Any
 
 from tracescore.extract.conversation import Conversation, Turn
 from tracescore.extract.model import AgentRun, RunInput, SystemMessage
-from tracescore.scorers.base import (
-    PromptStep,
-    ScoreOutput,
-    Scorer,
-    ScorerRun,
-    StepContext,
-    fitted_prompts,
-)
+from tracescore.scorers.base import Scorer
+from tracescore.scorers.judging import ScoreOutput, fitted_prompts
+from tracescore.scorers.scorer_run import ScorerRun
+from tracescore.scorers.steps import PromptStep, StepContext
 from tracescore.scorers.utils import make_agent_run, make_test_message, make_tool_invocation
 
 _FORECAST = {"city": "Paris", "forecast": "sunny", "temperature_c": 21}

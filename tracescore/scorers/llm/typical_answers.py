@@ -19,8 +19,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from tracescore.scorers.base import StepContext
-from tracescore.scorers.llm.view import response_text
+from tracescore.scorers.llm.run_text import response_text
+from tracescore.scorers.steps import StepContext
 
 SENTENCE_WORDS = 20
 """Words in a typical sentence a judge writes (a reason, an assessment): ordinary prose length."""

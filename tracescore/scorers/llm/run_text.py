@@ -19,8 +19,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from tracescore.scorers.base import ScorerRun
 from tracescore.scorers.material import Material, Value, joined
+from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.scorers.utils import (
     get_assistant_message,
     get_combined_system_prompt,

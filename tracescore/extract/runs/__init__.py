@@ -1,0 +1,89 @@
+"""Turn a trace into scorable runs, knowing nothing of any span convention.
+
+Convention modules read each span into a :class:`SpanInfo` (kind ``agent``, ``llm``, ``tool``,
+``retrieval`` or ``other``, plus neutral messages and facts). This package only walks the tree of
+those infos (:mod:`.tree`):
+
+* every agent span becomes an agent run whose trajectory is the LLM and tool spans beneath it,
+  down to (not into) nested agent spans, which become runs of their own (:mod:`.agent`);
+* every LLM span and every tool span also becomes a run, so configs can score those levels
+  (:mod:`.llm`, :mod:`.tool`);
+* tool calls the LLMs made are joined with the tool spans that ran them (by id, or by name and
+  order when the convention records no id), or else with the tool results the next LLM call
+  was sent (:mod:`.trajectory`).
+
+The messages a run was sent are read as a turn by :mod:`.turns`; the fields every run fills
+alike are :mod:`.fields`'. This module puts them together and filters the result.
+
+Extraction never raises: a span that cannot be read leaves a warning on its run instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from tracescore.extract.base import Convention
+from tracescore.extract.conversation_id import DEFAULT_ID_ATTRIBUTES, conversation_id
+from tracescore.extract.model import AgentRun, SpanInfo
+from tracescore.extract.registry import CONVENTIONS
+from tracescore.extract.runs.agent import agent_run
+from tracescore.extract.runs.llm import Known, failed_calls, llm_run
+from tracescore.extract.runs.tool import tool_run
+from tracescore.extract.runs.tree import build_tree, outermost_llm
+from tracescore.spans import Trace
+
+
+def read_spans(trace: Trace, conventions: list[Convention] = CONVENTIONS) -> list[SpanInfo]:
+    """One ``SpanInfo`` per span of the trace, each read by the convention that claims it."""
+    return [node.info for node in build_tree(trace, conventions)]
+
+
+def build_runs(
+    trace: Trace, conventions: list[Convention] = CONVENTIONS, *, only_primary: bool = False,
+    conversation_attributes: Sequence[str] = DEFAULT_ID_ATTRIBUTES,
+) -> list[AgentRun]:
+    """All runs of a trace: agent runs first, then LLM runs, then tool runs (each by start time).
+
+    With ``only_primary``, just the runs that stand for the trace's agent, exactly
+    ``primary_runs(build_runs(trace))``, without building the others: the LLM runs inside an
+    agent and every tool run (the live pipeline's default bindings score only these, and the
+    rest was about a third of extraction's time). Every run carries the trace's conversation
+    id, found by ``conversation_attributes`` (:mod:`tracescore.extract.conversation_id`).
+    """
+    nodes = build_tree(trace, conventions)
+    known = Known(failed=failed_calls(nodes))
+    runs = [agent_run(trace, node, known.agents, known.handed)
+            for node in nodes if node.kind == "agent"]
+    if only_primary:
+        runs = [run for run in runs if run.primary]
+        runs.extend(llm_run(trace, node, known) for node in nodes if node.kind == "llm" and outermost_llm(node))
+    else:
+        runs.extend(llm_run(trace, node, known) for node in nodes if node.kind == "llm")
+        runs.extend(tool_run(trace, node) for node in nodes if node.kind == "tool")
+    if runs and (conversation := conversation_id(trace.spans, conversation_attributes)) is not None:
+        for run in runs:
+            run.conversation_id = conversation
+    return runs
+
+
+def primary_runs(runs: Iterable[AgentRun]) -> list[AgentRun]:
+    """The runs that stand for each trace's agent (see ``AgentRun.primary``)."""
+    return [run for run in runs if run.primary]
+
+
+RUN_KINDS = ("agent", "llm", "tool")
+
+
+def select_runs(
+    runs: Iterable[AgentRun], *, primary: bool = False, kinds: Iterable[str] = ()
+) -> list[dict[str, Any]]:
+    """The runs kept by a ``primary`` / ``kinds`` filter, as the JSON documents (Mastra's
+    camelCase) that ``tracescore extract`` prints and ``/api/traces/{id}/runs`` returns: one
+    function, so a script reads the same runs from either."""
+    wanted = set(kinds)
+    return [
+        run.model_dump(mode="json", by_alias=True, exclude_none=True)
+        for run in runs
+        if (run.primary or not primary) and (not wanted or run.kind in wanted)
+    ]

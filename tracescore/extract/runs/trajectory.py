@@ -1,0 +1,123 @@
+"""An agent's steps as one assistant message, every tool call joined to its outcome.
+
+Tool calls the LLMs made are joined with the tool spans that ran them (by id, or by name and order
+when the convention records no id), or else with the tool results the next LLM call was sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+
+from tracescore.extract.model import Message, MessagePart, ToolInvocation
+
+RESOLVED = frozenset({"result", "output-error", "output-denied"})
+AnsweredCall = tuple[ToolInvocation, MessagePart]
+"""A tool call an agent run already joined to its outcome, and the message part holding it."""
+
+
+class Trajectory:
+    """The agent's steps as one assistant message's parts, tool calls joined to their results."""
+
+    def __init__(self) -> None:
+        self.parts: list[MessagePart] = []
+        self.calls: list[ToolInvocation] = []
+        self.agent_span_ids: list[str] = []
+        self.by_id: dict[str, list[ToolInvocation]] = {}
+
+    def _pending(self) -> Iterator[ToolInvocation]:
+        return (call for call in self.calls if call.state not in RESOLVED)
+
+    def _match(self, result: ToolInvocation) -> ToolInvocation | None:
+        """The call a result answers: same id, else the first pending call of that name."""
+        same_id = self.by_id.get(result.tool_call_id) if result.tool_call_id else None
+        if same_id:
+            # Some providers reuse ids across steps ("call_0"): the open call is the one meant.
+            return next((c for c in same_id if c.state not in RESOLVED), same_id[0])
+        pending = list(self._pending())
+        for call in pending:
+            if result.tool_name and call.tool_name == result.tool_name and (
+                not call.tool_call_id or not result.tool_call_id
+            ):
+                return call
+        if not result.tool_call_id and not result.tool_name and pending:
+            return pending[0]
+        return None
+
+    def answers_pending_call(self, result: ToolInvocation) -> bool:
+        call = self._match(result)
+        return call is not None and call.state not in RESOLVED
+
+    def add_parts(
+        self, parts: list[MessagePart], answered: Mapping[str, AnsweredCall] | None = None
+    ) -> None:
+        """A step's output parts: reasoning first, then calls and text in the model's order.
+
+        Parts are copied: a span's messages feed several runs (and other runs' readers look
+        for results among them), so joining a result must never change them. A call found in
+        ``answered`` (its agent's run, already joined to its outcome) is shared instead: it is
+        never changed again, since a result only fills a pending call.
+        """
+        if len(parts) > 1 and any(p.type == "reasoning" for p in parts):
+            parts = sorted(parts, key=lambda p: p.type != "reasoning")
+        for part in parts:
+            invocation = part.tool_invocation
+            if invocation is None:
+                self.parts.append(part.model_copy())
+            elif invocation.state in RESOLVED:
+                self.add_result(invocation)
+            elif answered and (shared := answered.get(invocation.tool_call_id)) is not None:
+                self._add_call(*shared)
+            else:
+                self._add_call(invocation.model_copy())
+
+    def _add_call(self, call: ToolInvocation, part: MessagePart | None = None) -> None:
+        self.calls.append(call)
+        if call.tool_call_id:
+            self.by_id.setdefault(call.tool_call_id, []).append(call)
+        self.parts.append(part or MessagePart(type="tool-invocation", tool_invocation=call))
+
+    def add_result(self, result: ToolInvocation) -> None:
+        """A tool's outcome: fills the call it answers, or records a call no LLM output showed."""
+        call = self._match(result)
+        if call is None:
+            self._add_call(result.model_copy())
+        elif call.state not in RESOLVED:  # else already answered (tool span and output both)
+            self._fill(call, result)
+
+    def _fill(self, call: ToolInvocation, result: ToolInvocation) -> None:
+        """The result's outcome onto its call (fields that do not change are not set: a
+        model's attribute assignment is not free, and long conversations join thousands)."""
+        call.result = result.result
+        call.state = result.state if result.state in RESOLVED else "call"
+        if call.is_error is not result.is_error:
+            call.is_error = result.is_error
+        if call.error_text != result.error_text:
+            call.error_text = result.error_text
+        if not call.tool_name and result.tool_name:
+            call.tool_name = result.tool_name
+        if not call.tool_call_id and result.tool_call_id:
+            call.tool_call_id = result.tool_call_id
+            self.by_id.setdefault(call.tool_call_id, []).append(call)
+        if call.args in (None, {}, "") and result.args not in (None, {}, ""):
+            call.args = result.args
+
+    def join_result(self, part: MessagePart) -> bool:
+        """A result part sent back to the LLM onto the pending call it answers; False when it
+        is no result or answers no pending call."""
+        result = part.tool_invocation
+        if result is None or result.state not in RESOLVED:
+            return False
+        call = self._match(result)
+        if call is None or call.state in RESOLVED:
+            return False
+        self._fill(call, result)
+        return True
+
+    def resolve_from_messages(self, messages: Iterable[Message]) -> None:
+        """Results the LLM was sent back (when no tool span ran the tool), for pending calls."""
+        for message in messages:
+            for part in message.content.parts:
+                self.join_result(part)
+
+    def has_text(self) -> bool:
+        return any(part.type == "text" and part.text for part in self.parts)

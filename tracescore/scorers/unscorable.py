@@ -1,0 +1,61 @@
+"""When a scorer cannot judge a run: a step declares it (:func:`not_scorable`), or the run failed
+before answering or carries no content, found before any step runs.
+"""
+
+from __future__ import annotations
+
+from typing import NoReturn
+
+from tracescore.extract.content import NO_CONTENT_REASON
+from tracescore.scorers.scorer_run import ScorerRun
+from tracescore.scorers.utils import get_assistant_message
+
+
+class NotScorable(Exception):
+    """Raised by a step (via :func:`not_scorable`) when the run cannot be judged by this scorer."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def not_scorable(reason: str) -> NoReturn:
+    """Stop the scorer: the run is not scorable (Mastra's ``notScorable(reason)``)."""
+    raise NotScorable(reason)
+
+
+FAILED_RUN_REASON = "the run ended in error before answering: "
+"""How the reason of a run that failed before answering starts (the run's error follows): the
+score is ``not_scorable``, and error-rate figures count such rows as errors by this prefix."""
+
+
+def failed_without_answer(run: ScorerRun) -> str | None:
+    """The not-scorable reason for a run that failed before giving an answer, else None.
+
+    A run whose agent ended in error with no final answer has nothing an answer-reading scorer
+    could judge: scoring its empty output would feed quality charts with numbers that describe
+    nothing (tone 1.0, coverage 0). A failed run that still answered is judged as usual.
+    """
+    if run.error is None or (get_assistant_message(run.output) or "").strip():
+        return None
+    return f"{FAILED_RUN_REASON}{run.error}"
+
+
+def without_content(run: ScorerRun) -> str | None:
+    """The not-scorable reason for a rebuilt run that carries no content at all, else None.
+
+    A run whose spans held only names and ids (content capture off) has no input, answer or
+    tool arguments to judge: every code scorer would compare two empty texts and give 1.0, a
+    judge would be paid to read nothing. Only rebuilt runs are checked: a run given as a dict
+    (Mastra's shape, a dataset row) is scored as given, empty strings included.
+    """
+    return NO_CONTENT_REASON if run.empty else None
+
+
+def unscorable_reason(run: ScorerRun) -> str | None:
+    """Why an answer-reading scorer cannot judge the run before any step runs: it failed
+    before answering (:func:`failed_without_answer`) or carries no content
+    (:func:`without_content`); None when it can be judged."""
+    if run.error is not None and (reason := failed_without_answer(run)):
+        return reason
+    return without_content(run)
