@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.scorer_names import judge_scorer_names
+from tests.support.scorer_names import judge_scorer_names
 from tracescore.extract.conversation import Conversation, Turn
 from tracescore.extract.model import AgentRun, RunInput, SystemMessage
 from tracescore.scorers.llm.common import DATA_RULE

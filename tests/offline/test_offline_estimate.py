@@ -17,7 +17,7 @@ import pytest
 from pydantic import BaseModel
 from sqlalchemy import insert
 
-from tests.scorer_names import judge_scorer_names
+from tests.support.scorer_names import judge_scorer_names
 from tracescore.judge.cache import verdict_key
 from tracescore.judge.config import JudgeConfig
 from tracescore.judge.protocol import JudgeRequest
