@@ -32,6 +32,7 @@ from tracescore.web.conversations import conversation_pages
 from tracescore.web.readers import ReadProcesses
 from tracescore.web.rendering import render
 from tracescore.web.review import review_router
+from tracescore.web.shared import SharedValues
 from tracescore.web.silencing import DURATIONS, silence_forms
 from tracescore.web.sources import source_rows
 from tracescore.web.timerange import PRESETS, SPLITS, ViewState, Window, parse_moment
@@ -82,6 +83,9 @@ VIEW_PARAMETERS = ("window", "since", "until", "bucket", "split", "binding", "sc
                    "model")
 OVERVIEW_TTL = 2.0
 """Seconds a rendered overview is shared by the viewers asking for it at the same live version."""
+VERSION_TTL = LIVE_POLL_MS / 1000
+"""Seconds a live version is shared by every page polling it: one query per interval,
+however many tabs are open (a change shows at most one interval later)."""
 
 
 def web_router(
@@ -92,11 +96,13 @@ def web_router(
     bindings = [binding.name for binding in config.scorers]
     rules = list(config.alerts.rules)
     aggregates = ExpiringCache()
-    overviews = ExpiringCache(size=64)
+    overviews = SharedValues(OVERVIEW_TTL)
+    versions = SharedValues(VERSION_TTL, size=256)
 
-    def signed_in_page(request: Request) -> None:
-        """Pages send a browser without a session to the login form, and back afterwards."""
-        refusal = keys.refusal(request)
+    async def signed_in_page(request: Request) -> None:
+        """Pages send a browser without a session to the login form, and back afterwards.
+        Checked in a thread only when there is something to check (a session is a query)."""
+        refusal = await run_in_threadpool(keys.refusal, request) if keys.enabled else None
         if refusal is not None and refusal.status_code == 429:
             raise refusal
         if refusal is not None:
@@ -105,19 +111,29 @@ def web_router(
                 303, headers={"Location": f"/ui/login?next={quote(target, safe='')}"}
             )
 
+    async def signed_in(request: Request) -> None:
+        """The key check of what pages fetch (``/ui/live``), in a thread only with keys."""
+        if keys.enabled:
+            await run_in_threadpool(keys.require, request)
+
+    def live_version(trace_id: str | None) -> str:
+        with store.engine.connect() as connection:
+            if trace_id is None:
+                return queries.live_version(connection)
+            return queries.trace_version(connection, trace_id)
+
     common = {"auth": keys.enabled, "poll_ms": LIVE_POLL_MS}
 
     @router.get("/", dependencies=[Depends(signed_in_page)])
-    def overview(request: Request) -> HTMLResponse:
+    async def overview(request: Request) -> HTMLResponse:
         """Open tabs re-fetch the overview whenever the live version moves: each version of
-        each view is rendered once and shared, for at most :data:`OVERVIEW_TTL` seconds (the
-        alerts on it are read per render)."""
-        with store.engine.connect() as connection:
-            version = queries.live_version(connection)
+        each view (the shared one of :data:`VERSION_TTL`) is rendered once and shared, for at
+        most :data:`OVERVIEW_TTL` seconds (the alerts on it are read per render)."""
+        version = await versions.get(None, lambda: live_version(None))
         view = {name: request.query_params[name] for name in VIEW_PARAMETERS
                 if name in request.query_params}  # fmt: skip
-        shown = overviews.get(
-            (tuple(sorted(view.items())), version), OVERVIEW_TTL, lambda: render_overview(**view)
+        shown = await overviews.get(
+            (tuple(sorted(view.items())), version), lambda: render_overview(**view)
         )
         return HTMLResponse(shown.body, shown.status_code, headers=SECURITY_HEADERS)
 
@@ -223,17 +239,14 @@ def web_router(
             return _page("missing.html", 404, **common, trace_id=trace_id.lower())
         return HTMLResponse(shown, headers=SECURITY_HEADERS)
 
-    @router.get("/ui/live", dependencies=[Depends(keys.require)])
-    def live(trace: str | None = None) -> JSONResponse:
+    @router.get("/ui/live", dependencies=[Depends(signed_in)])
+    async def live(trace: str | None = None) -> JSONResponse:
         """What pages poll: a value that changes when there is something new (for ``trace``:
-        a new or rescored score of that trace)."""
+        a new or rescored score of that trace), read once per :data:`VERSION_TTL` for all."""
         if trace is not None and not _TRACE_ID.match(trace):
             raise HTTPException(400, "trace id must be 32 hex characters")
-        with store.engine.connect() as connection:
-            if trace is None:
-                version = queries.live_version(connection)
-            else:
-                version = queries.trace_version(connection, trace.lower())
+        key = trace.lower() if trace else None
+        version = await versions.get(key, lambda: live_version(key))
         return JSONResponse({"version": version}, headers={"Cache-Control": "no-store"})
 
     @router.get("/ui/login")

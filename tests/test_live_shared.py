@@ -1,0 +1,81 @@
+"""Open tabs share what they poll: one version query per interval and one overview render per
+version, however many tabs ask (issue 33, item 3: 200 tabs made a query per poll and a render
+per re-fetch in the process that acknowledges ingest)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import event
+
+from tests.test_web_pages import agent_trace_json
+from tracescore.config import parse_config
+from tracescore.ingest.unpack import drain
+from tracescore.service import create_app
+from tracescore.store import open_store
+from tracescore.web.shared import SharedValues
+
+
+def test_a_value_is_computed_once_for_every_caller_waiting_and_again_when_old() -> None:
+    now = itertools.count()
+    calls: list[int] = []
+
+    def compute() -> int:
+        calls.append(1)
+        return len(calls)
+
+    async def main() -> None:
+        shared = SharedValues(ttl=5, clock=lambda: float(next(now)))
+        assert await asyncio.gather(*(shared.get("k", compute) for _ in range(50))) == [1] * 50
+        assert await shared.get("k", compute) == 1  # still young
+        for _ in range(10):
+            next(now)
+        assert await shared.get("k", compute) == 2  # older than ttl: computed again
+
+        def fails() -> int:
+            raise RuntimeError("database down")
+
+        with pytest.raises(RuntimeError):
+            await shared.get("other", fails)
+        assert await shared.get("other", compute) == 3  # the failure was not kept
+
+    asyncio.run(main())
+
+
+def test_polls_and_reloads_of_many_tabs_cost_one_query_and_one_render(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'live.db'}")
+    app = create_app(parse_config("{}"), store)
+    statements: list[str] = []
+
+    def count(*args: Any) -> None:
+        statements.append(args[2])
+
+    async def main() -> None:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as tabs:
+            posted = await tabs.post("/v1/traces", content=agent_trace_json("ab" * 16),
+                                     headers={"content-type": "application/json"})  # fmt: skip
+            assert posted.status_code == 200
+            drain(store)
+            event.listen(store.engine, "before_cursor_execute", count)
+            polls = await asyncio.gather(*(tabs.get("/ui/live") for _ in range(40)))
+            assert {poll.status_code for poll in polls} == {200}
+            assert len({poll.json()["version"] for poll in polls}) == 1
+            assert len(statements) == 1  # one version query for the 40 tabs
+            del statements[:]
+            pages = await asyncio.gather(*(tabs.get("/") for _ in range(20)))
+            assert {page.status_code for page in pages} == {200}
+            assert len({page.text for page in pages}) == 1  # the same render for every tab
+            rendered = len(statements)
+            assert rendered > 0
+            again = await asyncio.gather(*(tabs.get("/") for _ in range(20)))
+            assert {page.text for page in again} == {pages[0].text}
+            assert len(statements) == rendered  # served from the render already made
+
+    asyncio.run(main())
+    store.close()
