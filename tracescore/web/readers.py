@@ -33,6 +33,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import orjson
+from fastapi import HTTPException
 from fastapi.concurrency import run_in_threadpool
 
 from tracescore.config import Config
@@ -43,6 +44,8 @@ from tracescore.extract.model import AgentRun
 from tracescore.restapi import decode_cursor, encode_cursor
 from tracescore.store import SpanStore, open_store
 from tracescore.web import pages
+from tracescore.web.cache import ExpiringCache
+from tracescore.web.overview import overview_html
 from tracescore.web.rendering import render
 from tracescore.web.traces_api import RunsPage, log_json, span_json
 
@@ -54,10 +57,14 @@ take about a second to rebuild on a busy 2-core machine); smaller ones in a thre
 
 
 class TraceReads:
-    """The trace-wide reads of one store and configuration, as plain functions of a trace id."""
+    """The trace-wide reads of one store and configuration, as plain functions of a trace id,
+    and the overview page (rendered off the ingest path too: see :mod:`.overview`)."""
 
     def __init__(self, config: Config, store: SpanStore) -> None:
         self.store = store
+        self.bindings = [binding.name for binding in config.scorers]
+        self.rules = list(config.alerts.rules)
+        self.aggregates = ExpiringCache()
         self.conventions = claim_order(config.conventions)
         self.conversation_attributes = config.conversations.id_attributes
         self._kept: tuple[tuple[str, int, float], list[AgentRun]] | None = None
@@ -110,6 +117,15 @@ class TraceReads:
         )
         self._kept = (key, runs) if key is not None else None
         return runs
+
+    def overview(self, params: dict[str, str], context: dict[str, Any]) -> tuple[int, str]:
+        """The overview's status and HTML, or 422 and why for a view it cannot show (as
+        values: an HTTPException does not cross back from a process)."""
+        try:
+            return 200, overview_html(self.store.engine, self.bindings, self.rules,
+                                      self.aggregates, context, params)  # fmt: skip
+        except HTTPException as exc:
+            return exc.status_code, str(exc.detail)
 
     def trace_page(self, trace_id: str, context: dict[str, Any]) -> str | None:
         """The trace page's HTML, or None if neither spans nor scores are stored for it."""
@@ -174,6 +190,7 @@ class ReadProcesses:
         in_memory = store.dialect == "sqlite" and store.engine.url.database in (None, "", ":memory:")
         self._count = 0 if in_memory else config.server.read_processes
         self._pool: ProcessPoolExecutor | None = None
+        self._pages: ProcessPoolExecutor | None = None
 
     def _processes(self) -> ProcessPoolExecutor:
         """Started on first use: a service that reads no big trace spawns none."""
@@ -183,6 +200,25 @@ class ReadProcesses:
                 initializer=_start, initargs=(self._config, self._url), max_tasks_per_child=TASKS_PER_PROCESS,
             )  # fmt: skip
         return self._pool
+
+    def _page_process(self) -> ProcessPoolExecutor:
+        """One process for the overview, started on first use and kept (not replaced after
+        :data:`TASKS_PER_PROCESS`: it renders about once a second while tabs are open, and
+        holds no more than the page)."""
+        if self._pages is None:
+            self._pages = ProcessPoolExecutor(
+                1, mp_context=multiprocessing.get_context("spawn"),
+                initializer=_start, initargs=(self._config, self._url),
+            )  # fmt: skip
+        return self._pages
+
+    async def overview(self, params: dict[str, str], context: dict[str, Any]) -> tuple[int, str]:
+        """:meth:`TraceReads.overview`, in the page process (a thread with no processes)."""
+        if self._count == 0:
+            return await run_in_threadpool(self._local.overview, params, context)
+        return await asyncio.get_running_loop().run_in_executor(
+            self._page_process(), _call, "overview", params, context
+        )
 
     async def trace_json(self, trace_id: str) -> bytes | None:
         return await self._run("trace_json", trace_id)
@@ -210,10 +246,11 @@ class ReadProcesses:
         """Ends the reader processes at once: a read still running (a huge trace can take a
         minute) would otherwise hold the service's exit, which waits for its pool's processes.
         Its requester has gone with the server anyway."""
-        if self._pool is None:
-            return
-        processes = list((self._pool._processes or {}).values())  # no public way before 3.14
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        for process in processes:
-            process.terminate()
-        self._pool = None
+        for pool in (self._pool, self._pages):
+            if pool is None:
+                continue
+            processes = list((pool._processes or {}).values())  # no public way before 3.14
+            pool.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                process.terminate()
+        self._pool = self._pages = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, quote
@@ -23,19 +23,18 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from tracescore.auth import client_address
 from tracescore.config import Config
 from tracescore.monitor.queries import ScoreFilter
-from tracescore.settings import parse_duration
 from tracescore.store import SpanStore
 from tracescore.web import alerting, pages, queries
 from tracescore.web.auth import COOKIE_NAME, DashboardKeys
-from tracescore.web.cache import ExpiringCache
 from tracescore.web.conversations import conversation_pages
+from tracescore.web.overview import VIEW_PARAMETERS
+from tracescore.web.overview import moment_param as _moment
 from tracescore.web.readers import ReadProcesses
 from tracescore.web.rendering import render
 from tracescore.web.review import review_router
 from tracescore.web.shared import SharedValues
 from tracescore.web.silencing import DURATIONS, silence_forms
 from tracescore.web.sources import source_rows
-from tracescore.web.timerange import PRESETS, SPLITS, ViewState, Window, parse_moment
 
 _TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
 STATIC_FILES = {"style.css": "text/css", "live.js": "text/javascript"}
@@ -63,24 +62,6 @@ def _local_path(target: str | None) -> str:
     return target
 
 
-def _moment(value: str, name: str) -> datetime:
-    try:
-        return parse_moment(value)
-    except ValueError:
-        raise HTTPException(
-            422, f"{name}: an ISO date and time such as 2026-05-04T12:00Z"
-        ) from None
-
-
-def _duration(value: str, name: str) -> timedelta:
-    try:
-        return timedelta(seconds=parse_duration(value))
-    except ValueError as exc:
-        raise HTTPException(422, f"{name}: {exc}") from None
-
-
-VIEW_PARAMETERS = ("window", "since", "until", "bucket", "split", "binding", "scorer", "agent",
-                   "model")
 OVERVIEW_TTL = 2.0
 """Seconds a rendered overview is shared by the viewers asking for it at the same live version."""
 VERSION_TTL = LIVE_POLL_MS / 1000
@@ -91,11 +72,10 @@ however many tabs are open (a change shows at most one interval later)."""
 def web_router(
     config: Config, store: SpanStore, keys: DashboardKeys, reads: ReadProcesses
 ) -> APIRouter:
-    """The pages; ``reads`` builds trace pages in reader processes, off the ingest path."""
+    """The pages; ``reads`` builds the overview and trace pages in reader processes, off the
+    ingest path."""
     router = APIRouter(include_in_schema=False)
-    bindings = [binding.name for binding in config.scorers]
     rules = list(config.alerts.rules)
-    aggregates = ExpiringCache()
     overviews = SharedValues(OVERVIEW_TTL)
     versions = SharedValues(VERSION_TTL, size=256)
 
@@ -129,49 +109,15 @@ def web_router(
         """Open tabs re-fetch the overview whenever the live version moves: each version of
         each view (the shared one of :data:`VERSION_TTL`) is rendered once and shared, for at
         most :data:`OVERVIEW_TTL` seconds (the alerts on it are read per render)."""
-        version = await versions.get(None, lambda: live_version(None))
+        version = await versions.get(None, lambda: run_in_threadpool(live_version, None))
         view = {name: request.query_params[name] for name in VIEW_PARAMETERS
                 if name in request.query_params}  # fmt: skip
-        shown = await overviews.get(
-            (tuple(sorted(view.items())), version), lambda: render_overview(**view)
+        status, shown = await overviews.get(
+            (tuple(sorted(view.items())), version), lambda: reads.overview(view, common)
         )
-        return HTMLResponse(shown.body, shown.status_code, headers=SECURITY_HEADERS)
-
-    def render_overview(
-        window: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
-        bucket: str | None = None,
-        split: str | None = None,
-        binding: str | None = None,
-        scorer: str | None = None,
-        agent: str | None = None,
-        model: str | None = None,
-    ) -> HTMLResponse:
-        if split and split not in SPLITS:
-            raise HTTPException(422, f"split: one of {', '.join(SPLITS)}")
-        view = ViewState(
-            window=window or None, since=since or None, until=until or None,
-            bucket=bucket or None, split=split or None, binding=binding or None,
-            scorer=scorer or None, agent=agent or None, model=model or None,
-        )
-        now = datetime.now(UTC)
-        size = _duration(view.bucket, "bucket") if view.bucket else None
-        active = None
-        try:
-            if view.since:
-                end = _moment(view.until, "until") if view.until else now
-                span = Window.between(_moment(view.since, "since"), end, size)
-            else:
-                active = view.window or pages.default_window(store.engine, aggregates, now)
-                span = Window.ending_now(_duration(active, "window"), size, now)
-        except ValueError as exc:
-            raise HTTPException(422, str(exc)) from None
-        data = pages.overview(store.engine, bindings, span, view, aggregates, rules)
-        return _page(
-            "overview.html", **common, **data, view=view, presets=PRESETS, active=active,
-            chosen=view.window is None and not view.since, splits=SPLITS,
-        )
+        if status != 200:
+            raise HTTPException(status, shown)
+        return HTMLResponse(shown, headers=SECURITY_HEADERS)
 
     def alerts_page(rule: str | None, status: int = 200, error: str | None = None) -> HTMLResponse:
         with store.engine.connect() as connection:
@@ -246,7 +192,7 @@ def web_router(
         if trace is not None and not _TRACE_ID.match(trace):
             raise HTTPException(400, "trace id must be 32 hex characters")
         key = trace.lower() if trace else None
-        version = await versions.get(key, lambda: live_version(key))
+        version = await versions.get(key, lambda: run_in_threadpool(live_version, key))
         return JSONResponse({"version": version}, headers={"Cache-Control": "no-store"})
 
     @router.get("/ui/login")

@@ -4,8 +4,8 @@ Each open page polls ``/ui/live`` every second and re-fetches itself whenever th
 reads moves; under steady ingest that is every poll. Computed per request, 200 tabs meant 200
 version queries a second and a fresh overview render per re-fetch, all in the process that
 acknowledges ingest (acks p99 ×10 measured). Here a value is computed at most once per ``ttl``
-by one request, in a thread, while the others asking meanwhile await that same computation on
-the event loop: no thread, query or render of their own.
+by one request (in a thread or a reader process), while the others asking meanwhile await that
+same computation on the event loop: no thread, query or render of their own.
 """
 
 from __future__ import annotations
@@ -13,10 +13,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, TypeVar
-
-from fastapi.concurrency import run_in_threadpool
 
 T = TypeVar("T")
 
@@ -33,10 +31,10 @@ class SharedValues:
         self._entries: OrderedDict[Hashable, tuple[float, Any]] = OrderedDict()
         self._running: dict[Hashable, asyncio.Future[Any]] = {}
 
-    async def get(self, key: Hashable, compute: Callable[[], T]) -> T:
-        """``key``'s value if younger than ``ttl``, else the one ``compute()`` returns (run in
-        a thread, once for every caller waiting). An exception reaches every caller and is
-        not kept."""
+    async def get(self, key: Hashable, compute: Callable[[], Awaitable[T]]) -> T:
+        """``key``'s value if younger than ``ttl``, else the one ``compute()`` gives (awaited
+        once for every caller waiting: a thread's or a process's work). An exception reaches
+        every caller and is not kept."""
         entry = self._entries.get(key)
         if entry is not None and self._clock() - entry[0] < self._ttl:
             return entry[1]
@@ -46,9 +44,9 @@ class SharedValues:
         # shielded: a caller that goes away (a closed tab) must not cancel the others' answer
         return await asyncio.shield(running)
 
-    async def _compute(self, key: Hashable, compute: Callable[[], T]) -> T:
+    async def _compute(self, key: Hashable, compute: Callable[[], Awaitable[T]]) -> T:
         try:
-            value = await run_in_threadpool(compute)
+            value = await compute()
         finally:
             del self._running[key]
         self._entries[key] = (self._clock(), value)
