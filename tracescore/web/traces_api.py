@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, Depends, HTTPException, Query
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
@@ -98,6 +98,17 @@ def _position(cursor: str) -> tuple[float, str]:
         raise ValueError("cursor: not a next_cursor this route gave") from None
 
 
+def runs_page(
+    limit: int = Query(RUNS_PAGE, ge=1, le=1000, description="runs in the page"),
+    cursor: Annotated[str | None, Query(description="the previous page's next_cursor")] = None,
+) -> RunsPage:
+    return RunsPage(limit, cursor)
+
+
+def every_run() -> None:
+    """The deprecated path's runs: one array, no pages."""
+
+
 def _json(document: Any) -> Response:
     return Response(orjson.dumps(document), media_type="application/json")
 
@@ -160,8 +171,7 @@ def traces_router(store: SpanStore, reads: ReadProcesses, version: ApiVersion = 
         trace_id: str,
         primary: bool = Query(False, description="only the runs that stand for the agent"),
         kind: list[str] = Query([], description="agent, llm or tool; repeatable"),
-        limit: int = Query(RUNS_PAGE, ge=1, le=1000),
-        cursor: Annotated[str | None, Query(description="the previous page's next_cursor")] = None,
+        page: RunsPage | None = Depends(every_run if version.legacy else runs_page),
     ) -> Response:
         """The runs rebuilt from the trace, as ``tracescore extract --config`` prints them with
         the same configuration: what the scorers judged, for a script or another tool (the
@@ -171,7 +181,6 @@ def traces_router(store: SpanStore, reads: ReadProcesses, version: ApiVersion = 
         unknown = sorted(set(kind) - set(RUN_KINDS))
         if unknown:
             raise HTTPException(400, f"kind must be agent, llm or tool, not {', '.join(unknown)}")
-        page = None if version.legacy else RunsPage(limit, cursor)
         try:
             document = await reads.runs_json(valid(trace_id), primary, kind, page)
         except ValueError as exc:
