@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy import event
 
 from tests.test_web_pages import agent_trace_json
@@ -18,6 +20,7 @@ from tracescore.config import parse_config
 from tracescore.ingest.unpack import drain
 from tracescore.service import create_app
 from tracescore.store import open_store
+from tracescore.web.readers import PAGE_PROCESS_AFTER
 from tracescore.web.shared import SharedValues
 
 
@@ -77,3 +80,33 @@ def test_polls_and_reloads_of_many_tabs_cost_one_query_and_one_render(tmp_path: 
 
     asyncio.run(main())
     store.close()
+
+
+def test_the_overview_moves_to_a_process_of_its_own_once_it_is_asked_for_again_and_again(
+    tmp_path: Path,
+) -> None:
+    """The first renders are done here, in a thread; then the overview's process starts and
+    renders the overview there: its queries are no longer this process's."""
+    store = open_store(f"sqlite:///{tmp_path / 'pages.db'}")
+    app = create_app(parse_config("{}"), store)
+    statements: list[str] = []
+    event.listen(store.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+    client = TestClient(app)
+    views = (f"/?agent=a{n}" for n in itertools.count())  # a new view: rendered, not shared
+    try:
+        for _ in range(PAGE_PROCESS_AFTER):
+            assert client.get(next(views)).status_code == 200
+        assert sum("FROM alert_states" in sql for sql in statements) == PAGE_PROCESS_AFTER
+        deadline = time.monotonic() + 180  # a loaded machine starts a process slowly
+        while True:
+            del statements[:]
+            page = client.get(next(views))
+            assert page.status_code == 200 and "Overview" in page.text
+            if not any("FROM alert_states" in sql for sql in statements):
+                break  # rendered in the overview's process
+            assert time.monotonic() < deadline, "the overview's process never took over"
+            time.sleep(0.5)
+        assert client.get("/?split=nonsense").status_code == 422  # errors come back too
+    finally:
+        app.state.reads.close()
+        store.close()

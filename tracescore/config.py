@@ -67,7 +67,7 @@ class ServerConfig(Section):
     documents of traces of 1,000 spans or more (smaller ones are read in a thread), spawned at
     the first such read: a huge trace is read, rebuilt and rendered there, never in the process
     that acknowledges ingest (whose event loop it would stall). With 1 or more, one more
-    process renders the overview (started at the first). 0: in a thread of the service
+    process renders the overview (started after its 20th render). 0: in a thread of the service
     (acknowledgements then wait while a huge trace or the overview is rendered)."""
     unpackers: int = Field(1, ge=1, le=16)
     """Unpacker processes per service process: they decode its acknowledged requests into

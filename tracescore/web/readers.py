@@ -29,7 +29,7 @@ import multiprocessing.connection
 import os
 import signal
 import threading
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
 import orjson
@@ -51,6 +51,10 @@ from tracescore.web.traces_api import RunsPage, log_json, span_json
 
 TASKS_PER_PROCESS = 50
 """Reads a reader process serves before it is replaced by a fresh one."""
+PAGE_PROCESS_AFTER = 20
+"""Overview renders done in a thread before the overview's own process is started: one viewer
+now and then costs less than a process (~70 MB and a second of start-up); tabs left open
+re-fetch it every few seconds and reach this within a minute."""
 PROCESS_SPANS = 1_000
 """Traces with this many spans or more are read in a reader process (a 1,000-span trace's runs
 take about a second to rebuild on a busy 2-core machine); smaller ones in a thread."""
@@ -175,6 +179,10 @@ def _exit_with(sentinel: int) -> None:
     os._exit(0)
 
 
+def _started() -> None:
+    """A first task: done once the process has started (its initializer has run)."""
+
+
 def _call(method: str, *args: Any) -> Any:
     assert _reads is not None, "a reader process starts with _start"
     return getattr(_reads, method)(*args)
@@ -191,6 +199,8 @@ class ReadProcesses:
         self._count = 0 if in_memory else config.server.read_processes
         self._pool: ProcessPoolExecutor | None = None
         self._pages: ProcessPoolExecutor | None = None
+        self._pages_started: Future[None] | None = None
+        self._overviews = 0
 
     def _processes(self) -> ProcessPoolExecutor:
         """Started on first use: a service that reads no big trace spawns none."""
@@ -201,23 +211,28 @@ class ReadProcesses:
             )  # fmt: skip
         return self._pool
 
-    def _page_process(self) -> ProcessPoolExecutor:
-        """One process for the overview, started on first use and kept (not replaced after
-        :data:`TASKS_PER_PROCESS`: it renders about once a second while tabs are open, and
-        holds no more than the page)."""
-        if self._pages is None:
+    def _page_process(self) -> ProcessPoolExecutor | None:
+        """The overview's process once it has started, else None (the overview is rendered in
+        a thread meanwhile). Started after :data:`PAGE_PROCESS_AFTER` renders and kept (not
+        replaced after :data:`TASKS_PER_PROCESS`: it renders about once a second while tabs are
+        open, and holds no more than the page)."""
+        self._overviews += 1
+        if self._pages is None and self._overviews > PAGE_PROCESS_AFTER:
             self._pages = ProcessPoolExecutor(
                 1, mp_context=multiprocessing.get_context("spawn"),
                 initializer=_start, initargs=(self._config, self._url),
             )  # fmt: skip
-        return self._pages
+            self._pages_started = self._pages.submit(_started)
+        started = self._pages_started is not None and self._pages_started.done()
+        return self._pages if started else None
 
     async def overview(self, params: dict[str, str], context: dict[str, Any]) -> tuple[int, str]:
-        """:meth:`TraceReads.overview`, in the page process (a thread with no processes)."""
-        if self._count == 0:
+        """:meth:`TraceReads.overview`, in the overview's process (a thread without one)."""
+        process = self._page_process() if self._count else None
+        if process is None:
             return await run_in_threadpool(self._local.overview, params, context)
         return await asyncio.get_running_loop().run_in_executor(
-            self._page_process(), _call, "overview", params, context
+            process, _call, "overview", params, context
         )
 
     async def trace_json(self, trace_id: str) -> bytes | None:
