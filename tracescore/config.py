@@ -66,8 +66,9 @@ class ServerConfig(Section):
     """Processes that build the trace pages and ``/api/v1/traces/{id}`` (and ``…/runs``)
     documents of traces of 1,000 spans or more (smaller ones are read in a thread), spawned at
     the first such read: a huge trace is read, rebuilt and rendered there, never in the process
-    that acknowledges ingest (whose event loop it would stall). 0: in a thread of the service
-    (acknowledgements then wait while a huge trace is shown)."""
+    that acknowledges ingest (whose event loop it would stall). With 1 or more, one more
+    process renders the overview (started after its 20th render). 0: in a thread of the service
+    (acknowledgements then wait while a huge trace or the overview is rendered)."""
     unpackers: int = Field(1, ge=1, le=16)
     """Unpacker processes per service process: they decode its acknowledged requests into
     rows, each taking every n-th request. One stores ~20,000 spans/s on one core of the

@@ -9,6 +9,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 from fastapi.testclient import TestClient
@@ -42,12 +43,50 @@ def test_a_huge_traces_page_shows_a_bounded_part_and_links_to_the_rest(tmp_path:
     inner = page.text.split('id="other-runs"', 1)[1].split("</details>", 1)[0]
     assert "Inner runs (2000)" in inner  # the count says how many there are
     assert inner.count("<li>") == MAX_RUNS  # 2,000 listed before
-    assert f'href="/api/v1/traces/{trace_id}/runs"' in inner
+    rest = re.search(rf'href="(/api/v1/traces/{trace_id}/runs\?limit=(\d+))"', inner)
+    assert rest is not None and int(rest[2]) == MAX_RUNS
     assert len(re.findall(r'<details class="span depth', page.text)) == MAX_RAW_SPANS
     assert len(page.content) < 1_500_000
-    runs = client.get(f"/api/v1/traces/{trace_id}/runs")
-    assert len(runs.json()) == 2_001  # the rest, where the page says
-    assert client.get(f"/api/traces/{trace_id}/runs").content == runs.content  # the old alias
+    pages = _all_pages(client, rest[1])
+    assert [len(items) for items in pages] == [200] * 10 + [1]  # the rest, where the page says
+    every = client.get(f"/api/traces/{trace_id}/runs").json()  # the old alias: one array
+    assert [run for items in pages for run in items] == every  # none lost or repeated
+    store.close()
+
+
+def _all_pages(client: httpx.Client | TestClient, url: str) -> list[list[dict]]:
+    """Every page's items, following ``next_cursor`` from ``url``."""
+    pages, cursor = [], None
+    while True:
+        answer = client.get(url + (f"&cursor={quote(cursor)}" if cursor else ""))
+        assert answer.status_code == 200, answer.text
+        pages.append(answer.json()["items"])
+        cursor = answer.json()["next_cursor"]
+        if cursor is None:
+            return pages
+
+
+def test_a_huge_traces_runs_come_in_pages_that_survive_the_trace_growing(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    client = TestClient(create_app(parse_config("{}"), store))
+    trace_id = uuid.uuid4().hex
+    _send_wide_trace(client, trace_id, 1_000)
+    drain(store)
+    url = f"/api/v1/traces/{trace_id}/runs"
+    first = client.get(url, params={"kind": "tool", "limit": 300}).json()
+    assert len(first["items"]) == 300 and {run["kind"] for run in first["items"]} == {"tool"}
+    # more spans arrive: the next page starts after the last run shown, wherever it is now
+    client.post("/v1/traces", content=wide_trace_json(trace_id, 10, 1_000), headers=JSON)
+    drain(store)
+    second = client.get(url, params={"kind": "tool", "limit": 300, "cursor": first["next_cursor"]})
+    assert second.status_code == 200
+    every = client.get(f"/api/traces/{trace_id}/runs", params={"kind": "tool"}).json()
+    assert len(every) == 505
+    assert second.json()["items"] == every[300:505] and second.json()["next_cursor"] is None
+    default = client.get(url).json()
+    assert len(default["items"]) == 100 and default["next_cursor"] is not None
+    refused = client.get(url, params={"cursor": "bm90IGEgY3Vyc29y"})  # base64 'not a cursor'
+    assert refused.status_code == 422 and "cursor" in refused.text
     store.close()
 
 

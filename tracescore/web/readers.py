@@ -7,7 +7,13 @@ answer ``/v1/traces``, so every acknowledgement waited on it (up to 8 s measured
 in ``server.read_processes`` processes (spawned at the first read of a big trace), each with its own
 connection to the store; the service's process only awaits the finished bytes (cheap to pass
 back, whatever the trace holds). A process is replaced after :data:`TASKS_PER_PROCESS` reads,
-so the memory one huge trace took is returned to the system.
+so the memory one huge trace took is returned to the system. A reader process runs without the
+cyclic garbage collector: a rebuild makes millions of objects that reference counting frees,
+and the collector's passes over them were most of a 20,000-span trace's time (11 s of 15);
+what cycles a read leaves go with the process.
+
+``…/runs`` comes in pages: the runs of the last trace read are kept (one trace) while a client
+follows ``next_cursor``, so a page costs its JSON, not another rebuild.
 
 With ``read_processes: 0``, or a store only this process can open (an in-memory SQLite), the
 same functions run in a thread instead, as they do for traces of fewer than
@@ -17,40 +23,55 @@ same functions run in a thread instead, as they do for traces of fewer than
 from __future__ import annotations
 
 import asyncio
+import gc
 import multiprocessing
 import multiprocessing.connection
 import os
 import signal
 import threading
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
 import orjson
+from fastapi import HTTPException
 from fastapi.concurrency import run_in_threadpool
 
 from tracescore.config import Config
 from tracescore.conversations.reads import conversations_of_trace
 from tracescore.extract import extract_runs, select_runs
 from tracescore.extract.declared import claim_order
+from tracescore.extract.model import AgentRun
+from tracescore.restapi import decode_cursor, encode_cursor
 from tracescore.store import SpanStore, open_store
 from tracescore.web import pages
+from tracescore.web.cache import ExpiringCache
+from tracescore.web.overview import overview_html
 from tracescore.web.rendering import render
-from tracescore.web.traces_api import log_json, span_json
+from tracescore.web.traces_api import RunsPage, log_json, span_json
 
 TASKS_PER_PROCESS = 50
 """Reads a reader process serves before it is replaced by a fresh one."""
+PAGE_PROCESS_AFTER = 20
+"""Overview renders done in a thread before the overview's own process is started: one viewer
+now and then costs less than a process (~70 MB and a second of start-up); tabs left open
+re-fetch it every few seconds and reach this within a minute."""
 PROCESS_SPANS = 1_000
 """Traces with this many spans or more are read in a reader process (a 1,000-span trace's runs
 take about a second to rebuild on a busy 2-core machine); smaller ones in a thread."""
 
 
 class TraceReads:
-    """The trace-wide reads of one store and configuration, as plain functions of a trace id."""
+    """The trace-wide reads of one store and configuration, as plain functions of a trace id,
+    and the overview page (rendered off the ingest path too: see :mod:`.overview`)."""
 
     def __init__(self, config: Config, store: SpanStore) -> None:
         self.store = store
+        self.bindings = [binding.name for binding in config.scorers]
+        self.rules = list(config.alerts.rules)
+        self.aggregates = ExpiringCache()
         self.conventions = claim_order(config.conventions)
         self.conversation_attributes = config.conversations.id_attributes
+        self._kept: tuple[tuple[str, int, float], list[AgentRun]] | None = None
 
     def trace_json(self, trace_id: str) -> bytes | None:
         """``/api/v1/traces/{id}``'s document, or None if the trace has no spans stored."""
@@ -65,15 +86,50 @@ class TraceReads:
             "logs": [log_json(r) for r in trace.logs],
         })  # fmt: skip
 
-    def runs_json(self, trace_id: str, primary: bool, kinds: list[str]) -> bytes | None:
-        """``/api/v1/traces/{id}/runs``'s document, or None if the trace has no spans stored."""
+    def runs_json(
+        self, trace_id: str, primary: bool, kinds: list[str], page: RunsPage | None = None
+    ) -> bytes | None:
+        """``…/runs``'s document, or None if the trace has no spans stored: all the runs kept
+        by the filter as an array, or with ``page`` one page of them as ``{items,
+        next_cursor}``. ValueError for a cursor that is not one of this trace's."""
+        runs = self._runs(trace_id)
+        if runs is None:
+            return None
+        kept = [run for run in runs
+                if (run.primary or not primary) and (not kinds or run.kind in kinds)]  # fmt: skip
+        if page is None:
+            return orjson.dumps(select_runs(kept))
+        start = _resume(kept, page.cursor) if page.cursor else 0
+        items = kept[start : start + page.limit]
+        end = start + len(items)
+        next_cursor = (encode_cursor(str(end), items[-1].kind, items[-1].span_id)
+                       if items and end < len(kept) else None)  # fmt: skip
+        return orjson.dumps({"items": select_runs(items), "next_cursor": next_cursor})
+
+    def _runs(self, trace_id: str) -> list[AgentRun] | None:
+        """The trace's runs, rebuilt unless they are the ones kept from the last read and the
+        trace has not changed since (same span count and last write)."""
+        summary = self.store.trace_summary(trace_id)
+        key = (trace_id, summary.span_count, summary.last_seen) if summary else None
+        if key is not None and self._kept is not None and self._kept[0] == key:
+            return self._kept[1]
         trace = self.store.load_trace(trace_id)
         if trace is None:
             return None
         runs = extract_runs(
             trace, self.conventions, conversation_attributes=self.conversation_attributes
         )
-        return orjson.dumps(select_runs(runs, primary=primary, kinds=kinds))
+        self._kept = (key, runs) if key is not None else None
+        return runs
+
+    def overview(self, params: dict[str, str], context: dict[str, Any]) -> tuple[int, str]:
+        """The overview's status and HTML, or 422 and why for a view it cannot show (as
+        values: an HTTPException does not cross back from a process)."""
+        try:
+            return 200, overview_html(self.store.engine, self.bindings, self.rules,
+                                      self.aggregates, context, params)  # fmt: skip
+        except HTTPException as exc:
+            return exc.status_code, str(exc.detail)
 
     def trace_page(self, trace_id: str, context: dict[str, Any]) -> str | None:
         """The trace page's HTML, or None if neither spans nor scores are stored for it."""
@@ -86,6 +142,20 @@ class TraceReads:
                       conversations=conversations)  # fmt: skip
 
 
+def _resume(runs: list[AgentRun], cursor: str) -> int:
+    """Where the page after ``cursor`` starts in ``runs``: after the run it names, looked up
+    by kind and span id if the trace has grown since (runs may have moved)."""
+    offset, kind, span_id = decode_cursor(cursor, 3)
+    if offset.isdigit() and 0 < int(offset) <= len(runs):
+        last = runs[int(offset) - 1]
+        if (last.kind, last.span_id) == (kind, span_id):
+            return int(offset)
+    for index, run in enumerate(runs):
+        if (run.kind, run.span_id) == (kind, span_id):
+            return index + 1
+    raise ValueError("cursor: not a next_cursor of this trace's runs (start again without one)")
+
+
 _reads: TraceReads | None = None
 """A reader process's own :class:`TraceReads` (set by :func:`_start`)."""
 
@@ -96,6 +166,7 @@ def _start(config: Config, url: str) -> None:
     service): it holds nothing to save."""
     global _reads
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    gc.disable()  # see the module's docstring
     parent = multiprocessing.parent_process()
     if parent is not None and parent.sentinel is not None:
         threading.Thread(target=_exit_with, args=(parent.sentinel,), name="parent watch",
@@ -106,6 +177,10 @@ def _start(config: Config, url: str) -> None:
 def _exit_with(sentinel: int) -> None:
     multiprocessing.connection.wait([sentinel])
     os._exit(0)
+
+
+def _started() -> None:
+    """A first task: done once the process has started (its initializer has run)."""
 
 
 def _call(method: str, *args: Any) -> Any:
@@ -123,6 +198,9 @@ class ReadProcesses:
         in_memory = store.dialect == "sqlite" and store.engine.url.database in (None, "", ":memory:")
         self._count = 0 if in_memory else config.server.read_processes
         self._pool: ProcessPoolExecutor | None = None
+        self._pages: ProcessPoolExecutor | None = None
+        self._pages_started: Future[None] | None = None
+        self._overviews = 0
 
     def _processes(self) -> ProcessPoolExecutor:
         """Started on first use: a service that reads no big trace spawns none."""
@@ -133,11 +211,37 @@ class ReadProcesses:
             )  # fmt: skip
         return self._pool
 
+    def _page_process(self) -> ProcessPoolExecutor | None:
+        """The overview's process once it has started, else None (the overview is rendered in
+        a thread meanwhile). Started after :data:`PAGE_PROCESS_AFTER` renders and kept (not
+        replaced after :data:`TASKS_PER_PROCESS`: it renders about once a second while tabs are
+        open, and holds no more than the page)."""
+        self._overviews += 1
+        if self._pages is None and self._overviews > PAGE_PROCESS_AFTER:
+            self._pages = ProcessPoolExecutor(
+                1, mp_context=multiprocessing.get_context("spawn"),
+                initializer=_start, initargs=(self._config, self._url),
+            )  # fmt: skip
+            self._pages_started = self._pages.submit(_started)
+        started = self._pages_started is not None and self._pages_started.done()
+        return self._pages if started else None
+
+    async def overview(self, params: dict[str, str], context: dict[str, Any]) -> tuple[int, str]:
+        """:meth:`TraceReads.overview`, in the overview's process (a thread without one)."""
+        process = self._page_process() if self._count else None
+        if process is None:
+            return await run_in_threadpool(self._local.overview, params, context)
+        return await asyncio.get_running_loop().run_in_executor(
+            process, _call, "overview", params, context
+        )
+
     async def trace_json(self, trace_id: str) -> bytes | None:
         return await self._run("trace_json", trace_id)
 
-    async def runs_json(self, trace_id: str, primary: bool, kinds: list[str]) -> bytes | None:
-        return await self._run("runs_json", trace_id, primary, kinds)
+    async def runs_json(
+        self, trace_id: str, primary: bool, kinds: list[str], page: RunsPage | None = None
+    ) -> bytes | None:
+        return await self._run("runs_json", trace_id, primary, kinds, page)
 
     async def trace_page(self, trace_id: str, context: dict[str, Any]) -> str | None:
         return await self._run("trace_page", trace_id, context)
@@ -157,10 +261,11 @@ class ReadProcesses:
         """Ends the reader processes at once: a read still running (a huge trace can take a
         minute) would otherwise hold the service's exit, which waits for its pool's processes.
         Its requester has gone with the server anyway."""
-        if self._pool is None:
-            return
-        processes = list((self._pool._processes or {}).values())  # no public way before 3.14
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        for process in processes:
-            process.terminate()
-        self._pool = None
+        for pool in (self._pool, self._pages):
+            if pool is None:
+                continue
+            processes = list((pool._processes or {}).values())  # no public way before 3.14
+            pool.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                process.terminate()
+        self._pool = self._pages = None

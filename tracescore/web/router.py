@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, quote
@@ -23,18 +23,18 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from tracescore.auth import client_address
 from tracescore.config import Config
 from tracescore.monitor.queries import ScoreFilter
-from tracescore.settings import parse_duration
 from tracescore.store import SpanStore
 from tracescore.web import alerting, pages, queries
 from tracescore.web.auth import COOKIE_NAME, DashboardKeys
-from tracescore.web.cache import ExpiringCache
 from tracescore.web.conversations import conversation_pages
+from tracescore.web.overview import VIEW_PARAMETERS
+from tracescore.web.overview import moment_param as _moment
 from tracescore.web.readers import ReadProcesses
 from tracescore.web.rendering import render
 from tracescore.web.review import review_router
+from tracescore.web.shared import SharedValues
 from tracescore.web.silencing import DURATIONS, silence_forms
 from tracescore.web.sources import source_rows
-from tracescore.web.timerange import PRESETS, SPLITS, ViewState, Window, parse_moment
 
 _TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
 STATIC_FILES = {"style.css": "text/css", "live.js": "text/javascript"}
@@ -62,41 +62,27 @@ def _local_path(target: str | None) -> str:
     return target
 
 
-def _moment(value: str, name: str) -> datetime:
-    try:
-        return parse_moment(value)
-    except ValueError:
-        raise HTTPException(
-            422, f"{name}: an ISO date and time such as 2026-05-04T12:00Z"
-        ) from None
-
-
-def _duration(value: str, name: str) -> timedelta:
-    try:
-        return timedelta(seconds=parse_duration(value))
-    except ValueError as exc:
-        raise HTTPException(422, f"{name}: {exc}") from None
-
-
-VIEW_PARAMETERS = ("window", "since", "until", "bucket", "split", "binding", "scorer", "agent",
-                   "model")
 OVERVIEW_TTL = 2.0
 """Seconds a rendered overview is shared by the viewers asking for it at the same live version."""
+VERSION_TTL = LIVE_POLL_MS / 1000
+"""Seconds a live version is shared by every page polling it: one query per interval,
+however many tabs are open (a change shows at most one interval later)."""
 
 
 def web_router(
     config: Config, store: SpanStore, keys: DashboardKeys, reads: ReadProcesses
 ) -> APIRouter:
-    """The pages; ``reads`` builds trace pages in reader processes, off the ingest path."""
+    """The pages; ``reads`` builds the overview and trace pages in reader processes, off the
+    ingest path."""
     router = APIRouter(include_in_schema=False)
-    bindings = [binding.name for binding in config.scorers]
     rules = list(config.alerts.rules)
-    aggregates = ExpiringCache()
-    overviews = ExpiringCache(size=64)
+    overviews = SharedValues(OVERVIEW_TTL)
+    versions = SharedValues(VERSION_TTL, size=256)
 
-    def signed_in_page(request: Request) -> None:
-        """Pages send a browser without a session to the login form, and back afterwards."""
-        refusal = keys.refusal(request)
+    async def signed_in_page(request: Request) -> None:
+        """Pages send a browser without a session to the login form, and back afterwards.
+        Checked in a thread only when there is something to check (a session is a query)."""
+        refusal = await run_in_threadpool(keys.refusal, request) if keys.enabled else None
         if refusal is not None and refusal.status_code == 429:
             raise refusal
         if refusal is not None:
@@ -105,57 +91,33 @@ def web_router(
                 303, headers={"Location": f"/ui/login?next={quote(target, safe='')}"}
             )
 
+    async def signed_in(request: Request) -> None:
+        """The key check of what pages fetch (``/ui/live``), in a thread only with keys."""
+        if keys.enabled:
+            await run_in_threadpool(keys.require, request)
+
+    def live_version(trace_id: str | None) -> str:
+        with store.engine.connect() as connection:
+            if trace_id is None:
+                return queries.live_version(connection)
+            return queries.trace_version(connection, trace_id)
+
     common = {"auth": keys.enabled, "poll_ms": LIVE_POLL_MS}
 
     @router.get("/", dependencies=[Depends(signed_in_page)])
-    def overview(request: Request) -> HTMLResponse:
+    async def overview(request: Request) -> HTMLResponse:
         """Open tabs re-fetch the overview whenever the live version moves: each version of
-        each view is rendered once and shared, for at most :data:`OVERVIEW_TTL` seconds (the
-        alerts on it are read per render)."""
-        with store.engine.connect() as connection:
-            version = queries.live_version(connection)
+        each view (the shared one of :data:`VERSION_TTL`) is rendered once and shared, for at
+        most :data:`OVERVIEW_TTL` seconds (the alerts on it are read per render)."""
+        version = await versions.get(None, lambda: run_in_threadpool(live_version, None))
         view = {name: request.query_params[name] for name in VIEW_PARAMETERS
                 if name in request.query_params}  # fmt: skip
-        shown = overviews.get(
-            (tuple(sorted(view.items())), version), OVERVIEW_TTL, lambda: render_overview(**view)
+        status, shown = await overviews.get(
+            (tuple(sorted(view.items())), version), lambda: reads.overview(view, common)
         )
-        return HTMLResponse(shown.body, shown.status_code, headers=SECURITY_HEADERS)
-
-    def render_overview(
-        window: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
-        bucket: str | None = None,
-        split: str | None = None,
-        binding: str | None = None,
-        scorer: str | None = None,
-        agent: str | None = None,
-        model: str | None = None,
-    ) -> HTMLResponse:
-        if split and split not in SPLITS:
-            raise HTTPException(422, f"split: one of {', '.join(SPLITS)}")
-        view = ViewState(
-            window=window or None, since=since or None, until=until or None,
-            bucket=bucket or None, split=split or None, binding=binding or None,
-            scorer=scorer or None, agent=agent or None, model=model or None,
-        )
-        now = datetime.now(UTC)
-        size = _duration(view.bucket, "bucket") if view.bucket else None
-        active = None
-        try:
-            if view.since:
-                end = _moment(view.until, "until") if view.until else now
-                span = Window.between(_moment(view.since, "since"), end, size)
-            else:
-                active = view.window or pages.default_window(store.engine, aggregates, now)
-                span = Window.ending_now(_duration(active, "window"), size, now)
-        except ValueError as exc:
-            raise HTTPException(422, str(exc)) from None
-        data = pages.overview(store.engine, bindings, span, view, aggregates, rules)
-        return _page(
-            "overview.html", **common, **data, view=view, presets=PRESETS, active=active,
-            chosen=view.window is None and not view.since, splits=SPLITS,
-        )
+        if status != 200:
+            raise HTTPException(status, shown)
+        return HTMLResponse(shown, headers=SECURITY_HEADERS)
 
     def alerts_page(rule: str | None, status: int = 200, error: str | None = None) -> HTMLResponse:
         with store.engine.connect() as connection:
@@ -223,17 +185,14 @@ def web_router(
             return _page("missing.html", 404, **common, trace_id=trace_id.lower())
         return HTMLResponse(shown, headers=SECURITY_HEADERS)
 
-    @router.get("/ui/live", dependencies=[Depends(keys.require)])
-    def live(trace: str | None = None) -> JSONResponse:
+    @router.get("/ui/live", dependencies=[Depends(signed_in)])
+    async def live(trace: str | None = None) -> JSONResponse:
         """What pages poll: a value that changes when there is something new (for ``trace``:
-        a new or rescored score of that trace)."""
+        a new or rescored score of that trace), read once per :data:`VERSION_TTL` for all."""
         if trace is not None and not _TRACE_ID.match(trace):
             raise HTTPException(400, "trace id must be 32 hex characters")
-        with store.engine.connect() as connection:
-            if trace is None:
-                version = queries.live_version(connection)
-            else:
-                version = queries.trace_version(connection, trace.lower())
+        key = trace.lower() if trace else None
+        version = await versions.get(key, lambda: run_in_threadpool(live_version, key))
         return JSONResponse({"version": version}, headers={"Cache-Control": "no-store"})
 
     @router.get("/ui/login")

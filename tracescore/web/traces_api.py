@@ -8,10 +8,11 @@ as ``{"$f": "nan"}``, so nothing is lost or guessed on the way out.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, Depends, HTTPException, Query
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
@@ -31,6 +32,17 @@ from tracescore.store.codec import jsonable
 
 if TYPE_CHECKING:  # readers builds its documents with this module's functions
     from tracescore.web.readers import ReadProcesses
+
+RUNS_PAGE = 100
+"""Runs in a page of ``/api/v1/traces/{id}/runs`` unless ``limit`` says otherwise."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunsPage:
+    """Which page of a trace's runs: ``limit`` runs after the ``cursor`` a page gave."""
+
+    limit: int
+    cursor: str | None = None
 
 _TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
 
@@ -85,6 +97,17 @@ def _position(cursor: str) -> tuple[float, str]:
         return float(last_seen), trace_id
     except ValueError:
         raise ValueError(NOT_A_CURSOR) from None
+
+
+def runs_page(
+    limit: int = Query(RUNS_PAGE, ge=1, le=1000, description="runs in the page"),
+    cursor: Annotated[str | None, Query(description="the previous page's next_cursor")] = None,
+) -> RunsPage:
+    return RunsPage(limit, cursor)
+
+
+def every_run() -> None:
+    """The deprecated path's runs: one array, no pages."""
 
 
 def _json(document: Any) -> Response:
@@ -143,19 +166,26 @@ def traces_router(store: SpanStore, reads: ReadProcesses, version: ApiVersion = 
     async def get_trace(trace_id: str) -> Response:
         return await stored(trace_id, await reads.trace_json(valid(trace_id)))
 
-    @router.get("/{trace_id}/runs", summary="The runs rebuilt from a trace")
+    @router.get("/{trace_id}/runs", summary="The runs rebuilt from a trace",
+                responses=version.listing)
     async def get_trace_runs(
         trace_id: str,
         primary: bool = Query(False, description="only the runs that stand for the agent"),
         kind: list[str] = Query([], description="agent, llm or tool; repeatable"),
+        page: RunsPage | None = Depends(every_run if version.legacy else runs_page),
     ) -> Response:
         """The runs rebuilt from the trace, as ``tracescore extract --config`` prints them with
         the same configuration: what the scorers judged, for a script or another tool (the
-        HTML trace page shows the same)."""
+        HTML trace page shows the same). In pages (``limit``, ``cursor``: agents, then LLM
+        calls, then tools, each by start time); the deprecated ``/api`` path answers every
+        run in one array, as it always did."""
         unknown = sorted(set(kind) - set(RUN_KINDS))
         if unknown:
             raise HTTPException(400, f"kind must be agent, llm or tool, not {', '.join(unknown)}")
-        document = await reads.runs_json(valid(trace_id), primary, kind)
+        try:
+            document = await reads.runs_json(valid(trace_id), primary, kind, page)
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
         return await stored(trace_id, document)
 
     return router
