@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Column, Index, Integer, Text
+from sqlalchemy import JSON, BigInteger, Column, Index, Integer, Text, and_, false
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
+
+from tracescore.store.aging import AgedRows
+from tracescore.store.table_of import table_of
 
 
 class AlertStateRow(SQLModel, table=True):
@@ -122,3 +125,17 @@ class AlertLeaderRow(SQLModel, table=True):
 def dialect_insert(connection: Connection) -> Any:
     """The INSERT construct of the connection's dialect, which has ``on_conflict_*``."""
     return pg_insert if connection.dialect.name == "postgresql" else sqlite_insert
+
+
+# --- retention/prune ---------------------------------------------------------------------------
+
+EVENTS_BY_AGE = AgedRows(
+    table_of(AlertEventRow), ("id",), "at",
+    also=lambda table, _cut: table.c.pending == false(),  # undelivered: still to send
+)  # fmt: skip
+"""Delivered alert events, by when they happened (seconds since the epoch)."""
+STATES_BY_AGE = AgedRows(
+    table_of(AlertStateRow), ("key",), "since",
+    also=lambda table, cut: and_(table.c.state == "ok", table.c.evaluated_at < cut),
+)  # fmt: skip
+"""Segments back to ``ok`` (and not evaluated) since before the cut (seconds since the epoch)."""

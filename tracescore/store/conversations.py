@@ -24,10 +24,12 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, Connection, Index, bindparam, text
+from sqlalchemy import BigInteger, Column, Connection, Index, bindparam, delete, select, text
 from sqlmodel import Field, SQLModel
 
+from tracescore.store.aging import still_in
 from tracescore.store.bulk import BulkInsert, bulk_insert
+from tracescore.store.table_of import table_of
 from tracescore.store.text import TextGuard
 from tracescore.store.trace_queue import LeasedQueueSql, TraceState
 
@@ -85,6 +87,10 @@ class ConversationTurnRow(SQLModel, table=True):
     agent_name: str | None = Field(default=None, max_length=200)
     service_name: str | None = Field(default=None, max_length=200)
     recorded_at: float
+
+
+CONVERSATIONS = table_of(ConversationRow)
+TURNS = table_of(ConversationTurnRow)
 
 
 def storable_id(conversation_id: str) -> str:
@@ -294,3 +300,26 @@ def turns_of(conn: Connection, conversation_id: str) -> list[Any]:
             {"id": conversation_id},
         ).all()
     )
+
+
+# --- retention/prune ---------------------------------------------------------------------------
+
+
+def prune_conversations(conn: Connection, state: TraceState, seen_before: float, limit: int) -> tuple[int, bool]:
+    """Up to ``limit`` conversations in ``state`` whose last turn was recorded before
+    ``seen_before``, each with its turns, found in index order one state at a time; how many
+    went and whether more may remain. The time is the collector's, not the exporter's: a turn
+    dated in the future cannot keep them. A turn arriving later starts the conversation
+    afresh."""
+    found = list(conn.execute(
+        select(CONVERSATIONS.c.conversation_id)
+        .where(CONVERSATIONS.c.state == state, CONVERSATIONS.c.last_seen < seen_before)
+        .order_by(CONVERSATIONS.c.last_seen)
+        .limit(limit)
+    ).scalars())  # fmt: skip
+    chosen = still_in(conn, CONVERSATIONS, found, state)
+    if not chosen:  # none left, or all busy: the next pass takes them
+        return 0, False
+    conn.execute(delete(TURNS).where(TURNS.c.conversation_id.in_(chosen)))
+    removed = conn.execute(delete(CONVERSATIONS).where(CONVERSATIONS.c.conversation_id.in_(chosen))).rowcount
+    return removed, len(found) >= limit

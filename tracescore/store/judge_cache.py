@@ -12,6 +12,9 @@ from datetime import UTC, datetime
 
 from sqlmodel import Field, SQLModel
 
+from tracescore.store.aging import AgedRows
+from tracescore.store.table_of import table_of
+
 
 class JudgeVerdict(SQLModel, table=True):
     __tablename__ = "judge_verdicts"
@@ -28,3 +31,8 @@ class JudgeVerdict(SQLModel, table=True):
     cost_usd: float = 0.0
     # Indexed: retention prunes the oldest verdicts first.
     created_at: datetime = Field(index=True, default_factory=lambda: datetime.now(UTC))
+
+
+# --- retention/prune ---------------------------------------------------------------------------
+
+VERDICTS_BY_AGE = AgedRows(table_of(JudgeVerdict), ("key",), "created_at")

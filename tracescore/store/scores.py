@@ -12,14 +12,15 @@ import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
-from sqlalchemy import JSON, BigInteger, Column, Index, Table, Text
+from sqlalchemy import JSON, BigInteger, Column, Engine, Index, Table, Text, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Dialect
 from sqlmodel import Field, SQLModel
 
+from tracescore.store.aging import AgedRows
 from tracescore.store.bulk import BulkInsert, bulk_insert
 from tracescore.store.table_of import table_of
 from tracescore.store.text import ColumnFit, TextGuard
@@ -275,3 +276,79 @@ def upsert_scores(connection: Connection, rows: Sequence[StoredScore]) -> int:
 
 def upsert_decisions(connection: Connection, rows: Sequence[SamplingDecision]) -> None:
     prepare_decisions(connection.dialect, rows).write(connection)
+
+
+SCORES = _SCORES
+"""The ``scores`` table, for the other owner modules' joins (feedback, conversations)."""
+
+
+# --- feedback/ (export, review queue) ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScoredRun:
+    """One binding's ``ok`` score of one run, as an export of scored runs lists it."""
+
+    trace_id: str
+    span_id: str
+    score: float
+    scorer_version: str
+    reason: str | None
+
+
+def scored_runs(database: Engine, binding: str, since: datetime, below: float | None = None) -> list[ScoredRun]:
+    """``binding``'s ``ok`` scores since ``since`` (below ``below``), the first per run, oldest
+    first."""
+    table = _SCORES
+    query = (
+        select(table.c.trace_id, table.c.span_id, table.c.score, table.c.scorer_version, table.c.reason)
+        .where(table.c.binding == binding, table.c.status == "ok", table.c.score.is_not(None),
+               table.c.created_at >= since)
+        .order_by(table.c.created_at, table.c.id)
+    )  # fmt: skip
+    if below is not None:
+        query = query.where(table.c.score < below)
+    with database.connect() as connection:
+        rows = connection.execute(query).all()
+    first: dict[tuple[str, str], ScoredRun] = {}
+    for row in rows:
+        first.setdefault((row.trace_id, row.span_id), ScoredRun(**row._mapping))
+    return list(first.values())
+
+
+class RecentScore(TypedDict):
+    """A recent ``ok`` score, as the review queue weighs it."""
+
+    trace_id: str
+    span_id: str
+    binding: str
+    score: float
+    label: str | None
+    reason: str | None
+    scorer_version: str
+    judge_model: str | None
+    agent: str | None
+    created_at: datetime
+
+
+_RECENT_COLUMNS = tuple(_SCORES.c[name] for name in RecentScore.__annotations__)
+
+
+def recent_scores(connection: Connection, binding: str, since: datetime, limit: int) -> list[RecentScore]:
+    """The ``limit`` most recent ``ok`` scores of ``binding`` since ``since``, newest first."""
+    table = _SCORES
+    query = (
+        select(*_RECENT_COLUMNS)
+        .where(table.c.binding == binding, table.c.created_at >= since, table.c.status == "ok",
+               table.c.score.is_not(None))
+        .order_by(table.c.created_at.desc(), table.c.id)
+        .limit(limit)
+    )  # fmt: skip
+    return [cast(RecentScore, dict(row._mapping)) for row in connection.execute(query)]
+
+
+# --- retention/prune ---------------------------------------------------------------------------
+
+SCORES_BY_AGE = AgedRows(_SCORES, ("id",), "created_at")
+DECISIONS_BY_AGE = AgedRows(_DECISIONS, ("id",), "created_at")
+TALLIES_BY_AGE = AgedRows(_TALLIES, ("binding", "minute"), "minute")
