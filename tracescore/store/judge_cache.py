@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from sqlalchemy import Engine, insert, select
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, SQLModel
 
 from tracescore.store.aging import AgedRows
@@ -33,6 +35,41 @@ class JudgeVerdict(SQLModel, table=True):
     created_at: datetime = Field(index=True, default_factory=lambda: datetime.now(UTC))
 
 
+VERDICTS = table_of(JudgeVerdict)
+
+
+# --- judge/cache: the verdict cache --------------------------------------------------------------
+
+
+def verdict_database(url: str) -> Engine:
+    """The database at ``url`` for a verdict cache of its own (not a running store's), its schema
+    brought to this release's by the store's migrations like any store's: a cache no longer
+    creates its table by itself, which left a database Alembic could not upgrade later."""
+    from tracescore.store import migrate  # Alembic only where a cache opens its own database
+    from tracescore.store.engine import make_engine
+    from tracescore.store.metadata import store_metadata
+
+    store_metadata()
+    database = make_engine(url)
+    migrate.upgrade(database)
+    return database
+
+
+def load_verdict(database: Engine, key: str) -> JudgeVerdict | None:
+    with database.connect() as connection:
+        row = connection.execute(select(VERDICTS).where(VERDICTS.c.key == key)).mappings().first()
+    return None if row is None else JudgeVerdict.model_validate(dict(row))
+
+
+def save_verdict(database: Engine, row: JudgeVerdict) -> None:
+    """Store ``row`` unless a verdict of its key is stored already (another worker's, first)."""
+    try:
+        with database.begin() as connection:
+            connection.execute(insert(VERDICTS), [row.model_dump()])
+    except IntegrityError:
+        pass
+
+
 # --- retention/prune ---------------------------------------------------------------------------
 
-VERDICTS_BY_AGE = AgedRows(table_of(JudgeVerdict), ("key",), "created_at")
+VERDICTS_BY_AGE = AgedRows(VERDICTS, ("key",), "created_at")
