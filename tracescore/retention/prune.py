@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
@@ -34,11 +33,9 @@ from tracescore.store import (
     traces,
 )
 from tracescore.store.aging import AgedRows
+from tracescore.store.handles import WriteTransaction
 from tracescore.store.journal import Journal
 from tracescore.store.trace_queue import TraceState
-
-WriteTransaction = Callable[[], AbstractContextManager[Connection]]
-
 
 SETTLED = (TraceState.SCORED, TraceState.FAILED)
 """Trace states whose spans may go: nothing will read them to score the trace again."""

@@ -22,9 +22,21 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, Connection, Index, bindparam, delete, select, text
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    Index,
+    and_,
+    bindparam,
+    delete,
+    or_,
+    select,
+    text,
+)
 from sqlmodel import Field, SQLModel
 
 from tracescore.store.aging import still_in
@@ -300,6 +312,86 @@ def turns_of(conn: Connection, conversation_id: str) -> list[Any]:
             {"id": conversation_id},
         ).all()
     )
+
+
+# --- conversations/reads: the API's and the dashboard's reads ----------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationFilter:
+    """Equality filters on the latest turn's agent and service, and a time range: a
+    conversation matches when any of its turns started in ``[since, until)``."""
+
+    agent: str | None = None
+    service: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def conditions(self) -> list[Any]:
+        c = CONVERSATIONS.c
+        found = []
+        if self.agent is not None:
+            found.append(c.agent_name == self.agent)
+        if self.service is not None:
+            found.append(c.service_name == self.service)
+        if self.since is not None:
+            found.append(c.last_turn_ns >= _ns(self.since))
+        if self.until is not None:
+            found.append(c.first_turn_ns < _ns(self.until))
+        return found
+
+
+def _ns(moment: datetime) -> int:
+    aware = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return int(aware.timestamp() * 1_000_000) * 1_000
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSummary:
+    """What a listing shows of a conversation."""
+
+    conversation_id: str
+    agent_name: str | None
+    service_name: str | None
+    turn_count: int
+    first_turn_ns: int | None
+    last_turn_ns: int | None
+    state: str
+
+
+_SUMMARY_COLUMNS = [CONVERSATIONS.c[name] for name in ConversationSummary.__slots__]
+
+
+def conversation_page(
+    conn: Connection, where: ConversationFilter, limit: int, after: tuple[int, str] | None = None
+) -> list[ConversationSummary]:
+    """Up to ``limit`` conversations, latest turn first, after ``after`` (a conversation's
+    ``(last_turn_ns, conversation_id)``): keyset pages that stay stable while turns arrive."""
+    c = CONVERSATIONS.c
+    conditions = [*where.conditions(), c.last_turn_ns.is_not(None)]
+    if after is not None:
+        moment, conversation_id = after
+        conditions.append(
+            or_(c.last_turn_ns < moment, and_(c.last_turn_ns == moment, c.conversation_id < conversation_id))
+        )
+    rows = conn.execute(
+        select(*_SUMMARY_COLUMNS).where(*conditions)
+        .order_by(c.last_turn_ns.desc(), c.conversation_id.desc()).limit(limit)
+    )  # fmt: skip
+    return [ConversationSummary(*row) for row in rows]
+
+
+def find_conversation(conn: Connection, conversation_id: str) -> ConversationSummary | None:
+    row = conn.execute(select(*_SUMMARY_COLUMNS).where(CONVERSATIONS.c.conversation_id == conversation_id)).first()
+    return None if row is None else ConversationSummary(*row)
+
+
+def conversations_of_trace(conn: Connection, trace_id: str) -> list[str]:
+    """The conversations a trace is a turn of (one, unless its id changed between scorings)."""
+    rows = conn.execute(
+        select(TURNS.c.conversation_id).where(TURNS.c.trace_id == trace_id).order_by(TURNS.c.conversation_id)
+    )
+    return [row.conversation_id for row in rows]
 
 
 # --- retention/prune ---------------------------------------------------------------------------

@@ -7,12 +7,16 @@ never builds a statement, and a schema change touches only the table's owner mod
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 from sqlalchemy import Connection, Engine
 
 Database = Engine
 """A pool of connections to one store's database."""
+
+WriteTransaction = Callable[[], AbstractContextManager[Connection]]
+"""Opens a store's write transaction (:meth:`~tracescore.store.spanstore.SpanStore.write_transaction`)."""
 
 
 def connect(database: Database) -> AbstractContextManager[Connection]:
@@ -28,4 +32,4 @@ def begin(database: Database) -> AbstractContextManager[Connection]:
     return database.begin()
 
 
-__all__ = ["Connection", "Database", "begin", "connect"]
+__all__ = ["Connection", "Database", "WriteTransaction", "begin", "connect"]

@@ -347,6 +347,86 @@ def recent_scores(connection: Connection, binding: str, since: datetime, limit: 
     return [cast(RecentScore, dict(row._mapping)) for row in connection.execute(query)]
 
 
+# --- conversations/reads: the scores a conversation's page shows ---------------------------
+
+
+class ScoreRecord(TypedDict):
+    """A stored score as the API and the dashboard show it (datetimes in UTC)."""
+
+    id: str
+    trace_id: str
+    span_id: str
+    binding: str
+    scorer_id: str
+    scorer_version: str
+    status: str
+    score: float | None
+    label: str | None
+    reason: str | None
+    error: str | None
+    steps: NotRequired[dict[str, Any] | None]
+    """Only when asked for (``with_steps``): the dashboard shows them, the API does not."""
+    judge_model: str | None
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    latency_ms: float
+    run_kind: str
+    service: str | None
+    agent: str | None
+    model: str | None
+    conversation_id: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+_PUBLIC_COLUMNS = [column for column in _SCORES.c if column.name != "steps"]
+
+
+def _score_columns(with_steps: bool) -> list[Any]:
+    return list(_SCORES.c) if with_steps else _PUBLIC_COLUMNS
+
+
+def _record(row: Any) -> ScoreRecord:
+    found = dict(row._mapping)
+    for key in ("created_at", "updated_at"):
+        moment = found[key]
+        if isinstance(moment, datetime):
+            found[key] = moment if moment.tzinfo else moment.replace(tzinfo=UTC)  # SQLite's are naive
+    return cast(ScoreRecord, found)
+
+
+def conversation_scores(
+    connection: Connection, conversation_ids: Sequence[str], *, with_steps: bool = False
+) -> dict[str, list[ScoreRecord]]:
+    """The conversations' own scores (not their turns'), by conversation, by binding."""
+    if not conversation_ids:
+        return {}
+    found: dict[str, list[ScoreRecord]] = {}
+    rows = connection.execute(
+        select(*_score_columns(with_steps)).where(_SCORES.c.conversation_id.in_(list(conversation_ids)))
+        .order_by(_SCORES.c.binding, _SCORES.c.scorer_version)
+    )  # fmt: skip
+    for row in rows:
+        found.setdefault(row.conversation_id, []).append(_record(row))
+    return found
+
+
+def run_scores(connection: Connection, trace_ids: Sequence[str], *, with_steps: bool = False) -> dict[str, list[ScoreRecord]]:
+    """The run scores (not conversations') of the traces, by trace, by binding and span."""
+    if not trace_ids:
+        return {}
+    found: dict[str, list[ScoreRecord]] = {}
+    rows = connection.execute(
+        select(*_score_columns(with_steps))
+        .where(_SCORES.c.trace_id.in_(list(trace_ids)), _SCORES.c.conversation_id.is_(None))
+        .order_by(_SCORES.c.binding, _SCORES.c.span_id)
+    )  # fmt: skip
+    for row in rows:
+        found.setdefault(row.trace_id, []).append(_record(row))
+    return found
+
+
 # --- retention/prune ---------------------------------------------------------------------------
 
 SCORES_BY_AGE = AgedRows(_SCORES, ("id",), "created_at")
