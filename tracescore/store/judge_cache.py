@@ -8,9 +8,11 @@ a parsed object: it is re-validated against the step's schema when served.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import Engine, insert, select
+from sqlalchemy import Connection, Engine, func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, SQLModel
 
@@ -68,6 +70,48 @@ def save_verdict(database: Engine, row: JudgeVerdict) -> None:
             connection.execute(insert(VERDICTS), [row.model_dump()])
     except IntegrityError:
         pass
+
+
+# --- offline/estimate: answers judges gave before ------------------------------------------------
+
+
+def judged_with(database: Engine, scorer_id: str, limit: int) -> list[tuple[str, str]]:
+    """The (scorer version, model) pairs the scorer's verdicts were given with, latest first."""
+    with database.connect() as connection:
+        rows = connection.execute(
+            select(VERDICTS.c.scorer_version, VERDICTS.c.model)
+            .where(VERDICTS.c.scorer_id == scorer_id)
+            .group_by(VERDICTS.c.scorer_version, VERDICTS.c.model)
+            .order_by(func.max(VERDICTS.c.created_at).desc())
+            .limit(limit)
+        )
+        return [(version, model) for version, model in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredAnswer:
+    key: str
+    text: str
+    output_tokens: int
+
+
+def stored_answers(database: Engine, keys: Sequence[str]) -> list[StoredAnswer]:
+    """The verdicts stored under any of ``keys``, in no particular order."""
+    with database.connect() as connection:
+        rows = connection.execute(
+            select(VERDICTS.c.key, VERDICTS.c.text, VERDICTS.c.output_tokens).where(VERDICTS.c.key.in_(list(keys)))
+        )
+        return [StoredAnswer(*row) for row in rows]
+
+
+def paid_output_tokens(connection: Connection, scorer_id: str, step: str, limit: int) -> list[int]:
+    """Output tokens of the step's latest ``limit`` paid verdicts, newest first."""
+    return list(connection.scalars(
+        select(VERDICTS.c.output_tokens)
+        .where((VERDICTS.c.scorer_id == scorer_id) & (VERDICTS.c.step == step) & (VERDICTS.c.output_tokens > 0))
+        .order_by(VERDICTS.c.created_at.desc())
+        .limit(limit)
+    ))  # fmt: skip
 
 
 # --- retention/prune ---------------------------------------------------------------------------

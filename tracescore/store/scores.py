@@ -11,10 +11,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
-from sqlalchemy import JSON, BigInteger, Column, Engine, Index, Table, Text, select
+from sqlalchemy import JSON, BigInteger, Column, Engine, Index, Table, Text, func, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Dialect
@@ -425,6 +425,84 @@ def run_scores(connection: Connection, trace_ids: Sequence[str], *, with_steps: 
     for row in rows:
         found.setdefault(row.trace_id, []).append(_record(row))
     return found
+
+
+# --- pipeline/limits: a binding's rate and spend -----------------------------------------------
+
+_COUNTED = ("ok", "error", "not_scorable")
+"""Statuses of scores that count against a binding's limits (the skipped ones cost nothing)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Spend:
+    """What one binding scored lately, as every instance on the database sees it."""
+
+    minute_count: int
+    """Scores made since a minute ago."""
+    day_cost: float
+    """USD spent on scores made since the day started."""
+
+
+def binding_spend(database: Engine, binding: str, now: datetime, day_start: datetime) -> Spend:
+    table = _SCORES
+    mine = (table.c.binding == binding) & table.c.status.in_(_COUNTED)
+    with database.connect() as connection:
+        minute_count = connection.execute(
+            select(func.count()).where(mine & (table.c.created_at >= now - timedelta(minutes=1)))
+        ).scalar_one()
+        day_cost = connection.execute(
+            select(func.coalesce(func.sum(table.c.cost_usd), 0.0)).where(mine & (table.c.created_at >= day_start))
+        ).scalar_one()
+    return Spend(int(minute_count), float(day_cost))
+
+
+# --- offline/ (compare, rescore, estimate) ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class VersionScore:
+    """One ``ok`` score of a run by one scorer version."""
+
+    trace_id: str
+    span_id: str
+    scorer_version: str
+    score: float
+    label: str | None
+
+
+def version_scores(database: Engine, binding: str, versions: Sequence[str]) -> list[VersionScore]:
+    """The ``ok`` scores ``binding`` made with any of ``versions``."""
+    table = _SCORES
+    query = select(
+        table.c.trace_id, table.c.span_id, table.c.scorer_version, table.c.score, table.c.label
+    ).where(
+        (table.c.binding == binding)
+        & table.c.scorer_version.in_(list(versions))
+        & (table.c.status == "ok")
+        & table.c.score.is_not(None)
+    )
+    with database.connect() as connection:
+        return [VersionScore(*row) for row in connection.execute(query)]
+
+
+def score_ids_of(database: Engine, trace_id: str, statuses: Sequence[str]) -> set[str]:
+    """The ids of the trace's scores in any of ``statuses``."""
+    table = _SCORES
+    query = select(table.c.id).where((table.c.trace_id == trace_id) & table.c.status.in_(list(statuses)))
+    with database.connect() as connection:
+        return set(connection.scalars(query))
+
+
+def paid_steps(connection: Connection, scorer_id: str, limit: int) -> list[dict[str, Any] | None]:
+    """The ``steps`` of the scorer's latest ``limit`` scores that paid for judge output, newest
+    first (what each of their judge calls cost is in there)."""
+    table = _SCORES
+    return list(connection.scalars(
+        select(table.c.steps)
+        .where((table.c.scorer_id == scorer_id) & (table.c.output_tokens > 0))
+        .order_by(table.c.created_at.desc())
+        .limit(limit)
+    ).all())  # fmt: skip
 
 
 # --- retention/prune ---------------------------------------------------------------------------
