@@ -28,10 +28,8 @@ from tracescore.store.text import ColumnFit, TextGuard
 ScoreStatus = Literal["ok", "error", "not_scorable", "skipped_budget", "skipped_rate"]
 
 
-class StoredScore(TypedDict):
-    """A ``scores`` row as it travels from the scoring worker to the store, the emitter and the
-    metrics: typed, yet the plain dict the bulk upsert reads, because the worker makes one per
-    binding and run and a model instance each would cost more than the scorer it records."""
+class _ScoreFields(TypedDict):
+    """The columns of a ``scores`` row that every view of one has."""
 
     id: str
     trace_id: str
@@ -44,7 +42,6 @@ class StoredScore(TypedDict):
     label: str | None
     reason: str | None
     error: str | None
-    steps: dict[str, Any] | None
     judge_model: str | None
     input_tokens: int
     output_tokens: int
@@ -54,10 +51,18 @@ class StoredScore(TypedDict):
     service: str | None
     agent: str | None
     model: str | None
-    conversation_id: NotRequired[str | None]
-    """Only on a conversation's score."""
     created_at: datetime
     updated_at: datetime
+
+
+class StoredScore(_ScoreFields):
+    """A ``scores`` row as it travels from the scoring worker to the store, the emitter and the
+    metrics: typed, yet the plain dict the bulk upsert reads, because the worker makes one per
+    binding and run and a model instance each would cost more than the scorer it records."""
+
+    steps: dict[str, Any] | None
+    conversation_id: NotRequired[str | None]
+    """Only on a conversation's score."""
 
 
 class SamplingDecision(TypedDict):
@@ -350,34 +355,12 @@ def recent_scores(connection: Connection, binding: str, since: datetime, limit: 
 # --- conversations/reads: the scores a conversation's page shows ---------------------------
 
 
-class ScoreRecord(TypedDict):
+class ScoreRecord(_ScoreFields):
     """A stored score as the API and the dashboard show it (datetimes in UTC)."""
 
-    id: str
-    trace_id: str
-    span_id: str
-    binding: str
-    scorer_id: str
-    scorer_version: str
-    status: str
-    score: float | None
-    label: str | None
-    reason: str | None
-    error: str | None
     steps: NotRequired[dict[str, Any] | None]
     """Only when asked for (``with_steps``): the dashboard shows them, the API does not."""
-    judge_model: str | None
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float
-    latency_ms: float
-    run_kind: str
-    service: str | None
-    agent: str | None
-    model: str | None
     conversation_id: str | None
-    created_at: datetime
-    updated_at: datetime
 
 
 _PUBLIC_COLUMNS = [column for column in _SCORES.c if column.name != "steps"]
