@@ -13,6 +13,9 @@ park it as ``failed`` until its next turn.
 
 Conversation scores are rows of ``scores`` with ``conversation_id`` set (and the last turn's
 trace and span), keyed by conversation and binding, so a rescore replaces the row.
+
+Longer than most modules on purpose: the one owner of the two tables, it holds the queue's
+statements, the API's reads and retention's delete (grouped under a comment per calling part).
 """
 
 from __future__ import annotations

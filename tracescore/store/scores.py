@@ -4,6 +4,10 @@ A score's primary key is derived from (trace, span, binding, scorer version), an
 upserts: a retried or re-claimed trace, a restart mid-batch or a late span that triggers a
 rescore all land on the same row instead of adding duplicates. A new scorer version gets rows
 of its own, so old and new versions can be compared.
+
+Longer than most modules on purpose: it is the one owner of these tables, so every query on
+them lives here (writes first, then the reads, grouped under a comment per calling part) and a
+schema change touches no other file.
 """
 
 from __future__ import annotations
