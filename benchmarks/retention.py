@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tracescore.retention.config import RetentionConfig
 from tracescore.retention.prune import Pruner
-from tracescore.retention.vacuum import reclaim_space
+from tracescore.store.vacuum import reclaim_space
 from tracescore.spans import Resource, Scope, Span
 from tracescore.store import open_store
 

@@ -32,7 +32,6 @@ from datetime import timedelta
 import uvicorn
 from fastapi import Depends, FastAPI, Request, Response
 from fastapi.responses import PlainTextResponse
-from sqlalchemy.exc import DBAPIError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tracescore import helper_processes, metrics
@@ -62,7 +61,7 @@ from tracescore.restapi import (
 )
 from tracescore.retention.task import retention_task
 from tracescore.store import SpanStore, open_store
-from tracescore.store.outage import database_unavailable
+from tracescore.store.outage import DatabaseError, database_unavailable
 from tracescore.store.sessions import Sessions
 from tracescore.store.text import REPLACEMENT
 from tracescore.version import __version__
@@ -115,7 +114,7 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
         app.include_router(docs_router(app, dashboard))
 
     install_problem_details(app)
-    app.add_exception_handler(DBAPIError, _ReadOutage().answer)
+    app.add_exception_handler(DatabaseError, _ReadOutage().answer)
     app.add_middleware(_NulAsStored)
     app.add_middleware(
         BodyGate, keys=dashboard, max_bytes=server.max_api_body_bytes, timeout=server.body_timeout,

@@ -25,6 +25,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, inspect, text
 from sqlalchemy.exc import DBAPIError
+from sqlmodel import SQLModel
 from typer.testing import CliRunner
 
 from tests.support.databases import fresh_pg_database
@@ -32,9 +33,12 @@ from tests.support.paths import FIXTURES
 from tests.support.server_process import start_server
 from tracescore.cli import app
 from tracescore.ingest.files import load_traces
+from tracescore.judge.cache import VerdictCache
 from tracescore.store import SchemaError, migrate, open_store
-from tracescore.store.engine import make_engine
+from tracescore.store.engine import create_tables, make_engine
+from tracescore.store.judge_cache import JudgeVerdict, load_verdict, save_verdict
 from tracescore.store.migrations.baseline import BASELINE
+from tracescore.store.table_of import table_of
 
 PREVIOUS = FIXTURES / "previous_release"
 NEW_TRAFFIC = FIXTURES / "captures" / "openinference-openai"
@@ -240,6 +244,26 @@ def test_an_earlier_build_missing_the_unique_log_index_is_repaired_then_stamped(
     assert (first,) in after
 
 
+def test_a_verdict_cache_database_made_before_its_table_had_a_migration_is_upgraded(
+    db_url: str, engines: list[Engine]
+) -> None:
+    """A verdict cache used to create its table from the model by itself (created_at index
+    included, no ``alembic_version``): opening it now upgrades it through the migrations
+    (the cache no longer makes DDL of its own), keeps its verdicts, and serves them."""
+    engine = engine_for(db_url, engines)
+    create_tables(engine, SQLModel.metadata, [table_of(JudgeVerdict)])
+    verdict = JudgeVerdict(key="k" * 64, scorer_id="s", scorer_version="1", step="analyze", model="m", text="{}")
+    save_verdict(engine, verdict)
+    cache = VerdictCache(db_url)
+    assert cache.engine is not None
+    engines.append(cache.engine)
+    state = migrate.schema_state(cache.engine)
+    assert state.current == state.head and not state.pending
+    assert set(inspect(cache.engine).get_table_names()) >= set(BASELINE.tables)
+    stored = load_verdict(cache.engine, "k" * 64)
+    assert stored is not None and stored.text == "{}" and stored.scorer_id == "s"
+
+
 def test_an_earlier_build_missing_a_column_is_refused_with_the_column_named(
     tmp_path: Path, engines: list[Engine]
 ) -> None:
@@ -274,7 +298,8 @@ def test_a_failing_upgrade_leaves_the_database_as_it_was(
 UPGRADE_AT = """
 import sys, time
 from tracescore.store import migrate
-from tracescore.store.engine import make_engine
+from tracescore.store.engine import create_tables, make_engine
+from tracescore.store.judge_cache import JudgeVerdict, load_verdict, save_verdict
 engine = make_engine(sys.argv[1])
 while time.time() < float(sys.argv[2]):
     pass

@@ -76,8 +76,8 @@ def prune(db: str | None = DB_OPTION, config_file: Path | None = CONFIG_OPTION) 
     from tracescore.config import ConfigError, load_config
     from tracescore.retention.config import KINDS
     from tracescore.retention.prune import Pruner
-    from tracescore.retention.vacuum import reclaim_space
     from tracescore.store import SpanStore
+    from tracescore.store.vacuum import reclaim_space
 
     try:
         retention = load_config(config_file).retention

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
-from sqlalchemy.engine import Engine
 
 from tracescore.conversations.reads import (
     ConversationFilter,
@@ -13,11 +12,12 @@ from tracescore.conversations.reads import (
     list_conversations,
 )
 from tracescore.restapi import LEGACY, ApiVersion, Moment, moment_query
+from tracescore.store import Database, connect
 
 MAX_PAGE = 500
 
 
-def conversations_router(engine: Engine, version: ApiVersion = LEGACY) -> APIRouter:
+def conversations_router(engine: Database, version: ApiVersion = LEGACY) -> APIRouter:
     router = APIRouter(prefix=f"{version.prefix}/conversations", tags=["conversations"],
                        deprecated=version.legacy or None)
 
@@ -36,7 +36,7 @@ def conversations_router(engine: Engine, version: ApiVersion = LEGACY) -> APIRou
             raise HTTPException(422, "since must be before until")
         where = ConversationFilter(agent=agent, service=service, since=since, until=until)
         try:
-            with engine.connect() as connection:
+            with connect(engine) as connection:
                 items, next_cursor = list_conversations(connection, where, limit, cursor)
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
@@ -46,7 +46,7 @@ def conversations_router(engine: Engine, version: ApiVersion = LEGACY) -> APIRou
     def conversation(conversation_id: str) -> dict[str, Any]:
         """One conversation: its turns in order (trace id, user message, answer, run scores)
         and its own scores."""
-        with engine.connect() as connection:
+        with connect(engine) as connection:
             document = conversation_document(connection, conversation_id)
         if document is None:
             raise HTTPException(404, f"conversation {conversation_id!r} not found")

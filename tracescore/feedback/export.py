@@ -12,50 +12,15 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
-
 from tracescore.extract import extract_runs
 from tracescore.extract.base import Convention
 from tracescore.extract.registry import CONVENTIONS
 from tracescore.store import SpanStore
-from tracescore.store.feedback import FEEDBACK, SCORES
+from tracescore.store.feedback import latest_verdicts
+from tracescore.store.scores import scored_runs
 
 BATCH = 200
 """Traces loaded at once."""
-
-
-def _scored(store: SpanStore, binding: str, below: float | None, since: datetime) -> list[Any]:
-    """The binding's ``ok`` scores since ``since`` (below ``below``), one per run, oldest first."""
-    query = (
-        select(SCORES.c.trace_id, SCORES.c.span_id, SCORES.c.score, SCORES.c.scorer_version, SCORES.c.reason)
-        .where(SCORES.c.binding == binding, SCORES.c.status == "ok", SCORES.c.score.is_not(None),
-               SCORES.c.created_at >= since)
-        .order_by(SCORES.c.created_at, SCORES.c.id)
-    )
-    if below is not None:
-        query = query.where(SCORES.c.score < below)
-    with store.engine.connect() as connection:
-        rows = connection.execute(query).all()
-    first: dict[tuple[str, str], Any] = {}
-    for row in rows:
-        first.setdefault((row.trace_id, row.span_id), row)
-    return list(first.values())
-
-
-def _ground_truths(store: SpanStore, binding: str, trace_ids: list[str]) -> dict[tuple[str, str | None], dict[str, Any]]:
-    """The latest feedback per (trace, span) under ``binding``; span None: the whole trace."""
-    query = (
-        select(FEEDBACK)
-        .where(FEEDBACK.c.name == binding, FEEDBACK.c.trace_id.in_(trace_ids))
-        .order_by(FEEDBACK.c.created_at)
-    )
-    with store.engine.connect() as connection:
-        return {
-            (row.trace_id, row.span_id): {
-                "value": row.value, "label": row.label, "comment": row.comment, "author": row.author,
-            }
-            for row in connection.execute(query)
-        }
 
 
 def export_runs(
@@ -65,12 +30,12 @@ def export_runs(
     """The runs ``binding`` scored since ``since`` (below ``below``), rebuilt from their traces
     (with ``conventions``, the service's claim order); runs whose trace is no longer stored are
     skipped."""
-    scored = _scored(store, binding, below, since)
+    scored = scored_runs(store.engine, binding, since, below)
     for start in range(0, len(scored), BATCH):
         batch = scored[start : start + BATCH]
         trace_ids = sorted({row.trace_id for row in batch})
         traces = store.load_traces(trace_ids)
-        truths = _ground_truths(store, binding, trace_ids)
+        truths = latest_verdicts(store.engine, binding, trace_ids)
         runs = {
             (run.trace_id, run.span_id): run for trace in traces.values() for run in extract_runs(trace, conventions)
         }

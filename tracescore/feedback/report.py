@@ -10,11 +10,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.engine import Connection
-
 from tracescore.feedback.config import FeedbackConfig
 from tracescore.monitor.agreement import Agreement, Pair, agreement
 from tracescore.settings import parse_duration
+from tracescore.store import Connection
 from tracescore.store.dialect import as_utc
 from tracescore.store.feedback import ScoredFeedback, scored_feedback
 

@@ -25,29 +25,19 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, select
-from sqlalchemy.engine import Connection
-
 from tracescore.feedback.config import ReviewConfig
 from tracescore.feedback.report import Thresholds
+from tracescore.store import Database, connect
 from tracescore.store.dialect import as_utc
-from tracescore.store.feedback import FEEDBACK, SCORES
+from tracescore.store.feedback import reviewed
+from tracescore.store.scores import RecentScore, recent_scores
 
 if TYPE_CHECKING:
     from tracescore.config import Config
 
-_COLUMNS = (
-    SCORES.c.trace_id, SCORES.c.span_id, SCORES.c.binding, SCORES.c.score, SCORES.c.label,
-    SCORES.c.reason, SCORES.c.scorer_version, SCORES.c.judge_model, SCORES.c.agent,
-    SCORES.c.created_at,
-)  # fmt: skip
-_CHUNK = 500
-"""Trace ids per ``IN`` list when looking up which candidates have feedback."""
-
-
 @dataclass
 class Proposal:
-    row: dict[str, Any]
+    row: RecentScore
     why: str
     detail: str
 
@@ -64,15 +54,11 @@ class Proposal:
         }  # fmt: skip
 
 
-def _key(row: dict[str, Any]) -> tuple[str, str, str]:
-    return row["trace_id"], row["span_id"], row["binding"]
-
-
 class ReviewQueue:
     """Proposals among the recent scored runs of the configured bindings."""
 
     def __init__(
-        self, engine: Engine, config: ReviewConfig, thresholds: Thresholds, bindings: Sequence[str],
+        self, engine: Database, config: ReviewConfig, thresholds: Thresholds, bindings: Sequence[str],
         rng: random.Random | None = None,
     ) -> None:  # fmt: skip
         self.engine = engine
@@ -82,7 +68,7 @@ class ReviewQueue:
         self.rng = rng or random.Random()
 
     @classmethod
-    def of(cls, settings: Config, engine: Engine) -> ReviewQueue:
+    def of(cls, settings: Config, engine: Database) -> ReviewQueue:
         """The queue a service's configuration describes."""
         return cls(
             engine, settings.feedback.review, Thresholds.of(settings),
@@ -94,12 +80,14 @@ class ReviewQueue:
         share first, then each rule's in its order, then more random ones if room is left."""
         since = now - timedelta(seconds=self.config.window)
         names = list(dict.fromkeys([*self.bindings, *([binding] if binding else [])]))
-        with self.engine.connect() as connection:
-            recent = self._recent(connection, names, since)
-            reviewed = self._reviewed(connection, recent)
+        with connect(self.engine) as connection:
+            recent = [
+                row for name in names for row in recent_scores(connection, name, since, self.config.candidates)
+            ]
+            done = reviewed(connection, [row["trace_id"] for row in recent])
         is_reviewed = [
-            (row["trace_id"], row["span_id"], row["binding"]) in reviewed
-            or (row["trace_id"], None, row["binding"]) in reviewed
+            (row["trace_id"], row["span_id"], row["binding"]) in done
+            or (row["trace_id"], None, row["binding"]) in done
             for row in recent
         ]
         candidates = [
@@ -123,33 +111,7 @@ class ReviewQueue:
         take([Proposal(row, "random", "drawn at random") for row in draw[share:]], limit)
         return list(chosen.values())
 
-    def _recent(self, connection: Connection, names: list[str], since: datetime) -> list[dict[str, Any]]:
-        """The most recent ``candidates`` ``ok`` scores of each binding since ``since``."""
-        found = []
-        for name in names:
-            query = (
-                select(*_COLUMNS)
-                .where(SCORES.c.binding == name, SCORES.c.created_at >= since, SCORES.c.status == "ok",
-                       SCORES.c.score.is_not(None))
-                .order_by(SCORES.c.created_at.desc(), SCORES.c.id)
-                .limit(self.config.candidates)
-            )
-            found += [dict(row._mapping) for row in connection.execute(query)]
-        return found
-
-    @staticmethod
-    def _reviewed(connection: Connection, rows: list[dict[str, Any]]) -> set[tuple[str, str | None, str]]:
-        """(trace, span or None, name) of the feedback on the traces of ``rows``."""
-        trace_ids = sorted({row["trace_id"] for row in rows})
-        found: set[tuple[str, str | None, str]] = set()
-        for start in range(0, len(trace_ids), _CHUNK):
-            query = select(FEEDBACK.c.trace_id, FEEDBACK.c.span_id, FEEDBACK.c.name).where(
-                FEEDBACK.c.trace_id.in_(trace_ids[start : start + _CHUNK])
-            )
-            found.update((row.trace_id, row.span_id, row.name) for row in connection.execute(query))
-        return found
-
-    def _near_threshold(self, candidates: list[dict[str, Any]]) -> list[Proposal]:
+    def _near_threshold(self, candidates: list[RecentScore]) -> list[Proposal]:
         margin = self.config.near_threshold
         near = []
         for row in candidates:
@@ -161,9 +123,9 @@ class ReviewQueue:
         near.sort(key=lambda item: item[0])
         return [proposal for _, proposal in near]
 
-    def _disagreements(self, candidates: list[dict[str, Any]], recent: list[dict[str, Any]]) -> list[Proposal]:
+    def _disagreements(self, candidates: list[RecentScore], recent: list[RecentScore]) -> list[Proposal]:
         """Runs another binding scored at least ``disagreement`` apart, widest gaps first."""
-        by_run: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+        by_run: dict[tuple[str, str], list[RecentScore]] = defaultdict(list)
         for row in recent:
             by_run[(row["trace_id"], row["span_id"])].append(row)
         found = []
@@ -179,7 +141,7 @@ class ReviewQueue:
         return [proposal for _, proposal in found]
 
     def _new_versions(
-        self, candidates: list[dict[str, Any]], recent: list[dict[str, Any]], is_reviewed: list[bool]
+        self, candidates: list[RecentScore], recent: list[RecentScore], is_reviewed: list[bool]
     ) -> list[Proposal]:
         """Runs of versions with fewer than ``new_version_reviews`` reviewed runs among the
         recent ones, newest first."""

@@ -20,26 +20,15 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from sqlalchemy import and_, or_, select
-from sqlalchemy.engine import Connection
-from sqlalchemy.sql import ColumnElement
-
 from tracescore.background import BackgroundFactory
 from tracescore.backoff import Backoff, repeat
 from tracescore.extract.feedback import HumanVerdict, log_verdict, span_verdicts
-from tracescore.spans import EVALUATION_EVENT
-from tracescore.store import SpanStore, codec
+from tracescore.store import Connection, SpanStore, connect
 from tracescore.store.feedback import Feedback, FeedbackStore
 from tracescore.store.leases import acquire_lease, release_lease
-from tracescore.store.table_of import table_of
-from tracescore.store.tables import LogRow, SpanRow, TraceRow
+from tracescore.store.traces import Key, evaluation_logs, evaluation_spans, trace_keys
 
-TRACES = table_of(TraceRow)
-SPANS = table_of(SpanRow)
-LOGS = table_of(LogRow)
 LEASE_NAME = "feedback-scan"
-_MENTIONS_EVENT = f"%{EVALUATION_EVENT}%"
-"""A prefilter in SQL: only records whose stored JSON names the event are decoded."""
 
 
 def _feedback(verdict: HumanVerdict) -> Feedback:
@@ -51,45 +40,15 @@ def _feedback(verdict: HumanVerdict) -> Feedback:
     )  # fmt: skip
 
 
-Key = tuple[float, str]
-"""A trace's place in the scan's order: (last_seen, trace_id)."""
-
-
-def _between(after: Key, through: Key) -> ColumnElement[bool]:
-    """SQL: the traces after ``after`` up to and including ``through``, in the scan's order;
-    an index range on ``last_seen`` narrowed by the trace ids at its two ends."""
-    return and_(
-        TRACES.c.last_seen.between(after[0], through[0]),
-        or_(TRACES.c.last_seen > after[0], TRACES.c.trace_id > after[1]),
-        or_(TRACES.c.last_seen < through[0], TRACES.c.trace_id <= through[1]),
-    )
-
-
 def verdicts_in(connection: Connection, after: Key, through: Key) -> list[HumanVerdict]:
     """The human verdicts among the stored span events and log records of the traces after
-    ``after`` through ``through``: joined on the traces' range rather than a list of ids, whose
-    hundreds of parameters cost more to send and plan than the lookups themselves."""
+    ``after`` through ``through``."""
     found: list[HumanVerdict] = []
-    spans = (
-        select(SPANS.c.trace_id, SPANS.c.span_id, SPANS.c.events)
-        .join(TRACES, TRACES.c.trace_id == SPANS.c.trace_id)
-        .where(_between(after, through), SPANS.c.events.like(_MENTIONS_EVENT))
-    )
-    for span in connection.execute(spans):
-        found += span_verdicts(span.trace_id, span.span_id, codec.decode(span.events) or [])
-    logs = (
-        select(LOGS.c.trace_id, LOGS.c.span_id, LOGS.c.event_name, LOGS.c.attributes, LOGS.c.body,
-               LOGS.c.time_ns)
-        .join(TRACES, TRACES.c.trace_id == LOGS.c.trace_id)
-        .where(
-            _between(after, through),
-            or_(LOGS.c.event_name == EVALUATION_EVENT, LOGS.c.attributes.like(_MENTIONS_EVENT)),
-        )
-    )
-    for record in connection.execute(logs):
+    for span in evaluation_spans(connection, after, through):
+        found += span_verdicts(span.trace_id, span.span_id, span.events)
+    for record in evaluation_logs(connection, after, through):
         verdict = log_verdict(
-            record.trace_id, record.span_id, record.event_name, codec.decode(record.attributes) or {},
-            codec.decode(record.body), record.time_ns,
+            record.trace_id, record.span_id, record.event_name, record.attributes, record.body, record.time_ns
         )
         if verdict is not None:
             found.append(verdict)
@@ -128,19 +87,14 @@ class FeedbackScanner:
         if not self.store.journal.settle():
             return 0  # nothing unpacks the journal now: look again later
         recorded = 0
-        with self.store.engine.connect() as connection:
+        with connect(self.store.engine) as connection:
             cursor = self.feedback.scan_cursor(connection)
         while True:
-            with self.store.engine.connect() as connection:
-                keys = connection.execute(
-                    select(TRACES.c.last_seen, TRACES.c.trace_id)
-                    .where(_between(cursor, (upto, "g")))  # "g": after every hex trace id
-                    .order_by(TRACES.c.last_seen, TRACES.c.trace_id)
-                    .limit(self.batch)
-                ).all()
+            with connect(self.store.engine) as connection:
+                keys = trace_keys(connection, cursor, (upto, "g"), self.batch)  # "g": after every hex trace id
                 if not keys:
                     return recorded
-                through: Key = (keys[-1].last_seen, keys[-1].trace_id)
+                through = keys[-1]
                 verdicts = verdicts_in(connection, cursor, through)
             cursor = through
             with self.store.write_transaction() as connection:

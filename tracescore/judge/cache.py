@@ -16,19 +16,11 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from sqlalchemy import Engine, insert, select
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import SQLModel
-
 from tracescore.judge.config import JudgeConfig
 from tracescore.judge.protocol import JudgeRequest, JudgeResponse
 from tracescore.judge.structured import parse_output, schema_json
-from tracescore.store.engine import create_tables, make_engine
-from tracescore.store.judge_cache import JudgeVerdict
-from tracescore.store.table_of import table_of
-
-_TABLE = table_of(JudgeVerdict)
-
+from tracescore.store import Database
+from tracescore.store.judge_cache import JudgeVerdict, load_verdict, save_verdict, verdict_database
 
 ANSWER_SETTINGS = frozenset(("model", "api_base", "temperature", "max_tokens", "response_format", "extra"))
 """The judge settings that can change what it answers: the model and the server it is reached
@@ -67,13 +59,13 @@ def verdict_key(request: JudgeRequest, judge: JudgeConfig | str | AnswerSettings
 
 
 class VerdictCache:
-    def __init__(self, store: Engine | str | None = None, *, lru_size: int = 4096) -> None:
+    def __init__(self, store: Database | str | None = None, *, lru_size: int = 4096) -> None:
+        """``store``: a store's database (its schema is the store's business), or the URL of a
+        database of the cache's own, whose schema is brought up to date here; None: in-process."""
         self.lru_size = lru_size
         self._lru: OrderedDict[str, JudgeResponse] = OrderedDict()
         self._lock = threading.Lock()
-        self.engine = store if isinstance(store, Engine) or store is None else make_engine(store)
-        if self.engine is not None:
-            create_tables(self.engine, SQLModel.metadata, [_TABLE])
+        self.engine = verdict_database(store) if isinstance(store, str) else store
 
     def get_local(self, key: str) -> JudgeResponse | None:
         """The in-process hit, if any (no I/O)."""
@@ -90,7 +82,7 @@ class VerdictCache:
         if hit is not None or engine is None:
             return hit
         started = time.perf_counter()
-        row = await asyncio.to_thread(_load, engine, key)
+        row = await asyncio.to_thread(load_verdict, engine, key)
         if row is None:
             return None
         try:
@@ -125,7 +117,7 @@ class VerdictCache:
                 output_tokens=response.output_tokens,
                 cost_usd=response.cost_usd,
             )
-            await asyncio.to_thread(_save, engine, row)
+            await asyncio.to_thread(save_verdict, engine, row)
 
     def _remember(self, key: str, response: JudgeResponse) -> None:
         with self._lock:
@@ -133,20 +125,6 @@ class VerdictCache:
             self._lru.move_to_end(key)
             while len(self._lru) > self.lru_size:
                 self._lru.popitem(last=False)
-
-
-def _load(engine: Engine, key: str) -> JudgeVerdict | None:
-    with engine.connect() as connection:
-        row = connection.execute(select(_TABLE).where(_TABLE.c.key == key)).mappings().first()
-    return None if row is None else JudgeVerdict.model_validate(dict(row))
-
-
-def _save(engine: Engine, row: JudgeVerdict) -> None:
-    try:
-        with engine.begin() as connection:
-            connection.execute(insert(_TABLE), [row.model_dump()])
-    except IntegrityError:  # another worker stored the same verdict first
-        pass
 
 
 def _served(response: JudgeResponse, started: float) -> JudgeResponse:

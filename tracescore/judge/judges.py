@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Engine
-
 from tracescore.judge.cache import VerdictCache
 from tracescore.judge.client import LiteLLMJudge
 from tracescore.judge.config import JudgeConfig
 from tracescore.judge.protocol import Judge
+from tracescore.store import Database
 
 _judges: dict[str, LiteLLMJudge] = {}
 _cache: VerdictCache | None = None
 
 
-def use_verdict_store(store: Engine | str | None) -> None:
+def use_verdict_store(store: Database | str | None) -> None:
     """Keep verdicts of judges made from now on in this database (None: in-process only).
 
     The service calls it once with its own store, so every scorer's judge shares one table.

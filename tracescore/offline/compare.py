@@ -10,11 +10,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from sqlalchemy import select
-from sqlalchemy.engine import Engine
-
-from tracescore.store.scores import ScoreRow
-from tracescore.store.table_of import table_of
+from tracescore.store import Database
+from tracescore.store.scores import version_scores
 
 
 @dataclass(frozen=True)
@@ -38,29 +35,20 @@ class Agreement:
 
 
 def compare_versions(
-    engine: Engine, binding: str, version_a: str, version_b: str, threshold: float | None = None
+    engine: Database, binding: str, version_a: str, version_b: str, threshold: float | None = None
 ) -> Agreement:
     """Pair the ``ok`` scores of two versions by run. Labels are the stored ones, or with
     ``threshold``, ``score >= threshold`` on both sides."""
-    table = table_of(ScoreRow)
-    query = select(
-        table.c.trace_id, table.c.span_id, table.c.scorer_version, table.c.score, table.c.label
-    ).where(
-        (table.c.binding == binding)
-        & table.c.scorer_version.in_([version_a, version_b])
-        & (table.c.status == "ok")
-        & table.c.score.is_not(None)
-    )
-    with engine.connect() as connection:
-        rows = connection.execute(query).all()
+    rows = version_scores(engine, binding, [version_a, version_b])
     sides: dict[str, dict[tuple[str, str], tuple[float, str | None]]] = {
         version_a: {},
         version_b: {},
     }
-    for trace_id, span_id, version, score, label in rows:
+    for row in rows:
+        label = row.label
         if threshold is not None:
-            label = "pass" if score >= threshold else "fail"
-        sides[version][(trace_id, span_id)] = (score, label)
+            label = "pass" if row.score >= threshold else "fail"
+        sides[row.scorer_version][(row.trace_id, row.span_id)] = (row.score, label)
     a, b = sides[version_a], sides[version_b]
     paired = [(a[key], b[key]) for key in a.keys() & b.keys()]
     xs = [x for (x, _), _ in paired]

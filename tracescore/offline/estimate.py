@@ -49,8 +49,6 @@ from statistics import fmean
 from typing import Any, Literal
 
 from pydantic import BaseModel
-from sqlalchemy import func, select
-from sqlalchemy.engine import Engine
 
 from tracescore.extract.model import AgentRun
 from tracescore.judge.protocol import Budget, JudgeRequest, JudgeResponse
@@ -58,8 +56,8 @@ from tracescore.pipeline.bindings import CompiledBinding
 from tracescore.scorers.base import Scorer
 from tracescore.scorers.llm.typical_answers import typical_text
 from tracescore.scorers.steps import PromptStep, StepContext
-from tracescore.store.scores import ScoreRow
-from tracescore.store.table_of import table_of
+from tracescore.store import Database, connect
+from tracescore.store.scores import paid_steps
 
 TYPICAL_ITEMS = 3
 """Items per list in the generic answer of a schema step without a sketch."""
@@ -103,30 +101,21 @@ class PastAnswers:
     request's scorer version (the verdict cache serves them), else by ``judges`` (other
     ``(scorer version, model)`` pairs the scorer was judged with, latest first)."""
 
-    engine: Engine
+    engine: Database
     model: str
     judges: tuple[tuple[str, str], ...]
     settings: Any = None
     """The judge's ``JudgeConfig`` when known: verdict keys hold its answer settings too."""
 
     @classmethod
-    def of(cls, engine: Engine, scorer_id: str, model: str, settings: Any = None) -> PastAnswers:
-        from tracescore.store.judge_cache import JudgeVerdict
+    def of(cls, engine: Database, scorer_id: str, model: str, settings: Any = None) -> PastAnswers:
+        from tracescore.store.judge_cache import judged_with
 
-        table = table_of(JudgeVerdict)
-        with engine.connect() as connection:
-            judges = connection.execute(
-                select(table.c.scorer_version, table.c.model)
-                .where(table.c.scorer_id == scorer_id)
-                .group_by(table.c.scorer_version, table.c.model)
-                .order_by(func.max(table.c.created_at).desc())
-                .limit(PAST_JUDGES + 1)
-            ).all()
-        return cls(engine, model, tuple((version, used) for version, used in judges), settings)
+        return cls(engine, model, tuple(judged_with(engine, scorer_id, PAST_JUDGES + 1)), settings)
 
     def find(self, request: JudgeRequest) -> PastAnswer | None:
         from tracescore.judge.cache import verdict_key
-        from tracescore.store.judge_cache import JudgeVerdict
+        from tracescore.store.judge_cache import stored_answers
 
         exact = verdict_key(request, _keyed(self.settings, self.model))
         others = [
@@ -135,16 +124,11 @@ class PastAnswers:
             if (version, model) != (request.scorer_version, self.model)
         ][:PAST_JUDGES]
         order = [exact, *others]
-        table = table_of(JudgeVerdict)
-        with self.engine.connect() as connection:
-            found = connection.execute(
-                select(table.c.key, table.c.text, table.c.output_tokens)
-                .where(table.c.key.in_(order))
-            ).all()
+        found = stored_answers(self.engine, order)
         if not found:
             return None
-        key, text, tokens = min(found, key=lambda row: order.index(row.key))
-        return PastAnswer(text, tokens or 0, exact=key == exact)
+        best = min(found, key=lambda row: order.index(row.key))
+        return PastAnswer(best.text, best.output_tokens or 0, exact=best.key == exact)
 
 
 @dataclass(frozen=True)
@@ -226,7 +210,7 @@ def estimate_cost(
     binding: CompiledBinding,
     runs: Sequence[AgentRun],
     total_runs: int,
-    engine: Engine | None,
+    engine: Database | None,
     *,
     copies: Sequence[int] | None = None,
     distinct: int | None = None,
@@ -412,37 +396,24 @@ def _prices(model: str) -> tuple[float, float]:
     return float(price_in), float(price_out)
 
 
-def _past_output_tokens(engine: Engine, scorer_id: str, steps: Sequence[str]) -> dict[str, float]:
+def _past_output_tokens(engine: Database, scorer_id: str, steps: Sequence[str]) -> dict[str, float]:
     """Mean output tokens of each step's latest paid judge calls, for the steps that have some.
 
     The verdict cache table keeps one row per paid call (with its step and token counts),
     whatever happened to the score rows since; score rows' judge calls serve for the steps it
     has none of (judges with ``cache: false``).
     """
-    from tracescore.store.judge_cache import JudgeVerdict
+    from tracescore.store.judge_cache import paid_output_tokens
 
-    verdicts = table_of(JudgeVerdict)
-    scores = table_of(ScoreRow)
     from_verdicts: dict[str, list[int]] = {}
     from_rows: dict[str, list[int]] = {}
-    with engine.connect() as connection:
+    with connect(engine) as connection:
         for step in steps:
-            tokens = list(connection.scalars(
-                select(verdicts.c.output_tokens)
-                .where((verdicts.c.scorer_id == scorer_id) & (verdicts.c.step == step)
-                       & (verdicts.c.output_tokens > 0))
-                .order_by(verdicts.c.created_at.desc())
-                .limit(HISTORY_CALLS)
-            ))
+            tokens = paid_output_tokens(connection, scorer_id, step, HISTORY_CALLS)
             if tokens:
                 from_verdicts[step] = tokens
         missing = [step for step in steps if step not in from_verdicts]
-        rows = connection.scalars(
-            select(scores.c.steps)
-            .where((scores.c.scorer_id == scorer_id) & (scores.c.output_tokens > 0))
-            .order_by(scores.c.created_at.desc())
-            .limit(HISTORY_CALLS)
-        ).all() if missing else []
+        rows = paid_steps(connection, scorer_id, HISTORY_CALLS) if missing else []
         for row in rows:
             for trace in (row or {}).get("steps") or []:
                 for call in trace.get("judge_calls") or []:

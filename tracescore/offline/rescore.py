@@ -18,8 +18,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import select
-
 from tracescore.extract import extract_runs
 from tracescore.extract.base import Convention
 from tracescore.extract.model import AgentRun
@@ -33,16 +31,14 @@ from tracescore.pipeline.scoring_worker import ScoringWorker
 from tracescore.store import SpanStore
 from tracescore.store.scores import (
     SamplingDecision,
-    ScoreRow,
     StoredScore,
     score_id,
+    score_ids_of,
     upsert_decisions,
     upsert_scores,
 )
-from tracescore.store.table_of import table_of
 
 _DONE = ("ok", "not_scorable")
-_SCORES = table_of(ScoreRow)
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 
@@ -114,10 +110,7 @@ class Backfill:
     def _done(self, trace_id: str) -> set[str]:
         if self.force:
             return set()
-        table = _SCORES
-        query = select(table.c.id).where((table.c.trace_id == trace_id) & table.c.status.in_(_DONE))
-        with self.store.engine.connect() as connection:
-            return set(connection.scalars(query))
+        return score_ids_of(self.store.engine, trace_id, _DONE)
 
     def _todo(
         self, trace_id: str

@@ -12,8 +12,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy.engine import Engine
-
 from tracescore.extract.model import AgentRun
 from tracescore.judge.config import judges_missing
 from tracescore.pipeline.config import ScorerBinding
@@ -21,6 +19,7 @@ from tracescore.pipeline.limits import BindingLimiter
 from tracescore.pipeline.routing import RunFilter
 from tracescore.scorers import registry
 from tracescore.scorers.base import Scorer
+from tracescore.store import Database
 
 DEFAULT_JUDGE = "default"
 
@@ -121,7 +120,7 @@ def select_target(runs: Sequence[AgentRun], target: str) -> list[AgentRun]:
 
 
 def compile_bindings(
-    bindings: Sequence[ScorerBinding], judges: Mapping[str, Any], engine: Engine | None
+    bindings: Sequence[ScorerBinding], judges: Mapping[str, Any], engine: Database | None
 ) -> list[CompiledBinding]:
     compiled = []
     for binding in bindings:

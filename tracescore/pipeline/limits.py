@@ -11,24 +11,19 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Literal
 
-from sqlalchemy import func, select
-from sqlalchemy.engine import Engine
-
 from tracescore.pipeline.config import LimitsConfig
-from tracescore.store.scores import ScoreRow
-from tracescore.store.table_of import table_of
+from tracescore.store import Database
+from tracescore.store.scores import binding_spend
 
 Verdict = Literal["ok", "skipped_rate", "skipped_budget"]
-_COUNTED = ("ok", "error", "not_scorable")
-_SCORES = table_of(ScoreRow)
 
 
 class BindingLimiter:
     def __init__(
-        self, engine: Engine, binding: str, limits: LimitsConfig, refresh_seconds: float = 2.0
+        self, engine: Database, binding: str, limits: LimitsConfig, refresh_seconds: float = 2.0
     ) -> None:
         self._engine = engine
         self._binding = binding
@@ -45,19 +40,9 @@ class BindingLimiter:
         return self._limits.per_minute is not None or self._limits.usd_per_day is not None
 
     def _refresh(self, now: datetime) -> None:
-        table = _SCORES
         day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
-        mine = (table.c.binding == self._binding) & table.c.status.in_(_COUNTED)
-        with self._engine.connect() as connection:
-            minute_count = connection.execute(
-                select(func.count()).where(mine & (table.c.created_at >= now - timedelta(minutes=1)))
-            ).scalar_one()
-            day_cost = connection.execute(
-                select(func.coalesce(func.sum(table.c.cost_usd), 0.0)).where(
-                    mine & (table.c.created_at >= day_start)
-                )
-            ).scalar_one()
-        self._minute_count, self._day_cost = int(minute_count), float(day_cost)
+        spend = binding_spend(self._engine, self._binding, now, day_start)
+        self._minute_count, self._day_cost = spend.minute_count, spend.day_cost
         self._day = day_start.date().isoformat()
         self._refreshed_at = time.monotonic()
 

@@ -18,54 +18,27 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
-
-from sqlalchemy import (
-    Connection,
-    Delete,
-    Table,
-    and_,
-    bindparam,
-    delete,
-    exists,
-    false,
-    func,
-    select,
-    tuple_,
-    update,
-)
-from sqlalchemy.sql.elements import ColumnElement
+from typing import Protocol
 
 from tracescore.retention.config import RetentionConfig
-from tracescore.spans import EVALUATION_EVENT
-from tracescore.store.alerts import AlertEventRow, AlertStateRow
-from tracescore.store.conversations import ConversationRow, ConversationTurnRow
-from tracescore.store.feedback import FeedbackRow
+from tracescore.store import (
+    Connection,
+    alerts,
+    conversations,
+    feedback,
+    judge_cache,
+    scores,
+    traces,
+)
+from tracescore.store.aging import AgedRows
+from tracescore.store.handles import WriteTransaction
 from tracescore.store.journal import Journal
-from tracescore.store.judge_cache import JudgeVerdict
-from tracescore.store.scores import SamplingDecisionRow, SamplingTallyRow, ScoreRow
-from tracescore.store.table_of import table_of
-from tracescore.store.tables import LogRow, SpanRow, TraceRow
 from tracescore.store.trace_queue import TraceState
-
-WriteTransaction = Callable[[], AbstractContextManager[Connection]]
-
-
-SPANS = table_of(SpanRow)
-LOGS = table_of(LogRow)
-TRACES = table_of(TraceRow)
-CONVERSATIONS = table_of(ConversationRow)
-TURNS = table_of(ConversationTurnRow)
-
 
 SETTLED = (TraceState.SCORED, TraceState.FAILED)
 """Trace states whose spans may go: nothing will read them to score the trace again."""
-IN_FLIGHT = (TraceState.PENDING, TraceState.READY, TraceState.CLAIMED)
-"""Trace states whose records are kept whatever their age: the trace is yet to be scored."""
-
 
 
 @dataclass
@@ -103,83 +76,34 @@ def _utc(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)
 
 
-def _still_in(conn: Connection, trace_ids: list[str], state: TraceState, table: Table = TRACES) -> list[str]:
-    """Those of ``trace_ids`` (or conversation ids, with ``table``) still in ``state``, locked
-    until the transaction ends. Only PostgreSQL needs it (SQLite serializes writers): there a
-    trace a write touched since it was found (a late span) is left alone, and one whose row
-    another transaction holds waits for the next batch. Found first and locked after, so only
-    the rows a batch takes are locked."""
-    if conn.dialect.name != "postgresql" or not trace_ids:
-        return trace_ids
-    key = table.c[table.primary_key.columns.keys()[0]]
-    query = select(key).where(key.in_(trace_ids), table.c.state == state)
-    return list(conn.execute(query.with_for_update(skip_locked=True)).scalars())
-
-
 @dataclass(frozen=True, slots=True)
-class AgedRows:
-    """Rows of one table that expire by one time column: the oldest ``limit`` before the cut go."""
+class Aged:
+    """Rows of one table that expire by one time column (its owner module's query)."""
 
     kind: str
-    table: Table
-    keys: tuple[str, ...]
-    age: str
+    rows: AgedRows
     duration: float
     as_column: Callable[[float], object]
     """Epoch seconds as the age column stores time (nanoseconds, a datetime, seconds)."""
-    also: Callable[[Table, Any], ColumnElement[bool]] | None = None
-    """A further condition on the row, given the table and the cut's bound parameter."""
-
-    def statement(self, limit: int) -> Delete:
-        table = self.table
-        cut = bindparam("cut", type_=table.c[self.age].type)
-        condition = table.c[self.age] < cut
-        if self.also is not None:
-            condition = and_(condition, self.also(table, cut))
-        keys = [table.c[key] for key in self.keys]
-        chosen = select(*keys).where(condition).order_by(table.c[self.age]).limit(limit)
-        target = keys[0] if len(keys) == 1 else tuple_(*keys)
-        return delete(table).where(target.in_(chosen))
 
     def __call__(self, conn: Connection, now: float, limit: int) -> Batch:
-        cut = self.as_column(now - self.duration)
-        removed = conn.execute(self.statement(limit), {"cut": cut}).rowcount
+        removed = self.rows.prune(conn, self.as_column(now - self.duration), limit)
         return Batch({self.kind: removed}, removed >= limit)
 
 
 @dataclass(frozen=True, slots=True)
 class ExpiredTraces:
-    """Spans of traces in ``state`` (scored, or failed) whose last span ended before the cut; each
-    trace's queue row becomes a ``pruned`` tombstone in the same transaction. Found in index
-    order, oldest first, one state at a time: a scan over both states could not stop at the
-    batch's end (PostgreSQL read every expired trace's index entry for each batch)."""
+    """Spans of settled traces in ``state`` whose last span ended before the cut
+    (:func:`~tracescore.store.traces.prune_settled_traces`)."""
 
     duration: float
     state: TraceState
 
     def __call__(self, conn: Connection, now: float, limit: int) -> Batch:
-        found = conn.execute(
-            select(TRACES.c.trace_id, TRACES.c.span_count)
-            .where(TRACES.c.state == self.state, TRACES.c.end_time_ns < _ns(now - self.duration))
-            .order_by(TRACES.c.end_time_ns)
-            .limit(limit)
-        ).all()
-        candidates, spans = [], 0
-        for trace_id, span_count in found:  # about ``limit`` spans, however many traces that is
-            candidates.append(trace_id)
-            spans += span_count
-            if spans >= limit:
-                break
-        chosen = _still_in(conn, candidates, self.state)
-        if not chosen:  # none left, or all busy: the next pass takes them
+        pruned = traces.prune_settled_traces(conn, self.state, _ns(now - self.duration), limit)
+        if pruned is None:
             return Batch({}, False)
-        removed = conn.execute(delete(SPANS).where(SPANS.c.trace_id.in_(chosen))).rowcount
-        conn.execute(
-            update(TRACES)
-            .where(TRACES.c.trace_id.in_(chosen))
-            .values(state=TraceState.PRUNED, span_count=0)
-        )
-        return Batch({"spans": removed}, len(found) >= limit or len(candidates) < len(found))
+        return Batch({"spans": pruned.spans}, pruned.more)
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,86 +115,35 @@ class Tombstones:
     duration: float
 
     def __call__(self, conn: Connection, now: float, limit: int) -> Batch:
-        found = list(conn.execute(
-            select(TRACES.c.trace_id)
-            .where(
-                TRACES.c.state == TraceState.PRUNED,
-                TRACES.c.end_time_ns < _ns(now - 2 * self.duration),
-                TRACES.c.last_seen < now - self.duration,
-            )
-            .order_by(TRACES.c.end_time_ns)
-            .limit(limit)
-        ).scalars())  # fmt: skip
-        chosen = _still_in(conn, found, TraceState.PRUNED)
-        if not chosen:  # none left, or all busy: the next pass takes them
+        pruned = traces.prune_tombstones(conn, _ns(now - 2 * self.duration), now - self.duration, limit)
+        if pruned is None:
             return Batch({}, False)
-        spans = conn.execute(delete(SPANS).where(SPANS.c.trace_id.in_(chosen))).rowcount
-        traces = conn.execute(delete(TRACES).where(TRACES.c.trace_id.in_(chosen))).rowcount
-        return Batch({"spans": spans, "traces": traces}, len(found) >= limit)
-
-
-_LOG_COUNT = (
-    update(TRACES)
-    .where(TRACES.c.trace_id == bindparam("expired_trace"))
-    .values(
-        log_count=select(func.count())
-        .where(LOGS.c.trace_id == TRACES.c.trace_id, LOGS.c.event_name != EVALUATION_EVENT)
-        .scalar_subquery()
-    )
-)
-"""A trace's log count recounted, as ingest counts it (a count lowered by the records removed
-would inherit any miscount, and could then differ from ingest's next count)."""
+        return Batch({"spans": pruned.spans, "traces": pruned.traces}, pruned.more)
 
 
 @dataclass(frozen=True, slots=True)
 class ExpiredLogs:
-    """Log records older than the cut, except those of a trace still to be scored. The traces
-    that lose records get their ``log_count`` recounted, so an exporter's retry of one of their
-    spans is still recognised as nothing new and does not requeue them."""
+    """Log records older than the cut, except those of a trace still to be scored
+    (:func:`~tracescore.store.traces.prune_logs`)."""
 
     duration: float
 
     def __call__(self, conn: Connection, now: float, limit: int) -> Batch:
-        in_flight = exists().where(
-            TRACES.c.trace_id == LOGS.c.trace_id, TRACES.c.state.in_(IN_FLIGHT)
-        )
-        chosen = (
-            select(LOGS.c.id)
-            .where(LOGS.c.time_ns < _ns(now - self.duration), ~in_flight)
-            .order_by(LOGS.c.time_ns)
-            .limit(limit)
-        )
-        removed = delete(LOGS).where(LOGS.c.id.in_(chosen)).returning(LOGS.c.trace_id)
-        traces = conn.execute(removed).scalars().all()
-        touched = sorted({trace_id for trace_id in traces if trace_id is not None})
-        if touched:  # in trace id order, as ingest locks trace rows (no deadlock on PostgreSQL)
-            conn.execute(_LOG_COUNT, [{"expired_trace": trace_id} for trace_id in touched])
-        return Batch({"logs": len(traces)}, len(traces) >= limit)
+        removed = traces.prune_logs(conn, _ns(now - self.duration), limit)
+        return Batch({"logs": removed}, removed >= limit)
 
 
 @dataclass(frozen=True, slots=True)
 class ExpiredConversations:
-    """Conversations in ``state`` whose last turn was recorded before the cut, each with its
-    turns, found in index order one state at a time (as :class:`ExpiredTraces`). The time is
-    the collector's, not the exporter's: a turn dated in the future cannot keep them. A turn
-    arriving later starts the conversation afresh."""
+    """Conversations in ``state`` whose last turn was recorded before the cut, with their turns
+    (:func:`~tracescore.store.conversations.prune_conversations`)."""
 
     duration: float
     state: TraceState
 
     def __call__(self, conn: Connection, now: float, limit: int) -> Batch:
-        found = list(conn.execute(
-            select(CONVERSATIONS.c.conversation_id)
-            .where(CONVERSATIONS.c.state == self.state, CONVERSATIONS.c.last_seen < now - self.duration)
-            .order_by(CONVERSATIONS.c.last_seen)
-            .limit(limit)
-        ).scalars())  # fmt: skip
-        chosen = _still_in(conn, found, self.state, CONVERSATIONS)
-        if not chosen:  # none left, or all busy: the next pass takes them
-            return Batch({}, False)
-        conn.execute(delete(TURNS).where(TURNS.c.conversation_id.in_(chosen)))
-        removed = conn.execute(delete(CONVERSATIONS).where(CONVERSATIONS.c.conversation_id.in_(chosen))).rowcount
-        return Batch({"conversations": removed}, len(found) >= limit)
+        removed, more = conversations.prune_conversations(conn, self.state, now - self.duration, limit)
+        return Batch({"conversations": removed} if removed else {}, more)
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,28 +168,20 @@ def steps(config: RetentionConfig, journal: Journal | None = None) -> Iterator[S
     if (seconds := durations.get("logs")) is not None:
         yield ExpiredLogs(seconds)
     if (seconds := durations.get("scores")) is not None:
-        yield AgedRows("scores", table_of(ScoreRow), ("id",), "created_at", seconds, _utc)
+        yield Aged("scores", scores.SCORES_BY_AGE, seconds, _utc)
     if (seconds := durations.get("sampling_decisions")) is not None:
-        kind = "sampling_decisions"
-        yield AgedRows(kind, table_of(SamplingDecisionRow), ("id",), "created_at", seconds, _utc)
-        tallies = table_of(SamplingTallyRow)
-        yield AgedRows(kind, tallies, ("binding", "minute"), "minute", seconds, _utc)
+        yield Aged("sampling_decisions", scores.DECISIONS_BY_AGE, seconds, _utc)
+        yield Aged("sampling_decisions", scores.TALLIES_BY_AGE, seconds, _utc)
     if (seconds := durations.get("judge_cache")) is not None:
-        yield AgedRows("judge_cache", table_of(JudgeVerdict), ("key",), "created_at", seconds, _utc)
+        yield Aged("judge_cache", judge_cache.VERDICTS_BY_AGE, seconds, _utc)
     if (seconds := durations.get("alerts")) is not None:
-        yield AgedRows(
-            "alerts", table_of(AlertEventRow), ("id",), "at", seconds, float,
-            also=lambda table, _cut: table.c.pending == false(),  # undelivered: still to send
-        )
-        yield AgedRows(
-            "alerts", table_of(AlertStateRow), ("key",), "since", seconds, float,
-            also=lambda table, cut: and_(table.c.state == "ok", table.c.evaluated_at < cut),
-        )
+        yield Aged("alerts", alerts.EVENTS_BY_AGE, seconds, float)
+        yield Aged("alerts", alerts.STATES_BY_AGE, seconds, float)
     if (seconds := durations.get("conversations")) is not None:
         unclaimed = (*SETTLED, TraceState.PENDING, TraceState.READY)
         yield from (ExpiredConversations(seconds, state) for state in unclaimed)
     if (seconds := durations.get("feedback")) is not None:
-        yield AgedRows("feedback", table_of(FeedbackRow), ("id",), "created_at", seconds, _utc)
+        yield Aged("feedback", feedback.FEEDBACK_BY_AGE, seconds, _utc)
     if (seconds := durations.get("quarantine")) is not None and journal is not None:
         yield ExpiredQuarantine(journal, seconds)
 

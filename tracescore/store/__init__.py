@@ -10,6 +10,7 @@ module's name to :data:`~tracescore.store.metadata.TABLE_MODULES` and adds a rev
 from __future__ import annotations
 
 from tracescore.store.engine import make_engine, normalize_url
+from tracescore.store.handles import Connection, Database, begin, connect
 from tracescore.store.metadata import store_metadata
 from tracescore.store.migrations import SchemaError
 from tracescore.store.spanstore import SpanStore, TraceSummary
@@ -41,6 +42,8 @@ def open_store(
 
 
 __all__ = [
+    "Connection",
+    "Database",
     "ReadinessRules",
     "SchemaError",
     "SpanStore",
@@ -48,6 +51,8 @@ __all__ = [
     "TraceQueue",
     "TraceState",
     "TraceSummary",
+    "begin",
+    "connect",
     "make_engine",
     "normalize_url",
     "open_store",

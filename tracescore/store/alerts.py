@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Column, Index, Integer, Text
+from sqlalchemy import JSON, BigInteger, Column, Index, Integer, Text, and_, false
 from sqlmodel import Field, SQLModel
+
+from tracescore.store.aging import AgedRows
+from tracescore.store.table_of import table_of
 
 
 class AlertStateRow(SQLModel, table=True):
@@ -116,3 +119,15 @@ class AlertLeaderRow(SQLModel, table=True):
     expires_at: float
 
 
+# --- retention/prune ---------------------------------------------------------------------------
+
+EVENTS_BY_AGE = AgedRows(
+    table_of(AlertEventRow), ("id",), "at",
+    also=lambda table, _cut: table.c.pending == false(),  # undelivered: still to send
+)  # fmt: skip
+"""Delivered alert events, by when they happened (seconds since the epoch)."""
+STATES_BY_AGE = AgedRows(
+    table_of(AlertStateRow), ("key",), "since",
+    also=lambda table, cut: and_(table.c.state == "ok", table.c.evaluated_at < cut),
+)  # fmt: skip
+"""Segments back to ``ok`` (and not evaluated) since before the cut (seconds since the epoch)."""

@@ -13,6 +13,9 @@ park it as ``failed`` until its next turn.
 
 Conversation scores are rows of ``scores`` with ``conversation_id`` set (and the last turn's
 trace and span), keyed by conversation and binding, so a rescore replaces the row.
+
+Longer than most modules on purpose: the one owner of the two tables, it holds the queue's
+statements, the API's reads and retention's delete (grouped under a comment per calling part).
 """
 
 from __future__ import annotations
@@ -22,12 +25,26 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, Connection, Index, bindparam, text
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    Index,
+    and_,
+    bindparam,
+    delete,
+    or_,
+    select,
+    text,
+)
 from sqlmodel import Field, SQLModel
 
+from tracescore.store.aging import still_in
 from tracescore.store.bulk import BulkInsert, bulk_insert
+from tracescore.store.table_of import table_of
 from tracescore.store.text import TextGuard
 from tracescore.store.trace_queue import LeasedQueueSql, TraceState
 
@@ -85,6 +102,10 @@ class ConversationTurnRow(SQLModel, table=True):
     agent_name: str | None = Field(default=None, max_length=200)
     service_name: str | None = Field(default=None, max_length=200)
     recorded_at: float
+
+
+CONVERSATIONS = table_of(ConversationRow)
+TURNS = table_of(ConversationTurnRow)
 
 
 def storable_id(conversation_id: str) -> str:
@@ -294,3 +315,106 @@ def turns_of(conn: Connection, conversation_id: str) -> list[Any]:
             {"id": conversation_id},
         ).all()
     )
+
+
+# --- conversations/reads: the API's and the dashboard's reads ----------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationFilter:
+    """Equality filters on the latest turn's agent and service, and a time range: a
+    conversation matches when any of its turns started in ``[since, until)``."""
+
+    agent: str | None = None
+    service: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def conditions(self) -> list[Any]:
+        c = CONVERSATIONS.c
+        found = []
+        if self.agent is not None:
+            found.append(c.agent_name == self.agent)
+        if self.service is not None:
+            found.append(c.service_name == self.service)
+        if self.since is not None:
+            found.append(c.last_turn_ns >= _ns(self.since))
+        if self.until is not None:
+            found.append(c.first_turn_ns < _ns(self.until))
+        return found
+
+
+def _ns(moment: datetime) -> int:
+    aware = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return int(aware.timestamp() * 1_000_000) * 1_000
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSummary:
+    """What a listing shows of a conversation."""
+
+    conversation_id: str
+    agent_name: str | None
+    service_name: str | None
+    turn_count: int
+    first_turn_ns: int | None
+    last_turn_ns: int | None
+    state: str
+
+
+_SUMMARY_COLUMNS = [CONVERSATIONS.c[name] for name in ConversationSummary.__slots__]
+
+
+def conversation_page(
+    conn: Connection, where: ConversationFilter, limit: int, after: tuple[int, str] | None = None
+) -> list[ConversationSummary]:
+    """Up to ``limit`` conversations, latest turn first, after ``after`` (a conversation's
+    ``(last_turn_ns, conversation_id)``): keyset pages that stay stable while turns arrive."""
+    c = CONVERSATIONS.c
+    conditions = [*where.conditions(), c.last_turn_ns.is_not(None)]
+    if after is not None:
+        moment, conversation_id = after
+        conditions.append(
+            or_(c.last_turn_ns < moment, and_(c.last_turn_ns == moment, c.conversation_id < conversation_id))
+        )
+    rows = conn.execute(
+        select(*_SUMMARY_COLUMNS).where(*conditions)
+        .order_by(c.last_turn_ns.desc(), c.conversation_id.desc()).limit(limit)
+    )  # fmt: skip
+    return [ConversationSummary(*row) for row in rows]
+
+
+def find_conversation(conn: Connection, conversation_id: str) -> ConversationSummary | None:
+    row = conn.execute(select(*_SUMMARY_COLUMNS).where(CONVERSATIONS.c.conversation_id == conversation_id)).first()
+    return None if row is None else ConversationSummary(*row)
+
+
+def conversations_of_trace(conn: Connection, trace_id: str) -> list[str]:
+    """The conversations a trace is a turn of (one, unless its id changed between scorings)."""
+    rows = conn.execute(
+        select(TURNS.c.conversation_id).where(TURNS.c.trace_id == trace_id).order_by(TURNS.c.conversation_id)
+    )
+    return [row.conversation_id for row in rows]
+
+
+# --- retention/prune ---------------------------------------------------------------------------
+
+
+def prune_conversations(conn: Connection, state: TraceState, seen_before: float, limit: int) -> tuple[int, bool]:
+    """Up to ``limit`` conversations in ``state`` whose last turn was recorded before
+    ``seen_before``, each with its turns, found in index order one state at a time; how many
+    went and whether more may remain. The time is the collector's, not the exporter's: a turn
+    dated in the future cannot keep them. A turn arriving later starts the conversation
+    afresh."""
+    found = list(conn.execute(
+        select(CONVERSATIONS.c.conversation_id)
+        .where(CONVERSATIONS.c.state == state, CONVERSATIONS.c.last_seen < seen_before)
+        .order_by(CONVERSATIONS.c.last_seen)
+        .limit(limit)
+    ).scalars())  # fmt: skip
+    chosen = still_in(conn, CONVERSATIONS, found, state)
+    if not chosen:  # none left, or all busy: the next pass takes them
+        return 0, False
+    conn.execute(delete(TURNS).where(TURNS.c.conversation_id.in_(chosen)))
+    removed = conn.execute(delete(CONVERSATIONS).where(CONVERSATIONS.c.conversation_id.in_(chosen))).rowcount
+    return removed, len(found) >= limit

@@ -39,7 +39,7 @@ def _sqlite_pragmas(synchronous: str) -> Callable[[Any, Any], None]:
     def setup(dbapi_connection: Any, _record: Any) -> None:
         cursor = dbapi_connection.cursor()
         # Takes effect only on a database without tables yet (a no-op afterwards): lets
-        # retention hand the pages it frees back to the file system (tracescore.retention.vacuum).
+        # retention hand the pages it frees back to the file system (tracescore.store.vacuum).
         cursor.execute("PRAGMA auto_vacuum=INCREMENTAL")
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA synchronous={synchronous.upper()}")

@@ -13,15 +13,16 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
-from sqlalchemy import Column, Float, Index, Text, and_, delete, or_, select
+from sqlalchemy import Column, Engine, Float, Index, Text, and_, delete, or_, select
 from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
 
 from tracescore import metrics
+from tracescore.store.aging import AgedRows
 from tracescore.store.dialect import as_utc, dialect_insert
-from tracescore.store.scores import ScoreRow
+from tracescore.store.scores import SCORES
 from tracescore.store.spanstore import SpanStore
 from tracescore.store.table_of import table_of
 from tracescore.store.text import ColumnFit, TextGuard
@@ -74,7 +75,6 @@ class FeedbackScanRow(SQLModel, table=True):
 
 FEEDBACK = table_of(FeedbackRow)
 SCAN = table_of(FeedbackScanRow)
-SCORES = table_of(ScoreRow)
 _SCAN_NAME = "otlp"
 _FIT = ColumnFit(FEEDBACK, produced_here=("id", "source"))
 """Feedback columns made storable: a client writes the others (over the API or OTLP)."""
@@ -240,3 +240,52 @@ def scored_feedback(
         .order_by(SCORES.c.trace_id, SCORES.c.span_id, FEEDBACK.c.id)
     )
     return [ScoredFeedback(**row._mapping) for row in connection.execute(query)]
+
+
+# --- feedback/ (export, review queue) ------------------------------------------------------
+
+
+class GroundTruth(TypedDict):
+    """A verdict as an export of scored runs carries it (``groundTruth``)."""
+
+    value: float | None
+    label: str | None
+    comment: str | None
+    author: str
+
+
+def latest_verdicts(database: Engine, name: str, trace_ids: Sequence[str]) -> dict[tuple[str, str | None], GroundTruth]:
+    """The latest feedback per (trace, span) under ``name``; span None: the whole trace."""
+    query = (
+        select(FEEDBACK)
+        .where(FEEDBACK.c.name == name, FEEDBACK.c.trace_id.in_(trace_ids))
+        .order_by(FEEDBACK.c.created_at)
+    )
+    with database.connect() as connection:
+        return {
+            (row.trace_id, row.span_id): GroundTruth(
+                value=row.value, label=row.label, comment=row.comment, author=row.author
+            )
+            for row in connection.execute(query)
+        }
+
+
+_CHUNK = 500
+"""Trace ids per ``IN`` list."""
+
+
+def reviewed(connection: Connection, trace_ids: Sequence[str]) -> set[tuple[str, str | None, str]]:
+    """(trace, span or None, name) of the feedback on ``trace_ids``."""
+    ids = sorted(set(trace_ids))
+    found: set[tuple[str, str | None, str]] = set()
+    for start in range(0, len(ids), _CHUNK):
+        query = select(FEEDBACK.c.trace_id, FEEDBACK.c.span_id, FEEDBACK.c.name).where(
+            FEEDBACK.c.trace_id.in_(ids[start : start + _CHUNK])
+        )
+        found.update((row.trace_id, row.span_id, row.name) for row in connection.execute(query))
+    return found
+
+
+# --- retention/prune ---------------------------------------------------------------------------
+
+FEEDBACK_BY_AGE = AgedRows(FEEDBACK, ("id",), "created_at")

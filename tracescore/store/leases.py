@@ -7,7 +7,7 @@ is a single upsert, atomic on SQLite and PostgreSQL alike, so no separate lock s
 
 from __future__ import annotations
 
-from sqlalchemy import or_, update
+from sqlalchemy import Engine, or_, select, update
 from sqlalchemy.engine import Connection
 
 from tracescore.store.alerts import AlertLeaderRow
@@ -45,3 +45,11 @@ def release_lease(connection: Connection, owner: str, name: str = LEASE_NAME) ->
         .where(LEADER.c.name == name, LEADER.c.owner == owner)
         .values(expires_at=0.0)
     )
+
+
+def lease_expiry(database: Engine, name: str = LEASE_NAME) -> float | None:
+    """When the lease ``name`` runs out (seconds since the epoch); None if no one took it yet.
+    Retention's schedule is its lease's expiry (:mod:`tracescore.retention.task`)."""
+    with database.connect() as connection:
+        expires = connection.execute(select(LEADER.c.expires_at).where(LEADER.c.name == name)).scalar_one_or_none()
+    return None if expires is None else float(expires)

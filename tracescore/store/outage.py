@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
+DatabaseError = DBAPIError
+"""What a statement that failed in the database (or its driver) raises, whichever the backend:
+the service answers a read that hit one as an outage."""
+
 
 def database_unavailable(error: BaseException) -> bool:
     """Whether a failed write is the database's fault (down, restarting, out of disk, locked),

@@ -4,6 +4,10 @@ A score's primary key is derived from (trace, span, binding, scorer version), an
 upserts: a retried or re-claimed trace, a restart mid-batch or a late span that triggers a
 rescore all land on the same row instead of adding duplicates. A new scorer version gets rows
 of its own, so old and new versions can be compared.
+
+Longer than most modules on purpose: it is the one owner of these tables, so every query on
+them lives here (writes first, then the reads, grouped under a comment per calling part) and a
+schema change touches no other file.
 """
 
 from __future__ import annotations
@@ -11,13 +15,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Literal, NotRequired, TypedDict
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
-from sqlalchemy import JSON, BigInteger, Column, Index, Table, Text
+from sqlalchemy import JSON, BigInteger, Column, Engine, Index, Table, Text, func, select
 from sqlalchemy.engine import Connection, Dialect
 from sqlmodel import Field, SQLModel
 
+from tracescore.store.aging import AgedRows
 from tracescore.store.bulk import BulkInsert, bulk_insert
 from tracescore.store.dialect import dialect_insert
 from tracescore.store.table_of import table_of
@@ -26,10 +31,8 @@ from tracescore.store.text import ColumnFit, TextGuard
 ScoreStatus = Literal["ok", "error", "not_scorable", "skipped_budget", "skipped_rate"]
 
 
-class StoredScore(TypedDict):
-    """A ``scores`` row as it travels from the scoring worker to the store, the emitter and the
-    metrics: typed, yet the plain dict the bulk upsert reads, because the worker makes one per
-    binding and run and a model instance each would cost more than the scorer it records."""
+class _ScoreFields(TypedDict):
+    """The columns of a ``scores`` row that every view of one has."""
 
     id: str
     trace_id: str
@@ -42,7 +45,6 @@ class StoredScore(TypedDict):
     label: str | None
     reason: str | None
     error: str | None
-    steps: dict[str, Any] | None
     judge_model: str | None
     input_tokens: int
     output_tokens: int
@@ -52,10 +54,18 @@ class StoredScore(TypedDict):
     service: str | None
     agent: str | None
     model: str | None
-    conversation_id: NotRequired[str | None]
-    """Only on a conversation's score."""
     created_at: datetime
     updated_at: datetime
+
+
+class StoredScore(_ScoreFields):
+    """A ``scores`` row as it travels from the scoring worker to the store, the emitter and the
+    metrics: typed, yet the plain dict the bulk upsert reads, because the worker makes one per
+    binding and run and a model instance each would cost more than the scorer it records."""
+
+    steps: dict[str, Any] | None
+    conversation_id: NotRequired[str | None]
+    """Only on a conversation's score."""
 
 
 class SamplingDecision(TypedDict):
@@ -273,3 +283,215 @@ def upsert_scores(connection: Connection, rows: Sequence[StoredScore]) -> int:
 
 def upsert_decisions(connection: Connection, rows: Sequence[SamplingDecision]) -> None:
     prepare_decisions(connection.dialect, rows).write(connection)
+
+
+SCORES = _SCORES
+"""The ``scores`` table, for the other owner modules' joins (feedback, conversations)."""
+
+
+# --- feedback/ (export, review queue) ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScoredRun:
+    """One binding's ``ok`` score of one run, as an export of scored runs lists it."""
+
+    trace_id: str
+    span_id: str
+    score: float
+    scorer_version: str
+    reason: str | None
+
+
+def scored_runs(database: Engine, binding: str, since: datetime, below: float | None = None) -> list[ScoredRun]:
+    """``binding``'s ``ok`` scores since ``since`` (below ``below``), the first per run, oldest
+    first."""
+    table = _SCORES
+    query = (
+        select(table.c.trace_id, table.c.span_id, table.c.score, table.c.scorer_version, table.c.reason)
+        .where(table.c.binding == binding, table.c.status == "ok", table.c.score.is_not(None),
+               table.c.created_at >= since)
+        .order_by(table.c.created_at, table.c.id)
+    )  # fmt: skip
+    if below is not None:
+        query = query.where(table.c.score < below)
+    with database.connect() as connection:
+        rows = connection.execute(query).all()
+    first: dict[tuple[str, str], ScoredRun] = {}
+    for row in rows:
+        first.setdefault((row.trace_id, row.span_id), ScoredRun(**row._mapping))
+    return list(first.values())
+
+
+class RecentScore(TypedDict):
+    """A recent ``ok`` score, as the review queue weighs it."""
+
+    trace_id: str
+    span_id: str
+    binding: str
+    score: float
+    label: str | None
+    reason: str | None
+    scorer_version: str
+    judge_model: str | None
+    agent: str | None
+    created_at: datetime
+
+
+_RECENT_COLUMNS = tuple(_SCORES.c[name] for name in RecentScore.__annotations__)
+
+
+def recent_scores(connection: Connection, binding: str, since: datetime, limit: int) -> list[RecentScore]:
+    """The ``limit`` most recent ``ok`` scores of ``binding`` since ``since``, newest first."""
+    table = _SCORES
+    query = (
+        select(*_RECENT_COLUMNS)
+        .where(table.c.binding == binding, table.c.created_at >= since, table.c.status == "ok",
+               table.c.score.is_not(None))
+        .order_by(table.c.created_at.desc(), table.c.id)
+        .limit(limit)
+    )  # fmt: skip
+    return [cast(RecentScore, dict(row._mapping)) for row in connection.execute(query)]
+
+
+# --- conversations/reads: the scores a conversation's page shows ---------------------------
+
+
+class ScoreRecord(_ScoreFields):
+    """A stored score as the API and the dashboard show it (datetimes in UTC)."""
+
+    steps: NotRequired[dict[str, Any] | None]
+    """Only when asked for (``with_steps``): the dashboard shows them, the API does not."""
+    conversation_id: str | None
+
+
+_PUBLIC_COLUMNS = [column for column in _SCORES.c if column.name != "steps"]
+
+
+def _score_columns(with_steps: bool) -> list[Any]:
+    return list(_SCORES.c) if with_steps else _PUBLIC_COLUMNS
+
+
+def _record(row: Any) -> ScoreRecord:
+    found = dict(row._mapping)
+    for key in ("created_at", "updated_at"):
+        moment = found[key]
+        if isinstance(moment, datetime):
+            found[key] = moment if moment.tzinfo else moment.replace(tzinfo=UTC)  # SQLite's are naive
+    return cast(ScoreRecord, found)
+
+
+def conversation_scores(
+    connection: Connection, conversation_ids: Sequence[str], *, with_steps: bool = False
+) -> dict[str, list[ScoreRecord]]:
+    """The conversations' own scores (not their turns'), by conversation, by binding."""
+    if not conversation_ids:
+        return {}
+    found: dict[str, list[ScoreRecord]] = {}
+    rows = connection.execute(
+        select(*_score_columns(with_steps)).where(_SCORES.c.conversation_id.in_(list(conversation_ids)))
+        .order_by(_SCORES.c.binding, _SCORES.c.scorer_version)
+    )  # fmt: skip
+    for row in rows:
+        found.setdefault(row.conversation_id, []).append(_record(row))
+    return found
+
+
+def run_scores(connection: Connection, trace_ids: Sequence[str], *, with_steps: bool = False) -> dict[str, list[ScoreRecord]]:
+    """The run scores (not conversations') of the traces, by trace, by binding and span."""
+    if not trace_ids:
+        return {}
+    found: dict[str, list[ScoreRecord]] = {}
+    rows = connection.execute(
+        select(*_score_columns(with_steps))
+        .where(_SCORES.c.trace_id.in_(list(trace_ids)), _SCORES.c.conversation_id.is_(None))
+        .order_by(_SCORES.c.binding, _SCORES.c.span_id)
+    )  # fmt: skip
+    for row in rows:
+        found.setdefault(row.trace_id, []).append(_record(row))
+    return found
+
+
+# --- pipeline/limits: a binding's rate and spend -----------------------------------------------
+
+_COUNTED = ("ok", "error", "not_scorable")
+"""Statuses of scores that count against a binding's limits (the skipped ones cost nothing)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Spend:
+    """What one binding scored lately, as every instance on the database sees it."""
+
+    minute_count: int
+    """Scores made since a minute ago."""
+    day_cost: float
+    """USD spent on scores made since the day started."""
+
+
+def binding_spend(database: Engine, binding: str, now: datetime, day_start: datetime) -> Spend:
+    table = _SCORES
+    mine = (table.c.binding == binding) & table.c.status.in_(_COUNTED)
+    with database.connect() as connection:
+        minute_count = connection.execute(
+            select(func.count()).where(mine & (table.c.created_at >= now - timedelta(minutes=1)))
+        ).scalar_one()
+        day_cost = connection.execute(
+            select(func.coalesce(func.sum(table.c.cost_usd), 0.0)).where(mine & (table.c.created_at >= day_start))
+        ).scalar_one()
+    return Spend(int(minute_count), float(day_cost))
+
+
+# --- offline/ (compare, rescore, estimate) ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class VersionScore:
+    """One ``ok`` score of a run by one scorer version."""
+
+    trace_id: str
+    span_id: str
+    scorer_version: str
+    score: float
+    label: str | None
+
+
+def version_scores(database: Engine, binding: str, versions: Sequence[str]) -> list[VersionScore]:
+    """The ``ok`` scores ``binding`` made with any of ``versions``."""
+    table = _SCORES
+    query = select(
+        table.c.trace_id, table.c.span_id, table.c.scorer_version, table.c.score, table.c.label
+    ).where(
+        (table.c.binding == binding)
+        & table.c.scorer_version.in_(list(versions))
+        & (table.c.status == "ok")
+        & table.c.score.is_not(None)
+    )
+    with database.connect() as connection:
+        return [VersionScore(*row) for row in connection.execute(query)]
+
+
+def score_ids_of(database: Engine, trace_id: str, statuses: Sequence[str]) -> set[str]:
+    """The ids of the trace's scores in any of ``statuses``."""
+    table = _SCORES
+    query = select(table.c.id).where((table.c.trace_id == trace_id) & table.c.status.in_(list(statuses)))
+    with database.connect() as connection:
+        return set(connection.scalars(query))
+
+
+def paid_steps(connection: Connection, scorer_id: str, limit: int) -> list[dict[str, Any] | None]:
+    """The ``steps`` of the scorer's latest ``limit`` scores that paid for judge output, newest
+    first (what each of their judge calls cost is in there)."""
+    table = _SCORES
+    return list(connection.scalars(
+        select(table.c.steps)
+        .where((table.c.scorer_id == scorer_id) & (table.c.output_tokens > 0))
+        .order_by(table.c.created_at.desc())
+        .limit(limit)
+    ).all())  # fmt: skip
+
+
+# --- retention/prune ---------------------------------------------------------------------------
+
+SCORES_BY_AGE = AgedRows(_SCORES, ("id",), "created_at")
+DECISIONS_BY_AGE = AgedRows(_DECISIONS, ("id",), "created_at")
+TALLIES_BY_AGE = AgedRows(_TALLIES, ("binding", "minute"), "minute")

@@ -7,6 +7,7 @@ Create Date: 2026-11-25
 
 from __future__ import annotations
 
+import sqlalchemy as sa
 from alembic import op
 
 revision = "0003_retention_indexes"
@@ -23,8 +24,12 @@ _INDEXES = (
 
 
 def upgrade() -> None:
+    inspector = sa.inspect(op.get_bind())
     for name, table, columns in _INDEXES:
-        op.create_index(name, table, columns)
+        # A verdict cache used to create its table from the model, index included, before
+        # any migration ran: that database is adopted at the baseline and comes through here.
+        if name not in {index["name"] for index in inspector.get_indexes(table)}:
+            op.create_index(name, table, columns)
 
 
 def downgrade() -> None:

@@ -1,4 +1,5 @@
-"""Giving the pages a SQLite prune freed back to the file system.
+"""Giving the pages a SQLite prune freed back to the file system (retention runs it after a
+pass, :mod:`tracescore.retention.task`).
 
 Deleted rows leave free pages inside the file; SQLite reuses them for new rows but never shrinks
 the file by itself. A database created with ``auto_vacuum=INCREMENTAL`` (every database
@@ -16,7 +17,7 @@ from collections.abc import Callable
 
 from sqlalchemy import Connection, Engine
 
-from tracescore.retention.prune import WriteTransaction
+from tracescore.store.handles import WriteTransaction
 
 log = logging.getLogger(__name__)
 
