@@ -151,11 +151,7 @@ def main() -> None:
     parser.add_argument("--config", type=Path, help="a YAML config to merge in (server, workers keys)")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="tracescore-bench-pipeline-"))
-    config: dict[str, object] = {"workers": {"poll_interval": 0.05}}
-    if args.sampling < 1.0:
-        config["scorers"] = [
-            {"name": name, "scorer": name, "sampling": {"rate": args.sampling}} for name in DEFAULT_SCORERS
-        ]
+    config = sampling_config(args.sampling)
     if args.config:
         for key, value in yaml.safe_load(args.config.read_text()).items():
             config[key] = {**config.get(key, {}), **value} if isinstance(value, dict) else value  # type: ignore[dict-item]
@@ -163,6 +159,14 @@ def main() -> None:
         capacity(args, workdir, config)
     else:
         latency(args, workdir, config)
+
+
+def sampling_config(rate: float) -> dict[str, object]:
+    """The service's config for the benchmark: the default bindings, every one at ``rate``."""
+    config: dict[str, object] = {"workers": {"poll_interval": 0.05}}
+    if rate < 1.0:
+        config["scorers"] = [{"name": name, "scorer": name, "sampling": {"rate": rate}} for name in DEFAULT_SCORERS]
+    return config
 
 
 def _scored_traces(engine: Engine) -> int:
