@@ -44,12 +44,12 @@ PARTS: dict[str, list[tuple[str, str]]] = {
     "row building (score_row, _decision)": [("pipeline/worker.py", "score_row"), ("pipeline/worker.py", "_decision")],
     "row preparation (prepare_scores, prepare_decisions)": [
         ("store/scores.py", "prepare_scores"), ("store/scores.py", "prepare_decisions")],
-    "executemany of scores and decisions (Prepared.write)": [("store/scores.py", "write")],
+    "bulk write of scores and decisions (Prepared.write: executemany, COPY)": [("store/scores.py", "write")],
     "completion (TraceQueue.complete)": [("store/trace_queue.py", "complete")],
     "tallies, turns, source tallies": [
         ("store/scores.py", "add_tallies"), ("store/conversations.py", "record_turns"),
         ("store/sources.py", "add_source_tallies")],
-    "commit (sqlite3 / driver)": [("sqlalchemy/engine/default.py", "do_commit")],
+    "commit (the driver)": [("sqlalchemy/engine/default.py", "do_commit")],
     "metrics relay (_observe)": [("pipeline/worker.py", "_observe")],
 }  # fmt: skip
 """The pass's parts, as the cumulative CPU time of these functions (file, name; none of them
