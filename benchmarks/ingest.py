@@ -183,11 +183,13 @@ class MemorySampler:
     """The process tree's memory summed at one instant, sampled every ``interval`` seconds
     while the load runs: peak RSS (shared pages counted in every process that maps them, as
     ``ps`` adds up) and peak PSS (each shared page divided among the processes sharing it, so
-    the sum is what the tree really holds)."""
+    the sum is what the tree really holds). With ``role`` (a process id's role), also each
+    role's peak RSS, summed over its processes at one instant."""
 
-    def __init__(self, pid: int, interval: float = 0.2) -> None:
-        self.pid, self.interval = pid, interval
+    def __init__(self, pid: int, interval: float = 0.2, role: Callable[[int], str] | None = None) -> None:
+        self.pid, self.interval, self.role = pid, interval, role
         self.peak_rss_mb = self.peak_pss_mb = 0.0
+        self.peak_rss_mb_by_role: dict[str, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -201,17 +203,25 @@ class MemorySampler:
     def _sample(self) -> None:
         while not self._stop.wait(self.interval):
             rss = pss = 0
+            by_role: dict[str, int] = {}
             for member in process_tree(self.pid):
                 try:
+                    member_rss = 0
                     for line in Path(f"/proc/{member}/smaps_rollup").read_text().splitlines():
                         if line.startswith("Rss:"):
-                            rss += int(line.split()[1])
+                            member_rss = int(line.split()[1])
                         elif line.startswith("Pss:"):
                             pss += int(line.split()[1])
+                    if self.role is not None:
+                        role = self.role(member)
+                        by_role[role] = by_role.get(role, 0) + member_rss
                 except (FileNotFoundError, ProcessLookupError):
                     continue  # a process that just ended
+                rss += member_rss
             self.peak_rss_mb = max(self.peak_rss_mb, rss / 1024)
             self.peak_pss_mb = max(self.peak_pss_mb, pss / 1024)
+            for role, kb in by_role.items():
+                self.peak_rss_mb_by_role[role] = max(self.peak_rss_mb_by_role.get(role, 0.0), kb / 1024)
 
 
 def _peak_rss_mb(pid: int) -> float:

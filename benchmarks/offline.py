@@ -4,11 +4,15 @@ Builds ``--runs`` Mastra-shaped runs by giving the hand-written fixture runs fre
 
 1. ``score``: the runs through the worker's routing and scoring (the default code scorers), as
    ``tracescore score runs.jsonl`` does, without the file reading;
-2. ``rescore``: the same number of demo traces stored in a SQLite file and scored again from the
+2. ``score (OTLP)``: ``benchmarks/pipeline.py``'s agent traces (4 spans each) as an OTLP protobuf
+   export file, read, extracted and scored as ``tracescore score export.pb`` does: runs/s and
+   CPU ms per trace, to set beside that benchmark's live CPU per trace and in-process floor;
+3. ``rescore``: the same number of demo traces stored in a SQLite file and scored again from the
    store (load, extract, score, upsert), as ``tracescore rescore --force`` does.
 
     python benchmarks/offline.py                 # 2,000 runs
     python benchmarks/offline.py --runs 500 --concurrency 4
+    python benchmarks/offline.py --only score   # the two score measurements, no rescore
 """
 
 from __future__ import annotations
@@ -28,9 +32,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tracescore.config import Config  # noqa: E402
 from tracescore.ingest.decode import decode_traces  # noqa: E402
 from tracescore.offline.demo import DemoSender  # noqa: E402
-from tracescore.offline.inputs import runs_from_json  # noqa: E402
+from tracescore.offline.inputs import read_runs, runs_from_json  # noqa: E402
 from tracescore.offline.rescore import Backfill  # noqa: E402
 from tracescore.offline.runner import by_trace, compile_offline, score_groups  # noqa: E402
+from tracescore.pipeline.bindings import CompiledBinding  # noqa: E402
 from tracescore.store import open_store  # noqa: E402
 
 FIXTURE = (
@@ -59,9 +64,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--only", choices=("score", "rescore"), help="run only these measurements")
     args = parser.parse_args()
     bindings = compile_offline(Config().scorers, {})
 
+    if args.only != "rescore":
+        _score(args, bindings)
+        _score_otlp(args, bindings)
+    if args.only != "score":
+        _rescore(args)
+
+
+def _score(args: argparse.Namespace, bindings: list[CompiledBinding]) -> None:
     runs = runs_from_json(_runs(args.runs))
     # Warm up: scorers load their word lists and lexicons on first use.
     asyncio.run(score_groups(by_trace(runs[:8]), bindings))
@@ -72,6 +86,27 @@ def main() -> None:
     print(f"score:   {len(runs)} runs x {len(bindings)} scorers in {elapsed:.2f} s: "
           f"{len(runs) / elapsed:,.0f} runs/s, {scored / elapsed:,.0f} scores/s")  # fmt: skip
 
+
+def _score_otlp(args: argparse.Namespace, bindings: list[CompiledBinding]) -> None:
+    """The pipeline benchmark's traces through ``tracescore score``'s reader and scoring."""
+    from benchmarks.pipeline import agent_spans, export_body
+
+    now = time.time_ns()
+    body = export_body([span for n in range(args.runs) for span in agent_spans(now - n * 1000)[0]])
+    with tempfile.TemporaryDirectory() as directory:
+        export = Path(directory) / "export.pb"
+        export.write_bytes(body)
+        started, cpu = time.perf_counter(), time.process_time()
+        runs = read_runs([export])
+        rows = asyncio.run(score_groups(by_trace(runs), bindings, concurrency=args.concurrency))
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    scored = sum(map(len, rows))
+    print(f"score (OTLP): {args.runs} pipeline traces, {len(runs)} runs, {scored} scores in {elapsed:.2f} s: "
+          f"{args.runs / elapsed:,.0f} traces/s, {cpu / args.runs * 1000:.2f} ms CPU per trace "
+          "(read, extract, score)")  # fmt: skip
+
+
+def _rescore(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as directory:
         store = open_store(f"sqlite:///{directory}/bench.db")
         decoded = decode_traces(_demo_spans(args.runs), json=False)

@@ -9,18 +9,27 @@ one second at p95.
 
     python benchmarks/pipeline.py --rate 20 --seconds 30 --idle-timeout 1
 
-Capacity (``--capacity N``): N traces sent as fast as ingest takes them, then the time until
-every one is scored (its trace row ``scored``). Prints traces/s end to end, CPU seconds per
-trace over all the service's processes, and their peak memory (RSS and PSS summed, sampled).
-``--sampling`` sets every binding's sampling rate.
+Capacity (``--capacity N``): N traces sent by ``--clients`` concurrent clients, in requests of
+``--traces-per-request`` traces, as fast as ingest takes them, then the time until every one is
+scored (its trace row ``scored``). Prints traces/s end to end, CPU time per trace over all the
+service's processes and by role, and their peak memory (RSS and PSS summed, sampled; RSS also
+by role). ``--sampling`` (or ``--sample``) sets every binding's sampling rate.
+
+In the same run, after the service has stopped, the *in-process floor*: the same request bodies
+decoded by the service's decoder, their runs extracted and scored by the same bindings, in one
+loop in this process (no database, no processes, no queue). Its CPU time per trace, and the
+ratio of the live path's to it, do not depend on how fast the machine is that day: the ratio is
+what the pipeline's machinery costs on top of the work itself.
 
     python benchmarks/pipeline.py --capacity 20000
     python benchmarks/pipeline.py --capacity 20000 --sampling 0.1
+    python benchmarks/pipeline.py --capacity 20000 --clients 8 --traces-per-request 50
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -28,6 +37,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -41,7 +51,15 @@ from sqlalchemy import Engine, create_engine, text
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.ingest import MemorySampler, cpu_seconds, process_tree  # noqa: E402
 from tests.support.server_process import start_server  # noqa: E402
-from tracescore.config import DEFAULT_SCORERS  # noqa: E402
+from tracescore.config import DEFAULT_SCORERS, Config  # noqa: E402
+from tracescore.extract import extract_runs  # noqa: E402
+from tracescore.ingest.decode import decode_traces  # noqa: E402
+from tracescore.pipeline.bindings import compile_bindings  # noqa: E402
+from tracescore.pipeline.budget import within_input_budget  # noqa: E402
+from tracescore.pipeline.sampling import sampled_at, unit_hash  # noqa: E402
+from tracescore.pipeline.score_rows import score_row  # noqa: E402
+from tracescore.scorers.scorer_run import ScorerRun  # noqa: E402
+from tracescore.spans import Trace  # noqa: E402
 
 SYSTEM = json.dumps([{"type": "text", "content": "You are WeatherBot, a concise weather assistant."}])
 USER = {"role": "user", "parts": [{"type": "text", "content": "What's the weather like in Paris?"}]}
@@ -125,17 +143,15 @@ def main() -> None:
     parser.add_argument("--idle-timeout", type=float, default=1.0)
     parser.add_argument("--db", help="database URL (default: a SQLite file in a temp dir)")
     parser.add_argument("--capacity", type=int, help="capacity mode: send this many traces at once")
-    parser.add_argument("--sampling", type=float, default=1.0, help="every binding's sampling rate")
-    parser.add_argument("--traces-per-request", type=int, default=25)
+    parser.add_argument("--sampling", "--sample", type=float, default=1.0, help="every binding's sampling rate")
+    parser.add_argument("--traces-per-request", type=int, default=25, help="traces per export request (capacity)")
     parser.add_argument("--clients", type=int, default=4, help="concurrent senders")
+    parser.add_argument("--floor-traces", type=int, default=10_000,
+                        help="capacity: how many of the traces the in-process floor goes through (0: none)")
     parser.add_argument("--config", type=Path, help="a YAML config to merge in (server, workers keys)")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="tracescore-bench-pipeline-"))
-    config: dict[str, object] = {"workers": {"poll_interval": 0.05}}
-    if args.sampling < 1.0:
-        config["scorers"] = [
-            {"name": name, "scorer": name, "sampling": {"rate": args.sampling}} for name in DEFAULT_SCORERS
-        ]
+    config = sampling_config(args.sampling)
     if args.config:
         for key, value in yaml.safe_load(args.config.read_text()).items():
             config[key] = {**config.get(key, {}), **value} if isinstance(value, dict) else value  # type: ignore[dict-item]
@@ -145,9 +161,27 @@ def main() -> None:
         latency(args, workdir, config)
 
 
+def sampling_config(rate: float) -> dict[str, object]:
+    """The service's config for the benchmark: the default bindings, every one at ``rate``."""
+    config: dict[str, object] = {"workers": {"poll_interval": 0.05}}
+    if rate < 1.0:
+        config["scorers"] = [{"name": name, "scorer": name, "sampling": {"rate": rate}} for name in DEFAULT_SCORERS]
+    return config
+
+
 def _scored_traces(engine: Engine) -> int:
     with engine.connect() as connection:
         return connection.execute(text("SELECT count(*) FROM traces WHERE state = 'scored'")).scalar_one()
+
+
+def _role(pid: int) -> str:
+    """What one of the service's processes is, from its command line."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return "service"
+    return ("unpacker" if b"tracescore.ingest.unpack" in command
+            else "scoring" if b"tracescore.pipeline.scoring_processes" in command else "service")  # fmt: skip
 
 
 def _cpu_by_role(pid: int) -> dict[str, float]:
@@ -155,14 +189,98 @@ def _cpu_by_role(pid: int) -> dict[str, float]:
     roles: dict[str, float] = {}
     for member in process_tree(pid):
         try:
-            command = Path(f"/proc/{member}/cmdline").read_bytes()
             fields = Path(f"/proc/{member}/stat").read_text().rpartition(")")[2].split()
         except OSError:
             continue
-        role = ("unpacker" if b"tracescore.ingest.unpack" in command
-                else "scoring" if b"tracescore.pipeline.scoring_processes" in command else "service")  # fmt: skip
+        role = _role(member)
         roles[role] = roles.get(role, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return roles
+
+
+_SCORING_GC_THRESHOLDS = (100_000, 50, 10)
+"""The garbage collector's thresholds a scoring process sets (``tracescore.pipeline.scoring_processes``),
+so the floor's collections cost what the live path's do."""
+
+
+@dataclass
+class Floor:
+    """CPU seconds (this thread's) of the in-process floor, by phase, over ``traces`` traces."""
+
+    traces: int = 0
+    runs: int = 0
+    scores: int = 0
+    decode: float = 0.0
+    """The request bodies through the service's decoder, and the spans grouped by trace."""
+    extract: float = 0.0
+    score: float = 0.0
+    """The scorers' input (``ScorerRun``, the input budget) and ``run_sync`` of every sampled binding."""
+    rows: float = 0.0
+    """Building the score rows (``score_row``): measured beside the floor, not part of it, since
+    what a row costs is the storage's overhead that the issue asks to cut."""
+
+    @property
+    def seconds(self) -> float:
+        return self.decode + self.extract + self.score
+
+
+def in_process_floor(bodies: list[bytes], config: dict[str, object]) -> Floor:
+    """Decode, extract and score ``bodies`` in one loop in this process, with the bindings the
+    service compiled from the same ``config``: the work the live path cannot avoid."""
+    loaded = Config.model_validate(config)
+    bindings = compile_bindings(loaded.scorers, {}, None)
+    only_primary = all(binding.config.target in ("agent", "trace") for binding in bindings)
+    max_chars = loaded.workers.budget.max_chars
+    floor = Floor()
+
+    def one_pass(batch: list[bytes], into: Floor) -> None:
+        clock = time.thread_time
+        for body in batch:
+            began = clock()
+            traces: dict[str, Trace] = {}
+            for span in decode_traces(body, json=False).spans:
+                if (trace := traces.get(span.trace_id)) is None:
+                    trace = traces[span.trace_id] = Trace(span.trace_id)
+                trace.spans.append(span)
+            into.decode += clock() - began
+            now = datetime.now(timezone.utc)
+            for trace in traces.values():
+                into.traces += 1
+                position = unit_hash(trace.trace_id)
+                verdicts = [sampled_at(position, binding.sampling_rate) for binding in bindings]
+                if not any(verdicts):
+                    continue  # the live path never loads it either
+                began = clock()
+                runs = extract_runs(trace, only_primary=only_primary)
+                extracted = clock()
+                into.extract += extracted - began
+                inputs: dict[int, ScorerRun] = {}
+                results = []
+                for binding, sampled in zip(bindings, verdicts, strict=True):
+                    if not sampled:
+                        continue
+                    for run in binding.eligible(runs):
+                        if (scorer_input := inputs.get(id(run))) is None:
+                            scorer_input = inputs[id(run)] = within_input_budget(ScorerRun.of(run), max_chars)[0]
+                        results.append((binding, run, binding.scorer.run_sync(scorer_input)))
+                scored = clock()
+                into.score += scored - extracted
+                for binding, run, result in results:
+                    score_row(binding, run, status=result.status, result=result, now=now)
+                into.rows += clock() - scored
+                into.runs += len(runs)
+                into.scores += len(results)
+
+    one_pass(bodies[:2], Floor())  # warm-up: the scorers load their lexicons on first use
+    thresholds = gc.get_threshold()
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*_SCORING_GC_THRESHOLDS)
+    try:
+        one_pass(bodies, floor)
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
+    return floor
 
 
 def capacity(args: argparse.Namespace, workdir: Path, config: dict[str, object]) -> None:
@@ -172,11 +290,13 @@ def capacity(args: argparse.Namespace, workdir: Path, config: dict[str, object])
         export_body([span for spans in traces[start : start + args.traces_per_request] for span in spans])
         for start in range(0, len(traces), args.traces_per_request)
     ]
+    del traces
     with start_server(workdir, db_url=args.db, config=config, idle_timeout=args.idle_timeout) as server:
         engine = create_engine(server.db_url)
         pid = server.process.pid
         time.sleep(2.0)  # the scorers' warm-up (lexicons) is start-up, not capacity
-        memory = MemorySampler(pid)
+        scored_before = _scored_traces(engine)  # a reused database's earlier runs
+        memory = MemorySampler(pid, role=_role)
         memory.start()
         cpu_before = cpu_seconds(pid)
         roles_before = _cpu_by_role(pid)
@@ -202,7 +322,7 @@ def capacity(args: argparse.Namespace, workdir: Path, config: dict[str, object])
             sender.join()
         sent = time.perf_counter() - started
         deadline = time.perf_counter() + 600
-        while (done := _scored_traces(engine)) < args.capacity:
+        while (done := _scored_traces(engine) - scored_before) < args.capacity:
             if time.perf_counter() > deadline:
                 break
             time.sleep(0.1)
@@ -211,14 +331,26 @@ def capacity(args: argparse.Namespace, workdir: Path, config: dict[str, object])
         roles = {role: seconds - roles_before.get(role, 0.0) for role, seconds in _cpu_by_role(pid).items()}
         memory.stop()
         engine.dispose()
-    print(f"capacity: {args.capacity} traces ({args.capacity * 4} spans), sampling {args.sampling:g}, "
-          f"{'PostgreSQL' if args.db and args.db.startswith('postgres') else 'SQLite'}")
+    floor_bodies = bodies[: -(-args.floor_traces // args.traces_per_request)] if args.floor_traces > 0 else []
+    floor = in_process_floor(floor_bodies, config) if floor_bodies else None
+    database = "PostgreSQL" if args.db and args.db.startswith("postgres") else "SQLite"
+    per_trace = cpu / max(done, 1) * 1000
+    print(f"capacity: {args.capacity} traces ({args.capacity * 4} spans), sampling {args.sampling:g}, {database}, "
+          f"{args.clients} clients x {args.traces_per_request} traces per request")
     print(f"  sent in {sent:.1f} s ({args.capacity / sent:,.0f} traces/s acknowledged); "
           f"{done} scored after {elapsed:.1f} s")
     print(f"  end to end: {done / elapsed:,.0f} traces/s ({done * 4 / elapsed:,.0f} spans/s)")
-    print(f"  CPU: {cpu / max(done, 1) * 1000:.2f} ms per trace over all processes ("
+    print(f"  CPU: {per_trace:.2f} ms per trace over all processes ("
           + ", ".join(f"{role} {seconds / max(done, 1) * 1000:.2f}" for role, seconds in sorted(roles.items())) + ")")
-    print(f"  peak memory of all processes: RSS {memory.peak_rss_mb:.0f} MB, PSS {memory.peak_pss_mb:.0f} MB")
+    if floor is not None and floor.traces:
+        floor_ms = floor.seconds / floor.traces * 1000
+        print(f"  in-process floor: {floor_ms:.3f} ms per trace (decode {floor.decode / floor.traces * 1000:.3f}, "
+              f"extract {floor.extract / floor.traces * 1000:.3f}, score {floor.score / floor.traces * 1000:.3f}; "
+              f"{floor.traces} traces, {floor.runs} runs, {floor.scores} scores); "
+              f"score rows beside it {floor.rows / floor.traces * 1000:.3f}")
+        print(f"  live / floor: {per_trace / floor_ms:.2f} (overhead {per_trace / floor_ms - 1:.0%} of the floor)")
+    print(f"  peak memory of all processes: RSS {memory.peak_rss_mb:.0f} MB, PSS {memory.peak_pss_mb:.0f} MB (RSS "
+          + ", ".join(f"{role} {mb:.0f}" for role, mb in sorted(memory.peak_rss_mb_by_role.items())) + ")")
 
 
 def latency(args: argparse.Namespace, workdir: Path, config: dict[str, object]) -> None:
