@@ -30,11 +30,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import httpx  # noqa: E402
-import orjson  # noqa: E402
+import httpx
+import orjson
 
-from tests.server_process import start_server  # noqa: E402
-from tests.test_web_pages import _span, agent_trace_json  # noqa: E402
+from tests.server_process import start_server
+from tests.test_web_pages import _span, agent_trace_json
 
 POLL_SECONDS = 1.0
 REFETCH_SECONDS = 2.5

@@ -28,20 +28,20 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
+import yaml
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
-import yaml
 from sqlalchemy import Engine, create_engine, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.ingest import MemorySampler, cpu_seconds, process_tree  # noqa: E402
-from tests.server_process import start_server  # noqa: E402
-from tracescore.config import DEFAULT_SCORERS  # noqa: E402
+from benchmarks.ingest import MemorySampler, cpu_seconds, process_tree
+from tests.server_process import start_server
+from tracescore.config import DEFAULT_SCORERS
 
 SYSTEM = json.dumps([{"type": "text", "content": "You are WeatherBot, a concise weather assistant."}])
 USER = {"role": "user", "parts": [{"type": "text", "content": "What's the weather like in Paris?"}]}
@@ -115,7 +115,7 @@ def agent_spans(end_ns: int) -> tuple[list[Span], str]:
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main() -> None:
@@ -262,7 +262,7 @@ def latency(args: argparse.Namespace, workdir: Path, config: dict[str, object]) 
         if isinstance(created, str):  # SQLite hands back text
             created = datetime.fromisoformat(created)
         if created.tzinfo is None:
-            created = created.replace(tzinfo=timezone.utc)
+            created = created.replace(tzinfo=UTC)
         latencies.append(created.timestamp() - ends[trace_id])
     sent = len(ends)
     print(f"traces sent: {sent} at {args.rate:g}/s offered for {args.seconds:g} s "

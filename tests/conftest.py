@@ -11,6 +11,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
+# The browser tests' fixtures (headless Chromium and a strict context), served to every module
+# here rather than imported into each, where the fixture parameters shadowed the imports.
+pytest_plugins = ["tests.browser_support"]
+
 FIXTURES = Path(__file__).parent / "fixtures"
 CAPTURES = FIXTURES / "captures"
 

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from tests.live_app import serve_app
 from tests.score_streams import Drop, insert_rows, stream
 from tests.test_alerts import WINDOW, Clock, T, alerts_config, regression_rule, rule_name
-from tests.webhook_receiver import WebhookReceiver, webhook_receiver
+from tests.webhook_receiver import webhook_receiver
 from tracescore.config import parse_config
 from tracescore.monitor.alerts import EVENTS, AlertEvaluator
 from tracescore.monitor.silences import SilenceIn, add_silence

@@ -19,14 +19,14 @@ from fastapi import FastAPI
 from tests.live_app import serve_app
 from tests.score_streams import Drop, insert_rows, score_row, stream
 from tests.webhook_receiver import WebhookReceiver, webhook_receiver
-from tracescore.config import ConfigError, parse_config
 from tracescore import metrics
+from tracescore.config import ConfigError, parse_config
 from tracescore.monitor.alerts import AlertEvaluator
 from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.config import AlertsConfig, MonitorConfig, RegressionRule
-from tracescore.store.leases import acquire_lease
 from tracescore.monitor.rules import BaselineCache, evaluate_rule
 from tracescore.store import SpanStore, open_store
+from tracescore.store.leases import acquire_lease
 
 T = datetime(2026, 5, 4, 12, 0, tzinfo=UTC)
 """Start of the simulated incident; evaluations are aligned to it."""

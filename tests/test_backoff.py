@@ -14,7 +14,7 @@ from sqlalchemy import create_engine, text
 from tracescore.backoff import Backoff, repeat
 
 
-def _run_for(seconds: float, step, backoff: Backoff) -> None:  # noqa: ANN001
+def _run_for(seconds: float, step, backoff: Backoff) -> None:
     async def main() -> None:
         task = asyncio.create_task(repeat(step, 0.01, backoff))
         await asyncio.sleep(seconds)

@@ -10,12 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.browser_support import (  # noqa: F401 - fixtures
-    browser,
-    context,
-    layout_problems,
-    shot,
-)
+from tests.browser_support import layout_problems, shot
 from tests.server_process import ServerProcess, login_session, start_server, wait_for
 from tests.test_sources import CONTENTLESS_SPANS, GENAI_SERVICE, LATEST, LEGACY_SCOPE
 from tests.test_sources_serve import acme_export
@@ -44,7 +39,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 
 @pytest.fixture
-def page(context: Any, server: ServerProcess) -> Any:  # noqa: F811 - the fixture, used
+def page(context: Any, server: ServerProcess) -> Any:
     context.add_cookies([{"name": COOKIE_NAME, "value": login_session(server.base_url, API_KEY), "url": server.base_url}])
     return context.new_page()
 

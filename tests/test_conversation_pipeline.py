@@ -13,10 +13,10 @@ from sqlalchemy import select
 from tests import conversation_scorers
 from tests.conftest import CAPTURES
 from tracescore.config import parse_config
-from tracescore.pipeline.conversations import ConversationScoring
 from tracescore.ingest.files import load_traces
 from tracescore.monitor.alerts import AlertEvaluator
 from tracescore.monitor.queries import ScoreFilter, aggregate_scores
+from tracescore.pipeline.conversations import ConversationScoring
 from tracescore.pipeline.runner import build_worker
 from tracescore.spans import Trace
 from tracescore.store import open_store

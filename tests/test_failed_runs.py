@@ -22,7 +22,7 @@ import pytest
 from tests.conftest import CAPTURES
 from tests.extract_support import span, trace
 from tests.judge_server import JudgeServer, json_reply
-from tests.test_llm_scorers import judge, server  # noqa: F401 - the scripted judge's fixtures
+from tests.test_llm_scorers import judge_fixture, server_fixture  # noqa: F401 - the scripted judge's fixtures
 from tracescore.config import parse_config
 from tracescore.extract import extract_runs
 from tracescore.extract.model import AgentRun

@@ -12,9 +12,9 @@ from pydantic import BaseModel
 
 from tests.judge_server import JudgeServer, Reply, error_reply, json_reply
 from tracescore import metrics
+from tracescore.extract.conversation import Conversation, Turn
 from tracescore.judge import JudgeConfig, LiteLLMJudge, VerdictCache
 from tracescore.judge.protocol import JudgeRequest
-from tracescore.extract.conversation import Conversation, Turn
 from tracescore.scorers import (
     create_answer_relevancy_scorer,
     create_answer_similarity_scorer,

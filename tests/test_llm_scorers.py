@@ -49,14 +49,16 @@ from tracescore.scorers.utils import (
 )
 
 
-@pytest.fixture
-def server() -> Iterator[JudgeServer]:
+# Fixture functions named *_fixture, the fixture by ``name``: modules that import them
+# (test_failed_runs, test_sources) request ``server`` and ``judge`` without shadowing an import.
+@pytest.fixture(name="server")
+def server_fixture() -> Iterator[JudgeServer]:
     with JudgeServer() as running:
         yield running
 
 
-@pytest.fixture
-def judge(server: JudgeServer) -> LiteLLMJudge:
+@pytest.fixture(name="judge")
+def judge_fixture(server: JudgeServer) -> LiteLLMJudge:
     """A judge on the scripted server, without a verdict cache so tests can re-script a step."""
     config = JudgeConfig(
         model="openai/gpt-4o-mini",
@@ -317,7 +319,7 @@ async def test_hallucination_counts_unbacked_claims(
     server.script("HallucinationClaims", json_reply({"claims": ["a", "b", "c", "d"]}))
     verdicts = [
         {"statement": s, "verdict": v, "reason": "r"}
-        for s, v in zip("abcd", ["Yes", "no", "no", "no"])
+        for s, v in zip("abcd", ["Yes", "no", "no", "no"], strict=True)
     ]
     server.script("HallucinationVerdicts", json_reply({"verdicts": verdicts}))
     seen: list[str] = []
@@ -417,6 +419,7 @@ async def test_noise_sensitivity(server: JudgeServer, judge: LiteLLMJudge) -> No
                 "hallucination_resistance",
             ],
             ["none", "minimal", "none", "none", "moderate"],
+            strict=True,
         )
     ]
     analysis = {
@@ -462,7 +465,7 @@ async def test_prompt_alignment_instruction_list(server: JudgeServer, judge: Lit
             {
                 "verdicts": [
                     {"instruction": i, "verdict": v, "reason": "r"}
-                    for i, v in zip(INSTRUCTIONS, ["yes", "no", "no"])
+                    for i, v in zip(INSTRUCTIONS, ["yes", "no", "no"], strict=True)
                 ]
             }
         ),
@@ -487,7 +490,7 @@ async def test_prompt_alignment_instruction_list(server: JudgeServer, judge: Lit
             {
                 "verdicts": [
                     {"instruction": i, "verdict": v, "reason": "r"}
-                    for i, v in zip(INSTRUCTIONS, ["yes", "n/a", "no"])
+                    for i, v in zip(INSTRUCTIONS, ["yes", "n/a", "no"], strict=True)
                 ]
             }
         ),
@@ -752,7 +755,7 @@ def test_registry_builds_every_judge_scorer_from_config_options() -> None:
         scorer = entry.factory(model="openai/gpt-4o-mini", **required.get(name, {}))
         assert scorer.id == scorer_id and scorer.uses_judge
     assert set(registry.judge_scorers()) == set(LLM_SCORERS)
-    with pytest.raises(ValueError, match="evaluation_mode|evaluationMode"):
+    with pytest.raises(ValueError, match=r"evaluation_mode|evaluationMode"):
         registry.get("prompt-alignment").factory(
             model="openai/gpt-4o-mini", evaluationMode="neither"
         )

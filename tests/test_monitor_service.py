@@ -17,10 +17,10 @@ from tests.conftest import CAPTURES
 from tests.score_streams import Drop, insert_rows, stream
 from tests.server_process import start_server
 from tests.webhook_receiver import webhook_receiver
-from tracescore.ingest.decode import decode_traces
 from tracescore import metrics
-from tracescore.monitor.tasks import sample_trace_states
 from tracescore.config import parse_config
+from tracescore.ingest.decode import decode_traces
+from tracescore.monitor.tasks import sample_trace_states
 from tracescore.service import Service
 from tracescore.store import open_store
 from tracescore.store.alerts import AlertLeaderRow

@@ -11,7 +11,14 @@ from typing import Any
 
 import pytest
 
-from tests.parity_support import UTILS, assert_exact_case, load_cases, mastra_run, mean_delta, score_case
+from tests.parity_support import (
+    UTILS,
+    assert_exact_case,
+    load_cases,
+    mastra_run,
+    mean_delta,
+    score_case,
+)
 
 CASES = load_cases("sample.jsonl")
 EXACT = ("content-similarity", "keyword-coverage", "textual-difference", "tool-call-accuracy")

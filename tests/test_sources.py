@@ -21,7 +21,7 @@ from tests.conftest import CAPTURES
 from tests.extract_support import span, trace
 from tests.judge_server import JudgeServer
 from tests.test_failed_runs import CODE_READING_THE_ANSWER, build
-from tests.test_llm_scorers import judge, server  # noqa: F401 - the scripted judge's fixtures
+from tests.test_llm_scorers import judge_fixture, server_fixture  # noqa: F401 - the scripted judge's fixtures
 from tracescore import metrics
 from tracescore.cli import app
 from tracescore.extract import extract_runs
@@ -84,7 +84,7 @@ def test_code_scorers_call_a_run_without_content_not_scorable(name: str) -> None
 
 @pytest.mark.parametrize("name", registry.judge_scorers())
 async def test_judge_scorers_call_a_run_without_content_not_scorable_without_asking(
-    name: str, server: JudgeServer, judge: LiteLLMJudge  # noqa: F811 - the fixtures
+    name: str, server: JudgeServer, judge: LiteLLMJudge
 ) -> None:
     for run in contentless_runs():
         result = await build(name, judge).run(run)

@@ -10,7 +10,13 @@ from datetime import UTC, datetime, timedelta
 
 from fastapi.testclient import TestClient
 
-from tests.test_web_pages import _scores, client, judge, store, visible_text  # noqa: F401 - fixtures
+from tests.test_web_pages import (  # noqa: F401 - fixtures
+    _scores,
+    client_fixture,
+    judge_fixture,
+    store_fixture,
+    visible_text,
+)
 
 
 def test_score_badges_are_coloured_by_how_good_the_score_is(client: TestClient) -> None:

@@ -164,8 +164,10 @@ scorers:
 """
 
 
-@pytest.fixture(scope="module")
-def judge() -> Iterator[JudgeServer]:
+# Fixture functions named *_fixture, the fixture by ``name``: test_web_display imports them and
+# requests ``judge``, ``store`` and ``client`` without shadowing an import.
+@pytest.fixture(scope="module", name="judge")
+def judge_fixture() -> Iterator[JudgeServer]:
     with JudgeServer() as server:
         server.script("FaithfulnessClaims", json_reply({"claims": CLAIMS}))
         server.script("FaithfulnessVerdicts", json_reply({"verdicts": VERDICTS}))
@@ -196,8 +198,8 @@ def _seed(url: str, judge: JudgeServer, captures: list[Path]) -> Any:
     return store
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory, judge: JudgeServer) -> Any:
+@pytest.fixture(scope="module", name="store")
+def store_fixture(tmp_path_factory: pytest.TempPathFactory, judge: JudgeServer) -> Any:
     store = _seed(
         f"sqlite:///{tmp_path_factory.mktemp('web') / 'tracescore.db'}", judge, [CAPTURES]
     )
@@ -205,8 +207,8 @@ def store(tmp_path_factory: pytest.TempPathFactory, judge: JudgeServer) -> Any:
     store.close()
 
 
-@pytest.fixture(scope="module")
-def client(store: Any, judge: JudgeServer) -> TestClient:
+@pytest.fixture(scope="module", name="client")
+def client_fixture(store: Any, judge: JudgeServer) -> TestClient:
     return TestClient(create_app(parse_config(_config(judge.base_url)), store))
 
 
