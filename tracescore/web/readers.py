@@ -22,9 +22,8 @@ import multiprocessing.connection
 import os
 import signal
 import threading
-from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 from fastapi.concurrency import run_in_threadpool
@@ -37,8 +36,6 @@ from tracescore.store import SpanStore, open_store
 from tracescore.web import pages
 from tracescore.web.rendering import render
 from tracescore.web.traces_api import log_json, span_json
-
-R = TypeVar("R")
 
 TASKS_PER_PROCESS = 50
 """Reads a reader process serves before it is replaced by a fresh one."""
@@ -111,9 +108,9 @@ def _exit_with(sentinel: int) -> None:
     os._exit(0)
 
 
-def _call(method: Callable[..., R], *args: Any) -> R:
+def _call(method: str, *args: Any) -> Any:
     assert _reads is not None, "a reader process starts with _start"
-    return method(_reads, *args)
+    return getattr(_reads, method)(*args)
 
 
 class ReadProcesses:
@@ -136,22 +133,26 @@ class ReadProcesses:
             )  # fmt: skip
         return self._pool
 
+    # Each returns what its TraceReads method does: _run passes a method by name, to a process.
     async def trace_json(self, trace_id: str) -> bytes | None:
-        return await self._run(TraceReads.trace_json, trace_id)
+        body: bytes | None = await self._run("trace_json", trace_id)
+        return body
 
     async def runs_json(self, trace_id: str, primary: bool, kinds: list[str]) -> bytes | None:
-        return await self._run(TraceReads.runs_json, trace_id, primary, kinds)
+        body: bytes | None = await self._run("runs_json", trace_id, primary, kinds)
+        return body
 
     async def trace_page(self, trace_id: str, context: dict[str, Any]) -> str | None:
-        return await self._run(TraceReads.trace_page, trace_id, context)
+        page: str | None = await self._run("trace_page", trace_id, context)
+        return page
 
-    async def _run(self, method: Callable[..., R], trace_id: str, *args: Any) -> R:
+    async def _run(self, method: str, trace_id: str, *args: Any) -> Any:
         """The :class:`TraceReads` ``method`` for ``trace_id``: in a reader process if the
         trace has :data:`PROCESS_SPANS` spans or more, else here, in a thread (a small trace
         costs less than passing it to a process, and never waits for one to start)."""
         summary = await run_in_threadpool(self._local.store.trace_summary, trace_id)
         if self._count == 0 or summary is None or summary.span_count < PROCESS_SPANS:
-            return await run_in_threadpool(method, self._local, trace_id, *args)
+            return await run_in_threadpool(getattr(self._local, method), trace_id, *args)
         return await asyncio.get_running_loop().run_in_executor(
             self._processes(), _call, method, trace_id, *args
         )
