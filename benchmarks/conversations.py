@@ -26,8 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.support.paths import CAPTURES
 from tracescore.config import parse_config
-from tracescore.pipeline.conversations import ConversationScoring
 from tracescore.ingest.files import load_traces
+from tracescore.pipeline.conversations import ConversationScoring
 from tracescore.pipeline.scoring_task import build_worker
 from tracescore.spans import Trace
 from tracescore.store import open_store

@@ -23,12 +23,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fastapi.testclient import TestClient  # noqa: E402
+from fastapi.testclient import TestClient
 
-from tests.support.score_streams import insert_rows, score_row  # noqa: E402
-from tracescore.config import parse_config  # noqa: E402
-from tracescore.service import create_app  # noqa: E402
-from tracescore.store import open_store  # noqa: E402
+from tests.support.score_streams import insert_rows, score_row
+from tracescore.config import parse_config
+from tracescore.service import create_app
+from tracescore.store import open_store
 
 BINDINGS = ["faithfulness", "answer-relevancy", "tone", "completeness", "toxicity", "bias"]
 

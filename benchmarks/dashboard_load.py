@@ -34,11 +34,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import httpx  # noqa: E402
-import orjson  # noqa: E402
+import httpx
+import orjson
 
-from tests.support.server_process import start_server  # noqa: E402
-from tests.support.web_traces import agent_trace_json, json_span  # noqa: E402
+from tests.support.server_process import start_server
+from tests.support.web_traces import agent_trace_json, json_span
 
 POLL_SECONDS = 1.0
 REFETCH_SECONDS = 2.5

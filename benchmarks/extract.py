@@ -53,7 +53,7 @@ def long_agent_trace(steps: int) -> Trace:
             "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search",
             "gen_ai.tool.call.id": f"c{step}", "gen_ai.tool.call.result": '{"hits": 3}',
         }, agent.span_id))
-        history += call + [{"role": "tool", "parts": [
+        history += [*call, {"role": "tool", "parts": [
             {"type": "tool_call_response", "id": f"c{step}", "response": {"hits": 3}}]}]
     return Trace("ab" * 16, spans)
 

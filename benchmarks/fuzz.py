@@ -25,13 +25,13 @@ from pathlib import Path
 import grpc
 import httpx
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.support.otlp_fuzz import ALLOWED_STATUSES, Hostile, hostile_request
 from tests.support.overload import proc_status_mb
 from tests.support.server_process import start_server
 
+REPO = Path(__file__).resolve().parent.parent
 SUITE_CASES = 10_000
 TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 

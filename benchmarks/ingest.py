@@ -34,15 +34,16 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.otlp_load import batch_json, batch_protobuf, fresh_ids  # noqa: E402
-from tests.support.server_process import free_port, start_server  # noqa: E402
-from tracescore.store import open_store  # noqa: E402
+from benchmarks.otlp_load import batch_json, batch_protobuf, fresh_ids
+from tests.support.server_process import free_port, start_server
+from tracescore.store import open_store
 
 TRANSPORTS = ("http-protobuf", "http-json", "grpc")
 _GRPC_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
@@ -265,10 +266,10 @@ def bench_tracescore(db_url: str, args: argparse.Namespace, workdir: Path) -> di
             for transport in args.transports:
                 json = transport == "http-json"
                 if transport == "grpc":
-                    make_sender = lambda: _grpc_sender(server.grpc_port)  # noqa: E731
+                    make_sender = partial(_grpc_sender, server.grpc_port)
                 else:
                     content_type = "application/json" if json else "application/x-protobuf"
-                    make_sender = lambda ct=content_type: _http_sender(server.http_port, "/v1/traces", ct)  # noqa: E731
+                    make_sender = partial(_http_sender, server.http_port, "/v1/traces", content_type)
                 cpu_before = cpu_seconds(server.process.pid)
                 started = time.perf_counter()
                 result = run_load(make_sender, templates[json], json=json, spans_per_request=size,

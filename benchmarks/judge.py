@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from tracescore.judge import JudgeConfig, LiteLLMJudge, VerdictCache  # noqa: E402
-from tracescore.scorers import create_faithfulness_scorer  # noqa: E402
 from tracescore.judge.protocol import JudgeRequest  # noqa: E402
+from tracescore.scorers import create_faithfulness_scorer  # noqa: E402
 from tracescore.scorers.utils import make_agent_run, make_test_message  # noqa: E402
 
 SCRIPT = {

@@ -27,16 +27,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tracescore.config import Config  # noqa: E402
-from tracescore.ingest.decode import decode_traces  # noqa: E402
-from tracescore.offline.demo import DemoSender  # noqa: E402
-from tracescore.offline.inputs import read_runs, runs_from_json  # noqa: E402
-from tracescore.offline.rescore import Backfill  # noqa: E402
-from tracescore.offline.runner import by_trace, compile_offline, score_groups  # noqa: E402
-from tracescore.pipeline.bindings import CompiledBinding  # noqa: E402
-from tracescore.store import open_store  # noqa: E402
+from tracescore.config import Config
+from tracescore.ingest.decode import decode_traces
+from tracescore.offline.demo import DemoSender
+from tracescore.offline.inputs import read_runs, runs_from_json
+from tracescore.offline.rescore import Backfill
+from tracescore.offline.runner import by_trace, compile_offline, score_groups
+from tracescore.pipeline.bindings import CompiledBinding
+from tracescore.store import open_store
 
 FIXTURE = (
     Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "runs" / "mastra_runs.jsonl"

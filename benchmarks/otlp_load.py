@@ -82,17 +82,17 @@ def _spans(trace_index: int) -> list[dict[str, Any]]:
     trace_id = _TRACE_MARKER.hex() + "00000000" + f"{trace_index:016x}"
     root = _SPAN_MARKER.hex() + "00000000" + f"{trace_index * SPANS_PER_TRACE:04x}"
     start = _START_NS + trace_index * 1_000_000
-    spans = [dict(trace_id=trace_id, span_id=root, parent=None, name="invoke_agent WeatherBot",
-                  kind=1, start=start, end=start + 9_000_000, attributes=_agent_attributes(trace_index))]  # fmt: skip
+    spans = [{"trace_id": trace_id, "span_id": root, "parent": None, "name": "invoke_agent WeatherBot",
+              "kind": 1, "start": start, "end": start + 9_000_000, "attributes": _agent_attributes(trace_index)}]  # fmt: skip
     for step in range(1, SPANS_PER_TRACE):
         llm = step % 2 == 1
-        spans.append(dict(
-            trace_id=trace_id, span_id=f"{root[:-4]}{trace_index * SPANS_PER_TRACE + step:04x}",
-            parent=root,
-            name="chat gpt-4o-mini" if llm else "execute_tool get_weather", kind=3 if llm else 1,
-            start=start + step * 1_000_000, end=start + step * 1_000_000 + 800_000,
-            attributes=(_llm_attributes if llm else _tool_attributes)(trace_index * 10 + step),
-        ))  # fmt: skip
+        spans.append({
+            "trace_id": trace_id, "span_id": f"{root[:-4]}{trace_index * SPANS_PER_TRACE + step:04x}",
+            "parent": root,
+            "name": "chat gpt-4o-mini" if llm else "execute_tool get_weather", "kind": 3 if llm else 1,
+            "start": start + step * 1_000_000, "end": start + step * 1_000_000 + 800_000,
+            "attributes": (_llm_attributes if llm else _tool_attributes)(trace_index * 10 + step),
+        })  # fmt: skip
     return spans
 
 

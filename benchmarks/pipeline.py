@@ -38,28 +38,28 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
+import yaml
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
-import yaml
 from sqlalchemy import Engine, create_engine, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.ingest import MemorySampler, cpu_seconds, process_tree  # noqa: E402
-from tests.support.server_process import start_server  # noqa: E402
-from tracescore.config import DEFAULT_SCORERS, Config  # noqa: E402
-from tracescore.extract import extract_runs  # noqa: E402
-from tracescore.ingest.decode import decode_traces  # noqa: E402
-from tracescore.pipeline.bindings import compile_bindings  # noqa: E402
-from tracescore.pipeline.budget import within_input_budget  # noqa: E402
-from tracescore.pipeline.sampling import sampled_at, unit_hash  # noqa: E402
-from tracescore.pipeline.score_rows import score_row  # noqa: E402
-from tracescore.scorers.scorer_run import ScorerRun  # noqa: E402
-from tracescore.spans import Trace  # noqa: E402
+from benchmarks.ingest import MemorySampler, cpu_seconds, process_tree
+from tests.support.server_process import start_server
+from tracescore.config import DEFAULT_SCORERS, Config
+from tracescore.extract import extract_runs
+from tracescore.ingest.decode import decode_traces
+from tracescore.pipeline.bindings import compile_bindings
+from tracescore.pipeline.budget import within_input_budget
+from tracescore.pipeline.sampling import sampled_at, unit_hash
+from tracescore.pipeline.score_rows import score_row
+from tracescore.scorers.scorer_run import ScorerRun
+from tracescore.spans import Trace
 
 SYSTEM = json.dumps([{"type": "text", "content": "You are WeatherBot, a concise weather assistant."}])
 USER = {"role": "user", "parts": [{"type": "text", "content": "What's the weather like in Paris?"}]}
@@ -133,7 +133,7 @@ def agent_spans(end_ns: int) -> tuple[list[Span], str]:
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main() -> None:
@@ -242,7 +242,7 @@ def in_process_floor(bodies: list[bytes], config: dict[str, object]) -> Floor:
                     trace = traces[span.trace_id] = Trace(span.trace_id)
                 trace.spans.append(span)
             into.decode += clock() - began
-            now = datetime.now(timezone.utc)
+            now = datetime.now(UTC)
             for trace in traces.values():
                 into.traces += 1
                 position = unit_hash(trace.trace_id)
@@ -394,7 +394,7 @@ def latency(args: argparse.Namespace, workdir: Path, config: dict[str, object]) 
         if isinstance(created, str):  # SQLite hands back text
             created = datetime.fromisoformat(created)
         if created.tzinfo is None:
-            created = created.replace(tzinfo=timezone.utc)
+            created = created.replace(tzinfo=UTC)
         latencies.append(created.timestamp() - ends[trace_id])
     sent = len(ends)
     print(f"traces sent: {sent} at {args.rate:g}/s offered for {args.seconds:g} s "

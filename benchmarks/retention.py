@@ -39,9 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tracescore.retention.config import RetentionConfig
 from tracescore.retention.prune import Pruner
-from tracescore.store.vacuum import reclaim_space
 from tracescore.spans import Resource, Scope, Span
 from tracescore.store import open_store
+from tracescore.store.vacuum import reclaim_space
 
 DAY_NS = 86_400 * 10**9
 

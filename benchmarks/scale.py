@@ -42,10 +42,10 @@ from sqlalchemy import create_engine, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.support.agent_otlp import agent_trace, by_trace, scatter  # noqa: E402
-from tests.support.databases import fresh_pg_database  # noqa: E402
-from tests.support.server_process import ServerProcess, start_server  # noqa: E402
-from tracescore.config import DEFAULT_SCORERS  # noqa: E402
+from tests.support.agent_otlp import agent_trace, by_trace, scatter
+from tests.support.databases import fresh_pg_database
+from tests.support.server_process import ServerProcess, start_server
+from tracescore.config import DEFAULT_SCORERS
 
 TRACES_PER_REQUEST_ROUND = 25
 """Traces whose spans one sender scatters at a time (≈100 spans, an SDK-sized export batch)."""

@@ -241,7 +241,7 @@ def main() -> None:
     for (scorer, size), row in sorted(table.items(), key=lambda item: (SCORERS.index(item[0][0]), item[0][1] != "short")):
         line = f"{scorer:<20} {size:>5} {row.cases:>5} {statistics.median(row.ours):>14.3f}"
         if row.theirs:
-            ratios = [theirs / ours for ours, theirs in zip(row.ours, row.theirs)]
+            ratios = [theirs / ours for ours, theirs in zip(row.ours, row.theirs, strict=True)]
             line += (f" {statistics.median(row.theirs):>15.3f} {statistics.median(ratios):>8.1f}x"
                      f" {f'{min(ratios):.1f}x-{max(ratios):.1f}x':>26}")
         print(line)

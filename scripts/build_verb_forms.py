@@ -28,7 +28,7 @@ WORD = re.compile(r"[a-z0-9]+")  # every word completeness looks up: lowercased 
 def lexicon_words() -> list[str]:
     """Every word lemminflect's lemma lookup knows (its table and its overrides), sorted."""
     lemmatizer = Lemmatizer()
-    return sorted(set(lemmatizer._getLemmaDict()) | set(lemmatizer._getOverridesDict()))  # noqa: SLF001
+    return sorted(set(lemmatizer._getLemmaDict()) | set(lemmatizer._getOverridesDict()))
 
 
 def verb_form_row(word: str) -> str | None:

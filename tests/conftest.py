@@ -15,6 +15,10 @@ import pytest
 from tests.support.databases import fresh_pg_database
 from tests.support.e2e import mark_e2e
 
+# The browser tests' fixtures (headless Chromium and a strict context), served to every module
+# here rather than imported into each, where the fixture parameters shadowed the imports.
+pytest_plugins = ["tests.support.browser_support"]
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 

@@ -1,21 +1,61 @@
-"""The package's parts import only the parts below them, and no modules import each other in a
-circle: the contracts in ``pyproject.toml`` (``[tool.importlinter]``), checked on the real
-import graph by import-linter."""
+"""The import contracts in ``pyproject.toml`` (``[tool.importlinter]``) have teeth.
+
+``scripts/check`` runs import-linter on the package itself (so the suite, which ``scripts/test``
+starts after the check, does not run it again); here it runs on a copy of the package given an
+import the contracts forbid, and must refuse it: a contract edited into holding for anything
+would pass the check silently.
+"""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 
 
-def test_the_import_contracts_hold() -> None:
+def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
     linter = shutil.which("lint-imports")
     assert linter, "import-linter is a test dependency (pyproject.toml, extra 'test')"
-    checked = subprocess.run(
-        [linter, "--no-cache"], cwd=REPO, capture_output=True, text=True, timeout=300, check=False
-    )
+    return subprocess.run(
+        [linter, "--no-cache"], cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def package_copy(tmp_path: Path) -> Path:
+    """The package's modules and the contracts, in a folder of their own."""
+    shutil.copytree(REPO / "tracescore", tmp_path / "tracescore",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.c"))  # fmt: skip
+    shutil.copy(REPO / "pyproject.toml", tmp_path)
+    return tmp_path
+
+
+def test_the_copy_keeps_the_contracts(package_copy: Path) -> None:
+    checked = _lint_imports(package_copy)
     assert checked.returncode == 0, checked.stdout[-4000:] + checked.stderr[-2000:]
     assert "0 broken" in checked.stdout
+
+
+def test_an_import_upwards_breaks_the_layers(package_copy: Path) -> None:
+    """A module of the store importing the command line: a layer reaching the one at the top."""
+    (package_copy / "tracescore" / "store" / "upwards.py").write_text("import tracescore.cli\n")
+    checked = _lint_imports(package_copy)
+    assert checked.returncode != 0
+    assert "Parts import only the parts below them (docs/architecture.md) BROKEN" in checked.stdout
+    assert "tracescore.store.upwards -> tracescore.cli" in checked.stdout
+
+
+def test_a_cycle_between_siblings_breaks_the_acyclic_contract(package_copy: Path) -> None:
+    """Two modules of one package importing each other, each otherwise allowed by the layers."""
+    store = package_copy / "tracescore" / "store"
+    (store / "cycle_a.py").write_text("import tracescore.store.cycle_b\n")
+    (store / "cycle_b.py").write_text("import tracescore.store.cycle_a\n")
+    checked = _lint_imports(package_copy)
+    assert checked.returncode != 0
+    assert "No import cycle between the modules of any package BROKEN" in checked.stdout

@@ -14,7 +14,7 @@ from sqlalchemy import create_engine, text
 from tracescore.backoff import Backoff, repeat
 
 
-def _run_for(seconds: float, step, backoff: Backoff) -> None:  # noqa: ANN001
+def _run_for(seconds: float, step, backoff: Backoff) -> None:
     async def main() -> None:
         task = asyncio.create_task(repeat(step, 0.01, backoff))
         await asyncio.sleep(seconds)
@@ -56,3 +56,12 @@ def test_a_bug_logs_its_traceback_once(caplog: pytest.LogCaptureFixture) -> None
         _run_for(0.5, step, Backoff("buggy loop", first=0.01, cap=0.05))
     assert len(caplog.records) == 1, [record.getMessage() for record in caplog.records]
     assert caplog.records[0].exc_info is not None
+
+
+def test_an_outage_of_thousands_of_tries_keeps_waiting_the_cap() -> None:
+    """Hours at a 30 s cap are thousands of failed tries: the delay must not overflow."""
+    backoff = Backoff("test loop: the database", first=1.0, cap=30.0)
+    outage = OSError("connection refused")
+    delays = [backoff.failed(outage) for _ in range(1100)]
+    assert delays[:6] == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0]
+    assert set(delays[5:]) == {30.0}

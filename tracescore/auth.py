@@ -231,7 +231,8 @@ def _grpc_client(peer: str) -> str:
     return address.rsplit(":", 1)[0].strip("[]")
 
 
-class _BearerInterceptor(grpc.aio.ServerInterceptor):
+# grpc ships no type information (pyproject's ignore list), so its base class is Any to mypy.
+class _BearerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Checks the ``authorization`` metadata of every call before the handler sees the request,
     and refuses a client past its failed attempts whatever it sends.
 

@@ -43,7 +43,9 @@ class Backoff:
             reason = next(iter(str(error).splitlines()), "")
             log.error("%s is unavailable (%s: %s); retrying with backoff", self.what, type(error).__name__,
                       reason, exc_info=None if database_unavailable(error) else error)
-        delay = min(self.first * 2**self.failures, self.cap)
+        # At most 64 doublings: any delay has long reached the cap by then, and 2**1024 no longer
+        # converts to a float, which would end the loop after some hours of outage at the cap.
+        delay = min(self.first * 2.0 ** min(self.failures, 64), self.cap)
         self.failures += 1
         self._retry_at = now + delay
         return delay

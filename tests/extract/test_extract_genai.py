@@ -311,11 +311,11 @@ def test_duplicate_spans_and_broken_convention_never_raise() -> None:
         NAME = "broken"
 
         @staticmethod
-        def detect(span) -> bool:  # noqa: ANN001
+        def detect(span) -> bool:
             return True
 
         @staticmethod
-        def read(span, logs):  # noqa: ANN001, ANN205
+        def read(span, logs):
             raise KeyError("boom")
 
     from tracescore.extract.runs import build_runs

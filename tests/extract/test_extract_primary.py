@@ -25,7 +25,7 @@ def _without_default_times(value: Any) -> Any:
 
 
 @pytest.mark.parametrize("trace", TRACES, ids=lambda trace: trace.trace_id)
-def test_only_primary_runs_are_the_full_extractions_primary_runs(trace) -> None:  # noqa: ANN001
+def test_only_primary_runs_are_the_full_extractions_primary_runs(trace) -> None:
     full = [run.model_dump(mode="json") for run in primary_runs(extract_runs(trace))]
     fast = [run.model_dump(mode="json") for run in extract_runs(trace, only_primary=True)]
     assert _without_default_times(fast) == _without_default_times(full)

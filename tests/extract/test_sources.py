@@ -85,7 +85,7 @@ def test_code_scorers_call_a_run_without_content_not_scorable(name: str) -> None
 
 @pytest.mark.parametrize("name", judge_scorer_names())
 async def test_judge_scorers_call_a_run_without_content_not_scorable_without_asking(
-    name: str, server: JudgeServer, judge: LiteLLMJudge  # noqa: F811 - the fixtures
+    name: str, server: JudgeServer, judge: LiteLLMJudge
 ) -> None:
     for run in contentless_runs():
         result = await build(name, judge).run(run)

@@ -134,9 +134,9 @@ def test_each_unpacker_of_a_collector_takes_its_own_share_of_the_entries(db_url:
         adopted = [
             {e.seq for e in store.journal.orphans(
                 dead_before=time.time() + 1, not_owner="collector-a", shard=(k, 2), max_bytes=10**9,
-            )}  # fmt: skip
+            )}
             for k in range(2)
-        ]
+        ]  # fmt: skip
         assert adopted[0] | adopted[1] == {e.seq for e in dead} and not adopted[0] & adopted[1]
         # Unpacking one shard leaves the other's entries waiting.
         unpack(store, store.journal.entries(owner="collector-a", shard=(0, 3), limit=100))

@@ -124,7 +124,7 @@ def test_a_durable_database_fsyncs_its_entries(tmp_path: Path) -> None:
     store = open_store(f"sqlite:///{tmp_path / 'full.db'}?synchronous=full")
     try:
         entry = store.journal.append("traces", trace_request("9" * 32), "collector-a")
-        assert _spool(store)._fsync is True  # noqa: SLF001
+        assert _spool(store)._fsync is True
         assert store.journal.entries()[0].body == entry.body
     finally:
         store.close()

@@ -120,7 +120,7 @@ async def test_hung_judge_times_out(server: JudgeServer) -> None:
     await judge.complete(request("Warm up litellm's lazy imports.", schema=None))
     server.script("Claims", hang_reply())
     started = time.perf_counter()
-    with pytest.raises(JudgeError, match="timeout|Timeout|timed out"):
+    with pytest.raises(JudgeError, match=r"timeout|Timeout|timed out"):
         await asyncio.wait_for(judge.complete(request()), 60)  # a judge that hangs for good fails
     assert time.perf_counter() - started >= 0.6  # each of three attempts waited its 0.3 s
     assert server.count == 3

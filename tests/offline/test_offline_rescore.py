@@ -162,7 +162,7 @@ def test_bumped_version_is_stored_beside_the_old_and_compared(tmp_path: Path, st
     pairs = [(by_version["1"][k]["score"], by_version["2"][k]["score"]) for k in by_version["1"]]
     assert report["n_paired"] == RUNS
     assert report["mean_difference"] == pytest.approx(statistics.fmean(b - a for a, b in pairs))
-    assert report["pearson"] == pytest.approx(statistics.correlation(*zip(*pairs)))
+    assert report["pearson"] == pytest.approx(statistics.correlation(*zip(*pairs, strict=True)))
     same = sum((a >= 0.5) == (b >= 0.5) for a, b in pairs)
     assert report["label_agreement"] == pytest.approx(same / RUNS) and same < RUNS
     text = runner.invoke(

@@ -298,7 +298,7 @@ async def test_hallucination_counts_unbacked_claims(
     server.script("HallucinationClaims", json_reply({"claims": ["a", "b", "c", "d"]}))
     verdicts = [
         {"statement": s, "verdict": v, "reason": "r"}
-        for s, v in zip("abcd", ["Yes", "no", "no", "no"])
+        for s, v in zip("abcd", ["Yes", "no", "no", "no"], strict=True)
     ]
     server.script("HallucinationVerdicts", json_reply({"verdicts": verdicts}))
     seen: list[str] = []
@@ -398,6 +398,7 @@ async def test_noise_sensitivity(server: JudgeServer, judge: LiteLLMJudge) -> No
                 "hallucination_resistance",
             ],
             ["none", "minimal", "none", "none", "moderate"],
+            strict=True,
         )
     ]
     analysis = {
@@ -443,7 +444,7 @@ async def test_prompt_alignment_instruction_list(server: JudgeServer, judge: Lit
             {
                 "verdicts": [
                     {"instruction": i, "verdict": v, "reason": "r"}
-                    for i, v in zip(INSTRUCTIONS, ["yes", "no", "no"])
+                    for i, v in zip(INSTRUCTIONS, ["yes", "no", "no"], strict=True)
                 ]
             }
         ),
@@ -468,7 +469,7 @@ async def test_prompt_alignment_instruction_list(server: JudgeServer, judge: Lit
             {
                 "verdicts": [
                     {"instruction": i, "verdict": v, "reason": "r"}
-                    for i, v in zip(INSTRUCTIONS, ["yes", "n/a", "no"])
+                    for i, v in zip(INSTRUCTIONS, ["yes", "n/a", "no"], strict=True)
                 ]
             }
         ),
@@ -733,7 +734,7 @@ def test_registry_builds_every_judge_scorer_from_config_options() -> None:
         scorer = entry.factory(model="openai/gpt-4o-mini", **required.get(name, {}))
         assert scorer.id == scorer_id and scorer.uses_judge
     assert set(judge_scorer_names()) == set(LLM_SCORERS)
-    with pytest.raises(ValueError, match="evaluation_mode|evaluationMode"):
+    with pytest.raises(ValueError, match=r"evaluation_mode|evaluationMode"):
         registry.get("prompt-alignment").factory(
             model="openai/gpt-4o-mini", evaluationMode="neither"
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from pydantic import BaseModel
@@ -243,7 +243,7 @@ def test_scorer_run_from_agent_run_dict_and_snake_case() -> None:
         trace_id="t" * 32, span_id="s" * 16,
         input=RunInput(input_messages=[Message(id="u1", role="user", content=MessageContent(
             parts=[MessagePart(type="text", text="hi")], content="hi"))]),
-        output=[Message(id="a1", role="assistant", created_at=datetime(2025, 1, 1, tzinfo=timezone.utc),
+        output=[Message(id="a1", role="assistant", created_at=datetime(2025, 1, 1, tzinfo=UTC),
                         content=MessageContent(parts=[MessagePart(type="text", text="hello")]))],
         context=[ContextDocument(content="doc one")],
         tools=[ToolDefinition(name="search")],

@@ -155,10 +155,10 @@ class JudgeServer:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 """``GET /stats``: request count, busy seconds and peak concurrency."""
                 with server._lock:
                     stats = {
@@ -168,7 +168,7 @@ class JudgeServer:
                     }
                 self._send(200, stats, {})
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
                 started = time.perf_counter()
                 server._track(1)

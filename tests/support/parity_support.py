@@ -84,7 +84,7 @@ def assert_same(mine: Any, theirs: Any) -> None:
             assert_same(mine[key], theirs[key])
     elif isinstance(theirs, list):
         assert isinstance(mine, list) and len(mine) == len(theirs), (mine, theirs)
-        for a, b in zip(mine, theirs):
+        for a, b in zip(mine, theirs, strict=True):
             assert_same(a, b)
     else:
         assert mine == theirs

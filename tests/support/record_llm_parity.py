@@ -154,11 +154,11 @@ def noise_sensitivity(rng: random.Random) -> dict[str, Any]:
     dims = ("content_accuracy", "completeness", "relevance", "consistency", "hallucination_resistance")
     analysis = {
         "dimensions": [{"dimension": d, "impactLevel": rng.choice(IMPACTS), "specificChanges": "s",
-                        "noiseInfluence": "n"} for d in dims],  # fmt: skip
+                        "noiseInfluence": "n"} for d in dims],
         "overallAssessment": "o",
         "majorIssues": items(rng, 0, 4) if rng.random() < 0.5 else [],
         "robustnessScore": score01(rng),
-    }
+    }  # fmt: skip
     options = {"baselineResponse": sentence(rng), "noisyQuery": sentence(rng)}
     return {**run(rng), "options": options, "answers": [analysis]}
 
@@ -169,13 +169,13 @@ def alignment(rng: random.Random) -> dict[str, Any]:
     ]
     return {
         "intentAlignment": {"score": score01(rng), "primaryIntent": "p", "isAddressed": rng.random() < 0.7,
-                            "reasoning": "r"},  # fmt: skip
+                            "reasoning": "r"},
         "requirementsFulfillment": {"requirements": requirements, "overallScore": score01(rng)},
         "completeness": {"score": score01(rng), "missingElements": items(rng, 0, 2), "reasoning": "r"},
         "responseAppropriateness": {"score": score01(rng), "formatAlignment": rng.random() < 0.5,
-                                    "toneAlignment": rng.random() < 0.5, "reasoning": "r"},  # fmt: skip
+                                    "toneAlignment": rng.random() < 0.5, "reasoning": "r"},
         "overallAssessment": "o",
-    }
+    }  # fmt: skip
 
 
 def prompt_alignment(rng: random.Random) -> dict[str, Any]:
@@ -229,7 +229,7 @@ AUSTRALIA_CONTEXT = ["Australia is a large country.", "Sydney is a big city.", "
 
 def evaluations(levels: list[tuple[str, bool]], context: list[str]) -> dict[str, Any]:
     return {"evaluations": [{"context_index": i, "contextPiece": piece, "relevanceLevel": level, "wasUsed": used,
-                             "reasoning": "r"} for i, (piece, (level, used)) in enumerate(zip(context, levels))],
+                             "reasoning": "r"} for i, (piece, (level, used)) in enumerate(zip(context, levels, strict=True))],
             "missingContext": [], "overallAssessment": "o"}  # fmt: skip
 
 

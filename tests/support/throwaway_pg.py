@@ -9,6 +9,7 @@ as the ``postgres`` user, as PostgreSQL refuses to run as root.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -60,8 +61,6 @@ class ThrowawayPostgres:
         return self
 
     def __exit__(self, *_exc: object) -> None:
-        try:
+        with contextlib.suppress(subprocess.CalledProcessError):  # already stopped
             self.stop("immediate")
-        except subprocess.CalledProcessError:
-            pass  # already stopped
         shutil.rmtree(self.directory, ignore_errors=True)

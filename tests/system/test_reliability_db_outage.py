@@ -41,7 +41,7 @@ def read_routes(trace_id: str) -> list[str]:
     ]  # fmt: skip
 
 
-def _wait(condition, timeout: float, what: str) -> None:  # noqa: ANN001
+def _wait(condition, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"

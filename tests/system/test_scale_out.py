@@ -63,7 +63,7 @@ def _calls(path: Path) -> list[tuple[str, str, str, int]]:
     return [(event, trace_id, span_id, int(pid)) for event, trace_id, span_id, pid in lines]
 
 
-def _wait(condition, timeout: float, what: str) -> None:  # noqa: ANN001 - a zero-arg predicate
+def _wait(condition, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:

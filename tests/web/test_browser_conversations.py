@@ -13,13 +13,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from tests.support.browser_support import (  # noqa: F401 - fixtures
-    REPO,
-    browser,
-    context,
-    layout_problems,
-    shot,
-)
+from tests.support.browser_support import REPO, layout_problems, shot
 from tests.support.paths import CAPTURES
 from tests.support.server_process import ServerProcess, login_session, start_server
 from tracescore.web.auth import COOKIE_NAME
@@ -67,7 +61,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 
 @pytest.fixture
-def page(context: Any, server: ServerProcess) -> Any:  # noqa: F811 - the fixture, used
+def page(context: Any, server: ServerProcess) -> Any:
     context.add_cookies([{"name": COOKIE_NAME, "value": login_session(server.base_url, API_KEY), "url": server.base_url}])
     return context.new_page()
 

@@ -17,7 +17,7 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, select
 
-from tests.support.browser_support import REPO, browser, context, layout_problems, shot  # noqa: F401 - fixtures
+from tests.support.browser_support import REPO, layout_problems, shot
 from tests.support.paths import CAPTURES
 from tests.support.server_process import ServerProcess, login_session, start_server
 from tests.support.web_traces import HOSTILE_SYSTEM, agent_trace_json

@@ -12,12 +12,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.support.browser_support import (  # noqa: F401 - fixtures
-    browser,
-    context,
-    layout_problems,
-    shot,
-)
+from tests.support.browser_support import layout_problems, shot
 from tests.support.live_app import serve_app
 from tests.support.score_streams import insert_rows, score_row
 from tests.support.web_traces import agent_trace_json
@@ -62,7 +57,7 @@ def served(tmp_path: Path) -> Iterator[tuple[str, SpanStore, str]]:
 
 
 def test_a_reviewer_records_a_verdict_from_the_queue(
-    context: Any,  # noqa: F811 - the fixture imported above
+    context: Any,
     served: tuple[str, SpanStore, str],
 ) -> None:
     base_url, store, trace_id = served

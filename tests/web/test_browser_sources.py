@@ -10,12 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.browser_support import (  # noqa: F401 - fixtures
-    browser,
-    context,
-    layout_problems,
-    shot,
-)
+from tests.support.browser_support import layout_problems, shot
 from tests.support.server_process import ServerProcess, login_session, start_server, wait_for
 from tests.support.source_traces import (
     CONTENTLESS_SPANS,
@@ -49,7 +44,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 
 @pytest.fixture
-def page(context: Any, server: ServerProcess) -> Any:  # noqa: F811 - the fixture, used
+def page(context: Any, server: ServerProcess) -> Any:
     context.add_cookies([{"name": COOKIE_NAME, "value": login_session(server.base_url, API_KEY), "url": server.base_url}])
     return context.new_page()
 

@@ -29,12 +29,7 @@ import pytest
 from sqlalchemy import create_engine, select
 from typer.testing import CliRunner
 
-from tests.support.browser_support import (  # noqa: F401 - fixtures
-    browser,
-    context,
-    layout_problems,
-    shot,
-)
+from tests.support.browser_support import layout_problems, shot
 from tests.support.server_process import ServerProcess, login_session, start_server
 from tracescore.cli import app
 from tracescore.offline.demo import DEGRADING_AGENT, DemoSender

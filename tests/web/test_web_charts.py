@@ -94,9 +94,9 @@ def test_split_lines_bands_and_drill_down_links() -> None:
     total = [_bucket(0, 0.7), _bucket(1, 0.5)]
     lines = [
         Series("weather-bot", 1, [_bucket(0, 0.9), _bucket(1, 0.2)], lambda s: f"/w?{s:%M}&x",
-               [(T0 + MINUTE + MINUTE / 2, T0 + 20 * MINUTE)]),  # fmt: skip
+               [(T0 + MINUTE + MINUTE / 2, T0 + 20 * MINUTE)]),
         Series("other (2)", None, [_bucket(0, 0.6)]),
-    ]
+    ]  # fmt: skip
     band = Band(
         T0 + MINUTE, T0 + 20 * MINUTE, "drop<", "agent=weather-bot", "<b>fired</b>", 1, "/r"
     )

@@ -135,12 +135,13 @@ def langchain_tool_message(value: Any) -> dict[str, Any] | None:
     """
     if not isinstance(value, dict):
         return None
-    if isinstance(value.get("kwargs"), dict) and "lc" in value:
-        value = value["kwargs"]
-    elif value.get("type") == "tool" and isinstance(value.get("data"), dict):
-        value = value["data"]
-    if "content" in value and ("tool_call_id" in value or value.get("type") == "tool"):
-        return value
+    fields: dict[str, Any] = value
+    if isinstance(kwargs := value.get("kwargs"), dict) and "lc" in value:
+        fields = kwargs
+    elif value.get("type") == "tool" and isinstance(data := value.get("data"), dict):
+        fields = data
+    if "content" in fields and ("tool_call_id" in fields or fields.get("type") == "tool"):
+        return fields
     return None
 
 

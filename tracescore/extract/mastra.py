@@ -38,7 +38,9 @@ from tracescore.extract.mastra_legacy import (
     refine_legacy_steps,
 )
 from tracescore.extract.mastra_values import (
-    NAME,
+    NAME as NAME,  # the convention's name, read by the registry as mastra.NAME
+)
+from tracescore.extract.mastra_values import (
     answer,
     descendants,
     instructions,

@@ -68,7 +68,7 @@ class Silence:
         if not _same_segment(self.segment, state["segment"]):
             return False
         if self.kind == "ack":
-            return state["state"] == "firing" and state["since"] <= self.created_at
+            return bool(state["state"] == "firing" and state["since"] <= self.created_at)
         return True
 
 

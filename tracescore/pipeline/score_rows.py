@@ -16,7 +16,7 @@ from pydantic_core import to_jsonable_python
 from tracescore.extract.model import AgentRun
 from tracescore.pipeline.bindings import CompiledBinding
 from tracescore.pipeline.budget import InputCut
-from tracescore.scorers.base import ScoreResult
+from tracescore.scorers.results import ScoreResult
 from tracescore.store.scores import SamplingDecision, StoredScore, score_id
 
 _MAX_PROMPT_CHARS = 20_000

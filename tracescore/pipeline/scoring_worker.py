@@ -208,7 +208,7 @@ class ScoringWorker:
         if self._database.waiting():
             return []
         try:
-            claims = await asyncio.to_thread(
+            claims: list[TraceClaim] = await asyncio.to_thread(
                 self.store.queue.claim, self.owner, self.config.claim_batch, self.lease_seconds
             )
         except Exception as exc:  # noqa: BLE001 - the database may be restarting; try again

@@ -151,7 +151,8 @@ class Scorer:
             try:
                 coroutine.send(None)
             except StopIteration as finished:
-                return finished.value
+                result: ScoreResult = finished.value  # the coroutine's return value
+                return result
             coroutine.close()
             raise RuntimeError(f"scorer {self.id!r}: a synchronous step returned an awaitable")
         try:

@@ -150,7 +150,8 @@ class ScorerEntry:
     def create(self) -> Callable[..., Scorer]:
         """The factory itself, unvalidated."""
         module, _, name = self.factory_path.partition(":")
-        return getattr(importlib.import_module(module), name)
+        factory: Callable[..., Scorer] = getattr(importlib.import_module(module), name)
+        return factory
 
     @property
     def factory(self) -> Callable[..., Scorer]:

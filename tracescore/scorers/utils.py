@@ -70,10 +70,10 @@ def get_text_content(message: Message) -> str:
         return _last_text_part(content)
     if not _is_record(content):
         return ""
-    if isinstance(content.get("content"), str) and content["content"] != "":
-        return content["content"]
-    if isinstance(content.get("text"), str) and content["text"] != "":
-        return content["text"]
+    if isinstance(inner := content.get("content"), str) and inner != "":
+        return inner
+    if isinstance(text := content.get("text"), str) and text != "":
+        return text
     if isinstance(content.get("parts"), list):
         return _last_text_part(content["parts"])
     return ""
@@ -130,7 +130,7 @@ def _text_of_first(messages: Any, role: str) -> str | None:
     return None
 
 
-def _first_defined(*values: Any) -> Any:
+def _first_defined(*values: str | None) -> str | None:
     return next((v for v in values if v is not None), None)
 
 
@@ -190,8 +190,8 @@ def get_assistant_message(run_output: Any) -> str | None:
     role = run_output.get("role")
     is_assistant = role is None or role == "assistant"
     content = run_output.get("content")
-    if is_assistant and isinstance(run_output.get("text"), str):
-        return run_output["text"]
+    if is_assistant and isinstance(text := run_output.get("text"), str):
+        return text
     if is_assistant and isinstance(content, str):
         return content
     if is_assistant and (_is_record(content) or isinstance(content, list)):
@@ -209,8 +209,8 @@ def get_reasoning(run_output: Any) -> str | None:
     if message is None:
         return None
     content = message.get("content") or {}
-    if content.get("reasoning"):
-        return content["reasoning"]
+    if isinstance(reasoning := content.get("reasoning"), str) and reasoning:
+        return reasoning
     parts = [p for p in content.get("parts") or [] if p.get("type") == "reasoning"]
     if not parts:
         return None

@@ -388,7 +388,7 @@ class SpanStore:
         """Stored spans in total (monitoring and benchmarks)."""
         self.journal.settle()
         with self.engine.connect() as conn:
-            return conn.execute(text("SELECT count(*) FROM spans")).scalar_one()
+            return int(conn.execute(text("SELECT count(*) FROM spans")).scalar_one())
 
 
 def _load_refs(conn: Connection, rows: Sequence[Any]) -> tuple[dict[str, Resource], dict[str, Scope]]:

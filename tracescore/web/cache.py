@@ -13,7 +13,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 T = TypeVar("T")
 
@@ -36,7 +36,8 @@ class ExpiringCache:
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None and (self._clock() - entry[0] < ttl or key in self._computing):
-                return entry[1]
+                # Stored by a ``compute`` for the same key: the caller's key names its type.
+                return cast(T, entry[1])
             self._computing.add(key)
         try:
             value = compute()  # outside the lock: a slow query must not hold up other pages

@@ -235,16 +235,20 @@ class ReadProcesses:
             process, _call, "overview", params, context
         )
 
+    # Each returns what its TraceReads method does: _run passes a method by name, to a process.
     async def trace_json(self, trace_id: str) -> bytes | None:
-        return await self._run("trace_json", trace_id)
+        body: bytes | None = await self._run("trace_json", trace_id)
+        return body
 
     async def runs_json(
         self, trace_id: str, primary: bool, kinds: list[str], page: RunsPage | None = None
     ) -> bytes | None:
-        return await self._run("runs_json", trace_id, primary, kinds, page)
+        body: bytes | None = await self._run("runs_json", trace_id, primary, kinds, page)
+        return body
 
     async def trace_page(self, trace_id: str, context: dict[str, Any]) -> str | None:
-        return await self._run("trace_page", trace_id, context)
+        page: str | None = await self._run("trace_page", trace_id, context)
+        return page
 
     async def _run(self, method: str, trace_id: str, *args: Any) -> Any:
         """The :class:`TraceReads` ``method`` for ``trace_id``: in a reader process if the

@@ -19,10 +19,11 @@ from tracescore.store.dialect import as_utc
 def pretty(value: Any) -> str:
     """JSON indented for reading; strings holding JSON (as tool arguments often do) are parsed."""
     if isinstance(value, str):
+        text = value
         try:
-            value = json.loads(value)
+            value = json.loads(text)
         except ValueError:
-            return value
+            return text
     if isinstance(value, str):
         return value
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)

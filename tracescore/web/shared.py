@@ -37,12 +37,14 @@ class SharedValues:
         every caller and is not kept."""
         entry = self._entries.get(key)
         if entry is not None and self._clock() - entry[0] < self._ttl:
-            return entry[1]
+            cached: T = entry[1]
+            return cached
         running = self._running.get(key)
         if running is None:
             running = self._running[key] = asyncio.ensure_future(self._compute(key, compute))
         # shielded: a caller that goes away (a closed tab) must not cancel the others' answer
-        return await asyncio.shield(running)
+        value: T = await asyncio.shield(running)
+        return value
 
     async def _compute(self, key: Hashable, compute: Callable[[], Awaitable[T]]) -> T:
         try:

@@ -96,7 +96,7 @@ def create_keyword_coverage_scorer() -> Scorer:
         }
 
     def generate_score(ctx: StepContext) -> float:
-        counts = ctx.results["analyze_step_result"]
+        counts: dict[str, int] = ctx.results["analyze_step_result"]
         if not counts["totalKeywordsLength"]:
             return 1.0
         return counts["matchedKeywordsLength"] / counts["totalKeywordsLength"]

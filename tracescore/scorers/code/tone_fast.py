@@ -344,7 +344,7 @@ class _Text:
     table: _TokenTable
 
     def word(self, i: int) -> str:
-        return self.table.words[self.ids[i]]
+        return self.table.words[int(self.ids[i])]
 
     def flag(self, i: int) -> int:
         return int(self.table.flags[self.ids[i]])

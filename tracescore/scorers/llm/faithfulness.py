@@ -73,7 +73,8 @@ class FaithfulnessClaims(Wire):
 
 
 def claims_of(ctx: StepContext) -> list[str]:
-    return ctx.results["preprocess_step_result"].claims
+    extracted: FaithfulnessClaims = ctx.results["preprocess_step_result"]
+    return extracted.claims
 
 
 class FaithfulnessVerdict(Wire):
