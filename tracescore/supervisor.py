@@ -113,16 +113,15 @@ def serve_processes(config: Config) -> int:
 def startup_failure(exc: Exception) -> tuple[int, str] | None:
     """The exit code and message for a configuration the service cannot start with, or None
     for an exception that is a bug."""
-    from sqlalchemy.exc import ArgumentError, OperationalError
-
     from tracescore.pipeline.bindings import BindingError
     from tracescore.store.migrations import SchemaError
+    from tracescore.store.opening import CannotOpenDatabase, InvalidDatabaseUrl
 
     if isinstance(exc, SchemaError):
         return 1, str(exc)
-    if isinstance(exc, (ArgumentError, ValueError)):
+    if isinstance(exc, (InvalidDatabaseUrl, ValueError)):
         return 2, f"invalid database URL: {exc}"
-    if isinstance(exc, OperationalError):
+    if isinstance(exc, CannotOpenDatabase):
         return 1, " ".join(f"cannot open the database: {exc.orig}".split())
     if isinstance(exc, OSError):
         where = f" {exc.filename}" if exc.filename else ""

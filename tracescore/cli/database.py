@@ -18,7 +18,7 @@ import typer
 from tracescore.cli.common import fail
 
 if TYPE_CHECKING:
-    from sqlalchemy import Engine
+    from tracescore.store import Database
 
 
 DB_OPTION = typer.Option(
@@ -31,15 +31,14 @@ CONFIG_OPTION = typer.Option(
 )
 
 
-def open_engine(db: str | None, config_file: Path | None, *, existing: bool = False) -> Engine:
+def open_engine(db: str | None, config_file: Path | None, *, existing: bool = False) -> Database:
     """The engine of ``--db``, else of the config's ``store``; a bad URL or config exits 2.
 
     ``existing``: the command only reads (or prunes) the database, so a SQLite file that is not
     there exits 1 (see :func:`require_database`) instead of being created empty."""
-    from sqlalchemy.exc import ArgumentError
-
     from tracescore.config import ConfigError, load_config
     from tracescore.store import make_engine
+    from tracescore.store.opening import InvalidDatabaseUrl
 
     try:
         url = db or load_config(config_file).store.url
@@ -50,7 +49,7 @@ def open_engine(db: str | None, config_file: Path | None, *, existing: bool = Fa
         fail(2, f"cannot read config file {config_file}: {exc.strerror}")
     except ConfigError as exc:
         fail(2, str(exc))
-    except (ArgumentError, ValueError) as exc:
+    except (InvalidDatabaseUrl, ValueError) as exc:
         fail(2, f"invalid database URL: {exc}")
 
 
@@ -60,35 +59,24 @@ def require_database(url: str) -> None:
     For the commands that only read a database: opening a missing SQLite file creates it (and
     the engine its directory), after which the command would report an empty database, for a
     misspelt path too. PostgreSQL reports a missing database itself, on connecting.
-    An invalid URL raises ``ArgumentError``."""
-    from sqlalchemy.engine import make_url
+    An invalid URL raises :data:`~tracescore.store.opening.InvalidDatabaseUrl`."""
+    from tracescore.store.opening import sqlite_file
 
-    from tracescore.store import normalize_url
-
-    parsed = make_url(normalize_url(url))
-    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
-        return
-    path = Path(parsed.database).expanduser().absolute()
-    if not path.exists():
+    path = sqlite_file(url)
+    if path is not None and not path.exists():
         fail(1, f"no database at {path} ({url}): the file does not exist; `tracescore serve` "
                  "or `tracescore db upgrade` creates it")
-
-
-def database_name(engine: Engine) -> str:
-    """The database as people recognise it: its URL, without a password."""
-    return engine.url.render_as_string(hide_password=True)
 
 
 @contextmanager
 def database_errors() -> Iterator[None]:
     """Exit 1 with the reason when the database cannot be reached or its schema not used."""
-    from sqlalchemy.exc import OperationalError
-
     from tracescore.store import SchemaError
+    from tracescore.store.opening import CannotOpenDatabase
 
     try:
         yield
-    except OperationalError as exc:
+    except CannotOpenDatabase as exc:
         fail(1, f"cannot open the database: {exc.orig}")
     except SchemaError as exc:
         fail(1, str(exc))
@@ -99,11 +87,10 @@ def open_existing_store(url: str) -> Any:
     collector that stopped may have left some in the ingest journal); a URL that cannot be used
     raises ``ValueError`` (a usage error), a database that does not exist, cannot be opened or
     has a schema this release cannot use exits 1."""
-    from sqlalchemy.exc import ArgumentError
-
     from tracescore.config import ServerConfig
     from tracescore.ingest.unpack import drain
     from tracescore.store import open_store
+    from tracescore.store.opening import InvalidDatabaseUrl
 
     try:
         require_database(url)
@@ -111,5 +98,5 @@ def open_existing_store(url: str) -> Any:
             store = open_store(url)
             drain(store, ServerConfig().max_attribute_chars)
         return store
-    except ArgumentError as exc:
+    except InvalidDatabaseUrl as exc:
         raise ValueError(f"invalid database URL: {exc}") from None

@@ -19,7 +19,6 @@ from tracescore.cli.database import (
     CONFIG_OPTION,
     DB_OPTION,
     database_errors,
-    database_name,
     open_engine,
 )
 
@@ -50,6 +49,7 @@ def upgrade(db: str | None = DB_OPTION, config_file: Path | None = CONFIG_OPTION
 def current(db: str | None = DB_OPTION, config_file: Path | None = CONFIG_OPTION) -> None:
     """Show the database and its schema's revision, and how far it is behind this release's."""
     from tracescore.store import migrate
+    from tracescore.store.opening import database_name
 
     engine = open_engine(db, config_file, existing=True)
     with database_errors():
