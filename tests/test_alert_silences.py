@@ -86,10 +86,9 @@ def test_silenced_notifications_stay_in_history_and_resume_after_expiry(db_url: 
             evaluator = AlertEvaluator(
                 store.engine, alerts_config(hook.url, regression_rule(cooldown="1s")), clock=clock
             )
-            with store.engine.begin() as connection:
-                asked = SilenceIn(rule=rule_name(), segment={"agent": "sales"}, duration="30m",
-                                  note="known dip", author="ana")  # fmt: skip
-                add_silence(connection, asked, T.timestamp())
+            asked = SilenceIn(rule=rule_name(), segment={"agent": "sales"}, duration="30m",
+                              note="known dip", author="ana")  # fmt: skip
+            add_silence(store.engine, asked, T.timestamp())
             firing = []
             for step in range(1, 7):
                 clock.now = T + step * WINDOW
@@ -134,13 +133,12 @@ def test_an_acknowledgement_does_not_silence_and_a_silence_covers_only_its_segme
             evaluator = AlertEvaluator(
                 store.engine, alerts_config(hook.url, regression_rule()), clock=clock
             )
-            with store.engine.begin() as connection:
-                for asked in (
-                    SilenceIn(rule=rule_name(), segment={"agent": "sales"}, duration="1h"),
-                    SilenceIn(rule=rule_name(), kind="ack", duration="1h"),
-                    SilenceIn(rule="another-rule", duration="1h"),
-                ):
-                    add_silence(connection, asked, T.timestamp())
+            for asked in (
+                SilenceIn(rule=rule_name(), segment={"agent": "sales"}, duration="1h"),
+                SilenceIn(rule=rule_name(), kind="ack", duration="1h"),
+                SilenceIn(rule="another-rule", duration="1h"),
+            ):
+                add_silence(store.engine, asked, T.timestamp())
             evaluator.run_once()
             evaluator.close()
             notified = [(b["status"], b["segment"]) for b in hook.received()]

@@ -23,7 +23,7 @@ from tests.server_process import ServerProcess, login_session, start_server
 from tests.test_web_pages import HOSTILE_SYSTEM, agent_trace_json
 from tracescore.store.scores import ScoreRow
 from tracescore.web.auth import COOKIE_NAME
-from tracescore.web.queries import as_utc
+from tracescore.store.score_reads import as_utc
 
 pytestmark = pytest.mark.browser
 

@@ -16,7 +16,8 @@ from tracescore.config import parse_config
 from tracescore.pipeline.conversations import ConversationScoring
 from tracescore.ingest.files import load_traces
 from tracescore.monitor.alerts import AlertEvaluator
-from tracescore.monitor.queries import ScoreFilter, aggregate_scores
+from tracescore.store.score_aggregates import aggregate_scores
+from tracescore.store.score_reads import ScoreFilter
 from tracescore.pipeline.runner import build_worker
 from tracescore.spans import Trace
 from tracescore.store import open_store

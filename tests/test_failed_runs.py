@@ -28,7 +28,8 @@ from tracescore.extract import extract_runs
 from tracescore.extract.model import AgentRun
 from tracescore.ingest.files import load_traces
 from tracescore.judge import LiteLLMJudge
-from tracescore.monitor.queries import ScoreFilter, aggregate_scores, coverage
+from tracescore.store.score_aggregates import aggregate_scores, coverage
+from tracescore.store.score_reads import ScoreFilter
 from tracescore.monitor.rules import evaluate_rule
 from tracescore.pipeline.runner import build_worker
 from tracescore.scorers import registry

@@ -16,7 +16,7 @@ from tests.agent_otlp import agent_trace, export_request
 from tests.conftest import FIXTURES
 from tracescore.config import parse_config
 from tracescore.ingest.decode import decode_traces
-from tracescore.monitor.queries import coverage
+from tracescore.store.score_aggregates import coverage
 from tracescore.pipeline.runner import build_worker
 from tracescore.pipeline.sampling import is_sampled, unit_hash
 from tracescore.store import open_store

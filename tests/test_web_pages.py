@@ -33,7 +33,7 @@ from tracescore.service import create_app
 from tracescore.store import open_store
 from tracescore.store.scores import ScoreRow
 from tracescore.web.auth import COOKIE_NAME
-from tracescore.web.queries import as_utc
+from tracescore.store.score_reads import as_utc
 
 FAR_FUTURE = 4_000_000_000.0
 HOSTILE_TRACE = "0badc0de" * 4
@@ -506,7 +506,7 @@ def _segment_counts(store: Any, binding: str, column: str) -> dict[str, int]:
 
 
 def test_split_draws_a_line_per_segment_top_five_and_other(client: TestClient, store: Any) -> None:
-    from tracescore.web.pages import TOP_SEGMENTS
+    from tracescore.web.trends import TOP_SEGMENTS
 
     page = client.get("/", params={"window": "15m", "split": "agent"})
     assert page.status_code == 200

@@ -15,8 +15,6 @@ import threading
 import time
 from collections.abc import Callable
 
-from sqlalchemy import select
-
 from tracescore import metrics
 from tracescore.background import BackgroundFactory
 from tracescore.backoff import Backoff, repeat
@@ -24,7 +22,7 @@ from tracescore.retention.config import RetentionConfig
 from tracescore.retention.prune import PassReport, Pruner
 from tracescore.retention.vacuum import reclaim_space
 from tracescore.store import SpanStore
-from tracescore.store.leases import LEADER, acquire_lease, release_lease
+from tracescore.store.leases import acquire_lease, lease_expiry, release_lease
 
 log = logging.getLogger(__name__)
 
@@ -53,9 +51,7 @@ class RetentionLeader:
     def due(self) -> bool:
         """Whether the schedule (the lease's expiry) has run out."""
         with self.store.engine.connect() as connection:
-            expires = connection.execute(
-                select(LEADER.c.expires_at).where(LEADER.c.name == LEASE_NAME)
-            ).scalar_one_or_none()
+            expires = lease_expiry(connection, LEASE_NAME)
         return expires is None or expires < self.clock()
 
     def _lease(self, duration: float) -> bool:

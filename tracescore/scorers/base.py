@@ -31,6 +31,7 @@ from tracescore.extract.content import NO_CONTENT_REASON, has_content
 from tracescore.extract.conversation import Conversation
 from tracescore.extract.model import AgentRun, ToolDefinition
 from tracescore.judge.protocol import Budget, Judge, JudgeRequest, JudgeResponse
+from tracescore.outcomes import FAILED_RUN_REASON
 from tracescore.scorers.material import fit_request
 from tracescore.scorers.utils import (
     get_assistant_message,
@@ -186,11 +187,6 @@ class NotScorable(Exception):
 def not_scorable(reason: str) -> NoReturn:
     """Stop the scorer: the run is not scorable (Mastra's ``notScorable(reason)``)."""
     raise NotScorable(reason)
-
-
-FAILED_RUN_REASON = "the run ended in error before answering: "
-"""How the reason of a run that failed before answering starts (the run's error follows): the
-score is ``not_scorable``, and error-rate figures count such rows as errors by this prefix."""
 
 
 def failed_without_answer(run: ScorerRun) -> str | None:

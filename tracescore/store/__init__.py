@@ -9,11 +9,20 @@ module's name to :data:`~tracescore.store.metadata.TABLE_MODULES` and adds a rev
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
+from sqlalchemy import Engine
+from sqlalchemy.engine import Connection
+
 from tracescore.store.engine import make_engine, normalize_url
 from tracescore.store.metadata import store_metadata
 from tracescore.store.migrations import SchemaError
 from tracescore.store.spanstore import SpanStore, TraceSummary
 from tracescore.store.trace_queue import ReadinessRules, TraceClaim, TraceQueue, TraceState
+
+Database: TypeAlias = Engine
+"""A handle on the store's database that callers outside ``store/`` pass to its query
+functions, which open the connections and transactions they need."""
 
 
 def open_store(
@@ -41,6 +50,8 @@ def open_store(
 
 
 __all__ = [
+    "Connection",
+    "Database",
     "ReadinessRules",
     "SchemaError",
     "SpanStore",

@@ -13,7 +13,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from tracescore.web.queries import as_utc
+from tracescore.store.score_reads import as_utc
 
 
 def pretty(value: Any) -> str:

@@ -22,16 +22,19 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 
 from tracescore.auth import client_address
 from tracescore.config import Config
-from tracescore.monitor.queries import ScoreFilter
 from tracescore.settings import parse_duration
-from tracescore.store import SpanStore
-from tracescore.web import alerting, pages, queries
+from tracescore.store import SpanStore, score_reads
+from tracescore.store.score_reads import ScoreFilter
+from tracescore.web import alerting
+from tracescore.web import overview as overview_page
 from tracescore.web.auth import COOKIE_NAME, DashboardKeys
 from tracescore.web.cache import ExpiringCache
+from tracescore.web.compare import compare_page
 from tracescore.web.conversations import conversation_pages
 from tracescore.web.readers import ReadProcesses
 from tracescore.web.rendering import render
 from tracescore.web.review import review_router
+from tracescore.web.runs import chart_around, runs_page
 from tracescore.web.silencing import DURATIONS, silence_forms
 from tracescore.web.sources import source_rows
 from tracescore.web.timerange import PRESETS, SPLITS, ViewState, Window, parse_moment
@@ -113,7 +116,7 @@ def web_router(
         each view is rendered once and shared, for at most :data:`OVERVIEW_TTL` seconds (the
         alerts on it are read per render)."""
         with store.engine.connect() as connection:
-            version = queries.live_version(connection)
+            version = score_reads.live_version(connection)
         view = {name: request.query_params[name] for name in VIEW_PARAMETERS
                 if name in request.query_params}  # fmt: skip
         shown = overviews.get(
@@ -147,11 +150,11 @@ def web_router(
                 end = _moment(view.until, "until") if view.until else now
                 span = Window.between(_moment(view.since, "since"), end, size)
             else:
-                active = view.window or pages.default_window(store.engine, aggregates, now)
+                active = view.window or overview_page.default_window(store.engine, aggregates, now)
                 span = Window.ending_now(_duration(active, "window"), size, now)
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
-        data = pages.overview(store.engine, bindings, span, view, aggregates, rules)
+        data = overview_page.overview(store.engine, bindings, span, view, aggregates, rules)
         return _page(
             "overview.html", **common, **data, view=view, presets=PRESETS, active=active,
             chosen=view.window is None and not view.since, splits=SPLITS,
@@ -159,7 +162,7 @@ def web_router(
 
     def alerts_page(rule: str | None, status: int = 200, error: str | None = None) -> HTMLResponse:
         with store.engine.connect() as connection:
-            version = queries.live_version(connection)
+            version = score_reads.live_version(connection)
             data = alerting.alerts_page(connection, rules, datetime.now(UTC), rule)
         return _page("alerts.html", status, **common, **data, version=version, error=error,
                      durations=DURATIONS)  # fmt: skip
@@ -195,9 +198,9 @@ def web_router(
             agent=agent or None, model=model or None, service=service or None,
             since=start, until=end,
         )
-        data = pages.runs_page(store.engine, where)
+        data = runs_page(store.engine, where)
         return _page("runs.html", **common, **data, where=where,
-                     chart_url=pages.chart_around(where, datetime.now(UTC)))
+                     chart_url=chart_around(where, datetime.now(UTC)))
 
     @router.get("/ui/compare", dependencies=[Depends(signed_in_page)])
     def compare(
@@ -211,7 +214,7 @@ def web_router(
             cut = float(threshold) if threshold else None
         except ValueError:
             raise HTTPException(422, "threshold: a number") from None
-        data = pages.compare_page(store.engine, binding or None, a or None, b or None, cut)
+        data = compare_page(store.engine, binding or None, a or None, b or None, cut)
         return _page("compare.html", **common, **data)
 
     @router.get("/ui/traces/{trace_id}", dependencies=[Depends(signed_in_page)])
@@ -231,9 +234,9 @@ def web_router(
             raise HTTPException(400, "trace id must be 32 hex characters")
         with store.engine.connect() as connection:
             if trace is None:
-                version = queries.live_version(connection)
+                version = score_reads.live_version(connection)
             else:
-                version = queries.trace_version(connection, trace.lower())
+                version = score_reads.trace_version(connection, trace.lower())
         return JSONResponse({"version": version}, headers={"Cache-Control": "no-store"})
 
     @router.get("/ui/login")

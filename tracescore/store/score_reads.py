@@ -1,0 +1,379 @@
+"""Reads of the ``scores`` table: the filter every read narrows by, the API's paged listing and
+the dashboard's lists.
+
+The table, its writes and its row types live in :mod:`tracescore.store.scores`; the aggregates
+(trends, error rates, coverage) in :mod:`tracescore.store.score_aggregates`. Every query here is
+bounded by an indexed range or a LIMIT and returns typed rows.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypedDict, cast
+
+from sqlalchemy import ColumnElement, Select, and_, bindparam, case, func, or_, select
+from sqlalchemy.engine import Connection
+
+from tracescore.store.alerts import ALERT_EVENTS
+from tracescore.store.scores import ScoreRow
+from tracescore.store.table_of import table_of
+
+SCORES = table_of(ScoreRow)
+FILTER_COLUMNS = ("scorer_id", "agent", "model")
+"""Columns the dashboard's score lists can be narrowed by, in the order its filter form shows
+them."""
+LATE_WRITES = timedelta(minutes=10)
+"""How far back a score row may be stamped when it is written (its scoring time)."""
+
+
+class ListedScore(TypedDict):
+    """A ``scores`` row as lists show it: every column but ``steps``."""
+
+    id: str
+    trace_id: str
+    span_id: str
+    binding: str
+    scorer_id: str
+    scorer_version: str
+    status: str
+    score: float | None
+    label: str | None
+    reason: str | None
+    error: str | None
+    judge_model: str | None
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    latency_ms: float
+    run_kind: str
+    service: str | None
+    agent: str | None
+    model: str | None
+    conversation_id: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class ScoreWithSteps(ListedScore):
+    """A whole ``scores`` row: with the scorer's intermediate steps."""
+
+    steps: dict[str, Any] | None
+
+
+def db_time(moment: datetime) -> datetime:
+    """An aware UTC datetime (``scores.created_at`` refuses naive ones); naive input is UTC."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def as_utc(moment: datetime) -> datetime:
+    """SQLite hands back naive datetimes; every stored time is UTC."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreFilter:
+    """Equality filters and a ``[since, until)`` range over ``scores``; None means any."""
+
+    scorer: str | None = None
+    scorer_version: str | None = None
+    binding: str | None = None
+    agent: str | None = None
+    service: str | None = None
+    model: str | None = None
+    status: str | None = None
+    trace_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def conditions(self) -> list[ColumnElement[bool]]:
+        c = SCORES.c
+        columns = {
+            "scorer": c.scorer_id,
+            "scorer_version": c.scorer_version,
+            "binding": c.binding,
+            "agent": c.agent,
+            "service": c.service,
+            "model": c.model,
+            "status": c.status,
+            "trace_id": c.trace_id,
+        }
+        found: list[ColumnElement[bool]] = [
+            column == getattr(self, name)
+            for name, column in columns.items()
+            if getattr(self, name) is not None
+        ]
+        if self.since is not None:
+            found.append(c.created_at >= bindparam("since", type_=c.created_at.type))
+        if self.until is not None:
+            found.append(c.created_at < bindparam("until", type_=c.created_at.type))
+        return found
+
+    def params(self) -> dict[str, datetime]:
+        """Values of the range parameters :meth:`conditions` leaves bound."""
+        found = {}
+        if self.since is not None:
+            found["since"] = db_time(self.since)
+        if self.until is not None:
+            found["until"] = db_time(self.until)
+        return found
+
+    def shape(self) -> ScoreFilter:
+        """This filter without its range values: the key of a cached statement."""
+        return replace(
+            self,
+            since=None if self.since is None else _ANY_TIME,
+            until=None if self.until is None else _ANY_TIME,
+        )
+
+
+_ANY_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+# --- the REST API's listing (tracescore.monitor.api) -----------------------------------------
+
+_LISTED = [column for column in SCORES.c if column.name != "steps"]
+
+
+def encode_cursor(created_at: datetime, row_id: str) -> str:
+    return base64.urlsafe_b64encode(f"{created_at.isoformat()}|{row_id}".encode()).decode()
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    """Raises ValueError for anything not made by :func:`encode_cursor`."""
+    try:
+        moment, _, row_id = base64.urlsafe_b64decode(cursor.encode()).decode().partition("|")
+        return datetime.fromisoformat(moment), row_id
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError("invalid cursor") from exc
+
+
+def list_scores(
+    connection: Connection, where: ScoreFilter, limit: int, cursor: str | None = None,
+    *, with_steps: bool = False,
+) -> tuple[list[ListedScore], str | None]:
+    """Newest first, keyset-paginated on ``(created_at, id)`` so pages stay stable under inserts.
+
+    ``with_steps`` adds each row's ``steps`` (the rows are then :class:`ScoreWithSteps`)."""
+    c = SCORES.c
+    conditions = where.conditions()
+    if cursor is not None:
+        moment, row_id = decode_cursor(cursor)
+        moment = db_time(moment)
+        conditions.append(or_(c.created_at < moment, and_(c.created_at == moment, c.id < row_id)))
+    columns = list(SCORES.c) if with_steps else _LISTED
+    statement = (
+        select(*columns)
+        .where(*conditions)
+        .order_by(c.created_at.desc(), c.id.desc())
+        .limit(limit + 1)
+    )
+    rows = [
+        cast(ListedScore, row._asdict()) for row in connection.execute(statement, where.params())
+    ]
+    next_cursor = None
+    if len(rows) > limit:
+        rows = rows[:limit]
+        next_cursor = encode_cursor(rows[-1]["created_at"], rows[-1]["id"])
+    return rows, next_cursor
+
+
+# --- the dashboard's lists (tracescore.web) --------------------------------------------------
+
+
+def _listed(connection: Connection, statement: Select[Any], params: dict[str, Any]) -> list[ListedScore]:
+    found = [cast(ListedScore, row._asdict()) for row in connection.execute(statement, params)]
+    for row in found:
+        row["created_at"] = as_utc(row["created_at"])
+    return found
+
+
+def lowest_scores(
+    connection: Connection, where: ScoreFilter, limit: int, *, failed_too: bool = False
+) -> list[ListedScore]:
+    """The ``ok`` scores of the range, lowest first (newest first among equals).
+
+    With ``failed_too`` (a bucket's runs) the rows without a score (errors, not scorable,
+    skipped) follow the scored ones instead of being left out: they are part of what a bucket
+    held.
+    """
+    c = SCORES.c
+    scored = [c.status == "ok", c.score.is_not(None)]
+    statement = (
+        select(*_LISTED)
+        .where(*where.conditions(), *([] if failed_too else scored))
+        .order_by(case((and_(*scored), 0), else_=1), c.score.asc(), c.created_at.desc(),
+                  c.id.desc())
+        .limit(limit)
+    )
+    return _listed(connection, statement, where.params())
+
+
+def count_scores(connection: Connection, where: ScoreFilter) -> int:
+    """How many score rows of any status match: what a bucket's runs page is a part of."""
+    statement = select(func.count()).select_from(SCORES).where(*where.conditions())
+    return int(connection.execute(statement, where.params()).scalar_one())
+
+
+def latest_scores(connection: Connection, where: ScoreFilter, limit: int) -> list[ListedScore]:
+    """The newest scores of any status: what the live feed shows arriving."""
+    c = SCORES.c
+    statement = (
+        select(*_LISTED)
+        .where(*where.conditions())
+        .order_by(c.created_at.desc(), c.id.desc())
+        .limit(limit)
+    )
+    return _listed(connection, statement, where.params())
+
+
+def trace_scores(connection: Connection, trace_id: str) -> list[ScoreWithSteps]:
+    """Every run score of one trace, steps included, in binding order (a conversation's scores,
+    kept on its last turn's trace, are on the conversation's page)."""
+    c = SCORES.c
+    statement = (
+        select(SCORES)
+        .where(c.trace_id == trace_id, c.conversation_id.is_(None))
+        .order_by(c.span_id, c.binding, c.scorer_version)
+    )
+    return cast(list[ScoreWithSteps], _listed(connection, statement, {}))
+
+
+def filter_choices(connection: Connection, since: datetime) -> dict[str, list[str]]:
+    """Distinct values of each filter column among the range's scores."""
+    c = SCORES.c
+    return {
+        name: sorted(
+            value
+            for (value,) in connection.execute(
+                select(c[name])
+                .where(c.created_at >= db_time(since), c[name].is_not(None))
+                .distinct()
+            )
+        )
+        for name in FILTER_COLUMNS
+    }
+
+
+def newest_score_at(connection: Connection, where: ScoreFilter) -> datetime | None:
+    """When the newest score row (of any status) matching ``where`` was stored."""
+    statement = select(func.max(SCORES.c.created_at)).where(*where.conditions())
+    newest = connection.execute(statement, where.params()).scalar_one()
+    return as_utc(newest) if newest is not None else None
+
+
+def trace_version(connection: Connection, trace_id: str) -> str:
+    """Changes when a score of one trace is written or rewritten: what its page polls."""
+    c = SCORES.c
+    statement = select(func.max(c.updated_at), func.count()).where(c.trace_id == trace_id)
+    newest, count = connection.execute(statement).one()
+    return f"{as_utc(newest).isoformat() if newest is not None else '-'}|{count}"
+
+
+def live_version(connection: Connection, now: datetime | None = None) -> str:
+    """Changes whenever a score is added or an alert fires or resolves.
+
+    The newest ``created_at`` alone could miss a row a slower worker writes late with an older
+    stamp, so the count of recent rows is part of it too; both read indexed ranges. The newest
+    alert event's id (:mod:`tracescore.store.alerts`' table) rides along in the same round trip.
+    """
+    now = now or datetime.now(UTC)
+    c = SCORES.c
+    last_event = select(func.max(ALERT_EVENTS.c.id)).scalar_subquery()
+    statement = select(func.max(c.created_at), func.count(), last_event).where(
+        c.created_at >= db_time(now - LATE_WRITES)
+    )
+    newest, count, event = connection.execute(statement).one()  # one round trip
+    stamp = as_utc(newest).isoformat() if newest is not None else "-"
+    return f"{stamp}|{count}|{event or 0}"
+
+
+def oldest_score(connection: Connection, since: datetime) -> tuple[datetime | None, bool]:
+    """The oldest score time at or after ``since``, and whether any score is older.
+
+    Two index lookups on ``created_at`` (MIN over a range and one row before it): what the
+    default time range is chosen from on every overview without ``?window=``.
+    """
+    c = SCORES.c
+    oldest = connection.execute(
+        select(func.min(c.created_at)).where(c.created_at >= db_time(since))
+    ).scalar_one()
+    older = connection.execute(select(c.id).where(c.created_at < db_time(since)).limit(1)).first()
+    return (as_utc(oldest) if oldest is not None else None), older is not None
+
+
+def binding_scorers(
+    connection: Connection, since: datetime, until: datetime
+) -> set[tuple[str, str]]:
+    """``(binding, scorer_id)`` pairs scored in the range: which charts a scorer's alert is on."""
+    c = SCORES.c
+    statement = (
+        select(c.binding, c.scorer_id)
+        .where(c.created_at >= db_time(since), c.created_at < db_time(until))
+        .distinct()
+    )
+    return {(binding, scorer) for binding, scorer in connection.execute(statement)}
+
+
+class ScorerVersion(TypedDict):
+    """One scorer version of a binding, with its ``ok`` scores' count and newest time."""
+
+    binding: str
+    version: str
+    count: int
+    newest: datetime
+
+
+def scorer_versions(connection: Connection, since: datetime) -> list[ScorerVersion]:
+    """Each binding's scorer versions with their ``ok`` score counts and newest score time,
+    oldest newest score first."""
+    c = SCORES.c
+    statement = (
+        select(c.binding, c.scorer_version, func.count(), func.max(c.created_at))
+        .where(c.created_at >= db_time(since), c.status == "ok")
+        .group_by(c.binding, c.scorer_version)
+        .order_by(c.binding, func.max(c.created_at))
+    )
+    return [
+        {"binding": binding, "version": version, "count": int(count), "newest": as_utc(newest)}
+        for binding, version, count, newest in connection.execute(statement)
+    ]
+
+
+class Disagreement(TypedDict):
+    """A run two scorer versions both scored ``ok``: each version's score, row id and reason."""
+
+    trace_id: str
+    span_id: str
+    agent: str | None
+    model: str | None
+    score_a: float
+    score_b: float
+    id_a: str
+    id_b: str
+    reason_a: str | None
+    reason_b: str | None
+
+
+def disagreements(
+    connection: Connection, binding: str, version_a: str, version_b: str, limit: int
+) -> list[Disagreement]:
+    """Runs both versions scored ``ok``, the largest difference first (a self-join on the run)."""
+    a, b = SCORES.alias("a"), SCORES.alias("b")
+    gap = func.abs(b.c.score - a.c.score)
+    statement = (
+        select(a.c.trace_id, a.c.span_id, a.c.agent, a.c.model, a.c.score.label("score_a"),
+               b.c.score.label("score_b"), a.c.id.label("id_a"), b.c.id.label("id_b"),
+               a.c.reason.label("reason_a"), b.c.reason.label("reason_b"))
+        .join(b, and_(a.c.trace_id == b.c.trace_id, a.c.span_id == b.c.span_id,
+                      a.c.binding == b.c.binding))
+        .where(a.c.binding == binding, a.c.scorer_version == version_a,
+               b.c.scorer_version == version_b, a.c.status == "ok", b.c.status == "ok",
+               a.c.score.is_not(None), b.c.score.is_not(None))
+        .order_by(gap.desc(), a.c.trace_id, a.c.span_id)
+        .limit(limit)
+    )
+    return [cast(Disagreement, row._asdict()) for row in connection.execute(statement)]
