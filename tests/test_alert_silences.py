@@ -15,10 +15,11 @@ from tests.score_streams import Drop, insert_rows, stream
 from tests.test_alerts import WINDOW, Clock, T, alerts_config, regression_rule, rule_name
 from tests.webhook_receiver import WebhookReceiver, webhook_receiver
 from tracescore.config import parse_config
-from tracescore.monitor.alerts import EVENTS, AlertEvaluator
+from tracescore.monitor.alerts import AlertEvaluator
 from tracescore.monitor.silences import SilenceIn, add_silence
 from tracescore.service import create_app
 from tracescore.store import open_store
+from tracescore.store.alerts import ALERT_EVENTS
 from tracescore.web.alerting import delivery
 
 KEY = "silence-test-key"
@@ -97,7 +98,7 @@ def test_silenced_notifications_stay_in_history_and_resume_after_expiry(db_url: 
             evaluator.close()
             received = [(b["status"], b["at"]) for b in hook.received()]
         with store.engine.connect() as connection:
-            history = connection.execute(select(EVENTS).order_by(EVENTS.c.id)).all()
+            history = connection.execute(select(ALERT_EVENTS).order_by(ALERT_EVENTS.c.id)).all()
     finally:
         store.close()
     assert firing == [["sales"], [], [], [], ["sales"], []]

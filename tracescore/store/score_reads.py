@@ -17,7 +17,7 @@ from sqlalchemy import ColumnElement, Select, and_, bindparam, case, func, or_, 
 from sqlalchemy.engine import Connection
 
 from tracescore.store.alerts import ALERT_EVENTS
-from tracescore.store.scores import ScoreRow
+from tracescore.store.scores import ListedScore, ScoreRow, StoredScore
 from tracescore.store.table_of import table_of
 
 SCORES = table_of(ScoreRow)
@@ -26,40 +26,6 @@ FILTER_COLUMNS = ("scorer_id", "agent", "model")
 them."""
 LATE_WRITES = timedelta(minutes=10)
 """How far back a score row may be stamped when it is written (its scoring time)."""
-
-
-class ListedScore(TypedDict):
-    """A ``scores`` row as lists show it: every column but ``steps``."""
-
-    id: str
-    trace_id: str
-    span_id: str
-    binding: str
-    scorer_id: str
-    scorer_version: str
-    status: str
-    score: float | None
-    label: str | None
-    reason: str | None
-    error: str | None
-    judge_model: str | None
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float
-    latency_ms: float
-    run_kind: str
-    service: str | None
-    agent: str | None
-    model: str | None
-    conversation_id: str | None
-    created_at: datetime
-    updated_at: datetime
-
-
-class ScoreWithSteps(ListedScore):
-    """A whole ``scores`` row: with the scorer's intermediate steps."""
-
-    steps: dict[str, Any] | None
 
 
 def db_time(moment: datetime) -> datetime:
@@ -157,7 +123,7 @@ def list_scores(
 ) -> tuple[list[ListedScore], str | None]:
     """Newest first, keyset-paginated on ``(created_at, id)`` so pages stay stable under inserts.
 
-    ``with_steps`` adds each row's ``steps`` (the rows are then :class:`ScoreWithSteps`)."""
+    ``with_steps`` adds each row's ``steps`` (the rows are then :class:`StoredScore`)."""
     c = SCORES.c
     conditions = where.conditions()
     if cursor is not None:
@@ -230,7 +196,7 @@ def latest_scores(connection: Connection, where: ScoreFilter, limit: int) -> lis
     return _listed(connection, statement, where.params())
 
 
-def trace_scores(connection: Connection, trace_id: str) -> list[ScoreWithSteps]:
+def trace_scores(connection: Connection, trace_id: str) -> list[StoredScore]:
     """Every run score of one trace, steps included, in binding order (a conversation's scores,
     kept on its last turn's trace, are on the conversation's page)."""
     c = SCORES.c
@@ -239,7 +205,7 @@ def trace_scores(connection: Connection, trace_id: str) -> list[ScoreWithSteps]:
         .where(c.trace_id == trace_id, c.conversation_id.is_(None))
         .order_by(c.span_id, c.binding, c.scorer_version)
     )
-    return cast(list[ScoreWithSteps], _listed(connection, statement, {}))
+    return cast(list[StoredScore], _listed(connection, statement, {}))
 
 
 def filter_choices(connection: Connection, since: datetime) -> dict[str, list[str]]:

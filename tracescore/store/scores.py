@@ -27,10 +27,8 @@ from tracescore.store.text import ColumnFit, TextGuard
 ScoreStatus = Literal["ok", "error", "not_scorable", "skipped_budget", "skipped_rate"]
 
 
-class StoredScore(TypedDict):
-    """A ``scores`` row as it travels from the scoring worker to the store, the emitter and the
-    metrics: typed, yet the plain dict the bulk upsert reads, because the worker makes one per
-    binding and run and a model instance each would cost more than the scorer it records."""
+class ListedScore(TypedDict):
+    """A ``scores`` row without its ``steps``: what score lists read and show."""
 
     id: str
     trace_id: str
@@ -43,7 +41,6 @@ class StoredScore(TypedDict):
     label: str | None
     reason: str | None
     error: str | None
-    steps: dict[str, Any] | None
     judge_model: str | None
     input_tokens: int
     output_tokens: int
@@ -54,9 +51,18 @@ class StoredScore(TypedDict):
     agent: str | None
     model: str | None
     conversation_id: NotRequired[str | None]
-    """Only on a conversation's score."""
+    """Only on a conversation's score as the worker makes it; read rows always have it."""
     created_at: datetime
     updated_at: datetime
+
+
+class StoredScore(ListedScore):
+    """A whole ``scores`` row as it travels from the scoring worker to the store, the emitter
+    and the metrics (and as a trace's page reads it): typed, yet the plain dict the bulk upsert
+    reads, because the worker makes one per binding and run and a model instance each would
+    cost more than the scorer it records."""
+
+    steps: dict[str, Any] | None
 
 
 class SamplingDecision(TypedDict):

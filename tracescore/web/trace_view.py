@@ -15,7 +15,8 @@ from tracescore.extract.model import AgentRun
 from tracescore.extract.registry import CONVENTIONS
 from tracescore.spans import Span
 from tracescore.store import SpanStore
-from tracescore.store.score_reads import ScoreWithSteps, trace_scores, trace_version
+from tracescore.store.score_reads import trace_scores, trace_version
+from tracescore.store.scores import StoredScore
 from tracescore.web.traces_api import log_json, span_json
 from tracescore.web.waterfall import waterfall
 
@@ -29,7 +30,7 @@ MAX_RUNS = 200
 @dataclass
 class RunView:
     run: AgentRun
-    scores: list[ScoreWithSteps] = field(default_factory=list)
+    scores: list[StoredScore] = field(default_factory=list)
 
 
 @dataclass
@@ -51,7 +52,7 @@ def trace_page(
     if trace is None and not scores:
         return None
     runs = extract_runs(trace, conventions) if trace is not None else []
-    by_span: dict[str, list[ScoreWithSteps]] = defaultdict(list)
+    by_span: dict[str, list[StoredScore]] = defaultdict(list)
     for row in scores:
         by_span[row["span_id"]].append(row)
     run_ids = {run.span_id for run in runs}

@@ -19,15 +19,13 @@ branch_labels = None
 depends_on = None
 
 
-def _rename(old: str, new: str) -> None:
-    op.rename_table(old, new)
-    if op.get_bind().dialect.name == "postgresql":
-        op.execute(f"ALTER TABLE {new} RENAME CONSTRAINT {old}_pkey TO {new}_pkey")
-
-
 def upgrade() -> None:
-    _rename("alert_leader", "leases")
+    op.rename_table("alert_leader", "leases")
+    if op.get_bind().dialect.name == "postgresql":
+        op.execute("ALTER TABLE leases RENAME CONSTRAINT alert_leader_pkey TO leases_pkey")
 
 
 def downgrade() -> None:
-    _rename("leases", "alert_leader")
+    op.rename_table("leases", "alert_leader")
+    if op.get_bind().dialect.name == "postgresql":
+        op.execute("ALTER TABLE alert_leader RENAME CONSTRAINT leases_pkey TO alert_leader_pkey")
