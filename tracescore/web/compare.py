@@ -15,6 +15,7 @@ from tracescore.store.score_reads import ScorerVersion, disagreements, scorer_ve
 COMPARE_DAYS = 30
 """Versions scored within this many days are offered for comparison."""
 DISAGREEMENTS = 25
+"""Runs the page lists that the two versions scored furthest apart."""
 
 
 def compare_page(
