@@ -15,12 +15,13 @@ from tests.support.paths import CAPTURES
 from tracescore.config import parse_config
 from tracescore.ingest.files import load_traces
 from tracescore.monitor.alerts import AlertEvaluator
-from tracescore.monitor.queries import ScoreFilter, aggregate_scores
 from tracescore.pipeline.conversations import ConversationScoring
 from tracescore.pipeline.scoring_task import build_worker
 from tracescore.spans import Trace
 from tracescore.store import open_store
 from tracescore.store.conversations import ConversationRow, TurnRecord, record_turns
+from tracescore.store.score_aggregates import aggregate_scores
+from tracescore.store.score_reads import ScoreFilter
 from tracescore.store.scores import SamplingDecisionRow, ScoreRow, StoredScore
 
 FAR_FUTURE = 4_000_000_000.0

@@ -15,10 +15,11 @@ from tests.support.live_app import serve_app
 from tests.support.score_streams import Drop, insert_rows, stream
 from tests.support.webhook_receiver import webhook_receiver
 from tracescore.config import parse_config
-from tracescore.monitor.alerts import EVENTS, AlertEvaluator
+from tracescore.monitor.alerts import AlertEvaluator
 from tracescore.monitor.silences import SilenceIn, add_silence
 from tracescore.service import create_app
 from tracescore.store import open_store
+from tracescore.store.alerts import ALERT_EVENTS
 from tracescore.web.alerting import delivery
 
 KEY = "silence-test-key"
@@ -86,10 +87,9 @@ def test_silenced_notifications_stay_in_history_and_resume_after_expiry(db_url: 
             evaluator = AlertEvaluator(
                 store.engine, alerts_config(hook.url, regression_rule(cooldown="1s")), clock=clock
             )
-            with store.engine.begin() as connection:
-                asked = SilenceIn(rule=rule_name(), segment={"agent": "sales"}, duration="30m",
-                                  note="known dip", author="ana")  # fmt: skip
-                add_silence(connection, asked, T.timestamp())
+            asked = SilenceIn(rule=rule_name(), segment={"agent": "sales"}, duration="30m",
+                              note="known dip", author="ana")  # fmt: skip
+            add_silence(store.engine, asked, T.timestamp())
             firing = []
             for step in range(1, 7):
                 clock.now = T + step * WINDOW
@@ -98,7 +98,7 @@ def test_silenced_notifications_stay_in_history_and_resume_after_expiry(db_url: 
             evaluator.close()
             received = [(b["status"], b["at"]) for b in hook.received()]
         with store.engine.connect() as connection:
-            history = connection.execute(select(EVENTS).order_by(EVENTS.c.id)).all()
+            history = connection.execute(select(ALERT_EVENTS).order_by(ALERT_EVENTS.c.id)).all()
     finally:
         store.close()
     assert firing == [["sales"], [], [], [], ["sales"], []]
@@ -134,13 +134,12 @@ def test_an_acknowledgement_does_not_silence_and_a_silence_covers_only_its_segme
             evaluator = AlertEvaluator(
                 store.engine, alerts_config(hook.url, regression_rule()), clock=clock
             )
-            with store.engine.begin() as connection:
-                for asked in (
-                    SilenceIn(rule=rule_name(), segment={"agent": "sales"}, duration="1h"),
-                    SilenceIn(rule=rule_name(), kind="ack", duration="1h"),
-                    SilenceIn(rule="another-rule", duration="1h"),
-                ):
-                    add_silence(connection, asked, T.timestamp())
+            for asked in (
+                SilenceIn(rule=rule_name(), segment={"agent": "sales"}, duration="1h"),
+                SilenceIn(rule=rule_name(), kind="ack", duration="1h"),
+                SilenceIn(rule="another-rule", duration="1h"),
+            ):
+                add_silence(store.engine, asked, T.timestamp())
             evaluator.run_once()
             evaluator.close()
             notified = [(b["status"], b["segment"]) for b in hook.received()]

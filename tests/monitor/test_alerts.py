@@ -22,7 +22,7 @@ from tests.support.score_streams import Drop, insert_rows, score_row, stream
 from tests.support.webhook_receiver import WebhookReceiver, webhook_receiver
 from tracescore import metrics
 from tracescore.config import ConfigError, parse_config
-from tracescore.monitor.alerts import AlertEvaluator
+from tracescore.monitor.alerts import LEASE_NAME, AlertEvaluator
 from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.config import AlertsConfig, MonitorConfig, RegressionRule
 from tracescore.monitor.rules import BaselineCache, evaluate_rule
@@ -183,7 +183,7 @@ def test_lease_is_exclusive_under_contention(db_url: str) -> None:
     def contend(owner: str, now: float) -> None:
         barrier.wait()
         with store.engine.begin() as connection:
-            won[owner] = acquire_lease(connection, owner, now, 60.0)
+            won[owner] = acquire_lease(connection, owner, now, 60.0, LEASE_NAME)
 
     def race(now: float) -> list[str]:
         won.clear()

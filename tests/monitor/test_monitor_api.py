@@ -18,8 +18,9 @@ from tests.support.score_streams import insert_rows, score_row
 from tracescore import metrics
 from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.config import MonitorConfig
-from tracescore.monitor.queries import ScoreFilter, aggregate_scores
 from tracescore.store import SpanStore, open_store
+from tracescore.store.score_aggregates import aggregate_scores
+from tracescore.store.score_reads import ScoreFilter
 from tracescore.store.scores import upsert_decisions
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)

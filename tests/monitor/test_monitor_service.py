@@ -11,7 +11,6 @@ from pathlib import Path
 import grpc
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
-from sqlalchemy import select
 
 from tests.support.paths import CAPTURES
 from tests.support.score_streams import Drop, insert_rows, stream
@@ -20,11 +19,11 @@ from tests.support.webhook_receiver import webhook_receiver
 from tracescore import metrics
 from tracescore.config import parse_config
 from tracescore.ingest.decode import decode_traces
+from tracescore.monitor.alerts import LEASE_NAME
 from tracescore.monitor.tasks import sample_trace_states
 from tracescore.service import Service
 from tracescore.store import open_store
-from tracescore.store.alerts import AlertLeaderRow
-from tracescore.store.leases import LEASE_NAME
+from tracescore.store.leases import lease_expiry
 
 CAPTURE = CAPTURES / "mastra" / "plain_chat" / "0001"
 
@@ -128,9 +127,8 @@ def test_two_served_instances_one_evaluator_metrics_and_api(tmp_path: Path, pg_u
     assert len(scores["items"]) == 5 and scores["next_cursor"]
     # The last instance's graceful stop released the alerts lease too (beside the leases of
     # retention and the feedback scan, other tasks of the same table).
-    leases = AlertLeaderRow.__table__.c
     with store.engine.connect() as connection:
-        (expires_at,) = connection.execute(select(leases.expires_at).where(leases.name == LEASE_NAME)).one()
+        expires_at = lease_expiry(connection, LEASE_NAME)
     store.close()
     assert expires_at == 0.0
 

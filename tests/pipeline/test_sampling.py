@@ -16,10 +16,10 @@ from tests.support.agent_otlp import agent_trace, export_request
 from tests.support.paths import FIXTURES
 from tracescore.config import parse_config
 from tracescore.ingest.decode import decode_traces
-from tracescore.monitor.queries import coverage
 from tracescore.pipeline.sampling import is_sampled, unit_hash
 from tracescore.pipeline.scoring_task import build_worker
 from tracescore.store import open_store
+from tracescore.store.score_aggregates import coverage
 
 CASES = [
     case

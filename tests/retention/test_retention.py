@@ -271,7 +271,7 @@ def test_one_replica_prunes_per_interval(store: SpanStore) -> None:
     config = RetentionConfig(spans="7d", interval="1h", leader_lease="1m")
     first, second = (RetentionLeader(store, config, owner, clock=lambda: clock[0]) for owner in ("a", "b"))
     with store.write_transaction() as conn:  # the alert evaluator's lease is another lease
-        assert acquire_lease(conn, "someone-else", NOW, 3600)
+        assert acquire_lease(conn, "someone-else", NOW, 3600, "alerts")
     def removed() -> float:
         value = metrics.REGISTRY.get_sample_value("tracescore_retention_removed_total", {"kind": "spans"})
         return value or 0.0

@@ -29,7 +29,6 @@ from tracescore.extract import extract_runs
 from tracescore.extract.model import AgentRun
 from tracescore.ingest.files import load_traces
 from tracescore.judge import LiteLLMJudge
-from tracescore.monitor.queries import ScoreFilter, aggregate_scores, coverage
 from tracescore.monitor.rules import evaluate_rule
 from tracescore.pipeline.scoring_task import build_worker
 from tracescore.scorers.base import create_scorer, measure
@@ -37,6 +36,8 @@ from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.scorers.unscorable import failed_without_answer
 from tracescore.spans import STATUS_ERROR, Trace
 from tracescore.store import open_store
+from tracescore.store.score_aggregates import aggregate_scores, coverage
+from tracescore.store.score_reads import ScoreFilter
 
 ERROR = "ToolException: Unknown city: Atlantis"
 

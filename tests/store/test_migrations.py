@@ -79,19 +79,32 @@ def engine_for(url: str, engines: list[Engine]) -> Engine:
     return engine
 
 
-def rows_by_key(engine: Engine, table: str) -> dict[tuple[Any, ...], tuple[Any, ...]]:
-    """Every row of a baseline table (its baseline columns), keyed by its primary key."""
+def rows_by_key(
+    engine: Engine, table: str, stored_as: str | None = None
+) -> dict[tuple[Any, ...], tuple[Any, ...]]:
+    """Every row of a baseline table (its baseline columns), keyed by its primary key;
+    ``stored_as`` names the table where a revision renamed it."""
     columns = BASELINE.tables[table].columns
     key = [column.name for column in BASELINE.tables[table].primary_key]
     with engine.connect() as connection:
         result = connection.execute(
-            text(f"SELECT {', '.join(columns.keys())} FROM {table}")
+            text(f"SELECT {', '.join(columns.keys())} FROM {stored_as or table}")
         ).mappings().all()
     return {tuple(row[name] for name in key): tuple(row.items()) for row in result}
 
 
+RENAMED = {"alert_leader": "leases"}
+"""Baseline tables a later revision renamed (``0009_leases``)."""
+
+
 def snapshot(engine: Engine) -> dict[str, dict[tuple[Any, ...], tuple[Any, ...]]]:
-    return {table: rows_by_key(engine, table) for table in BASELINE.tables}
+    """Every baseline table's rows by key, under its baseline name (read from its new name once
+    a revision renamed it)."""
+    present = set(inspect(engine).get_table_names())
+    return {
+        table: rows_by_key(engine, table, RENAMED.get(table) if RENAMED.get(table) in present else None)
+        for table in BASELINE.tables
+    }
 
 
 def drift(engine: Engine) -> list[Any]:

@@ -486,7 +486,7 @@ def test_a_split_shows_the_five_largest_segments_and_the_rest_as_other(
 ) -> None:
     """The captures hold more agents than a chart draws lines for: the top five by runs get
     a line each, the rest one grey "other" line, whose points link to the whole bucket."""
-    from tracescore.web.pages import TOP_SEGMENTS
+    from tracescore.web.trends import TOP_SEGMENTS
 
     base_url, url = versions
     context.add_cookies([{"name": COOKIE_NAME, "value": login_session(base_url, API_KEY), "url": base_url}])
@@ -524,7 +524,7 @@ def test_the_unsplit_chart_shows_the_alerting_agents_line_in_its_own_colour(
     the overall one: the overall mean hid the drop the banner announced. The line has
     weather-bot's colour, which is the same at every range and on the split chart (it
     followed weather-bot's rank by run count)."""
-    from tracescore.web.pages import segment_colour
+    from tracescore.web.overview import segment_colour
 
     server, dropped = demo
     colour = f"s{segment_colour(DEGRADING_AGENT)}"

@@ -21,7 +21,7 @@ from tracescore.config import parse_config
 from tracescore.ingest.unpack import drain
 from tracescore.service import create_app
 from tracescore.store import open_store
-from tracescore.web.pages import MAX_RAW_SPANS, MAX_RUNS
+from tracescore.web.trace_view import MAX_RAW_SPANS, MAX_RUNS
 
 JSON = {"content-type": "application/json"}
 

@@ -138,7 +138,8 @@ def test_a_segments_colour_comes_from_its_name_not_its_rank() -> None:
     """weather-bot is the same colour whether it has the most runs or the fewest (its colour
     followed its rank, so it changed with the range), and two lines of one chart never share a
     colour: a clash goes to the name sorting first, the other takes the next free one."""
-    from tracescore.web.pages import PALETTE_SIZE, Line, _colours, segment_colour
+    from tracescore.web.overview import PALETTE_SIZE, _colours, segment_colour
+    from tracescore.web.trends import Line
 
     names = ["weather-bot", "travel-bot", "support-bot", "math-bot", "recipe-bot"]
     lines = [Line(name, name, False, [], 1, 0.5) for name in names]
@@ -161,7 +162,8 @@ def test_alert_periods_go_on_the_chart_and_the_line_they_are_about() -> None:
     agent's: band edge in its colour, its points filled, "firing" in its legend entry."""
     from tracescore.monitor.config import ThresholdRule
     from tracescore.web.alerting import Period, chart_url, periods_of
-    from tracescore.web.pages import NO_VALUE, Aggregates, Line, Trend, _panel, segment_colour
+    from tracescore.web.overview import _panel, segment_colour
+    from tracescore.web.trends import NO_VALUE, Aggregates, Line, Trend
 
     per_binding = Period("low", {"binding": "tone-a"}, T0, None, "low", None, "tone")
     nameless = Period("drop", {"agent": None}, T0 + MINUTE, None, "drop", "tone-a", None)

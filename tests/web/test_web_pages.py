@@ -352,7 +352,7 @@ def _segment_counts(store: Any, binding: str, column: str) -> dict[str, int]:
 
 
 def test_split_draws_a_line_per_segment_top_five_and_other(client: TestClient, store: Any) -> None:
-    from tracescore.web.pages import TOP_SEGMENTS
+    from tracescore.web.trends import TOP_SEGMENTS
 
     page = client.get("/", params={"window": "15m", "split": "agent"})
     assert page.status_code == 200

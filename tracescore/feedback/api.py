@@ -12,10 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tracescore.feedback.report import Thresholds, calibration_report
 from tracescore.feedback.review import ReviewQueue
-from tracescore.monitor.queries import time_cursor, time_position
 from tracescore.restapi import LEGACY, PROBLEM_RESPONSES, ApiVersion, Moment, moment_query
 from tracescore.store import SpanStore
 from tracescore.store.feedback import Feedback, FeedbackStore
+from tracescore.store.score_reads import time_cursor, time_position
 
 if TYPE_CHECKING:
     from tracescore.config import Config

@@ -25,25 +25,23 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
-from sqlalchemy import Engine, func, select, update
-from sqlalchemy.engine import Connection
 
 from tracescore import metrics
 from tracescore.monitor.channels import Channel, build_channels
 from tracescore.monitor.config import AlertRule, AlertsConfig, MonitorConfig, RegressionRule
 from tracescore.monitor.rules import BaselineCache, Verdict, evaluate_rule, finite
 from tracescore.monitor.silences import Silence, active_silences, covering
-from tracescore.store.alerts import AlertEventRow, AlertStateRow
-from tracescore.store.dialect import dialect_insert
+from tracescore.store import Connection, Database
+from tracescore.store import alerts as stored
+from tracescore.store.alerts import AlertState, NewAlertEvent, StateChange
 from tracescore.store.leases import acquire_lease, release_lease
 from tracescore.store.outage import database_unavailable
-from tracescore.store.table_of import table_of
 
 logger = logging.getLogger("tracescore.alerts")
 
 Clock = Callable[[], datetime]
-STATES = table_of(AlertStateRow)
-EVENTS = table_of(AlertEventRow)
+LEASE_NAME = "alerts"
+"""The evaluator's lease (:mod:`tracescore.store.leases`): one instance evaluates the rules."""
 
 
 def system_clock() -> datetime:
@@ -91,30 +89,26 @@ class _Transitions:
     channels: list[str]
     silences: list[Silence] = field(default_factory=list)
     """The rule's silences and acknowledgements in force: a silenced event goes to no channel."""
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[NewAlertEvent] = field(default_factory=list)
 
     def apply(self, connection: Connection, verdicts: Sequence[Verdict]) -> None:
-        known = {
-            row.key: row
-            for row in connection.execute(select(STATES).where(STATES.c.rule == self.rule.name))
-        }
+        known = stored.rule_states(connection, self.rule.name)
         for verdict in verdicts:
             key = state_key(self.rule.name, verdict.segment)
             state = known.get(key)
             if state is None:
                 self._first(connection, key, verdict)
-            elif state.state == "ok" and verdict.firing:
+            elif state["state"] == "ok" and verdict.firing:
                 self._fire(connection, state, verdict)
-            elif state.state == "firing" and not verdict.firing:
+            elif state["state"] == "firing" and not verdict.firing:
                 self._resolve(connection, state, verdict)
-            elif state.state == "firing" and not state.notified and self._cooled(state):
+            elif state["state"] == "firing" and not state["notified"] and self._cooled(state):
                 self._notify_late(connection, state, verdict)
             else:
-                connection.execute(
-                    update(STATES).where(STATES.c.key == key).values(**self._observed(verdict))
-                )
+                stored.observe_state(connection, key, self._observed(verdict))
 
-    def _observed(self, verdict: Verdict) -> dict[str, Any]:
+    def _observed(self, verdict: Verdict) -> StateChange:
+        """What this evaluation saw, as the start of the row change it makes."""
         return {
             "evaluated_at": self.now,
             "value": finite(verdict.value),
@@ -148,7 +142,7 @@ class _Transitions:
         )
 
     def _first(self, connection: Connection, key: str, verdict: Verdict) -> None:
-        values = {
+        values: AlertState = {
             "key": key,
             "rule": self.rule.name,
             "segment": verdict.segment,
@@ -159,52 +153,40 @@ class _Transitions:
             "version": 0,
             **self._observed(verdict),
         }
-        # RETURNING, not rowcount: through SQLAlchemy this statement's rowcount is -1 on PostgreSQL.
-        inserted = connection.execute(
-            dialect_insert(connection)(STATES)
-            .values(values)
-            .on_conflict_do_nothing(index_elements=["key"])
-            .returning(STATES.c.key)
-        ).first()
-        if inserted is not None and verdict.firing:
+        if stored.insert_state(connection, values) and verdict.firing:
             self._event(key, "firing", verdict, self.now)
 
-    def _cooled(self, state: Any) -> bool:
+    def _cooled(self, state: AlertState) -> bool:
         """Whether a firing of this segment may be notified: none was within the cooldown."""
-        return state.last_fired_at is None or self.now - state.last_fired_at >= self.cooldown
+        last = state["last_fired_at"]
+        return last is None or self.now - last >= self.cooldown
 
-    def _transition(self, connection: Connection, state: Any, values: dict[str, Any]) -> bool:
-        """Apply a change unless another evaluator already changed this state."""
-        result = connection.execute(
-            update(STATES)
-            .where(STATES.c.key == state.key, STATES.c.version == state.version)
-            .values(version=state.version + 1, **values)
-        )
-        return result.rowcount == 1
-
-    def _fire(self, connection: Connection, state: Any, verdict: Verdict) -> None:
+    def _fire(self, connection: Connection, state: AlertState, verdict: Verdict) -> None:
         notify = self._cooled(state)
-        values = {
-            "state": "firing",
-            "since": self.now,
-            "notified": notify,
-            **self._observed(verdict),
-        }
+        values = self._observed(verdict)
+        values["state"] = "firing"
+        values["since"] = self.now
+        values["notified"] = notify
         if notify:
             values["last_fired_at"] = self.now
-        if self._transition(connection, state, values) and notify:
-            self._event(state.key, "firing", verdict, self.now)
+        if stored.transition_state(connection, state, values) and notify:
+            self._event(state["key"], "firing", verdict, self.now)
 
-    def _notify_late(self, connection: Connection, state: Any, verdict: Verdict) -> None:
+    def _notify_late(self, connection: Connection, state: AlertState, verdict: Verdict) -> None:
         """A firing held back by the cooldown that still holds once the cooldown is over."""
-        values = {"notified": True, "last_fired_at": self.now, **self._observed(verdict)}
-        if self._transition(connection, state, values):
-            self._event(state.key, "firing", verdict, state.since)
+        values = self._observed(verdict)
+        values["notified"] = True
+        values["last_fired_at"] = self.now
+        if stored.transition_state(connection, state, values):
+            self._event(state["key"], "firing", verdict, state["since"])
 
-    def _resolve(self, connection: Connection, state: Any, verdict: Verdict) -> None:
-        values = {"state": "ok", "since": self.now, "notified": False, **self._observed(verdict)}
-        if self._transition(connection, state, values) and state.notified:
-            self._event(state.key, "resolved", verdict, state.since)
+    def _resolve(self, connection: Connection, state: AlertState, verdict: Verdict) -> None:
+        values = self._observed(verdict)
+        values["state"] = "ok"
+        values["since"] = self.now
+        values["notified"] = False
+        if stored.transition_state(connection, state, values) and state["notified"]:
+            self._event(state["key"], "resolved", verdict, state["since"])
 
 
 # --- the evaluator --------------------------------------------------------------------------
@@ -228,7 +210,7 @@ class AlertEvaluator:
 
     def __init__(
         self,
-        engine: Engine,
+        engine: Database,
         alerts: AlertsConfig,
         monitor: MonitorConfig | None = None,
         *,
@@ -258,7 +240,9 @@ class AlertEvaluator:
         now = self.clock()
         stamp = now.timestamp()
         with self.engine.begin() as connection:
-            leader = acquire_lease(connection, self.owner, stamp, self.monitor.leader_lease)
+            leader = acquire_lease(
+                connection, self.owner, stamp, self.monitor.leader_lease, LEASE_NAME
+            )
         report = EvaluationReport(leader=leader)
         if not leader:
             return report
@@ -290,8 +274,7 @@ class AlertEvaluator:
         with self.engine.begin() as connection:
             transitions.silences = active_silences(connection, now.timestamp(), rule.name)
             transitions.apply(connection, verdicts)
-            if transitions.events:
-                connection.execute(EVENTS.insert(), transitions.events)
+            stored.add_events(connection, transitions.events)
         report.verdicts[rule.name] = verdicts
         report.notifications += [event["payload"] for event in transitions.events]
 
@@ -301,16 +284,12 @@ class AlertEvaluator:
         A channel that fails is not tried again in the same round: a receiver that is down
         costs one timeout per round, not one per pending notification.
         """
-        with self.engine.connect() as connection:
-            pending = connection.execute(
-                select(EVENTS).where(EVENTS.c.pending.is_(True)).order_by(EVENTS.c.id)
-            ).all()
         down: set[str] = set()
-        for event in pending:
-            if event.pending_channels and down.issuperset(event.pending_channels):
+        for event in stored.pending_events(self.engine):
+            if event["pending_channels"] and down.issuperset(event["pending_channels"]):
                 continue  # left for the next round, without spending one of its attempts
             remaining, error = [], None
-            for name in event.pending_channels:
+            for name in event["pending_channels"]:
                 channel = self.channels.get(name)
                 if channel is None:  # removed from the config since
                     continue
@@ -318,7 +297,7 @@ class AlertEvaluator:
                     remaining.append(name)
                     continue
                 try:
-                    channel.send(event.payload)
+                    channel.send(event["payload"])
                     metrics.alert_notifications.labels(name, "sent").inc()
                 except Exception as exc:  # noqa: BLE001 - any failure: keep it for the next round
                     logger.warning("alert channel %s failed: %s", name, exc)
@@ -326,31 +305,18 @@ class AlertEvaluator:
                     down.add(name)
                     remaining.append(name)
                     error = f"{name}: {exc}"
-            attempts = event.attempts + 1
-            with self.engine.begin() as connection:
-                connection.execute(
-                    update(EVENTS)
-                    .where(EVENTS.c.id == event.id)
-                    .values(
-                        pending_channels=remaining,
-                        pending=bool(remaining) and attempts < self.alerts.max_delivery_attempts,
-                        attempts=attempts,
-                        last_error=error,
-                    )
-                )
+            attempts = event["attempts"] + 1
+            stored.record_delivery(
+                self.engine, event["id"], remaining=remaining,
+                pending=bool(remaining) and attempts < self.alerts.max_delivery_attempts,
+                attempts=attempts, error=error,
+            )
 
     def _export_firing(self) -> None:
-        with self.engine.connect() as connection:
-            firing: dict[str, int] = dict(
-                connection.execute(
-                    select(STATES.c.rule, func.count())
-                    .where(STATES.c.state == "firing")
-                    .group_by(STATES.c.rule)
-                ).all()
-            )
+        firing = stored.firing_per_rule(self.engine)
         for rule in self.alerts.rules:
             metrics.alerts_firing.labels(rule.name).set(firing.get(rule.name, 0))
 
     def release(self) -> None:
         with self.engine.begin() as connection:
-            release_lease(connection, self.owner)
+            release_lease(connection, self.owner, LEASE_NAME)

@@ -11,11 +11,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Path, Query, Response
-from sqlalchemy import Engine, select
 
 from tracescore import metrics
 from tracescore.monitor.config import MonitorConfig, SegmentColumn
-from tracescore.monitor.queries import ScoreFilter, aggregate_scores, coverage, list_scores
 from tracescore.monitor.silences import (
     Silence,
     SilenceIn,
@@ -25,9 +23,11 @@ from tracescore.monitor.silences import (
 )
 from tracescore.restapi import LEGACY, PROBLEM_RESPONSES, ApiVersion, Moment, moment_query
 from tracescore.settings import parse_duration
-from tracescore.store.alerts import AlertEventRow, AlertStateRow
+from tracescore.store import Database
+from tracescore.store.alerts import states_and_events
+from tracescore.store.score_aggregates import aggregate_scores, coverage
+from tracescore.store.score_reads import ScoreFilter, list_scores
 from tracescore.store.scores import ScoreStatus
-from tracescore.store.table_of import table_of
 
 SUMMARY_QUANTILES = (0.1, 0.5, 0.9)
 MAX_SUMMARY_BUCKETS = 10_000
@@ -35,7 +35,6 @@ MAX_SUMMARY_BUCKETS = 10_000
 MAX_SILENCE_ID = 2**63 - 1
 """The largest id the silences' BIGINT key holds: a larger one is refused (422), not sent to
 the database, which cannot bind it."""
-_ALERT_STATES, _ALERT_EVENTS = table_of(AlertStateRow), table_of(AlertEventRow)
 
 
 def _none_if_nan(value: float) -> float | None:
@@ -68,7 +67,7 @@ Until = Annotated[Moment | None, moment_query("to (exclusive; default now)")]
 
 
 def create_monitor_router(
-    engine: Engine, config: MonitorConfig | None = None, version: ApiVersion = LEGACY
+    engine: Database, config: MonitorConfig | None = None, version: ApiVersion = LEGACY
 ) -> APIRouter:
     """The monitoring routes under ``version``'s prefix (``/metrics`` with the unversioned ones).
 
@@ -193,46 +192,37 @@ def create_monitor_router(
         events: Annotated[int, Query(ge=0, le=1000)] = 50,
     ) -> dict[str, Any]:
         """Current state of every rule × segment evaluated so far, and the latest notifications."""
-        states_table, events_table = _ALERT_STATES, _ALERT_EVENTS
-        state_query = select(states_table).order_by(states_table.c.rule, states_table.c.key)
-        event_query = select(events_table).order_by(events_table.c.id.desc()).limit(events)
-        if state is not None:
-            state_query = state_query.where(states_table.c.state == state)
-        if rule is not None:
-            state_query = state_query.where(states_table.c.rule == rule)
-            event_query = event_query.where(events_table.c.rule == rule)
-        with engine.connect() as connection:
-            state_rows = connection.execute(state_query).all()
-            event_rows = connection.execute(event_query).all() if events else []
+        state_rows, event_rows = states_and_events(engine, state=state, rule=rule, events=events)
         states = [
             {
-                "rule": row.rule,
-                "segment": row.segment,
-                "state": row.state,
-                "since": _iso(row.since),
-                "evaluated_at": _iso(row.evaluated_at),
-                "value": row.value,
-                "summary": row.summary,
-                "details": row.details,
-                "notified": row.notified,
+                "rule": row["rule"],
+                "segment": row["segment"],
+                "state": row["state"],
+                "since": _iso(row["since"]),
+                "evaluated_at": _iso(row["evaluated_at"]),
+                "value": row["value"],
+                "summary": row["summary"],
+                "details": row["details"],
+                "notified": row["notified"],
             }
             for row in state_rows
         ]
         events_listed = [
             {
-                "id": row.id,
-                "rule": row.rule,
-                "segment": row.segment,
-                "status": row.status,
-                "at": _iso(row.at),
-                "summary": row.payload.get("summary"),
-                "pending": row.pending,
-                "attempts": row.attempts,
-                "last_error": row.last_error,
+                "id": row["id"],
+                "rule": row["rule"],
+                "segment": row["segment"],
+                "status": row["status"],
+                "at": _iso(row["at"]),
+                "summary": row["payload"].get("summary"),
+                "pending": row["pending"],
+                "attempts": row["attempts"],
+                "last_error": row["last_error"],
             }
             for row in event_rows
         ]
-        return version.page(states, "states", firing=sum(row.state == "firing" for row in state_rows),
+        return version.page(states, "states",
+                            firing=sum(row["state"] == "firing" for row in state_rows),
                             events=events_listed)
 
     @router.post("/alerts/silences", status_code=201,
@@ -240,9 +230,7 @@ def create_monitor_router(
                  responses={201: {"description": "the stored silence, with its id and expiry"}})
     def silence(body: SilenceIn) -> dict[str, Any]:
         """Silence or acknowledge a rule's alert (or one segment's) for ``duration``."""
-        with engine.begin() as connection:
-            made = add_silence(connection, body, datetime.now(UTC).timestamp())
-        return silence_out(made)
+        return silence_out(add_silence(engine, body, datetime.now(UTC).timestamp()))
 
     @router.get("/alerts/silences", summary="Silences and acknowledgements in force",
                 responses=version.listing)
@@ -259,9 +247,8 @@ def create_monitor_router(
                               404: {**PROBLEM_RESPONSES[404], "description": "no silence in force with this id"}})
     def unsilence(silence_id: Annotated[int, Path(ge=1, le=MAX_SILENCE_ID)]) -> None:
         """End a silence or acknowledgement before it expires."""
-        with engine.begin() as connection:
-            if not remove_silence(connection, silence_id):
-                raise HTTPException(404, f"no silence {silence_id}")
+        if not remove_silence(engine, silence_id):
+            raise HTTPException(404, f"no silence {silence_id}")
 
     outer.include_router(router)
     if version.legacy:

@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy.engine import Connection
-
 from tracescore.monitor.agreement import Pair, agreement
 from tracescore.monitor.config import (
     AgreementRule,
@@ -22,9 +20,11 @@ from tracescore.monitor.config import (
     RegressionRule,
     ThresholdRule,
 )
-from tracescore.monitor.queries import ScoreFilter, aggregate_scores
-from tracescore.monitor.stats import Moments, welch_p_value
+from tracescore.monitor.stats import welch_p_value
+from tracescore.store import Connection
 from tracescore.store.feedback import scored_feedback
+from tracescore.store.score_aggregates import Moments, aggregate_scores
+from tracescore.store.score_reads import ScoreFilter
 
 
 def _duration_text(seconds: float) -> str:

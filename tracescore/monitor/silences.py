@@ -8,20 +8,18 @@ the acknowledgement was made.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, Field
-from sqlalchemy import delete, select
-from sqlalchemy.engine import Connection
 
 from tracescore.settings import parse_duration
-from tracescore.store.alerts import AlertSilenceRow
-from tracescore.store.table_of import table_of
+from tracescore.store import Connection, Database
+from tracescore.store import alerts as stored
 
-SILENCES = table_of(AlertSilenceRow)
-Kind = Literal["silence", "ack"]
+Kind = stored.SilenceKind
 MAX_SILENCE = timedelta(days=30)
 """The longest a silence may last: past it, an alert nobody remembers silencing stays quiet."""
 
@@ -61,7 +59,7 @@ class Silence:
     created_at: float
     expires_at: float
 
-    def covers(self, state: dict[str, Any], now: float) -> bool:
+    def covers(self, state: Mapping[str, Any], now: float) -> bool:
         """Whether this holds for an alert state (``rule``, ``segment``, ``state``, ``since``)."""
         if now >= self.expires_at or state["rule"] != self.rule:
             return False
@@ -72,32 +70,27 @@ class Silence:
         return True
 
 
-def add_silence(connection: Connection, asked: SilenceIn, now: float) -> Silence:
-    values = {"rule": asked.rule, "segment": asked.segment or None, "kind": asked.kind,
-              "author": asked.author, "note": asked.note, "created_at": now,
-              "expires_at": now + asked.duration}  # fmt: skip
-    new_id = connection.execute(
-        SILENCES.insert().values(values).returning(SILENCES.c.id)
-    ).scalar_one()
-    return Silence(id=new_id, **values)  # type: ignore[arg-type]
+def add_silence(database: Database, asked: SilenceIn, now: float) -> Silence:
+    values: stored.NewSilence = {
+        "rule": asked.rule, "segment": asked.segment or None, "kind": asked.kind,
+        "author": asked.author, "note": asked.note, "created_at": now,
+        "expires_at": now + asked.duration,
+    }  # fmt: skip
+    return Silence(id=stored.add_silence(database, values), **values)
 
 
 def active_silences(connection: Connection, now: float, rule: str | None = None) -> list[Silence]:
     """Silences and acknowledgements not expired at ``now``, oldest first."""
-    query = select(SILENCES).where(SILENCES.c.expires_at > now).order_by(SILENCES.c.id)
-    if rule is not None:
-        query = query.where(SILENCES.c.rule == rule)
-    return [Silence(**row._mapping) for row in connection.execute(query)]
+    return [Silence(**row) for row in stored.active_silences(connection, now, rule)]
 
 
-def remove_silence(connection: Connection, silence_id: int) -> bool:
+def remove_silence(database: Database, silence_id: int) -> bool:
     """End a silence now, by forgetting it; False if there is none with this id."""
-    result = connection.execute(delete(SILENCES).where(SILENCES.c.id == silence_id))
-    return result.rowcount == 1
+    return stored.remove_silence(database, silence_id)
 
 
 def covering(
-    silences: list[Silence], state: dict[str, Any], now: float, kind: Kind
+    silences: list[Silence], state: Mapping[str, Any], now: float, kind: Kind
 ) -> Silence | None:
     """The first of ``silences`` of ``kind`` that covers ``state`` at ``now``."""
     return next((s for s in silences if s.kind == kind and s.covers(state, now)), None)

@@ -8,38 +8,27 @@ from __future__ import annotations
 
 import asyncio
 
-from sqlalchemy import Engine, func, select
-
 from tracescore import metrics
 from tracescore.background import BackgroundFactory
 from tracescore.backoff import Backoff, repeat
 from tracescore.monitor.alerts import AlertEvaluator
 from tracescore.monitor.config import AlertsConfig, MonitorConfig
-from tracescore.store.table_of import table_of
-from tracescore.store.tables import TraceRow
+from tracescore.store import Database
+from tracescore.store.trace_queue import count_in_states
 
 UNSCORED_STATES = ("pending", "ready", "claimed")
-_TRACES = table_of(TraceRow)
 
 
-def sample_trace_states(engine: Engine) -> None:
-    """Set the backlog gauges: one indexed count over the (few) traces not yet scored."""
-    table = _TRACES
-    with engine.connect() as connection:
-        counts: dict[str, int] = dict(
-            connection.execute(
-                select(table.c.state, func.count())
-                .where(table.c.state.in_(UNSCORED_STATES))
-                .group_by(table.c.state)
-            ).all()
-        )
+def sample_trace_states(engine: Database) -> None:
+    """Set the backlog gauges from the traces not yet scored."""
+    counts = count_in_states(engine, UNSCORED_STATES)
     for state in UNSCORED_STATES:
         metrics.traces_in_state.labels(state).set(counts.get(state, 0))
     metrics.queue_depth.set(counts.get("ready", 0))
 
 
 def monitoring_task(
-    engine: Engine, alerts: AlertsConfig, monitor: MonitorConfig
+    engine: Database, alerts: AlertsConfig, monitor: MonitorConfig
 ) -> BackgroundFactory:
     """A :meth:`Service.add_background` factory: sample the backlog gauges every
     ``monitor.gauge_interval`` and run an alert round every ``monitor.evaluation_interval``

@@ -50,7 +50,8 @@ class RetentionLeader:
 
     def due(self) -> bool:
         """Whether the schedule (the lease's expiry) has run out."""
-        expires = lease_expiry(self.store.engine, LEASE_NAME)
+        with self.store.engine.connect() as connection:
+            expires = lease_expiry(connection, LEASE_NAME)
         return expires is None or expires < self.clock()
 
     def _lease(self, duration: float) -> bool:

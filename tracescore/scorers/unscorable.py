@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import NoReturn
 
 from tracescore.extract.content import NO_CONTENT_REASON
+from tracescore.outcomes import FAILED_RUN_REASON
 from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.scorers.utils import get_assistant_message
 
@@ -24,9 +25,6 @@ def not_scorable(reason: str) -> NoReturn:
     raise NotScorable(reason)
 
 
-FAILED_RUN_REASON = "the run ended in error before answering: "
-"""How the reason of a run that failed before answering starts (the run's error follows): the
-score is ``not_scorable``, and error-rate figures count such rows as errors by this prefix."""
 
 
 def failed_without_answer(run: ScorerRun) -> str | None:

@@ -16,6 +16,7 @@ TABLE_MODULES: list[str] = [
     "tracescore.store.judge_cache",
     "tracescore.store.scores",
     "tracescore.store.alerts",
+    "tracescore.store.leases",
     "tracescore.store.feedback",
     "tracescore.store.conversations",
     "tracescore.store.sessions",

@@ -31,8 +31,8 @@ from tracescore.store.text import ColumnFit, TextGuard
 ScoreStatus = Literal["ok", "error", "not_scorable", "skipped_budget", "skipped_rate"]
 
 
-class _ScoreFields(TypedDict):
-    """The columns of a ``scores`` row that every view of one has."""
+class ListedScore(TypedDict):
+    """A ``scores`` row without its ``steps``: what score lists read and show."""
 
     id: str
     trace_id: str
@@ -54,18 +54,19 @@ class _ScoreFields(TypedDict):
     service: str | None
     agent: str | None
     model: str | None
+    conversation_id: NotRequired[str | None]
+    """Only on a conversation's score as the worker makes it; read rows always have it."""
     created_at: datetime
     updated_at: datetime
 
 
-class StoredScore(_ScoreFields):
-    """A ``scores`` row as it travels from the scoring worker to the store, the emitter and the
-    metrics: typed, yet the plain dict the bulk upsert reads, because the worker makes one per
-    binding and run and a model instance each would cost more than the scorer it records."""
+class StoredScore(ListedScore):
+    """A whole ``scores`` row as it travels from the scoring worker to the store, the emitter
+    and the metrics (and as a trace's page reads it): typed, yet the plain dict the bulk upsert
+    reads, because the worker makes one per binding and run and a model instance each would
+    cost more than the scorer it records."""
 
     steps: dict[str, Any] | None
-    conversation_id: NotRequired[str | None]
-    """Only on a conversation's score."""
 
 
 class SamplingDecision(TypedDict):
@@ -357,12 +358,11 @@ def recent_scores(connection: Connection, binding: str, since: datetime, limit: 
 # --- conversations/reads: the scores a conversation's page shows ---------------------------
 
 
-class ScoreRecord(_ScoreFields):
+class ScoreRecord(ListedScore):
     """A stored score as the API and the dashboard show it (datetimes in UTC)."""
 
     steps: NotRequired[dict[str, Any] | None]
     """Only when asked for (``with_steps``): the dashboard shows them, the API does not."""
-    conversation_id: str | None
 
 
 _PUBLIC_COLUMNS = [column for column in _SCORES.c if column.name != "steps"]

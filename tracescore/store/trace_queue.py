@@ -30,10 +30,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Connection, Row, TextClause, text
+from sqlalchemy import Connection, Engine, Row, TextClause, func, select, text
 
 from tracescore.spans import EVALUATION_EVENT
 from tracescore.store.journal import Journal
+from tracescore.store.table_of import table_of
+from tracescore.store.tables import TraceRow
 from tracescore.store.text import TextGuard
 
 
@@ -367,3 +369,18 @@ class TraceQueue:
     def _failed(self, reason: str, count: int) -> None:
         if self.on_failed is not None:
             self.on_failed(reason, count)
+
+
+def count_in_states(engine: Engine, states: Sequence[str]) -> dict[str, int]:
+    """How many traces are in each of ``states`` (those with none left out): one indexed count
+    over the few traces not yet scored, for the backlog gauges."""
+    table = table_of(TraceRow)
+    with engine.connect() as connection:
+        return {
+            state: int(count)
+            for state, count in connection.execute(
+                select(table.c.state, func.count())
+                .where(table.c.state.in_(states))
+                .group_by(table.c.state)
+            )
+        }

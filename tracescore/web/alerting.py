@@ -15,12 +15,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
-from sqlalchemy.engine import Connection
-
 from tracescore.monitor.config import AlertRule
-from tracescore.monitor.queries import ScoreFilter
 from tracescore.monitor.silences import Silence, active_silences, covering
-from tracescore.web import queries
+from tracescore.store import Connection
+from tracescore.store import alerts as stored
+from tracescore.store.alerts import AlertEvent, AlertState
+from tracescore.store.score_reads import ScoreFilter, newest_score_at
 from tracescore.web.timerange import SPLITS, ViewState, iso
 
 HISTORY_LIMIT = 200
@@ -91,15 +91,15 @@ def firing_periods(
     rules: Sequence[AlertRule],
     since: datetime,
     until: datetime,
-    firing: list[dict[str, Any]] | None = None,
+    firing: list[AlertState] | None = None,
 ) -> list[Period]:
     """Firings overlapping ``[since, until)``: resolved ones from the history, current ones.
 
-    ``firing`` is :func:`queries.firing_alerts` when the caller has read it already.
+    ``firing`` is :func:`stored.firing_alerts` when the caller has read it already.
     """
     by_name = {rule.name: rule for rule in rules}
     periods = []
-    for event in queries.alert_events(
+    for event in stored.alert_events(
         connection, since=since.timestamp(), status="resolved", limit=1000
     ):
         payload = event["payload"] or {}
@@ -110,7 +110,7 @@ def firing_periods(
         periods.append(Period(event["rule"], event["segment"] or {}, started,
                               _moment(event["at"]), str(payload.get("summary", "")),
                               binding, scorer))
-    for state in queries.firing_alerts(connection) if firing is None else firing:
+    for state in stored.firing_alerts(connection) if firing is None else firing:
         started = _moment(state["since"])
         if started >= until:
             continue
@@ -147,7 +147,7 @@ _SEGMENT_COLUMNS = {"binding", "agent", "service", "model", "scorer_version"}
 
 
 def stale_since(
-    connection: Connection, rule: AlertRule | None, state: dict[str, Any], now: datetime
+    connection: Connection, rule: AlertRule | None, state: AlertState, now: datetime
 ) -> datetime | None:
     """When the traffic of a firing alert's segment stopped, if it did; None while it flows.
 
@@ -166,7 +166,7 @@ def stale_since(
         scorer_version=segment.get("scorer_version"), agent=segment.get("agent"),
         service=segment.get("service"), model=segment.get("model"),
     )
-    newest = queries.newest_score_at(connection, where)
+    newest = newest_score_at(connection, where)
     if newest is not None and now - newest <= timedelta(seconds=rule.window):
         return None
     return newest or _moment(state["since"])
@@ -175,7 +175,7 @@ def stale_since(
 # --- the alerts page -----------------------------------------------------------------------
 
 
-def delivery(event: dict[str, Any] | None) -> tuple[str, str]:
+def delivery(event: AlertEvent | None) -> tuple[str, str]:
     """A notification's outcome as ``(kind, text)``: sent, pending, failed, or no channel."""
     if event is None:
         return "none", "no notification"
@@ -198,8 +198,8 @@ def delivery(event: dict[str, Any] | None) -> tuple[str, str]:
 class SegmentState:
     """One row of a rule's table on the alerts page."""
 
-    state: dict[str, Any]
-    last: dict[str, Any] | None
+    state: AlertState
+    last: AlertEvent | None
     outcome: tuple[str, str]
     runs_url: str
     chart_url: str
@@ -244,9 +244,9 @@ def alerts_page(
     connection: Connection, rules: Sequence[AlertRule], now: datetime, rule_filter: str | None
 ) -> dict[str, Any]:
     """Every rule with its state per segment and last notification, and the history."""
-    states = queries.alert_states(connection)
+    states = stored.alert_states(connection)
     silences = active_silences(connection, now.timestamp())
-    last = queries.last_alert_events(connection)
+    last = stored.last_alert_events(connection)
     views = {rule.name: RuleView(rule.name, rule) for rule in rules}
     by_name = {rule.name: rule for rule in rules}
     for state in states:
@@ -274,7 +274,7 @@ def alerts_page(
                 ack=covering(silences, state, now.timestamp(), "ack"),
             )
         )
-    history = queries.alert_events(connection, rule=rule_filter, limit=HISTORY_LIMIT)
+    history = stored.alert_events(connection, rule=rule_filter, limit=HISTORY_LIMIT)
     shown = [views[name] for name in sorted(views) if rule_filter in (None, name)]
     return {
         "rules": shown,

@@ -43,10 +43,10 @@ from tracescore.extract.declared import claim_order
 from tracescore.extract.model import AgentRun
 from tracescore.restapi import decode_cursor, encode_cursor
 from tracescore.store import SpanStore, open_store
-from tracescore.web import pages
 from tracescore.web.cache import ExpiringCache
-from tracescore.web.overview import overview_html
+from tracescore.web.overview_render import overview_html
 from tracescore.web.rendering import render
+from tracescore.web.trace_view import trace_page
 from tracescore.web.traces_api import RunsPage, log_json, span_json
 
 TASKS_PER_PROCESS = 50
@@ -133,7 +133,7 @@ class TraceReads:
 
     def trace_page(self, trace_id: str, context: dict[str, Any]) -> str | None:
         """The trace page's HTML, or None if neither spans nor scores are stored for it."""
-        data = pages.trace_page(self.store, trace_id, self.conventions)
+        data = trace_page(self.store, trace_id, self.conventions)
         if data is None:
             return None
         with self.store.engine.connect() as connection:

@@ -28,7 +28,7 @@ from tracescore.feedback.report import Thresholds
 from tracescore.feedback.review import ReviewQueue
 from tracescore.store import SpanStore
 from tracescore.store.feedback import FeedbackStore
-from tracescore.web import queries
+from tracescore.store.score_reads import trace_scores
 
 if TYPE_CHECKING:
     from tracescore.config import Config
@@ -47,7 +47,7 @@ def run_review(
     is stored."""
     trace = store.load_trace(trace_id)
     with store.engine.connect() as connection:
-        scores = queries.trace_scores(connection, trace_id)
+        scores = trace_scores(connection, trace_id)
     if trace is None and not scores:
         return None
     runs = extract_runs(trace, conventions) if trace is not None else []

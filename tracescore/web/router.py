@@ -22,16 +22,18 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 
 from tracescore.auth import client_address
 from tracescore.config import Config
-from tracescore.monitor.queries import ScoreFilter
-from tracescore.store import SpanStore
-from tracescore.web import alerting, pages, queries
+from tracescore.store import SpanStore, score_reads
+from tracescore.store.score_reads import ScoreFilter
+from tracescore.web import alerting
 from tracescore.web.auth import COOKIE_NAME, DashboardKeys
+from tracescore.web.compare import compare_page
 from tracescore.web.conversations import conversation_pages
-from tracescore.web.overview import VIEW_PARAMETERS
-from tracescore.web.overview import moment_param as _moment
+from tracescore.web.overview_render import VIEW_PARAMETERS
+from tracescore.web.overview_render import moment_param as _moment
 from tracescore.web.readers import ReadProcesses
 from tracescore.web.rendering import render
 from tracescore.web.review import review_router
+from tracescore.web.runs import chart_around, runs_page
 from tracescore.web.shared import SharedValues
 from tracescore.web.silencing import DURATIONS, silence_forms
 from tracescore.web.sources import source_rows
@@ -99,8 +101,8 @@ def web_router(  # noqa: C901 - its page handlers are closures, counted in; to s
     def live_version(trace_id: str | None) -> str:
         with store.engine.connect() as connection:
             if trace_id is None:
-                return queries.live_version(connection)
-            return queries.trace_version(connection, trace_id)
+                return score_reads.live_version(connection)
+            return score_reads.trace_version(connection, trace_id)
 
     common = {"auth": keys.enabled, "poll_ms": LIVE_POLL_MS}
 
@@ -121,7 +123,7 @@ def web_router(  # noqa: C901 - its page handlers are closures, counted in; to s
 
     def alerts_page(rule: str | None, status: int = 200, error: str | None = None) -> HTMLResponse:
         with store.engine.connect() as connection:
-            version = queries.live_version(connection)
+            version = score_reads.live_version(connection)
             data = alerting.alerts_page(connection, rules, datetime.now(UTC), rule)
         return _page("alerts.html", status, **common, **data, version=version, error=error,
                      durations=DURATIONS)  # fmt: skip
@@ -157,9 +159,9 @@ def web_router(  # noqa: C901 - its page handlers are closures, counted in; to s
             agent=agent or None, model=model or None, service=service or None,
             since=start, until=end,
         )
-        data = pages.runs_page(store.engine, where)
+        data = runs_page(store.engine, where)
         return _page("runs.html", **common, **data, where=where,
-                     chart_url=pages.chart_around(where, datetime.now(UTC)))
+                     chart_url=chart_around(where, datetime.now(UTC)))
 
     @router.get("/ui/compare", dependencies=[Depends(signed_in_page)])
     def compare(
@@ -173,7 +175,7 @@ def web_router(  # noqa: C901 - its page handlers are closures, counted in; to s
             cut = float(threshold) if threshold else None
         except ValueError:
             raise HTTPException(422, "threshold: a number") from None
-        data = pages.compare_page(store.engine, binding or None, a or None, b or None, cut)
+        data = compare_page(store.engine, binding or None, a or None, b or None, cut)
         return _page("compare.html", **common, **data)
 
     @router.get("/ui/traces/{trace_id}", dependencies=[Depends(signed_in_page)])

@@ -16,9 +16,9 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
-from sqlalchemy import Engine
 
 from tracescore.monitor.silences import SilenceIn, add_silence, remove_silence
+from tracescore.store import Database
 from tracescore.web.review import form_fields
 
 AlertsPage = Callable[[int, str], HTMLResponse]
@@ -41,7 +41,7 @@ def _asked(form: dict[str, str]) -> SilenceIn:
     })  # fmt: skip
 
 
-def silence_forms(engine: Engine, page: AlertsPage) -> APIRouter:
+def silence_forms(engine: Database, page: AlertsPage) -> APIRouter:
     """Routes of the alerts page's forms; the caller guards them with the dashboard's login."""
     router = APIRouter(include_in_schema=False)
 
@@ -56,17 +56,12 @@ def silence_forms(engine: Engine, page: AlertsPage) -> APIRouter:
         except ValueError as exc:
             return await run_in_threadpool(page, 422, str(exc))
 
-        def record() -> None:
-            with engine.begin() as connection:
-                add_silence(connection, asked, datetime.now(UTC).timestamp())
-
-        await run_in_threadpool(record)
+        await run_in_threadpool(add_silence, engine, asked, datetime.now(UTC).timestamp())
         return RedirectResponse("/ui/alerts", 303)
 
     @router.post("/ui/alerts/silences/{silence_id}/end")
     def end(silence_id: int) -> Response:
-        with engine.begin() as connection:
-            remove_silence(connection, silence_id)  # already gone: what was asked holds
+        remove_silence(engine, silence_id)  # already gone: what was asked holds
         return RedirectResponse("/ui/alerts", 303)
 
     return router

@@ -14,13 +14,13 @@ from typing import Any
 
 from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
-from sqlalchemy.engine import Engine
 
 from tracescore.restapi import LEGACY, ApiVersion
+from tracescore.store import Database
 from tracescore.store.sources import list_sources
 
 
-def source_rows(engine: Engine, service: str | None = None) -> list[dict[str, Any]]:
+def source_rows(engine: Database, service: str | None = None) -> list[dict[str, Any]]:
     """Every source as the API and the page show it: times as ISO 8601 in UTC, those with a
     reason first."""
     with engine.connect() as connection:
@@ -38,7 +38,7 @@ def _iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat()
 
 
-def sources_router(engine: Engine, version: ApiVersion = LEGACY) -> APIRouter:
+def sources_router(engine: Database, version: ApiVersion = LEGACY) -> APIRouter:
     router = APIRouter(prefix=f"{version.prefix}/sources", tags=["sources"],
                        deprecated=version.legacy or None)
 

@@ -1,48 +1,92 @@
-"""Read queries over the ``scores`` and ``sampling_decisions`` tables, shared by the API and alerts.
+"""Aggregates of the ``scores``, ``sampling_decisions`` and ``sampling_tallies`` tables: what the
+REST API's summary, the alert rules and the dashboard's charts are made of.
 
 Everything is aggregated in SQL over indexed ranges (scorer or binding plus ``created_at``) and
 returns a row per group, never a row per score. Percentiles are the one exception: PostgreSQL
 computes them with ``percentile_cont``; SQLite has no percentile aggregate, so its scores of the
-range are fetched (one column) and interpolated the same way in Python.
+range are fetched (one column) and interpolated the same way in Python. The row-level reads of
+``scores`` are in :mod:`tracescore.store.score_reads`.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import (
     BigInteger,
     ColumnClause,
     ColumnElement,
+    Select,
     and_,
-    bindparam,
     case,
     cast,
     func,
     literal_column,
-    or_,
     select,
     true,
 )
 from sqlalchemy.engine import Connection
-from sqlalchemy.sql import Select
 
-from tracescore.monitor.stats import Moments, percentile_cont
-from tracescore.restapi import NOT_A_CURSOR, decode_cursor, encode_cursor
-from tracescore.scorers.unscorable import FAILED_RUN_REASON
-from tracescore.store.scores import SamplingDecisionRow, SamplingTallyRow, ScoreRow
+from tracescore.outcomes import FAILED_RUN_REASON
+from tracescore.store.score_reads import SCORES, ScoreFilter, db_time
+from tracescore.store.scores import SamplingDecisionRow, SamplingTallyRow
 from tracescore.store.table_of import table_of
 
-SCORES = table_of(ScoreRow)
 DECISIONS = table_of(SamplingDecisionRow)
 TALLIES = table_of(SamplingTallyRow)
 ATTEMPTED_STATUSES = ("ok", "error", "not_scorable")
 """Rows a scorer actually ran for; skipped runs do not count towards error rates."""
+
+
+@dataclass(frozen=True, slots=True)
+class Moments:
+    """Count, sum and sum of squares of a group of scores: what SQL aggregates return.
+
+    Sums add up, so the moments of a long window are the sum of its parts' (the alert
+    evaluator caches a baseline's hourly parts); mean and standard deviation derive from them.
+    """
+
+    n: int = 0
+    total: float = 0.0
+    squares: float = 0.0
+
+    def __add__(self, other: Moments) -> Moments:
+        return Moments(self.n + other.n, self.total + other.total, self.squares + other.squares)
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.n if self.n else math.nan
+
+    @property
+    def std(self) -> float:
+        """Sample standard deviation (n - 1 denominator)."""
+        if self.n < 2:
+            return 0.0 if self.n == 1 else math.nan
+        variance = (self.squares - self.n * self.mean * self.mean) / (self.n - 1)
+        return math.sqrt(max(variance, 0.0))
+
+    def to_dict(self) -> dict[str, float | int]:
+        return {"n": self.n, "mean": self.mean, "std": self.std}
+
+
+def percentile_cont(sorted_values: Sequence[float], fraction: float) -> float:
+    """PostgreSQL's ``percentile_cont``: linear interpolation between the closest ranks.
+
+    Used where the database has no percentile aggregate (SQLite), with the same result.
+    """
+    if not sorted_values:
+        return math.nan
+    position = fraction * (len(sorted_values) - 1)
+    lower = math.floor(position)
+    upper = math.ceil(position)
+    first, second = sorted_values[lower], sorted_values[upper]
+    return first + (second - first) * (position - lower)
 
 
 def failed_run_row() -> ColumnElement[bool]:
@@ -53,117 +97,6 @@ def failed_run_row() -> ColumnElement[bool]:
         SCORES.c.status == "not_scorable",
         SCORES.c.reason.startswith(FAILED_RUN_REASON, autoescape=True),
     )
-
-
-def db_time(moment: datetime) -> datetime:
-    """An aware UTC datetime (``scores.created_at`` refuses naive ones); naive input is UTC."""
-    if moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
-
-
-@dataclass(frozen=True, slots=True)
-class ScoreFilter:
-    """Equality filters and a ``[since, until)`` range over ``scores``; None means any."""
-
-    scorer: str | None = None
-    scorer_version: str | None = None
-    binding: str | None = None
-    agent: str | None = None
-    service: str | None = None
-    model: str | None = None
-    status: str | None = None
-    trace_id: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-
-    def conditions(self) -> list[ColumnElement[bool]]:
-        c = SCORES.c
-        columns = {
-            "scorer": c.scorer_id,
-            "scorer_version": c.scorer_version,
-            "binding": c.binding,
-            "agent": c.agent,
-            "service": c.service,
-            "model": c.model,
-            "status": c.status,
-            "trace_id": c.trace_id,
-        }
-        found: list[ColumnElement[bool]] = [
-            column == getattr(self, name)
-            for name, column in columns.items()
-            if getattr(self, name) is not None
-        ]
-        if self.since is not None:
-            found.append(c.created_at >= bindparam("since", type_=c.created_at.type))
-        if self.until is not None:
-            found.append(c.created_at < bindparam("until", type_=c.created_at.type))
-        return found
-
-    def params(self) -> dict[str, datetime]:
-        """Values of the range parameters :meth:`conditions` leaves bound."""
-        found = {}
-        if self.since is not None:
-            found["since"] = db_time(self.since)
-        if self.until is not None:
-            found["until"] = db_time(self.until)
-        return found
-
-    def shape(self) -> ScoreFilter:
-        """This filter without its range values: the key of a cached statement."""
-        return replace(
-            self,
-            since=None if self.since is None else _ANY_TIME,
-            until=None if self.until is None else _ANY_TIME,
-        )
-
-
-_ANY_TIME = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-# --- listing --------------------------------------------------------------------------------
-
-_PUBLIC_COLUMNS = [col for col in SCORES.c if col.name != "steps"]
-
-
-def time_cursor(created_at: datetime, row_id: str) -> str:
-    """The cursor of a page whose last row has ``(created_at, id)``, for lists newest first."""
-    return encode_cursor(created_at.isoformat(), row_id)
-
-
-def time_position(cursor: str) -> tuple[datetime, str]:
-    """The ``(created_at, id)`` of a :func:`time_cursor`; ValueError for another cursor."""
-    moment, row_id = decode_cursor(cursor, 2)
-    try:
-        return datetime.fromisoformat(moment), row_id
-    except ValueError:
-        raise ValueError(NOT_A_CURSOR) from None
-
-
-def list_scores(
-    connection: Connection, where: ScoreFilter, limit: int, cursor: str | None = None,
-    *, with_steps: bool = False,
-) -> tuple[list[dict[str, Any]], str | None]:
-    """Newest first, keyset-paginated on ``(created_at, id)`` so pages stay stable under inserts."""
-    c = SCORES.c
-    conditions = where.conditions()
-    if cursor is not None:
-        moment, row_id = time_position(cursor)
-        moment = db_time(moment)
-        conditions.append(or_(c.created_at < moment, and_(c.created_at == moment, c.id < row_id)))
-    columns = list(SCORES.c) if with_steps else _PUBLIC_COLUMNS
-    statement = (
-        select(*columns)
-        .where(*conditions)
-        .order_by(c.created_at.desc(), c.id.desc())
-        .limit(limit + 1)
-    )
-    rows = [dict(row._mapping) for row in connection.execute(statement, where.params())]
-    next_cursor = None
-    if len(rows) > limit:
-        rows = rows[:limit]
-        next_cursor = time_cursor(rows[-1]["created_at"], rows[-1]["id"])
-    return rows, next_cursor
 
 
 # --- aggregates -----------------------------------------------------------------------------
@@ -321,11 +254,25 @@ class Coverage:
     statuses: dict[str, int]
     """Score rows by status."""
 
-    def to_dict(self) -> dict[str, Any]:
-        found = {f.name: getattr(self, f.name) for f in fields(self)}
-        found["sample_rate"] = self.sampled / self.eligible if self.eligible else None
-        found["scored_rate"] = self.scored / self.sampled if self.sampled else None
-        return found
+    def to_dict(self) -> CoverageFigures:
+        return {
+            "binding": self.binding, "eligible": self.eligible, "sampled": self.sampled,
+            "scored": self.scored, "statuses": self.statuses,
+            "sample_rate": self.sampled / self.eligible if self.eligible else None,
+            "scored_rate": self.scored / self.sampled if self.sampled else None,
+        }  # fmt: skip
+
+
+class CoverageFigures(TypedDict):
+    """A :class:`Coverage` as the API and the dashboard show it, with its two rates."""
+
+    binding: str
+    eligible: int
+    sampled: int
+    scored: int
+    statuses: dict[str, int]
+    sample_rate: float | None
+    scored_rate: float | None
 
 
 def coverage(
@@ -384,4 +331,35 @@ def coverage(
             statuses=statuses.get(name, {}),
         )
         for name in sorted(set(eligible) | set(statuses))
+    ]
+
+
+class JudgeCostDay(TypedDict):
+    """Judge spend and judged scores of one UTC day."""
+
+    day: datetime
+    cost_usd: float
+    count: int
+
+
+def judge_cost_per_day(
+    connection: Connection, since: datetime, until: datetime
+) -> list[JudgeCostDay]:
+    """Judge spend and judged scores per UTC day, oldest first (days without judging left out)."""
+    c = SCORES.c
+    day = bucket_start(connection.dialect.name, 86_400).label("day")
+    statement = (
+        select(day, func.sum(c.cost_usd), func.count())
+        .where(
+            c.created_at >= db_time(since),
+            c.created_at < db_time(until),
+            c.judge_model.is_not(None),
+        )
+        .group_by(day)
+        .order_by(day)
+    )
+    return [
+        {"day": datetime.fromtimestamp(int(start), UTC), "cost_usd": float(cost or 0.0),
+         "count": int(count)}
+        for start, cost, count in connection.execute(statement)
     ]

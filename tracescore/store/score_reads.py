@@ -1,35 +1,154 @@
-"""The dashboard's reads that the monitoring API has no endpoint for.
+"""Reads of the ``scores`` table: the filter every read narrows by, the API's paged listing and
+the dashboard's lists.
 
-Trends, totals and coverage come from :mod:`tracescore.monitor.queries` (the same SQL the REST
-API answers with); what is here is specific to pages: the lowest scores, the newest ones, judge
-spend per day, the filter choices, the scores of one trace and the "has anything changed"
-version the live script polls. Every query is bounded by an indexed range or a LIMIT.
+The table, its writes and its row types live in :mod:`tracescore.store.scores`; the aggregates
+(trends, error rates, coverage) in :mod:`tracescore.store.score_aggregates`. Every query here is
+bounded by an indexed range or a LIMIT and returns typed rows.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict, cast
 
-from sqlalchemy import and_, case, func, select
+from sqlalchemy import ColumnElement, Select, and_, bindparam, case, func, or_, select
 from sqlalchemy.engine import Connection
 
-from tracescore.monitor.queries import SCORES, ScoreFilter, bucket_start, db_time
-from tracescore.store.alerts import AlertEventRow, AlertStateRow
+from tracescore.restapi import NOT_A_CURSOR, decode_cursor, encode_cursor
+from tracescore.store.alerts import ALERT_EVENTS
 from tracescore.store.dialect import as_utc
+from tracescore.store.scores import ListedScore, ScoreRow, StoredScore
 from tracescore.store.table_of import table_of
 
-ALERT_STATES = table_of(AlertStateRow)
-ALERT_EVENTS = table_of(AlertEventRow)
-_LISTED = [column for column in SCORES.c if column.name != "steps"]
+SCORES = table_of(ScoreRow)
 FILTER_COLUMNS = ("scorer_id", "agent", "model")
-"""Columns the score lists can be narrowed by, in the order the filter form shows them."""
+"""Columns the dashboard's score lists can be narrowed by, in the order its filter form shows
+them."""
 LATE_WRITES = timedelta(minutes=10)
 """How far back a score row may be stamped when it is written (its scoring time)."""
 
 
-def _rows(connection: Connection, statement: Any, params: dict[str, Any]) -> list[dict[str, Any]]:
-    found = [dict(row._mapping) for row in connection.execute(statement, params)]
+def db_time(moment: datetime) -> datetime:
+    """An aware UTC datetime (``scores.created_at`` refuses naive ones); naive input is UTC."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreFilter:
+    """Equality filters and a ``[since, until)`` range over ``scores``; None means any."""
+
+    scorer: str | None = None
+    scorer_version: str | None = None
+    binding: str | None = None
+    agent: str | None = None
+    service: str | None = None
+    model: str | None = None
+    status: str | None = None
+    trace_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def conditions(self) -> list[ColumnElement[bool]]:
+        c = SCORES.c
+        columns = {
+            "scorer": c.scorer_id,
+            "scorer_version": c.scorer_version,
+            "binding": c.binding,
+            "agent": c.agent,
+            "service": c.service,
+            "model": c.model,
+            "status": c.status,
+            "trace_id": c.trace_id,
+        }
+        found: list[ColumnElement[bool]] = [
+            column == getattr(self, name)
+            for name, column in columns.items()
+            if getattr(self, name) is not None
+        ]
+        if self.since is not None:
+            found.append(c.created_at >= bindparam("since", type_=c.created_at.type))
+        if self.until is not None:
+            found.append(c.created_at < bindparam("until", type_=c.created_at.type))
+        return found
+
+    def params(self) -> dict[str, datetime]:
+        """Values of the range parameters :meth:`conditions` leaves bound."""
+        found = {}
+        if self.since is not None:
+            found["since"] = db_time(self.since)
+        if self.until is not None:
+            found["until"] = db_time(self.until)
+        return found
+
+    def shape(self) -> ScoreFilter:
+        """This filter without its range values: the key of a cached statement."""
+        return replace(
+            self,
+            since=None if self.since is None else _ANY_TIME,
+            until=None if self.until is None else _ANY_TIME,
+        )
+
+
+_ANY_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+# --- the REST API's listing (tracescore.monitor.api) -----------------------------------------
+
+_LISTED = [column for column in SCORES.c if column.name != "steps"]
+
+
+def time_cursor(created_at: datetime, row_id: str) -> str:
+    """The cursor of a page whose last row has ``(created_at, id)``, for lists newest first."""
+    return encode_cursor(created_at.isoformat(), row_id)
+
+
+def time_position(cursor: str) -> tuple[datetime, str]:
+    """The ``(created_at, id)`` of a :func:`time_cursor`; ValueError for another cursor."""
+    moment, row_id = decode_cursor(cursor, 2)
+    try:
+        return datetime.fromisoformat(moment), row_id
+    except ValueError:
+        raise ValueError(NOT_A_CURSOR) from None
+
+
+def list_scores(
+    connection: Connection, where: ScoreFilter, limit: int, cursor: str | None = None,
+    *, with_steps: bool = False,
+) -> tuple[list[ListedScore], str | None]:
+    """Newest first, keyset-paginated on ``(created_at, id)`` so pages stay stable under inserts.
+
+    ``with_steps`` adds each row's ``steps`` (the rows are then :class:`StoredScore`)."""
+    c = SCORES.c
+    conditions = where.conditions()
+    if cursor is not None:
+        moment, row_id = time_position(cursor)
+        moment = db_time(moment)
+        conditions.append(or_(c.created_at < moment, and_(c.created_at == moment, c.id < row_id)))
+    columns = list(SCORES.c) if with_steps else _LISTED
+    statement = (
+        select(*columns)
+        .where(*conditions)
+        .order_by(c.created_at.desc(), c.id.desc())
+        .limit(limit + 1)
+    )
+    rows = [
+        cast(ListedScore, row._asdict()) for row in connection.execute(statement, where.params())
+    ]
+    next_cursor = None
+    if len(rows) > limit:
+        rows = rows[:limit]
+        next_cursor = time_cursor(rows[-1]["created_at"], rows[-1]["id"])
+    return rows, next_cursor
+
+
+# --- the dashboard's lists (tracescore.web) --------------------------------------------------
+
+
+def _listed(connection: Connection, statement: Select[Any], params: dict[str, Any]) -> list[ListedScore]:
+    found = [cast(ListedScore, row._asdict()) for row in connection.execute(statement, params)]
     for row in found:
         row["created_at"] = as_utc(row["created_at"])
     return found
@@ -37,7 +156,7 @@ def _rows(connection: Connection, statement: Any, params: dict[str, Any]) -> lis
 
 def lowest_scores(
     connection: Connection, where: ScoreFilter, limit: int, *, failed_too: bool = False
-) -> list[dict[str, Any]]:
+) -> list[ListedScore]:
     """The ``ok`` scores of the range, lowest first (newest first among equals).
 
     With ``failed_too`` (a bucket's runs) the rows without a score (errors, not scorable,
@@ -53,7 +172,7 @@ def lowest_scores(
                   c.id.desc())
         .limit(limit)
     )
-    return _rows(connection, statement, where.params())
+    return _listed(connection, statement, where.params())
 
 
 def count_scores(connection: Connection, where: ScoreFilter) -> int:
@@ -62,7 +181,7 @@ def count_scores(connection: Connection, where: ScoreFilter) -> int:
     return int(connection.execute(statement, where.params()).scalar_one())
 
 
-def latest_scores(connection: Connection, where: ScoreFilter, limit: int) -> list[dict[str, Any]]:
+def latest_scores(connection: Connection, where: ScoreFilter, limit: int) -> list[ListedScore]:
     """The newest scores of any status: what the live feed shows arriving."""
     c = SCORES.c
     statement = (
@@ -71,10 +190,10 @@ def latest_scores(connection: Connection, where: ScoreFilter, limit: int) -> lis
         .order_by(c.created_at.desc(), c.id.desc())
         .limit(limit)
     )
-    return _rows(connection, statement, where.params())
+    return _listed(connection, statement, where.params())
 
 
-def trace_scores(connection: Connection, trace_id: str) -> list[dict[str, Any]]:
+def trace_scores(connection: Connection, trace_id: str) -> list[StoredScore]:
     """Every run score of one trace, steps included, in binding order (a conversation's scores,
     kept on its last turn's trace, are on the conversation's page)."""
     c = SCORES.c
@@ -83,7 +202,7 @@ def trace_scores(connection: Connection, trace_id: str) -> list[dict[str, Any]]:
         .where(c.trace_id == trace_id, c.conversation_id.is_(None))
         .order_by(c.span_id, c.binding, c.scorer_version)
     )
-    return _rows(connection, statement, {})
+    return cast(list[StoredScore], _listed(connection, statement, {}))
 
 
 def filter_choices(connection: Connection, since: datetime) -> dict[str, list[str]]:
@@ -100,38 +219,6 @@ def filter_choices(connection: Connection, since: datetime) -> dict[str, list[st
         )
         for name in FILTER_COLUMNS
     }
-
-
-def judge_cost_per_day(
-    connection: Connection, since: datetime, until: datetime
-) -> list[dict[str, Any]]:
-    """Judge spend and judged scores per UTC day, oldest first (days without judging left out)."""
-    c = SCORES.c
-    day = bucket_start(connection.dialect.name, 86_400).label("day")
-    statement = (
-        select(day, func.sum(c.cost_usd), func.count())
-        .where(
-            c.created_at >= db_time(since),
-            c.created_at < db_time(until),
-            c.judge_model.is_not(None),
-        )
-        .group_by(day)
-        .order_by(day)
-    )
-    return [
-        {"day": datetime.fromtimestamp(int(start), UTC), "cost_usd": float(cost or 0.0),
-         "count": int(count)}
-        for start, cost, count in connection.execute(statement)
-    ]
-
-
-def firing_alerts(connection: Connection) -> list[dict[str, Any]]:
-    statement = (
-        select(ALERT_STATES)
-        .where(ALERT_STATES.c.state == "firing")
-        .order_by(ALERT_STATES.c.since.desc(), ALERT_STATES.c.rule)
-    )
-    return [dict(row._mapping) for row in connection.execute(statement)]
 
 
 def newest_score_at(connection: Connection, where: ScoreFilter) -> datetime | None:
@@ -153,7 +240,8 @@ def live_version(connection: Connection, now: datetime | None = None) -> str:
     """Changes whenever a score is added or an alert fires or resolves.
 
     The newest ``created_at`` alone could miss a row a slower worker writes late with an older
-    stamp, so the count of recent rows is part of it too; both read indexed ranges.
+    stamp, so the count of recent rows is part of it too; both read indexed ranges. The newest
+    alert event's id (:mod:`tracescore.store.alerts`' table) rides along in the same round trip.
     """
     now = now or datetime.now(UTC)
     c = SCORES.c
@@ -193,47 +281,18 @@ def binding_scorers(
     return {(binding, scorer) for binding, scorer in connection.execute(statement)}
 
 
-def alert_states(connection: Connection, limit: int = 1000) -> list[dict[str, Any]]:
-    """Every rule's state per segment (firing first), for the alerts page."""
-    statement = (
-        select(ALERT_STATES)
-        .order_by(
-            ALERT_STATES.c.rule, (ALERT_STATES.c.state != "firing"), ALERT_STATES.c.since.desc()
-        )
-        .limit(limit)
-    )
-    return [dict(row._mapping) for row in connection.execute(statement)]
+class ScorerVersion(TypedDict):
+    """One scorer version of a binding, with its ``ok`` scores' count and newest time."""
+
+    binding: str
+    version: str
+    count: int
+    newest: datetime
 
 
-def alert_events(
-    connection: Connection, *, since: float | None = None, status: str | None = None,
-    rule: str | None = None, limit: int = 200,
-) -> list[dict[str, Any]]:
-    """Firing and resolved notifications, newest first: the alert history and chart bands."""
-    e = ALERT_EVENTS.c
-    conditions = []
-    if since is not None:
-        conditions.append(e.at >= since)
-    if status is not None:
-        conditions.append(e.status == status)
-    if rule is not None:
-        conditions.append(e.rule == rule)
-    statement = (
-        select(ALERT_EVENTS).where(*conditions).order_by(e.at.desc(), e.id.desc()).limit(limit)
-    )
-    return [dict(row._mapping) for row in connection.execute(statement)]
-
-
-def last_alert_events(connection: Connection) -> dict[str, dict[str, Any]]:
-    """The newest notification of each rule and segment (state key): its last delivery outcome."""
-    e = ALERT_EVENTS.c
-    newest = select(func.max(e.id)).group_by(e.key).scalar_subquery()
-    statement = select(ALERT_EVENTS).where(e.id.in_(newest))
-    return {row.key: dict(row._mapping) for row in connection.execute(statement)}
-
-
-def scorer_versions(connection: Connection, since: datetime) -> list[dict[str, Any]]:
-    """Each binding's scorer versions with their ``ok`` score counts and newest score time."""
+def scorer_versions(connection: Connection, since: datetime) -> list[ScorerVersion]:
+    """Each binding's scorer versions with their ``ok`` score counts and newest score time,
+    oldest newest score first."""
     c = SCORES.c
     statement = (
         select(c.binding, c.scorer_version, func.count(), func.max(c.created_at))
@@ -247,9 +306,24 @@ def scorer_versions(connection: Connection, since: datetime) -> list[dict[str, A
     ]
 
 
+class Disagreement(TypedDict):
+    """A run two scorer versions both scored ``ok``: each version's score, row id and reason."""
+
+    trace_id: str
+    span_id: str
+    agent: str | None
+    model: str | None
+    score_a: float
+    score_b: float
+    id_a: str
+    id_b: str
+    reason_a: str | None
+    reason_b: str | None
+
+
 def disagreements(
     connection: Connection, binding: str, version_a: str, version_b: str, limit: int
-) -> list[dict[str, Any]]:
+) -> list[Disagreement]:
     """Runs both versions scored ``ok``, the largest difference first (a self-join on the run)."""
     a, b = SCORES.alias("a"), SCORES.alias("b")
     gap = func.abs(b.c.score - a.c.score)
@@ -265,4 +339,4 @@ def disagreements(
         .order_by(gap.desc(), a.c.trace_id, a.c.span_id)
         .limit(limit)
     )
-    return [dict(row._mapping) for row in connection.execute(statement)]
+    return [cast(Disagreement, row._asdict()) for row in connection.execute(statement)]
