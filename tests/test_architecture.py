@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,22 @@ def test_a_cycle_between_siblings_breaks_the_acyclic_contract(package_copy: Path
     checked = _lint_imports(package_copy)
     assert checked.returncode != 0
     assert "No import cycle between the modules of any package BROKEN" in checked.stdout
+
+
+def test_sql_outside_the_store_breaks_the_forbidden_contract(package_copy: Path) -> None:
+    """A web module building its own query: SQLAlchemy belongs to the tables' owners in store/."""
+    web = package_copy / "tracescore" / "web"
+    (web / "own_query.py").write_text("from sqlalchemy import select\n")
+    checked = _lint_imports(package_copy)
+    assert checked.returncode != 0
+    assert "SQL stays in store/: SQLAlchemy, SQLModel and Alembic are imported nowhere else BROKEN" in checked.stdout
+    assert "tracescore.web.own_query -> sqlalchemy" in checked.stdout
+
+
+def test_every_part_but_the_store_is_bound_by_the_forbidden_contract() -> None:
+    """A new top-level module or package must join the contract's sources, or it could hold SQL."""
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    forbidden = next(c for c in contracts if c["type"] == "forbidden")
+    parts = {f"tracescore.{path.stem}" for path in (REPO / "tracescore").iterdir()
+             if (path.suffix == ".py" and path.stem != "__init__") or (path / "__init__.py").exists()}  # fmt: skip
+    assert set(forbidden["source_modules"]) == parts - {"tracescore.store"}
