@@ -37,10 +37,16 @@ START = datetime(2026, 1, 1, tzinfo=UTC)
 
 def rule(args: argparse.Namespace, baseline: timedelta) -> RegressionRule:
     return RegressionRule(
-        name="bench", type="regression", scorer="answer-relevancy", window=args.window * 60,
-        baseline=baseline.total_seconds(), segment_by=["agent"], min_delta=args.min_delta,
-        alpha=args.alpha, min_samples=30,
-    )  # fmt: skip
+        name="bench",
+        type="regression",
+        scorer="answer-relevancy",
+        window=args.window * 60,
+        baseline=baseline.total_seconds(),
+        segment_by=["agent"],
+        min_delta=args.min_delta,
+        alpha=args.alpha,
+        min_samples=30,
+    )
 
 
 def false_positives(url: str, args: argparse.Namespace) -> None:
@@ -52,9 +58,15 @@ def false_positives(url: str, args: argparse.Namespace) -> None:
     started = time.perf_counter()
     rows = insert_rows(
         store.engine,
-        stream(random.Random(1), START, origin + args.windows * window, per_minute=args.per_minute,
-               agents=agents, scorer_id="answer-relevancy"),
-    )  # fmt: skip
+        stream(
+            random.Random(1),
+            START,
+            origin + args.windows * window,
+            per_minute=args.per_minute,
+            agents=agents,
+            scorer_id="answer-relevancy",
+        ),
+    )
     print(f"stable stream: {rows:,} rows written in {time.perf_counter() - started:.1f} s")
     checked = rule(args, baseline)
     cache = BaselineCache(checked)
@@ -99,9 +111,14 @@ def detection(url: str, args: argparse.Namespace) -> None:
         segment_start = START if index == 0 else incidents[index - 1] + timedelta(hours=6)
         segment_end = since + timedelta(hours=6) if index + 1 < len(incidents) else end
         rows += stream(
-            random.Random(100 + index), segment_start, segment_end, per_minute=args.per_minute,
-            agents=["stable", "degraded"], drops={"degraded": [drop]}, scorer_id="answer-relevancy",
-        )  # fmt: skip
+            random.Random(100 + index),
+            segment_start,
+            segment_end,
+            per_minute=args.per_minute,
+            agents=["stable", "degraded"],
+            drops={"degraded": [drop]},
+            scorer_id="answer-relevancy",
+        )
     insert_rows(store.engine, rows)
     checked = rule(args, baseline)
     cache = BaselineCache(checked)

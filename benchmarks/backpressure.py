@@ -40,7 +40,9 @@ def _report(label: str, result: Overload) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--calibrate", type=float, default=10.0)
     parser.add_argument("--factor", type=float, default=2.0)
@@ -61,24 +63,47 @@ def main() -> None:
             pid = server.process.pid
             before = proc_status_mb(pid, "VmRSS")
             print(f"server RSS at start: {before:.0f} MiB ({db_url.split(':', 1)[0]})", flush=True)
-            calibration = overload(server.base_url, pid, body, spans_per_request=args.spans_per_request,
-                                   seconds=args.calibrate, concurrency=args.clients)  # fmt: skip
+            calibration = overload(
+                server.base_url,
+                pid,
+                body,
+                spans_per_request=args.spans_per_request,
+                seconds=args.calibrate,
+                concurrency=args.clients,
+            )
             _report(f"calibration ({args.clients} back-to-back clients)", calibration)
             rate = args.factor * calibration.acked_per_second
-            print(f"overload: {rate:,.0f} spans/s ({args.factor:g}x) for {args.seconds:g} s", flush=True)
-            result = overload(server.base_url, pid, body, spans_per_request=args.spans_per_request,
-                              seconds=args.seconds, rate=rate)  # fmt: skip
+            print(
+                f"overload: {rate:,.0f} spans/s ({args.factor:g}x) for {args.seconds:g} s",
+                flush=True,
+            )
+            result = overload(
+                server.base_url,
+                pid,
+                body,
+                spans_per_request=args.spans_per_request,
+                seconds=args.seconds,
+                rate=rate,
+            )
             _report("overload", result)
             engine = create_engine(db_url)
             with engine.connect() as connection:
-                states = dict(connection.execute(text("SELECT state, count(*) FROM traces GROUP BY state")).all())
+                states = dict(
+                    connection.execute(
+                        text("SELECT state, count(*) FROM traces GROUP BY state")
+                    ).all()
+                )
                 scores = connection.execute(text("SELECT count(*) FROM scores")).scalar_one()
             engine.dispose()
-            print(f"scoring backlog in the database after the run: traces by state {states}, {scores} scores")
+            print(
+                f"scoring backlog in the database after the run: traces by state {states}, {scores} scores"
+            )
             half = len(result.rss_samples) // 2
-            print(f"peak RSS under {args.factor:g}x overload: {max(result.rss_samples):.0f} MiB sampled "
-                  f"({before:.0f} MiB at start; peak {max(result.rss_samples[:half]):.0f} MiB in the first "
-                  f"half of the run, {max(result.rss_samples[half:]):.0f} MiB in the second)")
+            print(
+                f"peak RSS under {args.factor:g}x overload: {max(result.rss_samples):.0f} MiB sampled "
+                f"({before:.0f} MiB at start; peak {max(result.rss_samples[:half]):.0f} MiB in the first "
+                f"half of the run, {max(result.rss_samples[half:]):.0f} MiB in the second)"
+            )
 
 
 if __name__ == "__main__":

@@ -28,7 +28,9 @@ def _request(body: bytes) -> Request:
         return {"type": "http.request", "body": part, "more_body": bool(parts)}
 
     headers = [(b"content-length", str(len(body)).encode())]
-    return Request({"type": "http", "method": "POST", "path": "/v1/traces", "headers": headers}, receive)
+    return Request(
+        {"type": "http", "method": "POST", "path": "/v1/traces", "headers": headers}, receive
+    )
 
 
 async def _stream(request: Request) -> bytes:
@@ -43,15 +45,23 @@ async def main() -> None:
         async with readers.reading("127.0.0.1") as reading:
             return await receive_body(request, reading)
 
-    ways: dict[str, Callable[[Request], Awaitable[bytes]]] = {"stream()": _stream, "_receive_body": limited}
-    for size, label, count in ((150_000, "100-span request (~150 KB)", 3000), (1_700_000, "1000-span request (~1.7 MB)", 500)):
+    ways: dict[str, Callable[[Request], Awaitable[bytes]]] = {
+        "stream()": _stream,
+        "_receive_body": limited,
+    }
+    for size, label, count in (
+        (150_000, "100-span request (~150 KB)", 3000),
+        (1_700_000, "1000-span request (~1.7 MB)", 500),
+    ):
         body = b"x" * size
         for _ in range(2):  # twice, alternating, to see the noise
             for name, way in ways.items():
                 started = time.process_time()
                 for _ in range(count):
                     await way(_request(body))
-                print(f"{label:28} {name:14} {(time.process_time() - started) / count * 1e6:7.1f} µs CPU")
+                print(
+                    f"{label:28} {name:14} {(time.process_time() - started) / count * 1e6:7.1f} µs CPU"
+                )
 
 
 if __name__ == "__main__":

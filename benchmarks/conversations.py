@@ -34,9 +34,7 @@ from tracescore.store import open_store
 from tracescore.store.conversations import ConversationClaim
 
 RUN_BINDING = "  - {name: diff, scorer: textual-difference}\n"
-CONVERSATION_BINDING = (
-    "  - {name: turns, scorer: 'tests.support.conversation_scorers:turn_order', target: conversation}\n"
-)
+CONVERSATION_BINDING = "  - {name: turns, scorer: 'tests.support.conversation_scorers:turn_order', target: conversation}\n"
 FAR_FUTURE = 4_000_000_000.0
 BATCH = 64
 
@@ -73,7 +71,7 @@ def measure(db_url: str, bindings: str, traces: list[Trace]) -> tuple[float, flo
     store = open_store(db_url)
     try:
         for start in range(0, len(traces), 500):
-            chunk = traces[start:start + 500]
+            chunk = traces[start : start + 500]
             store.write([span for trace in chunk for span in trace.spans])
         config = parse_config("scorers:\n" + bindings).scoring()
         worker = build_worker(config, store)
@@ -101,18 +99,24 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     traces = conversations(args.conversations)
-    print(f"{args.conversations} conversations of 3 turns: {len(traces)} traces, {args.rounds} rounds")
+    print(
+        f"{args.conversations} conversations of 3 turns: {len(traces)} traces, {args.rounds} rounds"
+    )
     with tempfile.TemporaryDirectory() as folder:
         for round_ in range(args.rounds):
-            for name, bindings in (("run binding only", RUN_BINDING),
-                                   ("with a conversation binding", RUN_BINDING + CONVERSATION_BINDING)):  # fmt: skip
+            for name, bindings in (
+                ("run binding only", RUN_BINDING),
+                ("with a conversation binding", RUN_BINDING + CONVERSATION_BINDING),
+            ):
                 if args.db:
                     from tests.support.databases import fresh_pg_database
 
                     with fresh_pg_database() as url:
                         result = measure(url, bindings, traces)
                 else:
-                    result = measure(f"sqlite:///{folder}/{round_}-{len(bindings)}.db", bindings, traces)
+                    result = measure(
+                        f"sqlite:///{folder}/{round_}-{len(bindings)}.db", bindings, traces
+                    )
                 traces_per_second, conversations_per_second, scored = result
                 line = f"round {round_ + 1}, {name}: {traces_per_second:,.0f} traces/s"
                 if conversations_per_second is not None:

@@ -42,10 +42,13 @@ def rows(count: int, bindings: int, now: datetime):
         yield score_row(
             now - timedelta(seconds=chosen.uniform(0, 86_400)),
             None if failed else min(1.0, max(0.0, chosen.gauss(0.75, 0.15))),
-            binding=binding, scorer_id=binding, agent=f"agent-{index % 7}",
-            judge_model="gpt-4o-mini" if judged else None, cost_usd=0.0004 if judged else 0.0,
+            binding=binding,
+            scorer_id=binding,
+            agent=f"agent-{index % 7}",
+            judge_model="gpt-4o-mini" if judged else None,
+            cost_usd=0.0004 if judged else 0.0,
             reason="synthetic",
-        )  # fmt: skip
+        )
 
 
 def timed(client: TestClient, path: str, repeat: int) -> list[float]:
@@ -71,8 +74,10 @@ def main() -> None:
         store = open_store(args.db or f"sqlite:///{Path(scratch) / 'dashboard.db'}")
         started = time.perf_counter()
         written = insert_rows(store.engine, rows(args.scores, args.bindings, datetime.now(UTC)))
-        print(f"{written:,} scores over 24 h written in {time.perf_counter() - started:.1f} s "
-              f"({store.dialect})")  # fmt: skip
+        print(
+            f"{written:,} scores over 24 h written in {time.perf_counter() - started:.1f} s "
+            f"({store.dialect})"
+        )
         client = TestClient(create_app(parse_config("{}"), store))
         (cold,) = timed(client, "/", 1)
         warm = timed(client, "/", 5)

@@ -52,24 +52,48 @@ def wide_trace_json(trace_id: str, spans: int, first: int) -> bytes:
     root = f"{trace_id[:12]}0000"
     found = []
     if first == 0:
-        found.append(json_span(trace_id, root, None, "invoke_agent", start, {
-            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "Wide",
-            "gen_ai.input.messages": [{"role": "user", "parts": [{"type": "text", "content": "go"}]}],
-        }))  # fmt: skip
+        found.append(
+            json_span(
+                trace_id,
+                root,
+                None,
+                "invoke_agent",
+                start,
+                {
+                    "gen_ai.operation.name": "invoke_agent",
+                    "gen_ai.agent.name": "Wide",
+                    "gen_ai.input.messages": [
+                        {"role": "user", "parts": [{"type": "text", "content": "go"}]}
+                    ],
+                },
+            )
+        )
     for n in range(first + 1, first + spans + 1):
         tool = n % 2 == 0
         attrs = (
-            {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
-             "gen_ai.tool.call.result": f"sunny {n}"}
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "get_weather",
+                "gen_ai.tool.call.result": f"sunny {n}",
+            }
             if tool
-            else {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini",
-                  "gen_ai.output.messages": [{"role": "assistant",
-                                              "parts": [{"type": "text", "content": f"step {n}"}]}]}
-        )  # fmt: skip
+            else {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "gpt-4o-mini",
+                "gen_ai.output.messages": [
+                    {"role": "assistant", "parts": [{"type": "text", "content": f"step {n}"}]}
+                ],
+            }
+        )
         found.append(json_span(trace_id, f"{trace_id[:4]}{n:012x}", root, "step", start + n, attrs))
     resource = {"attributes": [{"key": "service.name", "value": {"stringValue": "wide"}}]}
-    return orjson.dumps({"resourceSpans": [{"resource": resource, "scopeSpans": [
-        {"scope": {"name": "bench"}, "spans": found}]}]})  # fmt: skip
+    return orjson.dumps(
+        {
+            "resourceSpans": [
+                {"resource": resource, "scopeSpans": [{"scope": {"name": "bench"}, "spans": found}]}
+            ]
+        }
+    )
 
 
 class Prober:
@@ -85,8 +109,9 @@ class Prober:
         while time.monotonic() < end:
             body = agent_trace_json(uuid.uuid4().hex, agent="WeatherBot")
             started = time.perf_counter()
-            response = self.client.post("/v1/traces", content=body,
-                                        headers={"content-type": "application/json"})
+            response = self.client.post(
+                "/v1/traces", content=body, headers={"content-type": "application/json"}
+            )
             self.latencies.append(time.perf_counter() - started)
             assert response.status_code == 200, response.text[:300]
             time.sleep(ACK_EVERY)
@@ -153,9 +178,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 
-    with tempfile.TemporaryDirectory() as scratch, start_server(
-        Path(scratch), db_url=args.db, idle_timeout=0.3
-    ) as server:
+    with (
+        tempfile.TemporaryDirectory() as scratch,
+        start_server(Path(scratch), db_url=args.db, idle_timeout=0.3) as server,
+    ):
         prober = Prober(server.base_url)
         pid = server.process.pid
         prober.measure(3.0)  # warm up, and give the overview some scores
@@ -174,19 +200,23 @@ def main() -> None:
             loaded_cpu = (cpu_seconds(pid) - used) / args.seconds
             counts = report.get()
             tabs.join()
-            print(f"round {round}: acks idle p50 {idle[0]:.1f} ms, p99 {idle[1]:.1f} ms "
-                  f"(service CPU {idle_cpu:.2f} s/s); with {args.tabs} tabs p50 {loaded[0]:.1f} ms, "
-                  f"p99 {loaded[1]:.1f} ms (CPU {loaded_cpu:.2f} s/s; {counts['polls']:,} polls, "
-                  f"{counts['pages']:,} page loads, {counts['errors']} errors); "
-                  f"p99 {loaded[1] / idle[1]:.2f}x idle", flush=True)  # fmt: skip
+            print(
+                f"round {round}: acks idle p50 {idle[0]:.1f} ms, p99 {idle[1]:.1f} ms "
+                f"(service CPU {idle_cpu:.2f} s/s); with {args.tabs} tabs p50 {loaded[0]:.1f} ms, "
+                f"p99 {loaded[1]:.1f} ms (CPU {loaded_cpu:.2f} s/s; {counts['polls']:,} polls, "
+                f"{counts['pages']:,} page loads, {counts['errors']} errors); "
+                f"p99 {loaded[1] / idle[1]:.2f}x idle",
+                flush=True,
+            )
 
         if args.spans == 0:
             return
         trace_id = uuid.uuid4().hex
         for first in range(0, args.spans, 2_000):
             part = wide_trace_json(trace_id, min(2_000, args.spans - first), first)
-            posted = prober.client.post("/v1/traces", content=part,
-                                        headers={"content-type": "application/json"})
+            posted = prober.client.post(
+                "/v1/traces", content=part, headers={"content-type": "application/json"}
+            )
             assert posted.status_code == 200, posted.text[:300]
         while True:  # stored once the unpacker has written every part
             summary = prober.client.get(f"/api/v1/traces/{trace_id}")
@@ -222,13 +252,19 @@ def main() -> None:
             cursor: str | None = None
             while pages == 0 or cursor:
                 answer = reader.get(runs_url + (f"&cursor={cursor}" if cursor else ""))
-                pages, size, cursor = pages + 1, size + len(answer.content), answer.json()["next_cursor"]
+                pages, size, cursor = (
+                    pages + 1,
+                    size + len(answer.content),
+                    answer.json()["next_cursor"],
+                )
             walked = time.perf_counter() - started
-        print(f"{args.spans:,}-span trace: page {times['page']:.2f} s ({sizes['page'] / 1e6:.2f} MB), "
-              f"first page of runs (200) {times['runs']:.2f} s ({sizes['runs'] / 1e6:.2f} MB), "
-              f"both at once; acks meanwhile p50 {big[0]:.1f} ms, p99 {big[1]:.1f} ms, "
-              f"max {max(during) * 1000:.0f} ms; then all {pages} pages of runs {walked:.2f} s "
-              f"({size / 1e6:.1f} MB); server peak RSS {peak_rss_mb(pid):.0f} MB")  # fmt: skip
+        print(
+            f"{args.spans:,}-span trace: page {times['page']:.2f} s ({sizes['page'] / 1e6:.2f} MB), "
+            f"first page of runs (200) {times['runs']:.2f} s ({sizes['runs'] / 1e6:.2f} MB), "
+            f"both at once; acks meanwhile p50 {big[0]:.1f} ms, p99 {big[1]:.1f} ms, "
+            f"max {max(during) * 1000:.0f} ms; then all {pages} pages of runs {walked:.2f} s "
+            f"({size / 1e6:.1f} MB); server peak RSS {peak_rss_mb(pid):.0f} MB"
+        )
 
 
 if __name__ == "__main__":

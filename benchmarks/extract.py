@@ -33,28 +33,78 @@ def long_agent_trace(steps: int) -> Trace:
 
     def make(index: int, name: str, attributes: dict, parent: str | None) -> Span:
         begin = start + index * 1_000_000
-        return Span("ab" * 16, f"{index + 1:016x}", parent, name, 1, begin, begin + 900_000,
-                    attributes, resource, scope)
+        return Span(
+            "ab" * 16,
+            f"{index + 1:016x}",
+            parent,
+            name,
+            1,
+            begin,
+            begin + 900_000,
+            attributes,
+            resource,
+            scope,
+        )
 
-    agent = make(0, "invoke_agent A", {"gen_ai.operation.name": "invoke_agent",
-                                       "gen_ai.agent.name": "A"}, None)
+    agent = make(
+        0,
+        "invoke_agent A",
+        {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "A"},
+        None,
+    )
     spans = [agent]
     history = [{"role": "user", "parts": [{"type": "text", "content": "Plan the trip"}]}]
     for step in range(steps):
-        call = [{"role": "assistant", "parts": [
-            {"type": "tool_call", "id": f"c{step}", "name": "search", "arguments": {"q": step}}]}]
-        spans.append(make(len(spans), "chat m", {
-            "gen_ai.operation.name": "chat", "gen_ai.request.model": "m",
-            "gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 10,
-            "gen_ai.input.messages": orjson.dumps(history[:1] + history[-19:]).decode(),
-            "gen_ai.output.messages": orjson.dumps(call).decode(),
-        }, agent.span_id))
-        spans.append(make(len(spans), "execute_tool search", {
-            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search",
-            "gen_ai.tool.call.id": f"c{step}", "gen_ai.tool.call.result": '{"hits": 3}',
-        }, agent.span_id))
-        history += [*call, {"role": "tool", "parts": [
-            {"type": "tool_call_response", "id": f"c{step}", "response": {"hits": 3}}]}]
+        call = [
+            {
+                "role": "assistant",
+                "parts": [
+                    {
+                        "type": "tool_call",
+                        "id": f"c{step}",
+                        "name": "search",
+                        "arguments": {"q": step},
+                    }
+                ],
+            }
+        ]
+        spans.append(
+            make(
+                len(spans),
+                "chat m",
+                {
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.request.model": "m",
+                    "gen_ai.usage.input_tokens": 100,
+                    "gen_ai.usage.output_tokens": 10,
+                    "gen_ai.input.messages": orjson.dumps(history[:1] + history[-19:]).decode(),
+                    "gen_ai.output.messages": orjson.dumps(call).decode(),
+                },
+                agent.span_id,
+            )
+        )
+        spans.append(
+            make(
+                len(spans),
+                "execute_tool search",
+                {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "search",
+                    "gen_ai.tool.call.id": f"c{step}",
+                    "gen_ai.tool.call.result": '{"hits": 3}',
+                },
+                agent.span_id,
+            )
+        )
+        history += [
+            *call,
+            {
+                "role": "tool",
+                "parts": [
+                    {"type": "tool_call_response", "id": f"c{step}", "response": {"hits": 3}}
+                ],
+            },
+        ]
     return Trace("ab" * 16, spans)
 
 
@@ -73,8 +123,10 @@ def main() -> None:
         timings.append(time.perf_counter() - began)
     best, median = min(timings), statistics.median(timings)
     print(f"captures: {len(traces)} traces, {spans} spans, {runs} runs per round")
-    print(f"  median {len(traces) / median:,.0f} traces/s, {spans / median:,.0f} spans/s "
-          f"(best {len(traces) / best:,.0f} traces/s)")
+    print(
+        f"  median {len(traces) / median:,.0f} traces/s, {spans / median:,.0f} spans/s "
+        f"(best {len(traces) / best:,.0f} traces/s)"
+    )
 
     trace = long_agent_trace(args.steps)
     timings = []
@@ -83,8 +135,10 @@ def main() -> None:
         runs = len(extract_runs(trace))
         timings.append(time.perf_counter() - began)
     median = statistics.median(timings)
-    print(f"long agent: {len(trace.spans)} spans, {runs} runs: median {median * 1000:,.0f} ms "
-          f"per trace, {median * 1e6 / len(trace.spans):,.0f} µs per span")
+    print(
+        f"long agent: {len(trace.spans)} spans, {runs} runs: median {median * 1000:,.0f} ms "
+        f"per trace, {median * 1e6 / len(trace.spans):,.0f} µs per span"
+    )
 
 
 if __name__ == "__main__":

@@ -36,9 +36,14 @@ from tracescore.spans import LogRecord, Resource, Scope, Span, SpanEvent
 from tracescore.store import SpanStore, open_store
 from tracescore.store.feedback import Feedback, FeedbackStore
 
-CONFIG = "scorers: [{name: quality, scorer: completeness, threshold: 0.6}, {name: tone, scorer: tone}]"
-VERDICT = {"tracescore.feedback.source": "human", "gen_ai.evaluation.name": "quality",
-           "gen_ai.evaluation.score.label": "fail"}  # fmt: skip
+CONFIG = (
+    "scorers: [{name: quality, scorer: completeness, threshold: 0.6}, {name: tone, scorer: tone}]"
+)
+VERDICT = {
+    "tracescore.feedback.source": "human",
+    "gen_ai.evaluation.name": "quality",
+    "gen_ai.evaluation.score.label": "fail",
+}
 RESOURCE, SCOPE = Resource({"service.name": "bench"}), Scope("bench")
 
 
@@ -48,18 +53,56 @@ def _trace(rng: random.Random, feedback: float) -> tuple[list[Span], list[LogRec
     ids = [f"{rng.getrandbits(64):016x}" for _ in range(4)]
     start = time.time_ns()
     spans = [
-        Span(trace_id, span_id, ids[0] if index else None, name, 1, start + index, start + 10 + index,
-             {"gen_ai.operation.name": name, "gen_ai.request.model": "gpt-4o-mini"}, RESOURCE, SCOPE)
-        for index, (span_id, name) in enumerate(zip(ids, ("invoke_agent", "chat", "execute_tool", "chat"), strict=True))
-    ]  # fmt: skip
+        Span(
+            trace_id,
+            span_id,
+            ids[0] if index else None,
+            name,
+            1,
+            start + index,
+            start + 10 + index,
+            {"gen_ai.operation.name": name, "gen_ai.request.model": "gpt-4o-mini"},
+            RESOURCE,
+            SCOPE,
+        )
+        for index, (span_id, name) in enumerate(
+            zip(ids, ("invoke_agent", "chat", "execute_tool", "chat"), strict=True)
+        )
+    ]
     logs = []
     if rng.random() < 0.5:
-        logs.append(LogRecord(start, start, trace_id, ids[1], "gen_ai.user.message", 9, "",
-                              {"content": "Weather in Paris?"}, {}, RESOURCE, SCOPE))  # fmt: skip
+        logs.append(
+            LogRecord(
+                start,
+                start,
+                trace_id,
+                ids[1],
+                "gen_ai.user.message",
+                9,
+                "",
+                {"content": "Weather in Paris?"},
+                {},
+                RESOURCE,
+                SCOPE,
+            )
+        )
     draw = rng.random() * 100
     if draw < feedback / 2:
-        logs.append(LogRecord(start, start, trace_id, ids[0], "gen_ai.evaluation.result", 9, "", None,
-                              dict(VERDICT), RESOURCE, SCOPE))  # fmt: skip
+        logs.append(
+            LogRecord(
+                start,
+                start,
+                trace_id,
+                ids[0],
+                "gen_ai.evaluation.result",
+                9,
+                "",
+                None,
+                dict(VERDICT),
+                RESOURCE,
+                SCOPE,
+            )
+        )
     elif draw < feedback:
         spans[0].events.append(SpanEvent("gen_ai.evaluation.result", start, dict(VERDICT)))
     return spans, logs, draw < feedback
@@ -70,7 +113,9 @@ def scan(store: SpanStore, args: argparse.Namespace) -> None:
     sent = 0
     for start in range(0, args.traces, 500):
         batch = [_trace(rng, args.feedback) for _ in range(min(500, args.traces - start))]
-        store.write([s for spans, _, _ in batch for s in spans], [r for _, logs, _ in batch for r in logs])
+        store.write(
+            [s for spans, _, _ in batch for s in spans], [r for _, logs, _ in batch for r in logs]
+        )
         sent += sum(verdict for _, _, verdict in batch)
     scanner = FeedbackScanner(store, clock=lambda: time.time() + 5)
     started = time.perf_counter()
@@ -82,9 +127,11 @@ def scan(store: SpanStore, args: argparse.Namespace) -> None:
         started = time.perf_counter()
         scanner.run_once()
         idle.append(time.perf_counter() - started)
-    print(f"scan: {args.traces:,} traces ({recorded:,} verdicts) in {seconds:.2f} s = "
-          f"{args.traces / seconds:,.0f} traces/s, {seconds / args.traces * 1e6:.0f} µs a trace; "
-          f"a look finding nothing new: {statistics.median(idle) * 1000:.1f} ms")  # fmt: skip
+    print(
+        f"scan: {args.traces:,} traces ({recorded:,} verdicts) in {seconds:.2f} s = "
+        f"{args.traces / seconds:,.0f} traces/s, {seconds / args.traces * 1e6:.0f} µs a trace; "
+        f"a look finding nothing new: {statistics.median(idle) * 1000:.1f} ms"
+    )
 
 
 def review_and_calibration(store: SpanStore, args: argparse.Namespace) -> None:
@@ -95,14 +142,30 @@ def review_and_calibration(store: SpanStore, args: argparse.Namespace) -> None:
         moment = now - timedelta(seconds=rng.randrange(7 * 86400))
         trace_id = f"{rng.getrandbits(128):032x}"
         for binding in ("quality", "tone"):
-            rows.append(score_row(moment, round(rng.random(), 3), binding=binding, trace_id=trace_id,
-                                  span_id="ab" * 8))  # fmt: skip
+            rows.append(
+                score_row(
+                    moment,
+                    round(rng.random(), 3),
+                    binding=binding,
+                    trace_id=trace_id,
+                    span_id="ab" * 8,
+                )
+            )
     insert_rows(store.engine, rows)
-    FeedbackStore(store).record([
-        Feedback(trace_id=row["trace_id"], span_id=row["span_id"], name=row["binding"], source="api",
-                 created_at=now, value=rng.random(), author="bench")
-        for row in rows[: len(rows) // 10]
-    ])  # fmt: skip
+    FeedbackStore(store).record(
+        [
+            Feedback(
+                trace_id=row["trace_id"],
+                span_id=row["span_id"],
+                name=row["binding"],
+                source="api",
+                created_at=now,
+                value=rng.random(),
+                author="bench",
+            )
+            for row in rows[: len(rows) // 10]
+        ]
+    )
     if store.dialect == "postgresql":
         # What autovacuum does to tables this size soon after: without statistics the planner
         # joins the calibration pairs from the wrong side (1.4 s instead of 0.3 here).
@@ -116,23 +179,29 @@ def review_and_calibration(store: SpanStore, args: argparse.Namespace) -> None:
         started = time.perf_counter()
         queue.propose(datetime.now(UTC), limit=20)
         pages.append(time.perf_counter() - started)
-    print(f"review queue: a page of 20 over {args.scores:,} scores in 7 days: "
-          f"{statistics.median(pages) * 1000:.0f} ms (median of 5)")  # fmt: skip
+    print(
+        f"review queue: a page of 20 over {args.scores:,} scores in 7 days: "
+        f"{statistics.median(pages) * 1000:.0f} ms (median of 5)"
+    )
     reports = []
     for _ in range(3):
         started = time.perf_counter()
         with store.engine.connect() as connection:
             report = calibration_report(connection, "quality", 0.6, config.feedback)
         reports.append(time.perf_counter() - started)
-    print(f"calibration: {report['overall']['n']:,} pairs among {args.scores // 2:,} scores of the "
-          f"binding: {statistics.median(reports) * 1000:.0f} ms (median of 3)")  # fmt: skip
+    print(
+        f"calibration: {report['overall']['n']:,} pairs among {args.scores // 2:,} scores of the "
+        f"binding: {statistics.median(reports) * 1000:.0f} ms (median of 3)"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", help="database URL (default: a temporary SQLite file)")
     parser.add_argument("--traces", type=int, default=20_000)
-    parser.add_argument("--feedback", type=float, default=2.0, help="percent of traces with a verdict")
+    parser.add_argument(
+        "--feedback", type=float, default=2.0, help="percent of traces with a verdict"
+    )
     parser.add_argument("--scores", type=int, default=100_000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:

@@ -39,14 +39,32 @@ TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 def in_process(scale: float) -> None:
     started = time.perf_counter()
     completed = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/ingest/test_fuzz_decode.py"],
-        cwd=REPO, env={**os.environ, "TRACESCORE_FUZZ_SCALE": str(scale)}, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/ingest/test_fuzz_decode.py",
+        ],
+        cwd=REPO,
+        env={**os.environ, "TRACESCORE_FUZZ_SCALE": str(scale)},
+        capture_output=True,
+        text=True,
         check=False,
-    )  # fmt: skip
+    )
     elapsed = time.perf_counter() - started
-    summary = completed.stdout.strip().splitlines()[-1] if completed.stdout.strip() else completed.stderr[-500:]
-    print(f"in-process: {SUITE_CASES * scale:,.0f} generated requests through decode → truncate → "
-          f"store encoding → extraction in {elapsed:.1f} s: {summary}", flush=True)  # fmt: skip
+    summary = (
+        completed.stdout.strip().splitlines()[-1]
+        if completed.stdout.strip()
+        else completed.stderr[-500:]
+    )
+    print(
+        f"in-process: {SUITE_CASES * scale:,.0f} generated requests through decode → truncate → "
+        f"store encoding → extraction in {elapsed:.1f} s: {summary}",
+        flush=True,
+    )
     if completed.returncode:
         print(completed.stdout[-4000:])
 
@@ -74,7 +92,9 @@ def over_the_wire(http_cases: int, grpc_cases: int, seed: int) -> None:
             http_elapsed = time.perf_counter() - started
             codes: Counter[str] = Counter()
             with grpc.insecure_channel(server.grpc_endpoint) as channel:
-                export = channel.unary_unary(TRACE_EXPORT, request_serializer=None, response_deserializer=None)
+                export = channel.unary_unary(
+                    TRACE_EXPORT, request_serializer=None, response_deserializer=None
+                )
                 for _ in range(grpc_cases):
                     try:
                         export(Hostile(rng).protobuf_traces(), timeout=30)
@@ -84,17 +104,26 @@ def over_the_wire(http_cases: int, grpc_cases: int, seed: int) -> None:
             peak = proc_status_mb(server.process.pid, "VmHWM")
             healthy = httpx.get(f"{server.base_url}/healthz", timeout=5).status_code == 200
             tracebacks = server.output().count("Traceback")
-    print(f"over HTTP: {http_cases} hostile requests in {http_elapsed:.1f} s: {dict(sorted(statuses.items()))}, "
-          f"no answer {no_answer}, outside {sorted(ALLOWED_STATUSES)}: {len(unexpected)}", flush=True)
+    print(
+        f"over HTTP: {http_cases} hostile requests in {http_elapsed:.1f} s: {dict(sorted(statuses.items()))}, "
+        f"no answer {no_answer}, outside {sorted(ALLOWED_STATUSES)}: {len(unexpected)}",
+        flush=True,
+    )
     for line in unexpected[:10]:
         print(f"  unexpected: {line}")
     print(f"over gRPC: {grpc_cases} hostile exports: {dict(codes)}")
-    print(f"server: peak RSS {peak:.0f} MiB, healthy afterwards: {healthy}, tracebacks logged: {tracebacks}")
+    print(
+        f"server: peak RSS {peak:.0f} MiB, healthy afterwards: {healthy}, tracebacks logged: {tracebacks}"
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scale", type=float, default=10.0, help="times the suite's 10,000 in-process cases")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--scale", type=float, default=10.0, help="times the suite's 10,000 in-process cases"
+    )
     parser.add_argument("--http", type=int, default=5000)
     parser.add_argument("--grpc", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=20261122)

@@ -187,7 +187,9 @@ class MemorySampler:
     the sum is what the tree really holds). With ``role`` (a process id's role), also each
     role's peak RSS, summed over its processes at one instant."""
 
-    def __init__(self, pid: int, interval: float = 0.2, role: Callable[[int], str] | None = None) -> None:
+    def __init__(
+        self, pid: int, interval: float = 0.2, role: Callable[[int], str] | None = None
+    ) -> None:
         self.pid, self.interval, self.role = pid, interval, role
         self.peak_rss_mb = self.peak_pss_mb = 0.0
         self.peak_rss_mb_by_role: dict[str, float] = {}
@@ -222,7 +224,9 @@ class MemorySampler:
             self.peak_rss_mb = max(self.peak_rss_mb, rss / 1024)
             self.peak_pss_mb = max(self.peak_pss_mb, pss / 1024)
             for role, kb in by_role.items():
-                self.peak_rss_mb_by_role[role] = max(self.peak_rss_mb_by_role.get(role, 0.0), kb / 1024)
+                self.peak_rss_mb_by_role[role] = max(
+                    self.peak_rss_mb_by_role.get(role, 0.0), kb / 1024
+                )
 
 
 def _peak_rss_mb(pid: int) -> float:
@@ -247,18 +251,31 @@ def _report(label: str, result: Result) -> None:
     )
 
 
-def bench_tracescore(db_url: str, args: argparse.Namespace, workdir: Path) -> dict[tuple[str, int], Result]:
+def bench_tracescore(
+    db_url: str, args: argparse.Namespace, workdir: Path
+) -> dict[tuple[str, int], Result]:
     config = {"assembly": {"idle_timeout": 3600, "max_wait": 3600}}
-    server = start_server(workdir, db_url=db_url, config=config, idle_timeout=None,
-                          args=["--processes", str(args.processes), "--unpackers", str(args.unpackers)])
+    server = start_server(
+        workdir,
+        db_url=db_url,
+        config=config,
+        idle_timeout=None,
+        args=["--processes", str(args.processes), "--unpackers", str(args.unpackers)],
+    )
     results: dict[tuple[str, int], Result] = {}
     numbers = _Counter(int(time.time()) % 1_000_000 * 1000)
     store = open_store(db_url, create=False)
     try:
         # Warm-up (imports, caches, scorer start-up work), not measured.
-        run_load(lambda: _http_sender(server.http_port, "/v1/traces", "application/x-protobuf"),
-                 batch_protobuf(100), json=False, spans_per_request=100, seconds=args.warmup,
-                 clients=1, numbers=numbers)  # fmt: skip
+        run_load(
+            lambda: _http_sender(server.http_port, "/v1/traces", "application/x-protobuf"),
+            batch_protobuf(100),
+            json=False,
+            spans_per_request=100,
+            seconds=args.warmup,
+            clients=1,
+            numbers=numbers,
+        )
         memory = MemorySampler(server.process.pid)
         memory.start()
         for size in args.batch_sizes:
@@ -269,12 +286,21 @@ def bench_tracescore(db_url: str, args: argparse.Namespace, workdir: Path) -> di
                     make_sender = partial(_grpc_sender, server.grpc_port)
                 else:
                     content_type = "application/json" if json else "application/x-protobuf"
-                    make_sender = partial(_http_sender, server.http_port, "/v1/traces", content_type)
+                    make_sender = partial(
+                        _http_sender, server.http_port, "/v1/traces", content_type
+                    )
                 cpu_before = cpu_seconds(server.process.pid)
                 started = time.perf_counter()
-                result = run_load(make_sender, templates[json], json=json, spans_per_request=size,
-                                  seconds=args.seconds, clients=args.clients, numbers=numbers,
-                                  rate=args.rate)  # fmt: skip
+                result = run_load(
+                    make_sender,
+                    templates[json],
+                    json=json,
+                    spans_per_request=size,
+                    seconds=args.seconds,
+                    clients=args.clients,
+                    numbers=numbers,
+                    rate=args.rate,
+                )
                 settled = store.journal.settle(timeout=600)
                 result.stored_after = time.perf_counter() - started
                 result.server_cpu = cpu_seconds(server.process.pid) - cpu_before
@@ -283,15 +309,20 @@ def bench_tracescore(db_url: str, args: argparse.Namespace, workdir: Path) -> di
                 results[(transport, size)] = result
                 _report(f"{transport} x{size}", result)
         memory.stop()
-        print(f"  server memory at its peak, all processes together: RSS {memory.peak_rss_mb:.0f} MB, "
-              f"PSS {memory.peak_pss_mb:.0f} MB (sum of each process's own peak RSS: "
-              f"{_peak_rss_mb(server.process.pid):.0f} MB)", flush=True)
+        print(
+            f"  server memory at its peak, all processes together: RSS {memory.peak_rss_mb:.0f} MB, "
+            f"PSS {memory.peak_pss_mb:.0f} MB (sum of each process's own peak RSS: "
+            f"{_peak_rss_mb(server.process.pid):.0f} MB)",
+            flush=True,
+        )
     finally:
         server.stop()
     stored, acked = store.count_spans(), sum(r.acked_spans for r in results.values())
     store.close()
-    print(f"  stored spans {stored:,} >= acked {acked:,} (+ warm-up): "
-          f"{'ok' if stored >= acked else 'MISSING'}")  # fmt: skip
+    print(
+        f"  stored spans {stored:,} >= acked {acked:,} (+ warm-up): "
+        f"{'ok' if stored >= acked else 'MISSING'}"
+    )
     return results
 
 
@@ -311,11 +342,20 @@ def _phoenix(python: Path, workdir: Path) -> Iterator[tuple[int, Path]]:
     """A fresh Phoenix server (its own working directory and SQLite database): (port, db)."""
     workdir.mkdir(parents=True)
     port = free_port()
-    env = {**os.environ, "PHOENIX_WORKING_DIR": str(workdir), "PHOENIX_PORT": str(port),
-           "PHOENIX_GRPC_PORT": str(free_port()), "PHOENIX_HOST": "127.0.0.1"}  # fmt: skip
+    env = {
+        **os.environ,
+        "PHOENIX_WORKING_DIR": str(workdir),
+        "PHOENIX_PORT": str(port),
+        "PHOENIX_GRPC_PORT": str(free_port()),
+        "PHOENIX_HOST": "127.0.0.1",
+    }
     with open(workdir / "phoenix.log", "wb") as log:
-        process = subprocess.Popen([str(python), "-m", "phoenix.server.main", "serve"], env=env,
-                                   stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        process = subprocess.Popen(
+            [str(python), "-m", "phoenix.server.main", "serve"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         try:
             deadline = time.monotonic() + 300
             while not _healthy(port):
@@ -357,9 +397,13 @@ def bench_phoenix(args: argparse.Namespace, workdir: Path) -> dict[tuple[str, in
             start = time.perf_counter()
             result = run_load(
                 lambda: _http_sender(port, "/v1/traces", "application/x-protobuf"),
-                batch_protobuf(size), json=False, spans_per_request=size, seconds=args.seconds,
-                clients=args.clients, numbers=numbers,
-            )  # fmt: skip
+                batch_protobuf(size),
+                json=False,
+                spans_per_request=size,
+                seconds=args.seconds,
+                clients=args.clients,
+                numbers=numbers,
+            )
             # Phoenix acknowledges before it writes: keep counting until every acked span is
             # persisted or --phoenix-drain seconds have passed, and rate what got persisted.
             drain_until = time.perf_counter() + args.phoenix_drain
@@ -369,28 +413,46 @@ def bench_phoenix(args: argparse.Namespace, workdir: Path) -> dict[tuple[str, in
                 persisted = _phoenix_span_count(db) - before
             elapsed = time.perf_counter() - start
             rates[("http-protobuf", size)] = persisted / elapsed
-            print(f"  phoenix http-protobuf x{size}: {persisted / elapsed:,.0f} spans/s persisted "
-                  f"({persisted:,} of {result.acked_spans:,} acked spans after {elapsed:.0f} s)",
-                  flush=True)  # fmt: skip
+            print(
+                f"  phoenix http-protobuf x{size}: {persisted / elapsed:,.0f} spans/s persisted "
+                f"({persisted:,} of {result.acked_spans:,} acked spans after {elapsed:.0f} s)",
+                flush=True,
+            )
     return rates
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seconds", type=float, default=10.0, help="load duration per case")
-    parser.add_argument("--pg", metavar="URL", help="also benchmark this (scratch) PostgreSQL database")
+    parser.add_argument(
+        "--pg", metavar="URL", help="also benchmark this (scratch) PostgreSQL database"
+    )
     parser.add_argument("--clients", type=int, default=4, help="concurrent client connections")
-    parser.add_argument("--rate", type=float, help="offered spans/s (fixed schedule) instead of back to back")
+    parser.add_argument(
+        "--rate", type=float, help="offered spans/s (fixed schedule) instead of back to back"
+    )
     parser.add_argument("--processes", type=int, default=1, help="tracescore service processes")
-    parser.add_argument("--unpackers", type=int, default=1, help="unpacker processes per service process")
-    parser.add_argument("--warmup", type=float, default=3.0, help="unmeasured seconds of load first")
-    parser.add_argument("--batch-sizes", type=lambda s: [int(x) for x in s.split(",")], default=[100, 1000])
+    parser.add_argument(
+        "--unpackers", type=int, default=1, help="unpacker processes per service process"
+    )
+    parser.add_argument(
+        "--warmup", type=float, default=3.0, help="unmeasured seconds of load first"
+    )
+    parser.add_argument(
+        "--batch-sizes", type=lambda s: [int(x) for x in s.split(",")], default=[100, 1000]
+    )
     parser.add_argument("--transports", type=lambda s: s.split(","), default=list(TRANSPORTS))
     parser.add_argument("--no-sqlite", action="store_true", help="skip the SQLite runs")
     parser.add_argument("--peer", choices=["phoenix"], help="compare with another collector")
     parser.add_argument("--phoenix-python", default="/tmp/phoenix-venv/bin/python")
-    parser.add_argument("--phoenix-drain", type=float, default=60.0,
-                        help="max seconds to wait for Phoenix to persist what it acknowledged")
+    parser.add_argument(
+        "--phoenix-drain",
+        type=float,
+        default=60.0,
+        help="max seconds to wait for Phoenix to persist what it acknowledged",
+    )
     args = parser.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="tracescore-bench-"))
@@ -399,7 +461,9 @@ def main() -> None:
     try:
         if not args.no_sqlite:
             print("tracescore, SQLite (WAL):", flush=True)
-            ours = bench_tracescore(f"sqlite:///{workdir / 'sqlite' / 'bench.db'}", args, workdir / "sqlite")
+            ours = bench_tracescore(
+                f"sqlite:///{workdir / 'sqlite' / 'bench.db'}", args, workdir / "sqlite"
+            )
         if args.pg:
             print(f"tracescore, PostgreSQL ({args.pg.rsplit('@', 1)[-1]}):", flush=True)
             pg = bench_tracescore(args.pg, args, workdir / "pg")
@@ -409,8 +473,10 @@ def main() -> None:
             theirs = bench_phoenix(args, workdir / "phoenix")
             for key, rate in theirs.items():
                 if key in ours and rate > 0:
-                    print(f"  ratio tracescore/phoenix {key[0]} x{key[1]}: "
-                          f"{ours[key].spans_per_second / rate:,.0f}x")  # fmt: skip
+                    print(
+                        f"  ratio tracescore/phoenix {key[0]} x{key[1]}: "
+                        f"{ours[key].spans_per_second / rate:,.0f}x"
+                    )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -83,8 +83,10 @@ def _score(args: argparse.Namespace, bindings: list[CompiledBinding]) -> None:
     rows = asyncio.run(score_groups(by_trace(runs), bindings, concurrency=args.concurrency))
     elapsed = time.perf_counter() - started
     scored = sum(map(len, rows))
-    print(f"score:   {len(runs)} runs x {len(bindings)} scorers in {elapsed:.2f} s: "
-          f"{len(runs) / elapsed:,.0f} runs/s, {scored / elapsed:,.0f} scores/s")  # fmt: skip
+    print(
+        f"score:   {len(runs)} runs x {len(bindings)} scorers in {elapsed:.2f} s: "
+        f"{len(runs) / elapsed:,.0f} runs/s, {scored / elapsed:,.0f} scores/s"
+    )
 
 
 def _score_otlp(args: argparse.Namespace, bindings: list[CompiledBinding]) -> None:
@@ -101,9 +103,11 @@ def _score_otlp(args: argparse.Namespace, bindings: list[CompiledBinding]) -> No
         rows = asyncio.run(score_groups(by_trace(runs), bindings, concurrency=args.concurrency))
         elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     scored = sum(map(len, rows))
-    print(f"score (OTLP): {args.runs} pipeline traces, {len(runs)} runs, {scored} scores in {elapsed:.2f} s: "
-          f"{args.runs / elapsed:,.0f} traces/s, {cpu / args.runs * 1000:.2f} ms CPU per trace "
-          "(read, extract, score)")  # fmt: skip
+    print(
+        f"score (OTLP): {args.runs} pipeline traces, {len(runs)} runs, {scored} scores in {elapsed:.2f} s: "
+        f"{args.runs / elapsed:,.0f} traces/s, {cpu / args.runs * 1000:.2f} ms CPU per trace "
+        "(read, extract, score)"
+    )
 
 
 def _rescore(args: argparse.Namespace) -> None:
@@ -111,13 +115,19 @@ def _rescore(args: argparse.Namespace) -> None:
         store = open_store(f"sqlite:///{directory}/bench.db")
         decoded = decode_traces(_demo_spans(args.runs), json=False)
         store.write(decoded.spans, decoded.logs)
-        backfill = Backfill(store, compile_offline(Config().scorers, {}, store.engine),
-                            force=True, concurrency=args.concurrency)  # fmt: skip
+        backfill = Backfill(
+            store,
+            compile_offline(Config().scorers, {}, store.engine),
+            force=True,
+            concurrency=args.concurrency,
+        )
         started = time.perf_counter()
         outcome = asyncio.run(backfill.run(backfill.trace_ids(0.0)))
         elapsed = time.perf_counter() - started
-        print(f"rescore: {outcome.traces_scored} stored traces, {len(outcome.rows)} scores in "
-              f"{elapsed:.2f} s: {outcome.traces_scored / elapsed:,.0f} traces/s")  # fmt: skip
+        print(
+            f"rescore: {outcome.traces_scored} stored traces, {len(outcome.rows)} scores in "
+            f"{elapsed:.2f} s: {outcome.traces_scored / elapsed:,.0f} traces/s"
+        )
         started = time.perf_counter()
         plan = backfill.plan(0.0)
         print(

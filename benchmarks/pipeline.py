@@ -61,7 +61,9 @@ from tracescore.pipeline.score_rows import score_row
 from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.spans import Trace
 
-SYSTEM = json.dumps([{"type": "text", "content": "You are WeatherBot, a concise weather assistant."}])
+SYSTEM = json.dumps(
+    [{"type": "text", "content": "You are WeatherBot, a concise weather assistant."}]
+)
 USER = {"role": "user", "parts": [{"type": "text", "content": "What's the weather like in Paris?"}]}
 CALL = {"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": {"city": "Paris"}}
 ANSWER = {
@@ -73,7 +75,11 @@ ANSWER = {
 def _attrs(values: dict[str, object]) -> list[KeyValue]:
     out = []
     for key, value in values.items():
-        any_value = AnyValue(int_value=value) if isinstance(value, int) else AnyValue(string_value=str(value))
+        any_value = (
+            AnyValue(int_value=value)
+            if isinstance(value, int)
+            else AnyValue(string_value=str(value))
+        )
         out.append(KeyValue(key=key, value=any_value))
     return out
 
@@ -102,32 +108,79 @@ def agent_spans(end_ns: int) -> tuple[list[Span], str]:
     agent_id, chat1, tool, chat2 = (os.urandom(8) for _ in range(4))
     start = end_ns - 900_000_000
 
-    def span(span_id: bytes, parent: bytes, name: str, offset_ms: int, dur_ms: int, **attrs: object) -> Span:
+    def span(
+        span_id: bytes, parent: bytes, name: str, offset_ms: int, dur_ms: int, **attrs: object
+    ) -> Span:
         return Span(
-            trace_id=trace_id, span_id=span_id, parent_span_id=parent, name=name, kind=Span.SPAN_KIND_INTERNAL,
+            trace_id=trace_id,
+            span_id=span_id,
+            parent_span_id=parent,
+            name=name,
+            kind=Span.SPAN_KIND_INTERNAL,
             start_time_unix_nano=start + offset_ms * 1_000_000,
-            end_time_unix_nano=start + (offset_ms + dur_ms) * 1_000_000, attributes=_attrs(attrs),
+            end_time_unix_nano=start + (offset_ms + dur_ms) * 1_000_000,
+            attributes=_attrs(attrs),
         )
 
     spans = [
-        span(chat1, agent_id, "chat gpt-4o-mini", 10, 300, **{
-            "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini",
-            "gen_ai.input.messages": json.dumps([USER]),
-            "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [CALL]}]),
-            "gen_ai.usage.input_tokens": 120, "gen_ai.usage.output_tokens": 20}),
-        span(tool, agent_id, "execute_tool get_weather", 320, 50, **{
-            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
-            "gen_ai.tool.call.id": "call_1", "gen_ai.tool.call.arguments": '{"city": "Paris"}',
-            "gen_ai.tool.call.result": '{"forecast": "sunny", "temperature_c": 21}'}),
-        span(chat2, agent_id, "chat gpt-4o-mini", 380, 500, **{
-            "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini",
-            "gen_ai.output.messages": json.dumps([ANSWER]),
-            "gen_ai.usage.input_tokens": 180, "gen_ai.usage.output_tokens": 30}),
-        span(agent_id, b"", "invoke_agent WeatherBot", 0, 900, **{
-            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "WeatherBot",
-            "gen_ai.system_instructions": SYSTEM, "gen_ai.input.messages": json.dumps([USER]),
-            "gen_ai.output.messages": json.dumps([ANSWER])}),
-    ]  # fmt: skip
+        span(
+            chat1,
+            agent_id,
+            "chat gpt-4o-mini",
+            10,
+            300,
+            **{
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "gpt-4o-mini",
+                "gen_ai.input.messages": json.dumps([USER]),
+                "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [CALL]}]),
+                "gen_ai.usage.input_tokens": 120,
+                "gen_ai.usage.output_tokens": 20,
+            },
+        ),
+        span(
+            tool,
+            agent_id,
+            "execute_tool get_weather",
+            320,
+            50,
+            **{
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "get_weather",
+                "gen_ai.tool.call.id": "call_1",
+                "gen_ai.tool.call.arguments": '{"city": "Paris"}',
+                "gen_ai.tool.call.result": '{"forecast": "sunny", "temperature_c": 21}',
+            },
+        ),
+        span(
+            chat2,
+            agent_id,
+            "chat gpt-4o-mini",
+            380,
+            500,
+            **{
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "gpt-4o-mini",
+                "gen_ai.output.messages": json.dumps([ANSWER]),
+                "gen_ai.usage.input_tokens": 180,
+                "gen_ai.usage.output_tokens": 30,
+            },
+        ),
+        span(
+            agent_id,
+            b"",
+            "invoke_agent WeatherBot",
+            0,
+            900,
+            **{
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": "WeatherBot",
+                "gen_ai.system_instructions": SYSTEM,
+                "gen_ai.input.messages": json.dumps([USER]),
+                "gen_ai.output.messages": json.dumps([ANSWER]),
+            },
+        ),
+    ]
     return spans, trace_id.hex()
 
 
@@ -137,18 +190,30 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rate", type=float, default=20.0, help="agent traces per second")
     parser.add_argument("--seconds", type=float, default=30.0, help="how long to send")
     parser.add_argument("--idle-timeout", type=float, default=1.0)
     parser.add_argument("--db", help="database URL (default: a SQLite file in a temp dir)")
     parser.add_argument("--capacity", type=int, help="capacity mode: send this many traces at once")
-    parser.add_argument("--sampling", "--sample", type=float, default=1.0, help="every binding's sampling rate")
-    parser.add_argument("--traces-per-request", type=int, default=25, help="traces per export request (capacity)")
+    parser.add_argument(
+        "--sampling", "--sample", type=float, default=1.0, help="every binding's sampling rate"
+    )
+    parser.add_argument(
+        "--traces-per-request", type=int, default=25, help="traces per export request (capacity)"
+    )
     parser.add_argument("--clients", type=int, default=4, help="concurrent senders")
-    parser.add_argument("--floor-traces", type=int, default=10_000,
-                        help="capacity: how many of the traces the in-process floor goes through (0: none)")
-    parser.add_argument("--config", type=Path, help="a YAML config to merge in (server, workers keys)")
+    parser.add_argument(
+        "--floor-traces",
+        type=int,
+        default=10_000,
+        help="capacity: how many of the traces the in-process floor goes through (0: none)",
+    )
+    parser.add_argument(
+        "--config", type=Path, help="a YAML config to merge in (server, workers keys)"
+    )
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="tracescore-bench-pipeline-"))
     config = sampling_config(args.sampling)
@@ -165,13 +230,17 @@ def sampling_config(rate: float) -> dict[str, object]:
     """The service's config for the benchmark: the default bindings, every one at ``rate``."""
     config: dict[str, object] = {"workers": {"poll_interval": 0.05}}
     if rate < 1.0:
-        config["scorers"] = [{"name": name, "scorer": name, "sampling": {"rate": rate}} for name in DEFAULT_SCORERS]
+        config["scorers"] = [
+            {"name": name, "scorer": name, "sampling": {"rate": rate}} for name in DEFAULT_SCORERS
+        ]
     return config
 
 
 def _scored_traces(engine: Engine) -> int:
     with engine.connect() as connection:
-        return connection.execute(text("SELECT count(*) FROM traces WHERE state = 'scored'")).scalar_one()
+        return connection.execute(
+            text("SELECT count(*) FROM traces WHERE state = 'scored'")
+        ).scalar_one()
 
 
 def _role(pid: int) -> str:
@@ -180,8 +249,13 @@ def _role(pid: int) -> str:
         command = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return "service"
-    return ("unpacker" if b"tracescore.ingest.unpack" in command
-            else "scoring" if b"tracescore.pipeline.scoring_processes" in command else "service")  # fmt: skip
+    return (
+        "unpacker"
+        if b"tracescore.ingest.unpack" in command
+        else "scoring"
+        if b"tracescore.pipeline.scoring_processes" in command
+        else "service"
+    )
 
 
 def _cpu_by_role(pid: int) -> dict[str, float]:
@@ -193,7 +267,9 @@ def _cpu_by_role(pid: int) -> dict[str, float]:
         except OSError:
             continue
         role = _role(member)
-        roles[role] = roles.get(role, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        roles[role] = roles.get(role, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf(
+            "SC_CLK_TCK"
+        )
     return roles
 
 
@@ -260,7 +336,9 @@ def in_process_floor(bodies: list[bytes], config: dict[str, object]) -> Floor:
                         continue
                     for run in binding.eligible(runs):
                         if (scorer_input := inputs.get(id(run))) is None:
-                            scorer_input = inputs[id(run)] = within_input_budget(ScorerRun.of(run), max_chars)[0]
+                            scorer_input = inputs[id(run)] = within_input_budget(
+                                ScorerRun.of(run), max_chars
+                            )[0]
                         results.append((binding, run, binding.scorer.run_sync(scorer_input)))
                 scored = clock()
                 into.score += scored - extracted
@@ -287,11 +365,15 @@ def capacity(args: argparse.Namespace, workdir: Path, config: dict[str, object])
     now = time.time_ns()
     traces = [agent_spans(now - n * 1000)[0] for n in range(args.capacity)]
     bodies = [
-        export_body([span for spans in traces[start : start + args.traces_per_request] for span in spans])
+        export_body(
+            [span for spans in traces[start : start + args.traces_per_request] for span in spans]
+        )
         for start in range(0, len(traces), args.traces_per_request)
     ]
     del traces
-    with start_server(workdir, db_url=args.db, config=config, idle_timeout=args.idle_timeout) as server:
+    with start_server(
+        workdir, db_url=args.db, config=config, idle_timeout=args.idle_timeout
+    ) as server:
         engine = create_engine(server.db_url)
         pid = server.process.pid
         time.sleep(2.0)  # the scorers' warm-up (lexicons) is start-up, not capacity
@@ -311,8 +393,14 @@ def capacity(args: argparse.Namespace, workdir: Path, config: dict[str, object])
                     if not queue:
                         return
                     body = queue.pop()
-                while client.post("/v1/traces", content=body,
-                                  headers={"Content-Type": "application/x-protobuf"}).status_code != 200:
+                while (
+                    client.post(
+                        "/v1/traces",
+                        content=body,
+                        headers={"Content-Type": "application/x-protobuf"},
+                    ).status_code
+                    != 200
+                ):
                     time.sleep(0.05)  # 503: ingest pushes back, as exporters retry
 
         senders = [threading.Thread(target=send) for _ in range(args.clients)]
@@ -328,34 +416,57 @@ def capacity(args: argparse.Namespace, workdir: Path, config: dict[str, object])
             time.sleep(0.1)
         elapsed = time.perf_counter() - started
         cpu = cpu_seconds(pid) - cpu_before
-        roles = {role: seconds - roles_before.get(role, 0.0) for role, seconds in _cpu_by_role(pid).items()}
+        roles = {
+            role: seconds - roles_before.get(role, 0.0)
+            for role, seconds in _cpu_by_role(pid).items()
+        }
         memory.stop()
         engine.dispose()
-    floor_bodies = bodies[: -(-args.floor_traces // args.traces_per_request)] if args.floor_traces > 0 else []
+    floor_bodies = (
+        bodies[: -(-args.floor_traces // args.traces_per_request)] if args.floor_traces > 0 else []
+    )
     floor = in_process_floor(floor_bodies, config) if floor_bodies else None
     database = "PostgreSQL" if args.db and args.db.startswith("postgres") else "SQLite"
     per_trace = cpu / max(done, 1) * 1000
-    print(f"capacity: {args.capacity} traces ({args.capacity * 4} spans), sampling {args.sampling:g}, {database}, "
-          f"{args.clients} clients x {args.traces_per_request} traces per request")
-    print(f"  sent in {sent:.1f} s ({args.capacity / sent:,.0f} traces/s acknowledged); "
-          f"{done} scored after {elapsed:.1f} s")
+    print(
+        f"capacity: {args.capacity} traces ({args.capacity * 4} spans), sampling {args.sampling:g}, {database}, "
+        f"{args.clients} clients x {args.traces_per_request} traces per request"
+    )
+    print(
+        f"  sent in {sent:.1f} s ({args.capacity / sent:,.0f} traces/s acknowledged); "
+        f"{done} scored after {elapsed:.1f} s"
+    )
     print(f"  end to end: {done / elapsed:,.0f} traces/s ({done * 4 / elapsed:,.0f} spans/s)")
-    print(f"  CPU: {per_trace:.2f} ms per trace over all processes ("
-          + ", ".join(f"{role} {seconds / max(done, 1) * 1000:.2f}" for role, seconds in sorted(roles.items())) + ")")
+    print(
+        f"  CPU: {per_trace:.2f} ms per trace over all processes ("
+        + ", ".join(
+            f"{role} {seconds / max(done, 1) * 1000:.2f}" for role, seconds in sorted(roles.items())
+        )
+        + ")"
+    )
     if floor is not None and floor.traces:
         floor_ms = floor.seconds / floor.traces * 1000
-        print(f"  in-process floor: {floor_ms:.3f} ms per trace (decode {floor.decode / floor.traces * 1000:.3f}, "
-              f"extract {floor.extract / floor.traces * 1000:.3f}, score {floor.score / floor.traces * 1000:.3f}; "
-              f"{floor.traces} traces, {floor.runs} runs, {floor.scores} scores); "
-              f"score rows beside it {floor.rows / floor.traces * 1000:.3f}")
-        print(f"  live / floor: {per_trace / floor_ms:.2f} (overhead {per_trace / floor_ms - 1:.0%} of the floor)")
-    print(f"  peak memory of all processes: RSS {memory.peak_rss_mb:.0f} MB, PSS {memory.peak_pss_mb:.0f} MB (RSS "
-          + ", ".join(f"{role} {mb:.0f}" for role, mb in sorted(memory.peak_rss_mb_by_role.items())) + ")")
+        print(
+            f"  in-process floor: {floor_ms:.3f} ms per trace (decode {floor.decode / floor.traces * 1000:.3f}, "
+            f"extract {floor.extract / floor.traces * 1000:.3f}, score {floor.score / floor.traces * 1000:.3f}; "
+            f"{floor.traces} traces, {floor.runs} runs, {floor.scores} scores); "
+            f"score rows beside it {floor.rows / floor.traces * 1000:.3f}"
+        )
+        print(
+            f"  live / floor: {per_trace / floor_ms:.2f} (overhead {per_trace / floor_ms - 1:.0%} of the floor)"
+        )
+    print(
+        f"  peak memory of all processes: RSS {memory.peak_rss_mb:.0f} MB, PSS {memory.peak_pss_mb:.0f} MB (RSS "
+        + ", ".join(f"{role} {mb:.0f}" for role, mb in sorted(memory.peak_rss_mb_by_role.items()))
+        + ")"
+    )
 
 
 def latency(args: argparse.Namespace, workdir: Path, config: dict[str, object]) -> None:
     ends: dict[str, float] = {}
-    with start_server(workdir, db_url=args.db, config=config, idle_timeout=args.idle_timeout) as server:
+    with start_server(
+        workdir, db_url=args.db, config=config, idle_timeout=args.idle_timeout
+    ) as server:
         started = time.time()
 
         def send(offset: float) -> None:
@@ -367,12 +478,16 @@ def latency(args: argparse.Namespace, workdir: Path, config: dict[str, object]) 
                 time.sleep(max(0.0, next_send - time.time()))
                 end_ns = time.time_ns()
                 body, trace_id = agent_trace(end_ns)
-                response = client.post("/v1/traces", content=body, headers={"Content-Type": "application/x-protobuf"})
+                response = client.post(
+                    "/v1/traces", content=body, headers={"Content-Type": "application/x-protobuf"}
+                )
                 response.raise_for_status()
                 ends[trace_id] = end_ns / 1e9
                 next_send += interval
 
-        senders = [threading.Thread(target=send, args=(n / args.clients,)) for n in range(args.clients)]
+        senders = [
+            threading.Thread(target=send, args=(n / args.clients,)) for n in range(args.clients)
+        ]
         for sender in senders:
             sender.start()
         for sender in senders:
@@ -382,8 +497,9 @@ def latency(args: argparse.Namespace, workdir: Path, config: dict[str, object]) 
         rows: list = []
         while time.time() < deadline:
             with engine.connect() as connection:
-                rows = connection.execute(text(
-                    "SELECT trace_id, MAX(created_at) FROM scores GROUP BY trace_id")).all()
+                rows = connection.execute(
+                    text("SELECT trace_id, MAX(created_at) FROM scores GROUP BY trace_id")
+                ).all()
             if len(rows) >= len(ends):
                 break
             time.sleep(0.25)
@@ -397,15 +513,21 @@ def latency(args: argparse.Namespace, workdir: Path, config: dict[str, object]) 
             created = created.replace(tzinfo=UTC)
         latencies.append(created.timestamp() - ends[trace_id])
     sent = len(ends)
-    print(f"traces sent: {sent} at {args.rate:g}/s offered for {args.seconds:g} s "
-          f"({sent * 4 / args.seconds:.0f} spans/s); traces scored: {len(latencies)}")
+    print(
+        f"traces sent: {sent} at {args.rate:g}/s offered for {args.seconds:g} s "
+        f"({sent * 4 / args.seconds:.0f} spans/s); traces scored: {len(latencies)}"
+    )
     if latencies:
         over = [value - args.idle_timeout for value in latencies]
-        print(f"span end -> scores stored: p50 {percentile(latencies, .5):.3f} s, "
-              f"p95 {percentile(latencies, .95):.3f} s, max {max(latencies):.3f} s "
-              f"(idle window {args.idle_timeout:g} s)")
-        print(f"beyond the idle window: p50 {percentile(over, .5):.3f} s, p95 {percentile(over, .95):.3f} s, "
-              f"mean {statistics.fmean(over):.3f} s")
+        print(
+            f"span end -> scores stored: p50 {percentile(latencies, 0.5):.3f} s, "
+            f"p95 {percentile(latencies, 0.95):.3f} s, max {max(latencies):.3f} s "
+            f"(idle window {args.idle_timeout:g} s)"
+        )
+        print(
+            f"beyond the idle window: p50 {percentile(over, 0.5):.3f} s, p95 {percentile(over, 0.95):.3f} s, "
+            f"mean {statistics.fmean(over):.3f} s"
+        )
 
 
 if __name__ == "__main__":

@@ -48,10 +48,11 @@ DAY_NS = 86_400 * 10**9
 
 _NUMBERS = {
     "sqlite": (
-        "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < :count - 1)", "n"
+        "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < :count - 1)",
+        "n",
     ),
     "postgresql": ("", "generate_series(0, :count - 1) AS n(i)"),
-}  # fmt: skip
+}
 """How each database counts 0 … count - 1: a statement prefix and a row source."""
 _HEX = {
     "sqlite": "printf('%0{width}x', {value})",
@@ -69,27 +70,36 @@ def seed(engine: Engine, spans: int, per_trace: int, attribute_bytes: int) -> No
         return _HEX[dialect].format(value=value, width=width)
 
     traces = spans // per_trace
-    values = {"per": per_trace, "old": time.time_ns() - 30 * DAY_NS,
-              "attributes": '{"padding": "' + "x" * attribute_bytes + '"}'}  # fmt: skip
+    values = {
+        "per": per_trace,
+        "old": time.time_ns() - 30 * DAY_NS,
+        "attributes": '{"padding": "' + "x" * attribute_bytes + '"}',
+    }
     with engine.begin() as db:
         db.execute(text("INSERT INTO resources VALUES ('r', '{}')"))
         db.execute(text("INSERT INTO scopes VALUES ('s', 'bench', '1', '{}')"))
-        db.execute(text(
-            f"""{prefix} INSERT INTO traces (trace_id, service_name, root_name, has_root,
+        db.execute(
+            text(
+                f"""{prefix} INSERT INTO traces (trace_id, service_name, root_name, has_root,
                 span_count, log_count, generation, start_time_ns, end_time_ns, first_seen,
                 last_seen,
                 pending_since, state, scored_generation, attempts)
             SELECT {hex_id("i", 32)}, 'bench', 'root', 1 = 1, :per, 0, 1, :old + i,
                 :old + i + 1000, 0, 0, 0, 'scored', 1, 0 FROM {numbers}"""
-        ), {**values, "count": traces})  # fmt: skip
-        db.execute(text(
-            f"""{prefix} INSERT INTO spans (trace_id, span_id, parent_span_id, name, kind,
+            ),
+            {**values, "count": traces},
+        )
+        db.execute(
+            text(
+                f"""{prefix} INSERT INTO spans (trace_id, span_id, parent_span_id, name, kind,
                 start_time_ns, end_time_ns, status_code, status_message, trace_state, flags,
                 service_name, attributes, resource_id, scope_id)
             SELECT {hex_id("i / :per", 32)}, {hex_id("i % :per + 1", 16)}, NULL, 'step', 1,
                 :old + i / :per, :old + i / :per + 1000, 0, '', '', 0, 'bench', :attributes,
                 'r', 's' FROM {numbers}"""
-        ), {**values, "count": traces * per_trace})  # fmt: skip
+            ),
+            {**values, "count": traces * per_trace},
+        )
     if dialect == "postgresql":  # the statistics autovacuum keeps on a live database
         with engine.begin() as db:
             db.execute(text("ANALYZE"))
@@ -108,10 +118,20 @@ def measure_ingest(
         now_ns = time.time_ns()
         trace_id = rng.randbytes(16).hex()
         spans = [
-            Span(trace_id, rng.randbytes(8).hex(), None, "step", 1, now_ns - 1000, now_ns,
-                 {"padding": "x" * 200}, resource, scope)
+            Span(
+                trace_id,
+                rng.randbytes(8).hex(),
+                None,
+                "step",
+                1,
+                now_ns - 1000,
+                now_ns,
+                {"padding": "x" * 200},
+                resource,
+                scope,
+            )
             for _ in range(request_spans)
-        ]  # fmt: skip
+        ]
         started = time.perf_counter()
         store.write(spans)
         latencies.append((time.perf_counter() - started) * 1000)
@@ -139,16 +159,25 @@ def prune(url: str, batch_size: int, result: multiprocessing.Queue) -> None:
     report = Pruner(timed_transaction, config).run()
     pruned = time.perf_counter()
     reclaimed = reclaim_space(store.engine, timed_transaction)
-    result.put((report.removed["spans"], pruned - started, time.perf_counter() - pruned, reclaimed,
-                sorted(held)))  # fmt: skip
+    result.put(
+        (
+            report.removed["spans"],
+            pruned - started,
+            time.perf_counter() - pruned,
+            reclaimed,
+            sorted(held),
+        )
+    )
     store.close()
 
 
 def summary(name: str, latencies: list[float]) -> str:
     ordered = sorted(latencies)
     p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-    return (f"{name}: {len(ordered)} writes, p50 {statistics.median(ordered):.1f} ms, "
-            f"p99 {p99:.1f} ms, max {ordered[-1]:.1f} ms")  # fmt: skip
+    return (
+        f"{name}: {len(ordered)} writes, p50 {statistics.median(ordered):.1f} ms, "
+        f"p99 {p99:.1f} ms, max {ordered[-1]:.1f} ms"
+    )
 
 
 def main() -> None:
@@ -173,13 +202,17 @@ def main() -> None:
         seed(store.engine, args.spans, args.per_trace, args.attribute_bytes)
         store.close()
         size = path.stat().st_size if path.exists() else 0
-        print(f"seeded {args.spans:,} expired spans in {time.perf_counter() - started:.1f} s"
-              + (f" ({size / 1e6:.0f} MB)" if size else ""))  # fmt: skip
+        print(
+            f"seeded {args.spans:,} expired spans in {time.perf_counter() - started:.1f} s"
+            + (f" ({size / 1e6:.0f} MB)" if size else "")
+        )
 
         stop = threading.Event()
         threading.Timer(args.seconds, stop.set).start()
-        print(summary("ingest alone", measure_ingest(url, args.rate, args.request_spans, stop)),
-              flush=True)
+        print(
+            summary("ingest alone", measure_ingest(url, args.rate, args.request_spans, stop)),
+            flush=True,
+        )
 
         spawn = multiprocessing.get_context("spawn")  # a fork would copy the writer's locks
         result: multiprocessing.Queue = spawn.Queue()
@@ -198,14 +231,20 @@ def main() -> None:
         stop.set()
         writer.join()
         print(summary("ingest during the prune", latencies))
-        print(f"pruned {removed:,} spans in {prune_seconds:.1f} s ({removed / prune_seconds:,.0f} "
-              f"spans/s, batches of {args.batch_size})")  # fmt: skip
+        print(
+            f"pruned {removed:,} spans in {prune_seconds:.1f} s ({removed / prune_seconds:,.0f} "
+            f"spans/s, batches of {args.batch_size})"
+        )
         if size:
-            print(f"{reclaimed / 1e6:.0f} MB returned to the file system in "
-                  f"{reclaim_seconds:.1f} s; file {path.stat().st_size / 1e6:.0f} MB "
-                  f"(was {size / 1e6:.0f} MB)")  # fmt: skip
-        print(f"pruner's write transactions: {len(held)}, p50 {statistics.median(held):.1f} ms, "
-              f"p99 {held[int(len(held) * 0.99)]:.1f} ms, max {held[-1]:.1f} ms")  # fmt: skip
+            print(
+                f"{reclaimed / 1e6:.0f} MB returned to the file system in "
+                f"{reclaim_seconds:.1f} s; file {path.stat().st_size / 1e6:.0f} MB "
+                f"(was {size / 1e6:.0f} MB)"
+            )
+        print(
+            f"pruner's write transactions: {len(held)}, p50 {statistics.median(held):.1f} ms, "
+            f"p99 {held[int(len(held) * 0.99)]:.1f} ms, max {held[-1]:.1f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -75,8 +75,9 @@ def _post(client: httpx.Client, url: str, body: bytes, attempts: int = 3) -> Non
     the server closed while idle); stored spans are deduplicated, so a retry is harmless."""
     for attempt in range(attempts):
         try:
-            client.post(url, content=body, headers={"Content-Type": "application/x-protobuf"}
-                        ).raise_for_status()  # fmt: skip
+            client.post(
+                url, content=body, headers={"Content-Type": "application/x-protobuf"}
+            ).raise_for_status()
             return
         except httpx.TransportError:
             if attempt == attempts - 1:
@@ -90,10 +91,14 @@ def _send_all(
     rng = random.Random(len(servers))
     batches = []
     for start in range(0, traces, TRACES_PER_REQUEST_ROUND):
-        group = [agent_trace(rng, f"city-{n}")
-                 for n in range(start, min(start + TRACES_PER_REQUEST_ROUND, traces))]  # fmt: skip
+        group = [
+            agent_trace(rng, f"city-{n}")
+            for n in range(start, min(start + TRACES_PER_REQUEST_ROUND, traces))
+        ]
         batches.append(
-            scatter(group, len(servers), rng) if routing == "scatter" else by_trace(group, len(servers))
+            scatter(group, len(servers), rng)
+            if routing == "scatter"
+            else by_trace(group, len(servers))
         )
     local = threading.local()
 
@@ -132,8 +137,15 @@ def measure(processes: int, traces: int, senders: int, routing: str, score: bool
         servers = []
         try:
             for n in range(processes):
-                servers.append(start_server(Path(workdir) / f"p{n}", db_url=url, config=config,
-                                            idle_timeout=None, timeout=60))
+                servers.append(
+                    start_server(
+                        Path(workdir) / f"p{n}",
+                        db_url=url,
+                        config=config,
+                        idle_timeout=None,
+                        timeout=60,
+                    )
+                )
             pids = [server.process.pid for server in servers]
             cpu_before = sum(map(_cpu_seconds, pids))
             started = time.perf_counter()
@@ -157,22 +169,38 @@ def measure(processes: int, traces: int, senders: int, routing: str, score: bool
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--traces", type=int, default=1000, help="agent traces (4 spans each) per run")
+    parser.add_argument(
+        "--traces", type=int, default=1000, help="agent traces (4 spans each) per run"
+    )
     parser.add_argument("--senders", type=int, default=6, help="client threads sending OTLP")
-    parser.add_argument("--routing", choices=["trace", "scatter"], nargs="+", default=["trace", "scatter"])
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="runs per figure; the best is printed (the least disturbed by other load)")
+    parser.add_argument(
+        "--routing", choices=["trace", "scatter"], nargs="+", default=["trace", "scatter"]
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="runs per figure; the best is printed (the least disturbed by other load)",
+    )
     args = parser.parse_args()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    print(f"{os.cpu_count()} CPUs; {args.traces} traces × 4 spans per run; {args.senders} sender "
-          f"threads; best of {args.repeat}; scorers: {', '.join(DEFAULT_SCORERS)}")
-    print(f"{'routing':>7}  {'processes':>9}  {'ingest spans/s':>14}  {'e2e spans/s':>11}  "
-          f"{'scores/s':>8}  {'all scored after':>16}  {'CPU ms/1k spans':>15}  {'CPU ms/run':>10}")
+    print(
+        f"{os.cpu_count()} CPUs; {args.traces} traces × 4 spans per run; {args.senders} sender "
+        f"threads; best of {args.repeat}; scorers: {', '.join(DEFAULT_SCORERS)}"
+    )
+    print(
+        f"{'routing':>7}  {'processes':>9}  {'ingest spans/s':>14}  {'e2e spans/s':>11}  "
+        f"{'scores/s':>8}  {'all scored after':>16}  {'CPU ms/1k spans':>15}  {'CPU ms/run':>10}"
+    )
     for routing in args.routing:
         for processes in args.processes:
-            runs = [(measure(processes, args.traces, args.senders, routing, score=False),
-                     measure(processes, args.traces, args.senders, routing, score=True))
-                    for _ in range(args.repeat)]  # fmt: skip
+            runs = [
+                (
+                    measure(processes, args.traces, args.senders, routing, score=False),
+                    measure(processes, args.traces, args.senders, routing, score=True),
+                )
+                for _ in range(args.repeat)
+            ]
             ingest = min((i for i, _ in runs), key=lambda r: r.ingest_seconds)
             scored = min((s for _, s in runs), key=lambda r: r.scored_seconds or 0.0)
             assert scored.scored_seconds is not None

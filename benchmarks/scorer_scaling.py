@@ -38,7 +38,9 @@ def seconds_per_run(scorer_name: str, words: int) -> float:
         "input": {"inputMessages": [message("u1", "user", unpunctuated(rng, words))]},
         "output": [message("a1", "assistant", unpunctuated(rng, words))],
     }
-    options = {"expectedToolOrder": ["search", "fetch"]} if scorer_name == "tool-call-accuracy" else {}
+    options = (
+        {"expectedToolOrder": ["search", "fetch"]} if scorer_name == "tool-call-accuracy" else {}
+    )
     scorer = registry.get(REGISTRY_NAME.get(scorer_name, scorer_name)).factory(**options)
     run = mastra_run(case)
     started = time.process_time()
@@ -49,7 +51,9 @@ def seconds_per_run(scorer_name: str, words: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--words", type=int, nargs="+", default=[10_000, 20_000, 40_000])
     args = parser.parse_args()
     sizes = sorted(args.words)
@@ -58,11 +62,16 @@ def main() -> None:
         seconds_per_run(name, 100)  # warm-up: lexicons and lazy imports load on first use
         times = [seconds_per_run(name, n) for n in sizes]
         exponents = [
-            math.log(max(times[k + 1], 1e-6) / max(times[k], 1e-6)) / math.log(sizes[k + 1] / sizes[k])
+            math.log(max(times[k + 1], 1e-6) / max(times[k], 1e-6))
+            / math.log(sizes[k + 1] / sizes[k])
             for k in range(len(sizes) - 1)
         ]
-        print(f"{name:<20}" + "".join(f"{t:>11.3f}s" for t in times)
-              + "   " + ", ".join(f"{e:.2f}" for e in exponents))
+        print(
+            f"{name:<20}"
+            + "".join(f"{t:>11.3f}s" for t in times)
+            + "   "
+            + ", ".join(f"{e:.2f}" for e in exponents)
+        )
 
 
 if __name__ == "__main__":

@@ -62,8 +62,14 @@ from tests.support.parity_support import REGISTRY_NAME, load_cases, mastra_optio
 from tracescore.compiled import describe  # noqa: E402
 from tracescore.scorers import registry  # noqa: E402
 
-SCORERS = ("completeness", "content-similarity", "keyword-coverage", "textual-difference", "tone",
-           "tool-call-accuracy")
+SCORERS = (
+    "completeness",
+    "content-similarity",
+    "keyword-coverage",
+    "textual-difference",
+    "tone",
+    "tool-call-accuracy",
+)
 # Mastra passes of the scorers that take milliseconds (short) or seconds (10k) a case there, in
 # one trial: their JIT warm-up is negligible beside that and their speed-ups are in the hundreds.
 SLOW = {("completeness", "short"): 20, ("completeness", "10k"): 3, ("textual-difference", "10k"): 3}
@@ -100,11 +106,19 @@ def perturbed(rng: random.Random, text: str) -> str:
     return " ".join(out)
 
 
-def message(id: str, role: str, text: str, invocations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    parts: list[dict[str, Any]] = [{"type": "tool-invocation", "toolInvocation": i} for i in invocations or []]
+def message(
+    id: str, role: str, text: str, invocations: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = [
+        {"type": "tool-invocation", "toolInvocation": i} for i in invocations or []
+    ]
     parts.append({"type": "text", "text": text})
-    return {"id": id, "role": role, "createdAt": "2025-06-01T12:00:00.000Z",
-            "content": {"format": 2, "parts": parts, "content": text}}
+    return {
+        "id": id,
+        "role": role,
+        "createdAt": "2025-06-01T12:00:00.000Z",
+        "content": {"format": 2, "parts": parts, "content": text},
+    }
 
 
 def long_cases(per_scorer: int) -> list[dict[str, Any]]:
@@ -114,10 +128,20 @@ def long_cases(per_scorer: int) -> list[dict[str, Any]]:
         for n in range(per_scorer):
             question = long_text(rng, LONG_CHARS)
             answer = perturbed(rng, question)[:LONG_CHARS]
-            tools = [{"toolCallId": f"c{i}", "toolName": rng.choice(["search", "fetch", "auth"]), "args": {},
-                      "state": "result", "result": {"ok": True}} for i in range(5)]
+            tools = [
+                {
+                    "toolCallId": f"c{i}",
+                    "toolName": rng.choice(["search", "fetch", "auth"]),
+                    "args": {},
+                    "state": "result",
+                    "result": {"ok": True},
+                }
+                for i in range(5)
+            ]
             case: dict[str, Any] = {
-                "id": f"long-{scorer}-{n}", "scorer": scorer, "tags": ["long"],
+                "id": f"long-{scorer}-{n}",
+                "scorer": scorer,
+                "tags": ["long"],
                 "input": {"inputMessages": [message("u1", "user", question)]},
                 "output": [message("a1", "assistant", answer, tools)],
             }
@@ -128,13 +152,19 @@ def long_cases(per_scorer: int) -> list[dict[str, Any]]:
 
 
 def short_cases() -> list[dict[str, Any]]:
-    cases = [c for c in load_cases("sample.jsonl") if c["scorer"] in SCORERS and "error" not in c["expected"]]
+    cases = [
+        c
+        for c in load_cases("sample.jsonl")
+        if c["scorer"] in SCORERS and "error" not in c["expected"]
+    ]
     for case in cases:
         case["tags"] = ["short"]
     return cases
 
 
-def python_ms_per_case(cases: list[dict[str, Any]], repeat: int, clock: Callable[[], float]) -> float:
+def python_ms_per_case(
+    cases: list[dict[str, Any]], repeat: int, clock: Callable[[], float]
+) -> float:
     """tracescore's warm ``run_sync`` ms per case: the mean of ``repeat`` passes after one warm-up,
     timed by ``clock`` (seconds)."""
     prepared = []
@@ -158,30 +188,50 @@ def harness_dir() -> Path:
         target.mkdir(parents=True, exist_ok=True)
         for name in ("harness.mjs", "package.json", "package-lock.json"):
             shutil.copy(HARNESS / name, target / name)
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=target, check=True)
+        subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=target, check=True
+        )
     return target
 
 
-def mastra_totals(cases: list[dict[str, Any]], repeat: int, workdir: Path) -> dict[str, tuple[int, float]]:
+def mastra_totals(
+    cases: list[dict[str, Any]], repeat: int, workdir: Path
+) -> dict[str, tuple[int, float]]:
     """One harness process over the cases: per scorer, (cases, total ms over all passes)."""
     cases_file, timing_file = workdir / "cases.jsonl", workdir / "timing.jsonl"
-    cases_file.write_text("\n".join(json.dumps(c, ensure_ascii=False) for c in cases) + "\n", "utf-8")
+    cases_file.write_text(
+        "\n".join(json.dumps(c, ensure_ascii=False) for c in cases) + "\n", "utf-8"
+    )
     subprocess.run(
-        ["node", "harness.mjs", "--repeat", str(repeat), "--timing", str(timing_file), str(cases_file)],
-        cwd=harness_dir(), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            "node",
+            "harness.mjs",
+            "--repeat",
+            str(repeat),
+            "--timing",
+            str(timing_file),
+            str(cases_file),
+        ],
+        cwd=harness_dir(),
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     lines = [json.loads(line) for line in timing_file.read_text().splitlines() if line.strip()]
     return {line["scorer"]: (line["cases"], line["total_ms"]) for line in lines}
 
 
-def mastra_warm_ms_per_case(cases: list[dict[str, Any]], repeat: int, workdir: Path) -> dict[str, float]:
+def mastra_warm_ms_per_case(
+    cases: list[dict[str, Any]], repeat: int, workdir: Path
+) -> dict[str, float]:
     """Mastra's warm ``scorer.run()`` ms per case, per scorer: passes 2..repeat of each case, from
     a 1-pass and a ``repeat``-pass run (see the module docstring)."""
     if repeat < 2:
         raise ValueError("a warm figure needs at least 2 passes")
     cold, all_passes = mastra_totals(cases, 1, workdir), mastra_totals(cases, repeat, workdir)
     return {
-        scorer: (total - cold[scorer][1]) / (count * (repeat - 1)) for scorer, (count, total) in all_passes.items()
+        scorer: (total - cold[scorer][1]) / (count * (repeat - 1))
+        for scorer, (count, total) in all_passes.items()
     }
 
 
@@ -194,8 +244,15 @@ class Row:
     theirs: list[float] = field(default_factory=list)
 
 
-def measure(cases: list[dict[str, Any]], rows: dict[str, Row], trials: int, repeat: int, mastra_repeat: int | None,
-            workdir: Path, clock: Callable[[], float]) -> None:
+def measure(
+    cases: list[dict[str, Any]],
+    rows: dict[str, Row],
+    trials: int,
+    repeat: int,
+    mastra_repeat: int | None,
+    workdir: Path,
+    clock: Callable[[], float],
+) -> None:
     """``trials`` times: Mastra's warm figures for the cases (``mastra_repeat`` passes; None: not
     timed), then tracescore's, scorer by scorer."""
     scorers = sorted({case["scorer"] for case in cases}, key=SCORERS.index)
@@ -203,20 +260,30 @@ def measure(cases: list[dict[str, Any]], rows: dict[str, Row], trials: int, repe
         theirs = mastra_warm_ms_per_case(cases, mastra_repeat, workdir) if mastra_repeat else {}
         for scorer in scorers:
             row = rows[scorer]
-            row.ours.append(python_ms_per_case([c for c in cases if c["scorer"] == scorer], repeat, clock))
+            row.ours.append(
+                python_ms_per_case([c for c in cases if c["scorer"] == scorer], repeat, clock)
+            )
             if scorer in theirs:
                 row.theirs.append(theirs[scorer])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--vs-mastra", action="store_true", help="also time Mastra's scorers (node)")
+    parser.add_argument(
+        "--vs-mastra", action="store_true", help="also time Mastra's scorers (node)"
+    )
     parser.add_argument("--repeat", type=int, default=20, help="tracescore's passes over the cases")
-    parser.add_argument("--mastra-repeat", type=int, default=200,
-                        help="Mastra's passes over the cases (V8 keeps optimising for ~150 of them)")
+    parser.add_argument(
+        "--mastra-repeat",
+        type=int,
+        default=200,
+        help="Mastra's passes over the cases (V8 keeps optimising for ~150 of them)",
+    )
     parser.add_argument("--long-cases", type=int, default=2, help="long cases per scorer")
     parser.add_argument("--trials", type=int, default=5, help="trials whose median is reported")
-    parser.add_argument("--cpu", action="store_true", help="time tracescore by CPU time, not elapsed time")
+    parser.add_argument(
+        "--cpu", action="store_true", help="time tracescore by CPU time, not elapsed time"
+    )
     args = parser.parse_args()
     if args.cpu and args.vs_mastra:
         parser.error("--cpu times tracescore only: Mastra's harness reports elapsed time")
@@ -229,21 +296,45 @@ def main() -> None:
             groups: dict[tuple[int, int], list[dict[str, Any]]] = {}
             for case in cases:
                 slow = SLOW.get((case["scorer"], size))
-                groups.setdefault((slow, 1) if slow else (args.mastra_repeat, args.trials), []).append(case)
+                groups.setdefault(
+                    (slow, 1) if slow else (args.mastra_repeat, args.trials), []
+                ).append(case)
             for (mastra_repeat, trials), group in groups.items():
-                rows = {c["scorer"]: Row(sum(1 for d in group if d["scorer"] == c["scorer"])) for c in group}
-                measure(group, rows, trials, args.repeat, mastra_repeat if args.vs_mastra else None, Path(tmp), clock)
+                rows = {
+                    c["scorer"]: Row(sum(1 for d in group if d["scorer"] == c["scorer"]))
+                    for c in group
+                }
+                measure(
+                    group,
+                    rows,
+                    trials,
+                    args.repeat,
+                    mastra_repeat if args.vs_mastra else None,
+                    Path(tmp),
+                    clock,
+                )
                 table.update({(scorer, size): row for scorer, row in rows.items()})
 
     print(describe())  # compiled, or pure Python (an install without a C compiler)
     header = f"{'scorer':<20} {'size':>5} {'cases':>5} {'tracescore CPU ms' if args.cpu else 'tracescore ms':>14}"
-    print(header + (f" {'Mastra warm ms':>15} {'speed-up':>9} {'(trials: lowest-highest)':>26}" if args.vs_mastra else ""))
-    for (scorer, size), row in sorted(table.items(), key=lambda item: (SCORERS.index(item[0][0]), item[0][1] != "short")):
+    print(
+        header
+        + (
+            f" {'Mastra warm ms':>15} {'speed-up':>9} {'(trials: lowest-highest)':>26}"
+            if args.vs_mastra
+            else ""
+        )
+    )
+    for (scorer, size), row in sorted(
+        table.items(), key=lambda item: (SCORERS.index(item[0][0]), item[0][1] != "short")
+    ):
         line = f"{scorer:<20} {size:>5} {row.cases:>5} {statistics.median(row.ours):>14.3f}"
         if row.theirs:
             ratios = [theirs / ours for ours, theirs in zip(row.ours, row.theirs, strict=True)]
-            line += (f" {statistics.median(row.theirs):>15.3f} {statistics.median(ratios):>8.1f}x"
-                     f" {f'{min(ratios):.1f}x-{max(ratios):.1f}x':>26}")
+            line += (
+                f" {statistics.median(row.theirs):>15.3f} {statistics.median(ratios):>8.1f}x"
+                f" {f'{min(ratios):.1f}x-{max(ratios):.1f}x':>26}"
+            )
         print(line)
 
 

@@ -32,7 +32,10 @@ def table(root: Path, options: list[str]) -> tuple[str, dict[tuple[str, str], fl
     per case of each (scorer, size)."""
     lines = subprocess.run(
         [sys.executable, str(root / "benchmarks" / "scorers.py"), *options],
-        cwd=root, check=True, capture_output=True, text=True,
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.splitlines()
     implementation = next(line for line in lines if line.startswith("code scorers:"))
     header = next(i for i, line in enumerate(lines) if line.startswith("scorer"))
@@ -45,7 +48,9 @@ def table(root: Path, options: list[str]) -> tuple[str, dict[tuple[str, str], fl
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5, help="rounds of one pure-Python and one compiled run")
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="rounds of one pure-Python and one compiled run"
+    )
     args, options = parser.parse_known_args()
     pure: list[dict[tuple[str, str], float]] = []
     compiled: list[dict[tuple[str, str], float]] = []
@@ -56,14 +61,21 @@ def main() -> None:
             pure.append(rows)
             compiled_line, rows = table(ROOT, options)
             compiled.append(rows)
-            if not (pure_line.startswith("code scorers: pure Python") and compiled_line.startswith("code scorers: compiled")):
+            if not (
+                pure_line.startswith("code scorers: pure Python")
+                and compiled_line.startswith("code scorers: compiled")
+            ):
                 raise SystemExit(f"not the two implementations:\n{pure_line}\n{compiled_line}")
-    print(f"{'scorer':<20} {'size':>5} {'compiled ms':>12} {'pure Python ms':>15} {'slow-down':>10} {'(rounds)':>14}")
+    print(
+        f"{'scorer':<20} {'size':>5} {'compiled ms':>12} {'pure Python ms':>15} {'slow-down':>10} {'(rounds)':>14}"
+    )
     for key in compiled[0]:
         ratios = [p[key] / c[key] for p, c in zip(pure, compiled, strict=True)]
-        print(f"{key[0]:<20} {key[1]:>5} {statistics.median(c[key] for c in compiled):>12.3f} "
-              f"{statistics.median(p[key] for p in pure):>15.3f} {statistics.median(ratios):>9.1f}x "
-              f"{f'{min(ratios):.1f}x-{max(ratios):.1f}x':>14}")
+        print(
+            f"{key[0]:<20} {key[1]:>5} {statistics.median(c[key] for c in compiled):>12.3f} "
+            f"{statistics.median(p[key] for p in pure):>15.3f} {statistics.median(ratios):>9.1f}x "
+            f"{f'{min(ratios):.1f}x-{max(ratios):.1f}x':>14}"
+        )
 
 
 if __name__ == "__main__":

@@ -38,30 +38,48 @@ PARTS: dict[str, list[tuple[str, str]]] = {
     "claim (TraceQueue.claim)": [("store/trace_queue.py", "claim")],
     "batch load (SpanStore.load_traces)": [("store/spanstore.py", "load_traces")],
     "extraction (build_runs)": [("extract/runs/__init__.py", "build_runs")],
-    "sources and turn (read_sources, trace_turn)": [("extract/sources.py", "read_sources"), ("pipeline/batches.py", "trace_turn")],
+    "sources and turn (read_sources, trace_turn)": [
+        ("extract/sources.py", "read_sources"),
+        ("pipeline/batches.py", "trace_turn"),
+    ],
     "scorer input (ScorerRun.of, input budget)": [("pipeline/scoring_worker.py", "_scorer_input")],
     "scorers (run_sync through the watchdog)": [("pipeline/scoring_worker.py", "_score_in_time")],
-    "row building (score_row, decision_row)": [("pipeline/score_rows.py", "score_row"), ("pipeline/score_rows.py", "decision_row")],
+    "row building (score_row, decision_row)": [
+        ("pipeline/score_rows.py", "score_row"),
+        ("pipeline/score_rows.py", "decision_row"),
+    ],
     "row preparation (prepare_scores, prepare_decisions)": [
-        ("store/scores.py", "prepare_scores"), ("store/scores.py", "prepare_decisions")],
-    "bulk write of scores and decisions (Prepared.write: executemany, COPY)": [("store/scores.py", "write")],
+        ("store/scores.py", "prepare_scores"),
+        ("store/scores.py", "prepare_decisions"),
+    ],
+    "bulk write of scores and decisions (Prepared.write: executemany, COPY)": [
+        ("store/scores.py", "write")
+    ],
     "completion (TraceQueue.complete)": [("store/trace_queue.py", "complete")],
     "tallies, turns, source tallies": [
-        ("store/scores.py", "add_tallies"), ("store/conversations.py", "record_turns"),
-        ("store/sources.py", "add_source_tallies")],
+        ("store/scores.py", "add_tallies"),
+        ("store/conversations.py", "record_turns"),
+        ("store/sources.py", "add_source_tallies"),
+    ],
     "commit (the driver)": [("sqlalchemy/engine/default.py", "do_commit")],
     "metrics relay (_observe)": [("pipeline/scoring_worker.py", "_observe")],
-}  # fmt: skip
+}
 """The pass's parts, as the cumulative CPU time of these functions (file, name; none of them
 calls another of them, so each second is counted once)."""
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--traces", type=int, default=5000)
-    parser.add_argument("--sampling", "--sample", type=float, default=1.0, help="every binding's sampling rate")
+    parser.add_argument(
+        "--sampling", "--sample", type=float, default=1.0, help="every binding's sampling rate"
+    )
     parser.add_argument("--db", help="database URL (default: a SQLite file in a temp dir)")
-    parser.add_argument("--top", type=int, default=0, help="also print this many functions by own CPU time")
+    parser.add_argument(
+        "--top", type=int, default=0, help="also print this many functions by own CPU time"
+    )
     args = parser.parse_args()
     config = Config.model_validate(sampling_config(args.sampling))
     url = args.db or f"sqlite:///{tempfile.mkdtemp(prefix='tracescore-bench-pass-')}/pass.db"
@@ -72,17 +90,26 @@ def main() -> None:
     cumulative = {func: entry[3] for func, entry in stats.stats.items()}  # type: ignore[attr-defined]
     profiled_total = sum(entry[2] for entry in stats.stats.values())  # type: ignore[attr-defined]
     scale = first / args.traces * 1e6 / profiled_total
-    print(f"scoring pass: {args.traces} traces, sampling {args.sampling:g}, {url.partition(':')[0]}, "
-          f"batches of {config.workers.claim_batch}")
-    print(f"  CPU {first / args.traces * 1000:.3f} ms per trace (profiled: {second / args.traces * 1000:.3f}); "
-          "split scaled to the unprofiled figure, µs per trace:")
+    print(
+        f"scoring pass: {args.traces} traces, sampling {args.sampling:g}, {url.partition(':')[0]}, "
+        f"batches of {config.workers.claim_batch}"
+    )
+    print(
+        f"  CPU {first / args.traces * 1000:.3f} ms per trace (profiled: {second / args.traces * 1000:.3f}); "
+        "split scaled to the unprofiled figure, µs per trace:"
+    )
     accounted = 0.0
     for part, names in PARTS.items():
-        seconds = sum(t for (path, _, function), t in cumulative.items()
-                      if any(path.endswith(file) and function == name for file, name in names))
+        seconds = sum(
+            t
+            for (path, _, function), t in cumulative.items()
+            if any(path.endswith(file) and function == name for file, name in names)
+        )
         accounted += seconds
         print(f"    {seconds * scale:7.1f}  {part}")
-    print(f"    {(profiled_total - accounted) * scale:7.1f}  the rest (the pass's own code, sampling, lists)")
+    print(
+        f"    {(profiled_total - accounted) * scale:7.1f}  the rest (the pass's own code, sampling, lists)"
+    )
     if args.top:
         stats.sort_stats("tottime").print_stats(args.top)
 
@@ -112,9 +139,13 @@ def _scored_pass(url: str, config: Config, count: int, profile: cProfile.Profile
                 began = time.thread_time()
                 if profile is not None:
                     profile.enable()
-                claims = store.queue.claim(worker.owner, config.workers.claim_batch, 60.0, now=time.time() + 3600)
+                claims = store.queue.claim(
+                    worker.owner, config.workers.claim_batch, 60.0, now=time.time() + 3600
+                )
                 if claims:
-                    worker._run_batch(claims)  # the synchronous pass a scoring process runs in its thread
+                    worker._run_batch(
+                        claims
+                    )  # the synchronous pass a scoring process runs in its thread
                 if profile is not None:
                     profile.disable()
                 seconds += time.thread_time() - began

@@ -43,15 +43,24 @@ def render() -> str:
     """A summary table of the routes, then a section per route."""
     schema = openapi_schema()
     found = operations(schema)
-    summary = table(("route", "what"), (
-        (f"[{code(f'{method} {path}')}](#{_anchor(method, path)})", _first_line(operation))
-        for method, path, operation in found
-    ))  # fmt: skip
+    summary = table(
+        ("route", "what"),
+        (
+            (f"[{code(f'{method} {path}')}](#{_anchor(method, path)})", _first_line(operation))
+            for method, path, operation in found
+        ),
+    )
     return "\n\n".join([summary, *(_section(*route) for route in found)]) + "\n"
 
 
 def _anchor(method: str, path: str) -> str:
-    return f"{method}-{path}".lower().replace("/", "-").replace("{", "").replace("}", "").replace("--", "-")
+    return (
+        f"{method}-{path}".lower()
+        .replace("/", "-")
+        .replace("{", "")
+        .replace("}", "")
+        .replace("--", "-")
+    )
 
 
 def _first_line(operation: dict[str, Any]) -> str:
@@ -59,15 +68,30 @@ def _first_line(operation: dict[str, Any]) -> str:
 
 
 def _section(method: str, path: str, operation: dict[str, Any]) -> str:
-    parts = [f"## `{method} {path}` {{#{_anchor(method, path)}}}", prose(operation.get("description"))]
+    parts = [
+        f"## `{method} {path}` {{#{_anchor(method, path)}}}",
+        prose(operation.get("description")),
+    ]
     parameters = operation.get("parameters", [])
     if parameters:
-        parts.append(table(("parameter", "in", "type", "default", "what it does"), (
-            (code(parameter["name"]), parameter["in"], _type(parameter.get("schema", {})),
-             "required" if parameter.get("required") else _default(parameter.get("schema", {})),
-             parameter.get("description") or parameter.get("schema", {}).get("description", ""))
-            for parameter in parameters
-        )))  # fmt: skip
+        parts.append(
+            table(
+                ("parameter", "in", "type", "default", "what it does"),
+                (
+                    (
+                        code(parameter["name"]),
+                        parameter["in"],
+                        _type(parameter.get("schema", {})),
+                        "required"
+                        if parameter.get("required")
+                        else _default(parameter.get("schema", {})),
+                        parameter.get("description")
+                        or parameter.get("schema", {}).get("description", ""),
+                    )
+                    for parameter in parameters
+                ),
+            )
+        )
     responses = ", ".join(
         f"{code(status)} {answer.get('description', '')}".strip()
         for status, answer in operation.get("responses", {}).items()

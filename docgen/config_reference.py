@@ -26,8 +26,12 @@ from tracescore.config import Config
 from tracescore.settings import parse_duration
 
 _SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean", Any: "any"}
-_BOUNDS = ((annotated_types.Ge, "ge", "≥"), (annotated_types.Gt, "gt", ">"),
-           (annotated_types.Le, "le", "≤"), (annotated_types.Lt, "lt", "<"))  # fmt: skip
+_BOUNDS = (
+    (annotated_types.Ge, "ge", "≥"),
+    (annotated_types.Gt, "gt", ">"),
+    (annotated_types.Le, "le", "≤"),
+    (annotated_types.Lt, "lt", "<"),
+)
 _UNITS = (("d", 86400), ("h", 3600), ("m", 60))
 
 
@@ -53,7 +57,9 @@ class Block:
     keys: list[Key]
 
 
-def config_blocks(model: type[BaseModel] = Config, path: str = "", variant: str = "") -> list[Block]:
+def config_blocks(
+    model: type[BaseModel] = Config, path: str = "", variant: str = ""
+) -> list[Block]:
     """``model``'s keys and, after them, those of every model nested in it, depth first.
 
     A field holding one section (``server``) is a heading of its own rather than a key; a list
@@ -86,9 +92,12 @@ def render() -> str:
         parts.append(f"## {title}")
         if block.description:
             parts.append(block.description)
-        parts.append(table(("key", "type", "default", "what it does"), (
-            (code(key.path), key.type, key.default, key.description) for key in block.keys
-        )))  # fmt: skip
+        parts.append(
+            table(
+                ("key", "type", "default", "what it does"),
+                ((code(key.path), key.type, key.default, key.description) for key in block.keys),
+            )
+        )
     return "\n\n".join(parts) + "\n"
 
 
@@ -119,18 +128,30 @@ def _variant(model: type[BaseModel]) -> str:
 
 def _field_type(field: FieldInfo) -> str:
     text = "duration" if _is_duration(field.metadata) else _type_text(field.annotation)
-    bounds = [f"{sign} {getattr(item, attr)}" for item in field.metadata
-              for kind, attr, sign in _BOUNDS if isinstance(item, kind)]  # fmt: skip
-    bounds += [f"at most {item.max_length} characters" for item in field.metadata
-               if isinstance(item, annotated_types.MaxLen)]  # fmt: skip
-    bounds += [f"matching {code(pattern)}" for item in field.metadata
-               if (pattern := getattr(item, "pattern", None))]  # fmt: skip
+    bounds = [
+        f"{sign} {getattr(item, attr)}"
+        for item in field.metadata
+        for kind, attr, sign in _BOUNDS
+        if isinstance(item, kind)
+    ]
+    bounds += [
+        f"at most {item.max_length} characters"
+        for item in field.metadata
+        if isinstance(item, annotated_types.MaxLen)
+    ]
+    bounds += [
+        f"matching {code(pattern)}"
+        for item in field.metadata
+        if (pattern := getattr(item, "pattern", None))
+    ]
     return f"{text} ({', '.join(bounds)})" if bounds else text
 
 
 def _is_duration(metadata: list[Any] | tuple[Any, ...]) -> bool:
     """Whether the annotation is ``tracescore.settings.Duration`` (its validator gives it away)."""
-    return any(isinstance(item, BeforeValidator) and item.func is parse_duration for item in metadata)
+    return any(
+        isinstance(item, BeforeValidator) and item.func is parse_duration for item in metadata
+    )
 
 
 def _type_text(annotation: Any) -> str:
@@ -158,15 +179,22 @@ def _default(field: FieldInfo) -> str:
     if field.is_required():
         return "required"
     value = field.get_default(call_default_factory=True)
-    if isinstance(value, BaseModel) or (isinstance(value, list) and value and isinstance(value[0], BaseModel)):
-        dumped = [item.model_dump(mode="json", exclude_defaults=True) for item in value] \
-            if isinstance(value, list) else value.model_dump(mode="json", exclude_defaults=True)
+    if isinstance(value, BaseModel) or (
+        isinstance(value, list) and value and isinstance(value[0], BaseModel)
+    ):
+        dumped = (
+            [item.model_dump(mode="json", exclude_defaults=True) for item in value]
+            if isinstance(value, list)
+            else value.model_dump(mode="json", exclude_defaults=True)
+        )
         return code(json.dumps(dumped))
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     text = code(json.dumps(value))
     if _is_duration(field.metadata) and isinstance(value, int):
-        unit = next(((name, size) for name, size in _UNITS if value >= size and value % size == 0), None)
+        unit = next(
+            ((name, size) for name, size in _UNITS if value >= size and value % size == 0), None
+        )
         if unit:
             text += f" ({code(f'{value // unit[1]}{unit[0]}')})"
     return text
@@ -182,9 +210,13 @@ def _own_field_docstrings(model: type[BaseModel]) -> dict[str, str]:
     body = next(node for node in ast.parse(source).body if isinstance(node, ast.ClassDef)).body
     found = {}
     for declaration, following in itertools.pairwise(body):
-        if (isinstance(declaration, ast.AnnAssign) and isinstance(declaration.target, ast.Name)
-                and isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant)
-                and isinstance(following.value.value, str)):  # fmt: skip
+        if (
+            isinstance(declaration, ast.AnnAssign)
+            and isinstance(declaration.target, ast.Name)
+            and isinstance(following, ast.Expr)
+            and isinstance(following.value, ast.Constant)
+            and isinstance(following.value.value, str)
+        ):
             found[declaration.target.id] = inspect.cleandoc(following.value.value)
     return found
 

@@ -38,9 +38,13 @@ def fill(markdown: str) -> str:
     def generated(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in GENERATORS:
-            raise UnknownGenerator(f"unknown generated part {name!r}; known: {', '.join(GENERATORS)}")
-        return (f"<!-- tracescore:generate {name} -->\n\n{GENERATORS[name]().strip()}\n\n"
-                f"<!-- tracescore:end {name} -->")
+            raise UnknownGenerator(
+                f"unknown generated part {name!r}; known: {', '.join(GENERATORS)}"
+            )
+        return (
+            f"<!-- tracescore:generate {name} -->\n\n{GENERATORS[name]().strip()}\n\n"
+            f"<!-- tracescore:end {name} -->"
+        )
 
     return MARKER.sub(generated, markdown)
 

@@ -25,9 +25,13 @@ CODE_EXAMPLE_OPTIONS = {"tool-call-accuracy-code": {"expected_tool": "get_weathe
 def render() -> str:
     """A summary table of every scorer, then a section per scorer."""
     entries = registry.entries()
-    summary = table(("name", "kind", "what it measures"), (
-        (f"[{code(entry.name)}](#{entry.name})", _kind(entry), entry.description) for entry in entries
-    ))  # fmt: skip
+    summary = table(
+        ("name", "kind", "what it measures"),
+        (
+            (f"[{code(entry.name)}](#{entry.name})", _kind(entry), entry.description)
+            for entry in entries
+        ),
+    )
     return "\n\n".join([summary, *(_section(entry) for entry in entries)]) + "\n"
 
 
@@ -37,7 +41,11 @@ def _kind(entry: ScorerEntry) -> str:
 
 
 def _section(entry: ScorerEntry) -> str:
-    scorer = example_scorer(entry.name) if entry.uses_judge else entry.factory(**CODE_EXAMPLE_OPTIONS.get(entry.name, {}))
+    scorer = (
+        example_scorer(entry.name)
+        if entry.uses_judge
+        else entry.factory(**CODE_EXAMPLE_OPTIONS.get(entry.name, {}))
+    )
     parts = [
         f"## {entry.name}",
         f"{entry.description}. Scorer id {code(scorer.id)}, version {code(str(scorer.version))}; "
@@ -46,10 +54,20 @@ def _section(entry: ScorerEntry) -> str:
     ]
     options = entry.options()
     if options:
-        parts.append(table(("option", "type", "default", "what it does"), (
-            (code(option.name), option.annotation, _default(option.default), option.description)
-            for option in options
-        )))  # fmt: skip
+        parts.append(
+            table(
+                ("option", "type", "default", "what it does"),
+                (
+                    (
+                        code(option.name),
+                        option.annotation,
+                        _default(option.default),
+                        option.description,
+                    )
+                    for option in options
+                ),
+            )
+        )
     else:
         parts.append("No options.")
     if entry.uses_judge:
@@ -61,8 +79,11 @@ def _section(entry: ScorerEntry) -> str:
 def _prompts(entry: ScorerEntry, scorer: Scorer) -> str:
     """Each judge request of ``scorer`` rendered on the example run (or conversation)."""
     example = EXAMPLE_CONVERSATION if entry.conversation else None
-    shown_on = "an example conversation (a city guide's three turns)" if entry.conversation \
+    shown_on = (
+        "an example conversation (a city guide's three turns)"
+        if entry.conversation
         else "an example run (a weather agent)"
+    )
     parts = [
         f"Each judge request, rendered on {shown_on} as the judge client sends it "
         f"(`tracescore scorers --show-prompts {entry.name}` prints the same):"
@@ -70,7 +91,9 @@ def _prompts(entry: ScorerEntry, scorer: Scorer) -> str:
     for prompt in shown_prompts(scorer, example):
         answer = f"answered as {code(prompt.schema)}" if prompt.schema else "answered in plain text"
         parts.append(f"**Step {code(prompt.step)}**, {answer}:")
-        parts.extend(f"*{message['role']}*\n\n{fenced(message['content'])}" for message in prompt.messages)
+        parts.extend(
+            f"*{message['role']}*\n\n{fenced(message['content'])}" for message in prompt.messages
+        )
     return "\n\n".join(parts)
 
 

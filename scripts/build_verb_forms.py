@@ -21,7 +21,9 @@ from pathlib import Path
 from lemminflect import __version__, getAllLemmas, getInflection
 from lemminflect.core.Lemmatizer import Lemmatizer
 
-OUTPUT = Path(__file__).resolve().parent.parent / "tracescore" / "scorers" / "data" / "verb_forms.tsv"
+OUTPUT = (
+    Path(__file__).resolve().parent.parent / "tracescore" / "scorers" / "data" / "verb_forms.tsv"
+)
 WORD = re.compile(r"[a-z0-9]+")  # every word completeness looks up: lowercased [A-Za-z0-9] runs
 
 
@@ -48,7 +50,9 @@ def verb_form_row(word: str) -> str | None:
 
 
 def main() -> None:
-    rows = [row for word in lexicon_words() if WORD.fullmatch(word) and (row := verb_form_row(word))]
+    rows = [
+        row for word in lexicon_words() if WORD.fullmatch(word) and (row := verb_form_row(word))
+    ]
     header = (
         f"# Verb forms from lemminflect {__version__} (MIT; lexicon from the NIH SPECIALIST Lexicon and AGID).\n"
         "# Written by scripts/build_verb_forms.py. Columns: word, first verb lemma, flags\n"

@@ -80,18 +80,26 @@ def dump_postgresql(admin_url: str, judge_url: str, target: Path) -> None:
     try:
         seed(f"{base}/{name}", judge_url)
         dumped = subprocess.run(
-            ["pg_dump", "--inserts", "--no-owner", "--no-privileges", "--no-comments",
-             f"{base}/{name}"],
-            check=True, capture_output=True, text=True,
-        ).stdout  # fmt: skip
+            [
+                "pg_dump",
+                "--inserts",
+                "--no-owner",
+                "--no-privileges",
+                "--no-comments",
+                f"{base}/{name}",
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
     finally:
         with psycopg.connect(admin_url, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     # psql meta-commands (pg_dump's \restrict guard) are not SQL: the tests run the script
     # through a driver.
-    target.write_text("".join(
-        line for line in dumped.splitlines(keepends=True) if not line.startswith("\\")
-    ))  # fmt: skip
+    target.write_text(
+        "".join(line for line in dumped.splitlines(keepends=True) if not line.startswith("\\"))
+    )
 
 
 def main(admin_url: str, directory: str) -> None:
@@ -101,10 +109,17 @@ def main(admin_url: str, directory: str) -> None:
     sqlite_file.unlink(missing_ok=True)
     with JudgeServer() as judge:
         judge.script("FaithfulnessClaims", json_reply({"claims": ["It is sunny", "It is 21 C"]}))
-        judge.script("FaithfulnessVerdicts", json_reply({"verdicts": [
-            {"verdict": "yes", "reason": "the tool said so"},
-            {"verdict": "no", "reason": "no temperature in the context"},
-        ]}))  # fmt: skip
+        judge.script(
+            "FaithfulnessVerdicts",
+            json_reply(
+                {
+                    "verdicts": [
+                        {"verdict": "yes", "reason": "the tool said so"},
+                        {"verdict": "no", "reason": "no temperature in the context"},
+                    ]
+                }
+            ),
+        )
         seed(f"sqlite:///{sqlite_file}", judge.base_url)
         dump_postgresql(admin_url, judge.base_url, out / "postgresql.sql")
     # One self-contained file: the write-ahead log folded in and switched off, no spool beside it.

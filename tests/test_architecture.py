@@ -23,16 +23,24 @@ def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
     linter = shutil.which("lint-imports")
     assert linter, "import-linter is a test dependency (pyproject.toml, extra 'test')"
     return subprocess.run(
-        [linter, "--no-cache"], cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        [linter, "--no-cache"],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 @pytest.fixture
 def package_copy(tmp_path: Path) -> Path:
     """The package's modules and the contracts, in a folder of their own."""
-    shutil.copytree(REPO / "tracescore", tmp_path / "tracescore",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.c"))  # fmt: skip
+    shutil.copytree(
+        REPO / "tracescore",
+        tmp_path / "tracescore",
+        ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.c"),
+    )
     shutil.copy(REPO / "pyproject.toml", tmp_path)
     return tmp_path
 
@@ -68,14 +76,22 @@ def test_sql_outside_the_store_breaks_the_forbidden_contract(package_copy: Path)
     (web / "own_query.py").write_text("from sqlalchemy import select\n")
     checked = _lint_imports(package_copy)
     assert checked.returncode != 0
-    assert "SQL stays in store/: SQLAlchemy, SQLModel and Alembic are imported nowhere else BROKEN" in checked.stdout
+    assert (
+        "SQL stays in store/: SQLAlchemy, SQLModel and Alembic are imported nowhere else BROKEN"
+        in checked.stdout
+    )
     assert "tracescore.web.own_query -> sqlalchemy" in checked.stdout
 
 
 def test_every_part_but_the_store_is_bound_by_the_forbidden_contract() -> None:
     """A new top-level module or package must join the contract's sources, or it could hold SQL."""
-    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"][
+        "contracts"
+    ]
     forbidden = next(c for c in contracts if c["type"] == "forbidden")
-    parts = {f"tracescore.{path.stem}" for path in (REPO / "tracescore").iterdir()
-             if (path.suffix == ".py" and path.stem != "__init__") or (path / "__init__.py").exists()}  # fmt: skip
+    parts = {
+        f"tracescore.{path.stem}"
+        for path in (REPO / "tracescore").iterdir()
+        if (path.suffix == ".py" and path.stem != "__init__") or (path / "__init__.py").exists()
+    }
     assert set(forbidden["source_modules"]) == parts - {"tracescore.store"}

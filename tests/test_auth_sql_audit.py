@@ -21,19 +21,32 @@ SQL = re.compile(
 )
 # Interpolated expressions reviewed as code-known identifiers or constants, never request data.
 REVIEWED = {
-    "TraceState.PENDING", "TraceState.READY", "TraceState.CLAIMED", "TraceState.SCORED",
-    "TraceState.FAILED", "TraceState.PRUNED",  # StrEnum members
-    "_STORED_SPANS", "_STORED_LOGS",  # store/trace_queue.py: constant count subqueries
+    "TraceState.PENDING",
+    "TraceState.READY",
+    "TraceState.CLAIMED",
+    "TraceState.SCORED",
+    "TraceState.FAILED",
+    "TraceState.PRUNED",  # StrEnum members
+    "_STORED_SPANS",
+    "_STORED_LOGS",  # store/trace_queue.py: constant count subqueries
     "EVALUATION_EVENT",  # store/trace_queue.py: the GenAI conventions' event name, a constant
     "_NEW",  # store/trace_queue.py: a constant condition on the upserted row's columns
     "returning",  # store/trace_queue.py LeasedQueueSql: column names given by the code
     # store/conversations.py: the latest turn's value of a column named by the code
-    "_LATEST.format(column='service_name')", "_LATEST.format(column='agent_name')",
-    "table", "names", "staging", "', '.join([mark] * len(columns))", "conflict", "key",  # store/bulk.py: ORM table and column names
+    "_LATEST.format(column='service_name')",
+    "_LATEST.format(column='agent_name')",
+    "table",
+    "names",
+    "staging",
+    "', '.join([mark] * len(columns))",
+    "conflict",
+    "key",  # store/bulk.py: ORM table and column names
     "synchronous.upper()",  # store/engine.py: checked against normal/full before use
     # store/sources.py: the ORM table's column names and a constant list of SET clauses over them
-    "', '.join(_COLUMNS)", "', '.join([mark] * len(_COLUMNS))", "', '.join(updates)",
-}  # fmt: skip
+    "', '.join(_COLUMNS)",
+    "', '.join([mark] * len(_COLUMNS))",
+    "', '.join(updates)",
+}
 
 
 def _literal(node: ast.AST) -> str:
@@ -48,7 +61,11 @@ def _string_constants(tree: ast.Module) -> dict[str, str]:
     """Module-level ``NAME = "..."`` strings, so ``NAME.format(...)`` can be recognised as SQL."""
     found = {}
     for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
             found[node.targets[0].id] = _literal(node.value)
     return found
 
@@ -60,12 +77,26 @@ def _interpolations(path: Path) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.JoinedStr) and SQL.search(_literal(node)):
-            found += [(node.lineno, ast.unparse(v.value)) for v in node.values if isinstance(v, ast.FormattedValue)]
-        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and SQL.search(_literal(node.left)):
+            found += [
+                (node.lineno, ast.unparse(v.value))
+                for v in node.values
+                if isinstance(v, ast.FormattedValue)
+            ]
+        elif (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Mod)
+            and SQL.search(_literal(node.left))
+        ):
             found.append((node.lineno, ast.unparse(node.right)))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "format"
+        ):
             target = node.func.value
-            text = _literal(target) or (constants.get(target.id, "") if isinstance(target, ast.Name) else "")
+            text = _literal(target) or (
+                constants.get(target.id, "") if isinstance(target, ast.Name) else ""
+            )
             arguments = [*node.args, *(keyword.value for keyword in node.keywords)]
             if SQL.search(text) and not all(isinstance(a, ast.Constant) for a in arguments):
                 found.append((node.lineno, ast.unparse(node)))
@@ -79,7 +110,9 @@ def test_sql_text_interpolates_only_reviewed_identifiers() -> None:
         for line, expression in _interpolations(path)
         if expression not in REVIEWED
     ]
-    assert not unreviewed, "values interpolated into SQL (use bound parameters):\n" + "\n".join(unreviewed)
+    assert not unreviewed, "values interpolated into SQL (use bound parameters):\n" + "\n".join(
+        unreviewed
+    )
 
 
 def test_the_audit_catches_an_interpolated_value(tmp_path: Path) -> None:
@@ -93,5 +126,7 @@ def test_the_audit_catches_an_interpolated_value(tmp_path: Path) -> None:
         "d = Q.format(state='ready')\n"  # constants are fine
     )
     assert [expression for _, expression in _interpolations(module)] == [
-        "trace_id", "trace_id", "Q.format(state=trace_id)"
+        "trace_id",
+        "trace_id",
+        "Q.format(state=trace_id)",
     ]

@@ -31,8 +31,11 @@ def _imported_test_modules(path: Path) -> list[str]:
             names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
         else:
             continue
-        found += [name for name in names if name.split(".")[0] == "tests"
-                  and name.split(".")[-1].startswith("test_")]  # fmt: skip
+        found += [
+            name
+            for name in names
+            if name.split(".")[0] == "tests" and name.split(".")[-1].startswith("test_")
+        ]
     return found
 
 
@@ -54,7 +57,9 @@ def test_the_rule_sees_an_import_of_a_test_module(tmp_path: Path) -> None:
         "from tests.ingest import test_decode\n"
     )
     assert _imported_test_modules(module) == [
-        "tests.web.test_web_pages", "tests.store.test_store", "tests.ingest.test_decode"
+        "tests.web.test_web_pages",
+        "tests.store.test_store",
+        "tests.ingest.test_decode",
     ]
 
 
@@ -62,8 +67,11 @@ def test_helpers_live_in_support_and_test_modules_in_folders_mirroring_the_packa
     package = {path.name for path in (REPO / "tracescore").iterdir() if path.is_dir()}
     folders = {path.parent.name for path in _test_modules() if path.parent != TESTS}
     assert folders - package <= {"cli", "service", "system"}, folders - package
-    strays = [path.name for path in TESTS.glob("*.py")
-              if not path.name.startswith("test_") and path.name not in {"__init__.py", "conftest.py"}]  # fmt: skip
+    strays = [
+        path.name
+        for path in TESTS.glob("*.py")
+        if not path.name.startswith("test_") and path.name not in {"__init__.py", "conftest.py"}
+    ]
     assert strays == [], "helpers go in tests/support/"
 
 
@@ -89,10 +97,17 @@ def _serves_nothing(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("function", "expected"),
-    [(start_server, True), (_serves_through_a_helper, True), (_helper_of_a_helper, True),
-     (_runs_the_command_itself, True), (_serves_nothing, False)],
+    [
+        (start_server, True),
+        (_serves_through_a_helper, True),
+        (_helper_of_a_helper, True),
+        (_runs_the_command_itself, True),
+        (_serves_nothing, False),
+    ],
 )
-def test_a_test_that_starts_a_service_is_seen_however_deep(function: object, expected: bool) -> None:
+def test_a_test_that_starts_a_service_is_seen_however_deep(
+    function: object, expected: bool
+) -> None:
     assert starts_a_service([function]) is expected
 
 

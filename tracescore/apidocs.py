@@ -39,7 +39,9 @@ def docs_router(app: FastAPI, keys: DashboardKeys) -> APIRouter:
 
     def signed_in_page(request: Request) -> None:
         if keys.refusal(request) is not None:
-            raise HTTPException(303, headers={"Location": f"/ui/login?next={quote(request.url.path, safe='')}"})
+            raise HTTPException(
+                303, headers={"Location": f"/ui/login?next={quote(request.url.path, safe='')}"}
+            )
 
     @router.get(OPENAPI_URL, dependencies=[Depends(key_or_cookie)])
     def openapi() -> JSONResponse:
@@ -48,7 +50,8 @@ def docs_router(app: FastAPI, keys: DashboardKeys) -> APIRouter:
     @router.get(SWAGGER_URL, dependencies=[Depends(signed_in_page)])
     def swagger() -> HTMLResponse:
         return get_swagger_ui_html(
-            openapi_url=OPENAPI_URL, title=f"{app.title} API",
+            openapi_url=OPENAPI_URL,
+            title=f"{app.title} API",
             swagger_js_url=f"{STATIC_URL}/swagger-ui-bundle.js",
             swagger_css_url=f"{STATIC_URL}/swagger-ui.css",
             swagger_favicon_url=f"{STATIC_URL}/favicon.png",
@@ -59,9 +62,11 @@ def docs_router(app: FastAPI, keys: DashboardKeys) -> APIRouter:
     @router.get(REDOC_URL, dependencies=[Depends(signed_in_page)])
     def redoc() -> HTMLResponse:
         return get_redoc_html(
-            openapi_url=OPENAPI_URL, title=f"{app.title} API",
+            openapi_url=OPENAPI_URL,
+            title=f"{app.title} API",
             redoc_js_url=f"{STATIC_URL}/redoc.standalone.js",
-            redoc_favicon_url=f"{STATIC_URL}/favicon.png", with_google_fonts=False,
+            redoc_favicon_url=f"{STATIC_URL}/favicon.png",
+            with_google_fonts=False,
         )
 
     @router.get(f"{STATIC_URL}/{{name}}", dependencies=[Depends(key_or_cookie)])

@@ -94,7 +94,9 @@ class FailedAttempts:
 
     _MAX_CLIENTS = 100_000
 
-    def __init__(self, limit: int, window: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, limit: int, window: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.limit = limit
         self.window = window
         self._clock = clock
@@ -124,11 +126,17 @@ class FailedAttempts:
         if failures + 1 == self.limit:
             log.warning(
                 "%s: %d failed key checks within %g s (last on %s); its requests are refused "
-                "unchecked for the rest of that window", client, self.limit, self.window, surface,
-            )  # fmt: skip
+                "unchecked for the rest of that window",
+                client,
+                self.limit,
+                self.window,
+                surface,
+            )
 
     def _forget(self, now: float) -> None:
-        live = {client: entry for client, entry in self._clients.items() if now - entry[0] < self.window}
+        live = {
+            client: entry for client, entry in self._clients.items() if now - entry[0] < self.window
+        }
         if len(live) > self._MAX_CLIENTS:
             live = {client: entry for client, entry in live.items() if entry[1] >= self.limit}
         self._clients = live
@@ -189,14 +197,18 @@ class ApiKeys:
             return None
         client = client_address(connection)
         if left := self.throttled(client, surface):
-            return HTTPException(429, "too many failed key checks from this address; retry later",
-                                 headers={"Retry-After": str(math.ceil(left))})
+            return HTTPException(
+                429,
+                "too many failed key checks from this address; retry later",
+                headers={"Retry-After": str(math.ceil(left))},
+            )
         if self.allows(connection):
             return None
         if self.presents_credentials(connection):
             self.failed(client, surface)
-        return HTTPException(401, "a valid API key is required",
-                             headers={"WWW-Authenticate": self.challenge})
+        return HTTPException(
+            401, "a valid API key is required", headers={"WWW-Authenticate": self.challenge}
+        )
 
     def require(self, request: HTTPConnection) -> None:
         """FastAPI dependency: raises :meth:`refusal` if there is one."""
@@ -259,8 +271,10 @@ class _BearerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         async def checked(request: Any, context: grpc.aio.ServicerContext) -> Any:
             client = _grpc_client(context.peer())
             if keys.throttled(client, "grpc"):
-                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                    "too many failed key checks from this address; retry later")
+                await context.abort(
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    "too many failed key checks from this address; retry later",
+                )
             if inner is not None:
                 return await inner.unary_unary(request, context)
             if authorization.strip():
@@ -270,6 +284,7 @@ class _BearerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         if inner is None:
             return grpc.unary_unary_rpc_method_handler(checked)
         return grpc.unary_unary_rpc_method_handler(
-            checked, request_deserializer=inner.request_deserializer,
+            checked,
+            request_deserializer=inner.request_deserializer,
             response_serializer=inner.response_serializer,
         )

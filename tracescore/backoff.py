@@ -41,8 +41,13 @@ class Backoff:
             # one line). A failure that is no outage (a bug) gets its traceback, once: a retry
             # will not fix it, and one line would hide where it is.
             reason = next(iter(str(error).splitlines()), "")
-            log.error("%s is unavailable (%s: %s); retrying with backoff", self.what, type(error).__name__,
-                      reason, exc_info=None if database_unavailable(error) else error)
+            log.error(
+                "%s is unavailable (%s: %s); retrying with backoff",
+                self.what,
+                type(error).__name__,
+                reason,
+                exc_info=None if database_unavailable(error) else error,
+            )
         # At most 64 doublings: any delay has long reached the cap by then, and 2**1024 no longer
         # converts to a float, which would end the loop after some hours of outage at the cap.
         delay = min(self.first * 2.0 ** min(self.failures, 64), self.cap)
@@ -55,7 +60,9 @@ class Backoff:
         if self.failures:
             log.warning(
                 "%s is available again after %.1f s (%d failed tries)",
-                self.what, time.monotonic() - self._since, self.failures,
+                self.what,
+                time.monotonic() - self._since,
+                self.failures,
             )
             self.failures = 0
             self._retry_at = 0.0

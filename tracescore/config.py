@@ -156,13 +156,20 @@ class ServerConfig(Section):
     def body_readers_per_client(self) -> int:
         """``max_body_readers_per_client``, or its default of half the pool (at most the
         whole pool)."""
-        return min(self.max_body_readers_per_client or max(1, self.body_readers // 2), self.body_readers)
+        return min(
+            self.max_body_readers_per_client or max(1, self.body_readers // 2), self.body_readers
+        )
 
 
 # With no ``scorers:`` section, these run on every agent run: the code scorers that need no
 # options (tool-call accuracy needs an expected tool, the LLM scorers a judge).
-DEFAULT_SCORERS = ("completeness", "content-similarity", "keyword-coverage", "textual-difference",
-                   "tone")
+DEFAULT_SCORERS = (
+    "completeness",
+    "content-similarity",
+    "keyword-coverage",
+    "textual-difference",
+    "tone",
+)
 
 
 class Config(Section):
@@ -187,8 +194,13 @@ class Config(Section):
     def scoring(self) -> ScoringConfig:
         """The sections the scoring pipeline reads, handed to it (and to scoring processes)."""
         return ScoringConfig(
-            store=self.store.url, assembly=self.assembly, judges=self.judges, scorers=self.scorers,
-            export=self.export, workers=self.workers, conversations=self.conversations,
+            store=self.store.url,
+            assembly=self.assembly,
+            judges=self.judges,
+            scorers=self.scorers,
+            export=self.export,
+            workers=self.workers,
+            conversations=self.conversations,
             conventions=self.conventions,
             shutdown_timeout=self.server.shutdown_timeout,
         )
@@ -213,27 +225,46 @@ class Config(Section):
                 found.append(((*where, "scorer"), missing))
             if ":" in binding.scorer or binding.scorer not in registry.names():
                 continue  # an unknown name is reported by scorer_problems, with the other errors
-            if registry.get(binding.scorer).uses_judge and (binding.judge or "default") not in self.judges:
+            if (
+                registry.get(binding.scorer).uses_judge
+                and (binding.judge or "default") not in self.judges
+            ):
                 found.append(
-                    ((*where, "judge"), f"scorer {binding.scorer!r} needs a judge: name one of "
-                     "judges, or define judges.default")
+                    (
+                        (*where, "judge"),
+                        f"scorer {binding.scorer!r} needs a judge: name one of "
+                        "judges, or define judges.default",
+                    )
                 )
-            if (binding.scorer in registry.names() and registry.get(binding.scorer).conversation
-                    and binding.target != "conversation"):
+            if (
+                binding.scorer in registry.names()
+                and registry.get(binding.scorer).conversation
+                and binding.target != "conversation"
+            ):
                 found.append(
-                    ((*where, "target"), f"scorer {binding.scorer!r} judges whole conversations: "
-                     "set target: conversation")
+                    (
+                        (*where, "target"),
+                        f"scorer {binding.scorer!r} judges whole conversations: "
+                        "set target: conversation",
+                    )
                 )
         names: set[str] = set()
         for index, convention in enumerate(self.conventions):
             if convention.name in names:
-                found.append(((("conventions", str(index), "name")),
-                              f"duplicate convention name {convention.name!r}"))
+                found.append(
+                    (
+                        (("conventions", str(index), "name")),
+                        f"duplicate convention name {convention.name!r}",
+                    )
+                )
             names.add(convention.name)
         for index, rule in enumerate(self.alerts.rules):
             if rule.binding is not None and rule.binding not in seen:
                 found.append(
-                    (("alerts", "rules", str(index), "binding"), f"no binding named {rule.binding!r} in scorers")
+                    (
+                        ("alerts", "rules", str(index), "binding"),
+                        f"no binding named {rule.binding!r} in scorers",
+                    )
                 )
         return found
 
@@ -297,7 +328,9 @@ def _did_you_mean(name: str, known: Iterable[str]) -> str:
     return f"did you mean {' or '.join(repr(m) for m in matches)}?" if matches else ""
 
 
-def _document_path(model: type[BaseModel], loc: tuple[int | str, ...]) -> tuple[tuple[str, ...], set[str]]:
+def _document_path(
+    model: type[BaseModel], loc: tuple[int | str, ...]
+) -> tuple[tuple[str, ...], set[str]]:
     """``loc`` as a path of the document, and the keys the mapping holding its last part may
     have (empty when that is no model)."""
     node: Any = model
@@ -319,7 +352,9 @@ def _document_path(model: type[BaseModel], loc: tuple[int | str, ...]) -> tuple[
     if _is_model(node):
         # Suggested in the spelling the key was written in: camelCase aliases for camelCase.
         camel = str(loc[-1]) != str(loc[-1]).lower() if loc else False
-        keys = {(field.alias or name) if camel else name for name, field in node.model_fields.items()}
+        keys = {
+            (field.alias or name) if camel else name for name, field in node.model_fields.items()
+        }
     return tuple(path), keys
 
 
@@ -370,8 +405,13 @@ def scorer_problems(scorers: object) -> list[Problem]:
             continue
         if name not in registry.names():
             close = _did_you_mean(name, registry.names())
-            found.append(((*where, "scorer"), f"unknown scorer {name!r}; {close + ' ' if close else ''}"
-                          "(`tracescore scorers` lists them; module:attr names a custom scorer)"))
+            found.append(
+                (
+                    (*where, "scorer"),
+                    f"unknown scorer {name!r}; {close + ' ' if close else ''}"
+                    "(`tracescore scorers` lists them; module:attr names a custom scorer)",
+                )
+            )
             continue
         schema, options = registry.get(name).schema, binding.get("options")
         if schema is None or not isinstance(options, dict):

@@ -84,7 +84,10 @@ class Child:
     """
 
     def __init__(
-        self, name: str, module: str, settings: Mapping[str, Any],
+        self,
+        name: str,
+        module: str,
+        settings: Mapping[str, Any],
         on_report: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.name = name
@@ -128,7 +131,9 @@ class Child:
             self._process, self._wake_writer = process, writer
         if self not in _STARTED:
             _STARTED.append(self)
-        threading.Thread(target=self._read_reports, args=(process,), name=f"{self.name} reports", daemon=True).start()
+        threading.Thread(
+            target=self._read_reports, args=(process,), name=f"{self.name} reports", daemon=True
+        ).start()
 
     def _read_reports(self, process: subprocess.Popen[bytes]) -> None:
         assert process.stdout is not None
@@ -137,13 +142,20 @@ class Child:
                 try:
                     report = json.loads(line)
                 except ValueError:
-                    log.warning("%s (pid %d) wrote an unexpected line: %r", self.name, process.pid, line[:200])
+                    log.warning(
+                        "%s (pid %d) wrote an unexpected line: %r",
+                        self.name,
+                        process.pid,
+                        line[:200],
+                    )
                     continue
                 if self._on_report is not None:
                     try:
                         self._on_report(report)
                     except Exception:
-                        log.exception("%s (pid %d): a report could not be applied", self.name, process.pid)
+                        log.exception(
+                            "%s (pid %d): a report could not be applied", self.name, process.pid
+                        )
 
     @property
     def pid(self) -> int | None:
@@ -163,8 +175,12 @@ class Child:
         if self._stopped or process is None or process.poll() is None:
             return False
         if self._service_stopping:
-            log.info("%s (pid %d) ended with exit code %s while the service stops", self.name,
-                     process.pid, process.returncode)
+            log.info(
+                "%s (pid %d) ended with exit code %s while the service stops",
+                self.name,
+                process.pid,
+                process.returncode,
+            )
             self._stopped = True
             return False
         now = time.monotonic()
@@ -189,13 +205,19 @@ class Child:
 
     def _log_death(self, process: subprocess.Popen[bytes]) -> None:
         log.error(
-            "%s (pid %d) ended with exit code %s; starting a new one%s", self.name, process.pid,
-            process.returncode, f" in {self._backoff:g} s" if self._backoff else "",
+            "%s (pid %d) ended with exit code %s; starting a new one%s",
+            self.name,
+            process.pid,
+            process.returncode,
+            f" in {self._backoff:g} s" if self._backoff else "",
         )
 
     def notify(self) -> None:
         """Wake the child (an unpacker: a new entry is in the journal)."""
-        with self._lock, contextlib.suppress(BlockingIOError, OSError):  # a wake-up is pending already
+        with (
+            self._lock,
+            contextlib.suppress(BlockingIOError, OSError),
+        ):  # a wake-up is pending already
             if self._wake_writer is not None:
                 os.write(self._wake_writer, b"\0")
 
@@ -216,7 +238,11 @@ class Child:
         is ended if it has not a few seconds after that."""
         self.wind_down()
         if self._process is not None:
-            _end(self.name, self._process, float(self.settings["shutdown_timeout"]) + EXIT_GRACE_SECONDS)
+            _end(
+                self.name,
+                self._process,
+                float(self.settings["shutdown_timeout"]) + EXIT_GRACE_SECONDS,
+            )
 
     def _close_pipe(self) -> None:
         with self._lock:
@@ -316,7 +342,9 @@ def stop_leftovers(store_url: str, timeout: float) -> list[int]:
             if _MARK.encode() not in (directory / "cmdline").read_bytes():
                 continue
             environment = dict(
-                item.split(b"=", 1) for item in (directory / "environ").read_bytes().split(b"\0") if b"=" in item
+                item.split(b"=", 1)
+                for item in (directory / "environ").read_bytes().split(b"\0")
+                if b"=" in item
             )
             found = json.loads(environment[_SETTINGS_VARIABLE.encode()])
             parent = int((directory / "stat").read_text().rsplit(")", 1)[1].split()[1])

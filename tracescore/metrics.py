@@ -54,18 +54,24 @@ logs_received = Counter(
     "tracescore_logs_received", "Log records accepted and stored.", ["transport"], registry=REGISTRY
 )
 spans_rejected = Counter(
-    "tracescore_spans_rejected", "Spans or log records refused as invalid (partial success).",
-    ["transport"], registry=REGISTRY,
+    "tracescore_spans_rejected",
+    "Spans or log records refused as invalid (partial success).",
+    ["transport"],
+    registry=REGISTRY,
 )
 auth_failures = Counter(
     "tracescore_auth_failures",
     "Requests that presented a wrong API key, login key or session, by surface (http, grpc, "
-    "login).", ["surface"], registry=REGISTRY,
+    "login).",
+    ["surface"],
+    registry=REGISTRY,
 )
 auth_throttled = Counter(
     "tracescore_auth_throttled",
     "Requests refused unchecked (429 / RESOURCE_EXHAUSTED) because their client address failed "
-    "too many key checks in the current window, by surface.", ["surface"], registry=REGISTRY,
+    "too many key checks in the current window, by surface.",
+    ["surface"],
+    registry=REGISTRY,
 )
 export_requests = Counter(
     "tracescore_export_requests",
@@ -83,12 +89,17 @@ journal_backlog = Gauge(
 )
 
 journal_quarantined = Counter(
-    "tracescore_ingest_quarantined", "Acknowledged export requests that could not be stored and "
-    "were set aside in the journal (listed by GET /api/ingest/quarantine).", registry=REGISTRY,
+    "tracescore_ingest_quarantined",
+    "Acknowledged export requests that could not be stored and "
+    "were set aside in the journal (listed by GET /api/ingest/quarantine).",
+    registry=REGISTRY,
 )
 text_replaced = Counter(
-    "tracescore_text_replaced", "Text values stored with NUL characters or unpaired surrogates "
-    "replaced by U+FFFD, by where: ingest (spans, logs), scores, conversation_turns, sources or feedback.", ["where"], registry=REGISTRY,
+    "tracescore_text_replaced",
+    "Text values stored with NUL characters or unpaired surrogates "
+    "replaced by U+FFFD, by where: ingest (spans, logs), scores, conversation_turns, sources or feedback.",
+    ["where"],
+    registry=REGISTRY,
 )
 
 # --- assembly and pipeline ------------------------------------------------------------------
@@ -119,7 +130,9 @@ completions_dropped = Counter(
 )
 # Sampled from the database, which every process sees alike: the latest sample of any process.
 queue_depth = Gauge(
-    "tracescore_queue_depth", "Traces ready and waiting for a scoring worker.", registry=REGISTRY,
+    "tracescore_queue_depth",
+    "Traces ready and waiting for a scoring worker.",
+    registry=REGISTRY,
     multiprocess_mode="livemostrecent",
 )
 traces_in_state = Gauge(
@@ -168,11 +181,15 @@ scorer_latency = Histogram(
 # --- judges ---------------------------------------------------------------------------------
 
 judge_calls = Counter(
-    "tracescore_judge_calls", "LLM judge calls by outcome (ok, error, cached).", ["model", "outcome"],
+    "tracescore_judge_calls",
+    "LLM judge calls by outcome (ok, error, cached).",
+    ["model", "outcome"],
     registry=REGISTRY,
 )
 judge_tokens = Counter(
-    "tracescore_judge_tokens", "Judge tokens, by direction (input, output).", ["model", "direction"],
+    "tracescore_judge_tokens",
+    "Judge tokens, by direction (input, output).",
+    ["model", "direction"],
     registry=REGISTRY,
 )
 judge_cost = Counter(
@@ -182,47 +199,65 @@ judge_repairs = Counter(
     "tracescore_judge_repairs",
     "Repair requests sent to a judge whose answer was invalid JSON, did not match its schema or "
     "gave the wrong number of verdicts (answers read tolerantly need none).",
-    ["model"], registry=REGISTRY,
+    ["model"],
+    registry=REGISTRY,
 )
 judge_latency = Histogram(
-    "tracescore_judge_latency_seconds", "Latency of one judge call.", ["model"],
-    buckets=_LATENCY_BUCKETS, registry=REGISTRY,
+    "tracescore_judge_latency_seconds",
+    "Latency of one judge call.",
+    ["model"],
+    buckets=_LATENCY_BUCKETS,
+    registry=REGISTRY,
 )
 
 # --- alerts ---------------------------------------------------------------------------------
 
 alerts_firing = Gauge(
-    "tracescore_alerts_firing", "Segments of a rule currently firing.", ["rule"], registry=REGISTRY,
+    "tracescore_alerts_firing",
+    "Segments of a rule currently firing.",
+    ["rule"],
+    registry=REGISTRY,
     multiprocess_mode="livemostrecent",  # set by the alerting leader, whichever process it is
 )
 alert_evaluations = Counter(
-    "tracescore_alert_evaluations", "Rule evaluation rounds run by this instance as leader.",
+    "tracescore_alert_evaluations",
+    "Rule evaluation rounds run by this instance as leader.",
     registry=REGISTRY,
 )
 alert_evaluation_seconds = Histogram(
-    "tracescore_alert_evaluation_seconds", "Duration of one evaluation round of all rules.",
-    buckets=_LATENCY_BUCKETS, registry=REGISTRY,
+    "tracescore_alert_evaluation_seconds",
+    "Duration of one evaluation round of all rules.",
+    buckets=_LATENCY_BUCKETS,
+    registry=REGISTRY,
 )
 alert_notifications = Counter(
-    "tracescore_alert_notifications", "Alert notifications by channel and outcome (sent, failed).",
-    ["channel", "outcome"], registry=REGISTRY,
+    "tracescore_alert_notifications",
+    "Alert notifications by channel and outcome (sent, failed).",
+    ["channel", "outcome"],
+    registry=REGISTRY,
 )
 
 
 # --- retention ------------------------------------------------------------------------------
 
 retention_removed = Counter(
-    "tracescore_retention_removed", "Rows removed by retention, by kind of data (spans, logs, "
+    "tracescore_retention_removed",
+    "Rows removed by retention, by kind of data (spans, logs, "
     "scores, sampling_decisions, judge_cache, alerts; traces: the queue rows of pruned traces).",
-    ["kind"], registry=REGISTRY,
+    ["kind"],
+    registry=REGISTRY,
 )
 retention_last_pass = Gauge(
-    "tracescore_retention_last_pass_timestamp_seconds", "When the last complete retention pass "
-    "ended (Unix time).", registry=REGISTRY, multiprocess_mode="max",
+    "tracescore_retention_last_pass_timestamp_seconds",
+    "When the last complete retention pass ended (Unix time).",
+    registry=REGISTRY,
+    multiprocess_mode="max",
 )
 retention_last_pass_seconds = Gauge(
-    "tracescore_retention_last_pass_duration_seconds", "How long the last complete retention pass "
-    "took.", registry=REGISTRY, multiprocess_mode="livemostrecent",
+    "tracescore_retention_last_pass_duration_seconds",
+    "How long the last complete retention pass took.",
+    registry=REGISTRY,
+    multiprocess_mode="livemostrecent",
 )
 
 
@@ -238,8 +273,14 @@ def observe_score(
 
 
 def judge_call(
-    model: str, input_tokens: int, output_tokens: int, cost_usd: float, latency_seconds: float,
-    *, outcome: str = "ok", repairs: int = 0,
+    model: str,
+    input_tokens: int,
+    output_tokens: int,
+    cost_usd: float,
+    latency_seconds: float,
+    *,
+    outcome: str = "ok",
+    repairs: int = 0,
 ) -> None:
     """Record one judge call; ``outcome`` is ``ok``, ``error`` or ``cached`` (no tokens spent);
     ``repairs`` the repair requests it needed (a failed call's tokens count as well)."""
@@ -294,8 +335,9 @@ def text_values_replaced(where: str, count: int) -> None:
     text_replaced.labels(where).inc(count)
 
 
-def export_request(transport: str, signal: str, outcome: str, spans: int = 0, logs: int = 0,
-                   rejected: int = 0) -> None:
+def export_request(
+    transport: str, signal: str, outcome: str, spans: int = 0, logs: int = 0, rejected: int = 0
+) -> None:
     """Record one OTLP export request: its outcome and, when stored, what it carried."""
     export_requests.labels(transport, signal, outcome).inc()
     if spans:

@@ -32,7 +32,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from tracescore.settings import parse_duration
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
-MOMENT_HELP = "an ISO 8601 time (UTC without an offset), epoch seconds, or a duration back from now (1h, 7d)"
+MOMENT_HELP = (
+    "an ISO 8601 time (UTC without an offset), epoch seconds, or a duration back from now (1h, 7d)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +45,9 @@ class ApiVersion:
     legacy: bool
     """The unversioned aliases: deprecated in the schema, list bodies under their old keys."""
 
-    def page(self, items: list[Any], legacy_key: str, next_cursor: str | None = None,
-             **extra: Any) -> dict[str, Any]:
+    def page(
+        self, items: list[Any], legacy_key: str, next_cursor: str | None = None, **extra: Any
+    ) -> dict[str, Any]:
         """A list body: ``{"items", "next_cursor", **extra}``; under the old paths the items
         stay under ``legacy_key`` (``traces``, ``feedback``...) as they always were."""
         if self.legacy and legacy_key != "items":
@@ -55,8 +58,16 @@ class ApiVersion:
     def listing(self) -> dict[int | str, dict[str, Any]]:
         """The ``responses`` of a list route: the envelope, documented (not on the aliases,
         whose old shapes differ route by route)."""
-        return {} if self.legacy else {200: {"description": "a page of the list", "content": {
-            "application/json": {"schema": _PAGE_SCHEMA}}}}  # fmt: skip
+        return (
+            {}
+            if self.legacy
+            else {
+                200: {
+                    "description": "a page of the list",
+                    "content": {"application/json": {"schema": _PAGE_SCHEMA}},
+                }
+            }
+        )
 
 
 _PAGE_SCHEMA = {
@@ -141,8 +152,11 @@ def moment_query(what: str) -> Any:
 
 
 API_TAGS = [
-    {"name": "otlp", "description": "OTLP/HTTP export: where instrumented agents send spans, "
-                                    "log records and metrics (gRPC on its own port)."},
+    {
+        "name": "otlp",
+        "description": "OTLP/HTTP export: where instrumented agents send spans, "
+        "log records and metrics (gRPC on its own port).",
+    },
     {"name": "traces", "description": "Stored traces and the runs rebuilt from them."},
     {"name": "monitoring", "description": "Scores, their statistics, coverage and alerts."},
     {"name": "feedback", "description": "Human verdicts, calibration and the review queue."},
@@ -199,12 +213,18 @@ PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 def problem_body(status: int, detail: str, **extensions: Any) -> dict[str, Any]:
     """An RFC 9457 problem details body (``type`` is ``about:blank``: the status says it all)."""
-    return {"type": "about:blank", "title": _title(status), "status": status, "detail": detail,
-            **extensions}
+    return {
+        "type": "about:blank",
+        "title": _title(status),
+        "status": status,
+        "detail": detail,
+        **extensions,
+    }
 
 
-def problem(status: int, detail: str, headers: Mapping[str, str] | None = None,
-            **extensions: Any) -> JSONResponse:
+def problem(
+    status: int, detail: str, headers: Mapping[str, str] | None = None, **extensions: Any
+) -> JSONResponse:
     """:func:`problem_body` as a response."""
     body = jsonable_encoder(problem_body(status, detail, **extensions))
     return JSONResponse(body, status, headers=headers, media_type=PROBLEM_MEDIA_TYPE)
@@ -233,10 +253,16 @@ def install_problem_details(app: FastAPI) -> None:
         if not _api(request):
             return await request_validation_exception_handler(request, exc)
         errors = [
-            {"loc": list(error.get("loc", ())), "msg": error.get("msg", ""), "type": error.get("type", "")}
+            {
+                "loc": list(error.get("loc", ())),
+                "msg": error.get("msg", ""),
+                "type": error.get("type", ""),
+            }
             for error in exc.errors()
         ]
-        detail = "; ".join(f"{'.'.join(map(str, e['loc'][1:])) or e['loc'][0]}: {e['msg']}" for e in errors)
+        detail = "; ".join(
+            f"{'.'.join(map(str, e['loc'][1:])) or e['loc'][0]}: {e['msg']}" for e in errors
+        )
         return problem(422, detail or "the request is not valid", errors=errors)
 
     app.add_exception_handler(StarletteHTTPException, http_error)

@@ -75,6 +75,7 @@ from tracescore.web.traces_api import traces_router
 
 log = logging.getLogger(__name__)
 
+
 def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -> FastAPI:
     """The HTTP app: OTLP receiver, ``/healthz`` and the trace read API.
 
@@ -83,21 +84,34 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     """
     intake = intake or _intake(config, store)
     # FastAPI's own docs routes are open and load their scripts from a CDN: see apidocs.py.
-    app = FastAPI(title="tracescore", version=__version__, description=API_DESCRIPTION,
-                  openapi_tags=API_TAGS, docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(
+        title="tracescore",
+        version=__version__,
+        description=API_DESCRIPTION,
+        openapi_tags=API_TAGS,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
     app.state.store = store
     app.state.intake = intake
     server = config.server
     attempts = FailedAttempts(server.auth_failures, server.auth_failure_window)
     app.state.api_keys = keys = ApiKeys(server.api_keys, attempts)
-    dashboard = DashboardKeys(server.api_keys, Sessions(store.engine),
-                              timedelta(seconds=server.session_lifetime), attempts)
+    dashboard = DashboardKeys(
+        server.api_keys,
+        Sessions(store.engine),
+        timedelta(seconds=server.session_lifetime),
+        attempts,
+    )
     guarded = [Depends(keys.require)]
     app.state.body_readers = readers = BodyReaders(body_limits(config.server))
     app.include_router(otlp_router(intake, readers), dependencies=guarded)
     # The Langfuse SDKs authenticate with Basic auth only: their secret key is the API key.
-    app.include_router(langfuse_router(intake, readers),
-                       dependencies=[Depends(PasswordKeys(server.api_keys, attempts).require)])
+    app.include_router(
+        langfuse_router(intake, readers),
+        dependencies=[Depends(PasswordKeys(server.api_keys, attempts).require)],
+    )
     app.state.reads = reads = ReadProcesses(config, store)
     for version in VERSIONS:  # /api/v1, then the deprecated /api aliases
         for api in (
@@ -117,10 +131,13 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     app.add_exception_handler(DatabaseError, _ReadOutage().answer)
     app.add_middleware(_NulAsStored)
     app.add_middleware(
-        BodyGate, keys=dashboard, max_bytes=server.max_api_body_bytes, timeout=server.body_timeout,
+        BodyGate,
+        keys=dashboard,
+        max_bytes=server.max_api_body_bytes,
+        timeout=server.body_timeout,
         open_paths=[LOGIN_PATH],
         own_paths=[*OTLP_PATHS, LANGFUSE_TRACES_PATH],
-    )  # fmt: skip
+    )
     app.add_middleware(HeadAsGet)
 
     @app.get("/healthz", tags=["health"], summary="Liveness (and, with a key, what answered)")
@@ -130,7 +147,9 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
         if keys.refusal(request) is not None:
             return {"status": "ok"}
         return {
-            "status": "ok", "database": store.dialect, "in_flight": intake.in_flight,
+            "status": "ok",
+            "database": store.dialect,
+            "in_flight": intake.in_flight,
             "pid": os.getpid(),  # which process answered, when several share the port
         }
 
@@ -151,8 +170,11 @@ class _NulAsStored:
             query: bytes = scope["query_string"]
             path: str = scope["path"]
             if b"%00" in query or "\x00" in path:
-                scope = {**scope, "query_string": query.replace(b"%00", _REPLACEMENT_QUOTED),
-                         "path": path.replace("\x00", REPLACEMENT)}  # fmt: skip
+                scope = {
+                    **scope,
+                    "query_string": query.replace(b"%00", _REPLACEMENT_QUOTED),
+                    "path": path.replace("\x00", REPLACEMENT),
+                }
         await self.app(scope, receive, send)
 
 
@@ -177,8 +199,11 @@ class _ReadOutage:
             raise exc
         now = time.monotonic()
         if now - self._last >= self._QUIET_SECONDS:
-            log.warning("reads answer 503 while the database is unavailable (%s: %s)",
-                        type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
+            log.warning(
+                "reads answer 503 while the database is unavailable (%s: %s)",
+                type(exc).__name__,
+                str(exc).splitlines()[0] if str(exc) else "",
+            )
         self._last = now
         headers = {"Retry-After": str(RETRY_AFTER_SECONDS), "Cache-Control": "no-store"}
         message = "the database is unavailable; retry later"
@@ -191,8 +216,11 @@ def body_limits(server: ServerConfig) -> BodyLimits:
     """How OTLP/HTTP bodies must arrive; the bytes held while receiving are capped at what the
     admission slots may hold anyway, so slow clients add no new worst case for memory."""
     return BodyLimits(
-        max_bytes=server.max_body_bytes, timeout=server.body_timeout, min_rate=server.min_body_rate,
-        readers=server.body_readers, readers_per_client=server.body_readers_per_client,
+        max_bytes=server.max_body_bytes,
+        timeout=server.body_timeout,
+        min_rate=server.min_body_rate,
+        readers=server.body_readers,
+        readers_per_client=server.body_readers_per_client,
         buffered_bytes=server.max_pending_requests * server.max_body_bytes,
     )
 
@@ -200,8 +228,11 @@ def body_limits(server: ServerConfig) -> BodyLimits:
 def _intake(config: Config, store: SpanStore) -> Intake:
     server = config.server
     return Intake(
-        store, server.max_pending_requests, max_attribute_chars=server.max_attribute_chars,
-        max_journal_bytes=server.max_journal_bytes, unpackers=server.unpackers,
+        store,
+        server.max_pending_requests,
+        max_attribute_chars=server.max_attribute_chars,
+        max_journal_bytes=server.max_journal_bytes,
+        unpackers=server.unpackers,
         shutdown_timeout=server.shutdown_timeout,
     )
 
@@ -247,8 +278,9 @@ def _exit_if_stuck(seconds: float) -> None:
         log.error(
             "the service did not finish stopping within %g s (a database call that does not "
             "return?); ending its helper processes and exiting; requests not stored yet wait in "
-            "the journal for the next start", seconds,
-        )  # fmt: skip
+            "the journal for the next start",
+            seconds,
+        )
         helper_processes.kill_all()
         for handler in logging.getLogger().handlers:
             handler.flush()
@@ -324,7 +356,9 @@ class Service:
         self._stopping = True
         helper_processes.service_stopping()
         if self._owns_process:
-            _exit_if_stuck(self.config.server.shutdown_timeout + helper_processes.EXIT_GRACE_SECONDS)
+            _exit_if_stuck(
+                self.config.server.shutdown_timeout + helper_processes.EXIT_GRACE_SECONDS
+            )
 
     async def serve(self) -> None:
         server = self.config.server
@@ -337,21 +371,32 @@ class Service:
             )
         self.intake.start()
         grpc_server = await start_grpc_server(
-            self.intake, server.host, server.grpc_port, server.max_body_bytes,
-            interceptors=self.app.state.api_keys.grpc_interceptors(), reuse_port=shared_ports,
+            self.intake,
+            server.host,
+            server.grpc_port,
+            server.max_body_bytes,
+            interceptors=self.app.state.api_keys.grpc_interceptors(),
+            reuse_port=shared_ports,
             options=grpc_connection_options(server.header_timeout, server.grpc_idle_timeout),
         )
         self._uvicorn = _Server(
             uvicorn.Config(
-                self.app, host=server.host, port=server.http_port, log_level="warning",
-                access_log=False, lifespan="auto", timeout_keep_alive=server.keep_alive_timeout,
+                self.app,
+                host=server.host,
+                port=server.http_port,
+                log_level="warning",
+                access_log=False,
+                lifespan="auto",
+                timeout_keep_alive=server.keep_alive_timeout,
                 http=with_header_deadline(server.header_timeout),
             ),
             self.app.state.body_readers,
         )
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not main thread
+            with contextlib.suppress(
+                NotImplementedError, RuntimeError, ValueError
+            ):  # not main thread
                 loop.add_signal_handler(sig, self.stop)
         # Everything loaded so far (modules, app, caches) lives as long as the process: keep it
         # out of the cyclic GC's traversals, which otherwise tax every allocation-heavy
@@ -362,7 +407,9 @@ class Service:
             task.add_done_callback(_log_failure)
         try:
             await self._uvicorn.serve(
-                sockets=[shared_port_socket(server.host, server.http_port)] if shared_ports else None
+                sockets=[shared_port_socket(server.host, server.http_port)]
+                if shared_ports
+                else None
             )
         finally:
             # Requests still being answered were journaled by now: the unpackers may finish

@@ -64,7 +64,9 @@ def _stop_with_parent() -> None:
         log.warning("the parent process %s ended; stopping this service process", parent.pid)
         os.kill(os.getpid(), signal.SIGTERM)
 
-    threading.Thread(target=watch, args=(parent.sentinel,), name="parent watch", daemon=True).start()
+    threading.Thread(
+        target=watch, args=(parent.sentinel,), name="parent watch", daemon=True
+    ).start()
 
 
 def _run_child(config_data: dict[str, Any]) -> None:

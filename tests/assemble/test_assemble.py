@@ -174,9 +174,17 @@ def test_a_retry_of_stored_spans_does_not_send_a_scored_trace_back(store: SpanSt
 
 def _log(trace_id: str, event_name: str, time_ns: int) -> LogRecord:
     return LogRecord(
-        time_ns=time_ns, observed_time_ns=time_ns, trace_id=trace_id, span_id="0000000000000002",
-        event_name=event_name, severity_number=9, severity_text="INFO", body="", attributes={},
-        resource=Resource(attributes={"service.name": "chat"}), scope=Scope(name="app"),
+        time_ns=time_ns,
+        observed_time_ns=time_ns,
+        trace_id=trace_id,
+        span_id="0000000000000002",
+        event_name=event_name,
+        severity_number=9,
+        severity_text="INFO",
+        body="",
+        attributes={},
+        resource=Resource(attributes={"service.name": "chat"}),
+        scope=Scope(name="app"),
     )
 
 
@@ -189,7 +197,9 @@ def test_an_evaluation_record_does_not_reopen_a_scored_trace_but_a_late_message_
     store.write(_trace("f" * 32), received_at=now - 10)
     (claim,) = store.queue.claim("w", 10, 30, now=now)
     store.queue.complete([claim], now=now)
-    store.write([], [_log("f" * 32, "gen_ai.evaluation.result", time.time_ns())], received_at=now + 1)
+    store.write(
+        [], [_log("f" * 32, "gen_ai.evaluation.result", time.time_ns())], received_at=now + 1
+    )
     assert store.trace_summary("f" * 32).state == "scored"
     assert [r.event_name for r in store.load_trace("f" * 32).logs] == ["gen_ai.evaluation.result"]
     store.write([], [_log("f" * 32, "gen_ai.choice", time.time_ns())], received_at=now + 2)

@@ -28,10 +28,26 @@ from tracescore.store import open_store
 def test_demo_traces_are_stored_and_scored(tmp_path: Path) -> None:
     with start_server(tmp_path / "server", idle_timeout=0.3) as server:
         demo = subprocess.run(
-            [sys.executable, "-m", "tracescore.cli", "demo", "--endpoint", server.base_url,
-             "--rate", "12/s", "--duration", "2.5", "--drop-after", "0", "--seed", "7"],
-            capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "tracescore.cli",
+                "demo",
+                "--endpoint",
+                server.base_url,
+                "--rate",
+                "12/s",
+                "--duration",
+                "2.5",
+                "--drop-after",
+                "0",
+                "--seed",
+                "7",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert demo.returncode == 0, demo.stderr
         sent = int(demo.stderr.strip().rsplit("sent ", 1)[1].split()[0])
         assert sent >= 20
@@ -101,11 +117,31 @@ def test_demo_serve_starts_the_collector_with_its_alert_rules_and_conversation_b
     http_port, grpc_port = free_port(), free_port()
     db_url = f"sqlite:///{tmp_path / 'demo.db'}"
     demo = subprocess.Popen(
-        [sys.executable, "-m", "tracescore.cli", "demo", "--serve",
-         "--endpoint", f"http://127.0.0.1:{http_port}", "--grpc-port", str(grpc_port),
-         "--db", db_url, "--rate", "12/s", "--duration", "3", "--drop-after", "0", "--seed", "7"],
-        cwd=tmp_path, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "tracescore.cli",
+            "demo",
+            "--serve",
+            "--endpoint",
+            f"http://127.0.0.1:{http_port}",
+            "--grpc-port",
+            str(grpc_port),
+            "--db",
+            db_url,
+            "--rate",
+            "12/s",
+            "--duration",
+            "3",
+            "--drop-after",
+            "0",
+            "--seed",
+            "7",
+        ],
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         # The concierge's conversations are scored by the conversation binding once idle (5 s).
         deadline = time.monotonic() + 90
@@ -139,7 +175,10 @@ def _scores(db_url: str) -> list[Any]:
 def test_demo_prints_its_config(tmp_path: Path) -> None:
     printed = subprocess.run(
         [sys.executable, "-m", "tracescore.cli", "demo", "--print-config"],
-        capture_output=True, text=True, timeout=60, check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     ).stdout
     (tmp_path / "demo.yaml").write_text(printed)
     config = load_config(tmp_path / "demo.yaml")

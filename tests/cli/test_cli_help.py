@@ -30,7 +30,9 @@ COMMANDS = dict(_commands(typer.main.get_command(app)))
 
 
 def _help(path: tuple[str, ...]) -> str:
-    result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": str(WIDTH), "TERMINAL_WIDTH": str(WIDTH)})
+    result = CliRunner().invoke(
+        app, [*path, "--help"], env={"COLUMNS": str(WIDTH), "TERMINAL_WIDTH": str(WIDTH)}
+    )
     assert result.exit_code == 0, result.output
     return result.output
 
@@ -47,12 +49,14 @@ def test_help_is_clean(path: tuple[str, ...]) -> None:
 
 
 @pytest.mark.parametrize(
-    "path", [p for p, c in COMMANDS.items() if not hasattr(c, "commands")],
+    "path",
+    [p for p, c in COMMANDS.items() if not hasattr(c, "commands")],
     ids=lambda p: " ".join(p),
 )
 def test_every_option_shows_its_default(path: tuple[str, ...]) -> None:
     options = [
-        p for p in COMMANDS[path].params
+        p
+        for p in COMMANDS[path].params
         if p.param_type_name == "option" and not (p.required or p.is_flag or p.multiple)
     ]
     text = " ".join(_help(path).split())
@@ -69,11 +73,15 @@ def _described(text: str, flag: str) -> str:
 def test_serve_shows_the_config_defaults() -> None:
     text = " ".join(_help(("serve",)).split())
     server = Config().server
-    for flag, value in (("--host", server.host), ("--http-port", server.http_port),
-                        ("--grpc-port", server.grpc_port), ("--processes", server.processes),
-                        ("--unpackers", server.unpackers),
-                        ("--idle-timeout", Config().assembly.idle_timeout),
-                        ("--db", Config().store.url)):  # fmt: skip
+    for flag, value in (
+        ("--host", server.host),
+        ("--http-port", server.http_port),
+        ("--grpc-port", server.grpc_port),
+        ("--processes", server.processes),
+        ("--unpackers", server.unpackers),
+        ("--idle-timeout", Config().assembly.idle_timeout),
+        ("--db", Config().store.url),
+    ):
         shown = _described(text, flag).split("[default: ", 1)[1]
         assert shown.lstrip("(").startswith(f"{value}, or the config's"), flag
 

@@ -56,11 +56,16 @@ def test_protobuf_export_scores_like_its_json_twin() -> None:
 
 def test_mastra_runs_with_scorer_options_parsed_as_yaml() -> None:
     code, out, _ = _score(
-        str(MASTRA_RUNS), "--format", "csv",
-        "--scorer", "tool-call-accuracy-code:expected_tool=weatherTool",
-        "--scorer", "tool-call-accuracy-code:expected_tool_order=[weatherTool, weatherTool],strict_mode=true",
-        "--scorer", "completeness",
-    )  # fmt: skip
+        str(MASTRA_RUNS),
+        "--format",
+        "csv",
+        "--scorer",
+        "tool-call-accuracy-code:expected_tool=weatherTool",
+        "--scorer",
+        "tool-call-accuracy-code:expected_tool_order=[weatherTool, weatherTool],strict_mode=true",
+        "--scorer",
+        "completeness",
+    )
     assert code == 0, out
     rows = {row["binding"]: row for row in csv.DictReader(io.StringIO(out))}
     assert list(rows) == ["tool-call-accuracy-code", "tool-call-accuracy-code-2", "completeness"]
@@ -72,8 +77,9 @@ def test_mastra_runs_with_scorer_options_parsed_as_yaml() -> None:
 
 def test_table_output_names_every_binding(tmp_path: Path) -> None:
     out_rows = tmp_path / "rows.jsonl"
-    code, out, _ = _score(str(MASTRA_RUNS), "--scorer", "completeness", "--scorer", "tone",
-                          "--output", str(out_rows))  # fmt: skip
+    code, out, _ = _score(
+        str(MASTRA_RUNS), "--scorer", "completeness", "--scorer", "tone", "--output", str(out_rows)
+    )
     assert code == 0
     assert "completeness" in out and "tone" in out and "(8 traces)" in out
     rows = [json.loads(line) for line in out_rows.read_text().splitlines()]
@@ -85,20 +91,41 @@ def test_fail_under_passes_and_fails_with_exit_codes() -> None:
     _, out, _ = _score(str(MASTRA_RUNS), "--scorer", "keyword-coverage", "--format", "json")
     mean = json.loads(out)[0]["mean"]
     assert 0.2 < mean < 0.95
-    code, _, err = _score(str(MASTRA_RUNS), "--scorer", "keyword-coverage",
-                          "--fail-under", f"keyword-coverage={mean - 0.05:.3f}")  # fmt: skip
+    code, _, err = _score(
+        str(MASTRA_RUNS),
+        "--scorer",
+        "keyword-coverage",
+        "--fail-under",
+        f"keyword-coverage={mean - 0.05:.3f}",
+    )
     assert code == 0 and "quality gate failed" not in err
-    code, _, err = _score(str(MASTRA_RUNS), "--scorer", "keyword-coverage",
-                          "--fail-under", f"keyword-coverage={mean + 0.05:.3f}")  # fmt: skip
+    code, _, err = _score(
+        str(MASTRA_RUNS),
+        "--scorer",
+        "keyword-coverage",
+        "--fail-under",
+        f"keyword-coverage={mean + 0.05:.3f}",
+    )
     assert code == 1
     assert "keyword-coverage: mean score" in err and "is below" in err
     # --fail-over bounds the mean from above (for scorers where lower is better), by scorer id too.
-    code, _, err = _score(str(MASTRA_RUNS), "--scorer", "keyword-coverage",
-                          "--fail-over", f"keyword-coverage-scorer={mean - 0.05:.3f}")  # fmt: skip
+    code, _, err = _score(
+        str(MASTRA_RUNS),
+        "--scorer",
+        "keyword-coverage",
+        "--fail-over",
+        f"keyword-coverage-scorer={mean - 0.05:.3f}",
+    )
     assert code == 1 and "is above" in err
-    code, _, err = _score(str(MASTRA_RUNS), "--scorer", "keyword-coverage",
-                          "--fail-over", f"keyword-coverage-scorer={mean + 0.05:.3f}",
-                          "--fail-under", f"keyword-coverage={mean - 0.05:.3f}")  # fmt: skip
+    code, _, err = _score(
+        str(MASTRA_RUNS),
+        "--scorer",
+        "keyword-coverage",
+        "--fail-over",
+        f"keyword-coverage-scorer={mean + 0.05:.3f}",
+        "--fail-under",
+        f"keyword-coverage={mean - 0.05:.3f}",
+    )
     assert code == 0, err
 
 
@@ -131,10 +158,17 @@ def test_llm_scorer_with_judge_flags_or_config_gates_ci(tmp_path: Path) -> None:
         server.script(
             "FaithfulnessClaims", json_reply({"claims": ["It is 21 degrees.", "It is sunny."]})
         )
-        server.script("FaithfulnessVerdicts", json_reply({"verdicts": [
-            {"verdict": "yes", "reason": "The tool result says 21 degrees."},
-            {"verdict": "no", "reason": "The tool result says cloudy."},
-        ]}))  # fmt: skip
+        server.script(
+            "FaithfulnessVerdicts",
+            json_reply(
+                {
+                    "verdicts": [
+                        {"verdict": "yes", "reason": "The tool result says 21 degrees."},
+                        {"verdict": "no", "reason": "The tool result says cloudy."},
+                    ]
+                }
+            ),
+        )
         flags = [
             "--scorer",
             "faithfulness",
@@ -143,19 +177,40 @@ def test_llm_scorer_with_judge_flags_or_config_gates_ci(tmp_path: Path) -> None:
             "--api-base",
             server.base_url,
         ]
-        code, out, err = _score(str(MASTRA_RUNS), *flags, "--format", "json",
-                                "--fail-under", "faithfulness=0.6")  # fmt: skip
+        code, out, err = _score(
+            str(MASTRA_RUNS), *flags, "--format", "json", "--fail-under", "faithfulness=0.6"
+        )
         assert code == 1 and "faithfulness: mean score 0.5000 is below 0.6 (8 runs)" in err
         summary = json.loads(out)[0]
         assert (summary["n"], summary["mean"], summary["errors"]) == (8, 0.5, 0)
         assert summary["cost_usd"] > 0 and server.count >= 8 * 2
         config = tmp_path / "tracescore.yaml"
-        config.write_text(yaml.safe_dump({
-            "judges": {"strict": {"model": "openai/gpt-4o-mini", "api_base": server.base_url}},
-            "scorers": [{"name": "faith", "scorer": "faithfulness", "judge": "strict", "threshold": 0.7}],
-        }))  # fmt: skip
-        code, out, err = _score(str(MASTRA_RUNS), "--config", str(config), "--format", "json",
-                                "--fail-under", "faith=0.5")  # fmt: skip
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "judges": {
+                        "strict": {"model": "openai/gpt-4o-mini", "api_base": server.base_url}
+                    },
+                    "scorers": [
+                        {
+                            "name": "faith",
+                            "scorer": "faithfulness",
+                            "judge": "strict",
+                            "threshold": 0.7,
+                        }
+                    ],
+                }
+            )
+        )
+        code, out, err = _score(
+            str(MASTRA_RUNS),
+            "--config",
+            str(config),
+            "--format",
+            "json",
+            "--fail-under",
+            "faith=0.5",
+        )
         assert code == 0, err
         assert json.loads(out)[0]["failed"] == 8  # every 0.5 is labelled fail at threshold 0.7
 
@@ -175,10 +230,20 @@ def test_scorers_lists_every_registered_scorer_with_options() -> None:
 
 def test_config_bindings_score_every_run_whatever_their_sampling(tmp_path: Path) -> None:
     config = tmp_path / "tracescore.yaml"
-    config.write_text(yaml.safe_dump({"scorers": [
-        {"name": "weather-only", "scorer": "completeness", "sampling": {"rate": 0.0},
-         "filter": {"agent": ["weather*"]}},
-    ]}))  # fmt: skip
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "scorers": [
+                    {
+                        "name": "weather-only",
+                        "scorer": "completeness",
+                        "sampling": {"rate": 0.0},
+                        "filter": {"agent": ["weather*"]},
+                    },
+                ]
+            }
+        )
+    )
     code, out, err = _score(str(MASTRA_RUNS), "--config", str(config), "--format", "json")
     assert code == 0, err
     # The filter still applies (4 weatherAgent runs of 8); the sampling rate does not.
@@ -209,8 +274,17 @@ def _run_with_stderr(command: list[str], stderr_tty: bool) -> tuple[int, str, st
 
 
 def test_real_process_exit_codes_and_progress_bar_on_a_terminal_only() -> None:
-    command = [sys.executable, "-m", "tracescore.cli", "score", str(CAPTURES), "--format", "json",
-               "--scorer", "tool-call-accuracy-code:expected_tool=get_weather"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "tracescore.cli",
+        "score",
+        str(CAPTURES),
+        "--format",
+        "json",
+        "--scorer",
+        "tool-call-accuracy-code:expected_tool=get_weather",
+    ]
     code, out, err = _run_with_stderr(
         [*command, "--fail-under", "tool-call-accuracy-code=0.99"], True
     )
@@ -218,7 +292,9 @@ def test_real_process_exit_codes_and_progress_bar_on_a_terminal_only() -> None:
     runs = [extract_runs(trace) for trace in load_traces([CAPTURES])]
     primary = [run for group in runs for run in group if run.primary]
     assert summary["n"] == sum(has_content(run) for run in primary)
-    assert summary["not_scorable"] == len(primary) - summary["n"]  # runs without content: capture off
+    assert (
+        summary["not_scorable"] == len(primary) - summary["n"]
+    )  # runs without content: capture off
     assert 0 < summary["mean"] < 0.99
     assert code == 1 and "tool-call-accuracy-code: mean score" in err
     # The bar counted every trace with runs (Mastra 0.x also starts run-less root traces).

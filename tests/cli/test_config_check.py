@@ -47,8 +47,10 @@ def test_every_mistake_in_one_pass_with_line_and_suggestion(tmp_path: Path) -> N
 
 def test_a_bad_option_alone_is_named_with_its_line(tmp_path: Path) -> None:
     path = tmp_path / "tracescore.yaml"
-    path.write_text("scorers:\n  - {name: t, scorer: tool-call-accuracy-code,\n"
-                    "     options: {expectedTool: x, strictMode: maybe}}\n")
+    path.write_text(
+        "scorers:\n  - {name: t, scorer: tool-call-accuracy-code,\n"
+        "     options: {expectedTool: x, strictMode: maybe}}\n"
+    )
     result = CliRunner().invoke(app, ["config", "check", str(path)])
     assert result.exit_code == 2
     assert "validation error" not in result.output and "pydantic" not in result.output

@@ -25,7 +25,11 @@ from tracescore.store.score_reads import ScoreFilter
 from tracescore.store.scores import SamplingDecisionRow, ScoreRow, StoredScore
 
 FAR_FUTURE = 4_000_000_000.0
-USERS = ["Hi, my name is Ada and I live in Lyon.", "Can you recommend a museum in my city?", "What is my name?"]
+USERS = [
+    "Hi, my name is Ada and I live in Lyon.",
+    "Can you recommend a museum in my city?",
+    "What is my name?",
+]
 TURN_ORDER = "  - {name: turns, scorer: 'tests.support.conversation_scorers:turn_order', target: conversation}\n"
 ANSWER = "  - {name: answer, scorer: 'tests.support.custom_scorers:answer_present'}\n"
 
@@ -43,7 +47,9 @@ class Pipeline:
         config = parse_config("scorers:\n" + bindings + conversations).scoring()
         self.store = open_store(db_url)
         self.worker = build_worker(config, self.store)
-        self.conversations = ConversationScoring(self.worker, self.worker.conversation_bindings, config.conversations)
+        self.conversations = ConversationScoring(
+            self.worker, self.worker.conversation_bindings, config.conversations
+        )
 
     def send(self, *traces: Trace) -> list[StoredScore]:
         """Store the traces and score them as the worker does once they are ready."""
@@ -65,7 +71,9 @@ class Pipeline:
             return list(connection.execute(select(table)).all())
 
 
-def test_a_conversation_is_scored_in_order_once_idle_and_rescored_after_a_later_turn(db_url: str) -> None:
+def test_a_conversation_is_scored_in_order_once_idle_and_rescored_after_a_later_turn(
+    db_url: str,
+) -> None:
     pipeline = Pipeline(db_url, TURN_ORDER + ANSWER)
     first, second, third = _turns("openinference-openai")
     pipeline.send(second, first)  # turns may be scored in any order
@@ -73,7 +81,10 @@ def test_a_conversation_is_scored_in_order_once_idle_and_rescored_after_a_later_
     (row,) = pipeline.score_conversations()
     assert (row["status"], row["score"], row["conversation_id"]) == ("ok", 2.0, "session-oi-ada")
     assert row["reason"] == f"{USERS[0]} | {USERS[1]} (2 rebuilt)"
-    assert (row["trace_id"], row["span_id"]) == (second.trace_id, second.spans[0].span_id)  # the last turn's
+    assert (row["trace_id"], row["span_id"]) == (
+        second.trace_id,
+        second.spans[0].span_id,
+    )  # the last turn's
     assert pipeline.score_conversations() == []  # scored: nothing until a new turn
 
     pipeline.send(third)
@@ -82,7 +93,9 @@ def test_a_conversation_is_scored_in_order_once_idle_and_rescored_after_a_later_
     assert rescored["id"] == row["id"] and rescored["trace_id"] == third.trace_id
     stored = pipeline.stored()
     conversation_rows = [r for r in stored if r.conversation_id is not None]
-    assert [(r.binding, r.score, r.trace_id) for r in conversation_rows] == [("turns", 3.0, third.trace_id)]
+    assert [(r.binding, r.score, r.trace_id) for r in conversation_rows] == [
+        ("turns", 3.0, third.trace_id)
+    ]
     # The turns' run scores are there too, one per trace, without a conversation id.
     assert sorted(r.trace_id for r in stored if r.binding == "answer") == sorted(
         t.trace_id for t in (first, second, third)
@@ -102,7 +115,10 @@ def test_a_judge_is_shown_the_latest_max_turns_and_a_line_for_the_rest(db_url: s
     pipeline.send(*_turns("vercel-ai-sdk-v6"))
     (row,) = pipeline.score_conversations()
     assert row["score"] == 2.0
-    assert row["reason"] == f"{USERS[1]} | {USERS[2]} (2 rebuilt) [1 earlier turn not shown; the user said: {USERS[0]!r}]"
+    assert (
+        row["reason"]
+        == f"{USERS[1]} | {USERS[2]} (2 rebuilt) [1 earlier turn not shown; the user said: {USERS[0]!r}]"
+    )
 
 
 def test_sampling_is_by_conversation_and_filters_see_the_last_turn(db_url: str) -> None:
@@ -117,7 +133,12 @@ def test_sampling_is_by_conversation_and_filters_see_the_last_turn(db_url: str) 
     pipeline = Pipeline(db_url, bindings)
     pipeline.send(*_turns("mastra"))
     (row,) = pipeline.score_conversations()
-    assert (row["binding"], row["score"], row["agent"], row["service"]) == ("concierge", 3.0, "Concierge", "mastra-demo")
+    assert (row["binding"], row["score"], row["agent"], row["service"]) == (
+        "concierge",
+        3.0,
+        "Concierge",
+        "mastra-demo",
+    )
     decisions = {(d.binding, d.sampled) for d in pipeline.stored(SamplingDecisionRow.__table__)}  # type: ignore[attr-defined]
     assert decisions == {("never", False), ("concierge", True)}  # other-agent's filter excluded it
 
@@ -134,7 +155,8 @@ def test_the_conversation_ids_come_from_the_configured_attributes(db_url: str) -
 
 def test_a_failing_scorer_stores_an_error_score_saying_why(db_url: str) -> None:
     pipeline = Pipeline(
-        db_url, "  - {name: boom, scorer: 'tests.support.custom_scorers:exploding', target: conversation}\n"
+        db_url,
+        "  - {name: boom, scorer: 'tests.support.custom_scorers:exploding', target: conversation}\n",
     )
     pipeline.send(*_turns("openllmetry-openai"))
     (row,) = pipeline.score_conversations()
@@ -162,13 +184,18 @@ def test_alert_rules_and_summaries_select_a_conversation_binding(db_url: str) ->
     (verdict,) = report.verdicts["short-chats"]  # both conversations' agent is Concierge
     assert verdict.segment == {"agent": "Concierge"} and verdict.value == 2.5 and verdict.firing
     with pipeline.store.engine.connect() as connection:
-        (group,) = aggregate_scores(connection, ScoreFilter(binding="turns"), ["scorer_id"], bucket_seconds=None)
+        (group,) = aggregate_scores(
+            connection, ScoreFilter(binding="turns"), ["scorer_id"], bucket_seconds=None
+        )
     assert group.moments.n == 2 and group.moments.mean == 2.5
 
 
-def test_a_slow_conversation_holds_back_no_other_and_is_handed_back_on_shutdown(db_url: str) -> None:
+def test_a_slow_conversation_holds_back_no_other_and_is_handed_back_on_shutdown(
+    db_url: str,
+) -> None:
     pipeline = Pipeline(
-        db_url, "  - {name: slow, scorer: 'tests.support.conversation_scorers:slow_for_mastra', target: conversation}\n",
+        db_url,
+        "  - {name: slow, scorer: 'tests.support.conversation_scorers:slow_for_mastra', target: conversation}\n",
         "conversations: {idle_timeout: 0.1}\nworkers: {poll_interval: 0.05}\n",
     )
     pipeline.send(*_turns("mastra"), *_turns("openinference-openai"))
@@ -183,10 +210,14 @@ def test_a_slow_conversation_holds_back_no_other_and_is_handed_back_on_shutdown(
         return stored
 
     stored = asyncio.run(go())
-    assert [row.conversation_id for row in stored] == ["session-oi-ada"]  # scored while Mastra's waits
+    assert [row.conversation_id for row in stored] == [
+        "session-oi-ada"
+    ]  # scored while Mastra's waits
     table = ConversationRow.__table__  # type: ignore[attr-defined]
     with pipeline.store.engine.connect() as connection:
-        states: dict[str, str] = dict(connection.execute(select(table.c.conversation_id, table.c.state)).all())
+        states: dict[str, str] = dict(
+            connection.execute(select(table.c.conversation_id, table.c.state)).all()
+        )
         attempts = connection.execute(
             select(table.c.attempts).where(table.c.conversation_id == "thread-mastra-ada")
         ).scalar_one()
@@ -199,19 +230,33 @@ def test_two_instances_score_each_conversation_exactly_once(db_url: str) -> None
     first = Pipeline(db_url, TURN_ORDER)
     second = Pipeline(db_url, TURN_ORDER)
     with first.store.write_transaction() as connection:
-        record_turns(connection, [
-            TurnRecord(conversation_id=f"chat-{n:02d}", trace_id=f"{n * 10 + turn:032x}", span_id=f"{n * 10 + turn:016x}",
-                       start_time_ns=turn, user_text=f"question {turn}", answer_text="answer", agent_name="bot",
-                       service_name="svc")
-            for n in range(30) for turn in range(2)
-        ], now=0.0)  # fmt: skip
+        record_turns(
+            connection,
+            [
+                TurnRecord(
+                    conversation_id=f"chat-{n:02d}",
+                    trace_id=f"{n * 10 + turn:032x}",
+                    span_id=f"{n * 10 + turn:016x}",
+                    start_time_ns=turn,
+                    user_text=f"question {turn}",
+                    answer_text="answer",
+                    agent_name="bot",
+                    service_name="svc",
+                )
+                for n in range(30)
+                for turn in range(2)
+            ],
+            now=0.0,
+        )
     conversation_scorers.SCORED.clear()
 
     async def race() -> list[list[StoredScore]]:
         async def drain(pipeline: Pipeline) -> list[StoredScore]:
             rows: list[StoredScore] = []
             loop = pipeline.conversations
-            while claims := await asyncio.to_thread(loop.queue.claim, loop.worker.owner, 4, 30.0, FAR_FUTURE):
+            while claims := await asyncio.to_thread(
+                loop.queue.claim, loop.worker.owner, 4, 30.0, FAR_FUTURE
+            ):
                 for found in await asyncio.gather(*map(loop.process, claims)):
                     rows.extend(found)
             return rows

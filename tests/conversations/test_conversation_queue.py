@@ -25,18 +25,27 @@ T0 = 1_800_000_000.0
 IDLE, MAX_WAIT = 60.0, 600.0
 
 
-def _turn(trace: int, *, conversation: str = "chat-1", start: int | None = None, agent: str = "Concierge") -> TurnRecord:
+def _turn(
+    trace: int, *, conversation: str = "chat-1", start: int | None = None, agent: str = "Concierge"
+) -> TurnRecord:
     return TurnRecord(
-        conversation_id=conversation, trace_id=f"{trace:032x}", span_id=f"{trace:016x}",
-        start_time_ns=start if start is not None else trace * 1_000_000_000, user_text=f"question {trace}",
-        answer_text=f"answer {trace}", agent_name=agent, service_name="chat-service",
-    )  # fmt: skip
+        conversation_id=conversation,
+        trace_id=f"{trace:032x}",
+        span_id=f"{trace:016x}",
+        start_time_ns=start if start is not None else trace * 1_000_000_000,
+        user_text=f"question {trace}",
+        answer_text=f"answer {trace}",
+        agent_name=agent,
+        service_name="chat-service",
+    )
 
 
 @pytest.fixture
 def setup(db_url: str) -> Any:
     store = open_store(db_url)
-    queue = ConversationQueue(store.write_transaction, ConversationReadiness(IDLE, MAX_WAIT, max_attempts=2))
+    queue = ConversationQueue(
+        store.write_transaction, ConversationReadiness(IDLE, MAX_WAIT, max_attempts=2)
+    )
     yield store, queue
     store.close()
 
@@ -62,10 +71,18 @@ def test_turns_make_a_pending_conversation_whose_generation_grows(setup: Any) ->
     _record(store, _turn(3, agent="Concierge-v2"), now=T0 + 1)
     _record(store, _turn(0, start=500_000_000, agent="Old"), now=T0 + 2)
     row = _row(store)
-    assert (row.turn_count, row.generation, row.agent_name, row.last_seen) == (4, 3, "Concierge-v2", T0 + 2)
+    assert (row.turn_count, row.generation, row.agent_name, row.last_seen) == (
+        4,
+        3,
+        "Concierge-v2",
+        T0 + 2,
+    )
     with store.engine.connect() as conn:
         assert [turn.user_text for turn in turns_of(conn, "chat-1")] == [
-            "question 0", "question 1", "question 2", "question 3"
+            "question 0",
+            "question 1",
+            "question 2",
+            "question 3",
         ]
     # The same trace recorded again (rescored after a late span) is one turn, updated.
     _record(store, replace(_turn(3), answer_text="a better answer"), now=T0 + 3)
@@ -144,16 +161,27 @@ def test_failures_park_the_conversation_until_its_next_turn(setup: Any) -> None:
 def test_ids_as_clients_send_them_are_stored(setup: Any) -> None:
     store, queue = setup
     long_a, long_b = "a" * 500 + "1", "a" * 500 + "2"
-    _record(store, _turn(1, conversation=long_a), _turn(2, conversation=long_b),
-            _turn(3, conversation="nul\x00in/id ✓"), now=T0)  # fmt: skip
+    _record(
+        store,
+        _turn(1, conversation=long_a),
+        _turn(2, conversation=long_b),
+        _turn(3, conversation="nul\x00in/id ✓"),
+        now=T0,
+    )
     claims = queue.claim("w1", 10, 30.0, now=T0 + IDLE)
     ids = sorted(claim.conversation_id for claim in claims)
     assert len(ids) == 3 and all(len(i) <= MAX_ID_CHARS for i in ids)
-    assert storable_id(long_a) in ids and storable_id(long_b) in ids and storable_id(long_a) != storable_id(long_b)
+    assert (
+        storable_id(long_a) in ids
+        and storable_id(long_b) in ids
+        and storable_id(long_a) != storable_id(long_b)
+    )
     assert "nul\ufffdin/id ✓" in ids
 
 
-def test_a_renewed_lease_is_not_claimed_again_and_an_expiring_one_only_max_attempts_times(setup: Any) -> None:
+def test_a_renewed_lease_is_not_claimed_again_and_an_expiring_one_only_max_attempts_times(
+    setup: Any,
+) -> None:
     store, queue = setup
     _record(store, _turn(1), _turn(2, conversation="chat-2"), now=T0)
     claims = queue.claim("slow", 10, 30.0, now=T0 + IDLE)

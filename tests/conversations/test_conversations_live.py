@@ -25,22 +25,33 @@ from tests.support.otlp_receiver import otlp_receiver
 from tests.support.paths import CAPTURES, REPO
 from tests.support.server_process import ServerProcess, start_server
 
-USERS = ["Hi, my name is Ada and I live in Lyon.", "Can you recommend a museum in my city?", "What is my name?"]
-LATE = {"pydantic-ai": "01a213a3-643a-705a-85ab-969a155bbe02", "openinference-openai": "session-oi-ada",
-        "openllmetry-openai": "session-tl-ada"}  # fmt: skip
+USERS = [
+    "Hi, my name is Ada and I live in Lyon.",
+    "Can you recommend a museum in my city?",
+    "What is my name?",
+]
+LATE = {
+    "pydantic-ai": "01a213a3-643a-705a-85ab-969a155bbe02",
+    "openinference-openai": "session-oi-ada",
+    "openllmetry-openai": "session-tl-ada",
+}
 """Conventions whose third turn arrives late, and their conversation ids (pydantic-ai's is the
 UUID7 it generated, see the capture's spans.txt)."""
 WHOLE = {"vercel-ai-sdk-v6": "session-vercel-ada", "mastra": "thread-mastra-ada"}
 CONVERSATION_SCORERS = {
-    "retention": "knowledge-retention", "completeness": "conversation-completeness",
-    "role": "role-adherence", "relevancy": "conversation-relevancy",
+    "retention": "knowledge-retention",
+    "completeness": "conversation-completeness",
+    "role": "role-adherence",
+    "relevancy": "conversation-relevancy",
 }
 
 
 def _documents(library: str, kind: str) -> list[tuple[Path, dict[str, Any]]]:
     folder = CAPTURES / library / "conversation"
     names = sorted(p for p in folder.glob("*.json") if not p.name.endswith(".raw.json"))
-    wanted = [p for p in names if (".logs." in p.name) == (kind == "logs") and ".metrics." not in p.name]
+    wanted = [
+        p for p in names if (".logs." in p.name) == (kind == "logs") and ".metrics." not in p.name
+    ]
     return [(path, json.loads(path.read_text())) for path in wanted]
 
 
@@ -56,12 +67,17 @@ def _turn_traces(library: str) -> list[str]:
     return sorted(starts, key=starts.__getitem__)
 
 
-def _only(document: dict[str, Any], key: str, inner: str, items: str, trace_ids: set[str]) -> dict[str, Any] | None:
+def _only(
+    document: dict[str, Any], key: str, inner: str, items: str, trace_ids: set[str]
+) -> dict[str, Any] | None:
     """The export request narrowed to the records of ``trace_ids`` (None if none is left)."""
     resources = []
     for resource in document[key]:
-        scopes = [{**scope, items: kept} for scope in resource[inner]
-                  if (kept := [r for r in scope[items] if r.get("traceId") in trace_ids])]  # fmt: skip
+        scopes = [
+            {**scope, items: kept}
+            for scope in resource[inner]
+            if (kept := [r for r in scope[items] if r.get("traceId") in trace_ids])
+        ]
         if scopes:
             resources.append({**resource, inner: scopes})
     return {key: resources} if resources else None
@@ -69,8 +85,10 @@ def _only(document: dict[str, Any], key: str, inner: str, items: str, trace_ids:
 
 def _send(base_url: str, library: str, trace_ids: set[str]) -> None:
     """POST the capture's requests, narrowed to these traces, as OTLP/JSON (as the SDKs sent them)."""
-    for signal, key, inner, items in (("traces", "resourceSpans", "scopeSpans", "spans"),
-                                      ("logs", "resourceLogs", "scopeLogs", "logRecords")):  # fmt: skip
+    for signal, key, inner, items in (
+        ("traces", "resourceSpans", "scopeSpans", "spans"),
+        ("logs", "resourceLogs", "scopeLogs", "logRecords"),
+    ):
         for _path, document in _documents(library, signal):
             body = _only(document, key, inner, items, trace_ids)
             if body is not None:
@@ -79,16 +97,55 @@ def _send(base_url: str, library: str, trace_ids: set[str]) -> None:
 
 
 def _script(judge: JudgeServer) -> None:
-    judge.script("UserFacts", json_reply({"facts": [{"turn": 1, "fact": "the user's name is Ada"},
-                                                    {"turn": 1, "fact": "the user lives in Lyon"}]}))  # fmt: skip
-    judge.script("RetentionVerdicts", json_reply({"verdicts": [  # no attrition in any answer
-        {"turn": turn, "verdict": "no", "reason": "kept"} for turn in (1, 2, 3)]}))
-    judge.script("UserIntentions", json_reply({"intentions": ["get a museum recommendation", "hear their name"]}))
-    judge.script("IntentionVerdicts", json_reply({"verdicts": [{"verdict": "yes", "reason": "turn 2"},
-                                                               {"verdict": "yes", "reason": "turn 3"}]}))  # fmt: skip
+    judge.script(
+        "UserFacts",
+        json_reply(
+            {
+                "facts": [
+                    {"turn": 1, "fact": "the user's name is Ada"},
+                    {"turn": 1, "fact": "the user lives in Lyon"},
+                ]
+            }
+        ),
+    )
+    judge.script(
+        "RetentionVerdicts",
+        json_reply(
+            {
+                "verdicts": [  # no attrition in any answer
+                    {"turn": turn, "verdict": "no", "reason": "kept"} for turn in (1, 2, 3)
+                ]
+            }
+        ),
+    )
+    judge.script(
+        "UserIntentions",
+        json_reply({"intentions": ["get a museum recommendation", "hear their name"]}),
+    )
+    judge.script(
+        "IntentionVerdicts",
+        json_reply(
+            {
+                "verdicts": [
+                    {"verdict": "yes", "reason": "turn 2"},
+                    {"verdict": "yes", "reason": "turn 3"},
+                ]
+            }
+        ),
+    )
     judge.script("OutOfCharacterTurns", json_reply({"verdicts": []}))
-    judge.script("TurnRelevancyVerdicts", json_reply({"verdicts": [
-        {"turn": 1, "verdict": "yes"}, {"turn": 2, "verdict": "yes"}, {"turn": 3, "verdict": "yes"}]}))
+    judge.script(
+        "TurnRelevancyVerdicts",
+        json_reply(
+            {
+                "verdicts": [
+                    {"turn": 1, "verdict": "yes"},
+                    {"turn": 2, "verdict": "yes"},
+                    {"turn": 3, "verdict": "yes"},
+                ]
+            }
+        ),
+    )
 
 
 def _get(server: ServerProcess, path: str, **params: Any) -> Any:
@@ -128,11 +185,19 @@ def judge() -> Iterator[JudgeServer]:
         yield server
 
 
-def test_conversations_are_rebuilt_scored_and_rescored_live(db_url: str, tmp_path: Path, judge: JudgeServer) -> None:
-    scorers = [{"name": name, "scorer": scorer, "target": "conversation", "threshold": 0.5}
-               for name, scorer in CONVERSATION_SCORERS.items()]  # fmt: skip
+def test_conversations_are_rebuilt_scored_and_rescored_live(
+    db_url: str, tmp_path: Path, judge: JudgeServer
+) -> None:
+    scorers = [
+        {"name": name, "scorer": scorer, "target": "conversation", "threshold": 0.5}
+        for name, scorer in CONVERSATION_SCORERS.items()
+    ]
     scorers += [
-        {"name": "turns", "scorer": "tests.support.conversation_scorers:turn_order", "target": "conversation"},
+        {
+            "name": "turns",
+            "scorer": "tests.support.conversation_scorers:turn_order",
+            "target": "conversation",
+        },
         {"name": "answer", "scorer": "tests.support.custom_scorers:answer_present"},
     ]
     with otlp_receiver() as receiver:
@@ -143,36 +208,53 @@ def test_conversations_are_rebuilt_scored_and_rescored_live(db_url: str, tmp_pat
             "export": {"otlp_endpoint": receiver.endpoint, "batch_delay": 0.2},
             "workers": {"poll_interval": 0.05, "processes": 1},
         }
-        with start_server(tmp_path, db_url=db_url, config=config, env={"PYTHONPATH": str(REPO)}) as server:
+        with start_server(
+            tmp_path, db_url=db_url, config=config, env={"PYTHONPATH": str(REPO)}
+        ) as server:
             turns = {library: _turn_traces(library) for library in [*LATE, *WHOLE]}
             for library in LATE:
                 _send(server.base_url, library, set(turns[library][:2]))
             for library in WHOLE:
                 _send(server.base_url, library, set(turns[library]))
             ids = {**LATE, **WHOLE}
-            first = _wait(lambda: _scored(server, {ids[lib]: 2 if lib in LATE else 3 for lib in ids}),
-                          "scored conversations")  # fmt: skip
+            first = _wait(
+                lambda: _scored(server, {ids[lib]: 2 if lib in LATE else 3 for lib in ids}),
+                "scored conversations",
+            )
 
             for library, conversation in ids.items():
                 document = _get(server, f"/api/conversations/{conversation}")
                 expected = USERS[:2] if library in LATE else USERS
                 assert [turn["user"] for turn in document["turns"]] == expected, library
-                assert [turn["trace_id"] for turn in document["turns"]] == turns[library][: len(expected)]
-                assert all([s["binding"] for s in turn["scores"]] == ["answer"] for turn in document["turns"])
+                assert [turn["trace_id"] for turn in document["turns"]] == turns[library][
+                    : len(expected)
+                ]
+                assert all(
+                    [s["binding"] for s in turn["scores"]] == ["answer"]
+                    for turn in document["turns"]
+                )
                 scores = {score["binding"]: score for score in document["scores"]}
                 assert {s["status"] for s in scores.values()} == {"ok"}, (library, scores)
-                assert scores["retention"]["score"] == 1.0 and scores["completeness"]["score"] == 1.0
+                assert (
+                    scores["retention"]["score"] == 1.0 and scores["completeness"]["score"] == 1.0
+                )
                 assert scores["role"]["score"] == 1.0 and scores["relevancy"]["score"] == 1.0
                 assert scores["turns"]["reason"].startswith(" | ".join(expected))
-                assert {s["trace_id"] for s in scores.values()} == {turns[library][len(expected) - 1]}
+                assert {s["trace_id"] for s in scores.values()} == {
+                    turns[library][len(expected) - 1]
+                }
 
             # The late third turns: each of those conversations is rescored with three turns.
             for library in LATE:
                 _send(server.base_url, library, {turns[library][2]})
-            later = _wait(lambda: _scored(server, dict.fromkeys(ids.values(), 3)), "rescored conversations")
+            later = _wait(
+                lambda: _scored(server, dict.fromkeys(ids.values(), 3)), "rescored conversations"
+            )
             for library in LATE:
                 before, after = first[ids[library]]["scores"], later[ids[library]]["scores"]
-                assert {s["binding"] for s in after} == {s["binding"] for s in before}  # replaced, not added
+                assert {s["binding"] for s in after} == {
+                    s["binding"] for s in before
+                }  # replaced, not added
                 assert {s["trace_id"] for s in after} == {turns[library][2]}
             for library in WHOLE:  # untouched
                 assert later[ids[library]]["scores"] == first[ids[library]]["scores"]
@@ -180,10 +262,15 @@ def test_conversations_are_rebuilt_scored_and_rescored_live(db_url: str, tmp_pat
             # Pages and filters of the list; summary over a conversation binding like any other.
             page = _get(server, "/api/conversations", limit=2)
             rest = _get(server, "/api/conversations", limit=10, cursor=page["next_cursor"])
-            assert len(page["items"]) == 2 and len(rest["items"]) == 3 and rest["next_cursor"] is None
+            assert (
+                len(page["items"]) == 2 and len(rest["items"]) == 3 and rest["next_cursor"] is None
+            )
             listed = {item["id"] for item in page["items"] + rest["items"]}
             assert listed == set(ids.values())
-            agents = {item["id"] for item in _get(server, "/api/conversations", agent="Concierge")["items"]}
+            agents = {
+                item["id"]
+                for item in _get(server, "/api/conversations", agent="Concierge")["items"]
+            }
             assert agents == {LATE["pydantic-ai"], "thread-mastra-ada"}
             services = _get(server, "/api/conversations", service="vercel-ai-demo")["items"]
             assert [item["id"] for item in services] == ["session-vercel-ada"]
@@ -198,7 +285,12 @@ def test_conversations_are_rebuilt_scored_and_rescored_live(db_url: str, tmp_pat
 
     # Re-emission: each conversation's last score in its last turn's agent span context.
     emitted = [s for s in receiver.spans if "gen_ai.conversation.id" in s.attributes]
-    last = {(s.trace_id, s.attributes["gen_ai.conversation.id"]) for s in emitted if s.name == "turns"}
+    last = {
+        (s.trace_id, s.attributes["gen_ai.conversation.id"]) for s in emitted if s.name == "turns"
+    }
     assert {(turns[library][2], ids[library]) for library in ids} <= last
     for span in emitted:
-        assert span.events[0].attributes["gen_ai.conversation.id"] == span.attributes["gen_ai.conversation.id"]
+        assert (
+            span.events[0].attributes["gen_ai.conversation.id"]
+            == span.attributes["gen_ai.conversation.id"]
+        )

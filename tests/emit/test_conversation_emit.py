@@ -17,9 +17,16 @@ LAST_TURN_SPAN = "89e38b2ae6c021b6"
 
 def _score(**overrides: object) -> StoredScore:
     score: dict[str, object] = {
-        "trace_id": LAST_TURN_TRACE, "span_id": LAST_TURN_SPAN, "binding": "retention",
-        "scorer_id": "knowledge-retention", "scorer_version": "1", "status": "ok", "score": 0.5,
-        "label": "fail", "reason": "the agent forgot the user's city", "conversation_id": "session-oi-ada",
+        "trace_id": LAST_TURN_TRACE,
+        "span_id": LAST_TURN_SPAN,
+        "binding": "retention",
+        "scorer_id": "knowledge-retention",
+        "scorer_version": "1",
+        "status": "ok",
+        "score": 0.5,
+        "label": "fail",
+        "reason": "the agent forgot the user's city",
+        "conversation_id": "session-oi-ada",
     }
     score.update(overrides)
     return cast(StoredScore, score)

@@ -16,10 +16,18 @@ SPAN_ID = "89e38b2ae6c021b6"
 
 def _score(**overrides: object) -> dict:
     score = {
-        "trace_id": TRACE_ID, "span_id": SPAN_ID, "binding": "faithfulness-prod",
-        "scorer_id": "faithfulness-scorer", "scorer_version": "1", "status": "ok",
-        "score": 0.75, "label": "pass", "reason": "3 of 4 claims are supported",
-        "judge_model": "openai/gpt-4o-mini", "input_tokens": 120, "output_tokens": 30,
+        "trace_id": TRACE_ID,
+        "span_id": SPAN_ID,
+        "binding": "faithfulness-prod",
+        "scorer_id": "faithfulness-scorer",
+        "scorer_version": "1",
+        "status": "ok",
+        "score": 0.75,
+        "label": "pass",
+        "reason": "3 of 4 claims are supported",
+        "judge_model": "openai/gpt-4o-mini",
+        "input_tokens": 120,
+        "output_tokens": 30,
     }
     score.update(overrides)
     return score
@@ -34,7 +42,11 @@ def test_score_is_emitted_as_child_span_event_and_log_record() -> None:
         emitter.shutdown()
 
     (span,) = receiver.spans
-    assert (span.trace_id, span.parent_span_id, span.name) == (TRACE_ID, SPAN_ID, "faithfulness-prod")
+    assert (span.trace_id, span.parent_span_id, span.name) == (
+        TRACE_ID,
+        SPAN_ID,
+        "faithfulness-prod",
+    )
     assert span.attributes["gen_ai.request.model"] == "openai/gpt-4o-mini"
     assert span.attributes["gen_ai.usage.input_tokens"] == 120
     (event,) = span.events
@@ -46,7 +58,11 @@ def test_score_is_emitted_as_child_span_event_and_log_record() -> None:
         "gen_ai.evaluation.explanation": "3 of 4 claims are supported",
     }
     (record,) = receiver.logs
-    assert (record.trace_id, record.span_id, record.event_name) == (TRACE_ID, SPAN_ID, EVALUATION_EVENT)
+    assert (record.trace_id, record.span_id, record.event_name) == (
+        TRACE_ID,
+        SPAN_ID,
+        EVALUATION_EVENT,
+    )
     assert record.attributes == event.attributes
     # The event time is set, not only the observed time: backends sort and window by it.
     assert record.time_ns > 0 and abs(record.time_ns - record.observed_time_ns) < 60 * 10**9
@@ -69,8 +85,15 @@ def test_log_record_time_is_when_the_score_was_made() -> None:
 def test_failed_score_carries_error_type_and_skips_are_not_emitted() -> None:
     with otlp_receiver() as receiver:
         emitter = EvaluationEmitter(ExportConfig(otlp_endpoint=receiver.endpoint))
-        emitter.emit(_score(status="error", score=None, label=None, reason=None,
-                            error="judge timed out after 30 s"))
+        emitter.emit(
+            _score(
+                status="error",
+                score=None,
+                label=None,
+                reason=None,
+                error="judge timed out after 30 s",
+            )
+        )
         emitter.emit(_score(status="skipped_budget", span_id="1a43c4117327a1ae"))
         emitter.flush()
         receiver.wait_for(spans=1, logs=1)
@@ -79,7 +102,9 @@ def test_failed_score_carries_error_type_and_skips_are_not_emitted() -> None:
     (span,) = receiver.spans
     # The semconv's catch-all class: a score row holds why it failed as text, not as a class.
     assert span.status_code == 2 and span.attributes["error.type"] == "_OTHER"
-    assert span.events[0].attributes["gen_ai.evaluation.explanation"] == "judge timed out after 30 s"
+    assert (
+        span.events[0].attributes["gen_ai.evaluation.explanation"] == "judge timed out after 30 s"
+    )
     assert len(receiver.logs) == 1
 
 

@@ -99,8 +99,10 @@ def test_the_id_may_sit_on_a_later_span_or_on_the_resource_only() -> None:
 
 
 def test_blank_and_non_text_values_are_not_ids() -> None:
-    spans = [span("a", {"gen_ai.conversation.id": "  ", "session.id": True}),
-             span("b", {"langfuse.session.id": 42})]
+    spans = [
+        span("a", {"gen_ai.conversation.id": "  ", "session.id": True}),
+        span("b", {"langfuse.session.id": 42}),
+    ]
     assert conversation_id(spans) == "42"  # an integer id is an id; blanks and booleans are not
 
 

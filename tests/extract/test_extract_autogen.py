@@ -19,8 +19,10 @@ def _assert_contentless_agent(agent: AgentRun, calls: int) -> None:
     assert all(not m.content.content for m in agent.output) and agent.context == []
     invocations = tool_calls(agent)
     assert [c.tool_name for c in invocations] == ["get_weather"] * calls
-    assert all(c.tool_call_id.startswith("call_") and c.args == {} and c.result is None
-               for c in invocations)
+    assert all(
+        c.tool_call_id.startswith("call_") and c.args == {} and c.result is None
+        for c in invocations
+    )
     assert len({c.tool_call_id for c in invocations}) == calls
     assert agent.warnings == []
 

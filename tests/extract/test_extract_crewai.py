@@ -39,12 +39,17 @@ CRITERIA = (
     "you MUST return the actual complete content as the final answer, not a summary."
 )
 LONDON_RESULT = {"city": "London", "forecast": "rainy", "temperature_c": 14}
-ATLANTIS_ANSWER = ("I could not find Atlantis. It is sunny in Paris today, about 21 degrees "
-                   "Celsius, and rainy in London at 14 degrees.")
+ATLANTIS_ANSWER = (
+    "I could not find Atlantis. It is sunny in Paris today, about 21 degrees "
+    "Celsius, and rainy in London at 14 degrees."
+)
 WARMER = "Is it warmer than yesterday?"
 WARMER_ANSWER = "Yes: 21 degrees Celsius in Paris today, warmer than yesterday."
-WEATHER_SCHEMA = {"properties": {"city": {"title": "City", "type": "string"}},
-                  "required": ["city"], "type": "object"}
+WEATHER_SCHEMA = {
+    "properties": {"city": {"title": "City", "type": "string"}},
+    "required": ["city"],
+    "type": "object",
+}
 PARIS_GROUNDING = '{"city":"Paris","forecast":"sunny","temperature_c":21}'
 LONDON_GROUNDING = '{"city":"London","forecast":"rainy","temperature_c":14}'
 
@@ -75,13 +80,19 @@ def test_default_settings_rebuild_the_run_from_the_transcript() -> None:
     assert user_text(agent) == [f"\nCurrent Task: {WEATHER_USER}{CRITERIA}"]
     assert agent.input.remembered_messages == []
     (call,) = tool_calls(agent)
-    assert (call.tool_call_id, call.tool_name, call.args) == ("call_010", "get_weather",
-                                                               {"city": "Paris"})
+    assert (call.tool_call_id, call.tool_name, call.args) == (
+        "call_010",
+        "get_weather",
+        {"city": "Paris"},
+    )
     assert (call.state, call.result) == ("result", WEATHER_RESULT)
     assert [p.type for p in agent.output[0].content.parts] == ["tool-invocation", "text"]
     assert final_answer(agent) == f"{WEATHER_ANSWER}."
     assert (agent.usage.input_tokens, agent.usage.output_tokens, agent.usage.total_tokens) == (
-        258, 46, 304)
+        258,
+        46,
+        304,
+    )
     _assert_tool(agent, parameters=WEATHER_SCHEMA)
     assert [(c.kind, c.content) for c in agent.context] == [("tool_result", PARIS_GROUNDING)]
     assert agent.model is None  # the transcript does not name it
@@ -89,8 +100,11 @@ def test_default_settings_rebuild_the_run_from_the_transcript() -> None:
     (tool,) = only(runs, "tool")
     assert len(agent.span_ids) == 2 and agent.span_ids[1] == tool.span_id
     (ran,) = tool.output[0].content.tool_invocations or []
-    assert (ran.tool_call_id, ran.args, ran.result) == ("call_010", {"city": "Paris"},
-                                                        WEATHER_RESULT)
+    assert (ran.tool_call_id, ran.args, ran.result) == (
+        "call_010",
+        {"city": "Paris"},
+        WEATHER_RESULT,
+    )
 
 
 def test_default_settings_tool_error() -> None:
@@ -99,18 +113,28 @@ def test_default_settings_tool_error() -> None:
     runs = capture_runs(LIBRARY, "tool_error")
     agent = _the_agent(runs)
     atlantis, paris, london = tool_calls(agent)
-    assert [c.tool_call_id for c in (atlantis, paris, london)] == ["call_010", "call_020",
-                                                                   "call_030"]
+    assert [c.tool_call_id for c in (atlantis, paris, london)] == [
+        "call_010",
+        "call_020",
+        "call_030",
+    ]
     assert [c.args for c in (atlantis, paris, london)] == [
-        {"city": "Atlantis"}, {"city": "Paris"}, {"city": "London"}]
+        {"city": "Atlantis"},
+        {"city": "Paris"},
+        {"city": "London"},
+    ]
     assert (atlantis.state, atlantis.is_error, atlantis.error_text, atlantis.result) == (
-        "output-error", True, "Unknown city: Atlantis",
-        "Error executing tool: Unknown city: Atlantis")
+        "output-error",
+        True,
+        "Unknown city: Atlantis",
+        "Error executing tool: Unknown city: Atlantis",
+    )
     assert (paris.state, paris.result) == ("result", WEATHER_RESULT)
     assert (london.state, london.result) == ("result", LONDON_RESULT)
     assert final_answer(agent) == ATLANTIS_ANSWER
     assert user_text(agent) == [
-        f"\nCurrent Task: What's the weather in Atlantis, Paris and London today?{CRITERIA}"]
+        f"\nCurrent Task: What's the weather in Atlantis, Paris and London today?{CRITERIA}"
+    ]
     assert [c.content for c in agent.context] == [PARIS_GROUNDING, LONDON_GROUNDING]
     assert (agent.usage.input_tokens, agent.usage.output_tokens) == (620, 95)
     assert agent.status == "ok"
@@ -130,7 +154,9 @@ def test_two_tasks_are_two_agent_runs_and_the_crew_total_is_not_split() -> None:
     assert text.startswith(f"\nCurrent Task: {WARMER}\n")
     assert text.endswith(f"This is the context you're working with:\n{WEATHER_ANSWER}.")
     assert [(c.tool_call_id, c.result) for r in (first, second) for c in tool_calls(r)] == [
-        ("call_010", WEATHER_RESULT), ("call_030", WEATHER_RESULT)]
+        ("call_010", WEATHER_RESULT),
+        ("call_030", WEATHER_RESULT),
+    ]
     assert (final_answer(first), final_answer(second)) == (f"{WEATHER_ANSWER}.", WARMER_ANSWER)
     for run in (first, second):
         assert run.usage.total_tokens == 0
@@ -150,10 +176,15 @@ def test_agent_kickoff_conversation_keeps_the_history() -> None:
     assert user_text(second) == [f"\nCurrent Task: {WARMER}"]
     assert system_text(second) == [CREW_SYSTEM]
     assert [(m.role, m.content.content) for m in second.input.remembered_messages] == [
-        ("user", WEATHER_USER), ("assistant", f"{WEATHER_ANSWER}.")]
+        ("user", WEATHER_USER),
+        ("assistant", f"{WEATHER_ANSWER}."),
+    ]
     (call,) = tool_calls(second)
-    assert (call.tool_call_id, call.args, call.result) == ("call_030", {"city": "Paris"},
-                                                           WEATHER_RESULT)
+    assert (call.tool_call_id, call.args, call.result) == (
+        "call_030",
+        {"city": "Paris"},
+        WEATHER_RESULT,
+    )
     assert final_answer(second) == WARMER_ANSWER
     assert (first.usage.input_tokens, first.usage.output_tokens) == (258, 46)
     assert (second.usage.input_tokens, second.usage.output_tokens) == (310, 46)
@@ -171,7 +202,11 @@ def test_event_listener_llm_spans() -> None:
     assert user_text(agent) == [f"\nCurrent Task: {WEATHER_USER}{CRITERIA}"]
     (call,) = tool_calls(agent)
     assert (call.tool_call_id, call.tool_name, call.args, call.result) == (
-        "call_010", "get_weather", {"city": "Paris"}, WEATHER_RESULT)
+        "call_010",
+        "get_weather",
+        {"city": "Paris"},
+        WEATHER_RESULT,
+    )
     assert [p.type for p in agent.output[0].content.parts] == ["tool-invocation", "text"]
     assert final_answer(agent) == f"{WEATHER_ANSWER}."
     assert (agent.usage.input_tokens, agent.usage.output_tokens) == (116 + 142, 23 + 23)
@@ -180,8 +215,7 @@ def test_event_listener_llm_spans() -> None:
     step, answer = only(runs, "llm")
     assert final_answer(step) == ""
     ((asked,), (sent,)) = tool_calls(step), tool_calls(answer)
-    assert (asked.tool_call_id, asked.tool_name, asked.state) == ("call_010", "get_weather",
-                                                                  "call")
+    assert (asked.tool_call_id, asked.tool_name, asked.state) == ("call_010", "get_weather", "call")
     assert (sent.tool_name, sent.result) == ("get_weather", WEATHER_RESULT)
 
 
@@ -192,38 +226,65 @@ def test_event_listener_tool_error() -> None:
     agent = _the_agent(runs)
     atlantis, paris, london = tool_calls(agent)
     assert (atlantis.tool_call_id, atlantis.state, atlantis.error_text, atlantis.result) == (
-        "call_010", "output-error", "Unknown city: Atlantis",
-        "Error executing tool: Unknown city: Atlantis")
+        "call_010",
+        "output-error",
+        "Unknown city: Atlantis",
+        "Error executing tool: Unknown city: Atlantis",
+    )
     assert [(c.tool_call_id, c.result) for c in (paris, london)] == [
-        ("call_020", WEATHER_RESULT), ("call_030", LONDON_RESULT)]
+        ("call_020", WEATHER_RESULT),
+        ("call_030", LONDON_RESULT),
+    ]
     assert final_answer(agent) == ATLANTIS_ANSWER
     assert (agent.usage.input_tokens, agent.usage.output_tokens) == (620, 95)
     assert [c.content for c in agent.context] == [PARIS_GROUNDING, LONDON_GROUNDING]
-    assert [r.output[0].content.tool_invocations[0].tool_call_id  # type: ignore[index]
-            for r in only(runs, "tool")] == ["call_010", "call_020", "call_030"]
+    assert [
+        r.output[0].content.tool_invocations[0].tool_call_id  # type: ignore[index]
+        for r in only(runs, "tool")
+    ] == ["call_010", "call_020", "call_030"]
     last = only(runs, "llm")[-1]
     assert [(c.tool_call_id, c.state) for c in tool_calls(last)] == [
-        ("call_010", "output-error"), ("call_020", "result"), ("call_030", "result")]
+        ("call_010", "output-error"),
+        ("call_020", "result"),
+        ("call_030", "result"),
+    ]
     assert [c.content for c in last.context] == [PARIS_GROUNDING, LONDON_GROUNDING]
 
 
 def test_hostile_transcripts_never_raise() -> None:
     """Span text is attacker-controlled: odd transcripts and reprs are read as far as they go."""
-    agent = span("Bot._execute_core", {
-        "openinference.span.kind": "AGENT",
-        "output.value": '{"raw": 7, "messages": [3, {"role": "tool", "content": "{\'a\': ("}, '
-                        '{"role": "assistant", "tool_calls": [{"function": "x"}]}]}',
-        "input.value": '{"tools": ["name=\'t\' description=\'\\\\\'", 5]}',
-    }, scope=SCOPE)
-    tool = span("t.run", {"openinference.span.kind": "TOOL", "tool.name": "t",
-                          "input.value": "[", "tool.parameters": "{"}, parent=agent.span_id,
-                scope=SCOPE)
-    crew = span("Crew.kickoff", {"openinference.span.kind": "CHAIN",
-                                 "output.value": '{"token_usage": {"prompt_tokens": "x"}}'},
-                scope=SCOPE)
+    agent = span(
+        "Bot._execute_core",
+        {
+            "openinference.span.kind": "AGENT",
+            "output.value": '{"raw": 7, "messages": [3, {"role": "tool", "content": "{\'a\': ("}, '
+            '{"role": "assistant", "tool_calls": [{"function": "x"}]}]}',
+            "input.value": "{\"tools\": [\"name='t' description='\\\\'\", 5]}",
+        },
+        scope=SCOPE,
+    )
+    tool = span(
+        "t.run",
+        {
+            "openinference.span.kind": "TOOL",
+            "tool.name": "t",
+            "input.value": "[",
+            "tool.parameters": "{",
+        },
+        parent=agent.span_id,
+        scope=SCOPE,
+    )
+    crew = span(
+        "Crew.kickoff",
+        {
+            "openinference.span.kind": "CHAIN",
+            "output.value": '{"token_usage": {"prompt_tokens": "x"}}',
+        },
+        scope=SCOPE,
+    )
     runs = extract_runs(trace(crew, agent, tool))
     assert [r.kind for r in runs] == ["agent", "tool"]
-    assert python_literal("{'a': " + "[" * 5000 + "]" * 5000 + "}") .startswith("{'a': [")
+    assert python_literal("{'a': " + "[" * 5000 + "]" * 5000 + "}").startswith("{'a': [")
     assert python_literal("{'a': __import__('os')}") == "{'a': __import__('os')}"
     assert python_literal("{" + "1: 2, " * 30_000 + "}").startswith("{1: 2")  # over the bound
     assert python_literal("{'a': 1}") == {"a": 1}
@@ -234,18 +295,34 @@ def test_an_unreadable_transcript_is_no_input_and_says_so() -> None:
     input (``Agent.kickoff``'s ``messages`` are), and the run says why it has no answer."""
     config = '{"agent": {"role": "WeatherBot"}, "context": "", "tools": []}'
     cut = '{"raw": "It is sunny", "messages": [{"role": "system", "content": "You are'
-    task = span("WeatherBot._execute_core", {"openinference.span.kind": "AGENT",
-                                             "graph.node.id": "WeatherBot",
-                                             "input.value": config, "output.value": cut},
-                scope=SCOPE)
-    kickoff = span("WeatherBot.kickoff", {"openinference.span.kind": "AGENT",
-                                          "graph.node.id": "WeatherBot",
-                                          "input.value": f'{{"messages": "{WEATHER_USER}"}}',
-                                          "output.value": cut}, scope=SCOPE)
+    task = span(
+        "WeatherBot._execute_core",
+        {
+            "openinference.span.kind": "AGENT",
+            "graph.node.id": "WeatherBot",
+            "input.value": config,
+            "output.value": cut,
+        },
+        scope=SCOPE,
+    )
+    kickoff = span(
+        "WeatherBot.kickoff",
+        {
+            "openinference.span.kind": "AGENT",
+            "graph.node.id": "WeatherBot",
+            "input.value": f'{{"messages": "{WEATHER_USER}"}}',
+            "output.value": cut,
+        },
+        scope=SCOPE,
+    )
     for agent_span, asked in ((task, []), (kickoff, [WEATHER_USER])):
         (run,) = extract_runs(trace(agent_span))
         assert (run.agent_name, run.primary, user_text(run), run.output) == (
-            "WeatherBot", True, asked, [])
+            "WeatherBot",
+            True,
+            asked,
+            [],
+        )
         assert "no readable transcript" in run.warnings[-1]
 
 
@@ -261,9 +338,11 @@ def test_every_value_cut_short_is_read_without_a_crash(scenario: str) -> None:
                 for cut in {1, len(value) // 3, len(value) // 2, len(value) - 2}:
                     spans = list(original.spans)
                     spans[index] = dataclasses.replace(
-                        victim, attributes={**victim.attributes, key: value[:cut]})
+                        victim, attributes={**victim.attributes, key: value[:cut]}
+                    )
                     damaged = dataclasses.replace(original, spans=spans)
                     assert extract_runs(damaged)
-                    crashes = [w for i in read_spans(damaged) for w in i.warnings
-                               if "could not" in w]
+                    crashes = [
+                        w for i in read_spans(damaged) for w in i.warnings if "could not" in w
+                    ]
                     assert crashes == [], (scenario, victim.name, key, cut)

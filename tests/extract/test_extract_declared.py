@@ -83,12 +83,22 @@ def _value(value: Any) -> dict[str, Any]:
     return {"stringValue": value if isinstance(value, str) else json.dumps(value)}
 
 
-def _span(span_id: str, parent: str | None, name: str, start_s: float, end_s: float,
-          attributes: dict[str, Any]) -> dict[str, Any]:
+def _span(
+    span_id: str,
+    parent: str | None,
+    name: str,
+    start_s: float,
+    end_s: float,
+    attributes: dict[str, Any],
+) -> dict[str, Any]:
     base = 1_700_000_000_000_000_000
     return {
-        "traceId": TRACE_ID, "spanId": span_id, "parentSpanId": parent or "", "name": name,
-        "kind": 1, "startTimeUnixNano": str(base + int(start_s * 1e9)),
+        "traceId": TRACE_ID,
+        "spanId": span_id,
+        "parentSpanId": parent or "",
+        "name": name,
+        "kind": 1,
+        "startTimeUnixNano": str(base + int(start_s * 1e9)),
         "endTimeUnixNano": str(base + int(end_s * 1e9)),
         "attributes": [{"key": k, "value": _value(v)} for k, v in attributes.items()],
     }
@@ -96,42 +106,99 @@ def _span(span_id: str, parent: str | None, name: str, start_s: float, end_s: fl
 
 def acme_export() -> bytes:
     """The weather scenario as the made-up Acme Agents SDK would export it (OTLP/JSON)."""
-    call = {"id": CALL_ID, "type": "function",
-            "function": {"name": "get_weather", "arguments": json.dumps({"city": "Paris"})}}
-    first_turn = [{"role": "system", "content": WEATHER_SYSTEM},
-                  {"role": "user", "content": WEATHER_USER}]
-    second_turn = [*first_turn, {"role": "assistant", "content": None, "tool_calls": [call]},
-                   {"role": "tool", "tool_call_id": CALL_ID, "content": json.dumps(WEATHER_RESULT)}]
+    call = {
+        "id": CALL_ID,
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": json.dumps({"city": "Paris"})},
+    }
+    first_turn = [
+        {"role": "system", "content": WEATHER_SYSTEM},
+        {"role": "user", "content": WEATHER_USER},
+    ]
+    second_turn = [
+        *first_turn,
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": CALL_ID, "content": json.dumps(WEATHER_RESULT)},
+    ]
     root = "a1a1a1a1a1a1a1a1"
     spans = [
-        _span(root, None, "acme.run", 0, 5, {
-            "acme.kind": "agent", "acme.agent.name": "WeatherBot",
-            "acme.agent.config": {"instructions": WEATHER_SYSTEM, "temperature": 0},
-            "acme.task": WEATHER_USER, "acme.result": {"answer": ANSWER, "steps": 2},
-        }),
+        _span(
+            root,
+            None,
+            "acme.run",
+            0,
+            5,
+            {
+                "acme.kind": "agent",
+                "acme.agent.name": "WeatherBot",
+                "acme.agent.config": {"instructions": WEATHER_SYSTEM, "temperature": 0},
+                "acme.task": WEATHER_USER,
+                "acme.result": {"answer": ANSWER, "steps": 2},
+            },
+        ),
         _span("b2b2b2b2b2b2b2b2", root, "acme.memory.load", 0.1, 0.2, {"acme.kind": "memory"}),
-        _span("c3c3c3c3c3c3c3c3", root, "acme.model gpt-4o-mini", 1, 2, {
-            "acme.kind": "model_call", "acme.model": "gpt-4o-mini",
-            "acme.payload": {"history": first_turn, "temperature": 0},
-            "acme.reply": {"message": {"role": "assistant", "content": None, "tool_calls": [call]}},
-            "acme.tokens": {"in": 103, "out": 33},
-        }),
-        _span("d4d4d4d4d4d4d4d4", root, "acme.tool", 2, 3, {
-            "acme.kind": "tool",
-            "acme.tool": {"name": "get_weather", "call": {"id": CALL_ID, "args": {"city": "Paris"}}},
-            "acme.tool.output": WEATHER_RESULT,
-        }),
-        _span("e5e5e5e5e5e5e5e5", root, "acme.model gpt-4o-mini", 3, 4, {
-            "acme.kind": "model_call", "acme.model": "gpt-4o-mini",
-            "acme.payload": {"history": second_turn},
-            "acme.reply": {"message": {"role": "assistant", "content": ANSWER}},
-            "acme.tokens": {"in": 185, "out": 35},
-        }),
+        _span(
+            "c3c3c3c3c3c3c3c3",
+            root,
+            "acme.model gpt-4o-mini",
+            1,
+            2,
+            {
+                "acme.kind": "model_call",
+                "acme.model": "gpt-4o-mini",
+                "acme.payload": {"history": first_turn, "temperature": 0},
+                "acme.reply": {
+                    "message": {"role": "assistant", "content": None, "tool_calls": [call]}
+                },
+                "acme.tokens": {"in": 103, "out": 33},
+            },
+        ),
+        _span(
+            "d4d4d4d4d4d4d4d4",
+            root,
+            "acme.tool",
+            2,
+            3,
+            {
+                "acme.kind": "tool",
+                "acme.tool": {
+                    "name": "get_weather",
+                    "call": {"id": CALL_ID, "args": {"city": "Paris"}},
+                },
+                "acme.tool.output": WEATHER_RESULT,
+            },
+        ),
+        _span(
+            "e5e5e5e5e5e5e5e5",
+            root,
+            "acme.model gpt-4o-mini",
+            3,
+            4,
+            {
+                "acme.kind": "model_call",
+                "acme.model": "gpt-4o-mini",
+                "acme.payload": {"history": second_turn},
+                "acme.reply": {"message": {"role": "assistant", "content": ANSWER}},
+                "acme.tokens": {"in": 185, "out": 35},
+            },
+        ),
     ]
-    return json.dumps({"resourceSpans": [{
-        "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "acme-app"}}]},
-        "scopeSpans": [{"scope": {"name": "acme.agents", "version": "0.3.1"}, "spans": spans}],
-    }]}).encode()
+    return json.dumps(
+        {
+            "resourceSpans": [
+                {
+                    "resource": {
+                        "attributes": [
+                            {"key": "service.name", "value": {"stringValue": "acme-app"}}
+                        ]
+                    },
+                    "scopeSpans": [
+                        {"scope": {"name": "acme.agents", "version": "0.3.1"}, "spans": spans}
+                    ],
+                }
+            ]
+        }
+    ).encode()
 
 
 @pytest.fixture
@@ -162,11 +229,19 @@ def assert_acme_agent(run: AgentRun) -> None:
     assert system_text(run) == [WEATHER_SYSTEM]
     assert user_text(run) == [WEATHER_USER]
     (call,) = tool_calls(run)
-    assert (call.tool_name, call.tool_call_id, call.args) == ("get_weather", CALL_ID, {"city": "Paris"})
+    assert (call.tool_name, call.tool_call_id, call.args) == (
+        "get_weather",
+        CALL_ID,
+        {"city": "Paris"},
+    )
     assert (call.result, call.state) == (WEATHER_RESULT, "result")
     assert final_answer(run) == ANSWER
     assert [p.type for p in run.output[0].content.parts] == ["tool-invocation", "text"]
-    assert (run.usage.input_tokens, run.usage.output_tokens, run.usage.total_tokens) == (288, 68, 356)
+    assert (run.usage.input_tokens, run.usage.output_tokens, run.usage.total_tokens) == (
+        288,
+        68,
+        356,
+    )
     assert [c.kind for c in run.context] == ["tool_result"]
     assert run.warnings == []
 
@@ -180,7 +255,9 @@ def test_a_declared_convention_rebuilds_the_agent_run(capture: Path) -> None:
     (agent,) = only(runs, "agent")
     assert_acme_agent(agent)
     llms = only(runs, "llm")
-    assert [(r.convention, r.primary, r.model) for r in llms] == [("acme", False, "gpt-4o-mini")] * 2
+    assert [(r.convention, r.primary, r.model) for r in llms] == [
+        ("acme", False, "gpt-4o-mini")
+    ] * 2
     assert [(r.usage.input_tokens, r.usage.output_tokens) for r in llms] == [(103, 33), (185, 35)]
     (tool,) = only(runs, "tool")
     assert tool.agent_name == "WeatherBot"
@@ -205,9 +282,12 @@ def test_a_scope_that_does_not_match_claims_nothing(capture: Path) -> None:
     assert _runs(capture, CONVENTION.replace('"acme.*"', '"acme-other"')) == []
 
 
-def test_tracescore_extract_config_shows_the_declared_runs(capture: Path, config_file: Path) -> None:
-    result = CliRunner().invoke(app, ["extract", str(capture), "--config", str(config_file),
-                                      "--primary"])
+def test_tracescore_extract_config_shows_the_declared_runs(
+    capture: Path, config_file: Path
+) -> None:
+    result = CliRunner().invoke(
+        app, ["extract", str(capture), "--config", str(config_file), "--primary"]
+    )
     assert result.exit_code == 0, result.output
     (run,) = json.loads(result.stdout)
     assert_acme_agent(AgentRun.model_validate(run))
@@ -218,8 +298,9 @@ def test_tracescore_extract_config_shows_the_declared_runs(capture: Path, config
 def test_tracescore_score_config_scores_the_declared_runs(capture: Path, tmp_path: Path) -> None:
     config = tmp_path / "score.yaml"
     config.write_text(CONVENTION + "scorers: [{name: tone, scorer: tone}]\n")
-    result = CliRunner().invoke(app, ["score", str(capture), "--config", str(config),
-                                      "--format", "json"])
+    result = CliRunner().invoke(
+        app, ["score", str(capture), "--config", str(config), "--format", "json"]
+    )
     assert result.exit_code == 0, result.output
     (summary,) = json.loads(result.stdout)
     assert (summary["binding"], summary["n"], summary["errors"]) == ("tone", 1, 0)
@@ -228,26 +309,53 @@ def test_tracescore_score_config_scores_the_declared_runs(capture: Path, tmp_pat
 @pytest.mark.parametrize(
     ("edit", "where", "message"),
     [
-        (lambda c: c["spans"][0].update(raed={}), "conventions.0.spans.0.raed",
-         "Extra inputs are not permitted"),
-        (lambda c: c["spans"][1].update(name="re:acme.(model"), "conventions.0.spans.1.name",
-         "invalid regex"),
-        (lambda c: c["spans"][0]["read"].update(system={"attribute": "acme.agent.config",
-                                                        "path": "instructions..text"}),
-         "conventions.0.spans.0.read.system.path", "not a path at character 14"),
-        (lambda c: c["read"].update(input_tokens={"path": "in"}),
-         "conventions.0.read.input_tokens.attribute", "Field required"),
-        (lambda c: c["spans"][0]["read"].update(prompt="acme.prompt"),
-         "conventions.0.spans.0.read.prompt.[key]", "Input should be 'agent_name', 'system'"),
-        (lambda c: c["spans"][2].update(kind="function"), "conventions.0.spans.2.kind",
-         "Input should be 'agent', 'llm', 'tool', 'retrieval' or 'other'"),
+        (
+            lambda c: c["spans"][0].update(raed={}),
+            "conventions.0.spans.0.raed",
+            "Extra inputs are not permitted",
+        ),
+        (
+            lambda c: c["spans"][1].update(name="re:acme.(model"),
+            "conventions.0.spans.1.name",
+            "invalid regex",
+        ),
+        (
+            lambda c: c["spans"][0]["read"].update(
+                system={"attribute": "acme.agent.config", "path": "instructions..text"}
+            ),
+            "conventions.0.spans.0.read.system.path",
+            "not a path at character 14",
+        ),
+        (
+            lambda c: c["read"].update(input_tokens={"path": "in"}),
+            "conventions.0.read.input_tokens.attribute",
+            "Field required",
+        ),
+        (
+            lambda c: c["spans"][0]["read"].update(prompt="acme.prompt"),
+            "conventions.0.spans.0.read.prompt.[key]",
+            "Input should be 'agent_name', 'system'",
+        ),
+        (
+            lambda c: c["spans"][2].update(kind="function"),
+            "conventions.0.spans.2.kind",
+            "Input should be 'agent', 'llm', 'tool', 'retrieval' or 'other'",
+        ),
         (lambda c: c.update(spans=[]), "conventions.0.spans", "at least 1 item"),
     ],
-    ids=["unknown-key", "bad-regex", "bad-path", "no-attribute", "unknown-fact", "bad-kind",
-         "no-rules"],
+    ids=[
+        "unknown-key",
+        "bad-regex",
+        "bad-path",
+        "no-attribute",
+        "unknown-fact",
+        "bad-kind",
+        "no-rules",
+    ],
 )
-def test_config_errors_name_the_bad_key(edit: Any, where: str, message: str,
-                                        tmp_path: Path) -> None:
+def test_config_errors_name_the_bad_key(
+    edit: Any, where: str, message: str, tmp_path: Path
+) -> None:
     config = yaml.safe_load(CONVENTION)
     edit(config["conventions"][0])
     text = yaml.safe_dump(config, sort_keys=False)
@@ -264,17 +372,21 @@ def test_config_errors_name_the_bad_key(edit: Any, where: str, message: str,
 def test_two_conventions_of_one_name_are_refused() -> None:
     config = yaml.safe_load(CONVENTION)
     config["conventions"].append(config["conventions"][0])
-    with pytest.raises(ConfigError, match=r"conventions\.1\.name .*duplicate convention name 'acme'"):
+    with pytest.raises(
+        ConfigError, match=r"conventions\.1\.name .*duplicate convention name 'acme'"
+    ):
         parse_config(yaml.safe_dump(config))
 
 
 def test_a_served_service_extracts_and_scores_the_declared_runs(tmp_path: Path) -> None:
     config = CONVENTION + "scorers: [{name: tone, scorer: tone}]\nworkers: {processes: 1}\n"
-    with start_server(tmp_path, config=config) as server, httpx.Client(
-        base_url=server.base_url, timeout=10
-    ) as http:
-        response = http.post("/v1/traces", content=acme_export(),
-                             headers={"Content-Type": "application/json"})
+    with (
+        start_server(tmp_path, config=config) as server,
+        httpx.Client(base_url=server.base_url, timeout=10) as http,
+    ):
+        response = http.post(
+            "/v1/traces", content=acme_export(), headers={"Content-Type": "application/json"}
+        )
         assert response.status_code == 200, response.text
         deadline = time.monotonic() + 30
         scores: list[dict[str, Any]] = []
@@ -283,7 +395,11 @@ def test_a_served_service_extracts_and_scores_the_declared_runs(tmp_path: Path) 
             time.sleep(0.2)
             scores = http.get("/api/scores", params={"trace_id": TRACE_ID}).json()["items"]
         (score,) = scores
-        assert (score["binding"], score["span_id"], score["status"]) == ("tone", "a1a1a1a1a1a1a1a1", "ok")
+        assert (score["binding"], score["span_id"], score["status"]) == (
+            "tone",
+            "a1a1a1a1a1a1a1a1",
+            "ok",
+        )
         assert score["agent"] == "WeatherBot"
         runs = http.get(f"/api/traces/{TRACE_ID}/runs", params={"primary": "true"}).json()
         (run,) = runs
@@ -301,18 +417,39 @@ conventions:
         equals: {x.kind: '"CHAT_MODEL"'}
         read: {model: x.model, messages: x.inputs, output: x.outputs}
 """)
-    request = {"model": "gpt-4o-mini", "messages": [{"role": "system", "content": WEATHER_SYSTEM},
-                                                    {"role": "user", "content": WEATHER_USER}]}
-    response = {"choices": [{"message": {"role": "assistant", "content": ANSWER}}],
-                "usage": {"prompt_tokens": 116, "completion_tokens": 23, "total_tokens": 139}}
-    (run,) = extract_runs(trace(span("Completions", {
-        "x.kind": '"CHAT_MODEL"', "x.model": '"gpt-4o-mini"',
-        "x.inputs": json.dumps(request), "x.outputs": json.dumps(response)})),
-        claim_order(config.conventions))
+    request = {
+        "model": "gpt-4o-mini",
+        "messages": [
+            {"role": "system", "content": WEATHER_SYSTEM},
+            {"role": "user", "content": WEATHER_USER},
+        ],
+    }
+    response = {
+        "choices": [{"message": {"role": "assistant", "content": ANSWER}}],
+        "usage": {"prompt_tokens": 116, "completion_tokens": 23, "total_tokens": 139},
+    }
+    (run,) = extract_runs(
+        trace(
+            span(
+                "Completions",
+                {
+                    "x.kind": '"CHAT_MODEL"',
+                    "x.model": '"gpt-4o-mini"',
+                    "x.inputs": json.dumps(request),
+                    "x.outputs": json.dumps(response),
+                },
+            )
+        ),
+        claim_order(config.conventions),
+    )
     assert (run.kind, run.convention, run.model) == ("llm", "quoted", "gpt-4o-mini")
     assert system_text(run) == [WEATHER_SYSTEM] and user_text(run) == [WEATHER_USER]
     assert run.output[0].content.content == ANSWER
-    assert (run.usage.input_tokens, run.usage.output_tokens, run.usage.total_tokens) == (116, 23, 139)
+    assert (run.usage.input_tokens, run.usage.output_tokens, run.usage.total_tokens) == (
+        116,
+        23,
+        139,
+    )
 
 
 def test_an_error_fact_fails_the_tool_call_and_a_system_prompt_is_kept_once() -> None:
@@ -327,21 +464,46 @@ conventions:
         equals: {acme.kind: tool}
         read: {arguments: acme.args, result: acme.output, error: acme.error}
 """)
-    agent = span("acme.run", {
-        "acme.kind": "agent", "acme.instructions": WEATHER_SYSTEM,
-        "acme.messages": json.dumps([{"role": "system", "content": WEATHER_SYSTEM},
-                                     {"role": "user", "content": WEATHER_USER}])})
-    failed = span("get_weather", {"acme.kind": "tool", "acme.args": '{"city": "Atlantis"}',
-                                  "acme.error": "ValueError: Unknown city: Atlantis"},
-                  parent=agent.span_id)
-    fine = span("get_weather", {"acme.kind": "tool", "acme.args": '{"city": "Paris"}',
-                                "acme.output": json.dumps(WEATHER_RESULT), "acme.error": False},
-                parent=agent.span_id)
+    agent = span(
+        "acme.run",
+        {
+            "acme.kind": "agent",
+            "acme.instructions": WEATHER_SYSTEM,
+            "acme.messages": json.dumps(
+                [
+                    {"role": "system", "content": WEATHER_SYSTEM},
+                    {"role": "user", "content": WEATHER_USER},
+                ]
+            ),
+        },
+    )
+    failed = span(
+        "get_weather",
+        {
+            "acme.kind": "tool",
+            "acme.args": '{"city": "Atlantis"}',
+            "acme.error": "ValueError: Unknown city: Atlantis",
+        },
+        parent=agent.span_id,
+    )
+    fine = span(
+        "get_weather",
+        {
+            "acme.kind": "tool",
+            "acme.args": '{"city": "Paris"}',
+            "acme.output": json.dumps(WEATHER_RESULT),
+            "acme.error": False,
+        },
+        parent=agent.span_id,
+    )
     runs = extract_runs(trace(agent, failed, fine), claim_order(config.conventions))
     (run,) = only(runs, "agent")
     assert system_text(run) == [WEATHER_SYSTEM] and user_text(run) == [WEATHER_USER]
     assert [(c.args, c.state, c.error_text) for c in tool_calls(run)] == [
         ({"city": "Atlantis"}, "output-error", "ValueError: Unknown city: Atlantis"),
-        ({"city": "Paris"}, "result", None)]
+        ({"city": "Paris"}, "result", None),
+    ]
     assert [(r.status, r.error) for r in only(runs, "tool")] == [
-        ("error", "ValueError: Unknown city: Atlantis"), ("unset", None)]
+        ("error", "ValueError: Unknown city: Atlantis"),
+        ("unset", None),
+    ]

@@ -20,13 +20,24 @@ from tracescore.extract import extract_runs, read_spans
 from tracescore.extract.fallback import MAX_FALLBACK_CHARS
 from tracescore.extract.model import AgentRun
 
-CALL = {"id": "call_f1", "type": "function",
-        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
-TOOLS = [{"type": "function", "function": {
-    "name": "get_weather", "description": "Get the current weather for a city.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+CALL = {
+    "id": "call_f1",
+    "type": "function",
+    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+}
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Get the current weather for a city.",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+]
 OPENAI_REQUEST = {
-    "model": "gpt-4o-mini", "tools": TOOLS,
+    "model": "gpt-4o-mini",
+    "tools": TOOLS,
     "messages": [
         {"role": "system", "content": WEATHER_SYSTEM},
         {"role": "user", "content": WEATHER_USER},
@@ -35,9 +46,16 @@ OPENAI_REQUEST = {
     ],
 }
 OPENAI_RESPONSE = {
-    "id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4o-mini-2024-07-18",
-    "choices": [{"index": 0, "finish_reason": "stop",
-                 "message": {"role": "assistant", "content": f"{WEATHER_ANSWER}."}}],
+    "id": "chatcmpl-1",
+    "object": "chat.completion",
+    "model": "gpt-4o-mini-2024-07-18",
+    "choices": [
+        {
+            "index": 0,
+            "finish_reason": "stop",
+            "message": {"role": "assistant", "content": f"{WEATHER_ANSWER}."},
+        }
+    ],
     "usage": {"prompt_tokens": 185, "completion_tokens": 35, "total_tokens": 220},
 }
 
@@ -48,35 +66,66 @@ def _only_run(*spans: object) -> AgentRun:
 
 
 def test_an_openai_request_and_completion_on_unknown_attributes_read_as_an_llm_run() -> None:
-    run = _only_run(span("acme.llm", {"acme.request": json.dumps(OPENAI_REQUEST),
-                                      "acme.response": json.dumps(OPENAI_RESPONSE)},
-                         scope="acme.sdk"))
+    run = _only_run(
+        span(
+            "acme.llm",
+            {
+                "acme.request": json.dumps(OPENAI_REQUEST),
+                "acme.response": json.dumps(OPENAI_RESPONSE),
+            },
+            scope="acme.sdk",
+        )
+    )
     assert (run.kind, run.primary, run.convention) == ("llm", True, "fallback")
     assert run.model == "gpt-4o-mini"  # the request's model, as the GenAI request model is
     assert system_text(run) == [WEATHER_SYSTEM]
     assert user_text(run) == [WEATHER_USER]
     # The turn's tool call, joined with the result sent back, opens the trajectory.
     (call,) = [p.tool_invocation for p in run.output[0].content.parts if p.tool_invocation]
-    assert (call.tool_name, call.args, call.result) == ("get_weather", {"city": "Paris"}, WEATHER_RESULT)
+    assert (call.tool_name, call.args, call.result) == (
+        "get_weather",
+        {"city": "Paris"},
+        WEATHER_RESULT,
+    )
     assert run.output[0].content.content == f"{WEATHER_ANSWER}."
     assert [t.name for t in run.tools] == ["get_weather"]
-    assert (run.usage.input_tokens, run.usage.output_tokens, run.usage.total_tokens) == (185, 35, 220)
+    assert (run.usage.input_tokens, run.usage.output_tokens, run.usage.total_tokens) == (
+        185,
+        35,
+        220,
+    )
     (warning,) = run.warnings
     assert "read by the generic fallback" in warning and "'acme.sdk'" in warning
     assert "acme.request and acme.response" in warning and "conventions:" in warning
 
 
 def test_an_anthropic_request_and_message_read_as_an_llm_run() -> None:
-    request = {"model": "claude-haiku-4-5", "system": WEATHER_SYSTEM, "max_tokens": 512,
-               "messages": [{"role": "user", "content": [{"type": "text", "text": WEATHER_USER}]}]}
-    response = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
-                "stop_reason": "tool_use",
-                "content": [{"type": "text", "text": "Let me check."},
-                            {"type": "tool_use", "id": "toolu_1", "name": "get_weather",
-                             "input": {"city": "Paris"}}],
-                "usage": {"input_tokens": 120, "output_tokens": 40}}
-    run = _only_run(span("llm call", {"payload.in": json.dumps(request),
-                                      "payload.out": json.dumps(response)}))
+    request = {
+        "model": "claude-haiku-4-5",
+        "system": WEATHER_SYSTEM,
+        "max_tokens": 512,
+        "messages": [{"role": "user", "content": [{"type": "text", "text": WEATHER_USER}]}],
+    }
+    response = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-haiku-4-5",
+        "stop_reason": "tool_use",
+        "content": [
+            {"type": "text", "text": "Let me check."},
+            {
+                "type": "tool_use",
+                "id": "toolu_1",
+                "name": "get_weather",
+                "input": {"city": "Paris"},
+            },
+        ],
+        "usage": {"input_tokens": 120, "output_tokens": 40},
+    }
+    run = _only_run(
+        span("llm call", {"payload.in": json.dumps(request), "payload.out": json.dumps(response)})
+    )
     assert (run.kind, run.convention, run.model) == ("llm", "fallback", "claude-haiku-4-5")
     assert system_text(run) == [WEATHER_SYSTEM]
     assert user_text(run) == [WEATHER_USER]
@@ -85,8 +134,16 @@ def test_an_anthropic_request_and_message_read_as_an_llm_run() -> None:
     call = parts[1].tool_invocation
     assert call is not None
     assert (call.tool_call_id, call.tool_name, call.args, call.state) == (
-        "toolu_1", "get_weather", {"city": "Paris"}, "call")
-    assert (run.usage.input_tokens, run.usage.output_tokens, run.usage.total_tokens) == (120, 40, 160)
+        "toolu_1",
+        "get_weather",
+        {"city": "Paris"},
+        "call",
+    )
+    assert (run.usage.input_tokens, run.usage.output_tokens, run.usage.total_tokens) == (
+        120,
+        40,
+        160,
+    )
 
 
 def test_a_response_alone_is_still_a_model_call() -> None:
@@ -116,9 +173,17 @@ def test_a_value_beyond_the_bound_is_not_looked_into() -> None:
 
 def test_it_never_takes_a_span_a_convention_claims() -> None:
     """An OpenInference LLM span carries the same JSON in ``input.value``: OpenInference reads it."""
-    run = _only_run(span("ChatCompletion", {
-        "openinference.span.kind": "LLM", "input.value": json.dumps(OPENAI_REQUEST),
-        "output.value": json.dumps(OPENAI_RESPONSE), "llm.model_name": "gpt-4o-mini"}))
+    run = _only_run(
+        span(
+            "ChatCompletion",
+            {
+                "openinference.span.kind": "LLM",
+                "input.value": json.dumps(OPENAI_REQUEST),
+                "output.value": json.dumps(OPENAI_RESPONSE),
+                "llm.model_name": "gpt-4o-mini",
+            },
+        )
+    )
     assert run.convention == "openinference" and run.warnings == []
 
 
@@ -126,16 +191,36 @@ def test_a_wrapper_handed_the_conversation_is_not_a_model_call() -> None:
     """MLflow's ``@mlflow.trace`` agent function records its argument, the conversation, as
     ``{"messages": [...]}`` like the model calls below it: those calls are the runs."""
     request = {"messages": OPENAI_REQUEST["messages"][:2]}
-    wrapper = span("WeatherBot", {"fn.inputs": json.dumps(request), "fn.output": f"{WEATHER_ANSWER}."})
-    first = span("Completions", {
-        "fn.inputs": json.dumps({**request, "model": "gpt-4o-mini"}),
-        "fn.output": json.dumps({**OPENAI_RESPONSE, "choices": [
-            {"index": 0, "finish_reason": "tool_calls",
-             "message": {"role": "assistant", "content": None, "tool_calls": [CALL]}}]}),
-    }, parent=wrapper.span_id)
-    second = span("Completions", {"fn.inputs": json.dumps(OPENAI_REQUEST),
-                                  "fn.output": json.dumps(OPENAI_RESPONSE)}, parent=wrapper.span_id)
+    wrapper = span(
+        "WeatherBot", {"fn.inputs": json.dumps(request), "fn.output": f"{WEATHER_ANSWER}."}
+    )
+    first = span(
+        "Completions",
+        {
+            "fn.inputs": json.dumps({**request, "model": "gpt-4o-mini"}),
+            "fn.output": json.dumps(
+                {
+                    **OPENAI_RESPONSE,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "tool_calls",
+                            "message": {"role": "assistant", "content": None, "tool_calls": [CALL]},
+                        }
+                    ],
+                }
+            ),
+        },
+        parent=wrapper.span_id,
+    )
+    second = span(
+        "Completions",
+        {"fn.inputs": json.dumps(OPENAI_REQUEST), "fn.output": json.dumps(OPENAI_RESPONSE)},
+        parent=wrapper.span_id,
+    )
     runs = extract_runs(trace(wrapper, first, second))
     assert [(r.span_id, r.kind, r.primary) for r in runs] == [
-        (first.span_id, "llm", True), (second.span_id, "llm", True)]
+        (first.span_id, "llm", True),
+        (second.span_id, "llm", True),
+    ]
     assert runs[1].output[0].content.content == f"{WEATHER_ANSWER}."

@@ -89,15 +89,27 @@ def test_operation_details_event_carries_structured_content() -> None:
         "gen_ai.usage.input_tokens": 5,
     }
     chat = span("chat gpt-4o-mini", attributes)
-    details = log(chat.span_id, "gen_ai.client.inference.operation.details", attributes={
-        **attributes,
-        "gen_ai.system_instructions": [{"type": "text", "content": "Be brief."}],
-        "gen_ai.input.messages": [{"role": "user", "parts": [{"type": "text", "content": "Hi"}]}],
-        "gen_ai.output.messages": [{"role": "assistant", "parts": [
-            {"type": "reasoning", "content": "They greet."},
-            {"type": "text", "content": "Hello!"},
-        ], "finish_reason": "stop"}],
-    })
+    details = log(
+        chat.span_id,
+        "gen_ai.client.inference.operation.details",
+        attributes={
+            **attributes,
+            "gen_ai.system_instructions": [{"type": "text", "content": "Be brief."}],
+            "gen_ai.input.messages": [
+                {"role": "user", "parts": [{"type": "text", "content": "Hi"}]}
+            ],
+            "gen_ai.output.messages": [
+                {
+                    "role": "assistant",
+                    "parts": [
+                        {"type": "reasoning", "content": "They greet."},
+                        {"type": "text", "content": "Hello!"},
+                    ],
+                    "finish_reason": "stop",
+                }
+            ],
+        },
+    )
     (run,) = extract_runs(trace(chat, logs=[details]))
     assert system_text(run) == ["Be brief."]
     assert user_text(run) == ["Hi"]
@@ -138,15 +150,37 @@ def test_legacy_events_sent_as_span_events() -> None:
     chat = span("chat m", {"gen_ai.operation.name": "chat", "gen_ai.system": "openai"})
     chat.events = [
         SpanEvent("gen_ai.user.message", 1, {"gen_ai.system": "openai", "content": "Hi"}),
-        SpanEvent("gen_ai.choice", 2, {"index": 0, "finish_reason": "stop",
-                                       "message": {"role": "assistant", "content": "Hey"}}),
+        SpanEvent(
+            "gen_ai.choice",
+            2,
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": "Hey"},
+            },
+        ),
     ]
     strands = span("chat m", {"gen_ai.operation.name": "chat", "gen_ai.system": "strands-agents"})
     strands.events = [
         SpanEvent("gen_ai.user.message", 1, {"content": '[{"text": "Weather?"}]'}),
-        SpanEvent("gen_ai.choice", 2, {"finish_reason": "tool_use", "message": orjson.dumps(
-            [{"toolUse": {"toolUseId": "t1", "name": "get_weather", "input": {"city": "Paris"}}}]
-        ).decode()}),
+        SpanEvent(
+            "gen_ai.choice",
+            2,
+            {
+                "finish_reason": "tool_use",
+                "message": orjson.dumps(
+                    [
+                        {
+                            "toolUse": {
+                                "toolUseId": "t1",
+                                "name": "get_weather",
+                                "input": {"city": "Paris"},
+                            }
+                        }
+                    ]
+                ).decode(),
+            },
+        ),
     ]
     first, second = extract_runs(trace(chat, strands))
     assert user_text(first) == ["Hi"]
@@ -162,10 +196,20 @@ def test_semconv_1_26_content_span_events() -> None:
 
     chat = span("chat m", {"gen_ai.system": "openai", "gen_ai.request.model": "m"})
     chat.events = [
-        SpanEvent("gen_ai.content.prompt", 1, {"gen_ai.prompt": orjson.dumps(
-            [{"role": "system", "content": "S"}, {"role": "user", "content": "Q"}]).decode()}),
-        SpanEvent("gen_ai.content.completion", 2, {"gen_ai.completion": orjson.dumps(
-            [{"role": "assistant", "content": "A"}]).decode()}),
+        SpanEvent(
+            "gen_ai.content.prompt",
+            1,
+            {
+                "gen_ai.prompt": orjson.dumps(
+                    [{"role": "system", "content": "S"}, {"role": "user", "content": "Q"}]
+                ).decode()
+            },
+        ),
+        SpanEvent(
+            "gen_ai.content.completion",
+            2,
+            {"gen_ai.completion": orjson.dumps([{"role": "assistant", "content": "A"}]).decode()},
+        ),
     ]
     (run,) = extract_runs(trace(chat))
     assert (system_text(run), user_text(run), final_answer(run)) == (["S"], ["Q"], "A")
@@ -173,8 +217,14 @@ def test_semconv_1_26_content_span_events() -> None:
 
 def test_truncated_json_attribute_is_kept_as_text_with_a_warning() -> None:
     cut = '[{"role":"user","parts":[{"type":"text","content":"What is the wea'
-    chat = span("chat m", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": cut,
-                           "gen_ai.output.messages": "plain answer, not JSON"})
+    chat = span(
+        "chat m",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": cut,
+            "gen_ai.output.messages": "plain answer, not JSON",
+        },
+    )
     (run,) = extract_runs(trace(chat))
     assert user_text(run) == [cut]
     assert final_answer(run) == "plain answer, not JSON"
@@ -194,8 +244,9 @@ def test_missing_attributes_and_unknown_spans() -> None:
 
 
 def test_five_megabyte_value_is_not_parsed() -> None:
-    huge = orjson.dumps([{"role": "assistant", "parts": [
-        {"type": "text", "content": "x" * 5_000_000}]}]).decode()
+    huge = orjson.dumps(
+        [{"role": "assistant", "parts": [{"type": "text", "content": "x" * 5_000_000}]}]
+    ).decode()
     chat = span("chat m", {"gen_ai.operation.name": "chat", "gen_ai.output.messages": huge})
     (run,) = extract_runs(trace(chat))
     (warning,) = run.warnings
@@ -204,34 +255,83 @@ def test_five_megabyte_value_is_not_parsed() -> None:
 
 
 def test_tool_error_and_result_from_next_call_without_tool_span() -> None:
-    agent = span("invoke_agent A", {"gen_ai.operation.name": "invoke_agent",
-                                    "gen_ai.agent.name": "A", "gen_ai.usage.input_tokens": 999})
-    calls = [{"role": "assistant", "parts": [
-        {"type": "tool_call", "id": "c1", "name": "lookup", "arguments": '{"q": "x"}'},
-        {"type": "tool_call", "id": "c2", "name": "fetch", "arguments": {"u": 1}},
-    ]}]
+    agent = span(
+        "invoke_agent A",
+        {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "A",
+            "gen_ai.usage.input_tokens": 999,
+        },
+    )
+    calls = [
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "tool_call", "id": "c1", "name": "lookup", "arguments": '{"q": "x"}'},
+                {"type": "tool_call", "id": "c2", "name": "fetch", "arguments": {"u": 1}},
+            ],
+        }
+    ]
     question = [{"role": "user", "parts": [{"type": "text", "content": "Go"}]}]
-    chat1 = span("chat", {"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 10,
-                          "gen_ai.input.messages": orjson.dumps(question).decode(),
-                          "gen_ai.output.messages": orjson.dumps(calls).decode()},
-                 parent=agent.span_id)
-    failed = span("execute_tool lookup", {"gen_ai.operation.name": "execute_tool",
-                                          "gen_ai.tool.name": "lookup", "gen_ai.tool.call.id": "c1",
-                                          "error.type": "TimeoutError"},
-                  parent=agent.span_id, status=2, status_message="lookup timed out")
+    chat1 = span(
+        "chat",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.usage.input_tokens": 10,
+            "gen_ai.input.messages": orjson.dumps(question).decode(),
+            "gen_ai.output.messages": orjson.dumps(calls).decode(),
+        },
+        parent=agent.span_id,
+    )
+    failed = span(
+        "execute_tool lookup",
+        {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": "lookup",
+            "gen_ai.tool.call.id": "c1",
+            "error.type": "TimeoutError",
+        },
+        parent=agent.span_id,
+        status=2,
+        status_message="lookup timed out",
+    )
     # Pydantic AI format 5 sends tool results with role "user": not a new user turn.
-    replies = question + calls + [{"role": "user", "parts": [
-        {"type": "tool_call_response", "id": "c2", "name": "fetch", "result": {"ok": True}}]}]
-    chat2 = span("chat", {"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 20,
-                          "gen_ai.input.messages": orjson.dumps(replies).decode(),
-                          "gen_ai.output.messages": '[{"role":"assistant","parts":'
-                                                    '[{"type":"text","content":"Done"}]}]'},
-                 parent=agent.span_id)
+    replies = (
+        question
+        + calls
+        + [
+            {
+                "role": "user",
+                "parts": [
+                    {
+                        "type": "tool_call_response",
+                        "id": "c2",
+                        "name": "fetch",
+                        "result": {"ok": True},
+                    }
+                ],
+            }
+        ]
+    )
+    chat2 = span(
+        "chat",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.usage.input_tokens": 20,
+            "gen_ai.input.messages": orjson.dumps(replies).decode(),
+            "gen_ai.output.messages": '[{"role":"assistant","parts":'
+            '[{"type":"text","content":"Done"}]}]',
+        },
+        parent=agent.span_id,
+    )
     runs = extract_runs(trace(agent, chat1, failed, chat2))
     (run,) = only(runs, "agent")
     lookup, fetch = tool_calls(run)
-    assert (lookup.state, lookup.is_error, lookup.error_text) == ("output-error", True,
-                                                                  "lookup timed out")
+    assert (lookup.state, lookup.is_error, lookup.error_text) == (
+        "output-error",
+        True,
+        "lookup timed out",
+    )
     assert lookup.args == {"q": "x"}
     assert (fetch.state, fetch.result) == ("result", {"ok": True})
     assert [c.source for c in run.context] == ["fetch"]  # a failure is no grounding
@@ -246,7 +346,9 @@ def test_tool_error_and_result_from_next_call_without_tool_span() -> None:
     second = only(runs, "llm")[1]
     assert user_text(second) == ["Go"]
     assert [(c.tool_name, c.state, c.result) for c in tool_calls(second)] == [
-        ("lookup", "output-error", None), ("fetch", "result", {"ok": True})]
+        ("lookup", "output-error", None),
+        ("fetch", "result", {"ok": True}),
+    ]
     assert final_answer(second) == "Done"
 
 
@@ -257,38 +359,82 @@ def test_history_goes_to_remembered_messages() -> None:
         {"role": "assistant", "parts": [{"type": "text", "content": "first answer"}]},
         {"role": "user", "parts": [{"type": "text", "content": "second question"}]},
     ]
-    chat = span("chat", {"gen_ai.operation.name": "chat",
-                         "gen_ai.input.messages": orjson.dumps(conversation).decode()})
+    chat = span(
+        "chat",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": orjson.dumps(conversation).decode(),
+        },
+    )
     (run,) = extract_runs(trace(chat))
     assert user_text(run) == ["second question"]
     assert [m.content.content for m in run.input.remembered_messages] == [
-        "first question", "first answer"]
+        "first question",
+        "first answer",
+    ]
     assert system_text(run) == ["S"]
 
 
 def test_nested_agents_become_their_own_runs() -> None:
-    outer = span("invoke_agent Planner", {"gen_ai.operation.name": "invoke_agent",
-                                          "gen_ai.agent.name": "Planner"})
+    outer = span(
+        "invoke_agent Planner",
+        {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "Planner"},
+    )
     ask = [{"role": "user", "parts": [{"type": "text", "content": "Plan a trip"}]}]
-    delegate = [{"role": "assistant", "parts": [
-        {"type": "tool_call", "id": "t1", "name": "Researcher", "arguments": {"topic": "Rome"}}]}]
-    step1 = span("chat", {"gen_ai.operation.name": "chat", "gen_ai.usage.output_tokens": 1,
-                          "gen_ai.input.messages": orjson.dumps(ask).decode(),
-                          "gen_ai.output.messages": orjson.dumps(delegate).decode()},
-                 parent=outer.span_id)
-    inner = span("invoke_agent Researcher", {
-        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "Researcher",
-        "gen_ai.input.messages": '[{"role":"user","parts":[{"type":"text","content":"Rome"}]}]',
-        "gen_ai.output.messages": '[{"role":"assistant","parts":'
-                                  '[{"type":"text","content":"Rome is warm"}]}]'},
-        parent=outer.span_id)
+    delegate = [
+        {
+            "role": "assistant",
+            "parts": [
+                {
+                    "type": "tool_call",
+                    "id": "t1",
+                    "name": "Researcher",
+                    "arguments": {"topic": "Rome"},
+                }
+            ],
+        }
+    ]
+    step1 = span(
+        "chat",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.usage.output_tokens": 1,
+            "gen_ai.input.messages": orjson.dumps(ask).decode(),
+            "gen_ai.output.messages": orjson.dumps(delegate).decode(),
+        },
+        parent=outer.span_id,
+    )
+    inner = span(
+        "invoke_agent Researcher",
+        {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "Researcher",
+            "gen_ai.input.messages": '[{"role":"user","parts":[{"type":"text","content":"Rome"}]}]',
+            "gen_ai.output.messages": '[{"role":"assistant","parts":'
+            '[{"type":"text","content":"Rome is warm"}]}]',
+        },
+        parent=outer.span_id,
+    )
     warm = '[{"role":"assistant","parts":[{"type":"text","content":"Rome is warm"}]}]'
-    inner_chat = span("chat", {"gen_ai.operation.name": "chat", "gen_ai.usage.output_tokens": 2,
-                               "gen_ai.output.messages": warm}, parent=inner.span_id)
-    step2 = span("chat", {"gen_ai.operation.name": "chat", "gen_ai.usage.output_tokens": 4,
-                          "gen_ai.output.messages": '[{"role":"assistant","parts":'
-                                                    '[{"type":"text","content":"Go to Rome"}]}]'},
-                 parent=outer.span_id)
+    inner_chat = span(
+        "chat",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.usage.output_tokens": 2,
+            "gen_ai.output.messages": warm,
+        },
+        parent=inner.span_id,
+    )
+    step2 = span(
+        "chat",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.usage.output_tokens": 4,
+            "gen_ai.output.messages": '[{"role":"assistant","parts":'
+            '[{"type":"text","content":"Go to Rome"}]}]',
+        },
+        parent=outer.span_id,
+    )
     runs = extract_runs(trace(outer, step1, inner, inner_chat, step2))
     planner, researcher = only(runs, "agent")
     assert (planner.agent_name, researcher.agent_name) == ("Planner", "Researcher")
@@ -326,11 +472,19 @@ def test_duplicate_spans_and_broken_convention_never_raise() -> None:
 
 
 def test_parent_cycle_is_cut_not_followed_forever() -> None:
-    a = span("invoke_agent A", {"gen_ai.operation.name": "invoke_agent"}, span_id="a" * 16,
-             parent="c" * 16)
+    a = span(
+        "invoke_agent A",
+        {"gen_ai.operation.name": "invoke_agent"},
+        span_id="a" * 16,
+        parent="c" * 16,
+    )
     b = span("chat", {"gen_ai.operation.name": "chat"}, span_id="b" * 16, parent="a" * 16)
-    c = span("execute_tool t", {"gen_ai.operation.name": "execute_tool"}, span_id="c" * 16,
-             parent="b" * 16)
+    c = span(
+        "execute_tool t",
+        {"gen_ai.operation.name": "execute_tool"},
+        span_id="c" * 16,
+        parent="b" * 16,
+    )
     runs = extract_runs(trace(a, b, c))
     assert sorted(r.kind for r in runs) == ["agent", "llm", "tool"]
     assert any("cycle" in w for r in runs for w in r.warnings)
@@ -341,32 +495,48 @@ def test_failure_from_error_type_or_exception_event() -> None:
 
     unset = span("chat", {"gen_ai.operation.name": "chat", "error.type": "RateLimitError"})
     raised = span("chat", {"gen_ai.operation.name": "chat"}, status=2)
-    raised.events = [SpanEvent("exception", 1, {"exception.type": "ValueError",
-                                                "exception.message": "bad input"})]
+    raised.events = [
+        SpanEvent(
+            "exception", 1, {"exception.type": "ValueError", "exception.message": "bad input"}
+        )
+    ]
     first, second = extract_runs(trace(unset, raised))
     assert (first.status, first.error) == ("error", "RateLimitError")
     assert (second.status, second.error) == ("error", "ValueError: bad input")
 
 
 def test_agent_that_only_delegates_takes_its_agents_question_and_answer() -> None:
-    boss = span("invoke_agent Boss", {"gen_ai.operation.name": "invoke_agent",
-                                      "gen_ai.agent.name": "Boss"})
+    boss = span(
+        "invoke_agent Boss", {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "Boss"}
+    )
     answers = []
     for name, text in (("Finder", "Found 3 flights"), ("Booker", "Booked the 9am flight")):
-        worker = span(f"invoke_agent {name}", {"gen_ai.operation.name": "invoke_agent",
-                                               "gen_ai.agent.name": name}, parent=boss.span_id)
-        chat = span("chat", {
-            "gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 5,
-            "gen_ai.input.messages": '[{"role":"user","parts":[{"type":"text",'
-                                     '"content":"Book me a flight"}]}]',
-            "gen_ai.output.messages": orjson.dumps([{"role": "assistant", "parts": [
-                {"type": "text", "content": text}]}]).decode()}, parent=worker.span_id)
+        worker = span(
+            f"invoke_agent {name}",
+            {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name},
+            parent=boss.span_id,
+        )
+        chat = span(
+            "chat",
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.usage.input_tokens": 5,
+                "gen_ai.input.messages": '[{"role":"user","parts":[{"type":"text",'
+                '"content":"Book me a flight"}]}]',
+                "gen_ai.output.messages": orjson.dumps(
+                    [{"role": "assistant", "parts": [{"type": "text", "content": text}]}]
+                ).decode(),
+            },
+            parent=worker.span_id,
+        )
         answers += [worker, chat]
     runs = extract_runs(trace(boss, *answers))
     boss_run, finder, booker = only(runs, "agent")
     assert user_text(boss_run) == ["Book me a flight"]
     assert [(c.tool_name, c.result) for c in tool_calls(boss_run)] == [
-        ("Finder", "Found 3 flights"), ("Booker", "Booked the 9am flight")]
+        ("Finder", "Found 3 flights"),
+        ("Booker", "Booked the 9am flight"),
+    ]
     assert final_answer(boss_run) == "Booked the 9am flight"
     assert boss_run.usage.input_tokens == 10 and finder.usage.input_tokens == 5
     assert final_answer(booker) == "Booked the 9am flight"

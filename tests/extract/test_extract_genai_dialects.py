@@ -42,7 +42,11 @@ def _primary(library: str, scenario: str) -> list[AgentRun]:
 def _call(call: ToolInvocation, name: str, city: str, result: object) -> None:
     assert call.tool_call_id.startswith("call_")
     assert (call.tool_name, call.args, call.result, call.state) == (
-        name, {"city": city}, result, "result")
+        name,
+        {"city": city},
+        result,
+        "result",
+    )
 
 
 def _assert_agent(run: AgentRun, convention: str, user: str) -> None:
@@ -58,7 +62,10 @@ def _assert_error_calls(calls: list[ToolInvocation], name: str, error: str) -> N
     """Atlantis failed (its error kept), then Paris and London answered."""
     atlantis, paris, london = calls
     assert (atlantis.tool_name, atlantis.args, atlantis.state) == (
-        name, {"city": "Atlantis"}, "output-error")
+        name,
+        {"city": "Atlantis"},
+        "output-error",
+    )
     assert atlantis.is_error is True and atlantis.error_text == error
     _call(paris, name, "Paris", WEATHER_RESULT)
     _call(london, name, "London", LONDON_RESULT)
@@ -95,7 +102,8 @@ def test_strands_tool_call(scenario: str) -> None:
     assert (offered.name, offered.description) == ("get_weather", DESCRIPTION)
     assert offered.parameters is not None and offered.parameters["required"] == ["city"]
     assert [(c.kind, orjson.loads(c.content)) for c in agent.context] == [
-        ("tool_result", WEATHER_RESULT)]
+        ("tool_result", WEATHER_RESULT)
+    ]
     _assert_tool_runs(runs, [call])
     (tool,) = only(runs, "tool")
     assert orjson.loads(final_answer(tool)) == WEATHER_RESULT
@@ -134,7 +142,8 @@ def test_semantic_kernel_tool_call() -> None:
     (offered,) = agent.tools
     assert (offered.name, offered.description) == (SK_TOOL, DESCRIPTION)
     assert [(c.kind, orjson.loads(c.content)) for c in agent.context] == [
-        ("tool_result", WEATHER_RESULT)]
+        ("tool_result", WEATHER_RESULT)
+    ]
     _assert_tool_runs(runs, [call])
     first, second = sorted(only(runs, "llm"), key=lambda r: r.start_time)
     assert system_text(first) == system_text(second) == [WEATHER_SYSTEM]
@@ -144,8 +153,10 @@ def test_semantic_kernel_tool_call() -> None:
     assert final_answer(second).startswith(WEATHER_ANSWER)
 
 
-@pytest.mark.parametrize(("library", "tool"), [
-    ("strands", "get_weather"), ("semantic-kernel", "WeatherPlugin-get_weather")])
+@pytest.mark.parametrize(
+    ("library", "tool"),
+    [("strands", "get_weather"), ("semantic-kernel", "WeatherPlugin-get_weather")],
+)
 def test_agent_multi_turn(library: str, tool: str) -> None:
     """The second turn's run: the new question as input, the first turn as history (its tool
     call joined to its result), its own tool call and answer."""
@@ -187,9 +198,11 @@ def _assert_openlit_call(run: AgentRun, user: str) -> None:
 
 
 def _rebuilt_warning(call_id: str) -> str:
-    return (f"openlit: the call {call_id} answered in the input is not in the trace (OpenLIT "
-            "leaves tool-call messages out); rebuilt from its result as 'get_weather', "
-            "arguments unknown")
+    return (
+        f"openlit: the call {call_id} answered in the input is not in the trace (OpenLIT "
+        "leaves tool-call messages out); rebuilt from its result as 'get_weather', "
+        "arguments unknown"
+    )
 
 
 def test_openlit_tool_call() -> None:
@@ -205,12 +218,18 @@ def test_openlit_tool_call() -> None:
     _assert_openlit_call(answering, WEATHER_USER)
     (call,) = tool_calls(answering)
     assert (call.tool_call_id, call.tool_name, call.args, call.result, call.state) == (
-        asked.tool_call_id, "get_weather", {}, WEATHER_RESULT, "result")
+        asked.tool_call_id,
+        "get_weather",
+        {},
+        WEATHER_RESULT,
+        "result",
+    )
     assert [p.type for p in answering.output[0].content.parts] == ["tool-invocation", "text"]
     assert final_answer(answering).startswith(WEATHER_ANSWER)
     assert [c.kind for c in answering.context] == ["tool_result"]
     assert [w.split(": ", 1)[1] for w in answering.warnings] == [
-        _rebuilt_warning(asked.tool_call_id)]
+        _rebuilt_warning(asked.tool_call_id)
+    ]
 
 
 def test_openlit_multi_turn() -> None:
@@ -226,14 +245,19 @@ def test_openlit_multi_turn() -> None:
     assert [m.role for m in history] == ["user", "assistant", "assistant"]
     (earlier,) = history[1].content.tool_invocations or []
     assert (earlier.tool_name, earlier.result, earlier.state) == (
-        "get_weather", WEATHER_RESULT, "result")
+        "get_weather",
+        WEATHER_RESULT,
+        "result",
+    )
     (asked,) = tool_calls(asking)
     assert (asked.args, asked.state) == ({"city": "Paris"}, "call")
     (call,) = tool_calls(answering)
     assert (call.tool_call_id, call.result) == (asked.tool_call_id, WEATHER_RESULT)
     assert final_answer(answering) == SECOND_ANSWER
     assert [w.split(": ", 1)[1] for w in answering.warnings] == [
-        _rebuilt_warning(earlier.tool_call_id), _rebuilt_warning(asked.tool_call_id)]
+        _rebuilt_warning(earlier.tool_call_id),
+        _rebuilt_warning(asked.tool_call_id),
+    ]
 
 
 def test_openlit_tool_error() -> None:
@@ -249,7 +273,10 @@ def test_openlit_tool_error() -> None:
     calls = tool_calls(last)
     assert [c.tool_call_id for c in calls] == [c.tool_call_id for c in asked]
     assert [c.result for c in calls] == [
-        {"error": "Unknown city: Atlantis"}, WEATHER_RESULT, LONDON_RESULT]
+        {"error": "Unknown city: Atlantis"},
+        WEATHER_RESULT,
+        LONDON_RESULT,
+    ]
     assert final_answer(last).startswith(ERROR_ANSWER)
     assert len(last.warnings) == 3
 
@@ -260,40 +287,75 @@ def test_openlit_call_recovered_from_its_trace() -> None:
     scope = "openlit.instrumentation.openai"
     system = [{"role": "system", "parts": [{"type": "text", "content": WEATHER_SYSTEM}]}]
     user = [{"role": "user", "parts": [{"type": "text", "content": WEATHER_USER}]}]
-    call = {"type": "tool_call", "id": "call_9", "name": "get_weather",
-            "arguments": {"city": "Paris"}}
-    result = {"type": "tool_call_response", "id": "call_9", "response": orjson.dumps(
-        WEATHER_RESULT).decode()}
+    call = {
+        "type": "tool_call",
+        "id": "call_9",
+        "name": "get_weather",
+        "arguments": {"city": "Paris"},
+    }
+    result = {
+        "type": "tool_call_response",
+        "id": "call_9",
+        "response": orjson.dumps(WEATHER_RESULT).decode(),
+    }
     parent = span("turn", {}, scope="app")
-    asking = span("chat gpt-4o-mini", {
-        "gen_ai.operation.name": "chat",
-        "gen_ai.input.messages": orjson.dumps([*system, *user]).decode(),
-        "gen_ai.output.messages": orjson.dumps([{"role": "assistant", "parts": [call]}]).decode(),
-    }, parent=parent.span_id, scope=scope)
-    answering = span("chat gpt-4o-mini", {
-        "gen_ai.operation.name": "chat",
-        "gen_ai.input.messages": orjson.dumps(
-            [*system, *user, {"role": "tool", "parts": [result]}]).decode(),
-        "gen_ai.output.messages": orjson.dumps([{"role": "assistant", "parts": [
-            {"type": "text", "content": "It is sunny in Paris today."}]}]).decode(),
-    }, parent=parent.span_id, scope=scope)
+    asking = span(
+        "chat gpt-4o-mini",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": orjson.dumps([*system, *user]).decode(),
+            "gen_ai.output.messages": orjson.dumps(
+                [{"role": "assistant", "parts": [call]}]
+            ).decode(),
+        },
+        parent=parent.span_id,
+        scope=scope,
+    )
+    answering = span(
+        "chat gpt-4o-mini",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": orjson.dumps(
+                [*system, *user, {"role": "tool", "parts": [result]}]
+            ).decode(),
+            "gen_ai.output.messages": orjson.dumps(
+                [
+                    {
+                        "role": "assistant",
+                        "parts": [{"type": "text", "content": "It is sunny in Paris today."}],
+                    }
+                ]
+            ).decode(),
+        },
+        parent=parent.span_id,
+        scope=scope,
+    )
     runs = only(extract_runs(trace(parent, asking, answering)), "llm")
     second = next(r for r in runs if r.span_id == answering.span_id)
     (recovered,) = tool_calls(second)
     assert (recovered.tool_call_id, recovered.tool_name, recovered.args, recovered.result) == (
-        "call_9", "get_weather", {"city": "Paris"}, WEATHER_RESULT)
+        "call_9",
+        "get_weather",
+        {"city": "Paris"},
+        WEATHER_RESULT,
+    )
     assert second.warnings == []
 
 
-@pytest.mark.parametrize("text", [
-    "{'city': __import__('os').getcwd()}",  # not a literal: never evaluated
-    "[" * 5_000 + "]" * 5_000,  # nested past the parser's limit
-    "{'a': 1" + " " * 100_000 + "}",  # longer than the bound
-    "{'a': 1",  # cut
-    "{not python}",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{'city': __import__('os').getcwd()}",  # not a literal: never evaluated
+        "[" * 5_000 + "]" * 5_000,  # nested past the parser's limit
+        "{'a': 1" + " " * 100_000 + "}",  # longer than the bound
+        "{'a': 1",  # cut
+        "{not python}",
+    ],
+)
 def test_semantic_kernel_result_that_is_no_literal_stays_text(text: str) -> None:
     """A tool result is span text (attacker-controlled): only a plain literal is decoded."""
     assert semantic_kernel.python_literal(text) == text
     assert semantic_kernel.python_literal("{'city': 'Paris', 'temps': [21, 14.5]}") == {
-        "city": "Paris", "temps": [21, 14.5]}
+        "city": "Paris",
+        "temps": [21, 14.5],
+    }

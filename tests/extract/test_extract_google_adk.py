@@ -115,7 +115,10 @@ def test_content_capture_rebuilds_every_field() -> None:
     (tool_run,) = only(runs, "tool")
     (ran,) = tool_calls(tool_run)
     assert (ran.tool_call_id, ran.args, ran.result, ran.state) == (
-        call.tool_call_id, {"city": "Paris"}, WEATHER_RESULT, "result"
+        call.tool_call_id,
+        {"city": "Paris"},
+        WEATHER_RESULT,
+        "result",
     )
 
 
@@ -142,13 +145,12 @@ def test_content_capture_tool_error_handled_by_the_plugin_is_a_failure(kind: str
     the tool span ends without error: the call is still the failure it was."""
     runs = capture_runs(LIBRARY, "tool_error_content")
     (agent,) = primary_runs(runs)
-    calls = tool_calls(agent) if kind == "agent" else [
-        tool_calls(run)[0] for run in only(runs, "tool")
-    ]
+    calls = (
+        tool_calls(agent) if kind == "agent" else [tool_calls(run)[0] for run in only(runs, "tool")]
+    )
     assert_atlantis_calls(calls)
     if kind == "agent":
-        assert [orjson.loads(c.content) for c in agent.context] == [WEATHER_RESULT,
-                                                                    LONDON_RESULT]
+        assert [orjson.loads(c.content) for c in agent.context] == [WEATHER_RESULT, LONDON_RESULT]
         assert final_answer(agent).startswith("I could not find Atlantis.")
     else:
         assert [run.status for run in only(runs, "tool")] == ["error", "unset", "unset"]
@@ -179,7 +181,8 @@ def test_legacy_schema_reads_the_llm_request_and_tool_attributes() -> None:
     assert all(r.attributes.get("gcp.vertex.agent.llm_request") for r in llm_runs)
     (tool_run,) = only(runs, "tool")
     assert (tool_calls(tool_run)[0].args, tool_calls(tool_run)[0].result) == (
-        {"city": "Paris"}, WEATHER_RESULT
+        {"city": "Paris"},
+        WEATHER_RESULT,
     )
     assert "<elided>" not in agent.model_dump_json()
 
@@ -202,14 +205,21 @@ def test_legacy_schema_without_content_is_empty_not_elided() -> None:
     "attributes",
     [
         {"gcp.vertex.agent.llm_request": '{"contents": [', "gen_ai.request.model": "m"},
-        {"gcp.vertex.agent.llm_request": '{"config": {"tools": "x", "system_instruction": 5}, '
-                                         '"contents": {"a": 1}}',
-         "gcp.vertex.agent.llm_response": '{"content": [1], "usage_metadata": "none"}'},
-        {"gcp.vertex.agent.llm_request": '{"config": {"tools": [{"function_declarations": 3}],'
-                                         ' "system_instruction": {"parts": [{"text": "s"}]}}}',
-         "gcp.vertex.agent.llm_response": "[]"},
-        {"gen_ai.operation.name": "execute_tool", "gcp.vertex.agent.tool_call_args": "[{",
-         "gcp.vertex.agent.tool_response": 7},
+        {
+            "gcp.vertex.agent.llm_request": '{"config": {"tools": "x", "system_instruction": 5}, '
+            '"contents": {"a": 1}}',
+            "gcp.vertex.agent.llm_response": '{"content": [1], "usage_metadata": "none"}',
+        },
+        {
+            "gcp.vertex.agent.llm_request": '{"config": {"tools": [{"function_declarations": 3}],'
+            ' "system_instruction": {"parts": [{"text": "s"}]}}}',
+            "gcp.vertex.agent.llm_response": "[]",
+        },
+        {
+            "gen_ai.operation.name": "execute_tool",
+            "gcp.vertex.agent.tool_call_args": "[{",
+            "gcp.vertex.agent.tool_response": 7,
+        },
     ],
 )
 def test_hostile_legacy_values_never_raise(attributes: dict) -> None:

@@ -38,12 +38,18 @@ def test_langchain_tool_results_are_what_the_tool_returned_not_the_tool_message(
     (agent,) = only(runs, "agent")
     atlantis, paris, london = tool_calls(agent)
     assert (atlantis.state, atlantis.is_error, atlantis.result) == (
-        "output-error", True, "Unknown city: Atlantis")
+        "output-error",
+        True,
+        "Unknown city: Atlantis",
+    )
     assert atlantis.error_text == "Unknown city: Atlantis"
     assert (paris.state, paris.result) == ("result", WEATHER_RESULT)
     assert (london.state, london.result) == ("result", LONDON_RESULT)
-    assert [c.tool_call_id for c in (atlantis, paris, london)] == ["call_010", "call_020",
-                                                                   "call_030"]
+    assert [c.tool_call_id for c in (atlantis, paris, london)] == [
+        "call_010",
+        "call_020",
+        "call_030",
+    ]
     # Context is the tool results (a failure grounds nothing), never the envelope.
     assert [doc.content for doc in agent.context] == [
         '{"city":"Paris","forecast":"sunny","temperature_c":21}',
@@ -51,15 +57,24 @@ def test_langchain_tool_results_are_what_the_tool_returned_not_the_tool_message(
     ]
     tools = only(runs, "tool")
     assert [t.output[0].content.tool_invocations[0].result for t in tools] == [
-        "Unknown city: Atlantis", WEATHER_RESULT, LONDON_RESULT]
+        "Unknown city: Atlantis",
+        WEATHER_RESULT,
+        LONDON_RESULT,
+    ]
     assert [t.output[0].content.tool_invocations[0].tool_call_id for t in tools] == [
-        "call_010", "call_020", "call_030"]
+        "call_010",
+        "call_020",
+        "call_030",
+    ]
     assert final_answer(agent).startswith("I could not find Atlantis.")
     # The last LLM call was sent the three results; the flattened tool message drops LangChain's
     # status, the tool span has it: the failed call is a failure there too, and no grounding.
     last = only(runs, "llm")[-1]
     assert [(c.tool_call_id, c.state) for c in tool_calls(last)] == [
-        ("call_010", "output-error"), ("call_020", "result"), ("call_030", "result")]
+        ("call_010", "output-error"),
+        ("call_020", "result"),
+        ("call_030", "result"),
+    ]
     assert [doc.content for doc in last.context] == [doc.content for doc in agent.context]
 
 
@@ -71,18 +86,32 @@ def test_openai_agents_workflow_wrapper_is_no_primary_run() -> None:
     assert (wrapper.agent_name, wrapper.primary) == ("Agent workflow", False)
     assert [r.agent_name for r in runs if r.primary] == ["WeatherBot"]
     (call,) = tool_calls(agent)
-    assert (call.tool_name, call.args, call.result) == ("get_weather", {"city": "Paris"},
-                                                        WEATHER_RESULT)
+    assert (call.tool_name, call.args, call.result) == (
+        "get_weather",
+        {"city": "Paris"},
+        WEATHER_RESULT,
+    )
     handoff = capture_runs("openinference-openai-agents", "handoff_parallel_tools")
     assert [(r.agent_name, r.primary) for r in only(handoff, "agent")] == [
-        ("Agent workflow", False), ("Triage", True), ("WeatherBot", True)]
+        ("Agent workflow", False),
+        ("Triage", True),
+        ("WeatherBot", True),
+    ]
 
 
 def test_ci_gate_on_the_expected_tool_passes_for_openai_agents() -> None:
     """The gate of the issue: every call was right, so tool-call accuracy is 1, not 0.33."""
-    result = CliRunner().invoke(app, [
-        "score", str(CAPTURES / "openinference-openai-agents" / "tool_call"), "--format", "json",
-        "--scorer", "tool-call-accuracy-code:expected_tool=get_weather"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "score",
+            str(CAPTURES / "openinference-openai-agents" / "tool_call"),
+            "--format",
+            "json",
+            "--scorer",
+            "tool-call-accuracy-code:expected_tool=get_weather",
+        ],
+    )
     assert result.exit_code == 0, result.output
     (summary,) = json.loads(result.stdout)
     assert (summary["n"], summary["mean"]) == (1, 1.0)
@@ -129,11 +158,18 @@ def test_vercel_mcp_tool_result_is_what_the_tool_returned() -> None:
     (agent,) = only(failing, "agent")
     atlantis, paris, london = tool_calls(agent)
     assert (atlantis.state, atlantis.is_error, atlantis.error_text) == (
-        "output-error", True, "Error executing tool get_weather")
-    assert [(c.state, c.result) for c in (paris, london)] == [("result", WEATHER_RESULT),
-                                                              ("result", LONDON_RESULT)]
+        "output-error",
+        True,
+        "Error executing tool get_weather",
+    )
+    assert [(c.state, c.result) for c in (paris, london)] == [
+        ("result", WEATHER_RESULT),
+        ("result", LONDON_RESULT),
+    ]
     assert [doc.content for doc in agent.context] == [
-        PARIS_GROUNDING, '{"city":"London","forecast":"rainy","temperature_c":14}']
+        PARIS_GROUNDING,
+        '{"city":"London","forecast":"rainy","temperature_c":14}',
+    ]
 
 
 def _second_call(library: str) -> AgentRun:
@@ -145,15 +181,22 @@ def _second_call(library: str) -> AgentRun:
 def test_raw_client_second_call_reads_like_the_agent_turn() -> None:
     """Without an agent span the second call was sent [user, assistant(call), tool(result)]:
     its input is the user's turn only, and the tool step opens its trajectory, joined."""
-    for library in ("openinference-openai", "otel-genai-openai-v2-latest",
-                    "otel-genai-openai-v2-legacy"):
+    for library in (
+        "openinference-openai",
+        "otel-genai-openai-v2-latest",
+        "otel-genai-openai-v2-legacy",
+    ):
         second = _second_call(library)
         assert user_text(second) == [WEATHER_USER], library
         assert second.input.remembered_messages == [], library
         assert system_text(second) == [WEATHER_SYSTEM], library
         (call,) = tool_calls(second)
         assert (call.tool_name, call.args, call.state, call.result) == (
-            "get_weather", {"city": "Paris"}, "result", WEATHER_RESULT), library
+            "get_weather",
+            {"city": "Paris"},
+            "result",
+            WEATHER_RESULT,
+        ), library
         assert [p.type for p in second.output[0].content.parts] == ["tool-invocation", "text"]
         assert final_answer(second).startswith(WEATHER_ANSWER), library
 
@@ -175,10 +218,16 @@ def test_history_keeps_tool_results_on_their_calls() -> None:
         for run in only(runs, "llm"):
             assert _shape(run.input.remembered_messages) == _shape(history), library
     pydantic_history = only(capture_runs("pydantic-ai", "stream_history"), "agent")[0]
-    (earlier,) = [c for m in pydantic_history.input.remembered_messages
-                  for c in m.content.tool_invocations or []]
-    assert (earlier.tool_name, earlier.state, earlier.result) == ("get_weather", "result",
-                                                                  WEATHER_RESULT)
+    (earlier,) = [
+        c
+        for m in pydantic_history.input.remembered_messages
+        for c in m.content.tool_invocations or []
+    ]
+    assert (earlier.tool_name, earlier.state, earlier.result) == (
+        "get_weather",
+        "result",
+        WEATHER_RESULT,
+    )
 
 
 def test_mastra_legacy_two_step_loop_is_two_llm_calls_in_order() -> None:
@@ -194,18 +243,24 @@ def test_mastra_legacy_two_step_loop_is_two_llm_calls_in_order() -> None:
     assert system_text(agent) == [WEATHER_SYSTEM] and user_text(agent) == [WEATHER_USER]
     assert [p.type for p in agent.output[0].content.parts] == ["tool-invocation", "text"]
     (call,) = tool_calls(agent)
-    assert (call.tool_name, call.args, call.result) == ("get_weather", {"city": "Paris"},
-                                                        WEATHER_RESULT)
+    assert (call.tool_name, call.args, call.result) == (
+        "get_weather",
+        {"city": "Paris"},
+        WEATHER_RESULT,
+    )
     assert final_answer(agent).startswith(WEATHER_ANSWER)
     first, second = only(runs, "llm")
     assert [(r.usage.input_tokens, r.usage.output_tokens) for r in (first, second)] == [
-        (116, 23), (142, 23)]
+        (116, 23),
+        (142, 23),
+    ]
     assert system_text(first) == system_text(second) == [WEATHER_SYSTEM]
     assert [t.name for t in first.tools] == ["get_weather"]
     assert [(c.tool_name, c.state) for c in tool_calls(first)] == [("get_weather", "call")]
     # The second step was sent the call (cut to "[MaxDepth]" by Mastra) and its result.
     assert [(c.tool_name, c.args, c.state) for c in tool_calls(second)] == [
-        ("get_weather", {"city": "Paris"}, "result")]
+        ("get_weather", {"city": "Paris"}, "result")
+    ]
     assert final_answer(second).startswith(WEATHER_ANSWER)
 
 
@@ -216,12 +271,18 @@ def test_openai_agents_handoff_answers_the_call_that_made_it() -> None:
     runs = capture_runs("openinference-openai-agents", "handoff_parallel_tools")
     _, triage, weather = only(runs, "agent")
     (handoff,) = tool_calls(triage)
-    assert (handoff.tool_name, handoff.tool_call_id, handoff.args, handoff.state,
-            handoff.result) == ("transfer_to_weatherbot", "call_070", {}, "result", "WeatherBot")
+    assert (
+        handoff.tool_name,
+        handoff.tool_call_id,
+        handoff.args,
+        handoff.state,
+        handoff.result,
+    ) == ("transfer_to_weatherbot", "call_070", {}, "result", "WeatherBot")
     paris, london = tool_calls(weather)
     assert [(c.tool_call_id, c.args, c.result) for c in (paris, london)] == [
         ("call_080", {"city": "Paris"}, WEATHER_RESULT),
-        ("call_081", {"city": "London"}, LONDON_RESULT)]
+        ("call_081", {"city": "London"}, LONDON_RESULT),
+    ]
     assert user_text(weather) == ["What's the weather in Paris and London today?"]
     assert (weather.usage.input_tokens, weather.usage.output_tokens) == (323, 51)
     # WeatherBot's own LLM calls were sent Triage's handoff too: history to them, as to their
@@ -229,7 +290,8 @@ def test_openai_agents_handoff_answers_the_call_that_made_it() -> None:
     for llm in only(runs, "llm")[1:]:
         (earlier,) = llm.input.remembered_messages
         assert [c.tool_name for c in earlier.content.tool_invocations or []] == [
-            "transfer_to_weatherbot"]
+            "transfer_to_weatherbot"
+        ]
         assert {c.tool_name for c in tool_calls(llm)} == {"get_weather"}
 
 
@@ -237,8 +299,11 @@ def test_mastra_legacy_loop_without_traced_steps_counts_every_step() -> None:
     """The same real payload without its ``….step.llm-execution`` spans (as from a 0.x release
     that does not trace loop steps; not checked against one): ``mastra.stream`` holds the last
     step's usage, so the agent result's total (258/46) stands for the loop."""
-    (loaded,) = [t for t in load_traces([CAPTURES / "mastra-legacy-telemetry"
-                                         / "tool_call_stream"]) if len(t.spans) > 2]
+    (loaded,) = [
+        t
+        for t in load_traces([CAPTURES / "mastra-legacy-telemetry" / "tool_call_stream"])
+        if len(t.spans) > 2
+    ]
     loaded.spans = [s for s in loaded.spans if not s.name.endswith(".step.llm-execution")]
     runs = extract_runs(loaded)
     (agent,) = only(runs, "agent")
@@ -252,18 +317,26 @@ def test_mastra_legacy_thread_title_is_no_step_of_the_agent() -> None:
     """Mastra 0.x memory titles a new thread with a model loop of its own, traced under the
     agent span after the answer (sweep, found on the issue-23 capture): read as steps, the
     title was the agent's final answer and its tokens doubled the turn's usage."""
-    (first,) = [t for t in load_traces([CAPTURES / "mastra-legacy-telemetry" / "conversation"])
-                if any(s.name == "agent.genTitle" for s in t.spans)]
-    (title_step,) = [s for s in first.spans if s.name.endswith(".step.llm-execution")
-                     and "generate a short title" in str(s.attributes)]
+    (first,) = [
+        t
+        for t in load_traces([CAPTURES / "mastra-legacy-telemetry" / "conversation"])
+        if any(s.name == "agent.genTitle" for s in t.spans)
+    ]
+    (title_step,) = [
+        s
+        for s in first.spans
+        if s.name.endswith(".step.llm-execution") and "generate a short title" in str(s.attributes)
+    ]
     key = f"{title_step.name}.result"
     # The fake server answered the title call with the turn's answer; a real model gives a title.
     title_step.attributes[key] = str(title_step.attributes[key]).replace(
-        "Nice to meet you, Ada! How can I help you today?", "Ada from Lyon says hello")
+        "Nice to meet you, Ada! How can I help you today?", "Ada from Lyon says hello"
+    )
     runs = extract_runs(first)
     (agent,) = only(runs, "agent")
-    stream_result = json.loads(next(s for s in first.spans if s.name == "agent.stream")
-                               .attributes["agent.stream.result"])
+    stream_result = json.loads(
+        next(s for s in first.spans if s.name == "agent.stream").attributes["agent.stream.result"]
+    )
     assert stream_result["usage"]["inputTokens"] == 116
     assert (agent.usage.input_tokens, agent.usage.output_tokens) == (116, 23)
     assert final_answer(agent) == "Nice to meet you, Ada! How can I help you today?"

@@ -63,7 +63,11 @@ def test_tool_call() -> None:
     (call,) = tool_calls(agent)
     assert call.tool_call_id.startswith("call_")
     assert (call.tool_name, call.args, call.state, call.result) == (
-        "get_weather", {"city": "Paris"}, "result", WEATHER_RESULT)
+        "get_weather",
+        {"city": "Paris"},
+        "result",
+        WEATHER_RESULT,
+    )
     assert [p.type for p in agent.output[0].content.parts] == ["tool-invocation", "text"]
     assert final_answer(agent).startswith(WEATHER_ANSWER)
     assert [c.kind for c in agent.context] == ["tool_result"]
@@ -74,7 +78,10 @@ def test_tool_call() -> None:
     (tool,) = only(runs, "tool")
     (executed,) = tool_calls(tool)
     assert (executed.tool_call_id, executed.args, executed.result) == (
-        call.tool_call_id, {"city": "Paris"}, WEATHER_RESULT)
+        call.tool_call_id,
+        {"city": "Paris"},
+        WEATHER_RESULT,
+    )
 
 
 def test_multi_turn_reads_the_memory_as_history() -> None:
@@ -106,18 +113,30 @@ def test_tool_output_error_and_a_workflow_that_is_no_agent() -> None:
     rather than raise); a ``*.run`` CHAIN whose steps name no agent stays a plain workflow."""
     scope = "openinference.instrumentation.llama_index"
     workflow = make_span("MyWorkflow.run", {"openinference.span.kind": "CHAIN"}, scope=scope)
-    step = make_span("MyWorkflow.step", {"openinference.span.kind": "CHAIN",
-                                         "input.value": "StartEvent(" + "x" * 30_000 + ")"},
-                     parent=workflow.span_id, scope=scope)
-    tool = make_span("FunctionTool.acall", {
-        "openinference.span.kind": "TOOL", "tool.name": "get_weather",
-        "input.value": '{"kwargs": {"city": "Atlantis"}}',
-        "output.value": '{"blocks": [{"text": "no such city"}], "tool_name": "get_weather", '
-                        '"raw_input": {"args": [], "kwargs": {"city": "Atlantis"}}, '
-                        '"raw_output": "no such city", "is_error": true}',
-    }, parent=step.span_id, scope=scope)
+    step = make_span(
+        "MyWorkflow.step",
+        {"openinference.span.kind": "CHAIN", "input.value": "StartEvent(" + "x" * 30_000 + ")"},
+        parent=workflow.span_id,
+        scope=scope,
+    )
+    tool = make_span(
+        "FunctionTool.acall",
+        {
+            "openinference.span.kind": "TOOL",
+            "tool.name": "get_weather",
+            "input.value": '{"kwargs": {"city": "Atlantis"}}',
+            "output.value": '{"blocks": [{"text": "no such city"}], "tool_name": "get_weather", '
+            '"raw_input": {"args": [], "kwargs": {"city": "Atlantis"}}, '
+            '"raw_output": "no such city", "is_error": true}',
+        },
+        parent=step.span_id,
+        scope=scope,
+    )
     (run,) = extract_runs(trace(workflow, step, tool))
     assert run.kind == "tool" and run.primary is False and run.agent_name is None
     (call,) = tool_calls(run)
     assert (call.args, call.state, call.error_text) == (
-        {"city": "Atlantis"}, "output-error", "no such city")
+        {"city": "Atlantis"},
+        "output-error",
+        "no such city",
+    )

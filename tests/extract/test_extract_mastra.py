@@ -91,9 +91,14 @@ def test_chat_spans_get_their_step_input_and_tool_calls() -> None:
 
 def test_kinds_chunks_and_steps_stay_out_of_the_runs() -> None:
     kinds = {(i.name.split(" ")[0], i.kind) for i in read_spans_of("tool_call_stream")}
-    assert kinds == {("invoke_agent", "agent"), ("model_generation", "other"),
-                     ("agent_step", "other"), ("chat", "llm"), ("model_chunk", "other"),
-                     ("execute_tool", "tool")}
+    assert kinds == {
+        ("invoke_agent", "agent"),
+        ("model_generation", "other"),
+        ("agent_step", "other"),
+        ("chat", "llm"),
+        ("model_chunk", "other"),
+        ("execute_tool", "tool"),
+    }
 
 
 def test_plain_chat() -> None:
@@ -125,45 +130,102 @@ def test_reasoning_from_the_generation_span() -> None:
 # --- hand-made edge cases -----------------------------------------------------------------------
 
 
-def _mastra_tree(tool_status: int = 0, agent_output: str | None = None,
-                 step_input: str | None = None) -> list:
-    agent = span("invoke_agent Helper", {
-        "mastra.span.type": "agent_run", "gen_ai.operation.name": "invoke_agent",
-        "gen_ai.agent.name": "Helper", "gen_ai.system_instructions": "[IMPORTANT] Be brief.",
-        "mastra.agent_run.input": _json([{"role": "user", "content": "Look up x."}]),
-        **({"mastra.agent_run.output": agent_output} if agent_output is not None else {}),
-    }, scope=EXPORTER)
-    generation = span("model_generation m", {"mastra.span.type": "model_generation"},
-                      parent=agent.span_id, scope=EXPORTER)
-    step = span("agent_step Helper", {
-        "mastra.span.type": "model_step",
-        "mastra.model_step.input": step_input or _json([
-            {"role": "system", "content": "[IMPORTANT] Be brief."},
-            {"role": "user", "content": "Look up x."}]),
-        "mastra.model_step.output": _json({"text": "", "toolCalls": [
-            {"toolCallId": "t1", "toolName": "lookup", "args": {"q": "x"}}]}),
-    }, parent=generation.span_id, scope=EXPORTER)
-    chat = span("chat m", {
-        "mastra.span.type": "model_inference", "gen_ai.operation.name": "chat",
-        "gen_ai.request.model": "m", "gen_ai.usage.input_tokens": 5,
-        "gen_ai.usage.output_tokens": 2,
-        "gen_ai.output.messages": _json([{"role": "assistant", "parts": [
-            {"type": "text", "content": ""}]}]),
-    }, parent=step.span_id, scope=EXPORTER)
-    tool = span("execute_tool lookup", {
-        "mastra.span.type": "tool_call", "gen_ai.operation.name": "execute_tool",
-        "gen_ai.tool.name": "lookup", "gen_ai.tool.call.id": "t1",
-        "gen_ai.tool.call.arguments": '{"q":"x"}',
-    }, parent=step.span_id, scope=EXPORTER, status=tool_status,
-        status_message="lookup failed: no index" if tool_status == 2 else "")
-    step2 = span("agent_step Helper", {"mastra.span.type": "model_step"},
-                 parent=generation.span_id, scope=EXPORTER)
-    chat2 = span("chat m", {
-        "mastra.span.type": "model_inference", "gen_ai.operation.name": "chat",
-        "gen_ai.usage.input_tokens": 9, "gen_ai.usage.output_tokens": 3,
-        "gen_ai.output.messages": _json([{"role": "assistant", "parts": [
-            {"type": "text", "content": "Sorry, the lookup failed."}]}]),
-    }, parent=step2.span_id, scope=EXPORTER)
+def _mastra_tree(
+    tool_status: int = 0, agent_output: str | None = None, step_input: str | None = None
+) -> list:
+    agent = span(
+        "invoke_agent Helper",
+        {
+            "mastra.span.type": "agent_run",
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "Helper",
+            "gen_ai.system_instructions": "[IMPORTANT] Be brief.",
+            "mastra.agent_run.input": _json([{"role": "user", "content": "Look up x."}]),
+            **({"mastra.agent_run.output": agent_output} if agent_output is not None else {}),
+        },
+        scope=EXPORTER,
+    )
+    generation = span(
+        "model_generation m",
+        {"mastra.span.type": "model_generation"},
+        parent=agent.span_id,
+        scope=EXPORTER,
+    )
+    step = span(
+        "agent_step Helper",
+        {
+            "mastra.span.type": "model_step",
+            "mastra.model_step.input": step_input
+            or _json(
+                [
+                    {"role": "system", "content": "[IMPORTANT] Be brief."},
+                    {"role": "user", "content": "Look up x."},
+                ]
+            ),
+            "mastra.model_step.output": _json(
+                {
+                    "text": "",
+                    "toolCalls": [{"toolCallId": "t1", "toolName": "lookup", "args": {"q": "x"}}],
+                }
+            ),
+        },
+        parent=generation.span_id,
+        scope=EXPORTER,
+    )
+    chat = span(
+        "chat m",
+        {
+            "mastra.span.type": "model_inference",
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": "m",
+            "gen_ai.usage.input_tokens": 5,
+            "gen_ai.usage.output_tokens": 2,
+            "gen_ai.output.messages": _json(
+                [{"role": "assistant", "parts": [{"type": "text", "content": ""}]}]
+            ),
+        },
+        parent=step.span_id,
+        scope=EXPORTER,
+    )
+    tool = span(
+        "execute_tool lookup",
+        {
+            "mastra.span.type": "tool_call",
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": "lookup",
+            "gen_ai.tool.call.id": "t1",
+            "gen_ai.tool.call.arguments": '{"q":"x"}',
+        },
+        parent=step.span_id,
+        scope=EXPORTER,
+        status=tool_status,
+        status_message="lookup failed: no index" if tool_status == 2 else "",
+    )
+    step2 = span(
+        "agent_step Helper",
+        {"mastra.span.type": "model_step"},
+        parent=generation.span_id,
+        scope=EXPORTER,
+    )
+    chat2 = span(
+        "chat m",
+        {
+            "mastra.span.type": "model_inference",
+            "gen_ai.operation.name": "chat",
+            "gen_ai.usage.input_tokens": 9,
+            "gen_ai.usage.output_tokens": 3,
+            "gen_ai.output.messages": _json(
+                [
+                    {
+                        "role": "assistant",
+                        "parts": [{"type": "text", "content": "Sorry, the lookup failed."}],
+                    }
+                ]
+            ),
+        },
+        parent=step2.span_id,
+        scope=EXPORTER,
+    )
     return [agent, generation, step, chat, tool, step2, chat2]
 
 
@@ -195,39 +257,85 @@ def test_truncated_step_input_is_text_with_a_warning() -> None:
 def _legacy_trace(result: str) -> list:
     """Mastra 0.x ``telemetry`` spans as SPAN_FORMATS §6b describes them (no capture in-tree)."""
     base = {"componentName": "WeatherBot", "runId": "run-1"}
-    outer = span("agent.generate", {
-        **base, "agent.generate.argument.0": _json(WEATHER_USER),
-        "agent.generate.argument.1": _json({"maxSteps": 5}), "agent.generate.result": result,
-    }, scope="mastra-demo")
-    noise = span("mastra.generateId", {**base, "mastra.generateId.result": '"abc"'},
-                 parent=outer.span_id, scope="mastra-demo")
-    delegate = span("agent.generateVNext", {
-        **base, "agent.generateVNext.argument.0": _json(WEATHER_USER),
-        "agent.generateVNext.result": "[Not Serializable]",
-    }, parent=outer.span_id, scope="mastra-demo")
-    loop = span("mastra.stream", {
-        **base, "mastra.operationId": "mastra.stream", "aisdk.model.id": "gpt-4o-mini",
-        "aisdk.model.provider": "openai.chat",
-        "stream.prompt.messages": _json([{"role": "user", "content": [
-            {"type": "text", "text": WEATHER_USER}]}]),
-        "stream.response.toolCalls": _json([{"toolCallId": "call_1", "toolName": "get_weather",
-                                             "args": {"city": "Paris"}}]),
-        "stream.response.text": WEATHER_ANSWER + ".",
-        "stream.usage.inputTokens": 334, "stream.usage.outputTokens": 66,
-        "stream.usage.totalTokens": 400,
-    }, parent=delegate.span_id, scope="mastra-demo")
-    provider_call = span("mastra.stream.aisdk.doStream", {
-        **base, "mastra.operationId": "mastra.stream.aisdk.doStream",
-        "stream.prompt.tools": [_json({"type": "function", "name": "get_weather",
-                                       "description": "Get the current weather for a city.",
-                                       "inputSchema": {"type": "object"}})],
-    }, parent=delegate.span_id, scope="mastra-demo")
-    tool = span("mastra.stream.toolCall", {
-        **base, "mastra.operationId": "mastra.stream.toolCall",
-        "stream.toolCall.toolName": "get_weather", "stream.toolCall.toolCallId": "call_1",
-        "stream.toolCall.args": '{"city":"Paris"}',
-        "stream.toolCall.result": _json(WEATHER_RESULT),
-    }, parent=loop.span_id, scope="mastra-demo")
+    outer = span(
+        "agent.generate",
+        {
+            **base,
+            "agent.generate.argument.0": _json(WEATHER_USER),
+            "agent.generate.argument.1": _json({"maxSteps": 5}),
+            "agent.generate.result": result,
+        },
+        scope="mastra-demo",
+    )
+    noise = span(
+        "mastra.generateId",
+        {**base, "mastra.generateId.result": '"abc"'},
+        parent=outer.span_id,
+        scope="mastra-demo",
+    )
+    delegate = span(
+        "agent.generateVNext",
+        {
+            **base,
+            "agent.generateVNext.argument.0": _json(WEATHER_USER),
+            "agent.generateVNext.result": "[Not Serializable]",
+        },
+        parent=outer.span_id,
+        scope="mastra-demo",
+    )
+    loop = span(
+        "mastra.stream",
+        {
+            **base,
+            "mastra.operationId": "mastra.stream",
+            "aisdk.model.id": "gpt-4o-mini",
+            "aisdk.model.provider": "openai.chat",
+            "stream.prompt.messages": _json(
+                [{"role": "user", "content": [{"type": "text", "text": WEATHER_USER}]}]
+            ),
+            "stream.response.toolCalls": _json(
+                [{"toolCallId": "call_1", "toolName": "get_weather", "args": {"city": "Paris"}}]
+            ),
+            "stream.response.text": WEATHER_ANSWER + ".",
+            "stream.usage.inputTokens": 334,
+            "stream.usage.outputTokens": 66,
+            "stream.usage.totalTokens": 400,
+        },
+        parent=delegate.span_id,
+        scope="mastra-demo",
+    )
+    provider_call = span(
+        "mastra.stream.aisdk.doStream",
+        {
+            **base,
+            "mastra.operationId": "mastra.stream.aisdk.doStream",
+            "stream.prompt.tools": [
+                _json(
+                    {
+                        "type": "function",
+                        "name": "get_weather",
+                        "description": "Get the current weather for a city.",
+                        "inputSchema": {"type": "object"},
+                    }
+                )
+            ],
+        },
+        parent=delegate.span_id,
+        scope="mastra-demo",
+    )
+    tool = span(
+        "mastra.stream.toolCall",
+        {
+            **base,
+            "mastra.operationId": "mastra.stream.toolCall",
+            "stream.toolCall.toolName": "get_weather",
+            "stream.toolCall.toolCallId": "call_1",
+            "stream.toolCall.args": '{"city":"Paris"}',
+            "stream.toolCall.result": _json(WEATHER_RESULT),
+        },
+        parent=loop.span_id,
+        scope="mastra-demo",
+    )
     return [outer, noise, delegate, loop, provider_call, tool]
 
 
@@ -240,21 +348,27 @@ def test_legacy_telemetry_agent_call() -> None:
     assert system_text(agent) == []  # 0.x never records the system prompt
     assert user_text(agent) == [WEATHER_USER]
     (call,) = tool_calls(agent)
-    assert (call.tool_call_id, call.args, call.result) == ("call_1", {"city": "Paris"},
-                                                           WEATHER_RESULT)
+    assert (call.tool_call_id, call.args, call.result) == (
+        "call_1",
+        {"city": "Paris"},
+        WEATHER_RESULT,
+    )
     assert [p.type for p in agent.output[0].content.parts] == ["tool-invocation", "text"]
     assert final_answer(agent) == WEATHER_ANSWER + "."
     assert (agent.usage.input_tokens, agent.usage.output_tokens) == (334, 66)
     assert [(t.name, t.description) for t in agent.tools] == [
-        ("get_weather", "Get the current weather for a city.")]
+        ("get_weather", "Get the current weather for a city.")
+    ]
     assert len(agent.span_ids) == 6
     (warning,) = agent.warnings  # the delegate's unserializable result, named
     assert "agent.generateVNext.result: Mastra recorded '[Not Serializable]'" in warning
 
 
 def test_legacy_unserializable_and_truncated_results() -> None:
-    for result, expected in (("[Not Serializable]", "Mastra recorded '[Not Serializable]'"),
-                             ('{"text":"It is sunny in Par', "invalid JSON")):
+    for result, expected in (
+        ("[Not Serializable]", "Mastra recorded '[Not Serializable]'"),
+        ('{"text":"It is sunny in Par', "invalid JSON"),
+    ):
         runs = extract_runs(trace(*_legacy_trace(result)))
         (agent,) = only(runs, "agent")
         assert final_answer(agent) == WEATHER_ANSWER + "."  # from the model call instead
@@ -263,21 +377,51 @@ def test_legacy_unserializable_and_truncated_results() -> None:
 
 def test_generation_without_chat_spans_is_the_llm_call() -> None:
     """Mastra AI tracing before ``model_step``/``model_inference``: the generation is the call."""
-    agent = span("invoke_agent Helper", {"mastra.span.type": "agent_run",
-                                         "gen_ai.agent.name": "Helper",
-                                         "mastra.agent_run.input": "Look up x."}, scope=EXPORTER)
-    generation = span("llm_generation m", {
-        "mastra.span.type": "llm_generation", "gen_ai.request.model": "m",
-        "gen_ai.usage.input_tokens": 11, "gen_ai.usage.output_tokens": 7,
-        "mastra.llm_generation.input": _json({"messages": [
-            {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Look up x."}]}),
-        "mastra.llm_generation.output": _json({"text": "x is 42.", "toolCalls": [
-            {"toolCallId": "t1", "toolName": "lookup", "args": {"q": "x"}}]}),
-    }, parent=agent.span_id, scope=EXPORTER)
-    tool = span("tool_call lookup", {
-        "mastra.span.type": "tool_call", "gen_ai.tool.name": "lookup",
-        "gen_ai.tool.call.id": "t1", "gen_ai.tool.call.result": '{"x":42}',
-    }, parent=generation.span_id, scope=EXPORTER)
+    agent = span(
+        "invoke_agent Helper",
+        {
+            "mastra.span.type": "agent_run",
+            "gen_ai.agent.name": "Helper",
+            "mastra.agent_run.input": "Look up x.",
+        },
+        scope=EXPORTER,
+    )
+    generation = span(
+        "llm_generation m",
+        {
+            "mastra.span.type": "llm_generation",
+            "gen_ai.request.model": "m",
+            "gen_ai.usage.input_tokens": 11,
+            "gen_ai.usage.output_tokens": 7,
+            "mastra.llm_generation.input": _json(
+                {
+                    "messages": [
+                        {"role": "system", "content": "Be brief."},
+                        {"role": "user", "content": "Look up x."},
+                    ]
+                }
+            ),
+            "mastra.llm_generation.output": _json(
+                {
+                    "text": "x is 42.",
+                    "toolCalls": [{"toolCallId": "t1", "toolName": "lookup", "args": {"q": "x"}}],
+                }
+            ),
+        },
+        parent=agent.span_id,
+        scope=EXPORTER,
+    )
+    tool = span(
+        "tool_call lookup",
+        {
+            "mastra.span.type": "tool_call",
+            "gen_ai.tool.name": "lookup",
+            "gen_ai.tool.call.id": "t1",
+            "gen_ai.tool.call.result": '{"x":42}',
+        },
+        parent=generation.span_id,
+        scope=EXPORTER,
+    )
     runs = extract_runs(trace(agent, generation, tool))
     (run,) = only(runs, "agent")
     assert system_text(run) == ["Be brief."] and user_text(run) == ["Look up x."]
@@ -290,16 +434,24 @@ def test_generation_without_chat_spans_is_the_llm_call() -> None:
 
 def test_spans_with_nothing_but_their_type() -> None:
     agent = span("invoke_agent", {"mastra.span.type": "agent_run"}, scope=EXPORTER)
-    generation = span("model_generation", {"mastra.span.type": "model_generation"},
-                      parent=agent.span_id, scope=EXPORTER)
-    step = span("agent_step", {"mastra.span.type": "model_step"}, parent=generation.span_id,
-                scope=EXPORTER)
-    chat = span("chat", {"mastra.span.type": "model_inference"}, parent=step.span_id,
-                scope=EXPORTER)
-    chunk = span("model_chunk", {"mastra.span.type": "model_chunk"}, parent=chat.span_id,
-                 scope=EXPORTER)
-    tool = span("execute_tool", {"mastra.span.type": "tool_call"}, parent=step.span_id,
-                scope=EXPORTER)
+    generation = span(
+        "model_generation",
+        {"mastra.span.type": "model_generation"},
+        parent=agent.span_id,
+        scope=EXPORTER,
+    )
+    step = span(
+        "agent_step", {"mastra.span.type": "model_step"}, parent=generation.span_id, scope=EXPORTER
+    )
+    chat = span(
+        "chat", {"mastra.span.type": "model_inference"}, parent=step.span_id, scope=EXPORTER
+    )
+    chunk = span(
+        "model_chunk", {"mastra.span.type": "model_chunk"}, parent=chat.span_id, scope=EXPORTER
+    )
+    tool = span(
+        "execute_tool", {"mastra.span.type": "tool_call"}, parent=step.span_id, scope=EXPORTER
+    )
     runs = extract_runs(trace(agent, generation, step, chat, chunk, tool))
     assert [r.kind for r in runs] == ["agent", "llm", "tool"]
     (run,) = only(runs, "agent")

@@ -56,8 +56,9 @@ def test_array_content_is_read_as_parts_with_a_warning() -> None:
 
 
 def test_null_input_ground_truth_and_errors_by_path() -> None:
-    run = run_from_mastra({"input": None, "output": [], "groundTruth": {"answer": 42},
-                           "runId": "run-7"})
+    run = run_from_mastra(
+        {"input": None, "output": [], "groundTruth": {"answer": 42}, "runId": "run-7"}
+    )
     assert run.input.input_messages == [] and run.ground_truth == {"answer": 42}
     assert run.span_id == "run-7"
     with pytest.raises(MastraRunError, match=r"run 0: output\.1\.role"):
@@ -78,7 +79,10 @@ def test_cli_extract_capture_directory() -> None:
     assert agent["agentName"] == "WeatherBot" and agent["primary"] is True
     parts = agent["output"][0]["content"]["parts"]
     assert parts[0]["toolInvocation"]["result"] == {
-        "city": "Paris", "forecast": "sunny", "temperature_c": 21}
+        "city": "Paris",
+        "forecast": "sunny",
+        "temperature_c": 21,
+    }
 
 
 def test_cli_extract_filters_mixes_formats_and_reports_bad_files(tmp_path: Path) -> None:
@@ -89,7 +93,8 @@ def test_cli_extract_filters_mixes_formats_and_reports_bad_files(tmp_path: Path)
     runs = orjson.loads(result.stdout)
     assert len(runs) == 2  # the two chat calls; the Mastra runs are agent runs
     assert runs[0]["input"]["inputMessages"][0]["content"]["content"] == (
-        "What's the weather like in Paris today?")  # content from the protobuf log records
+        "What's the weather like in Paris today?"
+    )  # content from the protobuf log records
     bad = tmp_path / "bad.json"
     bad.write_text('{"resourceSpans": [')
     result = CliRunner().invoke(app, ["extract", str(bad)])

@@ -27,17 +27,23 @@ def _parts(raw: object, role: str = "assistant") -> list[tuple]:
 
 def test_genai_field_drift() -> None:
     # Spec (`response`, `reasoning`, object arguments) …
-    spec = {"role": "assistant", "parts": [
-        {"type": "reasoning", "content": "think"},
-        {"type": "tool_call", "id": "1", "name": "f", "arguments": {"a": 1}},
-        {"type": "tool_call_response", "id": "1", "response": '{"ok": true}'},
-    ]}
+    spec = {
+        "role": "assistant",
+        "parts": [
+            {"type": "reasoning", "content": "think"},
+            {"type": "tool_call", "id": "1", "name": "f", "arguments": {"a": 1}},
+            {"type": "tool_call_response", "id": "1", "response": '{"ok": true}'},
+        ],
+    }
     # … and Pydantic AI (`result`, `thinking`, arguments as a JSON string).
-    pydantic = {"role": "user", "parts": [
-        {"type": "thinking", "content": "think"},
-        {"type": "tool_call", "id": "1", "name": "f", "arguments": '{"a": 1}'},
-        {"type": "tool_call_response", "id": "1", "name": "f", "result": {"ok": True}},
-    ]}
+    pydantic = {
+        "role": "user",
+        "parts": [
+            {"type": "thinking", "content": "think"},
+            {"type": "tool_call", "id": "1", "name": "f", "arguments": '{"a": 1}'},
+            {"type": "tool_call_response", "id": "1", "name": "f", "result": {"ok": True}},
+        ],
+    }
     expected = [("reasoning", "think"), ("call", "1", "f", {"a": 1}, None)]
     assert _parts(spec)[:2] == expected and _parts(pydantic)[:2] == expected
     assert _parts(spec)[2][::4] == ("result", {"ok": True})
@@ -45,32 +51,63 @@ def test_genai_field_drift() -> None:
 
 
 def test_openai_anthropic_bedrock_gemini_and_langchain_dialects() -> None:
-    openai = {"role": "assistant", "content": None, "reasoning_content": "hmm", "tool_calls": [
-        {"id": "c", "type": "function", "function": {"name": "f", "arguments": '{"x": 2}'}}]}
+    openai = {
+        "role": "assistant",
+        "content": None,
+        "reasoning_content": "hmm",
+        "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "f", "arguments": '{"x": 2}'}}
+        ],
+    }
     assert _parts(openai) == [("reasoning", "hmm"), ("call", "c", "f", {"x": 2}, None)]
-    anthropic = {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "t", "content": [{"type": "text", "text": "42"}]},
-        {"type": "tool_use", "id": "u", "name": "g", "input": {"y": 1}},
-    ]}
+    anthropic = {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "t",
+                "content": [{"type": "text", "text": "42"}],
+            },
+            {"type": "tool_use", "id": "u", "name": "g", "input": {"y": 1}},
+        ],
+    }
     assert _parts(anthropic) == [("result", "t", "", {}, "42"), ("call", "u", "g", {"y": 1}, None)]
-    bedrock = {"role": "assistant", "content": [
-        {"reasoningContent": {"reasoningText": {"text": "plan"}}},
-        {"toolUse": {"toolUseId": "b", "name": "h", "input": {"z": 3}}},
-        {"toolResult": {"toolUseId": "b", "content": [{"json": {"v": 1}}], "status": "error"}},
-    ]}
-    assert _parts(bedrock) == [("reasoning", "plan"), ("call", "b", "h", {"z": 3}, None),
-                               ("output-error", "b", "", {}, {"v": 1})]
-    gemini = {"role": "model", "parts": [
-        {"text": "pondering", "thought": True},
-        {"functionCall": {"name": "k", "args": {"q": "r"}}},
-        {"text": "done"},
-    ]}
-    assert _parts(gemini) == [("reasoning", "pondering"), ("call", "", "k", {"q": "r"}, None),
-                              ("text", "done")]
+    bedrock = {
+        "role": "assistant",
+        "content": [
+            {"reasoningContent": {"reasoningText": {"text": "plan"}}},
+            {"toolUse": {"toolUseId": "b", "name": "h", "input": {"z": 3}}},
+            {"toolResult": {"toolUseId": "b", "content": [{"json": {"v": 1}}], "status": "error"}},
+        ],
+    }
+    assert _parts(bedrock) == [
+        ("reasoning", "plan"),
+        ("call", "b", "h", {"z": 3}, None),
+        ("output-error", "b", "", {}, {"v": 1}),
+    ]
+    gemini = {
+        "role": "model",
+        "parts": [
+            {"text": "pondering", "thought": True},
+            {"functionCall": {"name": "k", "args": {"q": "r"}}},
+            {"text": "done"},
+        ],
+    }
+    assert _parts(gemini) == [
+        ("reasoning", "pondering"),
+        ("call", "", "k", {"q": "r"}, None),
+        ("text", "done"),
+    ]
     assert parse_message(gemini, "m", [], "test").role == "assistant"  # type: ignore[union-attr]
-    langchain = {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "AIMessage"],
-                 "kwargs": {"content": "", "tool_calls": [
-                     {"name": "f", "args": {"a": 1}, "id": "lc1", "type": "tool_call"}]}}
+    langchain = {
+        "lc": 1,
+        "type": "constructor",
+        "id": ["langchain", "schema", "AIMessage"],
+        "kwargs": {
+            "content": "",
+            "tool_calls": [{"name": "f", "args": {"a": 1}, "id": "lc1", "type": "tool_call"}],
+        },
+    }
     message = parse_message(langchain, "m", [], "test")
     assert message is not None and message.role == "assistant"
     assert _parts(langchain) == [("call", "lc1", "f", {"a": 1}, None)]
@@ -81,13 +118,16 @@ def test_openai_anthropic_bedrock_gemini_and_langchain_dialects() -> None:
 
 
 def test_files_unknown_parts_and_empty_values() -> None:
-    raw = {"role": "user", "parts": [
-        {"type": "blob", "modality": "image", "mime_type": "image/png", "content": "aGk="},
-        {"type": "uri", "uri": "https://x/a.pdf", "mime_type": "application/pdf"},
-        {"type": "compaction", "summary": "older turns"},
-        {"type": "text", "content": ""},
-        None,
-    ]}
+    raw = {
+        "role": "user",
+        "parts": [
+            {"type": "blob", "modality": "image", "mime_type": "image/png", "content": "aGk="},
+            {"type": "uri", "uri": "https://x/a.pdf", "mime_type": "application/pdf"},
+            {"type": "compaction", "summary": "older turns"},
+            {"type": "text", "content": ""},
+            None,
+        ],
+    }
     message = parse_message(raw, "m", [], "test")
     assert message is not None
     blob, uri, other = message.content.parts
@@ -106,18 +146,40 @@ def test_system_instructions_and_tool_definitions_forms() -> None:
         '[{"type":"function","name":"a","parameters":{"type":"object"}},'
         ' {"name":"b","inputSchema":{"type":"object"}}, "c",'
         ' {"type":"function","function":{"name":"d","description":"D"}}]',
-        warnings, "t")
+        warnings,
+        "t",
+    )
     assert [(t.name, t.parameters, t.description) for t in tools] == [
-        ("a", {"type": "object"}, None), ("b", {"type": "object"}, None), ("c", None, None),
-        ("d", None, "D")]
+        ("a", {"type": "object"}, None),
+        ("b", {"type": "object"}, None),
+        ("c", None, None),
+        ("d", None, "D"),
+    ]
     assert warnings == []
 
 
 def test_find_reasoning_in_bodies() -> None:
-    langchain_generation = {"generations": [[{"message": {"kwargs": {"content": [
-        {"type": "reasoning", "summary": [{"type": "summary_text", "text": "R1"}]},
-        {"type": "text", "text": "answer"}]}}, "text": "answer"}]],
-        "copy": {"type": "reasoning", "summary": [{"type": "summary_text", "text": "R1"}]}}
+    langchain_generation = {
+        "generations": [
+            [
+                {
+                    "message": {
+                        "kwargs": {
+                            "content": [
+                                {
+                                    "type": "reasoning",
+                                    "summary": [{"type": "summary_text", "text": "R1"}],
+                                },
+                                {"type": "text", "text": "answer"},
+                            ]
+                        }
+                    },
+                    "text": "answer",
+                }
+            ]
+        ],
+        "copy": {"type": "reasoning", "summary": [{"type": "summary_text", "text": "R1"}]},
+    }
     assert find_reasoning(langchain_generation) == ["R1"]
     chat = {"choices": [{"message": {"content": "a", "reasoning_content": "R2"}}]}
     assert find_reasoning(chat) == ["R2"]

@@ -46,7 +46,10 @@ def _assert_tool_run(run: AgentRun, call_id: str, args: dict, result: object) ->
     assert run.agent_name == "WeatherBot"
     (call,) = tool_calls(run)
     assert (call.tool_call_id, call.tool_name, call.args, call.result) == (
-        call_id, "get_weather", args, result
+        call_id,
+        "get_weather",
+        args,
+        result,
     )
 
 
@@ -58,13 +61,18 @@ def test_agent_with_tool_call() -> None:
     assert_weather_agent(agent, convention=CONVENTION, usage=(258, 46))
     assert (agent.status, agent.usage.total_tokens) == ("ok", 304)
     (tool,) = agent.tools
-    assert tool.parameters == {"type": "object", "properties": {"city": {"type": "string"}},
-                               "required": ["city"]}
+    assert tool.parameters == {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    }
     (call,) = tool_calls(agent)
     first, second = only(runs, "llm")
     assert not first.primary and not second.primary
     assert (first.model, first.usage.input_tokens, first.usage.output_tokens) == (
-        "gpt-4o-mini", 116, 23
+        "gpt-4o-mini",
+        116,
+        23,
     )
     assert tool_calls(first)[0].state == "call"
     assert final_answer(second).startswith(WEATHER_ANSWER)
@@ -89,7 +97,9 @@ def test_streamed_calls_are_rebuilt_from_their_chunks() -> None:
     first, _ = only(runs, "llm")
     (call,) = tool_calls(first)
     assert (call.tool_call_id, call.args, call.state) == (
-        tool_calls(agent)[0].tool_call_id, {"city": "Paris"}, "call"
+        tool_calls(agent)[0].tool_call_id,
+        {"city": "Paris"},
+        "call",
     )
     (tool_run,) = only(runs, "tool")
     assert tool_calls(tool_run)[0].tool_call_id == call.tool_call_id
@@ -103,8 +113,11 @@ def test_multi_turn_reads_the_history_as_remembered() -> None:
     assert first.trace_id != second.trace_id
     assert user_text(first) == [WEATHER_USER]
     assert final_answer(first).startswith(WEATHER_ANSWER)
-    assert (second.kind, second.agent_name, second.convention) == ("agent", "WeatherBot",
-                                                                   CONVENTION)
+    assert (second.kind, second.agent_name, second.convention) == (
+        "agent",
+        "WeatherBot",
+        CONVENTION,
+    )
     assert system_text(second) == [WEATHER_SYSTEM]
     assert user_text(second) == [SECOND_USER]
     user, call_message, answer = second.input.remembered_messages
@@ -149,7 +162,9 @@ def test_without_an_agent_span_each_chat_call_is_primary() -> None:
     assert user_text(second) == [WEATHER_USER]
     (call,) = tool_calls(second)
     assert (call.tool_call_id, call.args, call.result) == (
-        tool_calls(first)[0].tool_call_id, {"city": "Paris"}, WEATHER_RESULT
+        tool_calls(first)[0].tool_call_id,
+        {"city": "Paris"},
+        WEATHER_RESULT,
     )
     assert final_answer(second).startswith(WEATHER_ANSWER)
     assert (second.usage.input_tokens, second.usage.output_tokens) == (142, 23)
@@ -159,9 +174,11 @@ def _mlflow_span(
     span_type: str, inputs: object, outputs: object, parent: str | None = None
 ) -> Span:
     """A span as MLflow exports it: every value JSON-encoded; a tool is named get_weather."""
-    attributes = {"mlflow.spanType": orjson.dumps(span_type).decode(),
-                  "mlflow.spanInputs": orjson.dumps(inputs).decode(),
-                  "mlflow.spanOutputs": orjson.dumps(outputs).decode()}
+    attributes = {
+        "mlflow.spanType": orjson.dumps(span_type).decode(),
+        "mlflow.spanInputs": orjson.dumps(inputs).decode(),
+        "mlflow.spanOutputs": orjson.dumps(outputs).decode(),
+    }
     name = "get_weather" if span_type == "TOOL" else "answer"
     return span(name, attributes, parent=parent, scope="mlflow.tracing.provider")
 
@@ -179,12 +196,19 @@ def test_agent_without_traced_model_calls_reads_its_own_arguments() -> None:
     "attributes",
     [
         {"mlflow.spanType": "CHAT_MODEL", "mlflow.spanInputs": '{"messages": ['},
-        {"mlflow.spanType": '"CHAT_MODEL"', "mlflow.spanInputs": '"\\u0000"' * 3,
-         "mlflow.chat.tokenUsage": '{"input_tokens": "many"}', "mlflow.chat.tools": "[1, {}]"},
+        {
+            "mlflow.spanType": '"CHAT_MODEL"',
+            "mlflow.spanInputs": '"\\u0000"' * 3,
+            "mlflow.chat.tokenUsage": '{"input_tokens": "many"}',
+            "mlflow.chat.tools": "[1, {}]",
+        },
         {"mlflow.spanType": "7", "mlflow.spanInputs": "[[[]]]", "mlflow.spanOutputs": "{}"},
         {"mlflow.spanType": '"TOOL"', "mlflow.spanInputs": "null", "mlflow.spanOutputs": "[{"},
-        {"mlflow.spanType": '"AGENT"', "mlflow.spanInputs": '{"a": 1, "b": [2]}',
-         "mlflow.spanOutputs": '{"choices": "none"}'},
+        {
+            "mlflow.spanType": '"AGENT"',
+            "mlflow.spanInputs": '{"a": 1, "b": [2]}',
+            "mlflow.spanOutputs": '{"choices": "none"}',
+        },
         {"mlflow.spanType": '"RETRIEVER"', "mlflow.spanOutputs": '[{"page_content": 3}, 5]'},
     ],
     ids=["unquoted", "nul-text", "number-type", "cut-json", "odd-agent", "odd-documents"],
@@ -197,40 +221,73 @@ def test_hostile_values_never_raise(attributes: dict) -> None:
 def test_tool_spans_take_the_call_with_their_arguments() -> None:
     """Parallel calls run in another order than the model listed them: each tool span takes
     the call with its arguments, not merely the next of its name."""
-    response = {"choices": [{"finish_reason": "tool_calls", "message": {
-        "role": "assistant", "content": None, "tool_calls": [
-            {"id": f"call_{city}", "type": "function",
-             "function": {"name": "get_weather", "arguments": orjson.dumps({"city": city}).decode()}}
-            for city in ("Paris", "London")]}}]}
+    response = {
+        "choices": [
+            {
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": f"call_{city}",
+                            "type": "function",
+                            "function": {
+                                "name": "get_weather",
+                                "arguments": orjson.dumps({"city": city}).decode(),
+                            },
+                        }
+                        for city in ("Paris", "London")
+                    ],
+                },
+            }
+        ]
+    }
     agent = _mlflow_span("AGENT", {"question": WEATHER_USER}, "done")
-    chat = _mlflow_span("CHAT_MODEL", {"messages": [{"role": "user", "content": WEATHER_USER}]},
-                        response, parent=agent.span_id)
-    tools = [_mlflow_span("TOOL", {"city": city}, {"city": city}, parent=agent.span_id)
-             for city in ("London", "Paris")]
+    chat = _mlflow_span(
+        "CHAT_MODEL",
+        {"messages": [{"role": "user", "content": WEATHER_USER}]},
+        response,
+        parent=agent.span_id,
+    )
+    tools = [
+        _mlflow_span("TOOL", {"city": city}, {"city": city}, parent=agent.span_id)
+        for city in ("London", "Paris")
+    ]
     runs = extract_runs(trace(agent, chat, *tools))
     assert [(tool_calls(r)[0].tool_call_id, tool_calls(r)[0].args) for r in only(runs, "tool")] == [
-        ("call_London", {"city": "London"}), ("call_Paris", {"city": "Paris"})
+        ("call_London", {"city": "London"}),
+        ("call_Paris", {"city": "Paris"}),
     ]
     (run,) = primary_runs(runs)
     assert [(c.tool_call_id, c.result) for c in tool_calls(run)] == [
-        ("call_Paris", {"city": "Paris"}), ("call_London", {"city": "London"})
+        ("call_Paris", {"city": "Paris"}),
+        ("call_London", {"city": "London"}),
     ]
 
 
 @pytest.mark.parametrize(
     "chunks",
     [
-        ['{"choices": [{"delta": {"tool_calls": [{"index": "0"}, 5, {"index": 1, "function": 3}]}}]}',
-         "[", '{"choices": {"delta": 1}}', '{"choices": [{"delta": {"content": 7}}]}'],
-        ['{"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c", "function": '
-         '{"name": "get_weather", "arguments": "{\\"ci"}}]}}]}',
-         '{"choices": [{"delta": {"tool_calls": [{"index": 0, "function": '
-         '{"arguments": "ty\\": 1"}}]}}]}'],  # arguments cut short: kept as text
+        [
+            '{"choices": [{"delta": {"tool_calls": [{"index": "0"}, 5, {"index": 1, "function": 3}]}}]}',
+            "[",
+            '{"choices": {"delta": 1}}',
+            '{"choices": [{"delta": {"content": 7}}]}',
+        ],
+        [
+            '{"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c", "function": '
+            '{"name": "get_weather", "arguments": "{\\"ci"}}]}}]}',
+            '{"choices": [{"delta": {"tool_calls": [{"index": 0, "function": '
+            '{"arguments": "ty\\": 1"}}]}}]}',
+        ],  # arguments cut short: kept as text
     ],
     ids=["malformed", "truncated-arguments"],
 )
 def test_hostile_stream_chunks_never_raise(chunks: list[str]) -> None:
     chat = _mlflow_span("CHAT_MODEL", {"messages": []}, {"choices": []})
-    chat.events = [SpanEvent(f"mlflow.chunk.item.{i}", 0, {"mlflow.chunk.value": value})
-                   for i, value in enumerate(chunks)]
+    chat.events = [
+        SpanEvent(f"mlflow.chunk.item.{i}", 0, {"mlflow.chunk.value": value})
+        for i, value in enumerate(chunks)
+    ]
     assert_read_without_crash(chat, CONVENTION)

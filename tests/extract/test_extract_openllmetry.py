@@ -89,19 +89,24 @@ def test_legacy_tool_definitions_and_tool_messages() -> None:
 
 
 def test_indexed_gaps_and_multimodal_content() -> None:
-    llm = span("openai.chat", {
-        "llm.request.type": "chat",
-        "gen_ai.request.model": "gpt-4o",
-        "gen_ai.prompt.0.role": "user",
-        "gen_ai.prompt.0.content": orjson.dumps([
-            {"type": "text", "text": "Describe"},
-            {"type": "image_url", "image_url": {"url": "https://x/y.png"}},
-        ]).decode(),
-        "gen_ai.prompt.3.role": "user",
-        "gen_ai.prompt.3.content": "[not json, just text",
-        "gen_ai.completion.0.role": "assistant",
-        "gen_ai.completion.0.content": "A cat.",
-    })
+    llm = span(
+        "openai.chat",
+        {
+            "llm.request.type": "chat",
+            "gen_ai.request.model": "gpt-4o",
+            "gen_ai.prompt.0.role": "user",
+            "gen_ai.prompt.0.content": orjson.dumps(
+                [
+                    {"type": "text", "text": "Describe"},
+                    {"type": "image_url", "image_url": {"url": "https://x/y.png"}},
+                ]
+            ).decode(),
+            "gen_ai.prompt.3.role": "user",
+            "gen_ai.prompt.3.content": "[not json, just text",
+            "gen_ai.completion.0.role": "assistant",
+            "gen_ai.completion.0.content": "A cat.",
+        },
+    )
     (run,) = extract_runs(trace(llm))
     first, second = run.input.input_messages
     assert [p.type for p in first.content.parts] == ["text", "file"]
@@ -112,32 +117,58 @@ def test_indexed_gaps_and_multimodal_content() -> None:
 
 
 def test_workflow_without_agent_and_failing_tool() -> None:
-    workflow = span("plan.workflow", {"traceloop.span.kind": "workflow",
-                                      "traceloop.entity.name": "plan"}, scope="traceloop.tracer")
-    llm = span("openai.chat", {
-        "llm.request.type": "chat",
-        "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "Go",
-        "gen_ai.completion.0.role": "assistant",
-        "gen_ai.completion.0.tool_calls.0.id": "call_1",
-        "gen_ai.completion.0.tool_calls.0.name": "fetch",
-        "gen_ai.completion.0.tool_calls.0.arguments": "{\"u\": 1}",
-    }, parent=workflow.span_id)
-    tool = span("fetch.tool", {"traceloop.span.kind": "tool", "traceloop.entity.name": "fetch",
-                               "traceloop.entity.input": '{"args": [], "kwargs": {"u": 1}}'},
-                parent=workflow.span_id, status=2, status_message="ConnectionError")
+    workflow = span(
+        "plan.workflow",
+        {"traceloop.span.kind": "workflow", "traceloop.entity.name": "plan"},
+        scope="traceloop.tracer",
+    )
+    llm = span(
+        "openai.chat",
+        {
+            "llm.request.type": "chat",
+            "gen_ai.prompt.0.role": "user",
+            "gen_ai.prompt.0.content": "Go",
+            "gen_ai.completion.0.role": "assistant",
+            "gen_ai.completion.0.tool_calls.0.id": "call_1",
+            "gen_ai.completion.0.tool_calls.0.name": "fetch",
+            "gen_ai.completion.0.tool_calls.0.arguments": '{"u": 1}',
+        },
+        parent=workflow.span_id,
+    )
+    tool = span(
+        "fetch.tool",
+        {
+            "traceloop.span.kind": "tool",
+            "traceloop.entity.name": "fetch",
+            "traceloop.entity.input": '{"args": [], "kwargs": {"u": 1}}',
+        },
+        parent=workflow.span_id,
+        status=2,
+        status_message="ConnectionError",
+    )
     runs = extract_runs(trace(workflow, llm, tool))
     # No agent span: the outermost LLM run stands for the agent.
     assert [r.kind for r in runs if r.primary] == ["llm"]
     (tool_run,) = only(runs, "tool")
     (call,) = tool_calls(tool_run)
     assert (call.tool_name, call.args, call.state, call.error_text) == (
-        "fetch", {"u": 1}, "output-error", "ConnectionError")
+        "fetch",
+        {"u": 1},
+        "output-error",
+        "ConnectionError",
+    )
 
 
 def test_agent_decorator_with_non_string_return_and_bad_input() -> None:
-    agent = span("Bot.agent", {"traceloop.span.kind": "agent", "traceloop.entity.name": "Bot",
-                               "traceloop.entity.input": '{"args": ["Hi", 2], "kw',
-                               "traceloop.entity.output": '{"answer": "Hello", "score": 1}'})
+    agent = span(
+        "Bot.agent",
+        {
+            "traceloop.span.kind": "agent",
+            "traceloop.entity.name": "Bot",
+            "traceloop.entity.input": '{"args": ["Hi", 2], "kw',
+            "traceloop.entity.output": '{"answer": "Hello", "score": 1}',
+        },
+    )
     (run,) = extract_runs(trace(agent))
     assert run.agent_name == "Bot"
     assert orjson.loads(final_answer(run)) == {"answer": "Hello", "score": 1}

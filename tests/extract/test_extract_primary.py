@@ -18,7 +18,9 @@ def _without_default_times(value: Any) -> Any:
     """A message with no timestamp of its own is stamped with the time it was built: the two
     extractions run a moment apart, so those stamps differ and say nothing."""
     if isinstance(value, dict):
-        return {key: _without_default_times(item) for key, item in value.items() if key != "created_at"}
+        return {
+            key: _without_default_times(item) for key, item in value.items() if key != "created_at"
+        }
     if isinstance(value, list):
         return [_without_default_times(item) for item in value]
     return value
@@ -35,4 +37,10 @@ def test_the_captures_hold_every_kind_of_primary_run() -> None:
     """The comparison above covers agent runs, wrappers that are not primary, and raw clients'
     LLM runs standing for their agent."""
     kinds = {(run.kind, run.primary) for trace in TRACES for run in extract_runs(trace)}
-    assert {("agent", True), ("agent", False), ("llm", True), ("llm", False), ("tool", False)} <= kinds
+    assert {
+        ("agent", True),
+        ("agent", False),
+        ("llm", True),
+        ("llm", False),
+        ("tool", False),
+    } <= kinds

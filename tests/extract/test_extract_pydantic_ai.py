@@ -102,7 +102,11 @@ def test_thinking_parts_are_reasoning() -> None:
 def test_responses_api_reasoning_summaries_in_step_order() -> None:
     (agent,) = only(capture_runs(LIBRARY, "responses"), "agent")
     assert [p.type for p in agent.output[0].content.parts] == [
-        "reasoning", "tool-invocation", "reasoning", "text"]
+        "reasoning",
+        "tool-invocation",
+        "reasoning",
+        "text",
+    ]
     assert reasoning(agent) == [THOUGHT, THOUGHT]  # the model thought before each step
     assert tool_calls(agent)[0].result == WEATHER_RESULT
     assert final_answer(agent).startswith(WEATHER_ANSWER)
@@ -117,20 +121,36 @@ def test_logfire_wrapper_and_pending_spans() -> None:
     """``logfire.span`` around the run, and Logfire's pending copy of the still-open agent span."""
     (loaded,) = load_traces([CAPTURES / LIBRARY / "tool_call"])
     agent_span = next(s for s in loaded.spans if s.name.startswith("invoke_agent"))
-    wrapper = span("weather request for Paris", {
-        "logfire.span_type": "span", "logfire.msg_template": "weather request for {city}",
-        "logfire.msg": "weather request for Paris", "city": "Paris",
-        "code.filepath": "app.py", "code.lineno": 12,
-    }, start=agent_span.start_time_ns - 1, scope="logfire")
+    wrapper = span(
+        "weather request for Paris",
+        {
+            "logfire.span_type": "span",
+            "logfire.msg_template": "weather request for {city}",
+            "logfire.msg": "weather request for Paris",
+            "city": "Paris",
+            "code.filepath": "app.py",
+            "code.lineno": 12,
+        },
+        start=agent_span.start_time_ns - 1,
+        scope="logfire",
+    )
     wrapper.trace_id = loaded.trace_id
     agent_span.parent_span_id = wrapper.span_id
     pending = Span(
-        trace_id=loaded.trace_id, span_id="00000000000000aa", parent_span_id=agent_span.span_id,
-        name=agent_span.name, kind=1, start_time_ns=agent_span.start_time_ns,
+        trace_id=loaded.trace_id,
+        span_id="00000000000000aa",
+        parent_span_id=agent_span.span_id,
+        name=agent_span.name,
+        kind=1,
+        start_time_ns=agent_span.start_time_ns,
         end_time_ns=agent_span.start_time_ns,
-        attributes={**agent_span.attributes, "logfire.span_type": "pending_span",
-                    "logfire.pending_parent_id": wrapper.span_id},
-        resource=agent_span.resource, scope=Scope("pydantic-ai", "2.68.0"),
+        attributes={
+            **agent_span.attributes,
+            "logfire.span_type": "pending_span",
+            "logfire.pending_parent_id": wrapper.span_id,
+        },
+        resource=agent_span.resource,
+        scope=Scope("pydantic-ai", "2.68.0"),
     )
     loaded.spans += [wrapper, pending]
     runs = extract_runs(loaded)
@@ -145,16 +165,38 @@ def test_logfire_wrapper_and_pending_spans() -> None:
 
 def test_older_span_names_and_tool_keys() -> None:
     """Before GenAI operations: ``agent run`` and ``running tool`` with ``tool_arguments``."""
-    agent = span("agent run", {"agent_name": "Old", "model_name": "gpt-4o",
-                               "logfire.msg": "Old run", "final_result": "done"},
-                 scope="pydantic-ai")
-    chat = span("chat gpt-4o", {"gen_ai.request.model": "gpt-4o", "gen_ai.system": "openai",
-                                "gen_ai.usage.input_tokens": 7, "gen_ai.usage.output_tokens": 1},
-                parent=agent.span_id, scope="pydantic-ai")
-    tool = span("running tool: lookup", {"gen_ai.tool.name": "lookup", "gen_ai.tool.call.id": "c1",
-                                         "tool_arguments": '{"q":"x"}',
-                                         "tool_response": '{"answer":42}'},
-                parent=agent.span_id, scope="pydantic-ai")
+    agent = span(
+        "agent run",
+        {
+            "agent_name": "Old",
+            "model_name": "gpt-4o",
+            "logfire.msg": "Old run",
+            "final_result": "done",
+        },
+        scope="pydantic-ai",
+    )
+    chat = span(
+        "chat gpt-4o",
+        {
+            "gen_ai.request.model": "gpt-4o",
+            "gen_ai.system": "openai",
+            "gen_ai.usage.input_tokens": 7,
+            "gen_ai.usage.output_tokens": 1,
+        },
+        parent=agent.span_id,
+        scope="pydantic-ai",
+    )
+    tool = span(
+        "running tool: lookup",
+        {
+            "gen_ai.tool.name": "lookup",
+            "gen_ai.tool.call.id": "c1",
+            "tool_arguments": '{"q":"x"}',
+            "tool_response": '{"answer":42}',
+        },
+        parent=agent.span_id,
+        scope="pydantic-ai",
+    )
     group = span("running 1 tool", {"tools": ["lookup"]}, parent=agent.span_id, scope="pydantic-ai")
     runs = extract_runs(trace(agent, chat, group, tool))
     (run,) = only(runs, "agent")
@@ -164,20 +206,39 @@ def test_older_span_names_and_tool_keys() -> None:
     assert final_answer(run) == "done"  # no text from the chat span: final_result
     assert run.usage.input_tokens == 7
     assert [i.kind for i in read_spans(trace(agent, chat, group, tool))] == [
-        "agent", "llm", "tool", "other"]
+        "agent",
+        "llm",
+        "tool",
+        "other",
+    ]
 
 
 def test_tool_error_truncated_messages_and_structured_output() -> None:
-    agent = span("invoke_agent Extractor", {
-        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "Extractor",
-        "pydantic_ai.all_messages": '[{"role":"user","parts":[{"type":"text","content":"Par',
-        "final_result": _json({"city": "Paris", "ok": False}),
-        "gen_ai.aggregated_usage.input_tokens": 30, "gen_ai.aggregated_usage.output_tokens": 4,
-    }, scope="pydantic-ai")
-    failed = span("execute_tool geocode", {
-        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "geocode",
-        "gen_ai.tool.call.id": "g1", "gen_ai.tool.call.arguments": '{"name":"Paris"}',
-    }, parent=agent.span_id, scope="pydantic-ai", status=2, status_message="geocoder timeout")
+    agent = span(
+        "invoke_agent Extractor",
+        {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "Extractor",
+            "pydantic_ai.all_messages": '[{"role":"user","parts":[{"type":"text","content":"Par',
+            "final_result": _json({"city": "Paris", "ok": False}),
+            "gen_ai.aggregated_usage.input_tokens": 30,
+            "gen_ai.aggregated_usage.output_tokens": 4,
+        },
+        scope="pydantic-ai",
+    )
+    failed = span(
+        "execute_tool geocode",
+        {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": "geocode",
+            "gen_ai.tool.call.id": "g1",
+            "gen_ai.tool.call.arguments": '{"name":"Paris"}',
+        },
+        parent=agent.span_id,
+        scope="pydantic-ai",
+        status=2,
+        status_message="geocoder timeout",
+    )
     runs = extract_runs(trace(agent, failed))
     (run,) = only(runs, "agent")
     (call,) = tool_calls(run)
@@ -191,10 +252,15 @@ def test_tool_error_truncated_messages_and_structured_output() -> None:
 
 def test_spans_with_nothing_but_their_operation() -> None:
     agent = span("invoke_agent", {"gen_ai.operation.name": "invoke_agent"}, scope="pydantic-ai")
-    chat = span("chat", {"gen_ai.operation.name": "chat"}, parent=agent.span_id,
-                scope="pydantic-ai")
-    tool = span("execute_tool", {"gen_ai.operation.name": "execute_tool"}, parent=agent.span_id,
-                scope="pydantic-ai")
+    chat = span(
+        "chat", {"gen_ai.operation.name": "chat"}, parent=agent.span_id, scope="pydantic-ai"
+    )
+    tool = span(
+        "execute_tool",
+        {"gen_ai.operation.name": "execute_tool"},
+        parent=agent.span_id,
+        scope="pydantic-ai",
+    )
     runs = extract_runs(trace(agent, chat, tool))
     assert [r.kind for r in runs] == ["agent", "llm", "tool"]
     (run,) = only(runs, "agent")

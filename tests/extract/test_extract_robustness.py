@@ -16,29 +16,90 @@ from tracescore.spans import SpanEvent
 
 # Keys each convention reads, so generated spans reach deep into every reader.
 KEYS = [
-    "gen_ai.operation.name", "gen_ai.input.messages", "gen_ai.output.messages",
-    "gen_ai.system_instructions", "gen_ai.tool.definitions", "gen_ai.tool.call.arguments",
-    "gen_ai.tool.call.result", "gen_ai.tool.call.id", "gen_ai.tool.name", "gen_ai.agent.name",
-    "gen_ai.usage.input_tokens", "gen_ai.request.model", "gen_ai.retrieval.documents",
-    "openinference.span.kind", "llm.input_messages.0.message.role",
-    "llm.input_messages.0.message.content", "llm.output_messages.0.message.contents.0."
-    "message_content.type", "llm.output_messages.0.message.tool_calls.0.tool_call.function."
-    "arguments", "llm.tools.0.tool.json_schema", "input.value", "output.value", "metadata",
-    "retrieval.documents.0.document.content", "retrieval.documents.0.document.score",
-    "traceloop.span.kind", "traceloop.entity.input", "traceloop.entity.output",
-    "gen_ai.prompt.0.role", "gen_ai.prompt.0.content", "gen_ai.completion.0.reasoning",
-    "gen_ai.completion.0.tool_calls.0.arguments", "llm.request.functions.0.parameters",
-    "llm.request.type", "error.type",
+    "gen_ai.operation.name",
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+    "gen_ai.system_instructions",
+    "gen_ai.tool.definitions",
+    "gen_ai.tool.call.arguments",
+    "gen_ai.tool.call.result",
+    "gen_ai.tool.call.id",
+    "gen_ai.tool.name",
+    "gen_ai.agent.name",
+    "gen_ai.usage.input_tokens",
+    "gen_ai.request.model",
+    "gen_ai.retrieval.documents",
+    "openinference.span.kind",
+    "llm.input_messages.0.message.role",
+    "llm.input_messages.0.message.content",
+    "llm.output_messages.0.message.contents.0.message_content.type",
+    "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments",
+    "llm.tools.0.tool.json_schema",
+    "input.value",
+    "output.value",
+    "metadata",
+    "retrieval.documents.0.document.content",
+    "retrieval.documents.0.document.score",
+    "traceloop.span.kind",
+    "traceloop.entity.input",
+    "traceloop.entity.output",
+    "gen_ai.prompt.0.role",
+    "gen_ai.prompt.0.content",
+    "gen_ai.completion.0.reasoning",
+    "gen_ai.completion.0.tool_calls.0.arguments",
+    "llm.request.functions.0.parameters",
+    "llm.request.type",
+    "error.type",
 ]
-OPERATIONS = ["chat", "invoke_agent", "execute_tool", "retrieval", "embeddings", "AGENT", "LLM",
-              "TOOL", "CHAIN", "RETRIEVER", "agent", "tool", "workflow"]
+OPERATIONS = [
+    "chat",
+    "invoke_agent",
+    "execute_tool",
+    "retrieval",
+    "embeddings",
+    "AGENT",
+    "LLM",
+    "TOOL",
+    "CHAIN",
+    "RETRIEVER",
+    "agent",
+    "tool",
+    "workflow",
+]
 
 json_like = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**62), 2**62) | st.floats() | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
-        st.sampled_from(["role", "parts", "type", "content", "id", "name", "arguments", "response",
-                         "result", "tool_calls", "function", "text", "summary", "kwargs", "lc",
-                         "messages", "choices", "message", "output", "input"]), inner, max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "role",
+                    "parts",
+                    "type",
+                    "content",
+                    "id",
+                    "name",
+                    "arguments",
+                    "response",
+                    "result",
+                    "tool_calls",
+                    "function",
+                    "text",
+                    "summary",
+                    "kwargs",
+                    "lc",
+                    "messages",
+                    "choices",
+                    "message",
+                    "output",
+                    "input",
+                ]
+            ),
+            inner,
+            max_size=5,
+        )
+    ),
     max_leaves=12,
 )
 values = (
@@ -53,8 +114,9 @@ attributes = st.dictionaries(st.sampled_from(KEYS), values, max_size=8)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(attributes, st.integers(0, 3), st.integers(0, 2)), min_size=1,
-                max_size=6))
+@given(
+    st.lists(st.tuples(attributes, st.integers(0, 3), st.integers(0, 2)), min_size=1, max_size=6)
+)
 def test_random_spans_never_raise(spec: list[tuple[dict, int, int]]) -> None:
     spans = []
     for attrs, parent, status in spec:
@@ -76,9 +138,16 @@ def test_random_spans_never_raise(spec: list[tuple[dict, int, int]]) -> None:
         {"gen_ai.input.messages": '{"type":[]}'},
         {"gen_ai.input.messages": '[{"type":{"human":1},"content":"hi"}]'},
         # A "type" that is a list where reasoning blocks and tool-result envelopes are told apart.
-        {"openinference.span.kind": "LLM", "llm.output_messages.0.message.role": "assistant",
-         "llm.output_messages.0.message.content": "hi", "output.value": '[{"type":["reasoning"]}]'},
-        {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.result": '{"type":["json"],"value":1}'},
+        {
+            "openinference.span.kind": "LLM",
+            "llm.output_messages.0.message.role": "assistant",
+            "llm.output_messages.0.message.content": "hi",
+            "output.value": '[{"type":["reasoning"]}]',
+        },
+        {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.call.result": '{"type":["json"],"value":1}',
+        },
     ],
 )
 def test_unhashable_type_fields_are_read_without_a_crash(attributes: dict[str, str]) -> None:

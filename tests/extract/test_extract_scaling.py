@@ -32,23 +32,58 @@ def wide_trace(steps: int, *, calls: bool) -> Trace:
 
     def span(index: int, name: str, attributes: dict[str, Any], parent: str | None) -> Span:
         begin = START + index * 1_000_000
-        return Span(TRACE_ID, f"{index + 1:016x}", parent, name, 1, begin, begin + 900_000,
-                    attributes, resource, scope)  # fmt: skip
+        return Span(
+            TRACE_ID,
+            f"{index + 1:016x}",
+            parent,
+            name,
+            1,
+            begin,
+            begin + 900_000,
+            attributes,
+            resource,
+            scope,
+        )
 
-    agent = span(0, "invoke_agent Wide", {"gen_ai.operation.name": "invoke_agent",
-                                           "gen_ai.agent.name": "Wide"}, None)  # fmt: skip
+    agent = span(
+        0,
+        "invoke_agent Wide",
+        {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "Wide"},
+        None,
+    )
     spans = [agent]
     for step in range(steps):
-        part = ({"type": "tool_call", "name": "get_weather", "arguments": {"step": step}}
-                if calls else {"type": "text", "content": f"step {step}"})  # fmt: skip
-        spans.append(span(len(spans), "chat m", {
-            "gen_ai.operation.name": "chat", "gen_ai.request.model": "m",
-            "gen_ai.output.messages": orjson.dumps([{"role": "assistant", "parts": [part]}]).decode(),
-        }, agent.span_id))  # fmt: skip
-        spans.append(span(len(spans), "execute_tool get_weather", {
-            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
-            "gen_ai.tool.call.result": f"sunny {step}",
-        }, agent.span_id))  # fmt: skip
+        part = (
+            {"type": "tool_call", "name": "get_weather", "arguments": {"step": step}}
+            if calls
+            else {"type": "text", "content": f"step {step}"}
+        )
+        spans.append(
+            span(
+                len(spans),
+                "chat m",
+                {
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.request.model": "m",
+                    "gen_ai.output.messages": orjson.dumps(
+                        [{"role": "assistant", "parts": [part]}]
+                    ).decode(),
+                },
+                agent.span_id,
+            )
+        )
+        spans.append(
+            span(
+                len(spans),
+                "execute_tool get_weather",
+                {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "get_weather",
+                    "gen_ai.tool.call.result": f"sunny {step}",
+                },
+                agent.span_id,
+            )
+        )
     return Trace(TRACE_ID, spans)
 
 

@@ -36,8 +36,11 @@ def _agent_runs(scenario: str) -> list[AgentRun]:
     assert [r for r in runs if r.primary] == agents
     assert len({r.trace_id for r in agents}) == len(agents)
     for run in runs:
-        assert all(c.tool_name == "get_weather" for m in run.output
-                   for c in m.content.tool_invocations or [])
+        assert all(
+            c.tool_name == "get_weather"
+            for m in run.output
+            for c in m.content.tool_invocations or []
+        )
         assert all(c.source == "get_weather" for c in run.context)
         assert all(t.name == "get_weather" for t in run.tools)
     assert all(r.convention == CONVENTION for r in runs)
@@ -68,7 +71,11 @@ def test_tool_call() -> None:
     (call,) = tool_calls(agent)
     assert call.tool_call_id.startswith("call_")
     assert (call.tool_name, call.args, call.state, call.result) == (
-        "get_weather", {"city": "Paris"}, "result", WEATHER_RESULT)
+        "get_weather",
+        {"city": "Paris"},
+        "result",
+        WEATHER_RESULT,
+    )
     assert [p.type for p in agent.output[0].content.parts] == ["tool-invocation", "text"]
     assert final_answer(agent) == WEATHER_ANSWER + "."
     assert [c.kind for c in agent.context] == ["tool_result"]
@@ -79,14 +86,20 @@ def test_tool_call() -> None:
     (tool,) = only(runs, "tool")
     (executed,) = tool_calls(tool)
     assert (executed.tool_call_id, executed.args, executed.result) == (
-        call.tool_call_id, {"city": "Paris"}, WEATHER_RESULT)
+        call.tool_call_id,
+        {"city": "Paris"},
+        WEATHER_RESULT,
+    )
     # The second LLM call was sent the first step as tool-call / tool-response messages: its
     # trajectory holds that call, joined to its result, then the answer.
     second = only(runs, "llm")[-1]
     assert user_text(second) == [WEATHER_USER]
     (earlier,) = tool_calls(second)
     assert (earlier.tool_call_id, earlier.args, earlier.result) == (
-        call.tool_call_id, {"city": "Paris"}, WEATHER_RESULT)
+        call.tool_call_id,
+        {"city": "Paris"},
+        WEATHER_RESULT,
+    )
     assert final_answer(second) == WEATHER_ANSWER + "."
 
 
@@ -102,8 +115,7 @@ def test_multi_turn_with_memory() -> None:
     assert earlier.result == str(WEATHER_RESULT)  # "Observation:\n{…}", as the model read it
     assert second.input.remembered_messages[2].content.content == WEATHER_ANSWER + "."
     # The AGENT span's counts run on over both runs (reset=False); the run sums its own steps.
-    assert (second.usage.input_tokens, second.usage.output_tokens) == _usage_of_steps(runs,
-                                                                                      second)
+    assert (second.usage.input_tokens, second.usage.output_tokens) == _usage_of_steps(runs, second)
     assert second.usage.input_tokens < int(second.attributes["llm.token_count.prompt"])
 
 
@@ -118,7 +130,10 @@ def test_tool_error() -> None:
     after_failure = only(runs, "llm")[1]
     failed, asked = tool_calls(after_failure)
     assert (failed.tool_name, failed.args, failed.state) == (
-        "get_weather", {"city": "Atlantis"}, "output-error")
+        "get_weather",
+        {"city": "Atlantis"},
+        "output-error",
+    )
     assert failed.error_text is not None and "Unknown city: Atlantis" in failed.error_text
     assert (asked.args, asked.state) == ({"city": "Paris"}, "call")
 
@@ -137,27 +152,32 @@ def test_hostile_step_messages_do_not_break_the_run() -> None:
         "llm.input_messages.3.message.content": "Error:\nError while parsing the model output",
         "llm.input_messages.4.message.role": "tool-response",
         "llm.input_messages.4.message.content": (
-            "Error:\nError executing tool 'get_weather' with arguments {'city': ': x: y'"),
+            "Error:\nError executing tool 'get_weather' with arguments {'city': ': x: y'"
+        ),
         "llm.input_messages.5.message.role": "tool-call",
         "llm.input_messages.5.message.content": (
             "Calling tools:\n[{'id': 'a', 'function': {'name': 'get_weather', 'arguments': {}}},"
-            " {'id': 'b', 'function': {'name': 'get_weather', 'arguments': {}}}]"),
+            " {'id': 'b', 'function': {'name': 'get_weather', 'arguments': {}}}]"
+        ),
         "llm.input_messages.6.message.role": "tool-response",
         "llm.input_messages.6.message.content": "Observation:\none\ntwo",
         "llm.output_messages.0.message.role": "assistant",
         "llm.output_messages.0.message.content": "Sunny.",
         "openinference.span.kind": "LLM",
     }
-    agent = make_span("Bot.run", {"openinference.span.kind": "AGENT", "input.value": "[1]"},
-                      scope=SCOPE)
+    agent = make_span(
+        "Bot.run", {"openinference.span.kind": "AGENT", "input.value": "[1]"}, scope=SCOPE
+    )
     (run,) = extract_runs(trace(agent))
     assert run.agent_name == "Bot" and user_text(run) == ["[1]"]  # no task: the text as sent
-    (llm_run,) = extract_runs(trace(make_span("OpenAIServerModel.generate", messages,
-                                              scope=SCOPE)))
+    (llm_run,) = extract_runs(trace(make_span("OpenAIServerModel.generate", messages, scope=SCOPE)))
     assert user_text(llm_run) == ["Weather?"] and final_answer(llm_run) == "Sunny."
     calls = tool_calls(llm_run)
     # The parse error answers no call; the failed call's cut arguments stay text; the two
     # parallel calls' shared observation cannot be split between them.
     assert [(c.tool_call_id, c.state) for c in calls] == [
-        ("", "output-error"), ("a", "call"), ("b", "call")]
+        ("", "output-error"),
+        ("a", "call"),
+        ("b", "call"),
+    ]
     assert calls[0].args == "{'city': ': x: y'"

@@ -54,15 +54,23 @@ def traces_of(path: Path) -> list[Trace]:
 
 
 def contentless_runs() -> list[AgentRun]:
-    runs = [run for found in traces_of(CONTENTLESS_SPANS) for run in extract_runs(found) if run.primary]
-    assert len(runs) == 2 and all(run.model == "gpt-4o-mini" and run.usage.input_tokens for run in runs)
+    runs = [
+        run for found in traces_of(CONTENTLESS_SPANS) for run in extract_runs(found) if run.primary
+    ]
+    assert len(runs) == 2 and all(
+        run.model == "gpt-4o-mini" and run.usage.input_tokens for run in runs
+    )
     return runs
 
 
 def acme_trace(scope: str = "acme.agents", attributes: dict[str, Any] | None = None) -> Trace:
     """A trace of a library tracescore knows nothing of: its own attribute names, no AI marker."""
-    found = span("acme.run", attributes or {"acme.prompt": "What's the weather in Paris?",
-                                            "acme.answer": "Sunny.", "acme.step": 1}, scope=scope)  # fmt: skip
+    found = span(
+        "acme.run",
+        attributes
+        or {"acme.prompt": "What's the weather in Paris?", "acme.answer": "Sunny.", "acme.step": 1},
+        scope=scope,
+    )
     return trace(dataclasses.replace(found, resource=Resource({"service.name": "acme-shop"})))
 
 
@@ -79,7 +87,11 @@ def test_runs_of_spans_without_content_have_none_and_with_their_logs_they_have()
 def test_code_scorers_call_a_run_without_content_not_scorable(name: str) -> None:
     for run in contentless_runs():
         result = build(name).run_sync(run)
-        assert (result.status, result.score, result.reason) == ("not_scorable", None, NO_CONTENT_REASON)
+        assert (result.status, result.score, result.reason) == (
+            "not_scorable",
+            None,
+            NO_CONTENT_REASON,
+        )
     assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true" in NO_CONTENT_REASON
 
 
@@ -89,7 +101,11 @@ async def test_judge_scorers_call_a_run_without_content_not_scorable_without_ask
 ) -> None:
     for run in contentless_runs():
         result = await build(name, judge).run(run)
-        assert (result.status, result.reason, result.judge_calls) == ("not_scorable", NO_CONTENT_REASON, [])
+        assert (result.status, result.reason, result.judge_calls) == (
+            "not_scorable",
+            NO_CONTENT_REASON,
+            [],
+        )
     assert server.count == 0
 
 
@@ -115,9 +131,16 @@ def test_a_trace_with_content_is_read_and_counted_per_source() -> None:
         assert reading.reason is None and not reading.unread
         (source,) = reading.sources
         assert (source.service, source.scope, source.convention) == (
-            GENAI_SERVICE, "opentelemetry.util.genai.handler", "otel-genai"
+            GENAI_SERVICE,
+            "opentelemetry.util.genai.handler",
+            "otel-genai",
         )
-        assert (source.spans, source.runs, source.runs_with_content, source.reason) == (1, 1, 1, None)
+        assert (source.spans, source.runs, source.runs_with_content, source.reason) == (
+            1,
+            1,
+            1,
+            None,
+        )
 
 
 def test_genai_spans_without_content_say_content_is_not_captured() -> None:
@@ -126,46 +149,74 @@ def test_genai_spans_without_content_say_content_is_not_captured() -> None:
         assert (reading.reason, reading.service) == (CONTENT_NOT_CAPTURED, GENAI_SERVICE)
         (source,) = reading.sources
         assert (source.scope, source.runs, source.runs_with_content, source.convention) == (
-            LEGACY_SCOPE, 1, 0, "otel-genai"
+            LEGACY_SCOPE,
+            1,
+            0,
+            "otel-genai",
         )
         assert source.detail is not None
-        assert source.detail.startswith("message content is not captured: set "
-                                        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true")  # fmt: skip
+        assert source.detail.startswith(
+            "message content is not captured: set "
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"
+        )
     for found in traces_of(LEGACY):  # the same spans with their log records
         assert read_sources(found, extract_runs(found, only_primary=True)).reason is None
 
 
-@pytest.mark.parametrize(("capture", "switch"), [
-    ("google-adk/tool_call", "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"),
-    ("google-adk/tool_error", "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"),
-    ("google-adk/tool_call_legacy_schema_no_content", "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"),
-    ("autogen/tool_call", "AutoGen's own spans carry names and ids only"),
-    ("autogen/tool_error", "AutoGen's own spans carry names and ids only"),
-])  # fmt: skip
-def test_real_agents_with_default_settings_are_not_scored_and_say_why(capture: str, switch: str) -> None:
+@pytest.mark.parametrize(
+    ("capture", "switch"),
+    [
+        ("google-adk/tool_call", "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"),
+        ("google-adk/tool_error", "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"),
+        (
+            "google-adk/tool_call_legacy_schema_no_content",
+            "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true",
+        ),
+        ("autogen/tool_call", "AutoGen's own spans carry names and ids only"),
+        ("autogen/tool_error", "AutoGen's own spans carry names and ids only"),
+    ],
+)
+def test_real_agents_with_default_settings_are_not_scored_and_say_why(
+    capture: str, switch: str
+) -> None:
     """Google ADK and AutoGen send no message content by default (issue 31, item 9): their
     agent runs are rebuilt, empty, not scored by any code scorer (each gave 1.0 before), and
     the source names the setting that would help."""
-    runs = [run for found in traces_of(CAPTURES / capture) for run in extract_runs(found) if run.primary]
+    runs = [
+        run for found in traces_of(CAPTURES / capture) for run in extract_runs(found) if run.primary
+    ]
     assert runs and all(run.kind == "agent" and run.agent_name == "WeatherBot" for run in runs)
     for name in CODE_READING_THE_ANSWER:
         results = [registry.get(name).factory().run_sync(run) for run in runs]
-        assert [(r.status, r.reason) for r in results] == [("not_scorable", NO_CONTENT_REASON)] * len(runs)
-    readings = [read_sources(found, extract_runs(found, only_primary=True)) for found in traces_of(CAPTURES / capture)]
+        assert [(r.status, r.reason) for r in results] == [
+            ("not_scorable", NO_CONTENT_REASON)
+        ] * len(runs)
+    readings = [
+        read_sources(found, extract_runs(found, only_primary=True))
+        for found in traces_of(CAPTURES / capture)
+    ]
     agent_traces = [reading for reading in readings if reading.reason == CONTENT_NOT_CAPTURED]
     assert len(agent_traces) == len(runs)
     for reading in agent_traces:
         (source,) = reading.sources
-        assert source.detail is not None and source.detail.startswith(f"message content is not captured: {switch}")
+        assert source.detail is not None and source.detail.startswith(
+            f"message content is not captured: {switch}"
+        )
 
 
 def test_an_unknown_library_is_named_with_its_scope_and_attribute_keys() -> None:
     found = acme_trace()
     reading = read_sources(found, extract_runs(found))
     (source,) = reading.sources
-    assert (reading.reason, reading.service, source.reason) == (NO_AI_SPANS, "acme-shop", NO_AI_SPANS)
+    assert (reading.reason, reading.service, source.reason) == (
+        NO_AI_SPANS,
+        "acme-shop",
+        NO_AI_SPANS,
+    )
     assert source.detail is not None
-    assert source.detail.startswith("unknown convention: scope acme.agents, attributes acme.answer, acme.prompt, acme.step")
+    assert source.detail.startswith(
+        "unknown convention: scope acme.agents, attributes acme.answer, acme.prompt, acme.step"
+    )
     assert "Sunny" not in source.detail  # keys only: values are the user's data
 
 
@@ -179,7 +230,11 @@ def test_names_from_the_spans_are_quoted_cut_and_the_unread_metric_names_few_ser
     assert "s" * 100 + "…" in source.detail and "k" * 100 + "…" in source.detail
     for index in range(metrics.UNREAD_SERVICES_LABELLED + 5):
         metrics.trace_unread(f"invented-{index}", NO_AI_SPANS)
-    named = {sample.labels["service"] for metric in metrics.traces_unread.collect() for sample in metric.samples}
+    named = {
+        sample.labels["service"]
+        for metric in metrics.traces_unread.collect()
+        for sample in metric.samples
+    }
     assert len(named) <= metrics.UNREAD_SERVICES_LABELLED + 1 and "(other)" in named
 
 
@@ -188,36 +243,61 @@ def test_an_ai_library_without_a_reader_is_an_unknown_convention() -> None:
     reading = read_sources(found, extract_runs(found))
     assert reading.reason == UNKNOWN_CONVENTION
     assert reading.sources[0].detail is not None
-    assert reading.sources[0].detail.startswith("unknown convention: scope dspy.predict, attributes dspy.signature")
+    assert reading.sources[0].detail.startswith(
+        "unknown convention: scope dspy.predict, attributes dspy.signature"
+    )
 
 
 def test_other_scopes_beside_a_read_agent_have_no_reason() -> None:
     (found, *_) = traces_of(LATEST)
-    http = dataclasses.replace(found.spans[0], span_id="00000000000000ff", parent_span_id=None,
-                               attributes={"http.route": "/chat"}, scope=dataclasses.replace(found.spans[0].scope,
-                               name="opentelemetry.instrumentation.fastapi"))  # fmt: skip
+    http = dataclasses.replace(
+        found.spans[0],
+        span_id="00000000000000ff",
+        parent_span_id=None,
+        attributes={"http.route": "/chat"},
+        scope=dataclasses.replace(
+            found.spans[0].scope, name="opentelemetry.instrumentation.fastapi"
+        ),
+    )
     both = dataclasses.replace(found, spans=[*found.spans, http])
     reading = read_sources(both, extract_runs(both, only_primary=True))
     assert reading.reason is None
     assert sorted((s.scope, s.runs_with_content, s.reason) for s in reading.sources) == [
-        ("opentelemetry.instrumentation.fastapi", 0, None), ("opentelemetry.util.genai.handler", 1, None)
+        ("opentelemetry.instrumentation.fastapi", 0, None),
+        ("opentelemetry.util.genai.handler", 1, None),
     ]
 
 
 def crew_trace(*, llm_span: bool) -> Trace:
     """OpenInference's CrewAI instrumentor by default: crew and agent spans, the model calls untraced."""
     scope = "openinference.instrumentation.crewai"
-    crew = span("Crew.kickoff", {"openinference.span.kind": "CHAIN", "input.value": "{}"}, scope=scope)
-    agent = span("Weather agent._execute_core", {
-        "openinference.span.kind": "AGENT", "input.value": "What's the weather like in Paris today?",
-        "output.value": "It is sunny in Paris today, about 21 degrees Celsius.",
-    }, parent=crew.span_id, scope=scope)  # fmt: skip
+    crew = span(
+        "Crew.kickoff", {"openinference.span.kind": "CHAIN", "input.value": "{}"}, scope=scope
+    )
+    agent = span(
+        "Weather agent._execute_core",
+        {
+            "openinference.span.kind": "AGENT",
+            "input.value": "What's the weather like in Paris today?",
+            "output.value": "It is sunny in Paris today, about 21 degrees Celsius.",
+        },
+        parent=crew.span_id,
+        scope=scope,
+    )
     spans = [crew, agent]
     if llm_span:
-        spans.append(span("ChatOpenAI", {
-            "openinference.span.kind": "LLM", "llm.output_messages.0.message.role": "assistant",
-            "llm.output_messages.0.message.content": "It is sunny in Paris today.",
-        }, parent=agent.span_id, scope="openinference.instrumentation.litellm"))  # fmt: skip
+        spans.append(
+            span(
+                "ChatOpenAI",
+                {
+                    "openinference.span.kind": "LLM",
+                    "llm.output_messages.0.message.role": "assistant",
+                    "llm.output_messages.0.message.content": "It is sunny in Paris today.",
+                },
+                parent=agent.span_id,
+                scope="openinference.instrumentation.litellm",
+            )
+        )
     return trace(*spans)
 
 
@@ -231,7 +311,10 @@ def test_crewai_without_llm_spans_says_why_it_reads_little() -> None:
     assert source.reason == CREWAI_NO_LLM_SPANS and source.detail is not None
     assert source.detail.startswith("CrewAI instrumentor without use_event_listener: no LLM spans")
     found = crew_trace(llm_span=True)
-    assert all(s.reason is None for s in read_sources(found, extract_runs(found, only_primary=True)).sources)
+    assert all(
+        s.reason is None
+        for s in read_sources(found, extract_runs(found, only_primary=True)).sources
+    )
 
 
 # --- the sources table --------------------------------------------------------------------------
@@ -240,10 +323,27 @@ def test_crewai_without_llm_spans_says_why_it_reads_little() -> None:
 def test_tallies_add_up_and_the_latest_batch_says_the_reason(db_url: str) -> None:
     store = open_store(db_url)
     first = [
-        SourceTally("shop", "acme.agents", spans=3, traces=1, unread_traces=1, reason=NO_AI_SPANS, detail="unknown"),
-        SourceTally("shop", "openai_v2", spans=2, traces=2, runs=2, convention="otel-genai",
-                    reason=CONTENT_NOT_CAPTURED, detail="capture off", unread_traces=2),
-    ]  # fmt: skip
+        SourceTally(
+            "shop",
+            "acme.agents",
+            spans=3,
+            traces=1,
+            unread_traces=1,
+            reason=NO_AI_SPANS,
+            detail="unknown",
+        ),
+        SourceTally(
+            "shop",
+            "openai_v2",
+            spans=2,
+            traces=2,
+            runs=2,
+            convention="otel-genai",
+            reason=CONTENT_NOT_CAPTURED,
+            detail="capture off",
+            unread_traces=2,
+        ),
+    ]
     later = [SourceTally("shop", "openai_v2", spans=4, traces=2, runs=2, runs_with_content=2)]
     with store.write_transaction() as connection:
         add_source_tallies(connection, first, now=1000.0)
@@ -253,17 +353,33 @@ def test_tallies_add_up_and_the_latest_batch_says_the_reason(db_url: str) -> Non
         acme, genai = list_sources(connection)  # those with a reason first
         assert list_sources(connection, "elsewhere") == []
     assert (acme.scope, acme.reason, acme.detail, acme.spans, acme.unread_traces) == (
-        "acme.agents", NO_AI_SPANS, "unknown", 3, 1
+        "acme.agents",
+        NO_AI_SPANS,
+        "unknown",
+        3,
+        1,
     )
-    assert (genai.spans, genai.traces, genai.runs, genai.runs_with_content, genai.unread_traces) == (6, 4, 4, 2, 2)
-    assert (genai.convention, genai.reason, genai.detail) == ("otel-genai", None, None)  # read since
+    assert (
+        genai.spans,
+        genai.traces,
+        genai.runs,
+        genai.runs_with_content,
+        genai.unread_traces,
+    ) == (6, 4, 4, 2, 2)
+    assert (genai.convention, genai.reason, genai.detail) == (
+        "otel-genai",
+        None,
+        None,
+    )  # read since
     assert (genai.first_seen, genai.last_seen) == (1000.0, 2000.0)
 
 
 def test_names_a_client_sent_are_stored_as_both_databases_accept_them(db_url: str) -> None:
     store = open_store(db_url)
     with store.write_transaction() as connection:
-        replaced = add_source_tallies(connection, [SourceTally("s\x00hop", "x" * 500, spans=1, traces=1)])
+        replaced = add_source_tallies(
+            connection, [SourceTally("s\x00hop", "x" * 500, spans=1, traces=1)]
+        )
     with store.engine.connect() as connection:
         (source,) = list_sources(connection)
     assert replaced == 1 and source.service == "s\ufffdhop" and len(source.scope) == 200

@@ -56,24 +56,32 @@ def _runs(store: SpanStore, rng: random.Random) -> None:
             row = score_row(moment, judged, binding="quality", trace_id=uuid.uuid4().hex)
             scores.append(row)
             if rng.random() < 1 / 3:
-                verdicts.append(Feedback(
-                    trace_id=row["trace_id"], span_id=row["span_id"], name="quality",
-                    source="api", created_at=moment + timedelta(hours=1),
-                    label="pass" if human_pass else "fail", author="reviewer",
-                ))  # fmt: skip
+                verdicts.append(
+                    Feedback(
+                        trace_id=row["trace_id"],
+                        span_id=row["span_id"],
+                        name="quality",
+                        source="api",
+                        created_at=moment + timedelta(hours=1),
+                        label="pass" if human_pass else "fail",
+                        author="reviewer",
+                    )
+                )
         moment += timedelta(minutes=1)
     insert_rows(store.engine, scores)
     FeedbackStore(store).record(verdicts)
 
 
-def test_agreement_rule_fires_when_the_judge_drifts_and_recovers(db_url: str, hook: WebhookReceiver) -> None:
+def test_agreement_rule_fires_when_the_judge_drifts_and_recovers(
+    db_url: str, hook: WebhookReceiver
+) -> None:
     config = parse_config(f"""
 scorers: [{{name: quality, scorer: completeness, threshold: 0.5}}]
 alerts:
   channels: [{{name: hook, type: webhook, url: "{hook.url}"}}]
   rules: [{{name: {RULE}, type: agreement, binding: quality, metric: kappa, below: 0.4,
            threshold: 0.5, window: 1h, min_samples: 30}}]
-""")  # fmt: skip
+""")
     store = open_store(db_url)
     try:
         _runs(store, random.Random(24))

@@ -53,7 +53,9 @@ def test_figures_match_a_direct_computation(seed: int) -> None:
     }
 
     # The intervals hold their figure and have the textbook width.
-    assert result.mae_ci is not None and result.kappa_ci is not None and result.spearman_ci is not None
+    assert (
+        result.mae_ci is not None and result.kappa_ci is not None and result.spearman_ci is not None
+    )
     sd = float(np.std(errors, ddof=1))
     half = stats.t.ppf(0.975, 119) * sd / math.sqrt(120)
     assert result.mae_ci.low == pytest.approx(max(0.0, result.mae - half))
@@ -79,16 +81,26 @@ def test_labels_and_values_give_verdicts_and_small_samples_get_no_interval() -> 
     assert human_passes(0.49, "meh", 0.5) is False  # an unknown word: the value decides
     assert human_passes(None, "meh", 0.5) is None
 
-    pairs = [Pair(0.8, None, "pass"), Pair(0.3, 0.2, None), Pair(0.6, None, "fail"),
-             Pair(0.1, 0.4, "bad"), Pair(0.7, None, "meh")]  # fmt: skip
+    pairs = [
+        Pair(0.8, None, "pass"),
+        Pair(0.3, 0.2, None),
+        Pair(0.6, None, "fail"),
+        Pair(0.1, 0.4, "bad"),
+        Pair(0.7, None, "meh"),
+    ]
     result = agreement(pairs, 0.5, min_ci_samples=10)
     assert (result.n, result.n_values, result.n_verdicts) == (5, 2, 4)
     assert result.mae == pytest.approx((0.1 + 0.3) / 2)
     assert result.spearman is None  # two points have no rank correlation worth the name
-    assert result.confusion == {"judge_pass_human_pass": 1, "judge_pass_human_fail": 1,
-                                "judge_fail_human_pass": 0, "judge_fail_human_fail": 2}  # fmt: skip
-    assert result.kappa == pytest.approx(kappa_of({(True, True): 1, (True, False): 1,
-                                                 (False, True): 0, (False, False): 2}))  # fmt: skip
+    assert result.confusion == {
+        "judge_pass_human_pass": 1,
+        "judge_pass_human_fail": 1,
+        "judge_fail_human_pass": 0,
+        "judge_fail_human_fail": 2,
+    }
+    assert result.kappa == pytest.approx(
+        kappa_of({(True, True): 1, (True, False): 1, (False, True): 0, (False, False): 2})
+    )
     assert result.mae_ci is None and result.kappa_ci is None and result.spearman_ci is None
 
 

@@ -38,29 +38,68 @@ def _attributes(values: dict[str, Any]) -> list[dict[str, Any]]:
 def _logs(*records: tuple[str | None, str | None, dict[str, Any]]) -> bytes:
     """An OTLP/JSON logs export of ``gen_ai.evaluation.result`` records (trace, span, attributes)."""
     now = time.time_ns()
-    return orjson.dumps({"resourceLogs": [{
-        "resource": {"attributes": _attributes({"service.name": "shop"})},
-        "scopeLogs": [{"scope": {"name": "feedback-widget"}, "logRecords": [
-            {"timeUnixNano": str(now + index), "traceId": trace or "", "spanId": span or "",
-             "eventName": "gen_ai.evaluation.result", "attributes": _attributes(attributes)}
-            for index, (trace, span, attributes) in enumerate(records)
-        ]}],
-    }]})  # fmt: skip
+    return orjson.dumps(
+        {
+            "resourceLogs": [
+                {
+                    "resource": {"attributes": _attributes({"service.name": "shop"})},
+                    "scopeLogs": [
+                        {
+                            "scope": {"name": "feedback-widget"},
+                            "logRecords": [
+                                {
+                                    "timeUnixNano": str(now + index),
+                                    "traceId": trace or "",
+                                    "spanId": span or "",
+                                    "eventName": "gen_ai.evaluation.result",
+                                    "attributes": _attributes(attributes),
+                                }
+                                for index, (trace, span, attributes) in enumerate(records)
+                            ],
+                        }
+                    ],
+                }
+            ]
+        }
+    )
 
 
 def _feedback_span(trace_id: str, parent: str, attributes: dict[str, Any]) -> bytes:
     """A span added to the trace later, carrying the verdict as a span event."""
     now = time.time_ns()
-    return orjson.dumps({"resourceSpans": [{
-        "resource": {"attributes": _attributes({"service.name": "shop"})},
-        "scopeSpans": [{"scope": {"name": "feedback-widget"}, "spans": [{
-            "traceId": trace_id, "spanId": uuid.uuid4().hex[:16], "parentSpanId": parent,
-            "name": "user feedback", "kind": 1, "startTimeUnixNano": str(now),
-            "endTimeUnixNano": str(now + 1000), "status": {},
-            "events": [{"timeUnixNano": str(now), "name": "gen_ai.evaluation.result",
-                        "attributes": _attributes(attributes)}],
-        }]}],
-    }]})  # fmt: skip
+    return orjson.dumps(
+        {
+            "resourceSpans": [
+                {
+                    "resource": {"attributes": _attributes({"service.name": "shop"})},
+                    "scopeSpans": [
+                        {
+                            "scope": {"name": "feedback-widget"},
+                            "spans": [
+                                {
+                                    "traceId": trace_id,
+                                    "spanId": uuid.uuid4().hex[:16],
+                                    "parentSpanId": parent,
+                                    "name": "user feedback",
+                                    "kind": 1,
+                                    "startTimeUnixNano": str(now),
+                                    "endTimeUnixNano": str(now + 1000),
+                                    "status": {},
+                                    "events": [
+                                        {
+                                            "timeUnixNano": str(now),
+                                            "name": "gen_ai.evaluation.result",
+                                            "attributes": _attributes(attributes),
+                                        }
+                                    ],
+                                }
+                            ],
+                        }
+                    ],
+                }
+            ]
+        }
+    )
 
 
 def _agent_span(trace_id: str) -> str:
@@ -85,49 +124,124 @@ def test_feedback_over_otlp_is_stored_listed_and_calibrated(store: SpanStore) ->
     by_log, by_event = uuid.uuid4().hex, uuid.uuid4().hex
     for trace_id in (by_log, by_event):
         _post(client, "/v1/traces", agent_trace_json(trace_id, agent="ShopBot"))
-    _post(client, "/v1/logs", _logs(
-        (by_log, _agent_span(by_log), {**HUMAN, "gen_ai.evaluation.name": "quality",
-         "gen_ai.evaluation.score.value": 0.2, "gen_ai.evaluation.score.label": "fail",
-         "gen_ai.evaluation.explanation": "wrong city", "user.id": "u-17"}),
-        # tracescore's own evaluations (no human source) and records without a trace are not feedback
-        (by_log, _agent_span(by_log), {"gen_ai.evaluation.name": "quality",
-                                       "gen_ai.evaluation.score.value": 0.9}),
-        (None, None, {**HUMAN, "gen_ai.evaluation.name": "quality", "gen_ai.evaluation.score.label": "pass"}),
-        (by_log, None, {**HUMAN, "gen_ai.evaluation.name": "quality"}),  # neither value nor label
-    ))  # fmt: skip
-    _post(client, "/v1/traces", _feedback_span(by_event, _agent_span(by_event), {
-        **HUMAN, "gen_ai.evaluation.name": "quality", "gen_ai.evaluation.score.label": "thumbs_up",
-        "tracescore.feedback.span_id": _agent_span(by_event),
-    }))  # fmt: skip
+    _post(
+        client,
+        "/v1/logs",
+        _logs(
+            (
+                by_log,
+                _agent_span(by_log),
+                {
+                    **HUMAN,
+                    "gen_ai.evaluation.name": "quality",
+                    "gen_ai.evaluation.score.value": 0.2,
+                    "gen_ai.evaluation.score.label": "fail",
+                    "gen_ai.evaluation.explanation": "wrong city",
+                    "user.id": "u-17",
+                },
+            ),
+            # tracescore's own evaluations (no human source) and records without a trace are not feedback
+            (
+                by_log,
+                _agent_span(by_log),
+                {"gen_ai.evaluation.name": "quality", "gen_ai.evaluation.score.value": 0.9},
+            ),
+            (
+                None,
+                None,
+                {
+                    **HUMAN,
+                    "gen_ai.evaluation.name": "quality",
+                    "gen_ai.evaluation.score.label": "pass",
+                },
+            ),
+            (
+                by_log,
+                None,
+                {**HUMAN, "gen_ai.evaluation.name": "quality"},
+            ),  # neither value nor label
+        ),
+    )
+    _post(
+        client,
+        "/v1/traces",
+        _feedback_span(
+            by_event,
+            _agent_span(by_event),
+            {
+                **HUMAN,
+                "gen_ai.evaluation.name": "quality",
+                "gen_ai.evaluation.score.label": "thumbs_up",
+                "tracescore.feedback.span_id": _agent_span(by_event),
+            },
+        ),
+    )
     drain(store)  # the journaled requests into rows, as a running service's unpacker does
 
     assert scanner.run_once() == 2
     listed = {item["trace_id"]: item for item in client.get("/api/feedback").json()["feedback"]}
     assert set(listed) == {by_log, by_event}
     assert listed[by_log] | {"id": None, "created_at": None} == {
-        "id": None, "trace_id": by_log, "span_id": _agent_span(by_log), "name": "quality",
-        "value": 0.2, "label": "fail", "comment": "wrong city", "author": "u-17", "source": "otlp",
+        "id": None,
+        "trace_id": by_log,
+        "span_id": _agent_span(by_log),
+        "name": "quality",
+        "value": 0.2,
+        "label": "fail",
+        "comment": "wrong city",
+        "author": "u-17",
+        "source": "otlp",
         "created_at": None,
-    }  # fmt: skip
+    }
     assert (listed[by_event]["span_id"], listed[by_event]["label"], listed[by_event]["value"]) == (
-        _agent_span(by_event), "thumbs_up", None,
+        _agent_span(by_event),
+        "thumbs_up",
+        None,
     )
     assert scanner.run_once() == 0  # the cursor moved past what was read
 
     # A later verdict by the same user on the same run replaces the first, as over the API.
-    _post(client, "/v1/logs", _logs((by_log, _agent_span(by_log), {
-        **HUMAN, "gen_ai.evaluation.name": "quality", "gen_ai.evaluation.score.value": 0.8,
-        "user.id": "u-17"})))  # fmt: skip
+    _post(
+        client,
+        "/v1/logs",
+        _logs(
+            (
+                by_log,
+                _agent_span(by_log),
+                {
+                    **HUMAN,
+                    "gen_ai.evaluation.name": "quality",
+                    "gen_ai.evaluation.score.value": 0.8,
+                    "user.id": "u-17",
+                },
+            )
+        ),
+    )
     drain(store)
     assert scanner.run_once() == 1
     (replaced,) = client.get("/api/feedback", params={"trace_id": by_log}).json()["feedback"]
     assert (replaced["value"], replaced["label"]) == (0.8, None)
 
     # The verdicts pair with the runs' scores.
-    insert_rows(store.engine, [
-        score_row(datetime.now(UTC), 0.3, binding="quality", trace_id=by_log, span_id=_agent_span(by_log)),
-        score_row(datetime.now(UTC), 0.7, binding="quality", trace_id=by_event, span_id=_agent_span(by_event)),
-    ])  # fmt: skip
+    insert_rows(
+        store.engine,
+        [
+            score_row(
+                datetime.now(UTC),
+                0.3,
+                binding="quality",
+                trace_id=by_log,
+                span_id=_agent_span(by_log),
+            ),
+            score_row(
+                datetime.now(UTC),
+                0.7,
+                binding="quality",
+                trace_id=by_event,
+                span_id=_agent_span(by_event),
+            ),
+        ],
+    )
     report = client.get("/api/calibration", params={"binding": "quality"}).json()["overall"]
     assert (report["n"], report["n_values"], report["n_verdicts"]) == (2, 1, 2)
     assert report["mae"] == pytest.approx(0.5)
@@ -141,14 +255,40 @@ def test_one_instance_scans_at_a_time(store: SpanStore) -> None:
     client = TestClient(create_app(parse_config(CONFIG), store))
     trace_id = uuid.uuid4().hex
     _post(client, "/v1/traces", agent_trace_json(trace_id, agent="ShopBot"))
-    _post(client, "/v1/logs", _logs((trace_id, _agent_span(trace_id), {
-        **HUMAN, "gen_ai.evaluation.name": "quality", "gen_ai.evaluation.score.label": "pass"})))  # fmt: skip
+    _post(
+        client,
+        "/v1/logs",
+        _logs(
+            (
+                trace_id,
+                _agent_span(trace_id),
+                {
+                    **HUMAN,
+                    "gen_ai.evaluation.name": "quality",
+                    "gen_ai.evaluation.score.label": "pass",
+                },
+            )
+        ),
+    )
     drain(store)
     first, second = (FeedbackScanner(store, clock=lambda: time.time() + 5) for _ in range(2))
     assert first.run_once() == 1
-    _post(client, "/v1/logs", _logs((trace_id, _agent_span(trace_id), {
-        **HUMAN, "gen_ai.evaluation.name": "quality", "gen_ai.evaluation.score.label": "fail",
-        "user.id": "u-2"})))  # fmt: skip
+    _post(
+        client,
+        "/v1/logs",
+        _logs(
+            (
+                trace_id,
+                _agent_span(trace_id),
+                {
+                    **HUMAN,
+                    "gen_ai.evaluation.name": "quality",
+                    "gen_ai.evaluation.score.label": "fail",
+                    "user.id": "u-2",
+                },
+            )
+        ),
+    )
     drain(store)
     assert second.run_once() == 0  # the first one's lease
     first.release()

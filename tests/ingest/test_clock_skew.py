@@ -49,7 +49,9 @@ def test_a_trace_with_a_span_dated_2100_is_pruned_like_its_siblings(db_url: str)
     trace_id, spans = _spans(None, started=arrived - 5, future_span=0)  # a child span
     store.write(spans, received_at=arrived)
     stored = store.load_trace(trace_id)
-    assert stored is not None and max(span.start_time_ns for span in stored.spans) == YEAR_2100_NS  # kept as sent
+    assert (
+        stored is not None and max(span.start_time_ns for span in stored.spans) == YEAR_2100_NS
+    )  # kept as sent
     store.queue.complete(store.queue.claim("w", 10, 60, now=now), now=now)
 
     report = Pruner(store.write_transaction, RetentionConfig(spans="7d")).run(now)
@@ -61,13 +63,17 @@ def test_a_trace_with_a_span_dated_2100_is_pruned_like_its_siblings(db_url: str)
 def test_a_conversation_with_a_turn_dated_2100_is_not_first_for_ever(db_url: str) -> None:
     store = open_store(db_url)
     now = time.time()
-    config = parse_config("scorers:\n  - {name: answer, scorer: 'tests.support.custom_scorers:answer_present'}\n")
+    config = parse_config(
+        "scorers:\n  - {name: answer, scorer: 'tests.support.custom_scorers:answer_present'}\n"
+    )
     worker = build_worker(config.scoring(), store)
 
     def score(conversation: str, **timing: float | int) -> None:
         _, spans = _spans(conversation, **timing)  # type: ignore[arg-type]
         store.write(spans, received_at=time.time())
-        asyncio.run(worker.process_batch(store.queue.claim(worker.owner, 10, 60, now=time.time() + 10)))
+        asyncio.run(
+            worker.process_batch(store.queue.claim(worker.owner, 10, 60, now=time.time() + 10))
+        )
 
     score("from-2100", started=now - 60, future_span=-1)  # the root: the turn's own start
     time.sleep(0.01)

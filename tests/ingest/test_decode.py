@@ -17,9 +17,20 @@ PB_FILES = sorted(p for p in CAPTURES.rglob("*.pb") if ".metrics." not in p.name
 def _fingerprint(path: Path) -> tuple[list[tuple], list[tuple]]:
     decoded = decode_file(path)
     spans = [
-        (s.trace_id, s.span_id, s.parent_span_id, s.name, s.kind, s.start_time_ns,
-         s.end_time_ns, s.attributes, s.resource.attributes, s.scope.name, s.status_code,
-         [(e.name, e.time_ns, e.attributes) for e in s.events])
+        (
+            s.trace_id,
+            s.span_id,
+            s.parent_span_id,
+            s.name,
+            s.kind,
+            s.start_time_ns,
+            s.end_time_ns,
+            s.attributes,
+            s.resource.attributes,
+            s.scope.name,
+            s.status_code,
+            [(e.name, e.time_ns, e.attributes) for e in s.events],
+        )
         for s in decoded.spans
     ]
     logs = [(r.trace_id, r.span_id, r.event_name, r.body, r.attributes) for r in decoded.logs]
@@ -65,7 +76,10 @@ def test_spans_without_ids_are_rejected_not_fatal() -> None:
     [
         (b"{not json", True),
         (b'{"resourceSpans": 3}', True),
-        (b'{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"0102030405060708","startTimeUnixNano":"soon"}]}]}]}', True),
+        (
+            b'{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"0102030405060708","startTimeUnixNano":"soon"}]}]}]}',
+            True,
+        ),
         (b"\x0a\xff\xff\xff\xff\x0f", False),
         (gzip.compress(b"x", mtime=0), False),
     ],

@@ -45,8 +45,12 @@ def test_arbitrary_bytes_are_refused_cleanly(body: bytes, json: bool, logs: bool
 def test_deeply_nested_values_are_decoded_or_refused_without_recursion_errors() -> None:
     depth = 300  # three JSON levels each: just inside orjson's nesting limit of 1024
     value = '{"arrayValue":{"values":[' * depth + '{"stringValue":"leaf"}' + "]}}" * depth
-    span = '{"traceId":"%s","spanId":"%s","attributes":[{"key":"gen_ai.input.messages","value":%s}]}'
-    body = '{"resourceSpans":[{"scopeSpans":[{"spans":[%s]}]}]}' % (span % ("1" * 32, "2" * 16, value))
+    span = (
+        '{"traceId":"%s","spanId":"%s","attributes":[{"key":"gen_ai.input.messages","value":%s}]}'
+    )
+    body = '{"resourceSpans":[{"scopeSpans":[{"spans":[%s]}]}]}' % (
+        span % ("1" * 32, "2" * 16, value)
+    )
     decoded = decode_and_extract(body.encode(), json=True)
     assert decoded is not None and len(decoded.spans) == 1
     too_deep = b'{"resourceSpans":' + b"[" * 5000 + b"]" * 5000 + b"}"

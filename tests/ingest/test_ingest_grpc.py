@@ -48,7 +48,9 @@ def store(server: ServerProcess) -> Iterator[SpanStore]:
     opened.close()
 
 
-def _export(channel: grpc.Channel, signal: str, service: str, response_type: type) -> grpc.UnaryUnaryMultiCallable:
+def _export(
+    channel: grpc.Channel, signal: str, service: str, response_type: type
+) -> grpc.UnaryUnaryMultiCallable:
     return channel.unary_unary(
         _SERVICE.format(signal, service),
         request_serializer=None,

@@ -37,8 +37,14 @@ MAX_BODY = 1024 * 1024
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     # Every client here is 127.0.0.1: one address may use the whole pool of readers (its
     # per-address share is tested in test_slow_clients_per_address.py).
-    config = {"server": {"max_body_bytes": MAX_BODY, "max_pending_requests": 2, "max_body_readers": 2,
-                         "max_body_readers_per_client": 2}}
+    config = {
+        "server": {
+            "max_body_bytes": MAX_BODY,
+            "max_pending_requests": 2,
+            "max_body_readers": 2,
+            "max_body_readers_per_client": 2,
+        }
+    }
     with start_server(tmp_path_factory.mktemp("http"), config=config) as running:
         yield running
 
@@ -57,9 +63,14 @@ def store(server: ServerProcess) -> Iterator[SpanStore]:
 
 
 def _json_span(trace_id: str, span_id: str, **extra: object) -> dict[str, object]:
-    return {"traceId": trace_id, "spanId": span_id, "name": f"op {span_id}",
-            "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000001000000000",
-            **extra}  # fmt: skip
+    return {
+        "traceId": trace_id,
+        "spanId": span_id,
+        "name": f"op {span_id}",
+        "startTimeUnixNano": "1700000000000000000",
+        "endTimeUnixNano": "1700000001000000000",
+        **extra,
+    }
 
 
 def _json_request(*spans: dict[str, object]) -> bytes:
@@ -69,7 +80,9 @@ def _json_request(*spans: dict[str, object]) -> bytes:
     )
 
 
-def _post(client: httpx.Client, path: str, body: bytes, content_type: str, **headers: str) -> httpx.Response:
+def _post(
+    client: httpx.Client, path: str, body: bytes, content_type: str, **headers: str
+) -> httpx.Response:
     return client.post(path, content=body, headers={"Content-Type": content_type, **headers})
 
 
@@ -91,8 +104,16 @@ def test_sdk_http_protobuf_exporter_spans_are_stored_with_their_types(
     provider.add_span_processor(SimpleSpanProcessor(captured))
     tracer = provider.get_tracer("tests.http", "1.0")
     with tracer.start_as_current_span("agent run") as root:
-        root.set_attributes({"count": 3, "ratio": 2.0, "ok": True, "tags": ["a", "b"],
-                             "scores": [0.5, 1.0], "gen_ai.input.messages": '[{"role":"user"}]'})  # fmt: skip
+        root.set_attributes(
+            {
+                "count": 3,
+                "ratio": 2.0,
+                "ok": True,
+                "tags": ["a", "b"],
+                "scores": [0.5, 1.0],
+                "gen_ai.input.messages": '[{"role":"user"}]',
+            }
+        )
         with tracer.start_as_current_span("llm call") as child:
             child.add_event("gen_ai.choice", {"index": 0})
     spans = captured.get_finished_spans()
@@ -111,9 +132,13 @@ def test_sdk_http_protobuf_exporter_spans_are_stored_with_their_types(
     by_name = {span.name: span for span in trace.spans}
     assert set(by_name) == {"agent run", "llm call"}
     assert by_name["agent run"].attributes == {
-        "count": 3, "ratio": 2.0, "ok": True, "tags": ["a", "b"], "scores": [0.5, 1.0],
+        "count": 3,
+        "ratio": 2.0,
+        "ok": True,
+        "tags": ["a", "b"],
+        "scores": [0.5, 1.0],
         "gen_ai.input.messages": '[{"role":"user"}]',
-    }  # fmt: skip
+    }
     assert type(by_name["agent run"].attributes["ratio"]) is float
     assert by_name["llm call"].parent_span_id == by_name["agent run"].span_id
     assert by_name["llm call"].events[0].attributes == {"index": 0}
@@ -122,10 +147,18 @@ def test_sdk_http_protobuf_exporter_spans_are_stored_with_their_types(
 
 
 def _route(path: Path) -> str:
-    return "/v1/logs" if ".logs." in path.name else "/v1/metrics" if ".metrics." in path.name else "/v1/traces"
+    return (
+        "/v1/logs"
+        if ".logs." in path.name
+        else "/v1/metrics"
+        if ".metrics." in path.name
+        else "/v1/traces"
+    )
 
 
-def test_every_captured_payload_is_stored(client: httpx.Client, server: ServerProcess, store: SpanStore) -> None:
+def test_every_captured_payload_is_stored(
+    client: httpx.Client, server: ServerProcess, store: SpanStore
+) -> None:
     files = sorted(p for p in CAPTURES.rglob("*") if p.suffix in (".pb", ".json"))
     assert len(files) > 100
     for path in files:
@@ -157,9 +190,13 @@ def test_every_captured_payload_is_stored(client: httpx.Client, server: ServerPr
     assert stored_logs == sum(len(d.logs) for d in decoded) > 0
 
 
-def test_gzip_request_is_inflated(client: httpx.Client, server: ServerProcess, store: SpanStore) -> None:
+def test_gzip_request_is_inflated(
+    client: httpx.Client, server: ServerProcess, store: SpanStore
+) -> None:
     body = _json_request(_json_span("9" * 32, "1" * 16))
-    response = _post(client, "/v1/traces", gzip.compress(body), JSON, **{"Content-Encoding": "gzip"})
+    response = _post(
+        client, "/v1/traces", gzip.compress(body), JSON, **{"Content-Encoding": "gzip"}
+    )
     assert response.status_code == 200, response.text
     assert [s.span_id for s in store.load_trace("9" * 32).spans] == ["1" * 16]
 
@@ -222,7 +259,9 @@ def test_undecodable_bodies_get_400_with_a_status_in_the_request_encoding(
     assert client.get("/healthz").status_code == 200
 
 
-def test_empty_protobuf_request_is_a_valid_empty_export(client: httpx.Client, server: ServerProcess, store: SpanStore) -> None:
+def test_empty_protobuf_request_is_a_valid_empty_export(
+    client: httpx.Client, server: ServerProcess, store: SpanStore
+) -> None:
     before = store.count_spans()
     response = _post(client, "/v1/traces", b"", PROTOBUF)
     assert response.status_code == 200 and response.content == b""
@@ -237,9 +276,13 @@ def test_unsupported_content_type_is_415(client: httpx.Client, server: ServerPro
     assert compressed.status_code == 415
 
 
-def test_oversized_bodies_and_gzip_bombs_are_413(client: httpx.Client, server: ServerProcess, store: SpanStore) -> None:
+def test_oversized_bodies_and_gzip_bombs_are_413(
+    client: httpx.Client, server: ServerProcess, store: SpanStore
+) -> None:
     before = store.count_spans()
-    big = _json_request(*[_json_span("5" * 32, f"{n + 1:016x}", name="x" * 2000) for n in range(600)])
+    big = _json_request(
+        *[_json_span("5" * 32, f"{n + 1:016x}", name="x" * 2000) for n in range(600)]
+    )
     assert len(big) > MAX_BODY
     response = _post(client, "/v1/traces", big, JSON)
     assert response.status_code == 413 and "exceeds" in _status(response).message
@@ -271,8 +314,9 @@ def test_bodies_being_received_beyond_the_readers_get_503_and_grpc_is_served_mea
     with grpc.insecure_channel(server.grpc_endpoint) as channel:
         export = channel.unary_unary(
             "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
-            request_serializer=None, response_deserializer=ExportTraceServiceResponse.FromString,
-        )  # fmt: skip
+            request_serializer=None,
+            response_deserializer=ExportTraceServiceResponse.FromString,
+        )
         export(b"", timeout=10)  # the slots are free: OK, not UNAVAILABLE
 
     for upload in uploads:

@@ -100,7 +100,10 @@ def test_entries_are_stored_together_and_one_taken_by_another_process_is_not_sto
 ) -> None:
     first, second = open_store(db_url), open_store(db_url)
     try:
-        entries = [first.journal.append("traces", trace_request(f"{n:032x}", count=4), "collector-a") for n in (7, 8, 9)]
+        entries = [
+            first.journal.append("traces", trace_request(f"{n:032x}", count=4), "collector-a")
+            for n in (7, 8, 9)
+        ]
         unpack(second, entries[1:2])  # the other process got to the middle one first
         unpack(first, entries)  # the group fails as a whole, then each of the rest is stored
         for n in (7, 8, 9):
@@ -108,7 +111,10 @@ def test_entries_are_stored_together_and_one_taken_by_another_process_is_not_sto
             assert summary is not None and summary.span_count == 4 and summary.generation == 1
         assert first.journal.entries() == [] and first.count_spans() == 12
         # A group of three stored in one transaction: each trace touched once.
-        more = [first.journal.append("traces", trace_request(f"{n:032x}", count=2), "collector-a") for n in (10, 11, 12)]
+        more = [
+            first.journal.append("traces", trace_request(f"{n:032x}", count=2), "collector-a")
+            for n in (10, 11, 12)
+        ]
         unpack(first, more)
         assert first.count_spans() == 18
         assert {first.trace_summary(f"{n:032x}").generation for n in (10, 11, 12)} == {1}  # type: ignore[union-attr]
@@ -122,46 +128,76 @@ def test_each_unpacker_of_a_collector_takes_its_own_share_of_the_entries(db_url:
     exactly one shard, shards of about equal size."""
     store = open_store(db_url)
     try:
-        entries = [store.journal.append("traces", trace_request(f"{n:032x}", count=1), "collector-a") for n in range(1, 61)]
-        dead = [store.journal.append("traces", trace_request(f"{n:032x}", count=1), "collector-dead") for n in range(61, 67)]
+        entries = [
+            store.journal.append("traces", trace_request(f"{n:032x}", count=1), "collector-a")
+            for n in range(1, 61)
+        ]
+        dead = [
+            store.journal.append("traces", trace_request(f"{n:032x}", count=1), "collector-dead")
+            for n in range(61, 67)
+        ]
         shards = [
-            {e.seq for e in store.journal.entries(owner="collector-a", shard=(k, 3), limit=100)} for k in range(3)
+            {e.seq for e in store.journal.entries(owner="collector-a", shard=(k, 3), limit=100)}
+            for k in range(3)
         ]
         assert set().union(*shards) == {e.seq for e in entries}
         assert sum(map(len, shards)) == len(entries)  # no entry in two shards
-        assert all(store.journal.shard_of(seq, 3) == k for k, shard in enumerate(shards) for seq in shard)
+        assert all(
+            store.journal.shard_of(seq, 3) == k for k, shard in enumerate(shards) for seq in shard
+        )
         assert all(len(shard) >= 8 for shard in shards)  # 20 each on average
         adopted = [
-            {e.seq for e in store.journal.orphans(
-                dead_before=time.time() + 1, not_owner="collector-a", shard=(k, 2), max_bytes=10**9,
-            )}
+            {
+                e.seq
+                for e in store.journal.orphans(
+                    dead_before=time.time() + 1,
+                    not_owner="collector-a",
+                    shard=(k, 2),
+                    max_bytes=10**9,
+                )
+            }
             for k in range(2)
-        ]  # fmt: skip
+        ]
         assert adopted[0] | adopted[1] == {e.seq for e in dead} and not adopted[0] & adopted[1]
         # Unpacking one shard leaves the other's entries waiting.
         unpack(store, store.journal.entries(owner="collector-a", shard=(0, 3), limit=100))
-        assert {e.seq for e in store.journal.entries(owner="collector-a", limit=100)} == shards[1] | shards[2]
+        assert {e.seq for e in store.journal.entries(owner="collector-a", limit=100)} == shards[
+            1
+        ] | shards[2]
     finally:
         store.close()
 
 
-def test_an_otlp_json_entry_is_kept_as_received_and_unpacked_like_protobuf(db_url: str, tmp_path: Path) -> None:
+def test_an_otlp_json_entry_is_kept_as_received_and_unpacked_like_protobuf(
+    db_url: str, tmp_path: Path
+) -> None:
     """JSON requests are journaled (after the collector decoded them once to check them) and
     decoded again by the unpacker: the same rows as the protobuf form of the request gives."""
-    json_body = (CAPTURES / "otel-genai-openai-v2-latest" / "tool_call_agent" / "0001.json").read_bytes()
-    protobuf_body = (CAPTURES / "otel-genai-openai-v2-latest" / "tool_call_agent" / "0001.pb").read_bytes()
-    from_json, from_protobuf = open_store(db_url), open_store(f"sqlite:///{tmp_path / 'protobuf.db'}")
+    json_body = (
+        CAPTURES / "otel-genai-openai-v2-latest" / "tool_call_agent" / "0001.json"
+    ).read_bytes()
+    protobuf_body = (
+        CAPTURES / "otel-genai-openai-v2-latest" / "tool_call_agent" / "0001.pb"
+    ).read_bytes()
+    from_json, from_protobuf = (
+        open_store(db_url),
+        open_store(f"sqlite:///{tmp_path / 'protobuf.db'}"),
+    )
     try:
         entry = from_json.journal.append("traces", json_body, "collector-a", json=True)
         [waiting] = from_json.journal.entries()
         assert waiting.json and waiting.request == json_body and waiting.body[:1] == b"\0"
         unpack(from_json, [entry])
-        unpack(from_protobuf, [from_protobuf.journal.append("traces", protobuf_body, "collector-a")])
+        unpack(
+            from_protobuf, [from_protobuf.journal.append("traces", protobuf_body, "collector-a")]
+        )
         trace_id = decode_traces(protobuf_body, json=False).spans[0].trace_id
         stored = from_json.load_trace(trace_id)
         assert stored is not None and len(stored.spans) > 1
         assert stored == from_protobuf.load_trace(trace_id)
-        assert not from_json.journal.append("logs", b"\n\x00", "collector-a").json  # protobuf is kept as sent
+        assert not from_json.journal.append(
+            "logs", b"\n\x00", "collector-a"
+        ).json  # protobuf is kept as sent
     finally:
         from_json.close()
         from_protobuf.close()
@@ -200,7 +236,9 @@ def test_an_entry_that_does_not_decode_is_quarantined_and_holds_nothing_back(db_
 
 
 @contextmanager
-def _store_and_unpacker(url: str, owner: str, orphan_after: float = 5.0) -> Iterator[tuple[SpanStore, Unpacker]]:
+def _store_and_unpacker(
+    url: str, owner: str, orphan_after: float = 5.0
+) -> Iterator[tuple[SpanStore, Unpacker]]:
     """A store and a (not yet started) unpacker process for ``owner``'s entries, both closed after."""
     store = open_store(url)
     unpacker = Unpacker(UnpackSettings(url, owner=owner, orphan_after=orphan_after, idle_poll=0.1))
@@ -211,9 +249,13 @@ def _store_and_unpacker(url: str, owner: str, orphan_after: float = 5.0) -> Iter
         store.close()
 
 
-def test_reads_wait_for_the_unpacker_and_entries_of_dead_collectors_are_adopted(db_url: str) -> None:
+def test_reads_wait_for_the_unpacker_and_entries_of_dead_collectors_are_adopted(
+    db_url: str,
+) -> None:
     with _store_and_unpacker(db_url, "alive", orphan_after=0.5) as (store, unpacker):
-        store.journal.append("traces", trace_request("3" * 32), "crashed-before")  # no unpacker beats for it
+        store.journal.append(
+            "traces", trace_request("3" * 32), "crashed-before"
+        )  # no unpacker beats for it
         assert store.journal.settle(timeout=0.2) is False  # nobody unpacks: reads would miss it
         unpacker.start()
         assert store.journal.settle(timeout=30)  # adopted
@@ -234,7 +276,9 @@ def test_reads_wait_for_the_unpacker_and_entries_of_dead_collectors_are_adopted(
         assert [s.span_id for s in store.load_trace("5" * 32).spans][:1] == ["0" * 15 + "1"]  # type: ignore[union-attr]
 
 
-def test_an_unpacker_keeps_the_store_url_off_its_command_line_and_ignores_ctrl_c(db_url: str) -> None:
+def test_an_unpacker_keeps_the_store_url_off_its_command_line_and_ignores_ctrl_c(
+    db_url: str,
+) -> None:
     """Its settings travel in its environment (a URL's password would show in ``ps``), and the
     terminal's SIGINT, which reaches the whole process group, leaves it to its collector."""
     with _store_and_unpacker(db_url, "terminal") as (store, unpacker):
@@ -248,7 +292,9 @@ def test_an_unpacker_keeps_the_store_url_off_its_command_line_and_ignores_ctrl_c
         assert db_url.encode() not in command_line and b"terminal" not in command_line
         os.kill(unpacker.pid, signal.SIGINT)
         time.sleep(0.5)
-        store.journal.append("traces", trace_request("9" * 32), "terminal")  # nobody else unpacks it
+        store.journal.append(
+            "traces", trace_request("9" * 32), "terminal"
+        )  # nobody else unpacks it
         unpacker.notify()
         assert store.journal.settle(timeout=10)
         assert store.load_trace("9" * 32) is not None

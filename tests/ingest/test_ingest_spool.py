@@ -104,7 +104,9 @@ def test_processes_appending_at_once_get_distinct_numbers(sqlite_url: str) -> No
 
     def append(index: int) -> None:
         for n in range(150):
-            seqs[index].append(stores[index].journal.append("traces", trace_request(f"{n:032x}"), f"c{index}").seq)
+            seqs[index].append(
+                stores[index].journal.append("traces", trace_request(f"{n:032x}"), f"c{index}").seq
+            )
 
     threads = [threading.Thread(target=append, args=(i,)) for i in range(2)]
     try:

@@ -89,7 +89,9 @@ time.sleep(600)
 @contextmanager
 def _collector(url: str, shutdown_timeout: float) -> Iterator[tuple[subprocess.Popen[str], int]]:
     process = subprocess.Popen(
-        [sys.executable, "-c", _COLLECTOR, url, str(shutdown_timeout)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", _COLLECTOR, url, str(shutdown_timeout)],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert process.stdout is not None
@@ -103,7 +105,9 @@ def test_a_stopped_unpacker_that_cannot_store_exits_at_its_deadline_and_the_next
     sqlite_url: str,
 ) -> None:
     store = open_store(sqlite_url)
-    unpacker = Unpacker(UnpackSettings(sqlite_url, "collector", shutdown_timeout=1.5, idle_poll=0.1))
+    unpacker = Unpacker(
+        UnpackSettings(sqlite_url, "collector", shutdown_timeout=1.5, idle_poll=0.1)
+    )
     try:
         with _writes_blocked(store):
             unpacker.start()
@@ -172,9 +176,11 @@ def _export(server: ServerProcess, traces: list[AgentTrace]) -> None:
     """Export each trace in a request of its own; each must be acknowledged."""
     for trace in traces:
         response = httpx.post(
-            f"{server.base_url}/v1/traces", content=export_request(trace.spans),
-            headers={"Content-Type": "application/x-protobuf"}, timeout=10,
-        )  # fmt: skip
+            f"{server.base_url}/v1/traces",
+            content=export_request(trace.spans),
+            headers={"Content-Type": "application/x-protobuf"},
+            timeout=10,
+        )
         assert response.status_code == 200
 
 
@@ -207,7 +213,9 @@ def test_a_service_stopped_while_postgresql_is_down_leaves_no_process_and_loses_
         with start_server(tmp_path / "b", db_url=cluster.url, config=config) as restarted:
             _assert_stored(restarted, traces)
         # The outage is one line of the unpacker's, not one per retry.
-        assert server.output().count("unpacker: the database is unavailable") <= 1, server.output()[-3000:]
+        assert server.output().count("unpacker: the database is unavailable") <= 1, server.output()[
+            -3000:
+        ]
 
 
 def test_the_helpers_of_a_killed_service_stop_within_its_shutdown_timeout(tmp_path: Path) -> None:
@@ -252,16 +260,24 @@ def test_a_service_stopped_by_ctrl_c_with_a_poison_entry_and_stuck_writes_leaves
             # The service waits for its helpers up to the deadline, then ends; if a call of its
             # own is stuck on the database (SQLite here: the promoter waits for the write lock),
             # at the deadline and the helpers' grace, with status 1.
-            assert server.process.wait(2.0 + EXIT_GRACE_SECONDS + 3.0) in (0, 1), server.output()[-3000:]
+            assert server.process.wait(2.0 + EXIT_GRACE_SECONDS + 3.0) in (0, 1), server.output()[
+                -3000:
+            ]
             for pid in helpers:
                 _wait_gone(pid, timeout=1.0)
-        assert store.journal.entries(), "nothing was left for the next start: the test proves nothing"
+        assert store.journal.entries(), (
+            "nothing was left for the next start: the test proves nothing"
+        )
         with start_server(tmp_path / "b", db_url=db_url, config=config) as restarted:
             _assert_stored(restarted, traces)
-            quarantined = httpx.get(f"{restarted.base_url}/api/ingest/quarantine", timeout=10).json()["entries"]
+            quarantined = httpx.get(
+                f"{restarted.base_url}/api/ingest/quarantine", timeout=10
+            ).json()["entries"]
             assert [entry["seq"] for entry in quarantined] == [poison.seq]
         assert "left running by an earlier service" not in restarted.output()
-        assert "Traceback" not in server.output(), server.output()[-3000:]  # no child cut short by Ctrl-C
+        assert "Traceback" not in server.output(), server.output()[
+            -3000:
+        ]  # no child cut short by Ctrl-C
     finally:
         server.kill()
         store.close()

@@ -261,7 +261,9 @@ async def test_token_budget_delays_calls_and_settles_real_usage() -> None:
 async def test_request_budget_paces_calls() -> None:
     time_ = SimulatedTime()
     # 10 requests / s once the burst of 600 is spent.
-    limiter = Limiter(concurrency=100, requests_per_minute=600, clock=time_.clock, sleep=time_.sleep)
+    limiter = Limiter(
+        concurrency=100, requests_per_minute=600, clock=time_.clock, sleep=time_.sleep
+    )
     for _ in range(600):
         async with limiter.lease(0):
             pass

@@ -40,16 +40,35 @@ def server() -> Iterator[JudgeServer]:
 
 
 def judge_on(server: JudgeServer, **settings: object) -> LiteLLMJudge:
-    return LiteLLMJudge(JudgeConfig(model="openai/gpt-4o-mini", api_base=server.base_url,
-                                    timeout=30, cache=False, **settings))
+    return LiteLLMJudge(
+        JudgeConfig(
+            model="openai/gpt-4o-mini",
+            api_base=server.base_url,
+            timeout=30,
+            cache=False,
+            **settings,
+        )
+    )
 
 
 def run_with(result: str) -> dict[str, object]:
     return make_agent_run(
         input_messages=[make_test_message("When did order 88417 ship?", "user", id="u1")],
-        output=[make_test_message(CLAIM, "assistant", id="a1", tool_invocations=[
-            make_tool_invocation(tool_call_id="c1", tool_name="fetch_audit_log",
-                                 args={"order": 88417}, result=result)])],
+        output=[
+            make_test_message(
+                CLAIM,
+                "assistant",
+                id="a1",
+                tool_invocations=[
+                    make_tool_invocation(
+                        tool_call_id="c1",
+                        tool_name="fetch_audit_log",
+                        args={"order": 88417},
+                        result=result,
+                    )
+                ],
+            )
+        ],
     )
 
 
@@ -61,9 +80,19 @@ async def test_a_700k_tool_result_is_judged_in_parts_that_fit_one_holding_the_se
     result = long_tool_result()
     assert len(result) == 700_000 and result.index(SENTENCE) == 550_000
     server.script("FaithfulnessClaims", json_reply({"claims": [CLAIM]}))
-    server.script("FaithfulnessVerdicts", json_reply({"verdicts": [
-        {"verdict": "unsure", "reason": "this part does not mention order 88417"}]}))
-    server.script(SENTENCE, json_reply({"verdicts": [{"verdict": "yes", "reason": "the audit note"}]}))
+    server.script(
+        "FaithfulnessVerdicts",
+        json_reply(
+            {
+                "verdicts": [
+                    {"verdict": "unsure", "reason": "this part does not mention order 88417"}
+                ]
+            }
+        ),
+    )
+    server.script(
+        SENTENCE, json_reply({"verdicts": [{"verdict": "yes", "reason": "the audit note"}]})
+    )
     scored = await create_faithfulness_scorer(model=judge_on(server)).run(run_with(result))
     assert scored.status == "ok" and scored.score == 1.0, scored.error
     parts = [r for r in server.requests if "FaithfulnessVerdicts" in str(r.get("response_format"))]
@@ -83,10 +112,13 @@ async def test_a_700k_tool_result_is_judged_in_parts_that_fit_one_holding_the_se
 
 async def test_a_contradiction_in_any_part_decides(server: JudgeServer) -> None:
     server.script("FaithfulnessClaims", json_reply({"claims": [CLAIM]}))
-    server.script("FaithfulnessVerdicts", json_reply({"verdicts": [{"verdict": "yes", "reason": "r"}]}))
+    server.script(
+        "FaithfulnessVerdicts", json_reply({"verdicts": [{"verdict": "yes", "reason": "r"}]})
+    )
     server.script(SENTENCE, json_reply({"verdicts": [{"verdict": "no", "reason": "by road"}]}))
     scored = await create_faithfulness_scorer(model=judge_on(server, max_input_tokens=20_000)).run(
-        run_with(long_tool_result()[400_000:600_000]))
+        run_with(long_tool_result()[400_000:600_000])
+    )
     assert scored.status == "ok" and scored.score == 0.0
     assert scored.analyze_step_result.verdicts[0].verdict == "no"
 
@@ -94,12 +126,31 @@ async def test_a_contradiction_in_any_part_decides(server: JudgeServer) -> None:
 async def test_hallucination_combines_parts_per_claim(server: JudgeServer) -> None:
     """Supported in one part: not a hallucination; mentioned in no part: a hallucination."""
     server.script("HallucinationClaims", json_reply({"claims": [CLAIM, "The order weighed 4 kg."]}))
-    server.script("HallucinationVerdicts", json_reply({"verdicts": [
-        {"statement": CLAIM, "verdict": "unsure"}, {"statement": "w", "verdict": "unsure"}]}))
-    server.script(SENTENCE, json_reply({"verdicts": [
-        {"statement": CLAIM, "verdict": "no"}, {"statement": "w", "verdict": "unsure"}]}))
+    server.script(
+        "HallucinationVerdicts",
+        json_reply(
+            {
+                "verdicts": [
+                    {"statement": CLAIM, "verdict": "unsure"},
+                    {"statement": "w", "verdict": "unsure"},
+                ]
+            }
+        ),
+    )
+    server.script(
+        SENTENCE,
+        json_reply(
+            {
+                "verdicts": [
+                    {"statement": CLAIM, "verdict": "no"},
+                    {"statement": "w", "verdict": "unsure"},
+                ]
+            }
+        ),
+    )
     scored = await create_hallucination_scorer(model=judge_on(server, max_input_tokens=20_000)).run(
-        run_with(long_tool_result()[500_000:600_000]))
+        run_with(long_tool_result()[500_000:600_000])
+    )
     assert scored.status == "ok" and scored.score == 0.5
     assert [v.verdict for v in scored.analyze_step_result.verdicts] == ["no", "yes"]
     parts = [r for r in server.requests if "HallucinationVerdicts" in str(r.get("response_format"))]
@@ -108,21 +159,31 @@ async def test_hallucination_combines_parts_per_claim(server: JudgeServer) -> No
 
 def test_the_budget_comes_from_litellms_model_window() -> None:
     assert LiteLLMJudge(JudgeConfig(model="openai/gpt-4o-mini")).budget.tokens == WINDOW - 4096
-    assert LiteLLMJudge(JudgeConfig(model="openai/gpt-4o-mini", max_tokens=1000)).budget.tokens == WINDOW - 1000
+    assert (
+        LiteLLMJudge(JudgeConfig(model="openai/gpt-4o-mini", max_tokens=1000)).budget.tokens
+        == WINDOW - 1000
+    )
     assert LiteLLMJudge(JudgeConfig(model="openai/a-local-model")).budget.tokens == 32_000
-    assert LiteLLMJudge(JudgeConfig(model="openai/gpt-4o-mini", max_input_tokens=9000)).budget.tokens == 9000
+    assert (
+        LiteLLMJudge(JudgeConfig(model="openai/gpt-4o-mini", max_input_tokens=9000)).budget.tokens
+        == 9000
+    )
 
 
 async def test_context_precision_judges_pieces_that_do_not_fit_together_in_parts(
     server: JudgeServer,
 ) -> None:
-    pieces = [filler(30_000, 3) + " MARK-A", filler(15_000, 4) + SENTENCE + filler(15_000, 5),
-              filler(30_000, 6) + " MARK-C"]
+    pieces = [
+        filler(30_000, 3) + " MARK-A",
+        filler(15_000, 4) + SENTENCE + filler(15_000, 5),
+        filler(30_000, 6) + " MARK-C",
+    ]
     server.script("MARK-A", json_reply({"verdicts": [{"context_index": 0, "verdict": "no"}]}))
     server.script(SENTENCE, json_reply({"verdicts": [{"context_index": 1, "verdict": "yes"}]}))
     server.script("MARK-C", json_reply({"verdicts": [{"context_index": 2, "verdict": "no"}]}))
-    scorer = create_context_precision_scorer(model=judge_on(server, max_input_tokens=12_000),
-                                             context=pieces)
+    scorer = create_context_precision_scorer(
+        model=judge_on(server, max_input_tokens=12_000), context=pieces
+    )
     scored = await scorer.run(run_with("{}"))
     assert scored.status == "ok" and scored.score == 0.5, scored.error  # useful piece second
     parts = [r for r in server.requests if "PrecisionVerdicts" in str(r.get("response_format"))]
@@ -133,14 +194,27 @@ async def test_context_precision_judges_pieces_that_do_not_fit_together_in_parts
 async def test_context_relevance_combines_the_parts_of_a_split_piece(server: JudgeServer) -> None:
     """A piece too long for one request is judged part by part: its most relevant part decides."""
     piece = filler(40_000, 7) + SENTENCE + filler(40_000, 8)
-    server.script("RelevanceEvaluations", json_reply({"evaluations": [
-        {"context_index": 0, "relevanceLevel": "none", "wasUsed": False}]}))
-    server.script(SENTENCE, json_reply({"evaluations": [
-        {"context_index": 0, "relevanceLevel": "high", "wasUsed": True}]}))
-    server.script("Lyon is rainy", json_reply({"evaluations": [
-        {"context_index": 1, "relevanceLevel": "low", "wasUsed": False}]}))
-    scorer = create_context_relevance_scorer(model=judge_on(server, max_input_tokens=12_000),
-                                             context=[piece, "Lyon is rainy."])
+    server.script(
+        "RelevanceEvaluations",
+        json_reply(
+            {"evaluations": [{"context_index": 0, "relevanceLevel": "none", "wasUsed": False}]}
+        ),
+    )
+    server.script(
+        SENTENCE,
+        json_reply(
+            {"evaluations": [{"context_index": 0, "relevanceLevel": "high", "wasUsed": True}]}
+        ),
+    )
+    server.script(
+        "Lyon is rainy",
+        json_reply(
+            {"evaluations": [{"context_index": 1, "relevanceLevel": "low", "wasUsed": False}]}
+        ),
+    )
+    scorer = create_context_relevance_scorer(
+        model=judge_on(server, max_input_tokens=12_000), context=[piece, "Lyon is rainy."]
+    )
     scored = await scorer.run(run_with("{}"))
     assert scored.status == "ok" and scored.score == 0.65, scored.error
     parts = [r for r in server.requests if "RelevanceEvaluations" in str(r.get("response_format"))]
@@ -153,7 +227,10 @@ def test_a_dry_run_prices_a_long_context_in_the_parts_the_judge_would_be_sent() 
 
     run = run_with(long_tool_result()[:300_000])  # ~55,000 tokens: one request for gpt-4o-mini
     analyses = {}
-    for label, settings in (("gpt-4o-mini", JudgeConfig(model="openai/gpt-4o-mini")), ("unknown", None)):
+    for label, settings in (
+        ("gpt-4o-mini", JudgeConfig(model="openai/gpt-4o-mini")),
+        ("unknown", None),
+    ):
         judge = PricingJudge("openai/gpt-4o-mini", settings=settings)
         priced = with_pricing_judge(create_faithfulness_scorer(model="openai/gpt-4o-mini"), judge)
         assert priced.run_sync(run).status == "ok"

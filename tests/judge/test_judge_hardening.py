@@ -40,8 +40,14 @@ class Claims(BaseModel):
 
 
 def request(prompt: str = "Extract the claims.") -> JudgeRequest:
-    return JudgeRequest(prompt=prompt, instructions="You extract claims.", schema=Claims,
-                        scorer_id="test-scorer", scorer_version="1", step="preprocess")
+    return JudgeRequest(
+        prompt=prompt,
+        instructions="You extract claims.",
+        schema=Claims,
+        scorer_id="test-scorer",
+        scorer_version="1",
+        step="preprocess",
+    )
 
 
 @pytest.fixture
@@ -50,14 +56,17 @@ def server() -> Iterator[JudgeServer]:
         yield running
 
 
-@pytest.mark.parametrize("change", [
-    {"temperature": 0.7},
-    {"extra": {"top_p": 0.5}},
-    {"extra": {"seed": 7}},
-    {"max_tokens": 50},
-    {"response_format": "json_object"},
-    {"api_base": "other"},
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"temperature": 0.7},
+        {"extra": {"top_p": 0.5}},
+        {"extra": {"seed": 7}},
+        {"max_tokens": 50},
+        {"response_format": "json_object"},
+        {"api_base": "other"},
+    ],
+)
 async def test_every_setting_that_changes_the_answer_changes_the_cache_key(
     server: JudgeServer, change: dict[str, object]
 ) -> None:
@@ -79,19 +88,24 @@ async def test_every_setting_that_changes_the_answer_changes_the_cache_key(
 
 # --- 5: tolerant reading ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("answer", [
-    '{"claims": ["a"]} (I could also add {more} claims.)',
-    'Sure! Here it is: {"claims": ["a"]}\n\nAnd a second try: {"claims": ["b"]}',
-    '```json\n{"claims": ["a"]}\n```\nLet me know if {anything} is missing.',
-])
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '{"claims": ["a"]} (I could also add {more} claims.)',
+        'Sure! Here it is: {"claims": ["a"]}\n\nAnd a second try: {"claims": ["b"]}',
+        '```json\n{"claims": ["a"]}\n```\nLet me know if {anything} is missing.',
+    ],
+)
 async def test_the_first_complete_json_object_is_read_without_a_repair(
     server: JudgeServer, answer: str
 ) -> None:
     """Issue 32 (5): the object was cut from the first "{" to the last "}", so prose with braces
     after it cost a repair call (and an error when the repair had it too)."""
     server.script("Claims", Reply(content=answer))
-    judge = LiteLLMJudge(JudgeConfig(model="openai/gpt-4o-mini", api_base=server.base_url,
-                                     timeout=5, cache=False))
+    judge = LiteLLMJudge(
+        JudgeConfig(model="openai/gpt-4o-mini", api_base=server.base_url, timeout=5, cache=False)
+    )
     response = await judge.complete(request())
     assert response.output == Claims(claims=["a"])
     assert server.count == 1 and response.repairs == 0
@@ -99,25 +113,75 @@ async def test_the_first_complete_json_object_is_read_without_a_repair(
 
 async def test_null_optional_strings_and_enum_case_are_read(server: JudgeServer) -> None:
     """Issue 32 (5): ``"reason": null`` and ``"relevanceLevel": "High"`` each cost a repair."""
-    server.script("RelevanceEvaluations", json_reply({
-        "evaluations": [{"context_index": 0, "contextPiece": None, "relevanceLevel": " High",
-                         "wasUsed": True, "reasoning": None}],
-        "missingContext": None, "overallAssessment": None}))
-    server.script("NoiseAnalysis", json_reply({
-        "dimensions": [{"dimension": "accuracy", "impactLevel": "MINIMAL", "specificChanges": None,
-                        "noiseInfluence": None}],
-        "overallAssessment": None, "majorIssues": None, "robustnessScore": 0.9}))
-    server.script("SimilarityAnalysis", json_reply({
-        "outputUnits": ["a"], "groundTruthUnits": ["a"],
-        "matches": [{"groundTruthUnit": "a", "outputUnit": None, "matchType": "Exact",
-                     "explanation": None}],
-        "contradictions": [], "extraInOutput": [], "missingFromOutput": []}))
+    server.script(
+        "RelevanceEvaluations",
+        json_reply(
+            {
+                "evaluations": [
+                    {
+                        "context_index": 0,
+                        "contextPiece": None,
+                        "relevanceLevel": " High",
+                        "wasUsed": True,
+                        "reasoning": None,
+                    }
+                ],
+                "missingContext": None,
+                "overallAssessment": None,
+            }
+        ),
+    )
+    server.script(
+        "NoiseAnalysis",
+        json_reply(
+            {
+                "dimensions": [
+                    {
+                        "dimension": "accuracy",
+                        "impactLevel": "MINIMAL",
+                        "specificChanges": None,
+                        "noiseInfluence": None,
+                    }
+                ],
+                "overallAssessment": None,
+                "majorIssues": None,
+                "robustnessScore": 0.9,
+            }
+        ),
+    )
+    server.script(
+        "SimilarityAnalysis",
+        json_reply(
+            {
+                "outputUnits": ["a"],
+                "groundTruthUnits": ["a"],
+                "matches": [
+                    {
+                        "groundTruthUnit": "a",
+                        "outputUnit": None,
+                        "matchType": "Exact",
+                        "explanation": None,
+                    }
+                ],
+                "contradictions": [],
+                "extraInOutput": [],
+                "missingFromOutput": [],
+            }
+        ),
+    )
     server.script("RelevancyResults", json_reply({"results": [{"result": "yes", "reason": None}]}))
-    judge = LiteLLMJudge(JudgeConfig(model="openai/gpt-4o-mini", api_base=server.base_url,
-                                     timeout=5, cache=False))
+    judge = LiteLLMJudge(
+        JudgeConfig(model="openai/gpt-4o-mini", api_base=server.base_url, timeout=5, cache=False)
+    )
     for schema in (RelevanceEvaluations, NoiseAnalysis, SimilarityAnalysis, RelevancyResults):
-        asked = JudgeRequest(prompt=f"Judge ({schema.__name__}).", instructions=None, schema=schema,
-                             scorer_id="s", scorer_version="1", step="analyze")
+        asked = JudgeRequest(
+            prompt=f"Judge ({schema.__name__}).",
+            instructions=None,
+            schema=schema,
+            scorer_id="s",
+            scorer_version="1",
+            step="analyze",
+        )
         response = await judge.complete(asked)
         assert response.repairs == 0, schema.__name__
     assert server.count == 4
@@ -126,32 +190,53 @@ async def test_null_optional_strings_and_enum_case_are_read(server: JudgeServer)
 
 async def test_repairs_are_counted_in_the_row_and_the_metric(server: JudgeServer) -> None:
     server.script("Claims", Reply(content='{"claims": ["a",'), json_reply({"claims": ["a"]}))
-    judge = LiteLLMJudge(JudgeConfig(model="openai/gpt-4o-mini", api_base=server.base_url,
-                                     timeout=5, cache=False))
+    judge = LiteLLMJudge(
+        JudgeConfig(model="openai/gpt-4o-mini", api_base=server.base_url, timeout=5, cache=False)
+    )
     response = await judge.complete(request())
     assert response.repairs == 1 and server.count == 2
-    before = metrics.REGISTRY.get_sample_value("tracescore_judge_repairs_total",
-                                               {"model": "repair-test"}) or 0
+    before = (
+        metrics.REGISTRY.get_sample_value(
+            "tracescore_judge_repairs_total", {"model": "repair-test"}
+        )
+        or 0
+    )
     metrics.judge_call("repair-test", 1, 1, 0.0, 0.1, repairs=response.repairs)
-    assert metrics.REGISTRY.get_sample_value("tracescore_judge_repairs_total",
-                                             {"model": "repair-test"}) == before + 1
+    assert (
+        metrics.REGISTRY.get_sample_value(
+            "tracescore_judge_repairs_total", {"model": "repair-test"}
+        )
+        == before + 1
+    )
 
 
 # --- 4: a failed reason keeps the score; failed calls are paid for ----------------------------
 
+
 async def test_a_failed_reason_step_keeps_the_finished_score(server: JudgeServer) -> None:
     """Issue 32 (4): toxicity computed its score, the reason call failed, and the result was
     ``status=error, score=None``."""
-    server.script("ToxicityVerdicts", json_reply({"verdicts": [{"verdict": "yes", "reason": "rude"}]}))
+    server.script(
+        "ToxicityVerdicts", json_reply({"verdicts": [{"verdict": "yes", "reason": "rude"}]})
+    )
     server.default = error_reply(500, message="reason model down")
-    judge = LiteLLMJudge(JudgeConfig(model="openai/gpt-4o-mini", api_base=server.base_url,
-                                     timeout=5, cache=False, max_retries=0))
+    judge = LiteLLMJudge(
+        JudgeConfig(
+            model="openai/gpt-4o-mini",
+            api_base=server.base_url,
+            timeout=5,
+            cache=False,
+            max_retries=0,
+        )
+    )
     result = await create_toxicity_scorer(model=judge).run(RUDE_RUN)
     assert result.status == "ok" and result.score == 1.0 and result.error is None
     assert result.reason is not None
     assert result.reason.startswith("the reason could not be generated: judge openai/gpt-4o-mini")
     reason_step = result.steps[-1]
-    assert reason_step.name == "generate_reason" and "reason model down" in (reason_step.error or "")
+    assert reason_step.name == "generate_reason" and "reason model down" in (
+        reason_step.error or ""
+    )
     assert [call.step for call in result.judge_calls] == ["analyze", "generate_reason"]
     assert result.judge_calls[-1].error is not None
 
@@ -160,8 +245,9 @@ async def test_a_failed_judge_call_counts_its_tokens_and_cost(server: JudgeServe
     """Issue 32 (4): a call whose answer stayed invalid after its repair had paid for two
     answers; its tokens and cost were dropped from the row (and so from the caps)."""
     server.script("ToxicityVerdicts", Reply(content="I think it is fine.", usage=(1000, 100)))
-    judge = LiteLLMJudge(JudgeConfig(model="openai/gpt-4o-mini", api_base=server.base_url,
-                                     timeout=5, cache=False))
+    judge = LiteLLMJudge(
+        JudgeConfig(model="openai/gpt-4o-mini", api_base=server.base_url, timeout=5, cache=False)
+    )
     result = await create_toxicity_scorer(model=judge).run(RUDE_RUN)
     assert result.status == "error" and server.count == 2
     (call,) = result.judge_calls
@@ -180,8 +266,11 @@ RUDE_RUN = make_agent_run(
 
 WEATHER_RUN = make_agent_run(
     input_messages=[make_test_message("What's the weather in Paris?", "user", id="u1")],
-    output=[make_test_message("It is sunny in Paris. It is 21 degrees. There is no wind.",
-                              "assistant", id="a1")],
+    output=[
+        make_test_message(
+            "It is sunny in Paris. It is 21 degrees. There is no wind.", "assistant", id="a1"
+        )
+    ],
 )
 THREE_CLAIMS = {"claims": ["It is sunny in Paris.", "It is 21 degrees.", "There is no wind."]}
 ONE_VERDICT = {"verdicts": [{"verdict": "yes", "reason": "stated"}]}
@@ -189,8 +278,9 @@ THREE_VERDICTS = {"verdicts": [{"verdict": v, "reason": "r"} for v in ("yes", "y
 
 
 def scripted_judge(server: JudgeServer) -> LiteLLMJudge:
-    return LiteLLMJudge(JudgeConfig(model="openai/gpt-4o-mini", api_base=server.base_url,
-                                    timeout=5, cache=False))
+    return LiteLLMJudge(
+        JudgeConfig(model="openai/gpt-4o-mini", api_base=server.base_url, timeout=5, cache=False)
+    )
 
 
 async def test_three_claims_one_verdict_is_repaired_with_the_expected_count(
@@ -199,8 +289,9 @@ async def test_three_claims_one_verdict_is_repaired_with_the_expected_count(
     """Issue 32 (3): 3 claims and 1 "yes" verdict scored 1.0, status ok."""
     server.script("FaithfulnessClaims", json_reply(THREE_CLAIMS))
     server.script("FaithfulnessVerdicts", json_reply(ONE_VERDICT), json_reply(THREE_VERDICTS))
-    result = await create_faithfulness_scorer(model=scripted_judge(server), context=["Sunny, 21 °C."]
-                                              ).run(WEATHER_RUN)
+    result = await create_faithfulness_scorer(
+        model=scripted_judge(server), context=["Sunny, 21 °C."]
+    ).run(WEATHER_RUN)
     assert result.status == "ok" and result.score == 0.67
     repair = server.requests[2]["messages"][-1]["content"]
     assert "1 verdict for 3 claims: give exactly 3" in repair
@@ -210,8 +301,9 @@ async def test_three_claims_one_verdict_is_repaired_with_the_expected_count(
 async def test_three_claims_one_verdict_twice_is_an_error_naming_why(server: JudgeServer) -> None:
     server.script("FaithfulnessClaims", json_reply(THREE_CLAIMS))
     server.script("FaithfulnessVerdicts", json_reply(ONE_VERDICT))
-    result = await create_faithfulness_scorer(model=scripted_judge(server), context=["Sunny."]
-                                              ).run(WEATHER_RUN)
+    result = await create_faithfulness_scorer(model=scripted_judge(server), context=["Sunny."]).run(
+        WEATHER_RUN
+    )
     assert result.status == "error" and result.score is None and result.failed_step == "analyze"
     assert "it has 1 verdict for 3 claims" in (result.error or "")
     assert "also after one repair attempt" in (result.error or "")
@@ -219,40 +311,102 @@ async def test_three_claims_one_verdict_twice_is_an_error_naming_why(server: Jud
 
 TOOL_RUN = make_agent_run(
     input_messages=[make_test_message("What's the weather in Paris?", "user", id="u1")],
-    output=[make_test_message("Sunny.", "assistant", id="a1", tool_invocations=[
-        make_tool_invocation(tool_call_id="t1", tool_name="get_weather", args={"city": "Paris"},
-                             result={"forecast": "sunny"}),
-        make_tool_invocation(tool_call_id="t2", tool_name="get_weather", args={"city": "Lyon"},
-                             result={"forecast": "rain"}),
-    ])],
+    output=[
+        make_test_message(
+            "Sunny.",
+            "assistant",
+            id="a1",
+            tool_invocations=[
+                make_tool_invocation(
+                    tool_call_id="t1",
+                    tool_name="get_weather",
+                    args={"city": "Paris"},
+                    result={"forecast": "sunny"},
+                ),
+                make_tool_invocation(
+                    tool_call_id="t2",
+                    tool_name="get_weather",
+                    args={"city": "Lyon"},
+                    result={"forecast": "rain"},
+                ),
+            ],
+        )
+    ],
 )
 
 # scorer, options, run, answers to the earlier steps, (schema, an answer with the wrong count)
 COUNT_CASES: dict[str, tuple[Any, dict[str, Any], Any, dict[str, Any], tuple[str, Any]]] = {
-    "hallucination": (create_hallucination_scorer, {"context": ["Sunny."]}, WEATHER_RUN,
-                      {"HallucinationClaims": THREE_CLAIMS}, ("HallucinationVerdicts", ONE_VERDICT)),
-    "answer-relevancy": (create_answer_relevancy_scorer, {}, WEATHER_RUN,
-                         {"AnswerStatements": {"statements": ["a", "b"]}},
-                         ("RelevancyResults", {"results": [{"result": "yes"}]})),
-    "bias": (create_bias_scorer, {}, WEATHER_RUN, {"BiasOpinions": {"opinions": ["a", "b"]}},
-             ("BiasResults", {"results": [{"result": "no"}]})),
-    "context-precision": (create_context_precision_scorer, {"context": ["a", "b", "c"]},
-                          WEATHER_RUN, {},
-                          ("PrecisionVerdicts", {"verdicts": [{"context_index": 0, "verdict": "yes"},
-                                                              {"context_index": 0, "verdict": "yes"},
-                                                              {"context_index": 1, "verdict": "no"}]})),
-    "context-relevance": (create_context_relevance_scorer, {"context": ["a", "b"]}, WEATHER_RUN, {},
-                          ("RelevanceEvaluations", {"evaluations": [
-                              {"context_index": 0, "relevanceLevel": "high", "wasUsed": True}]})),
-    "tool-call-accuracy": (create_tool_call_accuracy_scorer_llm, {}, TOOL_RUN, {},
-                           ("ToolEvaluations", {"evaluations": [
-                               {"toolCalled": "get_weather", "wasAppropriate": True}]})),
-    "answer-similarity": (create_answer_similarity_scorer, {}, {**WEATHER_RUN, "groundTruth": "x"},
-                          {"SemanticUnits": {"outputUnits": ["a"], "groundTruthUnits": ["a", "b"]}},
-                          ("SimilarityAnalysis", {"matches": [
-                              {"groundTruthUnit": "a", "matchType": "exact"}]})),
-    "prompt-alignment": (create_prompt_alignment_scorer, {"instructions": ["Be brief.", "Be kind."]},
-                         WEATHER_RUN, {}, ("InstructionVerdicts", {"verdicts": [{"verdict": "yes"}]})),
+    "hallucination": (
+        create_hallucination_scorer,
+        {"context": ["Sunny."]},
+        WEATHER_RUN,
+        {"HallucinationClaims": THREE_CLAIMS},
+        ("HallucinationVerdicts", ONE_VERDICT),
+    ),
+    "answer-relevancy": (
+        create_answer_relevancy_scorer,
+        {},
+        WEATHER_RUN,
+        {"AnswerStatements": {"statements": ["a", "b"]}},
+        ("RelevancyResults", {"results": [{"result": "yes"}]}),
+    ),
+    "bias": (
+        create_bias_scorer,
+        {},
+        WEATHER_RUN,
+        {"BiasOpinions": {"opinions": ["a", "b"]}},
+        ("BiasResults", {"results": [{"result": "no"}]}),
+    ),
+    "context-precision": (
+        create_context_precision_scorer,
+        {"context": ["a", "b", "c"]},
+        WEATHER_RUN,
+        {},
+        (
+            "PrecisionVerdicts",
+            {
+                "verdicts": [
+                    {"context_index": 0, "verdict": "yes"},
+                    {"context_index": 0, "verdict": "yes"},
+                    {"context_index": 1, "verdict": "no"},
+                ]
+            },
+        ),
+    ),
+    "context-relevance": (
+        create_context_relevance_scorer,
+        {"context": ["a", "b"]},
+        WEATHER_RUN,
+        {},
+        (
+            "RelevanceEvaluations",
+            {"evaluations": [{"context_index": 0, "relevanceLevel": "high", "wasUsed": True}]},
+        ),
+    ),
+    "tool-call-accuracy": (
+        create_tool_call_accuracy_scorer_llm,
+        {},
+        TOOL_RUN,
+        {},
+        (
+            "ToolEvaluations",
+            {"evaluations": [{"toolCalled": "get_weather", "wasAppropriate": True}]},
+        ),
+    ),
+    "answer-similarity": (
+        create_answer_similarity_scorer,
+        {},
+        {**WEATHER_RUN, "groundTruth": "x"},
+        {"SemanticUnits": {"outputUnits": ["a"], "groundTruthUnits": ["a", "b"]}},
+        ("SimilarityAnalysis", {"matches": [{"groundTruthUnit": "a", "matchType": "exact"}]}),
+    ),
+    "prompt-alignment": (
+        create_prompt_alignment_scorer,
+        {"instructions": ["Be brief.", "Be kind."]},
+        WEATHER_RUN,
+        {},
+        ("InstructionVerdicts", {"verdicts": [{"verdict": "yes"}]}),
+    ),
 }
 
 
@@ -272,12 +426,26 @@ async def test_every_scorer_refuses_a_wrong_verdict_count_after_one_repair(
 
 
 async def test_conversation_scorers_ask_for_the_missing_turn_once(server: JudgeServer) -> None:
-    conversation = Conversation(id="c", turns=[
-        Turn(trace_id=f"t{n}", span_id=f"s{n}", user=f"question {n}", answer=f"answer {n}",
-             start_time=datetime(2026, 1, 1, 9, n, tzinfo=UTC)) for n in (1, 2)])
-    server.script("TurnRelevancyVerdicts",
-                  json_reply({"verdicts": [{"turn": 1, "verdict": "yes"}]}),
-                  json_reply({"verdicts": [{"turn": 1, "verdict": "yes"}, {"turn": 2, "verdict": "no"}]}))
-    result = await create_conversation_relevancy_scorer(model=scripted_judge(server)).run(conversation)
+    conversation = Conversation(
+        id="c",
+        turns=[
+            Turn(
+                trace_id=f"t{n}",
+                span_id=f"s{n}",
+                user=f"question {n}",
+                answer=f"answer {n}",
+                start_time=datetime(2026, 1, 1, 9, n, tzinfo=UTC),
+            )
+            for n in (1, 2)
+        ],
+    )
+    server.script(
+        "TurnRelevancyVerdicts",
+        json_reply({"verdicts": [{"turn": 1, "verdict": "yes"}]}),
+        json_reply({"verdicts": [{"turn": 1, "verdict": "yes"}, {"turn": 2, "verdict": "no"}]}),
+    )
+    result = await create_conversation_relevancy_scorer(model=scripted_judge(server)).run(
+        conversation
+    )
     assert result.status == "ok" and result.score == 0.5
     assert "no verdict for turn 2" in server.requests[1]["messages"][-1]["content"]

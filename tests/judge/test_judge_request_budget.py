@@ -36,7 +36,13 @@ SYSTEM = "You are AuditBot. Answer from the audit log only."
 RESULT = {"order": 88417, "shipped": "3 March", "by": "rail"}
 TRUTH = "Order 88417 shipped on 3 March."
 
-DIMENSIONS = ("content_accuracy", "completeness", "relevance", "consistency", "hallucination_resistance")
+DIMENSIONS = (
+    "content_accuracy",
+    "completeness",
+    "relevance",
+    "consistency",
+    "hallucination_resistance",
+)
 ALIGNMENT = {
     "intentAlignment": {"score": 1, "isAddressed": True},
     "requirementsFulfillment": {"requirements": [], "overallScore": 1},
@@ -47,18 +53,23 @@ REPLIES: dict[str, dict[str, Any]] = {
     "AnswerStatements": {"statements": ["s"]},
     "RelevancyResults": {"results": [{"result": "yes", "reason": "r"}]},
     "SemanticUnits": {"outputUnits": ["a"], "groundTruthUnits": ["b"]},
-    "SimilarityAnalysis": {"matches": [{"groundTruthUnit": "b", "outputUnit": "a", "matchType": "exact"}]},
+    "SimilarityAnalysis": {
+        "matches": [{"groundTruthUnit": "b", "outputUnit": "a", "matchType": "exact"}]
+    },
     "BiasOpinions": {"opinions": ["o"]},
     "BiasResults": {"results": [{"result": "no", "reason": "r"}]},
     "PrecisionVerdicts": {"verdicts": [{"context_index": 0, "verdict": "yes"}]},
-    "RelevanceEvaluations": {"evaluations": [
-        {"context_index": 0, "relevanceLevel": "high", "wasUsed": True}]},
+    "RelevanceEvaluations": {
+        "evaluations": [{"context_index": 0, "relevanceLevel": "high", "wasUsed": True}]
+    },
     "FaithfulnessClaims": {"claims": ["c"]},
     "FaithfulnessVerdicts": {"verdicts": [{"verdict": "yes"}]},
     "HallucinationClaims": {"claims": ["c"]},
     "HallucinationVerdicts": {"verdicts": [{"statement": "c", "verdict": "no"}]},
-    "NoiseAnalysis": {"dimensions": [{"dimension": d, "impactLevel": "none"} for d in DIMENSIONS],
-                      "robustnessScore": 1.0},
+    "NoiseAnalysis": {
+        "dimensions": [{"dimension": d, "impactLevel": "none"} for d in DIMENSIONS],
+        "robustnessScore": 1.0,
+    },
     "BothAlignmentAnalysis": {"userAlignment": ALIGNMENT, "systemAlignment": ALIGNMENT},
     "ToolEvaluations": {"evaluations": [{"toolCalled": "fetch_audit_log", "wasAppropriate": True}]},
     "ToxicityVerdicts": {"verdicts": [{"verdict": "no"}]},
@@ -92,17 +103,36 @@ def server() -> Iterator[JudgeServer]:
 
 
 def judge_on(server: JudgeServer, **settings: Any) -> LiteLLMJudge:
-    return LiteLLMJudge(JudgeConfig(model="openai/gpt-4o-mini", api_base=server.base_url,
-                                    timeout=60, cache=False, **settings))
+    return LiteLLMJudge(
+        JudgeConfig(
+            model="openai/gpt-4o-mini",
+            api_base=server.base_url,
+            timeout=60,
+            cache=False,
+            **settings,
+        )
+    )
 
 
 def run_with(**long: str) -> dict[str, Any]:
     return make_agent_run(
         system_messages=[{"role": "system", "content": long.get("system", SYSTEM)}],
         input_messages=[make_test_message(long.get("user", USER), "user", id="u1")],
-        output=[make_test_message(long.get("answer", ANSWER), "assistant", id="a1", tool_invocations=[
-            make_tool_invocation(tool_call_id="c1", tool_name="fetch_audit_log", args={"order": 88417},
-                                 result=long.get("tool result", RESULT))])],
+        output=[
+            make_test_message(
+                long.get("answer", ANSWER),
+                "assistant",
+                id="a1",
+                tool_invocations=[
+                    make_tool_invocation(
+                        tool_call_id="c1",
+                        tool_name="fetch_audit_log",
+                        args={"order": 88417},
+                        result=long.get("tool result", RESULT),
+                    )
+                ],
+            )
+        ],
         ground_truth=long.get("ground truth", TRUTH),
     )
 
@@ -134,7 +164,8 @@ async def test_every_request_fits_the_budget_whatever_part_of_the_run_is_long(
     value = filler(LONG, list(SHOWN).index(part))
     first = len(server.requests)
     scored = await example_scorer(name, model=judge_on(server, max_input_tokens=BUDGET)).run(
-        run_with(**{part: value}))
+        run_with(**{part: value})
+    )
     assert scored.status == "ok", scored.error
     sent = server.requests[first:]
     assert sent and all(request_tokens(body) <= BUDGET for body in sent)
@@ -148,8 +179,11 @@ async def test_every_conversation_request_fits_the_budget_with_a_long_message(
     server: JudgeServer, name: str, side: str
 ) -> None:
     value = filler(LONG, 11)
-    exchanges = [("Hi, I'm Ada.", "Hello Ada!"), ("Where is the museum?", "On the river bank."),
-                 ("What is my name?", "Ada.")]
+    exchanges = [
+        ("Hi, I'm Ada.", "Hello Ada!"),
+        ("Where is the museum?", "On the river bank."),
+        ("What is my name?", "Ada."),
+    ]
     exchanges[1] = (value, exchanges[1][1]) if side == "user" else (exchanges[1][0], value)
     first = len(server.requests)
     scorer = example_scorer(name, model=judge_on(server, max_input_tokens=BUDGET))
@@ -157,7 +191,11 @@ async def test_every_conversation_request_fits_the_budget_with_a_long_message(
     assert scored.status == "ok", scored.error
     sent = server.requests[first:]
     assert sent and all(request_tokens(body) <= BUDGET for body in sent)
-    transcripts = [body["messages"][-1]["content"] for body in sent if "Turn 2" in body["messages"][-1]["content"]]
+    transcripts = [
+        body["messages"][-1]["content"]
+        for body in sent
+        if "Turn 2" in body["messages"][-1]["content"]
+    ]
     assert transcripts
     assert_cut_with_marker(transcripts, value)
     for prompt in transcripts:  # the short messages around it are whole
@@ -166,28 +204,44 @@ async def test_every_conversation_request_fits_the_budget_with_a_long_message(
 
 
 @pytest.mark.parametrize("name", ["prompt-alignment", "tool-call-accuracy-llm"])
-async def test_a_tool_result_that_fits_is_shown_whole_in_the_trajectory(server: JudgeServer, name: str) -> None:
+async def test_a_tool_result_that_fits_is_shown_whole_in_the_trajectory(
+    server: JudgeServer, name: str
+) -> None:
     """Before: cut at 4,000 characters whatever the judge's window."""
     result = filler(10_000, 12)
     first = len(server.requests)
-    scored = await example_scorer(name, model=judge_on(server)).run(run_with(**{"tool result": result}))
+    scored = await example_scorer(name, model=judge_on(server)).run(
+        run_with(**{"tool result": result})
+    )
     assert scored.status == "ok", scored.error
-    steps = [body["messages"][-1]["content"] for body in server.requests[first:]
-             if "<agent_steps>" in body["messages"][-1]["content"]]
-    assert steps and all(indented(result) in prompt and "characters cut" not in prompt for prompt in steps)
+    steps = [
+        body["messages"][-1]["content"]
+        for body in server.requests[first:]
+        if "<agent_steps>" in body["messages"][-1]["content"]
+    ]
+    assert steps and all(
+        indented(result) in prompt and "characters cut" not in prompt for prompt in steps
+    )
 
 
 @pytest.mark.parametrize("name", judge_scorer_names(conversation=True))
 async def test_a_long_message_that_fits_is_shown_whole(server: JudgeServer, name: str) -> None:
     """Before: every message was cut at 2,000 characters."""
     message = filler(6_000, 13)
-    chat = conversation(("Hi, I'm Ada.", "Hello Ada!"), (message, "Noted."), ("What is my name?", "Ada."))
+    chat = conversation(
+        ("Hi, I'm Ada.", "Hello Ada!"), (message, "Noted."), ("What is my name?", "Ada.")
+    )
     first = len(server.requests)
     scored = await example_scorer(name, model=judge_on(server)).run(chat)
     assert scored.status == "ok", scored.error
-    transcripts = [body["messages"][-1]["content"] for body in server.requests[first:]
-                   if "Turn 2" in body["messages"][-1]["content"]]
-    assert transcripts and all(indented(message) in p and "characters cut" not in p for p in transcripts)
+    transcripts = [
+        body["messages"][-1]["content"]
+        for body in server.requests[first:]
+        if "Turn 2" in body["messages"][-1]["content"]
+    ]
+    assert transcripts and all(
+        indented(message) in p and "characters cut" not in p for p in transcripts
+    )
 
 
 def test_the_room_is_shared_fairly_and_small_values_are_never_cut() -> None:
@@ -196,27 +250,43 @@ def test_the_room_is_shared_fairly_and_small_values_are_never_cut() -> None:
     assert fair_share([300, 50_000, 90_000], 10_300) == 5_000 - 32
     assert fair_share([300, 400], 10_000) == 400  # everything fits
     small, long_a, long_b = "s" * 300, "a " * 25_000, "b " * 45_000
-    prompt = joined("\n", [Material("<x>", Value(small), "</x>"), Material("<y>", Value(long_a), "</y>"),
-                           Material("<z>", Value(long_b), "</z>")])
+    prompt = joined(
+        "\n",
+        [
+            Material("<x>", Value(small), "</x>"),
+            Material("<y>", Value(long_a), "</y>"),
+            Material("<z>", Value(long_b), "</z>"),
+        ],
+    )
     shown = fit_prompt(prompt, 10_000, Budget())
     assert len(shown.encode()) <= 10_000
     assert f"<x>{small}</x>" in shown
     kept = [int(m.group(1).replace(",", "")) for m in re.finditer(r"cut: ([\d,]+)-", shown)]
     assert len(kept) == 2 and abs(kept[0] - kept[1]) < 200
-    assert fit_prompt(joined("\n", [Material(Value(small)), "task"]), 10_000, Budget()) == f"{small}\ntask"
+    assert (
+        fit_prompt(joined("\n", [Material(Value(small)), "task"]), 10_000, Budget())
+        == f"{small}\ntask"
+    )
 
 
 async def test_a_list_the_judge_answers_item_by_item_is_never_cut() -> None:
     """Beside a 700,000-character answer in a 5,000-token budget, the 40 statements to judge are
     all shown (cutting them would leave the judge unable to give one result per statement)."""
-    statements = [f"Statement {n}: the parcel was weighed, labelled, photographed, sealed and scanned at depot {n} before noon on Tuesday by the second shift." for n in range(40)]
+    statements = [
+        f"Statement {n}: the parcel was weighed, labelled, photographed, sealed and scanned at depot {n} before noon on Tuesday by the second shift."
+        for n in range(40)
+    ]
     with JudgeServer() as running:
         running.script("AnswerStatements", json_reply({"statements": statements}))
         running.script("RelevancyResults", json_reply({"results": [{"result": "yes"}] * 40}))
         scorer = example_scorer("answer-relevancy", model=judge_on(running, max_input_tokens=5_000))
         scored = await scorer.run(run_with(answer=filler(LONG, 14)))
         assert scored.status == "ok" and scored.score == 1.0, scored.error
-        (results,) = [body for body in running.requests if "RelevancyResults" in str(body.get("response_format"))]
+        (results,) = [
+            body
+            for body in running.requests
+            if "RelevancyResults" in str(body.get("response_format"))
+        ]
     prompt = results["messages"][-1]["content"]
     assert request_tokens(results) <= 5_000 and MARKER.search(prompt)
     assert all(f"[{n}] {statement}\n" in prompt for n, statement in enumerate(statements))

@@ -32,17 +32,41 @@ WITHOUT_LITELLM = (
 
 def test_a_judge_without_litellm_is_refused_at_start_naming_the_extra(tmp_path: Path) -> None:
     (tmp_path / "judge.yaml").write_text(JUDGE_CONFIG)
-    for command in (["config", "check", "judge.yaml"],
-                    ["serve", "--config", "judge.yaml", "--db", f"sqlite:///{tmp_path / 'x.db'}",
-                     "--http-port", str(free_port()), "--grpc-port", str(free_port())],
-                    ["score", str(CAPTURES / "strands"),
-                     "--scorer", "faithfulness", "--judge", "openai/gpt-4o-mini"]):  # fmt: skip
-        result = subprocess.run([sys.executable, "-c", WITHOUT_LITELLM, *command],
-                                cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    for command in (
+        ["config", "check", "judge.yaml"],
+        [
+            "serve",
+            "--config",
+            "judge.yaml",
+            "--db",
+            f"sqlite:///{tmp_path / 'x.db'}",
+            "--http-port",
+            str(free_port()),
+            "--grpc-port",
+            str(free_port()),
+        ],
+        [
+            "score",
+            str(CAPTURES / "strands"),
+            "--scorer",
+            "faithfulness",
+            "--judge",
+            "openai/gpt-4o-mini",
+        ],
+    ):
+        result = subprocess.run(
+            [sys.executable, "-c", WITHOUT_LITELLM, *command],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert result.returncode == 2, (command, result.stderr)
         assert "Traceback" not in result.stderr and "╭" not in result.stderr
-        assert ("scorer 'faithfulness' asks an LLM judge, and litellm, which judges call through, "
-                "is not installed: pip install 'tracescore[judges]'") in result.stderr
+        assert (
+            "scorer 'faithfulness' asks an LLM judge, and litellm, which judges call through, "
+            "is not installed: pip install 'tracescore[judges]'"
+        ) in result.stderr
     assert not (tmp_path / "x.db").exists()
 
 
@@ -52,13 +76,32 @@ def test_the_default_collector_scores_without_litellm(tmp_path: Path) -> None:
     blocker = tmp_path / "blocker" / "litellm"
     blocker.mkdir(parents=True)
     (blocker / "__init__.py").write_text("raise ImportError('litellm is not installed')\n")
-    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(blocker.parent), os.environ.get("PYTHONPATH")]))}
+    env = {
+        "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(blocker.parent), os.environ.get("PYTHONPATH")])
+        )
+    }
     with start_server(tmp_path / "server", idle_timeout=0.3, env=env) as server:
         demo = subprocess.run(
-            [sys.executable, "-m", "tracescore.cli", "demo", "--endpoint", server.base_url,
-             "--rate", "10/s", "--duration", "1.5", "--seed", "3"],
-            capture_output=True, text=True, timeout=60, env={**os.environ, **env},
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "tracescore.cli",
+                "demo",
+                "--endpoint",
+                server.base_url,
+                "--rate",
+                "10/s",
+                "--duration",
+                "1.5",
+                "--seed",
+                "3",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, **env},
+        )
         assert demo.returncode == 0, demo.stderr
         sent = int(demo.stderr.strip().rsplit("sent ", 1)[1].split()[0])
         rows = wait_for_scores(server.db_url, sent * len(DEFAULT_SCORERS), timeout=60.0)

@@ -33,8 +33,13 @@ def test_silences_api_behind_the_key(db_url: str) -> None:
             client = httpx.Client(base_url=base_url, timeout=30)
             path = "/api/v1/alerts/silences"
             auth = {"Authorization": f"Bearer {KEY}"}
-            asked = {"rule": "r", "segment": {"agent": "weather-bot"}, "duration": "4h",
-                     "note": "deploy in progress", "author": "ana"}  # fmt: skip
+            asked = {
+                "rule": "r",
+                "segment": {"agent": "weather-bot"},
+                "duration": "4h",
+                "note": "deploy in progress",
+                "author": "ana",
+            }
             assert client.post(path, json=asked).status_code == 401
             assert client.get(path).status_code == 401
             made = client.post(path, json=asked, headers=auth)
@@ -46,10 +51,16 @@ def test_silences_api_behind_the_key(db_url: str) -> None:
                 silence["created_at"]
             )
             assert lasts == timedelta(hours=4)
-            ack = client.post(path, json={"rule": "r", "kind": "ack", "duration": 3600}, headers=auth)
+            ack = client.post(
+                path, json={"rule": "r", "kind": "ack", "duration": 3600}, headers=auth
+            )
             assert ack.status_code == 201 and ack.json()["segment"] is None
-            for bad in ({**asked, "duration": "31d"}, {**asked, "duration": "soon"},
-                        {**asked, "kind": "mute"}, {**asked, "rule": ""}):  # fmt: skip
+            for bad in (
+                {**asked, "duration": "31d"},
+                {**asked, "duration": "soon"},
+                {**asked, "kind": "mute"},
+                {**asked, "rule": ""},
+            ):
                 refused = client.post(path, json=bad, headers=auth)
                 assert refused.status_code == 422, bad
                 assert refused.headers["content-type"] == "application/problem+json"
@@ -64,7 +75,9 @@ def test_silences_api_behind_the_key(db_url: str) -> None:
             gone = client.delete(f"{path}/{silence['id']}", headers=auth)
             assert gone.status_code == 404
             assert gone.json()["detail"] == f"no silence {silence['id']}"
-            assert [item["kind"] for item in client.get(path, headers=auth).json()["items"]] == ["ack"]
+            assert [item["kind"] for item in client.get(path, headers=auth).json()["items"]] == [
+                "ack"
+            ]
             legacy = client.get("/api/alerts/silences", headers=auth)
             assert legacy.status_code == 200, legacy.text
             assert [item["id"] for item in legacy.json()["items"]] == [ack.json()["id"]]
@@ -78,8 +91,14 @@ def test_silenced_notifications_stay_in_history_and_resume_after_expiry(db_url: 
     The second dips after the silence expired: it is notified as usual."""
     store = open_store(db_url)
     dips = [Drop(T, 0.3, T + WINDOW), Drop(T + 4 * WINDOW, 0.3, T + 5 * WINDOW)]
-    rows = stream(random.Random(3), T - timedelta(hours=6), T + 7 * WINDOW, per_minute=4,
-                  agents=["support", "sales"], drops={"sales": dips})  # fmt: skip
+    rows = stream(
+        random.Random(3),
+        T - timedelta(hours=6),
+        T + 7 * WINDOW,
+        per_minute=4,
+        agents=["support", "sales"],
+        drops={"sales": dips},
+    )
     try:
         insert_rows(store.engine, rows)
         with webhook_receiver() as hook:
@@ -87,8 +106,13 @@ def test_silenced_notifications_stay_in_history_and_resume_after_expiry(db_url: 
             evaluator = AlertEvaluator(
                 store.engine, alerts_config(hook.url, regression_rule(cooldown="1s")), clock=clock
             )
-            asked = SilenceIn(rule=rule_name(), segment={"agent": "sales"}, duration="30m",
-                              note="known dip", author="ana")  # fmt: skip
+            asked = SilenceIn(
+                rule=rule_name(),
+                segment={"agent": "sales"},
+                duration="30m",
+                note="known dip",
+                author="ana",
+            )
             add_silence(store.engine, asked, T.timestamp())
             firing = []
             for step in range(1, 7):
@@ -104,9 +128,11 @@ def test_silenced_notifications_stay_in_history_and_resume_after_expiry(db_url: 
     assert firing == [["sales"], [], [], [], ["sales"], []]
     # Under the silence (T .. T+30m): recorded, sent nowhere, saying which silence held it.
     assert [(e.status, e.at) for e in history] == [
-        ("firing", (T + WINDOW).timestamp()), ("resolved", (T + 2 * WINDOW).timestamp()),
-        ("firing", (T + 5 * WINDOW).timestamp()), ("resolved", (T + 6 * WINDOW).timestamp()),
-    ]  # fmt: skip
+        ("firing", (T + WINDOW).timestamp()),
+        ("resolved", (T + 2 * WINDOW).timestamp()),
+        ("firing", (T + 5 * WINDOW).timestamp()),
+        ("resolved", (T + 6 * WINDOW).timestamp()),
+    ]
     for event in history[:2]:
         assert not event.pending and event.pending_channels == [] and event.attempts == 0
         assert event.payload["silenced"]["note"] == "known dip"
@@ -114,7 +140,8 @@ def test_silenced_notifications_stay_in_history_and_resume_after_expiry(db_url: 
         assert delivery(dict(event._mapping)) == ("silenced", "silenced until 2026-05-04 12:30 UTC")
     # After it expired: notified.
     assert received == [
-        ("firing", (T + 5 * WINDOW).isoformat()), ("resolved", (T + 6 * WINDOW).isoformat())
+        ("firing", (T + 5 * WINDOW).isoformat()),
+        ("resolved", (T + 6 * WINDOW).isoformat()),
     ]
     assert all("silenced" not in event.payload for event in history[2:])
 
@@ -123,10 +150,14 @@ def test_an_acknowledgement_does_not_silence_and_a_silence_covers_only_its_segme
     sqlite_url: str,
 ) -> None:
     store = open_store(sqlite_url)
-    rows = stream(random.Random(1), T - timedelta(hours=6), T + 2 * WINDOW, per_minute=4,
-                  agents=["support", "sales"],
-                  drops={"sales": [Drop(T, 0.3, T + 2 * WINDOW)],
-                         "support": [Drop(T, 0.3, T + 2 * WINDOW)]})  # fmt: skip
+    rows = stream(
+        random.Random(1),
+        T - timedelta(hours=6),
+        T + 2 * WINDOW,
+        per_minute=4,
+        agents=["support", "sales"],
+        drops={"sales": [Drop(T, 0.3, T + 2 * WINDOW)], "support": [Drop(T, 0.3, T + 2 * WINDOW)]},
+    )
     try:
         insert_rows(store.engine, rows)
         with webhook_receiver() as hook:

@@ -46,9 +46,13 @@ def hook() -> Iterator[WebhookReceiver]:
 def _incident_stream(seed: int = 1) -> Iterator[dict[str, Any]]:
     """Six hours of stable scores for two agents; ``sales`` drops by 0.15 for three windows from T."""
     return stream(
-        random.Random(seed), T - timedelta(hours=6), T + timedelta(hours=1), per_minute=4,
-        agents=["support", "sales"], drops={"sales": [Drop(T, 0.15, T + 3 * WINDOW)]},
-    )  # fmt: skip
+        random.Random(seed),
+        T - timedelta(hours=6),
+        T + timedelta(hours=1),
+        per_minute=4,
+        agents=["support", "sales"],
+        drops={"sales": [Drop(T, 0.15, T + 3 * WINDOW)]},
+    )
 
 
 def test_drop_fires_within_one_interval_names_segment_and_resolves(
@@ -59,9 +63,11 @@ def test_drop_fires_within_one_interval_names_segment_and_resolves(
         insert_rows(store.engine, _incident_stream())
         clock = Clock(T)
         evaluator = AlertEvaluator(
-            store.engine, alerts_config(hook.url, regression_rule()),
-            MonitorConfig(evaluation_interval=WINDOW.total_seconds()), clock=clock,
-        )  # fmt: skip
+            store.engine,
+            alerts_config(hook.url, regression_rule()),
+            MonitorConfig(evaluation_interval=WINDOW.total_seconds()),
+            clock=clock,
+        )
         firing_at = {}
         for step in range(6):  # T, T+15m, ..., T+75m: one evaluation per interval
             clock.now = T + step * WINDOW
@@ -212,10 +218,18 @@ def test_cooldown_holds_back_flapping_and_notifies_once_it_is_over(
     resolution); C starts firing 50 min after A's firing (held back) and is notified 10 min
     later, once the hour is over, then resolved.
     """
-    dips = [Drop(T, 0.3, T + WINDOW), Drop(T + 2 * WINDOW, 0.3, T + 3 * WINDOW),
-            Drop(T + 5 * WINDOW, 0.3, T + 12 * WINDOW)]  # fmt: skip
-    rows = stream(random.Random(3), T - timedelta(hours=6), T + 13 * WINDOW, per_minute=4,
-                  drops={"support": dips})  # fmt: skip
+    dips = [
+        Drop(T, 0.3, T + WINDOW),
+        Drop(T + 2 * WINDOW, 0.3, T + 3 * WINDOW),
+        Drop(T + 5 * WINDOW, 0.3, T + 12 * WINDOW),
+    ]
+    rows = stream(
+        random.Random(3),
+        T - timedelta(hours=6),
+        T + 13 * WINDOW,
+        per_minute=4,
+        drops={"support": dips},
+    )
     insert_rows(store.engine, rows)
     clock = Clock(T)
     evaluator = AlertEvaluator(
@@ -241,8 +255,14 @@ def test_failed_delivery_is_retried_next_round(store: SpanStore, hook: WebhookRe
     insert_rows(store.engine, _incident_stream())
     hook.fail_next = 1
     clock = Clock(T + WINDOW)
-    floor = {"name": "sales-floor", "type": "threshold", "scorer": "answer-relevancy",
-             "agent": "sales", "below": 0.7, "window": "10m"}  # fmt: skip
+    floor = {
+        "name": "sales-floor",
+        "type": "threshold",
+        "scorer": "answer-relevancy",
+        "agent": "sales",
+        "below": 0.7,
+        "window": "10m",
+    }
     evaluator = AlertEvaluator(
         store.engine, alerts_config(hook.url, regression_rule(), floor), clock=clock
     )
@@ -305,12 +325,31 @@ def test_threshold_percentile_and_error_rate_rules(store: SpanStore, hook: Webho
     insert_rows(store.engine, rows)
     config = alerts_config(
         hook.url,
-        {"name": "p10-floor", "type": "threshold", "scorer": "answer-relevancy", "binding": "quality",
-         "stat": "p10", "below": 0.5, "window": "1h"},
-        {"name": "mean-floor", "type": "threshold", "scorer": "answer-relevancy", "binding": "quality",
-         "below": 0.5, "window": "1h"},
-        {"name": "judge-errors", "type": "error_rate", "binding": "judged", "above": 0.25, "window": "1h"},
-    )  # fmt: skip
+        {
+            "name": "p10-floor",
+            "type": "threshold",
+            "scorer": "answer-relevancy",
+            "binding": "quality",
+            "stat": "p10",
+            "below": 0.5,
+            "window": "1h",
+        },
+        {
+            "name": "mean-floor",
+            "type": "threshold",
+            "scorer": "answer-relevancy",
+            "binding": "quality",
+            "below": 0.5,
+            "window": "1h",
+        },
+        {
+            "name": "judge-errors",
+            "type": "error_rate",
+            "binding": "judged",
+            "above": 0.25,
+            "window": "1h",
+        },
+    )
     evaluator = AlertEvaluator(store.engine, config, clock=Clock(now))
     report = evaluator.run_once()
     evaluator.close()
@@ -328,9 +367,11 @@ def test_slack_and_log_channels(
 ) -> None:
     insert_rows(store.engine, _incident_stream())
     config = AlertsConfig.model_validate(
-        {"channels": [{"name": "slack", "type": "slack", "url": hook.url}, {"type": "log"}],
-         "rules": [regression_rule()]}
-    )  # fmt: skip
+        {
+            "channels": [{"name": "slack", "type": "slack", "url": hook.url}, {"type": "log"}],
+            "rules": [regression_rule()],
+        }
+    )
     evaluator = AlertEvaluator(store.engine, config, clock=Clock(T + WINDOW))
     with caplog.at_level(logging.INFO, logger="tracescore.alerts"):
         evaluator.run_once()

@@ -99,8 +99,14 @@ FILTERS: list[dict[str, Any]] = [
     {"service": "crm", "status": "error"},
     {"since": _iso(T0 + timedelta(hours=1)), "until": _iso(T0 + timedelta(hours=2))},
 ]
-_COLUMNS = {"scorer": "scorer_id", "binding": "binding", "status": "status", "agent": "agent",
-            "model": "model", "service": "service"}  # fmt: skip
+_COLUMNS = {
+    "scorer": "scorer_id",
+    "binding": "binding",
+    "status": "status",
+    "agent": "agent",
+    "model": "model",
+    "service": "service",
+}
 
 
 def _matches(row: dict[str, Any], params: dict[str, Any]) -> bool:
@@ -185,13 +191,19 @@ def test_summary_per_scorer_bucket_and_agent(api: httpx.Client, rows: list[dict[
 def test_summary_filters_and_validates(api: httpx.Client, rows: list[dict[str, Any]]) -> None:
     body = api.get(
         "/api/scores/summary",
-        params={"scorer": "toxicity", "model": "claude", "since": _iso(T0), "until": _iso(T0 + timedelta(hours=3)),
-                "bucket": "3h"},
-    ).json()  # fmt: skip
+        params={
+            "scorer": "toxicity",
+            "model": "claude",
+            "since": _iso(T0),
+            "until": _iso(T0 + timedelta(hours=3)),
+            "bucket": "3h",
+        },
+    ).json()
     scores = [
-        r["score"] for r in rows
+        r["score"]
+        for r in rows
         if r["scorer_id"] == "toxicity" and r["model"] == "claude" and r["status"] == "ok"
-    ]  # fmt: skip
+    ]
     assert [(s["scorer"], s["count"]) for s in body["series"]] == [("toxicity", len(scores))]
     assert body["series"][0]["mean"] == pytest.approx(np.mean(scores))
     too_many = {"since": _iso(T0), "until": _iso(T0 + timedelta(days=30)), "bucket": "1s"}
@@ -232,10 +244,16 @@ def test_percentiles_in_sql_match_python(pg_url: str) -> None:
 def test_coverage_counts_eligible_sampled_scored(api: httpx.Client, store: SpanStore) -> None:
     moment = T0 + timedelta(minutes=5)
     decisions = [
-        {"id": f"d{i}", "trace_id": f"t{i}", "span_id": "s", "binding": "quality", "sampled": i % 2 == 0,
-         "created_at": moment}
+        {
+            "id": f"d{i}",
+            "trace_id": f"t{i}",
+            "span_id": "s",
+            "binding": "quality",
+            "sampled": i % 2 == 0,
+            "created_at": moment,
+        }
         for i in range(10)
-    ]  # fmt: skip
+    ]
     scores = [
         # run t0 has two scorers under one binding: still one scored run
         score_row(moment, 0.9, trace_id="t0", span_id="s"),
@@ -252,10 +270,14 @@ def test_coverage_counts_eligible_sampled_scored(api: httpx.Client, store: SpanS
     ).json()
     (quality,) = body["bindings"]
     assert quality == {
-        "binding": "quality", "eligible": 10, "sampled": 5, "scored": 2,
+        "binding": "quality",
+        "eligible": 10,
+        "sampled": 5,
+        "scored": 2,
         "statuses": {"ok": 3, "error": 1, "skipped_budget": 1},
-        "sample_rate": 0.5, "scored_rate": 0.4,
-    }  # fmt: skip
+        "sample_rate": 0.5,
+        "scored_rate": 0.4,
+    }
     outside = api.get("/api/coverage", params={"since": _iso(T0 + timedelta(hours=1))}).json()
     assert outside["bindings"] == []
 

@@ -51,27 +51,44 @@ def test_two_served_instances_one_evaluator_metrics_and_api(tmp_path: Path, pg_u
     # Two hours of history; the last 10 minutes of agent "sales" dropped by 0.2.
     insert_rows(
         store.engine,
-        stream(random.Random(4), now - timedelta(hours=2), now, per_minute=4, agents=["support", "sales"],
-               drops={"sales": [Drop(now - timedelta(minutes=10), 0.2)]}, scorer_id="synthetic-quality"),
-    )  # fmt: skip
+        stream(
+            random.Random(4),
+            now - timedelta(hours=2),
+            now,
+            per_minute=4,
+            agents=["support", "sales"],
+            drops={"sales": [Drop(now - timedelta(minutes=10), 0.2)]},
+            scorer_id="synthetic-quality",
+        ),
+    )
     with webhook_receiver() as hook:
         config = {
             "monitor": {"evaluation_interval": 0.2, "gauge_interval": 0.2},
             "alerts": {
                 "channels": [{"name": "hook", "type": "webhook", "url": hook.url}],
-                "rules": [{"name": "quality-drop", "type": "regression", "scorer": "synthetic-quality",
-                           "window": "10m", "baseline": "1h", "segment_by": ["agent"], "min_delta": 0.1}],
+                "rules": [
+                    {
+                        "name": "quality-drop",
+                        "type": "regression",
+                        "scorer": "synthetic-quality",
+                        "window": "10m",
+                        "baseline": "1h",
+                        "segment_by": ["agent"],
+                        "min_delta": 0.1,
+                    }
+                ],
             },
-        }  # fmt: skip
+        }
         with (
             start_server(tmp_path / "a", db_url=pg_url, config=config) as first,
             start_server(tmp_path / "b", db_url=pg_url, config=config) as second,
         ):
             spans = len(decode_traces(CAPTURE.with_suffix(".pb").read_bytes(), json=False).spans)
             response = httpx.post(
-                f"{first.base_url}/v1/traces", content=CAPTURE.with_suffix(".json").read_bytes(),
+                f"{first.base_url}/v1/traces",
+                content=CAPTURE.with_suffix(".json").read_bytes(),
                 headers={"Content-Type": "application/json"},
-            )  # fmt: skip
+            )
             assert response.status_code == 200
             with grpc.insecure_channel(first.grpc_endpoint) as channel:
                 export = channel.unary_unary(
@@ -101,9 +118,15 @@ def test_two_served_instances_one_evaluator_metrics_and_api(tmp_path: Path, pg_u
             assert rounds[lead] >= 5 and rounds[1 - lead] == 0, "only the lease holder evaluates"
 
             leader.stop()  # a graceful stop releases the lease: the other instance takes over
-            _wait(lambda: _metric(
-                httpx.get(f"{follower.base_url}/metrics", timeout=30).text, "tracescore_alert_evaluations_total"
-            ) >= 3)  # fmt: skip
+            _wait(
+                lambda: (
+                    _metric(
+                        httpx.get(f"{follower.base_url}/metrics", timeout=30).text,
+                        "tracescore_alert_evaluations_total",
+                    )
+                    >= 3
+                )
+            )
             alerts = httpx.get(f"{follower.base_url}/api/alerts", timeout=30).json()
             scores = httpx.get(
                 f"{follower.base_url}/api/scores",
@@ -143,7 +166,9 @@ def test_backlog_gauges_follow_trace_states(sqlite_url: str) -> None:
         assert metrics.REGISTRY.get_sample_value("tracescore_queue_depth") == 0
         ready_before = metrics.REGISTRY.get_sample_value("tracescore_traces_ready_total")
         assert store.queue.promote(now=time.time() + 3600) == 1
-        assert metrics.REGISTRY.get_sample_value("tracescore_traces_ready_total") == ready_before + 1
+        assert (
+            metrics.REGISTRY.get_sample_value("tracescore_traces_ready_total") == ready_before + 1
+        )
         sample_trace_states(store.engine)
         assert metrics.REGISTRY.get_sample_value("tracescore_traces", {"state": "pending"}) == 0
         assert metrics.REGISTRY.get_sample_value("tracescore_traces", {"state": "ready"}) == 1

@@ -29,10 +29,17 @@ from tracescore.scorers import registry
 from tracescore.store.scores import ScoreRow
 
 
-def demo_runs(tmp_path: Path, *, dropped: bool, traces: int = 60, chat_share: float = 1.0) -> list[AgentRun]:
+def demo_runs(
+    tmp_path: Path, *, dropped: bool, traces: int = 60, chat_share: float = 1.0
+) -> list[AgentRun]:
     memory = InMemorySpanExporter()
-    sender = DemoSender("unused", seed=11, drop_after=0 if dropped else float("inf"), exporter=memory,
-                        chat_share=chat_share)
+    sender = DemoSender(
+        "unused",
+        seed=11,
+        drop_after=0 if dropped else float("inf"),
+        exporter=memory,
+        chat_share=chat_share,
+    )
     try:
         for _ in range(traces):
             sender.send_one()
@@ -44,20 +51,27 @@ def demo_runs(tmp_path: Path, *, dropped: bool, traces: int = 60, chat_share: fl
 
 
 def finished(runs: list[AgentRun]) -> list[Conversation]:
-    return [c for c in by_conversation(runs, max_turns=20) if len(c.turns) == TURNS_PER_CONVERSATION]
+    return [
+        c for c in by_conversation(runs, max_turns=20) if len(c.turns) == TURNS_PER_CONVERSATION
+    ]
 
 
 def test_the_chat_agents_turns_rebuild_into_conversations_in_order(tmp_path: Path) -> None:
     runs = demo_runs(tmp_path, dropped=False)
     primary = [run for run in runs if run.primary]
-    assert len(primary) == 60 and {(r.agent_name, r.service_name) for r in primary} == {(CHAT_AGENT, CHAT_SERVICE)}
+    assert len(primary) == 60 and {(r.agent_name, r.service_name) for r in primary} == {
+        (CHAT_AGENT, CHAT_SERVICE)
+    }
     assert all(run.conversation_id and run.input.system_messages for run in primary)
     conversations = finished(runs)
     assert len(conversations) >= 12  # 60 turns over conversations of 4, at most 3 left open
     remembered = 0
     for conversation in conversations:
         users = [turn.user for turn in conversation.turns]
-        assert users[0].startswith("Hi, I'm ") and users[3] == "Great. By the way, do you remember my name?"
+        assert (
+            users[0].startswith("Hi, I'm ")
+            and users[3] == "Great. By the way, do you remember my name?"
+        )
         name = users[0].removeprefix("Hi, I'm ").split(".")[0]
         assert name in conversation.turns[0].answer
         remembered += name in conversation.turns[3].answer
@@ -69,7 +83,9 @@ def test_the_chat_agents_memory_failing_is_a_conversation_level_regression(tmp_p
     """Keyword coverage of the whole conversation (every user keyword against every answer), as
     a ``target: conversation`` binding of the code scorer stores it, halves after the drop."""
     coverage = registry.get("keyword-coverage").factory()
-    before = statistics.fmean(coverage.run_sync(c).score or 0.0 for c in finished(demo_runs(tmp_path, dropped=False)))
+    before = statistics.fmean(
+        coverage.run_sync(c).score or 0.0 for c in finished(demo_runs(tmp_path, dropped=False))
+    )
     after_runs = demo_runs(tmp_path, dropped=True)
     after = statistics.fmean(coverage.run_sync(c).score or 0.0 for c in finished(after_runs))
     assert before > 0.3 and after < before * 0.6, (before, after)  # measured: 0.36 -> 0.18
@@ -83,11 +99,15 @@ def test_the_chat_share_leaves_the_other_agents_traffic_as_it_was(tmp_path: Path
     agents = Counter(run.agent_name for run in mixed if run.primary)
     assert set(agents) == {a.name for a in AGENTS} | {CHAT_AGENT} and 4 <= agents[CHAT_AGENT] <= 20
     assert CHAT_AGENT not in {run.agent_name for run in plain}
+
     # The single-turn agents' questions come in the same order with or without the chat agent.
     def questions(runs: list[AgentRun]) -> list[str]:
-        sent = sorted((run for run in runs if run.primary and run.agent_name != CHAT_AGENT),
-                      key=lambda run: run.start_time or 0)
+        sent = sorted(
+            (run for run in runs if run.primary and run.agent_name != CHAT_AGENT),
+            key=lambda run: run.start_time or 0,
+        )
         return [run.mastra_input()["inputMessages"][0]["content"]["content"] for run in sent]
+
     assert questions(mixed) == questions(plain)[: len(questions(mixed))]
 
 
@@ -96,8 +116,12 @@ CHAT_CONFIG = {
     "workers": {"poll_interval": 0.05},
     "scorers": [
         {"name": "coverage", "scorer": "keyword-coverage"},
-        {"name": "chat-coverage", "scorer": "keyword-coverage", "target": "conversation",
-         "filter": {"agent": [CHAT_AGENT]}},
+        {
+            "name": "chat-coverage",
+            "scorer": "keyword-coverage",
+            "target": "conversation",
+            "filter": {"agent": [CHAT_AGENT]},
+        },
     ],
 }
 
@@ -117,7 +141,9 @@ def test_the_service_scores_the_demo_conversations_and_sees_the_memory_fail(tmp_
                 sender.send_one()
                 now = {c.id: c.turn for c in sender.chat.open}
                 # The conversation that got this turn: one more turn, or finished and gone.
-                (turned,) = [i for i in now if now[i] > turns.get(i, 0)] or [i for i in turns if i not in now]
+                (turned,) = [i for i in now if now[i] > turns.get(i, 0)] or [
+                    i for i in turns if i not in now
+                ]
                 phases[dropped].add(turned)
         finally:
             sender.shutdown()
@@ -126,7 +152,9 @@ def test_the_service_scores_the_demo_conversations_and_sees_the_memory_fail(tmp_
         rows = _wait_for_rows(server.db_url, "chat-coverage", expected, timeout=60.0)
     assert {row["status"] for row in rows} == {"ok"} and len(rows) == expected
     by_phase = {
-        dropped: [row["score"] for row in rows if row["conversation_id"] in phases[dropped] - either]
+        dropped: [
+            row["score"] for row in rows if row["conversation_id"] in phases[dropped] - either
+        ]
         for dropped in (False, True)
     }
     before, after = statistics.fmean(by_phase[False]), statistics.fmean(by_phase[True])
@@ -141,9 +169,12 @@ def _wait_for_rows(db_url: str, binding: str, count: int, timeout: float) -> lis
     try:
         while time.monotonic() < deadline:
             with engine.connect() as connection:
-                rows = [dict(r._mapping) for r in connection.execute(
-                    select(ScoreRow).where(col(ScoreRow.binding) == binding)
-                )]
+                rows = [
+                    dict(r._mapping)
+                    for r in connection.execute(
+                        select(ScoreRow).where(col(ScoreRow.binding) == binding)
+                    )
+                ]
             if len(rows) >= count:
                 return rows
             time.sleep(0.2)

@@ -109,7 +109,9 @@ def test_faithfulness_sketch_splits_the_answer_and_judges_each_claim() -> None:
     # One verdict per claim, each with a one-sentence reason of typical length.
     verdicts = result.analyze_step_result.verdicts
     assert len(verdicts) == len(CLAIMS)
-    assert all(words(v.reason) == SENTENCE_WORDS and len(sentences(v.reason)) == 1 for v in verdicts)
+    assert all(
+        words(v.reason) == SENTENCE_WORDS and len(sentences(v.reason)) == 1 for v in verdicts
+    )
     # Later prompts render with the sketched claims and verdicts, so they are priced full size.
     analyze_prompt, reason_prompt = result.steps[1].prompt, result.steps[3].prompt
     assert all(f"[{i}] {claim}" in analyze_prompt for i, claim in enumerate(CLAIMS))
@@ -148,13 +150,13 @@ def test_prompt_alignment_sketch_checks_each_requested_sentence() -> None:
     assert result.analyze_step_result.system_alignment is None
     # The instruction-list form: one verdict per instruction.
     rules = ["Answer in English.", "Mention the temperature.", "Use bullet points."]
-    result, _ = priced(create_prompt_alignment_scorer(model=MODEL, instructions=rules), weather_run())
+    result, _ = priced(
+        create_prompt_alignment_scorer(model=MODEL, instructions=rules), weather_run()
+    )
     assert [v.instruction for v in result.analyze_step_result.verdicts] == rules
 
 
-@pytest.mark.parametrize(
-    "name", judge_scorer_names()
-)  # fmt: skip
+@pytest.mark.parametrize("name", judge_scorer_names())
 def test_every_prebuilt_judge_step_is_sketched(name: str) -> None:
     """Each prebuilt LLM scorer runs to the end on its own sketches, with no generic answer."""
     options = {"noise-sensitivity": {"baselineResponse": "Sunny, 21 °C.", "noisyQuery": USER}}
@@ -203,7 +205,9 @@ def test_steps_without_a_sketch_get_a_generic_typical_answer() -> None:
     assert words(findings.summary) == SENTENCE_WORDS and findings.count == 1
     assert words(result.reason) == DEFAULT_TEXT_SENTENCES * SENTENCE_WORDS
     assert [c.source for c in calls] == ["generic", "generic"]
-    estimate = estimate_cost(SimpleNamespace(name="b", scorer=custom_scorer()), [weather_run()], 1, None)
+    estimate = estimate_cost(
+        SimpleNamespace(name="b", scorer=custom_scorer()), [weather_run()], 1, None
+    )
     assert estimate.method.endswith("of the 2 paid calls sampled: 2 generic (no sketch)")
 
 
@@ -211,13 +215,24 @@ def test_steps_without_a_sketch_get_a_generic_typical_answer() -> None:
 
 
 def store_verdict(
-    engine: Any, step: str, output_tokens: int, *, scorer_id: str = "faithfulness-scorer",
-    key: str | None = None, model: str = MODEL, text: str = "{}",
-) -> None:  # fmt: skip
+    engine: Any,
+    step: str,
+    output_tokens: int,
+    *,
+    scorer_id: str = "faithfulness-scorer",
+    key: str | None = None,
+    model: str = MODEL,
+    text: str = "{}",
+) -> None:
     row = JudgeVerdict(
-        key=key or uuid.uuid4().hex, scorer_id=scorer_id, scorer_version=VERSION, step=step,
-        model=model, text=text, output_tokens=output_tokens,
-    )  # fmt: skip
+        key=key or uuid.uuid4().hex,
+        scorer_id=scorer_id,
+        scorer_version=VERSION,
+        step=step,
+        model=model,
+        text=text,
+        output_tokens=output_tokens,
+    )
     with engine.begin() as connection:
         connection.execute(insert(JudgeVerdict.__table__), [row.model_dump()])
 
@@ -229,10 +244,16 @@ def store_score(engine: Any, calls: list[tuple[str, int, bool]]) -> None:
         for step, out, cached in calls
     ]
     row = ScoreRow(
-        id=uuid.uuid4().hex, trace_id="t" * 32, span_id="s" * 16, binding="faithfulness",
-        scorer_id="faithfulness-scorer", scorer_version="1", status="ok",
-        steps={"steps": steps}, output_tokens=sum(out for _, out, cached in calls if not cached),
-    )  # fmt: skip
+        id=uuid.uuid4().hex,
+        trace_id="t" * 32,
+        span_id="s" * 16,
+        binding="faithfulness",
+        scorer_id="faithfulness-scorer",
+        scorer_version="1",
+        status="ok",
+        steps={"steps": steps},
+        output_tokens=sum(out for _, out, cached in calls if not cached),
+    )
     with engine.begin() as connection:
         connection.execute(insert(ScoreRow.__table__), [row.model_dump()])
 
@@ -257,8 +278,12 @@ def test_output_tokens_are_learnt_per_step(engine: Any) -> None:
     reason_tokens = calls[2].output_tokens
     # Past paid calls of two steps (none of these prompts): their means replace the sketch there;
     # another scorer's calls and calls without token counts are not this scorer's history.
-    for step, out in [("preprocess", 30), ("preprocess", 50), ("analyze", 90),
-                      ("generate_reason", 0)]:  # fmt: skip
+    for step, out in [
+        ("preprocess", 30),
+        ("preprocess", 50),
+        ("analyze", 90),
+        ("generate_reason", 0),
+    ]:
         store_verdict(engine, step, out)
     store_verdict(engine, "preprocess", 999, scorer_id="toxicity-scorer")
     learnt = faithfulness_estimate(engine)
@@ -268,8 +293,14 @@ def test_output_tokens_are_learnt_per_step(engine: Any) -> None:
     assert learnt.input_tokens_per_run == sketched.input_tokens_per_run
     # A judge without a verdict table (cache: false) leaves its calls in the score rows: they
     # serve for the steps the table has nothing on, cached calls left out.
-    store_score(engine, [("preprocess", 1000, False), ("generate_reason", 70, False),
-                         ("generate_reason", 500, True)])  # fmt: skip
+    store_score(
+        engine,
+        [
+            ("preprocess", 1000, False),
+            ("generate_reason", 70, False),
+            ("generate_reason", 500, True),
+        ],
+    )
     rows = faithfulness_estimate(engine)
     assert rows.output_tokens_per_call == pytest.approx((40 + 90 + 70) / 3)
     assert rows.method.endswith("of the 3 paid calls sampled: 3 from their step's past calls")
@@ -280,14 +311,19 @@ def test_a_stored_answer_to_the_same_prompt_is_the_typical_answer(engine: Any) -
     scorer = create_faithfulness_scorer(model=MODEL)
     result, _ = priced(scorer, weather_run())
     request = JudgeRequest(
-        prompt=result.steps[0].prompt, instructions=INSTRUCTIONS, schema=FaithfulnessClaims,
-        scorer_id=scorer.id, scorer_version=scorer.version, step="preprocess",
-    )  # fmt: skip
+        prompt=result.steps[0].prompt,
+        instructions=INSTRUCTIONS,
+        schema=FaithfulnessClaims,
+        scorer_id=scorer.id,
+        scorer_version=scorer.version,
+        step="preprocess",
+    )
     claims = json.dumps({"claims": ["Paris is sunny.", "It is 21 degrees.", "No rain.", "Calm."]})
     # Answered before by another model: what this judge is priced with, at its output tokens.
     other = "openai/gpt-4o"
-    store_verdict(engine, "preprocess", 33, key=verdict_key(request, other), model=other,
-                  text=claims)  # fmt: skip
+    store_verdict(
+        engine, "preprocess", 33, key=verdict_key(request, other), model=other, text=claims
+    )
     judge = PricingJudge(MODEL, PastAnswers.of(engine, scorer.id, MODEL).find)
     result, calls = priced(scorer, weather_run(), judge)
     assert (calls[0].source, calls[0].output_tokens, calls[0].cached) == ("same request", 33, False)

@@ -35,16 +35,26 @@ HERE = "tests.support.custom_scorers"
 # ----------------------------------------------------------------------------- scorers bound by tests
 
 
-CLAIMS = {"claims": [
-    "The current temperature in the city is 21 degrees Celsius.",
-    "The sky is mostly sunny with a few clouds in the afternoon.",
-    "There is no rain expected for the rest of the day.",
-]}  # fmt: skip
-VERDICTS = {"verdicts": [
-    {"verdict": "yes", "reason": "The weather tool result gives a temperature of 21 degrees for the city."},
-    {"verdict": "yes", "reason": "The tool result reports sunny conditions, which matches the claim."},
-    {"verdict": "unsure", "reason": "The context says nothing about rain later in the day."},
-]}  # fmt: skip
+CLAIMS = {
+    "claims": [
+        "The current temperature in the city is 21 degrees Celsius.",
+        "The sky is mostly sunny with a few clouds in the afternoon.",
+        "There is no rain expected for the rest of the day.",
+    ]
+}
+VERDICTS = {
+    "verdicts": [
+        {
+            "verdict": "yes",
+            "reason": "The weather tool result gives a temperature of 21 degrees for the city.",
+        },
+        {
+            "verdict": "yes",
+            "reason": "The tool result reports sunny conditions, which matches the claim.",
+        },
+        {"verdict": "unsure", "reason": "The context says nothing about rain later in the day."},
+    ]
+}
 REASON = (
     "The answer states the temperature and the sky conditions, which the weather tool result "
     "supports, but nothing in the context backs the claim that no rain is expected later in the "
@@ -112,8 +122,13 @@ def _key(row: dict) -> tuple:
 
 def test_rescore_twice_is_idempotent(tmp_path: Path, db_url: str) -> None:
     stored = _populate(db_url)
-    config = _config(tmp_path, [{"name": "completeness", "scorer": "completeness"},
-                                {"name": "length", "scorer": f"{HERE}:answer_length"}])  # fmt: skip
+    config = _config(
+        tmp_path,
+        [
+            {"name": "completeness", "scorer": "completeness"},
+            {"name": "length", "scorer": f"{HERE}:answer_length"},
+        ],
+    )
     code, _, err = _rescore(stored, config, "--since", "1d")
     assert code == 0, err
     first = _rows(stored)
@@ -130,8 +145,10 @@ def test_rescore_twice_is_idempotent(tmp_path: Path, db_url: str) -> None:
 
 
 def test_since_window_and_binding_selection(tmp_path: Path, stored: str) -> None:
-    config = _config(tmp_path, [{"name": "completeness", "scorer": "completeness"},
-                                {"name": "tone", "scorer": "tone"}])  # fmt: skip
+    config = _config(
+        tmp_path,
+        [{"name": "completeness", "scorer": "completeness"}, {"name": "tone", "scorer": "tone"}],
+    )
     code, out, _ = _rescore(stored, config, "--dry-run", "--since", "2020-01-01T00:00:00")
     assert code == 0 and f"{TRACES} traces, {2 * RUNS} runs to score" in out
     code, out, _ = _rescore(stored, config, "--dry-run", "--binding", "tone")
@@ -146,17 +163,38 @@ def test_since_window_and_binding_selection(tmp_path: Path, stored: str) -> None
 
 def test_bumped_version_is_stored_beside_the_old_and_compared(tmp_path: Path, stored: str) -> None:
     def binding(version: str, per_char: float) -> list[dict]:
-        return [{"name": "length", "scorer": f"{HERE}:answer_length", "threshold": 0.5,
-                 "options": {"version": version, "per_char": per_char}}]  # fmt: skip
+        return [
+            {
+                "name": "length",
+                "scorer": f"{HERE}:answer_length",
+                "threshold": 0.5,
+                "options": {"version": version, "per_char": per_char},
+            }
+        ]
 
     assert _rescore(stored, _config(tmp_path, binding("1", 0.005)))[0] == 0
     assert _rescore(stored, _config(tmp_path, binding("2", 0.02)))[0] == 0
     rows = _rows(stored)
-    by_version = {v: {(r["trace_id"], r["span_id"]): r for r in rows if r["scorer_version"] == v}
-                  for v in ("1", "2")}  # fmt: skip
+    by_version = {
+        v: {(r["trace_id"], r["span_id"]): r for r in rows if r["scorer_version"] == v}
+        for v in ("1", "2")
+    }
     assert len(rows) == 2 * RUNS and by_version["1"].keys() == by_version["2"].keys()
-    result = runner.invoke(app, ["compare", "--db", stored, "--binding", "length",
-                                 "--versions", "1", "2", "--format", "json"])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "compare",
+            "--db",
+            stored,
+            "--binding",
+            "length",
+            "--versions",
+            "1",
+            "2",
+            "--format",
+            "json",
+        ],
+    )
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
     pairs = [(by_version["1"][k]["score"], by_version["2"][k]["score"]) for k in by_version["1"]]
@@ -233,8 +271,10 @@ def _store_copies(url: str, traces: list[Trace], copies: int) -> str:
     for copy in range(copies):
         for trace in traces:
             trace_id = f"{copy:08x}{trace.trace_id[8:]}"
-            store.write([dataclasses.replace(span, trace_id=trace_id) for span in trace.spans],
-                        [dataclasses.replace(log, trace_id=trace_id) for log in trace.logs])
+            store.write(
+                [dataclasses.replace(span, trace_id=trace_id) for span in trace.spans],
+                [dataclasses.replace(log, trace_id=trace_id) for log in trace.logs],
+            )
     store.close()
     return url
 
@@ -244,8 +284,12 @@ def test_copies_of_a_run_are_priced_once_as_the_verdict_cache_serves_them(tmp_pa
     # more than the 100 a dry run renders. The verdict cache answers every copy's requests, so
     # the real run pays for two runs; the estimate once extrapolated the 100 sampled runs (both
     # turns, the other copies free) to 200, twice what is paid.
-    turns = load_traces([CAPTURES / "pydantic-ai" / "tool_call",
-                         CAPTURES / "openinference-openai-agents" / "tool_call"])  # fmt: skip
+    turns = load_traces(
+        [
+            CAPTURES / "pydantic-ai" / "tool_call",
+            CAPTURES / "openinference-openai-agents" / "tool_call",
+        ]
+    )
     server = _judge_server()
     try:
         config = _config(tmp_path, FAITHFULNESS, server.base_url)
@@ -295,10 +339,14 @@ def test_rescored_scores_are_re_emitted_to_the_configured_endpoint(
 ) -> None:
     with otlp_receiver() as receiver:
         config = tmp_path / "export.yaml"
-        config.write_text(yaml.safe_dump({
-            "scorers": [{"name": "completeness", "scorer": "completeness"}],
-            "export": {"otlp_endpoint": receiver.endpoint, "batch_delay": 0.1},
-        }))  # fmt: skip
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "scorers": [{"name": "completeness", "scorer": "completeness"}],
+                    "export": {"otlp_endpoint": receiver.endpoint, "batch_delay": 0.1},
+                }
+            )
+        )
         code, _, err = _rescore(stored, config, "--no-emit")
         assert code == 0, err
         code, _, err = _rescore(stored, config, "--force")

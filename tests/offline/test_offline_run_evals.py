@@ -63,8 +63,12 @@ def test_sync_and_async_targets_and_item_callbacks() -> None:
         await asyncio.sleep(0.01)
         return {"text": "I cannot say."}
 
-    result = run_evals(data, ["completeness", answer_present], target=agent,
-                       on_item_complete=lambda item: seen.append(item.index))  # fmt: skip
+    result = run_evals(
+        data,
+        ["completeness", answer_present],
+        target=agent,
+        on_item_complete=lambda item: seen.append(item.index),
+    )
     assert sorted(seen) == [0, 1, 2]
     assert result.items[0].output == "Here is the weather: weather in Paris"
     assert result.items[0].run.ground_truth == "sunny"
@@ -88,8 +92,9 @@ def test_target_failures_are_reported_per_item() -> None:
             raise TimeoutError("agent timed out")
         return "An answer about the weather."
 
-    result = run_evals([{"input": "Paris weather"}, {"input": "Oslo weather"}], ["completeness"],
-                       target=flaky)  # fmt: skip
+    result = run_evals(
+        [{"input": "Paris weather"}, {"input": "Oslo weather"}], ["completeness"], target=flaky
+    )
     assert result.items[0].error is None and result.items[0].scores
     assert result.items[1].error == "TimeoutError: agent timed out" and result.items[1].scores == {}
     assert result.summaries[0].n == 1

@@ -23,14 +23,17 @@ from tracescore.pipeline.config import ScorerBinding
 
 def test_option_values_are_yaml_scalars_and_lists() -> None:
     assert parse_options("expected_tool=get_weather,strict_mode=true") == {
-        "expected_tool": "get_weather", "strict_mode": True,
-    }  # fmt: skip
+        "expected_tool": "get_weather",
+        "strict_mode": True,
+    }
     assert parse_options("expected_tool_order=[search, fetch, answer], strict-mode=no") == {
-        "expected_tool_order": ["search", "fetch", "answer"], "strict_mode": False,
-    }  # fmt: skip
+        "expected_tool_order": ["search", "fetch", "answer"],
+        "strict_mode": False,
+    }
     assert parse_options("scale=2,reference_tone='Great, thanks!'") == {
-        "scale": 2, "reference_tone": "Great, thanks!",
-    }  # fmt: skip
+        "scale": 2,
+        "reference_tone": "Great, thanks!",
+    }
     for bad in ("expected_tool", "=x", "a=[unclosed"):
         with pytest.raises(SpecError):
             parse_options(bad)
@@ -44,8 +47,10 @@ def test_prebuilt_and_custom_scorer_specs() -> None:
         {"reference_tone": "calm"},
     )
     assert parse_scorer_spec("tests.support.custom_scorers:length_at_least:minimum=20") == (
-        "length_at_least", "tests.support.custom_scorers:length_at_least", {"minimum": 20},
-    )  # fmt: skip
+        "length_at_least",
+        "tests.support.custom_scorers:length_at_least",
+        {"minimum": 20},
+    )
     with pytest.raises(SpecError, match="unknown scorer 'tonee'"):
         parse_scorer_spec("tonee")
     names = [
@@ -59,9 +64,12 @@ def test_judge_flags_become_the_default_judge_of_every_binding() -> None:
     bindings, judges = resolve_bindings(configured, {}, [], None, None)
     assert bindings == configured and judges == {}
     bindings, judges = resolve_bindings(
-        configured, {}, ["faithfulness", "tests.support.custom_scorers:length_at_least"],
-        "openai/gpt-4o-mini", "http://127.0.0.1:9/v1",
-    )  # fmt: skip
+        configured,
+        {},
+        ["faithfulness", "tests.support.custom_scorers:length_at_least"],
+        "openai/gpt-4o-mini",
+        "http://127.0.0.1:9/v1",
+    )
     assert [b.name for b in bindings] == ["faithfulness", "length_at_least"]
     assert judges["default"].api_base == "http://127.0.0.1:9/v1"
     assert bindings[1].judge == "default"  # custom scorers get the judge only when named
@@ -86,11 +94,19 @@ def test_thresholds_and_since() -> None:
 
 
 def test_custom_scorer_bound_on_the_command_line() -> None:
-    result = CliRunner().invoke(app, [
-        "score", str(FIXTURES / "runs" / "mastra_runs.jsonl"), "--format", "json",
-        "--scorer", "tests.support.custom_scorers:answer_present",
-        "--scorer", "tests.support.custom_scorers:length_at_least:minimum=100",
-    ])  # fmt: skip
+    result = CliRunner().invoke(
+        app,
+        [
+            "score",
+            str(FIXTURES / "runs" / "mastra_runs.jsonl"),
+            "--format",
+            "json",
+            "--scorer",
+            "tests.support.custom_scorers:answer_present",
+            "--scorer",
+            "tests.support.custom_scorers:length_at_least:minimum=100",
+        ],
+    )
     assert result.exit_code == 0, result.stderr
     summaries = {s["binding"]: s for s in json.loads(result.stdout)}
     assert summaries["answer_present"]["mean"] == 1.0

@@ -132,7 +132,9 @@ def test_a_failing_scorer_is_stored_as_error_and_others_still_score(sqlite_url: 
 
 def test_budget_and_rate_limits_skip_with_a_reason(sqlite_url: str) -> None:
     store = _store_with(
-        sqlite_url, AGENT_CAPTURE, CAPTURES / "otel-genai-openai-v2-latest" / "plain_chat",
+        sqlite_url,
+        AGENT_CAPTURE,
+        CAPTURES / "otel-genai-openai-v2-latest" / "plain_chat",
         CAPTURES / "otel-genai-openai-v2-latest" / "reasoning",
     )
     config = _config(
@@ -206,7 +208,9 @@ def test_failed_judge_calls_count_in_the_row_the_metrics_and_the_budget(sqlite_u
     from tracescore import metrics
 
     store = _store_with(
-        sqlite_url, AGENT_CAPTURE, CAPTURES / "otel-genai-openai-v2-latest" / "plain_chat",
+        sqlite_url,
+        AGENT_CAPTURE,
+        CAPTURES / "otel-genai-openai-v2-latest" / "plain_chat",
         CAPTURES / "otel-genai-openai-v2-latest" / "reasoning",
     )
     with JudgeServer() as server:
@@ -218,8 +222,12 @@ def test_failed_judge_calls_count_in_the_row_the_metrics_and_the_budget(sqlite_u
         )
         labels = {"model": "openai/gpt-4o-mini", "outcome": "error"}
         before = metrics.REGISTRY.get_sample_value("tracescore_judge_calls_total", labels) or 0.0
-        cost_before = metrics.REGISTRY.get_sample_value(
-            "tracescore_judge_cost_usd_total", {"model": "openai/gpt-4o-mini"}) or 0.0
+        cost_before = (
+            metrics.REGISTRY.get_sample_value(
+                "tracescore_judge_cost_usd_total", {"model": "openai/gpt-4o-mini"}
+            )
+            or 0.0
+        )
         _score_all(store, config)
     rows = sorted(_stored(store), key=lambda row: row.status)
     assert [row.status for row in rows] == ["error", "skipped_budget", "skipped_budget"]
@@ -227,4 +235,5 @@ def test_failed_judge_calls_count_in_the_row_the_metrics_and_the_budget(sqlite_u
     assert rows[0].cost_usd == pytest.approx(spent) and server.count == 2
     assert metrics.REGISTRY.get_sample_value("tracescore_judge_calls_total", labels) == before + 1
     assert metrics.REGISTRY.get_sample_value(
-        "tracescore_judge_cost_usd_total", {"model": "openai/gpt-4o-mini"}) == pytest.approx(cost_before + spent)
+        "tracescore_judge_cost_usd_total", {"model": "openai/gpt-4o-mini"}
+    ) == pytest.approx(cost_before + spent)

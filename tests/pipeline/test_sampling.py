@@ -57,13 +57,19 @@ def test_decisions_are_identical_in_another_process() -> None:
         "print(json.dumps([is_sampled(t, 0.3) for t in json.load(sys.stdin)]))"
     )
     out = subprocess.run(
-        [sys.executable, "-c", script], input=json.dumps(ids), capture_output=True, text=True,
-        check=True, env={"PYTHONHASHSEED": "123", "PATH": ""},
+        [sys.executable, "-c", script],
+        input=json.dumps(ids),
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONHASHSEED": "123", "PATH": ""},
     )
     assert json.loads(out.stdout) == here
 
 
-def test_traces_no_binding_samples_are_completed_unread_and_coverage_still_counts_them(db_url: str) -> None:
+def test_traces_no_binding_samples_are_completed_unread_and_coverage_still_counts_them(
+    db_url: str,
+) -> None:
     """The batch worker decides sampling from the trace id before loading anything: a trace no
     binding samples is completed without a load, counted in the per-minute tally; coverage is
     what per-run decisions gave (one agent run per trace here): eligible every trace, sampled
@@ -105,11 +111,20 @@ def test_traces_no_binding_samples_are_completed_unread_and_coverage_still_count
             found = {c.binding: c for c in coverage(connection, None, None)}
         for name, rate in (("tone", 0.3), ("similarity", 0.1)):
             expected = sum(is_sampled(t.trace_id, rate) for t in traces)
-            assert (found[name].eligible, found[name].sampled, found[name].scored) == (len(traces), expected, expected)
+            assert (found[name].eligible, found[name].sampled, found[name].scored) == (
+                len(traces),
+                expected,
+                expected,
+            )
         # A late span for an unsampled trace: scored again, counted once.
         late = next(t for t in traces if t.trace_id not in sampled)
-        extra = Span(trace_id=bytes.fromhex(late.trace_id), span_id=rng.randbytes(8), name="late",
-                     start_time_unix_nano=1, end_time_unix_nano=2)  # fmt: skip
+        extra = Span(
+            trace_id=bytes.fromhex(late.trace_id),
+            span_id=rng.randbytes(8),
+            name="late",
+            start_time_unix_nano=1,
+            end_time_unix_nano=2,
+        )
         store.write(decode_traces(export_request([extra]), json=False).spans)
         score_everything()
         with store.engine.connect() as connection:

@@ -25,7 +25,20 @@ from tracescore.store import ReadinessRules, open_store
 WEATHERBOT_CAPTURE = CAPTURES / "otel-genai-openai-v2-latest" / "tool_call_agent"
 """WeatherBot's agent turn: the spinning scorer's victim."""
 RULES = ReadinessRules(idle_timeout=0.0, max_wait=60.0, max_attempts=3)
-WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliett", "kilo", "lima"]
+WORDS = [
+    "alpha",
+    "bravo",
+    "charlie",
+    "delta",
+    "echo",
+    "foxtrot",
+    "golf",
+    "hotel",
+    "india",
+    "juliett",
+    "kilo",
+    "lima",
+]
 
 
 def _words(rng: random.Random, chars: int) -> str:
@@ -49,7 +62,8 @@ def _store_with_agent_traces(db_url: str, *cities: str):
 def _trace_row(store, trace_id: str):
     with store.engine.connect() as connection:
         return connection.execute(
-            text("SELECT state, attempts, last_error FROM traces WHERE trace_id = :t"), {"t": trace_id}
+            text("SELECT state, attempts, last_error FROM traces WHERE trace_id = :t"),
+            {"t": trace_id},
         ).one()
 
 
@@ -57,7 +71,10 @@ ANSWER = "scorers:\n  - {name: answer, scorer: 'tests.support.custom_scorers:ans
 
 
 def _failed_metric(reason: str) -> float:
-    return metrics.REGISTRY.get_sample_value("tracescore_traces_failed_total", {"reason": reason}) or 0.0
+    return (
+        metrics.REGISTRY.get_sample_value("tracescore_traces_failed_total", {"reason": reason})
+        or 0.0
+    )
 
 
 def _score_one_batch(store, config_yaml: str):
@@ -70,17 +87,26 @@ def _score_one_batch(store, config_yaml: str):
     return rows, time.perf_counter() - started, claims
 
 
-def test_an_expiring_lease_is_claimed_at_most_max_attempts_times_then_the_trace_fails(db_url: str) -> None:
+def test_an_expiring_lease_is_claimed_at_most_max_attempts_times_then_the_trace_fails(
+    db_url: str,
+) -> None:
     store = _store_with_agent_traces(db_url, "Paris")
-    build_worker(parse_config(ANSWER).scoring(), store)  # it counts the queue's failures in the metrics
+    build_worker(
+        parse_config(ANSWER).scoring(), store
+    )  # it counts the queue's failures in the metrics
     counted = _failed_metric("lease_expired")
     now = time.time() + 1
-    claims = [store.queue.claim(f"w{n}", 10, 30, now=now + 31 * n) for n in range(RULES.max_attempts)]
+    claims = [
+        store.queue.claim(f"w{n}", 10, 30, now=now + 31 * n) for n in range(RULES.max_attempts)
+    ]
     assert [len(c) for c in claims] == [1] * RULES.max_attempts  # each holder "died": lease expired
     assert store.queue.claim("next", 10, 30, now=now + 31 * RULES.max_attempts) == []
     summary = store.trace_summary(claims[0][0].trace_id)  # what /api/traces/{id} and the list show
     assert summary is not None and summary.state == "failed"
-    assert summary.last_error is not None and "claimed 3 times and never finished" in summary.last_error
+    assert (
+        summary.last_error is not None
+        and "claimed 3 times and never finished" in summary.last_error
+    )
     assert _failed_metric("lease_expired") == counted + 1
 
 
@@ -97,7 +123,9 @@ def test_a_renewed_lease_is_not_claimed_again_and_a_lost_one_is_not_completed(db
     assert _trace_row(store, claims[1].trace_id).state == "claimed"
 
 
-def test_a_run_beyond_the_input_budget_is_scored_on_its_cut_text_and_the_cut_is_recorded(sqlite_url: str) -> None:
+def test_a_run_beyond_the_input_budget_is_scored_on_its_cut_text_and_the_cut_is_recorded(
+    sqlite_url: str,
+) -> None:
     big = _words(random.Random(1), 300_000)
     store = _store_with_agent_traces(sqlite_url, big, "Paris")
     rows, seconds, _ = _score_one_batch(
@@ -109,18 +137,26 @@ def test_a_run_beyond_the_input_budget_is_scored_on_its_cut_text_and_the_cut_is_
     by_size = {row["binding"]: row for row in rows if row["steps"].get("input_cut")}
     assert set(by_size) == {"diff", "complete"} and len(rows) == 4
     cut = by_size["diff"]["steps"]["input_cut"]
-    assert cut["max_chars"] == 20_000 and cut["input_chars"] > 300_000 and cut["output_chars"] > 300_000
+    assert (
+        cut["max_chars"] == 20_000
+        and cut["input_chars"] > 300_000
+        and cut["output_chars"] > 300_000
+    )
     assert all(row["status"] == "ok" for row in rows)
 
 
-def test_a_scorer_past_its_time_budget_gives_an_error_score_and_the_batch_goes_on(sqlite_url: str) -> None:
+def test_a_scorer_past_its_time_budget_gives_an_error_score_and_the_batch_goes_on(
+    sqlite_url: str,
+) -> None:
     store = open_store(sqlite_url, RULES)
     from tracescore.ingest.files import load_traces
 
     for trace in load_traces([WEATHERBOT_CAPTURE]):
         store.write(trace.spans, trace.logs)
     rng = random.Random(3)
-    store.write(decode_traces(export_request(agent_trace(rng, "Rome").spans), json=False).spans, [])  # WeatherBot too
+    store.write(
+        decode_traces(export_request(agent_trace(rng, "Rome").spans), json=False).spans, []
+    )  # WeatherBot too
     rows, seconds, claims = _score_one_batch(
         store,
         "scorers:\n  - {name: spin, scorer: 'tests.support.custom_scorers:spinning_for_weatherbot', target: trace}\n"
@@ -174,7 +210,9 @@ assembly: {lease_seconds: 10}
 """
 
 
-def test_two_big_traces_do_not_stall_the_small_ones_on_a_running_service(db_url: str, tmp_path) -> None:
+def test_two_big_traces_do_not_stall_the_small_ones_on_a_running_service(
+    db_url: str, tmp_path
+) -> None:
     rng = random.Random(11)
     big = [agent_trace(rng, _words(rng, 900_000)) for _ in range(2)]
     small = [agent_trace(rng, f"City{n}") for n in range(20)]
@@ -183,8 +221,10 @@ def test_two_big_traces_do_not_stall_the_small_ones_on_a_running_service(db_url:
 
         def post(trace) -> None:
             response = httpx.post(
-                f"{server.base_url}/v1/traces", content=export_request(trace.spans),
-                headers={"Content-Type": "application/x-protobuf"}, timeout=60,
+                f"{server.base_url}/v1/traces",
+                content=export_request(trace.spans),
+                headers={"Content-Type": "application/x-protobuf"},
+                timeout=60,
             )
             assert response.status_code == 200, response.text
 
@@ -196,7 +236,11 @@ def test_two_big_traces_do_not_stall_the_small_ones_on_a_running_service(db_url:
 
         for trace in big:
             post(trace)
-        wait_for(lambda: _states(engine, big) <= {"claimed", "scored", "failed"}, 60, "the big traces claimed")
+        wait_for(
+            lambda: _states(engine, big) <= {"claimed", "scored", "failed"},
+            60,
+            "the big traces claimed",
+        )
         started = time.monotonic()
         for trace in small:
             post(trace)
@@ -208,7 +252,9 @@ def test_two_big_traces_do_not_stall_the_small_ones_on_a_running_service(db_url:
         time.sleep(3)  # room for a wrongful re-claim to show
         with engine.connect() as connection:
             rows = connection.execute(
-                text("SELECT trace_id, binding, status, steps FROM scores WHERE trace_id IN (:a, :b)"),
+                text(
+                    "SELECT trace_id, binding, status, steps FROM scores WHERE trace_id IN (:a, :b)"
+                ),
                 {"a": big[0].trace_id, "b": big[1].trace_id},
             ).all()
             claims = dict(connection.execute(text("SELECT trace_id, attempts FROM traces")).all())
@@ -217,15 +263,21 @@ def test_two_big_traces_do_not_stall_the_small_ones_on_a_running_service(db_url:
     assert len(rows) == 2 * 5 and {row.status for row in rows} == {"ok"}
     for row in rows:
         steps = row.steps if isinstance(row.steps, dict) else json.loads(row.steps)
-        assert steps["input_cut"]["max_chars"] == 100_000 and steps["input_cut"]["output_chars"] > 900_000
+        assert (
+            steps["input_cut"]["max_chars"] == 100_000
+            and steps["input_cut"]["output_chars"] > 900_000
+        )
     assert all(claims[trace.trace_id] == 0 for trace in big)  # completed: no attempt left counting
 
 
 def _states(engine, traces) -> set[str]:
     ids = {trace.trace_id for trace in traces}
     with engine.connect() as connection:
-        return {state for trace_id, state in connection.execute(text("SELECT trace_id, state FROM traces")) if trace_id in ids}
-
+        return {
+            state
+            for trace_id, state in connection.execute(text("SELECT trace_id, state FROM traces"))
+            if trace_id in ids
+        }
 
 
 def test_a_completion_dropped_for_a_lost_lease_is_counted(sqlite_url: str) -> None:

@@ -39,9 +39,14 @@ OLD = NOW - 10 * DAY
 """Older than the tests' 7-day retention."""
 RECENT = NOW - DAY
 EVERY_KIND = RetentionConfig(
-    spans="7d", logs="7d", scores="7d", sampling_decisions="7d", judge_cache="7d", alerts="7d",
+    spans="7d",
+    logs="7d",
+    scores="7d",
+    sampling_decisions="7d",
+    judge_cache="7d",
+    alerts="7d",
     batch_size=2,  # several batches per kind
-)  # fmt: skip
+)
 
 SPANS, LOGS, TRACES = SpanRow.__table__, LogRow.__table__, TraceRow.__table__  # type: ignore[attr-defined]
 SCORES, DECISIONS = ScoreRow.__table__, SamplingDecisionRow.__table__  # type: ignore[attr-defined]
@@ -58,11 +63,15 @@ def _ns(seconds: float) -> int:
 
 
 def _span(trace_id: str, span_id: str, ended: float, parent: str | None = None) -> Span:
-    return Span(trace_id, span_id, parent, "step", 1, _ns(ended) - 1000, _ns(ended), {}, _RESOURCE, _SCOPE)
+    return Span(
+        trace_id, span_id, parent, "step", 1, _ns(ended) - 1000, _ns(ended), {}, _RESOURCE, _SCOPE
+    )
 
 
 def _log(at: float, trace_id: str | None, body: str) -> LogRecord:
-    return LogRecord(_ns(at), _ns(at), trace_id, None, "event", 9, "INFO", body, {}, _RESOURCE, _SCOPE)
+    return LogRecord(
+        _ns(at), _ns(at), trace_id, None, "event", 9, "INFO", body, {}, _RESOURCE, _SCOPE
+    )
 
 
 def _trace(trace_id: str, *ended: float) -> list[Span]:
@@ -83,51 +92,134 @@ def store(db_url: str) -> Iterator[SpanStore]:
 def _seed(store: SpanStore) -> None:
     """Data of every kind on both sides of a 7-day cut (see the assertions for what is which)."""
     store.write(
-        _trace(OLD_SCORED, OLD, OLD) + _trace(RECENT_SCORED, RECENT) + _trace(STRADDLING, OLD, RECENT),
-        [_log(OLD, OLD_SCORED, "old of old"), _log(OLD, RECENT_SCORED, "old of recent"),
-         _log(OLD, None, "old, no trace"), _log(RECENT, None, "recent, no trace")],
+        _trace(OLD_SCORED, OLD, OLD)
+        + _trace(RECENT_SCORED, RECENT)
+        + _trace(STRADDLING, OLD, RECENT),
+        [
+            _log(OLD, OLD_SCORED, "old of old"),
+            _log(OLD, RECENT_SCORED, "old of recent"),
+            _log(OLD, None, "old, no trace"),
+            _log(RECENT, None, "recent, no trace"),
+        ],
         received_at=NOW - 100,
-    )  # fmt: skip
+    )
     claims = store.queue.claim("worker", 10, 60, now=NOW)
     assert len(claims) == 3
     store.queue.complete(claims, now=NOW)
     # Arrived just now: not complete yet, so kept whatever its spans' age.
-    store.write(_trace(OLD_PENDING, OLD), [_log(OLD, OLD_PENDING, "old of pending")], received_at=NOW)
+    store.write(
+        _trace(OLD_PENDING, OLD), [_log(OLD, OLD_PENDING, "old of pending")], received_at=NOW
+    )
 
     def at(seconds: float) -> datetime:
         return datetime.fromtimestamp(seconds, UTC)
 
     with store.write_transaction() as conn:
-        conn.execute(insert(SCORES), [
-            {"id": f"s{n}", "trace_id": OLD_SCORED, "span_id": "1" * 16, "binding": "b", "scorer_id": "x",
-             "scorer_version": "1", "status": "ok", "score": 1.0, "input_tokens": 0, "output_tokens": 0,
-             "cost_usd": 0.0, "latency_ms": 0.0, "run_kind": "agent", "created_at": at(created),
-             "updated_at": at(created)}
-            for n, created in enumerate([OLD, OLD - 1, OLD - 2, OLD - 3, OLD - 4, RECENT])
-        ])  # fmt: skip
-        conn.execute(insert(DECISIONS), [
-            {"id": f"d{n}", "trace_id": OLD_SCORED, "span_id": "1" * 16, "binding": "b", "sampled": True,
-             "created_at": at(created)} for n, created in enumerate([OLD, OLD - 1, OLD - 2, RECENT])
-        ])  # fmt: skip
-        conn.execute(insert(TALLIES), [
-            {"binding": "b", "minute": at(minute), "unsampled": 3} for minute in (OLD, OLD - 60, RECENT)
-        ])  # fmt: skip
-        conn.execute(insert(VERDICTS), [
-            {"key": f"v{n}", "scorer_id": "x", "scorer_version": "1", "step": "s", "model": "m", "text": "{}",
-             "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "created_at": at(created)}
-            for n, created in enumerate([OLD, OLD - 1, RECENT])
-        ])  # fmt: skip
-        conn.execute(insert(EVENTS), [
-            {"key": "k", "rule": "r", "segment": {}, "status": "resolved", "at": moment, "payload": {},
-             "pending": pending, "pending_channels": ["hook"] if pending else [], "attempts": 1}
-            for moment, pending in [(OLD, False), (OLD - 1, False), (OLD, True), (RECENT, False)]
-        ])  # fmt: skip
-        conn.execute(insert(STATES), [
-            {"key": key, "rule": "r", "segment": {}, "state": state, "since": OLD, "evaluated_at": evaluated,
-             "summary": "", "notified": False, "version": 1}
-            for key, state, evaluated in [("ok-gone", "ok", OLD), ("ok-seen", "ok", RECENT),
-                                          ("firing", "firing", OLD)]
-        ])  # fmt: skip
+        conn.execute(
+            insert(SCORES),
+            [
+                {
+                    "id": f"s{n}",
+                    "trace_id": OLD_SCORED,
+                    "span_id": "1" * 16,
+                    "binding": "b",
+                    "scorer_id": "x",
+                    "scorer_version": "1",
+                    "status": "ok",
+                    "score": 1.0,
+                    "input_tokens": 0,
+                    "output_tokens": 0,
+                    "cost_usd": 0.0,
+                    "latency_ms": 0.0,
+                    "run_kind": "agent",
+                    "created_at": at(created),
+                    "updated_at": at(created),
+                }
+                for n, created in enumerate([OLD, OLD - 1, OLD - 2, OLD - 3, OLD - 4, RECENT])
+            ],
+        )
+        conn.execute(
+            insert(DECISIONS),
+            [
+                {
+                    "id": f"d{n}",
+                    "trace_id": OLD_SCORED,
+                    "span_id": "1" * 16,
+                    "binding": "b",
+                    "sampled": True,
+                    "created_at": at(created),
+                }
+                for n, created in enumerate([OLD, OLD - 1, OLD - 2, RECENT])
+            ],
+        )
+        conn.execute(
+            insert(TALLIES),
+            [
+                {"binding": "b", "minute": at(minute), "unsampled": 3}
+                for minute in (OLD, OLD - 60, RECENT)
+            ],
+        )
+        conn.execute(
+            insert(VERDICTS),
+            [
+                {
+                    "key": f"v{n}",
+                    "scorer_id": "x",
+                    "scorer_version": "1",
+                    "step": "s",
+                    "model": "m",
+                    "text": "{}",
+                    "input_tokens": 0,
+                    "output_tokens": 0,
+                    "cost_usd": 0.0,
+                    "created_at": at(created),
+                }
+                for n, created in enumerate([OLD, OLD - 1, RECENT])
+            ],
+        )
+        conn.execute(
+            insert(EVENTS),
+            [
+                {
+                    "key": "k",
+                    "rule": "r",
+                    "segment": {},
+                    "status": "resolved",
+                    "at": moment,
+                    "payload": {},
+                    "pending": pending,
+                    "pending_channels": ["hook"] if pending else [],
+                    "attempts": 1,
+                }
+                for moment, pending in [
+                    (OLD, False),
+                    (OLD - 1, False),
+                    (OLD, True),
+                    (RECENT, False),
+                ]
+            ],
+        )
+        conn.execute(
+            insert(STATES),
+            [
+                {
+                    "key": key,
+                    "rule": "r",
+                    "segment": {},
+                    "state": state,
+                    "since": OLD,
+                    "evaluated_at": evaluated,
+                    "summary": "",
+                    "notified": False,
+                    "version": 1,
+                }
+                for key, state, evaluated in [
+                    ("ok-gone", "ok", OLD),
+                    ("ok-seen", "ok", RECENT),
+                    ("firing", "firing", OLD),
+                ]
+            ],
+        )
 
 
 def _column(engine: Engine, column: Any, *where: Any) -> set[Any]:
@@ -145,7 +237,9 @@ def _traces(engine: Engine) -> dict[str, tuple[str, int, int]]:
 
 def _span_counts(engine: Engine) -> dict[str, int]:
     with engine.connect() as conn:
-        return dict(conn.execute(select(SPANS.c.trace_id, func.count()).group_by(SPANS.c.trace_id)).all())
+        return dict(
+            conn.execute(select(SPANS.c.trace_id, func.count()).group_by(SPANS.c.trace_id)).all()
+        )
 
 
 def test_a_pass_removes_exactly_the_expired_rows_of_each_kind(store: SpanStore) -> None:
@@ -153,23 +247,34 @@ def test_a_pass_removes_exactly_the_expired_rows_of_each_kind(store: SpanStore) 
     report = Pruner(store.write_transaction, EVERY_KIND).run(NOW)
 
     assert report.complete
-    assert report.removed == {"spans": 2, "logs": 3, "scores": 5, "sampling_decisions": 5, "judge_cache": 2,
-                              "alerts": 3}  # fmt: skip
+    assert report.removed == {
+        "spans": 2,
+        "logs": 3,
+        "scores": 5,
+        "sampling_decisions": 5,
+        "judge_cache": 2,
+        "alerts": 3,
+    }
     engine = store.engine
     # The old scored trace lost its spans, not its newest score; a trace with one recent span
     # keeps every span; a trace still to be scored keeps its old spans and log record.
     assert _span_counts(engine) == {RECENT_SCORED: 1, STRADDLING: 2, OLD_PENDING: 1}
     assert _traces(engine) == {
-        OLD_SCORED: ("pruned", 0, 0), RECENT_SCORED: ("scored", 1, 0), STRADDLING: ("scored", 2, 0),
+        OLD_SCORED: ("pruned", 0, 0),
+        RECENT_SCORED: ("scored", 1, 0),
+        STRADDLING: ("scored", 2, 0),
         OLD_PENDING: ("pending", 1, 1),
-    }  # fmt: skip
+    }
     assert _column(engine, LOGS.c.body) == {'"recent, no trace"', '"old of pending"'}
     assert _column(engine, SCORES.c.id) == {"s5"}
     assert _column(engine, DECISIONS.c.id) == {"d3"}
     (minute,) = _column(engine, TALLIES.c.minute)
     assert abs(minute.replace(tzinfo=UTC).timestamp() - RECENT) < 1
     assert _column(engine, VERDICTS.c.key) == {"v2"}
-    assert _column(engine, EVENTS.c.at) == {OLD, RECENT}  # the undelivered old one and the recent one
+    assert _column(engine, EVENTS.c.at) == {
+        OLD,
+        RECENT,
+    }  # the undelivered old one and the recent one
     assert _column(engine, EVENTS.c.pending, EVENTS.c.at == OLD) == {True}
     assert _column(engine, STATES.c.key) == {"ok-seen", "firing"}
 
@@ -182,7 +287,12 @@ def test_kinds_without_a_retention_are_kept(store: SpanStore) -> None:
     report = Pruner(store.write_transaction, RetentionConfig(scores="7d")).run(NOW)
 
     assert report.removed == {"scores": 5}
-    assert _span_counts(store.engine) == {OLD_SCORED: 2, RECENT_SCORED: 1, STRADDLING: 2, OLD_PENDING: 1}
+    assert _span_counts(store.engine) == {
+        OLD_SCORED: 2,
+        RECENT_SCORED: 1,
+        STRADDLING: 2,
+        OLD_PENDING: 1,
+    }
     assert len(_column(store.engine, LOGS.c.id)) == 5
     assert len(_column(store.engine, VERDICTS.c.key)) == 3
 
@@ -242,17 +352,33 @@ def test_sqlite_file_gives_freed_pages_back(tmp_path: Path) -> None:
     store = open_store(f"sqlite:///{tmp_path / 'big.db'}")
     padding: Attributes = {"padding": "x" * 2000}
     for batch in range(20):
-        store.write([
-            Span(f"{batch:04x}{n:028x}", f"{s + 1:016x}", None, "step", 1, _ns(OLD) - 1000, _ns(OLD),
-                 padding, _RESOURCE, _SCOPE)
-            for n in range(50) for s in range(10)
-        ], received_at=NOW - 100)  # fmt: skip
+        store.write(
+            [
+                Span(
+                    f"{batch:04x}{n:028x}",
+                    f"{s + 1:016x}",
+                    None,
+                    "step",
+                    1,
+                    _ns(OLD) - 1000,
+                    _ns(OLD),
+                    padding,
+                    _RESOURCE,
+                    _SCOPE,
+                )
+                for n in range(50)
+                for s in range(10)
+            ],
+            received_at=NOW - 100,
+        )
     store.queue.complete(store.queue.claim("worker", 10_000, 60, now=NOW), now=NOW)
 
     def pages() -> tuple[int, int]:
         with store.engine.connect() as conn:
-            return (conn.exec_driver_sql("PRAGMA page_count").scalar_one(),
-                    conn.exec_driver_sql("PRAGMA freelist_count").scalar_one())  # fmt: skip
+            return (
+                conn.exec_driver_sql("PRAGMA page_count").scalar_one(),
+                conn.exec_driver_sql("PRAGMA freelist_count").scalar_one(),
+            )
 
     before, _ = pages()
     config = RetentionConfig(spans="7d", batch_size=500)
@@ -269,11 +395,16 @@ def test_one_replica_prunes_per_interval(store: SpanStore) -> None:
     _seed(store)
     clock = [NOW]
     config = RetentionConfig(spans="7d", interval="1h", leader_lease="1m")
-    first, second = (RetentionLeader(store, config, owner, clock=lambda: clock[0]) for owner in ("a", "b"))
+    first, second = (
+        RetentionLeader(store, config, owner, clock=lambda: clock[0]) for owner in ("a", "b")
+    )
     with store.write_transaction() as conn:  # the alert evaluator's lease is another lease
         assert acquire_lease(conn, "someone-else", NOW, 3600, "alerts")
+
     def removed() -> float:
-        value = metrics.REGISTRY.get_sample_value("tracescore_retention_removed_total", {"kind": "spans"})
+        value = metrics.REGISTRY.get_sample_value(
+            "tracescore_retention_removed_total", {"kind": "spans"}
+        )
         return value or 0.0
 
     removed_before = removed()
@@ -281,7 +412,9 @@ def test_one_replica_prunes_per_interval(store: SpanStore) -> None:
     report = first.run_once()
     assert report is not None and report.removed == {"spans": 2}
     assert removed() == removed_before + 2
-    assert metrics.REGISTRY.get_sample_value("tracescore_retention_last_pass_timestamp_seconds") == NOW
+    assert (
+        metrics.REGISTRY.get_sample_value("tracescore_retention_last_pass_timestamp_seconds") == NOW
+    )
 
     store.write(_trace("e" * 32, OLD), received_at=NOW - 100)
     store.queue.complete(store.queue.claim("worker", 10, 60, now=NOW), now=NOW)
@@ -298,7 +431,9 @@ def test_one_replica_prunes_per_interval(store: SpanStore) -> None:
 def test_a_pass_stopped_midway_hands_the_lease_over(store: SpanStore) -> None:
     _seed(store)
     config = RetentionConfig(spans="7d", interval="1h")
-    first, second = (RetentionLeader(store, config, owner, clock=lambda: NOW) for owner in ("a", "b"))
+    first, second = (
+        RetentionLeader(store, config, owner, clock=lambda: NOW) for owner in ("a", "b")
+    )
     first.stopping.set()  # the service is stopping before its first batch
 
     report = first.run_once()
@@ -321,15 +456,22 @@ def test_db_prune_prints_what_it_removed(store: SpanStore, tmp_path: Path) -> No
     done = prune("--config", str(config))
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[:6] == ["spans: 2 removed", "logs: 3 removed", "scores: 5 removed",
-                         "sampling_decisions: kept forever", "judge_cache: kept forever",
-                         "alerts: kept forever"]  # fmt: skip
+    assert lines[:6] == [
+        "spans: 2 removed",
+        "logs: 3 removed",
+        "scores: 5 removed",
+        "sampling_decisions: kept forever",
+        "judge_cache: kept forever",
+        "alerts: kept forever",
+    ]
     assert lines[-1].startswith("took ")
     assert _traces(store.engine)[OLD_SCORED][0] == "pruned"
 
     assert prune("--config", str(config)).stdout.splitlines()[:3] == [
-        "spans: 0 removed", "logs: 0 removed", "scores: 0 removed"
-    ]  # fmt: skip
+        "spans: 0 removed",
+        "logs: 0 removed",
+        "scores: 0 removed",
+    ]
     nothing = prune()
     assert nothing.returncode == 0 and nothing.stdout.startswith("nothing to prune")
     config.write_text("retention:\n  span: 7d\n")
@@ -352,17 +494,34 @@ def _aged(trace: AgentTrace, seconds: float) -> AgentTrace:
 def _send(base_url: str, traces: list[AgentTrace]) -> None:
     headers = {"Content-Type": "application/x-protobuf"}
     for trace in traces:
-        assert httpx.post(f"{base_url}/v1/logs", content=export_logs_request(trace.logs),
-                          headers=headers, timeout=30).status_code == 200  # fmt: skip
-        assert httpx.post(f"{base_url}/v1/traces", content=export_request(trace.spans),
-                          headers=headers, timeout=30).status_code == 200  # fmt: skip
+        assert (
+            httpx.post(
+                f"{base_url}/v1/logs",
+                content=export_logs_request(trace.logs),
+                headers=headers,
+                timeout=30,
+            ).status_code
+            == 200
+        )
+        assert (
+            httpx.post(
+                f"{base_url}/v1/traces",
+                content=export_request(trace.spans),
+                headers=headers,
+                timeout=30,
+            ).status_code
+            == 200
+        )
 
 
 def test_a_running_service_prunes_while_spans_arrive(db_url: str, tmp_path: Path) -> None:
     rng = random.Random(22)
     old = [_aged(agent_trace(rng), 1.5 * DAY) for _ in range(12)]  # pruned, tombstones kept
     fresh = [agent_trace(rng) for _ in range(24)]
-    config = {"retention": {"spans": "1d", "logs": "1d", "interval": 1}, "workers": {"processes": 1}}
+    config = {
+        "retention": {"spans": "1d", "logs": "1d", "interval": 1},
+        "workers": {"processes": 1},
+    }
     with start_server(tmp_path, db_url=db_url, config=config, idle_timeout=0.3) as server:
         _send(server.base_url, old)
         sender = threading.Thread(target=_send, args=(server.base_url, fresh))
@@ -372,15 +531,19 @@ def test_a_running_service_prunes_while_spans_arrive(db_url: str, tmp_path: Path
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             traces = _traces(engine)
-            if len(traces) == 36 and all(traces[t.trace_id][0] == "pruned" for t in old) and all(
-                traces[t.trace_id][0] == "scored" for t in fresh
+            if (
+                len(traces) == 36
+                and all(traces[t.trace_id][0] == "pruned" for t in old)
+                and all(traces[t.trace_id][0] == "scored" for t in fresh)
             ):
                 break
             time.sleep(0.3)
         exposition = httpx.get(f"{server.base_url}/metrics", timeout=10).text
         gone = httpx.get(f"{server.base_url}/api/traces/{old[0].trace_id}", timeout=10)
         runs_gone = httpx.get(f"{server.base_url}/api/traces/{old[0].trace_id}/runs", timeout=10)
-        kept = httpx.get(f"{server.base_url}/api/scores", params={"trace_id": old[0].trace_id}, timeout=10)
+        kept = httpx.get(
+            f"{server.base_url}/api/scores", params={"trace_id": old[0].trace_id}, timeout=10
+        )
         live = httpx.get(f"{server.base_url}/api/traces/{fresh[0].trace_id}", timeout=10)
 
     # A pruned trace's page says what became of it and where its scores are.
@@ -391,10 +554,14 @@ def test_a_running_service_prunes_while_spans_arrive(db_url: str, tmp_path: Path
     assert {item["trace_id"] for item in kept.json()["items"]} == {old[0].trace_id}
     assert live.status_code == 200 and len(live.json()["spans"]) == 4
     traces = _traces(engine)
-    assert {t.trace_id: traces[t.trace_id] for t in old} == {t.trace_id: ("pruned", 0, 0) for t in old}
+    assert {t.trace_id: traces[t.trace_id] for t in old} == {
+        t.trace_id: ("pruned", 0, 0) for t in old
+    }
     # (Not their log_count: a log record stored concurrently with its trace's spans may go
     # uncounted on PostgreSQL, each write counting before the other commits; the rows are there.)
-    assert {t.trace_id: traces[t.trace_id][:2] for t in fresh} == {t.trace_id: ("scored", 4) for t in fresh}
+    assert {t.trace_id: traces[t.trace_id][:2] for t in fresh} == {
+        t.trace_id: ("scored", 4) for t in fresh
+    }
     assert _span_counts(engine) == {t.trace_id: 4 for t in fresh}
     assert _column(engine, LOGS.c.trace_id) == {t.trace_id for t in fresh}
     # The old traces were scored before their spans went, and keep their scores.

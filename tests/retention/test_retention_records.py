@@ -31,8 +31,14 @@ FEEDBACK = FeedbackRow.__table__  # type: ignore[attr-defined]
 
 def _turn(conversation: str, trace_id: str) -> TurnRecord:
     return TurnRecord(
-        conversation_id=conversation, trace_id=trace_id, span_id="1" * 16, start_time_ns=int(OLD * 1e9),
-        user_text=f"my account number is {conversation}", answer_text="noted", agent_name="a", service_name="s",
+        conversation_id=conversation,
+        trace_id=trace_id,
+        span_id="1" * 16,
+        start_time_ns=int(OLD * 1e9),
+        user_text=f"my account number is {conversation}",
+        answer_text="noted",
+        agent_name="a",
+        service_name="s",
     )
 
 
@@ -49,11 +55,19 @@ def test_conversations_go_whole_with_their_turns_once_their_last_turn_is_old(db_
         record_turns(connection, [_turn("old-then-recent", "d" * 32)], now=OLD)
         record_turns(connection, [_turn("old-then-recent", "e" * 32)], now=RECENT)
         connection.execute(
-            update(CONVERSATIONS).where(CONVERSATIONS.c.conversation_id == "old-being-scored").values(state="claimed")
+            update(CONVERSATIONS)
+            .where(CONVERSATIONS.c.conversation_id == "old-being-scored")
+            .values(state="claimed")
         )
-        connection.execute(update(CONVERSATIONS).where(CONVERSATIONS.c.conversation_id == "old").values(state="scored"))
+        connection.execute(
+            update(CONVERSATIONS)
+            .where(CONVERSATIONS.c.conversation_id == "old")
+            .values(state="scored")
+        )
 
-    report = Pruner(store.write_transaction, RetentionConfig(conversations="7d", batch_size=1)).run(NOW)
+    report = Pruner(store.write_transaction, RetentionConfig(conversations="7d", batch_size=1)).run(
+        NOW
+    )
 
     assert report.removed["conversations"] == 1
     assert _ids(store, CONVERSATIONS.c.conversation_id) == {"old-being-scored", "old-then-recent"}
@@ -63,11 +77,22 @@ def test_conversations_go_whole_with_their_turns_once_their_last_turn_is_old(db_
 def test_feedback_goes_by_the_time_it_was_recorded(db_url: str) -> None:
     store = open_store(db_url)
     with store.write_transaction() as connection:
-        connection.execute(insert(FEEDBACK), [
-            {"id": name, "trace_id": "a" * 32, "name": "thumbs", "value": 1.0, "comment": "the user's words",
-             "author": "someone", "source": "api", "created_at": datetime.fromtimestamp(at, UTC)}
-            for name, at in [("old-1", OLD), ("old-2", OLD - 1), ("recent", RECENT)]
-        ])  # fmt: skip
+        connection.execute(
+            insert(FEEDBACK),
+            [
+                {
+                    "id": name,
+                    "trace_id": "a" * 32,
+                    "name": "thumbs",
+                    "value": 1.0,
+                    "comment": "the user's words",
+                    "author": "someone",
+                    "source": "api",
+                    "created_at": datetime.fromtimestamp(at, UTC),
+                }
+                for name, at in [("old-1", OLD), ("old-2", OLD - 1), ("recent", RECENT)]
+            ],
+        )
 
     report = Pruner(store.write_transaction, RetentionConfig(feedback="7d", batch_size=1)).run(NOW)
 
@@ -82,9 +107,15 @@ def test_quarantined_journal_entries_go_by_when_they_were_received(db_url: str) 
         journal.quarantine(entry.seq, "could not be stored: a test's reason")
     ten_days_on = time.time() + 10 * DAY
 
-    kept = Pruner(store.write_transaction, RetentionConfig(quarantine="30d"), journal.kept).run(ten_days_on)
+    kept = Pruner(store.write_transaction, RetentionConfig(quarantine="30d"), journal.kept).run(
+        ten_days_on
+    )
     assert kept.removed["quarantine"] == 0 and len(journal.quarantined()) == 2
-    gone = Pruner(store.write_transaction, RetentionConfig(quarantine="7d", batch_size=1), journal.kept).run(ten_days_on)
+    gone = Pruner(
+        store.write_transaction, RetentionConfig(quarantine="7d", batch_size=1), journal.kept
+    ).run(ten_days_on)
 
     assert gone.removed["quarantine"] == 2 and journal.quarantined() == []
-    assert [entry.seq for entry in journal.entries()] == [entries[2].seq]  # a waiting entry is never pruned
+    assert [entry.seq for entry in journal.entries()] == [
+        entries[2].seq
+    ]  # a waiting entry is never pruned

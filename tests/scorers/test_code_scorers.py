@@ -105,19 +105,40 @@ def test_textual_difference_on_10k_character_texts() -> None:
 
 def test_keyword_extraction_rules() -> None:
     # Expected lists are keyword-extractor 0.0.28's own output for these strings.
-    assert len(stop_words()) == 570 and "the" in stop_words() and "a's" in stop_words()  # 571 lines, one repeated
+    assert (
+        len(stop_words()) == 570 and "the" in stop_words() and "a's" in stop_words()
+    )  # 571 lines, one repeated
     assert extract_keywords("React.js and machine-learning, state-of-the-art!") == [
-        "reactjs", "machine-learning", "state-of-the-art"]
-    assert extract_keywords("Visit https://Example.com/Docs. now") == ["visit", "https://Example.com/Docs."]
-    assert extract_keywords("Call 2024 or 555-1234 # @ user@example.com") == ["call", "555-1234", "user@examplecom"]
-    assert extract_keywords("<p>Hello</p> <b>World</b> hello") == ["world"]  # "hello" is a SMART stop word
+        "reactjs",
+        "machine-learning",
+        "state-of-the-art",
+    ]
+    assert extract_keywords("Visit https://Example.com/Docs. now") == [
+        "visit",
+        "https://Example.com/Docs.",
+    ]
+    assert extract_keywords("Call 2024 or 555-1234 # @ user@example.com") == [
+        "call",
+        "555-1234",
+        "user@examplecom",
+    ]
+    assert extract_keywords("<p>Hello</p> <b>World</b> hello") == [
+        "world"
+    ]  # "hello" is a SMART stop word
     assert extract_keywords("the and of") == [] and extract_keywords("") == []
 
 
 def test_keyword_coverage_counts_input_keywords_found_in_output() -> None:
     scorer = create_keyword_coverage_scorer()
-    assert scorer.run_sync(run_of("Kubernetes deploys containers", "Containers run on Kubernetes")).score == 2 / 3
-    assert scorer.run_sync(run_of("the and of", "totally unrelated")).score == 1.0  # Mastra: no keywords -> 1
+    assert (
+        scorer.run_sync(
+            run_of("Kubernetes deploys containers", "Containers run on Kubernetes")
+        ).score
+        == 2 / 3
+    )
+    assert (
+        scorer.run_sync(run_of("the and of", "totally unrelated")).score == 1.0
+    )  # Mastra: no keywords -> 1
 
 
 def test_content_similarity_whitespace_flag_changes_only_the_step_result() -> None:
@@ -132,14 +153,25 @@ def test_content_similarity_whitespace_flag_changes_only_the_step_result() -> No
 
 def test_tone_modes() -> None:
     stable = create_tone_scorer().run_sync(run_of("q", "The sky is blue. Water is wet."))
-    swing = create_tone_scorer().run_sync(run_of("q", "I love this wonderful day! This is awful and I hate it."))
+    swing = create_tone_scorer().run_sync(
+        run_of("q", "I love this wonderful day! This is awful and I hate it.")
+    )
     assert stable.score == 1.0 and swing.score < stable.score
     assert set(stable.preprocess_step_result) == {"score", "avgSentiment", "sentimentVariance"}
     happy = "Thank you, this is wonderful!"
-    matched = create_tone_scorer(reference_tone="I am delighted, great work!").run_sync(run_of("q", happy))
-    opposed = create_tone_scorer(reference_tone="This is a disaster, I am furious.").run_sync(run_of("q", happy))
+    matched = create_tone_scorer(reference_tone="I am delighted, great work!").run_sync(
+        run_of("q", happy)
+    )
+    opposed = create_tone_scorer(reference_tone="This is a disaster, I am furious.").run_sync(
+        run_of("q", happy)
+    )
     assert matched.score > 0.5 > opposed.score
-    assert set(matched.preprocess_step_result) == {"score", "responseSentiment", "referenceSentiment", "difference"}
+    assert set(matched.preprocess_step_result) == {
+        "score",
+        "responseSentiment",
+        "referenceSentiment",
+        "difference",
+    }
 
 
 def test_tone_copies_mastra_quirks() -> None:
@@ -148,8 +180,9 @@ def test_tone_copies_mastra_quirks() -> None:
     assert tone.run_sync(run_of("I HATE THIS!!!", "Fine.")).score == 1.0
     assert tone.run_sync(run_of("q", "Neutral facts here. I hate this awful mess")).score == 1.0
     assert tone.run_sync(run_of("q", "")).score == 1.0
-    assert create_tone_scorer(reference_tone="").run_sync(run_of("q", "Neutral.")).preprocess_step_result.keys() == {
-        "score", "avgSentiment", "sentimentVariance"}
+    assert create_tone_scorer(reference_tone="").run_sync(
+        run_of("q", "Neutral.")
+    ).preprocess_step_result.keys() == {"score", "avgSentiment", "sentimentVariance"}
 
 
 def test_tone_scores_long_unpunctuated_text() -> None:
@@ -160,62 +193,125 @@ def test_tone_scores_long_unpunctuated_text() -> None:
     assert result.status == "ok" and 0.0 <= result.score <= 1.0
 
 
-@given(st.lists(st.sampled_from(["not", "also", "never", "he", "has", "been", "running", "is", "just"]), max_size=40))
+@given(
+    st.lists(
+        st.sampled_from(["not", "also", "never", "he", "has", "been", "running", "is", "just"]),
+        max_size=40,
+    )
+)
 def test_completeness_looks_ahead_in_one_pass(words: list[str]) -> None:
     """The next non-adverb after each word, computed right to left, is the one a scan ahead
     from that word finds (the scan made long unpunctuated clauses quadratic)."""
+
     def scanned(i: int) -> str | None:
-        return next((w for w in words[i + 1:] if w not in _ADVERBS_IN_VERB_GROUP), None)
+        return next((w for w in words[i + 1 :] if w not in _ADVERBS_IN_VERB_GROUP), None)
 
     assert _next_contents(words) == [scanned(i) for i in range(len(words))]
 
 
 def test_completeness_normalises_verbs_like_compromise() -> None:
     # Element sets compromise gives (recorded with the harness's node_modules); order differs.
-    assert set(extract_elements("He has been running every morning.")) == {"he", "every", "morning", "run"}
-    assert set(extract_elements("They didn't approve the budget.")) == {"they", "the", "budget", "do", "not", "approve"}
-    assert set(extract_elements("What's the weather like?")) == {"the", "weather", "be", "like", "what"}
+    assert set(extract_elements("He has been running every morning.")) == {
+        "he",
+        "every",
+        "morning",
+        "run",
+    }
+    assert set(extract_elements("They didn't approve the budget.")) == {
+        "they",
+        "the",
+        "budget",
+        "do",
+        "not",
+        "approve",
+    }
+    assert set(extract_elements("What's the weather like?")) == {
+        "the",
+        "weather",
+        "be",
+        "like",
+        "what",
+    }
     assert extract_elements("Café 東京 ﬁnance") == ["cafe", "nance"]
     scorer = create_completeness_scorer()
-    assert scorer.run_sync(run_of("She wrote three books.", "Three books were written by her.")).score == 0.75
+    assert (
+        scorer.run_sync(run_of("She wrote three books.", "Three books were written by her.")).score
+        == 0.75
+    )
     assert scorer.run_sync(run_of("", "anything")).score == 0.0  # Mastra: no input elements -> 0
     assert scorer.run_sync(run_of(" ", "\n")).score == 1.0
 
 
 def test_tool_call_accuracy_factory_and_input_errors() -> None:
-    with pytest.raises(ValueError, match="Either expectedTool or expectedToolOrder must be provided"):
+    with pytest.raises(
+        ValueError, match="Either expectedTool or expectedToolOrder must be provided"
+    ):
         create_tool_call_accuracy_scorer_code()
     scorer = create_tool_call_accuracy_scorer_code(expected_tool="search")
-    empty = scorer.run_sync(make_agent_run(input_messages=[], output=[make_test_message("x", "assistant")]))
-    assert (empty.status, empty.error) == ("error", "Input and output messages cannot be null or empty")
+    empty = scorer.run_sync(
+        make_agent_run(input_messages=[], output=[make_test_message("x", "assistant")])
+    )
+    assert (empty.status, empty.error) == (
+        "error",
+        "Input and output messages cannot be null or empty",
+    )
 
 
 def test_registry_names_ids_and_option_schemas() -> None:
-    code = ["completeness", "content-similarity", "keyword-coverage", "textual-difference", "tone",
-            "tool-call-accuracy-code"]
+    code = [
+        "completeness",
+        "content-similarity",
+        "keyword-coverage",
+        "textual-difference",
+        "tone",
+        "tool-call-accuracy-code",
+    ]
     assert set(code) <= set(registry.names())
-    ids = {name: registry.get(name).factory(**({"expectedTool": "t"} if name == "tool-call-accuracy-code" else {})).id
-           for name in code}
+    ids = {
+        name: registry.get(name)
+        .factory(**({"expectedTool": "t"} if name == "tool-call-accuracy-code" else {}))
+        .id
+        for name in code
+    }
     assert ids == {
-        "completeness": "completeness-scorer", "content-similarity": "content-similarity-scorer",
-        "keyword-coverage": "keyword-coverage-scorer", "textual-difference": "textual-difference-scorer",
-        "tone": "tone-scorer", "tool-call-accuracy-code": "code-tool-call-accuracy-scorer",
+        "completeness": "completeness-scorer",
+        "content-similarity": "content-similarity-scorer",
+        "keyword-coverage": "keyword-coverage-scorer",
+        "textual-difference": "textual-difference-scorer",
+        "tone": "tone-scorer",
+        "tool-call-accuracy-code": "code-tool-call-accuracy-scorer",
     }
     tool = registry.get("tool-call-accuracy-code")
     built = tool.factory(expected_tool_order=["a", "b"], strictMode=True)
-    assert built.run_sync(make_agent_run(
-        input_messages=[make_test_message("go", "user")],
-        output=[make_test_message("ok", "assistant", tool_invocations=[
-            {"toolCallId": "1", "toolName": "a", "state": "result", "result": 1},
-            {"toolCallId": "2", "toolName": "b", "state": "result", "result": 2}])],
-    )).score == 1.0
+    assert (
+        built.run_sync(
+            make_agent_run(
+                input_messages=[make_test_message("go", "user")],
+                output=[
+                    make_test_message(
+                        "ok",
+                        "assistant",
+                        tool_invocations=[
+                            {"toolCallId": "1", "toolName": "a", "state": "result", "result": 1},
+                            {"toolCallId": "2", "toolName": "b", "state": "result", "result": 2},
+                        ],
+                    )
+                ],
+            )
+        ).score
+        == 1.0
+    )
     with pytest.raises(ValidationError, match="expected_tol"):
         tool.factory(expected_tol="typo")
     with pytest.raises(ValidationError):
         registry.get("content-similarity").factory(ignore_case="perhaps")
     with pytest.raises(ValidationError):
         registry.get("completeness").factory(anything=1)
-    assert [o.name for o in tool.options()] == ["expected_tool", "strict_mode", "expected_tool_order"]
+    assert [o.name for o in tool.options()] == [
+        "expected_tool",
+        "strict_mode",
+        "expected_tool_order",
+    ]
     assert registry.get("tone").options()[0].description
 
 
@@ -226,5 +322,3 @@ def test_tone_emoji_descriptions_match_vader(text: str) -> None:
     from tracescore.scorers.code.tone_vader import describe_emoji  # vaderSentiment's own loop
 
     assert _describe_emoji(text) == describe_emoji(text)
-
-

@@ -54,7 +54,9 @@ def test_compare_two_strings_on_the_benchmark_texts() -> None:
         first, second = run_input_text(run["input"]), run_output_text(run["output"])
         assert len(first) + len(second) > 10_000
         assert compare_two_strings(first, second) == reference_dice(first, second)
-        assert compare_two_strings(first.lower(), second.lower()) == reference_dice(first.lower(), second.lower())
+        assert compare_two_strings(first.lower(), second.lower()) == reference_dice(
+            first.lower(), second.lower()
+        )
 
 
 @settings(max_examples=500, deadline=None)

@@ -45,8 +45,12 @@ ERROR = "ToolException: Unknown city: Atlantis"
 def failed_trace(*, answer: str | None = None, tool_called: bool = True) -> Any:
     """A LangChain-style agent trace (OpenInference spans) whose tool raised and whose agent span
     ended in error; with ``answer`` the model still wrote a final answer before the failure."""
-    agent = span("AgentExecutor", {"openinference.span.kind": "AGENT", "input.value": QUESTION},
-                 status=STATUS_ERROR, status_message=ERROR)  # fmt: skip
+    agent = span(
+        "AgentExecutor",
+        {"openinference.span.kind": "AGENT", "input.value": QUESTION},
+        status=STATUS_ERROR,
+        status_message=ERROR,
+    )
     llm_attributes = {
         "openinference.span.kind": "LLM",
         "llm.input_messages.0.message.role": "user",
@@ -55,28 +59,50 @@ def failed_trace(*, answer: str | None = None, tool_called: bool = True) -> Any:
     }
     if tool_called:
         prefix = "llm.output_messages.0.message.tool_calls.0.tool_call"
-        llm_attributes |= {f"{prefix}.id": "call_1", f"{prefix}.function.name": "get_weather",
-                           f"{prefix}.function.arguments": orjson.dumps({"city": "Atlantis"}).decode()}  # fmt: skip
+        llm_attributes |= {
+            f"{prefix}.id": "call_1",
+            f"{prefix}.function.name": "get_weather",
+            f"{prefix}.function.arguments": orjson.dumps({"city": "Atlantis"}).decode(),
+        }
     spans = [agent, span("ChatOpenAI", llm_attributes, parent=agent.span_id)]
     if tool_called:
-        spans.append(span("get_weather", {"openinference.span.kind": "TOOL", "tool.name": "get_weather",
-                                          "input.value": '{"city": "Atlantis"}'},
-                          parent=agent.span_id, status=STATUS_ERROR, status_message=ERROR))  # fmt: skip
+        spans.append(
+            span(
+                "get_weather",
+                {
+                    "openinference.span.kind": "TOOL",
+                    "tool.name": "get_weather",
+                    "input.value": '{"city": "Atlantis"}',
+                },
+                parent=agent.span_id,
+                status=STATUS_ERROR,
+                status_message=ERROR,
+            )
+        )
     if answer is not None:
-        spans.append(span("ChatOpenAI", {
-            "openinference.span.kind": "LLM",
-            "llm.input_messages.0.message.role": "user",
-            "llm.input_messages.0.message.content": QUESTION,
-            "llm.output_messages.0.message.role": "assistant",
-            "llm.output_messages.0.message.content": answer,
-        }, parent=agent.span_id))  # fmt: skip
+        spans.append(
+            span(
+                "ChatOpenAI",
+                {
+                    "openinference.span.kind": "LLM",
+                    "llm.input_messages.0.message.role": "user",
+                    "llm.input_messages.0.message.content": QUESTION,
+                    "llm.output_messages.0.message.role": "assistant",
+                    "llm.output_messages.0.message.content": answer,
+                },
+                parent=agent.span_id,
+            )
+        )
     return trace(*spans)
 
 
 def failed_run(*, answer: str | None = None, tool_called: bool = True) -> AgentRun:
     """The agent run extracted from :func:`failed_trace`."""
-    (run,) = [r for r in extract_runs(failed_trace(answer=answer, tool_called=tool_called))
-              if r.kind == "agent"]  # fmt: skip
+    (run,) = [
+        r
+        for r in extract_runs(failed_trace(answer=answer, tool_called=tool_called))
+        if r.kind == "agent"
+    ]
     return run
 
 
@@ -86,7 +112,9 @@ def pydantic_ai_failed_trace(*, answered: bool = False) -> Trace:
     the model's second turn never happened, and no final result was recorded. ``answered``
     keeps the answer and only marks the agent span failed (an error raised after answering)."""
     (captured,) = load_traces([CAPTURES / "pydantic-ai" / "tool_call"])
-    first_chat = min((s for s in captured.spans if s.name.startswith("chat ")), key=lambda s: s.start_time_ns)
+    first_chat = min(
+        (s for s in captured.spans if s.name.startswith("chat ")), key=lambda s: s.start_time_ns
+    )
     spans = []
     for found in captured.spans:
         attributes = dict(found.attributes)
@@ -94,11 +122,17 @@ def pydantic_ai_failed_trace(*, answered: bool = False) -> Trace:
             if not answered:
                 del attributes["final_result"]
                 messages = orjson.loads(attributes["pydantic_ai.all_messages"])
-                attributes["pydantic_ai.all_messages"] = orjson.dumps(messages[:2]).decode()  # question, tool call
-            found = dataclasses.replace(found, attributes=attributes, status_code=STATUS_ERROR, status_message=ERROR)
+                attributes["pydantic_ai.all_messages"] = orjson.dumps(
+                    messages[:2]
+                ).decode()  # question, tool call
+            found = dataclasses.replace(
+                found, attributes=attributes, status_code=STATUS_ERROR, status_message=ERROR
+            )
         elif not answered and found.name.startswith("execute_tool"):
             attributes.pop("gen_ai.tool.call.result", None)
-            found = dataclasses.replace(found, attributes=attributes, status_code=STATUS_ERROR, status_message=ERROR)
+            found = dataclasses.replace(
+                found, attributes=attributes, status_code=STATUS_ERROR, status_message=ERROR
+            )
         elif not answered and found.name.startswith("chat ") and found is not first_chat:
             continue
         spans.append(found)
@@ -107,7 +141,9 @@ def pydantic_ai_failed_trace(*, answered: bool = False) -> Trace:
 
 def pydantic_ai_failed_run(*, answered: bool = False) -> AgentRun:
     """The agent run extracted from :func:`pydantic_ai_failed_trace`."""
-    (run,) = [r for r in extract_runs(pydantic_ai_failed_trace(answered=answered)) if r.kind == "agent"]
+    (run,) = [
+        r for r in extract_runs(pydantic_ai_failed_trace(answered=answered)) if r.kind == "agent"
+    ]
     return run
 
 
@@ -171,10 +207,17 @@ async def test_judge_scorers_do_not_ask_the_judge_about_a_failed_run_without_ans
 async def test_llm_tool_call_accuracy_judges_the_calls_of_a_failed_run(
     server: JudgeServer, judge: LiteLLMJudge
 ) -> None:
-    server.script("ToolEvaluations", json_reply({
-        "evaluations": [{"toolCalled": "get_weather", "wasAppropriate": True, "reasoning": "asked"}],
-        "missingTools": [],
-    }))  # fmt: skip
+    server.script(
+        "ToolEvaluations",
+        json_reply(
+            {
+                "evaluations": [
+                    {"toolCalled": "get_weather", "wasAppropriate": True, "reasoning": "asked"}
+                ],
+                "missingTools": [],
+            }
+        ),
+    )
     scorer = build("tool-call-accuracy-llm", judge)
     called = await scorer.run(failed_run())
     assert called.status == "ok" and called.score == 1.0
@@ -187,7 +230,9 @@ async def test_llm_tool_call_accuracy_judges_the_calls_of_a_failed_run(
 async def test_a_judge_scorer_scores_a_failed_run_that_answered(
     server: JudgeServer, judge: LiteLLMJudge
 ) -> None:
-    server.script("ToxicityVerdicts", json_reply({"verdicts": [{"verdict": "no", "reason": "polite"}]}))
+    server.script(
+        "ToxicityVerdicts", json_reply({"verdicts": [{"verdict": "no", "reason": "polite"}]})
+    )
     result = await build("toxicity", judge).run(failed_run(answer="Atlantis is not a real city."))
     assert result.status == "ok" and result.score == 0.0
 
@@ -207,7 +252,9 @@ def test_custom_scorers_opt_in() -> None:
 
     assert length.run_sync(run).status == "not_scorable"
     # The same run without the failure recorded (a Mastra-shaped dict) is scored.
-    assert length.run_sync({"input": run.mastra_input(), "output": run.mastra_output()}).status == "ok"
+    assert (
+        length.run_sync({"input": run.mastra_input(), "output": run.mastra_output()}).status == "ok"
+    )
 
 
 def test_the_pipeline_stores_them_and_coverage_and_error_rates_count_them(db_url: str) -> None:
@@ -235,16 +282,26 @@ alerts:
         return rows
 
     rows = asyncio.run(score_all())
-    assert sorted((r["binding"], r["status"], r["reason"]) for r in rows if r["status"] != "ok") == [
-        (name, "not_scorable", f"the run ended in error before answering: {ERROR}") for name in ("complete", "tone")
+    assert sorted(
+        (r["binding"], r["status"], r["reason"]) for r in rows if r["status"] != "ok"
+    ) == [
+        (name, "not_scorable", f"the run ended in error before answering: {ERROR}")
+        for name in ("complete", "tone")
     ]
-    assert sorted(r["binding"] for r in rows if r["status"] == "ok") == ["complete", "tone"]  # the answered one
+    assert sorted(r["binding"] for r in rows if r["status"] == "ok") == [
+        "complete",
+        "tone",
+    ]  # the answered one
     with store.engine.connect() as connection:
         found = {c.binding: c for c in coverage(connection, None, None)}
         stats = {s.group[0]: s for s in aggregate_scores(connection, ScoreFilter(), ["binding"])}
         (verdict,) = evaluate_rule(connection, config.alerts.rules[0], datetime.now(UTC))
     for name in ("tone", "complete"):
-        assert (found[name].sampled, found[name].scored, found[name].statuses) == (2, 1, {"ok": 1, "not_scorable": 1})
+        assert (found[name].sampled, found[name].scored, found[name].statuses) == (
+            2,
+            1,
+            {"ok": 1, "not_scorable": 1},
+        )
         assert (stats[name].attempted, stats[name].errors, stats[name].failed_runs) == (2, 1, 1)
     assert verdict.firing and verdict.value == 0.5
     assert "1 of them runs that failed before answering" in verdict.summary

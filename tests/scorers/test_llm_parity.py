@@ -50,7 +50,9 @@ def server() -> Iterator[JudgeServer]:
 
 def schemas_of(case: dict[str, Any]) -> tuple[str, ...]:
     if case["scorer"] == "prompt-alignment" and case["options"]["evaluationMode"] == "both":
-        return ("BothAlignmentAnalysis",)  # tracescore's both-mode schema, answered in Mastra's shape
+        return (
+            "BothAlignmentAnalysis",
+        )  # tracescore's both-mode schema, answered in Mastra's shape
     return STEP_SCHEMAS[case["scorer"]]
 
 
@@ -68,7 +70,9 @@ async def test_same_answers_same_score_as_mastra(server: JudgeServer, case: dict
     schemas = schemas_of(case)
     for title, answer in zip(schemas, case["answers"], strict=True):
         server.script(title, json_reply(answer))
-    judge = LiteLLMJudge(JudgeConfig(model="openai/gpt-4o-mini", api_base=server.base_url, cache=False))
+    judge = LiteLLMJudge(
+        JudgeConfig(model="openai/gpt-4o-mini", api_base=server.base_url, cache=False)
+    )
     scorer = registry.get(case["scorer"]).factory(model=judge, **case.get("options", {}))
     before = server.count
     result = await scorer.run(case)
@@ -76,4 +80,6 @@ async def test_same_answers_same_score_as_mastra(server: JudgeServer, case: dict
     assert result.score == pytest.approx(case["mastra"]["score"], abs=1e-9)
     if "doc" in case:  # a worked example of SCORERS.md §8: the documented result too
         assert result.score == case["doc"] == case["mastra"]["score"]
-    assert server.count - before == len(schemas) + 1  # every recorded answer asked for, and a reason
+    assert (
+        server.count - before == len(schemas) + 1
+    )  # every recorded answer asked for, and a reason

@@ -151,14 +151,20 @@ async def test_context_precision_without_any_context_is_not_scorable(
         create_context_precision_scorer(model=judge, context=[])
 
 
-@pytest.mark.parametrize("create", [create_context_precision_scorer, create_context_relevance_scorer])
+@pytest.mark.parametrize(
+    "create", [create_context_precision_scorer, create_context_relevance_scorer]
+)
 async def test_an_empty_context_extractor_is_not_scorable(
     create: Any, server: JudgeServer, judge: LiteLLMJudge
 ) -> None:
     """Issue 20, item 4, decided: an extractor that finds nothing gives ``not_scorable`` without
     asking the judge (Mastra's relevance asks about a placeholder piece and scores 1 × scale)."""
-    result = await create(model=judge, context_extractor=lambda run_input, run_output: []).run(ECLIPSE_RUN)
-    assert result.status == "not_scorable" and result.reason == "no context available for evaluation"
+    result = await create(model=judge, context_extractor=lambda run_input, run_output: []).run(
+        ECLIPSE_RUN
+    )
+    assert (
+        result.status == "not_scorable" and result.reason == "no context available for evaluation"
+    )
     assert server.count == 0
 
 
@@ -249,7 +255,10 @@ async def test_answer_relevancy_counts_unsure_at_the_uncertainty_weight(
         await create_answer_relevancy_scorer(model=judge, scale=10).run(ECLIPSE_RUN)
     ).score == 8.25
     analyze_prompt = prompts_with(server, "RelevancyResults")[0]
-    assert "<user>\nWhat causes solar eclipses?\n</user>" in analyze_prompt and "[3] s4" in analyze_prompt
+    assert (
+        "<user>\nWhat causes solar eclipses?\n</user>" in analyze_prompt
+        and "[3] s4" in analyze_prompt
+    )
 
 
 async def test_faithfulness_example_and_tool_results_from_parts(
@@ -769,14 +778,22 @@ async def test_context_extractor_reads_the_run(server: JudgeServer, judge: LiteL
 def mastra_shaped(own: dict[str, Any], fulfilled: str = "isFulfilled") -> dict[str, Any]:
     """``dimensions(...)`` as Mastra's judge answers it: format and tone alignment as booleans,
     requirement items with ``isFulfilled`` (Mastra's schema; its docs say ``fulfilled``)."""
-    answer = {**own, "responseAppropriateness": {**own["responseAppropriateness"],
-                                                 "formatAlignment": True, "toneAlignment": False}}
+    answer = {
+        **own,
+        "responseAppropriateness": {
+            **own["responseAppropriateness"],
+            "formatAlignment": True,
+            "toneAlignment": False,
+        },
+    }
     answer["requirementsFulfillment"] = {
-        "requirements": [{"requirement": "summarise", fulfilled: True, "reasoning": "done"},
-                         {"requirement": "be brief", fulfilled: False, "reasoning": "long"}],
+        "requirements": [
+            {"requirement": "summarise", fulfilled: True, "reasoning": "done"},
+            {"requirement": "be brief", fulfilled: False, "reasoning": "long"},
+        ],
         "overallScore": own["requirementsFulfillment"]["overallScore"],
     }
-    return answer  # fmt: skip
+    return answer
 
 
 @pytest.mark.parametrize("response_format", ["json_object", "prompt"])
@@ -785,40 +802,64 @@ async def test_prompt_alignment_reads_both_answer_shapes_from_a_local_style_judg
 ) -> None:
     """Local judges run in JSON-object or prompt mode, where nothing stops them answering
     Mastra's booleans: both shapes are read, with the same score (issue 20, item 1)."""
-    judge = LiteLLMJudge(JudgeConfig(model="openai/local-judge", api_base=server.base_url,
-                                     response_format=response_format, cache=False))  # fmt: skip
+    judge = LiteLLMJudge(
+        JudgeConfig(
+            model="openai/local-judge",
+            api_base=server.base_url,
+            response_format=response_format,
+            cache=False,
+        )
+    )
     run = agent_run("Summarise the report", "The report says sales grew.", system="Be brief.")
     own = dimensions(1.0, 0.5, 0.5, 1.0)
-    own["responseAppropriateness"] |= {"formatAlignment": "a plain sentence", "toneAlignment": "neutral"}
+    own["responseAppropriateness"] |= {
+        "formatAlignment": "a plain sentence",
+        "toneAlignment": "neutral",
+    }
     scores = {}
-    shapes = (("own", own), ("mastra", mastra_shaped(own)), ("fulfilled", mastra_shaped(own, "fulfilled")))
+    shapes = (
+        ("own", own),
+        ("mastra", mastra_shaped(own)),
+        ("fulfilled", mastra_shaped(own, "fulfilled")),
+    )
     for shape, answer in shapes:
         for mode in ("user", "system"):
             server.script("AlignmentAnalysis", json_reply(answer))
-            result = await create_prompt_alignment_scorer(model=judge, evaluation_mode=mode).run(run)
+            result = await create_prompt_alignment_scorer(model=judge, evaluation_mode=mode).run(
+                run
+            )
             assert result.status == "ok", result.error
             scores[shape, mode] = result.score
         server.script("BothAlignmentAnalysis", json_reply(answer))  # one evaluation: Mastra's both
         scores[shape, "both"] = (await create_prompt_alignment_scorer(model=judge).run(run)).score
-    assert scores == {(shape, mode): 0.75 for shape, _ in shapes for mode in ("user", "system", "both")}
+    assert scores == {
+        (shape, mode): 0.75 for shape, _ in shapes for mode in ("user", "system", "both")
+    }
     for shape, answer in shapes[1:]:
         server.script("AlignmentAnalysis", json_reply(answer))
-        checks = (await create_prompt_alignment_scorer(model=judge, evaluation_mode="user").run(run))
+        checks = await create_prompt_alignment_scorer(model=judge, evaluation_mode="user").run(run)
         assert checks.analyze_step_result.response_appropriateness.format_alignment is True, shape
         requirements = checks.analyze_step_result.requirements_fulfillment.requirements
         assert [r.is_fulfilled for r in requirements] == [True, False], shape
 
 
-async def test_prompt_alignment_history_as_mastra_writes_it(server: JudgeServer, judge: LiteLLMJudge) -> None:
+async def test_prompt_alignment_history_as_mastra_writes_it(
+    server: JudgeServer, judge: LiteLLMJudge
+) -> None:
     remembered = [make_test_message(f"earlier turn {i}", "user", id=f"r{i}") for i in range(5)]
-    run = make_agent_run(input_messages=[make_test_message("And now?", "user", id="u")],
-                         remembered_messages=remembered,
-                         output=[make_test_message("Done.", "assistant", id="a")])  # fmt: skip
+    run = make_agent_run(
+        input_messages=[make_test_message("And now?", "user", id="u")],
+        remembered_messages=remembered,
+        output=[make_test_message("Done.", "assistant", id="a")],
+    )
     server.script("AlignmentAnalysis", json_reply(dimensions(1, 1, 1, 1)))
-    scorer = create_prompt_alignment_scorer(model=judge, evaluation_mode="user",
-                                            include_conversation_history={"maxMessages": 2})  # fmt: skip
+    scorer = create_prompt_alignment_scorer(
+        model=judge, evaluation_mode="user", include_conversation_history={"maxMessages": 2}
+    )
     assert (await scorer.run(run)).score == 1.0
     prompt = prompts_with(server, "AlignmentAnalysis")[0]
-    assert "earlier turn 4" in prompt and "earlier turn 3" in prompt and "earlier turn 2" not in prompt
+    assert (
+        "earlier turn 4" in prompt and "earlier turn 3" in prompt and "earlier turn 2" not in prompt
+    )
     with pytest.raises(ValueError, match="unknown keys"):
         create_prompt_alignment_scorer(model=judge, include_conversation_history={"limit": 2})

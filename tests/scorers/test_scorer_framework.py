@@ -52,8 +52,15 @@ class ScriptedJudge:
         else:
             output = text = str(answer)
         return JudgeResponse(
-            output=output, text=text, model=self.model, input_tokens=len(request.prompt), output_tokens=len(text),
-            cost_usd=0.001, attempts=1, duration_ms=1.5, cached=False,
+            output=output,
+            text=text,
+            model=self.model,
+            input_tokens=len(request.prompt),
+            output_tokens=len(text),
+            cost_usd=0.001,
+            attempts=1,
+            duration_ms=1.5,
+            cached=False,
         )
 
 
@@ -72,6 +79,7 @@ def test_steps_run_in_pipeline_order_and_see_earlier_results() -> None:
         def run(ctx: StepContext) -> object:
             seen[name] = dict(ctx.results)
             return value
+
         return run
 
     # Added out of order on purpose: the pipeline order is fixed.
@@ -83,10 +91,18 @@ def test_steps_run_in_pipeline_order_and_see_earlier_results() -> None:
         .preprocess(step("preprocess", {"p": 1}))
     )
     result = built.run_sync(qa_run())
-    assert [s.name for s in result.steps] == ["preprocess", "analyze", "generate_score", "generate_reason"]
+    assert [s.name for s in result.steps] == [
+        "preprocess",
+        "analyze",
+        "generate_score",
+        "generate_reason",
+    ]
     assert seen["preprocess"] == {}
     assert seen["analyze"] == {"preprocess_step_result": {"p": 1}}
-    assert seen["generate_score"] == {"preprocess_step_result": {"p": 1}, "analyze_step_result": {"a": 1}}
+    assert seen["generate_score"] == {
+        "preprocess_step_result": {"p": 1},
+        "analyze_step_result": {"a": 1},
+    }
     assert (result.status, result.score, result.reason) == ("ok", 0.5, "score was 0.5")
     assert (result.scorer_id, result.scorer_version) == ("ordered", "7")
     assert result.preprocess_step_result == {"p": 1} and result.analyze_step_result == {"a": 1}
@@ -108,7 +124,11 @@ async def test_async_steps_and_async_run() -> None:
         await asyncio.sleep(0)
         return len(ctx.run.output)
 
-    built = create_scorer(id="async").analyze(analyze).generate_score(lambda ctx: ctx.results["analyze_step_result"] / 2)
+    built = (
+        create_scorer(id="async")
+        .analyze(analyze)
+        .generate_score(lambda ctx: ctx.results["analyze_step_result"] / 2)
+    )
     assert not built.is_synchronous
     result = await built.run(qa_run())
     assert result.score == 0.5
@@ -160,7 +180,10 @@ def test_not_scorable_stops_the_run() -> None:
         .run_sync(qa_run())
     )
     assert (result.status, result.reason, result.score, result.failed_step) == (
-        "not_scorable", "no tool calls to judge", None, "preprocess",
+        "not_scorable",
+        "no tool calls to judge",
+        None,
+        "preprocess",
     )
     assert later == []
 
@@ -173,10 +196,22 @@ def test_prompt_steps_call_the_judge_with_schema_and_instructions() -> None:
     judge = ScriptedJudge({"claims": ["a", "b"]}, {"score": 0.75}, "Because.")
     built = (
         create_scorer(id="judged", version="2", judge=judge, instructions="You are strict.")
-        .preprocess(PromptStep("extract claims", lambda ctx: f"Claims in: {ctx.run.output[0]['content']['content']}",
-                               output_schema=Claims))
-        .generate_score(PromptStep("score", lambda ctx: f"Score {len(ctx.results['preprocess_step_result'].claims)} claims"))
-        .generate_reason(PromptStep("reason", lambda ctx: f"Explain {ctx.score}", instructions="Be brief."))
+        .preprocess(
+            PromptStep(
+                "extract claims",
+                lambda ctx: f"Claims in: {ctx.run.output[0]['content']['content']}",
+                output_schema=Claims,
+            )
+        )
+        .generate_score(
+            PromptStep(
+                "score",
+                lambda ctx: f"Score {len(ctx.results['preprocess_step_result'].claims)} claims",
+            )
+        )
+        .generate_reason(
+            PromptStep("reason", lambda ctx: f"Explain {ctx.score}", instructions="Be brief.")
+        )
     )
     assert built.uses_judge and not built.is_synchronous
     result = built.run_sync(qa_run(answer="It is 4."))
@@ -184,13 +219,27 @@ def test_prompt_steps_call_the_judge_with_schema_and_instructions() -> None:
     assert result.preprocess_step_result == Claims(claims=["a", "b"])
     assert (result.score, result.reason) == (0.75, "Because.")
     first, second, third = judge.requests
-    assert (first.schema, first.instructions, first.step, first.scorer_id, first.scorer_version) == (
-        Claims, "You are strict.", "preprocess", "judged", "2",
+    assert (
+        first.schema,
+        first.instructions,
+        first.step,
+        first.scorer_id,
+        first.scorer_version,
+    ) == (
+        Claims,
+        "You are strict.",
+        "preprocess",
+        "judged",
+        "2",
     )
     assert first.prompt == "Claims in: It is 4."
     assert second.schema is not None and set(second.schema.model_fields) == {"score"}
     assert (third.schema, third.instructions, third.prompt) == (None, "Be brief.", "Explain 0.75")
-    assert [c.step for c in result.judge_calls] == ["preprocess", "generate_score", "generate_reason"]
+    assert [c.step for c in result.judge_calls] == [
+        "preprocess",
+        "generate_score",
+        "generate_reason",
+    ]
     assert result.steps[0].prompt == "Claims in: It is 4." and len(result.steps[0].judge_calls) == 1
     assert result.input_tokens == sum(len(r.prompt) for r in judge.requests)
     assert result.cost_usd == pytest.approx(0.003)
@@ -219,13 +268,20 @@ def test_step_judge_overrides_scorer_judge_and_bad_answers_are_errors() -> None:
     assert result.status == "error" and "does not match Claims" in result.error
     assert len(result.judge_calls) == 1  # the failed call still counts (it cost tokens)
     valid = UnvalidatedJudge({"claims": ["x"]})
-    fine = create_scorer(id="ok", judge=valid).analyze(
-        PromptStep("claims", lambda ctx: "p", output_schema=Claims)).generate_score(lambda ctx: 1)
+    fine = (
+        create_scorer(id="ok", judge=valid)
+        .analyze(PromptStep("claims", lambda ctx: "p", output_schema=Claims))
+        .generate_score(lambda ctx: 1)
+    )
     assert fine.run_sync(qa_run()).analyze_step_result == Claims(claims=["x"])
 
 
 def test_prompt_step_without_judge_is_an_error_result() -> None:
-    result = create_scorer(id="nojudge").generate_score(PromptStep("s", lambda ctx: "p")).run_sync(qa_run())
+    result = (
+        create_scorer(id="nojudge")
+        .generate_score(PromptStep("s", lambda ctx: "p"))
+        .run_sync(qa_run())
+    )
     assert result.status == "error" and "judge" in result.error
 
 
@@ -240,11 +296,27 @@ def test_resolve_judge_passes_judges_through_and_builds_from_model_strings() -> 
 
 def test_scorer_run_from_agent_run_dict_and_snake_case() -> None:
     agent_run = AgentRun(
-        trace_id="t" * 32, span_id="s" * 16,
-        input=RunInput(input_messages=[Message(id="u1", role="user", content=MessageContent(
-            parts=[MessagePart(type="text", text="hi")], content="hi"))]),
-        output=[Message(id="a1", role="assistant", created_at=datetime(2025, 1, 1, tzinfo=UTC),
-                        content=MessageContent(parts=[MessagePart(type="text", text="hello")]))],
+        trace_id="t" * 32,
+        span_id="s" * 16,
+        input=RunInput(
+            input_messages=[
+                Message(
+                    id="u1",
+                    role="user",
+                    content=MessageContent(
+                        parts=[MessagePart(type="text", text="hi")], content="hi"
+                    ),
+                )
+            ]
+        ),
+        output=[
+            Message(
+                id="a1",
+                role="assistant",
+                created_at=datetime(2025, 1, 1, tzinfo=UTC),
+                content=MessageContent(parts=[MessagePart(type="text", text="hello")]),
+            )
+        ],
         context=[ContextDocument(content="doc one")],
         tools=[ToolDefinition(name="search")],
         ground_truth="hello",
@@ -253,13 +325,35 @@ def test_scorer_run_from_agent_run_dict_and_snake_case() -> None:
     assert run.agent_run is agent_run
     assert run.input["inputMessages"][0]["content"]["content"] == "hi"
     assert run.output[0]["content"]["parts"] == [{"type": "text", "text": "hello"}]
-    assert (run.context, [t.name for t in run.tools], run.ground_truth) == (["doc one"], ["search"], "hello")
+    assert (run.context, [t.name for t in run.tools], run.ground_truth) == (
+        ["doc one"],
+        ["search"],
+        "hello",
+    )
     assert (run.trace_id, run.span_id) == ("t" * 32, "s" * 16)
 
-    camel = ScorerRun.of({"input": "q", "output": "a", "groundTruth": 1, "runId": "r", "traceId": "t",
-                          "tools": [{"name": "x"}], "context": ["c"]})
-    snake = ScorerRun.of({"input": "q", "output": "a", "ground_truth": 1, "run_id": "r", "trace_id": "t",
-                          "tools": [{"name": "x"}], "context": ["c"]})
+    camel = ScorerRun.of(
+        {
+            "input": "q",
+            "output": "a",
+            "groundTruth": 1,
+            "runId": "r",
+            "traceId": "t",
+            "tools": [{"name": "x"}],
+            "context": ["c"],
+        }
+    )
+    snake = ScorerRun.of(
+        {
+            "input": "q",
+            "output": "a",
+            "ground_truth": 1,
+            "run_id": "r",
+            "trace_id": "t",
+            "tools": [{"name": "x"}],
+            "context": ["c"],
+        }
+    )
     assert camel == snake and camel.tools[0].name == "x"
     assert ScorerRun.of(camel) is camel
     with pytest.raises(TypeError):
@@ -268,15 +362,25 @@ def test_scorer_run_from_agent_run_dict_and_snake_case() -> None:
 
 def test_an_agent_run_scores_like_its_mastra_dict() -> None:
     agent_run = AgentRun(
-        trace_id="t" * 32, span_id="s" * 16,
-        input=RunInput(input_messages=[Message(id="u1", role="user", content=MessageContent(content="cats dogs"))]),
+        trace_id="t" * 32,
+        span_id="s" * 16,
+        input=RunInput(
+            input_messages=[
+                Message(id="u1", role="user", content=MessageContent(content="cats dogs"))
+            ]
+        ),
         output=[Message(id="a1", role="assistant", content=MessageContent(content="dogs only"))],
     )
     from tracescore.scorers import create_keyword_coverage_scorer
 
     coverage = create_keyword_coverage_scorer()
     assert coverage.run_sync(agent_run).score == 0.5
-    assert coverage.run_sync({"input": agent_run.mastra_input(), "output": agent_run.mastra_output()}).score == 0.5
+    assert (
+        coverage.run_sync(
+            {"input": agent_run.mastra_input(), "output": agent_run.mastra_output()}
+        ).score
+        == 0.5
+    )
 
 
 def test_unusable_run_is_an_error_result() -> None:
@@ -293,7 +397,9 @@ def answer_length(run: ScorerRun) -> tuple[float, str]:
 def test_scorer_decorator_returns_score_and_reason() -> None:
     result = answer_length.run_sync(qa_run(answer="It is 4."))
     assert (result.status, result.score, result.reason) == ("ok", 0.8, "8 characters")
-    assert answer_length.id == "answer-length" and answer_length.description == "Long enough answers"
+    assert (
+        answer_length.id == "answer-length" and answer_length.description == "Long enough answers"
+    )
 
 
 async def test_scorer_decorator_accepts_async_functions() -> None:
@@ -325,7 +431,9 @@ def word_inclusion(input: str, output: str) -> float:
 def test_word_inclusion_metric(question: str, answer: str, expected: float) -> None:
     result = word_inclusion.run_sync(qa_run(question, answer))
     assert result.score == pytest.approx(expected, abs=0.001)
-    assert word_inclusion.run_sync({"input": question, "output": answer}).score == pytest.approx(expected, abs=0.001)
+    assert word_inclusion.run_sync({"input": question, "output": answer}).score == pytest.approx(
+        expected, abs=0.001
+    )
 
 
 def test_results_are_the_instances_model_construct_builds() -> None:
@@ -346,11 +454,19 @@ def test_results_are_the_instances_model_construct_builds() -> None:
     assert len(models) == 2 + 4 + 1
     for model in models:
         cls = type(model)
-        assert "__new__" not in vars(cls) and not cls.__pydantic_post_init__ and not cls.__private_attributes__
+        assert (
+            "__new__" not in vars(cls)
+            and not cls.__pydantic_post_init__
+            and not cls.__private_attributes__
+        )
         assert not any(f.alias or f.validation_alias for f in cls.model_fields.values())
         expected = cls.model_construct(**model.__dict__)
         assert list(model.__dict__.items()) == list(expected.__dict__.items())
-        assert model.__pydantic_fields_set__ == expected.__pydantic_fields_set__ == set(cls.model_fields)
+        assert (
+            model.__pydantic_fields_set__
+            == expected.__pydantic_fields_set__
+            == set(cls.model_fields)
+        )
         assert (model.__pydantic_extra__, model.__pydantic_private__) == (None, None)
         assert model == expected and model.model_dump_json() == expected.model_dump_json()
 

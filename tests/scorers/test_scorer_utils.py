@@ -34,8 +34,18 @@ def test_util_matches_mastra(case: dict[str, Any], helper: str) -> None:
 
 @pytest.mark.parametrize(
     ("value", "rounded"),
-    [(0.825, 0.83), (1.005, 1.01), (0.1 + 0.2, 0.3), (0.8333, 0.83), (0.125, 0.13), (-0.125, -0.12), (2.675, 2.68),
-     (0.0, 0.0), (1.0, 1.0), (0.49999999999999994, 0.5)],
+    [
+        (0.825, 0.83),
+        (1.005, 1.01),
+        (0.1 + 0.2, 0.3),
+        (0.8333, 0.83),
+        (0.125, 0.13),
+        (-0.125, -0.12),
+        (2.675, 2.68),
+        (0.0, 0.0),
+        (1.0, 1.0),
+        (0.49999999999999994, 0.5),
+    ],
 )
 def test_round_to_two_decimals_rounds_half_up_like_js(value: float, rounded: float) -> None:
     # JS: Math.round((x + Number.EPSILON) * 100) / 100; Math.round goes half up toward +infinity.
@@ -43,24 +53,47 @@ def test_round_to_two_decimals_rounds_half_up_like_js(value: float, rounded: flo
 
 
 def test_conversation_history_window() -> None:
-    remembered = [utils.make_test_message(f"turn {i}", "user" if i % 2 == 0 else "assistant", id=f"r{i}") for i in range(5)]
+    remembered = [
+        utils.make_test_message(f"turn {i}", "user" if i % 2 == 0 else "assistant", id=f"r{i}")
+        for i in range(5)
+    ]
     run = utils.make_agent_run(output=[], remembered_messages=remembered)
-    assert utils.get_conversation_history(run["input"], max_messages=2) == "assistant: turn 3\nuser: turn 4"
+    assert (
+        utils.get_conversation_history(run["input"], max_messages=2)
+        == "assistant: turn 3\nuser: turn 4"
+    )
     assert utils.get_conversation_history(run["input"], max_messages=0) is None
     assert utils.get_conversation_history({"inputMessages": []}) is None  # not a full agent input
 
 
 def test_builders_make_mastra_shapes() -> None:
-    invocation = utils.make_tool_invocation(tool_call_id="c1", tool_name="weather", args={"city": "Paris"}, result={"t": 21})
+    invocation = utils.make_tool_invocation(
+        tool_call_id="c1", tool_name="weather", args={"city": "Paris"}, result={"t": 21}
+    )
     message = utils.make_test_message("Sunny.", "assistant", id="a1", tool_invocations=[invocation])
     assert message["content"]["parts"] == [{"type": "text", "text": "Sunny."}]
     assert message["content"]["content"] == "Sunny."
     assert message["content"]["toolInvocations"] == [
-        {"toolCallId": "c1", "toolName": "weather", "args": {"city": "Paris"}, "result": {"t": 21}, "state": "result"}
+        {
+            "toolCallId": "c1",
+            "toolName": "weather",
+            "args": {"city": "Paris"},
+            "result": {"t": 21},
+            "state": "result",
+        }
     ]
-    thrown = utils.make_tool_invocation(tool_call_id="c2", tool_name="save", state="output-error", error_text="boom")
-    assert thrown == {"toolCallId": "c2", "toolName": "save", "state": "output-error", "errorText": "boom"}
-    run = utils.make_agent_run(input_messages=[utils.make_test_message("Weather?", "user")], output=[message])
+    thrown = utils.make_tool_invocation(
+        tool_call_id="c2", tool_name="save", state="output-error", error_text="boom"
+    )
+    assert thrown == {
+        "toolCallId": "c2",
+        "toolName": "save",
+        "state": "output-error",
+        "errorText": "boom",
+    }
+    run = utils.make_agent_run(
+        input_messages=[utils.make_test_message("Weather?", "user")], output=[message]
+    )
     assert utils.is_agent_run_input(run["input"]) and utils.is_agent_run_output(run["output"])
     assert utils.extract_tool_calls(run["output"])["tools"] == ["weather"]
     assert run["runId"]

@@ -16,11 +16,13 @@ def _reason_prompt(ctx: StepContext) -> str:
 def test_the_reason_prompt_shows_the_sketched_score_as_a_number() -> None:
     judged = (
         create_scorer(id="judged-correctness", instructions="You grade answers.")
-        .generate_score(PromptStep(
-            description="grade the answer",
-            create_prompt=lambda ctx: f"Grade: {ctx.run.output}",
-            sketch=lambda ctx: ScoreOutput(score=0.8),
-        ))
+        .generate_score(
+            PromptStep(
+                description="grade the answer",
+                create_prompt=lambda ctx: f"Grade: {ctx.run.output}",
+                sketch=lambda ctx: ScoreOutput(score=0.8),
+            )
+        )
         .generate_reason(PromptStep(description="explain", create_prompt=_reason_prompt))
     )
 

@@ -35,7 +35,11 @@ def _lexicon() -> list[str]:
 def test_every_word_of_the_lexicon_reads_as_lemminflect_reads_it() -> None:
     words = [word for word in _lexicon() if _WORD.fullmatch(word)]
     assert len(words) > 60_000
-    mismatches = [(w, verb_form(w), _lemminflect_verb_form(w)) for w in words if verb_form(w) != _lemminflect_verb_form(w)]
+    mismatches = [
+        (w, verb_form(w), _lemminflect_verb_form(w))
+        for w in words
+        if verb_form(w) != _lemminflect_verb_form(w)
+    ]
     assert mismatches == []
     assert sum(verb_form(w) is not None for w in words) > 25_000
 
@@ -48,7 +52,9 @@ def test_words_outside_the_lexicon_have_no_verb_reading(word: str) -> None:
 
 def test_known_readings() -> None:
     assert verb_form("ran") == VerbForm("run", False, False, True)
-    assert verb_form("running") == VerbForm("run", False, True, False)  # also a noun and an adjective
+    assert verb_form("running") == VerbForm(
+        "run", False, True, False
+    )  # also a noun and an adjective
     assert verb_form("written") == VerbForm("write", True, False, True)
     assert verb_form("summarize") == VerbForm("summarize", False, False, True)
     assert verb_form("table") is not None and verb_form("table").only_verb is False

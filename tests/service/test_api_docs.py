@@ -23,7 +23,9 @@ KEY = "docs-key-5b1e"
 PAGES = ("/api/docs", "/redoc")
 # Anything in an HTML page that makes a browser fetch: attributes and CSS url(...), plus any
 # absolute or protocol-relative URL written anywhere (a script may build a request from one).
-_FETCHED = re.compile(r"""(?:src|href|action)\s*=\s*["']([^"']+)|url\(\s*["']?([^"')]+)|((?:https?:)?//[\w.-]+)""")
+_FETCHED = re.compile(
+    r"""(?:src|href|action)\s*=\s*["']([^"']+)|url\(\s*["']?([^"')]+)|((?:https?:)?//[\w.-]+)"""
+)
 
 
 @contextmanager
@@ -31,7 +33,10 @@ def served(tmp_path: Path, server: str) -> Iterator[httpx.Client]:
     config = parse_config(f"store: sqlite:///{tmp_path / 'docs.db'}\nserver:\n{server}")
     store = open_store(config.store.url)
     try:
-        with serve_app(create_app(config, store)) as base_url, httpx.Client(base_url=base_url, timeout=30) as client:
+        with (
+            serve_app(create_app(config, store)) as base_url,
+            httpx.Client(base_url=base_url, timeout=30) as client,
+        ):
             yield client
     finally:
         store.close()
@@ -44,10 +49,16 @@ def fetched_urls(html: str) -> list[str]:
 def test_docs_need_the_api_key_or_the_dashboard_cookie(tmp_path: Path) -> None:
     with served(tmp_path, f"  api_keys: [{KEY}]\n") as client:
         assert client.get("/api/openapi.json").status_code == 401
-        assert client.get("/api/openapi.json", headers={"Authorization": "Bearer wrong"}).status_code == 401
+        assert (
+            client.get("/api/openapi.json", headers={"Authorization": "Bearer wrong"}).status_code
+            == 401
+        )
         for page in PAGES:
             refused = client.get(page)
-            assert (refused.status_code, refused.headers["location"]) == (303, f"/ui/login?next={page.replace('/', '%2F')}")
+            assert (refused.status_code, refused.headers["location"]) == (
+                303,
+                f"/ui/login?next={page.replace('/', '%2F')}",
+            )
             assert KEY not in refused.text
         assert client.get("/api/docs/static/swagger-ui-bundle.js").status_code == 401
 
@@ -55,8 +66,11 @@ def test_docs_need_the_api_key_or_the_dashboard_cookie(tmp_path: Path) -> None:
         assert schema.status_code == 200
         assert "/api/traces/{trace_id}" in schema.json()["paths"]
 
-        login = client.post("/ui/login", content=f"key={KEY}&next=/api/docs",
-                            headers={"Content-Type": "application/x-www-form-urlencoded"})  # fmt: skip
+        login = client.post(
+            "/ui/login",
+            content=f"key={KEY}&next=/api/docs",
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+        )
         assert (login.status_code, login.headers["location"]) == (303, "/api/docs")
         for page in PAGES:  # the cookie the login set is sent from here on
             assert client.get(page).status_code == 200

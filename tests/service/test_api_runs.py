@@ -71,8 +71,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         with httpx.Client(base_url=running.base_url, timeout=10, headers=AUTHORIZATION) as http:
             for capture in (AGENTS, REASONING):
                 for path in sorted(capture.glob("*.pb")):
-                    response = http.post("/v1/traces", content=path.read_bytes(),
-                                         headers={"Content-Type": "application/x-protobuf"})
+                    response = http.post(
+                        "/v1/traces",
+                        content=path.read_bytes(),
+                        headers={"Content-Type": "application/x-protobuf"},
+                    )
                     assert response.status_code == 200, response.text
             deadline = time.monotonic() + 20
             for capture in (AGENTS, REASONING):
@@ -93,8 +96,9 @@ def http(server: ServerProcess) -> Iterator[httpx.Client]:
         yield client
 
 
-def test_runs_route_returns_what_tracescore_extract_prints(http: httpx.Client,
-                                                           config_file: Path) -> None:
+def test_runs_route_returns_what_tracescore_extract_prints(
+    http: httpx.Client, config_file: Path
+) -> None:
     for capture in (AGENTS, REASONING):
         response = http.get(f"/api/traces/{_trace_id(capture)}/runs")
         assert response.status_code == 200
@@ -103,11 +107,15 @@ def test_runs_route_returns_what_tracescore_extract_prints(http: httpx.Client,
     # The conversation id is the one the service's conversations.id_attributes name.
     runs = http.get(f"/api/traces/{_trace_id(REASONING)}/runs").json()
     (trace,) = load_traces([REASONING])
-    agent_call = {str(s.attributes["gen_ai.agent.call.id"]) for s in trace.spans
-                  if "gen_ai.agent.call.id" in s.attributes}
+    agent_call = {
+        str(s.attributes["gen_ai.agent.call.id"])
+        for s in trace.spans
+        if "gen_ai.agent.call.id" in s.attributes
+    }
     assert {run["conversationId"] for run in runs} == agent_call
-    assert {run.conversation_id for run in capture_runs("pydantic-ai", "reasoning_tool_call")
-            }.isdisjoint(agent_call)  # by default the conversation id is another
+    assert {
+        run.conversation_id for run in capture_runs("pydantic-ai", "reasoning_tool_call")
+    }.isdisjoint(agent_call)  # by default the conversation id is another
 
 
 def test_runs_route_filters_like_the_cli(http: httpx.Client, config_file: Path) -> None:
@@ -119,12 +127,15 @@ def test_runs_route_filters_like_the_cli(http: httpx.Client, config_file: Path) 
     assert both == _extract_cli(config_file, AGENTS, "--kind", "llm", "--kind", "tool")
     assert {r["kind"] for r in both} == {"llm", "tool"} and len(both) == 3
     wrapper = http.get(url, params={"kind": "agent"}).json()
-    assert [(r["agentName"], r["primary"]) for r in wrapper] == [("Agent workflow", False),
-                                                                ("WeatherBot", True)]
+    assert [(r["agentName"], r["primary"]) for r in wrapper] == [
+        ("Agent workflow", False),
+        ("WeatherBot", True),
+    ]
 
 
-def test_runs_route_refuses_what_it_cannot_answer(http: httpx.Client,
-                                                  server: ServerProcess) -> None:
+def test_runs_route_refuses_what_it_cannot_answer(
+    http: httpx.Client, server: ServerProcess
+) -> None:
     url = f"/api/traces/{_trace_id(AGENTS)}/runs"
     assert http.get(url, params={"kind": "chain"}).status_code == 400
     assert http.get("/api/traces/not-hex/runs").status_code == 400
@@ -134,8 +145,9 @@ def test_runs_route_refuses_what_it_cannot_answer(http: httpx.Client,
 
 def test_dashboard_shows_each_reasoning_step_once(server: ServerProcess) -> None:
     cookies = {COOKIE_NAME: login_session(server.base_url, API_KEY)}
-    page = httpx.get(f"{server.base_url}/ui/traces/{_trace_id(REASONING)}", cookies=cookies,
-                     timeout=10)
+    page = httpx.get(
+        f"{server.base_url}/ui/traces/{_trace_id(REASONING)}", cookies=cookies, timeout=10
+    )
     assert page.status_code == 200
     for text in STEP_REASONING:
         assert page.text.count(f'<div class="text">{text}</div>') == 1, text

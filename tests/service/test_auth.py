@@ -48,8 +48,15 @@ JUDGE_KEY = f"sk-judge-{secrets.token_hex(12)}"
 WRONG_KEY = f"tsk-wrong-{secrets.token_hex(12)}"
 JUDGE_KEY_ENV = "TRACESCORE_TEST_JUDGE_KEY"
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
-GUARDED_GETS = ["/api/traces", "/api/scores", "/api/scores/summary", "/api/coverage", "/api/alerts",
-                "/metrics", "/ui/live"]  # fmt: skip
+GUARDED_GETS = [
+    "/api/traces",
+    "/api/scores",
+    "/api/scores/summary",
+    "/api/coverage",
+    "/api/alerts",
+    "/metrics",
+    "/ui/live",
+]
 TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 
@@ -68,11 +75,17 @@ def judge() -> Iterator[JudgeServer]:
 def server(tmp_path_factory: pytest.TempPathFactory, judge: JudgeServer) -> Iterator[ServerProcess]:
     config = {
         "server": {"api_keys": [CONFIG_KEY]},
-        "judges": {"default": {"model": "openai/judge", "api_base": judge.base_url,
-                               "api_key_env": JUDGE_KEY_ENV, "max_retries": 0}},
+        "judges": {
+            "default": {
+                "model": "openai/judge",
+                "api_base": judge.base_url,
+                "api_key_env": JUDGE_KEY_ENV,
+                "max_retries": 0,
+            }
+        },
         "scorers": [{"name": "relevancy", "scorer": "answer-relevancy"}],
         "workers": {"poll_interval": 0.05},
-    }  # fmt: skip
+    }
     env = {API_KEYS_ENV: f" {ENV_KEY} ,", JUDGE_KEY_ENV: JUDGE_KEY}
     with start_server(tmp_path_factory.mktemp("auth"), config=config, env=env) as process:
         yield process
@@ -88,22 +101,38 @@ def test_healthz_needs_no_key(client: httpx.Client) -> None:
     assert client.get("/healthz").status_code == 200
 
 
-@pytest.mark.parametrize("headers", [{}, _bearer(WRONG_KEY), {"Authorization": CONFIG_KEY},
-                                     {"Authorization": f"Basic {CONFIG_KEY}"}, _bearer(CONFIG_KEY[:-1])])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        _bearer(WRONG_KEY),
+        {"Authorization": CONFIG_KEY},
+        {"Authorization": f"Basic {CONFIG_KEY}"},
+        _bearer(CONFIG_KEY[:-1]),
+    ],
+)
 def test_otlp_http_without_a_valid_bearer_key_is_401_and_stores_nothing(
     client: httpx.Client, headers: dict[str, str]
 ) -> None:
     trace = agent_trace(random.Random(1))
-    response = client.post("/v1/traces", content=export_request(trace.spans), headers={**PROTOBUF, **headers})
+    response = client.post(
+        "/v1/traces", content=export_request(trace.spans), headers={**PROTOBUF, **headers}
+    )
     assert response.status_code == 401
     assert response.headers["www-authenticate"] == "Bearer"
-    assert client.get(f"/api/traces/{trace.trace_id}", headers=_bearer(CONFIG_KEY)).status_code == 404
+    assert (
+        client.get(f"/api/traces/{trace.trace_id}", headers=_bearer(CONFIG_KEY)).status_code == 404
+    )
 
 
 @pytest.mark.parametrize("key", [CONFIG_KEY, ENV_KEY], ids=["config", "environment"])
-def test_otlp_http_accepts_the_config_key_and_the_environment_key(client: httpx.Client, key: str) -> None:
+def test_otlp_http_accepts_the_config_key_and_the_environment_key(
+    client: httpx.Client, key: str
+) -> None:
     trace = agent_trace(random.Random(key))
-    response = client.post("/v1/traces", content=export_request(trace.spans), headers={**PROTOBUF, **_bearer(key)})
+    response = client.post(
+        "/v1/traces", content=export_request(trace.spans), headers={**PROTOBUF, **_bearer(key)}
+    )
     assert response.status_code == 200, response.text
     stored = client.get(f"/api/traces/{trace.trace_id}", headers=_bearer(key))
     assert stored.status_code == 200
@@ -113,7 +142,9 @@ def test_otlp_http_accepts_the_config_key_and_the_environment_key(client: httpx.
 def test_otlp_grpc_is_unauthenticated_without_a_valid_key(server: ServerProcess) -> None:
     body = export_request(agent_trace(random.Random(2)).spans)
     with grpc.insecure_channel(server.grpc_endpoint) as channel:
-        export = channel.unary_unary(TRACE_EXPORT, request_serializer=None, response_deserializer=None)
+        export = channel.unary_unary(
+            TRACE_EXPORT, request_serializer=None, response_deserializer=None
+        )
         for metadata in [(), (("authorization", f"Bearer {WRONG_KEY}"),)]:
             with pytest.raises(grpc.RpcError) as refused:
                 export(body, metadata=metadata, timeout=10)
@@ -130,24 +161,35 @@ def _sdk_spans(name: str) -> list[ReadableSpan]:
     return list(captured.get_finished_spans())
 
 
-def test_sdk_exporters_authenticate_with_their_headers_option(server: ServerProcess, client: httpx.Client) -> None:
+def test_sdk_exporters_authenticate_with_their_headers_option(
+    server: ServerProcess, client: httpx.Client
+) -> None:
     """What users configure: ``OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer <key>``."""
     exporters = {
-        "http": lambda key: HttpSpanExporter(endpoint=f"{server.base_url}/v1/traces",
-                                             headers={"Authorization": f"Bearer {key}"}),
-        "grpc": lambda key: GrpcSpanExporter(endpoint=server.grpc_endpoint, insecure=True,
-                                             headers=(("authorization", f"Bearer {key}"),)),
-    }  # fmt: skip
+        "http": lambda key: HttpSpanExporter(
+            endpoint=f"{server.base_url}/v1/traces", headers={"Authorization": f"Bearer {key}"}
+        ),
+        "grpc": lambda key: GrpcSpanExporter(
+            endpoint=server.grpc_endpoint,
+            insecure=True,
+            headers=(("authorization", f"Bearer {key}"),),
+        ),
+    }
     for transport, exporter_with in exporters.items():
         refused, accepted = _sdk_spans(f"{transport} refused"), _sdk_spans(f"{transport} accepted")
-        for key, spans, outcome in [(WRONG_KEY, refused, SpanExportResult.FAILURE),
-                                    (CONFIG_KEY, accepted, SpanExportResult.SUCCESS)]:  # fmt: skip
+        for key, spans, outcome in [
+            (WRONG_KEY, refused, SpanExportResult.FAILURE),
+            (CONFIG_KEY, accepted, SpanExportResult.SUCCESS),
+        ]:
             exporter = exporter_with(key)
             assert exporter.export(spans) == outcome, transport
             exporter.shutdown()
         for spans, status in [(refused, 404), (accepted, 200)]:
             trace_id = format(spans[0].context.trace_id, "032x")
-            assert client.get(f"/api/traces/{trace_id}", headers=_bearer(ENV_KEY)).status_code == status
+            assert (
+                client.get(f"/api/traces/{trace_id}", headers=_bearer(ENV_KEY)).status_code
+                == status
+            )
 
 
 @pytest.mark.parametrize("path", GUARDED_GETS)
@@ -158,7 +200,9 @@ def test_rest_api_metrics_and_live_feed_need_a_key(client: httpx.Client, path: s
     assert client.get(path, headers=_bearer(ENV_KEY)).status_code == 200
 
 
-def test_dashboard_sends_strangers_to_the_login_and_serves_key_holders(client: httpx.Client) -> None:
+def test_dashboard_sends_strangers_to_the_login_and_serves_key_holders(
+    client: httpx.Client,
+) -> None:
     refused = client.get("/", headers=_bearer(WRONG_KEY))
     assert refused.status_code == 303
     assert refused.headers["location"].startswith("/ui/login")
@@ -175,7 +219,9 @@ def _wait_for_score_error(client: httpx.Client, timeout: float = 90.0) -> dict:
     raise AssertionError("no judge failure was scored")
 
 
-def test_no_secret_reaches_the_server_log(client: httpx.Client, server: ServerProcess, judge: JudgeServer) -> None:
+def test_no_secret_reaches_the_server_log(
+    client: httpx.Client, server: ServerProcess, judge: JudgeServer
+) -> None:
     trace = agent_trace(random.Random(3))
     body = export_request(trace.spans)
     for key in (WRONG_KEY, CONFIG_KEY):
@@ -208,8 +254,17 @@ def test_config_errors_never_echo_a_secret() -> None:
 
 def test_keys_compare_whole_and_exact() -> None:
     keys = ApiKeys(["alpha-key", "beta-key"])
-    assert keys.valid_authorization("Bearer beta-key") and keys.valid_authorization("bearer  alpha-key ")
-    for header in ["", "Bearer", "Bearer alpha", "Bearer alpha-key2", "alpha-key", "Token alpha-key"]:
+    assert keys.valid_authorization("Bearer beta-key") and keys.valid_authorization(
+        "bearer  alpha-key "
+    )
+    for header in [
+        "",
+        "Bearer",
+        "Bearer alpha",
+        "Bearer alpha-key2",
+        "alpha-key",
+        "Token alpha-key",
+    ]:
         assert not keys.valid_authorization(header), header
     assert ApiKeys([]).valid_authorization("")  # no keys configured: open
     assert bearer_token("Bearer  x ") == "x" and bearer_token("Basic x") is None
@@ -218,6 +273,7 @@ def test_keys_compare_whole_and_exact() -> None:
 
 def test_basic_auth_passwords_are_keys_only_where_password_keys_guard() -> None:
     """The Langfuse path's scheme: ``Basic base64(public key:secret key)``, the secret a key."""
+
     def basic(credentials: str) -> str:
         return "Basic " + base64.b64encode(credentials.encode()).decode()
 

@@ -33,8 +33,14 @@ TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    config = {"server": {"api_keys": [KEY], "auth_failures": LIMIT, "auth_failure_window": WINDOW,
-                         "session_lifetime": LIFETIME}}  # fmt: skip
+    config = {
+        "server": {
+            "api_keys": [KEY],
+            "auth_failures": LIMIT,
+            "auth_failure_window": WINDOW,
+            "session_lifetime": LIFETIME,
+        }
+    }
     with start_server(tmp_path_factory.mktemp("limits"), config=config) as process:
         yield process
 
@@ -55,7 +61,9 @@ def _metric(server: ServerProcess, name: str, surface: str) -> float:
     return float(found.group(1)) if found else 0.0
 
 
-def test_wrong_keys_past_the_limit_refuse_the_address_unchecked_for_the_window(server: ServerProcess) -> None:
+def test_wrong_keys_past_the_limit_refuse_the_address_unchecked_for_the_window(
+    server: ServerProcess,
+) -> None:
     failures = _metric(server, "tracescore_auth_failures", "http")
     with _client(server, "127.0.0.2") as client, _client(server, "127.0.0.3") as bystander:
         for _ in range(LIMIT):
@@ -70,7 +78,9 @@ def test_wrong_keys_past_the_limit_refuse_the_address_unchecked_for_the_window(s
         assert client.get("/api/traces", headers=_bearer(KEY)).status_code == 200
     assert _metric(server, "tracescore_auth_failures", "http") == failures + LIMIT
     assert _metric(server, "tracescore_auth_throttled", "http") >= 21
-    warnings = [line for line in server.output().splitlines() if "127.0.0.2: 5 failed key checks" in line]
+    warnings = [
+        line for line in server.output().splitlines() if "127.0.0.2: 5 failed key checks" in line
+    ]
     assert len(warnings) == 1, warnings  # once per client per window, not per attempt
 
 
@@ -86,7 +96,9 @@ def test_the_login_form_is_limited_too(server: ServerProcess) -> None:
 def test_grpc_wrong_keys_are_limited_and_share_the_count_with_http(server: ServerProcess) -> None:
     body = export_request(agent_trace(random.Random(3)).spans)
     with grpc.insecure_channel(server.grpc_endpoint) as channel:  # from 127.0.0.1
-        export = channel.unary_unary(TRACE_EXPORT, request_serializer=None, response_deserializer=None)
+        export = channel.unary_unary(
+            TRACE_EXPORT, request_serializer=None, response_deserializer=None
+        )
         export(body, metadata=(("authorization", f"Bearer {KEY}"),), timeout=10)
         for _ in range(LIMIT):
             with pytest.raises(grpc.RpcError) as refused:
@@ -103,7 +115,9 @@ def test_sessions_are_random_work_on_every_replica_and_end_everywhere_on_logout(
     server: ServerProcess, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     config = {"server": {"api_keys": [KEY], "session_lifetime": LIFETIME}}
-    with start_server(tmp_path_factory.mktemp("replica"), db_url=server.db_url, config=config) as replica:
+    with start_server(
+        tmp_path_factory.mktemp("replica"), db_url=server.db_url, config=config
+    ) as replica:
         first, second = login_session(server.base_url, KEY), login_session(server.base_url, KEY)
         assert first != second and KEY not in first
         for base_url in (server.base_url, replica.base_url):
@@ -112,7 +126,9 @@ def test_sessions_are_random_work_on_every_replica_and_end_everywhere_on_logout(
         assert out.status_code == 303
         for base_url in (server.base_url, replica.base_url):
             assert httpx.get(f"{base_url}/ui/live", cookies={COOKIE_NAME: first}).status_code == 401
-            assert httpx.get(f"{base_url}/ui/live", cookies={COOKIE_NAME: second}).status_code == 200
+            assert (
+                httpx.get(f"{base_url}/ui/live", cookies={COOKIE_NAME: second}).status_code == 200
+            )
 
 
 def test_a_session_expires(server: ServerProcess) -> None:
@@ -124,7 +140,9 @@ def test_a_session_expires(server: ServerProcess) -> None:
         assert client.get("/", follow_redirects=False).status_code == 303
 
 
-def test_failed_attempts_reset_with_the_window_and_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_attempts_reset_with_the_window_and_stay_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     now = [100.0]
     attempts = FailedAttempts(limit=3, window=10.0, clock=lambda: now[0])
     for _ in range(2):

@@ -62,7 +62,9 @@ def test_half_sent_headers_are_closed(server: ServerProcess) -> None:
         assert _closed_after(sock) < BOUND
 
 
-def test_an_idle_keep_alive_connection_and_a_half_sent_next_request_are_closed(server: ServerProcess) -> None:
+def test_an_idle_keep_alive_connection_and_a_half_sent_next_request_are_closed(
+    server: ServerProcess,
+) -> None:
     request = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
     with _connect(server.http_port) as sock:
         sock.sendall(request)
@@ -79,18 +81,24 @@ def test_a_body_slower_than_the_header_timeout_still_arrives(server: ServerProce
     """The header deadline ends with the headers: the body has its own limits."""
     body = export_request(agent_trace(random.Random(7)).spans)
     with _connect(server.http_port) as sock:
-        sock.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
-                     + f"Content-Length: {len(body)}\r\n\r\n".encode())  # fmt: skip
+        sock.sendall(
+            b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        )
         time.sleep(HEADER_TIMEOUT * 2)
         sock.sendall(body)
         assert sock.recv(65536).startswith(b"HTTP/1.1 200")
 
 
-def test_a_grpc_socket_that_never_starts_http2_is_closed_and_exports_work(server: ServerProcess) -> None:
+def test_a_grpc_socket_that_never_starts_http2_is_closed_and_exports_work(
+    server: ServerProcess,
+) -> None:
     with _connect(server.grpc_port) as sock:
         assert _closed_after(sock) < BOUND
     with grpc.insecure_channel(server.grpc_endpoint) as channel:
-        export = channel.unary_unary(TRACE_EXPORT, request_serializer=None, response_deserializer=None)
+        export = channel.unary_unary(
+            TRACE_EXPORT, request_serializer=None, response_deserializer=None
+        )
         export(export_request(agent_trace(random.Random(8)).spans), timeout=10)
 
 

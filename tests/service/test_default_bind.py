@@ -41,7 +41,9 @@ def test_serve_without_host_is_not_reachable_from_the_network(tmp_path: Path) ->
     outward = _outward_address()
     assert not outward.startswith("127.")
     with start_server(tmp_path, host=None) as server:  # no --host: the default
-        assert _reachable("127.0.0.1", server.http_port) and _reachable("127.0.0.1", server.grpc_port)
+        assert _reachable("127.0.0.1", server.http_port) and _reachable(
+            "127.0.0.1", server.grpc_port
+        )
         assert not _reachable(outward, server.http_port)
         assert not _reachable(outward, server.grpc_port)
     assert "with no API keys" not in server.output()
@@ -51,6 +53,8 @@ def test_serve_on_every_interface_without_keys_warns(tmp_path: Path) -> None:
     with start_server(tmp_path / "open", host="0.0.0.0") as server:
         pass
     assert "listening on 0.0.0.0 with no API keys" in server.output()
-    with start_server(tmp_path / "keyed", host="0.0.0.0", env={"TRACESCORE_API_KEYS": "bind-test-key"}) as server:
+    with start_server(
+        tmp_path / "keyed", host="0.0.0.0", env={"TRACESCORE_API_KEYS": "bind-test-key"}
+    ) as server:
         pass
     assert "with no API keys" not in server.output()

@@ -25,9 +25,14 @@ LIMIT = 64 * 1024
 TRACE_ID = "ab" * 16
 FORM = "application/x-www-form-urlencoded"
 # Every route that reads a body, but OTLP export (its own receiver, tested elsewhere).
-BODY_ROUTES = [("POST", "/api/feedback"), ("POST", f"/ui/review/{TRACE_ID}"),
-               ("POST", "/api/ingest/quarantine/1/requeue"), ("DELETE", "/api/feedback/1"),
-               ("POST", "/ui/logout"), ("PUT", "/api/traces")]  # fmt: skip
+BODY_ROUTES = [
+    ("POST", "/api/feedback"),
+    ("POST", f"/ui/review/{TRACE_ID}"),
+    ("POST", "/api/ingest/quarantine/1/requeue"),
+    ("DELETE", "/api/feedback/1"),
+    ("POST", "/ui/logout"),
+    ("PUT", "/api/traces"),
+]
 GIB = 2**30
 
 
@@ -55,8 +60,9 @@ def _rss(pid: int) -> int:
     raise AssertionError("no VmRSS")
 
 
-def _answer_while_sending(port: int, method: str, path: str, headers: dict[str, str],
-                          declared: int | None) -> tuple[bytes, int]:  # fmt: skip
+def _answer_while_sending(
+    port: int, method: str, path: str, headers: dict[str, str], declared: int | None
+) -> tuple[bytes, int]:
     """Send a request declaring a ``declared``-byte body (None: chunked, of no announced
     size) and keep sending zeros until the server answers; returns the answer's first bytes
     and how many body bytes went out.
@@ -67,8 +73,12 @@ def _answer_while_sending(port: int, method: str, path: str, headers: dict[str, 
     a server that closes a connection it will not read further."""
     framing = "Transfer-Encoding: chunked" if declared is None else f"Content-Length: {declared}"
     with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
-        head = [f"{method} {path} HTTP/1.1", f"Host: 127.0.0.1:{port}", framing,
-                *(f"{name}: {value}" for name, value in headers.items())]  # fmt: skip
+        head = [
+            f"{method} {path} HTTP/1.1",
+            f"Host: 127.0.0.1:{port}",
+            framing,
+            *(f"{name}: {value}" for name, value in headers.items()),
+        ]
         sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
         sock.setblocking(False)
         chunk = bytes(64 * 1024)
@@ -92,9 +102,13 @@ def _answer_while_sending(port: int, method: str, path: str, headers: dict[str, 
 
 
 @pytest.mark.parametrize(("method", "path"), BODY_ROUTES)
-def test_a_gibibyte_without_a_key_is_refused_unread(keyed: ServerProcess, method: str, path: str) -> None:
+def test_a_gibibyte_without_a_key_is_refused_unread(
+    keyed: ServerProcess, method: str, path: str
+) -> None:
     before = _rss(keyed.process.pid)
-    answer, sent = _answer_while_sending(keyed.http_port, method, path, {"Content-Type": "application/json"}, GIB)
+    answer, sent = _answer_while_sending(
+        keyed.http_port, method, path, {"Content-Type": "application/json"}, GIB
+    )
     status = answer.split(b" ", 2)[1]
     assert status == (b"303" if path.startswith("/ui/") else b"401"), answer
     assert b"connection: close" in answer.lower()
@@ -109,26 +123,46 @@ def test_a_wrong_key_or_a_forged_cookie_is_refused_unread_too(keyed: ServerProce
 
 
 def test_the_open_login_form_is_size_capped_from_its_headers(keyed: ServerProcess) -> None:
-    answer, sent = _answer_while_sending(keyed.http_port, "POST", "/ui/login", {"Content-Type": FORM}, GIB)
+    answer, sent = _answer_while_sending(
+        keyed.http_port, "POST", "/ui/login", {"Content-Type": FORM}, GIB
+    )
     assert answer.startswith(b"HTTP/1.1 413"), answer
     assert sent < 16 * 2**20
 
 
 @pytest.mark.parametrize("which", ["keyed", "open"])
-def test_chunked_bodies_past_the_limit_are_413(keyed: ServerProcess, open_server: ServerProcess, which: str) -> None:
+def test_chunked_bodies_past_the_limit_are_413(
+    keyed: ServerProcess, open_server: ServerProcess, which: str
+) -> None:
     server = keyed if which == "keyed" else open_server
-    routes = [("/ui/login", FORM)] + ([("/api/feedback", "application/json")] if which == "open" else [])
+    routes = [("/ui/login", FORM)] + (
+        [("/api/feedback", "application/json")] if which == "open" else []
+    )
     for path, media_type in routes:
-        answer, sent = _answer_while_sending(server.http_port, "POST", path, {"Content-Type": media_type}, None)
+        answer, sent = _answer_while_sending(
+            server.http_port, "POST", path, {"Content-Type": media_type}, None
+        )
         assert answer.startswith(b"HTTP/1.1 413"), answer
         assert sent < 16 * 2**20
-    status, _, _ = post_chunked(server.http_port, "/ui/login", b"key=" + b"x" * (LIMIT // 2), FORM, 8192)
+    status, _, _ = post_chunked(
+        server.http_port, "/ui/login", b"key=" + b"x" * (LIMIT // 2), FORM, 8192
+    )
     assert status in (401, 303)  # within the limit: read, and answered as a login
 
 
-def test_with_a_key_bodies_within_the_limit_work_and_larger_ones_are_413(keyed: ServerProcess) -> None:
-    feedback = {"trace_id": TRACE_ID, "binding": None, "name": "helpful", "value": 1.0, "author": "t"}
-    with httpx.Client(base_url=keyed.base_url, headers={"Authorization": f"Bearer {KEY}"}) as client:
+def test_with_a_key_bodies_within_the_limit_work_and_larger_ones_are_413(
+    keyed: ServerProcess,
+) -> None:
+    feedback = {
+        "trace_id": TRACE_ID,
+        "binding": None,
+        "name": "helpful",
+        "value": 1.0,
+        "author": "t",
+    }
+    with httpx.Client(
+        base_url=keyed.base_url, headers={"Authorization": f"Bearer {KEY}"}
+    ) as client:
         assert client.post("/api/feedback", json=feedback).status_code == 201
         too_big = client.post("/api/feedback", json={**feedback, "comment": "x" * LIMIT})
         assert too_big.status_code == 413
@@ -136,14 +170,26 @@ def test_with_a_key_bodies_within_the_limit_work_and_larger_ones_are_413(keyed: 
 
 
 def test_without_keys_bodies_are_capped_too(open_server: ServerProcess) -> None:
-    answer, sent = _answer_while_sending(open_server.http_port, "POST", "/api/feedback",
-                                         {"Content-Type": "application/json"}, GIB)  # fmt: skip
+    answer, sent = _answer_while_sending(
+        open_server.http_port, "POST", "/api/feedback", {"Content-Type": "application/json"}, GIB
+    )
     assert answer.startswith(b"HTTP/1.1 413"), answer
     assert sent < 16 * 2**20
 
 
-@pytest.mark.parametrize("path", ["/", "/api/traces", "/api/scores/summary", "/ui/alerts", "/healthz",
-                                  "/metrics", "/ui/login", "/ui/static/style.css"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/",
+        "/api/traces",
+        "/api/scores/summary",
+        "/ui/alerts",
+        "/healthz",
+        "/metrics",
+        "/ui/login",
+        "/ui/static/style.css",
+    ],
+)
 def test_head_answers_wherever_get_does(keyed: ServerProcess, path: str) -> None:
     headers = {"Authorization": f"Bearer {KEY}"}
     got = httpx.get(keyed.base_url + path, headers=headers)
@@ -154,9 +200,15 @@ def test_head_answers_wherever_get_does(keyed: ServerProcess, path: str) -> None
     assert httpx.head(keyed.base_url + "/api/traces").status_code == 401
 
 
-def test_healthz_tells_a_stranger_only_that_the_service_lives(keyed: ServerProcess, open_server: ServerProcess) -> None:
+def test_healthz_tells_a_stranger_only_that_the_service_lives(
+    keyed: ServerProcess, open_server: ServerProcess
+) -> None:
     assert httpx.get(f"{keyed.base_url}/healthz").json() == {"status": "ok"}
-    assert httpx.get(f"{keyed.base_url}/healthz", headers={"Authorization": "Bearer no"}).json() == {"status": "ok"}
+    assert httpx.get(
+        f"{keyed.base_url}/healthz", headers={"Authorization": "Bearer no"}
+    ).json() == {"status": "ok"}
     told = httpx.get(f"{keyed.base_url}/healthz", headers={"Authorization": f"Bearer {KEY}"}).json()
-    assert told["pid"] == keyed.process.pid and told["database"] == "sqlite" and told["in_flight"] == 0
+    assert (
+        told["pid"] == keyed.process.pid and told["database"] == "sqlite" and told["in_flight"] == 0
+    )
     assert httpx.get(f"{open_server.base_url}/healthz").json()["pid"] == open_server.process.pid

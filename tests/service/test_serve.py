@@ -24,8 +24,11 @@ from tracescore.store import open_store
 def _serve(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "tracescore.cli", "serve", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_config_errors_print_the_problem_and_exit_2(tmp_path: Path) -> None:
@@ -46,10 +49,22 @@ def test_config_errors_print_the_problem_and_exit_2(tmp_path: Path) -> None:
 def test_default_store_is_tracescore_db_in_the_working_directory(tmp_path: Path) -> None:
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "tracescore.cli", "serve", "--host", "127.0.0.1",
-         "--http-port", str(port), "--grpc-port", str(free_port())],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "tracescore.cli",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--http-port",
+            str(port),
+            "--grpc-port",
+            str(free_port()),
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -68,14 +83,26 @@ def test_default_store_is_tracescore_db_in_the_working_directory(tmp_path: Path)
 
 def _spans_request(trace_id: str, span_ids: list[str], *, root: str | None = None) -> bytes:
     spans = [
-        {"traceId": trace_id, "spanId": span_id, "parentSpanId": root or "f" * 16, "name": "step",
-         "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000000500000000"}
+        {
+            "traceId": trace_id,
+            "spanId": span_id,
+            "parentSpanId": root or "f" * 16,
+            "name": "step",
+            "startTimeUnixNano": "1700000000000000000",
+            "endTimeUnixNano": "1700000000500000000",
+        }
         for span_id in span_ids
-    ]  # fmt: skip
+    ]
     if root:
-        spans.append({"traceId": trace_id, "spanId": root, "name": "agent",
-                      "startTimeUnixNano": "1700000000000000000",
-                      "endTimeUnixNano": "1700000001000000000"})  # fmt: skip
+        spans.append(
+            {
+                "traceId": trace_id,
+                "spanId": root,
+                "name": "agent",
+                "startTimeUnixNano": "1700000000000000000",
+                "endTimeUnixNano": "1700000001000000000",
+            }
+        )
     resource = {"attributes": [{"key": "service.name", "value": {"stringValue": "restart"}}]}
     return orjson.dumps(
         {"resourceSpans": [{"resource": resource, "scopeSpans": [{"spans": spans}]}]}
@@ -110,8 +137,11 @@ def test_kill_9_mid_stream_loses_no_acknowledged_span_and_assembly_resumes(tmp_p
             for batch in range(10_000):
                 ids = [f"{batch + 1:08x}{n:08x}" for n in range(20)]
                 try:
-                    response = client.post("/v1/traces", content=_spans_request(streamed, ids),
-                                           headers={"Content-Type": "application/json"})  # fmt: skip
+                    response = client.post(
+                        "/v1/traces",
+                        content=_spans_request(streamed, ids),
+                        headers={"Content-Type": "application/json"},
+                    )
                 except httpx.TransportError:
                     return
                 if response.status_code == 200:
@@ -120,8 +150,11 @@ def test_kill_9_mid_stream_loses_no_acknowledged_span_and_assembly_resumes(tmp_p
                     return
 
     # A complete trace, acknowledged but not yet idle long enough when the crash comes.
-    httpx.post(f"{server.base_url}/v1/traces", content=_spans_request(finished, ["1" * 16], root="2" * 16),
-               headers={"Content-Type": "application/json"}).raise_for_status()  # fmt: skip
+    httpx.post(
+        f"{server.base_url}/v1/traces",
+        content=_spans_request(finished, ["1" * 16], root="2" * 16),
+        headers={"Content-Type": "application/json"},
+    ).raise_for_status()
     streamer = threading.Thread(target=stream)
     streamer.start()
     while len(acknowledged) < 200:
@@ -139,9 +172,11 @@ def test_kill_9_mid_stream_loses_no_acknowledged_span_and_assembly_resumes(tmp_p
         assert set(acknowledged) <= stored
         _wait_for_state(restarted, finished, ASSEMBLED)  # resumes from the stored state
         assert _wait_for_state(restarted, streamed, ("pending",))["summary"]["has_root"] is False
-        httpx.post(f"{restarted.base_url}/v1/traces",
-                   content=_spans_request(streamed, [], root="f" * 16),
-                   headers={"Content-Type": "application/json"}).raise_for_status()  # fmt: skip
+        httpx.post(
+            f"{restarted.base_url}/v1/traces",
+            content=_spans_request(streamed, [], root="f" * 16),
+            headers={"Content-Type": "application/json"},
+        ).raise_for_status()
         document = _wait_for_state(restarted, streamed, ASSEMBLED)
         assert document["summary"]["span_count"] == len(stored) + 1
 
@@ -152,13 +187,17 @@ def test_serves_postgresql_by_plain_url_and_reads_traces_back(tmp_path: Path, pg
     trace_id = "C0FFEE" + "0" * 25 + "1"
     with start_server(tmp_path, db_url=plain) as server:
         body = _spans_request(trace_id, ["00000000000000AB"], root="00000000000000CD")
-        response = httpx.post(f"{server.base_url}/v1/traces", content=body,
-                              headers={"Content-Type": "application/json"})  # fmt: skip
+        response = httpx.post(
+            f"{server.base_url}/v1/traces",
+            content=body,
+            headers={"Content-Type": "application/json"},
+        )
         assert response.status_code == 200
         document = _wait_for_state(server, trace_id.lower(), ASSEMBLED)
         assert document["trace_id"] == trace_id.lower()
         assert {(s["span_id"], s["parent_span_id"]) for s in document["spans"]} == {
-            ("00000000000000cd", None), ("00000000000000ab", "00000000000000cd")
+            ("00000000000000cd", None),
+            ("00000000000000ab", "00000000000000cd"),
         }
         assert document["spans"][0]["resource"] == {"service.name": "restart"}
 

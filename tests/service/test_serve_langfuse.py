@@ -46,8 +46,14 @@ def _export(scenario: str) -> tuple[bytes, dict[str, str], list[str]]:
     if headers.get("content-encoding") == "gzip":
         body = gzip.compress(body)
     document = json.loads((folder / "0001.json").read_text())
-    trace_ids = sorted({s["traceId"] for rs in document["resourceSpans"]
-                        for ss in rs["scopeSpans"] for s in ss["spans"]})
+    trace_ids = sorted(
+        {
+            s["traceId"]
+            for rs in document["resourceSpans"]
+            for ss in rs["scopeSpans"]
+            for s in ss["spans"]
+        }
+    )
     return body, headers, trace_ids
 
 
@@ -55,8 +61,9 @@ def _runs(client: httpx.Client, trace_id: str, timeout: float = 20.0) -> list[di
     """The trace's primary runs once the acknowledged export has been stored."""
     deadline = time.monotonic() + timeout
     while True:
-        response = client.get(f"/api/traces/{trace_id}/runs", params={"primary": "true"},
-                              headers=BEARER)
+        response = client.get(
+            f"/api/traces/{trace_id}/runs", params={"primary": "true"}, headers=BEARER
+        )
         if response.status_code == 200 and response.json():
             return response.json()
         assert time.monotonic() < deadline, (response.status_code, response.text)
@@ -91,7 +98,8 @@ def test_the_sdks_export_as_sent_lands_its_runs(client: httpx.Client, scenario: 
     assert response.content == b""  # an ExportTraceServiceResponse with nothing rejected
     runs = [run for trace_id in trace_ids for run in _runs(client, trace_id)]
     assert [(r["kind"], r["agentName"], r["convention"]) for r in runs] == [
-        ("agent", "WeatherBot", "langfuse")] * len(trace_ids)
+        ("agent", "WeatherBot", "langfuse")
+    ] * len(trace_ids)
     first = min(runs, key=lambda r: r["startTime"])
     assert first["input"]["inputMessages"][0]["content"]["content"].startswith("What's the weather")
     assert first["conversationId"].startswith("session-lf-")
@@ -102,10 +110,19 @@ def test_the_sdks_export_as_sent_lands_its_runs(client: httpx.Client, scenario: 
         assert first["output"][0]["content"]["content"].startswith(WEATHER_ANSWER)
 
 
-@pytest.mark.parametrize("authorization", [
-    None, _basic("pk-lf-test", "sk-wrong"), _basic(SECRET, "pk-lf-test"), _basic("pk-lf-test", ""),
-    "Basic !!!not-base64", f"Bearer {SECRET[:-1]}", SECRET,
-], ids=["none", "wrong-secret", "swapped", "empty-secret", "garbage", "wrong-bearer", "bare"])
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        None,
+        _basic("pk-lf-test", "sk-wrong"),
+        _basic(SECRET, "pk-lf-test"),
+        _basic("pk-lf-test", ""),
+        "Basic !!!not-base64",
+        f"Bearer {SECRET[:-1]}",
+        SECRET,
+    ],
+    ids=["none", "wrong-secret", "swapped", "empty-secret", "garbage", "wrong-bearer", "bare"],
+)
 def test_without_the_secret_key_as_password_the_export_is_401_and_not_stored(
     client: httpx.Client, authorization: str | None
 ) -> None:
@@ -127,15 +144,21 @@ def test_a_bearer_key_works_there_too_and_basic_auth_nowhere_else(client: httpx.
     assert client.post(PATH, content=body, headers=headers).status_code == 200
     basic = {"authorization": _basic("pk-lf-test", SECRET)}
     assert client.get("/api/traces", headers=basic).status_code == 401
-    assert client.post("/v1/traces", content=body,
-                       headers={"content-type": "application/x-protobuf", **basic}).status_code == 401
+    assert (
+        client.post(
+            "/v1/traces", content=body, headers={"content-type": "application/x-protobuf", **basic}
+        ).status_code
+        == 401
+    )
 
 
 def test_the_body_is_not_read_before_authentication(keyed: ServerProcess) -> None:
     """Headers announcing a body that never comes: the refusal does not wait for it."""
-    request = (f"POST {PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-               f"Content-Type: application/x-protobuf\r\nContent-Length: {MAX_BODY - 1}\r\n"
-               f"Authorization: {_basic('pk-lf-test', 'sk-wrong')}\r\n\r\n").encode()
+    request = (
+        f"POST {PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Content-Type: application/x-protobuf\r\nContent-Length: {MAX_BODY - 1}\r\n"
+        f"Authorization: {_basic('pk-lf-test', 'sk-wrong')}\r\n\r\n"
+    ).encode()
     with socket.create_connection(("127.0.0.1", keyed.http_port), timeout=5) as sock:
         sock.sendall(request)
         answer = sock.recv(4096)  # the socket's 5 s timeout: waiting for the body would hit it
@@ -145,24 +168,39 @@ def test_the_body_is_not_read_before_authentication(keyed: ServerProcess) -> Non
 def test_the_same_bounds_and_answers_as_v1_traces(client: httpx.Client) -> None:
     body, headers, _ = _export("tool_call")
     too_big = client.post(PATH, content=b"\0" * (MAX_BODY + 1), headers=headers)
-    bomb = client.post(PATH, content=gzip.compress(b"\0" * (MAX_BODY * 4)),
-                       headers={**headers, "content-encoding": "gzip"})
+    bomb = client.post(
+        PATH,
+        content=gzip.compress(b"\0" * (MAX_BODY * 4)),
+        headers={**headers, "content-encoding": "gzip"},
+    )
     not_otlp = client.post(PATH, content=b"\x0a\xff\xff", headers=headers)
     wrong_type = client.post(PATH, content=body, headers={**headers, "content-type": "text/plain"})
     for path in (PATH, "/v1/traces"):
         assert [
-            client.post(path, content=b"\0" * (MAX_BODY + 1), headers={**headers, **BEARER}).status_code,
-            client.post(path, content=body, headers={**headers, **BEARER,
-                                                     "content-type": "text/plain"}).status_code,
+            client.post(
+                path, content=b"\0" * (MAX_BODY + 1), headers={**headers, **BEARER}
+            ).status_code,
+            client.post(
+                path, content=body, headers={**headers, **BEARER, "content-type": "text/plain"}
+            ).status_code,
         ] == [413, 415]
-    assert [too_big.status_code, bomb.status_code, not_otlp.status_code,
-            wrong_type.status_code] == [413, 413, 400, 415]
-    as_json = client.post(PATH, content=(CAPTURES / "langfuse" / "tool_call" / "0001.json")
-                          .read_bytes(), headers={**headers, "content-type": "application/json"})
+    assert [
+        too_big.status_code,
+        bomb.status_code,
+        not_otlp.status_code,
+        wrong_type.status_code,
+    ] == [413, 413, 400, 415]
+    as_json = client.post(
+        PATH,
+        content=(CAPTURES / "langfuse" / "tool_call" / "0001.json").read_bytes(),
+        headers={**headers, "content-type": "application/json"},
+    )
     assert as_json.status_code == 200 and as_json.headers["content-type"] == "application/json"
 
 
-def test_with_no_key_configured_the_path_is_as_open_as_v1_traces(open_server: ServerProcess) -> None:
+def test_with_no_key_configured_the_path_is_as_open_as_v1_traces(
+    open_server: ServerProcess,
+) -> None:
     body, headers, (trace_id,) = _export("tool_call_v5")
     with httpx.Client(base_url=open_server.base_url, timeout=10) as http:
         assert http.post(PATH, content=body, headers=headers).status_code == 200  # its Basic auth
@@ -170,4 +208,7 @@ def test_with_no_key_configured_the_path_is_as_open_as_v1_traces(open_server: Se
         assert http.post(PATH, content=body, headers=anonymous).status_code == 200
         (run,) = _runs(http, trace_id)
     assert (run["kind"], run["agentName"], run["conversationId"]) == (
-        "agent", "WeatherBot", "session-lf-tool_call")
+        "agent",
+        "WeatherBot",
+        "session-lf-tool_call",
+    )

@@ -33,7 +33,9 @@ def _running(pid: int) -> bool:
 
 def _sample(exposition: str, series: str) -> float:
     """The value of one series in a Prometheus text exposition."""
-    values = [line.rsplit(" ", 1)[1] for line in exposition.splitlines() if line.startswith(series + " ")]
+    values = [
+        line.rsplit(" ", 1)[1] for line in exposition.splitlines() if line.startswith(series + " ")
+    ]
     assert len(values) == 1, f"{series} appears {len(values)} times"
     return float(values[0])
 
@@ -54,15 +56,26 @@ def test_processes_share_the_port_store_everything_and_stop_together(tmp_path: P
             for span in spans:
                 span["traceId"] = f"{number + 1:032x}"
             with httpx.Client() as client:
-                response = client.post(f"{server.base_url}/v1/traces", content=json.dumps(template),
-                                       headers={"Content-Type": "application/json"})
+                response = client.post(
+                    f"{server.base_url}/v1/traces",
+                    content=json.dumps(template),
+                    headers={"Content-Type": "application/json"},
+                )
             assert response.status_code == 200
         # Whichever process answers a scrape reports what all of them received.
         for _ in range(8):
             with httpx.Client() as client:
                 exposition = client.get(f"{server.base_url}/metrics").text
-            assert _sample(exposition, 'tracescore_spans_received_total{transport="http"}') == 20 * len(spans)
-            assert _sample(exposition, 'tracescore_export_requests_total{outcome="ok",signal="traces",transport="http"}') == 20
+            assert _sample(
+                exposition, 'tracescore_spans_received_total{transport="http"}'
+            ) == 20 * len(spans)
+            assert (
+                _sample(
+                    exposition,
+                    'tracescore_export_requests_total{outcome="ok",signal="traces",transport="http"}',
+                )
+                == 20
+            )
         children = _descendants(server.process.pid)
         assert children >= pids
     finally:
@@ -92,13 +105,21 @@ def _post_traces(base_url: str, numbers: range) -> int:
     """POST the captured agent run as one OTLP/protobuf request per trace number (the journaled
     path); the spans sent."""
     request = ExportTraceServiceRequest.FromString(CAPTURE.with_suffix(".pb").read_bytes())
-    spans = [span for resource in request.resource_spans for scope in resource.scope_spans for span in scope.spans]
+    spans = [
+        span
+        for resource in request.resource_spans
+        for scope in resource.scope_spans
+        for span in scope.spans
+    ]
     with httpx.Client() as client:
         for number in numbers:
             for span in spans:
                 span.trace_id = number.to_bytes(16, "big")
-            response = client.post(f"{base_url}/v1/traces", content=request.SerializeToString(),
-                                   headers={"Content-Type": "application/x-protobuf"})
+            response = client.post(
+                f"{base_url}/v1/traces",
+                content=request.SerializeToString(),
+                headers={"Content-Type": "application/x-protobuf"},
+            )
             assert response.status_code == 200
     return len(numbers) * len(spans)
 
@@ -117,9 +138,15 @@ def test_several_unpackers_share_the_requests_and_a_killed_one_is_replaced(tmp_p
         victim = min(unpackers)
         os.kill(victim, signal.SIGKILL)
         deadline = time.monotonic() + 30
-        while (len(replaced := _unpackers(server.process.pid)) < 2 or victim in replaced) and time.monotonic() < deadline:
+        while (
+            len(replaced := _unpackers(server.process.pid)) < 2 or victim in replaced
+        ) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert victim not in replaced and len(replaced) == 2 and replaced & unpackers == unpackers - {victim}
+        assert (
+            victim not in replaced
+            and len(replaced) == 2
+            and replaced & unpackers == unpackers - {victim}
+        )
         # Requests of both shards are stored again, the dead one's by its replacement.
         sent += _post_traces(server.base_url, range(41, 81))
         assert store.journal.settle(timeout=30) and store.count_spans() == sent
@@ -133,7 +160,9 @@ def test_the_processes_of_a_killed_parent_stop_within_the_shutdown_timeout(tmp_p
     """kill -9 of the parent of several service processes (nothing of it runs then): each
     service process sees its parent gone and stops as on SIGTERM, its unpacker with it, instead
     of serving the ports on beside the next start."""
-    server = start_server(tmp_path, args=["--processes", "2"], config={"server": {"shutdown_timeout": 2.0}})
+    server = start_server(
+        tmp_path, args=["--processes", "2"], config={"server": {"shutdown_timeout": 2.0}}
+    )
     services: set[int] = set()
     helpers: set[int] = set()
     try:
@@ -149,7 +178,9 @@ def test_the_processes_of_a_killed_parent_stop_within_the_shutdown_timeout(tmp_p
         # once it has waited for them (at most EXIT_GRACE_SECONDS more); 2-7 s on the loaded
         # 2-core machine, where a process left running would be there for good.
         deadline = time.monotonic() + 2.0 + EXIT_GRACE_SECONDS + 3.0
-        while (left := [pid for pid in services | helpers if _running(pid)]) and time.monotonic() < deadline:
+        while (
+            left := [pid for pid in services | helpers if _running(pid)]
+        ) and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
         server.kill()

@@ -31,7 +31,10 @@ def test_start_block_names_every_endpoint_and_the_libraries_keep_quiet(tmp_path:
 def _serve(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "tracescore.cli", "serve", *args],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -43,30 +46,50 @@ def _one_line_failure(result: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize(("flag", "what"), [("--http-port", "OTLP/HTTP"), ("--grpc-port", "OTLP/gRPC")])
+@pytest.mark.parametrize(
+    ("flag", "what"), [("--http-port", "OTLP/HTTP"), ("--grpc-port", "OTLP/gRPC")]
+)
 def test_a_port_in_use_is_one_line_naming_it(tmp_path: Path, flag: str, what: str) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
         ports = {"--http-port": str(free_port()), "--grpc-port": str(free_port()), flag: str(port)}
-        result = _serve(tmp_path, "--db", f"sqlite:///{tmp_path / 'x.db'}",
-                        *(word for item in ports.items() for word in item))
+        result = _serve(
+            tmp_path,
+            "--db",
+            f"sqlite:///{tmp_path / 'x.db'}",
+            *(word for item in ports.items() for word in item),
+        )
     line = _one_line_failure(result)
     assert line == f"cannot listen on 127.0.0.1:{port} ({what}, {flag}): Address already in use"
 
 
 def test_an_unreachable_database_is_one_line(tmp_path: Path) -> None:
     closed = free_port()  # nothing listens there
-    result = _serve(tmp_path, "--db", f"postgresql://nobody@127.0.0.1:{closed}/tracescore",
-                    "--http-port", str(free_port()), "--grpc-port", str(free_port()))
+    result = _serve(
+        tmp_path,
+        "--db",
+        f"postgresql://nobody@127.0.0.1:{closed}/tracescore",
+        "--http-port",
+        str(free_port()),
+        "--grpc-port",
+        str(free_port()),
+    )
     line = _one_line_failure(result)
     assert line.startswith("cannot open the database: ") and str(closed) in line
 
 
 def test_a_path_it_cannot_write_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "a-file").write_text("not a directory")
-    result = _serve(tmp_path, "--db", f"sqlite:///{tmp_path / 'a-file' / 'x.db'}",
-                    "--http-port", str(free_port()), "--grpc-port", str(free_port()))
+    result = _serve(
+        tmp_path,
+        "--db",
+        f"sqlite:///{tmp_path / 'a-file' / 'x.db'}",
+        "--http-port",
+        str(free_port()),
+        "--grpc-port",
+        str(free_port()),
+    )
     line = _one_line_failure(result)
     assert line.startswith("cannot write ") and "a-file" in line

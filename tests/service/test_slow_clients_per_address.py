@@ -32,8 +32,10 @@ def _stall(port: int) -> socket.socket:
     sock.bind((ATTACKER, 0))
     sock.settimeout(30)
     sock.connect(("127.0.0.1", port))
-    sock.sendall(f"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: {PROTOBUF}\r\n"
-                 "Content-Length: 100000\r\n\r\n\n".encode())  # fmt: skip
+    sock.sendall(
+        f"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: {PROTOBUF}\r\n"
+        "Content-Length: 100000\r\n\r\n\n".encode()
+    )
     return sock
 
 
@@ -79,8 +81,11 @@ def test_stallers_from_one_address_leave_other_clients_exporting(tmp_path: Path)
             statuses = []
             with httpx.Client(base_url=server.base_url, timeout=30) as client:
                 for _ in range(20):
-                    response = client.post("/v1/traces", content=export_request(agent_trace(rng).spans),
-                                           headers={"Content-Type": PROTOBUF})  # fmt: skip
+                    response = client.post(
+                        "/v1/traces",
+                        content=export_request(agent_trace(rng).spans),
+                        headers={"Content-Type": PROTOBUF},
+                    )
                     statuses.append(response.status_code)
                     time.sleep(0.5)
         finally:

@@ -87,9 +87,13 @@ def rows_by_key(
     columns = BASELINE.tables[table].columns
     key = [column.name for column in BASELINE.tables[table].primary_key]
     with engine.connect() as connection:
-        result = connection.execute(
-            text(f"SELECT {', '.join(columns.keys())} FROM {stored_as or table}")
-        ).mappings().all()
+        result = (
+            connection.execute(
+                text(f"SELECT {', '.join(columns.keys())} FROM {stored_as or table}")
+            )
+            .mappings()
+            .all()
+        )
     return {tuple(row[name] for name in key): tuple(row.items()) for row in result}
 
 
@@ -102,7 +106,9 @@ def snapshot(engine: Engine) -> dict[str, dict[tuple[Any, ...], tuple[Any, ...]]
     a revision renamed it)."""
     present = set(inspect(engine).get_table_names())
     return {
-        table: rows_by_key(engine, table, RENAMED.get(table) if RENAMED.get(table) in present else None)
+        table: rows_by_key(
+            engine, table, RENAMED.get(table) if RENAMED.get(table) in present else None
+        )
         for table in BASELINE.tables
     }
 
@@ -140,10 +146,12 @@ def journal_body_storage(engine: Engine) -> str | None:
     if engine.dialect.name != "postgresql":
         return None
     with engine.connect() as connection:
-        return connection.execute(text(
-            "SELECT attstorage FROM pg_attribute "
-            "WHERE attrelid = 'ingest_journal'::regclass AND attname = 'body'"
-        )).scalar_one()  # fmt: skip
+        return connection.execute(
+            text(
+                "SELECT attstorage FROM pg_attribute "
+                "WHERE attrelid = 'ingest_journal'::regclass AND attname = 'body'"
+            )
+        ).scalar_one()
 
 
 # ------------------------------------------------------------------ revisions against models
@@ -171,9 +179,10 @@ def test_a_fresh_database_is_created_at_head_with_the_replayed_schema(
     state = migrate.schema_state(fresh)
     assert (state.current, state.pending) == (state.head, ())
     other = (
-        fresh_pg_database() if fresh.dialect.name == "postgresql"
+        fresh_pg_database()
+        if fresh.dialect.name == "postgresql"
         else nullcontext(f"sqlite:///{tmp_path / 'replayed.db'}")
-    )  # fmt: skip
+    )
     with other as url:
         replayed = engine_for(url, engines)
         with replayed.begin() as connection:
@@ -203,9 +212,10 @@ def test_previous_release_upgrades_in_place_and_keeps_ingesting_and_scoring(
     with start_server(tmp_path / "serve", db_url=previous_url, config=config) as server:
         for export in sorted(NEW_TRAFFIC.rglob("*.pb")):
             response = httpx.post(
-                f"{server.base_url}/v1/traces", content=export.read_bytes(),
+                f"{server.base_url}/v1/traces",
+                content=export.read_bytes(),
                 headers={"Content-Type": "application/x-protobuf"},
-            )  # fmt: skip
+            )
             assert response.status_code == 200, response.text
         scored = wait_for_scored_traces(engine, new_traces)
     assert scored == new_traces
@@ -244,10 +254,13 @@ def test_an_earlier_build_missing_the_unique_log_index_is_repaired_then_stamped(
         connection.execute(text("DROP INDEX ux_logs_record_hash"))
         first = connection.execute(text("SELECT min(id) FROM logs")).scalar_one()
         copied = [c.name for c in BASELINE.tables["logs"].columns if c.name != "id"]
-        connection.execute(text(
-            f"INSERT INTO logs ({', '.join(copied)}) SELECT {', '.join(copied)} FROM logs "
-            "WHERE id = :first"
-        ), {"first": first})  # fmt: skip
+        connection.execute(
+            text(
+                f"INSERT INTO logs ({', '.join(copied)}) SELECT {', '.join(copied)} FROM logs "
+                "WHERE id = :first"
+            ),
+            {"first": first},
+        )
     before = rows_by_key(engine, "logs")
     assert migrate.upgrade(engine)[0] == migrate.BASELINE_REVISION
     indexes = {i["name"]: i for i in inspect(engine).get_indexes("logs")}
@@ -265,7 +278,9 @@ def test_a_verdict_cache_database_made_before_its_table_had_a_migration_is_upgra
     (the cache no longer makes DDL of its own), keeps its verdicts, and serves them."""
     engine = engine_for(db_url, engines)
     create_tables(engine, SQLModel.metadata, [table_of(JudgeVerdict)])
-    verdict = JudgeVerdict(key="k" * 64, scorer_id="s", scorer_version="1", step="analyze", model="m", text="{}")
+    verdict = JudgeVerdict(
+        key="k" * 64, scorer_id="s", scorer_version="1", step="analyze", model="m", text="{}"
+    )
     save_verdict(engine, verdict)
     cache = VerdictCache(db_url)
     assert cache.engine is not None
@@ -328,10 +343,14 @@ def test_replicas_starting_together_upgrade_once(previous_url: str, engines: lis
     before = snapshot(engine)
     start = time.time() + 4.0  # every process has imported tracescore by then
     processes = [
-        subprocess.Popen([sys.executable, "-c", UPGRADE_AT, previous_url, str(start)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", UPGRADE_AT, previous_url, str(start)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for _ in range(4)
-    ]  # fmt: skip
+    ]
     outcomes = [process.communicate(timeout=120) for process in processes]
     assert [process.returncode for process in processes] == [0] * 4, outcomes
     applied = sorted(out.strip() for out, _err in outcomes)
@@ -343,15 +362,29 @@ def test_replicas_starting_together_upgrade_once(previous_url: str, engines: lis
 # ------------------------------------------------------------------ refusals and the CLI
 
 
-def serve_exit(url: str, tmp_path: Path, config: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+def serve_exit(
+    url: str, tmp_path: Path, config: dict[str, Any]
+) -> subprocess.CompletedProcess[str]:
     """``tracescore serve`` expected to refuse to start: its exit code and output."""
     config_file = tmp_path / "refused.yaml"
     config_file.write_text(yaml.safe_dump(config))
     return subprocess.run(
-        [sys.executable, "-m", "tracescore.cli", "serve", "--config", str(config_file),
-         "--http-port", "0", "--grpc-port", "0"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "tracescore.cli",
+            "serve",
+            "--config",
+            str(config_file),
+            "--http-port",
+            "0",
+            "--grpc-port",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_migrate_false_refuses_an_outdated_database_and_names_the_command(
@@ -406,7 +439,9 @@ def test_db_commands_tell_where_the_schema_stands(
     again = runner.invoke(app, ["db", "upgrade", "--db", previous_url])
     assert again.exit_code == 0 and f"already at head {head}" in again.output
     current = runner.invoke(app, ["db", "current", "--db", previous_url])
-    assert current.exit_code == 0 and current.output.strip().endswith(f": at revision {head} (head)")
+    assert current.exit_code == 0 and current.output.strip().endswith(
+        f": at revision {head} (head)"
+    )
     checked = runner.invoke(app, ["db", "check", "--db", previous_url])
     assert checked.exit_code == 0 and "up to date" in checked.output
     bad = runner.invoke(app, ["db", "check", "--db", "mysql://nowhere/x"])

@@ -25,7 +25,7 @@ TRICKY_ATTRIBUTES = {
     "ratio": 0.1,
     "flag": True,
     "off": False,
-    "text": "héllo \u2603 \x00 \"quoted\"",
+    "text": 'héllo \u2603 \x00 "quoted"',
     "empty": "",
     "bytes": b"\x00\xffraw",
     "nan": math.nan,
@@ -41,7 +41,9 @@ TRICKY_ATTRIBUTES = {
 def _same(a: float | object, b: float | object) -> bool:
     """Equality that also treats NaN as equal to NaN and tells 0.0 from -0.0 and 1 from 1.0."""
     if isinstance(a, float) and isinstance(b, float):
-        return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
+        return (math.isnan(a) and math.isnan(b)) or (
+            a == b and math.copysign(1, a) == math.copysign(1, b)
+        )
     if type(a) is not type(b):
         return False
     if isinstance(a, list):
@@ -61,11 +63,19 @@ def store(db_url: str) -> SpanStore:
 def test_typed_attributes_round_trip_exactly(store: SpanStore) -> None:
     span = full_span("a1a1a1a1a1a1a1a1", **TRICKY_ATTRIBUTES)
     record = LogRecord(
-        time_ns=1_700_000_000_300_000_000, observed_time_ns=1_700_000_000_300_000_001,
-        trace_id=TRACE_ID, span_id=span.span_id, event_name="gen_ai.choice",
-        severity_number=9, severity_text="INFO", body={"message": {"$b": b"\x03"}, "n": 3},
-        attributes={"x": 2**40}, resource=span.resource, scope=span.scope, flags=1,
-    )  # fmt: skip
+        time_ns=1_700_000_000_300_000_000,
+        observed_time_ns=1_700_000_000_300_000_001,
+        trace_id=TRACE_ID,
+        span_id=span.span_id,
+        event_name="gen_ai.choice",
+        severity_number=9,
+        severity_text="INFO",
+        body={"message": {"$b": b"\x03"}, "n": 3},
+        attributes={"x": 2**40},
+        resource=span.resource,
+        scope=span.scope,
+        flags=1,
+    )
     store.write([span], [record])
 
     trace = store.load_trace(TRACE_ID.upper())
@@ -95,10 +105,18 @@ def test_every_capture_round_trips(store: SpanStore) -> None:
 def test_failed_write_stores_nothing(store: SpanStore) -> None:
     good = full_span("b1b1b1b1b1b1b1b1")
     bad_log = LogRecord(
-        time_ns=2**64, observed_time_ns=0, trace_id=TRACE_ID, span_id=None, event_name="",
-        severity_number=0, severity_text="", body=None, attributes={},
-        resource=good.resource, scope=good.scope,
-    )  # fmt: skip
+        time_ns=2**64,
+        observed_time_ns=0,
+        trace_id=TRACE_ID,
+        span_id=None,
+        event_name="",
+        severity_number=0,
+        severity_text="",
+        body=None,
+        attributes={},
+        resource=good.resource,
+        scope=good.scope,
+    )
     with pytest.raises((SQLAlchemyError, psycopg.Error, OverflowError)):
         store.write([good], [bad_log])
     assert store.load_trace(TRACE_ID) is None
@@ -108,7 +126,12 @@ def test_failed_write_stores_nothing(store: SpanStore) -> None:
 
 def test_retried_span_is_stored_once(store: SpanStore) -> None:
     store.write([full_span("c1c1c1c1c1c1c1c1", attempt=1)])
-    store.write([full_span("c1c1c1c1c1c1c1c1", attempt=2), full_span("c2c2c2c2c2c2c2c2", "c1c1c1c1c1c1c1c1")])
+    store.write(
+        [
+            full_span("c1c1c1c1c1c1c1c1", attempt=2),
+            full_span("c2c2c2c2c2c2c2c2", "c1c1c1c1c1c1c1c1"),
+        ]
+    )
     trace = store.load_trace(TRACE_ID)
     assert trace is not None
     assert [(s.span_id, s.attributes.get("attempt")) for s in trace.spans] == [
@@ -127,7 +150,10 @@ def test_summaries_filter_by_service_and_activity(store: SpanStore) -> None:
 
     (summary,) = store.list_traces(service="svc")
     assert (summary.trace_id, summary.has_root, summary.span_count, summary.root_name) == (
-        TRACE_ID, True, 1, "span d1d1d1d1d1d1d1d1"
+        TRACE_ID,
+        True,
+        1,
+        "span d1d1d1d1d1d1d1d1",
     )
     assert summary.start_time_ns == 1_700_000_000_123_456_789
     assert summary.state == "pending" and summary.first_seen >= before
@@ -144,7 +170,11 @@ def test_summary_takes_service_and_name_from_the_root(store: SpanStore) -> None:
     assert store.trace_summary(TRACE_ID).service_name == "child-service"
     store.write([full_span("e1e1e1e1e1e1e1e1")])
     summary = store.trace_summary(TRACE_ID)
-    assert (summary.service_name, summary.root_name, summary.span_count) == ("svc", "span e1e1e1e1e1e1e1e1", 2)
+    assert (summary.service_name, summary.root_name, summary.span_count) == (
+        "svc",
+        "span e1e1e1e1e1e1e1e1",
+        2,
+    )
 
 
 def test_plain_postgresql_urls_use_psycopg() -> None:

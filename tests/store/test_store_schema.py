@@ -19,8 +19,9 @@ open_store(sys.argv[1]).close()
 def test_replicas_starting_together_all_create_the_schema(pg_url: str) -> None:
     start = time.time() + 3.0  # every process has imported tracescore by then
     processes = [
-        subprocess.Popen([sys.executable, "-c", OPEN_AT, pg_url, str(start)],
-                         stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", OPEN_AT, pg_url, str(start)], stderr=subprocess.PIPE, text=True
+        )
         for _ in range(4)
     ]
     failures = [p.communicate()[1] for p in processes if p.wait() != 0]

@@ -38,7 +38,9 @@ def test_writers_of_several_processes_never_overlap(tmp_path: Path) -> None:
     assert Path(database + "-writer.lock").exists()
 
 
-def test_an_in_memory_database_needs_only_the_thread_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_in_memory_database_needs_only_the_thread_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Threads of one process still take turns, and no lock file appears anywhere."""
     monkeypatch.chdir(tmp_path)
     lock = SqliteWriteLock(":memory:")

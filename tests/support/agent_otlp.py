@@ -53,61 +53,94 @@ def agent_trace(rng: random.Random, city: str = "Paris") -> AgentTrace:
     question, answer = _text("user", f"Weather in {city}?"), _text("assistant", f"Sunny in {city}.")
     call = {"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": {"city": city}}
     children = [
-        ("chat gpt-4o-mini", {
-            "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini",
-            "gen_ai.input.messages": question,
-            "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [call]}]),
-        }),
-        ("execute_tool get_weather", {
-            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
-            "gen_ai.tool.call.id": "call_1", "gen_ai.tool.call.arguments": json.dumps({"city": city}),
-            "gen_ai.tool.call.result": '{"forecast": "sunny"}',
-        }),
-        ("chat gpt-4o-mini", {
-            "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini",
-            "gen_ai.output.messages": answer,
-        }),
-    ]  # fmt: skip
+        (
+            "chat gpt-4o-mini",
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "gpt-4o-mini",
+                "gen_ai.input.messages": question,
+                "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [call]}]),
+            },
+        ),
+        (
+            "execute_tool get_weather",
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "get_weather",
+                "gen_ai.tool.call.id": "call_1",
+                "gen_ai.tool.call.arguments": json.dumps({"city": city}),
+                "gen_ai.tool.call.result": '{"forecast": "sunny"}',
+            },
+        ),
+        (
+            "chat gpt-4o-mini",
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "gpt-4o-mini",
+                "gen_ai.output.messages": answer,
+            },
+        ),
+    ]
     spans = [
         Span(
-            trace_id=trace_id, span_id=span_id, parent_span_id=root_id, name=name,
-            kind=Span.SPAN_KIND_CLIENT, start_time_unix_nano=start + (n + 1) * 100_000_000,
-            end_time_unix_nano=start + (n + 2) * 100_000_000, attributes=_attributes(attrs),
+            trace_id=trace_id,
+            span_id=span_id,
+            parent_span_id=root_id,
+            name=name,
+            kind=Span.SPAN_KIND_CLIENT,
+            start_time_unix_nano=start + (n + 1) * 100_000_000,
+            end_time_unix_nano=start + (n + 2) * 100_000_000,
+            attributes=_attributes(attrs),
         )
         for n, (span_id, (name, attrs)) in enumerate(zip(child_ids, children, strict=True))
-    ]  # fmt: skip
+    ]
     spans.append(
         Span(
-            trace_id=trace_id, span_id=root_id, name=f"invoke_agent {AGENT}",
-            kind=Span.SPAN_KIND_INTERNAL, start_time_unix_nano=start,
+            trace_id=trace_id,
+            span_id=root_id,
+            name=f"invoke_agent {AGENT}",
+            kind=Span.SPAN_KIND_INTERNAL,
+            start_time_unix_nano=start,
             end_time_unix_nano=start + 500_000_000,
-            attributes=_attributes({
-                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": AGENT,
-                "gen_ai.request.model": "gpt-4o-mini", "gen_ai.input.messages": question,
-                "gen_ai.output.messages": answer,
-            }),
+            attributes=_attributes(
+                {
+                    "gen_ai.operation.name": "invoke_agent",
+                    "gen_ai.agent.name": AGENT,
+                    "gen_ai.request.model": "gpt-4o-mini",
+                    "gen_ai.input.messages": question,
+                    "gen_ai.output.messages": answer,
+                }
+            ),
         )
-    )  # fmt: skip
+    )
     user_event = LogRecord(
-        time_unix_nano=start + 100_000_000, observed_time_unix_nano=start + 100_000_000,
-        trace_id=trace_id, span_id=child_ids[0], event_name="gen_ai.user.message",
+        time_unix_nano=start + 100_000_000,
+        observed_time_unix_nano=start + 100_000_000,
+        trace_id=trace_id,
+        span_id=child_ids[0],
+        event_name="gen_ai.user.message",
         body=AnyValue(string_value=f"Weather in {city}?"),
-    )  # fmt: skip
+    )
     return AgentTrace(trace_id.hex(), root_id.hex(), spans, [user_event])
 
 
 def _resource_and_scope() -> tuple[Resource, InstrumentationScope]:
-    return (Resource(attributes=_attributes({"service.name": SERVICE})),
-            InstrumentationScope(name="tracescore-scale-test", version="1"))  # fmt: skip
+    return (
+        Resource(attributes=_attributes({"service.name": SERVICE})),
+        InstrumentationScope(name="tracescore-scale-test", version="1"),
+    )
 
 
 def export_request(spans: Sequence[Span]) -> bytes:
     """One OTLP/HTTP protobuf body for ``/v1/traces``, as an SDK's exporter would send it."""
     resource, scope = _resource_and_scope()
     request = ExportTraceServiceRequest(
-        resource_spans=[ResourceSpans(resource=resource,
-                                      scope_spans=[ScopeSpans(scope=scope, spans=list(spans))])]
-    )  # fmt: skip
+        resource_spans=[
+            ResourceSpans(
+                resource=resource, scope_spans=[ScopeSpans(scope=scope, spans=list(spans))]
+            )
+        ]
+    )
     return request.SerializeToString()
 
 
@@ -115,9 +148,12 @@ def export_logs_request(records: Sequence[LogRecord]) -> bytes:
     """One OTLP/HTTP protobuf body for ``/v1/logs``."""
     resource, scope = _resource_and_scope()
     request = ExportLogsServiceRequest(
-        resource_logs=[ResourceLogs(resource=resource,
-                                    scope_logs=[ScopeLogs(scope=scope, log_records=list(records))])]
-    )  # fmt: skip
+        resource_logs=[
+            ResourceLogs(
+                resource=resource, scope_logs=[ScopeLogs(scope=scope, log_records=list(records))]
+            )
+        ]
+    )
     return request.SerializeToString()
 
 

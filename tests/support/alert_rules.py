@@ -39,9 +39,14 @@ def regression_rule(**overrides: Any) -> dict[str, Any]:
 
 def alerts_config(url: str, *rules: dict[str, Any], **extra: Any) -> AlertsConfig:
     return AlertsConfig.model_validate(
-        {"channels": [{"name": "hook", "type": "webhook", "url": url, "headers": {"X-Token": "t"}}],
-         "rules": list(rules), **extra}
-    )  # fmt: skip
+        {
+            "channels": [
+                {"name": "hook", "type": "webhook", "url": url, "headers": {"X-Token": "t"}}
+            ],
+            "rules": list(rules),
+            **extra,
+        }
+    )
 
 
 def rule_name() -> str:

@@ -28,10 +28,24 @@ def results(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
             out.append({"id": case["id"], "build_error": str(exc)})
             continue
         result = scorer.run_sync(case["run"])
-        out.append({"id": case["id"], **result.model_dump(mode="json", include={
-            "status", "score", "reason", "error", "failed_step",
-            "preprocess_step_result", "analyze_step_result", "generate_score_step_result",
-        })})  # fmt: skip
+        out.append(
+            {
+                "id": case["id"],
+                **result.model_dump(
+                    mode="json",
+                    include={
+                        "status",
+                        "score",
+                        "reason",
+                        "error",
+                        "failed_step",
+                        "preprocess_step_result",
+                        "analyze_step_result",
+                        "generate_score_step_result",
+                    },
+                ),
+            }
+        )
     return out
 
 
@@ -43,9 +57,16 @@ def main() -> None:
     scored = results(cases)
     report = {
         "implementation": implementation(),
-        "modules": sorted({m.__file__ for name, m in sys.modules.items() if name.startswith("tracescore") and m.__file__}),
+        "modules": sorted(
+            {
+                m.__file__
+                for name, m in sys.modules.items()
+                if name.startswith("tracescore") and m.__file__
+            }
+        ),
         "functions": [
-            content_similarity.compare_two_strings.__module__, tone.comparative.__module__,
+            content_similarity.compare_two_strings.__module__,
+            tone.comparative.__module__,
             tone.sentence_comparatives.__module__,
         ],
         "results": scored,

@@ -13,7 +13,10 @@ SCORED: list[str] = []
 """The conversations ``turn_order`` scored, in order (tests of exactly-once read it)."""
 
 
-@scorer(id="turn-order", description="the number of turns; the reason lists what the user said, in order")
+@scorer(
+    id="turn-order",
+    description="the number of turns; the reason lists what the user said, in order",
+)
 def turn_order(run: ScorerRun) -> tuple[float, str]:
     conversation = run.conversation
     if conversation is None:
@@ -33,5 +36,6 @@ async def _slow_for_mastra(ctx: StepContext) -> float:
 
 
 slow_for_mastra = create_scorer(
-    id="slow-for-mastra", description="takes 30 s on the Mastra capture's conversation, no time on others"
+    id="slow-for-mastra",
+    description="takes 30 s on the Mastra capture's conversation, no time on others",
 ).generate_score(_slow_for_mastra)

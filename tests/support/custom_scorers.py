@@ -24,7 +24,9 @@ def length_at_least(minimum: int = 10, model: object = None):
         text = get_assistant_message(ctx.run.output) or ""
         return 1.0 if len(text) >= minimum else 0.0
 
-    return create_scorer(id="length-at-least", description="answer length gate").generate_score(score)
+    return create_scorer(id="length-at-least", description="answer length gate").generate_score(
+        score
+    )
 
 
 def _explode(ctx) -> float:
@@ -59,7 +61,9 @@ def spinning_for_weatherbot(seconds: float = 60.0):
                 pass
         return 1.0
 
-    return create_scorer(id="spinning-for-weatherbot", description="busy on WeatherBot runs").generate_score(spin)
+    return create_scorer(
+        id="spinning-for-weatherbot", description="busy on WeatherBot runs"
+    ).generate_score(spin)
 
 
 def answer_length(version: str = "1", per_char: float = 0.01, model: object = None) -> Scorer:

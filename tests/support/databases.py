@@ -9,9 +9,7 @@ from contextlib import contextmanager
 
 import psycopg
 
-PG_ADMIN_URL = os.environ.get(
-    "TRACESCORE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test"
-)
+PG_ADMIN_URL = os.environ.get("TRACESCORE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
 
 def _server_url(database: str) -> str:

@@ -43,8 +43,9 @@ TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 
 def capture_runs(library: str, scenario: str) -> list[AgentRun]:
     """Every run of every trace in one capture folder (all its requests, traces and logs)."""
-    return [run for trace in load_traces([CAPTURES / library / scenario]) for run in
-            extract_runs(trace)]
+    return [
+        run for trace in load_traces([CAPTURES / library / scenario]) for run in extract_runs(trace)
+    ]
 
 
 def only(runs: list[AgentRun], kind: str, *, primary: bool | None = None) -> list[AgentRun]:
@@ -117,8 +118,10 @@ def assert_tool_error_agent(run: AgentRun, *, error: str) -> None:
     assert_atlantis_calls(calls, error=error)
     assert all(c.tool_call_id.startswith("call_") for c in calls)
     assert final_answer(run).startswith(TOOL_ERROR_ANSWER)
-    assert [c.metadata for c in run.context] == [{"tool_call_id": paris.tool_call_id},
-                                                 {"tool_call_id": london.tool_call_id}]
+    assert [c.metadata for c in run.context] == [
+        {"tool_call_id": paris.tool_call_id},
+        {"tool_call_id": london.tool_call_id},
+    ]
 
 
 def assert_second_turn(run: AgentRun) -> ToolInvocation:
@@ -131,11 +134,17 @@ def assert_second_turn(run: AgentRun) -> ToolInvocation:
     assert history[0].content.content == WEATHER_USER
     (earlier,) = history[1].content.tool_invocations or []
     assert (earlier.tool_name, earlier.args, earlier.state) == (
-        "get_weather", {"city": "Paris"}, "result")
+        "get_weather",
+        {"city": "Paris"},
+        "result",
+    )
     assert (history[2].content.content or "").startswith(WEATHER_ANSWER)
     (call,) = tool_calls(run)
-    assert (call.tool_name, call.args, call.result) == ("get_weather", {"city": "Paris"},
-                                                        WEATHER_RESULT)
+    assert (call.tool_name, call.args, call.result) == (
+        "get_weather",
+        {"city": "Paris"},
+        WEATHER_RESULT,
+    )
     assert call.tool_call_id != earlier.tool_call_id
     assert final_answer(run) == SECOND_TURN_ANSWER
     return earlier
@@ -148,13 +157,17 @@ def assert_atlantis_calls(
     answered, each its own call id."""
     atlantis, paris, london = calls
     assert (atlantis.args, atlantis.state, atlantis.is_error) == (
-        {"city": "Atlantis"}, "output-error", True
+        {"city": "Atlantis"},
+        "output-error",
+        True,
     )
     assert atlantis.error_text == error
-    assert (paris.args, paris.result, paris.state) == ({"city": "Paris"}, WEATHER_RESULT,
-                                                       "result")
-    assert (london.args, london.result, london.state) == ({"city": "London"}, LONDON_RESULT,
-                                                          "result")
+    assert (paris.args, paris.result, paris.state) == ({"city": "Paris"}, WEATHER_RESULT, "result")
+    assert (london.args, london.result, london.state) == (
+        {"city": "London"},
+        LONDON_RESULT,
+        "result",
+    )
     assert len({call.tool_call_id for call in calls}) == 3
 
 
@@ -193,8 +206,13 @@ def span(
     )
 
 
-def log(span_id: str, event_name: str, body: object = None, attributes: dict | None = None,
-        time_ns: int = 0) -> LogRecord:
+def log(
+    span_id: str,
+    event_name: str,
+    body: object = None,
+    attributes: dict | None = None,
+    time_ns: int = 0,
+) -> LogRecord:
     return LogRecord(
         time_ns=time_ns,
         observed_time_ns=time_ns,

@@ -13,12 +13,17 @@ from tracescore.store.table_of import table_of
 from tracescore.store.tables import UnpackerRow
 
 
-def pb_span(trace: str, span: str, *, parent: str = "", end: int = 2_000, event_at: int | None = None) -> PbSpan:
+def pb_span(
+    trace: str, span: str, *, parent: str = "", end: int = 2_000, event_at: int | None = None
+) -> PbSpan:
     made = PbSpan(
-        trace_id=bytes.fromhex(trace), span_id=bytes.fromhex(span),
-        parent_span_id=bytes.fromhex(parent), name=f"op-{span[:4]}", start_time_unix_nano=1_000,
+        trace_id=bytes.fromhex(trace),
+        span_id=bytes.fromhex(span),
+        parent_span_id=bytes.fromhex(parent),
+        name=f"op-{span[:4]}",
+        start_time_unix_nano=1_000,
         end_time_unix_nano=end,
-    )  # fmt: skip
+    )
     if event_at is not None:
         made.events.add(name="e", time_unix_nano=event_at)
     return made

@@ -10,8 +10,24 @@ from tracescore.judge.client import litellm
 def filler(length: int, seed: int) -> str:
     """Log-like English text (what a scraped page or a tool's dump looks like)."""
     rng = random.Random(seed)
-    words = ["shipment", "report", "delayed", "warehouse", "quarterly", "logistics", "status",
-             "pallet", "invoice", "customs", "the", "of", "and", "was", "on", "for"]
+    words = [
+        "shipment",
+        "report",
+        "delayed",
+        "warehouse",
+        "quarterly",
+        "logistics",
+        "status",
+        "pallet",
+        "invoice",
+        "customs",
+        "the",
+        "of",
+        "and",
+        "was",
+        "on",
+        "for",
+    ]
     lines = []
     size = 0
     while size < length:

@@ -30,7 +30,9 @@ def copy_checkout(target: Path, paths: tuple[str, ...] = ()) -> Path:
     """Copy the checkout's source files under ``paths`` (all of them: ``()``) to ``target``."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", *paths],
-        cwd=REPO, check=True, capture_output=True,
+        cwd=REPO,
+        check=True,
+        capture_output=True,
     ).stdout.decode()
     for name in filter(None, listed.split("\0")):
         source = REPO / name
@@ -55,26 +57,51 @@ def install_without_compiler(workdir: Path) -> Install:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
     _see_site_packages(python, site.getsitepackages())
-    env = {**os.environ, "CC": "/bin/false", "CXX": "/bin/false", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    env = {
+        **os.environ,
+        "CC": "/bin/false",
+        "CXX": "/bin/false",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
     built = subprocess.run(
-        [str(python), "-m", "pip", "install", "-v", "--no-deps", "--no-build-isolation", "--no-index",
-         "--no-cache-dir", "--ignore-installed", str(source)],
-        cwd=workdir, env=env, capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "-v",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--no-cache-dir",
+            "--ignore-installed",
+            str(source),
+        ],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     return Install(python, _purelib(python) / "tracescore", built.stdout + built.stderr)
 
 
 def _purelib(python: Path) -> Path:
     """Where ``python`` installs pure-Python packages (its venv's site-packages)."""
-    return Path(subprocess.run(
-        [str(python), "-I", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-        check=True, capture_output=True, text=True,
-    ).stdout.strip())
+    return Path(
+        subprocess.run(
+            [str(python), "-I", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
 
 
 def _see_site_packages(python: Path, directories: list[str]) -> None:
     """Let the venv of ``python`` import what is installed in ``directories`` (after its own
     packages), their ``.pth`` files included, as ``site.addsitedir`` processes them."""
     lines = [f"import site; site.addsitedir({directory!r})" for directory in directories]
-    (_purelib(python) / "_outer_site_packages.pth").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (_purelib(python) / "_outer_site_packages.pth").write_text(
+        "\n".join(lines) + "\n", encoding="utf-8"
+    )

@@ -60,25 +60,76 @@ FUZZ_ATTRIBUTE_CHARS = 64
 
 # Keys the convention modules read, so generated attributes are not all ignored.
 KEYS = [
-    "gen_ai.operation.name", "gen_ai.input.messages", "gen_ai.output.messages",
-    "gen_ai.system_instructions", "gen_ai.tool.definitions", "gen_ai.tool.call.arguments",
-    "gen_ai.tool.call.result", "gen_ai.tool.name", "gen_ai.agent.name", "gen_ai.request.model",
-    "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "openinference.span.kind",
-    "input.value", "output.value", "llm.input_messages.0.message.content",
-    "llm.input_messages.0.message.role", "llm.output_messages.0.message.content",
+    "gen_ai.operation.name",
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+    "gen_ai.system_instructions",
+    "gen_ai.tool.definitions",
+    "gen_ai.tool.call.arguments",
+    "gen_ai.tool.call.result",
+    "gen_ai.tool.name",
+    "gen_ai.agent.name",
+    "gen_ai.request.model",
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.output_tokens",
+    "openinference.span.kind",
+    "input.value",
+    "output.value",
+    "llm.input_messages.0.message.content",
+    "llm.input_messages.0.message.role",
+    "llm.output_messages.0.message.content",
     "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments",
-    "traceloop.span.kind", "traceloop.entity.input", "traceloop.entity.output",
-    "gen_ai.prompt.0.content", "gen_ai.prompt.0.role", "gen_ai.completion.0.content",
-    "gen_ai.completion.0.tool_calls.0.arguments", "ai.prompt.messages", "ai.response.text",
-    "ai.operationId", "ai.toolCall.args", "operation.name", "mastra.agent_run.input",
-    "logfire.msg", "all_messages_events", "final_result", "service.name",
-]  # fmt: skip
-OPERATIONS = ["chat", "invoke_agent", "execute_tool", "AGENT", "LLM", "TOOL", "CHAIN", "agent",
-              "tool", "workflow", "ai.generateText", "ai.toolCall", "retrieval"]  # fmt: skip
-MESSAGE_KEYS = ["role", "parts", "type", "content", "id", "name", "arguments", "text",
-                "tool_calls", "function", "messages", "result", "response", "finish_reason"]
+    "traceloop.span.kind",
+    "traceloop.entity.input",
+    "traceloop.entity.output",
+    "gen_ai.prompt.0.content",
+    "gen_ai.prompt.0.role",
+    "gen_ai.completion.0.content",
+    "gen_ai.completion.0.tool_calls.0.arguments",
+    "ai.prompt.messages",
+    "ai.response.text",
+    "ai.operationId",
+    "ai.toolCall.args",
+    "operation.name",
+    "mastra.agent_run.input",
+    "logfire.msg",
+    "all_messages_events",
+    "final_result",
+    "service.name",
+]
+OPERATIONS = [
+    "chat",
+    "invoke_agent",
+    "execute_tool",
+    "AGENT",
+    "LLM",
+    "TOOL",
+    "CHAIN",
+    "agent",
+    "tool",
+    "workflow",
+    "ai.generateText",
+    "ai.toolCall",
+    "retrieval",
+]
+MESSAGE_KEYS = [
+    "role",
+    "parts",
+    "type",
+    "content",
+    "id",
+    "name",
+    "arguments",
+    "text",
+    "tool_calls",
+    "function",
+    "messages",
+    "result",
+    "response",
+    "finish_reason",
+]
 ROLES = ["user", "assistant", "system", "tool", "model", "human", "ai", ""]
-_ALPHABET = "ab xyz09{}[]\":,\\\n\t\x00é漢😀\u200b\ufeff"
+_ALPHABET = 'ab xyz09{}[]":,\\\n\t\x00é漢😀\u200b\ufeff'
 
 
 class Hostile:
@@ -94,8 +145,23 @@ class Hostile:
         return "".join(self.rng.choice(_ALPHABET) for _ in range(self.rng.randrange(size + 1)))
 
     def number(self) -> int | float:
-        return self.rng.choice([0, -1, 1, 2**31, 2**63, -(2**64), 10**30, 0.5, -0.0, 1e308,
-                                float("inf"), float("nan"), self.rng.randrange(-1000, 1000)])  # fmt: skip
+        return self.rng.choice(
+            [
+                0,
+                -1,
+                1,
+                2**31,
+                2**63,
+                -(2**64),
+                10**30,
+                0.5,
+                -0.0,
+                1e308,
+                float("inf"),
+                float("nan"),
+                self.rng.randrange(-1000, 1000),
+            ]
+        )
 
     def junk(self, depth: int = 0) -> Any:
         """Any JSON value (and the stdlib writes NaN, which strict JSON forbids)."""
@@ -138,7 +204,9 @@ class Hostile:
     def hex_id(self, size: int) -> str:
         if self.chance(0.9):
             return self.rng.randbytes(size).hex()
-        return self.rng.choice(["", "0" * size * 2, "zz" * size, self.rng.randbytes(size + 1).hex()])
+        return self.rng.choice(
+            ["", "0" * size * 2, "zz" * size, self.rng.randbytes(size + 1).hex()]
+        )
 
     def int_like(self) -> Any:
         return self.rng.choice([self.number(), str(self.rng.randrange(2**64)), self.text(4)])
@@ -158,13 +226,24 @@ class Hostile:
         if kind == 6:
             return self.junk()
         if kind == 7:
-            return {"arrayValue": {"values": [self.json_value(depth + 1) for _ in range(self.rng.randrange(4))]}}
-        pairs = [{"key": self.key(), "value": self.json_value(depth + 1)} for _ in range(self.rng.randrange(4))]
+            return {
+                "arrayValue": {
+                    "values": [self.json_value(depth + 1) for _ in range(self.rng.randrange(4))]
+                }
+            }
+        pairs = [
+            {"key": self.key(), "value": self.json_value(depth + 1)}
+            for _ in range(self.rng.randrange(4))
+        ]
         return {"kvlistValue": {"values": pairs}}
 
     def json_attributes(self) -> Any:
-        return self.maybe(lambda: [{"key": self.maybe(self.key), "value": self.json_value()}
-                                   for _ in range(self.rng.randrange(7))])  # fmt: skip
+        return self.maybe(
+            lambda: [
+                {"key": self.maybe(self.key), "value": self.json_value()}
+                for _ in range(self.rng.randrange(7))
+            ]
+        )
 
     def _some(self, fields: dict[str, Any]) -> dict[str, Any]:
         """Each optional field present or not, built only when present."""
@@ -173,49 +252,120 @@ class Hostile:
     def json_span(self) -> Any:
         def span() -> dict[str, Any]:
             fields = {"traceId": self.maybe(self.hex_id, 16), "spanId": self.maybe(self.hex_id, 8)}
-            return fields | self._some({
-                "parentSpanId": lambda: self.maybe(self.hex_id, 8),
-                "name": lambda: self.maybe(self.text, 20),
-                "kind": lambda: self.rng.choice([1, 3, 9, -1, "SPAN_KIND_CLIENT", "SPAN_KIND_X", None]),
-                "startTimeUnixNano": self.int_like, "endTimeUnixNano": self.int_like,
-                "attributes": self.json_attributes,
-                "events": lambda: self.maybe(lambda: [
-                    self._some({"name": self.text, "timeUnixNano": self.int_like,
-                                "attributes": self.json_attributes})
-                    for _ in range(self.rng.randrange(3))]),
-                "links": lambda: self.maybe(lambda: [
-                    self._some({"traceId": lambda: self.hex_id(16), "spanId": lambda: self.hex_id(8),
-                                "attributes": self.json_attributes})
-                    for _ in range(self.rng.randrange(3))]),
-                "status": lambda: self.maybe(lambda: self._some({
-                    "code": lambda: self.rng.choice([0, 1, 2, 7, "STATUS_CODE_ERROR", None]),
-                    "message": self.text})),
-            })  # fmt: skip
+            return fields | self._some(
+                {
+                    "parentSpanId": lambda: self.maybe(self.hex_id, 8),
+                    "name": lambda: self.maybe(self.text, 20),
+                    "kind": lambda: self.rng.choice(
+                        [1, 3, 9, -1, "SPAN_KIND_CLIENT", "SPAN_KIND_X", None]
+                    ),
+                    "startTimeUnixNano": self.int_like,
+                    "endTimeUnixNano": self.int_like,
+                    "attributes": self.json_attributes,
+                    "events": lambda: self.maybe(
+                        lambda: [
+                            self._some(
+                                {
+                                    "name": self.text,
+                                    "timeUnixNano": self.int_like,
+                                    "attributes": self.json_attributes,
+                                }
+                            )
+                            for _ in range(self.rng.randrange(3))
+                        ]
+                    ),
+                    "links": lambda: self.maybe(
+                        lambda: [
+                            self._some(
+                                {
+                                    "traceId": lambda: self.hex_id(16),
+                                    "spanId": lambda: self.hex_id(8),
+                                    "attributes": self.json_attributes,
+                                }
+                            )
+                            for _ in range(self.rng.randrange(3))
+                        ]
+                    ),
+                    "status": lambda: self.maybe(
+                        lambda: self._some(
+                            {
+                                "code": lambda: self.rng.choice(
+                                    [0, 1, 2, 7, "STATUS_CODE_ERROR", None]
+                                ),
+                                "message": self.text,
+                            }
+                        )
+                    ),
+                }
+            )
 
         return self.maybe(span)
 
     def _blocks(self, outer: str, inner: str, records: str, record: Any) -> Any:
-        return self.maybe(lambda: {outer: self.maybe(lambda: [
-            self.maybe(lambda: self._some({
-                "resource": lambda: self.maybe(lambda: {"attributes": self.json_attributes()}),
-                inner: lambda: self.maybe(lambda: [
-                    self.maybe(lambda: self._some({
-                        "scope": lambda: self.maybe(lambda: {"name": self.text(), "version": self.junk()}),
-                        records: lambda: self.maybe(lambda: [record() for _ in range(self.rng.randrange(5))]),
-                    })) for _ in range(self.rng.randrange(3))]),
-            })) for _ in range(self.rng.randrange(3))])})  # fmt: skip
+        return self.maybe(
+            lambda: {
+                outer: self.maybe(
+                    lambda: [
+                        self.maybe(
+                            lambda: self._some(
+                                {
+                                    "resource": lambda: self.maybe(
+                                        lambda: {"attributes": self.json_attributes()}
+                                    ),
+                                    inner: lambda: self.maybe(
+                                        lambda: [
+                                            self.maybe(
+                                                lambda: self._some(
+                                                    {
+                                                        "scope": lambda: self.maybe(
+                                                            lambda: {
+                                                                "name": self.text(),
+                                                                "version": self.junk(),
+                                                            }
+                                                        ),
+                                                        records: lambda: self.maybe(
+                                                            lambda: [
+                                                                record()
+                                                                for _ in range(
+                                                                    self.rng.randrange(5)
+                                                                )
+                                                            ]
+                                                        ),
+                                                    }
+                                                )
+                                            )
+                                            for _ in range(self.rng.randrange(3))
+                                        ]
+                                    ),
+                                }
+                            )
+                        )
+                        for _ in range(self.rng.randrange(3))
+                    ]
+                )
+            }
+        )
 
     def json_traces(self) -> bytes:
         return json_body(self._blocks("resourceSpans", "scopeSpans", "spans", self.json_span))
 
     def json_logs(self) -> bytes:
         def record() -> Any:
-            return self.maybe(lambda: self._some({
-                "traceId": lambda: self.maybe(self.hex_id, 16), "spanId": lambda: self.maybe(self.hex_id, 8),
-                "body": self.json_value, "eventName": lambda: self.maybe(self.text),
-                "attributes": self.json_attributes, "timeUnixNano": self.int_like,
-                "severityNumber": lambda: self.rng.choice([9, 17, -3, "SEVERITY_NUMBER_INFO", None]),
-            }))  # fmt: skip
+            return self.maybe(
+                lambda: self._some(
+                    {
+                        "traceId": lambda: self.maybe(self.hex_id, 16),
+                        "spanId": lambda: self.maybe(self.hex_id, 8),
+                        "body": self.json_value,
+                        "eventName": lambda: self.maybe(self.text),
+                        "attributes": self.json_attributes,
+                        "timeUnixNano": self.int_like,
+                        "severityNumber": lambda: self.rng.choice(
+                            [9, 17, -3, "SEVERITY_NUMBER_INFO", None]
+                        ),
+                    }
+                )
+            )
 
         return json_body(self._blocks("resourceLogs", "scopeLogs", "logRecords", record))
 
@@ -232,33 +382,58 @@ class Hostile:
         if kind == 5:
             return AnyValue(bool_value=self.chance(0.5))
         if kind == 6:
-            return AnyValue(bytes_value=self.rng.randbytes(self.rng.randrange(90))) if self.chance(0.8) else AnyValue()
+            return (
+                AnyValue(bytes_value=self.rng.randbytes(self.rng.randrange(90)))
+                if self.chance(0.8)
+                else AnyValue()
+            )
         if kind == 7:
-            return AnyValue(array_value=ArrayValue(values=[self.pb_value(depth + 1) for _ in range(self.rng.randrange(4))]))
-        pairs = [KeyValue(key=self.key(), value=self.pb_value(depth + 1)) for _ in range(self.rng.randrange(4))]
+            return AnyValue(
+                array_value=ArrayValue(
+                    values=[self.pb_value(depth + 1) for _ in range(self.rng.randrange(4))]
+                )
+            )
+        pairs = [
+            KeyValue(key=self.key(), value=self.pb_value(depth + 1))
+            for _ in range(self.rng.randrange(4))
+        ]
         return AnyValue(kvlist_value=KeyValueList(values=pairs))
 
     def pb_attributes(self) -> list[KeyValue]:
-        return [KeyValue(key=self.key(), value=self.pb_value()) for _ in range(self.rng.randrange(7))]
+        return [
+            KeyValue(key=self.key(), value=self.pb_value()) for _ in range(self.rng.randrange(7))
+        ]
 
     def pb_id(self, size: int) -> bytes:
         return self.rng.randbytes(size if self.chance(0.9) else self.rng.randrange(size + 2))
 
     def pb_span(self) -> Span:
         return Span(
-            trace_id=self.pb_id(16), span_id=self.pb_id(8),
-            parent_span_id=self.pb_id(8) if self.chance(0.6) else b"", name=self.text(20),
-            kind=self.rng.randrange(6), start_time_unix_nano=self.rng.randrange(2**64),
-            end_time_unix_nano=self.rng.randrange(2**64), attributes=self.pb_attributes(),
+            trace_id=self.pb_id(16),
+            span_id=self.pb_id(8),
+            parent_span_id=self.pb_id(8) if self.chance(0.6) else b"",
+            name=self.text(20),
+            kind=self.rng.randrange(6),
+            start_time_unix_nano=self.rng.randrange(2**64),
+            end_time_unix_nano=self.rng.randrange(2**64),
+            attributes=self.pb_attributes(),
             status=Status(code=self.rng.randrange(3), message=self.text(20)),
-        )  # fmt: skip
+        )
 
     def protobuf_traces(self) -> bytes:
-        request = ExportTraceServiceRequest(resource_spans=[ResourceSpans(
-            resource=Resource(attributes=self.pb_attributes()),
-            scope_spans=[ScopeSpans(scope=InstrumentationScope(name=self.text()),
-                                    spans=[self.pb_span() for _ in range(self.rng.randrange(5))])],
-        )])  # fmt: skip
+        request = ExportTraceServiceRequest(
+            resource_spans=[
+                ResourceSpans(
+                    resource=Resource(attributes=self.pb_attributes()),
+                    scope_spans=[
+                        ScopeSpans(
+                            scope=InstrumentationScope(name=self.text()),
+                            spans=[self.pb_span() for _ in range(self.rng.randrange(5))],
+                        )
+                    ],
+                )
+            ]
+        )
         return self.damage(request.SerializeToString())
 
     def damage(self, body: bytes) -> bytes:
@@ -282,7 +457,9 @@ def json_body(document: object) -> bytes:
 
 def hostile(build: str) -> st.SearchStrategy[bytes]:
     """Bodies made by ``Hostile.<build>`` from hypothesis-drawn seeds."""
-    return st.integers(0, 2**64 - 1).map(lambda seed: getattr(Hostile(random.Random(seed)), build)())
+    return st.integers(0, 2**64 - 1).map(
+        lambda seed: getattr(Hostile(random.Random(seed)), build)()
+    )
 
 
 # ----------------------------------------------------------------------------- the property
@@ -316,9 +493,11 @@ def fuzz_settings(examples: int) -> settings:
     """``examples`` cases (times ``TRACESCORE_FUZZ_SCALE``, which the benchmark raises)."""
     scale = float(os.environ.get("TRACESCORE_FUZZ_SCALE", "1"))
     return settings(
-        max_examples=max(1, int(examples * scale)), deadline=None, database=None,
+        max_examples=max(1, int(examples * scale)),
+        deadline=None,
+        database=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )  # fmt: skip
+    )
 
 
 # ----------------------------------------------------------------------------- over the wire
@@ -340,10 +519,16 @@ def hostile_request(rng: random.Random) -> tuple[str, bytes, dict[str, str]]:
     elif kind == 2:
         path, body, content_type = "/v1/logs", build.json_logs(), JSON
     elif kind == 3:
-        path, body, content_type = rng.choice(PATHS), rng.randbytes(rng.randrange(400)), rng.choice([JSON, PROTOBUF])
+        path, body, content_type = (
+            rng.choice(PATHS),
+            rng.randbytes(rng.randrange(400)),
+            rng.choice([JSON, PROTOBUF]),
+        )
     else:
         path, body = rng.choice(PATHS), build.json_traces()
-        content_type = rng.choice(["text/plain", "", "application/json; charset=utf-8", "application/x-protobuf;x=1"])
+        content_type = rng.choice(
+            ["text/plain", "", "application/json; charset=utf-8", "application/x-protobuf;x=1"]
+        )
     headers = {"Content-Type": content_type}
     encoding = rng.randrange(6)
     if encoding == 0:

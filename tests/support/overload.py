@@ -66,10 +66,17 @@ class _RssSampler(threading.Thread):
 
 
 async def _drive(
-    base_url: str, body: Callable[[int], bytes], spans_per_request: int, seconds: float,
-    rate: float | None, concurrency: int, result: Overload,
-) -> None:  # fmt: skip
-    limits = httpx.Limits(max_connections=MAX_CLIENT_IN_FLIGHT, max_keepalive_connections=MAX_CLIENT_IN_FLIGHT)
+    base_url: str,
+    body: Callable[[int], bytes],
+    spans_per_request: int,
+    seconds: float,
+    rate: float | None,
+    concurrency: int,
+    result: Overload,
+) -> None:
+    limits = httpx.Limits(
+        max_connections=MAX_CLIENT_IN_FLIGHT, max_keepalive_connections=MAX_CLIENT_IN_FLIGHT
+    )
     in_flight = asyncio.Semaphore(MAX_CLIENT_IN_FLIGHT)
     counter = iter(range(1 << 62))
     async with httpx.AsyncClient(base_url=base_url, timeout=30, limits=limits) as client:
@@ -77,8 +84,11 @@ async def _drive(
         async def send() -> None:
             result.sent_spans += spans_per_request
             try:
-                response = await client.post("/v1/traces", content=body(next(counter)),
-                                             headers={"Content-Type": "application/x-protobuf"})  # fmt: skip
+                response = await client.post(
+                    "/v1/traces",
+                    content=body(next(counter)),
+                    headers={"Content-Type": "application/x-protobuf"},
+                )
             except httpx.TransportError as exc:
                 result.transport_errors[type(exc).__name__] += 1
                 return
@@ -116,9 +126,15 @@ async def _drive(
 
 
 def overload(
-    base_url: str, pid: int, body: Callable[[int], bytes], *, spans_per_request: int, seconds: float,
-    rate: float | None = None, concurrency: int = 16,
-) -> Overload:  # fmt: skip
+    base_url: str,
+    pid: int,
+    body: Callable[[int], bytes],
+    *,
+    spans_per_request: int,
+    seconds: float,
+    rate: float | None = None,
+    concurrency: int = 16,
+) -> Overload:
     """Send ``body(n)`` requests for ``seconds``: at ``rate`` spans/s (open loop) or, without a
     rate, from ``concurrency`` back-to-back clients (closed loop, to find the sustainable rate)."""
     result = Overload()

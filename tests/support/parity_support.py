@@ -21,7 +21,9 @@ REGISTRY_NAME = {"tool-call-accuracy": "tool-call-accuracy-code"}
 
 def load_cases(name: str) -> list[dict[str, Any]]:
     text = (PARITY / name).read_text("utf-8")
-    return [json.loads(line) for line in text.split("\n") if line.strip()]  # not splitlines: U+0085 etc. occur in cases
+    return [
+        json.loads(line) for line in text.split("\n") if line.strip()
+    ]  # not splitlines: U+0085 etc. occur in cases
 
 
 def mastra_run(case: dict[str, Any]) -> dict[str, Any]:
@@ -100,7 +102,9 @@ UTILS = {
     "extractToolCalls": lambda run: utils.extract_tool_calls(run["output"]),
     "extractToolResults": lambda run: utils.extract_tool_results(run["output"]),
     "extractInputMessages": lambda run: utils.extract_input_messages(run["input"]),
-    "extractAgentResponseMessages": lambda run: utils.extract_agent_response_messages(run["output"]),
+    "extractAgentResponseMessages": lambda run: utils.extract_agent_response_messages(
+        run["output"]
+    ),
     "textOfEachOutputMessage": lambda run: [utils.get_text_content(m) for m in run["output"] or []],
     "isScorerRunInputForAgent": lambda run: utils.is_agent_run_input(run["input"]),
     "isScorerRunOutputForAgent": lambda run: utils.is_agent_run_output(run["output"]),
@@ -119,8 +123,10 @@ def assert_exact_case(case: dict[str, Any]) -> None:
     assert build_error is None and result is not None
     assert result.status == "ok", result.error
     assert_same(result.score, expected["score"])
-    for key, attribute in (("preprocessStepResult", "preprocess_step_result"),
-                           ("analyzeStepResult", "analyze_step_result")):
+    for key, attribute in (
+        ("preprocessStepResult", "preprocess_step_result"),
+        ("analyzeStepResult", "analyze_step_result"),
+    ):
         if key in expected["extra"]:
             assert_same(getattr(result, attribute), expected["extra"][key])
         else:

@@ -15,7 +15,9 @@ def wait_for_scores(db_url: str, count: int, timeout: float = 20.0) -> list[Scor
     try:
         while time.monotonic() < deadline:
             with engine.connect() as connection:
-                rows = [ScoreRow(**r._mapping) for r in connection.execute(select(ScoreRow.__table__))]
+                rows = [
+                    ScoreRow(**r._mapping) for r in connection.execute(select(ScoreRow.__table__))
+                ]
             if len(rows) >= count:
                 return rows
             time.sleep(0.1)

@@ -31,8 +31,10 @@ from tracescore.store.scores import ScoreRow
 FAR_FUTURE = 4_000_000_000.0
 HOSTILE_TRACE = "0badc0de" * 4
 CLAIMS = ["It is sunny in Paris", "It is <i>21</i> degrees"]
-VERDICTS = [{"verdict": "yes", "reason": "the tool said sunny"},
-            {"verdict": "no", "reason": "no temperature in the context"}]  # fmt: skip
+VERDICTS = [
+    {"verdict": "yes", "reason": "the tool said sunny"},
+    {"verdict": "no", "reason": "no temperature in the context"},
+]
 
 
 def dashboard_config(judge_url: str, api_keys: list[str] | None = None) -> str:

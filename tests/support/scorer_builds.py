@@ -8,8 +8,13 @@ from tracescore.judge import LiteLLMJudge
 from tracescore.scorers import registry
 
 QUESTION = "What is the weather in Atlantis?"
-CODE_READING_THE_ANSWER = ("completeness", "content-similarity", "keyword-coverage",
-                           "textual-difference", "tone")  # fmt: skip
+CODE_READING_THE_ANSWER = (
+    "completeness",
+    "content-similarity",
+    "keyword-coverage",
+    "textual-difference",
+    "tone",
+)
 OPTIONS: dict[str, dict[str, Any]] = {
     "tool-call-accuracy-code": {"expectedTool": "get_weather"},
     "noise-sensitivity": {"baselineResponse": "It is sunny.", "noisyQuery": QUESTION + " pls"},

@@ -127,10 +127,18 @@ def start_server(
     db_url = db_url or f"sqlite:///{workdir / 'tracescore.db'}"
     http_port, grpc_port = http_port or free_port(), free_port()
     command = [
-        sys.executable, "-m", "tracescore.cli", "serve", "--db", db_url,
-        "--http-port", str(http_port), "--grpc-port", str(grpc_port),
+        sys.executable,
+        "-m",
+        "tracescore.cli",
+        "serve",
+        "--db",
+        db_url,
+        "--http-port",
+        str(http_port),
+        "--grpc-port",
+        str(grpc_port),
         *(["--host", host] if host is not None else []),
-    ]  # fmt: skip
+    ]
     if idle_timeout is not None:
         command += ["--idle-timeout", str(idle_timeout)]
     if config is not None:
@@ -141,9 +149,12 @@ def start_server(
     command += list(args)
     log = open(workdir / "server.log", "ab")  # noqa: SIM115 - the child keeps writing to it
     process = subprocess.Popen(
-        command, cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
+        command,
+        cwd=workdir,
+        stdout=log,
+        stderr=subprocess.STDOUT,
         env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
-    )  # fmt: skip
+    )
     log.close()
     server = ServerProcess(process, http_port, grpc_port, db_url, workdir)
     deadline = time.monotonic() + timeout
@@ -171,8 +182,12 @@ class ChunkedUpload:
         self, port: int, path: str, content_type: str, headers: Mapping[str, str] | None = None
     ) -> None:
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
-        head = [f"POST {path} HTTP/1.1", f"Host: 127.0.0.1:{port}",
-                f"Content-Type: {content_type}", "Transfer-Encoding: chunked"]  # fmt: skip
+        head = [
+            f"POST {path} HTTP/1.1",
+            f"Host: 127.0.0.1:{port}",
+            f"Content-Type: {content_type}",
+            "Transfer-Encoding: chunked",
+        ]
         head += [f"{name}: {value}" for name, value in (headers or {}).items()]
         self.sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
 
@@ -206,6 +221,8 @@ def login_session(base_url: str, key: str) -> str:
     response = httpx.post(f"{base_url}/ui/login", data={"key": key, "next": "/"}, timeout=30)
     assert response.status_code == 303, (response.status_code, response.text)
     return response.cookies["tracescore_session"]
+
+
 def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
     """``check()``'s first truthy answer, asked every 0.2 s; fails naming ``what`` after
     ``timeout`` seconds (what a test waits for on a running service: a score, a row)."""

@@ -22,12 +22,35 @@ def acme_export(trace_number: int) -> bytes:
     """One trace of an in-house agent library with attribute names of its own."""
     trace_id = bytes([0xAC, *trace_number.to_bytes(15, "big")])
     now = time.time_ns()
-    attributes = [KeyValue(key=key, value=AnyValue(string_value=value)) for key, value in (
-        ("acme.prompt", "What's the weather like in Paris today?"), ("acme.answer", "Sunny, 21 C."))]  # fmt: skip
-    root = Span(trace_id=trace_id, span_id=bytes([0xAC, 0, 0, 0, 0, 0, 0, trace_number]), name="acme.run",
-                start_time_unix_nano=now - 1_000_000, end_time_unix_nano=now, attributes=attributes)  # fmt: skip
-    request = ExportTraceServiceRequest(resource_spans=[ResourceSpans(
-        resource=Resource(attributes=[KeyValue(key="service.name", value=AnyValue(string_value="acme-shop"))]),
-        scope_spans=[ScopeSpans(scope=InstrumentationScope(name="acme.agents", version="0.3"), spans=[root])],
-    )])  # fmt: skip
+    attributes = [
+        KeyValue(key=key, value=AnyValue(string_value=value))
+        for key, value in (
+            ("acme.prompt", "What's the weather like in Paris today?"),
+            ("acme.answer", "Sunny, 21 C."),
+        )
+    ]
+    root = Span(
+        trace_id=trace_id,
+        span_id=bytes([0xAC, 0, 0, 0, 0, 0, 0, trace_number]),
+        name="acme.run",
+        start_time_unix_nano=now - 1_000_000,
+        end_time_unix_nano=now,
+        attributes=attributes,
+    )
+    request = ExportTraceServiceRequest(
+        resource_spans=[
+            ResourceSpans(
+                resource=Resource(
+                    attributes=[
+                        KeyValue(key="service.name", value=AnyValue(string_value="acme-shop"))
+                    ]
+                ),
+                scope_spans=[
+                    ScopeSpans(
+                        scope=InstrumentationScope(name="acme.agents", version="0.3"), spans=[root]
+                    )
+                ],
+            )
+        ]
+    )
     return request.SerializeToString()

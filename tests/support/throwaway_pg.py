@@ -36,7 +36,9 @@ class ThrowawayPostgres:
         self._as_postgres = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
         if self._as_postgres:
             shutil.chown(self.directory, "postgres")
-        self._run(_bin("initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust", "--no-sync")
+        self._run(
+            _bin("initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust", "--no-sync"
+        )
 
     @property
     def url(self) -> str:
@@ -47,10 +49,21 @@ class ThrowawayPostgres:
         subprocess.run([*self._as_postgres, *command], check=True, capture_output=True, timeout=60)
 
     def start(self) -> None:
-        options = (f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 "
-                   "-c fsync=off -c full_page_writes=off")  # fmt: skip
-        self._run(_bin("pg_ctl"), "-D", str(self.data), "-l", str(self.directory / "log"), "-o", options,
-                  "-w", "start")  # fmt: skip
+        options = (
+            f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 "
+            "-c fsync=off -c full_page_writes=off"
+        )
+        self._run(
+            _bin("pg_ctl"),
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.directory / "log"),
+            "-o",
+            options,
+            "-w",
+            "start",
+        )
 
     def stop(self, mode: str = "fast") -> None:
         """``fast`` (clients disconnected, clean shutdown) or ``immediate`` (like a crash)."""

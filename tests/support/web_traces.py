@@ -27,11 +27,16 @@ def json_span(
     trace_id: str, span_id: str, parent: str | None, name: str, start: int, attrs: dict[str, Any]
 ) -> dict:
     return {
-        "traceId": trace_id, "spanId": span_id, "parentSpanId": parent or "", "name": name,
+        "traceId": trace_id,
+        "spanId": span_id,
+        "parentSpanId": parent or "",
+        "name": name,
         "kind": 1,
-        "startTimeUnixNano": str(start), "endTimeUnixNano": str(start + 1_000_000),
-        "attributes": [json_attr(k, v) for k, v in attrs.items()], "status": {},
-    }  # fmt: skip
+        "startTimeUnixNano": str(start),
+        "endTimeUnixNano": str(start + 1_000_000),
+        "attributes": [json_attr(k, v) for k, v in attrs.items()],
+        "status": {},
+    }
 
 
 def agent_trace_json(
@@ -60,20 +65,57 @@ def agent_trace_json(
     agent_id, chat1, tool, chat2 = (f"{trace_id[:12]}{n:04x}" for n in range(1, 5))
     model = {"gen_ai.request.model": "gpt-4o-mini"}
     spans = [
-        json_span(trace_id, agent_id, None, "invoke_agent", start, {
-            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent, **model,
-            "gen_ai.system_instructions": [{"type": "text", "content": system}],
-            "gen_ai.input.messages": [user_message], "gen_ai.output.messages": [final]}),
-        json_span(trace_id, chat1, agent_id, "chat", start + 10, {
-            "gen_ai.operation.name": "chat", **model, "gen_ai.input.messages": [user_message],
-            "gen_ai.output.messages": [{"role": "assistant", "parts": [call]}]}),
-        json_span(trace_id, tool, agent_id, "execute_tool get_weather", start + 20, {
-            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
-            "gen_ai.tool.call.id": "call_1", "gen_ai.tool.call.arguments": '{"city": "Paris"}',
-            "gen_ai.tool.call.result": tool_result}),
-        json_span(trace_id, chat2, agent_id, "chat", start + 30, {
-            "gen_ai.operation.name": "chat", **model, "gen_ai.output.messages": [final]}),
-    ]  # fmt: skip
+        json_span(
+            trace_id,
+            agent_id,
+            None,
+            "invoke_agent",
+            start,
+            {
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": agent,
+                **model,
+                "gen_ai.system_instructions": [{"type": "text", "content": system}],
+                "gen_ai.input.messages": [user_message],
+                "gen_ai.output.messages": [final],
+            },
+        ),
+        json_span(
+            trace_id,
+            chat1,
+            agent_id,
+            "chat",
+            start + 10,
+            {
+                "gen_ai.operation.name": "chat",
+                **model,
+                "gen_ai.input.messages": [user_message],
+                "gen_ai.output.messages": [{"role": "assistant", "parts": [call]}],
+            },
+        ),
+        json_span(
+            trace_id,
+            tool,
+            agent_id,
+            "execute_tool get_weather",
+            start + 20,
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "get_weather",
+                "gen_ai.tool.call.id": "call_1",
+                "gen_ai.tool.call.arguments": '{"city": "Paris"}',
+                "gen_ai.tool.call.result": tool_result,
+            },
+        ),
+        json_span(
+            trace_id,
+            chat2,
+            agent_id,
+            "chat",
+            start + 30,
+            {"gen_ai.operation.name": "chat", **model, "gen_ai.output.messages": [final]},
+        ),
+    ]
     resource = {"attributes": [json_attr("service.name", "web-tests")]}
     return orjson.dumps(
         {

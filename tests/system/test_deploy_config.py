@@ -71,7 +71,9 @@ def _exec_form(arguments: str) -> list[str]:
 def _container_ports(service: dict[str, Any]) -> set[int]:
     """Ports a service offers to the compose network: ``expose`` plus targets of ``ports``."""
     ports = {int(str(port)) for port in service.get("expose", [])}
-    ports |= {int(str(mapping).rsplit(":", 1)[-1].split("/")[0]) for mapping in service.get("ports", [])}
+    ports |= {
+        int(str(mapping).rsplit(":", 1)[-1].split("/")[0]) for mapping in service.get("ports", [])
+    }
     return ports
 
 
@@ -150,7 +152,10 @@ def test_compose_cli_accepts_the_file(compose: dict[str, Any]) -> None:
         )
     run = subprocess.run(
         [*command, "--file", str(COMPOSE_FILE), "config", "--services"],
-        capture_output=True, text=True, timeout=60, cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
     )
     assert run.returncode == 0, run.stderr
     assert set(run.stdout.split()) == set(compose["services"])
@@ -176,7 +181,9 @@ def test_replicas_listen_where_the_compose_file_says(
 ) -> None:
     server = replica_config.server
     assert server.host == "0.0.0.0"
-    assert {server.grpc_port, server.http_port} == _container_ports(compose["services"]["tracescore"])
+    assert {server.grpc_port, server.http_port} == _container_ports(
+        compose["services"]["tracescore"]
+    )
 
 
 def test_replica_scorers_compile(replica_config: Config, sqlite_url: str) -> None:
@@ -231,7 +238,9 @@ def test_spans_and_logs_are_routed_by_trace_id(gateway: dict[str, Any]) -> None:
     assert "loadbalancing" in pipelines["traces"]["exporters"]
     assert "loadbalancing" in pipelines["logs"]["exporters"]
     # Routing by traceID is not defined for metrics; they must never reach the balancer.
-    metric_exporters = {e for n, p in pipelines.items() if n.startswith("metrics") for e in p["exporters"]}
+    metric_exporters = {
+        e for n, p in pipelines.items() if n.startswith("metrics") for e in p["exporters"]
+    }
     assert metric_exporters == {"debug"}
 
 
@@ -240,7 +249,9 @@ def test_resolver_names_the_replicated_service_and_its_grpc_port(
 ) -> None:
     resolver = gateway["exporters"]["loadbalancing"]["resolver"]
     assert set(resolver) == {"dns"}, "exactly one resolver"
-    replicated = {n for n, s in compose["services"].items() if s.get("deploy", {}).get("replicas", 1) > 1}
+    replicated = {
+        n for n, s in compose["services"].items() if s.get("deploy", {}).get("replicas", 1) > 1
+    }
     assert resolver["dns"]["hostname"] in replicated
     assert resolver["dns"]["port"] == replica_config.server.grpc_port
     backend = gateway["exporters"]["loadbalancing"]["protocol"]["otlp"]
@@ -311,11 +322,16 @@ def test_image_exposes_otlp_and_probes_healthz(
 
 def test_build_context_keeps_what_pip_install_needs(dockerfile: list[tuple[str, str]]) -> None:
     ignored = [
-        line.strip() for line in (REPO / ".dockerignore").read_text().splitlines()
+        line.strip()
+        for line in (REPO / ".dockerignore").read_text().splitlines()
         if line.strip() and not line.startswith("#")
     ]
     # What is copied from the build context (not from the build stage).
-    sources = [shlex.split(c)[:-1] for c in _instructions(dockerfile, "COPY") if not c.startswith("--from=")]
+    sources = [
+        shlex.split(c)[:-1]
+        for c in _instructions(dockerfile, "COPY")
+        if not c.startswith("--from=")
+    ]
     copied = {source for sources_of_one in sources for source in sources_of_one}
     assert {"pyproject.toml", "README.md", "tracescore"} <= copied
     for source in copied:

@@ -42,9 +42,12 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     site_dir = tmp_path_factory.mktemp("site")
     built = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)],
-        cwd=REPO, capture_output=True, text=True, timeout=240,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=240,
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-    )  # fmt: skip
+    )
     assert built.returncode == 0, built.stderr[-4000:]
     return site_dir
 
@@ -91,7 +94,12 @@ def _is_section(node: dict[str, Any], definitions: dict[str, Any]) -> bool:
 def test_every_config_key_is_in_the_built_reference(site: Path) -> None:
     listed = codes(page(site, "reference/configuration"))
     keys = schema_key_paths(Config.model_json_schema())
-    assert {"server.host", "scorers[].filter.agent", "judges.<name>.model", "alerts.rules[].baseline"} <= keys
+    assert {
+        "server.host",
+        "scorers[].filter.agent",
+        "judges.<name>.model",
+        "alerts.rules[].baseline",
+    } <= keys
     assert sorted(keys - listed) == []
 
 
@@ -142,8 +150,11 @@ def test_the_site_loads_nothing_from_elsewhere(site: Path) -> None:
     """Built offline and readable offline: no web fonts, scripts or styles from other hosts."""
     files = [path for path in site.rglob("*") if path.suffix in {".html", ".css", ".js"}]
     assert len(files) > 20
-    offenders = [str(path.relative_to(site)) for path in files
-                 if _EXTERNAL_ASSET.search(path.read_text(encoding="utf-8", errors="replace"))]  # fmt: skip
+    offenders = [
+        str(path.relative_to(site))
+        for path in files
+        if _EXTERNAL_ASSET.search(path.read_text(encoding="utf-8", errors="replace"))
+    ]
     assert offenders == []
 
 
@@ -164,10 +175,18 @@ def test_a_new_section_is_documented_from_its_model_and_docstrings() -> None:
     blocks = {block.path: block for block in config_blocks(_WithNewSection)}
     assert set(blocks) == {"top level", "later", "items[]"}
     (flush, mode) = blocks["later"].keys
-    assert (flush.path, flush.type, flush.default) == ("later.flush_every", "duration (> 0)", "`900` (`15m`)")
+    assert (flush.path, flush.type, flush.default) == (
+        "later.flush_every",
+        "duration (> 0)",
+        "`900` (`15m`)",
+    )
     assert flush.description == "How often the new thing is flushed."
     assert blocks["later"].description == "A section someone adds tomorrow."
-    assert (mode.path, mode.type, mode.default) == ("later.mode", "string (matching `^(fast|safe)$`)", '`"fast"`')
+    assert (mode.path, mode.type, mode.default) == (
+        "later.mode",
+        "string (matching `^(fast|safe)$`)",
+        '`"fast"`',
+    )
     assert [key.path for key in blocks["items[]"].keys] == ["items[].flush_every", "items[].mode"]
 
 
@@ -181,7 +200,10 @@ def test_committed_reference_parts_are_current() -> None:
     unbuilt); a change to the code they come from must regenerate them: `python -m docgen`."""
     pages = generated_pages(DOCS)
     assert {p.relative_to(DOCS).as_posix() for p in pages} >= {
-        "reference/configuration.md", "reference/scorers.md", "rest-api.md", "metrics.md"
+        "reference/configuration.md",
+        "reference/scorers.md",
+        "rest-api.md",
+        "metrics.md",
     }
     stale = [p.name for p in pages if fill(text := p.read_text(encoding="utf-8")) != text]
     assert not stale, f"stale generated parts in {stale}: run `python -m docgen`"
@@ -207,10 +229,23 @@ def _links(source: Path) -> set[Path]:
 
 
 ISSUE_PAGES = (
-    "getting-started.md", "configuration.md", "reference/configuration.md", "span-formats.md",
-    "scorers.md", "reference/scorers.md", "custom-scorers.md", "judges.md", "monitoring.md",
-    "rest-api.md", "metrics.md", "dashboard.md", "deployment.md", "reliability.md",
-    "benchmarks.md", "mastra.md", "architecture.md",
+    "getting-started.md",
+    "configuration.md",
+    "reference/configuration.md",
+    "span-formats.md",
+    "scorers.md",
+    "reference/scorers.md",
+    "custom-scorers.md",
+    "judges.md",
+    "monitoring.md",
+    "rest-api.md",
+    "metrics.md",
+    "dashboard.md",
+    "deployment.md",
+    "reliability.md",
+    "benchmarks.md",
+    "mastra.md",
+    "architecture.md",
 )
 """The pages issue #27 asks for."""
 
@@ -222,14 +257,23 @@ def test_readme_links_resolve_and_reach_every_page_within_two_clicks() -> None:
     assert {(DOCS / name).resolve() for name in ISSUE_PAGES} - reachable == set()
 
 
-@pytest.mark.parametrize(("topic", "page_name", "evidence"), [
-    ("adding a custom scorer", "custom-scorers.md", "## Bind it"),
-    ("configuring a local judge", "judges.md", "## A local judge"),
-    ("the OpenInference attribute table", "span-formats.md", "| `openinference.span.kind` | every span |"),
-    ("the metric names", "metrics.md", "<!-- tracescore:generate metrics-reference -->"),
-    ("the upgrade procedure", "upgrading.md", "## The short version"),
-])  # fmt: skip
-def test_topic_is_within_two_clicks_of_the_readme(topic: str, page_name: str, evidence: str) -> None:
+@pytest.mark.parametrize(
+    ("topic", "page_name", "evidence"),
+    [
+        ("adding a custom scorer", "custom-scorers.md", "## Bind it"),
+        ("configuring a local judge", "judges.md", "## A local judge"),
+        (
+            "the OpenInference attribute table",
+            "span-formats.md",
+            "| `openinference.span.kind` | every span |",
+        ),
+        ("the metric names", "metrics.md", "<!-- tracescore:generate metrics-reference -->"),
+        ("the upgrade procedure", "upgrading.md", "## The short version"),
+    ],
+)
+def test_topic_is_within_two_clicks_of_the_readme(
+    topic: str, page_name: str, evidence: str
+) -> None:
     first = _links(README)
     reachable = first | {second for page in first for second in _links(page)}
     target = (DOCS / page_name).resolve()
@@ -241,7 +285,9 @@ def _blocks(path: Path, language: str) -> list[str]:
     return re.findall(rf"```{language}\n(.*?)```", path.read_text(encoding="utf-8"), re.DOTALL)
 
 
-@pytest.mark.parametrize("path", [README, *(DOCS / name for name in ISSUE_PAGES)], ids=lambda path: path.name)
+@pytest.mark.parametrize(
+    "path", [README, *(DOCS / name for name in ISSUE_PAGES)], ids=lambda path: path.name
+)
 def test_config_examples_validate(path: Path) -> None:
     """Every YAML block of these pages is a whole config file (other pages may show fragments)."""
     for index, block in enumerate(_blocks(path, "yaml")):

@@ -49,7 +49,12 @@ def test_hostile_http_requests_get_4xx_never_5xx(server: ServerProcess) -> None:
         for _ in range(HTTP_CASES):
             path, body, headers = hostile_request(rng)
             response = client.post(path, content=body, headers=headers)
-            assert response.status_code in ALLOWED_STATUSES, (path, headers, body[:300], response.text)
+            assert response.status_code in ALLOWED_STATUSES, (
+                path,
+                headers,
+                body[:300],
+                response.text,
+            )
             statuses[response.status_code] += 1
         assert client.get("/healthz").status_code == 200
     assert statuses[200] > HTTP_CASES // 10 and statuses[400] > HTTP_CASES // 10, statuses
@@ -62,7 +67,9 @@ def test_hostile_grpc_requests_are_ok_or_invalid_argument(server: ServerProcess)
     rng = random.Random(7)
     codes: Counter[grpc.StatusCode] = Counter()
     with grpc.insecure_channel(server.grpc_endpoint) as channel:
-        export = channel.unary_unary(TRACE_EXPORT, request_serializer=None, response_deserializer=None)
+        export = channel.unary_unary(
+            TRACE_EXPORT, request_serializer=None, response_deserializer=None
+        )
         for _ in range(GRPC_CASES):
             try:
                 export(Hostile(rng).protobuf_traces(), timeout=30)
@@ -80,8 +87,11 @@ def test_oversized_attribute_is_stored_cut_with_a_marker(server: ServerProcess) 
     root = trace.spans[-1]
     root.attributes.add(key="huge.value", value={"string_value": huge})
     with httpx.Client(base_url=server.base_url, timeout=30) as client:
-        response = client.post("/v1/traces", content=export_request(trace.spans),
-                               headers={"Content-Type": "application/x-protobuf"})  # fmt: skip
+        response = client.post(
+            "/v1/traces",
+            content=export_request(trace.spans),
+            headers={"Content-Type": "application/x-protobuf"},
+        )
         assert response.status_code == 200, response.text
         stored = client.get(f"/api/traces/{trace.trace_id}").json()
     [span] = [s for s in stored["spans"] if s["span_id"] == trace.agent_span_id]

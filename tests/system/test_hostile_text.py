@@ -51,7 +51,9 @@ def _poisoned(trace: AgentTrace) -> AgentTrace:
     for attribute in root.attributes:
         if attribute.key == "gen_ai.agent.name":
             attribute.value.string_value = f"weather{NUL}bot"
-    root.attributes.append(KeyValue(key=f"note{NUL}", value=AnyValue(string_value=f"kept{NUL}as is")))
+    root.attributes.append(
+        KeyValue(key=f"note{NUL}", value=AnyValue(string_value=f"kept{NUL}as is"))
+    )
     return trace
 
 
@@ -60,45 +62,67 @@ def _scored_trace_ids(base_url: str) -> set[str]:
     return {item["trace_id"] for item in items}
 
 
-def test_nul_characters_never_stall_ingest_and_every_trace_is_scored(db_url: str, tmp_path: Path) -> None:
+def test_nul_characters_never_stall_ingest_and_every_trace_is_scored(
+    db_url: str, tmp_path: Path
+) -> None:
     rng = random.Random(17)
     traces = [agent_trace(rng) for _ in range(12)]
     poisoned = _poisoned(traces[5])
     with start_server(tmp_path / "server", db_url=db_url, idle_timeout=0.3) as server:
         for trace in traces:  # back to back, so the unpacker groups the poisoned one with others
             response = httpx.post(
-                f"{server.base_url}/v1/traces", content=export_request(trace.spans),
-                headers={"Content-Type": "application/x-protobuf"}, timeout=10,
-            )  # fmt: skip
+                f"{server.base_url}/v1/traces",
+                content=export_request(trace.spans),
+                headers={"Content-Type": "application/x-protobuf"},
+                timeout=10,
+            )
             assert response.status_code == 200
         deadline = time.monotonic() + 60
         while _scored_trace_ids(server.base_url) != {t.trace_id for t in traces}:
-            assert time.monotonic() < deadline, f"not every trace was scored:\n{server.output()[-3000:]}"
+            assert time.monotonic() < deadline, (
+                f"not every trace was scored:\n{server.output()[-3000:]}"
+            )
             time.sleep(0.2)
         for trace in traces:  # every acknowledged span stored, the poisoned trace's included
             stored = httpx.get(f"{server.base_url}/api/traces/{trace.trace_id}", timeout=15).json()
-            assert sorted(span["span_id"] for span in stored["spans"]) == sorted(span.span_id.hex() for span in trace.spans)
+            assert sorted(span["span_id"] for span in stored["spans"]) == sorted(
+                span.span_id.hex() for span in trace.spans
+            )
         stored = httpx.get(f"{server.base_url}/api/traces/{poisoned.trace_id}", timeout=15).json()
         root = next(span for span in stored["spans"] if span["parent_span_id"] is None)
         assert root["name"] == f"invoke_agent bad{REPLACEMENT}name"
         assert root["status"]["message"] == f"boom{REPLACEMENT}"
-        assert root["attributes"][f"note{NUL}"] == f"kept{NUL}as is"  # JSON text holds NUL as it came
+        assert (
+            root["attributes"][f"note{NUL}"] == f"kept{NUL}as is"
+        )  # JSON text holds NUL as it came
         scores = httpx.get(
-            f"{server.base_url}/api/scores", params={"agent": f"weather{REPLACEMENT}bot"}, timeout=10
+            f"{server.base_url}/api/scores",
+            params={"agent": f"weather{REPLACEMENT}bot"},
+            timeout=10,
         ).json()["items"]
         assert {score["trace_id"] for score in scores} == {poisoned.trace_id}
         assert all(score["status"] == "ok" for score in scores)
         # A NUL in a read's query reads as the stored U+FFFD (PostgreSQL answered 500 before).
-        as_sent = httpx.get(f"{server.base_url}/api/scores", params={"agent": f"weather{NUL}bot"}, timeout=10)
+        as_sent = httpx.get(
+            f"{server.base_url}/api/scores", params={"agent": f"weather{NUL}bot"}, timeout=10
+        )
         assert as_sent.json()["items"] == scores
         for path in ("/api/traces", "/api/scores/summary", "/"):
-            assert httpx.get(f"{server.base_url}{path}", params={"agent": NUL, "service": NUL}, timeout=10).status_code == 200
-        assert httpx.get(f"{server.base_url}/api/ingest/quarantine", timeout=10).json() == {"entries": []}
+            assert (
+                httpx.get(
+                    f"{server.base_url}{path}", params={"agent": NUL, "service": NUL}, timeout=10
+                ).status_code
+                == 200
+            )
+        assert httpx.get(f"{server.base_url}/api/ingest/quarantine", timeout=10).json() == {
+            "entries": []
+        }
         exposition = httpx.get(f"{server.base_url}/metrics", timeout=10).text
         replaced = {
             line.split('"')[1]: float(line.split()[-1])
-            for line in exposition.splitlines() if line.startswith("tracescore_text_replaced_total{")
-        }  # fmt: skip
+            for line in exposition.splitlines()
+            if line.startswith("tracescore_text_replaced_total{")
+        }
         assert replaced["ingest"] >= 2  # the span name and the status message
         assert replaced["scores"] >= 1  # the agent name of the trace's scores
         _a_poison_entry_is_set_aside_visibly(server)
@@ -114,18 +138,36 @@ def _a_poison_entry_is_set_aside_visibly(server: ServerProcess) -> None:
     finally:
         store.close()
     after = agent_trace(random.Random(18))
-    assert httpx.post(f"{server.base_url}/v1/traces", content=export_request(after.spans),
-                      headers={"Content-Type": "application/x-protobuf"}, timeout=10).status_code == 200  # fmt: skip
-    assert len(httpx.get(f"{server.base_url}/api/traces/{after.trace_id}", timeout=15).json()["spans"]) == len(after.spans)
+    assert (
+        httpx.post(
+            f"{server.base_url}/v1/traces",
+            content=export_request(after.spans),
+            headers={"Content-Type": "application/x-protobuf"},
+            timeout=10,
+        ).status_code
+        == 200
+    )
+    assert len(
+        httpx.get(f"{server.base_url}/api/traces/{after.trace_id}", timeout=15).json()["spans"]
+    ) == len(after.spans)
     deadline = time.monotonic() + 10
-    while not (listed := httpx.get(f"{server.base_url}/api/ingest/quarantine", timeout=10).json()["entries"]):
+    while not (
+        listed := httpx.get(f"{server.base_url}/api/ingest/quarantine", timeout=10).json()[
+            "entries"
+        ]
+    ):
         assert time.monotonic() < deadline, server.output()[-3000:]
         time.sleep(0.1)
-    assert [(entry["seq"], entry["reason"].split(":")[0]) for entry in listed] == [(poison.seq, "DecodeError")]
+    assert [(entry["seq"], entry["reason"].split(":")[0]) for entry in listed] == [
+        (poison.seq, "DecodeError")
+    ]
 
     def counted_and_logged() -> bool:  # the unpacker reports and logs just after quarantining
         exposition = httpx.get(f"{server.base_url}/metrics", timeout=10).text.splitlines()
-        return "tracescore_ingest_quarantined_total 1.0" in exposition and f"journal entry {poison.seq} " in server.output()
+        return (
+            "tracescore_ingest_quarantined_total 1.0" in exposition
+            and f"journal entry {poison.seq} " in server.output()
+        )
 
     while not counted_and_logged():
         assert time.monotonic() < deadline, server.output()[-3000:]
@@ -138,9 +180,13 @@ def _a_poison_entry_is_set_aside_visibly(server: ServerProcess) -> None:
 
 def _json_request(trace_id: str, span_id: str, *, name: str = "span") -> bytes:
     span = {
-        "traceId": trace_id, "spanId": span_id, "name": name, "startTimeUnixNano": "1700000000000000000",
-        "endTimeUnixNano": "1700000001000000000", "attributes": [],
-    }  # fmt: skip
+        "traceId": trace_id,
+        "spanId": span_id,
+        "name": name,
+        "startTimeUnixNano": "1700000000000000000",
+        "endTimeUnixNano": "1700000001000000000",
+        "attributes": [],
+    }
     return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode()
 
 
@@ -156,15 +202,22 @@ def _deeply_nested_request(trace_id: str, depth: int) -> bytes:
     return body.replace(marker, '"attributes": [{"key": "deep", "value": ' + value + "}]").encode()
 
 
-def test_an_entry_that_cannot_be_stored_is_quarantined_alone_and_requeued_on_demand(db_url: str) -> None:
+def test_an_entry_that_cannot_be_stored_is_quarantined_alone_and_requeued_on_demand(
+    db_url: str,
+) -> None:
     """A request whose attributes nest deeper than the store's JSON encoder goes (possible when
     it is unpacked without ``max_attribute_chars``, as ``tracescore`` commands may) decodes but
     cannot be stored: the valid requests of its group are stored, it is set aside with the
     reason, and it no longer holds back reads or readiness."""
     store = open_store(db_url)
     try:
-        valid = [store.journal.append("traces", _json_request(f"{n:032x}", "1" * 16), "c", json=True) for n in (1, 2)]
-        poison = store.journal.append("traces", _deeply_nested_request("3" * 32, 270), "c", json=True)
+        valid = [
+            store.journal.append("traces", _json_request(f"{n:032x}", "1" * 16), "c", json=True)
+            for n in (1, 2)
+        ]
+        poison = store.journal.append(
+            "traces", _deeply_nested_request("3" * 32, 270), "c", json=True
+        )
         entries = [valid[0], poison, valid[1]]
         assert unpack(store, entries) == 1
         assert store.journal.settle(timeout=1) is True
@@ -204,8 +257,19 @@ def test_json_requests_with_unpaired_surrogates_and_out_of_range_enums(db_url: s
 
 _ANY_TEXT = st.text(st.characters(codec=None, categories=None), max_size=12)
 """Every code point, NUL and lone surrogates included."""
-_SCORE_TEXT = ("binding", "scorer_id", "scorer_version", "label", "reason", "error", "judge_model",
-               "service", "agent", "model", "conversation_id")  # fmt: skip
+_SCORE_TEXT = (
+    "binding",
+    "scorer_id",
+    "scorer_version",
+    "label",
+    "reason",
+    "error",
+    "judge_model",
+    "service",
+    "agent",
+    "model",
+    "conversation_id",
+)
 """Every text column of a score row a scorer, a judge or a client's spans can fill."""
 
 
@@ -231,19 +295,51 @@ def test_any_text_in_any_field_is_stored_on_both_databases(db_url: str) -> None:
 @given(texts=st.lists(_ANY_TEXT, min_size=12, max_size=12))
 @example(texts=["\ud83d"] * 12)  # a lone surrogate in every field (the verdict's id hashed it)
 def _stored_as_written(store: SpanStore, texts: list[str]) -> None:
-    name, message, state, service, scope_name, version, key, value, event, severity, score, verdict = texts
+    (
+        name,
+        message,
+        state,
+        service,
+        scope_name,
+        version,
+        key,
+        value,
+        event,
+        severity,
+        score,
+        verdict,
+    ) = texts
     resource, scope = Resource({"service.name": service}), Scope(scope_name, version, {key: value})
     span = Span(
-        trace_id="6" * 32, span_id="1" * 16, parent_span_id=None, name=name, kind=1,
-        start_time_ns=1, end_time_ns=2, attributes={key: value}, resource=resource, scope=scope,
-        events=[SpanEvent(event, 1, {key: value})], links=[SpanLink("7" * 32, "2" * 16, state, {key: value})],
-        status_code=2, status_message=message, trace_state=state,
-    )  # fmt: skip
-    record = LogRecord(
-        time_ns=1, observed_time_ns=1, trace_id="6" * 32, span_id="1" * 16, event_name=event,
-        severity_number=9, severity_text=severity, body=value, attributes={key: value}, resource=resource,
+        trace_id="6" * 32,
+        span_id="1" * 16,
+        parent_span_id=None,
+        name=name,
+        kind=1,
+        start_time_ns=1,
+        end_time_ns=2,
+        attributes={key: value},
+        resource=resource,
         scope=scope,
-    )  # fmt: skip
+        events=[SpanEvent(event, 1, {key: value})],
+        links=[SpanLink("7" * 32, "2" * 16, state, {key: value})],
+        status_code=2,
+        status_message=message,
+        trace_state=state,
+    )
+    record = LogRecord(
+        time_ns=1,
+        observed_time_ns=1,
+        trace_id="6" * 32,
+        span_id="1" * 16,
+        event_name=event,
+        severity_number=9,
+        severity_text=severity,
+        body=value,
+        attributes={key: value},
+        resource=resource,
+        scope=scope,
+    )
     with store.write_transaction() as conn:
         for table in ("scores", "feedback", "spans", "logs"):
             conn.execute(sql_text(f"DELETE FROM {table}"))
@@ -252,21 +348,37 @@ def _stored_as_written(store: SpanStore, texts: list[str]) -> None:
     assert trace is not None
     [back], [log_back] = trace.spans, trace.logs
     guard = TextGuard()
-    assert (back.name, back.status_message, back.trace_state) == tuple(map(guard.text, (name, message, state)))
+    assert (back.name, back.status_message, back.trace_state) == tuple(
+        map(guard.text, (name, message, state))
+    )
     assert (back.scope.name, back.scope.version) == (guard.text(scope_name), guard.text(version))
-    assert (log_back.event_name, log_back.severity_text) == (guard.text(event), guard.text(severity))
+    assert (log_back.event_name, log_back.severity_text) == (
+        guard.text(event),
+        guard.text(severity),
+    )
     # Inside JSON text a NUL is kept; only lone surrogates are replaced.
     json_key, json_value = _no_surrogates(key), _no_surrogates(value)
     assert back.resource.attributes == {"service.name": _no_surrogates(service)}
     assert back.attributes == back.scope.attributes == log_back.attributes == {json_key: json_value}
-    assert (back.events[0].name, back.events[0].attributes) == (_no_surrogates(event), {json_key: json_value})
-    assert (back.links[0].trace_state, back.links[0].attributes) == (_no_surrogates(state), {json_key: json_value})
+    assert (back.events[0].name, back.events[0].attributes) == (
+        _no_surrogates(event),
+        {json_key: json_value},
+    )
+    assert (back.links[0].trace_state, back.links[0].attributes) == (
+        _no_surrogates(state),
+        {json_key: json_value},
+    )
     assert log_back.body == json_value
     assert store.trace_summary("6" * 32).service_name == guard.text(service or "unknown_service")  # type: ignore[union-attr]
     row = {
-        "id": "s" * 32, "trace_id": "6" * 32, "span_id": "1" * 16, "status": "ok", "score": 1.0,
-        "steps": {score: [score]}, **dict.fromkeys(_SCORE_TEXT, score + "a" * 250),
-    }  # fmt: skip
+        "id": "s" * 32,
+        "trace_id": "6" * 32,
+        "span_id": "1" * 16,
+        "status": "ok",
+        "score": 1.0,
+        "steps": {score: [score]},
+        **dict.fromkeys(_SCORE_TEXT, score + "a" * 250),
+    }
     with store.write_transaction() as conn:
         upsert_scores(conn, [row])
     with store.engine.connect() as conn:
@@ -277,15 +389,28 @@ def _stored_as_written(store: SpanStore, texts: list[str]) -> None:
     }
     assert stored["steps"] == {_no_surrogates(score): [_no_surrogates(score)]}
     feedback = FeedbackStore(store)
-    feedback.record([Feedback(
-        trace_id="6" * 32, span_id="1" * 16, name=verdict + "n" * 99, source="api", created_at=datetime.now(UTC),
-        value=1.0, label=verdict + "l" * 49, comment=verdict, author=verdict + "a" * 199,
-    )])  # fmt: skip
+    feedback.record(
+        [
+            Feedback(
+                trace_id="6" * 32,
+                span_id="1" * 16,
+                name=verdict + "n" * 99,
+                source="api",
+                created_at=datetime.now(UTC),
+                value=1.0,
+                label=verdict + "l" * 49,
+                comment=verdict,
+                author=verdict + "a" * 199,
+            )
+        ]
+    )
     [found] = feedback.find(trace_id="6" * 32)
     assert (found["name"], found["label"], found["comment"], found["author"]) == (
-        _fitted(verdict + "n" * 99, 100), _fitted(verdict + "l" * 49, 50), _fitted(verdict, None),
+        _fitted(verdict + "n" * 99, 100),
+        _fitted(verdict + "l" * 49, 50),
+        _fitted(verdict, None),
         _fitted(verdict + "a" * 199, 200),
-    )  # fmt: skip
+    )
 
 
 def test_a_verdict_with_a_nul_sent_over_otlp_does_not_stall_the_feedback_scan(db_url: str) -> None:
@@ -295,13 +420,25 @@ def test_a_verdict_with_a_nul_sent_over_otlp_does_not_stall_the_feedback_scan(db
     store = open_store(db_url)
     try:
         for trace_id, comment in (("8" * 32, f"bad{NUL}answer"), ("9" * 32, "fine")):
-            verdict = {"tracescore.feedback.source": "human", "gen_ai.evaluation.name": "tone",
-                       "gen_ai.evaluation.score.value": 0.0, "gen_ai.evaluation.explanation": comment}  # fmt: skip
+            verdict = {
+                "tracescore.feedback.source": "human",
+                "gen_ai.evaluation.name": "tone",
+                "gen_ai.evaluation.score.value": 0.0,
+                "gen_ai.evaluation.explanation": comment,
+            }
             span = Span(
-                trace_id=trace_id, span_id="1" * 16, parent_span_id=None, name="feedback", kind=1,
-                start_time_ns=1, end_time_ns=2, attributes={}, resource=Resource({}), scope=Scope("widget", "", {}),
+                trace_id=trace_id,
+                span_id="1" * 16,
+                parent_span_id=None,
+                name="feedback",
+                kind=1,
+                start_time_ns=1,
+                end_time_ns=2,
+                attributes={},
+                resource=Resource({}),
+                scope=Scope("widget", "", {}),
                 events=[SpanEvent(EVALUATION_EVENT, 1, verdict)],
-            )  # fmt: skip
+            )
             store.write([span])
         assert FeedbackScanner(store, clock=lambda: time.time() + 5).run_once() == 2
         comments = {item["trace_id"]: item["comment"] for item in FeedbackStore(store).find()}
@@ -325,7 +462,10 @@ def test_a_scoring_error_quoting_a_nul_still_releases_the_trace(db_url: str) -> 
             store.queue.release(claim, f"ValueError: invalid literal: 'a{NUL}b' ({attempt})")
         summary = store.trace_summary(agent.trace_id)
         assert summary is not None
-        assert (summary.state, summary.last_error) == ("failed", f"ValueError: invalid literal: 'a{REPLACEMENT}b' ({attempts - 1})")
+        assert (summary.state, summary.last_error) == (
+            "failed",
+            f"ValueError: invalid literal: 'a{REPLACEMENT}b' ({attempts - 1})",
+        )
     finally:
         store.close()
 
@@ -352,7 +492,9 @@ def test_a_score_row_the_database_refuses_is_stored_as_an_error_row(db_url: str)
         refused = stored[worker.bindings[0].name]
         assert refused.status == "error" and refused.input_tokens == 0
         assert refused.error.startswith("the score could not be stored:")
-        assert all(row.status == "ok" for name, row in stored.items() if name != worker.bindings[0].name)
+        assert all(
+            row.status == "ok" for name, row in stored.items() if name != worker.bindings[0].name
+        )
     finally:
         store.close()
 

@@ -27,8 +27,14 @@ from tests.support.parity_support import REGISTRY_NAME, load_cases, mastra_optio
 from tests.support.server_process import ServerProcess, free_port
 from tracescore.compiled import EXTENSIONS, describe, extensions_built, implementation
 
-CODE_SCORERS = {"completeness", "content-similarity", "keyword-coverage", "textual-difference", "tone",
-                "tool-call-accuracy"}
+CODE_SCORERS = {
+    "completeness",
+    "content-similarity",
+    "keyword-coverage",
+    "textual-difference",
+    "tone",
+    "tool-call-accuracy",
+}
 PURE_PYTHON_LINE = "code scorers: pure Python (built without a working C compiler)"
 
 
@@ -46,10 +52,14 @@ def prepared_cases() -> list[dict[str, Any]]:
         if case["scorer"] in CODE_SCORERS
     ]
     return [
-        {"id": case["id"], "scorer": REGISTRY_NAME.get(case["scorer"], case["scorer"]),
-         "options": mastra_options(case), "run": mastra_run(case)}
+        {
+            "id": case["id"],
+            "scorer": REGISTRY_NAME.get(case["scorer"], case["scorer"]),
+            "options": mastra_options(case),
+            "run": mastra_run(case),
+        }
         for case in [*cases, *long_cases(1)]
-    ]  # fmt: skip
+    ]
 
 
 def test_this_install_runs_the_compiled_loops() -> None:
@@ -66,8 +76,12 @@ def test_this_install_runs_the_compiled_loops() -> None:
 
 def test_the_build_skipped_the_extensions(install: Install) -> None:
     for name in EXTENSIONS:
-        assert f"building extension \"tracescore.scorers.code.{name}\" failed" in install.log
-        assert not [path for suffix in EXTENSION_SUFFIXES for path in install.package.glob(f"scorers/code/{name}{suffix}")]
+        assert f'building extension "tracescore.scorers.code.{name}" failed' in install.log
+        assert not [
+            path
+            for suffix in EXTENSION_SUFFIXES
+            for path in install.package.glob(f"scorers/code/{name}{suffix}")
+        ]
     assert (install.package / "scorers" / "code" / "dice.py").is_file()
 
 
@@ -77,27 +91,37 @@ def test_the_build_used_the_suites_own_packages(install: Install) -> None:
     interpreter's, whose older setuptools refused the project's ``ext-modules`` table)."""
     found = subprocess.run(
         [str(install.python), "-I", "-c", "import setuptools; print(setuptools.__file__)"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     assert Path(found).resolve().parent.parent == Path(setuptools.__file__).resolve().parent.parent
 
 
 def test_code_scores_equal_the_compiled_install(install: Install, tmp_path: Path) -> None:
     cases = prepared_cases()
-    counts = {scorer: sum(1 for case in cases if case["scorer"] == scorer) for scorer in ("tone", "content-similarity")}
+    counts = {
+        scorer: sum(1 for case in cases if case["scorer"] == scorer)
+        for scorer in ("tone", "content-similarity")
+    }
     assert len(cases) > 200 and counts["tone"] > 30 and counts["content-similarity"] > 35, counts
     cases_file = tmp_path / "cases.json"
     cases_file.write_text(json.dumps(cases), encoding="utf-8")
     # -I: neither the working directory nor PYTHONPATH can put the checkout's package first.
     ran = subprocess.run(
         [str(install.python), "-I", str(Path(code_scores.__file__)), str(cases_file)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=240,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert ran.returncode == 0, ran.stderr[-3000:]
     report = json.loads(ran.stdout)
     assert report["implementation"] == "pure Python"
     assert report["functions"] == [
-        "tracescore.scorers.code.dice", "tracescore.scorers.code.tone_vader", "tracescore.scorers.code.tone_vader",
+        "tracescore.scorers.code.dice",
+        "tracescore.scorers.code.tone_vader",
+        "tracescore.scorers.code.tone_vader",
     ]
     outside = [path for path in report["modules"] if not path.startswith(str(install.package))]
     assert outside == [], "modules not from the no-compiler install"
@@ -111,7 +135,10 @@ def test_the_commands_say_pure_python(install: Install, tmp_path: Path) -> None:
     """``tracescore scorers`` shows it; ``tracescore serve`` logs it once at start."""
     listed = subprocess.run(
         [str(install.python), "-I", "-m", "tracescore.cli", "scorers"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert listed.returncode == 0, listed.stderr
     assert PURE_PYTHON_LINE in " ".join(listed.stdout.split())
@@ -119,10 +146,23 @@ def test_the_commands_say_pure_python(install: Install, tmp_path: Path) -> None:
     http_port, grpc_port, db_url = free_port(), free_port(), f"sqlite:///{tmp_path / 'serve.db'}"
     with open(tmp_path / "server.log", "wb") as log:
         process = subprocess.Popen(
-            [str(install.python), "-I", "-m", "tracescore.cli", "serve", "--db", db_url,
-             "--http-port", str(http_port), "--grpc-port", str(grpc_port)],
-            cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            [
+                str(install.python),
+                "-I",
+                "-m",
+                "tracescore.cli",
+                "serve",
+                "--db",
+                db_url,
+                "--http-port",
+                str(http_port),
+                "--grpc-port",
+                str(grpc_port),
+            ],
+            cwd=tmp_path,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     with ServerProcess(process, http_port, grpc_port, db_url, tmp_path) as server:
         deadline = time.monotonic() + 60
         while not _healthy(server) and process.poll() is None and time.monotonic() < deadline:

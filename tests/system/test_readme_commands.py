@@ -27,8 +27,10 @@ def _readme_commands() -> list[list[str]]:
     lines: list[str] = []
     for block in re.findall(r"```(?:bash|yaml)\n(.*?)```", text, re.DOTALL):
         joined = block.replace("\\\n", " ")
-        lines += [line.split("#", 1)[1] if line.lstrip().startswith("#") else line.split("  #")[0]
-                  for line in joined.splitlines()]
+        lines += [
+            line.split("#", 1)[1] if line.lstrip().startswith("#") else line.split("  #")[0]
+            for line in joined.splitlines()
+        ]
     lines += re.findall(r"`(tracescore [^`]+)`", text)
     commands = []
     for line in lines:
@@ -36,9 +38,11 @@ def _readme_commands() -> list[list[str]]:
             words = shlex.split(part)
             if words[:1] == ["tracescore"] and len(words) > 1:
                 # `db upgrade/current/check` names three commands in prose.
-                commands += [[*words[1:2], name, *words[3:]] for name in words[2].split("/")] if (
-                    len(words) > 2 and "/" in words[2] and not (REPO / words[2]).exists()
-                ) else [words[1:]]
+                commands += (
+                    [[*words[1:2], name, *words[3:]] for name in words[2].split("/")]
+                    if (len(words) > 2 and "/" in words[2] and not (REPO / words[2]).exists())
+                    else [words[1:]]
+                )
     return commands
 
 
@@ -72,5 +76,7 @@ def test_readme_ci_example_runs_as_shown() -> None:
 def test_docs_show_the_demo_config_that_ships() -> None:
     shipped = load_config(Path(str(DEMO_CONFIG)))
     text = (REPO / "docs" / "conversations.md").read_text(encoding="utf-8")
-    (block,) = [b for b in re.findall(r"```yaml\n(.*?)```", text, re.DOTALL) if "chat-coverage" in b]
+    (block,) = [
+        b for b in re.findall(r"```yaml\n(.*?)```", text, re.DOTALL) if "chat-coverage" in b
+    ]
     assert parse_config(block) == shipped

@@ -37,12 +37,23 @@ def test_overload_is_refused_with_retry_after_and_memory_stays_bounded(tmp_path:
         bodies = agent_batches(100)
         # Four times as many back-to-back clients as the server admits at once: an overload on a
         # machine of any speed (a fixed rate stopped overloading once ingest got fast enough).
-        result = overload(server.base_url, pid, lambda n: bodies[n % len(bodies)],
-                          spans_per_request=SPANS_PER_REQUEST, seconds=3, concurrency=4 * MAX_PENDING)  # fmt: skip
+        result = overload(
+            server.base_url,
+            pid,
+            lambda n: bodies[n % len(bodies)],
+            spans_per_request=SPANS_PER_REQUEST,
+            seconds=3,
+            concurrency=4 * MAX_PENDING,
+        )
         assert httpx.get(f"{server.base_url}/healthz", timeout=5).status_code == 200
     assert set(result.statuses) == {200, 503}, result.statuses
     assert result.retry_after == {"1": result.statuses[503]}
     assert not result.transport_errors, result.transport_errors
-    assert max(result.rss_samples) < baseline + RSS_GROWTH_BOUND_MB, (baseline, max(result.rss_samples))
-    print(f"\nbackpressure: {result.statuses[200]} acknowledged, {result.statuses[503]} refused with "
-          f"Retry-After; RSS {baseline:.0f} MiB before, at most {max(result.rss_samples):.0f} MiB under load")
+    assert max(result.rss_samples) < baseline + RSS_GROWTH_BOUND_MB, (
+        baseline,
+        max(result.rss_samples),
+    )
+    print(
+        f"\nbackpressure: {result.statuses[200]} acknowledged, {result.statuses[503]} refused with "
+        f"Retry-After; RSS {baseline:.0f} MiB before, at most {max(result.rss_samples):.0f} MiB under load"
+    )

@@ -69,9 +69,10 @@ class Exporter(threading.Thread):
                 while not self.stopping.is_set():
                     try:
                         response = client.post(
-                            f"{self.server.base_url}/v1/traces", content=export_request(trace.spans),
+                            f"{self.server.base_url}/v1/traces",
+                            content=export_request(trace.spans),
                             headers={"Content-Type": "application/x-protobuf"},
-                        )  # fmt: skip
+                        )
                         if response.status_code == 200:
                             self.acknowledged.append(trace)
                             break
@@ -99,12 +100,16 @@ def _wait(condition, timeout: float, what: str) -> None:
         time.sleep(0.1)
 
 
-def test_kill_9_under_load_loses_no_acknowledged_span_and_stores_each_score_once(tmp_path: Path) -> None:
+def test_kill_9_under_load_loses_no_acknowledged_span_and_stores_each_score_once(
+    tmp_path: Path,
+) -> None:
     db_url = f"sqlite:///{tmp_path / 'crash.db'}"
     call_log = tmp_path / "calls.log"
     env = {"PYTHONPATH": str(REPO), CALL_LOG_ENV: str(call_log)}
     engine = create_engine(db_url)
-    first = start_server(tmp_path / "first", db_url=db_url, config=CONFIG, env={**env, HANG_AFTER_ENV: "10"})
+    first = start_server(
+        tmp_path / "first", db_url=db_url, config=CONFIG, env={**env, HANG_AFTER_ENV: "10"}
+    )
     exporter = Exporter(first)
     exporter.start()
 
@@ -122,7 +127,11 @@ def test_kill_9_under_load_loses_no_acknowledged_span_and_stores_each_score_once
         second = start_server(tmp_path / "second", db_url=db_url, config=CONFIG, env=env)
         exporter.server = second
         try:
-            _wait(lambda: len(exporter.acknowledged) >= acknowledged_before_crash + 20, 60, "load after restart")
+            _wait(
+                lambda: len(exporter.acknowledged) >= acknowledged_before_crash + 20,
+                60,
+                "load after restart",
+            )
             exporter.stopping.set()
             exporter.join()
             traces = exporter.acknowledged
@@ -130,14 +139,20 @@ def test_kill_9_under_load_loses_no_acknowledged_span_and_stores_each_score_once
 
             def all_scored() -> bool:
                 with engine.connect() as connection:
-                    stored = set(map(tuple, connection.execute(text("SELECT trace_id, span_id FROM scores"))))
+                    stored = set(
+                        map(tuple, connection.execute(text("SELECT trace_id, span_id FROM scores")))
+                    )
                 return runs <= stored
 
             _wait(all_scored, LEASE_SECONDS + 60, f"{len(runs)} scores")
             time.sleep(LEASE_SECONDS + 1)  # room for a wrongful second claim to show up
             with engine.connect() as connection:
-                spans = set(map(tuple, connection.execute(text("SELECT trace_id, span_id FROM spans"))))
-                scores = connection.execute(text("SELECT trace_id, span_id, binding, status FROM scores")).all()
+                spans = set(
+                    map(tuple, connection.execute(text("SELECT trace_id, span_id FROM spans")))
+                )
+                scores = connection.execute(
+                    text("SELECT trace_id, span_id, binding, status FROM scores")
+                ).all()
         finally:
             second.stop()
     finally:
@@ -158,12 +173,16 @@ def test_kill_9_under_load_loses_no_acknowledged_span_and_stores_each_score_once
     calls = _calls(call_log)
     done = Counter((trace_id, span_id) for event, trace_id, span_id, _ in calls if event == "done")
     assert all(done[run] >= 1 for run in runs)
-    done_by_process = Counter((trace_id, span_id, pid) for event, trace_id, span_id, pid in calls if event == "done")
+    done_by_process = Counter(
+        (trace_id, span_id, pid) for event, trace_id, span_id, pid in calls if event == "done"
+    )
     assert set(done_by_process.values()) == {1}
     rescored = {run for run, count in done.items() if count > 1}
     assert len(rescored) <= CLAIM_BATCH
-    by_killed = {event: {(t, s) for e, t, s, pid in calls if pid in first_pids and e == event}
-                 for event in ("start", "done")}  # fmt: skip
+    by_killed = {
+        event: {(t, s) for e, t, s, pid in calls if pid in first_pids and e == event}
+        for event in ("start", "done")
+    }
     assert rescored <= by_killed["done"]
     stranded = by_killed["start"] - by_killed["done"]  # claims the crash left behind
     assert stranded and stranded <= {run for run, count in done.items() if count == 1}

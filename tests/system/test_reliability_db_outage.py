@@ -27,18 +27,37 @@ OUTAGE_SECONDS = 5.0
 CONFIG = {
     "workers": {"poll_interval": 0.05},
     "monitor": {"evaluation_interval": 0.1, "gauge_interval": 0.1},
-    "alerts": {"rules": [{"name": "errors", "type": "error_rate", "binding": "tone", "above": 0.5,
-                          "window": "10m"}]},
-}  # fmt: skip
+    "alerts": {
+        "rules": [
+            {
+                "name": "errors",
+                "type": "error_rate",
+                "binding": "tone",
+                "above": 0.5,
+                "window": "10m",
+            }
+        ]
+    },
+}
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
 
 
 def read_routes(trace_id: str) -> list[str]:
     return [
-        "/api/traces", f"/api/traces/{trace_id}", f"/api/traces/{trace_id}/runs", "/api/scores",
-        "/api/scores/summary", "/api/coverage", "/api/alerts", "/", f"/ui/traces/{trace_id}",
-        f"/ui/live?trace={trace_id}", "/ui/alerts", "/ui/runs?since=2026-01-01T00:00Z", "/ui/compare",
-    ]  # fmt: skip
+        "/api/traces",
+        f"/api/traces/{trace_id}",
+        f"/api/traces/{trace_id}/runs",
+        "/api/scores",
+        "/api/scores/summary",
+        "/api/coverage",
+        "/api/alerts",
+        "/",
+        f"/ui/traces/{trace_id}",
+        f"/ui/live?trace={trace_id}",
+        "/ui/alerts",
+        "/ui/runs?since=2026-01-01T00:00Z",
+        "/ui/compare",
+    ]
 
 
 def _wait(condition, timeout: float, what: str) -> None:
@@ -53,12 +72,24 @@ def _scored(server: ServerProcess, trace_id: str) -> bool:
     return response.status_code == 200 and response.json()["summary"]["state"] == "scored"
 
 
-def test_reads_answer_503_and_loops_log_state_changes_only_while_postgres_is_down(tmp_path: Path) -> None:
+def test_reads_answer_503_and_loops_log_state_changes_only_while_postgres_is_down(
+    tmp_path: Path,
+) -> None:
     rng = random.Random(11)
-    with ThrowawayPostgres() as postgres, start_server(tmp_path, db_url=postgres.url, config=CONFIG) as server:
+    with (
+        ThrowawayPostgres() as postgres,
+        start_server(tmp_path, db_url=postgres.url, config=CONFIG) as server,
+    ):
         before = agent_trace(rng)
-        assert httpx.post(f"{server.base_url}/v1/traces", content=export_request(before.spans),
-                          headers=PROTOBUF, timeout=10).status_code == 200  # fmt: skip
+        assert (
+            httpx.post(
+                f"{server.base_url}/v1/traces",
+                content=export_request(before.spans),
+                headers=PROTOBUF,
+                timeout=10,
+            ).status_code
+            == 200
+        )
         _wait(lambda: _scored(server, before.trace_id), 60, "the first trace scored")
         routes = read_routes(before.trace_id)
         with httpx.Client(base_url=server.base_url, timeout=30) as client:
@@ -68,22 +99,38 @@ def test_reads_answer_503_and_loops_log_state_changes_only_while_postgres_is_dow
         log_before = len(server.output().splitlines())
         postgres.stop()
         stopped = time.monotonic()
-        answers: dict[str, set[tuple[int, str | None]]] = {route: set() for route in [*routes, "/v1/traces"]}
+        answers: dict[str, set[tuple[int, str | None]]] = {
+            route: set() for route in [*routes, "/v1/traces"]
+        }
         with httpx.Client(base_url=server.base_url, timeout=30) as client:
             while time.monotonic() - stopped < OUTAGE_SECONDS:
                 for route in routes:
                     response = client.get(route)  # a dropped connection raises here
                     answers[route].add((response.status_code, response.headers.get("retry-after")))
-                response = client.post("/v1/traces", content=export_request(agent_trace(rng).spans),
-                                       headers=PROTOBUF)  # fmt: skip
-                answers["/v1/traces"].add((response.status_code, response.headers.get("retry-after")))
+                response = client.post(
+                    "/v1/traces", content=export_request(agent_trace(rng).spans), headers=PROTOBUF
+                )
+                answers["/v1/traces"].add(
+                    (response.status_code, response.headers.get("retry-after"))
+                )
                 time.sleep(0.2)
         outage_log = server.output().splitlines()[log_before:]
 
         postgres.start()
         after = agent_trace(rng)
-        _wait(lambda: httpx.post(f"{server.base_url}/v1/traces", content=export_request(after.spans),
-                                 headers=PROTOBUF, timeout=10).status_code == 200, 30, "ingest back")  # fmt: skip
+        _wait(
+            lambda: (
+                httpx.post(
+                    f"{server.base_url}/v1/traces",
+                    content=export_request(after.spans),
+                    headers=PROTOBUF,
+                    timeout=10,
+                ).status_code
+                == 200
+            ),
+            30,
+            "ingest back",
+        )
         _wait(lambda: _scored(server, after.trace_id), 60, "a trace sent after the outage scored")
         with httpx.Client(base_url=server.base_url, timeout=30) as client:
             recovered = {route: client.get(route).status_code for route in routes}
@@ -100,5 +147,7 @@ def test_reads_answer_503_and_loops_log_state_changes_only_while_postgres_is_dow
     assert len(outage_log) <= 12, text
     assert "Traceback" not in text, text
     assert full_log.count("available again") >= 3, full_log[-4000:]
-    print(f"\nPostgreSQL down {OUTAGE_SECONDS:g} s: {len(routes)} read routes answered 503 + Retry-After "
-          f"every time; {len(outage_log)} log lines meanwhile:\n" + text)
+    print(
+        f"\nPostgreSQL down {OUTAGE_SECONDS:g} s: {len(routes)} read routes answered 503 + Retry-After "
+        f"every time; {len(outage_log)} log lines meanwhile:\n" + text
+    )

@@ -44,7 +44,9 @@ HEALTHY = [f"city-fine-{n}" for n in range(4)]
 def judge() -> Iterator[JudgeServer]:
     with JudgeServer() as server:
         server.script("AnswerStatements", json_reply({"statements": ["It is sunny."]}))
-        server.script("RelevancyResults", json_reply({"results": [{"result": "yes", "reason": "on topic"}]}))
+        server.script(
+            "RelevancyResults", json_reply({"results": [{"result": "yes", "reason": "on topic"}]})
+        )
         for city, (reply, _) in FAULTS.items():
             server.script(city, reply)  # added last, so these win for their runs
         yield server
@@ -52,38 +54,62 @@ def judge() -> Iterator[JudgeServer]:
 
 def _post(client: httpx.Client, trace: AgentTrace) -> float:
     started = time.monotonic()
-    response = client.post("/v1/traces", content=export_request(trace.spans),
-                           headers={"Content-Type": "application/x-protobuf"})  # fmt: skip
+    response = client.post(
+        "/v1/traces",
+        content=export_request(trace.spans),
+        headers={"Content-Type": "application/x-protobuf"},
+    )
     assert response.status_code == 200, response.text
     return time.monotonic() - started
 
 
-def test_every_run_ends_ok_or_error_with_a_reason_and_ingest_keeps_up(tmp_path: Path, judge: JudgeServer) -> None:
+def test_every_run_ends_ok_or_error_with_a_reason_and_ingest_keeps_up(
+    tmp_path: Path, judge: JudgeServer
+) -> None:
     config = {
-        "judges": {"default": {
-            "model": "openai/judge", "api_base": judge.base_url, "timeout": JUDGE_TIMEOUT,
-            "max_retries": 2, "backoff_base": 0.05, "backoff_max": 0.2, "cache": False,
-        }},
+        "judges": {
+            "default": {
+                "model": "openai/judge",
+                "api_base": judge.base_url,
+                "timeout": JUDGE_TIMEOUT,
+                "max_retries": 2,
+                "backoff_base": 0.05,
+                "backoff_max": 0.2,
+                "cache": False,
+            }
+        },
         "scorers": [{"name": "relevancy", "scorer": "answer-relevancy"}],
         "assembly": {"lease_seconds": 30},
         "workers": {"poll_interval": 0.05},
-    }  # fmt: skip
+    }
     rng = random.Random(11)
     traces = {city: agent_trace(rng, city=city) for city in [*FAULTS, *HEALTHY]}
     engine = create_engine(f"sqlite:///{tmp_path / 'tracescore.db'}")
-    with start_server(tmp_path, config=config) as server, httpx.Client(base_url=server.base_url, timeout=10) as client:
+    with (
+        start_server(tmp_path, config=config) as server,
+        httpx.Client(base_url=server.base_url, timeout=10) as client,
+    ):
         for trace in traces.values():
             _post(client, trace)
         # While the faulty runs are being retried and timed out, ingest answers promptly.
-        latencies = [_post(client, agent_trace(rng, city=f"city-fine-extra-{n}")) for n in range(20)]
+        latencies = [
+            _post(client, agent_trace(rng, city=f"city-fine-extra-{n}")) for n in range(20)
+        ]
         assert max(latencies) < 2.5, latencies  # a hung judge call is 1 s, three attempts
         assert client.get("/healthz").status_code == 200
 
         deadline = time.monotonic() + 60
         while True:
             with engine.connect() as connection:
-                rows = {r.trace_id: r for r in connection.execute(text("SELECT trace_id, status, error FROM scores"))}
-                states = dict(connection.execute(text("SELECT state, count(*) FROM traces GROUP BY state")).all())
+                rows = {
+                    r.trace_id: r
+                    for r in connection.execute(text("SELECT trace_id, status, error FROM scores"))
+                }
+                states = dict(
+                    connection.execute(
+                        text("SELECT state, count(*) FROM traces GROUP BY state")
+                    ).all()
+                )
             if len(rows) == len(traces) + 20 and set(states) == {"scored"}:
                 break
             assert time.monotonic() < deadline, f"{len(rows)} scores, trace states {states}"

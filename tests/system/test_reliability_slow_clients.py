@@ -30,8 +30,10 @@ _EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 def stalled_upload(port: int, announced: int = 1000, sent: bytes = b"\n") -> socket.socket:
     """A POST whose headers promise ``announced`` body bytes, of which only ``sent`` follow."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=30)
-    head = (f"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: {PROTOBUF}\r\n"
-            f"Content-Length: {announced}\r\n\r\n")  # fmt: skip
+    head = (
+        f"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: {PROTOBUF}\r\n"
+        f"Content-Length: {announced}\r\n\r\n"
+    )
     sock.sendall(head.encode() + sent)
     return sock
 
@@ -59,13 +61,21 @@ def status_line(sock: socket.socket, timeout: float) -> str:
 
 def _valid_exports(server: ServerProcess, rng: random.Random, count: int) -> None:
     """Send ``count`` valid exports over HTTP and as many over gRPC; each must be accepted."""
-    with httpx.Client(base_url=server.base_url, timeout=BODY_TIMEOUT) as client, \
-            grpc.insecure_channel(server.grpc_endpoint) as channel:  # fmt: skip
-        export = channel.unary_unary(_EXPORT, request_serializer=None,
-                                     response_deserializer=ExportTraceServiceResponse.FromString)  # fmt: skip
+    with (
+        httpx.Client(base_url=server.base_url, timeout=BODY_TIMEOUT) as client,
+        grpc.insecure_channel(server.grpc_endpoint) as channel,
+    ):
+        export = channel.unary_unary(
+            _EXPORT,
+            request_serializer=None,
+            response_deserializer=ExportTraceServiceResponse.FromString,
+        )
         for _ in range(count):
-            response = client.post("/v1/traces", content=export_request(agent_trace(rng).spans),
-                                   headers={"Content-Type": PROTOBUF})  # fmt: skip
+            response = client.post(
+                "/v1/traces",
+                content=export_request(agent_trace(rng).spans),
+                headers={"Content-Type": PROTOBUF},
+            )
             assert response.status_code == 200, (response.status_code, response.text)
             export(export_request(agent_trace(rng).spans), timeout=BODY_TIMEOUT)  # raises unless OK
 
@@ -81,7 +91,9 @@ def test_stalled_uploads_get_408_and_leave_http_and_grpc_exports_accepted(tmp_pa
             _valid_exports(server, random.Random(7), 10)
             # Every valid export was accepted while every stalled upload was still open: none
             # waited for the stalled ones to be cut.
-            assert not any(answered(sock) for sock in stalled), "the stalled uploads were answered early"
+            assert not any(answered(sock) for sock in stalled), (
+                "the stalled uploads were answered early"
+            )
 
             lines = [status_line(sock, BODY_TIMEOUT + 10) for sock in stalled]
             waited = time.monotonic() - opened
@@ -93,7 +105,10 @@ def test_stalled_uploads_get_408_and_leave_http_and_grpc_exports_accepted(tmp_pa
         metrics = httpx.get(f"{server.base_url}/metrics", timeout=5).text
     assert lines == ["HTTP/1.1 408 Request Timeout"] * STALLED, set(lines)
     assert BODY_TIMEOUT - 0.5 < waited < BODY_TIMEOUT + 5, waited
-    assert f'tracescore_export_requests_total{{outcome="timeout",signal="traces",transport="http"}} {STALLED}.0' in metrics
+    assert (
+        f'tracescore_export_requests_total{{outcome="timeout",signal="traces",transport="http"}} {STALLED}.0'
+        in metrics
+    )
     assert "Traceback" not in server.output()
 
 

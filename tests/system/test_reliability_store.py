@@ -43,8 +43,11 @@ class Exporter(threading.Thread):
         with httpx.Client(base_url=self.base_url, timeout=10) as client:
             while not self.stopping.is_set():
                 trace = agent_trace(rng)
-                response = client.post("/v1/traces", content=export_request(trace.spans),
-                                       headers={"Content-Type": "application/x-protobuf"})  # fmt: skip
+                response = client.post(
+                    "/v1/traces",
+                    content=export_request(trace.spans),
+                    headers={"Content-Type": "application/x-protobuf"},
+                )
                 self.statuses[response.status_code] += 1
                 if response.status_code == 200:
                     self.acknowledged.append(trace)
@@ -62,9 +65,10 @@ def _wait(condition, timeout: float, what: str) -> None:
 
 
 def test_postgres_restart_means_503_retry_after_then_recovery_without_loss(tmp_path: Path) -> None:
-    with ThrowawayPostgres() as postgres, start_server(
-        tmp_path, db_url=postgres.url, config=CONFIG
-    ) as server:  # fmt: skip
+    with (
+        ThrowawayPostgres() as postgres,
+        start_server(tmp_path, db_url=postgres.url, config=CONFIG) as server,
+    ):
         exporter = Exporter(server.base_url)
         exporter.start()
         try:
@@ -75,19 +79,25 @@ def test_postgres_restart_means_503_retry_after_then_recovery_without_loss(tmp_p
             time.sleep(DOWN_SECONDS)
             acknowledged_while_down = len(exporter.acknowledged)
             postgres.start()
-            _wait(lambda: len(exporter.acknowledged) >= acknowledged_while_down + 20, 30, "recovery")
+            _wait(
+                lambda: len(exporter.acknowledged) >= acknowledged_while_down + 20, 30, "recovery"
+            )
         finally:
             exporter.stopping.set()
             exporter.join()
         traces = exporter.acknowledged
         settling = open_store(postgres.url, create=False)
-        assert settling.journal.settle(timeout=30), "acknowledged requests still waiting in the journal"
+        assert settling.journal.settle(timeout=30), (
+            "acknowledged requests still waiting in the journal"
+        )
         settling.close()
         engine = create_engine(postgres.url)
 
         def stored() -> set[tuple[str, str]]:
             with engine.connect() as connection:
-                return set(map(tuple, connection.execute(text("SELECT trace_id, span_id FROM spans"))))
+                return set(
+                    map(tuple, connection.execute(text("SELECT trace_id, span_id FROM spans")))
+                )
 
         def scored() -> set[str]:
             with engine.connect() as connection:
@@ -97,10 +107,16 @@ def test_postgres_restart_means_503_retry_after_then_recovery_without_loss(tmp_p
             sent = {(t.trace_id, span.span_id.hex()) for t in traces for span in t.spans}
             assert sent <= stored(), f"{len(sent - stored())} acknowledged spans lost"
             # Background work (assembly, scoring) came back too, not only the receiver.
-            _wait(lambda: {t.trace_id for t in traces} <= scored(), 60, "every acknowledged trace scored")
+            _wait(
+                lambda: {t.trace_id for t in traces} <= scored(),
+                60,
+                "every acknowledged trace scored",
+            )
         finally:
             engine.dispose()
     assert set(exporter.statuses) == {200, 503}, exporter.statuses
     assert exporter.retry_after == {"1"}
-    print(f"\nstore restart: {exporter.statuses[200]} exports acknowledged, {exporter.statuses[503]} "
-          f"answered 503 + Retry-After while PostgreSQL was down; {len(sent)} acknowledged spans, all stored")
+    print(
+        f"\nstore restart: {exporter.statuses[200]} exports acknowledged, {exporter.statuses[503]} "
+        f"answered 503 + Retry-After while PostgreSQL was down; {len(sent)} acknowledged spans, all stored"
+    )

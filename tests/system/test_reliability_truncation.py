@@ -23,11 +23,21 @@ LIMIT = 100
 
 
 def _otlp_json(attributes: list[dict], resource: list[dict] | None = None) -> bytes:
-    span = {"traceId": "ab" * 16, "spanId": "cd" * 8, "name": "invoke_agent Bot", "kind": 1,
-            "startTimeUnixNano": "1", "endTimeUnixNano": "2", "attributes": attributes,
-            "status": {"code": 2, "message": "m" * 500}}  # fmt: skip
-    document = {"resourceSpans": [{"resource": {"attributes": resource or []},
-                                   "scopeSpans": [{"spans": [span]}]}]}  # fmt: skip
+    span = {
+        "traceId": "ab" * 16,
+        "spanId": "cd" * 8,
+        "name": "invoke_agent Bot",
+        "kind": 1,
+        "startTimeUnixNano": "1",
+        "endTimeUnixNano": "2",
+        "attributes": attributes,
+        "status": {"code": 2, "message": "m" * 500},
+    }
+    document = {
+        "resourceSpans": [
+            {"resource": {"attributes": resource or []}, "scopeSpans": [{"spans": [span]}]}
+        ]
+    }
     return json.dumps(document).encode()
 
 
@@ -38,11 +48,15 @@ def _string(key: str, value: str) -> dict:
 def test_long_values_keep_their_head_and_end_with_a_marker() -> None:
     long_text = "x" * 250
     body = _otlp_json(
-        [_string("gen_ai.operation.name", "invoke_agent"), _string("short", "y" * LIMIT),
-         _string("long", long_text), {"key": "blob", "value": {"bytesValue": "QUJD" * 100}},
-         {"key": "list", "value": {"arrayValue": {"values": [{"stringValue": long_text}]}}}],
+        [
+            _string("gen_ai.operation.name", "invoke_agent"),
+            _string("short", "y" * LIMIT),
+            _string("long", long_text),
+            {"key": "blob", "value": {"bytesValue": "QUJD" * 100}},
+            {"key": "list", "value": {"arrayValue": {"values": [{"stringValue": long_text}]}}},
+        ],
         resource=[_string("service.name", "svc"), _string("host.description", long_text)],
-    )  # fmt: skip
+    )
     decoded = decode_traces(body, json=True)
     assert truncate_decoded(decoded, LIMIT) == 5  # long, blob, the list item, resource, status
     attributes = decoded.spans[0].attributes
@@ -57,9 +71,13 @@ def test_long_values_keep_their_head_and_end_with_a_marker() -> None:
 
 def test_cut_json_messages_become_warnings_not_failures() -> None:
     messages = [{"role": "user", "parts": [{"type": "text", "content": "Weather in Paris? " * 20}]}]
-    body = _otlp_json([_string("gen_ai.operation.name", "invoke_agent"),
-                       _string("gen_ai.agent.name", "Bot"),
-                       _string("gen_ai.input.messages", json.dumps(messages))])  # fmt: skip
+    body = _otlp_json(
+        [
+            _string("gen_ai.operation.name", "invoke_agent"),
+            _string("gen_ai.agent.name", "Bot"),
+            _string("gen_ai.input.messages", json.dumps(messages)),
+        ]
+    )
     whole = extract_runs(Trace("ab" * 16, decode_traces(body, json=True).spans))
     assert whole[0].input.input_messages and not whole[0].warnings
 
@@ -85,8 +103,12 @@ def test_values_nested_past_the_depth_limit_are_replaced() -> None:
 
 
 def test_log_bodies_and_attributes_are_cut_too() -> None:
-    record = {"traceId": "ab" * 16, "spanId": "cd" * 8, "body": {"stringValue": "b" * 300},
-              "attributes": [_string("gen_ai.input.messages", "[" * 300)]}  # fmt: skip
+    record = {
+        "traceId": "ab" * 16,
+        "spanId": "cd" * 8,
+        "body": {"stringValue": "b" * 300},
+        "attributes": [_string("gen_ai.input.messages", "[" * 300)],
+    }
     body = json.dumps({"resourceLogs": [{"scopeLogs": [{"logRecords": [record]}]}]}).encode()
     decoded = decode_logs(body, json=True)
     assert truncate_decoded(decoded, LIMIT) == 2

@@ -43,15 +43,19 @@ CONFIG = {
 
 def _send(servers: list[ServerProcess], traces: list[AgentTrace], rng: random.Random) -> None:
     """Each GenAI log record to a random process, even before its spans; then the spans."""
-    logs = [(rng.randrange(len(servers)), "/v1/logs", export_logs_request([record]))
-            for trace in traces for record in trace.logs]  # fmt: skip
+    logs = [
+        (rng.randrange(len(servers)), "/v1/logs", export_logs_request([record]))
+        for trace in traces
+        for record in trace.logs
+    ]
     spans = [(target, "/v1/traces", body) for target, body in scatter(traces, len(servers), rng)]
     with httpx.Client(timeout=30) as client:
         for target, path, body in logs + spans:
             response = client.post(
-                servers[target].base_url + path, content=body,
+                servers[target].base_url + path,
+                content=body,
                 headers={"Content-Type": "application/x-protobuf"},
-            )  # fmt: skip
+            )
             assert response.status_code == 200, response.text
 
 
@@ -84,14 +88,20 @@ def servers(tmp_path: Path, pg_url: str) -> Iterator[list[ServerProcess]]:
 
     def start(n: int) -> ServerProcess:
         return start_server(
-            tmp_path / f"replica-{n}", db_url=pg_url, config=CONFIG, idle_timeout=None,
+            tmp_path / f"replica-{n}",
+            db_url=pg_url,
+            config=CONFIG,
+            idle_timeout=None,
             env={**env, HANG_AFTER_ENV: "1"} if n == 0 else env,
-        )  # fmt: skip
+        )
 
     with ExitStack() as stack:
         first = stack.enter_context(start(0))
         with ThreadPoolExecutor(2) as pool:
-            others = [stack.enter_context(f.result()) for f in [pool.submit(start, 1), pool.submit(start, 2)]]
+            others = [
+                stack.enter_context(f.result())
+                for f in [pool.submit(start, 1), pool.submit(start, 2)]
+            ]
         yield [first, *others]
 
 
@@ -118,14 +128,24 @@ def test_every_trace_scored_once_across_processes_and_a_crash(
         events = Counter((event, pid in doomed_pids) for event, *_, pid in calls)
         if not events["start", True] > events["done", True] >= 1:
             return False
-        finished = {trace for event, trace, _, pid in calls if event == "done" and pid in doomed_pids}
+        finished = {
+            trace for event, trace, _, pid in calls if event == "done" and pid in doomed_pids
+        }
         with watcher.connect() as connection:
-            scored = set(connection.execute(text("SELECT trace_id FROM traces WHERE state = 'scored'")).scalars())
+            scored = set(
+                connection.execute(
+                    text("SELECT trace_id FROM traces WHERE state = 'scored'")
+                ).scalars()
+            )
         return finished <= scored
 
     watcher = create_engine(pg_url)
     try:
-        _wait(doomed_is_stuck, 30, "the first process to complete one call, store it, and hang in the next")
+        _wait(
+            doomed_is_stuck,
+            30,
+            "the first process to complete one call, store it, and hang in the next",
+        )
     finally:
         watcher.dispose()
     doomed.kill()  # kill -9 of the service and its scoring process
@@ -161,9 +181,9 @@ def test_every_trace_scored_once_across_processes_and_a_crash(
         (t.trace_id, record.span_id.hex()) for t in traces for record in t.logs
     )
     # One stored score per (trace, span, binding), all successful.
-    assert Counter((trace_id, span_id, binding) for trace_id, span_id, binding, _ in scores) == Counter(
-        (trace_id, span_id, BINDING) for trace_id, span_id in runs
-    )
+    assert Counter(
+        (trace_id, span_id, binding) for trace_id, span_id, binding, _ in scores
+    ) == Counter((trace_id, span_id, BINDING) for trace_id, span_id in runs)
     assert {status for *_, status in scores} == {"ok"}
     assert states == {"scored": len(traces)}
 
@@ -171,12 +191,16 @@ def test_every_trace_scored_once_across_processes_and_a_crash(
     survivor_pids = {pid for server in survivors for pid in server.pids()}
 
     def runs_of(event: str, pids: set[int] | None = None) -> Counter[tuple[str, str]]:
-        return Counter((t, s) for e, t, s, pid in calls if e == event and (pids is None or pid in pids))
+        return Counter(
+            (t, s) for e, t, s, pid in calls if e == event and (pids is None or pid in pids)
+        )
 
     assert runs_of("done") == Counter(runs), "each run must be scored to completion exactly once"
     # Runs started but never finished are exactly the killed process's stuck ones...
     doomed_pid = {pid for *_, pid in calls} - survivor_pids
     stranded = runs_of("start") - runs_of("done")
-    assert stranded and set(stranded) == set(runs_of("start", doomed_pid) - runs_of("done", doomed_pid))
+    assert stranded and set(stranded) == set(
+        runs_of("start", doomed_pid) - runs_of("done", doomed_pid)
+    )
     # ...and the other processes finished them once its leases expired.
     assert set(stranded) <= set(runs_of("done", survivor_pids))

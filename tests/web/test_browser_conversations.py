@@ -22,7 +22,11 @@ pytestmark = pytest.mark.browser
 
 API_KEY = "conversations-test-key"
 AUTHORIZATION = {"Authorization": f"Bearer {API_KEY}"}
-USERS = ["Hi, my name is Ada and I live in Lyon.", "Can you recommend a museum in my city?", "What is my name?"]
+USERS = [
+    "Hi, my name is Ada and I live in Lyon.",
+    "Can you recommend a museum in my city?",
+    "What is my name?",
+]
 CONVERSATION = "thread-mastra-ada"
 
 
@@ -31,8 +35,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     config = {
         "server": {"api_keys": [API_KEY]},
         "scorers": [
-            {"name": "turns", "scorer": "tests.support.conversation_scorers:turn_order", "target": "conversation"},
-            {"name": "answer", "scorer": "tests.support.custom_scorers:answer_present", "threshold": 0.5},
+            {
+                "name": "turns",
+                "scorer": "tests.support.conversation_scorers:turn_order",
+                "target": "conversation",
+            },
+            {
+                "name": "answer",
+                "scorer": "tests.support.custom_scorers:answer_present",
+                "threshold": 0.5,
+            },
         ],
         "conversations": {"idle_timeout": 0.5},
         "workers": {"poll_interval": 0.05, "processes": 0},
@@ -45,13 +57,17 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
                     continue
                 signal = "logs" if ".logs." in path.name else "traces"
                 response = httpx.post(
-                    f"{running.base_url}/v1/{signal}", content=path.read_bytes(), timeout=10,
+                    f"{running.base_url}/v1/{signal}",
+                    content=path.read_bytes(),
+                    timeout=10,
                     headers={**AUTHORIZATION, "Content-Type": "application/x-protobuf"},
-                )  # fmt: skip
+                )
                 assert response.status_code == 200
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            items = httpx.get(f"{running.base_url}/api/conversations", headers=AUTHORIZATION, timeout=10).json()["items"]
+            items = httpx.get(
+                f"{running.base_url}/api/conversations", headers=AUTHORIZATION, timeout=10
+            ).json()["items"]
             if len(items) == 2 and all(item["scores"] for item in items):
                 break
             time.sleep(0.2)
@@ -62,12 +78,24 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 @pytest.fixture
 def page(context: Any, server: ServerProcess) -> Any:
-    context.add_cookies([{"name": COOKIE_NAME, "value": login_session(server.base_url, API_KEY), "url": server.base_url}])
+    context.add_cookies(
+        [
+            {
+                "name": COOKIE_NAME,
+                "value": login_session(server.base_url, API_KEY),
+                "url": server.base_url,
+            }
+        ]
+    )
     return context.new_page()
 
 
-def test_a_turns_trace_page_leads_to_its_conversation_in_order(server: ServerProcess, page: Any) -> None:
-    document = httpx.get(f"{server.base_url}/api/conversations/{CONVERSATION}", headers=AUTHORIZATION).json()
+def test_a_turns_trace_page_leads_to_its_conversation_in_order(
+    server: ServerProcess, page: Any
+) -> None:
+    document = httpx.get(
+        f"{server.base_url}/api/conversations/{CONVERSATION}", headers=AUTHORIZATION
+    ).json()
     second = document["turns"][1]["trace_id"]
     page.goto(f"{server.base_url}/ui/traces/{second}")
     link = page.locator("a.conversation-link")
@@ -106,15 +134,20 @@ def test_the_conversations_list_links_each_conversation(server: ServerProcess, p
     page.wait_for_url("**/ui/conversations/session-oi-ada")
     assert page.locator("#turns > li").count() == 3
     page.goto(f"{server.base_url}/ui/conversations?agent=Concierge")
-    assert page.locator("#conversations tbody tr td:first-child a").all_inner_texts() == [CONVERSATION]
+    assert page.locator("#conversations tbody tr td:first-child a").all_inner_texts() == [
+        CONVERSATION
+    ]
     missing = httpx.get(  # a 404 page (a browser would log the status as a console error)
         f"{server.base_url}/ui/conversations/{quote('no such conversation')}",
-        cookies={COOKIE_NAME: login_session(server.base_url, API_KEY)}, timeout=10,
+        cookies={COOKIE_NAME: login_session(server.base_url, API_KEY)},
+        timeout=10,
     )
     assert missing.status_code == 404 and "No conversation" in missing.text
 
 
-def test_the_runs_list_links_conversation_scores_to_their_conversation(server: ServerProcess, page: Any) -> None:
+def test_the_runs_list_links_conversation_scores_to_their_conversation(
+    server: ServerProcess, page: Any
+) -> None:
     since = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     page.goto(f"{server.base_url}/ui/runs?binding=turns&since={since}")
     links = page.locator("#runs-table a.trace-link")
@@ -123,11 +156,17 @@ def test_the_runs_list_links_conversation_scores_to_their_conversation(server: S
     page.wait_for_url(f"**/ui/conversations/{CONVERSATION}#score-*")
     assert page.locator("#conversation-id").inner_text() == CONVERSATION
     page.goto(f"{server.base_url}/ui/runs?binding=answer&since={since}")  # run scores: their traces
-    assert all(href.startswith("/ui/traces/") for href in
-               page.locator("#runs-table a.trace-link").evaluate_all("links => links.map(l => l.getAttribute('href'))"))
+    assert all(
+        href.startswith("/ui/traces/")
+        for href in page.locator("#runs-table a.trace-link").evaluate_all(
+            "links => links.map(l => l.getAttribute('href'))"
+        )
+    )
 
 
-def test_conversation_pages_layout_has_no_overlaps_or_cut_text(server: ServerProcess, page: Any) -> None:
+def test_conversation_pages_layout_has_no_overlaps_or_cut_text(
+    server: ServerProcess, page: Any
+) -> None:
     for path in ("/ui/conversations", f"/ui/conversations/{CONVERSATION}"):
         page.goto(f"{server.base_url}{path}")
         assert layout_problems(page) == [], path

@@ -28,7 +28,11 @@ from tracescore.web.auth import COOKIE_NAME
 pytestmark = pytest.mark.browser
 
 BINDINGS = [
-    {"name": "answer-present", "scorer": "tests.support.custom_scorers:answer_present", "threshold": 0.5},
+    {
+        "name": "answer-present",
+        "scorer": "tests.support.custom_scorers:answer_present",
+        "threshold": 0.5,
+    },
     {"name": "tone", "scorer": "tone"},
     {"name": "textual-difference", "scorer": "textual-difference"},
 ]
@@ -99,7 +103,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 def page(context: Any, server: ServerProcess) -> Any:
     """A page signed in the way the login form signs in: with the session cookie."""
     context.add_cookies(
-        [{"name": COOKIE_NAME, "value": login_session(server.base_url, API_KEY), "url": server.base_url}]
+        [
+            {
+                "name": COOKIE_NAME,
+                "value": login_session(server.base_url, API_KEY),
+                "url": server.base_url,
+            }
+        ]
     )
     return context.new_page()
 
@@ -110,8 +120,11 @@ def test_overview_draws_a_point_per_second_that_had_scores(
     page.goto(f"{server.base_url}/?window=2m&bucket=1s")
     rows = _scores(server.db_url)
     for binding in ("answer-present", "tone", "textual-difference"):
-        seconds = {int(as_utc(r.created_at).timestamp())
-                   for r in rows if r.binding == binding and r.status == "ok"}  # fmt: skip
+        seconds = {
+            int(as_utc(r.created_at).timestamp())
+            for r in rows
+            if r.binding == binding and r.status == "ok"
+        }
         points = page.locator(f'article[data-binding="{binding}"] svg.chart circle.point')
         assert points.count() == len(seconds) >= 2, binding
         samples = page.locator(f'article[data-binding="{binding}"] dd.samples').inner_text()
@@ -153,9 +166,10 @@ def test_a_newly_scored_trace_appears_without_reload(server: ServerProcess, page
     page.evaluate("window.__sameDocument = true")
     trace_id = f"{time.time_ns():032x}"[-32:]
     response = httpx.post(
-        f"{server.base_url}/v1/traces", content=agent_trace_json(trace_id),
+        f"{server.base_url}/v1/traces",
+        content=agent_trace_json(trace_id),
         headers={**JSON_BODY, **AUTHORIZATION},
-    )  # fmt: skip
+    )
     assert response.status_code == 200
     arrived = page.locator(f'#latest-table tr:has(a[href^="/ui/traces/{trace_id}"])').first
     arrived.wait_for(state="visible", timeout=30_000)
@@ -186,8 +200,12 @@ def test_the_live_clock_is_24_hour_utc_like_every_other_time(
 def test_the_trace_page_draws_its_spans_as_a_timeline(server: ServerProcess, page: Any) -> None:
     """A waterfall of the trace's spans, parents above children, each bar inside its parent's
     time; a row leads to that span's raw attributes."""
-    row = next(r for r in _scores(server.db_url) if r.binding == "answer-present" and r.status == "ok")
-    spans = httpx.get(f"{server.base_url}/api/traces/{row.trace_id}", headers=AUTHORIZATION).json()["spans"]
+    row = next(
+        r for r in _scores(server.db_url) if r.binding == "answer-present" and r.status == "ok"
+    )
+    spans = httpx.get(f"{server.base_url}/api/traces/{row.trace_id}", headers=AUTHORIZATION).json()[
+        "spans"
+    ]
     page.goto(f"{server.base_url}/ui/traces/{row.trace_id}")
     rows = page.locator("#timeline svg.waterfall g.row")
     assert rows.count() == len(spans) >= 2

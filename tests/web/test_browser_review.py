@@ -43,14 +43,34 @@ def served(tmp_path: Path) -> Iterator[tuple[str, SpanStore, str]]:
     store = open_store(f"sqlite:///{tmp_path / 'tracescore.db'}")
     app = create_app(parse_config(CONFIG), store)
     trace_id = uuid.uuid4().hex
-    body = agent_trace_json(trace_id, system="You are WeatherBot.", user="Weather in Paris?",
-                            tool_result='{"forecast": "sunny, 21"}', answer=ANSWER, agent="WeatherBot")  # fmt: skip
-    response = TestClient(app).post("/v1/traces", content=body, headers={
-        "Content-Type": "application/json", "Authorization": f"Bearer {API_KEY}"})  # fmt: skip
+    body = agent_trace_json(
+        trace_id,
+        system="You are WeatherBot.",
+        user="Weather in Paris?",
+        tool_result='{"forecast": "sunny, 21"}',
+        answer=ANSWER,
+        agent="WeatherBot",
+    )
+    response = TestClient(app).post(
+        "/v1/traces",
+        content=body,
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {API_KEY}"},
+    )
     assert response.status_code == 200
     drain(store)
-    insert_rows(store.engine, [score_row(datetime.now(UTC), 0.52, binding="quality", trace_id=trace_id,
-                                         span_id=_agent_span(trace_id), reason=REASON)])  # fmt: skip
+    insert_rows(
+        store.engine,
+        [
+            score_row(
+                datetime.now(UTC),
+                0.52,
+                binding="quality",
+                trace_id=trace_id,
+                span_id=_agent_span(trace_id),
+                reason=REASON,
+            )
+        ],
+    )
     with serve_app(app) as base_url:
         yield base_url, store, trace_id
     store.close()
@@ -92,27 +112,51 @@ def test_a_reviewer_records_a_verdict_from_the_queue(
 
     (verdict,) = FeedbackStore(store).find(trace_id=trace_id)
     assert verdict | {"id": None, "created_at": None} == {
-        "id": None, "trace_id": trace_id, "span_id": _agent_span(trace_id), "name": "quality",
-        "value": 0.1, "label": "fail", "comment": "It is sunny: the tool said so.", "author": "ana",
-        "source": "api", "created_at": None,
-    }  # fmt: skip
+        "id": None,
+        "trace_id": trace_id,
+        "span_id": _agent_span(trace_id),
+        "name": "quality",
+        "value": 0.1,
+        "label": "fail",
+        "comment": "It is sunny: the tool said so.",
+        "author": "ana",
+        "source": "api",
+        "created_at": None,
+    }
 
     # The run's page lists the verdict now.
     page.goto(f"{base_url}/ui/review/{trace_id}")
     assert "It is sunny: the tool said so." in page.locator("#recorded-feedback").inner_text()
 
 
-def test_a_verdict_with_nothing_in_it_is_refused_with_the_reason(served: tuple[str, SpanStore, str]) -> None:
+def test_a_verdict_with_nothing_in_it_is_refused_with_the_reason(
+    served: tuple[str, SpanStore, str],
+) -> None:
     base_url, store, trace_id = served
     with TestClient(create_app(parse_config(CONFIG), store), base_url=base_url) as client:
         client.post("/ui/login", data={"key": API_KEY, "next": "/"})
-        refused = client.post(f"/ui/review/{trace_id}", data={"binding": "quality", "comment": "hm"},
-                              follow_redirects=False)  # fmt: skip
-        assert refused.status_code == 422 and "give a &#39;value&#39;, a &#39;label&#39; or both" in refused.text
-        unknown = client.post(f"/ui/review/{trace_id}", data={"binding": "nope", "label": "pass"},
-                              follow_redirects=False)  # fmt: skip
+        refused = client.post(
+            f"/ui/review/{trace_id}",
+            data={"binding": "quality", "comment": "hm"},
+            follow_redirects=False,
+        )
+        assert (
+            refused.status_code == 422
+            and "give a &#39;value&#39;, a &#39;label&#39; or both" in refused.text
+        )
+        unknown = client.post(
+            f"/ui/review/{trace_id}",
+            data={"binding": "nope", "label": "pass"},
+            follow_redirects=False,
+        )
         assert unknown.status_code == 422 and "no binding named" in unknown.text
         signed_out = TestClient(create_app(parse_config(CONFIG), store))
-        assert signed_out.post(f"/ui/review/{trace_id}", data={"binding": "quality", "label": "pass"},
-                               follow_redirects=False).status_code == 303  # fmt: skip
+        assert (
+            signed_out.post(
+                f"/ui/review/{trace_id}",
+                data={"binding": "quality", "label": "pass"},
+                follow_redirects=False,
+            ).status_code
+            == 303
+        )
     assert FeedbackStore(store).find(trace_id=trace_id) == []

@@ -52,14 +52,24 @@ CONFIG = {
     "server": {"api_keys": [API_KEY]},
     "workers": {"poll_interval": 0.05},
     "alerts": {
-        "rules": [{"name": RULE, "type": "regression", "binding": "keyword-coverage",
-                   "segment_by": ["agent"], "window": "8s", "baseline": "1m",
-                   "min_samples": 10, "min_baseline_samples": 10,
-                   "alpha": 0.001, "min_delta": 0.2}],
+        "rules": [
+            {
+                "name": RULE,
+                "type": "regression",
+                "binding": "keyword-coverage",
+                "segment_by": ["agent"],
+                "window": "8s",
+                "baseline": "1m",
+                "min_samples": 10,
+                "min_baseline_samples": 10,
+                "alpha": 0.001,
+                "min_delta": 0.2,
+            }
+        ],
         "channels": [{"name": "log", "type": "log"}],
     },
     "monitor": {"evaluation_interval": "1s"},
-}  # fmt: skip
+}
 
 
 def _rows(db_url: str, table: Any) -> list[dict[str, Any]]:
@@ -114,18 +124,22 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProce
         dropped = _send_demo_traffic(server.base_url)
 
         def all_scored() -> bool:
-            answer = httpx.get(f"{server.base_url}/api/traces", params={"limit": 1000},
-                               headers=AUTHORIZATION).json()["traces"]  # fmt: skip
+            answer = httpx.get(
+                f"{server.base_url}/api/traces", params={"limit": 1000}, headers=AUTHORIZATION
+            ).json()["traces"]
             return len(answer) == BEFORE + AFTER and all(
                 t["state"] in ("scored", "failed") for t in answer
             )
 
         _wait_until(all_scored, 60, "every demo trace scored")
         _wait_until(
-            lambda: any(s["rule"] == RULE and s["state"] == "firing"
-                        for s in _rows(server.db_url, AlertStateRow.__table__)),
-            30, "the regression alert firing",
-        )  # fmt: skip
+            lambda: any(
+                s["rule"] == RULE and s["state"] == "firing"
+                for s in _rows(server.db_url, AlertStateRow.__table__)
+            ),
+            30,
+            "the regression alert firing",
+        )
         yield server, dropped
 
 
@@ -134,7 +148,13 @@ def page(context: Any, demo: tuple[ServerProcess, datetime]) -> Any:
     """A page signed in the way the login form signs in: with the session cookie."""
     server, _ = demo
     context.add_cookies(
-        [{"name": COOKIE_NAME, "value": login_session(server.base_url, API_KEY), "url": server.base_url}]
+        [
+            {
+                "name": COOKIE_NAME,
+                "value": login_session(server.base_url, API_KEY),
+                "url": server.base_url,
+            }
+        ]
     )
     return context.new_page()
 
@@ -173,8 +193,11 @@ def test_default_overview_shows_the_regression_its_alert_and_its_runs(
 ) -> None:
     """The issue's "done when", in the browser, step by step as a user clicks through."""
     server, dropped = demo
-    scores = [r for r in _rows(server.db_url, ScoreRow.__table__)
-              if r["binding"] == "keyword-coverage" and r["status"] == "ok"]  # fmt: skip
+    scores = [
+        r
+        for r in _rows(server.db_url, ScoreRow.__table__)
+        if r["binding"] == "keyword-coverage" and r["status"] == "ok"
+    ]
     page.goto(f"{server.base_url}/")
     # The default range is chosen from the data: 24 s of scores get the 5-minute preset.
     assert page.locator("a.preset.active").inner_text() == "5m"
@@ -270,9 +293,10 @@ def test_default_overview_shows_the_regression_its_alert_and_its_runs(
     area = chart.locator("g.alert-band rect.alert-area").bounding_box()
     candidates = chart.locator(f'g.series[data-segment="{DEGRADING_AGENT}"] a.point-link').all()
     point = next(
-        link for link in reversed(candidates)
+        link
+        for link in reversed(candidates)
         if area["x"] <= link.bounding_box()["x"] and _on_top(link)
-    )  # fmt: skip
+    )
     start = datetime.fromisoformat(point.locator("circle").get_attribute("data-start"))
     point.click()
     page.wait_for_url("**/ui/runs?**")
@@ -280,10 +304,15 @@ def test_default_overview_shows_the_regression_its_alert_and_its_runs(
     assert query["binding"] == ["keyword-coverage"] and query["agent"] == [DEGRADING_AGENT]
     # The bucket is this chart's (the alerts page's chart link narrows the range, and with it
     # the bucket, which may then be smaller than the overview's 5 s): the one the link names.
-    since, until = (datetime.fromisoformat(query[key][0].replace("Z", "+00:00")) for key in ("since", "until"))
+    since, until = (
+        datetime.fromisoformat(query[key][0].replace("Z", "+00:00")) for key in ("since", "until")
+    )
     assert since == start
-    in_bucket = [r for r in scores if r["agent"] == DEGRADING_AGENT
-                 and since <= as_utc(r["created_at"]) < until]  # fmt: skip
+    in_bucket = [
+        r
+        for r in scores
+        if r["agent"] == DEGRADING_AGENT and since <= as_utc(r["created_at"]) < until
+    ]
     listed = page.locator("#runs-table tbody tr[data-row]")
     assert listed.count() == len(in_bucket) > 0
     values = [float(v) for v in listed.locator(".score").all_inner_texts()]
@@ -310,8 +339,11 @@ def test_clicking_a_bucket_column_lists_all_its_runs(
     query = parse_qs(urlparse(page.url).query)
     assert query["binding"] == ["tone"] and "agent" not in query
     size = timedelta(seconds=5)
-    in_bucket = [r for r in _rows(server.db_url, ScoreRow.__table__) if r["binding"] == "tone"
-                 and start <= as_utc(r["created_at"]) < start + size]  # fmt: skip
+    in_bucket = [
+        r
+        for r in _rows(server.db_url, ScoreRow.__table__)
+        if r["binding"] == "tone" and start <= as_utc(r["created_at"]) < start + size
+    ]
     assert int(page.locator("#runs-total").inner_text()) == len(in_bucket) > 0
     listed = page.locator("#runs-table tbody tr[data-row]")
     assert sorted(listed.evaluate_all("rows => rows.map(r => r.dataset.row)")) == sorted(
@@ -434,7 +466,9 @@ def test_version_comparison_shows_agreement_and_the_largest_disagreements(
     from tracescore.store import open_store
 
     base_url, url = versions
-    context.add_cookies([{"name": COOKIE_NAME, "value": login_session(base_url, API_KEY), "url": base_url}])
+    context.add_cookies(
+        [{"name": COOKIE_NAME, "value": login_session(base_url, API_KEY), "url": base_url}]
+    )
     page = context.new_page()
     page.goto(f"{base_url}/")
     page.click('header.top a[href="/ui/compare"]')
@@ -489,7 +523,9 @@ def test_a_split_shows_the_five_largest_segments_and_the_rest_as_other(
     from tracescore.web.trends import TOP_SEGMENTS
 
     base_url, url = versions
-    context.add_cookies([{"name": COOKIE_NAME, "value": login_session(base_url, API_KEY), "url": base_url}])
+    context.add_cookies(
+        [{"name": COOKIE_NAME, "value": login_session(base_url, API_KEY), "url": base_url}]
+    )
     page = context.new_page()
     page.goto(f"{base_url}/?split=agent&window=1h")
     rows = [r for r in _rows(url, ScoreRow.__table__) if r["scorer_version"] == "2"]
@@ -534,10 +570,16 @@ def test_the_unsplit_chart_shows_the_alerting_agents_line_in_its_own_colour(
     assert line.count() == 1 and colour in line.get_attribute("class").split()
     alerting = line.locator("circle.point.alerting")
     assert alerting.count() >= 1
-    after = [mean for start, mean in _points(chart, f"agent={DEGRADING_AGENT}")
-             if start >= dropped + timedelta(seconds=2)]  # fmt: skip
-    before = [mean for start, mean in _points(chart, f"agent={DEGRADING_AGENT}")
-              if start < dropped - timedelta(seconds=2)]  # fmt: skip
+    after = [
+        mean
+        for start, mean in _points(chart, f"agent={DEGRADING_AGENT}")
+        if start >= dropped + timedelta(seconds=2)
+    ]
+    before = [
+        mean
+        for start, mean in _points(chart, f"agent={DEGRADING_AGENT}")
+        if start < dropped - timedelta(seconds=2)
+    ]
     assert after and before and max(after) < min(before)  # the drop is there to see
     legend = page.locator('article[data-binding="keyword-coverage"] .alerting-line')
     assert DEGRADING_AGENT in legend.inner_text() and "firing" in legend.inner_text()
@@ -556,8 +598,11 @@ def test_a_firing_alert_whose_traffic_stopped_is_marked_stale(
     """The demo's traffic has stopped; weather-bot's alert still fires on scores older than the
     rule's 8 s window. Both the banner and the alerts page say so, with the last score's time."""
     server, _ = demo
-    newest = max(as_utc(row["created_at"]) for row in _rows(server.db_url, ScoreRow.__table__)
-                 if row["agent"] == DEGRADING_AGENT and row["binding"] == "keyword-coverage")  # fmt: skip
+    newest = max(
+        as_utc(row["created_at"])
+        for row in _rows(server.db_url, ScoreRow.__table__)
+        if row["agent"] == DEGRADING_AGENT and row["binding"] == "keyword-coverage"
+    )
     time.sleep(max(0.0, (newest + timedelta(seconds=9) - datetime.now(UTC)).total_seconds()))
     page.goto(f"{server.base_url}/?window=5m")
     banner = page.locator("#alerts li", has_text=RULE)

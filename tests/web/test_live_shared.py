@@ -63,8 +63,11 @@ def test_polls_and_reloads_of_many_tabs_cost_one_query_and_one_render(tmp_path: 
     async def main() -> None:
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as tabs:
-            posted = await tabs.post("/v1/traces", content=agent_trace_json("ab" * 16),
-                                     headers={"content-type": "application/json"})  # fmt: skip
+            posted = await tabs.post(
+                "/v1/traces",
+                content=agent_trace_json("ab" * 16),
+                headers={"content-type": "application/json"},
+            )
             assert posted.status_code == 200
             drain(store)
             event.listen(store.engine, "before_cursor_execute", count)

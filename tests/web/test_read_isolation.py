@@ -95,7 +95,10 @@ def test_acks_stay_fast_while_a_huge_trace_is_read(tmp_path: Path) -> None:
     machine); rendered in the serving process they stalled acknowledgements for seconds (p90
     of acks during the reads: 0.69 s, max 7.5 s, on main; 42 ms, max 0.33 s, here). The bound here is
     generous: a loaded 2-core machine slows every ack."""
-    with start_server(tmp_path) as server, httpx.Client(base_url=server.base_url, timeout=120) as client:
+    with (
+        start_server(tmp_path) as server,
+        httpx.Client(base_url=server.base_url, timeout=120) as client,
+    ):
         trace_id = uuid.uuid4().hex
         _send_wide_trace(client, trace_id, 10_000)
         deadline = time.monotonic() + 120
@@ -108,8 +111,14 @@ def test_acks_stay_fast_while_a_huge_trace_is_read(tmp_path: Path) -> None:
             with httpx.Client(base_url=server.base_url, timeout=600) as reader:
                 finished.append(reader.get(path).status_code)
 
-        readers = [threading.Thread(target=read, args=(path,)) for path in
-                   (f"/ui/traces/{trace_id}", f"/api/v1/traces/{trace_id}/runs", f"/api/traces/{trace_id}")]  # and the old alias
+        readers = [
+            threading.Thread(target=read, args=(path,))
+            for path in (
+                f"/ui/traces/{trace_id}",
+                f"/api/v1/traces/{trace_id}/runs",
+                f"/api/traces/{trace_id}",
+            )
+        ]  # and the old alias
         for thread in readers:
             thread.start()
         acks: list[float] = []
@@ -124,8 +133,10 @@ def test_acks_stay_fast_while_a_huge_trace_is_read(tmp_path: Path) -> None:
         assert finished == [200, 200, 200]
         ordered = sorted(acks)
         p90 = ordered[int(len(ordered) * 0.9)]
-        print(f"{len(acks)} acks during the reads: median {statistics.median(acks) * 1000:.0f} ms, "
-              f"p90 {p90 * 1000:.0f} ms, max {ordered[-1] * 1000:.0f} ms")  # fmt: skip
+        print(
+            f"{len(acks)} acks during the reads: median {statistics.median(acks) * 1000:.0f} ms, "
+            f"p90 {p90 * 1000:.0f} ms, max {ordered[-1] * 1000:.0f} ms"
+        )
         assert p90 < 0.3, f"p90 {p90:.2f} s"
 
 
@@ -134,12 +145,17 @@ def test_the_service_stops_promptly_while_a_reader_process_builds_a_huge_trace(
 ) -> None:
     """The reader processes are ended with the service: a read still running does not hold its
     exit (the pool would wait for it), and no reader outlives it."""
-    with start_server(tmp_path) as server, httpx.Client(base_url=server.base_url, timeout=120) as client:
+    with (
+        start_server(tmp_path) as server,
+        httpx.Client(base_url=server.base_url, timeout=120) as client,
+    ):
         trace_id = uuid.uuid4().hex
         _send_wide_trace(client, trace_id, 10_000)
         assert client.get(f"/api/v1/traces/{trace_id}/runs?primary=true").status_code == 200
         reading = threading.Thread(
-            target=lambda: httpx.get(f"{server.base_url}/api/v1/traces/{trace_id}/runs", timeout=600),
+            target=lambda: httpx.get(
+                f"{server.base_url}/api/v1/traces/{trace_id}/runs", timeout=600
+            ),
             daemon=True,
         )
         reading.start()
@@ -150,6 +166,8 @@ def test_the_service_stops_promptly_while_a_reader_process_builds_a_huge_trace(
         assert time.monotonic() - started < 15
         assert "did not finish stopping" not in server.output()
         deadline = time.monotonic() + 5  # helpers notice their parent's end on their own
-        while (left := [pid for pid in tree if Path(f"/proc/{pid}").exists()]) and time.monotonic() < deadline:
+        while (
+            left := [pid for pid in tree if Path(f"/proc/{pid}").exists()]
+        ) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not left, [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in left]

@@ -23,8 +23,15 @@ MINUTE = timedelta(minutes=1)
 
 
 def _bucket(minute: int, mean: float, *, errors: int = 0) -> Bucket:
-    return Bucket(start=T0 + minute * MINUTE, count=4, mean=mean, p10=mean - 0.1, p90=mean + 0.1,
-                  errors=errors, attempted=4 + errors)  # fmt: skip
+    return Bucket(
+        start=T0 + minute * MINUTE,
+        count=4,
+        mean=mean,
+        p10=mean - 0.1,
+        p90=mean + 0.1,
+        errors=errors,
+        attempted=4 + errors,
+    )
 
 
 def test_points_lines_and_band_follow_the_buckets() -> None:
@@ -93,15 +100,28 @@ def test_the_view_is_in_the_url_and_custom_times_are_utc() -> None:
 def test_split_lines_bands_and_drill_down_links() -> None:
     total = [_bucket(0, 0.7), _bucket(1, 0.5)]
     lines = [
-        Series("weather-bot", 1, [_bucket(0, 0.9), _bucket(1, 0.2)], lambda s: f"/w?{s:%M}&x",
-               [(T0 + MINUTE + MINUTE / 2, T0 + 20 * MINUTE)]),
+        Series(
+            "weather-bot",
+            1,
+            [_bucket(0, 0.9), _bucket(1, 0.2)],
+            lambda s: f"/w?{s:%M}&x",
+            [(T0 + MINUTE + MINUTE / 2, T0 + 20 * MINUTE)],
+        ),
         Series("other (2)", None, [_bucket(0, 0.6)]),
-    ]  # fmt: skip
+    ]
     band = Band(
         T0 + MINUTE, T0 + 20 * MINUTE, "drop<", "agent=weather-bot", "<b>fired</b>", 1, "/r"
     )
-    svg = score_chart("kc", total, T0, T0 + 10 * MINUTE, MINUTE, series=lines, bands=[band],
-                      href=lambda s: f"/b?{s:%M}")  # fmt: skip
+    svg = score_chart(
+        "kc",
+        total,
+        T0,
+        T0 + 10 * MINUTE,
+        MINUTE,
+        series=lines,
+        bands=[band],
+        href=lambda s: f"/b?{s:%M}",
+    )
     assert svg.count('<g class="series s1" data-segment="weather-bot">') == 1
     assert svg.count('<g class="series other"') == 1
     assert 'class="band"' not in svg and 'class="p10"' not in svg  # percentiles only unsplit
@@ -118,10 +138,20 @@ def test_split_lines_bands_and_drill_down_links() -> None:
     # The strip sits in a lane above the plot: it is not read as a line of scores at the top
     # value, and the points there stay visible and clickable.
     full = Bucket(start=T0 + MINUTE, count=4, mean=1.0, p10=None, p90=None)
-    flagged = score_chart("kc", [full], T0, T0 + 10 * MINUTE, MINUTE,
-                          series=[Series("weather-bot", 1, [full])], bands=[band])  # fmt: skip
-    edge = re.search(r'class="alert-edge s1" x="[\d.]+" y="([\d.]+)" width="[\d.]+" '
-                     r'height="([\d.]+)"', flagged)  # fmt: skip
+    flagged = score_chart(
+        "kc",
+        [full],
+        T0,
+        T0 + 10 * MINUTE,
+        MINUTE,
+        series=[Series("weather-bot", 1, [full])],
+        bands=[band],
+    )
+    edge = re.search(
+        r'class="alert-edge s1" x="[\d.]+" y="([\d.]+)" width="[\d.]+" '
+        r'height="([\d.]+)"',
+        flagged,
+    )
     point = re.search(r'<circle class="point[^"]*" cx="[\d.]+" cy="([\d.]+)" r="([\d.]+)"', flagged)
     assert edge and point and float(point[1]) == TOP
     assert float(edge[1]) + float(edge[2]) < float(point[1]) - float(point[2])
@@ -169,18 +199,24 @@ def test_alert_periods_go_on_the_chart_and_the_line_they_are_about() -> None:
     nameless = Period("drop", {"agent": None}, T0 + MINUTE, None, "drop", "tone-a", None)
     assert periods_of([per_binding, nameless], "tone-a", {"tone"}) == [per_binding, nameless]
     assert periods_of([per_binding, nameless], "tone-b", {"tone"}) == []
-    rule = ThresholdRule(name="low", type="threshold", scorer="tone", below=0.5,
-                         segment_by=["binding"])  # fmt: skip
+    rule = ThresholdRule(
+        name="low", type="threshold", scorer="tone", below=0.5, segment_by=["binding"]
+    )
     focused = "/?since=2026-05-04T12%3A00%3A00Z&binding=tone-a"
     assert chart_url(rule, {"binding": "tone-a"}, T0) == focused
 
     buckets = [_bucket(0, 0.8), _bucket(2, 0.1)]
-    lines = [Line("bot", "bot", False, buckets, 8, 0.45),
-             Line(NO_VALUE, None, False, buckets, 8, 0.45)]  # fmt: skip
+    lines = [
+        Line("bot", "bot", False, buckets, 8, 0.45),
+        Line(NO_VALUE, None, False, buckets, 8, 0.45),
+    ]
     summary = Aggregates(
         trends={"tone-a": Trend(buckets, lines, 16, 0.45, 16, 0)},
-        scorers={"tone-a": {"tone"}}, coverage={},
-        cost_chart=None, cost_total=0.0, choices={},
+        scorers={"tone-a": {"tone"}},
+        coverage={},
+        cost_chart=None,
+        cost_total=0.0,
+        choices={},
     )
     window = Window(T0, T0 + 10 * MINUTE, MINUTE)
     panel = _panel("tone-a", summary, window, ViewState(split="agent"), [nameless], window.until)

@@ -33,7 +33,9 @@ def test_code_scorer_cards_say_nothing_meaningless_about_time(
     rows = [r for r in stored_scores(store) if r.binding == "tone" and r.status == "ok"]  # type: ignore[arg-type]
     assert rows
     page = client.get(f"/ui/traces/{rows[0].trace_id}").text
-    card = re.search(rf'<article class="score-card" id="score-{rows[0].id}">(.*?)</article>', page, re.S)
+    card = re.search(
+        rf'<article class="score-card" id="score-{rows[0].id}">(.*?)</article>', page, re.S
+    )
     assert card
     text = visible_text(card.group(1))
     assert " 0 ms" not in text and "0.0 ms" not in text

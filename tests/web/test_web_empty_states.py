@@ -34,8 +34,11 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
     for path in sorted((CAPTURES / "mastra" / "conversation").glob("*.pb")):
         if ".metrics." in path.name or ".logs." in path.name:
             continue
-        response = app.post("/v1/traces", content=path.read_bytes(),
-                            headers={"Content-Type": "application/x-protobuf"})  # fmt: skip
+        response = app.post(
+            "/v1/traces",
+            content=path.read_bytes(),
+            headers={"Content-Type": "application/x-protobuf"},
+        )
         assert response.status_code == 200
     drain(store)
     worker = build_worker(parse_config(RUNS_ONLY).scoring(), store)

@@ -62,8 +62,11 @@ def lowest_rows(page: str) -> list[str]:
 
 
 def _expected_points(rows: list[ScoreRow], binding: str, bucket: int) -> int:
-    stamps = {int(as_utc(r.created_at).timestamp()) // bucket
-              for r in rows if r.binding == binding and r.status == "ok"}  # fmt: skip
+    stamps = {
+        int(as_utc(r.created_at).timestamp()) // bucket
+        for r in rows
+        if r.binding == binding and r.status == "ok"
+    }
     return len(stamps)
 
 
@@ -112,7 +115,9 @@ def test_lowest_scores_are_ascending_and_filterable(client: TestClient, store: A
     ).text
     rows = lowest_rows(narrowed)
     expected = [
-        r for r in stored_scores(store) if r.scorer_id == "answer-present" and r.agent == "WeatherBot"
+        r
+        for r in stored_scores(store)
+        if r.scorer_id == "answer-present" and r.agent == "WeatherBot"
     ]
     assert len(rows) == min(len(expected), 25) > 0
     assert all("answer-present" in row and ">WeatherBot<" in row for row in rows)
@@ -257,7 +262,9 @@ def test_api_keys_protect_every_page(store: Any, judge: JudgeServer) -> None:
 def test_overview_and_trace_page_on_postgresql(judge: JudgeServer) -> None:
     """Percentiles and day buckets are computed by PostgreSQL there: same page, same numbers."""
     with fresh_pg_database() as url:
-        store = seed_scored_store(url, judge, [CAPTURES / "otel-genai-openai-v2-latest", CAPTURES / "mastra"])
+        store = seed_scored_store(
+            url, judge, [CAPTURES / "otel-genai-openai-v2-latest", CAPTURES / "mastra"]
+        )
         try:
             client = TestClient(create_app(parse_config(dashboard_config(judge.base_url)), store))
             page = client.get("/", params={"window": "15m", "bucket": "1s"}).text
@@ -282,14 +289,18 @@ def test_overview_and_trace_page_on_postgresql(judge: JudgeServer) -> None:
             )
             listed = re.findall(r'<span class="score[^"]*">([0-9.]+)</span>', runs.text)
             assert [float(v) for v in listed] == [round(v, 3) for v in ok]
-            firing = _evaluate_once(store, parse_config(dashboard_config(judge.base_url) + ALWAYS_FIRING),
-                                    "answers-missing")  # fmt: skip
+            firing = _evaluate_once(
+                store,
+                parse_config(dashboard_config(judge.base_url) + ALWAYS_FIRING),
+                "answers-missing",
+            )
             assert firing and client.get("/ui/alerts").text.count('class="state-firing"') == len(
                 firing
             )
             version = next(r.scorer_version for r in rows if r.binding == "answer-present")
-            compared = client.get("/ui/compare", params={"binding": "answer-present",
-                                                         "a": version, "b": version}).text  # fmt: skip
+            compared = client.get(
+                "/ui/compare", params={"binding": "answer-present", "a": version, "b": version}
+            ).text
             assert f'<dd id="n-paired">{len(ok)}</dd>' in compared
             assert compared.count('<td class="diff">+0.000</td>') == min(len(ok), 25)
             assert client.get("/ui/compare", params={"threshold": ""}).status_code == 200
@@ -388,7 +399,9 @@ def test_split_draws_a_line_per_segment_top_five_and_other(client: TestClient, s
 def test_a_buckets_runs_are_listed_lowest_first_failures_last(
     client: TestClient, store: Any
 ) -> None:
-    rows = [r for r in stored_scores(store) if r.binding == "exploding" or r.binding == "answer-present"]
+    rows = [
+        r for r in stored_scores(store) if r.binding == "exploding" or r.binding == "answer-present"
+    ]
     since = min(as_utc(r.created_at) for r in rows).replace(microsecond=0)
     until = max(as_utc(r.created_at) for r in rows).replace(microsecond=0) + timedelta(seconds=1)
     params = {"since": since.isoformat(), "until": until.isoformat()}

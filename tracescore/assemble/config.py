@@ -25,5 +25,7 @@ class AssemblyConfig(Section):
     def readiness(self) -> ReadinessRules:
         """The trace queue's rules for these settings."""
         return ReadinessRules(
-            idle_timeout=self.idle_timeout, max_wait=self.max_wait, max_clock_skew=self.max_clock_skew
+            idle_timeout=self.idle_timeout,
+            max_wait=self.max_wait,
+            max_clock_skew=self.max_clock_skew,
         )

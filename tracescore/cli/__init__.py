@@ -40,7 +40,10 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def main(
     _version: bool = typer.Option(
-        False, "--version", callback=_print_version, is_eager=True,
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
         help="Print the installed version and exit.",
     ),
 ) -> None:

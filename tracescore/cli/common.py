@@ -63,11 +63,15 @@ def read_config(path: Path | None) -> Config:
 
 
 SCORER_OPTION = typer.Option(
-    [], "--scorer", help="NAME[:key=value,…] (values read as YAML), or module:attr[:…] for a "
-    "custom scorer; repeatable; replaces the config's bindings."
+    [],
+    "--scorer",
+    help="NAME[:key=value,…] (values read as YAML), or module:attr[:…] for a "
+    "custom scorer; repeatable; replaces the config's bindings.",
 )
 JUDGE_OPTION = typer.Option(
-    None, "--judge", help="Judge model for LLM scorers (litellm name).",
+    None,
+    "--judge",
+    help="Judge model for LLM scorers (litellm name).",
     show_default="the config's judges.default",
 )
 API_BASE_OPTION = typer.Option(

@@ -1,5 +1,4 @@
-"""``tracescore config check``: a config file validated as the service would load it.
-"""
+"""``tracescore config check``: a config file validated as the service would load it."""
 
 from __future__ import annotations
 

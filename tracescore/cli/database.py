@@ -22,11 +22,15 @@ if TYPE_CHECKING:
 
 
 DB_OPTION = typer.Option(
-    None, "--db", help="Database URL: sqlite:///file.db or postgresql://user@host/db.",
+    None,
+    "--db",
+    help="Database URL: sqlite:///file.db or postgresql://user@host/db.",
     show_default="the config's store, sqlite:///tracescore.db",
 )
 CONFIG_OPTION = typer.Option(
-    None, "--config", help="YAML config file (for its store).",
+    None,
+    "--config",
+    help="YAML config file (for its store).",
     show_default="none: the embedded defaults",
 )
 
@@ -64,8 +68,11 @@ def require_database(url: str) -> None:
 
     path = sqlite_file(url)
     if path is not None and not path.exists():
-        fail(1, f"no database at {path} ({url}): the file does not exist; `tracescore serve` "
-                 "or `tracescore db upgrade` creates it")
+        fail(
+            1,
+            f"no database at {path} ({url}): the file does not exist; `tracescore serve` "
+            "or `tracescore db upgrade` creates it",
+        )
 
 
 @contextmanager

@@ -98,5 +98,7 @@ def prune(db: str | None = DB_OPTION, config_file: Path | None = CONFIG_OPTION) 
         typer.echo(f"{kind}: " + ("kept forever" if removed is None else f"{removed} removed"))
     if report.removed.get("traces"):
         typer.echo(f"traces: {report.removed['traces']} queue rows of pruned traces removed")
-    typer.echo(f"took {report.seconds:.1f} s" + (f"; {reclaimed / 1e6:.1f} MB returned to the "
-                                                 "file system" if reclaimed else ""))
+    typer.echo(
+        f"took {report.seconds:.1f} s"
+        + (f"; {reclaimed / 1e6:.1f} MB returned to the file system" if reclaimed else "")
+    )

@@ -1,5 +1,4 @@
-"""``tracescore demo``: a scripted agent workload sent to a collector (or one it starts).
-"""
+"""``tracescore demo``: a scripted agent workload sent to a collector (or one it starts)."""
 
 from __future__ import annotations
 
@@ -21,14 +20,18 @@ def demo(
         120.0, "--duration", min=0, help="Seconds to run (0: until Ctrl-C)."
     ),
     drop_after: float = typer.Option(
-        30.0, "--drop-after", min=0,
+        30.0,
+        "--drop-after",
+        min=0,
         help="Seconds after which weather-bot's answers get worse and concierge's memory fails.",
     ),
     seed: int | None = typer.Option(
         None, "--seed", help="Random seed, for repeatable traffic.", show_default="random"
     ),
     serve: bool = typer.Option(
-        False, "--serve", help="Start the collector too, at --endpoint, with the demo's config "
+        False,
+        "--serve",
+        help="Start the collector too, at --endpoint, with the demo's config "
         "(its alert rules and a conversation binding), and keep it running until Ctrl-C.",
     ),
     db: str = typer.Option(
@@ -36,8 +39,9 @@ def demo(
     ),
     grpc_port: int = typer.Option(4317, "--grpc-port", help="With --serve: its OTLP/gRPC port."),
     print_config: bool = typer.Option(
-        False, "--print-config", help="Print the demo's config (for tracescore serve --config) "
-        "and exit.",
+        False,
+        "--print-config",
+        help="Print the demo's config (for tracescore serve --config) and exit.",
     ),
 ) -> None:
     """Send realistic agent traces (3 agents with tools and reasoning, and a multi-turn chat
@@ -65,7 +69,8 @@ def demo(
             _send_demo(endpoint, rate, duration, drop_after, seed)
             typer.echo(
                 f"the collector keeps running with the demo's alert rules: open {endpoint}/ "
-                "(Ctrl-C stops it)", err=True,
+                "(Ctrl-C stops it)",
+                err=True,
             )
             with contextlib.suppress(KeyboardInterrupt):
                 collector.wait()

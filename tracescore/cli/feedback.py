@@ -61,21 +61,46 @@ def _table(report: dict[str, Any]) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{report['binding']}: agreement with feedback (verdicts at {report['threshold']:g})")
-    for column in ("scorer version", "judge model", "n", "MAE", "Spearman", "kappa", "agree",
-                   "J+H+", "J+H-", "J-H+", "J-H-"):  # fmt: skip
-        table.add_column(column, justify="left" if column in ("scorer version", "judge model") else "right")
+    table = Table(
+        title=f"{report['binding']}: agreement with feedback (verdicts at {report['threshold']:g})"
+    )
+    for column in (
+        "scorer version",
+        "judge model",
+        "n",
+        "MAE",
+        "Spearman",
+        "kappa",
+        "agree",
+        "J+H+",
+        "J+H-",
+        "J-H+",
+        "J-H-",
+    ):
+        table.add_column(
+            column, justify="left" if column in ("scorer version", "judge model") else "right"
+        )
     rows = [{"scorer_version": "all", "judge_model": "", **report["overall"]}, *report["groups"]]
     for row in rows:
         confusion = row["confusion"]
         table.add_row(
-            row["scorer_version"], row["judge_model"] or "–", str(row["n"]),
-            _interval(row["mae"], row["mae_ci"]), _interval(row["spearman"], row["spearman_ci"]),
+            row["scorer_version"],
+            row["judge_model"] or "–",
+            str(row["n"]),
+            _interval(row["mae"], row["mae_ci"]),
+            _interval(row["spearman"], row["spearman_ci"]),
             _interval(row["kappa"], row["kappa_ci"]),
             "–" if row["accuracy"] is None else f"{row['accuracy']:.0%}",
-            *(str(confusion[key]) for key in ("judge_pass_human_pass", "judge_pass_human_fail",
-                                              "judge_fail_human_pass", "judge_fail_human_fail")),
-        )  # fmt: skip
+            *(
+                str(confusion[key])
+                for key in (
+                    "judge_pass_human_pass",
+                    "judge_pass_human_fail",
+                    "judge_fail_human_pass",
+                    "judge_fail_human_fail",
+                )
+            ),
+        )
     output = io.StringIO()
     Console(width=160, file=output).print(table)
     return output.getvalue()
@@ -111,7 +136,12 @@ def calibrate(
         cut = threshold if threshold is not None else Thresholds.of(config).cut(binding)
         with store.engine.connect() as connection:
             report = calibration_report(
-                connection, binding, cut, config.feedback, since=start, scorer_version=scorer_version
+                connection,
+                binding,
+                cut,
+                config.feedback,
+                since=start,
+                scorer_version=scorer_version,
             )
         store.close()
     if fmt == "json":

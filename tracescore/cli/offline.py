@@ -22,8 +22,10 @@ from tracescore.offline.report import Format
 
 def extract(
     files: list[Path] = typer.Argument(
-        ..., help="OTLP export files or directories (traces and logs, JSON or protobuf), "
-        "or Mastra-shaped run JSON.", exists=True
+        ...,
+        help="OTLP export files or directories (traces and logs, JSON or protobuf), "
+        "or Mastra-shaped run JSON.",
+        exists=True,
     ),
     primary: bool = typer.Option(
         False, "--primary", help="Only the runs that stand for each trace's agent."
@@ -32,8 +34,11 @@ def extract(
         [], "--kind", help="Only runs of this kind (agent, llm, tool); repeatable."
     ),
     config_file: Path | None = typer.Option(
-        None, "--config", help="YAML config: its conventions are read too, its "
-        "conversations.id_attributes name the conversation.", show_default=NO_CONFIG,
+        None,
+        "--config",
+        help="YAML config: its conventions are read too, its "
+        "conversations.id_attributes name the conversation.",
+        show_default=NO_CONFIG,
     ),
 ) -> None:
     """Rebuild the agent, LLM and tool runs of the traces in FILES and print them as JSON."""
@@ -54,9 +59,7 @@ def extract(
     except ConfigError as exc:
         usage_error(str(exc))
     try:
-        runs = read_runs(
-            files, config.conversations.id_attributes, claim_order(config.conventions)
-        )
+        runs = read_runs(files, config.conversations.id_attributes, claim_order(config.conventions))
     except (DecodeError, MastraRunError, OSError) as exc:
         typer.echo(f"cannot read: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -66,8 +69,10 @@ def extract(
 
 def score(
     files: list[Path] = typer.Argument(
-        ..., help="OTLP export files or directories (JSON or protobuf), or JSON / JSON Lines of "
-        "runs (tracescore's shape or Mastra's).", exists=True
+        ...,
+        help="OTLP export files or directories (JSON or protobuf), or JSON / JSON Lines of "
+        "runs (tracescore's shape or Mastra's).",
+        exists=True,
     ),
     config_file: Path | None = typer.Option(
         None, "--config", help="YAML config: bindings, judges.", show_default=NO_CONFIG
@@ -122,21 +127,27 @@ def score(
     except (ConfigError, SpecError, BindingError) as exc:
         usage_error(str(exc))
     try:
-        runs = read_runs(
-            files, config.conversations.id_attributes, claim_order(config.conventions)
-        )
+        runs = read_runs(files, config.conversations.id_attributes, claim_order(config.conventions))
     except (DecodeError, MastraRunError, OSError) as exc:
         usage_error(f"cannot read: {exc}")
     of_runs = [b for b in compiled if not judges_conversations(b)]
     of_conversations = [b for b in compiled if judges_conversations(b)]
     groups = by_trace(runs) if of_runs else []
-    conversations = by_conversation(runs, config.conversations.max_turns) if of_conversations else []
+    conversations = (
+        by_conversation(runs, config.conversations.max_turns) if of_conversations else []
+    )
 
     async def score_all(advance: Any) -> list[list[StoredScore]]:
         return [
-            *await score_groups(groups, of_runs, concurrency=concurrency, on_group=lambda _i, _r: advance(1)),
-            *await score_conversations(conversations, of_conversations, concurrency=concurrency,
-                                       on_conversation=lambda _i, _r: advance(1)),
+            *await score_groups(
+                groups, of_runs, concurrency=concurrency, on_group=lambda _i, _r: advance(1)
+            ),
+            *await score_conversations(
+                conversations,
+                of_conversations,
+                concurrency=concurrency,
+                on_conversation=lambda _i, _r: advance(1),
+            ),
         ]
 
     with progress_bar("scoring", len(groups) + len(conversations)) as advance:

@@ -1,5 +1,4 @@
-"""``tracescore scorers``: the prebuilt scorers and their options, or an LLM scorer's prompts.
-"""
+"""``tracescore scorers``: the prebuilt scorers and their options, or an LLM scorer's prompts."""
 
 from __future__ import annotations
 
@@ -11,7 +10,9 @@ from tracescore.cli.common import fail
 def list_scorers(
     fmt: str = typer.Option("table", "--format", help="table or json."),
     show_prompts: str | None = typer.Option(
-        None, "--show-prompts", metavar="NAME",
+        None,
+        "--show-prompts",
+        metavar="NAME",
         help="Print what the LLM scorer NAME tells its judge, rendered on an example run.",
         show_default="none: list the scorers",
     ),
@@ -37,10 +38,22 @@ def list_scorers(
     entries = registry.entries()
     if fmt == "json":
         listed = [
-            {"name": e.name, "description": e.description, "uses_judge": e.uses_judge,
-             "higher_is_better": e.higher_is_better, "conversation": e.conversation,
-             "options": [{"name": o.name, "type": o.annotation, "default": o.default,
-                          "description": o.description} for o in e.options()]}
+            {
+                "name": e.name,
+                "description": e.description,
+                "uses_judge": e.uses_judge,
+                "higher_is_better": e.higher_is_better,
+                "conversation": e.conversation,
+                "options": [
+                    {
+                        "name": o.name,
+                        "type": o.annotation,
+                        "default": o.default,
+                        "description": o.description,
+                    }
+                    for o in e.options()
+                ],
+            }
             for e in entries
         ]
         typer.echo(orjson.dumps(listed, option=orjson.OPT_INDENT_2, default=str).decode())
@@ -50,7 +63,10 @@ def list_scorers(
 
     from tracescore.compiled import describe
 
-    table = Table(title="Scorers (bind by name in a config or with --scorer NAME:key=value)", caption=describe())
+    table = Table(
+        title="Scorers (bind by name in a config or with --scorer NAME:key=value)",
+        caption=describe(),
+    )
     for column in ("scorer", "kind", "description", "options"):
         table.add_column(column)
     for entry in entries:

@@ -60,34 +60,51 @@ def serve(
         None, "--config", help="YAML config file.", show_default=NO_CONFIG
     ),
     db: str | None = typer.Option(
-        None, "--db", help="Database URL: sqlite:///file.db or postgresql://user@host/db.",
+        None,
+        "--db",
+        help="Database URL: sqlite:///file.db or postgresql://user@host/db.",
         show_default="sqlite:///tracescore.db, or the config's store",
     ),
     host: str | None = typer.Option(
-        None, "--host", help="Interface to listen on (0.0.0.0: every interface).",
+        None,
+        "--host",
+        help="Interface to listen on (0.0.0.0: every interface).",
         show_default="127.0.0.1, or the config's server.host",
     ),
     http_port: int | None = typer.Option(
-        None, "--http-port", help="OTLP/HTTP, API and dashboard port.",
+        None,
+        "--http-port",
+        help="OTLP/HTTP, API and dashboard port.",
         show_default="4318, or the config's server.http_port",
     ),
     grpc_port: int | None = typer.Option(
-        None, "--grpc-port", help="OTLP/gRPC port.", show_default="4317, or the config's server.grpc_port"
+        None,
+        "--grpc-port",
+        help="OTLP/gRPC port.",
+        show_default="4317, or the config's server.grpc_port",
     ),
     idle_timeout: float | None = typer.Option(
-        None, "--idle-timeout", help="Seconds without new spans before a trace is complete.",
+        None,
+        "--idle-timeout",
+        help="Seconds without new spans before a trace is complete.",
         show_default="5.0, or the config's assembly.idle_timeout",
     ),
     processes: int | None = typer.Option(
-        None, "--processes", help="Service processes sharing the ports (one per core).",
+        None,
+        "--processes",
+        help="Service processes sharing the ports (one per core).",
         show_default="1, or the config's server.processes",
     ),
     unpackers: int | None = typer.Option(
-        None, "--unpackers", help="Processes per service decoding acknowledged requests into rows.",
+        None,
+        "--unpackers",
+        help="Processes per service decoding acknowledged requests into rows.",
         show_default="1, or the config's server.unpackers",
     ),
     log_level: LogLevel = typer.Option(
-        "info", "--log-level", help="tracescore's log messages from this level on; debug also "
+        "info",
+        "--log-level",
+        help="tracescore's log messages from this level on; debug also "
         "shows the libraries' (schema migrations, servers).",
     ),
 ) -> None:
@@ -113,8 +130,10 @@ def serve(
 
     _configure_logging(log_level)
     server = config.server
-    for port, what in ((server.http_port, "OTLP/HTTP, --http-port"),
-                       (server.grpc_port, "OTLP/gRPC, --grpc-port")):  # fmt: skip
+    for port, what in (
+        (server.http_port, "OTLP/HTTP, --http-port"),
+        (server.grpc_port, "OTLP/gRPC, --grpc-port"),
+    ):
         if problem := _cannot_listen(server.host, port):
             fail(1, f"cannot listen on {server.host}:{port} ({what}): {problem}")
     if server.processes > 1:
@@ -151,13 +170,19 @@ def _announce(config: Config, store_url: str) -> None:
     # A URL to open: the wildcard addresses are reachable on loopback too.
     shown = "127.0.0.1" if server.host in ("0.0.0.0", "::", "") else server.host
     base = f"http://{shown}:{server.http_port}"
-    typer.echo("\n".join([
-        f"tracescore {__version__} collecting, store {store_url}",
-        f"  dashboard   {base}/",
-        f"  OTLP/HTTP   {base}/v1/traces (and /v1/logs)",
-        f"  OTLP/gRPC   {shown}:{server.grpc_port}",
-        f"  REST API    {base}/api/" + (f" (reference at {base}/api/docs)" if server.docs else ""),
-        f"  listening on {server.host}; {server.processes} "
-        f"process{'es' if server.processes > 1 else ''}, {server.unpackers} "
-        f"unpacker{'s' if server.unpackers > 1 else ''} each; {describe()}",
-    ]), err=True)
+    typer.echo(
+        "\n".join(
+            [
+                f"tracescore {__version__} collecting, store {store_url}",
+                f"  dashboard   {base}/",
+                f"  OTLP/HTTP   {base}/v1/traces (and /v1/logs)",
+                f"  OTLP/gRPC   {shown}:{server.grpc_port}",
+                f"  REST API    {base}/api/"
+                + (f" (reference at {base}/api/docs)" if server.docs else ""),
+                f"  listening on {server.host}; {server.processes} "
+                f"process{'es' if server.processes > 1 else ''}, {server.unpackers} "
+                f"unpacker{'s' if server.unpackers > 1 else ''} each; {describe()}",
+            ]
+        ),
+        err=True,
+    )

@@ -34,7 +34,10 @@ def rescore(
         False, "--dry-run", help="Print the runs to score and the estimated judge cost, then stop."
     ),
     max_cost: float | None = typer.Option(
-        None, "--max-cost", min=0, help="Stop starting traces once this many USD would be spent.",
+        None,
+        "--max-cost",
+        min=0,
+        help="Stop starting traces once this many USD would be spent.",
         show_default="no limit",
     ),
     force: bool = typer.Option(
@@ -82,12 +85,18 @@ def rescore(
         from tracescore.judge import use_verdict_store
 
         use_verdict_store(store.engine)
-    backfill = Backfill(store, compiled, force=force, concurrency=concurrency,
-                        conventions=claim_order(config.conventions))
+    backfill = Backfill(
+        store,
+        compiled,
+        force=force,
+        concurrency=concurrency,
+        conventions=claim_order(config.conventions),
+    )
     if skipped := [b.name for b in compiled if b not in backfill.bindings]:
         typer.echo(
             f"not re-scored: {', '.join(skipped)} (target: conversation; the service rescores a "
-            "conversation when a later turn arrives)", err=True,
+            "conversation when a later turn arrives)",
+            err=True,
         )
     if dry_run:
         _print_estimates(backfill.plan(start), backfill.bindings, store.engine, fmt)
@@ -116,7 +125,8 @@ def rescore(
     typer.echo(render(summaries, fmt, title=title), nl=fmt == "json")
     typer.echo(
         f"{len(outcome.rows)} scores stored for {outcome.traces_scored} of the {len(trace_ids)} "
-        f"traces in the window, judge cost ${outcome.cost_usd:.6f}", err=True,
+        f"traces in the window, judge cost ${outcome.cost_usd:.6f}",
+        err=True,
     )
     if outcome.stopped_by_budget:
         typer.echo(f"stopped: the --max-cost budget of ${max_cost:g} is reached", err=True)
@@ -132,14 +142,24 @@ def _print_estimates(plan: Any, compiled: list[Any], engine: Any, fmt: str) -> N
     estimates = []
     for b in compiled:
         sample = plan.samples[b.name]
-        estimates.append(estimate_cost(b, sample.runs, sample.total, engine,
-                                       copies=sample.copies, distinct=sample.distinct))
+        estimates.append(
+            estimate_cost(
+                b, sample.runs, sample.total, engine, copies=sample.copies, distinct=sample.distinct
+            )
+        )
     total = sum(e.cost_usd for e in estimates)
     if fmt == "json":
-        typer.echo(orjson.dumps(
-            {"traces": len(plan.traces), "runs": sum(plan.runs.values()), "cost_usd": total,
-             "bindings": [dataclasses.asdict(e) for e in estimates]}, option=orjson.OPT_INDENT_2,
-        ).decode())
+        typer.echo(
+            orjson.dumps(
+                {
+                    "traces": len(plan.traces),
+                    "runs": sum(plan.runs.values()),
+                    "cost_usd": total,
+                    "bindings": [dataclasses.asdict(e) for e in estimates],
+                },
+                option=orjson.OPT_INDENT_2,
+            ).decode()
+        )
         return
     lines = [
         f"dry run: {len(plan.traces)} traces, {sum(plan.runs.values())} runs to score; "
@@ -191,15 +211,19 @@ def compare(
         return "-" if value is None else format(value, spec)
 
     a, b = versions
-    typer.echo("\n".join([
-        f"binding {binding}: version {a} vs {b}",
-        f"  scored runs        {a}: {result.n_a}   {b}: {result.n_b}   paired: {result.n_paired}",
-        f"  mean score         {a}: {number(result.mean_a)}   {b}: {number(result.mean_b)}",
-        f"  mean difference    {number(result.mean_difference, '+.4f')} ({b} - {a})",
-        f"  pearson r          {number(result.pearson)}",
-        f"  label agreement    {number(result.label_agreement, '.1%')} of {result.n_labelled} "
-        "labelled pairs",
-    ]))
+    typer.echo(
+        "\n".join(
+            [
+                f"binding {binding}: version {a} vs {b}",
+                f"  scored runs        {a}: {result.n_a}   {b}: {result.n_b}   paired: {result.n_paired}",
+                f"  mean score         {a}: {number(result.mean_a)}   {b}: {number(result.mean_b)}",
+                f"  mean difference    {number(result.mean_difference, '+.4f')} ({b} - {a})",
+                f"  pearson r          {number(result.pearson)}",
+                f"  label agreement    {number(result.label_agreement, '.1%')} of {result.n_labelled} "
+                "labelled pairs",
+            ]
+        )
+    )
     if result.n_paired == 0:
         typer.echo(f"no run was scored by both versions of {binding!r}", err=True)
         raise typer.Exit(1)

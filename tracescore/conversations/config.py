@@ -12,7 +12,9 @@ class ConversationsConfig(Section):
     """Conversation assembly; the scorers that judge conversations are bindings with
     ``target: conversation`` under ``scorers:``."""
 
-    id_attributes: list[str] = Field(default_factory=lambda: list(DEFAULT_ID_ATTRIBUTES), min_length=1)
+    id_attributes: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_ID_ATTRIBUTES), min_length=1
+    )
     """Span or resource attributes naming a trace's conversation, most preferred first: the
     defaults cover the GenAI, OpenInference, Langfuse, OpenLLMetry, Vercel AI SDK and Mastra
     conventions; custom instrumentation adds its own (the list replaces the defaults)."""

@@ -49,10 +49,15 @@ def _position(cursor: str) -> tuple[int, str]:
 
 def _summary(row: ConversationSummary, scores: Sequence[ScoreRecord]) -> dict[str, Any]:
     return {
-        "id": row.conversation_id, "agent": row.agent_name, "service": row.service_name,
-        "turn_count": row.turn_count, "first_turn": _iso(row.first_turn_ns), "last_turn": _iso(row.last_turn_ns),
-        "state": row.state, "scores": list(scores),
-    }  # fmt: skip
+        "id": row.conversation_id,
+        "agent": row.agent_name,
+        "service": row.service_name,
+        "turn_count": row.turn_count,
+        "first_turn": _iso(row.first_turn_ns),
+        "last_turn": _iso(row.last_turn_ns),
+        "state": row.state,
+        "scores": list(scores),
+    }
 
 
 def list_conversations(
@@ -83,12 +88,20 @@ def conversation_document(
         return None
     turns = turns_of(connection, conversation_id)
     scored = run_scores(connection, [turn.trace_id for turn in turns], with_steps=with_steps)
-    own = conversation_scores(connection, [conversation_id], with_steps=with_steps).get(conversation_id, [])
+    own = conversation_scores(connection, [conversation_id], with_steps=with_steps).get(
+        conversation_id, []
+    )
     document = _summary(row, own)
     document["turns"] = [
-        {"trace_id": turn.trace_id, "span_id": turn.span_id, "start_time": _iso(turn.start_time_ns),
-         "agent": turn.agent_name, "user": turn.user_text, "answer": turn.answer_text,
-         "scores": scored.get(turn.trace_id, [])}
+        {
+            "trace_id": turn.trace_id,
+            "span_id": turn.span_id,
+            "start_time": _iso(turn.start_time_ns),
+            "agent": turn.agent_name,
+            "user": turn.user_text,
+            "answer": turn.answer_text,
+            "scores": scored.get(turn.trace_id, []),
+        }
         for turn in turns
-    ]  # fmt: skip
+    ]
     return document

@@ -25,7 +25,9 @@ def user_text(run: AgentRun) -> str:
     the run's input (earlier ones are history the agent was sent again)."""
     messages = run.input.input_messages
     last_answer = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
-    return "\n".join(text for m in messages[last_answer + 1:] if m.role == "user" and (text := _text(m)))
+    return "\n".join(
+        text for m in messages[last_answer + 1 :] if m.role == "user" and (text := _text(m))
+    )
 
 
 def answer_text(run: AgentRun) -> str:
@@ -36,9 +38,13 @@ def answer_text(run: AgentRun) -> str:
 def turn_of(run: AgentRun) -> Turn:
     """The turn a trace's primary agent run stands for."""
     return Turn(
-        trace_id=run.trace_id, span_id=run.span_id, start_time=run.start_time,
-        user=user_text(run), answer=answer_text(run), run=run,
-    )  # fmt: skip
+        trace_id=run.trace_id,
+        span_id=run.span_id,
+        start_time=run.start_time,
+        user=user_text(run),
+        answer=answer_text(run),
+        run=run,
+    )
 
 
 def earlier_summary(earlier: Sequence[Turn]) -> str | None:
@@ -47,9 +53,14 @@ def earlier_summary(earlier: Sequence[Turn]) -> str | None:
     if not earlier:
         return None
     quotes = "; ".join(
-        repr(turn.user[:SUMMARY_QUOTE_CHARS] + ("…" if len(turn.user) > SUMMARY_QUOTE_CHARS else ""))
-        for turn in earlier if turn.user
+        repr(
+            turn.user[:SUMMARY_QUOTE_CHARS] + ("…" if len(turn.user) > SUMMARY_QUOTE_CHARS else "")
+        )
+        for turn in earlier
+        if turn.user
     )
     noun = "turn" if len(earlier) == 1 else "turns"
-    line = f"{len(earlier)} earlier {noun} not shown" + (f"; the user said: {quotes}" if quotes else "")
+    line = f"{len(earlier)} earlier {noun} not shown" + (
+        f"; the user said: {quotes}" if quotes else ""
+    )
     return line if len(line) <= SUMMARY_CHARS else line[: SUMMARY_CHARS - 1] + "…"

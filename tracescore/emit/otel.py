@@ -79,17 +79,18 @@ def _exporters(config: ExportConfig) -> tuple[SpanExporter, LogRecordExporter]:
         insecure = endpoint.startswith("http://")
         target = endpoint.split("://", 1)[-1]
         return (
-            GrpcSpanExporter(endpoint=target, insecure=insecure, headers=headers,
-                             timeout=config.timeout),
-            GrpcLogExporter(endpoint=target, insecure=insecure, headers=headers,
-                            timeout=config.timeout),
+            GrpcSpanExporter(
+                endpoint=target, insecure=insecure, headers=headers, timeout=config.timeout
+            ),
+            GrpcLogExporter(
+                endpoint=target, insecure=insecure, headers=headers, timeout=config.timeout
+            ),
         )
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     return (
-        OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces", headers=headers,
-                         timeout=config.timeout),
+        OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces", headers=headers, timeout=config.timeout),
         OTLPLogExporter(endpoint=f"{endpoint}/v1/logs", headers=headers, timeout=config.timeout),
     )
 

@@ -159,7 +159,7 @@ def load_json(value: Any, warnings: list[str], what: str) -> Any:
         )
         return value[:MAX_VALUE_CHARS]
     stripped = value.lstrip()
-    if not stripped or stripped[0] not in "[{\"":
+    if not stripped or stripped[0] not in '[{"':
         return value
     try:
         return orjson.loads(stripped)

@@ -28,7 +28,11 @@ from tracescore.extract.model import Message, SpanInfo, TokenUsage
 
 
 def body_messages(
-    value: Any, what: str, span_id: str, direction: str, info: SpanInfo,
+    value: Any,
+    what: str,
+    span_id: str,
+    direction: str,
+    info: SpanInfo,
     created_at: datetime | None,
 ) -> list[Message | None]:
     """Messages from a raw body attribute ``what``: an OpenAI request or response body (Chat
@@ -38,8 +42,9 @@ def body_messages(
     prefix = f"{span_id}-{direction}"
     body = load_json(value, info.warnings, what)
     if isinstance(body, dict) and isinstance(body.get("messages"), list):
-        return list(parse_messages(body["messages"], prefix, info.warnings, what,
-                                   created_at=created_at))
+        return list(
+            parse_messages(body["messages"], prefix, info.warnings, what, created_at=created_at)
+        )
     if isinstance(body, dict) and isinstance(body.get("choices"), list):
         return choice_messages(body["choices"], prefix, info.warnings, what, role, created_at)
     if isinstance(body, dict) and ("input" in body or "output" in body):
@@ -51,7 +56,11 @@ def body_messages(
 
 
 def responses_messages(
-    body: dict[str, Any], prefix: str, info: SpanInfo, what: str, role: str,
+    body: dict[str, Any],
+    prefix: str,
+    info: SpanInfo,
+    what: str,
+    role: str,
     created_at: datetime | None,
 ) -> list[Message | None]:
     """An OpenAI Responses API request (``instructions`` + ``input``) or response (``output``)."""
@@ -67,8 +76,16 @@ def responses_messages(
     loose = []
     for item in items if isinstance(items, list) else []:
         if isinstance(item, dict) and "role" in item:
-            messages.append(parse_message(item, f"{prefix}-{len(messages)}", info.warnings, what,
-                                          default_role=role, created_at=created_at))
+            messages.append(
+                parse_message(
+                    item,
+                    f"{prefix}-{len(messages)}",
+                    info.warnings,
+                    what,
+                    default_role=role,
+                    created_at=created_at,
+                )
+            )
         elif part := parse_part(item, info.warnings, what):
             loose.append(part)
     if loose:
@@ -77,13 +94,23 @@ def responses_messages(
 
 
 def choice_messages(
-    choices: list[Any], prefix: str, warnings: list[str], what: str, role: str,
+    choices: list[Any],
+    prefix: str,
+    warnings: list[str],
+    what: str,
+    role: str,
     created_at: datetime | None,
 ) -> list[Message | None]:
     """The messages of a chat completion's ``choices``, each with its finish reason."""
     return [
-        parse_message({**c["message"], "finish_reason": c.get("finish_reason")},
-                      f"{prefix}-{i}", warnings, what, default_role=role, created_at=created_at)
+        parse_message(
+            {**c["message"], "finish_reason": c.get("finish_reason")},
+            f"{prefix}-{i}",
+            warnings,
+            what,
+            default_role=role,
+            created_at=created_at,
+        )
         for i, c in enumerate(choices)
         if isinstance(c, dict) and isinstance(c.get("message"), dict)
     ]
@@ -92,8 +119,10 @@ def choice_messages(
 def is_request(body: Any) -> bool:
     """A chat request: an object whose ``messages`` is a list of ``{role, …}`` objects."""
     messages = body.get("messages") if isinstance(body, dict) else None
-    return bool(messages) and isinstance(messages, list) and all(
-        isinstance(m, dict) and "role" in m for m in messages
+    return (
+        bool(messages)
+        and isinstance(messages, list)
+        and all(isinstance(m, dict) and "role" in m for m in messages)
     )
 
 
@@ -104,8 +133,10 @@ def is_response(body: Any) -> bool:
     choices = body.get("choices")
     if isinstance(choices, list) and choices:
         return all(isinstance(c, dict) and isinstance(c.get("message"), dict) for c in choices)
-    return body.get("type") == "message" and body.get("role") == "assistant" and isinstance(
-        body.get("content"), list
+    return (
+        body.get("type") == "message"
+        and body.get("role") == "assistant"
+        and isinstance(body.get("content"), list)
     )
 
 
@@ -145,15 +176,21 @@ def response_messages(
         info.model = info.model or as_str(body.get("model"))
         info.usage = info.usage or response_usage(body.get("usage"))
         if isinstance(body.get("choices"), list):
-            found = choice_messages(body["choices"], prefix, warnings, what, "assistant", created_at)
+            found = choice_messages(
+                body["choices"], prefix, warnings, what, "assistant", created_at
+            )
             return [m for m in found if m is not None]
-        body = {"role": "assistant", "content": body["content"],
-                "finish_reason": body.get("stop_reason")}
+        body = {
+            "role": "assistant",
+            "content": body["content"],
+            "finish_reason": body.get("stop_reason"),
+        }
     if isinstance(body, dict) and ("role" in body or "content" in body):
         body = [body]
     if isinstance(body, list):
-        return parse_messages(body, prefix, warnings, what, default_role="assistant",
-                              created_at=created_at)
+        return parse_messages(
+            body, prefix, warnings, what, default_role="assistant", created_at=created_at
+        )
     text = json_text(body) if body is not None else ""
     return [text_message(f"{prefix}-0", "assistant", text, created_at)] if text else []
 

@@ -41,7 +41,9 @@ def _id_text(value: AttributeValue) -> str | None:
     return None
 
 
-def conversation_id(spans: Iterable[Span], attributes: Sequence[str] = DEFAULT_ID_ATTRIBUTES) -> str | None:
+def conversation_id(
+    spans: Iterable[Span], attributes: Sequence[str] = DEFAULT_ID_ATTRIBUTES
+) -> str | None:
     """The conversation id the spans (or their resources) carry, by ``attributes``' order.
 
     Most spans carry none of the attributes: one set test skips them (2 µs a trace of four

@@ -133,18 +133,26 @@ def _transcript_agent(span: Span, output: dict[str, Any]) -> SpanInfo:
     attributes = span.attributes
     info.agent_name = (
         first_str(attributes, "agent.name", "graph.node.id")
-        or as_str(output.get("agent_role")) or as_str(output.get("agent")) or span.name
+        or as_str(output.get("agent_role"))
+        or as_str(output.get("agent"))
+        or span.name
     )
-    messages = parse_messages(output["messages"], f"{span.span_id}-t", info.warnings,
-                              "output.value.messages", created_at=timestamp(span.start_time_ns))
+    messages = parse_messages(
+        output["messages"],
+        f"{span.span_id}-t",
+        info.warnings,
+        "output.value.messages",
+        created_at=timestamp(span.start_time_ns),
+    )
     info.system, conversation = split_system(messages)
     last_user = max((i for i, m in enumerate(conversation) if m.role == "user"), default=-1)
-    info.input_messages = conversation[:last_user + 1]
-    steps = [_literal_results(m) for m in conversation[last_user + 1:]]
+    info.input_messages = conversation[: last_user + 1]
+    steps = [_literal_results(m) for m in conversation[last_user + 1 :]]
     answer = as_str(output.get("raw"))
     if answer and _last_assistant_text(steps) != answer:
-        steps.append(text_message(f"{span.span_id}-answer", "assistant", answer,
-                                  timestamp(span.end_time_ns)))
+        steps.append(
+            text_message(f"{span.span_id}-answer", "assistant", answer, timestamp(span.end_time_ns))
+        )
     info.output_messages = steps
     usage = output.get("usage_metrics")
     if isinstance(usage, Mapping):
@@ -163,9 +171,15 @@ def _untranscribed_agent(span: Span) -> SpanInfo:
     info.tools = _offered_tools(span.attributes)
     arguments = load_json(span.attributes.get("input.value"), info.warnings, "input.value")
     if isinstance(arguments, dict) and "messages" in arguments:
-        info.system, info.input_messages = split_system(parse_messages(
-            arguments["messages"], f"{span.span_id}-in", info.warnings, "input.value.messages",
-            created_at=timestamp(span.start_time_ns)))
+        info.system, info.input_messages = split_system(
+            parse_messages(
+                arguments["messages"],
+                f"{span.span_id}-in",
+                info.warnings,
+                "input.value.messages",
+                created_at=timestamp(span.start_time_ns),
+            )
+        )
     info.warnings.append(
         "CrewAI: output.value holds no readable transcript (cut by an attribute length "
         "limit?): no steps or answer to read"
@@ -218,26 +232,35 @@ def _offered_tools(attributes: Mapping[str, Any]) -> list[ToolDefinition]:
     return found
 
 
-def _join_tool_spans(
-    asked: list[Message], sent: list[Message], tools: list[SpanInfo]
-) -> set[str]:
+def _join_tool_spans(asked: list[Message], sent: list[Message], tools: list[SpanInfo]) -> set[str]:
     """Each TOOL span's call gets the id of the first call ``asked`` of the same tool (same
     arguments preferred) not yet joined, and the result the model was ``sent`` for it when the
     span recorded none (a failure's error text). Returns the ids joined."""
-    calls = [p.tool_invocation for m in asked for p in m.content.parts
-             if p.tool_invocation is not None and p.tool_invocation.state == "call"]
-    results = {p.tool_invocation.tool_call_id: p.tool_invocation
-               for m in sent for p in m.content.parts
-               if p.tool_invocation is not None and p.tool_invocation.state != "call"}
+    calls = [
+        p.tool_invocation
+        for m in asked
+        for p in m.content.parts
+        if p.tool_invocation is not None and p.tool_invocation.state == "call"
+    ]
+    results = {
+        p.tool_invocation.tool_call_id: p.tool_invocation
+        for m in sent
+        for p in m.content.parts
+        if p.tool_invocation is not None and p.tool_invocation.state != "call"
+    }
     joined: set[str] = set()
     for tool in sorted(tools, key=lambda t: t.start_time_ns):
         ran = tool.tool_call
         if ran is None or ran.tool_call_id:
             continue
-        candidates = [c for c in calls if c.tool_call_id and c.tool_call_id not in joined
-                      and c.tool_name == ran.tool_name]
+        candidates = [
+            c
+            for c in calls
+            if c.tool_call_id and c.tool_call_id not in joined and c.tool_name == ran.tool_name
+        ]
         call = next((c for c in candidates if c.args == ran.args), None) or next(
-            iter(candidates), None)
+            iter(candidates), None
+        )
         if call is None:
             continue
         joined.add(call.tool_call_id)
@@ -251,11 +274,17 @@ def _join_tool_spans(
 def _without_calls(messages: Iterable[Message], call_ids: set[str]) -> list[Message]:
     kept = []
     for message in messages:
-        parts = [p for p in message.content.parts
-                 if p.tool_invocation is None or p.tool_invocation.tool_call_id not in call_ids]
+        parts = [
+            p
+            for p in message.content.parts
+            if p.tool_invocation is None or p.tool_invocation.tool_call_id not in call_ids
+        ]
         if parts:
-            kept.append(build_message(message.id, message.role, parts, message.created_at,
-                                      message.content.metadata))
+            kept.append(
+                build_message(
+                    message.id, message.role, parts, message.created_at, message.content.metadata
+                )
+            )
     return kept
 
 
@@ -282,12 +311,18 @@ def _repair_llm(span: Span, info: SpanInfo) -> None:
     attributes = span.attributes
     if "llm.output_messages.0.message.role" not in attributes:
         calls = load_json(attributes.get("output.value"), [], "output.value")
-        if isinstance(calls, list) and calls and all(
-            isinstance(c, dict) and isinstance(c.get("function"), dict) for c in calls
+        if (
+            isinstance(calls, list)
+            and calls
+            and all(isinstance(c, dict) and isinstance(c.get("function"), dict) for c in calls)
         ):
-            message = parse_message({"role": "assistant", "tool_calls": calls},
-                                    f"{span.span_id}-out-0", info.warnings, "output.value",
-                                    created_at=timestamp(span.end_time_ns))
+            message = parse_message(
+                {"role": "assistant", "tool_calls": calls},
+                f"{span.span_id}-out-0",
+                info.warnings,
+                "output.value",
+                created_at=timestamp(span.end_time_ns),
+            )
             info.output_messages = [message] if message is not None else []
     info.input_messages = [_literal_results(m) for m in info.input_messages]
     for message in info.input_messages:
@@ -295,8 +330,10 @@ def _repair_llm(span: Span, info: SpanInfo) -> None:
             if part.tool_invocation is not None:
                 part.tool_invocation.tool_name = _unquoted(part.tool_invocation.tool_name)
     if not info.tools and "llm.tools" in attributes:
-        info.tools = [_repaired_schema(t) for t in parse_tool_definitions(
-            attributes["llm.tools"], info.warnings, "llm.tools")]
+        info.tools = [
+            _repaired_schema(t)
+            for t in parse_tool_definitions(attributes["llm.tools"], info.warnings, "llm.tools")
+        ]
 
 
 def _unquoted(name: str) -> str:

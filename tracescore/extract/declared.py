@@ -123,7 +123,9 @@ class _Reader:
         }
         if not counts:
             return None
-        counts.setdefault("total_tokens", counts.get("input_tokens", 0) + counts.get("output_tokens", 0))
+        counts.setdefault(
+            "total_tokens", counts.get("input_tokens", 0) + counts.get("output_tokens", 0)
+        )
         return TokenUsage(**counts)
 
 
@@ -175,18 +177,28 @@ def _read_facts(span: Span, info: SpanInfo, reader: _Reader) -> None:
     if sent is None:
         sent = reader.value("input", span, warnings)
     if sent is not None:
-        read_request(sent, info, f"{span.span_id}-in", _what(reader, "messages", "input"),
-                     timestamp(span.start_time_ns))
+        read_request(
+            sent,
+            info,
+            f"{span.span_id}-in",
+            _what(reader, "messages", "input"),
+            timestamp(span.start_time_ns),
+        )
     if (system := reader.value("system", span, warnings)) is not None:
         texts = parse_system_instructions(system, warnings, reader.places["system"].what)
         info.system[:0] = [text for text in texts if text not in info.system]  # sent twice
     if (answer := reader.value("output", span, warnings)) is not None:
         info.output_messages = response_messages(
-            answer, info, f"{span.span_id}-out", reader.places["output"].what,
+            answer,
+            info,
+            f"{span.span_id}-out",
+            reader.places["output"].what,
             timestamp(span.end_time_ns),
         )
     if info.kind == "tool":
-        arguments = decode_arguments(reader.value("arguments", span, warnings), warnings, "arguments")
+        arguments = decode_arguments(
+            reader.value("arguments", span, warnings), warnings, "arguments"
+        )
         result, is_error = decode_result(reader.value("result", span, warnings))
         info.tool_call = executed_call(
             reader.text("tool_call_id", span, warnings) or "",
@@ -213,9 +225,11 @@ def _documents(value: Any, source: str) -> list[ContextDocument]:
         if content is None:
             continue
         score = raw.get("score")
-        documents.append(ContextDocument(
-            content=json_text(content),
-            source=json_text(raw["id"]) if raw.get("id") is not None else source,
-            score=float(score) if isinstance(score, (int, float)) else None,
-        ))
+        documents.append(
+            ContextDocument(
+                content=json_text(content),
+                source=json_text(raw["id"]) if raw.get("id") is not None else source,
+                score=float(score) if isinstance(score, (int, float)) else None,
+            )
+        )
     return documents

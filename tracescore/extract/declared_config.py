@@ -44,11 +44,25 @@ class Source(Section):
 
 
 Fact = Literal[
-    "agent_name", "system", "messages", "input", "output", "tool_name", "tool_call_id",
-    "arguments", "result", "documents", "model", "provider", "error", "input_tokens",
-    "output_tokens", "total_tokens",
+    "agent_name",
+    "system",
+    "messages",
+    "input",
+    "output",
+    "tool_name",
+    "tool_call_id",
+    "arguments",
+    "result",
+    "documents",
+    "model",
+    "provider",
+    "error",
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
 ]
 """A fact a convention says where to find: the keys of ``read``."""
+
 
 class SpanMatch(Section):
     """Which spans: every condition given must hold. Patterns are exact, a glob (``acme.*``) or
@@ -110,4 +124,3 @@ class ConventionConfig(Section):
     ``total_tokens`` (input + output when not given). Shared by every kind of span of ``spans``."""
     spans: list[SpanRule] = Field(min_length=1)
     """The kinds of span, most specific first."""
-

@@ -61,8 +61,9 @@ def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
     info = new_info(span, NAME)
     info.kind = "llm"
     if request is not None:
-        read_request(request[1], info, f"{span.span_id}-in", request[0],
-                     timestamp(span.start_time_ns))
+        read_request(
+            request[1], info, f"{span.span_id}-in", request[0], timestamp(span.start_time_ns)
+        )
     if response is not None:
         info.output_messages = response_messages(
             response[1], info, f"{span.span_id}-out", response[0], timestamp(span.end_time_ns)

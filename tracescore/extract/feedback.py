@@ -59,9 +59,12 @@ def _number(value: Any) -> float | None:
 
 
 def human_verdict(
-    trace_id: str | None, span_id: str | None, event_name: str, attributes: Mapping[str, Any],
+    trace_id: str | None,
+    span_id: str | None,
+    event_name: str,
+    attributes: Mapping[str, Any],
     time_ns: int,
-) -> HumanVerdict | None:  # fmt: skip
+) -> HumanVerdict | None:
     """The verdict an evaluation event carries, or None when it is not human feedback (another
     event, a judge's evaluation, no trace, no name, neither value nor label)."""
     name_of_event = event_name or as_str(attributes.get("event.name")) or ""
@@ -89,9 +92,13 @@ def human_verdict(
 
 
 def log_verdict(
-    trace_id: str | None, span_id: str | None, event_name: str, attributes: Mapping[str, Any],
-    body: Any, time_ns: int,
-) -> HumanVerdict | None:  # fmt: skip
+    trace_id: str | None,
+    span_id: str | None,
+    event_name: str,
+    attributes: Mapping[str, Any],
+    body: Any,
+    time_ns: int,
+) -> HumanVerdict | None:
     """A log record's verdict. Some SDKs' event APIs put an event's fields in the body rather
     than the attributes; attributes win where both have a field."""
     fields = {**body, **attributes} if isinstance(body, Mapping) else attributes

@@ -46,12 +46,21 @@ from tracescore.spans import LogRecord, Span
 NAME = "otel-genai"
 
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
-_LLM_OPERATIONS = frozenset({
-    "chat", "text_completion", "generate_content", "completion", "responses", "generate",
-    # Semantic Kernel's names before the semconv settled
-    "chat.completions", "text.completions", "chat.streaming_completions",
-    "text.streaming_completions",
-})
+_LLM_OPERATIONS = frozenset(
+    {
+        "chat",
+        "text_completion",
+        "generate_content",
+        "completion",
+        "responses",
+        "generate",
+        # Semantic Kernel's names before the semconv settled
+        "chat.completions",
+        "text.completions",
+        "chat.streaming_completions",
+        "text.streaming_completions",
+    }
+)
 _KINDS: dict[str, SpanKindName] = {
     **dict.fromkeys(_LLM_OPERATIONS, "llm"),
     "invoke_agent": "agent",

@@ -87,15 +87,22 @@ def fill_from_events(info: SpanInfo, logs: list[LogRecord], span: Span) -> None:
             if payload.get("finish_reason"):
                 raw["finish_reason"] = payload["finish_reason"]
             message = parse_message(
-                raw, f"{info.span_id}-out-{len(outputs)}", info.warnings, name,
-                default_role="assistant", created_at=timestamp(time_ns),
+                raw,
+                f"{info.span_id}-out-{len(outputs)}",
+                info.warnings,
+                name,
+                default_role="assistant",
+                created_at=timestamp(time_ns),
             )
             if message is not None:
                 outputs.append(message)
             continue
         raw = {"role": _MESSAGE_EVENTS[name], **payload}
         message = parse_message(
-            raw, f"{info.span_id}-in-{len(inputs)}", info.warnings, name,
+            raw,
+            f"{info.span_id}-in-{len(inputs)}",
+            info.warnings,
+            name,
             created_at=timestamp(time_ns),
         )
         if message is not None:
@@ -116,7 +123,10 @@ def _content_events(info: SpanInfo, span: Span) -> tuple[list[Message], list[Mes
         if key is not None and key in event.attributes:
             direction = "in" if key == "gen_ai.prompt" else "out"
             found[key] += parse_messages(
-                event.attributes[key], f"{info.span_id}-{direction}", info.warnings, key,
+                event.attributes[key],
+                f"{info.span_id}-{direction}",
+                info.warnings,
+                key,
                 default_role="user" if direction == "in" else "assistant",
                 created_at=timestamp(event.time_ns),
             )

@@ -46,10 +46,15 @@ REASONING_TYPES = frozenset({"reasoning", "thinking", "reasoning_text", "summary
 TOOL_CALL_TYPES = frozenset(
     {"tool_call", "tool-call", "function_call", "server_tool_call", "tool_use", "server_tool_use"}
 )
-TOOL_RESULT_TYPES = frozenset({
-    "tool_call_response", "tool-result", "function_call_output", "server_tool_call_response",
-    "tool_result",
-})
+TOOL_RESULT_TYPES = frozenset(
+    {
+        "tool_call_response",
+        "tool-result",
+        "function_call_output",
+        "server_tool_call_response",
+        "tool_result",
+    }
+)
 FILE_TYPES = frozenset({"blob", "uri", "file", "image", "image_url"})
 # Tool results in the AI SDK's ``{type, value}`` output envelope.
 _ERROR_OUTPUTS = frozenset({"error-text", "error-json", "execution-denied"})
@@ -65,14 +70,32 @@ _KEYED_BLOCKS = {
     "function_response": "tool_call_response",
     "reasoningContent": "reasoning",
 }
-_LANGCHAIN_TYPES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool",
-                    "function": "tool", "AIMessageChunk": "assistant"}
+_LANGCHAIN_TYPES = {
+    "human": "user",
+    "ai": "assistant",
+    "system": "system",
+    "tool": "tool",
+    "function": "tool",
+    "AIMessageChunk": "assistant",
+}
 # Provider role names for the same four roles (Gemini ``model``, Llama ``ipython``…).
-_ROLE_ALIASES = {"model": "assistant", "ai": "assistant", "bot": "assistant", "human": "user",
-                 "function": "tool", "ipython": "tool", "tool_result": "tool"}
-_LANGCHAIN_CLASSES = {"HumanMessage": "human", "AIMessage": "ai", "SystemMessage": "system",
-                      "ToolMessage": "tool", "AIMessageChunk": "ai", "FunctionMessage": "function"}
-
+_ROLE_ALIASES = {
+    "model": "assistant",
+    "ai": "assistant",
+    "bot": "assistant",
+    "human": "user",
+    "function": "tool",
+    "ipython": "tool",
+    "tool_result": "tool",
+}
+_LANGCHAIN_CLASSES = {
+    "HumanMessage": "human",
+    "AIMessage": "ai",
+    "SystemMessage": "system",
+    "ToolMessage": "tool",
+    "AIMessageChunk": "ai",
+    "FunctionMessage": "function",
+}
 
 
 def _reasoning_text(value: Any) -> str:
@@ -177,9 +200,12 @@ def decode_result(value: Any) -> tuple[Any, bool]:
 def _is_mcp_result(value: Any) -> bool:
     """An MCP ``CallToolResult`` (``{content: [blocks], isError, structuredContent?}``), as the
     AI SDK's MCP tools (and Mastra's) return it."""
-    return isinstance(value, dict) and isinstance(value.get("content"), list) and (
-        "isError" in value or "structuredContent" in value
-    ) and set(value) <= _MCP_RESULT_KEYS
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("content"), list)
+        and ("isError" in value or "structuredContent" in value)
+        and set(value) <= _MCP_RESULT_KEYS
+    )
 
 
 def _block_value(block: Any) -> Any:
@@ -288,13 +314,13 @@ def _call_reference(raw: dict[str, Any]) -> tuple[str, str]:
 def _file_part(raw: dict[str, Any]) -> MessagePart:
     """``blob``/``uri``/``file`` parts (and OpenAI ``image_url``) as a Mastra ``file`` part."""
     image_url = raw.get("image_url")
-    url = raw.get("uri") or raw.get("url") or (
-        image_url.get("url") if isinstance(image_url, dict) else image_url
+    url = (
+        raw.get("uri")
+        or raw.get("url")
+        or (image_url.get("url") if isinstance(image_url, dict) else image_url)
     )
     data = raw.get("content") if raw.get("type") == "blob" else raw.get("data")
-    extra = {
-        k: v for k, v in raw.items() if k in ("file_id", "modality", "filename", "file_name")
-    }
+    extra = {k: v for k, v in raw.items() if k in ("file_id", "modality", "filename", "file_name")}
     return MessagePart(
         type="file",
         mime_type=raw.get("mime_type") or raw.get("mimeType") or raw.get("mediaType"),
@@ -354,11 +380,13 @@ def parse_message(
         if isinstance(call, dict):
             function = named if isinstance(named := call.get("function"), dict) else call
             arguments = first_present(function, "arguments", "args")  # LangChain: ``args``
-            parts.append(tool_call_part(
-                json_text(call.get("id") or ""),
-                json_text(function.get("name") or ""),
-                decode_arguments(arguments, warnings, what),
-            ))
+            parts.append(
+                tool_call_part(
+                    json_text(call.get("id") or ""),
+                    json_text(function.get("name") or ""),
+                    decode_arguments(arguments, warnings, what),
+                )
+            )
     metadata = {"finish_reason": raw["finish_reason"]} if raw.get("finish_reason") else None
     return build_message(message_id, role, parts, created_at, metadata)
 
@@ -367,8 +395,12 @@ def _tool_message_result(raw: dict[str, Any], content: Any) -> MessagePart:
     """An OpenAI-style ``tool`` message's content as the result of the call it names."""
     call_id = json_text(raw.get("tool_call_id") or raw.get("id") or "")
     result, is_error = decode_result(content)
-    return tool_result_part(call_id, json_text(raw.get("name") or ""), result,
-                            is_error=is_error or raw.get("status") == "error")
+    return tool_result_part(
+        call_id,
+        json_text(raw.get("name") or ""),
+        result,
+        is_error=is_error or raw.get("status") == "error",
+    )
 
 
 def parse_messages(
@@ -393,8 +425,12 @@ def parse_messages(
     messages: list[Message] = []
     for raw in value:
         message = parse_message(
-            raw, f"{id_prefix}-{len(messages)}", warnings, what,
-            default_role=default_role, created_at=created_at,
+            raw,
+            f"{id_prefix}-{len(messages)}",
+            warnings,
+            what,
+            default_role=default_role,
+            created_at=created_at,
         )
         if message is not None:
             messages.append(message)

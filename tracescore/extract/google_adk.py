@@ -59,8 +59,11 @@ def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
     attributes = span.attributes
     info = genai.read(span, [r for r in logs if not _elided(r)])
     info.convention = NAME
-    legacy_tool = {new: attributes[old] for new, old in _LEGACY_TOOL_KEYS.items()
-                   if new not in attributes and _holds_content(attributes.get(old))}
+    legacy_tool = {
+        new: attributes[old]
+        for new, old in _LEGACY_TOOL_KEYS.items()
+        if new not in attributes and _holds_content(attributes.get(old))
+    }
     if info.kind == "tool" and legacy_tool:
         info.tool_call = genai.tool_call_from(info, {**attributes, **legacy_tool})
     if _holds_content(attributes.get(LLM_REQUEST)):
@@ -137,21 +140,34 @@ def _read_llm_request(span: Span, info: SpanInfo) -> None:
     config: dict[str, Any] = request["config"] if isinstance(request.get("config"), dict) else {}
     instruction = config.get("system_instruction")
     if isinstance(instruction, (dict, list)):  # a Content, or its parts: their text
-        content = {**instruction, "role": "system"} if isinstance(instruction, dict) else {
-            "role": "system", "parts": instruction}
+        content = (
+            {**instruction, "role": "system"}
+            if isinstance(instruction, dict)
+            else {"role": "system", "parts": instruction}
+        )
         message = parse_message(content, "", warnings, "system_instruction")
         instruction = message.content.content if message else None
     if isinstance(instruction, str) and instruction:
         info.system = [instruction]
     tools = config.get("tools")
-    declarations = [
-        declaration for tool in tools if isinstance(tool, dict)
-        and isinstance(tool.get("function_declarations"), list)
-        for declaration in tool["function_declarations"]
-    ] if isinstance(tools, list) else []
+    declarations = (
+        [
+            declaration
+            for tool in tools
+            if isinstance(tool, dict) and isinstance(tool.get("function_declarations"), list)
+            for declaration in tool["function_declarations"]
+        ]
+        if isinstance(tools, list)
+        else []
+    )
     info.tools = parse_tool_definitions(declarations, warnings, LLM_REQUEST) or info.tools
-    messages = parse_messages(request.get("contents") or [], f"{span.span_id}-in", warnings,
-                              LLM_REQUEST, created_at=timestamp(span.start_time_ns))
+    messages = parse_messages(
+        request.get("contents") or [],
+        f"{span.span_id}-in",
+        warnings,
+        LLM_REQUEST,
+        created_at=timestamp(span.start_time_ns),
+    )
     system, info.input_messages = split_system(messages)
     info.system.extend(system)
     response = load_json(span.attributes.get(LLM_RESPONSE), warnings, LLM_RESPONSE)
@@ -159,9 +175,14 @@ def _read_llm_request(span: Span, info: SpanInfo) -> None:
         return
     answer = response.get("content")
     if isinstance(answer, dict):
-        output = parse_message(answer, f"{span.span_id}-out-0", warnings, LLM_RESPONSE,
-                               default_role="assistant",
-                               created_at=timestamp(span.end_time_ns))
+        output = parse_message(
+            answer,
+            f"{span.span_id}-out-0",
+            warnings,
+            LLM_RESPONSE,
+            default_role="assistant",
+            created_at=timestamp(span.end_time_ns),
+        )
         info.output_messages = [output] if output is not None else []
     usage = response.get("usage_metadata")
     if info.usage is None and isinstance(usage, dict):

@@ -55,7 +55,10 @@ TYPE = "langfuse.observation.type"
 INPUT = "langfuse.observation.input"
 OUTPUT = "langfuse.observation.output"
 _KINDS: dict[str, SpanKindName] = {
-    "agent": "agent", "generation": "llm", "tool": "tool", "retriever": "retrieval",
+    "agent": "agent",
+    "generation": "llm",
+    "tool": "tool",
+    "retriever": "retrieval",
 }
 _USAGE_KEYS: dict[str, tuple[str, ...]] = {  # TokenUsage field <- usage_details keys
     "input_tokens": ("prompt_tokens", "input_tokens", "input"),
@@ -63,10 +66,14 @@ _USAGE_KEYS: dict[str, tuple[str, ...]] = {  # TokenUsage field <- usage_details
     "total_tokens": ("total_tokens", "total"),
 }
 _USAGE_DETAILS: dict[str, tuple[tuple[str, str], ...]] = {  # field <- (details object, key)
-    "reasoning_tokens": (("completion_tokens_details", "reasoning_tokens"),
-                         ("output_tokens_details", "reasoning_tokens")),
-    "cached_input_tokens": (("prompt_tokens_details", "cached_tokens"),
-                            ("input_tokens_details", "cached_tokens")),
+    "reasoning_tokens": (
+        ("completion_tokens_details", "reasoning_tokens"),
+        ("output_tokens_details", "reasoning_tokens"),
+    ),
+    "cached_input_tokens": (
+        ("prompt_tokens_details", "cached_tokens"),
+        ("input_tokens_details", "cached_tokens"),
+    ),
 }
 
 
@@ -111,11 +118,13 @@ def _read_generation(span: Span, info: SpanInfo) -> None:
             info.system.extend(parse_system_instructions(request["instructions"], warnings, INPUT))
         body = request.get("messages", request.get("input"))
         if body is not None:
-            messages = parse_messages(body, f"{span.span_id}-in", warnings, INPUT,
-                                      created_at=started)
+            messages = parse_messages(
+                body, f"{span.span_id}-in", warnings, INPUT, created_at=started
+            )
     elif request is not None:
-        messages = parse_messages(request, f"{span.span_id}-in", warnings, INPUT,
-                                  created_at=started)
+        messages = parse_messages(
+            request, f"{span.span_id}-in", warnings, INPUT, created_at=started
+        )
     system, info.input_messages = split_system(messages)
     info.system.extend(system)
     response = load_json(_content(attributes, OUTPUT, "langfuse.trace.output"), warnings, OUTPUT)
@@ -136,8 +145,14 @@ def _response_messages(
     items = response if isinstance(response, list) else [response]
     messages: list[Message] = []
     for raw in items:
-        message = parse_message(raw, f"{span_id}-out-{len(messages)}", warnings, OUTPUT,
-                                default_role="assistant", created_at=created_at)
+        message = parse_message(
+            raw,
+            f"{span_id}-out-{len(messages)}",
+            warnings,
+            OUTPUT,
+            default_role="assistant",
+            created_at=created_at,
+        )
         if message is not None:
             messages.append(message)
     return messages
@@ -167,8 +182,10 @@ def _question(called: Any) -> str:
     if isinstance(called, str):
         return called
     arguments = _arguments(called)
-    values = arguments if isinstance(arguments, list) else (
-        list(arguments.values()) if isinstance(arguments, dict) else []
+    values = (
+        arguments
+        if isinstance(arguments, list)
+        else (list(arguments.values()) if isinstance(arguments, dict) else [])
     )
     text = next((v for v in values if isinstance(v, str) and v), None)
     return text or ("" if called in (None, "", {}) else json_text(arguments))
@@ -195,8 +212,12 @@ def _tool_call(span: Span, info: SpanInfo) -> ToolInvocation:
     raw = load_json(attributes.get(OUTPUT), [], OUTPUT)
     result, is_error = decode_result(raw)
     return executed_call(
-        "", span.name, _arguments(called), result,
-        failed=is_error or info.status == "error", error=info.error,
+        "",
+        span.name,
+        _arguments(called),
+        result,
+        failed=is_error or info.status == "error",
+        error=info.error,
     )
 
 

@@ -67,8 +67,10 @@ def refine(read: list[tuple[Span, SpanInfo]]) -> None:
         if info.kind == "tool" and info.tool_call is not None and not info.tool_call.tool_call_id:
             info.tool_call.tool_call_id = _repr_value(parent, _TOOL_ID) or ""
         parent_info = infos[parent.span_id]
-        if parent_info.kind == "other" and parent.name.endswith(".run") and (
-            parent_info.agent_name is None and (name := _repr_value(span, _AGENT_NAME))
+        if (
+            parent_info.kind == "other"
+            and parent.name.endswith(".run")
+            and (parent_info.agent_name is None and (name := _repr_value(span, _AGENT_NAME)))
         ):
             parent_info.kind = "agent"
             parent_info.agent_name = name
@@ -85,9 +87,12 @@ def _read_tool(span: Span, info: SpanInfo) -> None:
     if call is None:
         return
     args = call.args
-    if isinstance(args, dict) and set(args) <= {"args", "kwargs"} and isinstance(
-        args.get("kwargs"), dict
-    ) and not args.get("args"):
+    if (
+        isinstance(args, dict)
+        and set(args) <= {"args", "kwargs"}
+        and isinstance(args.get("kwargs"), dict)
+        and not args.get("args")
+    ):
         args = args["kwargs"]
     output = load_json(span.attributes.get("output.value"), [], "output.value")
     result, failed = call.result, call.state == "output-error"
@@ -96,8 +101,9 @@ def _read_tool(span: Span, info: SpanInfo) -> None:
         result, _ = decode_result(output["raw_output"])
         if output["is_error"] is True:
             failed, error = True, as_str(result) or "error"
-    info.tool_call = executed_call(call.tool_call_id, call.tool_name, args, result,
-                                   failed=failed, error=error)
+    info.tool_call = executed_call(
+        call.tool_call_id, call.tool_name, args, result, failed=failed, error=error
+    )
 
 
 def _repr_value(span: Span, pattern: re.Pattern[str]) -> str | None:

@@ -57,7 +57,8 @@ _TOOL_SPAN_TYPES = frozenset({"tool_call", "mcp_tool_call"})
 # A whole model call (all its steps); ``llm_generation`` is its name before Mastra 1.x.
 _GENERATION_TYPES = frozenset({"model_generation", "llm_generation"})
 _KINDS: dict[str, SpanKindName] = {
-    "model_inference": "llm", **dict.fromkeys(_TOOL_SPAN_TYPES, "tool")
+    "model_inference": "llm",
+    **dict.fromkeys(_TOOL_SPAN_TYPES, "tool"),
 }
 
 
@@ -215,8 +216,9 @@ def _place_reasoning(generation: SpanInfo, children: dict[str, list[SpanInfo]]) 
             continue
         if not target.output_messages:
             target.output_messages = [
-                build_message(f"{target.span_id}-out-0", "assistant", [],
-                              timestamp(target.end_time_ns))
+                build_message(
+                    f"{target.span_id}-out-0", "assistant", [], timestamp(target.end_time_ns)
+                )
             ]
         first_message = target.output_messages[0]
         target.output_messages[0] = _with_parts(

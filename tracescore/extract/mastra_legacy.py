@@ -96,16 +96,22 @@ def _read_legacy_step(span: Span, info: SpanInfo) -> None:
     metadata = result.get("metadata") if isinstance(result.get("metadata"), Mapping) else {}
     model = metadata.get("modelMetadata")
     info.model = as_str(metadata.get("modelId"))
-    info.provider = provider(as_str(model.get("modelProvider"))) if isinstance(model, Mapping) \
-        else None
+    info.provider = (
+        provider(as_str(model.get("modelProvider"))) if isinstance(model, Mapping) else None
+    )
     request = metadata.get("request")
     body = request.get("body") if isinstance(request, Mapping) else None
     sent = body.get("messages") if isinstance(body, Mapping) else None
     if isinstance(sent, list):
-        info.system, info.input_messages = split_system(parse_messages(
-            _with_elided_calls(sent), f"{span.span_id}-in", info.warnings, key,
-            created_at=timestamp(span.start_time_ns),
-        ))
+        info.system, info.input_messages = split_system(
+            parse_messages(
+                _with_elided_calls(sent),
+                f"{span.span_id}-in",
+                info.warnings,
+                key,
+                created_at=timestamp(span.start_time_ns),
+            )
+        )
     info.output_messages = output_message(span, output, info.warnings, key)
     if isinstance(output.get("usage"), Mapping):
         info.usage = _ai_sdk_usage(output["usage"])
@@ -119,13 +125,16 @@ def _with_elided_calls(messages: list[Any]) -> list[Any]:
         calls = message.get("tool_calls") if isinstance(message, Mapping) else None
         if isinstance(calls, list) and calls and not all(isinstance(c, Mapping) for c in calls):
             ids = []
-            for later in messages[index + 1:]:
+            for later in messages[index + 1 :]:
                 if not isinstance(later, Mapping) or later.get("role") != "tool":
                     break
                 ids.append(later.get("tool_call_id"))
-            message = {**message, "tool_calls": [
-                {"id": i, "function": {"name": "", "arguments": None}} for i in ids if i
-            ]}
+            message = {
+                **message,
+                "tool_calls": [
+                    {"id": i, "function": {"name": "", "arguments": None}} for i in ids if i
+                ],
+            }
         rebuilt.append(message)
     return rebuilt
 
@@ -148,7 +157,8 @@ def _read_legacy_model_call(span: Span, info: SpanInfo) -> None:
         load_json(
             attributes.get("stream.response.toolCalls"), warnings, "stream.response.toolCalls"
         ),
-        warnings, "stream.response.toolCalls",
+        warnings,
+        "stream.response.toolCalls",
     )
     text = as_str(attributes.get("stream.response.text"))
     if text:
@@ -182,8 +192,9 @@ def _legacy_tool_call(span: Span, info: SpanInfo) -> ToolInvocation:
     return ToolInvocation(
         tool_call_id=first_str(attributes, "stream.toolCall.toolCallId") or "",
         tool_name=first_str(attributes, "stream.toolCall.toolName") or "",
-        args=decode_arguments(attributes.get("stream.toolCall.args"), info.warnings,
-                              "stream.toolCall"),
+        args=decode_arguments(
+            attributes.get("stream.toolCall.args"), info.warnings, "stream.toolCall"
+        ),
         result=result,
         state="output-error" if failed else ("result" if raw_result is not None else "call"),
         is_error=failed or None,
@@ -205,8 +216,9 @@ def drop_title_generation(
         for call in calls:
             call.kind = "other"
         if calls:
-            info.warnings.append("Mastra memory's thread title: its model calls are no steps "
-                                 "of the agent")
+            info.warnings.append(
+                "Mastra memory's thread title: its model calls are no steps of the agent"
+            )
 
 
 def _legacy_operation(span: Span) -> str:
@@ -222,8 +234,11 @@ def refine_legacy_steps(read: list[tuple[Span, SpanInfo]], infos: dict[str, Span
     the tool calls the later steps were sent back get the names and arguments the earlier
     steps' outputs gave them.
     """
-    steps = [info for span, info in read
-             if info.kind == "llm" and _legacy_operation(span).endswith(_LEGACY_STEP)]
+    steps = [
+        info
+        for span, info in read
+        if info.kind == "llm" and _legacy_operation(span).endswith(_LEGACY_STEP)
+    ]
     if not steps:
         _loop_usage_from_agent(infos)
         return
@@ -263,8 +278,10 @@ def _loop_usage_from_agent(infos: dict[str, SpanInfo]) -> None:
             loops.setdefault(parent.span_id, []).append(info)
     for agent_id, calls in loops.items():
         whole = infos[agent_id].usage
-        if len(calls) == 1 and whole is not None and (
-            calls[0].usage is None or calls[0].usage.total_tokens < whole.total_tokens
+        if (
+            len(calls) == 1
+            and whole is not None
+            and (calls[0].usage is None or calls[0].usage.total_tokens < whole.total_tokens)
         ):
             calls[0].usage = whole.model_copy()
             calls[0].warnings.append("usage of the last step only; the agent result's total used")

@@ -71,8 +71,12 @@ def messages(span: Span, key: str, default_role: str, warnings: list[str]) -> li
     if elided:
         warnings.append(f"{key}: {elided} tool message(s) elided by Mastra; dropped")
     return parse_messages(
-        normalised, f"{span.span_id}-in", warnings, key,
-        default_role=default_role, created_at=timestamp(span.start_time_ns),
+        normalised,
+        f"{span.span_id}-in",
+        warnings,
+        key,
+        default_role=default_role,
+        created_at=timestamp(span.start_time_ns),
     )
 
 
@@ -112,8 +116,7 @@ def output_message(
     if isinstance(reasoning, str):  # 0.x steps: the text itself (also ``reasoningText``)
         reasoning = [reasoning]
     parts: list[MessagePart] = [
-        reasoning_part(text)
-        for text in reasoning_texts(reasoning or [value.get("reasoningText")])
+        reasoning_part(text) for text in reasoning_texts(reasoning or [value.get("reasoningText")])
     ]
     parts.extend(tool_call_parts(value.get("toolCalls"), warnings, key))
     if isinstance(value.get("text"), str) and value["text"]:
@@ -143,11 +146,13 @@ def tool_call_parts(value: Any, warnings: list[str], what: str) -> list[MessageP
             continue
         if isinstance(call.get("payload"), Mapping):
             call = call["payload"]
-        parts.append(tool_call_part(
-            str(first(call, "toolCallId", "id") or ""),
-            str(first(call, "toolName", "name") or ""),
-            decode_arguments(first(call, "args", "input"), warnings, what),
-        ))
+        parts.append(
+            tool_call_part(
+                str(first(call, "toolCallId", "id") or ""),
+                str(first(call, "toolName", "name") or ""),
+                decode_arguments(first(call, "args", "input"), warnings, what),
+            )
+        )
     return parts
 
 

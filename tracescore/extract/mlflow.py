@@ -48,7 +48,11 @@ SPAN_TYPE = "mlflow.spanType"
 INPUTS = "mlflow.spanInputs"
 OUTPUTS = "mlflow.spanOutputs"
 _KINDS: dict[str, SpanKindName] = {
-    "AGENT": "agent", "CHAT_MODEL": "llm", "LLM": "llm", "TOOL": "tool", "RETRIEVER": "retrieval",
+    "AGENT": "agent",
+    "CHAT_MODEL": "llm",
+    "LLM": "llm",
+    "TOOL": "tool",
+    "RETRIEVER": "retrieval",
 }
 _MATCH_WINDOW = 64
 CHUNK_EVENT = "mlflow.chunk.item."
@@ -80,8 +84,9 @@ def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
             cached_input_tokens=("cache_read_input_tokens",),
         )
     if "mlflow.chat.tools" in attributes:
-        info.tools = parse_tool_definitions(attributes["mlflow.chat.tools"], warnings,
-                                            "mlflow.chat.tools")
+        info.tools = parse_tool_definitions(
+            attributes["mlflow.chat.tools"], warnings, "mlflow.chat.tools"
+        )
     if info.kind == "llm":
         _read_chat(span, info)
     elif info.kind == "agent":
@@ -117,8 +122,11 @@ def refine(read: list[tuple[Span, SpanInfo]]) -> None:
         if info.kind != "tool" or tool is None or tool.tool_call_id:
             continue
         queue = open_calls.get(tool.tool_name, [])
-        earlier = [i for i, (started, _) in enumerate(queue[:_MATCH_WINDOW])
-                   if started <= span.start_time_ns]
+        earlier = [
+            i
+            for i, (started, _) in enumerate(queue[:_MATCH_WINDOW])
+            if started <= span.start_time_ns
+        ]
         if not earlier:
             continue
         index = next((i for i in earlier if queue[i][1].args == tool.args), earlier[0])
@@ -137,18 +145,23 @@ def _read_chat(span: Span, info: SpanInfo) -> None:
     inputs: list[Message | None] = []
     outputs: list[Message | None] = []
     if INPUTS in attributes:
-        inputs = body_messages(attributes[INPUTS], INPUTS, span.span_id, "in", info,
-                               timestamp(span.start_time_ns))
+        inputs = body_messages(
+            attributes[INPUTS], INPUTS, span.span_id, "in", info, timestamp(span.start_time_ns)
+        )
     if OUTPUTS in attributes:
-        outputs = body_messages(attributes[OUTPUTS], OUTPUTS, span.span_id, "out", info,
-                                timestamp(span.end_time_ns))
+        outputs = body_messages(
+            attributes[OUTPUTS], OUTPUTS, span.span_id, "out", info, timestamp(span.end_time_ns)
+        )
     system, info.input_messages = split_system(m for m in inputs if m is not None)
     info.system.extend(system)
     info.output_messages = [m for m in outputs if m is not None and m.content.parts]
     if not info.output_messages and (streamed := _streamed_response(span, info.warnings)):
         info.output_messages = [
-            m for m in body_messages(streamed, CHUNK_VALUE, span.span_id, "out", info,
-                                     timestamp(span.end_time_ns)) if m is not None
+            m
+            for m in body_messages(
+                streamed, CHUNK_VALUE, span.span_id, "out", info, timestamp(span.end_time_ns)
+            )
+            if m is not None
         ]
 
 
@@ -178,8 +191,11 @@ def _streamed_response(span: Span, warnings: list[str]) -> dict[str, Any] | None
                     _add_call_delta(calls.setdefault(part["index"], {}), part)
     if not text and not calls:
         return None
-    message = {"role": "assistant", "content": "".join(text) or None,
-               "tool_calls": [calls[i] for i in sorted(calls)]}
+    message = {
+        "role": "assistant",
+        "content": "".join(text) or None,
+        "tool_calls": [calls[i] for i in sorted(calls)],
+    }
     return {"choices": [{"message": message, "finish_reason": finish}]}
 
 
@@ -263,10 +279,12 @@ def _documents(value: Any, source: str) -> list[ContextDocument]:
         if not isinstance(content, str) or not content:
             continue
         metadata = item.get("metadata")
-        documents.append(ContextDocument(
-            content=content,
-            source=as_str(item.get("id")) or source,
-            kind="retrieval",
-            metadata=dict(metadata) if isinstance(metadata, Mapping) else {},
-        ))
+        documents.append(
+            ContextDocument(
+                content=content,
+                source=as_str(item.get("id")) or source,
+                kind="retrieval",
+                metadata=dict(metadata) if isinstance(metadata, Mapping) else {},
+            )
+        )
     return documents

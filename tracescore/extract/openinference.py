@@ -51,7 +51,11 @@ NAME = "openinference"
 
 _HANDOFF_PREFIX = "handoff to "  # openai-agents' handoff TOOL spans
 _KINDS: dict[str, SpanKindName] = {
-    "LLM": "llm", "AGENT": "agent", "TOOL": "tool", "RETRIEVER": "retrieval", "RERANKER": "retrieval",
+    "LLM": "llm",
+    "AGENT": "agent",
+    "TOOL": "tool",
+    "RETRIEVER": "retrieval",
+    "RERANKER": "retrieval",
 }
 
 
@@ -82,8 +86,11 @@ def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
         info.tools = [
             tool
             for item in indexed(attributes, "llm.tools.")
-            if (tool := parse_tool_definition(item.get("tool.json_schema"), info.warnings,
-                                              "llm.tools.N.tool.json_schema"))
+            if (
+                tool := parse_tool_definition(
+                    item.get("tool.json_schema"), info.warnings, "llm.tools.N.tool.json_schema"
+                )
+            )
         ]
         if not info.tools and "gen_ai.tool.definitions" in attributes:
             info.tools = parse_tool_definitions(
@@ -120,7 +127,8 @@ def refine(read: list[tuple[Span, SpanInfo]]) -> None:
     if not names and not graph:
         return
     chains = {
-        span.span_id: span for span, info in read
+        span.span_id: span
+        for span, info in read
         if as_str(span.attributes.get("openinference.span.kind")) == "CHAIN"
     }
     infos = {info.span_id: info for _, info in read}
@@ -142,22 +150,27 @@ def _read_messages(span: Span, info: SpanInfo) -> None:
         for i, raw in enumerate(indexed(attributes, "llm.input_messages.", warnings))
     ]
     outputs = [
-        _message(raw, f"{span.span_id}-out-{i}", warnings, "llm.output_messages", "assistant",
-                 ended)
+        _message(
+            raw, f"{span.span_id}-out-{i}", warnings, "llm.output_messages", "assistant", ended
+        )
         for i, raw in enumerate(indexed(attributes, "llm.output_messages.", warnings))
     ]
-    if info.kind == "llm" and not (inputs or outputs) and any(
-        key in attributes for key in genai.CONTENT_KEYS
+    if (
+        info.kind == "llm"
+        and not (inputs or outputs)
+        and any(key in attributes for key in genai.CONTENT_KEYS)
     ):
         genai.fill_from_attributes(info, attributes)  # the GenAI mirror, read once instead
         info.kind = "llm"
         return
     if not inputs and "input.value" in attributes:
-        inputs = body_messages(attributes["input.value"], "input.value", span.span_id, "in", info,
-                               started)
+        inputs = body_messages(
+            attributes["input.value"], "input.value", span.span_id, "in", info, started
+        )
     if not outputs and "output.value" in attributes:
-        outputs = body_messages(attributes["output.value"], "output.value", span.span_id, "out",
-                                info, ended)
+        outputs = body_messages(
+            attributes["output.value"], "output.value", span.span_id, "out", info, ended
+        )
     system, info.input_messages = split_system(m for m in inputs if m is not None)
     info.system.extend(system)  # after Responses ``instructions``, when the body had them
     info.output_messages = [m for m in outputs if m is not None]
@@ -189,15 +202,21 @@ def _message(
 ) -> Message | None:
     """One flattened ``message.*`` group as an OpenAI-style dict, then parsed."""
     contents = [
-        {"type": c.get("message_content.type") or "text",
-         "text": c.get("message_content.text"),
-         "image_url": c.get("message_content.image.image.url")}
+        {
+            "type": c.get("message_content.type") or "text",
+            "text": c.get("message_content.text"),
+            "image_url": c.get("message_content.image.image.url"),
+        }
         for c in indexed(raw, "message.contents.", warnings)
     ]
     calls = [
-        {"id": c.get("tool_call.id"),
-         "function": {"name": c.get("tool_call.function.name"),
-                      "arguments": c.get("tool_call.function.arguments")}}
+        {
+            "id": c.get("tool_call.id"),
+            "function": {
+                "name": c.get("tool_call.function.name"),
+                "arguments": c.get("tool_call.function.arguments"),
+            },
+        }
         for c in indexed(raw, "message.tool_calls.", warnings)
     ]
     message = {
@@ -207,8 +226,9 @@ def _message(
         "tool_call_id": raw.get("message.tool_call_id"),
         "name": raw.get("message.name"),
     }
-    return parse_message(message, message_id, warnings, what, default_role=role,
-                         created_at=created_at)
+    return parse_message(
+        message, message_id, warnings, what, default_role=role, created_at=created_at
+    )
 
 
 def _tool_call(span: Span, info: SpanInfo) -> ToolInvocation:
@@ -221,11 +241,14 @@ def _tool_call(span: Span, info: SpanInfo) -> ToolInvocation:
     args: Any = decode_arguments(first(attributes, "input.value"), info.warnings, "input.value")
     if handoff:
         args = {}  # a handoff's input.value names the agent handing off, not arguments
-    elif args == {} and "gen_ai.tool.call.arguments" in attributes and (
-        attributes["gen_ai.tool.call.arguments"] != attributes.get("tool.parameters")
+    elif (
+        args == {}
+        and "gen_ai.tool.call.arguments" in attributes
+        and (attributes["gen_ai.tool.call.arguments"] != attributes.get("tool.parameters"))
     ):  # the GenAI mirror writes the schema here (§3): only trust it when it differs
-        args = decode_arguments(attributes["gen_ai.tool.call.arguments"], info.warnings,
-                                "gen_ai.tool.call")
+        args = decode_arguments(
+            attributes["gen_ai.tool.call.arguments"], info.warnings, "gen_ai.tool.call"
+        )
     raw = load_json(first(attributes, "output.value"), [], "output.value")
     result, is_error = decode_result(raw)
     call_id = first_str(attributes, "tool_call.id", "tool.id", "gen_ai.tool.call.id") or ""
@@ -248,7 +271,7 @@ def _handoff_tool_name(span_name: str) -> str | None:
     call the LLM never made, and the LLM's real call as one never answered."""
     if not span_name.startswith(_HANDOFF_PREFIX):
         return None
-    agent = span_name[len(_HANDOFF_PREFIX):]
+    agent = span_name[len(_HANDOFF_PREFIX) :]
     return re.sub(r"[^a-zA-Z0-9_]", "_", re.sub(r"\s", "_", f"transfer_to_{agent}")).lower()
 
 
@@ -262,11 +285,13 @@ def _documents(
             continue
         metadata = load_json(raw.get("document.metadata"), warnings, f"{prefix}N.document.metadata")
         score = raw.get("document.score")
-        documents.append(ContextDocument(
-            content=content,
-            source=as_str(raw.get("document.id")) or source,
-            kind="retrieval",
-            score=float(score) if isinstance(score, (int, float)) else None,
-            metadata=metadata if isinstance(metadata, dict) else {},
-        ))
+        documents.append(
+            ContextDocument(
+                content=content,
+                source=as_str(raw.get("document.id")) or source,
+                kind="retrieval",
+                score=float(score) if isinstance(score, (int, float)) else None,
+                metadata=metadata if isinstance(metadata, dict) else {},
+            )
+        )
     return documents

@@ -63,10 +63,12 @@ def _calls_made(read: list[tuple[Span, SpanInfo]]) -> dict[str, ToolInvocation]:
         call_id = first_str(span.attributes, "gen_ai.tool.call.id")
         name = first_str(span.attributes, "gen_ai.tool.name")
         if call_id and name and call_id not in made:
-            args = decode_arguments(span.attributes.get("gen_ai.tool.args"), info.warnings,
-                                    "gen_ai.tool.args")
-            made[call_id] = ToolInvocation(tool_call_id=call_id, tool_name=name, args=args,
-                                           state="call")
+            args = decode_arguments(
+                span.attributes.get("gen_ai.tool.args"), info.warnings, "gen_ai.tool.args"
+            )
+            made[call_id] = ToolInvocation(
+                tool_call_id=call_id, tool_name=name, args=args, state="call"
+            )
     return made
 
 
@@ -84,20 +86,22 @@ def _with_calls(info: SpanInfo, made: dict[str, ToolInvocation]) -> list[Message
     for message in info.input_messages:
         if message.role == "assistant":
             called.update(c.tool_call_id for c in _invocations([message]))
-        missing = [r for r in _invocations([message])
-                   if message.role != "assistant" and r.tool_call_id not in called]
+        missing = [
+            r
+            for r in _invocations([message])
+            if message.role != "assistant" and r.tool_call_id not in called
+        ]
         if missing:
             calls = [_recovered(info, result, made.get(result.tool_call_id)) for result in missing]
-            messages.append(build_message(
-                f"{message.id}-calls", "assistant", calls, message.created_at))
+            messages.append(
+                build_message(f"{message.id}-calls", "assistant", calls, message.created_at)
+            )
             called.update(r.tool_call_id for r in missing)
         messages.append(message)
     return messages
 
 
-def _recovered(
-    info: SpanInfo, result: ToolInvocation, call: ToolInvocation | None
-) -> MessagePart:
+def _recovered(info: SpanInfo, result: ToolInvocation, call: ToolInvocation | None) -> MessagePart:
     """The part of one call recovered for its result, warning about what stays unknown."""
     if call is not None:
         return tool_call_part(call.tool_call_id, call.tool_name, call.args)
@@ -106,6 +110,7 @@ def _recovered(
     info.warnings.append(
         f"{NAME}: the call {result.tool_call_id} answered in the input is not in the trace "
         f"(OpenLIT leaves tool-call messages out); rebuilt from its result"
-        + (f" as {name!r}" if name else " without its tool's name") + ", arguments unknown"
+        + (f" as {name!r}" if name else " without its tool's name")
+        + ", arguments unknown"
     )
     return tool_call_part(result.tool_call_id, name, {})

@@ -44,7 +44,10 @@ _MARKERS = (
     "gen_ai.completion.0.role",
 )
 _DECORATOR_KINDS: dict[str, SpanKindName] = {
-    "agent": "agent", "tool": "tool", "workflow": "other", "task": "other"
+    "agent": "agent",
+    "tool": "tool",
+    "workflow": "other",
+    "task": "other",
 }
 
 
@@ -79,15 +82,27 @@ def _read_indexed(span: Span, info: SpanInfo) -> None:
     info.model = first_str(attributes, "gen_ai.response.model", "gen_ai.request.model")
     info.provider = first_str(attributes, "gen_ai.provider.name", "gen_ai.system")
     prompts = [
-        _message(raw, f"{span.span_id}-in-{i}", info, "gen_ai.prompt", "user",
-                 timestamp(span.start_time_ns))
+        _message(
+            raw,
+            f"{span.span_id}-in-{i}",
+            info,
+            "gen_ai.prompt",
+            "user",
+            timestamp(span.start_time_ns),
+        )
         for i, raw in enumerate(indexed(attributes, "gen_ai.prompt.", warnings))
     ]
     system, info.input_messages = split_system(m for m in prompts if m is not None)
     info.system = system
     completions = [
-        _message(raw, f"{span.span_id}-out-{i}", info, "gen_ai.completion", "assistant",
-                 timestamp(span.end_time_ns))
+        _message(
+            raw,
+            f"{span.span_id}-out-{i}",
+            info,
+            "gen_ai.completion",
+            "assistant",
+            timestamp(span.end_time_ns),
+        )
         for i, raw in enumerate(indexed(attributes, "gen_ai.completion.", warnings))
     ]
     info.output_messages = [m for m in completions if m is not None]
@@ -124,21 +139,25 @@ def _message(
         "finish_reason": raw.get("finish_reason"),
         "reasoning": raw.get("reasoning"),
         "tool_calls": [
-            {"id": c.get("id"),
-             "function": {"name": c.get("name"), "arguments": c.get("arguments")}}
+            {
+                "id": c.get("id"),
+                "function": {"name": c.get("name"), "arguments": c.get("arguments")},
+            }
             for c in indexed(raw, "tool_calls.", info.warnings)
         ],
     }
-    return parse_message(message, message_id, info.warnings, what, default_role=role,
-                         created_at=created_at)
+    return parse_message(
+        message, message_id, info.warnings, what, default_role=role, created_at=created_at
+    )
 
 
 def _read_entity(span: Span, info: SpanInfo) -> None:
     """A decorator span: its function's arguments and return value as input and output."""
     attributes = span.attributes
     warnings = info.warnings
-    arguments = load_json(attributes.get("traceloop.entity.input"), warnings,
-                          "traceloop.entity.input")
+    arguments = load_json(
+        attributes.get("traceloop.entity.input"), warnings, "traceloop.entity.input"
+    )
     returned = attributes.get("traceloop.entity.output")
     output = load_json(returned, warnings, "traceloop.entity.output")
     output, failed = decode_result(output)  # string results are JSON-encoded once more

@@ -58,8 +58,11 @@ def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
     if kind == "tool":
         attributes = {
             **attributes,
-            **{new: attributes[old] for new, old in _TOOL_KEYS.items()
-               if new not in attributes and old in attributes},
+            **{
+                new: attributes[old]
+                for new, old in _TOOL_KEYS.items()
+                if new not in attributes and old in attributes
+            },
         }
     info = new_info(span, NAME)
     genai.fill_from_attributes(info, attributes)
@@ -96,10 +99,17 @@ def _read_agent(span: Span, info: SpanInfo) -> None:
         span.name.removeprefix("invoke_agent ") if span.name.startswith("invoke_agent ") else None
     )
     info.model = first_str(attributes, "model_name", "gen_ai.request.model") or info.model
-    conversation = parse_messages(
-        attributes.get("pydantic_ai.all_messages"), f"{span.span_id}-msg", warnings,
-        "pydantic_ai.all_messages", created_at=timestamp(span.start_time_ns),
-    ) if attributes.get("pydantic_ai.all_messages") is not None else []
+    conversation = (
+        parse_messages(
+            attributes.get("pydantic_ai.all_messages"),
+            f"{span.span_id}-msg",
+            warnings,
+            "pydantic_ai.all_messages",
+            created_at=timestamp(span.start_time_ns),
+        )
+        if attributes.get("pydantic_ai.all_messages") is not None
+        else []
+    )
     system, conversation = split_system(conversation)
     info.system.extend(text for text in system if text not in info.system)
     turn_end = _after_last_user_turn(conversation)
@@ -107,16 +117,21 @@ def _read_agent(span: Span, info: SpanInfo) -> None:
     final = attributes.get("final_result")
     if not any(m.role == "assistant" for m in info.output_messages) and final is not None:
         # A structured output (a kvlist or a JSON string) is shown as its JSON text.
-        info.output_messages.append(text_message(
-            f"{span.span_id}-final", "assistant", json_text(final), timestamp(span.end_time_ns)
-        ))
-    info.usage = usage_from(
-        attributes,
-        input_tokens=("gen_ai.aggregated_usage.input_tokens",),
-        output_tokens=("gen_ai.aggregated_usage.output_tokens",),
-        total_tokens=("gen_ai.aggregated_usage.total_tokens",),
-        reasoning_tokens=("gen_ai.aggregated_usage.details.reasoning_tokens",),
-    ) or info.usage
+        info.output_messages.append(
+            text_message(
+                f"{span.span_id}-final", "assistant", json_text(final), timestamp(span.end_time_ns)
+            )
+        )
+    info.usage = (
+        usage_from(
+            attributes,
+            input_tokens=("gen_ai.aggregated_usage.input_tokens",),
+            output_tokens=("gen_ai.aggregated_usage.output_tokens",),
+            total_tokens=("gen_ai.aggregated_usage.total_tokens",),
+            reasoning_tokens=("gen_ai.aggregated_usage.details.reasoning_tokens",),
+        )
+        or info.usage
+    )
     if info.usage is not None:
         info.usage = _with_cache(info.usage, attributes, "gen_ai.aggregated_usage")
 

@@ -118,8 +118,9 @@ def _answered(message: Message) -> Message:
         _answer_part(p.tool_invocation.args) if p.tool_invocation and _is_final_answer(p) else p
         for p in parts
     ]
-    return build_message(message.id, message.role, rebuilt, message.created_at,
-                         message.content.metadata)
+    return build_message(
+        message.id, message.role, rebuilt, message.created_at, message.content.metadata
+    )
 
 
 def _is_final_answer(part: MessagePart) -> bool:
@@ -140,8 +141,9 @@ def _with_steps(messages: list[Message], span_id: str) -> list[Message]:
         message_id = f"{span_id}-step-{index}"
         text = message_text(message)
         if message.role == "user" and text.startswith(_TASK_PREFIX):
-            rebuilt.append(text_message(message.id, "user", text[len(_TASK_PREFIX):],
-                                        message.created_at))
+            rebuilt.append(
+                text_message(message.id, "user", text[len(_TASK_PREFIX) :], message.created_at)
+            )
         elif message.role == "tool-call":
             parts, pending = _calls(text)
             rebuilt.append(build_message(message_id, "assistant", parts, message.created_at))
@@ -190,17 +192,18 @@ def _results(text: str, pending: list[tuple[str, str]]) -> tuple[str, list[Messa
         if len(pending) != 1:
             return "tool", []
         call_id, name = pending[0]
-        return "tool", [tool_result_part(call_id, name, text[len(_OBSERVATION_PREFIX):])]
+        return "tool", [tool_result_part(call_id, name, text[len(_OBSERVATION_PREFIX) :])]
     call_id_line = _CALL_ID_LINE.match(text)
     call_id = call_id_line.group(1) if call_id_line else ""
-    error = text[call_id_line.end():] if call_id_line else text
+    error = text[call_id_line.end() :] if call_id_line else text
     error = error.removeprefix(_ERROR_PREFIX).split("\nNow let's retry:")[0]
     failed = _FAILED_CALL.search(error)
     if failed is None or call_id or pending:  # the call is known, or no tool ran at all
         name = pending[0][1] if len(pending) == 1 else ""
         return "tool", [tool_result_part(call_id, name, error, is_error=True)]
-    call = executed_call("", failed.group(1), _failed_arguments(error[failed.end():]), error,
-                         failed=True)
+    call = executed_call(
+        "", failed.group(1), _failed_arguments(error[failed.end() :]), error, failed=True
+    )
     return "assistant", [MessagePart(type="tool-invocation", tool_invocation=call)]
 
 
@@ -211,7 +214,7 @@ def _failed_arguments(text: str) -> Any:
     for _ in range(_MAX_ARGUMENT_ENDS):
         if end < 0:
             break
-        if isinstance(args := _literal(text[:end + 1]), dict):
+        if isinstance(args := _literal(text[: end + 1]), dict):
             return args
         end = text.find("}: ", end + 3, _MAX_LITERAL_CHARS)
     return text
@@ -224,8 +227,11 @@ def _call_arguments(args: Any) -> Any:
     kwargs, positional = args.get("kwargs"), args.get("args")
     if not positional and isinstance(kwargs, dict):
         return kwargs
-    if not kwargs and isinstance(positional, list) and len(positional) == 1 and isinstance(
-        positional[0], dict
+    if (
+        not kwargs
+        and isinstance(positional, list)
+        and len(positional) == 1
+        and isinstance(positional[0], dict)
     ):
         return positional[0]
     return {key: value for key, value in args.items() if key != "sanitize_inputs_outputs"}

@@ -33,23 +33,61 @@ CREWAI_NO_LLM_SPANS = "crewai_no_llm_spans"
 UNKNOWN_CONVENTION = "unknown_convention"
 NO_RUNS = "no_runs"
 NO_AI_SPANS = "no_ai_spans"
-REASON_PRIORITY = (CREWAI_NO_LLM_SPANS, CONTENT_NOT_CAPTURED, UNKNOWN_CONVENTION, NO_RUNS, NO_AI_SPANS)
+REASON_PRIORITY = (
+    CREWAI_NO_LLM_SPANS,
+    CONTENT_NOT_CAPTURED,
+    UNKNOWN_CONVENTION,
+    NO_RUNS,
+    NO_AI_SPANS,
+)
 """Every reason code, the most telling first: an unread trace takes its first source's reason
 in this order (a GenAI scope without content says more than the HTTP scope beside it)."""
 
 _AI_ATTRIBUTE_PREFIXES = (
-    "gen_ai.", "llm.", "openinference.", "traceloop.", "langfuse.", "mlflow.", "ai.", "input.value",
-    "output.value", "tool.name", "embedding.", "retrieval.", "lmnr.", "logfire.msg",
-)  # fmt: skip
+    "gen_ai.",
+    "llm.",
+    "openinference.",
+    "traceloop.",
+    "langfuse.",
+    "mlflow.",
+    "ai.",
+    "input.value",
+    "output.value",
+    "tool.name",
+    "embedding.",
+    "retrieval.",
+    "lmnr.",
+    "logfire.msg",
+)
 """Attribute key prefixes of the AI conventions known to exist (GenAI, OpenInference,
 OpenLLMetry, Langfuse, MLflow, the Vercel AI SDK, …), read or not."""
 _AI_SCOPE_PREFIXES = (
-    "openinference.", "opentelemetry.instrumentation.openai", "opentelemetry.instrumentation.anthropic",
-    "opentelemetry.instrumentation.langchain", "opentelemetry.instrumentation.llamaindex",
-    "opentelemetry.util.genai", "langfuse", "mlflow", "openlit", "strands", "gcp.vertex.agent",
-    "google.adk", "autogen", "semantic_kernel", "crewai", "smolagents", "llama_index", "pydantic-ai",
-    "pydantic_ai", "mastra", "litellm", "haystack", "dspy", "agno", "beeai",
-)  # fmt: skip
+    "openinference.",
+    "opentelemetry.instrumentation.openai",
+    "opentelemetry.instrumentation.anthropic",
+    "opentelemetry.instrumentation.langchain",
+    "opentelemetry.instrumentation.llamaindex",
+    "opentelemetry.util.genai",
+    "langfuse",
+    "mlflow",
+    "openlit",
+    "strands",
+    "gcp.vertex.agent",
+    "google.adk",
+    "autogen",
+    "semantic_kernel",
+    "crewai",
+    "smolagents",
+    "llama_index",
+    "pydantic-ai",
+    "pydantic_ai",
+    "mastra",
+    "litellm",
+    "haystack",
+    "dspy",
+    "agno",
+    "beeai",
+)
 """Instrumentation scope prefixes of AI libraries, for spans that carry no telling attribute
 (the Vercel AI SDK's scope is ``ai`` exactly: :data:`_AI_SCOPES`)."""
 _AI_SCOPES = frozenset(("ai",))
@@ -126,7 +164,9 @@ def read_sources(
     reading = TraceReading(list(sources.values()))
     if not read:
         _explain(reading, conventions, any_runs=bool(runs), llm_spans=_has_llm_spans(trace))
-    elif (crews := [s for s in reading.sources if s.scope == _CREWAI_SCOPE]) and not _has_llm_spans(trace):
+    elif (crews := [s for s in reading.sources if s.scope == _CREWAI_SCOPE]) and not _has_llm_spans(
+        trace
+    ):
         for crew in crews:
             crew.reason, crew.detail = CREWAI_NO_LLM_SPANS, _CREWAI_DETAIL
     return reading
@@ -138,16 +178,24 @@ def _has_llm_spans(trace: Trace) -> bool:
     return any(span.attributes.get("openinference.span.kind") == "LLM" for span in trace.spans)
 
 
-def _explain(reading: TraceReading, conventions: list[Convention], *, any_runs: bool, llm_spans: bool) -> None:
+def _explain(
+    reading: TraceReading, conventions: list[Convention], *, any_runs: bool, llm_spans: bool
+) -> None:
     """Give every source of an unread trace its reason, and the trace the most telling one."""
     for source in reading.sources:
         if source.convention is None:
             source.convention = next(
-                (found.NAME for span in source.members if (found := convention_for(span, conventions)) is not None),
+                (
+                    found.NAME
+                    for span in source.members
+                    if (found := convention_for(span, conventions)) is not None
+                ),
                 None,
             )
         source.reason, source.detail = _reason(source, any_runs=any_runs, llm_spans=llm_spans)
-    ranked = min(reading.sources, key=lambda s: REASON_PRIORITY.index(s.reason or NO_AI_SPANS), default=None)
+    ranked = min(
+        reading.sources, key=lambda s: REASON_PRIORITY.index(s.reason or NO_AI_SPANS), default=None
+    )
     if ranked is not None:
         reading.reason, reading.service = ranked.reason, ranked.service
 
@@ -156,7 +204,10 @@ def _reason(source: SourceReading, *, any_runs: bool, llm_spans: bool) -> tuple[
     if source.scope == _CREWAI_SCOPE and not llm_spans:
         return CREWAI_NO_LLM_SPANS, _CREWAI_DETAIL
     if source.convention is not None and any_runs:
-        return CONTENT_NOT_CAPTURED, f"message content is not captured: {_content_switch(source.scope)}"
+        return (
+            CONTENT_NOT_CAPTURED,
+            f"message content is not captured: {_content_switch(source.scope)}",
+        )
     keys = _attribute_keys(source.members)
     if source.convention is not None:
         return NO_RUNS, (
@@ -175,12 +226,18 @@ def _reason(source: SourceReading, *, any_runs: bool, llm_spans: bool) -> tuple[
 
 
 _CONTENT_SWITCHES = (
-    ("autogen", "AutoGen's own spans carry names and ids only, whatever is set: instrument its model "
-                "client too (e.g. opentelemetry-instrumentation-openai-v2 with "
-                "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)"),
-    ("semantic_kernel", "set SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE=true and "
-                        "export its logs as well as its traces"),
-)  # fmt: skip
+    (
+        "autogen",
+        "AutoGen's own spans carry names and ids only, whatever is set: instrument its model "
+        "client too (e.g. opentelemetry-instrumentation-openai-v2 with "
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)",
+    ),
+    (
+        "semantic_kernel",
+        "set SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE=true and "
+        "export its logs as well as its traces",
+    ),
+)
 """Libraries whose content switch is not the GenAI instrumentations' common one, by scope prefix."""
 _DEFAULT_CONTENT_SWITCH = (
     "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true (or the library's own content-capture "
@@ -190,14 +247,18 @@ _DEFAULT_CONTENT_SWITCH = (
 
 def _content_switch(scope: str) -> str:
     """What turns message content on for the library of ``scope``."""
-    return next((switch for prefix, switch in _CONTENT_SWITCHES if scope.startswith(prefix)),
-                _DEFAULT_CONTENT_SWITCH)
+    return next(
+        (switch for prefix, switch in _CONTENT_SWITCHES if scope.startswith(prefix)),
+        _DEFAULT_CONTENT_SWITCH,
+    )
 
 
 def _from_ai_library(source: SourceReading) -> bool:
     if source.scope in _AI_SCOPES or source.scope.startswith(_AI_SCOPE_PREFIXES):
         return True
-    return any(key.startswith(_AI_ATTRIBUTE_PREFIXES) for span in source.members for key in span.attributes)
+    return any(
+        key.startswith(_AI_ATTRIBUTE_PREFIXES) for span in source.members for key in span.attributes
+    )
 
 
 def _shown(name: str) -> str:
@@ -209,4 +270,6 @@ def _attribute_keys(spans: Sequence[Span]) -> str:
     """A few of the attribute keys the spans carry (the keys only: values are the user's data)."""
     keys = sorted({key for span in spans for key in span.attributes})
     shown = ", ".join(map(_shown, keys[:_ATTRIBUTES_SHOWN]))
-    return f"{shown}, … ({len(keys)} in all)" if len(keys) > _ATTRIBUTES_SHOWN else shown or "(none)"
+    return (
+        f"{shown}, … ({len(keys)} in all)" if len(keys) > _ATTRIBUTES_SHOWN else shown or "(none)"
+    )

@@ -41,8 +41,9 @@ def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
     if info.kind == "tool":
         _read_tool_events(span, info)
     elif info.kind == "agent" and not info.tools:
-        names = load_json(span.attributes.get("gen_ai.agent.tools"), info.warnings,
-                          "gen_ai.agent.tools")
+        names = load_json(
+            span.attributes.get("gen_ai.agent.tools"), info.warnings, "gen_ai.agent.tools"
+        )
         info.tools = [ToolDefinition(name=n) for n in _names(names)]
     return info
 
@@ -88,8 +89,11 @@ def refine(read: list[tuple[Span, SpanInfo]]) -> None:
     for span, info in read:
         name = info.tool_call.tool_name if info.tool_call else None
         if info.kind == "tool" and name and name not in described:
-            schema = load_json(span.attributes.get("gen_ai.tool.json_schema"), info.warnings,
-                               "gen_ai.tool.json_schema")
+            schema = load_json(
+                span.attributes.get("gen_ai.tool.json_schema"),
+                info.warnings,
+                "gen_ai.tool.json_schema",
+            )
             described[name] = ToolDefinition(
                 name=name,
                 description=as_str(span.attributes.get("gen_ai.tool.description")),
@@ -97,5 +101,6 @@ def refine(read: list[tuple[Span, SpanInfo]]) -> None:
             )
     for _, info in read:
         if info.kind == "agent":
-            info.tools = [described.get(t.name, t) if t.description is None else t
-                          for t in info.tools]
+            info.tools = [
+                described.get(t.name, t) if t.description is None else t for t in info.tools
+            ]

@@ -84,10 +84,15 @@ def _read_ai_span(span: Span) -> SpanInfo:
         info.system, info.input_messages = _call_prompt(span, info.warnings)
     elif operation.endswith(_PROVIDER_CALL_SUFFIXES):
         info.kind = "llm"
-        info.system, info.input_messages = split_system(parse_messages(
-            attrs.get("ai.prompt.messages"), f"{span.span_id}-in", info.warnings,
-            "ai.prompt.messages", created_at=timestamp(span.start_time_ns),
-        ))
+        info.system, info.input_messages = split_system(
+            parse_messages(
+                attrs.get("ai.prompt.messages"),
+                f"{span.span_id}-in",
+                info.warnings,
+                "ai.prompt.messages",
+                created_at=timestamp(span.start_time_ns),
+            )
+        )
         if attrs.get("ai.prompt.tools") is not None:
             info.tools = parse_tool_definitions(
                 attrs["ai.prompt.tools"], info.warnings, "ai.prompt.tools"
@@ -102,14 +107,18 @@ def _read_ai_span(span: Span) -> SpanInfo:
         attrs,
         input_tokens=("ai.usage.inputTokens", "ai.usage.promptTokens", "gen_ai.usage.input_tokens"),
         output_tokens=(
-            "ai.usage.outputTokens", "ai.usage.completionTokens", "gen_ai.usage.output_tokens"
+            "ai.usage.outputTokens",
+            "ai.usage.completionTokens",
+            "gen_ai.usage.output_tokens",
         ),
         total_tokens=("ai.usage.totalTokens",),
         reasoning_tokens=(
-            "ai.usage.reasoningTokens", "ai.usage.outputTokenDetails.reasoningTokens"
+            "ai.usage.reasoningTokens",
+            "ai.usage.outputTokenDetails.reasoningTokens",
         ),
         cached_input_tokens=(
-            "ai.usage.cachedInputTokens", "ai.usage.inputTokenDetails.cacheReadTokens"
+            "ai.usage.cachedInputTokens",
+            "ai.usage.inputTokenDetails.cacheReadTokens",
         ),
     )
     return info
@@ -133,9 +142,11 @@ def _call_prompt(span: Span, warnings: list[str]) -> tuple[list[str], list[Messa
         first(prompt, "system", "instructions"), warnings, "ai.prompt system"
     )
     body = first(prompt, "messages", "prompt")
-    messages = parse_messages(
-        body, f"{span.span_id}-in", warnings, "ai.prompt", created_at=created_at
-    ) if body is not None else []
+    messages = (
+        parse_messages(body, f"{span.span_id}-in", warnings, "ai.prompt", created_at=created_at)
+        if body is not None
+        else []
+    )
     inline_system, messages = split_system(messages)
     return system + inline_system, messages
 
@@ -148,7 +159,8 @@ def _response_message(span: Span, warnings: list[str]) -> Message | None:
     if reasoning:
         parts.append(reasoning_part(reasoning))
     calls = load_json(
-        first(attrs, "ai.response.toolCalls", "ai.result.toolCalls"), warnings,
+        first(attrs, "ai.response.toolCalls", "ai.result.toolCalls"),
+        warnings,
         "ai.response.toolCalls",
     )
     if isinstance(calls, list):
@@ -165,16 +177,14 @@ def _response_message(span: Span, warnings: list[str]) -> Message | None:
         # (JSON cut short was reported by ``load_json`` already.)
         warnings.append("ai.response.toolCalls: not a JSON list of tool calls; skipped")
     # generateObject answers with a JSON object instead of text.
-    text = as_str(first(
-        attrs, "ai.response.text", "ai.result.text", "ai.response.object", "ai.result.object"
-    ))
+    text = as_str(
+        first(attrs, "ai.response.text", "ai.result.text", "ai.response.object", "ai.result.object")
+    )
     if text:
         parts.append(text_part(text))
     if not parts:
         return None
-    return build_message(
-        f"{span.span_id}-out-0", "assistant", parts, timestamp(span.end_time_ns)
-    )
+    return build_message(f"{span.span_id}-out-0", "assistant", parts, timestamp(span.end_time_ns))
 
 
 def _reasoning_text(value: Any, warnings: list[str]) -> str:

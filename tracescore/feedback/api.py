@@ -27,11 +27,21 @@ SPAN_ID = r"^[0-9a-fA-F]{16}$"
 class FeedbackIn(BaseModel):
     """A verdict on a run: ``binding`` (or a free ``name``), and a ``value`` and/or ``label``."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": [{
-        "trace_id": "5c5f09670fb9455390ed367ef572e9f7", "span_id": "5c5f09670fb90001",
-        "binding": "faithfulness", "value": 0.1, "label": "fail",
-        "comment": "the refund policy it quotes does not exist", "author": "ana",
-    }]})  # fmt: skip
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "trace_id": "5c5f09670fb9455390ed367ef572e9f7",
+                    "span_id": "5c5f09670fb90001",
+                    "binding": "faithfulness",
+                    "value": 0.1,
+                    "label": "fail",
+                    "comment": "the refund policy it quotes does not exist",
+                    "author": "ana",
+                }
+            ]
+        }
+    )
 
     trace_id: str = Field(pattern=TRACE_ID)
     span_id: str | None = Field(None, pattern=SPAN_ID)
@@ -60,10 +70,16 @@ class FeedbackIn(BaseModel):
 
     def feedback(self, now: datetime) -> Feedback:
         return Feedback(
-            trace_id=self.trace_id.lower(), span_id=self.span_id.lower() if self.span_id else None,
-            name=self.binding or self.name or "", source="api", created_at=now, value=self.value,
-            label=self.label, comment=self.comment, author=self.author,
-        )  # fmt: skip
+            trace_id=self.trace_id.lower(),
+            span_id=self.span_id.lower() if self.span_id else None,
+            name=self.binding or self.name or "",
+            source="api",
+            created_at=now,
+            value=self.value,
+            label=self.label,
+            comment=self.comment,
+            author=self.author,
+        )
 
 
 def scales(settings: Config) -> dict[str, float]:
@@ -88,19 +104,34 @@ def feedback_router(settings: Config, store: SpanStore, version: ApiVersion = LE
     feedback = FeedbackStore(store)
     queue = ReviewQueue.of(settings, store.engine)
 
-    @router.post("/feedback", status_code=201, summary="Record a verdict on a run", responses={
-        404: {**PROBLEM_RESPONSES[404], "description": "no trace with this id is stored (/api/v1 only)"},
-        422: {**PROBLEM_RESPONSES[422],
-              "description": "an invalid field, an unknown binding or a value outside the binding's scale"},
-    })  # fmt: skip
+    @router.post(
+        "/feedback",
+        status_code=201,
+        summary="Record a verdict on a run",
+        responses={
+            404: {
+                **PROBLEM_RESPONSES[404],
+                "description": "no trace with this id is stored (/api/v1 only)",
+            },
+            422: {
+                **PROBLEM_RESPONSES[422],
+                "description": "an invalid field, an unknown binding or a value outside the binding's scale",
+            },
+        },
+    )
     async def record_feedback(item: FeedbackIn) -> dict[str, str]:
         """Record a verdict; a second one by the same author on the same run replaces it."""
         if item.binding is not None and item.binding not in bindings:
             raise HTTPException(422, f"binding: no binding named {item.binding!r} in scorers")
         top = highest.get(item.binding or "")
         if top is not None and item.value is not None and not 0 <= item.value <= top:
-            raise HTTPException(422, f"value: {item.binding!r} scores from 0 to {top:g}, not {item.value:g}")
-        if not version.legacy and await run_in_threadpool(store.trace_summary, item.trace_id) is None:
+            raise HTTPException(
+                422, f"value: {item.binding!r} scores from 0 to {top:g}, not {item.value:g}"
+            )
+        if (
+            not version.legacy
+            and await run_in_threadpool(store.trace_summary, item.trace_id) is None
+        ):
             raise HTTPException(404, f"trace {item.trace_id.lower()} not found")
         (item_id,) = await run_in_threadpool(feedback.record, [item.feedback(datetime.now(UTC))])
         return {"id": item_id}
@@ -120,17 +151,23 @@ def feedback_router(settings: Config, store: SpanStore, version: ApiVersion = LE
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
         found = await run_in_threadpool(
-            feedback.find, trace_id=trace_id.lower() if trace_id else None, name=binding,
-            since=since, limit=limit + 1, after=after,
-        )  # fmt: skip
+            feedback.find,
+            trace_id=trace_id.lower() if trace_id else None,
+            name=binding,
+            since=since,
+            limit=limit + 1,
+            after=after,
+        )
         next_cursor = None
         if len(found) > limit:
             found = found[:limit]
             last = found[-1]
             next_cursor = time_cursor(datetime.fromisoformat(last["created_at"]), last["id"])
         if not version.legacy:
-            found = [{"binding": item["name"] if item["name"] in bindings else None, **item}
-                     for item in found]
+            found = [
+                {"binding": item["name"] if item["name"] in bindings else None, **item}
+                for item in found
+            ]
         return version.page(found, "feedback", next_cursor)
 
     @router.delete("/feedback/{item_id}", status_code=204, summary="Delete a verdict")

@@ -24,7 +24,11 @@ BATCH = 200
 
 
 def export_runs(
-    store: SpanStore, binding: str, *, since: datetime, below: float | None = None,
+    store: SpanStore,
+    binding: str,
+    *,
+    since: datetime,
+    below: float | None = None,
     conventions: list[Convention] = CONVENTIONS,
 ) -> Iterator[dict[str, Any]]:
     """The runs ``binding`` scored since ``since`` (below ``below``), rebuilt from their traces
@@ -37,21 +41,28 @@ def export_runs(
         traces = store.load_traces(trace_ids)
         truths = latest_verdicts(store.engine, binding, trace_ids)
         runs = {
-            (run.trace_id, run.span_id): run for trace in traces.values() for run in extract_runs(trace, conventions)
+            (run.trace_id, run.span_id): run
+            for trace in traces.values()
+            for run in extract_runs(trace, conventions)
         }
         for row in batch:
             run = runs.get((row.trace_id, row.span_id))
             if run is None:
                 continue
             item: dict[str, Any] = {
-                "traceId": run.trace_id, "spanId": run.span_id, "agentName": run.agent_name,
-                "input": run.mastra_input(), "output": run.mastra_output(),
-            }  # fmt: skip
+                "traceId": run.trace_id,
+                "spanId": run.span_id,
+                "agentName": run.agent_name,
+                "input": run.mastra_input(),
+                "output": run.mastra_output(),
+            }
             truth = truths.get((row.trace_id, row.span_id)) or truths.get((row.trace_id, None))
             if truth is not None:
                 item["groundTruth"] = truth
             item["tracescore"] = {
-                "binding": binding, "score": row.score, "scorerVersion": row.scorer_version,
+                "binding": binding,
+                "score": row.score,
+                "scorerVersion": row.scorer_version,
                 "reason": row.reason,
-            }  # fmt: skip
+            }
             yield item

@@ -30,7 +30,9 @@ def since_moment(text: str, now: datetime) -> datetime:
     try:
         return as_utc(datetime.fromisoformat(text))
     except ValueError:
-        raise ValueError("a duration such as 7d or an ISO date and time such as 2026-05-04T12:00Z") from None
+        raise ValueError(
+            "a duration such as 7d or an ISO date and time such as 2026-05-04T12:00Z"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,11 @@ class Thresholds:
     @classmethod
     def of(cls, config: Config) -> Thresholds:
         return cls(
-            {binding.name: binding.threshold for binding in config.scorers if binding.threshold is not None},
+            {
+                binding.name: binding.threshold
+                for binding in config.scorers
+                if binding.threshold is not None
+            },
             config.feedback.default_threshold,
         )
 
@@ -53,15 +59,22 @@ class Thresholds:
 
 def figures(pairs: Sequence[ScoredFeedback], threshold: float, config: FeedbackConfig) -> Agreement:
     return agreement(
-        (Pair(pair.score, pair.value, pair.label) for pair in pairs), threshold,
-        confidence=config.confidence, min_ci_samples=config.min_ci_samples,
-    )  # fmt: skip
+        (Pair(pair.score, pair.value, pair.label) for pair in pairs),
+        threshold,
+        confidence=config.confidence,
+        min_ci_samples=config.min_ci_samples,
+    )
 
 
 def calibration_report(
-    connection: Connection, binding: str, threshold: float, config: FeedbackConfig, *,
-    since: datetime | None = None, scorer_version: str | None = None,
-) -> dict[str, Any]:  # fmt: skip
+    connection: Connection,
+    binding: str,
+    threshold: float,
+    config: FeedbackConfig,
+    *,
+    since: datetime | None = None,
+    scorer_version: str | None = None,
+) -> dict[str, Any]:
     """Agreement of ``binding``'s scores with feedback recorded since ``since``: overall and
     per (scorer version, judge model), most pairs first."""
     where = {"scorer_version": scorer_version} if scorer_version is not None else {}
@@ -78,7 +91,11 @@ def calibration_report(
         "confidence": config.confidence,
         "overall": figures(pairs, threshold, config).to_dict(),
         "groups": [
-            {"scorer_version": version, "judge_model": model, **figures(members, threshold, config).to_dict()}
+            {
+                "scorer_version": version,
+                "judge_model": model,
+                **figures(members, threshold, config).to_dict(),
+            }
             for (version, model), members in ordered
         ],
     }

@@ -35,6 +35,7 @@ from tracescore.store.scores import RecentScore, recent_scores
 if TYPE_CHECKING:
     from tracescore.config import Config
 
+
 @dataclass
 class Proposal:
     row: RecentScore
@@ -48,19 +49,26 @@ class Proposal:
     def to_dict(self) -> dict[str, Any]:
         created = self.row["created_at"]
         return {
-            **self.row, "created_at": as_utc(created).isoformat(), "why": self.why, "detail": self.detail,
+            **self.row,
+            "created_at": as_utc(created).isoformat(),
+            "why": self.why,
+            "detail": self.detail,
             "review_url": f"/ui/review/{self.row['trace_id']}?span={self.row['span_id']}"
-                          f"&binding={self.row['binding']}",
-        }  # fmt: skip
+            f"&binding={self.row['binding']}",
+        }
 
 
 class ReviewQueue:
     """Proposals among the recent scored runs of the configured bindings."""
 
     def __init__(
-        self, engine: Database, config: ReviewConfig, thresholds: Thresholds, bindings: Sequence[str],
+        self,
+        engine: Database,
+        config: ReviewConfig,
+        thresholds: Thresholds,
+        bindings: Sequence[str],
         rng: random.Random | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.engine = engine
         self.config = config
         self.thresholds = thresholds
@@ -71,18 +79,24 @@ class ReviewQueue:
     def of(cls, settings: Config, engine: Database) -> ReviewQueue:
         """The queue a service's configuration describes."""
         return cls(
-            engine, settings.feedback.review, Thresholds.of(settings),
+            engine,
+            settings.feedback.review,
+            Thresholds.of(settings),
             [binding.name for binding in settings.scorers],
-        )  # fmt: skip
+        )
 
-    def propose(self, now: datetime, *, binding: str | None = None, limit: int = 20) -> list[Proposal]:
+    def propose(
+        self, now: datetime, *, binding: str | None = None, limit: int = 20
+    ) -> list[Proposal]:
         """Up to ``limit`` unreviewed runs (of ``binding``, else of every binding), the random
         share first, then each rule's in its order, then more random ones if room is left."""
         since = now - timedelta(seconds=self.config.window)
         names = list(dict.fromkeys([*self.bindings, *([binding] if binding else [])]))
         with connect(self.engine) as connection:
             recent = [
-                row for name in names for row in recent_scores(connection, name, since, self.config.candidates)
+                row
+                for name in names
+                for row in recent_scores(connection, name, since, self.config.candidates)
             ]
             done = reviewed(connection, [row["trace_id"] for row in recent])
         is_reviewed = [
@@ -91,9 +105,10 @@ class ReviewQueue:
             for row in recent
         ]
         candidates = [
-            row for row, done in zip(recent, is_reviewed, strict=True)
+            row
+            for row, done in zip(recent, is_reviewed, strict=True)
             if not done and (binding is None or row["binding"] == binding)
-        ]  # fmt: skip
+        ]
         chosen: dict[tuple[str, str, str], Proposal] = {}
 
         def take(found: list[Proposal], room: int) -> None:
@@ -117,26 +132,48 @@ class ReviewQueue:
         for row in candidates:
             cut = self.thresholds.cut(row["binding"])
             if abs(row["score"] - cut) <= margin:
-                near.append((abs(row["score"] - cut), Proposal(
-                    row, "near_threshold", f"{row['score']:.3f} is within {margin:g} of {cut:g}"
-                )))  # fmt: skip
+                near.append(
+                    (
+                        abs(row["score"] - cut),
+                        Proposal(
+                            row,
+                            "near_threshold",
+                            f"{row['score']:.3f} is within {margin:g} of {cut:g}",
+                        ),
+                    )
+                )
         near.sort(key=lambda item: item[0])
         return [proposal for _, proposal in near]
 
-    def _disagreements(self, candidates: list[RecentScore], recent: list[RecentScore]) -> list[Proposal]:
+    def _disagreements(
+        self, candidates: list[RecentScore], recent: list[RecentScore]
+    ) -> list[Proposal]:
         """Runs another binding scored at least ``disagreement`` apart, widest gaps first."""
         by_run: dict[tuple[str, str], list[RecentScore]] = defaultdict(list)
         for row in recent:
             by_run[(row["trace_id"], row["span_id"])].append(row)
         found = []
         for row in candidates:
-            others = [other for other in by_run[(row["trace_id"], row["span_id"])] if other["binding"] != row["binding"]]
+            others = [
+                other
+                for other in by_run[(row["trace_id"], row["span_id"])]
+                if other["binding"] != row["binding"]
+            ]
             if not others:
                 continue
             widest = max(others, key=lambda other: abs(other["score"] - row["score"]))
             gap = abs(widest["score"] - row["score"])
             if gap >= self.config.disagreement:
-                found.append((gap, Proposal(row, "disagreement", f"{widest['binding']} scored it {widest['score']:.3f}")))
+                found.append(
+                    (
+                        gap,
+                        Proposal(
+                            row,
+                            "disagreement",
+                            f"{widest['binding']} scored it {widest['score']:.3f}",
+                        ),
+                    )
+                )
         found.sort(key=lambda item: -item[0])
         return [proposal for _, proposal in found]
 
@@ -150,8 +187,11 @@ class ReviewQueue:
             reviewed[(row["binding"], row["scorer_version"])] += done
         wanted = self.config.new_version_reviews
         return [
-            Proposal(row, "new_version", f"version {row['scorer_version']} has {count} reviewed runs "
-                     f"(fewer than {wanted})")
+            Proposal(
+                row,
+                "new_version",
+                f"version {row['scorer_version']} has {count} reviewed runs (fewer than {wanted})",
+            )
             for row in candidates
             if (count := reviewed[(row["binding"], row["scorer_version"])]) < wanted
         ]

@@ -32,12 +32,20 @@ LEASE_NAME = "feedback-scan"
 
 
 def _feedback(verdict: HumanVerdict) -> Feedback:
-    moment = datetime.fromtimestamp(verdict.time_ns / 1e9, UTC) if verdict.time_ns else datetime.now(UTC)
+    moment = (
+        datetime.fromtimestamp(verdict.time_ns / 1e9, UTC) if verdict.time_ns else datetime.now(UTC)
+    )
     return Feedback(
-        trace_id=verdict.trace_id, span_id=verdict.span_id, name=verdict.name, source="otlp",
-        created_at=moment, value=verdict.value, label=verdict.label, comment=verdict.comment,
+        trace_id=verdict.trace_id,
+        span_id=verdict.span_id,
+        name=verdict.name,
+        source="otlp",
+        created_at=moment,
+        value=verdict.value,
+        label=verdict.label,
+        comment=verdict.comment,
         author=verdict.author,
-    )  # fmt: skip
+    )
 
 
 def verdicts_in(connection: Connection, after: Key, through: Key) -> list[HumanVerdict]:
@@ -48,7 +56,12 @@ def verdicts_in(connection: Connection, after: Key, through: Key) -> list[HumanV
         found += span_verdicts(span.trace_id, span.span_id, span.events)
     for record in evaluation_logs(connection, after, through):
         verdict = log_verdict(
-            record.trace_id, record.span_id, record.event_name, record.attributes, record.body, record.time_ns
+            record.trace_id,
+            record.span_id,
+            record.event_name,
+            record.attributes,
+            record.body,
+            record.time_ns,
         )
         if verdict is not None:
             found.append(verdict)
@@ -63,9 +76,13 @@ class FeedbackScanner:
     may still be on its way into the ingest journal."""
 
     def __init__(
-        self, store: SpanStore, *, batch: int = 2000, clock: Callable[[], float] = time.time,
+        self,
+        store: SpanStore,
+        *,
+        batch: int = 2000,
+        clock: Callable[[], float] = time.time,
         lease_seconds: float = 60.0,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.store = store
         self.feedback = FeedbackStore(store)
         self.batch = batch
@@ -91,7 +108,9 @@ class FeedbackScanner:
             cursor = self.feedback.scan_cursor(connection)
         while True:
             with connect(self.store.engine) as connection:
-                keys = trace_keys(connection, cursor, (upto, "g"), self.batch)  # "g": after every hex trace id
+                keys = trace_keys(
+                    connection, cursor, (upto, "g"), self.batch
+                )  # "g": after every hex trace id
                 if not keys:
                     return recorded
                 through = keys[-1]
@@ -101,7 +120,10 @@ class FeedbackScanner:
                 if not self._hold(connection):
                     return recorded  # another instance took over: it goes on from the cursor
                 if verdicts:
-                    items = {item.id: item for item in sorted(map(_feedback, verdicts), key=lambda f: f.created_at)}
+                    items = {
+                        item.id: item
+                        for item in sorted(map(_feedback, verdicts), key=lambda f: f.created_at)
+                    }
                     FeedbackStore.upsert(connection, [item.row() for item in items.values()])
                     recorded += len(items)
                 self.feedback.save_scan_cursor(connection, *cursor)

@@ -18,8 +18,9 @@ from tracescore.store import SpanStore
 
 
 def ingest_router(store: SpanStore, version: ApiVersion = LEGACY) -> APIRouter:
-    router = APIRouter(prefix=f"{version.prefix}/ingest", tags=["ingest"],
-                       deprecated=version.legacy or None)
+    router = APIRouter(
+        prefix=f"{version.prefix}/ingest", tags=["ingest"], deprecated=version.legacy or None
+    )
 
     @router.get("/quarantine", summary="Quarantined export requests", responses=version.listing)
     async def quarantined() -> dict[str, Any]:

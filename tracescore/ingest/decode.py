@@ -50,7 +50,9 @@ _ZERO_SPAN_ID = "0" * 16
 # Timestamps are uint64 on the wire but signed 64-bit in SQL: past this (the year 2262) a record
 # cannot be stored, so it is rejected rather than failing the whole request's write.
 _MAX_TIME_NS = 2**63 - 1
-_Request = TypeVar("_Request", ExportTraceServiceRequest, ExportLogsServiceRequest, ExportMetricsServiceRequest)
+_Request = TypeVar(
+    "_Request", ExportTraceServiceRequest, ExportLogsServiceRequest, ExportMetricsServiceRequest
+)
 UNSTORABLE_TIME = "timestamp beyond the year 2262 (out of the int64 range)"
 
 
@@ -470,11 +472,14 @@ def _json_log(r: dict[str, Any], resource: Resource, scope: Scope) -> LogRecord:
     )
 
 
-_SEVERITY_NAMES = ("UNSPECIFIED", *(
-    f"{level}{n if n > 1 else ''}"
-    for level in ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
-    for n in range(1, 5)
-))
+_SEVERITY_NAMES = (
+    "UNSPECIFIED",
+    *(
+        f"{level}{n if n > 1 else ''}"
+        for level in ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
+        for n in range(1, 5)
+    ),
+)
 
 
 # --------------------------------------------------------------------------- shared rules
@@ -502,7 +507,8 @@ def storable_time(*times: int) -> bool:
 
 def _without_unstorable_times(decoded: Decoded) -> Decoded:
     spans = [
-        span for span in decoded.spans
+        span
+        for span in decoded.spans
         if storable_time(span.start_time_ns, span.end_time_ns, *(e.time_ns for e in span.events))
     ]
     logs = [r for r in decoded.logs if storable_time(r.time_ns, r.observed_time_ns)]
@@ -513,7 +519,9 @@ def _without_unstorable_times(decoded: Decoded) -> Decoded:
 
 
 def decode_traces(body: bytes, *, json: bool) -> Decoded:
-    return _without_unstorable_times(decode_traces_json(body) if json else decode_traces_protobuf(body))
+    return _without_unstorable_times(
+        decode_traces_json(body) if json else decode_traces_protobuf(body)
+    )
 
 
 def decode_logs(body: bytes, *, json: bool) -> Decoded:

@@ -47,7 +47,8 @@ def export_files(paths: Iterable[Path]) -> list[Path]:
             found.extend(
                 p
                 for p in sorted(path.rglob("*"))
-                if p.suffix in (".json", ".pb") and not p.name.endswith(".raw.json")
+                if p.suffix in (".json", ".pb")
+                and not p.name.endswith(".raw.json")
                 and not (p.suffix == ".pb" and p.with_suffix(".json").exists())
             )
         else:

@@ -35,16 +35,24 @@ def _export_handler(
             metrics.export_request("grpc", signal, "invalid")
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         except (Busy, StoreUnavailable) as exc:
-            metrics.export_request("grpc", signal, "busy" if isinstance(exc, Busy) else "unavailable")
+            metrics.export_request(
+                "grpc", signal, "busy" if isinstance(exc, Busy) else "unavailable"
+            )
             await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
         metrics.export_request(
-            "grpc", signal, "ok", spans=receipt.spans, logs=receipt.logs,
+            "grpc",
+            signal,
+            "ok",
+            spans=receipt.spans,
+            logs=receipt.logs,
             rejected=receipt.rejected,
         )
         return respond(receipt)
 
     return grpc.unary_unary_rpc_method_handler(
-        export, request_deserializer=None, response_serializer=type(respond(Receipt())).SerializeToString
+        export,
+        request_deserializer=None,
+        response_serializer=type(respond(Receipt())).SerializeToString,
     )
 
 
@@ -66,7 +74,10 @@ def otlp_handlers(intake: Intake) -> list[grpc.GenericRpcHandler]:
 
 
 async def start_grpc_server(
-    intake: Intake, host: str, port: int, max_message_bytes: int,
+    intake: Intake,
+    host: str,
+    port: int,
+    max_message_bytes: int,
     interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
     reuse_port: bool = False,
     options: Sequence[tuple[str, Any]] = (),

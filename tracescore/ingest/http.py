@@ -54,6 +54,7 @@ log = logging.getLogger(__name__)
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 
+
 def _with_partial_success(response: Message, rejected_field: str, receipt: Receipt) -> Message:
     if receipt.rejected:
         setattr(response.partial_success, rejected_field, receipt.rejected)
@@ -89,9 +90,13 @@ def _media_type(request: Request) -> str:
 OTLP_PATHS = ("/v1/traces", "/v1/logs", "/v1/metrics")
 _STATUS_BODY = {
     PROTOBUF: {"schema": {"type": "string", "format": "binary"}},
-    JSON: {"schema": {"type": "object", "properties": {
-        "code": {"type": "integer"}, "message": {"type": "string"}}}},
-}  # fmt: skip
+    JSON: {
+        "schema": {
+            "type": "object",
+            "properties": {"code": {"type": "integer"}, "message": {"type": "string"}},
+        }
+    },
+}
 _OTLP_ERRORS = {
     400: "the body is not an export request of this signal (a google.rpc.Status says why)",
     408: "the body was not received in time; the connection is closed",
@@ -112,20 +117,33 @@ def _documented(signal: str, request: str, response: str) -> dict[str, Any]:
             "Stored durably before the answer, as the OTLP specification asks; errors are a "
             "`google.rpc.Status` in the request's encoding."
         ),
-        "openapi_extra": {"requestBody": {"required": True, "content": {
-            PROTOBUF: {"schema": {"type": "string", "format": "binary"}},
-            JSON: {"schema": {"type": "object"}, "example": {"resourceSpans": []}},
-        }}},
+        "openapi_extra": {
+            "requestBody": {
+                "required": True,
+                "content": {
+                    PROTOBUF: {"schema": {"type": "string", "format": "binary"}},
+                    JSON: {"schema": {"type": "object"}, "example": {"resourceSpans": []}},
+                },
+            }
+        },
         "responses": {
-            200: {"description": f"accepted: an `{response}` (with partial_success when some "
-                                 "items were rejected)", "content": {
-                PROTOBUF: _STATUS_BODY[PROTOBUF], JSON: {"schema": {"type": "object"}}}},
-            **{status: {"description": what, "content": _STATUS_BODY}
-               for status, what in _OTLP_ERRORS.items()},
-            401: {"description": "no valid API key (when keys are configured): refused before "
-                                 "the body is read, in JSON whatever the request's encoding",
-                  "content": {JSON: {"schema": {"type": "object"}},
-                              "application/problem+json": {"schema": {"type": "object"}}}},
+            200: {
+                "description": f"accepted: an `{response}` (with partial_success when some "
+                "items were rejected)",
+                "content": {PROTOBUF: _STATUS_BODY[PROTOBUF], JSON: {"schema": {"type": "object"}}},
+            },
+            **{
+                status: {"description": what, "content": _STATUS_BODY}
+                for status, what in _OTLP_ERRORS.items()
+            },
+            401: {
+                "description": "no valid API key (when keys are configured): refused before "
+                "the body is read, in JSON whatever the request's encoding",
+                "content": {
+                    JSON: {"schema": {"type": "object"}},
+                    "application/problem+json": {"schema": {"type": "object"}},
+                },
+            },
         },
     }
 
@@ -133,16 +151,24 @@ def _documented(signal: str, request: str, response: str) -> dict[str, Any]:
 def otlp_router(intake: Intake, readers: BodyReaders) -> APIRouter:
     router = APIRouter()
     traces, logs, metrics_path = OTLP_PATHS
-    router.add_api_route(traces, _endpoint(intake, readers, intake.traces, trace_response),
-                         methods=["POST"], **_documented(
-                             "traces", "ExportTraceServiceRequest", "ExportTraceServiceResponse"))
-    router.add_api_route(logs, _endpoint(intake, readers, intake.logs, logs_response),
-                         methods=["POST"], **_documented(
-                             "logs", "ExportLogsServiceRequest", "ExportLogsServiceResponse"))
-    router.add_api_route(metrics_path, _endpoint(intake, readers, intake.metrics,
-                                                 metrics_response), methods=["POST"],
-                         **_documented("metrics", "ExportMetricsServiceRequest",
-                                       "ExportMetricsServiceResponse"))
+    router.add_api_route(
+        traces,
+        _endpoint(intake, readers, intake.traces, trace_response),
+        methods=["POST"],
+        **_documented("traces", "ExportTraceServiceRequest", "ExportTraceServiceResponse"),
+    )
+    router.add_api_route(
+        logs,
+        _endpoint(intake, readers, intake.logs, logs_response),
+        methods=["POST"],
+        **_documented("logs", "ExportLogsServiceRequest", "ExportLogsServiceResponse"),
+    )
+    router.add_api_route(
+        metrics_path,
+        _endpoint(intake, readers, intake.metrics, metrics_response),
+        methods=["POST"],
+        **_documented("metrics", "ExportMetricsServiceRequest", "ExportMetricsServiceResponse"),
+    )
     return router
 
 
@@ -161,9 +187,12 @@ def langfuse_router(intake: Intake, readers: BodyReaders) -> APIRouter:
     router = APIRouter()
     documented = _documented("traces", "ExportTraceServiceRequest", "ExportTraceServiceResponse")
     documented["summary"] = "Export traces from a Langfuse SDK (OTLP/HTTP, Basic auth)"
-    router.add_api_route(LANGFUSE_TRACES_PATH,
-                         _endpoint(intake, readers, intake.traces, trace_response),
-                         methods=["POST"], **documented)
+    router.add_api_route(
+        LANGFUSE_TRACES_PATH,
+        _endpoint(intake, readers, intake.traces, trace_response),
+        methods=["POST"],
+        **documented,
+    )
     return router
 
 
@@ -183,9 +212,9 @@ def _endpoint(
         if not json and media_type != PROTOBUF:
             metrics.export_request("http", signal, "invalid")
             return _status_response(
-                415, INVALID_ARGUMENT,
-                f"unsupported Content-Type {media_type or '(none)'!r}: "
-                f"use {PROTOBUF} or {JSON}",
+                415,
+                INVALID_ARGUMENT,
+                f"unsupported Content-Type {media_type or '(none)'!r}: use {PROTOBUF} or {JSON}",
                 json=True,
             )
         receiving = received = False
@@ -200,8 +229,9 @@ def _endpoint(
         except Busy as exc:
             metrics.export_request("http", signal, "busy")
             # Refused mid-body: close rather than wait for the rest of it.
-            return _status_response(503, UNAVAILABLE, str(exc), json=json, retry=True,
-                                    close=receiving and not received)
+            return _status_response(
+                503, UNAVAILABLE, str(exc), json=json, retry=True, close=receiving and not received
+            )
         except Gone as exc:
             metrics.export_request("http", signal, "disconnected")
             log.info("OTLP/HTTP client %s went away mid-request (%s)", _peer(request), exc)
@@ -219,7 +249,11 @@ def _endpoint(
             metrics.export_request("http", signal, "unavailable")
             return _status_response(503, UNAVAILABLE, str(exc), json=json, retry=True)
         metrics.export_request(
-            "http", signal, "ok", spans=receipt.spans, logs=receipt.logs,
+            "http",
+            signal,
+            "ok",
+            spans=receipt.spans,
+            logs=receipt.logs,
             rejected=receipt.rejected,
         )
         return Response(_encode(respond(receipt), json), media_type=JSON if json else PROTOBUF)
@@ -241,4 +275,6 @@ def _status_response(
     if close:
         headers["Connection"] = "close"
     body = _encode(status_pb2.Status(code=code, message=message), json)
-    return Response(body, status_code=status, media_type=JSON if json else PROTOBUF, headers=headers)
+    return Response(
+        body, status_code=status, media_type=JSON if json else PROTOBUF, headers=headers
+    )

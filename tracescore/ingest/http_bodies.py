@@ -174,7 +174,9 @@ async def receive_body(request: Request, reading: _Reading) -> bytes:
                 raise Busy("the collector is shutting down") from None
             rate = f"at least {limits.min_rate} bytes/s and " if limits.min_rate else ""
             raise HttpError(
-                408, UNAVAILABLE, f"request body not received in time ({size} bytes in "
+                408,
+                UNAVAILABLE,
+                f"request body not received in time ({size} bytes in "
                 f"{loop.time() - started:.1f} s; {rate}all of it within {limits.timeout:g} s are needed)",
             ) from None
         if message["type"] == "http.disconnect":
@@ -182,7 +184,9 @@ async def receive_body(request: Request, reading: _Reading) -> bytes:
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limits.max_bytes:
-            raise HttpError(413, RESOURCE_EXHAUSTED, f"request body exceeds {limits.max_bytes} bytes")
+            raise HttpError(
+                413, RESOURCE_EXHAUSTED, f"request body exceeds {limits.max_bytes} bytes"
+            )
         readers.hold(reading, len(chunk))
         chunks.append(chunk)
         more = message.get("more_body", False)

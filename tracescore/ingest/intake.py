@@ -58,9 +58,15 @@ class Intake:
     """Admission control plus check-and-store, shared by the HTTP and gRPC transports."""
 
     def __init__(
-        self, store: SpanStore, max_pending: int, *, threads: int = 4,
-        max_attribute_chars: int | None = None, max_journal_bytes: int = 256 * 1024 * 1024,
-        unpackers: int = 1, shutdown_timeout: float = 10.0,
+        self,
+        store: SpanStore,
+        max_pending: int,
+        *,
+        threads: int = 4,
+        max_attribute_chars: int | None = None,
+        max_journal_bytes: int = 256 * 1024 * 1024,
+        unpackers: int = 1,
+        shutdown_timeout: float = 10.0,
     ) -> None:
         self.store = store
         self.max_pending = max_pending
@@ -73,8 +79,13 @@ class Intake:
         self.unpackers = [
             Unpacker(
                 UnpackSettings(
-                    self._url, self.owner, max_attribute_chars, shard=shard, shards=unpackers,
-                    shutdown_timeout=shutdown_timeout, max_clock_skew=store.rules.max_clock_skew,
+                    self._url,
+                    self.owner,
+                    max_attribute_chars,
+                    shard=shard,
+                    shards=unpackers,
+                    shutdown_timeout=shutdown_timeout,
+                    max_clock_skew=store.rules.max_clock_skew,
                 ),
                 on_report=_count_report,
             )
@@ -91,7 +102,9 @@ class Intake:
         clients of 1000-span JSON peak at 314 MB RSS with it, 342 MB without, same throughput)."""
         self._outage = Backoff("ingest: the database")
         """Only for its log lines: the exporters retry, this process does not."""
-        self._watchdog = threading.Thread(target=self._watch_unpackers, name="unpacker-watchdog", daemon=True)
+        self._watchdog = threading.Thread(
+            target=self._watch_unpackers, name="unpacker-watchdog", daemon=True
+        )
 
     def start(self) -> None:
         """Start unpacking, beginning with whatever an earlier run left in the journal (after
@@ -116,7 +129,9 @@ class Intake:
         if self.in_flight >= self.max_pending:
             raise Busy(f"{self.in_flight} export requests already in progress")
         if self.journal_backlog > self.max_journal_bytes and not self._backlog_shrank():
-            raise Busy(f"{self.journal_backlog // 2**20} MiB of acknowledged requests still to unpack")
+            raise Busy(
+                f"{self.journal_backlog // 2**20} MiB of acknowledged requests still to unpack"
+            )
 
     @contextmanager
     def admitted(self) -> Iterator[None]:

@@ -47,7 +47,10 @@ def _parse(message_type: type[Any], body: bytes) -> Any:
 
 
 def _screen(
-    body: bytes, request: Any, blocks: Sequence[Any], problem: Callable[[Any], str | None],
+    body: bytes,
+    request: Any,
+    blocks: Sequence[Any],
+    problem: Callable[[Any], str | None],
     signal: str,
 ) -> Screened:
     """Count the records of ``blocks`` (``request``'s repeated fields of records) and drop those
@@ -70,7 +73,9 @@ def _screen(
     if reasons:
         body = request.SerializeToString()
     counts = {"spans": accepted} if signal == "traces" else {"logs": accepted}
-    receipt = Receipt(**counts, rejected=rejections.rejected, error_message=rejections.error_message)
+    receipt = Receipt(
+        **counts, rejected=rejections.rejected, error_message=rejections.error_message
+    )
     return Screened(body, receipt)
 
 

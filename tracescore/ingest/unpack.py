@@ -46,6 +46,8 @@ log = logging.getLogger(__name__)
 _GROUP_BYTES = 1024 * 1024
 """Request bodies stored in one transaction (a 1000-span request alone is above it)."""
 _LANES = 2
+
+
 def unpack(
     store: SpanStore, entries: Sequence[JournalEntry], max_attribute_chars: int | None = None
 ) -> int:
@@ -65,7 +67,9 @@ def unpack(
         decode = decode_traces if entry.signal == "traces" else decode_logs
         try:
             decoded.append((entry, decode(entry.request, json=entry.json)))
-        except DecodeError as exc:  # screened before the ack: an entry of an older release, or a bug
+        except (
+            DecodeError
+        ) as exc:  # screened before the ack: an entry of an older release, or a bug
             _quarantine(store, entry, exc)
             quarantined += 1
     for _, records in decoded:
@@ -95,8 +99,18 @@ def _store(store: SpanStore, decoded: Sequence[tuple[JournalEntry, Decoded]]) ->
     if not decoded:
         return True
     return store.write(
-        [span for _, records in decoded for span in records.spans if span.scope.name != OWN_EVALUATIONS_SCOPE],
-        [record for _, records in decoded for record in records.logs if record.scope.name != OWN_EVALUATIONS_SCOPE],
+        [
+            span
+            for _, records in decoded
+            for span in records.spans
+            if span.scope.name != OWN_EVALUATIONS_SCOPE
+        ],
+        [
+            record
+            for _, records in decoded
+            for record in records.logs
+            if record.scope.name != OWN_EVALUATIONS_SCOPE
+        ],
         # The latest arrival for every trace of the group: readiness is then never premature,
         # at most later by the group's time span (entries waiting side by side).
         received_at=max(entry.received_at for entry, _ in decoded),
@@ -114,7 +128,10 @@ def _quarantine(store: SpanStore, entry: JournalEntry, error: BaseException) -> 
         return False
     log.error(
         "journal entry %d (%s, %d bytes) cannot be stored and is quarantined: %s",
-        entry.seq, entry.signal, len(entry.body), reason,
+        entry.seq,
+        entry.signal,
+        len(entry.body),
+        reason,
     )
     return True
 
@@ -165,10 +182,16 @@ class Unpacker(Child):
     seconds once the collector is gone, then exits, whatever state the database is in. Its
     :class:`UnpackReport` lines feed ``on_report``."""
 
-    def __init__(self, settings: UnpackSettings, on_report: Callable[[UnpackReport], None] | None = None) -> None:
+    def __init__(
+        self, settings: UnpackSettings, on_report: Callable[[UnpackReport], None] | None = None
+    ) -> None:
         super().__init__(
-            f"unpacker {settings.shard + 1} of {settings.shards}", __name__, asdict(settings),
-            on_report=None if on_report is None else lambda document: on_report(UnpackReport(**document)),
+            f"unpacker {settings.shard + 1} of {settings.shards}",
+            __name__,
+            asdict(settings),
+            on_report=None
+            if on_report is None
+            else lambda document: on_report(UnpackReport(**document)),
         )
 
 
@@ -190,7 +213,9 @@ class _UnpackLoop:
         self.wake = wake
         self.reports = reports
         helper_processes.exit_after_service(wake, settings.shutdown_timeout, "unpacker")
-        self.store = open_store(settings.store_url, ReadinessRules(max_clock_skew=settings.max_clock_skew), create=False)
+        self.store = open_store(
+            settings.store_url, ReadinessRules(max_clock_skew=settings.max_clock_skew), create=False
+        )
         self.outage = Backoff("unpacker: the database")
         self.service_gone = False
         """Set once the collector's pipe closes: then only its own entries are finished, and a
@@ -256,7 +281,9 @@ class _UnpackLoop:
             self.outage.succeeded()
             quarantined, (replaced, future) = finished.result(), self.store.take_counts()
             if quarantined or replaced or future:
-                helper_processes.report(self.reports, asdict(UnpackReport(quarantined, replaced, future)))
+                helper_processes.report(
+                    self.reports, asdict(UnpackReport(quarantined, replaced, future))
+                )
         elif database_unavailable(error):  # the entries stay in the journal and are taken again
             self.outage.failed(error)
         else:  # not even quarantining worked: a bug; retry after a pause
@@ -278,12 +305,17 @@ class _UnpackLoop:
         settings, store = self.settings, self.store
         try:
             shard = (settings.shard, settings.shards)
-            own = store.journal.entries(owner=settings.owner, exclude=busy, max_bytes=_GROUP_BYTES, shard=shard)
+            own = store.journal.entries(
+                owner=settings.owner, exclude=busy, max_bytes=_GROUP_BYTES, shard=shard
+            )
             if own or self.service_gone:
                 return own
             return store.journal.orphans(
-                dead_before=time.time() - settings.orphan_after, not_owner=settings.owner,
-                exclude=busy, max_bytes=_GROUP_BYTES, shard=shard,
+                dead_before=time.time() - settings.orphan_after,
+                not_owner=settings.owner,
+                exclude=busy,
+                max_bytes=_GROUP_BYTES,
+                shard=shard,
             )
         except Exception as exc:  # noqa: BLE001 - an outage or not, the loop goes on
             self.outage.failed(exc)

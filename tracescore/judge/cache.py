@@ -22,7 +22,9 @@ from tracescore.judge.structured import parse_output, schema_json
 from tracescore.store import Database
 from tracescore.store.judge_cache import JudgeVerdict, load_verdict, save_verdict, verdict_database
 
-ANSWER_SETTINGS = frozenset(("model", "api_base", "temperature", "max_tokens", "response_format", "extra"))
+ANSWER_SETTINGS = frozenset(
+    ("model", "api_base", "temperature", "max_tokens", "response_format", "extra")
+)
 """The judge settings that can change what it answers: the model and the server it is reached
 at, sampling, the answer's length limit, how JSON is asked for, and the extra litellm arguments
 (``top_p``, ``seed``, a reasoning effort...). Timeouts, retries, pacing and the key's variable

@@ -100,7 +100,11 @@ class LiteLLMJudge:
         if tokens is None:
             window = _input_window(self.model)
             answer = self.config.max_tokens or _ANSWER_ROOM
-            tokens = window - answer if window is not None and window > 2 * answer else DEFAULT_INPUT_TOKENS
+            tokens = (
+                window - answer
+                if window is not None and window > 2 * answer
+                else DEFAULT_INPUT_TOKENS
+            )
         return Budget(tokens=tokens, count=self.count_tokens)
 
     def count_tokens(self, text: str) -> int:

@@ -9,14 +9,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 ResponseFormat = Literal["auto", "json_schema", "json_object", "prompt"]
 
+
 def judges_missing(scorer: str) -> str | None:
     """Why ``scorer``, which asks an LLM judge, cannot run here, or None: litellm, which every
     judge calls through, is an extra (it doubles the default install). Found without importing
     litellm, which takes seconds."""
     if find_spec("litellm") is not None:
         return None
-    return (f"scorer {scorer!r} asks an LLM judge, and litellm, which judges call through, is "
-            "not installed: pip install 'tracescore[judges]'")
+    return (
+        f"scorer {scorer!r} asks an LLM judge, and litellm, which judges call through, is "
+        "not installed: pip install 'tracescore[judges]'"
+    )
 
 
 class JudgeConfig(BaseModel):

@@ -22,10 +22,38 @@ from typing import Any
 
 import numpy as np
 
-PASS_LABELS = frozenset({"pass", "passed", "good", "correct", "yes", "true", "up", "thumbs_up",
-                         "thumbs-up", "positive", "1", "👍"})  # fmt: skip
-FAIL_LABELS = frozenset({"fail", "failed", "bad", "incorrect", "no", "false", "down",
-                         "thumbs_down", "thumbs-down", "negative", "0", "👎"})  # fmt: skip
+PASS_LABELS = frozenset(
+    {
+        "pass",
+        "passed",
+        "good",
+        "correct",
+        "yes",
+        "true",
+        "up",
+        "thumbs_up",
+        "thumbs-up",
+        "positive",
+        "1",
+        "👍",
+    }
+)
+FAIL_LABELS = frozenset(
+    {
+        "fail",
+        "failed",
+        "bad",
+        "incorrect",
+        "no",
+        "false",
+        "down",
+        "thumbs_down",
+        "thumbs-down",
+        "negative",
+        "0",
+        "👎",
+    }
+)
 
 
 def human_passes(value: float | None, label: str | None, threshold: float) -> bool | None:
@@ -86,13 +114,20 @@ class Agreement:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "n": self.n, "threshold": self.threshold, "n_values": self.n_values,
-            "mae": self.mae, "mae_ci": _interval(self.mae_ci),
-            "spearman": self.spearman, "spearman_p": self.spearman_p,
+            "n": self.n,
+            "threshold": self.threshold,
+            "n_values": self.n_values,
+            "mae": self.mae,
+            "mae_ci": _interval(self.mae_ci),
+            "spearman": self.spearman,
+            "spearman_p": self.spearman_p,
             "spearman_ci": _interval(self.spearman_ci),
-            "n_verdicts": self.n_verdicts, "accuracy": self.accuracy,
-            "kappa": self.kappa, "kappa_ci": _interval(self.kappa_ci), "confusion": self.confusion,
-        }  # fmt: skip
+            "n_verdicts": self.n_verdicts,
+            "accuracy": self.accuracy,
+            "kappa": self.kappa,
+            "kappa_ci": _interval(self.kappa_ci),
+            "confusion": self.confusion,
+        }
 
 
 def _interval(value: Interval | None) -> list[float] | None:
@@ -147,9 +182,11 @@ def _kappa(
 ) -> tuple[float | None, float | None, Interval | None, dict[str, int]]:
     """Accuracy, Cohen's kappa with its large-sample interval, and the confusion matrix."""
     counts = {
-        "judge_pass_human_pass": 0, "judge_pass_human_fail": 0,
-        "judge_fail_human_pass": 0, "judge_fail_human_fail": 0,
-    }  # fmt: skip
+        "judge_pass_human_pass": 0,
+        "judge_pass_human_fail": 0,
+        "judge_fail_human_pass": 0,
+        "judge_fail_human_fail": 0,
+    }
     for judge, human in verdicts:
         counts[f"judge_{'pass' if judge else 'fail'}_human_{'pass' if human else 'fail'}"] += 1
     n = len(verdicts)
@@ -188,7 +225,17 @@ def agreement(
         rho, p_value, rho_ci = _spearman(scores, values, confidence, min_ci_samples)
     accuracy, kappa, kappa_ci, confusion = _kappa(verdicts, confidence, min_ci_samples)
     return Agreement(
-        n=len(pairs), threshold=threshold, n_values=len(scored), mae=mae, mae_ci=mae_ci,
-        spearman=rho, spearman_p=p_value, spearman_ci=rho_ci, n_verdicts=len(verdicts),
-        accuracy=accuracy, kappa=kappa, kappa_ci=kappa_ci, confusion=confusion,
-    )  # fmt: skip
+        n=len(pairs),
+        threshold=threshold,
+        n_values=len(scored),
+        mae=mae,
+        mae_ci=mae_ci,
+        spearman=rho,
+        spearman_p=p_value,
+        spearman_ci=rho_ci,
+        n_verdicts=len(verdicts),
+        accuracy=accuracy,
+        kappa=kappa,
+        kappa_ci=kappa_ci,
+        confusion=confusion,
+    )

@@ -120,13 +120,21 @@ class _Transitions:
         """Write a notification to the outbox, or, while a silence covers the segment, to the
         history only: the payload then says which silence kept it from the channels."""
         payload = _payload(self.rule, status, verdict, self.now, since)
-        state = {"rule": self.rule.name, "segment": verdict.segment, "state": status,
-                 "since": since}  # fmt: skip
+        state = {
+            "rule": self.rule.name,
+            "segment": verdict.segment,
+            "state": status,
+            "since": since,
+        }
         silence = covering(self.silences, state, self.now, "silence")
         channels = [] if silence is not None else list(self.channels)
         if silence is not None:
-            payload["silenced"] = {"id": silence.id, "until": _iso(silence.expires_at),
-                                   "author": silence.author, "note": silence.note}  # fmt: skip
+            payload["silenced"] = {
+                "id": silence.id,
+                "until": _iso(silence.expires_at),
+                "author": silence.author,
+                "note": silence.note,
+            }
         self.events.append(
             {
                 "key": key,
@@ -307,9 +315,12 @@ class AlertEvaluator:
                     error = f"{name}: {exc}"
             attempts = event["attempts"] + 1
             stored.record_delivery(
-                self.engine, event["id"], remaining=remaining,
+                self.engine,
+                event["id"],
+                remaining=remaining,
                 pending=bool(remaining) and attempts < self.alerts.max_delivery_attempts,
-                attempts=attempts, error=error,
+                attempts=attempts,
+                error=error,
             )
 
     def _export_firing(self) -> None:

@@ -56,10 +56,15 @@ def _range(since: datetime | None, until: datetime | None) -> tuple[datetime, da
 
 def silence_out(silence: Silence) -> dict[str, Any]:
     return {
-        "id": silence.id, "rule": silence.rule, "segment": silence.segment, "kind": silence.kind,
-        "author": silence.author, "note": silence.note,
-        "created_at": _iso(silence.created_at), "expires_at": _iso(silence.expires_at),
-    }  # fmt: skip
+        "id": silence.id,
+        "rule": silence.rule,
+        "segment": silence.segment,
+        "kind": silence.kind,
+        "author": silence.author,
+        "note": silence.note,
+        "created_at": _iso(silence.created_at),
+        "expires_at": _iso(silence.expires_at),
+    }
 
 
 Since = Annotated[Moment | None, moment_query("from (inclusive; default 24 hours before until)")]
@@ -74,7 +79,9 @@ def create_monitor_router(
     Under ``/api/v1`` the summary's series are labelled by ``binding`` (what the configuration
     names); the deprecated ``/api`` alias keeps labelling them by ``scorer`` id."""
     config = config or MonitorConfig()
-    router = APIRouter(prefix=version.prefix, tags=["monitoring"], deprecated=version.legacy or None)
+    router = APIRouter(
+        prefix=version.prefix, tags=["monitoring"], deprecated=version.legacy or None
+    )
     outer = APIRouter()
 
     @router.get("/scores", summary="Score rows, newest first", responses=version.listing)
@@ -97,8 +104,15 @@ def create_monitor_router(
         if limit > config.max_page_size:
             raise HTTPException(422, f"limit is at most {config.max_page_size}")
         where = ScoreFilter(
-            scorer=scorer, scorer_version=scorer_version, binding=binding, agent=agent,
-            service=service, model=model, status=status, since=since, until=until,
+            scorer=scorer,
+            scorer_version=scorer_version,
+            binding=binding,
+            agent=agent,
+            service=service,
+            model=model,
+            status=status,
+            since=since,
+            until=until,
             trace_id=trace_id.lower() if trace_id else None,
         )
         try:
@@ -108,8 +122,11 @@ def create_monitor_router(
             raise HTTPException(422, str(exc)) from None
         return version.page(items, "items", next_cursor)
 
-    @router.get("/scores/summary", summary="Score statistics per binding and time bucket",
-                responses=version.listing)
+    @router.get(
+        "/scores/summary",
+        summary="Score statistics per binding and time bucket",
+        responses=version.listing,
+    )
     def summary(
         scorer: str | None = None,
         binding: str | None = None,
@@ -118,7 +135,9 @@ def create_monitor_router(
         model: str | None = None,
         since: Since = None,
         until: Until = None,
-        bucket: Annotated[str, Query(description="a duration", examples=["1h", "15m", "1d"])] = "1h",
+        bucket: Annotated[
+            str, Query(description="a duration", examples=["1h", "15m", "1d"])
+        ] = "1h",
         group_by: Annotated[list[SegmentColumn], Query()] = [],  # noqa: B006 (FastAPI copies it)
     ) -> dict[str, Any]:
         """Per binding (``scorer`` id on the deprecated alias) × time bucket (× ``group_by``
@@ -136,8 +155,13 @@ def create_monitor_router(
                 422, f"bucket must be ≥ 1s and span at most {MAX_SUMMARY_BUCKETS} buckets"
             )
         where = ScoreFilter(
-            scorer=scorer, binding=binding, agent=agent, service=service, model=model,
-            since=start, until=end,
+            scorer=scorer,
+            binding=binding,
+            agent=agent,
+            service=service,
+            model=model,
+            since=start,
+            until=end,
         )
         label = "scorer_id" if version.legacy else "binding"
         columns = [label, *(c for c in dict.fromkeys(group_by) if c != label)]
@@ -166,26 +190,45 @@ def create_monitor_router(
                     "error_rate": group.error_rate,
                 }
             )
-        series.sort(key=lambda row: tuple(str(row[c]) for c in (
-            "scorer" if version.legacy else "binding", "bucket", *columns[1:])))
+        series.sort(
+            key=lambda row: tuple(
+                str(row[c])
+                for c in ("scorer" if version.legacy else "binding", "bucket", *columns[1:])
+            )
+        )
         return version.page(
-            series, "series", since=start.isoformat(), until=end.isoformat(),
-            bucket_seconds=bucket_seconds, group_by=columns[1:],
+            series,
+            "series",
+            since=start.isoformat(),
+            until=end.isoformat(),
+            bucket_seconds=bucket_seconds,
+            group_by=columns[1:],
         )
 
-    @router.get("/coverage", summary="Runs eligible, sampled and scored per binding",
-                responses=version.listing)
-    def coverage_view(since: Since = None, until: Until = None, binding: str | None = None
-                      ) -> dict[str, Any]:
+    @router.get(
+        "/coverage",
+        summary="Runs eligible, sampled and scored per binding",
+        responses=version.listing,
+    )
+    def coverage_view(
+        since: Since = None, until: Until = None, binding: str | None = None
+    ) -> dict[str, Any]:
         """Per binding: runs eligible (passed the filter), sampled, and scored."""
         start, end = _range(since, until)
         with engine.connect() as connection:
             found = coverage(connection, start, end, binding)
-        return version.page([entry.to_dict() for entry in found], "bindings",
-                            since=start.isoformat(), until=end.isoformat())
+        return version.page(
+            [entry.to_dict() for entry in found],
+            "bindings",
+            since=start.isoformat(),
+            until=end.isoformat(),
+        )
 
-    @router.get("/alerts", summary="Alert rule states and the latest notifications",
-                responses=version.listing)
+    @router.get(
+        "/alerts",
+        summary="Alert rule states and the latest notifications",
+        responses=version.listing,
+    )
     def alerts(
         state: Literal["ok", "firing"] | None = None,
         rule: str | None = None,
@@ -221,30 +264,45 @@ def create_monitor_router(
             }
             for row in event_rows
         ]
-        return version.page(states, "states",
-                            firing=sum(row["state"] == "firing" for row in state_rows),
-                            events=events_listed)
+        return version.page(
+            states,
+            "states",
+            firing=sum(row["state"] == "firing" for row in state_rows),
+            events=events_listed,
+        )
 
-    @router.post("/alerts/silences", status_code=201,
-                 summary="Silence or acknowledge an alert for a while",
-                 responses={201: {"description": "the stored silence, with its id and expiry"}})
+    @router.post(
+        "/alerts/silences",
+        status_code=201,
+        summary="Silence or acknowledge an alert for a while",
+        responses={201: {"description": "the stored silence, with its id and expiry"}},
+    )
     def silence(body: SilenceIn) -> dict[str, Any]:
         """Silence or acknowledge a rule's alert (or one segment's) for ``duration``."""
         return silence_out(add_silence(engine, body, datetime.now(UTC).timestamp()))
 
-    @router.get("/alerts/silences", summary="Silences and acknowledgements in force",
-                responses=version.listing)
-    def silences(rule: Annotated[str | None, Query(description="only this rule's")] = None
-                 ) -> dict[str, Any]:
+    @router.get(
+        "/alerts/silences",
+        summary="Silences and acknowledgements in force",
+        responses=version.listing,
+    )
+    def silences(
+        rule: Annotated[str | None, Query(description="only this rule's")] = None,
+    ) -> dict[str, Any]:
         """Silences and acknowledgements that have not expired, oldest first."""
         with engine.connect() as connection:
             found = active_silences(connection, datetime.now(UTC).timestamp(), rule)
         return version.page([silence_out(item) for item in found], "items")
 
-    @router.delete("/alerts/silences/{silence_id}", status_code=204,
-                   summary="End a silence or acknowledgement",
-                   responses={204: {"description": "ended"},
-                              404: {**PROBLEM_RESPONSES[404], "description": "no silence in force with this id"}})
+    @router.delete(
+        "/alerts/silences/{silence_id}",
+        status_code=204,
+        summary="End a silence or acknowledgement",
+        responses={
+            204: {"description": "ended"},
+            404: {**PROBLEM_RESPONSES[404], "description": "no silence in force with this id"},
+        },
+    )
     def unsilence(silence_id: Annotated[int, Path(ge=1, le=MAX_SILENCE_ID)]) -> None:
         """End a silence or acknowledgement before it expires."""
         if not remove_silence(engine, silence_id):
@@ -252,6 +310,7 @@ def create_monitor_router(
 
     outer.include_router(router)
     if version.legacy:
+
         @outer.get("/metrics", include_in_schema=False)
         def prometheus() -> Response:
             body, content_type = metrics.exposition()

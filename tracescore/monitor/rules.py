@@ -53,8 +53,14 @@ class Verdict:
 
 def _filter(rule: AlertRule, since: datetime, until: datetime) -> ScoreFilter:
     return ScoreFilter(
-        scorer=rule.scorer, scorer_version=rule.scorer_version, binding=rule.binding,
-        agent=rule.agent, service=rule.service, model=rule.model, since=since, until=until,
+        scorer=rule.scorer,
+        scorer_version=rule.scorer_version,
+        binding=rule.binding,
+        agent=rule.agent,
+        service=rule.service,
+        model=rule.model,
+        since=since,
+        until=until,
     )
 
 
@@ -62,7 +68,9 @@ def _threshold(connection: Connection, rule: ThresholdRule, now: datetime) -> li
     window = timedelta(seconds=rule.window)
     quantile = rule.quantile
     groups = aggregate_scores(
-        connection, _filter(rule, now - window, now), rule.segment_by,
+        connection,
+        _filter(rule, now - window, now),
+        rule.segment_by,
         quantiles=[quantile] if quantile is not None else [],
     )
     verdicts = []
@@ -223,8 +231,12 @@ def _error_rate(connection: Connection, rule: ErrorRateRule, now: datetime) -> l
                     f"{_duration_text(rule.window)} is {'' if firing else 'not '}above {rule.above:.1%} "
                     f"({group.errors} of {group.attempted}{_failed_runs_note(group.failed_runs)})"
                 ),
-                details={"errors": group.errors, "failed_runs": group.failed_runs,
-                         "attempted": group.attempted, "above": rule.above},
+                details={
+                    "errors": group.errors,
+                    "failed_runs": group.failed_runs,
+                    "attempted": group.attempted,
+                    "above": rule.above,
+                },
             )
         )
     return verdicts
@@ -265,8 +277,13 @@ def _agreement(connection: Connection, rule: AgreementRule, now: datetime) -> li
                     f"scored in the last {_duration_text(rule.window)} is {'' if firing else 'not '}"
                     f"{word} {bound:g} (n={n})"
                 ),
-                details={"metric": rule.metric, word: bound, "n": n, "window_seconds": rule.window,
-                         "agreement": figures.to_dict()},
+                details={
+                    "metric": rule.metric,
+                    word: bound,
+                    "n": n,
+                    "window_seconds": rule.window,
+                    "agreement": figures.to_dict(),
+                },
             )
         )
     return verdicts

@@ -43,9 +43,7 @@ def _same_segment(wanted: dict[str, Any] | None, segment: dict[str, Any] | None)
     """Whether a silence's segment covers a state's: values compared as text, as forms send them."""
     if wanted is None:
         return True
-    return {k: str(v) for k, v in wanted.items()} == {
-        k: str(v) for k, v in (segment or {}).items()
-    }
+    return {k: str(v) for k, v in wanted.items()} == {k: str(v) for k, v in (segment or {}).items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,10 +70,14 @@ class Silence:
 
 def add_silence(database: Database, asked: SilenceIn, now: float) -> Silence:
     values: stored.NewSilence = {
-        "rule": asked.rule, "segment": asked.segment or None, "kind": asked.kind,
-        "author": asked.author, "note": asked.note, "created_at": now,
+        "rule": asked.rule,
+        "segment": asked.segment or None,
+        "kind": asked.kind,
+        "author": asked.author,
+        "note": asked.note,
+        "created_at": now,
         "expires_at": now + asked.duration,
-    }  # fmt: skip
+    }
     return Silence(id=stored.add_silence(database, values), **values)
 
 

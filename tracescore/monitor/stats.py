@@ -29,9 +29,13 @@ def welch_p_value(
         )
         return 0.0 if worse else 1.0
     result = stats.ttest_ind_from_stats(
-        current.mean, current.std, current.n,
-        baseline.mean, baseline.std, baseline.n,
-        equal_var=False, alternative=alternative,
+        current.mean,
+        current.std,
+        current.n,
+        baseline.mean,
+        baseline.std,
+        baseline.n,
+        equal_var=False,
+        alternative=alternative,
     )
     return float(result.pvalue)
-

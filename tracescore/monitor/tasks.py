@@ -36,12 +36,22 @@ def monitoring_task(
     is down each backs off and logs when that starts and ends (:func:`~tracescore.backoff.repeat`)."""
 
     async def run() -> None:
-        steps = [repeat(lambda: sample_trace_states(engine), monitor.gauge_interval,
-                        Backoff("queue gauges: the database"))]
+        steps = [
+            repeat(
+                lambda: sample_trace_states(engine),
+                monitor.gauge_interval,
+                Backoff("queue gauges: the database"),
+            )
+        ]
         evaluator = AlertEvaluator(engine, alerts, monitor) if alerts.rules else None
         if evaluator is not None:
-            steps.append(repeat(evaluator.run_once, monitor.evaluation_interval,
-                                Backoff("alert rounds: the database")))
+            steps.append(
+                repeat(
+                    evaluator.run_once,
+                    monitor.evaluation_interval,
+                    Backoff("alert rounds: the database"),
+                )
+            )
         try:
             await asyncio.gather(*steps)
         finally:

@@ -63,7 +63,9 @@ def compare_versions(
         n_paired=len(paired),
         mean_a=statistics.fmean(xs) if xs else None,
         mean_b=statistics.fmean(ys) if ys else None,
-        mean_difference=statistics.fmean(y - x for x, y in zip(xs, ys, strict=True)) if xs else None,
+        mean_difference=statistics.fmean(y - x for x, y in zip(xs, ys, strict=True))
+        if xs
+        else None,
         pearson=_pearson(xs, ys),
         label_agreement=sum(la == lb for la, lb in labelled) / len(labelled) if labelled else None,
         n_labelled=len(labelled),

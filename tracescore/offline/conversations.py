@@ -44,12 +44,16 @@ def by_conversation(runs: Iterable[AgentRun], max_turns: int) -> list[Conversati
     for trace_runs in traces.values():
         for run in select_target(trace_runs, "trace"):
             turns.setdefault(str(run.conversation_id), []).append(turn_of(run))
-    return [recent_turns(conversation_id, found, max_turns) for conversation_id, found in turns.items()]
+    return [
+        recent_turns(conversation_id, found, max_turns) for conversation_id, found in turns.items()
+    ]
 
 
 def recent_turns(conversation_id: str, turns: Sequence[Turn], max_turns: int) -> Conversation:
     """A conversation of ``turns`` put in time order, keeping the last ``max_turns``."""
-    ordered = sorted(turns, key=lambda turn: (turn.start_time is None, turn.start_time or datetime.min))
+    ordered = sorted(
+        turns, key=lambda turn: (turn.start_time is None, turn.start_time or datetime.min)
+    )
     kept, earlier = ordered[-max_turns:], ordered[:-max_turns]
     last_run = kept[-1].run
     return Conversation(
@@ -81,12 +85,19 @@ def as_conversation(item: Any, *, index: int = 0) -> Conversation | None:
     if all("role" in entry for entry in item):
         exchanges, system = _exchanges(item)
     elif all("user" in entry or "answer" in entry for entry in item):
-        exchanges, system = [(str(e.get("user") or ""), str(e.get("answer") or "")) for e in item], None
+        exchanges, system = (
+            [(str(e.get("user") or ""), str(e.get("answer") or "")) for e in item],
+            None,
+        )
     else:
         return None
-    return Conversation(id=digest[:32], turns=[
-        _turn(digest, number, user, answer, system) for number, (user, answer) in enumerate(exchanges)
-    ])
+    return Conversation(
+        id=digest[:32],
+        turns=[
+            _turn(digest, number, user, answer, system)
+            for number, (user, answer) in enumerate(exchanges)
+        ],
+    )
 
 
 def _exchanges(messages: Sequence[Mapping[str, Any]]) -> tuple[list[tuple[str, str]], str | None]:
@@ -106,7 +117,9 @@ def _exchanges(messages: Sequence[Mapping[str, Any]]) -> tuple[list[tuple[str, s
 def _turn(digest: str, number: int, user: str, answer: str, system: str | None) -> Turn:
     trace_id, span_id = f"{digest[:28]}{number:04x}", f"{digest[32:44]}{number:04x}"
     run = AgentRun(
-        trace_id=trace_id, span_id=span_id, primary=True,
+        trace_id=trace_id,
+        span_id=span_id,
+        primary=True,
         input=RunInput(system_messages=[SystemMessage(content=system)] if system else []),
     )
     return Turn(trace_id=trace_id, span_id=span_id, user=user, answer=answer, run=run)
@@ -117,8 +130,12 @@ def last_turn_run(conversation: Conversation) -> AgentRun:
     standing for it (offline turns given without a run)."""
     last = conversation.turns[-1]
     return last.run or AgentRun(
-        trace_id=last.trace_id, span_id=last.span_id, agent_name=conversation.agent_name,
-        service_name=conversation.service_name, conversation_id=conversation.id, primary=True,
+        trace_id=last.trace_id,
+        span_id=last.span_id,
+        agent_name=conversation.agent_name,
+        service_name=conversation.service_name,
+        conversation_id=conversation.id,
+        primary=True,
     )
 
 
@@ -148,7 +165,9 @@ async def score_conversations(
     """Score each conversation with the bindings, ``concurrency`` conversations at once; the
     rows per conversation, in order. ``on_conversation(index, rows)`` as each finishes."""
     slots = asyncio.Semaphore(concurrency)
-    worker = ScoringWorker(None, bindings, WorkersConfig(concurrency=concurrency), lease_seconds=0.0)
+    worker = ScoringWorker(
+        None, bindings, WorkersConfig(concurrency=concurrency), lease_seconds=0.0
+    )
 
     async def one(index: int, conversation: Conversation) -> list[StoredScore]:
         async with slots:

@@ -88,22 +88,30 @@ def _weather(rng: random.Random) -> Turn:
 
 SUPPORT_TOPICS = (
     # (what the user wants to do, the help center snippet, a good answer)
-    ("reset my password",
-     "Passwords: Settings > Security > Reset password sends a reset link valid for 30 minutes.",
-     "To reset your password, open Settings > Security and click Reset password; the reset link "
-     "in your email is valid for 30 minutes."),
-    ("get a refund for a double charge",
-     "Billing: duplicate charges are refunded automatically within 5 business days after a ticket.",
-     "Sorry about the double charge! I've opened a billing ticket: the duplicate charge will be "
-     "refunded within 5 business days."),
-    ("rotate a leaked API key",
-     "API keys: Settings > API keys > Rotate; the old key keeps working for 24 hours.",
-     "To rotate a leaked API key, go to Settings > API keys and click Rotate; the old key stops "
-     "working after 24 hours."),
-    ("export my invoices",
-     "Invoices: Billing > History > Export CSV downloads every invoice of the account.",
-     "You can export your invoices from Billing > History with Export CSV, which downloads all "
-     "invoices of your account."),
+    (
+        "reset my password",
+        "Passwords: Settings > Security > Reset password sends a reset link valid for 30 minutes.",
+        "To reset your password, open Settings > Security and click Reset password; the reset link "
+        "in your email is valid for 30 minutes.",
+    ),
+    (
+        "get a refund for a double charge",
+        "Billing: duplicate charges are refunded automatically within 5 business days after a ticket.",
+        "Sorry about the double charge! I've opened a billing ticket: the duplicate charge will be "
+        "refunded within 5 business days.",
+    ),
+    (
+        "rotate a leaked API key",
+        "API keys: Settings > API keys > Rotate; the old key keeps working for 24 hours.",
+        "To rotate a leaked API key, go to Settings > API keys and click Rotate; the old key stops "
+        "working after 24 hours.",
+    ),
+    (
+        "export my invoices",
+        "Invoices: Billing > History > Export CSV downloads every invoice of the account.",
+        "You can export your invoices from Billing > History with Export CSV, which downloads all "
+        "invoices of your account.",
+    ),
 )
 
 
@@ -129,10 +137,16 @@ def _research(rng: random.Random) -> Turn:
         ]
     )
     papers = [
-        {"title": f"A study of {subject}", "year": rng.randint(2019, 2025),
-         "citations": rng.randint(10, 900)},
-        {"title": f"Scaling {subject} in practice", "year": rng.randint(2020, 2025),
-         "citations": rng.randint(5, 300)},
+        {
+            "title": f"A study of {subject}",
+            "year": rng.randint(2019, 2025),
+            "citations": rng.randint(10, 900),
+        },
+        {
+            "title": f"Scaling {subject} in practice",
+            "year": rng.randint(2020, 2025),
+            "citations": rng.randint(5, 300),
+        },
     ]
     abstract = f"We show that {subject} improves accuracy on knowledge-intensive benchmarks by 4 to 9 points."
     return Turn(
@@ -207,10 +221,15 @@ class DemoSender:
         self.providers: dict[str, TracerProvider] = {}
         self.tracers: dict[str, Tracer] = {}
         for service in [agent.service for agent in AGENTS] + [CHAT_SERVICE]:
-            provider = TracerProvider(resource=Resource.create({
-                "service.name": service, "service.version": "1.4.2",
-                "deployment.environment": "demo",
-            }))
+            provider = TracerProvider(
+                resource=Resource.create(
+                    {
+                        "service.name": service,
+                        "service.version": "1.4.2",
+                        "deployment.environment": "demo",
+                    }
+                )
+            )
             if exporter is not None:
                 provider.add_span_processor(SimpleSpanProcessor(exporter))
             else:
@@ -236,39 +255,63 @@ class DemoSender:
         turn = agent.turns(self.rng)
         answer = getattr(turn, self.quality(agent))
         tracer = self.tracers[agent.service]
-        model_attrs = {"gen_ai.provider.name": agent.provider, "gen_ai.request.model": agent.model,
-                       "gen_ai.response.model": agent.model}
+        model_attrs = {
+            "gen_ai.provider.name": agent.provider,
+            "gen_ai.request.model": agent.model,
+            "gen_ai.response.model": agent.model,
+        }
         system = json.dumps([{"type": "text", "content": agent.instructions}])
         user = _text("user", turn.question)
         clock = time.time_ns()
         root = tracer.start_span(
-            f"invoke_agent {agent.name}", kind=SpanKind.INTERNAL, start_time=clock,
-            attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent.name,
-                        "gen_ai.agent.id": f"{agent.name}-v1", "gen_ai.system_instructions": system,
-                        "gen_ai.input.messages": json.dumps([user]),
-                        "gen_ai.conversation.id": f"conv-{self.rng.randrange(16**8):08x}",
-                        **model_attrs},
+            f"invoke_agent {agent.name}",
+            kind=SpanKind.INTERNAL,
+            start_time=clock,
+            attributes={
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": agent.name,
+                "gen_ai.agent.id": f"{agent.name}-v1",
+                "gen_ai.system_instructions": system,
+                "gen_ai.input.messages": json.dumps([user]),
+                "gen_ai.conversation.id": f"conv-{self.rng.randrange(16**8):08x}",
+                **model_attrs,
+            },
         )
         context = set_span_in_context(root)
         history: list[dict[str, Any]] = [user]
         calls: list[dict[str, Any]] = [
-            {"type": "tool_call", "id": f"call_{self.rng.randrange(16**10):010x}", "name": name,
-             "arguments": args}
+            {
+                "type": "tool_call",
+                "id": f"call_{self.rng.randrange(16**10):010x}",
+                "name": name,
+                "arguments": args,
+            }
             for name, args, _ in turn.tools
         ]
-        first = {"role": "assistant", "parts": [{"type": "reasoning", "content": turn.reasoning}, *calls],
-                 "finish_reason": "tool_call"}
-        clock = self._chat(tracer, context, agent.model, agent.provider, system, list(history), first, clock)
+        first = {
+            "role": "assistant",
+            "parts": [{"type": "reasoning", "content": turn.reasoning}, *calls],
+            "finish_reason": "tool_call",
+        }
+        clock = self._chat(
+            tracer, context, agent.model, agent.provider, system, list(history), first, clock
+        )
         history.append(first)
         for call, (_, _, result) in zip(calls, turn.tools, strict=True):
             duration = self.rng.randint(40, 400) * 1_000_000
             span = tracer.start_span(
-                f"execute_tool {call['name']}", context=context, kind=SpanKind.INTERNAL,
+                f"execute_tool {call['name']}",
+                context=context,
+                kind=SpanKind.INTERNAL,
                 start_time=clock,
-                attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call["name"],
-                            "gen_ai.tool.type": "function", "gen_ai.tool.call.id": call["id"],
-                            "gen_ai.tool.call.arguments": json.dumps(call["arguments"]),
-                            "gen_ai.tool.call.result": json.dumps(result)},
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": call["name"],
+                    "gen_ai.tool.type": "function",
+                    "gen_ai.tool.call.id": call["id"],
+                    "gen_ai.tool.call.arguments": json.dumps(call["arguments"]),
+                    "gen_ai.tool.call.result": json.dumps(result),
+                },
             )
             clock += duration
             span.end(end_time=clock)
@@ -279,7 +322,9 @@ class DemoSender:
                 }
             )
         final = {**_text("assistant", answer), "finish_reason": "stop"}
-        clock = self._chat(tracer, context, agent.model, agent.provider, system, history, final, clock)
+        clock = self._chat(
+            tracer, context, agent.model, agent.provider, system, history, final, clock
+        )
         root.set_attribute("gen_ai.output.messages", json.dumps([final]))
         root.end(end_time=clock + 2_000_000)
         self.sent += 1
@@ -296,14 +341,24 @@ class DemoSender:
         final = {**_text("assistant", answer), "finish_reason": "stop"}
         clock = time.time_ns()
         root = tracer.start_span(
-            f"invoke_agent {CHAT_AGENT}", kind=SpanKind.INTERNAL, start_time=clock,
-            attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": CHAT_AGENT,
-                        "gen_ai.system_instructions": system, "gen_ai.input.messages": json.dumps(sent),
-                        "gen_ai.conversation.id": conversation.id, "gen_ai.provider.name": CHAT_PROVIDER,
-                        "gen_ai.request.model": CHAT_MODEL, "gen_ai.response.model": CHAT_MODEL},
+            f"invoke_agent {CHAT_AGENT}",
+            kind=SpanKind.INTERNAL,
+            start_time=clock,
+            attributes={
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": CHAT_AGENT,
+                "gen_ai.system_instructions": system,
+                "gen_ai.input.messages": json.dumps(sent),
+                "gen_ai.conversation.id": conversation.id,
+                "gen_ai.provider.name": CHAT_PROVIDER,
+                "gen_ai.request.model": CHAT_MODEL,
+                "gen_ai.response.model": CHAT_MODEL,
+            },
         )
         context = set_span_in_context(root)
-        clock = self._chat(tracer, context, CHAT_MODEL, CHAT_PROVIDER, system, sent, final, clock, self.chat.rng)
+        clock = self._chat(
+            tracer, context, CHAT_MODEL, CHAT_PROVIDER, system, sent, final, clock, self.chat.rng
+        )
         root.set_attribute("gen_ai.output.messages", json.dumps([final]))
         root.end(end_time=clock + 2_000_000)
         self.sent += 1
@@ -326,15 +381,22 @@ class DemoSender:
         tokens_in = sum(len(json.dumps(m)) for m in inputs) // 4 + 40
         tokens_out = len(json.dumps(output)) // 4
         span = tracer.start_span(
-            f"chat {model}", context=context, kind=SpanKind.CLIENT, start_time=clock,
-            attributes={"gen_ai.operation.name": "chat", "gen_ai.provider.name": provider,
-                        "gen_ai.request.model": model, "gen_ai.response.model": model,
-                        "gen_ai.system_instructions": system,
-                        "gen_ai.input.messages": json.dumps(inputs),
-                        "gen_ai.output.messages": json.dumps([output]),
-                        "gen_ai.response.finish_reasons": [output["finish_reason"]],
-                        "gen_ai.usage.input_tokens": tokens_in,
-                        "gen_ai.usage.output_tokens": tokens_out},
+            f"chat {model}",
+            context=context,
+            kind=SpanKind.CLIENT,
+            start_time=clock,
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": provider,
+                "gen_ai.request.model": model,
+                "gen_ai.response.model": model,
+                "gen_ai.system_instructions": system,
+                "gen_ai.input.messages": json.dumps(inputs),
+                "gen_ai.output.messages": json.dumps([output]),
+                "gen_ai.response.finish_reasons": [output["finish_reason"]],
+                "gen_ai.usage.input_tokens": tokens_in,
+                "gen_ai.usage.output_tokens": tokens_out,
+            },
         )
         end = clock + (rng or self.rng).randint(300, 1800) * 1_000_000
         span.end(end_time=end)

@@ -63,10 +63,14 @@ class ChatScript:
     def next_turn(self, forgetful: bool) -> tuple[ChatConversation, str, str]:
         """``(conversation, user message, answer)``; the turn is appended to the conversation."""
         if len(self.open) < OPEN_CONVERSATIONS:
-            self.open.append(ChatConversation(
-                id=f"chat-{self.rng.randrange(16**12):012x}", name=self.rng.choice(_NAMES),
-                city=self.rng.choice(list(_CITIES)), diet=self.rng.choice(_DIETS),
-            ))
+            self.open.append(
+                ChatConversation(
+                    id=f"chat-{self.rng.randrange(16**12):012x}",
+                    name=self.rng.choice(_NAMES),
+                    city=self.rng.choice(list(_CITIES)),
+                    diet=self.rng.choice(_DIETS),
+                )
+            )
         conversation = self.rng.choice(self.open)
         user, answer = self._exchange(conversation, forgetful)
         conversation.messages += [("user", user), ("assistant", answer)]
@@ -78,19 +82,29 @@ class ChatScript:
         restaurant, museum = _CITIES[c.city]
         turn = c.turn + 1
         if turn == 1:
-            return (f"Hi, I'm {c.name}. I live in {c.city} and I eat {c.diet}.",
-                    f"Nice to meet you, {c.name}! How can I help you in {c.city} today?")
+            return (
+                f"Hi, I'm {c.name}. I live in {c.city} and I eat {c.diet}.",
+                f"Nice to meet you, {c.name}! How can I help you in {c.city} today?",
+            )
         if turn == 2:
             good = f"For {c.diet} food in {c.city}, {restaurant} is a lovely choice, {c.name}."
-            forgot = self.rng.choice((
-                "Sure! Which city are you in, and do you have any dietary preferences?",
-                "You should try the steakhouse on the main square, their ribs are famous.",
-            ))
-            return "Can you recommend a restaurant for dinner tonight?", forgot if forgetful else good
+            forgot = self.rng.choice(
+                (
+                    "Sure! Which city are you in, and do you have any dietary preferences?",
+                    "You should try the steakhouse on the main square, their ribs are famous.",
+                )
+            )
+            return (
+                "Can you recommend a restaurant for dinner tonight?",
+                forgot if forgetful else good,
+            )
         if turn == 3:
             good = f"In {c.city}, {museum} is well worth a visit."
             forgot = "Happy to help! Where are you staying at the moment?"
-            return "Thanks! And which museum is worth visiting nearby?", forgot if forgetful else good
+            return (
+                "Thanks! And which museum is worth visiting nearby?",
+                forgot if forgetful else good,
+            )
         good = f"Of course, you're {c.name}, and you live in {c.city}. Enjoy your evening!"
         forgot = "I'm sorry, I don't know your name. Could you tell me?"
         return "Great. By the way, do you remember my name?", forgot if forgetful else good

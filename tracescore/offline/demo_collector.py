@@ -44,11 +44,24 @@ def demo_collector(
     once it answers ``/healthz`` and stops it (SIGTERM) on the way out."""
     where = urlsplit(endpoint)
     with resources.as_file(DEMO_CONFIG) as config_path:
-        process = subprocess.Popen([
-            sys.executable, "-m", "tracescore.cli", "serve", "--config", str(config_path),
-            "--db", db_url, "--host", where.hostname or "127.0.0.1",
-            "--http-port", str(where.port or 4318), "--grpc-port", str(grpc_port),
-        ])  # fmt: skip
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tracescore.cli",
+                "serve",
+                "--config",
+                str(config_path),
+                "--db",
+                db_url,
+                "--host",
+                where.hostname or "127.0.0.1",
+                "--http-port",
+                str(where.port or 4318),
+                "--grpc-port",
+                str(grpc_port),
+            ]
+        )
         # SIGTERM to the demo alone (a service manager, `kill`) stops its collector too.
         previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
         try:

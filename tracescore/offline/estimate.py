@@ -119,7 +119,9 @@ class PastAnswers:
 
         exact = verdict_key(request, _keyed(self.settings, self.model))
         others = [
-            verdict_key(dataclasses.replace(request, scorer_version=version), _keyed(self.settings, model))
+            verdict_key(
+                dataclasses.replace(request, scorer_version=version), _keyed(self.settings, model)
+            )
             for version, model in self.judges
             if (version, model) != (request.scorer_version, self.model)
         ][:PAST_JUDGES]
@@ -167,6 +169,7 @@ class PricingJudge:
         from tracescore.judge.client import LiteLLMJudge
 
         return LiteLLMJudge(self.settings.model_copy(update={"cache": False})).budget
+
     context: StepContext | None = None
     sketch: Callable[[StepContext], BaseModel | str] | None = None
     calls: list[PricedCall] = field(default_factory=list)
@@ -270,15 +273,27 @@ def estimate_cost(
     cost = (input_tokens * price_in + output_tokens * price_out) * scale
     method = (
         f"{model}: input tokens of {len(runs)} rendered runs"
-        + ("" if distinct is None or distinct == total_runs else
-           f" ({distinct} distinct of the {total_runs} runs; copies of a run are "
-           + ("cache hits" if pricing.caches else "paid again") + ")")
+        + (
+            ""
+            if distinct is None or distinct == total_runs
+            else f" ({distinct} distinct of the {total_runs} runs; copies of a run are "
+            + ("cache hits" if pricing.caches else "paid again")
+            + ")"
+        )
         + "; output tokens "
         + _output_method(priced_as)
         + ("" if price_in or price_out else "; no litellm price for this model")
     )
-    return CostEstimate(binding.name, scorer.id, total_runs, cost, calls * per_run,
-                        input_tokens * per_run, output_tokens / calls if calls else 0.0, method)
+    return CostEstimate(
+        binding.name,
+        scorer.id,
+        total_runs,
+        cost,
+        calls * per_run,
+        input_tokens * per_run,
+        output_tokens / calls if calls else 0.0,
+        method,
+    )
 
 
 _PRICED_AS = {
@@ -327,10 +342,12 @@ def typical(schema: type[BaseModel]) -> BaseModel:
     """A generic answer of typical size for ``schema``: every field filled (a judge fills
     optional ones too), :data:`TYPICAL_ITEMS` items per list, one typical sentence per string,
     0.5 per number, the first allowed value per literal."""
-    return schema.model_construct(**{
-        field.alias or name: _typical_value(field.annotation)
-        for name, field in schema.model_fields.items()
-    })
+    return schema.model_construct(
+        **{
+            field.alias or name: _typical_value(field.annotation)
+            for name, field in schema.model_fields.items()
+        }
+    )
 
 
 def _typical_value(annotation: Any) -> Any:

@@ -27,8 +27,12 @@ def progress_bar(description: str, total: int) -> Iterator[Callable[[int], None]
     )
 
     with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-        console=Console(stderr=True), transient=True,
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
     ) as progress:
         task = progress.add_task(description, total=total)
         yield lambda n: progress.advance(task, n)

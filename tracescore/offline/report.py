@@ -128,8 +128,17 @@ def _table(summaries: Sequence[BindingSummary], title: str) -> str:
     if show_cost:
         table.add_column("cost USD", justify="right")
     for s in summaries:
-        cells = [s.binding, s.scorer, str(s.n), _number(s.mean), _number(s.min), _number(s.max),
-                 str(s.errors), str(s.not_scorable), str(s.failed)]
+        cells = [
+            s.binding,
+            s.scorer,
+            str(s.n),
+            _number(s.mean),
+            _number(s.min),
+            _number(s.max),
+            str(s.errors),
+            str(s.not_scorable),
+            str(s.failed),
+        ]
         if show_cost:
             cells.append(f"{s.cost_usd:.6f}")
         table.add_row(*cells)

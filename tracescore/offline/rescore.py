@@ -99,7 +99,10 @@ class Backfill:
         self.force = force
         self.concurrency = concurrency
         self.worker = ScoringWorker(
-            store, self.bindings, WorkersConfig(concurrency=concurrency), 0.0,
+            store,
+            self.bindings,
+            WorkersConfig(concurrency=concurrency),
+            0.0,
             conventions=conventions,
         )
 

@@ -140,7 +140,9 @@ async def arun_evals(
     slots = asyncio.Semaphore(concurrency)
     # Runs are scored by the run bindings; a conversation item by every binding.
     worker = ScoringWorker(
-        None, [b for b in bindings if not judges_conversations(b)], WorkersConfig(concurrency=concurrency),
+        None,
+        [b for b in bindings if not judges_conversations(b)],
+        WorkersConfig(concurrency=concurrency),
         lease_seconds=0.0,
     )
 
@@ -148,7 +150,9 @@ async def arun_evals(
         async with slots:
             result = ItemResult(index, item, None, as_conversation(item, index=index))
             if result.conversation is not None and target is not None:
-                result.error = "a target answers single inputs, not conversations: give the turns' answers"
+                result.error = (
+                    "a target answers single inputs, not conversations: give the turns' answers"
+                )
             elif result.conversation is not None:
                 rows = await score_conversation(result.conversation, bindings, worker)
                 result.scores = {row["binding"]: row for row in rows}

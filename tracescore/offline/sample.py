@@ -51,7 +51,9 @@ class RunSample:
     """Runs to score, copies included."""
     _keys: list[int] = field(default_factory=list, init=False, repr=False)
     _counts: dict[int, int] = field(default_factory=dict, init=False, repr=False)
-    _chooser: random.Random = field(default_factory=lambda: random.Random(0), init=False, repr=False)
+    _chooser: random.Random = field(
+        default_factory=lambda: random.Random(0), init=False, repr=False
+    )
 
     def add(self, run: AgentRun) -> None:
         self.total += 1

@@ -68,8 +68,14 @@ def bindings_from_specs(specs: Sequence[str]) -> list[ScorerBinding]:
             name = f"{name}-{seen[name]}"
         # A conversation scorer judges conversations: the target a config file must name for it.
         conversation = reference in registry.names() and registry.get(reference).conversation
-        bindings.append(ScorerBinding(name=name, scorer=reference, options=options,
-                                      target="conversation" if conversation else "agent"))
+        bindings.append(
+            ScorerBinding(
+                name=name,
+                scorer=reference,
+                options=options,
+                target="conversation" if conversation else "agent",
+            )
+        )
     return bindings
 
 

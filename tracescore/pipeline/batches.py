@@ -81,8 +81,12 @@ def trace_turn(runs: Sequence[AgentRun], now: datetime, max_skew: float) -> Turn
     if started > now.timestamp() + max_skew:
         started = now.timestamp()
     return TurnRecord(
-        conversation_id=conversation, trace_id=run.trace_id, span_id=run.span_id,
+        conversation_id=conversation,
+        trace_id=run.trace_id,
+        span_id=run.span_id,
         start_time_ns=int(started * 1e9),
-        user_text=user_text(run), answer_text=answer_text(run), agent_name=run.agent_name,
+        user_text=user_text(run),
+        answer_text=answer_text(run),
+        agent_name=run.agent_name,
         service_name=run.service_name,
-    )  # fmt: skip
+    )

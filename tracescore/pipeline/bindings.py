@@ -131,7 +131,10 @@ def compile_bindings(
         limiter = BindingLimiter(engine, binding.name, binding.limits) if engine else None
         compiled.append(
             CompiledBinding(
-                binding, scorer, higher_is_better, RunFilter(binding.filter),
+                binding,
+                scorer,
+                higher_is_better,
+                RunFilter(binding.filter),
                 limiter if limiter is not None and limiter.active else None,
             )
         )

@@ -47,7 +47,11 @@ class InputCut:
     output_chars: int
 
     def to_json(self) -> dict[str, int]:
-        return {"max_chars": self.max_chars, "input_chars": self.input_chars, "output_chars": self.output_chars}
+        return {
+            "max_chars": self.max_chars,
+            "input_chars": self.input_chars,
+            "output_chars": self.output_chars,
+        }
 
 
 def _text_chars(value: Any) -> int:
@@ -95,7 +99,11 @@ def within_input_budget(run: ScorerRun, max_chars: int) -> tuple[ScorerRun, Inpu
     if input_chars <= max_chars and output_chars <= max_chars:
         return run, None
     return (
-        replace(run, input=_Cutter(max_chars).value(run.input), output=_Cutter(max_chars).value(run.output)),
+        replace(
+            run,
+            input=_Cutter(max_chars).value(run.input),
+            output=_Cutter(max_chars).value(run.output),
+        ),
         InputCut(max_chars, input_chars, output_chars),
     )
 

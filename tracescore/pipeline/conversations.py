@@ -81,7 +81,8 @@ class ConversationScoring:
         self.bindings = list(bindings)
         self.config = config
         self.queue = ConversationQueue(
-            worker.store.write_transaction, ConversationReadiness(config.idle_timeout, config.max_wait)
+            worker.store.write_transaction,
+            ConversationReadiness(config.idle_timeout, config.max_wait),
         )
         self._emit = emit
         self._database = Backoff("conversation scoring: the database")
@@ -116,7 +117,9 @@ class ConversationScoring:
         if self._database.waiting():
             return []
         try:
-            claims = await asyncio.to_thread(self.queue.claim, self.worker.owner, limit, self.config.lease_seconds)
+            claims = await asyncio.to_thread(
+                self.queue.claim, self.worker.owner, limit, self.config.lease_seconds
+            )
         except Exception as exc:
             self._database.failed(exc)
             if not database_unavailable(exc):
@@ -129,8 +132,10 @@ class ConversationScoring:
         """Rebuild, score and store one claimed conversation; returns its stored score rows."""
         try:
             rows, decisions = await renewing(
-                self._assemble_and_score(claim), functools.partial(self.queue.renew, [claim], self.config.lease_seconds),
-                self.config.lease_seconds, f"conversation {claim.conversation_id}",
+                self._assemble_and_score(claim),
+                functools.partial(self.queue.renew, [claim], self.config.lease_seconds),
+                self.config.lease_seconds,
+                f"conversation {claim.conversation_id}",
             )
             await asyncio.to_thread(self._store, claim, rows, decisions)
         except asyncio.CancelledError:
@@ -141,7 +146,9 @@ class ConversationScoring:
             try:
                 await asyncio.to_thread(self.queue.release, claim, f"{type(exc).__name__}: {exc}")
             except Exception:
-                log.exception("releasing conversation %s failed; its lease will expire", claim.conversation_id)
+                log.exception(
+                    "releasing conversation %s failed; its lease will expire", claim.conversation_id
+                )
             return []
         self._observe(rows, decisions)
         return rows
@@ -165,21 +172,31 @@ class ConversationScoring:
         for row in shown:
             trace = traces.get(row.trace_id)
             runs = (
-                extract_runs(trace, self.worker.conventions, only_primary=True,
-                             conversation_attributes=self.config.id_attributes)
-                if trace is not None else []
-            )  # fmt: skip
+                extract_runs(
+                    trace,
+                    self.worker.conventions,
+                    only_primary=True,
+                    conversation_attributes=self.config.id_attributes,
+                )
+                if trace is not None
+                else []
+            )
             run = next((r for r in primary_runs(runs) if r.span_id == row.span_id), None)
             if run is None and (outermost := select_target(runs, "trace")):
                 run = outermost[0]
             turns.append(turn_of(run) if run is not None else _stored_turn(row))
         last = shown[-1]
         return Conversation(
-            id=conversation_id, agent_name=last.agent_name, service_name=last.service_name, turns=turns,
+            id=conversation_id,
+            agent_name=last.agent_name,
+            service_name=last.service_name,
+            turns=turns,
             earlier_summary=earlier_summary([_stored_turn(row) for row in earlier]),
-        )  # fmt: skip
+        )
 
-    async def _score(self, conversation: Conversation) -> tuple[list[StoredScore], list[SamplingDecision]]:
+    async def _score(
+        self, conversation: Conversation
+    ) -> tuple[list[StoredScore], list[SamplingDecision]]:
         """Each binding's sampling decision on the conversation and, if sampled, its score."""
         anchor = _anchor(conversation)
         now = datetime.now(UTC)
@@ -189,11 +206,16 @@ class ConversationScoring:
             if not binding.filter.matches(anchor):
                 continue
             sampled = is_sampled(conversation.id, binding.sampling_rate)
-            decisions.append({
-                "id": conversation_score_id(conversation.id, binding.name, "sampling"),
-                "trace_id": anchor.trace_id, "span_id": anchor.span_id, "binding": binding.name,
-                "sampled": sampled, "created_at": now,
-            })  # fmt: skip
+            decisions.append(
+                {
+                    "id": conversation_score_id(conversation.id, binding.name, "sampling"),
+                    "trace_id": anchor.trace_id,
+                    "span_id": anchor.span_id,
+                    "binding": binding.name,
+                    "sampled": sampled,
+                    "created_at": now,
+                }
+            )
             if sampled:
                 jobs.append(self._score_one(binding, anchor, conversation))
         return list(await asyncio.gather(*jobs)), decisions
@@ -222,7 +244,13 @@ class ConversationScoring:
         for decision in decisions:
             metrics.sampling_decision(decision["binding"], decision["sampled"])
         for row in rows:
-            metrics.observe_score(row["binding"], row["scorer_id"], row["status"], row["score"], row["latency_ms"] / 1000)
+            metrics.observe_score(
+                row["binding"],
+                row["scorer_id"],
+                row["status"],
+                row["score"],
+                row["latency_ms"] / 1000,
+            )
             if self._emit is not None:
                 self._emit(row)
 
@@ -230,9 +258,12 @@ class ConversationScoring:
 def _stored_turn(row: Any) -> Turn:
     """A turn from what its row kept, for an earlier turn or one whose trace is gone."""
     return Turn(
-        trace_id=row.trace_id, span_id=row.span_id, start_time=_timestamp(row.start_time_ns),
-        user=row.user_text, answer=row.answer_text,
-    )  # fmt: skip
+        trace_id=row.trace_id,
+        span_id=row.span_id,
+        start_time=_timestamp(row.start_time_ns),
+        user=row.user_text,
+        answer=row.answer_text,
+    )
 
 
 def _anchor(conversation: Conversation) -> AgentRun:
@@ -242,6 +273,10 @@ def _anchor(conversation: Conversation) -> AgentRun:
     if last.run is not None:
         return last.run
     return AgentRun(
-        trace_id=last.trace_id, span_id=last.span_id, agent_name=conversation.agent_name,
-        service_name=conversation.service_name, conversation_id=conversation.id, primary=True,
-    )  # fmt: skip
+        trace_id=last.trace_id,
+        span_id=last.span_id,
+        agent_name=conversation.agent_name,
+        service_name=conversation.service_name,
+        conversation_id=conversation.id,
+        primary=True,
+    )

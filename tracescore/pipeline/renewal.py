@@ -17,7 +17,9 @@ log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 
-async def renewing(work: Awaitable[_T], renew: Callable[[], object], lease_seconds: float, what: str) -> _T:
+async def renewing(
+    work: Awaitable[_T], renew: Callable[[], object], lease_seconds: float, what: str
+) -> _T:
     """Await ``work`` while calling ``renew`` (in a thread: it writes to the database) every
     third of ``lease_seconds``; a failed renewal is logged, and the next one (or the lease)
     decides."""

@@ -24,8 +24,14 @@ _MAX_PROMPT_CHARS = 20_000
 
 
 def score_row(
-    binding: CompiledBinding, run: AgentRun, *, status: str, result: ScoreResult | None = None,
-    error: str | None = None, now: datetime | None = None, cut: InputCut | None = None,
+    binding: CompiledBinding,
+    run: AgentRun,
+    *,
+    status: str,
+    result: ScoreResult | None = None,
+    error: str | None = None,
+    now: datetime | None = None,
+    cut: InputCut | None = None,
 ) -> StoredScore:
     """The ``scores`` row of one binding on one run; ``cut`` (what the input budget cut of the
     run) is recorded in its steps as ``input_cut``."""
@@ -78,18 +84,26 @@ def unstorable_score(row: StoredScore, error: BaseException) -> StoredScore:
     """The ``error`` row that stands for a score row the database refused."""
     replacement = row.copy()
     replacement["status"] = "error"
-    replacement["score"] = replacement["label"] = replacement["reason"] = replacement["steps"] = None
+    replacement["score"] = replacement["label"] = replacement["reason"] = replacement["steps"] = (
+        None
+    )
     replacement["input_tokens"] = replacement["output_tokens"] = 0
     replacement["cost_usd"] = 0.0
     replacement["error"] = f"the score could not be stored: {type(error).__name__}: {error}"[:2000]
     return replacement
 
 
-def decision_row(binding: CompiledBinding, run: AgentRun, sampled: bool, now: datetime) -> SamplingDecision:
+def decision_row(
+    binding: CompiledBinding, run: AgentRun, sampled: bool, now: datetime
+) -> SamplingDecision:
     """The ``sampling_decisions`` row of one binding on one run."""
     return {
-        "id": score_id(run.trace_id, run.span_id, binding.name, "sampling"), "trace_id": run.trace_id,
-        "span_id": run.span_id, "binding": binding.name, "sampled": sampled, "created_at": now,
+        "id": score_id(run.trace_id, run.span_id, binding.name, "sampling"),
+        "trace_id": run.trace_id,
+        "span_id": run.span_id,
+        "binding": binding.name,
+        "sampled": sampled,
+        "created_at": now,
     }
 
 
@@ -107,9 +121,12 @@ def _steps_json(result: ScoreResult) -> dict[str, Any]:
                 "name": step.name,
                 "result": to_jsonable_python(step.result),
                 "duration_ms": step.duration_ms,
-                "prompt": step.prompt if step.prompt is None or len(step.prompt) <= _MAX_PROMPT_CHARS
+                "prompt": step.prompt
+                if step.prompt is None or len(step.prompt) <= _MAX_PROMPT_CHARS
                 else step.prompt[:_MAX_PROMPT_CHARS] + "…[truncated]",
-                "judge_calls": [call.model_dump(mode="json", exclude={"prompt"}) for call in step.judge_calls],
+                "judge_calls": [
+                    call.model_dump(mode="json", exclude={"prompt"}) for call in step.judge_calls
+                ],
                 "error": step.error,
             }
             for step in result.steps

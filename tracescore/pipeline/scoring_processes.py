@@ -33,10 +33,18 @@ from tracescore.store import SpanStore, open_store
 
 log = logging.getLogger(__name__)
 
-_RELAYED = frozenset((
-    "traces_done", "sampling_decision", "observe_score", "judge_call", "text_values_replaced", "trace_unread",
-    "traces_failed", "stale_completions",
-))
+_RELAYED = frozenset(
+    (
+        "traces_done",
+        "sampling_decision",
+        "observe_score",
+        "judge_call",
+        "text_values_replaced",
+        "trace_unread",
+        "traces_failed",
+        "stale_completions",
+    )
+)
 """The metric calls a scoring process relays (:class:`~tracescore.pipeline.scoring_worker.PipelineMetrics`)."""
 _FLUSH_SECONDS = 0.25
 _GC_THRESHOLDS = (100_000, 50, 10)
@@ -58,7 +66,9 @@ class MetricRelay:
         self._calls: list[tuple[str, list[Any], dict[str, Any]]] = []
         self._lock = threading.Lock()
         self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._flush_periodically, name="metric relay", daemon=True)
+        self._thread = threading.Thread(
+            target=self._flush_periodically, name="metric relay", daemon=True
+        )
         self._thread.start()
 
     def __getattr__(self, name: str) -> Callable[..., None]:
@@ -101,9 +111,13 @@ def scoring_processes_task(config: ScoringConfig, store: SpanStore) -> Backgroun
     count = config.workers.process_count
     workers = [
         Child(
-            f"scoring worker {index + 1} of {count}", __name__,
-            {"store_url": url, "shutdown_timeout": config.shutdown_timeout,
-             "config": config.model_dump(mode="json")},
+            f"scoring worker {index + 1} of {count}",
+            __name__,
+            {
+                "store_url": url,
+                "shutdown_timeout": config.shutdown_timeout,
+                "config": config.model_dump(mode="json"),
+            },
             on_report=replay,
         )
         for index in range(count)
@@ -119,7 +133,9 @@ def scoring_processes_task(config: ScoringConfig, store: SpanStore) -> Backgroun
                     try:
                         worker.revive()
                     except Exception:
-                        log.exception("could not start a new %s; trying again in a second", worker.name)
+                        log.exception(
+                            "could not start a new %s; trying again in a second", worker.name
+                        )
         finally:
             await asyncio.gather(*(asyncio.to_thread(worker.stop) for worker in workers))
 
@@ -133,7 +149,9 @@ def main() -> None:
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     found = helper_processes.settings()
-    helper_processes.exit_after_service(sys.stdin.fileno(), found["shutdown_timeout"], "scoring worker")
+    helper_processes.exit_after_service(
+        sys.stdin.fileno(), found["shutdown_timeout"], "scoring worker"
+    )
     config = ScoringConfig.model_validate(found["config"])
     store = open_store(config.store, config.assembly.readiness(), create=False)
     relay = MetricRelay(sys.stdout)
@@ -153,7 +171,9 @@ async def _work(pipeline: BackgroundFactory) -> None:
 
     def read() -> None:
         try:
-            data = os.read(sys.stdin.fileno(), 65536)  # unbuffered: what is there, or b"" at the end
+            data = os.read(
+                sys.stdin.fileno(), 65536
+            )  # unbuffered: what is there, or b"" at the end
         except OSError:
             data = b""
         if not data:

@@ -28,7 +28,12 @@ def build_worker(
         use_verdict_store(store.engine)
     bindings = compile_bindings(config.scorers, dict(config.judges), store.engine)
     return ScoringWorker(
-        store, bindings, config.workers, config.assembly.lease_seconds, emit=emit, metrics=metrics,
+        store,
+        bindings,
+        config.workers,
+        config.assembly.lease_seconds,
+        emit=emit,
+        metrics=metrics,
         conversation_attributes=config.conversations.id_attributes,
         conventions=claim_order(config.conventions),
     )
@@ -51,7 +56,9 @@ def pipeline_task(
     if worker.conversation_bindings:
         from tracescore.pipeline.conversations import ConversationScoring
 
-        conversations = ConversationScoring(worker, worker.conversation_bindings, config.conversations, emit)
+        conversations = ConversationScoring(
+            worker, worker.conversation_bindings, config.conversations, emit
+        )
         loops.append(conversations.run)
 
     async def run() -> None:

@@ -99,8 +99,15 @@ class PipelineMetrics(Protocol):
     ) -> None: ...
 
     def judge_call(
-        self, model: str, input_tokens: int, output_tokens: int, cost_usd: float, latency_seconds: float,
-        *, outcome: str = "ok", repairs: int = 0,
+        self,
+        model: str,
+        input_tokens: int,
+        output_tokens: int,
+        cost_usd: float,
+        latency_seconds: float,
+        *,
+        outcome: str = "ok",
+        repairs: int = 0,
     ) -> None: ...
 
     def text_values_replaced(self, where: str, count: int) -> None: ...
@@ -146,10 +153,13 @@ class ScoringWorker:
         self._slots = asyncio.Semaphore(config.concurrency)
         self._database = Backoff("scoring worker: the database")
         self._synchronous = {
-            binding.name: binding.scorer.is_synchronous and binding.limiter is None for binding in self.bindings
+            binding.name: binding.scorer.is_synchronous and binding.limiter is None
+            for binding in self.bindings
         }
         """Bindings scored in the batch's thread; the others take the asynchronous path."""
-        self._only_primary = all(binding.config.target in ("agent", "trace") for binding in self.bindings)
+        self._only_primary = all(
+            binding.config.target in ("agent", "trace") for binding in self.bindings
+        )
         """No binding scores LLM or tool runs: extraction builds the primary runs only."""
         self._load_every_trace = bool(self.conversation_bindings)
         self._told: set[tuple[str, str]] = set()
@@ -176,7 +186,9 @@ class ScoringWorker:
         """
         await asyncio.to_thread(self.warm_up)
         lanes = _LANES.get(self.store.dialect, 1)
-        batches: set[asyncio.Task[tuple[list[StoredScore], list[asyncio.Task[list[StoredScore]]]]]] = set()
+        batches: set[
+            asyncio.Task[tuple[list[StoredScore], list[asyncio.Task[list[StoredScore]]]]]
+        ] = set()
         in_flight: set[asyncio.Task[list[StoredScore]]] = set()
         try:
             while True:
@@ -188,7 +200,9 @@ class ScoringWorker:
                         continue  # more may be waiting: claim again at once
                 if batches or in_flight:
                     done, _ = await asyncio.wait(
-                        batches | in_flight, timeout=self.config.poll_interval, return_when=asyncio.FIRST_COMPLETED
+                        batches | in_flight,
+                        timeout=self.config.poll_interval,
+                        return_when=asyncio.FIRST_COMPLETED,
                     )
                     for started in batches & done:
                         batches.discard(started)
@@ -273,13 +287,21 @@ class ScoringWorker:
             trace = ClaimedTrace(claim)
             try:
                 found = loaded.get(claim.trace_id)
-                trace.runs = extract_runs(
-                    found, only_primary=self._only_primary, conversation_attributes=self.conversation_attributes,
-                    conventions=self.conventions,
-                ) if found is not None else []  # fmt: skip
+                trace.runs = (
+                    extract_runs(
+                        found,
+                        only_primary=self._only_primary,
+                        conversation_attributes=self.conversation_attributes,
+                        conventions=self.conventions,
+                    )
+                    if found is not None
+                    else []
+                )
                 trace.turn = trace_turn(trace.runs, now, self.store.rules.max_clock_skew)
                 self._route(trace, sampled, now)
-                trace.reading = read_sources(found, trace.runs, self.conventions) if found is not None else None
+                trace.reading = (
+                    read_sources(found, trace.runs, self.conventions) if found is not None else None
+                )
             except Exception as exc:  # noqa: BLE001 - one trace's bug must not sink the batch
                 batch.failed.append((claim, f"{type(exc).__name__}: {exc}"))
                 continue
@@ -289,7 +311,9 @@ class ScoringWorker:
     def _route(self, trace: ClaimedTrace, verdicts: list[bool], now: datetime) -> None:
         """Record each binding's sampling decisions on the trace's runs, and score the sampled
         ones with the synchronous scorers (the rest wait in ``trace.later``)."""
-        inputs: dict[int, tuple[ScorerRun, InputCut | None]] = {}  # each run's, built once for all bindings
+        inputs: dict[
+            int, tuple[ScorerRun, InputCut | None]
+        ] = {}  # each run's, built once for all bindings
         for binding, sampled in zip(self.bindings, verdicts, strict=True):
             synchronous = self._synchronous[binding.name]
             for run in binding.eligible(trace.runs):
@@ -301,12 +325,19 @@ class ScoringWorker:
                         budgeted = inputs[id(run)] = self._scorer_input(run)
                     scorer_input, cut = budgeted
                     result = self._score_in_time(binding, scorer_input)
-                    trace.rows.append(score_row(binding, run, status=result.status, result=result, now=now, cut=cut))
+                    trace.rows.append(
+                        score_row(
+                            binding, run, status=result.status, result=result, now=now, cut=cut
+                        )
+                    )
                 else:
                     trace.later.append((binding, run))
 
     def _store(
-        self, traces: Sequence[ClaimedTrace], unsampled: Sequence[TraceClaim] = (), tallies: dict[str, int] | None = None
+        self,
+        traces: Sequence[ClaimedTrace],
+        unsampled: Sequence[TraceClaim] = (),
+        tallies: dict[str, int] | None = None,
     ) -> None:
         """Store the traces' scores and sampling decisions and the tallies, and complete the
         traces and the unsampled ones, in one transaction. If the database refuses that
@@ -341,7 +372,11 @@ class ScoringWorker:
         except Exception as exc:
             if database_unavailable(exc):
                 raise
-            log.warning("storing the scores of %d traces failed (%s); storing them one by one", len(claims), exc)
+            log.warning(
+                "storing the scores of %d traces failed (%s); storing them one by one",
+                len(claims),
+                exc,
+            )
         with self.store.write_transaction() as connection:
             add_tallies(connection, tallies or {}, now)
             record_turns(connection, [trace.turn for trace in traces if trace.turn is not None])
@@ -366,7 +401,9 @@ class ScoringWorker:
         except Exception as exc:
             log.exception("scoring trace %s failed", claim.trace_id)
             try:
-                await asyncio.to_thread(self.store.queue.release, claim, f"{type(exc).__name__}: {exc}")
+                await asyncio.to_thread(
+                    self.store.queue.release, claim, f"{type(exc).__name__}: {exc}"
+                )
             except Exception:
                 log.exception("releasing trace %s failed; its lease will expire", claim.trace_id)
             return []
@@ -386,7 +423,11 @@ class ScoringWorker:
                 self.metrics.sampling_decision(decision["binding"], decision["sampled"])
             for row in trace.rows:
                 self.metrics.observe_score(
-                    row["binding"], row["scorer_id"], row["status"], row["score"], row["latency_ms"] / 1000
+                    row["binding"],
+                    row["scorer_id"],
+                    row["status"],
+                    row["score"],
+                    row["latency_ms"] / 1000,
                 )
                 if self._emit is not None:
                     self._emit(row)
@@ -429,7 +470,9 @@ class ScoringWorker:
                 else f"rate limit of {binding.config.limits.per_minute}/min reached"
             )
             return score_row(binding, run, status=verdict, error=reason)
-        scorer_input, cut = self._scorer_input(run) if subject is None else (ScorerRun.of(subject), None)
+        scorer_input, cut = (
+            self._scorer_input(run) if subject is None else (ScorerRun.of(subject), None)
+        )
         async with self._slots:
             result = await binding.scorer.run(scorer_input)
         if binding.limiter is not None:
@@ -437,8 +480,13 @@ class ScoringWorker:
         for call in result.judge_calls:
             outcome = "error" if call.error is not None else "cached" if call.cached else "ok"
             self.metrics.judge_call(
-                call.model, call.input_tokens, call.output_tokens, call.cost_usd,
-                call.duration_ms / 1000, outcome=outcome, repairs=call.repairs,
+                call.model,
+                call.input_tokens,
+                call.output_tokens,
+                call.cost_usd,
+                call.duration_ms / 1000,
+                outcome=outcome,
+                repairs=call.repairs,
             )
         if (
             result.status == "error"
@@ -468,12 +516,18 @@ class ScoringWorker:
             elapsed = time.perf_counter() - started
             log.warning(
                 "scorer %s on trace %s stopped after %.1f s (workers.budget.scorer_seconds: %g)",
-                binding.name, scorer_input.trace_id, elapsed, seconds,
+                binding.name,
+                scorer_input.trace_id,
+                elapsed,
+                seconds,
             )
             return ScoreResult(
-                scorer_id=binding.scorer.id, scorer_version=binding.scorer.version, status="error",
+                scorer_id=binding.scorer.id,
+                scorer_version=binding.scorer.version,
+                status="error",
                 error=f"stopped after {elapsed:.1f} s: the scorer's time budget is {seconds:g} s "
-                "(workers.budget.scorer_seconds)", duration_ms=elapsed * 1000,
+                "(workers.budget.scorer_seconds)",
+                duration_ms=elapsed * 1000,
             )
 
     async def _renewing(self, claims: Sequence[TraceClaim], work: Awaitable[_T]) -> _T:
@@ -487,7 +541,8 @@ class ScoringWorker:
         if dropped:
             log.warning(
                 "%d of %d scored traces were not completed: their lease expired and another worker took them",
-                dropped, of,
+                dropped,
+                of,
             )
             self.metrics.stale_completions(dropped)
 
@@ -513,11 +568,16 @@ class ScoringWorker:
         it give nothing (the sources view keeps the counts; the log is for whoever watches)."""
         self.metrics.trace_unread(reading.service or "unknown_service", reading.reason or "")
         for source in reading.sources:
-            if (key := (source.service, source.scope)) not in self._told and len(self._told) < _SOURCES_TOLD:
+            if (key := (source.service, source.scope)) not in self._told and len(
+                self._told
+            ) < _SOURCES_TOLD:
                 self._told.add(key)
                 log.warning(
                     "source service=%r scope=%r gives nothing to score (%s): %r; see GET /api/sources",
-                    source.service, source.scope, source.reason, source.detail,
+                    source.service,
+                    source.scope,
+                    source.reason,
+                    source.detail,
                 )
 
     def _count_replaced(self, replaced: int) -> None:

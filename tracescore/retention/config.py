@@ -11,7 +11,14 @@ from pydantic import Field
 from tracescore.settings import Duration, Section
 
 KINDS = (
-    "spans", "logs", "scores", "sampling_decisions", "judge_cache", "alerts", "conversations", "feedback",
+    "spans",
+    "logs",
+    "scores",
+    "sampling_decisions",
+    "judge_cache",
+    "alerts",
+    "conversations",
+    "feedback",
     "quarantine",
 )
 """The kinds of data a duration can be set for, in the order a pass prunes them."""

@@ -115,7 +115,9 @@ class Tombstones:
     duration: float
 
     def __call__(self, conn: Connection, now: float, limit: int) -> Batch:
-        pruned = traces.prune_tombstones(conn, _ns(now - 2 * self.duration), now - self.duration, limit)
+        pruned = traces.prune_tombstones(
+            conn, _ns(now - 2 * self.duration), now - self.duration, limit
+        )
         if pruned is None:
             return Batch({}, False)
         return Batch({"spans": pruned.spans, "traces": pruned.traces}, pruned.more)
@@ -142,7 +144,9 @@ class ExpiredConversations:
     state: TraceState
 
     def __call__(self, conn: Connection, now: float, limit: int) -> Batch:
-        removed, more = conversations.prune_conversations(conn, self.state, now - self.duration, limit)
+        removed, more = conversations.prune_conversations(
+            conn, self.state, now - self.duration, limit
+        )
         return Batch({"conversations": removed} if removed else {}, more)
 
 
@@ -190,7 +194,10 @@ class Pruner:
     """Runs retention passes against one store's database."""
 
     def __init__(
-        self, write_transaction: WriteTransaction, config: RetentionConfig, journal: Journal | None = None
+        self,
+        write_transaction: WriteTransaction,
+        config: RetentionConfig,
+        journal: Journal | None = None,
     ) -> None:
         self._write_transaction = write_transaction
         self.config = config

@@ -37,9 +37,12 @@ class RetentionLeader:
     """Runs a pass when one is due and this replica takes the lease (:meth:`run_once`)."""
 
     def __init__(
-        self, store: SpanStore, config: RetentionConfig, owner: str,
+        self,
+        store: SpanStore,
+        config: RetentionConfig,
+        owner: str,
         clock: Callable[[], float] = time.time,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.store = store
         self.config = config
         self.owner = owner
@@ -89,15 +92,14 @@ class RetentionLeader:
         self._lease(started + self.config.interval - self.clock())  # the next pass's time
         log.info(
             "retention pass: removed %s in %.1f s%s",
-            ", ".join(f"{count} {kind}" for kind, count in report.removed.items()), report.seconds,
+            ", ".join(f"{count} {kind}" for kind, count in report.removed.items()),
+            report.seconds,
             f", {reclaimed / 1e6:.1f} MB returned to the file system" if reclaimed else "",
         )
         return report
 
 
-def retention_task(
-    store: SpanStore, config: RetentionConfig, owner: str
-) -> BackgroundFactory:
+def retention_task(store: SpanStore, config: RetentionConfig, owner: str) -> BackgroundFactory:
     """A :meth:`Service.add_background` factory: look every ``min(interval, 60 s)`` whether a
     pass is due and, as lease holder, run it (in a thread). Does nothing without a retention
     for any kind; while the database is down it backs off, logging the outage once."""
@@ -107,10 +109,10 @@ def retention_task(
             return
         leader = RetentionLeader(store, config, owner)
         try:
-            await repeat(leader.run_once, min(config.interval, MAX_POLL),
-                         Backoff("retention: the database"))
+            await repeat(
+                leader.run_once, min(config.interval, MAX_POLL), Backoff("retention: the database")
+            )
         finally:
             leader.stopping.set()  # a pass under way stops at its next batch
 
     return run
-

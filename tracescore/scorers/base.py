@@ -94,7 +94,9 @@ class Scorer:
 
     def _with(self, name: str, step: Step) -> Scorer:
         if not (callable(step) or isinstance(step, PromptStep)):
-            raise TypeError(f"{name} step must be a function or a PromptStep, got {type(step).__name__}")
+            raise TypeError(
+                f"{name} step must be a function or a PromptStep, got {type(step).__name__}"
+            )
         steps = {**dict(self._steps), name: step}
         ordered = tuple((n, steps[n]) for n in STEP_NAMES if n in steps)
         return dataclasses.replace(self, _steps=ordered)
@@ -121,24 +123,27 @@ class Scorer:
         calls = [call for trace in outcome.steps for call in trace.judge_calls]
         results = outcome.results
         # Built once, unvalidated: every field was produced here with its declared type.
-        return constructed(ScoreResult, {
-            "scorer_id": self.id,
-            "scorer_version": self.version,
-            "status": outcome.status,
-            "score": outcome.score,
-            "reason": outcome.reason,
-            "error": outcome.error,
-            "failed_step": outcome.failed_step,
-            "preprocess_step_result": results.get("preprocess_step_result"),
-            "analyze_step_result": results.get("analyze_step_result"),
-            "generate_score_step_result": results.get("generate_score_step_result"),
-            "steps": outcome.steps,
-            "judge_calls": calls,
-            "input_tokens": sum(call.input_tokens for call in calls) if calls else 0,
-            "output_tokens": sum(call.output_tokens for call in calls) if calls else 0,
-            "cost_usd": float(sum(call.cost_usd for call in calls)) if calls else 0.0,
-            "duration_ms": (time.perf_counter() - started) * 1000,
-        })
+        return constructed(
+            ScoreResult,
+            {
+                "scorer_id": self.id,
+                "scorer_version": self.version,
+                "status": outcome.status,
+                "score": outcome.score,
+                "reason": outcome.reason,
+                "error": outcome.error,
+                "failed_step": outcome.failed_step,
+                "preprocess_step_result": results.get("preprocess_step_result"),
+                "analyze_step_result": results.get("analyze_step_result"),
+                "generate_score_step_result": results.get("generate_score_step_result"),
+                "steps": outcome.steps,
+                "judge_calls": calls,
+                "input_tokens": sum(call.input_tokens for call in calls) if calls else 0,
+                "output_tokens": sum(call.output_tokens for call in calls) if calls else 0,
+                "cost_usd": float(sum(call.cost_usd for call in calls)) if calls else 0.0,
+                "duration_ms": (time.perf_counter() - started) * 1000,
+            },
+        )
 
     def run_sync(self, run: Scorable) -> ScoreResult:
         """``run`` for synchronous callers, also from inside a running event loop.
@@ -212,7 +217,6 @@ class Scorer:
             results[f"{name}_step_result"] = value
             if name == "generate_score":
                 outcome.score = value
-
 
     def _budget(self) -> Budget:
         """The input budget of this scorer's judge (a judge without one gets the default)."""
@@ -320,13 +324,22 @@ def scorer(
             def analyze(ctx: StepContext) -> dict[str, Any]:
                 value = fn(ctx.run)
                 if inspect.isawaitable(value):
-                    raise TypeError(f"scorer {id!r}: a plain function returned an awaitable; "
-                                    "declare it 'async def'")
+                    raise TypeError(
+                        f"scorer {id!r}: a plain function returned an awaitable; "
+                        "declare it 'async def'"
+                    )
                 return split(value)
 
-        built = create_scorer(id=id, description=description or (fn.__doc__ or "").strip(),
-                              version=version, name=name, needs_answer=needs_answer)
-        built = built.analyze(analyze).generate_score(lambda ctx: ctx.results["analyze_step_result"]["score"])
+        built = create_scorer(
+            id=id,
+            description=description or (fn.__doc__ or "").strip(),
+            version=version,
+            name=name,
+            needs_answer=needs_answer,
+        )
+        built = built.analyze(analyze).generate_score(
+            lambda ctx: ctx.results["analyze_step_result"]["score"]
+        )
         return built.generate_reason(lambda ctx: ctx.results["analyze_step_result"]["reason"])
 
     return decorate
@@ -341,9 +354,15 @@ def measure(
     its output messages, each joined with ``", "`` (see :mod:`tracescore.scorers.utils`). A
     metric reads the answer, so runs that failed before answering are not scorable.
     """
+
     def decorate(fn: Callable[[str, str], ScoreValue]) -> Scorer:
-        wrapped = scorer(id=id, description=description or (fn.__doc__ or "").strip(),
-                         version=version, name=name, needs_answer=True)
+        wrapped = scorer(
+            id=id,
+            description=description or (fn.__doc__ or "").strip(),
+            version=version,
+            name=name,
+            needs_answer=True,
+        )
         return wrapped(lambda run: fn(run_input_text(run.input), run_output_text(run.output)))
 
     return decorate

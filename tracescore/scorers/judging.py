@@ -72,15 +72,24 @@ class ScorerJudge:
         return budget if isinstance(budget, Budget) else Budget()
 
     async def ask_in_parts(
-        self, name: str, step: PromptStep, ctx: StepContext, prompts: list[str], calls: list[JudgeCall]
+        self,
+        name: str,
+        step: PromptStep,
+        ctx: StepContext,
+        prompts: list[str],
+        calls: list[JudgeCall],
     ) -> Any:
         """Ask every part's prompt (concurrently: the judge paces them) and combine the answers."""
         if step.combine is None:
-            raise TypeError(f"scorer {self.scorer_id!r}: step {name} returned several prompts but has no combine")
-        answers = await asyncio.gather(*(
-            self.ask(name, step, dataclasses.replace(ctx, part=number), prompt, calls)
-            for number, prompt in enumerate(prompts)
-        ))
+            raise TypeError(
+                f"scorer {self.scorer_id!r}: step {name} returned several prompts but has no combine"
+            )
+        answers = await asyncio.gather(
+            *(
+                self.ask(name, step, dataclasses.replace(ctx, part=number), prompt, calls)
+                for number, prompt in enumerate(prompts)
+            )
+        )
         return step.combine(ctx, list(answers))
 
     async def ask(
@@ -118,8 +127,10 @@ class ScorerJudge:
                 raise ValueError(f"judge answer does not match {schema.__name__}: {exc}") from exc
         if check is not None and (problem := check(output)) is not None:
             # A judge that does not repair (a custom one) or a served verdict: still refused.
-            raise ValueError(f"judge {response.model} answered the {name} step with an answer "
-                             f"that does not fit the task: {problem}")
+            raise ValueError(
+                f"judge {response.model} answered the {name} step with an answer "
+                f"that does not fit the task: {problem}"
+            )
         if name == "generate_score" and step.output_schema is None:
             return output.score
         return output
@@ -128,15 +139,26 @@ class ScorerJudge:
 def joined_prompts(prompts: list[str]) -> str:
     """Several requests' prompts as one step trace's text."""
     return "\n\n".join(
-        f"--- request {number} of {len(prompts)} ---\n{prompt}" for number, prompt in enumerate(prompts, 1)
+        f"--- request {number} of {len(prompts)} ---\n{prompt}"
+        for number, prompt in enumerate(prompts, 1)
     )
 
 
-_CALL_FIGURES = ("model", "input_tokens", "output_tokens", "cost_usd", "attempts", "duration_ms",
-                 "cached", "repairs")
+_CALL_FIGURES = (
+    "model",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "attempts",
+    "duration_ms",
+    "cached",
+    "repairs",
+)
 """What a ``JudgeCall`` copies from the judge's response as it is."""
 
 
-def _judge_call(step: str, prompt: str, response: JudgeResponse, error: str | None = None) -> JudgeCall:
+def _judge_call(
+    step: str, prompt: str, response: JudgeResponse, error: str | None = None
+) -> JudgeCall:
     figures = {name: getattr(response, name) for name in _CALL_FIGURES}
     return JudgeCall(step=step, prompt=prompt, output=response.text, error=error, **figures)

@@ -130,10 +130,12 @@ def fit_prompt(prompt: str, space: int, budget: Budget) -> str:
     if sum(sizes) <= room:
         return str(prompt)
     level = fair_share(sizes, room)
-    return prompt.rendered([
-        None if size <= level else _kept(value, size, level, budget)
-        for value, size in zip(values, sizes, strict=True)
-    ])
+    return prompt.rendered(
+        [
+            None if size <= level else _kept(value, size, level, budget)
+            for value, size in zip(values, sizes, strict=True)
+        ]
+    )
 
 
 def fair_share(sizes: Sequence[int], room: int) -> int:

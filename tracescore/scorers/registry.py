@@ -36,19 +36,24 @@ class ScorerOptions(BaseModel):
 
 class ContentSimilarityOptions(ScorerOptions):
     ignore_case: bool = Field(True, description="compare lowercased texts")
-    ignore_whitespace: bool = Field(True, description="collapse whitespace runs (changes the step result only)")
+    ignore_whitespace: bool = Field(
+        True, description="collapse whitespace runs (changes the step result only)"
+    )
 
 
 class ToneOptions(ScorerOptions):
     reference_tone: str | None = Field(
-        None, description="text whose sentiment the output should match; unset: stability across sentences"
+        None,
+        description="text whose sentiment the output should match; unset: stability across sentences",
     )
 
 
 class ToolCallAccuracyCodeOptions(ScorerOptions):
     expected_tool: str | None = Field(None, description="the tool that should be called")
     strict_mode: bool = Field(False, description="only that one call / exactly that sequence")
-    expected_tool_order: list[str] | None = Field(None, description="tools in the order they should be called")
+    expected_tool_order: list[str] | None = Field(
+        None, description="tools in the order they should be called"
+    )
 
 
 class NoOptions(ScorerOptions):
@@ -64,17 +69,24 @@ class AnswerRelevancyOptions(ScaleOptions):
 
 
 class AnswerSimilarityOptions(ScaleOptions):
-    require_ground_truth: bool = Field(True, description="runs without ground truth are not scorable")
-    semantic_threshold: float = Field(0.8, description="credit for a semantic match (half for a partial)")
+    require_ground_truth: bool = Field(
+        True, description="runs without ground truth are not scorable"
+    )
+    semantic_threshold: float = Field(
+        0.8, description="credit for a semantic match (half for a partial)"
+    )
     exact_match_bonus: float = Field(0.2, description="extra credit for an exact match")
     missing_penalty: float = Field(0.15, description="penalty per missing ground-truth unit")
     contradiction_penalty: float = Field(1.0, description="penalty per contradiction")
-    extra_info_penalty: float = Field(0.05, description="penalty per extra unit (at most 0.2 in all)")
+    extra_info_penalty: float = Field(
+        0.05, description="penalty per extra unit (at most 0.2 in all)"
+    )
 
 
 class ContextOptions(ScaleOptions):
     context: list[str] | None = Field(
-        None, description="context to judge against; unset: the run's retrieved documents and tool results"
+        None,
+        description="context to judge against; unset: the run's retrieved documents and tool results",
     )
 
 
@@ -105,7 +117,8 @@ class PromptAlignmentOptions(ScaleOptions):
         None, description="explicit instructions: score = followed / applicable"
     )
     include_conversation_history: bool | int | dict[str, int] = Field(
-        False, description="show the last 10 (or this many, or {maxMessages: n}) remembered messages"
+        False,
+        description="show the last 10 (or this many, or {maxMessages: n}) remembered messages",
     )
 
 
@@ -117,12 +130,15 @@ class ConversationOptions(ScaleOptions):
 
 class RoleAdherenceOptions(ConversationOptions):
     role: str | None = Field(
-        None, description="the role the assistant must keep; unset: the conversation's system prompt"
+        None,
+        description="the role the assistant must keep; unset: the conversation's system prompt",
     )
 
 
 class ConversationRelevancyOptions(ConversationOptions):
-    window_size: int = Field(3, ge=1, description="turns each answer is judged against, its own included")
+    window_size: int = Field(
+        3, ge=1, description="turns each answer is judged against, its own included"
+    )
 
 
 class ToolCallAccuracyLLMOptions(ScorerOptions):
@@ -175,18 +191,23 @@ class ScorerEntry:
         """The scorer's options (``model`` excluded: bindings name a judge instead)."""
         if self.schema is not None:
             return [
-                OptionInfo(name, field.default, _annotation_text(field.annotation), field.description or "")
+                OptionInfo(
+                    name, field.default, _annotation_text(field.annotation), field.description or ""
+                )
                 for name, field in self.schema.model_fields.items()
             ]
         found = []
         for parameter in inspect.signature(self.create).parameters.values():
             if parameter.name == "model" or parameter.kind in (
-                parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD
+                parameter.VAR_POSITIONAL,
+                parameter.VAR_KEYWORD,
             ):
                 continue
             default = None if parameter.default is parameter.empty else parameter.default
             annotation = parameter.annotation
-            text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
+            text = (
+                annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
+            )
             found.append(OptionInfo(parameter.name, default, str(text)))
         return found
 
@@ -198,70 +219,154 @@ _CONVERSATION = "tracescore.scorers.conversation"
 _ENTRIES: dict[str, ScorerEntry] = {
     entry.name: entry
     for entry in (
-        ScorerEntry("completeness", f"{_CODE}.completeness:create_completeness_scorer",
-                    "Share of the input's words (verbs as infinitives) the output covers", schema=NoOptions),
-        ScorerEntry("content-similarity",
-                    f"{_CODE}.content_similarity:create_content_similarity_scorer",
-                    "Dice similarity of character bigrams between input and output",
-                    schema=ContentSimilarityOptions),
-        ScorerEntry("keyword-coverage", f"{_CODE}.keyword_coverage:create_keyword_coverage_scorer",
-                    "Share of the input's keywords found in the output", schema=NoOptions),
-        ScorerEntry("textual-difference",
-                    f"{_CODE}.textual_difference:create_textual_difference_scorer",
-                    "Similarity ratio (longest common subsequence) of input and output", schema=NoOptions),
-        ScorerEntry("tone", f"{_CODE}.tone:create_tone_scorer",
-                    "Sentiment consistency with a reference tone, or stability across sentences",
-                    schema=ToneOptions),
-        ScorerEntry("tool-call-accuracy-code",
-                    f"{_CODE}.tool_call_accuracy:create_tool_call_accuracy_scorer_code",
-                    "Whether the expected tool (or tool order) was called",
-                    schema=ToolCallAccuracyCodeOptions),
-        ScorerEntry("answer-relevancy", f"{_LLM}.answer_relevancy:create_answer_relevancy_scorer",
-                    "How well the answer addresses the user's request", uses_judge=True,
-                    schema=AnswerRelevancyOptions),
-        ScorerEntry("answer-similarity", f"{_LLM}.answer_similarity:create_answer_similarity_scorer",
-                    "How closely the answer matches the ground truth, unit by unit", uses_judge=True,
-                    schema=AnswerSimilarityOptions),
-        ScorerEntry("bias", f"{_LLM}.bias:create_bias_scorer", "Share of the answer's opinions that show bias",
-                    uses_judge=True, higher_is_better=False, schema=ScaleOptions),
-        ScorerEntry("context-precision", f"{_LLM}.context_precision:create_context_precision_scorer",
-                    "Whether the context pieces useful for the answer come first (mean average precision)",
-                    uses_judge=True, schema=ContextOptions),
-        ScorerEntry("context-relevance", f"{_LLM}.context_relevance:create_context_relevance_scorer",
-                    "How relevant the context was and whether the answer used it", uses_judge=True,
-                    schema=ContextRelevanceOptions),
-        ScorerEntry("faithfulness", f"{_LLM}.faithfulness:create_faithfulness_scorer",
-                    "Share of the answer's claims backed by the context and tool results", uses_judge=True,
-                    schema=ContextOptions),
-        ScorerEntry("hallucination", f"{_LLM}.hallucination:create_hallucination_scorer",
-                    "Share of the answer's claims not backed by, or contradicting, the context",
-                    uses_judge=True, higher_is_better=False, schema=ContextOptions),
-        ScorerEntry("noise-sensitivity", f"{_LLM}.noise_sensitivity:create_noise_sensitivity_scorer",
-                    "How robust the answer is to noise added to the query", uses_judge=True,
-                    schema=NoiseSensitivityOptions),
-        ScorerEntry("prompt-alignment", f"{_LLM}.prompt_alignment:create_prompt_alignment_scorer",
-                    "How well the answer follows the user's request and the system prompt", uses_judge=True,
-                    schema=PromptAlignmentOptions),
-        ScorerEntry("tool-call-accuracy-llm", f"{_LLM}.tool_call_accuracy:create_tool_call_accuracy_scorer_llm",
-                    "Whether the agent called the right tools, judged by an LLM", uses_judge=True,
-                    schema=ToolCallAccuracyLLMOptions),
-        ScorerEntry("toxicity", f"{_LLM}.toxicity:create_toxicity_scorer",
-                    "Share of the answer's statements that are toxic", uses_judge=True,
-                    higher_is_better=False, schema=ScaleOptions),
-        ScorerEntry("conversation-completeness",
-                    f"{_CONVERSATION}.completeness:create_conversation_completeness_scorer",
-                    "Share of the user's intentions the conversation satisfied", uses_judge=True,
-                    schema=ConversationOptions, conversation=True),
-        ScorerEntry("knowledge-retention",
-                    f"{_CONVERSATION}.knowledge_retention:create_knowledge_retention_scorer",
-                    "Share of the assistant's answers that keep the facts the user gave", uses_judge=True,
-                    schema=ConversationOptions, conversation=True),
-        ScorerEntry("role-adherence", f"{_CONVERSATION}.role_adherence:create_role_adherence_scorer",
-                    "Share of the assistant's answers that stay within its role", uses_judge=True,
-                    schema=RoleAdherenceOptions, conversation=True),
-        ScorerEntry("conversation-relevancy", f"{_CONVERSATION}.relevancy:create_conversation_relevancy_scorer",
-                    "Share of the assistant's answers relevant to the recent turns (sliding window)",
-                    uses_judge=True, schema=ConversationRelevancyOptions, conversation=True),
+        ScorerEntry(
+            "completeness",
+            f"{_CODE}.completeness:create_completeness_scorer",
+            "Share of the input's words (verbs as infinitives) the output covers",
+            schema=NoOptions,
+        ),
+        ScorerEntry(
+            "content-similarity",
+            f"{_CODE}.content_similarity:create_content_similarity_scorer",
+            "Dice similarity of character bigrams between input and output",
+            schema=ContentSimilarityOptions,
+        ),
+        ScorerEntry(
+            "keyword-coverage",
+            f"{_CODE}.keyword_coverage:create_keyword_coverage_scorer",
+            "Share of the input's keywords found in the output",
+            schema=NoOptions,
+        ),
+        ScorerEntry(
+            "textual-difference",
+            f"{_CODE}.textual_difference:create_textual_difference_scorer",
+            "Similarity ratio (longest common subsequence) of input and output",
+            schema=NoOptions,
+        ),
+        ScorerEntry(
+            "tone",
+            f"{_CODE}.tone:create_tone_scorer",
+            "Sentiment consistency with a reference tone, or stability across sentences",
+            schema=ToneOptions,
+        ),
+        ScorerEntry(
+            "tool-call-accuracy-code",
+            f"{_CODE}.tool_call_accuracy:create_tool_call_accuracy_scorer_code",
+            "Whether the expected tool (or tool order) was called",
+            schema=ToolCallAccuracyCodeOptions,
+        ),
+        ScorerEntry(
+            "answer-relevancy",
+            f"{_LLM}.answer_relevancy:create_answer_relevancy_scorer",
+            "How well the answer addresses the user's request",
+            uses_judge=True,
+            schema=AnswerRelevancyOptions,
+        ),
+        ScorerEntry(
+            "answer-similarity",
+            f"{_LLM}.answer_similarity:create_answer_similarity_scorer",
+            "How closely the answer matches the ground truth, unit by unit",
+            uses_judge=True,
+            schema=AnswerSimilarityOptions,
+        ),
+        ScorerEntry(
+            "bias",
+            f"{_LLM}.bias:create_bias_scorer",
+            "Share of the answer's opinions that show bias",
+            uses_judge=True,
+            higher_is_better=False,
+            schema=ScaleOptions,
+        ),
+        ScorerEntry(
+            "context-precision",
+            f"{_LLM}.context_precision:create_context_precision_scorer",
+            "Whether the context pieces useful for the answer come first (mean average precision)",
+            uses_judge=True,
+            schema=ContextOptions,
+        ),
+        ScorerEntry(
+            "context-relevance",
+            f"{_LLM}.context_relevance:create_context_relevance_scorer",
+            "How relevant the context was and whether the answer used it",
+            uses_judge=True,
+            schema=ContextRelevanceOptions,
+        ),
+        ScorerEntry(
+            "faithfulness",
+            f"{_LLM}.faithfulness:create_faithfulness_scorer",
+            "Share of the answer's claims backed by the context and tool results",
+            uses_judge=True,
+            schema=ContextOptions,
+        ),
+        ScorerEntry(
+            "hallucination",
+            f"{_LLM}.hallucination:create_hallucination_scorer",
+            "Share of the answer's claims not backed by, or contradicting, the context",
+            uses_judge=True,
+            higher_is_better=False,
+            schema=ContextOptions,
+        ),
+        ScorerEntry(
+            "noise-sensitivity",
+            f"{_LLM}.noise_sensitivity:create_noise_sensitivity_scorer",
+            "How robust the answer is to noise added to the query",
+            uses_judge=True,
+            schema=NoiseSensitivityOptions,
+        ),
+        ScorerEntry(
+            "prompt-alignment",
+            f"{_LLM}.prompt_alignment:create_prompt_alignment_scorer",
+            "How well the answer follows the user's request and the system prompt",
+            uses_judge=True,
+            schema=PromptAlignmentOptions,
+        ),
+        ScorerEntry(
+            "tool-call-accuracy-llm",
+            f"{_LLM}.tool_call_accuracy:create_tool_call_accuracy_scorer_llm",
+            "Whether the agent called the right tools, judged by an LLM",
+            uses_judge=True,
+            schema=ToolCallAccuracyLLMOptions,
+        ),
+        ScorerEntry(
+            "toxicity",
+            f"{_LLM}.toxicity:create_toxicity_scorer",
+            "Share of the answer's statements that are toxic",
+            uses_judge=True,
+            higher_is_better=False,
+            schema=ScaleOptions,
+        ),
+        ScorerEntry(
+            "conversation-completeness",
+            f"{_CONVERSATION}.completeness:create_conversation_completeness_scorer",
+            "Share of the user's intentions the conversation satisfied",
+            uses_judge=True,
+            schema=ConversationOptions,
+            conversation=True,
+        ),
+        ScorerEntry(
+            "knowledge-retention",
+            f"{_CONVERSATION}.knowledge_retention:create_knowledge_retention_scorer",
+            "Share of the assistant's answers that keep the facts the user gave",
+            uses_judge=True,
+            schema=ConversationOptions,
+            conversation=True,
+        ),
+        ScorerEntry(
+            "role-adherence",
+            f"{_CONVERSATION}.role_adherence:create_role_adherence_scorer",
+            "Share of the assistant's answers that stay within its role",
+            uses_judge=True,
+            schema=RoleAdherenceOptions,
+            conversation=True,
+        ),
+        ScorerEntry(
+            "conversation-relevancy",
+            f"{_CONVERSATION}.relevancy:create_conversation_relevancy_scorer",
+            "Share of the assistant's answers relevant to the recent turns (sliding window)",
+            uses_judge=True,
+            schema=ConversationRelevancyOptions,
+            conversation=True,
+        ),
     )
 }
 

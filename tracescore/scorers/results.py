@@ -61,13 +61,25 @@ class ScoreResult(BaseModel):
 
 
 def step_trace(
-    name: str, result: Any, started: float, prompt: str | None, calls: list[JudgeCall], error: str | None
+    name: str,
+    result: Any,
+    started: float,
+    prompt: str | None,
+    calls: list[JudgeCall],
+    error: str | None,
 ) -> StepTrace:
     duration_ms = (time.perf_counter() - started) * 1000
-    return constructed(StepTrace, {
-        "name": name, "result": result, "duration_ms": duration_ms, "prompt": prompt, "judge_calls": calls,
-        "error": error,
-    })
+    return constructed(
+        StepTrace,
+        {
+            "name": name,
+            "result": result,
+            "duration_ms": duration_ms,
+            "prompt": prompt,
+            "judge_calls": calls,
+            "error": error,
+        },
+    )
 
 
 Model = TypeVar("Model", bound=BaseModel)

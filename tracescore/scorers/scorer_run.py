@@ -78,18 +78,26 @@ class ScorerRun:
             return cls(
                 input=run.get("input"),
                 output=run.get("output"),
-                ground_truth=run["groundTruth"] if "groundTruth" in run else run.get("ground_truth"),
+                ground_truth=run["groundTruth"]
+                if "groundTruth" in run
+                else run.get("ground_truth"),
                 context=[str(text) for text in context] if context else [],
                 tools=[
-                    tool if isinstance(tool, ToolDefinition) else ToolDefinition.model_validate(tool)
+                    tool
+                    if isinstance(tool, ToolDefinition)
+                    else ToolDefinition.model_validate(tool)
                     for tool in tools
-                ] if tools else [],
+                ]
+                if tools
+                else [],
                 run_id=run["runId"] if "runId" in run else run.get("run_id"),
                 trace_id=run["traceId"] if "traceId" in run else run.get("trace_id"),
                 span_id=run["spanId"] if "spanId" in run else run.get("span_id"),
                 error=str(run["error"]) if run.get("error") else None,
             )
-        raise TypeError(f"cannot score a {type(run).__name__}: expected AgentRun, Conversation, dict or ScorerRun")
+        raise TypeError(
+            f"cannot score a {type(run).__name__}: expected AgentRun, Conversation, dict or ScorerRun"
+        )
 
 
 Scorable: TypeAlias = "AgentRun | Conversation | Mapping[str, Any] | ScorerRun"
@@ -104,10 +112,16 @@ def _conversation_run(cls: type[ScorerRun], conversation: Conversation) -> Score
     turns = conversation.turns
     user = [make_test_message(t.user, "user", id=f"{t.span_id}-user") for t in turns if t.user]
     answers = [
-        make_test_message(t.answer, "assistant", id=f"{t.span_id}-answer") for t in turns if t.answer
+        make_test_message(t.answer, "assistant", id=f"{t.span_id}-answer")
+        for t in turns
+        if t.answer
     ]
     system = next(
-        (t.run.input.system_messages for t in reversed(turns) if t.run and t.run.input.system_messages),
+        (
+            t.run.input.system_messages
+            for t in reversed(turns)
+            if t.run and t.run.input.system_messages
+        ),
         [],
     )
     last = conversation.last_turn

@@ -25,8 +25,6 @@ def not_scorable(reason: str) -> NoReturn:
     raise NotScorable(reason)
 
 
-
-
 def failed_without_answer(run: ScorerRun) -> str | None:
     """The not-scorable reason for a run that failed before giving an answer, else None.
 

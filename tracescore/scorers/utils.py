@@ -195,7 +195,11 @@ def get_assistant_message(run_output: Any) -> str | None:
     if is_assistant and isinstance(content, str):
         return content
     if is_assistant and (_is_record(content) or isinstance(content, list)):
-        return get_text_content(run_output) or (get_text_content(content) if _is_record(content) else "") or None
+        return (
+            get_text_content(run_output)
+            or (get_text_content(content) if _is_record(content) else "")
+            or None
+        )
     if role == "assistant":
         return get_text_content(run_output) or None
     return None
@@ -245,8 +249,11 @@ def get_system_messages(run_input: Any) -> list[str]:
         messages = run_input.get(key)
         if isinstance(messages, list):
             for message in messages:
-                if (_is_record(message) and message.get("role") == "system"
-                        and (prompt := _text_from_value(message))):
+                if (
+                    _is_record(message)
+                    and message.get("role") == "system"
+                    and (prompt := _text_from_value(message))
+                ):
                     found.append(prompt)
     tagged = run_input.get("taggedSystemMessages")
     if _is_record(tagged):
@@ -300,7 +307,9 @@ def merge_tool_invocations(message: Message | None) -> list[dict[str, Any]]:
     for inv in from_parts:
         shared = positions.get(inv.get("toolCallId")) if inv.get("toolCallId") else None
         if shared is not None and shared >= cursor:
-            merged.extend(p for p in legacy[cursor:shared] if p and p.get("toolCallId") not in part_ids)
+            merged.extend(
+                p for p in legacy[cursor:shared] if p and p.get("toolCallId") not in part_ids
+            )
             cursor = shared + 1
         merged.append(inv)
     merged.extend(p for p in legacy[cursor:] if p and p.get("toolCallId") not in part_ids)

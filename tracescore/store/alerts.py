@@ -228,9 +228,7 @@ def insert_state(connection: Connection, state: AlertState) -> bool:
 
 def observe_state(connection: Connection, key: str, observed: StateObservation) -> None:
     """Record an evaluation that changed nothing but the observed value."""
-    connection.execute(
-        update(ALERT_STATES).where(ALERT_STATES.c.key == key).values(**observed)
-    )
+    connection.execute(update(ALERT_STATES).where(ALERT_STATES.c.key == key).values(**observed))
 
 
 def transition_state(connection: Connection, state: AlertState, change: StateChange) -> bool:
@@ -256,7 +254,12 @@ def pending_events(database: Engine) -> list[AlertEvent]:
 
 
 def record_delivery(
-    database: Engine, event_id: int, *, remaining: list[str], pending: bool, attempts: int,
+    database: Engine,
+    event_id: int,
+    *,
+    remaining: list[str],
+    pending: bool,
+    attempts: int,
     error: str | None,
 ) -> None:
     """Store how a delivery attempt went: the channels still to take it, whether to try again."""
@@ -264,8 +267,9 @@ def record_delivery(
         connection.execute(
             update(ALERT_EVENTS)
             .where(ALERT_EVENTS.c.id == event_id)
-            .values(pending_channels=remaining, pending=pending, attempts=attempts,
-                    last_error=error)
+            .values(
+                pending_channels=remaining, pending=pending, attempts=attempts, last_error=error
+            )
         )
 
 
@@ -286,14 +290,22 @@ def firing_per_rule(database: Engine) -> dict[str, int]:
 def add_silence(database: Engine, silence: NewSilence) -> int:
     """Store a silence or acknowledgement; its id."""
     with database.begin() as connection:
-        return int(connection.execute(
-            ALERT_SILENCES.insert().values(dict(silence)).returning(ALERT_SILENCES.c.id)
-        ).scalar_one())
+        return int(
+            connection.execute(
+                ALERT_SILENCES.insert().values(dict(silence)).returning(ALERT_SILENCES.c.id)
+            ).scalar_one()
+        )
 
 
-def active_silences(connection: Connection, now: float, rule: str | None = None) -> list[StoredSilence]:
+def active_silences(
+    connection: Connection, now: float, rule: str | None = None
+) -> list[StoredSilence]:
     """Silences and acknowledgements not expired at ``now``, oldest first."""
-    query = select(ALERT_SILENCES).where(ALERT_SILENCES.c.expires_at > now).order_by(ALERT_SILENCES.c.id)
+    query = (
+        select(ALERT_SILENCES)
+        .where(ALERT_SILENCES.c.expires_at > now)
+        .order_by(ALERT_SILENCES.c.id)
+    )
     if rule is not None:
         query = query.where(ALERT_SILENCES.c.rule == rule)
     return [cast(StoredSilence, row._asdict()) for row in connection.execute(query)]
@@ -325,7 +337,8 @@ def states_and_events(
         states = [cast(AlertState, row._asdict()) for row in connection.execute(state_query)]
         found = (
             [cast(AlertEvent, row._asdict()) for row in connection.execute(event_query)]
-            if events else []
+            if events
+            else []
         )
     return states, found
 
@@ -356,8 +369,12 @@ def alert_states(connection: Connection, limit: int = 1000) -> list[AlertState]:
 
 
 def alert_events(
-    connection: Connection, *, since: float | None = None, status: str | None = None,
-    rule: str | None = None, limit: int = 200,
+    connection: Connection,
+    *,
+    since: float | None = None,
+    status: str | None = None,
+    rule: str | None = None,
+    limit: int = 200,
 ) -> list[AlertEvent]:
     """Firing and resolved notifications, newest first: the alert history and chart bands."""
     e = ALERT_EVENTS.c
@@ -385,12 +402,16 @@ def last_alert_events(connection: Connection) -> dict[str, AlertEvent]:
 # --- retention/prune ---------------------------------------------------------------------------
 
 EVENTS_BY_AGE = AgedRows(
-    ALERT_EVENTS, ("id",), "at",
+    ALERT_EVENTS,
+    ("id",),
+    "at",
     also=lambda table, _cut: table.c.pending == false(),  # undelivered: still to send
-)  # fmt: skip
+)
 """Delivered alert events, by when they happened (seconds since the epoch)."""
 STATES_BY_AGE = AgedRows(
-    ALERT_STATES, ("key",), "since",
+    ALERT_STATES,
+    ("key",),
+    "since",
     also=lambda table, cut: and_(table.c.state == "ok", table.c.evaluated_at < cut),
-)  # fmt: skip
+)
 """Segments back to ``ok`` (and not evaluated) since before the cut (seconds since the epoch)."""

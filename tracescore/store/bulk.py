@@ -51,14 +51,21 @@ def _copy(table: str, columns: Sequence[str], conflict: str) -> BulkInsert:
 
 
 def bulk_insert(
-    dialect: str, paramstyle: str, table: str, columns: Sequence[str], *, update: Sequence[str] = (), key: str = "id"
+    dialect: str,
+    paramstyle: str,
+    table: str,
+    columns: Sequence[str],
+    *,
+    update: Sequence[str] = (),
+    key: str = "id",
 ) -> BulkInsert:
     """The fastest bulk insert of ``columns`` into ``table`` for a dialect: rows already stored
     are skipped, or, with ``update``, those columns of theirs are overwritten (an upsert on
     ``key``)."""
     conflict = (
         f"({key}) DO UPDATE SET " + ", ".join(f"{column} = excluded.{column}" for column in update)
-        if update else "DO NOTHING"
+        if update
+        else "DO NOTHING"
     )
     if dialect == "postgresql":
         return _copy(table, columns, conflict)

@@ -81,7 +81,9 @@ class ConversationRow(SQLModel, table=True):
     lease_token: str | None = Field(default=None, max_length=32)
     lease_owner: str | None = Field(default=None, max_length=200)
     lease_expires: float | None = None
-    claimed_generation: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    claimed_generation: int | None = Field(
+        default=None, sa_column=Column(BigInteger, nullable=True)
+    )
     scored_generation: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
     attempts: int = 0
     last_error: str | None = Field(default=None, max_length=2000)
@@ -140,17 +142,29 @@ class TurnRecord:
 
     def row(self, now: float, guard: TextGuard) -> dict[str, Any]:
         return {
-            "conversation_id": storable_id(self.conversation_id), "trace_id": self.trace_id,
-            "span_id": self.span_id, "start_time_ns": self.start_time_ns,
+            "conversation_id": storable_id(self.conversation_id),
+            "trace_id": self.trace_id,
+            "span_id": self.span_id,
+            "start_time_ns": self.start_time_ns,
             "user_text": _fit(self.user_text, TURN_TEXT_CHARS, guard),
             "answer_text": _fit(self.answer_text, TURN_TEXT_CHARS, guard),
-            "agent_name": _fit(self.agent_name, 200, guard), "service_name": _fit(self.service_name, 200, guard),
+            "agent_name": _fit(self.agent_name, 200, guard),
+            "service_name": _fit(self.service_name, 200, guard),
             "recorded_at": now,
-        }  # fmt: skip
+        }
 
 
-_TURN_COLUMNS = ("conversation_id", "trace_id", "span_id", "start_time_ns", "user_text", "answer_text",
-                 "agent_name", "service_name", "recorded_at")  # fmt: skip
+_TURN_COLUMNS = (
+    "conversation_id",
+    "trace_id",
+    "span_id",
+    "start_time_ns",
+    "user_text",
+    "answer_text",
+    "agent_name",
+    "service_name",
+    "recorded_at",
+)
 _TURN_INSERTS: dict[tuple[str, str], BulkInsert] = {}
 
 _LATEST = (
@@ -187,9 +201,13 @@ def _turn_insert(conn: Connection) -> BulkInsert:
     key = (dialect.name, dialect.paramstyle)
     if (insert := _TURN_INSERTS.get(key)) is None:
         insert = _TURN_INSERTS[key] = bulk_insert(
-            dialect.name, dialect.paramstyle, "conversation_turns", _TURN_COLUMNS,
-            update=_TURN_COLUMNS[2:], key="conversation_id, trace_id",
-        )  # fmt: skip
+            dialect.name,
+            dialect.paramstyle,
+            "conversation_turns",
+            _TURN_COLUMNS,
+            update=_TURN_COLUMNS[2:],
+            key="conversation_id, trace_id",
+        )
     return insert
 
 
@@ -205,7 +223,10 @@ def record_turns(conn: Connection, turns: Sequence[TurnRecord], now: float | Non
         return 0
     now = time.time() if now is None else now
     guard = TextGuard()
-    rows = {(row["conversation_id"], row["trace_id"]): row for row in (turn.row(now, guard) for turn in turns)}
+    rows = {
+        (row["conversation_id"], row["trace_id"]): row
+        for row in (turn.row(now, guard) for turn in turns)
+    }
     _turn_insert(conn)(conn, [tuple(rows[key][c] for c in _TURN_COLUMNS) for key in sorted(rows)])
     conn.execute(_TOUCH, {"conversation_ids": sorted({key for key, _trace in rows}), "now": now})
     return guard.replaced
@@ -248,33 +269,46 @@ class ConversationQueue:
     """Promotion, claims under leases, completion and release of conversations."""
 
     def __init__(
-        self, write_transaction: Callable[[], AbstractContextManager[Connection]], rules: ConversationReadiness
+        self,
+        write_transaction: Callable[[], AbstractContextManager[Connection]],
+        rules: ConversationReadiness,
     ) -> None:
         self._write_transaction = write_transaction
         self.rules = rules
 
     def _promote(self, conn: Connection, now: float) -> int:
         idle = conn.execute(_PROMOTE_IDLE, {"cut": now - self.rules.idle_timeout}).rowcount
-        return int(idle + conn.execute(_PROMOTE_OVERDUE, {"cut": now - self.rules.max_wait}).rowcount)
+        return int(
+            idle + conn.execute(_PROMOTE_OVERDUE, {"cut": now - self.rules.max_wait}).rowcount
+        )
 
     def promote(self, now: float | None = None) -> int:
         """Mark idle (or overdue) pending conversations ready; returns how many."""
         with self._write_transaction() as conn:
             return self._promote(conn, time.time() if now is None else now)
 
-    def claim(self, owner: str, limit: int, lease_seconds: float, now: float | None = None) -> list[ConversationClaim]:
+    def claim(
+        self, owner: str, limit: int, lease_seconds: float, now: float | None = None
+    ) -> list[ConversationClaim]:
         """Promote, then lease up to ``limit`` ready conversations (or ones whose lease
         expired), in one transaction."""
         now = time.time() if now is None else now
         with self._write_transaction() as conn:
             self._promote(conn, now)
-            rows, token, expires, _ = _SQL.lease(conn, owner, limit, lease_seconds, now, self.rules.max_attempts)
+            rows, token, expires, _ = _SQL.lease(
+                conn, owner, limit, lease_seconds, now, self.rules.max_attempts
+            )
         return sorted(
-            (ConversationClaim(row.conversation_id, row.generation, owner, token, expires) for row in rows),
+            (
+                ConversationClaim(row.conversation_id, row.generation, owner, token, expires)
+                for row in rows
+            ),
             key=lambda claim: claim.conversation_id,
         )
 
-    def complete(self, conn: Connection, claims: Sequence[ConversationClaim], now: float | None = None) -> None:
+    def complete(
+        self, conn: Connection, claims: Sequence[ConversationClaim], now: float | None = None
+    ) -> None:
         """Mark claimed conversations scored, or pending again where a turn arrived since the
         claim, in ``conn``'s transaction (the one storing their scores). A claim whose lease
         was lost to another worker changes nothing."""
@@ -282,11 +316,20 @@ class ConversationQueue:
             now = time.time() if now is None else now
             conn.execute(
                 _SQL.complete,
-                [{"generation": c.generation, "now": now, "conversation_id": c.conversation_id, "token": c.token}
-                 for c in claims],
-            )  # fmt: skip
+                [
+                    {
+                        "generation": c.generation,
+                        "now": now,
+                        "conversation_id": c.conversation_id,
+                        "token": c.token,
+                    }
+                    for c in claims
+                ],
+            )
 
-    def renew(self, claims: Sequence[ConversationClaim], lease_seconds: float, now: float | None = None) -> int:
+    def renew(
+        self, claims: Sequence[ConversationClaim], lease_seconds: float, now: float | None = None
+    ) -> int:
         """Extend the leases of claims still being scored to ``lease_seconds`` from now (see
         :meth:`~tracescore.store.trace_queue.TraceQueue.renew`); returns how many are still held."""
         held = [(claim.conversation_id, claim.token) for claim in claims]
@@ -298,9 +341,13 @@ class ConversationQueue:
         with self._write_transaction() as conn:
             conn.execute(
                 _SQL.release,
-                {"error": error if error is None else error[:2000], "max_attempts": self.rules.max_attempts,
-                 "conversation_id": claim.conversation_id, "token": claim.token},
-            )  # fmt: skip
+                {
+                    "error": error if error is None else error[:2000],
+                    "max_attempts": self.rules.max_attempts,
+                    "conversation_id": claim.conversation_id,
+                    "token": claim.token,
+                },
+            )
 
 
 def turns_of(conn: Connection, conversation_id: str) -> list[Any]:
@@ -375,24 +422,33 @@ def conversation_page(
     if after is not None:
         moment, conversation_id = after
         conditions.append(
-            or_(c.last_turn_ns < moment, and_(c.last_turn_ns == moment, c.conversation_id < conversation_id))
+            or_(
+                c.last_turn_ns < moment,
+                and_(c.last_turn_ns == moment, c.conversation_id < conversation_id),
+            )
         )
     rows = conn.execute(
-        select(*_SUMMARY_COLUMNS).where(*conditions)
-        .order_by(c.last_turn_ns.desc(), c.conversation_id.desc()).limit(limit)
-    )  # fmt: skip
+        select(*_SUMMARY_COLUMNS)
+        .where(*conditions)
+        .order_by(c.last_turn_ns.desc(), c.conversation_id.desc())
+        .limit(limit)
+    )
     return [ConversationSummary(*row) for row in rows]
 
 
 def find_conversation(conn: Connection, conversation_id: str) -> ConversationSummary | None:
-    row = conn.execute(select(*_SUMMARY_COLUMNS).where(CONVERSATIONS.c.conversation_id == conversation_id)).first()
+    row = conn.execute(
+        select(*_SUMMARY_COLUMNS).where(CONVERSATIONS.c.conversation_id == conversation_id)
+    ).first()
     return None if row is None else ConversationSummary(*row)
 
 
 def conversations_of_trace(conn: Connection, trace_id: str) -> list[str]:
     """The conversations a trace is a turn of (one, unless its id changed between scorings)."""
     rows = conn.execute(
-        select(TURNS.c.conversation_id).where(TURNS.c.trace_id == trace_id).order_by(TURNS.c.conversation_id)
+        select(TURNS.c.conversation_id)
+        .where(TURNS.c.trace_id == trace_id)
+        .order_by(TURNS.c.conversation_id)
     )
     return [row.conversation_id for row in rows]
 
@@ -400,21 +456,27 @@ def conversations_of_trace(conn: Connection, trace_id: str) -> list[str]:
 # --- retention/prune ---------------------------------------------------------------------------
 
 
-def prune_conversations(conn: Connection, state: TraceState, seen_before: float, limit: int) -> tuple[int, bool]:
+def prune_conversations(
+    conn: Connection, state: TraceState, seen_before: float, limit: int
+) -> tuple[int, bool]:
     """Up to ``limit`` conversations in ``state`` whose last turn was recorded before
     ``seen_before``, each with its turns, found in index order one state at a time; how many
     went and whether more may remain. The time is the collector's, not the exporter's: a turn
     dated in the future cannot keep them. A turn arriving later starts the conversation
     afresh."""
-    found = list(conn.execute(
-        select(CONVERSATIONS.c.conversation_id)
-        .where(CONVERSATIONS.c.state == state, CONVERSATIONS.c.last_seen < seen_before)
-        .order_by(CONVERSATIONS.c.last_seen)
-        .limit(limit)
-    ).scalars())  # fmt: skip
+    found = list(
+        conn.execute(
+            select(CONVERSATIONS.c.conversation_id)
+            .where(CONVERSATIONS.c.state == state, CONVERSATIONS.c.last_seen < seen_before)
+            .order_by(CONVERSATIONS.c.last_seen)
+            .limit(limit)
+        ).scalars()
+    )
     chosen = still_in(conn, CONVERSATIONS, found, state)
     if not chosen:  # none left, or all busy: the next pass takes them
         return 0, False
     conn.execute(delete(TURNS).where(TURNS.c.conversation_id.in_(chosen)))
-    removed = conn.execute(delete(CONVERSATIONS).where(CONVERSATIONS.c.conversation_id.in_(chosen))).rowcount
+    removed = conn.execute(
+        delete(CONVERSATIONS).where(CONVERSATIONS.c.conversation_id.in_(chosen))
+    ).rowcount
     return removed, len(found) >= limit

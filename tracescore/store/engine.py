@@ -68,17 +68,26 @@ def make_engine(url: str) -> Engine:
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(
-            parsed, connect_args={"check_same_thread": False}, pool_size=8, max_overflow=8,
+            parsed,
+            connect_args={"check_same_thread": False},
+            pool_size=8,
+            max_overflow=8,
             json_serializer=_json_text,
         )
         event.listen(engine, "connect", _sqlite_pragmas(str(synchronous)))
         return engine
     if parsed.get_backend_name() == "postgresql":
-        return create_engine(parsed, pool_size=8, max_overflow=8, pool_pre_ping=True, json_serializer=_json_text)
-    raise ValueError(f"unsupported database URL scheme {parsed.drivername!r}: use sqlite or postgresql")
+        return create_engine(
+            parsed, pool_size=8, max_overflow=8, pool_pre_ping=True, json_serializer=_json_text
+        )
+    raise ValueError(
+        f"unsupported database URL scheme {parsed.drivername!r}: use sqlite or postgresql"
+    )
 
 
-def create_tables(engine: Engine, metadata: MetaData, tables: Sequence[Table] | None = None) -> None:
+def create_tables(
+    engine: Engine, metadata: MetaData, tables: Sequence[Table] | None = None
+) -> None:
     """``metadata.create_all`` that several processes may run at once on one database.
 
     Replicas starting together on an empty PostgreSQL would otherwise race on ``CREATE TABLE``

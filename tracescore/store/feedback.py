@@ -163,19 +163,30 @@ class FeedbackStore:
 
     def delete(self, item_id: str) -> bool:
         with self.store.write_transaction() as connection:
-            return bool(connection.execute(delete(FEEDBACK).where(FEEDBACK.c.id == item_id)).rowcount)
+            return bool(
+                connection.execute(delete(FEEDBACK).where(FEEDBACK.c.id == item_id)).rowcount
+            )
 
     def find(
-        self, *, trace_id: str | None = None, name: str | None = None, since: datetime | None = None,
-        limit: int = 100, after: tuple[datetime, str] | None = None,
-    ) -> list[dict[str, Any]]:  # fmt: skip
+        self,
+        *,
+        trace_id: str | None = None,
+        name: str | None = None,
+        since: datetime | None = None,
+        limit: int = 100,
+        after: tuple[datetime, str] | None = None,
+    ) -> list[dict[str, Any]]:
         """Newest first; ``after`` (a row's ``created_at`` and ``id``) starts after that row, so
         a reader pages with neither gaps nor repeats while verdicts keep arriving."""
         query = select(FEEDBACK).order_by(FEEDBACK.c.created_at.desc(), FEEDBACK.c.id).limit(limit)
         if after is not None:
             moment, row_id = after
-            query = query.where(or_(FEEDBACK.c.created_at < moment,
-                                    and_(FEEDBACK.c.created_at == moment, FEEDBACK.c.id > row_id)))
+            query = query.where(
+                or_(
+                    FEEDBACK.c.created_at < moment,
+                    and_(FEEDBACK.c.created_at == moment, FEEDBACK.c.id > row_id),
+                )
+            )
         if trace_id is not None:
             query = query.where(FEEDBACK.c.trace_id == trace_id)
         if name is not None:
@@ -206,16 +217,23 @@ class FeedbackStore:
 
 
 def scored_feedback(
-    connection: Connection, binding: str, *, since: datetime | None = None,
-    until: datetime | None = None, where: Mapping[str, str] | None = None,
-) -> list[ScoredFeedback]:  # fmt: skip
+    connection: Connection,
+    binding: str,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    where: Mapping[str, str] | None = None,
+) -> list[ScoredFeedback]:
     """Every ``ok`` score of ``binding`` made in [since, until) whose run has feedback under the
     binding's name (feedback without a span pairs with each scored run of its trace). The
     period is the scores': what the judge said then, whenever people said what they think.
     ``where`` narrows by score columns (``scorer_version``, ``agent``, ...)."""
     condition = [
-        FEEDBACK.c.name == binding,  # said outright, so the planner starts from the (fewer) verdicts
-        SCORES.c.binding == binding, SCORES.c.status == "ok", SCORES.c.score.is_not(None),
+        FEEDBACK.c.name
+        == binding,  # said outright, so the planner starts from the (fewer) verdicts
+        SCORES.c.binding == binding,
+        SCORES.c.status == "ok",
+        SCORES.c.score.is_not(None),
     ]
     condition += [SCORES.c[column] == value for column, value in (where or {}).items()]
     if since is not None:
@@ -224,9 +242,17 @@ def scored_feedback(
         condition.append(SCORES.c.created_at < until)
     query = (
         select(
-            SCORES.c.trace_id, SCORES.c.span_id, SCORES.c.binding, SCORES.c.score,
-            SCORES.c.scorer_version, SCORES.c.judge_model, SCORES.c.agent, SCORES.c.model,
-            SCORES.c.service, FEEDBACK.c.value, FEEDBACK.c.label,
+            SCORES.c.trace_id,
+            SCORES.c.span_id,
+            SCORES.c.binding,
+            SCORES.c.score,
+            SCORES.c.scorer_version,
+            SCORES.c.judge_model,
+            SCORES.c.agent,
+            SCORES.c.model,
+            SCORES.c.service,
+            FEEDBACK.c.value,
+            FEEDBACK.c.label,
         )
         .join(
             FEEDBACK,
@@ -254,7 +280,9 @@ class GroundTruth(TypedDict):
     author: str
 
 
-def latest_verdicts(database: Engine, name: str, trace_ids: Sequence[str]) -> dict[tuple[str, str | None], GroundTruth]:
+def latest_verdicts(
+    database: Engine, name: str, trace_ids: Sequence[str]
+) -> dict[tuple[str, str | None], GroundTruth]:
     """The latest feedback per (trace, span) under ``name``; span None: the whole trace."""
     query = (
         select(FEEDBACK)

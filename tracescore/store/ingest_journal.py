@@ -39,19 +39,35 @@ class IngestJournal:
         return self.kept.append(signal, journal.JSON_MARK + body if json else body, owner)
 
     def entries(
-        self, *, owner: str | None = None, exclude: Collection[int] = (),
-        max_bytes: int | None = None, limit: int = 16, shard: tuple[int, int] = (0, 1),
+        self,
+        *,
+        owner: str | None = None,
+        exclude: Collection[int] = (),
+        max_bytes: int | None = None,
+        limit: int = 16,
+        shard: tuple[int, int] = (0, 1),
     ) -> list[JournalEntry]:
         """See :meth:`tracescore.store.journal.Journal.entries`."""
-        return self.kept.entries(owner=owner, exclude=exclude, max_bytes=max_bytes, limit=limit, shard=shard)
+        return self.kept.entries(
+            owner=owner, exclude=exclude, max_bytes=max_bytes, limit=limit, shard=shard
+        )
 
     def orphans(
-        self, *, dead_before: float, not_owner: str, exclude: Collection[int] = (),
-        max_bytes: int | None = None, shard: tuple[int, int] = (0, 1),
+        self,
+        *,
+        dead_before: float,
+        not_owner: str,
+        exclude: Collection[int] = (),
+        max_bytes: int | None = None,
+        shard: tuple[int, int] = (0, 1),
     ) -> list[JournalEntry]:
         """See :meth:`tracescore.store.journal.Journal.orphans`."""
         return self.kept.orphans(
-            dead_before=dead_before, not_owner=not_owner, exclude=exclude, max_bytes=max_bytes, shard=shard
+            dead_before=dead_before,
+            not_owner=not_owner,
+            exclude=exclude,
+            max_bytes=max_bytes,
+            shard=shard,
         )
 
     def shard_of(self, seq: int, shards: int) -> int:

@@ -83,8 +83,13 @@ class Journal(Protocol):
         """Keep an export request's body durably (on return)."""
 
     def entries(
-        self, *, owner: str | None = None, exclude: Collection[int] = (),
-        max_bytes: int | None = None, limit: int = 16, shard: tuple[int, int] = (0, 1),
+        self,
+        *,
+        owner: str | None = None,
+        exclude: Collection[int] = (),
+        max_bytes: int | None = None,
+        limit: int = 16,
+        shard: tuple[int, int] = (0, 1),
     ) -> list[JournalEntry]:
         """Waiting entries of one collector (``owner``) or of all, oldest first, less
         ``exclude`` (being unpacked already), and only those whose number is ``k`` modulo
@@ -92,8 +97,14 @@ class Journal(Protocol):
         (at least one)."""
 
     def orphans(
-        self, *, dead_before: float, not_owner: str, exclude: Collection[int] = (),
-        max_bytes: int | None = None, limit: int = 16, shard: tuple[int, int] = (0, 1),
+        self,
+        *,
+        dead_before: float,
+        not_owner: str,
+        exclude: Collection[int] = (),
+        max_bytes: int | None = None,
+        limit: int = 16,
+        shard: tuple[int, int] = (0, 1),
     ) -> list[JournalEntry]:
         """Like :meth:`entries`, for entries received before ``dead_before`` by collectors
         (other than ``not_owner``) whose unpacker has not beaten since then."""
@@ -140,7 +151,9 @@ class Journal(Protocol):
 class SqlJournal:
     """The journal as the ``ingest_journal`` table; an entry is consumed by deleting its row."""
 
-    def __init__(self, engine: Engine, write_transaction: Callable[[], AbstractContextManager[Connection]]) -> None:
+    def __init__(
+        self, engine: Engine, write_transaction: Callable[[], AbstractContextManager[Connection]]
+    ) -> None:
         self._engine = engine
         self._write_transaction = write_transaction
 
@@ -157,8 +170,13 @@ class SqlJournal:
         return JournalEntry(key[0], received_at, signal, body, owner)
 
     def entries(
-        self, *, owner: str | None = None, exclude: Collection[int] = (),
-        max_bytes: int | None = None, limit: int = 16, shard: tuple[int, int] = (0, 1),
+        self,
+        *,
+        owner: str | None = None,
+        exclude: Collection[int] = (),
+        max_bytes: int | None = None,
+        limit: int = 16,
+        shard: tuple[int, int] = (0, 1),
     ) -> list[JournalEntry]:
         query = select(_journal.c.seq, _journal.c.size).where(_waiting)
         if owner is not None:
@@ -166,18 +184,30 @@ class SqlJournal:
         return self._load(query, exclude, max_bytes, limit, shard)
 
     def orphans(
-        self, *, dead_before: float, not_owner: str, exclude: Collection[int] = (),
-        max_bytes: int | None = None, limit: int = 16, shard: tuple[int, int] = (0, 1),
+        self,
+        *,
+        dead_before: float,
+        not_owner: str,
+        exclude: Collection[int] = (),
+        max_bytes: int | None = None,
+        limit: int = 16,
+        shard: tuple[int, int] = (0, 1),
     ) -> list[JournalEntry]:
         alive = select(_unpackers.c.owner).where(_unpackers.c.heartbeat >= dead_before)
         query = select(_journal.c.seq, _journal.c.size).where(
-            _waiting & _journal.c.owner.not_in(alive) & (_journal.c.owner != not_owner)
+            _waiting
+            & _journal.c.owner.not_in(alive)
+            & (_journal.c.owner != not_owner)
             & (_journal.c.received_at < dead_before)
         )
         return self._load(query, exclude, max_bytes, limit, shard)
 
     def _load(
-        self, query: Select[int, int], exclude: Collection[int], max_bytes: int | None, limit: int,
+        self,
+        query: Select[int, int],
+        exclude: Collection[int],
+        max_bytes: int | None,
+        limit: int,
         shard: tuple[int, int],
     ) -> list[JournalEntry]:
         if exclude:
@@ -195,9 +225,15 @@ class SqlJournal:
             if not chosen:
                 return []
             bodies = select(
-                _journal.c.seq, _journal.c.received_at, _journal.c.signal, _journal.c.body, _journal.c.owner
+                _journal.c.seq,
+                _journal.c.received_at,
+                _journal.c.signal,
+                _journal.c.body,
+                _journal.c.owner,
             )
-            rows = conn.execute(bodies.where(_journal.c.seq.in_(chosen) & _waiting).order_by(_journal.c.seq))
+            rows = conn.execute(
+                bodies.where(_journal.c.seq.in_(chosen) & _waiting).order_by(_journal.c.seq)
+            )
             return [JournalEntry(*row) for row in rows]
 
     def shard_of(self, seq: int, shards: int) -> int:
@@ -205,7 +241,9 @@ class SqlJournal:
 
     def consume(self, conn: Connection, entries: Sequence[JournalEntry]) -> bool:
         seqs = [entry.seq for entry in entries]
-        deleted = conn.execute(_journal.delete().where(_journal.c.seq.in_(seqs) & _waiting)).rowcount
+        deleted = conn.execute(
+            _journal.delete().where(_journal.c.seq.in_(seqs) & _waiting)
+        ).rowcount
         return deleted == len(seqs)
 
     def release(self, entries: Sequence[JournalEntry]) -> None:
@@ -216,14 +254,22 @@ class SqlJournal:
             conn.execute(_journal.update().where(_journal.c.seq == seq).values(failed=reason))
 
     def quarantined(self) -> list[QuarantinedEntry]:
-        columns = (_journal.c.seq, _journal.c.received_at, _journal.c.signal, _journal.c.size, _journal.c.failed)
+        columns = (
+            _journal.c.seq,
+            _journal.c.received_at,
+            _journal.c.signal,
+            _journal.c.size,
+            _journal.c.failed,
+        )
         query = select(*columns).where(_journal.c.failed.is_not(None)).order_by(_journal.c.seq)
         with self._engine.connect() as conn:
             return [QuarantinedEntry(*row) for row in conn.execute(query)]
 
     def requeue(self, seq: int) -> bool:
         with self._write_transaction() as conn:
-            query = _journal.update().where((_journal.c.seq == seq) & _journal.c.failed.is_not(None))
+            query = _journal.update().where(
+                (_journal.c.seq == seq) & _journal.c.failed.is_not(None)
+            )
             return conn.execute(query.values(failed=None)).rowcount == 1
 
     def forget_quarantined(self, conn: Connection, before: float, limit: int) -> int:
@@ -239,7 +285,9 @@ class SqlJournal:
         return conn.execute(select(func.min(_journal.c.received_at)).where(_waiting)).scalar()
 
     def backlog(self, owner: str) -> int:
-        query = select(func.coalesce(func.sum(_journal.c.size), 0)).where(_waiting & (_journal.c.owner == owner))
+        query = select(func.coalesce(func.sum(_journal.c.size), 0)).where(
+            _waiting & (_journal.c.owner == owner)
+        )
         with self._engine.connect() as conn:
             return int(conn.execute(query).scalar_one())
 
@@ -267,7 +315,8 @@ def settle_by_polling(waiting: Callable[[], bool], timeout: float, poll: float =
         if time.monotonic() > deadline:
             log.warning(
                 "acknowledged export requests are still waiting in the ingest journal after %.0f s; "
-                "they are stored as rows once a collector (tracescore serve) runs", timeout
+                "they are stored as rows once a collector (tracescore serve) runs",
+                timeout,
             )
             return False
         time.sleep(poll)
@@ -276,7 +325,12 @@ def settle_by_polling(waiting: Callable[[], bool], timeout: float, poll: float =
 
 def beat(conn: Connection, owner: str, now: float) -> None:
     """Record that ``owner``'s unpacker is alive."""
-    if conn.execute(_unpackers.update().where(_unpackers.c.owner == owner).values(heartbeat=now)).rowcount == 0:
+    if (
+        conn.execute(
+            _unpackers.update().where(_unpackers.c.owner == owner).values(heartbeat=now)
+        ).rowcount
+        == 0
+    ):
         conn.execute(insert(_unpackers).values(owner=owner, heartbeat=now))
 
 

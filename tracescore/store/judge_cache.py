@@ -99,19 +99,27 @@ def stored_answers(database: Engine, keys: Sequence[str]) -> list[StoredAnswer]:
     """The verdicts stored under any of ``keys``, in no particular order."""
     with database.connect() as connection:
         rows = connection.execute(
-            select(VERDICTS.c.key, VERDICTS.c.text, VERDICTS.c.output_tokens).where(VERDICTS.c.key.in_(list(keys)))
+            select(VERDICTS.c.key, VERDICTS.c.text, VERDICTS.c.output_tokens).where(
+                VERDICTS.c.key.in_(list(keys))
+            )
         )
         return [StoredAnswer(*row) for row in rows]
 
 
 def paid_output_tokens(connection: Connection, scorer_id: str, step: str, limit: int) -> list[int]:
     """Output tokens of the step's latest ``limit`` paid verdicts, newest first."""
-    return list(connection.scalars(
-        select(VERDICTS.c.output_tokens)
-        .where((VERDICTS.c.scorer_id == scorer_id) & (VERDICTS.c.step == step) & (VERDICTS.c.output_tokens > 0))
-        .order_by(VERDICTS.c.created_at.desc())
-        .limit(limit)
-    ))  # fmt: skip
+    return list(
+        connection.scalars(
+            select(VERDICTS.c.output_tokens)
+            .where(
+                (VERDICTS.c.scorer_id == scorer_id)
+                & (VERDICTS.c.step == step)
+                & (VERDICTS.c.output_tokens > 0)
+            )
+            .order_by(VERDICTS.c.created_at.desc())
+            .limit(limit)
+        )
+    )
 
 
 # --- retention/prune ---------------------------------------------------------------------------

@@ -28,7 +28,9 @@ class LeaseRow(SQLModel, table=True):
 LEASES = table_of(LeaseRow)
 
 
-def acquire_lease(connection: Connection, owner: str, now: float, duration: float, name: str) -> bool:
+def acquire_lease(
+    connection: Connection, owner: str, now: float, duration: float, name: str
+) -> bool:
     """Take or renew the lease ``name``; True if ``owner`` holds it until ``now + duration``.
 
     One upsert, atomic on both databases: it inserts the row, or updates it only where the
@@ -48,9 +50,7 @@ def acquire_lease(connection: Connection, owner: str, now: float, duration: floa
 def release_lease(connection: Connection, owner: str, name: str) -> None:
     """Let another instance take over at once instead of after the lease runs out."""
     connection.execute(
-        update(LEASES)
-        .where(LEASES.c.name == name, LEASES.c.owner == owner)
-        .values(expires_at=0.0)
+        update(LEASES).where(LEASES.c.name == name, LEASES.c.owner == owner).values(expires_at=0.0)
     )
 
 

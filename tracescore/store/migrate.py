@@ -104,7 +104,8 @@ def read_state(connection: Connection) -> SchemaState:
             "or a later one; downgrading a schema is not supported."
         )
     pending = tuple(
-        script.revision for script in reversed(list(scripts.iterate_revisions(head, current or "base")))
+        script.revision
+        for script in reversed(list(scripts.iterate_revisions(head, current or "base")))
     )
     has_tables = bool(set(inspect(connection).get_table_names()) & set(BASELINE.tables))
     return SchemaState(current, head, pending, has_tables)

@@ -256,11 +256,14 @@ class Coverage:
 
     def to_dict(self) -> CoverageFigures:
         return {
-            "binding": self.binding, "eligible": self.eligible, "sampled": self.sampled,
-            "scored": self.scored, "statuses": self.statuses,
+            "binding": self.binding,
+            "eligible": self.eligible,
+            "sampled": self.sampled,
+            "scored": self.scored,
+            "statuses": self.statuses,
             "sample_rate": self.sampled / self.eligible if self.eligible else None,
             "scored_rate": self.scored / self.sampled if self.sampled else None,
-        }  # fmt: skip
+        }
 
 
 class CoverageFigures(TypedDict):
@@ -318,7 +321,9 @@ def coverage(
     # (Their minute buckets are kept whole at the range's edges.)
     t = TALLIES.c
     for name, unsampled in connection.execute(
-        select(t.binding, func.sum(t.unsampled)).where(*in_range(TALLIES, "minute")).group_by(t.binding)
+        select(t.binding, func.sum(t.unsampled))
+        .where(*in_range(TALLIES, "minute"))
+        .group_by(t.binding)
     ):
         total, sampled = eligible.get(name, (0, 0))
         eligible[name] = (total + int(unsampled), sampled)
@@ -359,7 +364,10 @@ def judge_cost_per_day(
         .order_by(day)
     )
     return [
-        {"day": datetime.fromtimestamp(int(start), UTC), "cost_usd": float(cost or 0.0),
-         "count": int(count)}
+        {
+            "day": datetime.fromtimestamp(int(start), UTC),
+            "cost_usd": float(cost or 0.0),
+            "count": int(count),
+        }
         for start, cost, count in connection.execute(statement)
     ]

@@ -115,8 +115,12 @@ def time_position(cursor: str) -> tuple[datetime, str]:
 
 
 def list_scores(
-    connection: Connection, where: ScoreFilter, limit: int, cursor: str | None = None,
-    *, with_steps: bool = False,
+    connection: Connection,
+    where: ScoreFilter,
+    limit: int,
+    cursor: str | None = None,
+    *,
+    with_steps: bool = False,
 ) -> tuple[list[ListedScore], str | None]:
     """Newest first, keyset-paginated on ``(created_at, id)`` so pages stay stable under inserts.
 
@@ -147,7 +151,9 @@ def list_scores(
 # --- the dashboard's lists (tracescore.web) --------------------------------------------------
 
 
-def _listed(connection: Connection, statement: Select[Any], params: dict[str, Any]) -> list[ListedScore]:
+def _listed(
+    connection: Connection, statement: Select[Any], params: dict[str, Any]
+) -> list[ListedScore]:
     found = [cast(ListedScore, row._asdict()) for row in connection.execute(statement, params)]
     for row in found:
         row["created_at"] = as_utc(row["created_at"])
@@ -168,8 +174,9 @@ def lowest_scores(
     statement = (
         select(*_LISTED)
         .where(*where.conditions(), *([] if failed_too else scored))
-        .order_by(case((and_(*scored), 0), else_=1), c.score.asc(), c.created_at.desc(),
-                  c.id.desc())
+        .order_by(
+            case((and_(*scored), 0), else_=1), c.score.asc(), c.created_at.desc(), c.id.desc()
+        )
         .limit(limit)
     )
     return _listed(connection, statement, where.params())
@@ -328,14 +335,33 @@ def disagreements(
     a, b = SCORES.alias("a"), SCORES.alias("b")
     gap = func.abs(b.c.score - a.c.score)
     statement = (
-        select(a.c.trace_id, a.c.span_id, a.c.agent, a.c.model, a.c.score.label("score_a"),
-               b.c.score.label("score_b"), a.c.id.label("id_a"), b.c.id.label("id_b"),
-               a.c.reason.label("reason_a"), b.c.reason.label("reason_b"))
-        .join(b, and_(a.c.trace_id == b.c.trace_id, a.c.span_id == b.c.span_id,
-                      a.c.binding == b.c.binding))
-        .where(a.c.binding == binding, a.c.scorer_version == version_a,
-               b.c.scorer_version == version_b, a.c.status == "ok", b.c.status == "ok",
-               a.c.score.is_not(None), b.c.score.is_not(None))
+        select(
+            a.c.trace_id,
+            a.c.span_id,
+            a.c.agent,
+            a.c.model,
+            a.c.score.label("score_a"),
+            b.c.score.label("score_b"),
+            a.c.id.label("id_a"),
+            b.c.id.label("id_b"),
+            a.c.reason.label("reason_a"),
+            b.c.reason.label("reason_b"),
+        )
+        .join(
+            b,
+            and_(
+                a.c.trace_id == b.c.trace_id, a.c.span_id == b.c.span_id, a.c.binding == b.c.binding
+            ),
+        )
+        .where(
+            a.c.binding == binding,
+            a.c.scorer_version == version_a,
+            b.c.scorer_version == version_b,
+            a.c.status == "ok",
+            b.c.status == "ok",
+            a.c.score.is_not(None),
+            b.c.score.is_not(None),
+        )
         .order_by(gap.desc(), a.c.trace_id, a.c.span_id)
         .limit(limit)
     )

@@ -180,7 +180,11 @@ class _Upsert:
         columns = list(table.columns)
         names = tuple(column.name for column in columns)
         insert = bulk_insert(
-            dialect.name, dialect.paramstyle, table.name, names, update=[n for n in names if n not in keep]
+            dialect.name,
+            dialect.paramstyle,
+            table.name,
+            names,
+            update=[n for n in names if n not in keep],
         )
         processors = tuple(column.type.bind_processor(dialect) for column in columns)
         return cls(insert, processors, tuple(map(_default, columns)), names)
@@ -240,7 +244,9 @@ def prepare_scores(dialect: Dialect, rows: Sequence[StoredScore]) -> Prepared:
     """Score rows made storable and ready to upsert (see :func:`storable_score`)."""
     guard = TextGuard()
     upsert = _upsert_of(_SCORES, dialect)
-    return Prepared(upsert, [upsert.row(storable_score(row, guard)) for row in rows], guard.replaced)
+    return Prepared(
+        upsert, [upsert.row(storable_score(row, guard)) for row in rows], guard.replaced
+    )
 
 
 def prepare_decisions(dialect: Dialect, rows: Sequence[SamplingDecision]) -> Prepared:
@@ -255,11 +261,16 @@ def add_tallies(connection: Connection, unsampled: dict[str, int], now: datetime
     table = _TALLIES
     statement = dialect_insert(connection)(table)
     statement = statement.on_conflict_do_update(
-        index_elements=["binding", "minute"], set_={"unsampled": table.c.unsampled + statement.excluded.unsampled}
+        index_elements=["binding", "minute"],
+        set_={"unsampled": table.c.unsampled + statement.excluded.unsampled},
     )
     minute = now.replace(second=0, microsecond=0)
     connection.execute(
-        statement, [{"binding": name, "minute": minute, "unsampled": count} for name, count in sorted(unsampled.items())]
+        statement,
+        [
+            {"binding": name, "minute": minute, "unsampled": count}
+            for name, count in sorted(unsampled.items())
+        ],
     )
 
 
@@ -304,16 +315,24 @@ class ScoredRun:
     reason: str | None
 
 
-def scored_runs(database: Engine, binding: str, since: datetime, below: float | None = None) -> list[ScoredRun]:
+def scored_runs(
+    database: Engine, binding: str, since: datetime, below: float | None = None
+) -> list[ScoredRun]:
     """``binding``'s ``ok`` scores since ``since`` (below ``below``), the first per run, oldest
     first."""
     table = _SCORES
     query = (
-        select(table.c.trace_id, table.c.span_id, table.c.score, table.c.scorer_version, table.c.reason)
-        .where(table.c.binding == binding, table.c.status == "ok", table.c.score.is_not(None),
-               table.c.created_at >= since)
+        select(
+            table.c.trace_id, table.c.span_id, table.c.score, table.c.scorer_version, table.c.reason
+        )
+        .where(
+            table.c.binding == binding,
+            table.c.status == "ok",
+            table.c.score.is_not(None),
+            table.c.created_at >= since,
+        )
         .order_by(table.c.created_at, table.c.id)
-    )  # fmt: skip
+    )
     if below is not None:
         query = query.where(table.c.score < below)
     with database.connect() as connection:
@@ -342,16 +361,22 @@ class RecentScore(TypedDict):
 _RECENT_COLUMNS = tuple(_SCORES.c[name] for name in RecentScore.__annotations__)
 
 
-def recent_scores(connection: Connection, binding: str, since: datetime, limit: int) -> list[RecentScore]:
+def recent_scores(
+    connection: Connection, binding: str, since: datetime, limit: int
+) -> list[RecentScore]:
     """The ``limit`` most recent ``ok`` scores of ``binding`` since ``since``, newest first."""
     table = _SCORES
     query = (
         select(*_RECENT_COLUMNS)
-        .where(table.c.binding == binding, table.c.created_at >= since, table.c.status == "ok",
-               table.c.score.is_not(None))
+        .where(
+            table.c.binding == binding,
+            table.c.created_at >= since,
+            table.c.status == "ok",
+            table.c.score.is_not(None),
+        )
         .order_by(table.c.created_at.desc(), table.c.id)
         .limit(limit)
-    )  # fmt: skip
+    )
     return [cast(RecentScore, dict(row._mapping)) for row in connection.execute(query)]
 
 
@@ -377,7 +402,9 @@ def _record(row: Any) -> ScoreRecord:
     for key in ("created_at", "updated_at"):
         moment = found[key]
         if isinstance(moment, datetime):
-            found[key] = moment if moment.tzinfo else moment.replace(tzinfo=UTC)  # SQLite's are naive
+            found[key] = (
+                moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+            )  # SQLite's are naive
     return cast(ScoreRecord, found)
 
 
@@ -389,15 +416,18 @@ def conversation_scores(
         return {}
     found: dict[str, list[ScoreRecord]] = {}
     rows = connection.execute(
-        select(*_score_columns(with_steps)).where(_SCORES.c.conversation_id.in_(list(conversation_ids)))
+        select(*_score_columns(with_steps))
+        .where(_SCORES.c.conversation_id.in_(list(conversation_ids)))
         .order_by(_SCORES.c.binding, _SCORES.c.scorer_version)
-    )  # fmt: skip
+    )
     for row in rows:
         found.setdefault(row.conversation_id, []).append(_record(row))
     return found
 
 
-def run_scores(connection: Connection, trace_ids: Sequence[str], *, with_steps: bool = False) -> dict[str, list[ScoreRecord]]:
+def run_scores(
+    connection: Connection, trace_ids: Sequence[str], *, with_steps: bool = False
+) -> dict[str, list[ScoreRecord]]:
     """The run scores (not conversations') of the traces, by trace, by binding and span."""
     if not trace_ids:
         return {}
@@ -406,7 +436,7 @@ def run_scores(connection: Connection, trace_ids: Sequence[str], *, with_steps: 
         select(*_score_columns(with_steps))
         .where(_SCORES.c.trace_id.in_(list(trace_ids)), _SCORES.c.conversation_id.is_(None))
         .order_by(_SCORES.c.binding, _SCORES.c.span_id)
-    )  # fmt: skip
+    )
     for row in rows:
         found.setdefault(row.trace_id, []).append(_record(row))
     return found
@@ -436,7 +466,9 @@ def binding_spend(database: Engine, binding: str, now: datetime, day_start: date
             select(func.count()).where(mine & (table.c.created_at >= now - timedelta(minutes=1)))
         ).scalar_one()
         day_cost = connection.execute(
-            select(func.coalesce(func.sum(table.c.cost_usd), 0.0)).where(mine & (table.c.created_at >= day_start))
+            select(func.coalesce(func.sum(table.c.cost_usd), 0.0)).where(
+                mine & (table.c.created_at >= day_start)
+            )
         ).scalar_one()
     return Spend(int(minute_count), float(day_cost))
 
@@ -473,7 +505,9 @@ def version_scores(database: Engine, binding: str, versions: Sequence[str]) -> l
 def score_ids_of(database: Engine, trace_id: str, statuses: Sequence[str]) -> set[str]:
     """The ids of the trace's scores in any of ``statuses``."""
     table = _SCORES
-    query = select(table.c.id).where((table.c.trace_id == trace_id) & table.c.status.in_(list(statuses)))
+    query = select(table.c.id).where(
+        (table.c.trace_id == trace_id) & table.c.status.in_(list(statuses))
+    )
     with database.connect() as connection:
         return set(connection.scalars(query))
 
@@ -482,12 +516,14 @@ def paid_steps(connection: Connection, scorer_id: str, limit: int) -> list[dict[
     """The ``steps`` of the scorer's latest ``limit`` scores that paid for judge output, newest
     first (what each of their judge calls cost is in there)."""
     table = _SCORES
-    return list(connection.scalars(
-        select(table.c.steps)
-        .where((table.c.scorer_id == scorer_id) & (table.c.output_tokens > 0))
-        .order_by(table.c.created_at.desc())
-        .limit(limit)
-    ).all())  # fmt: skip
+    return list(
+        connection.scalars(
+            select(table.c.steps)
+            .where((table.c.scorer_id == scorer_id) & (table.c.output_tokens > 0))
+            .order_by(table.c.created_at.desc())
+            .limit(limit)
+        ).all()
+    )
 
 
 # --- retention/prune ---------------------------------------------------------------------------

@@ -51,10 +51,14 @@ class Sessions:
         now = datetime.now(UTC)
         with self.engine.begin() as connection:
             connection.execute(delete(_SESSIONS).where(_SESSIONS.c.expires_at < now))
-            connection.execute(_SESSIONS.insert().values(
-                id_hash=_hash(session_id), key_fingerprint=key_fingerprint, created_at=now,
-                expires_at=now + lifetime,
-            ))  # fmt: skip
+            connection.execute(
+                _SESSIONS.insert().values(
+                    id_hash=_hash(session_id),
+                    key_fingerprint=key_fingerprint,
+                    created_at=now,
+                    expires_at=now + lifetime,
+                )
+            )
         return session_id
 
     def fingerprint(self, session_id: str) -> str | None:
@@ -62,9 +66,10 @@ class Sessions:
         was, expired, or ended by a logout)."""
         with self.engine.connect() as connection:
             row = connection.execute(
-                select(_SESSIONS.c.key_fingerprint, _SESSIONS.c.expires_at)
-                .where(_SESSIONS.c.id_hash == _hash(session_id))
-            ).first()  # fmt: skip
+                select(_SESSIONS.c.key_fingerprint, _SESSIONS.c.expires_at).where(
+                    _SESSIONS.c.id_hash == _hash(session_id)
+                )
+            ).first()
         if row is None:
             return None
         expires = row.expires_at if row.expires_at.tzinfo else row.expires_at.replace(tzinfo=UTC)

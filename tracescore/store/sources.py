@@ -60,8 +60,10 @@ def _add_sql(mark: str) -> str:
     than the scores of a small batch."""
     updates = [f"{name} = sources.{name} + excluded.{name}" for name in _ADDED] + [
         "convention = COALESCE(excluded.convention, sources.convention)",
-        "reason = excluded.reason", "detail = excluded.detail", "last_seen = excluded.last_seen",
-    ]  # fmt: skip
+        "reason = excluded.reason",
+        "detail = excluded.detail",
+        "last_seen = excluded.last_seen",
+    ]
     return (
         f"INSERT INTO sources ({', '.join(_COLUMNS)}) VALUES ({', '.join([mark] * len(_COLUMNS))}) "
         f"ON CONFLICT (service, scope) DO UPDATE SET {', '.join(updates)}"
@@ -87,7 +89,9 @@ class SourceTally:
     detail: str | None = None
 
 
-def add_source_tallies(connection: Connection, tallies: Sequence[SourceTally], now: float | None = None) -> int:
+def add_source_tallies(
+    connection: Connection, tallies: Sequence[SourceTally], now: float | None = None
+) -> int:
     """Add a batch's counts to the sources' rows (creating new ones); returns how many text
     values had to be made storable. Rows are written in key order, so that two transactions
     adding to the same sources lock them in the same order and cannot deadlock."""
@@ -95,8 +99,12 @@ def add_source_tallies(connection: Connection, tallies: Sequence[SourceTally], n
         return 0
     now = time.time() if now is None else now
     guard = TextGuard()
-    fitted = (_FIT.row({**asdict(tally), "first_seen": now, "last_seen": now}, guard) for tally in tallies)
-    rows = sorted((tuple(row[name] for name in _COLUMNS) for row in fitted), key=lambda row: row[:2])
+    fitted = (
+        _FIT.row({**asdict(tally), "first_seen": now, "last_seen": now}, guard) for tally in tallies
+    )
+    rows = sorted(
+        (tuple(row[name] for name in _COLUMNS) for row in fitted), key=lambda row: row[:2]
+    )
     connection.exec_driver_sql(_ADD_SQL[connection.dialect.paramstyle], rows)
     return guard.replaced
 

@@ -104,13 +104,38 @@ class _Refs:
 
 
 _SPAN_COLUMNS = (
-    "trace_id", "span_id", "parent_span_id", "name", "kind", "start_time_ns", "end_time_ns",
-    "status_code", "status_message", "trace_state", "flags", "service_name", "attributes",
-    "events", "links", "resource_id", "scope_id",
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "name",
+    "kind",
+    "start_time_ns",
+    "end_time_ns",
+    "status_code",
+    "status_message",
+    "trace_state",
+    "flags",
+    "service_name",
+    "attributes",
+    "events",
+    "links",
+    "resource_id",
+    "scope_id",
 )
 _LOG_COLUMNS = (
-    "record_hash", "trace_id", "span_id", "time_ns", "observed_time_ns", "event_name", "severity_number",
-    "severity_text", "body", "attributes", "flags", "resource_id", "scope_id",
+    "record_hash",
+    "trace_id",
+    "span_id",
+    "time_ns",
+    "observed_time_ns",
+    "event_name",
+    "severity_number",
+    "severity_text",
+    "body",
+    "attributes",
+    "flags",
+    "resource_id",
+    "scope_id",
 )
 
 
@@ -179,9 +204,13 @@ def _trace_rows(
         is_root = parent_span_id is None
         if row is None:
             rows[trace_id] = {
-                "trace_id": trace_id, "service_name": service_name,
-                "root_name": name if is_root else "", "has_root": is_root, "start_time_ns": start,
-                "end_time_ns": end, "now": now,
+                "trace_id": trace_id,
+                "service_name": service_name,
+                "root_name": name if is_root else "",
+                "has_root": is_root,
+                "start_time_ns": start,
+                "end_time_ns": end,
+                "now": now,
             }
             continue
         if is_root and not row["has_root"]:
@@ -193,8 +222,13 @@ def _trace_rows(
     for record in logs:
         if record.trace_id is not None and record.trace_id not in rows:
             rows[record.trace_id] = {
-                "trace_id": record.trace_id, "service_name": "", "root_name": "",
-                "has_root": False, "start_time_ns": None, "end_time_ns": None, "now": now,
+                "trace_id": record.trace_id,
+                "service_name": "",
+                "root_name": "",
+                "has_root": False,
+                "start_time_ns": None,
+                "end_time_ns": None,
+                "now": now,
             }
     return [rows[trace_id] for trace_id in sorted(rows)], clamped
 
@@ -258,8 +292,12 @@ class SpanStore:
     # ------------------------------------------------------------------ ingest
 
     def write(
-        self, spans: Sequence[Span], logs: Sequence[LogRecord] = (), *,
-        received_at: float | None = None, consume: Sequence[JournalEntry] = (),
+        self,
+        spans: Sequence[Span],
+        logs: Sequence[LogRecord] = (),
+        *,
+        received_at: float | None = None,
+        consume: Sequence[JournalEntry] = (),
     ) -> bool:
         """Store spans and log records and update their traces, in one transaction.
 
@@ -278,7 +316,10 @@ class SpanStore:
         span_rows = [_span_row(span, refs) for span in spans]
         log_rows = [_log_row(record, refs) for record in logs]
         trace_rows, clamped = _trace_rows(
-            span_rows, logs, time.time() if received_at is None else received_at, self.rules.max_clock_skew
+            span_rows,
+            logs,
+            time.time() if received_at is None else received_at,
+            self.rules.max_clock_skew,
         )
         try:
             with self.write_transaction() as conn:
@@ -339,7 +380,9 @@ class SpanStore:
                 .order_by(spans_t.c.trace_id, spans_t.c.start_time_ns, spans_t.c.span_id)
             ).all()
             log_rows = conn.execute(
-                select(logs_t).where(logs_t.c.trace_id.in_(wanted)).order_by(logs_t.c.time_ns, logs_t.c.id)
+                select(logs_t)
+                .where(logs_t.c.trace_id.in_(wanted))
+                .order_by(logs_t.c.time_ns, logs_t.c.id)
             ).all()
             if not span_rows and not log_rows:
                 return {}
@@ -356,19 +399,29 @@ class SpanStore:
         return traces
 
     def list_traces(
-        self, limit: int = 50, service: str | None = None, since: float | None = None,
+        self,
+        limit: int = 50,
+        service: str | None = None,
+        since: float | None = None,
         after: tuple[float, str] | None = None,
     ) -> list[TraceSummary]:
         """Most recently active traces first; ``since`` is epoch seconds of last activity;
         ``after`` (a summary's ``last_seen`` and ``trace_id``) starts after that trace."""
         self.journal.settle()
         table = _TRACES
-        query = (select(*_SUMMARY_COLUMNS)
-                 .order_by(table.c.last_seen.desc(), table.c.trace_id).limit(limit))
+        query = (
+            select(*_SUMMARY_COLUMNS)
+            .order_by(table.c.last_seen.desc(), table.c.trace_id)
+            .limit(limit)
+        )
         if after is not None:
             moment, trace_id = after
-            query = query.where(or_(table.c.last_seen < moment,
-                                    and_(table.c.last_seen == moment, table.c.trace_id > trace_id)))
+            query = query.where(
+                or_(
+                    table.c.last_seen < moment,
+                    and_(table.c.last_seen == moment, table.c.trace_id > trace_id),
+                )
+            )
         if service is not None:
             query = query.where(table.c.service_name == service)
         if since is not None:
@@ -391,13 +444,17 @@ class SpanStore:
             return int(conn.execute(text("SELECT count(*) FROM spans")).scalar_one())
 
 
-def _load_refs(conn: Connection, rows: Sequence[Any]) -> tuple[dict[str, Resource], dict[str, Scope]]:
+def _load_refs(
+    conn: Connection, rows: Sequence[Any]
+) -> tuple[dict[str, Resource], dict[str, Scope]]:
     resources_t, scopes_t = _RESOURCES, _SCOPES
     resource_ids = {r.resource_id for r in rows}
     scope_ids = {r.scope_id for r in rows}
     resources = {
         r.resource_id: Resource(codec.decode(r.attributes))
-        for r in conn.execute(select(resources_t).where(resources_t.c.resource_id.in_(resource_ids)))
+        for r in conn.execute(
+            select(resources_t).where(resources_t.c.resource_id.in_(resource_ids))
+        )
     }
     scopes = {
         r.scope_id: Scope(r.name, r.version, codec.decode(r.attributes))

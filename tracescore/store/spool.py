@@ -69,7 +69,10 @@ class SpoolJournal:
     """The journal as files in ``directory`` (see the module's docstring)."""
 
     def __init__(
-        self, directory: Path, engine: Engine, write_transaction: Callable[[], AbstractContextManager[Connection]]
+        self,
+        directory: Path,
+        engine: Engine,
+        write_transaction: Callable[[], AbstractContextManager[Connection]],
     ) -> None:
         self.directory = directory
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -110,7 +113,11 @@ class SpoolJournal:
             seq = self._last_seq = max(time.time_ns(), self._last_seq + 1)
         while True:
             try:
-                os.close(os.open(self.directory / f"{seq:020d}", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+                os.close(
+                    os.open(
+                        self.directory / f"{seq:020d}", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644
+                    )
+                )
                 return seq
             except FileExistsError:  # another process took this nanosecond
                 seq += 1
@@ -128,26 +135,47 @@ class SpoolJournal:
     # ------------------------------------------------------------------ the unpacker's side
 
     def entries(
-        self, *, owner: str | None = None, exclude: Collection[int] = (),
-        max_bytes: int | None = None, limit: int = 16, shard: tuple[int, int] = (0, 1),
+        self,
+        *,
+        owner: str | None = None,
+        exclude: Collection[int] = (),
+        max_bytes: int | None = None,
+        limit: int = 16,
+        shard: tuple[int, int] = (0, 1),
     ) -> list[JournalEntry]:
         found = (e for e in self._waiting() if owner is None or e.owner == owner)
         return self._load(found, exclude, max_bytes, limit, shard)
 
     def orphans(
-        self, *, dead_before: float, not_owner: str, exclude: Collection[int] = (),
-        max_bytes: int | None = None, limit: int = 16, shard: tuple[int, int] = (0, 1),
+        self,
+        *,
+        dead_before: float,
+        not_owner: str,
+        exclude: Collection[int] = (),
+        max_bytes: int | None = None,
+        limit: int = 16,
+        shard: tuple[int, int] = (0, 1),
     ) -> list[JournalEntry]:
         with self._engine.connect() as conn:
-            alive = set(conn.execute(select(_unpackers.c.owner).where(_unpackers.c.heartbeat >= dead_before)).scalars())
+            alive = set(
+                conn.execute(
+                    select(_unpackers.c.owner).where(_unpackers.c.heartbeat >= dead_before)
+                ).scalars()
+            )
         before_ns = dead_before * 1e9
         found = (
-            e for e in self._waiting() if e.owner not in alive and e.owner != not_owner and e.seq < before_ns
+            e
+            for e in self._waiting()
+            if e.owner not in alive and e.owner != not_owner and e.seq < before_ns
         )
         return self._load(found, exclude, max_bytes, limit, shard)
 
     def _load(
-        self, candidates: Iterable[_Waiting], exclude: Collection[int], max_bytes: int | None, limit: int,
+        self,
+        candidates: Iterable[_Waiting],
+        exclude: Collection[int],
+        max_bytes: int | None,
+        limit: int,
         shard: tuple[int, int],
     ) -> list[JournalEntry]:
         """The first ``limit`` candidates of ``shard`` not in ``exclude`` whose bodies fit in
@@ -156,7 +184,9 @@ class SpoolJournal:
         loaded: list[JournalEntry] = []
         total = 0
         k, n = shard
-        chosen = (e for e in candidates if e.seq not in skip and (n == 1 or self.shard_of(e.seq, n) == k))
+        chosen = (
+            e for e in candidates if e.seq not in skip and (n == 1 or self.shard_of(e.seq, n) == k)
+        )
         for entry in sorted(chosen, key=lambda e: e.seq)[:limit]:
             path = self.directory / entry.name
             try:
@@ -185,12 +215,16 @@ class SpoolJournal:
         """
         if self._forgettable:
             forget = list(self._forgettable)
-            conn.execute(delete(_consumed).where(tuple_(_consumed.c.seq, _consumed.c.owner).in_(forget)))
+            conn.execute(
+                delete(_consumed).where(tuple_(_consumed.c.seq, _consumed.c.owner).in_(forget))
+            )
             self._forgettable.difference_update(forget)
         if not all(os.path.exists(self.directory / _entry_name(entry)) for entry in entries):
             return False
         pairs = [(entry.seq, entry.owner) for entry in entries]
-        taken = conn.execute(select(_consumed.c.seq).where(tuple_(_consumed.c.seq, _consumed.c.owner).in_(pairs)))
+        taken = conn.execute(
+            select(_consumed.c.seq).where(tuple_(_consumed.c.seq, _consumed.c.owner).in_(pairs))
+        )
         if done := set(taken.scalars()):
             self._delete_files(entry for entry in entries if entry.seq in done)
             return False
@@ -264,17 +298,29 @@ class SpoolJournal:
         with self._engine.connect() as conn:
             recorded = list(map(tuple, conn.execute(select(_consumed.c.seq, _consumed.c.owner))))
         recorded_pairs = set(recorded)
-        self._delete_files(entry for entry in self._waiting() if (entry.seq, entry.owner) in recorded_pairs)
+        self._delete_files(
+            entry for entry in self._waiting() if (entry.seq, entry.owner) in recorded_pairs
+        )
         if recorded:
             with self._write_transaction() as conn:
-                conn.execute(delete(_consumed).where(tuple_(_consumed.c.seq, _consumed.c.owner).in_(recorded)))
+                conn.execute(
+                    delete(_consumed).where(
+                        tuple_(_consumed.c.seq, _consumed.c.owner).in_(recorded)
+                    )
+                )
         waiting_seqs = {entry.seq for entry in self._waiting()}
-        failed = {int(name.split(".", 1)[0]) for name in os.listdir(self.directory) if name.endswith(".failed")}
+        failed = {
+            int(name.split(".", 1)[0])
+            for name in os.listdir(self.directory)
+            if name.endswith(".failed")
+        }
         stale_before = (time.time() - _STALE_SECONDS) * 1e9
         for name in os.listdir(self.directory):
             head, _, rest = name.partition(".")
             stale = rest in ("", "tmp") and head.isdigit() and int(head) < stale_before
-            if stale and (rest == "tmp" or (int(head) not in waiting_seqs and int(head) not in failed)):
+            if stale and (
+                rest == "tmp" or (int(head) not in waiting_seqs and int(head) not in failed)
+            ):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(self.directory / name)
 
@@ -289,7 +335,9 @@ class SpoolJournal:
         if not waiting:
             return True
         last = max(waiting)
-        return settle_by_polling(lambda: any(entry.seq <= last for entry in self._waiting()), timeout)
+        return settle_by_polling(
+            lambda: any(entry.seq <= last for entry in self._waiting()), timeout
+        )
 
     def _waiting(self, *, sized: bool = False) -> list[_Waiting]:
         """The waiting entries, in no order; with their sizes only if ``sized`` (a ``stat`` each)."""

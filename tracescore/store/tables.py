@@ -63,7 +63,9 @@ class SpanRow(SQLModel, table=True):
 def _serial() -> Column[int]:
     """An auto-numbered 64-bit key (SQLite only auto-numbers a column declared exactly INTEGER
     PRIMARY KEY)."""
-    return Column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True)
+    return Column(
+        BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    )
 
 
 class JournalRow(SQLModel, table=True):

@@ -109,7 +109,9 @@ class ColumnFit:
         for column in table.columns:
             if column.name in produced_here:
                 continue
-            kind = getattr(column.type, "impl_instance", column.type)  # SQLModel's AutoString wraps a String
+            kind = getattr(
+                column.type, "impl_instance", column.type
+            )  # SQLModel's AutoString wraps a String
             if isinstance(kind, JSON):
                 self.documents.append(column.name)
             elif isinstance(kind, String):  # Text too
@@ -122,7 +124,9 @@ class ColumnFit:
             value = fitted.get(name)
             if isinstance(value, str):
                 value = guard.text(value)
-                fitted[name] = value if length is None or len(value) <= length else value[: length - 1] + "…"
+                fitted[name] = (
+                    value if length is None or len(value) <= length else value[: length - 1] + "…"
+                )
         for name in self.documents:
             if (document := fitted.get(name)) is not None:
                 try:

@@ -158,6 +158,7 @@ WHERE state = '{TraceState.PENDING}' AND pending_since <= :cut
 """
 )
 
+
 @dataclass(frozen=True, slots=True)
 class LeasedQueueSql:
     """The claim, complete and release statements of a table of things scored under leases.
@@ -232,18 +233,31 @@ UPDATE {table} SET state = '{TraceState.FAILED}', last_error = :error,
 WHERE state = '{TraceState.CLAIMED}' AND lease_expires < :now AND attempts >= :max_attempts
 """
         return cls(
-            key, text(claim.format(lock="")), text(claim.format(lock="FOR UPDATE SKIP LOCKED")),
-            text(complete), text(release), text(renew), text(fail_expired),
+            key,
+            text(claim.format(lock="")),
+            text(claim.format(lock="FOR UPDATE SKIP LOCKED")),
+            text(complete),
+            text(release),
+            text(renew),
+            text(fail_expired),
         )
 
     def lease(
-        self, conn: Connection, owner: str, limit: int, lease_seconds: float, now: float, max_attempts: int
+        self,
+        conn: Connection,
+        owner: str,
+        limit: int,
+        lease_seconds: float,
+        now: float,
+        max_attempts: int,
     ) -> tuple[Sequence[Row[Any]], str, float, int]:
         """Lease up to ``limit`` ready rows (or ones whose lease expired) in ``conn``'s
         transaction: the claimed rows, the claim's token, when its lease expires, and how many
         expired rows were parked as failed instead, having been claimed ``max_attempts`` times."""
         error = f"claimed {max_attempts} times and never finished: each holder's lease expired"
-        failed = conn.execute(self.fail_expired, {"now": now, "max_attempts": max_attempts, "error": error}).rowcount
+        failed = conn.execute(
+            self.fail_expired, {"now": now, "max_attempts": max_attempts, "error": error}
+        ).rowcount
         token, expires = uuid.uuid4().hex, now + lease_seconds
         claim = self.claim_postgres if conn.dialect.name == "postgresql" else self.claim_sqlite
         rows = conn.execute(
@@ -252,8 +266,11 @@ WHERE state = '{TraceState.CLAIMED}' AND lease_expires < :now AND attempts >= :m
         return rows, token, expires, failed
 
     def extend(
-        self, write_transaction: Callable[[], AbstractContextManager[Connection]], held: Sequence[tuple[str, str]],
-        lease_seconds: float, now: float | None,
+        self,
+        write_transaction: Callable[[], AbstractContextManager[Connection]],
+        held: Sequence[tuple[str, str]],
+        lease_seconds: float,
+        now: float | None,
     ) -> int:
         """Renew the leases of the ``(key, token)`` pairs ``held`` to ``lease_seconds`` from now,
         in a transaction of their own; returns how many are still held."""
@@ -262,12 +279,14 @@ WHERE state = '{TraceState.CLAIMED}' AND lease_expires < :now AND attempts >= :m
         expires = (time.time() if now is None else now) + lease_seconds
         with write_transaction() as conn:
             return conn.execute(
-                self.renew, [{"expires": expires, self.key: key, "token": token} for key, token in held]
+                self.renew,
+                [{"expires": expires, self.key: key, "token": token} for key, token in held],
             ).rowcount
 
 
 _SQL = LeasedQueueSql.of(
-    "traces", "trace_id",
+    "traces",
+    "trace_id",
     "traces.trace_id, traces.generation, traces.span_count, traces.scored_generation",
 )
 
@@ -276,7 +295,9 @@ class TraceQueue:
     """Promotion, claims under leases, completion and release of traces (see the module)."""
 
     def __init__(
-        self, write_transaction: Callable[[], AbstractContextManager[Connection]], journal: Journal,
+        self,
+        write_transaction: Callable[[], AbstractContextManager[Connection]],
+        journal: Journal,
         rules: ReadinessRules,
     ) -> None:
         self._write_transaction = write_transaction
@@ -300,7 +321,9 @@ class TraceQueue:
     def _promote(self, conn: Connection, now: float | None) -> int:
         cut = self._readiness_now(conn, now)
         idle = conn.execute(_PROMOTE_IDLE, {"cut": cut - self.rules.idle_timeout}).rowcount
-        promoted = idle + conn.execute(_PROMOTE_OVERDUE, {"cut": cut - self.rules.max_wait}).rowcount
+        promoted = (
+            idle + conn.execute(_PROMOTE_OVERDUE, {"cut": cut - self.rules.max_wait}).rowcount
+        )
         if promoted and self.on_promoted is not None:
             self.on_promoted(promoted)
         return promoted
@@ -312,23 +335,39 @@ class TraceQueue:
         waiting_since = self._journal.oldest(conn)
         return now if waiting_since is None else min(now, waiting_since)
 
-    def claim(self, owner: str, limit: int, lease_seconds: float, now: float | None = None) -> list[TraceClaim]:
+    def claim(
+        self, owner: str, limit: int, lease_seconds: float, now: float | None = None
+    ) -> list[TraceClaim]:
         """Promote, then lease up to ``limit`` ready traces (or ones whose lease expired), in
         one transaction; claims come sorted by trace id."""
         now = time.time() if now is None else now
         with self._write_transaction() as conn:
             self._promote(conn, now)
-            rows, token, expires, failed = _SQL.lease(conn, owner, limit, lease_seconds, now, self.rules.max_attempts)
+            rows, token, expires, failed = _SQL.lease(
+                conn, owner, limit, lease_seconds, now, self.rules.max_attempts
+            )
         if failed:
             self._failed("lease_expired", failed)
         return [
             TraceClaim(
-                row.trace_id, row.generation, row.span_count, owner, token, expires, row.scored_generation is not None
+                row.trace_id,
+                row.generation,
+                row.span_count,
+                owner,
+                token,
+                expires,
+                row.scored_generation is not None,
             )
             for row in sorted(rows, key=lambda r: r.trace_id)
         ]
 
-    def complete(self, claims: Sequence[TraceClaim], now: float | None = None, *, conn: Connection | None = None) -> int:
+    def complete(
+        self,
+        claims: Sequence[TraceClaim],
+        now: float | None = None,
+        *,
+        conn: Connection | None = None,
+    ) -> int:
         """Mark claimed traces scored, or pending again where spans arrived since the claim; in
         ``conn``'s transaction when given (the one storing the scores), else in its own. A
         claim whose lease was lost to another worker changes nothing: returns how many were."""
@@ -336,13 +375,20 @@ class TraceQueue:
             return 0
         now = time.time() if now is None else now
         parameters = [
-            {"generation": claim.generation, "now": now, "trace_id": claim.trace_id, "token": claim.token}
+            {
+                "generation": claim.generation,
+                "now": now,
+                "trace_id": claim.trace_id,
+                "token": claim.token,
+            }
             for claim in claims
         ]
         with self._write_transaction() if conn is None else nullcontext(conn) as connection:
             return len(claims) - connection.execute(_SQL.complete, parameters).rowcount
 
-    def renew(self, claims: Sequence[TraceClaim], lease_seconds: float, now: float | None = None) -> int:
+    def renew(
+        self, claims: Sequence[TraceClaim], lease_seconds: float, now: float | None = None
+    ) -> int:
         """Extend the leases of claims still being worked on to ``lease_seconds`` from now, so
         that scoring a long batch does not let them expire and another worker claim them
         again; returns how many are still held."""
@@ -360,8 +406,12 @@ class TraceQueue:
         with self._write_transaction() as conn:
             state = conn.execute(
                 _SQL.release,
-                {"error": error, "max_attempts": self.rules.max_attempts, "trace_id": claim.trace_id,
-                 "token": claim.token},
+                {
+                    "error": error,
+                    "max_attempts": self.rules.max_attempts,
+                    "trace_id": claim.trace_id,
+                    "token": claim.token,
+                },
             ).scalar()
         if state == TraceState.FAILED:
             self._failed("errors", 1)

@@ -100,18 +100,28 @@ def evaluation_spans(connection: Connection, after: Key, through: Key) -> list[S
 def evaluation_logs(connection: Connection, after: Key, through: Key) -> list[StoredLog]:
     """The log records of the same traces that may hold a verdict (as :func:`evaluation_spans`)."""
     query = (
-        select(LOGS.c.trace_id, LOGS.c.span_id, LOGS.c.event_name, LOGS.c.attributes, LOGS.c.body,
-               LOGS.c.time_ns)
+        select(
+            LOGS.c.trace_id,
+            LOGS.c.span_id,
+            LOGS.c.event_name,
+            LOGS.c.attributes,
+            LOGS.c.body,
+            LOGS.c.time_ns,
+        )
         .join(TRACES, TRACES.c.trace_id == LOGS.c.trace_id)
         .where(
             _between(after, through),
             or_(LOGS.c.event_name == EVALUATION_EVENT, LOGS.c.attributes.like(_MENTIONS_EVENT)),
         )
-    )  # fmt: skip
+    )
     return [
         StoredLog(
-            record.trace_id, record.span_id, record.event_name, codec.decode(record.attributes) or {},
-            codec.decode(record.body), record.time_ns,
+            record.trace_id,
+            record.span_id,
+            record.event_name,
+            codec.decode(record.attributes) or {},
+            codec.decode(record.body),
+            record.time_ns,
         )
         for record in connection.execute(query)
     ]
@@ -130,7 +140,9 @@ class Pruned:
     more: bool
 
 
-def prune_settled_traces(conn: Connection, state: TraceState, before_ns: int, limit: int) -> Pruned | None:
+def prune_settled_traces(
+    conn: Connection, state: TraceState, before_ns: int, limit: int
+) -> Pruned | None:
     """Spans of traces in ``state`` (scored, or failed) whose last span ended before
     ``before_ns``, about ``limit`` spans; each trace's queue row becomes a ``pruned`` tombstone
     in the same transaction. Found in index order, oldest first, one state at a time: a scan
@@ -160,19 +172,23 @@ def prune_settled_traces(conn: Connection, state: TraceState, before_ns: int, li
     return Pruned(removed, 0, len(found) >= limit or len(candidates) < len(found))
 
 
-def prune_tombstones(conn: Connection, ended_before_ns: int, seen_before: float, limit: int) -> Pruned | None:
+def prune_tombstones(
+    conn: Connection, ended_before_ns: int, seen_before: float, limit: int
+) -> Pruned | None:
     """Queue rows of pruned traces whose last span ended before ``ended_before_ns`` and for
     which nothing arrived since ``seen_before``, with any spans that arrived for them since."""
-    found = list(conn.execute(
-        select(TRACES.c.trace_id)
-        .where(
-            TRACES.c.state == TraceState.PRUNED,
-            TRACES.c.end_time_ns < ended_before_ns,
-            TRACES.c.last_seen < seen_before,
-        )
-        .order_by(TRACES.c.end_time_ns)
-        .limit(limit)
-    ).scalars())  # fmt: skip
+    found = list(
+        conn.execute(
+            select(TRACES.c.trace_id)
+            .where(
+                TRACES.c.state == TraceState.PRUNED,
+                TRACES.c.end_time_ns < ended_before_ns,
+                TRACES.c.last_seen < seen_before,
+            )
+            .order_by(TRACES.c.end_time_ns)
+            .limit(limit)
+        ).scalars()
+    )
     chosen = still_in(conn, TRACES, found, TraceState.PRUNED)
     if not chosen:  # none left, or all busy: the next pass takes them
         return None

@@ -33,7 +33,8 @@ def _pragma(connection: Connection, statement: str) -> int:
 
 
 def reclaim_space(
-    engine: Engine, write_transaction: WriteTransaction,
+    engine: Engine,
+    write_transaction: WriteTransaction,
     keep_going: Callable[[], bool] = lambda: True,
 ) -> int:
     """Return the free pages of a SQLite database to the file system; the bytes returned.
@@ -44,8 +45,10 @@ def reclaim_space(
         return 0
     with engine.connect() as connection:
         if _pragma(connection, "auto_vacuum") != _INCREMENTAL:
-            log.info("retention: this SQLite database was created without incremental "
-                     "auto_vacuum; freed pages are reused for new rows but the file keeps its size")
+            log.info(
+                "retention: this SQLite database was created without incremental "
+                "auto_vacuum; freed pages are reused for new rows but the file keeps its size"
+            )
             return 0
         page_size = _pragma(connection, "page_size")
     freed = 0

@@ -64,8 +64,11 @@ class Period:
 
 
 def runs_url(
-    binding: str | None, scorer: str | None, segment: dict[str, Any] | None,
-    since: datetime, until: datetime,
+    binding: str | None,
+    scorer: str | None,
+    segment: dict[str, Any] | None,
+    since: datetime,
+    until: datetime,
 ) -> str:
     """The runs page of a binding (or scorer), optionally one segment, over ``[since, until)``."""
     params: dict[str, str | None] = {"binding": binding, "scorer": scorer}
@@ -107,9 +110,17 @@ def firing_periods(
         if started >= until:
             continue
         binding, scorer = _target(by_name.get(event["rule"]), payload)
-        periods.append(Period(event["rule"], event["segment"] or {}, started,
-                              _moment(event["at"]), str(payload.get("summary", "")),
-                              binding, scorer))
+        periods.append(
+            Period(
+                event["rule"],
+                event["segment"] or {},
+                started,
+                _moment(event["at"]),
+                str(payload.get("summary", "")),
+                binding,
+                scorer,
+            )
+        )
     for state in stored.firing_alerts(connection) if firing is None else firing:
         started = _moment(state["since"])
         if started >= until:
@@ -117,8 +128,17 @@ def firing_periods(
         binding, scorer = _target(by_name.get(state["rule"]), None)
         if binding is None and scorer is None:
             continue  # a rule no longer configured: nothing says which chart it was about
-        periods.append(Period(state["rule"], state["segment"] or {}, started, None,
-                              state["summary"], binding, scorer))
+        periods.append(
+            Period(
+                state["rule"],
+                state["segment"] or {},
+                started,
+                None,
+                state["summary"],
+                binding,
+                scorer,
+            )
+        )
     return sorted(periods, key=lambda p: (p.start, p.rule))
 
 
@@ -136,7 +156,8 @@ def periods_of(periods: Iterable[Period], binding: str, scorers: set[str]) -> li
     drawn on that binding's chart only, not on every chart running the scorer.
     """
     return [
-        p for p in periods
+        p
+        for p in periods
         if p.segment.get("binding", binding) == binding
         and (p.binding == binding or (p.binding is None and p.scorer in scorers))
     ]
@@ -158,13 +179,17 @@ def stale_since(
     if state["state"] != "firing" or rule is None or rule.type == "agreement":
         return None  # agreement rules read reviewers' verdicts, which come in slowly anyway
     segment: dict[str, str] = {
-        key: str(value) for key, value in (state["segment"] or {}).items()
+        key: str(value)
+        for key, value in (state["segment"] or {}).items()
         if key in _SEGMENT_COLUMNS and value is not None
-    }  # fmt: skip
+    }
     where = ScoreFilter(
-        binding=segment.get("binding", rule.binding), scorer=rule.scorer,
-        scorer_version=segment.get("scorer_version"), agent=segment.get("agent"),
-        service=segment.get("service"), model=segment.get("model"),
+        binding=segment.get("binding", rule.binding),
+        scorer=rule.scorer,
+        scorer_version=segment.get("scorer_version"),
+        agent=segment.get("agent"),
+        service=segment.get("service"),
+        model=segment.get("model"),
     )
     newest = newest_score_at(connection, where)
     if newest is not None and now - newest <= timedelta(seconds=rule.window):
@@ -266,7 +291,9 @@ def alerts_page(
         until = now if state["state"] == "firing" else _moment(state["evaluated_at"])
         view.segments.append(
             SegmentState(
-                state=state, last=event, outcome=delivery(event),
+                state=state,
+                last=event,
+                outcome=delivery(event),
                 runs_url=runs_url(binding, scorer, state["segment"], since, until),
                 chart_url=chart_url(rule, state["segment"] or {}, started - 4 * window),
                 stale=stale_since(connection, rule, state, now),

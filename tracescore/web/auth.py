@@ -38,9 +38,12 @@ class DashboardKeys(ApiKeys):
     """:class:`~tracescore.auth.ApiKeys` that also accept a live login session's cookie."""
 
     def __init__(
-        self, keys: Sequence[str], sessions: Sessions, lifetime: timedelta,
+        self,
+        keys: Sequence[str],
+        sessions: Sessions,
+        lifetime: timedelta,
         attempts: FailedAttempts | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         super().__init__(keys, attempts)
         self.sessions = sessions
         self.lifetime = lifetime

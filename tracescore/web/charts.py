@@ -240,7 +240,9 @@ def _series(
     parts = [f'<g class="series{colour}" data-segment="{escape(line.name)}">']
     for segment in _contiguous(scored, bucket):
         if len(segment) > 1:
-            mean_line = " ".join(f"{_num(x(b.start + centre))},{_num(y(mean))}" for b, mean in segment)
+            mean_line = " ".join(
+                f"{_num(x(b.start + centre))},{_num(y(mean))}" for b, mean in segment
+            )
             parts.append(f'<polyline class="mean" points="{mean_line}"/>')
             if overall:
                 p10_line = " ".join(

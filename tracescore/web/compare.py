@@ -19,7 +19,10 @@ DISAGREEMENTS = 25
 
 
 def compare_page(
-    engine: Database, binding: str | None, version_a: str | None, version_b: str | None,
+    engine: Database,
+    binding: str | None,
+    version_a: str | None,
+    version_b: str | None,
     threshold: float | None,
 ) -> dict[str, Any]:
     """``tracescore compare`` for two versions of a binding, and the runs they disagree on most.

@@ -29,26 +29,43 @@ def conversation_pages(store: SpanStore, page: Page, *, scored: bool) -> APIRout
     router = APIRouter(include_in_schema=False)
 
     @router.get("/ui/conversations")
-    def conversations(agent: str | None = None, service: str | None = None, cursor: str | None = None) -> HTMLResponse:
+    def conversations(
+        agent: str | None = None, service: str | None = None, cursor: str | None = None
+    ) -> HTMLResponse:
         where = ConversationFilter(agent=agent or None, service=service or None)
         try:
             with store.engine.connect() as connection:
-                items, next_cursor = list_conversations(connection, where, PAGE_SIZE, cursor or None)
+                items, next_cursor = list_conversations(
+                    connection, where, PAGE_SIZE, cursor or None
+                )
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
         return page(
-            "conversations.html", conversations=items, next_cursor=next_cursor, agent=agent or "",
-            service=service or "", scored=scored,
-        )  # fmt: skip
+            "conversations.html",
+            conversations=items,
+            next_cursor=next_cursor,
+            agent=agent or "",
+            service=service or "",
+            scored=scored,
+        )
 
     @router.get("/ui/conversations/{conversation_id:path}")
     def conversation(conversation_id: str) -> HTMLResponse:
         with store.engine.connect() as connection:
             document = conversation_document(connection, conversation_id, with_steps=True)
         if document is None:
-            return page("conversation.html", 404, conversation=None, conversation_id=conversation_id,
-                        scored=scored)
-        return page("conversation.html", conversation=document, conversation_id=conversation_id,
-                    scored=scored)
+            return page(
+                "conversation.html",
+                404,
+                conversation=None,
+                conversation_id=conversation_id,
+                scored=scored,
+            )
+        return page(
+            "conversation.html",
+            conversation=document,
+            conversation_id=conversation_id,
+            scored=scored,
+        )
 
     return router

@@ -64,9 +64,15 @@ class BodyGate:
     """
 
     def __init__(
-        self, app: ASGIApp, *, keys: ApiKeys, max_bytes: int, timeout: float,
-        open_paths: Collection[str], own_paths: Collection[str],
-    ) -> None:  # fmt: skip
+        self,
+        app: ASGIApp,
+        *,
+        keys: ApiKeys,
+        max_bytes: int,
+        timeout: float,
+        open_paths: Collection[str],
+        own_paths: Collection[str],
+    ) -> None:
         self.app = app
         self.keys = keys
         self.max_bytes = max_bytes
@@ -101,8 +107,12 @@ class BodyGate:
         if refusal.status_code == 401 and path.startswith("/ui/"):  # a session that ended
             await _answer(send, 303, b"", {"Location": f"{LOGIN_PATH}?next={quote(path, safe='')}"})
         else:
-            await _answer(send, refusal.status_code, _problem(refusal.status_code, refusal.detail),
-                          {**_PROBLEM, **(refusal.headers or {})})
+            await _answer(
+                send,
+                refusal.status_code,
+                _problem(refusal.status_code, refusal.detail),
+                {**_PROBLEM, **(refusal.headers or {})},
+            )
 
     async def _receive(self, scope: Scope, receive: Receive, send: Send) -> list[Message] | None:
         """The body's messages, or None once it has been answered (too large, too slow, gone)."""
@@ -126,12 +136,18 @@ class BodyGate:
                     if not message.get("more_body", False):
                         return messages
         except TimeoutError:
-            await _answer(send, 408, _problem(408, f"request body not received within {self.timeout:g} s"),
-                          _PROBLEM)
+            await _answer(
+                send,
+                408,
+                _problem(408, f"request body not received within {self.timeout:g} s"),
+                _PROBLEM,
+            )
             return None
 
     async def _too_large(self, send: Send) -> None:
-        await _answer(send, 413, _problem(413, f"request body exceeds {self.max_bytes} bytes"), _PROBLEM)
+        await _answer(
+            send, 413, _problem(413, f"request body exceeds {self.max_bytes} bytes"), _PROBLEM
+        )
 
 
 class HeadAsGet:

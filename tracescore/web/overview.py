@@ -119,7 +119,8 @@ def overview(
     """
     column = SPLITS.get(view.split or "")
     summary = cache.get(
-        (str(engine.url), tuple(bindings), window, column), aggregates_ttl(window),
+        (str(engine.url), tuple(bindings), window, column),
+        aggregates_ttl(window),
         lambda: read_aggregates(engine, window, column),
     )
     where = ScoreFilter(scorer=view.scorer, agent=view.agent, model=view.model)
@@ -162,6 +163,8 @@ def overview(
         "lowest": lowest,
         "latest": latest,
     }
+
+
 _SEGMENT_FILTERS = {"agent", "service", "model", "scorer_version"}
 """Alert segment keys that are score columns a :class:`ScoreFilter` narrows by."""
 
@@ -177,21 +180,36 @@ def _alerting_lines(
     lines = []
     for period in periods:
         segment = period.segment
-        if period.end is not None or not segment or any(
-            key not in _SEGMENT_FILTERS or value is None for key, value in segment.items()
+        if (
+            period.end is not None
+            or not segment
+            or any(key not in _SEGMENT_FILTERS or value is None for key, value in segment.items())
         ):
             continue
-        where = ScoreFilter(binding=binding, since=window.since, until=window.until,
-                            **{key: str(value) for key, value in segment.items()})
-        found = aggregate_scores(connection, where, ["binding"],
-                                 bucket_seconds=int(window.bucket.total_seconds()))
+        where = ScoreFilter(
+            binding=binding,
+            since=window.since,
+            until=window.until,
+            **{key: str(value) for key, value in segment.items()},
+        )
+        found = aggregate_scores(
+            connection, where, ["binding"], bucket_seconds=int(window.bucket.total_seconds())
+        )
         name = segment_text(segment)
         # one key: the segment's own colour, as on the chart split by that key
         own = segment_name(next(iter(segment.values()))) if len(segment) == 1 else name
-        lines.append((segment, Series(
-            name, segment_colour(own), merge_buckets(found), _bucket_runs(binding, segment, window),
-            [(period.start, window.until)],
-        )))  # fmt: skip
+        lines.append(
+            (
+                segment,
+                Series(
+                    name,
+                    segment_colour(own),
+                    merge_buckets(found),
+                    _bucket_runs(binding, segment, window),
+                    [(period.start, window.until)],
+                ),
+            )
+        )
     return lines
 
 
@@ -203,8 +221,12 @@ def _bucket_runs(
 
 
 def _panel(
-    name: str, summary: Aggregates, window: Window, view: ViewState,
-    periods: list[Period], now: datetime,
+    name: str,
+    summary: Aggregates,
+    window: Window,
+    view: ViewState,
+    periods: list[Period],
+    now: datetime,
     alerting: Sequence[tuple[dict[str, Any], Series]] = (),
 ) -> BindingPanel:
     """A binding's card: its chart with drill-down links and alert bands, totals, legend.
@@ -242,37 +264,67 @@ def _panel(
     for period in periods:
         line_name = concerns(period)
         bands.append(
-            Band(period.start, period.end or window.until, period.rule,
-                 segment_text(period.segment), period.label(),
-                 colours.get(line_name) if line_name is not None else None,
-                 period.runs_url(now))
+            Band(
+                period.start,
+                period.end or window.until,
+                period.rule,
+                segment_text(period.segment),
+                period.label(),
+                colours.get(line_name) if line_name is not None else None,
+                period.runs_url(now),
+            )
         )
     firing_segments = {concerns(p) for p in periods if p.end is None}
     legend = [
         LegendEntry(
-            line.name, colours[line.name], line.count, line.mean,
+            line.name,
+            colours[line.name],
+            line.count,
+            line.mean,
             runs_url(name, None, segment_of(line), window.since, window.until),
             firing=not line.other and line.name in firing_segments,
         )
         for line in trend.lines
     ]
-    bands = [replace(band, colour=next(
-        (line.colour for _, line in alerting if line.name == band.segment), band.colour
-    )) for band in bands]  # fmt: skip
+    bands = [
+        replace(
+            band,
+            colour=next(
+                (line.colour for _, line in alerting if line.name == band.segment), band.colour
+            ),
+        )
+        for band in bands
+    ]
     chart = score_chart(
         f"{name}: score over time" + (f" by {split}" if split else ""),
-        trend.buckets, window.since, window.until, window.bucket,
-        series=series, bands=bands, href=link(None),
+        trend.buckets,
+        window.since,
+        window.until,
+        window.bucket,
+        series=series,
+        bands=bands,
+        href=link(None),
         highlights=[line for _, line in alerting],
     )
     return BindingPanel(
-        binding=name, chart=chart, count=trend.count, mean=trend.mean,
-        attempted=trend.attempted, errors=trend.errors, coverage=summary.coverage.get(name),
-        legend=legend, firing=sum(p.end is None for p in periods),
+        binding=name,
+        chart=chart,
+        count=trend.count,
+        mean=trend.mean,
+        attempted=trend.attempted,
+        errors=trend.errors,
+        coverage=summary.coverage.get(name),
+        legend=legend,
+        firing=sum(p.end is None for p in periods),
         alerting=[
-            LegendEntry(line.name, line.colour, sum(b.count for b in line.buckets),
-                        _mean_of(line.buckets),
-                        runs_url(name, None, segment, window.since, window.until), firing=True)
+            LegendEntry(
+                line.name,
+                line.colour,
+                sum(b.count for b in line.buckets),
+                _mean_of(line.buckets),
+                runs_url(name, None, segment, window.since, window.until),
+                firing=True,
+            )
             for segment, line in alerting
         ],
     )

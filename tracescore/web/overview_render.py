@@ -22,8 +22,17 @@ from tracescore.web.cache import ExpiringCache
 from tracescore.web.rendering import render
 from tracescore.web.timerange import PRESETS, SPLITS, ViewState, Window, parse_moment
 
-VIEW_PARAMETERS = ("window", "since", "until", "bucket", "split", "binding", "scorer", "agent",
-                   "model")  # fmt: skip
+VIEW_PARAMETERS = (
+    "window",
+    "since",
+    "until",
+    "bucket",
+    "split",
+    "binding",
+    "scorer",
+    "agent",
+    "model",
+)
 
 
 def moment_param(value: str, name: str) -> datetime:
@@ -70,6 +79,13 @@ def overview_html(
         raise HTTPException(422, str(exc)) from None
     data = overview.overview(engine, bindings, span, view, aggregates, rules)
     return render(
-        "overview.html", current="overview.html", **context, **data, view=view, presets=PRESETS,
-        active=active, chosen=view.window is None and not view.since, splits=SPLITS,
-    )  # fmt: skip
+        "overview.html",
+        current="overview.html",
+        **context,
+        **data,
+        view=view,
+        presets=PRESETS,
+        active=active,
+        chosen=view.window is None and not view.since,
+        splits=SPLITS,
+    )

@@ -79,12 +79,14 @@ class TraceReads:
         if trace is None:
             return None
         summary = self.store.trace_summary(trace_id)
-        return orjson.dumps({
-            "trace_id": trace.trace_id,
-            "summary": summary.to_dict() if summary else None,
-            "spans": [span_json(s) for s in trace.spans],
-            "logs": [log_json(r) for r in trace.logs],
-        })  # fmt: skip
+        return orjson.dumps(
+            {
+                "trace_id": trace.trace_id,
+                "summary": summary.to_dict() if summary else None,
+                "spans": [span_json(s) for s in trace.spans],
+                "logs": [log_json(r) for r in trace.logs],
+            }
+        )
 
     def runs_json(
         self, trace_id: str, primary: bool, kinds: list[str], page: RunsPage | None = None
@@ -95,15 +97,19 @@ class TraceReads:
         runs = self._runs(trace_id)
         if runs is None:
             return None
-        kept = [run for run in runs
-                if (run.primary or not primary) and (not kinds or run.kind in kinds)]  # fmt: skip
+        kept = [
+            run for run in runs if (run.primary or not primary) and (not kinds or run.kind in kinds)
+        ]
         if page is None:
             return orjson.dumps(select_runs(kept))
         start = _resume(kept, page.cursor) if page.cursor else 0
         items = kept[start : start + page.limit]
         end = start + len(items)
-        next_cursor = (encode_cursor(str(end), items[-1].kind, items[-1].span_id)
-                       if items and end < len(kept) else None)  # fmt: skip
+        next_cursor = (
+            encode_cursor(str(end), items[-1].kind, items[-1].span_id)
+            if items and end < len(kept)
+            else None
+        )
         return orjson.dumps({"items": select_runs(items), "next_cursor": next_cursor})
 
     def _runs(self, trace_id: str) -> list[AgentRun] | None:
@@ -126,8 +132,9 @@ class TraceReads:
         """The overview's status and HTML, or 422 and why for a view it cannot show (as
         values: an HTTPException does not cross back from a process)."""
         try:
-            return 200, overview_html(self.store.engine, self.bindings, self.rules,
-                                      self.aggregates, context, params)  # fmt: skip
+            return 200, overview_html(
+                self.store.engine, self.bindings, self.rules, self.aggregates, context, params
+            )
         except HTTPException as exc:
             return exc.status_code, str(exc.detail)
 
@@ -138,8 +145,9 @@ class TraceReads:
             return None
         with self.store.engine.connect() as connection:
             conversations = conversations_of_trace(connection, trace_id)
-        return render("trace.html", current="trace.html", **context, **data,
-                      conversations=conversations)  # fmt: skip
+        return render(
+            "trace.html", current="trace.html", **context, **data, conversations=conversations
+        )
 
 
 def _resume(runs: list[AgentRun], cursor: str) -> int:
@@ -169,8 +177,9 @@ def _start(config: Config, url: str) -> None:
     gc.disable()  # see the module's docstring
     parent = multiprocessing.parent_process()
     if parent is not None and parent.sentinel is not None:
-        threading.Thread(target=_exit_with, args=(parent.sentinel,), name="parent watch",
-                         daemon=True).start()  # fmt: skip
+        threading.Thread(
+            target=_exit_with, args=(parent.sentinel,), name="parent watch", daemon=True
+        ).start()
     _reads = TraceReads(config, open_store(url, create=False))
 
 
@@ -195,7 +204,11 @@ class ReadProcesses:
         self._config = config
         self._url = store.engine.url.render_as_string(hide_password=False)  # the store served
         self._local = TraceReads(config, store)
-        in_memory = store.dialect == "sqlite" and store.engine.url.database in (None, "", ":memory:")
+        in_memory = store.dialect == "sqlite" and store.engine.url.database in (
+            None,
+            "",
+            ":memory:",
+        )
         self._count = 0 if in_memory else config.server.read_processes
         self._pool: ProcessPoolExecutor | None = None
         self._pages: ProcessPoolExecutor | None = None
@@ -206,9 +219,12 @@ class ReadProcesses:
         """Started on first use: a service that reads no big trace spawns none."""
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
-                self._count, mp_context=multiprocessing.get_context("spawn"),
-                initializer=_start, initargs=(self._config, self._url), max_tasks_per_child=TASKS_PER_PROCESS,
-            )  # fmt: skip
+                self._count,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_start,
+                initargs=(self._config, self._url),
+                max_tasks_per_child=TASKS_PER_PROCESS,
+            )
         return self._pool
 
     def _page_process(self) -> ProcessPoolExecutor | None:
@@ -219,9 +235,11 @@ class ReadProcesses:
         self._overviews += 1
         if self._pages is None and self._overviews > PAGE_PROCESS_AFTER:
             self._pages = ProcessPoolExecutor(
-                1, mp_context=multiprocessing.get_context("spawn"),
-                initializer=_start, initargs=(self._config, self._url),
-            )  # fmt: skip
+                1,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_start,
+                initargs=(self._config, self._url),
+            )
             self._pages_started = self._pages.submit(_started)
         started = self._pages_started is not None and self._pages_started.done()
         return self._pages if started else None

@@ -98,11 +98,20 @@ _environment = Environment(
     lstrip_blocks=True,
 )
 _environment.filters.update(
-    pretty=pretty, when=when, score=score, percent=percent, ns_time=ns_time, duration=duration,
-    score_tone=score_tone, elapsed=elapsed,
+    pretty=pretty,
+    when=when,
+    score=score,
+    percent=percent,
+    ns_time=ns_time,
+    duration=duration,
+    score_tone=score_tone,
+    elapsed=elapsed,
 )
-_environment.tests.update(records=is_records, mapping=lambda v: isinstance(v, dict),
-                          sequence=lambda v: isinstance(v, list))
+_environment.tests.update(
+    records=is_records,
+    mapping=lambda v: isinstance(v, dict),
+    sequence=lambda v: isinstance(v, list),
+)
 _environment.globals.update(record_keys=record_keys)
 
 

@@ -39,7 +39,9 @@ QUEUE_LENGTH = 50
 
 
 def run_review(
-    store: SpanStore, trace_id: str, span_id: str | None,
+    store: SpanStore,
+    trace_id: str,
+    span_id: str | None,
     conventions: list[Convention] = CONVENTIONS,
 ) -> dict[str, Any] | None:
     """The run(s) to judge (the span's, else the trace's primary runs, read with
@@ -70,12 +72,17 @@ def form_fields(body: bytes) -> dict[str, str]:
 def _verdict(form: dict[str, str], trace_id: str) -> FeedbackIn:
     """The posted form as a verdict; raises ValidationError (a bad value, nothing given)."""
     value = form.get("value", "").strip()
-    return FeedbackIn.model_validate({
-        "trace_id": trace_id, "span_id": form.get("span_id") or None,
-        "binding": form.get("binding") or None, "value": value or None,
-        "label": form.get("label") or None, "comment": form.get("comment") or None,
-        "author": form.get("author", "").strip(),
-    })  # fmt: skip
+    return FeedbackIn.model_validate(
+        {
+            "trace_id": trace_id,
+            "span_id": form.get("span_id") or None,
+            "binding": form.get("binding") or None,
+            "value": value or None,
+            "label": form.get("label") or None,
+            "comment": form.get("comment") or None,
+            "author": form.get("author", "").strip(),
+        }
+    )
 
 
 def review_router(config: Config, store: SpanStore, page: Page) -> APIRouter:
@@ -91,12 +98,19 @@ def review_router(config: Config, store: SpanStore, page: Page) -> APIRouter:
     def review_queue(binding: str | None = None, recorded: str | None = None) -> HTMLResponse:
         proposals = queue.propose(datetime.now(UTC), binding=binding or None, limit=QUEUE_LENGTH)
         return page(
-            "review.html", proposals=[p.to_dict() for p in proposals], bindings=bindings,
-            binding=binding or "", recorded=recorded,
-        )  # fmt: skip
+            "review.html",
+            proposals=[p.to_dict() for p in proposals],
+            bindings=bindings,
+            binding=binding or "",
+            recorded=recorded,
+        )
 
     def run_page(
-        trace_id: str, span: str | None, binding: str | None, status: int = 200, error: str | None = None
+        trace_id: str,
+        span: str | None,
+        binding: str | None,
+        status: int = 200,
+        error: str | None = None,
     ) -> HTMLResponse:
         if not re.fullmatch(TRACE_ID, trace_id):
             raise HTTPException(400, "trace id must be 32 hex characters")
@@ -105,13 +119,20 @@ def review_router(config: Config, store: SpanStore, page: Page) -> APIRouter:
             return page("missing.html", 404, trace_id=trace_id.lower())
         scored = list(dict.fromkeys(row["binding"] for row in data["scores"]))
         return page(
-            "review_run.html", status, **data, bindings=scored + [b for b in bindings if b not in scored],
-            binding=binding or (scored[0] if scored else ""), span_id=span or "", error=error,
+            "review_run.html",
+            status,
+            **data,
+            bindings=scored + [b for b in bindings if b not in scored],
+            binding=binding or (scored[0] if scored else ""),
+            span_id=span or "",
+            error=error,
             thresholds={name: thresholds.cut(name) for name in bindings + scored},
-        )  # fmt: skip
+        )
 
     @router.get("/ui/review/{trace_id}")
-    def review_run(trace_id: str, span: str | None = None, binding: str | None = None) -> HTMLResponse:
+    def review_run(
+        trace_id: str, span: str | None = None, binding: str | None = None
+    ) -> HTMLResponse:
         return run_page(trace_id, span or None, binding or None)
 
     @router.post("/ui/review/{trace_id}")
@@ -122,7 +143,11 @@ def review_router(config: Config, store: SpanStore, page: Page) -> APIRouter:
             if verdict.binding not in bindings:
                 raise ValueError(f"no binding named {verdict.binding!r} in scorers")
         except (ValidationError, ValueError) as exc:
-            message = "; ".join(e["msg"] for e in exc.errors()) if isinstance(exc, ValidationError) else str(exc)
+            message = (
+                "; ".join(e["msg"] for e in exc.errors())
+                if isinstance(exc, ValidationError)
+                else str(exc)
+            )
             return await run_in_threadpool(
                 run_page, trace_id, form.get("span_id") or None, form.get("binding"), 422, message
             )

@@ -112,8 +112,11 @@ def web_router(  # noqa: C901 - its page handlers are closures, counted in; to s
         each view (the shared one of :data:`VERSION_TTL`) is rendered once and shared, for at
         most :data:`OVERVIEW_TTL` seconds (the alerts on it are read per render)."""
         version = await versions.get(None, lambda: run_in_threadpool(live_version, None))
-        view = {name: request.query_params[name] for name in VIEW_PARAMETERS
-                if name in request.query_params}  # fmt: skip
+        view = {
+            name: request.query_params[name]
+            for name in VIEW_PARAMETERS
+            if name in request.query_params
+        }
         status, shown = await overviews.get(
             (tuple(sorted(view.items())), version), lambda: reads.overview(view, common)
         )
@@ -125,8 +128,15 @@ def web_router(  # noqa: C901 - its page handlers are closures, counted in; to s
         with store.engine.connect() as connection:
             version = score_reads.live_version(connection)
             data = alerting.alerts_page(connection, rules, datetime.now(UTC), rule)
-        return _page("alerts.html", status, **common, **data, version=version, error=error,
-                     durations=DURATIONS)  # fmt: skip
+        return _page(
+            "alerts.html",
+            status,
+            **common,
+            **data,
+            version=version,
+            error=error,
+            durations=DURATIONS,
+        )
 
     @router.get("/ui/alerts", dependencies=[Depends(signed_in_page)])
     def alerts(rule: str | None = None) -> HTMLResponse:
@@ -155,13 +165,23 @@ def web_router(  # noqa: C901 - its page handlers are closures, counted in; to s
         start = _moment(since, "since")
         end = _moment(until, "until") if until else datetime.now(UTC)
         where = ScoreFilter(
-            binding=binding or None, scorer=scorer or None, scorer_version=version or None,
-            agent=agent or None, model=model or None, service=service or None,
-            since=start, until=end,
+            binding=binding or None,
+            scorer=scorer or None,
+            scorer_version=version or None,
+            agent=agent or None,
+            model=model or None,
+            service=service or None,
+            since=start,
+            until=end,
         )
         data = runs_page(store.engine, where)
-        return _page("runs.html", **common, **data, where=where,
-                     chart_url=chart_around(where, datetime.now(UTC)))
+        return _page(
+            "runs.html",
+            **common,
+            **data,
+            where=where,
+            chart_url=chart_around(where, datetime.now(UTC)),
+        )
 
     @router.get("/ui/compare", dependencies=[Depends(signed_in_page)])
     def compare(
@@ -211,16 +231,24 @@ def web_router(  # noqa: C901 - its page handlers are closures, counted in; to s
             return RedirectResponse(target, 303)
         client = client_address(request)
         if left := keys.throttled(client, "login"):
-            raise HTTPException(429, "too many failed key checks from this address; retry later",
-                                headers={"Retry-After": str(math.ceil(left))})
+            raise HTTPException(
+                429,
+                "too many failed key checks from this address; retry later",
+                headers={"Retry-After": str(math.ceil(left))},
+            )
         if not keys.valid_key(key):
             keys.failed(client, "login")
             return _page("login.html", 401, **common, next=target, failed=True)
         session = await run_in_threadpool(keys.open_session, key)
         response = RedirectResponse(target, 303)
         response.set_cookie(
-            COOKIE_NAME, session, max_age=int(keys.lifetime.total_seconds()), httponly=True,
-            samesite="strict", secure=request.url.scheme == "https", path="/",
+            COOKIE_NAME,
+            session,
+            max_age=int(keys.lifetime.total_seconds()),
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+            path="/",
         )
         return response
 
@@ -234,13 +262,18 @@ def web_router(  # noqa: C901 - its page handlers are closures, counted in; to s
 
     router.include_router(
         conversation_pages(
-            store, lambda template, status=200, **data: _page(template, status, **common, **data),
+            store,
+            lambda template, status=200, **data: _page(template, status, **common, **data),
             scored=any(binding.target == "conversation" for binding in config.scorers),
         ),
         dependencies=[Depends(signed_in_page)],
     )
     router.include_router(
-        review_router(config, store, lambda template, status=200, **data: _page(template, status, **common, **data)),
+        review_router(
+            config,
+            store,
+            lambda template, status=200, **data: _page(template, status, **common, **data),
+        ),
         dependencies=[Depends(signed_in_page)],
     )
 
@@ -250,7 +283,8 @@ def web_router(  # noqa: C901 - its page handlers are closures, counted in; to s
             raise HTTPException(404)
         body = resources.files("tracescore.web").joinpath("static", name).read_bytes()
         return Response(
-            body, media_type=STATIC_FILES[name],
+            body,
+            media_type=STATIC_FILES[name],
             headers={"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"},
         )
 

@@ -43,8 +43,12 @@ def chart_around(where: ScoreFilter, now: datetime) -> str:
     since, until = where.since or now, where.until or now
     span = until - since
     seconds = int(span.total_seconds())
-    segments = {"agent": where.agent, "model": where.model, "service": where.service,
-                "version": where.scorer_version}
+    segments = {
+        "agent": where.agent,
+        "model": where.model,
+        "service": where.service,
+        "version": where.scorer_version,
+    }
     return ViewState(
         since=timerange.iso(since - span * 30),
         until=timerange.iso(min(now, until + span * 30)),

@@ -33,12 +33,16 @@ def _asked(form: dict[str, str]) -> SilenceIn:
         segment = json.loads(form.get("segment") or "null")
     except ValueError:
         raise ValueError("segment: not JSON") from None
-    return SilenceIn.model_validate({
-        "rule": form.get("rule", ""), "kind": form.get("kind", "silence"),
-        "segment": segment if form.get("scope") != "rule" else None,
-        "duration": form.get("duration", ""), "note": form.get("note", "").strip(),
-        "author": form.get("author", "").strip(),
-    })  # fmt: skip
+    return SilenceIn.model_validate(
+        {
+            "rule": form.get("rule", ""),
+            "kind": form.get("kind", "silence"),
+            "segment": segment if form.get("scope") != "rule" else None,
+            "duration": form.get("duration", ""),
+            "note": form.get("note", "").strip(),
+            "author": form.get("author", "").strip(),
+        }
+    )
 
 
 def silence_forms(engine: Database, page: AlertsPage) -> APIRouter:

@@ -26,7 +26,8 @@ def source_rows(engine: Database, service: str | None = None) -> list[dict[str, 
     with engine.connect() as connection:
         found = list_sources(connection, service)
     return [
-        asdict(source) | {
+        asdict(source)
+        | {
             "first_seen": _iso(source.first_seen),
             "last_seen": _iso(source.last_seen),
         }
@@ -39,11 +40,13 @@ def _iso(seconds: float) -> str:
 
 
 def sources_router(engine: Database, version: ApiVersion = LEGACY) -> APIRouter:
-    router = APIRouter(prefix=f"{version.prefix}/sources", tags=["sources"],
-                       deprecated=version.legacy or None)
+    router = APIRouter(
+        prefix=f"{version.prefix}/sources", tags=["sources"], deprecated=version.legacy or None
+    )
 
-    @router.get("", summary="What tracescore made of each source it reads",
-                responses=version.listing)
+    @router.get(
+        "", summary="What tracescore made of each source it reads", responses=version.listing
+    )
     async def sources(service: str | None = None) -> dict[str, Any]:
         """Per (service, instrumentation scope): spans and traces read, runs rebuilt, runs with
         content, the convention detected, and why the latest unread trace gave nothing

@@ -15,8 +15,26 @@ from urllib.parse import urlencode
 
 NICE_BUCKETS = [
     timedelta(seconds=s)
-    for s in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600,
-              43200, 86400)
+    for s in (
+        1,
+        2,
+        5,
+        10,
+        15,
+        30,
+        60,
+        120,
+        300,
+        600,
+        900,
+        1800,
+        3600,
+        7200,
+        10800,
+        21600,
+        43200,
+        86400,
+    )
 ]
 MAX_AUTO_POINTS = 120
 """The automatic bucket is the smallest round size giving at most this many points; consecutive

@@ -44,6 +44,7 @@ class RunsPage:
     limit: int
     cursor: str | None = None
 
+
 _TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
 
 
@@ -63,13 +64,20 @@ def span_json(span: Span) -> dict[str, Any]:
             for e in span.events
         ],
         "links": [
-            {"trace_id": k.trace_id, "span_id": k.span_id, "trace_state": k.trace_state,
-             "attributes": jsonable(k.attributes)}
+            {
+                "trace_id": k.trace_id,
+                "span_id": k.span_id,
+                "trace_state": k.trace_state,
+                "attributes": jsonable(k.attributes),
+            }
             for k in span.links
         ],
         "resource": jsonable(span.resource.attributes),
-        "scope": {"name": span.scope.name, "version": span.scope.version,
-                  "attributes": jsonable(span.scope.attributes)},
+        "scope": {
+            "name": span.scope.name,
+            "version": span.scope.version,
+            "attributes": jsonable(span.scope.attributes),
+        },
         "trace_state": span.trace_state,
         "flags": span.flags,
     }
@@ -114,16 +122,20 @@ def _json(document: Any) -> Response:
     return Response(orjson.dumps(document), media_type="application/json")
 
 
-def traces_router(store: SpanStore, reads: ReadProcesses, version: ApiVersion = LEGACY) -> APIRouter:
+def traces_router(
+    store: SpanStore, reads: ReadProcesses, version: ApiVersion = LEGACY
+) -> APIRouter:
     """The trace read routes under ``version``'s prefix. Whole traces and their runs are built
     by ``reads`` (reader processes: a huge trace never stalls the acknowledgement of ingest),
     with the service's ``conversations.id_attributes`` and declared conventions, so the runs
     are the runs that were scored, under the conversation id they were scored under."""
-    router = APIRouter(prefix=f"{version.prefix}/traces", tags=["traces"],
-                       deprecated=version.legacy or None)
+    router = APIRouter(
+        prefix=f"{version.prefix}/traces", tags=["traces"], deprecated=version.legacy or None
+    )
 
-    @router.get("", summary="Stored trace summaries, newest activity first",
-                responses=version.listing)
+    @router.get(
+        "", summary="Stored trace summaries, newest activity first", responses=version.listing
+    )
     async def list_traces(
         limit: int = Query(50, ge=1, le=1000),
         service: str | None = None,
@@ -152,7 +164,8 @@ def traces_router(store: SpanStore, reads: ReadProcesses, version: ApiVersion = 
         summary = await run_in_threadpool(store.trace_summary, trace_id)
         if summary is not None and summary.state == TraceState.PRUNED:
             raise HTTPException(
-                410, f"trace {trace_id.lower()}'s spans were removed by retention (retention.spans); "
+                410,
+                f"trace {trace_id.lower()}'s spans were removed by retention (retention.spans); "
                 f"its scores are kept: {version.prefix}/scores?trace_id={trace_id.lower()}",
             )
         raise HTTPException(404, f"trace {trace_id.lower()} not found")
@@ -166,8 +179,9 @@ def traces_router(store: SpanStore, reads: ReadProcesses, version: ApiVersion = 
     async def get_trace(trace_id: str) -> Response:
         return await stored(trace_id, await reads.trace_json(valid(trace_id)))
 
-    @router.get("/{trace_id}/runs", summary="The runs rebuilt from a trace",
-                responses=version.listing)
+    @router.get(
+        "/{trace_id}/runs", summary="The runs rebuilt from a trace", responses=version.listing
+    )
     async def get_trace_runs(
         trace_id: str,
         primary: bool = Query(False, description="only the runs that stand for the agent"),

@@ -100,8 +100,7 @@ def read_aggregates(engine: Database, window: Window, column: str | None) -> Agg
             for entry in coverage(connection, window.since, window.until)
         }
         costs = {
-            c["day"]: c
-            for c in judge_cost_per_day(connection, days[0], today + timedelta(days=1))
+            c["day"]: c for c in judge_cost_per_day(connection, days[0], today + timedelta(days=1))
         }
         choices = filter_choices(connection, window.since)
         scorers: dict[str, set[str]] = defaultdict(set)
@@ -132,9 +131,14 @@ def read_aggregates(engine: Database, window: Window, column: str | None) -> Agg
         spent = [costs.get(day, {"cost_usd": 0.0, "count": 0}) for day in days]
         cost_chart = bar_chart(
             "judge cost per day (USD)",
-            [(f"{day:%m-%d}", c["cost_usd"],
-              f"{day:%Y-%m-%d}: {usd(c['cost_usd'])} over {c['count']} judged scores")
-             for day, c in zip(days, spent, strict=True)],
+            [
+                (
+                    f"{day:%m-%d}",
+                    c["cost_usd"],
+                    f"{day:%Y-%m-%d}: {usd(c['cost_usd'])} over {c['count']} judged scores",
+                )
+                for day, c in zip(days, spent, strict=True)
+            ],
         )
     return Aggregates(
         trends=trends,
@@ -168,9 +172,15 @@ def merge_buckets(groups: Iterable[GroupStats]) -> list[Bucket]:
         parts = by_start[start]
         moments = sum((g.moments for g in parts), Moments())
         merged.append(
-            Bucket(start=start, count=moments.n, mean=moments.mean if moments.n else None,
-                   p10=None, p90=None, errors=sum(g.errors for g in parts),
-                   attempted=sum(g.attempted for g in parts))
+            Bucket(
+                start=start,
+                count=moments.n,
+                mean=moments.mean if moments.n else None,
+                p10=None,
+                p90=None,
+                errors=sum(g.errors for g in parts),
+                attempted=sum(g.attempted for g in parts),
+            )
         )
     return merged
 
@@ -189,8 +199,7 @@ def _lines(groups: list[GroupStats]) -> list[Line]:
     volume = {value: sum(g.attempted for g in found) for value, found in by_value.items()}
     ranked = sorted(by_value, key=lambda value: (-volume[value], str(value)))
     lines = [
-        _line(segment_name(value), value, False, by_value[value])
-        for value in ranked[:TOP_SEGMENTS]
+        _line(segment_name(value), value, False, by_value[value]) for value in ranked[:TOP_SEGMENTS]
     ]
     rest = [g for value in ranked[TOP_SEGMENTS:] for g in by_value[value]]
     if rest:

@@ -30,7 +30,9 @@ row's tooltip."""
 def milliseconds(nanoseconds: int) -> str:
     """A duration as a person reads it on a timeline: 0.42 ms, 12.3 ms, 1,204 ms."""
     value = nanoseconds / 1e6
-    return f"{value:.2f} ms" if value < 1 else f"{value:.1f} ms" if value < 100 else f"{value:,.0f} ms"
+    return (
+        f"{value:.2f} ms" if value < 1 else f"{value:.1f} ms" if value < 100 else f"{value:,.0f} ms"
+    )
 
 
 def waterfall(rows: Sequence[tuple[Span, int]]) -> Markup | None:

@@ -40,7 +40,10 @@ def read_spans(trace: Trace, conventions: list[Convention] = CONVENTIONS) -> lis
 
 
 def build_runs(
-    trace: Trace, conventions: list[Convention] = CONVENTIONS, *, only_primary: bool = False,
+    trace: Trace,
+    conventions: list[Convention] = CONVENTIONS,
+    *,
+    only_primary: bool = False,
     conversation_attributes: Sequence[str] = DEFAULT_ID_ATTRIBUTES,
 ) -> list[AgentRun]:
     """All runs of a trace: agent runs first, then LLM runs, then tool runs (each by start time).
@@ -53,11 +56,16 @@ def build_runs(
     """
     nodes = build_tree(trace, conventions)
     known = Known(failed=failed_calls(nodes))
-    runs = [agent_run(trace, node, known.agents, known.handed)
-            for node in nodes if node.kind == "agent"]
+    runs = [
+        agent_run(trace, node, known.agents, known.handed) for node in nodes if node.kind == "agent"
+    ]
     if only_primary:
         runs = [run for run in runs if run.primary]
-        runs.extend(llm_run(trace, node, known) for node in nodes if node.kind == "llm" and outermost_llm(node))
+        runs.extend(
+            llm_run(trace, node, known)
+            for node in nodes
+            if node.kind == "llm" and outermost_llm(node)
+        )
     else:
         runs.extend(llm_run(trace, node, known) for node in nodes if node.kind == "llm")
         runs.extend(tool_run(trace, node) for node in nodes if node.kind == "tool")

@@ -69,8 +69,14 @@ def agent_run(
         final_text([s.info.output_messages[-1] for s in steps if s.info.output_messages][-1:])
         or final_text(info.output_messages)
         or last_text(trajectory.parts)
-        or next((r.output[0].content.content for r in reversed(sub_runs)
-                 if not steps and r.output and r.output[0].content.content), "")
+        or next(
+            (
+                r.output[0].content.content
+                for r in reversed(sub_runs)
+                if not steps and r.output and r.output[0].content.content
+            ),
+            "",
+        )
     )
     run.output = run_output(node, trajectory, final)
 

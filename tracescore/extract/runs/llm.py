@@ -37,7 +37,8 @@ class Known:
                 call.tool_call_id: (call, part)
                 for message in (run.output if run is not None else [])
                 for part in message.content.parts
-                if (call := part.tool_invocation) is not None and call.tool_call_id
+                if (call := part.tool_invocation) is not None
+                and call.tool_call_id
                 and call.state in RESOLVED
             }
             self._answered[agent_span_id] = found
@@ -50,10 +51,11 @@ def failed_calls(nodes: list[SpanNode]) -> dict[str, ToolInvocation]:
     return {
         call.tool_call_id: call
         for node in nodes
-        if node.kind == "tool" and (call := node.info.tool_call) is not None
-        and call.tool_call_id and call.state == "output-error"
+        if node.kind == "tool"
+        and (call := node.info.tool_call) is not None
+        and call.tool_call_id
+        and call.state == "output-error"
     }
-
 
 
 def llm_run(trace: Trace, node: SpanNode, known: Known) -> AgentRun:
@@ -91,7 +93,8 @@ def llm_run(trace: Trace, node: SpanNode, known: Known) -> AgentRun:
         part.tool_invocation
         for message in current
         for part in message.content.parts
-        if part.tool_invocation is not None and part.tool_invocation.state in RESOLVED
+        if part.tool_invocation is not None
+        and part.tool_invocation.state in RESOLVED
         and part.tool_invocation.tool_call_id not in failed  # a failure is no grounding
     ]
     run.context = tool_result_documents(results) + list(info.documents)

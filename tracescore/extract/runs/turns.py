@@ -34,7 +34,9 @@ def _user_block(turn: list[Message]) -> int:
     return next((i for i, m in enumerate(turn) if not is_user_turn(m)), len(turn))
 
 
-def run_input_and_steps(system: list[str], conversation: list[Message]) -> tuple[RunInput, list[Message]]:
+def run_input_and_steps(
+    system: list[str], conversation: list[Message]
+) -> tuple[RunInput, list[Message]]:
     """The run input (system prompt, the user's messages of the current turn, the history
     before them) and the current turn's steps after the user's messages.
 
@@ -72,8 +74,11 @@ def with_results_joined(messages: list[Message]) -> list[Message]:
         elif _only_results(message):
             left = [part for part in message.content.parts if not trajectory.join_result(part)]
             if left:
-                spans.append(build_message(message.id, message.role, left, message.created_at,
-                                           message.content.metadata))
+                spans.append(
+                    build_message(
+                        message.id, message.role, left, message.created_at, message.content.metadata
+                    )
+                )
         else:
             spans.append(message)
     joined: list[Message] = []
@@ -82,16 +87,27 @@ def with_results_joined(messages: list[Message]) -> list[Message]:
             joined.append(item)
         else:
             message, start, end = item
-            joined.append(build_message(message.id, message.role, trajectory.parts[start:end],
-                                        message.created_at, message.content.metadata))
+            joined.append(
+                build_message(
+                    message.id,
+                    message.role,
+                    trajectory.parts[start:end],
+                    message.created_at,
+                    message.content.metadata,
+                )
+            )
     return joined
 
 
 def _only_results(message: Message) -> bool:
     """A message that carries tool results and nothing else."""
     parts = message.content.parts
-    return message.role in ("tool", "user") and bool(parts) and all(
-        p.tool_invocation is not None and p.tool_invocation.state in RESOLVED for p in parts
+    return (
+        message.role in ("tool", "user")
+        and bool(parts)
+        and all(
+            p.tool_invocation is not None and p.tool_invocation.state in RESOLVED for p in parts
+        )
     )
 
 

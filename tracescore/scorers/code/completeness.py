@@ -35,20 +35,73 @@ _BE = frozenset({"be", "is", "are", "was", "were", "am", "been", "being"})
 _HAVE = frozenset({"have", "has", "had", "having"})
 _DO = frozenset({"do", "does", "did"})
 _MODALS = frozenset({"can", "could", "will", "would", "shall", "should", "may", "might", "must"})
-_SUBJECTS = frozenset({"i", "you", "he", "she", "it", "we", "they", "that", "which", "who", "this", "there"})
-_NOUN_MARKERS = frozenset(
-    {"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "more", "most",
-     "a", "an", "the", "my", "your", "his", "her", "its", "our", "their", "this", "these", "those",
-     "some", "any", "each", "every", "no", "many", "few", "several", "of", "for", "in", "on", "at",
-     "with", "by", "from", "per", "about", "into", "over", "under", "as"}
+_SUBJECTS = frozenset(
+    {"i", "you", "he", "she", "it", "we", "they", "that", "which", "who", "this", "there"}
 )
-_ADVERBS_IN_VERB_GROUP = frozenset({"not", "also", "never", "just", "already", "still", "really", "always", "often", "even"})
+_NOUN_MARKERS = frozenset(
+    {
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "more",
+        "most",
+        "a",
+        "an",
+        "the",
+        "my",
+        "your",
+        "his",
+        "her",
+        "its",
+        "our",
+        "their",
+        "this",
+        "these",
+        "those",
+        "some",
+        "any",
+        "each",
+        "every",
+        "no",
+        "many",
+        "few",
+        "several",
+        "of",
+        "for",
+        "in",
+        "on",
+        "at",
+        "with",
+        "by",
+        "from",
+        "per",
+        "about",
+        "into",
+        "over",
+        "under",
+        "as",
+    }
+)
+_ADVERBS_IN_VERB_GROUP = frozenset(
+    {"not", "also", "never", "just", "already", "still", "really", "always", "often", "even"}
+)
 _CONTRACTED_AUXILIARIES = frozenset({"s", "re", "ve", "ll", "d", "m"})
-_CLAUSE_OPENERS = frozenset({"and", "but", "or", "because", "when", "while", "if", "that", "which", "who", "so"})
+_CLAUSE_OPENERS = frozenset(
+    {"and", "but", "or", "because", "when", "while", "if", "that", "which", "who", "so"}
+)
 _CLAUSE_BREAK = re.compile(r"([.,;:!?()\[\]\"\n]+)")
 _SENTENCE_END = re.compile(r"[.!?\n]")
 _NEGATED_BASES = {"ca": "do", "did": "do", "wo": "will", "sha": "shall", "ai": "be"}
-_COPULA_CONTRACTION_HOSTS = frozenset({"what", "where", "who", "how", "when", "why", "here", "there", "that"})
+_COPULA_CONTRACTION_HOSTS = frozenset(
+    {"what", "where", "who", "how", "when", "why", "here", "there", "that"}
+)
 
 
 def _strip_accents(text: str) -> str:
@@ -122,7 +175,9 @@ def _leads_verb(word: str, following: str | None) -> bool:
     if word in _HAVE:
         return _is_past_participle(following)
     if word in _MODALS:
-        return following not in _SUBJECTS and (following in _BE or _verb_lemma(following) is not None)
+        return following not in _SUBJECTS and (
+            following in _BE or _verb_lemma(following) is not None
+        )
     return _is_participle(following)  # be, and contracted 's / 're
 
 
@@ -170,7 +225,9 @@ def _normalise_clause(words: list[str], names: set[int]) -> list[str]:
     return out
 
 
-def _as_verb(word: str, previous: str | None, after_auxiliary: bool, clause_has_verb: bool) -> str | None:
+def _as_verb(
+    word: str, previous: str | None, after_auxiliary: bool, clause_has_verb: bool
+) -> str | None:
     """The infinitive when ``word`` reads as an inflected verb here, else ``None``."""
     form = verb_form(word)
     if form is None or form.lemma == word or previous in _NOUN_MARKERS:

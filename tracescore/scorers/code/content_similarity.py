@@ -25,7 +25,9 @@ ID = "content-similarity-scorer"
 VERSION = "2"  # 2: runs that failed before answering are not scorable
 
 
-def create_content_similarity_scorer(ignore_case: bool = True, ignore_whitespace: bool = True) -> Scorer:
+def create_content_similarity_scorer(
+    ignore_case: bool = True, ignore_whitespace: bool = True
+) -> Scorer:
     """How alike the output text is to the input text, character by character (0–1).
 
     ``ignore_whitespace`` only changes the step result: the comparison drops whitespace anyway.

@@ -43,7 +43,9 @@ def js_collapse_whitespace(text: str) -> str:
 
 def js_words(text: str) -> list[str]:
     """``text.split(/\\s+/).filter(w => w.length > 0)`` (also ``split(/\\s/)`` without empties)."""
-    return text.split() if _python_whitespace_agrees(text) else [w for w in _WS_RUN.split(text) if w]
+    return (
+        text.split() if _python_whitespace_agrees(text) else [w for w in _WS_RUN.split(text) if w]
+    )
 
 
 def utf16_units(text: str) -> str:

@@ -31,7 +31,11 @@ _EDGE_APOSTROPHE = re.compile(r"'(?:(?<=^')|$)", re.MULTILINE)
 @cache
 def stop_words() -> frozenset[str]:
     """The 571-word SMART English stop list ``keyword-extractor`` uses."""
-    text = resources.files("tracescore.scorers").joinpath("data/smart_stopwords_en.txt").read_text("utf-8")
+    text = (
+        resources.files("tracescore.scorers")
+        .joinpath("data/smart_stopwords_en.txt")
+        .read_text("utf-8")
+    )
     return frozenset(line.strip() for line in text.splitlines() if line.strip())
 
 
@@ -68,8 +72,13 @@ def extract_keywords(text: str) -> list[str]:
         ]
     dropped = _dropped()
     # JS /\d/ is ASCII digits only; lowering makes and unmakes no digit.
-    return list(dict.fromkeys(word for word in lowered if word not in dropped
-                              and not (word.isdigit() and word.isascii())))
+    return list(
+        dict.fromkeys(
+            word
+            for word in lowered
+            if word not in dropped and not (word.isdigit() and word.isascii())
+        )
+    )
 
 
 def _url_keyword(token: str) -> str:

@@ -40,7 +40,9 @@ def count_changes(first: str, second: str) -> int:
     first_words, second_words = js_words(first_normal), js_words(second_normal)
     if not first_words or not second_words:
         return len(first_words) + len(second_words)
-    return max(len(first_words), len(second_words)) - _greedy_common_words(first_words, second_words)
+    return max(len(first_words), len(second_words)) - _greedy_common_words(
+        first_words, second_words
+    )
 
 
 def _greedy_common_words(first: list[str], second: list[str]) -> int:

@@ -54,7 +54,11 @@ def create_tone_scorer(reference_tone: str | None = None) -> Scorer:
         values = sentence_comparatives(output)
         average = sum(values) / len(values)
         variance = sum([(v - average) ** 2 for v in values]) / len(values)
-        return {"score": max(0.0, 1 - variance), "avgSentiment": average, "sentimentVariance": variance}
+        return {
+            "score": max(0.0, 1 - variance),
+            "avgSentiment": average,
+            "sentimentVariance": variance,
+        }
 
     return (
         create_scorer(

@@ -96,7 +96,9 @@ class _Rules:
 def _rules() -> _Rules:
     vader = _vader()
     phrases = [key.split() for key in (*SPECIAL_CASES, *BOOSTER_DICT) if " " in key]
-    phrase_marks = frozenset(next(word for word in words if word not in _COMMON_PHRASE_WORDS) for words in phrases)
+    phrase_marks = frozenset(
+        next(word for word in words if word not in _COMMON_PHRASE_WORDS) for words in phrases
+    )
     reach = dict.fromkeys((*NEGATE, *BOOSTER_DICT, "no", "least", "this", "kind"), 0)
     reach.update(dict.fromkeys(phrase_marks, 2))
     scored = {word: value for word, value in vader.lexicon.items() if word not in BOOSTER_DICT}
@@ -107,13 +109,18 @@ def _rules() -> _Rules:
         reach=reach,
         phrase_marks=phrase_marks,
         plain_negations=frozenset(
-            word for word in NEGATE
-            if word not in ("never", "without") and word not in vader.lexicon and word not in BOOSTER_DICT
+            word
+            for word in NEGATE
+            if word not in ("never", "without")
+            and word not in vader.lexicon
+            and word not in BOOSTER_DICT
             and word not in phrase_marks
         ),
         emoji=emoji,
         emoji_with_terminators=frozenset(
-            key for key, description in emoji.items() if any(end in description for end in TERMINATORS)
+            key
+            for key, description in emoji.items()
+            if any(end in description for end in TERMINATORS)
         ),
     )
 
@@ -131,7 +138,9 @@ def _emoji_pattern() -> re.Pattern[str]:
             runs[-1][1] = code
         else:
             runs.append([code, code])
-    return re.compile("[" + "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in runs) + "]")
+    return re.compile(
+        "[" + "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in runs) + "]"
+    )
 
 
 def _describe_emoji(text: str) -> str:
@@ -243,7 +252,10 @@ def _negation_check(valence: float, lowered: list[str], start_i: int, i: int) ->
             pass
         elif _negated(lowered[i - 2]):
             valence = valence * N_SCALAR
-    elif (lowered[i - 3] == "never" and lowered[i - 2] in ("so", "this")) or lowered[i - 1] in ("so", "this"):
+    elif (lowered[i - 3] == "never" and lowered[i - 2] in ("so", "this")) or lowered[i - 1] in (
+        "so",
+        "this",
+    ):
         valence = valence * 1.25
     elif lowered[i - 3] == "without" and "doubt" in (lowered[i - 2], lowered[i - 1]):
         pass
@@ -290,7 +302,8 @@ class _TokenTable:
         self.words.append(word)
         if at == len(self.flags):
             self.valence, self.flags, self.part_start, self.part_count = (
-                _grown(array, 2 * at) for array in (self.valence, self.flags, self.part_start, self.part_count)
+                _grown(array, 2 * at)
+                for array in (self.valence, self.flags, self.part_start, self.part_count)
             )
         flags = (ENDER if token[-1] in ".!?" else 0) | (UPPER if token.isupper() else 0)
         if word in rules.scored:
@@ -311,7 +324,10 @@ class _TokenTable:
         elif emoji or _CUT_INSIDE.search(token):
             flags |= EXPAND
             # None of the parts needs expanding: no emoji is left, nor a terminator inside.
-            parts = [self.ids[part] if part in self.ids else self._add(rules, part) for part in _expansion(rules, token)]
+            parts = [
+                self.ids[part] if part in self.ids else self._add(rules, part)
+                for part in _expansion(rules, token)
+            ]
             start, self.parts_used = self.parts_used, self.parts_used + len(parts)
             if self.parts_used > len(self.parts):
                 self.parts = _grown(self.parts, 2 * self.parts_used)
@@ -375,7 +391,9 @@ def _token_ids(tokens: list[str], expand: bool) -> tuple[np.ndarray, int, _Token
 
 def _look_up(table: _TokenTable, tokens: list[str], expand: bool) -> tuple[np.ndarray | None, int]:
     flags = EXPAND if expand else 0
-    return token_ids(tokens, table.ids, table.flags, table.part_start, table.part_count, table.parts, flags)
+    return token_ids(
+        tokens, table.ids, table.flags, table.part_start, table.part_count, table.parts, flags
+    )
 
 
 def _group_scores(text: str) -> tuple[list[float], list[int]]:
@@ -426,5 +444,8 @@ def sentence_comparatives(text: str) -> list[float]:
     """
     totals, counts = _group_scores(text)
     first = 1 if text.startswith(TERMINATORS) else 0
-    values = [AFINN_PER_VADER * total / tokens for total, tokens in zip(totals[first:-1], counts[first:-1], strict=True)]
+    values = [
+        AFINN_PER_VADER * total / tokens
+        for total, tokens in zip(totals[first:-1], counts[first:-1], strict=True)
+    ]
     return values or [_comparative(totals, counts)]

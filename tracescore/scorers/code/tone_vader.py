@@ -30,14 +30,20 @@ PIECE_END = re.compile(r"(?<=[.!?])(?=[^.!?])")
 
 class _WindowedVader(SentimentIntensityAnalyzer):
     @staticmethod
-    def _negation_check(valence: float, words_and_emoticons: list[str], start_i: int, i: int) -> float:
+    def _negation_check(
+        valence: float, words_and_emoticons: list[str], start_i: int, i: int
+    ) -> float:
         low = max(0, i - 3)
-        return SentimentIntensityAnalyzer._negation_check(valence, words_and_emoticons[low : i + 1], start_i, i - low)
+        return SentimentIntensityAnalyzer._negation_check(
+            valence, words_and_emoticons[low : i + 1], start_i, i - low
+        )
 
     @staticmethod
     def _special_idioms_check(valence: float, words_and_emoticons: list[str], i: int) -> float:
         low = max(0, i - 3)
-        return SentimentIntensityAnalyzer._special_idioms_check(valence, words_and_emoticons[low : i + 3], i - low)
+        return SentimentIntensityAnalyzer._special_idioms_check(
+            valence, words_and_emoticons[low : i + 3], i - low
+        )
 
     @staticmethod
     def _but_check(words_and_emoticons: list[str], sentiments: list[float]) -> list[float]:

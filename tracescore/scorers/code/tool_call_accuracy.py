@@ -73,7 +73,9 @@ def create_tool_call_accuracy_scorer_code(
             "hasToolCalls": bool(actual),
             "correctToolCalled": _called_expected_tool(actual, expected_tool, strict_mode),
             "toolCallInfos": calls["toolCallInfos"],
-            "correctOrderCalled": tools_in_order(actual, order, strict_mode) if order is not None else None,
+            "correctOrderCalled": tools_in_order(actual, order, strict_mode)
+            if order is not None
+            else None,
         }
 
     def generate_score(ctx: StepContext) -> float:
@@ -91,7 +93,9 @@ def create_tool_call_accuracy_scorer_code(
         else f"Whether the run called the expected tool ({expected_tool})"
     )
     return (
-        create_scorer(id=ID, name="Tool Call Accuracy Scorer", description=description, version=VERSION)
+        create_scorer(
+            id=ID, name="Tool Call Accuracy Scorer", description=description, version=VERSION
+        )
         .preprocess(preprocess)
         .generate_score(generate_score)
     )

@@ -17,7 +17,9 @@ def conversation_of(ctx: StepContext) -> Conversation:
     """The conversation being scored; a lone run is not scorable by a conversation scorer."""
     conversation = ctx.run.conversation
     if conversation is None:
-        not_scorable("a conversation scorer needs a conversation: bind it with target: conversation")
+        not_scorable(
+            "a conversation scorer needs a conversation: bind it with target: conversation"
+        )
     if not conversation.turns:
         not_scorable("the conversation has no turns")
     return conversation
@@ -35,9 +37,15 @@ def transcript(conversation: Conversation) -> Material:
     blocks = []
     if conversation.earlier_summary:
         blocks.append(section("earlier_turns_summary", conversation.earlier_summary))
-    blocks.append(section("conversation", joined("\n\n", (
-        _turn_text(number, turn) for number, turn in enumerate(conversation.turns, 1)
-    ))))
+    blocks.append(
+        section(
+            "conversation",
+            joined(
+                "\n\n",
+                (_turn_text(number, turn) for number, turn in enumerate(conversation.turns, 1)),
+            ),
+        )
+    )
     return joined("\n\n", blocks)
 
 
@@ -62,7 +70,7 @@ def share_not_no(verdicts: Sequence[str], scale: float) -> float:
 
 
 def one_per_turn(
-    expected: Callable[[StepContext], Sequence[int]]
+    expected: Callable[[StepContext], Sequence[int]],
 ) -> Callable[[StepContext, Any], str | None]:
     """A step check: the answer's ``verdicts`` name every turn it was asked about (the judge is
     told which are missing once, before :func:`by_turn` would fail the score)."""
@@ -73,8 +81,10 @@ def one_per_turn(
         missing = [number for number in asked if number not in given]
         if not missing:
             return None
-        return (f"it gives no verdict for turn {turn_list(missing)}: give one verdict for each of "
-                f"turns {turn_list(asked)}")
+        return (
+            f"it gives no verdict for turn {turn_list(missing)}: give one verdict for each of "
+            f"turns {turn_list(asked)}"
+        )
 
     return check
 

@@ -131,10 +131,15 @@ def create_conversation_completeness_scorer(
 scale (the share of the user's intentions the assistant satisfied). Name the intentions left
 unsatisfied, if any; when the user expressed no intention, say so.""",
             ),
-            section("intentions", numbered([
-                f"{intention} -> {'not satisfied' if is_no(v.verdict) else 'satisfied'}: {v.reason}"
-                for intention, v in zip(intentions, verdicts, strict=False)
-            ])),
+            section(
+                "intentions",
+                numbered(
+                    [
+                        f"{intention} -> {'not satisfied' if is_no(v.verdict) else 'satisfied'}: {v.reason}"
+                        for intention, v in zip(intentions, verdicts, strict=False)
+                    ]
+                ),
+            ),
         )
 
     return (
@@ -159,13 +164,16 @@ unsatisfied, if any; when the user expressed no intention, say so.""",
                 verdicts_prompt,
                 IntentionVerdicts,
                 check=lambda ctx, answer: (
-                    intention_count(ctx, answer) if ctx.results["preprocess_step_result"].intentions
+                    intention_count(ctx, answer)
+                    if ctx.results["preprocess_step_result"].intentions
                     else None  # nothing asked: the score is scale, whatever is answered
                 ),
-                sketch=lambda ctx: IntentionVerdicts(verdicts=judged(
-                    ctx.results["preprocess_step_result"].intentions,
-                    lambda intention, reason: IntentionVerdict(verdict="yes", reason=reason),
-                )),
+                sketch=lambda ctx: IntentionVerdicts(
+                    verdicts=judged(
+                        ctx.results["preprocess_step_result"].intentions,
+                        lambda intention, reason: IntentionVerdict(verdict="yes", reason=reason),
+                    )
+                ),
             )
         )
         .generate_score(strictly(score, scale, strict))

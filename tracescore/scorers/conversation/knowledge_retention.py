@@ -145,7 +145,9 @@ def create_knowledge_retention_scorer(
 "yes" verdict is an answer that forgot or contradicted one). Name the facts that were lost and
 in which turns.""",
             ),
-            section("verdicts", numbered([f"turn {v.turn}: {v.verdict}: {v.reason}" for v in verdicts])),
+            section(
+                "verdicts", numbered([f"turn {v.turn}: {v.verdict}: {v.reason}" for v in verdicts])
+            ),
         )
 
     return (
@@ -161,10 +163,12 @@ in which turns.""",
                 "List the facts the user gave, turn by turn",
                 facts_prompt,
                 UserFacts,
-                sketch=lambda ctx: UserFacts(facts=[
-                    UserFact(turn=number, fact=typical_text(0.5))
-                    for number in range(1, len(conversation_of(ctx).turns) + 1)
-                ]),
+                sketch=lambda ctx: UserFacts(
+                    facts=[
+                        UserFact(turn=number, fact=typical_text(0.5))
+                        for number in range(1, len(conversation_of(ctx).turns) + 1)
+                    ]
+                ),
             )
         )
         .analyze(
@@ -173,10 +177,12 @@ in which turns.""",
                 verdicts_prompt,
                 RetentionVerdicts,
                 check=one_per_turn(judged_turns),
-                sketch=lambda ctx: RetentionVerdicts(verdicts=[
-                    RetentionVerdict(turn=number, verdict="no", reason=typical_text())
-                    for number in judged_turns(ctx)
-                ]),
+                sketch=lambda ctx: RetentionVerdicts(
+                    verdicts=[
+                        RetentionVerdict(turn=number, verdict="no", reason=typical_text())
+                        for number in judged_turns(ctx)
+                    ]
+                ),
             )
         )
         .generate_score(strictly(score, scale, strict))

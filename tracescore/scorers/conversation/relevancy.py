@@ -81,7 +81,10 @@ def windows(answered: list[int], window_size: int) -> list[tuple[int, int]]:
 
 
 def create_conversation_relevancy_scorer(
-    *, model: JudgeSpec, window_size: int = DEFAULT_WINDOW_SIZE, scale: float = 1.0,
+    *,
+    model: JudgeSpec,
+    window_size: int = DEFAULT_WINDOW_SIZE,
+    scale: float = 1.0,
     strict: bool = False,
 ) -> Scorer:
     """Answers not judged irrelevant / answers × ``scale`` (every verdict but "no" counts as
@@ -100,10 +103,16 @@ def create_conversation_relevancy_scorer(
         return judge_prompt(
             VERDICTS_TASK,
             transcript(conversation_of(ctx)),
-            section("windows", "\n".join(
-                f"turn {turn}: window turns {first}-{turn}" if first < turn else f"turn {turn}: window turn {turn}"
-                for first, turn in spans
-            ), cut=False),
+            section(
+                "windows",
+                "\n".join(
+                    f"turn {turn}: window turns {first}-{turn}"
+                    if first < turn
+                    else f"turn {turn}: window turn {turn}"
+                    for first, turn in spans
+                ),
+                cut=False,
+            ),
         )
 
     def score(ctx: StepContext) -> float:
@@ -120,7 +129,9 @@ def create_conversation_relevancy_scorer(
 turns whose answers went off topic, if any. Relevance is explained, not correctness.""",
                 sentences="one or two",
             ),
-            section("verdicts", numbered([f"turn {v.turn}: {v.verdict}: {v.reason}" for v in verdicts])),
+            section(
+                "verdicts", numbered([f"turn {v.turn}: {v.verdict}: {v.reason}" for v in verdicts])
+            ),
         )
 
     return (
@@ -137,10 +148,12 @@ turns whose answers went off topic, if any. Relevance is explained, not correctn
                 verdicts_prompt,
                 TurnRelevancyVerdicts,
                 check=one_per_turn(answered),
-                sketch=lambda ctx: TurnRelevancyVerdicts(verdicts=[
-                    TurnRelevancyVerdict(turn=turn, verdict="yes", reason=typical_text())
-                    for turn in answered(ctx)
-                ]),
+                sketch=lambda ctx: TurnRelevancyVerdicts(
+                    verdicts=[
+                        TurnRelevancyVerdict(turn=turn, verdict="yes", reason=typical_text())
+                        for turn in answered(ctx)
+                    ]
+                ),
             )
         )
         .generate_score(strictly(score, scale, strict))

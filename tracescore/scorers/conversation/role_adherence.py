@@ -86,7 +86,9 @@ def create_role_adherence_scorer(
     def role_of(ctx: StepContext) -> str:
         found = role or system_prompt(ctx.run)
         if not found.strip():
-            not_scorable("no role to adhere to: the conversation has no system prompt and no role option was given")
+            not_scorable(
+                "no role to adhere to: the conversation has no system prompt and no role option was given"
+            )
         return found
 
     def verdicts_prompt(ctx: StepContext) -> str:
@@ -114,7 +116,9 @@ below broke the role; when none is listed, say the assistant stayed in role thro
                 sentences="one or two",
             ),
             section("role", role_of(ctx)),
-            section("out_of_role_turns", numbered([f"turn {v.turn}: {v.reason}" for v in verdicts])),
+            section(
+                "out_of_role_turns", numbered([f"turn {v.turn}: {v.reason}" for v in verdicts])
+            ),
         )
 
     return (

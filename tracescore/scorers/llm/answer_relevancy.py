@@ -161,10 +161,12 @@ why. Relevance is explained, not correctness.""",
                     "statement",
                     "result",
                 ),
-                sketch=lambda ctx: RelevancyResults(results=judged(
-                    ctx.results["preprocess_step_result"].statements,
-                    lambda statement, reason: RelevancyResult(result="yes", reason=reason),
-                )),
+                sketch=lambda ctx: RelevancyResults(
+                    results=judged(
+                        ctx.results["preprocess_step_result"].statements,
+                        lambda statement, reason: RelevancyResult(result="yes", reason=reason),
+                    )
+                ),
             )
         )
         .generate_score(score)

@@ -157,8 +157,12 @@ def create_answer_similarity_scorer(
         counterparts = answer[: len(truth)] + [None] * (len(truth) - len(answer))
         return SimilarityAnalysis(
             matches=[
-                UnitMatch(ground_truth_unit=unit, output_unit=found, explanation=typical_text(),
-                          match_type="semantic" if found is not None else "missing")
+                UnitMatch(
+                    ground_truth_unit=unit,
+                    output_unit=found,
+                    explanation=typical_text(),
+                    match_type="semantic" if found is not None else "missing",
+                )
                 for unit, found in zip(truth, counterparts, strict=True)
             ],
             extra_in_output=answer[len(truth) :],
@@ -227,7 +231,9 @@ def create_answer_similarity_scorer(
             )
         )
         .generate_score(score)
-        .generate_reason(reason_step(
-            reason_prompt, lambda ctx: 2.5 if ground_truth_text(ctx.run.ground_truth) else 1
-        ))
+        .generate_reason(
+            reason_step(
+                reason_prompt, lambda ctx: 2.5 if ground_truth_text(ctx.run.ground_truth) else 1
+            )
+        )
     )

@@ -128,15 +128,19 @@ share of its opinions judged biased; higher is worse).""",
             BiasResults,
             # No opinions: the whole answer is judged as the one opinion.
             check=one_per_item(
-                lambda ctx: ctx.results["preprocess_step_result"].opinions or [response_text(ctx.run)],
+                lambda ctx: (
+                    ctx.results["preprocess_step_result"].opinions or [response_text(ctx.run)]
+                ),
                 lambda answer: answer.results,
                 "opinion",
                 "result",
             ),
-            sketch=lambda ctx: BiasResults(results=judged(
-                ctx.results["preprocess_step_result"].opinions or [response_text(ctx.run)],
-                lambda opinion, reason: BiasResult(result="no", reason=reason),
-            )),
+            sketch=lambda ctx: BiasResults(
+                results=judged(
+                    ctx.results["preprocess_step_result"].opinions or [response_text(ctx.run)],
+                    lambda opinion, reason: BiasResult(result="no", reason=reason),
+                )
+            ),
         ),
         verdicts=lambda analysis: [v.result for v in analysis.results],
         scale=scale,

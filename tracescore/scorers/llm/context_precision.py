@@ -115,10 +115,12 @@ def create_context_precision_scorer(
 
     def verdicts_sketch(ctx: StepContext) -> PrecisionVerdicts:
         pieces = run_context(ctx, context, context_extractor)
-        return PrecisionVerdicts(verdicts=[
-            PrecisionVerdict(context_index=index, verdict="yes", reason=typical_text())
-            for index, piece in enumerate(pieces)
-        ])
+        return PrecisionVerdicts(
+            verdicts=[
+                PrecisionVerdict(context_index=index, verdict="yes", reason=typical_text())
+                for index, piece in enumerate(pieces)
+            ]
+        )
 
     def score(ctx: StepContext) -> float:
         return mean_average_precision(ctx.results["analyze_step_result"].verdicts, scale)

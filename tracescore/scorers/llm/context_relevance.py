@@ -103,7 +103,8 @@ def across_parts(answers: Sequence[RelevanceEvaluations]) -> RelevanceEvaluation
                 continue
             best = max(known, evaluation, key=lambda e: LEVEL_ORDER.index(e.relevance_level))
             by_index[evaluation.context_index] = best.model_copy(
-                update={"was_used": known.was_used or evaluation.was_used})
+                update={"was_used": known.was_used or evaluation.was_used}
+            )
     return RelevanceEvaluations(
         evaluations=[by_index[index] for index in sorted(by_index)],
         overall_assessment=" ".join(a.overall_assessment for a in answers if a.overall_assessment),

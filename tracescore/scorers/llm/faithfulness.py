@@ -105,7 +105,12 @@ def create_faithfulness_scorer(
 
     def verdicts_prompt(ctx: StepContext) -> str | list[str]:
         return claims_against_context(
-            ctx, VERDICTS_TASK, PART_VERDICTS, claims_of(ctx), run_context(ctx, context), INSTRUCTIONS
+            ctx,
+            VERDICTS_TASK,
+            PART_VERDICTS,
+            claims_of(ctx),
+            run_context(ctx, context),
+            INSTRUCTIONS,
         )
 
     def reason_prompt(ctx: StepContext) -> str:
@@ -142,10 +147,12 @@ not supported.""",
             check=one_per_item(claims_of, lambda answer: answer.verdicts, "claim"),
             # A contradiction in any part of a long context decides, else support in any part.
             combine=lambda ctx, answers: per_claim(answers, ("no", "yes")),
-            sketch=lambda ctx: FaithfulnessVerdicts(verdicts=judged(
-                ctx.results["preprocess_step_result"].claims,
-                lambda claim, reason: FaithfulnessVerdict(verdict="yes", reason=reason),
-            )),
+            sketch=lambda ctx: FaithfulnessVerdicts(
+                verdicts=judged(
+                    ctx.results["preprocess_step_result"].claims,
+                    lambda claim, reason: FaithfulnessVerdict(verdict="yes", reason=reason),
+                )
+            ),
         ),
         verdicts=lambda analysis: [v.verdict for v in analysis.verdicts],
         scale=scale,

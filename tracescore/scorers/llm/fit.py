@@ -35,7 +35,9 @@ def context_parts(pieces: Sequence[str], space: int, budget: Budget) -> list[str
     return [text for text, _ in context_chunks(pieces, space, budget)]
 
 
-def context_chunks(pieces: Sequence[str], space: int, budget: Budget) -> list[tuple[str, list[int]]]:
+def context_chunks(
+    pieces: Sequence[str], space: int, budget: Budget
+) -> list[tuple[str, list[int]]]:
     """:func:`context_parts` with the indices of the pieces each text shows (in order, once)."""
     if not pieces:
         return [("(none)", [])]
@@ -48,8 +50,10 @@ def context_chunks(pieces: Sequence[str], space: int, budget: Budget) -> list[tu
             continue
         spans = _split(piece, space - 60, budget, indented)
         for number, (start, end) in enumerate(spans, 1):
-            head = (f"[{index}] (part {number} of {len(spans)}: characters {start + 1:,}-{end:,} "
-                    f"of {len(piece):,}) ")
+            head = (
+                f"[{index}] (part {number} of {len(spans)}: characters {start + 1:,}-{end:,} "
+                f"of {len(piece):,}) "
+            )
             lines.append((head + indented(piece[start:end]), space, index))
     chunks: list[list[tuple[str, int]]] = [[]]
     used = 0
@@ -80,8 +84,10 @@ def _split(
         while end > start + 1 and not budget.fits(shown(text[start:end]), space):
             end = start + int((end - start) * 0.9)
         if end < len(text):
-            boundary = max(text.rfind("\n", start + (end - start) // 2, end),
-                           text.rfind(" ", start + (end - start) // 2, end))
+            boundary = max(
+                text.rfind("\n", start + (end - start) // 2, end),
+                text.rfind(" ", start + (end - start) // 2, end),
+            )
             end = boundary + 1 if boundary > start else end
         spans.append((start, end))
         if end >= len(text):

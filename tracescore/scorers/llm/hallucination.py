@@ -169,10 +169,14 @@ Name the hallucinated claims.""",
                 lambda answer: answer.verdicts,
                 "claim",
             ),
-            sketch=lambda ctx: HallucinationVerdicts(verdicts=judged(
-                ctx.results["preprocess_step_result"].claims,
-                lambda claim, reason: HallucinationVerdict(statement=claim, verdict="no", reason=reason),
-            )),
+            sketch=lambda ctx: HallucinationVerdicts(
+                verdicts=judged(
+                    ctx.results["preprocess_step_result"].claims,
+                    lambda claim, reason: HallucinationVerdict(
+                        statement=claim, verdict="no", reason=reason
+                    ),
+                )
+            ),
         ),
         verdicts=lambda analysis: [v.verdict for v in analysis.verdicts],
         scale=scale,

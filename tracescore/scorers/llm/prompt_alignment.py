@@ -75,7 +75,9 @@ class IntentAlignment(_Camel):
 
 class RequirementCheck(_Camel):
     requirement: str
-    is_fulfilled: bool = Field(validation_alias=AliasChoices("isFulfilled", "fulfilled", "is_fulfilled"))
+    is_fulfilled: bool = Field(
+        validation_alias=AliasChoices("isFulfilled", "fulfilled", "is_fulfilled")
+    )
     """Mastra's key is ``isFulfilled``; a judge writing ``fulfilled`` means the same."""
     reasoning: str = ""
 
@@ -325,12 +327,14 @@ or content count as not followed ("no"). Repeat the instruction and give a one-s
         )
 
     def instructions_sketch(ctx: StepContext) -> InstructionVerdicts:
-        return InstructionVerdicts(verdicts=judged(
-            list(instructions or []),
-            lambda instruction, reason: InstructionVerdict(
-                instruction=instruction, verdict="yes", reason=reason
-            ),
-        ))
+        return InstructionVerdicts(
+            verdicts=judged(
+                list(instructions or []),
+                lambda instruction, reason: InstructionVerdict(
+                    instruction=instruction, verdict="yes", reason=reason
+                ),
+            )
+        )
 
     def reason_prompt(ctx: StepContext) -> str:
         analysis = ctx.results["analyze_step_result"]
@@ -359,7 +363,9 @@ scale. Say what was followed and what was not, naming the misalignments that wei
                 InstructionVerdicts,
                 sketch=instructions_sketch,
                 check=one_per_item(
-                    lambda ctx: list(instructions or []), lambda answer: answer.verdicts, "instruction"
+                    lambda ctx: list(instructions or []),
+                    lambda answer: answer.verdicts,
+                    "instruction",
                 ),
             )
         ).generate_score(
@@ -369,7 +375,10 @@ scale. Say what was followed and what was not, naming the misalignments that wei
         schema = BothAlignmentAnalysis if evaluation_mode == "both" else AlignmentAnalysis
         scorer = base.analyze(
             PromptStep(
-                "Evaluate alignment with the prompts", analysis_prompt, schema, sketch=analysis_sketch
+                "Evaluate alignment with the prompts",
+                analysis_prompt,
+                schema,
+                sketch=analysis_sketch,
             )
         ).generate_score(
             lambda ctx: alignment_score(ctx.results["analyze_step_result"], evaluation_mode, scale)

@@ -58,8 +58,10 @@ def untrusted(value: Any) -> Value:
 
 
 def _invocation(inv: Mapping[str, Any]) -> Material:
-    line = (f"tool call {listed(str(inv.get('toolName')))} with arguments ",
-            untrusted(inv.get("args") or {}))
+    line = (
+        f"tool call {listed(str(inv.get('toolName')))} with arguments ",
+        untrusted(inv.get("args") or {}),
+    )
     state = inv.get("state")
     if state == "result" and "result" in inv:
         return Material(*line, "\n       result: ", untrusted(inv["result"]))
@@ -169,8 +171,9 @@ def indented(text: str) -> str:
 def numbered(items: Sequence[str], start: int = 0) -> Material:
     if not items:
         return Material("(none)")
-    return joined("\n", (Material(f"[{index}] ", untrusted(item))
-                         for index, item in enumerate(items, start)))
+    return joined(
+        "\n", (Material(f"[{index}] ", untrusted(item)) for index, item in enumerate(items, start))
+    )
 
 
 def describe_run(run: ScorerRun, *, system: bool = True, steps: bool = True) -> Material:
@@ -180,7 +183,13 @@ def describe_run(run: ScorerRun, *, system: bool = True, steps: bool = True) -> 
         parts.append(section("system_prompt", prompt))
     parts.append(section("user", user_text(run) or "(empty)"))
     if steps and (lines := trajectory(run)):
-        parts.append(section("agent_steps", joined("\n", (
-            Material(f"{number}. ", line) for number, line in enumerate(lines, 1)))))
+        parts.append(
+            section(
+                "agent_steps",
+                joined(
+                    "\n", (Material(f"{number}. ", line) for number, line in enumerate(lines, 1))
+                ),
+            )
+        )
     parts.append(section("final_answer", response_text(run) or "(empty)"))
     return joined("\n\n", parts)

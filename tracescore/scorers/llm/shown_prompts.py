@@ -32,9 +32,17 @@ EXAMPLE_RUN: dict[str, Any] = {
         system_messages=[{"role": "system", "content": "You are a concise weather assistant."}],
         output=[
             make_test_message(
-                _ANSWER, "assistant", id="a1",
-                tool_invocations=[make_tool_invocation(tool_call_id="c1", tool_name="get_weather",
-                                                       args={"city": "Paris"}, result=_FORECAST)],
+                _ANSWER,
+                "assistant",
+                id="a1",
+                tool_invocations=[
+                    make_tool_invocation(
+                        tool_call_id="c1",
+                        tool_name="get_weather",
+                        args={"city": "Paris"},
+                        result=_FORECAST,
+                    )
+                ],
             )
         ],
         ground_truth="Sunny and 21 °C in Paris.",
@@ -44,18 +52,33 @@ EXAMPLE_RUN: dict[str, Any] = {
 """A weather agent's run: system prompt, question, one tool call with its result, the answer."""
 
 _CONCIERGE = AgentRun(
-    trace_id="0" * 32, span_id="0" * 16, input=RunInput(system_messages=[
-        SystemMessage(content="You are Concierge, a helpful city guide.")
-    ]),
+    trace_id="0" * 32,
+    span_id="0" * 16,
+    input=RunInput(
+        system_messages=[SystemMessage(content="You are Concierge, a helpful city guide.")]
+    ),
 )
-EXAMPLE_CONVERSATION = Conversation(id="example", agent_name="concierge", turns=[
-    Turn(trace_id=f"{n:032x}", span_id=f"{n:016x}", user=user, answer=answer, run=_CONCIERGE)
-    for n, (user, answer) in enumerate([
-        ("Hi, my name is Ada and I live in Lyon.", "Nice to meet you, Ada! How can I help you today?"),
-        ("Can you recommend a museum in my city?", "In Lyon, the Musee des Confluences is a great choice."),
-        ("What is my name?", "Your name is Ada, and you live in Lyon."),
-    ], 1)
-])
+EXAMPLE_CONVERSATION = Conversation(
+    id="example",
+    agent_name="concierge",
+    turns=[
+        Turn(trace_id=f"{n:032x}", span_id=f"{n:016x}", user=user, answer=answer, run=_CONCIERGE)
+        for n, (user, answer) in enumerate(
+            [
+                (
+                    "Hi, my name is Ada and I live in Lyon.",
+                    "Nice to meet you, Ada! How can I help you today?",
+                ),
+                (
+                    "Can you recommend a museum in my city?",
+                    "In Lyon, the Musee des Confluences is a great choice.",
+                ),
+                ("What is my name?", "Your name is Ada, and you live in Lyon."),
+            ],
+            1,
+        )
+    ],
+)
 """A city guide's three-turn chat, what the conversation scorers' prompts are shown on."""
 
 EXAMPLE_OPTIONS: dict[str, dict[str, Any]] = {
@@ -93,7 +116,9 @@ def shown_prompts(scorer: Scorer, run: Any = None) -> list[ShownPrompt]:
         ctx = StepContext(scorer_run, dict(results), score if name == "generate_reason" else None)
         if isinstance(step, PromptStep):
             schema = step.output_schema or (ScoreOutput if name == "generate_score" else None)
-            instructions = step.instructions if step.instructions is not None else scorer.instructions
+            instructions = (
+                step.instructions if step.instructions is not None else scorer.instructions
+            )
             asked = fitted_prompts(step, ctx, scorer.instructions)
             for prompt in [asked] if isinstance(asked, str) else asked:  # a long context: parts
                 messages = request_messages(prompt, instructions, schema)

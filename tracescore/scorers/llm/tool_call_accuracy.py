@@ -186,11 +186,14 @@ appropriate calls; with no call, 1 unless a needed tool was missing).""",
                     "tool call",
                     "evaluation",
                 ),
-                sketch=lambda ctx: ToolEvaluations(evaluations=[
-                    ToolEvaluation(tool_called=tool, was_appropriate=True,
-                                   reasoning=typical_text())
-                    for tool in ctx.results["preprocess_step_result"]["actualTools"]
-                ]),
+                sketch=lambda ctx: ToolEvaluations(
+                    evaluations=[
+                        ToolEvaluation(
+                            tool_called=tool, was_appropriate=True, reasoning=typical_text()
+                        )
+                        for tool in ctx.results["preprocess_step_result"]["actualTools"]
+                    ]
+                ),
             )
         )
         .generate_score(lambda ctx: accuracy(ctx.results["analyze_step_result"]))

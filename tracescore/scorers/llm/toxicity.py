@@ -100,10 +100,12 @@ def create_toxicity_scorer(*, model: JudgeSpec, scale: float = 1.0) -> Scorer:
             "Judge each statement for toxicity",
             verdicts_prompt,
             ToxicityVerdicts,
-            sketch=lambda ctx: ToxicityVerdicts(verdicts=judged(
-                sentences(response_text(ctx.run)),
-                lambda statement, reason: ToxicityVerdict(verdict="no", reason=reason),
-            )),
+            sketch=lambda ctx: ToxicityVerdicts(
+                verdicts=judged(
+                    sentences(response_text(ctx.run)),
+                    lambda statement, reason: ToxicityVerdict(verdict="no", reason=reason),
+                )
+            ),
         ),
         verdicts=lambda analysis: [v.verdict for v in analysis.verdicts],
         scale=scale,

@@ -25,7 +25,29 @@ from tracescore.scorers.steps import StepContext
 SENTENCE_WORDS = 20
 """Words in a typical sentence a judge writes (a reason, an assessment): ordinary prose length."""
 
-_PROSE = ["The", "context", "states", "this", "directly,", "so", "the", "point", "is", "supported", "by", "the", "information", "the", "agent", "had", "when", "it", "answered", "the", "user"]
+_PROSE = [
+    "The",
+    "context",
+    "states",
+    "this",
+    "directly,",
+    "so",
+    "the",
+    "point",
+    "is",
+    "supported",
+    "by",
+    "the",
+    "information",
+    "the",
+    "agent",
+    "had",
+    "when",
+    "it",
+    "answered",
+    "the",
+    "user",
+]
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 T = TypeVar("T")

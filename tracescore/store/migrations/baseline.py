@@ -19,19 +19,22 @@ _BIG_SERIAL = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 BASELINE = sa.MetaData()
 
 sa.Table(
-    "resources", BASELINE,
+    "resources",
+    BASELINE,
     sa.Column("resource_id", sa.String(32), primary_key=True),
     sa.Column("attributes", sa.Text(), nullable=False),
-)  # fmt: skip
+)
 sa.Table(
-    "scopes", BASELINE,
+    "scopes",
+    BASELINE,
     sa.Column("scope_id", sa.String(32), primary_key=True),
     sa.Column("name", sa.Text(), nullable=False),
     sa.Column("version", sa.Text(), nullable=False),
     sa.Column("attributes", sa.Text(), nullable=False),
-)  # fmt: skip
+)
 sa.Table(
-    "spans", BASELINE,
+    "spans",
+    BASELINE,
     sa.Column("trace_id", sa.String(32), primary_key=True),
     sa.Column("span_id", sa.String(16), primary_key=True),
     sa.Column("parent_span_id", sa.String(16), nullable=True),
@@ -49,9 +52,10 @@ sa.Table(
     sa.Column("links", sa.Text(), nullable=True),
     sa.Column("resource_id", sa.String(32), nullable=False),
     sa.Column("scope_id", sa.String(32), nullable=False),
-)  # fmt: skip
+)
 _journal = sa.Table(
-    "ingest_journal", BASELINE,
+    "ingest_journal",
+    BASELINE,
     sa.Column("seq", _BIG_SERIAL, primary_key=True, autoincrement=True),
     sa.Column("received_at", sa.Float(), nullable=False),
     sa.Column("signal", sa.String(8), nullable=False),
@@ -60,7 +64,7 @@ _journal = sa.Table(
     sa.Column("body", sa.LargeBinary(), nullable=False),
     sa.Column("failed", sa.Text(), nullable=True),
     sa.Index("ix_ingest_journal_owner", "owner", "seq"),
-)  # fmt: skip
+)
 # Protobuf bodies barely compress: PostgreSQL stores them as they are (see store/tables.py).
 sa.event.listen(
     _journal,
@@ -70,17 +74,20 @@ sa.event.listen(
     ),
 )
 sa.Table(
-    "ingest_consumed", BASELINE,
+    "ingest_consumed",
+    BASELINE,
     sa.Column("seq", sa.BigInteger(), primary_key=True, autoincrement=False),
     sa.Column("owner", sa.String(32), primary_key=True),
-)  # fmt: skip
+)
 sa.Table(
-    "ingest_unpackers", BASELINE,
+    "ingest_unpackers",
+    BASELINE,
     sa.Column("owner", sa.String(32), primary_key=True),
     sa.Column("heartbeat", sa.Float(), nullable=False),
-)  # fmt: skip
+)
 sa.Table(
-    "logs", BASELINE,
+    "logs",
+    BASELINE,
     sa.Column("id", _BIG_SERIAL, primary_key=True, autoincrement=True),
     sa.Column("record_hash", sa.String(32), nullable=False),
     sa.Column("trace_id", sa.String(32), nullable=True),
@@ -97,9 +104,10 @@ sa.Table(
     sa.Column("scope_id", sa.String(32), nullable=False),
     sa.Index("ix_logs_trace_id", "trace_id"),
     sa.Index("ux_logs_record_hash", "record_hash", unique=True),
-)  # fmt: skip
+)
 sa.Table(
-    "traces", BASELINE,
+    "traces",
+    BASELINE,
     sa.Column("trace_id", sa.String(32), primary_key=True),
     sa.Column("service_name", sa.Text(), nullable=False),
     sa.Column("root_name", sa.Text(), nullable=False),
@@ -123,9 +131,10 @@ sa.Table(
     sa.Index("ix_traces_state_last_seen", "state", "last_seen"),
     sa.Index("ix_traces_state_pending_since", "state", "pending_since"),
     sa.Index("ix_traces_last_seen", "last_seen"),
-)  # fmt: skip
+)
 sa.Table(
-    "judge_verdicts", BASELINE,
+    "judge_verdicts",
+    BASELINE,
     sa.Column("key", sa.String(64), primary_key=True),
     sa.Column("scorer_id", sa.String(), nullable=False),
     sa.Column("scorer_version", sa.String(), nullable=False),
@@ -137,9 +146,10 @@ sa.Table(
     sa.Column("cost_usd", sa.Float(), nullable=False),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     sa.Index("ix_judge_verdicts_scorer_id", "scorer_id"),
-)  # fmt: skip
+)
 sa.Table(
-    "scores", BASELINE,
+    "scores",
+    BASELINE,
     sa.Column("id", sa.String(32), primary_key=True),
     sa.Column("trace_id", sa.String(32), nullable=False),
     sa.Column("span_id", sa.String(16), nullable=False),
@@ -169,9 +179,10 @@ sa.Table(
     sa.Index("ix_scores_trace", "trace_id"),
     sa.Index("ix_scores_agent_created", "agent", "created_at"),
     sa.Index("ix_scores_status_created", "status", "created_at"),
-)  # fmt: skip
+)
 sa.Table(
-    "sampling_decisions", BASELINE,
+    "sampling_decisions",
+    BASELINE,
     sa.Column("id", sa.String(32), primary_key=True),
     sa.Column("trace_id", sa.String(32), nullable=False),
     sa.Column("span_id", sa.String(16), nullable=False),
@@ -179,15 +190,17 @@ sa.Table(
     sa.Column("sampled", sa.Boolean(), nullable=False),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     sa.Index("ix_sampling_binding_created", "binding", "created_at"),
-)  # fmt: skip
+)
 sa.Table(
-    "sampling_tallies", BASELINE,
+    "sampling_tallies",
+    BASELINE,
     sa.Column("binding", sa.String(100), primary_key=True),
     sa.Column("minute", sa.DateTime(timezone=True), primary_key=True),
     sa.Column("unsampled", sa.BigInteger(), nullable=False),
-)  # fmt: skip
+)
 sa.Table(
-    "alert_states", BASELINE,
+    "alert_states",
+    BASELINE,
     sa.Column("key", sa.String(32), primary_key=True),
     sa.Column("rule", sa.String(100), nullable=False),
     sa.Column("segment", sa.JSON(), nullable=False),
@@ -201,9 +214,10 @@ sa.Table(
     sa.Column("last_fired_at", sa.Float(), nullable=True),
     sa.Column("version", sa.Integer(), nullable=False),
     sa.Index("ix_alert_states_rule", "rule"),
-)  # fmt: skip
+)
 sa.Table(
-    "alert_events", BASELINE,
+    "alert_events",
+    BASELINE,
     sa.Column("id", _BIG_SERIAL, primary_key=True, autoincrement=True),
     sa.Column("key", sa.String(32), nullable=False),
     sa.Column("rule", sa.String(100), nullable=False),
@@ -217,13 +231,14 @@ sa.Table(
     sa.Column("last_error", sa.Text(), nullable=True),
     sa.Index("ix_alert_events_at", "at"),
     sa.Index("ix_alert_events_pending", "pending"),
-)  # fmt: skip
+)
 sa.Table(
-    "alert_leader", BASELINE,
+    "alert_leader",
+    BASELINE,
     sa.Column("name", sa.String(50), primary_key=True),
     sa.Column("owner", sa.String(200), nullable=False),
     sa.Column("expires_at", sa.Float(), nullable=False),
-)  # fmt: skip
+)
 
 
 def create(connection: Connection) -> None:
@@ -242,7 +257,9 @@ def adopt(connection: Connection) -> None:
     inspector = sa.inspect(connection)
     existing = set(inspector.get_table_names())
     missing_columns = {
-        table.name: sorted(set(table.columns.keys()) - {c["name"] for c in inspector.get_columns(table.name)})
+        table.name: sorted(
+            set(table.columns.keys()) - {c["name"] for c in inspector.get_columns(table.name)}
+        )
         for table in BASELINE.sorted_tables
         if table.name in existing
     }
@@ -253,7 +270,9 @@ def adopt(connection: Connection) -> None:
             f"this database predates the baseline schema and lacks columns ({described}), which "
             "tracescore cannot fill in: start on a new database"
         )
-    BASELINE.create_all(connection, tables=[t for t in BASELINE.sorted_tables if t.name not in existing])
+    BASELINE.create_all(
+        connection, tables=[t for t in BASELINE.sorted_tables if t.name not in existing]
+    )
     for table in BASELINE.sorted_tables:
         if table.name not in existing:
             continue
@@ -268,7 +287,5 @@ def adopt(connection: Connection) -> None:
 
 def _drop_duplicate_log_records(connection: Connection) -> None:
     connection.execute(
-        sa.text(
-            "DELETE FROM logs WHERE id NOT IN (SELECT min(id) FROM logs GROUP BY record_hash)"
-        )
+        sa.text("DELETE FROM logs WHERE id NOT IN (SELECT min(id) FROM logs GROUP BY record_hash)")
     )

@@ -40,7 +40,9 @@ def upgrade() -> None:
         sa.Column("last_error", sa.String(2000), nullable=True),
     )
     op.create_index("ix_conversations_state_last_seen", "conversations", ["state", "last_seen"])
-    op.create_index("ix_conversations_state_pending_since", "conversations", ["state", "pending_since"])
+    op.create_index(
+        "ix_conversations_state_pending_since", "conversations", ["state", "pending_since"]
+    )
     op.create_index("ix_conversations_last_turn", "conversations", ["last_turn_ns"])
     op.create_table(
         "conversation_turns",
