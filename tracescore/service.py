@@ -10,6 +10,9 @@ Other stages plug in without editing this module::
 
 Background tasks start with the servers; on shutdown they are cancelled (then awaited) before
 the gRPC server stops and the store closes. A task that dies is logged at once.
+
+It runs past 400 lines because composing the processes' parts and their start and stop order
+is one job; each part it composes lives in its own package.
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ regression alert is for. With ``chat_share``, that share of the traces are turns
 multi-turn agent (:mod:`.demo_chat`) whose memory fails after the same drop: a regression only
 its conversations show. Span timings are synthetic (set explicitly), so traces are sent at the
 requested rate without sleeping through model latencies.
+
+One job, the demo's traffic, in one module past 400 lines: the three agents' scripts, their
+answers of graded quality and the drop are read together when the demo's story is changed.
 """
 
 from __future__ import annotations

@@ -33,6 +33,9 @@ they are: the runs priced are distinct ones (copies of a run ask the same reques
 cost is extrapolated to the distinct runs, with every copy paid only by a judge without a cache
 (see :mod:`tracescore.offline.sample`). Tokens are priced with litellm's price map for the judge's model; a model litellm has
 no price for (self-hosted) costs nothing.
+
+The pricing judge, the typical answers and the history lookup are one computation read top to
+bottom (it runs past 400 lines); the sample of distinct runs is :mod:`tracescore.offline.sample`.
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ a row can only move from claimable to claimed once.
 Workers take traces in batches: one claim statement leases many, and
 :meth:`TraceQueue.complete` finishes many in the caller's write transaction (the one that stores
 their scores), so a batch costs a handful of statements, not a few per trace.
+
+It runs past 400 lines as the owner of the ``traces`` table: every statement that moves a trace
+between states is here, so the state machine is read in one place.
 """
 
 from __future__ import annotations
