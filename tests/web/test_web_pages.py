@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import html
 import re
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -43,6 +44,7 @@ from tracescore.service import create_app
 from tracescore.store.dialect import as_utc
 from tracescore.store.scores import ScoreRow
 from tracescore.web.auth import COOKIE_NAME
+from tracescore.web.router import VERSION_TTL
 
 
 def chart_card(page: str, binding: str) -> str:
@@ -195,6 +197,7 @@ def test_live_version_changes_when_a_score_arrives(
             await worker.process(claim)
 
     asyncio.run(score())
+    time.sleep(VERSION_TTL)  # the version every tab polls is read once per VERSION_TTL
     assert client.get("/ui/live").json()["version"] != before
     assert client.get("/ui/live", params={"trace": trace_id}).json()["version"] != trace_before
     assert client.get("/ui/live", params={"trace": HOSTILE_TRACE}).json()["version"] == other
@@ -334,6 +337,9 @@ def test_firing_alerts_are_shown_on_top(store: Any, judge: JudgeServer) -> None:
     assert "firing" not in visible_text(client.get("/").text)
     firing = _evaluate_once(store, config, "answers-missing")
     assert firing
+    time.sleep(
+        VERSION_TTL
+    )  # tabs share the overview of one live version, read once per VERSION_TTL
     page = client.get("/").text
     alerts = re.search(r'<section id="alerts" data-live>(.*?)</section>', page, re.S)
     assert (
