@@ -9,23 +9,20 @@ script nor load anything from elsewhere.
 
 from __future__ import annotations
 
-import math
 import re
 from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
-from urllib.parse import parse_qs, quote
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-from tracescore.auth import client_address
 from tracescore.config import Config
 from tracescore.store import SpanStore, score_reads
 from tracescore.store.score_reads import ScoreFilter
 from tracescore.web import alerting
-from tracescore.web.auth import COOKIE_NAME, DashboardKeys
+from tracescore.web.auth import DashboardKeys
 from tracescore.web.compare import compare_page
 from tracescore.web.conversations import conversation_pages
 from tracescore.web.overview_render import VIEW_PARAMETERS
@@ -35,6 +32,7 @@ from tracescore.web.rendering import render
 from tracescore.web.review import review_router
 from tracescore.web.runs import chart_around, runs_page
 from tracescore.web.shared import SharedValues
+from tracescore.web.signin import fetch_guard, page_guard, sign_in_router
 from tracescore.web.silencing import DURATIONS, silence_forms
 from tracescore.web.sources import source_rows
 
@@ -57,13 +55,6 @@ def _page(template: str, status: int = 200, **context: Any) -> HTMLResponse:
     return HTMLResponse(render(template, **context), status_code=status, headers=SECURITY_HEADERS)
 
 
-def _local_path(target: str | None) -> str:
-    """Only same-site paths may be redirected to after login (no ``//host`` or ``/\\host``)."""
-    if not target or not target.startswith("/") or target.startswith(("//", "/\\")):
-        return "/"
-    return target
-
-
 OVERVIEW_TTL = 2.0
 """Seconds a rendered overview is shared by the viewers asking for it at the same live version."""
 VERSION_TTL = LIVE_POLL_MS / 1000
@@ -71,7 +62,30 @@ VERSION_TTL = LIVE_POLL_MS / 1000
 however many tabs are open (a change shows at most one interval later)."""
 
 
-def web_router(  # noqa: C901 - its page handlers are closures, counted in; to split (issue 35)
+def _runs_filter(
+    since: str,
+    until: str | None,
+    binding: str | None,
+    scorer: str | None,
+    version: str | None,
+    agent: str | None,
+    model: str | None,
+    service: str | None,
+) -> ScoreFilter:
+    """The runs page's query as a score filter: empty fields (as forms send them) match any."""
+    return ScoreFilter(
+        binding=binding or None,
+        scorer=scorer or None,
+        scorer_version=version or None,
+        agent=agent or None,
+        model=model or None,
+        service=service or None,
+        since=_moment(since, "since"),
+        until=_moment(until, "until") if until else datetime.now(UTC),
+    )
+
+
+def web_router(
     config: Config, store: SpanStore, keys: DashboardKeys, reads: ReadProcesses
 ) -> APIRouter:
     """The pages; ``reads`` builds the overview and trace pages in reader processes, off the
@@ -81,22 +95,8 @@ def web_router(  # noqa: C901 - its page handlers are closures, counted in; to s
     overviews = SharedValues(OVERVIEW_TTL)
     versions = SharedValues(VERSION_TTL, size=256)
 
-    async def signed_in_page(request: Request) -> None:
-        """Pages send a browser without a session to the login form, and back afterwards.
-        Checked in a thread only when there is something to check (a session is a query)."""
-        refusal = await run_in_threadpool(keys.refusal, request) if keys.enabled else None
-        if refusal is not None and refusal.status_code == 429:
-            raise refusal
-        if refusal is not None:
-            target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-            raise HTTPException(
-                303, headers={"Location": f"/ui/login?next={quote(target, safe='')}"}
-            )
-
-    async def signed_in(request: Request) -> None:
-        """The key check of what pages fetch (``/ui/live``), in a thread only with keys."""
-        if keys.enabled:
-            await run_in_threadpool(keys.require, request)
+    signed_in_page = page_guard(keys)
+    signed_in = fetch_guard(keys)
 
     def live_version(trace_id: str | None) -> str:
         with store.engine.connect() as connection:
@@ -162,18 +162,7 @@ def web_router(  # noqa: C901 - its page handlers are closures, counted in; to s
         model: str | None = None,
         service: str | None = None,
     ) -> HTMLResponse:
-        start = _moment(since, "since")
-        end = _moment(until, "until") if until else datetime.now(UTC)
-        where = ScoreFilter(
-            binding=binding or None,
-            scorer=scorer or None,
-            scorer_version=version or None,
-            agent=agent or None,
-            model=model or None,
-            service=service or None,
-            since=start,
-            until=end,
-        )
+        where = _runs_filter(since, until, binding, scorer, version, agent, model, service)
         data = runs_page(store.engine, where)
         return _page(
             "runs.html",
@@ -217,49 +206,7 @@ def web_router(  # noqa: C901 - its page handlers are closures, counted in; to s
         version = await versions.get(key, lambda: run_in_threadpool(live_version, key))
         return JSONResponse({"version": version}, headers={"Cache-Control": "no-store"})
 
-    @router.get("/ui/login")
-    def login_form(next: str = "/") -> HTMLResponse:
-        return _page("login.html", **common, next=_local_path(next), failed=False)
-
-    @router.post("/ui/login")
-    async def login(request: Request) -> Response:
-        """The form posts the key in the body, never in the URL (URLs end up in logs)."""
-        form = parse_qs((await request.body()).decode("utf-8", "replace"))
-        key = form.get("key", [""])[0]
-        target = _local_path(form.get("next", ["/"])[0])
-        if not keys.enabled:
-            return RedirectResponse(target, 303)
-        client = client_address(request)
-        if left := keys.throttled(client, "login"):
-            raise HTTPException(
-                429,
-                "too many failed key checks from this address; retry later",
-                headers={"Retry-After": str(math.ceil(left))},
-            )
-        if not keys.valid_key(key):
-            keys.failed(client, "login")
-            return _page("login.html", 401, **common, next=target, failed=True)
-        session = await run_in_threadpool(keys.open_session, key)
-        response = RedirectResponse(target, 303)
-        response.set_cookie(
-            COOKIE_NAME,
-            session,
-            max_age=int(keys.lifetime.total_seconds()),
-            httponly=True,
-            samesite="strict",
-            secure=request.url.scheme == "https",
-            path="/",
-        )
-        return response
-
-    @router.post("/ui/logout")
-    def logout(request: Request) -> Response:
-        """Ends the session everywhere (its row is deleted), not only in this browser."""
-        keys.end_session(request)
-        response = RedirectResponse("/ui/login", 303)
-        response.delete_cookie(COOKIE_NAME, path="/")
-        return response
-
+    router.include_router(sign_in_router(keys, _page, common))
     router.include_router(
         conversation_pages(
             store,
