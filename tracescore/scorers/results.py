@@ -91,7 +91,7 @@ def constructed(model: type[Model], values: dict[str, Any]) -> Model:
     without aliases, extra fields, private attributes, ``model_post_init`` or ``__new__``: the
     same instance (its ``__dict__``, fields set, no extra, no private state), built in a fifth of
     the time, as each scored run builds one ``ScoreResult`` and a ``StepTrace`` per step.
-    ``tests/test_scorer_framework.py`` checks it against ``model_construct``.
+    ``tests/scorers/test_scorer_framework.py`` checks it against ``model_construct``.
     """
     instance = _new(model)
     _set_attribute(instance, "__dict__", values)
