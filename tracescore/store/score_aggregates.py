@@ -34,8 +34,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection
 
 from tracescore.outcomes import FAILED_RUN_REASON
-from tracescore.store.score_reads import SCORES, ScoreFilter, db_time
-from tracescore.store.scores import SamplingDecisionRow, SamplingTallyRow
+from tracescore.store.score_reads import ScoreFilter, db_time
+from tracescore.store.scores import SCORES, SamplingDecisionRow, SamplingTallyRow
 from tracescore.store.table_of import table_of
 
 DECISIONS = table_of(SamplingDecisionRow)

@@ -18,10 +18,8 @@ from sqlalchemy.engine import Connection
 from tracescore.restapi import NOT_A_CURSOR, decode_cursor, encode_cursor
 from tracescore.store.alerts import ALERT_EVENTS
 from tracescore.store.dialect import as_utc
-from tracescore.store.scores import ListedScore, ScoreRow, StoredScore
-from tracescore.store.table_of import table_of
+from tracescore.store.scores import LISTED_COLUMNS, SCORES, ListedScore, StoredScore
 
-SCORES = table_of(ScoreRow)
 FILTER_COLUMNS = ("scorer_id", "agent", "model")
 """Columns the dashboard's score lists can be narrowed by, in the order its filter form shows
 them."""
@@ -97,8 +95,6 @@ _ANY_TIME = datetime(1970, 1, 1, tzinfo=UTC)
 
 # --- the REST API's listing (tracescore.monitor.api) -----------------------------------------
 
-_LISTED = [column for column in SCORES.c if column.name != "steps"]
-
 
 def time_cursor(created_at: datetime, row_id: str) -> str:
     """The cursor of a page whose last row has ``(created_at, id)``, for lists newest first."""
@@ -131,7 +127,7 @@ def list_scores(
         moment, row_id = time_position(cursor)
         moment = db_time(moment)
         conditions.append(or_(c.created_at < moment, and_(c.created_at == moment, c.id < row_id)))
-    columns = list(SCORES.c) if with_steps else _LISTED
+    columns = list(SCORES.c) if with_steps else LISTED_COLUMNS
     statement = (
         select(*columns)
         .where(*conditions)
@@ -172,7 +168,7 @@ def lowest_scores(
     c = SCORES.c
     scored = [c.status == "ok", c.score.is_not(None)]
     statement = (
-        select(*_LISTED)
+        select(*LISTED_COLUMNS)
         .where(*where.conditions(), *([] if failed_too else scored))
         .order_by(
             case((and_(*scored), 0), else_=1), c.score.asc(), c.created_at.desc(), c.id.desc()
@@ -192,7 +188,7 @@ def latest_scores(connection: Connection, where: ScoreFilter, limit: int) -> lis
     """The newest scores of any status: what the live feed shows arriving."""
     c = SCORES.c
     statement = (
-        select(*_LISTED)
+        select(*LISTED_COLUMNS)
         .where(*where.conditions())
         .order_by(c.created_at.desc(), c.id.desc())
         .limit(limit)

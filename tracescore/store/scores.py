@@ -213,7 +213,7 @@ def _default(column: Any) -> Any:
 
 
 _UPSERTS: dict[tuple[str, str], _Upsert] = {}
-_SCORES, _DECISIONS = table_of(ScoreRow), table_of(SamplingDecisionRow)
+SCORES, _DECISIONS = table_of(ScoreRow), table_of(SamplingDecisionRow)
 _TALLIES = table_of(SamplingTallyRow)
 
 
@@ -243,7 +243,7 @@ class Prepared:
 def prepare_scores(dialect: Dialect, rows: Sequence[StoredScore]) -> Prepared:
     """Score rows made storable and ready to upsert (see :func:`storable_score`)."""
     guard = TextGuard()
-    upsert = _upsert_of(_SCORES, dialect)
+    upsert = _upsert_of(SCORES, dialect)
     return Prepared(
         upsert, [upsert.row(storable_score(row, guard)) for row in rows], guard.replaced
     )
@@ -274,7 +274,7 @@ def add_tallies(connection: Connection, unsampled: dict[str, int], now: datetime
     )
 
 
-_SCORE_FIT = ColumnFit(_SCORES, produced_here=("id", "trace_id", "span_id", "status", "run_kind"))
+_SCORE_FIT = ColumnFit(SCORES, produced_here=("id", "trace_id", "span_id", "status", "run_kind"))
 """Score columns made storable; the others hold values tracescore makes itself."""
 
 
@@ -297,10 +297,6 @@ def upsert_decisions(connection: Connection, rows: Sequence[SamplingDecision]) -
     prepare_decisions(connection.dialect, rows).write(connection)
 
 
-SCORES = _SCORES
-"""The ``scores`` table, for the other owner modules' joins (feedback, conversations)."""
-
-
 # --- feedback/ (export, review queue) ------------------------------------------------------
 
 
@@ -320,7 +316,7 @@ def scored_runs(
 ) -> list[ScoredRun]:
     """``binding``'s ``ok`` scores since ``since`` (below ``below``), the first per run, oldest
     first."""
-    table = _SCORES
+    table = SCORES
     query = (
         select(
             table.c.trace_id, table.c.span_id, table.c.score, table.c.scorer_version, table.c.reason
@@ -358,14 +354,14 @@ class RecentScore(TypedDict):
     created_at: datetime
 
 
-_RECENT_COLUMNS = tuple(_SCORES.c[name] for name in RecentScore.__annotations__)
+_RECENT_COLUMNS = tuple(SCORES.c[name] for name in RecentScore.__annotations__)
 
 
 def recent_scores(
     connection: Connection, binding: str, since: datetime, limit: int
 ) -> list[RecentScore]:
     """The ``limit`` most recent ``ok`` scores of ``binding`` since ``since``, newest first."""
-    table = _SCORES
+    table = SCORES
     query = (
         select(*_RECENT_COLUMNS)
         .where(
@@ -390,11 +386,12 @@ class ScoreRecord(ListedScore):
     """Only when asked for (``with_steps``): the dashboard shows them, the API does not."""
 
 
-_PUBLIC_COLUMNS = [column for column in _SCORES.c if column.name != "steps"]
+LISTED_COLUMNS = [column for column in SCORES.c if column.name != "steps"]
+"""The columns of a score as lists show it: all but its ``steps``."""
 
 
 def _score_columns(with_steps: bool) -> list[Any]:
-    return list(_SCORES.c) if with_steps else _PUBLIC_COLUMNS
+    return list(SCORES.c) if with_steps else LISTED_COLUMNS
 
 
 def _record(row: Any) -> ScoreRecord:
@@ -417,8 +414,8 @@ def conversation_scores(
     found: dict[str, list[ScoreRecord]] = {}
     rows = connection.execute(
         select(*_score_columns(with_steps))
-        .where(_SCORES.c.conversation_id.in_(list(conversation_ids)))
-        .order_by(_SCORES.c.binding, _SCORES.c.scorer_version)
+        .where(SCORES.c.conversation_id.in_(list(conversation_ids)))
+        .order_by(SCORES.c.binding, SCORES.c.scorer_version)
     )
     for row in rows:
         found.setdefault(row.conversation_id, []).append(_record(row))
@@ -434,8 +431,8 @@ def run_scores(
     found: dict[str, list[ScoreRecord]] = {}
     rows = connection.execute(
         select(*_score_columns(with_steps))
-        .where(_SCORES.c.trace_id.in_(list(trace_ids)), _SCORES.c.conversation_id.is_(None))
-        .order_by(_SCORES.c.binding, _SCORES.c.span_id)
+        .where(SCORES.c.trace_id.in_(list(trace_ids)), SCORES.c.conversation_id.is_(None))
+        .order_by(SCORES.c.binding, SCORES.c.span_id)
     )
     for row in rows:
         found.setdefault(row.trace_id, []).append(_record(row))
@@ -459,7 +456,7 @@ class Spend:
 
 
 def binding_spend(database: Engine, binding: str, now: datetime, day_start: datetime) -> Spend:
-    table = _SCORES
+    table = SCORES
     mine = (table.c.binding == binding) & table.c.status.in_(_COUNTED)
     with database.connect() as connection:
         minute_count = connection.execute(
@@ -489,7 +486,7 @@ class VersionScore:
 
 def version_scores(database: Engine, binding: str, versions: Sequence[str]) -> list[VersionScore]:
     """The ``ok`` scores ``binding`` made with any of ``versions``."""
-    table = _SCORES
+    table = SCORES
     query = select(
         table.c.trace_id, table.c.span_id, table.c.scorer_version, table.c.score, table.c.label
     ).where(
@@ -504,7 +501,7 @@ def version_scores(database: Engine, binding: str, versions: Sequence[str]) -> l
 
 def score_ids_of(database: Engine, trace_id: str, statuses: Sequence[str]) -> set[str]:
     """The ids of the trace's scores in any of ``statuses``."""
-    table = _SCORES
+    table = SCORES
     query = select(table.c.id).where(
         (table.c.trace_id == trace_id) & table.c.status.in_(list(statuses))
     )
@@ -515,7 +512,7 @@ def score_ids_of(database: Engine, trace_id: str, statuses: Sequence[str]) -> se
 def paid_steps(connection: Connection, scorer_id: str, limit: int) -> list[dict[str, Any] | None]:
     """The ``steps`` of the scorer's latest ``limit`` scores that paid for judge output, newest
     first (what each of their judge calls cost is in there)."""
-    table = _SCORES
+    table = SCORES
     return list(
         connection.scalars(
             select(table.c.steps)
@@ -528,6 +525,6 @@ def paid_steps(connection: Connection, scorer_id: str, limit: int) -> list[dict[
 
 # --- retention/prune ---------------------------------------------------------------------------
 
-SCORES_BY_AGE = AgedRows(_SCORES, ("id",), "created_at")
+SCORES_BY_AGE = AgedRows(SCORES, ("id",), "created_at")
 DECISIONS_BY_AGE = AgedRows(_DECISIONS, ("id",), "created_at")
 TALLIES_BY_AGE = AgedRows(_TALLIES, ("binding", "minute"), "minute")
