@@ -72,6 +72,8 @@ from tracescore.web import web_router
 from tracescore.web.auth import DashboardKeys
 from tracescore.web.connections import grpc_connection_options, with_header_deadline
 from tracescore.web.gate import LOGIN_PATH, BodyGate, HeadAsGet
+from tracescore.web.live import LivePoll, LiveVersions
+from tracescore.web.pages_app import PagesApart, pages_app
 from tracescore.web.readers import ReadProcesses
 from tracescore.web.sources import sources_router
 from tracescore.web.traces_api import traces_router
@@ -115,33 +117,6 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
         langfuse_router(intake, readers),
         dependencies=[Depends(PasswordKeys(server.api_keys, attempts).require)],
     )
-    app.state.reads = reads = ReadProcesses(config, store)
-    for version in VERSIONS:  # /api/v1, then the deprecated /api aliases
-        for api in (
-            traces_router(store, reads, version),
-            conversations_router(store.engine, version),
-            ingest_router(store, version),
-            create_monitor_router(store.engine, config.monitor, version),
-            feedback_router(config, store, version),
-            sources_router(store.engine, version),
-        ):
-            app.include_router(api, dependencies=guarded, responses=PROBLEM_RESPONSES)
-    app.include_router(web_router(config, store, dashboard, reads))  # pages redirect to a login
-    if config.server.docs:
-        app.include_router(docs_router(app, dashboard))
-
-    install_problem_details(app)
-    app.add_exception_handler(DatabaseError, _ReadOutage().answer)
-    app.add_middleware(_NulAsStored)
-    app.add_middleware(
-        BodyGate,
-        keys=dashboard,
-        max_bytes=server.max_api_body_bytes,
-        timeout=server.body_timeout,
-        open_paths=[LOGIN_PATH],
-        own_paths=[*OTLP_PATHS, LANGFUSE_TRACES_PATH],
-    )
-    app.add_middleware(HeadAsGet)
 
     @app.get("/healthz", tags=["health"], summary="Liveness (and, with a key, what answered)")
     async def healthz(request: Request) -> dict[str, object]:
@@ -155,6 +130,40 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
             "in_flight": intake.in_flight,
             "pid": os.getpid(),  # which process answered, when several share the port
         }
+
+    app.state.reads = reads = ReadProcesses(config, store)
+    for version in VERSIONS:  # /api/v1, then the deprecated /api aliases
+        for api in (
+            traces_router(store, reads, version),
+            conversations_router(store.engine, version),
+            ingest_router(store, version),
+            create_monitor_router(store.engine, config.monitor, version),
+            feedback_router(config, store, version),
+            sources_router(store.engine, version),
+        ):
+            app.include_router(api, dependencies=guarded, responses=PROBLEM_RESPONSES)
+    if config.server.docs:
+        app.include_router(docs_router(app, dashboard))
+
+    install_problem_details(app)
+    outage = _ReadOutage().answer
+    app.add_exception_handler(DatabaseError, outage)
+    # pages redirect to a login form rather than answer 401
+    versions = LiveVersions(store)
+    pages = pages_app(
+        web_router(config, store, dashboard, reads, versions), {DatabaseError: outage}
+    )
+    app.add_middleware(PagesApart, pages=pages, live=LivePoll(versions, dashboard))
+    app.add_middleware(_NulAsStored)
+    app.add_middleware(
+        BodyGate,
+        keys=dashboard,
+        max_bytes=server.max_api_body_bytes,
+        timeout=server.body_timeout,
+        open_paths=[LOGIN_PATH],
+        own_paths=[*OTLP_PATHS, LANGFUSE_TRACES_PATH],
+    )
+    app.add_middleware(HeadAsGet)
 
     return app
 

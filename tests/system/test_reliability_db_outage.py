@@ -20,7 +20,8 @@ import pytest
 from tests.support.agent_otlp import agent_trace, export_request
 from tests.support.server_process import ServerProcess, start_server
 from tests.support.throwaway_pg import ThrowawayPostgres
-from tracescore.web.router import OVERVIEW_TTL, VERSION_TTL
+from tracescore.web.live import VERSION_TTL
+from tracescore.web.router import OVERVIEW_TTL
 
 pytestmark = pytest.mark.pg_cluster
 OUTAGE_SECONDS = 5.0

@@ -21,6 +21,7 @@ from tracescore.config import parse_config
 from tracescore.ingest.unpack import drain
 from tracescore.service import create_app
 from tracescore.store import open_store
+from tracescore.web.readers import READER_NICENESS
 from tracescore.web.trace_view import MAX_RAW_SPANS, MAX_RUNS
 
 JSON = {"content-type": "application/json"}
@@ -143,7 +144,8 @@ def test_acks_stay_fast_while_a_huge_trace_is_read(tmp_path: Path) -> None:
 def test_the_service_stops_promptly_while_a_reader_process_builds_a_huge_trace(
     tmp_path: Path,
 ) -> None:
-    """The reader processes are ended with the service: a read still running does not hold its
+    """The reader processes run below the service's priority (a page gives way to acks where
+    CPU is short) and are ended with the service: a read still running does not hold its
     exit (the pool would wait for it), and no reader outlives it."""
     with (
         start_server(tmp_path) as server,
@@ -161,6 +163,11 @@ def test_the_service_stops_promptly_while_a_reader_process_builds_a_huge_trace(
         reading.start()
         time.sleep(1.0)  # the reader process is rebuilding the 10,000 spans' runs
         tree = process_tree(server.process.pid)
+        readers = [pid for pid in tree if b"spawn_main" in _cmdline(pid)]
+        assert readers, [_cmdline(pid) for pid in tree]
+        assert {_niceness(pid) for pid in readers} == {
+            _niceness(server.process.pid) + READER_NICENESS
+        }
         started = time.monotonic()
         assert server.stop() == 0, server.output()[-2000:]
         assert time.monotonic() - started < 15
@@ -170,4 +177,12 @@ def test_the_service_stops_promptly_while_a_reader_process_builds_a_huge_trace(
             left := [pid for pid in tree if Path(f"/proc/{pid}").exists()]
         ) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not left, [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in left]
+        assert not left, [_cmdline(pid) for pid in left]
+
+
+def _cmdline(pid: int) -> bytes:
+    return Path(f"/proc/{pid}/cmdline").read_bytes()
+
+
+def _niceness(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])

@@ -44,7 +44,7 @@ from tracescore.service import create_app
 from tracescore.store.dialect import as_utc
 from tracescore.store.scores import ScoreRow
 from tracescore.web.auth import COOKIE_NAME
-from tracescore.web.router import VERSION_TTL
+from tracescore.web.live import VERSION_TTL
 
 
 def chart_card(page: str, binding: str) -> str:

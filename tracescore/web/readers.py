@@ -55,6 +55,9 @@ PAGE_PROCESS_AFTER = 20
 """Overview renders done in a thread before the overview's own process is started: one viewer
 now and then costs less than a process (~70 MB and a second of start-up); tabs left open
 re-fetch it every few seconds and reach this within a minute."""
+READER_NICENESS = 5
+"""How much lower than its service a reader process is scheduled (``nice``): a rendering page
+gives way to ingest's acknowledgements, yet still gets CPU when the machine has some."""
 PROCESS_SPANS = 1_000
 """Traces with this many spans or more are read in a reader process (a 1,000-span trace's runs
 take about a second to rebuild on a busy 2-core machine); smaller ones in a thread."""
@@ -171,9 +174,11 @@ _reads: TraceReads | None = None
 def _start(config: Config, url: str) -> None:
     """A reader process's set-up. It ignores the terminal's Ctrl-C (its service ends it) and
     exits when its service has gone, however that ended (a SIGKILL runs nothing of the
-    service): it holds nothing to save."""
+    service): it holds nothing to save. It runs at :data:`READER_NICENESS`: where the machine
+    is short of CPU, what a page waits for yields to what an exporter waits for."""
     global _reads
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.nice(READER_NICENESS)
     gc.disable()  # see the module's docstring
     parent = multiprocessing.parent_process()
     if parent is not None and parent.sentinel is not None:

@@ -9,14 +9,12 @@ script nor load anything from elsewhere.
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request
-from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import HTMLResponse, Response
 
 from tracescore.config import Config
 from tracescore.store import SpanStore, score_reads
@@ -25,6 +23,7 @@ from tracescore.web import alerting
 from tracescore.web.auth import DashboardKeys
 from tracescore.web.compare import compare_page
 from tracescore.web.conversations import conversation_pages
+from tracescore.web.live import LIVE_POLL_MS, TRACE_ID, LiveVersions
 from tracescore.web.overview_render import VIEW_PARAMETERS
 from tracescore.web.overview_render import moment_param as _moment
 from tracescore.web.readers import ReadProcesses
@@ -32,13 +31,11 @@ from tracescore.web.rendering import render
 from tracescore.web.review import review_router
 from tracescore.web.runs import chart_around, runs_page
 from tracescore.web.shared import SharedValues
-from tracescore.web.signin import fetch_guard, page_guard, sign_in_router
+from tracescore.web.signin import page_guard, sign_in_router
 from tracescore.web.silencing import DURATIONS, silence_forms
 from tracescore.web.sources import source_rows
 
-_TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
 STATIC_FILES = {"style.css": "text/css", "live.js": "text/javascript"}
-LIVE_POLL_MS = 1000
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -57,9 +54,6 @@ def _page(template: str, status: int = 200, **context: Any) -> HTMLResponse:
 
 OVERVIEW_TTL = 2.0
 """Seconds a rendered overview is shared by the viewers asking for it at the same live version."""
-VERSION_TTL = LIVE_POLL_MS / 1000
-"""Seconds a live version is shared by every page polling it: one query per interval,
-however many tabs are open (a change shows at most one interval later)."""
 
 
 def _runs_filter(
@@ -86,32 +80,28 @@ def _runs_filter(
 
 
 def web_router(
-    config: Config, store: SpanStore, keys: DashboardKeys, reads: ReadProcesses
+    config: Config,
+    store: SpanStore,
+    keys: DashboardKeys,
+    reads: ReadProcesses,
+    versions: LiveVersions,
 ) -> APIRouter:
     """The pages; ``reads`` builds the overview and trace pages in reader processes, off the
-    ingest path."""
+    ingest path; ``versions`` is what ``/ui/live`` answers (:mod:`tracescore.web.live`)."""
     router = APIRouter(include_in_schema=False)
     rules = list(config.alerts.rules)
     overviews = SharedValues(OVERVIEW_TTL)
-    versions = SharedValues(VERSION_TTL, size=256)
 
     signed_in_page = page_guard(keys)
-    signed_in = fetch_guard(keys)
-
-    def live_version(trace_id: str | None) -> str:
-        with store.engine.connect() as connection:
-            if trace_id is None:
-                return score_reads.live_version(connection)
-            return score_reads.trace_version(connection, trace_id)
 
     common = {"auth": keys.enabled, "poll_ms": LIVE_POLL_MS}
 
     @router.get("/", dependencies=[Depends(signed_in_page)])
     async def overview(request: Request) -> HTMLResponse:
         """Open tabs re-fetch the overview whenever the live version moves: each version of
-        each view (the shared one of :data:`VERSION_TTL`) is rendered once and shared, for at
+        each view (the shared one of :data:`~tracescore.web.live.VERSION_TTL`) is rendered once and shared, for at
         most :data:`OVERVIEW_TTL` seconds (the alerts on it are read per render)."""
-        version = await versions.get(None, lambda: run_in_threadpool(live_version, None))
+        version = await versions.get(None)
         view = {
             name: request.query_params[name]
             for name in VIEW_PARAMETERS
@@ -189,22 +179,12 @@ def web_router(
 
     @router.get("/ui/traces/{trace_id}", dependencies=[Depends(signed_in_page)])
     async def trace(trace_id: str) -> HTMLResponse:
-        if not _TRACE_ID.match(trace_id):
+        if not TRACE_ID.match(trace_id):
             raise HTTPException(400, "trace id must be 32 hex characters")
         shown = await reads.trace_page(trace_id.lower(), common)
         if shown is None:
             return _page("missing.html", 404, **common, trace_id=trace_id.lower())
         return HTMLResponse(shown, headers=SECURITY_HEADERS)
-
-    @router.get("/ui/live", dependencies=[Depends(signed_in)])
-    async def live(trace: str | None = None) -> JSONResponse:
-        """What pages poll: a value that changes when there is something new (for ``trace``:
-        a new or rescored score of that trace), read once per :data:`VERSION_TTL` for all."""
-        if trace is not None and not _TRACE_ID.match(trace):
-            raise HTTPException(400, "trace id must be 32 hex characters")
-        key = trace.lower() if trace else None
-        version = await versions.get(key, lambda: run_in_threadpool(live_version, key))
-        return JSONResponse({"version": version}, headers={"Cache-Control": "no-store"})
 
     router.include_router(sign_in_router(keys, _page, common))
     router.include_router(

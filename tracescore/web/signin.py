@@ -50,16 +50,6 @@ def page_guard(keys: DashboardKeys) -> Guard:
     return signed_in_page
 
 
-def fetch_guard(keys: DashboardKeys) -> Guard:
-    """The key check of what pages fetch (``/ui/live``): a refusal, never a redirect."""
-
-    async def signed_in(request: Request) -> None:
-        if keys.enabled:  # in a thread only with keys: the check may read a session
-            await run_in_threadpool(keys.require, request)
-
-    return signed_in
-
-
 def sign_in_router(keys: DashboardKeys, page: Page, common: dict[str, Any]) -> APIRouter:
     """``/ui/login`` (the form and its post) and ``/ui/logout``, open by design."""
     router = APIRouter(include_in_schema=False)
