@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -80,8 +81,8 @@ def _clustered(
     if count < 2:
         return labels
     picked = np.unique(np.linspace(0, count - 1, min(count, config.cluster_sample)).astype(np.intp))
-    sample = vectors[picked]
-    dense = sample.toarray() if sparse.issparse(sample) else np.asarray(sample)
+    sample: Any = vectors[picked]
+    dense = np.asarray(sample.toarray() if sparse.issparse(sample) else sample)
     similarity = np.clip(dense @ dense.T, -1.0, 1.0)
     distances = (1.0 - similarity).astype(np.float64)
     np.fill_diagonal(distances, 0.0)

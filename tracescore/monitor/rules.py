@@ -298,7 +298,7 @@ def _failure_modes(connection: Connection, rule: FailureModeRule, now: datetime)
     verdicts = []
     for group in current_groups(connection):
         size, before = group["size"], group["previous_size"]
-        new = group["first_seen"] >= since
+        new = group["first_seen"] > since
         growth = size / before if before else None
         grew = (
             rule.growth is not None

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Literal, TypedDict, cast
 
-from sqlalchemy import Column, Engine, Float, Index, Text, and_, delete, or_, select
+from sqlalchemy import Column, ColumnElement, Engine, Float, Index, Text, and_, delete, or_, select
 from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
 
@@ -338,7 +338,7 @@ def negative_verdicts(
 ) -> Iterator[NegativeVerdict]:
     """The window's feedback whose label is one of ``labels`` or whose value is below
     ``below``, streamed oldest first."""
-    negative = [FEEDBACK.c.label.in_(list(labels))] if labels else []
+    negative: list[ColumnElement[bool]] = [FEEDBACK.c.label.in_(list(labels))] if labels else []
     if below is not None:
         negative.append(FEEDBACK.c.value < below)
     if not negative:
