@@ -64,9 +64,11 @@ def test_the_insights_page_lists_the_modes_and_a_mode_its_runs(
     assert any("lisbon" in name for name in names[:3])
     assert layout_problems(page) == []
     shot(page, "insights")
+    size = int(page.locator("#insights tbody tr").first.locator("td").nth(1).inner_text())
+    assert size >= 55
     page.locator("#insights tbody tr td:first-child a").first.click()
     page.wait_for_url("**/ui/insights/*")
-    assert page.locator("#group-runs tbody tr").count() == 60
+    assert page.locator("#group-runs tbody tr").count() == size
     page.locator("#group-runs tbody tr a").first.click()
     page.wait_for_url("**/ui/traces/*")
     api = httpx.get(
