@@ -3,7 +3,6 @@ earlier passes and stored (or only returned, offline)."""
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from tracescore.insights.grouping import Embed, Group, group_documents
 from tracescore.insights.naming import judge_names, term_name
 from tracescore.insights.runs import FailedRun, read_runs, sample_failed_runs
 from tracescore.insights.tracking import match_groups
-from tracescore.judge.client import litellm
+from tracescore.judge.client import api_key, litellm
 from tracescore.judge.config import JudgeConfig
 from tracescore.judge.protocol import Judge
 from tracescore.store import SpanStore, connect
@@ -57,7 +56,7 @@ def embedder(connection: JudgeConfig, batch: int) -> Embed:
                 model=connection.model,
                 input=[text or " " for text in texts[start : start + batch]],
                 api_base=connection.api_base,
-                api_key=os.environ.get(connection.api_key_env) if connection.api_key_env else None,
+                api_key=api_key(connection),
             )
             rows.extend(item["embedding"] for item in response.data)
         return np.asarray(rows, dtype=np.float32)
