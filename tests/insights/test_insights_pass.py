@@ -18,7 +18,7 @@ from tracescore.insights.passes import PassResult, run_pass
 from tracescore.monitor.config import FailureModeRule
 from tracescore.monitor.rules import evaluate_rule
 from tracescore.store import SpanStore, connect, open_store
-from tracescore.store.insights import group_runs, list_groups
+from tracescore.store.insights import group_runs, list_groups, run_texts
 
 START = 1_800_000_000.0
 
@@ -51,7 +51,9 @@ def test_the_pass_recovers_the_planted_modes_and_names_them(store: SpanStore) ->
     assert first["size"] == 300 and first["share"] == pytest.approx(300 / 1200)
     assert sum(first["details"]["trend"]) == 300
     assert first["details"]["flagged_by"] == {"answer-relevancy": 300}
-    # Deterministic: the same runs and settings give the same groups.
+    with connect(store.engine) as connection:  # the runs' texts, kept for the next passes
+        assert len(run_texts(connection, [(r.trace_id, r.span_id) for r in runs])) == len(runs)
+    # Deterministic: the same runs and settings give the same groups (here from stored texts).
     again = run_pass(store, InsightsConfig(), CONVENTIONS, now=_at(START + 7200), save=False)
     assert [g["id"] for g in again.groups] == [g["id"] for g in result.groups]
     assert _labels(again) == labels

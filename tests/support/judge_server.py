@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import re
 import json
+import re
 import sys
 import threading
 import time

@@ -153,7 +153,9 @@ def run_pass(
     until = now or datetime.now(UTC)
     since = until - timedelta(seconds=config.window)
     sample = sample_failed_runs(store, since, until, config.failed, config.max_runs)
-    runs = read_runs(store, sample.runs.values(), conventions)
+    runs = read_runs(
+        store, sample.runs.values(), conventions, keep_since=since.timestamp() if save else None
+    )
     embedding = config.embedding()
     embed = embedder(embedding, config.embedding_batch) if embedding is not None else None
     window = (since.timestamp(), until.timestamp())

@@ -26,6 +26,7 @@ from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.scorers.utils import merge_tool_invocations
 from tracescore.store import SpanStore, connect
 from tracescore.store.feedback import negative_verdicts
+from tracescore.store.insights import RunText, keep_run_texts, run_texts
 from tracescore.store.score_reads import failed_scores
 
 FIELD_CHARS = 2_000
@@ -77,6 +78,27 @@ class FailedRun:
             or " ".join(self.reasons[:1])
         )
         return f"{self.request[:160]} — {wrong[:200]}" if wrong else self.request[:240]
+
+    def text(self) -> RunText:
+        """What its trace said, to store for the next passes."""
+        return RunText(
+            trace_id=self.trace_id,
+            span_id=self.span_id,
+            failed_at=self.failed_at,
+            agent=self.agent,
+            model=self.model,
+            request=self.request,
+            answer=self.answer,
+            error=self.error,
+            tools=self.tools,
+        )
+
+    def take(self, text: RunText) -> None:
+        """Take what an earlier pass stored of its trace (:meth:`text`)."""
+        self.agent = self.agent or text["agent"]
+        self.model = self.model or text["model"]
+        self.request, self.answer, self.error = text["request"], text["answer"], text["error"]
+        self.tools = list(text["tools"])
 
     def read(self, run: ScorerRun) -> None:
         """Take the request, answer, tool calls and error from the rebuilt ``run``."""
@@ -170,16 +192,46 @@ def sample_failed_runs(
 
 
 def read_runs(
-    store: SpanStore, runs: Iterable[FailedRun], conventions: Sequence[Convention]
+    store: SpanStore,
+    runs: Iterable[FailedRun],
+    conventions: Sequence[Convention],
+    *,
+    keep_since: float | None = None,
 ) -> list[FailedRun]:
-    """``runs`` with what their traces say, in a stable order (by trace, then span); a run
-    whose trace is no longer stored keeps its reasons only. A verdict on a whole trace is
-    moved to the trace's first primary run."""
+    """``runs`` with what their traces say, in a stable order (by trace, then span). Runs read
+    by an earlier pass are taken from their stored text; the others are rebuilt from their
+    spans and, with ``keep_since``, their text stored (texts of runs that failed before it
+    dropped). A run whose trace is no longer stored keeps its reasons only. A verdict on a
+    whole trace is moved to the trace's first primary run."""
     ordered = sorted(runs, key=lambda run: run.key)
-    by_trace: dict[str, list[FailedRun]] = {}
+    with connect(store.engine) as connection:
+        stored = {
+            (text["trace_id"], text["span_id"]): text
+            for text in run_texts(connection, [run.key for run in ordered if run.span_id])
+        }
+    unread = []
     for run in ordered:
+        text = stored.get(run.key)
+        if text is None:
+            unread.append(run)
+        else:
+            run.take(text)
+    rebuilt = _rebuild(store, unread, conventions)
+    if keep_since is not None:
+        with store.write_transaction() as connection:
+            keep_run_texts(connection, [run.text() for run in rebuilt], keep_since)
+    return _merged(ordered)
+
+
+def _rebuild(
+    store: SpanStore, runs: Sequence[FailedRun], conventions: Sequence[Convention]
+) -> list[FailedRun]:
+    """Fill ``runs`` from their traces, loaded and rebuilt in batches; the runs found."""
+    by_trace: dict[str, list[FailedRun]] = {}
+    for run in runs:
         by_trace.setdefault(run.trace_id, []).append(run)
     trace_ids = list(by_trace)
+    found = []
     for start in range(0, len(trace_ids), TRACE_BATCH):
         batch = trace_ids[start : start + TRACE_BATCH]
         for trace_id, trace in store.load_traces(batch).items():
@@ -193,7 +245,8 @@ def read_runs(
                     failed.agent = failed.agent or agent_run.agent_name
                     failed.model = failed.model or agent_run.model
                     failed.read(ScorerRun.of(agent_run))
-    return _merged(ordered)
+                    found.append(failed)
+    return found
 
 
 def _merged(runs: Sequence[FailedRun]) -> list[FailedRun]:

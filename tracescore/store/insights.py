@@ -67,8 +67,28 @@ class FailureMembershipRow(SQLModel, table=True):
     """A line of what the run asked and what went wrong, for the group's page."""
 
 
+class FailedRunTextRow(SQLModel, table=True):
+    """What a failed run's trace said, as a pass reads it: kept so that the next passes over
+    overlapping windows read it here instead of rebuilding the run from its spans, which is
+    most of a first pass's time. Rows older than a pass's window are pruned by that pass."""
+
+    __tablename__ = "failure_run_texts"
+    __table_args__ = (Index("ix_failure_run_texts_failed_at", "failed_at"),)
+
+    trace_id: str = Field(primary_key=True, max_length=32)
+    span_id: str = Field(primary_key=True, max_length=16)
+    failed_at: float
+    agent: str | None = Field(default=None, max_length=200)
+    model: str | None = Field(default=None, max_length=200)
+    request: str = Field(default="", sa_column=Column(Text))
+    answer: str = Field(default="", sa_column=Column(Text))
+    error: str = Field(default="", sa_column=Column(Text))
+    tools: list[str] = Field(sa_column=Column(JSON))
+
+
 GROUPS = table_of(FailureGroupRow)
 MEMBERSHIPS = table_of(FailureMembershipRow)
+TEXTS = table_of(FailedRunTextRow)
 
 
 class FailureGroup(TypedDict):
@@ -96,8 +116,47 @@ class Membership(TypedDict):
     summary: str
 
 
+class RunText(TypedDict):
+    trace_id: str
+    span_id: str
+    failed_at: float
+    agent: str | None
+    model: str | None
+    request: str
+    answer: str
+    error: str
+    tools: list[str]
+
+
 _CHUNK = 500
-"""Rows per insert statement."""
+"""Rows per insert statement, keys per ``IN`` list."""
+
+
+def run_texts(connection: Connection, keys: Sequence[tuple[str, str]]) -> list[RunText]:
+    """The stored texts of the runs ``keys`` (trace, span) that have some."""
+    by_trace: dict[str, set[str]] = {}
+    for trace_id, span_id in keys:
+        by_trace.setdefault(trace_id, set()).add(span_id)
+    traces = sorted(by_trace)
+    found: list[RunText] = []
+    for start in range(0, len(traces), _CHUNK):
+        query = select(TEXTS).where(TEXTS.c.trace_id.in_(traces[start : start + _CHUNK]))
+        found.extend(
+            cast(RunText, dict(row._mapping))
+            for row in connection.execute(query)
+            if row.span_id in by_trace[row.trace_id]
+        )
+    return found
+
+
+def keep_run_texts(connection: Connection, texts: Sequence[RunText], before: float) -> None:
+    """Store ``texts`` (a run's stored text is never rewritten: its trace was scored, so
+    settled) and drop those of runs that failed before ``before``."""
+    connection.execute(delete(TEXTS).where(TEXTS.c.failed_at < before))
+    rows = [dict(text) for text in texts]
+    for start in range(0, len(rows), _CHUNK):
+        insert = dialect_insert(connection)(TEXTS).values(rows[start : start + _CHUNK])
+        connection.execute(insert.on_conflict_do_nothing(index_elements=["trace_id", "span_id"]))
 
 
 def save_pass(

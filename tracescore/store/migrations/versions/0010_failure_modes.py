@@ -1,4 +1,5 @@
-"""Failure modes (#38): the ``failure_groups`` and ``failure_memberships`` tables.
+"""Failure modes (#38): the ``failure_groups``, ``failure_memberships`` and
+``failure_run_texts`` tables.
 
 Revision ID: 0010_failure_modes
 Revises: 0009_leases
@@ -47,8 +48,24 @@ def upgrade() -> None:
         "ix_failure_memberships_group", "failure_memberships", ["group_id", "failed_at"]
     )
 
+    op.create_table(
+        "failure_run_texts",
+        sa.Column("trace_id", sa.String(32), primary_key=True),
+        sa.Column("span_id", sa.String(16), primary_key=True),
+        sa.Column("failed_at", sa.Float(), nullable=False),
+        sa.Column("agent", sa.String(200), nullable=True),
+        sa.Column("model", sa.String(200), nullable=True),
+        sa.Column("request", sa.Text(), nullable=True),
+        sa.Column("answer", sa.Text(), nullable=True),
+        sa.Column("error", sa.Text(), nullable=True),
+        sa.Column("tools", sa.JSON(), nullable=True),
+    )
+    op.create_index("ix_failure_run_texts_failed_at", "failure_run_texts", ["failed_at"])
+
 
 def downgrade() -> None:
+    op.drop_index("ix_failure_run_texts_failed_at", table_name="failure_run_texts")
+    op.drop_table("failure_run_texts")
     op.drop_index("ix_failure_memberships_group", table_name="failure_memberships")
     op.drop_table("failure_memberships")
     op.drop_index("ix_failure_groups_last_seen", table_name="failure_groups")
