@@ -65,7 +65,7 @@ def embedder(connection: JudgeConfig, batch: int) -> Embed:
 
 
 def _trend(runs: Sequence[FailedRun], since: float, until: float, buckets: int) -> list[int]:
-    width = (until - since) / buckets
+    width = (until - since) / buckets or 1.0  # runs read from files have no time: one bucket
     counts = [0] * buckets
     for run in runs:
         counts[min(buckets - 1, max(0, int((run.failed_at - since) / width)))] += 1
