@@ -34,6 +34,8 @@ TERMS_KEPT = 20
 """Terms of a group's centroid stored with it: what a later pass matches it by."""
 NAME_TERMS = 4
 """Distinctive terms a group is named by when no judge names it."""
+ASSIGN_CHUNK = 2_000
+"""Runs scored against the centroids at once (a dense runs × groups block)."""
 MAX_FEATURES = 50_000
 """Vocabulary cap: the TF-IDF matrix's width, whatever the runs say."""
 
@@ -71,20 +73,24 @@ def _tfidf(documents: Sequence[str]) -> tuple[sparse.csr_matrix, NDArray[np.str_
     return sparse.csr_matrix(matrix), vectorizer.get_feature_names_out()
 
 
+def _dense(matrix: Any) -> NDArray[np.float64]:
+    return np.asarray(matrix.toarray() if sparse.issparse(matrix) else matrix, dtype=np.float64)
+
+
 def _clustered(
     vectors: sparse.csr_matrix | NDArray[np.float32], config: InsightsConfig
 ) -> NDArray[np.intp]:
     """A group number per row (-1: none): agglomerative clustering of an even sample, the rest
-    assigned to the nearest centroid within the threshold."""
+    assigned to the nearest centroid within the threshold. Products stay sparse until they
+    are as small as the sample's distances or a chunk's scores: a TF-IDF row is as wide as
+    the vocabulary (tens of thousands of terms)."""
     count = vectors.shape[0]
     labels = np.full(count, -1, dtype=np.intp)
     if count < 2:
         return labels
     picked = np.unique(np.linspace(0, count - 1, min(count, config.cluster_sample)).astype(np.intp))
     sample: Any = vectors[picked]
-    dense = np.asarray(sample.toarray() if sparse.issparse(sample) else sample)
-    similarity = np.clip(dense @ dense.T, -1.0, 1.0)
-    distances = (1.0 - similarity).astype(np.float64)
+    distances = 1.0 - np.clip(_dense(sample @ sample.T), -1.0, 1.0)
     np.fill_diagonal(distances, 0.0)
     clustering = AgglomerativeClustering(
         n_clusters=None,
@@ -93,14 +99,22 @@ def _clustered(
         distance_threshold=config.distance_threshold,
     ).fit(distances)
     found: NDArray[np.intp] = clustering.labels_
-    groups = np.unique(found)
-    centroids = normalize(np.vstack([dense[found == group].mean(axis=0) for group in groups]))
-    scores = vectors @ centroids.T
-    scores = np.asarray(scores.toarray() if sparse.issparse(scores) else scores)
-    nearest = scores.argmax(axis=1)
-    near_enough = 1.0 - scores[np.arange(count), nearest] <= config.distance_threshold
-    labels[near_enough] = groups[nearest[near_enough]]
     labels[picked] = found
+    if len(picked) == count:
+        return labels
+    # Each group's centroid: the mean of its sample rows, as an (indicator / size) product.
+    indicator = sparse.csr_matrix(
+        (1.0 / np.bincount(found)[found], (found, np.arange(len(found)))),
+        shape=(int(found.max()) + 1, len(found)),
+    )
+    centroids: Any = normalize(indicator @ sample)
+    rest = np.setdiff1d(np.arange(count), picked)
+    for start in range(0, len(rest), ASSIGN_CHUNK):
+        rows = rest[start : start + ASSIGN_CHUNK]
+        scores = _dense(vectors[rows] @ centroids.T)
+        nearest = scores.argmax(axis=1)
+        near_enough = 1.0 - scores[np.arange(len(rows)), nearest] <= config.distance_threshold
+        labels[rows[near_enough]] = nearest[near_enough]
     return labels
 
 
@@ -108,17 +122,24 @@ def _described(
     tfidf: sparse.csr_matrix, vocabulary: NDArray[np.str_], members: list[int]
 ) -> tuple[dict[str, float], list[str]]:
     """A group's heaviest terms (weights) and its distinctive ones: mean weight in the group
-    well above the mean over all failed runs."""
+    well above the mean over all failed runs. A term of both the requests' and the failures'
+    vocabularies counts once, at its heavier place."""
     if tfidf.shape[1] == 0:
         return {}, []
     inside = np.asarray(tfidf[members].mean(axis=0)).ravel()
     overall = np.asarray(tfidf.mean(axis=0)).ravel()
-    heaviest = np.argsort(-inside, kind="stable")[:TERMS_KEPT]
-    terms = {str(vocabulary[i]): round(float(inside[i]), 4) for i in heaviest if inside[i] > 0}
+    terms: dict[str, float] = {}
+    for i in np.argsort(-inside, kind="stable"):
+        if len(terms) == TERMS_KEPT or inside[i] <= 0:
+            break
+        terms.setdefault(str(vocabulary[i]), round(float(inside[i]), 4))
     lift = inside - overall
-    distinctive = [
-        str(vocabulary[i]) for i in np.argsort(-lift, kind="stable")[:NAME_TERMS] if lift[i] > 0
-    ]
+    distinctive: list[str] = []
+    for i in np.argsort(-lift, kind="stable"):
+        if len(distinctive) == NAME_TERMS or lift[i] <= 0:
+            break
+        if str(vocabulary[i]) not in distinctive:
+            distinctive.append(str(vocabulary[i]))
     return terms, distinctive
 
 
@@ -144,13 +165,17 @@ def group_documents(
 ) -> list[Group]:
     """The groups of the runs whose requests and failure texts (:meth:`FailedRun.failure`)
     are given, at least ``min_group_size`` runs each, largest first."""
-    tfidf, vocabulary = _tfidf([f"{r}\n{f}" for r, f in zip(requests, failures, strict=True)])
-    if embed is not None:
-        vectors = _weighted(
-            normalize(embed(requests)), normalize(embed(failures)), config.request_weight
-        )
-    else:
-        vectors = _weighted(_tfidf(requests)[0], _tfidf(failures)[0], config.request_weight)
+    asked, asked_terms = _tfidf(requests)
+    failed, failed_terms = _tfidf(failures)
+    # Named by the terms of both texts alike (the city a tool fails for is in the request),
+    # grouped with the request weighed down.
+    tfidf = sparse.csr_matrix(_weighted(asked, failed, 1.0))
+    vocabulary = np.concatenate([asked_terms, failed_terms])
+    vectors = (
+        _weighted(normalize(embed(requests)), normalize(embed(failures)), config.request_weight)
+        if embed is not None
+        else _weighted(asked, failed, config.request_weight)
+    )
     labels = _clustered(vectors, config)
     groups = []
     for label in np.unique(labels[labels >= 0]):
