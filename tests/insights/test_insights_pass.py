@@ -114,3 +114,16 @@ def test_the_pass_stores_its_groups_on_postgresql(pg_url: str) -> None:
     assert {g["id"] for g in groups} == {g["id"] for g in result.groups}
     assert sum(g["size"] for g in groups) == len(result.memberships) >= 80
     store.close()
+
+
+def test_a_window_without_failed_runs_empties_the_current_groups(store: SpanStore) -> None:
+    store_runs(store, planted_stream(per_mode=20, noise=0, start=START))
+    found = run_pass(store, InsightsConfig(window=3600), CONVENTIONS, now=_at(START + 3600))
+    assert len(found.groups) >= 3
+    quiet = run_pass(store, InsightsConfig(window=3600), CONVENTIONS, now=_at(START + 86400))
+    assert quiet.failed == 0 and quiet.groups == []
+    with connect(store.engine) as connection:
+        assert list_groups(connection, 10, None)[0] == []
+        gone, _ = list_groups(connection, 10, None, include_gone=True)
+    assert {g["id"] for g in gone} == {g["id"] for g in found.groups}
+    assert all(g["size"] == 0 and g["previous_size"] > 0 for g in gone)

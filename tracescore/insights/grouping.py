@@ -167,6 +167,8 @@ def group_documents(
 ) -> list[Group]:
     """The groups of the runs whose requests and failure texts (:meth:`FailedRun.failure`)
     are given, at least ``min_group_size`` runs each, largest first."""
+    if len(requests) < config.min_group_size:
+        return []  # not one group's worth (a window with no failed run at all included)
     asked, asked_terms = _tfidf(requests)
     failed, failed_terms = _tfidf(failures)
     # Named by the terms of both texts alike (the city a tool fails for is in the request),

@@ -11,15 +11,19 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from tracescore.background import BackgroundFactory
 from tracescore.backoff import Backoff, repeat
 from tracescore.extract.base import Convention
 from tracescore.insights.config import InsightsConfig
-from tracescore.insights.passes import PassResult, run_pass
 from tracescore.judge.protocol import Judge
 from tracescore.store import SpanStore
 from tracescore.store.leases import acquire_lease, lease_expiry
+
+if TYPE_CHECKING:
+    from tracescore.insights.passes import PassResult
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +57,10 @@ class InsightsLeader:
 
     def run_once(self) -> PassResult | None:
         """A pass if one is due and the lease is ours; None when there was nothing to do."""
+        # Imported at the first pass, not with the service: scikit-learn takes a second and
+        # tens of MB to import, which every service process would pay at start.
+        from tracescore.insights.passes import run_pass
+
         with self.store.engine.connect() as connection:
             expires = lease_expiry(connection, LEASE_NAME)
         if expires is not None and expires >= self.clock():
@@ -60,7 +68,13 @@ class InsightsLeader:
         if not self._lease(self.config.leader_lease):
             return None
         started = self.clock()
-        result = run_pass(self.store, self.config, self.conventions, judge=self.judge)
+        result = run_pass(
+            self.store,
+            self.config,
+            self.conventions,
+            now=datetime.fromtimestamp(started, UTC),
+            judge=self.judge,
+        )
         self._lease(started + self.config.interval - self.clock())  # the next pass's time
         log.info(
             "insights pass: %d groups among %d failed runs in %.1f s",
