@@ -40,7 +40,8 @@ class PassResult:
 
     at: float
     failed: int
-    """Failed runs in the window (the pass read at most ``max_runs`` of them)."""
+    """Failed runs in the window, exact up to ``max_runs`` and a lower bound above it
+    (:attr:`Sample.seen`); the pass read at most ``max_runs`` of them."""
     read: int
     groups: list[FailureGroup]
     memberships: list[Membership]

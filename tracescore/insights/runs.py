@@ -134,7 +134,9 @@ class Sample:
         self.runs: dict[tuple[str, str], FailedRun] = {}
         self._heap: list[tuple[int, tuple[str, str]]] = []  # (-rank, key): the highest on top
         self.seen = 0
-        """Distinct failed runs offered, sampled or not (a run evicted later counts once)."""
+        """Distinct runs taken into the sample at some point (a run evicted later counts once):
+        every failed run while the sample has room; once it is full, a lower bound (a run
+        turned away at once is not counted, since counting it once would mean remembering it)."""
 
     def offer(self, trace_id: str, span_id: str, failed_at: float) -> FailedRun | None:
         """The sampled run for these ids (created when new), or None when it is left out."""
