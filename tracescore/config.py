@@ -26,6 +26,7 @@ from tracescore.conversations.config import ConversationsConfig
 from tracescore.emit.config import ExportConfig
 from tracescore.extract.declared_config import ConventionConfig
 from tracescore.feedback.config import FeedbackConfig
+from tracescore.insights.config import InsightsConfig
 from tracescore.judge.config import JudgeConfig, judges_missing
 from tracescore.monitor.config import AlertsConfig, MonitorConfig
 from tracescore.pipeline.config import ScorerBinding, ScoringConfig, WorkersConfig
@@ -192,6 +193,8 @@ class Config(Section):
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     feedback: FeedbackConfig = Field(default_factory=FeedbackConfig)
     conversations: ConversationsConfig = Field(default_factory=ConversationsConfig)
+    insights: InsightsConfig = Field(default_factory=InsightsConfig)
+    """Failure modes: the failed runs grouped, named and tracked (see Insights)."""
     conventions: list[ConventionConfig] = Field(default_factory=list)
     """Span conventions taught without code (see Span formats, "Teaching tracescore a new
     library"): asked before the built-in ones, in the order written."""
@@ -215,6 +218,10 @@ class Config(Section):
         from tracescore.scorers import registry
 
         found: list[tuple[tuple[str, ...], str]] = []
+        if self.insights.judge is not None and self.insights.judge not in self.judges:
+            found.append(
+                (("insights", "judge"), f"no judge named {self.insights.judge!r} in judges")
+            )
         seen: set[str] = set()
         for index, binding in enumerate(self.scorers):
             where = ("scorers", str(index))

@@ -44,6 +44,7 @@ from tracescore.auth import ApiKeys, FailedAttempts, PasswordKeys, with_environm
 from tracescore.background import BackgroundFactory
 from tracescore.config import Config, ServerConfig
 from tracescore.conversations.api import conversations_router
+from tracescore.extract.declared import claim_order
 from tracescore.feedback.api import feedback_router
 from tracescore.feedback.scan import feedback_scan_task
 from tracescore.ingest.api import ingest_router
@@ -51,6 +52,9 @@ from tracescore.ingest.grpc import start_grpc_server
 from tracescore.ingest.http import LANGFUSE_TRACES_PATH, OTLP_PATHS, langfuse_router, otlp_router
 from tracescore.ingest.http_bodies import BodyLimits, BodyReaders
 from tracescore.ingest.intake import RETRY_AFTER_SECONDS, Intake
+from tracescore.insights.api import insights_router
+from tracescore.insights.task import insights_task
+from tracescore.judge.judges import get_judge
 from tracescore.monitor.alerts import default_instance_id
 from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.tasks import monitoring_task
@@ -140,6 +144,7 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
             create_monitor_router(store.engine, config.monitor, version),
             feedback_router(config, store, version),
             sources_router(store.engine, version),
+            insights_router(store.engine, version),
         ):
             app.include_router(api, dependencies=guarded, responses=PROBLEM_RESPONSES)
     if config.server.docs:
@@ -350,6 +355,16 @@ class Service:
         self.add_background(retention_task(self.store, config.retention, default_instance_id()))
         if config.feedback.scan:
             self.add_background(feedback_scan_task(self.store, config.feedback.scan_interval))
+        namer = config.insights.judge
+        self.add_background(
+            insights_task(
+                self.store,
+                config.insights,
+                claim_order(config.conventions),
+                default_instance_id(),
+                get_judge(config.judges[namer]) if namer is not None else None,
+            )
+        )
 
     def add_background(self, factory: BackgroundFactory) -> None:
         """Run ``factory()`` as a task in the service's event loop while it serves."""

@@ -18,6 +18,7 @@ READ_ONLY = [
     ["export", "--binding", "tone"],
     ["compare", "--binding", "tone", "--versions", "1", "2"],
     ["rescore", "--dry-run"],
+    ["insights"],
 ]
 
 

@@ -12,14 +12,18 @@ title (it appears in ``response_format`` and in the prompt) or any marker in the
         judge = JudgeConfig(model="openai/gpt-4o-mini", api_base=server.base_url)
 
 A script's replies are served in order and its last reply repeats. Unmatched requests get
-``server.default`` (plain text). It can also run as a process for benchmarks:
+``server.default`` (plain text). ``POST /v1/embeddings`` answers each input with
+``server.embed(text)``: by default a hashed bag of its words (:func:`word_vector`), so texts
+that share words get close vectors, as a real embedding model's would. It can also run as a process for benchmarks:
 ``python -m tests.support.judge_server --script script.json --delay 0.2`` prints its base URL.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import re
 import sys
 import threading
 import time
@@ -84,6 +88,9 @@ class JudgeServer:
         self.reject_json_schema = reject_json_schema
         """Answer 400 to ``response_format: json_schema`` like llama.cpp's server does."""
         self.default = text_reply("A scripted reason.")
+        self.embed: Callable[[str], list[float]] = word_vector
+        self.embedded: list[str] = []
+        """Every text ``/v1/embeddings`` was asked to embed, in order."""
         self.requests: list[dict[str, Any]] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -170,6 +177,14 @@ class JudgeServer:
 
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
+                if self.path.endswith("/embeddings"):
+                    body = json.loads(raw)
+                    texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                    with server._lock:
+                        server.embedded.extend(texts)
+                    vectors = [server.embed(text) for text in texts]
+                    self._send(200, _embeddings(body.get("model", "embed"), vectors), {})
+                    return
                 started = time.perf_counter()
                 server._track(1)
                 body = json.loads(raw)
@@ -204,6 +219,32 @@ class JudgeServer:
                 self.wfile.write(data)
 
         return Handler
+
+
+EMBEDDING_DIMENSIONS = 256
+
+
+def word_vector(text: str) -> list[float]:
+    """A deterministic stand-in for an embedding: each lower-cased word of five letters or more
+    (the short ones are mostly function words) adds 1 to a dimension chosen by its hash (the
+    same on every run, unlike Python's ``hash``)."""
+    vector = [0.0] * EMBEDDING_DIMENSIONS
+    for word in re.findall(r"[^\W\d_]{5,}", text.lower()):
+        digest = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=4).digest())
+        vector[digest % EMBEDDING_DIMENSIONS] += 1.0
+    return vector
+
+
+def _embeddings(model: str, vectors: list[list[float]]) -> dict[str, Any]:
+    return {
+        "object": "list",
+        "model": model,
+        "data": [
+            {"object": "embedding", "index": index, "embedding": vector}
+            for index, vector in enumerate(vectors)
+        ],
+        "usage": {"prompt_tokens": len(vectors), "total_tokens": len(vectors)},
+    }
 
 
 def _completion(model: str, content: str, usage: tuple[int, int]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from tracescore.cli.config import config_app
 from tracescore.cli.db import db_app
 from tracescore.cli.demo import demo
 from tracescore.cli.feedback import calibrate, export
+from tracescore.cli.insights import insights
 from tracescore.cli.offline import extract, score
 from tracescore.cli.scorers import list_scorers
 from tracescore.cli.serve import serve
@@ -57,5 +58,6 @@ app.command("scorers")(list_scorers)
 app.command()(rescore)
 app.command()(compare)
 app.command()(demo)
+app.command()(insights)
 
 __all__ = ["app"]

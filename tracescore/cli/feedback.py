@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from tracescore.store import SpanStore
 
 
-def _open(db: str | None, config_file: Path | None) -> tuple[Config, SpanStore]:
+def open_config_store(db: str | None, config_file: Path | None) -> tuple[Config, SpanStore]:
     """The config (bindings, thresholds) and the store of ``--db``, else of the config."""
     from tracescore.config import ConfigError, load_config
     from tracescore.store import open_store
@@ -132,7 +132,7 @@ def calibrate(
         fail(2, f"--format must be table or json, not {fmt!r}")
     start = _since(since) if since else None
     with database_errors():
-        config, store = _open(db, config_file)
+        config, store = open_config_store(db, config_file)
         cut = threshold if threshold is not None else Thresholds.of(config).cut(binding)
         with store.engine.connect() as connection:
             report = calibration_report(
@@ -168,7 +168,7 @@ def export(
 
     start = _since(since)
     with database_errors():
-        config, store = _open(db, config_file)
+        config, store = open_config_store(db, config_file)
         count = 0
         conventions = claim_order(config.conventions)
         for item in export_runs(store, binding, since=start, below=below, conventions=conventions):

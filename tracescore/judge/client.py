@@ -257,19 +257,7 @@ class LiteLLMJudge:
         return kwargs
 
     def _api_key(self) -> str | None:
-        name = self.config.api_key_env
-        if name:
-            key = os.environ.get(name)
-            if not key:
-                raise JudgeError(f"judge {self.model}: environment variable {name} is not set")
-            return key
-        if (
-            self.config.api_base is not None
-            and self.model.startswith("openai/")
-            and not os.environ.get("OPENAI_API_KEY")
-        ):
-            return "unused"  # a keyless OpenAI-compatible server: the OpenAI SDK insists on a key
-        return None
+        return api_key(self.config)
 
     def _rejects_json_schema(self, exc: Exception, kwargs: dict[str, Any]) -> bool:
         """A 400 about ``json_schema`` from a server that only does JSON mode (llama.cpp)."""
@@ -298,6 +286,24 @@ class LiteLLMJudge:
         # for (self-hosted ones) cost 0.
         cost = getattr(response, "_hidden_params", {}).get("response_cost")
         spend.cost_usd += float(cost) if isinstance(cost, (int, float)) else 0.0
+
+
+def api_key(config: JudgeConfig) -> str | None:
+    """The key litellm is called with for ``config`` (a judge's, or an embedding model's): read
+    from ``api_key_env`` at call time, never stored; JudgeError when that variable is unset."""
+    name = config.api_key_env
+    if name:
+        key = os.environ.get(name)
+        if not key:
+            raise JudgeError(f"judge {config.model}: environment variable {name} is not set")
+        return key
+    if (
+        config.api_base is not None
+        and config.model.startswith("openai/")
+        and not os.environ.get("OPENAI_API_KEY")
+    ):
+        return "unused"  # a keyless OpenAI-compatible server: the OpenAI SDK insists on a key
+    return None
 
 
 def _input_window(model: str) -> int | None:

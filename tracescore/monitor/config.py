@@ -160,8 +160,26 @@ class AgreementRule(_RuleBase, _Bounds):
     min_samples: int = Field(30, ge=2)
 
 
+class FailureModeRule(_RuleBase):
+    """Fires, per failure mode (``insights``), when a mode first seen within ``window`` has at
+    least ``new_runs`` runs, or when a mode grew by ``growth`` times or more between the two
+    latest insights passes (``min_samples`` runs at least). The segment is the mode's id."""
+
+    type: Literal["failure_mode"]
+    new_runs: int = Field(20, ge=1)
+    """Runs a new mode needs to fire (``a new failure mode with ≥ 20 runs in an hour``)."""
+    growth: float | None = Field(None, gt=1)
+    """Size at the latest pass over size at the pass before that fires (2: doubled); unset:
+    growth alone never fires."""
+
+    @property
+    def subject(self) -> str:
+        return "failure modes"
+
+
 AlertRule = Annotated[
-    ThresholdRule | RegressionRule | ErrorRateRule | AgreementRule, Field(discriminator="type")
+    ThresholdRule | RegressionRule | ErrorRateRule | AgreementRule | FailureModeRule,
+    Field(discriminator="type"),
 ]
 
 

@@ -17,12 +17,14 @@ from tracescore.monitor.config import (
     AgreementRule,
     AlertRule,
     ErrorRateRule,
+    FailureModeRule,
     RegressionRule,
     ThresholdRule,
 )
 from tracescore.monitor.stats import welch_p_value
 from tracescore.store import Connection
 from tracescore.store.feedback import scored_feedback
+from tracescore.store.insights import current_groups
 from tracescore.store.score_aggregates import Moments, aggregate_scores
 from tracescore.store.score_reads import ScoreFilter
 
@@ -289,6 +291,47 @@ def _agreement(connection: Connection, rule: AgreementRule, now: datetime) -> li
     return verdicts
 
 
+def _failure_modes(connection: Connection, rule: FailureModeRule, now: datetime) -> list[Verdict]:
+    """A verdict per failure mode of the latest insights pass: new and large enough, or
+    growing fast enough."""
+    since = (now - timedelta(seconds=rule.window)).timestamp()
+    verdicts = []
+    for group in current_groups(connection):
+        size, before = group["size"], group["previous_size"]
+        new = group["first_seen"] > since
+        growth = size / before if before else None
+        grew = (
+            rule.growth is not None
+            and growth is not None
+            and growth >= rule.growth
+            and size >= rule.min_samples
+        )
+        firing = (new and size >= rule.new_runs) or grew
+        why = (
+            f"new in the last {_duration_text(rule.window)}"
+            if new
+            else f"{before} → {size} runs since the pass before"
+        )
+        verdicts.append(
+            Verdict(
+                segment={"failure_mode": group["id"]},
+                firing=firing,
+                value=float(size),
+                summary=f"failure mode {group['name']!r}: {size} runs ({group['share']:.0%} of failed runs), {why}",
+                details={
+                    "name": group["name"],
+                    "size": size,
+                    "previous_size": before,
+                    "new": new,
+                    "growth": finite(growth),
+                    "new_runs": rule.new_runs,
+                    "min_growth": rule.growth,
+                },
+            )
+        )
+    return verdicts
+
+
 def evaluate_rule(
     connection: Connection, rule: AlertRule, now: datetime, *, cache: BaselineCache | None = None
 ) -> list[Verdict]:
@@ -303,4 +346,6 @@ def evaluate_rule(
         return _regression(connection, rule, now, cache)
     if isinstance(rule, AgreementRule):
         return _agreement(connection, rule, now)
+    if isinstance(rule, FailureModeRule):
+        return _failure_modes(connection, rule, now)
     return _error_rate(connection, rule, now)

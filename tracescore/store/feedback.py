@@ -10,12 +10,12 @@ overwrites a verdict recorded after it.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, cast
 
-from sqlalchemy import Column, Engine, Float, Index, Text, and_, delete, or_, select
+from sqlalchemy import Column, ColumnElement, Engine, Float, Index, Text, and_, delete, or_, select
 from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
 
@@ -312,6 +312,45 @@ def reviewed(connection: Connection, trace_ids: Sequence[str]) -> set[tuple[str,
         )
         found.update((row.trace_id, row.span_id, row.name) for row in connection.execute(query))
     return found
+
+
+# --- insights/ (failure modes) -----------------------------------------------------------
+
+
+class NegativeVerdict(TypedDict):
+    """A human verdict that a run failed, as the failure-mode grouping reads it."""
+
+    trace_id: str
+    span_id: str | None
+    name: str
+    value: float | None
+    label: str | None
+    comment: str | None
+    created_at: datetime
+
+
+def negative_verdicts(
+    connection: Connection,
+    since: datetime,
+    until: datetime,
+    labels: Sequence[str],
+    below: float | None,
+) -> Iterator[NegativeVerdict]:
+    """The window's feedback whose label is one of ``labels`` or whose value is below
+    ``below``, streamed oldest first."""
+    negative: list[ColumnElement[bool]] = [FEEDBACK.c.label.in_(list(labels))] if labels else []
+    if below is not None:
+        negative.append(FEEDBACK.c.value < below)
+    if not negative:
+        return
+    query = (
+        select(*(FEEDBACK.c[name] for name in NegativeVerdict.__annotations__))
+        .where(FEEDBACK.c.created_at >= since, FEEDBACK.c.created_at < until, or_(*negative))
+        .order_by(FEEDBACK.c.created_at, FEEDBACK.c.id)
+        .execution_options(yield_per=2000)
+    )
+    for row in connection.execute(query):
+        yield cast(NegativeVerdict, {**row._mapping, "created_at": as_utc(row.created_at)})
 
 
 # --- retention/prune ---------------------------------------------------------------------------

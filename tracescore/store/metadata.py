@@ -21,6 +21,7 @@ TABLE_MODULES: list[str] = [
     "tracescore.store.conversations",
     "tracescore.store.sessions",
     "tracescore.store.sources",
+    "tracescore.store.insights",
 ]
 """Modules whose SQLModel table classes the store creates: the single list to extend."""
 

@@ -8,6 +8,7 @@ bounded by an indexed range or a LIMIT and returns typed rows.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypedDict, cast
@@ -362,3 +363,43 @@ def disagreements(
         .limit(limit)
     )
     return [cast(Disagreement, row._asdict()) for row in connection.execute(statement)]
+
+
+class FailedScore(TypedDict):
+    """A score that marks its run as failed, as the failure-mode grouping reads it."""
+
+    trace_id: str
+    span_id: str
+    binding: str
+    scorer_id: str
+    status: str
+    score: float | None
+    reason: str | None
+    error: str | None
+    agent: str | None
+    model: str | None
+    created_at: datetime
+
+
+_FAILED_COLUMNS = tuple(SCORES.c[name] for name in FailedScore.__annotations__)
+
+
+def failed_scores(
+    connection: Connection, since: datetime, until: datetime, *, errors: bool
+) -> Iterator[FailedScore]:
+    """The window's scores below their binding's threshold (label ``fail``) and, with
+    ``errors``, the scorings that failed, streamed in (created_at, id) order so a caller
+    sampling them holds its sample only, never the whole window."""
+    failing = SCORES.c.label == "fail"
+    query = (
+        select(*_FAILED_COLUMNS)
+        .where(
+            SCORES.c.created_at >= db_time(since),
+            SCORES.c.created_at < db_time(until),
+            or_(failing, SCORES.c.status == "error") if errors else failing,
+        )
+        .order_by(SCORES.c.created_at, SCORES.c.id)
+        .execution_options(yield_per=2000)
+    )
+    for row in connection.execute(query):
+        yield cast(FailedScore, {**row._mapping, "created_at": as_utc(row.created_at)})

@@ -176,8 +176,10 @@ def stale_since(
     taken down, a deploy renamed it), its alert keeps "firing" on scores a window old, which
     says nothing about now. Stale is no score of the segment within the rule's window; the
     answer is the newest score's time (or the firing's start when there is none)."""
-    if state["state"] != "firing" or rule is None or rule.type == "agreement":
-        return None  # agreement rules read reviewers' verdicts, which come in slowly anyway
+    if state["state"] != "firing" or rule is None or rule.type in ("agreement", "failure_mode"):
+        # agreement rules read reviewers' verdicts, which come in slowly anyway; failure-mode
+        # rules read insights passes, which run whether scores arrive or not
+        return None
     segment: dict[str, str] = {
         key: str(value)
         for key, value in (state["segment"] or {}).items()

@@ -23,6 +23,7 @@ from tracescore.web import alerting
 from tracescore.web.auth import DashboardKeys
 from tracescore.web.compare import compare_page
 from tracescore.web.conversations import conversation_pages
+from tracescore.web.insights import insights_pages
 from tracescore.web.live import LIVE_POLL_MS, TRACE_ID, LiveVersions
 from tracescore.web.overview_render import VIEW_PARAMETERS
 from tracescore.web.overview_render import moment_param as _moment
@@ -192,6 +193,13 @@ def web_router(
             store,
             lambda template, status=200, **data: _page(template, status, **common, **data),
             scored=any(binding.target == "conversation" for binding in config.scorers),
+        ),
+        dependencies=[Depends(signed_in_page)],
+    )
+    router.include_router(
+        insights_pages(
+            store.engine,
+            lambda template, status=200, **data: _page(template, status, **common, **data),
         ),
         dependencies=[Depends(signed_in_page)],
     )

@@ -1,0 +1,1 @@
+"""Failure modes: the failed runs of a window grouped by what they share, named, tracked."""

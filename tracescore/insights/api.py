@@ -1,0 +1,56 @@
+"""``GET /api/insights`` (the failure modes of the latest pass, largest first, paged) and
+``GET /api/insights/{id}/runs`` (a group's runs, latest failure first, paged)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query
+
+from tracescore.restapi import LEGACY, ApiVersion
+from tracescore.store import Database, connect
+from tracescore.store.insights import failure_group, group_runs, list_groups
+
+MAX_PAGE = 500
+
+
+def insights_router(engine: Database, version: ApiVersion = LEGACY) -> APIRouter:
+    router = APIRouter(
+        prefix=f"{version.prefix}/insights", tags=["insights"], deprecated=version.legacy or None
+    )
+
+    @router.get("", summary="Failure modes, largest first", responses=version.listing)
+    def insights(
+        limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
+        cursor: str | None = None,
+        include_gone: bool = False,
+    ) -> dict[str, Any]:
+        """The groups of failed runs the latest pass found: name, description, size, share of
+        the failed runs, size at the pass before, first seen, agents, models, the scorers that
+        flagged them, trend over the window and example runs. ``include_gone`` adds groups
+        earlier passes found and the latest did not (size 0)."""
+        try:
+            with connect(engine) as connection:
+                items, next_cursor = list_groups(connection, limit, cursor, include_gone)
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
+        return version.page(items, "items", next_cursor)
+
+    @router.get("/{group_id}/runs", summary="A failure mode's runs", responses=version.listing)
+    def runs(
+        group_id: str,
+        limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
+        """The runs of one group at the latest pass, latest failure first, each with its
+        trace and span ids, agent, model, who flagged it and a summary line."""
+        try:
+            with connect(engine) as connection:
+                if failure_group(connection, group_id) is None:
+                    raise HTTPException(404, f"failure mode {group_id!r} not found")
+                items, next_cursor = group_runs(connection, group_id, limit, cursor)
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
+        return version.page(items, "items", next_cursor)
+
+    return router

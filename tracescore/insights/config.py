@@ -1,0 +1,86 @@
+"""The ``insights:`` section: which runs count as failed, how they are grouped and named, and
+how often the service groups them.
+
+A leaf module apart from the grouping code, so the top-level config composes it without
+importing scikit-learn.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from tracescore.judge.config import JudgeConfig
+from tracescore.settings import Duration, Section
+
+
+class FailedRunsConfig(Section):
+    """What makes a run failed: any of these marks it."""
+
+    below_threshold: bool = True
+    """A score its binding labelled ``fail`` (below the binding's ``threshold``)."""
+    scorer_errors: bool = True
+    """A scoring that failed (stored ``error``: the judge could not be reached, or the run
+    could not be read)."""
+    feedback_labels: list[str] = Field(
+        default_factory=lambda: ["fail", "bad", "wrong", "incorrect", "negative", "thumbs_down"]
+    )
+    """Human feedback with one of these labels (empty: labels mark nothing)."""
+    feedback_below: float | None = 0.5
+    """Human feedback whose value is below this (None: values mark nothing)."""
+
+
+class InsightsConfig(Section):
+    """Grouping of failed runs into failure modes (see docs/insights.md)."""
+
+    enabled: bool = True
+    """Run passes in the service (``tracescore insights`` runs one on demand either way)."""
+    interval: Duration = 900.0
+    """Time between the starts of two passes (one replica at a time runs them, under a lease)."""
+    window: Duration = 86400.0
+    """A pass groups the runs that failed in this much time before it."""
+    trend_buckets: int = Field(12, ge=2, le=200)
+    """Parts of the window a group's trend is counted in."""
+    failed: FailedRunsConfig = Field(default_factory=FailedRunsConfig)
+    max_runs: int = Field(20_000, ge=10, le=1_000_000)
+    """The most failed runs one pass reads: above it, a deterministic sample of this many (the
+    same runs for the same window), so memory is bounded however many runs failed."""
+    cluster_sample: int = Field(2_000, ge=10, le=20_000)
+    """Runs the hierarchical clustering itself sees (its memory grows with the square of it);
+    the others join the nearest group found, or none."""
+    distance_threshold: float = Field(0.8, gt=0, lt=2)
+    """Cosine distance at which two groups stop being merged (average linkage): lower makes
+    more, tighter groups."""
+    request_weight: float = Field(0.3, ge=0, le=1)
+    """How much the user's requests count next to how the runs failed (their answers, tool
+    errors and the reasons they were flagged), which count 1: runs that failed alike on
+    different requests group together, runs on one topic that failed differently do not."""
+    min_group_size: int = Field(5, ge=2)
+    """Groups with fewer runs are left out (those runs fail in ways of their own)."""
+    match_similarity: float = Field(0.5, gt=0, le=1)
+    """Least similarity (cosine of their terms, or the share of runs in common, whichever is
+    higher) for a group to keep a previous pass's id."""
+    examples: int = Field(5, ge=1, le=50)
+    """Example runs kept per group for the pages (and shown to the naming judge)."""
+    embedding_model: str | None = None
+    """A litellm embedding model (``openai/text-embedding-3-small``, ``ollama/nomic-embed-text``,
+    ``openai/<name>`` with ``embedding_api_base``) to group by meaning instead of by terms."""
+    embedding_api_base: str | None = None
+    embedding_api_key_env: str | None = None
+    """Environment variable holding the embedding API key."""
+    embedding_batch: int = Field(256, ge=1)
+    """Texts per embedding request."""
+    judge: str | None = None
+    """A name of ``judges`` to name each group (one call per group, cached); unset: groups are
+    named by their distinctive terms."""
+    leader_lease: Duration = 600.0
+    """How long the grouping replica's lease lasts unrenewed; another replica takes over after."""
+
+    def embedding(self) -> JudgeConfig | None:
+        """The embedding model as a litellm connection, or None when grouping by terms."""
+        if self.embedding_model is None:
+            return None
+        return JudgeConfig(
+            model=self.embedding_model,
+            api_base=self.embedding_api_base,
+            api_key_env=self.embedding_api_key_env,
+        )

@@ -1,0 +1,195 @@
+"""One insights pass: the window's failed runs read, grouped, named, matched to the groups of
+earlier passes and stored (or only returned, offline)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from tracescore.extract.base import Convention
+from tracescore.insights.config import InsightsConfig
+from tracescore.insights.grouping import Embed, Group, group_documents
+from tracescore.insights.naming import judge_names, term_name
+from tracescore.insights.runs import FailedRun, read_runs, sample_failed_runs
+from tracescore.insights.tracking import match_groups
+from tracescore.judge.client import api_key, litellm
+from tracescore.judge.config import JudgeConfig
+from tracescore.judge.protocol import Judge
+from tracescore.store import SpanStore, connect
+from tracescore.store.insights import (
+    FailureGroup,
+    Membership,
+    known_groups,
+    runs_by_group,
+    save_pass,
+)
+
+KNOWN_GROUPS = 500
+"""Stored groups a pass's groups are matched against: the ones seen last."""
+
+
+@dataclass(frozen=True, slots=True)
+class PassResult:
+    """What a pass found: its groups (largest first) and the runs it read."""
+
+    at: float
+    failed: int
+    """Failed runs in the window, exact up to ``max_runs`` and a lower bound above it
+    (:attr:`Sample.seen`); the pass read at most ``max_runs`` of them."""
+    read: int
+    groups: list[FailureGroup]
+    memberships: list[Membership]
+
+
+def embedder(connection: JudgeConfig, batch: int) -> Embed:
+    """Texts to vectors through litellm's ``embedding`` with the configured model."""
+
+    def embed(texts: Sequence[str]) -> NDArray[np.float32]:
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), batch):
+            response = litellm().embedding(
+                model=connection.model,
+                input=[text or " " for text in texts[start : start + batch]],
+                api_base=connection.api_base,
+                api_key=api_key(connection),
+            )
+            rows.extend(item["embedding"] for item in response.data)
+        return np.asarray(rows, dtype=np.float32)
+
+    return embed
+
+
+def _trend(runs: Sequence[FailedRun], since: float, until: float, buckets: int) -> list[int]:
+    width = (until - since) / buckets or 1.0  # runs read from files have no time: one bucket
+    counts = [0] * buckets
+    for run in runs:
+        counts[min(buckets - 1, max(0, int((run.failed_at - since) / width)))] += 1
+    return counts
+
+
+def _details(
+    runs: Sequence[FailedRun], config: InsightsConfig, since: float, until: float
+) -> dict[str, Any]:
+    latest = sorted(runs, key=lambda run: (-run.failed_at, run.key))
+    return {
+        "agents": dict(Counter(run.agent or "(none)" for run in runs).most_common(10)),
+        "models": dict(Counter(run.model or "(none)" for run in runs).most_common(10)),
+        "flagged_by": dict(
+            Counter(name for run in runs for name in sorted(run.flagged_by)).most_common(10)
+        ),
+        "trend": _trend(runs, since, until, config.trend_buckets),
+        "window": [since, until],
+        "examples": [
+            {"trace_id": run.trace_id, "span_id": run.span_id, "summary": run.summary()}
+            for run in latest[: config.examples]
+        ],
+    }
+
+
+def group_runs(
+    runs: Sequence[FailedRun],
+    config: InsightsConfig,
+    window: tuple[float, float],
+    *,
+    embed: Embed | None = None,
+    judge: Judge | None = None,
+) -> list[tuple[Group, FailureGroup]]:
+    """The groups of ``runs`` with their stored shape (not yet matched: ids are empty)."""
+    groups = group_documents(
+        [run.request for run in runs], [run.failure() for run in runs], config, embed
+    )
+    examples = [
+        sorted((runs[i] for i in group.members), key=lambda run: run.key)[: config.examples]
+        for group in groups
+    ]
+    names = (
+        judge_names(judge, [(g.distinctive, ex) for g, ex in zip(groups, examples, strict=True)])
+        if judge is not None
+        else [None] * len(groups)
+    )
+    total = max(1, len(runs))
+    shaped = []
+    for group, named in zip(groups, names, strict=True):
+        members = [runs[i] for i in group.members]
+        shaped.append(
+            (
+                group,
+                FailureGroup(
+                    id="",
+                    name=named.name if named else term_name(group.distinctive),
+                    description=named.description
+                    if named
+                    else f"{len(members)} failed runs sharing: {', '.join(group.distinctive)}",
+                    named_by="judge" if named else "terms",
+                    terms=group.terms,
+                    first_seen=window[1],
+                    last_seen=window[1],
+                    size=len(members),
+                    previous_size=0,
+                    share=round(len(members) / total, 4),
+                    details=_details(members, config, *window),
+                ),
+            )
+        )
+    return shaped
+
+
+def run_pass(
+    store: SpanStore,
+    config: InsightsConfig,
+    conventions: Sequence[Convention],
+    *,
+    now: datetime | None = None,
+    judge: Judge | None = None,
+    save: bool = True,
+) -> PassResult:
+    """Group the failed runs of the window ending at ``now`` and, with ``save``, store the
+    groups under the ids of the earlier passes' groups they match."""
+    until = now or datetime.now(UTC)
+    since = until - timedelta(seconds=config.window)
+    sample = sample_failed_runs(store, since, until, config.failed, config.max_runs)
+    runs = read_runs(
+        store, sample.runs.values(), conventions, keep_since=since.timestamp() if save else None
+    )
+    embedding = config.embedding()
+    embed = embedder(embedding, config.embedding_batch) if embedding is not None else None
+    window = (since.timestamp(), until.timestamp())
+    shaped = group_runs(runs, config, window, embed=embed, judge=judge)
+    with connect(store.engine) as connection:
+        known = known_groups(connection, KNOWN_GROUPS)
+        members = runs_by_group(connection)
+    ids = match_groups(
+        [(stored["terms"], {runs[i].key for i in group.members}) for group, stored in shaped],
+        [(g["id"], g["terms"], members.get(g["id"], set())) for g in known],
+        config.match_similarity,
+    )
+    first_seen = {g["id"]: g["first_seen"] for g in known}
+    groups: list[FailureGroup] = []
+    memberships: list[Membership] = []
+    for group_id, (group, stored) in zip(ids, shaped, strict=True):
+        stored["id"] = group_id
+        stored["first_seen"] = first_seen.get(group_id, window[1])
+        groups.append(stored)
+        memberships.extend(
+            Membership(
+                group_id=group_id,
+                trace_id=runs[i].trace_id,
+                span_id=runs[i].span_id,
+                failed_at=runs[i].failed_at,
+                agent=runs[i].agent,
+                model=runs[i].model,
+                flagged_by=sorted(runs[i].flagged_by),
+                summary=runs[i].summary(),
+            )
+            for i in group.members
+        )
+    if save:
+        with store.write_transaction() as connection:
+            save_pass(connection, groups, memberships)
+    return PassResult(window[1], sample.seen, len(runs), groups, memberships)

@@ -1,0 +1,285 @@
+"""The failed runs of a window, as text: what the user asked, what the agent answered, the
+tools it called and their errors, and why it was marked failed.
+
+A run is failed when any of ``insights.failed`` marks it: a score below its binding's
+threshold, a scoring that failed, a negative human verdict. The scores and verdicts are read
+through their owners (:mod:`tracescore.store.score_reads`, :mod:`tracescore.store.feedback`),
+streamed, and at most ``max_runs`` runs are kept: those whose ids hash lowest, a sample that is
+the same for the same window and does not lean towards any agent or time. Only those runs'
+traces are then loaded and rebuilt, in batches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from tracescore.extract import extract_runs
+from tracescore.extract.base import Convention
+from tracescore.insights.config import FailedRunsConfig
+from tracescore.scorers.llm.run_text import as_text, response_text, user_text
+from tracescore.scorers.scorer_run import ScorerRun
+from tracescore.scorers.utils import merge_tool_invocations
+from tracescore.store import SpanStore, connect
+from tracescore.store.feedback import negative_verdicts
+from tracescore.store.insights import RunText, keep_run_texts, run_texts
+from tracescore.store.score_reads import failed_scores
+
+FIELD_CHARS = 2_000
+"""The most characters of each field a run contributes: a long answer says no more about how
+it failed than its start, and the pass's memory stays bounded by ``max_runs`` times this."""
+TRACE_BATCH = 200
+"""Traces loaded and rebuilt at once."""
+
+
+@dataclass(slots=True)
+class FailedRun:
+    """One failed run and what the grouping reads of it."""
+
+    trace_id: str
+    span_id: str
+    failed_at: float
+    agent: str | None = None
+    model: str | None = None
+    flagged_by: set[str] = field(default_factory=set)
+    reasons: list[str] = field(default_factory=list)
+    request: str = ""
+    answer: str = ""
+    tools: list[str] = field(default_factory=list)
+    """``<tool> failed: <error>`` for each failed call, ``<tool>`` for the others."""
+    error: str = ""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.trace_id, self.span_id
+
+    def failure(self) -> str:
+        """What the run did and why it was marked failed: with its request, what it is grouped by."""
+        return "\n".join(
+            part
+            for part in (
+                self.answer,
+                " ".join(self.tools),
+                self.error,
+                *self.reasons,
+            )
+            if part
+        )
+
+    def summary(self) -> str:
+        """One line for a group's page: the request, and what went wrong."""
+        wrong = (
+            self.error
+            or next((t for t in self.tools if " failed: " in t), "")
+            or " ".join(self.reasons[:1])
+        )
+        return f"{self.request[:160]} — {wrong[:200]}" if wrong else self.request[:240]
+
+    def text(self) -> RunText:
+        """What its trace said, to store for the next passes."""
+        return RunText(
+            trace_id=self.trace_id,
+            span_id=self.span_id,
+            failed_at=self.failed_at,
+            agent=self.agent,
+            model=self.model,
+            request=self.request,
+            answer=self.answer,
+            error=self.error,
+            tools=self.tools,
+        )
+
+    def take(self, text: RunText) -> None:
+        """Take what an earlier pass stored of its trace (:meth:`text`)."""
+        self.agent = self.agent or text["agent"]
+        self.model = self.model or text["model"]
+        self.request, self.answer, self.error = text["request"], text["answer"], text["error"]
+        self.tools = list(text["tools"])
+
+    def read(self, run: ScorerRun) -> None:
+        """Take the request, answer, tool calls and error from the rebuilt ``run``."""
+        self.request = user_text(run)[:FIELD_CHARS]
+        self.answer = response_text(run)[:FIELD_CHARS]
+        self.error = (run.error or "")[:FIELD_CHARS]
+        messages = run.output if isinstance(run.output, list) else [run.output]
+        for message in messages:
+            for call in merge_tool_invocations(message):
+                self.tools.append(_tool_line(call))
+
+
+def _tool_line(call: Mapping[str, Any]) -> str:
+    name = str(call.get("toolName") or "tool")
+    if call.get("state") == "output-error" or call.get("isError"):
+        failure = call.get("errorText") or call.get("result") or "error"
+        return f"{name} failed: {as_text(failure)[:FIELD_CHARS]}"
+    return name
+
+
+def _rank(trace_id: str, span_id: str) -> int:
+    """Where a run falls in the sample's order: a hash, so the order is the same on every
+    replica and unrelated to time or agent."""
+    return int.from_bytes(hashlib.blake2b(f"{trace_id}/{span_id}".encode(), digest_size=8).digest())
+
+
+class Sample:
+    """At most ``size`` runs, the lowest-ranked of those offered: a bounded, deterministic
+    sample of a stream of any length (a run once dropped never ranks low enough to return)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.runs: dict[tuple[str, str], FailedRun] = {}
+        self._heap: list[tuple[int, tuple[str, str]]] = []  # (-rank, key): the highest on top
+        self.seen = 0
+        """Distinct runs taken into the sample at some point (a run evicted later counts once):
+        every failed run while the sample has room; once it is full, a lower bound (a run
+        turned away at once is not counted, since counting it once would mean remembering it)."""
+
+    def offer(self, trace_id: str, span_id: str, failed_at: float) -> FailedRun | None:
+        """The sampled run for these ids (created when new), or None when it is left out."""
+        key = (trace_id, span_id)
+        run = self.runs.get(key)
+        if run is not None:
+            run.failed_at = max(run.failed_at, failed_at)
+            return run
+        rank = _rank(trace_id, span_id)
+        if len(self._heap) >= self.size:
+            if rank >= -self._heap[0][0]:
+                return None
+            _, evicted = heapq.heappushpop(self._heap, (-rank, key))
+            del self.runs[evicted]
+        else:
+            heapq.heappush(self._heap, (-rank, key))
+        self.seen += 1
+        run = self.runs[key] = FailedRun(trace_id, span_id, failed_at)
+        return run
+
+
+def sample_failed_runs(
+    store: SpanStore, since: datetime, until: datetime, failed: FailedRunsConfig, size: int
+) -> Sample:
+    """The window's failed runs (at most ``size``), with who flagged them and why; their
+    request, answer and tools are filled by :func:`read_runs`."""
+    sample = Sample(size)
+    with connect(store.engine) as connection:
+        if failed.below_threshold or failed.scorer_errors:
+            for score in failed_scores(connection, since, until, errors=failed.scorer_errors):
+                if score["status"] == "error" or failed.below_threshold:
+                    run = sample.offer(
+                        score["trace_id"], score["span_id"], score["created_at"].timestamp()
+                    )
+                    if run is not None:
+                        run.agent = run.agent or score["agent"]
+                        run.model = run.model or score["model"]
+                        run.flagged_by.add(score["scorer_id"])
+                        reason = score["reason"] or score["error"]
+                        if reason and len(run.reasons) < 5:
+                            run.reasons.append(reason[:FIELD_CHARS])
+        for verdict in negative_verdicts(
+            connection, since, until, failed.feedback_labels, failed.feedback_below
+        ):
+            # A verdict on a whole trace (no span) stands for its primary run, found once the
+            # trace is rebuilt (:func:`read_runs`).
+            run = sample.offer(
+                verdict["trace_id"], verdict["span_id"] or "", verdict["created_at"].timestamp()
+            )
+            if run is not None:
+                run.flagged_by.add(f"feedback:{verdict['name']}")
+                if verdict["comment"] and len(run.reasons) < 5:
+                    run.reasons.append(verdict["comment"][:FIELD_CHARS])
+    return sample
+
+
+def read_runs(
+    store: SpanStore,
+    runs: Iterable[FailedRun],
+    conventions: Sequence[Convention],
+    *,
+    keep_since: float | None = None,
+) -> list[FailedRun]:
+    """``runs`` with what their traces say, in a stable order (by trace, then span). Runs read
+    by an earlier pass are taken from their stored text; the others are rebuilt from their
+    spans and, with ``keep_since``, their text stored (texts of runs that failed before it
+    dropped). A run whose trace is no longer stored keeps its reasons only. A verdict on a
+    whole trace is moved to the trace's first primary run."""
+    ordered = sorted(runs, key=lambda run: run.key)
+    with connect(store.engine) as connection:
+        stored = {
+            (text["trace_id"], text["span_id"]): text
+            for text in run_texts(connection, [run.key for run in ordered if run.span_id])
+        }
+    unread = []
+    for run in ordered:
+        text = stored.get(run.key)
+        if text is None:
+            unread.append(run)
+        else:
+            run.take(text)
+    rebuilt = _rebuild(store, unread, conventions)
+    if keep_since is not None:
+        with store.write_transaction() as connection:
+            keep_run_texts(connection, [run.text() for run in rebuilt], keep_since)
+    return _merged(ordered)
+
+
+def _rebuild(
+    store: SpanStore, runs: Sequence[FailedRun], conventions: Sequence[Convention]
+) -> list[FailedRun]:
+    """Fill ``runs`` from their traces, loaded and rebuilt in batches; the runs found."""
+    by_trace: dict[str, list[FailedRun]] = {}
+    for run in runs:
+        by_trace.setdefault(run.trace_id, []).append(run)
+    trace_ids = list(by_trace)
+    found = []
+    for start in range(0, len(trace_ids), TRACE_BATCH):
+        batch = trace_ids[start : start + TRACE_BATCH]
+        for trace_id, trace in store.load_traces(batch).items():
+            rebuilt = {run.span_id: run for run in extract_runs(trace, list(conventions))}
+            primary = next((run.span_id for run in rebuilt.values() if run.primary), None)
+            for failed in by_trace.get(trace_id, ()):
+                if not failed.span_id and primary is not None:
+                    failed.span_id = primary
+                agent_run = rebuilt.get(failed.span_id)
+                if agent_run is not None:
+                    failed.agent = failed.agent or agent_run.agent_name
+                    failed.model = failed.model or agent_run.model
+                    failed.read(ScorerRun.of(agent_run))
+                    found.append(failed)
+    return found
+
+
+def _merged(runs: Sequence[FailedRun]) -> list[FailedRun]:
+    """One run per (trace, span): a trace-wide verdict moved onto a run flagged already joins
+    it."""
+    kept: dict[tuple[str, str], FailedRun] = {}
+    for run in runs:
+        same = kept.get(run.key)
+        if same is None:
+            kept[run.key] = run
+            continue
+        same.flagged_by |= run.flagged_by
+        same.reasons.extend(run.reasons)
+        same.failed_at = max(same.failed_at, run.failed_at)
+    return sorted(kept.values(), key=lambda run: run.key)
+
+
+def runs_from_exports(items: Iterable[Mapping[str, Any]]) -> Iterator[FailedRun]:
+    """Failed runs from exported runs (``tracescore feedback export``'s JSON lines, or any
+    Mastra-shaped run dicts with ``traceId``/``spanId``): every item counts as failed."""
+    for index, item in enumerate(items):
+        scored = item.get("tracescore") or {}
+        run = FailedRun(
+            str(item.get("traceId") or item.get("trace_id") or f"file-{index}"),
+            str(item.get("spanId") or item.get("span_id") or ""),
+            float(item.get("failedAt") or 0.0),
+            agent=item.get("agentName"),
+        )
+        if scored.get("binding"):
+            run.flagged_by.add(str(scored["binding"]))
+        if scored.get("reason"):
+            run.reasons.append(str(scored["reason"])[:FIELD_CHARS])
+        run.read(ScorerRun.of(item))
+        yield run
