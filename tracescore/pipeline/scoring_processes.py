@@ -29,6 +29,7 @@ from tracescore import helper_processes, metrics
 from tracescore.background import BackgroundFactory
 from tracescore.helper_processes import Child
 from tracescore.pipeline.config import ScoringConfig
+from tracescore.pipeline.sampling import skip_unsampled
 from tracescore.store import SpanStore, open_store
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,8 @@ def replay(report: dict[str, Any]) -> None:
 def scoring_processes_task(config: ScoringConfig, store: SpanStore) -> BackgroundFactory:
     """The service's background task that runs ``workers.processes`` scoring processes: starts
     them, replaces any that dies, and stops them when cancelled (the service stopping)."""
+    # The service's own promotion finishes unsampled traces too, as the processes' does.
+    skip_unsampled(store.queue, config.scorers, metrics)
     url = store.engine.url.render_as_string(hide_password=False)
     count = config.workers.process_count
     workers = [

@@ -10,7 +10,8 @@ Traces go through in batches (``workers.claim_batch``), because per-trace overhe
 scorers, was nine tenths of the cost (a claim, a load, a write and a completion transaction per
 trace, and a thread hop per step): one claim statement leases the batch; sampling is decided
 from each trace id before anything is loaded, and a trace no binding samples is completed
-unread; one query loads the others; their runs are extracted and scored by the synchronous
+unread (most never get here: promotion finishes them, :func:`~tracescore.pipeline.sampling.skip_unsampled`);
+one query loads the others; their runs are extracted and scored by the synchronous
 scorers (code scorers) in one thread hop; and one transaction stores every score, sampling
 decision and completion of the batch. A trace that also needs an asynchronous scorer (an LLM
 judge, a rate or budget limit) goes on from there on its own, so that a slow judge holds back
@@ -54,7 +55,7 @@ from tracescore.pipeline.bindings import CompiledBinding
 from tracescore.pipeline.budget import InputCut, ScorerTimeout, Watchdog, within_input_budget
 from tracescore.pipeline.config import WorkersConfig
 from tracescore.pipeline.renewal import renewing
-from tracescore.pipeline.sampling import is_sampled, sampled_at, unit_hash
+from tracescore.pipeline.sampling import is_sampled, sampled_at, skip_unsampled, unit_hash
 from tracescore.pipeline.score_rows import decision_row, score_row, unstorable_score
 from tracescore.scorers.results import ScoreResult
 from tracescore.scorers.scorer_run import ScorerRun
@@ -167,6 +168,7 @@ class ScoringWorker:
         self._watchdog = Watchdog()
         if store is not None:
             store.queue.on_failed = self.metrics.traces_failed
+            skip_unsampled(store.queue, [binding.config for binding in bindings], self.metrics)
 
     def warm_up(self) -> None:
         """Run each code scorer once on a tiny run, so lazily loaded models and lexicons (the
