@@ -33,10 +33,9 @@ import uuid
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
-
-from datetime import UTC, datetime
 
 from sqlalchemy import Connection, Engine, Row, TextClause, bindparam, func, select, text
 
@@ -407,7 +406,7 @@ class TraceQueue:
         first_time = sum(row.scored_generation is None for row in unsampled)
         if first_time:
             moment = datetime.fromtimestamp(now, UTC)
-            add_tallies(conn, {name: first_time for name in rule.bindings}, moment)
+            add_tallies(conn, dict.fromkeys(rule.bindings, first_time), moment)
         into.traces += len(unsampled)
 
     def _tell_skipped(self, skipped: _Skipped) -> None:
