@@ -418,11 +418,13 @@ class ScoringWorker:
         if unsampled:
             for binding in self.bindings:
                 self.metrics.sampling_decision(binding.name, False, unsampled)
+        decided: dict[tuple[str, bool], int] = {}
         for trace in traces:
             if trace.reading is not None and trace.reading.reason is not None:
                 self._tell_unread(trace.reading)
             for decision in trace.decisions:
-                self.metrics.sampling_decision(decision["binding"], decision["sampled"])
+                key = (decision["binding"], decision["sampled"])
+                decided[key] = decided.get(key, 0) + 1
             for row in trace.rows:
                 self.metrics.observe_score(
                     row["binding"],
@@ -433,6 +435,8 @@ class ScoringWorker:
                 )
                 if self._emit is not None:
                     self._emit(row)
+        for (name, sampled), count in decided.items():
+            self.metrics.sampling_decision(name, sampled, count)
 
     async def score_runs(
         self,
