@@ -312,16 +312,20 @@ class ScoringWorker:
 
     def _route(self, trace: ClaimedTrace, verdicts: list[bool], now: datetime) -> None:
         """Record each binding's sampling decisions on the trace's runs, and score the sampled
-        ones with the synchronous scorers (the rest wait in ``trace.later``)."""
+        ones with the synchronous scorers (the rest wait in ``trace.later``). Only a run left
+        unsampled gets a ``sampling_decisions`` row: a sampled one's score row says as much
+        (coverage counts both, :func:`~tracescore.store.score_aggregates.coverage`), and a
+        decision row beside each score row was a fifth of the batch's insert."""
         inputs: dict[
             int, tuple[ScorerRun, InputCut | None]
         ] = {}  # each run's, built once for all bindings
         for binding, sampled in zip(self.bindings, verdicts, strict=True):
             synchronous = self._synchronous[binding.name]
             for run in binding.eligible(trace.runs):
-                trace.decisions.append(decision_row(binding, run, sampled, now))
                 if not sampled:
+                    trace.decisions.append(decision_row(binding, run, sampled, now))
                     continue
+                trace.sampled.append(binding.name)  # its score row records the decision
                 if synchronous:
                     if (budgeted := inputs.get(id(run))) is None:
                         budgeted = inputs[id(run)] = self._scorer_input(run)
@@ -425,6 +429,8 @@ class ScoringWorker:
             for decision in trace.decisions:
                 key = (decision["binding"], decision["sampled"])
                 decided[key] = decided.get(key, 0) + 1
+            for name in trace.sampled:
+                decided[name, True] = decided.get((name, True), 0) + 1
             for row in trace.rows:
                 self.metrics.observe_score(
                     row["binding"],
@@ -444,10 +450,11 @@ class ScoringWorker:
         select: Callable[[CompiledBinding, AgentRun], bool] | None = None,
     ) -> tuple[list[StoredScore], list[SamplingDecision]]:
         """Route runs to bindings, record sampling decisions and score the sampled runs (the
-        offline commands' path, one run set at a time).
+        offline commands' path, one run set at a time); returns the score rows and the
+        decisions on the runs left unsampled (a sampled run's score row records its decision).
 
         ``select`` narrows which sampled runs are scored (a backfill skips runs it already has
-        current scores for); decisions are recorded either way.
+        current scores for).
         """
         decisions: list[SamplingDecision] = []
         jobs = []
@@ -456,8 +463,9 @@ class ScoringWorker:
             for run in binding.eligible(runs):
                 sampled = is_sampled(run.trace_id, binding.sampling_rate)
                 self.metrics.sampling_decision(binding.name, sampled)
-                decisions.append(decision_row(binding, run, sampled, now))
-                if sampled and (select is None or select(binding, run)):
+                if not sampled:
+                    decisions.append(decision_row(binding, run, sampled, now))
+                elif select is None or select(binding, run):
                     jobs.append(self.score(binding, run))
         rows = list(await asyncio.gather(*jobs))
         return rows, decisions
