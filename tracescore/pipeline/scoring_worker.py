@@ -51,7 +51,7 @@ from tracescore.extract.model import AgentRun
 from tracescore.extract.registry import CONVENTIONS
 from tracescore.extract.sources import TraceReading, read_sources
 from tracescore.pipeline.batches import BatchPass, ClaimedTrace, source_tallies, trace_turn
-from tracescore.pipeline.bindings import CompiledBinding
+from tracescore.pipeline.bindings import CompiledBinding, primary_only
 from tracescore.pipeline.budget import InputCut, ScorerTimeout, Watchdog, within_input_budget
 from tracescore.pipeline.config import WorkersConfig
 from tracescore.pipeline.renewal import renewing
@@ -158,9 +158,7 @@ class ScoringWorker:
             for binding in self.bindings
         }
         """Bindings scored in the batch's thread; the others take the asynchronous path."""
-        self._only_primary = all(
-            binding.config.target in ("agent", "trace") for binding in self.bindings
-        )
+        self._only_primary = primary_only(self.bindings)
         """No binding scores LLM or tool runs: extraction builds the primary runs only."""
         self._load_every_trace = bool(self.conversation_bindings)
         self._told: set[tuple[str, str]] = set()
@@ -327,17 +325,31 @@ class ScoringWorker:
                     continue
                 trace.sampled.append(binding.name)  # its score row records the decision
                 if synchronous:
-                    if (budgeted := inputs.get(id(run))) is None:
-                        budgeted = inputs[id(run)] = self._scorer_input(run)
-                    scorer_input, cut = budgeted
-                    result = self._score_in_time(binding, scorer_input)
-                    trace.rows.append(
-                        score_row(
-                            binding, run, status=result.status, result=result, now=now, cut=cut
-                        )
-                    )
+                    trace.rows.append(self._score_now(binding, run, inputs, now))
                 else:
                     trace.later.append((binding, run))
+
+    def _score_now(
+        self,
+        binding: CompiledBinding,
+        run: AgentRun,
+        inputs: dict[int, tuple[ScorerRun, InputCut | None]],
+        now: datetime,
+        *,
+        timed: bool = True,
+    ) -> StoredScore:
+        """The score row of a synchronous binding on ``run``, scored in this thread; what
+        scorers read of a run is built once for every binding (``inputs``, by run). ``timed``:
+        within the scorer's time budget (live); offline a scorer takes the time it takes."""
+        if (budgeted := inputs.get(id(run))) is None:
+            budgeted = inputs[id(run)] = self._scorer_input(run)
+        scorer_input, cut = budgeted
+        result = (
+            self._score_in_time(binding, scorer_input)
+            if timed
+            else binding.scorer.run_sync(scorer_input)
+        )
+        return score_row(binding, run, status=result.status, result=result, now=now, cut=cut)
 
     def _store(
         self,
@@ -457,18 +469,32 @@ class ScoringWorker:
         current scores for).
         """
         decisions: list[SamplingDecision] = []
-        jobs = []
+        rows: list[StoredScore | None] = []
+        later: list[tuple[int, Awaitable[StoredScore]]] = []
+        inputs: dict[int, tuple[ScorerRun, InputCut | None]] = {}
+        decided: dict[tuple[str, bool], int] = {}
         now = datetime.now(UTC)
         for binding in self.bindings:
+            synchronous = self._synchronous[binding.name]
             for run in binding.eligible(runs):
                 sampled = is_sampled(run.trace_id, binding.sampling_rate)
-                self.metrics.sampling_decision(binding.name, sampled)
+                decided[binding.name, sampled] = decided.get((binding.name, sampled), 0) + 1
                 if not sampled:
                     decisions.append(decision_row(binding, run, sampled, now))
-                elif select is None or select(binding, run):
-                    jobs.append(self.score(binding, run))
-        rows = list(await asyncio.gather(*jobs))
-        return rows, decisions
+                elif select is not None and not select(binding, run):
+                    continue
+                elif synchronous:  # scored here, as a batch's synchronous pass scores it
+                    rows.append(self._score_now(binding, run, inputs, now, timed=False))
+                else:
+                    later.append((len(rows), self.score(binding, run)))
+                    rows.append(None)
+        for (index, _), row in zip(
+            later, await asyncio.gather(*(job for _, job in later)), strict=True
+        ):
+            rows[index] = row
+        for (name, sampled), count in decided.items():
+            self.metrics.sampling_decision(name, sampled, count)
+        return [row for row in rows if row is not None], decisions
 
     async def score(
         self, binding: CompiledBinding, run: AgentRun, *, subject: Conversation | None = None
