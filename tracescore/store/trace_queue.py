@@ -394,9 +394,9 @@ class TraceQueue:
         conn: Connection, rule: SamplingRule, rows: Sequence[Row[Any]], now: float, into: _Skipped
     ) -> None:
         """Finish the just-promoted traces no binding samples as ``scored``, and count them in
-        the sampling tallies (the first time each is decided), in the promotion's transaction:
-        claiming, completing and counting them one by one in a worker cost more than all the
-        scoring of the sampled traces at 10 %."""
+        the sampling tallies (the first time each is decided), in the promotion's transaction,
+        with one statement per few hundred traces: a worker no longer claims, sorts, completes
+        and counts each of them (nine traces in ten at sampling 0.1)."""
         unsampled = [row for row in rows if not rule.sampled(row.trace_id)]
         if not unsampled:
             return
