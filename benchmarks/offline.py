@@ -35,7 +35,7 @@ from tracescore.offline.demo import DemoSender
 from tracescore.offline.inputs import read_runs, runs_from_json
 from tracescore.offline.rescore import Backfill
 from tracescore.offline.runner import by_trace, compile_offline, score_groups
-from tracescore.pipeline.bindings import CompiledBinding
+from tracescore.pipeline.bindings import CompiledBinding, primary_only
 from tracescore.store import open_store
 
 FIXTURE = (
@@ -99,7 +99,7 @@ def _score_otlp(args: argparse.Namespace, bindings: list[CompiledBinding]) -> No
         export = Path(directory) / "export.pb"
         export.write_bytes(body)
         started, cpu = time.perf_counter(), time.process_time()
-        runs = read_runs([export])
+        runs = read_runs([export], only_primary=primary_only(bindings))  # as `score` reads them
         rows = asyncio.run(score_groups(by_trace(runs), bindings, concurrency=args.concurrency))
         elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     scored = sum(map(len, rows))

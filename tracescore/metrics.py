@@ -23,6 +23,7 @@ never by traffic (no trace ids or agent names), so series counts stay small; the
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -265,11 +266,28 @@ def observe_score(
     binding: str, scorer: str, status: str, score: float | None, latency_seconds: float
 ) -> None:
     """Record one score row: its status, its value when ``ok``, and how long scoring took."""
-    scores.labels(binding, scorer, status).inc()
-    if status == "ok" and score is not None:
-        score_value.labels(binding, scorer).observe(score)
+    observe_scores(binding, scorer, status, [score], [latency_seconds])
+
+
+def observe_scores(
+    binding: str,
+    scorer: str,
+    status: str,
+    values: Sequence[float | None],
+    latencies_seconds: Sequence[float],
+) -> None:
+    """Record score rows of one binding, scorer and status at once (a scoring process sends
+    its rows added up so): each label set is looked up once, not once a row."""
+    scores.labels(binding, scorer, status).inc(len(values))
+    if status == "ok":
+        histogram = score_value.labels(binding, scorer)
+        for value in values:
+            if value is not None:
+                histogram.observe(value)
     if not status.startswith("skipped"):  # skipped runs were never scored: no latency to tell
-        scorer_latency.labels(binding, scorer).observe(latency_seconds)
+        latency = scorer_latency.labels(binding, scorer)
+        for seconds in latencies_seconds:
+            latency.observe(seconds)
 
 
 def judge_call(

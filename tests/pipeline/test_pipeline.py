@@ -14,6 +14,7 @@ from tracescore.config import Config, ConfigError, parse_config
 from tracescore.ingest.files import load_traces
 from tracescore.pipeline.scoring_task import build_worker
 from tracescore.store import ReadinessRules, open_store
+from tracescore.store.score_aggregates import coverage
 from tracescore.store.scores import SamplingDecisionRow, ScoreRow
 
 AGENT_CAPTURE = CAPTURES / "otel-genai-openai-v2-latest" / "tool_call_agent"
@@ -112,8 +113,12 @@ def test_filters_and_sampling_decisions_are_recorded(sqlite_url: str) -> None:
     assert [(row.binding, row.agent) for row in stored] == [("weather-only", "WeatherBot")]
     with store.engine.connect() as connection:
         decisions = connection.execute(select(SamplingDecisionRow.__table__)).all()
+        found = {c.binding: c for c in coverage(connection, None, None)}
+    # Decision rows for unsampled runs only: the sampled run's score row stands for its own.
     summary = sorted((d.binding, d.sampled) for d in decisions)
-    assert summary == [("never-sampled", False), ("never-sampled", False), ("weather-only", True)]
+    assert summary == [("never-sampled", False), ("never-sampled", False)]
+    assert (found["weather-only"].eligible, found["weather-only"].sampled) == (1, 1)
+    assert (found["never-sampled"].eligible, found["never-sampled"].sampled) == (2, 0)
 
 
 def test_a_failing_scorer_is_stored_as_error_and_others_still_score(sqlite_url: str) -> None:

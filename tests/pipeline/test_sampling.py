@@ -70,8 +70,9 @@ def test_decisions_are_identical_in_another_process() -> None:
 def test_traces_no_binding_samples_are_completed_unread_and_coverage_still_counts_them(
     db_url: str,
 ) -> None:
-    """The batch worker decides sampling from the trace id before loading anything: a trace no
-    binding samples is completed without a load, counted in the per-minute tally; coverage is
+    """Sampling is decided from the trace id before anything is loaded: a trace no binding
+    samples is finished as it is promoted (never claimed, never loaded), counted in the
+    per-minute tally; coverage is
     what per-run decisions gave (one agent run per trace here): eligible every trace, sampled
     those under the rate, scored the sampled ones. A late span sending a trace back to be
     scored again does not count it twice."""
@@ -96,9 +97,12 @@ def test_traces_no_binding_samples_are_completed_unread_and_coverage_still_count
 
         store.load_traces = recording_load  # type: ignore[method-assign]
 
+        claimed: list[str] = []
+
         def score_everything() -> None:
             async def go() -> None:
                 while claims := store.queue.claim(worker.owner, 16, 30.0, now=4_000_000_000.0):
+                    claimed.extend(claim.trace_id for claim in claims)
                     await worker.process_batch(claims)
 
             asyncio.run(go())
@@ -106,7 +110,7 @@ def test_traces_no_binding_samples_are_completed_unread_and_coverage_still_count
         score_everything()
         sampled = {t.trace_id for t in traces if is_sampled(t.trace_id, 0.3)}
         assert 0 < len(sampled) < len(traces)
-        assert set(loaded) == sampled  # the others were never read
+        assert set(loaded) == set(claimed) == sampled  # the others were never claimed or read
         with store.engine.connect() as connection:
             found = {c.binding: c for c in coverage(connection, None, None)}
         for name, rate in (("tone", 0.3), ("similarity", 0.1)):

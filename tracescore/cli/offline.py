@@ -113,7 +113,7 @@ def score(
     from tracescore.offline.report import gate, render, summarize, unknown_thresholds
     from tracescore.offline.runner import by_trace, compile_offline, score_groups
     from tracescore.offline.specs import SpecError, parse_thresholds, resolve_bindings
-    from tracescore.pipeline.bindings import BindingError
+    from tracescore.pipeline.bindings import BindingError, primary_only
     from tracescore.store.scores import StoredScore
 
     try:
@@ -127,7 +127,12 @@ def score(
     except (ConfigError, SpecError, BindingError) as exc:
         usage_error(str(exc))
     try:
-        runs = read_runs(files, config.conversations.id_attributes, claim_order(config.conventions))
+        runs = read_runs(
+            files,
+            config.conversations.id_attributes,
+            claim_order(config.conventions),
+            only_primary=primary_only(compiled),
+        )
     except (DecodeError, MastraRunError, OSError) as exc:
         usage_error(f"cannot read: {exc}")
     of_runs = [b for b in compiled if not judges_conversations(b)]

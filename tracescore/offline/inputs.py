@@ -39,8 +39,13 @@ def read_runs(
     paths: Iterable[Path],
     conversation_attributes: Sequence[str] = DEFAULT_ID_ATTRIBUTES,
     conventions: Sequence[Convention] = CONVENTIONS,
+    *,
+    only_primary: bool = False,
 ) -> list[AgentRun]:
     """Every run in ``paths``: runs extracted from OTLP exports, and runs given as JSON.
+    ``only_primary``: of an export's traces, only the runs standing for their agents (what
+    bindings that score no LLM or tool runs read, :func:`~tracescore.pipeline.bindings.primary_only`),
+    as the live worker extracts them.
 
     ``conversation_attributes`` name the attributes a trace's conversation id is read from
     (``conversations.id_attributes``), so files group into the conversations the service sees;
@@ -66,7 +71,12 @@ def read_runs(
     claim_order = list(conventions)
     for trace in load_traces(exports):
         runs.extend(
-            extract_runs(trace, claim_order, conversation_attributes=conversation_attributes)
+            extract_runs(
+                trace,
+                claim_order,
+                only_primary=only_primary,
+                conversation_attributes=conversation_attributes,
+            )
         )
     return runs
 

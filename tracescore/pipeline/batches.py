@@ -25,6 +25,9 @@ class ClaimedTrace:
     claim: TraceClaim
     runs: list[AgentRun] = field(default_factory=list)
     decisions: list[SamplingDecision] = field(default_factory=list)
+    """The sampling decisions on its runs some binding left unsampled."""
+    sampled: list[str] = field(default_factory=list)
+    """The binding of each (binding, run) pair sampled: counted, their rows say the rest."""
     rows: list[StoredScore] = field(default_factory=list)
     later: list[tuple[CompiledBinding, AgentRun]] = field(default_factory=list)
     """Sampled (binding, run) pairs for the asynchronous path (judges, limits)."""

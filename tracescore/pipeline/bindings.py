@@ -108,6 +108,12 @@ class CompiledBinding:
         return [run for run in select_target(runs, self.config.target) if self.filter.matches(run)]
 
 
+def primary_only(bindings: Sequence[CompiledBinding]) -> bool:
+    """No binding scores LLM or tool runs (a conversation's turns are primary runs too): runs
+    can be extracted with ``only_primary``, which skips building the others."""
+    return all(binding.config.target in ("agent", "trace", "conversation") for binding in bindings)
+
+
 def select_target(runs: Sequence[AgentRun], target: str) -> list[AgentRun]:
     """``agent``: every run standing for an agent (an LLM run where no agent span exists);
     ``llm`` / ``tool``: every run of that kind; ``trace``: the outermost agent run only."""

@@ -9,6 +9,11 @@ sampled at 20 %. Every process and every instance agrees without coordination.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
+from typing import Protocol
+
+from tracescore.pipeline.config import ScorerBinding
+from tracescore.store.trace_queue import SamplingRule, TraceQueue
 
 _SCALE = float(2**48)
 
@@ -27,3 +32,38 @@ def sampled_at(position: float, rate: float) -> bool:
     """:func:`is_sampled` for a trace whose :func:`unit_hash` is known: the worker hashes each
     trace id once and asks for every binding's rate."""
     return rate >= 1.0 or (rate > 0.0 and position < rate)
+
+
+class SkipMetrics(Protocol):
+    """The metrics traces finished unsampled at promotion go to (:mod:`tracescore.metrics`, or
+    a scoring process's relay)."""
+
+    def traces_done(self, count: int) -> None: ...
+
+    def sampling_decision(self, binding: str, sampled: bool, count: int = 1) -> None: ...
+
+
+def skip_unsampled(
+    queue: TraceQueue, bindings: Sequence[ScorerBinding], metrics: SkipMetrics
+) -> None:
+    """Have ``queue``'s promotion finish the traces no binding of ``bindings`` samples
+    (:class:`~tracescore.store.trace_queue.SamplingRule`), counting them in ``metrics``.
+
+    Since rates nest (see above), some binding samples a trace exactly when the highest rate
+    does. Nothing is skipped when a binding samples every trace, or when a binding scores
+    conversations: every trace's turn must then be recorded, sampled or not.
+    """
+    if any(binding.target == "conversation" for binding in bindings):
+        return
+    rate = max((binding.sampling.rate for binding in bindings), default=1.0)
+    if rate >= 1.0:
+        return
+    names = tuple(binding.name for binding in bindings)
+
+    def skipped(count: int) -> None:
+        metrics.traces_done(count)
+        for name in names:
+            metrics.sampling_decision(name, False, count)
+
+    queue.sampling = SamplingRule(lambda trace_id: sampled_at(unit_hash(trace_id), rate), names)
+    queue.on_skipped = skipped

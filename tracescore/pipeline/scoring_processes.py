@@ -10,8 +10,8 @@ leases, as several services do. With 0 the worker runs in the service process, a
 background task.
 
 A child's metrics reach the service's ``/metrics`` as report lines: :class:`MetricRelay` stands
-in for :mod:`tracescore.metrics` in the child and sends the calls, which the service
-replays on its own metrics (:func:`replay`).
+in for :mod:`tracescore.metrics` in the child, adds the calls up and sends what they came to,
+which the service replays on its own metrics (:func:`replay`).
 """
 
 from __future__ import annotations
@@ -22,30 +22,30 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Callable
 from typing import Any, TextIO
 
 from tracescore import helper_processes, metrics
 from tracescore.background import BackgroundFactory
 from tracescore.helper_processes import Child
 from tracescore.pipeline.config import ScoringConfig
+from tracescore.pipeline.sampling import skip_unsampled
 from tracescore.store import SpanStore, open_store
 
 log = logging.getLogger(__name__)
 
-_RELAYED = frozenset(
+_COUNTED = frozenset(
     (
         "traces_done",
         "sampling_decision",
-        "observe_score",
-        "judge_call",
-        "text_values_replaced",
         "trace_unread",
         "traces_failed",
         "stale_completions",
+        "text_values_replaced",
     )
 )
-"""The metric calls a scoring process relays (:class:`~tracescore.pipeline.scoring_worker.PipelineMetrics`)."""
+"""The counting calls a scoring process relays: each takes its labels, then ``count``."""
+_RELAYED = _COUNTED | {"observe_scores", "judge_call"}
+"""What a report line may call on the service's metrics (:func:`replay`)."""
 _FLUSH_SECONDS = 0.25
 _GC_THRESHOLDS = (100_000, 50, 10)
 """The cyclic garbage collector's thresholds in a scoring process (CPython's are 700, 10, 10).
@@ -58,12 +58,18 @@ _REVIVE_SECONDS = 1.0
 
 
 class MetricRelay:
-    """:class:`~tracescore.pipeline.scoring_worker.PipelineMetrics` for a child: each call is kept and,
-    every quarter second, the calls so far go to the service in one report line."""
+    """:class:`~tracescore.pipeline.scoring_worker.PipelineMetrics` for a child: calls are
+    added up in the process (counts by their labels, score observations by binding, scorer and
+    status) and, every quarter second, what they came to goes to the service in one report
+    line. Relaying each call (about eleven a trace) cost the child a lock, a closure and a
+    list entry per call, and the service a replay of each; now a batch's calls cost a dict
+    update each here and one replay per label set there."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
-        self._calls: list[tuple[str, list[Any], dict[str, Any]]] = []
+        self._counts: dict[tuple[str, tuple[Any, ...]], int] = {}
+        self._scores: dict[tuple[str, str, str], tuple[list[float | None], list[float]]] = {}
+        self._judge_calls: list[tuple[list[Any], dict[str, Any]]] = []
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._thread = threading.Thread(
@@ -71,19 +77,56 @@ class MetricRelay:
         )
         self._thread.start()
 
-    def __getattr__(self, name: str) -> Callable[..., None]:
-        if name not in _RELAYED:
-            raise AttributeError(name)
+    def _count(self, name: str, labels: tuple[Any, ...], count: int) -> None:
+        key = (name, labels)
+        with self._lock:
+            self._counts[key] = self._counts.get(key, 0) + count
 
-        def call(*args: Any, **kwargs: Any) -> None:
-            with self._lock:
-                self._calls.append((name, list(args), kwargs))
+    def traces_done(self, count: int) -> None:
+        self._count("traces_done", (), count)
 
-        return call
+    def sampling_decision(self, binding: str, sampled: bool, count: int = 1) -> None:
+        self._count("sampling_decision", (binding, sampled), count)
+
+    def trace_unread(self, service: str, reason: str, count: int = 1) -> None:
+        self._count("trace_unread", (service, reason), count)
+
+    def traces_failed(self, reason: str, count: int) -> None:
+        self._count("traces_failed", (reason,), count)
+
+    def stale_completions(self, count: int) -> None:
+        self._count("stale_completions", (), count)
+
+    def text_values_replaced(self, where: str, count: int) -> None:
+        self._count("text_values_replaced", (where,), count)
+
+    def observe_score(
+        self, binding: str, scorer: str, status: str, score: float | None, latency_seconds: float
+    ) -> None:
+        with self._lock:
+            if (observed := self._scores.get((binding, scorer, status))) is None:
+                observed = self._scores[(binding, scorer, status)] = ([], [])
+            observed[0].append(score)
+            observed[1].append(latency_seconds)
+
+    def judge_call(self, *args: Any, **kwargs: Any) -> None:
+        """Relayed call by call: judge calls are few, and each has its own outcome."""
+        with self._lock:
+            self._judge_calls.append((list(args), kwargs))
 
     def flush(self) -> None:
         with self._lock:
-            calls, self._calls = self._calls, []
+            counts, self._counts = self._counts, {}
+            scores, self._scores = self._scores, {}
+            judged, self._judge_calls = self._judge_calls, []
+        calls: list[tuple[str, list[Any], dict[str, Any]]] = [
+            (name, [*labels, count], {}) for (name, labels), count in counts.items()
+        ]
+        calls += [
+            ("observe_scores", [*key, values, latencies], {})
+            for key, (values, latencies) in scores.items()
+        ]
+        calls += [("judge_call", args, kwargs) for args, kwargs in judged]
         if calls:
             helper_processes.report(self._stream, {"metrics": calls})
 
@@ -107,6 +150,8 @@ def replay(report: dict[str, Any]) -> None:
 def scoring_processes_task(config: ScoringConfig, store: SpanStore) -> BackgroundFactory:
     """The service's background task that runs ``workers.processes`` scoring processes: starts
     them, replaces any that dies, and stops them when cancelled (the service stopping)."""
+    # The service's own promotion finishes unsampled traces too, as the processes' does.
+    skip_unsampled(store.queue, config.scorers, metrics)
     url = store.engine.url.render_as_string(hide_password=False)
     count = config.workers.process_count
     workers = [

@@ -10,7 +10,8 @@ Traces go through in batches (``workers.claim_batch``), because per-trace overhe
 scorers, was nine tenths of the cost (a claim, a load, a write and a completion transaction per
 trace, and a thread hop per step): one claim statement leases the batch; sampling is decided
 from each trace id before anything is loaded, and a trace no binding samples is completed
-unread; one query loads the others; their runs are extracted and scored by the synchronous
+unread (most never get here: promotion finishes them, :func:`~tracescore.pipeline.sampling.skip_unsampled`);
+one query loads the others; their runs are extracted and scored by the synchronous
 scorers (code scorers) in one thread hop; and one transaction stores every score, sampling
 decision and completion of the batch. A trace that also needs an asynchronous scorer (an LLM
 judge, a rate or budget limit) goes on from there on its own, so that a slow judge holds back
@@ -50,11 +51,11 @@ from tracescore.extract.model import AgentRun
 from tracescore.extract.registry import CONVENTIONS
 from tracescore.extract.sources import TraceReading, read_sources
 from tracescore.pipeline.batches import BatchPass, ClaimedTrace, source_tallies, trace_turn
-from tracescore.pipeline.bindings import CompiledBinding
+from tracescore.pipeline.bindings import CompiledBinding, primary_only
 from tracescore.pipeline.budget import InputCut, ScorerTimeout, Watchdog, within_input_budget
 from tracescore.pipeline.config import WorkersConfig
 from tracescore.pipeline.renewal import renewing
-from tracescore.pipeline.sampling import is_sampled, sampled_at, unit_hash
+from tracescore.pipeline.sampling import is_sampled, sampled_at, skip_unsampled, unit_hash
 from tracescore.pipeline.score_rows import decision_row, score_row, unstorable_score
 from tracescore.scorers.results import ScoreResult
 from tracescore.scorers.scorer_run import ScorerRun
@@ -157,9 +158,7 @@ class ScoringWorker:
             for binding in self.bindings
         }
         """Bindings scored in the batch's thread; the others take the asynchronous path."""
-        self._only_primary = all(
-            binding.config.target in ("agent", "trace") for binding in self.bindings
-        )
+        self._only_primary = primary_only(self.bindings)
         """No binding scores LLM or tool runs: extraction builds the primary runs only."""
         self._load_every_trace = bool(self.conversation_bindings)
         self._told: set[tuple[str, str]] = set()
@@ -167,6 +166,7 @@ class ScoringWorker:
         self._watchdog = Watchdog()
         if store is not None:
             store.queue.on_failed = self.metrics.traces_failed
+            skip_unsampled(store.queue, [binding.config for binding in bindings], self.metrics)
 
     def warm_up(self) -> None:
         """Run each code scorer once on a tiny run, so lazily loaded models and lexicons (the
@@ -310,28 +310,46 @@ class ScoringWorker:
 
     def _route(self, trace: ClaimedTrace, verdicts: list[bool], now: datetime) -> None:
         """Record each binding's sampling decisions on the trace's runs, and score the sampled
-        ones with the synchronous scorers (the rest wait in ``trace.later``)."""
+        ones with the synchronous scorers (the rest wait in ``trace.later``). Only a run left
+        unsampled gets a ``sampling_decisions`` row: a sampled one's score row says as much
+        (coverage counts both, :func:`~tracescore.store.score_aggregates.coverage`), and a
+        decision row beside each score row was a fifth of the batch's insert."""
         inputs: dict[
             int, tuple[ScorerRun, InputCut | None]
         ] = {}  # each run's, built once for all bindings
         for binding, sampled in zip(self.bindings, verdicts, strict=True):
             synchronous = self._synchronous[binding.name]
             for run in binding.eligible(trace.runs):
-                trace.decisions.append(decision_row(binding, run, sampled, now))
                 if not sampled:
+                    trace.decisions.append(decision_row(binding, run, sampled, now))
                     continue
+                trace.sampled.append(binding.name)  # its score row records the decision
                 if synchronous:
-                    if (budgeted := inputs.get(id(run))) is None:
-                        budgeted = inputs[id(run)] = self._scorer_input(run)
-                    scorer_input, cut = budgeted
-                    result = self._score_in_time(binding, scorer_input)
-                    trace.rows.append(
-                        score_row(
-                            binding, run, status=result.status, result=result, now=now, cut=cut
-                        )
-                    )
+                    trace.rows.append(self._score_now(binding, run, inputs, now))
                 else:
                     trace.later.append((binding, run))
+
+    def _score_now(
+        self,
+        binding: CompiledBinding,
+        run: AgentRun,
+        inputs: dict[int, tuple[ScorerRun, InputCut | None]],
+        now: datetime,
+        *,
+        timed: bool = True,
+    ) -> StoredScore:
+        """The score row of a synchronous binding on ``run``, scored in this thread; what
+        scorers read of a run is built once for every binding (``inputs``, by run). ``timed``:
+        within the scorer's time budget (live); offline a scorer takes the time it takes."""
+        if (budgeted := inputs.get(id(run))) is None:
+            budgeted = inputs[id(run)] = self._scorer_input(run)
+        scorer_input, cut = budgeted
+        result = (
+            self._score_in_time(binding, scorer_input)
+            if timed
+            else binding.scorer.run_sync(scorer_input)
+        )
+        return score_row(binding, run, status=result.status, result=result, now=now, cut=cut)
 
     def _store(
         self,
@@ -416,11 +434,15 @@ class ScoringWorker:
         if unsampled:
             for binding in self.bindings:
                 self.metrics.sampling_decision(binding.name, False, unsampled)
+        decided: dict[tuple[str, bool], int] = {}
         for trace in traces:
             if trace.reading is not None and trace.reading.reason is not None:
                 self._tell_unread(trace.reading)
             for decision in trace.decisions:
-                self.metrics.sampling_decision(decision["binding"], decision["sampled"])
+                key = (decision["binding"], decision["sampled"])
+                decided[key] = decided.get(key, 0) + 1
+            for name in trace.sampled:
+                decided[name, True] = decided.get((name, True), 0) + 1
             for row in trace.rows:
                 self.metrics.observe_score(
                     row["binding"],
@@ -431,6 +453,8 @@ class ScoringWorker:
                 )
                 if self._emit is not None:
                     self._emit(row)
+        for (name, sampled), count in decided.items():
+            self.metrics.sampling_decision(name, sampled, count)
 
     async def score_runs(
         self,
@@ -438,23 +462,39 @@ class ScoringWorker:
         select: Callable[[CompiledBinding, AgentRun], bool] | None = None,
     ) -> tuple[list[StoredScore], list[SamplingDecision]]:
         """Route runs to bindings, record sampling decisions and score the sampled runs (the
-        offline commands' path, one run set at a time).
+        offline commands' path, one run set at a time); returns the score rows and the
+        decisions on the runs left unsampled (a sampled run's score row records its decision).
 
         ``select`` narrows which sampled runs are scored (a backfill skips runs it already has
-        current scores for); decisions are recorded either way.
+        current scores for).
         """
         decisions: list[SamplingDecision] = []
-        jobs = []
+        rows: list[StoredScore | None] = []
+        later: list[tuple[int, Awaitable[StoredScore]]] = []
+        inputs: dict[int, tuple[ScorerRun, InputCut | None]] = {}
+        decided: dict[tuple[str, bool], int] = {}
         now = datetime.now(UTC)
         for binding in self.bindings:
+            synchronous = self._synchronous[binding.name]
             for run in binding.eligible(runs):
                 sampled = is_sampled(run.trace_id, binding.sampling_rate)
-                self.metrics.sampling_decision(binding.name, sampled)
-                decisions.append(decision_row(binding, run, sampled, now))
-                if sampled and (select is None or select(binding, run)):
-                    jobs.append(self.score(binding, run))
-        rows = list(await asyncio.gather(*jobs))
-        return rows, decisions
+                decided[binding.name, sampled] = decided.get((binding.name, sampled), 0) + 1
+                if not sampled:
+                    decisions.append(decision_row(binding, run, sampled, now))
+                elif select is not None and not select(binding, run):
+                    continue
+                elif synchronous:  # scored here, as a batch's synchronous pass scores it
+                    rows.append(self._score_now(binding, run, inputs, now, timed=False))
+                else:
+                    later.append((len(rows), self.score(binding, run)))
+                    rows.append(None)
+        for (index, _), row in zip(
+            later, await asyncio.gather(*(job for _, job in later)), strict=True
+        ):
+            rows[index] = row
+        for (name, sampled), count in decided.items():
+            self.metrics.sampling_decision(name, sampled, count)
+        return [row for row in rows if row is not None], decisions
 
     async def score(
         self, binding: CompiledBinding, run: AgentRun, *, subject: Conversation | None = None

@@ -247,7 +247,8 @@ class Coverage:
 
     binding: str
     eligible: int
-    """Runs that passed the binding's filter (one sampling decision each)."""
+    """Runs that passed the binding's filter: those sampled (a score row each) and those not
+    (a decision row each, or counted in a tally)."""
     sampled: int
     scored: int
     """Distinct runs with at least one ``ok`` score."""
@@ -295,9 +296,20 @@ def coverage(
         return found
 
     d, s = DECISIONS.c, SCORES.c
-    decided = connection.execute(
-        select(d.binding, func.count(), func.sum(case((d.sampled, 1), else_=0)))
-        .where(*in_range(DECISIONS))
+    # A sampled run has a score row and, since the pipeline stopped writing one beside it, no
+    # decision row; decision rows stored before then still count, once with their score's.
+    sampled_runs = (
+        select(s.binding, s.trace_id, s.span_id)
+        .where(*in_range(SCORES))
+        .union(select(d.binding, d.trace_id, d.span_id).where(*in_range(DECISIONS), d.sampled))
+        .subquery()
+    )
+    sampled_by_binding = connection.execute(
+        select(sampled_runs.c.binding, func.count()).group_by(sampled_runs.c.binding)
+    ).all()
+    unsampled_by_binding = connection.execute(
+        select(d.binding, func.count())
+        .where(*in_range(DECISIONS), d.sampled.is_(False))
         .group_by(d.binding)
     ).all()
     runs = (
@@ -316,7 +328,10 @@ def coverage(
         .group_by(s.binding, s.status)
     ):
         statuses[name][status] = count
-    eligible = {name: (int(total), int(sampled or 0)) for name, total, sampled in decided}
+    eligible = {name: (int(count), int(count)) for name, count in sampled_by_binding}
+    for name, unsampled in unsampled_by_binding:
+        total, sampled = eligible.get(name, (0, 0))
+        eligible[name] = (total + int(unsampled), sampled)
     # Traces no binding sampled were counted, not loaded: each is one eligible, unsampled run.
     # (Their minute buckets are kept whole at the range's edges.)
     t = TALLIES.c

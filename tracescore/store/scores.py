@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
+import orjson
 from sqlalchemy import JSON, BigInteger, Column, Engine, Index, Table, Text, func, select
 from sqlalchemy.engine import Connection, Dialect
 from sqlmodel import Field, SQLModel
@@ -26,7 +27,7 @@ from tracescore.store.aging import AgedRows
 from tracescore.store.bulk import BulkInsert, bulk_insert
 from tracescore.store.dialect import dialect_insert
 from tracescore.store.table_of import table_of
-from tracescore.store.text import ColumnFit, TextGuard
+from tracescore.store.text import ColumnFit, TextGuard, fit_text
 
 ScoreStatus = Literal["ok", "error", "not_scorable", "skipped_budget", "skipped_rate"]
 
@@ -189,6 +190,47 @@ class _Upsert:
         processors = tuple(column.type.bind_processor(dialect) for column in columns)
         return cls(insert, processors, tuple(map(_default, columns)), names)
 
+    def fitted_rows(
+        self, rows: Sequence[Mapping[str, Any]], fit: ColumnFit, guard: TextGuard
+    ) -> list[tuple[Any, ...]]:
+        """``rows`` made storable (``fit``'s rules: text through ``guard`` and cut to length,
+        JSON documents walked only when refused) and through the bind processors in one pass
+        per row: a JSON document is serialised once, by its column's processor, which refuses
+        what ``fit`` would have walked for; a datetime several rows share (the batch's moment)
+        is processed once. A score row went through three passes (a fitted copy, a JSON check,
+        the processors): a tenth of a scoring process's time per trace."""
+        lengths = dict(fit.texts)
+        documents = set(fit.documents)
+        plan = [
+            (name, process, default, name in lengths, lengths.get(name), name in documents)
+            for name, process, default in zip(
+                self.names, self.processors, self.defaults, strict=True
+            )
+        ]
+        shared: dict[int, Any] = {}
+        fitted = []
+        for row in rows:
+            values: list[Any] = []
+            for name, process, default, is_text, length, is_document in plan:
+                value = row.get(name, _MISSING)
+                if value is _MISSING:
+                    value = default() if callable(default) else default
+                if value is None:
+                    values.append(None)
+                    continue
+                if is_text and type(value) is str:
+                    value = fit_text(value, length, guard)
+                elif is_document:
+                    value = _document(value, process, guard)
+                    process = None
+                elif type(value) is datetime and process is not None:
+                    if (done := shared.get(id(value))) is None:
+                        done = shared[id(value)] = process(value)
+                    value, process = done, None
+                values.append(value if process is None else process(value))
+            fitted.append(tuple(values))
+        return fitted
+
     def row(self, row: Mapping[str, Any]) -> tuple[Any, ...]:
         values = []
         for name, process, default in zip(self.names, self.processors, self.defaults, strict=True):
@@ -200,6 +242,20 @@ class _Upsert:
 
 
 _MISSING = object()
+
+
+def _document(value: Any, process: Callable[[Any], Any] | None, guard: TextGuard) -> Any:
+    """A JSON column's value for the driver: serialised by ``process`` (orjson, which refuses an
+    unpaired surrogate), or as it is where the driver serialises it; walked by ``guard`` first
+    only when refused."""
+    try:
+        if process is not None:
+            return process(value)
+        orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+        return value
+    except orjson.JSONEncodeError:
+        cleaned = guard.value(value)
+        return cleaned if process is None else process(cleaned)
 
 
 def _default(column: Any) -> Any:
@@ -241,12 +297,13 @@ class Prepared:
 
 
 def prepare_scores(dialect: Dialect, rows: Sequence[StoredScore]) -> Prepared:
-    """Score rows made storable and ready to upsert (see :func:`storable_score`)."""
+    """Score rows made storable and ready to upsert: as both databases accept them
+    (:class:`~tracescore.store.text.ColumnFit`), NUL characters and unpaired surrogates
+    replaced and values cut to their column's length. An agent named by its client with a
+    NUL, or a 300-character model name, then still gets its scores stored."""
     guard = TextGuard()
     upsert = _upsert_of(SCORES, dialect)
-    return Prepared(
-        upsert, [upsert.row(storable_score(row, guard)) for row in rows], guard.replaced
-    )
+    return Prepared(upsert, upsert.fitted_rows(rows, _SCORE_FIT, guard), guard.replaced)
 
 
 def prepare_decisions(dialect: Dialect, rows: Sequence[SamplingDecision]) -> Prepared:
@@ -276,14 +333,6 @@ def add_tallies(connection: Connection, unsampled: dict[str, int], now: datetime
 
 _SCORE_FIT = ColumnFit(SCORES, produced_here=("id", "trace_id", "span_id", "status", "run_kind"))
 """Score columns made storable; the others hold values tracescore makes itself."""
-
-
-def storable_score(row: StoredScore, guard: TextGuard) -> dict[str, Any]:
-    """``row`` as both databases accept it (:class:`~tracescore.store.text.ColumnFit`): NUL
-    characters and unpaired surrogates replaced and values cut to their column's length. An
-    agent named by its client with a NUL, or a 300-character model name, then still gets its
-    scores stored."""
-    return _SCORE_FIT.row(row, guard)
 
 
 def upsert_scores(connection: Connection, rows: Sequence[StoredScore]) -> int:

@@ -123,10 +123,7 @@ class ColumnFit:
         for name, length in self.texts:
             value = fitted.get(name)
             if isinstance(value, str):
-                value = guard.text(value)
-                fitted[name] = (
-                    value if length is None or len(value) <= length else value[: length - 1] + "…"
-                )
+                fitted[name] = fit_text(value, length, guard)
         for name in self.documents:
             if (document := fitted.get(name)) is not None:
                 try:
@@ -134,3 +131,9 @@ class ColumnFit:
                 except orjson.JSONEncodeError:
                     fitted[name] = guard.value(document)
         return fitted
+
+
+def fit_text(value: str, length: int | None, guard: TextGuard) -> str:
+    """``value`` made storable by ``guard`` and cut to ``length`` (ending with ``…``)."""
+    value = guard.text(value)
+    return value if length is None or len(value) <= length else value[: length - 1] + "…"
