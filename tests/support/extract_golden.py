@@ -63,7 +63,7 @@ def golden() -> dict[str, Any]:
     since = datetime.now(UTC) - timedelta(seconds=1)
     document: dict[str, Any] = {}
     folders = {path.parent for path in CAPTURES.rglob("*") if path.is_file()} - {CAPTURES}
-    for folder in sorted(f for f in folders if not f.relative_to(CAPTURES).parts[0][0] == "_"):
+    for folder in sorted(f for f in folders if f.relative_to(CAPTURES).parts[0][0] != "_"):
         key = str(folder.relative_to(CAPTURES))
         traces = load_traces([folder])
         document[key] = {
@@ -82,9 +82,7 @@ def golden() -> dict[str, Any]:
 
 
 def write() -> None:
-    GOLDEN.write_bytes(
-        gzip.compress(orjson.dumps(golden(), option=orjson.OPT_INDENT_2), mtime=0)
-    )
+    GOLDEN.write_bytes(gzip.compress(orjson.dumps(golden(), option=orjson.OPT_INDENT_2), mtime=0))
 
 
 if __name__ == "__main__":

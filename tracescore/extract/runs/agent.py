@@ -63,7 +63,7 @@ def agent_run(
         )
     if not steps and sub_runs and not run.input.input_messages:
         # A workflow-like agent that only delegates: its question is its first agent's.
-        run.input = sub_runs[0].input.model_copy()
+        run.input = sub_runs[0].input.copied()
     trajectory = _agent_trajectory(info, steps, tools, list(zip(nested, sub_runs, strict=True)))
     final = (
         final_text([s.info.output_messages[-1] for s in steps if s.info.output_messages][-1:])

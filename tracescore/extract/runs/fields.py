@@ -28,7 +28,7 @@ def base_run(trace: Trace, node: SpanNode, kind: str) -> AgentRun:
         agent_name = next(
             (a.info.agent_name or a.info.name for a in node.ancestors() if a.kind == "agent"), None
         )
-    return AgentRun(
+    return AgentRun.built(
         trace_id=trace.trace_id,
         span_id=span.span_id,
         kind=kind,
@@ -42,8 +42,8 @@ def base_run(trace: Trace, node: SpanNode, kind: str) -> AgentRun:
         status=info.status,
         error=info.error,
         span_ids=[span.span_id],
-        attributes=span.attributes,  # validation copies them into the run
-        resource_attributes=span.resource.attributes,
+        attributes=dict(span.attributes),
+        resource_attributes=dict(span.resource.attributes),
         warnings=span_warnings(node),
     )
 
