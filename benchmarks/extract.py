@@ -5,6 +5,10 @@
 2. one agent trace with ``--steps`` chat calls and as many tool calls, each chat call sent the
    last 20 messages (so ~20 messages parsed per span): milliseconds per trace and per span.
 
+Times are this thread's CPU time (``time.thread_time``), not the wall clock: on a machine shared
+with other jobs the wall clock measures the others' load (the same code gave 240 and 1,900
+traces/s minutes apart), CPU time far less so.
+
     python benchmarks/extract.py
     python benchmarks/extract.py --rounds 50 --steps 1000
 """
@@ -118,9 +122,9 @@ def main() -> None:
     spans = sum(len(t.spans) for t in traces)
     timings = []
     for _ in range(args.rounds):
-        began = time.perf_counter()
+        began = time.thread_time()
         runs = sum(len(extract_runs(t)) for t in traces)
-        timings.append(time.perf_counter() - began)
+        timings.append(time.thread_time() - began)
     best, median = min(timings), statistics.median(timings)
     print(f"captures: {len(traces)} traces, {spans} spans, {runs} runs per round")
     print(
@@ -131,9 +135,9 @@ def main() -> None:
     trace = long_agent_trace(args.steps)
     timings = []
     for _ in range(3):
-        began = time.perf_counter()
+        began = time.thread_time()
         runs = len(extract_runs(trace))
-        timings.append(time.perf_counter() - began)
+        timings.append(time.thread_time() - began)
     median = statistics.median(timings)
     print(
         f"long agent: {len(trace.spans)} spans, {runs} runs: median {median * 1000:,.0f} ms "

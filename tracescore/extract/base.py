@@ -5,6 +5,11 @@ with three names, matched structurally by :class:`Convention`:
 
 * ``NAME: str`` — the convention's name, copied onto ``SpanInfo.convention`` and ``AgentRun``;
 * ``detect(span) -> bool`` — cheap: looks at a few attribute keys or the scope name only;
+* optionally ``in_scope(scope_name) -> bool`` — False when the module claims no span of that
+  instrumentation scope, whatever its attributes (a module whose ``detect`` requires its
+  scope). It is asked once per scope name, not per span
+  (:func:`tracescore.extract.registry.claimants`), so a span is offered only to the modules
+  that may claim it;
 * ``read(span, logs) -> SpanInfo`` — reads the span (and the log records emitted in its
   context) into convention-neutral facts. It must not raise: whatever it cannot read goes into
   ``SpanInfo.warnings``. :func:`safe_read` enforces that for modules that slip.

@@ -51,9 +51,12 @@ _TOOL_REPR = re.compile(
 _TOOL_DESCRIPTION = "Tool Description: "
 
 
+def in_scope(scope: str) -> bool:
+    return scope == SCOPE or scope.startswith(SCOPE + ".")
+
+
 def detect(span: Span) -> bool:
-    scope = span.scope.name
-    return (scope == SCOPE or scope.startswith(SCOPE + ".")) and _KIND in span.attributes
+    return in_scope(span.scope.name) and _KIND in span.attributes
 
 
 def read(span: Span, logs: list[LogRecord]) -> SpanInfo:

@@ -118,9 +118,9 @@ def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
 def fill_from_attributes(info: SpanInfo, attributes: Mapping[str, Any]) -> None:
     """Read the GenAI attributes of one span (or log event) into ``info``."""
     warnings = info.warnings
-    operation = first_str(attributes, "gen_ai.operation.name")
+    operation = as_str(attributes.get("gen_ai.operation.name"))
     info.kind = operation_kind(operation, attributes)
-    info.agent_name = first_str(attributes, "gen_ai.agent.name") or info.agent_name
+    info.agent_name = as_str(attributes.get("gen_ai.agent.name")) or info.agent_name
     info.model = (
         first_str(attributes, "gen_ai.response.model", "gen_ai.request.model") or info.model
     )

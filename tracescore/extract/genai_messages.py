@@ -288,6 +288,8 @@ def _unwrap_keyed_block(raw: dict[str, Any]) -> dict[str, Any]:
 def _langchain_message(raw: dict[str, Any]) -> dict[str, Any]:
     """A LangChain message (serialized ``{"lc": 1, "kwargs": …}`` or ``.dict()`` with ``type``)
     as an OpenAI-style dict; other messages are returned unchanged."""
+    if "role" in raw and "lc" not in raw:
+        return raw  # the common case, answered without the lookups below
     if isinstance(raw.get("kwargs"), dict) and "lc" in raw:
         path = raw.get("id")
         name = path[-1] if isinstance(path, list) and path else ""
@@ -450,12 +452,26 @@ def parse_system_instructions(value: Any, warnings: list[str], what: str) -> lis
         if isinstance(item, dict) and ("parts" in item or "role" in item):
             message = parse_message(item, "system", warnings, what, default_role="system")
             text = message_text(message) if message else ""
+        elif _plain_text_part(item):
+            text = item["content"]  # its text, without building the part to read it
         else:
             part = parse_part(item, warnings, what)
             text = (part.text or part.reasoning or "") if part else ""
         if text:
             texts.append(text)
     return texts
+
+
+def _plain_text_part(item: Any) -> bool:
+    """A GenAI text part with text (no Gemini ``thought`` mark): what ``parse_part`` would
+    read as a text part of exactly that text."""
+    return (
+        isinstance(item, dict)
+        and item.get("type") == "text"
+        and "thought" not in item
+        and isinstance(item.get("content"), str)
+        and bool(item["content"])
+    )
 
 
 def parse_tool_definition(raw: Any, warnings: list[str], what: str) -> ToolDefinition | None:

@@ -51,6 +51,10 @@ _LEGACY_TOOL_KEYS = {  # GenAI key ← ADK legacy key
 _PLACEHOLDERS = frozenset({"{}", "N/A", ""})  # what legacy spans hold when content is off
 
 
+def in_scope(scope: str) -> bool:
+    return scope == SCOPE
+
+
 def detect(span: Span) -> bool:
     return span.scope.name == SCOPE
 

@@ -40,6 +40,10 @@ _TOOL_ID = re.compile(r"tool_id=(?:'([^'\\\n]{1,200})'|\"([^\"\\\n]{1,200})\")")
 _REPR_CHARS = 20_000  # the names sit near a repr's start; long histories follow them
 
 
+def in_scope(scope: str) -> bool:
+    return scope == SCOPE
+
+
 def detect(span: Span) -> bool:
     return span.scope.name == SCOPE and "openinference.span.kind" in span.attributes
 

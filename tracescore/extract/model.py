@@ -5,17 +5,29 @@ that a scorer ported from Mastra reads the same fields, and so that Mastra-shape
 validate straight into these models. Python attribute names are snake_case; the JSON aliases are
 Mastra's camelCase, and ``AgentRun.mastra_input()`` / ``mastra_output()`` dump exactly the dicts
 Mastra's scorer utils walk.
+
+Each shape is defined once, as a pydantic model, validated where runs come in (Mastra-shaped
+JSON runs, offline inputs, APIs: ``Model(...)``, ``model_validate``). Extraction builds each run
+(``AgentRun.built``) and the copies a trajectory makes (``copied``) without the validator, from
+values it made itself: the same instances, serialised alike (``mastra_input()``,
+``model_dump``; ``tests/extract/test_extract_golden.py`` holds extraction to it byte for byte).
+A run has twenty fields, most of them defaults: validating one took 13 µs, building it 8–10
+(measured on a loaded machine). The small models (a part, a message) are still validated there:
+pydantic's validator runs in Rust and is as fast as any Python-level construction of a pydantic
+instance, which needs four slots set (measured), so only a lighter class than a pydantic model
+would make them cheaper (see docs/benchmarks.md, Pipeline).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticUndefined
 
 ToolState = Literal[
     "partial-call",
@@ -32,12 +44,89 @@ SpanKindName = Literal["agent", "llm", "tool", "retrieval", "other"]
 """The neutral kind every convention maps its spans to (the OTel span kind is another thing)."""
 
 
+_new, _set_attribute = object.__new__, object.__setattr__
+
+
+@dataclass(frozen=True, slots=True)
+class _Blank:
+    """A model's fields in declaration order with their defaults (``None`` holding the place
+    of a factory's), its factories and required fields: what :meth:`_Model.built` starts
+    each instance from."""
+
+    defaults: dict[str, Any]
+    factories: tuple[tuple[str, Callable[..., Any]], ...]
+    """Each called with no argument: no factory of these models takes the validated data."""
+    required: frozenset[str]
+
+
 class _Model(BaseModel):
     """camelCase JSON aliases (Mastra's field names), snake_case attributes, unknown keys kept."""
 
     model_config = ConfigDict(
         alias_generator=to_camel, populate_by_name=True, extra="allow", ser_json_bytes="base64"
     )
+    __blank__: ClassVar[_Blank]
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        fields = cls.model_fields
+        cls.__blank__ = _Blank(
+            defaults={
+                name: None if info.default_factory is not None else info.default
+                for name, info in fields.items()
+            },
+            factories=tuple(
+                (name, info.default_factory)
+                for name, info in fields.items()
+                if info.default_factory is not None
+            ),
+            required=frozenset(
+                name
+                for name, info in fields.items()
+                if info.default is PydanticUndefined and info.default_factory is None
+            ),
+        )
+
+    @classmethod
+    def built(cls, **values: Any) -> Self:
+        """The instance ``cls(**values)`` validates to, for values extraction made itself:
+        field names (not aliases), each value already of its field's type, and no list or dict
+        that its maker changes afterwards (validation would have copied it). Not for data from
+        outside: that is validated, at the edge where it comes in.
+
+        The same ``__dict__`` (in declaration order), fields set, empty extra and private state
+        as validation leaves; it pays for a model with many defaulted fields (a run: two thirds
+        of the time), not for one of a few, which pydantic's validator builds as fast. A
+        missing required field or a name that is no field raises ``TypeError``.
+        """
+        blank = cls.__blank__
+        state = blank.defaults.copy()
+        state.update(values)
+        if len(state) != len(blank.defaults) or not values.keys() >= blank.required:
+            unknown = sorted(values.keys() - blank.defaults.keys())
+            missing = sorted(blank.required - values.keys())
+            raise TypeError(f"{cls.__name__}: unknown fields {unknown}, missing {missing}")
+        for name, factory in blank.factories:
+            if name not in values:
+                state[name] = factory()
+        instance = _new(cls)
+        _set_attribute(instance, "__dict__", state)
+        _set_attribute(instance, "__pydantic_fields_set__", set(values))
+        _set_attribute(instance, "__pydantic_extra__", {})
+        _set_attribute(instance, "__pydantic_private__", None)
+        return instance
+
+    def copied(self) -> Self:
+        """``model_copy()`` (a shallow copy: fields, fields set and extra), built directly, for
+        the calls a trajectory copies by the hundred."""
+        instance = _new(type(self))
+        extra = self.__pydantic_extra__
+        _set_attribute(instance, "__dict__", self.__dict__.copy())
+        _set_attribute(instance, "__pydantic_fields_set__", self.__pydantic_fields_set__.copy())
+        _set_attribute(instance, "__pydantic_extra__", None if extra is None else extra.copy())
+        _set_attribute(instance, "__pydantic_private__", self.__pydantic_private__)
+        return instance
 
 
 class ToolInvocation(_Model):

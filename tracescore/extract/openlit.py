@@ -32,6 +32,10 @@ NAME = "openlit"
 SCOPE_PREFIX = "openlit."
 
 
+def in_scope(scope: str) -> bool:
+    return scope.startswith(SCOPE_PREFIX)
+
+
 def detect(span: Span) -> bool:
     return span.scope.name.startswith(SCOPE_PREFIX)
 

@@ -53,7 +53,7 @@ _DECORATOR_KINDS: dict[str, SpanKindName] = {
 
 def detect(span: Span) -> bool:
     attributes = span.attributes
-    return span.scope.name.startswith(_SCOPES) or any(key in attributes for key in _MARKERS)
+    return span.scope.name.startswith(_SCOPES) or not attributes.keys().isdisjoint(_MARKERS)
 
 
 def read(span: Span, logs: list[LogRecord]) -> SpanInfo:

@@ -28,6 +28,10 @@ SCOPE_PREFIX = "semantic_kernel."
 _MAX_LITERAL_CHARS = 100_000
 
 
+def in_scope(scope: str) -> bool:
+    return scope.startswith(SCOPE_PREFIX)
+
+
 def detect(span: Span) -> bool:
     return span.scope.name.startswith(SCOPE_PREFIX) and genai.detect(span)
 

@@ -58,6 +58,10 @@ _MAX_ARGUMENT_ENDS = 20  # "}: " positions tried as the end of a failed call's a
 _MAX_LITERAL_CHARS = 20_000
 
 
+def in_scope(scope: str) -> bool:
+    return scope == SCOPE
+
+
 def detect(span: Span) -> bool:
     return span.scope.name == SCOPE and "openinference.span.kind" in span.attributes
 

@@ -31,6 +31,10 @@ _ARGUMENTS_EVENT = "gen_ai.tool.message"
 _RESULT_EVENT = "gen_ai.choice"
 
 
+def in_scope(scope: str) -> bool:
+    return scope == SCOPE
+
+
 def detect(span: Span) -> bool:
     return span.scope.name == SCOPE
 

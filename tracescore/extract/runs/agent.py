@@ -38,32 +38,26 @@ def agent_run(
     """
     if node.span.span_id in built:
         return built[node.span.span_id]
-    run = base_run(trace, node, "agent")
-    run.agent_name = node.info.agent_name or node.info.name
     info = node.info
     members, nested = agent_scope(node)
     steps = [m for m in members if m.kind == "llm" and not m.has_llm_below]
     tools = [m for m in members if m.kind == "tool" and not under_tool(m, node)]
 
     sub_runs = [agent_run(trace, agent, built, handed) for agent in nested]
-    # A wrapper that only runs agents (openai-agents' ``Agent workflow``, a workflow of agents)
-    # stays in the tree, but it is not an agent of its own: scoring it would score its agents'
-    # work twice, and judge its "tool calls" (the agents) against the real tools.
-    run.primary = bool(steps or tools or not sub_runs)
 
     first_input = next((s.info for s in steps if s.info.input_messages), None)
     system = info.system or next((s.info.system for s in steps if s.info.system), [])
-    run.input, handed_over = run_input_and_steps(
+    run_input, handed_over = run_input_and_steps(
         system, first_input.input_messages if first_input else info.input_messages
     )
     if handed_over:  # what followed the user's messages when this agent started (a handoff)
         handed[node.span.span_id] = len(handed_over)
-        run.input.remembered_messages = with_results_joined(
-            [*run.input.remembered_messages, *handed_over]
+        run_input.remembered_messages = with_results_joined(
+            [*run_input.remembered_messages, *handed_over]
         )
-    if not steps and sub_runs and not run.input.input_messages:
+    if not steps and sub_runs and not run_input.input_messages:
         # A workflow-like agent that only delegates: its question is its first agent's.
-        run.input = sub_runs[0].input.model_copy()
+        run_input = sub_runs[0].input.copied()
     trajectory = _agent_trajectory(info, steps, tools, list(zip(nested, sub_runs, strict=True)))
     final = (
         final_text([s.info.output_messages[-1] for s in steps if s.info.output_messages][-1:])
@@ -78,16 +72,27 @@ def agent_run(
             "",
         )
     )
-    run.output = run_output(node, trajectory, final)
-
-    run.model = run.model or next((s.info.model for s in steps if s.info.model), None)
-    run.provider = run.provider or next((s.info.provider for s in steps if s.info.provider), None)
-    run.tools = merge_tools([info.tools, *(s.info.tools for s in steps)])
-    run.context = tool_result_documents(trajectory.calls) + [
-        doc for member in members for doc in member.info.documents
-    ]
     leaves = [n for n in subtree(node) if n.kind == "llm" and not n.has_llm_below]
-    run.usage = sum_usage(leaves) or info.usage or TokenUsage()
+    # Every field worked out first and the run built once: a run model's attribute assignment
+    # is not free, and this is the run the live pipeline scores.
+    run = base_run(
+        trace,
+        node,
+        "agent",
+        agent_name=info.agent_name or info.name,
+        # A wrapper that only runs agents (openai-agents' ``Agent workflow``, a workflow of
+        # agents) stays in the tree, but it is not an agent of its own: scoring it would score
+        # its agents' work twice, and judge its "tool calls" (the agents) against the real tools.
+        primary=bool(steps or tools or not sub_runs),
+        model=info.model or next((s.info.model for s in steps if s.info.model), None),
+        provider=info.provider or next((s.info.provider for s in steps if s.info.provider), None),
+        usage=sum_usage(leaves) or info.usage or TokenUsage(),
+        input=run_input,
+        output=run_output(node, trajectory, final),
+        context=tool_result_documents(trajectory.calls)
+        + [doc for member in members for doc in member.info.documents],
+        tools=merge_tools([info.tools, *(s.info.tools for s in steps)]),
+    )
     run.span_ids.extend(m.span.span_id for m in members)
     run.span_ids.extend(trajectory.agent_span_ids)
     for member in members:

@@ -5,6 +5,7 @@ tool results as context, tools, token usage and the single output message.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from tracescore.extract.base import json_text, timestamp
 from tracescore.extract.messages import build_message, text_part
@@ -21,31 +22,35 @@ from tracescore.extract.runs.tree import SpanNode
 from tracescore.spans import Trace
 
 
-def base_run(trace: Trace, node: SpanNode, kind: str) -> AgentRun:
+def base_run(trace: Trace, node: SpanNode, kind: str, **fields: Any) -> AgentRun:
+    """The run of a span with what every kind of run reads alike; ``fields`` (a kind's own,
+    worked out beforehand) replace or add to those."""
     span, info = node.span, node.info
     agent_name = info.agent_name
     if agent_name is None:
         agent_name = next(
             (a.info.agent_name or a.info.name for a in node.ancestors() if a.kind == "agent"), None
         )
-    return AgentRun(
-        trace_id=trace.trace_id,
-        span_id=span.span_id,
-        kind=kind,
-        convention=info.convention,
-        agent_name=agent_name,
-        service_name=span.service_name,
-        model=info.model,
-        provider=info.provider,
-        start_time=timestamp(span.start_time_ns),
-        end_time=timestamp(span.end_time_ns),
-        status=info.status,
-        error=info.error,
-        span_ids=[span.span_id],
-        attributes=span.attributes,  # validation copies them into the run
-        resource_attributes=span.resource.attributes,
-        warnings=span_warnings(node),
-    )
+    common: dict[str, Any] = {
+        "trace_id": trace.trace_id,
+        "span_id": span.span_id,
+        "kind": kind,
+        "convention": info.convention,
+        "agent_name": agent_name,
+        "service_name": span.service_name,
+        "model": info.model,
+        "provider": info.provider,
+        "start_time": timestamp(span.start_time_ns),
+        "end_time": timestamp(span.end_time_ns),
+        "status": info.status,
+        "error": info.error,
+        "span_ids": [span.span_id],
+        "attributes": dict(span.attributes),
+        "resource_attributes": dict(span.resource.attributes),
+        "warnings": span_warnings(node),
+    }
+    common.update(fields)
+    return AgentRun.built(**common)
 
 
 def span_warnings(node: SpanNode) -> list[str]:

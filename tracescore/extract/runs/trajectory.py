@@ -83,8 +83,9 @@ class Trajectory:
     ) -> None:
         """A step's output parts: reasoning first, then calls and text in the model's order.
 
-        Parts are copied: a span's messages feed several runs (and other runs' readers look
-        for results among them), so joining a result must never change them. A call found in
+        Calls are copied: a span's messages feed several runs (and other runs' readers look
+        for results among them), so joining a result must never change them. Other parts
+        are shared: nothing changes a part once built. A call found in
         ``answered`` (its agent's run, already joined to its outcome) is shared instead: it is
         never changed again, since a result only fills a pending call.
         """
@@ -93,13 +94,13 @@ class Trajectory:
         for part in parts:
             invocation = part.tool_invocation
             if invocation is None:
-                self.parts.append(part.model_copy())
+                self.parts.append(part)
             elif invocation.state in RESOLVED:
                 self.add_result(invocation)
             elif answered and (shared := answered.get(invocation.tool_call_id)) is not None:
                 self._add_call(*shared)
             else:
-                self._add_call(invocation.model_copy())
+                self._add_call(invocation.copied())
 
     def _add_call(self, call: ToolInvocation, part: MessagePart | None = None) -> None:
         self._order[id(call)] = len(self.calls)
@@ -115,7 +116,7 @@ class Trajectory:
         """A tool's outcome: fills the call it answers, or records a call no LLM output showed."""
         call = self._match(result)
         if call is None:
-            self._add_call(result.model_copy())
+            self._add_call(result.copied())
         elif call.state not in RESOLVED:  # else already answered (tool span and output both)
             self._fill(call, result)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from tracescore.extract.base import Convention, new_info, safe_read, safe_refine
 from tracescore.extract.model import SpanInfo
-from tracescore.extract.registry import convention_for
+from tracescore.extract.registry import claimants, first_claimant
 from tracescore.spans import Span, Trace
 
 
@@ -41,10 +41,15 @@ def build_tree(trace: Trace, conventions: list[Convention]) -> list[SpanNode]:
     logs = trace.logs_by_span()
     nodes: dict[str, SpanNode] = {}
     claimed: dict[Convention, list[tuple[Span, SpanInfo]]] = {}
+    order = tuple(conventions)
+    by_scope: dict[str, tuple[Convention, ...]] = {}
     for span in sorted(trace.spans, key=lambda s: s.start_time_ns):
         if span.span_id in nodes:
             continue
-        convention = convention_for(span, conventions)
+        scope = span.scope.name
+        if (offered := by_scope.get(scope)) is None:
+            offered = by_scope[scope] = claimants(order, scope)
+        convention = first_claimant(span, offered)
         if convention is None:
             info = new_info(span, "unknown")
         else:
