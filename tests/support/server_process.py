@@ -28,6 +28,8 @@ from typing import Any
 import httpx
 import yaml
 
+from tracescore.web.auth import COOKIE_NAME
+
 
 def process_tree(pid: int) -> list[int]:
     """``pid`` and its descendants, as far as they can be read now."""
@@ -220,7 +222,15 @@ def login_session(base_url: str, key: str) -> str:
     """A session cookie's value, from signing in through the dashboard's login form."""
     response = httpx.post(f"{base_url}/ui/login", data={"key": key, "next": "/"}, timeout=30)
     assert response.status_code == 303, (response.status_code, response.text)
-    return response.cookies["tracescore_session"]
+    return response.cookies[COOKIE_NAME]
+
+
+def signed_in_page(context: Any, base_url: str, key: str) -> Any:
+    """A browser page (Playwright ``context``'s) signed in the way the login form signs in:
+    with the session cookie."""
+    cookie = {"name": COOKIE_NAME, "value": login_session(base_url, key), "url": base_url}
+    context.add_cookies([cookie])
+    return context.new_page()
 
 
 def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:

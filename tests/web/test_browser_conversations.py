@@ -15,7 +15,7 @@ import pytest
 
 from tests.support.browser_support import REPO, layout_problems, shot
 from tests.support.paths import CAPTURES
-from tests.support.server_process import ServerProcess, login_session, start_server
+from tests.support.server_process import ServerProcess, login_session, signed_in_page, start_server
 from tracescore.web.auth import COOKIE_NAME
 
 pytestmark = pytest.mark.browser
@@ -78,16 +78,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 @pytest.fixture
 def page(context: Any, server: ServerProcess) -> Any:
-    context.add_cookies(
-        [
-            {
-                "name": COOKIE_NAME,
-                "value": login_session(server.base_url, API_KEY),
-                "url": server.base_url,
-            }
-        ]
-    )
-    return context.new_page()
+    return signed_in_page(context, server.base_url, API_KEY)
 
 
 def test_a_turns_trace_page_leads_to_its_conversation_in_order(

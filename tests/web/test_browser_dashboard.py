@@ -19,11 +19,10 @@ from sqlalchemy import create_engine, select
 
 from tests.support.browser_support import REPO, layout_problems, shot
 from tests.support.paths import CAPTURES
-from tests.support.server_process import ServerProcess, login_session, start_server
+from tests.support.server_process import ServerProcess, signed_in_page, start_server
 from tests.support.web_traces import HOSTILE_SYSTEM, agent_trace_json
 from tracescore.store.dialect import as_utc
 from tracescore.store.scores import ScoreRow
-from tracescore.web.auth import COOKIE_NAME
 
 pytestmark = pytest.mark.browser
 
@@ -101,17 +100,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 @pytest.fixture
 def page(context: Any, server: ServerProcess) -> Any:
-    """A page signed in the way the login form signs in: with the session cookie."""
-    context.add_cookies(
-        [
-            {
-                "name": COOKIE_NAME,
-                "value": login_session(server.base_url, API_KEY),
-                "url": server.base_url,
-            }
-        ]
-    )
-    return context.new_page()
+    return signed_in_page(context, server.base_url, API_KEY)
 
 
 def test_overview_draws_a_point_per_second_that_had_scores(

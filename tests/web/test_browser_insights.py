@@ -13,12 +13,11 @@ import pytest
 
 from tests.support.browser_support import layout_problems, shot
 from tests.support.failure_modes import planted_stream, store_runs
-from tests.support.server_process import ServerProcess, login_session, start_server
+from tests.support.server_process import ServerProcess, signed_in_page, start_server
 from tracescore.extract.registry import CONVENTIONS
 from tracescore.insights.config import InsightsConfig
 from tracescore.insights.passes import run_pass
 from tracescore.store import open_store
-from tracescore.web.auth import COOKIE_NAME
 
 pytestmark = pytest.mark.browser
 
@@ -41,16 +40,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 @pytest.fixture
 def page(context: Any, server: ServerProcess) -> Any:
-    context.add_cookies(
-        [
-            {
-                "name": COOKIE_NAME,
-                "value": login_session(server.base_url, API_KEY),
-                "url": server.base_url,
-            }
-        ]
-    )
-    return context.new_page()
+    return signed_in_page(context, server.base_url, API_KEY)
 
 
 def test_the_insights_page_lists_the_modes_and_a_mode_its_runs(

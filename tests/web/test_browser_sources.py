@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.support.browser_support import layout_problems, shot
-from tests.support.server_process import ServerProcess, login_session, start_server, wait_for
+from tests.support.server_process import ServerProcess, signed_in_page, start_server, wait_for
 from tests.support.source_traces import (
     CONTENTLESS_SPANS,
     GENAI_SERVICE,
@@ -19,7 +19,6 @@ from tests.support.source_traces import (
     LEGACY_SCOPE,
     acme_export,
 )
-from tracescore.web.auth import COOKIE_NAME
 
 pytestmark = pytest.mark.browser
 
@@ -64,16 +63,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 @pytest.fixture
 def page(context: Any, server: ServerProcess) -> Any:
-    context.add_cookies(
-        [
-            {
-                "name": COOKIE_NAME,
-                "value": login_session(server.base_url, API_KEY),
-                "url": server.base_url,
-            }
-        ]
-    )
-    return context.new_page()
+    return signed_in_page(context, server.base_url, API_KEY)
 
 
 def test_the_sources_page_lists_each_source_with_its_reason(
