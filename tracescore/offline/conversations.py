@@ -147,7 +147,7 @@ async def score_conversation(
     if not conversation.turns:
         return []
     anchor = last_turn_run(conversation)
-    chosen = [binding for binding in bindings if binding.filter.matches(anchor)]
+    chosen = [binding for binding in bindings if binding.matches(anchor)]
     rows = await asyncio.gather(*(worker.score(b, anchor, subject=conversation) for b in chosen))
     for binding, row in zip(chosen, rows, strict=True):
         row["id"] = conversation_score_id(conversation.id, binding.name, binding.scorer.version)

@@ -203,7 +203,7 @@ class ConversationScoring:
         decisions: list[SamplingDecision] = []
         jobs = []
         for binding in self.bindings:
-            if not binding.filter.matches(anchor):
+            if not binding.matches(anchor):
                 continue
             sampled = is_sampled(conversation.id, binding.sampling_rate)
             decisions.append(
