@@ -62,6 +62,7 @@ def config_blocks(
     path: str = "",
     variant: str = "",
     within: tuple[type[BaseModel], ...] = (),
+    lead: str = "",
 ) -> list[Block]:
     """``model``'s keys and, after them, those of every model nested in it, depth first.
 
@@ -69,6 +70,8 @@ def config_blocks(
     or mapping of models (``scorers``, ``judges``) is both: a key with its default, and the
     heading of its items' keys. A model nested in itself (``when.any[]``, a condition of
     conditions) is listed once, where it first appears: ``within`` holds the models above.
+    ``lead`` is the docstring of the field holding the model, said before the model's own
+    (``when.tokens``: which number the bounds bound).
     """
     keys: list[Key] = []
     nested: list[Block] = []
@@ -81,13 +84,16 @@ def config_blocks(
             for suffix, child in _nested_models(field.annotation)
             if child not in (*within, model)
         ]
+        description = field.description or docstrings.get(name, "")
         if not children or any(suffix for suffix, _ in children):
-            description = field.description or docstrings.get(name, "")
             keys.append(Key(key_path, _field_type(field), _default(field), prose(description)))
         for suffix, child in children:
             child_variant = _variant(child) if len(children) > 1 else ""
-            nested.extend(config_blocks(child, key_path + suffix, child_variant, (*within, model)))
-    own_doc = prose(vars(model).get("__doc__"))
+            held_by = "" if suffix else description
+            nested.extend(
+                config_blocks(child, key_path + suffix, child_variant, (*within, model), held_by)
+            )
+    own_doc = "\n\n".join(text for text in (prose(lead), prose(vars(model).get("__doc__"))) if text)
     return [Block(path or "top level", variant, own_doc, keys), *nested] if keys else nested
 
 
