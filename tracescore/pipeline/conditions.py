@@ -62,14 +62,22 @@ Figure = Callable[[AgentRun], float | None]
 
 def compile_condition(condition: Condition) -> Predicate:
     """The condition as one callable: true when every key given holds."""
-    parts = [
+    parts = tuple(
         compile_key(name, value)
         for name, value in condition
         if name in condition.model_fields_set and value is not None
-    ]
-    if len(parts) == 1:
-        return parts[0]
+    )
+    return parts[0] if len(parts) == 1 else _every(parts)
+
+
+def _every(parts: Sequence[Predicate]) -> Predicate:
+    """True when every part holds, stopping at the first that does not."""
     return lambda subject: all(part(subject) for part in parts)
+
+
+def _some(parts: Sequence[Predicate]) -> Predicate:
+    """True when a part holds, stopping at the first that does."""
+    return lambda subject: any(part(subject) for part in parts)
 
 
 def compile_key(name: str, value: Any) -> Predicate:
@@ -89,10 +97,8 @@ def compile_key(name: str, value: Any) -> Predicate:
     if name == "not_":
         inner = compile_condition(value)
         return lambda subject: not inner(subject)
-    members = [compile_condition(member) for member in value]
-    if name == "all":
-        return lambda subject: all(member(subject) for member in members)
-    return lambda subject: any(member(subject) for member in members)
+    members = tuple(compile_condition(member) for member in value)
+    return _every(members) if name == "all" else _some(members)
 
 
 def _duration(run: AgentRun) -> float | None:
