@@ -45,9 +45,15 @@ def _text(role: str, content: str) -> str:
     return json.dumps([{"role": role, "parts": [{"type": "text", "content": content}]}])
 
 
-def agent_trace(rng: random.Random, city: str = "Paris", tool: str = "get_weather") -> AgentTrace:
+def agent_trace(
+    rng: random.Random,
+    city: str = "Paris",
+    tool: str = "get_weather",
+    conversation: str | None = None,
+) -> AgentTrace:
     """invoke_agent → chat (tool call), execute_tool, chat (answer), as OTel GenAI spans; the
-    tool called is ``tool``."""
+    tool called is ``tool``, and with ``conversation`` the agent span names that conversation
+    (``gen_ai.conversation.id``), making the trace one of its turns."""
     trace_id = rng.randbytes(16)
     root_id, *child_ids = (rng.randbytes(8) for _ in range(4))
     start = time.time_ns() - 2_000_000_000
@@ -110,6 +116,7 @@ def agent_trace(rng: random.Random, city: str = "Paris", tool: str = "get_weathe
                     "gen_ai.request.model": "gpt-4o-mini",
                     "gen_ai.input.messages": question,
                     "gen_ai.output.messages": answer,
+                    **({"gen_ai.conversation.id": conversation} if conversation else {}),
                 }
             ),
         )

@@ -1,0 +1,48 @@
+"""Every scoring of a conversation kept (#37): ``scores.conversation_turns``.
+
+A conversation scored again after it went on used to replace its score (one row per
+conversation and binding). Each scoring is now a row of its own, labelled with the turns it
+covered. The rows of earlier releases are labelled too: a conversation's score hangs on its
+last turn's trace, so the turns it covered are those that started no later than that turn;
+where that turn is gone (retention), the conversation's turn count stands in.
+
+Revision ID: 0010_conversation_score_turns
+Revises: 0009_leases
+Create Date: 2026-11-27
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0010_conversation_score_turns"
+down_revision = "0009_leases"
+branch_labels = None
+depends_on = None
+
+_ANCHOR = (
+    "SELECT a.start_time_ns FROM conversation_turns a "
+    "WHERE a.conversation_id = scores.conversation_id AND a.trace_id = scores.trace_id"
+)
+
+
+def upgrade() -> None:
+    op.add_column("scores", sa.Column("conversation_turns", sa.Integer(), nullable=True))
+    op.execute(
+        "UPDATE scores SET conversation_turns = ("
+        "SELECT count(*) FROM conversation_turns t "
+        f"WHERE t.conversation_id = scores.conversation_id AND t.start_time_ns <= ({_ANCHOR})) "
+        f"WHERE conversation_id IS NOT NULL AND EXISTS ({_ANCHOR})"
+    )
+    op.execute(
+        "UPDATE scores SET conversation_turns = ("
+        "SELECT c.turn_count FROM conversations c "
+        "WHERE c.conversation_id = scores.conversation_id) "
+        "WHERE conversation_id IS NOT NULL AND conversation_turns IS NULL"
+    )
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("scores") as batch:
+        batch.drop_column("conversation_turns")
