@@ -181,6 +181,7 @@ def _problem(when: str) -> str:
         ("    tool_name: search_web\n", "scorers.0.when.tool_name (line 5)", "tool_called"),
         ("    any:\n    - tool_calls: {mn: 3}\n", "scorers.0.when.any.0.tool_calls.mn", "'min'"),
         ("    not: {}\n", "scorers.0.when.not (line 5)", "give at least one key"),
+        ("    failed: null\n", "scorers.0.when (line 4)", "give at least one key"),
         ("    all: []\n", "scorers.0.when (line 4)", "all: an empty list"),
         ("    tokens: {}\n", "scorers.0.when.tokens", "give min, max or both"),
         ("    tool_calls: {min: 4, max: 2}\n", "scorers.0.when.tool_calls", "above max"),

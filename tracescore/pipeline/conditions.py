@@ -62,11 +62,7 @@ Figure = Callable[[AgentRun], float | None]
 
 def compile_condition(condition: Condition) -> Predicate:
     """The condition as one callable: true when every key given holds."""
-    parts = tuple(
-        compile_key(name, value)
-        for name, value in condition
-        if name in condition.model_fields_set and value is not None
-    )
+    parts = tuple(compile_key(name, value) for name, value in condition if value is not None)
     return parts[0] if len(parts) == 1 else _every(parts)
 
 

@@ -147,7 +147,7 @@ class Condition(Section):
 
     @model_validator(mode="after")
     def _not_empty(self) -> Condition:
-        if not self.model_fields_set:
+        if all(getattr(self, name) is None for name in type(self).model_fields):
             raise ValueError("an empty condition: give at least one key")
         for combinator in ("all", "any"):
             if getattr(self, combinator) == []:
