@@ -21,19 +21,19 @@ down_revision = "0009_leases"
 branch_labels = None
 depends_on = None
 
-_ANCHOR = (
-    "SELECT a.start_time_ns FROM conversation_turns a "
-    "WHERE a.conversation_id = scores.conversation_id AND a.trace_id = scores.trace_id"
-)
-
 
 def upgrade() -> None:
     op.add_column("scores", sa.Column("conversation_turns", sa.Integer(), nullable=True))
+    # The turn each score hangs on is the conversation_turns row of its trace ("anchor").
     op.execute(
         "UPDATE scores SET conversation_turns = ("
         "SELECT count(*) FROM conversation_turns t "
-        f"WHERE t.conversation_id = scores.conversation_id AND t.start_time_ns <= ({_ANCHOR})) "
-        f"WHERE conversation_id IS NOT NULL AND EXISTS ({_ANCHOR})"
+        "WHERE t.conversation_id = scores.conversation_id AND t.start_time_ns <= ("
+        "SELECT a.start_time_ns FROM conversation_turns a "
+        "WHERE a.conversation_id = scores.conversation_id AND a.trace_id = scores.trace_id)) "
+        "WHERE conversation_id IS NOT NULL AND EXISTS ("
+        "SELECT 1 FROM conversation_turns a "
+        "WHERE a.conversation_id = scores.conversation_id AND a.trace_id = scores.trace_id)"
     )
     op.execute(
         "UPDATE scores SET conversation_turns = ("
