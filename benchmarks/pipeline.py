@@ -13,7 +13,9 @@ Capacity (``--capacity N``): N traces sent by ``--clients`` concurrent clients, 
 ``--traces-per-request`` traces, as fast as ingest takes them, then the time until every one is
 scored (its trace row ``scored``). Prints traces/s end to end, CPU time per trace over all the
 service's processes and by role, and their peak memory (RSS and PSS summed, sampled; RSS also
-by role). ``--sampling`` (or ``--sample``) sets every binding's sampling rate.
+by role). ``--sampling`` (or ``--sample``) sets every binding's sampling rate; ``--when`` puts
+``benchmarks/conditions.py``'s realistic ``when:`` on every binding (one every benchmark trace
+passes, so the scorers' work is the same and the difference is the conditions' cost).
 
 In the same run, after the service has stopped, the *in-process floor*: the same request bodies
 decoded by the service's decoder, their runs extracted and scored by the same bindings, in one
@@ -23,6 +25,7 @@ what the pipeline's machinery costs on top of the work itself.
 
     python benchmarks/pipeline.py --capacity 20000
     python benchmarks/pipeline.py --capacity 20000 --sampling 0.1
+    python benchmarks/pipeline.py --capacity 20000 --when
     python benchmarks/pipeline.py --capacity 20000 --clients 8 --traces-per-request 50
 """
 
@@ -49,6 +52,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 from sqlalchemy import Engine, create_engine, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.conditions import REALISTIC
 from benchmarks.ingest import MemorySampler, cpu_seconds, process_tree
 from tests.support.server_process import start_server
 from tracescore.config import DEFAULT_SCORERS, Config
@@ -202,6 +206,9 @@ def main() -> None:
         "--sampling", "--sample", type=float, default=1.0, help="every binding's sampling rate"
     )
     parser.add_argument(
+        "--when", action="store_true", help="a realistic when: on every binding (capacity)"
+    )
+    parser.add_argument(
         "--traces-per-request", type=int, default=25, help="traces per export request (capacity)"
     )
     parser.add_argument("--clients", type=int, default=4, help="concurrent senders")
@@ -216,7 +223,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="tracescore-bench-pipeline-"))
-    config = sampling_config(args.sampling)
+    config = sampling_config(args.sampling, REALISTIC if args.when else None)
     if args.config:
         for key, value in yaml.safe_load(args.config.read_text()).items():
             config[key] = {**config.get(key, {}), **value} if isinstance(value, dict) else value  # type: ignore[dict-item]
@@ -226,12 +233,19 @@ def main() -> None:
         latency(args, workdir, config)
 
 
-def sampling_config(rate: float) -> dict[str, object]:
-    """The service's config for the benchmark: the default bindings, every one at ``rate``."""
+def sampling_config(rate: float, when: dict[str, object] | None = None) -> dict[str, object]:
+    """The service's config for the benchmark: the default bindings, every one at ``rate`` and
+    with ``when`` as its ``when:``."""
     config: dict[str, object] = {"workers": {"poll_interval": 0.05}}
-    if rate < 1.0:
+    if rate < 1.0 or when is not None:
         config["scorers"] = [
-            {"name": name, "scorer": name, "sampling": {"rate": rate}} for name in DEFAULT_SCORERS
+            {
+                "name": name,
+                "scorer": name,
+                "sampling": {"rate": rate},
+                **({"when": when} if when is not None else {}),
+            }
+            for name in DEFAULT_SCORERS
         ]
     return config
 
@@ -334,7 +348,7 @@ def in_process_floor(bodies: list[bytes], config: dict[str, object]) -> Floor:
                 for binding, sampled in zip(bindings, verdicts, strict=True):
                     if not sampled:
                         continue
-                    for run in binding.eligible(runs):
+                    for run in binding.eligible(runs, trace):
                         if (scorer_input := inputs.get(id(run))) is None:
                             scorer_input = inputs[id(run)] = within_input_budget(
                                 ScorerRun.of(run), max_chars

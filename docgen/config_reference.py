@@ -58,27 +58,42 @@ class Block:
 
 
 def config_blocks(
-    model: type[BaseModel] = Config, path: str = "", variant: str = ""
+    model: type[BaseModel] = Config,
+    path: str = "",
+    variant: str = "",
+    within: tuple[type[BaseModel], ...] = (),
+    lead: str = "",
 ) -> list[Block]:
     """``model``'s keys and, after them, those of every model nested in it, depth first.
 
     A field holding one section (``server``) is a heading of its own rather than a key; a list
     or mapping of models (``scorers``, ``judges``) is both: a key with its default, and the
-    heading of its items' keys.
+    heading of its items' keys. A model nested in itself (``when.any[]``, a condition of
+    conditions) is listed once, where it first appears: ``within`` holds the models above.
+    ``lead`` is the docstring of the field holding the model, said before the model's own
+    (``when.tokens``: which number the bounds bound).
     """
     keys: list[Key] = []
     nested: list[Block] = []
     docstrings = _field_docstrings(model)
     for name, field in model.model_fields.items():
-        key_path = f"{path}.{name}" if path else name
-        children = _nested_models(field.annotation)
+        key = field.alias or name
+        key_path = f"{path}.{key}" if path else key
+        children = [
+            (suffix, child)
+            for suffix, child in _nested_models(field.annotation)
+            if child not in (*within, model)
+        ]
+        description = field.description or docstrings.get(name, "")
         if not children or any(suffix for suffix, _ in children):
-            description = field.description or docstrings.get(name, "")
             keys.append(Key(key_path, _field_type(field), _default(field), prose(description)))
         for suffix, child in children:
             child_variant = _variant(child) if len(children) > 1 else ""
-            nested.extend(config_blocks(child, key_path + suffix, child_variant))
-    own_doc = prose(vars(model).get("__doc__"))
+            held_by = "" if suffix else description
+            nested.extend(
+                config_blocks(child, key_path + suffix, child_variant, (*within, model), held_by)
+            )
+    own_doc = "\n\n".join(text for text in (prose(lead), prose(vars(model).get("__doc__"))) if text)
     return [Block(path or "top level", variant, own_doc, keys), *nested] if keys else nested
 
 

@@ -1,6 +1,6 @@
 """Conversation scoring in process on real SQLite and PostgreSQL: turns recorded as traces are
-scored, the conversation rebuilt in order and scored once idle, rescored after a later turn
-(same score row), cut to max_turns with a summary line, sampled and filtered whole."""
+scored, the conversation rebuilt in order and scored once idle, scored again after a later turn
+(a score row of its own, labelled with its turns, beside the first), cut to max_turns with a summary line, sampled and filtered whole."""
 
 from __future__ import annotations
 
@@ -90,11 +90,15 @@ def test_a_conversation_is_scored_in_order_once_idle_and_rescored_after_a_later_
     pipeline.send(third)
     (rescored,) = pipeline.score_conversations()
     assert rescored["score"] == 3.0 and rescored["reason"] == " | ".join(USERS) + " (3 rebuilt)"
-    assert rescored["id"] == row["id"] and rescored["trace_id"] == third.trace_id
+    assert rescored["id"] != row["id"] and rescored["trace_id"] == third.trace_id
+    assert (row["conversation_turns"], rescored["conversation_turns"]) == (2, 3)
     stored = pipeline.stored()
     conversation_rows = [r for r in stored if r.conversation_id is not None]
-    assert [(r.binding, r.score, r.trace_id) for r in conversation_rows] == [
-        ("turns", 3.0, third.trace_id)
+    assert sorted(
+        (r.binding, r.score, r.trace_id, r.conversation_turns) for r in conversation_rows
+    ) == [
+        ("turns", 2.0, second.trace_id, 2),
+        ("turns", 3.0, third.trace_id, 3),
     ]
     # The turns' run scores are there too, one per trace, without a conversation id.
     assert sorted(r.trace_id for r in stored if r.binding == "answer") == sorted(

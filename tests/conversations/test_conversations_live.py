@@ -1,7 +1,7 @@
 """Conversations live: a running service fed the conversation captures over OTLP/HTTP rebuilds
 each conversation in order, scores it with the four conversation scorers (against the scripted
-judge) and a custom scorer, shows it through the API, rescores it when a late turn arrives, and
-re-emits its scores in the last turn's context with ``gen_ai.conversation.id``; on SQLite and
+judge) and a custom scorer, shows it through the API, scores it again when a late turn arrives
+(keeping the earlier scores, the latest first), and re-emits its scores in the last turn's context with ``gen_ai.conversation.id``; on SQLite and
 PostgreSQL.
 
 Conventions: OTel GenAI (pydantic-ai, ``gen_ai.conversation.id``), OpenInference
@@ -172,10 +172,18 @@ def _scored(server: ServerProcess, turns: dict[str, int]) -> dict[str, dict[str,
         item = items.get(conversation)
         if item is None or item["turn_count"] != count:
             return None
-        scores = {score["binding"]: score for score in item["scores"]}
+        scores = _latest(item["scores"])
         if len(scores) != 5 or scores["turns"]["score"] != count:
             return None
     return items
+
+
+def _latest(scores: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each binding's latest score: the API lists a conversation's scores latest first."""
+    latest: dict[str, dict[str, Any]] = {}
+    for score in scores:
+        latest.setdefault(score["binding"], score)
+    return latest
 
 
 @pytest.fixture
@@ -244,7 +252,8 @@ def test_conversations_are_rebuilt_scored_and_rescored_live(
                     turns[library][len(expected) - 1]
                 }
 
-            # The late third turns: each of those conversations is rescored with three turns.
+            # The late third turns: each of those conversations is scored again with three
+            # turns, and its scores at two turns are kept after them.
             for library in LATE:
                 _send(server.base_url, library, {turns[library][2]})
             later = _wait(
@@ -252,10 +261,9 @@ def test_conversations_are_rebuilt_scored_and_rescored_live(
             )
             for library in LATE:
                 before, after = first[ids[library]]["scores"], later[ids[library]]["scores"]
-                assert {s["binding"] for s in after} == {
-                    s["binding"] for s in before
-                }  # replaced, not added
-                assert {s["trace_id"] for s in after} == {turns[library][2]}
+                assert [s["conversation_turns"] for s in after] == [3] * 5 + [2] * 5
+                assert {s["trace_id"] for s in after[:5]} == {turns[library][2]}
+                assert after[5:] == before
             for library in WHOLE:  # untouched
                 assert later[ids[library]]["scores"] == first[ids[library]]["scores"]
 
@@ -276,7 +284,7 @@ def test_conversations_are_rebuilt_scored_and_rescored_live(
             assert [item["id"] for item in services] == ["session-vercel-ada"]
             assert _get(server, "/api/conversations", until="2000-01-01T00:00:00Z")["items"] == []
             summary = _get(server, "/api/scores/summary", binding="retention", bucket="1d")
-            assert sum(row["count"] for row in summary["series"]) == 5
+            assert sum(row["count"] for row in summary["series"]) == 5 + 3  # 3 scored twice
             missing = httpx.get(f"{server.base_url}/api/conversations/nope", timeout=10)
             assert missing.status_code == 404
 

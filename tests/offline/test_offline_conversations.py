@@ -137,10 +137,12 @@ def test_score_groups_files_by_conversation_for_conversation_scorers(
     assert sorted(r["conversation_id"] for r in retention) == sorted(
         CONVERSATIONS[k] for k in ("pydantic-ai", "openinference-openai")
     )
-    # Rows as the service stores them: one per conversation and binding, on the last turn's run.
+    # Rows as the service stores them: one per conversation, binding and turn count, on the
+    # last turn's run.
     assert {r["scorer_version"] for r in retention} == {RETENTION_VERSION}
+    assert [r["conversation_turns"] for r in retention] == [3, 3]
     assert {r["id"] for r in retention} == {
-        conversation_score_id(r["conversation_id"], "knowledge-retention", r["scorer_version"])
+        conversation_score_id(r["conversation_id"], "knowledge-retention", r["scorer_version"], 3)
         for r in retention
     }
     conversations = by_conversation(

@@ -45,13 +45,20 @@ def _text(role: str, content: str) -> str:
     return json.dumps([{"role": role, "parts": [{"type": "text", "content": content}]}])
 
 
-def agent_trace(rng: random.Random, city: str = "Paris") -> AgentTrace:
-    """invoke_agent → chat (tool call), execute_tool, chat (answer), as OTel GenAI spans."""
+def agent_trace(
+    rng: random.Random,
+    city: str = "Paris",
+    tool: str = "get_weather",
+    conversation: str | None = None,
+) -> AgentTrace:
+    """invoke_agent → chat (tool call), execute_tool, chat (answer), as OTel GenAI spans; the
+    tool called is ``tool``, and with ``conversation`` the agent span names that conversation
+    (``gen_ai.conversation.id``), making the trace one of its turns."""
     trace_id = rng.randbytes(16)
     root_id, *child_ids = (rng.randbytes(8) for _ in range(4))
     start = time.time_ns() - 2_000_000_000
     question, answer = _text("user", f"Weather in {city}?"), _text("assistant", f"Sunny in {city}.")
-    call = {"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": {"city": city}}
+    call = {"type": "tool_call", "id": "call_1", "name": tool, "arguments": {"city": city}}
     children = [
         (
             "chat gpt-4o-mini",
@@ -63,10 +70,10 @@ def agent_trace(rng: random.Random, city: str = "Paris") -> AgentTrace:
             },
         ),
         (
-            "execute_tool get_weather",
+            f"execute_tool {tool}",
             {
                 "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": "get_weather",
+                "gen_ai.tool.name": tool,
                 "gen_ai.tool.call.id": "call_1",
                 "gen_ai.tool.call.arguments": json.dumps({"city": city}),
                 "gen_ai.tool.call.result": '{"forecast": "sunny"}',
@@ -109,6 +116,7 @@ def agent_trace(rng: random.Random, city: str = "Paris") -> AgentTrace:
                     "gen_ai.request.model": "gpt-4o-mini",
                     "gen_ai.input.messages": question,
                     "gen_ai.output.messages": answer,
+                    **({"gen_ai.conversation.id": conversation} if conversation else {}),
                 }
             ),
         )

@@ -66,22 +66,26 @@ def schema_key_paths(schema: dict[str, Any]) -> set[str]:
     definitions = schema.get("$defs", {})
     found: set[str] = set()
 
-    def walk(node: dict[str, Any], path: str) -> None:
+    def walk(node: dict[str, Any], path: str, within: tuple[str, ...]) -> None:
+        """``within``: the models above, so a model nested in itself (``when.any[]``) is
+        walked once, where the reference lists it."""
         if "$ref" in node:
-            walk(definitions[node["$ref"].rsplit("/", 1)[-1]], path)
+            model = node["$ref"].rsplit("/", 1)[-1]
+            if model not in within:
+                walk(definitions[model], path, (*within, model))
         for option in node.get("anyOf", []) + node.get("oneOf", []):
-            walk(option, path)
+            walk(option, path, within)
         if isinstance(node.get("items"), dict):
-            walk(node["items"], f"{path}[]")
+            walk(node["items"], f"{path}[]", within)
         if isinstance(node.get("additionalProperties"), dict):
-            walk(node["additionalProperties"], f"{path}.<name>")
+            walk(node["additionalProperties"], f"{path}.<name>", within)
         for name, child in node.get("properties", {}).items():
             child_path = f"{path}.{name}" if path else name
             if not _is_section(child, definitions):
                 found.add(child_path)
-            walk(child, child_path)
+            walk(child, child_path, within)
 
-    walk(schema, "")
+    walk(schema, "", ())
     return found
 
 

@@ -38,6 +38,13 @@ class Conversation(BaseModel):
     earlier_summary: str | None = None
     """One line standing for the turns cut before ``turns`` (a judge sees the most recent
     ``conversations.max_turns`` only), or None when nothing was cut."""
+    earlier_turns: int = 0
+    """How many turns were cut before ``turns``."""
+
+    @property
+    def turn_count(self) -> int:
+        """Every turn of the conversation, shown or cut: what its scores are labelled with."""
+        return self.earlier_turns + len(self.turns)
 
     @property
     def last_turn(self) -> Turn | None:

@@ -21,7 +21,7 @@ from tracescore.extract.conversation import Conversation, Turn
 from tracescore.extract.model import AgentRun, RunInput, SystemMessage
 from tracescore.pipeline.bindings import CompiledBinding, select_target
 from tracescore.pipeline.config import WorkersConfig
-from tracescore.pipeline.conversations import conversation_score_id
+from tracescore.pipeline.conversations import label_conversation_score
 from tracescore.pipeline.scoring_worker import ScoringWorker
 from tracescore.store.scores import StoredScore
 
@@ -62,6 +62,7 @@ def recent_turns(conversation_id: str, turns: Sequence[Turn], max_turns: int) ->
         service_name=last_run.service_name if last_run else None,
         turns=kept,
         earlier_summary=earlier_summary(earlier),
+        earlier_turns=len(earlier),
     )
 
 
@@ -143,15 +144,14 @@ async def score_conversation(
     conversation: Conversation, bindings: Sequence[CompiledBinding], worker: ScoringWorker
 ) -> list[StoredScore]:
     """The rows of every binding whose filter the conversation's last turn passes, scored by
-    ``worker`` and identified as the service identifies them (by conversation and binding)."""
+    ``worker`` and identified as the service identifies them (by conversation, binding and turn count)."""
     if not conversation.turns:
         return []
     anchor = last_turn_run(conversation)
-    chosen = [binding for binding in bindings if binding.filter.matches(anchor)]
+    chosen = [binding for binding in bindings if binding.matches(anchor)]
     rows = await asyncio.gather(*(worker.score(b, anchor, subject=conversation) for b in chosen))
     for binding, row in zip(chosen, rows, strict=True):
-        row["id"] = conversation_score_id(conversation.id, binding.name, binding.scorer.version)
-        row["conversation_id"] = conversation.id
+        label_conversation_score(row, conversation, binding)
     return list(rows)
 
 

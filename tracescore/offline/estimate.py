@@ -406,14 +406,9 @@ def with_pricing_judge(scorer: Scorer, judge: PricingJudge) -> Scorer:
 
 def _prices(model: str) -> tuple[float, float]:
     """USD per input and per output token from litellm's price map (0, 0 when unpriced)."""
-    from tracescore.judge.client import litellm
+    from tracescore.judge.prices import token_prices
 
-    try:
-        price_in, _ = litellm().cost_per_token(model=model, prompt_tokens=1, completion_tokens=0)
-        _, price_out = litellm().cost_per_token(model=model, prompt_tokens=0, completion_tokens=1)
-    except Exception:  # noqa: BLE001 - a model litellm has no price for costs nothing known
-        return 0.0, 0.0
-    return float(price_in), float(price_out)
+    return token_prices(model) or (0.0, 0.0)
 
 
 def _past_output_tokens(engine: Database, scorer_id: str, steps: Sequence[str]) -> dict[str, float]:

@@ -134,7 +134,7 @@ class Backfill:
         pairs = [
             (binding, run)
             for binding in self.bindings
-            for run in binding.eligible(runs)
+            for run in binding.eligible(runs, trace)
             if is_sampled(run.trace_id, binding.sampling_rate) and wanted(binding, run)
         ]
         return runs, wanted, pairs

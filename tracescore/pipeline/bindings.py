@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tracescore.extract.model import AgentRun
 from tracescore.judge.config import judges_missing
+from tracescore.pipeline.conditions import Predicate, Subject, compile_condition
 from tracescore.pipeline.config import ScorerBinding
 from tracescore.pipeline.limits import BindingLimiter
 from tracescore.pipeline.routing import RunFilter
 from tracescore.scorers import registry
 from tracescore.scorers.base import Scorer
+from tracescore.spans import Trace
 from tracescore.store import Database
 
 DEFAULT_JUDGE = "default"
@@ -86,6 +88,13 @@ class CompiledBinding:
     filter: RunFilter
     limiter: BindingLimiter | None
     """Set when the binding has limits and a database to count against."""
+    condition: Predicate | None = field(init=False)
+    """The binding's ``when:``, compiled once here so every way of building a binding
+    (service, offline commands) applies it."""
+
+    def __post_init__(self) -> None:
+        when = self.config.when
+        self.condition = compile_condition(when) if when is not None else None
 
     @property
     def name(self) -> str:
@@ -103,9 +112,18 @@ class CompiledBinding:
         passed = score >= threshold if self.higher_is_better else score <= threshold
         return "pass" if passed else "fail"
 
-    def eligible(self, runs: Sequence[AgentRun]) -> list[AgentRun]:
-        """The runs of one trace this binding's target and filter select."""
-        return [run for run in select_target(runs, self.config.target) if self.filter.matches(run)]
+    def eligible(self, runs: Sequence[AgentRun], trace: Trace | None = None) -> list[AgentRun]:
+        """The runs of one trace this binding's target, filter and ``when:`` select; ``trace``
+        holds the spans ``when:`` span conditions read (without it, each run's own)."""
+        return [run for run in select_target(runs, self.config.target) if self.matches(run, trace)]
+
+    def matches(self, run: AgentRun, trace: Trace | None = None) -> bool:
+        """The run passes the binding's filter and ``when:``: a run that does not is not the
+        binding's at all (no sampling decision, so coverage counts only the runs it chose)."""
+        if not self.filter.matches(run):
+            return False
+        condition = self.condition
+        return condition is None or condition(Subject(run, trace.spans if trace else ()))
 
 
 def primary_only(bindings: Sequence[CompiledBinding]) -> bool:

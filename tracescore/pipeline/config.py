@@ -9,16 +9,17 @@ stored scores, metrics and alerts are per binding.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from tracescore.assemble.config import AssemblyConfig
 from tracescore.conversations.config import ConversationsConfig
 from tracescore.emit.config import ExportConfig
 from tracescore.extract.declared_config import ConventionConfig
 from tracescore.judge.config import JudgeConfig
-from tracescore.settings import Duration, Section
+from tracescore.settings import Duration, Section, compile_pattern
 
 Target = Literal["agent", "llm", "tool", "trace", "conversation"]
 PatternList = list[str]
@@ -35,6 +36,123 @@ class FilterConfig(Section):
     model: PatternList = Field(default_factory=list)
     attributes: dict[str, str | int | float | bool | PatternList] = Field(default_factory=dict)
     """Span attributes of the run, falling back to resource attributes (``deployment.environment``)."""
+
+
+def _valid_patterns(value: str | list[str] | None) -> str | list[str] | None:
+    """Patterns that compile; a bad regex fails at start, named by its key."""
+    for pattern in [value] if isinstance(value, str) else value or []:
+        try:
+            compile_pattern(pattern)
+        except re.error as exc:
+            raise ValueError(f"invalid regex {pattern!r}: {exc}") from None
+    return value
+
+
+class Bounds(Section):
+    """A number within inclusive bounds: ``{min: 3}``, ``{max: 10}`` or both."""
+
+    min: float | None = None
+    max: float | None = None
+
+    @model_validator(mode="after")
+    def _bounded(self) -> Bounds:
+        if self.min is None and self.max is None:
+            raise ValueError("give min, max or both")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min ({self.min}) is above max ({self.max})")
+        return self
+
+
+class DurationBounds(Bounds):
+    """A duration within inclusive bounds, each a number of seconds or ``20s``, ``2m``."""
+
+    min: Duration | None = None
+    max: Duration | None = None
+
+
+class SpanCondition(Section):
+    """True when some span of the run's trace has the attribute and it passes every test
+    given (no test given: the attribute exists). Resource attributes count as the span's."""
+
+    attribute: str = Field(min_length=1)
+    """The attribute's key, such as ``gen_ai.request.model`` or ``http.status_code``."""
+    name: str | None = None
+    """Only spans whose name matches this pattern (exact, glob or ``re:<regex>``)."""
+    equals: str | int | float | bool | None = None
+    """The value, compared as text (``true``/``false`` for booleans)."""
+    matches: str | None = None
+    """A pattern (exact, glob or ``re:<regex>``) the value, as text, must match."""
+    exists: bool | None = None
+    """``false``: true when NO span of the trace has the attribute."""
+    min: float | None = None
+    """The value, as a number, is at least this (a value that is not a number fails)."""
+    max: float | None = None
+    """The value, as a number, is at most this."""
+
+    _patterns = field_validator("name", "matches")(_valid_patterns)
+
+    @model_validator(mode="after")
+    def _one_meaning(self) -> SpanCondition:
+        tests = (self.equals, self.matches, self.min, self.max)
+        if self.exists is False and any(test is not None for test in tests):
+            raise ValueError("exists: false takes no other test of the value")
+        return self
+
+
+class Condition(Section):
+    """``scorers[].when``: which runs a binding scores, by what happened in them.
+
+    Every key given must hold (as in ``filter``); ``any``, ``all`` and ``not`` combine
+    conditions. A figure the run does not have (no token counts, an unpriced model) passes no
+    bound. Validated at start and compiled once per binding
+    (:mod:`tracescore.pipeline.conditions`).
+    """
+
+    # ``not`` is a Python keyword, so its field is ``not_``: dumped (for scoring processes)
+    # under the key the file uses, which is the only one read back.
+    model_config = ConfigDict(extra="forbid", serialize_by_alias=True)
+
+    tool_called: str | list[str] | None = None
+    """The run called a tool whose name matches (exact, glob ``search_*`` or ``re:<regex>``;
+    a list: any of them)."""
+    tool_calls: Bounds | None = None
+    """How many tool calls the run made."""
+    failed: bool | None = None
+    """The run ended in an error (``true``) or did not (``false``)."""
+    tool_failed: bool | None = None
+    """Some tool call of the run failed (``true``) or none did (``false``)."""
+    duration: DurationBounds | None = None
+    """The run's wall time, from its span's start to its end."""
+    input_tokens: Bounds | None = None
+    output_tokens: Bounds | None = None
+    tokens: Bounds | None = None
+    """Total tokens (input and output) the run's model calls used."""
+    cost_usd: Bounds | None = None
+    """What the run's model calls cost, its tokens priced with litellm's bundled price map."""
+    input_chars: Bounds | None = None
+    """Characters of the user's messages the run answered (its input, without remembered
+    history)."""
+    output_chars: Bounds | None = None
+    """Characters of the run's answer."""
+    span: SpanCondition | None = None
+    """An attribute of any span of the run's trace."""
+    all: list[Condition] | None = None
+    """Every condition of the list holds."""
+    any: list[Condition] | None = None
+    """At least one condition of the list holds."""
+    not_: Condition | None = Field(None, alias="not")
+    """The condition does not hold."""
+
+    _patterns = field_validator("tool_called")(_valid_patterns)
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> Condition:
+        if all(getattr(self, name) is None for name in type(self).model_fields):
+            raise ValueError("an empty condition: give at least one key")
+        for combinator in ("all", "any"):
+            if getattr(self, combinator) == []:
+                raise ValueError(f"{combinator}: an empty list")
+        return self
 
 
 class SamplingConfig(Section):
@@ -57,6 +175,10 @@ class ScorerBinding(Section):
     options: dict[str, Any] = Field(default_factory=dict)
     target: Target = "agent"
     filter: FilterConfig = Field(default_factory=FilterConfig)
+    when: Condition | None = None
+    """What must have happened in a run for this binding to score it (tools called, failures,
+    duration, tokens, cost, message lengths, span attributes); a run it excludes counts as
+    filtered out. See [Choosing runs by what happened](../configuration.md#choosing-runs-by-what-happened)."""
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     threshold: float | None = None

@@ -2,8 +2,9 @@
 
 Exactly-once as for traces: a conversation is claimed under a lease, rebuilt from its stored
 turns (the most recent ``conversations.max_turns`` from their traces, the earlier ones summed up
-in one line), scored, and its score rows (keyed by conversation and binding, so a rescore after
-a later turn replaces them) are stored in the transaction that completes the claim. A worker
+in one line), scored, and its score rows (keyed by conversation, binding and the number of turns
+covered, so a conversation scored again after it went on keeps its earlier scores, each labelled
+with its turns) are stored in the transaction that completes the claim. A worker
 that dies leaves a lease that expires; a conversation that cannot be scored is given back with
 the reason and retried after a delay, parked as ``failed`` after too many attempts.
 
@@ -56,10 +57,24 @@ CONVERSATION_SPAN = "conversation"
 :func:`conversation_score_id`)."""
 
 
-def conversation_score_id(conversation_id: str, binding: str, version: str) -> str:
+def conversation_score_id(conversation_id: str, binding: str, version: str, turns: int) -> str:
     """The id of a conversation's score (or, with version ``sampling``, decision) for a
-    binding: the same for every rescore, whichever turn is the last."""
-    return score_id(f"conversation:{conversation_id}", CONVERSATION_SPAN, binding, version)
+    binding when it had ``turns`` turns: the same for a retried scoring of those turns, a new
+    one once the conversation went on."""
+    return score_id(
+        f"conversation:{conversation_id}", CONVERSATION_SPAN, binding, f"{version}\x1f{turns}"
+    )
+
+
+def label_conversation_score(
+    row: StoredScore, conversation: Conversation, binding: CompiledBinding
+) -> None:
+    """Make ``row`` the conversation's score for ``binding`` at its current turn count."""
+    row["id"] = conversation_score_id(
+        conversation.id, binding.name, binding.scorer.version, conversation.turn_count
+    )
+    row["conversation_id"] = conversation.id
+    row["conversation_turns"] = conversation.turn_count
 
 
 def _timestamp(time_ns: int) -> datetime:
@@ -192,23 +207,26 @@ class ConversationScoring:
             service_name=last.service_name,
             turns=turns,
             earlier_summary=earlier_summary([_stored_turn(row) for row in earlier]),
+            earlier_turns=len(earlier),
         )
 
     async def _score(
         self, conversation: Conversation
     ) -> tuple[list[StoredScore], list[SamplingDecision]]:
-        """Each binding's sampling decision on the conversation and, if sampled, its score."""
+        """Each binding's sampling decision on the conversation and, if sampled, its score: a
+        decision per scoring (per turn count), as there is a score per scoring."""
         anchor = _anchor(conversation)
         now = datetime.now(UTC)
+        turns = conversation.turn_count
         decisions: list[SamplingDecision] = []
         jobs = []
         for binding in self.bindings:
-            if not binding.filter.matches(anchor):
+            if not binding.matches(anchor):
                 continue
             sampled = is_sampled(conversation.id, binding.sampling_rate)
             decisions.append(
                 {
-                    "id": conversation_score_id(conversation.id, binding.name, "sampling"),
+                    "id": conversation_score_id(conversation.id, binding.name, "sampling", turns),
                     "trace_id": anchor.trace_id,
                     "span_id": anchor.span_id,
                     "binding": binding.name,
@@ -224,8 +242,7 @@ class ConversationScoring:
         self, binding: CompiledBinding, anchor: AgentRun, conversation: Conversation
     ) -> StoredScore:
         row = await self.worker.score(binding, anchor, subject=conversation)
-        row["id"] = conversation_score_id(conversation.id, binding.name, binding.scorer.version)
-        row["conversation_id"] = conversation.id
+        label_conversation_score(row, conversation, binding)
         return row
 
     def _store(

@@ -59,6 +59,7 @@ from tracescore.pipeline.sampling import is_sampled, sampled_at, skip_unsampled,
 from tracescore.pipeline.score_rows import decision_row, score_row, unstorable_score
 from tracescore.scorers.results import ScoreResult
 from tracescore.scorers.scorer_run import ScorerRun
+from tracescore.spans import Trace
 from tracescore.store.conversations import record_turns
 from tracescore.store.outage import database_unavailable
 from tracescore.store.scores import (
@@ -298,7 +299,7 @@ class ScoringWorker:
                     else []
                 )
                 trace.turn = trace_turn(trace.runs, now, self.store.rules.max_clock_skew)
-                self._route(trace, sampled, now)
+                self._route(trace, sampled, now, found)
                 trace.reading = (
                     read_sources(found, trace.runs, self.conventions) if found is not None else None
                 )
@@ -308,7 +309,9 @@ class ScoringWorker:
             (batch.later if trace.later else batch.done).append(trace)
         return batch
 
-    def _route(self, trace: ClaimedTrace, verdicts: list[bool], now: datetime) -> None:
+    def _route(
+        self, trace: ClaimedTrace, verdicts: list[bool], now: datetime, spans: Trace | None
+    ) -> None:
         """Record each binding's sampling decisions on the trace's runs, and score the sampled
         ones with the synchronous scorers (the rest wait in ``trace.later``). Only a run left
         unsampled gets a ``sampling_decisions`` row: a sampled one's score row says as much
@@ -319,7 +322,7 @@ class ScoringWorker:
         ] = {}  # each run's, built once for all bindings
         for binding, sampled in zip(self.bindings, verdicts, strict=True):
             synchronous = self._synchronous[binding.name]
-            for run in binding.eligible(trace.runs):
+            for run in binding.eligible(trace.runs, spans):
                 if not sampled:
                     trace.decisions.append(decision_row(binding, run, sampled, now))
                     continue

@@ -12,7 +12,8 @@ conversation rescored. An expired lease makes it claimable again; too many faile
 park it as ``failed`` until its next turn.
 
 Conversation scores are rows of ``scores`` with ``conversation_id`` set (and the last turn's
-trace and span), keyed by conversation and binding, so a rescore replaces the row.
+trace and span), keyed by conversation, binding and the turns covered
+(``conversation_turns``), so each scoring of a conversation that went on is kept.
 
 Longer than most modules on purpose: the one owner of the two tables, it holds the queue's
 statements, the API's reads and retention's delete (grouped under a comment per calling part).

@@ -57,6 +57,8 @@ class ListedScore(TypedDict):
     model: str | None
     conversation_id: NotRequired[str | None]
     """Only on a conversation's score as the worker makes it; read rows always have it."""
+    conversation_turns: NotRequired[int | None]
+    """The turns a conversation's score covered; as ``conversation_id``."""
     created_at: datetime
     updated_at: datetime
 
@@ -126,6 +128,9 @@ class ScoreRow(SQLModel, table=True):
     conversation_id: str | None = Field(default=None, max_length=200)
     """Set on a conversation's score (:mod:`tracescore.pipeline.conversations`), whose trace and
     span are its last turn's; None on a run's."""
+    conversation_turns: int | None = None
+    """How many turns a conversation's score covered: every scoring of a conversation is a
+    row of its own, so a conversation that went on after it was scored keeps its history."""
     created_at: datetime = Field(default_factory=_utcnow)
     updated_at: datetime = Field(default_factory=_utcnow)
 
@@ -457,14 +462,20 @@ def _record(row: Any) -> ScoreRecord:
 def conversation_scores(
     connection: Connection, conversation_ids: Sequence[str], *, with_steps: bool = False
 ) -> dict[str, list[ScoreRecord]]:
-    """The conversations' own scores (not their turns'), by conversation, by binding."""
+    """The conversations' own scores (not their turns'), by conversation: every scoring, the
+    latest first (most turns covered), then by binding."""
     if not conversation_ids:
         return {}
     found: dict[str, list[ScoreRecord]] = {}
     rows = connection.execute(
         select(*_score_columns(with_steps))
         .where(SCORES.c.conversation_id.in_(list(conversation_ids)))
-        .order_by(SCORES.c.binding, SCORES.c.scorer_version)
+        .order_by(
+            SCORES.c.conversation_turns.desc().nulls_last(),
+            SCORES.c.created_at.desc(),
+            SCORES.c.binding,
+            SCORES.c.scorer_version,
+        )
     )
     for row in rows:
         found.setdefault(row.conversation_id, []).append(_record(row))

@@ -1,9 +1,12 @@
 """The conversation pages: recent conversations, and one conversation's turns in order, each
-with its run scores and a link to its trace, beside the conversation's own scores."""
+with its run scores and a link to its trace, beside the conversation's own scores: the latest
+of each binding, and the history of every scoring (one per turn count it covered)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import HTMLResponse
@@ -18,6 +21,34 @@ from tracescore.store import SpanStore
 Page = Callable[..., HTMLResponse]
 """Renders a template as a page with the dashboard's headers: ``page(template, status, **context)``."""
 PAGE_SIZE = 50
+
+
+def latest_scores(scores: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each binding's latest score of a conversation (its scores come latest first)."""
+    latest: dict[str, dict[str, Any]] = {}
+    for score in scores:
+        latest.setdefault(score["binding"], score)
+    return list(latest.values())
+
+
+@dataclass
+class Scoring:
+    """One scoring of a conversation: the turns it covered and each binding's score."""
+
+    turns: int | None
+    scores: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def score_history(scores: Sequence[dict[str, Any]]) -> tuple[list[str], list[Scoring]]:
+    """The bindings (columns) and the scorings (rows, latest first) of a conversation's score
+    history table."""
+    bindings = sorted({score["binding"] for score in scores})
+    scorings: dict[int | None, Scoring] = {}
+    for score in scores:
+        turns = score.get("conversation_turns")
+        scoring = scorings.setdefault(turns, Scoring(turns))
+        scoring.scores.setdefault(score["binding"], score)
+    return bindings, list(scorings.values())
 
 
 def conversation_pages(store: SpanStore, page: Page, *, scored: bool) -> APIRouter:
@@ -40,6 +71,8 @@ def conversation_pages(store: SpanStore, page: Page, *, scored: bool) -> APIRout
                 )
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
+        for item in items:
+            item["scores"] = latest_scores(item["scores"])
         return page(
             "conversations.html",
             conversations=items,
@@ -61,11 +94,15 @@ def conversation_pages(store: SpanStore, page: Page, *, scored: bool) -> APIRout
                 conversation_id=conversation_id,
                 scored=scored,
             )
+        bindings, history = score_history(document["scores"])
         return page(
             "conversation.html",
             conversation=document,
             conversation_id=conversation_id,
             scored=scored,
+            latest=latest_scores(document["scores"]),
+            history_bindings=bindings,
+            history=history,
         )
 
     return router

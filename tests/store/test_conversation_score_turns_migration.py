@@ -1,0 +1,83 @@
+"""Revision ``0011_conversation_score_turns`` on a database of the release before it, on SQLite
+and PostgreSQL: the conversation scores it holds are labelled with the turns they covered (the
+turns up to the one each score hangs on, or the conversation's count when that turn is gone),
+run scores stay unlabelled, and the schema then equals the models."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Engine, text
+
+from tracescore.store import migrate
+from tracescore.store.engine import make_engine
+
+BEFORE = "0010_failure_modes"
+NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[Engine]:
+    made = make_engine(db_url)
+    yield made
+    made.dispose()
+
+
+def _conversation(connection: object, conversation_id: str, turns: int) -> None:
+    connection.execute(  # type: ignore[attr-defined]
+        text(
+            "INSERT INTO conversations (conversation_id, turn_count, generation, first_seen, "
+            "last_seen, pending_since, state, attempts) "
+            "VALUES (:id, :turns, :turns, 0, 0, 0, 'scored', 0)"
+        ),
+        {"id": conversation_id, "turns": turns},
+    )
+
+
+def _turn(connection: object, conversation_id: str, trace_id: str, start_ns: int) -> None:
+    connection.execute(  # type: ignore[attr-defined]
+        text(
+            "INSERT INTO conversation_turns (conversation_id, trace_id, span_id, start_time_ns, "
+            "user_text, answer_text, recorded_at) VALUES (:c, :t, 'a1', :s, 'hi', 'hello', 0)"
+        ),
+        {"c": conversation_id, "t": trace_id, "s": start_ns},
+    )
+
+
+def _score(connection: object, score_id: str, trace_id: str, conversation_id: str | None) -> None:
+    connection.execute(  # type: ignore[attr-defined]
+        text(
+            "INSERT INTO scores (id, trace_id, span_id, binding, scorer_id, scorer_version, "
+            "status, score, input_tokens, output_tokens, cost_usd, latency_ms, run_kind, "
+            "conversation_id, created_at, updated_at) VALUES (:id, :trace, 'a1', 'b', 's', '1', "
+            "'ok', 1.0, 0, 0, 0, 0, 'agent', :conversation, :now, :now)"
+        ),
+        {"id": score_id, "trace": trace_id, "conversation": conversation_id, "now": NOW},
+    )
+
+
+def test_earlier_conversation_scores_are_labelled_with_their_turns(engine: Engine) -> None:
+    with engine.begin() as connection:
+        command.upgrade(migrate.alembic_config(connection), BEFORE)
+        _conversation(connection, "went-on", 4)
+        for index in range(4):  # scored at its third turn, then it went on to a fourth
+            _turn(connection, "went-on", f"t{index + 1}", 1_000 + index)
+        _score(connection, "scored-at-3", "t3", "went-on")
+        _conversation(connection, "pruned", 2)  # the turn its score hangs on is gone
+        _turn(connection, "pruned", "p1", 1_000)
+        _score(connection, "anchor-gone", "p2", "pruned")
+        _score(connection, "a-run-score", "t1", None)
+    assert migrate.upgrade(engine)[-1] == "0011_conversation_score_turns"
+    with engine.connect() as connection:
+        labelled = dict(
+            connection.execute(text("SELECT id, conversation_turns FROM scores")).tuples().all()
+        )
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        drift = compare_metadata(context, migrate.store_metadata())
+    assert labelled == {"scored-at-3": 3, "anchor-gone": 2, "a-run-score": None}
+    assert drift == []

@@ -1,0 +1,58 @@
+"""A conversation's turns sent to a running service, and waiting for its scorings."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from tests.support.agent_otlp import agent_trace, export_request
+
+CITIES = ["Paris", "Lyon", "Oslo", "Rome", "Lima", "Kyiv", "Pune"]
+
+
+def send_turns(
+    base_url: str,
+    conversation: str,
+    first: int,
+    last: int,
+    headers: Mapping[str, str] | None = None,
+) -> None:
+    """Turns ``first`` to ``last`` (1-based) of ``conversation``, a trace each, in order: the
+    user of turn n asks for the weather in ``CITIES[n - 1]``."""
+    rng = random.Random(f"{conversation}-{first}")
+    for turn in range(first, last + 1):
+        trace = agent_trace(rng, CITIES[turn - 1], conversation=conversation)
+        response = httpx.post(
+            f"{base_url}/v1/traces",
+            content=export_request(trace.spans),
+            headers={**(headers or {}), "Content-Type": "application/x-protobuf"},
+            timeout=10,
+        )
+        assert response.status_code == 200, response.text
+        time.sleep(0.01)  # turns start in order
+
+
+def wait_for_scorings(
+    base_url: str,
+    conversation: str,
+    turns: list[int],
+    headers: Mapping[str, str] | None = None,
+    timeout: float = 60.0,
+) -> dict[str, Any]:
+    """The conversation's API document once its scores cover exactly ``turns`` (in any order)."""
+    deadline = time.monotonic() + timeout
+    document: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        response = httpx.get(
+            f"{base_url}/api/conversations/{conversation}", headers=headers, timeout=10
+        )
+        if response.status_code == 200:
+            document = response.json()
+            if sorted(s["conversation_turns"] for s in document["scores"]) == sorted(turns):
+                return document
+        time.sleep(0.2)
+    raise AssertionError(f"{conversation} not scored at {turns} turns: {document}")
