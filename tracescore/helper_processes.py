@@ -34,6 +34,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import multiprocessing
+import multiprocessing.connection
 import os
 import select
 import signal
@@ -315,6 +317,25 @@ def exit_after_service(wake: int, timeout: float, what: str) -> None:
         os._exit(0)
 
     threading.Thread(target=watch, name="service watch", daemon=True).start()
+
+
+def follow_parent(niceness: int) -> None:
+    """Set up a ``multiprocessing`` child doing a service's background or read work: it ignores
+    the terminal's Ctrl-C (its service ends it), runs ``niceness`` lower than its service (where
+    the machine is short of CPU, that work yields to what an exporter waits for), and exits
+    when its service has gone, however that ended (a SIGKILL runs nothing of the service)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.nice(niceness)
+    parent = multiprocessing.parent_process()
+    if parent is not None and parent.sentinel is not None:
+        threading.Thread(
+            target=_exit_with, args=(parent.sentinel,), name="parent watch", daemon=True
+        ).start()
+
+
+def _exit_with(sentinel: int) -> None:
+    multiprocessing.connection.wait([sentinel])
+    os._exit(0)
 
 
 # ---------------------------------------------------------------------------- leftovers

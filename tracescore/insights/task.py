@@ -1,35 +1,112 @@
-"""Insights in a running service: one replica runs a pass every ``insights.interval``.
+"""Insights in a running service: one replica runs a pass every ``insights.interval``, or when
+asked (``POST /api/v1/insights/passes``), in a process of its own.
 
 The same lease scheme as retention (:mod:`tracescore.retention.task`): the lease, under its
 own name, doubles as the schedule. After a pass its holder extends it to the pass's start plus
 the interval, so no replica starts another pass before then; a holder that dies mid-pass is
-replaced once the lease (``insights.leader_lease``, longer than a pass) runs out.
+replaced once the lease (``insights.leader_lease``, longer than a pass) runs out. A second
+lease, :data:`RUNNING_LEASE`, is held only while a pass runs: an on-demand request expires the
+schedule lease (the pass is due at once, on whichever replica looks first) unless a pass holds
+it.
+
+A pass reads thousands of runs' spans and rebuilds them: seconds of pure Python that, in the
+service's process, would hold the GIL its event loop needs to acknowledge OTLP exports. It runs
+in a spawned process instead (:func:`_pass_process`), :data:`PASS_NICENESS` lower than the
+service, without the cyclic collector (a rebuild makes millions of objects that reference
+counting frees; the process and what cycles it leaves end with the pass). The service's thread
+only waits for it; a service that stops ends it, and one that is killed takes it along (it
+watches its parent). A store only this process can open (an in-memory SQLite) is grouped in a
+thread instead.
 """
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import logging
+import multiprocessing
+import multiprocessing.connection
+import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from tracescore.background import BackgroundFactory
 from tracescore.backoff import Backoff, repeat
-from tracescore.extract.base import Convention
+from tracescore.extract.declared import claim_order
+from tracescore.extract.declared_config import ConventionConfig
+from tracescore.helper_processes import follow_parent
 from tracescore.insights.config import InsightsConfig
-from tracescore.judge.protocol import Judge
-from tracescore.store import SpanStore
-from tracescore.store.leases import acquire_lease, lease_expiry
+from tracescore.judge.config import JudgeConfig
+from tracescore.judge.judges import get_judge
+from tracescore.store import SpanStore, open_store
+from tracescore.store.leases import acquire_lease, expire_lease, lease_expiry, release_lease
 
 if TYPE_CHECKING:
-    from tracescore.insights.passes import PassResult
+    from multiprocessing.process import BaseProcess
 
 log = logging.getLogger(__name__)
 
 LEASE_NAME = "insights"
+RUNNING_LEASE = "insights pass"
+"""Held while a pass runs (a request for a pass then waits for the next one)."""
 MAX_POLL = 60.0
 """Longest wait between two looks at whether a pass is due."""
+PASS_NICENESS = 10
+"""How much lower than its service a pass's process is scheduled (``nice``): below the reader
+processes (5), since nobody waits on a pass."""
+
+
+@dataclass(frozen=True, slots=True)
+class PassSummary:
+    """What a pass reports back to the service: counts, not the groups (stored already)."""
+
+    groups: int
+    failed: int
+    read: int
+
+
+def _pass(
+    store: SpanStore,
+    config: InsightsConfig,
+    conventions: Sequence[ConventionConfig],
+    judge: JudgeConfig | None,
+    started: float,
+) -> PassSummary:
+    # Imported at the first pass, not with the service: scikit-learn takes a second and tens of
+    # MB to import, which every service process would pay at start.
+    from tracescore.insights.passes import run_pass
+
+    result = run_pass(
+        store,
+        config,
+        claim_order(conventions),
+        now=datetime.fromtimestamp(started, UTC),
+        judge=get_judge(judge) if judge is not None else None,
+    )
+    return PassSummary(len(result.groups), result.failed, result.read)
+
+
+def _pass_process(
+    answer: multiprocessing.connection.Connection,
+    url: str,
+    config: InsightsConfig,
+    conventions: Sequence[ConventionConfig],
+    judge: JudgeConfig | None,
+    started: float,
+) -> None:
+    """A pass's process: its summary, or the error that ended it, sent back on ``answer``."""
+    follow_parent(PASS_NICENESS)
+    gc.disable()  # see the module's docstring
+    store = open_store(url, create=False)
+    try:
+        answer.send(_pass(store, config, conventions, judge, started))
+    except Exception as exc:  # noqa: BLE001 - reported to the service, which backs off
+        answer.send(RuntimeError(f"insights pass failed: {exc!r}"))
+    finally:
+        store.close()
 
 
 class InsightsLeader:
@@ -39,68 +116,135 @@ class InsightsLeader:
         self,
         store: SpanStore,
         config: InsightsConfig,
-        conventions: Sequence[Convention],
+        conventions: Sequence[ConventionConfig],
         owner: str,
-        judge: Judge | None = None,
+        judge: JudgeConfig | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
         self.config = config
-        self.conventions = conventions
+        self.conventions = list(conventions)
         self.owner = owner
         self.judge = judge
         self.clock = clock
+        self._url = store.engine.url.render_as_string(hide_password=False)
+        self._in_memory = store.dialect == "sqlite" and store.engine.url.database in (
+            None,
+            "",
+            ":memory:",
+        )
+        self._process: BaseProcess | None = None
+        self._closed = False
+        self._lock = threading.Lock()
 
-    def _lease(self, duration: float) -> bool:
+    def _lease(self, duration: float, name: str = LEASE_NAME) -> bool:
         with self.store.write_transaction() as connection:
-            return acquire_lease(connection, self.owner, self.clock(), duration, LEASE_NAME)
+            return acquire_lease(connection, self.owner, self.clock(), duration, name)
 
-    def run_once(self) -> PassResult | None:
-        """A pass if one is due and the lease is ours; None when there was nothing to do."""
-        # Imported at the first pass, not with the service: scikit-learn takes a second and
-        # tens of MB to import, which every service process would pay at start.
-        from tracescore.insights.passes import run_pass
-
+    def run_once(self) -> PassSummary | None:
+        """A pass if one is due and the leases are ours; None when there was nothing to do."""
         with self.store.engine.connect() as connection:
             expires = lease_expiry(connection, LEASE_NAME)
         if expires is not None and expires >= self.clock():
             return None
         if not self._lease(self.config.leader_lease):
             return None
+        if not self._lease(self.config.leader_lease, RUNNING_LEASE):
+            return None  # a pass asked for while another replica's ran: it is due after
         started = self.clock()
-        result = run_pass(
-            self.store,
-            self.config,
-            self.conventions,
-            now=datetime.fromtimestamp(started, UTC),
-            judge=self.judge,
-        )
+        try:
+            result = self._run(started)
+        finally:
+            with self.store.write_transaction() as connection:
+                release_lease(connection, self.owner, RUNNING_LEASE)
         self._lease(started + self.config.interval - self.clock())  # the next pass's time
         log.info(
             "insights pass: %d groups among %d failed runs in %.1f s",
-            len(result.groups),
+            result.groups,
             result.read,
             self.clock() - started,
         )
         return result
 
+    def _run(self, started: float) -> PassSummary:
+        """The pass, in its own process (see the module), or here for an in-memory store."""
+        if self._in_memory:
+            return _pass(self.store, self.config, self.conventions, self.judge, started)
+        context = multiprocessing.get_context("spawn")
+        receive, send = context.Pipe(duplex=False)
+        process = context.Process(
+            target=_pass_process,
+            args=(send, self._url, self.config, self.conventions, self.judge, started),
+            name="tracescore insights pass",
+        )
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("insights: the service is stopping")
+            process.start()
+            self._process = process
+        send.close()
+        try:
+            answer = receive.recv() if receive.poll(None) else None
+        except EOFError:
+            answer = None  # ended without an answer: killed, or stopped with the service
+        finally:
+            receive.close()
+            process.join()
+            with self._lock:
+                self._process = None
+        if isinstance(answer, PassSummary):
+            return answer
+        raise answer or RuntimeError(f"insights pass: its process ended ({process.exitcode})")
+
+    def close(self) -> None:
+        """End a running pass at once (the service is stopping: the next pass starts over)."""
+        with self._lock:
+            self._closed = True
+            if self._process is not None:
+                self._process.terminate()
+
+
+class PassRequests:
+    """On-demand passes: :meth:`request` makes a pass due now and wakes this service's
+    leader (other replicas find it due within :data:`MAX_POLL`)."""
+
+    def __init__(self, store: SpanStore) -> None:
+        self.store = store
+        self.wake = asyncio.Event()
+
+    def due_now(self, now: float) -> bool:
+        """Make a pass due; False (nothing changed) while one runs."""
+        with self.store.write_transaction() as connection:
+            running = lease_expiry(connection, RUNNING_LEASE)
+            if running is not None and running >= now:
+                return False
+            expire_lease(connection, LEASE_NAME)
+            return True
+
 
 def insights_task(
     store: SpanStore,
     config: InsightsConfig,
-    conventions: Sequence[Convention],
+    conventions: Sequence[ConventionConfig],
     owner: str,
-    judge: Judge | None = None,
+    judge: JudgeConfig | None = None,
+    requests: PassRequests | None = None,
 ) -> BackgroundFactory:
-    """A :meth:`Service.add_background` factory: look every ``min(interval, 60 s)`` whether a
-    pass is due and, as lease holder, run it (in a thread)."""
+    """A :meth:`Service.add_background` factory: look every ``min(interval, 60 s)`` (or when
+    a pass is requested) whether a pass is due and, as lease holder, run it."""
 
     async def run() -> None:
         if not config.enabled:
             return
         leader = InsightsLeader(store, config, conventions, owner, judge)
-        await repeat(
-            leader.run_once, min(config.interval, MAX_POLL), Backoff("insights: the database")
-        )
+        try:
+            await repeat(
+                leader.run_once,
+                min(config.interval, MAX_POLL),
+                Backoff("insights: the database"),
+                requests.wake if requests is not None else None,
+            )
+        finally:
+            leader.close()
 
     return run
