@@ -65,7 +65,10 @@ def insights_router(
         "/passes",
         summary="Run a pass now",
         status_code=202,
-        responses={409: {"description": "A pass is running, or passes are off"}},
+        responses={
+            202: {"description": "the pass is due: it starts here now, or on another replica"},
+            409: {"description": "a pass is running, or insights.enabled is false"},
+        },
     )
     async def request_pass() -> dict[str, Any]:
         """Start a pass now instead of at its time (the next scheduled one then follows it by

@@ -40,7 +40,7 @@ from tracescore.extract.declared_config import ConventionConfig
 from tracescore.helper_processes import follow_parent
 from tracescore.insights.config import InsightsConfig
 from tracescore.judge.config import JudgeConfig
-from tracescore.judge.judges import get_judge
+from tracescore.judge.judges import get_judge, use_verdict_store
 from tracescore.store import SpanStore, open_store
 from tracescore.store.leases import acquire_lease, expire_lease, lease_expiry, release_lease
 
@@ -101,6 +101,8 @@ def _pass_process(
     follow_parent(PASS_NICENESS)
     gc.disable()  # see the module's docstring
     store = open_store(url, create=False)
+    if judge is not None:  # its verdicts cached in the store, as the service's scorers' are
+        use_verdict_store(store.engine)
     try:
         answer.send(_pass(store, config, conventions, judge, started))
     except Exception as exc:  # noqa: BLE001 - reported to the service, which backs off
