@@ -34,8 +34,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import multiprocessing
-import multiprocessing.connection
 import os
 import select
 import signal
@@ -285,6 +283,61 @@ def kill_all() -> None:
 # ---------------------------------------------------------------------------- the child's side
 
 
+class OneShot:
+    """A helper process that does one piece of work and exits: ``module.main()`` with
+    ``settings``, its last report line its answer (:meth:`run`). Started like a :class:`Child`
+    (the service's ``sys.path``, settings in the environment, standard input a pipe from the
+    service whose end the child watches with :func:`exit_after_service`), so it goes with its
+    service however that ends; never revived: its owner runs the next one."""
+
+    def __init__(self, module: str, settings: Mapping[str, Any]) -> None:
+        self.module = module
+        self.settings = {**settings, "collector_pid": os.getpid()}
+        self._process: subprocess.Popen[bytes] | None = None
+        self._ended = False
+        self._lock = threading.Lock()
+
+    def run(self) -> dict[str, Any]:
+        """Start it and wait for its end; its last report. RuntimeError if it ended without
+        one (it failed: its traceback went to the service's standard error; or was ended)."""
+        reader, writer = os.pipe()
+        try:
+            with self._lock:
+                if self._ended:
+                    raise RuntimeError(f"{self.module}: ended before it started")
+                process = self._process = subprocess.Popen(
+                    [sys.executable, "-c", _program(self.module)],
+                    stdin=reader,
+                    stdout=subprocess.PIPE,
+                    env={
+                        **os.environ,
+                        _SETTINGS_VARIABLE: json.dumps(self.settings),
+                        _PATH_VARIABLE: json.dumps(sys.path),
+                    },
+                )
+            os.close(reader)
+            reader = -1
+            assert process.stdout is not None
+            lines = process.stdout.read().splitlines()
+            process.wait()
+        finally:
+            for end in (reader, writer):
+                if end >= 0:
+                    os.close(end)
+            with self._lock:
+                self._process = None
+        if process.returncode != 0 or not lines:
+            raise RuntimeError(f"{self.module}: its process ended ({process.returncode})")
+        return dict(json.loads(lines[-1]))
+
+    def end(self) -> None:
+        """End it now if it runs (and refuse to start it after)."""
+        with self._lock:
+            self._ended = True
+            if self._process is not None:
+                self._process.terminate()
+
+
 def settings() -> dict[str, Any]:
     """This child's settings (in a child process)."""
     return dict(json.loads(os.environ[_SETTINGS_VARIABLE]))
@@ -317,25 +370,6 @@ def exit_after_service(wake: int, timeout: float, what: str) -> None:
         os._exit(0)
 
     threading.Thread(target=watch, name="service watch", daemon=True).start()
-
-
-def follow_parent(niceness: int) -> None:
-    """Set up a ``multiprocessing`` child doing a service's background or read work: it ignores
-    the terminal's Ctrl-C (its service ends it), runs ``niceness`` lower than its service (where
-    the machine is short of CPU, that work yields to what an exporter waits for), and exits
-    when its service has gone, however that ended (a SIGKILL runs nothing of the service)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    os.nice(niceness)
-    parent = multiprocessing.parent_process()
-    if parent is not None and parent.sentinel is not None:
-        threading.Thread(
-            target=_exit_with, args=(parent.sentinel,), name="parent watch", daemon=True
-        ).start()
-
-
-def _exit_with(sentinel: int) -> None:
-    multiprocessing.connection.wait([sentinel])
-    os._exit(0)
 
 
 # ---------------------------------------------------------------------------- leftovers

@@ -143,7 +143,7 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
             create_monitor_router(store.engine, config.monitor, version),
             feedback_router(config, store, version),
             sources_router(store.engine, version),
-            insights_router(store.engine, requests, version),
+            insights_router(store.engine, version, requests),
         ):
             app.include_router(api, dependencies=guarded, responses=PROBLEM_RESPONSES)
     if config.server.docs:

@@ -31,17 +31,23 @@ def _niceness(pid: int) -> int:
 
 
 def _pass_processes(server: ServerProcess) -> list[int]:
-    """The service's children running a pass (spawned, at the pass's niceness)."""
-    own = _niceness(server.process.pid)
+    """The service's children running a pass (asserted at the pass's niceness once it has
+    set it: a pass's process sets it first thing, before any of the pass's work)."""
     found = []
     for pid in process_tree(server.process.pid):
         try:
-            spawned = b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
-            if spawned and _niceness(pid) == own + PASS_NICENESS:
+            if b"tracescore.insights.task" in Path(f"/proc/{pid}/cmdline").read_bytes():
                 found.append(pid)
         except FileNotFoundError:
             pass  # ended meanwhile
     return found
+
+
+def _lowered(server: ServerProcess, pid: int) -> bool:
+    try:
+        return _niceness(pid) == _niceness(server.process.pid) + PASS_NICENESS
+    except FileNotFoundError:
+        return True  # ended meanwhile
 
 
 def _wait(condition: Callable[[], object], seconds: float, what: str) -> None:
@@ -109,9 +115,11 @@ def test_a_pass_runs_apart_from_acks_on_demand_and_ends_with_its_service(tmp_pat
         _wait(lambda: not _pass_processes(server), 120, "the requested pass did not end")
         _wait(lambda: _groups(client)[0]["last_seen"] > last_seen, 10, "no new pass stored")
 
-        assert client.post(passes, headers=AUTH).status_code == 202
+        # accepted once the pass before has released its lease (just after its process ends)
+        _wait(lambda: client.post(passes, headers=AUTH).status_code == 202, 10, "refused")
         _wait(lambda: _pass_processes(server), 30, "the third pass did not start")
         running = _pass_processes(server)
+        _wait(lambda: all(_lowered(server, pid) for pid in running), 10, "not at its niceness")
         started = time.monotonic()
         assert server.stop() == 0, server.output()[-2000:]
         assert time.monotonic() - started < 15

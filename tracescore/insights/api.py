@@ -19,10 +19,9 @@ MAX_PAGE = 500
 
 
 def insights_router(
-    engine: Database,
-    requests: PassRequests | None = None,
-    version: ApiVersion = LEGACY,
+    engine: Database, version: ApiVersion = LEGACY, requests: PassRequests | None = None
 ) -> APIRouter:
+    """The routes; ``requests``: this service's on-demand passes (None: passes are off)."""
     router = APIRouter(
         prefix=f"{version.prefix}/insights", tags=["insights"], deprecated=version.legacy or None
     )

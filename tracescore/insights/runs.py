@@ -28,7 +28,7 @@ from tracescore.scorers.utils import merge_tool_invocations
 from tracescore.spans import Trace
 from tracescore.store import SpanStore, connect
 from tracescore.store.feedback import negative_verdicts
-from tracescore.store.insights import RunText, keep_run_texts, run_texts
+from tracescore.store.insights import RunText, current_groups, keep_run_texts, run_texts
 from tracescore.store.score_reads import failed_scores
 
 FIELD_CHARS = 2_000
@@ -193,6 +193,30 @@ def sample_failed_runs(
                 if verdict["comment"] and len(run.reasons) < 5:
                     run.reasons.append(verdict["comment"][:FIELD_CHARS])
     return sample
+
+
+def anything_to_group(
+    store: SpanStore, since: datetime, until: datetime, failed: FailedRunsConfig
+) -> bool:
+    """Whether a pass over the window has work: a run failed in it, or an earlier pass's
+    groups are current (a pass would mark them gone). The first row of each query only, so
+    a service whose runs pass starts no pass's process for nothing."""
+    with connect(store.engine) as connection:
+        if current_groups(connection):
+            return True
+        scores = failed.below_threshold or failed.scorer_errors
+        if scores and _any(failed_scores(connection, since, until, errors=failed.scorer_errors)):
+            return True
+        return _any(
+            negative_verdicts(
+                connection, since, until, failed.feedback_labels, failed.feedback_below
+            )
+        )
+
+
+def _any(rows: Iterator[object]) -> bool:
+    """Whether ``rows`` yields one (the query's generator is closed as this returns)."""
+    return next(rows, None) is not None
 
 
 def read_runs(

@@ -11,12 +11,13 @@ it.
 
 A pass reads thousands of runs' spans and rebuilds them: seconds of pure Python that, in the
 service's process, would hold the GIL its event loop needs to acknowledge OTLP exports. It runs
-in a spawned process instead (:func:`_pass_process`), :data:`PASS_NICENESS` lower than the
-service, without the cyclic collector (a rebuild makes millions of objects that reference
-counting frees; the process and what cycles it leaves end with the pass). The service's thread
-only waits for it; a service that stops ends it, and one that is killed takes it along (it
-watches its parent). A store only this process can open (an in-memory SQLite) is grouped in a
-thread instead.
+in a helper process instead (:func:`main`, a :class:`~tracescore.helper_processes.OneShot`: a
+plain ``python -c`` subprocess, so no multiprocessing resource tracker stays behind it),
+:data:`PASS_NICENESS` lower than the service, without the cyclic collector (a rebuild makes
+millions of objects that reference counting frees; the process and what cycles it leaves end
+with the pass). The service's thread only waits for it; a service that stops ends it, and one
+that is killed takes it along (its pipe from the service closes). A store only this process
+can open (an in-memory SQLite) is grouped in a thread instead.
 """
 
 from __future__ import annotations
@@ -24,28 +25,25 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-import multiprocessing
-import multiprocessing.connection
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
 
 from tracescore.background import BackgroundFactory
 from tracescore.backoff import Backoff, repeat
 from tracescore.extract.declared import claim_order
 from tracescore.extract.declared_config import ConventionConfig
-from tracescore.helper_processes import follow_parent
+from tracescore.helper_processes import OneShot, exit_after_service, report, settings
 from tracescore.insights.config import InsightsConfig
+from tracescore.insights.runs import anything_to_group
 from tracescore.judge.config import JudgeConfig
 from tracescore.judge.judges import get_judge, use_verdict_store
 from tracescore.store import SpanStore, open_store
 from tracescore.store.leases import acquire_lease, expire_lease, lease_expiry, release_lease
-
-if TYPE_CHECKING:
-    from multiprocessing.process import BaseProcess
 
 log = logging.getLogger(__name__)
 
@@ -89,26 +87,28 @@ def _pass(
     return PassSummary(len(result.groups), result.failed, result.read)
 
 
-def _pass_process(
-    answer: multiprocessing.connection.Connection,
-    url: str,
-    config: InsightsConfig,
-    conventions: Sequence[ConventionConfig],
-    judge: JudgeConfig | None,
-    started: float,
-) -> None:
-    """A pass's process: its summary, or the error that ended it, sent back on ``answer``."""
-    follow_parent(PASS_NICENESS)
+def main() -> None:
+    """A pass's process (:class:`~tracescore.helper_processes.OneShot`): the pass of its
+    settings, its counts reported back; it exits at once if its service goes."""
+    exit_after_service(sys.stdin.fileno(), 0.0, "insights pass")
+    os.nice(PASS_NICENESS)
     gc.disable()  # see the module's docstring
-    store = open_store(url, create=False)
+    given = settings()
+    store = open_store(given["store_url"], create=False)
+    judge = JudgeConfig.model_validate(given["judge"]) if given["judge"] else None
     if judge is not None:  # its verdicts cached in the store, as the service's scorers' are
         use_verdict_store(store.engine)
     try:
-        answer.send(_pass(store, config, conventions, judge, started))
-    except Exception as exc:  # noqa: BLE001 - reported to the service, which backs off
-        answer.send(RuntimeError(f"insights pass failed: {exc!r}"))
+        summary = _pass(
+            store,
+            InsightsConfig.model_validate(given["config"]),
+            [ConventionConfig.model_validate(c) for c in given["conventions"]],
+            judge,
+            given["started"],
+        )
     finally:
         store.close()
+    report(sys.stdout, asdict(summary))
 
 
 class InsightsLeader:
@@ -135,7 +135,7 @@ class InsightsLeader:
             "",
             ":memory:",
         )
-        self._process: BaseProcess | None = None
+        self._process: OneShot | None = None
         self._closed = False
         self._lock = threading.Lock()
 
@@ -151,9 +151,14 @@ class InsightsLeader:
             return None
         if not self._lease(self.config.leader_lease):
             return None
+        started = self.clock()
+        until = datetime.fromtimestamp(started, UTC)
+        since = until - timedelta(seconds=self.config.window)
+        if not anything_to_group(self.store, since, until, self.config.failed):
+            self._lease(self.config.interval)  # nothing failed: the same as an empty pass
+            return None
         if not self._lease(self.config.leader_lease, RUNNING_LEASE):
             return None  # a pass asked for while another replica's ran: it is due after
-        started = self.clock()
         try:
             result = self._run(started)
         finally:
@@ -172,38 +177,32 @@ class InsightsLeader:
         """The pass, in its own process (see the module), or here for an in-memory store."""
         if self._in_memory:
             return _pass(self.store, self.config, self.conventions, self.judge, started)
-        context = multiprocessing.get_context("spawn")
-        receive, send = context.Pipe(duplex=False)
-        process = context.Process(
-            target=_pass_process,
-            args=(send, self._url, self.config, self.conventions, self.judge, started),
-            name="tracescore insights pass",
+        process = OneShot(
+            __name__,
+            {
+                "store_url": self._url,
+                "config": self.config.model_dump(mode="json"),
+                "conventions": [c.model_dump(mode="json") for c in self.conventions],
+                "judge": self.judge.model_dump(mode="json") if self.judge else None,
+                "started": started,
+            },
         )
         with self._lock:
             if self._closed:
                 raise RuntimeError("insights: the service is stopping")
-            process.start()
             self._process = process
-        send.close()
         try:
-            answer = receive.recv() if receive.poll(None) else None
-        except EOFError:
-            answer = None  # ended without an answer: killed, or stopped with the service
+            return PassSummary(**process.run())
         finally:
-            receive.close()
-            process.join()
             with self._lock:
                 self._process = None
-        if isinstance(answer, PassSummary):
-            return answer
-        raise answer or RuntimeError(f"insights pass: its process ended ({process.exitcode})")
 
     def close(self) -> None:
         """End a running pass at once (the service is stopping: the next pass starts over)."""
         with self._lock:
             self._closed = True
             if self._process is not None:
-                self._process.terminate()
+                self._process.end()
 
 
 class PassRequests:

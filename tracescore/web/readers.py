@@ -25,6 +25,10 @@ from __future__ import annotations
 import asyncio
 import gc
 import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
@@ -37,7 +41,6 @@ from tracescore.conversations.reads import conversations_of_trace
 from tracescore.extract import extract_runs, select_runs
 from tracescore.extract.declared import claim_order
 from tracescore.extract.model import AgentRun
-from tracescore.helper_processes import follow_parent
 from tracescore.restapi import decode_cursor, encode_cursor
 from tracescore.store import SpanStore, open_store
 from tracescore.web.cache import ExpiringCache
@@ -169,12 +172,25 @@ _reads: TraceReads | None = None
 
 
 def _start(config: Config, url: str) -> None:
-    """A reader process's set-up: it follows its service (:func:`follow_parent`: it holds
-    nothing to save) at :data:`READER_NICENESS`, without the cyclic collector."""
+    """A reader process's set-up. It ignores the terminal's Ctrl-C (its service ends it) and
+    exits when its service has gone, however that ended (a SIGKILL runs nothing of the
+    service): it holds nothing to save. It runs at :data:`READER_NICENESS`: where the machine
+    is short of CPU, what a page waits for yields to what an exporter waits for."""
     global _reads
-    follow_parent(READER_NICENESS)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.nice(READER_NICENESS)
     gc.disable()  # see the module's docstring
+    parent = multiprocessing.parent_process()
+    if parent is not None and parent.sentinel is not None:
+        threading.Thread(
+            target=_exit_with, args=(parent.sentinel,), name="parent watch", daemon=True
+        ).start()
     _reads = TraceReads(config, open_store(url, create=False))
+
+
+def _exit_with(sentinel: int) -> None:
+    multiprocessing.connection.wait([sentinel])
+    os._exit(0)
 
 
 def _started() -> None:
