@@ -76,6 +76,20 @@ def _program(module: str) -> str:
     )
 
 
+def _popen(module: str, settings: Mapping[str, Any], stdin: int) -> subprocess.Popen[bytes]:
+    """``module.main()`` started with ``settings`` (see the module), reports on its stdout."""
+    return subprocess.Popen(
+        [sys.executable, "-c", _program(module)],
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        env={
+            **os.environ,
+            _SETTINGS_VARIABLE: json.dumps(settings),
+            _PATH_VARIABLE: json.dumps(sys.path),
+        },
+    )
+
+
 class Child:
     """One helper process of this service, running ``module.main()`` with ``settings``.
 
@@ -111,16 +125,7 @@ class Child:
         reader, writer = os.pipe()
         os.set_blocking(writer, False)
         try:
-            process = subprocess.Popen(
-                [sys.executable, "-c", _program(self.module)],
-                stdin=reader,
-                stdout=subprocess.PIPE,
-                env={
-                    **os.environ,
-                    _SETTINGS_VARIABLE: json.dumps(self.settings),
-                    _PATH_VARIABLE: json.dumps(sys.path),
-                },
-            )
+            process = _popen(self.module, self.settings, reader)
         except BaseException:
             os.close(writer)
             raise
@@ -305,16 +310,7 @@ class OneShot:
             with self._lock:
                 if self._ended:
                     raise RuntimeError(f"{self.module}: ended before it started")
-                process = self._process = subprocess.Popen(
-                    [sys.executable, "-c", _program(self.module)],
-                    stdin=reader,
-                    stdout=subprocess.PIPE,
-                    env={
-                        **os.environ,
-                        _SETTINGS_VARIABLE: json.dumps(self.settings),
-                        _PATH_VARIABLE: json.dumps(sys.path),
-                    },
-                )
+                process = self._process = _popen(self.module, self.settings, reader)
             os.close(reader)
             reader = -1
             assert process.stdout is not None

@@ -17,7 +17,7 @@ import httpx
 from tests.support.failure_modes import planted_stream, store_runs
 from tests.support.server_process import ServerProcess, process_tree, start_server
 from tests.support.web_traces import agent_trace_json
-from tracescore.insights.task import PASS_NICENESS
+from tracescore.insights.pass_process import PASS_NICENESS
 from tracescore.store import open_store
 
 KEY = "insights-test-key"
@@ -36,7 +36,7 @@ def _pass_processes(server: ServerProcess) -> list[int]:
     found = []
     for pid in process_tree(server.process.pid):
         try:
-            if b"tracescore.insights.task" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            if b"tracescore.insights.pass_process" in Path(f"/proc/{pid}/cmdline").read_bytes():
                 found.append(pid)
         except FileNotFoundError:
             pass  # ended meanwhile

@@ -11,11 +11,10 @@ it.
 
 A pass reads thousands of runs' spans and rebuilds them: seconds of pure Python that, in the
 service's process, would hold the GIL its event loop needs to acknowledge OTLP exports. It runs
-in a helper process instead (:func:`main`, a :class:`~tracescore.helper_processes.OneShot`: a
-plain ``python -c`` subprocess, so no multiprocessing resource tracker stays behind it),
-:data:`PASS_NICENESS` lower than the service, without the cyclic collector (a rebuild makes
-millions of objects that reference counting frees; the process and what cycles it leaves end
-with the pass). The service's thread only waits for it; a service that stops ends it, and one
+in a helper process instead (:mod:`tracescore.insights.pass_process`, a
+:class:`~tracescore.helper_processes.OneShot`: a plain ``python -c`` subprocess, so no
+multiprocessing resource tracker stays behind it), at lower priority and without the cyclic
+collector. The service's thread only waits for it; a service that stops ends it, and one
 that is killed takes it along (its pipe from the service closes). A store only this process
 can open (an in-memory SQLite) is grouped in a thread instead.
 """
@@ -23,9 +22,7 @@ can open (an in-memory SQLite) is grouped in a thread instead.
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
-import os
 import sys
 import threading
 import time
@@ -37,7 +34,7 @@ from tracescore.background import BackgroundFactory
 from tracescore.backoff import Backoff, repeat
 from tracescore.extract.declared import claim_order
 from tracescore.extract.declared_config import ConventionConfig
-from tracescore.helper_processes import OneShot, exit_after_service, report, settings
+from tracescore.helper_processes import OneShot, report, settings
 from tracescore.insights.config import InsightsConfig
 from tracescore.insights.runs import anything_to_group
 from tracescore.judge.config import JudgeConfig
@@ -52,9 +49,8 @@ RUNNING_LEASE = "insights pass"
 """Held while a pass runs (a request for a pass then waits for the next one)."""
 MAX_POLL = 60.0
 """Longest wait between two looks at whether a pass is due."""
-PASS_NICENESS = 10
-"""How much lower than its service a pass's process is scheduled (``nice``): below the reader
-processes (5), since nobody waits on a pass."""
+PASS_PROCESS = "tracescore.insights.pass_process"
+"""The module a pass's helper process runs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,12 +83,9 @@ def _pass(
     return PassSummary(len(result.groups), result.failed, result.read)
 
 
-def main() -> None:
-    """A pass's process (:class:`~tracescore.helper_processes.OneShot`): the pass of its
-    settings, its counts reported back; it exits at once if its service goes."""
-    exit_after_service(sys.stdin.fileno(), 0.0, "insights pass")
-    os.nice(PASS_NICENESS)
-    gc.disable()  # see the module's docstring
+def run_child() -> None:
+    """The pass of a pass's process (:mod:`tracescore.insights.pass_process`), from its
+    settings; its counts reported back to the service."""
     given = settings()
     store = open_store(given["store_url"], create=False)
     judge = JudgeConfig.model_validate(given["judge"]) if given["judge"] else None
@@ -178,7 +171,7 @@ class InsightsLeader:
         if self._in_memory:
             return _pass(self.store, self.config, self.conventions, self.judge, started)
         process = OneShot(
-            __name__,
+            PASS_PROCESS,
             {
                 "store_url": self._url,
                 "config": self.config.model_dump(mode="json"),
