@@ -199,8 +199,8 @@ class InsightsLeader:
 
 
 class PassRequests:
-    """On-demand passes: :meth:`request` makes a pass due now and wakes this service's
-    leader (other replicas find it due within :data:`MAX_POLL`)."""
+    """On-demand passes: :meth:`due_now` makes a pass due, then :attr:`wake` wakes this
+    service's leader (other replicas find it due within :data:`MAX_POLL`)."""
 
     def __init__(self, store: SpanStore) -> None:
         self.store = store
