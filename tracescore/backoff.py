@@ -9,6 +9,7 @@ the log says twice: when the failures start (with the first error) and when they
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -76,9 +77,15 @@ class Backoff:
         return self.remaining() > 0
 
 
-async def repeat(step: Callable[[], object], interval: float, backoff: Backoff) -> None:
-    """Run the blocking ``step`` in a thread every ``interval`` seconds until cancelled; while
-    it fails, wait ``backoff``'s growing delay instead, with its two log lines per outage."""
+async def repeat(
+    step: Callable[[], object],
+    interval: float,
+    backoff: Backoff,
+    wake: asyncio.Event | None = None,
+) -> None:
+    """Run the blocking ``step`` in a thread every ``interval`` seconds (or as soon as ``wake``
+    is set) until cancelled; while it fails, wait ``backoff``'s growing delay instead, with its
+    two log lines per outage."""
     while True:
         try:
             await asyncio.to_thread(step)
@@ -86,4 +93,9 @@ async def repeat(step: Callable[[], object], interval: float, backoff: Backoff) 
             await asyncio.sleep(backoff.failed(exc))
             continue
         backoff.succeeded()
-        await asyncio.sleep(interval)
+        if wake is None:
+            await asyncio.sleep(interval)
+            continue
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(wake.wait(), interval)
+        wake.clear()

@@ -76,6 +76,20 @@ def _program(module: str) -> str:
     )
 
 
+def _popen(module: str, settings: Mapping[str, Any], stdin: int) -> subprocess.Popen[bytes]:
+    """``module.main()`` started with ``settings`` (see the module), reports on its stdout."""
+    return subprocess.Popen(
+        [sys.executable, "-c", _program(module)],
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        env={
+            **os.environ,
+            _SETTINGS_VARIABLE: json.dumps(settings),
+            _PATH_VARIABLE: json.dumps(sys.path),
+        },
+    )
+
+
 class Child:
     """One helper process of this service, running ``module.main()`` with ``settings``.
 
@@ -111,16 +125,7 @@ class Child:
         reader, writer = os.pipe()
         os.set_blocking(writer, False)
         try:
-            process = subprocess.Popen(
-                [sys.executable, "-c", _program(self.module)],
-                stdin=reader,
-                stdout=subprocess.PIPE,
-                env={
-                    **os.environ,
-                    _SETTINGS_VARIABLE: json.dumps(self.settings),
-                    _PATH_VARIABLE: json.dumps(sys.path),
-                },
-            )
+            process = _popen(self.module, self.settings, reader)
         except BaseException:
             os.close(writer)
             raise
@@ -281,6 +286,52 @@ def kill_all() -> None:
 
 
 # ---------------------------------------------------------------------------- the child's side
+
+
+class OneShot:
+    """A helper process that does one piece of work and exits: ``module.main()`` with
+    ``settings``, its last report line its answer (:meth:`run`). Started like a :class:`Child`
+    (the service's ``sys.path``, settings in the environment, standard input a pipe from the
+    service whose end the child watches with :func:`exit_after_service`), so it goes with its
+    service however that ends; never revived: its owner runs the next one."""
+
+    def __init__(self, module: str, settings: Mapping[str, Any]) -> None:
+        self.module = module
+        self.settings = {**settings, "collector_pid": os.getpid()}
+        self._process: subprocess.Popen[bytes] | None = None
+        self._ended = False
+        self._lock = threading.Lock()
+
+    def run(self) -> dict[str, Any]:
+        """Start it and wait for its end; its last report. RuntimeError if it ended without
+        one (it failed: its traceback went to the service's standard error; or was ended)."""
+        reader, writer = os.pipe()
+        try:
+            with self._lock:
+                if self._ended:
+                    raise RuntimeError(f"{self.module}: ended before it started")
+                process = self._process = _popen(self.module, self.settings, reader)
+            os.close(reader)
+            reader = -1
+            assert process.stdout is not None
+            lines = process.stdout.read().splitlines()
+            process.wait()
+        finally:
+            for end in (reader, writer):
+                if end >= 0:
+                    os.close(end)
+            with self._lock:
+                self._process = None
+        if process.returncode != 0 or not lines:
+            raise RuntimeError(f"{self.module}: its process ended ({process.returncode})")
+        return dict(json.loads(lines[-1]))
+
+    def end(self) -> None:
+        """End it now if it runs (and refuse to start it after)."""
+        with self._lock:
+            self._ended = True
+            if self._process is not None:
+                self._process.terminate()
 
 
 def settings() -> dict[str, Any]:

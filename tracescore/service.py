@@ -44,7 +44,6 @@ from tracescore.auth import ApiKeys, FailedAttempts, PasswordKeys, with_environm
 from tracescore.background import BackgroundFactory
 from tracescore.config import Config, ServerConfig
 from tracescore.conversations.api import conversations_router
-from tracescore.extract.declared import claim_order
 from tracescore.feedback.api import feedback_router
 from tracescore.feedback.scan import feedback_scan_task
 from tracescore.ingest.api import ingest_router
@@ -53,8 +52,7 @@ from tracescore.ingest.http import LANGFUSE_TRACES_PATH, OTLP_PATHS, langfuse_ro
 from tracescore.ingest.http_bodies import BodyLimits, BodyReaders
 from tracescore.ingest.intake import RETRY_AFTER_SECONDS, Intake
 from tracescore.insights.api import insights_router
-from tracescore.insights.task import insights_task
-from tracescore.judge.judges import get_judge
+from tracescore.insights.task import PassRequests, insights_task
 from tracescore.monitor.alerts import default_instance_id
 from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.tasks import monitoring_task
@@ -136,6 +134,7 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
         }
 
     app.state.reads = reads = ReadProcesses(config, store)
+    app.state.insights = requests = PassRequests(store) if config.insights.enabled else None
     for version in VERSIONS:  # /api/v1, then the deprecated /api aliases
         for api in (
             traces_router(store, reads, version),
@@ -144,7 +143,7 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
             create_monitor_router(store.engine, config.monitor, version),
             feedback_router(config, store, version),
             sources_router(store.engine, version),
-            insights_router(store.engine, version),
+            insights_router(store.engine, version, requests),
         ):
             app.include_router(api, dependencies=guarded, responses=PROBLEM_RESPONSES)
     if config.server.docs:
@@ -360,9 +359,10 @@ class Service:
             insights_task(
                 self.store,
                 config.insights,
-                claim_order(config.conventions),
+                config.conventions,
                 default_instance_id(),
-                get_judge(config.judges[namer]) if namer is not None else None,
+                config.judges[namer] if namer is not None else None,
+                self.app.state.insights,
             )
         )
 

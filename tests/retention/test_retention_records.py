@@ -20,6 +20,7 @@ from tracescore.store.conversations import (
     record_turns,
 )
 from tracescore.store.feedback import FeedbackRow
+from tracescore.store.insights import FailedRunTextRow, FailureGroupRow
 
 DAY = 86400.0
 NOW = time.time()
@@ -27,6 +28,8 @@ OLD, RECENT = NOW - 10 * DAY, NOW - DAY
 CONVERSATIONS = ConversationRow.__table__  # type: ignore[attr-defined]
 TURNS = ConversationTurnRow.__table__  # type: ignore[attr-defined]
 FEEDBACK = FeedbackRow.__table__  # type: ignore[attr-defined]
+GROUPS = FailureGroupRow.__table__  # type: ignore[attr-defined]
+TEXTS = FailedRunTextRow.__table__  # type: ignore[attr-defined]
 
 
 def _turn(conversation: str, trace_id: str) -> TurnRecord:
@@ -97,6 +100,43 @@ def test_feedback_goes_by_the_time_it_was_recorded(db_url: str) -> None:
     report = Pruner(store.write_transaction, RetentionConfig(feedback="7d", batch_size=1)).run(NOW)
 
     assert report.removed["feedback"] == 2 and _ids(store, FEEDBACK.c.id) == {"recent"}
+
+
+def test_failure_modes_no_pass_found_for_long_go_and_the_latest_pass_stays(db_url: str) -> None:
+    store = open_store(db_url)
+    group = {
+        "name": "n",
+        "description": "",
+        "named_by": "terms",
+        "terms": {"timeout": 1.0},
+        "first_seen": OLD,
+        "previous_size": 0,
+        "share": 0.0,
+        "details": {},
+    }
+    with store.write_transaction() as connection:
+        connection.execute(
+            insert(GROUPS),
+            [
+                # the latest pass (long ago: passes stopped) found it: it stays
+                {**group, "id": "latest-pass", "last_seen": OLD, "size": 7},
+                {**group, "id": "gone-long-ago", "last_seen": OLD, "size": 0},
+                {**group, "id": "gone-lately", "last_seen": RECENT, "size": 0},
+            ],
+        )
+        connection.execute(
+            insert(TEXTS),
+            [
+                {"trace_id": trace_id, "span_id": "1" * 16, "failed_at": at, "tools": []}
+                for trace_id, at in [("a" * 32, OLD), ("b" * 32, RECENT)]
+            ],
+        )
+
+    report = Pruner(store.write_transaction, RetentionConfig(insights="7d", batch_size=1)).run(NOW)
+
+    assert report.removed["insights"] == 2
+    assert _ids(store, GROUPS.c.id) == {"latest-pass", "gone-lately"}
+    assert _ids(store, TEXTS.c.trace_id) == {"b" * 32}
 
 
 def test_quarantined_journal_entries_go_by_when_they_were_received(db_url: str) -> None:

@@ -1,12 +1,16 @@
-"""``GET /api/insights`` (the failure modes of the latest pass, largest first, paged) and
-``GET /api/insights/{id}/runs`` (a group's runs, latest failure first, paged)."""
+"""``GET /api/insights`` (the failure modes of the latest pass, largest first, paged),
+``GET /api/insights/{id}/runs`` (a group's runs, latest failure first, paged) and
+``POST /api/insights/passes`` (a pass now)."""
 
 from __future__ import annotations
 
+import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
+from fastapi.concurrency import run_in_threadpool
 
+from tracescore.insights.task import PassRequests
 from tracescore.restapi import LEGACY, ApiVersion
 from tracescore.store import Database, connect
 from tracescore.store.insights import failure_group, group_runs, list_groups
@@ -14,7 +18,10 @@ from tracescore.store.insights import failure_group, group_runs, list_groups
 MAX_PAGE = 500
 
 
-def insights_router(engine: Database, version: ApiVersion = LEGACY) -> APIRouter:
+def insights_router(
+    engine: Database, version: ApiVersion = LEGACY, requests: PassRequests | None = None
+) -> APIRouter:
+    """The routes; ``requests``: this service's on-demand passes (None: passes are off)."""
     router = APIRouter(
         prefix=f"{version.prefix}/insights", tags=["insights"], deprecated=version.legacy or None
     )
@@ -52,5 +59,27 @@ def insights_router(engine: Database, version: ApiVersion = LEGACY) -> APIRouter
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
         return version.page(items, "items", next_cursor)
+
+    @router.post(
+        "/passes",
+        summary="Run a pass now",
+        status_code=202,
+        responses={
+            202: {"description": "the pass is due: it starts here now, or on another replica"},
+            409: {"description": "a pass is running, or insights.enabled is false"},
+        },
+    )
+    async def request_pass() -> dict[str, Any]:
+        """Start a pass now instead of at its time (the next scheduled one then follows it by
+        ``insights.interval``). 202: the pass is due, and starts on this replica at once (or
+        on another within a minute); its groups replace the latest at its end
+        (``GET …/insights``). 409 while a pass runs (its groups come soon), or with
+        ``insights.enabled: false``."""
+        if requests is None:
+            raise HTTPException(409, "insights passes are off here (insights.enabled: false)")
+        if not await run_in_threadpool(requests.due_now, time.time()):
+            raise HTTPException(409, "an insights pass is running: its groups come at its end")
+        requests.wake.set()
+        return {"status": "accepted"}
 
     return router

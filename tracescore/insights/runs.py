@@ -20,13 +20,15 @@ from typing import Any
 
 from tracescore.extract import extract_runs
 from tracescore.extract.base import Convention
+from tracescore.extract.model import AgentRun
 from tracescore.insights.config import FailedRunsConfig
 from tracescore.scorers.llm.run_text import as_text, response_text, user_text
 from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.scorers.utils import merge_tool_invocations
+from tracescore.spans import Trace
 from tracescore.store import SpanStore, connect
 from tracescore.store.feedback import negative_verdicts
-from tracescore.store.insights import RunText, keep_run_texts, run_texts
+from tracescore.store.insights import RunText, current_groups, keep_run_texts, run_texts
 from tracescore.store.score_reads import failed_scores
 
 FIELD_CHARS = 2_000
@@ -193,6 +195,30 @@ def sample_failed_runs(
     return sample
 
 
+def anything_to_group(
+    store: SpanStore, since: datetime, until: datetime, failed: FailedRunsConfig
+) -> bool:
+    """Whether a pass over the window has work: a run failed in it, or an earlier pass's
+    groups are current (a pass would mark them gone). The first row of each query only, so
+    a service whose runs pass starts no pass's process for nothing."""
+    with connect(store.engine) as connection:
+        if current_groups(connection):
+            return True
+        scores = failed.below_threshold or failed.scorer_errors
+        if scores and _any(failed_scores(connection, since, until, errors=failed.scorer_errors)):
+            return True
+        return _any(
+            negative_verdicts(
+                connection, since, until, failed.feedback_labels, failed.feedback_below
+            )
+        )
+
+
+def _any(rows: Iterator[object]) -> bool:
+    """Whether ``rows`` yields one (the query's generator is closed as this returns)."""
+    return next(rows, None) is not None
+
+
 def read_runs(
     store: SpanStore,
     runs: Iterable[FailedRun],
@@ -237,9 +263,10 @@ def _rebuild(
     for start in range(0, len(trace_ids), TRACE_BATCH):
         batch = trace_ids[start : start + TRACE_BATCH]
         for trace_id, trace in store.load_traces(batch).items():
-            rebuilt = {run.span_id: run for run in extract_runs(trace, list(conventions))}
+            failed_runs = by_trace.get(trace_id, ())
+            rebuilt = _trace_runs(trace, conventions, {run.span_id for run in failed_runs})
             primary = next((run.span_id for run in rebuilt.values() if run.primary), None)
-            for failed in by_trace.get(trace_id, ()):
+            for failed in failed_runs:
                 if not failed.span_id and primary is not None:
                     failed.span_id = primary
                 agent_run = rebuilt.get(failed.span_id)
@@ -249,6 +276,21 @@ def _rebuild(
                     failed.read(ScorerRun.of(agent_run))
                     found.append(failed)
     return found
+
+
+def _trace_runs(
+    trace: Trace, conventions: Sequence[Convention], wanted: set[str]
+) -> dict[str, AgentRun]:
+    """The runs of ``trace`` by span id, at least those of ``wanted`` (``""``: the primary
+    one) that it has. Scores and verdicts are mostly on a trace's primary runs, which
+    ``only_primary`` builds without the LLM runs inside them and the tool runs (a third of
+    a rebuild's time); a failed run that is not one of them costs the whole trace's runs."""
+    primary = {
+        run.span_id: run for run in extract_runs(trace, list(conventions), only_primary=True)
+    }
+    if wanted <= primary.keys() | {""}:
+        return primary
+    return {run.span_id: run for run in extract_runs(trace, list(conventions))}
 
 
 def _merged(runs: Sequence[FailedRun]) -> list[FailedRun]:

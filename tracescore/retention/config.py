@@ -20,6 +20,7 @@ KINDS = (
     "conversations",
     "feedback",
     "quarantine",
+    "insights",
 )
 """The kinds of data a duration can be set for, in the order a pass prunes them."""
 
@@ -49,6 +50,10 @@ class RetentionConfig(Section):
     quarantine: Duration | None = None
     """Ingest journal entries set aside as unstorable (``/api/ingest/quarantine``), by when the
     request was received: the request bodies, spans and text included."""
+    insights: Duration | None = None
+    """Failure modes (``/api/v1/insights``) no insights pass has found for this long, by the
+    last pass that did, and the stored texts of failed runs by when they failed. The latest
+    pass's groups and their runs stay whatever their age."""
     interval: Duration = 3600.0
     """Time between the starts of two pruning passes (run by one replica at a time)."""
     batch_size: int = Field(1000, ge=1, le=100_000)

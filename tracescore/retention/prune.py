@@ -28,6 +28,7 @@ from tracescore.store import (
     alerts,
     conversations,
     feedback,
+    insights,
     judge_cache,
     scores,
     traces,
@@ -188,6 +189,9 @@ def steps(config: RetentionConfig, journal: Journal | None = None) -> Iterator[S
         yield Aged("feedback", feedback.FEEDBACK_BY_AGE, seconds, _utc)
     if (seconds := durations.get("quarantine")) is not None and journal is not None:
         yield ExpiredQuarantine(journal, seconds)
+    if (seconds := durations.get("insights")) is not None:
+        yield Aged("insights", insights.GONE_GROUPS_BY_AGE, seconds, float)
+        yield Aged("insights", insights.RUN_TEXTS_BY_AGE, seconds, float)
 
 
 class Pruner:

@@ -59,3 +59,9 @@ def lease_expiry(connection: Connection, name: str) -> float | None:
     return connection.execute(
         select(LEASES.c.expires_at).where(LEASES.c.name == name)
     ).scalar_one_or_none()
+
+
+def expire_lease(connection: Connection, name: str) -> None:
+    """Let anyone take the lease ``name`` now, whoever holds it: a lease that doubles as a
+    schedule (retention's, insights') so makes its task due at once."""
+    connection.execute(update(LEASES).where(LEASES.c.name == name).values(expires_at=0.0))
