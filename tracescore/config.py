@@ -282,7 +282,7 @@ class Config(Section):
                 )
             if binding.target == "conversation":
                 found.append(
-                    (where, "a conversation binding samples whole conversations: no boost")
+                    (boost_key, "a conversation binding samples whole conversations: no boost")
                 )
         for index, rule in enumerate(self.alerts.rules):
             if rule.binding is not None and rule.binding not in seen:

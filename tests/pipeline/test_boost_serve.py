@@ -1,7 +1,8 @@
 """Alert-driven sampling on a running service (issue 37, item 3): a binding sampling 10 % with
 ``boost: {rate: 1.0, while: quality-low}`` judges every run while that alert fires (evaluated by
 the service itself from the stored scores) and falls back to its rate once it resolves; the
-coverage API counts each phase's share."""
+coverage API counts each phase's share. A binding boosted alike but limited to 5 runs a minute
+samples as many and scores no more than its limit lets it."""
 
 from __future__ import annotations
 
@@ -28,7 +29,13 @@ CONFIG = {
             "name": "judged",
             "scorer": "completeness",
             "sampling": {"rate": 0.1, "boost": {"rate": 1.0, "while": "quality-low"}},
-        }
+        },
+        {
+            "name": "capped",
+            "scorer": "completeness",
+            "sampling": {"rate": 0.1, "boost": {"rate": 1.0, "while": "quality-low"}},
+            "limits": {"per_minute": 5},
+        },
     ],
     "alerts": {
         "channels": [{"name": "log", "type": "log"}],
@@ -53,8 +60,8 @@ def _wait(condition: Callable[[], bool], timeout: float = 60.0) -> None:
         time.sleep(0.2)
 
 
-def _coverage(server: ServerProcess) -> dict[str, Any]:
-    (entry,) = httpx.get(f"{server.base_url}/api/coverage", params={"binding": "judged"}).json()[
+def _coverage(server: ServerProcess, binding: str = "judged") -> dict[str, Any]:
+    (entry,) = httpx.get(f"{server.base_url}/api/coverage", params={"binding": binding}).json()[
         "bindings"
     ]
     return dict(entry)
@@ -102,8 +109,13 @@ def test_a_firing_alert_raises_the_judged_share_and_its_resolution_lowers_it(
             _wait(lambda: _firing(server) == 0)
             time.sleep(REFRESH_SECONDS + 1.5)
             after = _phase(server, rng, 2 * PER_PHASE) - calm - boosted
+            _wait(lambda: _coverage(server, "capped")["eligible"] == 3 * PER_PHASE)
+            capped = _coverage(server, "capped")
         finally:
             store.close()
     assert calm <= PER_PHASE // 4  # about a tenth
     assert boosted == PER_PHASE  # every run judged while the alert fires
     assert after <= PER_PHASE // 4
+    assert capped["sampled"] == calm + boosted + after  # the same rates, boosted alike
+    assert capped["statuses"].get("skipped_rate", 0) > 0  # ... but its limit still applies
+    assert capped["scored"] < capped["sampled"]
