@@ -270,6 +270,20 @@ class Config(Section):
                     )
                 )
             names.add(convention.name)
+        rules = {rule.name for rule in self.alerts.rules}
+        for index, binding in enumerate(self.scorers):
+            boost = binding.sampling.boost
+            if boost is None:
+                continue
+            boost_key = ("scorers", str(index), "sampling", "boost")
+            if boost.while_ not in rules:
+                found.append(
+                    ((*boost_key, "while"), f"no alert rule named {boost.while_!r} in alerts.rules")
+                )
+            if binding.target == "conversation":
+                found.append(
+                    (boost_key, "a conversation binding samples whole conversations: no boost")
+                )
         for index, rule in enumerate(self.alerts.rules):
             if rule.binding is not None and rule.binding not in seen:
                 found.append(

@@ -155,8 +155,23 @@ class Condition(Section):
         return self
 
 
+class SamplingBoost(Section):
+    """``sampling.boost``: judge more where things are going wrong. While the named alert
+    rule fires (for the run's agent when the rule is split by agent), the binding samples at
+    ``rate`` instead; its ``limits`` still bound what is scored."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    rate: float = Field(1.0, ge=0.0, le=1.0)
+    while_: str = Field(alias="while", max_length=100)
+    """The name of an ``alerts.rules`` entry."""
+
+
 class SamplingConfig(Section):
     rate: float = Field(1.0, ge=0.0, le=1.0)
+    boost: SamplingBoost | None = None
+    """A higher rate while an alert fires; see [Judging more while an alert
+    fires](../configuration.md#judging-more-while-an-alert-fires)."""
 
 
 class LimitsConfig(Section):

@@ -12,6 +12,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Protocol
 
+from tracescore.pipeline.boost import Boosts
 from tracescore.pipeline.config import ScorerBinding
 from tracescore.store.trace_queue import SamplingRule, TraceQueue
 
@@ -44,19 +45,20 @@ class SkipMetrics(Protocol):
 
 
 def skip_unsampled(
-    queue: TraceQueue, bindings: Sequence[ScorerBinding], metrics: SkipMetrics
+    queue: TraceQueue, bindings: Sequence[ScorerBinding], metrics: SkipMetrics, boosts: Boosts
 ) -> None:
     """Have ``queue``'s promotion finish the traces no binding of ``bindings`` samples
     (:class:`~tracescore.store.trace_queue.SamplingRule`), counting them in ``metrics``.
 
     Since rates nest (see above), some binding samples a trace exactly when the highest rate
-    does. Nothing is skipped when a binding samples every trace, or when a binding scores
+    does: with ``boosts``, the highest rate a binding may sample at now (its cached alert
+    state, refreshed by the worker before each claim), so a boosted binding is honoured here
+    too. Nothing is skipped when a binding samples every trace, or when a binding scores
     conversations: every trace's turn must then be recorded, sampled or not.
     """
     if any(binding.target == "conversation" for binding in bindings):
         return
-    rate = max((binding.sampling.rate for binding in bindings), default=1.0)
-    if rate >= 1.0:
+    if not bindings or any(binding.sampling.rate >= 1.0 for binding in bindings):
         return
     names = tuple(binding.name for binding in bindings)
 
@@ -65,5 +67,17 @@ def skip_unsampled(
         for name in names:
             metrics.sampling_decision(name, False, count)
 
-    queue.sampling = SamplingRule(lambda trace_id: sampled_at(unit_hash(trace_id), rate), names)
+    if boosts.active:
+
+        def sampled(trace_id: str) -> bool:
+            rate = max(boosts.ceiling(binding) for binding in bindings)
+            return sampled_at(unit_hash(trace_id), rate)
+
+    else:
+        rate = max(binding.sampling.rate for binding in bindings)
+
+        def sampled(trace_id: str) -> bool:
+            return sampled_at(unit_hash(trace_id), rate)
+
+    queue.sampling = SamplingRule(sampled, names)
     queue.on_skipped = skipped

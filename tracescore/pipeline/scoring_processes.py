@@ -27,6 +27,7 @@ from typing import Any, TextIO
 from tracescore import helper_processes, metrics
 from tracescore.background import BackgroundFactory
 from tracescore.helper_processes import Child
+from tracescore.pipeline.boost import store_boosts
 from tracescore.pipeline.config import ScoringConfig
 from tracescore.pipeline.sampling import skip_unsampled
 from tracescore.store import SpanStore, open_store
@@ -151,7 +152,9 @@ def scoring_processes_task(config: ScoringConfig, store: SpanStore) -> Backgroun
     """The service's background task that runs ``workers.processes`` scoring processes: starts
     them, replaces any that dies, and stops them when cancelled (the service stopping)."""
     # The service's own promotion finishes unsampled traces too, as the processes' does.
-    skip_unsampled(store.queue, config.scorers, metrics)
+    # Its boosts are refreshed by the loop below, the processes' by their workers' claims.
+    boosts = store_boosts(config.scorers, store.engine)
+    skip_unsampled(store.queue, config.scorers, metrics, boosts)
     url = store.engine.url.render_as_string(hide_password=False)
     count = config.workers.process_count
     workers = [
@@ -174,6 +177,8 @@ def scoring_processes_task(config: ScoringConfig, store: SpanStore) -> Backgroun
         try:
             while True:
                 await asyncio.sleep(_REVIVE_SECONDS)
+                if boosts.active:
+                    await asyncio.to_thread(boosts.refresh)
                 for worker in workers:
                     try:
                         worker.revive()

@@ -52,6 +52,7 @@ from tracescore.extract.registry import CONVENTIONS
 from tracescore.extract.sources import TraceReading, read_sources
 from tracescore.pipeline.batches import BatchPass, ClaimedTrace, source_tallies, trace_turn
 from tracescore.pipeline.bindings import CompiledBinding, primary_only
+from tracescore.pipeline.boost import store_boosts
 from tracescore.pipeline.budget import InputCut, ScorerTimeout, Watchdog, within_input_budget
 from tracescore.pipeline.config import WorkersConfig
 from tracescore.pipeline.renewal import renewing
@@ -167,7 +168,11 @@ class ScoringWorker:
         self._watchdog = Watchdog()
         if store is not None:
             store.queue.on_failed = self.metrics.traces_failed
-            skip_unsampled(store.queue, [binding.config for binding in bindings], self.metrics)
+        configs = [binding.config for binding in bindings]
+        self._boosts = store_boosts(configs, store.engine if store is not None else None)
+        """The bindings' ``sampling.boost`` alert states, refreshed before claims."""
+        if store is not None:
+            skip_unsampled(store.queue, configs, self.metrics, self._boosts)
 
     def warm_up(self) -> None:
         """Run each code scorer once on a tiny run, so lazily loaded models and lexicons (the
@@ -223,13 +228,19 @@ class ScoringWorker:
         if self._database.waiting():
             return []
         try:
-            claims: list[TraceClaim] = await asyncio.to_thread(
-                self.store.queue.claim, self.owner, self.config.claim_batch, self.lease_seconds
-            )
+            claims: list[TraceClaim] = await asyncio.to_thread(self._claim_now)
         except Exception as exc:  # noqa: BLE001 - the database may be restarting; try again
             self._database.failed(exc)
             return []
         self._database.succeeded()
+        return claims
+
+    def _claim_now(self) -> list[TraceClaim]:
+        """Claim, with the boosts' alert states fresh enough for the promotion it runs."""
+        self._boosts.refresh()
+        claims: list[TraceClaim] = self.store.queue.claim(
+            self.owner, self.config.claim_batch, self.lease_seconds
+        )
         return claims
 
     async def process(self, claim: TraceClaim) -> list[StoredScore]:
@@ -270,9 +281,11 @@ class ScoringWorker:
     def _prepare(self, claims: Sequence[TraceClaim]) -> BatchPass:
         batch = BatchPass()
         sampling: dict[str, list[bool]] = {}
+        self._boosts.refresh()
+        rates = [self._boosts.ceiling(binding.config) for binding in self.bindings]
         for claim in claims:
             position = unit_hash(claim.trace_id)
-            verdicts = [sampled_at(position, binding.sampling_rate) for binding in self.bindings]
+            verdicts = [sampled_at(position, rate) for rate in rates]
             if any(verdicts) or self._load_every_trace:
                 sampling[claim.trace_id] = verdicts
             else:
@@ -320,9 +333,14 @@ class ScoringWorker:
         inputs: dict[
             int, tuple[ScorerRun, InputCut | None]
         ] = {}  # each run's, built once for all bindings
-        for binding, sampled in zip(self.bindings, verdicts, strict=True):
+        position = unit_hash(trace.claim.trace_id) if self._boosts.active else 0.0
+        for binding, at_ceiling in zip(self.bindings, verdicts, strict=True):
             synchronous = self._synchronous[binding.name]
             for run in binding.eligible(trace.runs, spans):
+                sampled = at_ceiling and (
+                    binding.config.sampling.boost is None
+                    or sampled_at(position, self._boosts.rate(binding.config, run.agent_name))
+                )
                 if not sampled:
                     trace.decisions.append(decision_row(binding, run, sampled, now))
                     continue

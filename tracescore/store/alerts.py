@@ -286,6 +286,19 @@ def firing_per_rule(database: Engine) -> dict[str, int]:
         return {rule: int(count) for rule, count in connection.execute(query)}
 
 
+def firing_segments(database: Engine, rules: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """The firing segments of each of ``rules`` (a rule with none left out): what alert-driven
+    sampling (:mod:`tracescore.pipeline.boost`) reads every few seconds."""
+    query = select(ALERT_STATES.c.rule, ALERT_STATES.c.segment).where(
+        ALERT_STATES.c.state == "firing", ALERT_STATES.c.rule.in_(list(rules))
+    )
+    found: dict[str, list[dict[str, Any]]] = {}
+    with database.connect() as connection:
+        for rule, segment in connection.execute(query):
+            found.setdefault(rule, []).append(dict(segment or {}))
+    return found
+
+
 # --- silences (tracescore.monitor.silences) --------------------------------------------------
 
 
