@@ -29,6 +29,8 @@ import multiprocessing.connection
 import os
 import signal
 import threading
+import time
+from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
@@ -51,10 +53,14 @@ from tracescore.web.traces_api import RunsPage, log_json, span_json
 
 TASKS_PER_PROCESS = 50
 """Reads a reader process serves before it is replaced by a fresh one."""
-PAGE_PROCESS_AFTER = 20
-"""Overview renders done in a thread before the overview's own process is started: one viewer
-now and then costs less than a process (~70 MB and a second of start-up); tabs left open
-re-fetch it every few seconds and reach this within a minute."""
+PAGE_PROCESS_AFTER = 3
+"""Overview renders within :data:`PAGE_PROCESS_WITHIN` seconds that start the overview's own
+process; until then it is rendered in a thread. One viewer now and then costs less than a
+process (~70 MB and a second of start-up), but a tab left open re-fetches the page each time
+the live version moves, and each render in a thread held the GIL the acks need for tens of ms:
+200 tabs behind the old threshold (20 renders, about 40 s of them) kept acks' p99 above twice
+idle until it was reached."""
+PAGE_PROCESS_WITHIN = 30.0
 READER_NICENESS = 5
 """How much lower than its service a reader process is scheduled (``nice``): a rendering page
 gives way to ingest's acknowledgements, yet still gets CPU when the machine has some."""
@@ -218,7 +224,7 @@ class ReadProcesses:
         self._pool: ProcessPoolExecutor | None = None
         self._pages: ProcessPoolExecutor | None = None
         self._pages_started: Future[None] | None = None
-        self._overviews = 0
+        self._renders: deque[float] = deque(maxlen=PAGE_PROCESS_AFTER)
 
     def _processes(self) -> ProcessPoolExecutor:
         """Started on first use: a service that reads no big trace spawns none."""
@@ -234,11 +240,13 @@ class ReadProcesses:
 
     def _page_process(self) -> ProcessPoolExecutor | None:
         """The overview's process once it has started, else None (the overview is rendered in
-        a thread meanwhile). Started after :data:`PAGE_PROCESS_AFTER` renders and kept (not
-        replaced after :data:`TASKS_PER_PROCESS`: it renders about once a second while tabs are
-        open, and holds no more than the page)."""
-        self._overviews += 1
-        if self._pages is None and self._overviews > PAGE_PROCESS_AFTER:
+        a thread meanwhile). Started once :data:`PAGE_PROCESS_AFTER` renders came within
+        :data:`PAGE_PROCESS_WITHIN` seconds, and kept (not replaced after
+        :data:`TASKS_PER_PROCESS`: it renders about once a second while tabs are open, and
+        holds no more than the page)."""
+        self._renders.append(now := time.monotonic())
+        frequent = len(self._renders) == PAGE_PROCESS_AFTER
+        if self._pages is None and frequent and now - self._renders[0] <= PAGE_PROCESS_WITHIN:
             self._pages = ProcessPoolExecutor(
                 1,
                 mp_context=multiprocessing.get_context("spawn"),
