@@ -157,7 +157,9 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     pages = pages_app(
         web_router(config, store, dashboard, reads, versions), {DatabaseError: outage}
     )
-    app.add_middleware(PagesApart, pages=pages, live=LivePoll(versions, dashboard))
+    app.add_middleware(
+        PagesApart, pages=pages, live=LivePoll(versions, dashboard, {DatabaseError: outage})
+    )
     app.add_middleware(_NulAsStored)
     app.add_middleware(
         BodyGate,

@@ -9,12 +9,14 @@ OTLP. As a bare ASGI app the same answer costs a few tens of µs.
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 
 import orjson
 from fastapi import HTTPException
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exception_handlers import http_exception_handler
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from tracescore.store import SpanStore, score_reads
@@ -28,6 +30,8 @@ VERSION_TTL = LIVE_POLL_MS / 1000
 """Seconds a live version is shared by every page polling it: one query per interval,
 whatever the number of open tabs."""
 TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
+ErrorHandler = Callable[[Request, Exception], Awaitable[Response]]
+"""How an app answers an exception (FastAPI's exception handlers)."""
 _HEADERS = [(b"content-type", b"application/json"), (b"cache-control", b"no-store")]
 
 
@@ -52,11 +56,19 @@ class LiveVersions:
 class LivePoll:
     """The ASGI app of ``GET /ui/live[?trace=<id>]``: ``{"version": …}``, which changes when
     there is something new (for ``trace``: a new or rescored score of that trace). Refusals
-    are FastAPI's (a 401 or 429, never a redirect: a script reads the answer)."""
+    are FastAPI's (a 401 or 429, never a redirect: a script reads the answer); the errors in
+    ``errors`` are answered by their handlers, as the app's routes are (a database outage:
+    503 and ``Retry-After``)."""
 
-    def __init__(self, versions: LiveVersions, keys: DashboardKeys) -> None:
+    def __init__(
+        self,
+        versions: LiveVersions,
+        keys: DashboardKeys,
+        errors: dict[type[Exception], ErrorHandler],
+    ) -> None:
         self._versions = versions
         self._keys = keys
+        self._errors = errors
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -64,6 +76,13 @@ class LivePoll:
             version = await self._version(request)
         except HTTPException as refusal:
             response = await http_exception_handler(request, refusal)
+            await response(scope, receive, send)
+            return
+        except Exception as error:
+            handler = next((h for t, h in self._errors.items() if isinstance(error, t)), None)
+            if handler is None:
+                raise
+            response = await handler(request, error)
             await response(scope, receive, send)
             return
         body = orjson.dumps({"version": version})

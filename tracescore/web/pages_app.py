@@ -10,14 +10,10 @@ pages, and ``/ui/live`` to its own bare ASGI app (:mod:`tracescore.web.live`).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
-from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi import APIRouter, FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from tracescore.web.live import LIVE_PATH
-
-ErrorHandler = Callable[[Request, Exception], Awaitable[Response]]
+from tracescore.web.live import LIVE_PATH, ErrorHandler
 
 
 def pages_app(router: APIRouter, errors: dict[type[Exception], ErrorHandler]) -> FastAPI:
