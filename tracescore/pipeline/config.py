@@ -193,11 +193,11 @@ class FeedbackTrigger(Section):
     labels: list[str] = Field(default_factory=lambda: list(NEGATIVE_LABELS))
     """A verdict with one of these labels is negative."""
     below: float | None = 0.5
-    """A verdict whose value is below this is negative (None: values never are)."""
+    """A verdict whose value is below this is negative (null: values never are)."""
     names: list[str] = Field(default_factory=list)
     """Only verdicts under these evaluation names (a binding's, or a free one such as
     ``thumbs``); empty: a negative verdict under any name."""
-    wait: Duration = Field(600.0, gt=0)
+    wait: Duration = 600.0
     """How long a verdict waits for its run's trace to arrive and be complete before the
     trigger gives up, with that reason recorded."""
 
