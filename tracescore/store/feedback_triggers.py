@@ -26,6 +26,7 @@ from sqlalchemy import Column, ColumnElement, Float, Index, Text, exists, or_, s
 from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
 
+from tracescore.store.aging import AgedRows
 from tracescore.store.dialect import as_utc, dialect_insert
 from tracescore.store.table_of import table_of
 
@@ -207,3 +208,8 @@ def triggered_score(
         or_(TRIGGERS.c.span_id.is_(None), TRIGGERS.c.span_id == span_id),
         TRIGGERS.c.outcome.in_(JUDGING_OUTCOMES),
     )
+
+
+TRIGGERS_BY_AGE = AgedRows(TRIGGERS, ("id",), "created_at")
+"""Retention prunes triggers with the scores (``retention.scores``): they describe scores,
+and coverage reads them to tell a triggered score from a sampled one."""
