@@ -91,7 +91,15 @@ def judge_beside(
         if trigger["span_id"] == span
     ]
     if not found and (named := of_run(verdict["name"], span)):
-        found.append({"binding": verdict["name"], "state": None, "scores": named})
+        found.append(
+            {
+                "binding": verdict["name"],
+                "state": None,
+                "outcome": None,
+                "reason": None,
+                "scores": named,
+            }
+        )
     return found
 
 
