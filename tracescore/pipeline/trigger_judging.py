@@ -34,6 +34,7 @@ from tracescore.store import TraceState, connect
 from tracescore.store.feedback_triggers import (
     Outcome,
     Trigger,
+    TriggerState,
     claim_triggers,
     finish_trigger,
     postpone_trigger,
@@ -210,11 +211,10 @@ class FeedbackTriggers:
         for row in rows:
             row["steps"] = {**(row["steps"] or {}), "trigger": {"feedback": trigger.feedback_id}}
         outcome, reason = _outcome(rows)
-        with_rows = list(rows)
 
         def store() -> None:
             with self.store.write_transaction() as connection:
-                upsert_scores(connection, with_rows)
+                upsert_scores(connection, rows)
                 finish_trigger(connection, trigger.id, "done", outcome, reason)
 
         await asyncio.to_thread(store)
@@ -242,9 +242,11 @@ class FeedbackTriggers:
         with self.store.write_transaction() as connection:
             postpone_trigger(connection, trigger.id, time.time() + delay, reason)
 
-    def _finish(self, trigger: Trigger, state: str, outcome: Outcome | None, reason: str) -> None:
+    def _finish(
+        self, trigger: Trigger, state: TriggerState, outcome: Outcome | None, reason: str
+    ) -> None:
         with self.store.write_transaction() as connection:
-            finish_trigger(connection, trigger.id, state, outcome, reason)  # type: ignore[arg-type]
+            finish_trigger(connection, trigger.id, state, outcome, reason)
 
 
 def _outcome(rows: Sequence[StoredScore]) -> tuple[Outcome, str]:
