@@ -99,7 +99,7 @@ def test_the_review_page_shows_the_judge_beside_the_verdict_it_triggered(
         cell = page.locator("#recorded-feedback td.judge-beside").first.inner_text()
         return cell if "judged on feedback" in cell and "skipped" in cell else None
 
-    cell = wait_for(judged, 30, "the judge's result beside the verdict")
+    cell = wait_for(judged, 90, "the judge's result beside the verdict")
     relevancy = page.locator('.judged[data-binding="relevancy"]').inner_text()
     assert re.search(r"\b(0|1)(\.\d+)?\b", relevancy), relevancy  # the judge's score
     assert "(judged on feedback)" in relevancy
