@@ -179,6 +179,7 @@ def test_a_thumbs_down_has_an_unsampled_run_judged_once_within_the_caps(
         assert sorted(t.outcome for t in ended) == ["judged", "skipped_rate"]
 
         # Coverage: the triggered scores are not counted as sampled.
+        wait_for(lambda: _done(server, [first, second], "judged"), 60, "their other triggers")
         coverage = httpx.get(f"{server.base_url}/api/coverage", params={"binding": "judged"})
         (entry,) = coverage.json()["bindings"]
         assert entry["sampled"] == 0 and entry["eligible"] == 4
