@@ -12,6 +12,7 @@ city name repeats the question's keyword "weather" covers every keyword (1.0), o
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,7 @@ def test_a_judge_after_a_code_scorer_judges_the_flagged_runs_and_the_explored_sh
         _send(server, list(traces.values()))
         rows = wait_for_scores(server.db_url, 2 * len(traces), timeout=60)
         coverage = _coverage(server)
+        page = httpx.get(f"{server.base_url}/").text
     cheap, judged = _by(rows, "cheap"), _by(rows, "relevancy")
     assert {cities[t] for t, row in cheap.items() if row.score == 0.5} == set(PLAIN)
     flagged = {
@@ -145,6 +147,21 @@ def test_a_judge_after_a_code_scorer_judges_the_flagged_runs_and_the_explored_sh
         "cost_usd": pytest.approx(sum(judged[t].cost_usd for t in flagged | explored)),
     }
     assert coverage["cheap"]["cascade"] is None
+    # The dashboard's coverage table shows the stages under the cascade's row.
+    (shown,) = re.findall(
+        r'<tr class="cascade-stages" data-binding="relevancy">.*?</tr>', page, re.S
+    )
+    figures = dict(re.findall(r'data-stage="([a-z-]+)">\$?([0-9.]+)<', shown))
+    assert "after <strong>cheap</strong>" in shown
+    assert figures == {
+        "upstream": str(len(traces)),
+        "flagged": str(len(PLAIN)),
+        "explored": str(len(explored)),
+        "not-triggered": str(len(skipped)),
+        "scored": str(len(flagged | explored)),
+        "cost": f"{stages['cascade']['cost_usd']:.4f}",
+    }
+    assert page.count('class="cascade-stages"') == 1  # none under the cheap binding's row
 
 
 def test_an_errored_or_absent_upstream_triggers_as_configured_with_a_reason(
