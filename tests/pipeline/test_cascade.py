@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -160,3 +161,11 @@ def test_exploration_is_a_stable_share_of_the_unflagged_runs() -> None:
     assert explored == {s for s in spans if gate.decide(rows, _run(s)).kind == "explored"}
     other = Gate("second", CascadeConfig(binding="cheap", below=0.5, explore=0.05))
     assert explored != {s for s in spans if other.decide(rows, _run(s)).kind == "explored"}
+
+
+def test_the_judge_budget_page_examples_validate() -> None:
+    page = Path(__file__).resolve().parents[2] / "docs" / "judge-budget.md"
+    blocks = re.findall(r"```yaml\n(.*?)```", page.read_text(encoding="utf-8"), re.DOTALL)
+    assert len(blocks) == 3
+    for index, block in enumerate(blocks):
+        parse_config(block, f"judge-budget.md example {index + 1}")
