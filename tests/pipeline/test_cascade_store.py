@@ -91,4 +91,10 @@ def test_a_cascade_on_the_store_scores_the_flagged_runs_and_coverage_counts_each
     bindings = compile_bindings(config.scorers, {}, None)
     offline, _ = asyncio.run(ScoringWorker(None, bindings, WorkersConfig(), 30.0).score_runs(runs))
     assert _decided(offline) == decided
+    # A backfill (rescore) of the cascade binding alone: its upstream's stored rows decide.
+    backfill, _ = asyncio.run(
+        worker.score_runs(runs, lambda binding, _run: binding.name == "short")
+    )
+    assert {row["binding"] for row in backfill} == {"short"}
+    assert _decided(backfill) == decided
     store.close()

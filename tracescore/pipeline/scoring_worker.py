@@ -64,6 +64,7 @@ from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.spans import Trace
 from tracescore.store.conversations import record_turns
 from tracescore.store.outage import database_unavailable
+from tracescore.store.score_reads import trace_scores
 from tracescore.store.scores import (
     SamplingDecision,
     StoredScore,
@@ -539,10 +540,26 @@ class ScoringWorker:
             rows[index] = row
         scored = [row for row in rows if row is not None]
         if gated:
-            scored += await self._cascades.score_later(gated, scored, self.score)
+            stored = await asyncio.to_thread(self._stored_rows, gated) if select else []
+            scored += await self._cascades.score_later(gated, scored + stored, self.score)
         for (name, sampled), count in decided.items():
             self.metrics.sampling_decision(name, sampled, count)
         return scored, decisions
+
+    def _stored_rows(self, pairs: Sequence[tuple[CompiledBinding, AgentRun]]) -> list[StoredScore]:
+        """The current-version rows already stored for the traces of ``pairs``: a backfill
+        (``select``) skips the upstream runs it has scores for, and a cascade after them
+        still reads those."""
+        if self.store is None:
+            return []
+        versions = {binding.name: binding.scorer.version for binding in self.bindings}
+        with self.store.engine.connect() as connection:
+            return [
+                row
+                for trace_id in {run.trace_id for _, run in pairs}
+                for row in trace_scores(connection, trace_id)
+                if versions.get(row["binding"]) == row["scorer_version"]
+            ]
 
     async def score(
         self, binding: CompiledBinding, run: AgentRun, *, subject: Conversation | None = None
