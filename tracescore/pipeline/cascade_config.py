@@ -39,7 +39,8 @@ class CascadeConfig(Section):
     errored: bool = False
     """Flag the run when the upstream scorer failed on it."""
     explore: float = Field(0.0, ge=0.0, le=1.0)
-    """The share of the runs the upstream scored without flagging that are scored anyway."""
+    """The share of the runs the upstream scored (or errored on) without flagging them that are
+    scored anyway."""
 
     @model_validator(mode="after")
     def _some_trigger(self) -> CascadeConfig:
