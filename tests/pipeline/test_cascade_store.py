@@ -31,6 +31,9 @@ scorers:
   - name: long-enough
     scorer: tests.support.custom_scorers:length_at_least
     options: {minimum: 100}
+  - name: every-run
+    scorer: tests.support.custom_scorers:answer_present
+    after: {binding: long-enough, below: 2}
 """
 
 
@@ -85,6 +88,10 @@ def test_a_cascade_on_the_store_scores_the_flagged_runs_and_coverage_counts_each
         "cost_usd": 0.0,
     }
     assert found["long-enough"].cascade is None
+    everything = found["every-run"]  # a cascade that filtered nothing still shows its stages
+    assert (everything.eligible, everything.sampled) == (14, 14)
+    assert everything.cascade is not None
+    assert (everything.cascade["flagged"], everything.cascade["not_triggered"]) == (14, 0)
 
     # The offline commands' path (score_runs) decides every run the same way.
     runs = [run for trace in traces for run in extract_runs(trace)]

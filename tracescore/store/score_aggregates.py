@@ -356,10 +356,10 @@ def coverage(
     ):
         statuses[name][status] = count
     eligible = {name: (int(count), int(count)) for name, count in sampled_by_binding}
-    cascades = [name for name, found in statuses.items() if NOT_TRIGGERED in found]
-    for name in cascades:
-        total, sampled = eligible.get(name, (0, 0))
-        eligible[name] = (total + statuses[name][NOT_TRIGGERED], sampled)
+    for name, found in statuses.items():
+        if NOT_TRIGGERED in found:
+            total, sampled = eligible.get(name, (0, 0))
+            eligible[name] = (total + found[NOT_TRIGGERED], sampled)
     for name, unsampled in unsampled_by_binding:
         total, sampled = eligible.get(name, (0, 0))
         eligible[name] = (total + int(unsampled), sampled)
@@ -373,7 +373,7 @@ def coverage(
     ):
         total, sampled = eligible.get(name, (0, 0))
         eligible[name] = (total + int(unsampled), sampled)
-    stages = _cascade_stages(connection, since, until, cascades, scored)
+    stages = _cascade_stages(connection, since, until, list(statuses), scored)
     return [
         Coverage(
             binding=name,
@@ -391,16 +391,15 @@ def _cascade_stages(
     connection: Connection,
     since: datetime | None,
     until: datetime | None,
-    cascades: Sequence[str],
+    bindings: Sequence[str],
     scored: dict[str, int],
 ) -> dict[str, CascadeStages]:
     """Each cascade binding's stages, from its rows' ``steps.cascade`` (what triggered each).
 
-    Only the bindings with not-triggered rows in the range are read (their rows, by the
-    binding's index), so the dashboard parses no other binding's steps; the upstream's scored
-    runs are counted over the same range, whatever binding the coverage was asked for."""
-    if not cascades:
-        return {}
+    A binding is taken for a cascade when its newest row of the range says so (one row read
+    per binding, by its index), and only cascades' rows are then read whole, so the dashboard
+    parses no other binding's steps; the upstream's scored runs are counted over the same
+    range, whatever binding the coverage was asked for."""
     s = SCORES.c
     window: list[ColumnElement[bool]] = [true()]
     if since is not None:
@@ -408,6 +407,16 @@ def _cascade_stages(
     if until is not None:
         window.append(s.created_at < db_time(until))
     after = s.steps[("cascade", "after")].as_string()
+    cascades = [
+        name
+        for name in bindings
+        if connection.execute(
+            select(after).where(*window, s.binding == name).order_by(s.created_at.desc()).limit(1)
+        ).scalar()
+        is not None
+    ]
+    if not cascades:
+        return {}
     trigger = s.steps[("cascade", "trigger")].as_string()
     found: dict[str, CascadeStages] = {}
     rows = connection.execute(
