@@ -63,7 +63,14 @@ class Gate:
         far), if it has one."""
         upstream = self.upstream
         row = next(
-            (r for r in rows if r["binding"] == upstream and r["span_id"] == run.span_id), None
+            (
+                r
+                for r in rows
+                if r["binding"] == upstream
+                and r["span_id"] == run.span_id
+                and r["trace_id"] == run.trace_id
+            ),
+            None,
         )
         if row is None:
             return Trigger(

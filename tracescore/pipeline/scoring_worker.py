@@ -55,6 +55,7 @@ from tracescore.pipeline.bindings import CompiledBinding, primary_only
 from tracescore.pipeline.boost import store_boosts
 from tracescore.pipeline.budget import InputCut, ScorerTimeout, Watchdog, within_input_budget
 from tracescore.pipeline.cascade import Cascades, marked, not_triggered, ordered
+from tracescore.pipeline.cascade_gate import Gate
 from tracescore.pipeline.config import WorkersConfig
 from tracescore.pipeline.renewal import renewing
 from tracescore.pipeline.sampling import is_sampled, sampled_at, skip_unsampled, unit_hash
@@ -349,8 +350,10 @@ class ScoringWorker:
                     trace.decisions.append(decision_row(binding, run, sampled, now))
                     continue
                 trace.sampled.append(binding.name)  # its score row records the decision
-                if binding.gate is not None and not self._cascades.waits(binding):
-                    trace.rows.append(self._cascade_now(binding, run, inputs, now, trace.rows))
+                if (gate := binding.gate) is not None and not self._cascades.waits(binding):
+                    trace.rows.append(
+                        self._cascade_now(gate, binding, run, inputs, now, trace.rows)
+                    )
                 elif synchronous and binding.gate is None:
                     trace.rows.append(self._score_now(binding, run, inputs, now))
                 else:
@@ -358,6 +361,7 @@ class ScoringWorker:
 
     def _cascade_now(
         self,
+        gate: Gate,
         binding: CompiledBinding,
         run: AgentRun,
         inputs: dict[int, tuple[ScorerRun, InputCut | None]],
@@ -366,8 +370,7 @@ class ScoringWorker:
     ) -> StoredScore:
         """A synchronous cascade binding's row on ``run``, its upstream's already in ``rows``:
         scored when the upstream flagged the run (or it is explored), else ``skipped_cascade``."""
-        assert binding.gate is not None
-        trigger = binding.gate.decide(rows, run)
+        trigger = gate.decide(rows, run)
         if trigger.kind is None:
             return not_triggered(binding, run, trigger, now)
         return marked(self._score_now(binding, run, inputs, now), trigger)
