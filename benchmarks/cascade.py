@@ -165,7 +165,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=37)
     args = parser.parse_args()
 
-    rng = random.Random(args.seed)
+    rng = random.Random(f"{args.seed}-fabricated")  # not the sender's sequence: independent
     demo.AGENTS = tuple(_fabricating(agent, args.fabricated, rng) for agent in demo.AGENTS)
     all_judge, cascade_judge = _truth_judge(), _truth_judge()
     config = _config(all_judge, cascade_judge, args.below, args.explore)
