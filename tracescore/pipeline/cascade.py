@@ -5,8 +5,8 @@ The worker scores bindings in the order :func:`ordered` gives (every upstream be
 bindings after it), so in a batch's synchronous pass a code scorer's row is there when the
 binding after it is decided. A cascade binding *waits* when its upstream is not scored in that
 pass (a judge, a limited binding, or one that itself waits): its runs go to the trace's
-asynchronous remainder, which :meth:`Cascades.score_later` scores in stages, each after the
-rows of the stage before are in.
+asynchronous remainder, which :meth:`Cascades.score_later` scores in rounds, each binding's
+pair once its upstream's on the same run is done.
 
 Every run a cascade binding sampled ends with a row: its score (its ``steps.cascade`` saying
 whether it was flagged or explored, and by what), or a ``skipped_cascade`` row whose reason
@@ -59,18 +59,15 @@ def ordered(bindings: Sequence[CompiledBinding]) -> list[CompiledBinding]:
 
 
 class Cascades:
-    """Which of a worker's bindings wait for an upstream scored later, and the stages of a
+    """Which of a worker's bindings wait for an upstream scored later, and the rounds of a
     trace's asynchronous remainder."""
 
     def __init__(
         self, bindings: Sequence[CompiledBinding], synchronous: Mapping[str, bool]
     ) -> None:
-        self._depth: dict[str, int] = {}
         deferred: set[str] = set()
         for binding in bindings:  # in :func:`ordered` order: upstreams first
             gate = binding.gate
-            depth = 0 if gate is None else self._depth[gate.upstream] + 1
-            self._depth[binding.name] = depth
             if not synchronous[binding.name] or (gate is not None and gate.upstream in deferred):
                 deferred.add(binding.name)
         self._waiting = {
@@ -78,7 +75,7 @@ class Cascades:
             for binding in bindings
             if binding.gate is not None and binding.name in deferred
         }
-        self.active = any(depth > 0 for depth in self._depth.values())
+        self.active = any(binding.gate is not None for binding in bindings)
         """Some binding is a cascade."""
 
     def waits(self, binding: CompiledBinding) -> bool:
@@ -92,19 +89,28 @@ class Cascades:
         rows: Sequence[StoredScore],
         score: Score,
     ) -> list[StoredScore]:
-        """The rows of ``pairs``, scored with ``score`` stage by stage: a cascade binding is
-        decided once its upstream's rows (among ``rows``, the trace's rows so far, or an
-        earlier stage's) are in, so it waits for a judge still pending."""
+        """The rows of ``pairs``, scored with ``score`` in rounds: a cascade binding's pair is
+        decided in the first round after its upstream's pair on the run is done (its row then
+        among ``rows``, the trace's rows so far, or an earlier round's), so it waits for a judge
+        still pending and for nothing else."""
         if not self.active:
             return list(await asyncio.gather(*(score(binding, run) for binding, run in pairs)))
         found: list[StoredScore] = []
-        for depth in sorted({self._depth[binding.name] for binding, _ in pairs}):
+        remaining = list(pairs)
+        while remaining:
+            pending = {(b.name, r.trace_id, r.span_id) for b, r in remaining}
+            free = [
+                binding.gate is None
+                or (binding.gate.upstream, run.trace_id, run.span_id) not in pending
+                for binding, run in remaining
+            ]
+            # Some pair is free: cascades do not loop (:func:`ordered` refused any that does).
+            ready = [pair for pair, now in zip(remaining, free, strict=True) if now]
+            remaining = [pair for pair, now in zip(remaining, free, strict=True) if not now]
             known = [*rows, *found]
             jobs: list[Awaitable[StoredScore]] = []
             triggers: list[Trigger | None] = []
-            for binding, run in pairs:
-                if self._depth[binding.name] != depth:
-                    continue
+            for binding, run in ready:
                 trigger = binding.gate.decide(known, run) if binding.gate is not None else None
                 if trigger is not None and trigger.kind is None:
                     found.append(not_triggered(binding, run, trigger))
