@@ -287,6 +287,26 @@ def _cpu_by_role(pid: int) -> dict[str, float]:
     return roles
 
 
+def _wait_started(pid: int, quiet: float = 0.05, longest: float = 120.0) -> None:
+    """Wait until the service's processes have started: their CPU time grew by less than
+    ``quiet`` seconds over the last half second (idle), at least two seconds after the
+    service answered.
+
+    A fixed two seconds was not enough on a busy machine: the scoring processes' imports and
+    warm-up (~1.8 s of CPU each) and the unpacker's (~0.6 s) went on into the measured window,
+    adding ~1 ms a trace to ``--capacity 3000`` at a load average of 6."""
+    started = time.perf_counter()
+    time.sleep(2.0)
+    before = sum(_cpu_by_role(pid).values())
+    while time.perf_counter() - started < longest:
+        time.sleep(0.5)
+        now = sum(_cpu_by_role(pid).values())
+        if now - before < quiet:
+            break
+        before = now
+    print(f"  (start-up: waited {time.perf_counter() - started:.1f} s for the processes to idle)")
+
+
 _SCORING_GC_THRESHOLDS = (100_000, 50, 10)
 """The garbage collector's thresholds a scoring process sets (``tracescore.pipeline.scoring_processes``),
 so the floor's collections cost what the live path's do."""
@@ -390,7 +410,7 @@ def capacity(args: argparse.Namespace, workdir: Path, config: dict[str, object])
     ) as server:
         engine = create_engine(server.db_url)
         pid = server.process.pid
-        time.sleep(2.0)  # the scorers' warm-up (lexicons) is start-up, not capacity
+        _wait_started(pid)  # imports and the scorers' warm-up are start-up, not capacity
         scored_before = _scored_traces(engine)  # a reused database's earlier runs
         memory = MemorySampler(pid, role=_role)
         memory.start()

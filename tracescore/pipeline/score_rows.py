@@ -110,25 +110,41 @@ def decision_row(
 def _steps_json(result: ScoreResult) -> dict[str, Any]:
     """Step results and judge calls as stored (prompts capped: they repeat the whole run), what
     ``model_dump(mode="json")`` of those fields gives, built field by field: the whole-model
-    dump cost more than a code scorer's run."""
+    dump cost more than a code scorer's run. A step's result is usually the very object the
+    result repeats as ``preprocess_step_result`` (or the others): it is converted once."""
+    converted: dict[int, Any] = {}
+
+    def plain(value: Any) -> Any:
+        if value is None or type(value) in _SCALARS:
+            return value
+        if (found := converted.get(id(value))) is None:
+            found = converted[id(value)] = to_jsonable_python(value)
+        return found
+
     return {
         "failed_step": result.failed_step,
-        "preprocess_step_result": to_jsonable_python(result.preprocess_step_result),
-        "analyze_step_result": to_jsonable_python(result.analyze_step_result),
-        "generate_score_step_result": to_jsonable_python(result.generate_score_step_result),
+        "preprocess_step_result": plain(result.preprocess_step_result),
+        "analyze_step_result": plain(result.analyze_step_result),
+        "generate_score_step_result": plain(result.generate_score_step_result),
         "steps": [
             {
                 "name": step.name,
-                "result": to_jsonable_python(step.result),
+                "result": plain(step.result),
                 "duration_ms": step.duration_ms,
                 "prompt": step.prompt
                 if step.prompt is None or len(step.prompt) <= _MAX_PROMPT_CHARS
                 else step.prompt[:_MAX_PROMPT_CHARS] + "…[truncated]",
                 "judge_calls": [
                     call.model_dump(mode="json", exclude={"prompt"}) for call in step.judge_calls
-                ],
+                ]
+                if step.judge_calls
+                else [],
                 "error": step.error,
             }
             for step in result.steps
         ],
     }
+
+
+_SCALARS = frozenset((str, int, float, bool))
+"""Types ``to_jsonable_python`` gives back as they are."""
