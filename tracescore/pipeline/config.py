@@ -19,6 +19,7 @@ from tracescore.conversations.config import ConversationsConfig
 from tracescore.emit.config import ExportConfig
 from tracescore.extract.declared_config import ConventionConfig
 from tracescore.judge.config import JudgeConfig
+from tracescore.pipeline.rescore_config import RescoreOnChange
 from tracescore.settings import Duration, Section, compile_pattern
 
 Target = Literal["agent", "llm", "tool", "trace", "conversation"]
@@ -198,6 +199,9 @@ class ScorerBinding(Section):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     threshold: float | None = None
     """Score at which the result is labelled ``pass`` (``fail`` below) in emitted evaluations."""
+    rescore_on_change: RescoreOnChange | None = None
+    """Re-score a sample of recent runs when the scorer's version, prompts or judge model
+    change (:mod:`tracescore.pipeline.rescore`)."""
 
 
 class BudgetConfig(Section):

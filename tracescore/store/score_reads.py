@@ -403,3 +403,27 @@ def failed_scores(
     )
     for row in connection.execute(query):
         yield cast(FailedScore, {**row._mapping, "created_at": as_utc(row.created_at)})
+
+
+class ScoredRun(TypedDict):
+    """A run a binding's version scored ``ok``, with what its judge calls used."""
+
+    trace_id: str
+    span_id: str
+    input_tokens: int
+    output_tokens: int
+
+
+def scored_runs(
+    connection: Connection, binding: str, version: str, since: datetime
+) -> list[ScoredRun]:
+    """The runs ``binding`` scored ``ok`` with ``version`` since ``since`` (what a re-score of
+    a changed scorer samples from), by the binding's created-at index."""
+    c = SCORES.c
+    statement = select(c.trace_id, c.span_id, c.input_tokens, c.output_tokens).where(
+        c.binding == binding,
+        c.created_at >= db_time(since),
+        c.scorer_version == version,
+        c.status == "ok",
+    )
+    return [cast(ScoredRun, row._asdict()) for row in connection.execute(statement)]
