@@ -11,14 +11,14 @@ version with the fingerprint's first characters (``3+1a2b3c4d``), since a score'
 its version and the same version would overwrite the old scores.
 
 Once per change, durably, by one process: the sample and the progress are in the job's row,
-advanced in the transaction that stores each chunk's scores, so a restart resumes after the
-last chunk stored (and asks the judge again, served from its verdict cache, only for the chunk
-it was in); a start that finds its fingerprint's job done does nothing. Among scoring processes
+advanced in the transaction that stores each run's score, so a restart resumes after the
+last run stored (and asks the judge again, served from its verdict cache, only for the run it
+was on); a start that finds its fingerprint's job done does nothing. Among scoring processes
 and instances sharing the database, the holder of the binding's lease
 (:mod:`tracescore.store.leases`) does the work; the others wait for it to end or lapse.
 
 It runs beside the live loop in a scoring process (or the service, with ``workers.processes:
-0``), in small chunks whose reads and writes go to threads, and the judge calls share the
+0``), a run at a time, its reads and writes in threads, and the judge calls share the
 worker's concurrency, so live traces keep being claimed meanwhile. Every run goes through the
 binding's ``limits`` as a live one does: a run beyond them is stored as ``skipped_budget`` or
 ``skipped_rate`` and counted in the job, never dropped. Before the first run, the cost estimate
@@ -59,8 +59,6 @@ from tracescore.store.scores import StoredScore, score_id, upsert_scores
 
 log = logging.getLogger(__name__)
 
-CHUNK = 8
-"""Runs scored, then stored with the job's progress, together."""
 LEASE_SECONDS = 15.0
 """How long a holder that died keeps the others from taking its binding's re-score over."""
 POLL_SECONDS = 5.0
@@ -258,7 +256,7 @@ class BindingRescore:
             job = rescore_job(connection, name)
         if job is not None and job.fingerprint == now.digest:
             if job.state == "running":
-                log.info(
+                log.warning(
                     "rescore_on_change of %s: resuming at run %d of %d",
                     name,
                     job.position + 1,
@@ -316,19 +314,22 @@ class BindingRescore:
         )
 
     async def _work(self, job: RescoreJob) -> None:
-        """Score the job's runs from its position, a chunk at a time, each chunk stored with
-        the job's progress (while the lease is renewed)."""
-        renew = self._take
+        """Score the job's runs from its position, each stored with the job's progress (while
+        the lease is renewed). One at a time: the binding's limiter then reads every earlier
+        re-score's spend and rate from the database, and a judge call dominates a run's time."""
         while job.position < len(job.runs):
-            chunk = job.runs[job.position : job.position + CHUNK]
-            rows = await renewing(
-                self._score_chunk(job, chunk), renew, LEASE_SECONDS, f"re-score of {job.binding}"
+            trace_id, span_id = job.runs[job.position]
+            row = await renewing(
+                self._score(job, trace_id, span_id),
+                self._take,
+                LEASE_SECONDS,
+                f"re-score of {job.binding}",
             )
-            job.position += len(chunk)
+            job.position += 1
             job.updated_at = self.clock()
             if job.position >= len(job.runs):
                 job.state = "done"
-            await asyncio.to_thread(self._store, job, rows)
+            await asyncio.to_thread(self._store, job, row)
         log.warning(
             "rescore_on_change of %s done: %d re-scored as version %s, %d errored, %d skipped "
             "for budget, %d for rate, %d runs gone from the span store",
@@ -341,42 +342,37 @@ class BindingRescore:
             job.missing,
         )
 
-    def _store(self, job: RescoreJob, rows: list[StoredScore]) -> None:
-        """The chunk's scores and the job's progress, in one transaction, if the lease is
-        still ours (else another process took the job over, and this one's work is its)."""
+    def _store(self, job: RescoreJob, row: StoredScore | None) -> None:
+        """The run's score and the job's progress, in one transaction, if the lease is still
+        ours (else another process took the job over, and the run is its)."""
         with self.store.write_transaction() as connection:
             if not acquire_lease(
                 connection, self.worker.owner, self.clock(), LEASE_SECONDS, self.lease
             ):
                 raise RuntimeError("the re-score lease passed to another process")
-            upsert_scores(connection, rows)
+            if row is not None:
+                upsert_scores(connection, [row])
             save_job(connection, job)
 
-    async def _score_chunk(
-        self, job: RescoreJob, chunk: list[tuple[str, str]]
-    ) -> list[StoredScore]:
-        """The chunk's score rows under the job's new version; a run whose spans are gone is
-        counted as missing."""
-        found = await asyncio.to_thread(self._runs, [trace for trace, _ in chunk])
-        scored: list[StoredScore] = []
-        for trace_id, span_id in chunk:
-            run = found.get((trace_id, span_id))
-            if run is None:
-                job.missing += 1
-                continue
-            row = await self.worker.score(self.binding, run)
-            version = job.new_version or self.binding.scorer.version
-            row["scorer_version"] = version
-            row["id"] = score_id(trace_id, span_id, self.binding.name, version)
-            status = row["status"]
-            if status in ("skipped_budget", "skipped_rate"):
-                setattr(job, status, getattr(job, status) + 1)
-            elif status == "error":
-                job.errored += 1
-            else:
-                job.rescored += 1
-            scored.append(row)
-        return scored
+    async def _score(self, job: RescoreJob, trace_id: str, span_id: str) -> StoredScore | None:
+        """The run's score row under the job's new version, counted by its status; None (and
+        counted as missing) when its spans are gone."""
+        run = (await asyncio.to_thread(self._runs, [trace_id])).get((trace_id, span_id))
+        if run is None:
+            job.missing += 1
+            return None
+        row = await self.worker.score(self.binding, run)
+        version = job.new_version or self.binding.scorer.version
+        row["scorer_version"] = version
+        row["id"] = score_id(trace_id, span_id, self.binding.name, version)
+        status = row["status"]
+        if status in ("skipped_budget", "skipped_rate"):
+            setattr(job, status, getattr(job, status) + 1)
+        elif status == "error":
+            job.errored += 1
+        else:
+            job.rescored += 1
+        return row
 
     def _runs(self, trace_ids: list[str]) -> dict[tuple[str, str], AgentRun]:
         """The runs of the traces still stored, by (trace id, span id)."""

@@ -326,9 +326,15 @@ class Disagreement(TypedDict):
 
 
 def disagreements(
-    connection: Connection, binding: str, version_a: str, version_b: str, limit: int
+    connection: Connection,
+    binding: str,
+    version_a: str,
+    version_b: str,
+    limit: int,
+    offset: int = 0,
 ) -> list[Disagreement]:
-    """Runs both versions scored ``ok``, the largest difference first (a self-join on the run)."""
+    """Runs both versions scored ``ok``, the largest difference first (a self-join on the run),
+    from the ``offset``-th."""
     a, b = SCORES.alias("a"), SCORES.alias("b")
     gap = func.abs(b.c.score - a.c.score)
     statement = (
@@ -361,6 +367,7 @@ def disagreements(
         )
         .order_by(gap.desc(), a.c.trace_id, a.c.span_id)
         .limit(limit)
+        .offset(offset)
     )
     return [cast(Disagreement, row._asdict()) for row in connection.execute(statement)]
 
