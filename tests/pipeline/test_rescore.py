@@ -152,3 +152,21 @@ def test_a_new_version_rescores_once_beside_the_old_scores(
     asyncio.run(rescore_tasks(again)[0].run())
     assert len(_rows(store)) == len(rows)
     store.close()
+
+
+def test_a_first_start_after_a_version_change_rescores(sqlite_url: str) -> None:
+    """No fingerprint recorded yet (``rescore_on_change`` added with the new version): the
+    scores show the version changed, and the sample is re-scored."""
+    store = open_store(sqlite_url, ReadinessRules(idle_timeout=0.0, max_wait=60.0, max_attempts=3))
+    rng = random.Random(6)
+    for city in ("Paris", "Oslo"):
+        trace = agent_trace(rng, city)
+        store.write(decode_traces(export_request(trace.spans), json=False).spans, [])
+    _score_live(store, build_worker(_config(sqlite_url, "1", 0.01), store))
+    asyncio.run(rescore_tasks(build_worker(_config(sqlite_url, "2", 0.02), store))[0].run())
+    with connect(store.engine) as connection:
+        job = rescore_job(connection, "length")
+    assert job is not None and (job.state, job.old_version, job.new_version) == ("done", "1", "2")
+    assert job.rescored == 2
+    assert sorted(r.scorer_version for r in _rows(store)) == ["1", "1", "2", "2"]
+    store.close()

@@ -203,6 +203,12 @@ class ScorerBinding(Section):
     """Re-score a sample of recent runs when the scorer's version, prompts or judge model
     change (:mod:`tracescore.pipeline.rescore`)."""
 
+    @model_validator(mode="after")
+    def _rescored_runs(self) -> ScorerBinding:
+        if self.rescore_on_change is not None and self.target == "conversation":
+            raise ValueError("rescore_on_change: a conversation binding is not re-scored")
+        return self
+
 
 class BudgetConfig(Section):
     """``workers.budget``: the input and time budgets of each scorer run."""

@@ -54,7 +54,7 @@ from tracescore.scorers.steps import PromptStep, StepContext
 from tracescore.store import SpanStore, connect
 from tracescore.store.leases import acquire_lease, release_lease
 from tracescore.store.rescores import RescoreJob, rescore_job, save_job
-from tracescore.store.score_reads import ScoredRun, scored_runs
+from tracescore.store.score_reads import ScoredRun, scored_runs, scorer_versions
 from tracescore.store.scores import StoredScore, score_id, upsert_scores
 
 log = logging.getLogger(__name__)
@@ -249,7 +249,8 @@ class BindingRescore:
 
     def _start(self, now: Fingerprint) -> RescoreJob:
         """The job for ``now``: the one recorded (to resume), a new one when the fingerprint
-        changed, or the first record of it."""
+        changed (or, at the first start, when the latest scores are of another version), or
+        the first record of it."""
         name = self.binding.name
         stamp = self.clock()
         with connect(self.store.engine) as connection:
@@ -263,6 +264,9 @@ class BindingRescore:
                     len(job.runs),
                 )
             return job
+        if job is None and (latest := self._latest_version()) not in (None, now.version):
+            # Nothing recorded yet, but the scores say the version changed: re-score them.
+            job = RescoreJob(name, "", latest, "recorded")
         if job is None:
             job = RescoreJob(name, now.digest, now.version, "recorded", started_at=stamp)
             log.info("rescore_on_change of %s: scorer fingerprint recorded", name)
@@ -272,6 +276,17 @@ class BindingRescore:
         with self.store.write_transaction() as connection:
             save_job(connection, job)
         return job
+
+    def _latest_version(self) -> str | None:
+        """The version of the binding's latest ``ok`` score within ``since``, if any: on the
+        first start with ``rescore_on_change`` no fingerprint is recorded, but a version change
+        shows in the scores."""
+        since = datetime.fromtimestamp(self.clock(), UTC) - timedelta(seconds=self.settings.since)
+        with connect(self.store.engine) as connection:
+            found = [
+                v for v in scorer_versions(connection, since) if v["binding"] == self.binding.name
+            ]
+        return max(found, key=lambda v: v["newest"])["version"] if found else None
 
     def _plan(self, previous: RescoreJob, now: Fingerprint, stamp: float) -> RescoreJob:
         """A new job for a changed fingerprint: its sample of the old version's runs and its
