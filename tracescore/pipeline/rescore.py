@@ -41,6 +41,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from tracescore.backoff import Backoff
 from tracescore.extract import extract_runs
 from tracescore.extract.model import AgentRun
 from tracescore.judge.prices import token_prices
@@ -210,15 +211,22 @@ class BindingRescore:
 
     async def run(self) -> None:
         """Work until the binding's job for this fingerprint is done (by this process or
-        another); errors of the database are retried every :data:`POLL_SECONDS`."""
-        now = await asyncio.to_thread(fingerprint, self.binding.scorer)
+        another); a failure (the database unavailable) is retried with backoff, from the
+        job's stored position."""
+        try:
+            now = await asyncio.to_thread(fingerprint, self.binding.scorer)
+        except Exception:  # a custom scorer's step may raise anything: live scoring goes on
+            log.exception("rescore_on_change of %s: no fingerprint, no re-score", self.binding.name)
+            return
+        backoff = Backoff(f"rescore_on_change of {self.binding.name}: the database")
         while True:
             try:
                 if await self._attempt(now):
                     return
-            except Exception:
-                log.exception("rescore_on_change of %s: trying again", self.binding.name)
-            await asyncio.sleep(POLL_SECONDS)
+                backoff.succeeded()
+            except Exception as exc:  # noqa: BLE001 - an outage, or the lease lost: resume
+                backoff.failed(exc)
+            await asyncio.sleep(max(backoff.remaining(), POLL_SECONDS))
 
     def _take(self) -> bool:
         with self.store.write_transaction() as connection:
@@ -299,6 +307,13 @@ class BindingRescore:
         uses_judge = self.binding.scorer.uses_judge
         cost = estimate_usd(chosen, now.judge_models, uses_judge)
         tokens = sum(run["input_tokens"] + run["output_tokens"] for run in chosen)
+        if uses_judge and chosen and not tokens:
+            log.warning(
+                "rescore_on_change of %s: version %s recorded no judge tokens (a code scorer "
+                "before?): the estimate below cannot price the new judge's calls",
+                self.binding.name,
+                old,
+            )
         log.warning(
             "rescore_on_change of %s: the scorer changed (version %s -> %s, judge %s); "
             "re-scoring %d of the %d runs version %s scored since %s: estimated cost $%.4f "

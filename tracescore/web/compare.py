@@ -37,10 +37,6 @@ class Comparison:
     rescore: RescoreJob | None
     """The binding's re-score job, when it has one that re-scored under version B."""
 
-    @property
-    def ready(self) -> bool:
-        return bool(self.binding and self.version_a and self.version_b)
-
 
 def choose(
     connection: Connection, binding: str | None, version_a: str | None, version_b: str | None
