@@ -170,3 +170,30 @@ def test_a_first_start_after_a_version_change_rescores(sqlite_url: str) -> None:
     assert job.rescored == 2
     assert sorted(r.scorer_version for r in _rows(store)) == ["1", "1", "2", "2"]
     store.close()
+
+
+def test_a_process_whose_lease_lapsed_cannot_overwrite_the_progress_of_the_next(
+    db_url: str,
+) -> None:
+    """Progress is written only from where the writer left it: a stalled process that lost
+    the job to another writes neither its progress nor its score."""
+    from tracescore.store.rescores import RescoreJob, advance_job, save_job
+
+    store = open_store(db_url)
+    job = RescoreJob("b", "f" * 64, "1", "running", "1", "2", [("a" * 32, "b" * 16)] * 3)
+    with store.write_transaction() as connection:
+        save_job(connection, job)
+    taker = RescoreJob(**{**job.__dict__, "position": 1, "rescored": 1})
+    with store.write_transaction() as connection:
+        assert advance_job(connection, taker, 0)
+    stale = RescoreJob(**{**job.__dict__, "position": 1, "skipped_budget": 1})
+    with store.write_transaction() as connection:
+        assert not advance_job(connection, stale, 0)
+    with connect(store.engine) as connection:
+        stored = rescore_job(connection, "b")
+    assert stored is not None and (stored.position, stored.rescored, stored.skipped_budget) == (
+        1,
+        1,
+        0,
+    )
+    store.close()

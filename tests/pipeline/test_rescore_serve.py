@@ -153,7 +153,8 @@ def test_a_changed_prompt_rescores_a_sample_within_the_budget_once(
     # The job: five runs sampled of the six, three re-scored within the budget, two skipped.
     assert job.old_version == "1" and re.fullmatch(r"1\+[0-9a-f]{8}", job.new_version or "")
     assert len(job.runs) == 5 and job.position == 5
-    assert (job.rescored, job.skipped_budget, job.skipped_rate, job.missing) == (3, 2, 0, 0)
+    counts = (job.rescored, job.skipped_budget, job.skipped_rate, job.missing, job.errored)
+    assert counts == (3, 2, 0, 0, 0), (counts, log)
     assert job.estimate_usd == pytest.approx(5 * cost)
     assert _asked(judge, "RUBRIC-B") == 3
 

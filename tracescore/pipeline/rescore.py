@@ -54,7 +54,7 @@ from tracescore.scorers.base import Scorer
 from tracescore.scorers.steps import PromptStep, StepContext
 from tracescore.store import SpanStore, connect
 from tracescore.store.leases import acquire_lease, release_lease
-from tracescore.store.rescores import RescoreJob, rescore_job, save_job
+from tracescore.store.rescores import RescoreJob, advance_job, rescore_job, save_job
 from tracescore.store.score_reads import ScoredRun, scored_runs, scorer_versions
 from tracescore.store.scores import StoredScore, score_id, upsert_scores
 
@@ -72,6 +72,10 @@ PROBE = {
 }
 """The run a scorer renders its prompts on for its fingerprint: fixed, so that only a change
 of the scorer changes what it renders."""
+
+
+class TakenOver(Exception):
+    """This process's lease lapsed and another process moved the job on."""
 
 
 @dataclass(frozen=True)
@@ -224,6 +228,8 @@ class BindingRescore:
                 if await self._attempt(now):
                     return
                 backoff.succeeded()
+            except TakenOver as exc:
+                log.warning("rescore_on_change: %s; it goes on there", exc)
             except Exception as exc:  # noqa: BLE001 - an outage, or the lease lost: resume
                 backoff.failed(exc)
             await asyncio.sleep(max(backoff.remaining(), POLL_SECONDS))
@@ -359,7 +365,7 @@ class BindingRescore:
             job.updated_at = self.clock()
             if job.position >= len(job.runs):
                 job.state = "done"
-            await asyncio.to_thread(self._store, job, row)
+            await asyncio.to_thread(self._store, job, row, job.position - 1)
         log.warning(
             "rescore_on_change of %s done: %d re-scored as version %s, %d errored, %d skipped "
             "for budget, %d for rate, %d runs gone from the span store",
@@ -372,17 +378,21 @@ class BindingRescore:
             job.missing,
         )
 
-    def _store(self, job: RescoreJob, row: StoredScore | None) -> None:
-        """The run's score and the job's progress, in one transaction, if the lease is still
-        ours (else another process took the job over, and the run is its)."""
+    def _store(self, job: RescoreJob, row: StoredScore | None, done_before: int) -> None:
+        """The run's score and the job's progress, in one transaction, if the job is still
+        where this process left it and the lease is still ours. A process whose lease lapsed
+        (a stall longer than :data:`LEASE_SECONDS`) while another took the job over stops
+        here: its stale progress never overwrites the other's."""
         with self.store.write_transaction() as connection:
-            if not acquire_lease(
-                connection, self.worker.owner, self.clock(), LEASE_SECONDS, self.lease
+            if not (
+                acquire_lease(
+                    connection, self.worker.owner, self.clock(), LEASE_SECONDS, self.lease
+                )
+                and advance_job(connection, job, done_before)
             ):
-                raise RuntimeError("the re-score lease passed to another process")
+                raise TakenOver(f"the re-score of {job.binding} passed to another process")
             if row is not None:
                 upsert_scores(connection, [row])
-            save_job(connection, job)
 
     async def _score(self, job: RescoreJob, trace_id: str, span_id: str) -> StoredScore | None:
         """The run's score row under the job's new version, counted by its status; None (and

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from sqlalchemy import Column, Connection, Row, Text, select
+from sqlalchemy import Column, Connection, Row, Text, select, update
 from sqlmodel import Field, SQLModel
 
 from tracescore.store.dialect import dialect_insert
@@ -114,3 +114,21 @@ def save_job(connection: Connection, job: RescoreJob) -> None:
             set_={name: value for name, value in values.items() if name != "binding"},
         )
     )
+
+
+def advance_job(connection: Connection, job: RescoreJob, done_before: int) -> bool:
+    """Write the job's progress if its row is still at ``done_before`` runs done under the same
+    fingerprint; False when another process moved it on (it took the job over when this one's
+    lease lapsed), and then nothing is written."""
+    values = {
+        f.name: getattr(job, f.name) for f in fields(job) if f.name not in ("binding", "runs")
+    }
+    c = RESCORE_JOBS.c
+    statement = (
+        update(RESCORE_JOBS)
+        .where(
+            c.binding == job.binding, c.fingerprint == job.fingerprint, c.position == done_before
+        )
+        .values(**values)
+    )
+    return connection.execute(statement).rowcount == 1
