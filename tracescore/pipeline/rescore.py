@@ -44,6 +44,7 @@ from pydantic import BaseModel
 from tracescore.backoff import Backoff
 from tracescore.extract import extract_runs
 from tracescore.extract.model import AgentRun
+from tracescore.judge.client import litellm
 from tracescore.judge.prices import token_prices
 from tracescore.judge.protocol import JudgeRequest, JudgeResponse
 from tracescore.pipeline.bindings import CompiledBinding
@@ -219,6 +220,10 @@ class BindingRescore:
         job's stored position."""
         try:
             now = await asyncio.to_thread(fingerprint, self.binding.scorer)
+            if self.binding.scorer.uses_judge:
+                # Before the lease: the first judge call's import of litellm takes seconds of
+                # CPU, which on a loaded machine outlasted the lease's renewals.
+                await asyncio.to_thread(litellm)
         except Exception:  # a custom scorer's step may raise anything: live scoring goes on
             log.exception("rescore_on_change of %s: no fingerprint, no re-score", self.binding.name)
             return
