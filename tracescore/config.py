@@ -29,6 +29,7 @@ from tracescore.feedback.config import FeedbackConfig
 from tracescore.insights.config import InsightsConfig
 from tracescore.judge.config import JudgeConfig, judges_missing
 from tracescore.monitor.config import AlertsConfig, MonitorConfig
+from tracescore.pipeline.cascade_config import cascade_problems
 from tracescore.pipeline.config import ScorerBinding, ScoringConfig, WorkersConfig
 from tracescore.retention.config import RetentionConfig
 from tracescore.settings import Section
@@ -284,6 +285,7 @@ class Config(Section):
                 found.append(
                     (boost_key, "a conversation binding samples whole conversations: no boost")
                 )
+        found += cascade_problems(self.scorers)
         for index, rule in enumerate(self.alerts.rules):
             if rule.binding is not None and rule.binding not in seen:
                 found.append(

@@ -277,6 +277,7 @@ def test_coverage_counts_eligible_sampled_scored(api: httpx.Client, store: SpanS
         "statuses": {"ok": 3, "error": 1, "skipped_budget": 1},
         "sample_rate": 0.5,
         "scored_rate": 0.4,
+        "cascade": None,  # no after: binding
     }
     outside = api.get("/api/coverage", params={"since": _iso(T0 + timedelta(hours=1))}).json()
     assert outside["bindings"] == []

@@ -14,6 +14,7 @@ from typing import Any
 
 from tracescore.extract.model import AgentRun
 from tracescore.judge.config import judges_missing
+from tracescore.pipeline.cascade_gate import Gate, compile_gate
 from tracescore.pipeline.conditions import Predicate, Subject, compile_condition
 from tracescore.pipeline.config import ScorerBinding
 from tracescore.pipeline.limits import BindingLimiter
@@ -91,10 +92,13 @@ class CompiledBinding:
     condition: Predicate | None = field(init=False)
     """The binding's ``when:``, compiled once here so every way of building a binding
     (service, offline commands) applies it."""
+    gate: Gate | None = field(init=False)
+    """The binding's ``after:`` (a cascade), compiled once here likewise."""
 
     def __post_init__(self) -> None:
         when = self.config.when
         self.condition = compile_condition(when) if when is not None else None
+        self.gate = compile_gate(self.config.name, self.config.after)
 
     @property
     def name(self) -> str:

@@ -19,6 +19,7 @@ from tracescore.conversations.config import ConversationsConfig
 from tracescore.emit.config import ExportConfig
 from tracescore.extract.declared_config import ConventionConfig
 from tracescore.judge.config import JudgeConfig
+from tracescore.pipeline.cascade_config import CascadeConfig
 from tracescore.pipeline.rescore_config import RescoreOnChange
 from tracescore.settings import Duration, Section, compile_pattern
 
@@ -196,6 +197,9 @@ class ScorerBinding(Section):
     duration, tokens, cost, message lengths, span attributes); a run it excludes counts as
     filtered out. See [Choosing runs by what happened](../configuration.md#choosing-runs-by-what-happened)."""
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+    after: CascadeConfig | None = None
+    """Score a run only when another binding's score on it flags it (a cascade: a cheap scorer
+    first, the judge on what it flags); see [Spending the judge budget](../judge-budget.md)."""
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     threshold: float | None = None
     """Score at which the result is labelled ``pass`` (``fail`` below) in emitted evaluations."""

@@ -54,6 +54,8 @@ from tracescore.pipeline.batches import BatchPass, ClaimedTrace, source_tallies,
 from tracescore.pipeline.bindings import CompiledBinding, primary_only
 from tracescore.pipeline.boost import store_boosts
 from tracescore.pipeline.budget import InputCut, ScorerTimeout, Watchdog, within_input_budget
+from tracescore.pipeline.cascade import Cascades, marked, not_triggered, ordered
+from tracescore.pipeline.cascade_gate import Gate
 from tracescore.pipeline.config import WorkersConfig
 from tracescore.pipeline.renewal import renewing
 from tracescore.pipeline.sampling import is_sampled, sampled_at, skip_unsampled, unit_hash
@@ -63,6 +65,7 @@ from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.spans import Trace
 from tracescore.store.conversations import record_turns
 from tracescore.store.outage import database_unavailable
+from tracescore.store.score_reads import trace_scores
 from tracescore.store.scores import (
     SamplingDecision,
     StoredScore,
@@ -140,8 +143,8 @@ class ScoringWorker:
         self.store = store
         self.metrics = metrics
         """Where the worker's counts go: the process's metrics, or a scoring process's relay."""
-        self.bindings = [binding for binding in bindings if binding.config.target != "conversation"]
-        """The bindings scoring runs of a trace."""
+        self.bindings = ordered([b for b in bindings if b.config.target != "conversation"])
+        """The bindings scoring runs of a trace, every cascade's upstream before it."""
         self.conversation_bindings = [b for b in bindings if b.config.target == "conversation"]
         """The bindings scoring whole conversations (:mod:`tracescore.pipeline.conversations`):
         with any, every trace is loaded, since its turn must be recorded whether or not a run
@@ -160,6 +163,8 @@ class ScoringWorker:
             for binding in self.bindings
         }
         """Bindings scored in the batch's thread; the others take the asynchronous path."""
+        self._cascades = Cascades(self.bindings, self._synchronous)
+        """Which ``after:`` bindings wait for their upstream (:mod:`~tracescore.pipeline.cascade`)."""
         self._only_primary = primary_only(self.bindings)
         """No binding scores LLM or tool runs: extraction builds the primary runs only."""
         self._load_every_trace = bool(self.conversation_bindings)
@@ -345,10 +350,30 @@ class ScoringWorker:
                     trace.decisions.append(decision_row(binding, run, sampled, now))
                     continue
                 trace.sampled.append(binding.name)  # its score row records the decision
-                if synchronous:
+                if (gate := binding.gate) is not None and not self._cascades.waits(binding):
+                    trace.rows.append(
+                        self._cascade_now(gate, binding, run, inputs, now, trace.rows)
+                    )
+                elif synchronous and binding.gate is None:
                     trace.rows.append(self._score_now(binding, run, inputs, now))
                 else:
                     trace.later.append((binding, run))
+
+    def _cascade_now(
+        self,
+        gate: Gate,
+        binding: CompiledBinding,
+        run: AgentRun,
+        inputs: dict[int, tuple[ScorerRun, InputCut | None]],
+        now: datetime,
+        rows: Sequence[StoredScore],
+    ) -> StoredScore:
+        """A synchronous cascade binding's row on ``run``, its upstream's already in ``rows``:
+        scored when the upstream flagged the run (or it is explored), else ``skipped_cascade``."""
+        trigger = gate.decide(rows, run)
+        if trigger.kind is None:
+            return not_triggered(binding, run, trigger, now)
+        return marked(self._score_now(binding, run, inputs, now), trigger)
 
     def _score_now(
         self,
@@ -430,7 +455,7 @@ class ScoringWorker:
         claim = trace.claim
         try:
             trace.rows += await self._renewing(
-                [claim], asyncio.gather(*(self.score(binding, run) for binding, run in trace.later))
+                [claim], self._cascades.score_later(trace.later, trace.rows, self.score)
             )
             await asyncio.to_thread(self._store, [trace])
         except asyncio.CancelledError:
@@ -494,6 +519,7 @@ class ScoringWorker:
         later: list[tuple[int, Awaitable[StoredScore]]] = []
         inputs: dict[int, tuple[ScorerRun, InputCut | None]] = {}
         decided: dict[tuple[str, bool], int] = {}
+        gated: list[tuple[CompiledBinding, AgentRun]] = []
         now = datetime.now(UTC)
         for binding in self.bindings:
             synchronous = self._synchronous[binding.name]
@@ -504,6 +530,8 @@ class ScoringWorker:
                     decisions.append(decision_row(binding, run, sampled, now))
                 elif select is not None and not select(binding, run):
                     continue
+                elif binding.gate is not None:  # decided once its upstream's rows are in
+                    gated.append((binding, run))
                 elif synchronous:  # scored here, as a batch's synchronous pass scores it
                     rows.append(self._score_now(binding, run, inputs, now, timed=False))
                 else:
@@ -513,9 +541,28 @@ class ScoringWorker:
             later, await asyncio.gather(*(job for _, job in later)), strict=True
         ):
             rows[index] = row
+        scored = [row for row in rows if row is not None]
+        if gated:
+            stored = await asyncio.to_thread(self._stored_rows, gated) if select else []
+            scored += await self._cascades.score_later(gated, scored + stored, self.score)
         for (name, sampled), count in decided.items():
             self.metrics.sampling_decision(name, sampled, count)
-        return [row for row in rows if row is not None], decisions
+        return scored, decisions
+
+    def _stored_rows(self, pairs: Sequence[tuple[CompiledBinding, AgentRun]]) -> list[StoredScore]:
+        """The current-version rows already stored for the traces of ``pairs``: a backfill
+        (``select``) skips the upstream runs it has scores for, and a cascade after them
+        still reads those."""
+        if self.store is None:
+            return []
+        versions = {binding.name: binding.scorer.version for binding in self.bindings}
+        with self.store.engine.connect() as connection:
+            return [
+                row
+                for trace_id in {run.trace_id for _, run in pairs}
+                for row in trace_scores(connection, trace_id)
+                if versions.get(row["binding"]) == row["scorer_version"]
+            ]
 
     async def score(
         self, binding: CompiledBinding, run: AgentRun, *, subject: Conversation | None = None

@@ -42,6 +42,8 @@ DECISIONS = table_of(SamplingDecisionRow)
 TALLIES = table_of(SamplingTallyRow)
 ATTEMPTED_STATUSES = ("ok", "error", "not_scorable")
 """Rows a scorer actually ran for; skipped runs do not count towards error rates."""
+NOT_TRIGGERED = "skipped_cascade"
+"""The row of a run a cascade binding's ``after:`` did not trigger: eligible, not sampled."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +256,8 @@ class Coverage:
     """Distinct runs with at least one ``ok`` score."""
     statuses: dict[str, int]
     """Score rows by status."""
+    cascade: CascadeStages | None = None
+    """The stages of a cascade binding (one with ``after:``), None for others."""
 
     def to_dict(self) -> CoverageFigures:
         return {
@@ -264,7 +268,28 @@ class Coverage:
             "statuses": self.statuses,
             "sample_rate": self.sampled / self.eligible if self.eligible else None,
             "scored_rate": self.scored / self.sampled if self.sampled else None,
+            "cascade": self.cascade,
         }
+
+
+class CascadeStages(TypedDict):
+    """A cascade's stages over a range: what its upstream scored, what that flagged, what was
+    explored beside it, and what the cascade binding scored and spent."""
+
+    after: str
+    """The upstream binding."""
+    upstream_scored: int
+    """Distinct runs the upstream scored ``ok``."""
+    flagged: int
+    """Runs the upstream flagged, scored by the cascade binding."""
+    explored: int
+    """Runs the upstream did not flag, scored anyway (``explore``)."""
+    not_triggered: int
+    """Runs left to the upstream's verdict (``skipped_cascade`` rows): filtered, not lost."""
+    scored: int
+    """Distinct runs the cascade binding scored ``ok``."""
+    cost_usd: float
+    """What the cascade binding's judge calls cost."""
 
 
 class CoverageFigures(TypedDict):
@@ -277,6 +302,7 @@ class CoverageFigures(TypedDict):
     statuses: dict[str, int]
     sample_rate: float | None
     scored_rate: float | None
+    cascade: CascadeStages | None
 
 
 def coverage(
@@ -298,9 +324,10 @@ def coverage(
     d, s = DECISIONS.c, SCORES.c
     # A sampled run has a score row and, since the pipeline stopped writing one beside it, no
     # decision row; decision rows stored before then still count, once with their score's.
+    # A run a cascade did not trigger has a row too: eligible, but not sampled.
     sampled_runs = (
         select(s.binding, s.trace_id, s.span_id)
-        .where(*in_range(SCORES))
+        .where(*in_range(SCORES), s.status != NOT_TRIGGERED)
         .union(select(d.binding, d.trace_id, d.span_id).where(*in_range(DECISIONS), d.sampled))
         .subquery()
     )
@@ -329,6 +356,10 @@ def coverage(
     ):
         statuses[name][status] = count
     eligible = {name: (int(count), int(count)) for name, count in sampled_by_binding}
+    for name, found in statuses.items():
+        if NOT_TRIGGERED in found:
+            total, sampled = eligible.get(name, (0, 0))
+            eligible[name] = (total + found[NOT_TRIGGERED], sampled)
     for name, unsampled in unsampled_by_binding:
         total, sampled = eligible.get(name, (0, 0))
         eligible[name] = (total + int(unsampled), sampled)
@@ -342,6 +373,7 @@ def coverage(
     ):
         total, sampled = eligible.get(name, (0, 0))
         eligible[name] = (total + int(unsampled), sampled)
+    stages = _cascade_stages(connection, since, until, list(statuses), scored)
     return [
         Coverage(
             binding=name,
@@ -349,9 +381,81 @@ def coverage(
             sampled=eligible.get(name, (0, 0))[1],
             scored=int(scored.get(name, 0)),
             statuses=statuses.get(name, {}),
+            cascade=stages.get(name),
         )
         for name in sorted(set(eligible) | set(statuses))
     ]
+
+
+def _cascade_stages(
+    connection: Connection,
+    since: datetime | None,
+    until: datetime | None,
+    bindings: Sequence[str],
+    scored: dict[str, int],
+) -> dict[str, CascadeStages]:
+    """Each cascade binding's stages, from its rows' ``steps.cascade`` (what triggered each).
+
+    A binding is taken for a cascade when its newest row of the range says so (one row read
+    per binding, by its index), and only cascades' rows are then read whole, so the dashboard
+    parses no other binding's steps; the upstream's scored runs are counted over the same
+    range, whatever binding the coverage was asked for."""
+    s = SCORES.c
+    window: list[ColumnElement[bool]] = [true()]
+    if since is not None:
+        window.append(s.created_at >= db_time(since))
+    if until is not None:
+        window.append(s.created_at < db_time(until))
+    after = s.steps[("cascade", "after")].as_string()
+    cascades = [
+        name
+        for name in bindings
+        if connection.execute(
+            select(after).where(*window, s.binding == name).order_by(s.created_at.desc()).limit(1)
+        ).scalar()
+        is not None
+    ]
+    if not cascades:
+        return {}
+    trigger = s.steps[("cascade", "trigger")].as_string()
+    found: dict[str, CascadeStages] = {}
+    rows = connection.execute(
+        select(s.binding, after, trigger, func.count(), func.sum(s.cost_usd))
+        .where(*window, s.binding.in_(cascades))
+        .group_by(s.binding, after, trigger)
+    ).all()
+    for name, upstream, kind, count, cost in rows:
+        stage = found.get(name)
+        if stage is None:
+            stage = found[name] = {
+                "after": "",
+                "upstream_scored": 0,
+                "flagged": 0,
+                "explored": 0,
+                "not_triggered": 0,
+                "scored": int(scored.get(name, 0)),
+                "cost_usd": 0.0,
+            }
+        stage["after"] = upstream or stage["after"]
+        stage["cost_usd"] += float(cost or 0.0)
+        if kind == "flagged":
+            stage["flagged"] += int(count)
+        elif kind == "explored":
+            stage["explored"] += int(count)
+        elif kind == "none":
+            stage["not_triggered"] += int(count)
+    for stage in found.values():
+        if stage["after"]:
+            runs = (
+                select(s.trace_id, s.span_id)
+                .where(*window, s.binding == stage["after"], s.status == "ok")
+                .distinct()
+                .subquery()
+            )
+            stage["upstream_scored"] = int(
+                connection.execute(select(func.count()).select_from(runs)).scalar_one()
+            )
+    return found
 
 
 class JudgeCostDay(TypedDict):

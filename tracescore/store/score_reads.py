@@ -186,11 +186,13 @@ def count_scores(connection: Connection, where: ScoreFilter) -> int:
 
 
 def latest_scores(connection: Connection, where: ScoreFilter, limit: int) -> list[ListedScore]:
-    """The newest scores of any status: what the live feed shows arriving."""
+    """The newest scores of any status: what the live feed shows arriving. A cascade's runs
+    it did not trigger (``skipped_cascade``) are left out: most of a cascade's runs are, and
+    they would crowd out the scores."""
     c = SCORES.c
     statement = (
         select(*LISTED_COLUMNS)
-        .where(*where.conditions())
+        .where(*where.conditions(), c.status != "skipped_cascade")
         .order_by(c.created_at.desc(), c.id.desc())
         .limit(limit)
     )

@@ -29,7 +29,9 @@ from tracescore.store.dialect import dialect_insert
 from tracescore.store.table_of import table_of
 from tracescore.store.text import ColumnFit, TextGuard, fit_text
 
-ScoreStatus = Literal["ok", "error", "not_scorable", "skipped_budget", "skipped_rate"]
+ScoreStatus = Literal[
+    "ok", "error", "not_scorable", "skipped_budget", "skipped_rate", "skipped_cascade"
+]
 
 
 class ListedScore(TypedDict):
