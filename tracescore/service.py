@@ -56,6 +56,7 @@ from tracescore.insights.task import PassRequests, insights_task
 from tracescore.monitor.alerts import default_instance_id
 from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.tasks import monitoring_task
+from tracescore.pipeline.feedback_triggers import verdict_triggers
 from tracescore.restapi import (
     API_DESCRIPTION,
     API_TAGS,
@@ -357,7 +358,11 @@ class Service:
         # lease's holder may always renew it, so two holders of one name could both prune.
         self.add_background(retention_task(self.store, config.retention, default_instance_id()))
         if config.feedback.scan:
-            self.add_background(feedback_scan_task(self.store, config.feedback.scan_interval))
+            self.add_background(
+                feedback_scan_task(
+                    self.store, config.feedback.scan_interval, verdict_triggers(config.scorers)
+                )
+            )
         namer = config.insights.judge
         self.add_background(
             insights_task(

@@ -127,6 +127,9 @@ def test_a_reviewer_records_a_verdict_from_the_queue(
     # The run's page lists the verdict now.
     page.goto(f"{base_url}/ui/review/{trace_id}")
     assert "It is sunny: the tool said so." in page.locator("#recorded-feedback").inner_text()
+    # ... beside what the judge said of the run (the binding it names, no trigger there).
+    beside = page.locator("#recorded-feedback td.judge-beside").inner_text()
+    assert "quality" in beside and "0.520" in beside and REASON in beside
 
 
 def test_a_verdict_with_nothing_in_it_is_refused_with_the_reason(

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tracescore.feedback.report import Thresholds, calibration_report
 from tracescore.feedback.review import ReviewQueue
+from tracescore.pipeline.feedback_triggers import verdict_triggers
 from tracescore.restapi import LEGACY, PROBLEM_RESPONSES, ApiVersion, Moment, moment_query
 from tracescore.store import SpanStore
 from tracescore.store.feedback import Feedback, FeedbackStore
@@ -101,7 +102,7 @@ def feedback_router(settings: Config, store: SpanStore, version: ApiVersion = LE
     bindings = [binding.name for binding in settings.scorers]
     highest = scales(settings)
     router = APIRouter(prefix=version.prefix, tags=["feedback"], deprecated=version.legacy or None)
-    feedback = FeedbackStore(store)
+    feedback = FeedbackStore(store, verdict_triggers(settings.scorers))
     queue = ReviewQueue.of(settings, store.engine)
 
     @router.post(

@@ -24,7 +24,7 @@ from tracescore.background import BackgroundFactory
 from tracescore.backoff import Backoff, repeat
 from tracescore.extract.feedback import HumanVerdict, log_verdict, span_verdicts
 from tracescore.store import Connection, SpanStore, connect
-from tracescore.store.feedback import Feedback, FeedbackStore
+from tracescore.store.feedback import Feedback, FeedbackStore, TriggersOf
 from tracescore.store.leases import acquire_lease, release_lease
 from tracescore.store.traces import Key, evaluation_logs, evaluation_spans, trace_keys
 
@@ -82,9 +82,11 @@ class FeedbackScanner:
         batch: int = 2000,
         clock: Callable[[], float] = time.time,
         lease_seconds: float = 60.0,
+        triggers: TriggersOf | None = None,
     ) -> None:
         self.store = store
-        self.feedback = FeedbackStore(store)
+        self.feedback = FeedbackStore(store, triggers)
+        """Records the verdicts, and the judging negative ones trigger (``on_feedback``)."""
         self.batch = batch
         self.clock = clock
         self.lease_seconds = lease_seconds
@@ -124,7 +126,7 @@ class FeedbackScanner:
                         item.id: item
                         for item in sorted(map(_feedback, verdicts), key=lambda f: f.created_at)
                     }
-                    FeedbackStore.upsert(connection, [item.row() for item in items.values()])
+                    self.feedback.write(connection, list(items.values()))
                     recorded += len(items)
                 self.feedback.save_scan_cursor(connection, *cursor)
             if len(keys) < self.batch:
@@ -140,10 +142,12 @@ class FeedbackScanner:
             release_lease(connection, self.owner, LEASE_NAME)
 
 
-def feedback_scan_task(store: SpanStore, interval: float) -> BackgroundFactory:
+def feedback_scan_task(
+    store: SpanStore, interval: float, triggers: TriggersOf | None = None
+) -> BackgroundFactory:
     """A :meth:`Service.add_background` factory: a look for OTLP feedback every ``interval``
     (by whichever instance holds the lease, which outlasts a few missed looks)."""
-    scanner = FeedbackScanner(store, lease_seconds=max(60.0, 4 * interval))
+    scanner = FeedbackScanner(store, lease_seconds=max(60.0, 4 * interval), triggers=triggers)
 
     async def run() -> None:
         try:

@@ -183,6 +183,27 @@ class LimitsConfig(Section):
     """Judge spend per UTC day for this binding; runs beyond it are stored as skipped_budget."""
 
 
+NEGATIVE_LABELS = ["fail", "bad", "wrong", "incorrect", "negative", "thumbs_down"]
+"""Labels of a verdict that says a run went wrong (as ``insights.feedback_labels``)."""
+
+
+class FeedbackTrigger(Section):
+    """``scorers[].on_feedback``: judge a run as soon as someone says it went wrong, sampled or
+    not, once per run (:mod:`tracescore.pipeline.feedback_triggers`). ``true`` takes these
+    defaults."""
+
+    labels: list[str] = Field(default_factory=lambda: list(NEGATIVE_LABELS))
+    """A verdict with one of these labels is negative."""
+    below: float | None = 0.5
+    """A verdict whose value is below this is negative (null: values never are)."""
+    names: list[str] = Field(default_factory=list)
+    """Only verdicts under these evaluation names (a binding's, or a free one such as
+    ``thumbs``); empty: a negative verdict under any name."""
+    wait: Duration = 600.0
+    """How long a verdict waits for its run's trace to arrive and be complete before the
+    trigger gives up, with that reason recorded."""
+
+
 class ScorerBinding(Section):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)
     scorer: str
@@ -203,9 +224,27 @@ class ScorerBinding(Section):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     threshold: float | None = None
     """Score at which the result is labelled ``pass`` (``fail`` below) in emitted evaluations."""
+    on_feedback: FeedbackTrigger | None = None
+    """``true`` (or ``{labels, below, names, wait}``): a negative verdict on a run, from a
+    person or the application, has this binding judge it now, once, within its ``limits``.
+    See [Judging runs people marked wrong](../configuration.md#judging-runs-people-marked-wrong)."""
     rescore_on_change: RescoreOnChange | None = None
     """Re-score a sample of recent runs when the scorer's version, prompts or judge model
     change (:mod:`tracescore.pipeline.rescore`)."""
+
+    @field_validator("on_feedback", mode="before")
+    @classmethod
+    def _feedback_switch(cls, value: Any) -> Any:
+        """``true`` turns the trigger on with its defaults, ``false`` off."""
+        if value is True:
+            return {}
+        return None if value is False else value
+
+    @model_validator(mode="after")
+    def _feedback_target(self) -> ScorerBinding:
+        if self.on_feedback is not None and self.target == "conversation":
+            raise ValueError("on_feedback: a verdict is on a run, not a conversation")
+        return self
 
     @model_validator(mode="after")
     def _rescored_runs(self) -> ScorerBinding:

@@ -61,6 +61,10 @@ def pipeline_task(
             worker, worker.conversation_bindings, config.conversations, emit
         )
         loops.append(conversations.run)
+    if any(binding.config.on_feedback is not None for binding in worker.bindings):
+        from tracescore.pipeline.trigger_judging import FeedbackTriggers
+
+        loops.append(FeedbackTriggers(worker, worker.bindings, emit).run)
     if any(binding.config.rescore_on_change for binding in worker.bindings):
         from tracescore.pipeline.rescore import rescore_tasks
 

@@ -28,6 +28,7 @@ from tracescore.store import (
     alerts,
     conversations,
     feedback,
+    feedback_triggers,
     insights,
     judge_cache,
     scores,
@@ -174,6 +175,7 @@ def steps(config: RetentionConfig, journal: Journal | None = None) -> Iterator[S
         yield ExpiredLogs(seconds)
     if (seconds := durations.get("scores")) is not None:
         yield Aged("scores", scores.SCORES_BY_AGE, seconds, _utc)
+        yield Aged("scores", feedback_triggers.TRIGGERS_BY_AGE, seconds, _utc)
     if (seconds := durations.get("sampling_decisions")) is not None:
         yield Aged("sampling_decisions", scores.DECISIONS_BY_AGE, seconds, _utc)
         yield Aged("sampling_decisions", scores.TALLIES_BY_AGE, seconds, _utc)

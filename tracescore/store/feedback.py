@@ -10,9 +10,9 @@ overwrites a verdict recorded after it.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal, TypedDict, cast
 
 from sqlalchemy import Column, ColumnElement, Engine, Float, Index, Text, and_, delete, or_, select
@@ -22,6 +22,7 @@ from sqlmodel import Field, SQLModel
 from tracescore import metrics
 from tracescore.store.aging import AgedRows
 from tracescore.store.dialect import as_utc, dialect_insert
+from tracescore.store.feedback_triggers import NewTrigger, add_triggers
 from tracescore.store.scores import SCORES
 from tracescore.store.spanstore import SpanStore
 from tracescore.store.table_of import table_of
@@ -125,23 +126,37 @@ def _row_json(row: Any) -> dict[str, Any]:
     return found
 
 
+TriggersOf = Callable[[Sequence["Feedback"]], list[NewTrigger]]
+"""The judging a set of verdicts triggers (:mod:`tracescore.pipeline.feedback_triggers`)."""
+
+
 class FeedbackStore:
     """Feedback reads and writes; writes go through the span store's write transaction, which
-    on SQLite queues behind ingest instead of racing it into "database is locked"."""
+    on SQLite queues behind ingest instead of racing it into "database is locked".
 
-    def __init__(self, store: SpanStore) -> None:
+    With ``triggers``, the judging a negative verdict triggers is stored in the verdict's own
+    transaction (:mod:`tracescore.store.feedback_triggers`): acknowledged, it is not lost."""
+
+    def __init__(self, store: SpanStore, triggers: TriggersOf | None = None) -> None:
         self.store = store
         self.engine = store.engine
+        self.triggers = triggers
 
     def record(self, items: Sequence[Feedback]) -> list[str]:
         """Store ``items`` (an existing verdict of the same key is replaced if not newer);
         returns their ids."""
         if not items:
             return []
-        rows = list({item.id: item.row() for item in items}.values())
         with self.store.write_transaction() as connection:
-            self.upsert(connection, rows)
+            self.write(connection, list({item.id: item for item in items}.values()))
         return [item.id for item in items]
+
+    def write(self, connection: Connection, items: Sequence[Feedback]) -> None:
+        """Upsert ``items`` (distinct ids) and store the judging they trigger, in ``connection``'s
+        transaction."""
+        self.upsert(connection, [item.row() for item in items])
+        if self.triggers is not None:
+            add_triggers(connection, self.triggers(items), datetime.now(UTC))
 
     @staticmethod
     def upsert(connection: Connection, rows: list[dict[str, Any]]) -> None:

@@ -18,6 +18,7 @@ TABLE_MODULES: list[str] = [
     "tracescore.store.alerts",
     "tracescore.store.leases",
     "tracescore.store.feedback",
+    "tracescore.store.feedback_triggers",
     "tracescore.store.conversations",
     "tracescore.store.sessions",
     "tracescore.store.sources",

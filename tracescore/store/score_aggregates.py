@@ -34,6 +34,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection
 
 from tracescore.outcomes import FAILED_RUN_REASON
+from tracescore.store.feedback_triggers import triggered_score
 from tracescore.store.score_reads import ScoreFilter, db_time
 from tracescore.store.scores import SCORES, SamplingDecisionRow, SamplingTallyRow
 from tracescore.store.table_of import table_of
@@ -324,10 +325,16 @@ def coverage(
     d, s = DECISIONS.c, SCORES.c
     # A sampled run has a score row and, since the pipeline stopped writing one beside it, no
     # decision row; decision rows stored before then still count, once with their score's.
-    # A run a cascade did not trigger has a row too: eligible, but not sampled.
+    # A run a cascade did not trigger has a row too: eligible, but not sampled. A score a
+    # feedback trigger made is not a sampled one (the run was judged because someone
+    # complained): it counts in the statuses, not in the sampled or scored figures.
     sampled_runs = (
         select(s.binding, s.trace_id, s.span_id)
-        .where(*in_range(SCORES), s.status != NOT_TRIGGERED)
+        .where(
+            *in_range(SCORES),
+            s.status != NOT_TRIGGERED,
+            ~triggered_score(s.trace_id, s.span_id, s.binding),
+        )
         .union(select(d.binding, d.trace_id, d.span_id).where(*in_range(DECISIONS), d.sampled))
         .subquery()
     )
@@ -341,7 +348,11 @@ def coverage(
     ).all()
     runs = (
         select(s.binding, s.trace_id, s.span_id)
-        .where(*in_range(SCORES), s.status == "ok")
+        .where(
+            *in_range(SCORES),
+            s.status == "ok",
+            ~triggered_score(s.trace_id, s.span_id, s.binding),
+        )
         .distinct()
         .subquery()
     )

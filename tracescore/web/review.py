@@ -26,9 +26,12 @@ from tracescore.extract.registry import CONVENTIONS
 from tracescore.feedback.api import TRACE_ID, FeedbackIn
 from tracescore.feedback.report import Thresholds
 from tracescore.feedback.review import ReviewQueue
+from tracescore.pipeline.feedback_triggers import verdict_triggers
 from tracescore.store import SpanStore
 from tracescore.store.feedback import FeedbackStore
+from tracescore.store.feedback_triggers import trace_triggers
 from tracescore.store.score_reads import trace_scores
+from tracescore.store.scores import StoredScore
 
 if TYPE_CHECKING:
     from tracescore.config import Config
@@ -45,23 +48,59 @@ def run_review(
     conventions: list[Convention] = CONVENTIONS,
 ) -> dict[str, Any] | None:
     """The run(s) to judge (the span's, else the trace's primary runs, read with
-    ``conventions``), their scores and the feedback the trace has; None if nothing of the trace
-    is stored."""
+    ``conventions``), their scores and the feedback the trace has, each verdict with what the
+    judges said of its run (:func:`judge_beside`); None if nothing of the trace is stored."""
     trace = store.load_trace(trace_id)
     with store.engine.connect() as connection:
         scores = trace_scores(connection, trace_id)
+        triggers = trace_triggers(connection, trace_id)
     if trace is None and not scores:
         return None
     runs = extract_runs(trace, conventions) if trace is not None else []
     chosen = [run for run in runs if run.span_id == span_id] if span_id else []
     chosen = chosen or [run for run in runs if run.primary]
     shown = {run.span_id for run in chosen}
+    feedback = FeedbackStore(store).find(trace_id=trace_id)
     return {
         "trace_id": trace_id,
         "runs": chosen,
         "scores": [row for row in scores if row["span_id"] in shown or not shown],
-        "feedback": FeedbackStore(store).find(trace_id=trace_id),
+        "feedback": [{**item, "judge": judge_beside(item, triggers, scores)} for item in feedback],
     }
+
+
+def judge_beside(
+    verdict: dict[str, Any], triggers: list[dict[str, Any]], scores: list[StoredScore]
+) -> list[dict[str, Any]]:
+    """What the judges said of the run a verdict is on, to show beside it: each binding the
+    verdict's run triggered (``on_feedback``) with its state and reason, or, where none was,
+    the scores of the binding the verdict names. Each entry carries the binding's scores of
+    the run (``scores``)."""
+    span = verdict["span_id"]
+
+    def of_run(binding: str, on: str | None) -> list[StoredScore]:
+        return [
+            row
+            for row in scores
+            if row["binding"] == binding and (on is None or row["span_id"] == on)
+        ]
+
+    found = [
+        {**trigger, "scores": of_run(trigger["binding"], trigger["span_id"])}
+        for trigger in triggers
+        if trigger["span_id"] == span
+    ]
+    if not found and (named := of_run(verdict["name"], span)):
+        found.append(
+            {
+                "binding": verdict["name"],
+                "state": None,
+                "outcome": None,
+                "reason": None,
+                "scores": named,
+            }
+        )
+    return found
 
 
 def form_fields(body: bytes) -> dict[str, str]:
@@ -92,7 +131,7 @@ def review_router(config: Config, store: SpanStore, page: Page) -> APIRouter:
     conventions = claim_order(config.conventions)
     thresholds = Thresholds.of(config)
     queue = ReviewQueue.of(config, store.engine)
-    feedback = FeedbackStore(store)
+    feedback = FeedbackStore(store, verdict_triggers(config.scorers))
 
     @router.get("/ui/review")
     def review_queue(binding: str | None = None, recorded: str | None = None) -> HTMLResponse:

@@ -4,7 +4,7 @@ One row per binding with ``rescore_on_change``: the scorer fingerprint last seen
 progress of the re-score its latest change started (:mod:`tracescore.store.rescores`).
 
 Revision ID: 0013_rescore_jobs
-Revises: 0011_conversation_score_turns
+Revises: 0012_feedback_triggers
 Create Date: 2026-11-28
 """
 
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0013_rescore_jobs"
-down_revision = "0011_conversation_score_turns"
+down_revision = "0012_feedback_triggers"
 branch_labels = None
 depends_on = None
 
