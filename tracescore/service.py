@@ -73,6 +73,7 @@ from tracescore.store.text import REPLACEMENT
 from tracescore.version import __version__
 from tracescore.web import web_router
 from tracescore.web.auth import DashboardKeys
+from tracescore.web.compare_api import compare_router
 from tracescore.web.connections import grpc_connection_options, with_header_deadline
 from tracescore.web.gate import LOGIN_PATH, BodyGate, HeadAsGet
 from tracescore.web.live import LivePoll, LiveVersions
@@ -145,6 +146,7 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
             feedback_router(config, store, version),
             sources_router(store.engine, version),
             insights_router(store.engine, version, requests),
+            compare_router(store.engine, version),
         ):
             app.include_router(api, dependencies=guarded, responses=PROBLEM_RESPONSES)
     if config.server.docs:

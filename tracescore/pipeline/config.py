@@ -20,6 +20,7 @@ from tracescore.emit.config import ExportConfig
 from tracescore.extract.declared_config import ConventionConfig
 from tracescore.judge.config import JudgeConfig
 from tracescore.pipeline.cascade_config import CascadeConfig
+from tracescore.pipeline.rescore_config import RescoreOnChange
 from tracescore.settings import Duration, Section, compile_pattern
 
 Target = Literal["agent", "llm", "tool", "trace", "conversation"]
@@ -227,6 +228,9 @@ class ScorerBinding(Section):
     """``true`` (or ``{labels, below, names, wait}``): a negative verdict on a run, from a
     person or the application, has this binding judge it now, once, within its ``limits``.
     See [Judging runs people marked wrong](../configuration.md#judging-runs-people-marked-wrong)."""
+    rescore_on_change: RescoreOnChange | None = None
+    """Re-score a sample of recent runs when the scorer's version, prompts or judge model
+    change (:mod:`tracescore.pipeline.rescore`)."""
 
     @field_validator("on_feedback", mode="before")
     @classmethod
@@ -240,6 +244,12 @@ class ScorerBinding(Section):
     def _feedback_target(self) -> ScorerBinding:
         if self.on_feedback is not None and self.target == "conversation":
             raise ValueError("on_feedback: a verdict is on a run, not a conversation")
+        return self
+
+    @model_validator(mode="after")
+    def _rescored_runs(self) -> ScorerBinding:
+        if self.rescore_on_change is not None and self.target == "conversation":
+            raise ValueError("rescore_on_change: a conversation binding is not re-scored")
         return self
 
 

@@ -43,7 +43,8 @@ def pipeline_task(
     config: ScoringConfig, store: SpanStore, metrics: PipelineMetrics = metrics
 ) -> BackgroundFactory:
     """The task that scores ready traces (and, with ``target: conversation`` bindings, ready
-    conversations) and re-emits the scores: a background task of the service
+    conversations; with ``rescore_on_change``, a changed scorer's sample of past runs) and
+    re-emits the scores: a background task of the service
     (``workers.processes: 0``) or the work of a scoring process."""
     emitter = None
     if config.export.otlp_endpoint:
@@ -64,6 +65,10 @@ def pipeline_task(
         from tracescore.pipeline.trigger_judging import FeedbackTriggers
 
         loops.append(FeedbackTriggers(worker, worker.bindings, emit).run)
+    if any(binding.config.rescore_on_change for binding in worker.bindings):
+        from tracescore.pipeline.rescore import rescore_tasks
+
+        loops += [rescore.run for rescore in rescore_tasks(worker)]
 
     async def run() -> None:
         try:

@@ -23,6 +23,7 @@ TABLE_MODULES: list[str] = [
     "tracescore.store.sessions",
     "tracescore.store.sources",
     "tracescore.store.insights",
+    "tracescore.store.rescores",
 ]
 """Modules whose SQLModel table classes the store creates: the single list to extend."""
 

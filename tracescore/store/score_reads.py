@@ -328,9 +328,15 @@ class Disagreement(TypedDict):
 
 
 def disagreements(
-    connection: Connection, binding: str, version_a: str, version_b: str, limit: int
+    connection: Connection,
+    binding: str,
+    version_a: str,
+    version_b: str,
+    limit: int,
+    offset: int = 0,
 ) -> list[Disagreement]:
-    """Runs both versions scored ``ok``, the largest difference first (a self-join on the run)."""
+    """Runs both versions scored ``ok``, the largest difference first (a self-join on the run),
+    from the ``offset``-th."""
     a, b = SCORES.alias("a"), SCORES.alias("b")
     gap = func.abs(b.c.score - a.c.score)
     statement = (
@@ -363,6 +369,7 @@ def disagreements(
         )
         .order_by(gap.desc(), a.c.trace_id, a.c.span_id)
         .limit(limit)
+        .offset(offset)
     )
     return [cast(Disagreement, row._asdict()) for row in connection.execute(statement)]
 
@@ -405,3 +412,27 @@ def failed_scores(
     )
     for row in connection.execute(query):
         yield cast(FailedScore, {**row._mapping, "created_at": as_utc(row.created_at)})
+
+
+class ScoredRun(TypedDict):
+    """A run a binding's version scored ``ok``, with what its judge calls used."""
+
+    trace_id: str
+    span_id: str
+    input_tokens: int
+    output_tokens: int
+
+
+def scored_runs(
+    connection: Connection, binding: str, version: str, since: datetime
+) -> list[ScoredRun]:
+    """The runs ``binding`` scored ``ok`` with ``version`` since ``since`` (what a re-score of
+    a changed scorer samples from), by the binding's created-at index."""
+    c = SCORES.c
+    statement = select(c.trace_id, c.span_id, c.input_tokens, c.output_tokens).where(
+        c.binding == binding,
+        c.created_at >= db_time(since),
+        c.scorer_version == version,
+        c.status == "ok",
+    )
+    return [cast(ScoredRun, row._asdict()) for row in connection.execute(statement)]
