@@ -22,6 +22,7 @@ import pytest
 
 from tests.support.agent_otlp import AgentTrace, agent_trace, export_request
 from tests.support.judge_server import JudgeServer, json_reply
+from tests.support.paths import REPO
 from tests.support.score_rows import wait_for_scores
 from tests.support.server_process import ServerProcess, start_server
 from tracescore.store.scores import ScoreRow
@@ -195,7 +196,7 @@ def test_an_errored_or_absent_upstream_triggers_as_configured_with_a_reason(
     rng = random.Random(7)
     searched = [agent_trace(rng, "Lima", tool="search_web") for _ in range(2)]
     plain = [agent_trace(rng, "Quito") for _ in range(3)]
-    with start_server(tmp_path, config=config) as server:
+    with start_server(tmp_path, config=config, env={"PYTHONPATH": str(REPO)}) as server:
         _send(server, searched + plain)
         rows = wait_for_scores(server.db_url, 5 * 4 + 2, timeout=60)
     assert {row.status for row in _by(rows, "broken").values()} == {"error"}

@@ -24,6 +24,7 @@ from sqlalchemy import create_engine, select
 
 from tests.support.agent_otlp import agent_trace, export_request
 from tests.support.judge_server import JudgeServer, Reply
+from tests.support.paths import REPO
 from tests.support.server_process import ServerProcess, start_server, wait_for
 from tracescore.store.rescores import RescoreJob, rescore_job
 from tracescore.store.scores import ScoreRow
@@ -33,6 +34,9 @@ AUTH = {"Authorization": f"Bearer {KEY}"}
 CITIES = ["Paris", "Rome", "Oslo", "Lima", "Kyiv", "Quito"]
 USAGE = (1000, 100)
 """Tokens every scripted judge answer reports: each call then costs the same."""
+
+SCORERS_IMPORTABLE = {"PYTHONPATH": str(REPO)}
+"""The server's environment: the rubric scorer lives in ``tests.support``."""
 
 
 def _reply(score: float, delay: float = 0.0) -> Reply:
@@ -105,7 +109,9 @@ def _asked(judge: JudgeServer, rubric: str) -> int:
 
 def _score_first_version(tmp_path: Path, judge: JudgeServer, sample: int) -> list[ScoreRow]:
     """Start with rubric A, score the six runs, and stop once the fingerprint is recorded."""
-    with start_server(tmp_path, config=_config(judge, "RUBRIC-A", sample)) as server:
+    with start_server(
+        tmp_path, config=_config(judge, "RUBRIC-A", sample), env=SCORERS_IMPORTABLE
+    ) as server:
         _send_traces(server)
         wait_for(lambda: len(_rows(server.db_url)) >= len(CITIES), 60, "six scores")
         job = wait_for(lambda: _job(server.db_url), 30, "the recorded fingerprint")
@@ -126,7 +132,9 @@ def test_a_changed_prompt_rescores_a_sample_within_the_budget_once(
     limits = {"usd_per_day": spent + 2.5 * cost}  # room for three more judge calls today
 
     log_start = len((tmp_path / "server.log").read_text())
-    with start_server(tmp_path, config=_config(judge, "RUBRIC-B", 5, limits)) as server:
+    with start_server(
+        tmp_path, config=_config(judge, "RUBRIC-B", 5, limits), env=SCORERS_IMPORTABLE
+    ) as server:
         job = wait_for(
             lambda: (found := _job(server.db_url)) and found.state == "done" and found,
             90,
@@ -202,7 +210,9 @@ def test_a_changed_prompt_rescores_a_sample_within_the_budget_once(
 
     # A third start with the same prompt re-scores nothing.
     asked = judge.count
-    with start_server(tmp_path, config=_config(judge, "RUBRIC-B", 5, limits)) as server:
+    with start_server(
+        tmp_path, config=_config(judge, "RUBRIC-B", 5, limits), env=SCORERS_IMPORTABLE
+    ) as server:
         time.sleep(8)  # both scoring processes have looked (they look at once, then return)
         again = _job(server.db_url)
     assert again == job
@@ -216,7 +226,7 @@ def test_a_rescore_killed_mid_way_resumes_without_scoring_a_run_twice(
     _score_first_version(tmp_path, judge, sample=6)
     judge.script("[rubric RUBRIC-B]", _reply(0.7, delay=1.0))
     config = _config(judge, "RUBRIC-B", 6)
-    server = start_server(tmp_path, config=config)
+    server = start_server(tmp_path, config=config, env=SCORERS_IMPORTABLE)
     try:
         wait_for(
             lambda: (job := _job(server.db_url)) and 2 <= job.position < 6,
@@ -229,7 +239,7 @@ def test_a_rescore_killed_mid_way_resumes_without_scoring_a_run_twice(
     assert stopped is not None and stopped.state == "running" and stopped.position < 6
 
     log_start = len((tmp_path / "server.log").read_text())
-    with start_server(tmp_path, config=config) as server:
+    with start_server(tmp_path, config=config, env=SCORERS_IMPORTABLE) as server:
         job = wait_for(
             lambda: (found := _job(server.db_url)) and found.state == "done" and found,
             90,
