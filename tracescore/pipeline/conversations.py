@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -89,7 +89,6 @@ class ConversationScoring:
         worker: ScoringWorker,
         bindings: Sequence[CompiledBinding],
         config: ConversationsConfig,
-        emit: Callable[[StoredScore], None] | None = None,
     ) -> None:
         self.worker = worker
         self.store = worker.store
@@ -99,7 +98,6 @@ class ConversationScoring:
             worker.store.write_transaction,
             ConversationReadiness(config.idle_timeout, config.max_wait),
         )
-        self._emit = emit
         self._database = Backoff("conversation scoring: the database")
 
     async def run(self) -> None:
@@ -260,16 +258,7 @@ class ConversationScoring:
         metrics = self.worker.metrics
         for decision in decisions:
             metrics.sampling_decision(decision["binding"], decision["sampled"])
-        for row in rows:
-            metrics.observe_score(
-                row["binding"],
-                row["scorer_id"],
-                row["status"],
-                row["score"],
-                row["latency_ms"] / 1000,
-            )
-            if self._emit is not None:
-                self._emit(row)
+        self.worker.publish(rows)
 
 
 def _stored_turn(row: Any) -> Turn:

@@ -58,13 +58,13 @@ def pipeline_task(
         from tracescore.pipeline.conversations import ConversationScoring
 
         conversations = ConversationScoring(
-            worker, worker.conversation_bindings, config.conversations, emit
+            worker, worker.conversation_bindings, config.conversations
         )
         loops.append(conversations.run)
     if any(binding.config.on_feedback is not None for binding in worker.bindings):
         from tracescore.pipeline.trigger_judging import FeedbackTriggers
 
-        loops.append(FeedbackTriggers(worker, worker.bindings, emit).run)
+        loops.append(FeedbackTriggers(worker, worker.bindings).run)
     if any(binding.config.rescore_on_change for binding in worker.bindings):
         from tracescore.pipeline.rescore import rescore_tasks
 

@@ -37,7 +37,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 
@@ -489,18 +489,23 @@ class ScoringWorker:
                 decided[key] = decided.get(key, 0) + 1
             for name in trace.sampled:
                 decided[name, True] = decided.get((name, True), 0) + 1
-            for row in trace.rows:
-                self.metrics.observe_score(
-                    row["binding"],
-                    row["scorer_id"],
-                    row["status"],
-                    row["score"],
-                    row["latency_ms"] / 1000,
-                )
-                if self._emit is not None:
-                    self._emit(row)
+            self.publish(trace.rows)
         for (name, sampled), count in decided.items():
             self.metrics.sampling_decision(name, sampled, count)
+
+    def publish(self, rows: Iterable[StoredScore]) -> None:
+        """Count stored ``rows`` in the metrics and re-emit them: every loop of a scoring
+        process (traces, conversations, feedback triggers) reports its rows alike."""
+        for row in rows:
+            self.metrics.observe_score(
+                row["binding"],
+                row["scorer_id"],
+                row["status"],
+                row["score"],
+                row["latency_ms"] / 1000,
+            )
+            if self._emit is not None:
+                self._emit(row)
 
     async def score_runs(
         self,

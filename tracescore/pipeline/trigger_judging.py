@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -72,7 +72,6 @@ class FeedbackTriggers:
         self,
         worker: ScoringWorker,
         bindings: Sequence[CompiledBinding],
-        emit: Callable[[StoredScore], None] | None = None,
         *,
         poll: float = POLL_SECONDS,
         lease: float = LEASE_SECONDS,
@@ -80,7 +79,6 @@ class FeedbackTriggers:
         self.worker = worker
         self.store = worker.store
         self.bindings = {b.name: b for b in bindings if b.config.on_feedback is not None}
-        self._emit = emit
         self.poll = poll
         self.lease = lease
         self._database = Backoff("feedback triggers: the database")
@@ -218,16 +216,7 @@ class FeedbackTriggers:
                 finish_trigger(connection, trigger.id, "done", outcome, reason)
 
         await asyncio.to_thread(store)
-        for row in rows:
-            self.worker.metrics.observe_score(
-                row["binding"],
-                row["scorer_id"],
-                row["status"],
-                row["score"],
-                row["latency_ms"] / 1000,
-            )
-            if self._emit is not None:
-                self._emit(row)
+        self.worker.publish(rows)
 
     def _postpone(self, trigger: Trigger, reason: str, *, failed: bool = False) -> None:
         """Look again later: soon at first, then less often (1 s to 30 s); a trigger failing
