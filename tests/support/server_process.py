@@ -127,7 +127,44 @@ def start_server(
     """
     workdir.mkdir(parents=True, exist_ok=True)
     db_url = db_url or f"sqlite:///{workdir / 'tracescore.db'}"
-    http_port, grpc_port = http_port or free_port(), free_port()
+    options: list[str] = [*(["--host", host] if host is not None else [])]
+    if idle_timeout is not None:
+        options += ["--idle-timeout", str(idle_timeout)]
+    if config is not None:
+        config_path = workdir / "tracescore.yaml"
+        text = config if isinstance(config, str) else yaml.safe_dump(dict(config))
+        config_path.write_text(text)
+        options += ["--config", str(config_path)]
+    options += list(args)
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        ports = http_port or free_port(), free_port()
+        server = _launch(workdir, db_url, ports, options, env)
+        try:
+            return _healthy(server, timeout)
+        except PortTaken:
+            # A free port is free when asked, not when the server binds it: another test's
+            # server (or client) may take it in between. Fresh ports, unless the caller chose one.
+            if http_port is not None or attempt == PORT_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")  # the loop returns or raises
+
+
+PORT_ATTEMPTS = 3
+"""Starts tried with fresh ports when one was taken between choosing and binding it."""
+
+
+class PortTaken(RuntimeError):
+    """The server exited because a port it was given was taken by then."""
+
+
+def _launch(
+    workdir: Path,
+    db_url: str,
+    ports: tuple[int, int],
+    options: Sequence[str],
+    env: Mapping[str, str] | None,
+) -> ServerProcess:
+    http_port, grpc_port = ports
     command = [
         sys.executable,
         "-m",
@@ -139,16 +176,8 @@ def start_server(
         str(http_port),
         "--grpc-port",
         str(grpc_port),
-        *(["--host", host] if host is not None else []),
+        *options,
     ]
-    if idle_timeout is not None:
-        command += ["--idle-timeout", str(idle_timeout)]
-    if config is not None:
-        config_path = workdir / "tracescore.yaml"
-        text = config if isinstance(config, str) else yaml.safe_dump(dict(config))
-        config_path.write_text(text)
-        command += ["--config", str(config_path)]
-    command += list(args)
     log = open(workdir / "server.log", "ab")  # noqa: SIM115 - the child keeps writing to it
     process = subprocess.Popen(
         command,
@@ -158,11 +187,17 @@ def start_server(
         env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
     )
     log.close()
-    server = ServerProcess(process, http_port, grpc_port, db_url, workdir)
+    return ServerProcess(process, http_port, grpc_port, db_url, workdir)
+
+
+def _healthy(server: ServerProcess, timeout: float) -> ServerProcess:
+    """``server`` once ``/healthz`` answers; :class:`PortTaken` if it exited for a taken port."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode}:\n{server.output()}")
+        if server.process.poll() is not None:
+            output = server.output()
+            error = PortTaken if "Address already in use" in output else RuntimeError
+            raise error(f"server exited with {server.process.returncode}:\n{output}")
         try:
             if httpx.get(f"{server.base_url}/healthz", timeout=1.0).status_code == 200:
                 return server
