@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from tracescore.batch_gc import bulk_scoring
 from tracescore.config import Config
 from tracescore.ingest.decode import decode_traces
 from tracescore.offline.demo import DemoSender
@@ -99,8 +100,9 @@ def _score_otlp(args: argparse.Namespace, bindings: list[CompiledBinding]) -> No
         export = Path(directory) / "export.pb"
         export.write_bytes(body)
         started, cpu = time.perf_counter(), time.process_time()
-        runs = read_runs([export], only_primary=primary_only(bindings))  # as `score` reads them
-        rows = asyncio.run(score_groups(by_trace(runs), bindings, concurrency=args.concurrency))
+        with bulk_scoring():  # as `tracescore score` sets the collector
+            runs = read_runs([export], only_primary=primary_only(bindings))
+            rows = asyncio.run(score_groups(by_trace(runs), bindings, concurrency=args.concurrency))
         elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     scored = sum(map(len, rows))
     print(

@@ -55,6 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.conditions import REALISTIC
 from benchmarks.ingest import MemorySampler, cpu_seconds, process_tree
 from tests.support.server_process import start_server
+from tracescore.batch_gc import bulk_scoring
 from tracescore.config import DEFAULT_SCORERS, Config
 from tracescore.extract import extract_runs
 from tracescore.ingest.decode import decode_traces
@@ -307,11 +308,6 @@ def _wait_started(pid: int, quiet: float = 0.05, longest: float = 120.0) -> None
     print(f"  (start-up: waited {time.perf_counter() - started:.1f} s for the processes to idle)")
 
 
-_SCORING_GC_THRESHOLDS = (100_000, 50, 10)
-"""The garbage collector's thresholds a scoring process sets (``tracescore.pipeline.scoring_processes``),
-so the floor's collections cost what the live path's do."""
-
-
 @dataclass
 class Floor:
     """CPU seconds (this thread's) of the in-process floor, by phase, over ``traces`` traces."""
@@ -383,15 +379,9 @@ def in_process_floor(bodies: list[bytes], config: dict[str, object]) -> Floor:
                 into.scores += len(results)
 
     one_pass(bodies[:2], Floor())  # warm-up: the scorers load their lexicons on first use
-    thresholds = gc.get_threshold()
     gc.collect()
-    gc.freeze()
-    gc.set_threshold(*_SCORING_GC_THRESHOLDS)
-    try:
+    with bulk_scoring():  # the collector set as a scoring process sets it
         one_pass(bodies, floor)
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
     return floor
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.pipeline import agent_spans, export_body, sampling_config
+from tracescore.batch_gc import bulk_scoring
 from tracescore.config import Config
 from tracescore.ingest.decode import decode_traces
 from tracescore.pipeline.scoring_processes import MetricRelay
@@ -130,30 +131,25 @@ def _scored_pass(url: str, config: Config, count: int, profile: cProfile.Profile
         worker = build_worker(config.scoring(), store, metrics=relay)
         worker.warm_up()
         gc.collect()
-        gc.freeze()
-        thresholds = gc.get_threshold()
-        gc.set_threshold(100_000, 50, 10)  # as a scoring process sets them
         seconds = 0.0
         try:
-            while True:
-                began = time.thread_time()
-                if profile is not None:
-                    profile.enable()
-                claims = store.queue.claim(
-                    worker.owner, config.workers.claim_batch, 60.0, now=time.time() + 3600
-                )
-                if claims:
-                    worker._run_batch(
-                        claims
-                    )  # the synchronous pass a scoring process runs in its thread
-                if profile is not None:
-                    profile.disable()
-                seconds += time.thread_time() - began
-                if not claims:
-                    break
+            with bulk_scoring():  # the collector set as a scoring process sets it
+                while True:
+                    began = time.thread_time()
+                    if profile is not None:
+                        profile.enable()
+                    claims = store.queue.claim(
+                        worker.owner, config.workers.claim_batch, 60.0, now=time.time() + 3600
+                    )
+                    if claims:
+                        # the synchronous pass a scoring process runs in its thread
+                        worker._run_batch(claims)
+                    if profile is not None:
+                        profile.disable()
+                    seconds += time.thread_time() - began
+                    if not claims:
+                        break
         finally:
-            gc.set_threshold(*thresholds)
-            gc.unfreeze()
             relay.close()
             store.close()
     return seconds

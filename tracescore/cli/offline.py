@@ -44,6 +44,7 @@ def extract(
     """Rebuild the agent, LLM and tool runs of the traces in FILES and print them as JSON."""
     import orjson
 
+    from tracescore.batch_gc import tune_for_scoring
     from tracescore.config import ConfigError
     from tracescore.extract import RUN_KINDS, select_runs
     from tracescore.extract.declared import claim_order
@@ -58,6 +59,7 @@ def extract(
         config = read_config(config_file)
     except ConfigError as exc:
         usage_error(str(exc))
+    tune_for_scoring()  # reading is extraction in bulk, as scoring is
     try:
         runs = read_runs(files, config.conversations.id_attributes, claim_order(config.conventions))
     except (DecodeError, MastraRunError, OSError) as exc:
@@ -99,6 +101,7 @@ def score(
 
     import orjson
 
+    from tracescore.batch_gc import tune_for_scoring
     from tracescore.config import ConfigError
     from tracescore.extract.declared import claim_order
     from tracescore.extract.mastra_json import MastraRunError
@@ -126,6 +129,7 @@ def score(
         compiled = compile_offline(bindings, judges)
     except (ConfigError, SpecError, BindingError) as exc:
         usage_error(str(exc))
+    tune_for_scoring()  # this process only reads and scores from here on
     try:
         runs = read_runs(
             files,

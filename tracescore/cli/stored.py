@@ -58,6 +58,7 @@ def rescore(
     """Score stored traces again with the current scorer versions (stored beside older ones)."""
     import asyncio
 
+    from tracescore.batch_gc import tune_for_scoring
     from tracescore.config import ConfigError
     from tracescore.extract.declared import claim_order
     from tracescore.offline.progress import progress_bar
@@ -115,6 +116,7 @@ def rescore(
                 emitter.emit(row)
 
     try:
+        tune_for_scoring()  # this process only re-scores from here on
         with progress_bar("re-scoring", len(trace_ids)) as advance:
             outcome = asyncio.run(backfill.run(trace_ids, max_cost=max_cost, on_trace=scored))
     finally:

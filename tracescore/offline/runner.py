@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tracescore.batch_gc import bulk_scoring
 from tracescore.extract.conversation import Conversation
 from tracescore.extract.model import AgentRun
 from tracescore.offline.conversations import (
@@ -170,7 +171,8 @@ async def arun_evals(
                 await outcome
         return result
 
-    results = list(await asyncio.gather(*(one(i, item) for i, item in enumerate(items))))
+    with bulk_scoring():
+        results = list(await asyncio.gather(*(one(i, item) for i, item in enumerate(items))))
     rows = [row for r in results for row in r.scores.values()]
     return EvalResult(results, summarize(rows, {b.name: b.scorer.id for b in bindings}))
 

@@ -17,7 +17,6 @@ which the service replays on its own metrics (:func:`replay`).
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import os
 import sys
@@ -26,6 +25,7 @@ from typing import Any, TextIO
 
 from tracescore import helper_processes, metrics
 from tracescore.background import BackgroundFactory
+from tracescore.batch_gc import tune_for_scoring
 from tracescore.helper_processes import Child
 from tracescore.pipeline.boost import store_boosts
 from tracescore.pipeline.config import ScoringConfig
@@ -48,13 +48,6 @@ _COUNTED = frozenset(
 _RELAYED = _COUNTED | {"observe_scores", "judge_call"}
 """What a report line may call on the service's metrics (:func:`replay`)."""
 _FLUSH_SECONDS = 0.25
-_GC_THRESHOLDS = (100_000, 50, 10)
-"""The cyclic garbage collector's thresholds in a scoring process (CPython's are 700, 10, 10).
-
-Extraction and scoring allocate thousands of short-lived objects per trace (messages, parts,
-step traces) and make few reference cycles, yet the collector would traverse the young ones
-every 700 allocations: about a tenth of a scoring process's CPU (1.19 -> 1.10 ms a trace,
-measured). What is loaded at start is frozen out of it as well."""
 _REVIVE_SECONDS = 1.0
 
 
@@ -205,8 +198,7 @@ def main() -> None:
     config = ScoringConfig.model_validate(found["config"])
     store = open_store(config.store, config.assembly.readiness(), create=False)
     relay = MetricRelay(sys.stdout)
-    gc.freeze()
-    gc.set_threshold(*_GC_THRESHOLDS)
+    tune_for_scoring()
     try:
         asyncio.run(_work(pipeline_task(config, store, metrics=relay)))
     finally:
