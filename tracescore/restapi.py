@@ -13,7 +13,6 @@ A leaf module (it imports only :mod:`tracescore.settings`), so every layer can u
 
 from __future__ import annotations
 
-import base64
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -81,26 +80,6 @@ _PAGE_SCHEMA = {
         },
     },
 }
-
-
-def encode_cursor(*parts: str) -> str:
-    """An opaque ``next_cursor``: the sort key of a page's last row."""
-    return base64.urlsafe_b64encode("|".join(parts).encode()).decode()
-
-
-NOT_A_CURSOR = "cursor: not a next_cursor this route gave"
-"""The error for a cursor this service did not give (a route's parts that do not parse too)."""
-
-
-def decode_cursor(cursor: str, parts: int) -> list[str]:
-    """The ``parts`` of an :func:`encode_cursor` value; ValueError for anything else."""
-    try:
-        found = base64.urlsafe_b64decode(cursor.encode()).decode().split("|", parts - 1)
-    except (ValueError, UnicodeDecodeError):
-        found = []
-    if len(found) != parts:
-        raise ValueError(NOT_A_CURSOR)
-    return found
 
 
 V1 = ApiVersion("/api/v1", legacy=False)

@@ -1,10 +1,12 @@
-"""A scoring process's metric relay: what the service's metrics show after a replay of its
-report lines is what the same calls made in the service would have shown."""
+"""A scoring process: its metric relay (what the service's metrics show after a replay of its
+report lines is what the same calls made in the service would have shown), and what it loads."""
 
 from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -65,3 +67,22 @@ def test_relayed_calls_replay_to_the_same_metrics_as_direct_calls() -> None:
     after = _samples(metrics.REGISTRY)
     for key, value in direct.items():
         assert after[key] - value == value - before.get(key, 0.0), key
+
+
+def test_a_scoring_process_loads_no_web_framework() -> None:
+    """A scoring process serves no routes: FastAPI and its OpenAPI models (12 MB a process)
+    stay out of it, as they stay out of the unpacker."""
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; import tracescore.pipeline.scoring_processes; "
+            "from tracescore.pipeline.scoring_task import build_worker; "
+            "import tracescore.ingest.unpack; "
+            "print(sorted(m for m in ('fastapi', 'starlette') if m in sys.modules))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert loaded.stdout.strip() == "[]"

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from tracescore.restapi import NOT_A_CURSOR, decode_cursor, encode_cursor
+from tracescore.cursors import NOT_A_CURSOR, decode_cursor, encode_cursor
 from tracescore.store import Connection
 from tracescore.store.conversations import (
     ConversationFilter,

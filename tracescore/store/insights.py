@@ -17,7 +17,7 @@ from sqlalchemy import JSON, Column, Index, Text, delete, or_, select, update
 from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
 
-from tracescore.restapi import NOT_A_CURSOR, decode_cursor, encode_cursor
+from tracescore.cursors import NOT_A_CURSOR, decode_cursor, encode_cursor
 from tracescore.store.aging import AgedRows
 from tracescore.store.dialect import dialect_insert
 from tracescore.store.table_of import table_of

@@ -16,7 +16,7 @@ from typing import Any, TypedDict, cast
 from sqlalchemy import ColumnElement, Select, and_, bindparam, case, func, or_, select
 from sqlalchemy.engine import Connection
 
-from tracescore.restapi import NOT_A_CURSOR, decode_cursor, encode_cursor
+from tracescore.cursors import NOT_A_CURSOR, decode_cursor, encode_cursor
 from tracescore.store.alerts import ALERT_EVENTS
 from tracescore.store.dialect import as_utc
 from tracescore.store.scores import LISTED_COLUMNS, SCORES, ListedScore, StoredScore

@@ -9,7 +9,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
 
-from tracescore.restapi import LEGACY, ApiVersion, decode_cursor, encode_cursor
+from tracescore.cursors import decode_cursor, encode_cursor
+from tracescore.restapi import LEGACY, ApiVersion
 from tracescore.store import Database, connect
 from tracescore.store.score_reads import Disagreement
 from tracescore.web.compare import agreement_of, choose, disagreeing

@@ -41,10 +41,10 @@ from fastapi.concurrency import run_in_threadpool
 
 from tracescore.config import Config
 from tracescore.conversations.reads import conversations_of_trace
+from tracescore.cursors import decode_cursor, encode_cursor
 from tracescore.extract import extract_runs, select_runs
 from tracescore.extract.declared import claim_order
 from tracescore.extract.model import AgentRun
-from tracescore.restapi import decode_cursor, encode_cursor
 from tracescore.store import SpanStore, open_store
 from tracescore.web.cache import ExpiringCache
 from tracescore.web.overview_render import overview_html

@@ -16,16 +16,9 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
+from tracescore.cursors import NOT_A_CURSOR, decode_cursor, encode_cursor
 from tracescore.extract import RUN_KINDS
-from tracescore.restapi import (
-    LEGACY,
-    NOT_A_CURSOR,
-    ApiVersion,
-    Moment,
-    decode_cursor,
-    encode_cursor,
-    moment_query,
-)
+from tracescore.restapi import LEGACY, ApiVersion, Moment, moment_query
 from tracescore.spans import LogRecord, Span
 from tracescore.store import SpanStore, TraceState
 from tracescore.store.codec import jsonable
