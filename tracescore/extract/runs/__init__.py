@@ -30,13 +30,14 @@ from tracescore.extract.registry import CONVENTIONS
 from tracescore.extract.runs.agent import agent_run
 from tracescore.extract.runs.llm import Known, failed_calls, llm_run
 from tracescore.extract.runs.tool import tool_run
-from tracescore.extract.runs.tree import build_tree, outermost_llm
+from tracescore.extract.runs.tree import outermost_llm, span_tree
 from tracescore.spans import Trace
 
 
 def read_spans(trace: Trace, conventions: list[Convention] = CONVENTIONS) -> list[SpanInfo]:
     """One ``SpanInfo`` per span of the trace, each read by the convention that claims it."""
-    return [node.info for node in build_tree(trace, conventions)]
+    with span_tree(trace, conventions) as nodes:
+        return [node.info for node in nodes]
 
 
 def build_runs(
@@ -54,21 +55,23 @@ def build_runs(
     rest was about a third of extraction's time). Every run carries the trace's conversation
     id, found by ``conversation_attributes`` (:mod:`tracescore.extract.conversation_id`).
     """
-    nodes = build_tree(trace, conventions)
-    known = Known(failed=failed_calls(nodes))
-    runs = [
-        agent_run(trace, node, known.agents, known.handed) for node in nodes if node.kind == "agent"
-    ]
-    if only_primary:
-        runs = [run for run in runs if run.primary]
-        runs.extend(
-            llm_run(trace, node, known)
+    with span_tree(trace, conventions) as nodes:
+        known = Known(failed=failed_calls(nodes))
+        runs = [
+            agent_run(trace, node, known.agents, known.handed)
             for node in nodes
-            if node.kind == "llm" and outermost_llm(node)
-        )
-    else:
-        runs.extend(llm_run(trace, node, known) for node in nodes if node.kind == "llm")
-        runs.extend(tool_run(trace, node) for node in nodes if node.kind == "tool")
+            if node.kind == "agent"
+        ]
+        if only_primary:
+            runs = [run for run in runs if run.primary]
+            runs.extend(
+                llm_run(trace, node, known)
+                for node in nodes
+                if node.kind == "llm" and outermost_llm(node)
+            )
+        else:
+            runs.extend(llm_run(trace, node, known) for node in nodes if node.kind == "llm")
+            runs.extend(tool_run(trace, node) for node in nodes if node.kind == "tool")
     if runs and (conversation := conversation_id(trace.spans, conversation_attributes)) is not None:
         for run in runs:
             run.conversation_id = conversation

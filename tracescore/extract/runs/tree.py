@@ -7,6 +7,7 @@ cut, so every walk up or down ends.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from tracescore.extract.base import Convention, new_info, safe_read, safe_refine
@@ -34,6 +35,24 @@ class SpanNode:
         while node is not None:
             yield node
             node = node.parent
+
+
+@contextmanager
+def span_tree(trace: Trace, conventions: list[Convention]) -> Iterator[list[SpanNode]]:
+    """The trace's tree (:func:`build_tree`) for the block, its links dropped after it.
+
+    A parent and its children refer to each other, so a tree left as it is becomes cyclic
+    garbage, with every span, message and part it reaches: about a hundred objects a trace that
+    only the cyclic collector frees, a tenth of a scoring process's CPU spent traversing them.
+    Unlinked, the tree is freed by reference counting as soon as nothing else holds it. A
+    node's ``children`` list is replaced rather than emptied, in case a run kept it."""
+    nodes = build_tree(trace, conventions)
+    try:
+        yield nodes
+    finally:
+        for node in nodes:
+            node.parent = None
+            node.children = []
 
 
 def build_tree(trace: Trace, conventions: list[Convention]) -> list[SpanNode]:
