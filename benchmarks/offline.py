@@ -81,7 +81,8 @@ def _score(args: argparse.Namespace, bindings: list[CompiledBinding]) -> None:
     # Warm up: scorers load their word lists and lexicons on first use.
     asyncio.run(score_groups(by_trace(runs[:8]), bindings))
     started = time.perf_counter()
-    rows = asyncio.run(score_groups(by_trace(runs), bindings, concurrency=args.concurrency))
+    with bulk_scoring():  # as `tracescore score` sets the collector
+        rows = asyncio.run(score_groups(by_trace(runs), bindings, concurrency=args.concurrency))
     elapsed = time.perf_counter() - started
     scored = sum(map(len, rows))
     print(

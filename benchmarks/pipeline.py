@@ -402,6 +402,13 @@ def capacity(args: argparse.Namespace, workdir: Path, config: dict[str, object])
         pid = server.process.pid
         _wait_started(pid)  # imports and the scorers' warm-up are start-up, not capacity
         scored_before = _scored_traces(engine)  # a reused database's earlier runs
+        if scored_before:
+            # Bigger tables and indexes make every insert dearer: 5 earlier runs of 20,000 cut
+            # PostgreSQL from ~1,000 to under 600 traces/s, measured.
+            print(
+                f"  (the database already holds {scored_before:,} scored traces: figures are "
+                "comparable only with runs on a database as full; use a fresh one)"
+            )
         memory = MemorySampler(pid, role=_role)
         memory.start()
         cpu_before = cpu_seconds(pid)
