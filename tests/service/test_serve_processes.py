@@ -27,8 +27,12 @@ def _descendants(pid: int) -> set[int]:
 
 
 def _running(pid: int) -> bool:
-    status = Path(f"/proc/{pid}/status")
-    return status.exists() and "\nState:\tZ" not in status.read_text()
+    """Whether ``pid`` runs (a zombie does not); a process that ends while its status is read
+    has ended (reading /proc then fails with ESRCH or ENOENT)."""
+    try:
+        return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
 
 
 def _sample(exposition: str, series: str) -> float:
