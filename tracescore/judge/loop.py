@@ -10,6 +10,7 @@ loop, so its connection pools outlive callers that each start their own (``Score
 from __future__ import annotations
 
 import asyncio
+import atexit
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -18,18 +19,39 @@ T = TypeVar("T")
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
+_thread: threading.Thread | None = None
+EXIT_WAIT_SECONDS = 5.0
+"""How long a process's exit waits for the judge loop to finish what it is running."""
 
 
 def judge_loop() -> asyncio.AbstractEventLoop:
-    global _loop
+    global _loop, _thread
     with _lock:
         if _loop is None or _loop.is_closed():
+            if _thread is None:
+                atexit.register(_stop_at_exit)
             _loop = asyncio.new_event_loop()
-            thread = threading.Thread(
+            _thread = threading.Thread(
                 target=_loop.run_forever, name="tracescore-judge", daemon=True
             )
-            thread.start()
+            _thread.start()
         return _loop
+
+
+def _stop_at_exit() -> None:
+    """Stop the judge loop and wait for its thread as the process exits.
+
+    A daemon thread still running at exit is frozen wherever it is, an import's lock held
+    included (litellm imports modules lazily, on its loop), and a finalizer that imports
+    afterwards (litellm's HTTP clients do in ``__del__``) then waited for that lock forever:
+    the process hung at exit. Exit handlers run while daemon threads still run, so the loop
+    can finish the step it is in and end."""
+    with _lock:
+        loop, thread = _loop, _thread
+    if loop is None or thread is None or loop.is_closed():
+        return
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(EXIT_WAIT_SECONDS)
 
 
 async def on_judge_loop(coro: Coroutine[Any, Any, T]) -> T:
