@@ -39,14 +39,14 @@ class SpanNode:
 
 @contextmanager
 def span_tree(trace: Trace, conventions: list[Convention]) -> Iterator[list[SpanNode]]:
-    """The trace's tree (:func:`build_tree`) for the block, its links dropped after it.
+    """The trace's tree (:func:`_linked_tree`) for the block, its links dropped after it.
 
     A parent and its children refer to each other, so a tree left as it is becomes cyclic
     garbage, with every span, message and part it reaches: about a hundred objects a trace that
     only the cyclic collector frees, a tenth of a scoring process's CPU spent traversing them.
     Unlinked, the tree is freed by reference counting as soon as nothing else holds it. A
     node's ``children`` list is replaced rather than emptied, in case a run kept it."""
-    nodes = build_tree(trace, conventions)
+    nodes = _linked_tree(trace, conventions)
     try:
         yield nodes
     finally:
@@ -55,7 +55,7 @@ def span_tree(trace: Trace, conventions: list[Convention]) -> Iterator[list[Span
             node.children = []
 
 
-def build_tree(trace: Trace, conventions: list[Convention]) -> list[SpanNode]:
+def _linked_tree(trace: Trace, conventions: list[Convention]) -> list[SpanNode]:
     """The trace's spans read and linked, in start-time order (duplicates sent twice dropped)."""
     logs = trace.logs_by_span()
     nodes: dict[str, SpanNode] = {}
