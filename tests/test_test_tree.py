@@ -8,6 +8,9 @@ helpers become an interface nobody meant to keep.
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -116,3 +119,36 @@ def test_the_e2e_marker_is_registered_and_this_test_does_not_carry_it(
 ) -> None:
     assert any(line.startswith("e2e:") for line in request.config.getini("markers"))
     assert request.node.get_closest_marker("e2e") is None
+
+
+HANGS_WITH_THE_GIL = """
+import ctypes
+
+def test_blocks_where_no_signal_reaches() -> None:
+    mutex = ctypes.create_string_buffer(64)  # a zeroed pthread mutex, taken twice
+    libc = ctypes.PyDLL(None)  # PyDLL keeps the GIL through the call
+    libc.pthread_mutex_lock(mutex)
+    libc.pthread_mutex_lock(mutex)
+
+def test_runs_after_it() -> None:
+    pass
+"""
+
+
+def test_a_test_that_hangs_with_the_gil_held_ends_its_process_and_the_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    """The suite's own settings (pyproject's faulthandler options, with only the delays cut):
+    a hang that pytest-timeout's signal cannot reach is ended by the C-level watchdog, its
+    stacks printed, and the other tests still run."""
+    (tmp_path / "test_hang.py").write_text(HANGS_WITH_THE_GIL)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "1",
+         "--rootdir", str(REPO), "-c", str(REPO / "pyproject.toml"),
+         "-o", "timeout=1", "-o", "faulthandler_timeout=3", str(tmp_path / "test_hang.py")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env={**os.environ, "COLUMNS": "400"},
+    )  # fmt: skip
+    assert "node down: Not properly terminated" in done.stdout, done.stdout + done.stderr[-3000:]
+    assert "::test_blocks_where_no_signal_reaches - worker 'gw0' crashed" in done.stdout
+    assert "test_blocks_where_no_signal_reaches" in done.stderr  # the watchdog's stack dump
+    assert "1 failed, 1 passed" in done.stdout
