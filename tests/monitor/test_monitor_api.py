@@ -241,6 +241,27 @@ def test_percentiles_in_sql_match_python(pg_url: str) -> None:
             assert value == pytest.approx(other.quantiles[q], rel=1e-12), (key, q)
 
 
+def test_a_score_just_before_a_second_ends_falls_in_that_seconds_bucket(db_url: str) -> None:
+    """Buckets floor the time as Python does: SQLite's date functions round to the millisecond,
+    so a score at hh:mm:05.9996 fell in second 06, beside the next second's scores (the
+    overview then drew one point fewer than there were seconds with scores)."""
+    store = open_store(db_url)
+    late = T0.replace(microsecond=999_600)
+    rows = [score_row(late, 0.2), score_row(late + timedelta(microseconds=500), 0.4)]
+    try:
+        insert_rows(store.engine, rows)
+        with store.engine.connect() as connection:
+            groups = aggregate_scores(
+                connection, ScoreFilter(since=T0, until=T0 + timedelta(minutes=1)), bucket_seconds=1
+            )
+    finally:
+        store.close()
+    assert sorted((g.start, g.moments.n) for g in groups) == [
+        (late.replace(microsecond=0), 1),
+        (late.replace(microsecond=0) + timedelta(seconds=1), 1),
+    ]
+
+
 def test_coverage_counts_eligible_sampled_scored(api: httpx.Client, store: SpanStore) -> None:
     moment = T0 + timedelta(minutes=5)
     decisions = [

@@ -118,7 +118,9 @@ def _wait_for_state(
 ) -> dict:
     deadline = time.monotonic() + timeout
     while True:
-        response = httpx.get(f"{server.base_url}/api/traces/{trace_id}", timeout=5)
+        # A read's own timeout is generous: the first one on a loaded two-core machine, with
+        # the service's processes still starting, took over 5 s (the state is what is tested).
+        response = httpx.get(f"{server.base_url}/api/traces/{trace_id}", timeout=60)
         if response.status_code == 200 and response.json()["summary"]["state"] in states:
             return response.json()
         assert time.monotonic() < deadline, f"{trace_id} never {states}: {response.text[:500]}"

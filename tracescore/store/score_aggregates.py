@@ -138,13 +138,16 @@ def bucket_start(dialect: str, seconds: int) -> ColumnElement[int]:
     """``created_at`` floored to a multiple of ``seconds`` since the epoch, as epoch seconds.
 
     The size is inlined as a literal (it is an int) so PostgreSQL sees the same expression in
-    SELECT and GROUP BY.
+    SELECT and GROUP BY. On SQLite only the stored text's whole seconds (``YYYY-MM-DD
+    HH:MM:SS``) are read: its date functions round the fraction to the millisecond, which put
+    a score at ``…:05.9996`` in second 06.
     """
     size: ColumnClause[int] = literal_column(str(int(seconds)))
     created = SCORES.c.created_at
     if dialect == "postgresql":
         return cast(func.floor(func.extract("epoch", created) / size) * size, BigInteger)
-    return (cast(func.strftime("%s", created), BigInteger) // size) * size
+    whole_seconds = func.substr(created, 1, 19)
+    return (cast(func.strftime("%s", whole_seconds), BigInteger) // size) * size
 
 
 @lru_cache(maxsize=512)
