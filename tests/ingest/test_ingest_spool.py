@@ -136,3 +136,32 @@ def decode_spans(body: bytes) -> list:  # type: ignore[type-arg]
     from tracescore.ingest.decode import decode_traces
 
     return decode_traces(body, json=False).spans
+
+
+def test_settling_waits_for_the_entries_waiting_when_it_began_and_only_for_them(
+    sqlite_url: str,
+) -> None:
+    """``settle`` returns once every entry that waited when it was called is stored or
+    quarantined, whatever order they go in, and does not wait for entries that come later."""
+    store = open_store(sqlite_url)
+    try:
+        early = [
+            store.journal.append("traces", trace_request(f"{n:032x}"), "collector-a")
+            for n in (1, 2, 3)
+        ]
+        unpack(store, [early[2]])  # the newest first: the oldest still waits
+        assert not store.journal.settle(timeout=0.3)
+        settled = threading.Event()
+        waiter = threading.Thread(target=lambda: store.journal.settle(30) and settled.set())
+        waiter.start()
+        time.sleep(0.5)  # it has listed what waits
+        later = store.journal.append("traces", trace_request("e" * 32), "collector-a")
+        _spool(store).quarantine(early[0].seq, "for the test")
+        time.sleep(0.2)
+        assert not settled.is_set()  # early[1] still waits
+        unpack(store, [early[1]])
+        waiter.join(5)
+        assert settled.is_set()  # the later entry still waits: it came after settle began
+        assert [entry.seq for entry in store.journal.entries()] == [later.seq]
+    finally:
+        store.close()
