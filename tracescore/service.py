@@ -53,9 +53,9 @@ from tracescore.ingest.http_bodies import BodyLimits, BodyReaders
 from tracescore.ingest.intake import RETRY_AFTER_SECONDS, Intake
 from tracescore.insights.api import insights_router
 from tracescore.insights.task import PassRequests, insights_task
-from tracescore.monitor.alerts import default_instance_id
 from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.tasks import monitoring_task
+from tracescore.owners import owner_id
 from tracescore.pipeline.feedback_triggers import verdict_triggers
 from tracescore.restapi import (
     API_DESCRIPTION,
@@ -356,7 +356,7 @@ class Service:
         self.add_background(monitoring_task(self.store.engine, config.alerts, config.monitor))
         # Unique per process (never monitor.instance_id, which sibling processes share): the
         # lease's holder may always renew it, so two holders of one name could both prune.
-        self.add_background(retention_task(self.store, config.retention, default_instance_id()))
+        self.add_background(retention_task(self.store, config.retention, owner_id()))
         if config.feedback.scan:
             self.add_background(
                 feedback_scan_task(
@@ -369,7 +369,7 @@ class Service:
                 self.store,
                 config.insights,
                 config.conventions,
-                default_instance_id(),
+                owner_id(),
                 config.judges[namer] if namer is not None else None,
                 self.app.state.insights,
             )

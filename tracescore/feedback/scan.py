@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import socket
 import time
-import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 
 from tracescore.background import BackgroundFactory
 from tracescore.backoff import Backoff, repeat
 from tracescore.extract.feedback import HumanVerdict, log_verdict, span_verdicts
+from tracescore.owners import owner_id
 from tracescore.store import Connection, SpanStore, connect
 from tracescore.store.feedback import Feedback, FeedbackStore, TriggersOf
 from tracescore.store.leases import acquire_lease, release_lease
@@ -90,7 +88,7 @@ class FeedbackScanner:
         self.batch = batch
         self.clock = clock
         self.lease_seconds = lease_seconds
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.owner = owner_id()
 
     def run_once(self) -> int:
         """Read the traces written since the cursor; returns the verdicts read (a trace written

@@ -15,10 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import socket
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,6 +28,7 @@ from tracescore.monitor.channels import Channel, build_channels
 from tracescore.monitor.config import AlertRule, AlertsConfig, MonitorConfig, RegressionRule
 from tracescore.monitor.rules import BaselineCache, Verdict, evaluate_rule, finite
 from tracescore.monitor.silences import Silence, active_silences, covering
+from tracescore.owners import owner_id
 from tracescore.store import Connection, Database
 from tracescore.store import alerts as stored
 from tracescore.store.alerts import AlertState, NewAlertEvent, StateChange
@@ -209,10 +207,6 @@ class EvaluationReport:
     failed_rules: list[str] = field(default_factory=list)
 
 
-def default_instance_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
 class AlertEvaluator:
     """Evaluates the configured rules on a schedule, as leader among instances sharing a database."""
 
@@ -229,7 +223,7 @@ class AlertEvaluator:
         self.alerts = alerts
         self.monitor = monitor or MonitorConfig()
         self.clock = clock
-        self.owner = self.monitor.instance_id or default_instance_id()
+        self.owner = self.monitor.instance_id or owner_id()
         self._http = httpx.Client()
         self.channels = (
             channels if channels is not None else build_channels(alerts.channels, self._http)

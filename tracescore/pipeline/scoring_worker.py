@@ -33,10 +33,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import os
-import socket
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
@@ -50,6 +47,7 @@ from tracescore.extract.conversation_id import DEFAULT_ID_ATTRIBUTES
 from tracescore.extract.model import AgentRun
 from tracescore.extract.registry import CONVENTIONS
 from tracescore.extract.sources import TraceReading, read_sources
+from tracescore.owners import owner_id
 from tracescore.pipeline.batches import BatchPass, ClaimedTrace, source_tallies, trace_turn
 from tracescore.pipeline.bindings import CompiledBinding, primary_only
 from tracescore.pipeline.boost import store_boosts
@@ -86,11 +84,6 @@ _LANES = {"postgresql": 2}
 PostgreSQL two, so that one's round trips and WAL flushes overlap the other's scoring (232 ->
 301 traces/s, measured); on SQLite, in-process and with one writer, a second batch only
 contends for the GIL (1,002 traces/s with one, 928 with two, two scoring processes)."""
-
-
-def worker_owner_id() -> str:
-    """A claim owner name that is unique per process and readable in the database."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
 class PipelineMetrics(Protocol):
@@ -154,7 +147,7 @@ class ScoringWorker:
         """The claim order runs are extracted with (the declared conventions first)."""
         self.config = config
         self.lease_seconds = lease_seconds
-        self.owner = owner or worker_owner_id()
+        self.owner = owner or owner_id()
         self._emit = emit
         self._slots = asyncio.Semaphore(config.concurrency)
         self._database = Backoff("scoring worker: the database")

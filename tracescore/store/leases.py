@@ -11,6 +11,7 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
 
+from tracescore.owners import has_ended
 from tracescore.store.dialect import dialect_insert
 from tracescore.store.table_of import table_of
 
@@ -34,15 +35,23 @@ def acquire_lease(
     """Take or renew the lease ``name``; True if ``owner`` holds it until ``now + duration``.
 
     One upsert, atomic on both databases: it inserts the row, or updates it only where the
-    lease is already ours or has expired, and RETURNING tells whether it did.
+    lease is already ours, has expired, or is held by a process of this machine that has ended
+    (:func:`~tracescore.owners.has_ended`: a service killed and restarted takes its tasks back
+    at once, not a minute later), and RETURNING tells whether it did.
     """
+    holder = connection.execute(
+        select(LEASES.c.owner).where(LEASES.c.name == name)
+    ).scalar_one_or_none()
+    takeable = [LEASES.c.owner == owner, LEASES.c.expires_at < now]
+    if holder is not None and holder != owner and has_ended(holder):
+        takeable.append(LEASES.c.owner == holder)  # still that ended holder's at the update
     statement = dialect_insert(connection)(LEASES).values(
         name=name, owner=owner, expires_at=now + duration
     )
     statement = statement.on_conflict_do_update(
         index_elements=["name"],
         set_={"owner": owner, "expires_at": now + duration},
-        where=or_(LEASES.c.owner == owner, LEASES.c.expires_at < now),
+        where=or_(*takeable),
     ).returning(LEASES.c.owner)
     return connection.execute(statement).first() is not None
 
