@@ -3,12 +3,15 @@ and max_wait, leases, a later turn during a claim, failures, and ids as clients 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import replace
 from typing import Any
 
 import pytest
 from sqlalchemy import select
 
+from tests.support.paths import REPO
 from tracescore.store import open_store
 from tracescore.store.conversations import (
     MAX_ID_CHARS,
@@ -137,6 +140,20 @@ def test_expired_leases_are_taken_over_and_a_stale_completion_changes_nothing(se
     with store.write_transaction() as conn:
         queue.complete(conn, [first], now=T0 + IDLE + 32)  # the dead worker woke up: ignored
     assert _row(store).lease_owner == "w2"
+
+
+def test_a_conversation_claimed_by_a_process_that_has_ended_is_freed_at_once(setup: Any) -> None:
+    store, queue = setup
+    _record(store, _turn(1), now=T0)
+    gone = subprocess.run(
+        [sys.executable, "-c", "from tracescore.owners import owner_id; print(owner_id())"],
+        capture_output=True, text=True, check=True, cwd=REPO,
+    ).stdout.strip()  # fmt: skip
+    (first,) = queue.claim(gone, 10, 30.0, now=T0 + IDLE)
+    assert queue.claim("w2", 10, 30.0, now=T0 + IDLE + 1) == []
+    assert queue.expire_ended_claims() == 1
+    (second,) = queue.claim("w2", 10, 30.0, now=T0 + IDLE + 1)  # long before the lease's end
+    assert second.conversation_id == first.conversation_id and _row(store).lease_owner == "w2"
 
 
 def test_failures_park_the_conversation_until_its_next_turn(setup: Any) -> None:

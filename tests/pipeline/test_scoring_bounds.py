@@ -8,17 +8,20 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import subprocess
+import sys
 import time
 
 import httpx
 from sqlalchemy import create_engine, text
 
 from tests.support.agent_otlp import agent_trace, export_request
-from tests.support.paths import CAPTURES
+from tests.support.paths import CAPTURES, REPO
 from tests.support.server_process import start_server, wait_for
 from tracescore import metrics
 from tracescore.config import parse_config
 from tracescore.ingest.decode import decode_traces
+from tracescore.owners import owner_id
 from tracescore.pipeline.scoring_task import build_worker
 from tracescore.store import ReadinessRules, open_store
 
@@ -121,6 +124,51 @@ def test_a_renewed_lease_is_not_claimed_again_and_a_lost_one_is_not_completed(db
     assert store.queue.complete(claims) == 1  # the lost one is dropped, and said to be
     assert _trace_row(store, claims[0].trace_id).state == "scored"
     assert _trace_row(store, claims[1].trace_id).state == "claimed"
+
+
+def test_claims_of_a_process_that_has_ended_are_freed_and_a_live_ones_are_not(
+    db_url: str,
+) -> None:
+    """What a scoring worker does as it starts: the traces a killed service's processes held
+    are claimable at once, not after their lease; a live holder's stay its own."""
+    store = _store_with_agent_traces(db_url, "Paris", "Rome")
+    now = time.time() + 1
+    gone = subprocess.run(
+        [sys.executable, "-c", "from tracescore.owners import owner_id; print(owner_id())"],
+        capture_output=True, text=True, check=True, cwd=REPO,
+    ).stdout.strip()  # fmt: skip
+    (killed,) = store.queue.claim(gone, 1, 60, now=now)
+    (alive,) = store.queue.claim(owner_id(), 1, 60, now=now)
+    assert store.queue.claim("restarted", 10, 60, now=now + 1) == []
+    assert store.queue.expire_ended_claims() == 1
+    (taken,) = store.queue.claim("restarted", 10, 60, now=now + 1)
+    assert taken.trace_id == killed.trace_id != alive.trace_id
+    assert store.queue.expire_ended_claims() == 0
+
+
+def test_a_starting_worker_scores_at_once_what_an_ended_process_had_claimed(
+    sqlite_url: str,
+) -> None:
+    store = _store_with_agent_traces(sqlite_url, "Paris")
+    gone = subprocess.run(
+        [sys.executable, "-c", "from tracescore.owners import owner_id; print(owner_id())"],
+        capture_output=True, text=True, check=True, cwd=REPO,
+    ).stdout.strip()  # fmt: skip
+    (killed,) = store.queue.claim(gone, 1, 3600, now=time.time() + 1)  # an hour's lease
+    worker = build_worker(parse_config(ANSWER).scoring(), store)
+
+    async def run_until_scored() -> str:
+        running = asyncio.create_task(worker.run())
+        try:
+            for _ in range(100):
+                if (state := _trace_row(store, killed.trace_id).state) == "scored":
+                    return state
+                await asyncio.sleep(0.1)
+            return state
+        finally:
+            running.cancel()
+
+    assert asyncio.run(run_until_scored()) == "scored"
 
 
 def test_a_run_beyond_the_input_budget_is_scored_on_its_cut_text_and_the_cut_is_recorded(

@@ -32,7 +32,7 @@ from tracescore.extract.conversation import Conversation, Turn
 from tracescore.extract.model import AgentRun
 from tracescore.extract.runs import primary_runs
 from tracescore.pipeline.bindings import CompiledBinding, select_target
-from tracescore.pipeline.renewal import renewing
+from tracescore.pipeline.renewal import free_ended_claims, renewing
 from tracescore.pipeline.sampling import is_sampled
 from tracescore.pipeline.scoring_worker import ScoringWorker
 from tracescore.store.conversations import (
@@ -109,6 +109,7 @@ class ConversationScoring:
         needs (every half idle timeout, at most every second): each look is a write
         transaction, and conversations wait minutes, not the trace worker's fraction of a second."""
         poll = promote_interval(self.config.idle_timeout)
+        await free_ended_claims(self.queue.expire_ended_claims, "conversations")
         in_flight: set[asyncio.Task[list[StoredScore]]] = set()
         try:
             while True:

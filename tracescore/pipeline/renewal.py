@@ -38,3 +38,16 @@ async def renewing(
     finally:
         renewals.cancel()
         await asyncio.gather(renewals, return_exceptions=True)
+
+
+async def free_ended_claims(expire_ended_claims: Callable[[], int], what: str) -> None:
+    """Free, as a worker starts, the ``what`` claimed by processes that have ended (a service
+    killed and restarted), so they are scored again now rather than when their leases run out.
+    A failure (the database still starting) is logged: the leases run out anyway."""
+    try:
+        freed = await asyncio.to_thread(expire_ended_claims)
+    except Exception as exc:  # noqa: BLE001 - an optimisation of what expiry does anyway
+        log.warning("could not free the %s of ended processes: %s", what, exc)
+        return
+    if freed:
+        log.info("%d %s claimed by processes that have ended are taken again now", freed, what)

@@ -55,7 +55,7 @@ from tracescore.pipeline.budget import InputCut, ScorerTimeout, Watchdog, within
 from tracescore.pipeline.cascade import Cascades, marked, not_triggered, ordered
 from tracescore.pipeline.cascade_gate import Gate
 from tracescore.pipeline.config import WorkersConfig
-from tracescore.pipeline.renewal import renewing
+from tracescore.pipeline.renewal import free_ended_claims, renewing
 from tracescore.pipeline.sampling import is_sampled, sampled_at, skip_unsampled, unit_hash
 from tracescore.pipeline.score_rows import decision_row, score_row, unstorable_score
 from tracescore.scorers.results import ScoreResult
@@ -189,6 +189,7 @@ class ScoringWorker:
         slow trace (a judge taking seconds) never holds back the traces behind it.
         """
         await asyncio.to_thread(self.warm_up)
+        await free_ended_claims(self.store.queue.expire_ended_claims, "traces")
         lanes = _LANES.get(self.store.dialect, 1)
         batches: set[
             asyncio.Task[tuple[list[StoredScore], list[asyncio.Task[list[StoredScore]]]]]

@@ -328,6 +328,11 @@ class ConversationQueue:
                 ],
             )
 
+    def expire_ended_claims(self) -> int:
+        """Free the conversations claimed by processes that have ended (see
+        :meth:`~tracescore.store.trace_queue.TraceQueue.expire_ended_claims`)."""
+        return _SQL.expire_ended(self._write_transaction)
+
     def renew(
         self, claims: Sequence[ConversationClaim], lease_seconds: float, now: float | None = None
     ) -> int:

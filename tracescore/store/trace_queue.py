@@ -39,6 +39,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, Row, TextClause, bindparam, func, select, text
 
+from tracescore.owners import has_ended
 from tracescore.spans import EVALUATION_EVENT
 from tracescore.store.journal import Journal
 from tracescore.store.scores import add_tallies
@@ -215,6 +216,8 @@ class LeasedQueueSql:
     release: TextClause
     renew: TextClause
     fail_expired: TextClause
+    holders: TextClause
+    expire_holder: TextClause
 
     @classmethod
     def of(cls, table: str, key: str, returning: str) -> LeasedQueueSql:
@@ -280,6 +283,11 @@ WHERE state = '{TraceState.CLAIMED}' AND lease_expires < :now AND attempts >= :m
             text(release),
             text(renew),
             text(fail_expired),
+            text(f"SELECT DISTINCT lease_owner FROM {table} WHERE state = '{TraceState.CLAIMED}'"),
+            text(
+                f"UPDATE {table} SET lease_expires = 0 "
+                f"WHERE state = '{TraceState.CLAIMED}' AND lease_owner = :owner"
+            ),
         )
 
     def lease(
@@ -304,6 +312,17 @@ WHERE state = '{TraceState.CLAIMED}' AND lease_expires < :now AND attempts >= :m
             claim, {"owner": owner, "token": token, "expires": expires, "now": now, "limit": limit}
         ).all()
         return rows, token, expires, failed
+
+    def expire_ended(
+        self, write_transaction: Callable[[], AbstractContextManager[Connection]]
+    ) -> int:
+        """Make the leases of holders that have ended (:func:`~tracescore.owners.has_ended`:
+        processes of this machine killed with their service) expired now, so that the next
+        claim retakes their rows rather than a restarted service waiting ``lease_seconds`` for
+        them; returns how many rows were freed. A freed row's attempt still counts."""
+        with write_transaction() as conn:
+            ended = [owner for (owner,) in conn.execute(self.holders) if owner and has_ended(owner)]
+            return sum(conn.execute(self.expire_holder, {"owner": o}).rowcount for o in ended)
 
     def extend(
         self,
@@ -472,6 +491,10 @@ class TraceQueue:
         ]
         with self._write_transaction() if conn is None else nullcontext(conn) as connection:
             return len(claims) - connection.execute(_SQL.complete, parameters).rowcount
+
+    def expire_ended_claims(self) -> int:
+        """Free the traces claimed by processes that have ended (:meth:`LeasedQueueSql.expire_ended`)."""
+        return _SQL.expire_ended(self._write_transaction)
 
     def renew(
         self, claims: Sequence[TraceClaim], lease_seconds: float, now: float | None = None
