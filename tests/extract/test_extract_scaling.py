@@ -3,123 +3,35 @@
 A 20,000-span agent trace took 10–50 s of CPU to rebuild (a trace page, ``/api/v1/traces/{id}
 /runs``): every tool result scanned every call before it for a pending one. Time is not
 asserted here (a loaded machine makes it noise): the Python lines extraction executes are
-counted, which a quadratic step makes grow four times when the trace doubles.
+counted (``tests/support/extract_lines.py``, in a process of its own), which a quadratic step
+makes grow four times when the trace doubles.
 """
 
 from __future__ import annotations
 
+import subprocess
 import sys
-from collections.abc import Iterator
-from types import FrameType
 from typing import Any
 
 import orjson
 import pytest
 
-from tracescore.extract import extract_runs
-from tracescore.extract.model import AgentRun
-from tracescore.spans import Resource, Scope, Span, Trace
-
-TRACE_ID = "cd" * 16
-START = 1_700_000_000_000_000_000
+from tests.support.paths import REPO
 
 
-def wide_trace(steps: int, *, calls: bool) -> Trace:
-    """One agent with ``steps`` chat steps, each followed by a ``get_weather`` tool span (no
-    call ids: results are matched by name). With ``calls`` each chat step asks for the call;
-    without, it only says something and the tool span is a call no output showed."""
-    resource, scope = Resource({"service.name": "wide"}), Scope("test")
-
-    def span(index: int, name: str, attributes: dict[str, Any], parent: str | None) -> Span:
-        begin = START + index * 1_000_000
-        return Span(
-            TRACE_ID,
-            f"{index + 1:016x}",
-            parent,
-            name,
-            1,
-            begin,
-            begin + 900_000,
-            attributes,
-            resource,
-            scope,
-        )
-
-    agent = span(
-        0,
-        "invoke_agent Wide",
-        {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "Wide"},
-        None,
-    )
-    spans = [agent]
-    for step in range(steps):
-        part = (
-            {"type": "tool_call", "name": "get_weather", "arguments": {"step": step}}
-            if calls
-            else {"type": "text", "content": f"step {step}"}
-        )
-        spans.append(
-            span(
-                len(spans),
-                "chat m",
-                {
-                    "gen_ai.operation.name": "chat",
-                    "gen_ai.request.model": "m",
-                    "gen_ai.output.messages": orjson.dumps(
-                        [{"role": "assistant", "parts": [part]}]
-                    ).decode(),
-                },
-                agent.span_id,
-            )
-        )
-        spans.append(
-            span(
-                len(spans),
-                "execute_tool get_weather",
-                {
-                    "gen_ai.operation.name": "execute_tool",
-                    "gen_ai.tool.name": "get_weather",
-                    "gen_ai.tool.call.result": f"sunny {step}",
-                },
-                agent.span_id,
-            )
-        )
-    return Trace(TRACE_ID, spans)
+def _rebuilt(steps: int, kind: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.support.extract_lines", str(steps), kind],
+        capture_output=True, check=True, cwd=REPO, timeout=120,
+    )  # fmt: skip
+    return orjson.loads(done.stdout)
 
 
-def lines_run(trace: Trace) -> tuple[int, list[AgentRun]]:
-    """The runs of ``trace`` and how many lines of tracescore's extraction ran to build them."""
-    count = 0
-
-    def tracer(frame: FrameType, event: str, arg: Any) -> Any:
-        nonlocal count
-        if "tracescore/extract" not in frame.f_code.co_filename:
-            return None  # not into pydantic, json...: only extraction's own lines
-        if event == "line":
-            count += 1
-        return tracer
-
-    sys.settrace(tracer)
-    try:
-        runs = extract_runs(trace)
-    finally:
-        sys.settrace(None)
-    return count, runs
-
-
-def tool_results(run: AgentRun) -> Iterator[Any]:
-    for message in run.output:
-        for part in message.content.parts:
-            if part.tool_invocation is not None:
-                yield part.tool_invocation.result
-
-
-@pytest.mark.parametrize("calls", [True, False], ids=["calls-then-results", "results-only"])
-def test_rebuilding_a_trace_twice_as_long_takes_about_twice_the_work(calls: bool) -> None:
-    small, _ = lines_run(wide_trace(400, calls=calls))
-    large, large_runs = lines_run(wide_trace(800, calls=calls))
-    assert len(large_runs) == 1 + 2 * 800  # the agent, every chat and every tool call
-    assert large / small < 2.1, f"{small:,} lines for 400 steps, {large:,} for 800"
+@pytest.mark.parametrize("kind", ["calls", "results"], ids=["calls-then-results", "results-only"])
+def test_rebuilding_a_trace_twice_as_long_takes_about_twice_the_work(kind: str) -> None:
+    small, large = _rebuilt(400, kind), _rebuilt(800, kind)
+    assert large["runs"] == 1 + 2 * 800  # the agent, every chat and every tool call
+    ratio = large["lines"] / small["lines"]
+    assert ratio < 2.1, f"{small['lines']:,} lines for 400 steps, {large['lines']:,} for 800"
     # and every result is still joined to its own call, in order
-    agent = next(run for run in large_runs if run.kind == "agent")
-    assert list(tool_results(agent)) == [f"sunny {step}" for step in range(800)]
+    assert large["results"] == [f"sunny {step}" for step in range(800)]
