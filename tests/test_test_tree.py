@@ -129,26 +129,27 @@ def test_blocks_where_no_signal_reaches() -> None:
     libc = ctypes.PyDLL(None)  # PyDLL keeps the GIL through the call
     libc.pthread_mutex_lock(mutex)
     libc.pthread_mutex_lock(mutex)
-
-def test_runs_after_it() -> None:
-    pass
 """
 
 
-def test_a_test_that_hangs_with_the_gil_held_ends_its_process_and_the_run_goes_on(
+def test_a_test_that_hangs_with_the_gil_held_ends_its_process_and_the_run_ends(
     tmp_path: Path,
 ) -> None:
-    """The suite's own settings (pyproject's faulthandler options, with only the delays cut):
-    a hang that pytest-timeout's signal cannot reach is ended by the C-level watchdog, its
-    stacks printed, and the other tests still run."""
+    """The suite's own settings (pyproject's faulthandler options and scripts/test's pytest
+    options, with only the delays cut): a hang that pytest-timeout's signal cannot reach is
+    ended by the C-level watchdog, its stacks printed, and the run ends rather than waits."""
+    runner = (REPO / "scripts" / "test").read_text()
+    assert "--dist loadfile" in runner and "--max-worker-restart 0" in runner
     (tmp_path / "test_hang.py").write_text(HANGS_WITH_THE_GIL)
+    (tmp_path / "test_other.py").write_text("def test_passes() -> None:\n    pass\n")
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "1",
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
+         "--dist", "loadfile", "--max-worker-restart", "0",
          "--rootdir", str(REPO), "-c", str(REPO / "pyproject.toml"),
-         "-o", "timeout=1", "-o", "faulthandler_timeout=3", str(tmp_path / "test_hang.py")],
+         "-o", "timeout=1", "-o", "faulthandler_timeout=3", str(tmp_path)],
         capture_output=True, text=True, timeout=120, cwd=tmp_path, env={**os.environ, "COLUMNS": "400"},
     )  # fmt: skip
     assert "node down: Not properly terminated" in done.stdout, done.stdout + done.stderr[-3000:]
-    assert "::test_blocks_where_no_signal_reaches - worker 'gw0' crashed" in done.stdout
+    assert "::test_blocks_where_no_signal_reaches - worker 'gw" in done.stdout
     assert "test_blocks_where_no_signal_reaches" in done.stderr  # the watchdog's stack dump
     assert "1 failed, 1 passed" in done.stdout
