@@ -26,6 +26,7 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tests.support.extract_lines import step_span  # noqa: E402
 from tracescore.extract import extract_runs  # noqa: E402
 from tracescore.ingest.files import load_traces  # noqa: E402
 from tracescore.spans import Resource, Scope, Span, Trace  # noqa: E402
@@ -33,22 +34,9 @@ from tracescore.spans import Resource, Scope, Span, Trace  # noqa: E402
 
 def long_agent_trace(steps: int) -> Trace:
     resource, scope = Resource({"service.name": "bench"}), Scope("bench")
-    start = 1_700_000_000_000_000_000
 
     def make(index: int, name: str, attributes: dict, parent: str | None) -> Span:
-        begin = start + index * 1_000_000
-        return Span(
-            "ab" * 16,
-            f"{index + 1:016x}",
-            parent,
-            name,
-            1,
-            begin,
-            begin + 900_000,
-            attributes,
-            resource,
-            scope,
-        )
+        return step_span("ab" * 16, index, name, attributes, parent, resource, scope)
 
     agent = make(
         0,

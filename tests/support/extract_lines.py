@@ -23,6 +23,32 @@ TRACE_ID = "cd" * 16
 START = 1_700_000_000_000_000_000
 
 
+def step_span(
+    trace_id: str,
+    index: int,
+    name: str,
+    attributes: dict[str, Any],
+    parent: str | None,
+    resource: Resource,
+    scope: Scope,
+) -> Span:
+    """The span at ``index`` of a synthetic trace: spans a millisecond apart, each 0.9 ms long,
+    ids numbered from 1 (``benchmarks/extract.py`` builds its long trace with it too)."""
+    begin = START + index * 1_000_000
+    return Span(
+        trace_id,
+        f"{index + 1:016x}",
+        parent,
+        name,
+        1,
+        begin,
+        begin + 900_000,
+        attributes,
+        resource,
+        scope,
+    )
+
+
 def wide_trace(steps: int, *, calls: bool) -> Trace:
     """One agent with ``steps`` chat steps, each followed by a ``get_weather`` tool span (no
     call ids: results are matched by name). With ``calls`` each chat step asks for the call;
@@ -30,19 +56,7 @@ def wide_trace(steps: int, *, calls: bool) -> Trace:
     resource, scope = Resource({"service.name": "wide"}), Scope("test")
 
     def span(index: int, name: str, attributes: dict[str, Any], parent: str | None) -> Span:
-        begin = START + index * 1_000_000
-        return Span(
-            TRACE_ID,
-            f"{index + 1:016x}",
-            parent,
-            name,
-            1,
-            begin,
-            begin + 900_000,
-            attributes,
-            resource,
-            scope,
-        )
+        return step_span(TRACE_ID, index, name, attributes, parent, resource, scope)
 
     agent = span(
         0,
