@@ -3,15 +3,13 @@ and max_wait, leases, a later turn during a claim, failures, and ids as clients 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from dataclasses import replace
 from typing import Any
 
 import pytest
 from sqlalchemy import select
 
-from tests.support.paths import REPO
+from tests.support.owners import ended_owner
 from tracescore.store import open_store
 from tracescore.store.conversations import (
     MAX_ID_CHARS,
@@ -145,10 +143,7 @@ def test_expired_leases_are_taken_over_and_a_stale_completion_changes_nothing(se
 def test_a_conversation_claimed_by_a_process_that_has_ended_is_freed_at_once(setup: Any) -> None:
     store, queue = setup
     _record(store, _turn(1), now=T0)
-    gone = subprocess.run(
-        [sys.executable, "-c", "from tracescore.owners import owner_id; print(owner_id())"],
-        capture_output=True, text=True, check=True, cwd=REPO,
-    ).stdout.strip()  # fmt: skip
+    gone = ended_owner()
     (first,) = queue.claim(gone, 10, 30.0, now=T0 + IDLE)
     assert queue.claim("w2", 10, 30.0, now=T0 + IDLE + 1) == []
     assert queue.expire_ended_claims() == 1

@@ -8,15 +8,14 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import subprocess
-import sys
 import time
 
 import httpx
 from sqlalchemy import create_engine, text
 
 from tests.support.agent_otlp import agent_trace, export_request
-from tests.support.paths import CAPTURES, REPO
+from tests.support.owners import ended_owner
+from tests.support.paths import CAPTURES
 from tests.support.server_process import start_server, wait_for
 from tracescore import metrics
 from tracescore.config import parse_config
@@ -133,10 +132,7 @@ def test_claims_of_a_process_that_has_ended_are_freed_and_a_live_ones_are_not(
     are claimable at once, not after their lease; a live holder's stay its own."""
     store = _store_with_agent_traces(db_url, "Paris", "Rome")
     now = time.time() + 1
-    gone = subprocess.run(
-        [sys.executable, "-c", "from tracescore.owners import owner_id; print(owner_id())"],
-        capture_output=True, text=True, check=True, cwd=REPO,
-    ).stdout.strip()  # fmt: skip
+    gone = ended_owner()
     (killed,) = store.queue.claim(gone, 1, 60, now=now)
     (alive,) = store.queue.claim(owner_id(), 1, 60, now=now)
     assert store.queue.claim("restarted", 10, 60, now=now + 1) == []
@@ -150,10 +146,7 @@ def test_a_starting_worker_scores_at_once_what_an_ended_process_had_claimed(
     sqlite_url: str,
 ) -> None:
     store = _store_with_agent_traces(sqlite_url, "Paris")
-    gone = subprocess.run(
-        [sys.executable, "-c", "from tracescore.owners import owner_id; print(owner_id())"],
-        capture_output=True, text=True, check=True, cwd=REPO,
-    ).stdout.strip()  # fmt: skip
+    gone = ended_owner()
     (killed,) = store.queue.claim(gone, 1, 3600, now=time.time() + 1)  # an hour's lease
     worker = build_worker(parse_config(ANSWER).scoring(), store)
 

@@ -4,29 +4,19 @@ that has ended (a service killed and restarted), never while it runs or when it 
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 import time
 
-from tests.support.paths import REPO
+from tests.support.owners import ended_owner
 from tracescore.owners import has_ended, owner_id
 from tracescore.store import open_store
 from tracescore.store.leases import acquire_lease
-
-ENDED = [sys.executable, "-c", "from tracescore.owners import owner_id; print(owner_id())"]
-
-
-def _ended_owner() -> str:
-    """The id of a process that has ended (and been reaped), as a killed service's would be."""
-    done = subprocess.run(ENDED, capture_output=True, text=True, check=True, cwd=REPO)
-    return done.stdout.strip()
 
 
 def test_an_owner_id_tells_whether_its_process_has_ended() -> None:
     ours = owner_id()
     assert ours != owner_id()  # holders within one process are told apart
     assert not has_ended(ours)
-    gone = _ended_owner()
+    gone = ended_owner()
     assert gone.split(":")[0] == socket.gethostname()
     assert has_ended(gone)
     host, pid, started, namespace, suffix = gone.split(":")
@@ -47,7 +37,7 @@ def test_a_lease_of_an_ended_process_is_taken_at_once_and_a_live_ones_is_not(
     store = open_store(db_url)
     now = time.time()
     try:
-        live, gone, taker = owner_id(), _ended_owner(), owner_id()
+        live, gone, taker = owner_id(), ended_owner(), owner_id()
         with store.write_transaction() as connection:
             assert acquire_lease(connection, live, now, 60, "held")
             assert acquire_lease(connection, gone, now, 60, "orphaned")
