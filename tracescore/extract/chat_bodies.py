@@ -23,6 +23,7 @@ from tracescore.extract.genai_messages import (
     parse_system_instructions,
     parse_tool_definitions,
 )
+from tracescore.extract.langchain import langchain_message_values
 from tracescore.extract.messages import build_message, split_system, text_message
 from tracescore.extract.model import Message, SpanInfo, TokenUsage
 
@@ -36,11 +37,14 @@ def body_messages(
     created_at: datetime | None,
 ) -> list[Message | None]:
     """Messages from a raw body attribute ``what``: an OpenAI request or response body (Chat
-    Completions or Responses), a message list, or plain text. ``direction`` is ``in`` for what
+    Completions or Responses), LangChain's envelopes (:mod:`tracescore.extract.langchain`), a
+    message list, or plain text. ``direction`` is ``in`` for what
     was sent (a Responses ``instructions`` goes to ``info.system``), ``out`` for the reply."""
     role = "user" if direction == "in" else "assistant"
     prefix = f"{span_id}-{direction}"
     body = load_json(value, info.warnings, what)
+    if (found := langchain_message_values(body)) is not None:  # LangChain's envelopes
+        return list(parse_messages(found, prefix, info.warnings, what, created_at=created_at))
     if isinstance(body, dict) and isinstance(body.get("messages"), list):
         return list(
             parse_messages(body["messages"], prefix, info.warnings, what, created_at=created_at)

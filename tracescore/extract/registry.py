@@ -6,7 +6,9 @@ GenAI module would read them as plain GenAI spans; so must the GenAI dialects cl
 scope (Strands, Semantic Kernel, OpenLIT) and MLflow's and Google ADK's own attributes. The
 OpenInference instrumentors that need reading of their own (CrewAI, LlamaIndex, smolagents:
 claimed by instrumentation scope, read with OpenInference's reader first) come before
-OpenInference itself. A module's ``detect`` must be cheap: it runs for every span of every
+OpenInference itself. LangSmith's OTel export writes GenAI-looking attributes holding
+LangChain's values, so its module (claimed by scope) comes before OpenLLMetry's and GenAI's.
+A module's ``detect`` must be cheap: it runs for every span of every
 trace. The generic fallback comes last: it only reads what no convention claimed. Conventions
 declared in configuration come before all of these
 (:func:`tracescore.extract.declared.claim_order`).
@@ -23,6 +25,7 @@ from tracescore.extract import (
     genai,
     google_adk,
     langfuse,
+    langsmith,
     llamaindex,
     mastra,
     mlflow,
@@ -47,6 +50,7 @@ CONVENTIONS: list[Convention] = [
     llamaindex,
     smolagents,
     openinference,
+    langsmith,
     openllmetry,
     mlflow,
     google_adk,
