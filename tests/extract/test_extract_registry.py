@@ -29,6 +29,7 @@ def test_a_scope_rules_out_only_modules_that_require_another_scope() -> None:
         "openinference-crewai",
         "openinference-llamaindex",
         "openinference-smolagents",
+        "openinference-beeai",
         "langsmith",
         "google-adk",
         "strands",
