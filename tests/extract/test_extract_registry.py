@@ -30,6 +30,7 @@ def test_a_scope_rules_out_only_modules_that_require_another_scope() -> None:
         "openinference-llamaindex",
         "openinference-smolagents",
         "openinference-beeai",
+        "openinference-haystack",
         "langsmith",
         "google-adk",
         "strands",

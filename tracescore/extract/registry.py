@@ -4,7 +4,7 @@ Most specific first: framework conventions that also write GenAI attributes (Mas
 AI, ai@7) and OpenInference's optional GenAI mirror must be claimed before the generic OTel
 GenAI module would read them as plain GenAI spans; so must the GenAI dialects claimed by their
 scope (Strands, Semantic Kernel, OpenLIT) and MLflow's and Google ADK's own attributes. The
-OpenInference instrumentors that need reading of their own (CrewAI, LlamaIndex, smolagents, BeeAI:
+OpenInference instrumentors that need reading of their own (CrewAI, LlamaIndex, smolagents, BeeAI, Haystack:
 claimed by instrumentation scope, read with OpenInference's reader first) come before
 OpenInference itself. LangSmith's OTel export writes GenAI-looking attributes holding
 LangChain's values, so its module (claimed by scope) comes before OpenLLMetry's and GenAI's.
@@ -25,6 +25,7 @@ from tracescore.extract import (
     fallback,
     genai,
     google_adk,
+    haystack,
     langfuse,
     langsmith,
     llamaindex,
@@ -51,6 +52,7 @@ CONVENTIONS: list[Convention] = [
     llamaindex,
     smolagents,
     beeai,
+    haystack,
     openinference,
     langsmith,
     openllmetry,
