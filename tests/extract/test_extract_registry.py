@@ -31,6 +31,7 @@ def test_a_scope_rules_out_only_modules_that_require_another_scope() -> None:
         "openinference-smolagents",
         "openinference-beeai",
         "openinference-haystack",
+        "openinference-dspy",
         "langsmith",
         "google-adk",
         "strands",

@@ -4,7 +4,7 @@ Most specific first: framework conventions that also write GenAI attributes (Mas
 AI, ai@7) and OpenInference's optional GenAI mirror must be claimed before the generic OTel
 GenAI module would read them as plain GenAI spans; so must the GenAI dialects claimed by their
 scope (Strands, Semantic Kernel, OpenLIT) and MLflow's and Google ADK's own attributes. The
-OpenInference instrumentors that need reading of their own (CrewAI, LlamaIndex, smolagents, BeeAI, Haystack:
+OpenInference instrumentors that need reading of their own (CrewAI, LlamaIndex, smolagents, BeeAI, Haystack, DSPy:
 claimed by instrumentation scope, read with OpenInference's reader first) come before
 OpenInference itself. LangSmith's OTel export writes GenAI-looking attributes holding
 LangChain's values, so its module (claimed by scope) comes before OpenLLMetry's and GenAI's.
@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from tracescore.extract import (
     beeai,
     crewai,
+    dspy,
     fallback,
     genai,
     google_adk,
@@ -53,6 +54,7 @@ CONVENTIONS: list[Convention] = [
     smolagents,
     beeai,
     haystack,
+    dspy,
     openinference,
     langsmith,
     openllmetry,
