@@ -26,7 +26,9 @@ from tests.support.extract_support import (
     user_text,
 )
 from tests.support.paths import CAPTURES
+from tracescore.config import parse_config
 from tracescore.extract import extract_runs
+from tracescore.extract.declared import claim_order
 from tracescore.extract.langchain import langchain_message_values, langchain_messages
 from tracescore.extract.model import AgentRun
 from tracescore.extract.sources import read_sources
@@ -163,6 +165,35 @@ def test_any_convention_reads_langchain_messages_where_its_body_sits() -> None:
         },
     )
     (run,) = extract_runs(trace(llm))
+    assert system_text(run) == ["Be brief."]
+    assert user_text(run) == ["Weather in Paris?"]
+    (call,) = tool_calls(run)
+    assert (call.tool_call_id, call.tool_name, call.args) == (
+        "c1",
+        "get_weather",
+        {"city": "Paris"},
+    )
+
+
+def test_a_declared_convention_reads_langchain_envelopes_for_input_and_output() -> None:
+    config = parse_config("""
+conventions:
+  - name: acme-langchain
+    spans:
+      - kind: llm
+        equals: {acme.kind: llm}
+        read: {messages: acme.in, output: acme.out}
+""")
+    llm = span(
+        "acme.chat",
+        {
+            "acme.kind": "llm",
+            "acme.in": json.dumps({"messages": [[_SYSTEM, _HUMAN]]}),
+            "acme.out": json.dumps({"generations": [[{"text": "", "message": _AI}]]}),
+        },
+    )
+    (run,) = extract_runs(trace(llm), claim_order(config.conventions))
+    assert (run.kind, run.convention) == ("llm", "acme-langchain")
     assert system_text(run) == ["Be brief."]
     assert user_text(run) == ["Weather in Paris?"]
     (call,) = tool_calls(run)
