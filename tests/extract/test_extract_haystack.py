@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.extract_support import (
+    LONDON_RESULT,
     WEATHER_ANSWER,
     WEATHER_RESULT,
     WEATHER_SYSTEM,
@@ -37,12 +38,14 @@ def _agents(scenario: str) -> tuple[list[AgentRun], list[AgentRun]]:
     assert [r for r in runs if r.primary] == agents
     assert len({a.trace_id for a in agents}) == len(agents)
     assert all(r.convention == CONVENTION for r in runs)
-    assert only(runs, "tool") == []  # haystack-ai 3.x runs its tools inside Agent.run
+    if not scenario.endswith("_haystack2"):
+        assert only(runs, "tool") == []  # haystack-ai 3.x runs its tools inside Agent.run
     return runs, agents
 
 
 @pytest.mark.parametrize(
-    ("scenario", "name"), [("tool_call", "Agent"), ("pipeline", "weather_agent")]
+    ("scenario", "name"),
+    [("tool_call", "Agent"), ("pipeline", "weather_agent"), ("tool_call_haystack2", "Agent")],
 )
 def test_one_agent_run_with_its_call_result_and_answer(scenario: str, name: str) -> None:
     runs, (agent,) = _agents(scenario)
@@ -102,15 +105,30 @@ def test_multi_turn() -> None:
     assert_second_turn(second)
 
 
-def test_tool_error() -> None:
+ATLANTIS_ERROR = (
+    "Failed to invoke Tool `get_weather` with parameters {'city': 'Atlantis'}. "
+    "Error: Unknown city: Atlantis"
+)
+
+
+@pytest.mark.parametrize("scenario", ["tool_error", "tool_error_haystack2"])
+def test_tool_error(scenario: str) -> None:
     """The ToolInvoker's failure goes back to the model as a ``ToolCallResult`` with
     ``error=True``: the call failed with that text."""
-    _, (agent,) = _agents("tool_error")
-    assert_tool_error_agent(
-        agent,
-        error="Failed to invoke Tool `get_weather` with parameters {'city': 'Atlantis'}. "
-        "Error: Unknown city: Atlantis",
-    )
+    _, (agent,) = _agents(scenario)
+    assert_tool_error_agent(agent, error=ATLANTIS_ERROR)
+
+
+def test_tool_invoker_spans_are_tool_runs() -> None:
+    """haystack-ai 2.x runs the Agent's tools in a ToolInvoker component: each of its spans
+    is the tool run of the call it ran, joined to the model's call by id."""
+    runs, (agent,) = _agents("tool_error_haystack2")
+    tools = [tool_calls(t)[0] for t in only(runs, "tool")]
+    assert [(t.tool_call_id, t.args, t.state) for t in tools] == [
+        (c.tool_call_id, c.args, c.state) for c in tool_calls(agent)
+    ]
+    assert tools[0].error_text == ATLANTIS_ERROR
+    assert [t.result for t in tools[1:]] == [WEATHER_RESULT, LONDON_RESULT]
 
 
 def test_chat_message_reprs() -> None:

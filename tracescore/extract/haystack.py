@@ -7,9 +7,11 @@ its Python repr (``ChatMessage(_role=<ChatRole.USER: 'user'>, _content=[TextCont
 …)``), and the LLM span's flattened ``llm.input_messages`` keep only the role of an assistant
 message that called tools and of a tool message. So:
 
-* ``Agent.run`` is the agent (haystack-ai 3.x runs its tools inside it, with no span of their
-  own): its steps are the LLM spans below it, each tool call joined to the result the next
-  step was sent;
+* ``Agent.run`` is the agent: its steps are the LLM spans below it, each tool call joined to
+  its ``ToolInvoker.run`` span (haystack-ai 2.x) or, where there is none (3.x runs its tools
+  inside the agent), to the result the next step was sent;
+* a ``ToolInvoker.run`` span that ran one call is a tool span: the call (its ``origin``) and
+  its outcome, from the ``ToolCallResult`` it returned;
 * an LLM span's input is read from the reprs in ``input.value`` (``ToolCall``,
   ``ToolCallResult`` with its ``origin`` call and ``error`` flag, ``TextContent``,
   ``ReasoningContent``), falling back to the flattened messages when they do not parse, and
@@ -27,9 +29,9 @@ import re
 from typing import Any
 
 from tracescore.extract import openinference
-from tracescore.extract.base import load_json, new_info, timestamp
-from tracescore.extract.genai_messages import parse_message, parse_tool_definition
-from tracescore.extract.messages import split_system
+from tracescore.extract.base import json_text, load_json, new_info, python_literal, timestamp
+from tracescore.extract.genai_messages import decode_result, parse_message, parse_tool_definition
+from tracescore.extract.messages import executed_call, split_system
 from tracescore.extract.model import Message, SpanInfo, ToolDefinition
 from tracescore.spans import LogRecord, Span
 
@@ -38,6 +40,7 @@ NAME = "openinference-haystack"
 SCOPE = "openinference.instrumentation.haystack"
 _AGENT_SPAN = "Agent.run"
 _PIPELINE_SPAN = "Pipeline.run"
+_TOOL_INVOKER_SPAN = "ToolInvoker.run"
 _ENUM = re.compile(r"<\w+\.\w+: ('[^'\\]*')>")  # <ChatRole.USER: 'user'> -> 'user'
 _OBJECT = re.compile(r"<[^<>'\"]*>")  # <function get_weather at 0x…> -> None
 # A repr longer than this is not parsed (``ast.parse`` costs memory in proportion): the
@@ -55,6 +58,10 @@ def detect(span: Span) -> bool:
 
 def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
     kind = span.attributes.get("openinference.span.kind")
+    if kind == "CHAIN" and span.name == _TOOL_INVOKER_SPAN:
+        info = new_info(span, NAME)
+        _read_invocation(span, info)
+        return info
     if kind == "CHAIN" and span.name != _AGENT_SPAN:
         return new_info(span, NAME)  # a pipeline or another component: no messages
     info = openinference.read(span, logs) if kind != "CHAIN" else new_info(span, NAME)
@@ -102,6 +109,37 @@ def _read_agent(span: Span, info: SpanInfo) -> None:
     info.output_messages = conversation[len(info.input_messages) :]
 
 
+def _read_invocation(span: Span, info: SpanInfo) -> None:
+    """A ``ToolInvoker`` that ran one call: a tool span, the call and its outcome out of the
+    ``ToolCallResult`` it returned (several calls stay one span no run stands for: each is
+    joined to its call through the next model call's input)."""
+    body = load_json(span.attributes.get("output.value"), [], "output.value")
+    reprs = body.get("tool_messages") if isinstance(body, dict) else None
+    outcomes = [
+        part
+        for text in (reprs if isinstance(reprs, list) else [])
+        if isinstance(text, str)
+        and (fields := _constructed(text, "ChatMessage")) is not None
+        and isinstance(contents := fields.get("_content"), list)
+        for part in contents
+        if isinstance(part, dict) and part.get("__class__") == "ToolCallResult"
+    ]
+    if len(outcomes) != 1:
+        return
+    origin = outcomes[0].get("origin")
+    call = origin if isinstance(origin, dict) else {}
+    result, _ = decode_result(_result_text(outcomes[0].get("result")))
+    info.kind = "tool"
+    info.tool_call = executed_call(
+        str(call.get("id") or ""),
+        str(call.get("tool_name") or ""),
+        call.get("arguments") or {},
+        result,
+        failed=bool(outcomes[0].get("error")) or info.status == "error",
+        error=info.error,
+    )
+
+
 def _chat_messages(value: Any, prefix: str, info: SpanInfo, created_at: Any) -> list[Message]:
     """The ``messages`` of a component's arguments or results, each from its repr."""
     body = load_json(value, [], "input.value")
@@ -147,7 +185,7 @@ def chat_message(text: str) -> dict[str, Any] | None:
                 name=origin.get("tool_name") or "",
                 status="error" if part.get("error") else "success",
             )
-            texts.append(str(part.get("result") or ""))
+            texts.append(_result_text(part.get("result")))
     message["content"] = "".join(texts)
     if calls:
         message["tool_calls"] = calls
@@ -181,6 +219,13 @@ def _tools(value: Any, warnings: list[str]) -> list[ToolDefinition]:
         if found is not None
         and (tool := parse_tool_definition(found, warnings, "input.value tools")) is not None
     ]
+
+
+def _result_text(result: Any) -> str:
+    """A tool's result as JSON text: haystack-ai 2.x sends the model ``str()`` of a dict or
+    list (a Python repr), 3.x JSON."""
+    value = python_literal(result)
+    return json_text(value) if isinstance(value, (dict, list)) else str(result or "")
 
 
 def _call(part: dict[str, Any]) -> dict[str, Any]:
