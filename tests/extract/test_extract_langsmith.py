@@ -202,3 +202,19 @@ conventions:
         "get_weather",
         {"city": "Paris"},
     )
+
+
+def test_an_unnamed_graph_is_the_agent() -> None:
+    """``create_react_agent`` names no agent: the graph's root chain (``LangGraph``) is it,
+    its ``agent`` / ``tools`` nodes and the ``RunnableSequence`` around the model no runs."""
+    runs, (agent,) = _agents("prebuilt_react_agent")
+    assert agent.agent_name == "LangGraph"
+    assert system_text(agent) == [WEATHER_SYSTEM] and user_text(agent) == [WEATHER_USER]
+    (call,) = tool_calls(agent)
+    assert (call.tool_name, call.args, call.result) == (
+        "get_weather",
+        {"city": "Paris"},
+        WEATHER_RESULT,
+    )
+    assert final_answer(agent).startswith("It is sunny in Paris today")
+    assert sorted(r.kind for r in runs) == ["agent", "llm", "llm", "tool"]
