@@ -58,8 +58,8 @@ def _find(value: Any, depth: int) -> list[Any]:
         return [value]
     if isinstance(value, list):
         return [m for item in value for m in _find(item, depth + 1)]
-    if not isinstance(value, dict):
-        return []
+    if not isinstance(value, dict) or "role" in value:
+        return []  # an OpenAI-style message holds no LangChain envelope: the common case
     if isinstance(generations := value.get("generations"), list):
         return [m for item in generations for m in _generation(item, depth + 1)]
     for key in ("messages", "output", "update", "outputs", "input"):
