@@ -37,13 +37,9 @@ SCOPE = "langsmith"
 _KIND = "langsmith.span.kind"
 _AGENT_NAME = "langsmith.metadata.lc_agent_name"
 _GRAPH_NODE = "langsmith.metadata.langgraph_node"
-_KINDS: dict[str, SpanKindName] = {
-    "llm": "llm",
-    "chat_model": "llm",
-    "tool": "tool",
-    "retriever": "retrieval",
-    "agent": "agent",
-}
+# LangSmith's run types; the rest (chain, retriever, prompt, parser, embedding) are read as no
+# run of their own (a retriever's documents are not captured yet: no capture shows their shape).
+_KINDS: dict[str, SpanKindName] = {"llm": "llm", "tool": "tool"}
 
 
 def in_scope(scope: str) -> bool:
@@ -68,7 +64,7 @@ def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
     )
     if info.kind == "tool":
         _read_tool(span, info)
-    elif info.kind in ("llm", "agent") or _is_graph_root(span):
+    elif info.kind == "llm" or _is_graph_root(span):
         _read_messages(span, info)
         if "gen_ai.tool.definitions" in attributes:
             info.tools = parse_tool_definitions(
