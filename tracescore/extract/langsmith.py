@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from tracescore.extract.base import as_str, first_str, load_json, new_info, timestamp, usage_from
+from tracescore.extract.chat_bodies import read_request, response_messages
 from tracescore.extract.genai_messages import (
     decode_arguments,
     decode_result,
@@ -89,15 +90,24 @@ def _is_graph_root(span: Span) -> bool:
 
 
 def _read_messages(span: Span, info: SpanInfo) -> None:
+    """A model call's request and response (LangChain's envelopes, or the OpenAI bodies a
+    ``wrap_openai`` client records), or a graph's input and the messages it added."""
     attributes = span.attributes
     started, ended = timestamp(span.start_time_ns), timestamp(span.end_time_ns)
-    inputs = _messages(attributes.get("gen_ai.prompt"), f"{span.span_id}-in", info, started)
-    outputs = _messages(attributes.get("gen_ai.completion"), f"{span.span_id}-out", info, ended)
+    prompt = load_json(attributes.get("gen_ai.prompt"), info.warnings, "gen_ai.prompt")
+    completion = load_json(attributes.get("gen_ai.completion"), info.warnings, "gen_ai.completion")
+    if info.kind == "llm":
+        read_request(prompt, info, f"{span.span_id}-in", "gen_ai.prompt", started)
+        info.output_messages = response_messages(
+            completion, info, f"{span.span_id}-out", "gen_ai.completion", ended
+        )
+        return
+    inputs = _messages(prompt, f"{span.span_id}-in", info, started)
+    outputs = _messages(completion, f"{span.span_id}-out", info, ended)
     system, info.input_messages = split_system(inputs)
     info.system.extend(system)
-    if info.kind != "llm":
-        # A graph's output is its whole state: the messages it was given, then its own.
-        outputs = outputs[len(inputs) :] if len(outputs) > len(inputs) else outputs
+    # A graph's output is its whole state: the messages it was given, then its own.
+    outputs = outputs[len(inputs) :] if len(outputs) > len(inputs) else outputs
     info.output_messages = [m for m in outputs if m.role == "assistant"] or outputs
 
 
