@@ -60,7 +60,7 @@ def _assert_weather_react(agent: AgentRun) -> None:
     assert agent.warnings == []
 
 
-@pytest.mark.parametrize("scenario", ["tool_call", "tool_call_litellm"])
+@pytest.mark.parametrize("scenario", ["tool_call", "tool_call_litellm", "tool_call_json"])
 def test_tool_call(scenario: str) -> None:
     runs, (agent,) = _agents(scenario)
     _assert_weather_react(agent)

@@ -8,7 +8,8 @@ what DSPy does its own way:
   to this structure, your objective is: …``); the user message holds the input fields as
   ``[[ ## question ## ]]\\n…`` sections, the reply the output fields (``[[ ## answer ## ]]``).
   Read as messages: the instructions are the system prompt, the input fields the user's text,
-  the output fields the answer (``reasoning`` / ``next_thought`` as reasoning);
+  the output fields the answer (``reasoning`` / ``next_thought`` as reasoning); with
+  ``JSONAdapter`` the reply is a JSON object of the output fields instead;
 * ``ReAct`` has the model choose a tool in fields (``next_tool_name``, ``next_tool_args``) and
   sends each step back inside the user message as ``thought_N``, ``tool_name_N``,
   ``tool_args_N`` and ``observation_N`` sections: read as the assistant's tool calls (id
@@ -34,7 +35,7 @@ import textwrap
 from datetime import datetime
 
 from tracescore.extract import openinference
-from tracescore.extract.base import load_json, new_info, python_literal
+from tracescore.extract.base import json_text, load_json, new_info, python_literal
 from tracescore.extract.genai_messages import decode_result
 from tracescore.extract.messages import (
     build_message,
@@ -55,7 +56,7 @@ FINISH = "finish"
 CALL_ID_PREFIX = "dspy-step-"
 _SIGNATURE_PROMPT = "Your input fields are:"
 _OBJECTIVE = "In adhering to this structure, your objective is: "
-_RESPOND = "\n\nRespond with the corresponding output fields"
+_RESPOND = "\n\nRespond with "  # ChatAdapter: "the corresponding output fields…", JSONAdapter: "a JSON object…"
 _FIELD = re.compile(r"\[\[ ## (\w{1,100}) ## \]\]")
 _STEP_FIELD = re.compile(r"(thought|tool_name|tool_args|observation)_(\d{1,4})")
 _THOUGHTS = ("next_thought", "reasoning")
@@ -175,18 +176,24 @@ def _instructions(system: str) -> str:
 
 
 def _fields(text: str) -> dict[str, str] | None:
-    """The ``[[ ## name ## ]]`` sections of a message, in order; None when it has none."""
+    """The ``[[ ## name ## ]]`` sections of a message, in order, or the fields of a JSON
+    object (``JSONAdapter``'s replies); None when it has neither."""
     pieces = _FIELD.split(text)
-    if len(pieces) < 3:
+    if len(pieces) >= 3:
+        return {name: value.strip() for name, value in zip(pieces[1::2], pieces[2::2], strict=True)}
+    if not text.lstrip().startswith("{"):
         return None
-    return {name: value.strip() for name, value in zip(pieces[1::2], pieces[2::2], strict=True)}
+    decoded = load_json(text, [], "fields")
+    if not isinstance(decoded, dict) or not decoded:
+        return None
+    return {str(name): json_text(value) for name, value in decoded.items()}
 
 
 def _input_messages(message: Message) -> list[Message]:
     """A user message's input fields as the user's text, then its trajectory as the calls and
     results of earlier steps; an assistant message (a history turn) as its output fields."""
     text = message_text(message)
-    fields = _fields(text.split(_RESPOND, 1)[0])
+    fields = _fields(text.rsplit(_RESPOND, 1)[0] if message.role == "user" else text)
     if fields is None:
         return [message]
     if message.role == "assistant":
