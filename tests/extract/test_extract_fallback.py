@@ -224,3 +224,52 @@ def test_a_wrapper_handed_the_conversation_is_not_a_model_call() -> None:
         (second.span_id, "llm", True),
     ]
     assert runs[1].output[0].content.content == f"{WEATHER_ANSWER}."
+
+
+def test_langchain_serialized_values_in_a_library_no_convention_knows() -> None:
+    """A user's own span holding LangChain's ``{"messages": [[…]]}`` and ``{"generations":
+    [[…]]}`` (serialized with ``dumpd``): read by the shared LangChain reader."""
+
+    def serialized(kind: str, **kwargs: object) -> dict:
+        return {
+            "lc": 1,
+            "type": "constructor",
+            "id": ["langchain", "schema", "messages", kind],
+            "kwargs": kwargs,
+        }
+
+    llm = span(
+        "my_llm_call",
+        {
+            "app.input": json.dumps(
+                {
+                    "messages": [
+                        [
+                            serialized("SystemMessage", content=WEATHER_SYSTEM, type="system"),
+                            serialized("HumanMessage", content=WEATHER_USER, type="human"),
+                        ]
+                    ]
+                }
+            ),
+            "app.output": json.dumps(
+                {
+                    "generations": [
+                        [
+                            {
+                                "text": f"{WEATHER_ANSWER}.",
+                                "message": serialized(
+                                    "AIMessage", content=f"{WEATHER_ANSWER}.", type="ai"
+                                ),
+                            }
+                        ]
+                    ]
+                }
+            ),
+        },
+        scope="my.app",
+    )
+    (run,) = extract_runs(trace(llm))
+    assert (run.kind, run.convention) == ("llm", "fallback")
+    assert system_text(run) == [WEATHER_SYSTEM]
+    assert user_text(run) == [WEATHER_USER]
+    assert run.output[0].content.content == f"{WEATHER_ANSWER}."

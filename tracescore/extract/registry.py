@@ -4,9 +4,11 @@ Most specific first: framework conventions that also write GenAI attributes (Mas
 AI, ai@7) and OpenInference's optional GenAI mirror must be claimed before the generic OTel
 GenAI module would read them as plain GenAI spans; so must the GenAI dialects claimed by their
 scope (Strands, Semantic Kernel, OpenLIT) and MLflow's and Google ADK's own attributes. The
-OpenInference instrumentors that need reading of their own (CrewAI, LlamaIndex, smolagents:
+OpenInference instrumentors that need reading of their own (CrewAI, LlamaIndex, smolagents, BeeAI, Haystack, DSPy:
 claimed by instrumentation scope, read with OpenInference's reader first) come before
-OpenInference itself. A module's ``detect`` must be cheap: it runs for every span of every
+OpenInference itself. LangSmith's OTel export writes GenAI-looking attributes holding
+LangChain's values, so its module (claimed by scope) comes before OpenLLMetry's and GenAI's.
+A module's ``detect`` must be cheap: it runs for every span of every
 trace. The generic fallback comes last: it only reads what no convention claimed. Conventions
 declared in configuration come before all of these
 (:func:`tracescore.extract.declared.claim_order`).
@@ -18,11 +20,15 @@ import functools
 from collections.abc import Sequence
 
 from tracescore.extract import (
+    beeai,
     crewai,
+    dspy,
     fallback,
     genai,
     google_adk,
+    haystack,
     langfuse,
+    langsmith,
     llamaindex,
     mastra,
     mlflow,
@@ -46,7 +52,11 @@ CONVENTIONS: list[Convention] = [
     crewai,
     llamaindex,
     smolagents,
+    beeai,
+    haystack,
+    dspy,
     openinference,
+    langsmith,
     openllmetry,
     mlflow,
     google_adk,
