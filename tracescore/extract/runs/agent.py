@@ -1,9 +1,13 @@
-"""Agent runs: an agent span's trajectory is the LLM and tool spans beneath it, down to (not
-into) nested agent spans, which become runs of their own and join it as tool calls.
+"""Agent runs: one per agent span and one per hand-written loop, built by one function from the
+spans their :class:`~tracescore.extract.runs.scope.RunScope` holds.
+
+The trajectory is the scope's model calls and tool spans in time order; nested agents become
+runs of their own and join it as tool calls.
 """
 
 from __future__ import annotations
 
+from tracescore.extract.base import timestamp
 from tracescore.extract.messages import executed_call
 from tracescore.extract.model import AgentRun, SpanInfo, TokenUsage, ToolInvocation
 from tracescore.extract.runs.fields import (
@@ -15,8 +19,9 @@ from tracescore.extract.runs.fields import (
     tool_outcome,
     tool_result_documents,
 )
+from tracescore.extract.runs.scope import RunScope, of_agent
 from tracescore.extract.runs.trajectory import Trajectory
-from tracescore.extract.runs.tree import SpanNode, agent_scope, subtree, under_tool
+from tracescore.extract.runs.tree import SpanNode
 from tracescore.extract.runs.turns import (
     conversation_text,
     final_text,
@@ -31,19 +36,22 @@ from tracescore.spans import Trace
 def agent_run(
     trace: Trace, node: SpanNode, built: dict[str, AgentRun], handed: dict[str, int]
 ) -> AgentRun:
-    """The agent's run; nested agents' runs are built first (and kept in ``built``).
+    """The agent span's run (built once: a parent agent's run builds its nested agents')."""
+    found = built.get(node.span.span_id)
+    return found if found is not None else scope_run(trace, of_agent(node), built, handed)
+
+
+def scope_run(
+    trace: Trace, scope: RunScope, built: dict[str, AgentRun], handed: dict[str, int]
+) -> AgentRun:
+    """The agent run of a scope; nested agents' runs are built first (and kept in ``built``,
+    by span id, with this one).
 
     ``handed`` gets, per agent, how many messages after the user's turn it was handed (another
     agent's handoff): its LLM runs read those as history too, not as their own steps.
     """
-    if node.span.span_id in built:
-        return built[node.span.span_id]
-    info = node.info
-    members, nested = agent_scope(node)
-    steps = [m for m in members if m.kind == "llm" and not m.has_llm_below]
-    tools = [m for m in members if m.kind == "tool" and not under_tool(m, node)]
-
-    sub_runs = [agent_run(trace, agent, built, handed) for agent in nested]
+    anchor, info, steps = scope.anchor, scope.facts, scope.steps
+    sub_runs = [agent_run(trace, agent, built, handed) for agent in scope.nested]
 
     first_input = next((s.info for s in steps if s.info.input_messages), None)
     system = info.system or next((s.info.system for s in steps if s.info.system), [])
@@ -51,14 +59,16 @@ def agent_run(
         system, first_input.input_messages if first_input else info.input_messages
     )
     if handed_over:  # what followed the user's messages when this agent started (a handoff)
-        handed[node.span.span_id] = len(handed_over)
+        handed[anchor.span.span_id] = len(handed_over)
         run_input.remembered_messages = with_results_joined(
             [*run_input.remembered_messages, *handed_over]
         )
     if not steps and sub_runs and not run_input.input_messages:
         # A workflow-like agent that only delegates: its question is its first agent's.
         run_input = sub_runs[0].input.copied()
-    trajectory = _agent_trajectory(info, steps, tools, list(zip(nested, sub_runs, strict=True)))
+    trajectory = _trajectory(
+        info, steps, scope.tools, list(zip(scope.nested, sub_runs, strict=True))
+    )
     final = (
         final_text([s.info.output_messages[-1] for s in steps if s.info.output_messages][-1:])
         or final_text(info.output_messages)
@@ -72,36 +82,57 @@ def agent_run(
             "",
         )
     )
-    leaves = [n for n in subtree(node) if n.kind == "llm" and not n.has_llm_below]
+    members = scope.members
+    outcome = _outcome(scope)
     # Every field worked out first and the run built once: a run model's attribute assignment
     # is not free, and this is the run the live pipeline scores.
     run = base_run(
         trace,
-        node,
+        anchor,
         "agent",
-        agent_name=info.agent_name or info.name,
+        agent_name=info.agent_name
+        or info.name
+        or next((s.info.agent_name for s in steps if s.info.agent_name), None),
         # A wrapper that only runs agents (openai-agents' ``Agent workflow``, a workflow of
         # agents) stays in the tree, but it is not an agent of its own: scoring it would score
         # its agents' work twice, and judge its "tool calls" (the agents) against the real tools.
-        primary=bool(steps or tools or not sub_runs),
+        primary=bool(steps or scope.tools or not sub_runs),
         model=info.model or next((s.info.model for s in steps if s.info.model), None),
         provider=info.provider or next((s.info.provider for s in steps if s.info.provider), None),
-        usage=sum_usage(leaves) or info.usage or TokenUsage(),
+        start_time=timestamp(scope.start_time_ns),
+        end_time=timestamp(scope.end_time_ns),
+        status=outcome.status,
+        error=outcome.error,
+        usage=sum_usage(scope.usage_from) or info.usage or TokenUsage(),
         input=run_input,
-        output=run_output(node, trajectory, final),
+        output=run_output(anchor, trajectory, final),
         context=tool_result_documents(trajectory.calls)
         + [doc for member in members for doc in member.info.documents],
         tools=merge_tools([info.tools, *(s.info.tools for s in steps)]),
+        span_ids=[
+            *([] if anchor in members else [anchor.span.span_id]),
+            *(m.span.span_id for m in members),
+            *trajectory.agent_span_ids,
+        ],
+        warnings=[
+            *([] if anchor in members else span_warnings(anchor)),
+            *(w for member in members for w in span_warnings(member)),
+        ],
     )
-    run.span_ids.extend(m.span.span_id for m in members)
-    run.span_ids.extend(trajectory.agent_span_ids)
-    for member in members:
-        run.warnings.extend(span_warnings(member))
-    built[node.span.span_id] = run
+    built[anchor.span.span_id] = run
     return run
 
 
-def _agent_trajectory(
+def _outcome(scope: RunScope) -> SpanInfo:
+    """Whose status the run takes: the anchor's, unless the anchor is a loop's first call
+    (then the loop's last call says how it ended)."""
+    anchor = scope.anchor.info
+    if anchor.kind == "llm" and scope.steps:
+        return scope.steps[-1].info
+    return anchor
+
+
+def _trajectory(
     info: SpanInfo,
     steps: list[SpanNode],
     tools: list[SpanNode],
