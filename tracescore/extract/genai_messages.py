@@ -289,6 +289,20 @@ def _unwrap_keyed_block(raw: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
+def is_message(value: Any) -> bool:
+    """Whether ``value`` is one message in any dialect :func:`parse_message` reads: a ``role``,
+    GenAI ``parts``, a ``content`` alone, or a LangChain message (serialized, or with its
+    ``type``)."""
+    if not isinstance(value, dict):
+        return False
+    if "role" in value or "parts" in value or "content" in value:
+        return True
+    if "lc" in value and isinstance(value.get("kwargs"), dict):
+        return True
+    kind = value.get("type")
+    return isinstance(kind, str) and kind in _LANGCHAIN_TYPES
+
+
 def _langchain_message(raw: dict[str, Any]) -> dict[str, Any]:
     """A LangChain message (serialized ``{"lc": 1, "kwargs": …}`` or ``.dict()`` with ``type``)
     as an OpenAI-style dict; other messages are returned unchanged."""

@@ -53,10 +53,16 @@ def scope_run(
     anchor, info, steps = scope.anchor, scope.facts, scope.steps
     sub_runs = [agent_run(trace, agent, built, handed) for agent in scope.nested]
 
+    # The calls record what the model was really sent and said: the agent span's own system
+    # prompt, input and answer count where they have none, or first when it says so.
+    own = info.own_facts_first
     first_input = next((s.info for s in steps if s.info.input_messages), None)
     system = info.system or next((s.info.system for s in steps if s.info.system), [])
     run_input, handed_over = run_input_and_steps(
-        system, first_input.input_messages if first_input else info.input_messages
+        system,
+        first_input.input_messages
+        if first_input and not (own and info.input_messages)
+        else info.input_messages,
     )
     if handed_over:  # what followed the user's messages when this agent started (a handoff)
         handed[anchor.span.span_id] = len(handed_over)
@@ -70,7 +76,8 @@ def scope_run(
         info, steps, scope.tools, list(zip(scope.nested, sub_runs, strict=True))
     )
     final = (
-        final_text([s.info.output_messages[-1] for s in steps if s.info.output_messages][-1:])
+        (final_text(info.output_messages) if own else "")
+        or final_text([s.info.output_messages[-1] for s in steps if s.info.output_messages][-1:])
         or final_text(info.output_messages)
         or last_text(trajectory.parts)
         or next(
