@@ -559,17 +559,17 @@ def graph_trace() -> Any:
     ]
     call = {"id": CALL_ID, "name": "get_weather", "args": {"city": "Paris"}}
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
-    first = span(
-        "ChatOpenAI",
-        {
+
+    def model_call(completion: str) -> Any:
+        attributes = {
             "graph.kind": "llm",
             "graph.prompt": json.dumps(prompt),
-            "graph.completion": _lc("AIMessage", content="", tool_calls=[call]),
+            "graph.completion": completion,
             "graph.tools": json.dumps(tools),
-        },
-        parent=node.span_id,
-        scope="graph.lib",
-    )
+        }
+        return span("ChatOpenAI", attributes, parent=node.span_id, scope="graph.lib")
+
+    first = model_call(_lc("AIMessage", content="", tool_calls=[call]))
     tool = span(
         "get_weather.invoke",
         {
@@ -580,17 +580,7 @@ def graph_trace() -> Any:
         parent=node.span_id,
         scope="graph.lib",
     )
-    second = span(
-        "ChatOpenAI",
-        {
-            "graph.kind": "llm",
-            "graph.prompt": json.dumps(prompt),
-            "graph.completion": _lc("AIMessage", content=ANSWER),
-            "graph.tools": json.dumps(tools),
-        },
-        parent=node.span_id,
-        scope="graph.lib",
-    )
+    second = model_call(_lc("AIMessage", content=ANSWER))
     return trace(root, node, first, tool, second)
 
 
