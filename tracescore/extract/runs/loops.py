@@ -25,7 +25,10 @@ from tracescore.extract.runs.turns import split_turn
 def find_loops(nodes: list[SpanNode]) -> list[RunScope]:
     """The trace's loops of two calls or more (``nodes`` in start-time order), each read into
     the scope of its agent run: its calls, and the tool spans that ran between them."""
-    calls = [node for node in nodes if node.kind == "llm" and outermost_llm(node)]
+    calls = [node for node in nodes if node.kind == "llm"]
+    if len(calls) < 2:  # the common case (one call, or an agent's), answered cheaply
+        return []
+    calls = [node for node in calls if outermost_llm(node)]
     if len(calls) < 2:
         return []
     chains = [chain for chain in _chains(calls) if len(chain) > 1]
