@@ -1,4 +1,5 @@
-"""A loop's call that only asked for tools is not scored as an answer (issue 45, item 1).
+"""A loop's call that only asked for tools is not scored as an answer, nor counted as a turn of
+its conversation (issue 45, item 1).
 
 Raw client instrumentations start a trace per request, so a hand-written loop's calls arrive as
 separate traces, each rebuilt as a run of its own. The captured weather loops of three client
@@ -9,17 +10,25 @@ calls the first ``not_scorable`` (without asking a judge), and scores the second
 
 from __future__ import annotations
 
+import dataclasses
+from datetime import UTC, datetime
+
 import pytest
 
 from tests.support.judge_server import JudgeServer
+from tests.support.loop_traces import Loop, ToolCall, loop_trace
 from tests.support.paths import CAPTURES
 from tests.support.scorer_builds import CODE_READING_THE_ANSWER, build
 from tests.support.scorer_names import judge_scorer_names
 from tracescore.extract import extract_runs
+from tracescore.extract.content import awaits_tool_results
 from tracescore.extract.model import AgentRun
 from tracescore.ingest.files import load_traces
 from tracescore.judge import LiteLLMJudge
+from tracescore.offline.conversations import by_conversation
+from tracescore.pipeline.batches import trace_turn
 from tracescore.scorers.unscorable import INTERMEDIATE_STEP_REASON
+from tracescore.spans import Trace
 
 LOOPS = (
     "openinference-openai/tool_call",
@@ -72,3 +81,46 @@ def test_tool_call_accuracy_still_judges_the_step_s_call() -> None:
     step, _ = _step_and_answer(LOOPS[0])
     result = build("tool-call-accuracy-code").run_sync(step)
     assert result.status == "ok" and result.score == 1.0
+
+
+def _loop_as_separate_traces() -> list[AgentRun]:
+    """A two-call loop whose calls arrived as traces of their own, both naming one conversation
+    (``gen_ai.conversation.id``), as a client instrumentation that starts a trace per request
+    sends it."""
+    loop = Loop(
+        "Be brief.",
+        "Weather in Paris?",
+        [[ToolCall("c1", "get_weather", {"city": "Paris"}, {"sky": "sunny"})]],
+        "Sunny.",
+        [(10, 2), (20, 3)],
+    )
+    (step, answer) = loop_trace(loop, "otel-genai", tool_spans=False).spans
+    traces = [
+        Trace(
+            trace_id,
+            [
+                dataclasses.replace(
+                    span,
+                    trace_id=trace_id,
+                    attributes={**span.attributes, "gen_ai.conversation.id": "chat-1"},
+                )
+            ],
+        )
+        for trace_id, span in (("a" * 32, step), ("b" * 32, answer))
+    ]
+    return [run for trace in traces for run in extract_runs(trace, only_primary=True)]
+
+
+def test_a_step_that_arrived_as_its_own_trace_is_no_turn_of_its_conversation() -> None:
+    """The step's trace holds the question and a tool call; the answering trace holds the
+    question again, the call with its result and the answer: that one is the turn."""
+    runs = _loop_as_separate_traces()
+    assert [awaits_tool_results(run) for run in runs] == [True, False]
+    (conversation,) = by_conversation(runs, max_turns=20)
+    assert [(t.trace_id, t.user, t.answer) for t in conversation.turns] == [
+        ("b" * 32, "Weather in Paris?", "Sunny.")
+    ]
+    now = datetime.now(UTC)
+    assert trace_turn(runs[:1], now, 60.0) is None
+    turn = trace_turn(runs[1:], now, 60.0)
+    assert turn is not None and (turn.conversation_id, turn.trace_id) == ("chat-1", "b" * 32)

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import NoReturn
 
-from tracescore.extract.content import NO_CONTENT_REASON
-from tracescore.extract.model import AgentRun
+from tracescore.extract.content import NO_CONTENT_REASON, awaits_tool_results
 from tracescore.outcomes import FAILED_RUN_REASON
 from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.scorers.utils import get_assistant_message
@@ -69,19 +68,8 @@ def intermediate_step(run: ScorerRun) -> str | None:
     """
     rebuilt = run.agent_run
     return (
-        INTERMEDIATE_STEP_REASON if rebuilt is not None and _only_pending_calls(rebuilt) else None
+        INTERMEDIATE_STEP_REASON if rebuilt is not None and awaits_tool_results(rebuilt) else None
     )
-
-
-def _only_pending_calls(run: AgentRun) -> bool:
-    pending = False
-    for message in run.output:
-        for part in message.content.parts:
-            if part.type == "text" and part.text and part.text.strip():
-                return False
-            call = part.tool_invocation
-            pending = pending or (call is not None and call.state in ("call", "partial-call"))
-    return pending
 
 
 def unscorable_reason(run: ScorerRun) -> str | None:
