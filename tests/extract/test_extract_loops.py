@@ -2,9 +2,10 @@
 run when what each call was sent links them, the same run an agent span around them gives.
 
 The property test writes one loop in every message encoding extraction reads (OTel GenAI
-attributes, GenAI span events, OpenLLMetry's indexed attributes, OpenInference, the AI SDK's),
-under an agent span, a user's plain span or nothing, with tool spans between the calls or
-without (then the results the next call was sent are the outcomes), and asks for the same run.
+attributes, GenAI span events, OpenLLMetry's indexed attributes, OpenInference flattened or as
+raw request and response bodies, the AI SDK's), under an agent span, a user's plain span or
+nothing, with tool spans between the calls or without (then the results the next call was sent
+are the outcomes), and asks for the same run.
 """
 
 from __future__ import annotations
@@ -159,3 +160,55 @@ def test_the_next_user_turn_in_one_trace_is_a_run_of_its_own() -> None:
     ]
     assert [m.content.content for m in runs[1].input.input_messages] == ["And tomorrow?"]
     assert len(runs[1].input.remembered_messages) == 3  # the first turn, its result joined
+
+
+def test_two_loops_under_one_span_are_two_runs_each_with_its_own_tool() -> None:
+    """A request handler running two questions at once: the calls interleave in time, each
+    loop's tool span runs while both loops do; call ids tell which loop each belongs to. The
+    handler's span holds both loops, so each run is anchored to its own first call."""
+    paris = Loop(
+        "Be brief.",
+        "Paris?",
+        [[ToolCall("p1", "get_weather", {"city": "Paris"}, {"sky": "sun"})]],
+        "Sun.",
+        [(1, 1), (2, 1)],
+    )
+    rome = Loop(
+        "Be brief.",
+        "Rome?",
+        [[ToolCall("r1", "get_weather", {"city": "Rome"}, {"sky": "rain"})]],
+        "Rain.",
+        [(3, 1), (4, 1)],
+    )
+    one, two = (loop_trace(loop, "otel-genai", wrapper="plain") for loop in (paris, rome))
+    # handler, paris call 1, paris tool, paris call 2 / the same for rome, interleaved:
+    handler, *paris_spans = one.spans
+    rome_spans = two.spans[1:]
+    spans = [handler]
+    for index, (p, r) in enumerate(zip(paris_spans, rome_spans, strict=True)):
+        p.start_time_ns, p.end_time_ns = (
+            handler.start_time_ns + (2 * index + 1) * 1000,
+            handler.start_time_ns + (2 * index + 1) * 1000 + 900,
+        )
+        r.start_time_ns, r.end_time_ns = p.start_time_ns + 1000, p.end_time_ns + 1000
+        r.span_id = f"{int(r.span_id, 16) + 0x100:016x}"
+        r.parent_span_id = handler.span_id
+        spans += [p, r]
+    handler.end_time_ns = spans[-1].end_time_ns + 1
+    runs = [r for r in extract_runs(Trace(one.trace_id, spans)) if r.primary]
+    assert [(r.kind, r.span_id, content(r)["calls"], content(r)["answer"]) for r in runs] == [
+        (
+            "agent",
+            paris_spans[0].span_id,
+            [("get_weather", {"city": "Paris"}, {"sky": "sun"}, "result")],
+            "Sun.",
+        ),
+        (
+            "agent",
+            rome_spans[0].span_id,
+            [("get_weather", {"city": "Rome"}, {"sky": "rain"}, "result")],
+            "Rain.",
+        ),
+    ]
+    assert paris_spans[1].span_id in runs[0].span_ids and rome_spans[1].span_id in runs[1].span_ids
+    assert rome_spans[1].span_id not in runs[0].span_ids

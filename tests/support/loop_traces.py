@@ -304,6 +304,48 @@ def _openinference_call(loop: Loop, index: int) -> tuple[str, dict[str, Any], li
     return "ChatCompletion", attributes, []
 
 
+def _openinference_body_call(loop: Loop, index: int) -> tuple[str, dict[str, Any], list[SpanEvent]]:
+    """OpenInference with only the raw request and response bodies (``input.value`` /
+    ``output.value``), as instrumentors that do not flatten messages record them."""
+    tokens_in, tokens_out = loop.usage[index]
+
+    def wire(kind: str, value: Any) -> Message:
+        message = _openai_message(kind, value)
+        if kind == "calls":  # the wire format: each call's function under ``function``
+            message["tool_calls"] = [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": c["arguments"]},
+                }
+                for c in message["tool_calls"]
+            ]
+        return message
+
+    request = {
+        "model": "gpt-4o-mini",
+        "messages": [{"role": "system", "content": loop.system}]
+        + [wire(*m) for m in _history(loop, index)],
+    }
+    response = {
+        "choices": [{"index": 0, "message": wire(*_output(loop, index))}],
+        "usage": {"prompt_tokens": tokens_in, "completion_tokens": tokens_out},
+    }
+    return (
+        "ChatCompletion",
+        {
+            "openinference.span.kind": "LLM",
+            "input.value": _json(request),
+            "input.mime_type": "application/json",
+            "output.value": _json(response),
+            "output.mime_type": "application/json",
+            "llm.token_count.prompt": tokens_in,
+            "llm.token_count.completion": tokens_out,
+        },
+        [],
+    )
+
+
 def _vercel_call(loop: Loop, index: int) -> tuple[str, dict[str, Any], list[SpanEvent]]:
     tokens_in, tokens_out = loop.usage[index]
     sent = [{"role": "system", "content": loop.system}]
@@ -399,6 +441,12 @@ ENCODINGS = {
     "openinference": Encoding(
         "openinference.instrumentation.openai",
         _openinference_call,
+        _openinference_tool,
+        ("Weather", {"openinference.span.kind": "AGENT", "agent.name": "Weather"}),
+    ),
+    "openinference-bodies": Encoding(
+        "openinference.instrumentation.openai",
+        _openinference_body_call,
         _openinference_tool,
         ("Weather", {"openinference.span.kind": "AGENT", "agent.name": "Weather"}),
     ),
