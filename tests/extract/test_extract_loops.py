@@ -113,6 +113,7 @@ def test_the_loop_s_calls_are_its_steps_not_runs_standing_for_the_agent() -> Non
         ("tool", False, None),
     ]
     loop_run = runs[0]
+    assert loop_run.convention == "otel-genai"  # its calls', not the unclaimed span's
     assert loop_run.span_ids == [r.span_id for r in (runs[0], runs[1], runs[3], runs[2])]
     assert loop_run.context[0].content == json.dumps(WEATHER.result, separators=(",", ":"))
 

@@ -97,6 +97,10 @@ def scope_run(
         trace,
         anchor,
         "agent",
+        # A loop is read by its calls' convention, whatever read the span around it.
+        convention=info.convention
+        if info.kind == "agent" or not steps
+        else steps[0].info.convention,
         agent_name=info.agent_name
         or info.name
         or next((s.info.agent_name for s in steps if s.info.agent_name), None),
