@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tracescore.extract.base import timestamp
 from tracescore.extract.messages import executed_call
-from tracescore.extract.model import AgentRun, SpanInfo, TokenUsage, ToolInvocation
+from tracescore.extract.model import AgentRun, RunInput, SpanInfo, TokenUsage, ToolInvocation
 from tracescore.extract.runs.fields import (
     base_run,
     merge_tools,
@@ -44,51 +44,19 @@ def agent_run(
 def scope_run(
     trace: Trace, scope: RunScope, built: dict[str, AgentRun], handed: dict[str, int]
 ) -> AgentRun:
-    """The agent run of a scope; nested agents' runs are built first (and kept in ``built``,
-    by span id, with this one).
+    """The agent run of a scope: its input, its trajectory, its answer, then the run; nested
+    agents' runs are built first (and kept in ``built``, by span id, with this one).
 
     ``handed`` gets, per agent, how many messages after the user's turn it was handed (another
     agent's handoff): its LLM runs read those as history too, not as their own steps.
     """
     anchor, info, steps = scope.anchor, scope.facts, scope.steps
     sub_runs = [agent_run(trace, agent, built, handed) for agent in scope.nested]
-
-    # The calls record what the model was really sent and said: the agent span's own system
-    # prompt, input and answer count where they have none, or first when it says so.
-    own = info.own_facts_first
-    first_input = next((s.info for s in steps if s.info.input_messages), None)
-    system = info.system or next((s.info.system for s in steps if s.info.system), [])
-    run_input, handed_over = run_input_and_steps(
-        system,
-        first_input.input_messages
-        if first_input and not (own and info.input_messages)
-        else info.input_messages,
-    )
-    if handed_over:  # what followed the user's messages when this agent started (a handoff)
-        handed[anchor.span.span_id] = len(handed_over)
-        run_input.remembered_messages = with_results_joined(
-            [*run_input.remembered_messages, *handed_over]
-        )
-    if not steps and sub_runs and not run_input.input_messages:
-        # A workflow-like agent that only delegates: its question is its first agent's.
-        run_input = sub_runs[0].input.copied()
+    run_input = _run_input(scope, sub_runs, handed)
     trajectory = _trajectory(
         info, steps, scope.tools, list(zip(scope.nested, sub_runs, strict=True))
     )
-    final = (
-        (final_text(info.output_messages) if own else "")
-        or final_text([s.info.output_messages[-1] for s in steps if s.info.output_messages][-1:])
-        or final_text(info.output_messages)
-        or last_text(trajectory.parts)
-        or next(
-            (
-                r.output[0].content.content
-                for r in reversed(sub_runs)
-                if not steps and r.output and r.output[0].content.content
-            ),
-            "",
-        )
-    )
+    final = _answer(scope, trajectory, sub_runs)
     members = scope.members
     outcome = _outcome(scope)
     # Every field worked out first and the run built once: a run model's attribute assignment
@@ -132,6 +100,53 @@ def scope_run(
     )
     built[anchor.span.span_id] = run
     return run
+
+
+def _run_input(scope: RunScope, sub_runs: list[AgentRun], handed: dict[str, int]) -> RunInput:
+    """The system prompt and the user's turn (history apart) the run was given.
+
+    The calls record what the model was really sent: the agent span's own system prompt and
+    input count where they have none, or first when the span says so (``own_facts_first``).
+    """
+    info, steps = scope.facts, scope.steps
+    first_input = next((s.info for s in steps if s.info.input_messages), None)
+    system = info.system or next((s.info.system for s in steps if s.info.system), [])
+    run_input, handed_over = run_input_and_steps(
+        system,
+        first_input.input_messages
+        if first_input and not (info.own_facts_first and info.input_messages)
+        else info.input_messages,
+    )
+    if handed_over:  # what followed the user's messages when this agent started (a handoff)
+        handed[scope.anchor.span.span_id] = len(handed_over)
+        run_input.remembered_messages = with_results_joined(
+            [*run_input.remembered_messages, *handed_over]
+        )
+    if not steps and sub_runs and not run_input.input_messages:
+        # A workflow-like agent that only delegates: its question is its first agent's.
+        return sub_runs[0].input.copied()
+    return run_input
+
+
+def _answer(scope: RunScope, trajectory: Trajectory, sub_runs: list[AgentRun]) -> str:
+    """The final answer: the last call's text (the agent span's own first when it says so),
+    else the span's, else the trajectory's last text, else (a workflow of agents) its last
+    agent's."""
+    info, steps = scope.facts, scope.steps
+    return (
+        (final_text(info.output_messages) if info.own_facts_first else "")
+        or final_text([s.info.output_messages[-1] for s in steps if s.info.output_messages][-1:])
+        or final_text(info.output_messages)
+        or last_text(trajectory.parts)
+        or next(
+            (
+                r.output[0].content.content
+                for r in reversed(sub_runs)
+                if not steps and r.output and r.output[0].content.content
+            ),
+            "",
+        )
+    )
 
 
 def _outcome(scope: RunScope) -> SpanInfo:
