@@ -46,7 +46,7 @@ from tracescore.extract.sources import (
 from tracescore.ingest.files import load_traces
 from tracescore.judge import LiteLLMJudge
 from tracescore.scorers import registry
-from tracescore.spans import Resource, Trace
+from tracescore.spans import LogRecord, Resource, Trace
 from tracescore.store import open_store
 from tracescore.store.sources import SourceTally, add_source_tallies, list_sources
 
@@ -424,7 +424,7 @@ def test_content_a_reader_missed_is_never_called_not_captured() -> None:
         "otel-genai",
     )
     assert source.detail == (
-        "runs read as otel-genai carry no content, but the trace holds content in attributes no "
+        "runs read as otel-genai carry no content, but the trace holds content no "
         "reader understood (scope acme.llm: acme.llm.prompt_text): declare how to read them in "
         "the configuration's `conventions:` block (docs/span-formats.md#teaching-tracescore-a-new-library)"
     )
@@ -473,3 +473,39 @@ def test_an_ai_library_s_source_that_fed_no_run_of_a_read_trace_says_why() -> No
             "spans read as openllmetry but none became a run (span names: "
             "concierge_turn.workflow); this trace's runs came from other scopes' spans"
         )
+
+
+def test_content_in_log_events_no_reader_knows_is_not_content_not_captured() -> None:
+    """The content-less GenAI spans beside a log event of an unknown name carrying the prompt:
+    content is captured, only where no reader looks. Plain log lines (no event name) are the
+    application's and say nothing about capture."""
+    (found, *_) = traces_of(CONTENTLESS_SPANS)
+    span = found.spans[0]
+
+    def event(name: str, body: Any) -> LogRecord:
+        return LogRecord(
+            span.start_time_ns,
+            0,
+            found.trace_id,
+            span.span_id,
+            name,
+            9,
+            "",
+            body,
+            {},
+            span.resource,
+            span.scope,
+        )
+
+    plain = dataclasses.replace(found, logs=[event("", "handled the request in 20 ms")])
+    assert read_sources(plain, extract_runs(plain)).reason == CONTENT_NOT_CAPTURED
+    told = dataclasses.replace(
+        found, logs=[event("acme.prompt", {"message": {"content": "What's the weather today?"}})]
+    )
+    reading = read_sources(told, extract_runs(told))
+    assert reading.reason == UNKNOWN_CONVENTION
+    (source,) = reading.sources
+    assert source.detail is not None and (
+        "the trace holds content no reader understood (log records: log event "
+        "acme.prompt)" in source.detail
+    )

@@ -33,7 +33,7 @@ from tracescore.extract.base import Convention
 from tracescore.extract.content import has_content
 from tracescore.extract.model import AgentRun
 from tracescore.extract.registry import CONVENTIONS, convention_for
-from tracescore.extract.unread_content import content_keys
+from tracescore.extract.unread_content import content_keys, event_content
 from tracescore.spans import Span, Trace
 
 CONTENT_NOT_CAPTURED = "content_not_captured"
@@ -173,7 +173,13 @@ def read_sources(
             source.runs_with_content += content
     reading = TraceReading(list(sources.values()))
     if not read:
-        _explain(reading, conventions, any_runs=bool(runs), llm_spans=_has_llm_spans(trace))
+        _explain(
+            reading,
+            conventions,
+            any_runs=bool(runs),
+            llm_spans=_has_llm_spans(trace),
+            events=event_content(trace.logs),
+        )
         return reading
     if (crews := [s for s in reading.sources if s.scope == _CREWAI_SCOPE]) and not _has_llm_spans(
         trace
@@ -193,12 +199,22 @@ def _has_llm_spans(trace: Trace) -> bool:
 
 
 def _explain(
-    reading: TraceReading, conventions: list[Convention], *, any_runs: bool, llm_spans: bool
+    reading: TraceReading,
+    conventions: list[Convention],
+    *,
+    any_runs: bool,
+    llm_spans: bool,
+    events: list[str],
 ) -> None:
-    """Give every source of an unread trace its reason, and the trace the most telling one."""
-    unread = [
-        (source, keys) for source in reading.sources if (keys := content_keys(source.members))
+    """Give every source of an unread trace its reason, and the trace the most telling one.
+    ``events``: the trace's log events that hold content (no reader took it either)."""
+    unread: list[tuple[str, list[str]]] = [
+        (f"scope {_shown(source.scope) or '(unnamed)'}", keys)
+        for source in reading.sources
+        if (keys := content_keys(source.members))
     ]
+    if events:
+        unread.append(("log records", events))
     for source in reading.sources:
         _name_convention(source, conventions)
         source.reason, source.detail = _reason(
@@ -241,13 +257,13 @@ def _explain_idle(source: SourceReading, conventions: list[Convention]) -> None:
 
 def _reason(
     source: SourceReading,
-    unread: list[tuple[SourceReading, list[str]]],
+    unread: list[tuple[str, list[str]]],
     *,
     any_runs: bool,
     llm_spans: bool,
 ) -> tuple[str, str]:
-    """The source's reason; ``unread``: the trace's sources holding content in attributes, with
-    their keys (no run took it, or the trace would be read)."""
+    """The source's reason; ``unread``: where the trace holds content (a scope, or its log
+    records) and under which keys (no run took it, or the trace would be read)."""
     if source.scope == _CREWAI_SCOPE and not llm_spans:
         return CREWAI_NO_LLM_SPANS, _CREWAI_DETAIL
     if source.convention is not None and any_runs:
@@ -256,20 +272,17 @@ def _reason(
                 CONTENT_NOT_CAPTURED,
                 f"message content is not captured: {_content_switch(source.scope)}",
             )
-        where = "; ".join(
-            f"scope {_shown(holder.scope) or '(unnamed)'}: {_listed(keys)}"
-            for holder, keys in unread
-        )
+        where = "; ".join(f"{holder}: {_listed(keys)}" for holder, keys in unread)
         return UNKNOWN_CONVENTION, (
-            f"runs read as {source.convention} carry no content, but the trace holds content in "
-            f"attributes no reader understood ({where}): {_DECLARE}"
+            f"runs read as {source.convention} carry no content, but the trace holds content no "
+            f"reader understood ({where}): {_DECLARE}"
         )
     if source.convention is not None:
         return NO_RUNS, (
             f"spans read as {source.convention} but no agent, LLM or tool run among them "
             f"(span names: {_span_names(source)})"
         )
-    if _from_ai_library(source) or any(holder is source for holder, _ in unread):
+    if _from_ai_library(source) or content_keys(source.members):
         return UNKNOWN_CONVENTION, _unknown(source)
     keys = _attribute_keys(source.members)
     return NO_AI_SPANS, (
