@@ -1,5 +1,6 @@
-"""Message content a trace holds in attributes or log events that no run took: what tells "content capture is
-off" (nothing to read anywhere) from "content in a shape no reader knows" (declare it).
+"""Message content a trace holds in attributes or log events that no run took: what tells
+"content capture is off" (nothing to read anywhere) from "content in a shape no reader knows"
+(declare it).
 
 LangSmith's OTel export, for one, writes a LangChain agent's whole conversation into
 ``gen_ai.prompt`` / ``gen_ai.completion`` as LangChain-serialized JSON; a reader that does not
