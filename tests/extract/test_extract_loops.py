@@ -17,7 +17,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.support.loop_traces import ENCODINGS, Loop, ToolCall, loop_trace
+from tests.support.loop_traces import ENCODINGS, Loop, ToolCall, loop_trace, weather_loop
 from tracescore.extract import extract_runs
 from tracescore.extract.model import AgentRun
 from tracescore.spans import Trace
@@ -100,8 +100,8 @@ def test_any_loop_in_any_encoding_rebuilds_into_one_run_with_the_same_content(
     assert run.warnings == []
 
 
-WEATHER = ToolCall("call_1", "get_weather", {"city": "Paris"}, {"sky": "sunny"})
-LOOP = Loop("Be brief.", "Weather in Paris?", [[WEATHER]], "Sunny.", [(10, 2), (20, 3)])
+LOOP = weather_loop("call_1", "Paris", "sunny")
+(WEATHER,) = LOOP.steps[0]
 
 
 def test_the_loop_s_calls_are_its_steps_not_runs_standing_for_the_agent() -> None:
@@ -167,20 +167,7 @@ def test_two_loops_under_one_span_are_two_runs_each_with_its_own_tool() -> None:
     """A request handler running two questions at once: the calls interleave in time, each
     loop's tool span runs while both loops do; call ids tell which loop each belongs to. The
     handler's span holds both loops, so each run is anchored to its own first call."""
-    paris = Loop(
-        "Be brief.",
-        "Paris?",
-        [[ToolCall("p1", "get_weather", {"city": "Paris"}, {"sky": "sun"})]],
-        "Sun.",
-        [(1, 1), (2, 1)],
-    )
-    rome = Loop(
-        "Be brief.",
-        "Rome?",
-        [[ToolCall("r1", "get_weather", {"city": "Rome"}, {"sky": "rain"})]],
-        "Rain.",
-        [(3, 1), (4, 1)],
-    )
+    paris, rome = weather_loop("p1", "Paris", "sun"), weather_loop("r1", "Rome", "rain")
     one, two = (loop_trace(loop, "otel-genai", wrapper="plain") for loop in (paris, rome))
     # handler, paris call 1, paris tool, paris call 2 / the same for rome, interleaved:
     handler, *paris_spans = one.spans

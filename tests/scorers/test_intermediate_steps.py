@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 import pytest
 
 from tests.support.judge_server import JudgeServer
-from tests.support.loop_traces import Loop, ToolCall, loop_trace
+from tests.support.loop_traces import loop_trace, weather_loop
 from tests.support.paths import CAPTURES
 from tests.support.scorer_builds import CODE_READING_THE_ANSWER, build
 from tests.support.scorer_names import judge_scorer_names
@@ -87,13 +87,7 @@ def _loop_as_separate_traces() -> list[AgentRun]:
     """A two-call loop whose calls arrived as traces of their own, both naming one conversation
     (``gen_ai.conversation.id``), as a client instrumentation that starts a trace per request
     sends it."""
-    loop = Loop(
-        "Be brief.",
-        "Weather in Paris?",
-        [[ToolCall("c1", "get_weather", {"city": "Paris"}, {"sky": "sunny"})]],
-        "Sunny.",
-        [(10, 2), (20, 3)],
-    )
+    loop = weather_loop("c1", "Paris", "sunny")
     (step, answer) = loop_trace(loop, "otel-genai", tool_spans=False).spans
     traces = [
         Trace(

@@ -40,6 +40,14 @@ class Loop:
     """Per model call (``len(steps) + 1`` of them), its input and output tokens."""
 
 
+def weather_loop(call_id: str, city: str, sky: str) -> Loop:
+    """The shortest loop with a tool: one ``get_weather`` call, then the answer (``sky``)."""
+    call = ToolCall(call_id, "get_weather", {"city": city}, {"sky": sky})
+    return Loop(
+        "Be brief.", f"Weather in {city}?", [[call]], f"{sky.capitalize()}.", [(10, 2), (20, 3)]
+    )
+
+
 Message = dict[str, Any]
 
 
