@@ -246,7 +246,6 @@ def test_a_wrapped_openai_client_reads_its_request_and_response_bodies() -> None
     assert tool_calls(tool)[0].result == WEATHER_RESULT
 
 
-@pytest.mark.xfail(strict=True, reason="needs the loop assembly of branch loops")
 def test_a_wrapped_openai_loop_is_one_agent_run() -> None:
     """The loop has no agent span (its chain is the user's own): one agent run all the same,
     the tool-call-only first call no run scored as an answer."""

@@ -82,7 +82,9 @@ def test_the_sources_page_lists_each_source_with_its_reason(
     assert (
         acme.nth(8)
         .inner_text()
-        .startswith("no_ai_spans unknown convention: scope acme.agents, attributes acme.answer")
+        .startswith(
+            "unknown_convention unknown convention: scope acme.agents, content in acme.answer"
+        )
     )
     assert contentless.all_inner_texts()[2:8] == ["otel-genai", "2", "2", "2", "0", "2"]
     assert (

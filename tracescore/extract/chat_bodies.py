@@ -17,6 +17,7 @@ from typing import Any
 
 from tracescore.extract.base import as_str, json_text, load_json, usage_from
 from tracescore.extract.genai_messages import (
+    is_message,
     parse_message,
     parse_messages,
     parse_part,
@@ -164,7 +165,7 @@ def read_request(
             info.tools = parse_tool_definitions(body["tools"], warnings, f"{what} tools")
         info.model = info.model or as_str(body.get("model"))
         body = body["messages"]
-    if isinstance(body, dict) and "role" in body:
+    if is_message(body):  # one message, of any dialect, as the output side reads it
         body = [body]
     if isinstance(body, list):
         messages = parse_messages(body, prefix, warnings, what, created_at=created_at)
@@ -195,7 +196,7 @@ def response_messages(
             "content": body["content"],
             "finish_reason": body.get("stop_reason"),
         }
-    if isinstance(body, dict) and ("role" in body or "content" in body):
+    if is_message(body):  # one message, of any dialect, as the input side reads it
         body = [body]
     if isinstance(body, list):
         return parse_messages(
