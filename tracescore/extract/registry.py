@@ -3,10 +3,11 @@
 Most specific first: framework conventions that also write GenAI attributes (Mastra, Pydantic
 AI, ai@7) and OpenInference's optional GenAI mirror must be claimed before the generic OTel
 GenAI module would read them as plain GenAI spans; so must the GenAI dialects claimed by their
-scope (Strands, Semantic Kernel, OpenLIT) and MLflow's and Google ADK's own attributes. The
+scope (Google GenAI, Logfire, Strands, Semantic Kernel, OpenLIT) and MLflow's and Google ADK's own attributes. The
 OpenInference instrumentors that need reading of their own (CrewAI, LlamaIndex, smolagents:
 claimed by instrumentation scope, read with OpenInference's reader first) come before
-OpenInference itself. A module's ``detect`` must be cheap: it runs for every span of every
+OpenInference itself; LiteLLM's callback, which writes OpenLLMetry's attributes, before
+OpenLLMetry. A module's ``detect`` must be cheap: it runs for every span of every
 trace. The generic fallback comes last: it only reads what no convention claimed. Conventions
 declared in configuration come before all of these
 (:func:`tracescore.extract.declared.claim_order`).
@@ -22,8 +23,11 @@ from tracescore.extract import (
     fallback,
     genai,
     google_adk,
+    google_genai,
     langfuse,
+    litellm,
     llamaindex,
+    logfire,
     mastra,
     mlflow,
     openinference,
@@ -47,9 +51,12 @@ CONVENTIONS: list[Convention] = [
     llamaindex,
     smolagents,
     openinference,
+    litellm,
     openllmetry,
     mlflow,
     google_adk,
+    google_genai,
+    logfire,
     strands,
     semantic_kernel,
     openlit,
