@@ -236,6 +236,17 @@ def test_instructor_agent_run_is_read() -> None:
     assert (agent.usage.input_tokens, agent.usage.output_tokens) == (116 + 142, 23 + 23)
 
 
+def test_instructor_second_turn_and_tool_error_are_read() -> None:
+    first, second = only(capture_runs("openllmetry-instructor", "multi_turn"), "agent")
+    assert user_text(first) == [WEATHER_USER] and user_text(second) == [SECOND_TURN_USER]
+    assert final_answer(second) == SECOND_TURN_ANSWER
+    (failed,) = only(capture_runs("openllmetry-instructor", "tool_error"), "agent")
+    assert final_answer(failed).startswith("I could not find the weather for Atlantis")
+    (tool,) = only(capture_runs("openllmetry-instructor", "tool_error"), "tool")
+    (call,) = tool.output[0].content.tool_invocations or []
+    assert (call.tool_name, call.state) == ("get_weather", "output-error")
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="needs the loop assembly of branch loops: the @tool span joined by order to the "
