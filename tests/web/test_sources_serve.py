@@ -92,7 +92,10 @@ def test_unread_sources_and_empty_runs_on_a_running_service(tmp_path: Path, db_u
                 0,
             )
             assert (genai["reason"], genai["convention"]) == ("content_not_captured", "otel-genai")
-            assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true" in genai["detail"]
+            assert (
+                "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_AND_EVENT"
+                in genai["detail"]
+            )
             # Relayed from the scoring processes a quarter second at a time, after the write.
             wait_for(
                 lambda: unread_metric(server, "acme-shop", "unknown_convention") == 1,

@@ -17,8 +17,8 @@ from tracescore.extract.model import AgentRun, Message, MessagePart, ToolInvocat
 
 NO_CONTENT_REASON = (
     "the run carries no message content (no system prompt, input, answer, reasoning or tool "
-    "arguments and results): content capture is probably off in the instrumentation (for "
-    "OpenTelemetry GenAI instrumentations set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)"
+    "arguments and results): content capture is probably off in the instrumentation (the "
+    "sources view names the setting for each library)"
 )
 """The not-scorable reason of a run without content, naming the likely cause."""
 

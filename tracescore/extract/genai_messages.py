@@ -210,15 +210,17 @@ def _is_mcp_result(value: Any) -> bool:
 
 def _block_value(block: Any) -> Any:
     """The payload of a ``{"text": …}`` / ``{"json": …}`` result block, or of a GenAI text part
-    ``{"type": "text", "content": …}`` (LiteLLM's callback wraps a tool's result so), else None
-    (MCP's unset ``annotations`` / ``_meta`` may come along as nulls)."""
+    ``{"type": "text", "content": …}`` (LiteLLM's tool messages), else None (MCP's unset
+    ``annotations`` / ``_meta`` may come along as nulls)."""
     if not isinstance(block, dict) or block.get("type", "text") not in ("text", "json"):
         return None
     rest = {k: v for k, v in block.items() if k != "type" and v is not None}
-    if len(rest) != 1:
+    if len(rest) != 1 or not set(rest) <= _BLOCK_PAYLOADS:
         return None
-    key, value = next(iter(rest.items()))
-    return value if key in ("text", "json") or (key == "content" and "type" in block) else None
+    return None if "content" in rest and "type" not in block else next(iter(rest.values()))
+
+
+_BLOCK_PAYLOADS = frozenset({"text", "json", "content"})
 
 
 def parse_part(raw: Any, warnings: list[str], what: str) -> MessagePart | None:

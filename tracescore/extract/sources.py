@@ -120,7 +120,9 @@ class SourceReading:
     runs: int = 0
     runs_with_content: int = 0
     convention: str | None = None
-    """The convention that read the source: of its runs, else of its first claimed span."""
+    """The convention that read the source: the one claiming its first claimed span, else its
+    runs'. Not the runs' first: a hand-written loop's run is read by its calls' convention but
+    anchored to a span of another source (Logfire's ``logfire.span``), which is not read so."""
     reason: str | None = None
     """A code of :data:`REASON_PRIORITY` when the trace was unread (or a CrewAI source sent no
     LLM span), else None."""
@@ -161,6 +163,7 @@ def read_sources(
         source.members.append(span)
         of_span[span.span_id] = source
     read = False
+    runs_convention: dict[int, str] = {}
     for run in runs:
         content = has_content(run)
         read = read or content
@@ -169,9 +172,13 @@ def read_sources(
         fed = {id(found): found for span_id in run.span_ids if (found := of_span.get(span_id))}
         for source in fed.values():
             source.runs += 1
-            source.convention = source.convention or run.convention
             source.runs_with_content += content
+            runs_convention.setdefault(id(source), run.convention)
     reading = TraceReading(list(sources.values()))
+    for source in reading.sources:
+        if source.runs:
+            _name_convention(source, conventions)
+            source.convention = source.convention or runs_convention.get(id(source))
     if not read:
         _explain(
             reading,
@@ -291,23 +298,70 @@ def _reason(
     )
 
 
+_GENAI_UTIL_SWITCH = (
+    "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_AND_EVENT with "
+    "OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental (instrumentations built on "
+    "opentelemetry-util-genai accept NO_CONTENT, SPAN_ONLY, EVENT_ONLY or SPAN_AND_EVENT and "
+    "capture nothing for true; releases older than it, e.g. opentelemetry-instrumentation-openai-v2 "
+    "up to 2.3b0, take true)"
+)
+"""The OpenTelemetry contrib GenAI instrumentations' switch, in a form every release accepts."""
 _CONTENT_SWITCHES = (
     (
         "autogen",
         "AutoGen's own spans carry names and ids only, whatever is set: instrument its model "
-        "client too (e.g. opentelemetry-instrumentation-openai-v2 with "
-        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)",
+        "client too (e.g. opentelemetry-instrumentation-openai-v2; for it, "
+        + _GENAI_UTIL_SWITCH
+        + ")",
     ),
     (
         "semantic_kernel",
         "set SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE=true and "
         "export its logs as well as its traces",
     ),
+    (
+        "com.anthropic.sdk",
+        "the Anthropic SDK's own spans are metadata-only by default: set "
+        "ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE=content (or the client option "
+        'open_telemetry={"traces": {"content_mode": "content"}}). Where another instrumentation '
+        "(OpenLLMetry's AnthropicInstrumentor, …) already traces these calls, the SDK's spans "
+        "repeat each request as a trace of its own: turn them off with ANTHROPIC_OPEN_TELEMETRY=false",
+    ),
+    ("opentelemetry.instrumentation.openai_v2", _GENAI_UTIL_SWITCH),
+    (
+        "opentelemetry.instrumentation.google_genai",
+        "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_AND_EVENT (it accepts "
+        "NO_CONTENT, SPAN_ONLY, EVENT_ONLY or SPAN_AND_EVENT, and captures nothing for any other "
+        "value, true included)",
+    ),
+    (
+        "gcp.vertex.agent",
+        "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true and export ADK's logs as "
+        "well as its traces (the content is on its log records)",
+    ),
+    (
+        "litellm",
+        "LiteLLM's otel callback sends content unless litellm.turn_off_message_logging is set; "
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true puts it on events only: set it to "
+        "SPAN_AND_EVENT, or leave it unset",
+    ),
+    (
+        "opentelemetry.instrumentation.",
+        "OpenLLMetry's instrumentations send content unless TRACELOOP_TRACE_CONTENT=false: set "
+        "it to true (or unset it); for an OpenTelemetry contrib instrumentation, "
+        + _GENAI_UTIL_SWITCH,
+    ),
+    (
+        "traceloop",
+        "OpenLLMetry sends content unless TRACELOOP_TRACE_CONTENT=false: set it to true (or "
+        "unset it)",
+    ),
 )
-"""Libraries whose content switch is not the GenAI instrumentations' common one, by scope prefix."""
+"""What turns content on, by scope prefix (the first that fits), each value one the library
+accepts (read from its source)."""
 _DEFAULT_CONTENT_SWITCH = (
-    "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true (or the library's own content-capture "
-    "setting); the runs carry names and ids only"
+    "turn on the library's content capture; for an OpenTelemetry GenAI instrumentation, "
+    + _GENAI_UTIL_SWITCH
 )
 
 
