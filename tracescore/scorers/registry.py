@@ -56,6 +56,44 @@ class ToolCallAccuracyCodeOptions(ScorerOptions):
     )
 
 
+class ConsistencyOptions(ScorerOptions):
+    checks: (
+        list[
+            Literal[
+                "grounding",
+                "contradiction",
+                "entities",
+                "non_answer",
+                "truncation",
+                "language",
+                "leak",
+            ]
+        ]
+        | None
+    ) = Field(None, description="the checks to run; unset: all seven")
+    weights: (
+        dict[
+            Literal[
+                "grounding",
+                "contradiction",
+                "entities",
+                "non_answer",
+                "truncation",
+                "language",
+                "leak",
+            ],
+            float,
+        ]
+        | None
+    ) = Field(
+        None,
+        description="what a failed check takes off the score, as its share of the total (1 each)",
+    )
+    leak_words: int = Field(
+        12, ge=4, description="system prompt words repeated in a row that make a leak"
+    )
+
+
 class NoOptions(ScorerOptions):
     pass
 
@@ -224,6 +262,13 @@ _ENTRIES: dict[str, ScorerEntry] = {
             f"{_CODE}.completeness:create_completeness_scorer",
             "Share of the input's words (verbs as infinitives) the output covers",
             schema=NoOptions,
+        ),
+        ScorerEntry(
+            "consistency",
+            f"{_CODE}.consistency.scorer:create_consistency_scorer",
+            "The answer checked against the run's evidence: grounded values, tool results, "
+            "entities, non-answers, truncation, language, system prompt leaks",
+            schema=ConsistencyOptions,
         ),
         ScorerEntry(
             "content-similarity",

@@ -1,0 +1,1 @@
+"""The ``consistency`` scorer (:mod:`.scorer`) and its checks."""
