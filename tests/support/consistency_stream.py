@@ -101,6 +101,30 @@ UNREACHABLE = (
     "I wasn't able to retrieve the {what} details because of an error on our side.",
     "Unfortunately the {what} service is down right now; please check back later.",
 )
+UNREACHABLE_FOREIGN = (
+    (
+        ("¿",),
+        (
+            "Lo siento, el servicio no responde en este momento. Inténtalo de nuevo más tarde.",
+            "No he podido consultar el servicio ahora mismo; vuelve a intentarlo en unos minutos.",
+        ),
+    ),
+    (
+        ("Quel ", "Est-ce", "Où "),
+        (
+            "Désolé, le service ne répond pas pour le moment. Réessayez dans quelques minutes.",
+            "Je n'ai pas pu joindre le service à cause d'une erreur de notre côté, désolé.",
+        ),
+    ),
+    (
+        ("Wie ", "Brauche "),
+        (
+            "Leider ist der Dienst gerade nicht erreichbar. Bitte versuche es gleich noch einmal.",
+            "Ich konnte den Dienst wegen eines Fehlers auf unserer Seite nicht abfragen, sorry.",
+        ),
+    ),
+)
+"""The honest failure in the user's language, by how a foreign question starts."""
 FAILURES = (
     ToolFailure("timeout", "upstream request timed out after 10s"),
     ToolFailure("unavailable", "503 Service Unavailable"),
@@ -784,16 +808,23 @@ def stream_run(pool: Pool, kind: str) -> StreamRun:
     if kind == "unreachable":
         failed = [(name, args, pool.pick(FAILURES)) for name, args, _ in tools[:1]]
         tools = failed  # the agent stops at the first failure
-        answer = pool(
-            UNREACHABLE,
-            what=pool.pick(
-                {
-                    "weather": ("weather", "forecast"),
-                    "order": ("order tracking", "orders"),
-                    "billing": ("billing", "invoice"),
-                    "flight": ("flight search", "booking"),
-                }[topic]
-            ),
+        foreign = [
+            texts for starts, texts in UNREACHABLE_FOREIGN if turn.question.startswith(starts)
+        ]
+        answer = (
+            pool.pick(foreign[0])
+            if foreign
+            else pool(
+                UNREACHABLE,
+                what=pool.pick(
+                    {
+                        "weather": ("weather", "forecast"),
+                        "order": ("order tracking", "orders"),
+                        "billing": ("billing", "invoice"),
+                        "flight": ("flight search", "booking"),
+                    }[topic]
+                ),
+            )
         )
     elif kind == "refusal":
         answer = pool.pick(REFUSALS)

@@ -273,11 +273,12 @@ class DemoSender:
             return self._send_chat_turn()
         agent = self.rng.choice(AGENTS)
         turn = agent.turns(self.rng)
-        return self.send_turn(agent, turn, getattr(turn, self.quality(agent)))
+        self.send_turn(agent, turn, getattr(turn, self.quality(agent)))
+        return agent.name
 
     def send_turn(self, agent: Agent, turn: Turn, answer: str, finish_reason: str = "stop") -> str:
         """Send one trace of ``agent`` answering ``turn`` with ``answer``; a tool whose result is
-        a :class:`ToolFailure` ends in error. Returns the agent's name."""
+        a :class:`ToolFailure` ends in error. Returns the trace's id (hex)."""
         tracer = self.tracer(agent.service)
         model_attrs = {
             "gen_ai.provider.name": agent.provider,
@@ -366,7 +367,7 @@ class DemoSender:
         root.set_attribute("gen_ai.output.messages", json.dumps([final]))
         root.end(end_time=clock + 2_000_000)
         self.sent += 1
-        return agent.name
+        return f"{root.get_span_context().trace_id:032x}"
 
     def _send_chat_turn(self) -> str:
         """One turn of the multi-turn agent: an ``invoke_agent`` span sent the conversation so
