@@ -4,6 +4,7 @@ reason and ``checks`` step the scorer records."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -20,7 +21,7 @@ WEATHER_SYSTEM = "You are WeatherBot. Always call get_weather before answering."
 def run(
     question: str,
     answer: str,
-    tools: list[tuple[str, dict[str, Any], Any]] = (),  # type: ignore[assignment]
+    tools: Sequence[tuple[str, dict[str, Any], Any]] = (),
     *,
     system: str = WEATHER_SYSTEM,
     failed: bool = False,
@@ -424,4 +425,4 @@ def test_bad_options_are_refused_naming_them() -> None:
     with pytest.raises(ValueError, match="weights"):
         entry.factory(weights={"truncation": "heavy"})
     with pytest.raises(ValueError, match="not all 0"):
-        entry.factory(weights={name: 0 for name in CHECKS})
+        entry.factory(weights=dict.fromkeys(CHECKS, 0))
