@@ -17,9 +17,15 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
-from tracescore.offline.demo import Agent, ToolFailure, Turn
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from tracescore.extract.model import AgentRun
+from tracescore.offline.demo import Agent, DemoSender, ToolFailure, Turn
+from tracescore.offline.inputs import read_runs
 
 T = TypeVar("T")
 BAD_KINDS = ("refusal", "off_topic", "truncated", "wrong_entity", "contradiction", "fabricated")
@@ -853,3 +859,18 @@ def stream(split: str, count: int, seed: int = 47) -> list[StreamRun]:
     pool = Pool(split, rng)
     kinds, weights = list(MIX), list(MIX.values())
     return [stream_run(pool, rng.choices(kinds, weights)[0]) for _ in range(count)]
+
+
+def rebuilt(runs: Sequence[StreamRun], workdir: Path) -> list[AgentRun]:
+    """``runs`` as the pipeline reads them: sent by the demo's sender as GenAI spans, exported
+    to an OTLP file in ``workdir`` and rebuilt by extraction; in the order of ``runs``."""
+    memory = InMemorySpanExporter()
+    sender = DemoSender("unused", seed=47, drop_after=float("inf"), exporter=memory)
+    try:
+        ids = [sender.send_turn(r.agent, r.turn, r.answer, r.finish_reason) for r in runs]
+    finally:
+        sender.shutdown()
+    export = workdir / "consistency-stream.pb"
+    export.write_bytes(encode_spans(memory.get_finished_spans()).SerializeToString())
+    by_trace = {run.trace_id: run for run in read_runs([export]) if run.primary}
+    return [by_trace[trace_id] for trace_id in ids]

@@ -55,6 +55,7 @@ _DANGLING = frozenset(
     "las y del der die das und oder mit".split()
 )
 _WORD = re.compile(r"[^\W\d_]{4,}")
+_WORDS = re.compile(r"[^\W\d_]{2,}")
 _STOP_KEYS = frozenset(
     "what when where which would could should there their about have with this that from your "
     "please thanks thank hello help need want know tell like just right also does more some "
@@ -110,16 +111,13 @@ def _keys(text: str) -> set[str]:
 def _off_topic(evidence: Evidence) -> bool:
     """The answer shares no content word with the question, the tool calls and the context,
     where there is something to share: tools that answered, or a question of substance."""
-    asked = _keys(evidence.question)
-    if not evidence.served and len(asked) < 4:
+    if not evidence.served and len(_keys(evidence.question)) < 4:
         return False  # small talk and short requests: too little to compare
     answer = _keys(evidence.answer)
     if len(answer) < (1 if evidence.served else 3):
         return False
-    source = asked | _keys(evidence.tool_text) if evidence.calls else asked
-    for context in evidence.context:
-        source |= _keys(context)
-    return not answer & source and not _shares_value(evidence)
+    source = "\n".join([evidence.question, evidence.tool_text, *evidence.context]).lower()
+    return not any(key in source for key in answer) and not _shares_value(evidence)
 
 
 def _shares_value(evidence: Evidence) -> bool:
@@ -200,19 +198,26 @@ def _vote(text: str) -> str | None:
     return language if best > second else None
 
 
+@lru_cache(maxsize=64)
+def _language_asked(system: str) -> str | None:
+    """The language a system prompt tells the agent to answer in (cached: runs share it)."""
+    wanted = _ANSWER_IN.search(system)
+    return _LANGUAGE_CODES[wanted.group(1).lower()] if wanted else None
+
+
 def language(evidence: Evidence) -> list[str]:
     """The answer's language is the user's (or the one the system prompt asks for).
 
     Where the function words of the question and the answer agree on a language, that settles
     it; the identifier (tens of microseconds a text) reads the rest."""
-    wanted = _ANSWER_IN.search(evidence.system)
+    wanted = _language_asked(evidence.system)
     asked = None if wanted else _vote(evidence.question)
-    if asked is not None and asked == _vote(evidence.answer):
-        return []
+    if asked is not None and (said := _vote(evidence.answer)) in (asked, None):
+        if said is not None or len(_WORDS.findall(evidence.answer, 0, SAMPLE)) < 6:
+            return []  # the same language, or too few words to be another
     expected = (
-        _LANGUAGE_CODES[wanted.group(1).lower()]
-        if wanted
-        else asked
+        wanted
+        or asked
         or detect_language(evidence.question[:SAMPLE])
         or detect_language(evidence.request_text[-SAMPLE:])
     )
@@ -229,34 +234,43 @@ def language(evidence: Evidence) -> list[str]:
     return [f"the answer is in {said}, {whose} {expected}"]
 
 
+_TOKENS = re.compile(r"\w+")
 LEAK_WORDS = 12
 """Words of the system prompt an answer may repeat in a row before it is a leak."""
 
 
 @lru_cache(maxsize=64)
-def _shingles(system: str, size: int) -> frozenset[tuple[str, ...]]:
-    """Every run of ``size`` words of a system prompt (cached: many runs share one prompt)."""
-    words = re.findall(r"\w+", system.lower())
-    return frozenset(tuple(words[i : i + size]) for i in range(len(words) - size + 1))
+def _prompt_words(system: str, size: int) -> tuple[str, frozenset[str]]:
+    """A system prompt's words, joined by spaces, and every run of ``size // 2`` of them (cached:
+    many runs share one prompt)."""
+    words = _TOKENS.findall(system.lower())
+    half = max(1, size // 2)
+    runs = frozenset(" ".join(words[i : i + half]) for i in range(len(words) - half + 1))
+    return f" {' '.join(words)} ", runs
 
 
 def leak(evidence: Evidence, size: int = LEAK_WORDS) -> list[str]:
-    """The answer repeats ``size`` or more words of the system prompt in a row."""
+    """The answer repeats ``size`` or more words of the system prompt in a row.
+
+    Any such repeat holds a run of ``size // 2`` words starting at a multiple of ``size // 2``:
+    those few runs are looked up first, and only a hit is extended word by word."""
     if not evidence.system:
         return []
-    words = re.findall(r"\w+", evidence.answer.lower())
+    words = _TOKENS.findall(evidence.answer.lower())
     if len(words) < size:
         return []
-    known = _shingles(evidence.system, size)
-    if not known:
-        return []
-    start = next(
-        (i for i in range(len(words) - size + 1) if tuple(words[i : i + size]) in known), None
-    )
-    if start is None:
-        return []
-    end = start + size
-    while end < len(words) and tuple(words[end - size + 1 : end + 1]) in known:
-        end += 1
-    quoted = " ".join(words[start:end])
-    return [f"the answer repeats {end - start} words of the system prompt: {quoted[:120]!r}"]
+    prompt, runs = _prompt_words(evidence.system, size)
+    half = max(1, size // 2)
+    for anchor in range(0, len(words) - half + 1, half):
+        if " ".join(words[anchor : anchor + half]) not in runs:
+            continue
+        for start in range(max(0, anchor - half + 1), anchor + 1):
+            end = start + size
+            if end <= len(words) and f" {' '.join(words[start:end])} " in prompt:
+                while end < len(words) and f" {' '.join(words[start : end + 1])} " in prompt:
+                    end += 1
+                quoted = " ".join(words[start:end])
+                return [
+                    f"the answer repeats {end - start} words of the system prompt: {quoted[:120]!r}"
+                ]
+    return []

@@ -126,8 +126,16 @@ class ValueEvidence:
 
     @cached_property
     def readings(self) -> list[float]:
-        """Every reading of the evidence's numbers, sorted (searched by bisection)."""
-        found = readings_of(self.own_text)
+        """Every reading of the evidence's numbers, sorted (searched by bisection): a tool's
+        numeric fields as they are, numbers in its text fields and in the other texts read."""
+        found = readings_of("\n".join(self.evidence.user_texts))
+        for call in self.evidence.calls:
+            for part in (call.args, call.result_text if call.failed else call.result):
+                for _, value in leaves(part):
+                    if isinstance(value, float | int) and not isinstance(value, bool):
+                        found.append(float(value))
+                    elif isinstance(value, str):
+                        found.extend(readings_of(value))
         for text in (*self.evidence.context, self.evidence.system):
             found.extend(cached_readings(text))
         return sorted(set(found))
@@ -214,15 +222,19 @@ def grounding(values: ValueEvidence) -> list[str]:
         for number in values.ungrounded
         if number.start not in values.contradicted
     ]
+    own = values.own_text
     findings += [
         f"answer says {text}, a date found nowhere in the run"
         for text, keys in values.answer.date_texts
-        if not keys & values.dates
+        # an ISO date in a tool result is the common case: found without reading every date
+        if not any(f"-{month:02d}-{day:02d}" in own for month, day in keys)
+        and not keys & values.dates
     ]
     findings += [
         f"answer says {text}, a time found nowhere in the run"
         for text, minutes in values.answer.time_texts
-        if not minutes & values.times
+        if not any(f"{minute // 60:02d}:{minute % 60:02d}" in own for minute in minutes)
+        and not minutes & values.times
     ]
     if values.answer.ids:
         plain = re.sub(r"[^0-9a-z]", "", values.folded_text)
@@ -301,15 +313,13 @@ def entities(values: ValueEvidence) -> list[str]:
     evidence = values.evidence
     request = folded(evidence.request_text)
     findings = []
-    seen = folded(f"{evidence.system}\n{' '.join(evidence.context)}")
-    for call in evidence.calls:
+    for position, call in enumerate(evidence.calls):
         for key, value in leaves(call.args):
             if not isinstance(value, str | int) or isinstance(value, bool):
                 continue
             text = str(value).strip()
-            if problem := _argument_problem(key, text, request, seen):
+            if problem := _argument_problem(key, text, request, evidence, position):
                 findings.append(f"{call.name} was called with {key} {text!r}; {problem}")
-        seen += "\n" + folded(f"{call.args_text} {call.result_text}")
     answer = evidence.answer
     for match in _NAMED.finditer(answer):
         name = match.group(1)
@@ -321,23 +331,35 @@ def entities(values: ValueEvidence) -> list[str]:
     return findings
 
 
-def _argument_problem(key: str, text: str, request: str, seen: str) -> str | None:
-    """Why an argument names something other than what was asked, or None."""
+def _argument_problem(
+    key: str, text: str, request: str, evidence: Evidence, position: int
+) -> str | None:
+    """Why an argument of the call at ``position`` names something other than what was asked
+    (the request, the system prompt, the context or an earlier call's result), or None."""
     if not text or len(text) > 60:
         return None
     ids = _ids(text)
     if ids and not dates_and_times(text).dates:
         asked = _ids(request)
-        known = asked | _ids(seen)
-        if asked and not ids & known:
-            return f"the request names {', '.join(sorted(asked))}"
-        return None
+        if not asked or ids & asked or ids & _ids(_known(evidence, position)):
+            return None
+        return f"the request names {', '.join(sorted(asked))}"
     if not _ENTITY_ARG.search(key) or not _is_name(text):
         return None
     words = [folded(word) for word in _WORD.findall(text.split(",")[0])]
-    if not words or any(word in request or word in seen for word in words):
+    if not words or any(word in request for word in words):
+        return None
+    known = _known(evidence, position)
+    if any(word in known for word in words):
         return None
     return "the request does not name it"
+
+
+def _known(evidence: Evidence, position: int) -> str:
+    """What the agent knew besides the request when it made call ``position``: the system
+    prompt, the context and the earlier calls (folded; read only for a doubtful argument)."""
+    earlier = " ".join(f"{c.args_text} {c.result_text}" for c in evidence.calls[:position])
+    return folded(f"{evidence.system}\n{' '.join(evidence.context)}\n{earlier}")
 
 
 @lru_cache(maxsize=512)

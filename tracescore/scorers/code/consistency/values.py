@@ -238,7 +238,7 @@ def dates_and_times(text: str) -> Values:
 def _dates_and_times(text: str, found: Values) -> list[tuple[int, int]]:
     """Adds ``text``'s dates and times to ``found``; returns where they are."""
     taken: list[tuple[int, int]] = []
-    for match in DATES.finditer(text):
+    for match in DATES.finditer(text) if _may_hold_date(text) else ():
         keys = {key for key in _date_keys(match) if 1 <= key[0] <= 12 and 1 <= key[1] <= 31}
         if keys:
             found.dates |= keys
@@ -246,7 +246,7 @@ def _dates_and_times(text: str, found: Values) -> list[tuple[int, int]]:
             taken.append(match.span())
             if match["ih"]:
                 found.times.add(int(match["ih"]) * 60 + int(match["imin"]))
-    for match in TIMES.finditer(text):
+    for match in TIMES.finditer(text) if _may_hold_time(text) else ():
         if any(start <= match.start() < end for start, end in taken):
             continue
         minutes = _minutes(match)
@@ -254,6 +254,19 @@ def _dates_and_times(text: str, found: Values) -> list[tuple[int, int]]:
         found.time_texts.append((match.group(), minutes))
         taken.append(match.span())
     return taken
+
+
+_DATE_MARK = re.compile(r"\d[-/.]\d|[^\W\d_]{3}\.?\s+\d|\d\s+[^\W\d_]{3}", re.IGNORECASE)
+_TIME_MARK = re.compile(r"\d[:h]\d|\d\s?[ap]\.?m", re.IGNORECASE)
+
+
+def _may_hold_date(text: str) -> bool:
+    """A cheap look for what every date form has (``3-5``, ``March 5``, ``5 March``)."""
+    return _DATE_MARK.search(text) is not None
+
+
+def _may_hold_time(text: str) -> bool:
+    return _TIME_MARK.search(text) is not None
 
 
 def ids_of(text: str, taken: list[tuple[int, int]] | None = None) -> set[str]:
