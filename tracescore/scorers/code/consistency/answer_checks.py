@@ -212,9 +212,11 @@ def language(evidence: Evidence) -> list[str]:
     it; the identifier (tens of microseconds a text) reads the rest."""
     wanted = _language_asked(evidence.system)
     asked = None if wanted else _vote(evidence.question)
-    if asked is not None and (said := _vote(evidence.answer)) in (asked, None):
-        if said is not None or len(_WORDS.findall(evidence.answer, 0, SAMPLE)) < 6:
-            return []  # the same language, or too few words to be another
+    voted = _vote(evidence.answer) if asked is not None else None
+    if asked is not None and (
+        voted == asked or (voted is None and len(_WORDS.findall(evidence.answer, 0, SAMPLE)) < 6)
+    ):
+        return []  # the same language, or too few words to be another
     expected = (
         wanted
         or asked
