@@ -53,6 +53,7 @@ from tests.support.judge_server import JudgeServer, json_reply  # noqa: E402
 from tests.support.server_process import start_server  # noqa: E402
 from tracescore.extract import extract_runs  # noqa: E402
 from tracescore.offline import demo  # noqa: E402
+from tracescore.scorers.code.consistency import CHECKS  # noqa: E402
 from tracescore.scorers.scorer_run import ScorerRun  # noqa: E402
 from tracescore.scorers.utils import get_assistant_message  # noqa: E402
 from tracescore.store import open_store  # noqa: E402
@@ -239,15 +240,7 @@ def report_checks(rows: list[Any], kinds: dict[str, str], cheap: str) -> None:
             f"  {kind}: flagged {len(of_kind & flagged)} of {len(of_kind)} ({len(of_kind & flagged) / len(of_kind):.1%})"
         )
     print("per check: runs it flagged, and the share of them that are bad (precision):")
-    for check in (
-        "grounding",
-        "contradiction",
-        "entities",
-        "non_answer",
-        "truncation",
-        "language",
-        "leak",
-    ):
+    for check in CHECKS:
         by_check = {t for t, label in labels.items() if check in label.split("+")}
         bad = {t for t in by_check if not kinds[t].startswith("fine")}
         print(f"  {check}: {len(by_check)}, precision {len(bad) / max(1, len(by_check)):.1%}")

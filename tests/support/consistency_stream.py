@@ -305,9 +305,9 @@ def _weather(pool: Pool, kind: str) -> tuple[Agent, Turn, str]:
             m=rng.randint(0, 59),
             big=rng.randint(120, 480),
         )
-    agent = pool.pick(WEATHER_AGENTS)
-    return (
-        agent,
+    return _made(
+        pool,
+        WEATHER_AGENTS,
         Turn(question, tools, f"Call get_weather for {asked_city}.", answer, answer, answer),
         "weather",
     )
@@ -319,6 +319,11 @@ WEATHER_AGENTS = (
     Agent("skycast", "skycast-api", "gpt-4o-mini", "openai",
           "You are Skycast, a friendly forecaster. Use the get_weather tool and keep answers to two sentences.", lambda r: _never()),
 )  # fmt: skip
+
+
+def _made(pool: Pool, agents: Sequence[Agent], turn: Turn, topic: str) -> tuple[Agent, Turn, str]:
+    """A scenario's run: one of its ``agents`` answering ``turn``, with the scenario's topic."""
+    return pool.pick(agents), turn, topic
 
 
 def _never() -> Turn:
@@ -629,9 +634,9 @@ def _billing(pool: Pool, kind: str) -> tuple[Agent, Turn, str]:
             mn=pool(("May", "October", "June", "February")),
             d=rng.randint(1, 28) if day > 14 else rng.randint(15, 28),
         )
-    agent = pool.pick(BILLING_AGENTS)
-    return (
-        agent,
+    return _made(
+        pool,
+        BILLING_AGENTS,
         Turn(question, tools, f"Fetch invoice {called}.", answer, answer, answer),
         "billing",
     )
@@ -766,9 +771,9 @@ def _travel(pool: Pool, kind: str) -> tuple[Agent, Turn, str]:
             n2=rng.randint(25, 50),
             big=rng.randint(1000, 9999),
         )
-    agent = pool.pick(TRAVEL_AGENTS)
-    return (
-        agent,
+    return _made(
+        pool,
+        TRAVEL_AGENTS,
         Turn(question, tools, f"Search flights {a} to {b}.", answer, answer, answer),
         "flight",
     )

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from tracescore.scorers.base import Scorer
+from tracescore.scorers.code.consistency import CheckName
 
 
 @dataclass(frozen=True)
@@ -57,35 +58,8 @@ class ToolCallAccuracyCodeOptions(ScorerOptions):
 
 
 class ConsistencyOptions(ScorerOptions):
-    checks: (
-        list[
-            Literal[
-                "grounding",
-                "contradiction",
-                "entities",
-                "non_answer",
-                "truncation",
-                "language",
-                "leak",
-            ]
-        ]
-        | None
-    ) = Field(None, description="the checks to run; unset: all seven")
-    weights: (
-        dict[
-            Literal[
-                "grounding",
-                "contradiction",
-                "entities",
-                "non_answer",
-                "truncation",
-                "language",
-                "leak",
-            ],
-            float,
-        ]
-        | None
-    ) = Field(
+    checks: list[CheckName] | None = Field(None, description="the checks to run; unset: all seven")
+    weights: dict[CheckName, float] | None = Field(
         None,
         description="what a failed check takes off the score, as its share of the total (1 each)",
     )

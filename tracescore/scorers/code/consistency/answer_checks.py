@@ -21,6 +21,7 @@ REFUSAL = re.compile(
     r"|\bi\s+(?:can(?:'|’)?t|cannot|can\s+not|won(?:'|’)?t|am\s+not\s+allowed\s+to|(?:'|’)m\s+not\s+allowed\s+to)\s+"
     r"(?:help|assist|provide|answer|do\s+that|share|discuss|comply|look\s+into|support|give)"
     r"|\b(?:can(?:'|’)?t|cannot|not\s+able\s+to)\s+help\s+(?:you\s+)?with"
+    r"|\b(?:won(?:'|’)?t|will\s+not)\s+be\s+able\s+to\s+(?:help|assist|provide|answer|look|share|do|give)"
     r"|\bas\s+an\s+ai\b|\bi\s+(?:don(?:'|’)?t|do\s+not)\s+have\s+(?:access|the\s+ability)"
     r"|\bi\s+(?:must|have\s+to|need\s+to)\s+decline|\bunable\s+to\s+(?:help|assist)\s+with"
     r"|\bno\s+puedo\s+(?:ayudar|responder|proporcionar)|\bje\s+ne\s+(?:peux|suis)\s+pas\s+(?:en\s+mesure\s+)?(?:d'|de\s+)?(?:aider|répondre|vous\s+aider)"
@@ -103,9 +104,13 @@ def non_answer(evidence: Evidence) -> list[str]:
     return []
 
 
+_STOP_STEMS = frozenset(word[:5] for word in _STOP_KEYS)
+"""Stems a content word shares with a stop word (``pleasure`` and ``please``): no evidence."""
+
+
 def _keys(text: str) -> set[str]:
     """Content words, cut to five letters (a stem in most European languages)."""
-    return {word[:5] for word in _WORD.findall(text.lower()) if word not in _STOP_KEYS}
+    return {word[:5] for word in _WORD.findall(text.lower())} - _STOP_STEMS
 
 
 def _off_topic(evidence: Evidence) -> bool:

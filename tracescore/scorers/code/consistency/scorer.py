@@ -13,30 +13,16 @@ judge sees those runs and few others.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, TypeAlias
+from typing import Any
 
 from tracescore.scorers.base import Scorer, create_scorer
-from tracescore.scorers.code.consistency import answer_checks, value_checks
+from tracescore.scorers.code.consistency import CHECKS, CheckName, answer_checks, value_checks
 from tracescore.scorers.code.consistency.evidence import Evidence, evidence_of
 from tracescore.scorers.code.consistency.value_checks import ValueEvidence
 from tracescore.scorers.steps import StepContext
 
 ID = "consistency"
 VERSION = "1"
-
-CheckName: TypeAlias = Literal[
-    "grounding", "contradiction", "entities", "non_answer", "truncation", "language", "leak"
-]
-CHECKS: tuple[CheckName, ...] = (
-    "grounding",
-    "contradiction",
-    "entities",
-    "non_answer",
-    "truncation",
-    "language",
-    "leak",
-)
-"""Every check, in the order labels and reasons name them."""
 
 
 def _run_checks(

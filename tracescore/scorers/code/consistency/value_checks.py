@@ -343,7 +343,8 @@ def _argument_problem(
         asked = _ids(request)
         if not asked or ids & asked or ids & _ids(_known(evidence, position)):
             return None
-        return f"the request names {', '.join(sorted(asked))}"
+        named = sorted({token for token in IDS.findall(evidence.request_text) if _ids(token)})
+        return f"the request names {', '.join(named)}"
     if not _ENTITY_ARG.search(key) or not _is_name(text):
         return None
     words = [folded(word) for word in _WORD.findall(text.split(",")[0])]
@@ -364,9 +365,16 @@ def _known(evidence: Evidence, position: int) -> str:
 
 @lru_cache(maxsize=512)
 def _ids(text: str) -> frozenset[str]:
-    """Ids in ``text``: codes with digits, and runs of four digits or more (order numbers)."""
-    found = {re.sub(r"\D", "", token) for token in IDS.findall(text)}
-    return frozenset(token for token in found if len(token) >= 4)
+    """Ids in ``text``, each as its letters and digits (``b755`` for ``B-755``) and as its
+    digits when it has three or more (an order asked as ``NW-48213`` and looked up as ``48213``)."""
+    found: set[str] = set()
+    for token in IDS.findall(text):
+        digits = re.sub(r"\D", "", token)
+        if len(digits) >= 3:
+            found.add(digits)
+        if any(char.isalpha() for char in token) and len(digits) >= 2:
+            found.add(re.sub(r"[^0-9a-z]", "", token.lower()))
+    return frozenset(found)
 
 
 def _is_name(text: str) -> bool:
