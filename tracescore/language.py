@@ -8,6 +8,7 @@ rather than a guess: a wrong language is worse than none for both.
 from __future__ import annotations
 
 import re
+import threading
 from functools import cache
 
 from py3langid.langid import MODEL_FILE, LanguageIdentifier
@@ -19,9 +20,19 @@ MIN_CONFIDENCE = 0.9
 """The least normalised probability of the top language accepted as an identification."""
 
 
+_loading = threading.Lock()
+
+
 @cache
 def _identifier() -> LanguageIdentifier:
-    """The model, loaded once (about a second): its first use pays for it, not the import."""
+    """The model, loaded once (about a second) by the first caller, the other threads waiting
+    for it rather than each loading its own copy at once."""
+    with _loading:
+        return _loaded()
+
+
+@cache
+def _loaded() -> LanguageIdentifier:
     return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tracescore.language import detect_language
 from tracescore.scorers.base import Scorer, create_scorer
 from tracescore.scorers.code.consistency import CHECKS, CheckName, answer_checks, value_checks
 from tracescore.scorers.code.consistency.evidence import Evidence, evidence_of
@@ -67,6 +68,10 @@ def create_consistency_scorer(
     if any(value < 0 for value in weight.values()) or not sum(weight.values()):
         raise ValueError("check weights must be >= 0 and not all 0")
     total = sum(weight.values())
+    if "language" in enabled:
+        # The identifier's model takes about a second to load: here, when bindings are built,
+        # not inside the first scored run's time budget (workers.budget.scorer_seconds).
+        detect_language("the model loads now")
 
     def analyze(ctx: StepContext) -> dict[str, dict[str, Any]]:
         return _run_checks(evidence_of(ctx.run), enabled, leak_words)
