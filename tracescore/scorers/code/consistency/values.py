@@ -256,13 +256,18 @@ def _dates_and_times(text: str, found: Values) -> list[tuple[int, int]]:
     return taken
 
 
-_DATE_MARK = re.compile(r"\d[-/.]\d|[^\W\d_]{3}\.?\s+\d|\d\s+[^\W\d_]{3}", re.IGNORECASE)
+_NUMERIC_DATE_MARK = re.compile(r"\d-\d|\d/\d|\d\.\d{1,2}\.\d")
+_NAME = re.compile(r"[^\W\d_]{3,}")
 _TIME_MARK = re.compile(r"\d[:h]\d|\d\s?[ap]\.?m", re.IGNORECASE)
+_ID_MARK = re.compile(r"[A-Za-z][-_#]?\d|\d[A-Za-z]|#\d")
 
 
 def _may_hold_date(text: str) -> bool:
-    """A cheap look for what every date form has (``3-5``, ``March 5``, ``5 March``)."""
-    return _DATE_MARK.search(text) is not None
+    """A cheap look for what every date form has (``3-5``, ``3/5``, a month's name): the full
+    pattern costs several times more, and most texts hold no date."""
+    if _NUMERIC_DATE_MARK.search(text) is not None:
+        return True
+    return not MONTHS.keys().isdisjoint(_NAME.findall(text.lower()))
 
 
 def _may_hold_time(text: str) -> bool:
@@ -271,6 +276,8 @@ def _may_hold_time(text: str) -> bool:
 
 def ids_of(text: str, taken: list[tuple[int, int]] | None = None) -> set[str]:
     """The ids of ``text`` (outside the ``taken`` spans), normalised: lowercase, no separators."""
+    if _ID_MARK.search(text) is None:
+        return set()  # every id has a letter or ``#`` next to a digit
     return {
         _id_key(match.group())
         for match in IDS.finditer(text)
