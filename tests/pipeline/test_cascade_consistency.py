@@ -1,4 +1,5 @@
-"""The ``consistency`` scorer upstream of a judge on a running service (issue 47): agent traces
+"""The ``consistency`` scorer upstream of a judge on a running service (issue 47), on SQLite and
+PostgreSQL: agent traces
 sent over OTLP (the demo's sender: GenAI spans with tool calls, one of them failing), scored by
 ``consistency``, then by answer-relevancy ``after: {binding: consistency, below: 1}`` on the
 scripted judge. The judge is asked about the runs a check failed on and no other; the stored
@@ -69,13 +70,15 @@ RUNS: dict[str, tuple[str, list[tuple[str, dict[str, Any], Any]], str, str]] = {
     "Seoul": (
         "What's the temperature in Seoul right now?",
         [("get_weather", {"city": "Seoul"}, _weather("Seoul", 9.0, "clear skies"))],
-        "Seoul is at 9°C under clear skies, with the wind picking up later and",
-        "truncation",
+        "Seoul is at 25°C under clear skies, with the wind picking up later and",
+        "contradiction+truncation",  # longer than a pass/fail label: stored whole
     ),
 }
 
 
-def test_a_judge_after_consistency_judges_the_runs_a_check_failed_on(tmp_path: Path) -> None:
+def test_a_judge_after_consistency_judges_the_runs_a_check_failed_on(
+    tmp_path: Path, db_url: str
+) -> None:
     with JudgeServer() as judge:
         reply = json_reply(
             {"statements": ["An answer."], "results": [{"result": "yes", "reason": "scripted"}]}
@@ -95,7 +98,7 @@ def test_a_judge_after_consistency_judges_the_runs_a_check_failed_on(tmp_path: P
                 },
             ],
         }
-        with start_server(tmp_path, config=config) as server:
+        with start_server(tmp_path, db_url=db_url, config=config) as server:
             sender = DemoSender(server.base_url, seed=47, drop_after=float("inf"))
             cities = {
                 sender.send_turn(
