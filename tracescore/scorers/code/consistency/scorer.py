@@ -56,8 +56,15 @@ def create_consistency_scorer(
     weights: Mapping[str, float] | None = None,
     leak_words: int = answer_checks.LEAK_WORDS,
 ) -> Scorer:
-    """The consistency scorer running ``checks`` (default: all), each failed one taking its
-    share of ``weights`` (default 1 each) off a score of 1."""
+    """The answer checked against the run's own evidence by seven deterministic checks:
+    ``grounding`` (values found nowhere in the evidence), ``contradiction`` (a tool result's
+    field stated with another value), ``entities`` (the request, the tool arguments and the
+    answer name different things), ``non_answer`` (an unwarranted refusal, an empty answer, a
+    failed tool call answered as a success), ``truncation``, ``language`` (not the user's) and
+    ``leak`` (the system prompt repeated). The score is 1 when every check in ``checks``
+    (default: all) passes, less each failed check's share of ``weights`` (1 each); the label is
+    ``ok`` or the failed checks joined by ``+``, and the ``checks`` step holds every check's
+    findings. What each check can and cannot see is in docs/scorers.md."""
     enabled = [name for name in CHECKS if checks is None or name in checks]
     unknown = sorted({*(checks or ()), *(weights or {})} - set(CHECKS))
     if unknown:
