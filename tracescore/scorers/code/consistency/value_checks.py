@@ -24,7 +24,6 @@ from tracescore.scorers.code.consistency.values import (
     cached_dates_and_times,
     cached_readings,
     dates_and_times,
-    ids_of,
     is_claim,
     matches,
     readings_of,
@@ -156,8 +155,15 @@ class ValueEvidence:
         return {minute for values in self.values for minute in values.times}
 
     @cached_property
-    def ids(self) -> set[str]:
-        return ids_of(self.own_text)
+    def _plain_own_text(self) -> str:
+        return _plain(self.own_text)
+
+    def knows(self, key: str) -> bool:
+        """Whether an id, as :func:`ids_of` writes it (letters and digits only), is in the
+        evidence written any way (``NW-48213``, ``nw 48213``)."""
+        return key in self._plain_own_text or any(
+            key in _cached_plain(text) for text in (*self.evidence.context, self.evidence.system)
+        )
 
     @cached_property
     def folded_text(self) -> str:
@@ -194,6 +200,20 @@ class ValueEvidence:
                     )
                     break
         return found
+
+
+_NOT_ALPHANUMERIC = re.compile(r"[^0-9a-z]")
+
+
+def _plain(text: str) -> str:
+    """``text`` lowercased, accents dropped, everything but letters and digits removed."""
+    return _NOT_ALPHANUMERIC.sub("", folded(text))
+
+
+@lru_cache(maxsize=256)
+def _cached_plain(text: str) -> str:
+    """``_plain`` for texts runs repeat (the system prompt, shared context)."""
+    return _plain(text)
 
 
 def _field_stated(number: Number, before: str, call: ToolCall) -> tuple[str, object] | None:
@@ -236,13 +256,11 @@ def grounding(values: ValueEvidence) -> list[str]:
         if not any(f"{minute // 60:02d}:{minute % 60:02d}" in own for minute in minutes)
         and not minutes & values.times
     ]
-    if values.answer.ids:
-        plain = re.sub(r"[^0-9a-z]", "", values.folded_text)
-        findings += [
-            f"answer names {key.upper()}, an id found nowhere in the run"
-            for key in sorted(values.answer.ids - values.ids)
-            if key not in plain
-        ]
+    findings += [
+        f"answer names {key.upper()}, an id found nowhere in the run"
+        for key in sorted(values.answer.ids)
+        if not values.knows(key)
+    ]
     return findings
 
 

@@ -100,7 +100,12 @@ class Number:
     readings: tuple[float, ...]
     tolerance: float
     unit: str
-    approximate: bool
+    before: str
+    """The text just before it, where an ``about`` makes it approximate."""
+
+    @property
+    def approximate(self) -> bool:
+        return _APPROXIMATE.search(self.before) is not None
 
 
 @dataclass(slots=True)
@@ -163,7 +168,7 @@ def numbers(text: str, taken: list[tuple[int, int]] | None = None) -> list[Numbe
                 readings,
                 tolerance,
                 unit,
-                bool(_APPROXIMATE.search(before)),
+                before,
             )
         )
     return found
@@ -302,6 +307,16 @@ def cached_readings(text: str) -> list[float]:
     return readings_of(text)
 
 
+def _near(number: Number, evidence: list[float], share: float) -> bool:
+    """A reading of ``number`` within its rounding, or ``share`` of itself, of the evidence's."""
+    for reading in number.readings:
+        slack = max(number.tolerance, abs(reading) * share) + 1e-9
+        at = bisect_left(evidence, reading - slack)
+        if at < len(evidence) and evidence[at] <= reading + slack:
+            return True
+    return False
+
+
 _TEMPERATURE = ((9 / 5, 32.0), (5 / 9, -32.0 * 5 / 9))
 """``(factor, offset)`` pairs: °C to °F and back."""
 _CONVERSIONS: dict[str, tuple[tuple[float, float], ...]] = {
@@ -321,12 +336,8 @@ compared as it is (converting everything would let fabricated numbers match by c
 
 def matches(number: Number, evidence: list[float]) -> bool:
     """Whether ``number`` is one of the ``evidence`` readings, as rounded or converted."""
-    for reading in number.readings:
-        spread = abs(reading) * (0.1 if number.approximate else 0.01)
-        slack = max(number.tolerance, spread) + 1e-9
-        at = bisect_left(evidence, reading - slack)
-        if at < len(evidence) and evidence[at] <= reading + slack:
-            return True
+    if _near(number, evidence, 0.01) or (number.approximate and _near(number, evidence, 0.1)):
+        return True
     unit = number.unit
     conversions = _CONVERSIONS.get(unit[:2]) or _CONVERSIONS.get(unit[:1]) or ()
     return any(
