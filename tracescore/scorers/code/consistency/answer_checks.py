@@ -10,6 +10,7 @@ was meant to see is a leak all the same.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from functools import lru_cache
 
 from tracescore.language import detect_language
@@ -186,21 +187,25 @@ _FUNCTION_WORDS = {
     }.items()
 }
 """A few of each common language's most frequent words, which no other of them uses alike."""
+_LANGUAGES_OF: dict[str, tuple[str, ...]] = {
+    word: tuple(language for language, words in _FUNCTION_WORDS.items() if word in words)
+    for words in _FUNCTION_WORDS.values()
+    for word in words
+}
+"""Each function word's languages (``de``: Spanish and French; ``in``: English and German)."""
 
 
 def _vote(text: str) -> str | None:
     """The language whose function words ``text``'s first words hold most, when no other
     language's as many (None when none has any, or two tie)."""
-    words = [word.strip("¿?¡!.,:;'\"") for word in text[:SAMPLE].lower().split()]
-    counts = sorted(
-        (
-            (sum(word in vocabulary for word in words), language)
-            for language, vocabulary in _FUNCTION_WORDS.items()
-        ),
-        reverse=True,
-    )
-    (best, language), (second, _) = counts[0], counts[1]
-    return language if best > second else None
+    counts = Counter(
+        language
+        for word in text[:SAMPLE].lower().split()
+        for language in _LANGUAGES_OF.get(word.strip("¿?¡!.,:;'\""), ())
+    ).most_common(2)
+    if not counts or (len(counts) == 2 and counts[0][1] == counts[1][1]):
+        return None
+    return counts[0][0]
 
 
 @lru_cache(maxsize=64)
