@@ -114,7 +114,7 @@ class ScoreRow(SQLModel, table=True):
     scorer_version: str = Field(max_length=50)
     status: str = Field(max_length=20)
     score: float | None = None
-    label: str | None = Field(default=None, max_length=20)
+    label: str | None = Field(default=None, max_length=100)
     reason: str | None = Field(default=None, sa_column=Column(Text))
     error: str | None = Field(default=None, sa_column=Column(Text))
     steps: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
