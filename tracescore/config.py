@@ -19,7 +19,7 @@ from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, IPvAnyNetwork, ValidationError, model_validator
 
 from tracescore.assemble.config import AssemblyConfig
 from tracescore.conversations.config import ConversationsConfig
@@ -129,6 +129,13 @@ class ServerConfig(Section):
     max_attribute_chars: int = Field(1_000_000, gt=0)
     """Longest stored attribute value (string characters, or bytes); longer ones are cut and
     end with a ``…[tracescore: truncated N of M characters]`` marker."""
+    forwarded_allow_ips: list[IPvAnyNetwork] = Field(default_factory=list)
+    """Addresses (``10.0.0.5``) or networks (``10.0.0.0/8``) of the reverse proxies in front
+    of the service. Only a request whose peer is one of them has its client address taken
+    from ``X-Forwarded-For`` (the right-most entry that is not itself a listed proxy); from
+    any other peer the header is ignored, so a client cannot pick the address its failed keys,
+    upload slots and log lines are counted under. Empty (the default): no peer is a proxy.
+    ``Forwarded`` (RFC 7239) is never read: have the proxy set ``X-Forwarded-For``."""
     api_keys: list[str] = Field(default_factory=list)
     """Keys accepted as ``Authorization: Bearer <key>`` (plus ``TRACESCORE_API_KEYS``); with
     none, ingest, the API, its docs, ``/metrics`` and the dashboard are open. ``/healthz``
