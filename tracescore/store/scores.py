@@ -15,11 +15,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
 import orjson
-from sqlalchemy import JSON, BigInteger, Column, Engine, Index, Table, Text, func, select
+from sqlalchemy import JSON, BigInteger, Column, Engine, Index, Table, Text, select
 from sqlalchemy.engine import Connection, Dialect
 from sqlmodel import Field, SQLModel
 
@@ -550,37 +550,6 @@ def run_scores(
     for row in rows:
         found.setdefault(row.trace_id, []).append(_record(row))
     return found
-
-
-# --- pipeline/limits: a binding's rate and spend -----------------------------------------------
-
-_COUNTED = ("ok", "error", "not_scorable")
-"""Statuses of scores that count against a binding's limits (the skipped ones cost nothing)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Spend:
-    """What one binding scored lately, as every instance on the database sees it."""
-
-    minute_count: int
-    """Scores made since a minute ago."""
-    day_cost: float
-    """USD spent on scores made since the day started."""
-
-
-def binding_spend(database: Engine, binding: str, now: datetime, day_start: datetime) -> Spend:
-    table = SCORES
-    mine = (table.c.binding == binding) & table.c.status.in_(_COUNTED)
-    with database.connect() as connection:
-        minute_count = connection.execute(
-            select(func.count()).where(mine & (table.c.created_at >= now - timedelta(minutes=1)))
-        ).scalar_one()
-        day_cost = connection.execute(
-            select(func.coalesce(func.sum(table.c.cost_usd), 0.0)).where(
-                mine & (table.c.created_at >= day_start)
-            )
-        ).scalar_one()
-    return Spend(int(minute_count), float(day_cost))
 
 
 # --- offline/ (compare, rescore, estimate) ------------------------------------------------------
