@@ -13,6 +13,7 @@ configures.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from types import UnionType
@@ -53,6 +54,16 @@ class StoreConfig(Section):
     @classmethod
     def _bare_url(cls, data: object) -> object:
         return {"url": data} if isinstance(data, str) else data
+
+
+_KEY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def split_key(key: str) -> tuple[str, str] | None:
+    """The public id and the secret of a key written ``id:secret``; None for a key without
+    an id (any other string, as keys were before ids)."""
+    key_id, colon, secret = key.partition(":")
+    return (key_id, secret) if colon and secret and _KEY_ID.fullmatch(key_id) else None
 
 
 class ServerConfig(Section):
@@ -151,6 +162,16 @@ class ServerConfig(Section):
     docs: bool = True
     """Serve the API's schema and docs pages (``/api/openapi.json``, ``/api/docs``, ``/redoc``),
     behind the API keys like the API, with their scripts served locally; false: 404."""
+
+    @model_validator(mode="after")
+    def _key_ids_are_unique(self) -> ServerConfig:
+        ids = [parts[0] for key in self.api_keys if (parts := split_key(key))]
+        if repeated := sorted({key_id for key_id in ids if ids.count(key_id) > 1}):
+            raise ValueError(
+                f"server.api_keys: the key id {repeated[0]!r} names more than one key (a key "
+                "written id:secret has a public id, which must name one key)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _readers_cover_the_slots(self) -> ServerConfig:
