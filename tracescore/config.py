@@ -130,10 +130,11 @@ class ServerConfig(Section):
     """Seconds an OTLP/gRPC connection may go without a call before the server ends it
     (GOAWAY); exporters open a new one on their next export."""
     max_body_readers_per_client: int | None = Field(None, gt=0)
-    """Of ``max_body_readers``, the requests from one client address at once (503 beyond).
-    Default: half of ``max_body_readers`` (128), so one address can fill the slots twice over
-    but never take the readers others need. Behind a proxy every client has the proxy's
-    address: raise it to ``max_body_readers`` there."""
+    """Of ``max_body_readers``, the requests from one client address, or with one
+    ``id:secret`` key, at once (503 beyond). Default: half of ``max_body_readers`` (128), so
+    one address or key can fill the slots twice over but never take the readers others need.
+    Behind a proxy, list it in ``forwarded_allow_ips``: otherwise every client has the proxy's
+    address."""
     max_journal_bytes: int = Field(256 * 1024 * 1024, gt=0)
     """Acknowledged request bodies waiting to be unpacked into rows (in the ingest journal);
     beyond it ingest answers 503, which bounds how far storage lags behind."""
@@ -150,11 +151,15 @@ class ServerConfig(Section):
     api_keys: list[str] = Field(default_factory=list)
     """Keys accepted as ``Authorization: Bearer <key>`` (plus ``TRACESCORE_API_KEYS``); with
     none, ingest, the API, its docs, ``/metrics`` and the dashboard are open. ``/healthz``
-    always is."""
+    always is. A key written ``id:secret`` has a public id: its wrong secrets are counted per
+    id, not per address, and its uploads take the key's own share of the body readers, so it
+    keeps working while others guess from its address (``pk-lf-…:sk-lf-…`` is a Langfuse
+    SDK's key pair)."""
     auth_failures: int = Field(20, gt=0)
     """Wrong API keys (bearer, Basic, login form or session cookie) one client address may
     present within ``auth_failure_window``; past it, every request from that address is
-    refused unchecked (429) until the window ends. Counted per service process."""
+    refused unchecked (429) until the window ends, but those with an ``id:secret`` key, whose
+    wrong secrets are counted (and refused) per key id instead. Counted per service process."""
     auth_failure_window: float = Field(60.0, gt=0)
     """Seconds of the window ``auth_failures`` are counted in."""
     session_lifetime: float = Field(12 * 3600.0, gt=0)

@@ -70,7 +70,9 @@ def exclusive_transaction(engine: Engine, name: str) -> Iterator[Connection]:
     (and DDL runs inside the transaction, which SQLite's driver otherwise runs outside it)."""
     if engine.dialect.name == "postgresql":
         with engine.begin() as connection:
-            connection.execute(text("SELECT pg_advisory_xact_lock(hashtext(:name))"), {"name": name})
+            connection.execute(
+                text("SELECT pg_advisory_xact_lock(hashtext(:name))"), {"name": name}
+            )
             yield connection
         return
     with _sqlite_lock(engine.url.database), engine.begin() as connection:
