@@ -51,11 +51,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 _forged = (f"198.51.100.{n % 250 + 1}" for n in itertools.count())
 
 
-def _client(server: ServerProcess, address: str) -> httpx.Client:
-    transport = httpx.HTTPTransport(local_address=address)
-    return httpx.Client(base_url=server.base_url, transport=transport, timeout=10)
-
-
 def _wrong_basic(client: httpx.Client, forwarded_for: str) -> int:
     password = secrets.token_hex(8)
     credentials = base64.b64encode(f"pk-lf-x:{password}".encode()).decode()
@@ -68,7 +63,7 @@ def _wrong_basic(client: httpx.Client, forwarded_for: str) -> int:
 
 
 def test_the_configured_proxy_names_the_client(server: ServerProcess) -> None:
-    with _client(server, PROXY) as proxy:
+    with server.client_from(PROXY) as proxy:
         # Clients behind the proxy each have their own count ...
         assert [_wrong_basic(proxy, next(_forged)) for _ in range(3 * LIMIT)] == [401] * 15
         # ... and one of them is locked out by its own failures, under its own address, the
@@ -105,7 +100,7 @@ def test_a_rotating_header_from_a_direct_peer_changes_nothing(server: ServerProc
                 refused += sock.recv(4096).startswith(b"HTTP/1.1 503")
         assert refused == READERS - READERS // 2
         rng = random.Random(46)
-        with _client(server, "127.0.0.4") as exporter:
+        with server.client_from("127.0.0.4") as exporter:
             for _ in range(3):
                 response = exporter.post(
                     "/v1/traces",
@@ -117,7 +112,7 @@ def test_a_rotating_header_from_a_direct_peer_changes_nothing(server: ServerProc
     finally:
         for sock in stalled:
             sock.close()
-    with _client(server, peer) as client:
+    with server.client_from(peer) as client:
         statuses = [_wrong_basic(client, next(_forged)) for _ in range(LIMIT + 20)]
     assert statuses == [401] * LIMIT + [429] * 20
     # The lockout is logged under the peer's own address, not under a forged one.

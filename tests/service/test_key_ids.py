@@ -50,11 +50,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         yield process
 
 
-def _client(server: ServerProcess, address: str) -> httpx.Client:
-    transport = httpx.HTTPTransport(local_address=address)
-    return httpx.Client(base_url=server.base_url, transport=transport, timeout=10)
-
-
 def _export(client: httpx.Client, authorization: str, path: str = "/v1/traces") -> int:
     body = export_request(agent_trace(random.Random(46)).spans)
     headers = {"Authorization": authorization, "Content-Type": PROTOBUF}
@@ -67,7 +62,7 @@ def _basic(key: str) -> str:
 
 def test_a_valid_key_id_keeps_working_while_its_address_guesses(server: ServerProcess) -> None:
     guesser = "127.0.0.1"  # where the gRPC client below comes from too
-    with _client(server, guesser) as client:
+    with server.client_from(guesser) as client:
         guesses = [_export(client, f"Bearer {secrets.token_hex(16)}") for _ in range(25)]
         assert guesses == [401] * LIMIT + [429] * (25 - LIMIT)
         # Keys with an id are judged by their id's count: the exporter and the Langfuse SDK
@@ -94,7 +89,7 @@ def test_a_valid_key_id_keeps_working_while_its_address_guesses(server: ServerPr
 def test_wrong_secrets_of_a_key_id_are_counted_against_that_id(server: ServerProcess) -> None:
     key_id = TARGET.split(":")[0]
     wrong = f"Bearer {key_id}:{secrets.token_hex(16)}"
-    with _client(server, "127.0.0.8") as first, _client(server, "127.0.0.9") as second:
+    with server.client_from("127.0.0.8") as first, server.client_from("127.0.0.9") as second:
         statuses = [_export(client, wrong) for client in (first, second) * 4]
         # Spread over two addresses, the id's guesses are still counted together.
         assert statuses == [401] * LIMIT + [429] * 3
@@ -115,7 +110,7 @@ def test_slow_uploads_of_one_key_leave_another_key_its_share_from_the_same_addre
     stallers.start()
     try:
         time.sleep(2)  # every staller has been answered or is held by now
-        with _client(server, shared) as exporter:
+        with server.client_from(shared) as exporter:
             statuses = []
             for _ in range(10):
                 statuses.append(_export(exporter, f"Bearer {EXPORTER}"))
