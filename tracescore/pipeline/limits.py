@@ -88,7 +88,8 @@ class BindingLimiter:
             return Admission(verdict, f"daily budget of ${limits.usd_per_day} spent")
         return Admission("ok", reservation=reservation)
 
-    def settle(self, admission: Admission, cost_usd: float) -> None:
-        """Record what an admitted run cost (blocking: a transaction)."""
+    def settle(self, admission: Admission, cost_usd: float | None) -> None:
+        """Record what an admitted run cost; None for a run that raised, whose cost is unknown
+        (blocking: a transaction)."""
         if admission.reservation is not None:
             settle(self._engine, admission.reservation, cost_usd, self._clock())

@@ -575,10 +575,14 @@ class ScoringWorker:
         scorer_input, cut = (
             self._scorer_input(run) if subject is None else (ScorerRun.of(subject), None)
         )
-        async with self._slots:
-            result = await binding.scorer.run(scorer_input)
-        if binding.limiter is not None and admission is not None:
-            await asyncio.to_thread(binding.limiter.settle, admission, result.cost_usd)
+        cost: float | None = None  # unknown, should the run raise or be cancelled
+        try:
+            async with self._slots:
+                result = await binding.scorer.run(scorer_input)
+            cost = result.cost_usd
+        finally:
+            if binding.limiter is not None and admission is not None:
+                await asyncio.to_thread(binding.limiter.settle, admission, cost)
         for call in result.judge_calls:
             outcome = "error" if call.error is not None else "cached" if call.cached else "ok"
             self.metrics.judge_call(

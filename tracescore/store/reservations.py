@@ -107,7 +107,7 @@ def reserve(
                     func.count().filter(
                         table.c.cost_usd.is_(None)
                         & table.c.estimate_usd.is_(None)
-                        & (table.c.taken_at > now - HOLD)
+                        & (table.c.busy_until > now + RATE_WINDOW)  # still running
                     ),
                 ).where(today)
             ).one()
@@ -128,8 +128,9 @@ def reserve(
     return "ok", int(reservation)
 
 
-def settle(database: Database, reservation: int, cost_usd: float, now: float) -> None:
-    """Record what the run of ``reservation`` cost; it counts against the rate for a minute."""
+def settle(database: Database, reservation: int, cost_usd: float | None, now: float) -> None:
+    """Record what the run of ``reservation`` cost (None: it failed before it could tell; it
+    counts at its estimate); it counts against the rate for a minute more."""
     with database.begin() as connection:
         connection.execute(
             update(RESERVATIONS)
