@@ -12,12 +12,15 @@ Times are float seconds since the epoch (as leases'), one representation on both
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Literal
 
 from sqlalchemy import BigInteger, Column, Index, Integer, Select, delete, func, select, update
+from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
 
 from tracescore.store.handles import Database
+from tracescore.store.scores import stored_spend
 from tracescore.store.table_of import table_of
 from tracescore.store.writelock import exclusive_transaction
 
@@ -44,6 +47,10 @@ class ReservationRow(SQLModel, table=True):
     """Null until settled."""
     busy_until: float
     """While unsettled, ``taken_at`` plus the hold and a minute; once settled, a minute after."""
+    carried: bool = False
+    """The day's spend stored in ``scores`` before the binding's first reservation that day
+    (runs scored before its ``usd_per_day`` was set, or before an upgrade): counted towards
+    the day, never an estimate nor a rate slot."""
 
 
 RESERVATIONS = table_of(ReservationRow)
@@ -99,8 +106,9 @@ def reserve(
         ).scalar_one_or_none()
         if limits.usd_per_day is not None:
             today = mine & (table.c.taken_at >= day_start)
-            committed, unknown = connection.execute(
+            rows, committed, unknown = connection.execute(
                 select(
+                    func.count(),
                     func.coalesce(
                         func.sum(func.coalesce(table.c.cost_usd, table.c.estimate_usd)), 0.0
                     ),
@@ -111,6 +119,8 @@ def reserve(
                     ),
                 ).where(today)
             ).one()
+            if not rows:
+                committed = _carry(connection, binding, day_start)
             if committed >= limits.usd_per_day:
                 return "skipped_budget", None
             if unknown:
@@ -126,6 +136,17 @@ def reserve(
             .returning(table.c.id)
         ).scalar_one()
     return "ok", int(reservation)
+
+
+def _carry(connection: Connection, binding: str, day_start: float) -> float:
+    """Record what ``binding``'s stored scores cost today before its first reservation."""
+    spent = stored_spend(connection, binding, datetime.fromtimestamp(day_start, UTC))
+    connection.execute(
+        RESERVATIONS.insert().values(
+            binding=binding, taken_at=day_start, cost_usd=spent, busy_until=0.0, carried=True
+        )
+    )
+    return spent
 
 
 def settle(database: Database, reservation: int, cost_usd: float | None, now: float) -> None:
@@ -144,7 +165,7 @@ def _latest_costs(binding: str) -> Select[tuple[int | None]]:
     table = RESERVATIONS
     return (
         select(table.c.id)
-        .where((table.c.binding == binding) & (table.c.cost_usd > 0))
+        .where((table.c.binding == binding) & (table.c.cost_usd > 0) & ~table.c.carried)
         .order_by(table.c.taken_at.desc())
         .limit(ESTIMATE_FROM)
     )

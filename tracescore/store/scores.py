@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
 import orjson
-from sqlalchemy import JSON, BigInteger, Column, Engine, Index, Table, Text, select
+from sqlalchemy import JSON, BigInteger, Column, Engine, Index, Table, Text, func, select
 from sqlalchemy.engine import Connection, Dialect
 from sqlmodel import Field, SQLModel
 
@@ -550,6 +550,21 @@ def run_scores(
     for row in rows:
         found.setdefault(row.trace_id, []).append(_record(row))
     return found
+
+
+# --- store/reservations: the day's spend before a binding's first reservation ----------------
+
+
+def stored_spend(connection: Connection, binding: str, since: datetime) -> float:
+    """USD the scores ``binding`` stored since ``since`` cost (skipped ones cost nothing)."""
+    table = SCORES
+    return float(
+        connection.execute(
+            select(func.coalesce(func.sum(table.c.cost_usd), 0.0)).where(
+                (table.c.binding == binding) & (table.c.created_at >= since)
+            )
+        ).scalar_one()
+    )
 
 
 # --- offline/ (compare, rescore, estimate) ------------------------------------------------------

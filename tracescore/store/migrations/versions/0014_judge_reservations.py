@@ -34,6 +34,7 @@ def upgrade() -> None:
         sa.Column("estimate_usd", sa.Float(), nullable=True),
         sa.Column("cost_usd", sa.Float(), nullable=True),
         sa.Column("busy_until", sa.Float(), nullable=False),
+        sa.Column("carried", sa.Boolean(), nullable=False),
         sa.PrimaryKeyConstraint("id"),
     )
     op.create_index(
