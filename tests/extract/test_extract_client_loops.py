@@ -4,9 +4,8 @@ LiteLLM's ``otel`` callback, Logfire, and Instructor under OpenLLMetry. Captures
 libraries against the scripted model (``tests/fixtures/captures/README.md``).
 
 Each model call is read with its whole content: the system prompt, the user's turn, the calls
-of earlier steps joined to their results, and its own output. Where a capture can only come
-out as one agent run per user turn with the loop assembly of branch ``loops`` (calls with no
-agent span claiming them), the test of that outcome is marked ``xfail(strict=True)``.
+of earlier steps joined to their results, and its own output; and each user turn is one agent
+run, whether an agent span marks it or its calls are linked only by what each was sent.
 """
 
 from __future__ import annotations
@@ -248,11 +247,6 @@ def test_instructor_second_turn_and_tool_error_are_read() -> None:
     assert (call.tool_name, call.state) == ("get_weather", "output-error")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the loop assembly of branch loops: the @tool span joined by order to the "
-    "pending call it ran (the model's call is named after Instructor's response model)",
-)
 @pytest.mark.parametrize("scenario", ["tool_call", "multi_turn", "tool_error"])
 def test_instructor_structured_call_and_tool_span_are_one_call(scenario: str) -> None:
     for agent in only(capture_runs("openllmetry-instructor", scenario), "agent"):
