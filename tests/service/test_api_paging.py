@@ -21,7 +21,7 @@ from sqlalchemy import insert
 from tests.support.score_streams import score_row
 from tracescore.config import parse_config
 from tracescore.service import create_app
-from tracescore.store import SpanStore, open_store
+from tracescore.store import SpanStore
 from tracescore.store.conversations import CONVERSATIONS
 from tracescore.store.feedback import Feedback, FeedbackStore
 from tracescore.store.insights import GROUPS, MEMBERSHIPS
@@ -40,13 +40,6 @@ MOMENTS = [
     T0 + timedelta(hours=1, microseconds=999_999),
 ]
 """The handful of times the 500 rows share (100 rows each)."""
-
-
-@pytest.fixture
-def store(db_url: str) -> Iterator[SpanStore]:
-    store = open_store(db_url)
-    yield store
-    store.close()
 
 
 @pytest.fixture

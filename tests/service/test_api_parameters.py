@@ -28,7 +28,7 @@ from tracescore.config import parse_config
 from tracescore.cursors import encode_cursor
 from tracescore.ingest.decode import decode_traces_protobuf
 from tracescore.service import create_app
-from tracescore.store import SpanStore, open_store
+from tracescore.store import SpanStore
 
 CONFIG = """
 scorers:
@@ -102,13 +102,6 @@ def _cursors() -> st.SearchStrategy[str]:
 
 
 VALUES = st.sampled_from(HOSTILE) | st.text(max_size=30) | st.integers().map(str) | _cursors()
-
-
-@pytest.fixture
-def store(db_url: str) -> Iterator[SpanStore]:
-    store = open_store(db_url)
-    yield store
-    store.close()
 
 
 @pytest.fixture

@@ -139,12 +139,12 @@ def create_monitor_router(
         model: str | None = None,
         since: Since = None,
         until: Until = None,
-        bucket: Annotated[DurationParam, Query(description="a duration")] = 3600.0,
+        bucket: Annotated[DurationParam | None, Query(description="a duration; 1h if none")] = None,
         group_by: Annotated[list[SegmentColumn], Query()] = [],  # noqa: B006 (FastAPI copies it)
     ) -> dict[str, Any]:
         """Per binding (``scorer`` id on the deprecated alias) × time bucket (× ``group_by``
         columns): count, mean, p10/p50/p90, error rate."""
-        bucket_seconds = int(bucket)
+        bucket_seconds = int(bucket or 3600)
         start, end = _range(since, until)
         if (
             bucket_seconds < 1
