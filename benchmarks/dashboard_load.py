@@ -40,64 +40,13 @@ import httpx
 import orjson
 
 from tests.support.server_process import start_server
-from tests.support.web_traces import agent_trace_json, json_span
+from tests.support.web_traces import agent_trace_json, wide_trace_json
 
 POLL_SECONDS = 1.0
 REFETCH_SECONDS = 2.5
 WARM_UP = 3.0
 """Seconds the tabs run before acks are measured: every tab has polled and fetched its page."""
 ACK_EVERY = 0.05
-
-
-def wide_trace_json(trace_id: str, spans: int, first: int) -> bytes:
-    """Part of one huge agent trace: an agent root (in the first part) and ``spans`` chat
-    and tool children numbered from ``first``."""
-    start = time.time_ns()
-    root = f"{trace_id[:12]}0000"
-    found = []
-    if first == 0:
-        found.append(
-            json_span(
-                trace_id,
-                root,
-                None,
-                "invoke_agent",
-                start,
-                {
-                    "gen_ai.operation.name": "invoke_agent",
-                    "gen_ai.agent.name": "Wide",
-                    "gen_ai.input.messages": [
-                        {"role": "user", "parts": [{"type": "text", "content": "go"}]}
-                    ],
-                },
-            )
-        )
-    for n in range(first + 1, first + spans + 1):
-        tool = n % 2 == 0
-        attrs = (
-            {
-                "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": "get_weather",
-                "gen_ai.tool.call.result": f"sunny {n}",
-            }
-            if tool
-            else {
-                "gen_ai.operation.name": "chat",
-                "gen_ai.request.model": "gpt-4o-mini",
-                "gen_ai.output.messages": [
-                    {"role": "assistant", "parts": [{"type": "text", "content": f"step {n}"}]}
-                ],
-            }
-        )
-        found.append(json_span(trace_id, f"{trace_id[:4]}{n:012x}", root, "step", start + n, attrs))
-    resource = {"attributes": [{"key": "service.name", "value": {"stringValue": "wide"}}]}
-    return orjson.dumps(
-        {
-            "resourceSpans": [
-                {"resource": resource, "scopeSpans": [{"scope": {"name": "bench"}, "spans": found}]}
-            ]
-        }
-    )
 
 
 class Prober:

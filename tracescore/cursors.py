@@ -8,6 +8,7 @@ the store is imported by the scoring and unpacking processes, which serve no rou
 from __future__ import annotations
 
 import base64
+import math
 
 
 def encode_cursor(*parts: str) -> str:
@@ -17,6 +18,25 @@ def encode_cursor(*parts: str) -> str:
 
 NOT_A_CURSOR = "cursor: not a next_cursor this route gave"
 """The error for a cursor this service did not give (a route's parts that do not parse too)."""
+
+
+def cursor_int(part: str) -> int:
+    """A cursor's integer part (an offset, a size, nanoseconds) as a BIGINT column holds it;
+    ValueError for anything else: a client may hand back any text as a cursor."""
+    if part.isascii() and part.isdigit() and int(part) < 2**63:
+        return int(part)
+    raise ValueError(NOT_A_CURSOR)
+
+
+def cursor_float(part: str) -> float:
+    """A cursor's number part (seconds since the epoch), finite; ValueError for anything else."""
+    try:
+        number = float(part)
+    except ValueError:
+        raise ValueError(NOT_A_CURSOR) from None
+    if not math.isfinite(number):
+        raise ValueError(NOT_A_CURSOR)
+    return number
 
 
 def decode_cursor(cursor: str, parts: int) -> list[str]:

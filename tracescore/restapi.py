@@ -5,6 +5,10 @@
   (:data:`LEGACY`), so existing clients keep working while they move.
 - One time format: ``since``/``until`` take an ISO 8601 time (no offset: UTC), epoch seconds
   or a duration back from now (``90s``, ``15m``, ``1h``, ``7d``), through :func:`parse_moment`.
+- One parsing layer: every parameter is read into the range its query can hold before it
+  reaches one (:data:`Moment`, :data:`DurationParam`, :data:`RowId`, :data:`Finite`,
+  :class:`Body`); what is outside is a 422 naming the parameter, never a 500 from the database
+  or from Python's integers and datetimes.
 - One list envelope: ``{"items": [...], "next_cursor": ...}`` (:meth:`ApiVersion.page`).
 - One error body: RFC 9457 problem details (:func:`install_problem_details`).
 
@@ -25,7 +29,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exception_handlers import http_exception_handler, request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, BeforeValidator, Field, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, Field, WithJsonSchema, model_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tracescore.settings import parse_duration
@@ -87,30 +91,48 @@ LEGACY = ApiVersion("/api", legacy=True)
 VERSIONS = (V1, LEGACY)
 
 
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(2262, 4, 11, tzinfo=UTC)
+"""The times a parameter may name: span times are nanoseconds since the epoch in a signed
+64-bit integer (stored so), which ends on 2262-04-11; before the epoch nothing was stored."""
+_OUT_OF_RANGE = f"out of range: times from {EARLIEST:%Y-%m-%d} to {LATEST:%Y-%m-%d}"
+
+
 def parse_moment(text: str, now: datetime | None = None) -> datetime:
     """A time in UTC from ``text``: ISO 8601, epoch seconds (a bare number) or a duration with
-    a unit back from ``now``. A bare number is epoch seconds, never a duration: ``/api/traces``
-    always took epoch seconds there. ValueError names the three forms."""
+    a unit back from ``now``, between :data:`EARLIEST` and :data:`LATEST`. A bare number is
+    epoch seconds, never a duration: ``/api/traces`` always took epoch seconds there.
+    ValueError names the three forms, or the range."""
     text = text.strip()
     try:
         epoch = float(text)
     except ValueError:
         pass
     else:
-        if math.isfinite(epoch) and 0 <= epoch < 1e11:
+        if math.isfinite(epoch) and 0 <= epoch <= LATEST.timestamp():
             return datetime.fromtimestamp(epoch, UTC)
-        raise ValueError(f"epoch seconds out of range: {text}")
+        raise ValueError(f"epoch seconds {_OUT_OF_RANGE}")
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
         pass
     else:
-        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+        try:
+            moment = moment.astimezone(UTC)
+        except OverflowError:  # 0001-01-01T00:00:00+01:00 is in year 0 in UTC
+            raise ValueError(_OUT_OF_RANGE) from None
+        if not EARLIEST <= moment <= LATEST:
+            raise ValueError(_OUT_OF_RANGE)
+        return moment
     try:
         back = parse_duration(text)
     except ValueError:
         raise ValueError(f"not {MOMENT_HELP}") from None
-    return (now or datetime.now(UTC)) - timedelta(seconds=back)
+    now = now or datetime.now(UTC)
+    if not back <= (now - EARLIEST).total_seconds():  # also inf, from 400 digits
+        raise ValueError(f"{text} back from now is {_OUT_OF_RANGE}")
+    return now - timedelta(seconds=back)
 
 
 def _moment(value: object) -> object:
@@ -128,6 +150,66 @@ Moment = Annotated[
 def moment_query(what: str) -> Any:
     """The ``Query`` of a ``since``/``until`` parameter, documented the same everywhere."""
     return Query(description=f"{what}: {MOMENT_HELP}")
+
+
+LONGEST = (LATEST - EARLIEST).total_seconds()
+"""The longest duration a parameter may name: longer spans no stored time."""
+
+
+def _duration(value: object) -> float:
+    seconds = parse_duration(value)
+    if not 0 < seconds <= LONGEST:  # also NaN and inf
+        raise ValueError(f"out of range: durations above 0 up to {LONGEST:.0f}s")
+    return seconds
+
+
+DurationParam = Annotated[
+    float,
+    BeforeValidator(_duration),
+    WithJsonSchema({"type": "string", "examples": ["1h", "15m", "1d"]}),
+]
+"""A duration parameter (``90s``, ``15m``, ``1h``, ``7d``, or seconds), in seconds."""
+
+RowId = Annotated[int, Field(ge=1, le=2**63 - 1)]
+"""A stored row's integer id: the databases' BIGINT keys cannot bind a larger one."""
+
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+"""A number parameter: ``nan`` and ``inf`` are no threshold or value."""
+
+
+def _unstorable(text: str) -> str | None:
+    """Why the databases cannot store ``text``, or None: PostgreSQL refuses a NUL in text, and
+    neither database takes an unpaired surrogate (UTF-8 cannot encode one)."""
+    if "\x00" in text:
+        return "holds a NUL character"
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError:
+            return "holds an unpaired surrogate"
+    return None
+
+
+class Body(BaseModel):
+    """A request body: a string in it (a key too, at any depth) that no database can store is a
+    422 naming where it is, before any query is made. (A query string's NUL is read as the
+    U+FFFD stored text holds instead: see ``service._NulAsStored``.)"""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable(cls, data: Any) -> Any:
+        pending: list[tuple[str, Any]] = [("", data)]
+        while pending:  # a loop, not recursion: a body may nest deeper than Python's stack
+            where, value = pending.pop()
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    pending.append((f"{where}.{key}" if where else str(key), key))
+                    pending.append((f"{where}.{key}" if where else str(key), item))
+            elif isinstance(value, list):
+                pending.extend((f"{where}[{index}]", item) for index, item in enumerate(value))
+            elif isinstance(value, str) and (why := _unstorable(value)) is not None:
+                raise ValueError(f"{where or 'body'} {why}, which cannot be stored")
+        return data
 
 
 API_TAGS = [

@@ -141,6 +141,7 @@ def test_a_judge_after_a_code_scorer_judges_the_flagged_runs_and_the_explored_sh
     assert stages["cascade"] == {
         "after": "cheap",
         "upstream_scored": len(traces),
+        "upstream_errored": 0,
         "flagged": len(PLAIN),
         "explored": len(explored),
         "not_triggered": len(skipped),

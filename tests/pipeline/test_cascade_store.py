@@ -81,6 +81,7 @@ def test_a_cascade_on_the_store_scores_the_flagged_runs_and_coverage_counts_each
     assert cascade.cascade == {
         "after": "long-enough",
         "upstream_scored": 14,
+        "upstream_errored": 0,
         "flagged": short,
         "explored": 0,
         "not_triggered": 14 - short,
@@ -104,4 +105,37 @@ def test_a_cascade_on_the_store_scores_the_flagged_runs_and_coverage_counts_each
     )
     assert {row["binding"] for row in backfill} == {"short"}
     assert _decided(backfill) == decided
+    store.close()
+
+
+ON_ERRORS = """
+scorers:
+  - name: fallback
+    scorer: tests.support.custom_scorers:answer_present
+    after: {binding: flaky, errored: true}
+  - name: flaky
+    scorer: tests.support.custom_scorers:exploding
+"""
+
+
+def test_coverage_of_a_cascade_on_errored_runs_counts_what_its_upstream_errored_on(
+    db_url: str,
+) -> None:
+    """Every upstream scoring errors and a cascade flags errored runs: its stages say the
+    upstream errored on each run it flagged (they said 14 flagged of 0 scored)."""
+    store = open_store(db_url)
+    for trace in load_traces(TRACES):
+        store.write(trace.spans, trace.logs)
+    worker = build_worker(parse_config(ON_ERRORS).scoring(), store)
+
+    async def score_all() -> None:
+        for claim in store.queue.claim(worker.owner, 100, 30.0, now=4_000_000_000.0):
+            await worker.process(claim)
+
+    asyncio.run(score_all())
+    with store.engine.connect() as connection:
+        stages = {c.binding: c for c in coverage(connection, None, None)}["fallback"].cascade
+    assert stages is not None
+    assert (stages["upstream_scored"], stages["upstream_errored"]) == (0, 14)
+    assert stages["flagged"] == stages["scored"] == 14
     store.close()

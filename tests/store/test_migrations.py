@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import nullcontext
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ import yaml
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Engine, inspect, text
+from sqlalchemy import DateTime, Engine, inspect, text
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import SQLModel
 from typer.testing import CliRunner
@@ -83,8 +84,11 @@ def rows_by_key(
     engine: Engine, table: str, stored_as: str | None = None
 ) -> dict[tuple[Any, ...], tuple[Any, ...]]:
     """Every row of a baseline table (its baseline columns), keyed by its primary key;
-    ``stored_as`` names the table where a revision renamed it."""
+    ``stored_as`` names the table where a revision renamed it. Times compare as instants: a
+    revision may rewrite SQLite's text of one into the form bound times take
+    (``0015_sqlite_time_text``)."""
     columns = BASELINE.tables[table].columns
+    times = {column.name for column in columns if isinstance(column.type, DateTime)}
     key = [column.name for column in BASELINE.tables[table].primary_key]
     with engine.connect() as connection:
         result = (
@@ -94,7 +98,20 @@ def rows_by_key(
             .mappings()
             .all()
         )
-    return {tuple(row[name] for name in key): tuple(row.items()) for row in result}
+    return {
+        tuple(row[name] for name in key): tuple(
+            (name, _instant(value) if name in times else value) for name, value in row.items()
+        )
+        for row in result
+    }
+
+
+def _instant(value: Any) -> Any:
+    """A stored time as the instant it is (SQLite hands back its text, naive being UTC)."""
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+    if isinstance(moment, datetime) and moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment
 
 
 RENAMED = {"alert_leader": "leases"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime
 from html.parser import HTMLParser
 from typing import Any
@@ -37,6 +38,57 @@ def json_span(
         "attributes": [json_attr(k, v) for k, v in attrs.items()],
         "status": {},
     }
+
+
+def wide_trace_json(trace_id: str, spans: int, first: int) -> bytes:
+    """Part of one huge agent trace: an agent root (in the first part) and ``spans`` chat
+    and tool children numbered from ``first``."""
+    start = time.time_ns()
+    root = f"{trace_id[:12]}0000"
+    found = []
+    if first == 0:
+        found.append(
+            json_span(
+                trace_id,
+                root,
+                None,
+                "invoke_agent",
+                start,
+                {
+                    "gen_ai.operation.name": "invoke_agent",
+                    "gen_ai.agent.name": "Wide",
+                    "gen_ai.input.messages": [
+                        {"role": "user", "parts": [{"type": "text", "content": "go"}]}
+                    ],
+                },
+            )
+        )
+    for n in range(first + 1, first + spans + 1):
+        tool = n % 2 == 0
+        attrs = (
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "get_weather",
+                "gen_ai.tool.call.result": f"sunny {n}",
+            }
+            if tool
+            else {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "gpt-4o-mini",
+                "gen_ai.output.messages": [
+                    {"role": "assistant", "parts": [{"type": "text", "content": f"step {n}"}]}
+                ],
+            }
+        )
+        found.append(json_span(trace_id, f"{trace_id[:4]}{n:012x}", root, "step", start + n, attrs))
+    resource = {"attributes": [{"key": "service.name", "value": {"stringValue": "wide"}}]}
+    return orjson.dumps(
+        {
+            "resourceSpans": [
+                {"resource": resource, "scopeSpans": [{"scope": {"name": "bench"}, "spans": found}]}
+            ]
+        }
+    )
 
 
 def agent_trace_json(

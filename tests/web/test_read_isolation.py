@@ -3,6 +3,7 @@ acknowledges OTLP exports (issue 33, item 3)."""
 
 from __future__ import annotations
 
+import os
 import re
 import statistics
 import threading
@@ -12,16 +13,17 @@ from pathlib import Path
 from urllib.parse import quote
 
 import httpx
+import pytest
 from fastapi.testclient import TestClient
 
-from benchmarks.dashboard_load import wide_trace_json
 from tests.support.server_process import process_tree, start_server
-from tests.support.web_traces import agent_trace_json
+from tests.support.web_traces import agent_trace_json, wide_trace_json
 from tracescore.config import parse_config
 from tracescore.ingest.unpack import drain
 from tracescore.service import create_app
 from tracescore.store import open_store
-from tracescore.web.readers import READER_NICENESS
+from tracescore.web import readers
+from tracescore.web.readers import PROCESS_SPANS, READER_NICENESS
 from tracescore.web.trace_view import MAX_RAW_SPANS, MAX_RUNS
 
 JSON = {"content-type": "application/json"}
@@ -186,3 +188,45 @@ def _cmdline(pid: int) -> bytes:
 
 def _niceness(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+
+
+def test_reader_processes_end_once_reads_stop_returning_what_a_huge_trace_took(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A huge trace's runs are read in a reader process that holds them while a client pages
+    (issue 46, item 7: 315 MB of a 20,000-span trace stayed there); once no read has come for
+    ``READER_IDLE`` seconds it is ended, and the next read starts a fresh one."""
+    monkeypatch.setattr(readers, "READER_IDLE", 1.0)
+    others = set(_readers())  # earlier tests' apps, in this process too
+
+    def mine() -> set[int]:
+        return set(_readers()) - others
+
+    store = open_store(f"sqlite:///{tmp_path / 'idle.db'}")
+    with TestClient(create_app(parse_config("{}"), store)) as client:
+        trace_id = uuid.uuid4().hex
+        _send_wide_trace(client, trace_id, PROCESS_SPANS)
+        drain(store)
+        url = f"/api/v1/traces/{trace_id}/runs?limit=100"
+        first = client.get(url).json()
+        assert mine() and first["next_cursor"]
+        time.sleep(0.3)  # a client paging keeps its reader (and the runs it kept)
+        kept = mine()
+        assert client.get(url + f"&cursor={quote(first['next_cursor'])}").status_code == 200
+        assert mine() == kept
+        deadline = time.monotonic() + 10
+        while mine() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not mine()
+        assert client.get(url).status_code == 200  # a fresh one answers the next read
+        assert mine() and mine() != kept
+    store.close()
+
+
+def _readers() -> list[int]:
+    """This process's reader processes (spawned by ``multiprocessing``), alive now."""
+    return [
+        pid
+        for pid in process_tree(os.getpid())[1:]
+        if Path(f"/proc/{pid}").exists() and b"spawn_main" in _cmdline(pid)
+    ]

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from tracescore.cursors import NOT_A_CURSOR, decode_cursor, encode_cursor
+from tracescore.cursors import cursor_int, decode_cursor, encode_cursor
 from tracescore.store import Connection
 from tracescore.store.conversations import (
     ConversationFilter,
@@ -41,10 +41,7 @@ def _iso(time_ns: int | None) -> str | None:
 def _position(cursor: str) -> tuple[int, str]:
     """The ``(last_turn_ns, conversation_id)`` a page's cursor names; ValueError for another."""
     moment, conversation_id = decode_cursor(cursor, 2)
-    try:
-        return int(moment), conversation_id
-    except ValueError:
-        raise ValueError(NOT_A_CURSOR) from None
+    return cursor_int(moment), conversation_id
 
 
 def _summary(row: ConversationSummary, scores: Sequence[ScoreRecord]) -> dict[str, Any]:

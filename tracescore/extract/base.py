@@ -27,12 +27,14 @@ The helpers below exist because every convention meets the same dirt: JSON encod
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import orjson
 
+from tracescore import nested_json
 from tracescore.extract.model import SpanInfo, SpanStatus, TokenUsage
 from tracescore.spans import STATUS_ERROR, STATUS_OK, LogRecord, Span
 
@@ -120,19 +122,27 @@ def as_str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+MAX_COUNT = 10**12
+"""The largest count (of tokens) read from a span: a span's text may claim 1e26, which no
+JSON writer, column or sum of a trace's spans can hold."""
+
+
 def as_int(value: Any) -> int | None:
-    """An integer from an int, a float or a numeric string (some SDKs stringify counts)."""
+    """An integer from an int, a float or a numeric string (some SDKs stringify counts), or
+    None for anything else, NaN and infinities too, and for a count past ±:data:`MAX_COUNT`."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value)
     if isinstance(value, str):
         try:
-            return int(float(value))
+            value = float(value)
         except ValueError:
             return None
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        value = int(value)
+    if isinstance(value, int) and -MAX_COUNT <= value <= MAX_COUNT:
+        return value
     return None
 
 
@@ -171,7 +181,7 @@ def load_json(value: Any, warnings: list[str], what: str) -> Any:
     if not stripped or stripped[0] not in '[{"':
         return value
     try:
-        return orjson.loads(stripped)
+        return nested_json.loads(stripped)
     except orjson.JSONDecodeError as exc:
         warnings.append(f"{what}: invalid JSON ({exc}); kept as text")
         return value

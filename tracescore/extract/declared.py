@@ -145,11 +145,13 @@ class _Reader:
         return json_text(value) if value not in (None, "") else None
 
     def read_usage(self, span: Span, warnings: list[str]) -> TokenUsage | None:
-        counts = {
-            fact: count
-            for fact, place in self.usage
-            if (count := as_int(place.get(span, warnings))) is not None
-        }
+        counts = {}
+        for fact, place in self.usage:
+            value = place.get(span, warnings)
+            if (count := as_int(value)) is not None:
+                counts[fact] = count
+            elif value not in (None, ""):
+                warnings.append(f"{fact}: {str(value)[:40]!r} is not a count; left out")
         if not counts:
             return None
         counts.setdefault(

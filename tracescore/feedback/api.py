@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
-import math
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.concurrency import run_in_threadpool
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from tracescore.feedback.report import Thresholds, calibration_report
 from tracescore.feedback.review import ReviewQueue
 from tracescore.pipeline.feedback_triggers import verdict_triggers
-from tracescore.restapi import LEGACY, PROBLEM_RESPONSES, ApiVersion, Moment, moment_query
+from tracescore.restapi import (
+    LEGACY,
+    PROBLEM_RESPONSES,
+    ApiVersion,
+    Body,
+    Finite,
+    Moment,
+    moment_query,
+)
 from tracescore.store import SpanStore
 from tracescore.store.feedback import Feedback, FeedbackStore
 from tracescore.store.score_reads import time_cursor, time_position
@@ -25,7 +32,7 @@ TRACE_ID = r"^[0-9a-fA-F]{32}$"
 SPAN_ID = r"^[0-9a-fA-F]{16}$"
 
 
-class FeedbackIn(BaseModel):
+class FeedbackIn(Body):
     """A verdict on a run: ``binding`` (or a free ``name``), and a ``value`` and/or ``label``."""
 
     model_config = ConfigDict(
@@ -50,7 +57,7 @@ class FeedbackIn(BaseModel):
     binding: str | None = Field(None, max_length=100)
     name: str | None = Field(None, max_length=100)
     """An evaluation name no binding scores (``thumbs``); ``binding`` is checked, this is not."""
-    value: float | None = Field(None, examples=[0.8])
+    value: Finite | None = Field(None, examples=[0.8])
     """On the binding's scale (0 to 1 for the prebuilt scorers, 0 to ``options.scale`` when
     the binding sets one); a value outside it is refused (422)."""
     label: str | None = Field(None, min_length=1, max_length=50)
@@ -65,8 +72,6 @@ class FeedbackIn(BaseModel):
             raise ValueError("give 'binding' (a scorers entry) or 'name', not both")
         if self.value is None and self.label is None:
             raise ValueError("give a 'value', a 'label' or both")
-        if self.value is not None and not math.isfinite(self.value):
-            raise ValueError("value must be a finite number")
         return self
 
     def feedback(self, now: datetime) -> Feedback:
@@ -181,7 +186,7 @@ def feedback_router(settings: Config, store: SpanStore, version: ApiVersion = LE
         binding: str,
         scorer_version: str | None = None,
         since: Annotated[Moment | None, moment_query("feedback recorded at or after")] = None,
-        threshold: float | None = Query(None, description="pass/fail cut; default the binding's"),
+        threshold: Finite | None = Query(None, description="pass/fail cut; default the binding's"),
     ) -> dict[str, Any]:
         """How the binding's scores agree with feedback on the same runs: n, MAE, Spearman,
         Cohen's kappa and the confusion matrix, overall and per scorer version and judge model."""

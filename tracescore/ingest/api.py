@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 from fastapi.concurrency import run_in_threadpool
 
-from tracescore.restapi import LEGACY, ApiVersion
+from tracescore.restapi import LEGACY, ApiVersion, RowId
 from tracescore.store import SpanStore
 
 
@@ -29,7 +29,7 @@ def ingest_router(store: SpanStore, version: ApiVersion = LEGACY) -> APIRouter:
         return version.page([asdict(entry) for entry in entries], "entries")
 
     @router.post("/quarantine/{seq}/requeue", summary="Put a quarantined request back in line")
-    async def requeue(seq: int) -> dict[str, Any]:
+    async def requeue(seq: RowId) -> dict[str, Any]:
         """Put a quarantined request back in line: the unpackers try to store it again (and
         quarantine it again if it still fails)."""
         if not await run_in_threadpool(store.journal.requeue, seq):

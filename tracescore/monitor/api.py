@@ -21,8 +21,15 @@ from tracescore.monitor.silences import (
     add_silence,
     remove_silence,
 )
-from tracescore.restapi import LEGACY, PROBLEM_RESPONSES, ApiVersion, Moment, moment_query
-from tracescore.settings import parse_duration
+from tracescore.restapi import (
+    LEGACY,
+    PROBLEM_RESPONSES,
+    ApiVersion,
+    DurationParam,
+    Moment,
+    RowId,
+    moment_query,
+)
 from tracescore.store import Database
 from tracescore.store.alerts import states_and_events
 from tracescore.store.score_aggregates import aggregate_scores, coverage
@@ -32,9 +39,6 @@ from tracescore.store.scores import ScoreStatus
 SUMMARY_QUANTILES = (0.1, 0.5, 0.9)
 MAX_SUMMARY_BUCKETS = 10_000
 """Buckets a summary may span, so one request cannot ask for millions of groups."""
-MAX_SILENCE_ID = 2**63 - 1
-"""The largest id the silences' BIGINT key holds: a larger one is refused (422), not sent to
-the database, which cannot bind it."""
 
 
 def _none_if_nan(value: float) -> float | None:
@@ -135,17 +139,12 @@ def create_monitor_router(
         model: str | None = None,
         since: Since = None,
         until: Until = None,
-        bucket: Annotated[
-            str, Query(description="a duration", examples=["1h", "15m", "1d"])
-        ] = "1h",
+        bucket: Annotated[DurationParam | None, Query(description="a duration; 1h if none")] = None,
         group_by: Annotated[list[SegmentColumn], Query()] = [],  # noqa: B006 (FastAPI copies it)
     ) -> dict[str, Any]:
         """Per binding (``scorer`` id on the deprecated alias) × time bucket (× ``group_by``
         columns): count, mean, p10/p50/p90, error rate."""
-        try:
-            bucket_seconds = int(parse_duration(bucket))
-        except ValueError as exc:
-            raise HTTPException(422, f"bucket: {exc}") from None
+        bucket_seconds = int(bucket or 3600)
         start, end = _range(since, until)
         if (
             bucket_seconds < 1
@@ -303,7 +302,7 @@ def create_monitor_router(
             404: {**PROBLEM_RESPONSES[404], "description": "no silence in force with this id"},
         },
     )
-    def unsilence(silence_id: Annotated[int, Path(ge=1, le=MAX_SILENCE_ID)]) -> None:
+    def unsilence(silence_id: Annotated[RowId, Path()]) -> None:
         """End a silence or acknowledgement before it expires."""
         if not remove_silence(engine, silence_id):
             raise HTTPException(404, f"no silence {silence_id}")

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BeforeValidator, Field
 
+from tracescore.restapi import Body
 from tracescore.settings import parse_duration
 from tracescore.store import Connection, Database
 from tracescore.store import alerts as stored
@@ -24,7 +25,7 @@ MAX_SILENCE = timedelta(days=30)
 """The longest a silence may last: past it, an alert nobody remembers silencing stays quiet."""
 
 
-class SilenceIn(BaseModel):
+class SilenceIn(Body):
     """A silence (no notification) or an acknowledgement (marked as seen) of a rule's alert."""
 
     rule: str = Field(min_length=1, max_length=100)

@@ -17,7 +17,7 @@ from sqlalchemy import JSON, Column, Index, Text, delete, or_, select, update
 from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
 
-from tracescore.cursors import NOT_A_CURSOR, decode_cursor, encode_cursor
+from tracescore.cursors import cursor_float, cursor_int, decode_cursor, encode_cursor
 from tracescore.store.aging import AgedRows
 from tracescore.store.dialect import dialect_insert
 from tracescore.store.table_of import table_of
@@ -224,9 +224,7 @@ def list_groups(
         query = query.where(GROUPS.c.size > 0)
     if cursor is not None:
         size_text, last_id = decode_cursor(cursor, 2)
-        if not size_text.isdigit():
-            raise ValueError(NOT_A_CURSOR)
-        size = int(size_text)
+        size = cursor_int(size_text)
         query = query.where(
             or_(GROUPS.c.size < size, (GROUPS.c.size == size) & (GROUPS.c.id > last_id))
         )
@@ -253,10 +251,7 @@ def group_runs(
     )
     if cursor is not None:
         at_text, trace_id, span_id = decode_cursor(cursor, 3)
-        try:
-            at = float(at_text)
-        except ValueError:
-            raise ValueError(NOT_A_CURSOR) from None
+        at = cursor_float(at_text)
         query = query.where(
             or_(
                 m.failed_at < at,

@@ -284,6 +284,10 @@ class CascadeStages(TypedDict):
     """The upstream binding."""
     upstream_scored: int
     """Distinct runs the upstream scored ``ok``."""
+    upstream_errored: int
+    """Distinct runs the upstream's scoring errored on (and never scored ``ok``): what a cascade
+    with ``errored: true`` flags, so ``flagged`` is at most this and ``upstream_scored``
+    together."""
     flagged: int
     """Runs the upstream flagged, scored by the cascade binding."""
     explored: int
@@ -444,6 +448,7 @@ def _cascade_stages(
             stage = found[name] = {
                 "after": "",
                 "upstream_scored": 0,
+                "upstream_errored": 0,
                 "flagged": 0,
                 "explored": 0,
                 "not_triggered": 0,
@@ -460,16 +465,28 @@ def _cascade_stages(
             stage["not_triggered"] += int(count)
     for stage in found.values():
         if stage["after"]:
-            runs = (
-                select(s.trace_id, s.span_id)
-                .where(*window, s.binding == stage["after"], s.status == "ok")
-                .distinct()
-                .subquery()
-            )
-            stage["upstream_scored"] = int(
-                connection.execute(select(func.count()).select_from(runs)).scalar_one()
+            stage["upstream_scored"], stage["upstream_errored"] = _upstream_runs(
+                connection, window, stage["after"]
             )
     return found
+
+
+def _upstream_runs(
+    connection: Connection, window: Sequence[ColumnElement[bool]], upstream: str
+) -> tuple[int, int]:
+    """The distinct runs ``upstream`` scored ``ok``, and those its scoring only errored on:
+    the two kinds of verdict a cascade's gate decides from. (Counting the ``ok`` ones alone
+    showed a cascade on errors flagging 80 of 20.)"""
+    s = SCORES.c
+    # Per run: 1 when any of its rows is ok, 0 when its rows are errors only.
+    runs = (
+        select(func.max(case((s.status == "ok", 1), else_=0)).label("ok"))
+        .where(*window, s.binding == upstream, s.status.in_(("ok", "error")))
+        .group_by(s.trace_id, s.span_id)
+        .subquery()
+    )
+    count, scored = connection.execute(select(func.count(), func.sum(runs.c.ok))).one()
+    return int(scored or 0), int(count) - int(scored or 0)
 
 
 class JudgeCostDay(TypedDict):

@@ -106,8 +106,8 @@ def time_position(cursor: str) -> tuple[datetime, str]:
     """The ``(created_at, id)`` of a :func:`time_cursor`; ValueError for another cursor."""
     moment, row_id = decode_cursor(cursor, 2)
     try:
-        return datetime.fromisoformat(moment), row_id
-    except ValueError:
+        return db_time(datetime.fromisoformat(moment)), row_id
+    except (ValueError, OverflowError):  # 0001-01-01T00:00:00+01:00 is in year 0 in UTC
         raise ValueError(NOT_A_CURSOR) from None
 
 
@@ -126,7 +126,6 @@ def list_scores(
     conditions = where.conditions()
     if cursor is not None:
         moment, row_id = time_position(cursor)
-        moment = db_time(moment)
         conditions.append(or_(c.created_at < moment, and_(c.created_at == moment, c.id < row_id)))
     columns = list(SCORES.c) if with_steps else LISTED_COLUMNS
     statement = (

@@ -194,7 +194,12 @@ class _Upsert:
             names,
             update=[n for n in names if n not in keep],
         )
-        processors = tuple(column.type.bind_processor(dialect) for column in columns)
+        # The dialect's own type, as a statement binds it: the generic type's processor left a
+        # SQLite datetime to the driver, which wrote ``+00:00`` text that no bound time (SQLAlchemy's
+        # ``… 00:00:00.000000``) compares equal to, so pages and ranges cut at it lost rows.
+        processors = tuple(
+            column.type.dialect_impl(dialect).bind_processor(dialect) for column in columns
+        )
         return cls(insert, processors, tuple(map(_default, columns)), names)
 
     def fitted_rows(

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
 
-from tracescore.cursors import decode_cursor, encode_cursor
-from tracescore.restapi import LEGACY, ApiVersion
+from tracescore.cursors import cursor_int, decode_cursor, encode_cursor
+from tracescore.restapi import LEGACY, ApiVersion, Finite
 from tracescore.store import Database, connect
 from tracescore.store.score_reads import Disagreement
 from tracescore.web.compare import agreement_of, choose, disagreeing
@@ -44,7 +44,7 @@ def compare_router(engine: Database, version: ApiVersion = LEGACY) -> APIRouter:
         binding: str | None = None,
         a: str | None = None,
         b: str | None = None,
-        threshold: float | None = None,
+        threshold: Finite | None = None,
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 25,
         cursor: str | None = None,
     ) -> dict[str, Any]:
@@ -60,7 +60,7 @@ def compare_router(engine: Database, version: ApiVersion = LEGACY) -> APIRouter:
         gone from the span store, the cost estimate); otherwise the binding's two most recently
         scored versions. Without ``binding``, the first binding with a re-score."""
         try:
-            offset = int(decode_cursor(cursor, 1)[0]) if cursor else 0
+            offset = cursor_int(decode_cursor(cursor, 1)[0]) if cursor else 0
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
         with connect(engine) as connection:

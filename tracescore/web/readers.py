@@ -6,8 +6,12 @@ and tens of MB. Run in the service's threads, that work holds the GIL the event 
 answer ``/v1/traces``, so every acknowledgement waited on it (up to 8 s measured). Here it runs
 in ``server.read_processes`` processes (spawned at the first read of a big trace), each with its own
 connection to the store; the service's process only awaits the finished bytes (cheap to pass
-back, whatever the trace holds). A process is replaced after :data:`TASKS_PER_PROCESS` reads,
-so the memory one huge trace took is returned to the system. A reader process runs without the
+back, whatever the trace holds). The processes are ended (killed: they hold nothing to save,
+and a process left to exit by itself first spends seconds freeing a huge trace's objects, still
+holding them beside its successor) once no read has come for :data:`READER_IDLE` seconds, and
+after :data:`TASKS_PER_PROCESS` reads once none is running, so the memory one huge trace took is
+returned to the system: a 20,000-span trace's runs added 315 MB that stayed with the process
+before (docs/benchmarks.md). A reader process runs without the
 cyclic garbage collector: a rebuild makes millions of objects that reference counting frees,
 and the collector's passes over them were most of a 20,000-span trace's time (11 s of 15);
 what cycles a read leaves go with the process.
@@ -54,6 +58,9 @@ from tracescore.web.traces_api import RunsPage, log_json, span_json
 
 TASKS_PER_PROCESS = 50
 """Reads a reader process serves before it is replaced by a fresh one."""
+READER_IDLE = 10.0
+"""Seconds without a read after which the reader processes end, returning what a huge trace
+took (a client paging through its runs asks again within a second, and keeps them)."""
 PAGE_PROCESS_AFTER = 3
 """Overview renders within :data:`PAGE_PROCESS_WITHIN` seconds that start the overview's own
 process; until then it is rendered in a thread. One viewer now and then costs less than a
@@ -84,7 +91,9 @@ class TraceReads:
         self._kept: tuple[tuple[str, int, float], list[AgentRun]] | None = None
 
     def trace_json(self, trace_id: str) -> bytes | None:
-        """``/api/v1/traces/{id}``'s document, or None if the trace has no spans stored."""
+        """``/api/v1/traces/{id}``'s document, or None if the trace has no spans stored (the
+        runs kept for paging let go first, as for the page)."""
+        self._kept = None
         trace = self.store.load_trace(trace_id)
         if trace is None:
             return None
@@ -149,7 +158,10 @@ class TraceReads:
             return exc.status_code, str(exc.detail)
 
     def trace_page(self, trace_id: str, context: dict[str, Any]) -> str | None:
-        """The trace page's HTML, or None if neither spans nor scores are stored for it."""
+        """The trace page's HTML, or None if neither spans nor scores are stored for it. The
+        runs kept for paging are let go first: the page rebuilds its own, and holding both
+        of a huge trace at once was most of a read's peak."""
+        self._kept = None
         data = trace_page(self.store, trace_id, self.conventions)
         if data is None:
             return None
@@ -226,6 +238,11 @@ class ReadProcesses:
         self._count = 0 if in_memory else config.server.read_processes
         self._niceness = min(os.getpriority(os.PRIO_PROCESS, 0) + READER_NICENESS, 19)
         self._pool: ProcessPoolExecutor | None = None
+        self._reading = 0
+        """Reads in the reader processes now: they end only once none is."""
+        self._served = 0
+        """Reads the reader processes have served since they started."""
+        self._idle: asyncio.TimerHandle | None = None
         self._pages: ProcessPoolExecutor | None = None
         self._pages_started: Future[None] | None = None
         self._renders: deque[float] = deque(maxlen=PAGE_PROCESS_AFTER)
@@ -238,7 +255,6 @@ class ReadProcesses:
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_start,
                 initargs=(self._config, self._url, self._niceness),
-                max_tasks_per_child=TASKS_PER_PROCESS,
             )
         return self._pool
 
@@ -292,7 +308,24 @@ class ReadProcesses:
         summary = await run_in_threadpool(self._local.store.trace_summary, trace_id)
         if self._count == 0 or summary is None or summary.span_count < PROCESS_SPANS:
             return await run_in_threadpool(getattr(self._local, method), trace_id, *args)
-        return await self._in(self._processes(), method, trace_id, *args)
+        self._reading += 1
+        try:
+            return await self._in(self._processes(), method, trace_id, *args)
+        finally:
+            self._reading, self._served = self._reading - 1, self._served + 1
+            if self._idle is not None:
+                self._idle.cancel()
+            if self._served >= TASKS_PER_PROCESS * self._count:
+                self._end_if_idle()
+            else:
+                loop = asyncio.get_running_loop()
+                self._idle = loop.call_later(READER_IDLE, self._end_if_idle)
+
+    def _end_if_idle(self) -> None:
+        """Ends the reader processes if no read is running (the next read starts new ones)."""
+        if self._reading == 0 and self._pool is not None:
+            _end(self._pool)
+            self._pool, self._served = None, 0
 
     async def _in(self, pool: ProcessPoolExecutor, method: str, *args: Any) -> Any:
         """``method`` of the :class:`TraceReads` of one of ``pool``'s processes."""
@@ -315,10 +348,17 @@ class ReadProcesses:
         minute) would otherwise hold the service's exit, which waits for its pool's processes.
         Its requester has gone with the server anyway."""
         for pool in (self._pool, self._pages):
-            if pool is None:
-                continue
-            processes = list((pool._processes or {}).values())  # no public way before 3.14
-            pool.shutdown(wait=False, cancel_futures=True)
-            for process in processes:
-                process.terminate()
+            if pool is not None:
+                _end(pool)
         self._pool = self._pages = None
+        if self._idle is not None:
+            self._idle.cancel()
+
+
+def _end(pool: ProcessPoolExecutor) -> None:
+    """Ends ``pool``'s processes now, whatever they run: a reader holds nothing to save, and
+    one left to exit by itself spent seconds freeing the objects of a huge trace first."""
+    processes = list((pool._processes or {}).values())  # no public way before 3.14
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()

@@ -13,15 +13,17 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from tracescore import nested_json
 from tracescore.store.dialect import as_utc
 
 
 def pretty(value: Any) -> str:
-    """JSON indented for reading; strings holding JSON (as tool arguments often do) are parsed."""
+    """JSON indented for reading; strings holding JSON (as tool arguments often do) are parsed,
+    to a bounded depth (:mod:`tracescore.nested_json`): a deeper part shows as its text."""
     if isinstance(value, str):
         text = value
         try:
-            value = json.loads(text)
+            value = nested_json.loads(text)
         except ValueError:
             return text
     if isinstance(value, str):

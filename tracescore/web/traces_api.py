@@ -16,7 +16,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from tracescore.cursors import NOT_A_CURSOR, decode_cursor, encode_cursor
+from tracescore.cursors import cursor_float, decode_cursor, encode_cursor
 from tracescore.extract import RUN_KINDS
 from tracescore.restapi import LEGACY, ApiVersion, Moment, moment_query
 from tracescore.spans import LogRecord, Span
@@ -94,10 +94,7 @@ def log_json(record: LogRecord) -> dict[str, Any]:
 
 def _position(cursor: str) -> tuple[float, str]:
     last_seen, trace_id = decode_cursor(cursor, 2)
-    try:
-        return float(last_seen), trace_id
-    except ValueError:
-        raise ValueError(NOT_A_CURSOR) from None
+    return cursor_float(last_seen), trace_id
 
 
 def runs_page(

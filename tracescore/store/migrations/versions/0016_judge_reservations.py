@@ -4,8 +4,8 @@ A binding with ``limits`` reserves each run before its judge is called and settl
 real cost after (:mod:`tracescore.store.reservations`), in place of counting the ``scores``
 table, which saw a run only once it was stored.
 
-Revision ID: 0015_judge_reservations
-Revises: 0014_score_label_length
+Revision ID: 0016_judge_reservations
+Revises: 0015_sqlite_time_text
 Create Date: 2026-12-04
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0015_judge_reservations"
-down_revision = "0014_score_label_length"
+revision = "0016_judge_reservations"
+down_revision = "0015_sqlite_time_text"
 branch_labels = None
 depends_on = None
 
