@@ -351,6 +351,18 @@ def test_an_answer_in_the_user_s_language_passes(question: str, answer: str) -> 
     assert findings(score(run(question, answer)), "language") == []
 
 
+def test_a_short_answer_the_identifier_is_unsure_of_is_told_by_its_function_words() -> None:
+    """Mostly a number and a noun, too little for the identifier; two Spanish function words and
+    no English one still tell it. A name made of another language's words is no such answer."""
+    balance = {"account": "checking", "balance": 2318.07, "currency": "EUR"}
+    tools = [("get_balance", {"account": "checking"}, balance)]
+    question = "How much money is in my checking account?"
+    spanish = score(run(question, "Tienes 2.318,07 € en tu cuenta corriente.", tools))
+    assert findings(spanish, "language") == ["the answer is in es, the user wrote en"]
+    named = score(run("Which show should I watch tonight?", "La Casa de Papel."))
+    assert findings(named, "language") == []
+
+
 def test_the_system_prompt_s_language_wins_over_the_user_s() -> None:
     result = score(
         run(

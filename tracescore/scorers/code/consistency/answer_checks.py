@@ -195,14 +195,19 @@ _LANGUAGES_OF: dict[str, tuple[str, ...]] = {
 """Each function word's languages (``de``: Spanish and French; ``in``: English and German)."""
 
 
-def _vote(text: str) -> str | None:
-    """The language whose function words ``text``'s first words hold most, when no other
-    language's as many (None when none has any, or two tie)."""
-    counts = Counter(
+def _votes(text: str) -> Counter[str]:
+    """How many of ``text``'s first words are each language's function words."""
+    return Counter(
         language
         for word in text[:SAMPLE].lower().split()
         for language in _LANGUAGES_OF.get(word.strip("¿?¡!.,:;'\""), ())
-    ).most_common(2)
+    )
+
+
+def _vote(text: str) -> str | None:
+    """The language whose function words ``text``'s first words hold most, when no other
+    language's as many (None when none has any, or two tie)."""
+    counts = _votes(text).most_common(2)
     if not counts or (len(counts) == 2 and counts[0][1] == counts[1][1]):
         return None
     return counts[0][0]
@@ -235,7 +240,7 @@ def language(evidence: Evidence) -> list[str]:
     )
     if expected is None:
         return []
-    said = detect_language(evidence.answer[:SAMPLE])
+    said = detect_language(evidence.answer[:SAMPLE]) or _voted_clearly(evidence.answer, expected)
     if (
         said is None
         or said == expected
@@ -244,6 +249,18 @@ def language(evidence: Evidence) -> list[str]:
         return []
     whose = "the system prompt asks for" if wanted else "the user wrote"
     return [f"the answer is in {said}, {whose} {expected}"]
+
+
+def _voted_clearly(answer: str, expected: str) -> str | None:
+    """The answer's language by its function words alone, where the identifier was unsure (a
+    short answer, mostly numbers and names: ``Tienes 2.318,07 € en tu cuenta corriente.``):
+    only when two or more of them are another language's and none is the expected one's."""
+    votes = _votes(answer)
+    if votes[expected]:
+        return None
+    ranked = [*votes.most_common(2), ("", 0), ("", 0)]
+    (top, count), (_, runner_up) = ranked[0], ranked[1]
+    return top if count >= 2 and count > runner_up else None
 
 
 _TOKENS = re.compile(r"\w+")
