@@ -15,7 +15,8 @@ from numpy.typing import NDArray
 from tracescore.extract.base import Convention
 from tracescore.insights.config import InsightsConfig
 from tracescore.insights.grouping import Embed, Group, group_documents
-from tracescore.insights.naming import judge_names, term_name
+from tracescore.insights.describe import signature_description, signature_name
+from tracescore.insights.naming import judge_names
 from tracescore.insights.runs import FailedRun, read_runs, sample_failed_runs
 from tracescore.insights.tracking import match_groups
 from tracescore.judge.client import api_key, litellm
@@ -32,6 +33,10 @@ from tracescore.store.insights import (
 
 KNOWN_GROUPS = 500
 """Stored groups a pass's groups are matched against: the ones seen last."""
+ANSWER_SHOWN = 1_000
+"""Characters of a run's failing answer kept for its group's page."""
+REASON_SHOWN = 500
+"""Characters of each scorer's reason kept for the page."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +79,11 @@ def _trend(runs: Sequence[FailedRun], since: float, until: float, buckets: int) 
 
 
 def _details(
-    runs: Sequence[FailedRun], config: InsightsConfig, since: float, until: float
+    runs: Sequence[FailedRun],
+    signature: dict[str, float],
+    config: InsightsConfig,
+    since: float,
+    until: float,
 ) -> dict[str, Any]:
     latest = sorted(runs, key=lambda run: (-run.failed_at, run.key))
     return {
@@ -84,6 +93,7 @@ def _details(
             Counter(name for run in runs for name in sorted(run.flagged_by)).most_common(10)
         ),
         "trend": _trend(runs, since, until, config.trend_buckets),
+        "signature": signature,
         "window": [since, until],
         "examples": [
             {"trace_id": run.trace_id, "span_id": run.span_id, "summary": run.summary()}
@@ -102,7 +112,11 @@ def group_runs(
 ) -> list[tuple[Group, FailureGroup]]:
     """The groups of ``runs`` with their stored shape (not yet matched: ids are empty)."""
     groups = group_documents(
-        [run.request for run in runs], [run.failure() for run in runs], config, embed
+        [run.request for run in runs],
+        [run.failure() for run in runs],
+        [run.signature() for run in runs],
+        config,
+        embed,
     )
     examples = [
         sorted((runs[i] for i in group.members), key=lambda run: run.key)[: config.examples]
@@ -122,18 +136,22 @@ def group_runs(
                 group,
                 FailureGroup(
                     id="",
-                    name=named.name if named else term_name(group.distinctive),
+                    name=named.name
+                    if named
+                    else signature_name(
+                        group.signature, [run.answer for run in members[:50]], group.distinctive
+                    ),
                     description=named.description
                     if named
-                    else f"{len(members)} failed runs sharing: {', '.join(group.distinctive)}",
-                    named_by="judge" if named else "terms",
+                    else signature_description(group.signature, len(members)),
+                    named_by="judge" if named else "signature",
                     terms=group.terms,
                     first_seen=window[1],
                     last_seen=window[1],
                     size=len(members),
                     previous_size=0,
                     share=round(len(members) / total, 4),
-                    details=_details(members, config, *window),
+                    details=_details(members, group.signature, config, *window),
                 ),
             )
         )
@@ -186,6 +204,9 @@ def run_pass(
                 model=runs[i].model,
                 flagged_by=sorted(runs[i].flagged_by),
                 summary=runs[i].summary(),
+                started_at=runs[i].started_at,
+                answer=runs[i].answer[:ANSWER_SHOWN],
+                reasons=[reason[:REASON_SHOWN] for reason in runs[i].reasons],
             )
             for i in group.members
         )

@@ -22,7 +22,16 @@ from tracescore.extract import extract_runs
 from tracescore.extract.base import Convention
 from tracescore.extract.model import AgentRun
 from tracescore.insights.config import FailedRunsConfig
-from tracescore.scorers.llm.run_text import as_text, response_text, user_text
+from tracescore.insights.signature import (
+    BINDING_LABELS,
+    CONSISTENCY,
+    failed_checks,
+    leaks,
+    masked,
+    signature_features,
+    unsupported_identifiers,
+)
+from tracescore.scorers.llm.run_text import as_text, response_text, system_prompt, user_text
 from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.scorers.utils import merge_tool_invocations
 from tracescore.spans import Trace
@@ -54,22 +63,36 @@ class FailedRun:
     tools: list[str] = field(default_factory=list)
     """``<tool> failed: <error>`` for each failed call, ``<tool>`` for the others."""
     error: str = ""
+    checks: set[str] = field(default_factory=set)
+    """The ``consistency`` checks that failed on it."""
+    labels: set[str] = field(default_factory=set)
+    """``<scorer>=<label>`` of failing scores whose label says more than ``fail``."""
+    signals: list[str] = field(default_factory=list)
+    """What only its trace shows (:func:`trace_signals`): ``leak``, ``unsupported_id``."""
+    started_at: float | None = None
+    """When the run itself started (its verdicts come later)."""
 
     @property
     def key(self) -> tuple[str, str]:
         return self.trace_id, self.span_id
 
     def failure(self) -> str:
-        """What the run did and why it was marked failed: with its request, what it is grouped by."""
-        return "\n".join(
-            part
-            for part in (
-                self.answer,
-                " ".join(self.tools),
-                self.error,
-                *self.reasons,
-            )
-            if part
+        """What the run did and why it was marked failed, entities and numbers masked: with its
+        signature and request, what it is grouped by."""
+        return masked(
+            "\n".join(part for part in (self.answer, *self.tools, self.error, *self.reasons) if part)
+        )
+
+    def signature(self) -> dict[str, float]:
+        """Its signature's features (:mod:`tracescore.insights.signature`) and their weights."""
+        return signature_features(
+            self.flagged_by,
+            self.labels,
+            self.checks,
+            self.tools,
+            self.request,
+            self.answer,
+            self.signals,
         )
 
     def summary(self) -> str:
@@ -93,6 +116,8 @@ class FailedRun:
             answer=self.answer,
             error=self.error,
             tools=self.tools,
+            signals=self.signals,
+            started_at=self.started_at,
         )
 
     def take(self, text: RunText) -> None:
@@ -101,6 +126,8 @@ class FailedRun:
         self.model = self.model or text["model"]
         self.request, self.answer, self.error = text["request"], text["answer"], text["error"]
         self.tools = list(text["tools"])
+        self.signals = list(text["signals"] or [])
+        self.started_at = text["started_at"]
 
     def read(self, run: ScorerRun) -> None:
         """Take the request, answer, tool calls and error from the rebuilt ``run``."""
@@ -108,9 +135,26 @@ class FailedRun:
         self.answer = response_text(run)[:FIELD_CHARS]
         self.error = (run.error or "")[:FIELD_CHARS]
         messages = run.output if isinstance(run.output, list) else [run.output]
-        for message in messages:
-            for call in merge_tool_invocations(message):
-                self.tools.append(_tool_line(call))
+        calls = [call for message in messages for call in merge_tool_invocations(message)]
+        self.tools.extend(_tool_line(call) for call in calls)
+        self.signals = trace_signals(run, calls)
+
+
+def trace_signals(run: ScorerRun, calls: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What a run's trace shows that its stored text does not keep: the answer repeats the
+    system prompt (``leak``), the answer states an identifier found nowhere in the request,
+    system prompt or tool calls (``unsupported_id``)."""
+    answer, system = response_text(run), system_prompt(run)
+    evidence = [user_text(run), system]
+    for call in calls:
+        evidence.append(as_text(call.get("args")))
+        evidence.append(as_text(call.get("result")))
+    signals = []
+    if leaks(answer, system):
+        signals.append("leak")
+    if unsupported_identifiers(answer, evidence):
+        signals.append("unsupported_id")
+    return signals
 
 
 def _tool_line(call: Mapping[str, Any]) -> str:
@@ -177,6 +221,10 @@ def sample_failed_runs(
                         run.agent = run.agent or score["agent"]
                         run.model = run.model or score["model"]
                         run.flagged_by.add(score["scorer_id"])
+                        if score["label"] and score["label"] not in BINDING_LABELS:
+                            run.labels.add(f"{score['scorer_id']}={score['label']}")
+                        if score["scorer_id"] == CONSISTENCY:
+                            run.checks.update(failed_checks(score["steps"]))
                         reason = score["reason"] or score["error"]
                         if reason and len(run.reasons) < 5:
                             run.reasons.append(reason[:FIELD_CHARS])
@@ -272,6 +320,9 @@ def _rebuild(
                 agent_run = rebuilt.get(failed.span_id)
                 if agent_run is not None:
                     failed.agent = failed.agent or agent_run.agent_name
+                    failed.started_at = (
+                        agent_run.start_time.timestamp() if agent_run.start_time else None
+                    )
                     failed.model = failed.model or agent_run.model
                     failed.read(ScorerRun.of(agent_run))
                     found.append(failed)
@@ -303,6 +354,8 @@ def _merged(runs: Sequence[FailedRun]) -> list[FailedRun]:
             kept[run.key] = run
             continue
         same.flagged_by |= run.flagged_by
+        same.checks |= run.checks
+        same.labels |= run.labels
         same.reasons.extend(run.reasons)
         same.failed_at = max(same.failed_at, run.failed_at)
     return sorted(kept.values(), key=lambda run: run.key)

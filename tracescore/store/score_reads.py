@@ -388,9 +388,17 @@ class FailedScore(TypedDict):
     agent: str | None
     model: str | None
     created_at: datetime
+    label: str | None
+    steps: dict[str, Any] | None
+    """The ``consistency`` scorer's steps (its failed checks); None for every other scorer,
+    whose steps (judge prompts) a pass does not read."""
 
 
-_FAILED_COLUMNS = tuple(SCORES.c[name] for name in FailedScore.__annotations__)
+CONSISTENCY_SCORER = "consistency"
+_FAILED_COLUMNS = (
+    *(SCORES.c[name] for name in FailedScore.__annotations__ if name != "steps"),
+    case((SCORES.c.scorer_id == CONSISTENCY_SCORER, SCORES.c.steps), else_=None).label("steps"),
+)
 
 
 def failed_scores(
