@@ -49,6 +49,8 @@ SIGNATURE_SHARE = 0.05
 """Least share of a group's runs a signature feature must have to describe the group."""
 SIGNATURE_KEPT = 16
 """Signature features kept per group."""
+WHO = "scorer:"
+"""The signature features that say which scorer flagged a run, not how it failed."""
 
 Embed = Callable[[Sequence[str]], NDArray[np.float32]]
 """Texts to one row vector each (an embedding model)."""
@@ -160,7 +162,9 @@ def _merged_by_signature(
 ) -> NDArray[np.intp]:
     """``labels`` with groups whose signatures agree (cosine of their mean signatures at least
     ``similarity``) made one: a mode its wording split (one group per error text, per rule
-    cited, per language) fails the same way in each part."""
+    cited, per language) fails the same way in each part. ``signatures`` holds the features
+    that say how a run failed, not who noticed: runs that only share the scorer that flagged
+    them have nothing in common to merge on."""
     found = np.unique(labels[labels >= 0])
     if len(found) < 2:
         return labels
@@ -214,8 +218,10 @@ def _described(
 def _joined(
     blocks: Sequence[tuple[sparse.csr_matrix | NDArray[np.float32], float]],
 ) -> sparse.csr_matrix | NDArray[np.float32]:
-    """One row per run: each block's (L2-normalised) row scaled by its weight, side by side, so
-    the cosine of two runs is the weighted mix of how alike each block is."""
+    """One row per run: each block's row scaled by its weight, side by side, the whole row
+    L2-normalised, so the cosine of two runs is the weighted mix of how alike each block is.
+    The text blocks come normalised; the signature does not: a run with many signs of how it
+    failed leans on them, one that only says which scorer flagged it leans on its text."""
     if any(sparse.issparse(block) for block, _ in blocks):
         return normalize(
             sparse.hstack([sparse.csr_matrix(b) * w for b, w in blocks if w > 0], format="csr")
@@ -268,12 +274,13 @@ def group_documents(
         asked, failed = normalize(embed(requests)), normalize(embed(failures))
     vectors = _joined(
         [
-            (normalize(signed), config.signature_weight),
+            (signed, config.signature_weight),
             (failed, config.text_weight),
             (asked, config.request_weight),
         ]
     )
-    labels = _merged_by_signature(_clustered(vectors, config), signed, config.merge_similarity)
+    telling = signed[:, [i for i, name in enumerate(features) if not name.startswith(WHO)]]
+    labels = _merged_by_signature(_clustered(vectors, config), telling, config.merge_similarity)
     groups = []
     for label in np.unique(labels[labels >= 0]):
         members = [int(i) for i in np.flatnonzero(labels == label)]

@@ -122,25 +122,31 @@ def group_runs(
         sorted((runs[i] for i in group.members), key=lambda run: run.key)[: config.examples]
         for group in groups
     ]
+    signed = [
+        signature_name(group.signature, [runs[i].answer for i in group.members[:50]], group.distinctive)
+        for group in groups
+    ]
     names = (
-        judge_names(judge, [(g.distinctive, ex) for g, ex in zip(groups, examples, strict=True)])
+        judge_names(
+            judge,
+            [
+                (f"{name} ({signature_description(g.signature, len(g.members))})", g.distinctive, ex)
+                for name, g, ex in zip(signed, groups, examples, strict=True)
+            ],
+        )
         if judge is not None
         else [None] * len(groups)
     )
     total = max(1, len(runs))
     shaped = []
-    for group, named in zip(groups, names, strict=True):
+    for group, signed_name, named in zip(groups, signed, names, strict=True):
         members = [runs[i] for i in group.members]
         shaped.append(
             (
                 group,
                 FailureGroup(
                     id="",
-                    name=named.name
-                    if named
-                    else signature_name(
-                        group.signature, [run.answer for run in members[:50]], group.distinctive
-                    ),
+                    name=named.name if named else signed_name,
                     description=named.description
                     if named
                     else signature_description(group.signature, len(members)),

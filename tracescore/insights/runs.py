@@ -79,8 +79,9 @@ class FailedRun:
     def failure(self) -> str:
         """What the run did and why it was marked failed, entities and numbers masked: with its
         signature and request, what it is grouped by."""
+        failed_tools = [line for line in self.tools if " failed: " in line]
         return masked(
-            "\n".join(part for part in (self.answer, *self.tools, self.error, *self.reasons) if part)
+            "\n".join(part for part in (self.answer, *failed_tools, self.error, *self.reasons) if part)
         )
 
     def signature(self) -> dict[str, float]:

@@ -135,7 +135,7 @@ def failed_checks(steps: Mapping[str, Any] | None) -> list[str]:
 
 
 WEIGHTS = {
-    "scorer": 0.5,
+    "scorer": 0.15,
     "label": 0.7,
     "check": 1.0,
     "tool_error": 1.0,
@@ -148,7 +148,7 @@ fully; which scorer noticed it and which tool it was count half, since several s
 one mode and one mode can hit several tools. ``languages`` (``es<en``: answered in Spanish to
 English) is there to name a group, barely weighed: grouping by it would split one mode by
 language."""
-FACT_WEIGHTS = {"refusal": 0.7, "apology": 0.7}
+FACT_WEIGHTS = {"refusal": 0.7, "apology": 0.3}
 """Answer facts that many failures share in passing (an apology beside a real answer)."""
 
 
