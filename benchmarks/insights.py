@@ -47,8 +47,10 @@ from sklearn.metrics import adjusted_rand_score, completeness_score, homogeneity
 from tests.support.failure_modes import planted_stream, store_runs
 from tests.support.support_traffic import store_support_runs, support_stream
 from tracescore.extract.registry import CONVENTIONS
+from tracescore.helper_processes import OneShot
 from tracescore.insights.config import InsightsConfig
 from tracescore.insights.passes import PassResult, run_pass
+from tracescore.insights.task import PASS_PROCESS
 from tracescore.store import SpanStore, open_store
 
 START = 1_800_000_000.0
@@ -108,17 +110,43 @@ def measure(store: SpanStore, keys: Sequence[tuple[str, str]], truth: Sequence[s
     )
 
 
+def in_service_process(store_url: str) -> None:
+    """A pass as the service runs it: in its helper process (``tracescore.insights.pass_process``,
+    gc off, default settings), whose peak resident set is what the service's group grows by."""
+    started = time.perf_counter()
+    report = OneShot(
+        PASS_PROCESS,
+        {
+            "store_url": store_url,
+            "config": InsightsConfig().model_dump(mode="json"),
+            "conventions": [],
+            "judge": None,
+            "started": START + 7200,
+        },
+    ).run()
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(
+        f"pass in the service's helper process: {report['read']} runs read of "
+        f"{report['failed']} failed, {report['groups']} groups, "
+        f"{time.perf_counter() - started:.1f} s, peak resident set {peak:.0f} MB"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stream", choices=("support", "planted"), default="support")
     parser.add_argument("--failed", type=int, default=1000, help="support: failed runs")
     parser.add_argument("--part", choices=("tuning", "heldout"), default="tuning")
     parser.add_argument("--no-consistency", action="store_true", help="judges' rows only")
+    parser.add_argument(
+        "--process", action="store_true", help="only a pass in the service's helper process"
+    )
     parser.add_argument("--per-mode", type=int, default=5000, help="planted: runs per mode")
     parser.add_argument("--noise", type=int, default=5000, help="planted: noise runs")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as workdir:
-        store = open_store(f"sqlite:///{Path(workdir) / 'insights.db'}")
+        url = f"sqlite:///{Path(workdir) / 'insights.db'}"
+        store = open_store(url)
         if args.stream == "support":
             support = support_stream(args.failed, args.part, start=START)
             store_support_runs(store, support, consistency=not args.no_consistency)
@@ -129,6 +157,10 @@ def main() -> None:
             store_runs(store, planted)
             keys = [(run.trace_id, run.span_id) for run in planted]
             truth = [run.mode for run in planted]
+        if args.process:
+            store.close()
+            in_service_process(url)
+            return
         measure(store, keys, truth)
         store.close()
 

@@ -10,7 +10,7 @@ from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
 MIN_LETTERS = 12
 """Fewer letters than this say too little to tell a language by (``ok``, ``Danke``)."""
-MIN_PROBABILITY = 0.5
+MIN_PROBABILITY = 0.7
 """A guess less likely than this is no answer."""
 
 
@@ -22,7 +22,7 @@ def _identifier() -> LanguageIdentifier:
 def detect_language(text: str) -> str | None:
     """The ISO 639-1 code of ``text``'s language (``en``, ``es``), or None when the text is too
     short or the identification unsure."""
-    if sum(char.isalpha() for char in text) < MIN_LETTERS:
+    if sum(map(str.isalpha, text)) < MIN_LETTERS:
         return None
     language, probability = _identifier().classify(text)
     return str(language) if probability >= MIN_PROBABILITY else None

@@ -93,13 +93,15 @@ def signature_name(
         return "answer leaked the system prompt"
     if errors and failed_tools:
         return f"{', '.join(failed_tools[:2])} {ERRORS.get(errors[0], 'failed')}{_answer_did(signature)}"
-    if signature.get("answer:language_mismatch", 0) >= MOST or signature.get(
-        "check:language", 0
-    ) >= MOST:
+    if (
+        signature.get("answer:language_mismatch", 0) >= MOST
+        or signature.get("check:language", 0) >= MOST
+    ):
         return _languages_name(signature)
-    if signature.get("answer:unsupported_id", 0) >= MOST or signature.get(
-        "check:grounding", 0
-    ) >= MOST:
+    if (
+        signature.get("answer:unsupported_id", 0) >= MOST
+        or signature.get("check:grounding", 0) >= MOST
+    ):
         nouns = Counter(noun for answer in answers if (noun := identifier_noun(answer)))
         what = f"{nouns.most_common(1)[0][0]} numbers" if nouns else "values"
         return f"invented {what} found nowhere in the run"

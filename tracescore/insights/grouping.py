@@ -170,7 +170,10 @@ def _merged_by_signature(
         return labels
     members = labels >= 0
     indicator = sparse.csr_matrix(
-        (np.ones(int(members.sum())), (np.searchsorted(found, labels[members]), np.flatnonzero(members))),
+        (
+            np.ones(int(members.sum())),
+            (np.searchsorted(found, labels[members]), np.flatnonzero(members)),
+        ),
         shape=(len(found), len(labels)),
     )
     centroids = normalize(indicator @ signatures)
@@ -287,6 +290,8 @@ def group_documents(
         if len(members) < config.min_group_size:
             continue
         terms, distinctive = _described(tfidf, vocabulary, members)
-        groups.append(Group(members, terms, distinctive, _signature_shares(signed, features, members)))
+        groups.append(
+            Group(members, terms, distinctive, _signature_shares(signed, features, members))
+        )
     groups.sort(key=lambda group: (-len(group.members), group.members[0]))
     return groups

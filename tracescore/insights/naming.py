@@ -38,9 +38,7 @@ class GroupName(BaseModel):
     description: str = Field(max_length=1000)
 
 
-def naming_prompt(
-    signature: str, distinctive: Sequence[str], examples: Sequence[FailedRun]
-) -> str:
+def naming_prompt(signature: str, distinctive: Sequence[str], examples: Sequence[FailedRun]) -> str:
     """The naming judge's request: the runs as data, neutralised so that span text cannot close
     the ``<runs>`` block and speak as the prompt (the signature too: tool names come from
     spans)."""

@@ -14,8 +14,8 @@ from numpy.typing import NDArray
 
 from tracescore.extract.base import Convention
 from tracescore.insights.config import InsightsConfig
-from tracescore.insights.grouping import Embed, Group, group_documents
 from tracescore.insights.describe import signature_description, signature_name
+from tracescore.insights.grouping import Embed, Group, group_documents
 from tracescore.insights.naming import judge_names
 from tracescore.insights.runs import FailedRun, read_runs, sample_failed_runs
 from tracescore.insights.tracking import match_groups
@@ -123,14 +123,20 @@ def group_runs(
         for group in groups
     ]
     signed = [
-        signature_name(group.signature, [runs[i].answer for i in group.members[:50]], group.distinctive)
+        signature_name(
+            group.signature, [runs[i].answer for i in group.members[:50]], group.distinctive
+        )
         for group in groups
     ]
     names = (
         judge_names(
             judge,
             [
-                (f"{name} ({signature_description(g.signature, len(g.members))})", g.distinctive, ex)
+                (
+                    f"{name} ({signature_description(g.signature, len(g.members))})",
+                    g.distinctive,
+                    ex,
+                )
                 for name, g, ex in zip(signed, groups, examples, strict=True)
             ],
         )

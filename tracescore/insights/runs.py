@@ -26,6 +26,7 @@ from tracescore.insights.signature import (
     BINDING_LABELS,
     CONSISTENCY,
     failed_checks,
+    language_signals,
     leaks,
     masked,
     signature_features,
@@ -68,7 +69,8 @@ class FailedRun:
     labels: set[str] = field(default_factory=set)
     """``<scorer>=<label>`` of failing scores whose label says more than ``fail``."""
     signals: list[str] = field(default_factory=list)
-    """What only its trace shows (:func:`trace_signals`): ``leak``, ``unsupported_id``."""
+    """What only its trace shows (:func:`trace_signals`): ``leak``, ``unsupported_id``, the
+    languages of its request and answer."""
     started_at: float | None = None
     """When the run itself started (its verdicts come later)."""
 
@@ -81,7 +83,9 @@ class FailedRun:
         signature and request, what it is grouped by."""
         failed_tools = [line for line in self.tools if " failed: " in line]
         return masked(
-            "\n".join(part for part in (self.answer, *failed_tools, self.error, *self.reasons) if part)
+            "\n".join(
+                part for part in (self.answer, *failed_tools, self.error, *self.reasons) if part
+            )
         )
 
     def signature(self) -> dict[str, float]:
@@ -144,13 +148,14 @@ class FailedRun:
 def trace_signals(run: ScorerRun, calls: Sequence[Mapping[str, Any]]) -> list[str]:
     """What a run's trace shows that its stored text does not keep: the answer repeats the
     system prompt (``leak``), the answer states an identifier found nowhere in the request,
-    system prompt or tool calls (``unsupported_id``)."""
+    system prompt or tool calls (``unsupported_id``); and the languages of its request and
+    answer (:func:`language_signals`), identified once."""
     answer, system = response_text(run), system_prompt(run)
     evidence = [user_text(run), system]
     for call in calls:
         evidence.append(as_text(call.get("args")))
         evidence.append(as_text(call.get("result")))
-    signals = []
+    signals = language_signals(user_text(run), answer)
     if leaks(answer, system):
         signals.append("leak")
     if unsupported_identifiers(answer, evidence):

@@ -18,7 +18,7 @@ modes apart.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tracescore.language import detect_language
@@ -32,8 +32,9 @@ _MASKS = (
     (re.compile(r"\b[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\b", re.I), " <id> "),
     (re.compile(r"\b[0-9a-f]{16,}\b", re.I), " <id> "),
     (re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|s|sec|secs|seconds?|minutes?|min|h|hours?)\b", re.I), " <duration> "),
+    (re.compile(r"[$€£]\s?\d[\d,.]*\d|[$€£]\s?\d"), " <number> "),
     (re.compile(r"#?\b[A-Za-z]{0,4}[-/#]?\d[\w/-]*\d\w*\b|#\d+\b"), " <id> "),
-    (re.compile(r"[$€£]\s?\d[\d,.]*|\b\d[\d,.]*\b"), " <number> "),
+    (re.compile(r"\b\d[\d,.]*\b"), " <number> "),
 )  # fmt: skip
 _NAME = re.compile(r"(?<=[a-z,;:] )[A-Z][a-z]+(?: [A-Z][a-z]+)*")
 """A capitalised word inside a sentence: a person's, a place's or a product's name."""
@@ -71,6 +72,10 @@ LEAK_SHINGLE = 6
 LEAK_SHINGLES = 3
 """Shared runs of :data:`LEAK_SHINGLE` words that make a leak (about 8 words verbatim)."""
 
+LANGUAGE_CHARS = 400
+"""Characters of a text its language is told from (identification time grows with length)."""
+ASKED = "asked:"
+ANSWERED = "answered:"
 CONSISTENCY = "consistency"
 CHECKS_STEP = "checks"
 BINDING_LABELS = frozenset({"pass", "fail"})
@@ -152,10 +157,25 @@ FACT_WEIGHTS = {"refusal": 0.7, "apology": 0.3}
 """Answer facts that many failures share in passing (an apology beside a real answer)."""
 
 
-def answer_facts(request: str, answer: str, signals: Iterable[str]) -> dict[str, str]:
+def language_signals(request: str, answer: str) -> list[str]:
+    """``asked:<code>`` and ``answered:<code>``: the languages of the request and the answer
+    where identified (read once, when the run is rebuilt, and kept with its text)."""
+    signals = []
+    if request and (asked := detect_language(request[:LANGUAGE_CHARS])):
+        signals.append(f"{ASKED}{asked}")
+    if answer and (answered := detect_language(answer[:LANGUAGE_CHARS])):
+        signals.append(f"{ANSWERED}{answered}")
+    return signals
+
+
+def answer_facts(request: str, answer: str, signals: Sequence[str]) -> dict[str, str]:
     """Facts of the answer (fact -> detail): another language than the request's, refusal,
-    apology, empty, and the trace-derived ``signals`` read when the run was rebuilt."""
-    facts = {signal: "" for signal in signals}
+    apology, empty, and the trace-derived ``signals`` read when the run was rebuilt (their
+    languages identified here when they hold none: a run read before they were kept)."""
+    if not any(signal.startswith((ASKED, ANSWERED)) for signal in signals):
+        signals = [*signals, *language_signals(request, answer)]
+    facts = {signal: "" for signal in signals if not signal.startswith((ASKED, ANSWERED))}
+    languages = dict(signal.split(":", 1) for signal in signals if ":" in signal)
     if not answer.strip():
         facts["empty"] = ""
         return facts
@@ -163,8 +183,7 @@ def answer_facts(request: str, answer: str, signals: Iterable[str]) -> dict[str,
         facts["refusal"] = ""
     if APOLOGY.search(answer):
         facts["apology"] = ""
-    asked = detect_language(request) if request else None
-    answered = detect_language(answer)
+    asked, answered = languages.get(ASKED[:-1]), languages.get(ANSWERED[:-1])
     if asked and answered and asked != answered:
         facts["language_mismatch"] = f"{answered}<{asked}"
     return facts
@@ -177,7 +196,7 @@ def signature_features(
     tools: Iterable[str],
     request: str,
     answer: str,
-    signals: Iterable[str],
+    signals: Sequence[str],
 ) -> dict[str, float]:
     """A run's signature as weighted features ``<kind>:<value>`` (see :data:`WEIGHTS`)."""
     features = {f"scorer:{name}": WEIGHTS["scorer"] for name in flagged_by}
