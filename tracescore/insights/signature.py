@@ -21,6 +21,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
 from tracescore.language import detect_language
 
 # Masks, most specific first: what varies from run to run within a mode.
@@ -41,6 +43,7 @@ _NAME = re.compile(r"(?<=[a-z,;:] )[A-Z][a-z]+(?: [A-Z][a-z]+)*")
 _IDENTIFIER = re.compile(r"#?\b[A-Za-z]{0,4}[-/#]?\d{5,}(?:-[A-Za-z0-9]+)?\b")
 """An identifier-like value (an order, ticket or tracking number): five digits or more."""
 _WORDS = re.compile(r"\w+")
+_LETTERS = re.compile(r"[^\W\d_]+")
 
 REFUSAL = re.compile(
     r"\b(?:can ?not|can't|can’t|cannot|unable to|not able to|won't be able|will not|"
@@ -72,6 +75,11 @@ LEAK_SHINGLE = 6
 LEAK_SHINGLES = 3
 """Shared runs of :data:`LEAK_SHINGLE` words that make a leak (about 8 words verbatim)."""
 
+PLAIN_WORDS = 5
+PLAIN_SHARE = 0.3
+"""A text of at least :data:`PLAIN_WORDS` words, this share of them English function words
+("the", "you", "is"…), is English without asking the identifier: other languages' texts
+share at most a fifth of their words with that list."""
 LANGUAGE_CHARS = 400
 """Characters of a text its language is told from (identification time grows with length)."""
 ASKED = "asked:"
@@ -161,11 +169,23 @@ def language_signals(request: str, answer: str) -> list[str]:
     """``asked:<code>`` and ``answered:<code>``: the languages of the request and the answer
     where identified (read once, when the run is rebuilt, and kept with its text)."""
     signals = []
-    if request and (asked := detect_language(request[:LANGUAGE_CHARS])):
+    if request and (asked := _language(request[:LANGUAGE_CHARS])):
         signals.append(f"{ASKED}{asked}")
-    if answer and (answered := detect_language(answer[:LANGUAGE_CHARS])):
+    if answer and (answered := _language(answer[:LANGUAGE_CHARS])):
         signals.append(f"{ANSWERED}{answered}")
     return signals
+
+
+def _language(text: str) -> str | None:
+    """``text``'s language: English at once for a text of plain English function words (most
+    runs, where identification would cost most of a rebuild's extra time), else identified."""
+    words = _LETTERS.findall(text.lower())
+    if (
+        len(words) >= PLAIN_WORDS
+        and sum(w in ENGLISH_STOP_WORDS for w in words) >= len(words) * PLAIN_SHARE
+    ):
+        return "en"
+    return detect_language(text)
 
 
 def answer_facts(request: str, answer: str, signals: Sequence[str]) -> dict[str, str]:
