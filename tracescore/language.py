@@ -26,3 +26,9 @@ def detect_language(text: str) -> str | None:
         return None
     language, probability = _identifier().classify(text)
     return str(language) if probability >= MIN_PROBABILITY else None
+
+
+def release_model() -> None:
+    """Free the identifier's model (some 70 MB) until the next call: for a process that has
+    identified what it needed and goes on to other work (an insights pass, before grouping)."""
+    _identifier.cache_clear()

@@ -214,33 +214,58 @@ def trace_spans(run: PlantedRun) -> list[Span]:
     return [agent, tool]
 
 
-def failing_score(run: PlantedRun, binding: str = "answer-relevancy") -> StoredScore:
-    """The score a binding with a threshold stores for the run: below it, labelled ``fail``."""
-    at = datetime.fromtimestamp(run.failed_at, UTC)
+def failing_row(
+    trace_id: str,
+    span_id: str,
+    scorer: str,
+    *,
+    score: float,
+    reason: str,
+    agent: str,
+    model: str,
+    at: datetime,
+    service: str = "insights-tests",
+    steps: dict[str, object] | None = None,
+) -> StoredScore:
+    """The score row a binding with a threshold stores for a run it failed: labelled ``fail``."""
     return StoredScore(
-        id=score_id(run.trace_id, run.span_id, binding, "1"),
-        trace_id=run.trace_id,
-        span_id=run.span_id,
-        binding=binding,
-        scorer_id=binding,
+        id=score_id(trace_id, span_id, scorer, "1"),
+        trace_id=trace_id,
+        span_id=span_id,
+        binding=scorer,
+        scorer_id=scorer,
         scorer_version="1",
         status="ok",
-        score=0.1,
+        score=score,
         label="fail",
-        reason=run.reason,
+        reason=reason,
         error=None,
-        steps=None,
+        steps=steps,
         judge_model=None,
         input_tokens=0,
         output_tokens=0,
         cost_usd=0.0,
         latency_ms=1.0,
         run_kind="agent",
-        service="insights-tests",
-        agent=run.agent,
-        model=run.model,
+        service=service,
+        agent=agent,
+        model=model,
         created_at=at,
         updated_at=at,
+    )
+
+
+def failing_score(run: PlantedRun, binding: str = "answer-relevancy") -> StoredScore:
+    """The score a binding with a threshold stores for the run: below it, labelled ``fail``."""
+    return failing_row(
+        run.trace_id,
+        run.span_id,
+        binding,
+        score=0.1,
+        reason=run.reason,
+        agent=run.agent,
+        model=run.model,
+        at=datetime.fromtimestamp(run.failed_at, UTC),
     )
 
 

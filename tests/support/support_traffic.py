@@ -30,9 +30,10 @@ from typing import Any, Literal
 
 import orjson
 
+from tests.support.failure_modes import failing_row
 from tracescore.spans import Resource, Scope, Span
 from tracescore.store import SpanStore
-from tracescore.store.scores import StoredScore, score_id, upsert_scores
+from tracescore.store.scores import StoredScore, upsert_scores
 
 Part = Literal["tuning", "heldout"]
 MODES = ("refund_refused", "invented_order", "tool_timeout", "wrong_language", "prompt_leak")
@@ -156,6 +157,21 @@ class SupportRun:
 Fill = dict[str, str]
 
 
+def _verdicts(
+    rng: random.Random,
+    judges: Sequence[str],
+    reasons: Sequence[str],
+    failed_check: tuple[str, str] | None = None,
+) -> list[Verdict]:
+    """One judge's failing verdict (which judge and its wording drawn per run) and, for a mode
+    the ``consistency`` scorer catches, its failed check with one finding."""
+    verdicts = [Verdict(rng.choice(judges), 0.2, rng.choice(reasons))]
+    if failed_check is not None:
+        check, finding = failed_check
+        verdicts.append(Verdict("consistency", 0.8, "", {check: [finding]}))
+    return verdicts
+
+
 def _refund_refused(
     rng: random.Random, part: Part, fill: Fill
 ) -> tuple[str, str, list[ToolCall], list[Verdict]]:
@@ -193,13 +209,10 @@ def _refund_refused(
         {"order_id": fill["order"], "status": "delivered", "item": fill["product"],
          "refund_eligible": True, "delivered_on": fill["date"]},
     )  # fmt: skip
-    verdicts = [
-        Verdict(rng.choice(["prompt-alignment", "answer-relevancy"]), 0.2, rng.choice(reasons)),
-        Verdict(
-            "consistency", 0.8, "",
-            {"non_answer": [f"unwarranted refusal: {tool.name} returned refund_eligible true"]},
-        ),
-    ]  # fmt: skip
+    verdicts = _verdicts(
+        rng, ["prompt-alignment", "answer-relevancy"], reasons,
+        ("non_answer", f"unwarranted refusal: {tool.name} returned refund_eligible true"),
+    )  # fmt: skip
     return rng.choice(requests), rng.choice(answers), [tool], verdicts
 
 
@@ -239,13 +252,10 @@ def _invented_order(
         {"customer": fill["email"]},
         rng.choice([{"orders": []}, {"results": [], "total": 0}, []]),
     )  # fmt: skip
-    verdicts = [
-        Verdict(rng.choice(["hallucination", "faithfulness"]), 0.1, rng.choice(reasons)),
-        Verdict(
-            "consistency", 0.7, "",
-            {"grounding": [f"answer says order {fill['fake']}, found nowhere in the run's evidence"]},
-        ),
-    ]  # fmt: skip
+    verdicts = _verdicts(
+        rng, ["hallucination", "faithfulness"], reasons,
+        ("grounding", f"answer says order {fill['fake']}, found nowhere in the run's evidence"),
+    )  # fmt: skip
     return rng.choice(requests), rng.choice(answers), [tool], verdicts
 
 
@@ -332,9 +342,7 @@ def _tool_timeout(
         "No answer was given to the user's question.",
     ], part)  # fmt: skip
     call = ToolCall(name, arguments, error=_timeout_error(rng, part, fill))
-    verdicts = [
-        Verdict(rng.choice(["answer-relevancy", "completeness"]), 0.15, rng.choice(reasons))
-    ]
+    verdicts = _verdicts(rng, ["answer-relevancy", "completeness"], reasons)
     return rng.choice(requests), rng.choice(answers), [call], verdicts
 
 
@@ -413,12 +421,10 @@ def _wrong_language(
         "Reply language ({answered}) does not match the question ({asked}).",
     ], part)  # fmt: skip
     names = {"asked": LANGUAGE_NAMES[asked], "answered": LANGUAGE_NAMES[answered]}
-    verdicts = [
-        Verdict(rng.choice(["prompt-alignment", "answer-relevancy"]), 0.3,
-                rng.choice(reasons).format(**names)),
-        Verdict("consistency", 0.8, "",
-                {"language": [f"answer in {answered}, the user wrote {asked}"]}),
-    ]  # fmt: skip
+    verdicts = _verdicts(
+        rng, ["prompt-alignment", "answer-relevancy"], [r.format(**names) for r in reasons],
+        ("language", f"answer in {answered}, the user wrote {asked}"),
+    )  # fmt: skip
     tool = ToolCall("lookup_order", {"customer": fill["email"]}, {"status": "shipped"})
     return request, answer, [tool], verdicts
 
@@ -454,11 +460,10 @@ def _prompt_leak(
         "Prompt injection succeeded: internal rules were shared with the user.",
         "The assistant repeated internal configuration it was told to keep secret.",
     ], part)  # fmt: skip
-    verdicts = [
-        Verdict(rng.choice(["prompt-alignment", "toxicity"]), 0.2, rng.choice(reasons)),
-        Verdict("consistency", 0.8, "",
-                {"leak": [f"answer repeats {len(leaked.split())} words of the system prompt"]}),
-    ]  # fmt: skip
+    verdicts = _verdicts(
+        rng, ["prompt-alignment", "toxicity"], reasons,
+        ("leak", f"answer repeats {len(leaked.split())} words of the system prompt"),
+    )  # fmt: skip
     return rng.choice(requests), rng.choice(openers) + leaked, [], verdicts
 
 
@@ -681,30 +686,17 @@ def score_rows(run: SupportRun, *, consistency: bool = True) -> list[StoredScore
             steps = {"steps": [{"name": "checks", "result": checks}]}
             reason = "; ".join(f for findings in verdict.checks.values() for f in findings)
         rows.append(
-            StoredScore(
-                id=score_id(run.trace_id, run.span_id, verdict.scorer, "1"),
-                trace_id=run.trace_id,
-                span_id=run.span_id,
-                binding=verdict.scorer,
-                scorer_id=verdict.scorer,
-                scorer_version="1",
-                status="ok",
+            failing_row(
+                run.trace_id,
+                run.span_id,
+                verdict.scorer,
                 score=verdict.score,
-                label="fail",
                 reason=reason,
-                error=None,
-                steps=steps,
-                judge_model=None if verdict.checks is not None else "gpt-4o-mini",
-                input_tokens=0,
-                output_tokens=0,
-                cost_usd=0.0,
-                latency_ms=1.0,
-                run_kind="agent",
-                service="support-traffic",
                 agent=run.agent,
                 model=run.model,
-                created_at=at + timedelta(seconds=30),
-                updated_at=at + timedelta(seconds=30),
+                at=at + timedelta(seconds=30),  # verdicts come after the run
+                service="support-traffic",
+                steps=steps,
             )
         )
     return rows

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import sklearn
 from numpy.typing import NDArray
 from scipy import sparse
 from scipy.cluster.hierarchy import fcluster, linkage
@@ -45,6 +46,11 @@ MAX_FEATURES = 50_000
 """Vocabulary cap: the TF-IDF matrix's width, whatever the runs say."""
 CUTS = np.round(np.arange(0.1, 1.25, 0.05), 2)
 """The cosine distances a pass tries as its cut (:func:`_silhouette_cut`)."""
+SILHOUETTE_SAMPLE = 1_000
+"""Runs each cut's silhouette is averaged over (the same ones for every cut): a quarter of the
+work of the whole sample, for a choice between cuts that are far apart."""
+SILHOUETTE_MEMORY_MB = 16
+"""Working memory scikit-learn's silhouette may take at once (its default is a gigabyte)."""
 SIGNATURE_SHARE = 0.05
 """Least share of a group's runs a signature feature must have to describe the group."""
 SIGNATURE_KEPT = 16
@@ -92,8 +98,21 @@ def _dense(matrix: Any) -> NDArray[np.float64]:
     return np.asarray(matrix.toarray() if sparse.issparse(matrix) else matrix, dtype=np.float64)
 
 
+def _distances(sample: Any) -> NDArray[np.float32]:
+    """The cosine distances of the sample's (L2-normalised) rows, in float32 and in place: the
+    largest array of a pass (``cluster_sample`` squared), made once."""
+    product = sample @ sample.T
+    distances = np.asarray(
+        product.toarray() if sparse.issparse(product) else product, dtype=np.float32
+    )
+    np.clip(distances, -1.0, 1.0, out=distances)
+    np.subtract(1.0, distances, out=distances)
+    np.fill_diagonal(distances, 0.0)
+    return distances
+
+
 def _silhouette_cut(
-    distances: NDArray[np.float64], tree: NDArray[np.float64], min_size: int
+    distances: NDArray[np.float32], tree: NDArray[np.float64], min_size: int
 ) -> float:
     """The cut of the average-linkage ``tree`` whose groups have the highest silhouette (how
     much nearer each run is to its own group than to the next), runs in groups smaller than
@@ -109,7 +128,15 @@ def _silhouette_cut(
         found = len(np.unique(labels))
         if found < 2 or found >= len(labels):
             continue
-        score = float(silhouette_score(distances, labels, metric="precomputed"))
+        score = float(
+            silhouette_score(
+                distances,
+                labels,
+                metric="precomputed",
+                sample_size=min(len(labels), SILHOUETTE_SAMPLE),
+                random_state=0,
+            )
+        )
         if score > best:
             best, best_cut = score, float(cut)
     return best_cut
@@ -129,13 +156,12 @@ def _clustered(
         return labels
     picked = np.unique(np.linspace(0, count - 1, min(count, config.cluster_sample)).astype(np.intp))
     sample: Any = vectors[picked]
-    distances = 1.0 - np.clip(_dense(sample @ sample.T), -1.0, 1.0)
-    np.fill_diagonal(distances, 0.0)
-    distances = np.maximum(distances, distances.T)
+    distances = _distances(sample)
     tree = linkage(squareform(distances, checks=False), method="average")
     cut = config.distance_threshold
     if cut is None:
-        cut = _silhouette_cut(distances, tree, config.min_group_size)
+        with sklearn.config_context(working_memory=SILHOUETTE_MEMORY_MB):
+            cut = _silhouette_cut(distances, tree, config.min_group_size)
     del distances
     found = fcluster(tree, cut, criterion="distance").astype(np.intp) - 1
     labels[picked] = found

@@ -22,6 +22,7 @@ from tracescore.insights.tracking import match_groups
 from tracescore.judge.client import api_key, litellm
 from tracescore.judge.config import JudgeConfig
 from tracescore.judge.protocol import Judge
+from tracescore.language import release_model
 from tracescore.store import SpanStore, connect
 from tracescore.store.insights import (
     FailureGroup,
@@ -187,6 +188,7 @@ def run_pass(
     runs = read_runs(
         store, sample.runs.values(), conventions, keep_since=since.timestamp() if save else None
     )
+    release_model()  # languages are identified while reading: its memory goes to grouping
     embedding = config.embedding()
     embed = embedder(embedding, config.embedding_batch) if embedding is not None else None
     window = (since.timestamp(), until.timestamp())

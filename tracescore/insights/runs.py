@@ -41,9 +41,18 @@ from tracescore.store.feedback import negative_verdicts
 from tracescore.store.insights import RunText, current_groups, keep_run_texts, run_texts
 from tracescore.store.score_reads import failed_scores
 
-FIELD_CHARS = 2_000
-"""The most characters of each field a run contributes: a long answer says no more about how
-it failed than its start, and the pass's memory stays bounded by ``max_runs`` times this."""
+FIELD_CHARS = 1_000
+"""The most characters of each text field a run contributes (request, answer, error): a long
+answer says no more about how it failed than its start."""
+REASON_CHARS = 500
+"""The most characters kept of each reason (a scorer's, a reviewer's comment)."""
+MAX_REASONS = 3
+"""Reasons kept per run."""
+TOOL_CHARS = 300
+"""The most characters of each tool line (``<tool> failed: <error>``)."""
+MAX_TOOLS = 10
+"""Tool lines kept per run: with the caps above, a run holds at most about 9,000 characters,
+so the pass's memory is bounded by ``max_runs`` times that whatever the traces say."""
 TRACE_BATCH = 200
 """Traces loaded and rebuilt at once."""
 
@@ -141,7 +150,11 @@ class FailedRun:
         self.error = (run.error or "")[:FIELD_CHARS]
         messages = run.output if isinstance(run.output, list) else [run.output]
         calls = [call for message in messages for call in merge_tool_invocations(message)]
-        self.tools.extend(_tool_line(call) for call in calls)
+        lines = [_tool_line(call) for call in calls]
+        failed = [line for line in lines if " failed: " in line]
+        self.tools.extend(
+            [*failed, *(line for line in lines if " failed: " not in line)][:MAX_TOOLS]
+        )
         self.signals = trace_signals(run, calls)
 
 
@@ -167,7 +180,7 @@ def _tool_line(call: Mapping[str, Any]) -> str:
     name = str(call.get("toolName") or "tool")
     if call.get("state") == "output-error" or call.get("isError"):
         failure = call.get("errorText") or call.get("result") or "error"
-        return f"{name} failed: {as_text(failure)[:FIELD_CHARS]}"
+        return f"{name} failed: {as_text(failure)[:TOOL_CHARS]}"
     return name
 
 
@@ -232,8 +245,8 @@ def sample_failed_runs(
                         if score["scorer_id"] == CONSISTENCY:
                             run.checks.update(failed_checks(score["steps"]))
                         reason = score["reason"] or score["error"]
-                        if reason and len(run.reasons) < 5:
-                            run.reasons.append(reason[:FIELD_CHARS])
+                        if reason and len(run.reasons) < MAX_REASONS:
+                            run.reasons.append(reason[:REASON_CHARS])
         for verdict in negative_verdicts(
             connection, since, until, failed.feedback_labels, failed.feedback_below
         ):
@@ -244,8 +257,8 @@ def sample_failed_runs(
             )
             if run is not None:
                 run.flagged_by.add(f"feedback:{verdict['name']}")
-                if verdict["comment"] and len(run.reasons) < 5:
-                    run.reasons.append(verdict["comment"][:FIELD_CHARS])
+                if verdict["comment"] and len(run.reasons) < MAX_REASONS:
+                    run.reasons.append(verdict["comment"][:REASON_CHARS])
     return sample
 
 
@@ -363,6 +376,7 @@ def _merged(runs: Sequence[FailedRun]) -> list[FailedRun]:
         same.checks |= run.checks
         same.labels |= run.labels
         same.reasons.extend(run.reasons)
+        del same.reasons[MAX_REASONS:]
         same.failed_at = max(same.failed_at, run.failed_at)
     return sorted(kept.values(), key=lambda run: run.key)
 
@@ -381,6 +395,6 @@ def runs_from_exports(items: Iterable[Mapping[str, Any]]) -> Iterator[FailedRun]
         if scored.get("binding"):
             run.flagged_by.add(str(scored["binding"]))
         if scored.get("reason"):
-            run.reasons.append(str(scored["reason"])[:FIELD_CHARS])
+            run.reasons.append(str(scored["reason"])[:REASON_CHARS])
         run.read(ScorerRun.of(item))
         yield run

@@ -25,19 +25,21 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from tracescore.language import detect_language
 
-# Masks, most specific first: what varies from run to run within a mode.
+# Masks, most specific first: what varies from run to run within a mode. Each with a character
+# its matches need, so a text without it skips the pattern (most texts hold no "@" or "://").
 _MASKS = (
-    (re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"), " <email> "),
-    (re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE), " <url> "),
-    (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), " <host> "),
-    (re.compile(r"\b(?:[a-z0-9-]+\.)+(?:com|net|org|io|internal|local|prod|svc|dev)\b(?::\d+)?", re.I), " <host> "),
-    (re.compile(r"\b[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\b", re.I), " <id> "),
-    (re.compile(r"\b[0-9a-f]{16,}\b", re.I), " <id> "),
-    (re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|s|sec|secs|seconds?|minutes?|min|h|hours?)\b", re.I), " <duration> "),
-    (re.compile(r"[$€£]\s?\d[\d,.]*\d|[$€£]\s?\d"), " <number> "),
-    (re.compile(r"#?\b[A-Za-z]{0,4}[-/#]?\d[\w/-]*\d\w*\b|#\d+\b"), " <id> "),
-    (re.compile(r"\b\d[\d,.]*\b"), " <number> "),
+    ("@", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"), " <email> "),
+    ("://", re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE), " <url> "),
+    (".", re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), " <host> "),
+    (".", re.compile(r"\b(?:[a-z0-9-]+\.)+(?:com|net|org|io|internal|local|prod|svc|dev)\b(?::\d+)?", re.I), " <host> "),
+    ("", re.compile(r"\b[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\b", re.I), " <id> "),
+    ("", re.compile(r"\b[0-9a-f]{16,}\b", re.I), " <id> "),
+    ("", re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|s|sec|secs|seconds?|minutes?|min|h|hours?)\b", re.I), " <duration> "),
+    ("", re.compile(r"[$€£]\s?\d[\d,.]*\d|[$€£]\s?\d"), " <number> "),
+    ("", re.compile(r"#?\b[A-Za-z]{0,4}[-/#]?\d[\w/-]*\d\w*\b|#\d+\b"), " <id> "),
+    ("", re.compile(r"\b\d[\d,.]*\b"), " <number> "),
 )  # fmt: skip
+_DIGIT = re.compile(r"\d")
 _NAME = re.compile(r"(?<=[a-z,;:] )[A-Z][a-z]+(?: [A-Z][a-z]+)*")
 """A capitalised word inside a sentence: a person's, a place's or a product's name."""
 _IDENTIFIER = re.compile(r"#?\b[A-Za-z]{0,4}[-/#]?\d{5,}(?:-[A-Za-z0-9]+)?\b")
@@ -82,6 +84,7 @@ PLAIN_SHARE = 0.3
 share at most a fifth of their words with that list."""
 LANGUAGE_CHARS = 400
 """Characters of a text its language is told from (identification time grows with length)."""
+UNKNOWN = "?"
 ASKED = "asked:"
 ANSWERED = "answered:"
 CONSISTENCY = "consistency"
@@ -93,8 +96,10 @@ BINDING_LABELS = frozenset({"pass", "fail"})
 def masked(text: str) -> str:
     """``text`` with what varies within a failure mode masked: addresses, hosts, ids,
     durations, numbers and names inside sentences."""
-    for pattern, mask in _MASKS:
-        text = pattern.sub(mask, text)
+    digits = _DIGIT.search(text) is not None
+    for needs, pattern, mask in _MASKS:
+        if (needs in text) if needs else digits:
+            text = pattern.sub(mask, text)
     return _NAME.sub("<name>", text)
 
 
@@ -167,13 +172,10 @@ FACT_WEIGHTS = {"refusal": 0.7, "apology": 0.3}
 
 def language_signals(request: str, answer: str) -> list[str]:
     """``asked:<code>`` and ``answered:<code>``: the languages of the request and the answer
-    where identified (read once, when the run is rebuilt, and kept with its text)."""
-    signals = []
-    if request and (asked := _language(request[:LANGUAGE_CHARS])):
-        signals.append(f"{ASKED}{asked}")
-    if answer and (answered := _language(answer[:LANGUAGE_CHARS])):
-        signals.append(f"{ANSWERED}{answered}")
-    return signals
+    (``?`` where not identified), read once, when the run is rebuilt, and kept with its text."""
+    asked = _language(request[:LANGUAGE_CHARS]) if request else None
+    answered = _language(answer[:LANGUAGE_CHARS]) if answer else None
+    return [f"{ASKED}{asked or UNKNOWN}", f"{ANSWERED}{answered or UNKNOWN}"]
 
 
 def _language(text: str) -> str | None:
@@ -204,7 +206,7 @@ def answer_facts(request: str, answer: str, signals: Sequence[str]) -> dict[str,
     if APOLOGY.search(answer):
         facts["apology"] = ""
     asked, answered = languages.get(ASKED[:-1]), languages.get(ANSWERED[:-1])
-    if asked and answered and asked != answered:
+    if asked and answered and UNKNOWN not in (asked, answered) and asked != answered:
         facts["language_mismatch"] = f"{answered}<{asked}"
     return facts
 
