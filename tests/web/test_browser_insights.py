@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from tests.support.browser_support import layout_problems, shot
-from tests.support.support_traffic import store_support_runs, support_stream
 from tests.support.server_process import ServerProcess, signed_in_page, start_server
+from tests.support.support_traffic import store_support_runs, support_stream
 from tracescore.extract.registry import CONVENTIONS
 from tracescore.insights.config import InsightsConfig
 from tracescore.insights.passes import run_pass

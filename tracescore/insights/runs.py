@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -145,8 +146,9 @@ class FailedRun:
 
     def read(self, run: ScorerRun) -> None:
         """Take the request, answer, tool calls and error from the rebuilt ``run``."""
-        self.request = user_text(run)[:FIELD_CHARS]
-        self.answer = response_text(run)[:FIELD_CHARS]
+        request, answer = user_text(run), response_text(run)
+        self.request = request[:FIELD_CHARS]
+        self.answer = answer[:FIELD_CHARS]
         self.error = (run.error or "")[:FIELD_CHARS]
         messages = run.output if isinstance(run.output, list) else [run.output]
         calls = [call for message in messages for call in merge_tool_invocations(message)]
@@ -155,23 +157,23 @@ class FailedRun:
         self.tools.extend(
             [*failed, *(line for line in lines if " failed: " not in line)][:MAX_TOOLS]
         )
-        self.signals = trace_signals(run, calls)
+        self.signals = trace_signals(request, answer, system_prompt(run), calls)
 
 
-def trace_signals(run: ScorerRun, calls: Sequence[Mapping[str, Any]]) -> list[str]:
+def trace_signals(
+    request: str, answer: str, system: str, calls: Sequence[Mapping[str, Any]]
+) -> list[str]:
     """What a run's trace shows that its stored text does not keep: the answer repeats the
     system prompt (``leak``), the answer states an identifier found nowhere in the request,
     system prompt or tool calls (``unsupported_id``); and the languages of its request and
     answer (:func:`language_signals`), identified once."""
-    answer, system = response_text(run), system_prompt(run)
-    evidence = [user_text(run), system]
-    for call in calls:
-        evidence.append(as_text(call.get("args")))
-        evidence.append(as_text(call.get("result")))
-    signals = language_signals(user_text(run), answer)
+    signals = language_signals(request, answer)
     if leaks(answer, system):
         signals.append("leak")
-    if unsupported_identifiers(answer, evidence):
+    evidence = (
+        text for call in calls for text in (as_text(call.get("args")), as_text(call.get("result")))
+    )  # rendered only for an answer that states identifiers
+    if unsupported_identifiers(answer, itertools.chain((request, system), evidence)):
         signals.append("unsupported_id")
     return signals
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
@@ -83,6 +84,8 @@ PLAIN_SHARE = 0.3
 ("the", "you", "is"…), is English without asking the identifier: other languages' texts
 share at most a fifth of their words with that list."""
 LANGUAGE_CHARS = 400
+LANGUAGE_CACHE = 4_096
+"""Texts whose language is remembered (at most :data:`LANGUAGE_CHARS` characters each)."""
 """Characters of a text its language is told from (identification time grows with length)."""
 UNKNOWN = "?"
 ASKED = "asked:"
@@ -123,8 +126,11 @@ def leaks(answer: str, system: str) -> bool:
 def unsupported_identifiers(answer: str, evidence: Iterable[str]) -> list[str]:
     """Identifier-like values of ``answer`` found nowhere in ``evidence`` (the request, the
     system prompt, the tool calls' arguments and results)."""
+    values = _IDENTIFIER.findall(answer)
+    if not values:
+        return []  # ``evidence`` left unread: rendering tool results is most of the cost
     seen = " ".join(evidence)
-    return [value for value in _IDENTIFIER.findall(answer) if value.lstrip("#") not in seen]
+    return [value for value in values if value.lstrip("#") not in seen]
 
 
 def identifier_noun(answer: str) -> str | None:
@@ -178,9 +184,12 @@ def language_signals(request: str, answer: str) -> list[str]:
     return [f"{ASKED}{asked or UNKNOWN}", f"{ANSWERED}{answered or UNKNOWN}"]
 
 
+@lru_cache(maxsize=LANGUAGE_CACHE)
 def _language(text: str) -> str | None:
     """``text``'s language: English at once for a text of plain English function words (most
-    runs, where identification would cost most of a rebuild's extra time), else identified."""
+    runs, where identification would cost most of a rebuild's extra time), else identified;
+    remembered, since agents repeat their templated answers (apologies, refusals) word for
+    word."""
     words = _LETTERS.findall(text.lower())
     if (
         len(words) >= PLAIN_WORDS
