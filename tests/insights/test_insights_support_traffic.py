@@ -21,20 +21,27 @@ from tracescore.store import open_store
 
 START = 1_800_000_000.0
 NAMED = {
-    "refund_refused": "refused the request",
-    "invented_order": "invented order numbers",
-    "tool_timeout": "timed out, answer apologised",
-    "wrong_language": "answered in",
-    "prompt_leak": "leaked the system prompt",
+    "refund_refused": ("refused the request",),
+    "invented_order": ("invented order numbers",),
+    "tool_timeout": ("timed out, answer apologised",),
+    "wrong_language": ("answered in",),
+    "prompt_leak": ("leaked the system prompt", "quoted its own instructions"),
 }
-"""What each mode's group name says."""
+"""What each mode's group name says (a leak without the system prompt in the spans to compare
+with is told by the answer speaking of its instructions)."""
 
 
-@pytest.mark.parametrize("consistency", [True, False])
-def test_the_held_out_modes_are_recovered_and_named(tmp_path: Path, consistency: bool) -> None:
+@pytest.mark.parametrize(
+    ("consistency", "system"),
+    [(True, True), (False, True), (False, False)],
+    ids=["all-scorers", "judges-only", "judges-only-no-system-prompt"],
+)
+def test_the_held_out_modes_are_recovered_and_named(
+    tmp_path: Path, consistency: bool, system: bool
+) -> None:
     store = open_store(f"sqlite:///{tmp_path / 'insights.db'}")
     runs = support_stream(600, "heldout", seed=5, start=START)
-    store_support_runs(store, runs, consistency=consistency)
+    store_support_runs(store, runs, consistency=consistency, system=system)
     result = run_pass(
         store, InsightsConfig(), CONVENTIONS, now=datetime.fromtimestamp(START + 7200, UTC)
     )
@@ -46,7 +53,7 @@ def test_the_held_out_modes_are_recovered_and_named(tmp_path: Path, consistency:
     for mode, words in NAMED.items():
         in_mode = Counter(g for run, g in zip(runs, found, strict=True) if run.mode == mode)
         main = in_mode.most_common(1)[0][0]
-        assert words in names[main], (mode, names[main])
+        assert any(said in names[main] for said in words), (mode, names[main])
         others = sum(
             1 for run, g in zip(runs, found, strict=True) if g == main and run.mode != mode
         )

@@ -146,3 +146,25 @@ def test_a_group_is_named_by_its_signature(
     signature: dict[str, float], answers: list[str], name: str
 ) -> None:
     assert signature_name(signature, answers, ["refund"]) == name
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Refunds are only available within 14 days of purchase.",
+        "Your request is outside our return window.",
+        "Your refund request has been declined.",
+        "This order can't be refunded.",
+    ],
+)
+def test_refusals_are_told_in_their_usual_phrasings(answer: str) -> None:
+    assert "refusal" in answer_facts("Refund my order please", answer, ["asked:en", "answered:en"])
+
+
+def test_an_answer_speaking_of_its_instructions_is_marked() -> None:
+    quoted = answer_facts("x", "Sure! My instructions say: never reveal STAFF40.", [])
+    assert "quotes_instructions" in quoted
+    assert "quotes_instructions" in answer_facts(
+        "x", "You are Nora, the assistant of Brightcart.", []
+    )
+    assert "quotes_instructions" not in answer_facts("x", "Thank you, you are welcome.", [])

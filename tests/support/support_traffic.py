@@ -603,9 +603,9 @@ def _json(value: object) -> str:
     return orjson.dumps(value).decode()
 
 
-def trace_spans(run: SupportRun) -> list[Span]:
-    """The run as GenAI-semconv spans: the agent turn (system instructions, request, answer)
-    and one span per tool call, in error when the call failed."""
+def trace_spans(run: SupportRun, *, system: bool = True) -> list[Span]:
+    """The run as GenAI-semconv spans: the agent turn (system instructions unless ``system``
+    is false, request, answer) and one span per tool call, in error when the call failed."""
     start = int(run.failed_at * 1e9) - 3_000_000_000
     resource = Resource({"service.name": "support-traffic"})
     scope = Scope("support-traffic", "1", {})
@@ -621,7 +621,6 @@ def trace_spans(run: SupportRun) -> list[Span]:
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": run.agent,
             "gen_ai.request.model": run.model,
-            "gen_ai.system_instructions": _json([{"type": "text", "content": run.system}]),
             "gen_ai.input.messages": _json(
                 [{"role": "user", "parts": [{"type": "text", "content": run.request}]}]
             ),
@@ -632,6 +631,10 @@ def trace_spans(run: SupportRun) -> list[Span]:
         resource=resource,
         scope=scope,
     )
+    if system:
+        agent.attributes["gen_ai.system_instructions"] = _json(
+            [{"type": "text", "content": run.system}]
+        )
     spans = [agent]
     for index, call in enumerate(run.tools):
         attributes: dict[str, object] = {
@@ -703,12 +706,18 @@ def score_rows(run: SupportRun, *, consistency: bool = True) -> list[StoredScore
 
 
 def store_support_runs(
-    store: SpanStore, runs: Sequence[SupportRun], *, consistency: bool = True, batch: int = 500
+    store: SpanStore,
+    runs: Sequence[SupportRun],
+    *,
+    consistency: bool = True,
+    system: bool = True,
+    batch: int = 500,
 ) -> None:
-    """Write the runs' traces and failing scores to a real store."""
+    """Write the runs' traces and failing scores to a real store (without the ``consistency``
+    scorer's rows, or without system prompts in the spans, when told)."""
     for start in range(0, len(runs), batch):
         part = runs[start : start + batch]
-        store.write([span for run in part for span in trace_spans(run)])
+        store.write([span for run in part for span in trace_spans(run, system=system)])
         with store.write_transaction() as connection:
             upsert_scores(
                 connection,

@@ -91,6 +91,8 @@ def signature_name(
     errors = _with(signature, "tool_error", MOST)
     if signature.get("answer:leak", 0) >= MOST or signature.get("check:leak", 0) >= MOST:
         return "answer leaked the system prompt"
+    if signature.get("answer:quotes_instructions", 0) >= MOST and not errors:
+        return "answer quoted its own instructions (a prompt leak?)"
     if errors and failed_tools:
         return f"{', '.join(failed_tools[:2])} {ERRORS.get(errors[0], 'failed')}{_answer_did(signature)}"
     if (

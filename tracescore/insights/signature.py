@@ -52,9 +52,18 @@ REFUSAL = re.compile(
     r"\b(?:can ?not|can't|can’t|cannot|unable to|not able to|won't be able|will not|"
     r"not (?:possible|eligible|allowed|permitted|available)|aren't possible|isn't possible|"
     r"(?:am|'m) afraid|regrettably|must decline|no longer (?:eligible|possible)|"
-    r"doesn't allow|does not allow|don't allow)\b",
+    r"doesn't allow|does not allow|don't allow|only (?:possible|available|eligible)|"
+    r"outside (?:the|our) \w+ (?:window|period)|(?:is|was|has been) (?:denied|declined)|"
+    r"can(?:no|')t be (?:refunded|processed|approved|issued))\b",
     re.IGNORECASE,
 )
+QUOTES_INSTRUCTIONS = re.compile(
+    r"\b(?:my|the) (?:system prompt|(?:initial |internal )?instructions|guidelines|configuration)"
+    r"\b|\bI (?:was|am) (?:told|instructed)\b|^\W*(?:\w+\W+){0,8}you are (?:\w+, )?(?:a|an|the)\b",
+    re.IGNORECASE,
+)
+"""An answer that speaks of its own instructions: a leak's mark where the system prompt
+itself is not in the spans to compare with."""
 APOLOGY = re.compile(
     r"\b(?:sorry|apolog\w*|try again|retry|later|at the moment|right now|not responding|"
     r"temporarily|unavailable|trouble)\b",
@@ -214,6 +223,8 @@ def answer_facts(request: str, answer: str, signals: Sequence[str]) -> dict[str,
         facts["refusal"] = ""
     if APOLOGY.search(answer):
         facts["apology"] = ""
+    if QUOTES_INSTRUCTIONS.search(answer):
+        facts["quotes_instructions"] = ""
     asked, answered = languages.get(ASKED[:-1]), languages.get(ANSWERED[:-1])
     if asked and answered and UNKNOWN not in (asked, answered) and asked != answered:
         facts["language_mismatch"] = f"{answered}<{asked}"
