@@ -119,7 +119,7 @@ def _silhouette_cut(
     ``min_size`` counting as groups of their own: a cut that leaves runs ungrouped or that
     merges two modes both score lower. Chosen per pass from the runs themselves, so no constant
     tuned on one stream of failures decides how tight a group is."""
-    best, best_cut = -2.0, CUTS[-1]
+    best, best_cut = -2.0, float(CUTS[-1])
     for cut in CUTS:
         labels = fcluster(tree, cut, criterion="distance")
         sizes = np.bincount(labels)
