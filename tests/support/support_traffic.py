@@ -30,8 +30,8 @@ from typing import Any, Literal
 
 import orjson
 
-from tests.support.failure_modes import failing_row
-from tracescore.spans import Resource, Scope, Span
+from tests.support.failure_modes import agent_turn, failing_row, tool_call
+from tracescore.spans import Span
 from tracescore.store import SpanStore
 from tracescore.store.scores import StoredScore, upsert_scores
 
@@ -39,6 +39,7 @@ Part = Literal["tuning", "heldout"]
 MODES = ("refund_refused", "invented_order", "tool_timeout", "wrong_language", "prompt_leak")
 NOISE = "noise"
 NOISE_SHARE = 0.12
+SERVICE = "support-traffic"
 
 
 def _half(pool: Sequence[Any], part: Part) -> list[Any]:
@@ -607,59 +608,34 @@ def trace_spans(run: SupportRun, *, system: bool = True) -> list[Span]:
     """The run as GenAI-semconv spans: the agent turn (system instructions unless ``system``
     is false, request, answer) and one span per tool call, in error when the call failed."""
     start = int(run.failed_at * 1e9) - 3_000_000_000
-    resource = Resource({"service.name": "support-traffic"})
-    scope = Scope("support-traffic", "1", {})
-    agent = Span(
-        trace_id=run.trace_id,
-        span_id=run.span_id,
-        parent_span_id=None,
-        name=f"invoke_agent {run.agent}",
-        kind=1,
-        start_time_ns=start,
-        end_time_ns=start + 2_500_000_000,
-        attributes={
-            "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.agent.name": run.agent,
-            "gen_ai.request.model": run.model,
-            "gen_ai.input.messages": _json(
-                [{"role": "user", "parts": [{"type": "text", "content": run.request}]}]
-            ),
-            "gen_ai.output.messages": _json(
-                [{"role": "assistant", "parts": [{"type": "text", "content": run.answer}]}]
-            ),
-        },
-        resource=resource,
-        scope=scope,
-    )
-    if system:
-        agent.attributes["gen_ai.system_instructions"] = _json(
-            [{"type": "text", "content": run.system}]
+    spans = [
+        agent_turn(
+            run.trace_id,
+            run.span_id,
+            service=SERVICE,
+            agent=run.agent,
+            model=run.model,
+            request=run.request,
+            answer=run.answer,
+            start_ns=start,
+            end_ns=start + 2_500_000_000,
+            system=run.system if system else None,
         )
-    spans = [agent]
+    ]
     for index, call in enumerate(run.tools):
-        attributes: dict[str, object] = {
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": call.name,
-            "gen_ai.tool.call.id": f"call_{index}",
-            "gen_ai.tool.call.arguments": _json(call.arguments),
-        }
-        if call.error is None:
-            attributes["gen_ai.tool.call.result"] = _json(call.result)
         begin = start + 200_000_000 * (index + 1)
         spans.append(
-            Span(
-                trace_id=run.trace_id,
-                span_id=f"{run.span_id[:12]}{index + 1:04x}",
-                parent_span_id=run.span_id,
-                name=f"execute_tool {call.name}",
-                kind=1,
-                start_time_ns=begin,
-                end_time_ns=begin + 150_000_000,
-                attributes=attributes,
-                resource=resource,
-                scope=scope,
-                status_code=2 if call.error else 0,
-                status_message=call.error or "",
+            tool_call(
+                run.trace_id,
+                f"{run.span_id[:12]}{index + 1:04x}",
+                run.span_id,
+                service=SERVICE,
+                name=call.name,
+                arguments=call.arguments,
+                result=_json(call.result),
+                error=call.error,
+                start_ns=begin,
+                end_ns=begin + 150_000_000,
             )
         )
     return spans
@@ -698,7 +674,7 @@ def score_rows(run: SupportRun, *, consistency: bool = True) -> list[StoredScore
                 agent=run.agent,
                 model=run.model,
                 at=at + timedelta(seconds=30),  # verdicts come after the run
-                service="support-traffic",
+                service=SERVICE,
                 steps=steps,
             )
         )
