@@ -25,6 +25,11 @@ process's peak resident set growth during the pass).
     python benchmarks/insights.py --failed 1000 --part tuning
     python benchmarks/insights.py --failed 5000 --part heldout
     python benchmarks/insights.py --stream planted            # 20,000 failed runs
+    python benchmarks/insights.py --stream planted --per-mode 7500 --noise 7500 --process
+
+``--process`` runs one pass as the service does, in its helper process
+(``tracescore.insights.pass_process``: cyclic collector off, default settings), and prints that
+process's peak resident set: what a pass adds to the service's memory.
 """
 
 from __future__ import annotations
