@@ -7,17 +7,20 @@ the tool errors and the answers alone."""
 from __future__ import annotations
 
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from sklearn.metrics import adjusted_rand_score
 
+from tests.support.failure_modes import failing_row
 from tests.support.support_traffic import store_support_runs, support_stream
 from tracescore.extract.registry import CONVENTIONS
-from tracescore.insights.config import InsightsConfig
+from tracescore.insights.config import FailedRunsConfig, InsightsConfig
 from tracescore.insights.passes import run_pass
+from tracescore.insights.runs import sample_failed_runs
 from tracescore.store import open_store
+from tracescore.store.scores import upsert_scores
 
 START = 1_800_000_000.0
 NAMED = {
@@ -60,3 +63,27 @@ def test_the_held_out_modes_are_recovered_and_named(
         assert others <= 0.1 * in_mode[main]  # runs of no mode stay out of the modes' groups
     timeout = next(group for group in result.groups if "timed out" in group["name"])
     assert timeout["details"]["signature"]["tool_error:timeout"] >= 0.9
+
+
+def test_a_scorers_own_label_of_what_failed_marks_the_run_failed(tmp_path: Path) -> None:
+    """The ``consistency`` scorer stores the failed checks' names as its label (``ok`` when
+    all pass), not the binding's ``fail``: such a run is failed, its checks read from the
+    label where its steps are gone."""
+    store = open_store(f"sqlite:///{tmp_path / 'insights.db'}")
+    at = datetime.fromtimestamp(START + 60, UTC)
+    rows = [
+        failing_row("a" * 32, "1" * 16, "consistency", score=0.7, reason="", agent="x",
+                    model="m", at=at, label="grounding+leak"),
+        failing_row("b" * 32, "2" * 16, "consistency", score=1.0, reason="", agent="x",
+                    model="m", at=at, label="ok"),
+        failing_row("c" * 32, "3" * 16, "tone", score=0.9, reason="", agent="x", model="m",
+                    at=at, label="pass"),
+    ]  # fmt: skip
+    with store.write_transaction() as connection:
+        upsert_scores(connection, rows)
+    sample = sample_failed_runs(
+        store, at - timedelta(hours=1), at + timedelta(hours=1), FailedRunsConfig(), 10
+    )
+    store.close()
+    assert [run.trace_id for run in sample.runs.values()] == ["a" * 32]
+    assert next(iter(sample.runs.values())).checks == {"grounding", "leak"}

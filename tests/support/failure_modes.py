@@ -285,8 +285,10 @@ def failing_row(
     at: datetime,
     service: str = "insights-tests",
     steps: dict[str, object] | None = None,
+    label: str = "fail",
 ) -> StoredScore:
-    """The score row a binding with a threshold stores for a run it failed: labelled ``fail``."""
+    """The score row a binding with a threshold stores for a run it failed: labelled ``fail``
+    (or ``label``, a scorer's own name for what failed)."""
     return StoredScore(
         id=score_id(trace_id, span_id, scorer, "1"),
         trace_id=trace_id,
@@ -296,7 +298,7 @@ def failing_row(
         scorer_version="1",
         status="ok",
         score=score,
-        label="fail",
+        label=label,
         reason=reason,
         error=None,
         steps=steps,

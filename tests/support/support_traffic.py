@@ -15,8 +15,8 @@ A run is stored as a real store holds it: GenAI-semconv spans (an agent span wit
 instructions, user request and answer; a span per tool call, in error when the call failed)
 and the score rows the scorers of a service would write for it: an LLM judge's verdict with
 its reason (wording varies per run), and, unless ``consistency=False``, the ``consistency``
-scorer's row as its contract shapes it (label ``fail`` from the binding's threshold, the
-failed checks in the ``checks`` step). Nothing here is a field only this generator fills: a
+scorer's row as its contract shapes it (labelled with the failed checks' names joined by
+``+``, the checks in the ``checks`` step). Nothing here is a field only this generator fills: a
 pass reads the same columns and spans a real service writes.
 """
 
@@ -653,7 +653,7 @@ def score_rows(run: SupportRun, *, consistency: bool = True) -> list[StoredScore
         if verdict.checks is not None and not consistency:
             continue
         steps = None
-        reason = verdict.reason
+        reason, label = verdict.reason, "fail"
         if verdict.checks is not None:
             checks = {
                 name: {
@@ -664,6 +664,7 @@ def score_rows(run: SupportRun, *, consistency: bool = True) -> list[StoredScore
             }
             steps = {"steps": [{"name": "checks", "result": checks}]}
             reason = "; ".join(f for findings in verdict.checks.values() for f in findings)
+            label = "+".join(name for name in CHECKS if name in verdict.checks)
         rows.append(
             failing_row(
                 run.trace_id,
@@ -676,6 +677,7 @@ def score_rows(run: SupportRun, *, consistency: bool = True) -> list[StoredScore
                 at=at + timedelta(seconds=30),  # verdicts come after the run
                 service=SERVICE,
                 steps=steps,
+                label=label,
             )
         )
     return rows

@@ -17,7 +17,9 @@ class FailedRunsConfig(Section):
     """What makes a run failed: any of these marks it."""
 
     below_threshold: bool = True
-    """A score its binding labelled ``fail`` (below the binding's ``threshold``)."""
+    """A score its binding labelled ``fail`` (below the binding's ``threshold``), or one its
+    scorer labelled with what failed (the ``consistency`` scorer: the failed checks' names,
+    anything but ``ok``)."""
     scorer_errors: bool = True
     """A scoring that failed (stored ``error``: the judge could not be reached, or the run
     could not be read)."""

@@ -242,10 +242,13 @@ def sample_failed_runs(
                         run.agent = run.agent or score["agent"]
                         run.model = run.model or score["model"]
                         run.flagged_by.add(score["scorer_id"])
-                        if score["label"] and score["label"] not in BINDING_LABELS:
-                            run.labels.add(f"{score['scorer_id']}={score['label']}")
+                        own = score["label"] not in BINDING_LABELS and score["label"]
                         if score["scorer_id"] == CONSISTENCY:
-                            run.checks.update(failed_checks(score["steps"]))
+                            # Its label joins the failed checks' names: the steps say the same.
+                            found = failed_checks(score["steps"])
+                            run.checks.update(found or (own.split("+") if own else ()))
+                        elif own:
+                            run.labels.add(f"{score['scorer_id']}={own}")
                         reason = score["reason"] or score["error"]
                         if reason and len(run.reasons) < MAX_REASONS:
                             run.reasons.append(reason[:REASON_CHARS])

@@ -101,8 +101,9 @@ ASKED = "asked:"
 ANSWERED = "answered:"
 CONSISTENCY = "consistency"
 CHECKS_STEP = "checks"
-BINDING_LABELS = frozenset({"pass", "fail"})
-"""Labels a binding's threshold gives, which say nothing the failing score does not."""
+BINDING_LABELS = frozenset({"pass", "fail", "ok"})
+"""Labels that say nothing a failing score does not: a binding's threshold's, a scorer's own
+``ok``."""
 
 
 def masked(text: str) -> str:

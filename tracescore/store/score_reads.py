@@ -395,6 +395,8 @@ class FailedScore(TypedDict):
 
 
 CONSISTENCY_SCORER = "consistency"
+PASSING_LABELS = ("pass", "ok")
+"""Labels of a score that passed: a binding's ``pass``, a scorer's own ``ok``."""
 _FAILED_COLUMNS = (
     *(SCORES.c[name] for name in FailedScore.__annotations__ if name != "steps"),
     case((SCORES.c.scorer_id == CONSISTENCY_SCORER, SCORES.c.steps), else_=None).label("steps"),
@@ -404,10 +406,14 @@ _FAILED_COLUMNS = (
 def failed_scores(
     connection: Connection, since: datetime, until: datetime, *, errors: bool
 ) -> Iterator[FailedScore]:
-    """The window's scores below their binding's threshold (label ``fail``) and, with
+    """The window's scores below their binding's threshold (label ``fail``) or labelled by
+    their scorer with what failed (any label but :data:`PASSING_LABELS`) and, with
     ``errors``, the scorings that failed, streamed in (created_at, id) order so a caller
     sampling them holds its sample only, never the whole window."""
-    failing = SCORES.c.label == "fail"
+    label = SCORES.c.label
+    # A binding's threshold labels a score ``fail``; a scorer that names its own verdicts
+    # (``consistency``: the checks that failed) stores that name instead, ``ok`` when it passed.
+    failing = or_(label == "fail", and_(label.is_not(None), label.not_in(PASSING_LABELS)))
     query = (
         select(*_FAILED_COLUMNS)
         .where(
