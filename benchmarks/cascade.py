@@ -16,8 +16,17 @@ the others. The threshold was set before measuring, from the scorer's meaning (a
 question's words covered). Prints the cheap stage's precision and recall, the cascade's judge
 calls against the baseline's, and the bad runs it judged, overall and per kind of failure.
 
+``--stream consistency`` sends instead the stream of issue 47
+(``tests/support/consistency_stream.py``: four agents, 0–4 tool calls, six kinds of bad run in
+varied wording, small talk and honest tool failures among the good runs; ``--split tune`` or
+``held``, whose wordings and entities differ), with the ``consistency`` scorer upstream
+(``after: {binding: consistency, below: 1, explore: 0.05}``). Each run's kind is the generator's;
+per kind it prints how many runs the cheap stage flagged and the judge saw, and per check the
+precision of its flags.
+
     python benchmarks/cascade.py
     python benchmarks/cascade.py --traces 2000 --explore 0.1 --fabricated 0.2
+    python benchmarks/cascade.py --stream consistency --split held --traces 1500
 """
 
 from __future__ import annotations
@@ -39,10 +48,12 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from sqlalchemy import text  # noqa: E402
 
+from tests.support import consistency_stream  # noqa: E402
 from tests.support.judge_server import JudgeServer, json_reply  # noqa: E402
 from tests.support.server_process import start_server  # noqa: E402
 from tracescore.extract import extract_runs  # noqa: E402
 from tracescore.offline import demo  # noqa: E402
+from tracescore.scorers.code.consistency import CHECKS  # noqa: E402
 from tracescore.scorers.scorer_run import ScorerRun  # noqa: E402
 from tracescore.scorers.utils import get_assistant_message  # noqa: E402
 from tracescore.store import open_store  # noqa: E402
@@ -97,7 +108,7 @@ def _truth_judge() -> JudgeServer:
 
 
 def _config(
-    all_judge: JudgeServer, cascade_judge: JudgeServer, below: float, explore: float
+    all_judge: JudgeServer, cascade_judge: JudgeServer, cheap: str, below: float, explore: float
 ) -> dict[str, Any]:
     def judge(server: JudgeServer) -> dict[str, Any]:
         return {"model": "openai/judge", "api_base": server.base_url, "cache": False}
@@ -105,13 +116,13 @@ def _config(
     return {
         "judges": {"all": judge(all_judge), "cascade": judge(cascade_judge)},
         "scorers": [
-            {"name": "completeness", "scorer": "completeness"},
+            {"name": cheap, "scorer": cheap},
             {"name": "judge-all", "scorer": "answer-relevancy", "judge": "all"},
             {
                 "name": "judge-after",
                 "scorer": "answer-relevancy",
                 "judge": "cascade",
-                "after": {"binding": "completeness", "below": below, "explore": explore},
+                "after": {"binding": cheap, "below": below, "explore": explore},
             },
         ],
         "workers": {"concurrency": 32},
@@ -149,7 +160,7 @@ def _rows(db_url: str) -> list[Any]:
         with store.engine.connect() as connection:
             return list(
                 connection.execute(
-                    text("SELECT trace_id, binding, status, score, steps FROM scores")
+                    text("SELECT trace_id, binding, status, score, label, steps FROM scores")
                 )
             )
     finally:
@@ -158,40 +169,81 @@ def _rows(db_url: str) -> list[Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--stream", choices=("demo", "consistency"), default="demo")
+    parser.add_argument("--split", choices=consistency_stream.SPLITS, default="tune")
     parser.add_argument("--traces", type=int, default=1000)
-    parser.add_argument("--below", type=float, default=0.25)
+    parser.add_argument("--below", type=float, default=None, help="0.25 (demo), 1 (consistency)")
     parser.add_argument("--explore", type=float, default=0.05)
     parser.add_argument("--fabricated", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=37)
     args = parser.parse_args()
+    consistency = args.stream == "consistency"
+    args.cheap = "consistency" if consistency else "completeness"
+    if args.below is None:
+        args.below = 1.0 if consistency else 0.25
 
     rng = random.Random(f"{args.seed}-fabricated")  # not the sender's sequence: independent
     demo.AGENTS = tuple(_fabricating(agent, args.fabricated, rng) for agent in demo.AGENTS)
     all_judge, cascade_judge = _truth_judge(), _truth_judge()
-    config = _config(all_judge, cascade_judge, args.below, args.explore)
+    config = _config(all_judge, cascade_judge, args.cheap, args.below, args.explore)
     with (
         tempfile.TemporaryDirectory() as workdir,
         start_server(Path(workdir), config=config) as server,
     ):
         sender = Stream(server.base_url, args.seed, args.fabricated)
-        for _ in range(args.traces):
-            sender.send_one()
+        sent: dict[str, str] = {}
+        if consistency:
+            for run in consistency_stream.stream(args.split, args.traces, args.seed):
+                sent[sender.send_turn(run.agent, run.turn, run.answer, run.finish_reason)] = (
+                    run.kind
+                )
+        else:
+            for _ in range(args.traces):
+                sender.send_one()
         sender.shutdown()
         deadline = time.monotonic() + 900
         while True:
             counts = Counter(row.binding for row in _rows(server.db_url))
             if all(
-                counts[name] >= args.traces for name in ("completeness", "judge-all", "judge-after")
+                counts[name] >= args.traces for name in (args.cheap, "judge-all", "judge-after")
             ):
                 break
             if time.monotonic() > deadline:
                 raise SystemExit(f"not every run scored after 15 minutes: {dict(counts)}")
             time.sleep(1.0)
         rows = _rows(server.db_url)
-        kinds = _kinds(server.db_url)
+        kinds = _stream_kinds(sent) if consistency else _kinds(server.db_url)
     all_judge.stop()
     cascade_judge.stop()
     report(rows, kinds, all_judge.count, cascade_judge.count, args)
+    if consistency:
+        report_checks(rows, kinds, args.cheap)
+
+
+def _stream_kinds(sent: dict[str, str]) -> dict[str, str]:
+    """The generator's kind of each sent trace, its good kinds all ``fine`` (what ``report``
+    reads), the good kinds' own names kept in :func:`report_checks`."""
+    return {
+        trace: kind if kind in consistency_stream.BAD_KINDS else f"fine:{kind}"
+        for trace, kind in sent.items()
+    }
+
+
+def report_checks(rows: list[Any], kinds: dict[str, str], cheap: str) -> None:
+    """Per kind of run, how many the cheap stage flagged; per check, its flags' precision."""
+    labels = {row.trace_id: row.label or "" for row in rows if row.binding == cheap}
+    flagged = {trace for trace, label in labels.items() if label not in ("", "ok")}
+    print(f"{cheap} per kind of run (flagged = sent to the judge by the cascade):")
+    for kind in sorted(set(kinds.values())):
+        of_kind = {t for t, k in kinds.items() if k == kind}
+        print(
+            f"  {kind}: flagged {len(of_kind & flagged)} of {len(of_kind)} ({len(of_kind & flagged) / len(of_kind):.1%})"
+        )
+    print("per check: runs it flagged, and the share of them that are bad (precision):")
+    for check in CHECKS:
+        by_check = {t for t, label in labels.items() if check in label.split("+")}
+        bad = {t for t in by_check if not kinds[t].startswith("fine")}
+        print(f"  {check}: {len(by_check)}, precision {len(bad) / max(1, len(by_check)):.1%}")
 
 
 def report(
@@ -203,9 +255,9 @@ def report(
 ) -> None:
     by = {(row.trace_id, row.binding): row for row in rows}
     traces = sorted(kinds)
-    bad = {t for t in traces if kinds[t] != "fine"}
+    bad = {t for t in traces if not kinds[t].startswith("fine")}
     truth = {t for t in traces if by[t, "judge-all"].score == 0.0}
-    flagged = {t for t in traces if (by[t, "completeness"].score or 0.0) < args.below}
+    flagged = {t for t in traces if (by[t, args.cheap].score or 0.0) < args.below}
     judged = {t for t in traces if by[t, "judge-after"].status == "ok"}
     explored = {t for t in judged if t not in flagged}
     caught = judged & bad
@@ -217,7 +269,7 @@ def report(
         f"the truth judge on every run found {len(truth)} irrelevant, {len(truth ^ bad)} of them not bad or bad ones missed"
     )
     print(
-        f"cheap stage (completeness below {args.below:g}): flagged {len(flagged)} "
+        f"cheap stage ({args.cheap} below {args.below:g}): flagged {len(flagged)} "
         f"({len(flagged) / len(traces):.1%}), precision {len(flagged & bad) / max(1, len(flagged)):.1%}, "
         f"recall {len(flagged & bad) / max(1, len(bad)):.1%}"
     )

@@ -3,6 +3,7 @@
     python benchmarks/scorers.py                 # tracescore only
     python benchmarks/scorers.py --vs-mastra     # also Mastra's own scorers, and the speed ratio
     python benchmarks/scorers.py --cpu           # CPU time per case instead of elapsed time
+    python benchmarks/scorers.py --only-consistency  # the consistency scorer alone (issue 47)
 
 Short cases are the parity corpus's (``tests/fixtures/parity/sample.jsonl``); long cases are
 generated here (input and output of ~10,000 characters each, the output a perturbed copy of the
@@ -58,6 +59,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tests.support import consistency_stream  # noqa: E402
 from tests.support.parity_support import REGISTRY_NAME, load_cases, mastra_options, mastra_run  # noqa: E402
 from tracescore.compiled import describe  # noqa: E402
 from tracescore.scorers import registry  # noqa: E402
@@ -267,6 +269,44 @@ def measure(
                 row.theirs.append(theirs[scorer])
 
 
+def consistency_ms_per_run(
+    runs: list[Any], repeat: int, clock: Callable[[], float]
+) -> tuple[float, float]:
+    """The ``consistency`` scorer's ms per run on ``runs``: the median over runs of each run's
+    mean over ``repeat`` passes (after one warm-up pass), and the mean over all."""
+    scorer = registry.get("consistency").factory()
+    for run in runs:
+        scorer.run_sync(run)
+    per_run = []
+    for run in runs:
+        started = clock()
+        for _ in range(repeat):
+            result = scorer.run_sync(run)
+        per_run.append((clock() - started) * 1000 / repeat)
+        assert result.status == "ok", result.error
+    return statistics.median(per_run), statistics.fmean(per_run)
+
+
+def report_consistency(args: argparse.Namespace, clock: Callable[[], float]) -> None:
+    """``consistency`` (tracescore's own, not in Mastra): on the issue 47 stream's runs rebuilt
+    from spans (what the pipeline scores: tools, results, system prompt), and on the parity
+    corpus's short cases of the other scorers (bare input and output)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        stream = consistency_stream.stream("tune", args.consistency_runs)
+        rebuilt = consistency_stream.rebuilt(stream, Path(tmp))
+    parity = [mastra_run(case) for case in short_cases()]
+    print(f"\nconsistency ({'CPU ' if args.cpu else ''}ms per run; median of runs, mean)")
+    for name, runs in (("stream runs", rebuilt), ("parity short", parity)):
+        medians, means = zip(
+            *(consistency_ms_per_run(runs, args.repeat, clock) for _ in range(args.trials)),
+            strict=True,
+        )
+        print(
+            f"  {name:<13} {len(runs):>5} runs  median {statistics.median(medians):.3f}"
+            f"  mean {statistics.median(means):.3f}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -284,10 +324,19 @@ def main() -> None:
     parser.add_argument(
         "--cpu", action="store_true", help="time tracescore by CPU time, not elapsed time"
     )
+    parser.add_argument(
+        "--consistency-runs", type=int, default=300, help="stream runs consistency is timed on"
+    )
+    parser.add_argument(
+        "--only-consistency", action="store_true", help="time the consistency scorer only"
+    )
     args = parser.parse_args()
     if args.cpu and args.vs_mastra:
         parser.error("--cpu times tracescore only: Mastra's harness reports elapsed time")
     clock = time.process_time if args.cpu else time.perf_counter
+    if args.only_consistency:
+        report_consistency(args, clock)
+        return
 
     table: dict[tuple[str, str], Row] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -336,6 +385,7 @@ def main() -> None:
                 f" {f'{min(ratios):.1f}x-{max(ratios):.1f}x':>26}"
             )
         print(line)
+    report_consistency(args, clock)
 
 
 if __name__ == "__main__":

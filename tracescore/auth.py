@@ -30,6 +30,7 @@ import os
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import grpc
@@ -37,6 +38,8 @@ from fastapi import HTTPException
 from starlette.requests import HTTPConnection
 
 from tracescore import metrics
+from tracescore.config import split_key
+from tracescore.ingest.http_bodies import UPLOADER
 
 if TYPE_CHECKING:
     from tracescore.config import Config
@@ -70,9 +73,9 @@ def bearer_token(authorization: str) -> str | None:
     return credentials if scheme.lower() == "bearer" and credentials else None
 
 
-def basic_password(authorization: str) -> str | None:
-    """The password of an ``Authorization: Basic <base64(user:password)>`` header value
-    (RFC 7617), if it is one with a password."""
+def basic_credentials(authorization: str) -> tuple[str, str] | None:
+    """The user name and password of an ``Authorization: Basic <base64(user:password)>``
+    header value (RFC 7617), if it is one with a password."""
     scheme, _, credentials = authorization.partition(" ")
     if scheme.lower() != "basic":
         return None
@@ -80,8 +83,22 @@ def basic_password(authorization: str) -> str | None:
         decoded = base64.b64decode(credentials.strip(), validate=True).decode()
     except (binascii.Error, UnicodeDecodeError):
         return None
-    _, colon, password = decoded.partition(":")
-    return password if colon and password else None
+    user, colon, password = decoded.partition(":")
+    return (user, password) if colon and password else None
+
+
+@dataclass(frozen=True, slots=True)
+class Credential:
+    """A presented key: the configured key id it names (None: none, or a key without id) and
+    whether its secret is right."""
+
+    key_id: str | None
+    valid: bool
+
+    def subject(self, client: str) -> str:
+        """What its failures are counted against: the key id it names (a guesser elsewhere
+        cannot lock out the other keys, nor the keys from its own address), else the address."""
+        return f"key {self.key_id}" if self.key_id is not None else client
 
 
 class FailedAttempts:
@@ -146,9 +163,17 @@ def client_address(connection: HTTPConnection) -> str:
     return connection.client.host if connection.client else ""
 
 
+def note_uploader(connection: HTTPConnection, credential: Credential | None) -> None:
+    """Let the body readers count a request with a key id against that key's share, not its
+    address's: exporters behind one address (a NAT, a host) keep their own slots."""
+    if credential is not None and credential.key_id is not None:
+        connection.scope.setdefault("state", {})[UPLOADER] = credential.subject("")
+
+
 class ApiKeys:
     """The configured keys; with none configured, everything is allowed. With ``attempts``,
-    wrong keys are counted per client address and a client past the limit is refused."""
+    wrong keys are counted, per key id for a key that names a configured id, per client
+    address otherwise, and a key id or address past the limit is refused."""
 
     challenge = "Bearer"
     """The ``WWW-Authenticate`` value of a refusal: the scheme the client should use."""
@@ -156,56 +181,76 @@ class ApiKeys:
     def __init__(self, keys: Sequence[str], attempts: FailedAttempts | None = None) -> None:
         self.keys = [key for key in keys if key]
         self.attempts = attempts
+        self._secrets = dict(parts for key in self.keys if (parts := split_key(key)))
+        """Key id -> its secret."""
+        self._plain = [key for key in self.keys if split_key(key) is None]
 
     @property
     def enabled(self) -> bool:
         return bool(self.keys)
 
-    def valid_key(self, key: str) -> bool:
-        return matches(key, self.keys)
+    def credential(self, key: str) -> Credential:
+        """What ``key`` claims and whether it is right: against its id's secret alone when it
+        names a configured id, else against every key without an id."""
+        parts = split_key(key)
+        if parts is not None and parts[0] in self._secrets:
+            key_id, secret = parts
+            return Credential(key_id, matches(secret, [self._secrets[key_id]]))
+        return Credential(None, matches(key, self._plain))
+
+    def presented(self, authorization: str) -> Credential | None:
+        """The credential of an ``Authorization`` header value; None without one."""
+        token = bearer_token(authorization)
+        return self.credential(token) if token is not None else None
 
     def valid_authorization(self, authorization: str) -> bool:
         """Whether an ``Authorization`` header value carries a configured key (or none is needed)."""
-        if not self.enabled:
-            return True
-        token = bearer_token(authorization)
-        return token is not None and self.valid_key(token)
+        credential = self.presented(authorization)
+        return not self.enabled or (credential is not None and credential.valid)
 
-    def allows(self, connection: HTTPConnection) -> bool:
-        return self.valid_authorization(connection.headers.get("authorization", ""))
+    def session_allows(self, connection: HTTPConnection) -> bool:
+        """Whether the request is allowed without a key (a dashboard session: see
+        ``web/auth.py``)."""
+        return False
 
     def presents_credentials(self, connection: HTTPConnection) -> bool:
         """Whether the request offers a key at all (only a wrong one counts as a failure: a
         browser's first visit, with nothing, does not)."""
         return bool(connection.headers.get("authorization", "").strip())
 
-    def throttled(self, client: str, surface: str) -> float:
-        """Seconds ``client`` is still refused unchecked (0: it is not), counted as such."""
-        left = self.attempts.refused_for(client) if self.attempts and self.enabled else 0.0
+    def throttled(self, subject: str, surface: str) -> float:
+        """Seconds ``subject`` (an address or a key id) is still refused unchecked (0: it is
+        not), counted as such."""
+        left = self.attempts.refused_for(subject) if self.attempts and self.enabled else 0.0
         if left:
             metrics.auth_throttled.labels(surface).inc()
         return left
 
-    def failed(self, client: str, surface: str) -> None:
+    def failed(self, subject: str, surface: str) -> None:
         if self.attempts is not None:
-            self.attempts.failed(client, surface)
+            self.attempts.failed(subject, surface)
 
     def refusal(self, connection: HTTPConnection, surface: str = "http") -> HTTPException | None:
-        """Why the request is refused (429 for a client past its failures, 401 without a valid
-        key), or None when it is allowed. Headers (and cookies) only: no body is read."""
+        """Why the request is refused (429 for a key id or address past its failures, 401
+        without a valid key), or None when it is allowed. Headers (and cookies) only: no body
+        is read. A key naming a configured id is judged by that id's count alone, so a valid
+        one keeps working while others guess from its address."""
         if not self.enabled:
             return None
+        credential = self.presented(connection.headers.get("authorization", ""))
         client = client_address(connection)
-        if left := self.throttled(client, surface):
+        subject = credential.subject(client) if credential is not None else client
+        if left := self.throttled(subject, surface):
             return HTTPException(
                 429,
-                "too many failed key checks from this address; retry later",
+                "too many failed key checks from this address or for this key; retry later",
                 headers={"Retry-After": str(math.ceil(left))},
             )
-        if self.allows(connection):
+        if (credential is not None and credential.valid) or self.session_allows(connection):
+            note_uploader(connection, credential)
             return None
         if self.presents_credentials(connection):
-            self.failed(client, surface)
+            self.failed(subject, surface)
         return HTTPException(
             401, "a valid API key is required", headers={"WWW-Authenticate": self.challenge}
         )
@@ -217,24 +262,28 @@ class ApiKeys:
             raise refusal
 
     def grpc_interceptors(self) -> list[grpc.aio.ServerInterceptor]:
-        return [_BearerInterceptor(self)] if self.enabled else []
+        return [_KeyInterceptor(self)] if self.enabled else []
 
 
 class PasswordKeys(ApiKeys):
     """:class:`ApiKeys` that also take a key as the password of HTTP Basic auth.
 
-    The Langfuse SDKs send ``Basic base64(public key:secret key)`` and nothing else, so on their
-    OTLP path the secret key must be a tracescore API key; the public key (the user name) names
-    a Langfuse project and is not checked. A bearer key works there too.
+    The Langfuse SDKs send ``Basic base64(public key:secret key)`` and nothing else. A key
+    ``pk-lf-…:sk-lf-…`` is then exactly such a pair, its public key the key id; with a key
+    without id, the secret key must be that key, and the public key (naming a Langfuse
+    project) is not checked. A bearer key works there too.
     """
 
     challenge = 'Basic realm="tracescore"'
 
-    def valid_authorization(self, authorization: str) -> bool:
-        if super().valid_authorization(authorization):
-            return True
-        password = basic_password(authorization)
-        return password is not None and self.valid_key(password)
+    def presented(self, authorization: str) -> Credential | None:
+        if (bearer := super().presented(authorization)) is not None:
+            return bearer
+        basic = basic_credentials(authorization)
+        if basic is None:
+            return None
+        user, password = basic
+        return self.credential(f"{user}:{password}" if user in self._secrets else password)
 
 
 def _grpc_client(peer: str) -> str:
@@ -244,9 +293,9 @@ def _grpc_client(peer: str) -> str:
 
 
 # grpc ships no type information (pyproject's ignore list), so its base class is Any to mypy.
-class _BearerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+class _KeyInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Checks the ``authorization`` metadata of every call before the handler sees the request,
-    and refuses a client past its failed attempts whatever it sends.
+    and refuses a key id or client past its failed attempts whatever it sends.
 
     Every tracescore gRPC method is unary-unary, so one wrapping handler serves them all; it
     runs with the call's context, which alone tells the client's address.
@@ -265,20 +314,22 @@ class _BearerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         if isinstance(authorization, bytes):
             authorization = authorization.decode("latin-1")
         keys = self._keys
-        valid = keys.valid_authorization(authorization)
+        credential = keys.presented(authorization)
+        valid = credential is not None and credential.valid
         inner = await continuation(handler_call_details) if valid else None
 
         async def checked(request: Any, context: grpc.aio.ServicerContext) -> Any:
             client = _grpc_client(context.peer())
-            if keys.throttled(client, "grpc"):
+            subject = credential.subject(client) if credential is not None else client
+            if keys.throttled(subject, "grpc"):
                 await context.abort(
                     grpc.StatusCode.RESOURCE_EXHAUSTED,
-                    "too many failed key checks from this address; retry later",
+                    "too many failed key checks from this address or for this key; retry later",
                 )
             if inner is not None:
                 return await inner.unary_unary(request, context)
             if authorization.strip():
-                keys.failed(client, "grpc")
+                keys.failed(subject, "grpc")
             await context.abort(grpc.StatusCode.UNAUTHENTICATED, "a valid API key is required")
 
         if inner is None:

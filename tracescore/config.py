@@ -13,13 +13,14 @@ configures.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, IPvAnyNetwork, ValidationError, model_validator
 
 from tracescore.assemble.config import AssemblyConfig
 from tracescore.conversations.config import ConversationsConfig
@@ -53,6 +54,16 @@ class StoreConfig(Section):
     @classmethod
     def _bare_url(cls, data: object) -> object:
         return {"url": data} if isinstance(data, str) else data
+
+
+_KEY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def split_key(key: str) -> tuple[str, str] | None:
+    """The public id and the secret of a key written ``id:secret``; None for a key without
+    an id (any other string, as keys were before ids)."""
+    key_id, colon, secret = key.partition(":")
+    return (key_id, secret) if colon and secret and _KEY_ID.fullmatch(key_id) else None
 
 
 class ServerConfig(Section):
@@ -119,24 +130,36 @@ class ServerConfig(Section):
     """Seconds an OTLP/gRPC connection may go without a call before the server ends it
     (GOAWAY); exporters open a new one on their next export."""
     max_body_readers_per_client: int | None = Field(None, gt=0)
-    """Of ``max_body_readers``, the requests from one client address at once (503 beyond).
-    Default: half of ``max_body_readers`` (128), so one address can fill the slots twice over
-    but never take the readers others need. Behind a proxy every client has the proxy's
-    address: raise it to ``max_body_readers`` there."""
+    """Of ``max_body_readers``, the requests from one client address, or with one
+    ``id:secret`` key, at once (503 beyond). Default: half of ``max_body_readers`` (128), so
+    one address or key can fill the slots twice over but never take the readers others need.
+    Behind a proxy, list it in ``forwarded_allow_ips``: otherwise every client has the proxy's
+    address."""
     max_journal_bytes: int = Field(256 * 1024 * 1024, gt=0)
     """Acknowledged request bodies waiting to be unpacked into rows (in the ingest journal);
     beyond it ingest answers 503, which bounds how far storage lags behind."""
     max_attribute_chars: int = Field(1_000_000, gt=0)
     """Longest stored attribute value (string characters, or bytes); longer ones are cut and
     end with a ``…[tracescore: truncated N of M characters]`` marker."""
+    forwarded_allow_ips: list[IPvAnyNetwork] = Field(default_factory=list)
+    """Addresses (``10.0.0.5``) or networks (``10.0.0.0/8``) of the reverse proxies in front
+    of the service. Only a request whose peer is one of them has its client address taken
+    from ``X-Forwarded-For`` (the right-most entry that is not itself a listed proxy); from
+    any other peer the header is ignored, so a client cannot pick the address its failed keys,
+    upload slots and log lines are counted under. Empty (the default): no peer is a proxy.
+    ``Forwarded`` (RFC 7239) is never read: have the proxy set ``X-Forwarded-For``."""
     api_keys: list[str] = Field(default_factory=list)
     """Keys accepted as ``Authorization: Bearer <key>`` (plus ``TRACESCORE_API_KEYS``); with
     none, ingest, the API, its docs, ``/metrics`` and the dashboard are open. ``/healthz``
-    always is."""
+    always is. A key written ``id:secret`` has a public id: its wrong secrets are counted per
+    id, not per address, and its uploads take the key's own share of the body readers, so it
+    keeps working while others guess from its address (``pk-lf-…:sk-lf-…`` is a Langfuse
+    SDK's key pair)."""
     auth_failures: int = Field(20, gt=0)
     """Wrong API keys (bearer, Basic, login form or session cookie) one client address may
     present within ``auth_failure_window``; past it, every request from that address is
-    refused unchecked (429) until the window ends. Counted per service process."""
+    refused unchecked (429) until the window ends, but those with an ``id:secret`` key, whose
+    wrong secrets are counted (and refused) per key id instead. Counted per service process."""
     auth_failure_window: float = Field(60.0, gt=0)
     """Seconds of the window ``auth_failures`` are counted in."""
     session_lifetime: float = Field(12 * 3600.0, gt=0)
@@ -144,6 +167,16 @@ class ServerConfig(Section):
     docs: bool = True
     """Serve the API's schema and docs pages (``/api/openapi.json``, ``/api/docs``, ``/redoc``),
     behind the API keys like the API, with their scripts served locally; false: 404."""
+
+    @model_validator(mode="after")
+    def _key_ids_are_unique(self) -> ServerConfig:
+        ids = [parts[0] for key in self.api_keys if (parts := split_key(key))]
+        if repeated := sorted({key_id for key_id in ids if ids.count(key_id) > 1}):
+            raise ValueError(
+                f"server.api_keys: the key id {repeated[0]!r} names more than one key (a key "
+                "written id:secret has a public id, which must name one key)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _readers_cover_the_slots(self) -> ServerConfig:

@@ -1,34 +1,52 @@
-"""Which language a text is written in (shared by the ``consistency`` scorer and the insights
-pass): py3langid's bundled model, loaded once, with normalised probabilities so an unsure
-guess is told apart from a sure one."""
+"""Which language a text is written in, from py3langid's bundled model (nothing fetched).
+
+Shared by the ``consistency`` scorer (answer in another language than the question) and the
+failure modes (grouping by language). Short texts and unsure identifications give ``None``
+rather than a guess: a wrong language is worse than none for both.
+"""
 
 from __future__ import annotations
 
+import re
+import threading
 from functools import cache
 
 from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
 MIN_LETTERS = 12
-"""Fewer letters than this say too little to tell a language by (``ok``, ``Danke``)."""
-MIN_PROBABILITY = 0.7
-"""A guess less likely than this is no answer."""
+"""Fewer letters than this say too little about a language (``OK``, ``Paris?``, ``42 €``)."""
+_LETTERS = re.compile(r"[^\W\d_]")
+MIN_CONFIDENCE = 0.9
+"""The least normalised probability of the top language accepted as an identification."""
+
+
+_loading = threading.Lock()
 
 
 @cache
 def _identifier() -> LanguageIdentifier:
+    """The model, loaded once (about a second) by the first caller, the other threads waiting
+    for it rather than each loading its own copy at once."""
+    with _loading:
+        return _loaded()
+
+
+@cache
+def _loaded() -> LanguageIdentifier:
     return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
 
 
 def detect_language(text: str) -> str | None:
-    """The ISO 639-1 code of ``text``'s language (``en``, ``es``), or None when the text is too
-    short or the identification unsure."""
-    if sum(map(str.isalpha, text)) < MIN_LETTERS:
+    """The ISO 639-1 code of ``text``'s language, or None when it is too short or unsure."""
+    if len(_LETTERS.findall(text, 0, 4 * MIN_LETTERS)) < MIN_LETTERS:
         return None
-    language, probability = _identifier().classify(text)
-    return str(language) if probability >= MIN_PROBABILITY else None
+    language, confidence = _identifier().classify(text)
+    return str(language) if confidence >= MIN_CONFIDENCE else None
 
 
 def release_model() -> None:
-    """Free the identifier's model (some 70 MB) until the next call: for a process that has
-    identified what it needed and goes on to other work (an insights pass, before grouping)."""
-    _identifier.cache_clear()
+    """Free the model (some 70 MB) until the next call: for a process that has identified what
+    it needed and goes on to other work (an insights pass, before grouping)."""
+    with _loading:
+        _loaded.cache_clear()
+        _identifier.cache_clear()

@@ -425,6 +425,10 @@ class Service:
                 lifespan="auto",
                 timeout_keep_alive=server.keep_alive_timeout,
                 http=with_header_deadline(server.header_timeout),
+                # uvicorn's own default trusts X-Forwarded-For from 127.0.0.1 (or from
+                # $FORWARDED_ALLOW_IPS): only the configured proxies may name the client.
+                proxy_headers=bool(server.forwarded_allow_ips),
+                forwarded_allow_ips=[str(network) for network in server.forwarded_allow_ips],
             ),
             self.app.state.body_readers,
         )

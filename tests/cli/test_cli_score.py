@@ -19,7 +19,7 @@ from tests.support.paths import CAPTURES, FIXTURES
 from tracescore.cli import app
 from tracescore.config import DEFAULT_SCORERS
 from tracescore.extract import extract_runs
-from tracescore.extract.content import has_content
+from tracescore.extract.content import awaits_tool_results, has_content
 from tracescore.ingest.files import load_traces
 from tracescore.scorers import registry
 
@@ -48,10 +48,16 @@ def test_protobuf_export_scores_like_its_json_twin() -> None:
     _, from_json, _ = _score(str(capture / "0001.json"), "--format", "json")
     _, from_pb, _ = _score(str(capture / "0001.pb"), "--format", "json")
     assert json.loads(from_json) == json.loads(from_pb)
-    primary = sum(
-        run.primary for trace in load_traces([capture / "0001.pb"]) for run in extract_runs(trace)
-    )
-    assert primary >= 1 and json.loads(from_pb)[0]["n"] == primary
+    primary = [
+        run
+        for trace in load_traces([capture / "0001.pb"])
+        for run in extract_runs(trace)
+        if run.primary
+    ]
+    # The loop's first call only asked for the tool (its own trace): a step, not an answer.
+    steps = sum(awaits_tool_results(run) for run in primary)
+    first = json.loads(from_pb)[0]
+    assert steps == 1 and (first["n"], first["not_scorable"]) == (len(primary) - steps, steps)
 
 
 def test_mastra_runs_with_scorer_options_parsed_as_yaml() -> None:

@@ -328,8 +328,8 @@ def test_tracescore_score_config_scores_the_declared_runs(capture: Path, tmp_pat
         ),
         (
             lambda c: c["read"].update(input_tokens={"path": "in"}),
-            "conventions.0.read.input_tokens.attribute",
-            "Field required",
+            "conventions.0.read.input_tokens",
+            "give either attribute or span_name: true",
         ),
         (
             lambda c: c["spans"][0]["read"].update(prompt="acme.prompt"),
@@ -507,3 +507,122 @@ conventions:
         ("error", "ValueError: Unknown city: Atlantis"),
         ("unset", None),
     ]
+
+
+# --- issue 45, item 5: what the LangSmith-traced LangGraph agent needed -------------------------
+
+GRAPH = """
+conventions:
+  - name: graph
+    match: {scope: graph.lib}
+    own_facts: OWN
+    spans:
+      - kind: agent
+        equals: {graph.kind: chain}
+        AGENT_MATCH
+        read: {input: graph.input, output: graph.output}
+      - kind: other
+        equals: {graph.kind: chain}
+      - kind: llm
+        equals: {graph.kind: llm}
+        read: {messages: graph.prompt, output: graph.completion, tools: graph.tools}
+      - kind: tool
+        equals: {graph.kind: tool}
+        read:
+          tool_name: {span_name: true, pattern: '(.+)\\.invoke'}
+          arguments: graph.input
+          result: graph.output
+"""
+
+
+def _lc(kind: str, **kwargs: Any) -> str:
+    """A LangChain-serialized message (``dumpd``), as LangSmith's export writes one."""
+    path = ["langchain", "schema", "messages", kind]
+    return json.dumps({"lc": 1, "type": "constructor", "id": path, "kwargs": kwargs})
+
+
+def graph_trace() -> Any:
+    """A LangGraph agent: the graph's root span holds the question and a checked answer; its
+    node spans carry the same attributes (plus ``graph.node``); the model calls keep the whole
+    prompt, LangChain-serialized replies and the offered tools; the tool span is named
+    ``<tool>.invoke``."""
+    chain = {"graph.kind": "chain", "graph.input": _lc("HumanMessage", content=WEATHER_USER)}
+    root = span(
+        "LangGraph",
+        {**chain, "graph.output": _lc("AIMessage", content=f"{ANSWER} [checked]")},
+        scope="graph.lib",
+    )
+    node = span("agent", {**chain, "graph.node": "agent"}, parent=root.span_id, scope="graph.lib")
+    prompt = [
+        {"role": "system", "content": WEATHER_SYSTEM},
+        {"role": "user", "content": WEATHER_USER},
+    ]
+    call = {"id": CALL_ID, "name": "get_weather", "args": {"city": "Paris"}}
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
+
+    def model_call(completion: str) -> Any:
+        attributes = {
+            "graph.kind": "llm",
+            "graph.prompt": json.dumps(prompt),
+            "graph.completion": completion,
+            "graph.tools": json.dumps(tools),
+        }
+        return span("ChatOpenAI", attributes, parent=node.span_id, scope="graph.lib")
+
+    first = model_call(_lc("AIMessage", content="", tool_calls=[call]))
+    tool = span(
+        "get_weather.invoke",
+        {
+            "graph.kind": "tool",
+            "graph.input": '{"city": "Paris"}',
+            "graph.output": json.dumps(WEATHER_RESULT),
+        },
+        parent=node.span_id,
+        scope="graph.lib",
+    )
+    second = model_call(_lc("AIMessage", content=ANSWER))
+    return trace(root, node, first, tool, second)
+
+
+@pytest.mark.parametrize("matcher", ["root: true", "lacks: [graph.node]"])
+@pytest.mark.parametrize("own", ["fallback", "first"])
+def test_root_and_absent_attribute_matchers_offered_tools_and_tool_name_patterns(
+    matcher: str, own: str
+) -> None:
+    config = parse_config(GRAPH.replace("AGENT_MATCH", matcher).replace("OWN", own))
+    runs = extract_runs(graph_trace(), claim_order(config.conventions))
+    (run,) = [r for r in runs if r.primary]
+    assert (run.kind, run.agent_name, run.convention) == ("agent", "LangGraph", "graph")
+    assert system_text(run) == [WEATHER_SYSTEM] and user_text(run) == [WEATHER_USER]
+    assert [(c.tool_call_id, c.tool_name, c.args, c.result) for c in tool_calls(run)] == [
+        (CALL_ID, "get_weather", {"city": "Paris"}, WEATHER_RESULT)
+    ]
+    assert [t.name for t in run.tools] == ["get_weather"]
+    # The calls' answer by default; the graph's own (checked) answer when its facts come first.
+    assert final_answer(run) == (ANSWER if own == "fallback" else f"{ANSWER} [checked]")
+    assert [r.kind for r in runs if not r.primary] == ["llm", "llm", "tool"]
+
+
+def test_input_and_output_are_read_by_one_parser() -> None:
+    """A single LangChain message reads as a message on either side (the output side used to
+    keep it as JSON text)."""
+    config = parse_config("""
+conventions:
+  - name: lc
+    spans:
+      - kind: llm
+        read: {input: x.in, output: x.out}
+""")
+    (run,) = extract_runs(
+        trace(
+            span(
+                "call",
+                {
+                    "x.in": _lc("HumanMessage", content=WEATHER_USER),
+                    "x.out": _lc("AIMessage", content=ANSWER),
+                },
+            )
+        ),
+        claim_order(config.conventions),
+    )
+    assert user_text(run) == [WEATHER_USER] and final_answer(run) == ANSWER

@@ -189,7 +189,8 @@ def test_it_never_takes_a_span_a_convention_claims() -> None:
 
 def test_a_wrapper_handed_the_conversation_is_not_a_model_call() -> None:
     """MLflow's ``@mlflow.trace`` agent function records its argument, the conversation, as
-    ``{"messages": [...]}`` like the model calls below it: those calls are the runs."""
+    ``{"messages": [...]}`` like the model calls below it: those calls are the runs, one loop
+    whose agent run the wrapper anchors (the second call was sent the first one's tool call)."""
     request = {"messages": OPENAI_REQUEST["messages"][:2]}
     wrapper = span(
         "WeatherBot", {"fn.inputs": json.dumps(request), "fn.output": f"{WEATHER_ANSWER}."}
@@ -220,7 +221,61 @@ def test_a_wrapper_handed_the_conversation_is_not_a_model_call() -> None:
     )
     runs = extract_runs(trace(wrapper, first, second))
     assert [(r.span_id, r.kind, r.primary) for r in runs] == [
-        (first.span_id, "llm", True),
-        (second.span_id, "llm", True),
+        (wrapper.span_id, "agent", True),
+        (first.span_id, "llm", False),
+        (second.span_id, "llm", False),
     ]
-    assert runs[1].output[0].content.content == f"{WEATHER_ANSWER}."
+    assert runs[0].output[0].content.content == f"{WEATHER_ANSWER}."
+    assert (
+        runs[0].input.input_messages[0].content.content == OPENAI_REQUEST["messages"][1]["content"]
+    )
+    assert runs[2].output[0].content.content == f"{WEATHER_ANSWER}."
+
+
+def test_langchain_serialized_values_in_a_library_no_convention_knows() -> None:
+    """A user's own span holding LangChain's ``{"messages": [[…]]}`` and ``{"generations":
+    [[…]]}`` (serialized with ``dumpd``): read by the shared LangChain reader."""
+
+    def serialized(kind: str, **kwargs: object) -> dict:
+        return {
+            "lc": 1,
+            "type": "constructor",
+            "id": ["langchain", "schema", "messages", kind],
+            "kwargs": kwargs,
+        }
+
+    llm = span(
+        "my_llm_call",
+        {
+            "app.input": json.dumps(
+                {
+                    "messages": [
+                        [
+                            serialized("SystemMessage", content=WEATHER_SYSTEM, type="system"),
+                            serialized("HumanMessage", content=WEATHER_USER, type="human"),
+                        ]
+                    ]
+                }
+            ),
+            "app.output": json.dumps(
+                {
+                    "generations": [
+                        [
+                            {
+                                "text": f"{WEATHER_ANSWER}.",
+                                "message": serialized(
+                                    "AIMessage", content=f"{WEATHER_ANSWER}.", type="ai"
+                                ),
+                            }
+                        ]
+                    ]
+                }
+            ),
+        },
+        scope="my.app",
+    )
+    (run,) = extract_runs(trace(llm))
+    assert (run.kind, run.convention) == ("llm", "fallback")
+    assert system_text(run) == [WEATHER_SYSTEM]
+    assert user_text(run) == [WEATHER_USER]
+    assert run.output[0].content.content == f"{WEATHER_ANSWER}."

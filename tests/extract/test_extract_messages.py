@@ -185,3 +185,32 @@ def test_find_reasoning_in_bodies() -> None:
     assert find_reasoning(chat) == ["R2"]
     assert find_reasoning({"deep": [[[[{"reasoning_content": "R3"}]]]]}) == ["R3"]
     assert find_reasoning(list(range(50_000))) == []  # bounded walk
+
+
+def test_tool_results_wrapped_as_content_parts_are_unwrapped() -> None:
+    """LiteLLM's ``otel`` callback sends a tool message's content as GenAI text parts
+    (``[{"type": "text", "content": …}]``); a log event's body may carry the result as a
+    structured value. Either way the result is what the tool returned, not its wrapping."""
+    weather = '{"city": "Paris", "forecast": "sunny"}'
+    litellm = {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": [{"type": "text", "content": weather}],
+    }
+    assert _parts(litellm) == [("result", "c1", "", {}, {"city": "Paris", "forecast": "sunny"})]
+    part_result = {
+        "role": "tool",
+        "parts": [
+            {
+                "type": "tool_call_response",
+                "id": "c1",
+                "response": [{"type": "text", "content": "21 C"}],
+            }
+        ],
+    }
+    assert _parts(part_result) == [("result", "c1", "", {}, "21 C")]
+    structured = {"role": "tool", "id": "c1", "content": {"forecast": "sunny"}}
+    assert _parts(structured) == [("result", "c1", "", {}, {"forecast": "sunny"})]
+    # A tool's own result that merely has a ``content`` key is kept as it is.
+    own = {"role": "tool", "tool_call_id": "c1", "content": '{"content": "x", "score": 1}'}
+    assert _parts(own) == [("result", "c1", "", {}, {"content": "x", "score": 1})]

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from tests.support.extract_support import span, trace
 from tests.support.judge_server import JudgeServer
+from tests.support.loop_traces import Loop, ToolCall, loop_trace
 from tests.support.paths import CAPTURES
 from tests.support.scorer_builds import CODE_READING_THE_ANSWER, build
 from tests.support.scorer_names import judge_scorer_names
@@ -38,13 +39,14 @@ from tracescore.extract.sources import (
     CONTENT_NOT_CAPTURED,
     CREWAI_NO_LLM_SPANS,
     NO_AI_SPANS,
+    NO_RUNS,
     UNKNOWN_CONVENTION,
     read_sources,
 )
 from tracescore.ingest.files import load_traces
 from tracescore.judge import LiteLLMJudge
 from tracescore.scorers import registry
-from tracescore.spans import Resource, Trace
+from tracescore.spans import LogRecord, Resource, Trace
 from tracescore.store import open_store
 from tracescore.store.sources import SourceTally, add_source_tallies, list_sources
 
@@ -92,7 +94,7 @@ def test_code_scorers_call_a_run_without_content_not_scorable(name: str) -> None
             None,
             NO_CONTENT_REASON,
         )
-    assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true" in NO_CONTENT_REASON
+    assert "sources view names the setting" in NO_CONTENT_REASON  # no value some library rejects
 
 
 @pytest.mark.parametrize("name", judge_scorer_names())
@@ -157,7 +159,8 @@ def test_genai_spans_without_content_say_content_is_not_captured() -> None:
         assert source.detail is not None
         assert source.detail.startswith(
             "message content is not captured: set "
-            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_AND_EVENT with "
+            "OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental"
         )
     for found in traces_of(LEGACY):  # the same spans with their log records
         assert read_sources(found, extract_runs(found, only_primary=True)).reason is None
@@ -205,7 +208,7 @@ def test_real_agents_with_default_settings_are_not_scored_and_say_why(
 
 
 def test_an_unknown_library_is_named_with_its_scope_and_attribute_keys() -> None:
-    found = acme_trace()
+    found = acme_trace(attributes={"acme.region": "eu", "acme.step": 1})
     reading = read_sources(found, extract_runs(found))
     (source,) = reading.sources
     assert (reading.reason, reading.service, source.reason) == (
@@ -215,9 +218,23 @@ def test_an_unknown_library_is_named_with_its_scope_and_attribute_keys() -> None
     )
     assert source.detail is not None
     assert source.detail.startswith(
-        "unknown convention: scope acme.agents, attributes acme.answer, acme.prompt, acme.step"
+        "unknown convention: scope acme.agents, attributes acme.region, acme.step"
     )
-    assert "Sunny" not in source.detail  # keys only: values are the user's data
+    assert "eu" not in source.detail  # keys only: values are the user's data
+
+
+def test_content_no_reader_knows_is_an_unknown_convention_to_declare() -> None:
+    """Issue 45: a library's own keys holding a prompt are content tracescore could read once
+    told how: the advice names the keys and the ``conventions:`` block, never the values."""
+    found = acme_trace()
+    reading = read_sources(found, extract_runs(found))
+    (source,) = reading.sources
+    assert (reading.reason, source.reason) == (UNKNOWN_CONVENTION, UNKNOWN_CONVENTION)
+    assert source.detail == (
+        "unknown convention: scope acme.agents, content in acme.prompt: spans no reader of "
+        "tracescore knows; declare how to read them in the configuration's `conventions:` block "
+        "(docs/span-formats.md#teaching-tracescore-a-new-library)"
+    )
 
 
 def test_names_from_the_spans_are_quoted_cut_and_the_unread_metric_names_few_services() -> None:
@@ -383,3 +400,113 @@ def test_names_a_client_sent_are_stored_as_both_databases_accept_them(db_url: st
     with store.engine.connect() as connection:
         (source,) = list_sources(connection)
     assert replaced == 1 and source.service == "s\ufffdhop" and len(source.scope) == 200
+
+
+def test_content_a_reader_missed_is_never_called_not_captured() -> None:
+    """A model-call span a reader claims (``gen_ai.operation.name``) gives a run without
+    content, but the library put the prompt under a key of its own: content is captured, only
+    not understood, so the advice is to declare it, naming the key (issue 45, item 4)."""
+    found = acme_trace(
+        "acme.llm",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": "gpt-4o-mini",
+            "gen_ai.response.id": "chatcmpl-1",
+            "acme.llm.prompt_text": "What's the weather in Paris?",
+        },
+    )
+    runs = extract_runs(found)
+    assert runs and not any(has_content(run) for run in runs)
+    reading = read_sources(found, runs)
+    (source,) = reading.sources
+    assert (reading.reason, source.reason, source.convention) == (
+        UNKNOWN_CONVENTION,
+        UNKNOWN_CONVENTION,
+        "otel-genai",
+    )
+    assert source.detail == (
+        "runs read as otel-genai carry no content, but the trace holds content no "
+        "reader understood (scope acme.llm: acme.llm.prompt_text): declare how to read them in "
+        "the configuration's `conventions:` block (docs/span-formats.md#teaching-tracescore-a-new-library)"
+    )
+    # Without that key, the same span is what content capture switched off sends.
+    del found.spans[0].attributes["acme.llm.prompt_text"]
+    assert read_sources(found, extract_runs(found)).reason == CONTENT_NOT_CAPTURED
+
+
+def test_every_source_that_fed_a_run_counts_it() -> None:
+    """A hand-written loop's run: anchored to the user's span (scope ``app``), built from the
+    client instrumentation's calls and tool spans; both sources fed it."""
+    found = loop_trace(
+        Loop(
+            "Be brief.",
+            "Weather?",
+            [[ToolCall("c1", "get_weather", {}, {"sky": "sun"})]],
+            "Sun.",
+            [(1, 1), (2, 1)],
+        ),
+        "otel-genai",
+        wrapper="plain",
+    )
+    reading = read_sources(found, extract_runs(found, only_primary=True))
+    assert reading.reason is None
+    assert sorted(
+        (s.scope, s.spans, s.runs, s.runs_with_content, s.reason) for s in reading.sources
+    ) == [
+        ("app", 1, 1, 1, None),
+        ("opentelemetry.instrumentation.openai_v2", 3, 1, 1, None),
+    ]
+
+
+def test_an_ai_library_s_source_that_fed_no_run_of_a_read_trace_says_why() -> None:
+    """OpenLLMetry's ``@workflow`` span around the model call is read, but no run is made of
+    it: its scope says so, where before it showed no convention and no reason."""
+    for found in traces_of(CAPTURES / "openllmetry-openai" / "conversation"):
+        reading = read_sources(found, extract_runs(found, only_primary=True))
+        assert reading.reason is None
+        idle = {s.scope: s for s in reading.sources if s.runs == 0}
+        assert list(idle) == ["traceloop.tracer"]
+        assert (idle["traceloop.tracer"].reason, idle["traceloop.tracer"].convention) == (
+            NO_RUNS,
+            "openllmetry",
+        )
+        assert idle["traceloop.tracer"].detail == (
+            "spans read as openllmetry but none became a run (span names: "
+            "concierge_turn.workflow); this trace's runs came from other scopes' spans"
+        )
+
+
+def test_content_in_log_events_no_reader_knows_is_not_content_not_captured() -> None:
+    """The content-less GenAI spans beside a log event of an unknown name carrying the prompt:
+    content is captured, only where no reader looks. Plain log lines (no event name) are the
+    application's and say nothing about capture."""
+    (found, *_) = traces_of(CONTENTLESS_SPANS)
+    span = found.spans[0]
+
+    def event(name: str, body: Any) -> LogRecord:
+        return LogRecord(
+            span.start_time_ns,
+            0,
+            found.trace_id,
+            span.span_id,
+            name,
+            9,
+            "",
+            body,
+            {},
+            span.resource,
+            span.scope,
+        )
+
+    plain = dataclasses.replace(found, logs=[event("", "handled the request in 20 ms")])
+    assert read_sources(plain, extract_runs(plain)).reason == CONTENT_NOT_CAPTURED
+    told = dataclasses.replace(
+        found, logs=[event("acme.prompt", {"message": {"content": "What's the weather today?"}})]
+    )
+    reading = read_sources(told, extract_runs(told))
+    assert reading.reason == UNKNOWN_CONVENTION
+    (source,) = reading.sources
+    assert source.detail is not None and (
+        "the trace holds content no reader understood (log records: log event "
+        "acme.prompt)" in source.detail
+    )

@@ -22,7 +22,7 @@ from tests.support.otlp_receiver import otlp_receiver
 from tests.support.paths import CAPTURES
 from tracescore.cli import app
 from tracescore.extract import extract_runs
-from tracescore.extract.content import has_content
+from tracescore.extract.content import awaits_tool_results, has_content
 from tracescore.ingest.files import load_traces
 from tracescore.spans import Trace
 from tracescore.store import open_store
@@ -68,8 +68,13 @@ _CAPTURED = [extract_runs(trace) for trace in load_traces([CAPTURES])]
 STORED = len(_CAPTURED)
 TRACES = sum(1 for runs in _CAPTURED if runs)  # Mastra 0.x also sends run-less root traces
 RUNS = sum(run.primary for runs in _CAPTURED for run in runs)  # one score per binding each
-SCORED = sum(run.primary and has_content(run) for runs in _CAPTURED for run in runs)
-"""Runs scored ``ok``; the others carry no content (capture off) and are ``not_scorable``."""
+SCORED = sum(
+    run.primary and has_content(run) and not awaits_tool_results(run)
+    for runs in _CAPTURED
+    for run in runs
+)
+"""Runs scored ``ok``; the others carry no content (capture off) or are a loop's tool-call-only
+step (a raw client's first call, in a trace of its own), and are ``not_scorable``."""
 
 
 def _populate(url: str) -> str:

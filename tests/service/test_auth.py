@@ -35,7 +35,7 @@ from tracescore.auth import (
     API_KEYS_ENV,
     ApiKeys,
     PasswordKeys,
-    basic_password,
+    basic_credentials,
     bearer_token,
     matches,
     with_environment_keys,
@@ -277,11 +277,11 @@ def test_basic_auth_passwords_are_keys_only_where_password_keys_guard() -> None:
     def basic(credentials: str) -> str:
         return "Basic " + base64.b64encode(credentials.encode()).decode()
 
-    assert basic_password(basic("pk-lf-1:sk:with:colons")) == "sk:with:colons"
-    assert basic_password(basic("pk-lf-1:clé")) == "clé"
+    assert basic_credentials(basic("pk-lf-1:sk:with:colons")) == ("pk-lf-1", "sk:with:colons")
+    assert basic_credentials(basic("pk-lf-1:clé")) == ("pk-lf-1", "clé")
     for header in [basic("no-colon"), basic("pk:"), "Basic ???", "Basic", "Bearer x", ""]:
-        assert basic_password(header) is None, header
-    assert basic_password("Basic " + base64.b64encode(b"pk:\xff").decode()) is None
+        assert basic_credentials(header) is None, header
+    assert basic_credentials("Basic " + base64.b64encode(b"pk:\xff").decode()) is None
     keys = PasswordKeys(["beta-key"])
     assert keys.valid_authorization(basic("anything:beta-key"))
     assert keys.valid_authorization("Bearer beta-key")

@@ -45,17 +45,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         yield process
 
 
-def _client(server: ServerProcess, address: str, **kwargs: object) -> httpx.Client:
-    transport = httpx.HTTPTransport(local_address=address)
-    return httpx.Client(base_url=server.base_url, transport=transport, timeout=10, **kwargs)  # type: ignore[arg-type]
-
-
 def _bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
 def _metric(server: ServerProcess, name: str, surface: str) -> float:
-    with _client(server, "127.0.0.99") as client:
+    with server.client_from("127.0.0.99") as client:
         text = client.get("/metrics", headers=_bearer(KEY)).text
     found = re.search(rf'^{name}_total{{surface="{surface}"}} (\S+)$', text, re.MULTILINE)
     return float(found.group(1)) if found else 0.0
@@ -65,7 +60,7 @@ def test_wrong_keys_past_the_limit_refuse_the_address_unchecked_for_the_window(
     server: ServerProcess,
 ) -> None:
     failures = _metric(server, "tracescore_auth_failures", "http")
-    with _client(server, "127.0.0.2") as client, _client(server, "127.0.0.3") as bystander:
+    with server.client_from("127.0.0.2") as client, server.client_from("127.0.0.3") as bystander:
         for _ in range(LIMIT):
             assert client.get("/api/traces", headers=_bearer("wrong")).status_code == 401
         started = time.monotonic()
@@ -85,7 +80,7 @@ def test_wrong_keys_past_the_limit_refuse_the_address_unchecked_for_the_window(
 
 
 def test_the_login_form_is_limited_too(server: ServerProcess) -> None:
-    with _client(server, "127.0.0.4") as client:
+    with server.client_from("127.0.0.4") as client:
         for _ in range(LIMIT):
             assert client.post("/ui/login", data={"key": "guess", "next": "/"}).status_code == 401
         assert client.post("/ui/login", data={"key": KEY, "next": "/"}).status_code == 429
@@ -133,7 +128,7 @@ def test_sessions_are_random_work_on_every_replica_and_end_everywhere_on_logout(
 
 def test_a_session_expires(server: ServerProcess) -> None:
     cookie = login_session(server.base_url, KEY)
-    with _client(server, "127.0.0.5", cookies={COOKIE_NAME: cookie}) as client:
+    with server.client_from("127.0.0.5", cookies={COOKIE_NAME: cookie}) as client:
         assert client.get("/ui/live").status_code == 200
         time.sleep(LIFETIME + 0.5)
         assert client.get("/ui/live").status_code == 401

@@ -92,6 +92,8 @@ class JudgeServer:
         self.embedded: list[str] = []
         """Every text ``/v1/embeddings`` was asked to embed, in order."""
         self.requests: list[dict[str, Any]] = []
+        self.received_at: list[float] = []
+        """When each chat request arrived (``time.time()``), in order."""
         self.in_flight = 0
         self.max_in_flight = 0
         """Most requests the server was answering at one moment (checks concurrency limits)."""
@@ -148,6 +150,7 @@ class JudgeServer:
     def _choose(self, raw: str, body: dict[str, Any]) -> Reply:
         with self._lock:
             self.requests.append(body)
+            self.received_at.append(time.time())
             fmt = (body.get("response_format") or {}).get("type")
             if self.reject_json_schema and fmt == "json_schema":
                 return error_reply(400, message=LLAMA_CPP_JSON_SCHEMA_ERROR)

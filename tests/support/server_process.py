@@ -66,6 +66,12 @@ class ServerProcess:
     def grpc_endpoint(self) -> str:
         return f"127.0.0.1:{self.grpc_port}"
 
+    def client_from(self, address: str, **kwargs: Any) -> httpx.Client:
+        """An HTTP client of this server whose connections come from ``address`` (Linux routes
+        all of 127.0.0.0/8 locally), so a test's client has an address of its own."""
+        transport = httpx.HTTPTransport(local_address=address)
+        return httpx.Client(base_url=self.base_url, transport=transport, timeout=10, **kwargs)
+
     def output(self) -> str:
         return (self.workdir / "server.log").read_text(errors="replace")
 

@@ -82,11 +82,14 @@ def test_the_sources_page_lists_each_source_with_its_reason(
     assert (
         acme.nth(8)
         .inner_text()
-        .startswith("no_ai_spans unknown convention: scope acme.agents, attributes acme.answer")
+        .startswith(
+            "unknown_convention unknown convention: scope acme.agents, content in acme.answer"
+        )
     )
     assert contentless.all_inner_texts()[2:8] == ["otel-genai", "2", "2", "2", "0", "2"]
     assert (
-        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true" in contentless.nth(8).inner_text()
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_AND_EVENT"
+        in contentless.nth(8).inner_text()
     )
     assert read.all_inner_texts()[2:9] == ["otel-genai", "2", "2", "2", "2", "0", "read"]
     assert layout_problems(page) == []

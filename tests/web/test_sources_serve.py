@@ -81,9 +81,9 @@ def test_unread_sources_and_empty_runs_on_a_running_service(tmp_path: Path, db_u
                 acme["runs"],
                 acme["unread_traces"],
                 acme["reason"],
-            ) == (1, 1, 0, 1, "no_ai_spans")
+            ) == (1, 1, 0, 1, "unknown_convention")  # its prompt is content no reader knows
             assert acme["detail"].startswith(
-                "unknown convention: scope acme.agents, attributes acme.answer, acme.prompt"
+                "unknown convention: scope acme.agents, content in acme.answer, acme.prompt"
             )
             assert (genai["spans"], genai["traces"], genai["runs"], genai["runs_with_content"]) == (
                 2,
@@ -92,10 +92,15 @@ def test_unread_sources_and_empty_runs_on_a_running_service(tmp_path: Path, db_u
                 0,
             )
             assert (genai["reason"], genai["convention"]) == ("content_not_captured", "otel-genai")
-            assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true" in genai["detail"]
+            assert (
+                "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_AND_EVENT"
+                in genai["detail"]
+            )
             # Relayed from the scoring processes a quarter second at a time, after the write.
             wait_for(
-                lambda: unread_metric(server, "acme-shop", "no_ai_spans") == 1, 30, "the metric"
+                lambda: unread_metric(server, "acme-shop", "unknown_convention") == 1,
+                30,
+                "the metric",
             )
             wait_for(
                 lambda: unread_metric(server, GENAI_SERVICE, "content_not_captured") == 2,
@@ -143,7 +148,11 @@ def test_unread_sources_and_empty_runs_on_a_running_service(tmp_path: Path, db_u
                 60,
                 "the second trace",
             )
-            assert (acme["spans"], acme["unread_traces"], acme["reason"]) == (2, 2, "no_ai_spans")
+            assert (acme["spans"], acme["unread_traces"], acme["reason"]) == (
+                2,
+                2,
+                "unknown_convention",
+            )
             assert sources_of(server)[(GENAI_SERVICE, LEGACY_SCOPE)]["traces"] == CONTENTLESS_TRACES
 
 

@@ -26,6 +26,7 @@ The helpers below exist because every convention meets the same dirt: JSON encod
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -39,6 +40,9 @@ from tracescore.spans import STATUS_ERROR, STATUS_OK, LogRecord, Span
 # almost always a raw request body or a base64 blob, and parsing it would cost more than the
 # whole rest of the trace. The text is kept (cut to this length) and a warning says so.
 MAX_VALUE_CHARS = 1_000_000
+
+# A Python literal longer than this stays text: literal_eval's cost grows with nesting depth.
+_MAX_LITERAL_CHARS = 100_000
 
 _STATUS_NAMES: dict[int, SpanStatus] = {STATUS_OK: "ok", STATUS_ERROR: "error"}
 
@@ -234,3 +238,17 @@ def indexed(
         missing = sorted(set(range(order[-1] + 1)) - set(order))
         warnings.append(f"{prefix}N: index {', '.join(map(str, missing))} missing; skipped")
     return [groups[i] for i in order]
+
+
+def python_literal(value: Any) -> Any:
+    """A dict or list written as a Python literal (``str()`` of it), as that value; else as is."""
+    if not isinstance(value, str) or len(value) > _MAX_LITERAL_CHARS:
+        return value
+    text = value.strip()
+    if not text or text[0] + text[-1] not in ("{}", "[]"):
+        return value
+    try:
+        decoded = ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return value
+    return decoded if isinstance(decoded, (dict, list)) else value

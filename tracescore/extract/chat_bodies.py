@@ -17,12 +17,14 @@ from typing import Any
 
 from tracescore.extract.base import as_str, json_text, load_json, usage_from
 from tracescore.extract.genai_messages import (
+    is_message,
     parse_message,
     parse_messages,
     parse_part,
     parse_system_instructions,
     parse_tool_definitions,
 )
+from tracescore.extract.langchain import langchain_message_values
 from tracescore.extract.messages import build_message, split_system, text_message
 from tracescore.extract.model import Message, SpanInfo, TokenUsage
 
@@ -36,11 +38,14 @@ def body_messages(
     created_at: datetime | None,
 ) -> list[Message | None]:
     """Messages from a raw body attribute ``what``: an OpenAI request or response body (Chat
-    Completions or Responses), a message list, or plain text. ``direction`` is ``in`` for what
+    Completions or Responses), LangChain's envelopes (:mod:`tracescore.extract.langchain`), a
+    message list, or plain text. ``direction`` is ``in`` for what
     was sent (a Responses ``instructions`` goes to ``info.system``), ``out`` for the reply."""
     role = "user" if direction == "in" else "assistant"
     prefix = f"{span_id}-{direction}"
     body = load_json(value, info.warnings, what)
+    if (found := langchain_message_values(body)) is not None:  # LangChain's envelopes
+        return list(parse_messages(found, prefix, info.warnings, what, created_at=created_at))
     if isinstance(body, dict) and isinstance(body.get("messages"), list):
         return list(
             parse_messages(body["messages"], prefix, info.warnings, what, created_at=created_at)
@@ -117,19 +122,23 @@ def choice_messages(
 
 
 def is_request(body: Any) -> bool:
-    """A chat request: an object whose ``messages`` is a list of ``{role, …}`` objects."""
+    """A chat request: an object whose ``messages`` is a list of ``{role, …}`` objects, or
+    LangChain's ``{"messages": [[message, …]]}``."""
     messages = body.get("messages") if isinstance(body, dict) else None
-    return (
-        bool(messages)
-        and isinstance(messages, list)
-        and all(isinstance(m, dict) and "role" in m for m in messages)
-    )
+    if not messages or not isinstance(messages, list):
+        return False
+    if all(isinstance(m, dict) and "role" in m for m in messages):
+        return True
+    return isinstance(messages[0], list) and langchain_message_values(messages) is not None
 
 
 def is_response(body: Any) -> bool:
-    """A chat completion (``choices`` holding messages) or an Anthropic message response."""
+    """A chat completion (``choices`` holding messages), an Anthropic message response or
+    LangChain's ``{"generations": [[…]]}``."""
     if not isinstance(body, dict):
         return False
+    if isinstance(body.get("generations"), list):  # LangChain's LLMResult
+        return langchain_message_values(body) is not None
     choices = body.get("choices")
     if isinstance(choices, list) and choices:
         return all(isinstance(c, dict) and isinstance(c.get("message"), dict) for c in choices)
@@ -145,9 +154,10 @@ def read_request(
 ) -> None:
     """System prompt, conversation and offered tools of a request body into ``info``.
 
-    A message array or a single message is read as the conversation, anything else as the
-    user's text."""
+    A message array or a single message (LangChain's envelopes too) is read as the
+    conversation, anything else as the user's text."""
     warnings = info.warnings
+    body = langchain_message_values(body) or body
     if isinstance(body, dict) and isinstance(body.get("messages"), list):
         if body.get("system") is not None:  # Anthropic keeps the system prompt beside messages
             info.system.extend(parse_system_instructions(body["system"], warnings, what))
@@ -155,7 +165,7 @@ def read_request(
             info.tools = parse_tool_definitions(body["tools"], warnings, f"{what} tools")
         info.model = info.model or as_str(body.get("model"))
         body = body["messages"]
-    if isinstance(body, dict) and "role" in body:
+    if is_message(body):  # one message, of any dialect, as the output side reads it
         body = [body]
     if isinstance(body, list):
         messages = parse_messages(body, prefix, warnings, what, created_at=created_at)
@@ -172,6 +182,7 @@ def response_messages(
     """The assistant messages of a response body, a message (list) or text; the response's
     model and usage go into ``info`` when it has them."""
     warnings = info.warnings
+    body = langchain_message_values(body) or body
     if isinstance(body, dict) and is_response(body):
         info.model = info.model or as_str(body.get("model"))
         info.usage = info.usage or response_usage(body.get("usage"))
@@ -185,7 +196,7 @@ def response_messages(
             "content": body["content"],
             "finish_reason": body.get("stop_reason"),
         }
-    if isinstance(body, dict) and ("role" in body or "content" in body):
+    if is_message(body):  # one message, of any dialect, as the input side reads it
         body = [body]
     if isinstance(body, list):
         return parse_messages(

@@ -1,4 +1,5 @@
-"""Whether a rebuilt run carries any content: the one predicate scorers and the sources view share.
+"""Whether a rebuilt run carries any content, and whether it is a loop's intermediate step: the
+predicates scorers, the sources view and the conversation turns share.
 
 Several instrumentations send only names and ids unless told otherwise (Google ADK and every
 OpenTelemetry GenAI instrumentation until ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``
@@ -16,8 +17,8 @@ from tracescore.extract.model import AgentRun, Message, MessagePart, ToolInvocat
 
 NO_CONTENT_REASON = (
     "the run carries no message content (no system prompt, input, answer, reasoning or tool "
-    "arguments and results): content capture is probably off in the instrumentation (for "
-    "OpenTelemetry GenAI instrumentations set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)"
+    "arguments and results): content capture is probably off in the instrumentation (the "
+    "sources view names the setting for each library)"
 )
 """The not-scorable reason of a run without content, naming the likely cause."""
 
@@ -72,3 +73,19 @@ def _filled(value: Any) -> bool:
     if isinstance(value, dict | list | tuple):
         return bool(value)
     return True
+
+
+def awaits_tool_results(run: AgentRun) -> bool:
+    """True when the run answered only with tool calls still waiting for their results: a step
+    of a hand-written loop whose calls arrived as separate traces (a client instrumentation
+    starts a trace per request), not an answer. Its results, and the answer, are in a later
+    call's run; scorers that read the answer call it not scorable, and it is no turn of its
+    conversation."""
+    pending = False
+    for message in run.output:
+        for part in message.content.parts:
+            if part.type == "text" and part.text and part.text.strip():
+                return False
+            call = part.tool_invocation
+            pending = pending or (call is not None and call.state in ("call", "partial-call"))
+    return pending

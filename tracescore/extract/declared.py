@@ -10,6 +10,7 @@ built-in conventions use (:mod:`tracescore.extract.genai_messages`,
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,11 +24,18 @@ from tracescore.extract.base import (
     timestamp,
 )
 from tracescore.extract.chat_bodies import read_request, response_messages
-from tracescore.extract.declared_config import ConventionConfig, Fact, Source, SpanMatch
+from tracescore.extract.declared_config import (
+    ConventionConfig,
+    Fact,
+    OwnFacts,
+    Source,
+    SpanMatch,
+)
 from tracescore.extract.genai_messages import (
     decode_arguments,
     decode_result,
     parse_system_instructions,
+    parse_tool_definitions,
 )
 from tracescore.extract.json_path import Step, follow, parse_path
 from tracescore.extract.messages import executed_call
@@ -50,6 +58,8 @@ class _Match:
 
     def __init__(self, config: SpanMatch) -> None:
         self.has = tuple(config.has)
+        self.lacks = tuple(config.lacks)
+        self.root = config.root
         self.equals = tuple((key, value, _as_text(value)) for key, value in config.equals.items())
         self.scope: Matcher | None = compile_pattern(config.scope) if config.scope else None
         self.name: Matcher | None = compile_pattern(config.name) if config.name else None
@@ -59,6 +69,11 @@ class _Match:
         for key in self.has:
             if key not in attributes:
                 return False
+        for key in self.lacks:
+            if key in attributes:
+                return False
+        if self.root is not None and self.root == bool(span.parent_span_id):
+            return False
         for key, value, text in self.equals:
             found = attributes.get(key)
             if found != value and found != text:
@@ -76,40 +91,54 @@ def _as_text(value: str | int | float | bool) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Place:
-    """A compiled :class:`Source`."""
+    """A compiled :class:`Source`: an attribute (``None``: the span's name), a path, a pattern."""
 
-    attribute: str
+    attribute: str | None
     steps: tuple[Step, ...]
     what: str
+    pattern: re.Pattern[str] | None = None
 
     @classmethod
     def of(cls, source: Source) -> _Place:
         steps = parse_path(source.path) if source.path else ()
-        what = f"{source.attribute}:{source.path}" if source.path else source.attribute
-        return cls(source.attribute, steps, what)
+        what = source.attribute or "span name"
+        if source.path:
+            what = f"{what}:{source.path}"
+        pattern = re.compile(source.pattern) if source.pattern else None
+        return cls(source.attribute, steps, what, pattern)
 
-    def get(self, attributes: Mapping[str, Any], warnings: list[str]) -> Any:
+    def get(self, span: Span, warnings: list[str]) -> Any:
         """The value at this place; JSON text is decoded (quietly: a text fact that merely
         opens with a bracket or a quote is still text), so ``"AGENT"`` sent JSON-quoted reads
         as ``AGENT`` and a request body as an object."""
-        value = attributes.get(self.attribute)
-        if value is None:
-            return None
-        if self.steps:
-            return follow(value, self.steps, warnings, self.what)
-        return load_json(value, [], self.what)
+        if self.attribute is None:
+            value: Any = span.name
+        else:
+            value = span.attributes.get(self.attribute)
+            if value is None:
+                return None
+            if self.steps:
+                value = follow(value, self.steps, warnings, self.what)
+            else:
+                value = load_json(value, [], self.what)
+        if self.pattern is not None and isinstance(value, str):
+            found = self.pattern.fullmatch(value)
+            if found is not None:
+                value = found.group(1) if found.re.groups else found.group(0)
+        return value
 
 
 class _Reader:
     """The compiled places of one rule's facts (its own, else its convention's)."""
 
-    def __init__(self, places: Mapping[Fact, Source]) -> None:
+    def __init__(self, places: Mapping[Fact, Source], own_facts: OwnFacts = "fallback") -> None:
         self.places = {fact: _Place.of(source) for fact, source in places.items()}
+        self.own_facts_first = own_facts == "first"
         self.usage = [(fact, self.places[fact]) for fact in _USAGE_FACTS if fact in self.places]
 
     def value(self, fact: Fact, span: Span, warnings: list[str]) -> Any:
         place = self.places.get(fact)
-        return None if place is None else place.get(span.attributes, warnings)
+        return None if place is None else place.get(span, warnings)
 
     def text(self, fact: Fact, span: Span, warnings: list[str]) -> str | None:
         value = self.value(fact, span, warnings)
@@ -119,7 +148,7 @@ class _Reader:
         counts = {
             fact: count
             for fact, place in self.usage
-            if (count := as_int(place.get(span.attributes, warnings))) is not None
+            if (count := as_int(place.get(span, warnings))) is not None
         }
         if not counts:
             return None
@@ -136,7 +165,11 @@ class DeclaredConvention:
         self.NAME = config.name
         self._match = _Match(config.match)
         self._rules: list[tuple[_Match, SpanKindName, _Reader]] = [
-            (_Match(rule), rule.kind, _Reader({**config.read, **rule.read}))
+            (
+                _Match(rule),
+                rule.kind,
+                _Reader({**config.read, **rule.read}, (rule.own_facts or config.own_facts)),
+            )
             for rule in config.spans
         ]
 
@@ -171,6 +204,7 @@ def _read_facts(span: Span, info: SpanInfo, reader: _Reader) -> None:
         info.status, info.error = "error", json_text(error)
     if info.kind == "agent":
         info.agent_name = reader.text("agent_name", span, warnings) or span.name
+        info.own_facts_first = reader.own_facts_first
     else:
         info.agent_name = reader.text("agent_name", span, warnings)
     sent = reader.value("messages", span, warnings)
@@ -208,6 +242,8 @@ def _read_facts(span: Span, info: SpanInfo, reader: _Reader) -> None:
             failed=is_error or info.status == "error",
             error=info.error,
         )
+    if (offered := reader.value("tools", span, warnings)) is not None:
+        info.tools = parse_tool_definitions(offered, warnings, reader.places["tools"].what)
     if info.kind == "retrieval":
         info.documents = _documents(reader.value("documents", span, warnings), span.name)
 

@@ -26,18 +26,20 @@ NAME = "fallback"
 MAX_FALLBACK_CHARS = 256 * 1024
 """Longest attribute value the fallback looks into (a longer one is not read as chat JSON)."""
 
-_ROLE_KEY = '"role"'
+_MARKS = ('"role"', '"lc"', '"generations"')
+"""One of these in a value: a message's role, a LangChain-serialized message, an LLMResult."""
 
 
 def _candidates(span: Span) -> list[tuple[str, str]]:
-    """The span's string attributes that may hold chat JSON: an object carrying a role."""
+    """The span's string attributes that may hold chat JSON: an object carrying a role (or
+    LangChain's serialized messages)."""
     return [
         (key, value)
         for key, value in span.attributes.items()
         if isinstance(value, str)
         and value.startswith("{")
         and len(value) <= MAX_FALLBACK_CHARS
-        and _ROLE_KEY in value
+        and any(mark in value for mark in _MARKS)
     ]
 
 

@@ -209,12 +209,18 @@ def _is_mcp_result(value: Any) -> bool:
 
 
 def _block_value(block: Any) -> Any:
-    """The payload of a ``{"text": …}`` / ``{"json": …}`` result block, else None (MCP's
-    unset ``annotations`` / ``_meta`` may come along as nulls)."""
+    """The payload of a ``{"text": …}`` / ``{"json": …}`` result block, or of a GenAI text part
+    ``{"type": "text", "content": …}`` (LiteLLM's tool messages), else None (MCP's unset
+    ``annotations`` / ``_meta`` may come along as nulls)."""
     if not isinstance(block, dict) or block.get("type", "text") not in ("text", "json"):
         return None
     rest = {k: v for k, v in block.items() if k != "type" and v is not None}
-    return next(iter(rest.values())) if len(rest) == 1 and set(rest) <= {"text", "json"} else None
+    if len(rest) != 1 or not set(rest) <= _BLOCK_PAYLOADS:
+        return None
+    return None if "content" in rest and "type" not in block else next(iter(rest.values()))
+
+
+_BLOCK_PAYLOADS = frozenset({"text", "json", "content"})
 
 
 def parse_part(raw: Any, warnings: list[str], what: str) -> MessagePart | None:
@@ -283,6 +289,20 @@ def _unwrap_keyed_block(raw: dict[str, Any]) -> dict[str, Any]:
         if isinstance(raw.get(key), dict):
             return {"type": kind, **raw[key]}
     return raw
+
+
+def is_message(value: Any) -> bool:
+    """Whether ``value`` is one message in any dialect :func:`parse_message` reads: a ``role``,
+    GenAI ``parts``, a ``content`` alone, or a LangChain message (serialized, or with its
+    ``type``)."""
+    if not isinstance(value, dict):
+        return False
+    if "role" in value or "parts" in value or "content" in value:
+        return True
+    if "lc" in value and isinstance(value.get("kwargs"), dict):
+        return True
+    kind = value.get("type")
+    return isinstance(kind, str) and kind in _LANGCHAIN_TYPES
 
 
 def _langchain_message(raw: dict[str, Any]) -> dict[str, Any]:
@@ -375,7 +395,10 @@ def parse_message(
             parts.extend(read)
     elif body is not None:
         part = parse_part(body, warnings, what)
-        if part:
+        if role == "tool" and (part is None or part.tool_invocation is None):
+            # A tool message's content as a structured value (a log event's body): the result.
+            parts.append(_tool_message_result(raw, body))
+        elif part:
             parts.append(part)
     calls = raw.get("tool_calls")
     for call in calls if isinstance(calls, list) else []:

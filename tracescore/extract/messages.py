@@ -116,3 +116,42 @@ def split_system(messages: Iterable[Message]) -> tuple[list[str], list[Message]]
         else:
             rest.append(message)
     return system, rest
+
+
+def answer_text_part(args: Any, argument: str) -> MessagePart:
+    """An answer tool's arguments (``{argument: text}``) as the answer's text."""
+    answer = args.get(argument, args) if isinstance(args, dict) else args
+    return text_part(json_text(answer))
+
+
+def with_answer_tool_as_text(messages: list[Message], tool: str, argument: str) -> list[Message]:
+    """``messages`` with the calls of an answer tool (smolagents' and BeeAI's ``final_answer``)
+    as the answer's text, and that tool's results (``Message has been sent``) dropped: the
+    answer is what the agent said, not a tool it ran, and a step that answers is no
+    tool-call-only step."""
+    answer_ids = {
+        call.tool_call_id
+        for message in messages
+        for call in message.content.tool_invocations or []
+        if call.tool_name == tool and call.tool_call_id
+    }
+    if not answer_ids and not any(
+        call.tool_name == tool for m in messages for call in m.content.tool_invocations or []
+    ):
+        return messages
+    rebuilt: list[Message] = []
+    for message in messages:
+        parts: list[MessagePart] = []
+        for part in message.content.parts:
+            call = part.tool_invocation
+            if call is None or (call.tool_name != tool and call.tool_call_id not in answer_ids):
+                parts.append(part)
+            elif message.role == "assistant":
+                parts.append(answer_text_part(call.args, argument))
+        if parts:
+            rebuilt.append(
+                build_message(
+                    message.id, message.role, parts, message.created_at, message.content.metadata
+                )
+            )
+    return rebuilt

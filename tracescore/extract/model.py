@@ -306,3 +306,7 @@ class SpanInfo:
     status: SpanStatus = "unset"
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
+    own_facts_first: bool = False
+    """On an agent span: its own system prompt, input and answer outrank its model calls'
+    (by default they are used only where the calls have none: the calls record what the model
+    was really sent). Declared conventions set it (``own_facts: first``)."""

@@ -201,14 +201,19 @@ def _message(
     raw: dict[str, Any], message_id: str, warnings: list[str], what: str, role: str, created_at: Any
 ) -> Message | None:
     """One flattened ``message.*`` group as an OpenAI-style dict, then parsed."""
+    indexed_contents = indexed(raw, "message.contents.", warnings)
     contents = [
         {
             "type": c.get("message_content.type") or "text",
             "text": c.get("message_content.text"),
             "image_url": c.get("message_content.image.image.url"),
         }
-        for c in indexed(raw, "message.contents.", warnings)
+        for c in indexed_contents
     ]
+    # BeeAI writes a tool message's call id beside its content, not on the message.
+    call_id = raw.get("message.tool_call_id") or next(
+        (c["message.tool_call_id"] for c in indexed_contents if "message.tool_call_id" in c), None
+    )
     calls = [
         {
             "id": c.get("tool_call.id"),
@@ -223,7 +228,7 @@ def _message(
         "role": raw.get("message.role") or role,
         "content": contents or raw.get("message.content"),
         "tool_calls": calls,
-        "tool_call_id": raw.get("message.tool_call_id"),
+        "tool_call_id": call_id,
         "name": raw.get("message.name"),
     }
     return parse_message(

@@ -2,7 +2,8 @@
 
 Two generations share the family. Up to 0.54 LLM spans flatten messages into indexed
 attributes (``gen_ai.prompt.{i}.role``, ``gen_ai.completion.{i}.tool_calls.{k}.name``,
-``gen_ai.completion.{i}.reasoning`` as a JSON summary list). From 0.55 they use the GenAI
+``gen_ai.completion.{i}.reasoning`` as a JSON summary list, a legacy
+``gen_ai.completion.{i}.function_call.*``). From 0.55 they use the GenAI
 layout (``gen_ai.input.messages``), read through :func:`genai.fill_from_attributes`. In both,
 the Traceloop SDK's decorators add ``@workflow``/``@task``/``@agent``/``@tool`` spans whose
 ``traceloop.entity.input`` is ``{"args": [...], "kwargs": {...}}`` and whose
@@ -94,18 +95,7 @@ def _read_indexed(span: Span, info: SpanInfo) -> None:
     ]
     system, info.input_messages = split_system(m for m in prompts if m is not None)
     info.system = system
-    completions = [
-        _message(
-            raw,
-            f"{span.span_id}-out-{i}",
-            info,
-            "gen_ai.completion",
-            "assistant",
-            timestamp(span.end_time_ns),
-        )
-        for i, raw in enumerate(indexed(attributes, "gen_ai.completion.", warnings))
-    ]
-    info.output_messages = [m for m in completions if m is not None]
+    info.output_messages = indexed_completions(span, info)
     info.tools = [
         tool
         for raw in indexed(attributes, "llm.request.functions.", warnings)
@@ -122,6 +112,22 @@ def _read_indexed(span: Span, info: SpanInfo) -> None:
             "gen_ai.usage.cache_read.input_tokens",
         ),
     )
+
+
+def indexed_completions(span: Span, info: SpanInfo) -> list[Message]:
+    """The ``gen_ai.completion.{i}.*`` attributes as the span's output messages."""
+    completions = [
+        _message(
+            raw,
+            f"{span.span_id}-out-{i}",
+            info,
+            "gen_ai.completion",
+            "assistant",
+            timestamp(span.end_time_ns),
+        )
+        for i, raw in enumerate(indexed(span.attributes, "gen_ai.completion.", info.warnings))
+    ]
+    return [m for m in completions if m is not None]
 
 
 def _message(
@@ -143,12 +149,28 @@ def _message(
                 "id": c.get("id"),
                 "function": {"name": c.get("name"), "arguments": c.get("arguments")},
             }
-            for c in indexed(raw, "tool_calls.", info.warnings)
+            for c in [*indexed(raw, "tool_calls.", info.warnings), *_function_call(raw)]
         ],
     }
     return parse_message(
         message, message_id, info.warnings, what, default_role=role, created_at=created_at
     )
+
+
+def _function_call(raw: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The legacy single ``function_call.{name,arguments}`` of a completion (the deprecated
+    OpenAI ``function_call`` field, and what LiteLLM's ``otel`` callback writes for a tool
+    call), as a tool call without an id."""
+    name = raw.get("function_call.name")
+    if name is None:
+        return []
+    return [
+        {
+            "id": raw.get("function_call.id"),
+            "name": name,
+            "arguments": raw.get("function_call.arguments"),
+        }
+    ]
 
 
 def _read_entity(span: Span, info: SpanInfo) -> None:

@@ -3,10 +3,13 @@
 Most specific first: framework conventions that also write GenAI attributes (Mastra, Pydantic
 AI, ai@7) and OpenInference's optional GenAI mirror must be claimed before the generic OTel
 GenAI module would read them as plain GenAI spans; so must the GenAI dialects claimed by their
-scope (Strands, Semantic Kernel, OpenLIT) and MLflow's and Google ADK's own attributes. The
-OpenInference instrumentors that need reading of their own (CrewAI, LlamaIndex, smolagents:
-claimed by instrumentation scope, read with OpenInference's reader first) come before
-OpenInference itself. A module's ``detect`` must be cheap: it runs for every span of every
+scope (Google GenAI, Logfire, Strands, Semantic Kernel, OpenLIT) and MLflow's and Google ADK's own
+attributes. The OpenInference instrumentors that need reading of their own (CrewAI, LlamaIndex,
+smolagents, BeeAI, Haystack, DSPy: claimed by instrumentation scope, read with OpenInference's
+reader first) come before OpenInference itself. LangSmith's OTel export writes GenAI-looking
+attributes holding LangChain's values, so its module (claimed by scope) comes before
+OpenLLMetry's and GenAI's; so does LiteLLM's callback, which writes OpenLLMetry's attributes.
+A module's ``detect`` must be cheap: it runs for every span of every
 trace. The generic fallback comes last: it only reads what no convention claimed. Conventions
 declared in configuration come before all of these
 (:func:`tracescore.extract.declared.claim_order`).
@@ -18,12 +21,19 @@ import functools
 from collections.abc import Sequence
 
 from tracescore.extract import (
+    beeai,
     crewai,
+    dspy,
     fallback,
     genai,
     google_adk,
+    google_genai,
+    haystack,
     langfuse,
+    langsmith,
+    litellm,
     llamaindex,
+    logfire,
     mastra,
     mlflow,
     openinference,
@@ -46,10 +56,17 @@ CONVENTIONS: list[Convention] = [
     crewai,
     llamaindex,
     smolagents,
+    beeai,
+    haystack,
+    dspy,
     openinference,
+    langsmith,
+    litellm,
     openllmetry,
     mlflow,
     google_adk,
+    google_genai,
+    logfire,
     strands,
     semantic_kernel,
     openlit,

@@ -14,18 +14,14 @@ literal rather than JSON. Such results are decoded here, so judges and context s
 
 from __future__ import annotations
 
-import ast
-from typing import Any
-
 from tracescore.extract import genai
+from tracescore.extract.base import python_literal
 from tracescore.extract.model import Message, SpanInfo, ToolInvocation
 from tracescore.spans import LogRecord, Span
 
 NAME = "semantic-kernel"
 
 SCOPE_PREFIX = "semantic_kernel."
-# A Python literal longer than this stays text: literal_eval's cost grows with nesting depth.
-_MAX_LITERAL_CHARS = 100_000
 
 
 def in_scope(scope: str) -> bool:
@@ -54,17 +50,3 @@ def _decode_results(message: Message) -> None:
 
 def _decode_result(call: ToolInvocation) -> None:
     call.result = python_literal(call.result)
-
-
-def python_literal(value: Any) -> Any:
-    """A dict or list written as a Python literal (``str()`` of it), as that value; else as is."""
-    if not isinstance(value, str) or len(value) > _MAX_LITERAL_CHARS:
-        return value
-    text = value.strip()
-    if not text or text[0] + text[-1] not in ("{}", "[]"):
-        return value
-    try:
-        decoded = ast.literal_eval(text)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return value
-    return decoded if isinstance(decoded, (dict, list)) else value

@@ -31,6 +31,7 @@ from typing import Any
 from tracescore.extract import openinference
 from tracescore.extract.base import as_str, json_text, load_json, new_info
 from tracescore.extract.messages import (
+    answer_text_part,
     build_message,
     executed_call,
     message_text,
@@ -38,6 +39,7 @@ from tracescore.extract.messages import (
     text_part,
     tool_call_part,
     tool_result_part,
+    with_answer_tool_as_text,
 )
 from tracescore.extract.model import Message, MessagePart, SpanInfo
 from tracescore.spans import LogRecord, Span
@@ -75,7 +77,9 @@ def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
         _read_agent(span, info)
     elif info.kind == "llm":
         info.input_messages = _with_steps(info.input_messages, span.span_id)
-        info.output_messages = [_answered(m) for m in info.output_messages]
+        info.output_messages = with_answer_tool_as_text(
+            info.output_messages, FINAL_ANSWER, "answer"
+        )
         info.tools = [t for t in info.tools if t.name != FINAL_ANSWER]
     elif info.kind == "tool" and info.tool_call is not None:
         if info.tool_call.tool_name == FINAL_ANSWER:
@@ -111,30 +115,6 @@ def _read_agent(span: Span, info: SpanInfo) -> None:
     task = as_str(arguments.get("task")) if isinstance(arguments, dict) else None
     if task is not None:
         info.input_messages = [text_message(f"{span.span_id}-in-0", "user", task)]
-
-
-def _answered(message: Message) -> Message:
-    """An LLM output whose ``final_answer`` call is the answer's text."""
-    parts = message.content.parts
-    if not any(_is_final_answer(p) for p in parts):
-        return message
-    rebuilt = [
-        _answer_part(p.tool_invocation.args) if p.tool_invocation and _is_final_answer(p) else p
-        for p in parts
-    ]
-    return build_message(
-        message.id, message.role, rebuilt, message.created_at, message.content.metadata
-    )
-
-
-def _is_final_answer(part: MessagePart) -> bool:
-    return part.tool_invocation is not None and part.tool_invocation.tool_name == FINAL_ANSWER
-
-
-def _answer_part(args: Any) -> MessagePart:
-    """``final_answer``'s arguments (``{"answer": …}``) as the answer's text."""
-    answer = args.get("answer", args) if isinstance(args, dict) else args
-    return text_part(json_text(answer))
 
 
 def _with_steps(messages: list[Message], span_id: str) -> list[Message]:
@@ -173,7 +153,7 @@ def _calls(text: str) -> tuple[list[MessagePart], list[tuple[str, str]]]:
             continue
         name, args = json_text(function.get("name") or ""), function.get("arguments")
         if name == FINAL_ANSWER:
-            parts.append(_answer_part(args))
+            parts.append(answer_text_part(args, "answer"))
             continue
         call_id = json_text(call.get("id") or "")
         parts.append(tool_call_part(call_id, name, load_json(args, [], "arguments")))

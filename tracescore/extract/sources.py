@@ -6,12 +6,19 @@ how many of the trace's runs were rebuilt from its spans and how many of those c
 which convention read it, and, when the trace gave nothing to score, why, as a reason code of
 bounded cardinality (a metric label) and a sentence a user can act on.
 
+A source counts every run its spans fed (a hand-written loop's run is anchored to the user's
+span, built from the client's calls and the user's tool spans: each of those sources counts it).
+
 A trace is *read* when at least one of its runs has content (:func:`~tracescore.extract.content.has_content`);
-then its sources get no reason (a scope of HTTP spans beside a well-read agent is not a
-problem), except CrewAI's instrumentor without LLM spans, whose runs are read from what the
-crew reported, not from the model calls. When it is *unread*, every source gets the most
-specific reason that fits, and the trace the most telling of its sources'
-(:data:`REASON_PRIORITY`).
+then a source that fed its runs gets no reason, nor does one of no AI library (a scope of HTTP
+spans beside a well-read agent is not a problem); an AI library's source that fed no run says
+why (its spans were read but made no run, or no reader knows them), and so does CrewAI's
+instrumentor without LLM spans, whose runs are read from what the crew reported, not from the
+model calls. When it is *unread*, every source gets the most specific reason that fits, and the
+trace the most telling of its sources' (:data:`REASON_PRIORITY`). Content not captured is
+said only when no attribute anywhere in the trace holds content
+(:mod:`tracescore.extract.unread_content`): content no reader took is an unknown convention,
+whose advice names the keys and the configuration's ``conventions:`` block.
 
 Knowing which attributes and scopes belong to which AI library is span parsing, so it lives
 here in :mod:`tracescore.extract`; the pipeline only counts what this module returns.
@@ -26,6 +33,7 @@ from tracescore.extract.base import Convention
 from tracescore.extract.content import has_content
 from tracescore.extract.model import AgentRun
 from tracescore.extract.registry import CONVENTIONS, convention_for
+from tracescore.extract.unread_content import content_keys, event_content
 from tracescore.spans import Span, Trace
 
 CONTENT_NOT_CAPTURED = "content_not_captured"
@@ -112,7 +120,9 @@ class SourceReading:
     runs: int = 0
     runs_with_content: int = 0
     convention: str | None = None
-    """The convention that read the source: of its runs, else of its first claimed span."""
+    """The convention that read the source: the one claiming its first claimed span, else its
+    runs'. Not the runs' first: a hand-written loop's run is read by its calls' convention but
+    anchored to a span of another source (Logfire's ``logfire.span``), which is not read so."""
     reason: str | None = None
     """A code of :data:`REASON_PRIORITY` when the trace was unread (or a CrewAI source sent no
     LLM span), else None."""
@@ -153,22 +163,39 @@ def read_sources(
         source.members.append(span)
         of_span[span.span_id] = source
     read = False
+    runs_convention: dict[int, str] = {}
     for run in runs:
-        if (source := of_span.get(run.span_id)) is None:
-            continue
-        source.runs += 1
-        source.convention = source.convention or run.convention
-        if has_content(run):
-            source.runs_with_content += 1
-            read = True
+        content = has_content(run)
+        read = read or content
+        # Every source whose spans fed the run counts it (once): a loop's run is anchored to a
+        # user's span, its calls come from the client's instrumentation, its tools from a third.
+        fed = {id(found): found for span_id in run.span_ids if (found := of_span.get(span_id))}
+        for source in fed.values():
+            source.runs += 1
+            source.runs_with_content += content
+            runs_convention.setdefault(id(source), run.convention)
     reading = TraceReading(list(sources.values()))
+    for source in reading.sources:
+        if source.runs:
+            _name_convention(source, conventions)
+            source.convention = source.convention or runs_convention.get(id(source))
     if not read:
-        _explain(reading, conventions, any_runs=bool(runs), llm_spans=_has_llm_spans(trace))
-    elif (crews := [s for s in reading.sources if s.scope == _CREWAI_SCOPE]) and not _has_llm_spans(
+        _explain(
+            reading,
+            conventions,
+            any_runs=bool(runs),
+            llm_spans=_has_llm_spans(trace),
+            events=event_content(trace.logs),
+        )
+        return reading
+    if (crews := [s for s in reading.sources if s.scope == _CREWAI_SCOPE]) and not _has_llm_spans(
         trace
     ):
         for crew in crews:
             crew.reason, crew.detail = CREWAI_NO_LLM_SPANS, _CREWAI_DETAIL
+    for idle in reading.sources:
+        if idle.runs == 0 and idle.reason is None:
+            _explain_idle(idle, conventions)
     return reading
 
 
@@ -179,20 +206,27 @@ def _has_llm_spans(trace: Trace) -> bool:
 
 
 def _explain(
-    reading: TraceReading, conventions: list[Convention], *, any_runs: bool, llm_spans: bool
+    reading: TraceReading,
+    conventions: list[Convention],
+    *,
+    any_runs: bool,
+    llm_spans: bool,
+    events: list[str],
 ) -> None:
-    """Give every source of an unread trace its reason, and the trace the most telling one."""
+    """Give every source of an unread trace its reason, and the trace the most telling one.
+    ``events``: the trace's log events that hold content (no reader took it either)."""
+    unread: list[tuple[str, list[str]]] = [
+        (f"scope {_shown(source.scope) or '(unnamed)'}", keys)
+        for source in reading.sources
+        if (keys := content_keys(source.members))
+    ]
+    if events:
+        unread.append(("log records", events))
     for source in reading.sources:
-        if source.convention is None:
-            source.convention = next(
-                (
-                    found.NAME
-                    for span in source.members
-                    if (found := convention_for(span, conventions)) is not None
-                ),
-                None,
-            )
-        source.reason, source.detail = _reason(source, any_runs=any_runs, llm_spans=llm_spans)
+        _name_convention(source, conventions)
+        source.reason, source.detail = _reason(
+            source, unread, any_runs=any_runs, llm_spans=llm_spans
+        )
     ranked = min(
         reading.sources, key=lambda s: REASON_PRIORITY.index(s.reason or NO_AI_SPANS), default=None
     )
@@ -200,48 +234,134 @@ def _explain(
         reading.reason, reading.service = ranked.reason, ranked.service
 
 
-def _reason(source: SourceReading, *, any_runs: bool, llm_spans: bool) -> tuple[str, str]:
+def _name_convention(source: SourceReading, conventions: list[Convention]) -> None:
+    """The convention that claims the source's first claimed span, when no run named one."""
+    if source.convention is None:
+        source.convention = next(
+            (
+                found.NAME
+                for span in source.members
+                if (found := convention_for(span, conventions)) is not None
+            ),
+            None,
+        )
+
+
+def _explain_idle(source: SourceReading, conventions: list[Convention]) -> None:
+    """Why an AI library's source fed none of a read trace's runs (none for other sources)."""
+    _name_convention(source, conventions)
+    if source.convention is not None:
+        source.reason, source.detail = (
+            NO_RUNS,
+            (
+                f"spans read as {source.convention} but none became a run "
+                f"(span names: {_span_names(source)}); this trace's runs came from other scopes' spans"
+            ),
+        )
+    elif _from_ai_library(source) or content_keys(source.members):
+        source.reason, source.detail = UNKNOWN_CONVENTION, _unknown(source)
+
+
+def _reason(
+    source: SourceReading,
+    unread: list[tuple[str, list[str]]],
+    *,
+    any_runs: bool,
+    llm_spans: bool,
+) -> tuple[str, str]:
+    """The source's reason; ``unread``: where the trace holds content (a scope, or its log
+    records) and under which keys (no run took it, or the trace would be read)."""
     if source.scope == _CREWAI_SCOPE and not llm_spans:
         return CREWAI_NO_LLM_SPANS, _CREWAI_DETAIL
     if source.convention is not None and any_runs:
-        return (
-            CONTENT_NOT_CAPTURED,
-            f"message content is not captured: {_content_switch(source.scope)}",
+        if not unread:
+            return (
+                CONTENT_NOT_CAPTURED,
+                f"message content is not captured: {_content_switch(source.scope)}",
+            )
+        where = "; ".join(f"{holder}: {_listed(keys)}" for holder, keys in unread)
+        return UNKNOWN_CONVENTION, (
+            f"runs read as {source.convention} carry no content, but the trace holds content no "
+            f"reader understood ({where}): {_DECLARE}"
         )
-    keys = _attribute_keys(source.members)
     if source.convention is not None:
         return NO_RUNS, (
             f"spans read as {source.convention} but no agent, LLM or tool run among them "
-            f"(span names: {', '.join(map(_shown, sorted({s.name for s in source.members})[:_ATTRIBUTES_SHOWN]))})"
+            f"(span names: {_span_names(source)})"
         )
-    if _from_ai_library(source):
-        return UNKNOWN_CONVENTION, (
-            f"unknown convention: scope {_shown(source.scope) or '(unnamed)'}, attributes {keys}: an AI "
-            "library's spans tracescore has no reader for"
-        )
+    if _from_ai_library(source) or content_keys(source.members):
+        return UNKNOWN_CONVENTION, _unknown(source)
+    keys = _attribute_keys(source.members)
     return NO_AI_SPANS, (
         f"unknown convention: scope {_shown(source.scope) or '(unnamed)'}, attributes {keys}: no attribute or "
         "scope of a known AI library (gen_ai.*, OpenInference, OpenLLMetry, Langfuse, MLflow, ai.*)"
     )
 
 
+_GENAI_UTIL_SWITCH = (
+    "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_AND_EVENT with "
+    "OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental (instrumentations built on "
+    "opentelemetry-util-genai accept NO_CONTENT, SPAN_ONLY, EVENT_ONLY or SPAN_AND_EVENT and "
+    "capture nothing for true; releases older than it, e.g. opentelemetry-instrumentation-openai-v2 "
+    "up to 2.3b0, take true)"
+)
+"""The OpenTelemetry contrib GenAI instrumentations' switch, in a form every release accepts."""
 _CONTENT_SWITCHES = (
     (
         "autogen",
         "AutoGen's own spans carry names and ids only, whatever is set: instrument its model "
-        "client too (e.g. opentelemetry-instrumentation-openai-v2 with "
-        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)",
+        "client too (e.g. opentelemetry-instrumentation-openai-v2; for it, "
+        + _GENAI_UTIL_SWITCH
+        + ")",
     ),
     (
         "semantic_kernel",
         "set SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE=true and "
         "export its logs as well as its traces",
     ),
+    (
+        "com.anthropic.sdk",
+        "the Anthropic SDK's own spans are metadata-only by default: set "
+        "ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE=content (or the client option "
+        'open_telemetry={"traces": {"content_mode": "content"}}). Where another instrumentation '
+        "(OpenLLMetry's AnthropicInstrumentor, …) already traces these calls, the SDK's spans "
+        "repeat each request as a trace of its own: turn them off with ANTHROPIC_OPEN_TELEMETRY=false",
+    ),
+    ("opentelemetry.instrumentation.openai_v2", _GENAI_UTIL_SWITCH),
+    (
+        "opentelemetry.instrumentation.google_genai",
+        "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_AND_EVENT (it accepts "
+        "NO_CONTENT, SPAN_ONLY, EVENT_ONLY or SPAN_AND_EVENT, and captures nothing for any other "
+        "value, true included)",
+    ),
+    (
+        "gcp.vertex.agent",
+        "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true and export ADK's logs as "
+        "well as its traces (the content is on its log records)",
+    ),
+    (
+        "litellm",
+        "LiteLLM's otel callback sends content unless litellm.turn_off_message_logging is set; "
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true puts it on events only: set it to "
+        "SPAN_AND_EVENT, or leave it unset",
+    ),
+    (
+        "opentelemetry.instrumentation.",
+        "OpenLLMetry's instrumentations send content unless TRACELOOP_TRACE_CONTENT=false: set "
+        "it to true (or unset it); for an OpenTelemetry contrib instrumentation, "
+        + _GENAI_UTIL_SWITCH,
+    ),
+    (
+        "traceloop",
+        "OpenLLMetry sends content unless TRACELOOP_TRACE_CONTENT=false: set it to true (or "
+        "unset it)",
+    ),
 )
-"""Libraries whose content switch is not the GenAI instrumentations' common one, by scope prefix."""
+"""What turns content on, by scope prefix (the first that fits), each value one the library
+accepts (read from its source)."""
 _DEFAULT_CONTENT_SWITCH = (
-    "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true (or the library's own content-capture "
-    "setting); the runs carry names and ids only"
+    "turn on the library's content capture; for an OpenTelemetry GenAI instrumentation, "
+    + _GENAI_UTIL_SWITCH
 )
 
 
@@ -251,6 +371,35 @@ def _content_switch(scope: str) -> str:
         (switch for prefix, switch in _CONTENT_SWITCHES if scope.startswith(prefix)),
         _DEFAULT_CONTENT_SWITCH,
     )
+
+
+_DECLARE = (
+    "declare how to read them in the configuration's `conventions:` block "
+    "(docs/span-formats.md#teaching-tracescore-a-new-library)"
+)
+
+
+def _unknown(source: SourceReading) -> str:
+    """An unread AI library's source: its content keys (else a few of its keys) and what to do."""
+    content = content_keys(source.members)
+    keys = (
+        f"content in {_listed(content)}"
+        if content
+        else f"attributes {_attribute_keys(source.members)}"
+    )
+    return (
+        f"unknown convention: scope {_shown(source.scope) or '(unnamed)'}, {keys}: spans no reader "
+        f"of tracescore knows; {_DECLARE}"
+    )
+
+
+def _span_names(source: SourceReading) -> str:
+    return ", ".join(map(_shown, sorted({s.name for s in source.members})[:_ATTRIBUTES_SHOWN]))
+
+
+def _listed(keys: Sequence[str]) -> str:
+    shown = ", ".join(map(_shown, keys[:_ATTRIBUTES_SHOWN]))
+    return f"{shown}, … ({len(keys)} in all)" if len(keys) > _ATTRIBUTES_SHOWN else shown
 
 
 def _from_ai_library(source: SourceReading) -> bool:
@@ -268,8 +417,4 @@ def _shown(name: str) -> str:
 
 def _attribute_keys(spans: Sequence[Span]) -> str:
     """A few of the attribute keys the spans carry (the keys only: values are the user's data)."""
-    keys = sorted({key for span in spans for key in span.attributes})
-    shown = ", ".join(map(_shown, keys[:_ATTRIBUTES_SHOWN]))
-    return (
-        f"{shown}, … ({len(keys)} in all)" if len(keys) > _ATTRIBUTES_SHOWN else shown or "(none)"
-    )
+    return _listed(sorted({key for span in spans for key in span.attributes})) or "(none)"

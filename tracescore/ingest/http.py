@@ -46,6 +46,7 @@ from tracescore.ingest.http_bodies import (
     HttpError,
     inflate,
     receive_body,
+    uploader,
 )
 from tracescore.ingest.intake import RETRY_AFTER_SECONDS, Busy, Intake, StoreUnavailable
 
@@ -220,7 +221,7 @@ def _endpoint(
         receiving = received = False
         try:
             intake.check_room()  # refuse an overload before receiving the body
-            async with readers.reading(request.client.host if request.client else "") as reading:
+            async with readers.reading(uploader(request)) as reading:
                 receiving = True
                 body = await receive_body(request, reading)
                 received = True

@@ -68,6 +68,19 @@ class Gone(Exception):
     """The client disconnected before its body was complete."""
 
 
+UPLOADER = "tracescore.uploader"
+"""The request state's entry naming whose share of the body readers a request takes, where
+authentication set one (a key id: see ``auth.note_uploader``); else the client's address."""
+
+
+def uploader(request: Request) -> str:
+    """Whose share of the body readers ``request`` takes."""
+    named = request.scope.get("state", {}).get(UPLOADER)
+    if isinstance(named, str):
+        return named
+    return request.client.host if request.client else ""
+
+
 class BodyReaders:
     """Count of requests receiving a body and the bytes they hold, against :class:`BodyLimits`.
 

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from tracescore.conversations.turns import earlier_summary, turn_of
+from tracescore.extract.content import awaits_tool_results
 from tracescore.extract.conversation import Conversation, Turn
 from tracescore.extract.model import AgentRun, RunInput, SystemMessage
 from tracescore.pipeline.bindings import CompiledBinding, select_target
@@ -35,7 +36,9 @@ def judges_conversations(binding: CompiledBinding) -> bool:
 def by_conversation(runs: Iterable[AgentRun], max_turns: int) -> list[Conversation]:
     """The conversations the runs are turns of, in order of first appearance: one turn per trace
     (its outermost primary run), ordered by start time, cut to the most recent ``max_turns``.
-    Runs of traces that name no conversation are left out."""
+    Runs of traces that name no conversation are left out, and so are a hand-written loop's
+    steps that arrived as traces of their own
+    (:func:`~tracescore.extract.content.awaits_tool_results`)."""
     traces: dict[str, list[AgentRun]] = {}
     for run in runs:
         if run.conversation_id:
@@ -43,7 +46,8 @@ def by_conversation(runs: Iterable[AgentRun], max_turns: int) -> list[Conversati
     turns: dict[str, list[Turn]] = {}
     for trace_runs in traces.values():
         for run in select_target(trace_runs, "trace"):
-            turns.setdefault(str(run.conversation_id), []).append(turn_of(run))
+            if not awaits_tool_results(run):  # a loop's step: the trace that answers is the turn
+                turns.setdefault(str(run.conversation_id), []).append(turn_of(run))
     return [
         recent_turns(conversation_id, found, max_turns) for conversation_id, found in turns.items()
     ]

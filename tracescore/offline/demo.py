@@ -31,7 +31,7 @@ from opentelemetry.sdk.trace.export import (
     SimpleSpanProcessor,
     SpanExporter,
 )
-from opentelemetry.trace import SpanKind, Tracer, set_span_in_context
+from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer, set_span_in_context
 
 from tracescore.offline.demo_chat import CHAT_AGENT, CHAT_INSTRUCTIONS, CHAT_SERVICE, ChatScript
 
@@ -44,12 +44,20 @@ FORGETTING = (0.05, 0.8)
 
 
 @dataclass(frozen=True)
+class ToolFailure:
+    """A tool call that failed: its span ends in error with this message."""
+
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True)
 class Turn:
     """One question, the tool calls answering it, and answers of three qualities."""
 
     question: str
     tools: list[tuple[str, dict[str, Any], Any]]
-    """``(tool name, arguments, result)`` in call order."""
+    """``(tool name, arguments, result)`` in call order; a :class:`ToolFailure` result failed."""
     reasoning: str
     good: str
     partial: str
@@ -221,25 +229,34 @@ class DemoSender:
         self.drop_after = drop_after
         self.started = time.monotonic()
         self.sent = 0
+        self.exporter = exporter
+        self.endpoint = endpoint
         self.providers: dict[str, TracerProvider] = {}
         self.tracers: dict[str, Tracer] = {}
         for service in [agent.service for agent in AGENTS] + [CHAT_SERVICE]:
-            provider = TracerProvider(
-                resource=Resource.create(
-                    {
-                        "service.name": service,
-                        "service.version": "1.4.2",
-                        "deployment.environment": "demo",
-                    }
-                )
+            self.tracer(service)
+
+    def tracer(self, service: str) -> Tracer:
+        """The tracer of ``service``'s own provider (made on first use)."""
+        if service in self.tracers:
+            return self.tracers[service]
+        provider = TracerProvider(
+            resource=Resource.create(
+                {
+                    "service.name": service,
+                    "service.version": "1.4.2",
+                    "deployment.environment": "demo",
+                }
             )
-            if exporter is not None:
-                provider.add_span_processor(SimpleSpanProcessor(exporter))
-            else:
-                otlp = OTLPSpanExporter(endpoint=f"{endpoint.rstrip('/')}/v1/traces", timeout=10)
-                provider.add_span_processor(BatchSpanProcessor(otlp, schedule_delay_millis=500))
-            self.providers[service] = provider
-            self.tracers[service] = provider.get_tracer("tracescore.demo", "0.1.0")
+        )
+        if self.exporter is not None:
+            provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        else:
+            otlp = OTLPSpanExporter(endpoint=f"{self.endpoint.rstrip('/')}/v1/traces", timeout=10)
+            provider.add_span_processor(BatchSpanProcessor(otlp, schedule_delay_millis=500))
+        self.providers[service] = provider
+        self.tracers[service] = tracer = provider.get_tracer("tracescore.demo", "0.1.0")
+        return tracer
 
     @property
     def dropped(self) -> bool:
@@ -256,8 +273,13 @@ class DemoSender:
             return self._send_chat_turn()
         agent = self.rng.choice(AGENTS)
         turn = agent.turns(self.rng)
-        answer = getattr(turn, self.quality(agent))
-        tracer = self.tracers[agent.service]
+        self.send_turn(agent, turn, getattr(turn, self.quality(agent)))
+        return agent.name
+
+    def send_turn(self, agent: Agent, turn: Turn, answer: str, finish_reason: str = "stop") -> str:
+        """Send one trace of ``agent`` answering ``turn`` with ``answer``; a tool whose result is
+        a :class:`ToolFailure` ends in error. Returns the trace's id (hex)."""
+        tracer = self.tracer(agent.service)
         model_attrs = {
             "gen_ai.provider.name": agent.provider,
             "gen_ai.request.model": agent.model,
@@ -291,15 +313,16 @@ class DemoSender:
             }
             for name, args, _ in turn.tools
         ]
-        first = {
-            "role": "assistant",
-            "parts": [{"type": "reasoning", "content": turn.reasoning}, *calls],
-            "finish_reason": "tool_call",
-        }
-        clock = self._chat(
-            tracer, context, agent.model, agent.provider, system, list(history), first, clock
-        )
-        history.append(first)
+        if calls:  # a turn without tools is answered by one chat
+            first = {
+                "role": "assistant",
+                "parts": [{"type": "reasoning", "content": turn.reasoning}, *calls],
+                "finish_reason": "tool_call",
+            }
+            clock = self._chat(
+                tracer, context, agent.model, agent.provider, system, list(history), first, clock
+            )
+            history.append(first)
         for call, (_, _, result) in zip(calls, turn.tools, strict=True):
             duration = self.rng.randint(40, 400) * 1_000_000
             span = tracer.start_span(
@@ -313,25 +336,38 @@ class DemoSender:
                     "gen_ai.tool.type": "function",
                     "gen_ai.tool.call.id": call["id"],
                     "gen_ai.tool.call.arguments": json.dumps(call["arguments"]),
-                    "gen_ai.tool.call.result": json.dumps(result),
+                    "gen_ai.tool.call.result": json.dumps(
+                        result.message if isinstance(result, ToolFailure) else result
+                    ),
                 },
             )
+            if isinstance(result, ToolFailure):
+                span.set_attribute("error.type", result.kind)
+                span.set_status(Status(StatusCode.ERROR, result.message))
             clock += duration
             span.end(end_time=clock)
             history.append(
                 {
                     "role": "tool",
-                    "parts": [{"type": "tool_call_response", "id": call["id"], "response": result}],
+                    "parts": [
+                        {
+                            "type": "tool_call_response",
+                            "id": call["id"],
+                            "response": result.message
+                            if isinstance(result, ToolFailure)
+                            else result,
+                        }
+                    ],
                 }
             )
-        final = {**_text("assistant", answer), "finish_reason": "stop"}
+        final = {**_text("assistant", answer), "finish_reason": finish_reason}
         clock = self._chat(
             tracer, context, agent.model, agent.provider, system, history, final, clock
         )
         root.set_attribute("gen_ai.output.messages", json.dumps([final]))
         root.end(end_time=clock + 2_000_000)
         self.sent += 1
-        return agent.name
+        return f"{root.get_span_context().trace_id:032x}"
 
     def _send_chat_turn(self) -> str:
         """One turn of the multi-turn agent: an ``invoke_agent`` span sent the conversation so

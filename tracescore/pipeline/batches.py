@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from tracescore.conversations.turns import answer_text, user_text
+from tracescore.extract.content import awaits_tool_results
 from tracescore.extract.model import AgentRun
 from tracescore.extract.sources import TraceReading
 from tracescore.pipeline.bindings import CompiledBinding, select_target
@@ -72,12 +73,16 @@ def source_tallies(traces: Sequence[ClaimedTrace]) -> list[SourceTally]:
 
 
 def trace_turn(runs: Sequence[AgentRun], now: datetime, max_skew: float) -> TurnRecord | None:
-    """The trace's turn: its outermost primary run, when that names a conversation. A start
+    """The trace's turn: its outermost primary run, when that names a conversation and is no
+    hand-written loop's step that arrived as a trace of its own
+    (:func:`~tracescore.extract.content.awaits_tool_results`). A start
     more than ``max_skew`` seconds after ``now`` (shortly after the trace arrived) is taken as
     ``now``, so that a wrong clock cannot keep the conversation first in every listing; the
     run's spans keep their own times."""
     outermost = select_target(runs, "trace")
     if not outermost or (conversation := outermost[0].conversation_id) is None:
+        return None
+    if awaits_tool_results(outermost[0]):  # a loop's step: the turn is the trace that answers
         return None
     run = outermost[0]
     started = run.start_time.timestamp() if run.start_time else 0.0

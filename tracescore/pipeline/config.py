@@ -178,9 +178,13 @@ class SamplingConfig(Section):
 
 class LimitsConfig(Section):
     per_minute: int | None = Field(None, gt=0)
-    """Most runs scored per minute by this binding, across all instances sharing the database."""
+    """Most runs of this binding in any 60 s window, across all processes sharing the database
+    (a run counts from its admission until a minute after it ends); runs beyond it are stored
+    as skipped_rate."""
     usd_per_day: float | None = Field(None, ge=0.0)
-    """Judge spend per UTC day for this binding; runs beyond it are stored as skipped_budget."""
+    """Judge spend per UTC day for this binding, across all processes sharing the database;
+    runs beyond it are stored as skipped_budget. Running runs count at their estimate (the
+    binding's recent highest cost per run), so the spend passes it by at most one run's."""
 
 
 NEGATIVE_LABELS = ["fail", "bad", "wrong", "incorrect", "negative", "thumbs_down"]

@@ -64,7 +64,7 @@ def score_row(
     if result is not None:
         row["status"] = result.status
         row["score"] = result.score
-        row["label"] = binding.label(result.score)
+        row["label"] = result.label or binding.label(result.score)
         row["reason"] = result.reason
         row["error"] = result.error
         row["steps"] = steps = _steps_json(result)

@@ -569,21 +569,20 @@ class ScoringWorker:
         """The score row of one binding on one run, within the binding's limits and the
         worker's concurrency; with ``subject``, the binding scores that conversation instead,
         and the row hangs on ``run`` (its last turn's)."""
-        verdict = await asyncio.to_thread(binding.limiter.admit) if binding.limiter else "ok"
-        if verdict != "ok":
-            reason = (
-                f"daily budget of ${binding.config.limits.usd_per_day} spent"
-                if verdict == "skipped_budget"
-                else f"rate limit of {binding.config.limits.per_minute}/min reached"
-            )
-            return score_row(binding, run, status=verdict, error=reason)
+        admission = await binding.limiter.admit() if binding.limiter else None
+        if admission is not None and admission.status != "ok":
+            return score_row(binding, run, status=admission.status, error=admission.reason)
         scorer_input, cut = (
             self._scorer_input(run) if subject is None else (ScorerRun.of(subject), None)
         )
-        async with self._slots:
-            result = await binding.scorer.run(scorer_input)
-        if binding.limiter is not None:
-            binding.limiter.spent(result.cost_usd)
+        cost: float | None = None  # unknown, should the run raise or be cancelled
+        try:
+            async with self._slots:
+                result = await binding.scorer.run(scorer_input)
+            cost = result.cost_usd
+        finally:
+            if binding.limiter is not None and admission is not None:
+                await asyncio.to_thread(binding.limiter.settle, admission, cost)
         for call in result.judge_calls:
             outcome = "error" if call.error is not None else "cached" if call.cached else "ok"
             self.metrics.judge_call(

@@ -69,13 +69,30 @@ class Scorer:
     """The scorer judges the run's answer: a run that failed before answering, or a rebuilt run
     without any content, is ``not_scorable`` with the cause as reason, before any step runs
     (see :func:`unscorable_reason`)."""
+    labeller: Callable[[dict[str, Any]], str | None] | None = None
+    """Names the verdict from the step results (see :attr:`ScoreResult.label`), once scored."""
+    trace_names: tuple[tuple[str, str], ...] = ()
+    """``(step, name)``: a step recorded under a name of its own in the result's steps (what
+    the result holds says more than ``analyze``); its ``*_step_result`` key keeps the step's."""
     _steps: tuple[tuple[str, Step], ...] = ()
 
     def preprocess(self, step: Step) -> Scorer:
         return self._with("preprocess", step)
 
-    def analyze(self, step: Step) -> Scorer:
-        return self._with("analyze", step)
+    def analyze(self, step: Step, *, trace_name: str | None = None) -> Scorer:
+        """Set the analyze step, recorded in the result's steps as ``trace_name`` if given."""
+        scorer = self._with("analyze", step)
+        if trace_name is None:
+            return scorer
+        names = (
+            *(pair for pair in self.trace_names if pair[0] != "analyze"),
+            ("analyze", trace_name),
+        )
+        return dataclasses.replace(scorer, trace_names=names)
+
+    def labelled(self, labeller: Callable[[dict[str, Any]], str | None]) -> Scorer:
+        """Name each scored run's verdict from its step results (stored as its label)."""
+        return dataclasses.replace(self, labeller=labeller)
 
     def generate_score(self, step: Step) -> Scorer:
         return self._with("generate_score", step)
@@ -131,6 +148,9 @@ class Scorer:
                 "status": outcome.status,
                 "score": outcome.score,
                 "reason": outcome.reason,
+                "label": self.labeller(results)
+                if self.labeller is not None and outcome.status == "ok"
+                else None,
                 "error": outcome.error,
                 "failed_step": outcome.failed_step,
                 "preprocess_step_result": results.get("preprocess_step_result"),
@@ -208,15 +228,22 @@ class Scorer:
                 if name == "generate_score":
                     value = _as_score(value)
             except Exception as exc:
-                outcome.steps.append(step_trace(name, None, t0, prompt, calls, error_message(exc)))
+                shown = self._trace_name(name)
+                outcome.steps.append(step_trace(shown, None, t0, prompt, calls, error_message(exc)))
                 raise _StepFailed(name, exc) from exc
-            outcome.steps.append(step_trace(name, value, t0, prompt, calls, None))
+            outcome.steps.append(step_trace(self._trace_name(name), value, t0, prompt, calls, None))
             if name == "generate_reason":
                 outcome.reason = None if value is None else str(value)
                 continue
             results[f"{name}_step_result"] = value
             if name == "generate_score":
                 outcome.score = value
+
+    def _trace_name(self, step: str) -> str:
+        for named, shown in self.trace_names:
+            if named == step:
+                return shown
+        return step
 
     def _budget(self) -> Budget:
         """The input budget of this scorer's judge (a judge without one gets the default)."""

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from tracescore.scorers.base import Scorer
+from tracescore.scorers.code.consistency import CheckName
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,17 @@ class ToolCallAccuracyCodeOptions(ScorerOptions):
     strict_mode: bool = Field(False, description="only that one call / exactly that sequence")
     expected_tool_order: list[str] | None = Field(
         None, description="tools in the order they should be called"
+    )
+
+
+class ConsistencyOptions(ScorerOptions):
+    checks: list[CheckName] | None = Field(None, description="the checks to run; unset: all seven")
+    weights: dict[CheckName, float] | None = Field(
+        None,
+        description="what a failed check takes off the score, as its share of the total (1 each)",
+    )
+    leak_words: int = Field(
+        12, ge=4, description="system prompt words repeated in a row that make a leak"
     )
 
 
@@ -224,6 +236,13 @@ _ENTRIES: dict[str, ScorerEntry] = {
             f"{_CODE}.completeness:create_completeness_scorer",
             "Share of the input's words (verbs as infinitives) the output covers",
             schema=NoOptions,
+        ),
+        ScorerEntry(
+            "consistency",
+            f"{_CODE}.consistency.scorer:create_consistency_scorer",
+            "The answer checked against the run's evidence: grounded values, tool results, "
+            "entities, non-answers, truncation, language, system prompt leaks",
+            schema=ConsistencyOptions,
         ),
         ScorerEntry(
             "content-similarity",

@@ -47,6 +47,9 @@ class ScoreResult(BaseModel):
     status: ScoreStatus
     score: float | None = None
     reason: str | None = None
+    label: str | None = None
+    """The scorer's own name for the verdict (``consistency``: the checks that failed), stored
+    in place of the binding's ``pass``/``fail``; None for most scorers."""
     error: str | None = None
     failed_step: str | None = None  # the step that raised the error or declared not scorable
     preprocess_step_result: Any = None

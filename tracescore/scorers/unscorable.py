@@ -1,12 +1,13 @@
 """When a scorer cannot judge a run: a step declares it (:func:`not_scorable`), or the run failed
-before answering or carries no content, found before any step runs.
+before answering, carries no content or is a loop's intermediate step, found before any step
+runs.
 """
 
 from __future__ import annotations
 
 from typing import NoReturn
 
-from tracescore.extract.content import NO_CONTENT_REASON
+from tracescore.extract.content import NO_CONTENT_REASON, awaits_tool_results
 from tracescore.outcomes import FAILED_RUN_REASON
 from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.scorers.utils import get_assistant_message
@@ -48,10 +49,34 @@ def without_content(run: ScorerRun) -> str | None:
     return NO_CONTENT_REASON if run.empty else None
 
 
+INTERMEDIATE_STEP_REASON = (
+    "the run is an intermediate step of an agent loop: the model answered only with tool calls, "
+    "whose results it was sent in a later call, so there is no answer to judge (the loop's calls "
+    "arrived as separate traces; its last call holds the answer)"
+)
+
+
+def intermediate_step(run: ScorerRun) -> str | None:
+    """The not-scorable reason for a rebuilt run whose output is only tool calls still waiting
+    for their results, else None.
+
+    A hand-written loop whose calls arrive as separate traces (a client instrumentation that
+    starts a trace per request) gives a run per call; a call that only asked for tools is a
+    step, not an answer. Scored as one it read as a blank answer: completeness and similarity
+    0, tone 1, dragging every average. A run that answered in text, or whose calls all have
+    results (a whole agent run), is judged as usual.
+    """
+    rebuilt = run.agent_run
+    return (
+        INTERMEDIATE_STEP_REASON if rebuilt is not None and awaits_tool_results(rebuilt) else None
+    )
+
+
 def unscorable_reason(run: ScorerRun) -> str | None:
     """Why an answer-reading scorer cannot judge the run before any step runs: it failed
-    before answering (:func:`failed_without_answer`) or carries no content
-    (:func:`without_content`); None when it can be judged."""
+    before answering (:func:`failed_without_answer`), carries no content
+    (:func:`without_content`) or is a loop's intermediate step (:func:`intermediate_step`);
+    None when it can be judged."""
     if run.error is not None and (reason := failed_without_answer(run)):
         return reason
-    return without_content(run)
+    return without_content(run) or intermediate_step(run)

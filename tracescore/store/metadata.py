@@ -24,6 +24,7 @@ TABLE_MODULES: list[str] = [
     "tracescore.store.sources",
     "tracescore.store.insights",
     "tracescore.store.rescores",
+    "tracescore.store.reservations",
 ]
 """Modules whose SQLModel table classes the store creates: the single list to extend."""
 

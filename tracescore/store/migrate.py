@@ -19,8 +19,7 @@ release does not know was upgraded by a newer one and is refused: downgrades are
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,12 +29,12 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.script.revision import RevisionError
 from alembic.util import CommandError
-from sqlalchemy import Connection, Engine, inspect, text
+from sqlalchemy import Connection, Engine, inspect
 
 from tracescore.store.metadata import store_metadata
 from tracescore.store.migrations import SchemaError
 from tracescore.store.migrations.baseline import BASELINE, adopt
-from tracescore.store.writelock import SqliteWriteLock
+from tracescore.store.writelock import exclusive_transaction
 
 log = logging.getLogger(__name__)
 
@@ -160,20 +159,8 @@ def require_current(engine: Engine) -> None:
         )
 
 
-@contextmanager
-def _schema_lock(engine: Engine) -> Iterator[Connection]:
+def _schema_lock(engine: Engine) -> AbstractContextManager[Connection]:
     """A connection in a transaction that holds the schema lock (the key ``create_tables``
-    takes too, so tables created outside migrations never race an upgrade).
-
-    The whole upgrade is that one transaction, so a failing revision leaves the database as it
-    was, on SQLite too: its driver runs DDL outside any transaction unless one was begun
-    explicitly, hence the ``BEGIN IMMEDIATE`` (which also takes SQLite's write lock at once).
-    """
-    if engine.dialect.name == "postgresql":
-        with engine.begin() as connection:
-            connection.execute(text("SELECT pg_advisory_xact_lock(hashtext('tracescore.schema'))"))
-            yield connection
-        return
-    with SqliteWriteLock(engine.url.database), engine.begin() as connection:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
-        yield connection
+    takes too, so tables created outside migrations never race an upgrade). The whole upgrade
+    is that one transaction, so a failing revision leaves the database as it was."""
+    return exclusive_transaction(engine, "tracescore.schema")

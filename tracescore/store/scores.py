@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
 import orjson
@@ -114,7 +114,7 @@ class ScoreRow(SQLModel, table=True):
     scorer_version: str = Field(max_length=50)
     status: str = Field(max_length=20)
     score: float | None = None
-    label: str | None = Field(default=None, max_length=20)
+    label: str | None = Field(default=None, max_length=100)
     reason: str | None = Field(default=None, sa_column=Column(Text))
     error: str | None = Field(default=None, sa_column=Column(Text))
     steps: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
@@ -552,35 +552,19 @@ def run_scores(
     return found
 
 
-# --- pipeline/limits: a binding's rate and spend -----------------------------------------------
-
-_COUNTED = ("ok", "error", "not_scorable")
-"""Statuses of scores that count against a binding's limits (the skipped ones cost nothing)."""
+# --- store/reservations: the day's spend before a binding's first reservation ----------------
 
 
-@dataclass(frozen=True, slots=True)
-class Spend:
-    """What one binding scored lately, as every instance on the database sees it."""
-
-    minute_count: int
-    """Scores made since a minute ago."""
-    day_cost: float
-    """USD spent on scores made since the day started."""
-
-
-def binding_spend(database: Engine, binding: str, now: datetime, day_start: datetime) -> Spend:
+def stored_spend(connection: Connection, binding: str, since: datetime) -> float:
+    """USD the scores ``binding`` stored since ``since`` cost (skipped ones cost nothing)."""
     table = SCORES
-    mine = (table.c.binding == binding) & table.c.status.in_(_COUNTED)
-    with database.connect() as connection:
-        minute_count = connection.execute(
-            select(func.count()).where(mine & (table.c.created_at >= now - timedelta(minutes=1)))
-        ).scalar_one()
-        day_cost = connection.execute(
+    return float(
+        connection.execute(
             select(func.coalesce(func.sum(table.c.cost_usd), 0.0)).where(
-                mine & (table.c.created_at >= day_start)
+                (table.c.binding == binding) & (table.c.created_at >= since)
             )
         ).scalar_one()
-    return Spend(int(minute_count), float(day_cost))
+    )
 
 
 # --- offline/ (compare, rescore, estimate) ------------------------------------------------------

@@ -42,7 +42,8 @@ class SourceRow(SQLModel, table=True):
     """Traces with a span of the source that gave no run with content."""
     convention: str | None = Field(default=None, max_length=50)
     reason: str | None = Field(default=None, max_length=40)
-    """The reason code of the latest batch's unread trace, None when that batch read it."""
+    """The reason code of the latest batch's unread trace, None when that batch read it (an AI
+    library's source that fed no run of a read trace keeps why: it gave nothing)."""
     detail: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     first_seen: float = Field(sa_column=Column(Float, nullable=False))
     last_seen: float = Field(sa_column=Column(Float, nullable=False))

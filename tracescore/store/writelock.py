@@ -12,7 +12,11 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import TracebackType
+
+from sqlalchemy import Connection, Engine, text
 
 
 class SqliteWriteLock:
@@ -45,3 +49,32 @@ class SqliteWriteLock:
         if self._fd is not None:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
         self._threads.release()
+
+
+_LOCKS: dict[str, SqliteWriteLock] = {}
+"""One lock per SQLite file in a process: each holds its lock file open for good."""
+_LOCKS_GUARD = threading.Lock()
+
+
+def _sqlite_lock(database: str | None) -> SqliteWriteLock:
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(database or "", SqliteWriteLock(database))
+
+
+@contextmanager
+def exclusive_transaction(engine: Engine, name: str) -> Iterator[Connection]:
+    """A write transaction that no other holder of ``name`` on this database runs beside, in
+    any process: for a read that decides a write (a count against a limit, the schema's
+    revision). PostgreSQL: a transaction-level advisory lock on ``name``; SQLite, which has one
+    writer anyway: the writer lock, and ``BEGIN IMMEDIATE``, so the reads see the last commit
+    (and DDL runs inside the transaction, which SQLite's driver otherwise runs outside it)."""
+    if engine.dialect.name == "postgresql":
+        with engine.begin() as connection:
+            connection.execute(
+                text("SELECT pg_advisory_xact_lock(hashtext(:name))"), {"name": name}
+            )
+            yield connection
+        return
+    with _sqlite_lock(engine.url.database), engine.begin() as connection:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        yield connection

@@ -49,9 +49,7 @@ class DashboardKeys(ApiKeys):
         self.lifetime = lifetime
         self._fingerprints = [key_fingerprint(key) for key in self.keys]
 
-    def allows(self, connection: HTTPConnection) -> bool:
-        if super().allows(connection):
-            return True
+    def session_allows(self, connection: HTTPConnection) -> bool:
         cookie = connection.cookies.get(COOKIE_NAME, "")
         if not cookie or len(cookie) > _LONGEST_COOKIE:
             return False

@@ -65,15 +65,16 @@ def sign_in_router(keys: DashboardKeys, page: Page, common: dict[str, Any]) -> A
         target = local_path(form.get("next", ["/"])[0])
         if not keys.enabled:
             return RedirectResponse(target, 303)
-        client = client_address(request)
-        if left := keys.throttled(client, "login"):
+        credential = keys.credential(key)
+        subject = credential.subject(client_address(request))
+        if left := keys.throttled(subject, "login"):
             raise HTTPException(
                 429,
-                "too many failed key checks from this address; retry later",
+                "too many failed key checks from this address or for this key; retry later",
                 headers={"Retry-After": str(math.ceil(left))},
             )
-        if not keys.valid_key(key):
-            keys.failed(client, "login")
+        if not credential.valid:
+            keys.failed(subject, "login")
             return page("login.html", 401, **common, next=target, failed=True)
         session = await run_in_threadpool(keys.open_session, key)
         response = RedirectResponse(target, 303)

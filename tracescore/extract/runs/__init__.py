@@ -6,8 +6,11 @@ those infos (:mod:`.tree`):
 
 * every agent span becomes an agent run whose trajectory is the LLM and tool spans beneath it,
   down to (not into) nested agent spans, which become runs of their own (:mod:`.agent`);
+* so does every hand-written loop: model calls no agent span claims, which what each call was
+  sent links into one task (:mod:`.loops`); both are read into a scope (:mod:`.scope`) that
+  one function turns into the run;
 * every LLM span and every tool span also becomes a run, so configs can score those levels
-  (:mod:`.llm`, :mod:`.tool`);
+  (:mod:`.llm`, :mod:`.tool`); the calls of a loop are steps of its run, not primary;
 * tool calls the LLMs made are joined with the tool spans that ran them (by id, or by name and
   order when the convention records no id), or else with the tool results the next LLM call
   was sent (:mod:`.trajectory`).
@@ -27,8 +30,9 @@ from tracescore.extract.base import Convention
 from tracescore.extract.conversation_id import DEFAULT_ID_ATTRIBUTES, conversation_id
 from tracescore.extract.model import AgentRun, SpanInfo
 from tracescore.extract.registry import CONVENTIONS
-from tracescore.extract.runs.agent import agent_run
+from tracescore.extract.runs.agent import agent_run, scope_run
 from tracescore.extract.runs.llm import Known, failed_calls, llm_run
+from tracescore.extract.runs.loops import find_loops
 from tracescore.extract.runs.tool import tool_run
 from tracescore.extract.runs.tree import outermost_llm, span_tree
 from tracescore.spans import Trace
@@ -62,15 +66,22 @@ def build_runs(
             for node in nodes
             if node.kind == "agent"
         ]
+        loops = find_loops(nodes)
+        runs.extend(scope_run(trace, loop, known.agents, known.handed) for loop in loops)
+        in_loop = {id(step) for loop in loops for step in loop.members if step.kind == "llm"}
         if only_primary:
             runs = [run for run in runs if run.primary]
             runs.extend(
                 llm_run(trace, node, known)
                 for node in nodes
-                if node.kind == "llm" and outermost_llm(node)
+                if node.kind == "llm" and outermost_llm(node) and id(node) not in in_loop
             )
         else:
-            runs.extend(llm_run(trace, node, known) for node in nodes if node.kind == "llm")
+            runs.extend(
+                llm_run(trace, node, known, in_loop=id(node) in in_loop)
+                for node in nodes
+                if node.kind == "llm"
+            )
             runs.extend(tool_run(trace, node) for node in nodes if node.kind == "tool")
     if runs and (conversation := conversation_id(trace.spans, conversation_attributes)) is not None:
         for run in runs:

@@ -1,11 +1,15 @@
-"""Agent runs: an agent span's trajectory is the LLM and tool spans beneath it, down to (not
-into) nested agent spans, which become runs of their own and join it as tool calls.
+"""Agent runs: one per agent span and one per hand-written loop, built by one function from the
+spans their :class:`~tracescore.extract.runs.scope.RunScope` holds.
+
+The trajectory is the scope's model calls and tool spans in time order; nested agents become
+runs of their own and join it as tool calls.
 """
 
 from __future__ import annotations
 
+from tracescore.extract.base import timestamp
 from tracescore.extract.messages import executed_call
-from tracescore.extract.model import AgentRun, SpanInfo, TokenUsage, ToolInvocation
+from tracescore.extract.model import AgentRun, RunInput, SpanInfo, TokenUsage, ToolInvocation
 from tracescore.extract.runs.fields import (
     base_run,
     merge_tools,
@@ -15,8 +19,9 @@ from tracescore.extract.runs.fields import (
     tool_outcome,
     tool_result_documents,
 )
+from tracescore.extract.runs.scope import RunScope, of_agent
 from tracescore.extract.runs.trajectory import Trajectory
-from tracescore.extract.runs.tree import SpanNode, agent_scope, subtree, under_tool
+from tracescore.extract.runs.tree import SpanNode
 from tracescore.extract.runs.turns import (
     conversation_text,
     final_text,
@@ -31,36 +36,106 @@ from tracescore.spans import Trace
 def agent_run(
     trace: Trace, node: SpanNode, built: dict[str, AgentRun], handed: dict[str, int]
 ) -> AgentRun:
-    """The agent's run; nested agents' runs are built first (and kept in ``built``).
+    """The agent span's run (built once: a parent agent's run builds its nested agents')."""
+    found = built.get(node.span.span_id)
+    return found if found is not None else scope_run(trace, of_agent(node), built, handed)
+
+
+def scope_run(
+    trace: Trace, scope: RunScope, built: dict[str, AgentRun], handed: dict[str, int]
+) -> AgentRun:
+    """The agent run of a scope: its input, its trajectory, its answer, then the run; nested
+    agents' runs are built first (and kept in ``built``, by span id, with this one).
 
     ``handed`` gets, per agent, how many messages after the user's turn it was handed (another
     agent's handoff): its LLM runs read those as history too, not as their own steps.
     """
-    if node.span.span_id in built:
-        return built[node.span.span_id]
-    info = node.info
-    members, nested = agent_scope(node)
-    steps = [m for m in members if m.kind == "llm" and not m.has_llm_below]
-    tools = [m for m in members if m.kind == "tool" and not under_tool(m, node)]
+    anchor, info, steps = scope.anchor, scope.facts, scope.steps
+    sub_runs = [agent_run(trace, agent, built, handed) for agent in scope.nested]
+    run_input = _run_input(scope, sub_runs, handed)
+    trajectory = _trajectory(
+        info, steps, scope.tools, list(zip(scope.nested, sub_runs, strict=True))
+    )
+    final = _answer(scope, trajectory, sub_runs)
+    members = scope.members
+    outcome = _outcome(scope)
+    # Every field worked out first and the run built once: a run model's attribute assignment
+    # is not free, and this is the run the live pipeline scores.
+    run = base_run(
+        trace,
+        anchor,
+        "agent",
+        # A loop is read by its calls' convention, whatever read the span around it.
+        convention=info.convention
+        if info.kind == "agent" or not steps
+        else steps[0].info.convention,
+        agent_name=info.agent_name
+        or info.name
+        or next((s.info.agent_name for s in steps if s.info.agent_name), None),
+        # A wrapper that only runs agents (openai-agents' ``Agent workflow``, a workflow of
+        # agents) stays in the tree, but it is not an agent of its own: scoring it would score
+        # its agents' work twice, and judge its "tool calls" (the agents) against the real tools.
+        primary=bool(steps or scope.tools or not sub_runs),
+        model=info.model or next((s.info.model for s in steps if s.info.model), None),
+        provider=info.provider or next((s.info.provider for s in steps if s.info.provider), None),
+        start_time=timestamp(scope.start_time_ns),
+        end_time=timestamp(scope.end_time_ns),
+        status=outcome.status,
+        error=outcome.error,
+        usage=sum_usage(scope.usage_from) or info.usage or TokenUsage(),
+        input=run_input,
+        output=run_output(anchor, trajectory, final),
+        context=tool_result_documents(trajectory.calls)
+        + [doc for member in members for doc in member.info.documents],
+        tools=merge_tools([info.tools, *(s.info.tools for s in steps)]),
+        span_ids=[
+            *([] if anchor in members else [anchor.span.span_id]),
+            *(m.span.span_id for m in members),
+            *trajectory.agent_span_ids,
+        ],
+        warnings=[
+            *([] if anchor in members else span_warnings(anchor)),
+            *(w for member in members for w in span_warnings(member)),
+        ],
+    )
+    built[anchor.span.span_id] = run
+    return run
 
-    sub_runs = [agent_run(trace, agent, built, handed) for agent in nested]
 
+def _run_input(scope: RunScope, sub_runs: list[AgentRun], handed: dict[str, int]) -> RunInput:
+    """The system prompt and the user's turn (history apart) the run was given.
+
+    The calls record what the model was really sent: the agent span's own system prompt and
+    input count where they have none, or first when the span says so (``own_facts_first``).
+    """
+    info, steps = scope.facts, scope.steps
     first_input = next((s.info for s in steps if s.info.input_messages), None)
     system = info.system or next((s.info.system for s in steps if s.info.system), [])
     run_input, handed_over = run_input_and_steps(
-        system, first_input.input_messages if first_input else info.input_messages
+        system,
+        first_input.input_messages
+        if first_input and not (info.own_facts_first and info.input_messages)
+        else info.input_messages,
     )
     if handed_over:  # what followed the user's messages when this agent started (a handoff)
-        handed[node.span.span_id] = len(handed_over)
+        handed[scope.anchor.span.span_id] = len(handed_over)
         run_input.remembered_messages = with_results_joined(
             [*run_input.remembered_messages, *handed_over]
         )
     if not steps and sub_runs and not run_input.input_messages:
         # A workflow-like agent that only delegates: its question is its first agent's.
-        run_input = sub_runs[0].input.copied()
-    trajectory = _agent_trajectory(info, steps, tools, list(zip(nested, sub_runs, strict=True)))
-    final = (
-        final_text([s.info.output_messages[-1] for s in steps if s.info.output_messages][-1:])
+        return sub_runs[0].input.copied()
+    return run_input
+
+
+def _answer(scope: RunScope, trajectory: Trajectory, sub_runs: list[AgentRun]) -> str:
+    """The final answer: the last call's text (the agent span's own first when it says so),
+    else the span's, else the trajectory's last text, else (a workflow of agents) its last
+    agent's."""
+    info, steps = scope.facts, scope.steps
+    return (
+        (final_text(info.output_messages) if info.own_facts_first else "")
+        or final_text([s.info.output_messages[-1] for s in steps if s.info.output_messages][-1:])
         or final_text(info.output_messages)
         or last_text(trajectory.parts)
         or next(
@@ -72,36 +147,18 @@ def agent_run(
             "",
         )
     )
-    leaves = [n for n in subtree(node) if n.kind == "llm" and not n.has_llm_below]
-    # Every field worked out first and the run built once: a run model's attribute assignment
-    # is not free, and this is the run the live pipeline scores.
-    run = base_run(
-        trace,
-        node,
-        "agent",
-        agent_name=info.agent_name or info.name,
-        # A wrapper that only runs agents (openai-agents' ``Agent workflow``, a workflow of
-        # agents) stays in the tree, but it is not an agent of its own: scoring it would score
-        # its agents' work twice, and judge its "tool calls" (the agents) against the real tools.
-        primary=bool(steps or tools or not sub_runs),
-        model=info.model or next((s.info.model for s in steps if s.info.model), None),
-        provider=info.provider or next((s.info.provider for s in steps if s.info.provider), None),
-        usage=sum_usage(leaves) or info.usage or TokenUsage(),
-        input=run_input,
-        output=run_output(node, trajectory, final),
-        context=tool_result_documents(trajectory.calls)
-        + [doc for member in members for doc in member.info.documents],
-        tools=merge_tools([info.tools, *(s.info.tools for s in steps)]),
-    )
-    run.span_ids.extend(m.span.span_id for m in members)
-    run.span_ids.extend(trajectory.agent_span_ids)
-    for member in members:
-        run.warnings.extend(span_warnings(member))
-    built[node.span.span_id] = run
-    return run
 
 
-def _agent_trajectory(
+def _outcome(scope: RunScope) -> SpanInfo:
+    """Whose status the run takes: the anchor's, unless the anchor is a loop's first call
+    (then the loop's last call says how it ended)."""
+    anchor = scope.anchor.info
+    if anchor.kind == "llm" and scope.steps:
+        return scope.steps[-1].info
+    return anchor
+
+
+def _trajectory(
     info: SpanInfo,
     steps: list[SpanNode],
     tools: list[SpanNode],

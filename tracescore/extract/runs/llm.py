@@ -58,10 +58,12 @@ def failed_calls(nodes: list[SpanNode]) -> dict[str, ToolInvocation]:
     }
 
 
-def llm_run(trace: Trace, node: SpanNode, known: Known) -> AgentRun:
+def llm_run(trace: Trace, node: SpanNode, known: Known, *, in_loop: bool = False) -> AgentRun:
+    """The call's run; primary when it stands for the agent (no agent span, LLM span or
+    hand-written loop (``in_loop``) holds it)."""
     run = base_run(trace, node, "llm")
     info = node.info
-    run.primary = outermost_llm(node)
+    run.primary = not in_loop and outermost_llm(node)
     run.input, earlier_steps = run_input_and_steps(info.system, info.input_messages)
     current = [*run.input.input_messages, *earlier_steps]  # the whole turn it was sent
     agent = next((a for a in node.ancestors() if a.kind == "agent"), None)

@@ -6,7 +6,9 @@ when the convention records no id), or else with the tool results the next LLM c
 
 from __future__ import annotations
 
+import functools
 import heapq
+import re
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 
@@ -16,6 +18,16 @@ RESOLVED = frozenset({"result", "output-error", "output-denied"})
 AnsweredCall = tuple[ToolInvocation, MessagePart]
 """A tool call an agent run already joined to its outcome, and the message part holding it."""
 
+
+@functools.lru_cache(maxsize=1024)
+def _name_key(name: str) -> str:
+    """A tool name as results are matched by it: case and separators folded, so the tool span
+    ``get_weather`` answers the call ``GetWeather`` (Instructor names the model's call after its
+    response model, and the user's ``@tool`` function after itself)."""
+    return _SEPARATORS.sub("", name).casefold()
+
+
+_SEPARATORS = re.compile(r"[\s_\-.]+")
 
 _Queue = list[tuple[int, ToolInvocation]]
 """Calls by the order they were added in (a heap): the first one still pending is looked for."""
@@ -32,7 +44,7 @@ def _first_pending(queue: _Queue, still: Callable[[ToolInvocation], bool]) -> To
 class Trajectory:
     """The agent's steps as one assistant message's parts, tool calls joined to their results.
 
-    A result is matched to the first pending call of its name: the pending calls are kept in
+    A result is matched to the first pending call of its name (case and separators folded): the pending calls are kept in
     queues by name, each answered call dropped once, so a trace of n tool calls is joined in
     about n steps, not n² (a 20,000-span trace scanned every earlier call for each result).
     """
@@ -57,9 +69,11 @@ class Trajectory:
             return next((c for c in same_id if c.state not in RESOLVED), same_id[0])
         if result.tool_name:
             if result.tool_call_id:
-                queue = self._named_without_id.get(result.tool_name, [])
+                queue = self._named_without_id.get(_name_key(result.tool_name), [])
                 return _first_pending(queue, lambda call: not call.tool_call_id)
-            return _first_pending(self._named.get(result.tool_name, []), lambda call: True)
+            return _first_pending(
+                self._named.get(_name_key(result.tool_name), []), lambda call: True
+            )
         if result.tool_call_id:
             return None
         while self._unanswered and self._unanswered[0].state in RESOLVED:
@@ -70,9 +84,10 @@ class Trajectory:
         if not call.tool_name:
             return
         entry = (self._order[id(call)], call)
-        heapq.heappush(self._named.setdefault(call.tool_name, []), entry)
+        key = _name_key(call.tool_name)
+        heapq.heappush(self._named.setdefault(key, []), entry)
         if not call.tool_call_id:
-            heapq.heappush(self._named_without_id.setdefault(call.tool_name, []), entry)
+            heapq.heappush(self._named_without_id.setdefault(key, []), entry)
 
     def answers_pending_call(self, result: ToolInvocation) -> bool:
         call = self._match(result)

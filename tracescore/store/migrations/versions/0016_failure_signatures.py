@@ -6,8 +6,8 @@ identifier found nowhere in the run) and ``started_at``; ``failure_memberships``
 ``started_at``, ``answer`` and ``reasons``. Rows of earlier passes keep nulls: the next pass
 that reads their runs again fills what it can.
 
-Revision ID: 0014_failure_signatures
-Revises: 0013_rescore_jobs
+Revision ID: 0016_failure_signatures
+Revises: 0015_judge_reservations
 Create Date: 2026-12-04
 """
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0014_failure_signatures"
-down_revision = "0013_rescore_jobs"
+revision = "0016_failure_signatures"
+down_revision = "0015_judge_reservations"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,216 @@
+"""What a run's answer can be checked against: the request, the history, the system prompt, the
+tool calls with their arguments and results, the context, and the answer with how it ended.
+
+Read from the run's Mastra-shaped dicts (what every scorer reads), so a run rebuilt from spans
+and a Mastra-shaped JSON run are checked alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import orjson
+
+from tracescore.scorers.scorer_run import ScorerRun
+from tracescore.scorers.utils import (
+    effective_role,
+    get_assistant_message,
+    get_combined_system_prompt,
+    get_text_content,
+    merge_tool_invocations,
+)
+
+_FAILED_RESULT_KEYS = frozenset({"error", "errors", "error_message", "errormessage", "exception"})
+"""A tool result object with one of these keys (and a value) reports a failure."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call: what it was asked, what it answered, whether it failed."""
+
+    name: str
+    args: Any
+    result: Any
+    failed: bool
+    error: str | None
+
+    @property
+    def args_text(self) -> str:
+        return _as_text(self.args)
+
+    @property
+    def result_text(self) -> str:
+        return _as_text(self.result) if not self.failed else (self.error or _as_text(self.result))
+
+
+@dataclass
+class Evidence:
+    """One run's answer and everything it may rely on."""
+
+    answer: str
+    question: str
+    """The user's last message: what the answer answers."""
+    user_texts: list[str] = field(default_factory=list)
+    """Every message of the request and its history (the user's own numbers are evidence)."""
+    system: str = ""
+    calls: list[ToolCall] = field(default_factory=list)
+    context: list[str] = field(default_factory=list)
+    finish_reason: str | None = None
+
+    @cached_property
+    def failed_calls(self) -> list[ToolCall]:
+        """Failed calls no later call of the same tool made good (a retry that worked)."""
+        failed = []
+        for position, call in enumerate(self.calls):
+            if call.failed and not any(
+                later.name == call.name and not later.failed for later in self.calls[position + 1 :]
+            ):
+                failed.append(call)
+        return failed
+
+    @cached_property
+    def served(self) -> bool:
+        """Some tool answered with a result: the run had what it needed to answer."""
+        return any(not call.failed and call.result not in (None, "", [], {}) for call in self.calls)
+
+    @cached_property
+    def request_text(self) -> str:
+        return "\n".join(self.user_texts)
+
+    @cached_property
+    def tool_text(self) -> str:
+        """Every tool call's arguments and result, as text."""
+        return "\n".join(f"{call.name} {call.args_text} {call.result_text}" for call in self.calls)
+
+    def texts(self) -> Iterator[str]:
+        """Every piece of evidence, system prompt last (often long, and shared by many runs)."""
+        yield from self.user_texts
+        yield self.tool_text
+        yield from self.context
+        yield self.system
+
+
+def evidence_of(run: ScorerRun) -> Evidence:
+    """The run's answer and evidence, from its Mastra-shaped input and output."""
+    run_input = run.input if isinstance(run.input, Mapping) else {}
+    output = run.output if isinstance(run.output, list) else []
+    messages = [
+        message
+        for key in ("rememberedMessages", "inputMessages")
+        for message in run_input.get(key) or []
+        if isinstance(message, Mapping)
+    ]
+    user_texts = [text for message in messages if (text := get_text_content(message))]
+    question = next(
+        (
+            text
+            for message in reversed(messages)
+            if effective_role(message) == "user" and (text := get_text_content(message))
+        ),
+        "",
+    )
+    if not messages and isinstance(run.input, str):
+        question, user_texts = run.input, [run.input]
+    calls = [
+        _tool_call(invocation)
+        for message in [*messages, *output]
+        for invocation in merge_tool_invocations(message)
+        if isinstance(invocation, Mapping)
+    ]
+    return Evidence(
+        answer=get_assistant_message(run.output) or "",
+        question=question,
+        user_texts=user_texts,
+        system=get_combined_system_prompt(run_input),
+        calls=calls,
+        context=_context(run),
+        finish_reason=_finish_reason(output),
+    )
+
+
+def _context(run: ScorerRun) -> list[str]:
+    """The retrieved and provided documents (tool results are read from the calls themselves,
+    where what each call was asked is known)."""
+    if run.agent_run is None:
+        return list(run.context)
+    return [doc.content for doc in run.agent_run.context if doc.kind != "tool_result"]
+
+
+def _tool_call(invocation: Mapping[str, Any]) -> ToolCall:
+    result = invocation.get("result")
+    error = invocation.get("errorText")
+    failed = bool(
+        invocation.get("isError")
+        or invocation.get("state") in ("output-error", "output-denied")
+        or _reports_failure(result)
+    )
+    if failed and not error:
+        error = _as_text(result) or "the call failed"
+    return ToolCall(
+        name=str(invocation.get("toolName") or "tool"),
+        args=invocation.get("args"),
+        result=result,
+        failed=failed,
+        error=str(error) if error else None,
+    )
+
+
+def _reports_failure(result: Any) -> bool:
+    if isinstance(result, str):
+        result = _parsed(result)
+    if not isinstance(result, Mapping):
+        return False
+    if result.get("ok") is False or result.get("success") is False:
+        return True
+    status = result.get("status")
+    if isinstance(status, str) and status.lower() in ("error", "failed", "failure", "timeout"):
+        return True
+    return any(str(key).lower() in _FAILED_RESULT_KEYS and value for key, value in result.items())
+
+
+def _parsed(text: str) -> Any:
+    if not text.startswith(("{", "[")):
+        return text
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
+
+
+def _finish_reason(output: list[Any]) -> str | None:
+    for message in reversed(output):
+        content = message.get("content") if isinstance(message, Mapping) else None
+        metadata = content.get("metadata") if isinstance(content, Mapping) else None
+        if isinstance(metadata, Mapping):
+            reason = metadata.get("finish_reason") or metadata.get("finishReason")
+            if reason:
+                return str(reason)
+    return None
+
+
+def _as_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        return str(value)
+
+
+def leaves(value: Any, key: str = "") -> Iterator[tuple[str, Any]]:
+    """``(field, value)`` of every scalar in a tool result, nested fields named by their last key."""
+    if isinstance(value, str) and value.startswith(("{", "[")):
+        value = _parsed(value)
+    if isinstance(value, Mapping):
+        for name, inner in value.items():
+            yield from leaves(inner, str(name))
+    elif isinstance(value, list):
+        for inner in value:
+            yield from leaves(inner, key)
+    elif value is not None:
+        yield key, value
