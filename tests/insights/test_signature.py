@@ -89,7 +89,7 @@ def test_identifiers_found_nowhere_in_the_run_are_unsupported() -> None:
 def test_answer_facts_tell_the_language_refusal_and_apology() -> None:
     facts = answer_facts(
         "When will my espresso machine arrive?",
-        "Claro, su pedido llegará el martes. Gracias por su paciencia.",
+        "Claro, su pedido llegará el martes por la mañana. Muchas gracias por su paciencia.",
         [],
     )
     assert facts == {"language_mismatch": "es<en"}

@@ -92,6 +92,10 @@ PLAIN_SHARE = 0.3
 """A text of at least :data:`PLAIN_WORDS` words, this share of them English function words
 ("the", "you", "is"…), is English without asking the identifier: other languages' texts
 share at most a fifth of their words with that list."""
+LANGUAGE_CONFIDENCE = 0.7
+"""Least confidence of an identification the signature takes (chosen on the tuning stream:
+short answers in another language score 0.7–0.9, English questions misread as another
+language below 0.65)."""
 LANGUAGE_CHARS = 400
 LANGUAGE_CACHE = 4_096
 """Texts whose language is remembered (at most :data:`LANGUAGE_CHARS` characters each)."""
@@ -206,7 +210,7 @@ def _language(text: str) -> str | None:
         and sum(w in ENGLISH_STOP_WORDS for w in words) >= len(words) * PLAIN_SHARE
     ):
         return "en"
-    return detect_language(text)
+    return detect_language(text, LANGUAGE_CONFIDENCE)
 
 
 def answer_facts(request: str, answer: str, signals: Sequence[str]) -> dict[str, str]:
