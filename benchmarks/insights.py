@@ -1,118 +1,173 @@
-"""Insights pass on planted failure modes: time, peak memory and adjusted Rand index.
+"""Insights pass on failure streams: adjusted Rand index per mode, time and memory.
 
-Three planted modes (a tool timing out for one city, answers in the wrong language, refusals)
-among noise (tests/support/failure_modes.py), written to a real SQLite database as traces and
-failing scores; then the real pass (read the failed scores, rebuild the runs from their spans,
-group, name, store) is timed, its peak Python memory taken with tracemalloc, and its groups
-compared with the planted labels (noise counts as one label: runs in no group). Two times:
-the first pass, which rebuilds every run from its spans, and the next one over the same window,
-which reads the runs' texts the first stored (the service's passes every ``insights.interval``
-over a sliding window rebuild only the runs that failed since the pass before).
+Two streams, written to a real SQLite database as traces and failing score rows, then
+grouped by the real pass (read the failed scores, rebuild the runs from their spans, group,
+name, store):
 
-    python benchmarks/insights.py                # 20,000 failed runs: 5,000 per mode, 5,000 noise
-    python benchmarks/insights.py --per-mode 500 --noise 500
-    python benchmarks/insights.py --compare --per-mode 700 --noise 700
+- ``support`` (the default): realistic support traffic (tests/support/support_traffic.py):
+  five modes (refunds wrongly refused, invented order numbers, tool timeouts surfaced as
+  apologies, answers in the wrong language, system-prompt leaks), each paraphrased with varied
+  entities, agents and languages, and 12 % of the failed runs in no mode. ``--part tuning`` is
+  what the defaults were chosen on; ``--part heldout`` has wordings, entities, languages and
+  agents the tuning never saw. ``--no-consistency`` leaves out the ``consistency`` scorer's
+  rows (judges' verdicts only).
+- ``planted``: the older stream (tests/support/failure_modes.py): three modes among made-up
+  words, 5,000 runs each plus 5,000 noise by default (20,000 failed runs: the time and
+  memory figures of docs/benchmarks.md).
 
-``--compare`` prints instead the ARI of the clusterings the default was chosen among, on the
-same vectors (the runs' TF-IDF, request weighed down), over every run at once (no sample):
-agglomerative with single, complete and average linkage at the default cut, DBSCAN at several
-radii and HDBSCAN; groups smaller than ``min_group_size`` count as no group, as in a pass.
+Printed: the groups and their names; the adjusted Rand index, homogeneity and completeness
+over all runs (runs in no group, noise included, count as one label "none"); per mode, its
+main group (where most of its runs went), the share of the mode in it (completeness), the
+share of the group from the mode (homogeneity) and the ARI of "in the mode" against "in its
+main group"; then the pass's times and its peak memory (Python's, by tracemalloc, and the
+process's peak resident set growth during the pass).
+
+    python benchmarks/insights.py --failed 1000 --part tuning
+    python benchmarks/insights.py --failed 5000 --part heldout
+    python benchmarks/insights.py --stream planted            # 20,000 failed runs
+    python benchmarks/insights.py --stream planted --per-mode 7500 --noise 7500 --process
+
+``--process`` runs one pass as the service does, in its helper process
+(``tracescore.insights.pass_process``: cyclic collector off, default settings), and prints that
+process's peak resident set: what a pass adds to the service's memory.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import sys
 import tempfile
 import time
 import tracemalloc
+from collections import Counter
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np
-from sklearn.cluster import DBSCAN, HDBSCAN, AgglomerativeClustering
-from sklearn.metrics import adjusted_rand_score
+from sklearn.metrics import adjusted_rand_score, completeness_score, homogeneity_score
 
-from tests.support.failure_modes import PlantedRun, as_failed_run, planted_stream, store_runs
+from tests.support.failure_modes import planted_stream, store_runs
+from tests.support.support_traffic import store_support_runs, support_stream
 from tracescore.extract.registry import CONVENTIONS
+from tracescore.helper_processes import OneShot
 from tracescore.insights.config import InsightsConfig
-from tracescore.insights.grouping import _tfidf, _weighted
-from tracescore.insights.passes import run_pass
-from tracescore.store import open_store
+from tracescore.insights.passes import PassResult, run_pass
+from tracescore.insights.task import PASS_PROCESS
+from tracescore.store import SpanStore, open_store
 
 START = 1_800_000_000.0
+NONE = "none"
 
 
-def compare(runs: list[PlantedRun]) -> None:
-    """The ARI of each candidate clustering on the pass's own vectors."""
-    config = InsightsConfig()
-    failed = [as_failed_run(run) for run in runs]
-    vectors = _weighted(
-        _tfidf([run.request for run in failed])[0],
-        _tfidf([run.failure() for run in failed])[0],
-        config.request_weight,
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def per_mode(truth: Sequence[str], found: Sequence[str]) -> None:
+    """Each mode's main group, completeness, homogeneity and one-against-rest ARI."""
+    for mode in sorted(set(truth)):
+        inside = [group for t, group in zip(truth, found, strict=True) if t == mode]
+        main, count = Counter(inside).most_common(1)[0]
+        group_size = sum(group == main for group in found)
+        completeness = count / len(inside)
+        homogeneity = count / group_size
+        ari = adjusted_rand_score(
+            [t == mode for t in truth], [g == main and main != NONE for g in found]
+        )
+        print(
+            f"  {mode:<16} runs {len(inside):>5}  main group {main[:8]:<8}  completeness "
+            f"{completeness:.3f}  homogeneity {homogeneity:.3f}  ARI {ari:.3f}"
+        )
+
+
+def measure(store: SpanStore, keys: Sequence[tuple[str, str]], truth: Sequence[str]) -> None:
+    now = datetime.fromtimestamp(START + 7200, UTC)
+    config = InsightsConfig(max_runs=max(20_000, len(keys)))
+    before = _peak_rss_mb()
+    started = time.perf_counter()
+    run_pass(store, config, CONVENTIONS, now=now)
+    first = time.perf_counter() - started
+    rss = _peak_rss_mb() - before
+    started = time.perf_counter()
+    result: PassResult = run_pass(store, config, CONVENTIONS, now=now)
+    seconds = time.perf_counter() - started
+    tracemalloc.start()
+    run_pass(store, config, CONVENTIONS, now=now, save=False)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    group_of = {(m["trace_id"], m["span_id"]): m["group_id"] for m in result.memberships}
+    found = [group_of.get(key, NONE) for key in keys]
+    print(f"failed runs: {result.failed}, groups: {len(result.groups)}")
+    for group in result.groups[:12]:
+        print(f"  {group['size']:>6}  {group['id'][:8]}  {group['name']}")
+    print(
+        f"adjusted Rand index {adjusted_rand_score(truth, found):.3f}, homogeneity "
+        f"{homogeneity_score(truth, found):.3f}, completeness {completeness_score(truth, found):.3f}"
     )
-    distances = np.clip(1.0 - (vectors @ vectors.T).toarray(), 0.0, 2.0)
-    truth = [run.mode for run in runs]
+    per_mode(truth, found)
+    print(
+        f"first pass (runs rebuilt from spans): {first:.1f} s; next pass (stored texts): "
+        f"{seconds:.1f} s; peak Python memory {peak / 1e6:.0f} MB; peak resident set grew "
+        f"{rss:.0f} MB in the first pass"
+    )
 
-    def ari(labels: np.ndarray) -> float:
-        labels = labels.copy()
-        for label in set(labels.tolist()) - {-1}:
-            if (labels == label).sum() < config.min_group_size:
-                labels[labels == label] = -1
-        return float(adjusted_rand_score(truth, labels))
 
-    cut = config.distance_threshold
-    for linkage in ("single", "complete", "average"):
-        found = AgglomerativeClustering(
-            n_clusters=None, metric="precomputed", linkage=linkage, distance_threshold=cut
-        ).fit(distances)
-        print(f"agglomerative, {linkage} linkage, cut {cut}: ARI {ari(found.labels_):.3f}")
-    for eps in (0.3, 0.5, 0.7, 0.8):
-        found = DBSCAN(eps=eps, min_samples=config.min_group_size, metric="precomputed")
-        print(f"DBSCAN eps {eps}: ARI {ari(found.fit(distances).labels_):.3f}")
-    hdbscan = HDBSCAN(min_cluster_size=config.min_group_size, metric="precomputed", copy=True)
-    print(f"HDBSCAN: ARI {ari(hdbscan.fit(distances).labels_):.3f}")
+def in_service_process(store_url: str) -> None:
+    """A pass as the service runs it: in its helper process (``tracescore.insights.pass_process``,
+    gc off, default settings), whose peak resident set is what the service's group grows by."""
+    started = time.perf_counter()
+    report = OneShot(
+        PASS_PROCESS,
+        {
+            "store_url": store_url,
+            "config": InsightsConfig().model_dump(mode="json"),
+            "conventions": [],
+            "judge": None,
+            "started": START + 7200,
+        },
+    ).run()
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(
+        f"pass in the service's helper process: {report['read']} runs read of "
+        f"{report['failed']} failed, {report['groups']} groups, "
+        f"{time.perf_counter() - started:.1f} s, peak resident set {peak:.0f} MB"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--per-mode", type=int, default=5000)
-    parser.add_argument("--noise", type=int, default=5000)
-    parser.add_argument("--compare", action="store_true", help="compare clusterings by ARI")
-    args = parser.parse_args()
-    runs = planted_stream(args.per_mode, args.noise, start=START)
-    if args.compare:
-        compare(runs)
-        return
-    with tempfile.TemporaryDirectory() as workdir:
-        store = open_store(f"sqlite:///{Path(workdir) / 'insights.db'}")
-        store_runs(store, runs)
-        now = datetime.fromtimestamp(START + 7200, UTC)
-        config = InsightsConfig(max_runs=max(20_000, len(runs)))
-        started = time.perf_counter()
-        run_pass(store, config, CONVENTIONS, now=now)
-        first = time.perf_counter() - started
-        started = time.perf_counter()
-        result = run_pass(store, config, CONVENTIONS, now=now)
-        seconds = time.perf_counter() - started
-        tracemalloc.start()
-        run_pass(store, config, CONVENTIONS, now=now, save=False)
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-        store.close()
-    group_of = {(m["trace_id"], m["span_id"]): m["group_id"] for m in result.memberships}
-    found = [group_of.get((run.trace_id, run.span_id), "none") for run in runs]
-    ari = adjusted_rand_score([run.mode for run in runs], found)
-    print(f"failed runs: {result.failed}, groups: {len(result.groups)}")
-    for group in result.groups[:5]:
-        print(f"  {group['size']:>6}  {group['name']}")
-    print(
-        f"first pass (runs rebuilt from spans): {first:.1f} s; next pass (stored texts): "
-        f"{seconds:.1f} s; peak Python memory {peak / 1e6:.0f} MB; adjusted Rand index {ari:.3f}"
+    parser.add_argument("--stream", choices=("support", "planted"), default="support")
+    parser.add_argument("--failed", type=int, default=1000, help="support: failed runs")
+    parser.add_argument("--part", choices=("tuning", "heldout"), default="tuning")
+    parser.add_argument("--no-consistency", action="store_true", help="judges' rows only")
+    parser.add_argument(
+        "--process", action="store_true", help="only a pass in the service's helper process"
     )
+    parser.add_argument("--per-mode", type=int, default=5000, help="planted: runs per mode")
+    parser.add_argument("--noise", type=int, default=5000, help="planted: noise runs")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as workdir:
+        url = f"sqlite:///{Path(workdir) / 'insights.db'}"
+        store = open_store(url)
+        if args.stream == "support":
+            support = support_stream(args.failed, args.part, start=START)
+            store_support_runs(store, support, consistency=not args.no_consistency)
+            keys = [(run.trace_id, run.span_id) for run in support]
+            truth = [run.mode for run in support]
+        else:
+            planted = planted_stream(args.per_mode, args.noise, start=START)
+            store_runs(store, planted)
+            keys = [(run.trace_id, run.span_id) for run in planted]
+            truth = [run.mode for run in planted]
+        if args.process:
+            store.close()
+            in_service_process(url)
+            return
+        measure(store, keys, truth)
+        store.close()
 
 
 if __name__ == "__main__":

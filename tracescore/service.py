@@ -158,7 +158,7 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
     # pages redirect to a login form rather than answer 401
     versions = LiveVersions(store)
     pages = pages_app(
-        web_router(config, store, dashboard, reads, versions), {DatabaseError: outage}
+        web_router(config, store, dashboard, reads, versions, requests), {DatabaseError: outage}
     )
     app.add_middleware(
         PagesApart, pages=pages, live=LivePoll(versions, dashboard, {DatabaseError: outage})

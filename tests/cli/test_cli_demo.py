@@ -153,6 +153,8 @@ def test_demo_serve_starts_the_collector_with_its_alert_rules_and_conversation_b
         assert {*DEFAULT_SCORERS, "chat-coverage"} <= bindings
         alerts = httpx.get(f"http://127.0.0.1:{http_port}/ui/alerts", timeout=10).text
         assert "answers-regressed" in alerts and "chat-memory-regressed" in alerts
+        if stop == signal.SIGINT:
+            _fills_the_failure_modes_page(db_url, f"http://127.0.0.1:{http_port}")
     finally:
         demo.send_signal(stop)
         _, stderr = demo.communicate(timeout=60)
@@ -161,6 +163,25 @@ def test_demo_serve_starts_the_collector_with_its_alert_rules_and_conversation_b
     with socket.socket() as sock:  # the collector stopped with the demo: its port is free
         sock.bind(("127.0.0.1", http_port))
     assert not (tmp_path / "tracescore.db").exists()
+
+
+def _fills_the_failure_modes_page(db_url: str, base_url: str) -> None:
+    """The demo's config marks its unhelpful answers failed: a pass asked for (the button of
+    the failure-modes page, here its API twin) groups them, and the page lists the groups."""
+    deadline = time.monotonic() + 60
+    while sum(r.label == "fail" for r in _scores(db_url)) < 10:
+        assert time.monotonic() < deadline, "no failed runs"
+        time.sleep(0.5)
+    asked = httpx.post(f"{base_url}/api/v1/insights/passes", timeout=10)
+    assert asked.status_code in (202, 409)  # 409: the scheduled pass runs already
+    deadline = time.monotonic() + 120
+    groups: list[dict[str, Any]] = []
+    while not groups:
+        assert time.monotonic() < deadline, "no failure mode found"
+        groups = httpx.get(f"{base_url}/api/v1/insights", timeout=10).json()["items"]
+        time.sleep(1)
+    page = httpx.get(f"{base_url}/ui/insights", timeout=10).text
+    assert groups[0]["name"] in page.replace("&#39;", "'")
 
 
 def _scores(db_url: str) -> list[Any]:

@@ -38,7 +38,7 @@ def test_exported_runs_are_grouped_without_a_database(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     groups = json.loads(result.output)
     names = " ".join(group["name"] for group in groups)
-    assert "spanish" in names and "refused" in names
+    assert "answered in Spanish to an English question" in names and "refused" in names
     assert not (tmp_path / "tracescore.db").exists()
 
 
@@ -51,7 +51,7 @@ def test_a_database_pass_is_printed_saved_and_served(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["insights", "--db", url, "--window", "1h", "--save"])
     assert result.exit_code == 0, result.output
     assert "failure modes among 170 failed runs" in result.output.splitlines()[0]
-    assert "lisbon" in result.output
+    assert "get_weather timed out, answer apologised" in result.output
     api = FastAPI()
     store = open_store(url)
     api.include_router(insights_router(store.engine, V1))

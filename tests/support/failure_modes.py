@@ -163,84 +163,170 @@ def _attr_json(value: object) -> str:
     return orjson.dumps(value).decode()
 
 
+def agent_turn(
+    trace_id: str,
+    span_id: str,
+    *,
+    service: str,
+    agent: str,
+    model: str,
+    request: str,
+    answer: str,
+    start_ns: int,
+    end_ns: int,
+    system: str | None = None,
+) -> Span:
+    """A GenAI-semconv ``invoke_agent`` span: the user's request, the answer and, when given,
+    the system instructions."""
+    attributes: dict[str, object] = {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": agent,
+        "gen_ai.request.model": model,
+        "gen_ai.input.messages": _attr_json(
+            [{"role": "user", "parts": [{"type": "text", "content": request}]}]
+        ),
+        "gen_ai.output.messages": _attr_json(
+            [{"role": "assistant", "parts": [{"type": "text", "content": answer}]}]
+        ),
+    }
+    if system is not None:
+        attributes["gen_ai.system_instructions"] = _attr_json([{"type": "text", "content": system}])
+    return Span(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_span_id=None,
+        name=f"invoke_agent {agent}",
+        kind=1,
+        start_time_ns=start_ns,
+        end_time_ns=end_ns,
+        attributes=attributes,
+        resource=Resource({"service.name": service}),
+        scope=Scope(service, "1", {}),
+    )
+
+
+def tool_call(
+    trace_id: str,
+    span_id: str,
+    parent: str,
+    *,
+    service: str,
+    name: str,
+    arguments: object,
+    result: str | None,
+    error: str | None,
+    start_ns: int,
+    end_ns: int,
+) -> Span:
+    """A GenAI-semconv ``execute_tool`` span: its result, or its error as the span's status."""
+    attributes: dict[str, object] = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": name,
+        "gen_ai.tool.call.id": f"call_{span_id[-4:]}",
+        "gen_ai.tool.call.arguments": _attr_json(arguments),
+    }
+    if error is None:
+        attributes["gen_ai.tool.call.result"] = result or "{}"
+    return Span(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_span_id=parent,
+        name=f"execute_tool {name}",
+        kind=1,
+        start_time_ns=start_ns,
+        end_time_ns=end_ns,
+        attributes=attributes,
+        resource=Resource({"service.name": service}),
+        scope=Scope(service, "1", {}),
+        status_code=2 if error else 0,
+        status_message=error or "",
+    )
+
+
 def trace_spans(run: PlantedRun) -> list[Span]:
     """The run as GenAI-semconv spans: the agent turn and its tool call (in error when the tool
     failed)."""
     start = int(run.failed_at * 1e9) - 2_000_000_000
-    resource = Resource({"service.name": "insights-tests"})
-    scope = Scope("insights-tests", "1", {})
-    user = {"role": "user", "parts": [{"type": "text", "content": run.request}]}
-    final = {"role": "assistant", "parts": [{"type": "text", "content": run.answer}]}
-    agent = Span(
-        trace_id=run.trace_id,
-        span_id=run.span_id,
-        parent_span_id=None,
-        name="invoke_agent",
-        kind=1,
-        start_time_ns=start,
-        end_time_ns=start + 1_500_000_000,
-        attributes={
-            "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.agent.name": run.agent,
-            "gen_ai.request.model": run.model,
-            "gen_ai.input.messages": _attr_json([user]),
-            "gen_ai.output.messages": _attr_json([final]),
-        },
-        resource=resource,
-        scope=scope,
+    agent = agent_turn(
+        run.trace_id,
+        run.span_id,
+        service="insights-tests",
+        agent=run.agent,
+        model=run.model,
+        request=run.request,
+        answer=run.answer,
+        start_ns=start,
+        end_ns=start + 1_500_000_000,
     )
-    tool_attributes: dict[str, object] = {
-        "gen_ai.operation.name": "execute_tool",
-        "gen_ai.tool.name": run.tool,
-        "gen_ai.tool.call.id": "call_1",
-        "gen_ai.tool.call.arguments": _attr_json({"query": run.request}),
-    }
-    if run.tool_error is None:
-        tool_attributes["gen_ai.tool.call.result"] = "{}"
-    tool = Span(
-        trace_id=run.trace_id,
-        span_id=run.span_id[:12] + "0001",
-        parent_span_id=run.span_id,
-        name=f"execute_tool {run.tool}",
-        kind=1,
-        start_time_ns=start + 100_000_000,
-        end_time_ns=start + 1_000_000_000,
-        attributes=tool_attributes,
-        resource=resource,
-        scope=scope,
-        status_code=2 if run.tool_error else 0,
-        status_message=run.tool_error or "",
+    tool = tool_call(
+        run.trace_id,
+        run.span_id[:12] + "0001",
+        run.span_id,
+        service="insights-tests",
+        name=run.tool,
+        arguments={"query": run.request},
+        result=None,
+        error=run.tool_error,
+        start_ns=start + 100_000_000,
+        end_ns=start + 1_000_000_000,
     )
     return [agent, tool]
 
 
-def failing_score(run: PlantedRun, binding: str = "answer-relevancy") -> StoredScore:
-    """The score a binding with a threshold stores for the run: below it, labelled ``fail``."""
-    at = datetime.fromtimestamp(run.failed_at, UTC)
+def failing_row(
+    trace_id: str,
+    span_id: str,
+    scorer: str,
+    *,
+    score: float,
+    reason: str,
+    agent: str,
+    model: str,
+    at: datetime,
+    service: str = "insights-tests",
+    steps: dict[str, object] | None = None,
+    label: str = "fail",
+) -> StoredScore:
+    """The score row a binding with a threshold stores for a run it failed: labelled ``fail``
+    (or ``label``, a scorer's own name for what failed)."""
     return StoredScore(
-        id=score_id(run.trace_id, run.span_id, binding, "1"),
-        trace_id=run.trace_id,
-        span_id=run.span_id,
-        binding=binding,
-        scorer_id=binding,
+        id=score_id(trace_id, span_id, scorer, "1"),
+        trace_id=trace_id,
+        span_id=span_id,
+        binding=scorer,
+        scorer_id=scorer,
         scorer_version="1",
         status="ok",
-        score=0.1,
-        label="fail",
-        reason=run.reason,
+        score=score,
+        label=label,
+        reason=reason,
         error=None,
-        steps=None,
+        steps=steps,
         judge_model=None,
         input_tokens=0,
         output_tokens=0,
         cost_usd=0.0,
         latency_ms=1.0,
         run_kind="agent",
-        service="insights-tests",
-        agent=run.agent,
-        model=run.model,
+        service=service,
+        agent=agent,
+        model=model,
         created_at=at,
         updated_at=at,
+    )
+
+
+def failing_score(run: PlantedRun, binding: str = "answer-relevancy") -> StoredScore:
+    """The score a binding with a threshold stores for the run: below it, labelled ``fail``."""
+    return failing_row(
+        run.trace_id,
+        run.span_id,
+        binding,
+        score=0.1,
+        reason=run.reason,
+        agent=run.agent,
+        model=run.model,
+        at=datetime.fromtimestamp(run.failed_at, UTC),
     )
 
 

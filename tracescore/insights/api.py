@@ -34,7 +34,8 @@ def insights_router(
     ) -> dict[str, Any]:
         """The groups of failed runs the latest pass found: name, description, size, share of
         the failed runs, size at the pass before, first seen, agents, models, the scorers that
-        flagged them, trend over the window and example runs. ``include_gone`` adds groups
+        flagged them, trend over the window, example runs and the signature its runs share
+        (``details.signature``: feature -> share of its runs). ``include_gone`` adds groups
         earlier passes found and the latest did not (size 0)."""
         try:
             with connect(engine) as connection:
@@ -50,7 +51,8 @@ def insights_router(
         cursor: str | None = None,
     ) -> dict[str, Any]:
         """The runs of one group at the latest pass, latest failure first, each with its
-        trace and span ids, agent, model, who flagged it and a summary line."""
+        trace and span ids, agent, model, who flagged it, a summary line, when the run itself
+        started (``started_at``), its failing answer and the scorers' reasons."""
         try:
             with connect(engine) as connection:
                 if failure_group(connection, group_id) is None:

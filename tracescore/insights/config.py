@@ -17,7 +17,9 @@ class FailedRunsConfig(Section):
     """What makes a run failed: any of these marks it."""
 
     below_threshold: bool = True
-    """A score its binding labelled ``fail`` (below the binding's ``threshold``)."""
+    """A score its binding labelled ``fail`` (below the binding's ``threshold``), or one its
+    scorer labelled with what failed (the ``consistency`` scorer: the failed checks' names,
+    anything but ``ok``)."""
     scorer_errors: bool = True
     """A scoring that failed (stored ``error``: the judge could not be reached, or the run
     could not be read)."""
@@ -47,13 +49,23 @@ class InsightsConfig(Section):
     cluster_sample: int = Field(2_000, ge=10, le=20_000)
     """Runs the hierarchical clustering itself sees (its memory grows with the square of it);
     the others join the nearest group found, or none."""
-    distance_threshold: float = Field(0.8, gt=0, lt=2)
+    distance_threshold: float | None = Field(None, gt=0, lt=2)
     """Cosine distance at which two groups stop being merged (average linkage): lower makes
-    more, tighter groups."""
-    request_weight: float = Field(0.3, ge=0, le=1)
-    """How much the user's requests count next to how the runs failed (their answers, tool
-    errors and the reasons they were flagged), which count 1: runs that failed alike on
-    different requests group together, runs on one topic that failed differently do not."""
+    more, tighter groups. Unset: each pass chooses it from its runs (the cut whose groups have
+    the best silhouette)."""
+    signature_weight: float = Field(1.0, ge=0, le=1)
+    """How much the runs' failure signatures count (which scorers failed them with which labels,
+    the ``consistency`` checks failed, failed tool calls' error classes, the answer's language,
+    refusal, apology, leak)."""
+    text_weight: float = Field(0.5, ge=0, le=1)
+    """How much the failure's text counts (answer, tool errors, scorers' reasons, with
+    entities and numbers masked)."""
+    request_weight: float = Field(0.15, ge=0, le=1)
+    """How much the user's requests count: runs that failed alike on different requests group
+    together, runs on one topic that failed differently do not."""
+    merge_similarity: float = Field(0.9, gt=0, le=1)
+    """Groups whose mean signatures have at least this cosine are one group (a mode its wording
+    split)."""
     min_group_size: int = Field(5, ge=2)
     """Groups with fewer runs are left out (those runs fail in ways of their own)."""
     match_similarity: float = Field(0.5, gt=0, le=1)

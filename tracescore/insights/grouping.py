@@ -19,15 +19,19 @@ in the same order and the same settings give the same groups.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import sklearn
 from numpy.typing import NDArray
 from scipy import sparse
-from sklearn.cluster import AgglomerativeClustering
+from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.spatial.distance import squareform
+from sklearn.feature_extraction import DictVectorizer
 from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.metrics import silhouette_score
 from sklearn.preprocessing import normalize
 
 from tracescore.insights.config import InsightsConfig
@@ -40,6 +44,19 @@ ASSIGN_CHUNK = 2_000
 """Runs scored against the centroids at once (a dense runs × groups block)."""
 MAX_FEATURES = 50_000
 """Vocabulary cap: the TF-IDF matrix's width, whatever the runs say."""
+CUTS = np.round(np.arange(0.1, 1.25, 0.05), 2)
+"""The cosine distances a pass tries as its cut (:func:`_silhouette_cut`)."""
+SILHOUETTE_SAMPLE = 1_000
+"""Runs each cut's silhouette is averaged over (the same ones for every cut): a quarter of the
+work of the whole sample, for a choice between cuts that are far apart."""
+SILHOUETTE_MEMORY_MB = 16
+"""Working memory scikit-learn's silhouette may take at once (its default is a gigabyte)."""
+SIGNATURE_SHARE = 0.05
+"""Least share of a group's runs a signature feature must have to describe the group."""
+SIGNATURE_KEPT = 16
+"""Signature features kept per group."""
+WHO = "scorer:"
+"""The signature features that say which scorer flagged a run, not how it failed."""
 
 Embed = Callable[[Sequence[str]], NDArray[np.float32]]
 """Texts to one row vector each (an embedding model)."""
@@ -54,6 +71,8 @@ class Group:
     """Its heaviest terms and their mean TF-IDF weight over its runs (its centroid, in words)."""
     distinctive: list[str]
     """The terms that set it apart from the other failed runs, most distinctive first."""
+    signature: dict[str, float]
+    """Its signature: the share of its runs with each feature (``tool_error:timeout``: 0.97)."""
 
 
 def _tfidf(documents: Sequence[str]) -> tuple[sparse.csr_matrix, NDArray[np.str_]]:
@@ -79,11 +98,56 @@ def _dense(matrix: Any) -> NDArray[np.float64]:
     return np.asarray(matrix.toarray() if sparse.issparse(matrix) else matrix, dtype=np.float64)
 
 
+def _distances(sample: Any) -> NDArray[np.float32]:
+    """The cosine distances of the sample's (L2-normalised) rows, in float32 and in place: the
+    largest array of a pass (``cluster_sample`` squared), made once."""
+    product = sample @ sample.T
+    distances = np.asarray(
+        product.toarray() if sparse.issparse(product) else product, dtype=np.float32
+    )
+    np.clip(distances, -1.0, 1.0, out=distances)
+    np.subtract(1.0, distances, out=distances)
+    np.fill_diagonal(distances, 0.0)
+    return distances
+
+
+def _silhouette_cut(
+    distances: NDArray[np.float32], tree: NDArray[np.float64], min_size: int
+) -> float:
+    """The cut of the average-linkage ``tree`` whose groups have the highest silhouette (how
+    much nearer each run is to its own group than to the next), runs in groups smaller than
+    ``min_size`` counting as groups of their own: a cut that leaves runs ungrouped or that
+    merges two modes both score lower. Chosen per pass from the runs themselves, so no constant
+    tuned on one stream of failures decides how tight a group is."""
+    best, best_cut = -2.0, float(CUTS[-1])
+    for cut in CUTS:
+        labels = fcluster(tree, cut, criterion="distance")
+        sizes = np.bincount(labels)
+        small = sizes[labels] < min_size
+        labels[small] = labels.max() + 1 + np.arange(int(small.sum()))  # each its own group
+        found = len(np.unique(labels))
+        if found < 2 or found >= len(labels):
+            continue
+        score = float(
+            silhouette_score(
+                distances,
+                labels,
+                metric="precomputed",
+                sample_size=min(len(labels), SILHOUETTE_SAMPLE),
+                random_state=0,
+            )
+        )
+        if score > best:
+            best, best_cut = score, float(cut)
+    return best_cut
+
+
 def _clustered(
     vectors: sparse.csr_matrix | NDArray[np.float32], config: InsightsConfig
 ) -> NDArray[np.intp]:
-    """A group number per row (-1: none): agglomerative clustering of an even sample, the rest
-    assigned to the nearest centroid within the threshold. Products stay sparse until they
+    """A group number per row (-1: none): average-linkage clustering of an even sample, cut
+    where the data says (:func:`_silhouette_cut`, unless ``distance_threshold`` is set), the
+    rest assigned to the nearest centroid within the cut. Products stay sparse until they
     are as small as the sample's distances or a chunk's scores: a TF-IDF row is as wide as
     the vocabulary (tens of thousands of terms)."""
     count = vectors.shape[0]
@@ -92,15 +156,14 @@ def _clustered(
         return labels
     picked = np.unique(np.linspace(0, count - 1, min(count, config.cluster_sample)).astype(np.intp))
     sample: Any = vectors[picked]
-    distances = 1.0 - np.clip(_dense(sample @ sample.T), -1.0, 1.0)
-    np.fill_diagonal(distances, 0.0)
-    clustering = AgglomerativeClustering(
-        n_clusters=None,
-        metric="precomputed",
-        linkage="average",
-        distance_threshold=config.distance_threshold,
-    ).fit(distances)
-    found: NDArray[np.intp] = clustering.labels_
+    distances = _distances(sample)
+    tree = linkage(squareform(distances, checks=False), method="average")
+    cut = config.distance_threshold
+    if cut is None:
+        with sklearn.config_context(working_memory=SILHOUETTE_MEMORY_MB):
+            cut = _silhouette_cut(distances, tree, config.min_group_size)
+    del distances
+    found = fcluster(tree, cut, criterion="distance").astype(np.intp) - 1
     labels[picked] = found
     if len(picked) == count:
         return labels
@@ -115,9 +178,45 @@ def _clustered(
         rows = rest[start : start + ASSIGN_CHUNK]
         scores = _dense(vectors[rows] @ centroids.T)
         nearest = scores.argmax(axis=1)
-        near_enough = 1.0 - scores[np.arange(len(rows)), nearest] <= config.distance_threshold
+        near_enough = 1.0 - scores[np.arange(len(rows)), nearest] <= cut
         labels[rows[near_enough]] = nearest[near_enough]
     return labels
+
+
+def _merged_by_signature(
+    labels: NDArray[np.intp], signatures: sparse.csr_matrix, similarity: float
+) -> NDArray[np.intp]:
+    """``labels`` with groups whose signatures agree (cosine of their mean signatures at least
+    ``similarity``) made one: a mode its wording split (one group per error text, per rule
+    cited, per language) fails the same way in each part. ``signatures`` holds the features
+    that say how a run failed, not who noticed: runs that only share the scorer that flagged
+    them have nothing in common to merge on."""
+    found = np.unique(labels[labels >= 0])
+    if len(found) < 2:
+        return labels
+    members = labels >= 0
+    indicator = sparse.csr_matrix(
+        (
+            np.ones(int(members.sum())),
+            (np.searchsorted(found, labels[members]), np.flatnonzero(members)),
+        ),
+        shape=(len(found), len(labels)),
+    )
+    centroids = normalize(indicator @ signatures)
+    alike = _dense(centroids @ centroids.T) >= similarity
+    root = list(range(len(found)))
+
+    def top(i: int) -> int:
+        while root[i] != i:
+            root[i] = root[root[i]]
+            i = root[i]
+        return i
+
+    for i, j in zip(*np.nonzero(np.triu(alike, 1)), strict=True):
+        root[top(int(j))] = top(int(i))
+    merged = labels.copy()
+    merged[members] = found[[top(int(i)) for i in np.searchsorted(found, labels[members])]]
+    return merged
 
 
 def _described(
@@ -145,48 +244,80 @@ def _described(
     return terms, distinctive
 
 
-def _weighted(
-    requests: sparse.csr_matrix | NDArray[np.float32],
-    failures: sparse.csr_matrix | NDArray[np.float32],
-    weight: float,
+def _joined(
+    blocks: Sequence[tuple[sparse.csr_matrix | NDArray[np.float32], float]],
 ) -> sparse.csr_matrix | NDArray[np.float32]:
-    """One row per run: its failure's vector beside its request's scaled by ``weight``, so the
-    cosine of two runs is mostly how alike they failed and partly how alike their requests are."""
-    if sparse.issparse(requests) or sparse.issparse(failures):
-        joined = sparse.hstack([sparse.csr_matrix(requests) * weight, failures], format="csr")
-    else:
-        joined = np.hstack([np.asarray(requests) * weight, np.asarray(failures)])
-    return normalize(joined)
+    """One row per run: each block's row scaled by its weight, side by side, the whole row
+    L2-normalised, so the cosine of two runs is the weighted mix of how alike each block is.
+    The text blocks come normalised; the signature does not: a run with many signs of how it
+    failed leans on them, one that only says which scorer flagged it leans on its text."""
+    if any(sparse.issparse(block) for block, _ in blocks):
+        return normalize(
+            sparse.hstack([sparse.csr_matrix(b) * w for b, w in blocks if w > 0], format="csr")
+        )
+    return normalize(np.hstack([np.asarray(b) * w for b, w in blocks if w > 0]))
+
+
+def _signature_matrix(
+    signatures: Sequence[Mapping[str, float]],
+) -> tuple[sparse.csr_matrix, NDArray[np.str_]]:
+    """The signatures as rows of weighted features, and the features' names."""
+    vectorizer = DictVectorizer(dtype=np.float32)
+    matrix = sparse.csr_matrix(vectorizer.fit_transform(signatures))
+    return matrix, vectorizer.get_feature_names_out()
+
+
+def _signature_shares(
+    features: sparse.csr_matrix, names: NDArray[np.str_], members: list[int]
+) -> dict[str, float]:
+    """The share of a group's runs that have each feature (those of at least
+    :data:`SIGNATURE_SHARE`), most common first."""
+    present = np.asarray((features[members] != 0).mean(axis=0)).ravel()
+    return {
+        str(names[i]): round(float(present[i]), 3)
+        for i in np.argsort(-present, kind="stable")[:SIGNATURE_KEPT]
+        if present[i] >= SIGNATURE_SHARE
+    }
 
 
 def group_documents(
     requests: Sequence[str],
     failures: Sequence[str],
+    signatures: Sequence[Mapping[str, float]],
     config: InsightsConfig,
     embed: Embed | None = None,
 ) -> list[Group]:
-    """The groups of the runs whose requests and failure texts (:meth:`FailedRun.failure`)
-    are given, at least ``min_group_size`` runs each, largest first."""
+    """The groups of the runs whose requests, failure texts (:meth:`FailedRun.failure`) and
+    signatures (:meth:`FailedRun.signature`) are given, at least ``min_group_size`` runs each,
+    largest first."""
     if len(requests) < config.min_group_size:
         return []  # not one group's worth (a window with no failed run at all included)
     asked, asked_terms = _tfidf(requests)
     failed, failed_terms = _tfidf(failures)
+    signed, features = _signature_matrix(signatures)
     # Named by the terms of both texts alike (the city a tool fails for is in the request),
     # grouped with the request weighed down.
-    tfidf = sparse.csr_matrix(_weighted(asked, failed, 1.0))
+    tfidf = sparse.csr_matrix(_joined([(asked, 1.0), (failed, 1.0)]))
     vocabulary = np.concatenate([asked_terms, failed_terms])
-    vectors = (
-        _weighted(normalize(embed(requests)), normalize(embed(failures)), config.request_weight)
-        if embed is not None
-        else _weighted(asked, failed, config.request_weight)
+    if embed is not None:
+        asked, failed = normalize(embed(requests)), normalize(embed(failures))
+    vectors = _joined(
+        [
+            (signed, config.signature_weight),
+            (failed, config.text_weight),
+            (asked, config.request_weight),
+        ]
     )
-    labels = _clustered(vectors, config)
+    telling = signed[:, [i for i, name in enumerate(features) if not name.startswith(WHO)]]
+    labels = _merged_by_signature(_clustered(vectors, config), telling, config.merge_similarity)
     groups = []
     for label in np.unique(labels[labels >= 0]):
         members = [int(i) for i in np.flatnonzero(labels == label)]
         if len(members) < config.min_group_size:
             continue
         terms, distinctive = _described(tfidf, vocabulary, members)
-        groups.append(Group(members, terms, distinctive))
+        groups.append(
+            Group(members, terms, distinctive, _signature_shares(signed, features, members))
+        )
     groups.sort(key=lambda group: (-len(group.members), group.members[0]))
     return groups

@@ -14,13 +14,15 @@ from numpy.typing import NDArray
 
 from tracescore.extract.base import Convention
 from tracescore.insights.config import InsightsConfig
+from tracescore.insights.describe import signature_description, signature_name
 from tracescore.insights.grouping import Embed, Group, group_documents
-from tracescore.insights.naming import judge_names, term_name
+from tracescore.insights.naming import judge_names
 from tracescore.insights.runs import FailedRun, read_runs, sample_failed_runs
 from tracescore.insights.tracking import match_groups
 from tracescore.judge.client import api_key, litellm
 from tracescore.judge.config import JudgeConfig
 from tracescore.judge.protocol import Judge
+from tracescore.language import release_model
 from tracescore.store import SpanStore, connect
 from tracescore.store.insights import (
     FailureGroup,
@@ -32,6 +34,10 @@ from tracescore.store.insights import (
 
 KNOWN_GROUPS = 500
 """Stored groups a pass's groups are matched against: the ones seen last."""
+ANSWER_SHOWN = 1_000
+"""Characters of a run's failing answer kept for its group's page."""
+REASON_SHOWN = 500
+"""Characters of each scorer's reason kept for the page."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +80,11 @@ def _trend(runs: Sequence[FailedRun], since: float, until: float, buckets: int) 
 
 
 def _details(
-    runs: Sequence[FailedRun], config: InsightsConfig, since: float, until: float
+    runs: Sequence[FailedRun],
+    signature: dict[str, float],
+    config: InsightsConfig,
+    since: float,
+    until: float,
 ) -> dict[str, Any]:
     latest = sorted(runs, key=lambda run: (-run.failed_at, run.key))
     return {
@@ -84,6 +94,7 @@ def _details(
             Counter(name for run in runs for name in sorted(run.flagged_by)).most_common(10)
         ),
         "trend": _trend(runs, since, until, config.trend_buckets),
+        "signature": signature,
         "window": [since, until],
         "examples": [
             {"trace_id": run.trace_id, "span_id": run.span_id, "summary": run.summary()}
@@ -102,38 +113,58 @@ def group_runs(
 ) -> list[tuple[Group, FailureGroup]]:
     """The groups of ``runs`` with their stored shape (not yet matched: ids are empty)."""
     groups = group_documents(
-        [run.request for run in runs], [run.failure() for run in runs], config, embed
+        [run.request for run in runs],
+        [run.failure() for run in runs],
+        [run.signature() for run in runs],
+        config,
+        embed,
     )
     examples = [
         sorted((runs[i] for i in group.members), key=lambda run: run.key)[: config.examples]
         for group in groups
     ]
+    signed = [
+        signature_name(
+            group.signature, [runs[i].answer for i in group.members[:50]], group.distinctive
+        )
+        for group in groups
+    ]
     names = (
-        judge_names(judge, [(g.distinctive, ex) for g, ex in zip(groups, examples, strict=True)])
+        judge_names(
+            judge,
+            [
+                (
+                    f"{name} ({signature_description(g.signature, len(g.members))})",
+                    g.distinctive,
+                    ex,
+                )
+                for name, g, ex in zip(signed, groups, examples, strict=True)
+            ],
+        )
         if judge is not None
         else [None] * len(groups)
     )
     total = max(1, len(runs))
     shaped = []
-    for group, named in zip(groups, names, strict=True):
+    for group, signed_name, named in zip(groups, signed, names, strict=True):
         members = [runs[i] for i in group.members]
         shaped.append(
             (
                 group,
                 FailureGroup(
                     id="",
-                    name=named.name if named else term_name(group.distinctive),
+                    name=named.name if named else signed_name,
                     description=named.description
                     if named
-                    else f"{len(members)} failed runs sharing: {', '.join(group.distinctive)}",
-                    named_by="judge" if named else "terms",
+                    else signature_description(group.signature, len(members)),
+                    named_by="judge" if named else "signature",
                     terms=group.terms,
                     first_seen=window[1],
                     last_seen=window[1],
                     size=len(members),
                     previous_size=0,
                     share=round(len(members) / total, 4),
-                    details=_details(members, config, *window),
+                    details=_details(members, group.signature, config, *window),
                 ),
             )
         )
@@ -157,6 +188,7 @@ def run_pass(
     runs = read_runs(
         store, sample.runs.values(), conventions, keep_since=since.timestamp() if save else None
     )
+    release_model()  # languages are identified while reading: its memory goes to grouping
     embedding = config.embedding()
     embed = embedder(embedding, config.embedding_batch) if embedding is not None else None
     window = (since.timestamp(), until.timestamp())
@@ -186,6 +218,9 @@ def run_pass(
                 model=runs[i].model,
                 flagged_by=sorted(runs[i].flagged_by),
                 summary=runs[i].summary(),
+                started_at=runs[i].started_at,
+                answer=runs[i].answer[:ANSWER_SHOWN],
+                reasons=[reason[:REASON_SHOWN] for reason in runs[i].reasons],
             )
             for i in group.members
         )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,7 +23,17 @@ from tracescore.extract import extract_runs
 from tracescore.extract.base import Convention
 from tracescore.extract.model import AgentRun
 from tracescore.insights.config import FailedRunsConfig
-from tracescore.scorers.llm.run_text import as_text, response_text, user_text
+from tracescore.insights.signature import (
+    BINDING_LABELS,
+    CONSISTENCY,
+    failed_checks,
+    language_signals,
+    leaks,
+    masked,
+    signature_features,
+    unsupported_identifiers,
+)
+from tracescore.scorers.llm.run_text import as_text, response_text, system_prompt, user_text
 from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.scorers.utils import merge_tool_invocations
 from tracescore.spans import Trace
@@ -31,9 +42,18 @@ from tracescore.store.feedback import negative_verdicts
 from tracescore.store.insights import RunText, current_groups, keep_run_texts, run_texts
 from tracescore.store.score_reads import failed_scores
 
-FIELD_CHARS = 2_000
-"""The most characters of each field a run contributes: a long answer says no more about how
-it failed than its start, and the pass's memory stays bounded by ``max_runs`` times this."""
+FIELD_CHARS = 1_000
+"""The most characters of each text field a run contributes (request, answer, error): a long
+answer says no more about how it failed than its start."""
+REASON_CHARS = 500
+"""The most characters kept of each reason (a scorer's, a reviewer's comment)."""
+MAX_REASONS = 3
+"""Reasons kept per run."""
+TOOL_CHARS = 300
+"""The most characters of each tool line (``<tool> failed: <error>``)."""
+MAX_TOOLS = 10
+"""Tool lines kept per run: with the caps above, a run holds at most about 9,000 characters,
+so the pass's memory is bounded by ``max_runs`` times that whatever the traces say."""
 TRACE_BATCH = 200
 """Traces loaded and rebuilt at once."""
 
@@ -54,22 +74,40 @@ class FailedRun:
     tools: list[str] = field(default_factory=list)
     """``<tool> failed: <error>`` for each failed call, ``<tool>`` for the others."""
     error: str = ""
+    checks: set[str] = field(default_factory=set)
+    """The ``consistency`` checks that failed on it."""
+    labels: set[str] = field(default_factory=set)
+    """``<scorer>=<label>`` of failing scores whose label says more than ``fail``."""
+    signals: list[str] = field(default_factory=list)
+    """What only its trace shows (:func:`trace_signals`): ``leak``, ``unsupported_id``, the
+    languages of its request and answer."""
+    started_at: float | None = None
+    """When the run itself started (its verdicts come later)."""
 
     @property
     def key(self) -> tuple[str, str]:
         return self.trace_id, self.span_id
 
     def failure(self) -> str:
-        """What the run did and why it was marked failed: with its request, what it is grouped by."""
-        return "\n".join(
-            part
-            for part in (
-                self.answer,
-                " ".join(self.tools),
-                self.error,
-                *self.reasons,
+        """What the run did and why it was marked failed, entities and numbers masked: with its
+        signature and request, what it is grouped by."""
+        failed_tools = [line for line in self.tools if " failed: " in line]
+        return masked(
+            "\n".join(
+                part for part in (self.answer, *failed_tools, self.error, *self.reasons) if part
             )
-            if part
+        )
+
+    def signature(self) -> dict[str, float]:
+        """Its signature's features (:mod:`tracescore.insights.signature`) and their weights."""
+        return signature_features(
+            self.flagged_by,
+            self.labels,
+            self.checks,
+            self.tools,
+            self.request,
+            self.answer,
+            self.signals,
         )
 
     def summary(self) -> str:
@@ -93,6 +131,8 @@ class FailedRun:
             answer=self.answer,
             error=self.error,
             tools=self.tools,
+            signals=self.signals,
+            started_at=self.started_at,
         )
 
     def take(self, text: RunText) -> None:
@@ -101,23 +141,48 @@ class FailedRun:
         self.model = self.model or text["model"]
         self.request, self.answer, self.error = text["request"], text["answer"], text["error"]
         self.tools = list(text["tools"])
+        self.signals = list(text["signals"] or [])
+        self.started_at = text["started_at"]
 
     def read(self, run: ScorerRun) -> None:
         """Take the request, answer, tool calls and error from the rebuilt ``run``."""
-        self.request = user_text(run)[:FIELD_CHARS]
-        self.answer = response_text(run)[:FIELD_CHARS]
+        request, answer = user_text(run), response_text(run)
+        self.request = request[:FIELD_CHARS]
+        self.answer = answer[:FIELD_CHARS]
         self.error = (run.error or "")[:FIELD_CHARS]
         messages = run.output if isinstance(run.output, list) else [run.output]
-        for message in messages:
-            for call in merge_tool_invocations(message):
-                self.tools.append(_tool_line(call))
+        calls = [call for message in messages for call in merge_tool_invocations(message)]
+        lines = [_tool_line(call) for call in calls]
+        failed = [line for line in lines if " failed: " in line]
+        self.tools.extend(
+            [*failed, *(line for line in lines if " failed: " not in line)][:MAX_TOOLS]
+        )
+        self.signals = trace_signals(request, answer, system_prompt(run), calls)
+
+
+def trace_signals(
+    request: str, answer: str, system: str, calls: Sequence[Mapping[str, Any]]
+) -> list[str]:
+    """What a run's trace shows that its stored text does not keep: the answer repeats the
+    system prompt (``leak``), the answer states an identifier found nowhere in the request,
+    system prompt or tool calls (``unsupported_id``); and the languages of its request and
+    answer (:func:`language_signals`), identified once."""
+    signals = language_signals(request, answer)
+    if leaks(answer, system):
+        signals.append("leak")
+    evidence = (
+        text for call in calls for text in (as_text(call.get("args")), as_text(call.get("result")))
+    )  # rendered only for an answer that states identifiers
+    if unsupported_identifiers(answer, itertools.chain((request, system), evidence)):
+        signals.append("unsupported_id")
+    return signals
 
 
 def _tool_line(call: Mapping[str, Any]) -> str:
     name = str(call.get("toolName") or "tool")
     if call.get("state") == "output-error" or call.get("isError"):
         failure = call.get("errorText") or call.get("result") or "error"
-        return f"{name} failed: {as_text(failure)[:FIELD_CHARS]}"
+        return f"{name} failed: {as_text(failure)[:TOOL_CHARS]}"
     return name
 
 
@@ -177,9 +242,16 @@ def sample_failed_runs(
                         run.agent = run.agent or score["agent"]
                         run.model = run.model or score["model"]
                         run.flagged_by.add(score["scorer_id"])
+                        own = score["label"] not in BINDING_LABELS and score["label"]
+                        if score["scorer_id"] == CONSISTENCY:
+                            # Its label joins the failed checks' names: the steps say the same.
+                            found = failed_checks(score["steps"])
+                            run.checks.update(found or (own.split("+") if own else ()))
+                        elif own:
+                            run.labels.add(f"{score['scorer_id']}={own}")
                         reason = score["reason"] or score["error"]
-                        if reason and len(run.reasons) < 5:
-                            run.reasons.append(reason[:FIELD_CHARS])
+                        if reason and len(run.reasons) < MAX_REASONS:
+                            run.reasons.append(reason[:REASON_CHARS])
         for verdict in negative_verdicts(
             connection, since, until, failed.feedback_labels, failed.feedback_below
         ):
@@ -190,8 +262,8 @@ def sample_failed_runs(
             )
             if run is not None:
                 run.flagged_by.add(f"feedback:{verdict['name']}")
-                if verdict["comment"] and len(run.reasons) < 5:
-                    run.reasons.append(verdict["comment"][:FIELD_CHARS])
+                if verdict["comment"] and len(run.reasons) < MAX_REASONS:
+                    run.reasons.append(verdict["comment"][:REASON_CHARS])
     return sample
 
 
@@ -272,6 +344,9 @@ def _rebuild(
                 agent_run = rebuilt.get(failed.span_id)
                 if agent_run is not None:
                     failed.agent = failed.agent or agent_run.agent_name
+                    failed.started_at = (
+                        agent_run.start_time.timestamp() if agent_run.start_time else None
+                    )
                     failed.model = failed.model or agent_run.model
                     failed.read(ScorerRun.of(agent_run))
                     found.append(failed)
@@ -303,7 +378,10 @@ def _merged(runs: Sequence[FailedRun]) -> list[FailedRun]:
             kept[run.key] = run
             continue
         same.flagged_by |= run.flagged_by
+        same.checks |= run.checks
+        same.labels |= run.labels
         same.reasons.extend(run.reasons)
+        del same.reasons[MAX_REASONS:]
         same.failed_at = max(same.failed_at, run.failed_at)
     return sorted(kept.values(), key=lambda run: run.key)
 
@@ -322,6 +400,6 @@ def runs_from_exports(items: Iterable[Mapping[str, Any]]) -> Iterator[FailedRun]
         if scored.get("binding"):
             run.flagged_by.add(str(scored["binding"]))
         if scored.get("reason"):
-            run.reasons.append(str(scored["reason"])[:FIELD_CHARS])
+            run.reasons.append(str(scored["reason"])[:REASON_CHARS])
         run.read(ScorerRun.of(item))
         yield run

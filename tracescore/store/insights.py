@@ -66,6 +66,12 @@ class FailureMembershipRow(SQLModel, table=True):
     """The scorers (or ``feedback:<name>``) that marked the run failed."""
     summary: str = Field(default="", sa_column=Column(Text))
     """A line of what the run asked and what went wrong, for the group's page."""
+    started_at: float | None = None
+    """When the run itself started (``failed_at`` is its latest failing verdict's time)."""
+    answer: str | None = Field(default=None, sa_column=Column(Text))
+    """The failing answer, its start."""
+    reasons: list[str] | None = Field(default=None, sa_column=Column(JSON))
+    """What the scorers that failed it said."""
 
 
 class FailedRunTextRow(SQLModel, table=True):
@@ -85,6 +91,9 @@ class FailedRunTextRow(SQLModel, table=True):
     answer: str = Field(default="", sa_column=Column(Text))
     error: str = Field(default="", sa_column=Column(Text))
     tools: list[str] = Field(sa_column=Column(JSON))
+    signals: list[str] | None = Field(default=None, sa_column=Column(JSON))
+    """What the trace showed beyond this text (see :func:`tracescore.insights.runs.trace_signals`)."""
+    started_at: float | None = None
 
 
 GROUPS = table_of(FailureGroupRow)
@@ -121,6 +130,9 @@ class Membership(TypedDict):
     model: str | None
     flagged_by: list[str]
     summary: str
+    started_at: float | None
+    answer: str | None
+    reasons: list[str] | None
 
 
 class RunText(TypedDict):
@@ -133,6 +145,8 @@ class RunText(TypedDict):
     answer: str
     error: str
     tools: list[str]
+    signals: list[str] | None
+    started_at: float | None
 
 
 _CHUNK = 500

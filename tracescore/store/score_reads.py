@@ -387,18 +387,32 @@ class FailedScore(TypedDict):
     agent: str | None
     model: str | None
     created_at: datetime
+    label: str | None
+    steps: dict[str, Any] | None
+    """The ``consistency`` scorer's steps (its failed checks); None for every other scorer,
+    whose steps (judge prompts) a pass does not read."""
 
 
-_FAILED_COLUMNS = tuple(SCORES.c[name] for name in FailedScore.__annotations__)
+CONSISTENCY_SCORER = "consistency"
+PASSING_LABELS = ("pass", "ok")
+"""Labels of a score that passed: a binding's ``pass``, a scorer's own ``ok``."""
+_FAILED_COLUMNS = (
+    *(SCORES.c[name] for name in FailedScore.__annotations__ if name != "steps"),
+    case((SCORES.c.scorer_id == CONSISTENCY_SCORER, SCORES.c.steps), else_=None).label("steps"),
+)
 
 
 def failed_scores(
     connection: Connection, since: datetime, until: datetime, *, errors: bool
 ) -> Iterator[FailedScore]:
-    """The window's scores below their binding's threshold (label ``fail``) and, with
+    """The window's scores below their binding's threshold (label ``fail``) or labelled by
+    their scorer with what failed (any label but :data:`PASSING_LABELS`) and, with
     ``errors``, the scorings that failed, streamed in (created_at, id) order so a caller
     sampling them holds its sample only, never the whole window."""
-    failing = SCORES.c.label == "fail"
+    label = SCORES.c.label
+    # A binding's threshold labels a score ``fail``; a scorer that names its own verdicts
+    # (``consistency``: the checks that failed) stores that name instead, ``ok`` when it passed.
+    failing = or_(label == "fail", and_(label.is_not(None), label.not_in(PASSING_LABELS)))
     query = (
         select(*_FAILED_COLUMNS)
         .where(

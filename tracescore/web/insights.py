@@ -1,19 +1,32 @@
-"""The failure-modes pages' data: the latest pass's groups, and one group's runs."""
+"""The failure-modes pages' data: the latest pass's groups (or, before any, what the page waits
+for), one group's signature and runs, and the form that asks for a pass now."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import APIRouter, HTTPException
-from fastapi.responses import HTMLResponse
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from tracescore.insights.config import InsightsConfig
+from tracescore.insights.task import LEASE_NAME, PassRequests
+from tracescore.pipeline.config import ScorerBinding
 from tracescore.store import Database, connect
 from tracescore.store.insights import failure_group, group_runs, list_groups
+from tracescore.store.leases import lease_expiry
 
 BARS = "▁▂▃▄▅▆▇█"
 PAGE = 100
+ASKED = {
+    "started": "A pass is due now: its groups replace these when it ends (reload in a minute).",
+    "running": "A pass is running already: its groups come at its end.",
+    "off": "Passes are off here (insights.enabled: false): run `tracescore insights` instead.",
+}
+"""What the page says after its button was pressed (``?asked=<key>``)."""
 
 
 def sparkline(counts: list[int]) -> str:
@@ -22,9 +35,40 @@ def sparkline(counts: list[int]) -> str:
     return "".join(BARS[min(7, count * 8 // (top + 1))] if top else BARS[0] for count in counts)
 
 
-def insights_page(engine: Database) -> dict[str, Any]:
+def _when(epoch: float | None) -> str:
+    if epoch is None:
+        return "–"
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def failed_means(config: InsightsConfig, scorers: Sequence[ScorerBinding]) -> list[str]:
+    """What counts as a failed run here, in words, from the ``insights.failed`` settings and
+    the bindings' thresholds (a binding without one labels nothing ``fail``)."""
+    failed = config.failed
+    means = []
+    if failed.below_threshold:
+        held = [binding.name for binding in scorers if binding.threshold is not None]
+        means.append(
+            f"a score below its binding's threshold ({', '.join(held)})"
+            if held
+            else "a score below its binding's threshold — but no binding has a threshold yet: "
+            "give one (for example threshold: 1.0 on the consistency scorer's binding)"
+        )
+    if failed.scorer_errors:
+        means.append("a scoring that failed (stored as error)")
+    if failed.feedback_labels:
+        means.append(f"human feedback labelled {', '.join(failed.feedback_labels)}")
+    if failed.feedback_below is not None:
+        means.append(f"human feedback whose value is below {failed.feedback_below:g}")
+    return means
+
+
+def insights_page(
+    engine: Database, config: InsightsConfig, scorers: Sequence[ScorerBinding], asked: str | None
+) -> dict[str, Any]:
     with connect(engine) as connection:
         groups, _ = list_groups(connection, 200, None)
+        next_pass = lease_expiry(connection, LEASE_NAME)
     shown = [
         {
             **group,
@@ -33,30 +77,74 @@ def insights_page(engine: Database) -> dict[str, Any]:
         }
         for group in groups
     ]
-    return {"groups": shown}
+    now = time.time()
+    return {
+        "groups": shown,
+        "failed_means": failed_means(config, scorers),
+        "enabled": config.enabled,
+        "next_pass": "now" if next_pass is None or next_pass <= now else _when(next_pass),
+        "interval_minutes": round(config.interval / 60),
+        "window_hours": round(config.window / 3600, 1),
+        "asked": ASKED.get(asked or ""),
+    }
+
+
+def _signature(details: dict[str, Any]) -> list[tuple[str, str, int]]:
+    """A group's signature as (kind, value, percent of its runs) rows."""
+    rows = []
+    for feature, share in (details.get("signature") or {}).items():
+        kind, _, value = str(feature).partition(":")
+        rows.append((kind.replace("_", " "), value, round(float(share) * 100)))
+    return rows
 
 
 def group_page(engine: Database, group_id: str, cursor: str | None) -> dict[str, Any] | None:
-    """A group and a page of its runs; None for an unknown group. ValueError for a bad cursor."""
+    """A group, its signature and a page of its runs; None for an unknown group. ValueError for
+    a bad cursor."""
     with connect(engine) as connection:
         group = failure_group(connection, group_id)
         if group is None:
             return None
         runs, next_cursor = group_runs(connection, group_id, PAGE, cursor)
     shown = [
-        {**run, "when": datetime.fromtimestamp(run["failed_at"], UTC).strftime("%Y-%m-%d %H:%M:%S")}
+        {
+            **run,
+            "ran": _when(run["started_at"] if run["started_at"] is not None else run["failed_at"]),
+            "flagged": _when(run["failed_at"]),
+        }
         for run in runs
     ]
-    return {"group": group, "runs": shown, "next_cursor": next_cursor}
+    return {
+        "group": group,
+        "signature": _signature(group["details"]),
+        "runs": shown,
+        "next_cursor": next_cursor,
+    }
 
 
-def insights_pages(engine: Database, page: Callable[..., HTMLResponse]) -> APIRouter:
-    """``/ui/insights`` and ``/ui/insights/{id}``, rendered by ``page`` (the dashboard's)."""
+def insights_pages(
+    engine: Database,
+    page: Callable[..., HTMLResponse],
+    config: InsightsConfig,
+    scorers: Sequence[ScorerBinding],
+    requests: PassRequests | None,
+) -> APIRouter:
+    """``/ui/insights``, ``/ui/insights/{id}`` (rendered by ``page``, the dashboard's) and the
+    form asking for a pass now (``requests``: this service's, None when passes are off)."""
     router = APIRouter(include_in_schema=False)
 
     @router.get("/ui/insights")
-    def insights() -> HTMLResponse:
-        return page("insights.html", **insights_page(engine))
+    def insights(asked: str | None = None) -> HTMLResponse:
+        return page("insights.html", **insights_page(engine, config, scorers, asked))
+
+    @router.post("/ui/insights/passes")
+    async def request_pass() -> Response:
+        if requests is None:
+            return RedirectResponse("/ui/insights?asked=off", 303)
+        if not await run_in_threadpool(requests.due_now, time.time()):
+            return RedirectResponse("/ui/insights?asked=running", 303)
+        requests.wake.set()
+        return RedirectResponse("/ui/insights?asked=started", 303)
 
     @router.get("/ui/insights/{group_id}")
     def insights_group(group_id: str, cursor: str | None = None) -> HTMLResponse:

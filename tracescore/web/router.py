@@ -17,6 +17,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, Response
 
 from tracescore.config import Config
+from tracescore.insights.task import PassRequests
 from tracescore.store import SpanStore, score_reads
 from tracescore.store.score_reads import ScoreFilter
 from tracescore.web import alerting
@@ -86,9 +87,11 @@ def web_router(
     keys: DashboardKeys,
     reads: ReadProcesses,
     versions: LiveVersions,
+    insight_requests: PassRequests | None,
 ) -> APIRouter:
     """The pages; ``reads`` builds the overview and trace pages in reader processes, off the
-    ingest path; ``versions`` is what ``/ui/live`` answers (:mod:`tracescore.web.live`)."""
+    ingest path; ``versions`` is what ``/ui/live`` answers (:mod:`tracescore.web.live`);
+    ``insight_requests`` starts insights passes on demand (None: passes are off)."""
     router = APIRouter(include_in_schema=False)
     rules = list(config.alerts.rules)
     overviews = SharedValues(OVERVIEW_TTL)
@@ -200,6 +203,9 @@ def web_router(
         insights_pages(
             store.engine,
             lambda template, status=200, **data: _page(template, status, **common, **data),
+            config.insights,
+            config.scorers,
+            insight_requests,
         ),
         dependencies=[Depends(signed_in_page)],
     )

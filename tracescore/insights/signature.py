@@ -1,0 +1,261 @@
+"""A failed run's signature: how it failed, apart from how it was worded.
+
+Runs of one failure mode are written differently every time (other requests, entities,
+languages, error texts), so grouping by their words splits a mode by its wording. What stays
+the same is what failed: the scorers that flagged the run and their labels, the
+``consistency`` checks that failed, the tools whose calls failed and the class of their error,
+and a few facts about the answer (in another language than the request, a refusal, an apology,
+a verbatim run of the system prompt, an identifier found nowhere in the run). Those are the
+signature's features; the grouping weighs them above the run's masked text.
+
+Every feature comes from what any service stores: score rows (scorer, label, the
+``consistency`` scorer's ``checks`` step), the spans' request, answer, system prompt and tool
+calls. None needs a particular scorer: with the ``consistency`` scorer configured its checks
+add to the features, without it the answer's own facts and the tool errors still tell the
+modes apart.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+from tracescore.language import detect_language
+
+# Masks, most specific first: what varies from run to run within a mode. Each with a character
+# its matches need, so a text without it skips the pattern (most texts hold no "@" or "://").
+_MASKS = (
+    ("@", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"), " <email> "),
+    ("://", re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE), " <url> "),
+    (".", re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), " <host> "),
+    (".", re.compile(r"\b(?:[a-z0-9-]+\.)+(?:com|net|org|io|internal|local|prod|svc|dev)\b(?::\d+)?", re.I), " <host> "),
+    ("", re.compile(r"\b[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\b", re.I), " <id> "),
+    ("", re.compile(r"\b[0-9a-f]{16,}\b", re.I), " <id> "),
+    ("", re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|s|sec|secs|seconds?|minutes?|min|h|hours?)\b", re.I), " <duration> "),
+    ("", re.compile(r"[$€£]\s?\d[\d,.]*\d|[$€£]\s?\d"), " <number> "),
+    ("", re.compile(r"#?\b[A-Za-z]{0,4}[-/#]?\d[\w/-]*\d\w*\b|#\d+\b"), " <id> "),
+    ("", re.compile(r"\b\d[\d,.]*\b"), " <number> "),
+)  # fmt: skip
+_DIGIT = re.compile(r"\d")
+_NAME = re.compile(r"(?<=[a-z,;:] )[A-Z][a-z]+(?: [A-Z][a-z]+)*")
+"""A capitalised word inside a sentence: a person's, a place's or a product's name."""
+_IDENTIFIER = re.compile(r"#?\b[A-Za-z]{0,4}[-/#]?\d{5,}(?:-[A-Za-z0-9]+)?\b")
+"""An identifier-like value (an order, ticket or tracking number): five digits or more."""
+_WORDS = re.compile(r"\w+")
+_LETTERS = re.compile(r"[^\W\d_]+")
+
+REFUSAL = re.compile(
+    r"\b(?:can ?not|can't|can’t|cannot|unable to|not able to|won't be able|will not|"
+    r"not (?:possible|eligible|allowed|permitted|available)|aren't possible|isn't possible|"
+    r"(?:am|'m) afraid|regrettably|must decline|no longer (?:eligible|possible)|"
+    r"doesn't allow|does not allow|don't allow|only (?:possible|available|eligible)|"
+    r"outside (?:the|our) \w+ (?:window|period)|(?:is|was|has been) (?:denied|declined)|"
+    r"can(?:no|')t be (?:refunded|processed|approved|issued))\b",
+    re.IGNORECASE,
+)
+QUOTES_INSTRUCTIONS = re.compile(
+    r"\b(?:my|the) (?:system prompt|(?:initial |internal )?instructions|guidelines|configuration)"
+    r"\b|\bI (?:was|am) (?:told|instructed)\b|^\W*(?:\w+\W+){0,8}you are (?:\w+, )?(?:a|an|the)\b",
+    re.IGNORECASE,
+)
+"""An answer that speaks of its own instructions: a leak's mark where the system prompt
+itself is not in the spans to compare with."""
+APOLOGY = re.compile(
+    r"\b(?:sorry|apolog\w*|try again|retry|later|at the moment|right now|not responding|"
+    r"temporarily|unavailable|trouble)\b",
+    re.IGNORECASE,
+)
+
+ERROR_CLASSES = (
+    ("timeout", re.compile(r"time[d -]?\s?out|deadline|took too long", re.I)),
+    ("rate_limited", re.compile(r"rate.?limit|too many requests|\b429\b|quota", re.I)),
+    ("unauthorized", re.compile(r"unauthori[sz]ed|forbidden|\b40[13]\b|permission|api key", re.I)),
+    ("not_found", re.compile(r"not found|\b404\b|no such|does not exist", re.I)),
+    ("connection", re.compile(r"connect|refused|unreachable|reset by peer|dns|resolve", re.I)),
+    ("server_error", re.compile(r"\b50[0-3]\b|internal server error|bad gateway", re.I)),
+    ("invalid", re.compile(r"invalid|validation|malformed|\b400\b|bad request|schema", re.I)),
+)
+"""Error classes a failed tool call's message is sorted into, first match wins (a 504
+Gateway Time-out is a timeout, not a server error)."""
+
+LEAK_SHINGLE = 6
+"""Words in a row an answer must share with the system prompt for a shared run to count."""
+LEAK_SHINGLES = 3
+"""Shared runs of :data:`LEAK_SHINGLE` words that make a leak (about 8 words verbatim)."""
+
+PLAIN_WORDS = 5
+PLAIN_SHARE = 0.3
+"""A text of at least :data:`PLAIN_WORDS` words, this share of them English function words
+("the", "you", "is"…), is English without asking the identifier: other languages' texts
+share at most a fifth of their words with that list."""
+LANGUAGE_CONFIDENCE = 0.7
+"""Least confidence of an identification the signature takes (chosen on the tuning stream:
+short answers in another language score 0.7–0.9, English questions misread as another
+language below 0.65)."""
+LANGUAGE_CHARS = 400
+LANGUAGE_CACHE = 4_096
+"""Texts whose language is remembered (at most :data:`LANGUAGE_CHARS` characters each)."""
+"""Characters of a text its language is told from (identification time grows with length)."""
+UNKNOWN = "?"
+ASKED = "asked:"
+ANSWERED = "answered:"
+CONSISTENCY = "consistency"
+CHECKS_STEP = "checks"
+BINDING_LABELS = frozenset({"pass", "fail", "ok"})
+"""Labels that say nothing a failing score does not: a binding's threshold's, a scorer's own
+``ok``."""
+
+
+def masked(text: str) -> str:
+    """``text`` with what varies within a failure mode masked: addresses, hosts, ids,
+    durations, numbers and names inside sentences."""
+    digits = _DIGIT.search(text) is not None
+    for needs, pattern, mask in _MASKS:
+        if (needs in text) if needs else digits:
+            text = pattern.sub(mask, text)
+    return _NAME.sub("<name>", text)
+
+
+def error_class(message: str) -> str:
+    """The class of a tool's error message (``timeout``, ``not_found``…), ``other`` else."""
+    return next((name for name, pattern in ERROR_CLASSES if pattern.search(message)), "other")
+
+
+def _shingles(text: str) -> set[tuple[str, ...]]:
+    words = _WORDS.findall(text.lower())
+    return {tuple(words[i : i + LEAK_SHINGLE]) for i in range(len(words) - LEAK_SHINGLE + 1)}
+
+
+def leaks(answer: str, system: str) -> bool:
+    """Whether ``answer`` repeats the system prompt verbatim (several runs of words)."""
+    if not system or not answer:
+        return False
+    return len(_shingles(answer) & _shingles(system)) >= LEAK_SHINGLES
+
+
+def unsupported_identifiers(answer: str, evidence: Iterable[str]) -> list[str]:
+    """Identifier-like values of ``answer`` found nowhere in ``evidence`` (the request, the
+    system prompt, the tool calls' arguments and results)."""
+    values = _IDENTIFIER.findall(answer)
+    if not values:
+        return []  # ``evidence`` left unread: rendering tool results is most of the cost
+    seen = " ".join(evidence)
+    return [value for value in values if value.lstrip("#") not in seen]
+
+
+def identifier_noun(answer: str) -> str | None:
+    """The word before the answer's first identifier (``order`` in "order BC-123456")."""
+    found = _IDENTIFIER.search(answer)
+    if found is None:
+        return None
+    before = _WORDS.findall(answer[: found.start()].lower())
+    return before[-1] if before and not before[-1].isdigit() else None
+
+
+def failed_checks(steps: Mapping[str, Any] | None) -> list[str]:
+    """The failed checks of a ``consistency`` score's ``checks`` step (see its contract)."""
+    if not steps:
+        return []
+    for step in steps.get("steps") or ():
+        if isinstance(step, Mapping) and CHECKS_STEP in (step.get("name"), step.get("id")):
+            result = step.get("result")
+            if isinstance(result, Mapping):
+                return [
+                    str(name)
+                    for name, outcome in result.items()
+                    if isinstance(outcome, Mapping) and outcome.get("passed") is False
+                ]
+    return []
+
+
+WEIGHTS = {
+    "scorer": 0.15,
+    "label": 0.7,
+    "check": 1.0,
+    "tool_error": 1.0,
+    "tool_failed": 0.5,
+    "answer": 1.0,
+    "languages": 0.05,
+}
+"""Weight of each kind of feature (a feature is ``<kind>:<value>``). What failed counts
+fully; which scorer noticed it and which tool it was count half, since several scorers notice
+one mode and one mode can hit several tools. ``languages`` (``es<en``: answered in Spanish to
+English) is there to name a group, barely weighed: grouping by it would split one mode by
+language."""
+FACT_WEIGHTS = {"refusal": 0.7, "apology": 0.3}
+"""Answer facts that many failures share in passing (an apology beside a real answer)."""
+
+
+def language_signals(request: str, answer: str) -> list[str]:
+    """``asked:<code>`` and ``answered:<code>``: the languages of the request and the answer
+    (``?`` where not identified), read once, when the run is rebuilt, and kept with its text."""
+    asked = _language(request[:LANGUAGE_CHARS]) if request else None
+    answered = _language(answer[:LANGUAGE_CHARS]) if answer else None
+    return [f"{ASKED}{asked or UNKNOWN}", f"{ANSWERED}{answered or UNKNOWN}"]
+
+
+@lru_cache(maxsize=LANGUAGE_CACHE)
+def _language(text: str) -> str | None:
+    """``text``'s language: English at once for a text of plain English function words (most
+    runs, where identification would cost most of a rebuild's extra time), else identified;
+    remembered, since agents repeat their templated answers (apologies, refusals) word for
+    word."""
+    words = _LETTERS.findall(text.lower())
+    if (
+        len(words) >= PLAIN_WORDS
+        and sum(w in ENGLISH_STOP_WORDS for w in words) >= len(words) * PLAIN_SHARE
+    ):
+        return "en"
+    return detect_language(text, LANGUAGE_CONFIDENCE)
+
+
+def answer_facts(request: str, answer: str, signals: Sequence[str]) -> dict[str, str]:
+    """Facts of the answer (fact -> detail): another language than the request's, refusal,
+    apology, empty, and the trace-derived ``signals`` read when the run was rebuilt (their
+    languages identified here when they hold none: a run read before they were kept)."""
+    if not any(signal.startswith((ASKED, ANSWERED)) for signal in signals):
+        signals = [*signals, *language_signals(request, answer)]
+    facts = {signal: "" for signal in signals if not signal.startswith((ASKED, ANSWERED))}
+    languages = dict(signal.split(":", 1) for signal in signals if ":" in signal)
+    if not answer.strip():
+        facts["empty"] = ""
+        return facts
+    if REFUSAL.search(answer):
+        facts["refusal"] = ""
+    if APOLOGY.search(answer):
+        facts["apology"] = ""
+    if QUOTES_INSTRUCTIONS.search(answer):
+        facts["quotes_instructions"] = ""
+    asked, answered = languages.get(ASKED[:-1]), languages.get(ANSWERED[:-1])
+    if asked and answered and UNKNOWN not in (asked, answered) and asked != answered:
+        facts["language_mismatch"] = f"{answered}<{asked}"
+    return facts
+
+
+def signature_features(
+    flagged_by: Iterable[str],
+    labels: Iterable[str],
+    checks: Iterable[str],
+    tools: Iterable[str],
+    request: str,
+    answer: str,
+    signals: Sequence[str],
+) -> dict[str, float]:
+    """A run's signature as weighted features ``<kind>:<value>`` (see :data:`WEIGHTS`)."""
+    features = {f"scorer:{name}": WEIGHTS["scorer"] for name in flagged_by}
+    features.update((f"label:{label}", WEIGHTS["label"]) for label in labels)
+    features.update((f"check:{check}", WEIGHTS["check"]) for check in checks)
+    for line in tools:
+        name, failed, message = line.partition(" failed: ")
+        if failed:
+            features[f"tool_error:{error_class(message)}"] = WEIGHTS["tool_error"]
+            features[f"tool_failed:{name}"] = WEIGHTS["tool_failed"]
+    for fact, detail in answer_facts(request, answer, signals).items():
+        features[f"answer:{fact}"] = FACT_WEIGHTS.get(fact, WEIGHTS["answer"])
+        if detail:
+            features[f"languages:{detail}"] = WEIGHTS["languages"]
+    return features
