@@ -194,12 +194,7 @@ class _Upsert:
             names,
             update=[n for n in names if n not in keep],
         )
-        # The dialect's own type, as a statement binds it: the generic type's processor left a
-        # SQLite datetime to the driver, which wrote ``+00:00`` text that no bound time (SQLAlchemy's
-        # ``… 00:00:00.000000``) compares equal to, so pages and ranges cut at it lost rows.
-        processors = tuple(
-            column.type.dialect_impl(dialect).bind_processor(dialect) for column in columns
-        )
+        processors = tuple(_bind_processor(column.type, dialect) for column in columns)
         return cls(insert, processors, tuple(map(_default, columns)), names)
 
     def fitted_rows(
@@ -319,6 +314,20 @@ def _document(value: Any, process: Callable[[Any], Any] | None, guard: TextGuard
     except orjson.JSONEncodeError:
         cleaned = guard.value(value)
         return cleaned if process is None else process(cleaned)
+
+
+def _bind_processor(column_type: Any, dialect: Dialect) -> Callable[[Any], Any] | None:
+    """A column's bind processor: the dialect's own type's, as a statement binds it, but for
+    JSON documents.
+
+    The generic type's processor left a SQLite datetime to the driver, which wrote ``+00:00``
+    text that no bound time (SQLAlchemy's ``… 00:00:00.000000``) compares equal to, so pages and
+    ranges cut at it lost rows. A JSON column keeps the generic processor, which serialises at
+    once (so :func:`_document` sees a refused document and cleans it): psycopg's defers to the
+    COPY, where a lone surrogate failed the whole batch."""
+    if isinstance(column_type, JSON):
+        return column_type.bind_processor(dialect)  # type: ignore[no-untyped-call, no-any-return]
+    return column_type.dialect_impl(dialect).bind_processor(dialect)  # type: ignore[no-any-return]
 
 
 def _default(column: Any) -> Any:
