@@ -235,7 +235,9 @@ def _estimate_and_spend(
     """The dry run's estimate, then what the real run spent (scores' cost_usd)."""
     before_rows = {r["id"]: r["cost_usd"] for r in _rows(db)}
     requests = server.count
-    code, out, err = _rescore(db, config, "--dry-run", "--format", "json", *args)
+    # Every distinct run priced: this checks the pricing, not the sample's extrapolation.
+    sample = ("--estimate-sample", str(RUNS))
+    code, out, err = _rescore(db, config, "--dry-run", *sample, "--format", "json", *args)
     assert code == 0, err
     assert server.count == requests  # the estimate called no judge
     estimate = json.loads(out)

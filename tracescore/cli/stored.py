@@ -33,6 +33,15 @@ def rescore(
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print the runs to score and the estimated judge cost, then stop."
     ),
+    estimate_sample: int | None = typer.Option(
+        None,
+        "--estimate-sample",
+        min=1,
+        show_default="100",
+        help="With --dry-run: distinct runs per binding whose judge prompts are rendered and "
+        "priced; the mean is extrapolated to the rest (raise it for an exact estimate of a "
+        "varied window).",
+    ),
     max_cost: float | None = typer.Option(
         None,
         "--max-cost",
@@ -100,7 +109,10 @@ def rescore(
             err=True,
         )
     if dry_run:
-        _print_estimates(backfill.plan(start), backfill.bindings, store.engine, fmt)
+        from tracescore.offline.estimate import SAMPLE_RUNS
+
+        plan = backfill.plan(start, estimate_sample or SAMPLE_RUNS)
+        _print_estimates(plan, backfill.bindings, store.engine, fmt)
         return
     trace_ids = backfill.trace_ids(start)
     emitter = None
