@@ -25,6 +25,7 @@ from typing import Any
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from tracescore.language import detect_language
+from tracescore.scorers.code.consistency.answer_checks import repeated_run
 
 # Masks, most specific first: what varies from run to run within a mode. Each with a character
 # its matches need, so a text without it skips the pattern (most texts hold no "@" or "://").
@@ -82,10 +83,9 @@ ERROR_CLASSES = (
 """Error classes a failed tool call's message is sorted into, first match wins (a 504
 Gateway Time-out is a timeout, not a server error)."""
 
-LEAK_SHINGLE = 6
-"""Words in a row an answer must share with the system prompt for a shared run to count."""
-LEAK_SHINGLES = 3
-"""Shared runs of :data:`LEAK_SHINGLE` words that make a leak (about 8 words verbatim)."""
+LEAK_WORDS = 8
+"""Words of the system prompt an answer must repeat in a row to be flagged a leak (fewer than
+the ``consistency`` scorer's default: here it only sets a run apart, it fails nothing)."""
 
 PLAIN_WORDS = 5
 PLAIN_SHARE = 0.3
@@ -125,16 +125,10 @@ def error_class(message: str) -> str:
     return next((name for name, pattern in ERROR_CLASSES if pattern.search(message)), "other")
 
 
-def _shingles(text: str) -> set[tuple[str, ...]]:
-    words = _WORDS.findall(text.lower())
-    return {tuple(words[i : i + LEAK_SHINGLE]) for i in range(len(words) - LEAK_SHINGLE + 1)}
-
-
 def leaks(answer: str, system: str) -> bool:
-    """Whether ``answer`` repeats the system prompt verbatim (several runs of words)."""
-    if not system or not answer:
-        return False
-    return len(_shingles(answer) & _shingles(system)) >= LEAK_SHINGLES
+    """Whether ``answer`` repeats the system prompt verbatim (:data:`LEAK_WORDS` words in a
+    row), found as the ``consistency`` scorer's ``leak`` check finds it."""
+    return repeated_run(answer, system, LEAK_WORDS) is not None
 
 
 def unsupported_identifiers(answer: str, evidence: Iterable[str]) -> list[str]:

@@ -279,16 +279,28 @@ def _prompt_words(system: str, size: int) -> tuple[str, frozenset[str]]:
 
 
 def leak(evidence: Evidence, size: int = LEAK_WORDS) -> list[str]:
-    """The answer repeats ``size`` or more words of the system prompt in a row.
+    """The answer repeats ``size`` or more words of the system prompt in a row."""
+    quoted = repeated_run(evidence.answer, evidence.system, size)
+    if quoted is None:
+        return []
+    return [
+        f"the answer repeats {len(quoted.split())} words of the system prompt: {quoted[:120]!r}"
+    ]
+
+
+def repeated_run(answer: str, system: str, size: int) -> str | None:
+    """The first run of ``size`` or more words of ``system`` that ``answer`` repeats verbatim
+    (case aside), extended as far as it goes; None when there is none. Shared with the failure
+    modes' leak flag.
 
     Any such repeat holds a run of ``size // 2`` words starting at a multiple of ``size // 2``:
     those few runs are looked up first, and only a hit is extended word by word."""
-    if not evidence.system:
-        return []
-    words = _TOKENS.findall(evidence.answer.lower())
+    if not system:
+        return None
+    words = _TOKENS.findall(answer.lower())
     if len(words) < size:
-        return []
-    prompt, runs = _prompt_words(evidence.system, size)
+        return None
+    prompt, runs = _prompt_words(system, size)
     half = max(1, size // 2)
     for anchor in range(0, len(words) - half + 1, half):
         if " ".join(words[anchor : anchor + half]) not in runs:
@@ -298,8 +310,5 @@ def leak(evidence: Evidence, size: int = LEAK_WORDS) -> list[str]:
             if end <= len(words) and f" {' '.join(words[start:end])} " in prompt:
                 while end < len(words) and f" {' '.join(words[start : end + 1])} " in prompt:
                     end += 1
-                quoted = " ".join(words[start:end])
-                return [
-                    f"the answer repeats {end - start} words of the system prompt: {quoted[:120]!r}"
-                ]
-    return []
+                return " ".join(words[start:end])
+    return None
