@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.databases import fresh_pg_database
-from tests.support.e2e import mark_e2e
+from tests.support.markers import mark_by_need
 
 # The browser tests' fixtures (headless Chromium and a strict context), served to every module
 # here rather than imported into each, where the fixture parameters shadowed the imports.
@@ -60,5 +60,6 @@ def _fresh_judges() -> Iterator[None]:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests that start a real ``tracescore serve`` get the ``e2e`` marker (tests/support/e2e.py)."""
-    mark_e2e(items)
+    """Tests that start a real ``tracescore serve`` get the ``e2e`` marker, and those that use a
+    PostgreSQL server the ``postgres`` one (tests/support/markers.py)."""
+    mark_by_need(items)

@@ -1,4 +1,5 @@
-"""The test tree's own rules: no test module imports another, and services are marked ``e2e``.
+"""The test tree's own rules: no test module imports another, services are marked ``e2e`` and
+PostgreSQL databases ``postgres``.
 
 What tests share lives in ``tests/support/`` (fixtures served by a folder's ``conftest.py``):
 a test module imported by another runs its tests' module-level setup twice, and its private
@@ -15,9 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.e2e import starts_a_service
+from tests.support.databases import fresh_pg_database
+from tests.support.markers import POSTGRES, starts_a_service
 from tests.support.paths import REPO, TESTS
 from tests.support.server_process import start_server
+from tests.support.throwaway_pg import ThrowawayPostgres
 
 
 def _test_modules() -> list[Path]:
@@ -114,11 +117,60 @@ def test_a_test_that_starts_a_service_is_seen_however_deep(
     assert starts_a_service([function]) is expected
 
 
-def test_the_e2e_marker_is_registered_and_this_test_does_not_carry_it(
+def test_the_e2e_and_postgres_markers_are_registered_and_this_test_carries_neither(
     request: pytest.FixtureRequest,
 ) -> None:
-    assert any(line.startswith("e2e:") for line in request.config.getini("markers"))
-    assert request.node.get_closest_marker("e2e") is None
+    for marker in ("e2e", "postgres"):
+        assert any(line.startswith(f"{marker}:") for line in request.config.getini("markers"))
+        assert request.node.get_closest_marker(marker) is None
+
+
+def _makes_a_database() -> None:
+    with fresh_pg_database():
+        pass
+
+
+def _through_a_helper() -> None:
+    _makes_a_database()
+
+
+def _restarts_its_own_cluster() -> None:
+    with ThrowawayPostgres():
+        pass
+
+
+def _reads_the_server_url() -> str:
+    return os.environ["TRACESCORE_TEST_PG_URL"]
+
+
+def _opens_sqlite(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'postgresql.db'}"
+
+
+@pytest.mark.parametrize(
+    ("function", "expected"),
+    [
+        (fresh_pg_database, True),
+        (_makes_a_database, True),
+        (_through_a_helper, True),
+        (_restarts_its_own_cluster, True),
+        (_reads_the_server_url, True),
+        (_opens_sqlite, False),
+    ],
+)
+def test_a_test_that_uses_postgresql_is_seen_however_deep(function: object, expected: bool) -> None:
+    assert POSTGRES.reached_by([function]) is expected
+
+
+def test_a_database_parametrized_test_is_marked_postgres_for_postgresql_only(
+    request: pytest.FixtureRequest, db_url: str
+) -> None:
+    marked = request.node.get_closest_marker("postgres") is not None
+    assert marked is db_url.startswith("postgresql"), db_url
+
+
+def test_a_test_on_pg_url_is_marked_postgres(request: pytest.FixtureRequest, pg_url: str) -> None:
+    assert request.node.get_closest_marker("postgres") is not None, pg_url
 
 
 HANGS_WITH_THE_GIL = """

@@ -127,7 +127,6 @@ def test_claim_respects_limit(store: SpanStore) -> None:
     assert store.queue.claim("w", 10, 30, now=now) == []
 
 
-@pytest.mark.postgres
 def test_concurrent_claimers_never_share_a_trace(pg_url: str) -> None:
     setup = open_store(pg_url, RULES)
     trace_ids = [f"{n + 1:032x}" for n in range(120)]

@@ -103,7 +103,6 @@ def test_a_mode_planted_mid_stream_is_new_fires_the_alert_and_keeps_its_id(
         assert len(rest) == 70 and end is None
 
 
-@pytest.mark.postgres
 def test_the_pass_stores_its_groups_on_postgresql(pg_url: str) -> None:
     store = open_store(pg_url)
     runs = planted_stream(per_mode=40, noise=20, start=START, seed=11)

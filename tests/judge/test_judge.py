@@ -204,7 +204,6 @@ async def test_identical_concurrent_requests_pay_once(server: JudgeServer) -> No
     assert all(a.output == Claims(claims=["e"]) for a in answers)
 
 
-@pytest.mark.postgres
 async def test_verdicts_survive_a_restart(server: JudgeServer, db_url: str) -> None:
     server.script("Claims", json_reply({"claims": ["f"]}))
     config = JudgeConfig(model="openai/gpt-4o-mini", api_base=server.base_url)

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import httpx
 import orjson
-import pytest
 from fastapi import APIRouter
 
 from tests.support.server_process import ServerProcess, free_port, start_server
@@ -183,7 +182,6 @@ def test_kill_9_mid_stream_loses_no_acknowledged_span_and_assembly_resumes(tmp_p
         assert document["summary"]["span_count"] == len(stored) + 1
 
 
-@pytest.mark.postgres
 def test_serves_postgresql_by_plain_url_and_reads_traces_back(tmp_path: Path, pg_url: str) -> None:
     plain = pg_url.replace("postgresql+psycopg://", "postgresql://")
     trace_id = "C0FFEE" + "0" * 25 + "1"

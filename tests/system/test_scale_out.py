@@ -27,8 +27,6 @@ from tests.support.counting_scorer import CALL_LOG_ENV, HANG_AFTER_ENV
 from tests.support.paths import REPO
 from tests.support.server_process import ServerProcess, start_server
 
-pytestmark = pytest.mark.postgres
-
 LEASE_SECONDS = 3.0
 BINDING = "counted"
 CONFIG = {
