@@ -12,7 +12,6 @@ Mastra (its memory thread).
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ import pytest
 from tests.support.judge_server import JudgeServer, json_reply
 from tests.support.otlp_receiver import otlp_receiver
 from tests.support.paths import CAPTURES, REPO
-from tests.support.server_process import ServerProcess, start_server
+from tests.support.server_process import ServerProcess, start_server, wait_for
 
 USERS = [
     "Hi, my name is Ada and I live in Lyon.",
@@ -154,16 +153,6 @@ def _get(server: ServerProcess, path: str, **params: Any) -> Any:
     return response.json()
 
 
-def _wait(condition: Any, what: str, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"no {what} after {timeout}s")
-
-
 def _scored(server: ServerProcess, turns: dict[str, int]) -> dict[str, dict[str, Any]] | None:
     """The conversations, by id, once each has ``turns[id]`` turns and all five scores made
     after its last turn (the turn-order score counts the turns it was shown)."""
@@ -225,8 +214,9 @@ def test_conversations_are_rebuilt_scored_and_rescored_live(
             for library in WHOLE:
                 _send(server.base_url, library, set(turns[library]))
             ids = {**LATE, **WHOLE}
-            first = _wait(
+            first = wait_for(
                 lambda: _scored(server, {ids[lib]: 2 if lib in LATE else 3 for lib in ids}),
+                60.0,
                 "scored conversations",
             )
 
@@ -256,8 +246,10 @@ def test_conversations_are_rebuilt_scored_and_rescored_live(
             # turns, and its scores at two turns are kept after them.
             for library in LATE:
                 _send(server.base_url, library, {turns[library][2]})
-            later = _wait(
-                lambda: _scored(server, dict.fromkeys(ids.values(), 3)), "rescored conversations"
+            later = wait_for(
+                lambda: _scored(server, dict.fromkeys(ids.values(), 3)),
+                60.0,
+                "rescored conversations",
             )
             for library in LATE:
                 before, after = first[ids[library]]["scores"], later[ids[library]]["scores"]

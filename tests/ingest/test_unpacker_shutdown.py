@@ -27,7 +27,7 @@ from sqlalchemy import text as sql_text
 
 from tests.support.agent_otlp import AgentTrace, agent_trace, export_request
 from tests.support.journal import trace_request, unpacker_owner
-from tests.support.server_process import ServerProcess, start_server
+from tests.support.server_process import ServerProcess, start_server, wait_for
 from tests.support.throwaway_pg import ThrowawayPostgres
 from tracescore.helper_processes import EXIT_GRACE_SECONDS, stop_leftovers
 from tracescore.ingest.unpack import Unpacker, UnpackSettings
@@ -46,9 +46,7 @@ def _alive(pid: int) -> bool:
 def _wait_gone(pid: int, timeout: float) -> float:
     """Seconds until ``pid`` is gone; fails the test after ``timeout``."""
     start = time.monotonic()
-    while _alive(pid):
-        assert time.monotonic() - start < timeout, f"process {pid} still runs after {timeout} s"
-        time.sleep(0.05)
+    wait_for(lambda: not _alive(pid), timeout, f"process {pid} gone", every=0.05)
     return time.monotonic() - start
 
 

@@ -9,13 +9,12 @@ import os
 import signal
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 
 from tests.support.failure_modes import planted_stream, store_runs
-from tests.support.server_process import ServerProcess, process_tree, start_server
+from tests.support.server_process import ServerProcess, process_tree, start_server, wait_for
 from tests.support.web_traces import agent_trace_json
 from tracescore.insights.pass_process import PASS_NICENESS
 from tracescore.store import open_store
@@ -50,13 +49,6 @@ def _lowered(server: ServerProcess, pid: int) -> bool:
         return True  # ended meanwhile
 
 
-def _wait(condition: Callable[[], object], seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-
-
 def _ack(client: httpx.Client) -> float:
     body = agent_trace_json(uuid.uuid4().hex, agent="WeatherBot")
     started = time.perf_counter()
@@ -89,11 +81,11 @@ def test_a_pass_runs_apart_from_acks_on_demand_and_ends_with_its_service(tmp_pat
         httpx.Client(base_url=server.base_url, timeout=60) as client,
     ):
         during: list[float] = []
-        _wait(lambda: _pass_processes(server) or _groups(client), 120, "no first pass")
+        wait_for(lambda: _pass_processes(server) or _groups(client), 120, "a first pass")
         while _pass_processes(server):
             during.append(_ack(client))
             time.sleep(0.05)
-        _wait(lambda: _groups(client), 30, "the first pass stored no groups")
+        wait_for(lambda: _groups(client), 30, "the first pass's groups")
         groups = _groups(client)
         assert len(groups) >= 3 and sum(g["size"] for g in groups) >= 2900
         idle = [_ack(client) for _ in range(30)]
@@ -109,33 +101,43 @@ def test_a_pass_runs_apart_from_acks_on_demand_and_ends_with_its_service(tmp_pat
         last_seen = groups[0]["last_seen"]
         answer = client.post(passes, headers=AUTH)
         assert answer.status_code == 202, answer.text
-        _wait(lambda: _pass_processes(server), 30, "the requested pass did not start")
+        wait_for(lambda: _pass_processes(server), 30, "the requested pass started")
         refused = client.post(passes, headers=AUTH)
         assert refused.status_code == 409 and "running" in refused.text
-        _wait(lambda: not _pass_processes(server), 120, "the requested pass did not end")
-        _wait(lambda: _groups(client)[0]["last_seen"] > last_seen, 10, "no new pass stored")
+        wait_for(lambda: not _pass_processes(server), 120, "the requested pass ended")
+        wait_for(lambda: _groups(client)[0]["last_seen"] > last_seen, 10, "a new pass stored")
 
         # accepted once the pass before has released its lease (just after its process ends)
-        _wait(lambda: client.post(passes, headers=AUTH).status_code == 202, 10, "refused")
-        _wait(lambda: _pass_processes(server), 30, "the third pass did not start")
+        wait_for(
+            lambda: client.post(passes, headers=AUTH).status_code == 202, 10, "a pass accepted"
+        )
+        wait_for(lambda: _pass_processes(server), 30, "the third pass started")
         running = _pass_processes(server)
-        _wait(lambda: all(_lowered(server, pid) for pid in running), 10, "not at its niceness")
+        wait_for(
+            lambda: all(_lowered(server, pid) for pid in running), 10, "the pass at its niceness"
+        )
         started = time.monotonic()
         assert server.stop() == 0, server.output()[-2000:]
         assert time.monotonic() - started < 15
-        _wait(lambda: not any(Path(f"/proc/{pid}").exists() for pid in running), 5, "orphan")
+        wait_for(
+            lambda: not any(Path(f"/proc/{pid}").exists() for pid in running), 5, "no orphan left"
+        )
 
     with (
         start_server(tmp_path, db_url=db_url, config=CONFIG) as server,
         httpx.Client(base_url=server.base_url, timeout=60) as client,
     ):
         # the lease of the pass that was stopped runs on: ask for one now
-        _wait(
-            lambda: client.post("/api/v1/insights/passes", headers=AUTH).status_code == 202, 30, ""
+        wait_for(
+            lambda: client.post("/api/v1/insights/passes", headers=AUTH).status_code == 202,
+            30,
+            "a pass accepted",
         )
-        _wait(lambda: _pass_processes(server), 30, "the pass did not start")
+        wait_for(lambda: _pass_processes(server), 30, "the pass started")
         running = _pass_processes(server)
         os.kill(server.process.pid, signal.SIGKILL)  # the service only: nothing of it runs
         server.process.wait()
-        _wait(lambda: not any(Path(f"/proc/{pid}").exists() for pid in running), 5, "orphan")
+        wait_for(
+            lambda: not any(Path(f"/proc/{pid}").exists() for pid in running), 5, "no orphan left"
+        )
         server.kill()  # its other helpers

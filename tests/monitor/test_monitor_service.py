@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.paths import CAPTURES
 from tests.support.score_streams import Drop, insert_rows, stream
-from tests.support.server_process import start_server
+from tests.support.server_process import start_server, wait_for
 from tests.support.webhook_receiver import webhook_receiver
 from tracescore import metrics
 from tracescore.config import parse_config
@@ -34,13 +33,6 @@ def _metric(text: str, name: str, **labels: str) -> float:
             if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
                 return sample.value
     return 0.0
-
-
-def _wait(condition: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
 
 
 def test_two_served_instances_one_evaluator_metrics_and_api(tmp_path: Path, pg_url: str) -> None:
@@ -106,7 +98,7 @@ def test_two_served_instances_one_evaluator_metrics_and_api(tmp_path: Path, pg_u
             )
             assert bad.status_code == 400
 
-            _wait(lambda: bool(hook.received()))
+            wait_for(hook.received, 30, "a webhook delivery")
             time.sleep(1.5)  # several more rounds on both instances
             texts = [
                 httpx.get(f"{server.base_url}/metrics", timeout=30).text
@@ -118,14 +110,16 @@ def test_two_served_instances_one_evaluator_metrics_and_api(tmp_path: Path, pg_u
             assert rounds[lead] >= 5 and rounds[1 - lead] == 0, "only the lease holder evaluates"
 
             leader.stop()  # a graceful stop releases the lease: the other instance takes over
-            _wait(
+            wait_for(
                 lambda: (
                     _metric(
                         httpx.get(f"{follower.base_url}/metrics", timeout=30).text,
                         "tracescore_alert_evaluations_total",
                     )
                     >= 3
-                )
+                ),
+                30,
+                "the follower evaluating",
             )
             alerts = httpx.get(f"{follower.base_url}/api/alerts", timeout=30).json()
             scores = httpx.get(

@@ -8,7 +8,6 @@ protobuf file and read back the way ``tracescore score`` reads files.
 from __future__ import annotations
 
 import statistics
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from sqlalchemy import create_engine, select
 from sqlmodel import col
 
-from tests.support.server_process import start_server
+from tests.support.server_process import start_server, wait_for
 from tracescore.extract.conversation import Conversation
 from tracescore.extract.model import AgentRun
 from tracescore.offline.conversations import by_conversation
@@ -164,20 +163,16 @@ def test_the_service_scores_the_demo_conversations_and_sees_the_memory_fail(tmp_
 
 def _wait_for_rows(db_url: str, binding: str, count: int, timeout: float) -> list[dict[str, Any]]:
     engine = create_engine(db_url)
-    deadline = time.monotonic() + timeout
     rows: list[dict[str, Any]] = []
+
+    def enough() -> bool:
+        with engine.connect() as connection:
+            query = select(ScoreRow).where(col(ScoreRow.binding) == binding)
+            rows[:] = [dict(r._mapping) for r in connection.execute(query)]
+        return len(rows) >= count
+
     try:
-        while time.monotonic() < deadline:
-            with engine.connect() as connection:
-                rows = [
-                    dict(r._mapping)
-                    for r in connection.execute(
-                        select(ScoreRow).where(col(ScoreRow.binding) == binding)
-                    )
-                ]
-            if len(rows) >= count:
-                return rows
-            time.sleep(0.2)
+        wait_for(enough, timeout, lambda: f"{count} {binding} scores (only {len(rows)})")
     finally:
         engine.dispose()
-    raise AssertionError(f"only {len(rows)} {binding} scores after {timeout}s")
+    return rows

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ import httpx
 
 from tests.support.agent_otlp import agent_trace, export_request
 from tests.support.score_streams import insert_rows, score_row
-from tests.support.server_process import ServerProcess, start_server
+from tests.support.server_process import ServerProcess, start_server, wait_for
 from tracescore.pipeline.boost import REFRESH_SECONDS
 from tracescore.store import open_store
 
@@ -53,13 +52,6 @@ CONFIG = {
 }
 
 
-def _wait(condition: Callable[[], bool], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.2)
-
-
 def _coverage(server: ServerProcess, binding: str = "judged") -> dict[str, Any]:
     (entry,) = httpx.get(f"{server.base_url}/api/coverage", params={"binding": binding}).json()[
         "bindings"
@@ -82,7 +74,7 @@ def _phase(server: ServerProcess, rng: random.Random, before: int) -> int:
         )
         assert response.status_code == 200
     eligible = before + PER_PHASE
-    _wait(lambda: _coverage(server)["eligible"] == eligible)
+    wait_for(lambda: _coverage(server)["eligible"] == eligible, 60, f"{eligible} eligible runs")
     return int(_coverage(server)["sampled"])
 
 
@@ -101,15 +93,19 @@ def test_a_firing_alert_raises_the_judged_share_and_its_resolution_lowers_it(
             calm = _phase(server, rng, 0)
 
             _quality(store.engine, 0.1)  # the mean falls below 0.5: the rule fires
-            _wait(lambda: _firing(server) == 1)
+            wait_for(lambda: _firing(server) == 1, 60, "the rule firing")
             time.sleep(REFRESH_SECONDS + 1.5)  # every process has read the firing state
             boosted = _phase(server, rng, PER_PHASE) - calm
 
             _quality(store.engine, *[0.9] * 9)  # the mean recovers: the rule resolves
-            _wait(lambda: _firing(server) == 0)
+            wait_for(lambda: _firing(server) == 0, 60, "the rule resolved")
             time.sleep(REFRESH_SECONDS + 1.5)
             after = _phase(server, rng, 2 * PER_PHASE) - calm - boosted
-            _wait(lambda: _coverage(server, "capped")["eligible"] == 3 * PER_PHASE)
+            wait_for(
+                lambda: _coverage(server, "capped")["eligible"] == 3 * PER_PHASE,
+                60,
+                "every run eligible for the capped binding",
+            )
             capped = _coverage(server, "capped")
         finally:
             store.close()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import random
 import secrets
-import time
 from collections.abc import Iterator
 
 import grpc
@@ -30,7 +29,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tests.support.agent_otlp import agent_trace, export_request
 from tests.support.judge_server import JudgeServer, text_reply
-from tests.support.server_process import ServerProcess, start_server
+from tests.support.server_process import ServerProcess, start_server, wait_for
 from tracescore.auth import (
     API_KEYS_ENV,
     ApiKeys,
@@ -209,14 +208,9 @@ def test_dashboard_sends_strangers_to_the_login_and_serves_key_holders(
     assert client.get("/", headers=_bearer(ENV_KEY)).status_code == 200
 
 
-def _wait_for_score_error(client: httpx.Client, timeout: float = 90.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        page = client.get("/api/scores", params={"status": "error"}, headers=_bearer(CONFIG_KEY))
-        if page.json()["items"]:
-            return page.json()["items"][0]
-        time.sleep(0.2)
-    raise AssertionError("no judge failure was scored")
+def _score_errors(client: httpx.Client) -> list[dict]:
+    page = client.get("/api/scores", params={"status": "error"}, headers=_bearer(CONFIG_KEY))
+    return list(page.json()["items"])
 
 
 def test_no_secret_reaches_the_server_log(
@@ -227,7 +221,7 @@ def test_no_secret_reaches_the_server_log(
     for key in (WRONG_KEY, CONFIG_KEY):
         client.post("/v1/traces", content=body, headers={**PROTOBUF, **_bearer(key)})
     client.post("/ui/login", data={"key": WRONG_KEY, "next": "/"})
-    failed = _wait_for_score_error(client)
+    failed = wait_for(lambda: _score_errors(client), 90.0, "a judge failure scored")[0]
     assert failed["error"], failed
     assert judge.count > 0  # the judge was called (with its key) and its failure was logged
     log = server.output()

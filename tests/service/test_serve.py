@@ -14,7 +14,7 @@ import httpx
 import orjson
 from fastapi import APIRouter
 
-from tests.support.server_process import ServerProcess, free_port, start_server
+from tests.support.server_process import ServerProcess, free_port, start_server, wait_for
 from tracescore.config import Config, ServerConfig
 from tracescore.service import Service
 from tracescore.store import open_store
@@ -115,15 +115,18 @@ ASSEMBLED = ("ready", "claimed", "scored")
 def _wait_for_state(
     server: ServerProcess, trace_id: str, states: tuple[str, ...], timeout: float = 10
 ) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
+    last = [""]
+
+    def in_state() -> dict | None:
         # A read's own timeout is generous: the first one on a loaded two-core machine, with
         # the service's processes still starting, took over 5 s (the state is what is tested).
         response = httpx.get(f"{server.base_url}/api/traces/{trace_id}", timeout=60)
+        last[0] = response.text[:500]
         if response.status_code == 200 and response.json()["summary"]["state"] in states:
-            return response.json()
-        assert time.monotonic() < deadline, f"{trace_id} never {states}: {response.text[:500]}"
-        time.sleep(0.05)
+            return dict(response.json())
+        return None
+
+    return dict(wait_for(in_state, timeout, lambda: f"{trace_id} {states} ({last[0]})", every=0.05))
 
 
 def test_kill_9_mid_stream_loses_no_acknowledged_span_and_assembly_resumes(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ from typer.testing import CliRunner
 
 from tests.support.databases import fresh_pg_database
 from tests.support.paths import FIXTURES
-from tests.support.server_process import start_server
+from tests.support.server_process import start_server, wait_for
 from tracescore.cli import app
 from tracescore.ingest.files import load_traces
 from tracescore.judge.cache import VerdictCache
@@ -234,8 +234,11 @@ def test_previous_release_upgrades_in_place_and_keeps_ingesting_and_scoring(
                 headers={"Content-Type": "application/x-protobuf"},
             )
             assert response.status_code == 200, response.text
-        scored = wait_for_scored_traces(engine, new_traces)
-    assert scored == new_traces
+        wait_for(
+            lambda: _scored_traces(engine, new_traces) == new_traces,
+            60.0,
+            lambda: f"every new trace scored ({_scored_traces(engine, new_traces)} of them)",
+        )
     state = migrate.schema_state(engine)
     assert (state.current, state.pending) == (state.head, ())
     assert drift(engine) == []
@@ -250,15 +253,11 @@ def test_previous_release_upgrades_in_place_and_keeps_ingesting_and_scoring(
         assert kept == rows, f"{table}: rows of the previous release changed"
 
 
-def wait_for_scored_traces(engine: Engine, traces: set[str], timeout: float = 60.0) -> set[str]:
-    deadline = time.monotonic() + timeout
-    scored: set[str] = set()
-    while time.monotonic() < deadline and scored != traces:
-        time.sleep(0.2)
-        with engine.connect() as connection:
-            found = connection.execute(text("SELECT DISTINCT trace_id FROM scores")).scalars()
-            scored = set(found) & traces
-    return scored
+def _scored_traces(engine: Engine, traces: set[str]) -> set[str]:
+    """Which of ``traces`` have scores."""
+    with engine.connect() as connection:
+        found = connection.execute(text("SELECT DISTINCT trace_id FROM scores")).scalars()
+        return set(found) & traces
 
 
 def test_an_earlier_build_missing_the_unique_log_index_is_repaired_then_stamped(

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 
 from tests.support.agent_otlp import agent_trace, export_request
+from tests.support.server_process import wait_for
 
 CITIES = ["Paris", "Lyon", "Oslo", "Rome", "Lima", "Kyiv", "Pune"]
 
@@ -44,15 +45,17 @@ def wait_for_scorings(
     timeout: float = 60.0,
 ) -> dict[str, Any]:
     """The conversation's API document once its scores cover exactly ``turns`` (in any order)."""
-    deadline = time.monotonic() + timeout
     document: dict[str, Any] = {}
-    while time.monotonic() < deadline:
+
+    def scored() -> bool:
         response = httpx.get(
             f"{base_url}/api/conversations/{conversation}", headers=headers, timeout=10
         )
-        if response.status_code == 200:
-            document = response.json()
-            if sorted(s["conversation_turns"] for s in document["scores"]) == sorted(turns):
-                return document
-        time.sleep(0.2)
-    raise AssertionError(f"{conversation} not scored at {turns} turns: {document}")
+        if response.status_code != 200:
+            return False
+        document.clear()
+        document.update(response.json())
+        return sorted(s["conversation_turns"] for s in document["scores"]) == sorted(turns)
+
+    wait_for(scored, timeout, lambda: f"{conversation} scored at {turns} turns ({document})")
+    return document

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from tests.support.server_process import wait_for
 from tracescore.ingest.decode import decode_logs, decode_traces
 from tracescore.spans import LogRecord, Span
 
@@ -24,13 +24,16 @@ class OTLPReceiver:
         self.endpoint = ""
 
     def wait_for(self, *, spans: int = 0, logs: int = 0, timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def enough() -> bool:
             with self.lock:
-                if len(self.spans) >= spans and len(self.logs) >= logs:
-                    return
-            time.sleep(0.05)
-        raise AssertionError(f"received {len(self.spans)} spans, {len(self.logs)} logs")
+                return len(self.spans) >= spans and len(self.logs) >= logs
+
+        wait_for(
+            enough,
+            timeout,
+            lambda: f"{spans} spans, {logs} logs (received {len(self.spans)}, {len(self.logs)})",
+            every=0.05,
+        )
 
 
 @contextmanager

@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
-import time
-
 from sqlalchemy import create_engine, select
 
+from tests.support.server_process import wait_for
 from tracescore.store.scores import ScoreRow
 
 
 def wait_for_scores(db_url: str, count: int, timeout: float = 20.0) -> list[ScoreRow]:
+    """Every score row, once there are at least ``count``."""
     engine = create_engine(db_url)
-    deadline = time.monotonic() + timeout
+    rows: list[ScoreRow] = []
+
+    def enough() -> bool:
+        with engine.connect() as connection:
+            query = select(ScoreRow.__table__)
+            rows[:] = [ScoreRow(**r._mapping) for r in connection.execute(query)]
+        return len(rows) >= count
+
     try:
-        while time.monotonic() < deadline:
-            with engine.connect() as connection:
-                rows = [
-                    ScoreRow(**r._mapping) for r in connection.execute(select(ScoreRow.__table__))
-                ]
-            if len(rows) >= count:
-                return rows
-            time.sleep(0.1)
+        wait_for(enough, timeout, lambda: f"{count} scores (only {len(rows)})", every=0.1)
     finally:
         engine.dispose()
-    raise AssertionError(f"only {len(rows)} scores after {timeout}s")
+    return rows

@@ -274,12 +274,17 @@ def signed_in_page(context: Any, base_url: str, key: str) -> Any:
     return context.new_page()
 
 
-def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
-    """``check()``'s first truthy answer, asked every 0.2 s; fails naming ``what`` after
-    ``timeout`` seconds (what a test waits for on a running service: a score, a row)."""
+def wait_for(
+    check: Callable[[], Any], timeout: float, what: str | Callable[[], str], every: float = 0.2
+) -> Any:
+    """``check()``'s first truthy answer, asked every ``every`` seconds; fails naming ``what``
+    after ``timeout`` seconds (what a test waits for on a running service: a score, a row).
+    The one wait of the test tree: a callable ``what`` is asked at the failure, to say what was
+    last seen instead."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while True:
         if found := check():
             return found
-        time.sleep(0.2)
-    raise AssertionError(f"{what} not within {timeout}s")
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{what() if callable(what) else what} not within {timeout}s")
+        time.sleep(every)

@@ -35,7 +35,7 @@ from sqlalchemy import create_engine, text
 from tests.support.agent_otlp import AgentTrace, agent_trace, export_request
 from tests.support.counting_scorer import CALL_LOG_ENV, HANG_AFTER_ENV
 from tests.support.paths import REPO
-from tests.support.server_process import ServerProcess, start_server
+from tests.support.server_process import ServerProcess, start_server, wait_for
 
 BINDING = "counted"
 CLAIM_BATCH = 4
@@ -93,13 +93,6 @@ def _count(engine, sql: str) -> int:
         return connection.execute(text(sql)).scalar_one()
 
 
-def _wait(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
-        time.sleep(0.1)
-
-
 def test_kill_9_under_load_loses_no_acknowledged_span_and_stores_each_score_once(
     tmp_path: Path,
 ) -> None:
@@ -120,14 +113,14 @@ def test_kill_9_under_load_loses_no_acknowledged_span_and_stores_each_score_once
         return events["start"] > events["done"] >= 10
 
     try:
-        _wait(first_is_stuck, 60, "the first process to score 10 runs and hang in the next")
+        wait_for(first_is_stuck, 60, "the first process to score 10 runs and hang in the next")
         time.sleep(0.5)  # it keeps acknowledging spans meanwhile
         first.kill()
         acknowledged_before_crash = len(exporter.acknowledged)
         second = start_server(tmp_path / "second", db_url=db_url, config=CONFIG, env=env)
         exporter.server = second
         try:
-            _wait(
+            wait_for(
                 lambda: len(exporter.acknowledged) >= acknowledged_before_crash + 20,
                 60,
                 "load after restart",
@@ -144,7 +137,7 @@ def test_kill_9_under_load_loses_no_acknowledged_span_and_stores_each_score_once
                     )
                 return runs <= stored
 
-            _wait(all_scored, LEASE_SECONDS + 60, f"{len(runs)} scores")
+            wait_for(all_scored, LEASE_SECONDS + 60, f"{len(runs)} scores")
             time.sleep(LEASE_SECONDS + 1)  # room for a wrongful second claim to show up
             with engine.connect() as connection:
                 spans = set(

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from tests.support.agent_otlp import agent_trace, export_request
-from tests.support.server_process import ServerProcess, start_server
+from tests.support.server_process import ServerProcess, start_server, wait_for
 from tests.support.throwaway_pg import ThrowawayPostgres
 from tracescore.web.live import VERSION_TTL
 from tracescore.web.router import OVERVIEW_TTL
@@ -65,13 +65,6 @@ def read_routes(trace_id: str) -> list[str]:
     ]
 
 
-def _wait(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
-        time.sleep(0.1)
-
-
 def _scored(server: ServerProcess, trace_id: str) -> bool:
     response = httpx.get(f"{server.base_url}/api/traces/{trace_id}", timeout=10)
     return response.status_code == 200 and response.json()["summary"]["state"] == "scored"
@@ -95,7 +88,7 @@ def test_reads_answer_503_and_loops_log_state_changes_only_while_postgres_is_dow
             ).status_code
             == 200
         )
-        _wait(lambda: _scored(server, before.trace_id), 60, "the first trace scored")
+        wait_for(lambda: _scored(server, before.trace_id), 60, "the first trace scored")
         routes = read_routes(before.trace_id)
         with httpx.Client(base_url=server.base_url, timeout=30) as client:
             healthy = {route: client.get(route).status_code for route in routes}
@@ -127,7 +120,7 @@ def test_reads_answer_503_and_loops_log_state_changes_only_while_postgres_is_dow
 
         postgres.start()
         after = agent_trace(rng)
-        _wait(
+        wait_for(
             lambda: (
                 httpx.post(
                     f"{server.base_url}/v1/traces",
@@ -140,7 +133,9 @@ def test_reads_answer_503_and_loops_log_state_changes_only_while_postgres_is_dow
             30,
             "ingest back",
         )
-        _wait(lambda: _scored(server, after.trace_id), 60, "a trace sent after the outage scored")
+        wait_for(
+            lambda: _scored(server, after.trace_id), 60, "a trace sent after the outage scored"
+        )
         with httpx.Client(base_url=server.base_url, timeout=30) as client:
             recovered = {route: client.get(route).status_code for route in routes}
         time.sleep(1.5)  # the loops' "available again" lines

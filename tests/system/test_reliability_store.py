@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from tests.support.agent_otlp import AgentTrace, agent_trace, export_request
-from tests.support.server_process import start_server
+from tests.support.server_process import start_server, wait_for
 from tests.support.throwaway_pg import ThrowawayPostgres
 from tracescore.store import open_store
 
@@ -57,13 +57,6 @@ class Exporter(threading.Thread):
                 time.sleep(0.01)
 
 
-def _wait(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
-        time.sleep(0.05)
-
-
 def test_postgres_restart_means_503_retry_after_then_recovery_without_loss(tmp_path: Path) -> None:
     with (
         ThrowawayPostgres() as postgres,
@@ -72,14 +65,16 @@ def test_postgres_restart_means_503_retry_after_then_recovery_without_loss(tmp_p
         exporter = Exporter(server.base_url)
         exporter.start()
         try:
-            _wait(lambda: len(exporter.acknowledged) >= 20, 30, "exports before the restart")
+            wait_for(lambda: len(exporter.acknowledged) >= 20, 30, "exports before the restart")
             postgres.stop()
-            _wait(lambda: exporter.statuses[503] >= 3, 15, "503 answers while the database is down")
+            wait_for(
+                lambda: exporter.statuses[503] >= 3, 15, "503 answers while the database is down"
+            )
             assert httpx.get(f"{server.base_url}/healthz", timeout=5).status_code == 200
             time.sleep(DOWN_SECONDS)
             acknowledged_while_down = len(exporter.acknowledged)
             postgres.start()
-            _wait(
+            wait_for(
                 lambda: len(exporter.acknowledged) >= acknowledged_while_down + 20, 30, "recovery"
             )
         finally:
@@ -107,7 +102,7 @@ def test_postgres_restart_means_503_retry_after_then_recovery_without_loss(tmp_p
             sent = {(t.trace_id, span.span_id.hex()) for t in traces for span in t.spans}
             assert sent <= stored(), f"{len(sent - stored())} acknowledged spans lost"
             # Background work (assembly, scoring) came back too, not only the receiver.
-            _wait(
+            wait_for(
                 lambda: {t.trace_id for t in traces} <= scored(),
                 60,
                 "every acknowledged trace scored",

@@ -25,7 +25,7 @@ from sqlalchemy import create_engine, text
 from tests.support.agent_otlp import AgentTrace, agent_trace, export_logs_request, scatter
 from tests.support.counting_scorer import CALL_LOG_ENV, HANG_AFTER_ENV
 from tests.support.paths import REPO
-from tests.support.server_process import ServerProcess, start_server
+from tests.support.server_process import ServerProcess, start_server, wait_for
 
 LEASE_SECONDS = 3.0
 BINDING = "counted"
@@ -63,14 +63,6 @@ def _calls(path: Path) -> list[tuple[str, str, str, int]]:
         return []
     lines = [line.split() for line in path.read_text().splitlines()]
     return [(event, trace_id, span_id, int(pid)) for event, trace_id, span_id, pid in lines]
-
-
-def _wait(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.1)
 
 
 @pytest.fixture
@@ -139,7 +131,7 @@ def test_every_trace_scored_once_across_processes_and_a_crash(
 
     watcher = create_engine(pg_url)
     try:
-        _wait(
+        wait_for(
             doomed_is_stuck,
             30,
             "the first process to complete one call, store it, and hang in the next",
@@ -160,7 +152,7 @@ def test_every_trace_scored_once_across_processes_and_a_crash(
             with engine.connect() as connection:
                 return connection.execute(text("SELECT count(*) FROM scores")).scalar() >= len(runs)
 
-        _wait(all_scored, LEASE_SECONDS + 30, f"{len(runs)} scores")
+        wait_for(all_scored, LEASE_SECONDS + 30, f"{len(runs)} scores")
         time.sleep(LEASE_SECONDS)  # room for any wrongful second claim to show up
         with engine.connect() as connection:
             spans = connection.execute(text("SELECT trace_id, span_id FROM spans")).all()

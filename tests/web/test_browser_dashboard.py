@@ -19,7 +19,7 @@ from sqlalchemy import create_engine, select
 
 from tests.support.browser_support import REPO, layout_problems, shot
 from tests.support.paths import CAPTURES
-from tests.support.server_process import ServerProcess, signed_in_page, start_server
+from tests.support.server_process import ServerProcess, signed_in_page, start_server, wait_for
 from tests.support.web_traces import HOSTILE_SYSTEM, agent_trace_json
 from tracescore.store.dialect import as_utc
 from tracescore.store.scores import ScoreRow
@@ -57,14 +57,14 @@ def _post_captures(base_url: str, folders: list[Path]) -> None:
 
 
 def _wait_until_scored(base_url: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    traces: list[dict[str, Any]] = []
+
+    def all_scored() -> bool:
         answer = httpx.get(f"{base_url}/api/traces", params={"limit": 1000}, headers=AUTHORIZATION)
-        traces = answer.json()["traces"]
-        if traces and all(t["state"] in ("scored", "failed") for t in traces):
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"traces not scored after {timeout}s: {traces}")
+        traces[:] = answer.json()["traces"]
+        return bool(traces) and all(t["state"] in ("scored", "failed") for t in traces)
+
+    wait_for(all_scored, timeout, lambda: f"traces scored ({traces})", every=0.1)
 
 
 def _scores(db_url: str) -> list[ScoreRow]:

@@ -30,7 +30,7 @@ from sqlalchemy import create_engine, select
 from typer.testing import CliRunner
 
 from tests.support.browser_support import layout_problems, shot
-from tests.support.server_process import ServerProcess, login_session, start_server
+from tests.support.server_process import ServerProcess, login_session, start_server, wait_for
 from tracescore.cli import app
 from tracescore.offline.demo import DEGRADING_AGENT, DemoSender
 from tracescore.store.alerts import AlertStateRow
@@ -107,16 +107,6 @@ def _send_demo_traffic(base_url: str) -> datetime:
     return dropped
 
 
-def _wait_until(check: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"{what} not within {timeout}s")
-
-
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, datetime]]:
     workdir = tmp_path_factory.mktemp("views")
@@ -131,8 +121,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProce
                 t["state"] in ("scored", "failed") for t in answer
             )
 
-        _wait_until(all_scored, 60, "every demo trace scored")
-        _wait_until(
+        wait_for(all_scored, 60, "every demo trace scored")
+        wait_for(
             lambda: any(
                 s["rule"] == RULE and s["state"] == "firing"
                 for s in _rows(server.db_url, AlertStateRow.__table__)
