@@ -2,38 +2,47 @@
 
 Every stage reads its own section; nothing reads raw YAML. Validation errors name the bad key
 (dotted path) and, when loaded from a file, its line, and never echo values (they may be
-secrets).
-
-It runs past 400 lines: besides the composition it holds the two sections no stage owns
-(``store``, ``server``) and the error reporting that maps a validation error to its dotted key,
-its line in the file and a "did you mean"; every other section lives beside the code it
-configures.
+secrets). Here: the composition, the two sections no stage owns (``store``, ``server``), and
+:func:`parse_config`. Every other section lives beside the code it configures, with the checks
+of its references to other sections (:meth:`Config.problems` only collects them); the error
+reporting is :mod:`tracescore.config_report`.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Iterable
 from pathlib import Path
-from types import UnionType
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, Field, IPvAnyNetwork, ValidationError, model_validator
+from pydantic import Field, IPvAnyNetwork, ValidationError, model_validator
 
 from tracescore.assemble.config import AssemblyConfig
+from tracescore.config_report import (
+    format_problems,
+    line_index,
+    line_of,
+    validation_problems,
+    yaml_problem,
+)
 from tracescore.conversations.config import ConversationsConfig
 from tracescore.emit.config import ExportConfig
-from tracescore.extract.declared_config import ConventionConfig
+from tracescore.extract.declared_config import ConventionConfig, convention_problems
 from tracescore.feedback.config import FeedbackConfig
 from tracescore.insights.config import InsightsConfig
-from tracescore.judge.config import JudgeConfig, judges_missing
+from tracescore.judge.config import JudgeConfig
 from tracescore.monitor.config import AlertsConfig, MonitorConfig
 from tracescore.pipeline.cascade_config import cascade_problems
-from tracescore.pipeline.config import ScorerBinding, ScoringConfig, WorkersConfig
+from tracescore.pipeline.config import (
+    ScorerBinding,
+    ScoringConfig,
+    WorkersConfig,
+    binding_problems,
+    boost_problems,
+    written_scorer_problems,
+)
 from tracescore.retention.config import RetentionConfig
-from tracescore.settings import Section
+from tracescore.settings import Problem, Section
 
 DEFAULT_DB_URL = "sqlite:///tracescore.db"
 
@@ -247,268 +256,29 @@ class Config(Section):
             shutdown_timeout=self.server.shutdown_timeout,
         )
 
-    def problems(self) -> list[tuple[tuple[str, ...], str]]:
-        """Cross-field mistakes pydantic cannot see: unknown scorers and judges, duplicate names."""
-        from tracescore.scorers import registry
-
-        found: list[tuple[tuple[str, ...], str]] = []
-        if self.insights.judge is not None and self.insights.judge not in self.judges:
-            found.append(
-                (("insights", "judge"), f"no judge named {self.insights.judge!r} in judges")
-            )
-        seen: set[str] = set()
-        for index, binding in enumerate(self.scorers):
-            where = ("scorers", str(index))
-            if binding.name in seen:
-                found.append(((*where, "name"), f"duplicate binding name {binding.name!r}"))
-            seen.add(binding.name)
-            if binding.judge is not None and binding.judge not in self.judges:
-                found.append(((*where, "judge"), f"no judge named {binding.judge!r} in judges"))
-            asks_judge = binding.judge is not None or (
-                binding.scorer in registry.names() and registry.get(binding.scorer).uses_judge
-            )
-            if asks_judge and (missing := judges_missing(binding.scorer)):
-                found.append(((*where, "scorer"), missing))
-            if ":" in binding.scorer or binding.scorer not in registry.names():
-                continue  # an unknown name is reported by scorer_problems, with the other errors
-            if (
-                registry.get(binding.scorer).uses_judge
-                and (binding.judge or "default") not in self.judges
-            ):
-                found.append(
-                    (
-                        (*where, "judge"),
-                        f"scorer {binding.scorer!r} needs a judge: name one of "
-                        "judges, or define judges.default",
-                    )
-                )
-            if (
-                binding.scorer in registry.names()
-                and registry.get(binding.scorer).conversation
-                and binding.target != "conversation"
-            ):
-                found.append(
-                    (
-                        (*where, "target"),
-                        f"scorer {binding.scorer!r} judges whole conversations: "
-                        "set target: conversation",
-                    )
-                )
-        names: set[str] = set()
-        for index, convention in enumerate(self.conventions):
-            if convention.name in names:
-                found.append(
-                    (
-                        (("conventions", str(index), "name")),
-                        f"duplicate convention name {convention.name!r}",
-                    )
-                )
-            names.add(convention.name)
-        rules = {rule.name for rule in self.alerts.rules}
-        for index, binding in enumerate(self.scorers):
-            boost = binding.sampling.boost
-            if boost is None:
-                continue
-            boost_key = ("scorers", str(index), "sampling", "boost")
-            if boost.while_ not in rules:
-                found.append(
-                    ((*boost_key, "while"), f"no alert rule named {boost.while_!r} in alerts.rules")
-                )
-            if binding.target == "conversation":
-                found.append(
-                    (boost_key, "a conversation binding samples whole conversations: no boost")
-                )
-        found += cascade_problems(self.scorers)
-        for index, rule in enumerate(self.alerts.rules):
-            if rule.binding is not None and rule.binding not in seen:
-                found.append(
-                    (
-                        ("alerts", "rules", str(index), "binding"),
-                        f"no binding named {rule.binding!r} in scorers",
-                    )
-                )
-        return found
+    def problems(self) -> list[Problem]:
+        """Mistakes across sections pydantic cannot see (unknown judges, rules and bindings named,
+        duplicate names), each section checking its own references."""
+        judges = set(self.judges)
+        return [
+            *self.insights.problems(judges),
+            *binding_problems(self.scorers, judges),
+            *convention_problems(self.conventions),
+            *boost_problems(self.scorers, {rule.name for rule in self.alerts.rules}),
+            *cascade_problems(self.scorers),
+            *self.alerts.problems({binding.name for binding in self.scorers}),
+        ]
 
 
 class ConfigError(ValueError):
     """A config file that does not validate; the message names every bad key."""
 
 
-def _line_index(text: str) -> dict[tuple[str, ...], int]:
-    """Map each key path of a YAML document to its 1-based line, for error messages."""
-    lines: dict[tuple[str, ...], int] = {}
-
-    def walk(node: yaml.Node, path: tuple[str, ...]) -> None:
-        lines.setdefault(path, node.start_mark.line + 1)
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                child = (*path, str(key.value))
-                lines[child] = key.start_mark.line + 1
-                walk(value, child)
-        elif isinstance(node, yaml.SequenceNode):
-            for index, item in enumerate(node.value):
-                walk(item, (*path, str(index)))
-
-    root = yaml.compose(text)
-    if root is not None:
-        walk(root, ())
-    return lines
-
-
-def _line(path: tuple[str, ...], lines: dict[tuple[str, ...], int]) -> int | None:
-    """The line of the deepest part of ``path`` the document has."""
-    return next((lines[path[:n]] for n in range(len(path), -1, -1) if path[:n] in lines), None)
-
-
-def _where(path: tuple[str, ...], lines: dict[tuple[str, ...], int]) -> str:
-    line = _line(path, lines)
-    return f" (line {line})" if line else ""
-
-
-Problem = tuple[tuple[str, ...], str]
-"""A mistake in a config document: the key path, and what is wrong there."""
-
-
-def validation_problems(
-    exc: ValidationError, model: type[BaseModel], prefix: tuple[str, ...] = ()
-) -> list[Problem]:
-    """pydantic's errors as problems at document paths (a tagged union's tag, which pydantic
-    puts in the path, dropped), an unknown key with the nearest known ones as suggestions."""
-    problems: list[Problem] = []
-    for error in exc.errors(include_input=False, include_url=False):
-        path, known = _document_path(model, error["loc"])
-        message = error["msg"]
-        if error["type"] == "extra_forbidden" and (close := _did_you_mean(path[-1], known)):
-            message += f"; {close}"
-        problems.append(((*prefix, *path), message))
-    return problems
-
-
-def _did_you_mean(name: str, known: Iterable[str]) -> str:
-    matches = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
-    return f"did you mean {' or '.join(repr(m) for m in matches)}?" if matches else ""
-
-
-def _document_path(
-    model: type[BaseModel], loc: tuple[int | str, ...]
-) -> tuple[tuple[str, ...], set[str]]:
-    """``loc`` as a path of the document, and the keys the mapping holding its last part may
-    have (empty when that is no model)."""
-    node: Any = model
-    path: list[str] = []
-    for position, part in enumerate(loc):
-        node = _unwrap(node)
-        if isinstance(node, list):  # a union: the member the tag names, else the one that fits
-            tagged = [m for m in node if _is_model(m) and _has_tag(m, part)]
-            if tagged:
-                node = tagged[0]
-                continue  # the tag is pydantic's, not a key of the document
-            node = next((m for m in node if not _is_model(m)), node[0])
-            node = _unwrap(node)
-        path.append(str(part))
-        if position == len(loc) - 1:
-            break
-        node = _child(node, part)
-    keys: set[str] = set()
-    if _is_model(node):
-        # Suggested in the spelling the key was written in: camelCase aliases for camelCase.
-        camel = str(loc[-1]) != str(loc[-1]).lower() if loc else False
-        keys = {
-            (field.alias or name) if camel else name for name, field in node.model_fields.items()
-        }
-    return tuple(path), keys
-
-
-def _unwrap(annotation: Any) -> Any:
-    """A model, a list of union members, or another annotation, without Annotated/Optional."""
-    while get_origin(annotation) is Annotated:
-        annotation = get_args(annotation)[0]
-    if get_origin(annotation) in (Union, UnionType):
-        members = [a for a in get_args(annotation) if a is not type(None)]
-        return _unwrap(members[0]) if len(members) == 1 else [_unwrap(m) for m in members]
-    return annotation
-
-
-def _is_model(node: Any) -> bool:
-    return isinstance(node, type) and issubclass(node, BaseModel)
-
-
-def _has_tag(model: type[BaseModel], value: object) -> bool:
-    return any(
-        get_origin(field.annotation) is Literal and value in get_args(field.annotation)
-        for field in model.model_fields.values()
-    )
-
-
-def _child(node: Any, part: int | str) -> Any:
-    if _is_model(node):
-        field = node.model_fields.get(str(part))
-        return field.annotation if field is not None else None
-    origin, args = get_origin(node), get_args(node)
-    if origin in (list, tuple, set, frozenset) and args:
-        return args[0]
-    if origin is dict and len(args) == 2:
-        return args[1]
-    return None
-
-
-def scorer_problems(scorers: object) -> list[Problem]:
-    """Unknown scorer names and bad scorer options of a document's ``scorers:`` as written,
-    found whether or not the rest of the file validates, so one pass reports them all."""
-    from tracescore.scorers import registry
-
-    found: list[Problem] = []
-    for index, binding in enumerate(scorers if isinstance(scorers, list) else []):
-        if not isinstance(binding, dict) or not isinstance(binding.get("scorer"), str):
-            continue
-        name, where = binding["scorer"], ("scorers", str(index))
-        if ":" in name:
-            continue
-        if name not in registry.names():
-            close = _did_you_mean(name, registry.names())
-            found.append(
-                (
-                    (*where, "scorer"),
-                    f"unknown scorer {name!r}; {close + ' ' if close else ''}"
-                    "(`tracescore scorers` lists them; module:attr names a custom scorer)",
-                )
-            )
-            continue
-        schema, options = registry.get(name).schema, binding.get("options")
-        if schema is None or not isinstance(options, dict):
-            continue
-        try:
-            schema.model_validate(options)
-        except ValidationError as exc:
-            found += validation_problems(exc, schema, (*where, "options"))
-    return found
-
-
-def format_problems(problems: list[Problem], lines: dict[tuple[str, ...], int]) -> str:
-    return "invalid configuration:\n  " + "\n  ".join(
-        f"{'.'.join(path) or '(top level)'}{_where(path, lines)}: {message}"
-        for path, message in problems
-    )
-
-
-def format_validation_error(exc: ValidationError, lines: dict[tuple[str, ...], int]) -> str:
-    return format_problems(validation_problems(exc, Config), lines)
-
-
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    """What PyYAML found wrong and where, without its snippet of the offending line (which
-    would print whatever secret sits on it)."""
-    if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
-        return "cannot be parsed"
-    mark = exc.problem_mark
-    return f"{exc.problem} (line {mark.line + 1}, column {mark.column + 1})"
-
-
 def parse_config(text: str, source: str = "<config>") -> Config:
     try:
         data: Any = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: not valid YAML: {_yaml_problem(exc)}") from None
+        raise ConfigError(f"{source}: not valid YAML: {yaml_problem(exc)}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the top level must be a mapping of sections")
     try:
@@ -517,10 +287,10 @@ def parse_config(text: str, source: str = "<config>") -> Config:
         problems = validation_problems(exc, Config)
     else:
         problems = config.problems()
-    problems += scorer_problems(data.get("scorers"))
+    problems += written_scorer_problems(data.get("scorers"))
     if problems:
-        lines = _line_index(text)
-        problems.sort(key=lambda problem: _line(problem[0], lines) or 0)
+        lines = line_index(text)
+        problems.sort(key=lambda problem: line_of(problem[0], lines) or 0)
         raise ConfigError(f"{source}: {format_problems(problems, lines)}")
     return config
 

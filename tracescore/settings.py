@@ -1,4 +1,4 @@
-"""What every configuration section shares: strict keys and the duration type.
+"""What every configuration section shares: strict keys, the duration type, the problem type.
 
 A leaf module (it imports nothing from tracescore), so each part keeps its own section next to
 its code and the top-level ``Config`` composes them without any part importing another's config.
@@ -34,6 +34,12 @@ def parse_duration(value: object) -> float:
         if match:
             return float(match.group(1)) * _UNIT_SECONDS[match.group(2) or "s"]
     raise ValueError("a duration is a number of seconds or a string like '15m', '1h', '7d'")
+
+
+Problem = tuple[tuple[str, ...], str]
+"""A mistake in a configuration document: the key path (``scorers.3.after.binding``) and what
+is wrong there. Each section checks its own cross-references into these; the top-level config
+collects them and :mod:`tracescore.config_report` reports them with their lines."""
 
 
 Duration = Annotated[float, BeforeValidator(parse_duration), Field(gt=0)]

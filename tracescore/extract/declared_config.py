@@ -10,13 +10,14 @@ bad one is refused at start with the key that holds it.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from tracescore.extract.json_path import parse_path
 from tracescore.extract.model import SpanKindName
-from tracescore.settings import Section, compile_pattern
+from tracescore.settings import Problem, Section, compile_pattern
 
 
 class Source(Section):
@@ -171,3 +172,19 @@ class ConventionConfig(Section):
     framework's whole prompt). Tool calls and usage always come from the calls."""
     spans: list[SpanRule] = Field(min_length=1)
     """The kinds of span, most specific first."""
+
+
+def convention_problems(conventions: Sequence[ConventionConfig]) -> list[Problem]:
+    """A name given to more than one convention (``conventions`` names them on the runs)."""
+    found: list[Problem] = []
+    names: set[str] = set()
+    for index, convention in enumerate(conventions):
+        if convention.name in names:
+            found.append(
+                (
+                    ("conventions", str(index), "name"),
+                    f"duplicate convention name {convention.name!r}",
+                )
+            )
+        names.add(convention.name)
+    return found

@@ -7,10 +7,12 @@ importing scikit-learn.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from pydantic import Field
 
 from tracescore.judge.config import JudgeConfig
-from tracescore.settings import Duration, Section
+from tracescore.settings import Duration, Problem, Section
 
 
 class FailedRunsConfig(Section):
@@ -96,3 +98,9 @@ class InsightsConfig(Section):
             api_base=self.embedding_api_base,
             api_key_env=self.embedding_api_key_env,
         )
+
+    def problems(self, judges: Collection[str]) -> list[Problem]:
+        """The judge that names the groups, when one is set, is one of ``judges``."""
+        if self.judge is not None and self.judge not in judges:
+            return [(("insights", "judge"), f"no judge named {self.judge!r} in judges")]
+        return []

@@ -8,11 +8,12 @@ than silently never firing. Windows and cooldowns accept seconds or durations li
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Annotated, Literal
 
 from pydantic import Field, HttpUrl, field_validator, model_validator
 
-from tracescore.settings import Duration, Section
+from tracescore.settings import Duration, Problem, Section
 
 SegmentColumn = Literal["agent", "model", "service", "binding"]
 """Score columns a rule may split its evaluation by: each distinct combination is a segment."""
@@ -233,6 +234,17 @@ class AlertsConfig(Section):
             if unknown:
                 raise ValueError(f"rule {rule.name!r} names unknown channels {sorted(unknown)}")
         return self
+
+    def problems(self, bindings: Collection[str]) -> list[Problem]:
+        """Every rule that names a binding names one of ``bindings`` (the ``scorers``)."""
+        return [
+            (
+                ("alerts", "rules", str(index), "binding"),
+                f"no binding named {rule.binding!r} in scorers",
+            )
+            for index, rule in enumerate(self.rules)
+            if rule.binding is not None and rule.binding not in bindings
+        ]
 
 
 class MonitorConfig(Section):

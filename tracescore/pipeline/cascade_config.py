@@ -11,17 +11,11 @@ bindings are built without a config file (:mod:`tracescore.pipeline.cascade`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pydantic import Field, model_validator
 
-from tracescore.settings import Section
-
-if TYPE_CHECKING:
-    from tracescore.pipeline.config import ScorerBinding
-
-Problem = tuple[tuple[str, ...], str]
-"""A key path (``scorers.3.after.binding``) and what is wrong with it."""
+from tracescore.settings import Problem, Section
 
 
 class CascadeConfig(Section):
@@ -49,7 +43,20 @@ class CascadeConfig(Section):
         return self
 
 
-def cascade_problems(bindings: Sequence[ScorerBinding]) -> list[Problem]:
+class Cascaded(Protocol):
+    """What the checks read of a binding (:class:`tracescore.pipeline.config.ScorerBinding`,
+    which holds this section: named here by shape, not imported, so neither module imports
+    the other)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def after(self) -> CascadeConfig | None: ...
+
+
+def cascade_problems(bindings: Sequence[Cascaded]) -> list[Problem]:
     """Every ``after`` that names no binding, names a binding scoring other runs (a different
     ``target``, or whole conversations), or closes a loop; each with the key to fix."""
     by_name = {binding.name: binding for binding in bindings}
@@ -79,7 +86,7 @@ def cascade_problems(bindings: Sequence[ScorerBinding]) -> list[Problem]:
     return found
 
 
-def _loop(start: str, by_name: dict[str, ScorerBinding]) -> list[str] | None:
+def _loop(start: str, by_name: dict[str, Cascaded]) -> list[str] | None:
     """The names from ``start`` following ``after`` back to ``start``, if they get there."""
     path = [start]
     current = by_name[start]

@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Collection, Sequence
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tracescore.assemble.config import AssemblyConfig
+from tracescore.config_report import did_you_mean, validation_problems
 from tracescore.conversations.config import ConversationsConfig
 from tracescore.emit.config import ExportConfig
 from tracescore.extract.declared_config import ConventionConfig
-from tracescore.judge.config import JudgeConfig
+from tracescore.judge.config import JudgeConfig, judges_missing
 from tracescore.pipeline.cascade_config import CascadeConfig
 from tracescore.pipeline.rescore_config import RescoreOnChange
-from tracescore.settings import Duration, Section, compile_pattern
+from tracescore.settings import Duration, Problem, Section, compile_pattern
 
 Target = Literal["agent", "llm", "tool", "trace", "conversation"]
 PatternList = list[str]
@@ -316,3 +318,92 @@ class ScoringConfig(Section):
     """The declared span conventions runs are extracted with."""
     shutdown_timeout: float = Field(10.0, gt=0)
     """Seconds a scoring process has to finish or hand back its claims once the service stops."""
+
+
+def binding_problems(bindings: Sequence[ScorerBinding], judges: Collection[str]) -> list[Problem]:
+    """Mistakes across ``scorers`` and ``judges`` pydantic cannot see: a name given twice, a judge
+    that is not in ``judges``, a judging scorer with no judge (or without litellm), a
+    conversation scorer bound to single runs."""
+    from tracescore.scorers import registry
+
+    found: list[Problem] = []
+    seen: set[str] = set()
+    for index, binding in enumerate(bindings):
+        where = ("scorers", str(index))
+        if binding.name in seen:
+            found.append(((*where, "name"), f"duplicate binding name {binding.name!r}"))
+        seen.add(binding.name)
+        if binding.judge is not None and binding.judge not in judges:
+            found.append(((*where, "judge"), f"no judge named {binding.judge!r} in judges"))
+        asks_judge = binding.judge is not None or (
+            binding.scorer in registry.names() and registry.get(binding.scorer).uses_judge
+        )
+        if asks_judge and (missing := judges_missing(binding.scorer)):
+            found.append(((*where, "scorer"), missing))
+        if ":" in binding.scorer or binding.scorer not in registry.names():
+            continue  # an unknown name is reported by written_scorer_problems
+        scorer = registry.get(binding.scorer)
+        if scorer.uses_judge and (binding.judge or "default") not in judges:
+            found.append(
+                (
+                    (*where, "judge"),
+                    f"scorer {binding.scorer!r} needs a judge: name one of "
+                    "judges, or define judges.default",
+                )
+            )
+        if scorer.conversation and binding.target != "conversation":
+            found.append(
+                (
+                    (*where, "target"),
+                    f"scorer {binding.scorer!r} judges whole conversations: "
+                    "set target: conversation",
+                )
+            )
+    return found
+
+
+def boost_problems(bindings: Sequence[ScorerBinding], rules: Collection[str]) -> list[Problem]:
+    """Every ``sampling.boost`` names one of the alert ``rules`` and samples single runs."""
+    found: list[Problem] = []
+    for index, binding in enumerate(bindings):
+        boost = binding.sampling.boost
+        if boost is None:
+            continue
+        key = ("scorers", str(index), "sampling", "boost")
+        if boost.while_ not in rules:
+            found.append(((*key, "while"), f"no alert rule named {boost.while_!r} in alerts.rules"))
+        if binding.target == "conversation":
+            found.append((key, "a conversation binding samples whole conversations: no boost"))
+    return found
+
+
+def written_scorer_problems(scorers: object) -> list[Problem]:
+    """Unknown scorer names and bad scorer options of a document's ``scorers:`` as written,
+    found whether or not the rest of the file validates, so one pass reports them all."""
+    from tracescore.scorers import registry
+
+    found: list[Problem] = []
+    for index, binding in enumerate(scorers if isinstance(scorers, list) else []):
+        if not isinstance(binding, dict) or not isinstance(binding.get("scorer"), str):
+            continue
+        name, where = binding["scorer"], ("scorers", str(index))
+        if ":" in name:
+            continue
+        if name not in registry.names():
+            close = did_you_mean(name, registry.names())
+            found.append(
+                (
+                    (*where, "scorer"),
+                    f"unknown scorer {name!r}; {close + ' ' if close else ''}"
+                    "(`tracescore scorers` lists them; module:attr names a custom scorer)",
+                )
+            )
+            continue
+        schema, options = registry.get(name).schema, binding.get("options")
+        if schema is None or not isinstance(options, dict):
+            continue
+        try:
+            schema.model_validate(options)
+        except ValidationError as exc:
+            found += validation_problems(exc, schema, (*where, "options"))
+    return found
