@@ -1,4 +1,6 @@
-"""Trace assembly on real databases: readiness rules, rescoring, leases, concurrent claimers."""
+"""The trace queue (``store/trace_queue.py``) on real databases: readiness rules, rescoring,
+leases and their renewal, concurrent claimers, the sampling rule's promotion, the hooks it
+tells, the backlog counts."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import pytest
 from tests.support.store_spans import full_span
 from tracescore.spans import LogRecord, Resource, Scope, Span
 from tracescore.store import ReadinessRules, SpanStore, open_store
+from tracescore.store.trace_queue import SamplingRule, TraceState, count_in_states
 
 RULES = ReadinessRules(idle_timeout=5.0, max_wait=60.0, max_attempts=2)
 
@@ -203,3 +206,57 @@ def test_an_evaluation_record_does_not_reopen_a_scored_trace_but_a_late_message_
     assert [r.event_name for r in store.load_trace("f" * 32).logs] == ["gen_ai.evaluation.result"]
     store.write([], [_log("f" * 32, "gen_ai.choice", time.time_ns())], received_at=now + 2)
     assert store.trace_summary("f" * 32).state == "pending"
+
+
+def test_a_renewed_lease_is_held_past_its_first_expiry(store: SpanStore) -> None:
+    store.write(_trace("d" * 32))
+    now = time.time() + 6
+    claims = store.queue.claim("w", 10, 30, now=now)
+    assert store.queue.renew(claims, 100, now=now + 20) == 1
+    assert store.queue.claim("other", 10, 30, now=now + 50) == []  # past the first lease
+    (again,) = store.queue.claim("other", 10, 30, now=now + 121)
+    assert again.trace_id == "d" * 32
+    assert store.queue.renew(claims, 100, now=now + 122) == 0  # lost: nothing to renew
+    assert store.queue.complete(claims, now=now + 123) == 1  # one lost claim, changing nothing
+    assert store.trace_summary("d" * 32).state == TraceState.CLAIMED
+
+
+def test_promotion_with_a_sampling_rule_finishes_unsampled_traces_and_tells_how_many(
+    store: SpanStore,
+) -> None:
+    promoted: list[int] = []
+    skipped: list[int] = []
+    store.queue.on_promoted = promoted.append
+    store.queue.on_skipped = skipped.append
+    store.queue.sampling = SamplingRule(lambda trace_id: trace_id.startswith("e"), ("judged",))
+    store.write(_trace("e" * 32))
+    store.write(_trace("f" * 32))
+    assert store.queue.promote(now=time.time() + 6) == 2
+    assert (promoted, skipped) == ([2], [1])
+    assert store.trace_summary("e" * 32).state == TraceState.READY
+    assert store.trace_summary("f" * 32).state == TraceState.SCORED
+    assert [c.trace_id for c in store.queue.claim("w", 10, 30, now=time.time() + 6)] == ["e" * 32]
+
+
+def test_parking_a_trace_tells_why_and_its_error_is_stored_even_with_a_nul(
+    store: SpanStore,
+) -> None:
+    failed: list[tuple[str, int]] = []
+    store.queue.on_failed = lambda reason, count: failed.append((reason, count))
+    store.write(_trace("9" * 32))
+    now = time.time() + 6
+    for attempt in range(RULES.max_attempts):
+        (claim,) = store.queue.claim("w", 10, 30, now=now + attempt)
+        store.queue.release(claim, error="span text quoted: a\x00b")
+    summary = store.trace_summary("9" * 32)
+    assert summary.state == TraceState.FAILED and failed == [("errors", 1)]
+    assert summary.last_error is not None and "\x00" not in summary.last_error
+    assert summary.last_error.startswith("span text quoted: a")
+
+
+def test_the_backlog_counts_only_the_states_asked_for(store: SpanStore) -> None:
+    for trace_id in ("1" * 32, "2" * 32, "3" * 32):
+        store.write(_trace(trace_id))
+    store.queue.claim("w", 1, 30, now=time.time() + 6)  # promotes all three, claims one
+    counts = count_in_states(store.engine, [TraceState.READY, TraceState.CLAIMED, "pending"])
+    assert counts == {TraceState.READY: 2, TraceState.CLAIMED: 1}

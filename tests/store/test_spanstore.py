@@ -1,0 +1,96 @@
+"""The span store (``store/spanstore.py``) through its public methods, on real SQLite files and
+the real PostgreSQL server: batch loads, the trace list's pages, the counts of what writes
+altered, journal entries consumed once. (Exact round trips and atomic writes:
+``test_store.py``.)"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.store_spans import full_span
+from tracescore.spans import LogRecord, Span
+from tracescore.store import SpanStore, open_store
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[SpanStore]:
+    opened = open_store(db_url)
+    yield opened
+    opened.close()
+
+
+def _spans(trace_id: str, count: int = 2) -> list[Span]:
+    spans = [
+        full_span(f"{n + 1:016x}", None if n == 0 else "0000000000000001") for n in range(count)
+    ]
+    for span in spans:
+        span.trace_id = trace_id
+    return spans
+
+
+def test_a_batch_load_returns_the_stored_traces_by_id_with_their_records(
+    store: SpanStore,
+) -> None:
+    (root, *_) = spans = _spans("a" * 32, 3)
+    record = LogRecord(
+        time_ns=1_700_000_000_300_000_000,
+        observed_time_ns=1_700_000_000_300_000_000,
+        trace_id="a" * 32,
+        span_id=root.span_id,
+        event_name="gen_ai.choice",
+        severity_number=9,
+        severity_text="INFO",
+        body="said",
+        attributes={},
+        resource=root.resource,
+        scope=root.scope,
+    )
+    store.write(spans, [record])
+    store.write(_spans("b" * 32))
+    loaded = store.load_traces(["A" * 32, "b" * 32, "c" * 32])
+    assert sorted(loaded) == ["a" * 32, "b" * 32]
+    assert [len(loaded[t].spans) for t in sorted(loaded)] == [3, 2]
+    assert [log.body for log in loaded["a" * 32].logs] == ["said"] and loaded["b" * 32].logs == []
+    assert store.load_trace("c" * 32) is None
+    assert store.count_spans() == 5
+
+
+def test_the_trace_list_pages_most_recent_first_and_filters(store: SpanStore) -> None:
+    now = time.time()
+    for age, trace_id in enumerate(("1" * 32, "2" * 32, "3" * 32)):
+        store.write(_spans(trace_id), received_at=now - 10 * age)
+    first = store.list_traces(limit=2)
+    assert [s.trace_id for s in first] == ["1" * 32, "2" * 32]
+    rest = store.list_traces(limit=2, after=(first[-1].last_seen, first[-1].trace_id))
+    assert [s.trace_id for s in rest] == ["3" * 32]
+    assert [s.trace_id for s in store.list_traces(since=now - 15)] == ["1" * 32, "2" * 32]
+    assert store.list_traces(service="no such service") == []
+    assert {s.service_name for s in store.list_traces()} == {"svc"}
+
+
+def test_what_writes_altered_is_counted_once(store: SpanStore) -> None:
+    (span,) = _spans("d" * 32, 1)
+    span.name = "nul \x00 in a name"
+    (future,) = _spans("e" * 32, 1)
+    now = time.time()
+    future.start_time_ns = future.end_time_ns = int((now + 30 * 86_400) * 1e9)
+    store.write([span, future], received_at=now)
+    replaced, future_times = store.take_counts()
+    assert replaced >= 1 and future_times == 1
+    assert store.take_counts() == (0, 0)
+    (stored,) = store.load_trace("d" * 32).spans
+    assert "\x00" not in stored.name and stored.name.startswith("nul ")
+    assert store.load_trace("e" * 32).spans[0].start_time_ns == future.start_time_ns
+
+
+def test_records_of_a_journal_entry_are_stored_once_whoever_consumes_it(
+    store: SpanStore,
+) -> None:
+    entry = store.journal.append("traces", b"a request", "owner")
+    assert store.write(_spans("f" * 32), consume=[entry]) is True
+    assert store.write(_spans("0" * 32), consume=[entry]) is False  # another process's: nothing
+    assert store.load_trace("0" * 32) is None
+    assert len(store.load_trace("f" * 32).spans) == 2
