@@ -27,10 +27,10 @@ from tracescore.insights.signature import (
     BINDING_LABELS,
     CONSISTENCY,
     failed_checks,
-    language_signals,
     leaks,
     masked,
     signature_features,
+    text_signals,
     unsupported_identifiers,
 )
 from tracescore.scorers.llm.run_text import as_text, response_text, system_prompt, user_text
@@ -80,7 +80,7 @@ class FailedRun:
     """``<scorer>=<label>`` of failing scores whose label says more than ``fail``."""
     signals: list[str] = field(default_factory=list)
     """What only its trace shows (:func:`trace_signals`): ``leak``, ``unsupported_id``, the
-    languages of its request and answer."""
+    languages of its request and answer, what the answer says (``facts:refusal``)."""
     started_at: float | None = None
     """When the run itself started (its verdicts come later)."""
 
@@ -166,8 +166,8 @@ def trace_signals(
     """What a run's trace shows that its stored text does not keep: the answer repeats the
     system prompt (``leak``), the answer states an identifier found nowhere in the request,
     system prompt or tool calls (``unsupported_id``); and the languages of its request and
-    answer (:func:`language_signals`), identified once."""
-    signals = language_signals(request, answer)
+    answer and what the answer says (:func:`text_signals`), read once."""
+    signals = text_signals(request, answer[:FIELD_CHARS])
     if leaks(answer, system):
         signals.append("leak")
     evidence = (
