@@ -28,7 +28,7 @@ from tracescore.insights.signature import (
     CONSISTENCY,
     failed_checks,
     leaks,
-    masked,
+    masked_part,
     signature_features,
     text_signals,
     unsupported_identifiers,
@@ -92,11 +92,8 @@ class FailedRun:
         """What the run did and why it was marked failed, entities and numbers masked: with its
         signature and request, what it is grouped by."""
         failed_tools = [line for line in self.tools if " failed: " in line]
-        return masked(
-            "\n".join(
-                part for part in (self.answer, *failed_tools, self.error, *self.reasons) if part
-            )
-        )
+        parts = (self.answer, *failed_tools, self.error, *self.reasons)
+        return "\n".join(masked_part(part) for part in parts if part)
 
     def signature(self) -> dict[str, float]:
         """Its signature's features (:mod:`tracescore.insights.signature`) and their weights."""

@@ -101,6 +101,8 @@ short answers in another language score 0.7–0.9, English questions misread as 
 language below 0.65)."""
 LANGUAGE_CHARS = 400
 """Characters of a text its language is told from (identification time grows with length)."""
+MASKED_CACHE = 4_096
+"""Texts whose masked form is remembered (at most 1,000 characters each: a few MB)."""
 LANGUAGE_CACHE = 4_096
 """Texts whose language is remembered (at most :data:`LANGUAGE_CHARS` characters each)."""
 UNKNOWN = "?"
@@ -122,6 +124,14 @@ def masked(text: str) -> str:
         if digits if needs is None else needs.search(text):
             text = pattern.sub(mask, text)
     return _NAME.sub("<name>", text)
+
+
+@lru_cache(maxsize=MASKED_CACHE)
+def masked_part(text: str) -> str:
+    """:func:`masked`, remembered: a run's parts (its answer, each failed tool's error, each
+    reason) are masked one by one, and agents, tools and scorers repeat theirs word for word
+    (templated apologies, one error text per outage, a judge's stock reasons)."""
+    return masked(text)
 
 
 def error_class(message: str) -> str:
