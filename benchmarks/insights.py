@@ -19,13 +19,18 @@ Printed: the groups and their names; the adjusted Rand index, homogeneity and co
 over all runs (runs in no group, noise included, count as one label "none"); per mode, its
 main group (where most of its runs went), the share of the mode in it (completeness), the
 share of the group from the mode (homogeneity) and the ARI of "in the mode" against "in its
-main group"; then the pass's times and its peak memory (Python's, by tracemalloc, and the
-process's peak resident set growth during the pass).
+main group"; then each pass's CPU and wall seconds, the process's resident set before it, at
+its peak and after it (garbage collected), and a pass's peak Python memory (tracemalloc).
+Default settings throughout: a pass reads at most ``max_runs`` (20,000) of the failed runs.
 
     python benchmarks/insights.py --failed 1000 --part tuning
     python benchmarks/insights.py --failed 5000 --part heldout
     python benchmarks/insights.py --stream planted            # 20,000 failed runs
     python benchmarks/insights.py --stream planted --per-mode 7500 --noise 7500 --process
+    python benchmarks/insights.py --stream planted --per-mode 12500 --noise 12500 --pg
+
+``--pg`` writes the stream to a scratch PostgreSQL database (created on the server of
+``TRACESCORE_TEST_PG_URL``, dropped after) instead of a SQLite file.
 
 ``--process`` runs one pass as the service does, in its helper process
 (``tracescore.insights.pass_process``: cyclic collector off, default settings), and prints that
@@ -35,6 +40,8 @@ process's peak resident set: what a pass adds to the service's memory.
 from __future__ import annotations
 
 import argparse
+import gc
+import os
 import resource
 import sys
 import tempfile
@@ -42,6 +49,7 @@ import time
 import tracemalloc
 from collections import Counter
 from collections.abc import Sequence
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -49,7 +57,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sklearn.metrics import adjusted_rand_score, completeness_score, homogeneity_score
 
+from tests.support.databases import fresh_pg_database
 from tests.support.failure_modes import planted_stream, store_runs
+from tests.support.overload import proc_status_mb
 from tests.support.support_traffic import store_support_runs, support_stream
 from tracescore.extract.registry import CONVENTIONS
 from tracescore.helper_processes import OneShot
@@ -60,10 +70,6 @@ from tracescore.store import SpanStore, open_store
 
 START = 1_800_000_000.0
 NONE = "none"
-
-
-def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def per_mode(truth: Sequence[str], found: Sequence[str]) -> None:
@@ -83,36 +89,47 @@ def per_mode(truth: Sequence[str], found: Sequence[str]) -> None:
         )
 
 
+def _pass(store: SpanStore, config: InsightsConfig, now: datetime) -> tuple[PassResult, str]:
+    """One pass and what it took: CPU and wall seconds, the process's peak resident set during
+    it (its high-water mark reset first) and what stays resident after it, garbage collected."""
+    gc.collect()
+    before = proc_status_mb(os.getpid(), "VmRSS")
+    Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current resident set
+    cpu, wall = time.process_time(), time.perf_counter()
+    result = run_pass(store, config, CONVENTIONS, now=now)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    peak = proc_status_mb(os.getpid(), "VmHWM")
+    gc.collect()
+    after = proc_status_mb(os.getpid(), "VmRSS")
+    return result, (
+        f"CPU {cpu:.2f} s (wall {wall:.1f} s), resident set {before:.0f} MB before, peak "
+        f"{peak:.0f} MB (+{peak - before:.0f}), {after:.0f} MB after (+{after - before:.0f})"
+    )
+
+
 def measure(store: SpanStore, keys: Sequence[tuple[str, str]], truth: Sequence[str]) -> None:
     now = datetime.fromtimestamp(START + 7200, UTC)
-    config = InsightsConfig(max_runs=max(20_000, len(keys)))
-    before = _peak_rss_mb()
-    started = time.perf_counter()
-    run_pass(store, config, CONVENTIONS, now=now)
-    first = time.perf_counter() - started
-    rss = _peak_rss_mb() - before
-    started = time.perf_counter()
-    result: PassResult = run_pass(store, config, CONVENTIONS, now=now)
-    seconds = time.perf_counter() - started
+    config = InsightsConfig()  # default settings: at most max_runs (20,000) runs read
+    _, first = _pass(store, config, now)
+    result, following = _pass(store, config, now)
     tracemalloc.start()
     run_pass(store, config, CONVENTIONS, now=now, save=False)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     group_of = {(m["trace_id"], m["span_id"]): m["group_id"] for m in result.memberships}
     found = [group_of.get(key, NONE) for key in keys]
-    print(f"failed runs: {result.failed}, groups: {len(result.groups)}")
+    print(f"failed runs: {result.failed}, read: {result.read}, groups: {len(result.groups)}")
     for group in result.groups[:12]:
         print(f"  {group['size']:>6}  {group['id'][:8]}  {group['name']}")
     print(
         f"adjusted Rand index {adjusted_rand_score(truth, found):.3f}, homogeneity "
         f"{homogeneity_score(truth, found):.3f}, completeness {completeness_score(truth, found):.3f}"
+        + (" (runs not read count as none)" if result.read < len(keys) else "")
     )
     per_mode(truth, found)
-    print(
-        f"first pass (runs rebuilt from spans): {first:.1f} s; next pass (stored texts): "
-        f"{seconds:.1f} s; peak Python memory {peak / 1e6:.0f} MB; peak resident set grew "
-        f"{rss:.0f} MB in the first pass"
-    )
+    print(f"first pass (runs rebuilt from spans): {first}")
+    print(f"next pass (stored texts): {following}")
+    print(f"peak Python memory of a pass (tracemalloc): {peak / 1e6:.0f} MB")
 
 
 def in_service_process(store_url: str) -> None:
@@ -148,9 +165,16 @@ def main() -> None:
     )
     parser.add_argument("--per-mode", type=int, default=5000, help="planted: runs per mode")
     parser.add_argument("--noise", type=int, default=5000, help="planted: noise runs")
+    parser.add_argument(
+        "--pg", action="store_true", help="a scratch PostgreSQL database (TRACESCORE_TEST_PG_URL)"
+    )
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as workdir:
-        url = f"sqlite:///{Path(workdir) / 'insights.db'}"
+    with tempfile.TemporaryDirectory() as workdir, ExitStack() as stack:
+        url = (
+            stack.enter_context(fresh_pg_database())
+            if args.pg
+            else f"sqlite:///{Path(workdir) / 'insights.db'}"
+        )
         store = open_store(url)
         if args.stream == "support":
             support = support_stream(args.failed, args.part, start=START)

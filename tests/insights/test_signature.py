@@ -13,6 +13,7 @@ from tracescore.insights.signature import (
     leaks,
     masked,
     signature_features,
+    text_signals,
     unsupported_identifiers,
 )
 
@@ -97,6 +98,20 @@ def test_answer_facts_tell_the_language_refusal_and_apology() -> None:
     assert set(refused) == {"refusal", "apology"}
     stored = answer_facts("x", "y", ["asked:en", "answered:fr", "leak"])
     assert stored == {"leak": "", "language_mismatch": "fr<en"}  # no identification again
+
+
+def test_what_an_answer_says_is_read_once_and_kept_with_its_text() -> None:
+    signals = text_signals(
+        "Can you refund my order, please?", "I'm sorry, but I can't issue a refund."
+    )
+    assert signals == ["asked:en", "answered:en", "facts:refusal+apology"]
+    assert text_signals("Refund my order", "   ")[-1] == "facts:empty"
+    assert text_signals("Refund my order", "It is on its way to you.")[-1] == "facts:"
+    # A later pass takes the kept facts, not the patterns again (which would find none here).
+    kept = answer_facts("x", "Here it is.", ["asked:en", "answered:es", "facts:refusal"])
+    assert kept == {"refusal": "", "language_mismatch": "es<en"}
+    assert answer_facts("x", "Here it is.", ["asked:en", "answered:en", "facts:"]) == {}
+    assert answer_facts("x", "", ["asked:en", "answered:?", "facts:empty"]) == {"empty": ""}
 
 
 def test_features_weigh_what_failed_above_who_noticed() -> None:

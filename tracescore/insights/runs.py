@@ -27,10 +27,10 @@ from tracescore.insights.signature import (
     BINDING_LABELS,
     CONSISTENCY,
     failed_checks,
-    language_signals,
     leaks,
-    masked,
+    masked_part,
     signature_features,
+    text_signals,
     unsupported_identifiers,
 )
 from tracescore.scorers.llm.run_text import as_text, response_text, system_prompt, user_text
@@ -80,7 +80,7 @@ class FailedRun:
     """``<scorer>=<label>`` of failing scores whose label says more than ``fail``."""
     signals: list[str] = field(default_factory=list)
     """What only its trace shows (:func:`trace_signals`): ``leak``, ``unsupported_id``, the
-    languages of its request and answer."""
+    languages of its request and answer, what the answer says (``facts:refusal``)."""
     started_at: float | None = None
     """When the run itself started (its verdicts come later)."""
 
@@ -92,11 +92,8 @@ class FailedRun:
         """What the run did and why it was marked failed, entities and numbers masked: with its
         signature and request, what it is grouped by."""
         failed_tools = [line for line in self.tools if " failed: " in line]
-        return masked(
-            "\n".join(
-                part for part in (self.answer, *failed_tools, self.error, *self.reasons) if part
-            )
-        )
+        parts = (self.answer, *failed_tools, self.error, *self.reasons)
+        return "\n".join(masked_part(part) for part in parts if part)
 
     def signature(self) -> dict[str, float]:
         """Its signature's features (:mod:`tracescore.insights.signature`) and their weights."""
@@ -166,8 +163,8 @@ def trace_signals(
     """What a run's trace shows that its stored text does not keep: the answer repeats the
     system prompt (``leak``), the answer states an identifier found nowhere in the request,
     system prompt or tool calls (``unsupported_id``); and the languages of its request and
-    answer (:func:`language_signals`), identified once."""
-    signals = language_signals(request, answer)
+    answer and what the answer says (:func:`text_signals`), read once."""
+    signals = text_signals(request, answer[:FIELD_CHARS])
     if leaks(answer, system):
         signals.append("leak")
     evidence = (

@@ -27,19 +27,22 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 from tracescore.language import detect_language
 from tracescore.scorers.code.consistency.answer_checks import repeated_run
 
-# Masks, most specific first: what varies from run to run within a mode. Each with a character
-# its matches need, so a text without it skips the pattern (most texts hold no "@" or "://").
+# Masks, most specific first: what varies from run to run within a mode. Each with a pattern
+# its matches need (None: a digit), searched first, so a text without it skips the mask: most
+# texts hold no "@", "://", top-level domain or digit, and a literal is found faster than the
+# mask's own pattern, which tries each word of the text.
+_TLD = r"(?:com|net|org|io|internal|local|prod|svc|dev)\b"
 _MASKS = (
-    ("@", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"), " <email> "),
-    ("://", re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE), " <url> "),
-    (".", re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), " <host> "),
-    (".", re.compile(r"\b(?:[a-z0-9-]+\.)+(?:com|net|org|io|internal|local|prod|svc|dev)\b(?::\d+)?", re.I), " <host> "),
-    ("", re.compile(r"\b[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\b", re.I), " <id> "),
-    ("", re.compile(r"\b[0-9a-f]{16,}\b", re.I), " <id> "),
-    ("", re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|s|sec|secs|seconds?|minutes?|min|h|hours?)\b", re.I), " <duration> "),
-    ("", re.compile(r"[$€£]\s?\d[\d,.]*\d|[$€£]\s?\d"), " <number> "),
-    ("", re.compile(r"#?\b[A-Za-z]{0,4}[-/#]?\d[\w/-]*\d\w*\b|#\d+\b"), " <id> "),
-    ("", re.compile(r"\b\d[\d,.]*\b"), " <number> "),
+    (re.compile("@"), re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"), " <email> "),
+    (re.compile("://"), re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE), " <url> "),
+    (re.compile(r"\d\.\d"), re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), " <host> "),
+    (re.compile(r"\." + _TLD, re.I), re.compile(r"\b(?:[a-z0-9-]+\.)+" + _TLD + r"(?::\d+)?", re.I), " <host> "),
+    (None, re.compile(r"\b[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\b", re.I), " <id> "),
+    (None, re.compile(r"\b[0-9a-f]{16,}\b", re.I), " <id> "),
+    (None, re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|s|sec|secs|seconds?|minutes?|min|h|hours?)\b", re.I), " <duration> "),
+    (None, re.compile(r"[$€£]\s?\d[\d,.]*\d|[$€£]\s?\d"), " <number> "),
+    (None, re.compile(r"#?\b[A-Za-z]{0,4}[-/#]?\d[\w/-]*\d\w*\b|#\d+\b"), " <id> "),
+    (None, re.compile(r"\b\d[\d,.]*\b"), " <number> "),
 )  # fmt: skip
 _DIGIT = re.compile(r"\d")
 _NAME = re.compile(r"(?<=[a-z,;:] )[A-Z][a-z]+(?: [A-Z][a-z]+)*")
@@ -97,12 +100,15 @@ LANGUAGE_CONFIDENCE = 0.7
 short answers in another language score 0.7–0.9, English questions misread as another
 language below 0.65)."""
 LANGUAGE_CHARS = 400
+"""Characters of a text its language is told from (identification time grows with length)."""
+MASKED_CACHE = 4_096
+"""Texts whose masked form is remembered (at most 1,000 characters each: a few MB)."""
 LANGUAGE_CACHE = 4_096
 """Texts whose language is remembered (at most :data:`LANGUAGE_CHARS` characters each)."""
-"""Characters of a text its language is told from (identification time grows with length)."""
 UNKNOWN = "?"
 ASKED = "asked:"
 ANSWERED = "answered:"
+FACTS = "facts:"
 CONSISTENCY = "consistency"
 CHECKS_STEP = "checks"
 BINDING_LABELS = frozenset({"pass", "fail", "ok"})
@@ -113,11 +119,19 @@ BINDING_LABELS = frozenset({"pass", "fail", "ok"})
 def masked(text: str) -> str:
     """``text`` with what varies within a failure mode masked: addresses, hosts, ids,
     durations, numbers and names inside sentences."""
-    digits = _DIGIT.search(text) is not None
+    digits = _DIGIT.search(text) is not None  # masks only take digits away: stays true
     for needs, pattern, mask in _MASKS:
-        if (needs in text) if needs else digits:
+        if digits if needs is None else needs.search(text):
             text = pattern.sub(mask, text)
     return _NAME.sub("<name>", text)
+
+
+@lru_cache(maxsize=MASKED_CACHE)
+def masked_part(text: str) -> str:
+    """:func:`masked`, remembered: a run's parts (its answer, each failed tool's error, each
+    reason) are masked one by one, and agents, tools and scorers repeat theirs word for word
+    (templated apologies, one error text per outage, a judge's stock reasons)."""
+    return masked(text)
 
 
 def error_class(message: str) -> str:
@@ -207,23 +221,50 @@ def _language(text: str) -> str | None:
     return detect_language(text, LANGUAGE_CONFIDENCE)
 
 
+ANSWER_SAYS = (
+    ("refusal", REFUSAL),
+    ("apology", APOLOGY),
+    ("quotes_instructions", QUOTES_INSTRUCTIONS),
+)
+"""What an answer is checked for (``empty`` besides): patterns over its words that cost more
+than the rest of a run's signature, so read once, when the run is rebuilt."""
+
+
+def text_signals(request: str, answer: str) -> list[str]:
+    """What a run's request and answer say, read once when it is rebuilt and kept with its
+    text, so the next passes match no pattern and identify no language again: the languages
+    (:func:`language_signals`) and the answer's facts (``facts:refusal+apology``, ``facts:``
+    for none)."""
+    return [*language_signals(request, answer), FACTS + "+".join(_said(answer))]
+
+
+def _said(answer: str) -> list[str]:
+    if not answer.strip():
+        return ["empty"]
+    return [fact for fact, pattern in ANSWER_SAYS if pattern.search(answer)]
+
+
 def answer_facts(request: str, answer: str, signals: Sequence[str]) -> dict[str, str]:
     """Facts of the answer (fact -> detail): another language than the request's, refusal,
-    apology, empty, and the trace-derived ``signals`` read when the run was rebuilt (their
-    languages identified here when they hold none: a run read before they were kept)."""
+    apology, empty, and the trace-derived ``signals`` read when the run was rebuilt (the
+    languages and facts of :func:`text_signals` read here when they are not among them: a run
+    stored before they were kept)."""
     if not any(signal.startswith((ASKED, ANSWERED)) for signal in signals):
         signals = [*signals, *language_signals(request, answer)]
-    facts = {signal: "" for signal in signals if not signal.startswith((ASKED, ANSWERED))}
-    languages = dict(signal.split(":", 1) for signal in signals if ":" in signal)
-    if not answer.strip():
-        facts["empty"] = ""
+    if not any(signal.startswith(FACTS) for signal in signals):
+        signals = [*signals, FACTS + "+".join(_said(answer))]
+    facts: dict[str, str] = {}
+    languages: dict[str, str] = {}
+    for signal in signals:
+        kind, _, value = signal.partition(":")
+        if signal.startswith(FACTS):
+            facts.update(dict.fromkeys(filter(None, value.split("+")), ""))
+        elif signal.startswith((ASKED, ANSWERED)):
+            languages[kind] = value
+        else:
+            facts[signal] = ""
+    if "empty" in facts:
         return facts
-    if REFUSAL.search(answer):
-        facts["refusal"] = ""
-    if APOLOGY.search(answer):
-        facts["apology"] = ""
-    if QUOTES_INSTRUCTIONS.search(answer):
-        facts["quotes_instructions"] = ""
     asked, answered = languages.get(ASKED[:-1]), languages.get(ANSWERED[:-1])
     if asked and answered and UNKNOWN not in (asked, answered) and asked != answered:
         facts["language_mismatch"] = f"{answered}<{asked}"
