@@ -25,17 +25,17 @@ from sqlalchemy import Engine, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.pipeline import agent_spans, export_body  # noqa: E402
-from tracescore.config import Config  # noqa: E402
-from tracescore.extract import extract_runs  # noqa: E402
-from tracescore.ingest.decode import decode_traces  # noqa: E402
-from tracescore.pipeline.bindings import compile_bindings  # noqa: E402
-from tracescore.pipeline.score_rows import score_row, steps_json  # noqa: E402
-from tracescore.scorers.scorer_run import ScorerRun  # noqa: E402
-from tracescore.spans import Trace  # noqa: E402
-from tracescore.store import migrate  # noqa: E402
-from tracescore.store.engine import make_engine  # noqa: E402
-from tracescore.store.scores import StoredScore, score_id, upsert_scores  # noqa: E402
+from benchmarks.pipeline import agent_spans, export_body
+from tracescore.config import Config
+from tracescore.extract import extract_runs
+from tracescore.ingest.decode import decode_traces
+from tracescore.pipeline.bindings import compile_bindings
+from tracescore.pipeline.score_rows import score_row, steps_json
+from tracescore.scorers.scorer_run import ScorerRun
+from tracescore.spans import Trace
+from tracescore.store import migrate
+from tracescore.store.engine import make_engine
+from tracescore.store.scores import StoredScore, score_id, upsert_scores
 
 BEFORE = "0017_failure_signatures"
 CHUNK = 20_000
@@ -83,9 +83,7 @@ def size(engine: Engine) -> int:
         return Path(str(engine.url.database)).stat().st_size
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
         connection.exec_driver_sql("VACUUM FULL scores")
-        return int(
-            connection.execute(text("SELECT pg_total_relation_size('scores')")).scalar_one()
-        )
+        return int(connection.execute(text("SELECT pg_total_relation_size('scores')")).scalar_one())
 
 
 def main() -> None:

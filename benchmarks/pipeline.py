@@ -259,22 +259,22 @@ def _scored_traces(engine: Engine) -> int:
 
 
 def _database_bytes(engine: Engine) -> int:
-    """What the database takes: its files on SQLite (the main file and its WAL, checkpointed
-    first), every table's ``pg_total_relation_size`` (indexes and TOAST included) on PostgreSQL."""
+    """What the database takes: its pages on SQLite (``page_count``, which counts the pages
+    still in the WAL, times ``page_size``: the main file's size once checkpointed), every
+    table's ``pg_total_relation_size`` (indexes and TOAST included) on PostgreSQL."""
     with engine.connect() as connection:
-        if engine.dialect.name != "sqlite":
-            return int(
-                connection.execute(
-                    text(
-                        "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c "
-                        "JOIN pg_namespace n ON n.oid = c.relnamespace "
-                        "WHERE n.nspname = current_schema() AND c.relkind = 'r'"
-                    )
-                ).scalar_one()
-            )
-        connection.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
-    path = Path(str(engine.url.database))
-    return sum(f.stat().st_size for f in (path, path.with_name(path.name + "-wal")) if f.exists())
+        if engine.dialect.name == "sqlite":
+            pages = connection.exec_driver_sql("PRAGMA page_count").scalar_one()
+            return int(pages * connection.exec_driver_sql("PRAGMA page_size").scalar_one())
+        return int(
+            connection.execute(
+                text(
+                    "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c "
+                    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE n.nspname = current_schema() AND c.relkind = 'r'"
+                )
+            ).scalar_one()
+        )
 
 
 def _role(pid: int) -> str:
