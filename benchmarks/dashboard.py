@@ -1,10 +1,14 @@
-"""Dashboard page times over a day of scores: overview (cold, warm, filtered, split), alerts, live.
+"""Dashboard page times over a day of scores: overview (cold, warm, filtered, split), alerts, live,
+a trace page and ``/api/v1/scores``.
 
 Writes ``--scores`` synthetic rows spread over the last 24 hours (``--bindings`` bindings,
 judged ones with a cost, 3 % errors, seven agents) into a real database (a temporary SQLite
 file, or ``--db``), then times the pages through the real app (in process, FastAPI's test
 client): the overview with its aggregates computed (cold) and from the shared cache (warm),
-a filtered overview, the overview split by agent, the alerts page and the live poll.
+a filtered overview, the overview split by agent, the alerts page and the live poll; then one
+agent trace of the capacity benchmark with its spans and the default bindings' scores, stored as
+the scoring worker stores them, and the times of its trace page, of ``/api/v1/scores`` (a page
+of 100) and of its scores with their steps (``?trace_id=…&steps=true``).
 
     python benchmarks/dashboard.py                        # SQLite, 100,000 scores
     python benchmarks/dashboard.py --db postgresql://postgres@127.0.0.1/bench
@@ -25,10 +29,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fastapi.testclient import TestClient
 
+from benchmarks.pipeline import agent_spans, export_body
 from tests.support.score_streams import insert_rows, score_row
-from tracescore.config import parse_config
+from tracescore.config import Config, parse_config
+from tracescore.extract import extract_runs
+from tracescore.ingest.decode import decode_traces
+from tracescore.pipeline import score_rows
+from tracescore.pipeline.bindings import compile_bindings
+from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.service import create_app
-from tracescore.store import open_store
+from tracescore.spans import Trace
+from tracescore.store import SpanStore, open_store
+from tracescore.store.scores import upsert_scores
 
 BINDINGS = ["faithfulness", "answer-relevancy", "tone", "completeness", "toxicity", "bias"]
 
@@ -49,6 +61,22 @@ def rows(count: int, bindings: int, now: datetime):
             cost_usd=0.0004 if judged else 0.0,
             reason="synthetic",
         )
+
+
+def scored_trace(store: SpanStore) -> str:
+    """One benchmark agent trace stored with the default bindings' scores, as the worker
+    stores them; its id."""
+    spans, trace_id = agent_spans(time.time_ns())
+    decoded = decode_traces(export_body(spans), json=False).spans
+    store.write(decoded, [])
+    (run,) = [run for run in extract_runs(Trace(trace_id, spans=decoded)) if run.primary]
+    found = []
+    for binding in compile_bindings(Config().scorers, {}, None):
+        result = binding.scorer.run_sync(ScorerRun.of(run))
+        found.append(score_rows.score_row(binding, run, status=result.status, result=result))
+    with store.engine.begin() as connection:
+        upsert_scores(connection, found)
+    return trace_id
 
 
 def timed(client: TestClient, path: str, repeat: int) -> list[float]:
@@ -78,6 +106,7 @@ def main() -> None:
             f"{written:,} scores over 24 h written in {time.perf_counter() - started:.1f} s "
             f"({store.dialect})"
         )
+        trace_id = scored_trace(store)
         client = TestClient(create_app(parse_config("{}"), store))
         (cold,) = timed(client, "/", 1)
         warm = timed(client, "/", 5)
@@ -87,6 +116,9 @@ def main() -> None:
         split = timed(client, "/?split=agent", 5)
         alerts = timed(client, "/ui/alerts", 5)
         live = timed(client, "/ui/live", 20)
+        trace_page = timed(client, f"/ui/traces/{trace_id}", 10)
+        api = timed(client, "/api/v1/scores?limit=100", 10)
+        steps = timed(client, f"/api/v1/scores?trace_id={trace_id}&steps=true", 10)
         print(f"overview (24 h, 96 points per chart), cold: {cold * 1000:,.0f} ms")
         print(f"overview, aggregates cached: median {statistics.median(warm) * 1000:,.0f} ms")
         print(
@@ -98,6 +130,14 @@ def main() -> None:
         print(f"overview split by agent, cached: median {statistics.median(split) * 1000:,.0f} ms")
         print(f"/ui/alerts: median {statistics.median(alerts) * 1000:,.0f} ms")
         print(f"/ui/live: median {statistics.median(live) * 1000:,.1f} ms")
+        print(
+            f"trace page (4 spans, 5 code scores): median {statistics.median(trace_page) * 1000:,.1f} ms"
+        )
+        print(f"/api/v1/scores, 100 rows: median {statistics.median(api) * 1000:,.1f} ms")
+        print(
+            "/api/v1/scores?trace_id=…&steps=true (5 code scores): "
+            f"median {statistics.median(steps) * 1000:,.1f} ms"
+        )
         store.close()
 
 

@@ -258,6 +258,25 @@ def _scored_traces(engine: Engine) -> int:
         ).scalar_one()
 
 
+def _database_bytes(engine: Engine) -> int:
+    """What the database takes: its pages on SQLite (``page_count``, which counts the pages
+    still in the WAL, times ``page_size``: the main file's size once checkpointed), every
+    table's ``pg_total_relation_size`` (indexes and TOAST included) on PostgreSQL."""
+    with engine.connect() as connection:
+        if engine.dialect.name == "sqlite":
+            pages = connection.exec_driver_sql("PRAGMA page_count").scalar_one()
+            return int(pages * connection.exec_driver_sql("PRAGMA page_size").scalar_one())
+        return int(
+            connection.execute(
+                text(
+                    "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c "
+                    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE n.nspname = current_schema() AND c.relkind = 'r'"
+                )
+            ).scalar_one()
+        )
+
+
 def _role(pid: int) -> str:
     """What one of the service's processes is, from its command line."""
     try:
@@ -452,6 +471,7 @@ def capacity(args: argparse.Namespace, workdir: Path, config: dict[str, object])
             for role, seconds in _cpu_by_role(pid).items()
         }
         memory.stop()
+        stored = _database_bytes(engine)
         engine.dispose()
     floor_bodies = (
         bodies[: -(-args.floor_traces // args.traces_per_request)] if args.floor_traces > 0 else []
@@ -474,6 +494,10 @@ def capacity(args: argparse.Namespace, workdir: Path, config: dict[str, object])
             f"{role} {seconds / max(done, 1) * 1000:.2f}" for role, seconds in sorted(roles.items())
         )
         + ")"
+    )
+    print(
+        f"  storage: {stored / max(done + scored_before, 1):,.0f} bytes per scored trace "
+        f"({stored / 1e6:,.1f} MB for {done + scored_before:,} scored traces)"
     )
     if floor is not None and floor.traces:
         floor_ms = floor.seconds / floor.traces * 1000

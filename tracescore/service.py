@@ -57,6 +57,7 @@ from tracescore.monitor.api import create_monitor_router
 from tracescore.monitor.tasks import monitoring_task
 from tracescore.owners import owner_id
 from tracescore.pipeline.feedback_triggers import verdict_triggers
+from tracescore.pipeline.recomputed_steps import StepsRecompute
 from tracescore.restapi import (
     API_DESCRIPTION,
     API_TAGS,
@@ -136,13 +137,14 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
         }
 
     app.state.reads = reads = ReadProcesses(config, store)
+    fill_steps = StepsRecompute(config).fill_from(store)
     app.state.insights = requests = PassRequests(store) if config.insights.enabled else None
     for version in VERSIONS:  # /api/v1, then the deprecated /api aliases
         for api in (
             traces_router(store, reads, version),
             conversations_router(store.engine, version),
             ingest_router(store, version),
-            create_monitor_router(store.engine, config.monitor, version),
+            create_monitor_router(store.engine, config.monitor, version, fill_steps),
             feedback_router(config, store, version),
             sources_router(store.engine, version),
             insights_router(store.engine, version, requests),

@@ -7,6 +7,7 @@ need no git history.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -112,6 +113,30 @@ def _instant(value: Any) -> Any:
     if isinstance(moment, datetime) and moment.tzinfo is None:
         return moment.replace(tzinfo=UTC)
     return moment
+
+
+def upgraded(
+    tables: dict[str, dict[tuple[Any, ...], tuple[Any, ...]]],
+) -> dict[str, dict[tuple[Any, ...], tuple[Any, ...]]]:
+    """A snapshot with its scores' ``steps`` as parsed JSON and a code score's as revision
+    ``0018_compact_storage`` leaves them: the marker, the step results computed when shown."""
+
+    def steps_of(row: dict[str, Any]) -> Any:
+        steps = json.loads(row["steps"]) if isinstance(row["steps"], str) else row["steps"]
+        code = (
+            row["status"] == "ok"
+            and row["judge_model"] is None
+            and row["input_tokens"] == 0
+            and row.get("conversation_id") is None
+            and row["scorer_id"] != "consistency"
+        )
+        return {"recompute": True} if code and steps is not None else steps
+
+    scores = {
+        key: tuple((name, steps_of(dict(row)) if name == "steps" else value) for name, value in row)
+        for key, row in tables["scores"].items()
+    }
+    return {**tables, "scores": scores}
 
 
 RENAMED = {"alert_leader": "leases"}
@@ -223,6 +248,10 @@ def test_previous_release_upgrades_in_place_and_keeps_ingesting_and_scoring(
     before = snapshot(engine)
     assert all(before[table] for table in KEPT)
     assert migrate.schema_state(engine).current is None
+    assert any(
+        dict(row)["judge_model"] is None and dict(row)["steps"] for row in before["scores"].values()
+    ), "the fixture holds code scores with steps for revision 0018 to convert"
+    before = upgraded(before)
     new_traces = {trace.trace_id for trace in load_traces([NEW_TRAFFIC])}
     assert new_traces and not new_traces & {key[0] for key in before["traces"]}
     config = {"scorers": [{"name": "tone", "scorer": "tone"}], "workers": {"poll_interval": 0.05}}
@@ -242,7 +271,7 @@ def test_previous_release_upgrades_in_place_and_keeps_ingesting_and_scoring(
     state = migrate.schema_state(engine)
     assert (state.current, state.pending) == (state.head, ())
     assert drift(engine) == []
-    after = snapshot(engine)
+    after = upgraded(snapshot(engine))
     for table, rows in before.items():
         kept = {key: after[table].get(key) for key in rows}
         if table == "alert_leader":
@@ -374,7 +403,7 @@ def test_replicas_starting_together_upgrade_once(previous_url: str, engines: lis
     applied = sorted(out.strip() for out, _err in outcomes)
     assert applied == ["", "", "", ",".join(pending)]
     assert migrate.schema_state(engine).pending == ()
-    assert snapshot(engine) == before
+    assert upgraded(snapshot(engine)) == upgraded(before)
 
 
 # ------------------------------------------------------------------ refusals and the CLI

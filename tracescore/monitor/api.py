@@ -7,8 +7,9 @@ database reads never stall the event loop that serves OTLP ingest.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from fastapi import APIRouter, HTTPException, Path, Query, Response
 
@@ -34,7 +35,11 @@ from tracescore.store import Database
 from tracescore.store.alerts import states_and_events
 from tracescore.store.score_aggregates import aggregate_scores, coverage
 from tracescore.store.score_reads import ScoreFilter, list_scores
-from tracescore.store.scores import ScoreStatus
+from tracescore.store.scores import ScoreStatus, StoredScore
+
+FillSteps = Callable[[Iterable[StoredScore]], None]
+"""Fills in the steps of the score rows stored without them (code scores': see
+:mod:`tracescore.pipeline.recomputed_steps`, a part above this one that the service hands in)."""
 
 SUMMARY_QUANTILES = (0.1, 0.5, 0.9)
 MAX_SUMMARY_BUCKETS = 10_000
@@ -76,9 +81,13 @@ Until = Annotated[Moment | None, moment_query("to (exclusive; default now)")]
 
 
 def create_monitor_router(
-    engine: Database, config: MonitorConfig | None = None, version: ApiVersion = LEGACY
+    engine: Database,
+    config: MonitorConfig | None = None,
+    version: ApiVersion = LEGACY,
+    fill_steps: FillSteps | None = None,
 ) -> APIRouter:
-    """The monitoring routes under ``version``'s prefix (``/metrics`` with the unversioned ones).
+    """The monitoring routes under ``version``'s prefix (``/metrics`` with the unversioned ones);
+    ``/scores?steps=true`` fills in code scores' steps with ``fill_steps``.
 
     Under ``/api/v1`` the summary's series are labelled by ``binding`` (what the configuration
     names); the deprecated ``/api`` alias keeps labelling them by ``scorer`` id."""
@@ -124,6 +133,8 @@ def create_monitor_router(
                 items, next_cursor = list_scores(connection, where, limit, cursor, with_steps=steps)
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
+        if steps and fill_steps is not None:
+            fill_steps(cast(list[StoredScore], items))  # with_steps: whole rows
         return version.page(items, "items", next_cursor)
 
     @router.get(

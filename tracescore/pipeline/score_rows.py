@@ -21,6 +21,17 @@ from tracescore.store.scores import SamplingDecision, StoredScore, score_id
 
 _MAX_PROMPT_CHARS = 20_000
 """A step's prompt is stored up to this many characters: it repeats the whole run."""
+RECOMPUTE = "recompute"
+"""Set in a stored score's ``steps`` whose step results were left out because they are a pure
+function of the run and the scorer's version (see :func:`recomputable`): readers compute them
+again from the trace (:mod:`tracescore.pipeline.recomputed_steps`). Those steps were two thirds
+of a code score's row (657 bytes of ~1 KB, each step result twice)."""
+KEPT_STEPS = ("input_cut", "cascade", "trigger")
+"""What a score's ``steps`` record besides its step results, which no recomputation gives
+back: they are stored beside the marker."""
+_KEPT_BY_SQL = frozenset(("consistency",))
+"""Scorers whose stored steps a query reads (insights reads ``consistency``'s failed checks
+from the database, :func:`~tracescore.store.score_reads.failed_scores`)."""
 
 
 def score_row(
@@ -67,7 +78,10 @@ def score_row(
         row["label"] = result.label or binding.label(result.score)
         row["reason"] = result.reason
         row["error"] = result.error
-        row["steps"] = steps = _steps_json(result)
+        steps: dict[str, Any] = (
+            {RECOMPUTE: True} if recomputable(binding, result) else steps_json(result)
+        )
+        row["steps"] = steps
         row["judge_model"] = result.judge_calls[0].model if result.judge_calls else None
         row["input_tokens"] = result.input_tokens
         row["output_tokens"] = result.output_tokens
@@ -107,7 +121,23 @@ def decision_row(
     }
 
 
-def _steps_json(result: ScoreResult) -> dict[str, Any]:
+def recomputable(binding: CompiledBinding, result: ScoreResult) -> bool:
+    """Whether ``result``'s step results can be left out of its row: a run's (not a
+    conversation's) ``ok`` result of a scorer without a judge, which gives the same steps on
+    the same run again. A judge's steps cost money and are not reproducible; an error's may
+    come from a time budget a read would not apply. (Migration ``0018_compact_storage`` applies
+    the same rule to stored rows: ``ok``, no judge model, no tokens, no conversation.)"""
+    return (
+        result.status == "ok"
+        and not result.judge_calls
+        and result.input_tokens == 0
+        and binding.config.target != "conversation"
+        and not binding.scorer.uses_judge
+        and binding.scorer.id not in _KEPT_BY_SQL
+    )
+
+
+def steps_json(result: ScoreResult) -> dict[str, Any]:
     """Step results and judge calls as stored (prompts capped: they repeat the whole run), what
     ``model_dump(mode="json")`` of those fields gives, built field by field: the whole-model
     dump cost more than a code scorer's run. A step's result is usually the very object the

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
 import orjson
-from sqlalchemy import JSON, BigInteger, Column, Engine, Index, Table, Text, func, select
+from sqlalchemy import JSON, BigInteger, Column, Engine, Index, Table, Text, func, select, text
 from sqlalchemy.engine import Connection, Dialect
 from sqlmodel import Field, SQLModel
 
@@ -103,7 +103,13 @@ class ScoreRow(SQLModel, table=True):
         Index("ix_scores_trace", "trace_id"),
         Index("ix_scores_agent_created", "agent", "created_at"),
         Index("ix_scores_status_created", "status", "created_at"),
-        Index("ix_scores_conversation", "conversation_id"),
+        # Conversation scores only: nearly every score is a run's (NULL here).
+        Index(
+            "ix_scores_conversation",
+            "conversation_id",
+            sqlite_where=text("conversation_id IS NOT NULL"),
+            postgresql_where=text("conversation_id IS NOT NULL"),
+        ),
     )
 
     id: str = Field(primary_key=True, max_length=32)

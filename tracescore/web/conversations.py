@@ -16,6 +16,7 @@ from tracescore.conversations.reads import (
     conversation_document,
     list_conversations,
 )
+from tracescore.pipeline.recomputed_steps import StepsRecompute
 from tracescore.store import SpanStore
 
 Page = Callable[..., HTMLResponse]
@@ -51,13 +52,17 @@ def score_history(scores: Sequence[dict[str, Any]]) -> tuple[list[str], list[Sco
     return bindings, list(scorings.values())
 
 
-def conversation_pages(store: SpanStore, page: Page, *, scored: bool) -> APIRouter:
+def conversation_pages(
+    store: SpanStore, page: Page, recompute: StepsRecompute, *, scored: bool
+) -> APIRouter:
     """Routes of the conversation pages; the caller guards them with the dashboard's login.
+    A turn's code scores get their steps from ``recompute``.
 
     ``scored`` says whether any binding has ``target: conversation``: without one, a
     conversation's "pending" state would wait for a score that never comes, so the pages say
     how to get one instead."""
     router = APIRouter(include_in_schema=False)
+    fill_steps = recompute.fill_from(store)
 
     @router.get("/ui/conversations")
     def conversations(
@@ -94,6 +99,7 @@ def conversation_pages(store: SpanStore, page: Page, *, scored: bool) -> APIRout
                 conversation_id=conversation_id,
                 scored=scored,
             )
+        fill_steps(score for turn in document["turns"] for score in turn["scores"])
         bindings, history = score_history(document["scores"])
         return page(
             "conversation.html",

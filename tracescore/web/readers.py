@@ -49,6 +49,7 @@ from tracescore.cursors import decode_cursor, encode_cursor
 from tracescore.extract import extract_runs, select_runs
 from tracescore.extract.declared import claim_order
 from tracescore.extract.model import AgentRun
+from tracescore.pipeline.recomputed_steps import StepsRecompute
 from tracescore.store import SpanStore, open_store
 from tracescore.web.cache import ExpiringCache
 from tracescore.web.overview_render import overview_html
@@ -88,6 +89,7 @@ class TraceReads:
         self.aggregates = ExpiringCache()
         self.conventions = claim_order(config.conventions)
         self.conversation_attributes = config.conversations.id_attributes
+        self.recompute = StepsRecompute(config)
         self._kept: tuple[tuple[str, int, float], list[AgentRun]] | None = None
 
     def trace_json(self, trace_id: str) -> bytes | None:
@@ -162,7 +164,7 @@ class TraceReads:
         runs kept for paging are let go first: the page rebuilds its own, and holding both
         of a huge trace at once was most of a read's peak."""
         self._kept = None
-        data = trace_page(self.store, trace_id, self.conventions)
+        data = trace_page(self.store, trace_id, self.conventions, self.recompute)
         if data is None:
             return None
         with self.store.engine.connect() as connection:

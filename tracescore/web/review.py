@@ -27,6 +27,7 @@ from tracescore.feedback.api import TRACE_ID, FeedbackIn
 from tracescore.feedback.report import Thresholds
 from tracescore.feedback.review import ReviewQueue
 from tracescore.pipeline.feedback_triggers import verdict_triggers
+from tracescore.pipeline.recomputed_steps import StepsRecompute
 from tracescore.store import SpanStore
 from tracescore.store.feedback import FeedbackStore
 from tracescore.store.feedback_triggers import trace_triggers
@@ -46,10 +47,12 @@ def run_review(
     trace_id: str,
     span_id: str | None,
     conventions: list[Convention] = CONVENTIONS,
+    recompute: StepsRecompute | None = None,
 ) -> dict[str, Any] | None:
     """The run(s) to judge (the span's, else the trace's primary runs, read with
-    ``conventions``), their scores and the feedback the trace has, each verdict with what the
-    judges said of its run (:func:`judge_beside`); None if nothing of the trace is stored."""
+    ``conventions``), their scores (code scores' steps filled in by ``recompute``) and the
+    feedback the trace has, each verdict with what the judges said of its run
+    (:func:`judge_beside`); None if nothing of the trace is stored."""
     trace = store.load_trace(trace_id)
     with store.engine.connect() as connection:
         scores = trace_scores(connection, trace_id)
@@ -57,6 +60,8 @@ def run_review(
     if trace is None and not scores:
         return None
     runs = extract_runs(trace, conventions) if trace is not None else []
+    if recompute is not None:
+        recompute.fill(scores, lambda _: runs if trace is not None else None)
     chosen = [run for run in runs if run.span_id == span_id] if span_id else []
     chosen = chosen or [run for run in runs if run.primary]
     shown = {run.span_id for run in chosen}
@@ -132,6 +137,7 @@ def review_router(config: Config, store: SpanStore, page: Page) -> APIRouter:
     thresholds = Thresholds.of(config)
     queue = ReviewQueue.of(config, store.engine)
     feedback = FeedbackStore(store, verdict_triggers(config.scorers))
+    recompute = StepsRecompute(config)
 
     @router.get("/ui/review")
     def review_queue(binding: str | None = None, recorded: str | None = None) -> HTMLResponse:
@@ -153,7 +159,7 @@ def review_router(config: Config, store: SpanStore, page: Page) -> APIRouter:
     ) -> HTMLResponse:
         if not re.fullmatch(TRACE_ID, trace_id):
             raise HTTPException(400, "trace id must be 32 hex characters")
-        data = run_review(store, trace_id.lower(), span, conventions)
+        data = run_review(store, trace_id.lower(), span, conventions, recompute)
         if data is None:
             return page("missing.html", 404, trace_id=trace_id.lower())
         scored = list(dict.fromkeys(row["binding"] for row in data["scores"]))

@@ -18,6 +18,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from tracescore.config import Config
 from tracescore.insights.task import PassRequests
+from tracescore.pipeline.recomputed_steps import StepsRecompute
 from tracescore.store import SpanStore, score_reads
 from tracescore.store.score_reads import ScoreFilter
 from tracescore.web import alerting
@@ -195,6 +196,7 @@ def web_router(
         conversation_pages(
             store,
             lambda template, status=200, **data: _page(template, status, **common, **data),
+            StepsRecompute(config),
             scored=any(binding.target == "conversation" for binding in config.scorers),
         ),
         dependencies=[Depends(signed_in_page)],

@@ -13,6 +13,7 @@ from tracescore.extract import extract_runs
 from tracescore.extract.base import Convention
 from tracescore.extract.model import AgentRun
 from tracescore.extract.registry import CONVENTIONS
+from tracescore.pipeline.recomputed_steps import StepsRecompute
 from tracescore.spans import Span
 from tracescore.store import SpanStore
 from tracescore.store.score_reads import trace_scores, trace_version
@@ -41,10 +42,14 @@ class SpanView:
 
 
 def trace_page(
-    store: SpanStore, trace_id: str, conventions: list[Convention] = CONVENTIONS
+    store: SpanStore,
+    trace_id: str,
+    conventions: list[Convention] = CONVENTIONS,
+    recompute: StepsRecompute | None = None,
 ) -> dict[str, Any] | None:
     """The rebuilt runs of a trace (read with ``conventions``, the service's claim order) next
-    to their scores, and the raw spans; None if unknown."""
+    to their scores, and the raw spans; None if unknown. ``recompute`` fills in the steps of
+    code scores, stored without them, from the runs rebuilt here."""
     trace = store.load_trace(trace_id)
     with store.engine.connect() as connection:
         version = trace_version(connection, trace_id)
@@ -52,6 +57,8 @@ def trace_page(
     if trace is None and not scores:
         return None
     runs = extract_runs(trace, conventions) if trace is not None else []
+    if recompute is not None:
+        recompute.fill(scores, lambda _: runs if trace is not None else None)
     by_span: dict[str, list[StoredScore]] = defaultdict(list)
     for row in scores:
         by_span[row["span_id"]].append(row)
