@@ -36,6 +36,11 @@ class ToolCall:
     result: Any
     failed: bool
     error: str | None
+    arg_fields: tuple[tuple[str, Any], ...]
+    """``(field, value)`` of every scalar of the arguments (:func:`leaves`), read once: the
+    value checks go over them several times."""
+    fields: tuple[tuple[str, Any], ...]
+    """The same of the result (of the error text, for a failed call)."""
 
     @property
     def args_text(self) -> str:
@@ -75,6 +80,12 @@ class Evidence:
     def served(self) -> bool:
         """Some tool answered with a result: the run had what it needed to answer."""
         return any(not call.failed and call.result not in (None, "", [], {}) for call in self.calls)
+
+    @cached_property
+    def answer_lower(self) -> str:
+        """The answer lowercased, for the patterns that read it case-insensitively (cheaper
+        than asking the pattern to ignore case)."""
+        return self.answer.lower()
 
     @cached_property
     def request_text(self) -> str:
@@ -149,12 +160,16 @@ def _tool_call(invocation: Mapping[str, Any]) -> ToolCall:
     )
     if failed and not error:
         error = _as_text(result) or "the call failed"
+    args = invocation.get("args")
+    error = str(error) if error else None
     return ToolCall(
         name=str(invocation.get("toolName") or "tool"),
-        args=invocation.get("args"),
+        args=args,
         result=result,
         failed=failed,
-        error=str(error) if error else None,
+        error=error,
+        arg_fields=tuple(leaves(args)),
+        fields=tuple(leaves(error or _as_text(result) if failed else result)),
     )
 
 
