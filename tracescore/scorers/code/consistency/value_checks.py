@@ -157,8 +157,8 @@ class ValueEvidence:
     @cached_property
     def readings(self) -> Readings:
         """Every reading of the evidence's numbers, sorted (searched by bisection): a tool's
-        numeric fields as they are and unsigned (``a drop of $3.91`` for ``-3.91``), the
-        numbers of its text fields and of the other texts read in one pass each."""
+        numeric fields as they are, the numbers of its text fields and of the other texts read
+        in one pass each."""
         found = Readings()
         texts = list(self.evidence.user_texts)
         for call in self.evidence.calls:
@@ -167,8 +167,6 @@ class ValueEvidence:
                     kind = type(value)
                     if kind is float or kind is int:
                         found.values.append(value)
-                        if value < 0:
-                            found.values.append(-value)
                     elif kind is str:
                         texts.append(value)
         for readings in (
@@ -215,12 +213,20 @@ class ValueEvidence:
 
     @cached_property
     def ungrounded(self) -> list[Number]:
-        """The answer's numbers (claims, not small counts) that no evidence backs."""
-        return [
+        """The answer's numbers (claims, not small counts) that no evidence backs; a number
+        said as a fall (``a drop of $3.91``) is backed by the field's negative value."""
+        found = [
             number
             for number in self.answer.numbers
             if is_claim(number) and not matches(number, self.readings)
         ]
+        if found and DIRECTION_WORD.search(self.evidence.answer_lower):
+            found = [number for number in found if not self._backed_as_fall(number)]
+        return found
+
+    def _backed_as_fall(self, number: Number) -> bool:
+        negated = number._replace(readings=tuple(-reading for reading in number.readings))
+        return number.direction < 0 and matches(negated, self.readings)
 
     @cached_property
     def numeric_fields(self) -> list[tuple[ToolCall, str, float]]:
@@ -436,7 +442,7 @@ def _argument_problem(
             return None
         named = sorted({token for token in IDS.findall(evidence.request_text) if _ids(token)})
         return f"the request names {', '.join(named)}"
-    if not _ENTITY_ARG.search(key) or not _is_name(text):
+    if not _names_entity(key) or not _is_name(text):
         return None
     if _CODE.fullmatch(text):
         # a code (a ticker, an airport) is compared with the codes the request writes: a name
@@ -454,6 +460,13 @@ def _argument_problem(
     # question names another such thing that neither the calls nor the answer ever use
     missing = _unused_names(evidence)
     return f"the request asks about {missing}" if missing else None
+
+
+@lru_cache(maxsize=512)
+def _names_entity(key: str) -> bool:
+    """Whether an argument called ``key`` names a place, a person or a thing (cached: runs
+    share their tools' argument names)."""
+    return _ENTITY_ARG.search(key) is not None
 
 
 def _unused_names(evidence: Evidence) -> str | None:
