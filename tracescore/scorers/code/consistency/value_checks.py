@@ -213,20 +213,20 @@ class ValueEvidence:
 
     @cached_property
     def ungrounded(self) -> list[Number]:
-        """The answer's numbers (claims, not small counts) that no evidence backs; a number
-        said as a fall (``a drop of $3.91``) is backed by the field's negative value."""
+        """The answer's numbers (claims, not small counts) that no evidence backs."""
         found = [
             number
             for number in self.answer.numbers
             if is_claim(number) and not matches(number, self.readings)
         ]
-        if found and DIRECTION_WORD.search(self.evidence.answer_lower):
-            found = [number for number in found if not self._backed_as_fall(number)]
-        return found
+        return [number for number in found if not self._backed_unsigned(number)]
 
-    def _backed_as_fall(self, number: Number) -> bool:
+    def _backed_unsigned(self, number: Number) -> bool:
+        """A negative field's size, as written (``a drop of $3.91``, ``it moved 4.2 %`` for
+        ``-3.91`` and ``-4.2``), unless said as a rise: not converted (``35 °C`` is no
+        ``-1.2 °F``)."""
         negated = number._replace(readings=tuple(-reading for reading in number.readings))
-        return number.direction < 0 and matches(negated, self.readings)
+        return matches(negated, self.readings, converted=False) and number.direction <= 0
 
     @cached_property
     def numeric_fields(self) -> list[tuple[ToolCall, str, float]]:
@@ -245,18 +245,9 @@ class ValueEvidence:
         the other way than the field's sign (``up 3 %`` for ``-3.0``): their position, the
         finding."""
         found: dict[int, str] = {}
-        answer = self.evidence.answer
-        for number in self.ungrounded:
-            before = answer[max(0, number.start - 40) : number.start].lower()
-            stated = _field_stated(number, before, self.numeric_fields)
-            if stated is not None:
-                call, key, value = stated
-                found[number.start] = (
-                    f"answer says {number.text.strip()}, {call.name} returned {key} {value}"
-                )
         if DIRECTION_WORD.search(self.evidence.answer_lower):
             for number in self.answer.numbers:
-                if number.start not in found and (direction := number.direction):
+                if direction := number.direction:
                     reversed_field = _reversed(number, direction, self.numeric_fields)
                     if reversed_field is not None:
                         call, key, value = reversed_field
@@ -264,6 +255,17 @@ class ValueEvidence:
                             f"answer says {'up' if direction > 0 else 'down'} "
                             f"{number.text.strip()}, {call.name} returned {key} {value}"
                         )
+        answer = self.evidence.answer
+        for number in self.ungrounded:
+            if number.start in found:
+                continue
+            before = answer[max(0, number.start - 40) : number.start].lower()
+            stated = _field_stated(number, before, self.numeric_fields)
+            if stated is not None:
+                call, key, value = stated
+                found[number.start] = (
+                    f"answer says {number.text.strip()}, {call.name} returned {key} {value}"
+                )
         return found
 
 

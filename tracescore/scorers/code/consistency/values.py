@@ -414,12 +414,15 @@ _CONVERSIONS: dict[str, tuple[tuple[float, float], ...]] = {
 compared as it is (converting everything would let fabricated numbers match by chance)."""
 
 
-def matches(number: Number, evidence: Readings) -> bool:
-    """Whether ``number`` is one of the ``evidence`` readings (sorted), as rounded or converted;
-    a bare whole number may also be one of its dates' or times' numbers."""
+def matches(number: Number, evidence: Readings, converted: bool = True) -> bool:
+    """Whether ``number`` is one of the ``evidence`` readings (sorted), as rounded or (unless
+    not ``converted``) converted; a bare whole number may also be one of its dates' or times'
+    numbers."""
     found = evidence.values
     if _near(number, found, 0.01) or (number.approximate and _near(number, found, 0.1)):
         return True
+    if not converted:
+        return False
     unit = number.unit
     for factor, offset in _CONVERSIONS.get(unit[:2]) or _CONVERSIONS.get(unit[:1]) or ():
         for reading in number.readings:
