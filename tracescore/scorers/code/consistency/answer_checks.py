@@ -120,7 +120,7 @@ def _off_topic(evidence: Evidence) -> bool:
     question = _keys(evidence.question)
     if not evidence.served and len(question) < 4:
         return False  # small talk and short requests: too little to compare
-    answer = _keys(evidence.answer_lower)
+    answer = {word[:5] for word in evidence.answer_words if len(word) >= 4} - _STOP_STEMS
     if len(answer) < (1 if evidence.served else 3) or not answer.isdisjoint(question):
         return False
     source = _keys("\n".join([evidence.tool_text, *evidence.context]))

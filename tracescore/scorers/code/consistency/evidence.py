@@ -7,6 +7,7 @@ and a Mastra-shaped JSON run are checked alike.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -23,6 +24,7 @@ from tracescore.scorers.utils import (
     merge_tool_invocations,
 )
 
+_LETTERS = re.compile(r"[^\W\d_]+")
 _FAILED_RESULT_KEYS = frozenset({"error", "errors", "error_message", "errormessage", "exception"})
 """A tool result object with one of these keys (and a value) reports a failure."""
 
@@ -86,6 +88,12 @@ class Evidence:
         """The answer lowercased, for the patterns that read it case-insensitively (cheaper
         than asking the pattern to ignore case)."""
         return self.answer.lower()
+
+    @cached_property
+    def answer_words(self) -> frozenset[str]:
+        """The answer's words, lowercased: looked up by several checks before they run a
+        pattern over the answer (most answers hold no word that pattern needs)."""
+        return frozenset(_LETTERS.findall(self.answer_lower))
 
     @cached_property
     def request_text(self) -> str:

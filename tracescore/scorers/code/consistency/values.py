@@ -98,9 +98,9 @@ _FALL = (
     "|decrease|sank|lower|minus|baja|bajó|bajo|cayó|cae|caída|baisse|diminué|recul|gefallen|gesunken"
     "|sinkt"
 )
-DIRECTION_WORD = re.compile(rf"\b(?:{_RISE}|{_FALL})\b")
-"""A word that says a number is a change up or down, in a lowercased text: where none is, no
-number has a direction."""
+DIRECTION_WORDS = frozenset(f"{_RISE}|{_FALL}".split("|"))
+"""The words that say a number is a change up or down: where none is, no number has a
+direction."""
 _DIRECTION_BEFORE = re.compile(
     rf"\b(?:(?P<rise>{_RISE})|(?P<fall>{_FALL}))\s+(?:(?:by|of|de|du|um|un|en|about|around"
     r"|roughly|nearly|almost|some|another|a|an|d')\s+)*[+−-]?[$€£¥]?\s*$",
