@@ -138,6 +138,8 @@ def _named(text: str) -> Iterator[str]:
         before = text[max(0, match.start() - 8) : match.start()].split()
         if before and before[-1].lower() in _PREPOSITIONS:
             yield match.group()
+
+
 _NOT_NAMES = frozenset(
     "monday tuesday wednesday thursday friday saturday sunday today tomorrow settings celsius "
     "fahrenheit the this that your our my you i we it english spanish french german".split()
