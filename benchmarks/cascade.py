@@ -22,7 +22,8 @@ varied wording, small talk and honest tool failures among the good runs; ``--spl
 ``held``, whose wordings and entities differ), with the ``consistency`` scorer upstream
 (``after: {binding: consistency, below: 1, explore: 0.05}``). Each run's kind is the generator's;
 per kind it prints how many runs the cheap stage flagged and the judge saw, and per check the
-precision of its flags.
+precision of its flags; then the scorer's recall and precision, scored directly, on the held-out
+runs written apart from the stream (``tests/support/consistency_heldout.py``).
 
     python benchmarks/cascade.py
     python benchmarks/cascade.py --traces 2000 --explore 0.1 --fabricated 0.2
@@ -48,11 +49,12 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from sqlalchemy import text  # noqa: E402
 
-from tests.support import consistency_stream  # noqa: E402
+from tests.support import consistency_heldout, consistency_stream  # noqa: E402
 from tests.support.judge_server import JudgeServer, json_reply  # noqa: E402
 from tests.support.server_process import start_server  # noqa: E402
 from tracescore.extract import extract_runs  # noqa: E402
 from tracescore.offline import demo  # noqa: E402
+from tracescore.scorers import registry  # noqa: E402
 from tracescore.scorers.code.consistency import CHECKS  # noqa: E402
 from tracescore.scorers.scorer_run import ScorerRun  # noqa: E402
 from tracescore.scorers.utils import get_assistant_message  # noqa: E402
@@ -218,6 +220,7 @@ def main() -> None:
     report(rows, kinds, all_judge.count, cascade_judge.count, args)
     if consistency:
         report_checks(rows, kinds, args.cheap)
+        report_heldout()
 
 
 def _stream_kinds(sent: dict[str, str]) -> dict[str, str]:
@@ -244,6 +247,21 @@ def report_checks(rows: list[Any], kinds: dict[str, str], cheap: str) -> None:
         by_check = {t for t, label in labels.items() if check in label.split("+")}
         bad = {t for t in by_check if not kinds[t].startswith("fine")}
         print(f"  {check}: {len(by_check)}, precision {len(bad) / max(1, len(by_check)):.1%}")
+
+
+def report_heldout() -> None:
+    """The ``consistency`` scorer on the held-out runs, per kind, its recall and precision."""
+    held = consistency_heldout.runs()
+    tally = consistency_heldout.tally(registry.get("consistency").factory(), held)
+    print(f"held-out runs ({len(held)}, {consistency_heldout.FIXTURE.name}), scored directly:")
+    for kind in sorted(tally.seen):
+        print(f"  {kind}: flagged {tally.flagged[kind]} of {tally.seen[kind]}")
+    print(
+        f"  recall {tally.recall:.1%}, precision {tally.precision:.1%}, "
+        f"good runs flagged {tally.good_flagged:.1%}"
+    )
+    for miss in tally.missed:
+        print(f"  wrong: {miss}")
 
 
 def report(

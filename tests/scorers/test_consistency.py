@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from tests.support.consistency_heldout import mastra_run
 from tracescore.language import detect_language
 from tracescore.scorers import registry
 from tracescore.scorers.code.consistency.scorer import CHECKS
 from tracescore.scorers.results import ScoreResult
-from tracescore.scorers.utils import make_agent_run, make_test_message, make_tool_invocation
 
 WEATHER_SYSTEM = "You are WeatherBot. Always call get_weather before answering."
 
@@ -28,29 +28,11 @@ def run(
     finish_reason: str | None = None,
 ) -> dict[str, Any]:
     """A Mastra-shaped run: the question, tool calls ``(name, args, result)`` and the answer."""
-    invocations = [
-        make_tool_invocation(
-            tool_call_id=f"call-{number}",
-            tool_name=name,
-            args=args,
-            result=result,
-            state="output-error" if failed else "result",
-            is_error=True if failed else None,
-        )
-        for number, (name, args, result) in enumerate(tools)
+    calls = [
+        {"name": name, "args": args, "error" if failed else "result": result}
+        for name, args, result in tools
     ]
-    parts: list[dict[str, Any]] = [
-        {"type": "tool-invocation", "toolInvocation": invocation} for invocation in invocations
-    ]
-    parts.append({"type": "text", "text": answer})
-    message = make_test_message(answer, "assistant", id="answer", parts=parts)
-    if finish_reason:
-        message["content"]["metadata"] = {"finish_reason": finish_reason}
-    return make_agent_run(
-        input_messages=[make_test_message(question)],
-        system_messages=[{"role": "system", "content": system}],
-        output=[message],
-    )
+    return mastra_run(question, answer, calls, system=system, finish_reason=finish_reason)
 
 
 def score(run_dict: dict[str, Any], **options: Any) -> ScoreResult:
@@ -438,3 +420,156 @@ def test_bad_options_are_refused_naming_them() -> None:
         entry.factory(weights={"truncation": "heavy"})
     with pytest.raises(ValueError, match="not all 0"):
         entry.factory(weights=dict.fromkeys(CHECKS, 0))
+
+
+def test_a_status_of_another_class_s_group_contradicts_the_tool_s() -> None:
+    """Trips, approvals, subscriptions and tickets have states of their own: ``on time`` is no
+    ``delayed``, ``approved`` no ``rejected``, ``resolved`` no ``in progress``."""
+    cases = [
+        ("Is BA 117 on time?", "BA 117 is on schedule.", {"status": "delayed"}),
+        ("Is my claim approved?", "Your claim was approved.", {"status": "denied"}),
+        ("Is ticket T-8812 fixed?", "T-8812 is resolved.", {"state": "in_progress"}),
+        ("Can I still use my plan?", "Yes, your plan is active.", {"status": "expired"}),
+    ]
+    for question, answer, result in cases:
+        found = findings(score(run(question, answer, [("lookup", {}, result)])), "contradiction")
+        assert found and "lookup returned" in found[0], (answer, found)
+    agreeing = score(
+        run(
+            "Is BA 117 on time?",
+            "BA 117 is delayed by 40 minutes.",
+            [("lookup", {}, {"status": "delayed", "delay_min": 40})],
+        )
+    )
+    assert agreeing.label == "ok", agreeing.reason
+
+
+@pytest.mark.parametrize(
+    ("answer", "contradicts"),
+    [
+        ("Shares of Hooli rose 4.2% today, to $88.10.", True),
+        ("Hooli is up 4.2% at $88.10.", True),
+        ("Hooli fell 4.2% today and trades at $88.10.", False),
+        ("Hooli: $88.10, a 4.2% drop on the day.", False),
+        ("Hooli trades at $88.10, 4.2% lower than yesterday.", False),
+        ("Hooli trades at $88.10; it moved 4.2% today.", False),  # no direction said
+    ],
+)
+def test_a_change_stated_the_other_way_than_the_tool_s_sign_contradicts_it(
+    answer: str, contradicts: bool
+) -> None:
+    quote = {"symbol": "HOOL", "price": 88.1, "change_pct": -4.2}
+    result = score(run("How is Hooli doing?", answer, [("get_quote", {"symbol": "HOOL"}, quote)]))
+    found = findings(result, "contradiction")
+    assert bool(found) == contradicts, found
+    if contradicts:
+        assert found == ["answer says up 4.2%, get_quote returned change_pct -4.2"]
+    assert findings(result, "grounding") == []  # 4.2 is the field's size either way
+
+
+def test_the_digits_of_a_date_or_time_back_no_quantity() -> None:
+    """``2026-11-04T09:30``'s 11, 4, 9 and 30 are a month, a day, an hour and a minute: ``11 %``
+    or ``9 kg`` are found nowhere; a bare year or day still is."""
+    booking = {"ref": "BK-2231", "start": "2026-11-04T09:30", "guests": 2}
+    tools = [("get_booking", {"ref": "BK-2231"}, booking)]
+    fabricated = score(
+        run(
+            "Details of BK-2231?",
+            "BK-2231 starts at 09:30; a 11% service fee and 9 kg of luggage each.",
+            tools,
+        )
+    )
+    found = findings(fabricated, "grounding")
+    assert any("11%" in finding for finding in found), found
+    assert any("9 kg" in finding for finding in found), found
+    plain = score(
+        run(
+            "Details of BK-2231?",
+            "BK-2231 starts on the 4th of November 2026 at 09:30, for 2 guests.",
+            tools,
+        )
+    )
+    assert findings(plain, "grounding") == [], plain.reason
+
+
+def test_a_tool_called_for_a_place_the_system_prompt_names_instead_of_the_asked_one_is_flagged() -> (
+    None
+):
+    """The system prompt naming Paris does not make a call for Paris right when the user asked
+    about Lyon and nothing in the run uses Lyon; it does when the question names no place."""
+    system = "You are a weather assistant for visitors to Paris and the rest of France."
+    paris = {**WEATHER, "city": "Paris"}
+    swapped = score(
+        run(
+            "What's the weather like in Lyon today?",
+            "In Paris it's 21.4°C with light rain.",
+            [("get_weather", {"city": "Paris"}, paris)],
+            system=system,
+        )
+    )
+    assert findings(swapped, "entities") == [
+        "get_weather was called with city 'Paris'; the request asks about Lyon"
+    ]
+    unnamed = score(
+        run(
+            "what's the weather like here today?",
+            "In Paris it's 21.4°C with light rain.",
+            [("get_weather", {"city": "Paris"}, paris)],
+            system=system,
+        )
+    )
+    assert findings(unnamed, "entities") == []
+
+
+@pytest.mark.parametrize(
+    ("question", "args", "answer"),
+    [
+        (  # a tracking number written in groups, looked up as its digits
+            "Where is parcel 4402 1187 9930?",
+            {"tracking": "440211879930"},
+            "Parcel 4402 1187 9930 is in transit.",
+        ),
+        (  # a range of days is no id
+            "Can I take June 8-12 off? My id is on file.",
+            {"employee_id": "E-3310"},
+            "Yes, June 8 to 12 is free for you.",
+        ),
+        (  # a ticker the agent looked the company's name up by
+            "What's Globex trading at?",
+            {"symbol": "GBX"},
+            "Globex is trading at 47.12 USD.",
+        ),
+    ],
+)
+def test_arguments_the_agent_derived_from_the_request_agree_with_it(
+    question: str, args: dict[str, Any], answer: str
+) -> None:
+    result = {"status": "in transit", "price": 47.12, "currency": "USD", "free": True}
+    assert findings(score(run(question, answer, [("lookup", args, result)])), "entities") == []
+
+
+def test_a_ticker_other_than_the_one_asked_is_an_entity_mismatch() -> None:
+    result = score(
+        run(
+            "Price of Umbrella Corp (UMBR)?",
+            "UMBA is at $12.75.",
+            [("get_quote", {"symbol": "UMBA"}, {"symbol": "UMBA", "price": 12.75})],
+        )
+    )
+    assert findings(result, "entities") == [
+        "get_quote was called with symbol 'UMBA'; the request names UMBR"
+    ]
+
+
+def test_an_answer_sharing_only_parts_of_words_with_the_run_is_off_topic() -> None:
+    """``light`` is in ``flight_status`` but is not its word."""
+    result = score(
+        run(
+            "Is NH 204 delayed?",
+            "Traveling light is always a good idea: pack a reusable bottle.",
+            [("flight_status", {"flight": "NH204"}, {"flight": "NH204", "status": "delayed"})],
+        )
+    )
+    assert findings(result, "non_answer") == [
+        "the answer shares no word or value with the question or the tool results"
+    ]

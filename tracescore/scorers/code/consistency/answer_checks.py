@@ -10,7 +10,6 @@ was meant to see is a leak all the same.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from functools import lru_cache
 
 from tracescore.language import detect_language
@@ -116,14 +115,16 @@ def _keys(text: str) -> set[str]:
 
 def _off_topic(evidence: Evidence) -> bool:
     """The answer shares no content word with the question, the tool calls and the context,
-    where there is something to share: tools that answered, or a question of substance."""
-    if not evidence.served and len(_keys(evidence.question)) < 4:
+    where there is something to share: tools that answered, or a question of substance. Words
+    are compared whole (as stems): ``light`` is not in ``flight_status``."""
+    question = _keys(evidence.question)
+    if not evidence.served and len(question) < 4:
         return False  # small talk and short requests: too little to compare
-    answer = _keys(evidence.answer)
-    if len(answer) < (1 if evidence.served else 3):
+    answer = {word[:5] for word in evidence.answer_words if len(word) >= 4} - _STOP_STEMS
+    if len(answer) < (1 if evidence.served else 3) or not answer.isdisjoint(question):
         return False
-    source = "\n".join([evidence.question, evidence.tool_text, *evidence.context]).lower()
-    return not any(key in source for key in answer) and not _shares_value(evidence)
+    source = _keys("\n".join([evidence.tool_text, *evidence.context]))
+    return answer.isdisjoint(source) and not _shares_value(evidence)
 
 
 def _shares_value(evidence: Evidence) -> bool:
@@ -195,22 +196,34 @@ _LANGUAGES_OF: dict[str, tuple[str, ...]] = {
 """Each function word's languages (``de``: Spanish and French; ``in``: English and German)."""
 
 
-def _votes(text: str) -> Counter[str]:
-    """How many of ``text``'s first words are each language's function words."""
-    return Counter(
-        language
-        for word in text[:SAMPLE].lower().split()
-        for language in _LANGUAGES_OF.get(word.strip("¿?¡!.,:;'\""), ())
-    )
+def _votes(text: str) -> dict[str, int]:
+    """How many of ``text``'s first words are each language's function words (a plain dict
+    filled in one loop: a ``Counter`` and ``most_common`` cost twice as much on every run)."""
+    counts: dict[str, int] = {}
+    languages_of = _LANGUAGES_OF.get
+    for word in text[:SAMPLE].lower().split():
+        for language in languages_of(word) or languages_of(word.strip("¿?¡!.,:;'\"")) or ():
+            counts[language] = counts.get(language, 0) + 1
+    return counts
+
+
+def _ranked(votes: dict[str, int]) -> tuple[str | None, int, int]:
+    """The language with most votes, its count and the runner-up's count."""
+    top: str | None = None
+    count = runner_up = 0
+    for language, votes_for in votes.items():
+        if votes_for > count:
+            top, count, runner_up = language, votes_for, count
+        elif votes_for > runner_up:
+            runner_up = votes_for
+    return top, count, runner_up
 
 
 def _vote(text: str) -> str | None:
     """The language whose function words ``text``'s first words hold most, when no other
     language's as many (None when none has any, or two tie)."""
-    counts = _votes(text).most_common(2)
-    if not counts or (len(counts) == 2 and counts[0][1] == counts[1][1]):
-        return None
-    return counts[0][0]
+    top, count, runner_up = _ranked(_votes(text))
+    return top if count > runner_up else None
 
 
 @lru_cache(maxsize=64)
@@ -256,10 +269,9 @@ def _voted_clearly(answer: str, expected: str) -> str | None:
     short answer, mostly numbers and names: ``Tienes 2.318,07 € en tu cuenta corriente.``):
     only when two or more of them are another language's and none is the expected one's."""
     votes = _votes(answer)
-    if votes[expected]:
+    if votes.get(expected):
         return None
-    ranked = [*votes.most_common(2), ("", 0), ("", 0)]
-    (top, count), (_, runner_up) = ranked[0], ranked[1]
+    top, count, runner_up = _ranked(votes)
     return top if count >= 2 and count > runner_up else None
 
 

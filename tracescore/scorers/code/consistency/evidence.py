@@ -7,6 +7,7 @@ and a Mastra-shaped JSON run are checked alike.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -23,6 +24,7 @@ from tracescore.scorers.utils import (
     merge_tool_invocations,
 )
 
+_LETTERS = re.compile(r"[^\W\d_]+")
 _FAILED_RESULT_KEYS = frozenset({"error", "errors", "error_message", "errormessage", "exception"})
 """A tool result object with one of these keys (and a value) reports a failure."""
 
@@ -36,6 +38,11 @@ class ToolCall:
     result: Any
     failed: bool
     error: str | None
+    arg_fields: tuple[tuple[str, Any], ...]
+    """``(field, value)`` of every scalar of the arguments (:func:`leaves`), read once: the
+    value checks go over them several times."""
+    fields: tuple[tuple[str, Any], ...]
+    """The same of the result (of the error text, for a failed call)."""
 
     @property
     def args_text(self) -> str:
@@ -75,6 +82,18 @@ class Evidence:
     def served(self) -> bool:
         """Some tool answered with a result: the run had what it needed to answer."""
         return any(not call.failed and call.result not in (None, "", [], {}) for call in self.calls)
+
+    @cached_property
+    def answer_lower(self) -> str:
+        """The answer lowercased, for the patterns that read it case-insensitively (cheaper
+        than asking the pattern to ignore case)."""
+        return self.answer.lower()
+
+    @cached_property
+    def answer_words(self) -> frozenset[str]:
+        """The answer's words, lowercased: looked up by several checks before they run a
+        pattern over the answer (most answers hold no word that pattern needs)."""
+        return frozenset(_LETTERS.findall(self.answer_lower))
 
     @cached_property
     def request_text(self) -> str:
@@ -149,12 +168,16 @@ def _tool_call(invocation: Mapping[str, Any]) -> ToolCall:
     )
     if failed and not error:
         error = _as_text(result) or "the call failed"
+    args = invocation.get("args")
+    error = str(error) if error else None
     return ToolCall(
         name=str(invocation.get("toolName") or "tool"),
-        args=invocation.get("args"),
+        args=args,
         result=result,
         failed=failed,
-        error=str(error) if error else None,
+        error=error,
+        arg_fields=tuple(leaves(args)),
+        fields=tuple(leaves(error or _as_text(result) if failed else result)),
     )
 
 

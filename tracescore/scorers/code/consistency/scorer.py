@@ -26,22 +26,25 @@ ID = "consistency"
 VERSION = "1"
 
 
+_CHECK: dict[CheckName, Callable[[ValueEvidence, int], list[str]]] = {
+    "grounding": lambda values, _: value_checks.grounding(values),
+    "contradiction": lambda values, _: value_checks.contradiction(values),
+    "entities": lambda values, _: value_checks.entities(values),
+    "non_answer": lambda values, _: answer_checks.non_answer(values.evidence),
+    "truncation": lambda values, _: answer_checks.truncation(values.evidence),
+    "language": lambda values, _: answer_checks.language(values.evidence),
+    "leak": lambda values, leak_words: answer_checks.leak(values.evidence, leak_words),
+}
+"""Each check, given the run's values and the leak check's run length."""
+
+
 def _run_checks(
     evidence: Evidence, enabled: Sequence[CheckName], leak_words: int
 ) -> dict[str, dict[str, Any]]:
     values = ValueEvidence(evidence)
-    run: dict[CheckName, Callable[[], list[str]]] = {
-        "grounding": lambda: value_checks.grounding(values),
-        "contradiction": lambda: value_checks.contradiction(values),
-        "entities": lambda: value_checks.entities(values),
-        "non_answer": lambda: answer_checks.non_answer(evidence),
-        "truncation": lambda: answer_checks.truncation(evidence),
-        "language": lambda: answer_checks.language(evidence),
-        "leak": lambda: answer_checks.leak(evidence, leak_words),
-    }
     results: dict[str, dict[str, Any]] = {}
     for name in enabled:
-        findings = run[name]()
+        findings = _CHECK[name](values, leak_words)
         results[name] = {"passed": not findings, "findings": findings}
     return results
 

@@ -15,11 +15,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
-from tracescore.scorers.code.consistency.evidence import Evidence, ToolCall, leaves
+from tracescore.scorers.code.consistency.evidence import Evidence, ToolCall
 from tracescore.scorers.code.consistency.values import (
+    DIRECTION_WORDS,
     IDS,
     MONTHS,
     Number,
+    Readings,
     Values,
     cached_dates_and_times,
     cached_readings,
@@ -38,6 +40,7 @@ STATES: tuple[tuple[tuple[str, ...], ...], ...] = (
         ("cancelled", "canceled"),
         ("returned", "refunded"),
         ("delayed", "on hold", "backordered", "back-ordered"),
+        ("on time", "on schedule", "as scheduled"),
     ),
     (
         ("sunny", "clear", "sunshine"),
@@ -52,27 +55,57 @@ STATES: tuple[tuple[tuple[str, ...], ...], ...] = (
         ("out of stock", "unavailable", "sold out", "not available"),
     ),
     (("paid",), ("unpaid", "overdue", "payment failed")),
+    (
+        ("approved", "accepted", "granted"),
+        ("rejected", "declined", "denied", "refused"),
+        ("pending", "under review", "in review", "awaiting approval"),
+    ),
+    (
+        ("active",),
+        ("inactive", "suspended", "deactivated", "paused"),
+        ("expired",),
+        ("cancelled", "canceled"),
+    ),
+    (("in progress", "being worked on"), ("resolved", "closed", "fixed")),
 )
-"""Values of one field that exclude each other (an order is shipped or delivered), each a group
-of ways to say it: an answer saying a state of a class the tool results state, none of whose
-states it names, contradicts them."""
-_STATE_GROUP = {
-    word: (kind_index, group_index)
-    for kind_index, kind in enumerate(STATES)
-    for group_index, group in enumerate(kind)
-    for word in group
-}
-"""Each state word or phrase (lowercase, hyphens kept) to its ``(class, group)``."""
-_STATE_FIRST_WORDS = frozenset(phrase.split()[0] for phrase in _STATE_GROUP)
-_LETTERS = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)?")
-_HEDGED = re.compile(
-    r"(?:\bnot|n't|\bno|\bnever|\bwithout|\bwill|\bbe|\bexpected|\bestimated|\bshould|\bonce|\bwhen"
-    r"|\buntil|\bbefore|\bafter|\bif|\bmay|\bmight|\bcould|\bchance of|\bpossible|\blater|\btomorrow"
-    r"|\btonight|\byet)\W+(?:\w+\W+){0,2}$",
-    re.IGNORECASE,
+"""Values of one field that exclude each other (an order is shipped or delivered, a refund
+approved or rejected, a flight delayed or on time), each a group of ways to say it: an answer
+saying a state of a class the tool results state, none of whose states it names, contradicts
+them. A word may be a state of several classes (``pending``, ``cancelled``)."""
+_STATE_GROUPS: dict[str, list[tuple[int, int]]] = {}
+for _kind, _groups in enumerate(STATES):
+    for _group, _phrases in enumerate(_groups):
+        for _phrase in _phrases:
+            _STATE_GROUPS.setdefault(_phrase, []).append((_kind, _group))
+_STATE = re.compile(
+    r"\b(?:"
+    + "|".join(
+        re.escape(phrase).replace(r"\ ", r"\s+")
+        for phrase in sorted(_STATE_GROUPS, key=len, reverse=True)
+    )
+    + r")\b"
 )
-"""Words before a state that make it no statement of the present one (``not yet delivered``,
-``expected to be delivered``, ``a chance of rain later``)."""
+"""Every state word and phrase, longest first, in one pattern: a lowercased text's states in
+one pass (matching case-insensitively costs three times as much as lowercasing first)."""
+_STATE_WORDS = frozenset(re.split(r"[\s-]", phrase)[0] for phrase in _STATE_GROUPS)
+"""The first word of every state phrase: an answer holding none states nothing."""
+_HEDGES = frozenset(
+    "not no never without will be expected estimated should once when until before after if may "
+    "might could chance possible later tomorrow tonight yet".split()
+)
+_HEDGE_WORD = re.compile(r"[\w'’]+")
+
+
+def _hedged(before: str) -> bool:
+    """Whether one of the last three words of ``before`` makes the state that follows no
+    statement of the present one (``not yet delivered``, ``expected to be delivered``, ``a
+    chance of rain later``)."""
+    return any(
+        word in _HEDGES or word.endswith(("n't", "n’t"))
+        for word in _HEDGE_WORD.findall(before)[-3:]
+    )
+
+
 _FIELD_UNITS = (
     (re.compile(r"temp|feels|°|celsius|fahrenheit|degrees"), ("°", "º", "deg")),
     (re.compile(r"humid|percent|pct|rate|chance|probab|share|discount"), ("%",)),
@@ -88,12 +121,25 @@ _ENTITY_ARG = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[^\W\d_]{3,}")
-_NAMED = re.compile(
-    r"\b(?i:in|at|for|to|from|near|around|of|en|à|de|nach|für)\s+"
-    r"((?:[A-Z][\w'’-]+)(?:\s+[A-Z][\w'’-]+)?)"
+_PREPOSITIONS = frozenset("in at for to from near around of en à de nach für".split())
+_CAPITALISED = re.compile(
+    r"(?<=\s)(?!(?i:in|at|for|to|from|near|around|of|en|à|de|nach|für)\s)"
+    r"[A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)?"
 )
-"""A capitalised name after a preposition: where an answer names the place or thing it is
-about (``in Lyon``, ``for Acme Corp``)."""
+"""One or two capitalised words (not a capitalised preposition): found first, the word before
+them read after (a pattern starting with the prepositions is tried at every word: twice as
+slow)."""
+
+
+def _named(text: str) -> Iterator[str]:
+    """The capitalised names after a preposition: where a text names the place or thing it is
+    about (``in Lyon``, ``for Acme Corp``)."""
+    for match in _CAPITALISED.finditer(text):
+        before = text[max(0, match.start() - 8) : match.start()].split()
+        if before and before[-1].lower() in _PREPOSITIONS:
+            yield match.group()
+
+
 _NOT_NAMES = frozenset(
     "monday tuesday wednesday thursday friday saturday sunday today tomorrow settings celsius "
     "fahrenheit the this that your our my you i we it english spanish french german".split()
@@ -124,20 +170,27 @@ class ValueEvidence:
         return "\n".join([*self.evidence.user_texts, self.evidence.tool_text])
 
     @cached_property
-    def readings(self) -> list[float]:
+    def readings(self) -> Readings:
         """Every reading of the evidence's numbers, sorted (searched by bisection): a tool's
-        numeric fields as they are, numbers in its text fields and in the other texts read."""
-        found = readings_of("\n".join(self.evidence.user_texts))
+        numeric fields as they are, the numbers of its text fields and of the other texts read
+        in one pass each."""
+        found = Readings()
+        texts = list(self.evidence.user_texts)
         for call in self.evidence.calls:
-            for part in (call.args, call.result_text if call.failed else call.result):
-                for _, value in leaves(part):
-                    if isinstance(value, float | int) and not isinstance(value, bool):
-                        found.append(float(value))
-                    elif isinstance(value, str):
-                        found.extend(readings_of(value))
-        for text in (*self.evidence.context, self.evidence.system):
-            found.extend(cached_readings(text))
-        return sorted(set(found))
+            for fields in (call.arg_fields, call.fields):
+                for _, value in fields:
+                    kind = type(value)
+                    if kind is float or kind is int:
+                        found.values.append(value)
+                    elif kind is str:
+                        texts.append(value)
+        for readings in (
+            readings_of("\n".join(texts)),
+            *(cached_readings(text) for text in (*self.evidence.context, self.evidence.system)),
+        ):
+            found.values += readings.values
+            found.calendar += readings.calendar
+        return Readings(sorted(set(found.values)), sorted(set(found.calendar)))
 
     @cached_property
     def values(self) -> list[Values]:
@@ -176,30 +229,76 @@ class ValueEvidence:
     @cached_property
     def ungrounded(self) -> list[Number]:
         """The answer's numbers (claims, not small counts) that no evidence backs."""
-        return [
+        found = [
             number
             for number in self.answer.numbers
             if is_claim(number) and not matches(number, self.readings)
         ]
+        return [number for number in found if not self._backed_unsigned(number)]
+
+    def _backed_unsigned(self, number: Number) -> bool:
+        """A negative field's size, as written (``a drop of $3.91``, ``it moved 4.2 %`` for
+        ``-3.91`` and ``-4.2``), unless said as a rise: not converted (``35 °C`` is no
+        ``-1.2 °F``)."""
+        negated = number._replace(readings=tuple(-reading for reading in number.readings))
+        return matches(negated, self.readings, converted=False) and number.direction <= 0
+
+    @cached_property
+    def numeric_fields(self) -> list[tuple[ToolCall, str, float]]:
+        """``(call, field, value)`` of every number a tool that worked returned."""
+        return [
+            (call, key, value)
+            for call in self.evidence.calls
+            if not call.failed
+            for key, value in call.fields
+            if type(value) is float or type(value) is int
+        ]
 
     @cached_property
     def contradicted(self) -> dict[int, str]:
-        """Ungrounded numbers that state a tool result's field: their position, the finding."""
+        """Ungrounded numbers that state a tool result's field, and numbers stated as a change
+        the other way than the field's sign (``up 3 %`` for ``-3.0``): their position, the
+        finding."""
         found: dict[int, str] = {}
+        if not DIRECTION_WORDS.isdisjoint(self.evidence.answer_words):
+            for number in self.answer.numbers:
+                if direction := number.direction:
+                    reversed_field = _reversed(number, direction, self.numeric_fields)
+                    if reversed_field is not None:
+                        call, key, value = reversed_field
+                        found[number.start] = (
+                            f"answer says {'up' if direction > 0 else 'down'} "
+                            f"{number.text.strip()}, {call.name} returned {key} {value}"
+                        )
         answer = self.evidence.answer
         for number in self.ungrounded:
+            if number.start in found:
+                continue
             before = answer[max(0, number.start - 40) : number.start].lower()
-            for call in self.evidence.calls:
-                if call.failed:
-                    continue
-                field = _field_stated(number, before, call)
-                if field is not None:
-                    found[number.start] = (
-                        f"answer says {number.text.strip()}, {call.name} returned "
-                        f"{field[0]} {field[1]}"
-                    )
-                    break
+            stated = _field_stated(number, before, self.numeric_fields)
+            if stated is not None:
+                call, key, value = stated
+                found[number.start] = (
+                    f"answer says {number.text.strip()}, {call.name} returned {key} {value}"
+                )
         return found
+
+
+def _reversed(
+    number: Number, direction: int, fields: list[tuple[ToolCall, str, float]]
+) -> tuple[ToolCall, str, float] | None:
+    """The numeric field ``number`` states with the other sign, when every field of its size
+    has that sign (a field of the same size and the stated sign backs it)."""
+    sizes = {abs(reading) for reading in number.readings}
+    same = [
+        (call, key, value)
+        for call, key, value in fields
+        if value
+        and any(abs(abs(value) - size) <= max(number.tolerance, size * 0.01) for size in sizes)
+    ]
+    if same and all(value * direction < 0 for _, _, value in same):
+        return same[0]
+    return None
 
 
 _NOT_ALPHANUMERIC = re.compile(r"[^0-9a-z]")
@@ -216,23 +315,26 @@ def _cached_plain(text: str) -> str:
     return _plain(text)
 
 
-def _field_stated(number: Number, before: str, call: ToolCall) -> tuple[str, object] | None:
-    """The numeric field of ``call``'s result that ``number`` states, judged by its unit or by
+def _field_stated(
+    number: Number, before: str, fields: list[tuple[ToolCall, str, float]]
+) -> tuple[ToolCall, str, float] | None:
+    """The numeric field of a tool's result that ``number`` states, judged by its unit or by
     the field's name just before it; None when it states none."""
     money = bool(_CURRENCY.search(before[-3:]) or _CURRENCY.search(number.unit))
-    for key, value in leaves(call.result):
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            continue
+    for call, key, value in fields:
         name = key.lower()
         if money and _MONEY_FIELD.search(name):
-            return key, value
+            return call, key, value
         for field_pattern, units in _FIELD_UNITS:
             if field_pattern.search(name) and number.unit.startswith(units):
-                return key, value
-        words = [word for word in re.split(r"[_\W]+", name) if len(word) >= 4]
+                return call, key, value
+        words = [word for word in _FIELD_WORDS.split(name) if len(word) >= 4]
         if words and any(word[:5] in before for word in words):
-            return key, value
+            return call, key, value
     return None
+
+
+_FIELD_WORDS = re.compile(r"[_\W]+")
 
 
 def grounding(values: ValueEvidence) -> list[str]:
@@ -266,17 +368,19 @@ def grounding(values: ValueEvidence) -> list[str]:
 
 def contradiction(values: ValueEvidence) -> list[str]:
     """Tool-result fields the answer states with another value: numbers by their unit or
-    field name, states (shipped, rain, in stock) by their class."""
+    field name (or a change by its sign), states (shipped, rain, in stock) by their class."""
     findings = list(values.contradicted.values())
     evidence = values.evidence
-    said = _states(evidence.answer)
+    if _STATE_WORDS.isdisjoint(evidence.answer_words):
+        return findings
+    said = _states(evidence.answer_lower)
     if not said:
         return findings
     stated: dict[int, dict[int, str]] = {}
     for call in evidence.calls:
         if call.failed:
             continue
-        for key, value in leaves(call.result):
+        for key, value in call.fields:
             for kind, group in _value_states(key, value):
                 stated.setdefault(kind, {})[group] = f"{call.name} returned {key} {value}"
     for kind, groups in said.items():
@@ -287,27 +391,17 @@ def contradiction(values: ValueEvidence) -> list[str]:
     return findings
 
 
-def _state_words(text: str) -> Iterator[tuple[str, int]]:
-    """The state words and phrases of ``text`` (up to three words) and where each starts."""
-    words = [(match.group().lower(), match.start()) for match in _LETTERS.finditer(text)]
-    for index, (word, start) in enumerate(words):
-        if word not in _STATE_FIRST_WORDS:
-            continue
-        for length in (3, 2, 1):
-            phrase = " ".join(w for w, _ in words[index : index + length])
-            if phrase in _STATE_GROUP:
-                yield phrase, start
-                break
-
-
-def _states(text: str) -> dict[int, dict[int, str]]:
-    """The states ``text`` asserts, by class and group (hedged or negated ones left out)."""
+def _states(lowered: str) -> dict[int, dict[int, str]]:
+    """The states a ``lowered`` text asserts, by class and group (hedged or negated ones left
+    out)."""
     found: dict[int, dict[int, str]] = {}
-    for phrase, start in _state_words(text):
-        if _HEDGED.search(text[max(0, start - 40) : start]):
+    for match in _STATE.finditer(lowered):
+        start = match.start()
+        if _hedged(lowered[max(0, start - 40) : start]):
             continue
-        kind, group = _STATE_GROUP[phrase]
-        found.setdefault(kind, {}).setdefault(group, phrase)
+        phrase = " ".join(match.group().split())
+        for kind, group in _STATE_GROUPS[phrase]:
+            found.setdefault(kind, {}).setdefault(group, phrase)
     return found
 
 
@@ -320,8 +414,12 @@ def _value_states(key: str, value: object) -> Iterator[tuple[int, int]]:
             yield 3, 0 if value else 1
         return
     if isinstance(value, str) and len(value) <= 60:
-        for phrase, _ in _state_words(value.replace("_", " ")):
-            yield _STATE_GROUP[phrase]
+        lowered = value.lower().replace("_", " ")
+        if (groups := _STATE_GROUPS.get(lowered)) is not None:
+            yield from groups  # a status field's whole value: the common case
+            return
+        for match in _STATE.finditer(lowered):
+            yield from _STATE_GROUPS[" ".join(match.group().split())]
 
 
 def entities(values: ValueEvidence) -> list[str]:
@@ -332,15 +430,14 @@ def entities(values: ValueEvidence) -> list[str]:
     request = folded(evidence.request_text)
     findings = []
     for position, call in enumerate(evidence.calls):
-        for key, value in leaves(call.args):
+        for key, value in call.arg_fields:
             if not isinstance(value, str | int) or isinstance(value, bool):
                 continue
             text = str(value).strip()
             if problem := _argument_problem(key, text, request, evidence, position):
                 findings.append(f"{call.name} was called with {key} {text!r}; {problem}")
     answer = evidence.answer
-    for match in _NAMED.finditer(answer):
-        name = match.group(1)
+    for name in _named(answer):
         first = name.split()[0]
         if folded(first) in _NOT_NAMES:
             continue
@@ -363,15 +460,47 @@ def _argument_problem(
             return None
         named = sorted({token for token in IDS.findall(evidence.request_text) if _ids(token)})
         return f"the request names {', '.join(named)}"
-    if not _ENTITY_ARG.search(key) or not _is_name(text):
+    if not _names_entity(key) or not _is_name(text):
         return None
+    if _CODE.fullmatch(text):
+        # a code (a ticker, an airport) is compared with the codes the request writes: a name
+        # the agent looked the code up by (Globex for GBX) tells nothing
+        codes = {code.lower() for code in _CODE_IN_TEXT.findall(evidence.request_text)}
+        if not codes or text.lower() in codes or text.lower() in _known(evidence, position):
+            return None
+        return f"the request names {', '.join(sorted(code.upper() for code in codes))}"
     words = [folded(word) for word in _WORD.findall(text.split(",")[0])]
     if not words or any(word in request for word in words):
         return None
-    known = _known(evidence, position)
-    if any(word in known for word in words):
-        return None
-    return "the request does not name it"
+    if not any(word in _known(evidence, position) for word in words):
+        return "the request does not name it"
+    # known from the system prompt, the context or an earlier result: fine, unless the
+    # question names another such thing that neither the calls nor the answer ever use
+    missing = _unused_names(evidence)
+    return f"the request asks about {missing}" if missing else None
+
+
+@lru_cache(maxsize=512)
+def _names_entity(key: str) -> bool:
+    """Whether an argument called ``key`` names a place, a person or a thing (cached: runs
+    share their tools' argument names)."""
+    return _ENTITY_ARG.search(key) is not None
+
+
+def _unused_names(evidence: Evidence) -> str | None:
+    """A place or thing the question names (``in Lyon``) that no call's arguments and not the
+    answer mention: what the run should have been about and was not."""
+    used = folded(" ".join([evidence.answer, *(call.args_text for call in evidence.calls)]))
+    for name in _named(evidence.question):
+        first = folded(name.split()[0])
+        if first not in _NOT_NAMES and first not in used:
+            return name
+    return None
+
+
+_CODE = re.compile(r"(?=[A-Z0-9]*[A-Z])[A-Z0-9]{2,6}")
+"""A code written in capitals (``GBX``, ``LIS``, ``INTC2``)."""
+_CODE_IN_TEXT = re.compile(r"(?<![\w-])(?=[A-Z0-9]*[A-Z])[A-Z][A-Z0-9]{1,5}(?![\w-])")
 
 
 def _known(evidence: Evidence, position: int) -> str:
@@ -381,17 +510,29 @@ def _known(evidence: Evidence, position: int) -> str:
     return folded(f"{evidence.system}\n{' '.join(evidence.context)}\n{earlier}")
 
 
+_GROUPED_DIGITS = re.compile(r"(?<![\w-])\d{2,}(?:[ -]\d{2,})+(?![\w-])")
+"""A number written in groups (``7731 0094 5521``): one id, looked up as its digits."""
+_DIGIT_RUN = re.compile(r"\d+")
+
+
 @lru_cache(maxsize=512)
 def _ids(text: str) -> frozenset[str]:
     """Ids in ``text``, each as its letters and digits (``b755`` for ``B-755``) and as its
-    digits when it has three or more (an order asked as ``NW-48213`` and looked up as ``48213``)."""
+    digits when it has three or more (an order asked as ``NW-48213`` and looked up as
+    ``48213``); a number written in groups also as all its digits. Digits with no letter and no
+    run of three (``8-12``: a range of days) are no id."""
     found: set[str] = set()
     for token in IDS.findall(text):
+        letters = any(char.isalpha() for char in token)
+        if not letters and max(map(len, _DIGIT_RUN.findall(token))) < 3:
+            continue
         digits = re.sub(r"\D", "", token)
         if len(digits) >= 3:
             found.add(digits)
-        if any(char.isalpha() for char in token) and len(digits) >= 2:
+        if letters and len(digits) >= 2:
             found.add(re.sub(r"[^0-9a-z]", "", token.lower()))
+    for grouped in _GROUPED_DIGITS.findall(text):
+        found.add(re.sub(r"\D", "", grouped))
     return frozenset(found)
 
 

@@ -15,6 +15,7 @@ import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import NamedTuple
 
 MONTHS = {
     name: number
@@ -84,6 +85,31 @@ _APPROXIMATE = re.compile(
     r"(?:about|around|roughly|approximately|approx\.?|nearly|almost|over|under|~|≈|some|close to|just|circa|ca\.|environ|unos|etwa|cerca de)\s*[$€£¥]?\s*$",
     re.IGNORECASE,
 )
+_CURRENCY_BEFORE = re.compile(r"[$€£¥₹]\s*$")
+_CURRENCY_AFTER = re.compile(
+    r"\s?(?:[$€£¥₹]|(?:usd|eur|gbp|chf|jpy|cad|aud|dollars?|euros?|pounds?)\b)", re.IGNORECASE
+)
+_RISE = (
+    "up|rose|risen|rise|rising|gained|gain|climbed|jumped|increased|increase|grew|higher|sube|subió"
+    "|subio|aumentó|aumento|hausse|augmenté|augmentation|gestiegen|steigt|plus"
+)
+_FALL = (
+    "down|fell|fallen|fall|falling|dropped|drop|lost|loss|slipped|dipped|declined|decline|decreased"
+    "|decrease|sank|lower|minus|baja|bajó|bajo|cayó|cae|caída|baisse|diminué|recul|gefallen|gesunken"
+    "|sinkt"
+)
+DIRECTION_WORDS = frozenset(f"{_RISE}|{_FALL}".split("|"))
+"""The words that say a number is a change up or down: where none is, no number has a
+direction."""
+_DIRECTION_BEFORE = re.compile(
+    rf"\b(?:(?P<rise>{_RISE})|(?P<fall>{_FALL}))\s+(?:(?:by|of|de|du|um|un|en|about|around"
+    r"|roughly|nearly|almost|some|another|a|an|d')\s+)*[+−-]?[$€£¥]?\s*$",
+    re.IGNORECASE,
+)
+_DIRECTION_AFTER = re.compile(
+    rf"\s?(?:%|percent|per\s?cent|points?|pts)?\s*(?:(?P<rise>{_RISE})|(?P<fall>{_FALL}))\b",
+    re.IGNORECASE,
+)
 _MULTIPLIERS = {"k": 1e3, "thousand": 1e3, "m": 1e6, "million": 1e6, "bn": 1e9, "billion": 1e9}
 _DIGIT = re.compile(r"\d")
 SMALL = 12.0
@@ -91,9 +117,10 @@ SMALL = 12.0
 claims worth checking: too common in answers, too often right by chance."""
 
 
-@dataclass(frozen=True, slots=True)
-class Number:
-    """A number as written: its possible readings, the rounding its digits show, and its unit."""
+class Number(NamedTuple):
+    """A number as written: its possible readings, the rounding its digits show, and its unit
+    (a tuple: an answer's numbers are built on every run, and a frozen dataclass takes three
+    times as long to build)."""
 
     text: str
     start: int
@@ -102,10 +129,30 @@ class Number:
     unit: str
     before: str
     """The text just before it, where an ``about`` makes it approximate."""
+    after: str
+    """The text just after it (a currency's code, ``increase``)."""
 
     @property
     def approximate(self) -> bool:
         return _APPROXIMATE.search(self.before) is not None
+
+    @property
+    def bare(self) -> bool:
+        """A whole number with no unit and no currency: a count, a year or a day (``2026``,
+        ``the 15th``), which a date's digits may back."""
+        return (
+            not self.unit
+            and self.tolerance == 0.5
+            and not _CURRENCY_BEFORE.search(self.before)
+            and not _CURRENCY_AFTER.match(self.after)
+        )
+
+    @property
+    def direction(self) -> int:
+        """1 for a rise (``up 3 %``, ``a 3 % increase``), -1 for a fall (``down 3 %``,
+        ``fell by 3``), 0 when the words around it say neither."""
+        match = _DIRECTION_BEFORE.search(self.before) or _DIRECTION_AFTER.match(self.after)
+        return 0 if match is None else 1 if match["rise"] else -1
 
 
 @dataclass(slots=True)
@@ -160,7 +207,6 @@ def numbers(text: str, taken: list[tuple[int, int]] | None = None) -> list[Numbe
             tolerance *= scale
         if match["sign"] in ("-", "−"):
             readings = (*readings, *(-value for value in readings))
-        before = text[max(0, match.start() - 16) : match.start()]
         found.append(
             Number(
                 match.group(),
@@ -168,27 +214,56 @@ def numbers(text: str, taken: list[tuple[int, int]] | None = None) -> list[Numbe
                 readings,
                 tolerance,
                 unit,
-                before,
+                text[max(0, match.start() - 24) : match.start()],
+                text[match.end() : match.end() + 16],
             )
         )
     return found
 
 
-def readings_of(text: str) -> list[float]:
-    """Every reading of every number in ``text``, as evidence: no position, rounding or unit is
-    kept, and the digits of its dates and times count too (harmless, and half the cost)."""
+_CALENDAR = re.compile(
+    r"\b(?:19|20)\d\d-[01]\d-[0-3]\d(?:[T ][0-2]\d:[0-5]\d(?::[0-5]\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?)?"
+    r"|\b[0-2]?\d:[0-5]\d(?::[0-5]\d)?\b|\b[0-3]?\d[/.][01]?\d[/.](?:19|20)?\d\d\b"
+)
+"""Dates and times written with digits only (``2026-03-07T09:14``, ``14:30``, ``07/03/2026``):
+their digits are a calendar's, no quantity's."""
+_CALENDAR_MARK = re.compile(r"\d[-:/]\d|\d\.\d\d?\.\d")
+
+
+@dataclass(slots=True)
+class Readings:
+    """What a text's numbers may stand for, as evidence (no position, rounding or unit kept)."""
+
+    values: list[float] = field(default_factory=list)
+    calendar: list[float] = field(default_factory=list)
+    """The numbers of its dates and times (a year, a month, a day, an hour): evidence for a
+    bare whole number only (``2026``, ``the 15th``), never for a quantity (``10 %``, ``3 kg``)."""
+
+
+def readings_of(text: str) -> Readings:
+    """Every reading of every number in ``text``, its dates' and times' apart."""
+    found = Readings()
     if not _DIGIT.search(text):
-        return []
-    found: list[float] = []
+        return found
+    spans: list[tuple[int, int]] = []
+    if _CALENDAR_MARK.search(text):
+        for match in _CALENDAR.finditer(text):
+            spans.append(match.span())
+            found.calendar.extend(float(part) for part in _DIGITS.findall(match.group()))
     for match in NUMBERS.finditer(text):
+        if spans and any(start <= match.start() < end for start, end in spans):
+            continue
         readings, _ = _readings(match["digits"], match["sep"])
         unit = match["unit"]
         if unit and (scale := _MULTIPLIERS.get(unit.strip().lower())):
             readings = (*readings, *(value * scale for value in readings))
-        found.extend(readings)
+        found.values.extend(readings)
         if match["sign"]:
-            found.extend(-value for value in readings)
+            found.values.extend(-value for value in readings)
     return found
+
+
+_DIGITS = re.compile(r"\d+")
 
 
 def is_claim(number: Number) -> bool:
@@ -302,7 +377,7 @@ def cached_dates_and_times(text: str) -> Values:
 
 
 @lru_cache(maxsize=256)
-def cached_readings(text: str) -> list[float]:
+def cached_readings(text: str) -> Readings:
     """``readings_of`` for text runs repeat."""
     return readings_of(text)
 
@@ -311,10 +386,15 @@ def _near(number: Number, evidence: list[float], share: float) -> bool:
     """A reading of ``number`` within its rounding, or ``share`` of itself, of the evidence's."""
     for reading in number.readings:
         slack = max(number.tolerance, abs(reading) * share) + 1e-9
-        at = bisect_left(evidence, reading - slack)
-        if at < len(evidence) and evidence[at] <= reading + slack:
+        if _within(evidence, reading, slack):
             return True
     return False
+
+
+def _within(evidence: list[float], value: float, slack: float) -> bool:
+    """Whether sorted ``evidence`` holds a value within ``slack`` of ``value``."""
+    at = bisect_left(evidence, value - slack)
+    return at < len(evidence) and evidence[at] <= value + slack
 
 
 _TEMPERATURE = ((9 / 5, 32.0), (5 / 9, -32.0 * 5 / 9))
@@ -334,15 +414,20 @@ _CONVERSIONS: dict[str, tuple[tuple[float, float], ...]] = {
 compared as it is (converting everything would let fabricated numbers match by chance)."""
 
 
-def matches(number: Number, evidence: list[float]) -> bool:
-    """Whether ``number`` is one of the ``evidence`` readings, as rounded or converted."""
-    if _near(number, evidence, 0.01) or (number.approximate and _near(number, evidence, 0.1)):
+def matches(number: Number, evidence: Readings, converted: bool = True) -> bool:
+    """Whether ``number`` is one of the ``evidence`` readings (sorted), as rounded or (unless
+    not ``converted``) converted; a bare whole number may also be one of its dates' or times'
+    numbers."""
+    found = evidence.values
+    if _near(number, found, 0.01) or (number.approximate and _near(number, found, 0.1)):
         return True
+    if not converted:
+        return False
     unit = number.unit
-    conversions = _CONVERSIONS.get(unit[:2]) or _CONVERSIONS.get(unit[:1]) or ()
-    return any(
-        abs(value * factor + offset - reading) <= max(1.0, abs(reading) * 0.02)
-        for factor, offset in conversions
-        for value in evidence
-        for reading in number.readings
-    )
+    for factor, offset in _CONVERSIONS.get(unit[:2]) or _CONVERSIONS.get(unit[:1]) or ():
+        for reading in number.readings:
+            # value * factor + offset within max(1, 2 %) of the reading, solved for value
+            slack = max(1.0, abs(reading) * 0.02) / factor
+            if _within(found, (reading - offset) / factor, slack + 1e-9):
+                return True
+    return number.bare and _near(number, evidence.calendar, 0.0)
