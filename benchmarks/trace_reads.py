@@ -10,8 +10,14 @@ summed every 50 ms; printed are the sum before the reads, its peak during them (
 adds), and what it is ``--after`` seconds after the last read (and how much of the addition
 stayed).
 
+With ``--paths``, each read path that loads a trace is measured alone instead, in a fresh
+process (``tests/support/huge_trace.py``): the trace is written straight to the database, then
+for each path a process sets itself up, reads the trace once, and reports what the read added to
+its resident memory at the peak and after its results were dropped.
+
     python benchmarks/trace_reads.py                 # 20,000 spans
     python benchmarks/trace_reads.py --spans 5000 --after 5
+    python benchmarks/trace_reads.py --paths all [--db postgresql://…/empty_db]
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx
 
+from tests.support.huge_trace import PATHS, measure, store_wide_trace
 from tests.support.overload import proc_status_mb
 from tests.support.server_process import process_tree, start_server
 from tests.support.web_traces import wide_trace_json
@@ -66,7 +73,14 @@ def main() -> None:
     parser.add_argument("--db", help="database URL (default: a temporary SQLite file)")
     parser.add_argument("--spans", type=int, default=20_000)
     parser.add_argument("--after", type=float, default=15.0, help="seconds idle after the reads")
+    parser.add_argument(
+        "--paths", help=f"comma-separated, or all: each of {', '.join(PATHS)} in a fresh process"
+    )
     args = parser.parse_args()
+    if args.paths:
+        paths = PATHS if args.paths == "all" else tuple(args.paths.split(","))
+        each_path(args.db, args.spans, paths)
+        return
 
     with (
         tempfile.TemporaryDirectory() as scratch,
@@ -115,6 +129,20 @@ def main() -> None:
             f"{args.after:g} s after ({after - before:+.0f})",
             flush=True,
         )
+
+
+def each_path(db: str | None, spans: int, paths: tuple[str, ...]) -> None:
+    """The ``--paths`` mode: one trace stored, each path measured in a fresh process."""
+    with tempfile.TemporaryDirectory() as scratch:
+        url = db or f"sqlite:///{scratch}/huge.db"
+        trace_id = store_wide_trace(url, spans)
+        for path in paths:
+            figures = measure(url, trace_id, path)
+            print(
+                f"{spans:,}-span trace, {path}: {figures['base']:.0f} MB before, "
+                f"+{figures['peak']:.0f} MB at the peak, {figures['after']:+.0f} MB after",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

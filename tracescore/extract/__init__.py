@@ -8,7 +8,14 @@
 
 from tracescore.extract.mastra_json import MastraRunError, run_from_mastra, runs_from_mastra_json
 from tracescore.extract.model import AgentRun, SpanInfo
-from tracescore.extract.runs import RUN_KINDS, primary_runs, read_spans, select_runs
+from tracescore.extract.runs import (
+    RUN_KINDS,
+    iter_runs,
+    primary_runs,
+    read_spans,
+    run_document,
+    select_runs,
+)
 from tracescore.extract.runs import build_runs as extract_runs
 
 __all__ = [
@@ -17,8 +24,10 @@ __all__ = [
     "MastraRunError",
     "SpanInfo",
     "extract_runs",
+    "iter_runs",
     "primary_runs",
     "read_spans",
+    "run_document",
     "run_from_mastra",
     "runs_from_mastra_json",
     "select_runs",

@@ -24,7 +24,7 @@ from tracescore.extract.model import AgentRun
 from tracescore.extract.registry import CONVENTIONS
 from tracescore.offline.estimate import SAMPLE_RUNS
 from tracescore.offline.sample import RunSample
-from tracescore.pipeline.bindings import CompiledBinding
+from tracescore.pipeline.bindings import CompiledBinding, primary_only
 from tracescore.pipeline.config import WorkersConfig
 from tracescore.pipeline.sampling import is_sampled
 from tracescore.pipeline.scoring_worker import ScoringWorker
@@ -97,6 +97,7 @@ class Backfill:
         # Traces' runs only: a conversation is scored whole, by the service, when it is idle.
         self.bindings = [binding for binding in bindings if binding.config.target != "conversation"]
         self.force = force
+        self.only_primary = primary_only(self.bindings)
         self.concurrency = concurrency
         self.worker = ScoringWorker(
             store,
@@ -124,7 +125,13 @@ class Backfill:
     ]:
         """The trace's runs, the selection for ``score_runs`` and the (binding, run) pairs it admits."""
         trace = self.store.load_trace(trace_id)
-        runs = extract_runs(trace, self.worker.conventions) if trace is not None else []
+        runs = (
+            # only the runs a binding can score, as the live worker builds them: all of a
+            # 20,000-span trace's were 220 MB of objects, for default bindings that score one
+            extract_runs(trace, self.worker.conventions, only_primary=self.only_primary)
+            if trace is not None
+            else []
+        )
         done = self._done(trace_id)
 
         def wanted(binding: CompiledBinding, run: AgentRun) -> bool:

@@ -42,7 +42,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from tracescore.backoff import Backoff
-from tracescore.extract import extract_runs
+from tracescore.extract import iter_runs
 from tracescore.extract.model import AgentRun
 from tracescore.judge.client import litellm
 from tracescore.judge.prices import token_prices
@@ -402,7 +402,7 @@ class BindingRescore:
     async def _score(self, job: RescoreJob, trace_id: str, span_id: str) -> StoredScore | None:
         """The run's score row under the job's new version, counted by its status; None (and
         counted as missing) when its spans are gone."""
-        run = (await asyncio.to_thread(self._runs, [trace_id])).get((trace_id, span_id))
+        run = await asyncio.to_thread(self._run, trace_id, span_id)
         if run is None:
             job.missing += 1
             return None
@@ -419,18 +419,22 @@ class BindingRescore:
             job.rescored += 1
         return row
 
-    def _runs(self, trace_ids: list[str]) -> dict[tuple[str, str], AgentRun]:
-        """The runs of the traces still stored, by (trace id, span id)."""
-        worker = self.worker
-        runs: dict[tuple[str, str], AgentRun] = {}
-        for trace in self.store.load_traces(trace_ids, settle=False).values():
-            for run in extract_runs(
-                trace,
-                conversation_attributes=worker.conversation_attributes,
-                conventions=worker.conventions,
-            ):
-                runs[run.trace_id, run.span_id] = run
-        return runs
+    def _run(self, trace_id: str, span_id: str) -> AgentRun | None:
+        """The trace's run of span ``span_id`` (the last built, as runs keyed by span id kept
+        it), if its spans are still stored. Its runs are built one at a time and only the one
+        sought is kept: all of a 20,000-span trace's were 220 MB of objects at once."""
+        trace = self.store.load_trace(trace_id, settle=False)
+        if trace is None:
+            return None
+        found = None
+        for run in iter_runs(
+            trace,
+            conversation_attributes=self.worker.conversation_attributes,
+            conventions=self.worker.conventions,
+        ):
+            if run.span_id == span_id:
+                found = run
+        return found
 
 
 def rescore_tasks(worker: ScoringWorker) -> list[BindingRescore]:

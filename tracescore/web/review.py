@@ -61,7 +61,8 @@ def run_review(
         return None
     runs = extract_runs(trace, conventions) if trace is not None else []
     if recompute is not None:
-        recompute.fill(scores, lambda _: runs if trace is not None else None)
+        by_id = {run.span_id: run for run in runs}
+        recompute.fill(scores, lambda _trace, _spans: by_id if trace is not None else None)
     chosen = [run for run in runs if run.span_id == span_id] if span_id else []
     chosen = chosen or [run for run in runs if run.primary]
     shown = {run.span_id for run in chosen}

@@ -23,7 +23,8 @@ Extraction never raises: a span that cannot be read leaves a warning on its run 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from tracescore.extract.base import Convention
@@ -59,34 +60,66 @@ def build_runs(
     rest was about a third of extraction's time). Every run carries the trace's conversation
     id, found by ``conversation_attributes`` (:mod:`tracescore.extract.conversation_id`).
     """
+    return list(
+        iter_runs(
+            trace,
+            conventions,
+            only_primary=only_primary,
+            conversation_attributes=conversation_attributes,
+        )
+    )
+
+
+def iter_runs(
+    trace: Trace,
+    conventions: list[Convention] = CONVENTIONS,
+    *,
+    only_primary: bool = False,
+    conversation_attributes: Sequence[str] = DEFAULT_ID_ATTRIBUTES,
+) -> Iterator[AgentRun]:
+    """:func:`build_runs`' runs one at a time, each built when it is asked for: a reader that
+    keeps a run's JSON, a count or one run, not the run objects, holds one run at a time. The
+    runs of a 20,000-span trace were 220 MB of objects at once, its spans 40 (docs/benchmarks.md,
+    Reading one huge trace). Closing the iterator early (a reader that found its run) builds
+    no more."""
     with span_tree(trace, conventions) as nodes:
         known = Known(failed=failed_calls(nodes))
-        runs = [
+        agents: list[AgentRun] = [
             agent_run(trace, node, known.agents, known.handed)
             for node in nodes
             if node.kind == "agent"
         ]
         loops = find_loops(nodes)
-        runs.extend(scope_run(trace, loop, known.agents, known.handed) for loop in loops)
+        built: Iterable[AgentRun] = itertools.chain(
+            agents, (scope_run(trace, loop, known.agents, known.handed) for loop in loops)
+        )
         in_loop = {id(step) for loop in loops for step in loop.members if step.kind == "llm"}
         if only_primary:
-            runs = [run for run in runs if run.primary]
-            runs.extend(
-                llm_run(trace, node, known)
-                for node in nodes
-                if node.kind == "llm" and outermost_llm(node) and id(node) not in in_loop
+            built = itertools.chain(
+                (run for run in built if run.primary),
+                (
+                    llm_run(trace, node, known)
+                    for node in nodes
+                    if node.kind == "llm" and outermost_llm(node) and id(node) not in in_loop
+                ),
             )
         else:
-            runs.extend(
-                llm_run(trace, node, known, in_loop=id(node) in in_loop)
-                for node in nodes
-                if node.kind == "llm"
+            built = itertools.chain(
+                built,
+                (
+                    llm_run(trace, node, known, in_loop=id(node) in in_loop)
+                    for node in nodes
+                    if node.kind == "llm"
+                ),
+                (tool_run(trace, node) for node in nodes if node.kind == "tool"),
             )
-            runs.extend(tool_run(trace, node) for node in nodes if node.kind == "tool")
-    if runs and (conversation := conversation_id(trace.spans, conversation_attributes)) is not None:
-        for run in runs:
-            run.conversation_id = conversation
-    return runs
+        conversation: str | None = None
+        for count, run in enumerate(built):
+            if count == 0:  # looked for once the trace has a run, as before runs were lazy
+                conversation = conversation_id(trace.spans, conversation_attributes)
+            if conversation is not None:
+                run.conversation_id = conversation
+            yield run
 
 
 def primary_runs(runs: Iterable[AgentRun]) -> list[AgentRun]:
@@ -105,7 +138,12 @@ def select_runs(
     function, so a script reads the same runs from either."""
     wanted = set(kinds)
     return [
-        run.model_dump(mode="json", by_alias=True, exclude_none=True)
+        run_document(run)
         for run in runs
         if (run.primary or not primary) and (not wanted or run.kind in wanted)
     ]
+
+
+def run_document(run: AgentRun) -> dict[str, Any]:
+    """One run's JSON document, as :func:`select_runs` returns each."""
+    return run.model_dump(mode="json", by_alias=True, exclude_none=True)

@@ -1,0 +1,160 @@
+"""One huge agent trace in a real database, and the memory each read path that loads it takes,
+measured in a fresh process of its own.
+
+Shared by ``benchmarks/trace_reads.py --paths`` (the figures in docs/benchmarks.md) and
+``tests/web/test_huge_trace_memory.py`` (a budget that fails if it regresses). A fresh process,
+because a process's memory is what the budget is about and an earlier read in the same one
+would hide or inflate it: the child imports everything and opens the store, reads the trace's
+summary, then takes its resident set as the base, resets its kernel-kept peak (``VmHWM``, by
+writing 5 to ``/proc/self/clear_refs``), runs the path once, and reports the peak and the
+resident set once the path's results are dropped (and collected) as growth over the base.
+
+    python -m tests.support.huge_trace URL TRACE_ID PATH    # prints {"base": …, "peak": …, "after": …}
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+PART = 2_000
+PATHS = ("runs", "page", "worker", "rescore", "backfill")
+"""``runs``: every page of ``/api/v1/traces/{id}/runs?limit=200`` as a reader process serves
+them; ``page``: the trace page; ``worker``: a scoring worker's batch of that one trace (load,
+extract, the default code scorers); ``rescore``: ``rescore_on_change`` finding the agent run to
+re-score; ``backfill``: ``tracescore score``'s look at the trace (its runs still to score)."""
+
+
+def store_wide_trace(url: str, spans: int) -> str:
+    """Stores one agent trace of ``spans`` chat and tool children (plus the agent) at ``url``,
+    in parts of 2,000 as an exporter sends them, and returns its id."""
+    from tests.support.web_traces import wide_trace_json
+    from tracescore.ingest.decode import decode_traces_json
+    from tracescore.store import open_store
+
+    store = open_store(url)
+    trace_id = uuid.uuid4().hex
+    try:
+        for first in range(0, spans, PART):
+            part = wide_trace_json(trace_id, min(PART, spans - first), first)
+            store.write(decode_traces_json(part).spans)
+    finally:
+        store.close()
+    return trace_id
+
+
+def measure(url: str, trace_id: str, path: str) -> dict[str, float]:
+    """What reading ``trace_id`` by ``path`` takes in a fresh process: MiB of resident memory
+    before (``base``), added at the peak (``peak``) and still added afterwards (``after``)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.support.huge_trace", url, trace_id, path],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{path} read failed:\n{done.stderr[-3000:]}")
+    figures: dict[str, float] = json.loads(done.stdout.splitlines()[-1])
+    return figures
+
+
+def _status_mb(key: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(f"{key}:"):
+            return int(line.split()[1]) / 1024
+    raise ValueError(key)
+
+
+def _reader(url: str, trace_id: str, path: str) -> Callable[[], Any]:
+    """The read ``path`` stands for, set up (imports, store, objects) but not yet run."""
+    import asyncio
+
+    import orjson
+
+    from tracescore.config import Config
+    from tracescore.offline.rescore import Backfill
+    from tracescore.pipeline.bindings import compile_bindings
+    from tracescore.pipeline.config import WorkersConfig
+    from tracescore.pipeline.rescore import BindingRescore
+    from tracescore.pipeline.rescore_config import RescoreOnChange
+    from tracescore.pipeline.scoring_worker import ScoringWorker
+    from tracescore.store import open_store
+    from tracescore.store.trace_queue import TraceClaim
+    from tracescore.web.readers import TraceReads
+    from tracescore.web.router import LIVE_POLL_MS
+    from tracescore.web.traces_api import RunsPage
+
+    config = Config()
+    store = open_store(url, create=False)
+    summary = store.trace_summary(trace_id)
+    assert summary is not None, "the trace is stored"
+    reads = TraceReads(config, store)
+    bindings = compile_bindings(config.scorers, {}, None)
+    worker = ScoringWorker(store, bindings, WorkersConfig(processes=0), 60.0)
+
+    def runs() -> int:
+        pages, cursor = 0, None
+        while pages == 0 or cursor:
+            body = reads.runs_json(trace_id, False, [], RunsPage(limit=200, cursor=cursor))
+            assert body is not None
+            pages, cursor = pages + 1, orjson.loads(body)["next_cursor"]
+        return pages
+
+    def page() -> int:
+        html = reads.trace_page(trace_id, {"auth": False, "poll_ms": LIVE_POLL_MS})
+        assert html is not None
+        return len(html)
+
+    def scoring() -> int:
+        claim = TraceClaim(trace_id, 1, summary.span_count, worker.owner, "token", 0.0)
+        batch = worker._prepare([claim])
+        assert not batch.failed, batch.failed
+        return sum(len(trace.rows) for trace in batch.done)
+
+    def rescore() -> bool:
+        task = BindingRescore(worker, bindings[0], RescoreOnChange())
+        agent = f"{trace_id[:12]}0000"
+        return asyncio.run(asyncio.to_thread(task._run, trace_id, agent)) is not None
+
+    def backfill() -> int:
+        return len(Backfill(store, bindings)._todo(trace_id)[2])
+
+    chosen: dict[str, Callable[[], Any]] = {
+        "runs": runs,
+        "page": page,
+        "worker": scoring,
+        "rescore": rescore,
+        "backfill": backfill,
+    }
+    return chosen[path]
+
+
+def main() -> None:
+    url, trace_id, path = sys.argv[1:4]
+    read = _reader(url, trace_id, path)
+    if path in ("runs", "page"):
+        gc.disable()  # as a reader process runs (tracescore.web.readers)
+    base = _status_mb("VmRSS")
+    Path("/proc/self/clear_refs").write_text("5")
+    result = read()
+    peak = _status_mb("VmHWM") - base
+    del result
+    gc.collect()
+    after = _status_mb("VmRSS") - base
+    print(json.dumps({"base": round(base, 1), "peak": round(peak, 1), "after": round(after, 1)}))
+
+
+if __name__ == "__main__":
+    main()
