@@ -70,15 +70,15 @@ class StepsRecompute:
     def fill(self, rows: Iterable[StoredScore], runs_of: RunsOf) -> None:
         """Replace each marked row's ``steps`` with the recomputed ones (``runs_of`` is asked
         once per trace, and only for traces with a marked row, for those rows' runs)."""
-        marked: dict[str, list[StoredScore]] = {}
+        marked: dict[str, list[tuple[StoredScore, Mapping[str, Any]]]] = {}
         for row in rows:
             steps = row.get("steps")
             if isinstance(steps, Mapping) and steps.get(RECOMPUTE):
-                marked.setdefault(row["trace_id"], []).append(row)
+                marked.setdefault(row["trace_id"], []).append((row, steps))
         for trace_id, trace_rows in marked.items():
-            runs = runs_of(trace_id, {row["span_id"] for row in trace_rows})
-            for row in trace_rows:
-                row["steps"] = self._steps(row, row["steps"], runs)
+            runs = runs_of(trace_id, {row["span_id"] for row, _ in trace_rows})
+            for row, steps in trace_rows:
+                row["steps"] = self._steps(row, steps, runs)
 
     def _steps(
         self, row: StoredScore, stored: Mapping[str, Any], runs: Mapping[str, AgentRun] | None
