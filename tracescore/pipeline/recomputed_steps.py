@@ -77,8 +77,8 @@ class StepsRecompute:
                 marked.setdefault(row["trace_id"], []).append((row, steps))
         for trace_id, trace_rows in marked.items():
             runs = runs_of(trace_id, {row["span_id"] for row, _ in trace_rows})
-            for row, steps in trace_rows:
-                row["steps"] = self._steps(row, steps, runs)
+            for marked_row, stored in trace_rows:
+                marked_row["steps"] = self._steps(marked_row, stored, runs)
 
     def _steps(
         self, row: StoredScore, stored: Mapping[str, Any], runs: Mapping[str, AgentRun] | None
