@@ -142,7 +142,9 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
             traces_router(store, reads, version),
             conversations_router(store.engine, version),
             ingest_router(store, version),
-            create_monitor_router(store.engine, config.monitor, version),
+            create_monitor_router(
+                store.engine, config.monitor, version, [b.name for b in config.scorers]
+            ),
             feedback_router(config, store, version),
             sources_router(store.engine, version),
             insights_router(store.engine, version, requests),

@@ -19,11 +19,13 @@ from tracescore.restapi import (
     Body,
     Finite,
     Moment,
+    WindowParam,
     moment_query,
 )
 from tracescore.store import SpanStore
 from tracescore.store.feedback import Feedback, FeedbackStore
 from tracescore.store.score_reads import time_cursor, time_position
+from tracescore.times import utc_text
 
 if TYPE_CHECKING:
     from tracescore.config import Config
@@ -106,7 +108,7 @@ def feedback_router(settings: Config, store: SpanStore, version: ApiVersion = LE
     thresholds = Thresholds.of(settings)
     bindings = [binding.name for binding in settings.scorers]
     highest = scales(settings)
-    router = APIRouter(prefix=version.prefix, tags=["feedback"], deprecated=version.legacy or None)
+    router = version.router("", "feedback")
     feedback = FeedbackStore(store, verdict_triggers(settings.scorers))
     queue = ReviewQueue.of(settings, store.engine)
 
@@ -171,7 +173,11 @@ def feedback_router(settings: Config, store: SpanStore, version: ApiVersion = LE
             next_cursor = time_cursor(datetime.fromisoformat(last["created_at"]), last["id"])
         if not version.legacy:
             found = [
-                {"binding": item["name"] if item["name"] in bindings else None, **item}
+                {
+                    "binding": item["name"] if item["name"] in bindings else None,
+                    **item,
+                    "created_at": utc_text(datetime.fromisoformat(item["created_at"])),
+                }
                 for item in found
             ]
         return version.page(found, "feedback", next_cursor)
@@ -189,7 +195,10 @@ def feedback_router(settings: Config, store: SpanStore, version: ApiVersion = LE
         threshold: Finite | None = Query(None, description="pass/fail cut; default the binding's"),
     ) -> dict[str, Any]:
         """How the binding's scores agree with feedback on the same runs: n, MAE, Spearman,
-        Cohen's kappa and the confusion matrix, overall and per scorer version and judge model."""
+        Cohen's kappa and the confusion matrix, overall and per scorer version and judge model.
+        A binding the configuration does not name is a 404, not a report of zeros."""
+        if binding not in bindings:
+            raise HTTPException(404, f"no binding named {binding!r} in scorers")
         cut = threshold if threshold is not None else thresholds.cut(binding)
 
         def report() -> dict[str, Any]:
@@ -201,13 +210,14 @@ def feedback_router(settings: Config, store: SpanStore, version: ApiVersion = LE
         return await run_in_threadpool(report)
 
     @router.get("/review-queue", summary="Unreviewed runs worth a look", responses=version.listing)
-    async def review_queue(
-        binding: str | None = None, limit: int = Query(20, ge=1, le=500)
-    ) -> dict[str, Any]:
+    async def review_queue(page: WindowParam, binding: str | None = None) -> dict[str, Any]:
         """Unreviewed runs worth a look, each with ``why`` it is proposed (see the docs)."""
+        if binding is not None and binding not in bindings:
+            raise HTTPException(404, f"no binding named {binding!r} in scorers")
         proposals = await run_in_threadpool(
-            queue.propose, datetime.now(UTC), binding=binding, limit=limit
+            queue.propose, datetime.now(UTC), binding=binding, limit=page.end
         )
-        return version.page([proposal.to_dict() for proposal in proposals], "runs")
+        items, next_cursor = page.cut([proposal.to_dict() for proposal in proposals])
+        return version.page(items, "runs", next_cursor)
 
     return router

@@ -16,6 +16,7 @@ from tracescore.settings import parse_duration
 from tracescore.store import Connection
 from tracescore.store.dialect import as_utc
 from tracescore.store.feedback import ScoredFeedback, scored_feedback
+from tracescore.times import utc_text
 
 if TYPE_CHECKING:
     from tracescore.config import Config
@@ -86,7 +87,7 @@ def calibration_report(
     return {
         "binding": binding,
         "threshold": threshold,
-        "since": since.isoformat() if since is not None else None,
+        "since": utc_text(since),
         "scorer_version": scorer_version,
         "confidence": config.confidence,
         "overall": figures(pairs, threshold, config).to_dict(),

@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any
 from tracescore.feedback.config import ReviewConfig
 from tracescore.feedback.report import Thresholds
 from tracescore.store import Database, connect
-from tracescore.store.dialect import as_utc
 from tracescore.store.feedback import reviewed
 from tracescore.store.scores import RecentScore, recent_scores
+from tracescore.times import utc_text
 
 if TYPE_CHECKING:
     from tracescore.config import Config
@@ -47,10 +47,9 @@ class Proposal:
         return self.row["trace_id"], self.row["span_id"], self.row["binding"]
 
     def to_dict(self) -> dict[str, Any]:
-        created = self.row["created_at"]
         return {
             **self.row,
-            "created_at": as_utc(created).isoformat(),
+            "created_at": utc_text(self.row["created_at"]),
             "why": self.why,
             "detail": self.detail,
             "review_url": f"/ui/review/{self.row['trace_id']}?span={self.row['span_id']}"

@@ -50,11 +50,12 @@ from tracescore.extract import extract_runs, select_runs
 from tracescore.extract.declared import claim_order
 from tracescore.extract.model import AgentRun
 from tracescore.store import SpanStore, open_store
+from tracescore.times import with_utc_text
 from tracescore.web.cache import ExpiringCache
 from tracescore.web.overview_render import overview_html
 from tracescore.web.rendering import render
 from tracescore.web.trace_view import trace_page
-from tracescore.web.traces_api import RunsPage, log_json, span_json
+from tracescore.web.traces_api import SEEN, RunsPage, log_json, span_json
 
 TASKS_PER_PROCESS = 50
 """Reads a reader process serves before it is replaced by a fresh one."""
@@ -101,7 +102,7 @@ class TraceReads:
         return orjson.dumps(
             {
                 "trace_id": trace.trace_id,
-                "summary": summary.to_dict() if summary else None,
+                "summary": with_utc_text(summary.to_dict(), *SEEN) if summary else None,
                 "spans": [span_json(s) for s in trace.spans],
                 "logs": [log_json(r) for r in trace.logs],
             }
