@@ -115,9 +115,9 @@ def test_every_list_route_pages_and_writes_times_one_way(
         if route not in EMPTY_HERE | TIMELESS:
             assert times, f"{route}: no time found to check"
         for where, value in times:
-            assert value is None or (
-                isinstance(value, str) and RFC3339_Z.match(value)
-            ), f"{route}{where} = {value!r}"
+            assert value is None or (isinstance(value, str) and RFC3339_Z.match(value)), (
+                f"{route}{where} = {value!r}"
+            )
         bad = client.get(url, params={**_query(route), "limit": "abc"})
         assert bad.status_code == 422, (route, bad.status_code)
         assert bad.headers["content-type"] == "application/problem+json"
