@@ -313,8 +313,10 @@ API_TAGS = [
 API_DESCRIPTION = (
     "Routes are served under `/api/v1`; the unversioned `/api/...` paths are deprecated aliases "
     "kept for one release in their old shapes. `since`/`until` take ISO 8601, epoch seconds or "
-    "a duration back from now (`1h`); lists answer `{items, next_cursor}`; errors are RFC 9457 "
-    "problem details."
+    "a duration back from now (`1h`); answers give every time as RFC 3339 in UTC with `Z` (a "
+    "number is a time only where its name ends in `_ns`); every list takes `limit` and `cursor` "
+    "and answers `{items, next_cursor}`; errors are RFC 9457 problem details; the old paths "
+    'answer with `Deprecation` and `Link: <…/api/v1/…>; rel="successor-version"` headers.'
 )
 
 

@@ -60,7 +60,7 @@ def test_conversations_without_a_conversation_binding_say_how_to_score_them(
     assert rows, "the capture's conversation is listed"
     text = visible_text(listed)
     assert "pending" not in text and "target: conversation" in text
-    assert "not scored: no conversation binding" in text
+    assert "not covered" in text
     one = visible_text(client.get(rows[0]).text)
     assert "idle timeout" not in one and "target: conversation" in one
 
