@@ -197,7 +197,8 @@ def _scores(db_url: str) -> list[Any]:
 def test_sigint_stops_a_demo_started_in_the_background(tmp_path: Path) -> None:
     """A shell without job control (a script's ``&``, nohup) starts a command with SIGINT
     ignored, and Python then raises no KeyboardInterrupt for it: ``kill -INT`` left
-    ``tracescore demo --serve`` and its collector running (issue 50)."""
+    ``tracescore demo --serve`` and its collector running (issue 50). And one SIGINT while it
+    sends stops it all: it stopped the traffic only, then waited for a second."""
     http_port = free_port()
     demo = subprocess.Popen(
         [
@@ -213,7 +214,7 @@ def test_sigint_stops_a_demo_started_in_the_background(tmp_path: Path) -> None:
             "--db",
             f"sqlite:///{tmp_path / 'demo.db'}",
             "--duration",
-            "1",
+            "0",  # until interrupted: one Ctrl-C stops the traffic and the collector
         ],
         cwd=tmp_path,
         stderr=subprocess.PIPE,
@@ -225,13 +226,13 @@ def test_sigint_stops_a_demo_started_in_the_background(tmp_path: Path) -> None:
         while not _answers(f"http://127.0.0.1:{http_port}/healthz"):
             assert demo.poll() is None and time.monotonic() < deadline
             time.sleep(0.2)
-        time.sleep(3)  # the traffic sent, the collector kept running until interrupted
+        time.sleep(2)  # sending
         demo.send_signal(signal.SIGINT)
         _, stderr = demo.communicate(timeout=30)
     finally:
-        if demo.poll() is None:
-            demo.kill()
-            demo.wait()
+        if demo.poll() is None:  # SIGTERM: the demo stops its collector too (SIGKILL would not)
+            demo.terminate()
+            demo.communicate(timeout=60)
     assert demo.returncode == 0, stderr
     with socket.socket() as sock:  # its collector stopped too: its port is free
         sock.bind(("127.0.0.1", http_port))

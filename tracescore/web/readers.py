@@ -36,6 +36,7 @@ import signal
 import threading
 import time
 from collections import deque
+from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
@@ -109,7 +110,7 @@ class TraceReads:
         )
 
     def runs_json(
-        self, trace_id: str, primary: bool, kinds: list[str], page: RunsPage | None = None
+        self, trace_id: str, primary: bool, kinds: Sequence[str], page: RunsPage | None = None
     ) -> bytes | None:
         """``…/runs``'s document, or None if the trace has no spans stored: all the runs kept
         by the filter as an array, or with ``page`` one page of them as ``{items,
@@ -293,7 +294,7 @@ class ReadProcesses:
         return body
 
     async def runs_json(
-        self, trace_id: str, primary: bool, kinds: list[str], page: RunsPage | None = None
+        self, trace_id: str, primary: bool, kinds: Sequence[str], page: RunsPage | None = None
     ) -> bytes | None:
         body: bytes | None = await self._run("runs_json", trace_id, primary, kinds, page)
         return body
