@@ -30,9 +30,9 @@ FROM_SPANS = {"traces/{trace_id}/runs"}
 """Rebuilt from a stored trace's spans, not from rows: tests/service/test_api_runs.py walks it."""
 TIMELESS = {"compare"}
 """Pairs of two versions' scores on one run: no time in them."""
-EMPTY_HERE = {"ingest/quarantine", "sources", "alerts", "coverage", "review-queue"}
+EMPTY_HERE = {"ingest/quarantine", "sources", "alerts", "coverage"}
 """Lists these rows leave empty (quarantined requests, sources and coverage come from ingest
-and scoring, alert states from the monitor, proposals from a judge's scores): their envelope,
+and scoring, alert states from the monitor): their envelope,
 times and parameters are walked, their paging is the Window's (tested below with silences)."""
 
 
@@ -176,3 +176,25 @@ def test_the_old_paths_say_they_are_deprecated(client: TestClient) -> None:
     assert "Deprecation" not in new.headers and "Link" not in new.headers
     # routes that answer a Response of their own get the headers too
     assert client.get("/api/traces").headers["Link"] == '</api/v1/traces>; rel="successor-version"'
+
+
+def test_the_review_queue_pages_without_repeats_and_repeatably(
+    client: TestClient, store: SpanStore
+) -> None:
+    """The review queue never gave a cursor: each page is now a queue of its own among the
+    runs earlier pages did not propose, drawn from the cursor's seed, so asking for a page
+    again gives it again."""
+    SEEDS["scores"](store)
+    seen: list[tuple[str, str]] = []
+    cursor = None
+    for _ in range(3):
+        body = client.get(
+            "/api/v1/review-queue", params={"limit": 5, **({"cursor": cursor} if cursor else {})}
+        ).json()
+        seen += [(item["trace_id"], item["span_id"]) for item in body["items"]]
+        assert len(body["items"]) == 5 and body["next_cursor"]
+        if cursor:
+            again = client.get("/api/v1/review-queue", params={"limit": 5, "cursor": cursor})
+            assert again.json()["items"] == body["items"]
+        cursor = body["next_cursor"]
+    assert len(seen) == len(set(seen)) == 15

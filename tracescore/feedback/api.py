@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -9,6 +10,7 @@ from fastapi import APIRouter, HTTPException, Query
 from fastapi.concurrency import run_in_threadpool
 from pydantic import ConfigDict, Field, model_validator
 
+from tracescore.cursors import cursor_int, decode_cursor, encode_cursor
 from tracescore.feedback.report import Thresholds, calibration_report
 from tracescore.feedback.review import ReviewQueue
 from tracescore.pipeline.feedback_triggers import verdict_triggers
@@ -19,7 +21,6 @@ from tracescore.restapi import (
     Body,
     Finite,
     Moment,
-    WindowParam,
     moment_query,
 )
 from tracescore.store import SpanStore
@@ -210,14 +211,28 @@ def feedback_router(settings: Config, store: SpanStore, version: ApiVersion = LE
         return await run_in_threadpool(report)
 
     @router.get("/review-queue", summary="Unreviewed runs worth a look", responses=version.listing)
-    async def review_queue(page: WindowParam, binding: str | None = None) -> dict[str, Any]:
-        """Unreviewed runs worth a look, each with ``why`` it is proposed (see the docs)."""
+    async def review_queue(
+        binding: str | None = None,
+        limit: int = Query(20, ge=1, le=500),
+        cursor: Annotated[str | None, Query(description="the previous page's next_cursor")] = None,
+    ) -> dict[str, Any]:
+        """Unreviewed runs worth a look, each with ``why`` it is proposed (see the docs). Each
+        page is a queue of its own among the runs earlier pages did not propose."""
         if binding is not None and binding not in bindings:
             raise HTTPException(404, f"no binding named {binding!r} in scorers")
+        try:
+            seed, number = (
+                (cursor_int(part) for part in decode_cursor(cursor, 2))
+                if cursor
+                else (random.randrange(2**31), 0)
+            )
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
         proposals = await run_in_threadpool(
-            queue.propose, datetime.now(UTC), binding=binding, limit=page.end
+            queue.pages, datetime.now(UTC), binding=binding, limit=limit, seed=seed, page=number
         )
-        items, next_cursor = page.cut([proposal.to_dict() for proposal in proposals])
-        return version.page(items, "runs", next_cursor)
+        full = len(proposals) == limit
+        next_cursor = encode_cursor(str(seed), str(number + 1)) if full else None
+        return version.page([p.to_dict() for p in proposals], "runs", next_cursor)
 
     return router
