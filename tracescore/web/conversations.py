@@ -143,7 +143,7 @@ def conversation_pages(store: SpanStore, page: Page, covering: Covering) -> APIR
             conversation=document,
             conversation_id=conversation_id,
             scored=covering.any,
-            status=covering.status(document),
+            conversation_status=covering.status(document),
             means=STATUS_MEANS,
             latest=latest_scores(document["scores"]),
             history_bindings=bindings,
