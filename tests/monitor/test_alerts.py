@@ -28,6 +28,7 @@ from tracescore.monitor.config import AlertsConfig, MonitorConfig, RegressionRul
 from tracescore.monitor.rules import BaselineCache, evaluate_rule
 from tracescore.store import SpanStore, open_store
 from tracescore.store.leases import acquire_lease
+from tracescore.times import utc_text
 
 
 @pytest.fixture
@@ -86,9 +87,7 @@ def test_drop_fires_within_one_interval_names_segment_and_resolves(
     fired, resolved = hook.received()
     assert fired["status"] == "firing" and resolved["status"] == "resolved"
     assert fired["segment"] == {"agent": "sales"} and resolved["segment"] == {"agent": "sales"}
-    assert (
-        fired["at"] == (T + WINDOW).isoformat() and resolved["at"] == (T + 4 * WINDOW).isoformat()
-    )
+    assert fired["at"] == utc_text(T + WINDOW) and resolved["at"] == utc_text(T + 4 * WINDOW)
     assert resolved["since"] == fired["at"]
     details = fired["details"]
     assert details["test"] == "welch_t" and details["alternative"] == "less"
