@@ -243,10 +243,10 @@ def test_cooldown_holds_back_flapping_and_notifies_once_it_is_over(
     assert firing == [True, False, True, False, False] + [True] * 7 + [False]
     at = [(b["status"], b["at"], b["since"]) for b in hook.received()]
     assert at == [
-        ("firing", (T + WINDOW).isoformat(), (T + WINDOW).isoformat()),
-        ("resolved", (T + 2 * WINDOW).isoformat(), (T + WINDOW).isoformat()),
-        ("firing", (T + 7 * WINDOW).isoformat(), (T + 6 * WINDOW).isoformat()),
-        ("resolved", (T + 13 * WINDOW).isoformat(), (T + 6 * WINDOW).isoformat()),
+        ("firing", utc_text(T + WINDOW), utc_text(T + WINDOW)),
+        ("resolved", utc_text(T + 2 * WINDOW), utc_text(T + WINDOW)),
+        ("firing", utc_text(T + 7 * WINDOW), utc_text(T + 6 * WINDOW)),
+        ("resolved", utc_text(T + 13 * WINDOW), utc_text(T + 6 * WINDOW)),
     ]
 
 
