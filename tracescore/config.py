@@ -211,14 +211,13 @@ class ServerConfig(Section):
 
 
 # With no ``scorers:`` section, these run on every agent run: the code scorers that need no
-# options (tool-call accuracy needs an expected tool, the LLM scorers a judge).
-DEFAULT_SCORERS = (
-    "completeness",
-    "content-similarity",
-    "keyword-coverage",
-    "textual-difference",
-    "tone",
-)
+# options and mean something without ground truth (tool-call accuracy needs an expected tool,
+# the LLM scorers a judge). consistency and tone state what a good run scores, so their badges
+# are green or red (scorers.registry: passes_at); keyword-coverage's trend shows answers that
+# stopped addressing the question. completeness, content-similarity and textual-difference
+# measure how much of the question the answer repeats: a right answer scores 0.3 on them, so
+# they are not bound unless asked for.
+DEFAULT_SCORERS = ("consistency", "keyword-coverage", "tone")
 
 
 class Config(Section):

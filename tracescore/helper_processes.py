@@ -47,6 +47,20 @@ from typing import Any, TextIO
 
 log = logging.getLogger(__name__)
 
+
+def log_to_stderr(level: int) -> None:
+    """Log lines as the service and every helper process writes them: the time in UTC, 24-hour,
+    to the millisecond (``2026-05-04T12:00:00.250Z WARNING tracescore.…: …``). The scoring and
+    unpacking processes wrote none, so their warnings could not be put beside the service's."""
+    formatter = logging.Formatter(
+        "%(asctime)s.%(msecs)03dZ %(levelname)s %(name)s: %(message)s", "%Y-%m-%dT%H:%M:%S"
+    )
+    formatter.converter = time.gmtime
+    handler = logging.StreamHandler()
+    handler.setFormatter(formatter)
+    logging.basicConfig(level=level, handlers=[handler])
+
+
 _SETTINGS_VARIABLE = "TRACESCORE_CHILD_SETTINGS"
 _PATH_VARIABLE = "TRACESCORE_CHILD_SYS_PATH"
 _MARK = "tracescore child:"

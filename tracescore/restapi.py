@@ -9,29 +9,35 @@
   reaches one (:data:`Moment`, :data:`DurationParam`, :data:`RowId`, :data:`Finite`,
   :class:`Body`); what is outside is a 422 naming the parameter, never a 500 from the database
   or from Python's integers and datetimes.
-- One list envelope: ``{"items": [...], "next_cursor": ...}`` (:meth:`ApiVersion.page`).
+- One list envelope: ``{"items": [...], "next_cursor": ...}`` (:meth:`ApiVersion.page`), and
+  a ``limit``/``cursor`` pair on every list (:data:`Window` for the lists built whole).
+- One time format in answers: RFC 3339 in UTC with ``Z`` (:mod:`tracescore.times`); a number is a
+  time only where its name says so (``*_ns``).
 - One error body: RFC 9457 problem details (:func:`install_problem_details`).
 
-A leaf module (it imports only :mod:`tracescore.settings`), so every layer can use it.
+A leaf module (it imports only :mod:`tracescore.settings` and :mod:`tracescore.cursors`), so
+every layer can use it.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from http import HTTPStatus
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
-from fastapi import FastAPI, Query, Request
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exception_handlers import http_exception_handler, request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, BeforeValidator, Field, WithJsonSchema, model_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from tracescore.cursors import cursor_int, decode_cursor, encode_cursor
 from tracescore.settings import parse_duration
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
@@ -56,6 +62,17 @@ class ApiVersion:
         if self.legacy and legacy_key != "items":
             return {**extra, legacy_key: items}
         return {**extra, "items": items, "next_cursor": next_cursor}
+
+    def router(self, path: str, tag: str) -> APIRouter:
+        """A router of this version's routes under ``path``: on the deprecated aliases marked
+        deprecated in the schema, and routes whose every answer says so in its headers
+        (:class:`DeprecatedRoute`)."""
+        return APIRouter(
+            prefix=f"{self.prefix}{path}",
+            tags=[tag],
+            deprecated=self.legacy or None,
+            route_class=DeprecatedRoute if self.legacy else APIRoute,
+        )
 
     @property
     def listing(self) -> dict[int | str, dict[str, Any]]:
@@ -84,6 +101,72 @@ _PAGE_SCHEMA = {
         },
     },
 }
+
+
+T = TypeVar("T")
+MAX_WINDOW = 1000
+"""The longest page of a list built whole in memory."""
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """The page a client asked for of a list the route builds whole (sources, silences, the
+    quarantine, the review queue...): short lists, so an offset in the cursor is exact and a
+    page costs nothing more than the list. Gives these lists the same ``limit``/``cursor``
+    as the keyset-paged ones, so ``limit=abc`` is a 422 everywhere instead of ignored."""
+
+    limit: int
+    offset: int
+
+    @property
+    def end(self) -> int:
+        """How many items of the whole list this page needs, and one to know there are more."""
+        return self.offset + self.limit + 1
+
+    def cut(self, items: Sequence[T]) -> tuple[list[T], str | None]:
+        """This page of ``items`` and the cursor of the next one (None on the last)."""
+        page = list(items[self.offset : self.offset + self.limit])
+        more = len(items) > self.offset + self.limit
+        return page, encode_cursor(str(self.offset + self.limit)) if more else None
+
+
+def _window(
+    limit: Annotated[int, Query(ge=1, le=MAX_WINDOW, description="items in the page")] = 100,
+    cursor: Annotated[str | None, Query(description="the previous page's next_cursor")] = None,
+) -> Window:
+    try:
+        offset = cursor_int(decode_cursor(cursor, 1)[0]) if cursor else 0
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from None
+    return Window(limit, offset)
+
+
+WindowParam = Annotated[Window, Depends(_window)]
+"""A list route's ``limit`` and ``cursor``, for a list built whole (:class:`Window`)."""
+
+
+DEPRECATED_AT = datetime(2026, 11, 27, 16, 5, 41, tzinfo=UTC)
+"""When the ``/api/v1`` routes came and the unversioned paths became their aliases."""
+
+
+class DeprecatedRoute(APIRoute):
+    """A route of a deprecated ``/api/...`` alias: every answer it gives carries RFC 9745's
+    ``Deprecation`` (the date the alias was deprecated, as a structured-field date) and
+    RFC 8288's ``Link`` to the ``/api/v1`` route that replaces it, so a client's logs say what
+    to move to. A route class rather than a dependency: the routes that answer a Response of
+    their own (the trace documents) get the headers too."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def answer(request: Request) -> Response:
+            response = await handler(request)
+            successor = f"{V1.prefix}{request.url.path.removeprefix(LEGACY.prefix)}"
+            response.headers["Deprecation"] = f"@{int(DEPRECATED_AT.timestamp())}"
+            response.headers["Link"] = f'<{successor}>; rel="successor-version"'
+            return response
+
+        return answer
 
 
 V1 = ApiVersion("/api/v1", legacy=False)
@@ -230,8 +313,10 @@ API_TAGS = [
 API_DESCRIPTION = (
     "Routes are served under `/api/v1`; the unversioned `/api/...` paths are deprecated aliases "
     "kept for one release in their old shapes. `since`/`until` take ISO 8601, epoch seconds or "
-    "a duration back from now (`1h`); lists answer `{items, next_cursor}`; errors are RFC 9457 "
-    "problem details."
+    "a duration back from now (`1h`); answers give every time as RFC 3339 in UTC with `Z` (a "
+    "number is a time only where its name ends in `_ns`); every list takes `limit` and `cursor` "
+    "and answers `{items, next_cursor}`; errors are RFC 9457 problem details; the old paths "
+    'answer with `Deprecation` and `Link: <…/api/v1/…>; rel="successor-version"` headers.'
 )
 
 

@@ -166,10 +166,11 @@ def test_demo_serve_starts_the_collector_with_its_alert_rules_and_conversation_b
 
 
 def _fills_the_failure_modes_page(db_url: str, base_url: str) -> None:
-    """The demo's config marks its unhelpful answers failed: a pass asked for (the button of
-    the failure-modes page, here its API twin) groups them, and the page lists the groups."""
+    """The demo's scorers mark its unhelpful answers failed (a consistency check's name, tone's
+    ``fail``): a pass asked for (the button of the failure-modes page, here its API twin)
+    groups them, and the page lists the groups."""
     deadline = time.monotonic() + 60
-    while sum(r.label == "fail" for r in _scores(db_url)) < 10:
+    while sum(r.label not in (None, "pass", "ok") for r in _scores(db_url)) < 10:
         assert time.monotonic() < deadline, "no failed runs"
         time.sleep(0.5)
     asked = httpx.post(f"{base_url}/api/v1/insights/passes", timeout=10)
@@ -191,6 +192,57 @@ def _scores(db_url: str) -> list[Any]:
         return wait_for_scores(db_url, 0, timeout=1)
     except OperationalError:  # the collector is still creating the tables
         return []
+
+
+def test_sigint_stops_a_demo_started_in_the_background(tmp_path: Path) -> None:
+    """A shell without job control (a script's ``&``, nohup) starts a command with SIGINT
+    ignored, and Python then raises no KeyboardInterrupt for it: ``kill -INT`` left
+    ``tracescore demo --serve`` and its collector running (issue 50). And one SIGINT while it
+    sends stops it all: it stopped the traffic only, then waited for a second."""
+    http_port = free_port()
+    demo = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tracescore.cli",
+            "demo",
+            "--serve",
+            "--endpoint",
+            f"http://127.0.0.1:{http_port}",
+            "--grpc-port",
+            str(free_port()),
+            "--db",
+            f"sqlite:///{tmp_path / 'demo.db'}",
+            "--duration",
+            "0",  # until interrupted: one Ctrl-C stops the traffic and the collector
+        ],
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # as `cmd &` does
+    )
+    try:
+        deadline = time.monotonic() + 180  # a loaded 2-core machine starts it slowly
+        while not _answers(f"http://127.0.0.1:{http_port}/healthz"):
+            assert demo.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        time.sleep(2)  # sending
+        demo.send_signal(signal.SIGINT)
+        _, stderr = demo.communicate(timeout=30)
+    finally:
+        if demo.poll() is None:  # SIGTERM: the demo stops its collector too (SIGKILL would not)
+            demo.terminate()
+            demo.communicate(timeout=60)
+    assert demo.returncode == 0, stderr
+    with socket.socket() as sock:  # its collector stopped too: its port is free
+        sock.bind(("127.0.0.1", http_port))
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
 
 
 def test_demo_prints_its_config(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ READ_ONLY = [
     ["db", "current"],
     ["db", "check"],
     ["db", "prune"],
-    ["calibrate", "tone"],
+    ["calibrate", "--binding", "tone"],
     ["export", "--binding", "tone"],
     ["compare", "--binding", "tone", "--versions", "1", "2"],
     ["rescore", "--dry-run"],

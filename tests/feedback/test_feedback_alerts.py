@@ -24,6 +24,7 @@ from tracescore.monitor.config import MonitorConfig
 from tracescore.service import create_app
 from tracescore.store import SpanStore, open_store
 from tracescore.store.feedback import Feedback, FeedbackStore
+from tracescore.times import utc_text
 
 T = datetime(2026, 5, 4, 12, 0, tzinfo=UTC)
 """The judge drifts from T to T + 2h."""
@@ -114,8 +115,8 @@ alerts:
     assert kappas[2:5] == pytest.approx([0.0, 0.0, 0.0])
     fired, resolved = hook.received()
     assert (fired["status"], resolved["status"]) == ("firing", "resolved")
-    assert fired["at"] == (T + timedelta(hours=1)).isoformat()
-    assert resolved["at"] == (T + timedelta(minutes=150)).isoformat()
+    assert fired["at"] == utc_text(T + timedelta(hours=1))  # the API's one time format
+    assert resolved["at"] == utc_text(T + timedelta(minutes=150))
     assert "quality kappa against human feedback" in fired["summary"]
     details = fired["details"]
     assert details["metric"] == "kappa" and details["below"] == 0.4 and details["n"] >= 30

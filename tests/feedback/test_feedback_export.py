@@ -183,7 +183,7 @@ def test_calibrate_prints_the_figures_of_the_store(tmp_path: Path) -> None:
 
     runner = CliRunner()
     as_json = runner.invoke(
-        app, ["calibrate", "quality", "--config", str(config_file), "--format", "json"]
+        app, ["calibrate", "--binding", "quality", "--config", str(config_file), "--format", "json"]
     )
     assert as_json.exit_code == 0, as_json.output
     report = orjson.loads(as_json.stdout)
@@ -195,10 +195,14 @@ def test_calibrate_prints_the_figures_of_the_store(tmp_path: Path) -> None:
         "judge_fail_human_pass": 1,
         "judge_fail_human_fail": 1,
     }
-    table = runner.invoke(app, ["calibrate", "quality", "--db", url, "--threshold", "0.7"])
+    table = runner.invoke(
+        app, ["calibrate", "--binding", "quality", "--db", url, "--threshold", "0.7"]
+    )
     assert table.exit_code == 0, table.output
     assert "gpt-4o-mini" in table.stdout and "verdicts at 0.7" in table.stdout
     assert (
-        runner.invoke(app, ["calibrate", "quality", "--db", url, "--since", "someday"]).exit_code
+        runner.invoke(
+            app, ["calibrate", "--binding", "quality", "--db", url, "--since", "someday"]
+        ).exit_code
         == 2
     )

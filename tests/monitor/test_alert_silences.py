@@ -20,6 +20,7 @@ from tracescore.monitor.silences import SilenceIn, add_silence
 from tracescore.service import create_app
 from tracescore.store import open_store
 from tracescore.store.alerts import ALERT_EVENTS
+from tracescore.times import utc_text
 from tracescore.web.alerting import delivery
 
 KEY = "silence-test-key"
@@ -136,12 +137,12 @@ def test_silenced_notifications_stay_in_history_and_resume_after_expiry(db_url: 
     for event in history[:2]:
         assert not event.pending and event.pending_channels == [] and event.attempts == 0
         assert event.payload["silenced"]["note"] == "known dip"
-        assert event.payload["silenced"]["until"] == (T + 3 * WINDOW).isoformat()
+        assert event.payload["silenced"]["until"] == utc_text(T + 3 * WINDOW)
         assert delivery(dict(event._mapping)) == ("silenced", "silenced until 2026-05-04 12:30 UTC")
     # After it expired: notified.
     assert received == [
-        ("firing", (T + 5 * WINDOW).isoformat()),
-        ("resolved", (T + 6 * WINDOW).isoformat()),
+        ("firing", utc_text(T + 5 * WINDOW)),
+        ("resolved", utc_text(T + 6 * WINDOW)),
     ]
     assert all("silenced" not in event.payload for event in history[2:])
 

@@ -28,6 +28,7 @@ from tracescore.monitor.config import AlertsConfig, MonitorConfig, RegressionRul
 from tracescore.monitor.rules import BaselineCache, evaluate_rule
 from tracescore.store import SpanStore, open_store
 from tracescore.store.leases import acquire_lease
+from tracescore.times import utc_text
 
 
 @pytest.fixture
@@ -86,9 +87,7 @@ def test_drop_fires_within_one_interval_names_segment_and_resolves(
     fired, resolved = hook.received()
     assert fired["status"] == "firing" and resolved["status"] == "resolved"
     assert fired["segment"] == {"agent": "sales"} and resolved["segment"] == {"agent": "sales"}
-    assert (
-        fired["at"] == (T + WINDOW).isoformat() and resolved["at"] == (T + 4 * WINDOW).isoformat()
-    )
+    assert fired["at"] == utc_text(T + WINDOW) and resolved["at"] == utc_text(T + 4 * WINDOW)
     assert resolved["since"] == fired["at"]
     details = fired["details"]
     assert details["test"] == "welch_t" and details["alternative"] == "less"
@@ -244,10 +243,10 @@ def test_cooldown_holds_back_flapping_and_notifies_once_it_is_over(
     assert firing == [True, False, True, False, False] + [True] * 7 + [False]
     at = [(b["status"], b["at"], b["since"]) for b in hook.received()]
     assert at == [
-        ("firing", (T + WINDOW).isoformat(), (T + WINDOW).isoformat()),
-        ("resolved", (T + 2 * WINDOW).isoformat(), (T + WINDOW).isoformat()),
-        ("firing", (T + 7 * WINDOW).isoformat(), (T + 6 * WINDOW).isoformat()),
-        ("resolved", (T + 13 * WINDOW).isoformat(), (T + 6 * WINDOW).isoformat()),
+        ("firing", utc_text(T + WINDOW), utc_text(T + WINDOW)),
+        ("resolved", utc_text(T + 2 * WINDOW), utc_text(T + WINDOW)),
+        ("firing", utc_text(T + 7 * WINDOW), utc_text(T + 6 * WINDOW)),
+        ("resolved", utc_text(T + 13 * WINDOW), utc_text(T + 6 * WINDOW)),
     ]
 
 

@@ -22,6 +22,7 @@ from tracescore.store import SpanStore, open_store
 from tracescore.store.score_aggregates import aggregate_scores
 from tracescore.store.score_reads import ScoreFilter
 from tracescore.store.scores import upsert_decisions
+from tracescore.times import utc_text
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -146,7 +147,7 @@ def _expected_summary(
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for row in rows:
         bucket = row["created_at"].replace(minute=0, second=0, microsecond=0)
-        groups.setdefault((row["scorer_id"], bucket.isoformat(), row[group_by]), []).append(row)
+        groups.setdefault((row["scorer_id"], utc_text(bucket), row[group_by]), []).append(row)
     expected = {}
     for key, members in groups.items():
         scores = [r["score"] for r in members if r["status"] == "ok"]

@@ -5,6 +5,7 @@ write."""
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
@@ -23,9 +24,39 @@ def test_start_block_names_every_endpoint_and_the_libraries_keep_quiet(tmp_path:
     assert f"OTLP/HTTP   {base}/v1/traces" in output
     assert f"OTLP/gRPC   127.0.0.1:{server.grpc_port}\n" in output
     assert f"REST API    {base}/api/" in output
+    assert "API keys    off: ingest, the API and the dashboard are open" in output
     assert "alembic" not in output
-    assert "database schema created at" in output  # a new database, said in one line
+    # a new database, said in one line, stamped in UTC as every process's log lines are
+    assert re.search(
+        r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z INFO .*database schema created at",
+        output,
+        re.M,
+    )
     assert "behind" not in output
+
+
+def test_start_block_says_the_api_keys_are_on(tmp_path: Path) -> None:
+    with start_server(tmp_path, env={"TRACESCORE_API_KEYS": "k1,k2"}) as server:
+        output = server.output()
+    assert "API keys    on (2 keys): ingest, the API and the dashboard ask for one" in output
+
+
+def test_helper_processes_stamp_their_log_lines_in_utc() -> None:
+    """The scoring and unpacking processes wrote their warnings without a time."""
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import logging; from tracescore.helper_processes import log_to_stderr; "
+            "log_to_stderr(logging.WARNING); logging.getLogger('tracescore.x').warning('late')",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert re.fullmatch(
+        r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z WARNING tracescore.x: late\n", run.stderr
+    )
 
 
 def _serve(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

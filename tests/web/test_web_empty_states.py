@@ -60,9 +60,12 @@ def test_conversations_without_a_conversation_binding_say_how_to_score_them(
     assert rows, "the capture's conversation is listed"
     text = visible_text(listed)
     assert "pending" not in text and "target: conversation" in text
-    assert "not scored: no conversation binding" in text
-    one = visible_text(client.get(rows[0]).text)
+    assert "not covered" in text
+    page = client.get(rows[0]).text
+    one = visible_text(page)
     assert "idle timeout" not in one and "target: conversation" in one
+    # the header says the word the list says: the pipeline's "scored" state is not shown
+    assert '<span class="status" data-status="not covered"' in page
 
 
 def test_compare_with_one_scored_version_says_how_to_get_a_second(client: TestClient) -> None:

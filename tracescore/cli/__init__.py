@@ -6,6 +6,8 @@ registered here, in the order ``--help`` lists them.
 
 from __future__ import annotations
 
+import signal
+
 import typer
 
 from tracescore.cli.config import config_app
@@ -49,6 +51,10 @@ def main(
     ),
 ) -> None:
     """Score AI agents from their OpenTelemetry traces."""
+    # A process started in the background by a shell without job control (`cmd &` in a
+    # script, nohup) inherits SIGINT ignored, and Python then installs no KeyboardInterrupt
+    # for it: `kill -INT` did nothing to `tracescore demo --serve`. Every command stops on it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 app.command()(serve)

@@ -66,7 +66,8 @@ def demo(
         return
     try:
         with demo_collector(endpoint, db, grpc_port) as collector:
-            _send_demo(endpoint, rate, duration, drop_after, seed)
+            if _send_demo(endpoint, rate, duration, drop_after, seed):
+                return  # Ctrl-C while sending: it stops the collector too, on the way out
             typer.echo(
                 f"the collector keeps running with the demo's alert rules: open {endpoint}/ "
                 "(Ctrl-C stops it)",
@@ -82,7 +83,8 @@ def demo(
 
 def _send_demo(
     endpoint: str, rate: float, duration: float, drop_after: float, seed: int | None
-) -> None:
+) -> bool:
+    """Send the traffic; whether Ctrl-C (SIGINT) ended it."""
     from tracescore.offline.demo import DEGRADING_AGENT, run_demo
     from tracescore.offline.demo_chat import CHAT_AGENT
 
@@ -92,5 +94,6 @@ def _send_demo(
         + f"; {DEGRADING_AGENT} degrades and {CHAT_AGENT}'s memory fails after {drop_after:g} s",
         err=True,
     )
-    sent = run_demo(endpoint, rate, duration, drop_after=drop_after, seed=seed)
+    sent, interrupted = run_demo(endpoint, rate, duration, drop_after=drop_after, seed=seed)
     typer.echo(f"sent {sent} traces", err=True)
+    return interrupted

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from tracescore.cli.common import fail
+from tracescore.cli.common import fail, usage_error
 from tracescore.cli.database import CONFIG_OPTION, DB_OPTION, database_errors, require_database
 
 if TYPE_CHECKING:
@@ -107,7 +107,15 @@ def _table(report: dict[str, Any]) -> str:
 
 
 def calibrate(
-    binding: str = typer.Argument(..., help="The binding whose scores to compare with feedback."),
+    named: str | None = typer.Option(
+        None, "--binding", help="The binding whose scores to compare with feedback."
+    ),
+    positional: str | None = typer.Argument(
+        None,
+        metavar="[BINDING]",
+        help="Deprecated: the binding named without --binding, as the other commands no longer do.",
+        show_default=False,
+    ),
     since: str | None = typer.Option(
         None, "--since", help="Scores made since: 7d or an ISO time.", show_default="all"
     ),
@@ -130,6 +138,17 @@ def calibrate(
 
     if fmt not in ("table", "json"):
         fail(2, f"--format must be table or json, not {fmt!r}")
+    if named is not None and positional is not None and named != positional:
+        usage_error(f"two bindings: --binding {named} and {positional}")
+    binding = named or positional
+    if binding is None:
+        usage_error("name the binding: tracescore calibrate --binding NAME")
+    if named is None:
+        typer.echo(
+            f"warning: 'calibrate {binding}' is deprecated; "
+            f"write 'calibrate --binding {binding}' as the other commands take it",
+            err=True,
+        )
     start = _since(since) if since else None
     with database_errors():
         config, store = open_config_store(db, config_file)

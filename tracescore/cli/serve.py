@@ -29,11 +29,10 @@ def _configure_logging(level: LogLevel) -> None:
     servers') only from warnings on, unless ``debug`` asks for everything."""
     import logging
 
+    from tracescore.helper_processes import log_to_stderr
+
     chosen = getattr(logging, level.value.upper())
-    logging.basicConfig(
-        level=chosen if level is LogLevel.debug else max(chosen, logging.WARNING),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    log_to_stderr(chosen if level is LogLevel.debug else max(chosen, logging.WARNING))
     logging.getLogger("tracescore").setLevel(chosen)
 
 
@@ -162,11 +161,20 @@ def serve(
 
 
 def _announce(config: Config, store_url: str) -> None:
-    """Where everything is, in one short block: what a newcomer opens or points an exporter at."""
+    """Where everything is, in one short block: what a newcomer opens or points an exporter at,
+    and whether it needs a key to."""
+    from tracescore.auth import ApiKeys, with_environment_keys
     from tracescore.compiled import describe
     from tracescore.version import __version__
 
     server = config.server
+    keys = len(ApiKeys(with_environment_keys(config).server.api_keys).keys)
+    guarded = (
+        f"on ({keys} key{'s' if keys > 1 else ''}): ingest, the API and the dashboard ask for one"
+        if keys
+        else "off: ingest, the API and the dashboard are open "
+        "(server.api_keys or TRACESCORE_API_KEYS)"
+    )
     # A URL to open: the wildcard addresses are reachable on loopback too.
     shown = "127.0.0.1" if server.host in ("0.0.0.0", "::", "") else server.host
     base = f"http://{shown}:{server.http_port}"
@@ -179,6 +187,7 @@ def _announce(config: Config, store_url: str) -> None:
                 f"  OTLP/gRPC   {shown}:{server.grpc_port}",
                 f"  REST API    {base}/api/"
                 + (f" (reference at {base}/api/docs)" if server.docs else ""),
+                f"  API keys    {guarded}",
                 f"  listening on {server.host}; {server.processes} "
                 f"process{'es' if server.processes > 1 else ''}, {server.unpackers} "
                 f"unpacker{'s' if server.unpackers > 1 else ''} each; {describe()}",

@@ -18,11 +18,7 @@ MAX_PAGE = 500
 
 
 def conversations_router(engine: Database, version: ApiVersion = LEGACY) -> APIRouter:
-    router = APIRouter(
-        prefix=f"{version.prefix}/conversations",
-        tags=["conversations"],
-        deprecated=version.legacy or None,
-    )
+    router = version.router("/conversations", "conversations")
 
     @router.get("", summary="Conversations, latest turn first", responses=version.listing)
     def conversations(

@@ -10,7 +10,6 @@ queries are the tables' owners' (:mod:`tracescore.store.conversations`,
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from tracescore.cursors import cursor_int, decode_cursor, encode_cursor
@@ -24,6 +23,7 @@ from tracescore.store.conversations import (
     turns_of,
 )
 from tracescore.store.scores import ScoreRecord, conversation_scores, run_scores
+from tracescore.times import utc_text
 
 __all__ = [
     "ConversationFilter",
@@ -35,7 +35,7 @@ __all__ = [
 
 
 def _iso(time_ns: int | None) -> str | None:
-    return None if time_ns is None else datetime.fromtimestamp(time_ns / 1e9, UTC).isoformat()
+    return None if time_ns is None else utc_text(time_ns / 1e9)
 
 
 def _position(cursor: str) -> tuple[int, str]:

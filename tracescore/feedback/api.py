@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -9,6 +10,7 @@ from fastapi import APIRouter, HTTPException, Query
 from fastapi.concurrency import run_in_threadpool
 from pydantic import ConfigDict, Field, model_validator
 
+from tracescore.cursors import cursor_int, decode_cursor, encode_cursor
 from tracescore.feedback.report import Thresholds, calibration_report
 from tracescore.feedback.review import ReviewQueue
 from tracescore.pipeline.feedback_triggers import verdict_triggers
@@ -24,6 +26,7 @@ from tracescore.restapi import (
 from tracescore.store import SpanStore
 from tracescore.store.feedback import Feedback, FeedbackStore
 from tracescore.store.score_reads import time_cursor, time_position
+from tracescore.times import utc_text
 
 if TYPE_CHECKING:
     from tracescore.config import Config
@@ -106,7 +109,7 @@ def feedback_router(settings: Config, store: SpanStore, version: ApiVersion = LE
     thresholds = Thresholds.of(settings)
     bindings = [binding.name for binding in settings.scorers]
     highest = scales(settings)
-    router = APIRouter(prefix=version.prefix, tags=["feedback"], deprecated=version.legacy or None)
+    router = version.router("", "feedback")
     feedback = FeedbackStore(store, verdict_triggers(settings.scorers))
     queue = ReviewQueue.of(settings, store.engine)
 
@@ -171,7 +174,11 @@ def feedback_router(settings: Config, store: SpanStore, version: ApiVersion = LE
             next_cursor = time_cursor(datetime.fromisoformat(last["created_at"]), last["id"])
         if not version.legacy:
             found = [
-                {"binding": item["name"] if item["name"] in bindings else None, **item}
+                {
+                    "binding": item["name"] if item["name"] in bindings else None,
+                    **item,
+                    "created_at": utc_text(datetime.fromisoformat(item["created_at"])),
+                }
                 for item in found
             ]
         return version.page(found, "feedback", next_cursor)
@@ -189,7 +196,10 @@ def feedback_router(settings: Config, store: SpanStore, version: ApiVersion = LE
         threshold: Finite | None = Query(None, description="pass/fail cut; default the binding's"),
     ) -> dict[str, Any]:
         """How the binding's scores agree with feedback on the same runs: n, MAE, Spearman,
-        Cohen's kappa and the confusion matrix, overall and per scorer version and judge model."""
+        Cohen's kappa and the confusion matrix, overall and per scorer version and judge model.
+        A binding the configuration does not name is a 404, not a report of zeros."""
+        if binding not in bindings:
+            raise HTTPException(404, f"no binding named {binding!r} in scorers")
         cut = threshold if threshold is not None else thresholds.cut(binding)
 
         def report() -> dict[str, Any]:
@@ -202,12 +212,27 @@ def feedback_router(settings: Config, store: SpanStore, version: ApiVersion = LE
 
     @router.get("/review-queue", summary="Unreviewed runs worth a look", responses=version.listing)
     async def review_queue(
-        binding: str | None = None, limit: int = Query(20, ge=1, le=500)
+        binding: str | None = None,
+        limit: int = Query(20, ge=1, le=500),
+        cursor: Annotated[str | None, Query(description="the previous page's next_cursor")] = None,
     ) -> dict[str, Any]:
-        """Unreviewed runs worth a look, each with ``why`` it is proposed (see the docs)."""
+        """Unreviewed runs worth a look, each with ``why`` it is proposed (see the docs). Each
+        page is a queue of its own among the runs earlier pages did not propose."""
+        if binding is not None and binding not in bindings:
+            raise HTTPException(404, f"no binding named {binding!r} in scorers")
+        try:
+            seed, number = (
+                (cursor_int(part) for part in decode_cursor(cursor, 2))
+                if cursor
+                else (random.randrange(2**31), 0)
+            )
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
         proposals = await run_in_threadpool(
-            queue.propose, datetime.now(UTC), binding=binding, limit=limit
+            queue.pages, datetime.now(UTC), binding=binding, limit=limit, seed=seed, page=number
         )
-        return version.page([proposal.to_dict() for proposal in proposals], "runs")
+        full = len(proposals) == limit
+        next_cursor = encode_cursor(str(seed), str(number + 1)) if full else None
+        return version.page([p.to_dict() for p in proposals], "runs", next_cursor)
 
     return router

@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from tracescore.feedback.config import FeedbackConfig
 from tracescore.monitor.agreement import Agreement, Pair, agreement
+from tracescore.pipeline.bindings import pass_threshold
 from tracescore.settings import parse_duration
 from tracescore.store import Connection
 from tracescore.store.dialect import as_utc
 from tracescore.store.feedback import ScoredFeedback, scored_feedback
+from tracescore.times import utc_text
 
 if TYPE_CHECKING:
     from tracescore.config import Config
@@ -37,7 +39,9 @@ def since_moment(text: str, now: datetime) -> datetime:
 
 @dataclass(frozen=True)
 class Thresholds:
-    """The pass/fail cut of each binding: its ``threshold``, else the feedback default."""
+    """The pass/fail cut of each binding: its pass threshold (its ``threshold``, else its
+    scorer's, :func:`~tracescore.pipeline.bindings.pass_threshold`), else the feedback
+    default."""
 
     by_binding: dict[str, float]
     default: float
@@ -46,9 +50,9 @@ class Thresholds:
     def of(cls, config: Config) -> Thresholds:
         return cls(
             {
-                binding.name: binding.threshold
+                binding.name: threshold
                 for binding in config.scorers
-                if binding.threshold is not None
+                if (threshold := pass_threshold(binding)) is not None
             },
             config.feedback.default_threshold,
         )
@@ -86,7 +90,7 @@ def calibration_report(
     return {
         "binding": binding,
         "threshold": threshold,
-        "since": since.isoformat() if since is not None else None,
+        "since": utc_text(since),
         "scorer_version": scorer_version,
         "confidence": config.confidence,
         "overall": figures(pairs, threshold, config).to_dict(),

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import random
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any
 from tracescore.feedback.config import ReviewConfig
 from tracescore.feedback.report import Thresholds
 from tracescore.store import Database, connect
-from tracescore.store.dialect import as_utc
 from tracescore.store.feedback import reviewed
 from tracescore.store.scores import RecentScore, recent_scores
+from tracescore.times import utc_text
 
 if TYPE_CHECKING:
     from tracescore.config import Config
@@ -47,10 +47,9 @@ class Proposal:
         return self.row["trace_id"], self.row["span_id"], self.row["binding"]
 
     def to_dict(self) -> dict[str, Any]:
-        created = self.row["created_at"]
         return {
             **self.row,
-            "created_at": as_utc(created).isoformat(),
+            "created_at": utc_text(self.row["created_at"]),
             "why": self.why,
             "detail": self.detail,
             "review_url": f"/ui/review/{self.row['trace_id']}?span={self.row['span_id']}"
@@ -86,10 +85,18 @@ class ReviewQueue:
         )
 
     def propose(
-        self, now: datetime, *, binding: str | None = None, limit: int = 20
+        self,
+        now: datetime,
+        *,
+        binding: str | None = None,
+        limit: int = 20,
+        rng: random.Random | None = None,
+        skip: Collection[tuple[str, str, str]] = (),
     ) -> list[Proposal]:
         """Up to ``limit`` unreviewed runs (of ``binding``, else of every binding), the random
-        share first, then each rule's in its order, then more random ones if room is left."""
+        share first, then each rule's in its order, then more random ones if room is left.
+        ``rng`` draws the random share (the queue's own by default); runs in ``skip`` (an
+        earlier page's) are left out."""
         since = now - timedelta(seconds=self.config.window)
         names = list(dict.fromkeys([*self.bindings, *([binding] if binding else [])]))
         with connect(self.engine) as connection:
@@ -107,7 +114,9 @@ class ReviewQueue:
         candidates = [
             row
             for row, done in zip(recent, is_reviewed, strict=True)
-            if not done and (binding is None or row["binding"] == binding)
+            if not done
+            and (binding is None or row["binding"] == binding)
+            and (row["trace_id"], row["span_id"], row["binding"]) not in skip
         ]
         chosen: dict[tuple[str, str, str], Proposal] = {}
 
@@ -117,7 +126,7 @@ class ReviewQueue:
                     return
                 chosen.setdefault(proposal.key, proposal)
 
-        draw = self.rng.sample(candidates, len(candidates))
+        draw = (rng or self.rng).sample(candidates, len(candidates))
         share = math.ceil(limit * self.config.random_share)
         take([Proposal(row, "random", "drawn at random") for row in draw[:share]], share)
         take(self._near_threshold(candidates), limit)
@@ -125,6 +134,21 @@ class ReviewQueue:
         take(self._new_versions(candidates, recent, is_reviewed), limit)
         take([Proposal(row, "random", "drawn at random") for row in draw[share:]], limit)
         return list(chosen.values())
+
+    def pages(
+        self, now: datetime, *, binding: str | None, limit: int, seed: int, page: int
+    ) -> list[Proposal]:
+        """Page ``page`` (from 0) of the queue: each page a queue of its own (its random share,
+        then the rules) among the runs no earlier page proposed, drawn with ``seed`` + its
+        number, so the pages a cursor leads through are the same pages whichever is asked."""
+        seen: set[tuple[str, str, str]] = set()
+        found: list[Proposal] = []
+        for number in range(page + 1):
+            found = self.propose(
+                now, binding=binding, limit=limit, rng=random.Random(seed + number), skip=seen
+            )
+            seen.update(proposal.key for proposal in found)
+        return found
 
     def _near_threshold(self, candidates: list[RecentScore]) -> list[Proposal]:
         margin = self.config.near_threshold

@@ -13,20 +13,23 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 from fastapi.concurrency import run_in_threadpool
 
-from tracescore.restapi import LEGACY, ApiVersion, RowId
+from tracescore.restapi import LEGACY, ApiVersion, RowId, WindowParam
 from tracescore.store import SpanStore
+from tracescore.times import with_utc_text
 
 
 def ingest_router(store: SpanStore, version: ApiVersion = LEGACY) -> APIRouter:
-    router = APIRouter(
-        prefix=f"{version.prefix}/ingest", tags=["ingest"], deprecated=version.legacy or None
-    )
+    router = version.router("/ingest", "ingest")
 
     @router.get("/quarantine", summary="Quarantined export requests", responses=version.listing)
-    async def quarantined() -> dict[str, Any]:
+    async def quarantined(page: WindowParam) -> dict[str, Any]:
         """Acknowledged export requests that could not be stored, oldest first."""
         entries = await run_in_threadpool(store.journal.quarantined)
-        return version.page([asdict(entry) for entry in entries], "entries")
+        rows = [asdict(entry) for entry in entries]
+        if not version.legacy:  # the aliases keep epoch seconds
+            rows = [with_utc_text(row, "received_at") for row in rows]
+        items, next_cursor = page.cut(rows)
+        return version.page(items, "entries", next_cursor)
 
     @router.post("/quarantine/{seq}/requeue", summary="Put a quarantined request back in line")
     async def requeue(seq: RowId) -> dict[str, Any]:

@@ -198,7 +198,7 @@ class Unpacker(Child):
 def main() -> None:
     """An unpacker process: its settings from the environment, its wake-ups on standard input
     (it ignores the terminal's Ctrl-C, see :mod:`tracescore.helper_processes`)."""
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    helper_processes.log_to_stderr(logging.WARNING)
     found = helper_processes.settings()
     found.pop("collector_pid")
     _UnpackLoop(UnpackSettings(**found), sys.stdin.fileno(), sys.stdout).run()

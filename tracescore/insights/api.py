@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
@@ -14,17 +15,24 @@ from tracescore.insights.task import PassRequests
 from tracescore.restapi import LEGACY, ApiVersion
 from tracescore.store import Database, connect
 from tracescore.store.insights import failure_group, group_runs, list_groups
+from tracescore.times import utc_text, with_utc_text
 
 MAX_PAGE = 500
+
+
+def _group_out(group: Mapping[str, Any]) -> dict[str, Any]:
+    """A group as ``/api/v1`` answers it: its times (and its window's) as RFC 3339 text."""
+    details = group["details"]
+    if isinstance(details, dict) and isinstance(details.get("window"), list):
+        details = {**details, "window": [utc_text(moment) for moment in details["window"]]}
+    return with_utc_text(group, "first_seen", "last_seen") | {"details": details}
 
 
 def insights_router(
     engine: Database, version: ApiVersion = LEGACY, requests: PassRequests | None = None
 ) -> APIRouter:
     """The routes; ``requests``: this service's on-demand passes (None: passes are off)."""
-    router = APIRouter(
-        prefix=f"{version.prefix}/insights", tags=["insights"], deprecated=version.legacy or None
-    )
+    router = version.router("/insights", "insights")
 
     @router.get("", summary="Failure modes, largest first", responses=version.listing)
     def insights(
@@ -42,6 +50,8 @@ def insights_router(
                 items, next_cursor = list_groups(connection, limit, cursor, include_gone)
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
+        if not version.legacy:  # the alias keeps epoch seconds
+            return version.page([_group_out(item) for item in items], "items", next_cursor)
         return version.page(items, "items", next_cursor)
 
     @router.get("/{group_id}/runs", summary="A failure mode's runs", responses=version.listing)
@@ -60,6 +70,9 @@ def insights_router(
                 items, next_cursor = group_runs(connection, group_id, limit, cursor)
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
+        if not version.legacy:  # the alias keeps epoch seconds
+            rows = [with_utc_text(item, "failed_at", "started_at") for item in items]
+            return version.page(rows, "items", next_cursor)
         return version.page(items, "items", next_cursor)
 
     @router.post(

@@ -11,10 +11,11 @@ a pass leaves go with the process, which ends with the pass.
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import sys
 
-from tracescore.helper_processes import exit_after_service
+from tracescore.helper_processes import exit_after_service, log_to_stderr
 
 PASS_NICENESS = 10
 """How much lower than its service a pass's process is scheduled (``nice``): below the reader
@@ -23,6 +24,7 @@ processes (5), since nobody waits on a pass."""
 
 def main() -> None:
     """Watch the service, lower the priority, then run the pass of the process's settings."""
+    log_to_stderr(logging.WARNING)
     exit_after_service(sys.stdin.fileno(), 0.0, "insights pass")
     os.nice(PASS_NICENESS)
     gc.disable()

@@ -34,6 +34,7 @@ from tracescore.store import alerts as stored
 from tracescore.store.alerts import AlertState, NewAlertEvent, StateChange
 from tracescore.store.leases import acquire_lease, release_lease
 from tracescore.store.outage import database_unavailable
+from tracescore.times import utc_text
 
 logger = logging.getLogger("tracescore.alerts")
 
@@ -54,10 +55,6 @@ def state_key(rule: str, segment: dict[str, Any]) -> str:
     return hashlib.sha256(encoded.encode()).hexdigest()[:32]
 
 
-def _iso(moment: float) -> str:
-    return datetime.fromtimestamp(moment, UTC).isoformat()
-
-
 def _payload(
     rule: AlertRule, status: str, verdict: Verdict, at: float, since: float
 ) -> dict[str, Any]:
@@ -72,8 +69,8 @@ def _payload(
         "summary": verdict.summary,
         "value": finite(verdict.value),
         "details": verdict.details,
-        "at": _iso(at),
-        "since": _iso(since),
+        "at": utc_text(at),
+        "since": utc_text(since),
     }
 
 
@@ -129,7 +126,7 @@ class _Transitions:
         if silence is not None:
             payload["silenced"] = {
                 "id": silence.id,
-                "until": _iso(silence.expires_at),
+                "until": utc_text(silence.expires_at),
                 "author": silence.author,
                 "note": silence.note,
             }

@@ -7,7 +7,7 @@ database reads never stall the event loop that serves OTLP ingest.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal, cast
 
@@ -29,6 +29,7 @@ from tracescore.restapi import (
     DurationParam,
     Moment,
     RowId,
+    WindowParam,
     moment_query,
 )
 from tracescore.store import Database
@@ -36,6 +37,7 @@ from tracescore.store.alerts import states_and_events
 from tracescore.store.score_aggregates import aggregate_scores, coverage
 from tracescore.store.score_reads import ScoreFilter, list_scores
 from tracescore.store.scores import ScoreStatus, StoredScore
+from tracescore.times import utc_text
 
 FillSteps = Callable[[Iterable[StoredScore]], None]
 """Fills in the steps of the score rows stored without them (code scores': see
@@ -48,10 +50,6 @@ MAX_SUMMARY_BUCKETS = 10_000
 
 def _none_if_nan(value: float) -> float | None:
     return None if math.isnan(value) else value
-
-
-def _iso(epoch: float | None) -> str | None:
-    return None if epoch is None else datetime.fromtimestamp(epoch, UTC).isoformat()
 
 
 def _range(since: datetime | None, until: datetime | None) -> tuple[datetime, datetime]:
@@ -71,8 +69,8 @@ def silence_out(silence: Silence) -> dict[str, Any]:
         "kind": silence.kind,
         "author": silence.author,
         "note": silence.note,
-        "created_at": _iso(silence.created_at),
-        "expires_at": _iso(silence.expires_at),
+        "created_at": utc_text(silence.created_at),
+        "expires_at": utc_text(silence.expires_at),
     }
 
 
@@ -85,17 +83,21 @@ def create_monitor_router(
     config: MonitorConfig | None = None,
     version: ApiVersion = LEGACY,
     fill_steps: FillSteps | None = None,
+    bindings: Collection[str] | None = None,
 ) -> APIRouter:
     """The monitoring routes under ``version``'s prefix (``/metrics`` with the unversioned ones);
-    ``/scores?steps=true`` fills in code scores' steps with ``fill_steps``.
+    ``/scores?steps=true`` fills in code scores' steps with ``fill_steps``. ``bindings``: the
+    names the configuration binds (None: any name is taken).
 
     Under ``/api/v1`` the summary's series are labelled by ``binding`` (what the configuration
     names); the deprecated ``/api`` alias keeps labelling them by ``scorer`` id."""
     config = config or MonitorConfig()
-    router = APIRouter(
-        prefix=version.prefix, tags=["monitoring"], deprecated=version.legacy or None
-    )
+    router = version.router("", "monitoring")
     outer = APIRouter()
+
+    def known(binding: str | None) -> None:
+        if binding is not None and bindings is not None and binding not in bindings:
+            raise HTTPException(404, f"no binding named {binding!r} in scorers")
 
     @router.get("/scores", summary="Score rows, newest first", responses=version.listing)
     def scores(
@@ -143,6 +145,7 @@ def create_monitor_router(
         responses=version.listing,
     )
     def summary(
+        page: WindowParam,
         scorer: str | None = None,
         binding: str | None = None,
         agent: str | None = None,
@@ -190,7 +193,7 @@ def create_monitor_router(
                 {
                     ("scorer" if version.legacy else "binding"): labels.pop(label),
                     **labels,
-                    "bucket": group.bucket.isoformat() if group.bucket else None,
+                    "bucket": utc_text(group.bucket),
                     "count": group.moments.n,
                     "mean": _none_if_nan(group.moments.mean),
                     **{f"p{round(q * 100)}": _none_if_nan(v) for q, v in group.quantiles.items()},
@@ -206,11 +209,13 @@ def create_monitor_router(
                 for c in ("scorer" if version.legacy else "binding", "bucket", *columns[1:])
             )
         )
+        items, next_cursor = page.cut(series)
         return version.page(
-            series,
+            items,
             "series",
-            since=start.isoformat(),
-            until=end.isoformat(),
+            next_cursor,
+            since=utc_text(start),
+            until=utc_text(end),
             bucket_seconds=bucket_seconds,
             group_by=columns[1:],
         )
@@ -221,17 +226,20 @@ def create_monitor_router(
         responses=version.listing,
     )
     def coverage_view(
-        since: Since = None, until: Until = None, binding: str | None = None
+        page: WindowParam,
+        since: Since = None,
+        until: Until = None,
+        binding: str | None = None,
     ) -> dict[str, Any]:
-        """Per binding: runs eligible (passed the filter), sampled, and scored."""
+        """Per binding: runs eligible (passed the filter), sampled, and scored. A ``binding``
+        the configuration does not name is a 404, not a row of zeros."""
+        known(binding)
         start, end = _range(since, until)
         with engine.connect() as connection:
             found = coverage(connection, start, end, binding)
+        items, next_cursor = page.cut([entry.to_dict() for entry in found])
         return version.page(
-            [entry.to_dict() for entry in found],
-            "bindings",
-            since=start.isoformat(),
-            until=end.isoformat(),
+            items, "bindings", next_cursor, since=utc_text(start), until=utc_text(end)
         )
 
     @router.get(
@@ -240,6 +248,7 @@ def create_monitor_router(
         responses=version.listing,
     )
     def alerts(
+        page: WindowParam,
         state: Literal["ok", "firing"] | None = None,
         rule: str | None = None,
         events: Annotated[int, Query(ge=0, le=1000)] = 50,
@@ -251,8 +260,8 @@ def create_monitor_router(
                 "rule": row["rule"],
                 "segment": row["segment"],
                 "state": row["state"],
-                "since": _iso(row["since"]),
-                "evaluated_at": _iso(row["evaluated_at"]),
+                "since": utc_text(row["since"]),
+                "evaluated_at": utc_text(row["evaluated_at"]),
                 "value": row["value"],
                 "summary": row["summary"],
                 "details": row["details"],
@@ -266,7 +275,7 @@ def create_monitor_router(
                 "rule": row["rule"],
                 "segment": row["segment"],
                 "status": row["status"],
-                "at": _iso(row["at"]),
+                "at": utc_text(row["at"]),
                 "summary": row["payload"].get("summary"),
                 "pending": row["pending"],
                 "attempts": row["attempts"],
@@ -274,9 +283,11 @@ def create_monitor_router(
             }
             for row in event_rows
         ]
+        items, next_cursor = page.cut(states)
         return version.page(
-            states,
+            items,
             "states",
+            next_cursor,
             firing=sum(row["state"] == "firing" for row in state_rows),
             events=events_listed,
         )
@@ -297,12 +308,14 @@ def create_monitor_router(
         responses=version.listing,
     )
     def silences(
+        page: WindowParam,
         rule: Annotated[str | None, Query(description="only this rule's")] = None,
     ) -> dict[str, Any]:
         """Silences and acknowledgements that have not expired, oldest first."""
         with engine.connect() as connection:
             found = active_silences(connection, datetime.now(UTC).timestamp(), rule)
-        return version.page([silence_out(item) for item in found], "items")
+        items, next_cursor = page.cut([silence_out(item) for item in found])
+        return version.page(items, "items", next_cursor)
 
     @router.delete(
         "/alerts/silences/{silence_id}",

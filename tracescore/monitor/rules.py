@@ -27,6 +27,7 @@ from tracescore.store.feedback import scored_feedback
 from tracescore.store.insights import current_groups
 from tracescore.store.score_aggregates import Moments, aggregate_scores
 from tracescore.store.score_reads import ScoreFilter
+from tracescore.times import utc_text
 
 
 def _duration_text(seconds: float) -> str:
@@ -202,8 +203,8 @@ def _regression(
                     "alpha": rule.alpha,
                     "delta": change,
                     "min_delta": rule.min_delta,
-                    "current": {**cur.to_dict(), "since": window_start.isoformat()},
-                    "baseline": {**base.to_dict(), "since": baseline_start.isoformat()},
+                    "current": {**cur.to_dict(), "since": utc_text(window_start)},
+                    "baseline": {**base.to_dict(), "since": utc_text(baseline_start)},
                 },
             )
         )

@@ -21,7 +21,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -459,6 +459,14 @@ def parse_rate(text: str) -> float:
     return rate
 
 
+class DemoRun(NamedTuple):
+    """What :func:`run_demo` did: traces sent, and whether Ctrl-C ended it (then ``demo
+    --serve`` stops its collector too, rather than wait for a second one)."""
+
+    sent: int
+    interrupted: bool
+
+
 def run_demo(
     endpoint: str,
     rate: float,
@@ -467,15 +475,17 @@ def run_demo(
     drop_after: float = 30.0,
     seed: int | None = None,
     report: Callable[[int], None] | None = None,
-) -> int:
+) -> DemoRun:
     """Send ``rate`` traces per second for ``duration`` seconds (0: until interrupted).
 
-    Returns how many traces were sent; every exporter is flushed before returning.
+    Returns how many traces were sent and whether Ctrl-C (SIGINT) ended it; every exporter is
+    flushed before returning.
     """
     sender = DemoSender(endpoint, seed=seed, drop_after=drop_after, chat_share=CHAT_SHARE)
     interval = 1.0 / rate
     deadline = time.monotonic() + duration if duration > 0 else float("inf")
     next_at = time.monotonic()
+    interrupted = False
     try:
         while time.monotonic() < deadline:
             sender.send_one()
@@ -484,7 +494,7 @@ def run_demo(
             next_at += interval
             time.sleep(max(0.0, next_at - time.monotonic()))
     except KeyboardInterrupt:
-        pass
+        interrupted = True
     finally:
         sender.shutdown()
-    return sender.sent
+    return DemoRun(sender.sent, interrupted)

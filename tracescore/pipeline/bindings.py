@@ -59,6 +59,24 @@ def _require_judges(binding: ScorerBinding) -> None:
         raise BindingError(problem)
 
 
+def pass_threshold(binding: ScorerBinding) -> float | None:
+    """The score that makes a run of ``binding`` pass: its ``threshold``, else what its
+    scorer says a good run scores (``passes_at``, times the binding's ``options.scale``);
+    None for a custom scorer without a threshold and for the scorers whose score alone
+    means no pass or fail. What labels scores, colours badges and orders the lowest lists."""
+    if binding.threshold is not None:
+        return binding.threshold
+    if ":" in binding.scorer:
+        return None
+    try:
+        passes_at = registry.get(binding.scorer).passes_at
+    except KeyError:
+        return None
+    if passes_at is None:
+        return None
+    return passes_at * float(binding.options.get("scale", 1.0))
+
+
 def build_scorer(binding: ScorerBinding, judges: Mapping[str, Any]) -> tuple[Scorer, bool]:
     """The binding's scorer and whether a higher score is better."""
     judge_name = binding.judge
@@ -89,6 +107,8 @@ class CompiledBinding:
     filter: RunFilter
     limiter: BindingLimiter | None
     """Set when the binding has limits and a database to count against."""
+    threshold: float | None = field(init=False)
+    """:func:`pass_threshold`, worked out once."""
     condition: Predicate | None = field(init=False)
     """The binding's ``when:``, compiled once here so every way of building a binding
     (service, offline commands) applies it."""
@@ -99,6 +119,7 @@ class CompiledBinding:
         when = self.config.when
         self.condition = compile_condition(when) if when is not None else None
         self.gate = compile_gate(self.config.name, self.config.after)
+        self.threshold = pass_threshold(self.config)
 
     @property
     def name(self) -> str:
@@ -109,8 +130,9 @@ class CompiledBinding:
         return self.config.sampling.rate
 
     def label(self, score: float | None) -> str | None:
-        """``pass``/``fail`` against the binding's threshold, in the scorer's direction."""
-        threshold = self.config.threshold
+        """``pass``/``fail`` against the binding's :func:`pass_threshold`, in the scorer's
+        direction."""
+        threshold = self.threshold
         if score is None or threshold is None:
             return None
         passed = score >= threshold if self.higher_is_better else score <= threshold

@@ -39,6 +39,14 @@ class RunFilter:
             for key, expected in config.attributes.items()
         }
 
+    def may_match(self, service: str | None, agent: str | None) -> bool:
+        """Whether runs of this service and agent may pass (their model and attributes
+        unknown): what a conversation's page knows when it says whether a binding covers it."""
+        return all(
+            matcher is None or (value is not None and matcher(value))
+            for matcher, value in ((self._service, service), (self._agent, agent))
+        )
+
     def matches(self, run: AgentRun) -> bool:
         for matcher, value in (
             (self._service, run.service_name),

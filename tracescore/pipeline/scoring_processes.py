@@ -190,7 +190,7 @@ def main() -> None:
     closes its standard input, finishing or handing back what it holds."""
     from tracescore.pipeline.scoring_task import pipeline_task  # the scorers
 
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    helper_processes.log_to_stderr(logging.WARNING)
     found = helper_processes.settings()
     helper_processes.exit_after_service(
         sys.stdin.fileno(), found["shutdown_timeout"], "scoring worker"

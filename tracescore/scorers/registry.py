@@ -173,6 +173,14 @@ class ScorerEntry:
     conversation: bool = False
     """The scorer judges whole conversations (bindings with ``target: conversation``); given a
     lone run it answers not scorable."""
+    passes_at: float | None = None
+    """What a good run scores, from what the score means (on the 0 to 1 scale; a binding's
+    ``options.scale`` scales it): at least this where higher is better, at most this where
+    it is not. A binding's ``threshold`` overrides it. None for the scorers whose score alone
+    says nothing of a run's quality: those that measure how much of the question the answer
+    echoes (completeness, content-similarity, keyword-coverage, textual-difference: a right
+    answer may share few of the question's words). Their badges stay uncoloured, and no run
+    fails by them, unless a binding gives a threshold; their trends still mean something."""
 
     @property
     def create(self) -> Callable[..., Scorer]:
@@ -243,6 +251,7 @@ _ENTRIES: dict[str, ScorerEntry] = {
             "The answer checked against the run's evidence: grounded values, tool results, "
             "entities, non-answers, truncation, language, system prompt leaks",
             schema=ConsistencyOptions,
+            passes_at=1.0,
         ),
         ScorerEntry(
             "content-similarity",
@@ -267,12 +276,14 @@ _ENTRIES: dict[str, ScorerEntry] = {
             f"{_CODE}.tone:create_tone_scorer",
             "Sentiment consistency with a reference tone, or stability across sentences",
             schema=ToneOptions,
+            passes_at=0.5,
         ),
         ScorerEntry(
             "tool-call-accuracy-code",
             f"{_CODE}.tool_call_accuracy:create_tool_call_accuracy_scorer_code",
             "Whether the expected tool (or tool order) was called",
             schema=ToolCallAccuracyCodeOptions,
+            passes_at=1.0,
         ),
         ScorerEntry(
             "answer-relevancy",
@@ -280,6 +291,7 @@ _ENTRIES: dict[str, ScorerEntry] = {
             "How well the answer addresses the user's request",
             uses_judge=True,
             schema=AnswerRelevancyOptions,
+            passes_at=0.7,
         ),
         ScorerEntry(
             "answer-similarity",
@@ -287,6 +299,7 @@ _ENTRIES: dict[str, ScorerEntry] = {
             "How closely the answer matches the ground truth, unit by unit",
             uses_judge=True,
             schema=AnswerSimilarityOptions,
+            passes_at=0.7,
         ),
         ScorerEntry(
             "bias",
@@ -295,6 +308,7 @@ _ENTRIES: dict[str, ScorerEntry] = {
             uses_judge=True,
             higher_is_better=False,
             schema=ScaleOptions,
+            passes_at=0.0,
         ),
         ScorerEntry(
             "context-precision",
@@ -302,6 +316,7 @@ _ENTRIES: dict[str, ScorerEntry] = {
             "Whether the context pieces useful for the answer come first (mean average precision)",
             uses_judge=True,
             schema=ContextOptions,
+            passes_at=0.5,
         ),
         ScorerEntry(
             "context-relevance",
@@ -309,6 +324,7 @@ _ENTRIES: dict[str, ScorerEntry] = {
             "How relevant the context was and whether the answer used it",
             uses_judge=True,
             schema=ContextRelevanceOptions,
+            passes_at=0.5,
         ),
         ScorerEntry(
             "faithfulness",
@@ -316,6 +332,7 @@ _ENTRIES: dict[str, ScorerEntry] = {
             "Share of the answer's claims backed by the context and tool results",
             uses_judge=True,
             schema=ContextOptions,
+            passes_at=0.8,
         ),
         ScorerEntry(
             "hallucination",
@@ -324,6 +341,7 @@ _ENTRIES: dict[str, ScorerEntry] = {
             uses_judge=True,
             higher_is_better=False,
             schema=ContextOptions,
+            passes_at=0.2,
         ),
         ScorerEntry(
             "noise-sensitivity",
@@ -331,6 +349,7 @@ _ENTRIES: dict[str, ScorerEntry] = {
             "How robust the answer is to noise added to the query",
             uses_judge=True,
             schema=NoiseSensitivityOptions,
+            passes_at=0.7,
         ),
         ScorerEntry(
             "prompt-alignment",
@@ -338,6 +357,7 @@ _ENTRIES: dict[str, ScorerEntry] = {
             "How well the answer follows the user's request and the system prompt",
             uses_judge=True,
             schema=PromptAlignmentOptions,
+            passes_at=0.7,
         ),
         ScorerEntry(
             "tool-call-accuracy-llm",
@@ -345,6 +365,7 @@ _ENTRIES: dict[str, ScorerEntry] = {
             "Whether the agent called the right tools, judged by an LLM",
             uses_judge=True,
             schema=ToolCallAccuracyLLMOptions,
+            passes_at=1.0,
         ),
         ScorerEntry(
             "toxicity",
@@ -353,6 +374,7 @@ _ENTRIES: dict[str, ScorerEntry] = {
             uses_judge=True,
             higher_is_better=False,
             schema=ScaleOptions,
+            passes_at=0.0,
         ),
         ScorerEntry(
             "conversation-completeness",
@@ -361,6 +383,7 @@ _ENTRIES: dict[str, ScorerEntry] = {
             uses_judge=True,
             schema=ConversationOptions,
             conversation=True,
+            passes_at=0.7,
         ),
         ScorerEntry(
             "knowledge-retention",
@@ -369,6 +392,7 @@ _ENTRIES: dict[str, ScorerEntry] = {
             uses_judge=True,
             schema=ConversationOptions,
             conversation=True,
+            passes_at=1.0,
         ),
         ScorerEntry(
             "role-adherence",
@@ -377,6 +401,7 @@ _ENTRIES: dict[str, ScorerEntry] = {
             uses_judge=True,
             schema=RoleAdherenceOptions,
             conversation=True,
+            passes_at=0.9,
         ),
         ScorerEntry(
             "conversation-relevancy",
@@ -385,6 +410,7 @@ _ENTRIES: dict[str, ScorerEntry] = {
             uses_judge=True,
             schema=ConversationRelevancyOptions,
             conversation=True,
+            passes_at=0.7,
         ),
     )
 }

@@ -157,9 +157,16 @@ def _listed(
 
 
 def lowest_scores(
-    connection: Connection, where: ScoreFilter, limit: int, *, failed_too: bool = False
+    connection: Connection,
+    where: ScoreFilter,
+    limit: int,
+    *,
+    failed_too: bool = False,
 ) -> list[ListedScore]:
-    """The ``ok`` scores of the range, lowest first (newest first among equals).
+    """The ``ok`` scores of the range, those that failed (their label says so: below their
+    binding's pass threshold, or a consistency check failed) first, then lowest first (newest
+    first among equals): a 0.000 of a scorer whose scores mean no pass or fail does not push
+    the runs that went wrong off the list.
 
     With ``failed_too`` (a bucket's runs) the rows without a score (errors, not scorable,
     skipped) follow the scored ones instead of being left out: they are part of what a bucket
@@ -171,7 +178,11 @@ def lowest_scores(
         select(*LISTED_COLUMNS)
         .where(*where.conditions(), *([] if failed_too else scored))
         .order_by(
-            case((and_(*scored), 0), else_=1), c.score.asc(), c.created_at.desc(), c.id.desc()
+            case((and_(*scored), 0), else_=1),
+            case((_failing(), 0), else_=1),
+            c.score.asc(),
+            c.created_at.desc(),
+            c.id.desc(),
         )
         .limit(limit)
     )
@@ -402,6 +413,14 @@ _FAILED_COLUMNS = (
 )
 
 
+def _failing() -> ColumnElement[bool]:
+    """A score that failed: a binding's threshold labels it ``fail``; a scorer that names its
+    own verdicts (``consistency``: the checks that failed) stores that name instead, ``ok``
+    when it passed."""
+    label = SCORES.c.label
+    return or_(label == "fail", and_(label.is_not(None), label.not_in(PASSING_LABELS)))
+
+
 def failed_scores(
     connection: Connection, since: datetime, until: datetime, *, errors: bool
 ) -> Iterator[FailedScore]:
@@ -409,10 +428,7 @@ def failed_scores(
     their scorer with what failed (any label but :data:`PASSING_LABELS`) and, with
     ``errors``, the scorings that failed, streamed in (created_at, id) order so a caller
     sampling them holds its sample only, never the whole window."""
-    label = SCORES.c.label
-    # A binding's threshold labels a score ``fail``; a scorer that names its own verdicts
-    # (``consistency``: the checks that failed) stores that name instead, ``ok`` when it passed.
-    failing = or_(label == "fail", and_(label.is_not(None), label.not_in(PASSING_LABELS)))
+    failing = _failing()
     query = (
         select(*_FAILED_COLUMNS)
         .where(

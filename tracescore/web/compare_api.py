@@ -28,9 +28,7 @@ def _item(row: Disagreement) -> dict[str, Any]:
 
 
 def compare_router(engine: Database, version: ApiVersion = LEGACY) -> APIRouter:
-    router = APIRouter(
-        prefix=f"{version.prefix}/compare", tags=["scores"], deprecated=version.legacy or None
-    )
+    router = version.router("/compare", "scores")
 
     @router.get(
         "",

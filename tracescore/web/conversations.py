@@ -4,7 +4,7 @@ of each binding, and the history of every scoring (one per turn count it covered
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,8 +16,10 @@ from tracescore.conversations.reads import (
     conversation_document,
     list_conversations,
 )
+from tracescore.pipeline.config import ScorerBinding
 from tracescore.pipeline.recomputed_steps import StepsRecompute
-from tracescore.store import SpanStore
+from tracescore.pipeline.routing import RunFilter
+from tracescore.store import SpanStore, TraceState
 
 Page = Callable[..., HTMLResponse]
 """Renders a template as a page with the dashboard's headers: ``page(template, status, **context)``."""
@@ -52,15 +54,54 @@ def score_history(scores: Sequence[dict[str, Any]]) -> tuple[list[str], list[Sco
     return bindings, list(scorings.values())
 
 
+@dataclass(frozen=True)
+class Covering:
+    """The filters of the bindings with ``target: conversation``: whether one may score a
+    conversation, so the pages call "scored" only what a binding covers."""
+
+    filters: list[RunFilter]
+
+    @classmethod
+    def of(cls, bindings: Sequence[ScorerBinding]) -> Covering:
+        return cls([RunFilter(b.filter) for b in bindings if b.target == "conversation"])
+
+    @property
+    def any(self) -> bool:
+        return bool(self.filters)
+
+    def status(self, conversation: Mapping[str, Any]) -> str:
+        """One word for one state, the same in the list, the page's header and its card:
+        ``scored`` (it has scores), ``waiting`` (a binding covers it and it is not scored
+        yet: a conversation is scored once no turn came for the idle timeout), ``not
+        chosen`` (a binding covers it but did not score it: its ``when:``, sampling or a
+        run filter left it out) or ``not covered`` (no conversation binding's agent and
+        service filters take it)."""
+        if conversation.get("scores"):
+            return "scored"
+        if not any(
+            f.may_match(conversation["service"], conversation["agent"]) for f in self.filters
+        ):
+            return "not covered"
+        return "not chosen" if conversation["state"] == TraceState.SCORED else "waiting"
+
+
+STATUS_MEANS = {
+    "scored": "scored by the conversation bindings",
+    "waiting": "a conversation is scored once no turn arrived for the idle timeout",
+    "not chosen": "a conversation binding covers it but did not score it (its when:, sampling or "
+    "filter left it out)",
+    "not covered": "no conversation binding's agent and service filters take it",
+}
+"""What each status says, in full, where a page has room for it."""
+
+
 def conversation_pages(
-    store: SpanStore, page: Page, recompute: StepsRecompute, *, scored: bool
+    store: SpanStore, page: Page, recompute: StepsRecompute, covering: Covering
 ) -> APIRouter:
     """Routes of the conversation pages; the caller guards them with the dashboard's login.
-    A turn's code scores get their steps from ``recompute``.
-
-    ``scored`` says whether any binding has ``target: conversation``: without one, a
-    conversation's "pending" state would wait for a score that never comes, so the pages say
-    how to get one instead."""
+    A turn's code scores get their steps from ``recompute``. ``covering``: the conversation
+    bindings, which say what each conversation's status is; without any, the pages say how to
+    get one."""
     router = APIRouter(include_in_schema=False)
     fill_steps = recompute.fill_from(store)
 
@@ -78,13 +119,15 @@ def conversation_pages(
             raise HTTPException(422, str(exc)) from None
         for item in items:
             item["scores"] = latest_scores(item["scores"])
+            item["status"] = covering.status(item)
         return page(
             "conversations.html",
             conversations=items,
             next_cursor=next_cursor,
             agent=agent or "",
             service=service or "",
-            scored=scored,
+            scored=covering.any,
+            means=STATUS_MEANS,
         )
 
     @router.get("/ui/conversations/{conversation_id:path}")
@@ -97,7 +140,7 @@ def conversation_pages(
                 404,
                 conversation=None,
                 conversation_id=conversation_id,
-                scored=scored,
+                scored=covering.any,
             )
         fill_steps(score for turn in document["turns"] for score in turn["scores"])
         bindings, history = score_history(document["scores"])
@@ -105,7 +148,9 @@ def conversation_pages(
             "conversation.html",
             conversation=document,
             conversation_id=conversation_id,
-            scored=scored,
+            scored=covering.any,
+            conversation_status=covering.status(document),
+            means=STATUS_MEANS,
             latest=latest_scores(document["scores"]),
             history_bindings=bindings,
             history=history,

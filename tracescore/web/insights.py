@@ -14,6 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from tracescore.insights.config import InsightsConfig
 from tracescore.insights.task import LEASE_NAME, PassRequests
+from tracescore.pipeline.bindings import pass_threshold
 from tracescore.pipeline.config import ScorerBinding
 from tracescore.store import Database, connect
 from tracescore.store.insights import failure_group, group_runs, list_groups
@@ -43,16 +44,16 @@ def _when(epoch: float | None) -> str:
 
 def failed_means(config: InsightsConfig, scorers: Sequence[ScorerBinding]) -> list[str]:
     """What counts as a failed run here, in words, from the ``insights.failed`` settings and
-    the bindings' thresholds (a binding without one labels nothing ``fail``)."""
+    the bindings' pass thresholds (a binding without one labels nothing ``fail``)."""
     failed = config.failed
     means = []
     if failed.below_threshold:
-        held = [binding.name for binding in scorers if binding.threshold is not None]
+        held = [binding.name for binding in scorers if pass_threshold(binding) is not None]
         means.append(
-            f"a score below its binding's threshold ({', '.join(held)})"
+            f"a score below its binding's pass threshold ({', '.join(held)})"
             if held
-            else "a score below its binding's threshold — but no binding has a threshold yet: "
-            "give one (for example threshold: 1.0 on the consistency scorer's binding)"
+            else "a score below its binding's pass threshold — but no binding has one: bind "
+            "a scorer that states one (consistency) or give a binding a threshold"
         )
     if failed.scorer_errors:
         means.append("a scoring that failed (stored as error)")

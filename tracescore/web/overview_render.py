@@ -20,7 +20,14 @@ from tracescore.store import Database
 from tracescore.web import overview
 from tracescore.web.cache import ExpiringCache
 from tracescore.web.rendering import render
-from tracescore.web.timerange import PRESETS, SPLITS, ViewState, Window, parse_moment
+from tracescore.web.timerange import (
+    MOMENT_PATTERN,
+    PRESETS,
+    SPLITS,
+    ViewState,
+    Window,
+    parse_moment,
+)
 
 VIEW_PARAMETERS = (
     "window",
@@ -88,4 +95,5 @@ def overview_html(
         active=active,
         chosen=view.window is None and not view.since,
         splits=SPLITS,
+        moment_pattern=MOMENT_PATTERN,
     )

@@ -39,6 +39,7 @@ import signal
 import threading
 import time
 from collections import deque
+from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -54,11 +55,12 @@ from tracescore.extract import iter_runs, run_document
 from tracescore.extract.declared import claim_order
 from tracescore.pipeline.recomputed_steps import StepsRecompute
 from tracescore.store import SpanStore, open_store
+from tracescore.times import with_utc_text
 from tracescore.web.cache import ExpiringCache
 from tracescore.web.overview_render import overview_html
 from tracescore.web.rendering import render
 from tracescore.web.trace_view import trace_page
-from tracescore.web.traces_api import RunsPage, log_json, span_json
+from tracescore.web.traces_api import SEEN, RunsPage, log_json, span_json
 
 TASKS_PER_PROCESS = 50
 """Reads a reader process serves before it is replaced by a fresh one."""
@@ -117,14 +119,14 @@ class TraceReads:
         return orjson.dumps(
             {
                 "trace_id": trace.trace_id,
-                "summary": summary.to_dict() if summary else None,
+                "summary": with_utc_text(summary.to_dict(), *SEEN) if summary else None,
                 "spans": [span_json(s) for s in trace.spans],
                 "logs": [log_json(r) for r in trace.logs],
             }
         )
 
     def runs_json(
-        self, trace_id: str, primary: bool, kinds: list[str], page: RunsPage | None = None
+        self, trace_id: str, primary: bool, kinds: Sequence[str], page: RunsPage | None = None
     ) -> bytes | None:
         """``…/runs``'s document, or None if the trace has no spans stored: all the runs kept
         by the filter as an array, or with ``page`` one page of them as ``{items,
@@ -322,7 +324,7 @@ class ReadProcesses:
         return body
 
     async def runs_json(
-        self, trace_id: str, primary: bool, kinds: list[str], page: RunsPage | None = None
+        self, trace_id: str, primary: bool, kinds: Sequence[str], page: RunsPage | None = None
     ) -> bytes | None:
         body: bytes | None = await self._run("runs_json", trace_id, primary, kinds, page)
         return body

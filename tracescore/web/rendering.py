@@ -15,6 +15,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from tracescore import nested_json
 from tracescore.store.dialect import as_utc
+from tracescore.store.score_reads import PASSING_LABELS
 
 
 def pretty(value: Any) -> str:
@@ -43,12 +44,16 @@ def score(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
-def score_tone(value: float | None) -> str:
-    """The badge colour of a score on the built-in 0..1 scale: low, middling or high, so 0.000
-    does not look like 0.987. Scores outside that scale (custom scorers) stay neutral."""
-    if value is None or not 0.0 <= value <= 1.0:
+def verdict(label: str | None) -> str:
+    """The badge colour of a score, from its label: ``pass`` (green) when it passed (a
+    binding's ``pass``, a scorer's own ``ok``), ``fail`` (red) for any other label (``fail``,
+    the checks a consistency score failed). Every score of a binding with a pass threshold is
+    labelled (``pipeline.bindings.pass_threshold``); one without stays neutral, rather than
+    coloured by a cut that means nothing for its scorer (content-similarity's 0.3 is no
+    worse an answer than its 0.9)."""
+    if not label:
         return ""
-    return "low" if value < 0.5 else "mid" if value < 0.8 else "high"
+    return "pass" if label in PASSING_LABELS else "fail"
 
 
 def elapsed(milliseconds: float | None) -> str:
@@ -106,7 +111,7 @@ _environment.filters.update(
     percent=percent,
     ns_time=ns_time,
     duration=duration,
-    score_tone=score_tone,
+    verdict=verdict,
     elapsed=elapsed,
 )
 _environment.tests.update(

@@ -24,7 +24,7 @@ from tracescore.store.score_reads import ScoreFilter
 from tracescore.web import alerting
 from tracescore.web.auth import DashboardKeys
 from tracescore.web.compare import compare_page
-from tracescore.web.conversations import conversation_pages
+from tracescore.web.conversations import Covering, conversation_pages
 from tracescore.web.insights import insights_pages
 from tracescore.web.live import LIVE_POLL_MS, TRACE_ID, LiveVersions
 from tracescore.web.overview_render import VIEW_PARAMETERS
@@ -197,7 +197,7 @@ def web_router(
             store,
             lambda template, status=200, **data: _page(template, status, **common, **data),
             StepsRecompute(config),
-            scored=any(binding.target == "conversation" for binding in config.scorers),
+            Covering.of(config.scorers),
         ),
         dependencies=[Depends(signed_in_page)],
     )

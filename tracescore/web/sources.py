@@ -9,15 +9,15 @@ dashboard's sources page lists the same rows (:func:`source_rows`).
 from __future__ import annotations
 
 from dataclasses import asdict
-from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 
-from tracescore.restapi import LEGACY, ApiVersion
+from tracescore.restapi import LEGACY, ApiVersion, WindowParam
 from tracescore.store import Database
 from tracescore.store.sources import list_sources
+from tracescore.times import utc_text
 
 
 def source_rows(engine: Database, service: str | None = None) -> list[dict[str, Any]]:
@@ -28,30 +28,25 @@ def source_rows(engine: Database, service: str | None = None) -> list[dict[str, 
     return [
         asdict(source)
         | {
-            "first_seen": _iso(source.first_seen),
-            "last_seen": _iso(source.last_seen),
+            "first_seen": utc_text(source.first_seen),
+            "last_seen": utc_text(source.last_seen),
         }
         for source in found
     ]
 
 
-def _iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).isoformat()
-
-
 def sources_router(engine: Database, version: ApiVersion = LEGACY) -> APIRouter:
-    router = APIRouter(
-        prefix=f"{version.prefix}/sources", tags=["sources"], deprecated=version.legacy or None
-    )
+    router = version.router("/sources", "sources")
 
     @router.get(
         "", summary="What tracescore made of each source it reads", responses=version.listing
     )
-    async def sources(service: str | None = None) -> dict[str, Any]:
+    async def sources(page: WindowParam, service: str | None = None) -> dict[str, Any]:
         """Per (service, instrumentation scope): spans and traces read, runs rebuilt, runs with
         content, the convention detected, and why the latest unread trace gave nothing
         (``reason`` a code, ``detail`` what to change); the sources with a reason first.
         Traces that no scorer binding sampled are not read, so not counted."""
-        return version.page(await run_in_threadpool(source_rows, engine, service), "sources")
+        items, next_cursor = page.cut(await run_in_threadpool(source_rows, engine, service))
+        return version.page(items, "sources", next_cursor)
 
     return router

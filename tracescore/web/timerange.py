@@ -115,10 +115,17 @@ class Window:
         return cls.between(end - length, end, bucket)
 
 
-def parse_moment(text: str) -> datetime:
-    """An ISO date or datetime (``2026-05-04T12:00``, ``…Z``); without an offset it is UTC.
+MOMENT_PATTERN = r"\d{4}-\d\d-\d\d([ T]\d\d:\d\d(:\d\d)?Z?)?"
+"""What the custom-range form's inputs take (the browser checks it before sending): a date,
+or a date and a 24-hour time, in UTC."""
 
-    The custom-range form's ``datetime-local`` inputs send no offset; the page says they are UTC.
+
+def parse_moment(text: str) -> datetime:
+    """An ISO date or datetime (``2026-05-04 12:00``, ``2026-05-04T12:00``, ``…Z``); without an
+    offset it is UTC.
+
+    The custom-range form's inputs send no offset (they show 24-hour UTC times, as every time
+    on the pages is); the page says they are UTC.
     """
     moment = datetime.fromisoformat(text.strip())
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import orjson
 from fastapi import APIRouter, Depends, HTTPException, Query
@@ -17,16 +17,20 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from tracescore.cursors import cursor_float, decode_cursor, encode_cursor
-from tracescore.extract import RUN_KINDS
 from tracescore.restapi import LEGACY, ApiVersion, Moment, moment_query
 from tracescore.spans import LogRecord, Span
 from tracescore.store import SpanStore, TraceState
 from tracescore.store.codec import jsonable
+from tracescore.times import with_utc_text
 
 if TYPE_CHECKING:  # readers builds its documents with this module's functions
     from tracescore.web.readers import ReadProcesses
 
 RUNS_PAGE = 100
+RunKind = Literal["agent", "llm", "tool"]
+"""A run's kind (``extract.RUN_KINDS``), a type so a bogus one is a 422 like any parameter."""
+SEEN = ("first_seen", "last_seen")
+"""A trace summary's epoch-seconds fields, answered as RFC 3339 text under ``/api/v1``."""
 """Runs in a page of ``/api/v1/traces/{id}/runs`` unless ``limit`` says otherwise."""
 
 
@@ -119,9 +123,7 @@ def traces_router(
     by ``reads`` (reader processes: a huge trace never stalls the acknowledgement of ingest),
     with the service's ``conversations.id_attributes`` and declared conventions, so the runs
     are the runs that were scored, under the conversation id they were scored under."""
-    router = APIRouter(
-        prefix=f"{version.prefix}/traces", tags=["traces"], deprecated=version.legacy or None
-    )
+    router = version.router("/traces", "traces")
 
     @router.get(
         "", summary="Stored trace summaries, newest activity first", responses=version.listing
@@ -144,7 +146,10 @@ def traces_router(
         if len(summaries) > limit:
             summaries = summaries[:limit]
             next_cursor = encode_cursor(repr(summaries[-1].last_seen), summaries[-1].trace_id)
-        return _json(version.page([s.to_dict() for s in summaries], "traces", next_cursor))
+        rows = [s.to_dict() for s in summaries]
+        if not version.legacy:  # the alias keeps its epoch seconds
+            rows = [with_utc_text(row, *SEEN) for row in rows]
+        return _json(version.page(rows, "traces", next_cursor))
 
     async def stored(trace_id: str, document: bytes | None) -> Response:
         """The document read for a trace, or the answer for an id that has none: 410 pruned by
@@ -175,7 +180,7 @@ def traces_router(
     async def get_trace_runs(
         trace_id: str,
         primary: bool = Query(False, description="only the runs that stand for the agent"),
-        kind: list[str] = Query([], description="agent, llm or tool; repeatable"),
+        kind: list[RunKind] = Query([], description="agent, llm or tool; repeatable"),
         page: RunsPage | None = Depends(every_run if version.legacy else runs_page),
     ) -> Response:
         """The runs rebuilt from the trace, as ``tracescore extract --config`` prints them with
@@ -183,9 +188,6 @@ def traces_router(
         HTML trace page shows the same). In pages (``limit``, ``cursor``: agents, then LLM
         calls, then tools, each by start time); the deprecated ``/api`` path answers every
         run in one array, as it always did."""
-        unknown = sorted(set(kind) - set(RUN_KINDS))
-        if unknown:
-            raise HTTPException(400, f"kind must be agent, llm or tool, not {', '.join(unknown)}")
         try:
             document = await reads.runs_json(valid(trace_id), primary, kind, page)
         except ValueError as exc:

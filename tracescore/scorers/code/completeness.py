@@ -19,6 +19,7 @@ from typing import Any
 
 from tracescore.scorers.base import Scorer, create_scorer
 from tracescore.scorers.code.jstext import js_trim
+from tracescore.scorers.code.reasons import coverage_reason
 from tracescore.scorers.code.verb_forms import verb_form
 from tracescore.scorers.steps import StepContext
 from tracescore.scorers.utils import run_input_text, run_output_text
@@ -290,6 +291,12 @@ def create_completeness_scorer() -> Scorer:
         elements = ctx.results["preprocess_step_result"]
         return coverage(elements["inputElements"], elements["outputElements"])
 
+    def generate_reason(ctx: StepContext) -> str:
+        # long words count when the answer holds a close form of them: the count is the
+        # score's, the missing list would name some that count
+        total = len(ctx.results["preprocess_step_result"]["inputElements"])
+        return coverage_reason("words", total, round((ctx.score or 0.0) * total))
+
     return (
         create_scorer(
             id=ID,
@@ -300,4 +307,5 @@ def create_completeness_scorer() -> Scorer:
         )
         .preprocess(preprocess)
         .generate_score(generate_score)
+        .generate_reason(generate_reason)
     )

@@ -57,4 +57,10 @@ def create_content_similarity_scorer(
         )
         .preprocess(preprocess)
         .generate_score(generate_score)
+        .generate_reason(
+            lambda ctx: (
+                f"the answer shares {ctx.score:.0%} of its character pairs with the "
+                "question (a likeness of the two texts, not of the answer's quality)"
+            )
+        )
     )

@@ -12,6 +12,7 @@ from importlib import resources
 
 from tracescore.scorers.base import Scorer, create_scorer
 from tracescore.scorers.code.jstext import js_trim, js_words
+from tracescore.scorers.code.reasons import coverage_reason
 from tracescore.scorers.steps import StepContext
 from tracescore.scorers.utils import run_input_text, run_output_text
 
@@ -110,6 +111,12 @@ def create_keyword_coverage_scorer() -> Scorer:
             return 1.0
         return counts["matchedKeywordsLength"] / counts["totalKeywordsLength"]
 
+    def generate_reason(ctx: StepContext) -> str:
+        keywords = ctx.results["preprocess_step_result"]
+        reference, response = keywords["referenceKeywords"], set(keywords["responseKeywords"])
+        missing = [keyword for keyword in reference if keyword not in response]
+        return coverage_reason("keywords", len(reference), len(reference) - len(missing), missing)
+
     return (
         create_scorer(
             id=ID,
@@ -121,4 +128,5 @@ def create_keyword_coverage_scorer() -> Scorer:
         .preprocess(preprocess)
         .analyze(analyze)
         .generate_score(generate_score)
+        .generate_reason(generate_reason)
     )

@@ -86,4 +86,11 @@ def create_textual_difference_scorer() -> Scorer:
         )
         .preprocess(preprocess)
         .generate_score(lambda ctx: ctx.results["preprocess_step_result"]["ratio"])
+        .generate_reason(
+            lambda ctx: (
+                f"the answer's text matches the question's at {ctx.score:.0%} "
+                f"({ctx.results['preprocess_step_result']['changes']} changes apart; a likeness of "
+                "the two texts, not of the answer's quality)"
+            )
+        )
     )

@@ -60,6 +60,18 @@ def create_tone_scorer(reference_tone: str | None = None) -> Scorer:
             "sentimentVariance": variance,
         }
 
+    def generate_reason(ctx: StepContext) -> str:
+        facts = ctx.results["preprocess_step_result"]
+        if reference_tone:
+            return (
+                f"the answer's sentiment is {facts['responseSentiment']:+.2f} against the "
+                f"reference's {facts['referenceSentiment']:+.2f}"
+            )
+        return (
+            f"the answer's sentiment varies by {facts['sentimentVariance']:.2f} across its "
+            f"sentences (average {facts['avgSentiment']:+.2f})"
+        )
+
     return (
         create_scorer(
             id=ID,
@@ -73,4 +85,5 @@ def create_tone_scorer(reference_tone: str | None = None) -> Scorer:
         )
         .preprocess(preprocess)
         .generate_score(lambda ctx: ctx.results["preprocess_step_result"]["score"])
+        .generate_reason(generate_reason)
     )

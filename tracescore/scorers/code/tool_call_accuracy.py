@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tracescore.scorers.base import Scorer, create_scorer
+from tracescore.scorers.code.reasons import some
 from tracescore.scorers.steps import StepContext
 from tracescore.scorers.unscorable import failed_without_answer, not_scorable, without_content
 from tracescore.scorers.utils import extract_tool_calls
@@ -87,6 +88,12 @@ def create_tool_call_accuracy_scorer_code(
             return 1.0 if tools_in_order(actual, order, strict_mode) else 0.0
         return 1.0 if _called_expected_tool(actual, expected_tool, strict_mode) else 0.0
 
+    def generate_reason(ctx: StepContext) -> str:
+        actual = ctx.results["preprocess_step_result"]["actualTools"]
+        called = f"called {some(actual)}" if actual else "called no tool"
+        wanted = f"the order {', '.join(order)}" if order is not None else expected_tool
+        return f"{called}; expected {wanted}"
+
     description = (
         f"Whether the run called tools in the order [{', '.join(order)}]"
         if order is not None
@@ -98,4 +105,5 @@ def create_tool_call_accuracy_scorer_code(
         )
         .preprocess(preprocess)
         .generate_score(generate_score)
+        .generate_reason(generate_reason)
     )
