@@ -31,17 +31,20 @@ from dataclasses import dataclass, field
 
 from tracescore.extract.base import Convention
 from tracescore.extract.content import has_content
+from tracescore.extract.linked import Twin
 from tracescore.extract.model import AgentRun
 from tracescore.extract.registry import CONVENTIONS, convention_for
 from tracescore.extract.unread_content import content_keys, event_content
 from tracescore.spans import Span, Trace
 
+READ_ELSEWHERE = "read_elsewhere"
 CONTENT_NOT_CAPTURED = "content_not_captured"
 CREWAI_NO_LLM_SPANS = "crewai_no_llm_spans"
 UNKNOWN_CONVENTION = "unknown_convention"
 NO_RUNS = "no_runs"
 NO_AI_SPANS = "no_ai_spans"
 REASON_PRIORITY = (
+    READ_ELSEWHERE,
     CREWAI_NO_LLM_SPANS,
     CONTENT_NOT_CAPTURED,
     UNKNOWN_CONVENTION,
@@ -147,12 +150,17 @@ class TraceReading:
 
 
 def read_sources(
-    trace: Trace, runs: Sequence[AgentRun], conventions: list[Convention] = CONVENTIONS
+    trace: Trace,
+    runs: Sequence[AgentRun],
+    conventions: list[Convention] = CONVENTIONS,
+    twins: Sequence[Twin] = (),
 ) -> TraceReading:
     """Each source's spans, runs and runs with content in ``trace`` (``runs`` as extracted from
     it with ``conventions``, the claim order that also names an unread source's convention),
-    and the reasons when no run has content. Never raises on span content: it reads only
-    names, scope names and attribute keys."""
+    and the reasons when no run has content. ``twins``: the trace's content-less runs not kept
+    because another trace read the same requests with content (:mod:`tracescore.extract.linked`);
+    the sources that sent them say so. Never raises on span content: it reads only names,
+    scope names, attribute keys and the twins' response ids."""
     sources: dict[tuple[str, str], SourceReading] = {}
     of_span: dict[str, SourceReading] = {}
     for span in trace.spans:
@@ -187,7 +195,14 @@ def read_sources(
             llm_spans=_has_llm_spans(trace),
             events=event_content(trace.logs),
         )
+        if twins:
+            _read_elsewhere(reading, twins, of_span)
+            reading.reason = READ_ELSEWHERE
+            reading.service = next(
+                (s.service for s in reading.sources if s.reason == READ_ELSEWHERE), None
+            )
         return reading
+    _read_elsewhere(reading, twins, of_span)
     if (crews := [s for s in reading.sources if s.scope == _CREWAI_SCOPE]) and not _has_llm_spans(
         trace
     ):
@@ -197,6 +212,28 @@ def read_sources(
         if idle.runs == 0 and idle.reason is None:
             _explain_idle(idle, conventions)
     return reading
+
+
+def _read_elsewhere(
+    reading: TraceReading, twins: Sequence[Twin], of_span: dict[str, SourceReading]
+) -> None:
+    """The sources whose content-less calls another trace read with content: the same requests
+    traced twice (a client SDK's own telemetry beside another instrumentation of it)."""
+    for twin in twins:
+        for span_id in twin.run.span_ids:
+            if (source := of_span.get(span_id)) is None or source.reason == READ_ELSEWHERE:
+                continue
+            off = (
+                " (the Anthropic SDK's own: ANTHROPIC_OPEN_TELEMETRY=false)"
+                if source.scope.startswith("com.anthropic.sdk")
+                else ""
+            )
+            source.reason, source.detail = READ_ELSEWHERE, (
+                f"its model calls were read with their content from another trace (response id "
+                f"{_shown(twin.response_id)}, trace {twin.read_in}): the same requests traced "
+                f"twice by two instrumentations, counted once. To send them once, turn one "
+                f"off{off}"
+            )
 
 
 def _has_llm_spans(trace: Trace) -> bool:
