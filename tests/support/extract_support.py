@@ -49,7 +49,9 @@ def capture_runs(library: str, scenario: str) -> list[AgentRun]:
     ]
 
 
-def linked_capture(library: str, scenario: str, *, only_primary: bool = True) -> dict[str, TraceLinks]:
+def linked_capture(
+    library: str, scenario: str, *, only_primary: bool = True
+) -> dict[str, TraceLinks]:
     """The runs of each trace of one capture folder, linked across its traces as the scoring
     worker links a batch (:mod:`tracescore.extract.linked`), by trace id in arrival order."""
     return linked_traces(load_traces([CAPTURES / library / scenario]), only_primary=only_primary)

@@ -201,18 +201,14 @@ def read_linked(
     among ``traces``. Every trace is remembered before any is linked, so a batch's traces link
     in either order."""
     runs = {trace_id: extract(trace) for trace_id, trace in traces.items()}
-    for trace_id, found in runs.items():
-        links.remember(trace_id, found)
-    result = {trace_id: links.link(trace_id, found) for trace_id, found in runs.items()}
-    wanted = sorted(
-        {t for linked in result.values() for t in linked.steps_from if t not in traces}
-    )
+    for trace_id, read in runs.items():
+        links.remember(trace_id, read)
+    result = {trace_id: links.link(trace_id, read) for trace_id, read in runs.items()}
+    wanted = sorted({t for linked in result.values() for t in linked.steps_from if t not in traces})
     fetched = load(wanted) if wanted else {}
     for trace_id, linked in result.items():
         earlier = [
-            found
-            for t in linked.steps_from
-            if (found := traces.get(t) or fetched.get(t)) is not None
+            step for t in linked.steps_from if (step := traces.get(t) or fetched.get(t)) is not None
         ]
         linked.steps_from = [trace.trace_id for trace in earlier]
         if earlier:

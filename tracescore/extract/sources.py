@@ -228,11 +228,14 @@ def _read_elsewhere(
                 if source.scope.startswith("com.anthropic.sdk")
                 else ""
             )
-            source.reason, source.detail = READ_ELSEWHERE, (
-                f"its model calls were read with their content from another trace (response id "
-                f"{_shown(twin.response_id)}, trace {twin.read_in}): the same requests traced "
-                f"twice by two instrumentations, counted once. To send them once, turn one "
-                f"off{off}"
+            source.reason, source.detail = (
+                READ_ELSEWHERE,
+                (
+                    f"its model calls were read with their content from another trace (response id "
+                    f"{_shown(twin.response_id)}, trace {twin.read_in}): the same requests traced "
+                    f"twice by two instrumentations, counted once. To send them once, turn one "
+                    f"off{off}"
+                ),
             )
 
 

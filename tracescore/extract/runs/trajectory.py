@@ -178,7 +178,12 @@ class Trajectory:
                     self._learn_id(part.tool_invocation)
 
     def _learn_id(self, sent: ToolInvocation | None) -> None:
-        if sent is None or not sent.tool_call_id or not sent.tool_name or sent.tool_call_id in self.by_id:
+        if (
+            sent is None
+            or not sent.tool_call_id
+            or not sent.tool_name
+            or sent.tool_call_id in self.by_id
+        ):
             return
         queue = self._named_without_id.get(_name_key(sent.tool_name), [])
         call = _first_pending(queue, lambda c: not c.tool_call_id)
