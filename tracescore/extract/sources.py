@@ -10,11 +10,12 @@ A source counts every run its spans fed (a hand-written loop's run is anchored t
 span, built from the client's calls and the user's tool spans: each of those sources counts it).
 
 A trace is *read* when at least one of its runs has content (:func:`~tracescore.extract.content.has_content`);
-then a source that fed its runs gets no reason, nor does one of no AI library (a scope of HTTP
-spans beside a well-read agent is not a problem); an AI library's source that fed no run says
-why (its spans were read but made no run, or no reader knows them), and so does CrewAI's
-instrumentor without LLM spans, whose runs are read from what the crew reported, not from the
-model calls. When it is *unread*, every source gets the most specific reason that fits, and the
+then a source that fed its runs gets no reason, and every source with spans but no run says
+why: an AI library's spans were read but made no run, or no reader knows them; a scope of no AI
+library (HTTP spans beside a well-read agent) is ``no_ai_spans``, whose words say there is
+nothing to change; the same requests another trace read are ``read_elsewhere``
+(:mod:`tracescore.extract.linked`). CrewAI's instrumentor without LLM spans has a reason too:
+its runs are read from what the crew reported, not from the model calls. When it is *unread*, every source gets the most specific reason that fits, and the
 trace the most telling of its sources' (:data:`REASON_PRIORITY`). Content not captured is
 said only when no attribute anywhere in the trace holds content
 (:mod:`tracescore.extract.unread_content`): content no reader took is an unknown convention,
@@ -288,7 +289,9 @@ def _name_convention(source: SourceReading, conventions: list[Convention]) -> No
 
 
 def _explain_idle(source: SourceReading, conventions: list[Convention]) -> None:
-    """Why an AI library's source fed none of a read trace's runs (none for other sources)."""
+    """Why a source fed none of a read trace's runs: an AI library's spans were read but made
+    no run, or no reader knows them; any other source's spans are no AI library's (an HTTP
+    server's beside the agent), which is said so, with nothing to change."""
     _name_convention(source, conventions)
     if source.convention is not None:
         source.reason, source.detail = (
@@ -300,6 +303,13 @@ def _explain_idle(source: SourceReading, conventions: list[Convention]) -> None:
         )
     elif _from_ai_library(source) or content_keys(source.members):
         source.reason, source.detail = UNKNOWN_CONVENTION, _unknown(source)
+    else:
+        source.reason, source.detail = NO_AI_SPANS, (
+            f"no attribute or scope of a known AI library (scope "
+            f"{_shown(source.scope) or '(unnamed)'}, attributes {_attribute_keys(source.members)}): "
+            "spans of the application around the agent, nothing to score in them; this trace's "
+            "runs came from other scopes' spans, nothing to change"
+        )
 
 
 def _reason(
