@@ -304,11 +304,14 @@ def _explain_idle(source: SourceReading, conventions: list[Convention]) -> None:
     elif _from_ai_library(source) or content_keys(source.members):
         source.reason, source.detail = UNKNOWN_CONVENTION, _unknown(source)
     else:
-        source.reason, source.detail = NO_AI_SPANS, (
-            f"no attribute or scope of a known AI library (scope "
-            f"{_shown(source.scope) or '(unnamed)'}, attributes {_attribute_keys(source.members)}): "
-            "spans of the application around the agent, nothing to score in them; this trace's "
-            "runs came from other scopes' spans, nothing to change"
+        source.reason, source.detail = (
+            NO_AI_SPANS,
+            (
+                f"no attribute or scope of a known AI library (scope "
+                f"{_shown(source.scope) or '(unnamed)'}, attributes {_attribute_keys(source.members)}): "
+                "spans of the application around the agent, nothing to score in them; this trace's "
+                "runs came from other scopes' spans, nothing to change"
+            ),
         )
 
 
