@@ -3,7 +3,10 @@
 1. every capture in ``tests/fixtures/captures`` (all conventions), extracted ``--rounds`` times:
    traces and spans per second;
 2. one agent trace with ``--steps`` chat calls and as many tool calls, each chat call sent the
-   last 20 messages (so ~20 messages parsed per span): milliseconds per trace and per span.
+   last 20 messages (so ~20 messages parsed per span): milliseconds per trace and per span;
+3. the captures' primary runs as the scoring worker reads a batch, each trace alone and then
+   linked across traces (:mod:`tracescore.extract.linked`: twins dropped, per-call loops joined,
+   which extracts a joined loop's answering trace twice): traces per second of each.
 
 Times are this thread's CPU time (``time.thread_time``), not the wall clock: on a machine shared
 with other jobs the wall clock measures the others' load (the same code gave 240 and 1,900
@@ -28,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.support.extract_lines import step_span  # noqa: E402
 from tracescore.extract import extract_runs  # noqa: E402
+from tracescore.extract.linked import CallLinks, read_linked  # noqa: E402
 from tracescore.ingest.files import load_traces  # noqa: E402
 from tracescore.spans import Resource, Scope, Span, Trace  # noqa: E402
 
@@ -131,6 +135,27 @@ def main() -> None:
         f"long agent: {len(trace.spans)} spans, {runs} runs: median {median * 1000:,.0f} ms "
         f"per trace, {median * 1e6 / len(trace.spans):,.0f} µs per span"
     )
+    primary_batch(traces, args.rounds)
+
+
+def primary_batch(traces: list[Trace], rounds: int) -> None:
+    """The worker's pass over the captures as one batch: primary runs alone, then linked."""
+    batch = {trace.trace_id: trace for trace in traces}
+
+    def primary(trace: Trace) -> list:
+        return extract_runs(trace, only_primary=True)
+
+    for label, read in (
+        ("alone", lambda: [primary(trace) for trace in traces]),
+        ("linked", lambda: read_linked(batch, CallLinks(), primary, lambda _: {})),
+    ):
+        timings = []
+        for _ in range(rounds):
+            began = time.thread_time()
+            read()
+            timings.append(time.thread_time() - began)
+        median = statistics.median(timings)
+        print(f"primary runs, {label}: median {len(traces) / median:,.0f} traces/s")
 
 
 if __name__ == "__main__":

@@ -152,7 +152,7 @@ sampling_decisions = Counter(
 traces_unread = Counter(
     "tracescore_traces_unread",
     "Traces the pipeline read that gave no run with content, by service and reason code "
-    "(content_not_captured, crewai_no_llm_spans, unknown_convention, no_runs, no_ai_spans): "
+    "(read_elsewhere, content_not_captured, crewai_no_llm_spans, unknown_convention, no_runs, no_ai_spans): "
     "GET /api/sources says which library and what to change. At most 100 services are named; "
     "later ones count as (other).",
     ["service", "reason"],

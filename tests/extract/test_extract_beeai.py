@@ -1,8 +1,11 @@
-"""The BeeAI framework's ``RequirementAgent`` through openinference-instrumentation-beeai:
-``final_answer`` is the answer (no tool call, no extra empty agent run), the user's prompt out
-of BeeAI's task template, tool arguments out of ``{input, options}``."""
+"""The BeeAI framework's ``RequirementAgent`` and ``ToolCallingAgent`` through
+openinference-instrumentation-beeai: ``final_answer`` is the answer (no tool call, no extra
+empty agent run), the user's prompt out of BeeAI's task template, tool arguments out of
+``{input, options}``."""
 
 from __future__ import annotations
+
+import pytest
 
 from tests.support.extract_support import (
     LONDON_RESULT,
@@ -27,6 +30,8 @@ from tracescore.ingest.files import load_traces
 
 LIB = "openinference-beeai"
 CONVENTION = "openinference-beeai"
+AGENTS = pytest.mark.parametrize("agent_kind", ["", "_toolcalling"])
+"""The ``RequirementAgent``'s captures, then the ``ToolCallingAgent``'s (scenario suffix)."""
 
 
 def _agents(scenario: str) -> list[AgentRun]:
@@ -50,16 +55,17 @@ def _agents(scenario: str) -> list[AgentRun]:
 
 def _assert_weather_bot(agent: AgentRun) -> None:
     (system,) = system_text(agent)
-    assert system.startswith("# Role\nAssume the role of")  # BeeAI's prompt, with ours in it
+    assert "Assume the role of" in system  # BeeAI's prompt, with ours in it
     assert WEATHER_SYSTEM in system
     assert agent.model == "gpt-4o-mini"
     assert [t.name for t in agent.tools] == ["get_weather"]
     assert agent.warnings == []
 
 
-def test_tool_call() -> None:
-    runs = capture_runs(LIB, "tool_call")
-    (agent,) = _agents("tool_call")
+@AGENTS
+def test_tool_call(agent_kind: str) -> None:
+    runs = capture_runs(LIB, "tool_call" + agent_kind)
+    (agent,) = _agents("tool_call" + agent_kind)
     _assert_weather_bot(agent)
     assert user_text(agent) == [WEATHER_USER]  # not "Your task: …"
     (call,) = tool_calls(agent)
@@ -85,12 +91,13 @@ def test_tool_call() -> None:
     (tool,) = only(runs, "tool")
     (executed,) = tool_calls(tool)
     assert (executed.args, executed.result) == ({"city": "Paris"}, WEATHER_RESULT)
-    (found,) = load_traces([CAPTURES / LIB / "tool_call"])
+    (found,) = load_traces([CAPTURES / LIB / ("tool_call" + agent_kind)])
     assert read_sources(found, extract_runs(found, only_primary=True)).reason is None
 
 
-def test_multi_turn_with_memory() -> None:
-    first, second = sorted(_agents("multi_turn"), key=lambda r: r.start_time or 0)
+@AGENTS
+def test_multi_turn_with_memory(agent_kind: str) -> None:
+    first, second = sorted(_agents("multi_turn" + agent_kind), key=lambda r: r.start_time or 0)
     _assert_weather_bot(second)
     assert user_text(first) == [WEATHER_USER]
     assert user_text(second) == [SECOND_TURN_USER]
@@ -98,9 +105,10 @@ def test_multi_turn_with_memory() -> None:
     assert_second_turn(second)
 
 
-def test_tool_error() -> None:
-    runs = capture_runs(LIB, "tool_error")
-    (agent,) = _agents("tool_error")
+@AGENTS
+def test_tool_error(agent_kind: str) -> None:
+    runs = capture_runs(LIB, "tool_error" + agent_kind)
+    (agent,) = _agents("tool_error" + agent_kind)
     calls = tool_calls(agent)
     assert_atlantis_calls(
         calls,

@@ -24,6 +24,7 @@ from tests.support.extract_support import (
     WEATHER_USER,
     capture_runs,
     final_answer,
+    linked_traces,
     only,
     system_text,
     tool_calls,
@@ -33,9 +34,11 @@ from tests.support.paths import CAPTURES
 from tests.support.scorer_builds import CODE_READING_THE_ANSWER, build
 from tracescore.extract import extract_runs
 from tracescore.extract.content import has_content
+from tracescore.extract.linked import CallLinks, read_linked
 from tracescore.extract.model import AgentRun
-from tracescore.extract.sources import CONTENT_NOT_CAPTURED, read_sources
+from tracescore.extract.sources import CONTENT_NOT_CAPTURED, READ_ELSEWHERE, read_sources
 from tracescore.ingest.files import load_traces
+from tracescore.spans import Trace
 
 PARIS = {"city": "Paris"}
 
@@ -199,25 +202,136 @@ def test_google_genai_with_true_names_a_value_it_accepts() -> None:
         assert "CAPTURE_MESSAGE_CONTENT=true" not in source.detail
 
 
-def test_anthropic_sdk_beside_openllmetry_reads_openllmetry_and_explains_the_sdk() -> None:
+def test_anthropic_sdk_beside_openllmetry_reads_each_request_once() -> None:
     """OpenLLMetry's spans are not made current, so the SDK's own (metadata-only) span of the
-    same request is a trace of its own: OpenLLMetry's traces are read whole; the SDK's say
-    how to get its content or turn it off."""
-    readings = _readings("anthropic-sdk-openllmetry", "tool_call")
-    sdk = [r for r in readings if r.sources[0].scope == "com.anthropic.sdk.python"]
-    assert len(sdk) == 2 and all(r.reason == CONTENT_NOT_CAPTURED for r in sdk)
-    for reading in sdk:
+    same request is a trace of its own: linked by the response id, it is no run, and its trace
+    says where the request was read and how to stop sending it twice. OpenLLMetry's two calls
+    are one loop, read in its answering call's trace."""
+    traces = load_traces([CAPTURES / "anthropic-sdk-openllmetry" / "tool_call"])
+    linked = linked_traces(traces)
+    readings = {
+        trace.trace_id: read_sources(
+            trace, linked[trace.trace_id].runs, twins=linked[trace.trace_id].twins
+        )
+        for trace in traces
+    }
+    sdk = [t for t in traces if t.spans[0].scope.name == "com.anthropic.sdk.python"]
+    assert len(sdk) == 2
+    for trace in sdk:
+        found = linked[trace.trace_id]
+        (twin,) = found.twins
+        assert found.runs == [] and twin.response_id in ("msg_0053", "msg_0054")
+        assert readings[twin.read_in].reason is None  # the twin's trace is read
+        reading = readings[trace.trace_id]
+        assert reading.reason == READ_ELSEWHERE
         detail = reading.sources[0].detail or ""
-        assert "ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE=content" in detail
-        assert "ANTHROPIC_OPEN_TELEMETRY=false" in detail
-    read = [r for r in readings if r not in sdk]
-    assert len(read) == 2 and all(r.reason is None for r in read)
-    calls = sorted(
-        (run for run in _primary("anthropic-sdk-openllmetry", "tool_call") if has_content(run)),
-        key=lambda run: run.start_time,
+        assert twin.read_in in detail and "ANTHROPIC_OPEN_TELEMETRY=false" in detail
+    runs = [run for found in linked.values() for run in found.runs]
+    assert all(has_content(run) for run in runs)  # no content-less primary run
+    step, loop = sorted(runs, key=lambda run: run.start_time)
+    _assert_tool_step(step)
+    assert loop.kind == "agent"
+    _assert_answered_turn(loop)
+    assert (loop.usage.input_tokens, loop.usage.output_tokens) == (103 + 129, 23 + 23)
+
+
+def test_a_content_less_request_with_no_twin_is_a_run_with_its_advice() -> None:
+    """Without OpenLLMetry's traces (or before they come), the SDK's spans are what there is:
+    each stays a run, and the advice says how to get the content."""
+    traces = load_traces([CAPTURES / "anthropic-sdk-openllmetry" / "tool_call"])
+    sdk = [t for t in traces if t.spans[0].scope.name == "com.anthropic.sdk.python"]
+    linked = linked_traces(sdk)
+    for trace in sdk:
+        found = linked[trace.trace_id]
+        assert len(found.runs) == 1 and found.twins == []
+        reading = read_sources(trace, found.runs, twins=found.twins)
+        assert reading.reason == CONTENT_NOT_CAPTURED
+        assert "ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE=content" in (
+            reading.sources[0].detail or ""
+        )
+
+
+# --- a loop's calls as traces of their own, joined ------------------------------------------------
+
+PER_CALL_TRACES = [
+    "anthropic-sdk",
+    "google-genai",
+    "litellm-otel",
+    "openlit",
+]
+"""Client instrumentations that start a trace per model call (a hand-written loop's calls come
+as separate traces); each has a tool_call, multi_turn and tool_error capture."""
+
+
+def _joined(library: str, scenario: str, order: int = 1) -> tuple[list[AgentRun], list[AgentRun]]:
+    """(the loops' agent runs, the steps' runs) of a capture's traces linked in ``order``."""
+    traces = load_traces([CAPTURES / library / scenario])[::order]
+    runs = [run for found in linked_traces(traces).values() for run in found.runs]
+    loops = sorted((r for r in runs if r.kind == "agent"), key=lambda r: r.start_time)
+    return loops, [r for r in runs if r.kind != "agent"]
+
+
+def _all_calls_usage(library: str, scenario: str) -> tuple[int, int]:
+    calls = _primary(library, scenario)
+    return sum(r.usage.input_tokens for r in calls), sum(r.usage.output_tokens for r in calls)
+
+
+@pytest.mark.parametrize("order", [1, -1])
+@pytest.mark.parametrize("library", PER_CALL_TRACES)
+def test_a_loop_of_per_call_traces_is_one_agent_run(library: str, order: int) -> None:
+    (loop,), steps = _joined(library, "tool_call", order)
+    _assert_answered_turn(loop)
+    assert loop.primary and loop.trace_id != steps[0].trace_id
+    assert (loop.usage.input_tokens, loop.usage.output_tokens) == _all_calls_usage(
+        library, "tool_call"
     )
-    _assert_tool_step(calls[0])
-    _assert_answered_turn(calls[1])
+    (step,) = steps  # the step's trace keeps its run: an intermediate step, never an answer
+    for name in CODE_READING_THE_ANSWER:
+        assert build(name).run_sync(step).status == "not_scorable", name
+
+
+@pytest.mark.parametrize("library", PER_CALL_TRACES)
+def test_each_turn_and_a_failed_tool_loop_are_joined(library: str) -> None:
+    (first, second), _ = _joined(library, "multi_turn")
+    _assert_answered_turn(first)
+    assert user_text(second) == [SECOND_TURN_USER]
+    assert final_answer(second) == SECOND_TURN_ANSWER
+    (loop,), steps = _joined(library, "tool_error")
+    assert len(steps) == 3
+    _assert_atlantis_paris_london(loop, atlantis_failed=library == "google-genai")
+
+
+def test_a_loop_is_joined_across_batches_from_the_store() -> None:
+    """The step's trace read in an earlier batch: the answering call's trace fetches it (from
+    the store in the worker), once, and reads the loop whole."""
+    step_trace, answer_trace = load_traces([CAPTURES / "anthropic-sdk" / "tool_call"])
+    links, fetched = CallLinks(), []
+
+    def load(ids: list[str]) -> dict[str, Trace]:
+        fetched.append(ids)
+        return {step_trace.trace_id: step_trace}
+
+    def extract(trace: Trace) -> list[AgentRun]:
+        return extract_runs(trace, only_primary=True)
+
+    read_linked({step_trace.trace_id: step_trace}, links, extract, load)
+    found = read_linked({answer_trace.trace_id: answer_trace}, links, extract, load)
+    (loop,) = found[answer_trace.trace_id].runs
+    assert fetched == [[step_trace.trace_id]] and loop.kind == "agent"
+    _assert_answered_turn(loop)
+
+
+def test_links_are_bounded_and_a_forgotten_step_leaves_the_call_as_it_was() -> None:
+    traces = load_traces([CAPTURES / "anthropic-sdk" / "multi_turn"])
+    links = CallLinks(limit=1)  # the second turn's step pushes the first turn's call out
+    found = read_linked(
+        {t.trace_id: t for t in traces},
+        links,
+        lambda trace: extract_runs(trace, only_primary=True),
+        lambda _: {},
+    )
+    kinds = [[run.kind for run in found[t.trace_id].runs] for t in traces]
+    assert kinds == [["llm"], ["llm"], ["llm"], ["agent"]]
 
 
 # --- Instructor under OpenLLMetry ---------------------------------------------------------------

@@ -265,7 +265,10 @@ def test_an_ai_library_without_a_reader_is_an_unknown_convention() -> None:
     )
 
 
-def test_other_scopes_beside_a_read_agent_have_no_reason() -> None:
+def test_other_scopes_beside_a_read_agent_say_they_are_no_ai_library() -> None:
+    """Every scope with spans but no run has a reason (issue 45): the HTTP scope beside a read
+    agent once had none, which left a user wondering whether it was read; it says it is no AI
+    library's and that nothing is to change. The trace is still read."""
     (found, *_) = traces_of(LATEST)
     http = dataclasses.replace(
         found.spans[0],
@@ -280,9 +283,12 @@ def test_other_scopes_beside_a_read_agent_have_no_reason() -> None:
     reading = read_sources(both, extract_runs(both, only_primary=True))
     assert reading.reason is None
     assert sorted((s.scope, s.runs_with_content, s.reason) for s in reading.sources) == [
-        ("opentelemetry.instrumentation.fastapi", 0, None),
+        ("opentelemetry.instrumentation.fastapi", 0, NO_AI_SPANS),
         ("opentelemetry.util.genai.handler", 1, None),
     ]
+    http_source = next(s for s in reading.sources if s.runs == 0)
+    assert http_source.detail is not None and "http.route" in http_source.detail
+    assert "nothing to change" in http_source.detail
 
 
 def crew_trace(*, llm_span: bool) -> Trace:

@@ -16,6 +16,7 @@ from tracescore.pipeline.scoring_task import build_worker
 from tracescore.store import ReadinessRules, open_store
 from tracescore.store.score_aggregates import coverage
 from tracescore.store.scores import SamplingDecisionRow, ScoreRow
+from tracescore.store.sources import list_sources
 
 AGENT_CAPTURE = CAPTURES / "otel-genai-openai-v2-latest" / "tool_call_agent"
 FAR_FUTURE = 4_000_000_000.0
@@ -242,3 +243,31 @@ def test_failed_judge_calls_count_in_the_row_the_metrics_and_the_budget(sqlite_u
     assert metrics.REGISTRY.get_sample_value(
         "tracescore_judge_cost_usd_total", {"model": "openai/gpt-4o-mini"}
     ) == pytest.approx(cost_before + spent)
+
+
+def test_linked_calls_are_read_once_and_a_per_call_loop_as_one_run(sqlite_url: str) -> None:
+    """A batch holding the Anthropic SDK's traces beside OpenLLMetry's and LiteLLM's per-call
+    traces: the SDK's content-less twins are scored as nothing (their source says where they
+    were read), each loop is one agent run in its answering call's trace, and each step keeps
+    its model-call run."""
+    store = _store_with(
+        sqlite_url,
+        CAPTURES / "anthropic-sdk-openllmetry" / "tool_call",
+        CAPTURES / "litellm-otel" / "tool_call",
+    )
+    config = _config("  - {name: answer, scorer: 'tests.support.custom_scorers:answer_present'}\n")
+    worker = build_worker(config.scoring(), store)
+    claims = store.queue.claim(worker.owner, 100, 30.0, now=FAR_FUTURE)
+    assert len(claims) == 6
+    asyncio.run(worker.process_batch(claims))
+    kinds = sorted(row.run_kind for row in _stored(store))
+    assert kinds == ["agent", "agent", "llm", "llm"]  # two loops, two steps; no SDK twin
+    sdk_trace_ids = {
+        trace.trace_id
+        for trace in load_traces([CAPTURES / "anthropic-sdk-openllmetry" / "tool_call"])
+        if trace.spans[0].scope.name == "com.anthropic.sdk.python"
+    }
+    assert not sdk_trace_ids & {row.trace_id for row in _stored(store)}
+    with store.engine.connect() as connection:
+        sdk = next(s for s in list_sources(connection) if s.scope == "com.anthropic.sdk.python")
+    assert (sdk.runs, sdk.reason) == (0, "read_elsewhere")

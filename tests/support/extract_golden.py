@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from tests.support.extract_support import linked_traces
 from tests.support.paths import CAPTURES, FIXTURES
 from tracescore.extract import extract_runs, runs_from_mastra_json
 from tracescore.extract.model import AgentRun
@@ -58,7 +59,8 @@ def _clock_free(value: Any, since: str) -> Any:
 
 
 def golden() -> dict[str, Any]:
-    """Per capture folder, every run of its traces, then the primary runs alone; per line of
+    """Per capture folder, every run of its traces, then the primary runs alone, then (where
+    some of its traces link to others) the primary runs linked across its traces; per line of
     the Mastra-shaped runs file, its run."""
     since = datetime.now(UTC) - timedelta(seconds=1)
     document: dict[str, Any] = {}
@@ -74,6 +76,11 @@ def golden() -> dict[str, Any]:
                 for run in extract_runs(trace, only_primary=True)
             ],
         }
+        linked = linked_traces(traces)
+        if any(found.twins or found.steps_from for found in linked.values()):
+            document[key]["linked"] = [
+                _dumped(run, since) for found in linked.values() for run in found.runs
+            ]
     runs_file = FIXTURES / "runs" / "mastra_runs.jsonl"
     document["mastra-json"] = [
         _dumped(run, since) for run in runs_from_mastra_json(runs_file.read_text())

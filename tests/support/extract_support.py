@@ -10,6 +10,7 @@ import itertools
 
 from tests.support.paths import CAPTURES
 from tracescore.extract import extract_runs, read_spans
+from tracescore.extract.linked import CallLinks, TraceLinks, read_linked
 from tracescore.extract.model import AgentRun, ToolInvocation
 from tracescore.ingest.files import load_traces
 from tracescore.spans import LogRecord, Resource, Scope, Span, Trace
@@ -46,6 +47,24 @@ def capture_runs(library: str, scenario: str) -> list[AgentRun]:
     return [
         run for trace in load_traces([CAPTURES / library / scenario]) for run in extract_runs(trace)
     ]
+
+
+def linked_capture(
+    library: str, scenario: str, *, only_primary: bool = True
+) -> dict[str, TraceLinks]:
+    """The runs of each trace of one capture folder, linked across its traces as the scoring
+    worker links a batch (:mod:`tracescore.extract.linked`), by trace id in arrival order."""
+    return linked_traces(load_traces([CAPTURES / library / scenario]), only_primary=only_primary)
+
+
+def linked_traces(traces: list[Trace], *, only_primary: bool = True) -> dict[str, TraceLinks]:
+    """The traces' runs, linked across them (none fetched from elsewhere)."""
+    return read_linked(
+        {trace.trace_id: trace for trace in traces},
+        CallLinks(),
+        lambda trace: extract_runs(trace, only_primary=only_primary),
+        lambda _: {},
+    )
 
 
 def only(runs: list[AgentRun], kind: str, *, primary: bool | None = None) -> list[AgentRun]:

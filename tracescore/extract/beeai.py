@@ -80,11 +80,12 @@ def _is_error_event(span: Span) -> bool:
 
 
 def _prompt(message: Message) -> Message:
-    """A user message in BeeAI's task template as the prompt it carries."""
+    """A user message in BeeAI's task template as the prompt it carries (the
+    ``ToolCallingAgent``'s template ends the prompt with a line break, which is not the user's)."""
     text = message_text(message) if message.role == "user" else ""
     if _TASK_MARK not in text:
         return message
-    prompt = text[text.rfind(_TASK_MARK) + len(_TASK_MARK) :]
+    prompt = text[text.rfind(_TASK_MARK) + len(_TASK_MARK) :].rstrip("\n")
     return build_message(
         message.id, "user", [text_part(prompt)], message.created_at, message.content.metadata
     )

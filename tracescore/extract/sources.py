@@ -10,11 +10,12 @@ A source counts every run its spans fed (a hand-written loop's run is anchored t
 span, built from the client's calls and the user's tool spans: each of those sources counts it).
 
 A trace is *read* when at least one of its runs has content (:func:`~tracescore.extract.content.has_content`);
-then a source that fed its runs gets no reason, nor does one of no AI library (a scope of HTTP
-spans beside a well-read agent is not a problem); an AI library's source that fed no run says
-why (its spans were read but made no run, or no reader knows them), and so does CrewAI's
-instrumentor without LLM spans, whose runs are read from what the crew reported, not from the
-model calls. When it is *unread*, every source gets the most specific reason that fits, and the
+then a source that fed its runs gets no reason, and every source with spans but no run says
+why: an AI library's spans were read but made no run, or no reader knows them; a scope of no AI
+library (HTTP spans beside a well-read agent) is ``no_ai_spans``, whose words say there is
+nothing to change; the same requests another trace read are ``read_elsewhere``
+(:mod:`tracescore.extract.linked`). CrewAI's instrumentor without LLM spans has a reason too:
+its runs are read from what the crew reported, not from the model calls. When it is *unread*, every source gets the most specific reason that fits, and the
 trace the most telling of its sources' (:data:`REASON_PRIORITY`). Content not captured is
 said only when no attribute anywhere in the trace holds content
 (:mod:`tracescore.extract.unread_content`): content no reader took is an unknown convention,
@@ -31,17 +32,20 @@ from dataclasses import dataclass, field
 
 from tracescore.extract.base import Convention
 from tracescore.extract.content import has_content
+from tracescore.extract.linked import Twin
 from tracescore.extract.model import AgentRun
 from tracescore.extract.registry import CONVENTIONS, convention_for
 from tracescore.extract.unread_content import content_keys, event_content
 from tracescore.spans import Span, Trace
 
+READ_ELSEWHERE = "read_elsewhere"
 CONTENT_NOT_CAPTURED = "content_not_captured"
 CREWAI_NO_LLM_SPANS = "crewai_no_llm_spans"
 UNKNOWN_CONVENTION = "unknown_convention"
 NO_RUNS = "no_runs"
 NO_AI_SPANS = "no_ai_spans"
 REASON_PRIORITY = (
+    READ_ELSEWHERE,
     CREWAI_NO_LLM_SPANS,
     CONTENT_NOT_CAPTURED,
     UNKNOWN_CONVENTION,
@@ -147,12 +151,17 @@ class TraceReading:
 
 
 def read_sources(
-    trace: Trace, runs: Sequence[AgentRun], conventions: list[Convention] = CONVENTIONS
+    trace: Trace,
+    runs: Sequence[AgentRun],
+    conventions: list[Convention] = CONVENTIONS,
+    twins: Sequence[Twin] = (),
 ) -> TraceReading:
     """Each source's spans, runs and runs with content in ``trace`` (``runs`` as extracted from
     it with ``conventions``, the claim order that also names an unread source's convention),
-    and the reasons when no run has content. Never raises on span content: it reads only
-    names, scope names and attribute keys."""
+    and the reasons when no run has content. ``twins``: the trace's content-less runs not kept
+    because another trace read the same requests with content (:mod:`tracescore.extract.linked`);
+    the sources that sent them say so. Never raises on span content: it reads only names,
+    scope names, attribute keys and the twins' response ids."""
     sources: dict[tuple[str, str], SourceReading] = {}
     of_span: dict[str, SourceReading] = {}
     for span in trace.spans:
@@ -187,7 +196,14 @@ def read_sources(
             llm_spans=_has_llm_spans(trace),
             events=event_content(trace.logs),
         )
+        if twins:
+            _read_elsewhere(reading, twins, of_span)
+            reading.reason = READ_ELSEWHERE
+            reading.service = next(
+                (s.service for s in reading.sources if s.reason == READ_ELSEWHERE), None
+            )
         return reading
+    _read_elsewhere(reading, twins, of_span)
     if (crews := [s for s in reading.sources if s.scope == _CREWAI_SCOPE]) and not _has_llm_spans(
         trace
     ):
@@ -197,6 +213,31 @@ def read_sources(
         if idle.runs == 0 and idle.reason is None:
             _explain_idle(idle, conventions)
     return reading
+
+
+def _read_elsewhere(
+    reading: TraceReading, twins: Sequence[Twin], of_span: dict[str, SourceReading]
+) -> None:
+    """The sources whose content-less calls another trace read with content: the same requests
+    traced twice (a client SDK's own telemetry beside another instrumentation of it)."""
+    for twin in twins:
+        for span_id in twin.run.span_ids:
+            if (source := of_span.get(span_id)) is None or source.reason == READ_ELSEWHERE:
+                continue
+            off = (
+                " (the Anthropic SDK's own: ANTHROPIC_OPEN_TELEMETRY=false)"
+                if source.scope.startswith("com.anthropic.sdk")
+                else ""
+            )
+            source.reason, source.detail = (
+                READ_ELSEWHERE,
+                (
+                    f"its model calls were read with their content from another trace (response id "
+                    f"{_shown(twin.response_id)}, trace {twin.read_in}): the same requests traced "
+                    f"twice by two instrumentations, counted once. To send them once, turn one "
+                    f"off{off}"
+                ),
+            )
 
 
 def _has_llm_spans(trace: Trace) -> bool:
@@ -248,7 +289,9 @@ def _name_convention(source: SourceReading, conventions: list[Convention]) -> No
 
 
 def _explain_idle(source: SourceReading, conventions: list[Convention]) -> None:
-    """Why an AI library's source fed none of a read trace's runs (none for other sources)."""
+    """Why a source fed none of a read trace's runs: an AI library's spans were read but made
+    no run, or no reader knows them; any other source's spans are no AI library's (an HTTP
+    server's beside the agent), which is said so, with nothing to change."""
     _name_convention(source, conventions)
     if source.convention is not None:
         source.reason, source.detail = (
@@ -260,6 +303,16 @@ def _explain_idle(source: SourceReading, conventions: list[Convention]) -> None:
         )
     elif _from_ai_library(source) or content_keys(source.members):
         source.reason, source.detail = UNKNOWN_CONVENTION, _unknown(source)
+    else:
+        source.reason, source.detail = (
+            NO_AI_SPANS,
+            (
+                f"no attribute or scope of a known AI library (scope "
+                f"{_shown(source.scope) or '(unnamed)'}, attributes {_attribute_keys(source.members)}): "
+                "spans of the application around the agent, nothing to score in them; this trace's "
+                "runs came from other scopes' spans, nothing to change"
+            ),
+        )
 
 
 def _reason(

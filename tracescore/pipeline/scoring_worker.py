@@ -44,6 +44,7 @@ from tracescore.extract import extract_runs
 from tracescore.extract.base import Convention
 from tracescore.extract.conversation import Conversation
 from tracescore.extract.conversation_id import DEFAULT_ID_ATTRIBUTES
+from tracescore.extract.linked import CallLinks, read_linked
 from tracescore.extract.model import AgentRun
 from tracescore.extract.registry import CONVENTIONS
 from tracescore.extract.sources import TraceReading, read_sources
@@ -164,6 +165,9 @@ class ScoringWorker:
         self._told: set[tuple[str, str]] = set()
         """Sources already logged as giving nothing to score (once each per process)."""
         self._watchdog = Watchdog()
+        self._links = CallLinks()
+        """Model calls linked across traces: one request traced twice, a loop traced call by
+        call (:mod:`tracescore.extract.linked`); bounded."""
         if store is not None:
             store.queue.on_failed = self.metrics.traces_failed
         configs = [binding.config for binding in bindings]
@@ -292,6 +296,13 @@ class ScoringWorker:
         if first_time := sum(not claim.scored_before for claim in batch.unsampled):
             batch.tallies = {binding.name: first_time for binding in self.bindings}
         loaded = self.store.load_traces(list(sampling), settle=False) if sampling else {}
+        errors: dict[str, str] = {}
+        linked = read_linked(
+            loaded,
+            self._links,
+            functools.partial(self._extract, errors=errors),
+            functools.partial(self.store.load_traces, settle=False),
+        )
         now = datetime.now(UTC)
         for claim in claims:
             sampled = sampling.get(claim.trace_id)
@@ -299,27 +310,37 @@ class ScoringWorker:
                 continue
             trace = ClaimedTrace(claim)
             try:
+                if (error := errors.get(claim.trace_id)) is not None:
+                    raise RuntimeError(error)
                 found = loaded.get(claim.trace_id)
-                trace.runs = (
-                    extract_runs(
-                        found,
-                        only_primary=self._only_primary,
-                        conversation_attributes=self.conversation_attributes,
-                        conventions=self.conventions,
-                    )
-                    if found is not None
-                    else []
-                )
+                links = linked.get(claim.trace_id)
+                trace.runs = links.runs if links is not None else []
                 trace.turn = trace_turn(trace.runs, now, self.store.rules.max_clock_skew)
                 self._route(trace, sampled, now, found)
                 trace.reading = (
-                    read_sources(found, trace.runs, self.conventions) if found is not None else None
+                    read_sources(found, trace.runs, self.conventions, links.twins)
+                    if found is not None and links is not None
+                    else None
                 )
             except Exception as exc:  # noqa: BLE001 - one trace's bug must not sink the batch
                 batch.failed.append((claim, f"{type(exc).__name__}: {exc}"))
                 continue
             (batch.later if trace.later else batch.done).append(trace)
         return batch
+
+    def _extract(self, trace: Trace, errors: dict[str, str]) -> list[AgentRun]:
+        """The trace's runs; a trace whose extraction fails has none, and its error in
+        ``errors`` (it fails alone, not its batch)."""
+        try:
+            return extract_runs(
+                trace,
+                only_primary=self._only_primary,
+                conversation_attributes=self.conversation_attributes,
+                conventions=self.conventions,
+            )
+        except Exception as exc:  # noqa: BLE001 - one trace's bug must not sink the batch
+            errors[trace.trace_id] = f"{type(exc).__name__}: {exc}"
+            return []
 
     def _route(
         self, trace: ClaimedTrace, verdicts: list[bool], now: datetime, spans: Trace | None

@@ -167,10 +167,29 @@ class Trajectory:
         return True
 
     def resolve_from_messages(self, messages: Iterable[Message]) -> None:
-        """Results the LLM was sent back (when no tool span ran the tool), for pending calls."""
+        """Results the LLM was sent back (when no tool span ran the tool), for pending calls.
+
+        A call whose step recorded no id (LiteLLM's ``gen_ai.completion.N.function_call.*``)
+        learns it from the call as a later step was sent it (same tool and arguments, with its
+        id): the results sent after it name only the id."""
         for message in messages:
             for part in message.content.parts:
-                self.join_result(part)
+                if not self.join_result(part) and message.role == "assistant":
+                    self._learn_id(part.tool_invocation)
+
+    def _learn_id(self, sent: ToolInvocation | None) -> None:
+        if (
+            sent is None
+            or not sent.tool_call_id
+            or not sent.tool_name
+            or sent.tool_call_id in self.by_id
+        ):
+            return
+        queue = self._named_without_id.get(_name_key(sent.tool_name), [])
+        call = _first_pending(queue, lambda c: not c.tool_call_id)
+        if call is not None and call.args in (sent.args, None, {}, ""):
+            call.tool_call_id = sent.tool_call_id
+            self.by_id.setdefault(sent.tool_call_id, []).append(call)
 
     def has_text(self) -> bool:
         return any(part.type == "text" and part.text for part in self.parts)

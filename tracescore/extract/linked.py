@@ -1,0 +1,222 @@
+"""Model calls linked across traces: one request traced twice, and one loop traced call by call.
+
+Extraction reads one trace at a time, but two cases need what other traces said, and both are
+found from what the runs themselves carry, whatever convention read them:
+
+* **The same request read twice.** A client SDK's own telemetry beside another instrumentation
+  of the same client (the Anthropic SDK's spans beside OpenLLMetry's ``AnthropicInstrumentor``,
+  whose spans are not made current) traces every request twice, as two traces. Where a run with
+  content carries a response id (``gen_ai.response.id``, unique per response), a content-less
+  run of another trace with the same id is its twin: it is *read elsewhere*, no run (its
+  trace's reason says where, :data:`~tracescore.extract.sources.READ_ELSEWHERE`). A
+  content-less run whose id no run with content carries stays a run, with its advice.
+* **A loop's calls as traces of their own.** A client instrumentation that starts a trace per
+  request (LiteLLM's ``otel`` callback, the Anthropic SDK's telemetry, Google GenAI's) sends a
+  hand-written loop as one trace per model call. A call that only asked for tools is an
+  intermediate step (scorers call it not scorable); the call that answers was sent the earlier
+  calls' tool calls with their results. Where those calls are found made by earlier traces'
+  steps (the same call id, else the same tool, arguments and user message), the answering
+  trace is read together with theirs (:func:`joined`): one loop, one agent run
+  (:mod:`tracescore.extract.runs.loops`), kept in the answering trace, usage summed over
+  every call. The steps' own traces keep their not-scorable runs.
+
+State across traces is a :class:`CallLinks`, bounded (least recently used entries go first):
+the scoring worker keeps one per process and passes each claimed batch through it; an offline
+reading keeps one for the files it reads. Links are found in either order within a batch; across
+batches, only when the linked trace came first (a step's trace ends, so is ready, before the
+answer's; an SDK's span ends before the instrumentation span around it). Span text is the
+sender's: a link only ever joins or drops runs of the same sender's traces.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import orjson
+
+from tracescore.extract.content import awaits_tool_results, has_content
+from tracescore.extract.messages import message_text
+from tracescore.extract.model import AgentRun, ToolInvocation
+from tracescore.spans import Trace
+
+RESPONSE_ID_ATTRIBUTES = ("gen_ai.response.id", "llm.response.id")
+"""Where a model call's span names the provider's response id."""
+_PENDING = ("call", "partial-call")
+DEFAULT_LIMIT = 50_000
+"""Response ids and tool calls remembered, each (about 200 bytes an entry)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Twin:
+    """A content-less run not kept, because the same response was read from another trace."""
+
+    run: AgentRun
+    response_id: str
+    read_in: str
+    """The trace whose run with content carries the same response id."""
+
+
+@dataclass(slots=True)
+class TraceLinks:
+    """What linking did to one trace's runs."""
+
+    runs: list[AgentRun]
+    twins: list[Twin] = field(default_factory=list)
+    steps_from: list[str] = field(default_factory=list)
+    """The earlier traces whose steps this trace's loop continues (read with it)."""
+
+
+class _Recent(OrderedDict[str, str]):
+    """A key to trace id map that forgets its least recently set entries beyond ``limit``."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def put(self, key: str, trace_id: str) -> None:
+        self[key] = trace_id
+        self.move_to_end(key)
+        while len(self) > self.limit:
+            self.popitem(last=False)
+
+
+class CallLinks:
+    """The response ids of runs with content, and the tool calls intermediate steps made, of
+    the traces read so far (the latest ``limit`` of each)."""
+
+    def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
+        self._responses = _Recent(limit)
+        self._calls = _Recent(limit)
+
+    def remember(self, trace_id: str, runs: Iterable[AgentRun]) -> None:
+        """Note what the trace's runs can be linked by: a run with content's response id, an
+        intermediate step's tool calls."""
+        for run in runs:
+            if run.kind != "llm":
+                continue
+            if (response := response_id(run)) and has_content(run):
+                self._responses.put(response, trace_id)
+            if awaits_tool_results(run):
+                for call in _invocations(run):
+                    if call.state not in _PENDING:
+                        continue  # an earlier step's, whose trace is remembered for it
+                    for key in _call_keys(run, call):
+                        self._calls.put(key, trace_id)
+
+    def link(self, trace_id: str, runs: list[AgentRun]) -> TraceLinks:
+        """The trace's runs without the twins read elsewhere, and the earlier traces whose
+        steps its answering calls continue."""
+        kept: list[AgentRun] = []
+        twins: list[Twin] = []
+        steps_from: dict[str, None] = {}
+        for run in runs:
+            if (twin := self._twin(trace_id, run)) is not None:
+                twins.append(twin)
+                continue
+            kept.append(run)
+            if run.kind == "llm" and not awaits_tool_results(run):
+                for call in _invocations(run):
+                    if call.state in _PENDING:
+                        continue
+                    found = next(
+                        (t for key in _call_keys(run, call) if (t := self._calls.get(key))), None
+                    )
+                    if found is not None and found != trace_id:
+                        steps_from[found] = None
+        return TraceLinks(kept, twins, list(steps_from))
+
+    def _twin(self, trace_id: str, run: AgentRun) -> Twin | None:
+        if run.kind != "llm" or not (response := response_id(run)):
+            return None
+        read_in = self._responses.get(response)
+        if read_in is None or read_in == trace_id or has_content(run):
+            return None
+        return Twin(run, response, read_in)
+
+
+def response_id(run: AgentRun) -> str | None:
+    """The provider's id of the response a model call's run read, when its span names one."""
+    for key in RESPONSE_ID_ATTRIBUTES:
+        if isinstance(value := run.attributes.get(key), str) and value:
+            return value
+    return None
+
+
+def _invocations(run: AgentRun) -> Iterable[ToolInvocation]:
+    for message in run.output:
+        for part in message.content.parts:
+            if part.tool_invocation is not None:
+                yield part.tool_invocation
+
+
+def _call_keys(run: AgentRun, call: ToolInvocation) -> list[str]:
+    """What a tool call is known by across traces: the user's message of the turn with the
+    call's id, and with its tool and arguments (for instrumentations that record no id on one
+    side). The message is part of both: some providers number ids per response (``call_0``)."""
+    user = "\n".join(message_text(m) or "" for m in run.input.input_messages if m.role == "user")
+    if not user.strip():
+        return []
+    keys = [_digest(user, "id", call.tool_call_id)] if call.tool_call_id else []
+    if call.tool_name:
+        arguments = orjson.dumps(call.args, option=orjson.OPT_SORT_KEYS, default=str)
+        keys.append(_digest(user, "call", call.tool_name, arguments.decode()))
+    return keys
+
+
+def _digest(*pieces: str) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    for piece in pieces:
+        digest.update(piece.encode("utf-8", "surrogatepass") + b"\0")
+    return digest.hexdigest()
+
+
+def joined(trace: Trace, earlier: Sequence[Trace]) -> Trace:
+    """The trace read together with the earlier traces of its loop: one trace (its id) holding
+    all their spans and log records, so the loop assembly sees every call."""
+    return Trace(
+        trace.trace_id,
+        spans=[span for part in (*earlier, trace) for span in part.spans],
+        logs=[record for part in (*earlier, trace) for record in part.logs],
+    )
+
+
+def own_runs(trace: Trace, runs: Iterable[AgentRun]) -> list[AgentRun]:
+    """The runs of a joined trace that ``trace``'s own spans fed (the earlier traces' other
+    runs were kept by those traces)."""
+    own = {span.span_id for span in trace.spans}
+    return [run for run in runs if own.intersection(run.span_ids)]
+
+
+def read_linked(
+    traces: Mapping[str, Trace],
+    links: CallLinks,
+    extract: Callable[[Trace], list[AgentRun]],
+    load: Callable[[list[str]], Mapping[str, Trace]],
+) -> dict[str, TraceLinks]:
+    """Each trace's runs, linked: ``extract`` reads a trace's runs, ``load`` fetches the
+    earlier traces a loop continues (from the store, or the files read) when they are not
+    among ``traces``. Every trace is remembered before any is linked, so a batch's traces link
+    in either order."""
+    runs = {trace_id: extract(trace) for trace_id, trace in traces.items()}
+    for trace_id, read in runs.items():
+        links.remember(trace_id, read)
+    result = {trace_id: links.link(trace_id, read) for trace_id, read in runs.items()}
+    wanted = sorted({t for linked in result.values() for t in linked.steps_from if t not in traces})
+    fetched = load(wanted) if wanted else {}
+    for trace_id, linked in result.items():
+        earlier = [
+            step for t in linked.steps_from if (step := traces.get(t) or fetched.get(t)) is not None
+        ]
+        linked.steps_from = [trace.trace_id for trace in earlier]
+        if earlier:
+            trace = traces[trace_id]
+            twins = {twin.run.span_id for twin in linked.twins}
+            linked.runs = [
+                run
+                for run in own_runs(trace, extract(joined(trace, earlier)))
+                if run.span_id not in twins
+            ]
+    return result
