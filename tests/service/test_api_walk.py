@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.service.test_api_paging import SEEDS
+from tests.support.paged_rows import SEEDS
 from tracescore.config import parse_config
 from tracescore.service import create_app
 from tracescore.store import SpanStore

@@ -101,7 +101,7 @@ def test_an_empty_page_says_what_it_waits_for_and_runs_a_pass(
         page.goto(f"{running.base_url}/ui/insights")
         assert page.locator("#insights tbody td.empty").count() == 1
         means = page.locator("#failed-means").inner_text()
-        assert "below its binding's threshold (coverage)" in means
+        assert "below its binding's pass threshold (coverage)" in means
         assert "human feedback labelled fail" in means
         assert "Next pass:" in page.locator("#next-pass").inner_text()
         assert layout_problems(page) == []

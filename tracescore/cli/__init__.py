@@ -7,6 +7,7 @@ registered here, in the order ``--help`` lists them.
 from __future__ import annotations
 
 import signal
+import threading
 
 import typer
 
@@ -54,7 +55,10 @@ def main(
     # A process started in the background by a shell without job control (`cmd &` in a
     # script, nohup) inherits SIGINT ignored, and Python then installs no KeyboardInterrupt
     # for it: `kill -INT` did nothing to `tracescore demo --serve`. Every command stops on it.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    # (Only the main thread may set a handler: a command invoked from another thread, as a
+    # program embedding the CLI may, keeps its process's own.)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 app.command()(serve)

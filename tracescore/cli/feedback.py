@@ -108,7 +108,10 @@ def _table(report: dict[str, Any]) -> str:
 
 def calibrate(
     named: str | None = typer.Option(
-        None, "--binding", help="The binding whose scores to compare with feedback."
+        None,
+        "--binding",
+        help="The binding whose scores to compare with feedback.",
+        show_default="none: one must be named",
     ),
     positional: str | None = typer.Argument(
         None,
