@@ -259,6 +259,22 @@ RowId = Annotated[int, Field(ge=1, le=2**63 - 1)]
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 """A number parameter: ``nan`` and ``inf`` are no threshold or value."""
 
+TRACE_ID_PATTERN = r"^[0-9a-fA-F]{32}$"
+SPAN_ID_PATTERN = r"^[0-9a-fA-F]{16}$"
+TraceId = Annotated[
+    str, Field(pattern=TRACE_ID_PATTERN, examples=["4bf92f3577b34da6a3ce929d0e0e4736"])
+]
+"""A trace id parameter (in a path or a query): a malformed one is a 422 problem naming it,
+like every bad parameter, not a 400 or a 404."""
+SpanId = Annotated[str, Field(pattern=SPAN_ID_PATTERN, examples=["00f067aa0ba902b7"])]
+"""A span id parameter, likewise."""
+FeedbackId = Annotated[
+    str, Field(pattern=r"^[0-9a-f]{32}$", examples=["5c5f09670fb9455390ed367ef572e9f7"])
+]
+"""A verdict's id as ``POST /feedback`` answered it (32 lowercase hex)."""
+GroupId = Annotated[str, Field(pattern=r"^[0-9A-Za-z_-]{1,64}$", examples=["9f86d081884c7d65"])]
+"""A failure mode's id (16 hex from a pass): anything else cannot name one."""
+
 
 def _unstorable(text: str) -> str | None:
     """Why the databases cannot store ``text``, or None: PostgreSQL refuses a NUL in text, and

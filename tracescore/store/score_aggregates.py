@@ -521,3 +521,16 @@ def judge_cost_per_day(
         }
         for start, cost, count in connection.execute(statement)
     ]
+
+
+# --- names ----------------------------------------------------------------------------------
+
+
+def binding_has_scores(connection: Connection, binding: str) -> bool:
+    """Some score row carries ``binding``: a binding removed from the configuration keeps its
+    history readable through the API rather than turning into a 404. One probe of the
+    ``(binding, created_at)`` index."""
+    found = connection.execute(
+        select(SCORES.c.id).where(SCORES.c.binding == binding).limit(1)
+    ).first()
+    return found is not None
