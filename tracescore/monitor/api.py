@@ -171,7 +171,9 @@ def create_monitor_router(
         group_by: Annotated[list[SegmentColumn], Query()] = [],  # noqa: B006 (FastAPI copies it)
     ) -> dict[str, Any]:
         """Per binding (``scorer`` id on the deprecated alias) × time bucket (× ``group_by``
-        columns): count, mean, p10/p50/p90, error rate. An unknown ``binding`` is a 404."""
+        columns): count, mean, p10/p50/p90, error rate, and ``failed``/``fail_rate``: the scored
+        runs that failed their binding's pass threshold (labelled so when scored). An unknown
+        ``binding`` is a 404."""
         known(binding)
         bucket_seconds = int(bucket or 3600)
         start, end = _range(since, until)
@@ -216,6 +218,8 @@ def create_monitor_router(
                     "errors": group.errors,
                     "failed_runs": group.failed_runs,
                     "error_rate": group.error_rate,
+                    "failed": group.failed,
+                    "fail_rate": group.fail_rate,
                 }
             )
         series.sort(

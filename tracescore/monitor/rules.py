@@ -17,6 +17,7 @@ from tracescore.monitor.config import (
     AgreementRule,
     AlertRule,
     ErrorRateRule,
+    FailRateRule,
     FailureModeRule,
     RegressionRule,
     ThresholdRule,
@@ -245,6 +246,31 @@ def _error_rate(connection: Connection, rule: ErrorRateRule, now: datetime) -> l
     return verdicts
 
 
+def _fail_rate(connection: Connection, rule: FailRateRule, now: datetime) -> list[Verdict]:
+    """Share of the window's scored runs labelled as failing their pass threshold."""
+    since = now - timedelta(seconds=rule.window)
+    verdicts = []
+    for group in aggregate_scores(connection, _filter(rule, since, now), rule.segment_by):
+        rate, n = group.fail_rate, group.moments.n
+        if rate is None or n < rule.min_samples:
+            continue
+        firing = rate > rule.above
+        verdicts.append(
+            Verdict(
+                segment=dict(zip(rule.segment_by, group.group, strict=True)),
+                firing=firing,
+                value=rate,
+                summary=(
+                    f"{rule.subject}: {rate:.1%} of the runs scored in the last "
+                    f"{_duration_text(rule.window)} failed its pass threshold, "
+                    f"{'' if firing else 'not '}above {rule.above:.1%} ({group.failed} of {n})"
+                ),
+                details={"failed": group.failed, "scored": n, "above": rule.above},
+            )
+        )
+    return verdicts
+
+
 def _agreement(connection: Connection, rule: AgreementRule, now: datetime) -> list[Verdict]:
     """Kappa or MAE of the window's scored runs that have feedback, per segment."""
     where = {
@@ -349,4 +375,6 @@ def evaluate_rule(
         return _agreement(connection, rule, now)
     if isinstance(rule, FailureModeRule):
         return _failure_modes(connection, rule, now)
+    if isinstance(rule, FailRateRule):
+        return _fail_rate(connection, rule, now)
     return _error_rate(connection, rule, now)
