@@ -32,7 +32,7 @@ from tracescore.feedback.config import FeedbackConfig
 from tracescore.insights.config import InsightsConfig
 from tracescore.judge.config import JudgeConfig
 from tracescore.monitor.config import AlertsConfig, MonitorConfig
-from tracescore.pipeline.bindings import pass_threshold
+from tracescore.pipeline.bindings import has_pass_threshold
 from tracescore.pipeline.cascade_config import cascade_problems
 from tracescore.pipeline.config import (
     ScorerBinding,
@@ -268,11 +268,7 @@ class Config(Section):
             *cascade_problems(self.scorers),
             *self.alerts.problems(
                 {binding.name for binding in self.scorers},
-                {
-                    binding.name
-                    for binding in self.scorers
-                    if binding.threshold is not None or pass_threshold(binding) is not None
-                },
+                {binding.name for binding in self.scorers if has_pass_threshold(binding)},
             ),
         ]
 

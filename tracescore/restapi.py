@@ -359,13 +359,12 @@ _PROBLEM_CONTENT = {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": "#/components/schema
 PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": Problem, "description": what, "content": _PROBLEM_CONTENT}
     for status, what in {
-        400: "a malformed id or parameter",
         401: "no valid API key (when keys are configured)",
         404: "nothing with this id",
         408: "the request body was not received in time",
         410: "the trace's spans were removed by retention; its scores are kept",
         413: "the request body is larger than server.max_api_body_bytes",
-        422: "a parameter or body field failed validation (each listed in ``errors``)",
+        422: "a parameter, path id or body field failed validation (each listed in ``errors``)",
         429: "too many wrong keys from this address; see Retry-After",
         503: "the database is unavailable; see Retry-After",
     }.items()

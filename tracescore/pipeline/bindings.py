@@ -80,6 +80,12 @@ def pass_threshold(binding: ScorerBinding) -> float | None:
     return passes_at * float(binding.options.get("scale", 1.0))
 
 
+def has_pass_threshold(binding: ScorerBinding) -> bool:
+    """Some run of ``binding`` can fail: it states a threshold, its scorer does, or it learns
+    one from people's verdicts."""
+    return binding.threshold is not None or pass_threshold(binding) is not None
+
+
 def stated_direction(binding: ScorerBinding) -> bool:
     """Whether a higher score of ``binding`` is better, known before its scorer is built (a
     custom scorer's are: it says nothing otherwise)."""

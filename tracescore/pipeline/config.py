@@ -213,9 +213,10 @@ class FeedbackTrigger(Section):
 class LearntThreshold(Section):
     """``threshold: learn``: the pass threshold learnt from people's verdicts on the binding's
     runs (the cut that agrees with them most), once there are enough of both kinds; until
-    then the scorer's own. See [Pass thresholds](../configuration.md#pass-thresholds)."""
+    then the scorer's own. See [Pass thresholds learnt from feedback](../scorers.md#pass-thresholds-learnt-from-feedback)."""
 
     learn: Literal[True] = True
+    """Says the mapping is a learnt threshold; ``threshold: learn`` is this with the defaults."""
     min_verdicts: int = Field(10, ge=1)
     """Verdicts of each kind (pass and fail) the learning needs: with fewer of either, one
     verdict would move the cut, so the scorer's threshold stays."""
