@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -48,7 +49,7 @@ class PassThreshold:
 
 
 def learn_threshold(
-    pairs: Iterable[tuple[float, bool]],
+    pairs: Sequence[tuple[float, bool]],
     stated: float,
     higher_is_better: bool,
     min_verdicts: int,
@@ -58,21 +59,21 @@ def learn_threshold(
     kind. The candidates are the scores themselves and ``stated``; among equally good cuts the
     one nearest ``stated`` wins (then the lower), so the answer is the same for the same
     verdicts and moves from the scorer's only as far as people's verdicts say."""
-    listed = list(pairs)
-    passes = sum(1 for _, passed in listed if passed)
-    if passes < min_verdicts or len(listed) - passes < min_verdicts:
+    passed = sorted(score for score, person_passed in pairs if person_passed)
+    failed = sorted(score for score, person_passed in pairs if not person_passed)
+    if len(passed) < min_verdicts or len(failed) < min_verdicts:
         return None
 
     def agreeing(cut: float) -> int:
-        return sum(
-            1
-            for score, passed in listed
-            if (score >= cut if higher_is_better else score <= cut) == passed
-        )
+        """Verdicts the cut agrees with, by bisection: O(log n) a candidate, so thousands
+        of verdicts are learnt from in milliseconds."""
+        if higher_is_better:
+            return len(passed) - bisect_left(passed, cut) + bisect_left(failed, cut)
+        return bisect_right(passed, cut) + len(failed) - bisect_right(failed, cut)
 
-    candidates = sorted({score for score, _ in listed} | {stated})
+    candidates = sorted({*passed, *failed, stated})
     best = min(candidates, key=lambda cut: (-agreeing(cut), abs(cut - stated), cut))
-    return best, len(listed)
+    return best, len(passed) + len(failed)
 
 
 def _human_cut(binding: ScorerBinding, stated: float | None) -> float:
