@@ -20,6 +20,7 @@ from fastapi.testclient import TestClient
 from tests.support.paged_rows import SEEDS
 from tests.support.score_streams import score_row
 from tracescore.config import parse_config
+from tracescore.monitor.silences import SilenceIn, add_silence
 from tracescore.service import create_app
 from tracescore.store import SpanStore
 from tracescore.store.scores import upsert_scores
@@ -44,6 +45,7 @@ def client(store: SpanStore) -> Iterator[TestClient]:
     config = parse_config(
         "scorers:\n  - {name: quality, scorer: completeness}\n"
         "alerts:\n  rules:\n    - {name: low, type: threshold, binding: quality, below: 0.5}\n"
+        "    - {name: other, type: threshold, binding: quality, below: 0.2}\n"
     )
     with TestClient(create_app(config, store), raise_server_exceptions=False) as client:
         yield client
@@ -175,9 +177,13 @@ def test_a_binding_gone_from_the_configuration_keeps_its_scores_readable(
     for url in ("/api/v1/scores", "/api/v1/scores/summary", "/api/v1/calibration"):
         assert client.get(url, params={"binding": "retired"}).status_code == 200, url
     assert len(client.get("/api/v1/scores", params={"binding": "retired"}).json()["items"]) == 1
-    # a silence keeps a rule no longer configured readable likewise
-    assert client.post("/api/v1/alerts/silences", json={"rule": "gone", "duration": "1h"})
-    assert client.get("/api/v1/alerts/silences", params={"rule": "gone"}).status_code == 200
+    # a silence stored for a rule since removed keeps it readable likewise; a new one for a
+    # rule the configuration does not name is refused, as a verdict's unknown binding is
+    add_silence(store.engine, SilenceIn(rule="gone", duration=3600), datetime.now(UTC).timestamp())
+    kept = client.get("/api/v1/alerts/silences", params={"rule": "gone"})
+    assert kept.status_code == 200 and kept.json()["items"][0]["rule"] == "gone"
+    refused = client.post("/api/v1/alerts/silences", json={"rule": "gone", "duration": "1h"})
+    assert refused.status_code == 422 and "no alert rule named 'gone'" in refused.json()["detail"]
 
 
 BAD_IDS = [

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal, cast
 
 from fastapi import APIRouter, HTTPException, Path, Query, Response
+from fastapi.exceptions import RequestValidationError
 
 from tracescore import metrics
 from tracescore.monitor.config import MonitorConfig, SegmentColumn
@@ -319,7 +320,12 @@ def create_monitor_router(
         responses={201: {"description": "the stored silence, with its id and expiry"}},
     )
     def silence(body: SilenceIn) -> dict[str, Any]:
-        """Silence or acknowledge a rule's alert (or one segment's) for ``duration``."""
+        """Silence or acknowledge a rule's alert (or one segment's) for ``duration``. A
+        ``rule`` that ``alerts.rules`` does not name is refused (422), as a verdict's unknown
+        binding is: a typo would silence nothing."""
+        if configured_rules is not None and body.rule not in configured_rules:
+            where, why = ("body", "rule"), f"no alert rule named {body.rule!r} in alerts.rules"
+            raise RequestValidationError([{"loc": where, "msg": why, "type": "value_error"}])
         return silence_out(add_silence(engine, body, datetime.now(UTC).timestamp()))
 
     @router.get(
