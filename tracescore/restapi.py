@@ -407,6 +407,8 @@ def install_problem_details(app: FastAPI) -> None:
         if not _api(request) or exc.status_code < 400:
             return await http_exception_handler(request, exc)
         detail = exc.detail if isinstance(exc.detail, str) else _title(exc.status_code)
+        if exc.status_code == 422:  # the shape of a request that failed validation
+            return problem(422, detail, exc.headers, errors=[_error_of(request, detail)])
         return problem(exc.status_code, detail, headers=exc.headers)
 
     async def invalid(request: Request, exc: Exception) -> Response:
@@ -428,6 +430,22 @@ def install_problem_details(app: FastAPI) -> None:
 
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, invalid)
+
+
+def _error_of(request: Request, detail: str) -> dict[str, Any]:
+    """A route's own 422 (a check past the parameters' types: ``since`` after ``until``, a
+    cursor it did not give) as one of the ``errors`` a validation failure lists, located at
+    the parameter its detail names first (``limit: at most 1000``) where the request has it."""
+    name = detail.split(":", 1)[0].split(" ", 1)[0]
+    where = next(
+        (
+            [place, name]
+            for place, params in (("query", request.query_params), ("path", request.path_params))
+            if name in params
+        ),
+        [],
+    )
+    return {"loc": where, "msg": detail, "type": "value_error"}
 
 
 def _api(request: Request) -> bool:

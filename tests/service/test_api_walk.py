@@ -232,6 +232,17 @@ def test_a_bad_cursor_is_422(client: TestClient) -> None:
     for route in ("sources", "alerts/silences", "review-queue", "ingest/quarantine"):
         answer = client.get(f"/api/v1/{route}", params={"cursor": "not-one"})
         assert answer.status_code == 422, route
+        assert answer.json()["errors"][0]["msg"] == answer.json()["detail"], route
+
+
+def test_a_routes_own_422_has_the_shape_of_a_validation_failure(client: TestClient) -> None:
+    """A check past the parameters' types (a range backwards, a page too large) answers as
+    a failed validation does: ``errors`` located at the parameter its detail names."""
+    backwards = client.get("/api/v1/scores/summary", params={"since": "1h", "until": "2h"})
+    too_many = client.get("/api/v1/scores", params={"limit": 5000})
+    for answer, loc in ((backwards, ["query", "since"]), (too_many, ["query", "limit"])):
+        assert answer.status_code == 422 and answer.json()["errors"][0]["loc"] == loc
+        assert answer.headers["content-type"] == "application/problem+json"
 
 
 def test_the_old_paths_say_they_are_deprecated(client: TestClient) -> None:
