@@ -65,7 +65,10 @@ def test_a_fail_rate_rule_fires_on_the_segment_that_fails_its_threshold(store: S
     verdicts = {v.segment["agent"]: v for v in report.verdicts["failing"]}
     assert verdicts["sales"].firing and verdicts["sales"].value == pytest.approx(0.4)
     assert not verdicts["support"].firing and verdicts["support"].value == pytest.approx(0.1)
-    assert "40.0% of the runs scored in the last 1h failed" in verdicts["sales"].summary
+    assert verdicts["sales"].summary == (
+        "quality fail rate 40.0% over the last 1h is above 20.0% "
+        "(40 of 100 scored runs failed their pass threshold)"
+    )
     assert verdicts["sales"].details == {"failed": 40, "scored": 100, "above": 0.2}
     (unlabelled,) = report.verdicts["none"]
     assert not unlabelled.firing and unlabelled.value == 0.0
