@@ -6,7 +6,9 @@
    and the cost of a look that finds nothing new;
 2. review queue: ``--scores`` scores of two bindings over seven days, a tenth of them reviewed;
    the time of a queue page;
-3. calibration: the report of one binding over the same store.
+3. calibration: the report of one binding over the same store, and the threshold learnt from
+   its verdicts (``threshold: learn``: what the scoring processes and the API do once per
+   ``refresh``).
 
     python benchmarks/feedback.py                     # SQLite, 20,000 traces, 100,000 scores
     python benchmarks/feedback.py --db postgresql://postgres@127.0.0.1/bench
@@ -32,10 +34,13 @@ from tracescore.config import parse_config
 from tracescore.feedback.report import calibration_report
 from tracescore.feedback.review import ReviewQueue
 from tracescore.feedback.scan import FeedbackScanner
+from tracescore.pipeline.learnt_thresholds import PassThreshold, learn_for
 from tracescore.spans import LogRecord, Resource, Scope, Span, SpanEvent
 from tracescore.store import SpanStore, open_store
 from tracescore.store.feedback import Feedback, FeedbackStore
 
+LEARNING = "{name: tone, scorer: tone, threshold: learn}"
+"""The second binding, learning its threshold from the same verdicts."""
 CONFIG = (
     "scorers: [{name: quality, scorer: completeness, threshold: 0.6}, {name: tone, scorer: tone}]"
 )
@@ -187,11 +192,23 @@ def review_and_calibration(store: SpanStore, args: argparse.Namespace) -> None:
     for _ in range(3):
         started = time.perf_counter()
         with store.engine.connect() as connection:
-            report = calibration_report(connection, "quality", 0.6, config.feedback)
+            report = calibration_report(
+                connection, "quality", PassThreshold(0.6, "binding"), config.feedback
+            )
         reports.append(time.perf_counter() - started)
     print(
         f"calibration: {report['overall']['n']:,} pairs among {args.scores // 2:,} scores of the "
         f"binding: {statistics.median(reports) * 1000:.0f} ms (median of 3)"
+    )
+    learning = parse_config(CONFIG.replace("{name: tone, scorer: tone}", LEARNING)).scorers[1]
+    learnt = []
+    for _ in range(3):
+        started = time.perf_counter()
+        found = learn_for(store.engine, learning)
+        learnt.append(time.perf_counter() - started)
+    print(
+        f"learnt threshold (threshold: learn, once per refresh): {found.value:.3f}, "
+        f"{found.origin}: {statistics.median(learnt) * 1000:.0f} ms (median of 3)"
     )
 
 

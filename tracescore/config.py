@@ -32,6 +32,7 @@ from tracescore.feedback.config import FeedbackConfig
 from tracescore.insights.config import InsightsConfig
 from tracescore.judge.config import JudgeConfig
 from tracescore.monitor.config import AlertsConfig, MonitorConfig
+from tracescore.pipeline.bindings import has_pass_threshold
 from tracescore.pipeline.cascade_config import cascade_problems
 from tracescore.pipeline.config import (
     ScorerBinding,
@@ -265,7 +266,10 @@ class Config(Section):
             *convention_problems(self.conventions),
             *boost_problems(self.scorers, {rule.name for rule in self.alerts.rules}),
             *cascade_problems(self.scorers),
-            *self.alerts.problems({binding.name for binding in self.scorers}),
+            *self.alerts.problems(
+                {binding.name for binding in self.scorers},
+                {binding.name for binding in self.scorers if has_pass_threshold(binding)},
+            ),
         ]
 
 

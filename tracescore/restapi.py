@@ -259,6 +259,22 @@ RowId = Annotated[int, Field(ge=1, le=2**63 - 1)]
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 """A number parameter: ``nan`` and ``inf`` are no threshold or value."""
 
+TRACE_ID_PATTERN = r"^[0-9a-fA-F]{32}$"
+SPAN_ID_PATTERN = r"^[0-9a-fA-F]{16}$"
+TraceId = Annotated[
+    str, Field(pattern=TRACE_ID_PATTERN, examples=["4bf92f3577b34da6a3ce929d0e0e4736"])
+]
+"""A trace id parameter (in a path or a query): a malformed one is a 422 problem naming it,
+like every bad parameter, not a 400 or a 404."""
+SpanId = Annotated[str, Field(pattern=SPAN_ID_PATTERN, examples=["00f067aa0ba902b7"])]
+"""A span id parameter, likewise."""
+FeedbackId = Annotated[
+    str, Field(pattern=r"^[0-9a-f]{32}$", examples=["5c5f09670fb9455390ed367ef572e9f7"])
+]
+"""A verdict's id as ``POST /feedback`` answered it (32 lowercase hex)."""
+GroupId = Annotated[str, Field(pattern=r"^[0-9A-Za-z_-]{1,64}$", examples=["9f86d081884c7d65"])]
+"""A failure mode's id (16 hex from a pass): anything else cannot name one."""
+
 
 def _unstorable(text: str) -> str | None:
     """Why the databases cannot store ``text``, or None: PostgreSQL refuses a NUL in text, and
@@ -343,13 +359,12 @@ _PROBLEM_CONTENT = {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": "#/components/schema
 PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": Problem, "description": what, "content": _PROBLEM_CONTENT}
     for status, what in {
-        400: "a malformed id or parameter",
         401: "no valid API key (when keys are configured)",
         404: "nothing with this id",
         408: "the request body was not received in time",
         410: "the trace's spans were removed by retention; its scores are kept",
         413: "the request body is larger than server.max_api_body_bytes",
-        422: "a parameter or body field failed validation (each listed in ``errors``)",
+        422: "a parameter, path id or body field failed validation (each listed in ``errors``)",
         429: "too many wrong keys from this address; see Retry-After",
         503: "the database is unavailable; see Retry-After",
     }.items()
@@ -392,6 +407,8 @@ def install_problem_details(app: FastAPI) -> None:
         if not _api(request) or exc.status_code < 400:
             return await http_exception_handler(request, exc)
         detail = exc.detail if isinstance(exc.detail, str) else _title(exc.status_code)
+        if exc.status_code == 422:  # the shape of a request that failed validation
+            return problem(422, detail, exc.headers, errors=[_error_of(request, detail)])
         return problem(exc.status_code, detail, headers=exc.headers)
 
     async def invalid(request: Request, exc: Exception) -> Response:
@@ -413,6 +430,22 @@ def install_problem_details(app: FastAPI) -> None:
 
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, invalid)
+
+
+def _error_of(request: Request, detail: str) -> dict[str, Any]:
+    """A route's own 422 (a check past the parameters' types: ``since`` after ``until``, a
+    cursor it did not give) as one of the ``errors`` a validation failure lists, located at
+    the parameter its detail names first (``limit: at most 1000``) where the request has it."""
+    name = detail.split(":", 1)[0].split(" ", 1)[0]
+    where = next(
+        (
+            [place, name]
+            for place, params in (("query", request.query_params), ("path", request.path_params))
+            if name in params
+        ),
+        [],
+    )
+    return {"loc": where, "msg": detail, "type": "value_error"}
 
 
 def _api(request: Request) -> bool:

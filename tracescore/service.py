@@ -150,6 +150,7 @@ def create_app(config: Config, store: SpanStore, intake: Intake | None = None) -
                 version,
                 fill_steps,
                 [b.name for b in config.scorers],
+                [rule.name for rule in config.alerts.rules],
             ),
             feedback_router(config, store, version),
             sources_router(store.engine, version),

@@ -188,6 +188,7 @@ def test_calibrate_prints_the_figures_of_the_store(tmp_path: Path) -> None:
     assert as_json.exit_code == 0, as_json.output
     report = orjson.loads(as_json.stdout)
     assert report["threshold"] == 0.5 and report["overall"]["n"] == 5
+    assert report["threshold_source"] == "binding"
     assert report["overall"]["mae"] == pytest.approx((0.1 + 0.3 + 0.2 + 0.2 + 0.1) / 5)
     assert report["overall"]["confusion"] == {
         "judge_pass_human_pass": 2,
@@ -199,7 +200,7 @@ def test_calibrate_prints_the_figures_of_the_store(tmp_path: Path) -> None:
         app, ["calibrate", "--binding", "quality", "--db", url, "--threshold", "0.7"]
     )
     assert table.exit_code == 0, table.output
-    assert "gpt-4o-mini" in table.stdout and "verdicts at 0.7" in table.stdout
+    assert "gpt-4o-mini" in table.stdout and "verdicts at 0.7, asked" in table.stdout
     assert (
         runner.invoke(
             app, ["calibrate", "--binding", "quality", "--db", url, "--since", "someday"]

@@ -29,7 +29,11 @@ KEY = "silence-test-key"
 def test_silences_api_behind_the_key(db_url: str) -> None:
     store = open_store(db_url)
     try:
-        app = create_app(parse_config(f"server:\n  api_keys: [{KEY}]\n"), store)
+        config = (
+            f"server:\n  api_keys: [{KEY}]\nscorers: [{{name: q, scorer: consistency}}]\n"
+            "alerts: {rules: [{name: r, type: error_rate, binding: q, above: 0.5}]}\n"
+        )
+        app = create_app(parse_config(config), store)
         with serve_app(app) as base_url:
             client = httpx.Client(base_url=base_url, timeout=30)
             path = "/api/v1/alerts/silences"
@@ -61,6 +65,7 @@ def test_silences_api_behind_the_key(db_url: str) -> None:
                 {**asked, "duration": "soon"},
                 {**asked, "kind": "mute"},
                 {**asked, "rule": ""},
+                {**asked, "rule": "typo"},
             ):
                 refused = client.post(path, json=bad, headers=auth)
                 assert refused.status_code == 422, bad
@@ -70,7 +75,8 @@ def test_silences_api_behind_the_key(db_url: str) -> None:
             assert page["next_cursor"] is None
             listed = page["items"]
             assert [item["id"] for item in listed] == [silence["id"], ack.json()["id"]]
-            assert client.get(path, params={"rule": "other"}, headers=auth).json()["items"] == []
+            unknown = client.get(path, params={"rule": "other"}, headers=auth)
+            assert unknown.status_code == 404 and "'other'" in unknown.json()["detail"]
             assert client.delete(f"{path}/{silence['id']}").status_code == 401
             assert client.delete(f"{path}/{silence['id']}", headers=auth).status_code == 204
             gone = client.delete(f"{path}/{silence['id']}", headers=auth)

@@ -409,16 +409,16 @@ def test_feedback_on_an_unknown_trace_is_not_found(client: TestClient, trace_id:
 
 
 def test_errors_under_api_are_problem_details_and_pages_keep_theirs(client: TestClient) -> None:
-    for url in (
-        "/api/v1/traces/zz",
-        "/api/traces/zz",
-        "/api/v1/traces/" + "0" * 32,
-        "/api/v1/feedback/nothing",
-    ):
+    for url in ("/api/v1/traces/" + "0" * 32, "/api/v1/feedback/" + "0" * 32):
         method = "DELETE" if "feedback" in url else "GET"
         response = client.request(method, url)
         assert response.headers["content-type"] == "application/problem+json", url
         assert set(response.json()) == {"type", "title", "status", "detail"}, url
+    for url in ("/api/v1/traces/zz", "/api/traces/zz", "/api/v1/feedback/nothing"):
+        method = "DELETE" if "feedback" in url else "GET"
+        response = client.request(method, url)
+        assert response.status_code == 422, url
+        assert set(response.json()) == {"type", "title", "status", "detail", "errors"}, url
     assert client.get("/api/v1/traces", params={"limit": 0}).json()["errors"][0]["loc"] == [
         "query",
         "limit",

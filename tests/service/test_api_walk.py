@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
 from tests.support.paged_rows import SEEDS
+from tests.support.score_streams import score_row
 from tracescore.config import parse_config
+from tracescore.monitor.silences import SilenceIn, add_silence
 from tracescore.service import create_app
 from tracescore.store import SpanStore
+from tracescore.store.scores import upsert_scores
 
 RFC3339_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z$")
 ANY_TIME = re.compile(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d")
@@ -41,6 +45,7 @@ def client(store: SpanStore) -> Iterator[TestClient]:
     config = parse_config(
         "scorers:\n  - {name: quality, scorer: completeness}\n"
         "alerts:\n  rules:\n    - {name: low, type: threshold, binding: quality, below: 0.5}\n"
+        "    - {name: other, type: threshold, binding: quality, below: 0.2}\n"
     )
     with TestClient(create_app(config, store), raise_server_exceptions=False) as client:
         yield client
@@ -133,24 +138,86 @@ def test_a_number_names_its_unit(client: TestClient, store: SpanStore) -> None:
     assert numbers == [], numbers
 
 
-@pytest.mark.parametrize(
-    "url",
-    [
-        "/api/v1/calibration?binding=nope",
-        "/api/v1/coverage?binding=nope",
-        "/api/v1/review-queue?binding=nope",
-        "/api/v1/compare?binding=nope",
-    ],
-)
-def test_an_unknown_binding_is_404(client: TestClient, url: str) -> None:
+NAMED_ROUTES = [
+    "/api/v1/calibration?binding=nope",
+    "/api/v1/coverage?binding=nope",
+    "/api/v1/review-queue?binding=nope",
+    "/api/v1/compare?binding=nope",
+    "/api/v1/scores?binding=nope",
+    "/api/v1/scores/summary?binding=nope",
+    "/api/v1/alerts?rule=nope",
+    "/api/v1/alerts/silences?rule=nope",
+]
+"""Every ``/api/v1`` parameter that names something the configuration declares (a binding,
+an alert rule). ``agent``, ``service``, ``model`` and ``scorer`` filter on what runs
+reported, and ``/feedback?binding=`` takes free evaluation names too: those match nothing."""
+
+
+@pytest.mark.parametrize("url", NAMED_ROUTES)
+def test_an_unknown_name_is_404(client: TestClient, url: str) -> None:
     answer = client.get(url)
     assert answer.status_code == 404, answer.text
+    assert answer.headers["content-type"] == "application/problem+json"
     assert "nope" in answer.json()["detail"]
 
 
-def test_a_known_binding_without_rows_is_200(client: TestClient) -> None:
-    assert client.get("/api/v1/calibration?binding=quality").status_code == 200
-    assert client.get("/api/v1/coverage?binding=quality").status_code == 200
+def test_a_known_name_without_rows_is_200(client: TestClient) -> None:
+    for url in NAMED_ROUTES:
+        known = url.replace("binding=nope", "binding=quality").replace("rule=nope", "rule=low")
+        if "compare" not in known:  # compare needs two versions' scores: its own 404
+            assert client.get(known).status_code == 200, known
+
+
+def test_a_binding_gone_from_the_configuration_keeps_its_scores_readable(
+    client: TestClient, store: SpanStore
+) -> None:
+    """Stored scores under a name the configuration no longer binds are history, not a typo."""
+    with store.write_transaction() as connection:
+        upsert_scores(connection, [score_row(datetime.now(UTC), 0.5, binding="retired")])  # type: ignore[list-item]
+    for url in ("/api/v1/scores", "/api/v1/scores/summary", "/api/v1/calibration"):
+        assert client.get(url, params={"binding": "retired"}).status_code == 200, url
+    assert len(client.get("/api/v1/scores", params={"binding": "retired"}).json()["items"]) == 1
+    # a silence stored for a rule since removed keeps it readable likewise; a new one for a
+    # rule the configuration does not name is refused, as a verdict's unknown binding is
+    add_silence(store.engine, SilenceIn(rule="gone", duration=3600), datetime.now(UTC).timestamp())
+    kept = client.get("/api/v1/alerts/silences", params={"rule": "gone"})
+    assert kept.status_code == 200 and kept.json()["items"][0]["rule"] == "gone"
+    refused = client.post("/api/v1/alerts/silences", json={"rule": "gone", "duration": "1h"})
+    assert refused.status_code == 422 and "no alert rule named 'gone'" in refused.json()["detail"]
+
+
+BAD_IDS = [
+    "/api/v1/traces/not-hex",
+    "/api/v1/traces/not-hex/runs",
+    "/api/v1/traces/" + "a" * 31,
+    "/api/v1/scores?trace_id=not-hex",
+    "/api/v1/feedback?trace_id=not-hex",
+    "/api/v1/insights/no%20such%20id/runs",
+    "/api/v1/alerts/silences/not-a-number",
+    "/api/v1/ingest/quarantine/not-a-number/requeue",
+    "/api/v1/feedback/not-hex",
+    "/api/traces/not-hex",
+]
+"""Every id in a path or a query: a malformed one is a 422 problem, not a 400 or a 404."""
+
+
+@pytest.mark.parametrize("url", BAD_IDS)
+def test_a_malformed_id_is_a_422_problem(client: TestClient, url: str) -> None:
+    method = (
+        "POST"
+        if url.endswith("requeue")
+        else "DELETE"
+        if "/silences/" in url or "/feedback/" in url
+        else "GET"
+    )
+    answer = client.request(method, url)
+    assert answer.status_code == 422, (url, answer.status_code, answer.text)
+    assert answer.headers["content-type"] == "application/problem+json"
+    body = answer.json()
+    assert body["status"] == 422 and body["title"] == "Unprocessable Entity"
+    (error,) = body["errors"]
+    assert error["loc"][0] in ("path", "query"), body
+    assert body["detail"].startswith(f"{error['loc'][1]}: "), body
 
 
 def test_a_bogus_run_kind_is_422_like_a_bogus_status(client: TestClient) -> None:
@@ -165,6 +232,17 @@ def test_a_bad_cursor_is_422(client: TestClient) -> None:
     for route in ("sources", "alerts/silences", "review-queue", "ingest/quarantine"):
         answer = client.get(f"/api/v1/{route}", params={"cursor": "not-one"})
         assert answer.status_code == 422, route
+        assert answer.json()["errors"][0]["msg"] == answer.json()["detail"], route
+
+
+def test_a_routes_own_422_has_the_shape_of_a_validation_failure(client: TestClient) -> None:
+    """A check past the parameters' types (a range backwards, a page too large) answers as
+    a failed validation does: ``errors`` located at the parameter its detail names."""
+    backwards = client.get("/api/v1/scores/summary", params={"since": "1h", "until": "2h"})
+    too_many = client.get("/api/v1/scores", params={"limit": 5000})
+    for answer, loc in ((backwards, ["query", "since"]), (too_many, ["query", "limit"])):
+        assert answer.status_code == 422 and answer.json()["errors"][0]["loc"] == loc
+        assert answer.headers["content-type"] == "application/problem+json"
 
 
 def test_the_old_paths_say_they_are_deprecated(client: TestClient) -> None:

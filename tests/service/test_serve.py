@@ -211,7 +211,7 @@ def test_serves_postgresql_by_plain_url_and_reads_traces_back(tmp_path: Path, pg
         later = httpx.get(f"{server.base_url}/api/traces", params={"since": time.time() + 60})
         assert later.json() == {"traces": []}
         assert httpx.get(f"{server.base_url}/api/traces/{'d' * 32}").status_code == 404
-        assert httpx.get(f"{server.base_url}/api/traces/not-an-id").status_code == 400
+        assert httpx.get(f"{server.base_url}/api/traces/not-an-id").status_code == 422
         assert server.stop() == 0
 
 

@@ -62,7 +62,10 @@ def _table(report: dict[str, Any]) -> str:
     from rich.table import Table
 
     table = Table(
-        title=f"{report['binding']}: agreement with feedback (verdicts at {report['threshold']:g})"
+        title=(
+            f"{report['binding']}: agreement with feedback "
+            f"(verdicts at {report['threshold']:g}, {report['threshold_source']})"
+        )
     )
     for column in (
         "scorer version",
@@ -138,6 +141,7 @@ def calibrate(
     import orjson
 
     from tracescore.feedback.report import Thresholds, calibration_report
+    from tracescore.pipeline.learnt_thresholds import PassThreshold
 
     if fmt not in ("table", "json"):
         fail(2, f"--format must be table or json, not {fmt!r}")
@@ -155,7 +159,11 @@ def calibrate(
     start = _since(since) if since else None
     with database_errors():
         config, store = open_config_store(db, config_file)
-        cut = threshold if threshold is not None else Thresholds.of(config).cut(binding)
+        cut = (
+            PassThreshold(threshold, "asked")
+            if threshold is not None
+            else Thresholds.of(config, store.engine).of_binding(binding)
+        )
         with store.engine.connect() as connection:
             report = calibration_report(
                 connection,

@@ -6,21 +6,27 @@ import random
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, HTTPException, Path, Query
 from fastapi.concurrency import run_in_threadpool
 from pydantic import ConfigDict, Field, model_validator
 
 from tracescore.cursors import cursor_int, decode_cursor, encode_cursor
 from tracescore.feedback.report import Thresholds, calibration_report
 from tracescore.feedback.review import ReviewQueue
+from tracescore.monitor.names import BindingNames
 from tracescore.pipeline.feedback_triggers import verdict_triggers
+from tracescore.pipeline.learnt_thresholds import PassThreshold
 from tracescore.restapi import (
     LEGACY,
     PROBLEM_RESPONSES,
+    SPAN_ID_PATTERN,
+    TRACE_ID_PATTERN,
     ApiVersion,
     Body,
+    FeedbackId,
     Finite,
     Moment,
+    TraceId,
     moment_query,
 )
 from tracescore.store import SpanStore
@@ -30,9 +36,6 @@ from tracescore.times import utc_text
 
 if TYPE_CHECKING:
     from tracescore.config import Config
-
-TRACE_ID = r"^[0-9a-fA-F]{32}$"
-SPAN_ID = r"^[0-9a-fA-F]{16}$"
 
 
 class FeedbackIn(Body):
@@ -54,8 +57,8 @@ class FeedbackIn(Body):
         }
     )
 
-    trace_id: str = Field(pattern=TRACE_ID)
-    span_id: str | None = Field(None, pattern=SPAN_ID)
+    trace_id: str = Field(pattern=TRACE_ID_PATTERN)
+    span_id: str | None = Field(None, pattern=SPAN_ID_PATTERN)
     """The judged run's span; omitted: the trace's run(s)."""
     binding: str | None = Field(None, max_length=100)
     name: str | None = Field(None, max_length=100)
@@ -106,12 +109,13 @@ def feedback_router(settings: Config, store: SpanStore, version: ApiVersion = LE
     refused (404) and listed verdicts carry ``binding``; the deprecated ``/api`` alias still
     takes verdicts ahead of their trace's spans and lists the evaluation ``name`` only."""
     config = settings.feedback
-    thresholds = Thresholds.of(settings)
+    thresholds = Thresholds.of(settings, store.engine)
     bindings = [binding.name for binding in settings.scorers]
     highest = scales(settings)
     router = version.router("", "feedback")
     feedback = FeedbackStore(store, verdict_triggers(settings.scorers))
     queue = ReviewQueue.of(settings, store.engine)
+    known = BindingNames(store.engine, bindings).require
 
     @router.post(
         "/feedback",
@@ -147,7 +151,7 @@ def feedback_router(settings: Config, store: SpanStore, version: ApiVersion = LE
 
     @router.get("/feedback", summary="Recorded verdicts, newest first", responses=version.listing)
     async def list_feedback(
-        trace_id: str | None = Query(None, pattern=TRACE_ID),
+        trace_id: TraceId | None = None,
         binding: str | None = Query(None, description="a binding or free evaluation name"),
         since: Annotated[Moment | None, moment_query("recorded at or after")] = None,
         limit: int = Query(100, ge=1, le=1000),
@@ -184,7 +188,7 @@ def feedback_router(settings: Config, store: SpanStore, version: ApiVersion = LE
         return version.page(found, "feedback", next_cursor)
 
     @router.delete("/feedback/{item_id}", status_code=204, summary="Delete a verdict")
-    async def delete_feedback(item_id: str) -> None:
+    async def delete_feedback(item_id: Annotated[FeedbackId, Path()]) -> None:
         if not await run_in_threadpool(feedback.delete, item_id):
             raise HTTPException(404, f"feedback {item_id} not found")
 
@@ -197,12 +201,17 @@ def feedback_router(settings: Config, store: SpanStore, version: ApiVersion = LE
     ) -> dict[str, Any]:
         """How the binding's scores agree with feedback on the same runs: n, MAE, Spearman,
         Cohen's kappa and the confusion matrix, overall and per scorer version and judge model.
-        A binding the configuration does not name is a 404, not a report of zeros."""
-        if binding not in bindings:
-            raise HTTPException(404, f"no binding named {binding!r} in scorers")
-        cut = threshold if threshold is not None else thresholds.cut(binding)
+        ``threshold`` is the cut and ``threshold_source`` where it came from (``binding``,
+        ``learnt from 34 verdicts``, ``scorer default``, ``feedback default``, ``asked``). A
+        binding neither configured nor stored is a 404, not a report of zeros."""
+        known(binding)
 
         def report() -> dict[str, Any]:
+            cut = (
+                PassThreshold(threshold, "asked")
+                if threshold is not None
+                else thresholds.of_binding(binding)
+            )
             with store.engine.connect() as connection:
                 return calibration_report(
                     connection, binding, cut, config, since=since, scorer_version=scorer_version
@@ -218,8 +227,7 @@ def feedback_router(settings: Config, store: SpanStore, version: ApiVersion = LE
     ) -> dict[str, Any]:
         """Unreviewed runs worth a look, each with ``why`` it is proposed (see the docs). Each
         page is a queue of its own among the runs earlier pages did not propose."""
-        if binding is not None and binding not in bindings:
-            raise HTTPException(404, f"no binding named {binding!r} in scorers")
+        known(binding)
         try:
             seed, number = (
                 (cursor_int(part) for part in decode_cursor(cursor, 2))

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from tracescore.feedback.config import FeedbackConfig
 from tracescore.monitor.agreement import Agreement, Pair, agreement
-from tracescore.pipeline.bindings import pass_threshold
+from tracescore.pipeline.learnt_thresholds import LearntThresholds, PassThreshold
 from tracescore.settings import parse_duration
-from tracescore.store import Connection
+from tracescore.store import Connection, Database
 from tracescore.store.dialect import as_utc
 from tracescore.store.feedback import ScoredFeedback, scored_feedback
 from tracescore.times import utc_text
@@ -39,26 +39,25 @@ def since_moment(text: str, now: datetime) -> datetime:
 
 @dataclass(frozen=True)
 class Thresholds:
-    """The pass/fail cut of each binding: its pass threshold (its ``threshold``, else its
-    scorer's, :func:`~tracescore.pipeline.bindings.pass_threshold`), else the feedback
-    default."""
+    """The pass/fail cut of each binding and where it came from: its pass threshold (its
+    ``threshold``, learnt from verdicts with ``threshold: learn``, else its scorer's: see
+    :mod:`~tracescore.pipeline.learnt_thresholds`), else the feedback default."""
 
-    by_binding: dict[str, float]
+    learnt: LearntThresholds
     default: float
 
     @classmethod
-    def of(cls, config: Config) -> Thresholds:
-        return cls(
-            {
-                binding.name: threshold
-                for binding in config.scorers
-                if (threshold := pass_threshold(binding)) is not None
-            },
-            config.feedback.default_threshold,
-        )
+    def of(cls, config: Config, database: Database) -> Thresholds:
+        return cls(LearntThresholds(database, config.scorers), config.feedback.default_threshold)
+
+    def of_binding(self, binding: str) -> PassThreshold:
+        found = self.learnt.get(binding)
+        return found if found.value is not None else PassThreshold(self.default, "default")
 
     def cut(self, binding: str) -> float:
-        return self.by_binding.get(binding, self.default)
+        value = self.of_binding(binding).value
+        assert value is not None, "of_binding falls back to the default"
+        return value
 
 
 def figures(pairs: Sequence[ScoredFeedback], threshold: float, config: FeedbackConfig) -> Agreement:
@@ -73,14 +72,17 @@ def figures(pairs: Sequence[ScoredFeedback], threshold: float, config: FeedbackC
 def calibration_report(
     connection: Connection,
     binding: str,
-    threshold: float,
+    threshold: PassThreshold,
     config: FeedbackConfig,
     *,
     since: datetime | None = None,
     scorer_version: str | None = None,
 ) -> dict[str, Any]:
     """Agreement of ``binding``'s scores with feedback recorded since ``since``: overall and
-    per (scorer version, judge model), most pairs first."""
+    per (scorer version, judge model), most pairs first, at ``threshold`` (whose origin the
+    report says: ``threshold_source``)."""
+    cut = threshold.value
+    assert cut is not None, "calibration is always at some cut"
     where = {"scorer_version": scorer_version} if scorer_version is not None else {}
     pairs = scored_feedback(connection, binding, since=since, where=where)
     groups: dict[tuple[str, str | None], list[ScoredFeedback]] = defaultdict(list)
@@ -89,16 +91,17 @@ def calibration_report(
     ordered = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0][0], item[0][1] or ""))
     return {
         "binding": binding,
-        "threshold": threshold,
+        "threshold": cut,
+        "threshold_source": threshold.origin,
         "since": utc_text(since),
         "scorer_version": scorer_version,
         "confidence": config.confidence,
-        "overall": figures(pairs, threshold, config).to_dict(),
+        "overall": figures(pairs, cut, config).to_dict(),
         "groups": [
             {
                 "scorer_version": version,
                 "judge_model": model,
-                **figures(members, threshold, config).to_dict(),
+                **figures(members, cut, config).to_dict(),
             }
             for (version, model), members in ordered
         ],

@@ -80,7 +80,7 @@ class ReviewQueue:
         return cls(
             engine,
             settings.feedback.review,
-            Thresholds.of(settings),
+            Thresholds.of(settings, engine),
             [binding.name for binding in settings.scorers],
         )
 

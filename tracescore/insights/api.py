@@ -8,11 +8,11 @@ import time
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, HTTPException, Path, Query
 from fastapi.concurrency import run_in_threadpool
 
 from tracescore.insights.task import PassRequests
-from tracescore.restapi import LEGACY, ApiVersion
+from tracescore.restapi import LEGACY, ApiVersion, GroupId
 from tracescore.store import Database, connect
 from tracescore.store.insights import failure_group, group_runs, list_groups
 from tracescore.times import utc_text, with_utc_text
@@ -56,7 +56,7 @@ def insights_router(
 
     @router.get("/{group_id}/runs", summary="A failure mode's runs", responses=version.listing)
     def runs(
-        group_id: str,
+        group_id: Annotated[GroupId, Path()],
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
         cursor: str | None = None,
     ) -> dict[str, Any]:

@@ -12,9 +12,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal, cast
 
 from fastapi import APIRouter, HTTPException, Path, Query, Response
+from fastapi.exceptions import RequestValidationError
 
 from tracescore import metrics
 from tracescore.monitor.config import MonitorConfig, SegmentColumn
+from tracescore.monitor.names import BindingNames
 from tracescore.monitor.silences import (
     Silence,
     SilenceIn,
@@ -29,6 +31,7 @@ from tracescore.restapi import (
     DurationParam,
     Moment,
     RowId,
+    TraceId,
     WindowParam,
     moment_query,
 )
@@ -84,10 +87,12 @@ def create_monitor_router(
     version: ApiVersion = LEGACY,
     fill_steps: FillSteps | None = None,
     bindings: Collection[str] | None = None,
+    rules: Collection[str] | None = None,
 ) -> APIRouter:
     """The monitoring routes under ``version``'s prefix (``/metrics`` with the unversioned ones);
     ``/scores?steps=true`` fills in code scores' steps with ``fill_steps``. ``bindings``: the
-    names the configuration binds (None: any name is taken).
+    names the configuration binds (None: any name is taken); ``rules``: likewise the alert
+    rules' names (a ``rule`` neither configured nor in stored rows is a 404).
 
     Under ``/api/v1`` the summary's series are labelled by ``binding`` (what the configuration
     names); the deprecated ``/api`` alias keeps labelling them by ``scorer`` id."""
@@ -95,9 +100,15 @@ def create_monitor_router(
     router = version.router("", "monitoring")
     outer = APIRouter()
 
-    def known(binding: str | None) -> None:
-        if binding is not None and bindings is not None and binding not in bindings:
-            raise HTTPException(404, f"no binding named {binding!r} in scorers")
+    known = BindingNames(engine, bindings).require
+    configured_rules = frozenset(rules) if rules is not None else None
+
+    def rule_known(rule: str | None, stored: bool) -> None:
+        """A rule named but neither configured nor in any row the answer read is a typo: a
+        removed rule's stored states and silences stay readable."""
+        if rule is None or stored or configured_rules is None or rule in configured_rules:
+            return
+        raise HTTPException(404, f"no alert rule named {rule!r} in alerts.rules or stored states")
 
     @router.get("/scores", summary="Score rows, newest first", responses=version.listing)
     def scores(
@@ -108,14 +119,18 @@ def create_monitor_router(
         service: str | None = None,
         model: str | None = None,
         status: ScoreStatus | None = None,
-        trace_id: Annotated[str | None, Query(description="one trace's scores")] = None,
+        trace_id: Annotated[TraceId | None, Query(description="one trace's scores")] = None,
         since: Since = None,
         until: Until = None,
         limit: Annotated[int, Query(ge=1)] = 100,
         cursor: str | None = None,
         steps: bool = False,
     ) -> dict[str, Any]:
-        """Score rows, newest first; pass ``next_cursor`` back as ``cursor`` for the next page."""
+        """Score rows, newest first; pass ``next_cursor`` back as ``cursor`` for the next page.
+        A ``binding`` neither configured nor carried by stored scores is a 404; ``agent``,
+        ``service``, ``model`` and ``scorer`` filter on what runs reported and may match
+        nothing."""
+        known(binding)
         if limit > config.max_page_size:
             raise HTTPException(422, f"limit is at most {config.max_page_size}")
         where = ScoreFilter(
@@ -157,7 +172,10 @@ def create_monitor_router(
         group_by: Annotated[list[SegmentColumn], Query()] = [],  # noqa: B006 (FastAPI copies it)
     ) -> dict[str, Any]:
         """Per binding (``scorer`` id on the deprecated alias) × time bucket (× ``group_by``
-        columns): count, mean, p10/p50/p90, error rate."""
+        columns): count, mean, p10/p50/p90, error rate, and ``failed``/``fail_rate``: the scored
+        runs that failed their binding's pass threshold (labelled so when scored). An unknown
+        ``binding`` is a 404."""
+        known(binding)
         bucket_seconds = int(bucket or 3600)
         start, end = _range(since, until)
         if (
@@ -201,6 +219,8 @@ def create_monitor_router(
                     "errors": group.errors,
                     "failed_runs": group.failed_runs,
                     "error_rate": group.error_rate,
+                    "failed": group.failed,
+                    "fail_rate": group.fail_rate,
                 }
             )
         series.sort(
@@ -255,6 +275,7 @@ def create_monitor_router(
     ) -> dict[str, Any]:
         """Current state of every rule × segment evaluated so far, and the latest notifications."""
         state_rows, event_rows = states_and_events(engine, state=state, rule=rule, events=events)
+        rule_known(rule, bool(state_rows or event_rows))
         states = [
             {
                 "rule": row["rule"],
@@ -299,7 +320,12 @@ def create_monitor_router(
         responses={201: {"description": "the stored silence, with its id and expiry"}},
     )
     def silence(body: SilenceIn) -> dict[str, Any]:
-        """Silence or acknowledge a rule's alert (or one segment's) for ``duration``."""
+        """Silence or acknowledge a rule's alert (or one segment's) for ``duration``. A
+        ``rule`` that ``alerts.rules`` does not name is refused (422), as a verdict's unknown
+        binding is: a typo would silence nothing."""
+        if configured_rules is not None and body.rule not in configured_rules:
+            where, why = ("body", "rule"), f"no alert rule named {body.rule!r} in alerts.rules"
+            raise RequestValidationError([{"loc": where, "msg": why, "type": "value_error"}])
         return silence_out(add_silence(engine, body, datetime.now(UTC).timestamp()))
 
     @router.get(
@@ -314,6 +340,7 @@ def create_monitor_router(
         """Silences and acknowledgements that have not expired, oldest first."""
         with engine.connect() as connection:
             found = active_silences(connection, datetime.now(UTC).timestamp(), rule)
+        rule_known(rule, bool(found))
         items, next_cursor = page.cut([silence_out(item) for item in found])
         return version.page(items, "items", next_cursor)
 

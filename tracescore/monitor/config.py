@@ -144,6 +144,19 @@ class ErrorRateRule(_RuleBase):
     above: float = Field(ge=0, le=1)
 
 
+class FailRateRule(_RuleBase):
+    """Fires when the share of a binding's scored runs that fail its pass threshold (the
+    ``fail`` badges: the binding's ``threshold``, learnt one or scorer's) crosses ``above``:
+    "more than 20 % of the answers fail" needs no bound of its own on the score.
+
+    ``min_samples`` counts scored runs; the binding must have a pass threshold (a scorer that
+    states one, or a ``threshold``), or nothing would ever fail."""
+
+    type: Literal["fail_rate"]
+    binding: str
+    above: float = Field(ge=0, lt=1)
+
+
 class AgreementRule(_RuleBase, _Bounds):
     """Fires when a binding's agreement with human feedback, over the runs it scored in the
     window, crosses a bound: Cohen's ``kappa`` below a floor, or the ``mae`` above a ceiling.
@@ -179,7 +192,7 @@ class FailureModeRule(_RuleBase):
 
 
 AlertRule = Annotated[
-    ThresholdRule | RegressionRule | ErrorRateRule | AgreementRule | FailureModeRule,
+    ThresholdRule | RegressionRule | ErrorRateRule | FailRateRule | AgreementRule | FailureModeRule,
     Field(discriminator="type"),
 ]
 
@@ -235,16 +248,23 @@ class AlertsConfig(Section):
                 raise ValueError(f"rule {rule.name!r} names unknown channels {sorted(unknown)}")
         return self
 
-    def problems(self, bindings: Collection[str]) -> list[Problem]:
-        """Every rule that names a binding names one of ``bindings`` (the ``scorers``)."""
-        return [
-            (
-                ("alerts", "rules", str(index), "binding"),
-                f"no binding named {rule.binding!r} in scorers",
-            )
-            for index, rule in enumerate(self.rules)
-            if rule.binding is not None and rule.binding not in bindings
-        ]
+    def problems(self, bindings: Collection[str], judged: Collection[str]) -> list[Problem]:
+        """Every rule that names a binding names one of ``bindings`` (the ``scorers``); a
+        ``fail_rate`` rule one of ``judged``, those with a pass threshold."""
+        found: list[Problem] = []
+        for index, rule in enumerate(self.rules):
+            where = ("alerts", "rules", str(index), "binding")
+            if rule.binding is not None and rule.binding not in bindings:
+                found.append((where, f"no binding named {rule.binding!r} in scorers"))
+            elif isinstance(rule, FailRateRule) and rule.binding not in judged:
+                found.append(
+                    (
+                        where,
+                        f"binding {rule.binding!r} has no pass threshold, so no run fails it: "
+                        "give the binding a threshold (a number or learn)",
+                    )
+                )
+        return found
 
 
 class MonitorConfig(Section):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -17,6 +18,7 @@ from tracescore.monitor.config import (
     AgreementRule,
     AlertRule,
     ErrorRateRule,
+    FailRateRule,
     FailureModeRule,
     RegressionRule,
     ThresholdRule,
@@ -25,7 +27,7 @@ from tracescore.monitor.stats import welch_p_value
 from tracescore.store import Connection
 from tracescore.store.feedback import scored_feedback
 from tracescore.store.insights import current_groups
-from tracescore.store.score_aggregates import Moments, aggregate_scores
+from tracescore.store.score_aggregates import GroupStats, Moments, aggregate_scores
 from tracescore.store.score_reads import ScoreFilter
 from tracescore.times import utc_text
 
@@ -216,30 +218,70 @@ def _failed_runs_note(count: int) -> str:
     return f", {count} of them runs that failed before answering" if count else ""
 
 
-def _error_rate(connection: Connection, rule: ErrorRateRule, now: datetime) -> list[Verdict]:
+@dataclass(frozen=True, slots=True)
+class _Share:
+    """A segment's share that a rate rule bounds: the rate, over how many rows, what the
+    summary calls it and how it counts, and the notification's details."""
+
+    rate: float | None
+    n: int
+    name: str
+    counted: str
+    details: dict[str, Any]
+
+
+def _error_share(group: GroupStats, above: float) -> _Share:
+    note = _failed_runs_note(group.failed_runs)
+    return _Share(
+        group.error_rate,
+        group.attempted,
+        "error rate",
+        f"{group.errors} of {group.attempted}{note}",
+        {
+            "errors": group.errors,
+            "failed_runs": group.failed_runs,
+            "attempted": group.attempted,
+            "above": above,
+        },
+    )
+
+
+def _fail_share(group: GroupStats, above: float) -> _Share:
+    n = group.moments.n
+    return _Share(
+        group.fail_rate,
+        n,
+        "fail rate",
+        f"{group.failed} of {n} scored runs failed their pass threshold",
+        {"failed": group.failed, "scored": n, "above": above},
+    )
+
+
+def _rate(
+    connection: Connection,
+    rule: ErrorRateRule | FailRateRule,
+    now: datetime,
+    share: Callable[[GroupStats, float], _Share],
+) -> list[Verdict]:
+    """Per segment, whether a share of the window's rows (``share``) is above ``rule.above``."""
     since = now - timedelta(seconds=rule.window)
     verdicts = []
     for group in aggregate_scores(connection, _filter(rule, since, now), rule.segment_by):
-        rate = group.error_rate
-        if rate is None or group.attempted < rule.min_samples:
+        found = share(group, rule.above)
+        if found.rate is None or found.n < rule.min_samples:
             continue
-        firing = rate > rule.above
+        firing = found.rate > rule.above
         verdicts.append(
             Verdict(
                 segment=dict(zip(rule.segment_by, group.group, strict=True)),
                 firing=firing,
-                value=rate,
+                value=found.rate,
                 summary=(
-                    f"{rule.subject} error rate {rate:.1%} over the last "
-                    f"{_duration_text(rule.window)} is {'' if firing else 'not '}above {rule.above:.1%} "
-                    f"({group.errors} of {group.attempted}{_failed_runs_note(group.failed_runs)})"
+                    f"{rule.subject} {found.name} {found.rate:.1%} over the last "
+                    f"{_duration_text(rule.window)} is {'' if firing else 'not '}above "
+                    f"{rule.above:.1%} ({found.counted})"
                 ),
-                details={
-                    "errors": group.errors,
-                    "failed_runs": group.failed_runs,
-                    "attempted": group.attempted,
-                    "above": rule.above,
-                },
+                details=found.details,
             )
         )
     return verdicts
@@ -349,4 +391,6 @@ def evaluate_rule(
         return _agreement(connection, rule, now)
     if isinstance(rule, FailureModeRule):
         return _failure_modes(connection, rule, now)
-    return _error_rate(connection, rule, now)
+    if isinstance(rule, FailRateRule):
+        return _rate(connection, rule, now, _fail_share)
+    return _rate(connection, rule, now, _error_share)

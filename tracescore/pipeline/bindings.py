@@ -60,11 +60,14 @@ def _require_judges(binding: ScorerBinding) -> None:
 
 
 def pass_threshold(binding: ScorerBinding) -> float | None:
-    """The score that makes a run of ``binding`` pass: its ``threshold``, else what its
-    scorer says a good run scores (``passes_at``, times the binding's ``options.scale``);
-    None for a custom scorer without a threshold and for the scorers whose score alone
-    means no pass or fail. What labels scores, colours badges and orders the lowest lists."""
-    if binding.threshold is not None:
+    """The score that makes a run of ``binding`` pass as the configuration states it: its
+    ``threshold``, else what its scorer says a good run scores (``passes_at``, times the
+    binding's ``options.scale``); None for a custom scorer without a threshold and for the
+    scorers whose score alone means no pass or fail. What labels scores, colours badges and
+    orders the lowest lists; a binding with ``threshold: learn`` starts from the scorer's
+    and :mod:`~tracescore.pipeline.learnt_thresholds` replaces it once people's verdicts
+    allow."""
+    if isinstance(binding.threshold, float):
         return binding.threshold
     if ":" in binding.scorer:
         return None
@@ -75,6 +78,23 @@ def pass_threshold(binding: ScorerBinding) -> float | None:
     if passes_at is None:
         return None
     return passes_at * float(binding.options.get("scale", 1.0))
+
+
+def has_pass_threshold(binding: ScorerBinding) -> bool:
+    """Some run of ``binding`` can fail: it states a threshold, its scorer does, or it learns
+    one from people's verdicts."""
+    return binding.threshold is not None or pass_threshold(binding) is not None
+
+
+def stated_direction(binding: ScorerBinding) -> bool:
+    """Whether a higher score of ``binding`` is better, known before its scorer is built (a
+    custom scorer's are: it says nothing otherwise)."""
+    if ":" in binding.scorer:
+        return True
+    try:
+        return registry.get(binding.scorer).higher_is_better
+    except KeyError:
+        return True
 
 
 def build_scorer(binding: ScorerBinding, judges: Mapping[str, Any]) -> tuple[Scorer, bool]:

@@ -210,6 +210,23 @@ class FeedbackTrigger(Section):
     trigger gives up, with that reason recorded."""
 
 
+class LearntThreshold(Section):
+    """``threshold: learn``: the pass threshold learnt from people's verdicts on the binding's
+    runs (the cut that agrees with them most), once there are enough of both kinds; until
+    then the scorer's own. See [Pass thresholds learnt from feedback](../scorers.md#pass-thresholds-learnt-from-feedback)."""
+
+    learn: Literal[True] = True
+    """Says the mapping is a learnt threshold; ``threshold: learn`` is this with the defaults."""
+    min_verdicts: int = Field(10, ge=1)
+    """Verdicts of each kind (pass and fail) the learning needs: with fewer of either, one
+    verdict would move the cut, so the scorer's threshold stays."""
+    refresh: Duration = 600.0
+    """How often the scoring processes and the API learn it again from the verdicts."""
+
+
+LEARN = "learn"
+
+
 class ScorerBinding(Section):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)
     scorer: str
@@ -228,8 +245,11 @@ class ScorerBinding(Section):
     """Score a run only when another binding's score on it flags it (a cascade: a cheap scorer
     first, the judge on what it flags); see [Spending the judge budget](../judge-budget.md)."""
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
-    threshold: float | None = None
-    """Score at which the result is labelled ``pass`` (``fail`` below) in emitted evaluations."""
+    threshold: float | LearntThreshold | None = None
+    """The binding's pass threshold: a score (``pass`` at or above it, ``fail`` below, in the
+    scorer's direction), or ``learn`` (or ``{learn: true, min_verdicts, refresh}``) to learn it
+    from people's verdicts; unset, the scorer's own (``passes_at``). Labels, badge colours,
+    the lowest lists, ``fail_rate`` alerts and calibration use it."""
     on_feedback: FeedbackTrigger | None = None
     """``true`` (or ``{labels, below, names, wait}``): a negative verdict on a run, from a
     person or the application, has this binding judge it now, once, within its ``limits``.
@@ -237,6 +257,24 @@ class ScorerBinding(Section):
     rescore_on_change: RescoreOnChange | None = None
     """Re-score a sample of recent runs when the scorer's version, prompts or judge model
     change (:mod:`tracescore.pipeline.rescore`)."""
+
+    @field_validator("threshold", mode="before")
+    @classmethod
+    def _learn_word(cls, value: Any) -> Any:
+        """``learn`` is the learnt threshold with its defaults; any other word is a mistake
+        said plainly rather than as a union's three failures."""
+        if value == LEARN:
+            return LearntThreshold()
+        if isinstance(value, str | bool):
+            raise ValueError(f"a number or 'learn', not {value!r}")
+        if isinstance(value, dict):
+            try:
+                return LearntThreshold.model_validate(value)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(map(str, first["loc"]))
+                raise ValueError(f"{where}: {first['msg']}") from None
+        return value
 
     @field_validator("on_feedback", mode="before")
     @classmethod

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import cast
 
 from tracescore import metrics
 from tracescore.background import BackgroundFactory
 from tracescore.extract.declared import claim_order
-from tracescore.pipeline.bindings import compile_bindings
-from tracescore.pipeline.config import ScoringConfig
+from tracescore.pipeline.bindings import CompiledBinding, compile_bindings
+from tracescore.pipeline.config import LearntThreshold, ScoringConfig
+from tracescore.pipeline.learnt_thresholds import LearntThresholds
 from tracescore.pipeline.scoring_worker import PipelineMetrics, ScoringWorker
 from tracescore.store import SpanStore
 from tracescore.store.scores import StoredScore
+
+log = logging.getLogger(__name__)
 
 
 def build_worker(
@@ -37,6 +43,23 @@ def build_worker(
         conversation_attributes=config.conversations.id_attributes,
         conventions=claim_order(config.conventions),
     )
+
+
+async def relearn(learnt: LearntThresholds, bindings: Sequence[CompiledBinding]) -> None:
+    """Label with the thresholds learnt from people's verdicts (``threshold: learn``): learnt
+    now, then again every ``refresh``; scores already stored keep the label they got. A
+    failed read (the database away) keeps the threshold it had until the next round."""
+    learning = [b for b in bindings if isinstance(b.config.threshold, LearntThreshold)]
+    pause = min(cast(LearntThreshold, b.config.threshold).refresh for b in learning)
+    while True:
+        for binding in learning:
+            try:
+                found = await asyncio.to_thread(learnt.get, binding.name)
+            except Exception:
+                log.warning("learning %s's pass threshold failed", binding.name, exc_info=True)
+                continue
+            binding.threshold = found.value
+        await asyncio.sleep(pause)
 
 
 def pipeline_task(
@@ -65,6 +88,9 @@ def pipeline_task(
         from tracescore.pipeline.trigger_judging import FeedbackTriggers
 
         loops.append(FeedbackTriggers(worker, worker.bindings).run)
+    learnt = LearntThresholds(store.engine, config.scorers)
+    if learnt.learning:
+        loops.append(partial(relearn, learnt, worker.bindings))
     if any(binding.config.rescore_on_change for binding in worker.bindings):
         from tracescore.pipeline.rescore import rescore_tasks
 

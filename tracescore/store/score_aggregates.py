@@ -35,7 +35,7 @@ from sqlalchemy.engine import Connection
 
 from tracescore.outcomes import FAILED_RUN_REASON
 from tracescore.store.feedback_triggers import triggered_score
-from tracescore.store.score_reads import ScoreFilter, db_time
+from tracescore.store.score_reads import ScoreFilter, db_time, failing_label
 from tracescore.store.scores import SCORES, SamplingDecisionRow, SamplingTallyRow
 from tracescore.store.table_of import table_of
 
@@ -121,6 +121,9 @@ class GroupStats:
     moments: Moments
     """Of the ``ok`` rows' scores."""
     quantiles: dict[float, float]
+    failed: int = 0
+    """Of the ``ok`` scores, those that failed their binding's pass threshold (the label it
+    gave them when scored: :func:`~tracescore.store.score_reads.failing_label`)."""
 
     @property
     def start(self) -> datetime:
@@ -132,6 +135,11 @@ class GroupStats:
     @property
     def error_rate(self) -> float | None:
         return self.errors / self.attempted if self.attempted else None
+
+    @property
+    def fail_rate(self) -> float | None:
+        """Share of the scored runs that failed their pass threshold."""
+        return self.failed / self.moments.n if self.moments.n else None
 
 
 def bucket_start(dialect: str, seconds: int) -> ColumnElement[int]:
@@ -176,6 +184,7 @@ def _aggregate_statements(
         func.count(ok_score),
         func.sum(ok_score),
         func.sum(ok_score * ok_score),
+        func.sum(case((and_(c.status == "ok", c.score.is_not(None), failing_label()), 1), else_=0)),
     ]
     if in_sql:
         aggregates += [func.percentile_cont(q).within_group(ok_score) for q in quantiles]
@@ -218,9 +227,9 @@ def aggregate_scores(
     found = []
     for row in rows:
         key = tuple(row[:width])
-        attempted, errors, failed_runs, n, total, squares = row[width : width + 6]
+        attempted, errors, failed_runs, n, total, squares, failed = row[width : width + 7]
         if in_sql:
-            values = dict(zip(quantiles, row[width + 6 :], strict=True))
+            values = dict(zip(quantiles, row[width + 7 :], strict=True))
         else:
             ordered = sorted(python_quantiles.get(key, ()))
             values = {q: percentile_cont(ordered, q) for q in quantiles}
@@ -236,6 +245,7 @@ def aggregate_scores(
                 errors=int(errors or 0) + int(failed_runs or 0),
                 failed_runs=int(failed_runs or 0),
                 moments=Moments(int(n or 0), float(total or 0.0), float(squares or 0.0)),
+                failed=int(failed or 0),
                 quantiles={
                     q: (float(v) if v is not None else float("nan")) for q, v in values.items()
                 },
@@ -521,3 +531,16 @@ def judge_cost_per_day(
         }
         for start, cost, count in connection.execute(statement)
     ]
+
+
+# --- names ----------------------------------------------------------------------------------
+
+
+def binding_has_scores(connection: Connection, binding: str) -> bool:
+    """Some score row carries ``binding``: a binding removed from the configuration keeps its
+    history readable through the API rather than turning into a 404. One probe of the
+    ``(binding, created_at)`` index."""
+    found = connection.execute(
+        select(SCORES.c.id).where(SCORES.c.binding == binding).limit(1)
+    ).first()
+    return found is not None

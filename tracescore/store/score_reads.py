@@ -179,7 +179,7 @@ def lowest_scores(
         .where(*where.conditions(), *([] if failed_too else scored))
         .order_by(
             case((and_(*scored), 0), else_=1),
-            case((_failing(), 0), else_=1),
+            case((failing_label(), 0), else_=1),
             c.score.asc(),
             c.created_at.desc(),
             c.id.desc(),
@@ -413,7 +413,7 @@ _FAILED_COLUMNS = (
 )
 
 
-def _failing() -> ColumnElement[bool]:
+def failing_label() -> ColumnElement[bool]:
     """A score that failed: a binding's threshold labels it ``fail``; a scorer that names its
     own verdicts (``consistency``: the checks that failed) stores that name instead, ``ok``
     when it passed."""
@@ -428,7 +428,7 @@ def failed_scores(
     their scorer with what failed (any label but :data:`PASSING_LABELS`) and, with
     ``errors``, the scorings that failed, streamed in (created_at, id) order so a caller
     sampling them holds its sample only, never the whole window."""
-    failing = _failing()
+    failing = failing_label()
     query = (
         select(*_FAILED_COLUMNS)
         .where(

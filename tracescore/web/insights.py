@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from tracescore.insights.config import InsightsConfig
 from tracescore.insights.task import LEASE_NAME, PassRequests
-from tracescore.pipeline.bindings import pass_threshold
+from tracescore.pipeline.bindings import has_pass_threshold
 from tracescore.pipeline.config import ScorerBinding
 from tracescore.store import Database, connect
 from tracescore.store.insights import failure_group, group_runs, list_groups
@@ -48,7 +48,7 @@ def failed_means(config: InsightsConfig, scorers: Sequence[ScorerBinding]) -> li
     failed = config.failed
     means = []
     if failed.below_threshold:
-        held = [binding.name for binding in scorers if pass_threshold(binding) is not None]
+        held = [binding.name for binding in scorers if has_pass_threshold(binding)]
         means.append(
             f"a score below its binding's pass threshold ({', '.join(held)})"
             if held

@@ -23,11 +23,12 @@ from tracescore.extract import extract_runs
 from tracescore.extract.base import Convention
 from tracescore.extract.declared import claim_order
 from tracescore.extract.registry import CONVENTIONS
-from tracescore.feedback.api import TRACE_ID, FeedbackIn
+from tracescore.feedback.api import FeedbackIn
 from tracescore.feedback.report import Thresholds
 from tracescore.feedback.review import ReviewQueue
 from tracescore.pipeline.feedback_triggers import verdict_triggers
 from tracescore.pipeline.recomputed_steps import StepsRecompute
+from tracescore.restapi import TRACE_ID_PATTERN
 from tracescore.store import SpanStore
 from tracescore.store.feedback import FeedbackStore
 from tracescore.store.feedback_triggers import trace_triggers
@@ -135,7 +136,7 @@ def review_router(config: Config, store: SpanStore, page: Page) -> APIRouter:
     router = APIRouter(include_in_schema=False)
     bindings = [binding.name for binding in config.scorers]
     conventions = claim_order(config.conventions)
-    thresholds = Thresholds.of(config)
+    thresholds = Thresholds.of(config, store.engine)
     queue = ReviewQueue.of(config, store.engine)
     feedback = FeedbackStore(store, verdict_triggers(config.scorers))
     recompute = StepsRecompute(config)
@@ -158,7 +159,7 @@ def review_router(config: Config, store: SpanStore, page: Page) -> APIRouter:
         status: int = 200,
         error: str | None = None,
     ) -> HTMLResponse:
-        if not re.fullmatch(TRACE_ID, trace_id):
+        if not re.fullmatch(TRACE_ID_PATTERN, trace_id):
             raise HTTPException(400, "trace id must be 32 hex characters")
         data = run_review(store, trace_id.lower(), span, conventions, recompute)
         if data is None:
@@ -172,7 +173,7 @@ def review_router(config: Config, store: SpanStore, page: Page) -> APIRouter:
             binding=binding or (scored[0] if scored else ""),
             span_id=span or "",
             error=error,
-            thresholds={name: thresholds.cut(name) for name in bindings + scored},
+            thresholds={name: thresholds.of_binding(name) for name in bindings + scored},
         )
 
     @router.get("/ui/review/{trace_id}")

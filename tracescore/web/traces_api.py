@@ -7,17 +7,16 @@ as ``{"$f": "nan"}``, so nothing is lost or guessed on the way out.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import orjson
-from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi import APIRouter, Depends, HTTPException, Path, Query
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from tracescore.cursors import cursor_float, decode_cursor, encode_cursor
-from tracescore.restapi import LEGACY, ApiVersion, Moment, moment_query
+from tracescore.restapi import LEGACY, ApiVersion, Moment, TraceId, moment_query
 from tracescore.spans import LogRecord, Span
 from tracescore.store import SpanStore, TraceState
 from tracescore.store.codec import jsonable
@@ -40,9 +39,6 @@ class RunsPage:
 
     limit: int
     cursor: str | None = None
-
-
-_TRACE_ID = re.compile(r"^[0-9a-fA-F]{32}$")
 
 
 def span_json(span: Span) -> dict[str, Any]:
@@ -165,20 +161,16 @@ def traces_router(
             )
         raise HTTPException(404, f"trace {trace_id.lower()} not found")
 
-    def valid(trace_id: str) -> str:
-        if not _TRACE_ID.match(trace_id):
-            raise HTTPException(400, "trace id must be 32 hex characters")
-        return trace_id
-
     @router.get("/{trace_id}", summary="One trace as stored: summary, spans and log records")
-    async def get_trace(trace_id: str) -> Response:
-        return await stored(trace_id, await reads.trace_json(valid(trace_id)))
+    async def get_trace(trace_id: Annotated[TraceId, Path()]) -> Response:
+        """A malformed id is a 422 problem naming ``trace_id``, as every bad parameter."""
+        return await stored(trace_id, await reads.trace_json(trace_id))
 
     @router.get(
         "/{trace_id}/runs", summary="The runs rebuilt from a trace", responses=version.listing
     )
     async def get_trace_runs(
-        trace_id: str,
+        trace_id: Annotated[TraceId, Path()],
         primary: bool = Query(False, description="only the runs that stand for the agent"),
         kind: list[RunKind] = Query([], description="agent, llm or tool; repeatable"),
         page: RunsPage | None = Depends(every_run if version.legacy else runs_page),
@@ -189,7 +181,7 @@ def traces_router(
         calls, then tools, each by start time); the deprecated ``/api`` path answers every
         run in one array, as it always did."""
         try:
-            document = await reads.runs_json(valid(trace_id), primary, kind, page)
+            document = await reads.runs_json(trace_id, primary, kind, page)
         except ValueError as exc:
             raise HTTPException(422, str(exc)) from None
         return await stored(trace_id, document)
