@@ -18,7 +18,11 @@ from tests.support.score_streams import score_row
 from tracescore.config import ConfigError, parse_config
 from tracescore.pipeline.bindings import compile_bindings
 from tracescore.pipeline.config import LearntThreshold, ScorerBinding
-from tracescore.pipeline.learnt_thresholds import LearntThresholds, learn_threshold
+from tracescore.pipeline.learnt_thresholds import (
+    LearntThresholds,
+    label_with_learnt,
+    learn_threshold,
+)
 from tracescore.pipeline.scoring_task import relearn
 from tracescore.service import create_app
 from tracescore.store import SpanStore, open_store
@@ -174,3 +178,14 @@ def test_the_scoring_processes_label_with_the_learnt_threshold(store: SpanStore)
     asyncio.run(asyncio.wait_for(learn_once(), 30))
     assert tone.threshold == 0.8 and tone.label(0.6) == "fail" and tone.label(0.8) == "pass"
     assert bindings[1].threshold == 0.3  # the others are left as configured
+
+
+def test_a_one_off_rescore_labels_with_the_learnt_threshold(store: SpanStore) -> None:
+    config = parse_config(CONFIG)
+    bindings = compile_bindings(config.scorers, {}, engine=None)
+    label_with_learnt(store.engine, bindings)
+    assert bindings[0].threshold == 0.5  # no verdicts yet: the scorer's
+    _verdicts(store, "tone", PEOPLE_PASS_FROM_08)
+    label_with_learnt(store.engine, bindings)
+    assert bindings[0].threshold == 0.8 and bindings[0].label(0.6) == "fail"
+    assert bindings[1].threshold == 0.3 and bindings[2].threshold == 0.5

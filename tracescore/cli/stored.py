@@ -75,6 +75,7 @@ def rescore(
     from tracescore.offline.rescore import Backfill, parse_since
     from tracescore.offline.specs import SpecError, resolve_bindings
     from tracescore.pipeline.bindings import BindingError, compile_bindings
+    from tracescore.pipeline.learnt_thresholds import label_with_learnt
     from tracescore.store.scores import StoredScore
 
     try:
@@ -89,6 +90,7 @@ def rescore(
         bindings = [b for b in bindings if not binding or b.name in binding]
         store = open_existing_store(db or config.store.url)
         compiled = compile_bindings(bindings, judges, store.engine)
+        label_with_learnt(store.engine, compiled)
     except (ConfigError, SpecError, BindingError, ValueError) as exc:
         usage_error(str(exc))
     if judges:

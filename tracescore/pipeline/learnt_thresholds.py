@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tracescore.monitor.agreement import human_passes
-from tracescore.pipeline.bindings import pass_threshold, stated_direction
+from tracescore.pipeline.bindings import CompiledBinding, pass_threshold, stated_direction
 from tracescore.pipeline.config import LearntThreshold, ScorerBinding
 from tracescore.store import Database, connect
 from tracescore.store.feedback import scored_feedback
@@ -151,3 +151,13 @@ class LearntThresholds:
         with self._lock:
             self._kept[name] = (now, found)
         return found
+
+
+def label_with_learnt(database: Database, bindings: Sequence[CompiledBinding]) -> None:
+    """Set each ``threshold: learn`` binding's threshold to what people's verdicts give now:
+    what a one-off command (``tracescore rescore``) labels with, as the service's scoring
+    processes do. Bindings that do not learn keep theirs."""
+    learnt = LearntThresholds(database, [binding.config for binding in bindings])
+    for binding in bindings:
+        if isinstance(binding.config.threshold, LearntThreshold):
+            binding.threshold = learnt.get(binding.name).value
