@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 import orjson
 
@@ -114,20 +114,21 @@ class Evidence:
 
 def evidence_of(run: ScorerRun) -> Evidence:
     """The run's answer and evidence, from its Mastra-shaped input and output."""
-    run_input = run.input if isinstance(run.input, Mapping) else {}
+    run_input = run.input if _is_mapping(run.input) else {}
     output = run.output if isinstance(run.output, list) else []
     messages = [
         message
         for key in ("rememberedMessages", "inputMessages")
         for message in run_input.get(key) or []
-        if isinstance(message, Mapping)
+        if _is_mapping(message)
     ]
-    user_texts = [text for message in messages if (text := get_text_content(message))]
+    texts = [get_text_content(message) for message in messages]  # each read once
+    user_texts = [text for text in texts if text]
     question = next(
         (
             text
-            for message in reversed(messages)
-            if effective_role(message) == "user" and (text := get_text_content(message))
+            for message, text in zip(reversed(messages), reversed(texts), strict=True)
+            if text and effective_role(message) == "user"
         ),
         "",
     )
@@ -137,7 +138,7 @@ def evidence_of(run: ScorerRun) -> Evidence:
         _tool_call(invocation)
         for message in [*messages, *output]
         for invocation in merge_tool_invocations(message)
-        if isinstance(invocation, Mapping)
+        if _is_mapping(invocation)
     ]
     return Evidence(
         answer=get_assistant_message(run.output) or "",
@@ -148,6 +149,11 @@ def evidence_of(run: ScorerRun) -> Evidence:
         context=_context(run),
         finish_reason=_finish_reason(output),
     )
+
+
+def _is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
+    """``isinstance(value, Mapping)``, a plain dict told without the ABC check."""
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def _context(run: ScorerRun) -> list[str]:
@@ -186,7 +192,7 @@ def _tool_call(invocation: Mapping[str, Any]) -> ToolCall:
 
 def _reports_failure(result: Any) -> bool:
     """Whether a (parsed) tool result says it failed."""
-    if not isinstance(result, Mapping):
+    if not _is_mapping(result):
         return False
     if result.get("ok") is False or result.get("success") is False:
         return True
@@ -207,9 +213,9 @@ def _parsed(text: str) -> Any:
 
 def _finish_reason(output: list[Any]) -> str | None:
     for message in reversed(output):
-        content = message.get("content") if isinstance(message, Mapping) else None
-        metadata = content.get("metadata") if isinstance(content, Mapping) else None
-        if isinstance(metadata, Mapping):
+        content = message.get("content") if _is_mapping(message) else None
+        metadata = content.get("metadata") if _is_mapping(content) else None
+        if _is_mapping(metadata):
             reason = metadata.get("finish_reason") or metadata.get("finishReason")
             if reason:
                 return str(reason)
