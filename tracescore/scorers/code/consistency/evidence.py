@@ -199,7 +199,10 @@ def _reports_failure(result: Any) -> bool:
     status = result.get("status")
     if isinstance(status, str) and status.lower() in ("error", "failed", "failure", "timeout"):
         return True
-    return any(str(key).lower() in _FAILED_RESULT_KEYS and value for key, value in result.items())
+    for key, value in result.items():  # a loop: no generator frame, a str key not copied
+        if (key if type(key) is str else str(key)).lower() in _FAILED_RESULT_KEYS and value:
+            return True
+    return False
 
 
 def _parsed(text: str) -> Any:
