@@ -254,11 +254,14 @@ def language(evidence: Evidence) -> list[str]:
         voted == asked or (voted is None and len(_WORDS.findall(evidence.answer, 0, SAMPLE)) < 6)
     ):
         return []  # the same language, or too few words to be another
+    question = evidence.question[:SAMPLE]
+    request = evidence.request_text[-SAMPLE:]
     expected = (
         wanted
         or asked
-        or detect_language(evidence.question[:SAMPLE])
-        or detect_language(evidence.request_text[-SAMPLE:])
+        or detect_language(question)
+        # the same text again (a request of one message) tells nothing new: not identified twice
+        or (detect_language(request) if request != question else None)
     )
     if expected is None:
         return []

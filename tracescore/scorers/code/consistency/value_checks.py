@@ -357,26 +357,33 @@ def grounding(values: ValueEvidence) -> list[str]:
         for number in values.ungrounded
         if number.start not in values.contradicted
     ]
-    own = values.own_text
+    answer = values.answer
+    if not (answer.date_texts or answer.time_texts):
+        return findings + _unknown_ids(values)
+    own = values.own_text  # joined only for an answer with dates or times (most have none)
     findings += [
         f"answer says {text}, a date found nowhere in the run"
-        for text, keys in values.answer.date_texts
+        for text, keys in answer.date_texts
         # an ISO date in a tool result is the common case: found without reading every date
         if not any(f"-{month:02d}-{day:02d}" in own for month, day in keys)
         and not keys & values.dates
     ]
     findings += [
         f"answer says {text}, a time found nowhere in the run"
-        for text, minutes in values.answer.time_texts
+        for text, minutes in answer.time_texts
         if not any(f"{minute // 60:02d}:{minute % 60:02d}" in own for minute in minutes)
         and not minutes & values.times
     ]
-    findings += [
+    return findings + _unknown_ids(values)
+
+
+def _unknown_ids(values: ValueEvidence) -> list[str]:
+    """The grounding findings for the answer's ids the evidence does not hold."""
+    return [
         f"answer names {key.upper()}, an id found nowhere in the run"
         for key in sorted(values.answer.ids)
         if not values.knows(key)
     ]
-    return findings
 
 
 def contradiction(values: ValueEvidence) -> list[str]:
