@@ -221,9 +221,23 @@ class ValueEvidence:
             key in _cached_plain(text) for text in (*self.evidence.context, self.evidence.system)
         )
 
+    def mentions(self, word: str) -> bool:
+        """Whether a (folded) word is in the evidence's texts, folded: read text by text, the
+        request first, where most names an answer gives are; the tool calls are written out
+        as text only when the request does not hold it. (The same as looking in all the texts
+        joined: a word holds no line break, and folding reads one character at a time.)"""
+        pieces = self._folded_pieces
+        for index, text in enumerate(self.evidence.texts()):
+            if index == len(pieces):
+                pieces.append(folded(text))
+            if word in pieces[index]:
+                return True
+        return False
+
     @lazy
-    def folded_text(self) -> str:
-        return folded("\n".join(self.evidence.texts()))
+    def _folded_pieces(self) -> list[str]:
+        """The evidence's texts folded so far, in :meth:`Evidence.texts` order."""
+        return []
 
     @lazy
     def answer(self) -> Values:
@@ -461,7 +475,7 @@ def entities(values: ValueEvidence) -> list[str]:
         first = name.split()[0]
         if folded(first) in _NOT_NAMES:
             continue
-        if folded(first) not in values.folded_text:
+        if not values.mentions(folded(first)):
             findings.append(f"answer names {name}, which the run never mentions")
     return findings
 
