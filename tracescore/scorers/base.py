@@ -240,14 +240,21 @@ class Scorer:
                 outcome.score = value
 
     def _trace_name(self, step: str) -> str:
-        for named, shown in self.trace_names:
-            if named == step:
-                return shown
-        return step
+        return self._shown_names.get(step, step)
+
+    @functools.cached_property
+    def _shown_names(self) -> dict[str, str]:
+        """:attr:`trace_names` as a dict (read for every step of every run)."""
+        return dict(self.trace_names)
 
     def _budget(self) -> Budget:
         """The input budget of this scorer's judge (a judge without one gets the default)."""
-        return self._judge.budget() if self.uses_judge else Budget()
+        return self._judge.budget() if self._uses_judge else _DEFAULT_BUDGET
+
+    @functools.cached_property
+    def _uses_judge(self) -> bool:
+        """:attr:`uses_judge`, worked out once per scorer (asked on every run)."""
+        return self.uses_judge
 
     @functools.cached_property
     def _judge(self) -> ScorerJudge:
@@ -278,7 +285,13 @@ def _is_async_callable(fn: Callable[..., object]) -> bool:
     )
 
 
+_DEFAULT_BUDGET = Budget()
+"""The budget of a scorer without a judge (frozen: one instance serves every run)."""
+
+
 def _as_score(value: Any) -> float:
+    if type(value) is float and not math.isnan(value):
+        return value  # the common case, without the ABC check below
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"generate_score must return a number, got {value!r}")
     score = float(value)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
@@ -10,6 +9,7 @@ from typing import Any, TypeAlias
 from tracescore.extract.content import has_content
 from tracescore.extract.conversation import Conversation
 from tracescore.extract.model import AgentRun, ToolDefinition
+from tracescore.scorers.lazy import lazy
 from tracescore.scorers.utils import make_test_message
 
 
@@ -41,7 +41,7 @@ class ScorerRun:
     that read the answer must not mistake "no answer" for a poor one (see :attr:`Scorer.needs_answer`).
     """
 
-    @functools.cached_property
+    @lazy
     def empty(self) -> bool:
         """A rebuilt run that carries no content at all (see :func:`without_content`); worked
         out once, as every binding scoring the run asks."""

@@ -16,6 +16,8 @@ from tracescore.language import detect_language
 from tracescore.scorers.code.consistency.evidence import Evidence
 
 REFUSAL = re.compile(
+    # every wording starts with one of these letters: most positions fail there, at once
+    r"(?=[icnwuaj])(?:"
     r"\b(?:i(?:'|’)?m|i am)\s+(?:sorry,?\s+(?:but\s+)?|afraid\s+)?(?:not\s+able|unable)\s+to\s+"
     r"(?:help|assist|provide|answer|do\s+that|share|look\s+into|support)"
     r"|\bi\s+(?:can(?:'|’)?t|cannot|can\s+not|won(?:'|’)?t|am\s+not\s+allowed\s+to|(?:'|’)m\s+not\s+allowed\s+to)\s+"
@@ -26,7 +28,7 @@ REFUSAL = re.compile(
     r"|\bi\s+(?:must|have\s+to|need\s+to)\s+decline|\bunable\s+to\s+(?:help|assist)\s+with"
     r"|\bno\s+puedo\s+(?:ayudar|responder|proporcionar)|\bje\s+ne\s+(?:peux|suis)\s+pas\s+(?:en\s+mesure\s+)?(?:d'|de\s+)?(?:aider|répondre|vous\s+aider)"
     r"|\bich\s+kann\s+(?:dir|ihnen)\s+(?:dabei\s+|damit\s+)?nicht\s+helfen"
-    r"|\bnon\s+posso\s+(?:aiutar|rispondere)|\bnão\s+posso\s+(?:ajudar|responder)",
+    r"|\bnon\s+posso\s+(?:aiutar|rispondere)|\bnão\s+posso\s+(?:ajudar|responder))",
     re.IGNORECASE,
 )
 SCOPE = re.compile(
@@ -127,9 +129,12 @@ def _off_topic(evidence: Evidence) -> bool:
     return answer.isdisjoint(source) and not _shares_value(evidence)
 
 
+_DIGIT_RUN = re.compile(r"\d+")
+
+
 def _shares_value(evidence: Evidence) -> bool:
-    numbers = set(re.findall(r"\d+", evidence.answer))
-    return bool(numbers & set(re.findall(r"\d+", evidence.tool_text)))
+    numbers = set(_DIGIT_RUN.findall(evidence.answer))
+    return bool(numbers & set(_DIGIT_RUN.findall(evidence.tool_text)))
 
 
 def truncation(evidence: Evidence) -> list[str]:
@@ -157,6 +162,10 @@ def _ends_well(char: str) -> bool:
     return not (char.isalnum() or char in ",:;(-–")
 
 
+_INCH = re.compile(r"\d\"")
+"""A digit before a ``"`` (``27"``): a unit, not a quote left open."""
+
+
 def _unclosed(answer: str) -> list[str]:
     found = []
     for opening, closing in (("(", ")"), ("[", "]"), ("{", "}"), ("“", "”"), ("«", "»")):
@@ -164,7 +173,7 @@ def _unclosed(answer: str) -> list[str]:
             found.append(f"{opening} opened and not closed")
     if answer.count("```") % 2:
         found.append("a code block opened and not closed")
-    if answer.count('"') % 2 and not re.search(r"\d\"", answer):
+    if answer.count('"') % 2 and not _INCH.search(answer):
         found.append('a " opened and not closed')
     if answer.count("**") % 2:
         found.append("a ** opened and not closed")
@@ -245,11 +254,14 @@ def language(evidence: Evidence) -> list[str]:
         voted == asked or (voted is None and len(_WORDS.findall(evidence.answer, 0, SAMPLE)) < 6)
     ):
         return []  # the same language, or too few words to be another
+    question = evidence.question[:SAMPLE]
+    request = evidence.request_text[-SAMPLE:]
     expected = (
         wanted
         or asked
-        or detect_language(evidence.question[:SAMPLE])
-        or detect_language(evidence.request_text[-SAMPLE:])
+        or detect_language(question)
+        # the same text again (a request of one message) tells nothing new: not identified twice
+        or (detect_language(request) if request != question else None)
     )
     if expected is None:
         return []

@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple, TypeGuard
 
 import orjson
 
+from tracescore.scorers.lazy import lazy
 from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.scorers.utils import (
     effective_role,
@@ -29,19 +29,19 @@ _FAILED_RESULT_KEYS = frozenset({"error", "errors", "error_message", "errormessa
 """A tool result object with one of these keys (and a value) reports a failure."""
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """One tool call: what it was asked, what it answered, whether it failed."""
+class ToolCall(NamedTuple):
+    """One tool call: what it was asked, what it answered, whether it failed (a tuple: built for
+    every call of every run, and a frozen dataclass takes three times as long to build)."""
 
     name: str
     args: Any
     result: Any
     failed: bool
     error: str | None
-    arg_fields: tuple[tuple[str, Any], ...]
+    arg_fields: list[tuple[str, Any]]
     """``(field, value)`` of every scalar of the arguments (:func:`leaves`), read once: the
     value checks go over them several times."""
-    fields: tuple[tuple[str, Any], ...]
+    fields: list[tuple[str, Any]]
     """The same of the result (of the error text, for a failed call)."""
 
     @property
@@ -67,7 +67,7 @@ class Evidence:
     context: list[str] = field(default_factory=list)
     finish_reason: str | None = None
 
-    @cached_property
+    @lazy
     def failed_calls(self) -> list[ToolCall]:
         """Failed calls no later call of the same tool made good (a retry that worked)."""
         failed = []
@@ -78,28 +78,28 @@ class Evidence:
                 failed.append(call)
         return failed
 
-    @cached_property
+    @lazy
     def served(self) -> bool:
         """Some tool answered with a result: the run had what it needed to answer."""
         return any(not call.failed and call.result not in (None, "", [], {}) for call in self.calls)
 
-    @cached_property
+    @lazy
     def answer_lower(self) -> str:
         """The answer lowercased, for the patterns that read it case-insensitively (cheaper
         than asking the pattern to ignore case)."""
         return self.answer.lower()
 
-    @cached_property
+    @lazy
     def answer_words(self) -> frozenset[str]:
         """The answer's words, lowercased: looked up by several checks before they run a
         pattern over the answer (most answers hold no word that pattern needs)."""
         return frozenset(_LETTERS.findall(self.answer_lower))
 
-    @cached_property
+    @lazy
     def request_text(self) -> str:
         return "\n".join(self.user_texts)
 
-    @cached_property
+    @lazy
     def tool_text(self) -> str:
         """Every tool call's arguments and result, as text."""
         return "\n".join(f"{call.name} {call.args_text} {call.result_text}" for call in self.calls)
@@ -114,20 +114,21 @@ class Evidence:
 
 def evidence_of(run: ScorerRun) -> Evidence:
     """The run's answer and evidence, from its Mastra-shaped input and output."""
-    run_input = run.input if isinstance(run.input, Mapping) else {}
+    run_input = run.input if _is_mapping(run.input) else {}
     output = run.output if isinstance(run.output, list) else []
     messages = [
         message
         for key in ("rememberedMessages", "inputMessages")
         for message in run_input.get(key) or []
-        if isinstance(message, Mapping)
+        if _is_mapping(message)
     ]
-    user_texts = [text for message in messages if (text := get_text_content(message))]
+    texts = [get_text_content(message) for message in messages]  # each read once
+    user_texts = [text for text in texts if text]
     question = next(
         (
             text
-            for message in reversed(messages)
-            if effective_role(message) == "user" and (text := get_text_content(message))
+            for message, text in zip(reversed(messages), reversed(texts), strict=True)
+            if text and effective_role(message) == "user"
         ),
         "",
     )
@@ -137,7 +138,7 @@ def evidence_of(run: ScorerRun) -> Evidence:
         _tool_call(invocation)
         for message in [*messages, *output]
         for invocation in merge_tool_invocations(message)
-        if isinstance(invocation, Mapping)
+        if _is_mapping(invocation)
     ]
     return Evidence(
         answer=get_assistant_message(run.output) or "",
@@ -150,6 +151,11 @@ def evidence_of(run: ScorerRun) -> Evidence:
     )
 
 
+def _is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
+    """``isinstance(value, Mapping)``, a plain dict told without the ABC check."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _context(run: ScorerRun) -> list[str]:
     """The retrieved and provided documents (tool results are read from the calls themselves,
     where what each call was asked is known)."""
@@ -159,39 +165,44 @@ def _context(run: ScorerRun) -> list[str]:
 
 
 def _tool_call(invocation: Mapping[str, Any]) -> ToolCall:
-    result = invocation.get("result")
-    error = invocation.get("errorText")
+    get = invocation.get
+    result = get("result")
+    # A result sent as JSON text is parsed once, for the failure test and for its fields.
+    parsed = _parsed(result) if isinstance(result, str) else result
+    error = get("errorText")
     failed = bool(
-        invocation.get("isError")
-        or invocation.get("state") in ("output-error", "output-denied")
-        or _reports_failure(result)
+        get("isError")
+        or get("state") in ("output-error", "output-denied")
+        or _reports_failure(parsed)
     )
     if failed and not error:
         error = _as_text(result) or "the call failed"
-    args = invocation.get("args")
+    args = get("args")
     error = str(error) if error else None
     return ToolCall(
-        name=str(invocation.get("toolName") or "tool"),
-        args=args,
-        result=result,
-        failed=failed,
-        error=error,
-        arg_fields=tuple(leaves(args)),
-        fields=tuple(leaves(error or _as_text(result) if failed else result)),
+        str(get("toolName") or "tool"),
+        args,
+        result,
+        failed,
+        error,
+        leaves(args),
+        leaves(error) if failed else leaves(parsed),
     )
 
 
 def _reports_failure(result: Any) -> bool:
-    if isinstance(result, str):
-        result = _parsed(result)
-    if not isinstance(result, Mapping):
+    """Whether a (parsed) tool result says it failed."""
+    if not _is_mapping(result):
         return False
     if result.get("ok") is False or result.get("success") is False:
         return True
     status = result.get("status")
     if isinstance(status, str) and status.lower() in ("error", "failed", "failure", "timeout"):
         return True
-    return any(str(key).lower() in _FAILED_RESULT_KEYS and value for key, value in result.items())
+    for key, value in result.items():  # a loop: no generator frame, a str key not copied
+        if (key if type(key) is str else str(key)).lower() in _FAILED_RESULT_KEYS and value:
+            return True
+    return False
 
 
 def _parsed(text: str) -> Any:
@@ -205,9 +216,9 @@ def _parsed(text: str) -> Any:
 
 def _finish_reason(output: list[Any]) -> str | None:
     for message in reversed(output):
-        content = message.get("content") if isinstance(message, Mapping) else None
-        metadata = content.get("metadata") if isinstance(content, Mapping) else None
-        if isinstance(metadata, Mapping):
+        content = message.get("content") if _is_mapping(message) else None
+        metadata = content.get("metadata") if _is_mapping(content) else None
+        if _is_mapping(metadata):
             reason = metadata.get("finish_reason") or metadata.get("finishReason")
             if reason:
                 return str(reason)
@@ -225,15 +236,35 @@ def _as_text(value: Any) -> str:
         return str(value)
 
 
-def leaves(value: Any, key: str = "") -> Iterator[tuple[str, Any]]:
+def leaves(value: Any, key: str = "") -> list[tuple[str, Any]]:
     """``(field, value)`` of every scalar in a tool result, nested fields named by their last key."""
-    if isinstance(value, str) and value.startswith(("{", "[")):
+    found: list[tuple[str, Any]] = []
+    _add_leaves(value, key, found)
+    return found
+
+
+_SCALARS = frozenset({int, float, bool})
+
+
+def _add_leaves(value: Any, key: str, found: list[tuple[str, Any]]) -> None:
+    """:func:`leaves` into ``found``: one list filled by recursion (nested generators cost a
+    frame per level and per value), the common types told by ``type`` before any ABC check."""
+    kind = type(value)
+    if kind is str:
+        if not value.startswith(("{", "[")):
+            found.append((key, value))
+            return
         value = _parsed(value)
-    if isinstance(value, Mapping):
+        kind = type(value)
+    if kind in _SCALARS:
+        found.append((key, value))
+    elif kind is dict or isinstance(value, Mapping):
         for name, inner in value.items():
-            yield from leaves(inner, str(name))
-    elif isinstance(value, list):
+            _add_leaves(inner, name if type(name) is str else str(name), found)
+    elif kind is list or isinstance(value, list):
         for inner in value:
-            yield from leaves(inner, key)
+            _add_leaves(inner, key, found)
+    elif isinstance(value, str):  # a subclass of str: read as the text it is
+        _add_leaves(str(value), key, found)
     elif value is not None:
-        yield key, value
+        found.append((key, value))

@@ -83,6 +83,8 @@ def create_consistency_scorer(
         # not inside the first scored run's time budget (workers.budget.scorer_seconds).
         detect_language("the model loads now")
 
+    all_passed = f"every check passed ({', '.join(enabled)})"
+
     def analyze(ctx: StepContext) -> dict[str, dict[str, Any]]:
         return _run_checks(evidence_of(ctx.run), enabled, leak_words)
 
@@ -94,7 +96,7 @@ def create_consistency_scorer(
         results = ctx.results["analyze_step_result"]
         failed = failed_checks(results)
         if not failed:
-            return f"every check passed ({', '.join(enabled)})"
+            return all_passed
         return "; ".join(f"{name}: {', '.join(results[name]['findings'])}" for name in failed)
 
     def label(results: dict[str, Any]) -> str:

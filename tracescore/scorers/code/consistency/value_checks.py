@@ -13,7 +13,7 @@ import re
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import lru_cache
 
 from tracescore.scorers.code.consistency.evidence import Evidence, ToolCall
 from tracescore.scorers.code.consistency.values import (
@@ -31,6 +31,7 @@ from tracescore.scorers.code.consistency.values import (
     readings_of,
     values_of,
 )
+from tracescore.scorers.lazy import lazy
 
 STATES: tuple[tuple[tuple[str, ...], ...], ...] = (
     (
@@ -78,7 +79,9 @@ for _kind, _groups in enumerate(STATES):
         for _phrase in _phrases:
             _STATE_GROUPS.setdefault(_phrase, []).append((_kind, _group))
 _STATE = re.compile(
-    r"\b(?:"
+    # the lookahead holds every phrase's first letter: most positions fail there, at once,
+    # instead of in each of the phrases
+    rf"\b(?=[{''.join(sorted({phrase[0] for phrase in _STATE_GROUPS}))}])(?:"
     + "|".join(
         re.escape(phrase).replace(r"\ ", r"\s+")
         for phrase in sorted(_STATE_GROUPS, key=len, reverse=True)
@@ -123,12 +126,12 @@ _ENTITY_ARG = re.compile(
 _WORD = re.compile(r"[^\W\d_]{3,}")
 _PREPOSITIONS = frozenset("in at for to from near around of en à de nach für".split())
 _CAPITALISED = re.compile(
-    r"(?<=\s)(?!(?i:in|at|for|to|from|near|around|of|en|à|de|nach|für)\s)"
+    r"(?<=\s)(?=[A-Z])(?!(?i:in|at|for|to|from|near|around|of|en|à|de|nach|für)\s)"
     r"[A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)?"
 )
 """One or two capitalised words (not a capitalised preposition): found first, the word before
 them read after (a pattern starting with the prepositions is tried at every word: twice as
-slow)."""
+slow). The capital is looked for before the prepositions are: most positions fail there."""
 
 
 def _named(text: str) -> Iterator[str]:
@@ -163,13 +166,13 @@ class ValueEvidence:
 
     evidence: Evidence
 
-    @cached_property
+    @lazy
     def own_text(self) -> str:
         """The run's own evidence as one text (the context and system prompt are read apart,
         cached: runs share them)."""
         return "\n".join([*self.evidence.user_texts, self.evidence.tool_text])
 
-    @cached_property
+    @lazy
     def readings(self) -> Readings:
         """Every reading of the evidence's numbers, sorted (searched by bisection): a tool's
         numeric fields as they are, the numbers of its text fields and of the other texts read
@@ -192,22 +195,22 @@ class ValueEvidence:
             found.calendar += readings.calendar
         return Readings(sorted(set(found.values)), sorted(set(found.calendar)))
 
-    @cached_property
+    @lazy
     def values(self) -> list[Values]:
         """Dates and times of the evidence (numbers are :attr:`readings`)."""
         shared = [*self.evidence.context, self.evidence.system]
         own = dates_and_times(self.own_text)
         return [own, *(cached_dates_and_times(text) for text in shared if text)]
 
-    @cached_property
+    @lazy
     def dates(self) -> set[tuple[int, int]]:
         return {key for values in self.values for key in values.dates}
 
-    @cached_property
+    @lazy
     def times(self) -> set[int]:
         return {minute for values in self.values for minute in values.times}
 
-    @cached_property
+    @lazy
     def _plain_own_text(self) -> str:
         return _plain(self.own_text)
 
@@ -218,15 +221,29 @@ class ValueEvidence:
             key in _cached_plain(text) for text in (*self.evidence.context, self.evidence.system)
         )
 
-    @cached_property
-    def folded_text(self) -> str:
-        return folded("\n".join(self.evidence.texts()))
+    def mentions(self, word: str) -> bool:
+        """Whether a (folded) word is in the evidence's texts, folded: read text by text, the
+        request first, where most names an answer gives are; the tool calls are written out
+        as text only when the request does not hold it. (The same as looking in all the texts
+        joined: a word holds no line break, and folding reads one character at a time.)"""
+        pieces = self._folded_pieces
+        for index, text in enumerate(self.evidence.texts()):
+            if index == len(pieces):
+                pieces.append(folded(text))
+            if word in pieces[index]:
+                return True
+        return False
 
-    @cached_property
+    @lazy
+    def _folded_pieces(self) -> list[str]:
+        """The evidence's texts folded so far, in :meth:`Evidence.texts` order."""
+        return []
+
+    @lazy
     def answer(self) -> Values:
         return values_of(self.evidence.answer)
 
-    @cached_property
+    @lazy
     def ungrounded(self) -> list[Number]:
         """The answer's numbers (claims, not small counts) that no evidence backs."""
         found = [
@@ -243,7 +260,7 @@ class ValueEvidence:
         negated = number._replace(readings=tuple(-reading for reading in number.readings))
         return matches(negated, self.readings, converted=False) and number.direction <= 0
 
-    @cached_property
+    @lazy
     def numeric_fields(self) -> list[tuple[ToolCall, str, float]]:
         """``(call, field, value)`` of every number a tool that worked returned."""
         return [
@@ -254,7 +271,7 @@ class ValueEvidence:
             if type(value) is float or type(value) is int
         ]
 
-    @cached_property
+    @lazy
     def contradicted(self) -> dict[int, str]:
         """Ungrounded numbers that state a tool result's field, and numbers stated as a change
         the other way than the field's sign (``up 3 %`` for ``-3.0``): their position, the
@@ -304,9 +321,19 @@ def _reversed(
 _NOT_ALPHANUMERIC = re.compile(r"[^0-9a-z]")
 
 
+_ASCII_PLAIN = str.maketrans(
+    "", "", "".join(chr(code) for code in range(128) if _NOT_ALPHANUMERIC.match(chr(code)))
+)
+"""Deletes every ASCII character :data:`_NOT_ALPHANUMERIC` matches."""
+
+
 def _plain(text: str) -> str:
-    """``text`` lowercased, accents dropped, everything but letters and digits removed."""
-    return _NOT_ALPHANUMERIC.sub("", folded(text))
+    """``text`` lowercased, accents dropped, everything but letters and digits removed (an ASCII
+    text by a translation table: a fourth of the pattern's time)."""
+    lowered = folded(text)
+    if lowered.isascii():
+        return lowered.translate(_ASCII_PLAIN)
+    return _NOT_ALPHANUMERIC.sub("", lowered)
 
 
 @lru_cache(maxsize=256)
@@ -344,26 +371,33 @@ def grounding(values: ValueEvidence) -> list[str]:
         for number in values.ungrounded
         if number.start not in values.contradicted
     ]
-    own = values.own_text
+    answer = values.answer
+    if not (answer.date_texts or answer.time_texts):
+        return findings + _unknown_ids(values)
+    own = values.own_text  # joined only for an answer with dates or times (most have none)
     findings += [
         f"answer says {text}, a date found nowhere in the run"
-        for text, keys in values.answer.date_texts
+        for text, keys in answer.date_texts
         # an ISO date in a tool result is the common case: found without reading every date
         if not any(f"-{month:02d}-{day:02d}" in own for month, day in keys)
         and not keys & values.dates
     ]
     findings += [
         f"answer says {text}, a time found nowhere in the run"
-        for text, minutes in values.answer.time_texts
+        for text, minutes in answer.time_texts
         if not any(f"{minute // 60:02d}:{minute % 60:02d}" in own for minute in minutes)
         and not minutes & values.times
     ]
-    findings += [
+    return findings + _unknown_ids(values)
+
+
+def _unknown_ids(values: ValueEvidence) -> list[str]:
+    """The grounding findings for the answer's ids the evidence does not hold."""
+    return [
         f"answer names {key.upper()}, an id found nowhere in the run"
         for key in sorted(values.answer.ids)
         if not values.knows(key)
     ]
-    return findings
 
 
 def contradiction(values: ValueEvidence) -> list[str]:
@@ -441,7 +475,7 @@ def entities(values: ValueEvidence) -> list[str]:
         first = name.split()[0]
         if folded(first) in _NOT_NAMES:
             continue
-        if folded(first) not in values.folded_text:
+        if not values.mentions(folded(first)):
             findings.append(f"answer names {name}, which the run never mentions")
     return findings
 
@@ -513,6 +547,7 @@ def _known(evidence: Evidence, position: int) -> str:
 _GROUPED_DIGITS = re.compile(r"(?<![\w-])\d{2,}(?:[ -]\d{2,})+(?![\w-])")
 """A number written in groups (``7731 0094 5521``): one id, looked up as its digits."""
 _DIGIT_RUN = re.compile(r"\d+")
+_NOT_DIGIT = re.compile(r"\D")
 
 
 @lru_cache(maxsize=512)
@@ -526,13 +561,13 @@ def _ids(text: str) -> frozenset[str]:
         letters = any(char.isalpha() for char in token)
         if not letters and max(map(len, _DIGIT_RUN.findall(token))) < 3:
             continue
-        digits = re.sub(r"\D", "", token)
+        digits = _NOT_DIGIT.sub("", token)
         if len(digits) >= 3:
             found.add(digits)
         if letters and len(digits) >= 2:
-            found.add(re.sub(r"[^0-9a-z]", "", token.lower()))
+            found.add(_NOT_ALPHANUMERIC.sub("", token.lower()))
     for grouped in _GROUPED_DIGITS.findall(text):
-        found.add(re.sub(r"\D", "", grouped))
+        found.add(_NOT_DIGIT.sub("", grouped))
     return frozenset(found)
 
 

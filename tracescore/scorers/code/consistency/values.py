@@ -38,9 +38,11 @@ MONTHS = {
     )
     for name in names.split()
 }
-_MONTH = r"[^\W\d_]{3,9}"
+_MONTH = r"[^\W\d_]{3,9}+"
 """A word that may be a month's name (looked up in :data:`MONTHS`: one alternation of every
-name made the pattern several times slower)."""
+name made the pattern several times slower). Possessive: what follows it in a date is no
+letter, so giving letters back never makes a match, and not trying saves most of the
+pattern's time on words that are no month."""
 _DAY = r"(?P<{0}>[0-3]?\d)(?:st|nd|rd|th|er|º|°|\.)?"
 _YEAR = r"(?P<{0}>(?:19|20)\d\d)"
 
@@ -171,51 +173,60 @@ class Values:
 
 def _readings(digits: str, separator: str | None) -> tuple[tuple[float, ...], float]:
     """Each value ``digits`` may stand for, and half its last shown digit's place."""
+    if not separator:  # no thousands separator: no space of any kind in the digits either
+        if "," in digits or "." in digits:
+            whole_part, _, decimals = digits.replace(",", ".").partition(".")
+            return (float(f"{whole_part}.{decimals}"),), 0.5 * 10.0 ** -len(decimals)
+        return (float(digits),), 0.5
     digits = digits.replace("\u00a0", " ").replace("\u202f", " ").replace("\u2009", " ")
-    if separator:
-        separator = {"\u00a0": " ", "\u202f": " ", "\u2009": " ", "’": "'"}.get(
-            separator, separator
-        )
-        grouped, _, decimals = (
-            digits.replace(separator, "").rpartition("," if separator == "." else ".")
-            if ("," if separator == "." else ".") in digits
-            else (digits.replace(separator, ""), "", "")
-        )
-        whole = float(grouped) if decimals == "" else float(f"{grouped}.{decimals}")
-        readings = [whole]
-        if separator in ",." and digits.count(separator) == 1 and decimals == "":
-            readings.append(float(digits.replace(separator, ".")))  # 1.234: maybe 1 and a bit
-        places = len(decimals)
-        return tuple(readings), 0.5 * 10.0**-places
-    if "," in digits or "." in digits:
-        whole_part, _, decimals = digits.replace(",", ".").partition(".")
-        return (float(f"{whole_part}.{decimals}"),), 0.5 * 10.0 ** -len(decimals)
-    return (float(digits),), 0.5
+    separator = {"\u00a0": " ", "\u202f": " ", "\u2009": " ", "’": "'"}.get(separator, separator)
+    grouped, _, decimals = (
+        digits.replace(separator, "").rpartition("," if separator == "." else ".")
+        if ("," if separator == "." else ".") in digits
+        else (digits.replace(separator, ""), "", "")
+    )
+    whole = float(grouped) if decimals == "" else float(f"{grouped}.{decimals}")
+    readings = [whole]
+    if separator in ",." and digits.count(separator) == 1 and decimals == "":
+        readings.append(float(digits.replace(separator, ".")))  # 1.234: maybe 1 and a bit
+    places = len(decimals)
+    return tuple(readings), 0.5 * 10.0**-places
+
+
+def _inside(position: int, spans: list[tuple[int, int]]) -> bool:
+    """Whether ``position`` is within one of ``spans`` (a loop: ``any`` over a generator costs a
+    frame per call)."""
+    for start, end in spans:  # noqa: SIM110
+        if start <= position < end:
+            return True
+    return False
 
 
 def numbers(text: str, taken: list[tuple[int, int]] | None = None) -> list[Number]:
     """The numbers of ``text`` outside the ``taken`` spans (its dates and times)."""
     found = []
     for match in NUMBERS.finditer(text):
-        if taken and any(start <= match.start() < end for start, end in taken):
+        start, end = match.span()
+        if taken and _inside(start, taken):
             continue
-        readings, tolerance = _readings(match["digits"], match["sep"])
-        unit = (match["unit"] or "").strip().lower()
+        digits, separator, unit_text, sign = match.group("digits", "sep", "unit", "sign")
+        readings, tolerance = _readings(digits, separator)
+        unit = unit_text.strip().lower() if unit_text else ""
         if unit in _MULTIPLIERS:
             scale = _MULTIPLIERS[unit]
             readings = (*readings, *(value * scale for value in readings))
             tolerance *= scale
-        if match["sign"] in ("-", "−"):
+        if sign == "-" or sign == "−":
             readings = (*readings, *(-value for value in readings))
         found.append(
             Number(
                 match.group(),
-                match.start(),
+                start,
                 readings,
                 tolerance,
                 unit,
-                text[max(0, match.start() - 24) : match.start()],
-                text[match.end() : match.end() + 16],
+                text[max(0, start - 24) : start],
+                text[end : end + 16],
             )
         )
     return found
@@ -250,16 +261,17 @@ def readings_of(text: str) -> Readings:
         for match in _CALENDAR.finditer(text):
             spans.append(match.span())
             found.calendar.extend(float(part) for part in _DIGITS.findall(match.group()))
+    values = found.values
     for match in NUMBERS.finditer(text):
-        if spans and any(start <= match.start() < end for start, end in spans):
+        if spans and _inside(match.start(), spans):
             continue
-        readings, _ = _readings(match["digits"], match["sep"])
-        unit = match["unit"]
+        digits, separator, unit, sign = match.group("digits", "sep", "unit", "sign")
+        readings, _ = _readings(digits, separator)
         if unit and (scale := _MULTIPLIERS.get(unit.strip().lower())):
             readings = (*readings, *(value * scale for value in readings))
-        found.values.extend(readings)
-        if match["sign"]:
-            found.values.extend(-value for value in readings)
+        values.extend(readings)
+        if sign:
+            values.extend(-value for value in readings)
     return found
 
 
@@ -291,8 +303,11 @@ def _minutes(match: re.Match[str]) -> set[int]:
     return {(hour + 12 * afternoon) * 60 + minute}
 
 
+_NOT_KEY = re.compile(r"[^0-9a-z]")
+
+
 def _id_key(token: str) -> str:
-    return re.sub(r"[^0-9a-z]", "", token.lower())
+    return _NOT_KEY.sub("", token.lower())
 
 
 def values_of(text: str) -> Values:
@@ -327,7 +342,7 @@ def _dates_and_times(text: str, found: Values) -> list[tuple[int, int]]:
             if match["ih"]:
                 found.times.add(int(match["ih"]) * 60 + int(match["imin"]))
     for match in TIMES.finditer(text) if _may_hold_time(text) else ():
-        if any(start <= match.start() < end for start, end in taken):
+        if _inside(match.start(), taken):
             continue
         minutes = _minutes(match)
         found.times |= minutes
@@ -338,7 +353,9 @@ def _dates_and_times(text: str, found: Values) -> list[tuple[int, int]]:
 
 _NUMERIC_DATE_MARK = re.compile(r"\d-\d|\d/\d|\d\.\d{1,2}\.\d")
 _NAME = re.compile(r"[^\W\d_]{3,}")
-_TIME_MARK = re.compile(r"\d[:h]\d|\d\s?[ap]\.?m", re.IGNORECASE)
+_TIME_MARK = re.compile(r"\d[:hH]\d|\d\s?[aApP]\.?[mM]")
+"""Cases spelled out: the same matches as ignoring case (none of these letters has another
+case form), found faster."""
 _ID_MARK = re.compile(r"[A-Za-z][-_#]?\d|\d[A-Za-z]|#\d")
 
 
@@ -361,8 +378,7 @@ def ids_of(text: str, taken: list[tuple[int, int]] | None = None) -> set[str]:
     return {
         _id_key(match.group())
         for match in IDS.finditer(text)
-        if _has_letters_and_digits(match.group())
-        and not (taken and any(start <= match.start() < end for start, end in taken))
+        if _has_letters_and_digits(match.group()) and not (taken and _inside(match.start(), taken))
     }
 
 
