@@ -22,8 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
+from tracescore.insights.stop_words import ENGLISH_STOP_WORDS
 from tracescore.language import detect_language
 from tracescore.scorers.code.consistency.answer_checks import repeated_run
 
