@@ -162,9 +162,11 @@ def run_texts(connection: Connection, keys: Sequence[tuple[str, str]]) -> list[R
     found: list[RunText] = []
     for start in range(0, len(traces), _CHUNK):
         query = select(TEXTS).where(TEXTS.c.trace_id.in_(traces[start : start + _CHUNK]))
+        rows = connection.execute(query)
+        names = tuple(rows.keys())  # a row's own mapping makes its keys anew: 20 µs a row
         found.extend(
-            cast(RunText, dict(row._mapping))
-            for row in connection.execute(query)
+            cast(RunText, dict(zip(names, row, strict=True)))
+            for row in rows
             if row.span_id in by_trace[row.trace_id]
         )
     return found
