@@ -45,6 +45,8 @@ CUTS = np.round(np.arange(0.1, 1.25, 0.05), 2)
 SILHOUETTE_SAMPLE = 500
 """Runs each cut's silhouette is averaged over (the same ones for every cut): a sixteenth of the
 work of the whole sample, for a choice between cuts that are far apart."""
+DISTANCE_ROWS = 250
+"""Rows of the sample's distances computed at once (a dense block of that many rows)."""
 SIGNATURE_SHARE = 0.05
 """Least share of a group's runs a signature feature must have to describe the group."""
 SIGNATURE_KEPT = 16
@@ -81,12 +83,16 @@ def _dense(matrix: Any) -> NDArray[np.float64]:
 
 
 def _distances(sample: Any) -> NDArray[np.float32]:
-    """The cosine distances of the sample's (L2-normalised) rows, in float32 and in place: the
-    largest array of a pass (``cluster_sample`` squared), made once."""
-    product = sample @ sample.T
-    distances = np.asarray(
-        product.toarray() if sparse.issparse(product) else product, dtype=np.float32
-    )
+    """The cosine distances of the sample's (L2-normalised) rows, in float32: the largest array
+    of a pass (``cluster_sample`` squared), filled :data:`DISTANCE_ROWS` rows at a time (the
+    sparse product of the whole sample with itself was twice its size again)."""
+    count = sample.shape[0]
+    distances = np.empty((count, count), dtype=np.float32)
+    for start in range(0, count, DISTANCE_ROWS):
+        block = sample[start : start + DISTANCE_ROWS] @ sample.T
+        distances[start : start + DISTANCE_ROWS] = (
+            block.toarray() if sparse.issparse(block) else block
+        )
     np.clip(distances, -1.0, 1.0, out=distances)
     np.subtract(1.0, distances, out=distances)
     np.fill_diagonal(distances, 0.0)
@@ -94,17 +100,15 @@ def _distances(sample: Any) -> NDArray[np.float32]:
 
 
 def _silhouette_cut(
-    distances: NDArray[np.float32], tree: NDArray[np.float64], min_size: int
+    among: NDArray[np.float32], chosen: NDArray[np.intp], tree: NDArray[np.float64], min_size: int
 ) -> float:
     """The cut of the average-linkage ``tree`` whose groups have the highest silhouette (how
-    much nearer each run is to its own group than to the next), runs in groups smaller than
-    ``min_size`` counting as groups of their own: a cut that leaves runs ungrouped or that
-    merges two modes both score lower. Chosen per pass from the runs themselves, so no constant
-    tuned on one stream of failures decides how tight a group is."""
+    much nearer each run is to its own group than to the next) over the runs ``chosen``
+    (``among``: their distances), runs in groups smaller than ``min_size`` counting as groups
+    of their own: a cut that leaves runs ungrouped or that merges two modes both score lower.
+    Chosen per pass from the runs themselves, so no constant tuned on one stream of failures
+    decides how tight a group is."""
     best, best_cut = -2.0, float(CUTS[-1])
-    # The runs scored, taken out of the distances once rather than by every cut's call.
-    chosen = np.random.RandomState(0).permutation(len(distances))[:SILHOUETTE_SAMPLE]
-    among = distances[np.ix_(chosen, chosen)]
     for cut in CUTS:
         labels = fcluster(tree, cut, criterion="distance")
         sizes = np.bincount(labels)
@@ -135,11 +139,17 @@ def _clustered(
     picked = np.unique(np.linspace(0, count - 1, min(count, config.cluster_sample)).astype(np.intp))
     sample: Any = vectors[picked]
     distances = _distances(sample)
-    tree = linkage(squareform(distances, checks=False), method="average")
+    # The runs each cut's silhouette is scored over, taken out of the distances once; the
+    # square freed before the linkage makes its own copies of the condensed distances.
+    chosen = np.random.RandomState(0).permutation(len(distances))[:SILHOUETTE_SAMPLE]
+    among = distances[np.ix_(chosen, chosen)]
+    condensed = squareform(distances, checks=False)
+    del distances
+    tree = linkage(condensed, method="average")
+    del condensed
     cut = config.distance_threshold
     if cut is None:
-        cut = _silhouette_cut(distances, tree, config.min_group_size)
-    del distances
+        cut = _silhouette_cut(among, chosen, tree, config.min_group_size)
     found = fcluster(tree, cut, criterion="distance").astype(np.intp) - 1
     labels[picked] = found
     if len(picked) == count:

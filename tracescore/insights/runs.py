@@ -316,7 +316,7 @@ def read_runs(
     rebuilt = _rebuild(store, unread, conventions)
     if keep_since is not None:
         with store.write_transaction() as connection:
-            keep_run_texts(connection, [run.text() for run in rebuilt], keep_since)
+            keep_run_texts(connection, (run.text() for run in rebuilt), keep_since)
     return _merged(ordered)
 
 
