@@ -16,7 +16,7 @@ from tracescore.batch_gc import bulk_scoring
 from tracescore.extract.base import Convention
 from tracescore.insights.config import InsightsConfig
 from tracescore.insights.describe import signature_description, signature_name
-from tracescore.insights.grouping import Embed, Group, group_documents
+from tracescore.insights.grouping import SILHOUETTE_SAMPLE, Embed, Group, group_documents
 from tracescore.insights.naming import judge_names
 from tracescore.insights.runs import FailedRun, read_runs, sample_failed_runs
 from tracescore.insights.tracking import match_groups
@@ -172,6 +172,22 @@ def group_runs(
     return shaped
 
 
+def sampling(config: InsightsConfig, failed: int, read: int, *, capped: bool) -> dict[str, Any]:
+    """How much of the window a pass saw, kept in each group's details for the page to say
+    (issue 48): the failed runs (a lower bound when ``capped``: the pass read at most
+    ``max_runs``), the runs read, those the clustering saw (``cluster_sample``, the others
+    joined to the nearest group) and those whose silhouette chose the cut (0: the cut is
+    ``distance_threshold``)."""
+    clustered = min(read, config.cluster_sample)
+    return {
+        "failed": failed,
+        "read": read,
+        "capped": capped,
+        "clustered": clustered,
+        "silhouette": min(clustered, SILHOUETTE_SAMPLE) if config.distance_threshold is None else 0,
+    }
+
+
 def run_pass(
     store: SpanStore,
     config: InsightsConfig,
@@ -209,6 +225,9 @@ def _run_pass(
     embed = embedder(embedding, config.embedding_batch) if embedding is not None else None
     window = (since.timestamp(), until.timestamp())
     shaped = group_runs(runs, config, window, embed=embed, judge=judge)
+    sampled = sampling(config, sample.seen, len(runs), capped=sample.capped)
+    for _, stored in shaped:
+        stored["details"]["pass"] = sampled
     with connect(store.engine) as connection:
         known = known_groups(connection, KNOWN_GROUPS)
         members = runs_by_group(connection)

@@ -201,6 +201,8 @@ class Sample:
         """Distinct runs taken into the sample at some point (a run evicted later counts once):
         every failed run while the sample has room; once it is full, a lower bound (a run
         turned away at once is not counted, since counting it once would mean remembering it)."""
+        self.capped = False
+        """Whether a run was left out (turned away or evicted): the pass read a sample."""
 
     def offer(self, trace_id: str, span_id: str, failed_at: float) -> FailedRun | None:
         """The sampled run for these ids (created when new), or None when it is left out."""
@@ -211,6 +213,7 @@ class Sample:
             return run
         rank = _rank(trace_id, span_id)
         if len(self._heap) >= self.size:
+            self.capped = True
             if rank >= -self._heap[0][0]:
                 return None
             _, evicted = heapq.heappushpop(self._heap, (-rank, key))
