@@ -59,9 +59,7 @@ def tfidf(
         if row is None:
             row = distinct[document] = len(distinct)
             terms = Counter(
-                term
-                for term in TOKEN.findall(document.lower())
-                if term not in ENGLISH_STOP_WORDS
+                term for term in TOKEN.findall(document.lower()) if term not in ENGLISH_STOP_WORDS
             )
             indices.extend(vocabulary.setdefault(term, len(vocabulary)) for term in terms)
             counts.extend(terms.values())
