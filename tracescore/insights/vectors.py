@@ -110,16 +110,19 @@ def silhouette(distances: NDArray[np.floating[Any]], labels: NDArray[np.intp]) -
     """The mean silhouette of ``labels`` over precomputed ``distances`` (square, zero
     diagonal): per run, ``(b - a) / max(a, b)`` with ``a`` its mean distance to the other runs
     of its group and ``b`` the least mean distance to another group's runs; 0 for a run alone in
-    its group. Needs at least two groups."""
+    its group. Needs at least two groups. Each run's distances to a group are summed over the
+    group's columns at once (the columns in group order, one ``reduceat``)."""
     _, group = np.unique(labels, return_inverse=True)
+    group = group.ravel()
     sizes = np.bincount(group)
-    member = np.zeros((len(sizes), len(labels)), dtype=np.float64)
-    member[group, np.arange(len(labels))] = 1.0
-    sums = np.asarray(distances, dtype=np.float64) @ member.T  # run x group: summed distances
+    order = np.argsort(group, kind="stable")
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    sums = np.add.reduceat(np.asarray(distances, dtype=np.float64)[:, order], starts, axis=1)
+    runs = np.arange(len(labels))
     own = sizes[group]
-    inside = sums[np.arange(len(labels)), group] / np.maximum(own - 1, 1)
+    inside = sums[runs, group] / np.maximum(own - 1, 1)
     means = sums / sizes
-    means[np.arange(len(labels)), group] = np.inf
+    means[runs, group] = np.inf
     nearest = means.min(axis=1)
     spread = np.maximum(inside, nearest)
     scores = np.where(spread > 0, (nearest - inside) / np.where(spread > 0, spread, 1.0), 0.0)
