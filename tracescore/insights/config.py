@@ -2,7 +2,7 @@
 how often the service groups them.
 
 A leaf module apart from the grouping code, so the top-level config composes it without
-importing scikit-learn.
+importing NumPy and SciPy.
 """
 
 from __future__ import annotations
