@@ -43,8 +43,10 @@ def insights_router(
         """The groups of failed runs the latest pass found: name, description, size, share of
         the failed runs, size at the pass before, first seen, agents, models, the scorers that
         flagged them, trend over the window, example runs and the signature its runs share
-        (``details.signature``: feature -> share of its runs). ``include_gone`` adds groups
-        earlier passes found and the latest did not (size 0)."""
+        (``details.signature``: feature -> share of its runs) and how much of its window the
+        pass saw (``details.pass``: ``failed``, a lower bound when ``capped``, ``read``,
+        ``clustered``, ``silhouette``). ``include_gone`` adds groups earlier passes found and
+        the latest did not (size 0)."""
         try:
             with connect(engine) as connection:
                 items, next_cursor = list_groups(connection, limit, cursor, include_gone)

@@ -1,7 +1,7 @@
 """Grouping failed runs by what they have in common, with no number of groups given.
 
 Each run's text (:meth:`FailedRun.document`) becomes a vector: TF-IDF weights by default
-(scikit-learn's ``TfidfVectorizer``, sublinear term frequencies, terms in at least two runs),
+(:func:`~tracescore.insights.vectors.tfidf`: sublinear term frequencies, terms in at least two runs),
 or an embedding from ``insights.embedding_model`` through litellm. Hierarchical clustering
 (average linkage on cosine distances, cut at ``distance_threshold``) finds the groups among at
 most ``cluster_sample`` evenly spread runs, since its memory grows with the square of the runs
@@ -24,17 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import sklearn
 from numpy.typing import NDArray
 from scipy import sparse
 from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import squareform
-from sklearn.feature_extraction import DictVectorizer
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.metrics import silhouette_score
-from sklearn.preprocessing import normalize
 
 from tracescore.insights.config import InsightsConfig
+from tracescore.insights.vectors import dict_rows, l2_rows, silhouette, tfidf
 
 TERMS_KEPT = 20
 """Terms of a group's centroid stored with it: what a later pass matches it by."""
@@ -49,8 +45,8 @@ CUTS = np.round(np.arange(0.1, 1.25, 0.05), 2)
 SILHOUETTE_SAMPLE = 500
 """Runs each cut's silhouette is averaged over (the same ones for every cut): a sixteenth of the
 work of the whole sample, for a choice between cuts that are far apart."""
-SILHOUETTE_MEMORY_MB = 16
-"""Working memory scikit-learn's silhouette may take at once (its default is a gigabyte)."""
+DISTANCE_ROWS = 250
+"""Rows of the sample's distances computed at once (a dense block of that many rows)."""
 SIGNATURE_SHARE = 0.05
 """Least share of a group's runs a signature feature must have to describe the group."""
 SIGNATURE_KEPT = 16
@@ -76,22 +72,10 @@ class Group:
 
 
 def _tfidf(documents: Sequence[str]) -> tuple[sparse.csr_matrix, NDArray[np.str_]]:
-    """L2-normalised TF-IDF rows and the vocabulary; an empty vocabulary (runs with no term in
-    common) gives zero columns."""
-    vectorizer = TfidfVectorizer(
-        sublinear_tf=True,
-        min_df=2,
-        max_df=0.5,
-        stop_words="english",
-        max_features=MAX_FEATURES,
-        dtype=np.float32,
-        token_pattern=r"(?u)\b[^\W\d]\w+\b",
-    )
-    try:
-        matrix = vectorizer.fit_transform(documents)
-    except ValueError:  # no term left after pruning
-        return sparse.csr_matrix((len(documents), 0), dtype=np.float32), np.array([], dtype=str)
-    return sparse.csr_matrix(matrix), vectorizer.get_feature_names_out()
+    """L2-normalised TF-IDF rows and the vocabulary (:func:`~tracescore.insights.vectors.tfidf`:
+    terms in at least two runs and at most half of them); an empty vocabulary (runs with no
+    term in common) gives zero columns."""
+    return tfidf(documents, min_df=2, max_df=0.5, max_features=MAX_FEATURES)
 
 
 def _dense(matrix: Any) -> NDArray[np.float64]:
@@ -99,12 +83,16 @@ def _dense(matrix: Any) -> NDArray[np.float64]:
 
 
 def _distances(sample: Any) -> NDArray[np.float32]:
-    """The cosine distances of the sample's (L2-normalised) rows, in float32 and in place: the
-    largest array of a pass (``cluster_sample`` squared), made once."""
-    product = sample @ sample.T
-    distances = np.asarray(
-        product.toarray() if sparse.issparse(product) else product, dtype=np.float32
-    )
+    """The cosine distances of the sample's (L2-normalised) rows, in float32: the largest array
+    of a pass (``cluster_sample`` squared), filled :data:`DISTANCE_ROWS` rows at a time (the
+    sparse product of the whole sample with itself was twice its size again)."""
+    count = sample.shape[0]
+    distances = np.empty((count, count), dtype=np.float32)
+    for start in range(0, count, DISTANCE_ROWS):
+        block = sample[start : start + DISTANCE_ROWS] @ sample.T
+        distances[start : start + DISTANCE_ROWS] = (
+            block.toarray() if sparse.issparse(block) else block
+        )
     np.clip(distances, -1.0, 1.0, out=distances)
     np.subtract(1.0, distances, out=distances)
     np.fill_diagonal(distances, 0.0)
@@ -112,17 +100,15 @@ def _distances(sample: Any) -> NDArray[np.float32]:
 
 
 def _silhouette_cut(
-    distances: NDArray[np.float32], tree: NDArray[np.float64], min_size: int
+    among: NDArray[np.float32], chosen: NDArray[np.intp], tree: NDArray[np.float64], min_size: int
 ) -> float:
     """The cut of the average-linkage ``tree`` whose groups have the highest silhouette (how
-    much nearer each run is to its own group than to the next), runs in groups smaller than
-    ``min_size`` counting as groups of their own: a cut that leaves runs ungrouped or that
-    merges two modes both score lower. Chosen per pass from the runs themselves, so no constant
-    tuned on one stream of failures decides how tight a group is."""
+    much nearer each run is to its own group than to the next) over the runs ``chosen``
+    (``among``: their distances), runs in groups smaller than ``min_size`` counting as groups
+    of their own: a cut that leaves runs ungrouped or that merges two modes both score lower.
+    Chosen per pass from the runs themselves, so no constant tuned on one stream of failures
+    decides how tight a group is."""
     best, best_cut = -2.0, float(CUTS[-1])
-    # The runs scored, taken out of the distances once rather than by every cut's call.
-    chosen = np.random.RandomState(0).permutation(len(distances))[:SILHOUETTE_SAMPLE]
-    among = distances[np.ix_(chosen, chosen)]
     for cut in CUTS:
         labels = fcluster(tree, cut, criterion="distance")
         sizes = np.bincount(labels)
@@ -132,7 +118,7 @@ def _silhouette_cut(
         found = len(np.unique(scored))
         if found < 2 or found >= len(scored):
             continue
-        score = float(silhouette_score(among, scored, metric="precomputed"))
+        score = silhouette(among, scored)
         if score > best:
             best, best_cut = score, float(cut)
     return best_cut
@@ -153,12 +139,17 @@ def _clustered(
     picked = np.unique(np.linspace(0, count - 1, min(count, config.cluster_sample)).astype(np.intp))
     sample: Any = vectors[picked]
     distances = _distances(sample)
-    tree = linkage(squareform(distances, checks=False), method="average")
+    # The runs each cut's silhouette is scored over, taken out of the distances once; the
+    # square freed before the linkage makes its own copies of the condensed distances.
+    chosen = np.random.RandomState(0).permutation(len(distances))[:SILHOUETTE_SAMPLE]
+    among = distances[np.ix_(chosen, chosen)]
+    condensed = squareform(distances, checks=False)
+    del distances
+    tree = linkage(condensed, method="average")
+    del condensed
     cut = config.distance_threshold
     if cut is None:
-        with sklearn.config_context(working_memory=SILHOUETTE_MEMORY_MB):
-            cut = _silhouette_cut(distances, tree, config.min_group_size)
-    del distances
+        cut = _silhouette_cut(among, chosen, tree, config.min_group_size)
     found = fcluster(tree, cut, criterion="distance").astype(np.intp) - 1
     labels[picked] = found
     if len(picked) == count:
@@ -168,7 +159,7 @@ def _clustered(
         (1.0 / np.bincount(found)[found], (found, np.arange(len(found)))),
         shape=(int(found.max()) + 1, len(found)),
     )
-    centroids: Any = normalize(indicator @ sample)
+    centroids: Any = l2_rows(indicator @ sample)
     rest = np.setdiff1d(np.arange(count), picked)
     for start in range(0, len(rest), ASSIGN_CHUNK):
         rows = rest[start : start + ASSIGN_CHUNK]
@@ -198,7 +189,7 @@ def _merged_by_signature(
         ),
         shape=(len(found), len(labels)),
     )
-    centroids = normalize(indicator @ signatures)
+    centroids = l2_rows(indicator @ signatures)
     alike = _dense(centroids @ centroids.T) >= similarity
     root = list(range(len(found)))
 
@@ -248,19 +239,10 @@ def _joined(
     The text blocks come normalised; the signature does not: a run with many signs of how it
     failed leans on them, one that only says which scorer flagged it leans on its text."""
     if any(sparse.issparse(block) for block, _ in blocks):
-        return normalize(
+        return l2_rows(
             sparse.hstack([sparse.csr_matrix(b) * w for b, w in blocks if w > 0], format="csr")
         )
-    return normalize(np.hstack([np.asarray(b) * w for b, w in blocks if w > 0]))
-
-
-def _signature_matrix(
-    signatures: Sequence[Mapping[str, float]],
-) -> tuple[sparse.csr_matrix, NDArray[np.str_]]:
-    """The signatures as rows of weighted features, and the features' names."""
-    vectorizer = DictVectorizer(dtype=np.float32)
-    matrix = sparse.csr_matrix(vectorizer.fit_transform(signatures))
-    return matrix, vectorizer.get_feature_names_out()
+    return l2_rows(np.hstack([np.asarray(b) * w for b, w in blocks if w > 0]))
 
 
 def _signature_shares(
@@ -290,13 +272,13 @@ def group_documents(
         return []  # not one group's worth (a window with no failed run at all included)
     asked, asked_terms = _tfidf(requests)
     failed, failed_terms = _tfidf(failures)
-    signed, features = _signature_matrix(signatures)
+    signed, features = dict_rows(signatures)
     # Named by the terms of both texts alike (the city a tool fails for is in the request),
     # grouped with the request weighed down.
     tfidf = sparse.csr_matrix(_joined([(asked, 1.0), (failed, 1.0)]))
     vocabulary = np.concatenate([asked_terms, failed_terms])
     if embed is not None:
-        asked, failed = normalize(embed(requests)), normalize(embed(failures))
+        asked, failed = l2_rows(embed(requests)), l2_rows(embed(failures))
     vectors = _joined(
         [
             (signed, config.signature_weight),

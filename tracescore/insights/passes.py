@@ -12,12 +12,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from tracescore.batch_gc import bulk_scoring
 from tracescore.extract.base import Convention
 from tracescore.insights.config import InsightsConfig
 from tracescore.insights.describe import signature_description, signature_name
-from tracescore.insights.grouping import Embed, Group, group_documents
+from tracescore.insights.grouping import SILHOUETTE_SAMPLE, Embed, Group, group_documents
 from tracescore.insights.naming import judge_names
-from tracescore.insights.runs import FailedRun, read_runs, sample_failed_runs
+from tracescore.insights.runs import BY_KEY, FailedRun, read_runs, sample_failed_runs
 from tracescore.insights.tracking import match_groups
 from tracescore.judge.client import api_key, litellm
 from tracescore.judge.config import JudgeConfig
@@ -86,7 +87,7 @@ def _details(
     since: float,
     until: float,
 ) -> dict[str, Any]:
-    latest = sorted(runs, key=lambda run: (-run.failed_at, run.key))
+    latest = sorted(runs, key=lambda run: (-run.failed_at, run.trace_id, run.span_id))
     return {
         "agents": dict(Counter(run.agent or "(none)" for run in runs).most_common(10)),
         "models": dict(Counter(run.model or "(none)" for run in runs).most_common(10)),
@@ -120,8 +121,7 @@ def group_runs(
         embed,
     )
     examples = [
-        sorted((runs[i] for i in group.members), key=lambda run: run.key)[: config.examples]
-        for group in groups
+        sorted((runs[i] for i in group.members), key=BY_KEY)[: config.examples] for group in groups
     ]
     signed = [
         signature_name(
@@ -171,6 +171,39 @@ def group_runs(
     return shaped
 
 
+def _membership(group_id: str, run: FailedRun) -> Membership:
+    """A grouped run as its group's page shows it."""
+    return Membership(
+        group_id=group_id,
+        trace_id=run.trace_id,
+        span_id=run.span_id,
+        failed_at=run.failed_at,
+        agent=run.agent,
+        model=run.model,
+        flagged_by=sorted(run.flagged_by),
+        summary=run.summary(),
+        started_at=run.started_at,
+        answer=run.answer[:ANSWER_SHOWN],
+        reasons=[reason[:REASON_SHOWN] for reason in run.reasons],
+    )
+
+
+def sampling(config: InsightsConfig, failed: int, read: int, *, capped: bool) -> dict[str, Any]:
+    """How much of the window a pass saw, kept in each group's details for the page to say
+    (issue 48): the failed runs (a lower bound when ``capped``: the pass read at most
+    ``max_runs``), the runs read, those the clustering saw (``cluster_sample``, the others
+    joined to the nearest group) and those whose silhouette chose the cut (0: the cut is
+    ``distance_threshold``)."""
+    clustered = min(read, config.cluster_sample)
+    return {
+        "failed": failed,
+        "read": read,
+        "capped": capped,
+        "clustered": clustered,
+        "silhouette": min(clustered, SILHOUETTE_SAMPLE) if config.distance_threshold is None else 0,
+    }
+
+
 def run_pass(
     store: SpanStore,
     config: InsightsConfig,
@@ -181,7 +214,22 @@ def run_pass(
     save: bool = True,
 ) -> PassResult:
     """Group the failed runs of the window ending at ``now`` and, with ``save``, store the
-    groups under the ids of the earlier passes' groups they match."""
+    groups under the ids of the earlier passes' groups they match. The cyclic collector is set
+    as for scoring in bulk (:func:`~tracescore.batch_gc.bulk_scoring`) meanwhile: a pass
+    rebuilds runs as scoring does and holds tens of thousands of runs' fields, which CPython's
+    default thresholds traverse again and again (a fifth of a pass over stored texts)."""
+    with bulk_scoring():
+        return _run_pass(store, config, conventions, now, judge, save)
+
+
+def _run_pass(
+    store: SpanStore,
+    config: InsightsConfig,
+    conventions: Sequence[Convention],
+    now: datetime | None,
+    judge: Judge | None,
+    save: bool,
+) -> PassResult:
     until = now or datetime.now(UTC)
     since = until - timedelta(seconds=config.window)
     sample = sample_failed_runs(store, since, until, config.failed, config.max_runs)
@@ -193,11 +241,14 @@ def run_pass(
     embed = embedder(embedding, config.embedding_batch) if embedding is not None else None
     window = (since.timestamp(), until.timestamp())
     shaped = group_runs(runs, config, window, embed=embed, judge=judge)
+    sampled = sampling(config, sample.seen, len(runs), capped=sample.capped)
+    for _, stored in shaped:
+        stored["details"]["pass"] = sampled
     with connect(store.engine) as connection:
         known = known_groups(connection, KNOWN_GROUPS)
         members = runs_by_group(connection)
     ids = match_groups(
-        [(stored["terms"], {runs[i].key for i in group.members}) for group, stored in shaped],
+        [(stored["terms"], {BY_KEY(runs[i]) for i in group.members}) for group, stored in shaped],
         [(g["id"], g["terms"], members.get(g["id"], set())) for g in known],
         config.match_similarity,
     )
@@ -208,22 +259,7 @@ def run_pass(
         stored["id"] = group_id
         stored["first_seen"] = first_seen.get(group_id, window[1])
         groups.append(stored)
-        memberships.extend(
-            Membership(
-                group_id=group_id,
-                trace_id=runs[i].trace_id,
-                span_id=runs[i].span_id,
-                failed_at=runs[i].failed_at,
-                agent=runs[i].agent,
-                model=runs[i].model,
-                flagged_by=sorted(runs[i].flagged_by),
-                summary=runs[i].summary(),
-                started_at=runs[i].started_at,
-                answer=runs[i].answer[:ANSWER_SHOWN],
-                reasons=[reason[:REASON_SHOWN] for reason in runs[i].reasons],
-            )
-            for i in group.members
-        )
+        memberships.extend(_membership(group_id, runs[i]) for i in group.members)
     if save:
         with store.write_transaction() as connection:
             save_pass(connection, groups, memberships)

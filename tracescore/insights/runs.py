@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import itertools
+import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -54,6 +55,8 @@ TOOL_CHARS = 300
 MAX_TOOLS = 10
 """Tool lines kept per run: with the caps above, a run holds at most about 9,000 characters,
 so the pass's memory is bounded by ``max_runs`` times that whatever the traces say."""
+BY_KEY = operator.attrgetter("trace_id", "span_id")
+"""A run's (trace, span) as a sort key, made in C (:attr:`FailedRun.key` is a Python call)."""
 TRACE_BATCH = 200
 """Traces loaded and rebuilt at once."""
 
@@ -201,6 +204,8 @@ class Sample:
         """Distinct runs taken into the sample at some point (a run evicted later counts once):
         every failed run while the sample has room; once it is full, a lower bound (a run
         turned away at once is not counted, since counting it once would mean remembering it)."""
+        self.capped = False
+        """Whether a run was left out (turned away or evicted): the pass read a sample."""
 
     def offer(self, trace_id: str, span_id: str, failed_at: float) -> FailedRun | None:
         """The sampled run for these ids (created when new), or None when it is left out."""
@@ -211,6 +216,7 @@ class Sample:
             return run
         rank = _rank(trace_id, span_id)
         if len(self._heap) >= self.size:
+            self.capped = True
             if rank >= -self._heap[0][0]:
                 return None
             _, evicted = heapq.heappushpop(self._heap, (-rank, key))
@@ -300,7 +306,7 @@ def read_runs(
     spans and, with ``keep_since``, their text stored (texts of runs that failed before it
     dropped). A run whose trace is no longer stored keeps its reasons only. A verdict on a
     whole trace is moved to the trace's first primary run."""
-    ordered = sorted(runs, key=lambda run: run.key)
+    ordered = sorted(runs, key=BY_KEY)
     with connect(store.engine) as connection:
         stored = {
             (text["trace_id"], text["span_id"]): text
@@ -316,7 +322,7 @@ def read_runs(
     rebuilt = _rebuild(store, unread, conventions)
     if keep_since is not None:
         with store.write_transaction() as connection:
-            keep_run_texts(connection, [run.text() for run in rebuilt], keep_since)
+            keep_run_texts(connection, (run.text() for run in rebuilt), keep_since)
     return _merged(ordered)
 
 
@@ -370,9 +376,10 @@ def _merged(runs: Sequence[FailedRun]) -> list[FailedRun]:
     it."""
     kept: dict[tuple[str, str], FailedRun] = {}
     for run in runs:
-        same = kept.get(run.key)
+        key = (run.trace_id, run.span_id)
+        same = kept.get(key)
         if same is None:
-            kept[run.key] = run
+            kept[key] = run
             continue
         same.flagged_by |= run.flagged_by
         same.checks |= run.checks
@@ -380,7 +387,7 @@ def _merged(runs: Sequence[FailedRun]) -> list[FailedRun]:
         same.reasons.extend(run.reasons)
         del same.reasons[MAX_REASONS:]
         same.failed_at = max(same.failed_at, run.failed_at)
-    return sorted(kept.values(), key=lambda run: run.key)
+    return sorted(kept.values(), key=BY_KEY)
 
 
 def runs_from_exports(items: Iterable[Mapping[str, Any]]) -> Iterator[FailedRun]:

@@ -22,8 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
+from tracescore.insights.stop_words import ENGLISH_STOP_WORDS
 from tracescore.language import detect_language
 from tracescore.scorers.code.consistency.answer_checks import repeated_run
 
@@ -103,6 +102,8 @@ LANGUAGE_CHARS = 400
 """Characters of a text its language is told from (identification time grows with length)."""
 MASKED_CACHE = 4_096
 """Texts whose masked form is remembered (at most 1,000 characters each: a few MB)."""
+FACTS_CACHE = 1_024
+"""Distinct sets of a run's signals whose facts are remembered (a few dozen in practice)."""
 LANGUAGE_CACHE = 4_096
 """Texts whose language is remembered (at most :data:`LANGUAGE_CHARS` characters each)."""
 UNKNOWN = "?"
@@ -249,10 +250,26 @@ def answer_facts(request: str, answer: str, signals: Sequence[str]) -> dict[str,
     apology, empty, and the trace-derived ``signals`` read when the run was rebuilt (the
     languages and facts of :func:`text_signals` read here when they are not among them: a run
     stored before they were kept)."""
-    if not any(signal.startswith((ASKED, ANSWERED)) for signal in signals):
-        signals = [*signals, *language_signals(request, answer)]
-    if not any(signal.startswith(FACTS) for signal in signals):
-        signals = [*signals, FACTS + "+".join(_said(answer))]
+    facts = _facts(tuple(signals))
+    if facts is None:  # a run stored before its languages and facts were kept with it
+        if not any(signal.startswith((ASKED, ANSWERED)) for signal in signals):
+            signals = [*signals, *language_signals(request, answer)]
+        if not any(signal.startswith(FACTS) for signal in signals):
+            signals = [*signals, FACTS + "+".join(_said(answer))]
+        facts = _facts(tuple(signals)) or {}
+    return dict(facts)
+
+
+@lru_cache(maxsize=FACTS_CACHE)
+def _facts(signals: tuple[str, ...]) -> dict[str, str] | None:
+    """:func:`answer_facts` of ``signals`` (None when they lack the languages or the facts),
+    remembered: runs of one mode carry the same few (``asked:en``, ``answered:es``,
+    ``facts:apology``), and a pass reads them for every run it groups. Callers copy the dict
+    they get."""
+    if not any(signal.startswith(FACTS) for signal in signals) or not any(
+        signal.startswith((ASKED, ANSWERED)) for signal in signals
+    ):
+        return None
     facts: dict[str, str] = {}
     languages: dict[str, str] = {}
     for signal in signals:

@@ -69,8 +69,8 @@ def _pass(
     judge: JudgeConfig | None,
     started: float,
 ) -> PassSummary:
-    # Imported at the first pass, not with the service: scikit-learn takes a second and tens of
-    # MB to import, which every service process would pay at start.
+    # Imported at the first pass, not with the service: the pass's code (NumPy, SciPy) takes
+    # most of a second and tens of MB to import, which every service process would pay.
     from tracescore.insights.passes import run_pass
 
     result = run_pass(

@@ -439,8 +439,12 @@ def failed_scores(
         .order_by(SCORES.c.created_at, SCORES.c.id)
         .execution_options(yield_per=2000)
     )
-    for row in connection.execute(query):
-        yield cast(FailedScore, {**row._mapping, "created_at": as_utc(row.created_at)})
+    rows = connection.execute(query)
+    names = tuple(rows.keys())  # a row's own mapping makes its keys anew: 20 µs a row
+    for row in rows:
+        score = dict(zip(names, row, strict=True))
+        score["created_at"] = as_utc(row.created_at)
+        yield cast(FailedScore, score)
 
 
 class ScoredRun(TypedDict):

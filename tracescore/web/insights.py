@@ -64,6 +64,31 @@ def failed_means(config: InsightsConfig, scorers: Sequence[ScorerBinding]) -> li
     return means
 
 
+def sample_note(sampled: dict[str, Any] | None) -> str | None:
+    """What the latest pass read of its window, in words, when it read or clustered only a
+    sample (:func:`~tracescore.insights.passes.sampling`); None when it saw every run (or a
+    pass stored before passes said)."""
+    if not sampled:
+        return None
+    read, failed = sampled["read"], sampled["failed"]
+    said = []
+    if sampled["capped"]:
+        of = f"at least {failed:,}" if failed > read else f"more than {read:,}"
+        said.append(
+            f"This pass read a sample: {read:,} of {of} failed runs in its window "
+            "(insights.max_runs), the same runs for the same window."
+        )
+    clustered, silhouette = sampled["clustered"], sampled["silhouette"]
+    if clustered < read:
+        said.append(
+            f"Its groups were found among {clustered:,} of the runs it read, spread evenly "
+            "(insights.cluster_sample); the others joined the nearest group, or none."
+        )
+    if 0 < silhouette < clustered:
+        said.append(f"The distance that separates groups was chosen on {silhouette:,} of them.")
+    return " ".join(said) or None
+
+
 def insights_page(
     engine: Database, config: InsightsConfig, scorers: Sequence[ScorerBinding], asked: str | None
 ) -> dict[str, Any]:
@@ -87,6 +112,7 @@ def insights_page(
         "interval_minutes": round(config.interval / 60),
         "window_hours": round(config.window / 3600, 1),
         "asked": ASKED.get(asked or ""),
+        "sample_note": sample_note(groups[0]["details"].get("pass")) if groups else None,
     }
 
 
