@@ -185,8 +185,9 @@ def _read_entity(span: Span, info: SpanInfo) -> None:
     output, failed = decode_result(output)  # string results are JSON-encoded once more
     args = _call_arguments(arguments)
     if info.kind == "tool":
+        args, call_id = _tool_start(args)
         info.tool_call = executed_call(
-            first_str(attributes, "gen_ai.tool.call.id") or "",
+            first_str(attributes, "gen_ai.tool.call.id") or call_id,
             first_str(attributes, "gen_ai.tool.name", "traceloop.entity.name")
             or span.name.removesuffix(".tool"),
             args,
@@ -206,6 +207,20 @@ def _read_entity(span: Span, info: SpanInfo) -> None:
         info.output_messages = [
             text_message(f"{span.span_id}-out-0", "assistant", text, timestamp(span.end_time_ns))
         ]
+
+
+def _tool_start(value: Any) -> tuple[Any, str]:
+    """A tool's arguments and call id from LangChain's ``on_tool_start`` payload, which the
+    LangChain instrumentation records whole (``{"input_str": "{'city': …}", "tags", "metadata",
+    "inputs": {…}, "kwargs": {"tool_call_id": …}}``): the structured ``inputs`` are the call's
+    arguments (``input_str`` is their Python repr). Other arguments are returned as they are."""
+    if not isinstance(value, dict) or "input_str" not in value:
+        return value, ""
+    inputs = value.get("inputs")
+    keywords = value.get("kwargs")
+    call_id = keywords.get("tool_call_id") if isinstance(keywords, dict) else None
+    arguments = inputs if isinstance(inputs, dict) else value["input_str"]
+    return arguments, call_id if isinstance(call_id, str) else ""
 
 
 def _call_arguments(value: Any) -> Any:

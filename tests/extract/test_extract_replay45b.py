@@ -1,0 +1,127 @@
+"""A fresh replay of libraries this project was not developed against (issue 45, "libraries
+never named here"): captures of the real libraries against the scripted model
+(``tests/fixtures/captures/README.md``, issue 45 replay). What each rebuilds, or why not.
+"""
+
+from __future__ import annotations
+
+from tests.support.extract_support import (
+    LONDON_RESULT,
+    SECOND_TURN_ANSWER,
+    SECOND_TURN_USER,
+    TOOL_ERROR_USER,
+    WEATHER_ANSWER,
+    WEATHER_RESULT,
+    WEATHER_SYSTEM,
+    WEATHER_USER,
+    final_answer,
+    linked_capture,
+    system_text,
+    tool_calls,
+    user_text,
+)
+from tests.support.paths import CAPTURES
+from tracescore.extract import extract_runs
+from tracescore.extract.linked import CallLinks, read_linked
+from tracescore.extract.model import AgentRun
+from tracescore.extract.sources import UNKNOWN_CONVENTION, read_sources
+from tracescore.ingest.files import load_traces
+from tracescore.spans import Trace
+
+PARIS = {"city": "Paris"}
+
+
+def _agents(library: str, scenario: str) -> list[AgentRun]:
+    found = linked_capture(library, scenario)
+    runs = [run for links in found.values() for run in links.runs if run.kind == "agent"]
+    return sorted(runs, key=lambda run: run.start_time or 0)
+
+
+def _assert_paris_turn(run: AgentRun, user: str = WEATHER_USER) -> None:
+    assert system_text(run) == [WEATHER_SYSTEM]
+    assert user_text(run) == [user]
+    (call,) = tool_calls(run)
+    assert (call.tool_name, call.args, call.result, call.state) == (
+        "get_weather",
+        PARIS,
+        WEATHER_RESULT,
+        "result",
+    )
+    assert call.tool_call_id.startswith("call_")
+    assert run.usage.input_tokens and run.usage.output_tokens
+
+
+def test_openai_v2_event_only_loop_of_per_call_traces_is_one_run_per_turn() -> None:
+    """Content only in the ``…operation.details`` log records, one trace per call: each turn's
+    calls are joined into one agent run."""
+    library = "otel-genai-openai-v2-latest"
+    (run,) = _agents(library, "tool_call_event_only")
+    _assert_paris_turn(run)
+    assert final_answer(run).startswith(WEATHER_ANSWER)
+    first, second = _agents(library, "multi_turn_event_only")
+    _assert_paris_turn(first)
+    assert user_text(second) == [SECOND_TURN_USER]
+    assert final_answer(second) == SECOND_TURN_ANSWER
+    (loop,) = _agents(library, "tool_error_event_only")
+    assert user_text(loop) == [TOOL_ERROR_USER]
+    atlantis, paris, london = tool_calls(loop)
+    assert atlantis.result == "Error: Unknown city: Atlantis"
+    assert (paris.result, london.result) == (WEATHER_RESULT, LONDON_RESULT)
+
+
+def test_langchain_under_openllmetry_tool_callbacks_are_unwrapped() -> None:
+    """OpenLLMetry's LangChain instrumentation records the tool callbacks whole: the arguments
+    are the callback's ``inputs`` (with the call id from its ``kwargs``), the result the
+    ``ToolMessage``'s content, an error ``ToolMessage`` a failed call."""
+    (run,) = _agents("openllmetry-langchain", "tool_call")
+    _assert_paris_turn(run)
+    assert run.agent_name == "WeatherBot"
+    assert final_answer(run).startswith(WEATHER_ANSWER)
+    (loop,) = _agents("openllmetry-langchain", "tool_error")
+    atlantis, paris, london = tool_calls(loop)
+    assert (atlantis.result, atlantis.is_error, atlantis.state) == (
+        "Unknown city: Atlantis",
+        True,
+        "output-error",
+    )
+    assert (paris.result, london.result) == (WEATHER_RESULT, LONDON_RESULT)
+    runs = [
+        run
+        for trace in load_traces([CAPTURES / "openllmetry-langchain" / "tool_call"])
+        for run in extract_runs(trace)
+        if run.kind == "tool"
+    ]
+    (tool,) = runs
+    (call,) = tool_calls(tool)
+    assert (call.args, call.result, call.tool_call_id) == (PARIS, WEATHER_RESULT, "call_330")
+
+
+def test_openai_agents_under_logfire_is_explained_as_an_unknown_convention() -> None:
+    """Logfire's ``instrument_openai_agents`` spans hold their content in ``input`` /
+    ``output``, which no reader knows: the trace says so, naming the keys."""
+    (trace,) = load_traces([CAPTURES / "openai-agents-logfire" / "tool_call"])
+    reading = read_sources(trace, extract_runs(trace, only_primary=True))
+    assert reading.reason == UNKNOWN_CONVENTION
+    (source,) = reading.sources
+    assert "input, output" in (source.detail or "")
+
+
+def test_a_failed_load_of_earlier_steps_fails_only_the_traces_that_needed_them() -> None:
+    """The answering call's trace needs its step's trace from the store; the store fails: that
+    trace carries the error, a trace of the same batch that needed nothing is read."""
+    step, answer = load_traces([CAPTURES / "litellm-otel" / "tool_call"])
+    (other,) = load_traces([CAPTURES / "openllmetry-langchain" / "tool_call"])
+    links = CallLinks()
+
+    def extract(trace: Trace) -> list[AgentRun]:
+        return extract_runs(trace, only_primary=True)
+
+    def load(ids: list[str]) -> dict[str, Trace]:
+        raise ConnectionError("the database went away")
+
+    read_linked({step.trace_id: step}, links, extract, load)
+    found = read_linked({answer.trace_id: answer, other.trace_id: other}, links, extract, load)
+    assert "ConnectionError: the database went away" in (found[answer.trace_id].error or "")
+    assert found[other.trace_id].error is None
+    (run,) = found[other.trace_id].runs
+    assert run.kind == "agent"
