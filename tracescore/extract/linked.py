@@ -67,6 +67,9 @@ class TraceLinks:
     twins: list[Twin] = field(default_factory=list)
     steps_from: list[str] = field(default_factory=list)
     """The earlier traces whose steps this trace's loop continues (read with it)."""
+    error: str | None = None
+    """Why the earlier traces this trace's loop continues could not be loaded: its runs are
+    not read without them (the caller fails this trace alone, to be read again)."""
 
 
 class _Recent(OrderedDict[str, str]):
@@ -199,13 +202,20 @@ def read_linked(
     """Each trace's runs, linked: ``extract`` reads a trace's runs, ``load`` fetches the
     earlier traces a loop continues (from the store, or the files read) when they are not
     among ``traces``. Every trace is remembered before any is linked, so a batch's traces link
-    in either order."""
+    in either order. When ``load`` raises (the database), only the traces that needed what it
+    was to load carry its error; the others are read."""
     runs = {trace_id: extract(trace) for trace_id, trace in traces.items()}
     for trace_id, read in runs.items():
         links.remember(trace_id, read)
     result = {trace_id: links.link(trace_id, read) for trace_id, read in runs.items()}
     wanted = sorted({t for linked in result.values() for t in linked.steps_from if t not in traces})
-    fetched = load(wanted) if wanted else {}
+    try:
+        fetched = load(wanted) if wanted else {}
+    except Exception as exc:  # noqa: BLE001 - the traces that needed the steps fail, not all
+        fetched = {}
+        for linked in result.values():
+            if any(t not in traces for t in linked.steps_from):
+                linked.error = f"loading the earlier steps failed: {type(exc).__name__}: {exc}"
     for trace_id, linked in result.items():
         earlier = [
             step for t in linked.steps_from if (step := traces.get(t) or fetched.get(t)) is not None

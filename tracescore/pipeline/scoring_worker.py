@@ -314,6 +314,8 @@ class ScoringWorker:
                     raise RuntimeError(error)
                 found = loaded.get(claim.trace_id)
                 links = linked.get(claim.trace_id)
+                if links is not None and links.error is not None:
+                    raise RuntimeError(links.error)
                 trace.runs = links.runs if links is not None else []
                 trace.turn = trace_turn(trace.runs, now, self.store.rules.max_clock_skew)
                 self._route(trace, sampled, now, found)
