@@ -125,3 +125,22 @@ def test_a_failed_load_of_earlier_steps_fails_only_the_traces_that_needed_them()
     assert found[other.trace_id].error is None
     (run,) = found[other.trace_id].runs
     assert run.kind == "agent"
+
+
+def test_llamaindex_under_openllmetry_is_one_agent_run_joined_by_its_tool_steps() -> None:
+    """OpenLLMetry's LlamaIndex instrumentation records the model calls as tasks with GenAI
+    messages but drops a streamed reply's tool calls; the agent steps that ran the tools
+    (``ToolCallResult``) name each call's id, which the next call was sent with its result."""
+    (run,) = _agents("openllmetry-llamaindex", "tool_call")
+    assert system_text(run) == [WEATHER_SYSTEM] and user_text(run) == [WEATHER_USER]
+    (call,) = tool_calls(run)
+    assert (call.tool_name, call.args, call.result) == ("get_weather", PARIS, WEATHER_RESULT)
+    assert call.tool_call_id.startswith("call_")
+    assert final_answer(run).startswith(WEATHER_ANSWER)
+    first, second = _agents("openllmetry-llamaindex", "multi_turn")
+    assert user_text(second) == [SECOND_TURN_USER]
+    assert final_answer(second) == SECOND_TURN_ANSWER
+    (loop,) = _agents("openllmetry-llamaindex", "tool_error")
+    atlantis, paris, london = tool_calls(loop)
+    assert (atlantis.result, atlantis.is_error) == ("Unknown city: Atlantis", True)
+    assert (paris.result, london.result) == (WEATHER_RESULT, LONDON_RESULT)

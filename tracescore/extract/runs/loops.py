@@ -31,7 +31,7 @@ def find_loops(nodes: list[SpanNode]) -> list[RunScope]:
     calls = [node for node in calls if outermost_llm(node)]
     if len(calls) < 2:
         return []
-    chains = [chain for chain in _chains(calls) if len(chain) > 1]
+    chains = [chain for chain in _chains(calls, nodes) if len(chain) > 1]
     if not chains:
         return []
     tools = _tools_of(chains, nodes)
@@ -86,18 +86,40 @@ class _Sent:
         return None
 
 
-def _chains(calls: list[SpanNode]) -> list[list[SpanNode]]:
-    """The calls grouped by task: each call joins the chain whose output it was sent."""
+def _chains(calls: list[SpanNode], nodes: list[SpanNode]) -> list[list[SpanNode]]:
+    """The calls grouped by task: each call joins the chain whose output it was sent. A tool
+    span outside any call, agent or tool, with a call id no call's output named, stands for
+    a call of the latest call before it (an instrumentation that drops a streamed reply's tool
+    calls, as OpenLLMetry's LlamaIndex one does, still records the tools that ran them)."""
     chains: list[list[SpanNode]] = []
     sent = _Sent()
-    for call in calls:
-        chain = sent.continued(call.info)
-        if chain is None:
-            chain = len(chains)
-            chains.append([])
-        chains[chain].append(call)
-        sent.add(call.info, chain)
+    last: int | None = None
+    pending = iter(calls)
+    call = next(pending, None)
+    for node in nodes:
+        if node is call:
+            chain = sent.continued(call.info)
+            if chain is None:
+                chain = len(chains)
+                chains.append([])
+            chains[chain].append(call)
+            sent.add(call.info, chain)
+            last, call = chain, next(pending, None)
+        elif last is not None and (call_id := _unnamed_call(node, sent)):
+            sent.by_id[call_id] = last
     return chains
+
+
+def _unnamed_call(node: SpanNode, sent: _Sent) -> str | None:
+    """The call id of a tool span that no call's output named, when it ran on its own."""
+    if node.kind != "tool" or node.info.tool_call is None:
+        return None
+    call_id = node.info.tool_call.tool_call_id
+    if not call_id or call_id in sent.by_id:
+        return None
+    if any(a.kind in ("agent", "llm", "tool") for a in node.ancestors()):
+        return None
+    return call_id
 
 
 def _tools_of(chains: list[list[SpanNode]], nodes: list[SpanNode]) -> list[list[SpanNode]]:
