@@ -24,7 +24,6 @@ from tests.support.paths import CAPTURES
 from tracescore.extract import extract_runs
 from tracescore.extract.linked import CallLinks, read_linked
 from tracescore.extract.model import AgentRun
-from tracescore.extract.sources import UNKNOWN_CONVENTION, read_sources
 from tracescore.ingest.files import load_traces
 from tracescore.spans import Trace
 
@@ -96,16 +95,6 @@ def test_langchain_under_openllmetry_tool_callbacks_are_unwrapped() -> None:
     assert (call.args, call.result, call.tool_call_id) == (PARIS, WEATHER_RESULT, "call_330")
 
 
-def test_openai_agents_under_logfire_is_explained_as_an_unknown_convention() -> None:
-    """Logfire's ``instrument_openai_agents`` spans hold their content in ``input`` /
-    ``output``, which no reader knows: the trace says so, naming the keys."""
-    (trace,) = load_traces([CAPTURES / "openai-agents-logfire" / "tool_call"])
-    reading = read_sources(trace, extract_runs(trace, only_primary=True))
-    assert reading.reason == UNKNOWN_CONVENTION
-    (source,) = reading.sources
-    assert "input, output" in (source.detail or "")
-
-
 def test_a_failed_load_of_earlier_steps_fails_only_the_traces_that_needed_them() -> None:
     """The answering call's trace needs its step's trace from the store; the store fails: that
     trace carries the error, a trace of the same batch that needed nothing is read."""
@@ -143,4 +132,25 @@ def test_llamaindex_under_openllmetry_is_one_agent_run_joined_by_its_tool_steps(
     (loop,) = _agents("openllmetry-llamaindex", "tool_error")
     atlantis, paris, london = tool_calls(loop)
     assert (atlantis.result, atlantis.is_error) == ("Unknown city: Atlantis", True)
+    assert (paris.result, london.result) == (WEATHER_RESULT, LONDON_RESULT)
+
+
+def test_openai_agents_under_logfire_is_one_agent_run_per_turn() -> None:
+    """Logfire's OpenAI Agents spans, told apart by their message template: the agent, its
+    model calls' Chat Completions messages, and its function tools joined to the calls."""
+    (run,) = _agents("openai-agents-logfire", "tool_call")
+    _assert_paris_turn(run)
+    assert run.agent_name == "WeatherBot" and run.convention == "logfire-openai-agents"
+    assert [tool.name for tool in run.tools] == ["get_weather"]
+    assert final_answer(run).startswith(WEATHER_ANSWER)
+    first, second = _agents("openai-agents-logfire", "multi_turn")
+    assert user_text(second) == [SECOND_TURN_USER]
+    assert final_answer(second) == SECOND_TURN_ANSWER
+    (loop,) = _agents("openai-agents-logfire", "tool_error")
+    atlantis, paris, london = tool_calls(loop)
+    assert (atlantis.args, atlantis.is_error, atlantis.state) == (
+        {"city": "Atlantis"},
+        True,
+        "output-error",
+    )
     assert (paris.result, london.result) == (WEATHER_RESULT, LONDON_RESULT)

@@ -192,7 +192,7 @@ def _read_entity(span: Span, info: SpanInfo) -> None:
     args = _call_arguments(arguments)
     tool_name = first_str(attributes, "gen_ai.tool.name", "traceloop.entity.name")
     call_id = ""
-    if info.kind == "other" and isinstance(output, dict) and _TOOL_CALL_RESULT <= output.keys():
+    if info.kind == "other" and isinstance(output, dict) and output.keys() >= _TOOL_CALL_RESULT:
         # A framework's step that ran a tool, recorded as a plain task returning the
         # framework's record of the call (LlamaIndex's ``ToolCallResult``): a tool call.
         info.kind = "tool"
