@@ -21,9 +21,11 @@ from tests.support.extract_support import (
     user_text,
 )
 from tests.support.paths import CAPTURES
+from tests.support.scorer_builds import CODE_READING_THE_ANSWER, build
 from tracescore.extract import extract_runs
 from tracescore.extract.linked import CallLinks, read_linked
 from tracescore.extract.model import AgentRun
+from tracescore.extract.sources import READ_ELSEWHERE, read_sources
 from tracescore.ingest.files import load_traces
 from tracescore.spans import Trace
 
@@ -126,7 +128,7 @@ def test_llamaindex_under_openllmetry_is_one_agent_run_joined_by_its_tool_steps(
     assert (call.tool_name, call.args, call.result) == ("get_weather", PARIS, WEATHER_RESULT)
     assert call.tool_call_id.startswith("call_")
     assert final_answer(run).startswith(WEATHER_ANSWER)
-    first, second = _agents("openllmetry-llamaindex", "multi_turn")
+    _, second = _agents("openllmetry-llamaindex", "multi_turn")
     assert user_text(second) == [SECOND_TURN_USER]
     assert final_answer(second) == SECOND_TURN_ANSWER
     (loop,) = _agents("openllmetry-llamaindex", "tool_error")
@@ -143,7 +145,7 @@ def test_openai_agents_under_logfire_is_one_agent_run_per_turn() -> None:
     assert run.agent_name == "WeatherBot" and run.convention == "logfire-openai-agents"
     assert [tool.name for tool in run.tools] == ["get_weather"]
     assert final_answer(run).startswith(WEATHER_ANSWER)
-    first, second = _agents("openai-agents-logfire", "multi_turn")
+    _, second = _agents("openai-agents-logfire", "multi_turn")
     assert user_text(second) == [SECOND_TURN_USER]
     assert final_answer(second) == SECOND_TURN_ANSWER
     (loop,) = _agents("openai-agents-logfire", "tool_error")
@@ -154,3 +156,44 @@ def test_openai_agents_under_logfire_is_one_agent_run_per_turn() -> None:
         "output-error",
     )
     assert (paris.result, london.result) == (WEATHER_RESULT, LONDON_RESULT)
+
+
+def test_mistral_sdk_spans_beside_openllmetry_are_read_once_and_steps_are_not_answers() -> None:
+    """Mistral's SDK traces each request again, with usage and no content or response id:
+    matched to OpenLLMetry's call of the same tokens around it, it is read elsewhere. The
+    instrumentation records no tool call of a reply: a call that stopped for tools is an
+    intermediate step all the same, never scored as an answer."""
+    traces = load_traces([CAPTURES / "openllmetry-mistral" / "tool_call"])
+    found = linked_capture("openllmetry-mistral", "tool_call")
+    readings = {
+        trace.trace_id: read_sources(
+            trace, found[trace.trace_id].runs, twins=found[trace.trace_id].twins
+        )
+        for trace in traces
+    }
+    sdk = [t.trace_id for t in traces if t.spans[0].scope.name == "mistralai_sdk_tracer"]
+    assert len(sdk) == 2
+    for trace_id in sdk:
+        assert found[trace_id].runs == []
+        assert readings[trace_id].reason == READ_ELSEWHERE
+        (source,) = readings[trace_id].sources
+        assert "the same service and token counts" in (source.detail or "")
+        assert "tracer_provider" in (source.detail or "")
+    step, answer = (found[t.trace_id].runs[0] for t in traces if t.trace_id not in sdk)
+    assert final_answer(answer).startswith(WEATHER_ANSWER)
+    assert system_text(step) == [WEATHER_SYSTEM] and step.output == []
+    for name in CODE_READING_THE_ANSWER:
+        assert build(name).run_sync(step).status == "not_scorable", name
+
+
+def test_mistral_sdk_spans_alone_and_dict_messages_get_advice_that_fits() -> None:
+    """Without a twin (another trace's call of the same tokens), the SDK's span stays a run,
+    and its advice says the SDK never records content; OpenLLMetry's span of a request sent
+    as plain dicts holds no prompt, and its advice says why."""
+    traces = load_traces([CAPTURES / "openllmetry-mistral" / "tool_call_dict_messages"])
+    details = []
+    for trace in traces:
+        reading = read_sources(trace, extract_runs(trace, only_primary=True))
+        details += [source.detail or "" for source in reading.sources if source.reason]
+    assert any("Mistral SDK's own spans never carry message content" in d for d in details)
+    assert any("typed messages" in d for d in details)

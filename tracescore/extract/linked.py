@@ -8,8 +8,12 @@ found from what the runs themselves carry, whatever convention read them:
   whose spans are not made current) traces every request twice, as two traces. Where a run with
   content carries a response id (``gen_ai.response.id``, unique per response), a content-less
   run of another trace with the same id is its twin: it is *read elsewhere*, no run (its
-  trace's reason says where, :data:`~tracescore.extract.sources.READ_ELSEWHERE`). A
-  content-less run whose id no run with content carries stays a run, with its advice.
+  trace's reason says where, :data:`~tracescore.extract.sources.READ_ELSEWHERE`). An SDK
+  whose own spans name no response id (the Mistral SDK's tracer) is matched by what it does
+  record: a content-less call of the same service with the same input and output token
+  counts, started and ended within a call with content of another trace (the instrumentation's
+  span around the same request). A content-less run that matches neither stays a run, with its
+  advice.
 * **A loop's calls as traces of their own.** A client instrumentation that starts a trace per
   request (LiteLLM's ``otel`` callback, the Anthropic SDK's telemetry, Google GenAI's) sends a
   hand-written loop as one trace per model call. A call that only asked for tools is an
@@ -34,6 +38,8 @@ import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TypeVar
 
 import orjson
 
@@ -55,8 +61,9 @@ class Twin:
 
     run: AgentRun
     response_id: str
+    """The response id both runs carry; empty when matched by usage and time."""
     read_in: str
-    """The trace whose run with content carries the same response id."""
+    """The trace whose run with content read the same request."""
 
 
 @dataclass(slots=True)
@@ -72,18 +79,31 @@ class TraceLinks:
     not read without them (the caller fails this trace alone, to be read again)."""
 
 
-class _Recent(OrderedDict[str, str]):
-    """A key to trace id map that forgets its least recently set entries beyond ``limit``."""
+V = TypeVar("V")
+
+
+class _Recent(OrderedDict[str, V]):
+    """A key to value (a trace id) map that forgets its least recently set entries beyond
+    ``limit``."""
 
     def __init__(self, limit: int) -> None:
         super().__init__()
         self.limit = limit
 
-    def put(self, key: str, trace_id: str) -> None:
-        self[key] = trace_id
+    def put(self, key: str, value: V) -> None:
+        self[key] = value
         self.move_to_end(key)
         while len(self) > self.limit:
             self.popitem(last=False)
+
+
+@dataclass(frozen=True, slots=True)
+class _Window:
+    """A call with content: its trace and when it ran."""
+
+    trace_id: str
+    start: datetime
+    end: datetime
 
 
 class CallLinks:
@@ -91,8 +111,9 @@ class CallLinks:
     the traces read so far (the latest ``limit`` of each)."""
 
     def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
-        self._responses = _Recent(limit)
-        self._calls = _Recent(limit)
+        self._responses: _Recent[str] = _Recent(limit)
+        self._calls: _Recent[str] = _Recent(limit)
+        self._usages: _Recent[_Window] = _Recent(limit)
 
     def remember(self, trace_id: str, runs: Iterable[AgentRun]) -> None:
         """Note what the trace's runs can be linked by: a run with content's response id, an
@@ -100,8 +121,11 @@ class CallLinks:
         for run in runs:
             if run.kind != "llm":
                 continue
-            if (response := response_id(run)) and has_content(run):
+            content = has_content(run)
+            if (response := response_id(run)) and content:
                 self._responses.put(response, trace_id)
+            if content and (key := _usage_key(run)) and run.start_time and run.end_time:
+                self._usages.put(key, _Window(trace_id, run.start_time, run.end_time))
             if awaits_tool_results(run):
                 for call in _invocations(run):
                     if call.state not in _PENDING:
@@ -132,12 +156,21 @@ class CallLinks:
         return TraceLinks(kept, twins, list(steps_from))
 
     def _twin(self, trace_id: str, run: AgentRun) -> Twin | None:
-        if run.kind != "llm" or not (response := response_id(run)):
+        if run.kind != "llm" or has_content(run):
             return None
-        read_in = self._responses.get(response)
-        if read_in is None or read_in == trace_id or has_content(run):
+        if response := response_id(run):
+            read_in = self._responses.get(response)
+            return Twin(run, response, read_in) if read_in not in (None, trace_id) else None
+        window = self._usages.get(key) if (key := _usage_key(run)) else None
+        if (
+            window is None
+            or window.trace_id == trace_id
+            or run.start_time is None
+            or run.end_time is None
+            or not window.start <= run.start_time <= run.end_time <= window.end
+        ):
             return None
-        return Twin(run, response, read_in)
+        return Twin(run, "", window.trace_id)
 
 
 def response_id(run: AgentRun) -> str | None:
@@ -146,6 +179,18 @@ def response_id(run: AgentRun) -> str | None:
         if isinstance(value := run.attributes.get(key), str) and value:
             return value
     return None
+
+
+def _usage_key(run: AgentRun) -> str | None:
+    """What a request traced twice shows alike on both sides when no response id is named:
+    its service and token counts (both counted: a request's tokens are rarely both equal to
+    another's at the same moment; the time window is checked besides)."""
+    usage = run.usage
+    if not (usage.input_tokens and usage.output_tokens):
+        return None
+    return _digest(
+        run.service_name or "", "usage", str(usage.input_tokens), str(usage.output_tokens)
+    )
 
 
 def _invocations(run: AgentRun) -> Iterable[ToolInvocation]:
