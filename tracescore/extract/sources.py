@@ -147,7 +147,9 @@ class TraceReading:
 
     @property
     def unread(self) -> bool:
-        return self.reason is not None
+        """No run with content, and not because another trace read the same requests
+        (:data:`READ_ELSEWHERE`: those are read, and counted apart)."""
+        return self.reason is not None and self.reason != READ_ELSEWHERE
 
 
 def read_sources(
