@@ -197,3 +197,25 @@ def test_mistral_sdk_spans_alone_and_dict_messages_get_advice_that_fits() -> Non
         details += [source.detail or "" for source in reading.sources if source.reason]
     assert any("Mistral SDK's own spans never carry message content" in d for d in details)
     assert any("typed messages" in d for d in details)
+
+
+def test_a_responses_loop_linked_only_by_previous_response_id_is_one_run_per_turn() -> None:
+    """Each call continues the last by ``previous_response_id`` and sends only the tool
+    outputs, each a trace of its own: the answering call's trace reads the steps it continues
+    (earlier in the chain too); a second turn continuing the first's answer is a run of its
+    own."""
+    (run,) = _agents("openinference-openai", "responses_loop_tool_call")
+    _assert_paris_turn(run)
+    assert final_answer(run).startswith(WEATHER_ANSWER)
+    first, second = _agents("openinference-openai", "responses_loop_multi_turn")
+    _assert_paris_turn(first)
+    assert user_text(second) == [SECOND_TURN_USER]
+    assert final_answer(second) == SECOND_TURN_ANSWER
+    found = linked_capture("openinference-openai", "responses_loop_tool_error")
+    (answer,) = [links for links in found.values() if links.steps_from]
+    assert len(answer.steps_from) == 3
+    (loop,) = answer.runs
+    assert user_text(loop) == [TOOL_ERROR_USER]
+    atlantis, paris, london = tool_calls(loop)
+    assert atlantis.result == "Error: Unknown city: Atlantis"
+    assert (paris.result, london.result) == (WEATHER_RESULT, LONDON_RESULT)

@@ -43,13 +43,12 @@ from typing import TypeVar
 
 import orjson
 
+from tracescore.extract import response_ids
 from tracescore.extract.content import awaits_tool_results, has_content
 from tracescore.extract.messages import message_text
 from tracescore.extract.model import AgentRun, ToolInvocation
 from tracescore.spans import Trace
 
-RESPONSE_ID_ATTRIBUTES = ("gen_ai.response.id", "llm.response.id")
-"""Where a model call's span names the provider's response id."""
 _PENDING = ("call", "partial-call")
 DEFAULT_LIMIT = 50_000
 """Response ids and tool calls remembered, each (about 200 bytes an entry)."""
@@ -114,6 +113,8 @@ class CallLinks:
         self._responses: _Recent[str] = _Recent(limit)
         self._calls: _Recent[str] = _Recent(limit)
         self._usages: _Recent[_Window] = _Recent(limit)
+        self._steps: _Recent[tuple[str, ...]] = _Recent(limit)
+        """Intermediate steps' response ids: the traces of the steps up to that one."""
 
     def remember(self, trace_id: str, runs: Iterable[AgentRun]) -> None:
         """Note what the trace's runs can be linked by: a run with content's response id, an
@@ -127,6 +128,9 @@ class CallLinks:
             if content and (key := _usage_key(run)) and run.start_time and run.end_time:
                 self._usages.put(key, _Window(trace_id, run.start_time, run.end_time))
             if awaits_tool_results(run):
+                if response:
+                    earlier = self._continued(trace_id, run)
+                    self._steps.put(response, (*earlier, trace_id))
                 for call in _invocations(run):
                     if call.state not in _PENDING:
                         continue  # an earlier step's, whose trace is remembered for it
@@ -145,6 +149,7 @@ class CallLinks:
                 continue
             kept.append(run)
             if run.kind == "llm" and not awaits_tool_results(run):
+                steps_from.update(dict.fromkeys(self._continued(trace_id, run)))
                 for call in _invocations(run):
                     if call.state in _PENDING:
                         continue
@@ -154,6 +159,13 @@ class CallLinks:
                     if found is not None and found != trace_id:
                         steps_from[found] = None
         return TraceLinks(kept, twins, list(steps_from))
+
+    def _continued(self, trace_id: str, run: AgentRun) -> tuple[str, ...]:
+        """The other traces of the steps whose response the run continues (OpenAI Responses'
+        ``previous_response_id``), earliest first."""
+        previous = response_ids.previous_response_id(run.attributes)
+        found = self._steps.get(previous) if previous else None
+        return tuple(t for t in found if t != trace_id) if found else ()
 
     def _twin(self, trace_id: str, run: AgentRun) -> Twin | None:
         if run.kind != "llm" or has_content(run):
@@ -175,10 +187,7 @@ class CallLinks:
 
 def response_id(run: AgentRun) -> str | None:
     """The provider's id of the response a model call's run read, when its span names one."""
-    for key in RESPONSE_ID_ATTRIBUTES:
-        if isinstance(value := run.attributes.get(key), str) and value:
-            return value
-    return None
+    return response_ids.response_id(run.attributes)
 
 
 def _usage_key(run: AgentRun) -> str | None:
