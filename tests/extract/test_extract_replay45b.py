@@ -94,7 +94,8 @@ def test_langchain_under_openllmetry_tool_callbacks_are_unwrapped() -> None:
     ]
     (tool,) = runs
     (call,) = tool_calls(tool)
-    assert (call.args, call.result, call.tool_call_id) == (PARIS, WEATHER_RESULT, "call_330")
+    assert (call.args, call.result) == (PARIS, WEATHER_RESULT)
+    assert call.tool_call_id == tool_calls(run)[0].tool_call_id  # from the callback's kwargs
 
 
 def test_a_failed_load_of_earlier_steps_fails_only_the_traces_that_needed_them() -> None:
