@@ -152,10 +152,20 @@ sampling_decisions = Counter(
 traces_unread = Counter(
     "tracescore_traces_unread",
     "Traces the pipeline read that gave no run with content, by service and reason code "
-    "(read_elsewhere, content_not_captured, crewai_no_llm_spans, unknown_convention, no_runs, no_ai_spans): "
+    "(content_not_captured, crewai_no_llm_spans, unknown_convention, no_runs, no_ai_spans; traces "
+    "read elsewhere are counted apart): "
     "GET /api/sources says which library and what to change. At most 100 services are named; "
     "later ones count as (other).",
     ["service", "reason"],
+    registry=REGISTRY,
+)
+traces_read_elsewhere = Counter(
+    "tracescore_traces_read_elsewhere",
+    "Traces the pipeline read whose model calls another trace had read with their content "
+    "(the same requests traced twice, by a client SDK's own telemetry beside another "
+    "instrumentation), by service: counted once, apart from the unread traces. At most 100 "
+    "services are named; later ones count as (other).",
+    ["service"],
     registry=REGISTRY,
 )
 scores = Counter(
@@ -322,7 +332,7 @@ def traces_done(count: int) -> None:
 
 
 UNREAD_SERVICES_LABELLED = 100
-"""Distinct ``service`` label values of ``tracescore_traces_unread``; later services count as
+"""Distinct ``service`` label values of ``tracescore_traces_unread`` (and ``…_read_elsewhere``); later services count as
 ``(other)``. The name comes from the spans, so a client could otherwise grow the metric without
 bound."""
 _unread_services: set[str] = set()
@@ -330,12 +340,22 @@ _unread_services: set[str] = set()
 
 def trace_unread(service: str, reason: str, count: int = 1) -> None:
     """Traces that gave no run with content (:mod:`tracescore.extract.sources` names the reasons)."""
+    traces_unread.labels(_service_label(service), reason).inc(count)
+
+
+def trace_read_elsewhere(service: str, count: int = 1) -> None:
+    """Traces whose requests another trace read with content (twins: no run of their own)."""
+    traces_read_elsewhere.labels(_service_label(service)).inc(count)
+
+
+def _service_label(service: str) -> str:
+    """The ``service`` label: one of the first :data:`UNREAD_SERVICES_LABELLED` names seen,
+    else ``(other)``."""
     if service not in _unread_services:
         if len(_unread_services) >= UNREAD_SERVICES_LABELLED:
-            service = "(other)"
-        else:
-            _unread_services.add(service)
-    traces_unread.labels(service, reason).inc(count)
+            return "(other)"
+        _unread_services.add(service)
+    return service
 
 
 def traces_failed(reason: str, count: int) -> None:

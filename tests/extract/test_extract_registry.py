@@ -37,6 +37,7 @@ def test_a_scope_rules_out_only_modules_that_require_another_scope() -> None:
         "google-genai",
         "litellm",
         "logfire",
+        "logfire-openai-agents",
         "strands",
         "semantic-kernel",
         "openlit",

@@ -259,6 +259,26 @@ def test_linked_calls_are_read_once_and_a_per_call_loop_as_one_run(sqlite_url: s
     worker = build_worker(config.scoring(), store)
     claims = store.queue.claim(worker.owner, 100, 30.0, now=FAR_FUTURE)
     assert len(claims) == 6
+
+    from tracescore import metrics
+
+    def elsewhere() -> float:
+        return sum(
+            sample.value
+            for metric in metrics.traces_read_elsewhere.collect()
+            for sample in metric.samples
+            if sample.name.endswith("_total")
+        )
+
+    def twins_unread() -> float:
+        return sum(
+            sample.value
+            for metric in metrics.traces_unread.collect()
+            for sample in metric.samples
+            if sample.name.endswith("_total") and sample.labels["reason"] == "read_elsewhere"
+        )
+
+    before, unread_before = elsewhere(), twins_unread()
     asyncio.run(worker.process_batch(claims))
     kinds = sorted(row.run_kind for row in _stored(store))
     assert kinds == ["agent", "agent", "llm", "llm"]  # two loops, two steps; no SDK twin
@@ -270,4 +290,6 @@ def test_linked_calls_are_read_once_and_a_per_call_loop_as_one_run(sqlite_url: s
     assert not sdk_trace_ids & {row.trace_id for row in _stored(store)}
     with store.engine.connect() as connection:
         sdk = next(s for s in list_sources(connection) if s.scope == "com.anthropic.sdk.python")
-    assert (sdk.runs, sdk.reason) == (0, "read_elsewhere")
+    assert (sdk.runs, sdk.reason, sdk.unread_traces) == (0, "read_elsewhere", 0)
+    # Read elsewhere is counted apart from the unread traces, once a twin.
+    assert (elsewhere() - before, twins_unread() - unread_before) == (2, 0)

@@ -80,7 +80,9 @@ def awaits_tool_results(run: AgentRun) -> bool:
     of a hand-written loop whose calls arrived as separate traces (a client instrumentation
     starts a trace per request), not an answer. Its results, and the answer, are in a later
     call's run; scorers that read the answer call it not scorable, and it is no turn of its
-    conversation."""
+    conversation. A model call that answered no text and whose finish reason says it stopped
+    for tools is one too, where the instrumentation left the calls out (OpenLLMetry's Mistral
+    one records no tool call of a reply)."""
     pending = False
     for message in run.output:
         for part in message.content.parts:
@@ -88,4 +90,23 @@ def awaits_tool_results(run: AgentRun) -> bool:
                 return False
             call = part.tool_invocation
             pending = pending or (call is not None and call.state in ("call", "partial-call"))
-    return pending
+    return pending or (run.kind == "llm" and _stopped_for_tools(run.attributes))
+
+
+_FINISH_REASONS = (
+    "gen_ai.response.finish_reasons",
+    "gen_ai.completion.0.finish_reason",
+    "llm.response.finish_reason",
+)
+_FOR_TOOLS = frozenset(("tool_calls", "tool_call", "tool_use", "function_call"))
+"""Finish reasons of a reply that stopped to call tools, in each provider's words."""
+
+
+def _stopped_for_tools(attributes: dict[str, Any]) -> bool:
+    """Whether the span's finish reason (a list or one value) is a stop for tool calls."""
+    for key in _FINISH_REASONS:
+        value = attributes.get(key)
+        reasons = value if isinstance(value, (list, tuple)) else (value,)
+        if any(isinstance(reason, str) and reason in _FOR_TOOLS for reason in reasons):
+            return True
+    return False

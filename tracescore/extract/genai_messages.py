@@ -175,6 +175,8 @@ def decode_result(value: Any) -> tuple[Any, bool]:
     MCP tool's text output)."""
     if isinstance(value, (str, bytes)):
         value = load_json(value, [], "tool result")  # plain-text results are not a problem
+    if _callback_envelope(value):  # LangChain's ``on_tool_end(output, **kwargs)``, recorded whole
+        value = value["output"]
     message = langchain_tool_message(value)
     if message is not None:
         content, is_error = decode_result(message.get("content"))
@@ -195,6 +197,18 @@ def decode_result(value: Any) -> tuple[Any, bool]:
         if all(isinstance(v, str) for v in values):
             return "".join(values), False
     return value, False
+
+
+def _callback_envelope(value: Any) -> bool:
+    """``{"output": …, "kwargs": {…}}``: a LangChain tool callback's arguments as OpenLLMetry's
+    LangChain instrumentation records them (``traceloop.entity.output``); only the output is the
+    tool's. A tool's own ``{"output": …}`` has no ``kwargs`` mapping beside it."""
+    return (
+        isinstance(value, dict)
+        and len(value) == 2
+        and "output" in value
+        and isinstance(value.get("kwargs"), dict)
+    )
 
 
 def _is_mcp_result(value: Any) -> bool:

@@ -8,8 +8,12 @@ found from what the runs themselves carry, whatever convention read them:
   whose spans are not made current) traces every request twice, as two traces. Where a run with
   content carries a response id (``gen_ai.response.id``, unique per response), a content-less
   run of another trace with the same id is its twin: it is *read elsewhere*, no run (its
-  trace's reason says where, :data:`~tracescore.extract.sources.READ_ELSEWHERE`). A
-  content-less run whose id no run with content carries stays a run, with its advice.
+  trace's reason says where, :data:`~tracescore.extract.sources.READ_ELSEWHERE`). An SDK
+  whose own spans name no response id (the Mistral SDK's tracer) is matched by what it does
+  record: a content-less call of the same service with the same input and output token
+  counts, started and ended within a call with content of another trace (the instrumentation's
+  span around the same request). A content-less run that matches neither stays a run, with its
+  advice.
 * **A loop's calls as traces of their own.** A client instrumentation that starts a trace per
   request (LiteLLM's ``otel`` callback, the Anthropic SDK's telemetry, Google GenAI's) sends a
   hand-written loop as one trace per model call. A call that only asked for tools is an
@@ -21,8 +25,8 @@ found from what the runs themselves carry, whatever convention read them:
   every call. The steps' own traces keep their not-scorable runs.
 
 State across traces is a :class:`CallLinks`, bounded (least recently used entries go first):
-the scoring worker keeps one per process and passes each claimed batch through it; an offline
-reading keeps one for the files it reads. Links are found in either order within a batch; across
+the scoring worker keeps one per process and passes each claimed batch through it (the offline
+CLI's ``score`` still reads each trace alone, unlinked). Links are found in either order within a batch; across
 batches, only when the linked trace came first (a step's trace ends, so is ready, before the
 answer's; an SDK's span ends before the instrumentation span around it). Span text is the
 sender's: a link only ever joins or drops runs of the same sender's traces.
@@ -34,16 +38,17 @@ import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TypeVar
 
 import orjson
 
+from tracescore.extract import response_ids
 from tracescore.extract.content import awaits_tool_results, has_content
 from tracescore.extract.messages import message_text
 from tracescore.extract.model import AgentRun, ToolInvocation
 from tracescore.spans import Trace
 
-RESPONSE_ID_ATTRIBUTES = ("gen_ai.response.id", "llm.response.id")
-"""Where a model call's span names the provider's response id."""
 _PENDING = ("call", "partial-call")
 DEFAULT_LIMIT = 50_000
 """Response ids and tool calls remembered, each (about 200 bytes an entry)."""
@@ -55,8 +60,9 @@ class Twin:
 
     run: AgentRun
     response_id: str
+    """The response id both runs carry; empty when matched by usage and time."""
     read_in: str
-    """The trace whose run with content carries the same response id."""
+    """The trace whose run with content read the same request."""
 
 
 @dataclass(slots=True)
@@ -67,20 +73,36 @@ class TraceLinks:
     twins: list[Twin] = field(default_factory=list)
     steps_from: list[str] = field(default_factory=list)
     """The earlier traces whose steps this trace's loop continues (read with it)."""
+    error: str | None = None
+    """Why the earlier traces this trace's loop continues could not be loaded: its runs are
+    not read without them (the caller fails this trace alone, to be read again)."""
 
 
-class _Recent(OrderedDict[str, str]):
-    """A key to trace id map that forgets its least recently set entries beyond ``limit``."""
+V = TypeVar("V")
+
+
+class _Recent(OrderedDict[str, V]):
+    """A key to value (a trace id) map that forgets its least recently set entries beyond
+    ``limit``."""
 
     def __init__(self, limit: int) -> None:
         super().__init__()
         self.limit = limit
 
-    def put(self, key: str, trace_id: str) -> None:
-        self[key] = trace_id
+    def put(self, key: str, value: V) -> None:
+        self[key] = value
         self.move_to_end(key)
         while len(self) > self.limit:
             self.popitem(last=False)
+
+
+@dataclass(frozen=True, slots=True)
+class _Window:
+    """A call with content: its trace and when it ran."""
+
+    trace_id: str
+    start: datetime
+    end: datetime
 
 
 class CallLinks:
@@ -88,8 +110,11 @@ class CallLinks:
     the traces read so far (the latest ``limit`` of each)."""
 
     def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
-        self._responses = _Recent(limit)
-        self._calls = _Recent(limit)
+        self._responses: _Recent[str] = _Recent(limit)
+        self._calls: _Recent[str] = _Recent(limit)
+        self._usages: _Recent[_Window] = _Recent(limit)
+        self._steps: _Recent[tuple[str, ...]] = _Recent(limit)
+        """Intermediate steps' response ids: the traces of the steps up to that one."""
 
     def remember(self, trace_id: str, runs: Iterable[AgentRun]) -> None:
         """Note what the trace's runs can be linked by: a run with content's response id, an
@@ -97,9 +122,15 @@ class CallLinks:
         for run in runs:
             if run.kind != "llm":
                 continue
-            if (response := response_id(run)) and has_content(run):
+            content = has_content(run)
+            if (response := response_id(run)) and content:
                 self._responses.put(response, trace_id)
+            if content and (key := _usage_key(run)) and run.start_time and run.end_time:
+                self._usages.put(key, _Window(trace_id, run.start_time, run.end_time))
             if awaits_tool_results(run):
+                if response:
+                    earlier = self._continued(trace_id, run)
+                    self._steps.put(response, (*earlier, trace_id))
                 for call in _invocations(run):
                     if call.state not in _PENDING:
                         continue  # an earlier step's, whose trace is remembered for it
@@ -118,6 +149,7 @@ class CallLinks:
                 continue
             kept.append(run)
             if run.kind == "llm" and not awaits_tool_results(run):
+                steps_from.update(dict.fromkeys(self._continued(trace_id, run)))
                 for call in _invocations(run):
                     if call.state in _PENDING:
                         continue
@@ -128,21 +160,46 @@ class CallLinks:
                         steps_from[found] = None
         return TraceLinks(kept, twins, list(steps_from))
 
+    def _continued(self, trace_id: str, run: AgentRun) -> tuple[str, ...]:
+        """The other traces of the steps whose response the run continues (OpenAI Responses'
+        ``previous_response_id``), earliest first."""
+        previous = response_ids.previous_response_id(run.attributes)
+        found = self._steps.get(previous) if previous else None
+        return tuple(t for t in found if t != trace_id) if found else ()
+
     def _twin(self, trace_id: str, run: AgentRun) -> Twin | None:
-        if run.kind != "llm" or not (response := response_id(run)):
+        if run.kind != "llm" or has_content(run):
             return None
-        read_in = self._responses.get(response)
-        if read_in is None or read_in == trace_id or has_content(run):
+        if response := response_id(run):
+            read_in = self._responses.get(response)
+            return Twin(run, response, read_in) if read_in not in (None, trace_id) else None
+        window = self._usages.get(key) if (key := _usage_key(run)) else None
+        if (
+            window is None
+            or window.trace_id == trace_id
+            or run.start_time is None
+            or run.end_time is None
+            or not window.start <= run.start_time <= run.end_time <= window.end
+        ):
             return None
-        return Twin(run, response, read_in)
+        return Twin(run, "", window.trace_id)
 
 
 def response_id(run: AgentRun) -> str | None:
     """The provider's id of the response a model call's run read, when its span names one."""
-    for key in RESPONSE_ID_ATTRIBUTES:
-        if isinstance(value := run.attributes.get(key), str) and value:
-            return value
-    return None
+    return response_ids.response_id(run.attributes)
+
+
+def _usage_key(run: AgentRun) -> str | None:
+    """What a request traced twice shows alike on both sides when no response id is named:
+    its service and token counts (both counted: a request's tokens are rarely both equal to
+    another's at the same moment; the time window is checked besides)."""
+    usage = run.usage
+    if not (usage.input_tokens and usage.output_tokens):
+        return None
+    return _digest(
+        run.service_name or "", "usage", str(usage.input_tokens), str(usage.output_tokens)
+    )
 
 
 def _invocations(run: AgentRun) -> Iterable[ToolInvocation]:
@@ -199,13 +256,20 @@ def read_linked(
     """Each trace's runs, linked: ``extract`` reads a trace's runs, ``load`` fetches the
     earlier traces a loop continues (from the store, or the files read) when they are not
     among ``traces``. Every trace is remembered before any is linked, so a batch's traces link
-    in either order."""
+    in either order. When ``load`` raises (the database), only the traces that needed what it
+    was to load carry its error; the others are read."""
     runs = {trace_id: extract(trace) for trace_id, trace in traces.items()}
     for trace_id, read in runs.items():
         links.remember(trace_id, read)
     result = {trace_id: links.link(trace_id, read) for trace_id, read in runs.items()}
     wanted = sorted({t for linked in result.values() for t in linked.steps_from if t not in traces})
-    fetched = load(wanted) if wanted else {}
+    try:
+        fetched = load(wanted) if wanted else {}
+    except Exception as exc:  # noqa: BLE001 - the traces that needed the steps fail, not all
+        fetched = {}
+        for linked in result.values():
+            if any(t not in traces for t in linked.steps_from):
+                linked.error = f"loading the earlier steps failed: {type(exc).__name__}: {exc}"
     for trace_id, linked in result.items():
         earlier = [
             step for t in linked.steps_from if (step := traces.get(t) or fetched.get(t)) is not None

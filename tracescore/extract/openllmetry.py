@@ -44,6 +44,9 @@ _MARKERS = (
     "gen_ai.prompt.0.content",
     "gen_ai.completion.0.role",
 )
+_TOOL_CALL_RESULT = frozenset(("tool_name", "tool_kwargs", "tool_output"))
+"""The fields of LlamaIndex's ``ToolCallResult`` (its ``tool_output`` a ``ToolOutput``): a tool
+call's record as the agent step that ran it returns it."""
 _DECORATOR_KINDS: dict[str, SpanKindName] = {
     "agent": "agent",
     "tool": "tool",
@@ -66,7 +69,10 @@ def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
     elif decorator is None:
         _read_indexed(span, info)
     if decorator is not None:
-        info.kind = _DECORATOR_KINDS.get(decorator, "other")
+        kind = _DECORATOR_KINDS.get(decorator, "other")
+        # A task the instrumentation of a framework wrapped round a model call (LlamaIndex's
+        # ``OpenAILike.task``) keeps the kind its GenAI operation gives.
+        info.kind = info.kind if kind == "other" and info.kind != "other" else kind
         _read_entity(span, info)
     info.agent_name = first_str(attributes, "gen_ai.agent.name") or (
         first_str(attributes, "traceloop.entity.name") if info.kind == "agent" else None
@@ -184,11 +190,24 @@ def _read_entity(span: Span, info: SpanInfo) -> None:
     output = load_json(returned, warnings, "traceloop.entity.output")
     output, failed = decode_result(output)  # string results are JSON-encoded once more
     args = _call_arguments(arguments)
+    tool_name = first_str(attributes, "gen_ai.tool.name", "traceloop.entity.name")
+    call_id = ""
+    if info.kind == "other" and isinstance(output, dict) and output.keys() >= _TOOL_CALL_RESULT:
+        # A framework's step that ran a tool, recorded as a plain task returning the
+        # framework's record of the call (LlamaIndex's ``ToolCallResult``): a tool call.
+        info.kind = "tool"
+        tool_name = as_str(output["tool_name"]) or tool_name
+        call_id = as_str(output.get("tool_id")) or ""
+        args = output["tool_kwargs"]
+        record = output["tool_output"] if isinstance(output["tool_output"], dict) else {}
+        failed = failed or record.get("is_error") is True
+        output, _ = decode_result(record.get("raw_output"))
     if info.kind == "tool":
+        if not call_id:
+            args, call_id = _tool_start(args)
         info.tool_call = executed_call(
-            first_str(attributes, "gen_ai.tool.call.id") or "",
-            first_str(attributes, "gen_ai.tool.name", "traceloop.entity.name")
-            or span.name.removesuffix(".tool"),
+            first_str(attributes, "gen_ai.tool.call.id") or call_id,
+            tool_name or span.name.removesuffix(".tool"),
             args,
             output,
             failed=failed or info.status == "error",
@@ -206,6 +225,20 @@ def _read_entity(span: Span, info: SpanInfo) -> None:
         info.output_messages = [
             text_message(f"{span.span_id}-out-0", "assistant", text, timestamp(span.end_time_ns))
         ]
+
+
+def _tool_start(value: Any) -> tuple[Any, str]:
+    """A tool's arguments and call id from LangChain's ``on_tool_start`` payload, which the
+    LangChain instrumentation records whole (``{"input_str": "{'city': …}", "tags", "metadata",
+    "inputs": {…}, "kwargs": {"tool_call_id": …}}``): the structured ``inputs`` are the call's
+    arguments (``input_str`` is their Python repr). Other arguments are returned as they are."""
+    if not isinstance(value, dict) or "input_str" not in value:
+        return value, ""
+    inputs = value.get("inputs")
+    keywords = value.get("kwargs")
+    call_id = keywords.get("tool_call_id") if isinstance(keywords, dict) else None
+    arguments = inputs if isinstance(inputs, dict) else value["input_str"]
+    return arguments, call_id if isinstance(call_id, str) else ""
 
 
 def _call_arguments(value: Any) -> Any:

@@ -147,7 +147,9 @@ class TraceReading:
 
     @property
     def unread(self) -> bool:
-        return self.reason is not None
+        """No run with content, and not because another trace read the same requests
+        (:data:`READ_ELSEWHERE`: those are read, and counted apart)."""
+        return self.reason is not None and self.reason != READ_ELSEWHERE
 
 
 def read_sources(
@@ -224,20 +226,34 @@ def _read_elsewhere(
         for span_id in twin.run.span_ids:
             if (source := of_span.get(span_id)) is None or source.reason == READ_ELSEWHERE:
                 continue
-            off = (
-                " (the Anthropic SDK's own: ANTHROPIC_OPEN_TELEMETRY=false)"
-                if source.scope.startswith("com.anthropic.sdk")
-                else ""
-            )
+            off = next((how for prefix, how in _TURN_OFF if source.scope.startswith(prefix)), "")
             source.reason, source.detail = (
                 READ_ELSEWHERE,
                 (
-                    f"its model calls were read with their content from another trace (response id "
-                    f"{_shown(twin.response_id)}, trace {twin.read_in}): the same requests traced "
+                    f"its model calls were read with their content from another trace "
+                    f"({_matched(twin)}, trace {twin.read_in}): the same requests traced "
                     f"twice by two instrumentations, counted once. To send them once, turn one "
                     f"off{off}"
                 ),
             )
+
+
+_TURN_OFF = (
+    ("com.anthropic.sdk", " (the Anthropic SDK's own: ANTHROPIC_OPEN_TELEMETRY=false)"),
+    (
+        "mistralai_sdk_tracer",
+        " (the Mistral SDK's own traces through the global tracer provider, with no switch: "
+        "hand the other instrumentation a tracer_provider instead of setting it globally)",
+    ),
+)
+"""How to turn off an SDK's own spans that repeat another instrumentation's, by scope prefix."""
+
+
+def _matched(twin: Twin) -> str:
+    """How the twin was matched to the call read with content."""
+    if twin.response_id:
+        return f"response id {_shown(twin.response_id)}"
+    return "the same service and token counts, inside that call's time"
 
 
 def _has_llm_spans(trace: Trace) -> bool:
@@ -379,6 +395,19 @@ _CONTENT_SWITCHES = (
         'open_telemetry={"traces": {"content_mode": "content"}}). Where another instrumentation '
         "(OpenLLMetry's AnthropicInstrumentor, …) already traces these calls, the SDK's spans "
         "repeat each request as a trace of its own: turn them off with ANTHROPIC_OPEN_TELEMETRY=false",
+    ),
+    (
+        "mistralai_sdk_tracer",
+        "the Mistral SDK's own spans never carry message content, whatever is set: instrument "
+        "the client too (e.g. OpenLLMetry's opentelemetry-instrumentation-mistralai); where "
+        "another instrumentation already traces these calls, the SDK's spans repeat each "
+        "request as a trace of its own",
+    ),
+    (
+        "opentelemetry.instrumentation.mistralai",
+        "OpenLLMetry's Mistral instrumentation records a prompt only when its messages are the "
+        "client's typed messages (UserMessage, SystemMessage, …), not plain dicts, and never "
+        "a reply's tool calls; it sends content unless TRACELOOP_TRACE_CONTENT=false",
     ),
     ("opentelemetry.instrumentation.openai_v2", _GENAI_UTIL_SWITCH),
     (

@@ -39,6 +39,7 @@ _COUNTED = frozenset(
         "traces_done",
         "sampling_decision",
         "trace_unread",
+        "trace_read_elsewhere",
         "traces_failed",
         "stale_completions",
         "text_values_replaced",
@@ -84,6 +85,9 @@ class MetricRelay:
 
     def trace_unread(self, service: str, reason: str, count: int = 1) -> None:
         self._count("trace_unread", (service, reason), count)
+
+    def trace_read_elsewhere(self, service: str, count: int = 1) -> None:
+        self._count("trace_read_elsewhere", (service,), count)
 
     def traces_failed(self, reason: str, count: int) -> None:
         self._count("traces_failed", (reason,), count)

@@ -47,7 +47,7 @@ from tracescore.extract.conversation_id import DEFAULT_ID_ATTRIBUTES
 from tracescore.extract.linked import CallLinks, read_linked
 from tracescore.extract.model import AgentRun
 from tracescore.extract.registry import CONVENTIONS
-from tracescore.extract.sources import TraceReading, read_sources
+from tracescore.extract.sources import READ_ELSEWHERE, TraceReading, read_sources
 from tracescore.owners import owner_id
 from tracescore.pipeline.batches import BatchPass, ClaimedTrace, source_tallies, trace_turn
 from tracescore.pipeline.bindings import CompiledBinding, primary_only
@@ -113,6 +113,8 @@ class PipelineMetrics(Protocol):
     def text_values_replaced(self, where: str, count: int) -> None: ...
 
     def trace_unread(self, service: str, reason: str, count: int = 1) -> None: ...
+
+    def trace_read_elsewhere(self, service: str, count: int = 1) -> None: ...
 
     def traces_failed(self, reason: str, count: int) -> None: ...
 
@@ -314,6 +316,8 @@ class ScoringWorker:
                     raise RuntimeError(error)
                 found = loaded.get(claim.trace_id)
                 links = linked.get(claim.trace_id)
+                if links is not None and links.error is not None:
+                    raise RuntimeError(links.error)
                 trace.runs = links.runs if links is not None else []
                 trace.turn = trace_turn(trace.runs, now, self.store.rules.max_clock_skew)
                 self._route(trace, sampled, now, found)
@@ -497,8 +501,10 @@ class ScoringWorker:
                 self.metrics.sampling_decision(binding.name, False, unsampled)
         decided: dict[tuple[str, bool], int] = {}
         for trace in traces:
-            if trace.reading is not None and trace.reading.reason is not None:
+            if trace.reading is not None and trace.reading.unread:
                 self._tell_unread(trace.reading)
+            elif trace.reading is not None and trace.reading.reason == READ_ELSEWHERE:
+                self.metrics.trace_read_elsewhere(trace.reading.service or "unknown_service")
             for decision in trace.decisions:
                 key = (decision["binding"], decision["sampled"])
                 decided[key] = decided.get(key, 0) + 1

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from tracescore.extract.messages import message_text
 from tracescore.extract.model import SpanInfo
+from tracescore.extract.response_ids import previous_response_id, response_id
 from tracescore.extract.runs.scope import RunScope
 from tracescore.extract.runs.tree import SpanNode, outermost_llm, subtree
 from tracescore.extract.runs.turns import split_turn
@@ -31,7 +32,7 @@ def find_loops(nodes: list[SpanNode]) -> list[RunScope]:
     calls = [node for node in calls if outermost_llm(node)]
     if len(calls) < 2:
         return []
-    chains = [chain for chain in _chains(calls) if len(chain) > 1]
+    chains = [chain for chain in _chains(calls, nodes) if len(chain) > 1]
     if not chains:
         return []
     tools = _tools_of(chains, nodes)
@@ -49,8 +50,13 @@ class _Sent:
     """Calls made without an id, by tool name."""
     by_any_name: dict[str, int] = field(default_factory=dict)
     by_text: dict[str, int] = field(default_factory=dict)
+    by_response: dict[str, int] = field(default_factory=dict)
+    """Responses that asked for tools, by id: a call that continues one (OpenAI Responses'
+    ``previous_response_id``) need not send the steps again."""
 
-    def add(self, info: SpanInfo, chain: int) -> None:
+    def add(self, node: SpanNode, chain: int) -> None:
+        info = node.info
+        asked = False
         for message in info.output_messages:
             if text := message_text(message):
                 self.by_text[text] = chain
@@ -63,9 +69,17 @@ class _Sent:
                     self.by_name[call.tool_name] = chain
                 if call.tool_name:
                     self.by_any_name[call.tool_name] = chain
+                asked = True
+        if asked and (response := response_id(node.span.attributes)):
+            self.by_response[response] = chain
 
-    def continued(self, info: SpanInfo) -> int | None:
-        """The chain whose output this call was sent as the steps of its turn, or None."""
+    def continued(self, node: SpanNode) -> int | None:
+        """The chain whose output this call was sent as the steps of its turn, or that of the
+        response asking for tools it continues; else None."""
+        info = node.info
+        previous = previous_response_id(node.span.attributes) if self.by_response else None
+        if previous and (chain := self.by_response.get(previous)) is not None:
+            return chain
         _, turn = split_turn(info.input_messages)
         for message in turn:
             if (
@@ -86,18 +100,40 @@ class _Sent:
         return None
 
 
-def _chains(calls: list[SpanNode]) -> list[list[SpanNode]]:
-    """The calls grouped by task: each call joins the chain whose output it was sent."""
+def _chains(calls: list[SpanNode], nodes: list[SpanNode]) -> list[list[SpanNode]]:
+    """The calls grouped by task: each call joins the chain whose output it was sent. A tool
+    span outside any call, agent or tool, with a call id no call's output named, stands for
+    a call of the latest call before it (an instrumentation that drops a streamed reply's tool
+    calls, as OpenLLMetry's LlamaIndex one does, still records the tools that ran them)."""
     chains: list[list[SpanNode]] = []
     sent = _Sent()
-    for call in calls:
-        chain = sent.continued(call.info)
-        if chain is None:
-            chain = len(chains)
-            chains.append([])
-        chains[chain].append(call)
-        sent.add(call.info, chain)
+    last: int | None = None
+    pending = iter(calls)
+    call = next(pending, None)
+    for node in nodes:
+        if node is call:
+            chain = sent.continued(call)
+            if chain is None:
+                chain = len(chains)
+                chains.append([])
+            chains[chain].append(call)
+            sent.add(call, chain)
+            last, call = chain, next(pending, None)
+        elif last is not None and (call_id := _unnamed_call(node, sent)):
+            sent.by_id[call_id] = last
     return chains
+
+
+def _unnamed_call(node: SpanNode, sent: _Sent) -> str | None:
+    """The call id of a tool span that no call's output named, when it ran on its own."""
+    if node.kind != "tool" or node.info.tool_call is None:
+        return None
+    call_id = node.info.tool_call.tool_call_id
+    if not call_id or call_id in sent.by_id:
+        return None
+    if any(a.kind in ("agent", "llm", "tool") for a in node.ancestors()):
+        return None
+    return call_id
 
 
 def _tools_of(chains: list[list[SpanNode]], nodes: list[SpanNode]) -> list[list[SpanNode]]:

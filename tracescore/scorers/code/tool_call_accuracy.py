@@ -12,7 +12,12 @@ from typing import Any
 from tracescore.scorers.base import Scorer, create_scorer
 from tracescore.scorers.code.reasons import some
 from tracescore.scorers.steps import StepContext
-from tracescore.scorers.unscorable import failed_without_answer, not_scorable, without_content
+from tracescore.scorers.unscorable import (
+    failed_without_answer,
+    intermediate_step,
+    not_scorable,
+    without_content,
+)
 from tracescore.scorers.utils import extract_tool_calls
 
 ID = "code-tool-call-accuracy-scorer"
@@ -63,6 +68,10 @@ def create_tool_call_accuracy_scorer_code(
             not_scorable(reason)  # no user message to judge the choice against
         input_messages = run_input.get("inputMessages") if isinstance(run_input, dict) else None
         if not input_messages or not run_output:
+            if reason := intermediate_step(ctx.run):
+                # A loop's step sent only tool outputs (OpenAI Responses' previous_response_id),
+                # or whose calls the instrumentation did not record: no choice to judge here.
+                not_scorable(reason)
             raise ValueError("Input and output messages cannot be null or empty")
         calls = extract_tool_calls(run_output)
         actual = calls["tools"]
