@@ -4,7 +4,7 @@ the trace holds (issue 46, item 7): the runs API's pages, the trace page, the sc
 ``rescore_on_change`` and a backfill, each measured in a fresh process on a real database
 (``tests/support/huge_trace.py``).
 
-The trace is larger than the default read limit (``assembly.max_trace_spans``: 5,000 spans,
+The trace is larger than the default read limit (``assembly.max_trace_spans``: 4,000 spans,
 ``assembly.max_trace_bytes``: 2 MiB of their text), and its spans carry enough text that both
 bounds are nearly reached at once: the most a read may load at the defaults, so what it adds
 here is what it adds for any trace (a 200,000-span one included: docs/benchmarks.md, Reading
@@ -17,9 +17,10 @@ import pytest
 
 from tests.support.huge_trace import PATHS, measure, store_wide_trace
 
-SPANS = 6_000
-TEXT = 280
-"""Characters more per span: 6,000 spans of ~430 stored bytes, cut at ~4,900 by the 2 MiB."""
+SPANS = 5_000
+TEXT = 380
+"""Characters more per span: ~530 stored bytes each, so the 2 MiB cut the trace at ~3,960
+spans, just short of the 4,000."""
 PEAK_MB = 100.0
 """What one read of the trace may add to its process at the peak (docs/benchmarks.md)."""
 

@@ -374,10 +374,11 @@ class SpanStore:
         return self.load_traces([trace_id], settle=settle).get(trace_id.lower())
 
     def load_traces(self, trace_ids: Sequence[str], *, settle: bool = True) -> dict[str, Trace]:
-        """The stored traces among ``trace_ids``, by id: one query for all their spans, one for
-        their log records and one per kind of reference, whatever their number (the scoring
-        worker loads a whole batch so). The worker, which only loads traces found idle as of
-        the journal's oldest entry, passes ``settle=False``.
+        """The stored traces among ``trace_ids``, by id: one query for all their spans (and one
+        per trace over the read limit), one for their log records and one per kind of
+        reference, whatever their number (the scoring worker loads a whole batch so). The
+        worker, which only loads traces found idle as of the journal's oldest entry, passes
+        ``settle=False``.
 
         Each trace is read within :attr:`read_limit` (:mod:`~tracescore.store.trace_cut`): the
         rows are streamed, a trace's spans past the limit are counted (not read), its log
