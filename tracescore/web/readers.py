@@ -1,8 +1,8 @@
 """Trace-wide reads in processes of their own, away from the process that acknowledges ingest.
 
-A trace page and ``/api/v1/traces/{id}`` and ``…/runs`` load every span of a trace, rebuild its
-runs and turn them into HTML or JSON: for a 20,000-span trace, tens of seconds of pure Python
-and tens of MB. Run in the service's threads, that work holds the GIL the event loop needs to
+A trace page and ``/api/v1/traces/{id}`` and ``…/runs`` load a trace (as much of it as the read
+limit allows, :mod:`tracescore.store.trace_cut`), rebuild its runs and turn them into HTML or
+JSON: for a 20,000-span trace, tens of seconds of pure Python and tens of MB. Run in the service's threads, that work holds the GIL the event loop needs to
 answer ``/v1/traces``, so every acknowledgement waited on it (up to 8 s measured). Here it runs
 in ``server.read_processes`` processes (spawned at the first read of a big trace), each with its own
 connection to the store; the service's process only awaits the finished bytes (cheap to pass
