@@ -13,11 +13,15 @@ stayed).
 With ``--paths``, each read path that loads a trace is measured alone instead, in a fresh
 process (``tests/support/huge_trace.py``): the trace is written straight to the database, then
 for each path a process sets itself up, reads the trace once, and reports what the read added to
-its resident memory at the peak and after its results were dropped.
+its resident memory at the peak and after its results were dropped, and whether the read was
+cut by the read limit (``assembly.max_trace_spans``, ``assembly.max_trace_bytes``: a trace
+larger than them is read in part, so ``--spans 200000`` costs what the limit allows).
+``--text N`` makes every child span N characters longer (long prompts: the byte limit).
 
     python benchmarks/trace_reads.py                 # 20,000 spans
     python benchmarks/trace_reads.py --spans 5000 --after 5
     python benchmarks/trace_reads.py --paths all [--db postgresql://…/empty_db]
+    python benchmarks/trace_reads.py --paths all --spans 200000 [--text 2000]
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ def main() -> None:
     )
     parser.add_argument("--db", help="database URL (default: a temporary SQLite file)")
     parser.add_argument("--spans", type=int, default=20_000)
+    parser.add_argument("--text", type=int, default=0, help="characters more per child span")
     parser.add_argument("--after", type=float, default=15.0, help="seconds idle after the reads")
     parser.add_argument(
         "--paths", help=f"comma-separated, or all: each of {', '.join(PATHS)} in a fresh process"
@@ -79,7 +84,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.paths:
         paths = PATHS if args.paths == "all" else tuple(args.paths.split(","))
-        each_path(args.db, args.spans, paths)
+        each_path(args.db, args.spans, args.text, paths)
         return
 
     with (
@@ -90,7 +95,7 @@ def main() -> None:
         pid = server.process.pid
         trace_id = uuid.uuid4().hex
         for first in range(0, args.spans, PART):
-            part = wide_trace_json(trace_id, min(PART, args.spans - first), first)
+            part = wide_trace_json(trace_id, min(PART, args.spans - first), first, args.text)
             posted = client.post(
                 "/v1/traces", content=part, headers={"content-type": "application/json"}
             )
@@ -131,16 +136,19 @@ def main() -> None:
         )
 
 
-def each_path(db: str | None, spans: int, paths: tuple[str, ...]) -> None:
+def each_path(db: str | None, spans: int, text: int, paths: tuple[str, ...]) -> None:
     """The ``--paths`` mode: one trace stored, each path measured in a fresh process."""
     with tempfile.TemporaryDirectory() as scratch:
         url = db or f"sqlite:///{scratch}/huge.db"
-        trace_id = store_wide_trace(url, spans)
+        started = time.perf_counter()
+        trace_id = store_wide_trace(url, spans, text)
+        print(f"stored in {time.perf_counter() - started:.1f} s", flush=True)
         for path in paths:
             figures = measure(url, trace_id, path)
             print(
-                f"{spans:,}-span trace, {path}: {figures['base']:.0f} MB before, "
-                f"+{figures['peak']:.0f} MB at the peak, {figures['after']:+.0f} MB after",
+                f"{spans:,}-span trace (+{text} characters each), {path}: "
+                f"{figures['base']:.0f} MB before, +{figures['peak']:.0f} MB at the peak, "
+                f"{figures['after']:+.0f} MB after; {figures['cut'] or 'read whole'}",
                 flush=True,
             )
 

@@ -349,7 +349,10 @@ class Service:
     def __init__(self, config: Config, store: SpanStore | None = None) -> None:
         self.config = config = with_environment_keys(config)
         self.store = store or open_store(
-            config.store.url, config.assembly.readiness(), migrate=config.store.migrate
+            config.store.url,
+            config.assembly.readiness(),
+            migrate=config.store.migrate,
+            read_limit=config.assembly.read_limit(),
         )
         self.store.queue.on_promoted = metrics.traces_ready.inc
         self.intake = _intake(config, self.store)

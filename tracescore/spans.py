@@ -118,6 +118,9 @@ class Trace:
     trace_id: str
     spans: list[Span] = field(default_factory=list)
     logs: list[LogRecord] = field(default_factory=list)
+    cut: str | None = None
+    """Why only part of the stored trace is here, when a read's limit left rows out
+    (:mod:`tracescore.store.trace_cut`); None when it is whole."""
 
     def logs_by_span(self) -> dict[str, list[LogRecord]]:
         grouped: dict[str, list[LogRecord]] = {}

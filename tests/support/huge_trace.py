@@ -9,7 +9,7 @@ summary, then takes its resident set as the base, resets its kernel-kept peak (`
 writing 5 to ``/proc/self/clear_refs``), runs the path once, and reports the peak and the
 resident set once the path's results are dropped (and collected) as growth over the base.
 
-    python -m tests.support.huge_trace URL TRACE_ID PATH    # prints {"base": …, "peak": …, "after": …}
+    python -m tests.support.huge_trace URL TRACE_ID PATH    # {"base": …, "peak": …, "after": …, "cut": …}
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -26,16 +27,18 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 PART = 2_000
-PATHS = ("runs", "page", "worker", "rescore", "backfill")
+PATHS = ("runs", "page", "worker", "worker_all", "rescore", "backfill")
 """``runs``: every page of ``/api/v1/traces/{id}/runs?limit=200`` as a reader process serves
 them; ``page``: the trace page; ``worker``: a scoring worker's batch of that one trace (load,
-extract, the default code scorers); ``rescore``: ``rescore_on_change`` finding the agent run to
+extract, the default code scorers); ``worker_all``: the same with bindings on its LLM and tool
+runs too (every run of the trace then held and scored); ``rescore``: ``rescore_on_change`` finding the agent run to
 re-score; ``backfill``: ``tracescore score``'s look at the trace (its runs still to score)."""
 
 
-def store_wide_trace(url: str, spans: int) -> str:
+def store_wide_trace(url: str, spans: int, text: int = 0) -> str:
     """Stores one agent trace of ``spans`` chat and tool children (plus the agent) at ``url``,
-    in parts of 2,000 as an exporter sends them, and returns its id."""
+    each ``text`` characters longer (:func:`~tests.support.web_traces.wide_trace_json`), in
+    parts of 2,000 as an exporter sends them, and returns its id."""
     from tests.support.web_traces import wide_trace_json
     from tracescore.ingest.decode import decode_traces_json
     from tracescore.store import open_store
@@ -44,16 +47,17 @@ def store_wide_trace(url: str, spans: int) -> str:
     trace_id = uuid.uuid4().hex
     try:
         for first in range(0, spans, PART):
-            part = wide_trace_json(trace_id, min(PART, spans - first), first)
+            part = wide_trace_json(trace_id, min(PART, spans - first), first, text)
             store.write(decode_traces_json(part).spans)
     finally:
         store.close()
     return trace_id
 
 
-def measure(url: str, trace_id: str, path: str) -> dict[str, float]:
+def measure(url: str, trace_id: str, path: str) -> dict[str, Any]:
     """What reading ``trace_id`` by ``path`` takes in a fresh process: MiB of resident memory
-    before (``base``), added at the peak (``peak``) and still added afterwards (``after``)."""
+    before (``base``), added at the peak (``peak``) and still added afterwards (``after``),
+    and what the read said of a cut (``cut``: the note its result carried, or None)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, "-m", "tests.support.huge_trace", url, trace_id, path],
@@ -66,7 +70,7 @@ def measure(url: str, trace_id: str, path: str) -> dict[str, float]:
     )
     if done.returncode != 0:
         raise RuntimeError(f"{path} read failed:\n{done.stderr[-3000:]}")
-    figures: dict[str, float] = json.loads(done.stdout.splitlines()[-1])
+    figures: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
     return figures
 
 
@@ -77,8 +81,12 @@ def _status_mb(key: str) -> float:
     raise ValueError(key)
 
 
-def _reader(url: str, trace_id: str, path: str) -> Callable[[], Any]:
-    """The read ``path`` stands for, set up (imports, store, objects) but not yet run."""
+_CUT_ON_PAGE = re.compile(r"read the first [^<:]*: \d+\); raise it to read more of this trace")
+
+
+def _reader(url: str, trace_id: str, path: str) -> Callable[[], tuple[Any, str | None]]:
+    """The read ``path`` stands for, set up (imports, store, objects) but not yet run; it
+    returns what it kept and the cut its result says was made (None: read whole)."""
     import asyncio
 
     import orjson
@@ -86,7 +94,7 @@ def _reader(url: str, trace_id: str, path: str) -> Callable[[], Any]:
     from tracescore.config import Config
     from tracescore.offline.rescore import Backfill
     from tracescore.pipeline.bindings import compile_bindings
-    from tracescore.pipeline.config import WorkersConfig
+    from tracescore.pipeline.config import ScorerBinding, WorkersConfig
     from tracescore.pipeline.rescore import BindingRescore
     from tracescore.pipeline.rescore_config import RescoreOnChange
     from tracescore.pipeline.scoring_worker import ScoringWorker
@@ -103,38 +111,55 @@ def _reader(url: str, trace_id: str, path: str) -> Callable[[], Any]:
     reads = TraceReads(config, store)
     bindings = compile_bindings(config.scorers, {}, None)
     worker = ScoringWorker(store, bindings, WorkersConfig(processes=0), 60.0)
+    every_kind = [
+        *config.scorers,
+        ScorerBinding(name="llm-tone", scorer="tone", target="llm"),
+        ScorerBinding(name="tool-tone", scorer="tone", target="tool"),
+    ]
+    worker_all = ScoringWorker(
+        store, compile_bindings(every_kind, {}, None), WorkersConfig(processes=0), 60.0
+    )
 
-    def runs() -> int:
-        pages, cursor = 0, None
+    def runs() -> tuple[int, str | None]:
+        pages, cursor, cut = 0, None, None
         while pages == 0 or cursor:
             body = reads.runs_json(trace_id, False, [], RunsPage(limit=200, cursor=cursor))
             assert body is not None
-            pages, cursor = pages + 1, orjson.loads(body)["next_cursor"]
-        return pages
+            page = orjson.loads(body)
+            pages, cursor, cut = pages + 1, page["next_cursor"], page["cut"]
+        return pages, cut
 
-    def page() -> int:
+    def page() -> tuple[int, str | None]:
         html = reads.trace_page(trace_id, {"auth": False, "poll_ms": LIVE_POLL_MS})
         assert html is not None
-        return len(html)
+        said = _CUT_ON_PAGE.search(html)
+        return len(html), said.group(0) if said else None
 
-    def scoring() -> int:
+    def scoring(worker: ScoringWorker = worker) -> tuple[int, str | None]:
         claim = TraceClaim(trace_id, 1, summary.span_count, worker.owner, "token", 0.0)
         batch = worker._prepare([claim])
         assert not batch.failed, batch.failed
-        return sum(len(trace.rows) for trace in batch.done)
+        rows = [row for trace in batch.done for row in trace.rows]
+        return len(rows), next(
+            (row["steps"].get("trace_cut") for row in rows if row["steps"]), None
+        )
 
-    def rescore() -> bool:
+    def rescore() -> tuple[bool, str | None]:
         task = BindingRescore(worker, bindings[0], RescoreOnChange())
         agent = f"{trace_id[:12]}0000"
-        return asyncio.run(asyncio.to_thread(task._run, trace_id, agent)) is not None
+        run = asyncio.run(asyncio.to_thread(task._run, trace_id, agent))
+        assert run is not None
+        return True, run.trace_cut
 
-    def backfill() -> int:
-        return len(Backfill(store, bindings)._todo(trace_id)[2])
+    def backfill() -> tuple[int, str | None]:
+        pairs = Backfill(store, bindings)._todo(trace_id)[2]
+        return len(pairs), pairs[0][1].trace_cut if pairs else None
 
-    chosen: dict[str, Callable[[], Any]] = {
+    chosen: dict[str, Callable[[], tuple[Any, str | None]]] = {
         "runs": runs,
         "page": page,
         "worker": scoring,
+        "worker_all": lambda: scoring(worker_all),
         "rescore": rescore,
         "backfill": backfill,
     }
@@ -148,12 +173,13 @@ def main() -> None:
         gc.disable()  # as a reader process runs (tracescore.web.readers)
     base = _status_mb("VmRSS")
     Path("/proc/self/clear_refs").write_text("5")
-    result = read()
+    result, cut = read()
     peak = _status_mb("VmHWM") - base
     del result
     gc.collect()
     after = _status_mb("VmRSS") - base
-    print(json.dumps({"base": round(base, 1), "peak": round(peak, 1), "after": round(after, 1)}))
+    figures = {"base": round(base, 1), "peak": round(peak, 1), "after": round(after, 1)}
+    print(json.dumps({**figures, "cut": cut}))
 
 
 if __name__ == "__main__":

@@ -40,9 +40,11 @@ def json_span(
     }
 
 
-def wide_trace_json(trace_id: str, spans: int, first: int) -> bytes:
+def wide_trace_json(trace_id: str, spans: int, first: int, text: int = 0) -> bytes:
     """Part of one huge agent trace: an agent root (in the first part) and ``spans`` chat
-    and tool children numbered from ``first``."""
+    and tool children numbered from ``first``, each child's answer or result ``text``
+    characters longer (a long prompt's worth of text per span)."""
+    filler = " lorem ipsum" * (text // 12) + "." * (text % 12)
     start = time.time_ns()
     root = f"{trace_id[:12]}0000"
     found = []
@@ -69,14 +71,17 @@ def wide_trace_json(trace_id: str, spans: int, first: int) -> bytes:
             {
                 "gen_ai.operation.name": "execute_tool",
                 "gen_ai.tool.name": "get_weather",
-                "gen_ai.tool.call.result": f"sunny {n}",
+                "gen_ai.tool.call.result": f"sunny {n}{filler}",
             }
             if tool
             else {
                 "gen_ai.operation.name": "chat",
                 "gen_ai.request.model": "gpt-4o-mini",
                 "gen_ai.output.messages": [
-                    {"role": "assistant", "parts": [{"type": "text", "content": f"step {n}"}]}
+                    {
+                        "role": "assistant",
+                        "parts": [{"type": "text", "content": f"step {n}{filler}"}],
+                    }
                 ],
             }
         )

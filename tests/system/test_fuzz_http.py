@@ -20,7 +20,7 @@ import pytest
 from tests.support.agent_otlp import agent_trace, export_request
 from tests.support.otlp_fuzz import ALLOWED_STATUSES, Hostile, hostile_request
 from tests.support.server_process import ServerProcess, start_server
-from tracescore.ingest.truncate import MARKER
+from tracescore.value_cut import MARKER
 
 HTTP_CASES, GRPC_CASES = 300, 100
 MAX_ATTRIBUTE_CHARS = 1000

@@ -9,15 +9,10 @@ import json
 from tests.support.agent_otlp import agent_trace, export_request
 from tracescore.extract import extract_runs
 from tracescore.ingest.decode import decode_logs, decode_traces
-from tracescore.ingest.truncate import (
-    BYTES_MARKER,
-    DEPTH_MARKER,
-    MARKER,
-    MAX_DEPTH,
-    truncate_decoded,
-)
+from tracescore.ingest.truncate import truncate_decoded
 from tracescore.spans import Trace
 from tracescore.store import codec
+from tracescore.value_cut import BYTES_MARKER, DEPTH_MARKER, MARKER, MAX_DEPTH
 
 LIMIT = 100
 

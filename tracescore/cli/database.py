@@ -18,7 +18,7 @@ import typer
 from tracescore.cli.common import fail
 
 if TYPE_CHECKING:
-    from tracescore.store import Database
+    from tracescore.store import Database, ReadLimit
 
 
 DB_OPTION = typer.Option(
@@ -89,11 +89,12 @@ def database_errors() -> Iterator[None]:
         fail(1, str(exc))
 
 
-def open_existing_store(url: str) -> Any:
+def open_existing_store(url: str, read_limit: ReadLimit | None = None) -> Any:
     """The existing store at ``url``, with every acknowledged request in it stored as rows (a
     collector that stopped may have left some in the ingest journal); a URL that cannot be used
     raises ``ValueError`` (a usage error), a database that does not exist, cannot be opened or
-    has a schema this release cannot use exits 1."""
+    has a schema this release cannot use exits 1. ``read_limit``: the configuration's
+    ``assembly.read_limit()`` where a command reads traces."""
     from tracescore.config import ServerConfig
     from tracescore.ingest.unpack import drain
     from tracescore.store import open_store
@@ -102,7 +103,7 @@ def open_existing_store(url: str) -> Any:
     try:
         require_database(url)
         with database_errors():
-            store = open_store(url)
+            store = open_store(url, read_limit=read_limit)
             drain(store, ServerConfig().max_attribute_chars)
         return store
     except InvalidDatabaseUrl as exc:

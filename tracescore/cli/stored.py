@@ -88,7 +88,7 @@ def rescore(
         if unknown:
             raise SpecError(f"--binding names no configured binding: {', '.join(unknown)}")
         bindings = [b for b in bindings if not binding or b.name in binding]
-        store = open_existing_store(db or config.store.url)
+        store = open_existing_store(db or config.store.url, config.assembly.read_limit())
         compiled = compile_bindings(bindings, judges, store.engine)
         label_with_learnt(store.engine, compiled)
     except (ConfigError, SpecError, BindingError, ValueError) as exc:

@@ -263,6 +263,9 @@ class AgentRun(_Model):
     attributes: dict[str, Any] = Field(default_factory=dict)
     resource_attributes: dict[str, Any] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
+    trace_cut: str | None = None
+    """Set when the run was rebuilt from part of its trace (a read's limit left spans out,
+    :mod:`tracescore.store.trace_cut`): what was read, and which key reads more."""
 
     def mastra_input(self) -> dict[str, Any]:
         """The run input as the JSON dict Mastra's scorer utils read."""

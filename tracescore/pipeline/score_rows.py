@@ -26,7 +26,7 @@ RECOMPUTE = "recompute"
 function of the run and the scorer's version (see :func:`recomputable`): readers compute them
 again from the trace (:mod:`tracescore.pipeline.recomputed_steps`). Those steps were two thirds
 of a code score's row (657 bytes of ~1 KB, each step result twice)."""
-KEPT_STEPS = ("input_cut", "cascade", "trigger")
+KEPT_STEPS = ("input_cut", "cascade", "trigger", "trace_cut")
 """What a score's ``steps`` record besides its step results, which no recomputation gives
 back: they are stored beside the marker."""
 _KEPT_BY_SQL = frozenset(("consistency",))
@@ -45,7 +45,8 @@ def score_row(
     cut: InputCut | None = None,
 ) -> StoredScore:
     """The ``scores`` row of one binding on one run; ``cut`` (what the input budget cut of the
-    run) is recorded in its steps as ``input_cut``."""
+    run) is recorded in its steps as ``input_cut``, and the run's ``trace_cut`` (it was rebuilt
+    from part of its trace) as ``trace_cut``."""
     now = now or datetime.now(UTC)
     row: StoredScore = {
         "id": score_id(run.trace_id, run.span_id, binding.name, binding.scorer.version),
@@ -91,6 +92,8 @@ def score_row(
             row["error"] = f"{result.error} (extraction warnings: {'; '.join(run.warnings[:5])})"
         if cut is not None:
             steps["input_cut"] = cut.to_json()
+        if run.trace_cut is not None:
+            steps["trace_cut"] = run.trace_cut
     return row
 
 

@@ -200,7 +200,12 @@ def main() -> None:
         sys.stdin.fileno(), found["shutdown_timeout"], "scoring worker"
     )
     config = ScoringConfig.model_validate(found["config"])
-    store = open_store(config.store, config.assembly.readiness(), create=False)
+    store = open_store(
+        config.store,
+        config.assembly.readiness(),
+        create=False,
+        read_limit=config.assembly.read_limit(),
+    )
     relay = MetricRelay(sys.stdout)
     tune_for_scoring()
     try:

@@ -14,21 +14,28 @@ from tracescore.store.handles import Connection, Database, begin, connect
 from tracescore.store.metadata import store_metadata
 from tracescore.store.migrations import SchemaError
 from tracescore.store.spanstore import SpanStore, TraceSummary
+from tracescore.store.trace_cut import ReadLimit
 from tracescore.store.trace_queue import ReadinessRules, TraceClaim, TraceQueue, TraceState
 
 
 def open_store(
-    url: str, rules: ReadinessRules | None = None, *, create: bool = True, migrate: bool = True
+    url: str,
+    rules: ReadinessRules | None = None,
+    *,
+    create: bool = True,
+    migrate: bool = True,
+    read_limit: ReadLimit | None = None,
 ) -> SpanStore:
     """A :class:`SpanStore` on ``url`` (``sqlite:///file.db`` or ``postgresql://…``).
 
     With ``create`` (the default) the schema is brought to this release's: upgraded (an empty
     database gets every table), or, with ``migrate=False``, only checked, refusing an outdated
     one. Processes started by a service that already did so pass ``create=False``. A database
-    a newer release upgraded is refused either way (:class:`SchemaError`).
+    a newer release upgraded is refused either way (:class:`SchemaError`). ``read_limit``:
+    how much of one trace a read loads (``assembly.read_limit()``; default its defaults).
     """
     store_metadata()  # every table class registered, as the schema check compares them
-    store = SpanStore(make_engine(url), rules)
+    store = SpanStore(make_engine(url), rules, read_limit)
     if create:
         # Alembic is imported only here: the helper processes (create=False) never load it,
         # which keeps ~10 MB out of each unpacker and scoring process.
@@ -44,6 +51,7 @@ def open_store(
 __all__ = [
     "Connection",
     "Database",
+    "ReadLimit",
     "ReadinessRules",
     "SchemaError",
     "SpanStore",

@@ -44,10 +44,17 @@ def _sqlite_pragmas(synchronous: str) -> Callable[[Any, Any], None]:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA synchronous={synchronous.upper()}")
         cursor.execute("PRAGMA busy_timeout=30000")
-        cursor.execute("PRAGMA cache_size=-32768")
+        cursor.execute(CACHE_PRAGMA)
         cursor.close()
 
     return setup
+
+
+CACHE_PRAGMA = "PRAGMA cache_size=-32768"
+"""A SQLite connection's page cache (see :func:`_sqlite_setup`)."""
+SCAN_CACHE_PRAGMA = "PRAGMA cache_size=-2048"
+"""The page cache while a connection scans a huge trace's rows (SQLite's default size): the
+scan passes every page of the trace once, and would leave the cache full of them."""
 
 
 def _json_text(value: object) -> str:

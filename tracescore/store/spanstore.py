@@ -22,16 +22,18 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, or_, select, text
+from sqlalchemy import Connection, Engine, and_, func, or_, select, text
 
 from tracescore.spans import LogRecord, Resource, Scope, Span, SpanEvent, SpanLink, Trace
 from tracescore.store import codec
 from tracescore.store.bulk import bulk_insert
+from tracescore.store.engine import CACHE_PRAGMA, SCAN_CACHE_PRAGMA
 from tracescore.store.ingest_journal import IngestJournal
 from tracescore.store.journal import JournalEntry
 from tracescore.store.table_of import table_of
 from tracescore.store.tables import LogRow, ResourceRow, ScopeRow, SpanRow, TraceRow
 from tracescore.store.text import TextGuard
+from tracescore.store.trace_cut import ReadLimit, TraceCut
 from tracescore.store.trace_queue import ReadinessRules, TraceQueue, touch_traces
 from tracescore.store.writelock import SqliteWriteLock
 
@@ -245,9 +247,16 @@ class SpanStore:
     one writer anyway; waiting on a lock is cheaper and prompter than its busy-retry loop).
     """
 
-    def __init__(self, engine: Engine, rules: ReadinessRules | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        rules: ReadinessRules | None = None,
+        read_limit: ReadLimit | None = None,
+    ) -> None:
         self.engine = engine
         self.rules = rules or ReadinessRules()
+        self.read_limit = read_limit or ReadLimit()
+        """How much of one trace a read loads (:mod:`~tracescore.store.trace_cut`)."""
         self.dialect = engine.dialect.name
         self._write_lock: SqliteWriteLock | None = (
             SqliteWriteLock(engine.url.database) if self.dialect == "sqlite" else None
@@ -365,25 +374,23 @@ class SpanStore:
         return self.load_traces([trace_id], settle=settle).get(trace_id.lower())
 
     def load_traces(self, trace_ids: Sequence[str], *, settle: bool = True) -> dict[str, Trace]:
-        """The stored traces among ``trace_ids``, by id: one query for all their spans, one for
-        their log records and one per kind of reference, whatever their number (the scoring
-        worker loads a whole batch so). The worker, which only loads traces found idle as of
-        the journal's oldest entry, passes ``settle=False``."""
+        """The stored traces among ``trace_ids``, by id: one query for all their spans (and one
+        per trace over the read limit), one for their log records and one per kind of
+        reference, whatever their number (the scoring worker loads a whole batch so). The
+        worker, which only loads traces found idle as of the journal's oldest entry, passes
+        ``settle=False``.
+
+        Each trace is read within :attr:`read_limit` (:mod:`~tracescore.store.trace_cut`): the
+        rows are streamed, a trace's spans past the limit are counted (not read), its log
+        records past it read and counted but not kept, and a trace read in part says so in
+        ``Trace.cut``."""
         if settle:
             self.journal.settle()
         wanted = sorted({trace_id.lower() for trace_id in trace_ids})
-        spans_t, logs_t = _SPANS, _LOGS
+        cuts: dict[str, TraceCut] = {}
         with self.engine.connect() as conn:
-            span_rows = conn.execute(
-                select(*_SPAN_READ)
-                .where(spans_t.c.trace_id.in_(wanted))
-                .order_by(spans_t.c.trace_id, spans_t.c.start_time_ns, spans_t.c.span_id)
-            ).all()
-            log_rows = conn.execute(
-                select(*_LOG_READ)
-                .where(logs_t.c.trace_id.in_(wanted))
-                .order_by(logs_t.c.time_ns, logs_t.c.id)
-            ).all()
+            span_rows = _read_spans(conn, wanted, self.read_limit, cuts)
+            log_rows = _read_logs(conn, wanted, self.read_limit, cuts, span_rows)
             if not span_rows and not log_rows:
                 return {}
             resources, scopes = _load_refs(
@@ -396,6 +403,8 @@ class SpanStore:
             span = _span_from_row(row, resources, scopes)
             if (trace := traces.get(span.trace_id)) is None:
                 trace = traces[span.trace_id] = Trace(span.trace_id)
+                if (cut := cuts[span.trace_id]).oversized:
+                    cut.fit_first(span)
             trace.spans.append(span)
         for row in log_rows:
             record = _log_from_row(row, resources, scopes)
@@ -403,6 +412,8 @@ class SpanStore:
             if (trace := traces.get(trace_id)) is None:
                 trace = traces[trace_id] = Trace(trace_id)
             trace.logs.append(record)
+        for trace_id, trace in traces.items():
+            trace.cut = cuts[trace_id].note()
         return traces
 
     def list_traces(
@@ -449,6 +460,119 @@ class SpanStore:
         self.journal.settle()
         with self.engine.connect() as conn:
             return int(conn.execute(text("SELECT count(*) FROM spans")).scalar_one())
+
+
+_STREAMED = {"yield_per": 1_000}
+"""A read's rows fetched 1,000 at a time (a server-side cursor on PostgreSQL), never all held
+by the driver at once."""
+
+
+def _read_spans(
+    conn: Connection, trace_ids: list[str], limit: ReadLimit, cuts: dict[str, TraceCut]
+) -> list[Any]:
+    """The span rows of ``trace_ids`` that ``limit`` keeps (``cuts`` counts them per trace).
+
+    A trace with more spans than the limit (by its summary) is read on its own, with the
+    limit in the query: the database then sorts only the spans it returns (SQLite's top-N
+    sort), not all of a 200,000-span trace's rows, which took 30 MB of SQLite's memory. Rows
+    are streamed; at the first one a trace's limit refuses, the read stops, counts the
+    trace's spans, and resumes at the traces not reached yet."""
+    traces_t = _TRACES
+    big = [
+        trace_id
+        for (trace_id,) in conn.execute(
+            select(traces_t.c.trace_id).where(
+                traces_t.c.trace_id.in_(trace_ids), traces_t.c.span_count > limit.spans
+            )
+        )
+    ]
+    rows: list[Any] = []
+    with _scan_cache(conn, bool(big)):
+        for trace_id in big:
+            rows += _read_span_rows(conn, [trace_id], limit, cuts)
+    return rows + _read_span_rows(conn, [t for t in trace_ids if t not in big], limit, cuts)
+
+
+@contextmanager
+def _scan_cache(conn: Connection, scanning: bool) -> Iterator[None]:
+    """SQLite's page cache at its default size while a huge trace is scanned: the scan passes
+    all the trace's pages (the database sorts them for the first ones by start time), which
+    filled the 32 MiB cache a connection keeps (25 MB more at 200,000 spans than at 20,000)."""
+    if not scanning or conn.dialect.name != "sqlite":
+        yield
+        return
+    conn.exec_driver_sql(SCAN_CACHE_PRAGMA)
+    try:
+        yield
+    finally:
+        conn.exec_driver_sql(CACHE_PRAGMA)
+
+
+def _read_span_rows(
+    conn: Connection, trace_ids: list[str], limit: ReadLimit, cuts: dict[str, TraceCut]
+) -> list[Any]:
+    """:func:`_read_spans` for some of the traces (one, with the limit in the query)."""
+    spans_t = _SPANS
+    rows: list[Any] = []
+    remaining = trace_ids
+    while remaining:  # once more per trace cut, for the traces after it
+        query = (
+            select(*_SPAN_READ)
+            .where(spans_t.c.trace_id.in_(remaining))
+            .order_by(spans_t.c.trace_id, spans_t.c.start_time_ns, spans_t.c.span_id)
+        )
+        if len(remaining) == 1:
+            query = query.limit(limit.spans + 1)
+        stopped = None
+        with conn.execute(query, execution_options=_STREAMED) as found:
+            for row in found:
+                if (cut := cuts.get(row[0])) is None:
+                    cut = cuts[row[0]] = TraceCut(limit)
+                if not cut.span(_stored_size(row[7], row[8], row[9])):
+                    stopped = row[0]
+                    break
+                rows.append(row)
+        if stopped is None:
+            break
+        cuts[stopped].spans = conn.execute(
+            select(func.count()).where(spans_t.c.trace_id == stopped)
+        ).scalar_one()
+        remaining = [trace_id for trace_id in remaining if trace_id not in cuts]
+    return rows
+
+
+def _read_logs(
+    conn: Connection,
+    trace_ids: list[str],
+    limit: ReadLimit,
+    cuts: dict[str, TraceCut],
+    span_rows: list[Any],
+) -> list[Any]:
+    """The log records of ``trace_ids`` that ``limit`` keeps: of a cut trace, those of the
+    spans kept (and of no span) until the limit refuses one; the others are counted."""
+    logs_t = _LOGS
+    kept_spans = {(row[0], row[1]) for row in span_rows}
+    rows: list[Any] = []
+    with conn.execute(
+        select(*_LOG_READ)
+        .where(logs_t.c.trace_id.in_(trace_ids))
+        .order_by(logs_t.c.trace_id, logs_t.c.time_ns, logs_t.c.id),
+        execution_options=_STREAMED,
+    ) as found:
+        for row in found:
+            if (cut := cuts.get(row[2])) is None:
+                cut = cuts[row[2]] = TraceCut(limit)
+            cut_off = cut.spans_kept < cut.spans and row[3] is not None
+            if cut_off and (row[2], row[3]) not in kept_spans:
+                cut.skip_log()  # the trace was cut, and this record's span left out
+            elif cut.log(_stored_size(row[7], row[8])):
+                rows.append(row)
+    return rows
+
+
+def _stored_size(*columns: str | bytes | None) -> int:
+    """Bytes (or characters) of a row's stored text columns, what :class:`TraceCut` counts."""
+    return sum(len(column) for column in columns if column is not None)
 
 
 def _load_refs(

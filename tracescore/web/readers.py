@@ -1,8 +1,8 @@
 """Trace-wide reads in processes of their own, away from the process that acknowledges ingest.
 
-A trace page and ``/api/v1/traces/{id}`` and ``…/runs`` load every span of a trace, rebuild its
-runs and turn them into HTML or JSON: for a 20,000-span trace, tens of seconds of pure Python
-and tens of MB. Run in the service's threads, that work holds the GIL the event loop needs to
+A trace page and ``/api/v1/traces/{id}`` and ``…/runs`` load a trace (as much of it as the read
+limit allows, :mod:`tracescore.store.trace_cut`), rebuild its runs and turn them into HTML or
+JSON: for a 20,000-span trace, tens of seconds of pure Python and tens of MB. Run in the service's threads, that work holds the GIL the event loop needs to
 answer ``/v1/traces``, so every acknowledgement waited on it (up to 8 s measured). Here it runs
 in ``server.read_processes`` processes (spawned at the first read of a big trace), each with its own
 connection to the store; the service's process only awaits the finished bytes (cheap to pass
@@ -94,6 +94,15 @@ class _RunJson:
     document: bytes
 
 
+@dataclass(frozen=True, slots=True)
+class _TraceRuns:
+    """A trace's runs as ``…/runs`` pages them, and why they are those of part of the trace
+    (``Trace.cut``), or None."""
+
+    runs: list[_RunJson]
+    cut: str | None
+
+
 class TraceReads:
     """The trace-wide reads of one store and configuration, as plain functions of a trace id,
     and the overview page (rendered off the ingest path too: see :mod:`.overview`)."""
@@ -106,7 +115,7 @@ class TraceReads:
         self.conventions = claim_order(config.conventions)
         self.conversation_attributes = config.conversations.id_attributes
         self.recompute = StepsRecompute(config)
-        self._kept: tuple[tuple[str, int, float], list[_RunJson]] | None = None
+        self._kept: tuple[tuple[str, int, float], _TraceRuns] | None = None
 
     def trace_json(self, trace_id: str) -> bytes | None:
         """``/api/v1/traces/{id}``'s document, or None if the trace has no spans stored (the
@@ -122,6 +131,7 @@ class TraceReads:
                 "summary": with_utc_text(summary.to_dict(), *SEEN) if summary else None,
                 "spans": [span_json(s) for s in trace.spans],
                 "logs": [log_json(r) for r in trace.logs],
+                "cut": trace.cut,
             }
         )
 
@@ -130,12 +140,15 @@ class TraceReads:
     ) -> bytes | None:
         """``…/runs``'s document, or None if the trace has no spans stored: all the runs kept
         by the filter as an array, or with ``page`` one page of them as ``{items,
-        next_cursor}``. ValueError for a cursor that is not one of this trace's."""
-        runs = self._runs(trace_id)
-        if runs is None:
+        next_cursor, cut}`` (``cut``: why the runs are those of part of the trace, or null).
+        ValueError for a cursor that is not one of this trace's."""
+        read = self._runs(trace_id)
+        if read is None:
             return None
         kept = [
-            run for run in runs if (run.primary or not primary) and (not kinds or run.kind in kinds)
+            run
+            for run in read.runs
+            if (run.primary or not primary) and (not kinds or run.kind in kinds)
         ]
         if page is None:
             return _array(kept)
@@ -147,9 +160,17 @@ class TraceReads:
             if items and end < len(kept)
             else None
         )
-        return b'{"items":' + _array(items) + b',"next_cursor":' + orjson.dumps(next_cursor) + b"}"
+        return (
+            b'{"items":'
+            + _array(items)
+            + b',"next_cursor":'
+            + orjson.dumps(next_cursor)
+            + b',"cut":'
+            + orjson.dumps(read.cut)
+            + b"}"
+        )
 
-    def _runs(self, trace_id: str) -> list[_RunJson] | None:
+    def _runs(self, trace_id: str) -> _TraceRuns | None:
         """The trace's runs, rebuilt unless they are the ones kept from the last read and the
         trace has not changed since (same span count and last write)."""
         summary = self.store.trace_summary(trace_id)
@@ -159,12 +180,17 @@ class TraceReads:
         trace = self.store.load_trace(trace_id)
         if trace is None:
             return None
-        runs = [
-            _RunJson(run.kind, run.span_id, run.primary, _exact(orjson.dumps(run_document(run))))
-            for run in iter_runs(
-                trace, self.conventions, conversation_attributes=self.conversation_attributes
-            )
-        ]
+        runs = _TraceRuns(
+            [
+                _RunJson(
+                    run.kind, run.span_id, run.primary, _exact(orjson.dumps(run_document(run)))
+                )
+                for run in iter_runs(
+                    trace, self.conventions, conversation_attributes=self.conversation_attributes
+                )
+            ],
+            trace.cut,
+        )
         self._kept = (key, runs) if key is not None else None
         return runs
 
@@ -238,7 +264,9 @@ def _start(config: Config, url: str, niceness: int) -> None:
         threading.Thread(
             target=_exit_with, args=(parent.sentinel,), name="parent watch", daemon=True
         ).start()
-    _reads = TraceReads(config, open_store(url, create=False))
+    _reads = TraceReads(
+        config, open_store(url, create=False, read_limit=config.assembly.read_limit())
+    )
 
 
 def _exit_with(sentinel: int) -> None:

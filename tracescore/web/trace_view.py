@@ -95,6 +95,7 @@ def trace_page(
         "spans": tree,
         "timeline": waterfall([(view.span, view.depth) for view in tree]),
         "span_count": len(trace.spans) if trace is not None else 0,
+        "trace_cut": trace.cut if trace is not None else None,
         "logs": [log_json(record) for record in trace.logs[:MAX_RAW_SPANS]]
         if trace is not None
         else [],
