@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from tests.support.score_rows import stored_score
 from tracescore.pipeline.score_rows import RECOMPUTE
 from tracescore.store import SpanStore, open_store
 from tracescore.store.scores import (
@@ -50,34 +51,27 @@ def store(db_url: str) -> Iterator[SpanStore]:
 def _score(
     span: str = "1" * 16, binding: str = "helpful", version: str = "1", **values: Any
 ) -> StoredScore:
-    """A whole score row as the worker makes one, ``values`` over its defaults."""
-    row: dict[str, Any] = {
-        "id": score_id(TRACE, span, binding, version),
-        "trace_id": TRACE,
-        "span_id": span,
-        "binding": binding,
+    """A score of the trace's run ``span``, ``values`` over this module's defaults."""
+    defaults: dict[str, Any] = {
         "scorer_id": "helpfulness",
-        "scorer_version": version,
-        "status": "ok",
         "score": 0.5,
         "label": "pass",
         "reason": "fine",
-        "error": None,
-        "steps": None,
-        "judge_model": None,
-        "input_tokens": 0,
-        "output_tokens": 0,
-        "cost_usd": 0.0,
         "latency_ms": 1.0,
-        "run_kind": "agent",
         "service": "svc",
         "agent": "WeatherBot",
         "model": "gpt-4o-mini",
         "created_at": NOW,
         "updated_at": NOW,
-        **values,
     }
-    return row  # type: ignore[return-value]
+    return stored_score(
+        id=score_id(TRACE, span, binding, version),
+        trace_id=TRACE,
+        span_id=span,
+        binding=binding,
+        scorer_version=version,
+        **(defaults | values),
+    )
 
 
 def _write(store: SpanStore, *rows: StoredScore) -> int:
