@@ -25,12 +25,12 @@ from tracescore.store.scores import (
     StoredScore,
     add_tallies,
     conversation_scores,
+    exported_scores,
     paid_steps,
     recent_scores,
     run_scores,
     score_id,
     score_ids_of,
-    scored_runs,
     stored_spend,
     upsert_decisions,
     upsert_scores,
@@ -202,11 +202,13 @@ def test_the_reads_of_each_caller(store: SpanStore) -> None:
         list(conversations) == ["conv-1"] and conversations["conv-1"][0]["conversation_turns"] == 3
     )
     assert "5" * 16 not in {r["span_id"] for r in runs} and len(runs) == 5
-    # scored_runs: the first ok score of each run since then, oldest first, below a cut.
-    everything = scored_runs(store.engine, "helpful", NOW - timedelta(days=3))
+    # exported_scores: the first ok score of each run since then, oldest first, below a cut.
+    everything = exported_scores(store.engine, "helpful", NOW - timedelta(days=3))
     assert [(r.span_id, r.score) for r in everything][:1] == [("1" * 16, 0.2)]
     assert {r.span_id for r in everything} == {"1" * 16, "2" * 16, "5" * 16}
-    assert [r.span_id for r in scored_runs(store.engine, "helpful", old, below=0.5)] == ["1" * 16]
+    assert [r.span_id for r in exported_scores(store.engine, "helpful", old, below=0.5)] == [
+        "1" * 16
+    ]
     # version_scores and score_ids_of: the offline commands' reads.
     versions = version_scores(store.engine, "helpful", ["2"])
     assert [(v.span_id, v.score, v.label) for v in versions] == [("2" * 16, 0.6, None)]

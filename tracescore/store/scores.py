@@ -235,8 +235,9 @@ def upsert_decisions(connection: Connection, rows: Sequence[SamplingDecision]) -
 
 
 @dataclass(frozen=True)
-class ScoredRun:
-    """One binding's ``ok`` score of one run, as an export of scored runs lists it."""
+class ExportedScore:
+    """One binding's ``ok`` score of one run, as an export of scored runs lists it (not
+    :class:`tracescore.store.score_reads.ScoredRun`, a run a re-score samples)."""
 
     trace_id: str
     span_id: str
@@ -245,9 +246,9 @@ class ScoredRun:
     reason: str | None
 
 
-def scored_runs(
+def exported_scores(
     database: Engine, binding: str, since: datetime, below: float | None = None
-) -> list[ScoredRun]:
+) -> list[ExportedScore]:
     """``binding``'s ``ok`` scores since ``since`` (below ``below``), the first per run, oldest
     first."""
     table = SCORES
@@ -267,9 +268,9 @@ def scored_runs(
         query = query.where(table.c.score < below)
     with database.connect() as connection:
         rows = connection.execute(query).all()
-    first: dict[tuple[str, str], ScoredRun] = {}
+    first: dict[tuple[str, str], ExportedScore] = {}
     for row in rows:
-        first.setdefault((row.trace_id, row.span_id), ScoredRun(**row._mapping))
+        first.setdefault((row.trace_id, row.span_id), ExportedScore(**row._mapping))
     return list(first.values())
 
 
