@@ -14,6 +14,7 @@ import pytest
 
 from tests.support.databases import fresh_pg_database
 from tests.support.markers import mark_by_need
+from tests.support.ordering import heaviest_files_first
 
 # The browser tests' fixtures (headless Chromium and a strict context), served to every module
 # here rather than imported into each, where the fixture parameters shadowed the imports.
@@ -61,5 +62,7 @@ def _fresh_judges() -> Iterator[None]:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that start a real ``tracescore serve`` get the ``e2e`` marker, and those that use a
-    PostgreSQL server the ``postgres`` one (tests/support/markers.py)."""
+    PostgreSQL server the ``postgres`` one (tests/support/markers.py); then the files that
+    start the most services and browsers go first (tests/support/ordering.py)."""
     mark_by_need(items)
+    heaviest_files_first(items)

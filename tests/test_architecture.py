@@ -95,3 +95,19 @@ def test_every_part_but_the_store_is_bound_by_the_forbidden_contract() -> None:
         if (path.suffix == ".py" and path.stem != "__init__") or (path / "__init__.py").exists()
     }
     assert set(forbidden["source_modules"]) == parts - {"tracescore.store"}
+
+
+def test_a_cycle_closed_by_a_type_checking_import_breaks_the_acyclic_contract(
+    package_copy: Path,
+) -> None:
+    """An import under ``if TYPE_CHECKING:`` never runs, but it ties the modules all the same:
+    two such modules importing each other are a cycle like any other."""
+    web = package_copy / "tracescore" / "web"
+    (web / "typed_a.py").write_text("import tracescore.web.typed_b\n")
+    (web / "typed_b.py").write_text(
+        "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    import tracescore.web.typed_a\n"
+    )
+    checked = _lint_imports(package_copy)
+    assert checked.returncode != 0
+    assert "No import cycle between the modules of any package BROKEN" in checked.stdout
+    assert "- .typed_b -> .typed_a (1 import)" in checked.stdout

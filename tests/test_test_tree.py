@@ -1,5 +1,5 @@
 """The test tree's own rules: no test module imports another, services are marked ``e2e`` and
-PostgreSQL databases ``postgres``.
+PostgreSQL databases ``postgres``, the heaviest files are collected first.
 
 What tests share lives in ``tests/support/`` (fixtures served by a folder's ``conftest.py``):
 a test module imported by another runs its tests' module-level setup twice, and its private
@@ -205,3 +205,40 @@ def test_a_test_that_hangs_with_the_gil_held_ends_its_process_and_the_run_ends(
     assert "::test_blocks_where_no_signal_reaches - worker 'gw" in done.stdout
     assert "test_blocks_where_no_signal_reaches" in done.stderr  # the watchdog's stack dump
     assert "1 failed, 1 passed" in done.stdout
+
+
+ORDERED_CONFTEST = """
+from tests.support.ordering import heaviest_files_first
+
+def pytest_collection_modifyitems(items):
+    heaviest_files_first(items)
+"""
+
+
+def test_the_files_that_start_the_most_processes_are_collected_first(tmp_path: Path) -> None:
+    """``--dist loadfile`` hands out whole files in collection order: those with the most
+    tests that start a service or a browser go first, the others after them as collected."""
+    light = "def test_a() -> None:\n    pass\n"
+    heavy = "import pytest\n\n@pytest.mark.browser\ndef test_{0}() -> None:\n    pass\n"
+    (tmp_path / "conftest.py").write_text(ORDERED_CONFTEST)
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers = browser\n")
+    (tmp_path / "test_1_light.py").write_text(light)
+    (tmp_path / "test_2_one.py").write_text(heavy.format("b") + light)
+    (tmp_path / "test_3_two.py").write_text(heavy.format("b") + heavy.format("c"))
+    (tmp_path / "test_4_light.py").write_text(light)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only",
+         "-c", str(tmp_path / "pytest.ini"), "--rootdir", str(tmp_path),
+         str(tmp_path)],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    files = [line.split("::")[0] for line in done.stdout.splitlines() if "::" in line]
+    assert files == [
+        "test_3_two.py",
+        "test_3_two.py",
+        "test_2_one.py",
+        "test_2_one.py",
+        "test_1_light.py",
+        "test_4_light.py",
+    ], done.stdout + done.stderr[-2000:]

@@ -4,11 +4,11 @@ bindings are ordered upstream first, and the gate flags, explores and explains a
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from tests.support.score_rows import stored_score
 from tracescore.config import ConfigError, parse_config
 from tracescore.extract.model import AgentRun
 from tracescore.pipeline.bindings import BindingError, compile_bindings
@@ -105,32 +105,10 @@ def _run(span: str) -> AgentRun:
 
 
 def _row(span: str, status: str, score: float | None) -> StoredScore:
-    now = datetime.now(UTC)
-    return {  # only what a gate reads matters; the rest is a plausible row
-        "id": span,
-        "trace_id": "ab" * 16,
-        "span_id": span,
-        "binding": "cheap",
-        "scorer_id": "tone",
-        "scorer_version": "1",
-        "status": status,
-        "score": score,
-        "label": None,
-        "reason": None,
-        "error": None,
-        "steps": None,
-        "judge_model": None,
-        "input_tokens": 0,
-        "output_tokens": 0,
-        "cost_usd": 0.0,
-        "latency_ms": 0.0,
-        "run_kind": "agent",
-        "service": None,
-        "agent": None,
-        "model": None,
-        "created_at": now,
-        "updated_at": now,
-    }
+    # only what a gate reads matters; the rest is a plausible row
+    return stored_score(
+        id=span, span_id=span, binding="cheap", scorer_id="tone", status=status, score=score
+    )
 
 
 def test_the_gate_flags_below_and_above_and_errors_only_when_asked() -> None:

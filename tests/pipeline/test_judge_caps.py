@@ -4,8 +4,12 @@ $0.002688, 2.7×, in 32 calls; with ``per_minute: 30``, 48 calls landed within 6
 
 Three real processes (:mod:`tests.support.judge_flood`, the service's own scoring worker)
 score one binding against the scripted judge server, on SQLite and PostgreSQL; the judge
-server's own log of requests is what the caps are checked against. The per-minute floods must
-outlast a minute, so both databases' run at once.
+server's own log of requests is what the caps are checked against. Both databases are flooded
+at once, each against its own judge server, by the same processes (their start-ups are most of
+a flood's CPU). The per-minute floods must outlast a minute of the limiters' clock: they are
+handed one running ``SPEED`` times faster than the wall clock
+(:class:`~tests.support.judge_flood.FastClock`), on which the judge server's arrival times are
+read too, so a minute's window passes in six seconds.
 """
 
 from __future__ import annotations
@@ -14,13 +18,15 @@ import json
 import os
 import subprocess
 import sys
+import time
 from contextlib import ExitStack
 from pathlib import Path
 
+from tests.support.judge_flood import WALL, FastClock
 from tests.support.judge_server import JudgeServer, Reply
 from tests.support.paths import CAPTURES
 from tracescore.ingest.files import load_traces
-from tracescore.store import SpanStore, open_store
+from tracescore.store import open_store
 
 PROCESSES = 3
 TOKENS = (1000, 100)
@@ -29,21 +35,18 @@ CALL_USD = 1000 * 0.15e-6 + 100 * 0.6e-6
 RUN_USD = 2 * CALL_USD
 """Toxicity asks for the verdicts, then for the reason."""
 VERDICT = Reply(content=json.dumps({"verdicts": [{"verdict": "no", "reason": "polite"}]}))
+SPEED = 10.0
+"""How much faster than the wall clock the per-minute flood's limiter clock runs."""
 
 
-def _stored_trace(db_url: str) -> tuple[SpanStore, str]:
+def _target(tmp_path: Path, db_url: str, judge: JudgeServer, limits: str) -> list[str]:
+    """A flood's database, config and trace: the trace stored, the capped binding judged by
+    ``judge``."""
     store = open_store(db_url)
     (trace,) = load_traces([CAPTURES / "otel-genai-openai-v2-latest" / "tool_call_agent"])
     store.write(trace.spans, trace.logs)
-    return store, trace.spans[0].trace_id
-
-
-def _start_flood(
-    tmp_path: Path, db_url: str, judge: JudgeServer, limits: str, runs: int, interval: float
-) -> list[subprocess.Popen[bytes]]:
-    """``PROCESSES`` processes, each starting ``runs`` scores of the capped binding."""
-    store, trace_id = _stored_trace(db_url)
     store.close()
+    tmp_path.mkdir()
     config = tmp_path / "flood.yaml"
     config.write_text(
         f"judges:\n  default: {{model: openai/gpt-4o-mini, api_base: '{judge.base_url}', "
@@ -51,37 +54,57 @@ def _start_flood(
         f"scorers:\n  - {{name: capped, scorer: toxicity, limits: {limits}}}\n"
         "workers: {concurrency: 64}\n"
     )
+    return [db_url, str(config), trace.spans[0].trace_id]
+
+
+def _flood(
+    targets: list[list[str]], runs: int, interval: float, clock: FastClock
+) -> list[list[str]]:
+    """``PROCESSES`` processes, each starting ``runs`` scores of every target's capped binding,
+    one every ``interval`` seconds of the wall clock, their limiters reading ``clock``: the
+    statuses of every score made, by target."""
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    command = [sys.executable, "-m", "tests.support.judge_flood", db_url, str(config), trace_id]
-    return [
-        subprocess.Popen([*command, str(runs), str(interval)], stdout=subprocess.PIPE, env=env)
-        for _ in range(PROCESSES)
-    ]
-
-
-def _statuses(floods: list[subprocess.Popen[bytes]]) -> list[str]:
-    """Statuses of every score the flood's processes made."""
-    statuses: list[str] = []
+    command = [sys.executable, "-m", "tests.support.judge_flood", str(runs), str(interval)]
+    command += [str(clock.speed), repr(clock.origin), *(part for t in targets for part in t)]
+    floods = [subprocess.Popen(command, stdout=subprocess.PIPE, env=env) for _ in range(PROCESSES)]
+    statuses: list[list[str]] = [[] for _ in targets]
     for flood in floods:
         out, _ = flood.communicate(timeout=300)
         assert flood.returncode == 0
-        statuses += json.loads(out)
+        for found, more in zip(statuses, json.loads(out), strict=True):
+            found += more
     return statuses
 
 
-def test_the_daily_budget_overshoots_by_at_most_one_run(tmp_path: Path, db_url: str) -> None:
-    budget = 3.5 * RUN_USD
-    with JudgeServer() as judge:
-        judge.script("ToxicityVerdicts", Reply(VERDICT.content, delay=0.3, usage=TOKENS))
+def _judges(stack: ExitStack, *replies: Reply) -> dict[str, JudgeServer]:
+    """A judge server per database, answering verdicts with ``replies`` and reasons alike."""
+    judges = {}
+    for name in ("sqlite", "postgresql"):
+        judge = judges[name] = stack.enter_context(JudgeServer())
+        judge.script("ToxicityVerdicts", *replies)
         judge.default = Reply("A scripted reason.", usage=TOKENS)
-        limits = f"{{usd_per_day: {budget}}}"
-        statuses = _statuses(_start_flood(tmp_path, db_url, judge, limits, 10, 0.0))
+    return judges
+
+
+def test_the_daily_budget_overshoots_by_at_most_one_run(
+    tmp_path: Path, sqlite_url: str, pg_url: str
+) -> None:
+    budget = 3.5 * RUN_USD
+    limits = f"{{usd_per_day: {budget}}}"
+    urls = {"sqlite": sqlite_url, "postgresql": pg_url}
+    with ExitStack() as stack:
+        judges = _judges(stack, Reply(VERDICT.content, delay=0.3, usage=TOKENS))
+        targets = [
+            _target(tmp_path / name, urls[name], judge, limits) for name, judge in judges.items()
+        ]
+        floods = _flood(targets, 10, 0.0, WALL)
+    for (name, judge), statuses in zip(judges.items(), floods, strict=True):
         calls = judge.count
-    spent = calls * CALL_USD
-    # The estimate is the cost of one run: the last admission may pass the cap by that much.
-    assert budget <= spent <= budget + RUN_USD, (calls, statuses)
-    assert 2 * statuses.count("ok") == calls and len(statuses) == 10 * PROCESSES
-    assert set(statuses) == {"ok", "skipped_budget"}
+        spent = calls * CALL_USD
+        # The estimate is the cost of one run: the last admission may pass the cap by that much.
+        assert budget <= spent <= budget + RUN_USD, (name, calls, statuses)
+        assert 2 * statuses.count("ok") == calls and len(statuses) == 10 * PROCESSES, name
+        assert set(statuses) == {"ok", "skipped_budget"}, name
 
 
 def _most_in_a_minute(times: list[float]) -> int:
@@ -92,10 +115,11 @@ def _most_in_a_minute(times: list[float]) -> int:
     )
 
 
-def _verdict_times(judge: JudgeServer) -> list[float]:
-    """When each run's first call, for its verdicts, reached the judge: per_minute counts runs."""
+def _verdict_times(judge: JudgeServer, clock: FastClock) -> list[float]:
+    """When each run's first call, for its verdicts, reached the judge, on ``clock``:
+    per_minute counts runs."""
     return [
-        at
+        clock.at(at)
         for at, body in zip(judge.received_at, judge.requests, strict=True)
         if "ToxicityVerdicts" in json.dumps(body)
     ]
@@ -104,31 +128,31 @@ def _verdict_times(judge: JudgeServer) -> list[float]:
 def test_per_minute_holds_in_every_60_s_window_under_a_flood(
     tmp_path: Path, sqlite_url: str, pg_url: str
 ) -> None:
-    """Both databases flooded at once, each by its own processes against its own judge server:
-    the minute the window must move past is waited out once, not once per database."""
+    """The minute the window must move past is waited out once, not once per database, on a
+    clock ``SPEED`` times faster than the wall's (times below are on it, /SPEED on the wall)."""
     per_minute = 4
-    floods = {}
+    limits = f"{{per_minute: {per_minute}}}"
+    urls = {"sqlite": sqlite_url, "postgresql": pg_url}
+    clock = FastClock(time.time(), SPEED)
     with ExitStack() as stack:
-        for name, db_url in (("sqlite", sqlite_url), ("postgresql", pg_url)):
-            judge = stack.enter_context(JudgeServer())
-            # Replies of varied length: calls do not land when they were admitted.
-            judge.default = Reply("A scripted reason.", usage=TOKENS)
-            judge.script(
-                "ToxicityVerdicts",
-                *(
-                    Reply(VERDICT.content, delay=delay, usage=TOKENS)
-                    for delay in (2.5, 0.1, 1.2, 0.4) * 10
-                ),
-            )
-            (tmp_path / name).mkdir()
-            # 65 s of a new run every half second from each process: past the first minute.
-            limits = f"{{per_minute: {per_minute}}}"
-            floods[name] = (judge, _start_flood(tmp_path / name, db_url, judge, limits, 130, 0.5))
-        for name, (judge, processes) in floods.items():
-            statuses = _statuses(processes)
-            verdicts = _verdict_times(judge)
-            assert _most_in_a_minute(verdicts) <= per_minute, (name, sorted(verdicts))
-            # The window moves: runs past the first minute were judged too.
-            assert len(verdicts) > per_minute, name
-            assert statuses.count("ok") == len(verdicts) == judge.count / 2, name
-            assert set(statuses) == {"ok", "skipped_rate"}, name
+        # Replies of varied length: calls do not land when they were admitted.
+        judges = _judges(
+            stack,
+            *(
+                Reply(VERDICT.content, delay=delay / SPEED, usage=TOKENS)
+                for delay in (2.5, 0.1, 1.2, 0.4) * 10
+            ),
+        )
+        targets = [
+            _target(tmp_path / name, urls[name], judge, limits) for name, judge in judges.items()
+        ]
+        # 90 s of a new run every half second from each process: well past the first minute,
+        # whose first runs free their slots a minute after they end.
+        floods = _flood(targets, 180, 0.5 / SPEED, clock)
+    for (name, judge), statuses in zip(judges.items(), floods, strict=True):
+        verdicts = _verdict_times(judge, clock)
+        assert _most_in_a_minute(verdicts) <= per_minute, (name, sorted(verdicts))
+        # The window moves: runs past the first minute were judged too.
+        assert len(verdicts) > per_minute, name
+        assert statuses.count("ok") == len(verdicts) == judge.count / 2, name
+        assert set(statuses) == {"ok", "skipped_rate"}, name

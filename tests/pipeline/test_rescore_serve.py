@@ -5,6 +5,9 @@ second start logs its cost estimate, re-scores a sample of the runs the first sc
 the binding's daily budget (the runs beyond it stored and counted as ``skipped_budget``), beside
 the old scores; ``GET /api/compare`` pairs them. A third start with the same prompt re-scores
 nothing, and a start killed mid-way resumes where its last stored run left it.
+
+The first start (rubric A scoring the six runs) is the same for both tests: it runs once for
+the module, and each test starts from a copy of its database.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import shutil
 import statistics
 import time
 from collections.abc import Iterator
@@ -45,9 +49,8 @@ def _reply(score: float, delay: float = 0.0) -> Reply:
 
 @pytest.fixture
 def judge() -> Iterator[JudgeServer]:
+    """The judge of the test's starts, after the first version's: rubric B's answers."""
     with JudgeServer() as server:
-        server.script("[rubric RUBRIC-A]", _reply(0.8))
-        server.script("Sunny in Rome. [rubric RUBRIC-A]", _reply(0.6))
         server.script("[rubric RUBRIC-B]", _reply(0.7))
         server.script("Sunny in Oslo. [rubric RUBRIC-B]", _reply(0.1))
         yield server
@@ -107,31 +110,54 @@ def _asked(judge: JudgeServer, rubric: str) -> int:
     return sum(f"[rubric {rubric}]" in json.dumps(body) for body in list(judge.requests))
 
 
-def _score_first_version(tmp_path: Path, judge: JudgeServer, sample: int) -> list[ScoreRow]:
-    """Start with rubric A, score the six runs, and stop once the fingerprint is recorded."""
-    with start_server(
-        tmp_path, config=_config(judge, "RUBRIC-A", sample), env=SCORERS_IMPORTABLE
-    ) as server:
-        _send_traces(server)
-        wait_for(lambda: len(_rows(server.db_url)) >= len(CITIES), 60, "six scores")
-        job = wait_for(lambda: _job(server.db_url), 30, "the recorded fingerprint")
+@pytest.fixture(scope="module")
+def first_version(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[ScoreRow]]:
+    """A database on which rubric A scored the six runs and the fingerprint was recorded, and
+    its rows: started once, with a judge server of its own (the tests count only rubric B's
+    calls, on theirs)."""
+    workdir = tmp_path_factory.mktemp("first-version")
+    with JudgeServer() as judge:
+        judge.script("[rubric RUBRIC-A]", _reply(0.8))
+        judge.script("Sunny in Rome. [rubric RUBRIC-A]", _reply(0.6))
+        config = _config(judge, "RUBRIC-A", 5)
+        with start_server(workdir, config=config, env=SCORERS_IMPORTABLE) as server:
+            _send_traces(server)
+            wait_for(lambda: len(_rows(server.db_url)) >= len(CITIES), 60, "six scores")
+            job = wait_for(lambda: _job(server.db_url), 30, "the recorded fingerprint")
     assert job.state == "recorded" and job.scorer_version == "1" and job.runs == []
     rows = _rows(server.db_url)
     assert {row.status for row in rows} == {"ok"} and len(rows) == len(CITIES)
+    return workdir / "tracescore.db", rows
+
+
+def _score_first_version(
+    tmp_path: Path, first_version: tuple[Path, list[ScoreRow]]
+) -> list[ScoreRow]:
+    """The first version's database copied into ``tmp_path``, where the test's servers start."""
+    database, rows = first_version
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    for stored in database.parent.glob(database.name + "*"):  # its -wal file, if any
+        if stored.is_file():
+            shutil.copy(stored, tmp_path / stored.name)
     return rows
 
 
+def _log_length(tmp_path: Path) -> int:
+    log = tmp_path / "server.log"
+    return len(log.read_text()) if log.exists() else 0
+
+
 def test_a_changed_prompt_rescores_a_sample_within_the_budget_once(
-    tmp_path: Path, judge: JudgeServer
+    tmp_path: Path, judge: JudgeServer, first_version: tuple[Path, list[ScoreRow]]
 ) -> None:
-    first = _score_first_version(tmp_path, judge, sample=5)
+    first = _score_first_version(tmp_path, first_version)
     cost = first[0].cost_usd
     assert cost > 0 and all(row.cost_usd == pytest.approx(cost) for row in first)
     assert {row.score for row in first} == {0.8, 0.6}  # Rome's answer scored 0.6
     spent = sum(row.cost_usd for row in first)
     limits = {"usd_per_day": spent + 2.5 * cost}  # room for three more judge calls today
 
-    log_start = len((tmp_path / "server.log").read_text())
+    log_start = _log_length(tmp_path)
     with start_server(
         tmp_path, config=_config(judge, "RUBRIC-B", 5, limits), env=SCORERS_IMPORTABLE
     ) as server:
@@ -221,9 +247,9 @@ def test_a_changed_prompt_rescores_a_sample_within_the_budget_once(
 
 
 def test_a_rescore_killed_mid_way_resumes_without_scoring_a_run_twice(
-    tmp_path: Path, judge: JudgeServer
+    tmp_path: Path, judge: JudgeServer, first_version: tuple[Path, list[ScoreRow]]
 ) -> None:
-    _score_first_version(tmp_path, judge, sample=6)
+    _score_first_version(tmp_path, first_version)
     judge.script("[rubric RUBRIC-B]", _reply(0.7, delay=1.0))
     config = _config(judge, "RUBRIC-B", 6)
     server = start_server(tmp_path, config=config, env=SCORERS_IMPORTABLE)
@@ -238,7 +264,7 @@ def test_a_rescore_killed_mid_way_resumes_without_scoring_a_run_twice(
     stopped = _job(server.db_url)
     assert stopped is not None and stopped.state == "running" and stopped.position < 6
 
-    log_start = len((tmp_path / "server.log").read_text())
+    log_start = _log_length(tmp_path)
     with start_server(tmp_path, config=config, env=SCORERS_IMPORTABLE) as server:
         job = wait_for(
             lambda: (found := _job(server.db_url)) and found.state == "done" and found,

@@ -102,7 +102,7 @@ def _reader(url: str, trace_id: str, path: str) -> Callable[[], tuple[Any, str |
     from tracescore.store.trace_queue import TraceClaim
     from tracescore.web.readers import TraceReads
     from tracescore.web.router import LIVE_POLL_MS
-    from tracescore.web.traces_api import RunsPage
+    from tracescore.web.trace_json import RunsPage
 
     config = Config()
     store = open_store(url, create=False)

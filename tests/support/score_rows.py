@@ -1,11 +1,46 @@
-"""Waiting for a running service's score rows."""
+"""Score rows for tests: a whole one built in place, and a running service's waited for."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, cast
 
 from sqlalchemy import create_engine, select
 
 from tests.support.server_process import wait_for
-from tracescore.store.scores import ScoreRow
+from tracescore.store.scores import ScoreRow, StoredScore
+
+
+def stored_score(**values: Any) -> StoredScore:
+    """A whole score row as the worker makes one, with ``values`` over plausible defaults (an
+    ``ok`` agent-run score made now, no text, no cost)."""
+    now = datetime.now(UTC)
+    row = {
+        "id": "0" * 32,
+        "trace_id": "ab" * 16,
+        "span_id": "1" * 16,
+        "binding": "b",
+        "scorer_id": "s",
+        "scorer_version": "1",
+        "status": "ok",
+        "score": None,
+        "label": None,
+        "reason": None,
+        "error": None,
+        "steps": None,
+        "judge_model": None,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cost_usd": 0.0,
+        "latency_ms": 0.0,
+        "run_kind": "agent",
+        "service": None,
+        "agent": None,
+        "model": None,
+        "created_at": now,
+        "updated_at": now,
+    }
+    return cast(StoredScore, row | values)
 
 
 def wait_for_scores(db_url: str, count: int, timeout: float = 20.0) -> list[ScoreRow]:

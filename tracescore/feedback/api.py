@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import random
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Path, Query
 from fastapi.concurrency import run_in_threadpool
 from pydantic import ConfigDict, Field, model_validator
 
 from tracescore.cursors import cursor_int, decode_cursor, encode_cursor
+from tracescore.feedback.config import FeedbackSettings
 from tracescore.feedback.report import Thresholds, calibration_report
 from tracescore.feedback.review import ReviewQueue
 from tracescore.monitor.names import BindingNames
@@ -34,8 +35,6 @@ from tracescore.store.feedback import Feedback, FeedbackStore
 from tracescore.store.score_reads import time_cursor, time_position
 from tracescore.times import utc_text
 
-if TYPE_CHECKING:
-    from tracescore.config import Config
 
 
 class FeedbackIn(Body):
@@ -94,7 +93,7 @@ class FeedbackIn(Body):
         )
 
 
-def scales(settings: Config) -> dict[str, float]:
+def scales(settings: FeedbackSettings) -> dict[str, float]:
     """The highest score of each binding whose scale is known: the prebuilt scorers score 0 to
     1, or to their ``scale`` option; a custom scorer's range is its own unless it says."""
     return {
@@ -104,7 +103,9 @@ def scales(settings: Config) -> dict[str, float]:
     }
 
 
-def feedback_router(settings: Config, store: SpanStore, version: ApiVersion = LEGACY) -> APIRouter:
+def feedback_router(
+    settings: FeedbackSettings, store: SpanStore, version: ApiVersion = LEGACY
+) -> APIRouter:
     """The feedback routes. Under ``/api/v1`` a verdict on a trace the store does not hold is
     refused (404) and listed verdicts carry ``binding``; the deprecated ``/api`` alias still
     takes verdicts ahead of their trace's spans and lists the evaluation ``name`` only."""

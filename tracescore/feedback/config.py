@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 from pydantic import Field
 
+from tracescore.pipeline.config import ScorerBinding
 from tracescore.settings import Duration, Section
 
 
@@ -42,3 +46,16 @@ class FeedbackConfig(Section):
     min_ci_samples: int = Field(10, ge=4)
     """Fewer pairs than this: figures without intervals."""
     review: ReviewConfig = Field(default_factory=ReviewConfig)
+
+
+class FeedbackSettings(Protocol):
+    """What feedback reads of a service's configuration: the bindings and the ``feedback:``
+    section. ``tracescore.config.Config`` is one; named by this protocol rather than by that
+    class, which is composed from every part's sections (this package's among them), so that
+    no import, not even a type checker's, runs from here back up to it."""
+
+    @property
+    def scorers(self) -> Sequence[ScorerBinding]: ...
+
+    @property
+    def feedback(self) -> FeedbackConfig: ...

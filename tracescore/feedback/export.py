@@ -17,7 +17,7 @@ from tracescore.extract.base import Convention
 from tracescore.extract.registry import CONVENTIONS
 from tracescore.store import SpanStore
 from tracescore.store.feedback import latest_verdicts
-from tracescore.store.scores import scored_runs
+from tracescore.store.scores import exported_scores
 
 BATCH = 200
 """Traces loaded at once."""
@@ -34,7 +34,7 @@ def export_runs(
     """The runs ``binding`` scored since ``since`` (below ``below``), rebuilt from their traces
     (with ``conventions``, the service's claim order); runs whose trace is no longer stored are
     skipped."""
-    scored = scored_runs(store.engine, binding, since, below)
+    scored = exported_scores(store.engine, binding, since, below)
     for start in range(0, len(scored), BATCH):
         batch = scored[start : start + BATCH]
         trace_ids = sorted({row.trace_id for row in batch})

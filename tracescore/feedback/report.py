@@ -8,9 +8,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from tracescore.feedback.config import FeedbackConfig
+from tracescore.feedback.config import FeedbackConfig, FeedbackSettings
 from tracescore.monitor.agreement import Agreement, Pair, agreement
 from tracescore.pipeline.learnt_thresholds import LearntThresholds, PassThreshold
 from tracescore.settings import parse_duration
@@ -18,9 +18,6 @@ from tracescore.store import Connection, Database
 from tracescore.store.dialect import as_utc
 from tracescore.store.feedback import ScoredFeedback, scored_feedback
 from tracescore.times import utc_text
-
-if TYPE_CHECKING:
-    from tracescore.config import Config
 
 
 def since_moment(text: str, now: datetime) -> datetime:
@@ -47,7 +44,7 @@ class Thresholds:
     default: float
 
     @classmethod
-    def of(cls, config: Config, database: Database) -> Thresholds:
+    def of(cls, config: FeedbackSettings, database: Database) -> Thresholds:
         return cls(LearntThresholds(database, config.scorers), config.feedback.default_threshold)
 
     def of_binding(self, binding: str) -> PassThreshold:

@@ -23,17 +23,14 @@ from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from tracescore.feedback.config import ReviewConfig
+from tracescore.feedback.config import FeedbackSettings, ReviewConfig
 from tracescore.feedback.report import Thresholds
 from tracescore.store import Database, connect
 from tracescore.store.feedback import reviewed
 from tracescore.store.scores import RecentScore, recent_scores
 from tracescore.times import utc_text
-
-if TYPE_CHECKING:
-    from tracescore.config import Config
 
 
 @dataclass
@@ -75,7 +72,7 @@ class ReviewQueue:
         self.rng = rng or random.Random()
 
     @classmethod
-    def of(cls, settings: Config, engine: Database) -> ReviewQueue:
+    def of(cls, settings: FeedbackSettings, engine: Database) -> ReviewQueue:
         """The queue a service's configuration describes."""
         return cls(
             engine,

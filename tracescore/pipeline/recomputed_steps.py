@@ -12,21 +12,41 @@ the steps say why (``unavailable``) instead of showing nothing.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Collection, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from tracescore.extract import iter_runs
 from tracescore.extract.declared import claim_order
+from tracescore.extract.declared_config import ConventionConfig
 from tracescore.extract.model import AgentRun
+from tracescore.judge.config import JudgeConfig
 from tracescore.pipeline.bindings import CompiledBinding, compile_bindings
 from tracescore.pipeline.budget import within_input_budget
+from tracescore.pipeline.config import ScorerBinding, WorkersConfig
 from tracescore.pipeline.score_rows import KEPT_STEPS, RECOMPUTE, steps_json
 from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.store import SpanStore
 from tracescore.store.scores import StoredScore
 
-if TYPE_CHECKING:
-    from tracescore.config import Config
+
+class StepsSettings(Protocol):
+    """What recomputing steps reads of the configuration: the bindings, their judges, the
+    span conventions and the input budget. The service's ``Config`` and the pipeline's
+    ``ScoringConfig`` both are one; named by this protocol so that no import, not even a type
+    checker's, runs from the pipeline up to the configuration composed from every part."""
+
+    @property
+    def scorers(self) -> Sequence[ScorerBinding]: ...
+
+    @property
+    def judges(self) -> Mapping[str, JudgeConfig]: ...
+
+    @property
+    def conventions(self) -> Sequence[ConventionConfig]: ...
+
+    @property
+    def workers(self) -> WorkersConfig: ...
+
 
 RunsOf = Callable[[str, Collection[str]], Mapping[str, AgentRun] | None]
 """The runs of the given span ids rebuilt from a trace's stored spans, by span id, or None once
@@ -40,7 +60,7 @@ class StepsRecompute:
     """Fills in the steps of score rows stored without them, from ``config``'s bindings (built
     at the first marked row: a reader that never shows one never loads a scorer)."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: StepsSettings) -> None:
         self._config = config
 
     @functools.cached_property

@@ -6,6 +6,12 @@ returns a row per group, never a row per score. Percentiles are the one exceptio
 computes them with ``percentile_cont``; SQLite has no percentile aggregate, so its scores of the
 range are fetched (one column) and interpolated the same way in Python. The row-level reads of
 ``scores`` are in :mod:`tracescore.store.score_reads`.
+
+Over 500 lines and kept whole: its three readers' queries (the grouped figures, coverage with
+its cascade stages, the judge's cost per day) share the range filters, the failed-run
+predicate and the dialect's time buckets at the top, and the same figure on the summary, an
+alert and a chart must come from one definition of them. A new reader's aggregate that shares
+none of these belongs in a module of its own.
 """
 
 from __future__ import annotations

@@ -1,33 +1,34 @@
-"""Stored scores and sampling decisions.
+"""The ``scores``, ``sampling_decisions`` and ``sampling_tallies`` tables: their rows, their
+writes, and the reads of single callers.
 
 A score's primary key is derived from (trace, span, binding, scorer version), and writes are
 upserts: a retried or re-claimed trace, a restart mid-batch or a late span that triggers a
 rescore all land on the same row instead of adding duplicates. A new scorer version gets rows
-of its own, so old and new versions can be compared.
+of its own, so old and new versions can be compared. The upsert's engine (rows made storable
+and bound in one pass, then ``executemany`` or ``COPY``) is :mod:`tracescore.store.bulk`'s.
 
-Longer than most modules on purpose: it is the one owner of these tables, so every query on
-them lives here (writes first, then the reads, grouped under a comment per calling part) and a
-schema change touches no other file.
+The reads several parts share are in :mod:`tracescore.store.score_reads` (lists and pages)
+and :mod:`tracescore.store.score_aggregates` (counts and figures); those joining feedback are
+in :mod:`tracescore.store.feedback`. The reads here are grouped under a comment per caller.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
-import orjson
-from sqlalchemy import JSON, BigInteger, Column, Engine, Index, Table, Text, func, select, text
+from sqlalchemy import JSON, BigInteger, Column, Engine, Index, Text, func, select, text
 from sqlalchemy.engine import Connection, Dialect
 from sqlmodel import Field, SQLModel
 
 from tracescore.store.aging import AgedRows
-from tracescore.store.bulk import BulkInsert, bulk_insert
+from tracescore.store.bulk import Prepared, upsert_of
 from tracescore.store.dialect import dialect_insert
 from tracescore.store.table_of import table_of
-from tracescore.store.text import ColumnFit, TextGuard, fit_text
+from tracescore.store.text import ColumnFit, TextGuard
 
 ScoreStatus = Literal[
     "ok", "error", "not_scorable", "skipped_budget", "skipped_rate", "skipped_cascade"
@@ -174,204 +175,10 @@ class SamplingTallyRow(SQLModel, table=True):
     unsampled: int = Field(sa_column=Column(BigInteger, nullable=False))
 
 
-@dataclass(frozen=True)
-class _Upsert:
-    """An upsert of one table for one dialect, by the store's bulk path
-    (:func:`~tracescore.store.bulk.bulk_insert`: ``executemany`` on SQLite, ``COPY`` and one
-    ``INSERT … SELECT`` on PostgreSQL): rows become tuples through the columns' own bind
-    processors, so values are stored exactly as SQLAlchemy stores them, without its per-row
-    statement machinery, which cost more than the insert itself (27 µs a score row against 9
-    on SQLite; on PostgreSQL a row-by-row executemany waited on the server 0.6 ms a trace)."""
-
-    insert: BulkInsert
-    processors: tuple[Callable[[Any], Any] | None, ...]
-    defaults: tuple[Any, ...]
-    """What a column takes when a row leaves it out (its Python-side default, else None)."""
-    names: tuple[str, ...]
-
-    @classmethod
-    def build(cls, table: Table, dialect: Dialect, keep: set[str]) -> _Upsert:
-        columns = list(table.columns)
-        names = tuple(column.name for column in columns)
-        insert = bulk_insert(
-            dialect.name,
-            dialect.paramstyle,
-            table.name,
-            names,
-            update=[n for n in names if n not in keep],
-        )
-        processors = tuple(_bind_processor(column.type, dialect) for column in columns)
-        return cls(insert, processors, tuple(map(_default, columns)), names)
-
-    def fitted_rows(
-        self, rows: Sequence[Mapping[str, Any]], fit: ColumnFit, guard: TextGuard
-    ) -> list[tuple[Any, ...]]:
-        """``rows`` made storable (``fit``'s rules: text through ``guard`` and cut to length,
-        JSON documents walked only when refused) and through the bind processors in one pass
-        per row: a JSON document is serialised once, by its column's processor, which refuses
-        what ``fit`` would have walked for; a datetime several rows share (the batch's moment)
-        is processed once. A score row went through three passes (a fitted copy, a JSON check,
-        the processors): a tenth of a scoring process's time per trace.
-
-        The row's values are read in one comprehension, and then only the columns with work to
-        do are visited: a text that is ASCII, without NUL and within its length (nearly every
-        one: names, versions, labels, a code scorer's reason) is kept after one inline check,
-        the guard and the cut called only for the others. Visiting every column with every
-        check cost 9 µs a score row."""
-        plan = _fit_plan(self, fit)
-        named, factories, texts, documents, processed = plan
-        shared: dict[int, Any] = {}
-        fitted = []
-        for row in rows:
-            values = [row.get(name, default) for name, default in named]
-            for index, factory in factories:
-                if values[index] is _MISSING:
-                    values[index] = factory()
-            for index, length, process in texts:
-                value = values[index]
-                if type(value) is str:
-                    if not (
-                        value.isascii()
-                        and "\x00" not in value
-                        and (length is None or len(value) <= length)
-                    ):
-                        value = fit_text(value, length, guard)
-                    values[index] = value if process is None else process(value)
-                elif value is not None and process is not None:
-                    values[index] = process(value)
-            for index, process in documents:
-                if (value := values[index]) is not None:
-                    values[index] = _document(value, process, guard)
-            for index, process in processed:
-                value = values[index]
-                if value is None:
-                    continue
-                if type(value) is datetime:
-                    if (done := shared.get(id(value))) is None:
-                        done = shared[id(value)] = process(value)
-                    values[index] = done
-                else:
-                    values[index] = process(value)
-            fitted.append(tuple(values))
-        return fitted
-
-    def row(self, row: Mapping[str, Any]) -> tuple[Any, ...]:
-        values = []
-        for name, process, default in zip(self.names, self.processors, self.defaults, strict=True):
-            value = row.get(name, _MISSING)
-            if value is _MISSING:
-                value = default() if callable(default) else default
-            values.append(value if process is None or value is None else process(value))
-        return tuple(values)
-
-
-_MISSING = object()
-
-_Plan = tuple[
-    tuple[tuple[str, Any], ...],
-    tuple[tuple[int, Callable[[], Any]], ...],
-    tuple[tuple[int, int | None, Callable[[Any], Any] | None], ...],
-    tuple[tuple[int, Callable[[Any], Any] | None], ...],
-    tuple[tuple[int, Callable[[Any], Any]], ...],
-]
-_PLANS: dict[tuple[_Upsert, ColumnFit], _Plan] = {}
-
-
-def _fit_plan(upsert: _Upsert, fit: ColumnFit) -> _Plan:
-    """What :meth:`_Upsert.fitted_rows` does column by column, worked out once per upsert and
-    fit: each column's name and value when a row leaves it out (:data:`_MISSING` where a
-    factory makes it), the factories, the text columns (index, length, processor), the JSON documents
-    (index, processor) and the other columns with a bind processor."""
-    key = (upsert, fit)
-    if (plan := _PLANS.get(key)) is not None:
-        return plan
-    lengths = dict(fit.texts)
-    documents = set(fit.documents)
-    columns = list(enumerate(zip(upsert.names, upsert.processors, upsert.defaults, strict=True)))
-    plan = _PLANS[key] = (
-        tuple(
-            (name, _MISSING if callable(default) else default) for _, (name, _, default) in columns
-        ),
-        tuple((index, default) for index, (_, _, default) in columns if callable(default)),
-        tuple(
-            (index, lengths[name], process)
-            for index, (name, process, _) in columns
-            if name in lengths
-        ),
-        tuple((index, process) for index, (name, process, _) in columns if name in documents),
-        tuple(
-            (index, process)
-            for index, (name, process, _) in columns
-            if process is not None and name not in lengths and name not in documents
-        ),
-    )
-    return plan
-
-
-def _document(value: Any, process: Callable[[Any], Any] | None, guard: TextGuard) -> Any:
-    """A JSON column's value for the driver: serialised by ``process`` (orjson, which refuses an
-    unpaired surrogate), or as it is where the driver serialises it; walked by ``guard`` first
-    only when refused."""
-    try:
-        if process is not None:
-            return process(value)
-        orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
-        return value
-    except orjson.JSONEncodeError:
-        cleaned = guard.value(value)
-        return cleaned if process is None else process(cleaned)
-
-
-def _bind_processor(column_type: Any, dialect: Dialect) -> Callable[[Any], Any] | None:
-    """A column's bind processor: the dialect's own type's, as a statement binds it, but for
-    JSON documents.
-
-    The generic type's processor left a SQLite datetime to the driver, which wrote ``+00:00``
-    text that no bound time (SQLAlchemy's ``… 00:00:00.000000``) compares equal to, so pages and
-    ranges cut at it lost rows. A JSON column keeps the generic processor, which serialises at
-    once (so :func:`_document` sees a refused document and cleans it): psycopg's defers to the
-    COPY, where a lone surrogate failed the whole batch."""
-    if isinstance(column_type, JSON):
-        return column_type.bind_processor(dialect)  # type: ignore[no-untyped-call, no-any-return]
-    return column_type.dialect_impl(dialect).bind_processor(dialect)  # type: ignore[no-any-return]
-
-
-def _default(column: Any) -> Any:
-    """A column's Python-side default: a value, a function making one, or None."""
-    default = column.default
-    if default is None:
-        return None
-    if default.is_scalar:
-        return default.arg
-    return lambda: default.arg(None)  # SQLAlchemy wraps a factory to take an execution context
-
-
-_UPSERTS: dict[tuple[str, str], _Upsert] = {}
 SCORES, _DECISIONS = table_of(ScoreRow), table_of(SamplingDecisionRow)
 _TALLIES = table_of(SamplingTallyRow)
-
-
-def _upsert_of(table: Table, dialect: Dialect) -> _Upsert:
-    key = (table.name, dialect.name)
-    if (upsert := _UPSERTS.get(key)) is None:
-        upsert = _UPSERTS[key] = _Upsert.build(table, dialect, keep={"id", "created_at"})
-    return upsert
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """Rows made ready for the driver (storable, through the bind processors) before the write
-    transaction, so that a SQLite writer holds the one write lock only for the insert itself:
-    with two scoring processes the lock, not the cores, was what they waited on."""
-
-    upsert: _Upsert
-    rows: list[tuple[Any, ...]]
-    replaced: int = 0
-    """Text values made storable (see :mod:`tracescore.store.text`)."""
-
-    def write(self, connection: Connection) -> None:
-        if self.rows:
-            self.upsert.insert(connection, self.rows)
+_KEEP = frozenset({"id", "created_at"})
+"""Columns a re-written score or decision keeps: its id and when it was first made."""
 
 
 def prepare_scores(dialect: Dialect, rows: Sequence[StoredScore]) -> Prepared:
@@ -380,12 +187,12 @@ def prepare_scores(dialect: Dialect, rows: Sequence[StoredScore]) -> Prepared:
     replaced and values cut to their column's length. An agent named by its client with a
     NUL, or a 300-character model name, then still gets its scores stored."""
     guard = TextGuard()
-    upsert = _upsert_of(SCORES, dialect)
+    upsert = upsert_of(SCORES, dialect, keep=_KEEP)
     return Prepared(upsert, upsert.fitted_rows(rows, _SCORE_FIT, guard), guard.replaced)
 
 
 def prepare_decisions(dialect: Dialect, rows: Sequence[SamplingDecision]) -> Prepared:
-    upsert = _upsert_of(_DECISIONS, dialect)
+    upsert = upsert_of(_DECISIONS, dialect, keep=_KEEP)
     return Prepared(upsert, [upsert.row(row) for row in rows])
 
 
@@ -428,8 +235,9 @@ def upsert_decisions(connection: Connection, rows: Sequence[SamplingDecision]) -
 
 
 @dataclass(frozen=True)
-class ScoredRun:
-    """One binding's ``ok`` score of one run, as an export of scored runs lists it."""
+class ExportedScore:
+    """One binding's ``ok`` score of one run, as an export of scored runs lists it (not
+    :class:`tracescore.store.score_reads.ScoredRun`, a run a re-score samples)."""
 
     trace_id: str
     span_id: str
@@ -438,9 +246,9 @@ class ScoredRun:
     reason: str | None
 
 
-def scored_runs(
+def exported_scores(
     database: Engine, binding: str, since: datetime, below: float | None = None
-) -> list[ScoredRun]:
+) -> list[ExportedScore]:
     """``binding``'s ``ok`` scores since ``since`` (below ``below``), the first per run, oldest
     first."""
     table = SCORES
@@ -460,9 +268,9 @@ def scored_runs(
         query = query.where(table.c.score < below)
     with database.connect() as connection:
         rows = connection.execute(query).all()
-    first: dict[tuple[str, str], ScoredRun] = {}
+    first: dict[tuple[str, str], ExportedScore] = {}
     for row in rows:
-        first.setdefault((row.trace_id, row.span_id), ScoredRun(**row._mapping))
+        first.setdefault((row.trace_id, row.span_id), ExportedScore(**row._mapping))
     return list(first.values())
 
 

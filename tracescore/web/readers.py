@@ -59,8 +59,8 @@ from tracescore.times import with_utc_text
 from tracescore.web.cache import ExpiringCache
 from tracescore.web.overview_render import overview_html
 from tracescore.web.rendering import render
+from tracescore.web.trace_json import SEEN, RunsPage, log_json, span_json
 from tracescore.web.trace_view import trace_page
-from tracescore.web.traces_api import SEEN, RunsPage, log_json, span_json
 
 TASKS_PER_PROCESS = 50
 """Reads a reader process serves before it is replaced by a fresh one."""

@@ -18,7 +18,7 @@ from tracescore.spans import Span
 from tracescore.store import SpanStore
 from tracescore.store.score_reads import trace_scores, trace_version
 from tracescore.store.scores import StoredScore
-from tracescore.web.traces_api import log_json, span_json
+from tracescore.web.trace_json import log_json, span_json
 from tracescore.web.waterfall import waterfall
 
 MAX_RAW_SPANS = 300

@@ -7,7 +7,6 @@ as ``{"$f": "nan"}``, so nothing is lost or guessed on the way out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import orjson
@@ -17,80 +16,17 @@ from fastapi.responses import Response
 
 from tracescore.cursors import cursor_float, decode_cursor, encode_cursor
 from tracescore.restapi import LEGACY, ApiVersion, Moment, TraceId, moment_query
-from tracescore.spans import LogRecord, Span
 from tracescore.store import SpanStore, TraceState
-from tracescore.store.codec import jsonable
 from tracescore.times import with_utc_text
+from tracescore.web.trace_json import SEEN, RunsPage
 
-if TYPE_CHECKING:  # readers builds its documents with this module's functions
+if TYPE_CHECKING:  # the routes are handed the reader processes the service starts
     from tracescore.web.readers import ReadProcesses
 
 RUNS_PAGE = 100
+"""Runs in a page of ``/api/v1/traces/{id}/runs`` unless ``limit`` says otherwise."""
 RunKind = Literal["agent", "llm", "tool"]
 """A run's kind (``extract.RUN_KINDS``), a type so a bogus one is a 422 like any parameter."""
-SEEN = ("first_seen", "last_seen")
-"""A trace summary's epoch-seconds fields, answered as RFC 3339 text under ``/api/v1``."""
-"""Runs in a page of ``/api/v1/traces/{id}/runs`` unless ``limit`` says otherwise."""
-
-
-@dataclass(frozen=True, slots=True)
-class RunsPage:
-    """Which page of a trace's runs: ``limit`` runs after the ``cursor`` a page gave."""
-
-    limit: int
-    cursor: str | None = None
-
-
-def span_json(span: Span) -> dict[str, Any]:
-    return {
-        "trace_id": span.trace_id,
-        "span_id": span.span_id,
-        "parent_span_id": span.parent_span_id,
-        "name": span.name,
-        "kind": span.kind,
-        "start_time_ns": span.start_time_ns,
-        "end_time_ns": span.end_time_ns,
-        "status": {"code": span.status_code, "message": span.status_message},
-        "attributes": jsonable(span.attributes),
-        "events": [
-            {"name": e.name, "time_ns": e.time_ns, "attributes": jsonable(e.attributes)}
-            for e in span.events
-        ],
-        "links": [
-            {
-                "trace_id": k.trace_id,
-                "span_id": k.span_id,
-                "trace_state": k.trace_state,
-                "attributes": jsonable(k.attributes),
-            }
-            for k in span.links
-        ],
-        "resource": jsonable(span.resource.attributes),
-        "scope": {
-            "name": span.scope.name,
-            "version": span.scope.version,
-            "attributes": jsonable(span.scope.attributes),
-        },
-        "trace_state": span.trace_state,
-        "flags": span.flags,
-    }
-
-
-def log_json(record: LogRecord) -> dict[str, Any]:
-    return {
-        "trace_id": record.trace_id,
-        "span_id": record.span_id,
-        "time_ns": record.time_ns,
-        "observed_time_ns": record.observed_time_ns,
-        "event_name": record.event_name,
-        "severity_number": record.severity_number,
-        "severity_text": record.severity_text,
-        "body": jsonable(record.body),
-        "attributes": jsonable(record.attributes),
-        "resource": jsonable(record.resource.attributes),
-        "scope": {"name": record.scope.name, "version": record.scope.version},
-    }
-
 
 def _position(cursor: str) -> tuple[float, str]:
     last_seen, trace_id = decode_cursor(cursor, 2)

@@ -5,6 +5,11 @@ differ between the request, the tool calls and the answer (``entities``).
 Each check returns its findings, short sentences naming what disagrees with what; none means it
 passed. They compare values, never meanings: a contradiction paraphrased in words ("warm" for
 5 °C) passes, and a value the agent computed (a sum, a date five days on) is flagged.
+
+Over 500 lines and kept whole: the three checks read one :class:`ValueEvidence`, the run's
+values found once by the rules above it (units, currencies, names, states), so what counts as
+a value is decided in one place for all three; split apart, a change to those rules would have
+to be made alike in three modules.
 """
 
 from __future__ import annotations

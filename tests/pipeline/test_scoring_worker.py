@@ -1,4 +1,5 @@
-"""The scoring worker on a real store: routing, sampling, limits, errors and idempotent upserts."""
+"""The scoring worker (``tracescore/pipeline/scoring_worker.py``) on a real store: routing,
+sampling, limits, errors and idempotent upserts."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from sqlalchemy import select
 
 from tests.support import custom_scorers
 from tests.support.paths import CAPTURES
-from tracescore.config import Config, ConfigError, parse_config
+from tracescore.config import Config, parse_config
 from tracescore.ingest.files import load_traces
 from tracescore.pipeline.scoring_task import build_worker
 from tracescore.store import ReadinessRules, open_store
@@ -156,26 +157,6 @@ def test_budget_and_rate_limits_skip_with_a_reason(sqlite_url: str) -> None:
     assert len(broke) == 3 and {row.status for row in broke} == {"skipped_budget"}
     assert "daily budget" in broke[0].error
     assert slow == ["ok", "skipped_rate", "skipped_rate"]
-
-
-def test_config_errors_name_the_bad_key_and_line() -> None:
-    text = (
-        "judges:\n  cheap: {model: openai/gpt-4o-mini}\n"
-        "scorers:\n"
-        "  - {name: a, scorer: 'tests.support.custom_scorers:answer_present'}\n"
-        "  - {name: b, scorer: faithfulnes}\n"
-        "  - {name: c, scorer: 'tests.support.custom_scorers:answer_present', judge: pricey}\n"
-        "  - {name: d, scorer: 'tests.support.custom_scorers:answer_present', sampling: {rate: 2}}\n"
-    )
-    with pytest.raises(ConfigError) as caught:
-        parse_config(text, "bad.yaml")
-    message = str(caught.value)
-    assert "scorers.3.sampling.rate (line 7)" in message
-    with pytest.raises(ConfigError) as caught:
-        parse_config(text.replace(", sampling: {rate: 2}", ""), "bad.yaml")
-    message = str(caught.value)
-    assert "scorers.1.scorer (line 5): unknown scorer 'faithfulnes'" in message
-    assert "scorers.2.judge (line 6): no judge named 'pricey'" in message
 
 
 def test_a_slow_trace_does_not_hold_back_the_traces_behind_it(sqlite_url: str) -> None:
