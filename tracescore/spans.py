@@ -10,6 +10,7 @@ form in which they are stored, shown and queried everywhere in tracescore.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, TypeAlias
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"
@@ -121,6 +122,18 @@ class Trace:
     cut: str | None = None
     """Why only part of the stored trace is here, when a read's limit left rows out
     (:mod:`tracescore.store.trace_cut`); None when it is whole."""
+    whole_before_ns: int = 0
+    """In a trace read in part, what ended before this time was read whole: the spans kept
+    are the first by start time, so a run that ended before the last kept span started has
+    every span it had (0: no run is known whole, as when log records or values were cut)."""
+
+    def cut_of(self, end: datetime | None) -> str | None:
+        """The cut note for a run that ended at ``end``: None when the trace is whole or the
+        run ended before the cut (:attr:`whole_before_ns`), so only the runs the cut may have
+        shortened say so and are left unscored."""
+        if self.cut is None or (end is not None and end.timestamp() * 1e9 < self.whole_before_ns):
+            return None
+        return self.cut
 
     def logs_by_span(self) -> dict[str, list[LogRecord]]:
         grouped: dict[str, list[LogRecord]] = {}

@@ -9,8 +9,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.support.paths import CAPTURES
+from tests.support.scorer_builds import build
 from tests.support.store_spans import full_span
 from tracescore.extract import iter_runs
+from tracescore.ingest.files import load_traces
 from tracescore.spans import LogRecord, Span
 from tracescore.store import ReadLimit, SpanStore, open_store
 from tracescore.value_cut import MARKER
@@ -103,3 +106,30 @@ def test_a_first_span_over_the_text_limit_is_kept_with_its_values_cut(
     assert isinstance(filler, str) and len(filler) < 20_000
     assert MARKER.split("{")[0] in filler and filler.endswith("of 50000 characters]")
     assert trace.cut is not None and "the first span's values cut to" in trace.cut
+
+
+def test_runs_the_cut_may_have_shortened_are_not_scored(store: SpanStore) -> None:
+    """A real agent capture read in part: the runs that ended before the cut are whole and
+    scored as usual; the agent's run, which ended after it, says it was cut and every scorer
+    leaves it unscored with that reason, rather than judge half a run."""
+    trace = next(t for t in load_traces([CAPTURES / "strands" / "tool_call"]) if len(t.spans) >= 4)
+    store.write(trace.spans, trace.logs)
+    whole = store.load_trace(trace.trace_id)
+    assert whole is not None and whole.cut is None
+    store.read_limit = ReadLimit(spans=len(whole.spans) - 1, text_bytes=10_000_000)
+    part = store.load_trace(trace.trace_id)
+    assert part is not None and part.cut is not None and part.whole_before_ns > 0
+    runs = list(iter_runs(part))
+    cut = [run for run in runs if run.trace_cut is not None]
+    kept = [run for run in runs if run.trace_cut is None]
+    assert cut and kept, [(run.kind, run.trace_cut) for run in runs]
+    assert all(run.trace_cut == part.cut for run in cut)
+    assert all(run.end_time is not None for run in kept)
+    assert all(run.end_time.timestamp() * 1e9 < part.whole_before_ns for run in kept)  # type: ignore[union-attr]
+    agent = next(run for run in cut if run.kind == "agent")
+    for name in ("completeness", "tone", "consistency", "tool-call-accuracy-code"):
+        result = build(name).run_sync(agent)
+        assert result.status == "not_scorable" and result.score is None, name
+        assert result.reason == f"the run was rebuilt from part of its trace: {part.cut}"
+    whole_agent = next(r for r in iter_runs(whole) if r.kind == "agent")
+    assert build("tone").run_sync(whole_agent).status == "ok"

@@ -153,7 +153,8 @@ def _reader(url: str, trace_id: str, path: str) -> Callable[[], tuple[Any, str |
 
     def backfill() -> tuple[int, str | None]:
         pairs = Backfill(store, bindings)._todo(trace_id)[2]
-        return len(pairs), pairs[0][1].trace_cut if pairs else None
+        # the runs that ended before the cut are whole and carry no note: any other says it
+        return len(pairs), next((run.trace_cut for _, run in pairs if run.trace_cut), None)
 
     chosen: dict[str, Callable[[], tuple[Any, str | None]]] = {
         "runs": runs,

@@ -25,8 +25,15 @@ def json_attr(key: str, value: Any) -> dict[str, Any]:
 
 
 def json_span(
-    trace_id: str, span_id: str, parent: str | None, name: str, start: int, attrs: dict[str, Any]
+    trace_id: str,
+    span_id: str,
+    parent: str | None,
+    name: str,
+    start: int,
+    attrs: dict[str, Any],
+    end: int | None = None,
 ) -> dict:
+    """An OTLP/JSON span that lasts ``end - start`` (a millisecond unless ``end`` is given)."""
     return {
         "traceId": trace_id,
         "spanId": span_id,
@@ -34,10 +41,15 @@ def json_span(
         "name": name,
         "kind": 1,
         "startTimeUnixNano": str(start),
-        "endTimeUnixNano": str(start + 1_000_000),
+        "endTimeUnixNano": str(start + 1_000_000 if end is None else end),
         "attributes": [json_attr(k, v) for k, v in attrs.items()],
         "status": {},
     }
+
+
+AGENT_SECONDS = 3_600
+"""How long a wide trace's agent lasts: longer than its parts take to send, so every step,
+sent in parts seconds apart, falls within it, as a real agent's do."""
 
 
 def wide_trace_json(trace_id: str, spans: int, first: int, text: int = 0) -> bytes:
@@ -63,6 +75,7 @@ def wide_trace_json(trace_id: str, spans: int, first: int, text: int = 0) -> byt
                         {"role": "user", "parts": [{"type": "text", "content": "go"}]}
                     ],
                 },
+                end=start + AGENT_SECONDS * 1_000_000_000,  # it lasts as long as its steps
             )
         )
     for n in range(first + 1, first + spans + 1):

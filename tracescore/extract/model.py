@@ -264,8 +264,10 @@ class AgentRun(_Model):
     resource_attributes: dict[str, Any] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
     trace_cut: str | None = None
-    """Set when the run was rebuilt from part of its trace (a read's limit left spans out,
-    :mod:`tracescore.store.trace_cut`): what was read, and which key reads more."""
+    """Set when the run was rebuilt from part of its trace and the cut may have shortened it
+    (a read's limit left out spans that started before the run ended,
+    :mod:`tracescore.store.trace_cut`): what was read, and which key reads more. Scorers
+    leave such a run unscored (``not_scorable``) rather than judge a part of it."""
 
     def mastra_input(self) -> dict[str, Any]:
         """The run input as the JSON dict Mastra's scorer utils read."""

@@ -36,7 +36,6 @@ from tracescore.store.score_reads import time_cursor, time_position
 from tracescore.times import utc_text
 
 
-
 class FeedbackIn(Body):
     """A verdict on a run: ``binding`` (or a free ``name``), and a ``value`` and/or ``label``."""
 

@@ -45,7 +45,7 @@ from tracescore.scorers.results import (
 )
 from tracescore.scorers.scorer_run import Scorable, ScorerRun
 from tracescore.scorers.steps import STEP_NAMES, PromptStep, Step, StepContext, StepFunction
-from tracescore.scorers.unscorable import NotScorable, unscorable_reason
+from tracescore.scorers.unscorable import NotScorable, read_in_part, unscorable_reason
 from tracescore.scorers.utils import run_input_text, run_output_text
 
 
@@ -201,7 +201,8 @@ class Scorer:
     async def _execute(self, run: ScorerRun, outcome: _Outcome) -> None:
         if not self._has_score_step:
             raise ValueError(f"scorer {self.id!r} has no generate_score step")
-        if self.needs_answer and (reason := unscorable_reason(run)):
+        reason = read_in_part(run) or (unscorable_reason(run) if self.needs_answer else None)
+        if reason:
             raise _StepFailed(self._steps[0][0], NotScorable(reason))
         results = outcome.results
         budget = self._budget()

@@ -72,6 +72,19 @@ def intermediate_step(run: ScorerRun) -> str | None:
     )
 
 
+def read_in_part(run: ScorerRun) -> str | None:
+    """The not-scorable reason for a rebuilt run that a read's limit may have shortened
+    (``AgentRun.trace_cut``), else None.
+
+    Its later steps, tool results or answer may be among the spans left out: scored, a
+    grounded answer would read as invented and a complete one as cut short. Every scorer
+    leaves it, saying what was read and which key reads more."""
+    rebuilt = run.agent_run
+    if rebuilt is None or rebuilt.trace_cut is None:
+        return None
+    return f"the run was rebuilt from part of its trace: {rebuilt.trace_cut}"
+
+
 def unscorable_reason(run: ScorerRun) -> str | None:
     """Why an answer-reading scorer cannot judge the run before any step runs: it failed
     before answering (:func:`failed_without_answer`), carries no content

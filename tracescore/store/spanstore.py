@@ -413,7 +413,10 @@ class SpanStore:
                 trace = traces[trace_id] = Trace(trace_id)
             trace.logs.append(record)
         for trace_id, trace in traces.items():
-            trace.cut = cuts[trace_id].note()
+            cut = cuts[trace_id]
+            trace.cut = cut.note()
+            if trace.cut is not None:
+                trace.whole_before_ns = cut.whole_before(trace.spans)
         return traces
 
     def list_traces(

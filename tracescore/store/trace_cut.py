@@ -17,12 +17,14 @@ limit, its attribute values are cut (as ingest cuts them, :mod:`tracescore.value
 together they fit.
 
 A trace cut so is never cut silently: :meth:`TraceCut.note` says how much was read and which key
-raises the limit, and the reads carry it (``Trace.cut``, each run's ``traceCut``, the runs
-API's ``cut``, the trace page, the score rows' steps).
+raises the limit, and the reads carry it (``Trace.cut``, the runs API's ``cut``, the trace
+page, and each run the cut may have shortened, whose ``traceCut`` makes every scorer leave it
+``not_scorable`` with the note as reason: :meth:`TraceCut.whole_before`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tracescore.spans import Span
@@ -122,6 +124,15 @@ class TraceCut:
             return True
         self._by = self._by or f"assembly.max_trace_bytes: {limit.text_bytes}"
         return False
+
+    def whole_before(self, kept: Sequence[Span]) -> int:
+        """Before when the ``kept`` spans hold every span of the runs that ended then
+        (``Trace.whole_before_ns``): the last kept span's start, when only spans past it
+        were left out; 0 when log records were left out or values cut, which any run may
+        have lost."""
+        if self.logs_kept < self.logs or self.values_cut_to is not None or not kept:
+            return 0
+        return max(span.start_time_ns for span in kept)
 
     def note(self) -> str | None:
         """What a cut trace says of itself, or None when every row was read."""

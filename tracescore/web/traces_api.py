@@ -28,6 +28,7 @@ RUNS_PAGE = 100
 RunKind = Literal["agent", "llm", "tool"]
 """A run's kind (``extract.RUN_KINDS``), a type so a bogus one is a 422 like any parameter."""
 
+
 def _position(cursor: str) -> tuple[float, str]:
     last_seen, trace_id = decode_cursor(cursor, 2)
     return cursor_float(last_seen), trace_id

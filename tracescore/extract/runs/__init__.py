@@ -119,7 +119,7 @@ def iter_runs(
                 conversation = conversation_id(trace.spans, conversation_attributes)
             if conversation is not None:
                 run.conversation_id = conversation
-            run.trace_cut = trace.cut
+            run.trace_cut = trace.cut_of(run.end_time)
             yield run
 
 
