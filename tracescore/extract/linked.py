@@ -25,8 +25,9 @@ found from what the runs themselves carry, whatever convention read them:
   every call. The steps' own traces keep their not-scorable runs.
 
 State across traces is a :class:`CallLinks`, bounded (least recently used entries go first):
-the scoring worker keeps one per process and passes each claimed batch through it (the offline
-CLI's ``score`` still reads each trace alone, unlinked). Links are found in either order within a batch; across
+the scoring worker keeps one per process and passes each claimed batch through it; offline
+reading (:func:`tracescore.offline.inputs.read_runs`) passes every trace of its files through a
+fresh one, as one batch. Links are found in either order within a batch; across
 batches, only when the linked trace came first (a step's trace ends, so is ready, before the
 answer's; an SDK's span ends before the instrumentation span around it). Span text is the
 sender's: a link only ever joins or drops runs of the same sender's traces.

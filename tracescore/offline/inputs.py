@@ -10,6 +10,7 @@ usually written.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -21,6 +22,7 @@ from pydantic import ValidationError
 from tracescore.extract import extract_runs
 from tracescore.extract.base import Convention
 from tracescore.extract.conversation_id import DEFAULT_ID_ATTRIBUTES
+from tracescore.extract.linked import CallLinks, read_linked
 from tracescore.extract.mastra_json import (
     MastraRunError,
     is_mastra_json,
@@ -31,6 +33,7 @@ from tracescore.extract.model import AgentRun
 from tracescore.extract.registry import CONVENTIONS
 from tracescore.ingest.files import export_files, load_traces
 from tracescore.scorers.utils import make_agent_run, make_test_message
+from tracescore.spans import Trace
 
 _EPOCH = "1970-01-01T00:00:00Z"
 
@@ -45,7 +48,9 @@ def read_runs(
     """Every run in ``paths``: runs extracted from OTLP exports, and runs given as JSON.
     ``only_primary``: of an export's traces, only the runs standing for their agents (what
     bindings that score no LLM or tool runs read, :func:`~tracescore.pipeline.bindings.primary_only`),
-    as the live worker extracts them.
+    as the live worker extracts them. The exports' traces are linked as the worker links a batch
+    (:func:`~tracescore.extract.linked.read_linked`): a loop whose calls came as traces of their
+    own is read in its answering call's trace, a request traced twice is read once.
 
     ``conversation_attributes`` name the attributes a trace's conversation id is read from
     (``conversations.id_attributes``), so files group into the conversations the service sees;
@@ -69,16 +74,25 @@ def read_runs(
         else:
             exports.append(path)
     claim_order = list(conventions)
-    for trace in load_traces(exports):
-        runs.extend(
-            extract_runs(
-                trace,
-                claim_order,
-                only_primary=only_primary,
-                conversation_attributes=conversation_attributes,
-            )
-        )
+    traces = {trace.trace_id: trace for trace in load_traces(exports)}
+    linked = read_linked(
+        traces,
+        CallLinks(),
+        functools.partial(
+            extract_runs,
+            conventions=claim_order,
+            only_primary=only_primary,
+            conversation_attributes=conversation_attributes,
+        ),
+        _nothing_more,
+    )
+    runs.extend(run for links in linked.values() for run in links.runs)
     return runs
+
+
+def _nothing_more(trace_ids: list[str]) -> dict[str, Trace]:
+    """Files have no store to fetch earlier steps from: every trace read is already given."""
+    return {}
 
 
 def runs_from_json(text: str | bytes) -> list[AgentRun]:
