@@ -27,6 +27,7 @@ The helpers below exist because every convention meets the same dirt: JSON encod
 from __future__ import annotations
 
 import ast
+import functools
 import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -221,8 +222,13 @@ def json_text(value: Any) -> str:
         return str(value)
 
 
+@functools.lru_cache(maxsize=4096)
 def timestamp(time_ns: int) -> datetime | None:
-    """A UTC datetime for an OTLP nanosecond timestamp (0 = unknown)."""
+    """A UTC datetime for an OTLP nanosecond timestamp (0 = unknown).
+
+    Remembered (bounded): a run asks for each of its spans' times several times (its start and
+    end, each message's time), and building a datetime costs nine times the look-up. Datetimes
+    are immutable, so the runs sharing one see no difference."""
     return datetime.fromtimestamp(time_ns / 1e9, tz=UTC) if time_ns else None
 
 

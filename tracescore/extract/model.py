@@ -101,9 +101,8 @@ class _Model(BaseModel):
         missing required field or a name that is no field raises ``TypeError``.
         """
         blank = cls.__blank__
-        state = blank.defaults.copy()
-        state.update(values)
-        if len(state) != len(blank.defaults) or not values.keys() >= blank.required:
+        state = blank.defaults | values  # declaration order, then any unknown name
+        if len(state) != len(blank.defaults) or not blank.required <= values.keys():
             unknown = sorted(values.keys() - blank.defaults.keys())
             missing = sorted(blank.required - values.keys())
             raise TypeError(f"{cls.__name__}: unknown fields {unknown}, missing {missing}")
