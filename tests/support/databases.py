@@ -34,8 +34,7 @@ def _migrated_template() -> str:
     dropped at its exit: cloning it (~0.5 s) replaces building the schema in each test (1-2 s
     of alembic and DDL). Only this process connects to it, and only while building it, as
     PostgreSQL clones a template no one is connected to."""
-    from tracescore.store import make_engine
-    from tracescore.store import migrate
+    from tracescore.store import make_engine, migrate
 
     name = f"tracescore_template_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
