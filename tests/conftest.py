@@ -25,7 +25,16 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 @pytest.fixture
 def pg_url() -> Iterator[str]:
-    """A fresh PostgreSQL database URL (SQLAlchemy form) on the real server."""
+    """A fresh PostgreSQL database URL (SQLAlchemy form) on the real server, already at the
+    schema head (a clone of a per-worker template, tests/support/databases.py): tests that
+    create or migrate the schema themselves take ``empty_pg_url`` or ``empty_db_url``."""
+    with fresh_pg_database(migrated=True) as url:
+        yield url
+
+
+@pytest.fixture
+def empty_pg_url() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database URL: for tests of creating the schema."""
     with fresh_pg_database() as url:
         yield url
 
@@ -36,14 +45,25 @@ def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'tracescore.db'}"
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """Run a store test on both SQLite and PostgreSQL."""
-    if request.param == "sqlite":
+def _database(backend: str, tmp_path: Path, *, migrated: bool) -> Iterator[str]:
+    if backend == "sqlite":
         yield f"sqlite:///{tmp_path / 'tracescore.db'}"
     else:
-        with fresh_pg_database() as url:
+        with fresh_pg_database(migrated=migrated) as url:
             yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Run a store test on both SQLite and PostgreSQL (the PostgreSQL one at the schema head)."""
+    yield from _database(request.param, tmp_path, migrated=True)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Empty databases on SQLite and PostgreSQL: for tests of creating or migrating the
+    schema, which a migrated clone would hide."""
+    yield from _database(request.param, tmp_path, migrated=False)
 
 
 @pytest.fixture(autouse=True, scope="module")

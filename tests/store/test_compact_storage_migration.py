@@ -28,8 +28,8 @@ CASCADE = {"kind": "flagged", "after": None}
 
 
 @pytest.fixture
-def engine(db_url: str) -> Iterator[Engine]:
-    made = make_engine(db_url)
+def engine(empty_db_url: str) -> Iterator[Engine]:
+    made = make_engine(empty_db_url)
     yield made
     made.dispose()
 

@@ -22,8 +22,8 @@ NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def engine(db_url: str) -> Iterator[Engine]:
-    made = make_engine(db_url)
+def engine(empty_db_url: str) -> Iterator[Engine]:
+    made = make_engine(empty_db_url)
     yield made
     made.dispose()
 

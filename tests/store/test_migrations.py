@@ -199,10 +199,10 @@ def journal_body_storage(engine: Engine) -> str | None:
 # ------------------------------------------------------------------ revisions against models
 
 
-def test_replayed_revisions_equal_the_models(db_url: str, engines: list[Engine]) -> None:
+def test_replayed_revisions_equal_the_models(empty_db_url: str, engines: list[Engine]) -> None:
     """Every revision from nothing, one after another: the schema the models declare. (A model
     change without its revision fails here.)"""
-    engine = engine_for(db_url, engines)
+    engine = engine_for(empty_db_url, engines)
     with engine.begin() as connection:
         command.upgrade(migrate.alembic_config(connection), "head")
     assert drift(engine) == []
@@ -210,11 +210,11 @@ def test_replayed_revisions_equal_the_models(db_url: str, engines: list[Engine])
 
 
 def test_a_fresh_database_is_created_at_head_with_the_replayed_schema(
-    db_url: str, tmp_path: Path, engines: list[Engine]
+    empty_db_url: str, tmp_path: Path, engines: list[Engine]
 ) -> None:
     """The fast path for an empty database (the models' tables, stamped at head) builds the
     same schema as replaying the revisions, compared table by table."""
-    fresh = engine_for(db_url, engines)
+    fresh = engine_for(empty_db_url, engines)
     empty = migrate.schema_state(fresh)
     assert (empty.current, empty.has_tables) == (None, False)
     assert migrate.upgrade(fresh) == empty.pending
@@ -316,18 +316,18 @@ def test_an_earlier_build_missing_the_unique_log_index_is_repaired_then_stamped(
 
 
 def test_a_verdict_cache_database_made_before_its_table_had_a_migration_is_upgraded(
-    db_url: str, engines: list[Engine]
+    empty_db_url: str, engines: list[Engine]
 ) -> None:
     """A verdict cache used to create its table from the model by itself (created_at index
     included, no ``alembic_version``): opening it now upgrades it through the migrations
     (the cache no longer makes DDL of its own), keeps its verdicts, and serves them."""
-    engine = engine_for(db_url, engines)
+    engine = engine_for(empty_db_url, engines)
     create_tables(engine, SQLModel.metadata, [table_of(JudgeVerdict)])
     verdict = JudgeVerdict(
         key="k" * 64, scorer_id="s", scorer_version="1", step="analyze", model="m", text="{}"
     )
     save_verdict(engine, verdict)
-    cache = VerdictCache(db_url)
+    cache = VerdictCache(empty_db_url)
     assert cache.engine is not None
     engines.append(cache.engine)
     state = migrate.schema_state(cache.engine)

@@ -16,11 +16,13 @@ open_store(sys.argv[1]).close()
 """
 
 
-def test_replicas_starting_together_all_create_the_schema(pg_url: str) -> None:
+def test_replicas_starting_together_all_create_the_schema(empty_pg_url: str) -> None:
     start = time.time() + 3.0  # every process has imported tracescore by then
     processes = [
         subprocess.Popen(
-            [sys.executable, "-c", OPEN_AT, pg_url, str(start)], stderr=subprocess.PIPE, text=True
+            [sys.executable, "-c", OPEN_AT, empty_pg_url, str(start)],
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for _ in range(4)
     ]

@@ -24,8 +24,8 @@ ROWS = 60
 
 
 @pytest.fixture
-def engine(db_url: str) -> Iterator[Engine]:
-    made = make_engine(db_url)
+def engine(empty_db_url: str) -> Iterator[Engine]:
+    made = make_engine(empty_db_url)
     yield made
     made.dispose()
 

@@ -66,8 +66,8 @@ def _calls(path: Path) -> list[tuple[str, str, str, int]]:
 
 
 @pytest.fixture
-def servers(tmp_path: Path, pg_url: str) -> Iterator[list[ServerProcess]]:
-    """Three processes on ``pg_url``; the first hangs in the scorer after one completed call.
+def servers(tmp_path: Path, empty_pg_url: str) -> Iterator[list[ServerProcess]]:
+    """Three processes on ``empty_pg_url``; the first hangs in the scorer after one completed call.
 
     The first starts alone and creates the schema; the other two then start together.
     (Replicas starting at the same instant on an empty database race on CREATE TABLE, which
@@ -79,7 +79,7 @@ def servers(tmp_path: Path, pg_url: str) -> Iterator[list[ServerProcess]]:
     def start(n: int) -> ServerProcess:
         return start_server(
             tmp_path / f"replica-{n}",
-            db_url=pg_url,
+            db_url=empty_pg_url,
             config=CONFIG,
             idle_timeout=None,
             env={**env, HANG_AFTER_ENV: "1"} if n == 0 else env,
@@ -96,7 +96,7 @@ def servers(tmp_path: Path, pg_url: str) -> Iterator[list[ServerProcess]]:
 
 
 def test_every_trace_scored_once_across_processes_and_a_crash(
-    servers: list[ServerProcess], tmp_path: Path, pg_url: str
+    servers: list[ServerProcess], tmp_path: Path, empty_pg_url: str
 ) -> None:
     doomed, survivors = servers[0], servers[1:]
     call_log = tmp_path / "calls.log"
@@ -129,7 +129,7 @@ def test_every_trace_scored_once_across_processes_and_a_crash(
             )
         return finished <= scored
 
-    watcher = create_engine(pg_url)
+    watcher = create_engine(empty_pg_url)
     try:
         wait_for(
             doomed_is_stuck,
@@ -145,7 +145,7 @@ def test_every_trace_scored_once_across_processes_and_a_crash(
 
     traces = before_crash + after_crash
     runs = {(t.trace_id, t.agent_span_id) for t in traces}
-    engine = create_engine(pg_url)
+    engine = create_engine(empty_pg_url)
     try:
 
         def all_scored() -> bool:
