@@ -91,10 +91,16 @@ def test_cli_extract_filters_mixes_formats_and_reports_bad_files(tmp_path: Path)
     result = CliRunner().invoke(app, ["extract", *files, "--primary", "--kind", "llm"])
     assert result.exit_code == 0, result.output
     runs = orjson.loads(result.stdout)
-    assert len(runs) == 2  # the two chat calls; the Mastra runs are agent runs
+    # the loop's two chat calls are linked into one agent run (the Mastra runs are agent runs
+    # too): the call that only asked for the tool stays an LLM run of its own, a step
+    step = runs[0]["output"][0]["content"]
+    assert len(runs) == 1 and not step.get("content") and step["toolInvocations"]
     assert runs[0]["input"]["inputMessages"][0]["content"]["content"] == (
         "What's the weather like in Paris today?"
     )  # content from the protobuf log records
+    result = CliRunner().invoke(app, ["extract", *files, "--primary", "--kind", "agent"])
+    loop = [r for r in orjson.loads(result.stdout) if "Paris today" in str(r["input"])]
+    assert len(loop) == 1 and "get_weather" in str(loop[0]["output"])
     bad = tmp_path / "bad.json"
     bad.write_text('{"resourceSpans": [')
     result = CliRunner().invoke(app, ["extract", str(bad)])

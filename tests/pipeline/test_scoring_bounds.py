@@ -247,8 +247,11 @@ scorers:
   - {name: keywords, scorer: keyword-coverage}
   - {name: tone, scorer: tone}
 workers: {processes: 2, poll_interval: 0.1}
-assembly: {lease_seconds: 10}
+assembly: {lease_seconds: 10, max_trace_bytes: 16777216}
 """
+"""Two processes scoring; the big traces (~7 MB of prompts and answers) are read whole, as a
+deployment of long-context agents configures: at the default 2 MiB their runs would be read in
+part and left unscored with the cut as reason (tests/store/test_trace_cut.py)."""
 
 
 def test_two_big_traces_do_not_stall_the_small_ones_on_a_running_service(

@@ -140,7 +140,7 @@ def test_runs_route_refuses_what_it_cannot_answer(
     assert (
         http.get(url, params={"kind": "chain"}).status_code == 422
     )  # a bad parameter, as everywhere
-    assert http.get("/api/traces/not-hex/runs").status_code == 400
+    assert http.get("/api/traces/not-hex/runs").status_code == 422  # a problem, as every bad id
     assert http.get(f"/api/traces/{'0' * 31}1/runs").status_code == 404
     assert httpx.get(server.base_url + url, timeout=10).status_code == 401
 

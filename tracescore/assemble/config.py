@@ -39,7 +39,10 @@ class AssemblyConfig(Section):
     ``max_trace_spans``: a read holds that text many times over (decoded, in the runs built
     from it, an agent run holding all its steps', their JSON), so a trace of long prompts is
     bounded too. The first span is always read; if it alone is larger, its values are cut
-    (as ``server.max_attribute_chars`` cuts them) to fit."""
+    (as ``server.max_attribute_chars`` cuts them) to fit. A run the cut may have shortened
+    is left unscored with the cut as reason: agents whose traces carry long contexts (a few
+    calls of 100k-token prompts pass 2 MiB) need it raised, at ~10-20 MB of a read's memory
+    per MiB (the runs API's pages ~22)."""
 
     def read_limit(self) -> ReadLimit:
         """How much of one trace a read loads, for the store."""
