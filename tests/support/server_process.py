@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -43,11 +44,23 @@ def process_tree(pid: int) -> list[int]:
     return pids
 
 
+PORTS = range(20_000, 32_768)
+"""Where test servers' ports are picked: below the kernel's ephemeral range (Linux 32768-60999,
+macOS 49152-65535), from which it hands out the local ports of outgoing connections. A port
+the OS gave back by ``bind(0)`` was soon the local port of one of the tests' many database
+connections, and a server then told to listen on it on 0.0.0.0 found it taken."""
+
+
 def free_port() -> int:
-    """A port the OS considers free right now on 127.0.0.1."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A port nothing is bound to right now on any address (checked on 0.0.0.0)."""
+    while True:
+        port = random.choice(PORTS)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("0.0.0.0", port))
+            except OSError:
+                continue
+            return port
 
 
 @dataclass
