@@ -51,10 +51,9 @@ def failed_calls(nodes: list[SpanNode]) -> dict[str, ToolInvocation]:
     return {
         call.tool_call_id: call
         for node in nodes
-        if node.kind == "tool"
-        and (call := node.info.tool_call) is not None
-        and call.tool_call_id
-        and call.state == "output-error"
+        if node.kind == "tool" and node.info.tool_call is not None
+        for call in (node.info.tool_call, *node.info.more_tool_calls)
+        if call.tool_call_id and call.state == "output-error"
     }
 
 
