@@ -204,6 +204,7 @@ def test_a_request_traced_twice_in_one_trace_is_one_model_call() -> None:
     runs = extract_runs(trace)
     assert [r.kind for r in runs].count("llm") == 2  # OpenLLMetry's two calls, not four
     (run,) = [r for r in runs if r.primary]
+    assert run.agent_name == "weather_turn"  # the @workflow's name, not its span's
     assert (run.usage.input_tokens, run.usage.output_tokens) == (103 + 129, 23 + 23)
     reading = read_sources(trace, [run])
     (sdk,) = [s for s in reading.sources if s.scope.startswith("com.anthropic.sdk")]
