@@ -29,7 +29,9 @@ from tests.support.extract_support import (
 )
 from tests.support.paths import CAPTURES
 from tracescore.extract import extract_runs
+from tracescore.extract.content_switches import content_switch
 from tracescore.extract.model import AgentRun, ToolInvocation
+from tracescore.extract.runs.llm import UNRECORDED_CALLS
 from tracescore.extract.sources import NO_RUNS, read_sources
 from tracescore.ingest.files import load_traces
 
@@ -231,3 +233,25 @@ def test_haystack_tool_invoker_running_several_calls_reads_each() -> None:
             {"tool_call_id": rome.tool_call_id},
         ]
         assert user_text(tool) == ['[{"city":"Paris"},{"city":"Rome"}]']
+
+
+def test_mistral_under_openllmetry_says_what_it_never_records_and_what_does() -> None:
+    """OpenLLMetry's Mistral instrumentation records no tool call of a reply and no call id of
+    a tool message (read from its source, any mode): its step says its calls are missing, the
+    answering call reads the result it was sent as context, and the advice names the
+    instrumentation that records them, whose capture (``openinference-mistral``) joins them."""
+    runs = [
+        run
+        for trace in load_traces([CAPTURES / "openllmetry-mistral" / "tool_call"])
+        for run in extract_runs(trace, only_primary=True)
+        if run.convention == "openllmetry"  # not the SDK's own content-less twins
+    ]
+    step, answer = sorted(runs, key=lambda run: run.start_time or 0)
+    assert step.output == [] and step.warnings == [UNRECORDED_CALLS]
+    assert answer.warnings == [] and final_answer(answer).startswith(WEATHER_ANSWER)
+    assert [c.kind for c in answer.context] == ["tool_result"]
+    advice = content_switch("opentelemetry.instrumentation.mistralai")
+    assert "tool message's call id" in advice
+    assert "openinference-instrumentation-mistralai" in advice
+    (joined,) = _turns("openinference-mistral", "tool_call_dict_messages")
+    _assert_paris_turn(joined)
