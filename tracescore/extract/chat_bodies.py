@@ -27,6 +27,7 @@ from tracescore.extract.genai_messages import (
 from tracescore.extract.langchain import langchain_message_values
 from tracescore.extract.messages import build_message, split_system, text_message
 from tracescore.extract.model import Message, SpanInfo, TokenUsage
+from tracescore.extract.object_reprs import pydantic_fields
 
 
 def body_messages(
@@ -47,9 +48,8 @@ def body_messages(
     if (found := langchain_message_values(body)) is not None:  # LangChain's envelopes
         return list(parse_messages(found, prefix, info.warnings, what, created_at=created_at))
     if isinstance(body, dict) and isinstance(body.get("messages"), list):
-        return list(
-            parse_messages(body["messages"], prefix, info.warnings, what, created_at=created_at)
-        )
+        sent = [typed_message(m) if isinstance(m, str) else m for m in body["messages"]]
+        return list(parse_messages(sent, prefix, info.warnings, what, created_at=created_at))
     if isinstance(body, dict) and isinstance(body.get("choices"), list):
         return choice_messages(body["choices"], prefix, info.warnings, what, role, created_at)
     if isinstance(body, dict) and ("input" in body or "output" in body):
@@ -58,6 +58,27 @@ def body_messages(
         return list(parse_messages(body, prefix, info.warnings, what, created_at=created_at))
     text = json_text(body)
     return [text_message(f"{prefix}-0", role, text, created_at)] if text else []
+
+
+def typed_message(text: str) -> dict[str, Any] | str:
+    """A message recorded as its typed model's ``str()`` (``content='Hi' role='user'``: Mistral's
+    ``UserMessage`` … under OpenInference's Mistral instrumentation) as the message it is;
+    other text as is."""
+    fields = pydantic_fields(text)
+    if fields is None or not isinstance(fields.get("role"), str):
+        return text
+    calls = fields.get("tool_calls")
+    if isinstance(calls, list):
+        fields["tool_calls"] = [
+            {
+                "id": call.get("id") or "",
+                "type": "function",
+                "function": {k: v for k, v in function.items() if k != "__class__"},
+            }
+            for call in calls
+            if isinstance(call, dict) and isinstance(function := call.get("function"), dict)
+        ]
+    return fields
 
 
 def responses_messages(

@@ -90,7 +90,7 @@ def awaits_tool_results(run: AgentRun) -> bool:
                 return False
             call = part.tool_invocation
             pending = pending or (call is not None and call.state in ("call", "partial-call"))
-    return pending or (run.kind == "llm" and _stopped_for_tools(run.attributes))
+    return pending or (run.kind == "llm" and stopped_for_tools(run.attributes))
 
 
 _FINISH_REASONS = (
@@ -102,7 +102,7 @@ _FOR_TOOLS = frozenset(("tool_calls", "tool_call", "tool_use", "function_call"))
 """Finish reasons of a reply that stopped to call tools, in each provider's words."""
 
 
-def _stopped_for_tools(attributes: dict[str, Any]) -> bool:
+def stopped_for_tools(attributes: dict[str, Any]) -> bool:
     """Whether the span's finish reason (a list or one value) is a stop for tool calls."""
     for key in _FINISH_REASONS:
         value = attributes.get(key)

@@ -39,15 +39,19 @@ _CONTENT_SWITCHES = (
     (
         "mistralai_sdk_tracer",
         "the Mistral SDK's own spans never carry message content, whatever is set: instrument "
-        "the client too (e.g. OpenLLMetry's opentelemetry-instrumentation-mistralai); where "
+        "the client too (OpenInference's openinference-instrumentation-mistralai for mistralai "
+        "2.x and later; for 1.x, OpenLLMetry's opentelemetry-instrumentation-mistralai); where "
         "another instrumentation already traces these calls, the SDK's spans repeat each "
         "request as a trace of its own",
     ),
     (
         "opentelemetry.instrumentation.mistralai",
         "OpenLLMetry's Mistral instrumentation records a prompt only when its messages are the "
-        "client's typed messages (UserMessage, SystemMessage, …), not plain dicts, and never "
-        "a reply's tool calls; it sends content unless TRACELOOP_TRACE_CONTENT=false",
+        "client's typed messages (UserMessage, SystemMessage, …), not plain dicts, and it sends "
+        "content unless TRACELOOP_TRACE_CONTENT=false; in no mode does it record a reply's tool "
+        "calls or a tool message's call id, so a loop's tool steps cannot be joined to their "
+        "calls. OpenInference's openinference-instrumentation-mistralai (mistralai 2.x and "
+        "later) records both the messages, typed or dicts, and the tool calls",
     ),
     ("opentelemetry.instrumentation.openai_v2", GENAI_UTIL_SWITCH),
     (

@@ -40,6 +40,7 @@ from tracescore.extract.model import (
     MessagePart,
     ToolDefinition,
 )
+from tracescore.extract.object_reprs import pydantic_fields
 
 TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
 REASONING_TYPES = frozenset({"reasoning", "thinking", "reasoning_text", "summary_text"})
@@ -175,6 +176,8 @@ def decode_result(value: Any) -> tuple[Any, bool]:
     MCP tool's text output)."""
     if isinstance(value, (str, bytes)):
         value = load_json(value, [], "tool result")  # plain-text results are not a problem
+    if isinstance(value, str) and value.startswith("content="):
+        value = pydantic_fields(value) or value  # a ToolMessage's str() (OpenLIT's LangChain)
     if _callback_envelope(value):  # LangChain's ``on_tool_end(output, **kwargs)``, recorded whole
         value = value["output"]
     message = langchain_tool_message(value)

@@ -10,8 +10,9 @@ message that called tools and of a tool message. So:
 * ``Agent.run`` is the agent: its steps are the LLM spans below it, each tool call joined to
   its ``ToolInvoker.run`` span (haystack-ai 2.x) or, where there is none (3.x runs its tools
   inside the agent), to the result the next step was sent;
-* a ``ToolInvoker.run`` span that ran one call is a tool span: the call (its ``origin``) and
-  its outcome, from the ``ToolCallResult`` it returned;
+* a ``ToolInvoker.run`` span is a tool span: each call it ran (its ``origin``) and that
+  call's outcome, from the ``ToolCallResult`` it returned (one reply's several calls run in
+  one span);
 * an LLM span's input is read from the reprs in ``input.value`` (``ToolCall``,
   ``ToolCallResult`` with its ``origin`` call and ``error`` flag, ``TextContent``,
   ``ReasoningContent``), falling back to the flattened messages when they do not parse, and
@@ -32,7 +33,8 @@ from tracescore.extract import openinference
 from tracescore.extract.base import json_text, load_json, new_info, python_literal, timestamp
 from tracescore.extract.genai_messages import decode_result, parse_message, parse_tool_definition
 from tracescore.extract.messages import executed_call, split_system
-from tracescore.extract.model import Message, SpanInfo, ToolDefinition
+from tracescore.extract.model import Message, SpanInfo, ToolDefinition, ToolInvocation
+from tracescore.extract.object_reprs import MAX_REPR_CHARS, ast_value
 from tracescore.spans import LogRecord, Span
 
 NAME = "openinference-haystack"
@@ -43,9 +45,6 @@ _PIPELINE_SPAN = "Pipeline.run"
 _TOOL_INVOKER_SPAN = "ToolInvoker.run"
 _ENUM = re.compile(r"<\w+\.\w+: ('[^'\\]*')>")  # <ChatRole.USER: 'user'> -> 'user'
 _OBJECT = re.compile(r"<[^<>'\"]*>")  # <function get_weather at 0x…> -> None
-# A repr longer than this is not parsed (``ast.parse`` costs memory in proportion): the
-# flattened messages stay.
-_MAX_REPR_CHARS = 200_000
 
 
 def in_scope(scope: str) -> bool:
@@ -110,9 +109,9 @@ def _read_agent(span: Span, info: SpanInfo) -> None:
 
 
 def _read_invocation(span: Span, info: SpanInfo) -> None:
-    """A ``ToolInvoker`` that ran one call: a tool span, the call and its outcome out of the
-    ``ToolCallResult`` it returned (several calls stay one span no run stands for: each is
-    joined to its call through the next model call's input)."""
+    """A ``ToolInvoker``: a tool span, each call and its outcome out of the ``ToolCallResult``
+    it returned. Several calls are all read: when the Agent stops after its tools (an
+    ``exit_conditions`` tool), no later model call is sent their results."""
     body = load_json(span.attributes.get("output.value"), [], "output.value")
     reprs = body.get("tool_messages") if isinstance(body, dict) else None
     outcomes = [
@@ -124,18 +123,27 @@ def _read_invocation(span: Span, info: SpanInfo) -> None:
         for part in contents
         if isinstance(part, dict) and part.get("__class__") == "ToolCallResult"
     ]
-    if len(outcomes) != 1:
+    if not outcomes:
         return
-    origin = outcomes[0].get("origin")
-    call = origin if isinstance(origin, dict) else {}
-    result, _ = decode_result(_result_text(outcomes[0].get("result")))
+    span_failed = info.status == "error" and len(outcomes) == 1
+    first, *more = (_outcome(outcome, info, span_failed) for outcome in outcomes)
     info.kind = "tool"
-    info.tool_call = executed_call(
+    info.tool_call = first
+    info.more_tool_calls = tuple(more)
+
+
+def _outcome(outcome: dict[str, Any], info: SpanInfo, span_failed: bool) -> ToolInvocation:
+    """One ``ToolCallResult``: its ``origin`` call with the result; failed when it says so
+    (or, for the span's only call, when the span failed)."""
+    origin = outcome.get("origin")
+    call = origin if isinstance(origin, dict) else {}
+    result, _ = decode_result(_result_text(outcome.get("result")))
+    return executed_call(
         str(call.get("id") or ""),
         str(call.get("tool_name") or ""),
         call.get("arguments") or {},
         result,
-        failed=bool(outcomes[0].get("error")) or info.status == "error",
+        failed=bool(outcome.get("error")) or span_failed,
         error=info.error,
     )
 
@@ -194,11 +202,11 @@ def chat_message(text: str) -> dict[str, Any] | None:
 
 def _constructed(text: str, name: str) -> dict[str, Any] | None:
     """The keyword arguments of the repr of a ``name`` object, or None."""
-    if len(text) > _MAX_REPR_CHARS or not text.startswith(f"{name}("):
+    if len(text) > MAX_REPR_CHARS or not text.startswith(f"{name}("):
         return None
     try:
         source = _OBJECT.sub("None", _ENUM.sub(r"\1", text))
-        fields = _value(ast.parse(source, mode="eval").body)
+        fields = ast_value(ast.parse(source, mode="eval").body)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
     return fields if isinstance(fields, dict) and fields.get("__class__") == name else None
@@ -233,23 +241,3 @@ def _call(part: dict[str, Any]) -> dict[str, Any]:
         "id": part.get("id") or "",
         "function": {"name": part.get("tool_name") or "", "arguments": part.get("arguments")},
     }
-
-
-def _value(node: ast.AST) -> Any:
-    """A repr's expression as plain values: a constructor call as a dict of its keyword
-    arguments (``__class__`` its name), literals as themselves, anything else as None."""
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return [_value(item) for item in node.elts]
-    if isinstance(node, ast.Dict):
-        return {
-            _value(key): _value(item)
-            for key, item in zip(node.keys, node.values, strict=True)
-            if key is not None and isinstance(_value(key), (str, int, float, bool))
-        }
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-        return {"__class__": node.func.id} | {
-            keyword.arg: _value(keyword.value) for keyword in node.keywords if keyword.arg
-        }
-    return None

@@ -302,6 +302,10 @@ class SpanInfo:
     input_messages: list[Message] = field(default_factory=list)
     output_messages: list[Message] = field(default_factory=list)
     tool_call: ToolInvocation | None = None
+    more_tool_calls: tuple[ToolInvocation, ...] = ()
+    """On a tool span that ran several calls at once (Haystack 2.x's ``ToolInvoker``): the
+    calls after ``tool_call``, each joined to its own call like it. A tuple: most spans have
+    none, and an empty one costs nothing per span."""
     tools: list[ToolDefinition] = field(default_factory=list)
     documents: list[ContextDocument] = field(default_factory=list)
     usage: TokenUsage | None = None

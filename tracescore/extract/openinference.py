@@ -132,6 +132,8 @@ def refine(read: list[tuple[Span, SpanInfo]]) -> None:
         if as_str(span.attributes.get("openinference.span.kind")) == "CHAIN"
     }
     infos = {info.span_id: info for _, info in read}
+    if graph:
+        _demote_named_nodes(read, names)
     for span in chains.values():
         parent = chains.get(span.parent_span_id or "")
         named = span.name in names and (parent is None or parent.name != span.name)
@@ -139,6 +141,31 @@ def refine(read: list[tuple[Span, SpanInfo]]) -> None:
         if named or unnamed_root:
             infos[span.span_id].kind = "agent"
             infos[span.span_id].agent_name = span.name
+
+
+def _demote_named_nodes(read: list[tuple[Span, SpanInfo]], names: set[str]) -> None:
+    """A graph node that is an AGENT span only by its name is a step of its graph.
+
+    OpenInference's LangChain tracer marks every run whose name contains "agent" an AGENT,
+    so the ``agent`` node of a hand-built LangGraph (the model-calling node of LangGraph's own
+    tutorials) would be an agent per step, and the graph a caller of them. A span that is
+    the node itself (its ``langgraph_node`` metadata is its own name) below another span, and
+    no agent named by ``create_agent``, is read as the chain it is."""
+    ids = {span.span_id for span, _ in read}
+    for span, info in read:
+        metadata = span.attributes.get("metadata")
+        if (
+            info.kind != "agent"
+            or span.name in names
+            or span.parent_span_id not in ids
+            or not isinstance(metadata, str)
+            or "langgraph_node" not in metadata
+        ):
+            continue
+        decoded = load_json(metadata, [], "metadata")
+        if isinstance(decoded, dict) and decoded.get("langgraph_node") == span.name:
+            info.kind = "other"
+            info.agent_name = None
 
 
 def _read_messages(span: Span, info: SpanInfo) -> None:

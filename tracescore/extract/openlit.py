@@ -13,15 +13,21 @@ own ways:
   ``gen_ai.tool.call.id`` / ``gen_ai.tool.args``), else the name of the only tool offered, with
   a warning saying what could not be recovered. A raw client's calls are each their own trace,
   so the arguments are usually in another trace;
-* ``gen_ai.client.token.usage`` is the call's total token count.
+* ``gen_ai.client.token.usage`` is the call's total token count;
+* a LangGraph graph is an ``invoke_workflow`` span, and each run of a graph node an
+  ``invoke_agent <node>`` span, twice (its LangGraph instrumentation's, whose
+  ``gen_ai.agent.id`` is the node's name, and its LangChain one's): :func:`refine` reads the
+  workflow as the agent and its node spans as its steps, so a hand-built graph is one agent
+  run, not an agent per model call.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from tracescore.extract import genai
-from tracescore.extract.base import as_int, first_str
+from tracescore.extract.base import as_int, first_str, python_literal
 from tracescore.extract.genai_messages import decode_arguments
 from tracescore.extract.messages import build_message, tool_call_part
 from tracescore.extract.model import Message, MessagePart, SpanInfo, ToolInvocation
@@ -30,6 +36,9 @@ from tracescore.spans import LogRecord, Span
 NAME = "openlit"
 
 SCOPE_PREFIX = "openlit."
+_LANGCHAIN_SCOPE = "openlit.instrumentation.langchain"
+_RUN_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_ARGUMENTS_WARNING = "gen_ai.tool.call arguments:"
 
 
 def in_scope(scope: str) -> bool:
@@ -46,15 +55,60 @@ def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
     total = as_int(span.attributes.get("gen_ai.client.token.usage"))
     if info.usage is not None and total is not None:
         info.usage.total_tokens = total
+    if info.tool_call is not None and span.scope.name == _LANGCHAIN_SCOPE:
+        _langchain_tool_call(info.tool_call, info.warnings)
     return info
 
 
+def _langchain_tool_call(call: ToolInvocation, warnings: list[str]) -> None:
+    """OpenLIT's LangChain tool spans write the arguments as the ``str()`` of a dict, and, for
+    a tool that raised, the LangChain run's id (a UUID) as ``gen_ai.tool.call.id``: the
+    arguments are read as the dict they are (no JSON warning), and a UUID is no call id the
+    model made, so the call is joined to the model's by name and order instead."""
+    if isinstance(call.args, str) and isinstance(args := python_literal(call.args), dict):
+        call.args = args
+        warnings[:] = [w for w in warnings if not w.startswith(_ARGUMENTS_WARNING)]
+    if _RUN_ID.fullmatch(call.tool_call_id):
+        call.tool_call_id = ""
+
+
 def refine(read: list[tuple[Span, SpanInfo]]) -> None:
-    """Put back, before their results, the tool calls OpenLIT left out of the input messages."""
+    """Put back, before their results, the tool calls OpenLIT left out of the input messages;
+    read a LangGraph workflow as the agent its node spans are steps of."""
+    _graph_nodes_as_steps(read)
     made = _calls_made(read)
     for _, info in read:
         if info.input_messages:
             info.input_messages = _with_calls(info, made)
+
+
+def _graph_nodes_as_steps(read: list[tuple[Span, SpanInfo]]) -> None:
+    """An ``invoke_workflow`` span with graph-node ``invoke_agent`` children (see the module
+    docstring) becomes the agent, named after its workflow, and every ``invoke_agent`` child
+    named as one of its nodes a step (``other``)."""
+    workflows = {
+        span.span_id: span
+        for span, _ in read
+        if span.attributes.get("gen_ai.operation.name") == "invoke_workflow"
+    }
+    if not workflows:
+        return
+    nodes: dict[str, set[str]] = {}
+    for span, _ in read:
+        name = first_str(span.attributes, "gen_ai.agent.name")
+        if (
+            span.parent_span_id in workflows
+            and name
+            and span.attributes.get("gen_ai.agent.id") == name
+        ):
+            nodes.setdefault(span.parent_span_id or "", set()).add(name)
+    for span, info in read:
+        if span.span_id in nodes:
+            info.kind = "agent"
+            info.agent_name = first_str(span.attributes, "gen_ai.workflow.name") or span.name
+        elif info.kind == "agent" and info.agent_name in nodes.get(span.parent_span_id or "", ()):
+            info.kind = "other"
+            info.agent_name = None
 
 
 def _calls_made(read: list[tuple[Span, SpanInfo]]) -> dict[str, ToolInvocation]:

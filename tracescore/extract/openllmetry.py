@@ -74,8 +74,12 @@ def read(span: Span, logs: list[LogRecord]) -> SpanInfo:
         # ``OpenAILike.task``) keeps the kind its GenAI operation gives.
         info.kind = info.kind if kind == "other" and info.kind != "other" else kind
         _read_entity(span, info)
+    # A ``@workflow`` is named too: when it wraps a hand-written loop, the loop's run is named
+    # after it (``weather_turn``, not the span's ``weather_turn.workflow``).
     info.agent_name = first_str(attributes, "gen_ai.agent.name") or (
-        first_str(attributes, "traceloop.entity.name") if info.kind == "agent" else None
+        first_str(attributes, "traceloop.entity.name")
+        if info.kind == "agent" or decorator == "workflow"
+        else None
     )
     return info
 

@@ -16,7 +16,7 @@ from tracescore.extract.runs.fields import (
     run_output,
     span_warnings,
     sum_usage,
-    tool_outcome,
+    tool_outcomes,
     tool_result_documents,
 )
 from tracescore.extract.runs.scope import RunScope, of_agent
@@ -177,7 +177,8 @@ def _trajectory(
             for message in event.info.output_messages:
                 trajectory.add_parts(message.content.parts)
         elif event.kind == "tool":
-            trajectory.add_result(tool_outcome(event))
+            for outcome in tool_outcomes(event):
+                trajectory.add_result(outcome)
         else:
             outcome = _agent_outcome(sub_runs[id(event)])
             if not steps or trajectory.answers_pending_call(outcome):

@@ -93,6 +93,11 @@ def tool_outcome(node: SpanNode) -> ToolInvocation:
     return ToolInvocation(tool_call_id="", tool_name=node.info.name, state="call")
 
 
+def tool_outcomes(node: SpanNode) -> list[ToolInvocation]:
+    """What a tool span returned, one outcome per call it ran (most run one)."""
+    return [tool_outcome(node), *node.info.more_tool_calls]
+
+
 def run_output(node: SpanNode, trajectory: Trajectory, final: str) -> list[Message]:
     """The run's single assistant message: every step's parts; ``content`` = the final answer."""
     if final and not trajectory.has_text():

@@ -4,12 +4,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tracescore.extract.content import stopped_for_tools
 from tracescore.extract.model import AgentRun, TokenUsage, ToolInvocation
 from tracescore.extract.runs.fields import base_run, run_output, sum_usage, tool_result_documents
 from tracescore.extract.runs.trajectory import RESOLVED, AnsweredCall, Trajectory
 from tracescore.extract.runs.tree import SpanNode, outermost_llm, subtree
 from tracescore.extract.runs.turns import final_text, run_input_and_steps, with_results_joined
 from tracescore.spans import Trace
+
+UNRECORDED_CALLS = (
+    "the reply stopped to call tools (its finish reason) but its span records no tool call: "
+    "the instrumentation left them out, so this call shows none; an agent run holds them only "
+    "where another span recorded them (a tool step, a later call's input)"
+)
+"""A step whose calls are missing from its span (OpenLLMetry's Mistral instrumentation, its
+LlamaIndex one for a streamed reply): what is missing is said on the run, not left for the
+reader to guess from an empty output."""
 
 
 @dataclass(eq=False)
@@ -51,10 +61,9 @@ def failed_calls(nodes: list[SpanNode]) -> dict[str, ToolInvocation]:
     return {
         call.tool_call_id: call
         for node in nodes
-        if node.kind == "tool"
-        and (call := node.info.tool_call) is not None
-        and call.tool_call_id
-        and call.state == "output-error"
+        if node.kind == "tool" and node.info.tool_call is not None
+        for call in (node.info.tool_call, *node.info.more_tool_calls)
+        if call.tool_call_id and call.state == "output-error"
     }
 
 
@@ -90,6 +99,8 @@ def llm_run(trace: Trace, node: SpanNode, known: Known, *, in_loop: bool = False
     for message in info.output_messages:
         trajectory.add_parts(message.content.parts)
     run.output = run_output(node, trajectory, final_text(info.output_messages))
+    if not run.output and info.input_messages and stopped_for_tools(node.span.attributes):
+        run.warnings.append(UNRECORDED_CALLS)
     run.tools = list(info.tools)
     results = [
         part.tool_invocation

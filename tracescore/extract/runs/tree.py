@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from tracescore.extract.base import Convention, new_info, safe_read, safe_refine
 from tracescore.extract.model import SpanInfo
 from tracescore.extract.registry import claimants, first_claimant
+from tracescore.extract.twin_calls import drop_twin_calls
 from tracescore.spans import Span, Trace
 
 
@@ -77,6 +78,8 @@ def _linked_tree(trace: Trace, conventions: list[Convention]) -> list[SpanNode]:
         nodes[span.span_id] = SpanNode(span, info)
     for convention, read in claimed.items():
         safe_refine(convention, read)
+    if len(claimed) > 1:  # a twin is another library's copy
+        drop_twin_calls(list(nodes.values()))
     for node in nodes.values():
         parent = nodes.get(node.span.parent_span_id or "")
         if parent is not None and parent is not node:
