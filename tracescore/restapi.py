@@ -292,7 +292,7 @@ def _unstorable(text: str) -> str | None:
 class Body(BaseModel):
     """A request body: a string in it (a key too, at any depth) that no database can store is a
     422 naming where it is, before any query is made. (A query string's NUL is read as the
-    U+FFFD stored text holds instead: see ``service._NulAsStored``.)"""
+    U+FFFD stored text holds instead: see ``web.gate.NulAsStored``.)"""
 
     @model_validator(mode="before")
     @classmethod

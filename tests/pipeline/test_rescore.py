@@ -17,7 +17,6 @@ from tests.support.agent_otlp import agent_trace, export_request
 from tracescore.config import parse_config
 from tracescore.ingest.decode import decode_traces
 from tracescore.judge.config import JudgeConfig
-from tracescore.pipeline import rescore
 from tracescore.pipeline.bindings import compile_bindings
 from tracescore.pipeline.config import ScorerBinding
 from tracescore.pipeline.rescore import BindingRescore, fingerprint, rescore_tasks
@@ -64,7 +63,7 @@ def _config(db_url: str, version: str, per_char: float) -> Any:
         "  - name: length\n"
         "    scorer: 'tests.support.custom_scorers:answer_length'\n"
         f"    options: {{version: '{version}', per_char: {per_char}}}\n"
-        "    rescore_on_change: {sample: 10, since: 1d}\n"
+        "    rescore_on_change: {sample: 10, since: 1d, poll: 0.2}\n"
     ).scoring()
 
 
@@ -96,9 +95,8 @@ def _ghost_score(store: SpanStore) -> None:
 
 
 def test_a_new_version_rescores_once_beside_the_old_scores(
-    db_url: str, monkeypatch: pytest.MonkeyPatch
+    db_url: str,
 ) -> None:
-    monkeypatch.setattr(rescore, "POLL_SECONDS", 0.2)
     store = open_store(db_url, ReadinessRules(idle_timeout=0.0, max_wait=60.0, max_attempts=3))
     rng = random.Random(5)
     traces = [agent_trace(rng, city) for city in ("Paris", "Reykjavik", "Oslo", "Lima")]

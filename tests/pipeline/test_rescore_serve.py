@@ -17,7 +17,6 @@ import random
 import re
 import shutil
 import statistics
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -57,7 +56,11 @@ def judge() -> Iterator[JudgeServer]:
 
 
 def _config(
-    judge: JudgeServer, rubric: str, sample: int, limits: dict[str, Any] | None = None
+    judge: JudgeServer,
+    rubric: str,
+    sample: int,
+    limits: dict[str, Any] | None = None,
+    processes: int = 2,
 ) -> dict[str, Any]:
     return {
         "server": {"api_keys": [KEY]},
@@ -70,10 +73,11 @@ def _config(
                 "options": {"rubric": rubric},
                 "threshold": 0.5,
                 "limits": limits or {},
-                "rescore_on_change": {"sample": sample, "since": "7d"},
+                # The process that waits on the other's re-score looks again soon.
+                "rescore_on_change": {"sample": sample, "since": "7d", "poll": 0.5},
             }
         ],
-        "workers": {"processes": 2, "poll_interval": 0.05},
+        "workers": {"processes": processes, "poll_interval": 0.05},
     }
 
 
@@ -234,12 +238,21 @@ def test_a_changed_prompt_rescores_a_sample_within_the_budget_once(
     assert second_page["next_cursor"] is None
     assert unauthenticated.status_code == 401 and unknown.status_code == 404
 
-    # A third start with the same prompt re-scores nothing.
+    # A third start with the same prompt re-scores nothing. Scored in the service process, whose
+    # log shows (at info) that its look found nothing to do: the scoring processes log only
+    # warnings, and the look is the same code in either.
     asked = judge.count
-    with start_server(
-        tmp_path, config=_config(judge, "RUBRIC-B", 5, limits), env=SCORERS_IMPORTABLE
-    ) as server:
-        time.sleep(8)  # both scoring processes have looked (they look at once, then return)
+    log_start = _log_length(tmp_path)
+    third = _config(judge, "RUBRIC-B", 5, limits, processes=0)
+    with start_server(tmp_path, config=third, env=SCORERS_IMPORTABLE) as server:
+        wait_for(
+            lambda: (
+                "rescore_on_change of rubric: nothing to re-score (the job of this scorer "
+                "is done)" in server.output()[log_start:]
+            ),
+            60,
+            "the third start's look at the job",
+        )
         again = _job(server.db_url)
     assert again == job
     assert judge.count == asked

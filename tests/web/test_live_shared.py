@@ -18,7 +18,7 @@ from sqlalchemy import event
 from tests.support.web_traces import agent_trace_json
 from tracescore.config import parse_config
 from tracescore.ingest.unpack import drain
-from tracescore.service import create_app
+from tracescore.service import compose_app, create_app
 from tracescore.store import open_store
 from tracescore.web.readers import PAGE_PROCESS_AFTER
 from tracescore.web.shared import SharedValues
@@ -91,7 +91,8 @@ def test_the_overview_moves_to_a_process_of_its_own_once_it_is_asked_for_again_a
     """The first renders are done here, in a thread; then the overview's process starts and
     renders the overview there: its queries are no longer this process's."""
     store = open_store(f"sqlite:///{tmp_path / 'pages.db'}")
-    app = create_app(parse_config("{}"), store)
+    parts = compose_app(parse_config("{}"), store)
+    app = parts.app
     statements: list[str] = []
     event.listen(store.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
     client = TestClient(app)
@@ -111,5 +112,5 @@ def test_the_overview_moves_to_a_process_of_its_own_once_it_is_asked_for_again_a
             time.sleep(0.5)
         assert client.get("/?split=nonsense").status_code == 422  # errors come back too
     finally:
-        app.state.reads.close()
+        parts.reads.close()
         store.close()

@@ -61,10 +61,6 @@ from tracescore.store.scores import StoredScore, score_id, upsert_scores
 
 log = logging.getLogger(__name__)
 
-LEASE_SECONDS = 15.0
-"""How long a holder that died keeps the others from taking its binding's re-score over."""
-POLL_SECONDS = 5.0
-"""How often a process waiting on another's re-score looks whether it ended or lapsed."""
 PROBE = {
     "input": "What is the weather in Paris today, and should I take an umbrella?",
     "output": "It is sunny in Paris today, 21 °C, with no rain expected: no umbrella needed.",
@@ -237,12 +233,12 @@ class BindingRescore:
                 log.warning("rescore_on_change: %s; it goes on there", exc)
             except Exception as exc:  # noqa: BLE001 - an outage, or the lease lost: resume
                 backoff.failed(exc)
-            await asyncio.sleep(max(backoff.remaining(), POLL_SECONDS))
+            await asyncio.sleep(max(backoff.remaining(), self.settings.poll))
 
     def _take(self) -> bool:
         with self.store.write_transaction() as connection:
             return acquire_lease(
-                connection, self.worker.owner, self.clock(), LEASE_SECONDS, self.lease
+                connection, self.worker.owner, self.clock(), self.settings.lease, self.lease
             )
 
     def _job(self) -> RescoreJob | None:
@@ -254,6 +250,11 @@ class BindingRescore:
         binding's lease."""
         job = await asyncio.to_thread(self._job)
         if job is not None and job.fingerprint == now.digest and job.state != "running":
+            log.info(
+                "rescore_on_change of %s: nothing to re-score (the job of this scorer is %s)",
+                self.binding.name,
+                job.state,
+            )
             return True
         if not await asyncio.to_thread(self._take):
             return False
@@ -363,7 +364,7 @@ class BindingRescore:
             row = await renewing(
                 self._score(job, trace_id, span_id),
                 self._take,
-                LEASE_SECONDS,
+                self.settings.lease,
                 f"re-score of {job.binding}",
             )
             job.position += 1
@@ -386,12 +387,12 @@ class BindingRescore:
     def _store(self, job: RescoreJob, row: StoredScore | None, done_before: int) -> None:
         """The run's score and the job's progress, in one transaction, if the job is still
         where this process left it and the lease is still ours. A process whose lease lapsed
-        (a stall longer than :data:`LEASE_SECONDS`) while another took the job over stops
+        (a stall longer than ``settings.lease``) while another took the job over stops
         here: its stale progress never overwrites the other's."""
         with self.store.write_transaction() as connection:
             if not (
                 acquire_lease(
-                    connection, self.worker.owner, self.clock(), LEASE_SECONDS, self.lease
+                    connection, self.worker.owner, self.clock(), self.settings.lease, self.lease
                 )
                 and advance_job(connection, job, done_before)
             ):

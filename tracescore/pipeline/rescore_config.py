@@ -21,3 +21,9 @@ class RescoreOnChange(Section):
     """Most runs re-scored: a deterministic sample (by run) of those the old version scored."""
     since: Duration = 7 * 86400.0
     """How far back the runs sampled were scored (a duration: ``7d``, ``12h``)."""
+    lease: Duration = 15.0
+    """How long a process that stopped renewing the binding's re-score (a hung one, or one on
+    another machine that died) keeps the others from taking it over. One killed on this machine
+    is seen to have ended, and its re-score taken over at once."""
+    poll: Duration = 5.0
+    """How often a process waiting on another's re-score looks whether it ended or lapsed."""

@@ -1,5 +1,6 @@
 """What every HTTP request passes before its route: the key check of a request that carries a
-body, that body's size and time limits, and ``HEAD`` answered wherever ``GET`` is.
+body, that body's size and time limits, ``HEAD`` answered wherever ``GET`` is, and a NUL in its
+path or query read as the character stored text has in its place.
 
 FastAPI reads (and parses) a route's JSON body parameter *before* it runs the route's
 dependencies, the API-key check among them, and a route that takes ``request.body()`` reads
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import urllib.parse
 from collections.abc import Collection
 from urllib.parse import quote
 
@@ -29,6 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tracescore.auth import ApiKeys
 from tracescore.restapi import PROBLEM_MEDIA_TYPE, problem_body
+from tracescore.store.text import REPLACEMENT
 
 LOGIN_PATH = "/ui/login"
 
@@ -170,3 +173,29 @@ class HeadAsGet:
             await send(message)
 
         await self.app({**scope, "method": "GET"}, receive, headers_only)
+
+
+class NulAsStored:
+    """ASGI middleware: a NUL in a request's path or query (``?agent=a%00b``) read as U+FFFD,
+    the character stored text has in its place (:mod:`tracescore.store.text`): a filter for an
+    agent named with a NUL then finds it, and PostgreSQL, which refuses a NUL in a bound
+    parameter too, no longer fails the read with a 500. A bytes search per request when there
+    is none."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            query: bytes = scope["query_string"]
+            path: str = scope["path"]
+            if b"%00" in query or "\x00" in path:
+                scope = {
+                    **scope,
+                    "query_string": query.replace(b"%00", _REPLACEMENT_QUOTED),
+                    "path": path.replace("\x00", REPLACEMENT),
+                }
+        await self.app(scope, receive, send)
+
+
+_REPLACEMENT_QUOTED = urllib.parse.quote(REPLACEMENT).encode()
