@@ -109,6 +109,8 @@ FACTS_CACHE = 1_024
 """Distinct sets of a run's signals whose facts are remembered (a few dozen in practice)."""
 LANGUAGE_CACHE = 4_096
 """Texts whose language is remembered (at most :data:`LANGUAGE_CHARS` characters each)."""
+ANSWER_CACHE = 4_096
+"""Answers whose facts are remembered (the runs hold the same strings: little memory)."""
 UNKNOWN = "?"
 ASKED = "asked:"
 ANSWERED = "answered:"
@@ -244,10 +246,12 @@ ANSWER_SAYS = (
 than the rest of a run's signature, so read once, when the run is rebuilt."""
 
 
+@lru_cache(maxsize=ANSWER_CACHE)
 def answer_signal(answer: str) -> str:
     """What the answer says (``facts:refusal+apology``, ``facts:`` for none), read once when
     its run is rebuilt and kept with its text beside its languages (:func:`language_signals`),
-    so the next passes match no pattern and identify no language again."""
+    so the next passes match no pattern and identify no language again; remembered, since
+    agents repeat their templated answers word for word."""
     return FACTS + "+".join(_said(answer))
 
 
