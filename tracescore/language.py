@@ -21,6 +21,8 @@ MIN_CONFIDENCE = 0.9
 
 
 _loading = threading.Lock()
+_starting = threading.Lock()
+_background: threading.Thread | None = None
 
 
 @cache
@@ -36,11 +38,30 @@ def _loaded() -> LanguageIdentifier:
     return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
 
 
+def load_in_background() -> None:
+    """Start loading the model in a thread of its own, unless it is loaded or being loaded:
+    for a caller that knows it will identify languages and has other work meanwhile (an
+    insights pass rebuilding runs). Decompressing the model, most of its second, holds no
+    interpreter lock, so on a second core it costs the caller no time; the first
+    :func:`detect_language` waits for it (the lock of :func:`_identifier`)."""
+    global _background
+    with _starting:
+        if (_background is not None and _background.is_alive()) or _loaded.cache_info().currsize:
+            return
+        _background = threading.Thread(target=_identifier, name="language-model", daemon=True)
+        _background.start()
+
+
+def identifiable(text: str) -> bool:
+    """Whether ``text`` has letters enough to tell its language (:data:`MIN_LETTERS`)."""
+    return len(_LETTERS.findall(text, 0, 4 * MIN_LETTERS)) >= MIN_LETTERS
+
+
 def detect_language(text: str, min_confidence: float = MIN_CONFIDENCE) -> str | None:
     """The ISO 639-1 code of ``text``'s language, or None when it is too short or less sure
     than ``min_confidence`` (the failure modes accept less: a short answer in Portuguese is
     often 0.7 sure, and there one wrong language among a group's runs is outweighed)."""
-    if len(_LETTERS.findall(text, 0, 4 * MIN_LETTERS)) < MIN_LETTERS:
+    if not identifiable(text):
         return None
     language, confidence = _identifier().classify(text)
     return str(language) if confidence >= min_confidence else None

@@ -8,12 +8,14 @@ import pytest
 from tracescore.insights.describe import signature_name
 from tracescore.insights.signature import (
     answer_facts,
+    answer_signal,
     error_class,
     failed_checks,
+    language_signals,
     leaks,
     masked,
+    needs_identifier,
     signature_features,
-    text_signals,
     unsupported_identifiers,
 )
 
@@ -101,12 +103,11 @@ def test_answer_facts_tell_the_language_refusal_and_apology() -> None:
 
 
 def test_what_an_answer_says_is_read_once_and_kept_with_its_text() -> None:
-    signals = text_signals(
-        "Can you refund my order, please?", "I'm sorry, but I can't issue a refund."
-    )
-    assert signals == ["asked:en", "answered:en", "facts:refusal+apology"]
-    assert text_signals("Refund my order", "   ")[-1] == "facts:empty"
-    assert text_signals("Refund my order", "It is on its way to you.")[-1] == "facts:"
+    request, answer = "Can you refund my order, please?", "I'm sorry, but I can't issue a refund."
+    assert language_signals(request, answer) == ["asked:en", "answered:en"]
+    assert answer_signal(answer) == "facts:refusal+apology"
+    assert answer_signal("   ") == "facts:empty"
+    assert answer_signal("It is on its way to you.") == "facts:"
     # A later pass takes the kept facts, not the patterns again (which would find none here).
     kept = answer_facts("x", "Here it is.", ["asked:en", "answered:es", "facts:refusal"])
     assert kept == {"refusal": "", "language_mismatch": "es<en"}
@@ -183,3 +184,20 @@ def test_an_answer_speaking_of_its_instructions_is_marked() -> None:
         "x", "You are Nora, the assistant of Brightcart.", []
     )
     assert "quotes_instructions" not in answer_facts("x", "Thank you, you are welcome.", [])
+
+
+def test_only_texts_not_plainly_english_need_the_identifier() -> None:
+    # English around names, ids and jargon: few function words, no other language's.
+    jargon = "Here you are: rubextorta monpebexbex peshushuta negratape kafilziden grapegrashu."
+    assert not needs_identifier(jargon)
+    assert language_signals("What is the weather in Paris tomorrow?", jargon) == [
+        "asked:en",
+        "answered:en",
+    ]
+    spanish = "Claro, aquí tiene la respuesta que necesita sobre su consulta de hoy."
+    assert needs_identifier(spanish)
+    assert language_signals("Find me a train to Zurich, please.", spanish) == [
+        "asked:en",
+        "answered:es",
+    ]
+    assert not needs_identifier("Gracias!")  # too short to tell: never identified

@@ -27,13 +27,16 @@ from tracescore.insights.config import FailedRunsConfig
 from tracescore.insights.signature import (
     BINDING_LABELS,
     CONSISTENCY,
+    answer_signal,
     failed_checks,
+    language_signals,
     leaks,
     masked_part,
+    needs_identifier,
     signature_features,
-    text_signals,
     unsupported_identifiers,
 )
+from tracescore.language import load_in_background
 from tracescore.scorers.llm.run_text import as_text, response_text, system_prompt, user_text
 from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.scorers.utils import merge_tool_invocations
@@ -145,7 +148,8 @@ class FailedRun:
         self.started_at = text["started_at"]
 
     def read(self, run: ScorerRun) -> None:
-        """Take the request, answer, tool calls and error from the rebuilt ``run``."""
+        """Take the request, answer, tool calls and error from the rebuilt ``run``, and what
+        its trace shows (:func:`trace_signals`) but the languages (:meth:`identify`)."""
         request, answer = user_text(run), response_text(run)
         self.request = request[:FIELD_CHARS]
         self.answer = answer[:FIELD_CHARS]
@@ -159,15 +163,25 @@ class FailedRun:
         )
         self.signals = trace_signals(request, answer, system_prompt(run), calls)
 
+    def identify(self) -> None:
+        """Add the languages of its request and answer to its signals (after :meth:`read`:
+        a pass reads all its runs first, the identifier's model loading meanwhile)."""
+        self.signals[:0] = language_signals(self.request, self.answer)
+
+    def needs_identifier(self) -> bool:
+        """Whether :meth:`identify` will ask the identifier's model."""
+        return needs_identifier(self.request) or needs_identifier(self.answer)
+
 
 def trace_signals(
     request: str, answer: str, system: str, calls: Sequence[Mapping[str, Any]]
 ) -> list[str]:
     """What a run's trace shows that its stored text does not keep: the answer repeats the
     system prompt (``leak``), the answer states an identifier found nowhere in the request,
-    system prompt or tool calls (``unsupported_id``); and the languages of its request and
-    answer and what the answer says (:func:`text_signals`), read once."""
-    signals = text_signals(request, answer[:FIELD_CHARS])
+    system prompt or tool calls (``unsupported_id``); and what the answer says
+    (:func:`~tracescore.insights.signature.answer_signal`), read once. Its languages are
+    added apart (:meth:`FailedRun.identify`)."""
+    signals = [answer_signal(answer[:FIELD_CHARS])]
     if leaks(answer, system):
         signals.append("leak")
     evidence = (
@@ -329,12 +343,15 @@ def read_runs(
 def _rebuild(
     store: SpanStore, runs: Sequence[FailedRun], conventions: Sequence[Convention]
 ) -> list[FailedRun]:
-    """Fill ``runs`` from their traces, loaded and rebuilt in batches; the runs found."""
+    """Fill ``runs`` from their traces, loaded and rebuilt in batches; the runs found. Their
+    languages are identified once all are read: the first run that needs the identifier's
+    model starts loading it in the background, while the others are rebuilt."""
     by_trace: dict[str, list[FailedRun]] = {}
     for run in runs:
         by_trace.setdefault(run.trace_id, []).append(run)
     trace_ids = list(by_trace)
     found = []
+    loading = False
     for start in range(0, len(trace_ids), TRACE_BATCH):
         batch = trace_ids[start : start + TRACE_BATCH]
         for trace_id, trace in store.load_traces(batch).items():
@@ -353,6 +370,11 @@ def _rebuild(
                     failed.model = failed.model or agent_run.model
                     failed.read(ScorerRun.of(agent_run))
                     found.append(failed)
+                    if not loading and failed.needs_identifier():
+                        load_in_background()
+                        loading = True
+    for failed in found:
+        failed.identify()
     return found
 
 
@@ -406,4 +428,5 @@ def runs_from_exports(items: Iterable[Mapping[str, Any]]) -> Iterator[FailedRun]
         if scored.get("reason"):
             run.reasons.append(str(scored["reason"])[:REASON_CHARS])
         run.read(ScorerRun.of(item))
+        run.identify()
         yield run
