@@ -107,7 +107,7 @@ def test_a_new_version_rescores_once_beside_the_old_scores(
     first = build_worker(_config(db_url, "1", 0.01), store)
     _score_live(store, first)
     _ghost_score(store)
-    (recording,) = rescore_tasks(first)
+    (recording,) = rescore_tasks(first.scoring, store, first.owner)
     asyncio.run(recording.run())
     with connect(store.engine) as connection:
         recorded = rescore_job(connection, "length")
@@ -117,16 +117,18 @@ def test_a_new_version_rescores_once_beside_the_old_scores(
     workers = [build_worker(_config(db_url, "2", 0.02), store) for _ in range(2)]
     scored_by: dict[str, int] = {}
     for worker in workers:
-        original = worker.score
+        original = worker.scoring.score
 
         async def counted(binding: Any, run: Any, _w: Any = worker, _o: Any = original) -> Any:
             scored_by[_w.owner] = scored_by.get(_w.owner, 0) + 1
             return await _o(binding, run)
 
-        worker.score = counted  # type: ignore[method-assign]
+        worker.scoring.score = counted  # type: ignore[method-assign]
 
     async def both() -> None:
-        tasks: list[BindingRescore] = [task for w in workers for task in rescore_tasks(w)]
+        tasks: list[BindingRescore] = [
+            task for w in workers for task in rescore_tasks(w.scoring, store, w.owner)
+        ]
         await asyncio.gather(*(task.run() for task in tasks))
 
     asyncio.run(both())

@@ -67,11 +67,11 @@ def test_agent_run_is_scored_once_and_rescoring_upserts(db_url: str) -> None:
 
     # The same trace scored again (a late span, a lost lease): same row, not a second one.
     worker = build_worker(config.scoring(), store)
-    asyncio.run(worker.score_runs([]))
+    asyncio.run(worker.scoring.score_runs([]))
     from tracescore.extract import extract_runs
 
     trace = store.load_trace(row.trace_id)
-    again, _ = asyncio.run(worker.score_runs(extract_runs(trace)))
+    again, _ = asyncio.run(worker.scoring.score_runs(extract_runs(trace)))
     with store.engine.begin() as connection:
         from tracescore.store.scores import upsert_scores
 
