@@ -157,6 +157,7 @@ class Scoring:
         if select is not None and stored is not None and self.router.cascades.active:
             known = await asyncio.to_thread(self._current, stored, {r.trace_id for r in runs})
         routed = Routed()
+        self.router.boosts.refresh()  # the live worker's claims refresh them; here, each call
         self.router.route(runs, routed, datetime.now(UTC), known=known, select=select)
         rows = routed.rows + await self.score_later(routed.later, [*routed.rows, *known])
         order = {binding.name: index for index, binding in enumerate(self.bindings)}
