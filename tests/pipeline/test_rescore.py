@@ -150,8 +150,8 @@ def test_a_new_version_rescores_once_beside_the_old_scores(
 
     # Started again with version 2: nothing left to do, nothing scored.
     again = build_worker(_config(db_url, "2", 0.02), store)
-    again.score = None  # type: ignore[assignment]  # would fail if it were called
-    asyncio.run(rescore_tasks(again)[0].run())
+    again.scoring.score = None  # type: ignore[assignment]  # would fail if it were called
+    asyncio.run(rescore_tasks(again.scoring, store, again.owner)[0].run())
     assert len(_rows(store)) == len(rows)
     store.close()
 
@@ -165,7 +165,8 @@ def test_a_first_start_after_a_version_change_rescores(sqlite_url: str) -> None:
         trace = agent_trace(rng, city)
         store.write(decode_traces(export_request(trace.spans), json=False).spans, [])
     _score_live(store, build_worker(_config(sqlite_url, "1", 0.01), store))
-    asyncio.run(rescore_tasks(build_worker(_config(sqlite_url, "2", 0.02), store))[0].run())
+    second = build_worker(_config(sqlite_url, "2", 0.02), store)
+    asyncio.run(rescore_tasks(second.scoring, store, second.owner)[0].run())
     with connect(store.engine) as connection:
         job = rescore_job(connection, "length")
     assert job is not None and (job.state, job.old_version, job.new_version) == ("done", "1", "2")
