@@ -75,14 +75,17 @@ def measure(db_url: str, bindings: str, traces: list[Trace]) -> tuple[float, flo
             store.write([span for trace in chunk for span in trace.spans])
         config = parse_config("scorers:\n" + bindings).scoring()
         worker = build_worker(config, store)
-        worker.warm_up()
+        worker.scoring.warm_up()
         began = time.perf_counter()
         while claims := store.queue.claim(worker.owner, BATCH, 60.0, now=FAR_FUTURE):
             asyncio.run(worker.process_batch(claims))
         traces_per_second = len(traces) / (time.perf_counter() - began)
-        if not worker.conversation_bindings:
+        scoring = worker.scoring
+        if not scoring.conversation_bindings:
             return traces_per_second, None, 0
-        loop = ConversationScoring(worker, worker.conversation_bindings, config.conversations)
+        loop = ConversationScoring(
+            scoring, store, scoring.conversation_bindings, config.conversations, worker.owner
+        )
         scored = 0
         began = time.perf_counter()
         while ready := loop.queue.claim(worker.owner, BATCH, 60.0, now=FAR_FUTURE):

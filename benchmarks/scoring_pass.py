@@ -43,8 +43,8 @@ PARTS: dict[str, list[tuple[str, str]]] = {
         ("extract/sources.py", "read_sources"),
         ("pipeline/batches.py", "trace_turn"),
     ],
-    "scorer input (ScorerRun.of, input budget)": [("pipeline/scoring_worker.py", "_scorer_input")],
-    "scorers (run_sync through the watchdog)": [("pipeline/scoring_worker.py", "_score_in_time")],
+    "scorer input (ScorerRun.of, input budget)": [("pipeline/scoring.py", "scorer_input")],
+    "scorers (run_sync through the watchdog)": [("pipeline/scoring.py", "_score_in_time")],
     "row building (score_row, decision_row)": [
         ("pipeline/score_rows.py", "score_row"),
         ("pipeline/score_rows.py", "decision_row"),
@@ -129,7 +129,7 @@ def _scored_pass(url: str, config: Config, count: int, profile: cProfile.Profile
     with open(os.devnull, "w") as devnull:
         relay = MetricRelay(devnull)
         worker = build_worker(config.scoring(), store, metrics=relay)
-        worker.warm_up()
+        worker.scoring.warm_up()
         gc.collect()
         seconds = 0.0
         try:

@@ -47,8 +47,13 @@ class Pipeline:
         config = parse_config("scorers:\n" + bindings + conversations).scoring()
         self.store = open_store(db_url)
         self.worker = build_worker(config, self.store)
+        scoring = self.worker.scoring
         self.conversations = ConversationScoring(
-            self.worker, self.worker.conversation_bindings, config.conversations
+            scoring,
+            self.store,
+            scoring.conversation_bindings,
+            config.conversations,
+            self.worker.owner,
         )
 
     def send(self, *traces: Trace) -> list[StoredScore]:
@@ -108,7 +113,8 @@ def test_a_conversation_is_scored_in_order_once_idle_and_rescored_after_a_later_
 
 def test_only_conversation_bindings_still_record_every_turn(db_url: str) -> None:
     pipeline = Pipeline(db_url, TURN_ORDER)
-    assert pipeline.worker.bindings == [] and len(pipeline.worker.conversation_bindings) == 1
+    assert pipeline.worker.scoring.bindings == []
+    assert len(pipeline.worker.scoring.conversation_bindings) == 1
     assert pipeline.send(*_turns("pydantic-ai")) == []  # no run score
     (row,) = pipeline.score_conversations()
     assert row["score"] == 3.0 and (row["reason"] or "").startswith(" | ".join(USERS))
@@ -259,7 +265,7 @@ def test_two_instances_score_each_conversation_exactly_once(db_url: str) -> None
             rows: list[StoredScore] = []
             loop = pipeline.conversations
             while claims := await asyncio.to_thread(
-                loop.queue.claim, loop.worker.owner, 4, 30.0, FAR_FUTURE
+                loop.queue.claim, loop.owner, 4, 30.0, FAR_FUTURE
             ):
                 for found in await asyncio.gather(*map(loop.process, claims)):
                     rows.extend(found)

@@ -13,10 +13,11 @@ from tracescore.extract import extract_runs
 from tracescore.ingest.files import load_traces
 from tracescore.pipeline.bindings import compile_bindings
 from tracescore.pipeline.config import WorkersConfig
+from tracescore.pipeline.scoring import Scoring
 from tracescore.pipeline.scoring_task import build_worker
-from tracescore.pipeline.scoring_worker import ScoringWorker
 from tracescore.store import open_store
 from tracescore.store.score_aggregates import coverage
+from tracescore.store.score_reads import trace_scores
 
 TRACES = [
     CAPTURES / "otel-genai-openai-v2-latest" / "tool_call_agent",
@@ -97,11 +98,16 @@ def test_a_cascade_on_the_store_scores_the_flagged_runs_and_coverage_counts_each
     # The offline commands' path (score_runs) decides every run the same way.
     runs = [run for trace in traces for run in extract_runs(trace)]
     bindings = compile_bindings(config.scorers, {}, None)
-    offline, _ = asyncio.run(ScoringWorker(None, bindings, WorkersConfig(), 30.0).score_runs(runs))
+    offline, _ = asyncio.run(Scoring(bindings, WorkersConfig(), timed=False).score_runs(runs))
     assert _decided(offline) == decided
+
     # A backfill (rescore) of the cascade binding alone: its upstream's stored rows decide.
+    def stored(trace_ids: Any) -> list[Any]:
+        with store.engine.connect() as connection:
+            return [row for trace_id in trace_ids for row in trace_scores(connection, trace_id)]
+
     backfill, _ = asyncio.run(
-        worker.score_runs(runs, lambda binding, _run: binding.name == "short")
+        worker.scoring.score_runs(runs, lambda binding, _run: binding.name == "short", stored)
     )
     assert {row["binding"] for row in backfill} == {"short"}
     assert _decided(backfill) == decided

@@ -105,7 +105,7 @@ def test_a_new_version_rescores_once_beside_the_old_scores(
     first = build_worker(_config(db_url, "1", 0.01), store)
     _score_live(store, first)
     _ghost_score(store)
-    (recording,) = rescore_tasks(first)
+    (recording,) = rescore_tasks(first.scoring, store, first.owner)
     asyncio.run(recording.run())
     with connect(store.engine) as connection:
         recorded = rescore_job(connection, "length")
@@ -115,16 +115,18 @@ def test_a_new_version_rescores_once_beside_the_old_scores(
     workers = [build_worker(_config(db_url, "2", 0.02), store) for _ in range(2)]
     scored_by: dict[str, int] = {}
     for worker in workers:
-        original = worker.score
+        original = worker.scoring.score
 
         async def counted(binding: Any, run: Any, _w: Any = worker, _o: Any = original) -> Any:
             scored_by[_w.owner] = scored_by.get(_w.owner, 0) + 1
             return await _o(binding, run)
 
-        worker.score = counted  # type: ignore[method-assign]
+        worker.scoring.score = counted  # type: ignore[method-assign]
 
     async def both() -> None:
-        tasks: list[BindingRescore] = [task for w in workers for task in rescore_tasks(w)]
+        tasks: list[BindingRescore] = [
+            task for w in workers for task in rescore_tasks(w.scoring, store, w.owner)
+        ]
         await asyncio.gather(*(task.run() for task in tasks))
 
     asyncio.run(both())
@@ -146,8 +148,8 @@ def test_a_new_version_rescores_once_beside_the_old_scores(
 
     # Started again with version 2: nothing left to do, nothing scored.
     again = build_worker(_config(db_url, "2", 0.02), store)
-    again.score = None  # type: ignore[assignment]  # would fail if it were called
-    asyncio.run(rescore_tasks(again)[0].run())
+    again.scoring.score = None  # type: ignore[assignment]  # would fail if it were called
+    asyncio.run(rescore_tasks(again.scoring, store, again.owner)[0].run())
     assert len(_rows(store)) == len(rows)
     store.close()
 
@@ -161,7 +163,8 @@ def test_a_first_start_after_a_version_change_rescores(sqlite_url: str) -> None:
         trace = agent_trace(rng, city)
         store.write(decode_traces(export_request(trace.spans), json=False).spans, [])
     _score_live(store, build_worker(_config(sqlite_url, "1", 0.01), store))
-    asyncio.run(rescore_tasks(build_worker(_config(sqlite_url, "2", 0.02), store))[0].run())
+    second = build_worker(_config(sqlite_url, "2", 0.02), store)
+    asyncio.run(rescore_tasks(second.scoring, store, second.owner)[0].run())
     with connect(store.engine) as connection:
         job = rescore_job(connection, "length")
     assert job is not None and (job.state, job.old_version, job.new_version) == ("done", "1", "2")

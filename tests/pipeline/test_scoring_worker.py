@@ -67,11 +67,11 @@ def test_agent_run_is_scored_once_and_rescoring_upserts(db_url: str) -> None:
 
     # The same trace scored again (a late span, a lost lease): same row, not a second one.
     worker = build_worker(config.scoring(), store)
-    asyncio.run(worker.score_runs([]))
+    asyncio.run(worker.scoring.score_runs([]))
     from tracescore.extract import extract_runs
 
     trace = store.load_trace(row.trace_id)
-    again, _ = asyncio.run(worker.score_runs(extract_runs(trace)))
+    again, _ = asyncio.run(worker.scoring.score_runs(extract_runs(trace)))
     with store.engine.begin() as connection:
         from tracescore.store.scores import upsert_scores
 
@@ -274,3 +274,41 @@ def test_linked_calls_are_read_once_and_a_per_call_loop_as_one_run(sqlite_url: s
     assert (sdk.runs, sdk.reason, sdk.unread_traces) == (0, "read_elsewhere", 0)
     # Read elsewhere is counted apart from the unread traces, once a twin.
     assert (elsewhere() - before, twins_unread() - unread_before) == (2, 0)
+
+
+def test_a_batch_stored_trace_by_trace_still_counts_the_text_it_replaced(db_url: str) -> None:
+    """Issue 51: when the database refuses a batch's transaction (here a token count beyond
+    its column), each trace is stored on its own; the text values replaced on the way (a NUL
+    in a conversation's turn) had been counted only on the batch's own path."""
+    import random
+
+    from tests.support.agent_otlp import agent_trace, export_request
+    from tracescore import metrics
+    from tracescore.ingest.decode import decode_traces
+
+    def replaced() -> float:
+        sample = metrics.REGISTRY.get_sample_value(
+            "tracescore_text_replaced_total", {"where": "conversation_turns"}
+        )
+        return sample or 0.0
+
+    store = open_store(db_url)
+    config = _config("  - {name: answer, scorer: 'tests.support.custom_scorers:answer_present'}\n")
+    worker = build_worker(config.scoring(), store)
+    counted = []
+    for seed in (1, 2):  # the batch's path, then the trace-by-trace one
+        trace = agent_trace(random.Random(seed), "Pa\x00ris", conversation=f"talk-{seed}")
+        store.write(decode_traces(export_request(trace.spans), json=False).spans, [])
+        claims = store.queue.claim(worker.owner, 10, 30.0, now=FAR_FUTURE)
+        batch = worker._prepare(claims)
+        [done] = batch.done
+        assert done.turn is not None and "\x00" in done.turn.user_text
+        if seed == 2:
+            done.rows[0]["input_tokens"] = 2**70  # refused by both databases
+        before = replaced()
+        worker._store(batch.done, batch.unsampled, batch.tallies)
+        counted.append(replaced() - before)
+    assert counted[0] >= 1 and counted[1] == counted[0]
+    rows = {row.trace_id: row for row in _stored(store)}
+    assert len(rows) == 2 and sorted(row.status for row in rows.values()) == ["error", "ok"]
+    assert store.queue.claim("again", 10, 30.0, now=FAR_FUTURE) == []  # both completed

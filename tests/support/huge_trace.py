@@ -97,6 +97,7 @@ def _reader(url: str, trace_id: str, path: str) -> Callable[[], tuple[Any, str |
     from tracescore.pipeline.config import ScorerBinding, WorkersConfig
     from tracescore.pipeline.rescore import BindingRescore
     from tracescore.pipeline.rescore_config import RescoreOnChange
+    from tracescore.pipeline.scoring import Scoring
     from tracescore.pipeline.scoring_worker import ScoringWorker
     from tracescore.store import open_store
     from tracescore.store.trace_queue import TraceClaim
@@ -110,14 +111,14 @@ def _reader(url: str, trace_id: str, path: str) -> Callable[[], tuple[Any, str |
     assert summary is not None, "the trace is stored"
     reads = TraceReads(config, store)
     bindings = compile_bindings(config.scorers, {}, None)
-    worker = ScoringWorker(store, bindings, WorkersConfig(processes=0), 60.0)
+    worker = ScoringWorker(store, Scoring(bindings, WorkersConfig(processes=0)), 60.0)
     every_kind = [
         *config.scorers,
         ScorerBinding(name="llm-tone", scorer="tone", target="llm"),
         ScorerBinding(name="tool-tone", scorer="tone", target="tool"),
     ]
     worker_all = ScoringWorker(
-        store, compile_bindings(every_kind, {}, None), WorkersConfig(processes=0), 60.0
+        store, Scoring(compile_bindings(every_kind, {}, None), WorkersConfig(processes=0)), 60.0
     )
 
     def runs() -> tuple[int, str | None]:
@@ -145,7 +146,7 @@ def _reader(url: str, trace_id: str, path: str) -> Callable[[], tuple[Any, str |
         )
 
     def rescore() -> tuple[bool, str | None]:
-        task = BindingRescore(worker, bindings[0], RescoreOnChange())
+        task = BindingRescore(worker.scoring, store, bindings[0], RescoreOnChange(), worker.owner)
         agent = f"{trace_id[:12]}0000"
         run = asyncio.run(asyncio.to_thread(task._run, trace_id, agent))
         assert run is not None

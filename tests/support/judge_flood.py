@@ -57,15 +57,15 @@ async def _flood(
     db_url: str, config_text: str, trace_id: str, runs: int, interval: float, clock: FastClock
 ) -> list[str]:
     store = open_store(db_url, create=False)
-    worker = build_worker(parse_config(config_text).scoring(), store)
     trace = store.load_trace(trace_id)
     assert trace is not None, trace_id
     run = next(run for run in extract_runs(trace) if run.primary)
-    binding = worker.bindings[0]
+    scoring = build_worker(parse_config(config_text).scoring(), store).scoring
+    binding = scoring.bindings[0]
     binding.limiter = BindingLimiter(store.engine, binding.name, binding.config.limits, clock)
     scores = []
     for _ in range(runs):
-        scores.append(asyncio.create_task(worker.score(binding, run)))
+        scores.append(asyncio.create_task(scoring.score(binding, run)))
         await asyncio.sleep(interval)
     rows = await asyncio.gather(*scores)
     store.close()

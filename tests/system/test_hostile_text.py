@@ -483,18 +483,17 @@ def test_a_score_row_the_database_refuses_is_stored_as_an_error_row(db_url: str)
         worker = build_worker(parse_config("").scoring(), store)
         [trace] = load_traces([_CAPTURE])
         [run] = [run for run in extract_runs(trace) if run.primary]
-        rows = [score_row(binding, run, status="ok") for binding in worker.bindings]
+        bindings = worker.scoring.bindings
+        rows = [score_row(binding, run, status="ok") for binding in bindings]
         rows[0]["input_tokens"] = 2**70
         worker._write(rows, [])
         with store.engine.connect() as conn:
             stored = {row.binding: row for row in conn.execute(ScoreRow.__table__.select())}
-        assert set(stored) == {binding.name for binding in worker.bindings}
-        refused = stored[worker.bindings[0].name]
+        assert set(stored) == {binding.name for binding in bindings}
+        refused = stored[bindings[0].name]
         assert refused.status == "error" and refused.input_tokens == 0
         assert refused.error.startswith("the score could not be stored:")
-        assert all(
-            row.status == "ok" for name, row in stored.items() if name != worker.bindings[0].name
-        )
+        assert all(row.status == "ok" for name, row in stored.items() if name != bindings[0].name)
     finally:
         store.close()
 

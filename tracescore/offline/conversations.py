@@ -23,7 +23,7 @@ from tracescore.extract.model import AgentRun, RunInput, SystemMessage
 from tracescore.pipeline.bindings import CompiledBinding, select_target
 from tracescore.pipeline.config import WorkersConfig
 from tracescore.pipeline.conversations import label_conversation_score
-from tracescore.pipeline.scoring_worker import ScoringWorker
+from tracescore.pipeline.scoring import Scoring
 from tracescore.store.scores import StoredScore
 
 
@@ -145,15 +145,15 @@ def last_turn_run(conversation: Conversation) -> AgentRun:
 
 
 async def score_conversation(
-    conversation: Conversation, bindings: Sequence[CompiledBinding], worker: ScoringWorker
+    conversation: Conversation, bindings: Sequence[CompiledBinding], scoring: Scoring
 ) -> list[StoredScore]:
     """The rows of every binding whose filter the conversation's last turn passes, scored by
-    ``worker`` and identified as the service identifies them (by conversation, binding and turn count)."""
+    ``scoring`` and identified as the service identifies them (by conversation, binding and turn count)."""
     if not conversation.turns:
         return []
     anchor = last_turn_run(conversation)
     chosen = [binding for binding in bindings if binding.matches(anchor)]
-    rows = await asyncio.gather(*(worker.score(b, anchor, subject=conversation) for b in chosen))
+    rows = await asyncio.gather(*(scoring.score(b, anchor, subject=conversation) for b in chosen))
     for binding, row in zip(chosen, rows, strict=True):
         label_conversation_score(row, conversation, binding)
     return list(rows)
@@ -169,13 +169,11 @@ async def score_conversations(
     """Score each conversation with the bindings, ``concurrency`` conversations at once; the
     rows per conversation, in order. ``on_conversation(index, rows)`` as each finishes."""
     slots = asyncio.Semaphore(concurrency)
-    worker = ScoringWorker(
-        None, bindings, WorkersConfig(concurrency=concurrency), lease_seconds=0.0
-    )
+    scoring = Scoring(bindings, WorkersConfig(concurrency=concurrency), timed=False)
 
     async def one(index: int, conversation: Conversation) -> list[StoredScore]:
         async with slots:
-            rows = await score_conversation(conversation, bindings, worker)
+            rows = await score_conversation(conversation, bindings, scoring)
         if on_conversation is not None:
             on_conversation(index, rows)
         return rows

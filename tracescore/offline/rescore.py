@@ -4,9 +4,9 @@ A score's id includes its scorer version, so scores of a new version are stored 
 ones (``tracescore compare`` reads both) and scoring again with the same version rewrites the
 same rows. Runs that already have a current score (``ok`` or ``not_scorable``) are skipped unless
 ``force`` is set, so an interrupted backfill resumes where it stopped and a second one is free.
-Runs go through the live worker's routing, sampling and limits; a ``--max-cost`` budget stops
-starting traces once what was spent, plus what the traces in flight are expected to cost,
-would pass it.
+Runs go through the live worker's routing (:mod:`~tracescore.pipeline.route`), sampling and
+limits; a ``--max-cost`` budget stops starting traces once what was spent, plus what the traces
+in flight are expected to cost, would pass it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -27,8 +27,9 @@ from tracescore.offline.sample import RunSample
 from tracescore.pipeline.bindings import CompiledBinding, primary_only
 from tracescore.pipeline.config import WorkersConfig
 from tracescore.pipeline.sampling import is_sampled
-from tracescore.pipeline.scoring_worker import ScoringWorker
-from tracescore.store import SpanStore
+from tracescore.pipeline.scoring import Scoring
+from tracescore.store import SpanStore, connect
+from tracescore.store.score_reads import trace_scores
 from tracescore.store.scores import (
     SamplingDecision,
     StoredScore,
@@ -99,17 +100,22 @@ class Backfill:
         self.force = force
         self.only_primary = primary_only(self.bindings)
         self.concurrency = concurrency
-        self.worker = ScoringWorker(
-            store,
+        self.scoring = Scoring(
             self.bindings,
             WorkersConfig(concurrency=concurrency),
-            0.0,
+            timed=False,
             conventions=conventions,
         )
 
     def trace_ids(self, since: float) -> list[str]:
         summaries = self.store.list_traces(limit=2**62, since=since)
         return [summary.trace_id for summary in summaries]
+
+    def _stored(self, trace_ids: Collection[str]) -> list[StoredScore]:
+        """The score rows stored for ``trace_ids``: a cascade after a run skipped here (its
+        upstream's score current) decides on its upstream's stored row."""
+        with connect(self.store.engine) as connection:
+            return [row for trace_id in trace_ids for row in trace_scores(connection, trace_id)]
 
     def _done(self, trace_id: str) -> set[str]:
         if self.force:
@@ -128,7 +134,7 @@ class Backfill:
         runs = (
             # only the runs a binding can score, as the live worker builds them: all of a
             # 20,000-span trace's were 220 MB of objects, for default bindings that score one
-            extract_runs(trace, self.worker.conventions, only_primary=self.only_primary)
+            extract_runs(trace, self.scoring.conventions, only_primary=self.only_primary)
             if trace is not None
             else []
         )
@@ -191,7 +197,7 @@ class Backfill:
             nonlocal in_flight
             try:
                 runs, wanted, _pairs = await asyncio.to_thread(self._todo, trace_id)
-                rows, decisions = await self.worker.score_runs(runs, wanted)
+                rows, decisions = await self.scoring.score_runs(runs, wanted, self._stored)
             finally:
                 in_flight -= 1
                 slots.release()

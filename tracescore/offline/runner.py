@@ -1,8 +1,8 @@
 """Offline scoring through the live pipeline's code, and ``run_evals`` for Python callers.
 
-Files and datasets are scored by the same :class:`ScoringWorker.score_runs` the collector uses:
-the same target selection, filters and score rows, so a CI gate and production agree on what a
-binding scores. Only sampling differs: offline, every eligible run is scored (sampling exists to
+Files and datasets are scored by :meth:`~tracescore.pipeline.scoring.Scoring.score_runs`, which
+routes runs as the collector's worker does: the same target selection, filters, cascades and
+score rows, so a CI gate and production agree on what a binding scores. Only sampling differs: offline, every eligible run is scored (sampling exists to
 bound live judge spend, a CI run wants the whole dataset).
 """
 
@@ -29,7 +29,7 @@ from tracescore.offline.specs import bindings_from_specs
 from tracescore.pipeline.bindings import CompiledBinding, compile_bindings
 from tracescore.pipeline.config import SamplingConfig, ScorerBinding, WorkersConfig
 from tracescore.pipeline.routing import RunFilter
-from tracescore.pipeline.scoring_worker import ScoringWorker
+from tracescore.pipeline.scoring import Scoring
 from tracescore.scorers.base import Scorer
 from tracescore.scorers.utils import get_user_message
 from tracescore.store.scores import StoredScore
@@ -66,14 +66,12 @@ async def score_groups(
 
     ``on_group(index, rows)`` is called as each group finishes.
     """
-    worker = ScoringWorker(
-        None, bindings, WorkersConfig(concurrency=concurrency), lease_seconds=0.0
-    )
+    scoring = Scoring(bindings, WorkersConfig(concurrency=concurrency), timed=False)
     slots = asyncio.Semaphore(concurrency)
 
     async def one(index: int, group: Sequence[AgentRun]) -> list[Row]:
         async with slots:
-            rows, _decisions = await worker.score_runs(group)
+            rows, _decisions = await scoring.score_runs(group)
         if on_group is not None:
             on_group(index, rows)
         return rows
@@ -140,11 +138,10 @@ async def arun_evals(
     items = list(data)
     slots = asyncio.Semaphore(concurrency)
     # Runs are scored by the run bindings; a conversation item by every binding.
-    worker = ScoringWorker(
-        None,
+    scoring = Scoring(
         [b for b in bindings if not judges_conversations(b)],
         WorkersConfig(concurrency=concurrency),
-        lease_seconds=0.0,
+        timed=False,
     )
 
     async def one(index: int, item: Any) -> ItemResult:
@@ -155,7 +152,7 @@ async def arun_evals(
                     "a target answers single inputs, not conversations: give the turns' answers"
                 )
             elif result.conversation is not None:
-                rows = await score_conversation(result.conversation, bindings, worker)
+                rows = await score_conversation(result.conversation, bindings, scoring)
                 result.scores = {row["binding"]: row for row in rows}
             else:
                 try:
@@ -163,7 +160,7 @@ async def arun_evals(
                 except Exception as exc:  # noqa: BLE001 - one bad item is reported, not fatal
                     result.error = f"{type(exc).__name__}: {exc}"
             if result.run is not None:
-                rows, _decisions = await worker.score_runs([result.run])
+                rows, _decisions = await scoring.score_runs([result.run])
                 result.scores = {row["binding"]: row for row in rows}
         if on_item_complete is not None:
             outcome = on_item_complete(result)

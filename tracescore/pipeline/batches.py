@@ -12,26 +12,20 @@ from tracescore.conversations.turns import answer_text, user_text
 from tracescore.extract.content import awaits_tool_results
 from tracescore.extract.model import AgentRun
 from tracescore.extract.sources import TraceReading
-from tracescore.pipeline.bindings import CompiledBinding, select_target
+from tracescore.pipeline.bindings import select_target
+from tracescore.pipeline.route import Routed
 from tracescore.store.conversations import TurnRecord
-from tracescore.store.scores import SamplingDecision, StoredScore
 from tracescore.store.sources import SourceTally
 from tracescore.store.trace_queue import TraceClaim
 
 
 @dataclass(slots=True)
-class ClaimedTrace:
-    """One claimed trace on its way through a batch."""
+class ClaimedTrace(Routed):
+    """One claimed trace on its way through a batch: what routing its runs gave
+    (:class:`~tracescore.pipeline.route.Routed`), and what is stored beside its scores."""
 
     claim: TraceClaim
     runs: list[AgentRun] = field(default_factory=list)
-    decisions: list[SamplingDecision] = field(default_factory=list)
-    """The sampling decisions on its runs some binding left unsampled."""
-    sampled: list[str] = field(default_factory=list)
-    """The binding of each (binding, run) pair sampled: counted, their rows say the rest."""
-    rows: list[StoredScore] = field(default_factory=list)
-    later: list[tuple[CompiledBinding, AgentRun]] = field(default_factory=list)
-    """Sampled (binding, run) pairs for the asynchronous path (judges, limits)."""
     turn: TurnRecord | None = None
     """The trace's turn, when it names a conversation: recorded with its scores."""
     reading: TraceReading | None = None

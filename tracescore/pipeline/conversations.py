@@ -10,8 +10,8 @@ the reason and retried after a delay, parked as ``failed`` after too many attemp
 
 Sampling is by conversation id, so a conversation is scored whole or not at all; filters are
 matched against the last turn's run (the agent and service answering the conversation now).
-Scoring itself goes through the trace worker's :meth:`~tracescore.pipeline.scoring_worker.ScoringWorker.score`,
-so judges, rate and budget limits and the judge metrics are the ones run scores use.
+Scoring itself goes through :meth:`~tracescore.pipeline.scoring.Scoring.score`, the trace
+worker's, so judges, rate and budget limits and the judge metrics are the ones run scores use.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ from tracescore.extract.runs import primary_runs
 from tracescore.pipeline.bindings import CompiledBinding, select_target
 from tracescore.pipeline.renewal import free_ended_claims, renewing
 from tracescore.pipeline.sampling import is_sampled
-from tracescore.pipeline.scoring_worker import ScoringWorker
+from tracescore.pipeline.scoring import Scoring
+from tracescore.store import SpanStore
 from tracescore.store.conversations import (
     ConversationClaim,
     ConversationQueue,
@@ -82,20 +83,24 @@ def _timestamp(time_ns: int) -> datetime:
 
 
 class ConversationScoring:
-    """One instance's conversation scoring loop, beside the trace worker it scores through."""
+    """One instance's conversation scoring loop, beside the trace worker whose ``scoring`` it
+    scores through; ``owner`` holds its claims' leases (the worker's)."""
 
     def __init__(
         self,
-        worker: ScoringWorker,
+        scoring: Scoring,
+        store: SpanStore,
         bindings: Sequence[CompiledBinding],
         config: ConversationsConfig,
+        owner: str,
     ) -> None:
-        self.worker = worker
-        self.store = worker.store
+        self.scoring = scoring
+        self.store = store
         self.bindings = list(bindings)
         self.config = config
+        self.owner = owner
         self.queue = ConversationQueue(
-            worker.store.write_transaction,
+            store.write_transaction,
             ConversationReadiness(config.idle_timeout, config.max_wait),
         )
         self._database = Backoff("conversation scoring: the database")
@@ -113,7 +118,7 @@ class ConversationScoring:
         in_flight: set[asyncio.Task[list[StoredScore]]] = set()
         try:
             while True:
-                room = self.worker.config.claim_batch - len(in_flight)
+                room = self.scoring.config.claim_batch - len(in_flight)
                 claims = await self._claim(room) if room > 0 else []
                 in_flight.update(asyncio.create_task(self.process(claim)) for claim in claims)
                 if in_flight:
@@ -132,7 +137,7 @@ class ConversationScoring:
             return []
         try:
             claims = await asyncio.to_thread(
-                self.queue.claim, self.worker.owner, limit, self.config.lease_seconds
+                self.queue.claim, self.owner, limit, self.config.lease_seconds
             )
         except Exception as exc:
             self._database.failed(exc)
@@ -188,7 +193,7 @@ class ConversationScoring:
             runs = (
                 extract_runs(
                     trace,
-                    self.worker.conventions,
+                    self.scoring.conventions,
                     only_primary=True,
                     conversation_attributes=self.config.id_attributes,
                 )
@@ -240,7 +245,7 @@ class ConversationScoring:
     async def _score_one(
         self, binding: CompiledBinding, anchor: AgentRun, conversation: Conversation
     ) -> StoredScore:
-        row = await self.worker.score(binding, anchor, subject=conversation)
+        row = await self.scoring.score(binding, anchor, subject=conversation)
         label_conversation_score(row, conversation, binding)
         return row
 
@@ -256,10 +261,10 @@ class ConversationScoring:
             self.queue.complete(conn, [claim])
 
     def _observe(self, rows: Sequence[StoredScore], decisions: Sequence[SamplingDecision]) -> None:
-        metrics = self.worker.metrics
+        metrics = self.scoring.metrics
         for decision in decisions:
             metrics.sampling_decision(decision["binding"], decision["sampled"])
-        self.worker.publish(rows)
+        self.scoring.publish(rows)
 
 
 def _stored_turn(row: Any) -> Turn:

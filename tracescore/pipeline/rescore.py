@@ -50,7 +50,7 @@ from tracescore.judge.protocol import JudgeRequest, JudgeResponse
 from tracescore.pipeline.bindings import CompiledBinding
 from tracescore.pipeline.renewal import renewing
 from tracescore.pipeline.rescore_config import RescoreOnChange
-from tracescore.pipeline.scoring_worker import ScoringWorker
+from tracescore.pipeline.scoring import Scoring
 from tracescore.scorers.base import Scorer
 from tracescore.scorers.steps import PromptStep, StepContext
 from tracescore.store import SpanStore, connect
@@ -198,13 +198,17 @@ class BindingRescore:
 
     def __init__(
         self,
-        worker: ScoringWorker,
+        scoring: Scoring,
+        store: SpanStore,
         binding: CompiledBinding,
         settings: RescoreOnChange,
+        owner: str,
         clock: Any = time.time,
     ) -> None:
-        self.worker = worker
-        self.store: SpanStore = worker.store
+        self.scoring = scoring
+        self.store = store
+        self.owner = owner
+        """Who holds the binding's lease (the worker's owner)."""
         self.binding = binding
         self.settings = settings
         self.clock = clock
@@ -238,7 +242,7 @@ class BindingRescore:
     def _take(self) -> bool:
         with self.store.write_transaction() as connection:
             return acquire_lease(
-                connection, self.worker.owner, self.clock(), self.settings.lease, self.lease
+                connection, self.owner, self.clock(), self.settings.lease, self.lease
             )
 
     def _job(self) -> RescoreJob | None:
@@ -264,7 +268,7 @@ class BindingRescore:
                 await self._work(job)
         finally:
             with self.store.write_transaction() as connection:
-                release_lease(connection, self.worker.owner, self.lease)
+                release_lease(connection, self.owner, self.lease)
         return True
 
     def _start(self, now: Fingerprint) -> RescoreJob:
@@ -392,7 +396,7 @@ class BindingRescore:
         with self.store.write_transaction() as connection:
             if not (
                 acquire_lease(
-                    connection, self.worker.owner, self.clock(), self.settings.lease, self.lease
+                    connection, self.owner, self.clock(), self.settings.lease, self.lease
                 )
                 and advance_job(connection, job, done_before)
             ):
@@ -407,7 +411,7 @@ class BindingRescore:
         if run is None:
             job.missing += 1
             return None
-        row = await self.worker.score(self.binding, run)
+        row = await self.scoring.score(self.binding, run)
         version = job.new_version or self.binding.scorer.version
         row["scorer_version"] = version
         row["id"] = score_id(trace_id, span_id, self.binding.name, version)
@@ -430,19 +434,20 @@ class BindingRescore:
         found = None
         for run in iter_runs(
             trace,
-            conversation_attributes=self.worker.conversation_attributes,
-            conventions=self.worker.conventions,
+            conversation_attributes=self.scoring.conversation_attributes,
+            conventions=self.scoring.conventions,
         ):
             if run.span_id == span_id:
                 found = run
         return found
 
 
-def rescore_tasks(worker: ScoringWorker) -> list[BindingRescore]:
-    """The re-scores of the worker's run bindings with ``rescore_on_change`` (a conversation
-    binding is scored whole when its conversation goes idle, and is not re-scored)."""
+def rescore_tasks(scoring: Scoring, store: SpanStore, owner: str) -> list[BindingRescore]:
+    """The re-scores of ``scoring``'s run bindings with ``rescore_on_change`` (a conversation
+    binding is scored whole when its conversation goes idle, and is not re-scored), their
+    leases held by ``owner``."""
     return [
-        BindingRescore(worker, binding, binding.config.rescore_on_change)
-        for binding in worker.bindings
+        BindingRescore(scoring, store, binding, binding.config.rescore_on_change, owner)
+        for binding in scoring.bindings
         if binding.config.rescore_on_change is not None
     ]

@@ -53,7 +53,7 @@ _REVIVE_SECONDS = 1.0
 
 
 class MetricRelay:
-    """:class:`~tracescore.pipeline.scoring_worker.PipelineMetrics` for a child: calls are
+    """:class:`~tracescore.pipeline.scoring.PipelineMetrics` for a child: calls are
     added up in the process (counts by their labels, score observations by binding, scorer and
     status) and, every quarter second, what they came to goes to the service in one report
     line. Relaying each call (about eleven a trace) cost the child a lock, a closure and a

@@ -12,9 +12,12 @@ from tracescore import metrics
 from tracescore.background import BackgroundFactory
 from tracescore.extract.declared import claim_order
 from tracescore.pipeline.bindings import CompiledBinding, compile_bindings
+from tracescore.pipeline.boost import store_boosts
 from tracescore.pipeline.config import LearntThreshold, ScoringConfig
 from tracescore.pipeline.learnt_thresholds import LearntThresholds
-from tracescore.pipeline.scoring_worker import PipelineMetrics, ScoringWorker
+from tracescore.pipeline.sampling import skip_unsampled
+from tracescore.pipeline.scoring import PipelineMetrics, Scoring
+from tracescore.pipeline.scoring_worker import ScoringWorker
 from tracescore.store import SpanStore
 from tracescore.store.scores import StoredScore
 
@@ -27,22 +30,31 @@ def build_worker(
     emit: Callable[[StoredScore], None] | None = None,
     metrics: PipelineMetrics = metrics,
 ) -> ScoringWorker:
-    """A worker for ``config``'s bindings on ``store``; raises :class:`BindingError` early."""
+    """A worker for ``config``'s bindings on ``store``; raises :class:`BindingError` early.
+
+    Here the worker meets the store it shares with the service, so here the store's queue is
+    told what the worker's promotion and failures need: to finish the traces no binding
+    samples (:func:`~tracescore.pipeline.sampling.skip_unsampled`) and to count the traces
+    parked as failed."""
     if config.judges:
         from tracescore.judge import use_verdict_store  # only with judges
 
         use_verdict_store(store.engine)
     bindings = compile_bindings(config.scorers, dict(config.judges), store.engine)
-    return ScoringWorker(
-        store,
+    configs = [binding.config for binding in bindings]
+    boosts = store_boosts(configs, store.engine)
+    scoring = Scoring(
         bindings,
         config.workers,
-        config.assembly.lease_seconds,
-        emit=emit,
         metrics=metrics,
+        emit=emit,
+        boosts=boosts,
         conversation_attributes=config.conversations.id_attributes,
         conventions=claim_order(config.conventions),
     )
+    store.queue.on_failed = metrics.traces_failed
+    skip_unsampled(store.queue, configs, metrics, boosts)
+    return ScoringWorker(store, scoring, config.assembly.lease_seconds)
 
 
 async def relearn(learnt: LearntThresholds, bindings: Sequence[CompiledBinding]) -> None:
@@ -76,25 +88,26 @@ def pipeline_task(
         emitter = EvaluationEmitter(config.export)
     emit = emitter.emit if emitter else None
     worker = build_worker(config, store, emit=emit, metrics=metrics)
+    scoring = worker.scoring
     loops = [worker.run]
-    if worker.conversation_bindings:
+    if scoring.conversation_bindings:
         from tracescore.pipeline.conversations import ConversationScoring
 
         conversations = ConversationScoring(
-            worker, worker.conversation_bindings, config.conversations
+            scoring, store, scoring.conversation_bindings, config.conversations, worker.owner
         )
         loops.append(conversations.run)
-    if any(binding.config.on_feedback is not None for binding in worker.bindings):
+    if any(binding.config.on_feedback is not None for binding in scoring.bindings):
         from tracescore.pipeline.trigger_judging import FeedbackTriggers
 
-        loops.append(FeedbackTriggers(worker, worker.bindings).run)
+        loops.append(FeedbackTriggers(scoring, store, scoring.bindings).run)
     learnt = LearntThresholds(store.engine, config.scorers)
     if learnt.learning:
-        loops.append(partial(relearn, learnt, worker.bindings))
-    if any(binding.config.rescore_on_change for binding in worker.bindings):
+        loops.append(partial(relearn, learnt, scoring.bindings))
+    if any(binding.config.rescore_on_change for binding in scoring.bindings):
         from tracescore.pipeline.rescore import rescore_tasks
 
-        loops += [rescore.run for rescore in rescore_tasks(worker)]
+        loops += [rescore.run for rescore in rescore_tasks(scoring, store, worker.owner)]
 
     async def run() -> None:
         try:

@@ -1,6 +1,6 @@
 """Judging feedback triggers: a loop of every scoring process beside its worker takes due
 triggers (:mod:`tracescore.pipeline.feedback_triggers`) and judges their runs with the worker's
-own :meth:`~tracescore.pipeline.scoring_worker.ScoringWorker.score`, so the binding's ``limits``
+own :meth:`~tracescore.pipeline.scoring.Scoring.score`, so the binding's ``limits``
 apply as to any run (one beyond them is stored ``skipped_budget`` or ``skipped_rate``, and the
 trigger says so) and its spend counts against them.
 
@@ -29,8 +29,8 @@ from tracescore.extract import extract_runs
 from tracescore.extract.model import AgentRun
 from tracescore.pipeline.bindings import CompiledBinding
 from tracescore.pipeline.renewal import renewing
-from tracescore.pipeline.scoring_worker import ScoringWorker
-from tracescore.store import TraceState, connect
+from tracescore.pipeline.scoring import Scoring
+from tracescore.store import SpanStore, TraceState, connect
 from tracescore.store.feedback_triggers import (
     Outcome,
     Trigger,
@@ -70,14 +70,15 @@ class FeedbackTriggers:
 
     def __init__(
         self,
-        worker: ScoringWorker,
+        scoring: Scoring,
+        store: SpanStore,
         bindings: Sequence[CompiledBinding],
         *,
         poll: float = POLL_SECONDS,
         lease: float = LEASE_SECONDS,
     ) -> None:
-        self.worker = worker
-        self.store = worker.store
+        self.scoring = scoring
+        self.store = store
         self.bindings = {b.name: b for b in bindings if b.config.on_feedback is not None}
         self.poll = poll
         self.lease = lease
@@ -159,9 +160,9 @@ class FeedbackTriggers:
         runs = binding.eligible(
             extract_runs(
                 trace,
-                self.worker.conventions,
+                self.scoring.conventions,
                 only_primary=binding.config.target in ("agent", "trace"),
-                conversation_attributes=self.worker.conversation_attributes,
+                conversation_attributes=self.scoring.conversation_attributes,
             ),
             trace,
         )
@@ -201,7 +202,7 @@ class FeedbackTriggers:
                 renew_triggers(connection, [trigger.id], time.time() + self.lease)
 
         rows = await renewing(
-            asyncio.gather(*(self.worker.score(binding, run) for run in runs)),
+            asyncio.gather(*(self.scoring.score(binding, run) for run in runs)),
             renew,
             self.lease,
             f"feedback trigger {trigger.id}",
@@ -216,7 +217,7 @@ class FeedbackTriggers:
                 finish_trigger(connection, trigger.id, "done", outcome, reason)
 
         await asyncio.to_thread(store)
-        self.worker.publish(rows)
+        self.scoring.publish(rows)
 
     def _postpone(self, trigger: Trigger, reason: str, *, failed: bool = False) -> None:
         """Look again later: soon at first, then less often (1 s to 30 s); a trigger failing
