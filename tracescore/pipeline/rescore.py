@@ -395,9 +395,7 @@ class BindingRescore:
         here: its stale progress never overwrites the other's."""
         with self.store.write_transaction() as connection:
             if not (
-                acquire_lease(
-                    connection, self.owner, self.clock(), self.settings.lease, self.lease
-                )
+                acquire_lease(connection, self.owner, self.clock(), self.settings.lease, self.lease)
                 and advance_job(connection, job, done_before)
             ):
                 raise TakenOver(f"the re-score of {job.binding} passed to another process")
