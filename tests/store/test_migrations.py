@@ -103,8 +103,7 @@ def rows_by_key(
             .all()
         )
     rows = [
-        {name: _as_text(table, name, value, times) for name, value in row.items()}
-        for row in result
+        {name: _as_text(table, name, value, times) for name, value in row.items()} for row in result
     ]
     return {tuple(row[name] for name in key): tuple(row.items()) for row in rows}
 

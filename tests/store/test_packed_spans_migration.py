@@ -49,9 +49,7 @@ def _span(span_id: str, parent: str | None, name: str, attributes: dict[str, Any
         attributes=attributes,
         resource=RESOURCE,
         scope=SCOPE,
-        events=[SpanEvent("retry", 1_700_000_000_500_000_000, {"attempt": 2})]
-        if parent
-        else [],
+        events=[SpanEvent("retry", 1_700_000_000_500_000_000, {"attempt": 2})] if parent else [],
         status_code=0,
         status_message="",
         trace_state="",
@@ -99,7 +97,7 @@ def engine(empty_db_url: str) -> Iterator[Engine]:
 def _write_as_before(connection: Any) -> None:
     """The rows the release before wrote for :data:`SPANS` and :data:`RECORD`."""
     connection.execute(
-        text("INSERT INTO resources VALUES (:id, '{\"service.name\":\"support-bot\"}')"),
+        text('INSERT INTO resources VALUES (:id, \'{"service.name":"support-bot"}\')'),
         {"id": RESOURCE_ID},
     )
     connection.execute(

@@ -284,6 +284,7 @@ UPDATE {table} SET state = '{TraceState.FAILED}', last_error = :error,
     lease_owner = NULL, lease_token = NULL, lease_expires = NULL
 WHERE state = '{TraceState.CLAIMED}' AND lease_expires < :now AND attempts >= :max_attempts
 """
+
         def keyed(sql: str) -> TextClause:
             clause = text(sql)
             return clause if key_type is None else clause.bindparams(bindparam(key, type_=key_type))
