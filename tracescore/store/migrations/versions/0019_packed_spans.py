@@ -7,6 +7,9 @@ dictionary of GenAI words (``tracescore/store/packed.py``: a tag byte, then the 
 zstandard frame). ``spans.service_name`` goes: it is the span's resource's ``service.name``,
 which ingest reads from the resource. On SQLite the spans table becomes ``WITHOUT ROWID``: the
 table is its (trace_id, span_id) key's B-tree, where a rowid table kept the key twice.
+``ix_traces_state_last_seen`` and ``ix_traces_state_pending_since`` become partial indexes of
+the one state each of their reads names (pending, ready, claimed): nearly every trace is
+scored, and their entries for those were never read.
 
 SQLite cannot change a column's type: each table is copied into its new form, with the
 conversions as SQL functions of this connection (``ts_unhex``, ``ts_pack``), the old one
@@ -131,10 +134,18 @@ _INDEXES = (
     ("ix_logs_time", "logs", ("time_ns",), False),
     ("ix_logs_trace_event", "logs", ("trace_id", "event_name"), False),
     ("ix_traces_state_end", "traces", ("state", "end_time_ns"), False),
-    ("ix_traces_state_last_seen", "traces", ("state", "last_seen"), False),
     ("ix_traces_last_seen", "traces", ("last_seen",), False),
-    ("ix_traces_state_pending_since", "traces", ("state", "pending_since"), False),
 )
+"""The indexes of the tables SQLite copies, made again on the copies."""
+
+_IN_STATE = (
+    ("ix_traces_pending_last_seen", "last_seen", "pending"),
+    ("ix_traces_pending_since", "pending_since", "pending"),
+    ("ix_traces_ready_last_seen", "last_seen", "ready"),
+    ("ix_traces_claimed_last_seen", "last_seen", "claimed"),
+)
+"""The partial indexes replacing ``ix_traces_state_last_seen`` and
+``ix_traces_state_pending_since``: promotion and claims read the traces of one state each."""
 
 _PACK_BATCH = 5_000
 """Spans whose attributes PostgreSQL's pass compresses per statement."""
@@ -171,9 +182,20 @@ def _upgrade_sqlite(bind: sa.Connection) -> None:
         bind.exec_driver_sql(f"ALTER TABLE {copy} RENAME TO {table}")
     for name, table, columns, unique in _INDEXES:
         op.create_index(name, table, list(columns), unique=unique)
+    _index_by_state()
+
+
+def _index_by_state() -> None:
+    for name, column, state in _IN_STATE:
+        where = sa.text(f"state = '{state}'")
+        op.create_index(
+            name, "traces", ["state", column], sqlite_where=where, postgresql_where=where
+        )
 
 
 def _upgrade_postgresql(bind: sa.Connection) -> None:
+    op.drop_index("ix_traces_state_last_seen", table_name="traces")
+    op.drop_index("ix_traces_state_pending_since", table_name="traces")
     for table, columns in _IDS.items():
         changes = [
             f"ALTER COLUMN {column} TYPE bytea USING decode({column}, 'hex')" for column in columns
@@ -185,6 +207,7 @@ def _upgrade_postgresql(bind: sa.Connection) -> None:
                 "USING '\\x00'::bytea || convert_to(attributes, 'UTF8')",
             ]
         bind.exec_driver_sql(f"ALTER TABLE {table} {', '.join(changes)}")
+    _index_by_state()
     _pack_postgresql(bind)
 
 
