@@ -122,7 +122,7 @@ def pack(text: str) -> bytes:
     return _ZSTD_1_TAG + frame
 
 
-def unpack(stored: bytes | memoryview) -> bytes | memoryview:
+def unpack(stored: bytes) -> bytes:
     """The JSON text of a :func:`pack` result (as bytes, which :func:`codec.decode` reads)."""
     tag = stored[0]
     if tag == _RAW:
@@ -132,7 +132,7 @@ def unpack(stored: bytes | memoryview) -> bytes | memoryview:
     raise ValueError(f"unknown packed attributes format {tag}")
 
 
-def unpacked_size(stored: bytes | memoryview) -> int:
+def unpacked_size(stored: bytes) -> int:
     """Bytes of the JSON text a :func:`pack` result holds, without decompressing it (what a
     trace read's limit counts, :mod:`tracescore.store.trace_cut`)."""
     if stored[0] == _ZSTD_1:
