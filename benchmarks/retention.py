@@ -41,6 +41,7 @@ from tracescore.retention.config import RetentionConfig
 from tracescore.retention.prune import Pruner
 from tracescore.spans import Resource, Scope, Span
 from tracescore.store import open_store
+from tracescore.store.packed import pack
 from tracescore.store.vacuum import reclaim_space
 
 DAY_NS = 86_400 * 10**9
@@ -55,8 +56,8 @@ _NUMBERS = {
 }
 """How each database counts 0 … count - 1: a statement prefix and a row source."""
 _HEX = {
-    "sqlite": "printf('%0{width}x', {value})",
-    "postgresql": "lpad(to_hex({value}), {width}, '0')",
+    "sqlite": "unhex(printf('%0{width}x', {value}))",
+    "postgresql": "decode(lpad(to_hex({value}), {width}, '0'), 'hex')",
 }
 
 
@@ -73,11 +74,16 @@ def seed(engine: Engine, spans: int, per_trace: int, attribute_bytes: int) -> No
     values = {
         "per": per_trace,
         "old": time.time_ns() - 30 * DAY_NS,
-        "attributes": '{"padding": "' + "x" * attribute_bytes + '"}',
+        "attributes": pack('{"padding": "' + "x" * attribute_bytes + '"}'),
+        "resource": b"r",
+        "scope": b"s",
     }
     with engine.begin() as db:
-        db.execute(text("INSERT INTO resources VALUES ('r', '{}')"))
-        db.execute(text("INSERT INTO scopes VALUES ('s', 'bench', '1', '{}')"))
+        if dialect == "sqlite":  # ids are stored as bytes; SQLite before 3.41 has no unhex()
+            driver = db.connection.driver_connection
+            driver.create_function("unhex", 1, bytes.fromhex, deterministic=True)  # type: ignore[union-attr]
+        db.execute(text("INSERT INTO resources VALUES (:resource, '{}')"), values)
+        db.execute(text("INSERT INTO scopes VALUES (:scope, 'bench', '1', '{}')"), values)
         db.execute(
             text(
                 f"""{prefix} INSERT INTO traces (trace_id, service_name, root_name, has_root,
@@ -93,10 +99,10 @@ def seed(engine: Engine, spans: int, per_trace: int, attribute_bytes: int) -> No
             text(
                 f"""{prefix} INSERT INTO spans (trace_id, span_id, parent_span_id, name, kind,
                 start_time_ns, end_time_ns, status_code, status_message, trace_state, flags,
-                service_name, attributes, resource_id, scope_id)
+                attributes, resource_id, scope_id)
             SELECT {hex_id("i / :per", 32)}, {hex_id("i % :per + 1", 16)}, NULL, 'step', 1,
-                :old + i / :per, :old + i / :per + 1000, 0, '', '', 0, 'bench', :attributes,
-                'r', 's' FROM {numbers}"""
+                :old + i / :per, :old + i / :per + 1000, 0, '', '', 0, :attributes,
+                :resource, :scope FROM {numbers}"""
             ),
             {**values, "count": traces * per_trace},
         )

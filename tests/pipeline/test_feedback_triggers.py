@@ -92,7 +92,7 @@ def _store(db_url: str) -> tuple[SpanStore, str]:
         store.write(trace.spans, trace.logs)
     with store.engine.connect() as connection:
         (trace_id,) = connection.execute(text("SELECT trace_id FROM traces")).scalars()
-    return store, trace_id
+    return store, bytes(trace_id).hex()  # stored as its bytes
 
 
 def test_a_trigger_is_stored_with_its_verdict_once_and_taken_by_one_process(

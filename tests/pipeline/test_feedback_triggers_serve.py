@@ -87,7 +87,7 @@ def _rows(server: ServerProcess, sql: str, **params: Any) -> list[Any]:
 
 
 def _state(server: ServerProcess, trace_id: str) -> str | None:
-    found = _rows(server, "SELECT state FROM traces WHERE trace_id = :t", t=trace_id)
+    found = _rows(server, "SELECT state FROM traces WHERE trace_id = :t", t=bytes.fromhex(trace_id))
     return found[0].state if found else None
 
 

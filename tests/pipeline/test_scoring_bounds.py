@@ -65,7 +65,7 @@ def _trace_row(store, trace_id: str):
     with store.engine.connect() as connection:
         return connection.execute(
             text("SELECT state, attempts, last_error FROM traces WHERE trace_id = :t"),
-            {"t": trace_id},
+            {"t": bytes.fromhex(trace_id)},
         ).one()
 
 
@@ -236,7 +236,9 @@ def test_a_batch_longer_than_its_lease_keeps_it(sqlite_url: str) -> None:
 
 def _trace_ids(store) -> list[str]:
     with store.engine.connect() as connection:
-        return [row[0] for row in connection.execute(text("SELECT trace_id FROM traces"))]
+        return [
+            bytes(row[0]).hex() for row in connection.execute(text("SELECT trace_id FROM traces"))
+        ]
 
 
 BIG_CONFIG = """
@@ -275,7 +277,12 @@ def test_two_big_traces_do_not_stall_the_small_ones_on_a_running_service(
         def scored(traces) -> bool:
             ids = {trace.trace_id for trace in traces}
             with engine.connect() as connection:
-                states = dict(connection.execute(text("SELECT trace_id, state FROM traces")).all())
+                states = {
+                    bytes(trace_id).hex(): state
+                    for trace_id, state in connection.execute(
+                        text("SELECT trace_id, state FROM traces")
+                    )
+                }
             return all(states.get(trace_id) in ("scored", "failed") for trace_id in ids)
 
         for trace in big:
@@ -301,7 +308,12 @@ def test_two_big_traces_do_not_stall_the_small_ones_on_a_running_service(
                 ),
                 {"a": big[0].trace_id, "b": big[1].trace_id},
             ).all()
-            claims = dict(connection.execute(text("SELECT trace_id, attempts FROM traces")).all())
+            claims = {
+                bytes(trace_id).hex(): attempts
+                for trace_id, attempts in connection.execute(
+                    text("SELECT trace_id, attempts FROM traces")
+                )
+            }
         engine.dispose()
     assert _states(create_engine(db_url), big) == {"scored"}
     assert len(rows) == 2 * 5 and {row.status for row in rows} == {"ok"}
@@ -320,7 +332,7 @@ def _states(engine, traces) -> set[str]:
         return {
             state
             for trace_id, state in connection.execute(text("SELECT trace_id, state FROM traces"))
-            if trace_id in ids
+            if bytes(trace_id).hex() in ids
         }
 
 

@@ -40,6 +40,7 @@ from tracescore.store import SchemaError, migrate, open_store
 from tracescore.store.engine import create_tables, make_engine
 from tracescore.store.judge_cache import JudgeVerdict, load_verdict, save_verdict
 from tracescore.store.migrations.baseline import BASELINE
+from tracescore.store.packed import unpack
 from tracescore.store.table_of import table_of
 
 PREVIOUS = FIXTURES / "previous_release"
@@ -84,27 +85,37 @@ def engine_for(url: str, engines: list[Engine]) -> Engine:
 def rows_by_key(
     engine: Engine, table: str, stored_as: str | None = None
 ) -> dict[tuple[Any, ...], tuple[Any, ...]]:
-    """Every row of a baseline table (its baseline columns), keyed by its primary key;
-    ``stored_as`` names the table where a revision renamed it. Times compare as instants: a
-    revision may rewrite SQLite's text of one into the form bound times take
-    (``0015_sqlite_time_text``)."""
-    columns = BASELINE.tables[table].columns
+    """Every row of a baseline table (its baseline columns still stored), keyed by its
+    primary key; ``stored_as`` names the table where a revision renamed it. Times compare as
+    instants: a revision may rewrite SQLite's text of one into the form bound times take
+    (``0015_sqlite_time_text``); ids as hex and span attributes as their text, the form they
+    had before ``0019_packed_spans`` stored them as bytes and packed."""
+    present = {c["name"] for c in inspect(engine).get_columns(stored_as or table)}
+    columns = [c for c in BASELINE.tables[table].columns if c.name in present]
     times = {column.name for column in columns if isinstance(column.type, DateTime)}
     key = [column.name for column in BASELINE.tables[table].primary_key]
     with engine.connect() as connection:
         result = (
             connection.execute(
-                text(f"SELECT {', '.join(columns.keys())} FROM {stored_as or table}")
+                text(f"SELECT {', '.join(c.name for c in columns)} FROM {stored_as or table}")
             )
             .mappings()
             .all()
         )
-    return {
-        tuple(row[name] for name in key): tuple(
-            (name, _instant(value) if name in times else value) for name, value in row.items()
-        )
-        for row in result
-    }
+    rows = [
+        {name: _as_text(table, name, value, times) for name, value in row.items()} for row in result
+    ]
+    return {tuple(row[name] for name in key): tuple(row.items()) for row in rows}
+
+
+def _as_text(table: str, column: str, value: Any, times: set[str]) -> Any:
+    if column in times:
+        return _instant(value)
+    if isinstance(value, bytes | memoryview):
+        if (table, column) == ("spans", "attributes"):
+            return bytes(unpack(bytes(value))).decode()
+        return bytes(value).hex()
+    return value
 
 
 def _instant(value: Any) -> Any:
@@ -136,7 +147,12 @@ def upgraded(
         key: tuple((name, steps_of(dict(row)) if name == "steps" else value) for name, value in row)
         for key, row in tables["scores"].items()
     }
-    return {**tables, "scores": scores}
+    # ``0019_packed_spans``: a span's service name is its resource's, no longer a column.
+    spans = {
+        key: tuple((name, value) for name, value in row if name != "service_name")
+        for key, row in tables["spans"].items()
+    }
+    return {**tables, "scores": scores, "spans": spans}
 
 
 RENAMED = {"alert_leader": "leases"}

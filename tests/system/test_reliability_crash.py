@@ -140,9 +140,10 @@ def test_kill_9_under_load_loses_no_acknowledged_span_and_stores_each_score_once
             wait_for(all_scored, LEASE_SECONDS + 60, f"{len(runs)} scores")
             time.sleep(LEASE_SECONDS + 1)  # room for a wrongful second claim to show up
             with engine.connect() as connection:
-                spans = set(
-                    map(tuple, connection.execute(text("SELECT trace_id, span_id FROM spans")))
-                )
+                spans = {
+                    (bytes(t).hex(), bytes(s).hex())  # ids are stored as bytes
+                    for t, s in connection.execute(text("SELECT trace_id, span_id FROM spans"))
+                }
                 scores = connection.execute(
                     text("SELECT trace_id, span_id, binding, status FROM scores")
                 ).all()

@@ -90,9 +90,10 @@ def test_postgres_restart_means_503_retry_after_then_recovery_without_loss(tmp_p
 
         def stored() -> set[tuple[str, str]]:
             with engine.connect() as connection:
-                return set(
-                    map(tuple, connection.execute(text("SELECT trace_id, span_id FROM spans")))
-                )
+                return {
+                    (bytes(t).hex(), bytes(s).hex())  # ids are stored as bytes
+                    for t, s in connection.execute(text("SELECT trace_id, span_id FROM spans"))
+                }
 
         def scored() -> set[str]:
             with engine.connect() as connection:

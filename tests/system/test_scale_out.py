@@ -122,11 +122,12 @@ def test_every_trace_scored_once_across_processes_and_a_crash(
             trace for event, trace, _, pid in calls if event == "done" and pid in doomed_pids
         }
         with watcher.connect() as connection:
-            scored = set(
-                connection.execute(
+            scored = {
+                bytes(trace_id).hex()  # stored as its bytes
+                for trace_id in connection.execute(
                     text("SELECT trace_id FROM traces WHERE state = 'scored'")
                 ).scalars()
-            )
+            }
         return finished <= scored
 
     watcher = create_engine(empty_pg_url)
@@ -155,8 +156,14 @@ def test_every_trace_scored_once_across_processes_and_a_crash(
         wait_for(all_scored, LEASE_SECONDS + 30, f"{len(runs)} scores")
         time.sleep(LEASE_SECONDS)  # room for any wrongful second claim to show up
         with engine.connect() as connection:
-            spans = connection.execute(text("SELECT trace_id, span_id FROM spans")).all()
-            logs = connection.execute(text("SELECT trace_id, span_id FROM logs")).all()
+            spans = [
+                (bytes(t).hex(), bytes(s).hex())  # ids are stored as bytes
+                for t, s in connection.execute(text("SELECT trace_id, span_id FROM spans"))
+            ]
+            logs = [
+                (bytes(t).hex(), bytes(s).hex())
+                for t, s in connection.execute(text("SELECT trace_id, span_id FROM logs"))
+            ]
             scores = connection.execute(
                 text("SELECT trace_id, span_id, binding, status FROM scores")
             ).all()

@@ -76,7 +76,8 @@ def test_the_review_page_shows_the_judge_beside_the_verdict_it_triggered(
         try:
             with engine.connect() as connection:
                 state = connection.execute(
-                    text("SELECT state FROM traces WHERE trace_id = :t"), {"t": trace.trace_id}
+                    text("SELECT state FROM traces WHERE trace_id = :t"),
+                    {"t": bytes.fromhex(trace.trace_id)},
                 ).scalar()
         finally:
             engine.dispose()

@@ -77,7 +77,9 @@ def test_code_steps_are_computed_when_shown_and_judge_steps_kept(
         assert "computed again from the trace's spans" in card
 
         with store.engine.begin() as connection:
-            connection.execute(text("DELETE FROM spans WHERE trace_id = :t"), {"t": trace.trace_id})
+            connection.execute(
+                text("DELETE FROM spans WHERE trace_id = :t"), {"t": bytes.fromhex(trace.trace_id)}
+            )
         gone = api_steps()
         assert gone["tone"] == {"steps": [], "unavailable": SPANS_GONE}
         assert gone["faithfulness"] == judged

@@ -24,7 +24,13 @@ from tracescore.owners import owner_id
 from tracescore.store import Connection, SpanStore, connect
 from tracescore.store.feedback import Feedback, FeedbackStore, TriggersOf
 from tracescore.store.leases import acquire_lease, release_lease
-from tracescore.store.traces import Key, evaluation_logs, evaluation_spans, trace_keys
+from tracescore.store.traces import (
+    LAST_TRACE_ID,
+    Key,
+    evaluation_logs,
+    evaluation_spans,
+    trace_keys,
+)
 
 LEASE_NAME = "feedback-scan"
 
@@ -108,9 +114,7 @@ class FeedbackScanner:
             cursor = self.feedback.scan_cursor(connection)
         while True:
             with connect(self.store.engine) as connection:
-                keys = trace_keys(
-                    connection, cursor, (upto, "g"), self.batch
-                )  # "g": after every hex trace id
+                keys = trace_keys(connection, cursor, (upto, LAST_TRACE_ID), self.batch)
                 if not keys:
                     return recorded
                 through = keys[-1]

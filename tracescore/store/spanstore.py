@@ -3,9 +3,11 @@
 Writes go to the driver as tuples (``executemany`` on SQLite, ``COPY`` on PostgreSQL, see
 :mod:`tracescore.store.bulk`), one transaction per export request: building ORM objects
 (``add_all``) manages only ~7k rows/s, and even SQLAlchemy Core's per-row dict processing costs
-more than the encoding itself. Resources and scopes are stored
-once per distinct attribute set (keyed by a hash), so a 1000-span request writes one resource
-row, not a thousand copies.
+more than the encoding itself, so the rows are built here as the driver stores them: ids as
+bytes (the tables' :class:`~tracescore.store.column_types.HexId`, which the reads turn back into
+hex), a span's attribute map packed (:mod:`tracescore.store.packed`). Resources and scopes are
+stored once per distinct attribute set (keyed by a hash), so a 1000-span request writes one
+resource row, not a thousand copies.
 
 Over 400 lines and kept whole: it is the one owner of the span, log, resource and scope tables,
 and each read here (``_span_from_row``, ``_log_from_row``) is the inverse of a row built here
@@ -25,7 +27,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, and_, func, or_, select, text
 
 from tracescore.spans import LogRecord, Resource, Scope, Span, SpanEvent, SpanLink, Trace
-from tracescore.store import codec
+from tracescore.store import codec, packed
 from tracescore.store.bulk import bulk_insert
 from tracescore.store.engine import CACHE_PRAGMA, SCAN_CACHE_PRAGMA
 from tracescore.store.ingest_journal import IngestJournal
@@ -66,8 +68,17 @@ _RESOURCES, _SCOPES = table_of(ResourceRow), table_of(ScopeRow)
 _SUMMARY_COLUMNS = [_TRACES.c[name] for name in TraceSummary.__slots__]
 
 
-def _id_hash(*parts: str) -> str:
-    return hashlib.blake2b("\x00".join(parts).encode(), digest_size=16).hexdigest()
+def _id_hash(*parts: str) -> bytes:
+    return hashlib.blake2b("\x00".join(parts).encode(), digest_size=16).digest()
+
+
+def _id(hex_id: str) -> bytes:
+    """A hex id (as :class:`~tracescore.spans.Span` holds it) as its stored bytes."""
+    return bytes.fromhex(hex_id)
+
+
+def _maybe_id(hex_id: str | None) -> bytes | None:
+    return None if hex_id is None else bytes.fromhex(hex_id)
 
 
 class _Refs:
@@ -80,21 +91,24 @@ class _Refs:
 
     def __init__(self, guard: TextGuard) -> None:
         self.guard = guard
-        self._resources: dict[int, str] = {}
-        self._scopes: dict[int, str] = {}
-        self.resource_rows: dict[str, tuple[str, str]] = {}
-        self.scope_rows: dict[str, tuple[str, str, str, str]] = {}
+        self._resources: dict[int, bytes] = {}
+        self._scopes: dict[int, bytes] = {}
+        self.resource_rows: dict[bytes, tuple[bytes, str]] = {}
+        self.scope_rows: dict[bytes, tuple[bytes, str, str, str]] = {}
+        self.services: dict[bytes, str] = {}
+        """Each resource's ``service.name``, storable, by resource id."""
 
-    def resource(self, resource: Resource) -> str:
+    def resource(self, resource: Resource) -> bytes:
         found = self._resources.get(id(resource))
         if found is None:
             encoded = self.guard.json(resource.attributes)
             found = _id_hash(encoded)
             self._resources[id(resource)] = found
             self.resource_rows[found] = (found, encoded)
+            self.services[found] = self.guard.text(resource.service_name)
         return found
 
-    def scope(self, scope: Scope) -> str:
+    def scope(self, scope: Scope) -> bytes:
         found = self._scopes.get(id(scope))
         if found is None:
             name, version = self.guard.text(scope.name), self.guard.text(scope.version)
@@ -117,7 +131,6 @@ _SPAN_COLUMNS = (
     "status_message",
     "trace_state",
     "flags",
-    "service_name",
     "attributes",
     "events",
     "links",
@@ -146,9 +159,9 @@ def _span_row(span: Span, refs: _Refs) -> tuple[Any, ...]:
     events = span.events
     links = span.links
     return (
-        span.trace_id,
-        span.span_id,
-        span.parent_span_id,
+        _id(span.trace_id),
+        _id(span.span_id),
+        _maybe_id(span.parent_span_id),
         guard.text(span.name),
         span.kind,
         span.start_time_ns,
@@ -157,8 +170,7 @@ def _span_row(span: Span, refs: _Refs) -> tuple[Any, ...]:
         guard.text(span.status_message),
         guard.text(span.trace_state),
         span.flags,
-        guard.text(span.resource.service_name),
-        guard.json(span.attributes),
+        packed.pack(guard.json(span.attributes)),
         guard.json([[e.name, e.time_ns, e.attributes] for e in events]) if events else None,
         guard.json([[k.trace_id, k.span_id, k.trace_state, k.attributes] for k in links])
         if links
@@ -170,6 +182,7 @@ def _span_row(span: Span, refs: _Refs) -> tuple[Any, ...]:
 
 def _log_row(record: LogRecord, refs: _Refs) -> tuple[Any, ...]:
     guard = refs.guard
+    resource_id, scope_id = refs.resource(record.resource), refs.scope(record.scope)
     row = (
         record.trace_id,
         record.span_id,
@@ -181,24 +194,36 @@ def _log_row(record: LogRecord, refs: _Refs) -> tuple[Any, ...]:
         None if record.body is None else guard.json(record.body),
         guard.json(record.attributes),
         record.flags,
-        refs.resource(record.resource),
-        refs.scope(record.scope),
+        resource_id.hex(),
+        scope_id.hex(),
     )
-    return (_id_hash(*map(str, row)), *row)
+    # Hashed in the form the ids had when stored as hex text, so a retry of a record stored
+    # then is still recognised.
+    return (
+        _id_hash(*map(str, row)),
+        _maybe_id(record.trace_id),
+        _maybe_id(record.span_id),
+        *row[2:-2],
+        resource_id,
+        scope_id,
+    )
 
 
 def _trace_rows(
-    span_rows: Sequence[tuple[Any, ...]], logs: Sequence[LogRecord], now: float, max_skew: float
+    span_rows: Sequence[tuple[Any, ...]],
+    logs: Sequence[LogRecord],
+    services: dict[bytes, str],
+    now: float,
+    max_skew: float,
 ) -> tuple[list[dict[str, Any]], int]:
     """Per-trace facts of one write, for :func:`~tracescore.store.trace_queue.touch_traces`, sorted by trace id;
-    read from the span rows (:data:`_SPAN_COLUMNS`), whose text is storable already. Span times
-    more than ``max_skew`` seconds in the future of ``now`` count as ``now``: also returns how
-    many spans had one."""
-    rows: dict[str, dict[str, Any]] = {}
+    read from the span rows (:data:`_SPAN_COLUMNS`), whose text is storable already, and their
+    resources' ``services`` (:attr:`_Refs.services`). Span times more than ``max_skew`` seconds
+    in the future of ``now`` count as ``now``: also returns how many spans had one."""
+    rows: dict[bytes, dict[str, Any]] = {}
     latest, arrival, clamped = int((now + max_skew) * 1e9), int(now * 1e9), 0
-    for trace_id, _, parent_span_id, name, _, start, end, *_, service_name in (
-        row[:12] for row in span_rows
-    ):
+    for trace_id, _, parent_span_id, name, _, start, end, *_, resource_id, _ in span_rows:
+        service_name = services[resource_id]
         if start > latest or end > latest:
             clamped += 1
             start, end = min(start, arrival), min(end, arrival)
@@ -222,9 +247,9 @@ def _trace_rows(
         if end > row["end_time_ns"]:
             row["end_time_ns"] = end
     for record in logs:
-        if record.trace_id is not None and record.trace_id not in rows:
-            rows[record.trace_id] = {
-                "trace_id": record.trace_id,
+        if record.trace_id is not None and (trace_id := _id(record.trace_id)) not in rows:
+            rows[trace_id] = {
+                "trace_id": trace_id,
                 "service_name": "",
                 "root_name": "",
                 "has_root": False,
@@ -327,6 +352,7 @@ class SpanStore:
         trace_rows, clamped = _trace_rows(
             span_rows,
             logs,
+            refs.services,
             time.time() if received_at is None else received_at,
             self.rules.max_clock_skew,
         )
@@ -531,7 +557,7 @@ def _read_span_rows(
             for row in found:
                 if (cut := cuts.get(row[0])) is None:
                     cut = cuts[row[0]] = TraceCut(limit)
-                if not cut.span(_stored_size(row[7], row[8], row[9])):
+                if not cut.span(packed.unpacked_size(row[7]) + _stored_size(row[8], row[9])):
                     stopped = row[0]
                     break
                 rows.append(row)
@@ -673,7 +699,7 @@ def _span_from_row(row: Any, resources: dict[str, Resource], scopes: dict[str, S
         kind=kind,
         start_time_ns=start_time_ns,
         end_time_ns=end_time_ns,
-        attributes=codec.decode(attributes),
+        attributes=codec.decode(packed.unpack(attributes)),
         resource=resources[resource_id],
         scope=scopes[scope_id],
         events=[SpanEvent(*event) for event in codec.decode(events) or ()],

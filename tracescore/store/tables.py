@@ -1,17 +1,22 @@
 """The collector's tables, declared with SQLModel so every stage's tables share one metadata.
 
 Rows are written with SQLAlchemy Core executemany (see :mod:`tracescore.store.spanstore`), never
-as ORM objects: the classes here are the schema, not the hot path. Attribute maps, events,
-links and log bodies are typed JSON text (:mod:`tracescore.store.codec`). Timestamps from OTLP
-are nanoseconds since the epoch and need 64-bit integers; times the collector itself records
-(``first_seen``, leases, ...) are float seconds since the epoch.
+as ORM objects: the classes here are the schema, not the hot path. Events, links, log
+attributes and bodies are typed JSON text (:mod:`tracescore.store.codec`); a span's attribute
+map, most of its bytes, is that text compressed (:mod:`tracescore.store.packed`). Trace, span
+and record ids and the resource and scope hashes are stored as their bytes
+(:class:`~tracescore.store.column_types.HexId`): as hex text they took twice the room in every
+row and index holding them. Timestamps from OTLP are nanoseconds since the epoch and need
+64-bit integers; times the collector itself records (``first_seen``, leases, ...) are float
+seconds since the epoch.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import DDL, BigInteger, Column, Index, Integer, LargeBinary, Text, event
+from sqlalchemy import DDL, BigInteger, Column, Index, Integer, LargeBinary, Text, event, text
 from sqlmodel import Field, SQLModel
 
+from tracescore.store.column_types import HexId
 from tracescore.store.table_of import table_of
 
 
@@ -19,12 +24,17 @@ def _ns(nullable: bool = False) -> Column[int]:
     return Column(BigInteger, nullable=nullable)
 
 
+def _id(*, primary_key: bool = False, nullable: bool = False) -> Column[str]:
+    """A hex id column, stored as bytes."""
+    return Column(HexId(), primary_key=primary_key, nullable=nullable and not primary_key)
+
+
 class ResourceRow(SQLModel, table=True):
     """One distinct resource (attribute set), shared by all spans and logs that name it."""
 
     __tablename__ = "resources"
 
-    resource_id: str = Field(primary_key=True, max_length=32)
+    resource_id: str = Field(sa_column=_id(primary_key=True))
     """Hash of the encoded attributes, so identical resources from any request share a row."""
     attributes: str = Field(sa_type=Text)
 
@@ -32,18 +42,22 @@ class ResourceRow(SQLModel, table=True):
 class ScopeRow(SQLModel, table=True):
     __tablename__ = "scopes"
 
-    scope_id: str = Field(primary_key=True, max_length=32)
+    scope_id: str = Field(sa_column=_id(primary_key=True))
     name: str = Field(sa_type=Text)
     version: str = Field(sa_type=Text)
     attributes: str = Field(sa_type=Text)
 
 
 class SpanRow(SQLModel, table=True):
-    __tablename__ = "spans"
+    """One span, keyed by its trace and span ids. On SQLite the table is that key's B-tree
+    itself (``WITHOUT ROWID``): a rowid table kept the key a second time, in its own index."""
 
-    trace_id: str = Field(primary_key=True, max_length=32)
-    span_id: str = Field(primary_key=True, max_length=16)
-    parent_span_id: str | None = Field(default=None, max_length=16)
+    __tablename__ = "spans"
+    __table_args__ = {"sqlite_with_rowid": False}
+
+    trace_id: str = Field(sa_column=_id(primary_key=True))
+    span_id: str = Field(sa_column=_id(primary_key=True))
+    parent_span_id: str | None = Field(default=None, sa_column=_id(nullable=True))
     name: str = Field(sa_type=Text)
     kind: int
     start_time_ns: int = Field(sa_column=_ns())
@@ -52,12 +66,14 @@ class SpanRow(SQLModel, table=True):
     status_message: str = Field(sa_type=Text)
     trace_state: str = Field(sa_type=Text)
     flags: int = Field(sa_column=_ns())
-    service_name: str = Field(sa_type=Text)
-    attributes: str = Field(sa_type=Text)
+    attributes: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    """The typed JSON attribute map, packed (:mod:`tracescore.store.packed`)."""
     events: str | None = Field(default=None, sa_type=Text)
+    """Kept as typed JSON text: rare, and the feedback scan finds verdicts in it with LIKE."""
     links: str | None = Field(default=None, sa_type=Text)
-    resource_id: str = Field(max_length=32)
-    scope_id: str = Field(max_length=32)
+    resource_id: str = Field(sa_column=_id())
+    """The service's name is its resource's ``service.name``, not a column of each span."""
+    scope_id: str = Field(sa_column=_id())
 
 
 def _serial() -> Column[int]:
@@ -135,10 +151,10 @@ class LogRow(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, sa_column=_serial())
-    record_hash: str = Field(max_length=32)
+    record_hash: str = Field(sa_column=_id())
     """Hash of the whole record: an exporter's retry of a stored record is not stored twice."""
-    trace_id: str | None = Field(default=None, max_length=32)
-    span_id: str | None = Field(default=None, max_length=16)
+    trace_id: str | None = Field(default=None, sa_column=_id(nullable=True))
+    span_id: str | None = Field(default=None, sa_column=_id(nullable=True))
     time_ns: int = Field(sa_column=_ns())
     observed_time_ns: int = Field(sa_column=_ns())
     event_name: str = Field(sa_type=Text)
@@ -147,8 +163,16 @@ class LogRow(SQLModel, table=True):
     body: str | None = Field(default=None, sa_type=Text)
     attributes: str = Field(sa_type=Text)
     flags: int = Field(sa_column=_ns())
-    resource_id: str = Field(max_length=32)
-    scope_id: str = Field(max_length=32)
+    resource_id: str = Field(sa_column=_id())
+    scope_id: str = Field(sa_column=_id())
+
+
+def _in_state(name: str, column: str, state: str) -> Index:
+    """An index of the traces in one state only. Its reads must spell ``state = '<state>'``
+    in their SQL: SQLite uses a partial index only for a query holding its very condition, and
+    prefers it to ``ix_traces_state_end`` only with ``state`` leading it as well."""
+    where = text(f"state = '{state}'")
+    return Index(name, "state", column, sqlite_where=where, postgresql_where=where)
 
 
 class TraceRow(SQLModel, table=True):
@@ -160,16 +184,21 @@ class TraceRow(SQLModel, table=True):
 
     __tablename__ = "traces"
     # Promotion looks up pending traces by last_seen and by pending_since; claims look up ready
-    # ones in last_seen order; the read API lists by last_seen; retention finds scored traces
-    # whose last span ended before its cut (and, later, the pruned ones) by end_time_ns.
+    # ones, and claimed ones whose lease expired, in last_seen order: each of those reads names
+    # its state, so each index holds the traces in that state only (nearly every trace is
+    # scored, and a full index of them cost 54 bytes a trace). The read API and the feedback
+    # scan list by last_seen; retention finds scored traces whose last span ended before its
+    # cut (and, later, the pruned ones) by end_time_ns; the backlog gauges count by state.
     __table_args__ = (
-        Index("ix_traces_state_last_seen", "state", "last_seen"),
-        Index("ix_traces_state_pending_since", "state", "pending_since"),
+        _in_state("ix_traces_pending_last_seen", "last_seen", "pending"),
+        _in_state("ix_traces_pending_since", "pending_since", "pending"),
+        _in_state("ix_traces_ready_last_seen", "last_seen", "ready"),
+        _in_state("ix_traces_claimed_last_seen", "last_seen", "claimed"),
         Index("ix_traces_last_seen", "last_seen"),
         Index("ix_traces_state_end", "state", "end_time_ns"),
     )
 
-    trace_id: str = Field(primary_key=True, max_length=32)
+    trace_id: str = Field(sa_column=_id(primary_key=True))
     service_name: str = Field(sa_type=Text)
     root_name: str = Field(sa_type=Text)
     has_root: bool

@@ -38,9 +38,12 @@ from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import Connection, Engine, Row, TextClause, bindparam, func, select, text
+from sqlalchemy.sql.selectable import TextualSelect
+from sqlalchemy.types import TypeEngine
 
 from tracescore.owners import has_ended
 from tracescore.spans import EVALUATION_EVENT
+from tracescore.store.column_types import HexId
 from tracescore.store.journal import Journal
 from tracescore.store.scores import add_tallies
 from tracescore.store.table_of import table_of
@@ -96,9 +99,11 @@ class TraceClaim:
 # Evaluation log records judge a trace (human feedback over OTLP): stored and seen like any
 # record, they are not counted in ``log_count``, so a verdict on a scored trace does not send it
 # back to be scored (every thumbs-up would otherwise cost a rescore).
-_STORED_SPANS = "(SELECT count(*) FROM spans WHERE spans.trace_id = CAST(:trace_id AS VARCHAR(32)))"
+# Trace ids come as their stored bytes (``touch_traces``' rows), so the statement binds them
+# as they are.
+_STORED_SPANS = "(SELECT count(*) FROM spans WHERE spans.trace_id = :trace_id)"
 _STORED_LOGS = (
-    "(SELECT count(*) FROM logs WHERE logs.trace_id = CAST(:trace_id AS VARCHAR(32))"
+    "(SELECT count(*) FROM logs WHERE logs.trace_id = :trace_id"
     f" AND logs.event_name <> '{EVALUATION_EVENT}')"
 )
 
@@ -140,7 +145,7 @@ ON CONFLICT (trace_id) DO UPDATE SET
 def touch_traces(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
     """Record arrivals for each trace of a write, in the write's own transaction.
 
-    Each row holds ``trace_id, service_name, root_name, has_root, start_time_ns, end_time_ns,
+    Each row holds ``trace_id`` (its bytes), ``service_name, root_name, has_root, start_time_ns, end_time_ns,
     now``, ``now`` being when the records were received; call it after inserting the write's
     spans and logs (it counts them). ``last_seen`` only moves forward: the ingest journal's
     entries may be stored out of the order they were received in. Rows must come sorted by
@@ -169,15 +174,15 @@ WHERE state = '{TraceState.PENDING}' AND pending_since <= :cut
 # With a sampling rule, the promoted traces are read back to be sampled (scored_generation says
 # whether a trace was scored before), and those no binding samples are finished at once.
 _RETURNING = " RETURNING trace_id, scored_generation"
-_PROMOTE_IDLE_RETURNING = text(str(_PROMOTE_IDLE) + _RETURNING)
-_PROMOTE_OVERDUE_RETURNING = text(str(_PROMOTE_OVERDUE) + _RETURNING)
+_PROMOTE_IDLE_RETURNING = text(str(_PROMOTE_IDLE) + _RETURNING).columns(trace_id=HexId())
+_PROMOTE_OVERDUE_RETURNING = text(str(_PROMOTE_OVERDUE) + _RETURNING).columns(trace_id=HexId())
 _SKIP = text(
     f"""
 UPDATE traces SET state = '{TraceState.SCORED}', scored_generation = generation, attempts = 0,
     last_error = NULL
 WHERE trace_id IN :trace_ids AND state = '{TraceState.READY}'
 """
-).bindparams(bindparam("trace_ids", expanding=True))
+).bindparams(bindparam("trace_ids", expanding=True, type_=HexId()))
 _SKIP_CHUNK = 500
 """Trace ids per skipping statement (SQLite's bound parameters are limited)."""
 
@@ -210,8 +215,8 @@ class LeasedQueueSql:
     """
 
     key: str
-    claim_sqlite: TextClause
-    claim_postgres: TextClause
+    claim_sqlite: TextualSelect
+    claim_postgres: TextualSelect
     complete: TextClause
     release: TextClause
     renew: TextClause
@@ -220,7 +225,11 @@ class LeasedQueueSql:
     expire_holder: TextClause
 
     @classmethod
-    def of(cls, table: str, key: str, returning: str) -> LeasedQueueSql:
+    def of(
+        cls, table: str, key: str, returning: str, key_type: TypeEngine[Any] | None = None
+    ) -> LeasedQueueSql:
+        """The statements of ``table``, keyed by ``key`` (a column whose values the statements
+        take and return through ``key_type``, when it has one: the traces' ids are bytes)."""
         # Expired leases first, then ready rows oldest first, each read in index order up to
         # the limit: one candidate query with ``state = 'ready' OR (claimed and expired)`` sorted
         # every ready trace to find the oldest few (5 ms a claim behind a backlog of 20,000).
@@ -275,13 +284,19 @@ UPDATE {table} SET state = '{TraceState.FAILED}', last_error = :error,
     lease_owner = NULL, lease_token = NULL, lease_expires = NULL
 WHERE state = '{TraceState.CLAIMED}' AND lease_expires < :now AND attempts >= :max_attempts
 """
+
+        def keyed(sql: str) -> TextClause:
+            clause = text(sql)
+            return clause if key_type is None else clause.bindparams(bindparam(key, type_=key_type))
+
+        typed = {} if key_type is None else {key: key_type}
         return cls(
             key,
-            text(claim.format(lock="")),
-            text(claim.format(lock="FOR UPDATE SKIP LOCKED")),
-            text(complete),
-            text(release),
-            text(renew),
+            text(claim.format(lock="")).columns(**typed),
+            text(claim.format(lock="FOR UPDATE SKIP LOCKED")).columns(**typed),
+            keyed(complete),
+            keyed(release),
+            keyed(renew),
             text(fail_expired),
             text(f"SELECT DISTINCT lease_owner FROM {table} WHERE state = '{TraceState.CLAIMED}'"),
             text(
@@ -347,6 +362,7 @@ _SQL = LeasedQueueSql.of(
     "traces",
     "trace_id",
     "traces.trace_id, traces.generation, traces.span_count, traces.scored_generation",
+    HexId(),
 )
 
 

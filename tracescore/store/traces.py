@@ -36,6 +36,10 @@ IN_FLIGHT = (TraceState.PENDING, TraceState.READY, TraceState.CLAIMED)
 Key = tuple[float, str]
 """A trace's place in the scan's order: (last_seen, trace_id)."""
 
+LAST_TRACE_ID = "f" * 32
+"""The greatest trace id, so ``(moment, LAST_TRACE_ID)`` is at or after every trace last seen
+then (ids are compared as the bytes they are stored as)."""
+
 _MENTIONS_EVENT = f"%{EVALUATION_EVENT}%"
 """A prefilter in SQL: only records whose stored JSON names the event are decoded."""
 
