@@ -62,6 +62,7 @@ from tracescore.pipeline.score_rows import decision_row, score_row, unstorable_s
 from tracescore.scorers.results import ScoreResult
 from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.spans import Trace
+from tracescore.store.call_links import StoredLinks
 from tracescore.store.conversations import record_turns
 from tracescore.store.outage import database_unavailable
 from tracescore.store.score_reads import trace_scores
@@ -167,9 +168,9 @@ class ScoringWorker:
         self._told: set[tuple[str, str]] = set()
         """Sources already logged as giving nothing to score (once each per process)."""
         self._watchdog = Watchdog()
-        self._links = CallLinks()
+        self._links = CallLinks(stored=StoredLinks.of(store) if store is not None else None)
         """Model calls linked across traces: one request traced twice, a loop traced call by
-        call (:mod:`tracescore.extract.linked`); bounded."""
+        call (:mod:`tracescore.extract.linked`); bounded, and backed by the store's links."""
         if store is not None:
             store.queue.on_failed = self.metrics.traces_failed
         configs = [binding.config for binding in bindings]

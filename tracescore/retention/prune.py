@@ -26,6 +26,7 @@ from tracescore.retention.config import RetentionConfig
 from tracescore.store import (
     Connection,
     alerts,
+    call_links,
     conversations,
     feedback,
     feedback_triggers,
@@ -171,6 +172,7 @@ def steps(config: RetentionConfig, journal: Journal | None = None) -> Iterator[S
     if (seconds := durations.get("spans")) is not None:
         yield from (ExpiredTraces(seconds, state) for state in SETTLED)
         yield Tombstones(seconds)
+        yield Aged("call_links", call_links.LINKS_BY_AGE, seconds, float)
     if (seconds := durations.get("logs")) is not None:
         yield ExpiredLogs(seconds)
     if (seconds := durations.get("scores")) is not None:
