@@ -11,6 +11,7 @@ real PostgreSQL server.
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,8 @@ from tracescore.extract.model import AgentRun
 from tracescore.ingest.files import load_traces
 from tracescore.pipeline.rescore import rescore_tasks
 from tracescore.pipeline.scoring_task import build_worker
+from tracescore.retention.config import RetentionConfig
+from tracescore.retention.prune import Pruner
 from tracescore.spans import Trace
 from tracescore.store import SpanStore, connect, open_store
 from tracescore.store.call_links import CALL_LINKS, StoredLinks
@@ -197,4 +200,18 @@ def test_an_ordinary_trace_writes_no_link_row(db_url: str) -> None:
     with connect(store.engine) as connection:
         count = connection.execute(select(func.count()).select_from(CALL_LINKS)).scalar_one()
     assert count == len(_link_rows(store)) < 10 * len(steps)
+    store.close()
+
+
+def test_links_go_with_the_spans_retention(db_url: str) -> None:
+    traces = _in_order("anthropic-sdk", "tool_call")
+    for trace in traces:
+        _score_in(db_url, [trace], _config())
+    store = open_store(db_url)
+    written = len(_link_rows(store))
+    assert written
+    pruner = Pruner(store.write_transaction, RetentionConfig(spans="1d"))
+    assert "call_links" not in pruner.run(time.time()).removed  # written just now: kept
+    assert pruner.run(time.time() + 2 * 86400).removed["call_links"] == written
+    assert _link_rows(store) == []
     store.close()

@@ -174,10 +174,8 @@ class CallLinks:
                     if saved:
                         step = _digest("step", response)
                         self._unsaved.extend((step, trace) for trace in chain)
-                for call in _invocations(run):
-                    if call.state not in _PENDING:
-                        continue  # an earlier step's, whose trace is remembered for it
-                    for key in _call_keys(run, call):
+                for call in _pending(run):  # not an earlier step's, remembered for it
+                    for key in _made_keys(run, call):
                         self._calls.put(key, trace_id)
                         if saved:
                             self._unsaved.append((key, trace_id))
@@ -190,35 +188,24 @@ class CallLinks:
         model calls are asked about: in an agent's trace the steps are its own."""
         if self.stored is None:
             return
+        calls = [run for run in runs if run.kind == "llm" and run.primary]
+        steps = [run for run in calls if awaits_tool_results(run)]
+        made = {key for run in steps for call in _pending(run) for key in _made_keys(run, call)}
+        """The calls the batch's own steps made (remembered with them)."""
+        responses = {_digest("step", found) for run in steps if (found := response_id(run))}
         wanted: dict[str, str | None] = {}
         """Stored key: the response id it stands for (None: a call key)."""
-        made: set[str] = set()
-        """The calls the runs' own steps made (remembered with them)."""
-        responses: set[str] = set()
-        for run in runs:
-            if run.kind != "llm" or not run.primary:
-                continue
+        for run in calls:
             previous = response_ids.previous_response_id(run.attributes)
-            if previous and previous not in self._steps:
-                wanted[_digest("step", previous)] = previous
+            key = _digest("step", previous) if previous else None
+            if previous and key and previous not in self._steps and key not in responses:
+                wanted[key] = previous
             if awaits_tool_results(run):
-                responses.add(response_id(run) or "")
-                made.update(
-                    key
-                    for call in _invocations(run)
-                    if call.state in _PENDING
-                    for key in _call_keys(run, call)
-                )
                 continue
             for call in _invocations(run):
-                if call.state not in _PENDING:
-                    for key in _call_keys(run, call):
-                        if key not in self._calls:
-                            wanted[key] = None
-        for key in made:
-            wanted.pop(key, None)
-        for response in responses:
-            wanted.pop(_digest("step", response), None)
+                keys = [] if call.state in _PENDING else _sought_keys(run, call)
+                if not any(key in self._calls or key in made for key in keys):
+                    wanted.update(dict.fromkeys(keys))
         if not wanted:
             return
         for key, traces in self.stored.find(list(wanted)).items():
@@ -258,7 +245,8 @@ class CallLinks:
                     if call.state in _PENDING:
                         continue
                     found = next(
-                        (t for key in _call_keys(run, call) if (t := self._calls.get(key))), None
+                        (t for key in _sought_keys(run, call) if (t := self._calls.get(key))),
+                        None,
                     )
                     if found is not None and found != trace_id:
                         steps_from[found] = None
@@ -326,17 +314,40 @@ def _invocations(run: AgentRun) -> Iterable[ToolInvocation]:
                 yield part.tool_invocation
 
 
-def _call_keys(run: AgentRun, call: ToolInvocation) -> list[str]:
+def _pending(run: AgentRun) -> Iterable[ToolInvocation]:
+    """The run's tool calls still waiting for their results (the calls a step made)."""
+    return (call for call in _invocations(run) if call.state in _PENDING)
+
+
+def _made_keys(run: AgentRun, call: ToolInvocation) -> list[str]:
+    """What a step's tool call is remembered by: within its session, when its trace names
+    one (:func:`_call_keys`)."""
+    return _call_keys(run, call, run.conversation_id)
+
+
+def _sought_keys(run: AgentRun, call: ToolInvocation) -> list[str]:
+    """What an answering call looks a tool call it was sent up by: within its session, then
+    among the steps that named none (never a step of another session)."""
+    if not run.conversation_id:
+        return _call_keys(run, call, None)
+    return _call_keys(run, call, run.conversation_id) + _call_keys(run, call, None)
+
+
+def _call_keys(run: AgentRun, call: ToolInvocation, session: str | None) -> list[str]:
     """What a tool call is known by across traces: the user's message of the turn with the
     call's id, and with its tool and arguments (for instrumentations that record no id on one
-    side). The message is part of both: some providers number ids per response (``call_0``)."""
+    side). The message is part of both: some providers number ids per response (``call_0``).
+    ``session``: the conversation (session) id the calls' traces name, a part of both keys,
+    so that two sessions sending the same message, where ids are numbered per response or
+    missing, are never joined to each other's steps."""
     user = "\n".join(message_text(m) or "" for m in run.input.input_messages if m.role == "user")
     if not user.strip():
         return []
-    keys = [_digest(user, "id", call.tool_call_id)] if call.tool_call_id else []
+    scope = ("session", session) if session else ()
+    keys = [_digest(*scope, user, "id", call.tool_call_id)] if call.tool_call_id else []
     if call.tool_name:
         arguments = orjson.dumps(call.args, option=orjson.OPT_SORT_KEYS, default=str)
-        keys.append(_digest(user, "call", call.tool_name, arguments.decode()))
+        keys.append(_digest(*scope, user, "call", call.tool_name, arguments.decode()))
     return keys
 
 
