@@ -215,3 +215,41 @@ def test_links_go_with_the_spans_retention(db_url: str) -> None:
     assert pruner.run(time.time() + 2 * 86400).removed["call_links"] == written
     assert _link_rows(store) == []
     store.close()
+
+
+def _twins() -> tuple[list[Trace], list[Trace]]:
+    """(the Anthropic SDK's content-less traces, OpenLLMetry's traces of the same requests)."""
+    traces = load_traces([CAPTURES / "anthropic-sdk-openllmetry" / "tool_call"])
+    sdk = [t for t in traces if t.spans[0].scope.name == "com.anthropic.sdk.python"]
+    return sdk, [t for t in traces if t not in sdk]
+
+
+def test_twins_across_batches_are_read_once_within_a_process_memory(db_url: str) -> None:
+    """The requests with content scored in one batch, their content-less twins in a later
+    batch of the same process: the twins are no runs (read elsewhere)."""
+    sdk, content = _twins()
+    store = open_store(db_url)
+    worker = build_worker(_config().scoring(), store)
+    for batch in (content, sdk):
+        for trace in batch:
+            store.write(trace.spans, trace.logs)
+        claims = store.queue.claim(worker.owner, 100, 30.0, now=FAR_FUTURE)
+        assert len(claims) == len(batch)
+        asyncio.run(worker.process_batch(claims))
+    scored = {row.trace_id for row in _rows(store)}
+    assert scored and not scored & {t.trace_id for t in sdk}
+    store.close()
+
+
+def test_a_twin_read_before_its_request_with_content_stays_a_run(db_url: str) -> None:
+    """The documented limit (``tracescore.extract.linked``): a content-less twin read by
+    another process, before the same request's trace with content, is scored as a run of its
+    own; the trace with content is scored as ever, the loop joined."""
+    sdk, content = _twins()
+    _score_in(db_url, sdk, _config())
+    _score_in(db_url, content, _config())
+    store = open_store(db_url)
+    kinds = {row.trace_id: row.run_kind for row in _rows(store)}
+    assert {kinds[t.trace_id] for t in sdk} == {"llm"}
+    assert sorted(kinds[t.trace_id] for t in content) == ["agent", "llm"]  # the loop, its step
+    store.close()
