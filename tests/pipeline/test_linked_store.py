@@ -121,6 +121,7 @@ def test_steps_read_by_other_processes_are_joined_and_read_again_so(
     # The trace page shows the loop scoring saw, with its score (no orphan).
     page = trace_page(store, answer_id)
     assert page is not None and not page["orphan_scores"]
+    assert page["steps_from"] == sorted(step_ids)
     (shown,) = page["runs"]
     assert shown.run.model_dump() == expected.model_dump() and shown.scores
 

@@ -425,16 +425,25 @@ class StepSource(LinkStore, Protocol):
         ...
 
 
+def joined_from(trace_id: str, stored: LinkStore) -> list[str]:
+    """The traces ``trace_id`` was read together with when scored (:meth:`CallLinks.joined`):
+    none for any trace but a loop's answering call (one primary-key lookup)."""
+    key = joined_key(trace_id)
+    return sorted(stored.find([key]).get(key, ()))
+
+
 def read_with_steps(
-    trace: Trace, stored: StepSource, runs: Callable[[Trace], Iterable[AgentRun]]
+    trace: Trace,
+    stored: StepSource,
+    runs: Callable[[Trace], Iterable[AgentRun]],
+    earlier_ids: Sequence[str] | None = None,
 ) -> Iterable[AgentRun]:
     """The trace's runs as scoring read them (``runs`` reads a trace's): together with the
-    traces its loop was joined from when it was (:meth:`CallLinks.joined`), else alone. A
-    step's trace whose spans are gone is read without it; a trace joined from none costs one
-    primary-key lookup."""
-    key = joined_key(trace.trace_id)
-    earlier_ids = list(stored.find([key]).get(key, ()))
-    earlier = _by_start(stored.load(earlier_ids).values()) if earlier_ids else []
+    traces its loop was joined from when it was (``earlier_ids``, else :func:`joined_from`),
+    else alone. A step's trace whose spans are gone is read without it."""
+    if earlier_ids is None:
+        earlier_ids = joined_from(trace.trace_id, stored)
+    earlier = _by_start(stored.load(list(earlier_ids)).values()) if earlier_ids else []
     if not earlier:
         return runs(trace)
     return own_runs(trace, runs(joined(trace, earlier)))

@@ -12,7 +12,7 @@ from typing import Any
 
 from tracescore.extract import iter_runs
 from tracescore.extract.base import Convention
-from tracescore.extract.linked import read_with_steps
+from tracescore.extract.linked import joined_from, read_with_steps
 from tracescore.extract.model import AgentRun
 from tracescore.extract.registry import CONVENTIONS
 from tracescore.pipeline.recomputed_steps import StepsRecompute
@@ -70,7 +70,9 @@ def trace_page(
     # Runs one at a time, the first MAX_RUNS of each list kept: a huge trace's 20,000 runs
     # were 220 MB of objects at once, for a page that shows 400 of them.
     read = functools.partial(iter_runs, conventions=conventions)
-    runs = read_with_steps(trace, StoredLinks.of(store), read) if trace is not None else ()
+    links = StoredLinks.of(store)
+    steps_from = joined_from(trace_id, links) if trace is not None else []
+    runs = read_with_steps(trace, links, read, steps_from) if trace is not None else ()
     for run in runs:
         run_ids.add(run.span_id)
         if run.span_id in by_span:
@@ -100,6 +102,7 @@ def trace_page(
         "spans": tree,
         "timeline": waterfall([(view.span, view.depth) for view in tree]),
         "span_count": len(trace.spans) if trace is not None else 0,
+        "steps_from": steps_from,
         "trace_cut": trace.cut if trace is not None else None,
         "logs": [log_json(record) for record in trace.logs[:MAX_RAW_SPANS]]
         if trace is not None
