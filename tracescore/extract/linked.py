@@ -48,7 +48,10 @@ scorable, with its advice) rather than ``read_elsewhere``: writing every respons
 content, to find such a twin later, would cost a row per ordinary model call, for a twin that
 only ever scores ``not_scorable``. Nor are calls linked by a session or conversation id alone:
 earlier turns of the same session are not steps of this turn, and the ids that do tell a step
-(its tool call's id, its response id) are what links are made by.
+(its tool call's id, its response id) are what links are made by. A session id narrows them:
+a step whose trace names one is joined only to an answer of the same session, so two sessions
+sending the same message, their call ids numbered per response or missing, never share steps
+(a step naming none is joined as before, :func:`_sought_keys`).
 """
 
 from __future__ import annotations
