@@ -254,7 +254,8 @@ alert_notifications = Counter(
 retention_removed = Counter(
     "tracescore_retention_removed",
     "Rows removed by retention, by kind of data (spans, logs, "
-    "scores, sampling_decisions, judge_cache, alerts; traces: the queue rows of pruned traces).",
+    "scores, sampling_decisions, judge_cache, alerts; traces: the queue rows of pruned traces; "
+    "call_links: links between the traces of a loop traced call by call).",
     ["kind"],
     registry=REGISTRY,
 )

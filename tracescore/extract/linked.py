@@ -31,16 +31,38 @@ fresh one, as one batch. Links are found in either order within a batch; across
 batches, only when the linked trace came first (a step's trace ends, so is ready, before the
 answer's; an SDK's span ends before the instrumentation span around it). Span text is the
 sender's: a link only ever joins or drops runs of the same sender's traces.
+
+Beyond one process's memory (several scoring processes, a restart, an entry forgotten), the
+worker's :class:`CallLinks` has a :class:`LinkStore` (the store's ``call_links`` table,
+:mod:`tracescore.store.call_links`). What is written there is only what a loop traced call by
+call needs, so that an ordinary trace adds nothing: the pending calls and response id of a
+trace whose every primary model call only asked for tools (a step traced on its own), and
+which traces an answering trace was read together with (:func:`joined_key`). The keys a
+batch's answering calls miss in memory are looked up there in one query per batch
+(:meth:`CallLinks.recall`). A re-score, the trace page and a backfill read a trace again
+with the traces it was joined from (:func:`read_with_steps`), so they see the run scoring saw.
+
+Not linked beyond memory: a request traced twice whose two traces are read by different
+processes, or further apart than the memory holds. The content-less twin then stays a run (not
+scorable, with its advice) rather than ``read_elsewhere``: writing every response id with
+content, to find such a twin later, would cost a row per ordinary model call, for a twin that
+only ever scores ``not_scorable``. Nor are calls linked by a session or conversation id alone:
+earlier turns of the same session are not steps of this turn, and the ids that do tell a step
+(its tool call's id, its response id) are what links are made by. A session id narrows them:
+a step whose trace names one is joined only to an answer of the same session, so two sessions
+sending the same message, their call ids numbered per response or missing, never share steps
+(a step naming none is joined as before, :func:`_sought_keys`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import orjson
 
@@ -106,20 +128,40 @@ class _Window:
     end: datetime
 
 
+class LinkStore(Protocol):
+    """Links kept beyond one process's memory, by opaque hex keys made here
+    (:class:`tracescore.store.call_links.StoredLinks`)."""
+
+    def find(self, keys: Collection[str]) -> Mapping[str, Sequence[str]]:
+        """The trace ids stored under each of ``keys`` that has any."""
+        ...
+
+    def add(self, links: Iterable[tuple[str, str]]) -> None:
+        """Store (key, trace id) pairs (a pair stored already stays as it is)."""
+        ...
+
+
 class CallLinks:
     """The response ids of runs with content, and the tool calls intermediate steps made, of
-    the traces read so far (the latest ``limit`` of each)."""
+    the traces read so far (the latest ``limit`` of each); with ``stored``, the links a loop
+    traced call by call needs are also kept there, and looked up there on a miss."""
 
-    def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
+    def __init__(self, limit: int = DEFAULT_LIMIT, stored: LinkStore | None = None) -> None:
         self._responses: _Recent[str] = _Recent(limit)
         self._calls: _Recent[str] = _Recent(limit)
         self._usages: _Recent[_Window] = _Recent(limit)
         self._steps: _Recent[tuple[str, ...]] = _Recent(limit)
         """Intermediate steps' response ids: the traces of the steps up to that one."""
+        self.stored = stored
+        self._unsaved: list[tuple[str, str]] = []
+        """(key, trace id) pairs for ``stored``, written by :meth:`save`."""
+        self._saving = threading.Lock()
 
     def remember(self, trace_id: str, runs: Iterable[AgentRun]) -> None:
         """Note what the trace's runs can be linked by: a run with content's response id, an
         intermediate step's tool calls."""
+        runs = list(runs)
+        saved = self.stored is not None and _step_only(runs)
         for run in runs:
             if run.kind != "llm":
                 continue
@@ -130,13 +172,64 @@ class CallLinks:
                 self._usages.put(key, _Window(trace_id, run.start_time, run.end_time))
             if awaits_tool_results(run):
                 if response:
-                    earlier = self._continued(trace_id, run)
-                    self._steps.put(response, (*earlier, trace_id))
-                for call in _invocations(run):
-                    if call.state not in _PENDING:
-                        continue  # an earlier step's, whose trace is remembered for it
-                    for key in _call_keys(run, call):
+                    chain = (*self._continued(trace_id, run), trace_id)
+                    self._steps.put(response, chain)
+                    if saved:
+                        step = _digest("step", response)
+                        self._unsaved.extend((step, trace) for trace in chain)
+                for call in _pending(run):  # not an earlier step's, remembered for it
+                    for key in _made_keys(run, call):
                         self._calls.put(key, trace_id)
+                        if saved:
+                            self._unsaved.append((key, trace_id))
+
+    def recall(self, runs: Iterable[AgentRun]) -> None:
+        """Look up in ``stored``, in one query, what a batch's answering calls and steps
+        continue that neither memory nor the batch itself holds: the steps other processes
+        (or this one, before it forgot them) read. Called before the batch is remembered, so
+        that a step continuing a stored one remembers the whole chain. Only a trace's primary
+        model calls are asked about: in an agent's trace the steps are its own."""
+        if self.stored is None:
+            return
+        calls = [run for run in runs if run.kind == "llm" and run.primary]
+        steps = [run for run in calls if awaits_tool_results(run)]
+        made = {key for run in steps for call in _pending(run) for key in _made_keys(run, call)}
+        """The calls the batch's own steps made (remembered with them)."""
+        responses = {_digest("step", found) for run in steps if (found := response_id(run))}
+        wanted: dict[str, str | None] = {}
+        """Stored key: the response id it stands for (None: a call key)."""
+        for run in calls:
+            previous = response_ids.previous_response_id(run.attributes)
+            key = _digest("step", previous) if previous else None
+            if previous and key and previous not in self._steps and key not in responses:
+                wanted[key] = previous
+            if awaits_tool_results(run):
+                continue
+            for call in _invocations(run):
+                keys = [] if call.state in _PENDING else _sought_keys(run, call)
+                if not any(key in self._calls or key in made for key in keys):
+                    wanted.update(dict.fromkeys(keys))
+        if not wanted:
+            return
+        for key, traces in self.stored.find(list(wanted)).items():
+            if (previous := wanted.get(key)) is not None:
+                self._steps.put(previous, tuple(sorted(traces)))
+            elif traces:
+                self._calls.put(key, traces[0])
+
+    def joined(self, trace_id: str, earlier: Iterable[str]) -> None:
+        """Note that ``trace_id`` was read together with the ``earlier`` traces, for
+        :func:`read_with_steps` to read it so again."""
+        if self.stored is not None:
+            key = joined_key(trace_id)
+            self._unsaved.extend((key, step) for step in earlier)
+
+    def save(self) -> None:
+        """Write what was noted for ``stored`` since the last save."""
+        with self._saving:  # two batches may be read at once (the worker's lanes)
+            rows, self._unsaved = self._unsaved, []
+        if self.stored is not None and rows:
+            self.stored.add(rows)
 
     def link(self, trace_id: str, runs: list[AgentRun]) -> TraceLinks:
         """The trace's runs without the twins read elsewhere, and the earlier traces whose
@@ -155,7 +248,8 @@ class CallLinks:
                     if call.state in _PENDING:
                         continue
                     found = next(
-                        (t for key in _call_keys(run, call) if (t := self._calls.get(key))), None
+                        (t for key in _sought_keys(run, call) if (t := self._calls.get(key))),
+                        None,
                     )
                     if found is not None and found != trace_id:
                         steps_from[found] = None
@@ -186,6 +280,19 @@ class CallLinks:
         return Twin(run, "", window.trace_id)
 
 
+def _step_only(runs: Sequence[AgentRun]) -> bool:
+    """Whether the trace is a loop's step traced on its own: it has primary model calls, and
+    every one of them only asked for tools. Only such a trace writes the links to its calls
+    (an agent's trace answers its calls itself)."""
+    calls = [run for run in runs if run.primary]
+    return bool(calls) and all(run.kind == "llm" and awaits_tool_results(run) for run in calls)
+
+
+def joined_key(trace_id: str) -> str:
+    """The stored key of the traces ``trace_id`` was read together with."""
+    return _digest("joined", trace_id)
+
+
 def response_id(run: AgentRun) -> str | None:
     """The provider's id of the response a model call's run read, when its span names one."""
     return response_ids.response_id(run.attributes)
@@ -210,17 +317,40 @@ def _invocations(run: AgentRun) -> Iterable[ToolInvocation]:
                 yield part.tool_invocation
 
 
-def _call_keys(run: AgentRun, call: ToolInvocation) -> list[str]:
+def _pending(run: AgentRun) -> Iterable[ToolInvocation]:
+    """The run's tool calls still waiting for their results (the calls a step made)."""
+    return (call for call in _invocations(run) if call.state in _PENDING)
+
+
+def _made_keys(run: AgentRun, call: ToolInvocation) -> list[str]:
+    """What a step's tool call is remembered by: within its session, when its trace names
+    one (:func:`_call_keys`)."""
+    return _call_keys(run, call, run.conversation_id)
+
+
+def _sought_keys(run: AgentRun, call: ToolInvocation) -> list[str]:
+    """What an answering call looks a tool call it was sent up by: within its session, then
+    among the steps that named none (never a step of another session)."""
+    if not run.conversation_id:
+        return _call_keys(run, call, None)
+    return _call_keys(run, call, run.conversation_id) + _call_keys(run, call, None)
+
+
+def _call_keys(run: AgentRun, call: ToolInvocation, session: str | None) -> list[str]:
     """What a tool call is known by across traces: the user's message of the turn with the
     call's id, and with its tool and arguments (for instrumentations that record no id on one
-    side). The message is part of both: some providers number ids per response (``call_0``)."""
+    side). The message is part of both: some providers number ids per response (``call_0``).
+    ``session``: the conversation (session) id the calls' traces name, a part of both keys,
+    so that two sessions sending the same message, where ids are numbered per response or
+    missing, are never joined to each other's steps."""
     user = "\n".join(message_text(m) or "" for m in run.input.input_messages if m.role == "user")
     if not user.strip():
         return []
-    keys = [_digest(user, "id", call.tool_call_id)] if call.tool_call_id else []
+    scope = ("session", session) if session else ()
+    keys = [_digest(*scope, user, "id", call.tool_call_id)] if call.tool_call_id else []
     if call.tool_name:
         arguments = orjson.dumps(call.args, option=orjson.OPT_SORT_KEYS, default=str)
-        keys.append(_digest(user, "call", call.tool_name, arguments.decode()))
+        keys.append(_digest(*scope, user, "call", call.tool_name, arguments.decode()))
     return keys
 
 
@@ -260,6 +390,7 @@ def read_linked(
     in either order. When ``load`` raises (the database), only the traces that needed what it
     was to load carry its error; the others are read."""
     runs = {trace_id: extract(trace) for trace_id, trace in traces.items()}
+    links.recall(run for read in runs.values() for run in read)
     for trace_id, read in runs.items():
         links.remember(trace_id, read)
     result = {trace_id: links.link(trace_id, read) for trace_id, read in runs.items()}
@@ -272,9 +403,9 @@ def read_linked(
             if any(t not in traces for t in linked.steps_from):
                 linked.error = f"loading the earlier steps failed: {type(exc).__name__}: {exc}"
     for trace_id, linked in result.items():
-        earlier = [
+        earlier = _by_start(
             step for t in linked.steps_from if (step := traces.get(t) or fetched.get(t)) is not None
-        ]
+        )
         linked.steps_from = [trace.trace_id for trace in earlier]
         if earlier:
             trace = traces[trace_id]
@@ -284,4 +415,43 @@ def read_linked(
                 for run in own_runs(trace, extract(joined(trace, earlier)))
                 if run.span_id not in twins
             ]
+            links.joined(trace_id, linked.steps_from)
+    links.save()
     return result
+
+
+class StepSource(LinkStore, Protocol):
+    """Stored links and the traces they name (:class:`tracescore.store.call_links.StoredLinks`)."""
+
+    def load(self, trace_ids: list[str]) -> Mapping[str, Trace]:
+        """The stored traces of ``trace_ids`` that still have spans."""
+        ...
+
+
+def joined_from(trace_id: str, stored: LinkStore) -> list[str]:
+    """The traces ``trace_id`` was read together with when scored (:meth:`CallLinks.joined`):
+    none for any trace but a loop's answering call (one primary-key lookup)."""
+    key = joined_key(trace_id)
+    return sorted(stored.find([key]).get(key, ()))
+
+
+def read_with_steps(
+    trace: Trace,
+    stored: StepSource,
+    runs: Callable[[Trace], Iterable[AgentRun]],
+    earlier_ids: Sequence[str] | None = None,
+) -> Iterable[AgentRun]:
+    """The trace's runs as scoring read them (``runs`` reads a trace's): together with the
+    traces its loop was joined from when it was (``earlier_ids``, else :func:`joined_from`),
+    else alone. A step's trace whose spans are gone is read without it."""
+    if earlier_ids is None:
+        earlier_ids = joined_from(trace.trace_id, stored)
+    earlier = _by_start(stored.load(list(earlier_ids)).values()) if earlier_ids else []
+    if not earlier:
+        return runs(trace)
+    return own_runs(trace, runs(joined(trace, earlier)))
+
+
+def _by_start(traces: Iterable[Trace]) -> list[Trace]:
+    """Traces in the order their first spans started (a loop's steps in the order made)."""
+    return sorted(traces, key=lambda t: min((s.start_time_ns for s in t.spans), default=0))

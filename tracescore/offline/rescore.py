@@ -12,6 +12,7 @@ in flight are expected to cost, would pass it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -20,6 +21,7 @@ from datetime import datetime
 
 from tracescore.extract import extract_runs
 from tracescore.extract.base import Convention
+from tracescore.extract.linked import read_with_steps
 from tracescore.extract.model import AgentRun
 from tracescore.extract.registry import CONVENTIONS
 from tracescore.offline.estimate import SAMPLE_RUNS
@@ -29,6 +31,7 @@ from tracescore.pipeline.config import WorkersConfig
 from tracescore.pipeline.sampling import is_sampled
 from tracescore.pipeline.scoring import Scoring
 from tracescore.store import SpanStore, connect
+from tracescore.store.call_links import StoredLinks
 from tracescore.store.score_reads import trace_scores
 from tracescore.store.scores import (
     SamplingDecision,
@@ -100,6 +103,7 @@ class Backfill:
         self.force = force
         self.only_primary = primary_only(self.bindings)
         self.concurrency = concurrency
+        self._links = StoredLinks.of(store)
         self.scoring = Scoring(
             self.bindings,
             WorkersConfig(concurrency=concurrency),
@@ -131,13 +135,15 @@ class Backfill:
     ]:
         """The trace's runs, the selection for ``score_runs`` and the (binding, run) pairs it admits."""
         trace = self.store.load_trace(trace_id)
-        runs = (
+        read = functools.partial(
             # only the runs a binding can score, as the live worker builds them: all of a
             # 20,000-span trace's were 220 MB of objects, for default bindings that score one
-            extract_runs(trace, self.scoring.conventions, only_primary=self.only_primary)
-            if trace is not None
-            else []
+            extract_runs,
+            conventions=self.scoring.conventions,
+            only_primary=self.only_primary,
         )
+        # with the traces its loop was joined from, as the worker read it
+        runs = list(read_with_steps(trace, self._links, read)) if trace is not None else []
         done = self._done(trace_id)
 
         def wanted(binding: CompiledBinding, run: AgentRun) -> bool:

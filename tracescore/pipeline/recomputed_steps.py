@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from tracescore.extract import iter_runs
 from tracescore.extract.declared import claim_order
 from tracescore.extract.declared_config import ConventionConfig
+from tracescore.extract.linked import read_with_steps
 from tracescore.extract.model import AgentRun
 from tracescore.judge.config import JudgeConfig
 from tracescore.pipeline.bindings import CompiledBinding, compile_bindings
@@ -26,6 +27,7 @@ from tracescore.pipeline.config import ScorerBinding, WorkersConfig
 from tracescore.pipeline.score_rows import KEPT_STEPS, RECOMPUTE, steps_json
 from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.store import SpanStore
+from tracescore.store.call_links import StoredLinks
 from tracescore.store.scores import StoredScore
 
 
@@ -77,8 +79,11 @@ class StepsRecompute:
             trace = store.load_trace(trace_id)
             if trace is None:
                 return None
+            read = functools.partial(iter_runs, conventions=conventions)
             return {
-                run.span_id: run for run in iter_runs(trace, conventions) if run.span_id in span_ids
+                run.span_id: run
+                for run in read_with_steps(trace, StoredLinks.of(store), read)
+                if run.span_id in span_ids
             }
 
         return runs_of

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
@@ -43,6 +44,7 @@ from pydantic import BaseModel
 
 from tracescore.backoff import Backoff
 from tracescore.extract import iter_runs
+from tracescore.extract.linked import read_with_steps
 from tracescore.extract.model import AgentRun
 from tracescore.judge.client import litellm
 from tracescore.judge.prices import token_prices
@@ -54,6 +56,7 @@ from tracescore.pipeline.scoring import Scoring
 from tracescore.scorers.base import Scorer
 from tracescore.scorers.steps import PromptStep, StepContext
 from tracescore.store import SpanStore, connect
+from tracescore.store.call_links import StoredLinks
 from tracescore.store.leases import acquire_lease, release_lease
 from tracescore.store.rescores import RescoreJob, advance_job, rescore_job, save_job
 from tracescore.store.score_reads import ScoredRun, scored_runs, scorer_versions
@@ -424,17 +427,18 @@ class BindingRescore:
 
     def _run(self, trace_id: str, span_id: str) -> AgentRun | None:
         """The trace's run of span ``span_id`` (the last built, as runs keyed by span id kept
-        it), if its spans are still stored. Its runs are built one at a time and only the one
-        sought is kept: all of a 20,000-span trace's were 220 MB of objects at once."""
+        it), if its spans are still stored, read with the traces its loop was joined from as
+        scoring read it. Its runs are built one at a time and only the one sought is kept: all of a 20,000-span trace's were 220 MB of objects at once."""
         trace = self.store.load_trace(trace_id, settle=False)
         if trace is None:
             return None
         found = None
-        for run in iter_runs(
-            trace,
+        read = functools.partial(
+            iter_runs,
             conversation_attributes=self.scoring.conversation_attributes,
             conventions=self.scoring.conventions,
-        ):
+        )
+        for run in read_with_steps(trace, StoredLinks.of(self.store), read):
             if run.span_id == span_id:
                 found = run
         return found

@@ -54,6 +54,7 @@ from tracescore.pipeline.score_rows import unstorable_score
 from tracescore.pipeline.scoring import Scoring
 from tracescore.spans import Trace
 from tracescore.store import SpanStore
+from tracescore.store.call_links import StoredLinks
 from tracescore.store.conversations import record_turns
 from tracescore.store.outage import database_unavailable
 from tracescore.store.scores import (
@@ -101,9 +102,9 @@ class ScoringWorker:
         must be recorded whether or not a run binding samples it."""
         self._told: set[tuple[str, str]] = set()
         """Sources already logged as giving nothing to score (once each per process)."""
-        self._links = CallLinks()
+        self._links = CallLinks(stored=StoredLinks.of(store))
         """Model calls linked across traces: one request traced twice, a loop traced call by
-        call (:mod:`tracescore.extract.linked`); bounded."""
+        call (:mod:`tracescore.extract.linked`); bounded, and backed by the store's links."""
 
     async def run(self) -> None:
         """Claim and score batches until cancelled; errors are logged, never raised.

@@ -11,7 +11,8 @@ trace ended before the cut, and only once the trace is scored (or failed), its s
 deleted and its queue row becomes a ``pruned`` tombstone, so a record arriving for it later can
 neither requeue it nor have a fragment of it scored over its kept scores. A tombstone is
 removed one more span retention later (and a retention after anything last arrived for it),
-with any straggler spans stored under it.
+with any straggler spans stored under it. The links between per-call traces go a span retention
+after they were written (:class:`ExpiredLinks`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from tracescore.retention.config import RetentionConfig
 from tracescore.store import (
     Connection,
     alerts,
+    call_links,
     conversations,
     feedback,
     feedback_triggers,
@@ -126,6 +128,19 @@ class Tombstones:
 
 
 @dataclass(frozen=True, slots=True)
+class ExpiredLinks:
+    """Links between per-call traces (:mod:`~tracescore.store.call_links`) written a span
+    retention ago: the spans they lead to are gone or going. Counted only when there were any
+    (most deployments write none)."""
+
+    duration: float
+
+    def __call__(self, conn: Connection, now: float, limit: int) -> Batch:
+        removed = call_links.LINKS_BY_AGE.prune(conn, now - self.duration, limit)
+        return Batch({"call_links": removed} if removed else {}, removed >= limit)
+
+
+@dataclass(frozen=True, slots=True)
 class ExpiredLogs:
     """Log records older than the cut, except those of a trace still to be scored
     (:func:`~tracescore.store.traces.prune_logs`)."""
@@ -171,6 +186,7 @@ def steps(config: RetentionConfig, journal: Journal | None = None) -> Iterator[S
     if (seconds := durations.get("spans")) is not None:
         yield from (ExpiredTraces(seconds, state) for state in SETTLED)
         yield Tombstones(seconds)
+        yield ExpiredLinks(seconds)
     if (seconds := durations.get("logs")) is not None:
         yield ExpiredLogs(seconds)
     if (seconds := durations.get("scores")) is not None:

@@ -25,6 +25,7 @@ TABLE_MODULES: list[str] = [
     "tracescore.store.insights",
     "tracescore.store.rescores",
     "tracescore.store.reservations",
+    "tracescore.store.call_links",
 ]
 """Modules whose SQLModel table classes the store creates: the single list to extend."""
 

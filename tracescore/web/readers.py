@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import multiprocessing
 import multiprocessing.connection
@@ -53,8 +54,10 @@ from tracescore.conversations.reads import conversations_of_trace
 from tracescore.cursors import decode_cursor, encode_cursor
 from tracescore.extract import iter_runs, run_document
 from tracescore.extract.declared import claim_order
+from tracescore.extract.linked import read_with_steps
 from tracescore.pipeline.recomputed_steps import StepsRecompute
 from tracescore.store import SpanStore, open_store
+from tracescore.store.call_links import StoredLinks
 from tracescore.times import with_utc_text
 from tracescore.web.cache import ExpiringCache
 from tracescore.web.overview_render import overview_html
@@ -185,8 +188,14 @@ class TraceReads:
                 _RunJson(
                     run.kind, run.span_id, run.primary, _exact(orjson.dumps(run_document(run)))
                 )
-                for run in iter_runs(
-                    trace, self.conventions, conversation_attributes=self.conversation_attributes
+                for run in read_with_steps(
+                    trace,
+                    StoredLinks.of(self.store),
+                    functools.partial(
+                        iter_runs,
+                        conventions=self.conventions,
+                        conversation_attributes=self.conversation_attributes,
+                    ),
                 )
             ],
             trace.cut,

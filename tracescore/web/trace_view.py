@@ -4,6 +4,7 @@ timeline, bounded so that a huge trace's page stays a few hundred KB.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -11,11 +12,13 @@ from typing import Any
 
 from tracescore.extract import iter_runs
 from tracescore.extract.base import Convention
+from tracescore.extract.linked import joined_from, read_with_steps
 from tracescore.extract.model import AgentRun
 from tracescore.extract.registry import CONVENTIONS
 from tracescore.pipeline.recomputed_steps import StepsRecompute
 from tracescore.spans import Span
 from tracescore.store import SpanStore
+from tracescore.store.call_links import StoredLinks
 from tracescore.store.score_reads import trace_scores, trace_version
 from tracescore.store.scores import StoredScore
 from tracescore.web.trace_json import log_json, span_json
@@ -66,7 +69,11 @@ def trace_page(
     shown_count = other_count = 0
     # Runs one at a time, the first MAX_RUNS of each list kept: a huge trace's 20,000 runs
     # were 220 MB of objects at once, for a page that shows 400 of them.
-    for run in iter_runs(trace, conventions) if trace is not None else ():
+    read = functools.partial(iter_runs, conventions=conventions)
+    links = StoredLinks.of(store)
+    steps_from = joined_from(trace_id, links) if trace is not None else []
+    runs = read_with_steps(trace, links, read, steps_from) if trace is not None else ()
+    for run in runs:
         run_ids.add(run.span_id)
         if run.span_id in by_span:
             scored[run.span_id] = run
@@ -95,6 +102,7 @@ def trace_page(
         "spans": tree,
         "timeline": waterfall([(view.span, view.depth) for view in tree]),
         "span_count": len(trace.spans) if trace is not None else 0,
+        "steps_from": steps_from,
         "trace_cut": trace.cut if trace is not None else None,
         "logs": [log_json(record) for record in trace.logs[:MAX_RAW_SPANS]]
         if trace is not None
