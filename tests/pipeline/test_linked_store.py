@@ -137,7 +137,7 @@ def test_steps_read_by_other_processes_are_joined_and_read_again_so(
 
     # rescore_on_change finds the joined run by its span id and reads it whole.
     worker = build_worker(_config("2").scoring(), store)
-    (task,) = rescore_tasks(worker)
+    (task,) = rescore_tasks(worker.scoring, store, worker.owner)
     asyncio.run(task.run())
     with connect(store.engine) as connection:
         job = rescore_job(connection, "length")

@@ -158,7 +158,7 @@ def test_rows_of_the_release_before_read_back_the_same(engine: Engine) -> None:
     with engine.begin() as connection:
         command.upgrade(migrate.alembic_config(connection), BEFORE)
         _write_as_before(connection)
-    assert migrate.upgrade(engine) == ("0019_packed_spans",)
+    assert migrate.upgrade(engine)[0] == "0019_packed_spans"  # then any later revision
     with engine.connect() as connection:
         stored = dict(
             connection.execute(text("SELECT span_id, attributes FROM spans")).tuples().all()

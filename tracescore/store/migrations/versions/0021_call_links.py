@@ -6,7 +6,7 @@ kept here so that another scoring process, a restart, a re-score and the trace p
 (:mod:`tracescore.store.call_links`). Written only for such traces: an ordinary one adds no row.
 
 Revision ID: 0021_call_links
-Revises: 0018_compact_storage
+Revises: 0019_packed_spans
 Create Date: 2026-12-06
 """
 
