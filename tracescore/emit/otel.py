@@ -58,9 +58,7 @@ def _event_time_ns(score: StoredScore) -> int:
     else now. The SDK fills only ``observedTimeUnixNano``; without ``timeUnixNano`` backends that
     sort or window log records by event time place the evaluation at 1970 or drop it."""
     created = score.get("created_at")
-    if isinstance(created, datetime):
-        if created.tzinfo is None:  # SQLite hands back naive UTC
-            created = created.replace(tzinfo=UTC)
+    if isinstance(created, datetime):  # aware UTC, as the store's UtcTime reads it back
         return (created - _EPOCH) // timedelta(microseconds=1) * 1_000  # exact, no float
     return time.time_ns()
 
