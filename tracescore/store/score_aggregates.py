@@ -26,7 +26,6 @@ from typing import Any, TypedDict
 
 from sqlalchemy import (
     BigInteger,
-    ColumnClause,
     ColumnElement,
     Select,
     and_,
@@ -152,8 +151,8 @@ def bucket_start(seconds: int) -> ColumnElement[int]:
     """``created_at`` floored to a multiple of ``seconds`` since the epoch, as epoch seconds:
     integer division of its stored microseconds, alike on both databases. The sizes are
     inlined as literals (ints) so PostgreSQL sees the same expression in SELECT and GROUP BY."""
-    size: ColumnClause[int] = literal_column(str(int(seconds)))
-    micros: ColumnClause[int] = literal_column(str(int(seconds) * 1_000_000))
+    size = literal_column(str(int(seconds)), BigInteger)
+    micros = literal_column(str(int(seconds) * 1_000_000), BigInteger)
     stored = type_coerce(SCORES.c.created_at, BigInteger)
     return (stored // micros) * size
 
