@@ -1,11 +1,12 @@
-"""How long revision ``0018_compact_storage`` takes on a database of ``--scores`` code scores.
+"""How long revision ``0020_compact_scores`` takes on a database of ``--scores`` code scores.
 
-Brings an empty database to the revision before (``0017_failure_signatures``), fills it with
-score rows as the previous release wrote them (the five default code scorers' rows of the
-capacity benchmark's agent trace, with their whole steps, under distinct ids: five a trace),
-then times ``migrate.upgrade`` and prints the database's size before and after (SQLite after a
-``VACUUM``, which gives the freed pages back; PostgreSQL's ``pg_total_relation_size`` of the
-scores table after ``VACUUM FULL``).
+Brings an empty database to the revision before (``0018_compact_storage``), fills it with
+score rows as that revision's release wrote them (the default code scorers' rows of the
+capacity benchmark's agent trace under distinct ids, a trace's worth at a time: hex ids as text,
+times as datetimes, the recompute marker for code scores and ``consistency``'s whole steps),
+then times ``migrate.upgrade`` and prints the scores table's size before and after (SQLite
+after a ``VACUUM``, which gives the freed pages back; PostgreSQL's ``pg_total_relation_size`` of
+the scores table after ``VACUUM FULL``).
 
     python benchmarks/compact_migration.py                           # 1,000,000 scores, SQLite
     python benchmarks/compact_migration.py --db postgresql://postgres@127.0.0.1/bench
@@ -19,7 +20,9 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+import sqlalchemy as sa
 from alembic import command
 from sqlalchemy import Engine, text
 
@@ -35,33 +38,63 @@ from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.spans import Trace
 from tracescore.store import migrate
 from tracescore.store.engine import make_engine
-from tracescore.store.scores import StoredScore, score_id, upsert_scores
+from tracescore.store.scores import score_id
 
-BEFORE = "0017_failure_signatures"
+BEFORE = "0018_compact_storage"
 CHUNK = 20_000
+EARLIER = sa.table(
+    "scores",
+    *(
+        sa.column(name, sa.String())
+        for name in (
+            "id",
+            "trace_id",
+            "span_id",
+            "binding",
+            "scorer_id",
+            "scorer_version",
+            "status",
+            "label",
+            "reason",
+            "error",
+            "judge_model",
+            "run_kind",
+            "service",
+            "agent",
+            "model",
+        )
+    ),
+    *(sa.column(name, sa.Float()) for name in ("score", "cost_usd", "latency_ms")),
+    *(sa.column(name, sa.Integer()) for name in ("input_tokens", "output_tokens")),
+    sa.column("steps", sa.JSON()),
+    *(sa.column(name, sa.DateTime(timezone=True)) for name in ("created_at", "updated_at")),
+)
+"""``scores`` as revision 0018 left it: hex text, JSON steps, datetimes."""
 
 
-def templates() -> list[StoredScore]:
-    """The default bindings' rows on one benchmark trace, steps as the previous release kept."""
+def templates() -> list[dict[str, Any]]:
+    """The default bindings' rows on one benchmark trace, steps as revision 0018's writer kept
+    them (the marker for code scores, ``consistency``'s whole)."""
     spans, trace_id = agent_spans(time.time_ns())
     trace = Trace(trace_id, spans=decode_traces(export_body(spans), json=False).spans)
     (run,) = [run for run in extract_runs(trace) if run.primary]
     rows = []
     for binding in compile_bindings(Config().scorers, {}, None):
         result = binding.scorer.run_sync(ScorerRun.of(run))
-        row = score_row(binding, run, status=result.status, result=result)
-        row["steps"] = steps_json(result)
-        rows.append(row)
+        row: dict[str, Any] = dict(score_row(binding, run, status=result.status, result=result))
+        if binding.scorer.id == "consistency":
+            row["steps"] = steps_json(result)
+        rows.append({column.name: row.get(column.name) for column in EARLIER.columns})
     return rows
 
 
 def fill(engine: Engine, count: int) -> None:
-    """``count`` score rows from :func:`templates`, five a trace, in chunks."""
+    """``count`` score rows from :func:`templates`, a trace's worth at a time, in chunks."""
     shapes = templates()
     now = datetime.now(UTC)
     made = 0
     while made < count:
-        rows: list[StoredScore] = []
+        rows: list[dict[str, Any]] = []
         for index in range(made, min(count, made + CHUNK)):
             template = shapes[index % len(shapes)]
             trace_id = f"{index // len(shapes):032x}"
@@ -71,7 +104,7 @@ def fill(engine: Engine, count: int) -> None:
             row["created_at"] = row["updated_at"] = now
             rows.append(row)
         with engine.begin() as connection:
-            upsert_scores(connection, rows)
+            connection.execute(EARLIER.insert(), rows)
         made += len(rows)
 
 
@@ -80,6 +113,8 @@ def size(engine: Engine) -> int:
     if engine.dialect.name == "sqlite":
         with engine.connect() as connection:
             connection.exec_driver_sql("VACUUM")
+            # In WAL mode the vacuumed pages reach the file only at a checkpoint.
+            connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
         return Path(str(engine.url.database)).stat().st_size
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
         connection.exec_driver_sql("VACUUM FULL scores")

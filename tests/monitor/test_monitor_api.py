@@ -268,8 +268,8 @@ def test_coverage_counts_eligible_sampled_scored(api: httpx.Client, store: SpanS
     decisions = [
         {
             "id": f"d{i}",
-            "trace_id": f"t{i}",
-            "span_id": "s",
+            "trace_id": f"f{i}",
+            "span_id": "5a",
             "binding": "quality",
             "sampled": i % 2 == 0,
             "created_at": moment,
@@ -277,12 +277,12 @@ def test_coverage_counts_eligible_sampled_scored(api: httpx.Client, store: SpanS
         for i in range(10)
     ]
     scores = [
-        # run t0 has two scorers under one binding: still one scored run
-        score_row(moment, 0.9, trace_id="t0", span_id="s"),
-        score_row(moment, 0.8, trace_id="t0", span_id="s", scorer_id="toxicity"),
-        score_row(moment, 0.7, trace_id="t2", span_id="s"),
-        score_row(moment, None, trace_id="t4", span_id="s", status="error"),
-        score_row(moment, None, trace_id="t6", span_id="s", status="skipped_budget"),
+        # run f0 has two scorers under one binding: still one scored run
+        score_row(moment, 0.9, trace_id="f0", span_id="5a"),
+        score_row(moment, 0.8, trace_id="f0", span_id="5a", scorer_id="toxicity"),
+        score_row(moment, 0.7, trace_id="f2", span_id="5a"),
+        score_row(moment, None, trace_id="f4", span_id="5a", status="error"),
+        score_row(moment, None, trace_id="f6", span_id="5a", status="skipped_budget"),
     ]
     with store.engine.begin() as connection:
         upsert_decisions(connection, decisions)

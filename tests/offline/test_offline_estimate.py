@@ -245,8 +245,8 @@ def store_score(engine: Any, calls: list[tuple[str, int, bool]]) -> None:
     ]
     row = ScoreRow(
         id=uuid.uuid4().hex,
-        trace_id="t" * 32,
-        span_id="s" * 16,
+        trace_id="7" * 32,
+        span_id="5" * 16,
         binding="faithfulness",
         scorer_id="faithfulness-scorer",
         scorer_version="1",

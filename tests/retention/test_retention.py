@@ -119,7 +119,7 @@ def _seed(store: SpanStore) -> None:
             insert(SCORES),
             [
                 {
-                    "id": f"s{n}",
+                    "id": f"5{n}",  # hex: score ids are stored as bytes
                     "trace_id": OLD_SCORED,
                     "span_id": "1" * 16,
                     "binding": "b",
@@ -266,7 +266,7 @@ def test_a_pass_removes_exactly_the_expired_rows_of_each_kind(store: SpanStore) 
         OLD_PENDING: ("pending", 1, 1),
     }
     assert _column(engine, LOGS.c.body) == {'"recent, no trace"', '"old of pending"'}
-    assert _column(engine, SCORES.c.id) == {"s5"}
+    assert _column(engine, SCORES.c.id) == {"55"}
     assert _column(engine, DECISIONS.c.id) == {"d3"}
     (minute,) = _column(engine, TALLIES.c.minute)
     assert abs(minute.replace(tzinfo=UTC).timestamp() - RECENT) < 1
@@ -312,7 +312,7 @@ def test_records_arriving_for_a_pruned_trace_never_requeue_it(store: SpanStore) 
     traces = _traces(store.engine)
     assert traces[OLD_SCORED][0] == "pruned"
     assert traces[RECENT_SCORED] == ("scored", 1, 0)
-    assert _column(store.engine, SCORES.c.id, SCORES.c.trace_id == OLD_SCORED) == {"s5"}
+    assert _column(store.engine, SCORES.c.id, SCORES.c.trace_id == OLD_SCORED) == {"55"}
 
 
 def test_tombstones_go_one_retention_after_their_spans(store: SpanStore) -> None:

@@ -19,6 +19,13 @@ from tracescore.store.engine import make_engine
 
 BEFORE = "0010_failure_modes"
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+SCORED_AT_3, ANCHOR_GONE, A_RUN_SCORE = "a3" * 16, "a9" * 16, "a1" * 16
+"""Score ids, hex as every stored id is (a later revision keeps them as bytes)."""
+
+
+def _trace(name: str) -> str:
+    """A hex trace id named after a turn (``t3`` → ``…03``)."""
+    return f"{'1' if name[0] == 't' else '2'}{int(name[1:]):031x}"
 
 
 @pytest.fixture
@@ -45,7 +52,7 @@ def _turn(connection: object, conversation_id: str, trace_id: str, start_ns: int
             "INSERT INTO conversation_turns (conversation_id, trace_id, span_id, start_time_ns, "
             "user_text, answer_text, recorded_at) VALUES (:c, :t, 'a1', :s, 'hi', 'hello', 0)"
         ),
-        {"c": conversation_id, "t": trace_id, "s": start_ns},
+        {"c": conversation_id, "t": _trace(trace_id), "s": start_ns},
     )
 
 
@@ -57,7 +64,7 @@ def _score(connection: object, score_id: str, trace_id: str, conversation_id: st
             "conversation_id, created_at, updated_at) VALUES (:id, :trace, 'a1', 'b', 's', '1', "
             "'ok', 1.0, 0, 0, 0, 0, 'agent', :conversation, :now, :now)"
         ),
-        {"id": score_id, "trace": trace_id, "conversation": conversation_id, "now": NOW},
+        {"id": score_id, "trace": _trace(trace_id), "conversation": conversation_id, "now": NOW},
     )
 
 
@@ -67,17 +74,20 @@ def test_earlier_conversation_scores_are_labelled_with_their_turns(engine: Engin
         _conversation(connection, "went-on", 4)
         for index in range(4):  # scored at its third turn, then it went on to a fourth
             _turn(connection, "went-on", f"t{index + 1}", 1_000 + index)
-        _score(connection, "scored-at-3", "t3", "went-on")
+        _score(connection, SCORED_AT_3, "t3", "went-on")
         _conversation(connection, "pruned", 2)  # the turn its score hangs on is gone
         _turn(connection, "pruned", "p1", 1_000)
-        _score(connection, "anchor-gone", "p2", "pruned")
-        _score(connection, "a-run-score", "t1", None)
+        _score(connection, ANCHOR_GONE, "p2", "pruned")
+        _score(connection, A_RUN_SCORE, "t1", None)
     assert "0011_conversation_score_turns" in migrate.upgrade(engine)
     with engine.connect() as connection:
-        labelled = dict(
-            connection.execute(text("SELECT id, conversation_turns FROM scores")).tuples().all()
-        )
+        labelled = {
+            bytes(score_id).hex(): turns
+            for score_id, turns in connection.execute(
+                text("SELECT id, conversation_turns FROM scores")
+            )
+        }
         context = MigrationContext.configure(connection, opts={"compare_type": True})
         drift = compare_metadata(context, migrate.store_metadata())
-    assert labelled == {"scored-at-3": 3, "anchor-gone": 2, "a-run-score": None}
+    assert labelled == {SCORED_AT_3: 3, ANCHOR_GONE: 2, A_RUN_SCORE: None}
     assert drift == []

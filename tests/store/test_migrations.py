@@ -37,6 +37,7 @@ from tracescore.cli import app
 from tracescore.ingest.files import load_traces
 from tracescore.judge.cache import VerdictCache
 from tracescore.store import SchemaError, migrate, open_store
+from tracescore.store.column_types import from_utc_micros, unpack_json
 from tracescore.store.engine import create_tables, make_engine
 from tracescore.store.judge_cache import JudgeVerdict, load_verdict, save_verdict
 from tracescore.store.migrations.baseline import BASELINE
@@ -118,8 +119,16 @@ def _as_text(table: str, column: str, value: Any, times: set[str]) -> Any:
     return value
 
 
+def _plain_id(value: Any) -> Any:
+    """A hex id as text, whether stored as text or as its bytes."""
+    return bytes(value).hex() if isinstance(value, (bytes, memoryview)) else value
+
+
 def _instant(value: Any) -> Any:
-    """A stored time as the instant it is (SQLite hands back its text, naive being UTC)."""
+    """A stored time as the instant it is (SQLite hands back its text, naive being UTC; a
+    revision may store it as integer microseconds, ``0020_compact_scores``)."""
+    if isinstance(value, int):
+        return from_utc_micros(value)
     moment = datetime.fromisoformat(value) if isinstance(value, str) else value
     if isinstance(moment, datetime) and moment.tzinfo is None:
         return moment.replace(tzinfo=UTC)
@@ -133,7 +142,11 @@ def upgraded(
     ``0018_compact_storage`` leaves them: the marker, the step results computed when shown."""
 
     def steps_of(row: dict[str, Any]) -> Any:
-        steps = json.loads(row["steps"]) if isinstance(row["steps"], str) else row["steps"]
+        stored = row["steps"]
+        if isinstance(stored, (bytes, memoryview)):
+            steps = unpack_json(stored)
+        else:
+            steps = json.loads(stored) if isinstance(stored, str) else stored
         code = (
             row["status"] == "ok"
             and row["judge_model"] is None
@@ -302,7 +315,7 @@ def _scored_traces(engine: Engine, traces: set[str]) -> set[str]:
     """Which of ``traces`` have scores."""
     with engine.connect() as connection:
         found = connection.execute(text("SELECT DISTINCT trace_id FROM scores")).scalars()
-        return set(found) & traces
+        return {_plain_id(trace_id) for trace_id in found} & traces
 
 
 def test_an_earlier_build_missing_the_unique_log_index_is_repaired_then_stamped(

@@ -56,12 +56,11 @@ def test_earlier_time_text_pages_and_ranges_right(engine: Engine) -> None:
         connection.execute(
             text(
                 "INSERT INTO sampling_decisions (id, trace_id, span_id, binding, sampled, "
-                "created_at) VALUES ('d', 't', 's', 'b', true, :at)"
+                "created_at) VALUES (:d, :d, 'a1', 'b', true, :at)"
             ),
-            {"at": _stored_as_before(engine, WHOLE)},
+            {"d": "d" * 32, "at": _stored_as_before(engine, WHOLE)},
         )
-    assert "0015_sqlite_time_text" in migrate.upgrade(engine)
-    with engine.connect() as connection:
+        command.upgrade(migrate.alembic_config(connection), "0015_sqlite_time_text")
         if engine.dialect.name == "sqlite":
             texts = connection.execute(
                 text(
@@ -70,6 +69,8 @@ def test_earlier_time_text_pages_and_ranges_right(engine: Engine) -> None:
                 )
             ).scalars()
             assert sorted(texts) == ["2026-11-27 12:00:00.000000", "2026-11-27 12:00:00.000123"]
+    migrate.upgrade(engine)  # to the models' schema, which the reads below are written for
+    with engine.connect() as connection:
         seen: list[str] = []
         cursor = None
         for _ in range(ROWS):

@@ -16,7 +16,7 @@ blocks scoring (at worst the queue drops the oldest evaluations and the SDK logs
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from opentelemetry import trace
@@ -30,10 +30,9 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFl
 
 from tracescore.emit.config import ExportConfig
 from tracescore.spans import EVALUATION_EVENT, OWN_EVALUATIONS_SCOPE
+from tracescore.store.column_types import utc_micros
 from tracescore.store.scores import StoredScore
 from tracescore.version import __version__
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def evaluation_attributes(score: StoredScore) -> dict[str, Any]:
@@ -58,10 +57,8 @@ def _event_time_ns(score: StoredScore) -> int:
     else now. The SDK fills only ``observedTimeUnixNano``; without ``timeUnixNano`` backends that
     sort or window log records by event time place the evaluation at 1970 or drop it."""
     created = score.get("created_at")
-    if isinstance(created, datetime):
-        if created.tzinfo is None:  # SQLite hands back naive UTC
-            created = created.replace(tzinfo=UTC)
-        return (created - _EPOCH) // timedelta(microseconds=1) * 1_000  # exact, no float
+    if isinstance(created, datetime):  # naive is UTC, as every stored time is
+        return utc_micros(created) * 1_000  # exact, no float
     return time.time_ns()
 
 

@@ -17,6 +17,7 @@ from tracescore.extract.model import AgentRun
 from tracescore.pipeline.bindings import CompiledBinding
 from tracescore.pipeline.budget import InputCut
 from tracescore.scorers.results import ScoreResult
+from tracescore.store.score_reads import PASSING_LABELS
 from tracescore.store.scores import SamplingDecision, StoredScore, score_id
 
 _MAX_PROMPT_CHARS = 20_000
@@ -31,7 +32,8 @@ KEPT_STEPS = ("input_cut", "cascade", "trigger", "trace_cut")
 back: they are stored beside the marker."""
 _KEPT_BY_SQL = frozenset(("consistency",))
 """Scorers whose stored steps a query reads (insights reads ``consistency``'s failed checks
-from the database, :func:`~tracescore.store.score_reads.failed_scores`)."""
+from the database, :func:`~tracescore.store.score_reads.failed_scores`, of its failing scores
+only)."""
 
 
 def score_row(
@@ -80,7 +82,7 @@ def score_row(
         row["reason"] = result.reason
         row["error"] = result.error
         steps: dict[str, Any] = (
-            {RECOMPUTE: True} if recomputable(binding, result) else steps_json(result)
+            {RECOMPUTE: True} if recomputable(binding, result, row["label"]) else steps_json(result)
         )
         row["steps"] = steps
         row["judge_model"] = result.judge_calls[0].model if result.judge_calls else None
@@ -124,19 +126,22 @@ def decision_row(
     }
 
 
-def recomputable(binding: CompiledBinding, result: ScoreResult) -> bool:
+def recomputable(binding: CompiledBinding, result: ScoreResult, label: str | None) -> bool:
     """Whether ``result``'s step results can be left out of its row: a run's (not a
     conversation's) ``ok`` result of a scorer without a judge, which gives the same steps on
     the same run again. A judge's steps cost money and are not reproducible; an error's may
     come from a time budget a read would not apply. (Migration ``0018_compact_storage`` applies
-    the same rule to stored rows: ``ok``, no judge model, no tokens, no conversation.)"""
+    the same rule to stored rows: ``ok``, no judge model, no tokens, no conversation.) A
+    scorer whose steps a query reads (:data:`_KEPT_BY_SQL`) keeps them only where that query
+    reads them: when its ``label`` says it failed; a passing one's were 320 of its row's
+    ~430 bytes, compressed."""
     return (
         result.status == "ok"
         and not result.judge_calls
         and result.input_tokens == 0
         and binding.config.target != "conversation"
         and not binding.scorer.uses_judge
-        and binding.scorer.id not in _KEPT_BY_SQL
+        and (binding.scorer.id not in _KEPT_BY_SQL or label in PASSING_LABELS)
     )
 
 

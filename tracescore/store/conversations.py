@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -45,6 +45,7 @@ from sqlmodel import Field, SQLModel
 
 from tracescore.store.aging import still_in
 from tracescore.store.bulk import BulkInsert, bulk_insert
+from tracescore.store.column_types import utc_micros
 from tracescore.store.table_of import table_of
 from tracescore.store.text import TextGuard
 from tracescore.store.trace_queue import LeasedQueueSql, TraceState
@@ -398,8 +399,7 @@ class ConversationFilter:
 
 
 def _ns(moment: datetime) -> int:
-    aware = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    return int(aware.timestamp() * 1_000_000) * 1_000
+    return utc_micros(moment) * 1_000
 
 
 @dataclass(frozen=True, slots=True)

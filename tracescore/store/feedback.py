@@ -21,6 +21,7 @@ from sqlmodel import Field, SQLModel
 
 from tracescore import metrics
 from tracescore.store.aging import AgedRows
+from tracescore.store.column_types import hex_text
 from tracescore.store.dialect import as_utc, dialect_insert
 from tracescore.store.feedback_triggers import NewTrigger, add_triggers
 from tracescore.store.scores import SCORES
@@ -272,9 +273,9 @@ def scored_feedback(
         .join(
             FEEDBACK,
             and_(
-                FEEDBACK.c.trace_id == SCORES.c.trace_id,
+                FEEDBACK.c.trace_id == hex_text(SCORES.c.trace_id),
                 FEEDBACK.c.name == SCORES.c.binding,
-                or_(FEEDBACK.c.span_id.is_(None), FEEDBACK.c.span_id == SCORES.c.span_id),
+                or_(FEEDBACK.c.span_id.is_(None), FEEDBACK.c.span_id == hex_text(SCORES.c.span_id)),
             ),
         )
         .where(*condition)

@@ -27,6 +27,7 @@ from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
 
 from tracescore.store.aging import AgedRows
+from tracescore.store.column_types import hex_text
 from tracescore.store.dialect import as_utc, dialect_insert
 from tracescore.store.table_of import table_of
 
@@ -200,12 +201,12 @@ JUDGING_OUTCOMES = ("judged", "skipped_budget", "skipped_rate")
 def triggered_score(
     trace_id: ColumnElement[str], span_id: ColumnElement[str], binding: ColumnElement[str]
 ) -> ColumnElement[bool]:
-    """True for a score row (given its columns) that a feedback trigger wrote: what coverage
-    leaves out of its sampled figures."""
+    """True for a score row (given its columns, ids as bytes) that a feedback trigger wrote:
+    what coverage leaves out of its sampled figures."""
     return exists().where(
-        TRIGGERS.c.trace_id == trace_id,
+        TRIGGERS.c.trace_id == hex_text(trace_id),
         TRIGGERS.c.binding == binding,
-        or_(TRIGGERS.c.span_id.is_(None), TRIGGERS.c.span_id == span_id),
+        or_(TRIGGERS.c.span_id.is_(None), TRIGGERS.c.span_id == hex_text(span_id)),
         TRIGGERS.c.outcome.in_(JUDGING_OUTCOMES),
     )
 

@@ -26,22 +26,21 @@ from typing import Any, TypedDict
 
 from sqlalchemy import (
     BigInteger,
-    ColumnClause,
     ColumnElement,
     Select,
     and_,
     case,
-    cast,
     func,
     literal_column,
     select,
     true,
+    type_coerce,
 )
 from sqlalchemy.engine import Connection
 
 from tracescore.outcomes import FAILED_RUN_REASON
 from tracescore.store.feedback_triggers import triggered_score
-from tracescore.store.score_reads import ScoreFilter, db_time, failing_label
+from tracescore.store.score_reads import ScoreFilter, failing_label
 from tracescore.store.scores import SCORES, SamplingDecisionRow, SamplingTallyRow
 from tracescore.store.table_of import table_of
 
@@ -148,20 +147,14 @@ class GroupStats:
         return self.failed / self.moments.n if self.moments.n else None
 
 
-def bucket_start(dialect: str, seconds: int) -> ColumnElement[int]:
-    """``created_at`` floored to a multiple of ``seconds`` since the epoch, as epoch seconds.
-
-    The size is inlined as a literal (it is an int) so PostgreSQL sees the same expression in
-    SELECT and GROUP BY. On SQLite only the stored text's whole seconds (``YYYY-MM-DD
-    HH:MM:SS``) are read: its date functions round the fraction to the millisecond, which put
-    a score at ``…:05.9996`` in second 06.
-    """
-    size: ColumnClause[int] = literal_column(str(int(seconds)))
-    created = SCORES.c.created_at
-    if dialect == "postgresql":
-        return cast(func.floor(func.extract("epoch", created) / size) * size, BigInteger)
-    whole_seconds = func.substr(created, 1, 19)
-    return (cast(func.strftime("%s", whole_seconds), BigInteger) // size) * size
+def bucket_start(seconds: int) -> ColumnElement[int]:
+    """``created_at`` floored to a multiple of ``seconds`` since the epoch, as epoch seconds:
+    integer division of its stored microseconds, alike on both databases. The sizes are
+    inlined as literals (ints) so PostgreSQL sees the same expression in SELECT and GROUP BY."""
+    size = literal_column(str(int(seconds)), BigInteger)
+    micros = literal_column(str(int(seconds) * 1_000_000), BigInteger)
+    stored = type_coerce(SCORES.c.created_at, BigInteger)
+    return (stored // micros) * size
 
 
 @lru_cache(maxsize=512)
@@ -181,7 +174,7 @@ def _aggregate_statements(
     c = SCORES.c
     keys: list[ColumnElement[Any]] = [c[name] for name in group_by]
     if bucket_seconds is not None:
-        keys.append(bucket_start(dialect, bucket_seconds).label("bucket"))
+        keys.append(bucket_start(bucket_seconds).label("bucket"))
     ok_score = case((c.status == "ok", c.score))
     aggregates: list[ColumnElement[Any]] = [
         func.sum(case((c.status.in_(ATTEMPTED_STATUSES), 1), else_=0)),
@@ -338,9 +331,9 @@ def coverage(
     def in_range(table: Any, moment: str = "created_at") -> list[ColumnElement[bool]]:
         found: list[ColumnElement[bool]] = [true()]
         if since is not None:
-            found.append(table.c[moment] >= db_time(since))
+            found.append(table.c[moment] >= since)
         if until is not None:
-            found.append(table.c[moment] < db_time(until))
+            found.append(table.c[moment] < until)
         if binding is not None:
             found.append(table.c.binding == binding)
         return found
@@ -437,27 +430,35 @@ def _cascade_stages(
     s = SCORES.c
     window: list[ColumnElement[bool]] = [true()]
     if since is not None:
-        window.append(s.created_at >= db_time(since))
+        window.append(s.created_at >= since)
     if until is not None:
-        window.append(s.created_at < db_time(until))
-    after = s.steps[("cascade", "after")].as_string()
+        window.append(s.created_at < until)
     cascades = [
         name
         for name in bindings
-        if connection.execute(
-            select(after).where(*window, s.binding == name).order_by(s.created_at.desc()).limit(1)
-        ).scalar()
+        if _cascade_of(
+            connection.execute(
+                select(s.steps)
+                .where(*window, s.binding == name)
+                .order_by(s.created_at.desc())
+                .limit(1)
+            ).scalar()
+        ).get("after")
         is not None
     ]
     if not cascades:
         return {}
-    trigger = s.steps[("cascade", "trigger")].as_string()
     found: dict[str, CascadeStages] = {}
-    rows = connection.execute(
-        select(s.binding, after, trigger, func.count(), func.sum(s.cost_usd))
-        .where(*window, s.binding.in_(cascades))
-        .group_by(s.binding, after, trigger)
-    ).all()
+    tally: dict[tuple[str, Any, Any], tuple[int, float]] = {}
+    # Steps are compressed (PackedJSON), so they are grouped here rather than in SQL.
+    for name, steps, cost in connection.execute(
+        select(s.binding, s.steps, s.cost_usd).where(*window, s.binding.in_(cascades))
+    ):
+        cascade = _cascade_of(steps)
+        key = (name, cascade.get("after"), cascade.get("trigger"))
+        count, spent = tally.get(key, (0, 0.0))
+        tally[key] = (count + 1, spent + float(cost or 0.0))
+    rows = [(*key, count, cost) for key, (count, cost) in tally.items()]
     for name, upstream, kind, count, cost in rows:
         stage = found.get(name)
         if stage is None:
@@ -485,6 +486,12 @@ def _cascade_stages(
                 connection, window, stage["after"]
             )
     return found
+
+
+def _cascade_of(steps: Any) -> dict[str, Any]:
+    """A score's ``steps.cascade`` (empty when it has none)."""
+    cascade = steps.get("cascade") if isinstance(steps, dict) else None
+    return cascade if isinstance(cascade, dict) else {}
 
 
 def _upstream_runs(
@@ -518,12 +525,12 @@ def judge_cost_per_day(
 ) -> list[JudgeCostDay]:
     """Judge spend and judged scores per UTC day, oldest first (days without judging left out)."""
     c = SCORES.c
-    day = bucket_start(connection.dialect.name, 86_400).label("day")
+    day = bucket_start(86_400).label("day")
     statement = (
         select(day, func.sum(c.cost_usd), func.count())
         .where(
-            c.created_at >= db_time(since),
-            c.created_at < db_time(until),
+            c.created_at >= since,
+            c.created_at < until,
             c.judge_model.is_not(None),
         )
         .group_by(day)

@@ -18,7 +18,6 @@ from sqlalchemy.engine import Connection
 
 from tracescore.cursors import NOT_A_CURSOR, decode_cursor, encode_cursor
 from tracescore.store.alerts import ALERT_EVENTS
-from tracescore.store.dialect import as_utc
 from tracescore.store.scores import LISTED_COLUMNS, SCORES, ListedScore, StoredScore
 
 FILTER_COLUMNS = ("scorer_id", "agent", "model")
@@ -26,13 +25,6 @@ FILTER_COLUMNS = ("scorer_id", "agent", "model")
 them."""
 LATE_WRITES = timedelta(minutes=10)
 """How far back a score row may be stamped when it is written (its scoring time)."""
-
-
-def db_time(moment: datetime) -> datetime:
-    """An aware UTC datetime (``scores.created_at`` refuses naive ones); naive input is UTC."""
-    if moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,9 +69,9 @@ class ScoreFilter:
         """Values of the range parameters :meth:`conditions` leaves bound."""
         found = {}
         if self.since is not None:
-            found["since"] = db_time(self.since)
+            found["since"] = self.since
         if self.until is not None:
-            found["until"] = db_time(self.until)
+            found["until"] = self.until
         return found
 
     def shape(self) -> ScoreFilter:
@@ -106,7 +98,8 @@ def time_position(cursor: str) -> tuple[datetime, str]:
     """The ``(created_at, id)`` of a :func:`time_cursor`; ValueError for another cursor."""
     moment, row_id = decode_cursor(cursor, 2)
     try:
-        return db_time(datetime.fromisoformat(moment)), row_id
+        bytes.fromhex(row_id)  # the id column binds hex; another text would fail the query
+        return datetime.fromisoformat(moment).astimezone(UTC), row_id
     except (ValueError, OverflowError):  # 0001-01-01T00:00:00+01:00 is in year 0 in UTC
         raise ValueError(NOT_A_CURSOR) from None
 
@@ -150,10 +143,7 @@ def list_scores(
 def _listed(
     connection: Connection, statement: Select[Any], params: dict[str, Any]
 ) -> list[ListedScore]:
-    found = [cast(ListedScore, row._asdict()) for row in connection.execute(statement, params)]
-    for row in found:
-        row["created_at"] = as_utc(row["created_at"])
-    return found
+    return [cast(ListedScore, row._asdict()) for row in connection.execute(statement, params)]
 
 
 def lowest_scores(
@@ -228,9 +218,7 @@ def filter_choices(connection: Connection, since: datetime) -> dict[str, list[st
         name: sorted(
             value
             for (value,) in connection.execute(
-                select(c[name])
-                .where(c.created_at >= db_time(since), c[name].is_not(None))
-                .distinct()
+                select(c[name]).where(c.created_at >= since, c[name].is_not(None)).distinct()
             )
         )
         for name in FILTER_COLUMNS
@@ -241,7 +229,7 @@ def newest_score_at(connection: Connection, where: ScoreFilter) -> datetime | No
     """When the newest score row (of any status) matching ``where`` was stored."""
     statement = select(func.max(SCORES.c.created_at)).where(*where.conditions())
     newest = connection.execute(statement, where.params()).scalar_one()
-    return as_utc(newest) if newest is not None else None
+    return cast(datetime | None, newest)
 
 
 def trace_version(connection: Connection, trace_id: str) -> str:
@@ -249,7 +237,7 @@ def trace_version(connection: Connection, trace_id: str) -> str:
     c = SCORES.c
     statement = select(func.max(c.updated_at), func.count()).where(c.trace_id == trace_id)
     newest, count = connection.execute(statement).one()
-    return f"{as_utc(newest).isoformat() if newest is not None else '-'}|{count}"
+    return f"{newest.isoformat() if newest is not None else '-'}|{count}"
 
 
 def live_version(connection: Connection, now: datetime | None = None) -> str:
@@ -263,10 +251,10 @@ def live_version(connection: Connection, now: datetime | None = None) -> str:
     c = SCORES.c
     last_event = select(func.max(ALERT_EVENTS.c.id)).scalar_subquery()
     statement = select(func.max(c.created_at), func.count(), last_event).where(
-        c.created_at >= db_time(now - LATE_WRITES)
+        c.created_at >= now - LATE_WRITES
     )
     newest, count, event = connection.execute(statement).one()  # one round trip
-    stamp = as_utc(newest).isoformat() if newest is not None else "-"
+    stamp = newest.isoformat() if newest is not None else "-"
     return f"{stamp}|{count}|{event or 0}"
 
 
@@ -278,10 +266,10 @@ def oldest_score(connection: Connection, since: datetime) -> tuple[datetime | No
     """
     c = SCORES.c
     oldest = connection.execute(
-        select(func.min(c.created_at)).where(c.created_at >= db_time(since))
+        select(func.min(c.created_at)).where(c.created_at >= since)
     ).scalar_one()
-    older = connection.execute(select(c.id).where(c.created_at < db_time(since)).limit(1)).first()
-    return (as_utc(oldest) if oldest is not None else None), older is not None
+    older = connection.execute(select(c.id).where(c.created_at < since).limit(1)).first()
+    return (oldest if oldest is not None else None), older is not None
 
 
 def binding_scorers(
@@ -290,9 +278,7 @@ def binding_scorers(
     """``(binding, scorer_id)`` pairs scored in the range: which charts a scorer's alert is on."""
     c = SCORES.c
     statement = (
-        select(c.binding, c.scorer_id)
-        .where(c.created_at >= db_time(since), c.created_at < db_time(until))
-        .distinct()
+        select(c.binding, c.scorer_id).where(c.created_at >= since, c.created_at < until).distinct()
     )
     return {(binding, scorer) for binding, scorer in connection.execute(statement)}
 
@@ -312,12 +298,12 @@ def scorer_versions(connection: Connection, since: datetime) -> list[ScorerVersi
     c = SCORES.c
     statement = (
         select(c.binding, c.scorer_version, func.count(), func.max(c.created_at))
-        .where(c.created_at >= db_time(since), c.status == "ok")
+        .where(c.created_at >= since, c.status == "ok")
         .group_by(c.binding, c.scorer_version)
         .order_by(c.binding, func.max(c.created_at))
     )
     return [
-        {"binding": binding, "version": version, "count": int(count), "newest": as_utc(newest)}
+        {"binding": binding, "version": version, "count": int(count), "newest": newest}
         for binding, version, count, newest in connection.execute(statement)
     ]
 
@@ -432,8 +418,8 @@ def failed_scores(
     query = (
         select(*_FAILED_COLUMNS)
         .where(
-            SCORES.c.created_at >= db_time(since),
-            SCORES.c.created_at < db_time(until),
+            SCORES.c.created_at >= since,
+            SCORES.c.created_at < until,
             or_(failing, SCORES.c.status == "error") if errors else failing,
         )
         .order_by(SCORES.c.created_at, SCORES.c.id)
@@ -443,7 +429,6 @@ def failed_scores(
     names = tuple(rows.keys())  # a row's own mapping makes its keys anew: 20 µs a row
     for row in rows:
         score = dict(zip(names, row, strict=True))
-        score["created_at"] = as_utc(row.created_at)
         yield cast(FailedScore, score)
 
 
@@ -464,7 +449,7 @@ def scored_runs(
     c = SCORES.c
     statement = select(c.trace_id, c.span_id, c.input_tokens, c.output_tokens).where(
         c.binding == binding,
-        c.created_at >= db_time(since),
+        c.created_at >= since,
         c.scorer_version == version,
         c.status == "ok",
     )

@@ -20,12 +20,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
-from sqlalchemy import JSON, BigInteger, Column, Engine, Index, Text, func, select, text
+from sqlalchemy import BigInteger, Column, Engine, Index, Text, func, select, text
 from sqlalchemy.engine import Connection, Dialect
 from sqlmodel import Field, SQLModel
 
 from tracescore.store.aging import AgedRows
 from tracescore.store.bulk import Prepared, upsert_of
+from tracescore.store.column_types import HexId, PackedJSON, UtcTime
 from tracescore.store.dialect import dialect_insert
 from tracescore.store.table_of import table_of
 from tracescore.store.text import ColumnFit, TextGuard
@@ -90,6 +91,10 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def _time() -> Column[datetime]:
+    return Column(UtcTime, nullable=False, default=_utcnow)
+
+
 def score_id(trace_id: str, span_id: str, binding: str, scorer_version: str) -> str:
     key = f"{trace_id}\x1f{span_id}\x1f{binding}\x1f{scorer_version}".encode()
     return hashlib.sha256(key).hexdigest()[:32]
@@ -113,9 +118,10 @@ class ScoreRow(SQLModel, table=True):
         ),
     )
 
-    id: str = Field(primary_key=True, max_length=32)
-    trace_id: str = Field(max_length=32)
-    span_id: str = Field(max_length=16)
+    id: str = Field(sa_column=Column(HexId, primary_key=True))
+    """:func:`score_id`'s 32 hex digits, stored as their 16 bytes."""
+    trace_id: str = Field(sa_column=Column(HexId, nullable=False))
+    span_id: str = Field(sa_column=Column(HexId, nullable=False))
     binding: str = Field(max_length=100)
     scorer_id: str = Field(max_length=200)
     scorer_version: str = Field(max_length=50)
@@ -124,7 +130,9 @@ class ScoreRow(SQLModel, table=True):
     label: str | None = Field(default=None, max_length=100)
     reason: str | None = Field(default=None, sa_column=Column(Text))
     error: str | None = Field(default=None, sa_column=Column(Text))
-    steps: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    steps: dict[str, Any] | None = Field(default=None, sa_column=Column(PackedJSON))
+    """Compressed once long (:class:`~tracescore.store.column_types.PackedJSON`): read in
+    Python, never in SQL."""
     judge_model: str | None = Field(default=None, max_length=200)
     input_tokens: int = 0
     output_tokens: int = 0
@@ -140,8 +148,8 @@ class ScoreRow(SQLModel, table=True):
     conversation_turns: int | None = None
     """How many turns a conversation's score covered: every scoring of a conversation is a
     row of its own, so a conversation that went on after it was scored keeps its history."""
-    created_at: datetime = Field(default_factory=_utcnow)
-    updated_at: datetime = Field(default_factory=_utcnow)
+    created_at: datetime = Field(default_factory=_utcnow, sa_column=_time())
+    updated_at: datetime = Field(default_factory=_utcnow, sa_column=_time())
 
 
 class SamplingDecisionRow(SQLModel, table=True):
@@ -153,12 +161,12 @@ class SamplingDecisionRow(SQLModel, table=True):
         Index("ix_sampling_created", "created_at"),  # retention prunes the oldest first
     )
 
-    id: str = Field(primary_key=True, max_length=32)
-    trace_id: str = Field(max_length=32)
-    span_id: str = Field(max_length=16)
+    id: str = Field(sa_column=Column(HexId, primary_key=True))
+    trace_id: str = Field(sa_column=Column(HexId, nullable=False))
+    span_id: str = Field(sa_column=Column(HexId, nullable=False))
     binding: str = Field(max_length=100)
     sampled: bool
-    created_at: datetime = Field(default_factory=_utcnow)
+    created_at: datetime = Field(default_factory=_utcnow, sa_column=_time())
 
 
 class SamplingTallyRow(SQLModel, table=True):
@@ -170,7 +178,7 @@ class SamplingTallyRow(SQLModel, table=True):
     __tablename__ = "sampling_tallies"
 
     binding: str = Field(primary_key=True, max_length=100)
-    minute: datetime = Field(primary_key=True)
+    minute: datetime = Field(sa_column=Column(UtcTime, primary_key=True))
     """The start of the minute (UTC) the traces were decided in."""
     unsampled: int = Field(sa_column=Column(BigInteger, nullable=False))
 
@@ -330,14 +338,7 @@ def _score_columns(with_steps: bool) -> list[Any]:
 
 
 def _record(row: Any) -> ScoreRecord:
-    found = dict(row._mapping)
-    for key in ("created_at", "updated_at"):
-        moment = found[key]
-        if isinstance(moment, datetime):
-            found[key] = (
-                moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-            )  # SQLite's are naive
-    return cast(ScoreRecord, found)
+    return cast(ScoreRecord, dict(row._mapping))
 
 
 def conversation_scores(

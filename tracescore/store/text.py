@@ -29,6 +29,7 @@ import orjson
 from sqlalchemy import JSON, String, Table
 
 from tracescore.store import codec
+from tracescore.store.column_types import PackedJSON
 
 REPLACEMENT = "\ufffd"
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -112,7 +113,7 @@ class ColumnFit:
             kind = getattr(
                 column.type, "impl_instance", column.type
             )  # SQLModel's AutoString wraps a String
-            if isinstance(kind, JSON):
+            if isinstance(kind, JSON) or isinstance(column.type, PackedJSON):
                 self.documents.append(column.name)
             elif isinstance(kind, String):  # Text too
                 self.texts.append((column.name, kind.length))

@@ -6,7 +6,7 @@ kept here so that another scoring process, a restart, a re-score and the trace p
 (:mod:`tracescore.store.call_links`). Written only for such traces: an ordinary one adds no row.
 
 Revision ID: 0021_call_links
-Revises: 0019_packed_spans
+Revises: 0020_compact_scores
 Create Date: 2026-12-06
 """
 
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0021_call_links"
-down_revision = "0019_packed_spans"
+down_revision = "0020_compact_scores"
 branch_labels = None
 depends_on = None
 
