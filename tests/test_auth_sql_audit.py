@@ -47,6 +47,16 @@ REVIEWED = {
     "', '.join([mark] * len(_COLUMNS))",
     "', '.join(updates)",
     "column",  # migrations/versions/0015_sqlite_time_text.py: the time columns its REWRITTEN names
+    # migrations 0019_packed_spans and 0020_compact_scores: table, column and index names and
+    # ALTER clauses built from the revisions' own constant lists (_IDS, TIMES, INDEXES)
+    "copy",
+    "new",
+    "name",
+    "values",
+    "', '.join(kept)",
+    "', '.join(converted)",
+    "', '.join(changes)",
+    "', '.join(names)",
 }
 
 

@@ -28,6 +28,16 @@ def cursor_int(part: str) -> int:
     raise ValueError(NOT_A_CURSOR)
 
 
+def cursor_hex(part: str) -> str:
+    """A cursor's id part (a trace or score id), hex as the id columns bind it; ValueError for
+    anything else, which would otherwise fail the query."""
+    try:
+        bytes.fromhex(part)
+    except ValueError:
+        raise ValueError(NOT_A_CURSOR) from None
+    return part
+
+
 def cursor_float(part: str) -> float:
     """A cursor's number part (seconds since the epoch), finite; ValueError for anything else."""
     try:

@@ -5,7 +5,6 @@ nothing; a verdict on a trace that never arrives is given up with its reason."""
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from sqlalchemy import create_engine, text
 from tests.support.agent_otlp import AgentTrace, agent_trace, export_logs_request, export_request
 from tests.support.judge_server import JudgeServer, json_reply
 from tests.support.server_process import ServerProcess, start_server, wait_for
+from tracescore.store.column_types import unpack_json
 
 
 @pytest.fixture
@@ -95,15 +95,14 @@ def _scores(server: ServerProcess, trace_id: str, binding: str = "judged") -> li
     return _rows(
         server,
         "SELECT status, score, error, steps FROM scores WHERE trace_id = :t AND binding = :b",
-        t=trace_id,
+        t=bytes.fromhex(trace_id),
         b=binding,
     )
 
 
 def _steps(score: Any) -> dict[str, Any]:
-    """A score row's steps (JSON text on SQLite, decoded already on PostgreSQL)."""
-    steps = score.steps
-    return dict(json.loads(steps) if isinstance(steps, str) else steps)
+    """A score row's steps, stored packed (``store/column_types.py``'s ``PackedJSON``)."""
+    return dict(unpack_json(score.steps))
 
 
 def _trigger(server: ServerProcess, trace_id: str, binding: str = "judged") -> Any:

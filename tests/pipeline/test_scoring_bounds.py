@@ -6,7 +6,6 @@ synchronous scorer past its time budget is interrupted into an ``error`` score."
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import time
 
@@ -23,6 +22,7 @@ from tracescore.ingest.decode import decode_traces
 from tracescore.owners import owner_id
 from tracescore.pipeline.scoring_task import build_worker
 from tracescore.store import ReadinessRules, open_store
+from tracescore.store.column_types import unpack_json
 
 WEATHERBOT_CAPTURE = CAPTURES / "otel-genai-openai-v2-latest" / "tool_call_agent"
 """WeatherBot's agent turn: the spinning scorer's victim."""
@@ -306,7 +306,7 @@ def test_two_big_traces_do_not_stall_the_small_ones_on_a_running_service(
                 text(
                     "SELECT trace_id, binding, status, steps FROM scores WHERE trace_id IN (:a, :b)"
                 ),
-                {"a": big[0].trace_id, "b": big[1].trace_id},
+                {"a": bytes.fromhex(big[0].trace_id), "b": bytes.fromhex(big[1].trace_id)},
             ).all()
             claims = {
                 bytes(trace_id).hex(): attempts
@@ -318,7 +318,7 @@ def test_two_big_traces_do_not_stall_the_small_ones_on_a_running_service(
     assert _states(create_engine(db_url), big) == {"scored"}
     assert len(rows) == 2 * 5 and {row.status for row in rows} == {"ok"}
     for row in rows:
-        steps = row.steps if isinstance(row.steps, dict) else json.loads(row.steps)
+        steps = unpack_json(row.steps)
         assert (
             steps["input_cut"]["max_chars"] == 100_000
             and steps["input_cut"]["output_chars"] > 900_000

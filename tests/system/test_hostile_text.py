@@ -371,7 +371,7 @@ def _stored_as_written(store: SpanStore, texts: list[str]) -> None:
     assert log_back.body == json_value
     assert store.trace_summary("6" * 32).service_name == guard.text(service or "unknown_service")  # type: ignore[union-attr]
     row = {
-        "id": "s" * 32,
+        "id": "5" * 32,
         "trace_id": "6" * 32,
         "span_id": "1" * 16,
         "status": "ok",

@@ -132,9 +132,10 @@ def test_kill_9_under_load_loses_no_acknowledged_span_and_stores_each_score_once
 
             def all_scored() -> bool:
                 with engine.connect() as connection:
-                    stored = set(
-                        map(tuple, connection.execute(text("SELECT trace_id, span_id FROM scores")))
-                    )
+                    stored = {
+                        (bytes(t).hex(), bytes(s).hex())  # ids are stored as bytes
+                        for t, s in connection.execute(text("SELECT trace_id, span_id FROM scores"))
+                    }
                 return runs <= stored
 
             wait_for(all_scored, LEASE_SECONDS + 60, f"{len(runs)} scores")
@@ -144,9 +145,12 @@ def test_kill_9_under_load_loses_no_acknowledged_span_and_stores_each_score_once
                     (bytes(t).hex(), bytes(s).hex())  # ids are stored as bytes
                     for t, s in connection.execute(text("SELECT trace_id, span_id FROM spans"))
                 }
-                scores = connection.execute(
-                    text("SELECT trace_id, span_id, binding, status FROM scores")
-                ).all()
+                scores = [
+                    (bytes(t).hex(), bytes(s).hex(), binding, status)
+                    for t, s, binding, status in connection.execute(
+                        text("SELECT trace_id, span_id, binding, status FROM scores")
+                    )
+                ]
         finally:
             second.stop()
     finally:

@@ -102,7 +102,7 @@ def test_every_run_ends_ok_or_error_with_a_reason_and_ingest_keeps_up(
         while True:
             with engine.connect() as connection:
                 rows = {
-                    r.trace_id: r
+                    bytes(r.trace_id).hex(): r  # stored as bytes
                     for r in connection.execute(text("SELECT trace_id, status, error FROM scores"))
                 }
                 states = dict(

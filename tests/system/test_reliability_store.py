@@ -97,7 +97,8 @@ def test_postgres_restart_means_503_retry_after_then_recovery_without_loss(tmp_p
 
         def scored() -> set[str]:
             with engine.connect() as connection:
-                return set(connection.execute(text("SELECT trace_id FROM scores")).scalars())
+                scores = connection.execute(text("SELECT trace_id FROM scores")).scalars()
+                return {bytes(trace_id).hex() for trace_id in scores}  # stored as bytes
 
         try:
             sent = {(t.trace_id, span.span_id.hex()) for t in traces for span in t.spans}

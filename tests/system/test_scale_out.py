@@ -164,9 +164,12 @@ def test_every_trace_scored_once_across_processes_and_a_crash(
                 (bytes(t).hex(), bytes(s).hex())
                 for t, s in connection.execute(text("SELECT trace_id, span_id FROM logs"))
             ]
-            scores = connection.execute(
-                text("SELECT trace_id, span_id, binding, status FROM scores")
-            ).all()
+            scores = [
+                (bytes(t).hex(), bytes(s).hex(), binding, status)
+                for t, s, binding, status in connection.execute(
+                    text("SELECT trace_id, span_id, binding, status FROM scores")
+                )
+            ]
             states = Counter(connection.execute(text("SELECT state FROM traces")).scalars())
     finally:
         engine.dispose()

@@ -16,7 +16,7 @@ from typing import Any, TypedDict, cast
 from sqlalchemy import ColumnElement, Select, and_, bindparam, case, func, or_, select
 from sqlalchemy.engine import Connection
 
-from tracescore.cursors import NOT_A_CURSOR, decode_cursor, encode_cursor
+from tracescore.cursors import NOT_A_CURSOR, cursor_hex, decode_cursor, encode_cursor
 from tracescore.store.alerts import ALERT_EVENTS
 from tracescore.store.scores import LISTED_COLUMNS, SCORES, ListedScore, StoredScore
 
@@ -98,8 +98,7 @@ def time_position(cursor: str) -> tuple[datetime, str]:
     """The ``(created_at, id)`` of a :func:`time_cursor`; ValueError for another cursor."""
     moment, row_id = decode_cursor(cursor, 2)
     try:
-        bytes.fromhex(row_id)  # the id column binds hex; another text would fail the query
-        return datetime.fromisoformat(moment).astimezone(UTC), row_id
+        return datetime.fromisoformat(moment).astimezone(UTC), cursor_hex(row_id)
     except (ValueError, OverflowError):  # 0001-01-01T00:00:00+01:00 is in year 0 in UTC
         raise ValueError(NOT_A_CURSOR) from None
 

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Query
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
-from tracescore.cursors import cursor_float, decode_cursor, encode_cursor
+from tracescore.cursors import cursor_float, cursor_hex, decode_cursor, encode_cursor
 from tracescore.restapi import LEGACY, ApiVersion, Moment, TraceId, moment_query
 from tracescore.store import SpanStore, TraceState
 from tracescore.times import with_utc_text
@@ -31,7 +31,7 @@ RunKind = Literal["agent", "llm", "tool"]
 
 def _position(cursor: str) -> tuple[float, str]:
     last_seen, trace_id = decode_cursor(cursor, 2)
-    return cursor_float(last_seen), trace_id
+    return cursor_float(last_seen), cursor_hex(trace_id)
 
 
 def runs_page(
