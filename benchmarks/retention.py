@@ -37,6 +37,7 @@ from sqlalchemy import Connection, Engine, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.sql_numbers import NUMBERS
 from tracescore.retention.config import RetentionConfig
 from tracescore.retention.prune import Pruner
 from tracescore.spans import Resource, Scope, Span
@@ -47,14 +48,6 @@ from tracescore.store.vacuum import reclaim_space
 DAY_NS = 86_400 * 10**9
 
 
-_NUMBERS = {
-    "sqlite": (
-        "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < :count - 1)",
-        "n",
-    ),
-    "postgresql": ("", "generate_series(0, :count - 1) AS n(i)"),
-}
-"""How each database counts 0 … count - 1: a statement prefix and a row source."""
 _HEX = {
     "sqlite": "unhex(printf('%0{width}x', {value}))",
     "postgresql": "decode(lpad(to_hex({value}), {width}, '0'), 'hex')",
@@ -65,7 +58,7 @@ def seed(engine: Engine, spans: int, per_trace: int, attribute_bytes: int) -> No
     """Expired, scored traces written with plain SQL (a million spans in seconds, where ingest
     would take a minute)."""
     dialect = engine.dialect.name
-    prefix, numbers = _NUMBERS[dialect]
+    prefix, numbers = NUMBERS[dialect]
 
     def hex_id(value: str, width: int) -> str:
         return _HEX[dialect].format(value=value, width=width)
