@@ -48,6 +48,9 @@ _NAME = re.compile(r"(?<=[a-z,;:] )[A-Z][a-z]+(?: [A-Z][a-z]+)*")
 """A capitalised word inside a sentence: a person's, a place's or a product's name."""
 _IDENTIFIER = re.compile(r"#?\b[A-Za-z]{0,4}[-/#]?\d{5,}(?:-[A-Za-z0-9]+)?\b")
 """An identifier-like value (an order, ticket or tracking number): five digits or more."""
+_FIVE_DIGITS = re.compile(r"\d{5}")
+"""What every :data:`_IDENTIFIER` holds, searched first: most answers hold none, and a run of
+digits is found in a third of the time the identifier's pattern takes to try every word."""
 _WORDS = re.compile(r"\w+")
 _LETTERS = re.compile(r"[^\W\d_]+")
 
@@ -154,7 +157,7 @@ def leaks(answer: str, system: str) -> bool:
 def unsupported_identifiers(answer: str, evidence: Iterable[str]) -> list[str]:
     """Identifier-like values of ``answer`` found nowhere in ``evidence`` (the request, the
     system prompt, the tool calls' arguments and results)."""
-    values = _IDENTIFIER.findall(answer)
+    values = _IDENTIFIER.findall(answer) if _FIVE_DIGITS.search(answer) else []
     if not values:
         return []  # ``evidence`` left unread: rendering tool results is most of the cost
     seen = " ".join(evidence)

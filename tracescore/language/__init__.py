@@ -11,7 +11,9 @@ import re
 import threading
 from functools import cache
 
-from py3langid.langid import MODEL_FILE, LanguageIdentifier
+from py3langid.langid import LanguageIdentifier
+
+from tracescore.language.model_cache import load_identifier
 
 MIN_LETTERS = 12
 """Fewer letters than this say too little about a language (``OK``, ``Paris?``, ``42 €``)."""
@@ -35,7 +37,7 @@ def _identifier() -> LanguageIdentifier:
 
 @cache
 def _loaded() -> LanguageIdentifier:
-    return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    return load_identifier()  # py3langid's model, its decompressed copy kept between processes
 
 
 def load_in_background() -> None:
