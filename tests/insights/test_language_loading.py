@@ -86,4 +86,8 @@ def test_without_a_cache_directory_the_bundled_model_is_read(
     blocker.write_text("")
     monkeypatch.setenv(CACHE_ENV, str(blocker / "cache"))
     assert cache_file(MODEL_DIR / MODEL_FILE) is None
+    monkeypatch.setenv(CACHE_ENV, "relative/cache")  # not beside wherever the process runs
+    monkeypatch.chdir(tmp_path)
+    assert cache_file(MODEL_DIR / MODEL_FILE) is None
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a-file"]
     assert load_identifier().classify(TEXTS[1])[0] == "de"

@@ -59,17 +59,20 @@ def load_identifier() -> LanguageIdentifier:
 
 
 def cache_file(bundled: Path) -> Path | None:
-    """The cached copy of ``bundled`` (None when its directory cannot be made): named by
-    py3langid's version and the bundled file's size and time, so an upgrade reads anew."""
-    base = os.environ.get(CACHE_ENV) or Path(
-        os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache", "tracescore"
+    """The cached copy of ``bundled`` (None when its directory is not absolute, as ``~`` with
+    no home to expand to, or cannot be made): named by py3langid's version and the bundled file's
+    size and time, so an upgrade reads anew."""
+    directory = Path(
+        os.environ.get(CACHE_ENV)
+        or Path(os.environ.get("XDG_CACHE_HOME") or Path("~/.cache").expanduser(), "tracescore")
     )
-    stat = bundled.stat()
-    directory = Path(base)
+    if not directory.is_absolute():
+        return None  # not a directory relative to wherever the process happens to run
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError:
         return None
+    stat = bundled.stat()
     name = f"py3langid-{version('py3langid')}-{stat.st_size}-{stat.st_mtime_ns}.npz.zst"
     return directory / name
 
