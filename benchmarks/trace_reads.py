@@ -144,7 +144,7 @@ def each_path(db: str | None, spans: int, text: int, paths: tuple[str, ...]) -> 
         trace_id = store_wide_trace(url, spans, text)
         print(f"stored in {time.perf_counter() - started:.1f} s", flush=True)
         for path in paths:
-            figures = measure(url, trace_id, path)
+            figures = measure(url, trace_id, (path,))[path]  # a fresh process each
             print(
                 f"{spans:,}-span trace (+{text} characters each), {path}: "
                 f"{figures['base']:.0f} MB before, +{figures['peak']:.0f} MB at the peak, "

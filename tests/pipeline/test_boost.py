@@ -79,7 +79,7 @@ def test_the_firing_state_is_read_at_most_once_per_interval() -> None:
 
 def test_without_a_boost_nothing_is_read() -> None:
     reads = Reads()
-    boosts = Boosts([ScorerBinding(name="plain", scorer="completeness")], reads)
+    boosts = Boosts([ScorerBinding(name="plain", scorer="completeness")], reads, 3.0)
     boosts.refresh()
     assert not boosts.active and reads.calls == 0
 

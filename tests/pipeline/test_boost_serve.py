@@ -17,12 +17,14 @@ import httpx
 from tests.support.agent_otlp import agent_trace, export_request
 from tests.support.score_streams import insert_rows, score_row
 from tests.support.server_process import ServerProcess, start_server, wait_for
-from tracescore.pipeline.boost import REFRESH_SECONDS
 from tracescore.store import open_store
 
 PER_PHASE = 40
+BOOST_REFRESH = 0.5
+"""``workers.boost_refresh``: how stale each process's firing state may be (default 3 s)."""
 CONFIG = {
     "monitor": {"evaluation_interval": 0.2},
+    "workers": {"boost_refresh": BOOST_REFRESH},
     "scorers": [
         {
             "name": "judged",
@@ -94,12 +96,12 @@ def test_a_firing_alert_raises_the_judged_share_and_its_resolution_lowers_it(
 
             _quality(store.engine, 0.1)  # the mean falls below 0.5: the rule fires
             wait_for(lambda: _firing(server) == 1, 60, "the rule firing")
-            time.sleep(REFRESH_SECONDS + 1.5)  # every process has read the firing state
+            time.sleep(BOOST_REFRESH + 1.5)  # every process has read the firing state
             boosted = _phase(server, rng, PER_PHASE) - calm
 
             _quality(store.engine, *[0.9] * 9)  # the mean recovers: the rule resolves
             wait_for(lambda: _firing(server) == 0, 60, "the rule resolved")
-            time.sleep(REFRESH_SECONDS + 1.5)
+            time.sleep(BOOST_REFRESH + 1.5)
             after = _phase(server, rng, 2 * PER_PHASE) - calm - boosted
             wait_for(
                 lambda: _coverage(server, "capped")["eligible"] == 3 * PER_PHASE,

@@ -130,7 +130,7 @@ def test_a_trigger_judges_the_unsampled_run_and_records_why_it_did_not(db_url: s
     with store.engine.connect() as connection:
         assert trace_scores(connection, trace_id) == []
     FeedbackStore(store, verdict_triggers(config.scorers)).record([_verdict(trace_id)])
-    triggers = FeedbackTriggers(worker.scoring, store, worker.scoring.bindings)
+    triggers = FeedbackTriggers(worker.scoring, store, worker.scoring.bindings, lease=15.0)
 
     async def judge_due() -> None:
         with store.write_transaction() as connection:
@@ -171,12 +171,8 @@ def test_a_run_already_scored_is_not_judged_again(tmp_path: Path) -> None:
         FeedbackStore(store, verdict_triggers(config.scorers)).record([_verdict(trace_id)])
         with store.write_transaction() as connection:
             taken = claim_triggers(connection, time.time(), 15.0, 10)
-        await asyncio.gather(
-            *(
-                FeedbackTriggers(worker.scoring, store, worker.scoring.bindings).handle(t)
-                for t in taken
-            )
-        )
+        triggers = FeedbackTriggers(worker.scoring, store, worker.scoring.bindings, lease=15.0)
+        await asyncio.gather(*(triggers.handle(t) for t in taken))
 
     asyncio.run(score_then_trigger())
     with store.engine.connect() as connection:

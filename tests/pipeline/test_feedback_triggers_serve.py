@@ -22,6 +22,11 @@ from tests.support.judge_server import JudgeServer, json_reply
 from tests.support.server_process import ServerProcess, start_server, wait_for
 from tracescore.store.column_types import unpack_json
 
+TRIGGER_LEASE = 4.0
+"""``workers.trigger_lease`` of the kill test: short, so the restart retakes the killed
+process's trigger soon; long enough that a loaded machine's renewals (a third of it apart)
+keep it."""
+
 
 @pytest.fixture
 def judge() -> Iterator[JudgeServer]:
@@ -188,10 +193,14 @@ def test_a_thumbs_down_has_an_unsampled_run_judged_once_within_the_caps(
 def test_otlp_feedback_triggers_and_a_kill_after_the_ack_loses_nothing(
     tmp_path: Path, judge: JudgeServer, db_url: str
 ) -> None:
-    """On SQLite and PostgreSQL: the trigger is committed with the verdict's acknowledgement."""
+    """On SQLite and PostgreSQL: the trigger is committed with the verdict's acknowledgement.
+    The killed process's claim on it lapses after ``workers.trigger_lease`` (4 s here, not the
+    default 15 s: the restart judges it after the lapse either way)."""
     rng = random.Random(8)
-    judge.script("AnswerStatements", json_reply({"statements": ["It is sunny."]}, delay=3.0))
+    answer = {"statements": ["It is sunny."]}
+    judge.script("AnswerStatements", json_reply(answer, delay=3.0))  # in flight at the kill
     config = _config(judge, processes=1)  # judged in a scoring process, killed with the service
+    config["workers"]["trigger_lease"] = TRIGGER_LEASE
     server = start_server(tmp_path / "first", db_url=db_url, config=config)
     try:
         killed = _unsampled(server, rng, "Cairo")
@@ -201,6 +210,7 @@ def test_otlp_feedback_triggers_and_a_kill_after_the_ack_loses_nothing(
     finally:
         server.kill()
     assert _scores(server, killed.trace_id) == []
+    judge.script("AnswerStatements", json_reply(answer))  # the killed call's delay had its use
 
     with start_server(tmp_path / "second", db_url=server.db_url, config=config) as again:
         (score,) = wait_for(lambda: _scores(again, killed.trace_id), 60, "the judging after a kill")

@@ -93,7 +93,7 @@ def test_live_and_offline_routing_sample_alike_with_a_boost_firing_for_one_agent
         return {"bad-answers": [{"agent": "WeatherBot"}]}
 
     scoring = Scoring(
-        compile_bindings(configs, {}, None), WorkersConfig(), boosts=Boosts(configs, firing)
+        compile_bindings(configs, {}, None), WorkersConfig(), boosts=Boosts(configs, firing, 3.0)
     )
     runs = _runs()
     offline, decisions = asyncio.run(scoring.score_runs(runs))

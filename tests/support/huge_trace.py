@@ -1,29 +1,50 @@
 """One huge agent trace in a real database, and the memory each read path that loads it takes,
-measured in a fresh process of its own.
+measured in a process of its own.
 
 Shared by ``benchmarks/trace_reads.py --paths`` (the figures in docs/benchmarks.md) and
-``tests/web/test_huge_trace_memory.py`` (a budget that fails if it regresses). A fresh process,
-because a process's memory is what the budget is about and an earlier read in the same one
-would hide or inflate it: the child imports everything and opens the store, reads the trace's
+``tests/web/test_huge_trace_memory.py`` (a budget that fails if it regresses). A process of its
+own, because a process's memory is what the budget is about and an earlier read in the same one
+would hide or inflate it: a parent imports everything once, then forks a child per path (an
+import costs seconds of CPU; a fork, milliseconds). The child opens the store, reads the trace's
 summary, then takes its resident set as the base, resets its kernel-kept peak (``VmHWM``, by
 writing 5 to ``/proc/self/clear_refs``), runs the path once, and reports the peak and the
 resident set once the path's results are dropped (and collected) as growth over the base.
 
-    python -m tests.support.huge_trace URL TRACE_ID PATH    # {"base": …, "peak": …, "after": …, "cut": …}
+    python -m tests.support.huge_trace URL TRACE_ID PATH...  # per path: {"base": …, "peak": …, "after": …, "cut": …}
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 import os
 import re
 import subprocess
 import sys
+import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+import orjson
+
+from tests.support.web_traces import wide_trace_json
+from tracescore.config import Config
+from tracescore.ingest.decode import decode_traces_json
+from tracescore.offline.rescore import Backfill
+from tracescore.pipeline.bindings import compile_bindings
+from tracescore.pipeline.config import ScorerBinding, WorkersConfig
+from tracescore.pipeline.rescore import BindingRescore
+from tracescore.pipeline.rescore_config import RescoreOnChange
+from tracescore.pipeline.scoring import Scoring
+from tracescore.pipeline.scoring_worker import ScoringWorker
+from tracescore.store import open_store
+from tracescore.store.trace_queue import TraceClaim
+from tracescore.web.readers import TraceReads
+from tracescore.web.router import LIVE_POLL_MS
+from tracescore.web.trace_json import RunsPage
 
 ROOT = Path(__file__).resolve().parents[2]
 PART = 2_000
@@ -39,10 +60,6 @@ def store_wide_trace(url: str, spans: int, text: int = 0) -> str:
     """Stores one agent trace of ``spans`` chat and tool children (plus the agent) at ``url``,
     each ``text`` characters longer (:func:`~tests.support.web_traces.wide_trace_json`), in
     parts of 2,000 as an exporter sends them, and returns its id."""
-    from tests.support.web_traces import wide_trace_json
-    from tracescore.ingest.decode import decode_traces_json
-    from tracescore.store import open_store
-
     store = open_store(url)
     trace_id = uuid.uuid4().hex
     try:
@@ -54,13 +71,14 @@ def store_wide_trace(url: str, spans: int, text: int = 0) -> str:
     return trace_id
 
 
-def measure(url: str, trace_id: str, path: str) -> dict[str, Any]:
-    """What reading ``trace_id`` by ``path`` takes in a fresh process: MiB of resident memory
-    before (``base``), added at the peak (``peak``) and still added afterwards (``after``),
-    and what the read said of a cut (``cut``: the note its result carried, or None)."""
+def measure(url: str, trace_id: str, paths: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """What reading ``trace_id`` by each of ``paths`` takes in a process of its own: MiB of
+    resident memory before (``base``), added at the peak (``peak``) and still added afterwards
+    (``after``), and what the read said of a cut (``cut``: the note its result carried, or
+    None), by path."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        [sys.executable, "-m", "tests.support.huge_trace", url, trace_id, path],
+        [sys.executable, "-m", "tests.support.huge_trace", url, trace_id, *paths],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -69,9 +87,10 @@ def measure(url: str, trace_id: str, path: str) -> dict[str, Any]:
         check=False,
     )
     if done.returncode != 0:
-        raise RuntimeError(f"{path} read failed:\n{done.stderr[-3000:]}")
-    figures: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
-    return figures
+        raise RuntimeError(f"{' '.join(paths)} read failed:\n{done.stderr[-3000:]}")
+    return {
+        path: json.loads(line) for path, line in zip(paths, done.stdout.splitlines(), strict=True)
+    }
 
 
 def _status_mb(key: str) -> float:
@@ -85,26 +104,8 @@ _CUT_ON_PAGE = re.compile(r"read the first [^<:]*: \d+\); raise it to read more 
 
 
 def _reader(url: str, trace_id: str, path: str) -> Callable[[], tuple[Any, str | None]]:
-    """The read ``path`` stands for, set up (imports, store, objects) but not yet run; it
+    """The read ``path`` stands for, set up (store, objects) but not yet run; it
     returns what it kept and the cut its result says was made (None: read whole)."""
-    import asyncio
-
-    import orjson
-
-    from tracescore.config import Config
-    from tracescore.offline.rescore import Backfill
-    from tracescore.pipeline.bindings import compile_bindings
-    from tracescore.pipeline.config import ScorerBinding, WorkersConfig
-    from tracescore.pipeline.rescore import BindingRescore
-    from tracescore.pipeline.rescore_config import RescoreOnChange
-    from tracescore.pipeline.scoring import Scoring
-    from tracescore.pipeline.scoring_worker import ScoringWorker
-    from tracescore.store import open_store
-    from tracescore.store.trace_queue import TraceClaim
-    from tracescore.web.readers import TraceReads
-    from tracescore.web.router import LIVE_POLL_MS
-    from tracescore.web.trace_json import RunsPage
-
     config = Config()
     store = open_store(url, create=False)
     summary = store.trace_summary(trace_id)
@@ -168,8 +169,8 @@ def _reader(url: str, trace_id: str, path: str) -> Callable[[], tuple[Any, str |
     return chosen[path]
 
 
-def main() -> None:
-    url, trace_id, path = sys.argv[1:4]
+def _measured(url: str, trace_id: str, path: str) -> dict[str, Any]:
+    """The figures of one read of ``path`` in this process (see the module)."""
     read = _reader(url, trace_id, path)
     if path in ("runs", "page"):
         gc.disable()  # as a reader process runs (tracescore.web.readers)
@@ -181,7 +182,30 @@ def main() -> None:
     gc.collect()
     after = _status_mb("VmRSS") - base
     figures = {"base": round(base, 1), "peak": round(peak, 1), "after": round(after, 1)}
-    print(json.dumps({**figures, "cut": cut}))
+    return {**figures, "cut": cut}
+
+
+def _in_child(url: str, trace_id: str, path: str) -> None:
+    """Measures ``path`` in a forked child and prints its figures; fails if the child did."""
+    sys.stdout.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            print(json.dumps(_measured(url, trace_id, path)), flush=True)
+        except BaseException:  # noqa: BLE001 - reported by the parent's exit status
+            traceback.print_exc()
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"the {path} read failed")
+
+
+def main() -> None:
+    url, trace_id, *paths = sys.argv[1:]
+    for path in paths:
+        _in_child(url, trace_id, path)
 
 
 if __name__ == "__main__":

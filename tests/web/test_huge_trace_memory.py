@@ -1,8 +1,8 @@
 """Reading one huge trace stays within a memory budget on every path that loads it, whatever
 the trace holds (issue 46, item 7): the runs API's pages, the trace page, the scoring worker
 (with the default bindings, and with bindings on every LLM and tool run too),
-``rescore_on_change`` and a backfill, each measured in a fresh process on a real database
-(``tests/support/huge_trace.py``).
+``rescore_on_change`` and a backfill, each measured in a process of its own (forked from one
+that imported everything) on a real database (``tests/support/huge_trace.py``).
 
 The trace is larger than the default read limit (``assembly.max_trace_spans``: 4,000 spans,
 ``assembly.max_trace_bytes``: 2 MiB of their text), and its spans carry enough text that both
@@ -31,7 +31,7 @@ def test_each_read_of_a_trace_over_the_read_limit_stays_within_its_budget(
 ) -> None:
     url = request.getfixturevalue(db)
     trace_id = store_wide_trace(url, SPANS, TEXT)
-    figures = {path: measure(url, trace_id, path) for path in PATHS}
+    figures = measure(url, trace_id, PATHS)
     peaks = {path: found["peak"] for path, found in figures.items()}
     assert all(peak < PEAK_MB for peak in peaks.values()), peaks
     cuts = {path: found["cut"] for path, found in figures.items()}

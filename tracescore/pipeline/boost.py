@@ -1,8 +1,8 @@
 """Alert-driven sampling: a binding's ``sampling.boost`` raises its rate while an alert fires.
 
 The firing state lives in the database (``alert_states``, written by whichever instance
-evaluates the rules), so every process reads it, at most every :data:`REFRESH_SECONDS` and
-never per trace: one small query per few seconds against a hash per trace. Between reads the
+evaluates the rules), so every process reads it, at most every ``workers.boost_refresh``
+seconds and never per trace: one small query per few seconds against a hash per trace. Between reads the
 cached state is used, so a boost starts and ends within a few seconds of the alert.
 
 Sampling stays deterministic by trace id (:mod:`tracescore.pipeline.sampling`): a boosted
@@ -24,9 +24,6 @@ from tracescore.store import Database
 from tracescore.store.alerts import firing_segments
 
 log = logging.getLogger(__name__)
-
-REFRESH_SECONDS = 3.0
-"""How stale the cached firing state may be."""
 
 Segments = Sequence[Mapping[str, Any]]
 """The firing segments of one rule (``{"agent": "support"}``, or ``{}`` unsplit)."""
@@ -65,7 +62,7 @@ class Boosts:
         self,
         bindings: Sequence[ScorerBinding],
         read: ReadFiring | None,
-        interval: float = REFRESH_SECONDS,
+        interval: float,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._rules = sorted(
@@ -111,8 +108,11 @@ class Boosts:
         return ceiling_rate(binding.sampling, self.firing(binding))
 
 
-def store_boosts(bindings: Sequence[ScorerBinding], database: Database | None) -> Boosts:
-    """The boosts of ``bindings``, read from ``database``'s alert states (none without one)."""
+def store_boosts(
+    bindings: Sequence[ScorerBinding], database: Database | None, interval: float
+) -> Boosts:
+    """The boosts of ``bindings``, read from ``database``'s alert states (none without one) at
+    most every ``interval`` seconds."""
     if database is None:
-        return Boosts(bindings, None)
-    return Boosts(bindings, lambda rules: firing_segments(database, rules))
+        return Boosts(bindings, None, interval)
+    return Boosts(bindings, lambda rules: firing_segments(database, rules), interval)

@@ -332,6 +332,14 @@ class WorkersConfig(Section):
     they did per trace."""
     poll_interval: float = Field(0.25, gt=0)
     """Seconds between looks for ready traces when none was found."""
+    boost_refresh: float = Field(3.0, gt=0)
+    """Seconds a process's cached firing state of the alerts that boost sampling may be stale
+    (:mod:`tracescore.pipeline.boost`): one small query per process this often, never per
+    trace, so a boost starts and ends within about this long of its alert."""
+    trigger_lease: float = Field(15.0, gt=0)
+    """Seconds a feedback trigger taken by a scoring process stays its own once that process
+    stops renewing it (:mod:`tracescore.pipeline.trigger_judging`): a killed process's
+    triggers are judged again after this."""
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     """How much of a run each scorer reads and how long it may take (:mod:`tracescore.pipeline.budget`)."""
 

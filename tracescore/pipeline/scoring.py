@@ -110,7 +110,7 @@ class Scoring:
         """The bindings scoring whole conversations (:mod:`tracescore.pipeline.conversations`)."""
         self.router = Router(
             self.bindings,
-            boosts or Boosts([binding.config for binding in bindings], None),
+            boosts or Boosts([binding.config for binding in bindings], None, config.boost_refresh),
             self.score_now,
         )
         """Routes runs to the bindings, live and offline alike."""

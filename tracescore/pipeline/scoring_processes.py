@@ -150,7 +150,7 @@ def scoring_processes_task(config: ScoringConfig, store: SpanStore) -> Backgroun
     them, replaces any that dies, and stops them when cancelled (the service stopping)."""
     # The service's own promotion finishes unsampled traces too, as the processes' does.
     # Its boosts are refreshed by the loop below, the processes' by their workers' claims.
-    boosts = store_boosts(config.scorers, store.engine)
+    boosts = store_boosts(config.scorers, store.engine, config.workers.boost_refresh)
     skip_unsampled(store.queue, config.scorers, metrics, boosts)
     url = store.engine.url.render_as_string(hide_password=False)
     count = config.workers.process_count

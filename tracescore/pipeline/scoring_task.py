@@ -42,7 +42,7 @@ def build_worker(
         use_verdict_store(store.engine)
     bindings = compile_bindings(config.scorers, dict(config.judges), store.engine)
     configs = [binding.config for binding in bindings]
-    boosts = store_boosts(configs, store.engine)
+    boosts = store_boosts(configs, store.engine, config.workers.boost_refresh)
     scoring = Scoring(
         bindings,
         config.workers,
@@ -100,7 +100,10 @@ def pipeline_task(
     if any(binding.config.on_feedback is not None for binding in scoring.bindings):
         from tracescore.pipeline.trigger_judging import FeedbackTriggers
 
-        loops.append(FeedbackTriggers(scoring, store, scoring.bindings).run)
+        triggers = FeedbackTriggers(
+            scoring, store, scoring.bindings, lease=config.workers.trigger_lease
+        )
+        loops.append(triggers.run)
     learnt = LearntThresholds(store.engine, config.scorers)
     if learnt.learning:
         loops.append(partial(relearn, learnt, scoring.bindings))

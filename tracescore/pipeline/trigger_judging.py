@@ -45,9 +45,6 @@ from tracescore.store.scores import StoredScore, upsert_scores
 
 log = logging.getLogger(__name__)
 
-LEASE_SECONDS = 15.0
-"""How long a taken trigger is another process's to retake once its holder stops renewing it
-(a killed process's triggers are judged again after this)."""
 POLL_SECONDS = 1.0
 """Seconds between looks for due triggers when none was found."""
 CLAIM_BATCH = 16
@@ -74,8 +71,8 @@ class FeedbackTriggers:
         store: SpanStore,
         bindings: Sequence[CompiledBinding],
         *,
+        lease: float,
         poll: float = POLL_SECONDS,
-        lease: float = LEASE_SECONDS,
     ) -> None:
         self.scoring = scoring
         self.store = store
