@@ -24,11 +24,12 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, func, or_, select, text
+from sqlalchemy import Connection, Engine, Table, and_, func, or_, select, text
 
 from tracescore.spans import LogRecord, Resource, Scope, Span, SpanEvent, SpanLink, Trace
 from tracescore.store import codec, packed
 from tracescore.store.bulk import bulk_insert
+from tracescore.store.dialect import dialect_insert
 from tracescore.store.engine import CACHE_PRAGMA, SCAN_CACHE_PRAGMA
 from tracescore.store.ingest_journal import IngestJournal
 from tracescore.store.journal import JournalEntry
@@ -152,6 +153,76 @@ _LOG_COLUMNS = (
     "resource_id",
     "scope_id",
 )
+
+
+@dataclass(frozen=True, slots=True)
+class _FoundRefs:
+    """The row ids of one write's resources and scopes, by hash."""
+
+    resources: dict[bytes, int]
+    scopes: dict[bytes, int]
+
+    def referring(self, rows: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        """Span or log rows (their resource and scope hashes last) with those hashes replaced
+        by the rows' ids, as they are stored."""
+        resources, scopes = self.resources, self.scopes
+        return [(*row[:-2], resources[row[-2]], scopes[row[-1]]) for row in rows]
+
+
+class _RefIds:
+    """The ids of the resource and scope rows this store has written or found, by hash.
+
+    A write looks up only the hashes it has not met yet (after the first requests, none):
+    resources and scopes are never deleted, and an id is remembered only once the write that
+    stored or found it has committed, so every remembered id names a committed row.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._known = _FoundRefs({}, {})
+
+    def resolve(self, conn: Connection, refs: _Refs) -> _FoundRefs:
+        """The ids of ``refs``' resources and scopes, storing those not stored yet, in
+        ``conn``'s transaction."""
+        with self._lock:
+            known = self._known
+            found = _FoundRefs(
+                {h: i for h in refs.resource_rows if (i := known.resources.get(h)) is not None},
+                {h: i for h in refs.scope_rows if (i := known.scopes.get(h)) is not None},
+            )
+        for table, rows, ids in (
+            (_RESOURCES, refs.resource_rows, found.resources),
+            (_SCOPES, refs.scope_rows, found.scopes),
+        ):
+            missing = [row for digest, row in rows.items() if digest not in ids]
+            if missing:
+                ids.update(_store_refs(conn, table, missing))
+        return found
+
+    def learn(self, found: _FoundRefs) -> None:
+        """Remember the ids of a committed write."""
+        with self._lock:
+            self._known.resources.update(found.resources)
+            self._known.scopes.update(found.scopes)
+
+
+def _store_refs(conn: Connection, table: Table, rows: list[tuple[Any, ...]]) -> dict[bytes, int]:
+    """Insert resource or scope ``rows`` (their hash first, then the table's other columns in
+    order) unless stored already, and return the ids of all of them by hash. PostgreSQL's
+    ``ON CONFLICT DO NOTHING`` waits for a concurrent insert of the same hash to commit, and
+    the select after it, a statement of its own, then sees that row."""
+    names = [column.name for column in table.columns if column.name != "id"]
+    conn.execute(
+        dialect_insert(conn)(table).on_conflict_do_nothing(index_elements=["hash"]),
+        [dict(zip(names, row, strict=True)) for row in rows],
+    )
+    hashes = [row[0] for row in rows]
+    return {
+        bytes(digest): ref_id
+        for digest, ref_id in conn.execute(
+            select(table.c.hash, table.c.id).where(table.c.hash.in_(hashes))
+        )
+    }
 
 
 def _span_row(span: Span, refs: _Refs) -> tuple[Any, ...]:
@@ -289,12 +360,7 @@ class SpanStore:
         style = engine.dialect.paramstyle
         self._insert_spans = bulk_insert(self.dialect, style, "spans", _SPAN_COLUMNS)
         self._insert_logs = bulk_insert(self.dialect, style, "logs", _LOG_COLUMNS)
-        self._insert_resources = bulk_insert(
-            self.dialect, style, "resources", ("resource_id", "attributes")
-        )
-        self._insert_scopes = bulk_insert(
-            self.dialect, style, "scopes", ("scope_id", "name", "version", "attributes")
-        )
+        self._ref_ids = _RefIds()
         self._text_replaced = 0
         self._future_times = 0
         self._counts_lock = threading.Lock()
@@ -360,18 +426,16 @@ class SpanStore:
             with self.write_transaction() as conn:
                 if consume and not self.journal.kept.consume(conn, consume):
                     raise _AlreadyConsumed
-                if refs.resource_rows:
-                    self._insert_resources(conn, list(refs.resource_rows.values()))
-                if refs.scope_rows:
-                    self._insert_scopes(conn, list(refs.scope_rows.values()))
+                found = self._ref_ids.resolve(conn, refs)
                 if span_rows:
-                    self._insert_spans(conn, span_rows)
+                    self._insert_spans(conn, found.referring(span_rows))
                 if log_rows:
-                    self._insert_logs(conn, log_rows)
+                    self._insert_logs(conn, found.referring(log_rows))
                 if trace_rows:
                     touch_traces(conn, trace_rows)
         except _AlreadyConsumed:
             return False
+        self._ref_ids.learn(found)
         if refs.guard.replaced or clamped:
             with self._counts_lock:
                 self._text_replaced += refs.guard.replaced
@@ -605,23 +669,23 @@ def _stored_size(*columns: str | bytes | None) -> int:
 
 
 def _load_refs(
-    conn: Connection, resource_ids: set[str], scope_ids: set[str]
-) -> tuple[dict[str, Resource], dict[str, Scope]]:
+    conn: Connection, resource_ids: set[int], scope_ids: set[int]
+) -> tuple[dict[int, Resource], dict[int, Scope]]:
     resources_t, scopes_t = _RESOURCES, _SCOPES
     resources = {
         resource_id: Resource(codec.decode(attributes))
         for resource_id, attributes in conn.execute(
-            select(resources_t.c.resource_id, resources_t.c.attributes).where(
-                resources_t.c.resource_id.in_(resource_ids)
+            select(resources_t.c.id, resources_t.c.attributes).where(
+                resources_t.c.id.in_(resource_ids)
             )
         )
     }
     scopes = {
         scope_id: Scope(name, version, codec.decode(attributes))
         for scope_id, name, version, attributes in conn.execute(
-            select(
-                scopes_t.c.scope_id, scopes_t.c.name, scopes_t.c.version, scopes_t.c.attributes
-            ).where(scopes_t.c.scope_id.in_(scope_ids))
+            select(scopes_t.c.id, scopes_t.c.name, scopes_t.c.version, scopes_t.c.attributes).where(
+                scopes_t.c.id.in_(scope_ids)
+            )
         )
     }
     return resources, scopes
@@ -672,7 +736,7 @@ _LOG_READ = tuple(
 """The log columns a read selects, in the order :func:`_log_from_row` unpacks them."""
 
 
-def _span_from_row(row: Any, resources: dict[str, Resource], scopes: dict[str, Scope]) -> Span:
+def _span_from_row(row: Any, resources: dict[int, Resource], scopes: dict[int, Scope]) -> Span:
     (
         trace_id,
         span_id,
@@ -711,7 +775,7 @@ def _span_from_row(row: Any, resources: dict[str, Resource], scopes: dict[str, S
     )
 
 
-def _log_from_row(row: Any, resources: dict[str, Resource], scopes: dict[str, Scope]) -> LogRecord:
+def _log_from_row(row: Any, resources: dict[int, Resource], scopes: dict[int, Scope]) -> LogRecord:
     (
         time_ns,
         observed_time_ns,
