@@ -1,7 +1,7 @@
 """Revision ``0023_compact_spans_traces`` on rows of the revision before it, on SQLite and
 PostgreSQL: spans and log records that named their resource and scope by a 16-byte hash name
-them by the rows' integer ids, read back the same through the store, the schema equals the
-models, and writes after the upgrade find the resources and scopes stored before it."""
+them by the rows' integer ids, spans keep their duration for their end time, everything
+reads back the same through the store, the schema equals the models, and writes after the upgrade find the resources and scopes stored before it."""
 
 from __future__ import annotations
 
@@ -159,6 +159,9 @@ def test_references_become_row_ids_and_read_back_the_same(engine: Engine) -> Non
         "spans": {(first, scope_id), (second, scope_id)},
         "logs": {(second, scope_id)},
     }
+    with engine.connect() as connection:
+        durations = connection.execute(text("SELECT duration_ns FROM spans")).scalars().all()
+    assert sorted(durations) == sorted(s.end_time_ns - s.start_time_ns for s in SPANS)
     store = open_store(engine.url.render_as_string(hide_password=False))
     try:
         trace = store.load_trace(TRACE)

@@ -97,9 +97,9 @@ def rows_by_key(
         HASHED if "id" in {c["name"] for c in inspect(engine).get_columns("scopes")} else {}
     )
     selected = {
-        c.name: _baseline_value(stored, c.name, referenced)
+        c.name: value
         for c in BASELINE.tables[table].columns
-        if c.name in present or referenced.get(table) == c.name
+        if (value := _baseline_value(stored, c.name, referenced, present)) is not None
     }
     times = {c.name for c in BASELINE.tables[table].columns if isinstance(c.type, DateTime)}
     key = [column.name for column in BASELINE.tables[table].primary_key]
@@ -124,11 +124,18 @@ HASHED = {"resources": "resource_id", "scopes": "scope_id"}
 (spans and log records refer to their rows by an integer ``id`` since)."""
 
 
-def _baseline_value(table: str, column: str, referenced: dict[str, str]) -> str:
-    """The SQL of a baseline column's value in ``table`` as stored now: a resource's or
-    scope's hash, where a revision renamed it or a span refers to its row by id."""
+def _baseline_value(
+    table: str, column: str, referenced: dict[str, str], present: set[str]
+) -> str | None:
+    """The SQL of a baseline column's value in ``table`` as stored now (None: no longer
+    stored): a resource's or scope's hash, where a revision renamed it or a span refers to its
+    row by id; a span's end time, from its start and duration."""
     if referenced.get(table) == column:
         return "hash"
+    if (table, column) == ("spans", "end_time_ns") and "duration_ns" in present:
+        return "start_time_ns + duration_ns"
+    if column not in present:
+        return None
     if column in referenced.values() and table in ("spans", "logs"):
         target = next(name for name, key in referenced.items() if key == column)
         return f"(SELECT hash FROM {target} WHERE {target}.id = {table}.{column})"

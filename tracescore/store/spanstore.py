@@ -127,7 +127,7 @@ _SPAN_COLUMNS = (
     "name",
     "kind",
     "start_time_ns",
-    "end_time_ns",
+    "duration_ns",
     "status_code",
     "status_message",
     "trace_state",
@@ -236,7 +236,7 @@ def _span_row(span: Span, refs: _Refs) -> tuple[Any, ...]:
         guard.text(span.name),
         span.kind,
         span.start_time_ns,
-        span.end_time_ns,
+        span.end_time_ns - span.start_time_ns,
         span.status_code,
         guard.text(span.status_message),
         guard.text(span.trace_state),
@@ -293,8 +293,9 @@ def _trace_rows(
     in the future of ``now`` count as ``now``: also returns how many spans had one."""
     rows: dict[bytes, dict[str, Any]] = {}
     latest, arrival, clamped = int((now + max_skew) * 1e9), int(now * 1e9), 0
-    for trace_id, _, parent_span_id, name, _, start, end, *_, resource_id, _ in span_rows:
+    for trace_id, _, parent_span_id, name, _, start, duration, *_, resource_id, _ in span_rows:
         service_name = services[resource_id]
+        end = start + duration
         if start > latest or end > latest:
             clamped += 1
             start, end = min(start, arrival), min(end, arrival)
@@ -700,7 +701,7 @@ _SPAN_READ = tuple(
         "name",
         "kind",
         "start_time_ns",
-        "end_time_ns",
+        "duration_ns",
         "attributes",
         "events",
         "links",
@@ -744,7 +745,7 @@ def _span_from_row(row: Any, resources: dict[int, Resource], scopes: dict[int, S
         name,
         kind,
         start_time_ns,
-        end_time_ns,
+        duration_ns,
         attributes,
         events,
         links,
@@ -762,7 +763,7 @@ def _span_from_row(row: Any, resources: dict[int, Resource], scopes: dict[int, S
         name=name,
         kind=kind,
         start_time_ns=start_time_ns,
-        end_time_ns=end_time_ns,
+        end_time_ns=start_time_ns + duration_ns,
         attributes=codec.decode(packed.unpack(attributes)),
         resource=resources[resource_id],
         scope=scopes[scope_id],
