@@ -144,8 +144,8 @@ def _upgrade_sqlite(bind: sa.Connection) -> None:
             [_RENAMED.get((table, c), c) for c in columns],
             [converted.get(c, c) for c in columns],
         )
-    for name, table, columns, unique in _INDEXES:
-        op.create_index(name, table, list(columns), unique=unique)
+    for name, table, indexed, unique in _INDEXES:
+        op.create_index(name, table, list(indexed), unique=unique)
 
 
 def _upgrade_postgresql(bind: sa.Connection) -> None:
@@ -157,8 +157,8 @@ def _upgrade_postgresql(bind: sa.Connection) -> None:
             f"CREATE FUNCTION pg_temp.ts_{table}_id(bytea) RETURNS integer "
             f"LANGUAGE sql STABLE AS 'SELECT id FROM {table} WHERE hash = $1'"
         )
-    for name, table, columns, unique in _INDEXES[:2]:
-        op.create_index(name, table, list(columns), unique=unique)
+    for name, table, indexed, unique in _INDEXES[:2]:
+        op.create_index(name, table, list(indexed), unique=unique)
     for table in _REFERRING:
         duration = (
             ", ALTER COLUMN end_time_ns TYPE bigint USING end_time_ns - start_time_ns"
