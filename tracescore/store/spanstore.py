@@ -6,8 +6,9 @@ Writes go to the driver as tuples (``executemany`` on SQLite, ``COPY`` on Postgr
 more than the encoding itself, so the rows are built here as the driver stores them: ids as
 bytes (the tables' :class:`~tracescore.store.column_types.HexId`, which the reads turn back into
 hex), a span's attribute map packed (:mod:`tracescore.store.packed`). Resources and scopes are
-stored once per distinct attribute set (keyed by a hash), so a 1000-span request writes one
-resource row, not a thousand copies.
+stored once per distinct attribute set (found by a hash), so a 1000-span request writes one
+resource row, not a thousand copies; spans and logs refer to it by its row's integer id
+(:class:`_RefIds`), and keep a span's duration rather than its end time.
 
 Over 400 lines and kept whole: it is the one owner of the span, log, resource and scope tables,
 and each read here (``_span_from_row``, ``_log_from_row``) is the inverse of a row built here
