@@ -134,9 +134,12 @@ def _write_as_before(connection: Any) -> None:
 def _references(engine: Engine) -> dict[str, set[tuple[int, int]]]:
     with engine.connect() as connection:
         return {
-            table: set(
-                connection.execute(text(f"SELECT resource_id, scope_id FROM {table}")).tuples()
-            )
+            table: {
+                (resource, scope)
+                for resource, scope in connection.execute(
+                    text(f"SELECT resource_id, scope_id FROM {table}")
+                )
+            }
             for table in ("spans", "logs")
         }
 
@@ -147,8 +150,10 @@ def test_references_become_row_ids_and_read_back_the_same(engine: Engine) -> Non
         _write_as_before(connection)
     assert "0023_compact_spans_traces" in migrate.upgrade(engine)
     with engine.connect() as connection:
-        ids = dict(connection.execute(text("SELECT hash, id FROM resources")).tuples().all())
-        scope_ids = dict(connection.execute(text("SELECT hash, id FROM scopes")).tuples().all())
+        ids = {bytes(h): i for h, i in connection.execute(text("SELECT hash, id FROM resources"))}
+        scope_ids = {
+            bytes(h): i for h, i in connection.execute(text("SELECT hash, id FROM scopes"))
+        }
         context = MigrationContext.configure(connection, opts={"compare_type": True})
         drift = compare_metadata(context, migrate.store_metadata())
     assert drift == []
