@@ -75,8 +75,8 @@ def seed(engine: Engine, spans: int, per_trace: int, attribute_bytes: int) -> No
         if dialect == "sqlite":  # ids are stored as bytes; SQLite before 3.41 has no unhex()
             driver = db.connection.driver_connection
             driver.create_function("unhex", 1, bytes.fromhex, deterministic=True)  # type: ignore[union-attr]
-        db.execute(text("INSERT INTO resources VALUES (:resource, '{}')"), values)
-        db.execute(text("INSERT INTO scopes VALUES (:scope, 'bench', '1', '{}')"), values)
+        db.execute(text("INSERT INTO resources VALUES (1, :resource, '{}')"), values)
+        db.execute(text("INSERT INTO scopes VALUES (1, :scope, 'bench', '1', '{}')"), values)
         db.execute(
             text(
                 f"""{prefix} INSERT INTO traces (trace_id, service_name, root_name, has_root,
@@ -91,11 +91,10 @@ def seed(engine: Engine, spans: int, per_trace: int, attribute_bytes: int) -> No
         db.execute(
             text(
                 f"""{prefix} INSERT INTO spans (trace_id, span_id, parent_span_id, name, kind,
-                start_time_ns, end_time_ns, status_code, status_message, trace_state, flags,
+                start_time_ns, duration_ns, status_code, status_message, trace_state, flags,
                 attributes, resource_id, scope_id)
             SELECT {hex_id("i / :per", 32)}, {hex_id("i % :per + 1", 16)}, NULL, 'step', 1,
-                :old + i / :per, :old + i / :per + 1000, 0, '', '', 0, :attributes,
-                :resource, :scope FROM {numbers}"""
+                :old + i / :per, 1000, 0, '', '', 0, :attributes, 1, 1 FROM {numbers}"""
             ),
             {**values, "count": traces * per_trace},
         )

@@ -33,6 +33,7 @@ from fastapi import Depends, FastAPI, Request
 from tracescore import helper_processes, metrics
 from tracescore.apidocs import docs_router
 from tracescore.assemble.promoter import promote_interval, promote_periodically
+from tracescore.assemble.queue_vacuum import vacuum_queue_periodically
 from tracescore.auth import ApiKeys, FailedAttempts, PasswordKeys, with_environment_keys
 from tracescore.background import BackgroundFactory
 from tracescore.config import Config, ServerConfig
@@ -249,6 +250,8 @@ class Service:
         stuck shutdown may then end (never a process that only runs it in a thread)."""
         interval = promote_interval(config.assembly.idle_timeout)
         self.add_background(lambda: promote_periodically(self.store, interval))
+        if self.store.dialect == "postgresql":
+            self.add_background(lambda: vacuum_queue_periodically(self.store))
         self.add_background(monitoring_task(self.store.engine, config.alerts, config.monitor))
         # Unique per process (never monitor.instance_id, which sibling processes share): the
         # lease's holder may always renew it, so two holders of one name could both prune.

@@ -91,14 +91,24 @@ def rows_by_key(
     instants: a revision may rewrite SQLite's text of one into the form bound times take
     (``0015_sqlite_time_text``); ids as hex and span attributes as their text, the form they
     had before ``0019_packed_spans`` stored them as bytes and packed."""
-    present = {c["name"] for c in inspect(engine).get_columns(stored_as or table)}
-    columns = [c for c in BASELINE.tables[table].columns if c.name in present]
-    times = {column.name for column in columns if isinstance(column.type, DateTime)}
+    stored = stored_as or table
+    present = {c["name"] for c in inspect(engine).get_columns(stored)}
+    referenced = (
+        HASHED if "id" in {c["name"] for c in inspect(engine).get_columns("scopes")} else {}
+    )
+    selected = {
+        c.name: value
+        for c in BASELINE.tables[table].columns
+        if (value := _baseline_value(stored, c.name, referenced, present)) is not None
+    }
+    times = {c.name for c in BASELINE.tables[table].columns if isinstance(c.type, DateTime)}
     key = [column.name for column in BASELINE.tables[table].primary_key]
     with engine.connect() as connection:
         result = (
             connection.execute(
-                text(f"SELECT {', '.join(c.name for c in columns)} FROM {stored_as or table}")
+                text(
+                    f"SELECT {', '.join(f'{v} AS {n}' for n, v in selected.items())} FROM {stored}"
+                )
             )
             .mappings()
             .all()
@@ -107,6 +117,29 @@ def rows_by_key(
         {name: _as_text(table, name, value, times) for name, value in row.items()} for row in result
     ]
     return {tuple(row[name] for name in key): tuple(row.items()) for row in rows}
+
+
+HASHED = {"resources": "resource_id", "scopes": "scope_id"}
+"""The hash keys of resources and scopes, which ``0023_compact_spans_traces`` named ``hash``
+(spans and log records refer to their rows by an integer ``id`` since)."""
+
+
+def _baseline_value(
+    table: str, column: str, referenced: dict[str, str], present: set[str]
+) -> str | None:
+    """The SQL of a baseline column's value in ``table`` as stored now (None: no longer
+    stored): a resource's or scope's hash, where a revision renamed it or a span refers to its
+    row by id; a span's end time, from its start and duration."""
+    if referenced.get(table) == column:
+        return "hash"
+    if (table, column) == ("spans", "end_time_ns") and "duration_ns" in present:
+        return "start_time_ns + duration_ns"
+    if column not in present:
+        return None
+    if column in referenced.values() and table in ("spans", "logs"):
+        target = next(name for name, key in referenced.items() if key == column)
+        return f"(SELECT hash FROM {target} WHERE {target}.id = {table}.{column})"
+    return column
 
 
 def _as_text(table: str, column: str, value: Any, times: set[str]) -> Any:

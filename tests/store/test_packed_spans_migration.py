@@ -165,7 +165,7 @@ def test_rows_of_the_release_before_read_back_the_same(engine: Engine) -> None:
         )
     assert {bytes(span_id).hex() for span_id in stored} == {ROOT, CHILD}
     root_attributes = bytes(stored[bytes.fromhex(ROOT)])
-    assert root_attributes[0] == 1 and len(root_attributes) < 150, "packed, compressed"
+    assert root_attributes[0] == 2 and len(root_attributes) < 150, "packed, compressed"
     store = open_store(str(engine.url.render_as_string(hide_password=False)))
     try:
         trace = store.load_trace(TRACE)

@@ -14,7 +14,10 @@ tag, with the old one kept for rows already written.
 A stored value is one tag byte then its body:
 
 - ``0``: the JSON text as it is (short maps, ``{}``, and text zstandard would not shrink);
-- ``1``: a zstandard frame (with its content size) against :data:`_DICTIONARY_1`.
+- ``1``: a zstandard frame (with its content size) against :data:`_DICTIONARY_1`, as rows were
+  written before revision ``0023_compact_spans_traces``;
+- ``2``: the same, without the frame's 4-byte magic number (zstandard's *magicless* format): the
+  tag says already what follows, and every span paid those bytes.
 
 Compressors and decompressors are per thread (zstandard's are not safe to share), made once.
 """
@@ -25,8 +28,9 @@ import threading
 
 import zstandard
 
-_RAW, _ZSTD_1 = 0, 1
-_RAW_TAG, _ZSTD_1_TAG = bytes([_RAW]), bytes([_ZSTD_1])
+_RAW, _ZSTD_1, _ZSTD_1_BARE = 0, 1, 2
+_RAW_TAG, _ZSTD_1_BARE_TAG = bytes([_RAW]), bytes([_ZSTD_1_BARE])
+_BARE = zstandard.FORMAT_ZSTD1_MAGICLESS
 
 _SMALL = 48
 """JSON text shorter than this is kept as it is: a frame's header and the tag would eat the
@@ -34,6 +38,10 @@ little compression could save."""
 
 _LEVEL = 3
 """zstandard's default level: level 19 saved 10 % more bytes at several times the CPU."""
+
+_TUNED_FOR = 16_384
+"""The document size the compressor's parameters are derived for (at :data:`_LEVEL`): a window
+that spans the whole dictionary, which an attribute map of any size then matches against."""
 
 _FRAGMENTS = (
     # Keys of the OpenTelemetry GenAI semantic conventions, most used last (zstandard finds
@@ -102,10 +110,21 @@ _DICTIONARY_1 = zstandard.ZstdCompressionDict(
 
 class _Coders(threading.local):
     def __init__(self) -> None:
+        parameters = zstandard.ZstdCompressionParameters.from_level(
+            _LEVEL,
+            source_size=_TUNED_FOR,
+            format=_BARE,
+            write_checksum=0,
+            write_dict_id=0,
+            write_content_size=1,
+        )
         self.compress = zstandard.ZstdCompressor(
-            level=_LEVEL, dict_data=_DICTIONARY_1, write_checksum=False, write_dict_id=False
+            compression_params=parameters, dict_data=_DICTIONARY_1
         ).compress
         self.decompress = zstandard.ZstdDecompressor(dict_data=_DICTIONARY_1).decompress
+        self.decompress_bare = zstandard.ZstdDecompressor(
+            dict_data=_DICTIONARY_1, format=_BARE
+        ).decompress
 
 
 _CODERS = _Coders()
@@ -119,7 +138,7 @@ def pack(text: str) -> bytes:
     frame = _CODERS.compress(data)
     if len(frame) >= len(data):
         return _RAW_TAG + data
-    return _ZSTD_1_TAG + frame
+    return _ZSTD_1_BARE_TAG + frame
 
 
 def unpack(stored: bytes) -> bytes:
@@ -127,6 +146,8 @@ def unpack(stored: bytes) -> bytes:
     tag = stored[0]
     if tag == _RAW:
         return stored[1:]
+    if tag == _ZSTD_1_BARE:
+        return _CODERS.decompress_bare(stored[1:])
     if tag == _ZSTD_1:
         return _CODERS.decompress(stored[1:])
     raise ValueError(f"unknown packed attributes format {tag}")
@@ -135,6 +156,8 @@ def unpack(stored: bytes) -> bytes:
 def unpacked_size(stored: bytes) -> int:
     """Bytes of the JSON text a :func:`pack` result holds, without decompressing it (what a
     trace read's limit counts, :mod:`tracescore.store.trace_cut`)."""
+    if stored[0] == _ZSTD_1_BARE:
+        return int(zstandard.get_frame_parameters(stored[1:], format=_BARE).content_size)
     if stored[0] == _ZSTD_1:
         return int(zstandard.frame_content_size(stored[1:]))
     return len(stored) - 1

@@ -6,8 +6,9 @@ Writes go to the driver as tuples (``executemany`` on SQLite, ``COPY`` on Postgr
 more than the encoding itself, so the rows are built here as the driver stores them: ids as
 bytes (the tables' :class:`~tracescore.store.column_types.HexId`, which the reads turn back into
 hex), a span's attribute map packed (:mod:`tracescore.store.packed`). Resources and scopes are
-stored once per distinct attribute set (keyed by a hash), so a 1000-span request writes one
-resource row, not a thousand copies.
+stored once per distinct attribute set (found by a hash), so a 1000-span request writes one
+resource row, not a thousand copies; spans and logs refer to it by its row's integer id
+(:class:`_RefIds`), and keep a span's duration rather than its end time.
 
 Over 400 lines and kept whole: it is the one owner of the span, log, resource and scope tables,
 and each read here (``_span_from_row``, ``_log_from_row``) is the inverse of a row built here
@@ -24,11 +25,12 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, func, or_, select, text
+from sqlalchemy import Connection, Engine, Table, and_, func, or_, select, text
 
 from tracescore.spans import LogRecord, Resource, Scope, Span, SpanEvent, SpanLink, Trace
 from tracescore.store import codec, packed
 from tracescore.store.bulk import bulk_insert
+from tracescore.store.dialect import dialect_insert
 from tracescore.store.engine import CACHE_PRAGMA, SCAN_CACHE_PRAGMA
 from tracescore.store.ingest_journal import IngestJournal
 from tracescore.store.journal import JournalEntry
@@ -126,7 +128,7 @@ _SPAN_COLUMNS = (
     "name",
     "kind",
     "start_time_ns",
-    "end_time_ns",
+    "duration_ns",
     "status_code",
     "status_message",
     "trace_state",
@@ -154,6 +156,76 @@ _LOG_COLUMNS = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class _FoundRefs:
+    """The row ids of one write's resources and scopes, by hash."""
+
+    resources: dict[bytes, int]
+    scopes: dict[bytes, int]
+
+    def referring(self, rows: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        """Span or log rows (their resource and scope hashes last) with those hashes replaced
+        by the rows' ids, as they are stored."""
+        resources, scopes = self.resources, self.scopes
+        return [(*row[:-2], resources[row[-2]], scopes[row[-1]]) for row in rows]
+
+
+class _RefIds:
+    """The ids of the resource and scope rows this store has written or found, by hash.
+
+    A write looks up only the hashes it has not met yet (after the first requests, none):
+    resources and scopes are never deleted, and an id is remembered only once the write that
+    stored or found it has committed, so every remembered id names a committed row.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._known = _FoundRefs({}, {})
+
+    def resolve(self, conn: Connection, refs: _Refs) -> _FoundRefs:
+        """The ids of ``refs``' resources and scopes, storing those not stored yet, in
+        ``conn``'s transaction."""
+        with self._lock:
+            known = self._known
+            found = _FoundRefs(
+                {h: i for h in refs.resource_rows if (i := known.resources.get(h)) is not None},
+                {h: i for h in refs.scope_rows if (i := known.scopes.get(h)) is not None},
+            )
+        for table, rows, ids in (
+            (_RESOURCES, refs.resource_rows, found.resources),
+            (_SCOPES, refs.scope_rows, found.scopes),
+        ):
+            missing = [row for digest, row in rows.items() if digest not in ids]
+            if missing:
+                ids.update(_store_refs(conn, table, missing))
+        return found
+
+    def learn(self, found: _FoundRefs) -> None:
+        """Remember the ids of a committed write."""
+        with self._lock:
+            self._known.resources.update(found.resources)
+            self._known.scopes.update(found.scopes)
+
+
+def _store_refs(conn: Connection, table: Table, rows: list[tuple[Any, ...]]) -> dict[bytes, int]:
+    """Insert resource or scope ``rows`` (their hash first, then the table's other columns in
+    order) unless stored already, and return the ids of all of them by hash. PostgreSQL's
+    ``ON CONFLICT DO NOTHING`` waits for a concurrent insert of the same hash to commit, and
+    the select after it, a statement of its own, then sees that row."""
+    names = [column.name for column in table.columns if column.name != "id"]
+    conn.execute(
+        dialect_insert(conn)(table).on_conflict_do_nothing(index_elements=["hash"]),
+        [dict(zip(names, row, strict=True)) for row in rows],
+    )
+    hashes = [row[0] for row in rows]
+    return {
+        bytes(digest): ref_id
+        for digest, ref_id in conn.execute(
+            select(table.c.hash, table.c.id).where(table.c.hash.in_(hashes))
+        )
+    }
+
+
 def _span_row(span: Span, refs: _Refs) -> tuple[Any, ...]:
     guard = refs.guard
     events = span.events
@@ -165,7 +237,7 @@ def _span_row(span: Span, refs: _Refs) -> tuple[Any, ...]:
         guard.text(span.name),
         span.kind,
         span.start_time_ns,
-        span.end_time_ns,
+        span.end_time_ns - span.start_time_ns,
         span.status_code,
         guard.text(span.status_message),
         guard.text(span.trace_state),
@@ -222,8 +294,9 @@ def _trace_rows(
     in the future of ``now`` count as ``now``: also returns how many spans had one."""
     rows: dict[bytes, dict[str, Any]] = {}
     latest, arrival, clamped = int((now + max_skew) * 1e9), int(now * 1e9), 0
-    for trace_id, _, parent_span_id, name, _, start, end, *_, resource_id, _ in span_rows:
+    for trace_id, _, parent_span_id, name, _, start, duration, *_, resource_id, _ in span_rows:
         service_name = services[resource_id]
+        end = start + duration
         if start > latest or end > latest:
             clamped += 1
             start, end = min(start, arrival), min(end, arrival)
@@ -289,12 +362,7 @@ class SpanStore:
         style = engine.dialect.paramstyle
         self._insert_spans = bulk_insert(self.dialect, style, "spans", _SPAN_COLUMNS)
         self._insert_logs = bulk_insert(self.dialect, style, "logs", _LOG_COLUMNS)
-        self._insert_resources = bulk_insert(
-            self.dialect, style, "resources", ("resource_id", "attributes")
-        )
-        self._insert_scopes = bulk_insert(
-            self.dialect, style, "scopes", ("scope_id", "name", "version", "attributes")
-        )
+        self._ref_ids = _RefIds()
         self._text_replaced = 0
         self._future_times = 0
         self._counts_lock = threading.Lock()
@@ -360,18 +428,16 @@ class SpanStore:
             with self.write_transaction() as conn:
                 if consume and not self.journal.kept.consume(conn, consume):
                     raise _AlreadyConsumed
-                if refs.resource_rows:
-                    self._insert_resources(conn, list(refs.resource_rows.values()))
-                if refs.scope_rows:
-                    self._insert_scopes(conn, list(refs.scope_rows.values()))
+                found = self._ref_ids.resolve(conn, refs)
                 if span_rows:
-                    self._insert_spans(conn, span_rows)
+                    self._insert_spans(conn, found.referring(span_rows))
                 if log_rows:
-                    self._insert_logs(conn, log_rows)
+                    self._insert_logs(conn, found.referring(log_rows))
                 if trace_rows:
                     touch_traces(conn, trace_rows)
         except _AlreadyConsumed:
             return False
+        self._ref_ids.learn(found)
         if refs.guard.replaced or clamped:
             with self._counts_lock:
                 self._text_replaced += refs.guard.replaced
@@ -605,23 +671,23 @@ def _stored_size(*columns: str | bytes | None) -> int:
 
 
 def _load_refs(
-    conn: Connection, resource_ids: set[str], scope_ids: set[str]
-) -> tuple[dict[str, Resource], dict[str, Scope]]:
+    conn: Connection, resource_ids: set[int], scope_ids: set[int]
+) -> tuple[dict[int, Resource], dict[int, Scope]]:
     resources_t, scopes_t = _RESOURCES, _SCOPES
     resources = {
         resource_id: Resource(codec.decode(attributes))
         for resource_id, attributes in conn.execute(
-            select(resources_t.c.resource_id, resources_t.c.attributes).where(
-                resources_t.c.resource_id.in_(resource_ids)
+            select(resources_t.c.id, resources_t.c.attributes).where(
+                resources_t.c.id.in_(resource_ids)
             )
         )
     }
     scopes = {
         scope_id: Scope(name, version, codec.decode(attributes))
         for scope_id, name, version, attributes in conn.execute(
-            select(
-                scopes_t.c.scope_id, scopes_t.c.name, scopes_t.c.version, scopes_t.c.attributes
-            ).where(scopes_t.c.scope_id.in_(scope_ids))
+            select(scopes_t.c.id, scopes_t.c.name, scopes_t.c.version, scopes_t.c.attributes).where(
+                scopes_t.c.id.in_(scope_ids)
+            )
         )
     }
     return resources, scopes
@@ -636,7 +702,7 @@ _SPAN_READ = tuple(
         "name",
         "kind",
         "start_time_ns",
-        "end_time_ns",
+        "duration_ns",
         "attributes",
         "events",
         "links",
@@ -672,7 +738,7 @@ _LOG_READ = tuple(
 """The log columns a read selects, in the order :func:`_log_from_row` unpacks them."""
 
 
-def _span_from_row(row: Any, resources: dict[str, Resource], scopes: dict[str, Scope]) -> Span:
+def _span_from_row(row: Any, resources: dict[int, Resource], scopes: dict[int, Scope]) -> Span:
     (
         trace_id,
         span_id,
@@ -680,7 +746,7 @@ def _span_from_row(row: Any, resources: dict[str, Resource], scopes: dict[str, S
         name,
         kind,
         start_time_ns,
-        end_time_ns,
+        duration_ns,
         attributes,
         events,
         links,
@@ -698,7 +764,7 @@ def _span_from_row(row: Any, resources: dict[str, Resource], scopes: dict[str, S
         name=name,
         kind=kind,
         start_time_ns=start_time_ns,
-        end_time_ns=end_time_ns,
+        end_time_ns=start_time_ns + duration_ns,
         attributes=codec.decode(packed.unpack(attributes)),
         resource=resources[resource_id],
         scope=scopes[scope_id],
@@ -711,7 +777,7 @@ def _span_from_row(row: Any, resources: dict[str, Resource], scopes: dict[str, S
     )
 
 
-def _log_from_row(row: Any, resources: dict[str, Resource], scopes: dict[str, Scope]) -> LogRecord:
+def _log_from_row(row: Any, resources: dict[int, Resource], scopes: dict[int, Scope]) -> LogRecord:
     (
         time_ns,
         observed_time_ns,

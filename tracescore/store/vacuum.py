@@ -7,7 +7,13 @@ tracescore creates, see :mod:`tracescore.store.engine`) can hand them back a few
 ``PRAGMA incremental_vacuum(N)``: each step is a short write, queued like any other, where a
 full ``VACUUM`` would rewrite the whole file under one exclusive lock. A database created
 before retention existed keeps its free pages for reuse (a one-off ``VACUUM``, service
-stopped, converts it). PostgreSQL needs none of this: autovacuum makes the space reusable.
+stopped, converts it). PostgreSQL needs none of this for retention: autovacuum makes the space
+reusable.
+
+PostgreSQL's trace queue is another matter (:func:`vacuum_queue`): every trace's row is
+written four times (pending, ready, claimed, scored), each change of state a new row version
+in the table and every index, and autovacuum's default thresholds (20 % of the table, checked
+once a minute) let a busy queue's table grow to several times its live rows between passes.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, text
 
 from tracescore.store.handles import WriteTransaction
 
@@ -65,3 +71,31 @@ def reclaim_space(
             driver.executescript(f"PRAGMA incremental_vacuum({step})")
         freed += step
     return freed * page_size
+
+
+QUEUE_DEAD_ROWS = 5_000
+"""Dead row versions of the trace queue after which :func:`vacuum_queue` vacuums it: about five
+seconds of a busy queue (three dead versions per trace scored), whose pages then take the next
+seconds' rows instead of growing the table."""
+
+_QUEUE_DEAD = text(
+    "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relid = CAST('traces' AS regclass)"
+)
+
+
+def vacuum_queue(engine: Engine, dead_rows: int = QUEUE_DEAD_ROWS) -> bool:
+    """``VACUUM`` the trace queue's table on PostgreSQL once ``dead_rows`` of its row versions are
+    dead (by the server's statistics, a cheap read); whether it ran. ``SKIP_LOCKED``: a sibling
+    process vacuuming it already is enough. A plain ``VACUUM`` takes no lock that writers wait
+    for; on a large table it reads only the pages written since the last one (the visibility
+    map), plus its indexes when enough of them changed. Does nothing on SQLite, where a row's
+    update is made in place."""
+    if engine.dialect.name != "postgresql":
+        return False
+    with engine.connect() as connection:
+        dead = connection.execute(_QUEUE_DEAD).scalar()
+    if dead is None or dead < dead_rows:
+        return False
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        connection.exec_driver_sql("VACUUM (SKIP_LOCKED) traces")
+    return True
