@@ -10,8 +10,10 @@ from __future__ import annotations
 import re
 import threading
 from functools import cache
+from typing import TYPE_CHECKING
 
-from py3langid.langid import MODEL_FILE, LanguageIdentifier
+if TYPE_CHECKING:
+    from py3langid.langid import LanguageIdentifier
 
 MIN_LETTERS = 12
 """Fewer letters than this say too little about a language (``OK``, ``Paris?``, ``42 €``)."""
@@ -35,6 +37,11 @@ def _identifier() -> LanguageIdentifier:
 
 @cache
 def _loaded() -> LanguageIdentifier:
+    # Imported here: py3langid imports numpy, which a process that never identifies a language
+    # (the service's, which imports this module through the insights it may never run) would
+    # load for nothing.
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
     return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
 
 
