@@ -16,7 +16,7 @@ def __getattr__(name: str) -> Any:
     # ``import tracescore`` stays instant (the CLI and every submodule import it first); the eval
     # runner and its pipeline dependencies load on first use of ``tracescore.run_evals``, and
     # the version on first use too: reading it from the installed metadata scans sys.path's
-    # distributions (~0.05 s of CPU), which each helper process paid for a version it never used.
+    # distributions (~0.02 s of CPU), which each helper process paid for a version it never used.
     if name == "__version__":
         from tracescore.version import __version__
 
