@@ -1,5 +1,6 @@
 """``--processes N``: several service processes share the ports, and stop together;
-``--unpackers N``: several unpacker processes per service share its requests."""
+``--unpackers N``: several unpacker processes per service share its requests;
+``--scoring-processes N``: the service's scoring processes."""
 
 from __future__ import annotations
 
@@ -97,10 +98,15 @@ def test_processes_share_the_port_store_everything_and_stop_together(tmp_path: P
 
 def _unpackers(service_pid: int) -> set[int]:
     """The service's unpacker processes."""
+    return _running_helpers(service_pid, b"tracescore.ingest.unpack")
+
+
+def _running_helpers(service_pid: int, module: bytes) -> set[int]:
+    """The service's helper processes running ``module``."""
     found = set()
     for pid in _descendants(service_pid):
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
-        if b"tracescore.ingest.unpack" in cmdline and _running(pid):
+        if module in cmdline and _running(pid):
             found.add(pid)
     return found
 
@@ -241,3 +247,16 @@ def _unpackers_after_start(server_pid: int) -> set[int]:
     while not (found := _unpackers(server_pid)) and time.monotonic() < deadline:
         time.sleep(0.1)
     return found
+
+
+def test_the_scoring_processes_flag_overrides_the_config(tmp_path: Path) -> None:
+    """``--scoring-processes N`` sets ``workers.processes`` as the config would, and over it:
+    the config's 0 scores in the service process, the flag's 1 in a process of its own."""
+    config = {"workers": {"processes": 0}}
+    with start_server(tmp_path, config=config, args=["--scoring-processes", "1"]) as server:
+        deadline = time.monotonic() + 30
+        module = b"tracescore.pipeline.scoring_processes"
+        while not (scoring := _running_helpers(server.process.pid, module)):
+            assert time.monotonic() < deadline, server.output()
+            time.sleep(0.1)
+        assert len(scoring) == 1

@@ -133,6 +133,7 @@ def start_server(
     timeout: float = 120.0,
     host: str | None = "127.0.0.1",
     http_port: int | None = None,
+    scoring_processes: int | None = 1,
 ) -> ServerProcess:
     """Start ``tracescore serve`` in ``workdir`` and wait until it is healthy.
 
@@ -143,6 +144,12 @@ def start_server(
     port chosen beforehand (one the config must name, say). ``timeout`` only catches a server
     that never comes up: a loaded 2-core machine running test processes side by side took over
     30 s to start one.
+
+    ``scoring_processes``: one scoring process (``--scoring-processes 1``), not the machine's
+    default of one per core, unless the config (``workers.processes``) or ``args`` say how many;
+    ``None`` leaves the default. Each scoring process costs ~1.3 s of CPU to start (its imports,
+    the language model, the scorers' warm-up), and the suite starts over a hundred servers on a
+    machine whose cores it keeps busy: a test of several scoring processes asks for them.
     """
     workdir.mkdir(parents=True, exist_ok=True)
     db_url = db_url or f"sqlite:///{workdir / 'tracescore.db'}"
@@ -154,6 +161,8 @@ def start_server(
         text = config if isinstance(config, str) else yaml.safe_dump(dict(config))
         config_path.write_text(text)
         options += ["--config", str(config_path)]
+    if scoring_processes is not None and not _sets_scoring_processes(config, args):
+        options += ["--scoring-processes", str(scoring_processes)]
     options += list(args)
     for attempt in range(1, PORT_ATTEMPTS + 1):
         ports = http_port or free_port(), free_port()
@@ -166,6 +175,21 @@ def start_server(
             if http_port is not None or attempt == PORT_ATTEMPTS:
                 raise
     raise AssertionError("unreachable")  # the loop returns or raises
+
+
+def _sets_scoring_processes(config: Mapping[str, Any] | str | None, args: Sequence[str]) -> bool:
+    """Whether a test's ``config`` or ``args`` choose the count of scoring processes."""
+    if "--scoring-processes" in args:
+        return True
+    if isinstance(config, str):
+        try:
+            config = yaml.safe_load(config)
+        except yaml.YAMLError:
+            return False  # a test of a broken config: the server refuses it whatever the count
+    if not isinstance(config, Mapping):
+        return False
+    workers = config.get("workers")
+    return isinstance(workers, Mapping) and "processes" in workers
 
 
 PORT_ATTEMPTS = 3

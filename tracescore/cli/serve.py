@@ -100,6 +100,12 @@ def serve(
         help="Processes per service decoding acknowledged requests into rows.",
         show_default="1, or the config's server.unpackers",
     ),
+    scoring_processes: int | None = typer.Option(
+        None,
+        "--scoring-processes",
+        help="Scoring worker processes per service (0: score in the service process).",
+        show_default="one per core, at most 4, or the config's workers.processes",
+    ),
     log_level: LogLevel = typer.Option(
         "info",
         "--log-level",
@@ -122,6 +128,7 @@ def serve(
                 "--idle-timeout": ("assembly.idle_timeout", idle_timeout),
                 "--processes": ("server.processes", processes),
                 "--unpackers": ("server.unpackers", unpackers),
+                "--scoring-processes": ("workers.processes", scoring_processes),
             },
         )
     except ConfigError as exc:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 import threading
 from functools import cache
+from typing import TYPE_CHECKING
 
-from py3langid.langid import LanguageIdentifier
-
-from tracescore.language.model_cache import load_identifier
+if TYPE_CHECKING:
+    from py3langid.langid import LanguageIdentifier
 
 MIN_LETTERS = 12
 """Fewer letters than this say too little about a language (``OK``, ``Paris?``, ``42 €``)."""
@@ -37,6 +37,11 @@ def _identifier() -> LanguageIdentifier:
 
 @cache
 def _loaded() -> LanguageIdentifier:
+    # Imported here: the model cache imports py3langid and numpy, which a process that never
+    # identifies a language (the service's, which imports this module through the insights it
+    # may never run) would load for nothing.
+    from tracescore.language.model_cache import load_identifier
+
     return load_identifier()  # py3langid's model, its decompressed copy kept between processes
 
 

@@ -18,9 +18,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 PASS_LABELS = frozenset(
     {
@@ -164,6 +165,8 @@ def _spearman(
 ) -> tuple[float | None, float | None, Interval | None]:
     """Spearman's rho and its p-value (scipy), and Fisher's z interval with the standard error
     Bonett and Wright give for rank correlations, sqrt((1 + rho^2 / 2) / (n - 3))."""
+    import numpy as np
+
     if len(scores) < 3 or np.ptp(scores) == 0 or np.ptp(values) == 0:
         return None, None, None  # a constant side has no ranks to correlate
     from scipy import stats
@@ -219,6 +222,10 @@ def agreement(
     ]
     mae = mae_ci = rho = p_value = rho_ci = None
     if scored:
+        # numpy, like scipy, is imported where it is used: every service process imports this
+        # module (the feedback API's calibration report), few compute an agreement.
+        import numpy as np
+
         scores = np.array([score for score, _ in scored], dtype=float)
         values = np.array([value for _, value in scored], dtype=float)
         mae, mae_ci = _mae(np.abs(scores - values), confidence, min_ci_samples)
