@@ -59,7 +59,9 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="tracescore-backpressure-") as workdir:
         db_url = args.db or f"sqlite:///{Path(workdir) / 'tracescore.db'}"
-        with start_server(Path(workdir), db_url=db_url, idle_timeout=1.0) as server:
+        with start_server(
+            Path(workdir), db_url=db_url, idle_timeout=1.0, scoring_processes=None
+        ) as server:
             pid = server.process.pid
             before = proc_status_mb(pid, "VmRSS")
             print(f"server RSS at start: {before:.0f} MiB ({db_url.split(':', 1)[0]})", flush=True)

@@ -190,7 +190,7 @@ def main() -> None:
     config = _config(all_judge, cascade_judge, args.cheap, args.below, args.explore)
     with (
         tempfile.TemporaryDirectory() as workdir,
-        start_server(Path(workdir), config=config) as server,
+        start_server(Path(workdir), config=config, scoring_processes=None) as server,
     ):
         sender = Stream(server.base_url, args.seed, args.fabricated)
         sent: dict[str, str] = {}

@@ -179,7 +179,9 @@ def main() -> None:
 
     with (
         tempfile.TemporaryDirectory() as scratch,
-        start_server(Path(scratch), db_url=args.db, idle_timeout=0.3) as server,
+        start_server(
+            Path(scratch), db_url=args.db, idle_timeout=0.3, scoring_processes=None
+        ) as server,
     ):
         prober = Prober(server.base_url)
         pid = server.process.pid

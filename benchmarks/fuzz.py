@@ -76,7 +76,7 @@ def over_the_wire(http_cases: int, grpc_cases: int, seed: int) -> None:
     no_answer = 0
     with tempfile.TemporaryDirectory(prefix="tracescore-fuzz-") as workdir:
         config = {"server": {"max_attribute_chars": 1000, "max_body_bytes": 256 * 1024}}
-        with start_server(Path(workdir), config=config) as server:
+        with start_server(Path(workdir), config=config, scoring_processes=None) as server:
             started = time.perf_counter()
             with httpx.Client(base_url=server.base_url, timeout=30) as client:
                 for _ in range(http_cases):

@@ -260,6 +260,7 @@ def bench_tracescore(
         db_url=db_url,
         config=config,
         idle_timeout=None,
+        scoring_processes=None,
         args=["--processes", str(args.processes), "--unpackers", str(args.unpackers)],
     )
     results: dict[tuple[str, int], Result] = {}

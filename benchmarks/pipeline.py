@@ -415,7 +415,11 @@ def capacity(args: argparse.Namespace, workdir: Path, config: dict[str, object])
     ]
     del traces
     with start_server(
-        workdir, db_url=args.db, config=config, idle_timeout=args.idle_timeout
+        workdir,
+        db_url=args.db,
+        config=config,
+        idle_timeout=args.idle_timeout,
+        scoring_processes=None,
     ) as server:
         engine = create_engine(server.db_url)
         pid = server.process.pid
@@ -520,7 +524,11 @@ def capacity(args: argparse.Namespace, workdir: Path, config: dict[str, object])
 def latency(args: argparse.Namespace, workdir: Path, config: dict[str, object]) -> None:
     ends: dict[str, float] = {}
     with start_server(
-        workdir, db_url=args.db, config=config, idle_timeout=args.idle_timeout
+        workdir,
+        db_url=args.db,
+        config=config,
+        idle_timeout=args.idle_timeout,
+        scoring_processes=None,
     ) as server:
         started = time.time()
 

@@ -143,6 +143,7 @@ def measure(processes: int, traces: int, senders: int, routing: str, score: bool
                         db_url=url,
                         config=config,
                         idle_timeout=None,
+                        scoring_processes=None,
                         timeout=60,
                     )
                 )

@@ -89,7 +89,9 @@ def main() -> None:
 
     with (
         tempfile.TemporaryDirectory() as scratch,
-        start_server(Path(scratch), db_url=args.db, idle_timeout=0.3) as server,
+        start_server(
+            Path(scratch), db_url=args.db, idle_timeout=0.3, scoring_processes=None
+        ) as server,
         httpx.Client(base_url=server.base_url, timeout=600) as client,
     ):
         pid = server.process.pid
