@@ -7,10 +7,10 @@ its first call.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tracescore.judge.config import JudgeConfig
+from tracescore.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from tracescore.judge.cache import VerdictCache
@@ -36,8 +36,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_names(globals(), _LAZY)

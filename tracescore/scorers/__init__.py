@@ -8,8 +8,9 @@ load them all (numpy and VADER for ``tone``, the LLM scorers' prompts), used or 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from tracescore.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from tracescore.judge.protocol import Judge, JudgeRequest, JudgeResponse
@@ -87,14 +88,7 @@ _WHERE = {
 """The module each public name comes from."""
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # looked up here from now on, without this function
-    return value
-
+__getattr__ = lazy_names(globals(), _WHERE)
 
 __all__ = [
     "Judge",
