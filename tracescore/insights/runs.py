@@ -172,7 +172,7 @@ class FailedRun:
         run_input = run.input.model_dump(mode="json", by_alias=True, exclude_none=True)
         self._take(
             get_user_message(run_input) or "",
-            _answer(run.output),
+            run.answer(),
             run.failure(),
             get_combined_system_prompt(run_input),
             [call for message in run.output for call in _tool_calls(message)],
@@ -223,18 +223,6 @@ def trace_signals(
     if unsupported_identifiers(answer, itertools.chain((request, system), evidence)):
         signals.append("unsupported_id")
     return signals
-
-
-def _answer(output: Sequence[Message]) -> str:
-    """The last assistant message's text, as Mastra's ``getAssistantMessageFromRunOutput``
-    reads it from the dumped message: its ``content``, else its last text part."""
-    for message in reversed(output):
-        if message.role == "assistant":
-            content = message.content
-            texts = [p.text for p in content.parts if p.type == "text" and p.text is not None]
-            if text := content.content or (texts[-1] if texts else ""):
-                return text
-    return ""
 
 
 def _tool_calls(message: Message) -> list[dict[str, Any]]:

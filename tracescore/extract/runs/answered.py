@@ -73,6 +73,17 @@ class AnsweredRun:
             output=reading.output(),
         )
 
+    def answer(self) -> str:
+        """The last assistant message's text, as Mastra's ``getAssistantMessageFromRunOutput``
+        reads it from the dumped message: its ``content``, else its last text part."""
+        for message in reversed(self.output):
+            if message.role == "assistant":
+                content = message.content
+                texts = [p.text for p in content.parts if p.type == "text" and p.text is not None]
+                if text := content.content or (texts[-1] if texts else ""):
+                    return text
+        return ""
+
     def failure(self) -> str | None:
         """Why the run failed, when it ended in error (what scorers are told)."""
         return failure(self.status, self.error)
