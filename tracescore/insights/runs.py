@@ -168,8 +168,11 @@ class FailedRun:
     def read_answered(self, run: AnsweredRun) -> None:
         """:meth:`read` of a run rebuilt from its trace, taken from its models
         (:mod:`tracescore.extract.runs.answered`): the same texts as from its Mastra dicts,
-        without dumping its output (only its tool calls)."""
-        run_input = run.input.model_dump(mode="json", by_alias=True, exclude_none=True)
+        without dumping its output (only its tool calls) or its history (what came before the
+        user's turn, which neither the request nor the system prompt is read from)."""
+        run_input = run.input.model_dump(
+            mode="json", by_alias=True, exclude_none=True, exclude={"remembered_messages"}
+        )
         self._take(
             get_user_message(run_input) or "",
             run.answer(),
