@@ -22,7 +22,8 @@ from typing import Any
 
 from tracescore.extract import extract_runs
 from tracescore.extract.base import Convention
-from tracescore.extract.model import AgentRun
+from tracescore.extract.model import Message, ToolInvocation
+from tracescore.extract.runs.answered import AnsweredRun, answered_runs
 from tracescore.insights.config import FailedRunsConfig
 from tracescore.insights.signature import (
     BINDING_LABELS,
@@ -39,7 +40,11 @@ from tracescore.insights.signature import (
 from tracescore.language import load_in_background
 from tracescore.scorers.llm.run_text import as_text, response_text, system_prompt, user_text
 from tracescore.scorers.scorer_run import ScorerRun
-from tracescore.scorers.utils import merge_tool_invocations
+from tracescore.scorers.utils import (
+    get_combined_system_prompt,
+    get_user_message,
+    merge_tool_invocations,
+)
 from tracescore.spans import Trace
 from tracescore.store import SpanStore, connect
 from tracescore.store.feedback import negative_verdicts
@@ -148,20 +153,51 @@ class FailedRun:
         self.started_at = text["started_at"]
 
     def read(self, run: ScorerRun) -> None:
-        """Take the request, answer, tool calls and error from the rebuilt ``run``, and what
-        its trace shows (:func:`trace_signals`) but the languages (:meth:`identify`)."""
-        request, answer = user_text(run), response_text(run)
+        """Take the request, answer, tool calls and error from the Mastra-shaped ``run`` (an
+        exported run), and what it shows (:func:`trace_signals`) but the languages
+        (:meth:`identify`)."""
+        messages = run.output if isinstance(run.output, list) else [run.output]
+        self._take(
+            user_text(run),
+            response_text(run),
+            run.error,
+            system_prompt(run),
+            [call for message in messages for call in merge_tool_invocations(message)],
+        )
+
+    def read_answered(self, run: AnsweredRun) -> None:
+        """:meth:`read` of a run rebuilt from its trace, taken from its models
+        (:mod:`tracescore.extract.runs.answered`): the same texts as from its Mastra dicts,
+        without dumping its output (only its tool calls) or its history (what came before the
+        user's turn, which neither the request nor the system prompt is read from)."""
+        run_input = run.input.model_dump(
+            mode="json", by_alias=True, exclude_none=True, exclude={"remembered_messages"}
+        )
+        self._take(
+            get_user_message(run_input) or "",
+            run.answer(),
+            run.failure(),
+            get_combined_system_prompt(run_input),
+            [call for message in run.output for call in _tool_calls(message)],
+        )
+
+    def _take(
+        self,
+        request: str,
+        answer: str,
+        error: str | None,
+        system: str,
+        calls: Sequence[Mapping[str, Any]],
+    ) -> None:
         self.request = request[:FIELD_CHARS]
         self.answer = answer[:FIELD_CHARS]
-        self.error = (run.error or "")[:FIELD_CHARS]
-        messages = run.output if isinstance(run.output, list) else [run.output]
-        calls = [call for message in messages for call in merge_tool_invocations(message)]
+        self.error = (error or "")[:FIELD_CHARS]
         lines = [_tool_line(call) for call in calls]
         failed = [line for line in lines if " failed: " in line]
         self.tools.extend(
             [*failed, *(line for line in lines if " failed: " not in line)][:MAX_TOOLS]
         )
-        self.signals = trace_signals(request, answer, system_prompt(run), calls)
+        self.signals = trace_signals(request, answer, system, calls)
 
     def identify(self) -> None:
         """Add the languages of its request and answer to its signals (after :meth:`read`:
@@ -190,6 +226,31 @@ def trace_signals(
     if unsupported_identifiers(answer, itertools.chain((request, system), evidence)):
         signals.append("unsupported_id")
     return signals
+
+
+def _tool_calls(message: Message) -> list[dict[str, Any]]:
+    """The message's tool calls as :func:`merge_tool_invocations` reads them from the dumped
+    message (from its parts and its legacy list), each call dumped alone."""
+    dumped: dict[int, dict[str, Any]] = {}
+
+    def dump(call: ToolInvocation) -> dict[str, Any]:
+        found = dumped.get(id(call))
+        if found is None:
+            found = dumped[id(call)] = call.model_dump(
+                mode="json", by_alias=True, exclude_none=True
+            )
+        return found
+
+    content = message.content
+    parts = [
+        {"type": part.type, "toolInvocation": dump(part.tool_invocation)}
+        for part in content.parts
+        if part.tool_invocation is not None
+    ]
+    legacy = [dump(call) for call in content.tool_invocations or ()]
+    if not parts and not legacy:
+        return []
+    return merge_tool_invocations({"content": {"parts": parts, "toolInvocations": legacy}})
 
 
 def _tool_line(call: Mapping[str, Any]) -> str:
@@ -356,8 +417,7 @@ def _rebuild(
         batch = trace_ids[start : start + TRACE_BATCH]
         for trace_id, trace in store.load_traces(batch).items():
             failed_runs = by_trace.get(trace_id, ())
-            rebuilt = _trace_runs(trace, conventions, {run.span_id for run in failed_runs})
-            primary = next((run.span_id for run in rebuilt.values() if run.primary), None)
+            rebuilt, primary = _trace_runs(trace, conventions, {run.span_id for run in failed_runs})
             for failed in failed_runs:
                 if not failed.span_id and primary is not None:
                     failed.span_id = primary
@@ -368,7 +428,7 @@ def _rebuild(
                         agent_run.start_time.timestamp() if agent_run.start_time else None
                     )
                     failed.model = failed.model or agent_run.model
-                    failed.read(ScorerRun.of(agent_run))
+                    failed.read_answered(agent_run)
                     found.append(failed)
                     if not loading and failed.needs_identifier():
                         load_in_background()
@@ -380,17 +440,20 @@ def _rebuild(
 
 def _trace_runs(
     trace: Trace, conventions: Sequence[Convention], wanted: set[str]
-) -> dict[str, AgentRun]:
+) -> tuple[dict[str, AnsweredRun], str | None]:
     """The runs of ``trace`` by span id, at least those of ``wanted`` (``""``: the primary
-    one) that it has. Scores and verdicts are mostly on a trace's primary runs, which
-    ``only_primary`` builds without the LLM runs inside them and the tool runs (a third of
-    a rebuild's time); a failed run that is not one of them costs the whole trace's runs."""
-    primary = {
-        run.span_id: run for run in extract_runs(trace, list(conventions), only_primary=True)
-    }
-    if wanted <= primary.keys() | {""}:
-        return primary
-    return {run.span_id: run for run in extract_runs(trace, list(conventions))}
+    one) that it has, and its first primary run's span id. Scores and verdicts are mostly on
+    a trace's primary runs, which are read as :func:`answered_runs` reads them (without the
+    LLM runs inside them, the tool runs, or the parts of a run a pass does not read); a failed
+    run that is not one of them costs the whole trace's runs."""
+    primary = answered_runs(trace, list(conventions))
+    first = primary[0].span_id if primary else None
+    runs = {run.span_id: run for run in primary}
+    if wanted <= runs.keys() | {""}:
+        return runs, first
+    return {
+        run.span_id: AnsweredRun.of(run) for run in extract_runs(trace, list(conventions))
+    }, first
 
 
 def _merged(runs: Sequence[FailedRun]) -> list[FailedRun]:

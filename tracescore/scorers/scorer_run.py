@@ -9,6 +9,7 @@ from typing import Any, TypeAlias
 from tracescore.extract.content import has_content
 from tracescore.extract.conversation import Conversation
 from tracescore.extract.model import AgentRun, ToolDefinition
+from tracescore.extract.runs.answered import failure
 from tracescore.scorers.lazy import lazy
 from tracescore.scorers.utils import make_test_message
 
@@ -71,7 +72,7 @@ class ScorerRun:
                 run_id=run.span_id,
                 trace_id=run.trace_id,
                 span_id=run.span_id,
-                error=(run.error or "the run ended in error") if run.status == "error" else None,
+                error=failure(run.status, run.error),
             )
         if isinstance(run, Mapping):
             context, tools = run.get("context"), run.get("tools")

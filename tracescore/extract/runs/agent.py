@@ -7,9 +7,18 @@ runs of their own and join it as tool calls.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from tracescore.extract.base import timestamp
 from tracescore.extract.messages import executed_call
-from tracescore.extract.model import AgentRun, RunInput, SpanInfo, TokenUsage, ToolInvocation
+from tracescore.extract.model import (
+    AgentRun,
+    Message,
+    RunInput,
+    SpanInfo,
+    TokenUsage,
+    ToolInvocation,
+)
 from tracescore.extract.runs.fields import (
     base_run,
     merge_tools,
@@ -41,24 +50,68 @@ def agent_run(
     return found if found is not None else scope_run(trace, of_agent(node), built, handed)
 
 
-def scope_run(
+@dataclass(eq=False, slots=True)
+class ScopeReading:
+    """What a scope's spans say of its run, before the run is built: its nested agents' runs,
+    its input, its trajectory and final answer, and whose status it takes."""
+
+    scope: RunScope
+    sub_runs: list[AgentRun]
+    run_input: RunInput
+    trajectory: Trajectory
+    final: str
+    outcome: SpanInfo
+
+    def agent_name(self) -> str | None:
+        info, steps = self.scope.facts, self.scope.steps
+        return (
+            info.agent_name
+            or info.name
+            or next((s.info.agent_name for s in steps if s.info.agent_name), None)
+        )
+
+    def model(self) -> str | None:
+        info, steps = self.scope.facts, self.scope.steps
+        return info.model or next((s.info.model for s in steps if s.info.model), None)
+
+    def primary(self) -> bool:
+        """A wrapper that only runs agents (openai-agents' ``Agent workflow``, a workflow of
+        agents) stays in the tree, but it is not an agent of its own: scoring it would score
+        its agents' work twice, and judge its "tool calls" (the agents) against the real
+        tools."""
+        return bool(self.scope.steps or self.scope.tools or not self.sub_runs)
+
+    def output(self) -> list[Message]:
+        """The run's single output message (:func:`run_output`)."""
+        return run_output(self.scope.anchor, self.trajectory, self.final)
+
+
+def read_scope(
     trace: Trace, scope: RunScope, built: dict[str, AgentRun], handed: dict[str, int]
-) -> AgentRun:
-    """The agent run of a scope: its input, its trajectory, its answer, then the run; nested
-    agents' runs are built first (and kept in ``built``, by span id, with this one).
+) -> ScopeReading:
+    """What the run of a scope is made of; nested agents' runs are built first (and kept in
+    ``built``, by span id).
 
     ``handed`` gets, per agent, how many messages after the user's turn it was handed (another
     agent's handoff): its LLM runs read those as history too, not as their own steps.
     """
-    anchor, info, steps = scope.anchor, scope.facts, scope.steps
     sub_runs = [agent_run(trace, agent, built, handed) for agent in scope.nested]
     run_input = _run_input(scope, sub_runs, handed)
     trajectory = _trajectory(
-        info, steps, scope.tools, list(zip(scope.nested, sub_runs, strict=True))
+        scope.facts, scope.steps, scope.tools, list(zip(scope.nested, sub_runs, strict=True))
     )
     final = _answer(scope, trajectory, sub_runs)
-    members = scope.members
-    outcome = _outcome(scope)
+    return ScopeReading(scope, sub_runs, run_input, trajectory, final, _outcome(scope))
+
+
+def scope_run(
+    trace: Trace, scope: RunScope, built: dict[str, AgentRun], handed: dict[str, int]
+) -> AgentRun:
+    """The agent run of a scope (:func:`read_scope`), kept in ``built`` with its nested
+    agents' runs."""
+    anchor, info, steps = scope.anchor, scope.facts, scope.steps
+    reading = read_scope(trace, scope, built, handed)
+    trajectory, outcome, members = reading.trajectory, reading.outcome, scope.members
     # Every field worked out first and the run built once: a run model's attribute assignment
     # is not free, and this is the run the live pipeline scores.
     run = base_run(
@@ -69,22 +122,17 @@ def scope_run(
         convention=info.convention
         if info.kind == "agent" or not steps
         else steps[0].info.convention,
-        agent_name=info.agent_name
-        or info.name
-        or next((s.info.agent_name for s in steps if s.info.agent_name), None),
-        # A wrapper that only runs agents (openai-agents' ``Agent workflow``, a workflow of
-        # agents) stays in the tree, but it is not an agent of its own: scoring it would score
-        # its agents' work twice, and judge its "tool calls" (the agents) against the real tools.
-        primary=bool(steps or scope.tools or not sub_runs),
-        model=info.model or next((s.info.model for s in steps if s.info.model), None),
+        agent_name=reading.agent_name(),
+        primary=reading.primary(),
+        model=reading.model(),
         provider=info.provider or next((s.info.provider for s in steps if s.info.provider), None),
         start_time=timestamp(scope.start_time_ns),
         end_time=timestamp(scope.end_time_ns),
         status=outcome.status,
         error=outcome.error,
         usage=sum_usage(scope.usage_from) or info.usage or TokenUsage(),
-        input=run_input,
-        output=run_output(anchor, trajectory, final),
+        input=reading.run_input,
+        output=reading.output(),
         context=tool_result_documents(trajectory.calls)
         + [doc for member in members for doc in member.info.documents],
         tools=merge_tools([info.tools, *(s.info.tools for s in steps)]),
