@@ -1,5 +1,6 @@
 """A helper process stopped while it is still starting (its imports, its warm-up) ends at once
-when it has nothing to finish yet; once started, its stop is its own loop's to honour."""
+when it has nothing to finish yet; once started, or woken for work, its stop is its own loop's
+to honour."""
 
 from __future__ import annotations
 
@@ -40,4 +41,15 @@ def test_a_started_child_finishes_by_its_own_loop(tmp_path: Path) -> None:
     wait_for(lambda: (tmp_path / "main").exists(), 60, "the child's main")
     child.stop()
     assert child.returncode == 0
+    assert (tmp_path / "finished").exists()
+
+
+def test_a_child_woken_during_its_imports_finishes_its_work_when_stopped(tmp_path: Path) -> None:
+    """An unpacker woken for an entry has work: stopped mid-import, it still runs its loop."""
+    child = _child(tmp_path, import_seconds=2.0)
+    child.start()
+    child.notify()
+    child.stop()
+    assert child.returncode == 0
+    assert (tmp_path / "main").exists()
     assert (tmp_path / "finished").exists()

@@ -132,8 +132,10 @@ class Child:
         self.settings = {**settings, "collector_pid": os.getpid()}
         self._on_report = on_report
         self._quits_while_starting = quits_while_starting
-        """A child with nothing to finish before it calls :func:`started` (a scoring worker):
-        it exits at once when stopped sooner (:func:`quit_if_stopped_while_starting`)."""
+        """A child with nothing to finish before it calls :func:`started` or is woken (a
+        scoring worker; an unpacker, whose collector wakes it for each entry): its first
+        process exits at once when stopped sooner (:func:`quit_if_stopped_while_starting`).
+        Not a replacement, which may have entries its predecessor was woken for."""
         self._process: subprocess.Popen[bytes] | None = None
         self._wake_writer: int | None = None
         self._stopped = False
@@ -151,7 +153,8 @@ class Child:
         reader, writer = os.pipe()
         os.set_blocking(writer, False)
         try:
-            process = _popen(self.module, self.settings, reader, self._quits_while_starting)
+            quits = self._quits_while_starting and self._process is None
+            process = _popen(self.module, self.settings, reader, quits)
         except BaseException:
             os.close(writer)
             raise
@@ -406,16 +409,22 @@ _started = False
 
 def quit_if_stopped_while_starting(wake: int) -> None:
     """Exit at once (status 0) if the service closes ``wake`` before this child calls
-    :func:`started`: called first thing, before the child's imports.
+    :func:`started` and before any wake-up came: called first thing, before the imports.
 
     A scoring process spends about a second of CPU on its imports and warm-up (the scorers, the
-    language model) before it claims anything, and noticed its service's stop only after them:
-    a service stopped within seconds of its start (most of the test suite's hundreds) waited
-    for that second, spent for nothing. Until it has started there is nothing to finish or hand
-    back, so it can end mid-import."""
+    language model) before it claims anything, an unpacker half a second before it looks at the
+    journal, and each noticed its service's stop only after them: a service stopped within
+    seconds of its start (as most of the test suite's are) waited for that CPU, spent for
+    nothing. Until then a scoring process holds nothing, and an unpacker that was never woken
+    has no entry of its collector to finish (its collector journals only after starting it,
+    and wakes it for each entry); so the child can end mid-import. A wake-up is left unread,
+    for the child's own loop."""
 
     def watch() -> None:
-        _wait_for_hangup(wake)
+        poller = select.poll()
+        poller.register(wake, select.POLLIN | select.POLLHUP)
+        if any(event & select.POLLIN for _, event in poller.poll()):
+            return  # woken: there is work, and the child's loop will see the stop after it
         with _starting:
             if not _started:
                 os._exit(0)
