@@ -76,24 +76,31 @@ _TERM_PAUSE_SECONDS = 3.0
 """How long a child ended by SIGTERM waits to be replaced (see :meth:`Child.revive`)."""
 
 
-def _program(module: str) -> str:
+def _program(module: str, quits_while_starting: bool) -> str:
     # The terminal's Ctrl-C reaches the whole process group: the service handles it and then
     # closes the pipe. Ignored before the imports, or a child still importing would die with
     # a KeyboardInterrupt traceback instead of finishing its work.
+    watch = (
+        "from tracescore.helper_processes import quit_if_stopped_while_starting\n"
+        "quit_if_stopped_while_starting(sys.stdin.fileno())\n"
+    )
     return (
         f"# {_MARK} {module}\n"
         "import json, os, signal, sys\n"
         "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
         f"sys.path[:] = json.loads(os.environ.pop({_PATH_VARIABLE!r}))\n"
+        f"{watch if quits_while_starting else ''}"
         f"from {module} import main\n"
         "main()\n"
     )
 
 
-def _popen(module: str, settings: Mapping[str, Any], stdin: int) -> subprocess.Popen[bytes]:
+def _popen(
+    module: str, settings: Mapping[str, Any], stdin: int, quits_while_starting: bool = False
+) -> subprocess.Popen[bytes]:
     """``module.main()`` started with ``settings`` (see the module), reports on its stdout."""
     return subprocess.Popen(
-        [sys.executable, "-c", _program(module)],
+        [sys.executable, "-c", _program(module, quits_while_starting)],
         stdin=stdin,
         stdout=subprocess.PIPE,
         env={
@@ -117,11 +124,18 @@ class Child:
         module: str,
         settings: Mapping[str, Any],
         on_report: Callable[[dict[str, Any]], None] | None = None,
+        *,
+        quits_while_starting: bool = False,
     ) -> None:
         self.name = name
         self.module = module
         self.settings = {**settings, "collector_pid": os.getpid()}
         self._on_report = on_report
+        self._quits_while_starting = quits_while_starting
+        """A child with nothing to finish before it calls :func:`started` or is woken (a
+        scoring worker; an unpacker, whose collector wakes it for each entry): its first
+        process exits at once when stopped sooner (:func:`quit_if_stopped_while_starting`).
+        Not a replacement, which may have entries its predecessor was woken for."""
         self._process: subprocess.Popen[bytes] | None = None
         self._wake_writer: int | None = None
         self._stopped = False
@@ -139,7 +153,8 @@ class Child:
         reader, writer = os.pipe()
         os.set_blocking(writer, False)
         try:
-            process = _popen(self.module, self.settings, reader)
+            quits = self._quits_while_starting and self._process is None
+            process = _popen(self.module, self.settings, reader, quits)
         except BaseException:
             os.close(writer)
             raise
@@ -371,15 +386,58 @@ def exit_after_service(wake: int, timeout: float, what: str) -> None:
     """
 
     def watch() -> None:
-        poller = select.poll()
-        poller.register(wake, select.POLLHUP)
-        while not any(event & (select.POLLHUP | select.POLLERR) for _, event in poller.poll()):
-            time.sleep(0.2)  # wake-ups are waiting to be read by the loop: look again shortly
+        _wait_for_hangup(wake)
         time.sleep(timeout)
         log.warning("%s: its service stopped %g s ago; exiting now", what, timeout)
         os._exit(0)
 
     threading.Thread(target=watch, name="service watch", daemon=True).start()
+
+
+def _wait_for_hangup(wake: int) -> None:
+    """Return once the service's end of the pipe ``wake`` is closed; reads nothing."""
+    poller = select.poll()
+    poller.register(wake, select.POLLHUP)
+    while not any(event & (select.POLLHUP | select.POLLERR) for _, event in poller.poll()):
+        time.sleep(0.2)  # wake-ups are waiting to be read by the loop: look again shortly
+
+
+_starting = threading.Lock()
+_started = False
+"""Whether this child has begun its work (:func:`started`)."""
+
+
+def quit_if_stopped_while_starting(wake: int) -> None:
+    """Exit at once (status 0) if the service closes ``wake`` before this child calls
+    :func:`started` and before any wake-up came: called first thing, before the imports.
+
+    A scoring process spends about a second of CPU on its imports and warm-up (the scorers, the
+    language model) before it claims anything, an unpacker half a second before it looks at the
+    journal, and each noticed its service's stop only after them: a service stopped within
+    seconds of its start (as most of the test suite's are) waited for that CPU, spent for
+    nothing. Until then a scoring process holds nothing, and an unpacker that was never woken
+    has no entry of its collector to finish (its collector journals only after starting it,
+    and wakes it for each entry); so the child can end mid-import. A wake-up is left unread,
+    for the child's own loop."""
+
+    def watch() -> None:
+        poller = select.poll()
+        poller.register(wake, select.POLLIN | select.POLLHUP)
+        if any(event & select.POLLIN for _, event in poller.poll()):
+            return  # woken: there is work, and the child's loop will see the stop after it
+        with _starting:
+            if not _started:
+                os._exit(0)
+
+    threading.Thread(target=watch, name="start watch", daemon=True).start()
+
+
+def started() -> None:
+    """This child begins its work: from now on a stop is its own loop's to honour
+    (see :func:`quit_if_stopped_while_starting`)."""
+    global _started
+    with _starting:
+        _started = True
 
 
 # ---------------------------------------------------------------------------- leftovers

@@ -78,10 +78,13 @@ import sys, time
 from tracescore.ingest.unpack import Unpacker, UnpackSettings
 unpacker = Unpacker(UnpackSettings(sys.argv[1], "gone", shutdown_timeout=float(sys.argv[2]), idle_poll=0.1))
 unpacker.start()
+unpacker.notify()
 print(unpacker.pid, flush=True)
 time.sleep(600)
 """
-"""A collector in miniature: starts an unpacker for owner ``gone``, then waits to be killed."""
+"""A collector in miniature: starts an unpacker for owner ``gone`` and wakes it, as a collector
+does for each entry it journals (the test journals them), then waits to be killed. Never woken,
+an unpacker still importing when its collector dies has nothing to finish and exits at once."""
 
 
 @contextmanager

@@ -192,6 +192,7 @@ class Unpacker(Child):
             on_report=None
             if on_report is None
             else lambda document: on_report(UnpackReport(**document)),
+            quits_while_starting=True,
         )
 
 
@@ -222,6 +223,7 @@ class _UnpackLoop:
         thread ends the process at ``shutdown_timeout`` (:func:`helper_processes.exit_after_service`)."""
 
     def run(self) -> None:
+        helper_processes.started()  # a stop from now on finishes the collector's entries
         settings, store = self.settings, self.store
         try:
             store.journal.tidy()

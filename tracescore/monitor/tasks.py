@@ -7,14 +7,17 @@ exports the same backlog whichever instance promoted or claimed the traces.
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from tracescore import metrics
 from tracescore.background import BackgroundFactory
 from tracescore.backoff import Backoff, repeat
-from tracescore.monitor.alerts import AlertEvaluator
 from tracescore.monitor.config import AlertsConfig, MonitorConfig
 from tracescore.store import Database
 from tracescore.store.trace_queue import count_in_states
+
+if TYPE_CHECKING:
+    from tracescore.monitor.alerts import AlertEvaluator
 
 UNSCORED_STATES = ("pending", "ready", "claimed")
 
@@ -43,7 +46,13 @@ def monitoring_task(
                 Backoff("queue gauges: the database"),
             )
         ]
-        evaluator = AlertEvaluator(engine, alerts, monitor) if alerts.rules else None
+        evaluator: AlertEvaluator | None = None
+        if alerts.rules:
+            # Imported only for rules: the evaluator's module brings httpx (and with it click,
+            # rich and pygments, ~0.1 s of CPU) into every service start otherwise.
+            from tracescore.monitor.alerts import AlertEvaluator
+
+            evaluator = AlertEvaluator(engine, alerts, monitor)
         if evaluator is not None:
             steps.append(
                 repeat(

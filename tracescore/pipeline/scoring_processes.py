@@ -164,6 +164,7 @@ def scoring_processes_task(config: ScoringConfig, store: SpanStore) -> Backgroun
                 "config": config.model_dump(mode="json"),
             },
             on_report=replay,
+            quits_while_starting=True,
         )
         for index in range(count)
     ]
@@ -217,6 +218,7 @@ def main() -> None:
 
 async def _work(pipeline: BackgroundFactory) -> None:
     """Run the pipeline until standard input ends (the service stopped or died)."""
+    helper_processes.started()  # a stop now cancels the pipeline, which hands its claims back
     loop = asyncio.get_running_loop()
     ended = asyncio.Event()
 
