@@ -9,8 +9,9 @@ from tracescore.backoff import Backoff, repeat
 from tracescore.store import SpanStore
 from tracescore.store.vacuum import vacuum_queue
 
-CHECK_INTERVAL = 5.0
-"""Seconds between two looks at the queue's dead rows (one read of the server's statistics)."""
+CHECK_INTERVAL = 1.0
+"""Seconds between two looks at the queue's dead rows (one read of the server's statistics): as
+often as the server updates them."""
 
 
 async def vacuum_queue_periodically(store: SpanStore) -> None:
