@@ -91,14 +91,14 @@ every few seconds the next requests take their pages, and a drained journal's ar
 
 _DEAD = text(
     "SELECT relname, n_dead_tup FROM pg_stat_user_tables "
-    "WHERE relid IN (CAST('traces' AS regclass), CAST('ingest_journal' AS regclass))"
+    "WHERE relname IN ('traces', 'trace_leases', 'ingest_journal') AND schemaname = current_schema()"
 )
 
 
 def vacuum_queue(
     engine: Engine, dead_rows: int = QUEUE_DEAD_ROWS, journal_dead_rows: int = JOURNAL_DEAD_ROWS
 ) -> list[str]:
-    """``VACUUM`` the trace queue's table and the ingest journal on PostgreSQL once ``dead_rows``
+    """``VACUUM`` the trace queue's tables (traces and their leases) and the ingest journal on PostgreSQL once ``dead_rows``
     (``journal_dead_rows``) of their row versions are dead (by the server's statistics, a cheap
     read); the tables vacuumed. ``SKIP_LOCKED``: a sibling process vacuuming one already is
     enough. A plain ``VACUUM`` takes no lock that writers wait for (it gives back a drained
@@ -108,7 +108,7 @@ def vacuum_queue(
     place and the journal is files (:mod:`tracescore.store.spool`)."""
     if engine.dialect.name != "postgresql":
         return []
-    thresholds = {"traces": dead_rows, "ingest_journal": journal_dead_rows}
+    thresholds = {"traces": dead_rows, "trace_leases": dead_rows, "ingest_journal": journal_dead_rows}
     with engine.connect() as connection:
         dead = {str(row[0]): int(row[1]) for row in connection.execute(_DEAD)}
     due = [table for table, least in thresholds.items() if dead.get(table, 0) >= least]
