@@ -13,9 +13,9 @@ from tests.support.owners import ended_owner
 from tracescore.store import open_store
 from tracescore.store.conversations import (
     MAX_ID_CHARS,
+    ConversationLeaseRow,
     ConversationQueue,
     ConversationReadiness,
-    ConversationLeaseRow,
     ConversationRow,
     TurnRecord,
     record_turns,

@@ -42,9 +42,7 @@ def _score_all(store: SpanStore) -> None:
 def _dead_and_vacuums(store: SpanStore, table: str = "traces") -> tuple[int, int]:
     with store.engine.connect() as connection:
         row = connection.execute(
-            text(
-                "SELECT n_dead_tup, vacuum_count FROM pg_stat_user_tables WHERE relname = :table"
-            ),
+            text("SELECT n_dead_tup, vacuum_count FROM pg_stat_user_tables WHERE relname = :table"),
             {"table": table},
         ).one()
     return int(row[0]), int(row[1])
@@ -91,7 +89,9 @@ def test_consumed_journal_bodies_are_given_back(store: SpanStore) -> None:
     assert full > empty + 20 * 50_000  # the bodies, uncompressed, in the TOAST table
     _until_counted(store, len(entries), "ingest_journal")
     assert vacuum_queue(store.engine, dead_rows=10**9) == ["ingest_journal"]
-    assert _journal_bytes(store) < full // 10  # the drained table's pages given back (its maps stay)
+    assert (
+        _journal_bytes(store) < full // 10
+    )  # the drained table's pages given back (its maps stay)
     assert vacuum_queue(store.engine, dead_rows=10**9) == []  # nothing dead is left
 
 

@@ -46,9 +46,9 @@ from sqlmodel import Field, SQLModel
 from tracescore.store.aging import still_in
 from tracescore.store.bulk import BulkInsert, bulk_insert
 from tracescore.store.column_types import utc_micros
+from tracescore.store.leased_queue import LeasedQueueSql, TraceState
 from tracescore.store.table_of import table_of
 from tracescore.store.text import TextGuard
-from tracescore.store.leased_queue import LeasedQueueSql, TraceState
 
 MAX_ID_CHARS = 200
 TURN_TEXT_CHARS = 4_000
@@ -273,7 +273,8 @@ _PROMOTE_OVERDUE = text(
 _SQL = LeasedQueueSql.of(
     "conversations",
     "conversation_leases",
-    "conversation_id", "conversations.conversation_id, conversations.generation"
+    "conversation_id",
+    "conversations.conversation_id, conversations.generation",
 )
 
 

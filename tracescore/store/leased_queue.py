@@ -26,7 +26,6 @@ from sqlalchemy.types import TypeEngine
 from tracescore.owners import has_ended
 
 
-
 class TraceState(StrEnum):
     """The states of a queued row, a trace's (:mod:`tracescore.store.trace_queue`) or a
     conversation's."""
@@ -40,15 +39,6 @@ class TraceState(StrEnum):
     """Retention removed the trace's spans: records arriving for it later (an exporter's retry,
     a straggler) are stored but never requeue it, which would score a fragment of the trace
     over its kept scores."""
-
-
-PENDING, READY, CLAIMED, SCORED, FAILED = (
-    TraceState.PENDING.value,
-    TraceState.READY.value,
-    TraceState.CLAIMED.value,
-    TraceState.SCORED.value,
-    TraceState.FAILED.value,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,17 +89,17 @@ class LeasedQueueSql:
 WITH candidates AS MATERIALIZED (
     SELECT {key} FROM (
         SELECT {key} FROM {table}
-        WHERE state = '{CLAIMED}' AND {lapsed}
+        WHERE state = '{TraceState.CLAIMED}' AND {lapsed}
         ORDER BY last_seen LIMIT :limit {{lock}}
     ) AS expired
     UNION ALL
     SELECT {key} FROM (
         SELECT {key} FROM {table}
-        WHERE state = '{READY}'
+        WHERE state = '{TraceState.READY}'
         ORDER BY last_seen LIMIT :limit {{lock}}
     ) AS waiting
 )
-UPDATE {table} SET state = '{CLAIMED}', claimed_generation = {table}.generation,
+UPDATE {table} SET state = '{TraceState.CLAIMED}', claimed_generation = {table}.generation,
     attempts = {table}.attempts + 1
 FROM (SELECT {key} FROM candidates LIMIT :limit) AS chosen
 WHERE {table}.{key} = chosen.{key}
@@ -122,31 +112,32 @@ ON CONFLICT ({key}) DO UPDATE SET
 """
         complete = f"""
 UPDATE {table} SET
-    state = CASE WHEN generation = :generation THEN '{SCORED}' ELSE '{PENDING}' END,
+    state = CASE WHEN generation = :generation
+        THEN '{TraceState.SCORED}' ELSE '{TraceState.PENDING}' END,
     pending_since = CASE WHEN generation = :generation THEN pending_since ELSE :now END,
     scored_generation = :generation, attempts = 0, last_error = NULL
-WHERE {key} = :{key} AND state = '{CLAIMED}' AND {held}
+WHERE {key} = :{key} AND state = '{TraceState.CLAIMED}' AND {held}
 """
         release = f"""
 UPDATE {table} SET
     state = CASE WHEN CAST(:error AS TEXT) IS NOT NULL AND attempts >= :max_attempts
-        THEN '{FAILED}' ELSE '{READY}' END,
+        THEN '{TraceState.FAILED}' ELSE '{TraceState.READY}' END,
     last_error = CAST(:error AS TEXT),
     attempts = CASE WHEN CAST(:error AS TEXT) IS NULL THEN attempts - 1 ELSE attempts END
-WHERE {key} = :{key} AND state = '{CLAIMED}' AND {held}
+WHERE {key} = :{key} AND state = '{TraceState.CLAIMED}' AND {held}
 RETURNING state
 """
         # A lease that keeps expiring means its holder keeps dying on the row (killed, out of
         # memory): claimed ``max_attempts`` times without a completion or a release, it is
         # parked, rather than claimed again for ever.
         fail_expired = f"""
-UPDATE {table} SET state = '{FAILED}', last_error = :error
-WHERE state = '{CLAIMED}' AND attempts >= :max_attempts AND {lapsed}
+UPDATE {table} SET state = '{TraceState.FAILED}', last_error = :error
+WHERE state = '{TraceState.CLAIMED}' AND attempts >= :max_attempts AND {lapsed}
 """
         # The expired leases of rows no longer claimed (parked, or claimed by nobody since).
         sweep = f"""
 DELETE FROM {leases} WHERE expires < :now AND NOT EXISTS (
-    SELECT 1 FROM {table} WHERE {table}.{key} = {leases}.{key} AND state = '{CLAIMED}')
+    SELECT 1 FROM {table} WHERE {table}.{key} = {leases}.{key} AND state = '{TraceState.CLAIMED}')
 """
 
         def keyed(sql: str) -> TextClause:
@@ -196,7 +187,12 @@ DELETE FROM {leases} WHERE expires < :now AND NOT EXISTS (
             conn.execute(
                 self.grant,
                 [
-                    {self.key: getattr(row, self.key), "token": token, "owner": owner, "expires": expires}
+                    {
+                        self.key: getattr(row, self.key),
+                        "token": token,
+                        "owner": owner,
+                        "expires": expires,
+                    }
                     for row in rows
                 ],
             )

@@ -108,7 +108,11 @@ def vacuum_queue(
     place and the journal is files (:mod:`tracescore.store.spool`)."""
     if engine.dialect.name != "postgresql":
         return []
-    thresholds = {"traces": dead_rows, "trace_leases": dead_rows, "ingest_journal": journal_dead_rows}
+    thresholds = {
+        "traces": dead_rows,
+        "trace_leases": dead_rows,
+        "ingest_journal": journal_dead_rows,
+    }
     with engine.connect() as connection:
         dead = {str(row[0]): int(row[1]) for row in connection.execute(_DEAD)}
     due = [table for table, least in thresholds.items() if dead.get(table, 0) >= least]

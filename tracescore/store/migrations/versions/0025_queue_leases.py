@@ -25,7 +25,10 @@ down_revision = "0023_compact_spans_traces"
 branch_labels = None
 depends_on = None
 
-_QUEUES = {"traces": ("trace_leases", "trace_id"), "conversations": ("conversation_leases", "conversation_id")}
+_QUEUES = {
+    "traces": ("trace_leases", "trace_id"),
+    "conversations": ("conversation_leases", "conversation_id"),
+}
 _MOVED = ("lease_token", "lease_owner", "lease_expires")
 
 
