@@ -105,8 +105,10 @@ FROM (SELECT {key} FROM candidates LIMIT :limit) AS chosen
 WHERE {table}.{key} = chosen.{key}
 RETURNING {returning}
 """
+        # One statement per claim: its rows share the token, holder and expiry.
         grant = f"""
-INSERT INTO {leases} ({key}, token, owner, expires) VALUES (:{key}, :token, :owner, :expires)
+INSERT INTO {leases} ({key}, token, owner, expires)
+SELECT {key}, :token, :owner, :expires FROM {table} WHERE {key} IN :keys
 ON CONFLICT ({key}) DO UPDATE SET
     token = excluded.token, owner = excluded.owner, expires = excluded.expires
 """
@@ -144,15 +146,18 @@ DELETE FROM {leases} WHERE expires < :now AND NOT EXISTS (
             clause = text(sql)
             return clause if key_type is None else clause.bindparams(bindparam(key, type_=key_type))
 
+        def of_keys(sql: str) -> TextClause:
+            return text(sql).bindparams(bindparam("keys", expanding=True, type_=key_type))
+
         typed = {} if key_type is None else {key: key_type}
         return cls(
             key,
             text(claim.format(lock="")).columns(**typed),
             text(claim.format(lock="FOR UPDATE SKIP LOCKED")).columns(**typed),
-            keyed(grant),
+            of_keys(grant),
             keyed(complete),
             keyed(release),
-            keyed(f"DELETE FROM {leases} WHERE {key} = :{key} AND token = :token"),
+            of_keys(f"DELETE FROM {leases} WHERE token = :token AND {key} IN :keys"),
             keyed(
                 f"UPDATE {leases} SET expires = :expires WHERE {key} = :{key} AND token = :token"
             ),
@@ -184,17 +189,9 @@ DELETE FROM {leases} WHERE expires < :now AND NOT EXISTS (
         claim = self.claim_postgres if conn.dialect.name == "postgresql" else self.claim_sqlite
         rows = conn.execute(claim, {"now": now, "limit": limit}).all()
         if rows:
+            keys = [getattr(row, self.key) for row in rows]
             conn.execute(
-                self.grant,
-                [
-                    {
-                        self.key: getattr(row, self.key),
-                        "token": token,
-                        "owner": owner,
-                        "expires": expires,
-                    }
-                    for row in rows
-                ],
+                self.grant, {"keys": keys, "token": token, "owner": owner, "expires": expires}
             )
         return rows, token, expires, failed
 
@@ -202,14 +199,18 @@ DELETE FROM {leases} WHERE expires < :now AND NOT EXISTS (
         """Complete the claims ``parameters`` name (each its key, ``token``, ``generation`` and
         ``now``) and drop their leases; how many were still held."""
         done = conn.execute(self.complete, parameters).rowcount
-        conn.execute(self.drop, parameters)
+        by_token: dict[str, list[Any]] = {}
+        for claim in parameters:
+            by_token.setdefault(claim["token"], []).append(claim[self.key])
+        for token, keys in by_token.items():
+            conn.execute(self.drop, {"token": token, "keys": keys})
         return int(done)
 
     def give_back(self, conn: Connection, parameters: dict[str, Any]) -> str | None:
         """Release the claim ``parameters`` name (its key, ``token``, ``error`` and
         ``max_attempts``) and drop its lease; the row's state after, if it was still held."""
         state = conn.execute(self.release, parameters).scalar()
-        conn.execute(self.drop, parameters)
+        conn.execute(self.drop, {"token": parameters["token"], "keys": [parameters[self.key]]})
         return None if state is None else str(state)
 
     def expire_ended(
