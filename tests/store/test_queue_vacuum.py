@@ -63,7 +63,8 @@ def test_the_queue_is_vacuumed_once_enough_of_it_is_dead(store: SpanStore) -> No
     _, vacuums = _dead_and_vacuums(store)
     assert vacuum_queue(store.engine, dead_rows=10 * len(TRACES)) == []
     assert _dead_and_vacuums(store)[1] == vacuums
-    assert vacuum_queue(store.engine, dead_rows=len(TRACES)) == ["traces"]
+    # The claims' leases (a row inserted and deleted for each trace) may be vacuumed with it.
+    assert "traces" in vacuum_queue(store.engine, dead_rows=len(TRACES))
     deadline = time.monotonic() + 10
     while _dead_and_vacuums(store) != (0, vacuums + 1):
         assert time.monotonic() < deadline, f"not vacuumed: {_dead_and_vacuums(store)}"
