@@ -31,7 +31,12 @@ REVIEWED = {
     "_STORED_LOGS",  # store/trace_queue.py: constant count subqueries
     "EVALUATION_EVENT",  # store/trace_queue.py: the GenAI conventions' event name, a constant
     "_NEW",  # store/trace_queue.py: a constant condition on the upserted row's columns
-    "returning",  # store/trace_queue.py LeasedQueueSql: column names given by the code
+    "returning",  # store/leased_queue.py LeasedQueueSql: column names given by the code
+    # store/leased_queue.py: the lease table's name given by the code, and constant conditions
+    # over it; migration 0025_queue_leases: the names of its constant _QUEUES
+    "leases",
+    "lapsed",
+    "held",
     # store/conversations.py: the latest turn's value of a column named by the code
     "_LATEST.format(column='service_name')",
     "_LATEST.format(column='agent_name')",

@@ -13,6 +13,7 @@ from tests.support.owners import ended_owner
 from tracescore.store import open_store
 from tracescore.store.conversations import (
     MAX_ID_CHARS,
+    ConversationLeaseRow,
     ConversationQueue,
     ConversationReadiness,
     ConversationRow,
@@ -60,6 +61,15 @@ def _row(store: Any, conversation: str = "chat-1") -> Any:
     table = ConversationRow.__table__  # type: ignore[attr-defined]
     with store.engine.connect() as conn:
         return conn.execute(select(table).where(table.c.conversation_id == conversation)).one()
+
+
+def _holder(store: Any, conversation: str = "chat-1") -> str | None:
+    """Who holds the conversation's lease (a row of its lease table while it is claimed)."""
+    table = ConversationLeaseRow.__table__  # type: ignore[attr-defined]
+    with store.engine.connect() as conn:
+        return conn.execute(
+            select(table.c.owner).where(table.c.conversation_id == conversation)
+        ).scalar_one_or_none()
 
 
 def test_turns_make_a_pending_conversation_whose_generation_grows(setup: Any) -> None:
@@ -137,7 +147,10 @@ def test_expired_leases_are_taken_over_and_a_stale_completion_changes_nothing(se
     assert second.owner == "w2" and second.token != first.token
     with store.write_transaction() as conn:
         queue.complete(conn, [first], now=T0 + IDLE + 32)  # the dead worker woke up: ignored
-    assert _row(store).lease_owner == "w2"
+    assert _holder(store) == "w2"
+    with store.write_transaction() as conn:
+        queue.complete(conn, [second], now=T0 + IDLE + 33)
+    assert (_row(store).state, _holder(store)) == ("scored", None)  # the lease row is gone
 
 
 def test_a_conversation_claimed_by_a_process_that_has_ended_is_freed_at_once(setup: Any) -> None:
@@ -148,7 +161,7 @@ def test_a_conversation_claimed_by_a_process_that_has_ended_is_freed_at_once(set
     assert queue.claim("w2", 10, 30.0, now=T0 + IDLE + 1) == []
     assert queue.expire_ended_claims() == 1
     (second,) = queue.claim("w2", 10, 30.0, now=T0 + IDLE + 1)  # long before the lease's end
-    assert second.conversation_id == first.conversation_id and _row(store).lease_owner == "w2"
+    assert second.conversation_id == first.conversation_id and _holder(store) == "w2"
 
 
 def test_failures_park_the_conversation_until_its_next_turn(setup: Any) -> None:

@@ -200,7 +200,19 @@ def upgraded(
         key: tuple((name, value) for name, value in row if name != "service_name")
         for key, row in tables["spans"].items()
     }
-    return {**tables, "scores": scores, "spans": spans}
+    # ``0025_queue_leases``: a claimed row's lease is a row of its queue's lease table.
+    queues = {
+        table: {
+            key: tuple((name, value) for name, value in row if name not in LEASE_COLUMNS)
+            for key, row in tables[table].items()
+        }
+        for table in ("traces", "conversations")
+        if table in tables
+    }
+    return {**tables, "scores": scores, "spans": spans, **queues}
+
+
+LEASE_COLUMNS = ("lease_token", "lease_owner", "lease_expires")
 
 
 RENAMED = {"alert_leader": "leases"}

@@ -13,7 +13,8 @@ import pytest
 from tests.support.store_spans import full_span
 from tracescore.spans import LogRecord, Resource, Scope, Span
 from tracescore.store import ReadinessRules, SpanStore, open_store
-from tracescore.store.trace_queue import SamplingRule, TraceState, count_in_states
+from tracescore.store.leased_queue import TraceState
+from tracescore.store.trace_queue import SamplingRule, count_in_states
 
 RULES = ReadinessRules(idle_timeout=5.0, max_wait=60.0, max_attempts=2)
 

@@ -39,7 +39,7 @@ from tracescore.store import (
 from tracescore.store.aging import AgedRows
 from tracescore.store.handles import WriteTransaction
 from tracescore.store.journal import Journal
-from tracescore.store.trace_queue import TraceState
+from tracescore.store.leased_queue import TraceState
 
 SETTLED = (TraceState.SCORED, TraceState.FAILED)
 """Trace states whose spans may go: nothing will read them to score the trace again."""

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from tracescore.store.engine import make_engine, normalize_url
 from tracescore.store.handles import Connection, Database, begin, connect
+from tracescore.store.leased_queue import TraceState
 from tracescore.store.metadata import store_metadata
 from tracescore.store.migrations import SchemaError
 from tracescore.store.spanstore import SpanStore, TraceSummary
 from tracescore.store.trace_cut import ReadLimit
-from tracescore.store.trace_queue import ReadinessRules, TraceClaim, TraceQueue, TraceState
+from tracescore.store.trace_queue import ReadinessRules, TraceClaim, TraceQueue
 
 
 def open_store(

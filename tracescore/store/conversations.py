@@ -46,9 +46,9 @@ from sqlmodel import Field, SQLModel
 from tracescore.store.aging import still_in
 from tracescore.store.bulk import BulkInsert, bulk_insert
 from tracescore.store.column_types import utc_micros
+from tracescore.store.leased_queue import LeasedQueueSql, TraceState
 from tracescore.store.table_of import table_of
 from tracescore.store.text import TextGuard
-from tracescore.store.trace_queue import LeasedQueueSql, TraceState
 
 MAX_ID_CHARS = 200
 TURN_TEXT_CHARS = 4_000
@@ -80,15 +80,23 @@ class ConversationRow(SQLModel, table=True):
     """When a turn was last recorded (seconds since the epoch): idleness counts from here."""
     pending_since: float
     state: str = Field(max_length=16)
-    lease_token: str | None = Field(default=None, max_length=32)
-    lease_owner: str | None = Field(default=None, max_length=200)
-    lease_expires: float | None = None
     claimed_generation: int | None = Field(
         default=None, sa_column=Column(BigInteger, nullable=True)
     )
     scored_generation: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
     attempts: int = 0
     last_error: str | None = Field(default=None, max_length=2000)
+
+
+class ConversationLeaseRow(SQLModel, table=True):
+    """The lease of a claimed conversation (:mod:`tracescore.store.leased_queue`)."""
+
+    __tablename__ = "conversation_leases"
+
+    conversation_id: str = Field(primary_key=True, max_length=MAX_ID_CHARS)
+    token: str = Field(max_length=32)
+    owner: str = Field(max_length=200)
+    expires: float
 
 
 class ConversationTurnRow(SQLModel, table=True):
@@ -263,7 +271,10 @@ _PROMOTE_OVERDUE = text(
     f"WHERE state = '{TraceState.PENDING}' AND pending_since <= :cut"
 )
 _SQL = LeasedQueueSql.of(
-    "conversations", "conversation_id", "conversations.conversation_id, conversations.generation"
+    "conversations",
+    "conversation_leases",
+    "conversation_id",
+    "conversations.conversation_id, conversations.generation",
 )
 
 
@@ -316,8 +327,8 @@ class ConversationQueue:
         was lost to another worker changes nothing."""
         if claims:
             now = time.time() if now is None else now
-            conn.execute(
-                _SQL.complete,
+            _SQL.finish(
+                conn,
                 [
                     {
                         "generation": c.generation,
@@ -346,8 +357,8 @@ class ConversationQueue:
         """Give a claimed conversation back; with an ``error`` it counts as a failed attempt,
         and after ``rules.max_attempts`` of them it is parked as ``failed``."""
         with self._write_transaction() as conn:
-            conn.execute(
-                _SQL.release,
+            _SQL.give_back(
+                conn,
                 {
                     "error": error if error is None else error[:2000],
                     "max_attempts": self.rules.max_attempts,

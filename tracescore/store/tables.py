@@ -229,10 +229,21 @@ class TraceRow(SQLModel, table=True):
     pending_since: float
     """When the trace last became pending (first span, or a late span after scoring)."""
     state: str = Field(max_length=16)
-    lease_token: str | None = Field(default=None, max_length=32)
-    lease_owner: str | None = Field(default=None, sa_type=Text)
-    lease_expires: float | None = None
     claimed_generation: int | None = Field(default=None, sa_column=_ns(nullable=True))
     scored_generation: int | None = Field(default=None, sa_column=_ns(nullable=True))
     attempts: int = 0
     last_error: str | None = Field(default=None, sa_type=Text)
+
+
+class TraceLeaseRow(SQLModel, table=True):
+    """The lease of a claimed trace: who holds it, until when, and the claim's token, which
+    completing the claim must show (:mod:`tracescore.store.leased_queue`). A row only while the
+    trace is claimed; in the trace's row, claiming and completing grew and shrank it."""
+
+    __tablename__ = "trace_leases"
+    __table_args__ = {"sqlite_with_rowid": False}
+
+    trace_id: str = Field(sa_column=_id(primary_key=True))
+    token: str = Field(max_length=32)
+    owner: str = Field(sa_type=Text)
+    expires: float

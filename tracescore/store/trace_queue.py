@@ -29,38 +29,22 @@ between states is here, so the state machine is read in one place.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Row, TextClause, bindparam, func, select, text
-from sqlalchemy.sql.selectable import TextualSelect
-from sqlalchemy.types import TypeEngine
+from sqlalchemy import Connection, Engine, Row, bindparam, func, select, text
 
-from tracescore.owners import has_ended
 from tracescore.spans import EVALUATION_EVENT
 from tracescore.store.column_types import HexId
 from tracescore.store.journal import Journal
+from tracescore.store.leased_queue import LeasedQueueSql, TraceState
 from tracescore.store.scores import add_tallies
 from tracescore.store.table_of import table_of
 from tracescore.store.tables import TraceRow
 from tracescore.store.text import TextGuard
-
-
-class TraceState(StrEnum):
-    PENDING = "pending"
-    READY = "ready"
-    CLAIMED = "claimed"
-    SCORED = "scored"
-    FAILED = "failed"
-    PRUNED = "pruned"
-    """Retention removed the trace's spans: records arriving for it later (an exporter's retry,
-    a straggler) are stored but never requeue it, which would score a fragment of the trace
-    over its kept scores."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,161 +189,9 @@ class _Skipped:
     traces: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class LeasedQueueSql:
-    """The claim, complete and release statements of a table of things scored under leases.
-
-    Traces and conversations move through the same states with the same leases and generations;
-    one template keeps their SQL the same, with only the table, its key and what a claim
-    returns told apart.
-    """
-
-    key: str
-    claim_sqlite: TextualSelect
-    claim_postgres: TextualSelect
-    complete: TextClause
-    release: TextClause
-    renew: TextClause
-    fail_expired: TextClause
-    holders: TextClause
-    expire_holder: TextClause
-
-    @classmethod
-    def of(
-        cls, table: str, key: str, returning: str, key_type: TypeEngine[Any] | None = None
-    ) -> LeasedQueueSql:
-        """The statements of ``table``, keyed by ``key`` (a column whose values the statements
-        take and return through ``key_type``, when it has one: the traces' ids are bytes)."""
-        # Expired leases first, then ready rows oldest first, each read in index order up to
-        # the limit: one candidate query with ``state = 'ready' OR (claimed and expired)`` sorted
-        # every ready trace to find the oldest few (5 ms a claim behind a backlog of 20,000).
-        claim = f"""
-WITH candidates AS MATERIALIZED (
-    SELECT {key} FROM (
-        SELECT {key} FROM {table}
-        WHERE state = '{TraceState.CLAIMED}' AND lease_expires < :now
-        ORDER BY last_seen LIMIT :limit {{lock}}
-    ) AS expired
-    UNION ALL
-    SELECT {key} FROM (
-        SELECT {key} FROM {table}
-        WHERE state = '{TraceState.READY}'
-        ORDER BY last_seen LIMIT :limit {{lock}}
-    ) AS waiting
-)
-UPDATE {table} SET state = '{TraceState.CLAIMED}', lease_owner = :owner, lease_token = :token,
-    lease_expires = :expires, claimed_generation = {table}.generation,
-    attempts = {table}.attempts + 1
-FROM (SELECT {key} FROM candidates LIMIT :limit) AS chosen
-WHERE {table}.{key} = chosen.{key}
-RETURNING {returning}
-"""
-        complete = f"""
-UPDATE {table} SET
-    state = CASE WHEN generation = :generation
-        THEN '{TraceState.SCORED}' ELSE '{TraceState.PENDING}' END,
-    pending_since = CASE WHEN generation = :generation THEN pending_since ELSE :now END,
-    scored_generation = :generation, attempts = 0, last_error = NULL,
-    lease_owner = NULL, lease_token = NULL, lease_expires = NULL
-WHERE {key} = :{key} AND lease_token = :token AND state = '{TraceState.CLAIMED}'
-"""
-        release = f"""
-UPDATE {table} SET
-    state = CASE WHEN CAST(:error AS TEXT) IS NOT NULL AND attempts >= :max_attempts
-        THEN '{TraceState.FAILED}' ELSE '{TraceState.READY}' END,
-    last_error = CAST(:error AS TEXT), lease_owner = NULL, lease_token = NULL, lease_expires = NULL,
-    attempts = CASE WHEN CAST(:error AS TEXT) IS NULL THEN attempts - 1 ELSE attempts END
-WHERE {key} = :{key} AND lease_token = :token AND state = '{TraceState.CLAIMED}'
-RETURNING state
-"""
-        renew = f"""
-UPDATE {table} SET lease_expires = :expires
-WHERE {key} = :{key} AND lease_token = :token AND state = '{TraceState.CLAIMED}'
-"""
-        # A lease that keeps expiring means its holder keeps dying on the row (killed, out of
-        # memory): claimed ``max_attempts`` times without a completion or a release, it is
-        # parked, rather than claimed again for ever.
-        fail_expired = f"""
-UPDATE {table} SET state = '{TraceState.FAILED}', last_error = :error,
-    lease_owner = NULL, lease_token = NULL, lease_expires = NULL
-WHERE state = '{TraceState.CLAIMED}' AND lease_expires < :now AND attempts >= :max_attempts
-"""
-
-        def keyed(sql: str) -> TextClause:
-            clause = text(sql)
-            return clause if key_type is None else clause.bindparams(bindparam(key, type_=key_type))
-
-        typed = {} if key_type is None else {key: key_type}
-        return cls(
-            key,
-            text(claim.format(lock="")).columns(**typed),
-            text(claim.format(lock="FOR UPDATE SKIP LOCKED")).columns(**typed),
-            keyed(complete),
-            keyed(release),
-            keyed(renew),
-            text(fail_expired),
-            text(f"SELECT DISTINCT lease_owner FROM {table} WHERE state = '{TraceState.CLAIMED}'"),
-            text(
-                f"UPDATE {table} SET lease_expires = 0 "
-                f"WHERE state = '{TraceState.CLAIMED}' AND lease_owner = :owner"
-            ),
-        )
-
-    def lease(
-        self,
-        conn: Connection,
-        owner: str,
-        limit: int,
-        lease_seconds: float,
-        now: float,
-        max_attempts: int,
-    ) -> tuple[Sequence[Row[Any]], str, float, int]:
-        """Lease up to ``limit`` ready rows (or ones whose lease expired) in ``conn``'s
-        transaction: the claimed rows, the claim's token, when its lease expires, and how many
-        expired rows were parked as failed instead, having been claimed ``max_attempts`` times."""
-        error = f"claimed {max_attempts} times and never finished: each holder's lease expired"
-        failed = conn.execute(
-            self.fail_expired, {"now": now, "max_attempts": max_attempts, "error": error}
-        ).rowcount
-        token, expires = uuid.uuid4().hex, now + lease_seconds
-        claim = self.claim_postgres if conn.dialect.name == "postgresql" else self.claim_sqlite
-        rows = conn.execute(
-            claim, {"owner": owner, "token": token, "expires": expires, "now": now, "limit": limit}
-        ).all()
-        return rows, token, expires, failed
-
-    def expire_ended(
-        self, write_transaction: Callable[[], AbstractContextManager[Connection]]
-    ) -> int:
-        """Make the leases of holders that have ended (:func:`~tracescore.owners.has_ended`:
-        processes of this machine killed with their service) expired now, so that the next
-        claim retakes their rows rather than a restarted service waiting ``lease_seconds`` for
-        them; returns how many rows were freed. A freed row's attempt still counts."""
-        with write_transaction() as conn:
-            ended = [owner for (owner,) in conn.execute(self.holders) if owner and has_ended(owner)]
-            return sum(conn.execute(self.expire_holder, {"owner": o}).rowcount for o in ended)
-
-    def extend(
-        self,
-        write_transaction: Callable[[], AbstractContextManager[Connection]],
-        held: Sequence[tuple[str, str]],
-        lease_seconds: float,
-        now: float | None,
-    ) -> int:
-        """Renew the leases of the ``(key, token)`` pairs ``held`` to ``lease_seconds`` from now,
-        in a transaction of their own; returns how many are still held."""
-        if not held:
-            return 0
-        expires = (time.time() if now is None else now) + lease_seconds
-        with write_transaction() as conn:
-            return conn.execute(
-                self.renew,
-                [{"expires": expires, self.key: key, "token": token} for key, token in held],
-            ).rowcount
-
-
 _SQL = LeasedQueueSql.of(
     "traces",
+    "trace_leases",
     "trace_id",
     "traces.trace_id, traces.generation, traces.span_count, traces.scored_generation",
     HexId(),
@@ -506,7 +338,7 @@ class TraceQueue:
             for claim in claims
         ]
         with self._write_transaction() if conn is None else nullcontext(conn) as connection:
-            return len(claims) - connection.execute(_SQL.complete, parameters).rowcount
+            return len(claims) - _SQL.finish(connection, parameters)
 
     def expire_ended_claims(self) -> int:
         """Free the traces claimed by processes that have ended (:meth:`LeasedQueueSql.expire_ended`)."""
@@ -530,15 +362,15 @@ class TraceQueue:
         if error is not None:
             error = TextGuard().text(error)
         with self._write_transaction() as conn:
-            state = conn.execute(
-                _SQL.release,
+            state = _SQL.give_back(
+                conn,
                 {
                     "error": error,
                     "max_attempts": self.rules.max_attempts,
                     "trace_id": claim.trace_id,
                     "token": claim.token,
                 },
-            ).scalar()
+            )
         if state == TraceState.FAILED:
             self._failed("errors", 1)
 

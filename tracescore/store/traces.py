@@ -19,9 +19,9 @@ from sqlalchemy.sql.elements import ColumnElement
 from tracescore.spans import EVALUATION_EVENT
 from tracescore.store import codec
 from tracescore.store.aging import still_in
+from tracescore.store.leased_queue import TraceState
 from tracescore.store.table_of import table_of
 from tracescore.store.tables import LogRow, SpanRow, TraceRow
-from tracescore.store.trace_queue import TraceState
 
 TRACES = table_of(TraceRow)
 SPANS = table_of(SpanRow)
