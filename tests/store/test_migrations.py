@@ -43,6 +43,7 @@ from tracescore.store.judge_cache import JudgeVerdict, load_verdict, save_verdic
 from tracescore.store.migrations.baseline import BASELINE
 from tracescore.store.packed import unpack
 from tracescore.store.table_of import table_of
+from tracescore.store.score_series import NAMES as SERIES_NAMES
 
 PREVIOUS = FIXTURES / "previous_release"
 NEW_TRAFFIC = FIXTURES / "captures" / "openinference-openai"
@@ -129,11 +130,14 @@ def _baseline_value(
 ) -> str | None:
     """The SQL of a baseline column's value in ``table`` as stored now (None: no longer
     stored): a resource's or scope's hash, where a revision renamed it or a span refers to its
-    row by id; a span's end time, from its start and duration."""
+    row by id; a span's end time, from its start and duration; a score's names, from its
+    series (``0024_score_series``)."""
     if referenced.get(table) == column:
         return "hash"
     if (table, column) == ("spans", "end_time_ns") and "duration_ns" in present:
         return "start_time_ns + duration_ns"
+    if table == "scores" and column in SERIES_NAMES and "series_id" in present:
+        return f"(SELECT {column} FROM score_series WHERE score_series.id = scores.series_id)"
     if column not in present:
         return None
     if column in referenced.values() and table in ("spans", "logs"):
