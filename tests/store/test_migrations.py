@@ -42,8 +42,8 @@ from tracescore.store.engine import create_tables, make_engine
 from tracescore.store.judge_cache import JudgeVerdict, load_verdict, save_verdict
 from tracescore.store.migrations.baseline import BASELINE
 from tracescore.store.packed import unpack
-from tracescore.store.table_of import table_of
 from tracescore.store.score_series import NAMES as SERIES_NAMES
+from tracescore.store.table_of import table_of
 
 PREVIOUS = FIXTURES / "previous_release"
 NEW_TRAFFIC = FIXTURES / "captures" / "openinference-openai"

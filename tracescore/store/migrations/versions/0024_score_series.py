@@ -96,10 +96,7 @@ def _series_table() -> None:
         "score_series",
         sa.Column("id", sa.Integer(), primary_key=True),
         sa.Column("key", sa.LargeBinary(), nullable=False, unique=True),
-        *(
-            sa.Column(name, sa.String(_LENGTHS[name]), nullable=name in _NULLABLE)
-            for name in NAMES
-        ),
+        *(sa.Column(name, sa.String(_LENGTHS[name]), nullable=name in _NULLABLE) for name in NAMES),
     )
     for name, column in (
         ("ix_score_series_binding", "binding"),
@@ -151,9 +148,7 @@ def upgrade() -> None:
     if bind.dialect.name == "sqlite":
         raw = bind.connection.driver_connection
         assert isinstance(raw, sqlite3.Connection)
-        raw.create_function(
-            "ts_series", len(NAMES), lambda *names: ids[names], deterministic=True
-        )
+        raw.create_function("ts_series", len(NAMES), lambda *names: ids[names], deterministic=True)
         op.execute(
             f"INSERT INTO scores_converted ({kept}, series_id) "
             f"SELECT {source}, ts_series({', '.join(f's.{name}' for name in NAMES)}) FROM scores s"
