@@ -42,6 +42,7 @@ from tracescore.store.engine import create_tables, make_engine
 from tracescore.store.judge_cache import JudgeVerdict, load_verdict, save_verdict
 from tracescore.store.migrations.baseline import BASELINE
 from tracescore.store.packed import unpack
+from tracescore.store.packed_text import unpack_text
 from tracescore.store.score_series import NAMES as SERIES_NAMES
 from tracescore.store.table_of import table_of
 
@@ -154,6 +155,8 @@ def _as_text(table: str, column: str, value: Any, times: set[str]) -> Any:
             return bytes(unpack(bytes(value))).decode()
         if (table, column) == ("scores", "steps"):
             return value  # packed JSON (0020_compact_scores): the snapshot parses it
+        if (table, column) == ("scores", "reason"):
+            return unpack_text(value)  # packed text (0024_score_series)
         return bytes(value).hex()
     return value
 

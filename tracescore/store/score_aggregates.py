@@ -40,6 +40,7 @@ from sqlalchemy.engine import Connection
 
 from tracescore.outcomes import FAILED_RUN_REASON
 from tracescore.store.feedback_triggers import triggered_score
+from tracescore.store.packed_text import starts_with
 from tracescore.store.score_reads import ScoreFilter, failing_label
 from tracescore.store.scores import SCORES, SamplingDecisionRow, SamplingTallyRow
 from tracescore.store.table_of import table_of
@@ -103,7 +104,7 @@ def failed_run_row() -> ColumnElement[bool]:
     scorer's own failures."""
     return and_(
         SCORES.c.status == "not_scorable",
-        SCORES.c.reason.startswith(FAILED_RUN_REASON, autoescape=True),
+        starts_with(SCORES.c.reason, FAILED_RUN_REASON),
     )
 
 

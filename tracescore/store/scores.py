@@ -28,6 +28,7 @@ from tracescore.store.aging import AgedRows
 from tracescore.store.bulk import Prepared, upsert_of
 from tracescore.store.column_types import HexId, PackedJSON, UtcTime
 from tracescore.store.dialect import dialect_insert
+from tracescore.store.packed_text import PackedText
 from tracescore.store.score_series import (
     SERIES,
     Names,
@@ -144,7 +145,8 @@ class ScoreRow(SQLModel, table=True):
     trace_id: str = Field(sa_column=Column(HexId, nullable=False))
     span_id: str = Field(sa_column=Column(HexId, nullable=False))
     label: str | None = Field(default=None, max_length=100)
-    reason: str | None = Field(default=None, sa_column=Column(Text))
+    reason: str | None = Field(default=None, sa_column=Column(PackedText))
+    """Compressed against the code scorers' phrasings (:mod:`tracescore.store.packed_text`)."""
     error: str | None = Field(default=None, sa_column=Column(Text))
     steps: dict[str, Any] | None = Field(default=None, sa_column=Column(PackedJSON))
     """Compressed once long (:class:`~tracescore.store.column_types.PackedJSON`): read in

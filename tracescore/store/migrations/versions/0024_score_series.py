@@ -9,7 +9,9 @@ filter by. ``scores`` is copied into its new form (on PostgreSQL its columns ord
 DISTINCT``), keyed as the store keys them (:func:`~tracescore.store.score_series.series_key`),
 and each row finds its series by its names (SQLite: a function of this session holding the
 series in a dict; PostgreSQL: a hash join, a NULL name compared as a text longer than any name
-column holds). The old table is dropped and the copy renamed, its indexes made again. SQLite
+column holds). A reason becomes its packed form (``store/packed_text.py``): compressed on
+SQLite, kept plain behind its tag on PostgreSQL (which has no zstandard in SQL; rows written
+after the upgrade are compressed). The old table is dropped and the copy renamed, its indexes made again. SQLite
 frees the old pages only to later rows until ``VACUUM`` (``tracescore vacuum``).
 
 There is no downgrade: a database is never downgraded (``store/migrate.py``).
@@ -27,6 +29,7 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
+from tracescore.store.packed_text import pack_text
 from tracescore.store.score_series import NAMES, series_key
 
 revision = "0024_score_series"
@@ -84,7 +87,7 @@ def _scores_columns() -> list[sa.Column[Any]]:
         sa.Column("trace_id", sa.LargeBinary(), nullable=False),
         sa.Column("span_id", sa.LargeBinary(), nullable=False),
         sa.Column("label", sa.String(100)),
-        sa.Column("reason", sa.Text()),
+        sa.Column("reason", sa.LargeBinary()),
         sa.Column("error", sa.Text()),
         sa.Column("steps", sa.LargeBinary()),
         sa.Column("conversation_id", sa.String(200)),
@@ -125,6 +128,10 @@ def _fill_series() -> dict[tuple[Any, ...], int]:
     return {tuple(row[:-1]): int(row[-1]) for row in ids}
 
 
+def _pack(reason: str | None) -> bytes | None:
+    return None if reason is None else pack_text(reason)
+
+
 def _indexes() -> None:
     op.create_index("ix_scores_series_created", "scores", ["series_id", "created_at"])
     op.create_index("ix_scores_created", "scores", ["created_at"])
@@ -144,11 +151,16 @@ def upgrade() -> None:
     ids = _fill_series()
     op.create_table("scores_converted", *_scores_columns())
     kept = ", ".join(_KEPT)
-    source = ", ".join(f"s.{name}" for name in _KEPT)
-    if bind.dialect.name == "sqlite":
+    sqlite = bind.dialect.name == "sqlite"
+    reason = (
+        "ts_pack_text(s.reason)" if sqlite else "'\\x00'::bytea || convert_to(s.reason, 'UTF8')"
+    )
+    source = ", ".join(reason if name == "reason" else f"s.{name}" for name in _KEPT)
+    if sqlite:
         raw = bind.connection.driver_connection
         assert isinstance(raw, sqlite3.Connection)
         raw.create_function("ts_series", len(NAMES), lambda *names: ids[names], deterministic=True)
+        raw.create_function("ts_pack_text", 1, _pack, deterministic=True)
         op.execute(
             f"INSERT INTO scores_converted ({kept}, series_id) "
             f"SELECT {source}, ts_series({', '.join(f's.{name}' for name in NAMES)}) FROM scores s"
