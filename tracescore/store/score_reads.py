@@ -13,12 +13,33 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypedDict, cast
 
-from sqlalchemy import ColumnElement, Select, and_, bindparam, case, func, or_, select
+from sqlalchemy import (
+    ColumnElement,
+    FromClause,
+    Select,
+    and_,
+    bindparam,
+    case,
+    exists,
+    false,
+    func,
+    or_,
+    select,
+    union_all,
+)
 from sqlalchemy.engine import Connection
 
 from tracescore.cursors import NOT_A_CURSOR, cursor_hex, decode_cursor, encode_cursor
 from tracescore.store.alerts import ALERT_EVENTS
-from tracescore.store.scores import LISTED_COLUMNS, SCORES, ListedScore, StoredScore
+from tracescore.store.score_series import SERIES
+from tracescore.store.scores import (
+    LISTED_COLUMNS,
+    NAMED,
+    SCORE_ROWS,
+    SCORES,
+    ListedScore,
+    StoredScore,
+)
 
 FILTER_COLUMNS = ("scorer_id", "agent", "model")
 """Columns the dashboard's score lists can be narrowed by, in the order its filter form shows
@@ -42,20 +63,15 @@ class ScoreFilter:
     since: datetime | None = None
     until: datetime | None = None
 
-    def conditions(self) -> list[ColumnElement[bool]]:
-        c = SCORES.c
-        columns = {
-            "scorer": c.scorer_id,
-            "scorer_version": c.scorer_version,
-            "binding": c.binding,
-            "agent": c.agent,
-            "service": c.service,
-            "model": c.model,
-            "status": c.status,
-            "trace_id": c.trace_id,
-        }
+    def conditions(
+        self, rows: FromClause = SCORES, *, names: bool = True
+    ) -> list[ColumnElement[bool]]:
+        """The filter over :data:`SCORES`, or over ``rows`` (another table of its columns);
+        without ``names``, only what a score row holds itself (its trace and time)."""
+        c = rows.c
+        columns = {**_SERIES_FILTERS, "trace_id": "trace_id"} if names else {"trace_id": "trace_id"}
         found: list[ColumnElement[bool]] = [
-            column == getattr(self, name)
+            c[column] == getattr(self, name)
             for name, column in columns.items()
             if getattr(self, name) is not None
         ]
@@ -64,6 +80,14 @@ class ScoreFilter:
         if self.until is not None:
             found.append(c.created_at < bindparam("until", type_=c.created_at.type))
         return found
+
+    def series_conditions(self) -> list[ColumnElement[bool]]:
+        """The filter's names, over ``score_series``: which series it keeps."""
+        return [
+            SERIES.c[column] == getattr(self, name)
+            for name, column in _SERIES_FILTERS.items()
+            if getattr(self, name) is not None
+        ]
 
     def params(self) -> dict[str, datetime]:
         """Values of the range parameters :meth:`conditions` leaves bound."""
@@ -84,6 +108,18 @@ class ScoreFilter:
 
 
 _ANY_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+_SERIES_FILTERS = {
+    "scorer": "scorer_id",
+    "scorer_version": "scorer_version",
+    "binding": "binding",
+    "agent": "agent",
+    "service": "service",
+    "model": "model",
+    "status": "status",
+}
+MERGED_SERIES = 32
+"""Up to this many series a filter keeps, a page of the newest scores is merged from each
+series' own newest (:func:`_newest`); beyond it, one query sorts the matching rows."""
 
 
 # --- the REST API's listing (tracescore.monitor.api) -----------------------------------------
@@ -114,18 +150,8 @@ def list_scores(
     """Newest first, keyset-paginated on ``(created_at, id)`` so pages stay stable under inserts.
 
     ``with_steps`` adds each row's ``steps`` (the rows are then :class:`StoredScore`)."""
-    c = SCORES.c
-    conditions = where.conditions()
-    if cursor is not None:
-        moment, row_id = time_position(cursor)
-        conditions.append(or_(c.created_at < moment, and_(c.created_at == moment, c.id < row_id)))
     columns = list(SCORES.c) if with_steps else LISTED_COLUMNS
-    statement = (
-        select(*columns)
-        .where(*conditions)
-        .order_by(c.created_at.desc(), c.id.desc())
-        .limit(limit + 1)
-    )
+    statement = _newest(connection, where, [column.name for column in columns], limit + 1, cursor)
     rows = [
         cast(ListedScore, row._asdict()) for row in connection.execute(statement, where.params())
     ]
@@ -134,6 +160,63 @@ def list_scores(
         rows = rows[:limit]
         next_cursor = time_cursor(rows[-1]["created_at"], rows[-1]["id"])
     return rows, next_cursor
+
+
+def _newest(
+    connection: Connection, where: ScoreFilter, names: list[str], limit: int, cursor: str | None
+) -> Select[Any]:
+    """The newest ``limit`` rows matching ``where`` (after ``cursor``), newest first.
+
+    A filter on names keeps a few series; each series' rows are in ``(series_id, created_at)``
+    order, so each series' newest ``limit`` are read by the index alone and merged (a UNION
+    ALL of one bounded read per series), where one query over all of them would sort every
+    matching row of the range before its LIMIT (the index by name and time it once walked is
+    gone)."""
+    if not where.series_conditions():
+        return _newest_of(SCORES, where.conditions(), names, limit, cursor)
+    ids = list(
+        connection.scalars(
+            select(SERIES.c.id).where(*where.series_conditions()).limit(MERGED_SERIES + 1)
+        )
+    )
+    if len(ids) > MERGED_SERIES:
+        return _newest_of(SCORES, where.conditions(), names, limit, cursor)
+    if not ids:
+        return select(*(SCORES.c[name] for name in names)).where(false())
+    rows = NAMED.with_only_columns(*(NAMED.selected_columns[name] for name in names))
+    parts = [
+        _newest_of(
+            rows,
+            [SCORE_ROWS.c.series_id == series, *where.conditions(SCORE_ROWS, names=False)],
+            names,
+            limit,
+            cursor,
+            SCORE_ROWS,
+        ).subquery()
+        for series in ids
+    ]
+    merged = union_all(*(select(part) for part in parts)).subquery()
+    return _newest_of(select(merged), [], names, limit, None, merged)
+
+
+def _newest_of(
+    rows: Select[Any] | FromClause,
+    conditions: list[ColumnElement[bool]],
+    names: list[str],
+    limit: int,
+    cursor: str | None,
+    times: FromClause = SCORES,
+) -> Select[Any]:
+    """``rows`` (a selectable, or a query to narrow) newest first on ``times``' columns."""
+    c = times.c
+    if cursor is not None:
+        moment, row_id = time_position(cursor)
+        conditions = [
+            *conditions,
+            or_(c.created_at < moment, and_(c.created_at == moment, c.id < row_id)),
+        ]
+    query = rows if isinstance(rows, Select) else select(*(rows.c[name] for name in names))
+    return query.where(*conditions).order_by(c.created_at.desc(), c.id.desc()).limit(limit)
 
 
 # --- the dashboard's lists (tracescore.web) --------------------------------------------------
@@ -211,17 +294,26 @@ def trace_scores(connection: Connection, trace_id: str) -> list[StoredScore]:
 
 
 def filter_choices(connection: Connection, since: datetime) -> dict[str, list[str]]:
-    """Distinct values of each filter column among the range's scores."""
-    c = SCORES.c
+    """Distinct values of each filter column among the range's scores: the names of the series
+    with a score in the range, one probe of ``(series_id, created_at)`` per series rather than
+    a pass over the range's rows."""
+    n = SERIES.c
     return {
         name: sorted(
             value
             for (value,) in connection.execute(
-                select(c[name]).where(c.created_at >= since, c[name].is_not(None)).distinct()
+                select(n[name]).where(n[name].is_not(None), _scored_since(since)).distinct()
             )
         )
         for name in FILTER_COLUMNS
     }
+
+
+def _scored_since(since: datetime, until: datetime | None = None) -> ColumnElement[bool]:
+    """A series has a score in ``[since, until)`` (correlated on the series' id)."""
+    r = SCORE_ROWS.c
+    found = exists().where(r.series_id == SERIES.c.id, r.created_at >= since)
+    return found if until is None else found.where(r.created_at < until)
 
 
 def newest_score_at(connection: Connection, where: ScoreFilter) -> datetime | None:
@@ -274,11 +366,10 @@ def oldest_score(connection: Connection, since: datetime) -> tuple[datetime | No
 def binding_scorers(
     connection: Connection, since: datetime, until: datetime
 ) -> set[tuple[str, str]]:
-    """``(binding, scorer_id)`` pairs scored in the range: which charts a scorer's alert is on."""
-    c = SCORES.c
-    statement = (
-        select(c.binding, c.scorer_id).where(c.created_at >= since, c.created_at < until).distinct()
-    )
+    """``(binding, scorer_id)`` pairs scored in the range: which charts a scorer's alert is on
+    (the series with a score in it, as :func:`filter_choices`)."""
+    n = SERIES.c
+    statement = select(n.binding, n.scorer_id).where(_scored_since(since, until)).distinct()
     return {(binding, scorer) for binding, scorer in connection.execute(statement)}
 
 

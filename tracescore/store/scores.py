@@ -189,37 +189,34 @@ class SamplingTallyRow(SQLModel, table=True):
 
 SCORE_ROWS, _DECISIONS = table_of(ScoreRow), table_of(SamplingDecisionRow)
 _ROW, _SERIES = SCORE_ROWS.c, SERIES.c
-SCORES = (
-    select(
-        _ROW.id,
-        _ROW.trace_id,
-        _ROW.span_id,
-        _SERIES.binding,
-        _SERIES.scorer_id,
-        _SERIES.scorer_version,
-        _SERIES.status,
-        _ROW.score,
-        _ROW.label,
-        _ROW.reason,
-        _ROW.error,
-        _ROW.steps,
-        _SERIES.judge_model,
-        _ROW.input_tokens,
-        _ROW.output_tokens,
-        _ROW.cost_usd,
-        _ROW.latency_ms,
-        _SERIES.run_kind,
-        _SERIES.service,
-        _SERIES.agent,
-        _SERIES.model,
-        _ROW.conversation_id,
-        _ROW.conversation_turns,
-        _ROW.created_at,
-        _ROW.updated_at,
-    )
-    .join_from(SCORE_ROWS, SERIES, _ROW.series_id == _SERIES.id)
-    .subquery("named_scores")
-)
+NAMED = select(
+    _ROW.id,
+    _ROW.trace_id,
+    _ROW.span_id,
+    _SERIES.binding,
+    _SERIES.scorer_id,
+    _SERIES.scorer_version,
+    _SERIES.status,
+    _ROW.score,
+    _ROW.label,
+    _ROW.reason,
+    _ROW.error,
+    _ROW.steps,
+    _SERIES.judge_model,
+    _ROW.input_tokens,
+    _ROW.output_tokens,
+    _ROW.cost_usd,
+    _ROW.latency_ms,
+    _SERIES.run_kind,
+    _SERIES.service,
+    _SERIES.agent,
+    _SERIES.model,
+    _ROW.conversation_id,
+    _ROW.conversation_turns,
+    _ROW.created_at,
+    _ROW.updated_at,
+).join_from(SCORE_ROWS, SERIES, _ROW.series_id == _SERIES.id)
+SCORES = NAMED.subquery("named_scores")
 """Score rows as every read sees them, names joined back (:class:`StoredScore`'s columns, in
 its order). Both databases flatten the subquery into the reading query, so a filter on a name
 becomes a lookup of the few matching series and a range of ``(series_id, created_at)`` per
