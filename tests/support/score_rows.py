@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from sqlalchemy import create_engine, select
-from sqlmodel import SQLModel
+from sqlmodel import Field, SQLModel
 
 from tests.support.server_process import wait_for
 from tracescore.store.scores import SCORES, StoredScore
@@ -39,8 +39,8 @@ class ScoreView(SQLModel):
     model: str | None = None
     conversation_id: str | None = None
     conversation_turns: int | None = None
-    created_at: datetime
-    updated_at: datetime
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    updated_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
 
 def stored_score(**values: Any) -> StoredScore:

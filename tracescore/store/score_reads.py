@@ -4,6 +4,10 @@ the dashboard's lists.
 The table, its writes and its row types live in :mod:`tracescore.store.scores`; the aggregates
 (trends, error rates, coverage) in :mod:`tracescore.store.score_aggregates`. Every query here is
 bounded by an indexed range or a LIMIT and returns typed rows.
+
+Over 500 lines and kept whole: every list here narrows by :class:`ScoreFilter` and pages by
+``(created_at, id)``, and a filtered page's per-series merge must apply the filter exactly as
+the single query it replaces does.
 """
 
 from __future__ import annotations

@@ -76,6 +76,7 @@ class ScoreSeriesRow(SQLModel, table=True):
 
 
 SERIES = table_of(ScoreSeriesRow)
+_DEFAULTS = {"run_kind": "agent"}
 _FIT = ColumnFit(SERIES, produced_here=("key", "status", "run_kind"))
 
 
@@ -86,8 +87,9 @@ def series_key(names: Names) -> bytes:
 
 
 def names_of(row: Mapping[str, Any]) -> Names:
-    """A score row's series names, as the row gives them."""
-    return tuple(row.get(name) for name in NAMES)
+    """A score row's series names, as the row gives them (a run's kind, when it gives none, is
+    an agent's: the column's default)."""
+    return tuple(row.get(name, _DEFAULTS.get(name)) for name in NAMES)
 
 
 class _Fitted:

@@ -10,6 +10,10 @@ and bound in one pass, then ``executemany`` or ``COPY``) is :mod:`tracescore.sto
 The reads several parts share are in :mod:`tracescore.store.score_reads` (lists and pages)
 and :mod:`tracescore.store.score_aggregates` (counts and figures); those joining feedback are
 in :mod:`tracescore.store.feedback`. The reads here are grouped under a comment per caller.
+
+Over 500 lines and kept whole: the ``scores`` table, the read view that joins its names
+back and the small reads of single callers share the view's columns; the series' own table
+and cache are in :mod:`tracescore.store.score_series`.
 """
 
 from __future__ import annotations
