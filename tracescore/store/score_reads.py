@@ -43,6 +43,7 @@ from tracescore.store.scores import (
     SCORES,
     ListedScore,
     StoredScore,
+    plain_rows,
 )
 
 FILTER_COLUMNS = ("scorer_id", "agent", "model")
@@ -156,9 +157,7 @@ def list_scores(
     ``with_steps`` adds each row's ``steps`` (the rows are then :class:`StoredScore`)."""
     columns = list(SCORES.c) if with_steps else LISTED_COLUMNS
     statement = _newest(connection, where, [column.name for column in columns], limit + 1, cursor)
-    rows = [
-        cast(ListedScore, row._asdict()) for row in connection.execute(statement, where.params())
-    ]
+    rows = cast(list[ListedScore], plain_rows(connection.execute(statement, where.params())))
     next_cursor = None
     if len(rows) > limit:
         rows = rows[:limit]
@@ -229,7 +228,7 @@ def _newest_of(
 def _listed(
     connection: Connection, statement: Select[Any], params: dict[str, Any]
 ) -> list[ListedScore]:
-    return [cast(ListedScore, row._asdict()) for row in connection.execute(statement, params)]
+    return cast(list[ListedScore], plain_rows(connection.execute(statement, params)))
 
 
 def lowest_scores(
@@ -520,7 +519,8 @@ def failed_scores(
         .execution_options(yield_per=2000)
     )
     rows = connection.execute(query)
-    names = tuple(rows.keys())  # a row's own mapping makes its keys anew: 20 µs a row
+    # A row's own mapping makes its keys anew (20 µs a row), and as the view's labels.
+    names = tuple(str(name) for name in rows.keys())  # noqa: SIM118 (a Result, not a dict)
     for row in rows:
         score = dict(zip(names, row, strict=True))
         yield cast(FailedScore, score)

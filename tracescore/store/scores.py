@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
 from sqlalchemy import BigInteger, Column, Engine, Index, Integer, Text, func, select, text
-from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.engine import Connection, Dialect, Result
 from sqlmodel import Field, SQLModel
 
 from tracescore.store.aging import AgedRows
@@ -381,7 +381,7 @@ def recent_scores(
         .order_by(table.c.created_at.desc(), table.c.id)
         .limit(limit)
     )
-    return [cast(RecentScore, dict(row._mapping)) for row in connection.execute(query)]
+    return cast(list[RecentScore], plain_rows(connection.execute(query)))
 
 
 # --- conversations/reads: the scores a conversation's page shows ---------------------------
@@ -402,8 +402,12 @@ def _score_columns(with_steps: bool) -> list[Any]:
     return list(SCORES.c) if with_steps else LISTED_COLUMNS
 
 
-def _record(row: Any) -> ScoreRecord:
-    return cast(ScoreRecord, dict(row._mapping))
+def plain_rows(result: Result[Any]) -> list[dict[str, Any]]:
+    """A result's rows as dicts keyed by plain ``str`` names: :data:`SCORES`' column names are
+    SQLAlchemy's label strings, a ``str`` subclass that JSON encoders take the slow path for
+    (a page of 100 scores cost 10 ms more to send than to read)."""
+    names = [str(name) for name in result.keys()]  # noqa: SIM118 (a Result, not a dict)
+    return [dict(zip(names, row, strict=True)) for row in result]
 
 
 def conversation_scores(
@@ -414,18 +418,20 @@ def conversation_scores(
     if not conversation_ids:
         return {}
     found: dict[str, list[ScoreRecord]] = {}
-    rows = connection.execute(
-        select(*_score_columns(with_steps))
-        .where(SCORES.c.conversation_id.in_(list(conversation_ids)))
-        .order_by(
-            SCORES.c.conversation_turns.desc().nulls_last(),
-            SCORES.c.created_at.desc(),
-            SCORES.c.binding,
-            SCORES.c.scorer_version,
+    rows = plain_rows(
+        connection.execute(
+            select(*_score_columns(with_steps))
+            .where(SCORES.c.conversation_id.in_(list(conversation_ids)))
+            .order_by(
+                SCORES.c.conversation_turns.desc().nulls_last(),
+                SCORES.c.created_at.desc(),
+                SCORES.c.binding,
+                SCORES.c.scorer_version,
+            )
         )
     )
     for row in rows:
-        found.setdefault(row.conversation_id, []).append(_record(row))
+        found.setdefault(row["conversation_id"], []).append(cast(ScoreRecord, row))
     return found
 
 
@@ -436,13 +442,15 @@ def run_scores(
     if not trace_ids:
         return {}
     found: dict[str, list[ScoreRecord]] = {}
-    rows = connection.execute(
-        select(*_score_columns(with_steps))
-        .where(SCORES.c.trace_id.in_(list(trace_ids)), SCORES.c.conversation_id.is_(None))
-        .order_by(SCORES.c.binding, SCORES.c.span_id)
+    rows = plain_rows(
+        connection.execute(
+            select(*_score_columns(with_steps))
+            .where(SCORES.c.trace_id.in_(list(trace_ids)), SCORES.c.conversation_id.is_(None))
+            .order_by(SCORES.c.binding, SCORES.c.span_id)
+        )
     )
     for row in rows:
-        found.setdefault(row.trace_id, []).append(_record(row))
+        found.setdefault(row["trace_id"], []).append(cast(ScoreRecord, row))
     return found
 
 
