@@ -38,7 +38,6 @@ from tracescore.store.alerts import ALERT_EVENTS
 from tracescore.store.score_series import SERIES
 from tracescore.store.scores import (
     LISTED_COLUMNS,
-    NAMED,
     SCORE_ROWS,
     SCORES,
     ListedScore,
@@ -170,11 +169,12 @@ def _newest(
 ) -> Select[Any]:
     """The newest ``limit`` rows matching ``where`` (after ``cursor``), newest first.
 
-    A filter on names keeps a few series; each series' rows are in ``(series_id, created_at)``
-    order, so each series' newest ``limit`` are read by the index alone and merged (a UNION
-    ALL of one bounded read per series), where one query over all of them would sort every
+    A filter on names keeps a few series, and one query over all their rows would sort every
     matching row of the range before its LIMIT (the index by name and time it once walked is
-    gone)."""
+    gone). So the page's oldest time is found first, from each series' newest ``limit`` times
+    read from ``(series_id, created_at)`` alone (no row read), and the page is then the rows
+    from that time on: about ``limit`` rows read, as the old index gave. The times are taken
+    strictly before the cursor's, so rows sharing its time are never cut off the page."""
     if not where.series_conditions():
         return _newest_of(SCORES, where.conditions(), names, limit, cursor)
     ids = list(
@@ -186,20 +186,25 @@ def _newest(
         return _newest_of(SCORES, where.conditions(), names, limit, cursor)
     if not ids:
         return select(*(SCORES.c[name] for name in names)).where(false())
-    rows = NAMED.with_only_columns(*(NAMED.selected_columns[name] for name in names))
-    parts = [
-        _newest_of(
-            rows,
-            [SCORE_ROWS.c.series_id == series, *where.conditions(SCORE_ROWS, names=False)],
-            names,
-            limit,
-            cursor,
-            SCORE_ROWS,
-        ).subquery()
+    r = SCORE_ROWS.c
+    older = where.conditions(SCORE_ROWS, names=False)
+    if cursor is not None:
+        older.append(r.created_at < time_position(cursor)[0])
+    times = [
+        select(r.created_at)
+        .where(r.series_id == series, *older)
+        .order_by(r.created_at.desc())
+        .limit(limit)
+        .subquery()
         for series in ids
     ]
-    merged = union_all(*(select(part) for part in parts)).subquery()
-    return _newest_of(select(merged), [], names, limit, None, merged)
+    merged = union_all(*(select(part) for part in times)).subquery()
+    cutoff = connection.execute(
+        select(merged.c.created_at).order_by(merged.c.created_at.desc()).offset(limit - 1).limit(1),
+        where.params(),
+    ).scalar()
+    since = [] if cutoff is None else [SCORES.c.created_at >= cutoff]
+    return _newest_of(SCORES, [*where.conditions(), *since], names, limit, cursor)
 
 
 def _newest_of(
