@@ -102,9 +102,8 @@ def cpu_per_trace(traces: int, work: Callable[[], None]) -> float:
 
 
 def store_scores(store: SpanStore, batches: list[list[StoredScore]]) -> None:
-    dialect = store.engine.dialect
     for rows in batches:
-        prepared = prepare_scores(dialect, rows)
+        prepared = prepare_scores(store.engine, rows)
         with store.write_transaction() as connection:
             prepared.write(connection)
 

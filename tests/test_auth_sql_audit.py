@@ -62,6 +62,12 @@ REVIEWED = {
     "', '.join(converted)",
     "', '.join(changes)",
     "', '.join(names)",
+    # migration 0024_score_series: the revision's own constant column lists (_KEPT, NAMES), the
+    # conversions of its reason column and the join on those names
+    "kept",
+    "source",
+    "same",
+    "', '.join((f's.{name}' for name in NAMES))",
     # migration 0023_compact_spans_traces: column lists read from the table being copied, the
     # conversions from its constant lists, and a constant ALTER clause
     "', '.join(columns)",

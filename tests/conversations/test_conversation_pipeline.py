@@ -22,7 +22,7 @@ from tracescore.store import open_store
 from tracescore.store.conversations import ConversationRow, TurnRecord, record_turns
 from tracescore.store.score_aggregates import aggregate_scores
 from tracescore.store.score_reads import ScoreFilter
-from tracescore.store.scores import SamplingDecisionRow, ScoreRow, StoredScore
+from tracescore.store.scores import SCORES, SamplingDecisionRow, StoredScore
 
 FAR_FUTURE = 4_000_000_000.0
 USERS = [
@@ -71,7 +71,7 @@ class Pipeline:
 
         return asyncio.run(go())
 
-    def stored(self, table: Any = ScoreRow.__table__) -> list[Any]:  # type: ignore[attr-defined]
+    def stored(self, table: Any = SCORES) -> list[Any]:  # type: ignore[attr-defined]
         with self.store.engine.connect() as connection:
             return list(connection.execute(select(table)).all())
 

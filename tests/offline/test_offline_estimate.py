@@ -17,6 +17,7 @@ import pytest
 from pydantic import BaseModel
 from sqlalchemy import insert
 
+from tests.support.score_rows import ScoreView
 from tests.support.scorer_names import judge_scorer_names
 from tracescore.judge.cache import verdict_key
 from tracescore.judge.config import JudgeConfig
@@ -44,7 +45,7 @@ from tracescore.scorers.steps import PromptStep
 from tracescore.scorers.utils import make_agent_run, make_test_message, make_tool_invocation
 from tracescore.store import open_store
 from tracescore.store.judge_cache import JudgeVerdict
-from tracescore.store.scores import ScoreRow
+from tracescore.store.scores import upsert_scores
 
 MODEL = "openai/gpt-4o-mini"
 USER = "What's the weather in Paris today? Keep it short."
@@ -243,7 +244,7 @@ def store_score(engine: Any, calls: list[tuple[str, int, bool]]) -> None:
         {"name": step, "judge_calls": [{"step": step, "output_tokens": out, "cached": cached}]}
         for step, out, cached in calls
     ]
-    row = ScoreRow(
+    row = ScoreView(
         id=uuid.uuid4().hex,
         trace_id="7" * 32,
         span_id="5" * 16,
@@ -255,7 +256,7 @@ def store_score(engine: Any, calls: list[tuple[str, int, bool]]) -> None:
         output_tokens=sum(out for _, out, cached in calls if not cached),
     )
     with engine.begin() as connection:
-        connection.execute(insert(ScoreRow.__table__), [row.model_dump()])
+        upsert_scores(connection, [row.model_dump()])  # type: ignore[list-item]
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from tracescore.extract.content import awaits_tool_results, has_content
 from tracescore.ingest.files import load_traces
 from tracescore.spans import Trace
 from tracescore.store import open_store
-from tracescore.store.scores import ScoreRow
+from tracescore.store.scores import SCORES
 
 runner = CliRunner()
 HERE = "tests.support.custom_scorers"
@@ -113,7 +113,7 @@ def _rescore(db: str, config: Path, *args: str) -> tuple[int, str, str]:
 def _rows(db: str) -> list[dict]:
     engine = create_engine(db)
     with engine.connect() as connection:
-        rows = [dict(r._mapping) for r in connection.execute(select(ScoreRow.__table__))]
+        rows = [dict(r._mapping) for r in connection.execute(select(SCORES))]
     engine.dispose()
     return rows
 

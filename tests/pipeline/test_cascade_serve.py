@@ -23,9 +23,8 @@ import pytest
 from tests.support.agent_otlp import AgentTrace, agent_trace, export_request
 from tests.support.judge_server import JudgeServer, json_reply
 from tests.support.paths import REPO
-from tests.support.score_rows import wait_for_scores
+from tests.support.score_rows import ScoreView, wait_for_scores
 from tests.support.server_process import ServerProcess, start_server
-from tracescore.store.scores import ScoreRow
 
 PLAIN = [f"Town{n}" for n in range(8)]
 """Cities keyword-coverage scores 0.5: flagged below 0.75."""
@@ -77,7 +76,7 @@ def _send(server: ServerProcess, traces: list[AgentTrace]) -> None:
         assert response.status_code == 200
 
 
-def _by(rows: list[ScoreRow], binding: str) -> dict[str, ScoreRow]:
+def _by(rows: list[ScoreView], binding: str) -> dict[str, ScoreView]:
     return {row.trace_id: row for row in rows if row.binding == binding}
 
 

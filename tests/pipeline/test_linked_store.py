@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from tests.support.extract_support import linked_traces
 from tests.support.paths import CAPTURES
+from tests.support.score_rows import ScoreView
 from tracescore.cli import app
 from tracescore.config import Config, parse_config
 from tracescore.extract import extract_runs
@@ -35,7 +36,7 @@ from tracescore.spans import Trace
 from tracescore.store import SpanStore, connect, open_store
 from tracescore.store.call_links import CALL_LINKS, StoredLinks
 from tracescore.store.rescores import rescore_job
-from tracescore.store.scores import ScoreRow
+from tracescore.store.scores import SCORES
 from tracescore.web.trace_view import trace_page
 
 FAR_FUTURE = 4_000_000_000.0
@@ -79,9 +80,9 @@ def _score_in(db_url: str, traces: list[Trace], config: Config) -> None:
     store.close()
 
 
-def _rows(store: SpanStore) -> list[ScoreRow]:
+def _rows(store: SpanStore) -> list[ScoreView]:
     with store.engine.connect() as connection:
-        return [ScoreRow(**r._mapping) for r in connection.execute(select(ScoreRow.__table__))]
+        return [ScoreView(**r._mapping) for r in connection.execute(select(SCORES))]
 
 
 def _link_rows(store: SpanStore) -> list[tuple[str, str]]:

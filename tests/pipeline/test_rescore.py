@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import select
 
 from tests.support.agent_otlp import agent_trace, export_request
+from tests.support.score_rows import ScoreView
 from tracescore.config import parse_config
 from tracescore.ingest.decode import decode_traces
 from tracescore.judge.config import JudgeConfig
@@ -24,7 +25,7 @@ from tracescore.pipeline.scoring_task import build_worker
 from tracescore.pipeline.scoring_worker import ScoringWorker
 from tracescore.store import ReadinessRules, SpanStore, connect, open_store
 from tracescore.store.rescores import rescore_job
-from tracescore.store.scores import ScoreRow, score_id, upsert_scores
+from tracescore.store.scores import SCORES, score_id, upsert_scores
 
 FAR_FUTURE = 4_000_000_000.0
 GHOST_TRACE = "ab" * 16
@@ -67,9 +68,9 @@ def _config(db_url: str, version: str, per_char: float) -> Any:
     ).scoring()
 
 
-def _rows(store: SpanStore) -> list[ScoreRow]:
+def _rows(store: SpanStore) -> list[ScoreView]:
     with store.engine.connect() as connection:
-        return [ScoreRow(**r._mapping) for r in connection.execute(select(ScoreRow.__table__))]
+        return [ScoreView(**r._mapping) for r in connection.execute(select(SCORES))]
 
 
 def _score_live(store: SpanStore, worker: ScoringWorker) -> None:

@@ -28,9 +28,10 @@ from sqlalchemy import create_engine, select
 from tests.support.agent_otlp import agent_trace, export_request
 from tests.support.judge_server import JudgeServer, Reply
 from tests.support.paths import REPO
+from tests.support.score_rows import ScoreView
 from tests.support.server_process import ServerProcess, start_server, wait_for
 from tracescore.store.rescores import RescoreJob, rescore_job
-from tracescore.store.scores import ScoreRow
+from tracescore.store.scores import SCORES
 
 KEY = "rescore-test-key"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -92,11 +93,11 @@ def _send_traces(server: ServerProcess) -> None:
         assert response.status_code == 200, response.text
 
 
-def _rows(db_url: str) -> list[ScoreRow]:
+def _rows(db_url: str) -> list[ScoreView]:
     engine = create_engine(db_url)
     try:
         with engine.connect() as connection:
-            return [ScoreRow(**r._mapping) for r in connection.execute(select(ScoreRow.__table__))]
+            return [ScoreView(**r._mapping) for r in connection.execute(select(SCORES))]
     finally:
         engine.dispose()
 
@@ -115,7 +116,7 @@ def _asked(judge: JudgeServer, rubric: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def first_version(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[ScoreRow]]:
+def first_version(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[ScoreView]]:
     """A database on which rubric A scored the six runs and the fingerprint was recorded, and
     its rows: started once, with a judge server of its own (the tests count only rubric B's
     calls, on theirs)."""
@@ -135,8 +136,8 @@ def first_version(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[
 
 
 def _score_first_version(
-    tmp_path: Path, first_version: tuple[Path, list[ScoreRow]]
-) -> list[ScoreRow]:
+    tmp_path: Path, first_version: tuple[Path, list[ScoreView]]
+) -> list[ScoreView]:
     """The first version's database copied into ``tmp_path``, where the test's servers start."""
     database, rows = first_version
     tmp_path.mkdir(parents=True, exist_ok=True)
@@ -152,7 +153,7 @@ def _log_length(tmp_path: Path) -> int:
 
 
 def test_a_changed_prompt_rescores_a_sample_within_the_budget_once(
-    tmp_path: Path, judge: JudgeServer, first_version: tuple[Path, list[ScoreRow]]
+    tmp_path: Path, judge: JudgeServer, first_version: tuple[Path, list[ScoreView]]
 ) -> None:
     first = _score_first_version(tmp_path, first_version)
     cost = first[0].cost_usd
@@ -260,7 +261,7 @@ def test_a_changed_prompt_rescores_a_sample_within_the_budget_once(
 
 
 def test_a_rescore_killed_mid_way_resumes_without_scoring_a_run_twice(
-    tmp_path: Path, judge: JudgeServer, first_version: tuple[Path, list[ScoreRow]]
+    tmp_path: Path, judge: JudgeServer, first_version: tuple[Path, list[ScoreView]]
 ) -> None:
     _score_first_version(tmp_path, first_version)
     judge.script("[rubric RUBRIC-B]", _reply(0.7, delay=1.0))

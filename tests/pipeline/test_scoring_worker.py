@@ -11,12 +11,13 @@ from sqlalchemy import select
 
 from tests.support import custom_scorers
 from tests.support.paths import CAPTURES
+from tests.support.score_rows import ScoreView
 from tracescore.config import Config, parse_config
 from tracescore.ingest.files import load_traces
 from tracescore.pipeline.scoring_task import build_worker
 from tracescore.store import ReadinessRules, open_store
 from tracescore.store.score_aggregates import coverage
-from tracescore.store.scores import SamplingDecisionRow, ScoreRow
+from tracescore.store.scores import SCORES, SamplingDecisionRow
 from tracescore.store.sources import list_sources
 
 AGENT_CAPTURE = CAPTURES / "otel-genai-openai-v2-latest" / "tool_call_agent"
@@ -47,9 +48,9 @@ def _score_all(store, config: Config) -> list[dict]:
     return asyncio.run(go())
 
 
-def _stored(store) -> list[ScoreRow]:
+def _stored(store) -> list[ScoreView]:
     with store.engine.connect() as connection:
-        return [ScoreRow(**row._mapping) for row in connection.execute(select(ScoreRow.__table__))]
+        return [ScoreView(**row._mapping) for row in connection.execute(select(SCORES))]
 
 
 def test_agent_run_is_scored_once_and_rescoring_upserts(db_url: str) -> None:

@@ -30,7 +30,12 @@ from tracescore.store import SpanStore, open_store
 from tracescore.store.alerts import AlertEventRow, AlertStateRow
 from tracescore.store.judge_cache import JudgeVerdict
 from tracescore.store.leases import acquire_lease
-from tracescore.store.scores import SamplingDecisionRow, SamplingTallyRow, ScoreRow
+from tracescore.store.scores import (
+    SamplingDecisionRow,
+    SamplingTallyRow,
+    ScoreRow,
+    upsert_scores,
+)
 from tracescore.store.tables import LogRow, SpanRow, TraceRow
 
 DAY = 86400.0
@@ -115,8 +120,8 @@ def _seed(store: SpanStore) -> None:
         return datetime.fromtimestamp(seconds, UTC)
 
     with store.write_transaction() as conn:
-        conn.execute(
-            insert(SCORES),
+        upsert_scores(
+            conn,
             [
                 {
                     "id": f"5{n}",  # hex: score ids are stored as bytes

@@ -42,6 +42,8 @@ from tracescore.store.engine import create_tables, make_engine
 from tracescore.store.judge_cache import JudgeVerdict, load_verdict, save_verdict
 from tracescore.store.migrations.baseline import BASELINE
 from tracescore.store.packed import unpack
+from tracescore.store.packed_text import unpack_text
+from tracescore.store.score_series import NAMES as SERIES_NAMES
 from tracescore.store.table_of import table_of
 
 PREVIOUS = FIXTURES / "previous_release"
@@ -129,11 +131,14 @@ def _baseline_value(
 ) -> str | None:
     """The SQL of a baseline column's value in ``table`` as stored now (None: no longer
     stored): a resource's or scope's hash, where a revision renamed it or a span refers to its
-    row by id; a span's end time, from its start and duration."""
+    row by id; a span's end time, from its start and duration; a score's names, from its
+    series (``0024_score_series``)."""
     if referenced.get(table) == column:
         return "hash"
     if (table, column) == ("spans", "end_time_ns") and "duration_ns" in present:
         return "start_time_ns + duration_ns"
+    if table == "scores" and column in SERIES_NAMES and "series_id" in present:
+        return f"(SELECT {column} FROM score_series WHERE score_series.id = scores.series_id)"
     if column not in present:
         return None
     if column in referenced.values() and table in ("spans", "logs"):
@@ -150,6 +155,8 @@ def _as_text(table: str, column: str, value: Any, times: set[str]) -> Any:
             return bytes(unpack(bytes(value))).decode()
         if (table, column) == ("scores", "steps"):
             return value  # packed JSON (0020_compact_scores): the snapshot parses it
+        if (table, column) == ("scores", "reason"):
+            return unpack_text(value)  # packed text (0024_score_series)
         return bytes(value).hex()
     return value
 

@@ -17,7 +17,7 @@ from tracescore.store import migrate, open_store
 from tracescore.store.engine import make_engine
 from tracescore.store.trace_queue import TraceClaim
 
-BEFORE = "0023_compact_spans_traces"
+BEFORE = "0024_score_series"
 CLAIMED, SCORED = "4bf92f3577b34da6a3ce929d0e0e4736", "5c77f2a4d458539be0232f55b2dd0dd4"
 TOKEN = "0123456789abcdef0123456789abcdef"  # a token as claims made them before: a uuid's hex
 OWNER = "host:42:1:1:abcd1234"

@@ -6,9 +6,41 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from sqlalchemy import create_engine, select
+from sqlmodel import Field, SQLModel
 
 from tests.support.server_process import wait_for
-from tracescore.store.scores import ScoreRow, StoredScore
+from tracescore.store.scores import SCORES, StoredScore
+
+
+class ScoreView(SQLModel):
+    """A stored score as the reads see it (:data:`~tracescore.store.scores.SCORES`: its names
+    joined back from its series), for tests to assert on by attribute."""
+
+    id: str
+    trace_id: str
+    span_id: str
+    binding: str
+    scorer_id: str
+    scorer_version: str
+    status: str
+    score: float | None = None
+    label: str | None = None
+    reason: str | None = None
+    error: str | None = None
+    steps: dict[str, Any] | None = None
+    judge_model: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_ms: float = 0.0
+    run_kind: str = "agent"
+    service: str | None = None
+    agent: str | None = None
+    model: str | None = None
+    conversation_id: str | None = None
+    conversation_turns: int | None = None
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    updated_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
 
 def stored_score(**values: Any) -> StoredScore:
@@ -43,15 +75,15 @@ def stored_score(**values: Any) -> StoredScore:
     return cast(StoredScore, row | values)
 
 
-def wait_for_scores(db_url: str, count: int, timeout: float = 20.0) -> list[ScoreRow]:
+def wait_for_scores(db_url: str, count: int, timeout: float = 20.0) -> list[ScoreView]:
     """Every score row, once there are at least ``count``."""
     engine = create_engine(db_url)
-    rows: list[ScoreRow] = []
+    rows: list[ScoreView] = []
 
     def enough() -> bool:
         with engine.connect() as connection:
-            query = select(ScoreRow.__table__)
-            rows[:] = [ScoreRow(**r._mapping) for r in connection.execute(query)]
+            query = select(SCORES)
+            rows[:] = [ScoreView(**r._mapping) for r in connection.execute(query)]
         return len(rows) >= count
 
     try:

@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from tracescore.store.scores import ScoreRow
+from tracescore.store.scores import prepare_scores
 
 
 def score_row(created_at: datetime, score: float | None = None, **fields: Any) -> dict[str, Any]:
@@ -89,18 +89,20 @@ def stream(
 
 
 def insert_rows(engine: Engine, rows: Iterable[dict[str, Any]], chunk: int = 5000) -> int:
-    """Plain executemany inserts in chunks; returns the number of rows written."""
-    table = ScoreRow.__table__
+    """The rows written as the store writes scores, in chunks of one transaction each;
+    returns the number of rows written."""
     count = 0
     batch: list[dict[str, Any]] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= chunk:
+            count += _write(engine, batch)
+            batch = []
+    return count + _write(engine, batch)
+
+
+def _write(engine: Engine, rows: list[dict[str, Any]]) -> int:
+    prepared = prepare_scores(engine, rows)  # type: ignore[arg-type]
     with engine.begin() as connection:
-        for row in rows:
-            batch.append(row)
-            if len(batch) >= chunk:
-                connection.execute(table.insert(), batch)
-                count += len(batch)
-                batch = []
-        if batch:
-            connection.execute(table.insert(), batch)
-            count += len(batch)
-    return count
+        prepared.write(connection)
+    return len(rows)

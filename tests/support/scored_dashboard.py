@@ -19,6 +19,7 @@ from sqlalchemy import select
 
 from tests.support.judge_server import JudgeServer, json_reply, text_reply
 from tests.support.paths import CAPTURES
+from tests.support.score_rows import ScoreView
 from tests.support.web_traces import agent_trace_json
 from tracescore.config import parse_config
 from tracescore.ingest.files import load_traces
@@ -26,7 +27,7 @@ from tracescore.ingest.unpack import drain
 from tracescore.pipeline.scoring_task import build_worker
 from tracescore.service import create_app
 from tracescore.store import open_store
-from tracescore.store.scores import ScoreRow
+from tracescore.store.scores import SCORES
 
 FAR_FUTURE = 4_000_000_000.0
 HOSTILE_TRACE = "0badc0de" * 4
@@ -96,6 +97,6 @@ def client(store: Any, judge: JudgeServer) -> TestClient:
     return TestClient(create_app(parse_config(dashboard_config(judge.base_url)), store))
 
 
-def stored_scores(store: Any) -> list[ScoreRow]:
+def stored_scores(store: Any) -> list[ScoreView]:
     with store.engine.connect() as connection:
-        return [ScoreRow(**row._mapping) for row in connection.execute(select(ScoreRow.__table__))]
+        return [ScoreView(**row._mapping) for row in connection.execute(select(SCORES))]

@@ -37,7 +37,7 @@ from tracescore.pipeline.scoring_task import build_worker
 from tracescore.spans import EVALUATION_EVENT, LogRecord, Resource, Scope, Span, SpanEvent, SpanLink
 from tracescore.store import SpanStore, open_store
 from tracescore.store.feedback import Feedback, FeedbackStore
-from tracescore.store.scores import ScoreRow, upsert_scores
+from tracescore.store.scores import SCORES, upsert_scores
 from tracescore.store.text import REPLACEMENT, TextGuard
 
 NUL = "\x00"
@@ -382,8 +382,8 @@ def _stored_as_written(store: SpanStore, texts: list[str]) -> None:
     with store.write_transaction() as conn:
         upsert_scores(conn, [row])
     with store.engine.connect() as conn:
-        stored = conn.execute(ScoreRow.__table__.select()).one()._mapping
-    columns = ScoreRow.__table__.columns
+        stored = conn.execute(SCORES.select()).one()._mapping
+    columns = SCORES.columns
     assert {column: stored[column] for column in _SCORE_TEXT} == {
         column: _fitted(row[column], columns[column].type.length) for column in _SCORE_TEXT
     }
@@ -488,7 +488,7 @@ def test_a_score_row_the_database_refuses_is_stored_as_an_error_row(db_url: str)
         rows[0]["input_tokens"] = 2**70
         worker._write(rows, [])
         with store.engine.connect() as conn:
-            stored = {row.binding: row for row in conn.execute(ScoreRow.__table__.select())}
+            stored = {row.binding: row for row in conn.execute(SCORES.select())}
         assert set(stored) == {binding.name for binding in bindings}
         refused = stored[bindings[0].name]
         assert refused.status == "error" and refused.input_tokens == 0

@@ -19,10 +19,11 @@ from sqlalchemy import create_engine, select
 
 from tests.support.browser_support import REPO, layout_problems, shot
 from tests.support.paths import CAPTURES
+from tests.support.score_rows import ScoreView
 from tests.support.server_process import ServerProcess, signed_in_page, start_server, wait_for
 from tests.support.web_traces import HOSTILE_SYSTEM, agent_trace_json
 from tracescore.store.dialect import as_utc
-from tracescore.store.scores import ScoreRow
+from tracescore.store.scores import SCORES
 
 pytestmark = pytest.mark.browser
 
@@ -67,13 +68,11 @@ def _wait_until_scored(base_url: str, timeout: float = 30.0) -> None:
     wait_for(all_scored, timeout, lambda: f"traces scored ({traces})", every=0.1)
 
 
-def _scores(db_url: str) -> list[ScoreRow]:
+def _scores(db_url: str) -> list[ScoreView]:
     engine = create_engine(db_url)
     try:
         with engine.connect() as connection:
-            return [
-                ScoreRow(**row._mapping) for row in connection.execute(select(ScoreRow.__table__))
-            ]
+            return [ScoreView(**row._mapping) for row in connection.execute(select(SCORES))]
     finally:
         engine.dispose()
 

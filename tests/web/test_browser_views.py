@@ -35,7 +35,7 @@ from tracescore.cli import app
 from tracescore.offline.demo import DEGRADING_AGENT, DemoSender
 from tracescore.store.alerts import AlertStateRow
 from tracescore.store.dialect import as_utc
-from tracescore.store.scores import ScoreRow
+from tracescore.store.scores import SCORES
 from tracescore.web.auth import COOKIE_NAME
 
 pytestmark = pytest.mark.browser
@@ -185,7 +185,7 @@ def test_default_overview_shows_the_regression_its_alert_and_its_runs(
     server, dropped = demo
     scores = [
         r
-        for r in _rows(server.db_url, ScoreRow.__table__)
+        for r in _rows(server.db_url, SCORES)
         if r["binding"] == "keyword-coverage" and r["status"] == "ok"
     ]
     page.goto(f"{server.base_url}/")
@@ -331,7 +331,7 @@ def test_clicking_a_bucket_column_lists_all_its_runs(
     size = timedelta(seconds=5)
     in_bucket = [
         r
-        for r in _rows(server.db_url, ScoreRow.__table__)
+        for r in _rows(server.db_url, SCORES)
         if r["binding"] == "tone" and start <= as_utc(r["created_at"]) < start + size
     ]
     assert int(page.locator("#runs-total").inner_text()) == len(in_bucket) > 0
@@ -518,7 +518,7 @@ def test_a_split_shows_the_five_largest_segments_and_the_rest_as_other(
     )
     page = context.new_page()
     page.goto(f"{base_url}/?split=agent&window=1h")
-    rows = [r for r in _rows(url, ScoreRow.__table__) if r["scorer_version"] == "2"]
+    rows = [r for r in _rows(url, SCORES) if r["scorer_version"] == "2"]
     runs: dict[str, int] = {}
     for row in rows:
         runs[row["agent"] or "(none)"] = runs.get(row["agent"] or "(none)", 0) + 1
@@ -590,7 +590,7 @@ def test_a_firing_alert_whose_traffic_stopped_is_marked_stale(
     server, _ = demo
     newest = max(
         as_utc(row["created_at"])
-        for row in _rows(server.db_url, ScoreRow.__table__)
+        for row in _rows(server.db_url, SCORES)
         if row["agent"] == DEGRADING_AGENT and row["binding"] == "keyword-coverage"
     )
     time.sleep(max(0.0, (newest + timedelta(seconds=9) - datetime.now(UTC)).total_seconds()))

@@ -20,6 +20,7 @@ from fastapi.testclient import TestClient
 from tests.support.databases import fresh_pg_database
 from tests.support.judge_server import JudgeServer
 from tests.support.paths import CAPTURES
+from tests.support.score_rows import ScoreView
 from tests.support.scored_dashboard import (
     CLAIMS,
     FAR_FUTURE,
@@ -42,7 +43,6 @@ from tracescore.ingest.unpack import drain
 from tracescore.pipeline.scoring_task import build_worker
 from tracescore.service import create_app
 from tracescore.store.dialect import as_utc
-from tracescore.store.scores import ScoreRow
 from tracescore.web.auth import COOKIE_NAME
 from tracescore.web.live import VERSION_TTL
 from tracescore.web.runs import RUNS_LIMIT
@@ -64,7 +64,7 @@ def lowest_rows(page: str) -> list[str]:
     return re.findall(r"<tr data-row=.*?</tr>", table.group(1), re.S)
 
 
-def _expected_points(rows: list[ScoreRow], binding: str, bucket: int) -> int:
+def _expected_points(rows: list[ScoreView], binding: str, bucket: int) -> int:
     stamps = {
         int(as_utc(r.created_at).timestamp()) // bucket
         for r in rows

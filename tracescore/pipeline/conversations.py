@@ -254,7 +254,7 @@ class ConversationScoring:
     ) -> None:
         dialect = self.store.engine.dialect
         prepared_decisions = prepare_decisions(dialect, decisions)
-        prepared_scores = prepare_scores(dialect, rows)
+        prepared_scores = prepare_scores(self.store.engine, rows)
         with self.store.write_transaction() as conn:
             prepared_decisions.write(conn)
             prepared_scores.write(conn)

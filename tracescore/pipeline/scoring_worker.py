@@ -282,7 +282,7 @@ class ScoringWorker:
         turns = [trace.turn for trace in traces if trace.turn is not None]
         try:
             decisions = prepare_decisions(dialect, [d for trace in traces for d in trace.decisions])
-            scores = prepare_scores(dialect, [r for trace in traces for r in trace.rows])
+            scores = prepare_scores(self.store.engine, [r for trace in traces for r in trace.rows])
             with self.store.write_transaction() as connection:
                 decisions.write(connection)
                 add_tallies(connection, tallies or {}, now)

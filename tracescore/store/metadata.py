@@ -14,6 +14,7 @@ from sqlmodel import SQLModel
 TABLE_MODULES: list[str] = [
     "tracescore.store.tables",
     "tracescore.store.judge_cache",
+    "tracescore.store.score_series",
     "tracescore.store.scores",
     "tracescore.store.alerts",
     "tracescore.store.leases",

@@ -40,8 +40,10 @@ from sqlalchemy.engine import Connection
 
 from tracescore.outcomes import FAILED_RUN_REASON
 from tracescore.store.feedback_triggers import triggered_score
+from tracescore.store.packed_text import starts_with
 from tracescore.store.score_reads import ScoreFilter, failing_label
-from tracescore.store.scores import SCORES, SamplingDecisionRow, SamplingTallyRow
+from tracescore.store.score_series import SERIES
+from tracescore.store.scores import SCORE_ROWS, SCORES, SamplingDecisionRow, SamplingTallyRow
 from tracescore.store.table_of import table_of
 
 DECISIONS = table_of(SamplingDecisionRow)
@@ -103,7 +105,7 @@ def failed_run_row() -> ColumnElement[bool]:
     scorer's own failures."""
     return and_(
         SCORES.c.status == "not_scorable",
-        SCORES.c.reason.startswith(FAILED_RUN_REASON, autoescape=True),
+        starts_with(SCORES.c.reason, FAILED_RUN_REASON),
     )
 
 
@@ -147,13 +149,15 @@ class GroupStats:
         return self.failed / self.moments.n if self.moments.n else None
 
 
-def bucket_start(seconds: int) -> ColumnElement[int]:
+def bucket_start(
+    seconds: int, moment: ColumnElement[Any] = SCORES.c.created_at
+) -> ColumnElement[int]:
     """``created_at`` floored to a multiple of ``seconds`` since the epoch, as epoch seconds:
     integer division of its stored microseconds, alike on both databases. The sizes are
     inlined as literals (ints) so PostgreSQL sees the same expression in SELECT and GROUP BY."""
     size = literal_column(str(int(seconds)), BigInteger)
     micros = literal_column(str(int(seconds) * 1_000_000), BigInteger)
-    stored = type_coerce(SCORES.c.created_at, BigInteger)
+    stored = type_coerce(moment, BigInteger)
     return (stored // micros) * size
 
 
@@ -523,16 +527,14 @@ class JudgeCostDay(TypedDict):
 def judge_cost_per_day(
     connection: Connection, since: datetime, until: datetime
 ) -> list[JudgeCostDay]:
-    """Judge spend and judged scores per UTC day, oldest first (days without judging left out)."""
-    c = SCORES.c
-    day = bucket_start(86_400).label("day")
+    """Judge spend and judged scores per UTC day, oldest first (days without judging left out):
+    the rows of the judged series only, each series' range read by its index."""
+    c = SCORE_ROWS.c
+    day = bucket_start(86_400, c.created_at).label("day")
+    judged = select(SERIES.c.id).where(SERIES.c.judge_model.is_not(None))
     statement = (
         select(day, func.sum(c.cost_usd), func.count())
-        .where(
-            c.created_at >= since,
-            c.created_at < until,
-            c.judge_model.is_not(None),
-        )
+        .where(c.series_id.in_(judged), c.created_at >= since, c.created_at < until)
         .group_by(day)
         .order_by(day)
     )

@@ -4,6 +4,10 @@ the dashboard's lists.
 The table, its writes and its row types live in :mod:`tracescore.store.scores`; the aggregates
 (trends, error rates, coverage) in :mod:`tracescore.store.score_aggregates`. Every query here is
 bounded by an indexed range or a LIMIT and returns typed rows.
+
+Over 500 lines and kept whole: every list here narrows by :class:`ScoreFilter` and pages by
+``(created_at, id)``, and a filtered page's per-series merge must apply the filter exactly as
+the single query it replaces does.
 """
 
 from __future__ import annotations
@@ -13,12 +17,33 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypedDict, cast
 
-from sqlalchemy import ColumnElement, Select, and_, bindparam, case, func, or_, select
+from sqlalchemy import (
+    ColumnElement,
+    FromClause,
+    Select,
+    and_,
+    bindparam,
+    case,
+    exists,
+    false,
+    func,
+    or_,
+    select,
+    union_all,
+)
 from sqlalchemy.engine import Connection
 
 from tracescore.cursors import NOT_A_CURSOR, cursor_hex, decode_cursor, encode_cursor
 from tracescore.store.alerts import ALERT_EVENTS
-from tracescore.store.scores import LISTED_COLUMNS, SCORES, ListedScore, StoredScore
+from tracescore.store.score_series import SERIES
+from tracescore.store.scores import (
+    LISTED_COLUMNS,
+    SCORE_ROWS,
+    SCORES,
+    ListedScore,
+    StoredScore,
+    plain_rows,
+)
 
 FILTER_COLUMNS = ("scorer_id", "agent", "model")
 """Columns the dashboard's score lists can be narrowed by, in the order its filter form shows
@@ -42,20 +67,15 @@ class ScoreFilter:
     since: datetime | None = None
     until: datetime | None = None
 
-    def conditions(self) -> list[ColumnElement[bool]]:
-        c = SCORES.c
-        columns = {
-            "scorer": c.scorer_id,
-            "scorer_version": c.scorer_version,
-            "binding": c.binding,
-            "agent": c.agent,
-            "service": c.service,
-            "model": c.model,
-            "status": c.status,
-            "trace_id": c.trace_id,
-        }
+    def conditions(
+        self, rows: FromClause = SCORES, *, names: bool = True
+    ) -> list[ColumnElement[bool]]:
+        """The filter over :data:`SCORES`, or over ``rows`` (another table of its columns);
+        without ``names``, only what a score row holds itself (its trace and time)."""
+        c = rows.c
+        columns = {**_SERIES_FILTERS, "trace_id": "trace_id"} if names else {"trace_id": "trace_id"}
         found: list[ColumnElement[bool]] = [
-            column == getattr(self, name)
+            c[column] == getattr(self, name)
             for name, column in columns.items()
             if getattr(self, name) is not None
         ]
@@ -64,6 +84,14 @@ class ScoreFilter:
         if self.until is not None:
             found.append(c.created_at < bindparam("until", type_=c.created_at.type))
         return found
+
+    def series_conditions(self) -> list[ColumnElement[bool]]:
+        """The filter's names, over ``score_series``: which series it keeps."""
+        return [
+            SERIES.c[column] == getattr(self, name)
+            for name, column in _SERIES_FILTERS.items()
+            if getattr(self, name) is not None
+        ]
 
     def params(self) -> dict[str, datetime]:
         """Values of the range parameters :meth:`conditions` leaves bound."""
@@ -84,6 +112,18 @@ class ScoreFilter:
 
 
 _ANY_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+_SERIES_FILTERS = {
+    "scorer": "scorer_id",
+    "scorer_version": "scorer_version",
+    "binding": "binding",
+    "agent": "agent",
+    "service": "service",
+    "model": "model",
+    "status": "status",
+}
+MERGED_SERIES = 32
+"""Up to this many series a filter keeps, a page of the newest scores is merged from each
+series' own newest (:func:`_newest`); beyond it, one query sorts the matching rows."""
 
 
 # --- the REST API's listing (tracescore.monitor.api) -----------------------------------------
@@ -114,26 +154,77 @@ def list_scores(
     """Newest first, keyset-paginated on ``(created_at, id)`` so pages stay stable under inserts.
 
     ``with_steps`` adds each row's ``steps`` (the rows are then :class:`StoredScore`)."""
-    c = SCORES.c
-    conditions = where.conditions()
-    if cursor is not None:
-        moment, row_id = time_position(cursor)
-        conditions.append(or_(c.created_at < moment, and_(c.created_at == moment, c.id < row_id)))
     columns = list(SCORES.c) if with_steps else LISTED_COLUMNS
-    statement = (
-        select(*columns)
-        .where(*conditions)
-        .order_by(c.created_at.desc(), c.id.desc())
-        .limit(limit + 1)
-    )
-    rows = [
-        cast(ListedScore, row._asdict()) for row in connection.execute(statement, where.params())
-    ]
+    statement = _newest(connection, where, [column.name for column in columns], limit + 1, cursor)
+    rows = cast(list[ListedScore], plain_rows(connection.execute(statement, where.params())))
     next_cursor = None
     if len(rows) > limit:
         rows = rows[:limit]
         next_cursor = time_cursor(rows[-1]["created_at"], rows[-1]["id"])
     return rows, next_cursor
+
+
+def _newest(
+    connection: Connection, where: ScoreFilter, names: list[str], limit: int, cursor: str | None
+) -> Select[Any]:
+    """The newest ``limit`` rows matching ``where`` (after ``cursor``), newest first.
+
+    A filter on names keeps a few series, and one query over all their rows would sort every
+    matching row of the range before its LIMIT (the index by name and time it once walked is
+    gone). So the page's oldest time is found first, from each series' newest ``limit`` times
+    read from ``(series_id, created_at)`` alone (no row read), and the page is then the rows
+    from that time on: about ``limit`` rows read, as the old index gave. The times are taken
+    strictly before the cursor's, so rows sharing its time are never cut off the page."""
+    if not where.series_conditions():
+        return _newest_of(SCORES, where.conditions(), names, limit, cursor)
+    ids = list(
+        connection.scalars(
+            select(SERIES.c.id).where(*where.series_conditions()).limit(MERGED_SERIES + 1)
+        )
+    )
+    if len(ids) > MERGED_SERIES:
+        return _newest_of(SCORES, where.conditions(), names, limit, cursor)
+    if not ids:
+        return select(*(SCORES.c[name] for name in names)).where(false())
+    r = SCORE_ROWS.c
+    older = where.conditions(SCORE_ROWS, names=False)
+    if cursor is not None:
+        older.append(r.created_at < time_position(cursor)[0])
+    times = [
+        select(r.created_at)
+        .where(r.series_id == series, *older)
+        .order_by(r.created_at.desc())
+        .limit(limit)
+        .subquery()
+        for series in ids
+    ]
+    merged = union_all(*(select(part) for part in times)).subquery()
+    cutoff = connection.execute(
+        select(merged.c.created_at).order_by(merged.c.created_at.desc()).offset(limit - 1).limit(1),
+        where.params(),
+    ).scalar()
+    since = [] if cutoff is None else [SCORES.c.created_at >= cutoff]
+    return _newest_of(SCORES, [*where.conditions(), *since], names, limit, cursor)
+
+
+def _newest_of(
+    rows: Select[Any] | FromClause,
+    conditions: list[ColumnElement[bool]],
+    names: list[str],
+    limit: int,
+    cursor: str | None,
+    times: FromClause = SCORES,
+) -> Select[Any]:
+    """``rows`` (a selectable, or a query to narrow) newest first on ``times``' columns."""
+    c = times.c
+    if cursor is not None:
+        moment, row_id = time_position(cursor)
+        conditions = [
+            *conditions,
+            or_(c.created_at < moment, and_(c.created_at == moment, c.id < row_id)),
+        ]
+    query = rows if isinstance(rows, Select) else select(*(rows.c[name] for name in names))
+    return query.where(*conditions).order_by(c.created_at.desc(), c.id.desc()).limit(limit)
 
 
 # --- the dashboard's lists (tracescore.web) --------------------------------------------------
@@ -142,7 +233,7 @@ def list_scores(
 def _listed(
     connection: Connection, statement: Select[Any], params: dict[str, Any]
 ) -> list[ListedScore]:
-    return [cast(ListedScore, row._asdict()) for row in connection.execute(statement, params)]
+    return cast(list[ListedScore], plain_rows(connection.execute(statement, params)))
 
 
 def lowest_scores(
@@ -211,17 +302,26 @@ def trace_scores(connection: Connection, trace_id: str) -> list[StoredScore]:
 
 
 def filter_choices(connection: Connection, since: datetime) -> dict[str, list[str]]:
-    """Distinct values of each filter column among the range's scores."""
-    c = SCORES.c
+    """Distinct values of each filter column among the range's scores: the names of the series
+    with a score in the range, one probe of ``(series_id, created_at)`` per series rather than
+    a pass over the range's rows."""
+    n = SERIES.c
     return {
         name: sorted(
             value
             for (value,) in connection.execute(
-                select(c[name]).where(c.created_at >= since, c[name].is_not(None)).distinct()
+                select(n[name]).where(n[name].is_not(None), _scored_since(since)).distinct()
             )
         )
         for name in FILTER_COLUMNS
     }
+
+
+def _scored_since(since: datetime, until: datetime | None = None) -> ColumnElement[bool]:
+    """A series has a score in ``[since, until)`` (correlated on the series' id)."""
+    r = SCORE_ROWS.c
+    found = exists().where(r.series_id == SERIES.c.id, r.created_at >= since)
+    return found if until is None else found.where(r.created_at < until)
 
 
 def newest_score_at(connection: Connection, where: ScoreFilter) -> datetime | None:
@@ -274,11 +374,10 @@ def oldest_score(connection: Connection, since: datetime) -> tuple[datetime | No
 def binding_scorers(
     connection: Connection, since: datetime, until: datetime
 ) -> set[tuple[str, str]]:
-    """``(binding, scorer_id)`` pairs scored in the range: which charts a scorer's alert is on."""
-    c = SCORES.c
-    statement = (
-        select(c.binding, c.scorer_id).where(c.created_at >= since, c.created_at < until).distinct()
-    )
+    """``(binding, scorer_id)`` pairs scored in the range: which charts a scorer's alert is on
+    (the series with a score in it, as :func:`filter_choices`)."""
+    n = SERIES.c
+    statement = select(n.binding, n.scorer_id).where(_scored_since(since, until)).distinct()
     return {(binding, scorer) for binding, scorer in connection.execute(statement)}
 
 
@@ -425,7 +524,8 @@ def failed_scores(
         .execution_options(yield_per=2000)
     )
     rows = connection.execute(query)
-    names = tuple(rows.keys())  # a row's own mapping makes its keys anew: 20 µs a row
+    # A row's own mapping makes its keys anew (20 µs a row), and as the view's labels.
+    names = tuple(str(name) for name in rows.keys())  # noqa: SIM118 (a Result, not a dict)
     for row in rows:
         score = dict(zip(names, row, strict=True))
         yield cast(FailedScore, score)

@@ -10,6 +10,10 @@ and bound in one pass, then ``executemany`` or ``COPY``) is :mod:`tracescore.sto
 The reads several parts share are in :mod:`tracescore.store.score_reads` (lists and pages)
 and :mod:`tracescore.store.score_aggregates` (counts and figures); those joining feedback are
 in :mod:`tracescore.store.feedback`. The reads here are grouped under a comment per caller.
+
+Over 500 lines and kept whole: the ``scores`` table, the read view that joins its names
+back and the small reads of single callers share the view's columns; the series' own table
+and cache are in :mod:`tracescore.store.score_series`.
 """
 
 from __future__ import annotations
@@ -20,14 +24,22 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
-from sqlalchemy import BigInteger, Column, Engine, Index, Text, func, select, text
-from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy import BigInteger, Column, Engine, Index, Integer, Text, func, select, text
+from sqlalchemy.engine import Connection, Dialect, Result
 from sqlmodel import Field, SQLModel
 
 from tracescore.store.aging import AgedRows
 from tracescore.store.bulk import Prepared, upsert_of
 from tracescore.store.column_types import HexId, PackedJSON, UtcTime
 from tracescore.store.dialect import dialect_insert
+from tracescore.store.packed_text import PackedText
+from tracescore.store.score_series import (
+    SERIES,
+    Names,
+    committed_ids,
+    in_transaction,
+    names_of,
+)
 from tracescore.store.table_of import table_of
 from tracescore.store.text import ColumnFit, TextGuard
 
@@ -101,14 +113,16 @@ def score_id(trace_id: str, span_id: str, binding: str, scorer_version: str) -> 
 
 
 class ScoreRow(SQLModel, table=True):
+    """A stored score: its own values, and its names as a :mod:`~tracescore.store.score_series`
+    id. Reads go through :data:`SCORES`, which joins the names back; the columns are ordered
+    for PostgreSQL (8-byte ones first, then 4-byte, then variable), so no row pads between them."""
+
     __tablename__ = "scores"
     __table_args__ = (
-        Index("ix_scores_binding_created", "binding", "created_at"),
-        Index("ix_scores_scorer_created", "scorer_id", "created_at"),
+        # Every filter on a name (binding, scorer, agent, status, ...) is a range per series.
+        Index("ix_scores_series_created", "series_id", "created_at"),
         Index("ix_scores_created", "created_at"),
         Index("ix_scores_trace", "trace_id"),
-        Index("ix_scores_agent_created", "agent", "created_at"),
-        Index("ix_scores_status_created", "status", "created_at"),
         # Conversation scores only: nearly every score is a run's (NULL here).
         Index(
             "ix_scores_conversation",
@@ -118,38 +132,32 @@ class ScoreRow(SQLModel, table=True):
         ),
     )
 
+    score: float | None = None
+    cost_usd: float = 0.0
+    latency_ms: float = 0.0
+    created_at: datetime = Field(default_factory=_utcnow, sa_column=_time())
+    updated_at: datetime = Field(default_factory=_utcnow, sa_column=_time())
+    series_id: int = Field(sa_column=Column(Integer, nullable=False))
+    """The row's names: a :class:`~tracescore.store.score_series.ScoreSeriesRow`."""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    conversation_turns: int | None = None
+    """How many turns a conversation's score covered: every scoring of a conversation is a
+    row of its own, so a conversation that went on after it was scored keeps its history."""
     id: str = Field(sa_column=Column(HexId, primary_key=True))
     """:func:`score_id`'s 32 hex digits, stored as their 16 bytes."""
     trace_id: str = Field(sa_column=Column(HexId, nullable=False))
     span_id: str = Field(sa_column=Column(HexId, nullable=False))
-    binding: str = Field(max_length=100)
-    scorer_id: str = Field(max_length=200)
-    scorer_version: str = Field(max_length=50)
-    status: str = Field(max_length=20)
-    score: float | None = None
     label: str | None = Field(default=None, max_length=100)
-    reason: str | None = Field(default=None, sa_column=Column(Text))
+    reason: str | None = Field(default=None, sa_column=Column(PackedText))
+    """Compressed against the code scorers' phrasings (:mod:`tracescore.store.packed_text`)."""
     error: str | None = Field(default=None, sa_column=Column(Text))
     steps: dict[str, Any] | None = Field(default=None, sa_column=Column(PackedJSON))
     """Compressed once long (:class:`~tracescore.store.column_types.PackedJSON`): read in
     Python, never in SQL."""
-    judge_model: str | None = Field(default=None, max_length=200)
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    latency_ms: float = 0.0
-    run_kind: str = Field(default="agent", max_length=10)
-    service: str | None = Field(default=None, max_length=200)
-    agent: str | None = Field(default=None, max_length=200)
-    model: str | None = Field(default=None, max_length=200)
     conversation_id: str | None = Field(default=None, max_length=200)
     """Set on a conversation's score (:mod:`tracescore.pipeline.conversations`), whose trace and
     span are its last turn's; None on a run's."""
-    conversation_turns: int | None = None
-    """How many turns a conversation's score covered: every scoring of a conversation is a
-    row of its own, so a conversation that went on after it was scored keeps its history."""
-    created_at: datetime = Field(default_factory=_utcnow, sa_column=_time())
-    updated_at: datetime = Field(default_factory=_utcnow, sa_column=_time())
 
 
 class SamplingDecisionRow(SQLModel, table=True):
@@ -183,20 +191,73 @@ class SamplingTallyRow(SQLModel, table=True):
     unsampled: int = Field(sa_column=Column(BigInteger, nullable=False))
 
 
-SCORES, _DECISIONS = table_of(ScoreRow), table_of(SamplingDecisionRow)
+SCORE_ROWS, _DECISIONS = table_of(ScoreRow), table_of(SamplingDecisionRow)
+_ROW, _SERIES = SCORE_ROWS.c, SERIES.c
+NAMED = select(
+    _ROW.id,
+    _ROW.trace_id,
+    _ROW.span_id,
+    _SERIES.binding,
+    _SERIES.scorer_id,
+    _SERIES.scorer_version,
+    _SERIES.status,
+    _ROW.score,
+    _ROW.label,
+    _ROW.reason,
+    _ROW.error,
+    _ROW.steps,
+    _SERIES.judge_model,
+    _ROW.input_tokens,
+    _ROW.output_tokens,
+    _ROW.cost_usd,
+    _ROW.latency_ms,
+    _SERIES.run_kind,
+    _SERIES.service,
+    _SERIES.agent,
+    _SERIES.model,
+    _ROW.conversation_id,
+    _ROW.conversation_turns,
+    _ROW.created_at,
+    _ROW.updated_at,
+).join_from(SCORE_ROWS, SERIES, _ROW.series_id == _SERIES.id)
+SCORES = NAMED.subquery("named_scores")
+"""Score rows as every read sees them, names joined back (:class:`StoredScore`'s columns, in
+its order). Both databases flatten the subquery into the reading query, so a filter on a name
+becomes a lookup of the few matching series and a range of ``(series_id, created_at)`` per
+series, and a name in a GROUP BY a key lookup per row of a table of a few hundred."""
 _TALLIES = table_of(SamplingTallyRow)
 _KEEP = frozenset({"id", "created_at"})
 """Columns a re-written score or decision keeps: its id and when it was first made."""
 
 
-def prepare_scores(dialect: Dialect, rows: Sequence[StoredScore]) -> Prepared:
+def prepare_scores(database: Engine, rows: Sequence[StoredScore]) -> Prepared:
     """Score rows made storable and ready to upsert: as both databases accept them
     (:class:`~tracescore.store.text.ColumnFit`), NUL characters and unpaired surrogates
     replaced and values cut to their column's length. An agent named by its client with a
-    NUL, or a 300-character model name, then still gets its scores stored."""
+    NUL, or a 300-character model name, then still gets its scores stored.
+
+    Their names become series ids (:mod:`~tracescore.store.score_series`), new series stored
+    in a transaction of their own: call it before the write transaction."""
+    names = [names_of(row) for row in rows]
+    return _prepared(database.dialect, rows, names, committed_ids(database, set(names)))
+
+
+def _prepared(
+    dialect: Dialect,
+    rows: Sequence[StoredScore],
+    names: list[Names],
+    ids: dict[Names, tuple[int, int]],
+) -> Prepared:
     guard = TextGuard()
-    upsert = upsert_of(SCORES, dialect, keep=_KEEP)
-    return Prepared(upsert, upsert.fitted_rows(rows, _SCORE_FIT, guard), guard.replaced)
+    upsert = upsert_of(SCORE_ROWS, dialect, keep=_KEEP)
+    fitted = upsert.fitted_rows(rows, _SCORE_FIT, guard)
+    replaced = guard.replaced
+    at = _SERIES_AT
+    for index, row in enumerate(fitted):
+        series, changed = ids[names[index]]
+        replaced += changed
+        fitted[index] = (*row[:at], series, *row[at + 1 :])
+    return Prepared(upsert, fitted, replaced)
 
 
 def prepare_decisions(dialect: Dialect, rows: Sequence[SamplingDecision]) -> Prepared:
@@ -224,13 +285,17 @@ def add_tallies(connection: Connection, unsampled: dict[str, int], now: datetime
     )
 
 
-_SCORE_FIT = ColumnFit(SCORES, produced_here=("id", "trace_id", "span_id", "status", "run_kind"))
-"""Score columns made storable; the others hold values tracescore makes itself."""
+_SCORE_FIT = ColumnFit(SCORE_ROWS, produced_here=("id", "trace_id", "span_id"))
+"""Score columns made storable; the others hold values tracescore makes itself (the names are
+the series')."""
+_SERIES_AT = list(SCORE_ROWS.c.keys()).index("series_id")
 
 
 def upsert_scores(connection: Connection, rows: Sequence[StoredScore]) -> int:
     """Upsert score rows, made storable first; returns how many text values were replaced."""
-    prepared = prepare_scores(connection.dialect, rows)
+    names = [names_of(row) for row in rows]
+    ids = in_transaction(connection, set(names))
+    prepared = _prepared(connection.dialect, rows, names, ids)
     prepared.write(connection)
     return prepared.replaced
 
@@ -316,7 +381,7 @@ def recent_scores(
         .order_by(table.c.created_at.desc(), table.c.id)
         .limit(limit)
     )
-    return [cast(RecentScore, dict(row._mapping)) for row in connection.execute(query)]
+    return cast(list[RecentScore], plain_rows(connection.execute(query)))
 
 
 # --- conversations/reads: the scores a conversation's page shows ---------------------------
@@ -337,8 +402,12 @@ def _score_columns(with_steps: bool) -> list[Any]:
     return list(SCORES.c) if with_steps else LISTED_COLUMNS
 
 
-def _record(row: Any) -> ScoreRecord:
-    return cast(ScoreRecord, dict(row._mapping))
+def plain_rows(result: Result[Any]) -> list[dict[str, Any]]:
+    """A result's rows as dicts keyed by plain ``str`` names: :data:`SCORES`' column names are
+    SQLAlchemy's label strings, a ``str`` subclass that JSON encoders take the slow path for
+    (a page of 100 scores cost 10 ms more to send than to read)."""
+    names = [str(name) for name in result.keys()]  # noqa: SIM118 (a Result, not a dict)
+    return [dict(zip(names, row, strict=True)) for row in result]
 
 
 def conversation_scores(
@@ -349,18 +418,20 @@ def conversation_scores(
     if not conversation_ids:
         return {}
     found: dict[str, list[ScoreRecord]] = {}
-    rows = connection.execute(
-        select(*_score_columns(with_steps))
-        .where(SCORES.c.conversation_id.in_(list(conversation_ids)))
-        .order_by(
-            SCORES.c.conversation_turns.desc().nulls_last(),
-            SCORES.c.created_at.desc(),
-            SCORES.c.binding,
-            SCORES.c.scorer_version,
+    rows = plain_rows(
+        connection.execute(
+            select(*_score_columns(with_steps))
+            .where(SCORES.c.conversation_id.in_(list(conversation_ids)))
+            .order_by(
+                SCORES.c.conversation_turns.desc().nulls_last(),
+                SCORES.c.created_at.desc(),
+                SCORES.c.binding,
+                SCORES.c.scorer_version,
+            )
         )
     )
     for row in rows:
-        found.setdefault(row.conversation_id, []).append(_record(row))
+        found.setdefault(row["conversation_id"], []).append(cast(ScoreRecord, row))
     return found
 
 
@@ -371,13 +442,15 @@ def run_scores(
     if not trace_ids:
         return {}
     found: dict[str, list[ScoreRecord]] = {}
-    rows = connection.execute(
-        select(*_score_columns(with_steps))
-        .where(SCORES.c.trace_id.in_(list(trace_ids)), SCORES.c.conversation_id.is_(None))
-        .order_by(SCORES.c.binding, SCORES.c.span_id)
+    rows = plain_rows(
+        connection.execute(
+            select(*_score_columns(with_steps))
+            .where(SCORES.c.trace_id.in_(list(trace_ids)), SCORES.c.conversation_id.is_(None))
+            .order_by(SCORES.c.binding, SCORES.c.span_id)
+        )
     )
     for row in rows:
-        found.setdefault(row.trace_id, []).append(_record(row))
+        found.setdefault(row["trace_id"], []).append(cast(ScoreRecord, row))
     return found
 
 
@@ -451,6 +524,6 @@ def paid_steps(connection: Connection, scorer_id: str, limit: int) -> list[dict[
 
 # --- retention/prune ---------------------------------------------------------------------------
 
-SCORES_BY_AGE = AgedRows(SCORES, ("id",), "created_at")
+SCORES_BY_AGE = AgedRows(SCORE_ROWS, ("id",), "created_at")
 DECISIONS_BY_AGE = AgedRows(_DECISIONS, ("id",), "created_at")
 TALLIES_BY_AGE = AgedRows(_TALLIES, ("binding", "minute"), "minute")

@@ -30,6 +30,7 @@ from sqlalchemy import JSON, String, Table
 
 from tracescore.store import codec
 from tracescore.store.column_types import PackedJSON
+from tracescore.store.packed_text import PackedText
 
 REPLACEMENT = "\ufffd"
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -117,6 +118,8 @@ class ColumnFit:
                 self.documents.append(column.name)
             elif isinstance(kind, String):  # Text too
                 self.texts.append((column.name, kind.length))
+            elif isinstance(column.type, PackedText):
+                self.texts.append((column.name, None))
 
     def row(self, row: Mapping[str, Any], guard: TextGuard) -> dict[str, Any]:
         """A copy of ``row`` that both databases accept."""

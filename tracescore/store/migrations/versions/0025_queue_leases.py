@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0025_queue_leases"
-down_revision = "0023_compact_spans_traces"
+down_revision = "0024_score_series"
 branch_labels = None
 depends_on = None
 
