@@ -5,9 +5,8 @@ Brings an empty database to the revision before (``0018_compact_storage``), fill
 score rows as that revision's release wrote them (the default code scorers' rows of the
 capacity benchmark's agent trace under distinct ids, a trace's worth at a time: hex ids as text,
 times as datetimes, the recompute marker for code scores and ``consistency``'s whole steps),
-then times the upgrade to ``0023_compact_spans_traces`` and from there to the head (0024, and 0025, which
-leaves scores alone), and
-prints the scores table's size before and after (SQLite
+then times the upgrade to ``0023_compact_spans_traces`` and from there to the head (0024, and
+0025, which leaves scores alone), and prints the scores table's size before and after (SQLite
 after a ``VACUUM``, which gives the freed pages back; PostgreSQL's ``pg_total_relation_size`` of
 the scores table after ``VACUUM FULL``).
 
