@@ -8,7 +8,7 @@ client): the overview with its aggregates computed (cold) and from the shared ca
 a filtered overview, the overview split by agent, the alerts page and the live poll; then one
 agent trace of the capacity benchmark with its spans and the default bindings' scores, stored as
 the scoring worker stores them, and the times of its trace page, of ``/api/v1/scores`` (a page
-of 100) and of its scores with their steps (``?trace_id=…&steps=true``).
+of 100, whole and filtered) and of its scores with their steps (``?trace_id=…&steps=true``).
 
     python benchmarks/dashboard.py                        # SQLite, 100,000 scores
     python benchmarks/dashboard.py --db postgresql://postgres@127.0.0.1/bench
@@ -79,6 +79,16 @@ def scored_trace(store: SpanStore) -> str:
     return trace_id
 
 
+FILTERED_API = {
+    "one agent": "agent=agent-3",
+    "one binding": "binding=tone",
+    "errors only (3 %)": "status=error",
+    "one scorer and agent": "scorer=tone&agent=agent-3",
+}
+"""Filters of ``/api/v1/scores`` timed beside the unfiltered page: each narrows the rows read
+through another index (names, status), and a page of a rare status reads furthest back."""
+
+
 def timed(client: TestClient, path: str, repeat: int) -> list[float]:
     found = []
     for _ in range(repeat):
@@ -118,6 +128,10 @@ def main() -> None:
         live = timed(client, "/ui/live", 20)
         trace_page = timed(client, f"/ui/traces/{trace_id}", 10)
         api = timed(client, "/api/v1/scores?limit=100", 10)
+        filtered_api = {
+            name: timed(client, f"/api/v1/scores?limit=100&{query}", 10)
+            for name, query in FILTERED_API.items()
+        }
         steps = timed(client, f"/api/v1/scores?trace_id={trace_id}&steps=true", 10)
         print(f"overview (24 h, 96 points per chart), cold: {cold * 1000:,.0f} ms")
         print(f"overview, aggregates cached: median {statistics.median(warm) * 1000:,.0f} ms")
@@ -134,6 +148,10 @@ def main() -> None:
             f"trace page (4 spans, 5 code scores): median {statistics.median(trace_page) * 1000:,.1f} ms"
         )
         print(f"/api/v1/scores, 100 rows: median {statistics.median(api) * 1000:,.1f} ms")
+        for name, times in filtered_api.items():
+            print(
+                f"/api/v1/scores, 100 rows, {name}: median {statistics.median(times) * 1000:,.1f} ms"
+            )
         print(
             "/api/v1/scores?trace_id=…&steps=true (5 code scores): "
             f"median {statistics.median(steps) * 1000:,.1f} ms"

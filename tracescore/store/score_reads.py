@@ -29,7 +29,6 @@ from sqlalchemy import (
     func,
     or_,
     select,
-    union_all,
 )
 from sqlalchemy.engine import Connection
 
@@ -38,6 +37,7 @@ from tracescore.store.alerts import ALERT_EVENTS
 from tracescore.store.score_series import SERIES
 from tracescore.store.scores import (
     LISTED_COLUMNS,
+    NAMED,
     SCORE_ROWS,
     SCORES,
     ListedScore,
@@ -121,11 +121,6 @@ _SERIES_FILTERS = {
     "model": "model",
     "status": "status",
 }
-MERGED_SERIES = 32
-"""Up to this many series a filter keeps, a page of the newest scores is merged from each
-series' own newest (:func:`_newest`); beyond it, one query sorts the matching rows."""
-
-
 # --- the REST API's listing (tracescore.monitor.api) -----------------------------------------
 
 
@@ -169,42 +164,24 @@ def _newest(
 ) -> Select[Any]:
     """The newest ``limit`` rows matching ``where`` (after ``cursor``), newest first.
 
-    A filter on names keeps a few series, and one query over all their rows would sort every
-    matching row of the range before its LIMIT (the index by name and time it once walked is
-    gone). So the page's oldest time is found first, from each series' newest ``limit`` times
-    read from ``(series_id, created_at)`` alone (no row read), and the page is then the rows
-    from that time on: about ``limit`` rows read, as the old index gave. The times are taken
-    strictly before the cursor's, so rows sharing its time are never cut off the page."""
+    A filter on names keeps some series, whose ids are read first from the small table. One
+    series is a range of its ``(series_id, created_at)`` index, read newest first. Several are
+    read by walking ``(created_at, series_id)`` newest first, each entry's id checked in the
+    index before its row is read, until the page is full: from the series index the planner
+    sorted every row of the series in the range for a page of 100. ``+ 0`` keeps the series
+    index out of its reach for that query."""
     if not where.series_conditions():
         return _newest_of(SCORES, where.conditions(), names, limit, cursor)
-    ids = list(
-        connection.scalars(
-            select(SERIES.c.id).where(*where.series_conditions()).limit(MERGED_SERIES + 1)
-        )
-    )
-    if len(ids) > MERGED_SERIES:
-        return _newest_of(SCORES, where.conditions(), names, limit, cursor)
+    ids = list(connection.scalars(select(SERIES.c.id).where(*where.series_conditions())))
     if not ids:
         return select(*(SCORES.c[name] for name in names)).where(false())
     r = SCORE_ROWS.c
-    older = where.conditions(SCORE_ROWS, names=False)
-    if cursor is not None:
-        older.append(r.created_at < time_position(cursor)[0])
-    times = [
-        select(r.created_at)
-        .where(r.series_id == series, *older)
-        .order_by(r.created_at.desc())
-        .limit(limit)
-        .subquery()
-        for series in ids
-    ]
-    merged = union_all(*(select(part) for part in times)).subquery()
-    cutoff = connection.execute(
-        select(merged.c.created_at).order_by(merged.c.created_at.desc()).offset(limit - 1).limit(1),
-        where.params(),
-    ).scalar()
-    since = [] if cutoff is None else [SCORES.c.created_at >= cutoff]
-    return _newest_of(SCORES, [*where.conditions(), *since], names, limit, cursor)
+    rows = select(*(NAMED.selected_columns[name] for name in names)).join_from(
+        SCORE_ROWS, SERIES, r.series_id == SERIES.c.id
+    )
+    series = r.series_id == ids[0] if len(ids) == 1 else (r.series_id + 0).in_(ids)
+    conditions = [series, *where.conditions(SCORE_ROWS, names=False)]
+    return _newest_of(rows, conditions, names, limit, cursor, times=SCORE_ROWS)
 
 
 def _newest_of(

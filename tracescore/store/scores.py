@@ -121,7 +121,8 @@ class ScoreRow(SQLModel, table=True):
     __table_args__ = (
         # Every filter on a name (binding, scorer, agent, status, ...) is a range per series.
         Index("ix_scores_series_created", "series_id", "created_at"),
-        Index("ix_scores_created", "created_at"),
+        # A page of several series walks this newest first, checking ids before reading a row.
+        Index("ix_scores_created", "created_at", "series_id"),
         Index("ix_scores_trace", "trace_id"),
         # Conversation scores only: nearly every score is a run's (NULL here).
         Index(

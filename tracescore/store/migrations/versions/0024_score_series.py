@@ -134,7 +134,7 @@ def _pack(reason: str | None) -> bytes | None:
 
 def _indexes() -> None:
     op.create_index("ix_scores_series_created", "scores", ["series_id", "created_at"])
-    op.create_index("ix_scores_created", "scores", ["created_at"])
+    op.create_index("ix_scores_created", "scores", ["created_at", "series_id"])
     op.create_index("ix_scores_trace", "scores", ["trace_id"])
     op.create_index(
         "ix_scores_conversation",
