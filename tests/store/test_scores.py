@@ -17,6 +17,7 @@ from sqlalchemy import select
 from tests.support.score_rows import stored_score
 from tracescore.pipeline.score_rows import RECOMPUTE
 from tracescore.store import SpanStore, open_store
+from tracescore.store.score_reads import ScoreFilter, list_scores
 from tracescore.store.scores import (
     SCORES,
     SamplingDecision,
@@ -215,3 +216,60 @@ def test_the_reads_of_each_caller(store: SpanStore) -> None:
     assert score_ids_of(store.engine, TRACE, ["error"]) == {
         score_id(TRACE, "3" * 16, "helpful", "1")
     }
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        ScoreFilter(),
+        ScoreFilter(agent="PlannerBot"),  # several series: a walk of the time index
+        ScoreFilter(status="error"),
+        ScoreFilter(binding="tone", agent="WeatherBot", status="ok"),  # one series: its range
+        ScoreFilter(agent="nobody"),
+    ],
+    ids=["all", "one-agent", "errors", "one-series", "none"],
+)
+def test_a_filtered_list_pages_through_exactly_the_matching_rows_newest_first(
+    store: SpanStore, where: ScoreFilter
+) -> None:
+    """Pages of 4 over 60 rows in three agents, two statuses and two bindings, many sharing a
+    moment (the cursor's tie on ``id``): together exactly the rows the filter keeps, each
+    once, newest first, whichever index the list walked."""
+    rows = [
+        _score(
+            span=f"{index:016x}",
+            binding=("tone", "helpful")[index % 2],
+            agent=("WeatherBot", "PlannerBot", "MailBot")[index % 3],
+            status="error" if index % 7 == 0 else "ok",
+            created_at=NOW - timedelta(seconds=index // 3),
+        )
+        for index in range(60)
+    ]
+    _write(store, *rows)
+    expected = sorted(
+        (
+            row
+            for row in rows
+            if all(
+                getattr(where, name) in (None, row[column])  # type: ignore[literal-required]
+                for name, column in (
+                    ("agent", "agent"),
+                    ("status", "status"),
+                    ("binding", "binding"),
+                )
+            )
+        ),
+        key=lambda row: (row["created_at"], row["id"]),
+        reverse=True,
+    )
+
+    listed: list[str] = []
+    cursor = None
+    with store.engine.connect() as connection:
+        while True:
+            page, cursor = list_scores(connection, where, 4, cursor)
+            listed += [row["id"] for row in page]
+            if cursor is None:
+                break
+
+    assert listed == [row["id"] for row in expected]
