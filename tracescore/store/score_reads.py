@@ -93,6 +93,15 @@ class ScoreFilter:
             if getattr(self, name) is not None
         ]
 
+    def row_conditions(self) -> list[ColumnElement[bool]]:
+        """The filter over the score rows themselves (``scores``, no names joined): a count or
+        a newest time then reads only the rows' indexes, where the join looked up every row's
+        series."""
+        found = self.conditions(SCORE_ROWS, names=False)
+        if names := self.series_conditions():
+            found.append(SCORE_ROWS.c.series_id.in_(select(SERIES.c.id).where(*names)))
+        return found
+
     def params(self) -> dict[str, datetime]:
         """Values of the range parameters :meth:`conditions` leaves bound."""
         found = {}
@@ -248,7 +257,7 @@ def lowest_scores(
 
 def count_scores(connection: Connection, where: ScoreFilter) -> int:
     """How many score rows of any status match: what a bucket's runs page is a part of."""
-    statement = select(func.count()).select_from(SCORES).where(*where.conditions())
+    statement = select(func.count()).select_from(SCORE_ROWS).where(*where.row_conditions())
     return int(connection.execute(statement, where.params()).scalar_one())
 
 
@@ -303,14 +312,14 @@ def _scored_since(since: datetime, until: datetime | None = None) -> ColumnEleme
 
 def newest_score_at(connection: Connection, where: ScoreFilter) -> datetime | None:
     """When the newest score row (of any status) matching ``where`` was stored."""
-    statement = select(func.max(SCORES.c.created_at)).where(*where.conditions())
+    statement = select(func.max(SCORE_ROWS.c.created_at)).where(*where.row_conditions())
     newest = connection.execute(statement, where.params()).scalar_one()
     return cast(datetime | None, newest)
 
 
 def trace_version(connection: Connection, trace_id: str) -> str:
     """Changes when a score of one trace is written or rewritten: what its page polls."""
-    c = SCORES.c
+    c = SCORE_ROWS.c
     statement = select(func.max(c.updated_at), func.count()).where(c.trace_id == trace_id)
     newest, count = connection.execute(statement).one()
     return f"{newest.isoformat() if newest is not None else '-'}|{count}"
@@ -324,7 +333,7 @@ def live_version(connection: Connection, now: datetime | None = None) -> str:
     alert event's id (:mod:`tracescore.store.alerts`' table) rides along in the same round trip.
     """
     now = now or datetime.now(UTC)
-    c = SCORES.c
+    c = SCORE_ROWS.c  # the rows alone: their time index answers without a name looked up
     last_event = select(func.max(ALERT_EVENTS.c.id)).scalar_subquery()
     statement = select(func.max(c.created_at), func.count(), last_event).where(
         c.created_at >= now - LATE_WRITES
@@ -340,7 +349,7 @@ def oldest_score(connection: Connection, since: datetime) -> tuple[datetime | No
     Two index lookups on ``created_at`` (MIN over a range and one row before it): what the
     default time range is chosen from on every overview without ``?window=``.
     """
-    c = SCORES.c
+    c = SCORE_ROWS.c
     oldest = connection.execute(
         select(func.min(c.created_at)).where(c.created_at >= since)
     ).scalar_one()
