@@ -15,9 +15,7 @@ from typing import Any
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sqlalchemy import create_engine, select
-from sqlmodel import col
 
-from tests.support.score_rows import ScoreView
 from tests.support.server_process import start_server, wait_for
 from tracescore.extract.conversation import Conversation
 from tracescore.extract.model import AgentRun
@@ -26,6 +24,7 @@ from tracescore.offline.demo import AGENTS, DemoSender
 from tracescore.offline.demo_chat import CHAT_AGENT, CHAT_SERVICE, TURNS_PER_CONVERSATION
 from tracescore.offline.inputs import read_runs
 from tracescore.scorers import registry
+from tracescore.store.scores import SCORES
 
 
 def demo_runs(
@@ -167,7 +166,7 @@ def _wait_for_rows(db_url: str, binding: str, count: int, timeout: float) -> lis
 
     def enough() -> bool:
         with engine.connect() as connection:
-            query = select(ScoreView).where(col(ScoreView.binding) == binding)
+            query = select(SCORES).where(SCORES.c.binding == binding)
             rows[:] = [dict(r._mapping) for r in connection.execute(query)]
         return len(rows) >= count
 

@@ -99,7 +99,8 @@ def _state(server: ServerProcess, trace_id: str) -> str | None:
 def _scores(server: ServerProcess, trace_id: str, binding: str = "judged") -> list[Any]:
     return _rows(
         server,
-        "SELECT status, score, error, steps FROM scores WHERE trace_id = :t AND binding = :b",
+        "SELECT status, score, error, steps FROM scores JOIN score_series ON score_series.id = scores.series_id"
+        " WHERE trace_id = :t AND binding = :b",
         t=bytes.fromhex(trace_id),
         b=binding,
     )

@@ -304,7 +304,8 @@ def test_two_big_traces_do_not_stall_the_small_ones_on_a_running_service(
         with engine.connect() as connection:
             rows = connection.execute(
                 text(
-                    "SELECT trace_id, binding, status, steps FROM scores WHERE trace_id IN (:a, :b)"
+                    "SELECT trace_id, binding, status, steps FROM scores JOIN score_series ON score_series.id = scores.series_id"
+                    " WHERE trace_id IN (:a, :b)"
                 ),
                 {"a": bytes.fromhex(big[0].trace_id), "b": bytes.fromhex(big[1].trace_id)},
             ).all()

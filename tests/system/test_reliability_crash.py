@@ -148,7 +148,9 @@ def test_kill_9_under_load_loses_no_acknowledged_span_and_stores_each_score_once
                 scores = [
                     (bytes(t).hex(), bytes(s).hex(), binding, status)
                     for t, s, binding, status in connection.execute(
-                        text("SELECT trace_id, span_id, binding, status FROM scores")
+                        text(
+                            "SELECT trace_id, span_id, binding, status FROM scores JOIN score_series ON score_series.id = scores.series_id"
+                        )
                     )
                 ]
         finally:

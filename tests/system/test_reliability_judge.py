@@ -103,7 +103,11 @@ def test_every_run_ends_ok_or_error_with_a_reason_and_ingest_keeps_up(
             with engine.connect() as connection:
                 rows = {
                     bytes(r.trace_id).hex(): r  # stored as bytes
-                    for r in connection.execute(text("SELECT trace_id, status, error FROM scores"))
+                    for r in connection.execute(
+                        text(
+                            "SELECT trace_id, status, error FROM scores JOIN score_series ON score_series.id = scores.series_id"
+                        )
+                    )
                 }
                 states = dict(
                     connection.execute(

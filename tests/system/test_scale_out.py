@@ -167,7 +167,9 @@ def test_every_trace_scored_once_across_processes_and_a_crash(
             scores = [
                 (bytes(t).hex(), bytes(s).hex(), binding, status)
                 for t, s, binding, status in connection.execute(
-                    text("SELECT trace_id, span_id, binding, status FROM scores")
+                    text(
+                        "SELECT trace_id, span_id, binding, status FROM scores JOIN score_series ON score_series.id = scores.series_id"
+                    )
                 )
             ]
             states = Counter(connection.execute(text("SELECT state FROM traces")).scalars())
