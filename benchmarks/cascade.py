@@ -162,7 +162,10 @@ def _rows(db_url: str) -> list[Any]:
         with store.engine.connect() as connection:
             return list(
                 connection.execute(
-                    text("SELECT trace_id, binding, status, score, label, steps FROM scores")
+                    text(
+                        "SELECT trace_id, binding, status, score, label, steps FROM scores"
+                        " JOIN score_series ON score_series.id = scores.series_id"
+                    )
                 )
             )
     finally:
