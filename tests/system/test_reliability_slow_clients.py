@@ -54,8 +54,13 @@ def status_line(sock: socket.socket, timeout: float) -> str:
     connection (a timeout here means it kept the connection of an unfinished body open)."""
     sock.settimeout(timeout)
     data = b""
-    while chunk := sock.recv(4096):
-        data += chunk
+    try:
+        while chunk := sock.recv(4096):
+            data += chunk
+    except ConnectionResetError:
+        # The server closed with some of the cut body still unread in its socket, so its
+        # kernel reset the connection after the answer: what arrived before is the answer.
+        pass
     return data.split(b"\r\n", 1)[0].decode()
 
 
