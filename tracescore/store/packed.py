@@ -24,24 +24,20 @@ Compressors and decompressors are per thread (zstandard's are not safe to share)
 
 from __future__ import annotations
 
-import threading
-
 import zstandard
+
+from tracescore.store.zstd_dictionary import MAGICLESS, DictionaryCoders, raw_dictionary
 
 _RAW, _ZSTD_1, _ZSTD_1_BARE = 0, 1, 2
 _RAW_TAG, _ZSTD_1_BARE_TAG = bytes([_RAW]), bytes([_ZSTD_1_BARE])
-_BARE = zstandard.FORMAT_ZSTD1_MAGICLESS
 
 _SMALL = 48
 """JSON text shorter than this is kept as it is: a frame's header and the tag would eat the
 little compression could save."""
 
-_LEVEL = 3
-"""zstandard's default level: level 19 saved 10 % more bytes at several times the CPU."""
-
 _TUNED_FOR = 16_384
-"""The document size the compressor's parameters are derived for (at :data:`_LEVEL`): a window
-that spans the whole dictionary, which an attribute map of any size then matches against."""
+"""The document size the compressor's parameters are derived for: a window that spans the whole
+dictionary, which an attribute map of any size then matches against."""
 
 _FRAGMENTS = (
     # Keys of the OpenTelemetry GenAI semantic conventions, most used last (zstandard finds
@@ -103,31 +99,10 @@ _FRAGMENTS = (
     '\\"text\\", \\"content\\": \\"',
     '"gen_ai.operation.name":"chat","gen_ai.request.model":"',
 )
-_DICTIONARY_1 = zstandard.ZstdCompressionDict(
-    "".join(_FRAGMENTS).encode(), dict_type=zstandard.DICT_TYPE_RAWCONTENT
-)
+_DICTIONARY_1 = raw_dictionary(_FRAGMENTS)
 
 
-class _Coders(threading.local):
-    def __init__(self) -> None:
-        parameters = zstandard.ZstdCompressionParameters.from_level(
-            _LEVEL,
-            source_size=_TUNED_FOR,
-            format=_BARE,
-            write_checksum=0,
-            write_dict_id=0,
-            write_content_size=1,
-        )
-        self.compress = zstandard.ZstdCompressor(
-            compression_params=parameters, dict_data=_DICTIONARY_1
-        ).compress
-        self.decompress = zstandard.ZstdDecompressor(dict_data=_DICTIONARY_1).decompress
-        self.decompress_bare = zstandard.ZstdDecompressor(
-            dict_data=_DICTIONARY_1, format=_BARE
-        ).decompress
-
-
-_CODERS = _Coders()
+_CODERS = DictionaryCoders(_DICTIONARY_1, _TUNED_FOR)
 
 
 def pack(text: str) -> bytes:
@@ -147,9 +122,9 @@ def unpack(stored: bytes) -> bytes:
     if tag == _RAW:
         return stored[1:]
     if tag == _ZSTD_1_BARE:
-        return _CODERS.decompress_bare(stored[1:])
-    if tag == _ZSTD_1:
         return _CODERS.decompress(stored[1:])
+    if tag == _ZSTD_1:
+        return _CODERS.decompress_framed(stored[1:])
     raise ValueError(f"unknown packed attributes format {tag}")
 
 
@@ -157,7 +132,7 @@ def unpacked_size(stored: bytes) -> int:
     """Bytes of the JSON text a :func:`pack` result holds, without decompressing it (what a
     trace read's limit counts, :mod:`tracescore.store.trace_cut`)."""
     if stored[0] == _ZSTD_1_BARE:
-        return int(zstandard.get_frame_parameters(stored[1:], format=_BARE).content_size)
+        return int(zstandard.get_frame_parameters(stored[1:], format=MAGICLESS).content_size)
     if stored[0] == _ZSTD_1:
         return int(zstandard.frame_content_size(stored[1:]))
     return len(stored) - 1

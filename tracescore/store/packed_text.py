@@ -19,15 +19,14 @@ A stored value is one tag byte then its body:
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
-import zstandard
 from sqlalchemy import ColumnElement, LargeBinary, func, literal
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
 from tracescore.outcomes import FAILED_RUN_REASON
+from tracescore.store.zstd_dictionary import DictionaryCoders, raw_dictionary
 
 _RAW, _ZSTD_1 = 0, 1
 _RAW_TAG, _ZSTD_1_TAG = bytes([_RAW]), bytes([_ZSTD_1])
@@ -67,32 +66,10 @@ _FRAGMENTS = (
 )
 """The code scorers' fixed words, the most common last (zstandard reaches the end of a
 dictionary at the lowest cost)."""
-_DICTIONARY_1 = zstandard.ZstdCompressionDict(
-    "".join(_FRAGMENTS).encode(), dict_type=zstandard.DICT_TYPE_RAWCONTENT
-)
+_DICTIONARY_1 = raw_dictionary(_FRAGMENTS)
 
 
-class _Coders(threading.local):
-    """zstandard's compressors are not safe to share between threads: one per thread."""
-
-    def __init__(self) -> None:
-        parameters = zstandard.ZstdCompressionParameters.from_level(
-            3,
-            source_size=1024,
-            format=zstandard.FORMAT_ZSTD1_MAGICLESS,
-            write_checksum=0,
-            write_dict_id=0,
-            write_content_size=1,
-        )
-        self.compress = zstandard.ZstdCompressor(
-            compression_params=parameters, dict_data=_DICTIONARY_1
-        ).compress
-        self.decompress = zstandard.ZstdDecompressor(
-            dict_data=_DICTIONARY_1, format=zstandard.FORMAT_ZSTD1_MAGICLESS
-        ).decompress
-
-
-_CODERS = _Coders()
+_CODERS = DictionaryCoders(_DICTIONARY_1, source_size=1024)
 
 
 def pack_text(text: str) -> bytes:
