@@ -12,7 +12,6 @@ import uuid
 from types import SimpleNamespace
 from typing import Any, Literal
 
-import litellm
 import pytest
 from pydantic import BaseModel
 from sqlalchemy import insert
@@ -91,6 +90,10 @@ def words(text: str) -> int:
 
 
 def tokens(text: str) -> int:
+    # Imported here: at module level every pytest process imported litellm (~2 s of CPU) while
+    # collecting, though one process runs these tests.
+    import litellm
+
     return litellm.token_counter(model=MODEL, text=text)
 
 
