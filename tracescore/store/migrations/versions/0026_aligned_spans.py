@@ -70,6 +70,7 @@ def upgrade() -> None:
     bind.exec_driver_sql(
         "ALTER TABLE spans ADD CONSTRAINT spans_pkey PRIMARY KEY (trace_id, span_id)"
     )
+    bind.exec_driver_sql("ANALYZE spans")  # the planner's statistics went with the old table
     bind.exec_driver_sql("DROP INDEX ix_traces_state_end")
     bind.exec_driver_sql(
         "CREATE INDEX ix_traces_state_end ON traces (state, end_time_ns) "
