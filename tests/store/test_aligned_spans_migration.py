@@ -1,7 +1,7 @@
 """Revision ``0026_aligned_spans`` on rows of the revision before it, on SQLite and PostgreSQL:
 spans written before it read back the same through the store and the schema equals the models;
-on PostgreSQL the span columns are in aligned order with a 2-byte kind and status code,
-``ix_traces_state_end`` holds settled traces only, and the reads that need it (retention by
+on PostgreSQL the span columns are in aligned order with a 2-byte kind and status code, a
+trace's counters are 4-byte, ``ix_traces_state_end`` holds settled traces only, and the reads that need it (retention by
 state, the backlog counts) still find their traces."""
 
 from __future__ import annotations
@@ -108,6 +108,14 @@ def test_postgresql_spans_are_aligned_and_the_end_index_holds_settled_traces(
                 "ORDER BY ordinal_position"
             )
         ).all()
+        counters = connection.execute(
+            text(
+                "SELECT column_name, data_type FROM information_schema.columns "
+                "WHERE table_name = 'traces' AND table_schema = current_schema() "
+                "AND column_name IN ('span_count', 'log_count', 'generation', "
+                "'claimed_generation', 'scored_generation')"
+            )
+        ).all()
         condition = connection.execute(
             text(
                 "SELECT pg_get_expr(indpred, indrelid) FROM pg_index "
@@ -128,6 +136,13 @@ def test_postgresql_spans_are_aligned_and_the_end_index_holds_settled_traces(
         "status_code",
     ]
     assert dict(columns)["kind"] == dict(columns)["status_code"] == "smallint"
+    assert dict(counters) == {
+        "span_count": "integer",
+        "log_count": "integer",
+        "generation": "integer",
+        "claimed_generation": "integer",
+        "scored_generation": "integer",
+    }
     assert "scored" in condition and "pending" not in condition
     assert count_in_states(engine, [TraceState.PENDING, TraceState.SCORED]) == {"scored": 1}
     by_end = (

@@ -41,6 +41,13 @@ def _id(*, primary_key: bool = False, nullable: bool = False) -> Column[str]:
     return Column(HexId(), primary_key=primary_key, nullable=nullable and not primary_key)
 
 
+def _counter(nullable: bool = False) -> Column[int]:
+    """A trace's count or write generation: 4 bytes on PostgreSQL, where each of the row's
+    versions (four as it goes through the queue) carried five 8-byte ones; on SQLite an integer
+    takes the bytes its value needs whatever its declared type, which stays as it was."""
+    return Column(BigInteger().with_variant(Integer(), "postgresql"), nullable=nullable)
+
+
 def _small() -> Column[int]:
     """A small enumerated value (a span's kind, its status code): 2 bytes on PostgreSQL, an
     ``INTEGER`` on SQLite as every integer column there."""
@@ -258,9 +265,9 @@ class TraceRow(SQLModel, table=True):
     service_name: str = Field(sa_type=Text)
     root_name: str = Field(sa_type=Text)
     has_root: bool
-    span_count: int = Field(sa_column=_ns())
-    log_count: int = Field(sa_column=_ns())
-    generation: int = Field(sa_column=_ns())
+    span_count: int = Field(sa_column=_counter())
+    log_count: int = Field(sa_column=_counter())
+    generation: int = Field(sa_column=_counter())
     start_time_ns: int | None = Field(default=None, sa_column=_ns(nullable=True))
     end_time_ns: int | None = Field(default=None, sa_column=_ns(nullable=True))
     first_seen: float
@@ -268,8 +275,8 @@ class TraceRow(SQLModel, table=True):
     pending_since: float
     """When the trace last became pending (first span, or a late span after scoring)."""
     state: str = Field(max_length=16)
-    claimed_generation: int | None = Field(default=None, sa_column=_ns(nullable=True))
-    scored_generation: int | None = Field(default=None, sa_column=_ns(nullable=True))
+    claimed_generation: int | None = Field(default=None, sa_column=_counter(nullable=True))
+    scored_generation: int | None = Field(default=None, sa_column=_counter(nullable=True))
     attempts: int = 0
     last_error: str | None = Field(default=None, sa_type=Text)
 

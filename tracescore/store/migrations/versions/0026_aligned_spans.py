@@ -1,11 +1,15 @@
-"""PostgreSQL's span rows without padding, and its ``ix_traces_state_end`` of settled traces
-only (#49).
+"""PostgreSQL's span rows without padding, its trace rows with 4-byte counters, and its
+``ix_traces_state_end`` of settled traces only (#49).
 
 PostgreSQL aligns each fixed-width value of a row to its size: declared after the ids and the
 name, a span's kind, times and flags padded it by about 9 bytes. The table is copied into the
 models' order (8-byte integers, 4-byte, 2-byte, then the variable-width columns), its kind and
 status code as ``smallint``; the old table is dropped, the copy renamed and its primary key
 made on it (compact, as any index built on rows already there).
+
+A trace's span and log counts and its write generations (the current one, the claimed and the
+scored) become 4-byte integers (``ALTER COLUMN … TYPE integer``, one rewrite of the table and
+its indexes): 16 bytes less in each of the four versions a trace's row is written in.
 
 ``ix_traces_state_end`` held an entry of every version of every trace: four per trace as it
 went pending, ready, claimed and scored, none of them removable before the queue vacuum came
@@ -58,6 +62,9 @@ _COLUMNS = (
     "span_id, parent_span_id, name, status_message, trace_state, attributes, events, links"
 )
 
+_COUNTERS = ("span_count", "log_count", "generation", "claimed_generation", "scored_generation")
+"""The ``traces`` columns that become 4-byte integers."""
+
 
 def upgrade() -> None:
     bind = op.get_bind()
@@ -71,6 +78,10 @@ def upgrade() -> None:
         "ALTER TABLE spans ADD CONSTRAINT spans_pkey PRIMARY KEY (trace_id, span_id)"
     )
     bind.exec_driver_sql("ANALYZE spans")  # the planner's statistics went with the old table
+    bind.exec_driver_sql(
+        "ALTER TABLE traces "
+        + ", ".join(f"ALTER COLUMN {column} TYPE integer" for column in _COUNTERS)
+    )
     bind.exec_driver_sql("DROP INDEX ix_traces_state_end")
     bind.exec_driver_sql(
         "CREATE INDEX ix_traces_state_end ON traces (state, end_time_ns) "
