@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Connection, Row, TextClause, bindparam, text
+from sqlalchemy import ColumnElement, Connection, Row, TextClause, bindparam, literal, text
 from sqlalchemy.sql.selectable import TextualSelect
 from sqlalchemy.types import TypeEngine
 
@@ -39,6 +39,14 @@ class TraceState(StrEnum):
     """Retention removed the trace's spans: records arriving for it later (an exporter's retry,
     a straggler) are stored but never requeue it, which would score a fragment of the trace
     over its kept scores."""
+
+
+def state_is(column: ColumnElement[str], state: str) -> ColumnElement[bool]:
+    """``column = state``, the state written into the SQL rather than bound: an index holding
+    some states only (``WHERE state = 'pending'``, ``WHERE state IN (...)``) serves a query only
+    where its condition can be proven from the statement's text, by SQLite and by a
+    PostgreSQL plan made for any value of the parameters alike."""
+    return column == literal(TraceState(state).value, literal_execute=True)
 
 
 @dataclass(frozen=True, slots=True)

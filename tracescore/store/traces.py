@@ -19,7 +19,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from tracescore.spans import EVALUATION_EVENT
 from tracescore.store import codec
 from tracescore.store.aging import still_in
-from tracescore.store.leased_queue import TraceState
+from tracescore.store.leased_queue import TraceState, state_is
 from tracescore.store.table_of import table_of
 from tracescore.store.tables import LogRow, SpanRow, TraceRow
 
@@ -154,7 +154,7 @@ def prune_settled_traces(
     index entry for each batch)."""
     found = conn.execute(
         select(TRACES.c.trace_id, TRACES.c.span_count)
-        .where(TRACES.c.state == state, TRACES.c.end_time_ns < before_ns)
+        .where(state_is(TRACES.c.state, state), TRACES.c.end_time_ns < before_ns)
         .order_by(TRACES.c.end_time_ns)
         .limit(limit)
     ).all()
@@ -185,7 +185,7 @@ def prune_tombstones(
         conn.execute(
             select(TRACES.c.trace_id)
             .where(
-                TRACES.c.state == TraceState.PRUNED,
+                state_is(TRACES.c.state, TraceState.PRUNED),
                 TRACES.c.end_time_ns < ended_before_ns,
                 TRACES.c.last_seen < seen_before,
             )
