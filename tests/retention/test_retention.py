@@ -497,26 +497,15 @@ def _aged(trace: AgentTrace, seconds: float) -> AgentTrace:
 
 
 def _send(base_url: str, traces: list[AgentTrace]) -> None:
+    """Each trace's logs and spans, on one client (``httpx.post`` builds one, with its SSL
+    context, per call: ~25 ms of CPU each, 72 times here)."""
     headers = {"Content-Type": "application/x-protobuf"}
-    for trace in traces:
-        assert (
-            httpx.post(
-                f"{base_url}/v1/logs",
-                content=export_logs_request(trace.logs),
-                headers=headers,
-                timeout=30,
-            ).status_code
-            == 200
-        )
-        assert (
-            httpx.post(
-                f"{base_url}/v1/traces",
-                content=export_request(trace.spans),
-                headers=headers,
-                timeout=30,
-            ).status_code
-            == 200
-        )
+    with httpx.Client(base_url=base_url, headers=headers, timeout=30) as client:
+        for trace in traces:
+            logs = client.post("/v1/logs", content=export_logs_request(trace.logs))
+            assert logs.status_code == 200
+            spans = client.post("/v1/traces", content=export_request(trace.spans))
+            assert spans.status_code == 200
 
 
 def test_a_running_service_prunes_while_spans_arrive(db_url: str, tmp_path: Path) -> None:
@@ -543,13 +532,12 @@ def test_a_running_service_prunes_while_spans_arrive(db_url: str, tmp_path: Path
             ):
                 break
             time.sleep(0.3)
-        exposition = httpx.get(f"{server.base_url}/metrics", timeout=10).text
-        gone = httpx.get(f"{server.base_url}/api/traces/{old[0].trace_id}", timeout=10)
-        runs_gone = httpx.get(f"{server.base_url}/api/traces/{old[0].trace_id}/runs", timeout=10)
-        kept = httpx.get(
-            f"{server.base_url}/api/scores", params={"trace_id": old[0].trace_id}, timeout=10
-        )
-        live = httpx.get(f"{server.base_url}/api/traces/{fresh[0].trace_id}", timeout=10)
+        with httpx.Client(base_url=server.base_url, timeout=10) as client:
+            exposition = client.get("/metrics").text
+            gone = client.get(f"/api/traces/{old[0].trace_id}")
+            runs_gone = client.get(f"/api/traces/{old[0].trace_id}/runs")
+            kept = client.get("/api/scores", params={"trace_id": old[0].trace_id})
+            live = client.get(f"/api/traces/{fresh[0].trace_id}")
 
     # A pruned trace's page says what became of it and where its scores are.
     assert gone.status_code == 410 and "removed by retention" in gone.json()["detail"]

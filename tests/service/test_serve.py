@@ -66,13 +66,14 @@ def test_default_store_is_tracescore_db_in_the_working_directory(tmp_path: Path)
     )
     try:
         deadline = time.monotonic() + 30
-        while True:
-            try:
-                health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).json()
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline and process.poll() is None
-                time.sleep(0.05)
+        with httpx.Client(timeout=1) as client:
+            while True:
+                try:
+                    health = client.get(f"http://127.0.0.1:{port}/healthz").json()
+                    break
+                except httpx.TransportError:
+                    assert time.monotonic() < deadline and process.poll() is None
+                    time.sleep(0.05)
         assert health["database"] == "sqlite"
         assert (tmp_path / "tracescore.db").exists()
     finally:
@@ -116,17 +117,20 @@ def _wait_for_state(
     server: ServerProcess, trace_id: str, states: tuple[str, ...], timeout: float = 10
 ) -> dict:
     last = [""]
+    # A read's own timeout is generous: the first one on a loaded two-core machine, with the
+    # service's processes still starting, took over 5 s (the state is what is tested). One
+    # client for every look: ``httpx.get`` builds one, SSL context included, ~25 ms of CPU.
+    with httpx.Client(base_url=server.base_url, timeout=60) as client:
 
-    def in_state() -> dict | None:
-        # A read's own timeout is generous: the first one on a loaded two-core machine, with
-        # the service's processes still starting, took over 5 s (the state is what is tested).
-        response = httpx.get(f"{server.base_url}/api/traces/{trace_id}", timeout=60)
-        last[0] = response.text[:500]
-        if response.status_code == 200 and response.json()["summary"]["state"] in states:
-            return dict(response.json())
-        return None
+        def in_state() -> dict | None:
+            response = client.get(f"/api/traces/{trace_id}")
+            last[0] = response.text[:500]
+            if response.status_code == 200 and response.json()["summary"]["state"] in states:
+                return dict(response.json())
+            return None
 
-    return dict(wait_for(in_state, timeout, lambda: f"{trace_id} {states} ({last[0]})", every=0.05))
+        found = wait_for(in_state, timeout, lambda: f"{trace_id} {states} ({last[0]})", every=0.05)
+    return dict(found)
 
 
 def test_kill_9_mid_stream_loses_no_acknowledged_span_and_assembly_resumes(tmp_path: Path) -> None:
@@ -246,14 +250,15 @@ def test_service_runs_extra_routers_and_background_tasks(tmp_path: Path) -> None
     thread.start()
     base = f"http://127.0.0.1:{config.server.http_port}"
     deadline = time.monotonic() + 20
-    while True:
-        try:
-            if httpx.get(f"{base}/extra", timeout=1).json()["ticks"] > 2:
-                break
-        except httpx.TransportError:
-            pass
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    with httpx.Client(timeout=1) as client:
+        while True:
+            try:
+                if client.get(f"{base}/extra").json()["ticks"] > 2:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
     service.stop()
     thread.join(15)
     assert not thread.is_alive() and cancelled.is_set()

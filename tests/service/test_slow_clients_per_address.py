@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 
 from tests.support.agent_otlp import agent_trace, export_request
-from tests.support.server_process import start_server
+from tests.support.server_process import start_server, wait_for
 from tests.support.stallers import PROTOBUF, Stallers
 
 STALLERS = 300
@@ -27,7 +27,9 @@ def test_stallers_from_one_address_leave_other_clients_exporting(tmp_path: Path)
         stallers = Stallers(server.http_port, ATTACKER, STALLERS)
         stallers.start()
         try:
-            time.sleep(3)  # every staller has been answered or is held by now
+            # Held stallers are cut after the pressed grace (1.5 s) and reopened at once: the
+            # exports below span three such rounds.
+            wait_for(lambda: stallers.cut > 0, 30, "a held staller cut", every=0.05)
             rng = random.Random(4)
             statuses = []
             with httpx.Client(base_url=server.base_url, timeout=30) as client:
@@ -38,7 +40,7 @@ def test_stallers_from_one_address_leave_other_clients_exporting(tmp_path: Path)
                         headers={"Content-Type": PROTOBUF},
                     )
                     statuses.append(response.status_code)
-                    time.sleep(0.5)
+                    time.sleep(0.25)
         finally:
             stallers.stop()
         assert statuses == [200] * 20, statuses

@@ -111,16 +111,16 @@ def _reader(url: str, trace_id: str, path: str) -> Callable[[], tuple[Any, str |
     summary = store.trace_summary(trace_id)
     assert summary is not None, "the trace is stored"
     reads = TraceReads(config, store)
-    bindings = compile_bindings(config.scorers, {}, None)
-    worker = ScoringWorker(store, Scoring(bindings, WorkersConfig(processes=0)), 60.0)
     every_kind = [
         *config.scorers,
         ScorerBinding(name="llm-tone", scorer="tone", target="llm"),
         ScorerBinding(name="tool-tone", scorer="tone", target="tool"),
     ]
-    worker_all = ScoringWorker(
-        store, Scoring(compile_bindings(every_kind, {}, None), WorkersConfig(processes=0)), 60.0
-    )
+    # Only the bindings the path uses are compiled (each compile warms the scorers up: 0.3 s
+    # of CPU or more, which every child paid twice, the reads of pages included).
+    kinds = every_kind if path == "worker_all" else config.scorers
+    bindings = compile_bindings(kinds, {}, None) if path not in ("runs", "page") else []
+    worker = ScoringWorker(store, Scoring(bindings, WorkersConfig(processes=0)), 60.0)
 
     def runs() -> tuple[int, str | None]:
         pages, cursor, cut = 0, None, None
@@ -137,7 +137,7 @@ def _reader(url: str, trace_id: str, path: str) -> Callable[[], tuple[Any, str |
         said = _CUT_ON_PAGE.search(html)
         return len(html), said.group(0) if said else None
 
-    def scoring(worker: ScoringWorker = worker) -> tuple[int, str | None]:
+    def scoring() -> tuple[int, str | None]:
         claim = TraceClaim(trace_id, 1, summary.span_count, worker.owner, "token", 0.0)
         batch = worker._prepare([claim])
         assert not batch.failed, batch.failed
@@ -162,7 +162,7 @@ def _reader(url: str, trace_id: str, path: str) -> Callable[[], tuple[Any, str |
         "runs": runs,
         "page": page,
         "worker": scoring,
-        "worker_all": lambda: scoring(worker_all),
+        "worker_all": scoring,
         "rescore": rescore,
         "backfill": backfill,
     }

@@ -300,9 +300,12 @@ def post_chunked(
     return upload.finish()
 
 
-def login_session(base_url: str, key: str) -> str:
-    """A session cookie's value, from signing in through the dashboard's login form."""
-    response = httpx.post(f"{base_url}/ui/login", data={"key": key, "next": "/"}, timeout=30)
+def login_session(base_url: str, key: str, address: str | None = None) -> str:
+    """A session cookie's value, from signing in through the dashboard's login form (from
+    ``address``, a 127.0.0.0/8 address of the test's own, if given)."""
+    transport = httpx.HTTPTransport(local_address=address) if address else None
+    with httpx.Client(transport=transport, timeout=30) as client:
+        response = client.post(f"{base_url}/ui/login", data={"key": key, "next": "/"})
     assert response.status_code == 303, (response.status_code, response.text)
     return response.cookies[COOKIE_NAME]
 

@@ -57,8 +57,8 @@ def _poisoned(trace: AgentTrace) -> AgentTrace:
     return trace
 
 
-def _scored_trace_ids(base_url: str) -> set[str]:
-    items = httpx.get(f"{base_url}/api/scores", params={"limit": 1000}, timeout=10).json()["items"]
+def _scored_trace_ids(client: httpx.Client) -> set[str]:
+    items = client.get("/api/scores", params={"limit": 1000}).json()["items"]
     return {item["trace_id"] for item in items}
 
 
@@ -68,17 +68,19 @@ def test_nul_characters_never_stall_ingest_and_every_trace_is_scored(
     rng = random.Random(17)
     traces = [agent_trace(rng) for _ in range(12)]
     poisoned = _poisoned(traces[5])
-    with start_server(tmp_path / "server", db_url=db_url, idle_timeout=0.3) as server:
+    with (
+        start_server(tmp_path / "server", db_url=db_url, idle_timeout=0.3) as server,
+        httpx.Client(base_url=server.base_url, timeout=10) as client,
+    ):
         for trace in traces:  # back to back, so the unpacker groups the poisoned one with others
-            response = httpx.post(
-                f"{server.base_url}/v1/traces",
+            response = client.post(
+                "/v1/traces",
                 content=export_request(trace.spans),
                 headers={"Content-Type": "application/x-protobuf"},
-                timeout=10,
             )
             assert response.status_code == 200
         deadline = time.monotonic() + 60
-        while _scored_trace_ids(server.base_url) != {t.trace_id for t in traces}:
+        while _scored_trace_ids(client) != {t.trace_id for t in traces}:
             assert time.monotonic() < deadline, (
                 f"not every trace was scored:\n{server.output()[-3000:]}"
             )
@@ -138,44 +140,37 @@ def _a_poison_entry_is_set_aside_visibly(server: ServerProcess) -> None:
     finally:
         store.close()
     after = agent_trace(random.Random(18))
-    assert (
-        httpx.post(
-            f"{server.base_url}/v1/traces",
+    # One client for every request and look: ``httpx.get`` builds one, SSL context included.
+    with httpx.Client(base_url=server.base_url, timeout=15) as client:
+        exported = client.post(
+            "/v1/traces",
             content=export_request(after.spans),
             headers={"Content-Type": "application/x-protobuf"},
-            timeout=10,
-        ).status_code
-        == 200
-    )
-    assert len(
-        httpx.get(f"{server.base_url}/api/traces/{after.trace_id}", timeout=15).json()["spans"]
-    ) == len(after.spans)
-    deadline = time.monotonic() + 10
-    while not (
-        listed := httpx.get(f"{server.base_url}/api/ingest/quarantine", timeout=10).json()[
-            "entries"
-        ]
-    ):
-        assert time.monotonic() < deadline, server.output()[-3000:]
-        time.sleep(0.1)
-    assert [(entry["seq"], entry["reason"].split(":")[0]) for entry in listed] == [
-        (poison.seq, "DecodeError")
-    ]
-
-    def counted_and_logged() -> bool:  # the unpacker reports and logs just after quarantining
-        exposition = httpx.get(f"{server.base_url}/metrics", timeout=10).text.splitlines()
-        return (
-            "tracescore_ingest_quarantined_total 1.0" in exposition
-            and f"journal entry {poison.seq} " in server.output()
         )
+        assert exported.status_code == 200
+        assert len(client.get(f"/api/traces/{after.trace_id}").json()["spans"]) == len(after.spans)
+        deadline = time.monotonic() + 10
+        while not (listed := client.get("/api/ingest/quarantine").json()["entries"]):
+            assert time.monotonic() < deadline, server.output()[-3000:]
+            time.sleep(0.1)
+        assert [(entry["seq"], entry["reason"].split(":")[0]) for entry in listed] == [
+            (poison.seq, "DecodeError")
+        ]
 
-    while not counted_and_logged():
-        assert time.monotonic() < deadline, server.output()[-3000:]
-        time.sleep(0.1)
-    assert server.output().count(f"journal entry {poison.seq} ") == 1
-    requeue = f"{server.base_url}/api/ingest/quarantine/{{}}/requeue"
-    assert httpx.post(requeue.format(poison.seq), timeout=10).json() == {"requeued": poison.seq}
-    assert httpx.post(requeue.format(poison.seq + 1), timeout=10).status_code == 404
+        def counted_and_logged() -> bool:  # the unpacker reports and logs just after quarantining
+            exposition = client.get("/metrics").text.splitlines()
+            return (
+                "tracescore_ingest_quarantined_total 1.0" in exposition
+                and f"journal entry {poison.seq} " in server.output()
+            )
+
+        while not counted_and_logged():
+            assert time.monotonic() < deadline, server.output()[-3000:]
+            time.sleep(0.1)
+        assert server.output().count(f"journal entry {poison.seq} ") == 1
+        requeue = "/api/ingest/quarantine/{}/requeue"
+        assert client.post(requeue.format(poison.seq)).json() == {"requeued": poison.seq}
+        assert client.post(requeue.format(poison.seq + 1)).status_code == 404
 
 
 def _json_request(trace_id: str, span_id: str, *, name: str = "span") -> bytes:

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from tests.support.agent_otlp import agent_trace, export_request
-from tests.support.server_process import ServerProcess, start_server, wait_for
+from tests.support.server_process import start_server, wait_for
 from tests.support.throwaway_pg import ThrowawayPostgres
 from tracescore.web.live import VERSION_TTL
 from tracescore.web.router import OVERVIEW_TTL
@@ -65,8 +65,8 @@ def read_routes(trace_id: str) -> list[str]:
     ]
 
 
-def _scored(server: ServerProcess, trace_id: str) -> bool:
-    response = httpx.get(f"{server.base_url}/api/traces/{trace_id}", timeout=10)
+def _scored(client: httpx.Client, trace_id: str) -> bool:
+    response = client.get(f"/api/traces/{trace_id}")
     return response.status_code == 200 and response.json()["summary"]["state"] == "scored"
 
 
@@ -77,18 +77,16 @@ def test_reads_answer_503_and_loops_log_state_changes_only_while_postgres_is_dow
     with (
         ThrowawayPostgres() as postgres,
         start_server(tmp_path, db_url=postgres.url, config=CONFIG) as server,
+        httpx.Client(base_url=server.base_url, timeout=10) as poll,
     ):
         before = agent_trace(rng)
         assert (
-            httpx.post(
-                f"{server.base_url}/v1/traces",
-                content=export_request(before.spans),
-                headers=PROTOBUF,
-                timeout=10,
+            poll.post(
+                "/v1/traces", content=export_request(before.spans), headers=PROTOBUF
             ).status_code
             == 200
         )
-        wait_for(lambda: _scored(server, before.trace_id), 60, "the first trace scored")
+        wait_for(lambda: _scored(poll, before.trace_id), 60, "the first trace scored")
         routes = read_routes(before.trace_id)
         with httpx.Client(base_url=server.base_url, timeout=30) as client:
             healthy = {route: client.get(route).status_code for route in routes}
@@ -122,24 +120,23 @@ def test_reads_answer_503_and_loops_log_state_changes_only_while_postgres_is_dow
         after = agent_trace(rng)
         wait_for(
             lambda: (
-                httpx.post(
-                    f"{server.base_url}/v1/traces",
-                    content=export_request(after.spans),
-                    headers=PROTOBUF,
-                    timeout=10,
+                poll.post(
+                    "/v1/traces", content=export_request(after.spans), headers=PROTOBUF
                 ).status_code
                 == 200
             ),
             30,
             "ingest back",
         )
-        wait_for(
-            lambda: _scored(server, after.trace_id), 60, "a trace sent after the outage scored"
-        )
+        wait_for(lambda: _scored(poll, after.trace_id), 60, "a trace sent after the outage scored")
         with httpx.Client(base_url=server.base_url, timeout=30) as client:
             recovered = {route: client.get(route).status_code for route in routes}
-        time.sleep(1.5)  # the loops' "available again" lines
-        full_log = server.output()
+        # The loops' "available again" lines, each written at its next poll after the return.
+        wait_for(
+            lambda: server.output().count("available again") >= 3,
+            10,
+            lambda: f"three loops' 'available again' lines in {server.output()[-4000:]}",
+        )
 
     refused = {route: seen for route, seen in answers.items() if seen != {(503, "1")}}
     assert not refused, refused
@@ -150,7 +147,6 @@ def test_reads_answer_503_and_loops_log_state_changes_only_while_postgres_is_dow
     # the poll intervals and however many requests come.
     assert len(outage_log) <= 12, text
     assert "Traceback" not in text, text
-    assert full_log.count("available again") >= 3, full_log[-4000:]
     print(
         f"\nPostgreSQL down {OUTAGE_SECONDS:g} s: {len(routes)} read routes answered 503 + Retry-After "
         f"every time; {len(outage_log)} log lines meanwhile:\n" + text

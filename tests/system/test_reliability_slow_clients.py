@@ -27,12 +27,17 @@ PROTOBUF = "application/x-protobuf"
 _EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 
-def stalled_upload(port: int, announced: int = 1000, sent: bytes = b"\n") -> socket.socket:
-    """A POST whose headers promise ``announced`` body bytes, of which only ``sent`` follow."""
+def stalled_upload(
+    port: int, announced: int = 1000, sent: bytes = b"\n", close: bool = False
+) -> socket.socket:
+    """A POST whose headers promise ``announced`` body bytes, of which only ``sent`` follow.
+    ``close``: it asks the server to close the connection after its answer (``Connection:
+    close``), which :func:`status_line` then sees at once, not after the keep-alive timeout."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    connection = "Connection: close\r\n" if close else ""
     head = (
         f"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: {PROTOBUF}\r\n"
-        f"Content-Length: {announced}\r\n\r\n"
+        f"Content-Length: {announced}\r\n{connection}\r\n"
     )
     sock.sendall(head.encode() + sent)
     return sock
@@ -119,29 +124,32 @@ def test_stalled_uploads_get_408_and_leave_http_and_grpc_exports_accepted(tmp_pa
 
 def test_a_trickle_below_the_minimum_rate_is_cut_before_the_deadline(tmp_path: Path) -> None:
     config = {"server": {"body_timeout": 60, "min_body_rate": 2000}}
+    # A body at a sane rate that takes longer than the grace period is not cut: it is sent
+    # alongside the trickle (4,000 bytes/s for 7.5 s, then the rest), on a connection of its own.
+    rng = random.Random(8)
+    body = export_request([span for _ in range(40) for span in agent_trace(rng).spans])
+    assert len(body) > 30_000
     with start_server(tmp_path, config=config) as server:
         trickle = stalled_upload(server.http_port, announced=100_000, sent=b"\n" * 100)
+        steady = stalled_upload(server.http_port, announced=len(body), sent=b"", close=True)
         opened = time.monotonic()
-        while not answered(trickle) and time.monotonic() - opened < 30:
-            try:
-                trickle.sendall(b"\n" * 100)  # 500 bytes/s: a quarter of the minimum
-            except OSError:
-                break  # the server gave up on it and closed
-            time.sleep(0.2)
-        line = status_line(trickle, 10)
-        cut_after = time.monotonic() - opened
-        trickle.close()
-        # A body at a sane rate that takes longer than the grace period is not cut.
-        rng = random.Random(8)
-        body = export_request([span for _ in range(40) for span in agent_trace(rng).spans])
-        assert len(body) > 30_000
-        steady = stalled_upload(server.http_port, announced=len(body), sent=b"")
-        for start in range(0, 30_000, 1000):  # 4,000 bytes/s for 7.5 s, then the rest
+        cut_after = None
+        for start in range(0, 30_000, 1000):
             steady.sendall(body[start : start + 1000])
+            if cut_after is None and answered(trickle):
+                cut_after = time.monotonic() - opened
+            elif cut_after is None:
+                try:
+                    trickle.sendall(b"\n" * 125)  # 500 bytes/s: a quarter of the minimum
+                except OSError:
+                    cut_after = time.monotonic() - opened  # the server gave up on it and closed
             time.sleep(0.25)
         steady.sendall(body[30_000:])
         steady_line = status_line(steady, 10)
         steady.close()
+        line = status_line(trickle, 10)
+        cut_after = cut_after if cut_after is not None else time.monotonic() - opened
+        trickle.close()
     assert line == "HTTP/1.1 408 Request Timeout"
     assert 4 < cut_after < 10, cut_after  # the rate is checked from the 5th second on
     assert steady_line == "HTTP/1.1 200 OK"

@@ -64,15 +64,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
                 )
                 assert response.status_code == 200
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            items = httpx.get(
-                f"{running.base_url}/api/conversations", headers=AUTHORIZATION, timeout=10
-            ).json()["items"]
-            if len(items) == 2 and all(item["scores"] for item in items):
-                break
-            time.sleep(0.2)
-        else:
-            raise AssertionError("conversations not scored in time")
+        with httpx.Client(base_url=running.base_url, headers=AUTHORIZATION, timeout=10) as client:
+            while time.monotonic() < deadline:
+                items = client.get("/api/conversations").json()["items"]
+                if len(items) == 2 and all(item["scores"] for item in items):
+                    break
+                time.sleep(0.2)
+            else:
+                raise AssertionError("conversations not scored in time")
         yield running
 
 

@@ -46,18 +46,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
                 headers={**AUTHORIZATION, "Content-Type": "application/x-protobuf"},
             )
             assert response.status_code == 200
-        wait_for(
-            lambda: (
-                len(
-                    httpx.get(
-                        f"{running.base_url}/api/sources", headers=AUTHORIZATION, timeout=10
-                    ).json()["sources"]
-                )
-                == 3
-            ),
-            60,
-            "the three sources",
-        )
+        with httpx.Client(base_url=running.base_url, headers=AUTHORIZATION, timeout=10) as client:
+            wait_for(
+                lambda: len(client.get("/api/sources").json()["sources"]) == 3,
+                60,
+                "the three sources",
+            )
         yield running
 
 

@@ -113,15 +113,15 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProce
     with start_server(workdir, config=CONFIG, idle_timeout=0.3) as server:
         dropped = _send_demo_traffic(server.base_url)
 
-        def all_scored() -> bool:
-            answer = httpx.get(
-                f"{server.base_url}/api/traces", params={"limit": 1000}, headers=AUTHORIZATION
-            ).json()["traces"]
-            return len(answer) == BEFORE + AFTER and all(
-                t["state"] in ("scored", "failed") for t in answer
-            )
+        with httpx.Client(base_url=server.base_url, headers=AUTHORIZATION) as client:
 
-        wait_for(all_scored, 60, "every demo trace scored")
+            def all_scored() -> bool:
+                answer = client.get("/api/traces", params={"limit": 1000}).json()["traces"]
+                return len(answer) == BEFORE + AFTER and all(
+                    t["state"] in ("scored", "failed") for t in answer
+                )
+
+            wait_for(all_scored, 60, "every demo trace scored")
         wait_for(
             lambda: any(
                 s["rule"] == RULE and s["state"] == "firing"
