@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from tests.support.agent_otlp import agent_trace, export_request
-from tests.support.server_process import wait_for
+from tests.support.server_process import ONE_USE_CONNECTIONS, wait_for
 
 CITIES = ["Paris", "Lyon", "Oslo", "Rome", "Lima", "Kyiv", "Pune"]
 
@@ -25,7 +25,9 @@ def send_turns(
     """Turns ``first`` to ``last`` (1-based) of ``conversation``, a trace each, in order: the
     user of turn n asks for the weather in ``CITIES[n - 1]``."""
     rng = random.Random(f"{conversation}-{first}")
-    with httpx.Client(base_url=base_url, timeout=10) as client:  # one SSL context, not one a turn
+    with httpx.Client(
+        base_url=base_url, timeout=10, limits=ONE_USE_CONNECTIONS
+    ) as client:  # one SSL context, not one a turn
         for turn in range(first, last + 1):
             trace = agent_trace(rng, CITIES[turn - 1], conversation=conversation)
             response = client.post(
@@ -55,6 +57,8 @@ def wait_for_scorings(
         document.update(response.json())
         return sorted(s["conversation_turns"] for s in document["scores"]) == sorted(turns)
 
-    with httpx.Client(base_url=base_url, timeout=10) as client:  # one for all the looks
+    with httpx.Client(
+        base_url=base_url, timeout=10, limits=ONE_USE_CONNECTIONS
+    ) as client:  # one for all the looks
         wait_for(scored, timeout, lambda: f"{conversation} scored at {turns} turns ({document})")
     return document

@@ -52,6 +52,10 @@ the OS gave back by ``bind(0)`` was soon the local port of one of the tests' man
 connections, and a server then told to listen on it on 0.0.0.0 found it taken."""
 
 
+ONE_USE_CONNECTIONS = httpx.Limits(max_keepalive_connections=0)
+"""A client's limits that close each connection after its response (see ServerProcess.http)."""
+
+
 def free_port() -> int:
     """A port nothing is bound to right now on any address (checked on 0.0.0.0)."""
     while True:
@@ -85,8 +89,10 @@ class ServerProcess:
         """One HTTP client of this server for all of a test's requests, closed when the server
         stops: ``httpx.get`` and ``httpx.post`` build a client, and with it an SSL context
         loading the CA bundle, each call (~25 ms of CPU), which a test sending a hundred traces
-        or polling an endpoint paid every time."""
-        return httpx.Client(base_url=self.base_url, timeout=30)
+        or polling an endpoint paid every time. A connection per request still, as those had:
+        one kept alive is closed by the server after ``server.keep_alive_timeout``, and a
+        request sent on it just then fails (httpx does not send it again)."""
+        return httpx.Client(base_url=self.base_url, timeout=30, limits=ONE_USE_CONNECTIONS)
 
     def _close_http(self) -> None:
         if "http" in self.__dict__:
