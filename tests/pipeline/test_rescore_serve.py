@@ -118,12 +118,13 @@ def _asked(judge: JudgeServer, rubric: str) -> int:
 def first_version(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[ScoreView]]:
     """A database on which rubric A scored the six runs and the fingerprint was recorded, and
     its rows: started once, with a judge server of its own (the tests count only rubric B's
-    calls, on theirs)."""
+    calls, on theirs), scoring in the service process: two scoring processes, each importing
+    litellm (seconds of CPU), are for the tests' starts, where they share the re-score."""
     workdir = tmp_path_factory.mktemp("first-version")
     with JudgeServer() as judge:
         judge.script("[rubric RUBRIC-A]", _reply(0.8))
         judge.script("Sunny in Rome. [rubric RUBRIC-A]", _reply(0.6))
-        config = _config(judge, "RUBRIC-A", 5)
+        config = _config(judge, "RUBRIC-A", 5, processes=0)
         with start_server(workdir, config=config, env=SCORERS_IMPORTABLE) as server:
             _send_traces(server)
             wait_for(lambda: len(_rows(server.db_url)) >= len(CITIES), 60, "six scores")
