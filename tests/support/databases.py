@@ -5,9 +5,6 @@ from __future__ import annotations
 import atexit
 import functools
 import os
-import queue
-import sys
-import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,40 +26,6 @@ def _sqlalchemy_url(database: str) -> str:
 def _drop(name: str) -> None:
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-_to_drop: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-
-
-def _drop_later(name: str) -> None:
-    """Drop ``name`` in this process's dropping thread, which drops what is left before the
-    process exits: a test's teardown does not wait. PostgreSQL checkpoints for each DROP
-    DATABASE, 0.2-1.3 s on this suite's loaded machines, spent by every PostgreSQL test."""
-    _dropper()
-    _to_drop.put(name)
-
-
-@functools.cache
-def _dropper() -> threading.Thread:
-    thread = threading.Thread(target=_drop_queued, name="dropping databases", daemon=True)
-    thread.start()
-    # Registered after the template's drop (made before any database was cloned from it), so
-    # run before it: exit handlers run last in, first out.
-    atexit.register(_finish_drops, thread)
-    return thread
-
-
-def _drop_queued() -> None:
-    while (name := _to_drop.get()) is not None:
-        try:
-            _drop(name)
-        except psycopg.Error as error:  # the others are dropped still
-            print(f"database {name} not dropped: {error}", file=sys.stderr)
-
-
-def _finish_drops(thread: threading.Thread) -> None:
-    _to_drop.put(None)
-    thread.join()
 
 
 @functools.cache
@@ -87,7 +50,7 @@ def _migrated_template() -> str:
 
 @contextmanager
 def fresh_pg_database(*, migrated: bool = False) -> Iterator[str]:
-    """Create a database on the real PostgreSQL server; drop it after (:func:`_drop_later`).
+    """Create a database on the real PostgreSQL server; drop it on exit.
 
     Empty by default (for tests of creating or migrating the schema); with ``migrated``, a
     clone of a database already at the schema head, which ``open_store`` then finds current.
@@ -101,4 +64,4 @@ def fresh_pg_database(*, migrated: bool = False) -> Iterator[str]:
     try:
         yield _sqlalchemy_url(name)
     finally:
-        _drop_later(name)
+        _drop(name)
