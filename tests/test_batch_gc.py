@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 import threading
 
 from tracescore.batch_gc import SCORING_THRESHOLDS, bulk_scoring
@@ -60,3 +62,22 @@ def test_run_evals_scores_with_the_bulk_settings_and_restores_the_callers() -> N
         assert gc.get_threshold() == (500, 7, 7)
     finally:
         gc.set_threshold(*original)
+
+
+AT_EXIT = """
+import atexit, gc
+atexit.register(lambda: print("registered before:", gc.get_freeze_count() > 0))
+from tracescore.batch_gc import freeze_at_exit
+freeze_at_exit()
+freeze_at_exit()
+atexit.register(lambda: print("registered after:", gc.get_freeze_count() > 0))
+"""
+
+
+def test_freeze_at_exit_freezes_once_after_the_later_exit_handlers() -> None:
+    """What is alive at exit is out of the finalization's collections, frozen after the exit
+    handlers registered later (the judge loop's, which ends the thread still using objects)."""
+    out = subprocess.run(
+        [sys.executable, "-c", AT_EXIT], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    assert out.splitlines() == ["registered after: False", "registered before: True"]

@@ -89,6 +89,8 @@ def _program(module: str, quits_while_starting: bool) -> str:
         "import json, os, signal, sys\n"
         "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
         f"sys.path[:] = json.loads(os.environ.pop({_PATH_VARIABLE!r}))\n"
+        "from tracescore.batch_gc import freeze_at_exit\n"
+        "freeze_at_exit()\n"
         f"{watch if quits_while_starting else ''}"
         f"from {module} import main\n"
         "main()\n"

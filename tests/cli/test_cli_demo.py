@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy.exc import OperationalError
 
 from tests.support.score_rows import wait_for_scores
-from tests.support.server_process import free_port, start_server
+from tests.support.server_process import ONE_USE_CONNECTIONS, free_port, start_server, wait_for
 from tracescore.config import DEFAULT_SCORERS, load_config
 from tracescore.extract import extract_runs
 from tracescore.offline.demo import AGENTS, DEGRADING_AGENT, DemoSender, parse_rate
@@ -173,15 +173,15 @@ def _fills_the_failure_modes_page(db_url: str, base_url: str) -> None:
     while sum(r.label not in (None, "pass", "ok") for r in _scores(db_url)) < 10:
         assert time.monotonic() < deadline, "no failed runs"
         time.sleep(0.5)
-    asked = httpx.post(f"{base_url}/api/v1/insights/passes", timeout=10)
-    assert asked.status_code in (202, 409)  # 409: the scheduled pass runs already
-    deadline = time.monotonic() + 120
-    groups: list[dict[str, Any]] = []
-    while not groups:
-        assert time.monotonic() < deadline, "no failure mode found"
-        groups = httpx.get(f"{base_url}/api/v1/insights", timeout=10).json()["items"]
-        time.sleep(1)
-    page = httpx.get(f"{base_url}/ui/insights", timeout=10).text
+    with httpx.Client(
+        base_url=base_url, timeout=10, limits=ONE_USE_CONNECTIONS
+    ) as client:  # one SSL context for the looks
+        asked = client.post("/api/v1/insights/passes")
+        assert asked.status_code in (202, 409)  # 409: the scheduled pass runs already
+        groups: list[dict[str, Any]] = wait_for(
+            lambda: client.get("/api/v1/insights").json()["items"], 120, "a failure mode"
+        )
+        page = client.get("/ui/insights").text
     assert groups[0]["name"] in page.replace("&#39;", "'")
 
 
@@ -223,9 +223,12 @@ def test_sigint_stops_a_demo_started_in_the_background(tmp_path: Path) -> None:
     )
     try:
         deadline = time.monotonic() + 180  # a loaded 2-core machine starts it slowly
-        while not _answers(f"http://127.0.0.1:{http_port}/healthz"):
-            assert demo.poll() is None and time.monotonic() < deadline
-            time.sleep(0.2)
+        with httpx.Client(
+            timeout=2, limits=ONE_USE_CONNECTIONS
+        ) as client:  # one SSL context for all the looks
+            while not _answers(client, f"http://127.0.0.1:{http_port}/healthz"):
+                assert demo.poll() is None and time.monotonic() < deadline
+                time.sleep(0.2)
         time.sleep(2)  # sending
         demo.send_signal(signal.SIGINT)
         _, stderr = demo.communicate(timeout=30)
@@ -238,9 +241,9 @@ def test_sigint_stops_a_demo_started_in_the_background(tmp_path: Path) -> None:
         sock.bind(("127.0.0.1", http_port))
 
 
-def _answers(url: str) -> bool:
+def _answers(client: httpx.Client, url: str) -> bool:
     try:
-        return httpx.get(url, timeout=2).status_code == 200
+        return client.get(url).status_code == 200
     except httpx.HTTPError:
         return False
 

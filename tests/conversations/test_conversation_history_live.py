@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
-
 from tests.support.conversation_turns import send_turns, wait_for_scorings
 from tests.support.paths import REPO
 from tests.support.server_process import start_server
@@ -33,7 +31,7 @@ def test_a_continued_conversation_keeps_its_earlier_score(db_url: str, tmp_path:
         first = wait_for_scorings(server.base_url, "trip-ada", [3])
         send_turns(server.base_url, "trip-ada", 4, 5)
         document = wait_for_scorings(server.base_url, "trip-ada", [3, 5])
-        (listed,) = httpx.get(f"{server.base_url}/api/conversations").json()["items"]
+        (listed,) = server.http.get("/api/conversations").json()["items"]
     assert document["turn_count"] == 5
     scores = document["scores"]
     assert [(s["conversation_turns"], s["score"]) for s in scores] == [(5, 5.0), (3, 3.0)]

@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.support.judge_server import JudgeServer, json_reply
@@ -82,7 +81,7 @@ def _only(
     return {key: resources} if resources else None
 
 
-def _send(base_url: str, library: str, trace_ids: set[str]) -> None:
+def _send(server: ServerProcess, library: str, trace_ids: set[str]) -> None:
     """POST the capture's requests, narrowed to these traces, as OTLP/JSON (as the SDKs sent them)."""
     for signal, key, inner, items in (
         ("traces", "resourceSpans", "scopeSpans", "spans"),
@@ -91,7 +90,7 @@ def _send(base_url: str, library: str, trace_ids: set[str]) -> None:
         for _path, document in _documents(library, signal):
             body = _only(document, key, inner, items, trace_ids)
             if body is not None:
-                response = httpx.post(f"{base_url}/v1/{signal}", json=body, timeout=10)
+                response = server.http.post(f"/v1/{signal}", json=body, timeout=10)
                 assert response.status_code == 200, response.text
 
 
@@ -148,7 +147,7 @@ def _script(judge: JudgeServer) -> None:
 
 
 def _get(server: ServerProcess, path: str, **params: Any) -> Any:
-    response = httpx.get(f"{server.base_url}{path}", params=params, timeout=10)
+    response = server.http.get(path, params=params, timeout=10)
     assert response.status_code == 200, response.text
     return response.json()
 
@@ -210,9 +209,9 @@ def test_conversations_are_rebuilt_scored_and_rescored_live(
         ) as server:
             turns = {library: _turn_traces(library) for library in [*LATE, *WHOLE]}
             for library in LATE:
-                _send(server.base_url, library, set(turns[library][:2]))
+                _send(server, library, set(turns[library][:2]))
             for library in WHOLE:
-                _send(server.base_url, library, set(turns[library]))
+                _send(server, library, set(turns[library]))
             ids = {**LATE, **WHOLE}
             first = wait_for(
                 lambda: _scored(server, {ids[lib]: 2 if lib in LATE else 3 for lib in ids}),
@@ -245,7 +244,7 @@ def test_conversations_are_rebuilt_scored_and_rescored_live(
             # The late third turns: each of those conversations is scored again with three
             # turns, and its scores at two turns are kept after them.
             for library in LATE:
-                _send(server.base_url, library, {turns[library][2]})
+                _send(server, library, {turns[library][2]})
             later = wait_for(
                 lambda: _scored(server, dict.fromkeys(ids.values(), 3)),
                 60.0,
@@ -277,7 +276,7 @@ def test_conversations_are_rebuilt_scored_and_rescored_live(
             assert _get(server, "/api/conversations", until="2000-01-01T00:00:00Z")["items"] == []
             summary = _get(server, "/api/scores/summary", binding="retention", bucket="1d")
             assert sum(row["count"] for row in summary["series"]) == 5 + 3  # 3 scored twice
-            missing = httpx.get(f"{server.base_url}/api/conversations/nope", timeout=10)
+            missing = server.http.get("/api/conversations/nope", timeout=10)
             assert missing.status_code == 404
 
             emitted_count = 5 * 5 + 3 * 5 + 15  # conversation scores, their rescores, run scores

@@ -9,7 +9,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import httpx
 from opentelemetry import trace
 from opentelemetry._logs import LogRecord
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
@@ -33,8 +32,8 @@ def test_thumbs_sent_with_the_sdk_are_listed_by_a_running_service(tmp_path: Path
     with start_server(tmp_path, config=CONFIG) as server:
         first, second = uuid.uuid4().hex, uuid.uuid4().hex
         for trace_id in (first, second):
-            response = httpx.post(
-                f"{server.base_url}/v1/traces",
+            response = server.http.post(
+                "/v1/traces",
                 content=agent_trace_json(trace_id),
                 headers={"Content-Type": "application/json"},
             )
@@ -92,7 +91,7 @@ def test_thumbs_sent_with_the_sdk_are_listed_by_a_running_service(tmp_path: Path
         spans.shutdown()
 
         def listed() -> list[dict[str, Any]]:
-            found = httpx.get(f"{server.base_url}/api/feedback").json()["feedback"]
+            found = server.http.get("/api/feedback").json()["feedback"]
             return found if len(found) == 2 else []
 
         verdicts = {item["trace_id"]: item for item in wait_for(listed, 20, "both verdicts listed")}
@@ -112,8 +111,8 @@ def test_with_the_scan_off_feedback_records_are_stored_but_not_read_as_verdicts(
     config = {**CONFIG, "feedback": {"scan": False, "scan_interval": "0.2s"}}
     with start_server(tmp_path, config=config) as server:
         trace_id = uuid.uuid4().hex
-        response = httpx.post(
-            f"{server.base_url}/v1/traces",
+        response = server.http.post(
+            "/v1/traces",
             content=agent_trace_json(trace_id),
             headers={"Content-Type": "application/json"},
         )
@@ -141,11 +140,11 @@ def test_with_the_scan_off_feedback_records_are_stored_but_not_read_as_verdicts(
         )
         logs.shutdown()
         stored = wait_for(
-            lambda: httpx.get(f"{server.base_url}/api/traces/{trace_id}").json().get("logs"),
+            lambda: server.http.get(f"/api/traces/{trace_id}").json().get("logs"),
             20,
             "the record stored",
         )
         time.sleep(1.0)  # five scan intervals: a running scan would have read it by now
-        listed = httpx.get(f"{server.base_url}/api/feedback").json()["feedback"]
+        listed = server.http.get("/api/feedback").json()["feedback"]
     assert [record["event_name"] for record in stored] == ["gen_ai.evaluation.result"]
     assert listed == []

@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import grpc
-import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.paths import CAPTURES
@@ -76,8 +75,8 @@ def test_two_served_instances_one_evaluator_metrics_and_api(tmp_path: Path, pg_u
             start_server(tmp_path / "b", db_url=pg_url, config=config) as second,
         ):
             spans = len(decode_traces(CAPTURE.with_suffix(".pb").read_bytes(), json=False).spans)
-            response = httpx.post(
-                f"{first.base_url}/v1/traces",
+            response = first.http.post(
+                "/v1/traces",
                 content=CAPTURE.with_suffix(".json").read_bytes(),
                 headers={"Content-Type": "application/json"},
             )
@@ -91,8 +90,8 @@ def test_two_served_instances_one_evaluator_metrics_and_api(tmp_path: Path, pg_u
                     export(b"\xff\xff not protobuf", timeout=10)
                 except grpc.RpcError as exc:
                     assert exc.code() == grpc.StatusCode.INVALID_ARGUMENT
-            bad = httpx.post(
-                f"{first.base_url}/v1/traces",
+            bad = first.http.post(
+                "/v1/traces",
                 content=b"{",
                 headers={"Content-Type": "application/json"},
             )
@@ -100,10 +99,7 @@ def test_two_served_instances_one_evaluator_metrics_and_api(tmp_path: Path, pg_u
 
             wait_for(hook.received, 30, "a webhook delivery")
             time.sleep(1.5)  # several more rounds on both instances
-            texts = [
-                httpx.get(f"{server.base_url}/metrics", timeout=30).text
-                for server in (first, second)
-            ]
+            texts = [server.http.get("/metrics", timeout=30).text for server in (first, second)]
             rounds = [_metric(text, "tracescore_alert_evaluations_total") for text in texts]
             lead = 0 if rounds[0] > rounds[1] else 1
             leader, follower = (first, second) if lead == 0 else (second, first)
@@ -113,7 +109,7 @@ def test_two_served_instances_one_evaluator_metrics_and_api(tmp_path: Path, pg_u
             wait_for(
                 lambda: (
                     _metric(
-                        httpx.get(f"{follower.base_url}/metrics", timeout=30).text,
+                        follower.http.get("/metrics", timeout=30).text,
                         "tracescore_alert_evaluations_total",
                     )
                     >= 3
@@ -121,9 +117,9 @@ def test_two_served_instances_one_evaluator_metrics_and_api(tmp_path: Path, pg_u
                 30,
                 "the follower evaluating",
             )
-            alerts = httpx.get(f"{follower.base_url}/api/alerts", timeout=30).json()
-            scores = httpx.get(
-                f"{follower.base_url}/api/scores",
+            alerts = follower.http.get("/api/alerts", timeout=30).json()
+            scores = follower.http.get(
+                "/api/scores",
                 params={"scorer": "synthetic-quality", "limit": 5},
                 timeout=30,
             ).json()

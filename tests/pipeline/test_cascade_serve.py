@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.support.agent_otlp import AgentTrace, agent_trace, export_request
@@ -68,8 +67,8 @@ def _judge_config(server: JudgeServer, **extra: Any) -> dict[str, Any]:
 
 def _send(server: ServerProcess, traces: list[AgentTrace]) -> None:
     for trace in traces:
-        response = httpx.post(
-            f"{server.base_url}/v1/traces",
+        response = server.http.post(
+            "/v1/traces",
             content=export_request(trace.spans),
             headers={"Content-Type": "application/x-protobuf"},
         )
@@ -81,7 +80,7 @@ def _by(rows: list[ScoreView], binding: str) -> dict[str, ScoreView]:
 
 
 def _coverage(server: ServerProcess) -> dict[str, dict[str, Any]]:
-    found = httpx.get(f"{server.base_url}/api/coverage").json()["bindings"]
+    found = server.http.get("/api/coverage").json()["bindings"]
     return {entry["binding"]: entry for entry in found}
 
 
@@ -113,7 +112,7 @@ def test_a_judge_after_a_code_scorer_judges_the_flagged_runs_and_the_explored_sh
         _send(server, list(traces.values()))
         rows = wait_for_scores(server.db_url, 2 * len(traces), timeout=60)
         coverage = _coverage(server)
-        page = httpx.get(f"{server.base_url}/").text
+        page = server.http.get("/").text
     cheap, judged = _by(rows, "cheap"), _by(rows, "relevancy")
     assert {cities[t] for t, row in cheap.items() if row.score == 0.5} == set(PLAIN)
     flagged = {

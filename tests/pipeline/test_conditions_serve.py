@@ -7,8 +7,6 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-import httpx
-
 from tests.support.agent_otlp import agent_trace, export_request
 from tests.support.score_rows import wait_for_scores
 from tests.support.server_process import start_server
@@ -31,14 +29,14 @@ def test_when_scores_only_the_runs_that_called_the_tool(tmp_path: Path) -> None:
     other = [agent_trace(rng, "Oslo") for _ in range(3)]
     with start_server(tmp_path, config=CONFIG) as server:
         for trace in searched + other:
-            response = httpx.post(
-                f"{server.base_url}/v1/traces",
+            response = server.http.post(
+                "/v1/traces",
                 content=export_request(trace.spans),
                 headers={"Content-Type": "application/x-protobuf"},
             )
             assert response.status_code == 200
         rows = wait_for_scores(server.db_url, 7)
-        coverage = httpx.get(f"{server.base_url}/api/coverage").json()["bindings"]
+        coverage = server.http.get("/api/coverage").json()["bindings"]
     by_binding: dict[str, set[str]] = {}
     for row in rows:
         by_binding.setdefault(row.binding, set()).add(row.trace_id)

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
@@ -74,8 +73,8 @@ def _config(judge: JudgeServer, processes: int = 0, **judged: Any) -> dict[str, 
 
 
 def _send(server: ServerProcess, trace: AgentTrace) -> None:
-    response = httpx.post(
-        f"{server.base_url}/v1/traces",
+    response = server.http.post(
+        "/v1/traces",
         content=export_request(trace.spans),
         headers={"Content-Type": "application/x-protobuf"},
     )
@@ -128,8 +127,8 @@ def _done(server: ServerProcess, traces: list[AgentTrace], binding: str) -> list
 
 
 def _verdict(server: ServerProcess, trace_id: str, **fields: Any) -> None:
-    response = httpx.post(
-        f"{server.base_url}/api/v1/feedback", json={"trace_id": trace_id, **fields}, timeout=10
+    response = server.http.post(
+        "/api/v1/feedback", json={"trace_id": trace_id, **fields}, timeout=10
     )
     assert response.status_code == 201, response.text
 
@@ -185,7 +184,7 @@ def test_a_thumbs_down_has_an_unsampled_run_judged_once_within_the_caps(
 
         # Coverage: the triggered scores are not counted as sampled.
         wait_for(lambda: _done(server, [first, second], "judged"), 60, "their other triggers")
-        coverage = httpx.get(f"{server.base_url}/api/coverage", params={"binding": "judged"})
+        coverage = server.http.get("/api/coverage", params={"binding": "judged"})
         (entry,) = coverage.json()["bindings"]
         assert entry["sampled"] == 0 and entry["eligible"] == 4
         assert entry["statuses"] == {"ok": 3}  # Oslo's, and Lima's and Kyiv's low ratings
@@ -232,8 +231,8 @@ def test_otlp_feedback_triggers_and_a_kill_after_the_ack_loses_nothing(
                 }.items()
             ],
         )
-        response = httpx.post(
-            f"{again.base_url}/v1/logs",
+        response = again.http.post(
+            "/v1/logs",
             content=export_logs_request([record]),
             headers={"Content-Type": "application/x-protobuf"},
         )
@@ -248,8 +247,8 @@ def test_a_verdict_on_a_trace_that_never_arrives_is_given_up_with_its_reason(
     config = _config(judge, on_feedback={"wait": "2s"})
     with start_server(tmp_path, config=config) as server:
         missing = "ab" * 16
-        response = httpx.post(  # the deprecated /api takes verdicts ahead of their trace
-            f"{server.base_url}/api/feedback",
+        response = server.http.post(  # the deprecated /api takes verdicts ahead of their trace
+            "/api/feedback",
             json={"trace_id": missing, "name": "thumbs", "label": "fail"},
         )
         assert response.status_code == 201

@@ -21,7 +21,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from sqlalchemy import create_engine, select
 
@@ -85,8 +84,8 @@ def _config(
 def _send_traces(server: ServerProcess) -> None:
     rng = random.Random(37)
     for city in CITIES:
-        response = httpx.post(
-            f"{server.base_url}/v1/traces",
+        response = server.http.post(
+            "/v1/traces",
             content=export_request(agent_trace(rng, city).spans),
             headers={"Content-Type": "application/x-protobuf", **AUTH},
         )
@@ -119,12 +118,13 @@ def _asked(judge: JudgeServer, rubric: str) -> int:
 def first_version(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[ScoreView]]:
     """A database on which rubric A scored the six runs and the fingerprint was recorded, and
     its rows: started once, with a judge server of its own (the tests count only rubric B's
-    calls, on theirs)."""
+    calls, on theirs), scoring in the service process: two scoring processes, each importing
+    litellm (seconds of CPU), are for the tests' starts, where they share the re-score."""
     workdir = tmp_path_factory.mktemp("first-version")
     with JudgeServer() as judge:
         judge.script("[rubric RUBRIC-A]", _reply(0.8))
         judge.script("Sunny in Rome. [rubric RUBRIC-A]", _reply(0.6))
-        config = _config(judge, "RUBRIC-A", 5)
+        config = _config(judge, "RUBRIC-A", 5, processes=0)
         with start_server(workdir, config=config, env=SCORERS_IMPORTABLE) as server:
             _send_traces(server)
             wait_for(lambda: len(_rows(server.db_url)) >= len(CITIES), 60, "six scores")
@@ -171,22 +171,16 @@ def test_a_changed_prompt_rescores_a_sample_within_the_budget_once(
             90,
             "the re-score's end",
         )
-        compared = httpx.get(f"{server.base_url}/api/v1/compare", headers=AUTH).json()
-        legacy = httpx.get(
-            f"{server.base_url}/api/compare", params={"binding": "rubric"}, headers=AUTH
-        ).json()
-        first_page = httpx.get(
-            f"{server.base_url}/api/v1/compare", params={"limit": 2}, headers=AUTH
-        ).json()
-        second_page = httpx.get(
-            f"{server.base_url}/api/v1/compare",
+        compared = server.http.get("/api/v1/compare", headers=AUTH).json()
+        legacy = server.http.get("/api/compare", params={"binding": "rubric"}, headers=AUTH).json()
+        first_page = server.http.get("/api/v1/compare", params={"limit": 2}, headers=AUTH).json()
+        second_page = server.http.get(
+            "/api/v1/compare",
             params={"limit": 2, "cursor": first_page["next_cursor"]},
             headers=AUTH,
         ).json()
-        unauthenticated = httpx.get(f"{server.base_url}/api/v1/compare")
-        unknown = httpx.get(
-            f"{server.base_url}/api/v1/compare", params={"binding": "nope"}, headers=AUTH
-        )
+        unauthenticated = server.http.get("/api/v1/compare")
+        unknown = server.http.get("/api/v1/compare", params={"binding": "nope"}, headers=AUTH)
     log = (tmp_path / "server.log").read_text()[log_start:]
 
     # The job: five runs sampled of the six, three re-scored within the budget, two skipped.

@@ -9,7 +9,6 @@ import asyncio
 import random
 import time
 
-import httpx
 from sqlalchemy import create_engine, text
 
 from tests.support.agent_otlp import agent_trace, export_request
@@ -266,8 +265,8 @@ def test_two_big_traces_do_not_stall_the_small_ones_on_a_running_service(
         engine = create_engine(db_url)
 
         def post(trace) -> None:
-            response = httpx.post(
-                f"{server.base_url}/v1/traces",
+            response = server.http.post(
+                "/v1/traces",
                 content=export_request(trace.spans),
                 headers={"Content-Type": "application/x-protobuf"},
                 timeout=60,

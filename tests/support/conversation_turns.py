@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from tests.support.agent_otlp import agent_trace, export_request
-from tests.support.server_process import wait_for
+from tests.support.server_process import ONE_USE_CONNECTIONS, wait_for
 
 CITIES = ["Paris", "Lyon", "Oslo", "Rome", "Lima", "Kyiv", "Pune"]
 
@@ -25,16 +25,18 @@ def send_turns(
     """Turns ``first`` to ``last`` (1-based) of ``conversation``, a trace each, in order: the
     user of turn n asks for the weather in ``CITIES[n - 1]``."""
     rng = random.Random(f"{conversation}-{first}")
-    for turn in range(first, last + 1):
-        trace = agent_trace(rng, CITIES[turn - 1], conversation=conversation)
-        response = httpx.post(
-            f"{base_url}/v1/traces",
-            content=export_request(trace.spans),
-            headers={**(headers or {}), "Content-Type": "application/x-protobuf"},
-            timeout=10,
-        )
-        assert response.status_code == 200, response.text
-        time.sleep(0.01)  # turns start in order
+    with httpx.Client(
+        base_url=base_url, timeout=10, limits=ONE_USE_CONNECTIONS
+    ) as client:  # one SSL context, not one a turn
+        for turn in range(first, last + 1):
+            trace = agent_trace(rng, CITIES[turn - 1], conversation=conversation)
+            response = client.post(
+                "/v1/traces",
+                content=export_request(trace.spans),
+                headers={**(headers or {}), "Content-Type": "application/x-protobuf"},
+            )
+            assert response.status_code == 200, response.text
+            time.sleep(0.01)  # turns start in order
 
 
 def wait_for_scorings(
@@ -48,14 +50,15 @@ def wait_for_scorings(
     document: dict[str, Any] = {}
 
     def scored() -> bool:
-        response = httpx.get(
-            f"{base_url}/api/conversations/{conversation}", headers=headers, timeout=10
-        )
+        response = client.get(f"/api/conversations/{conversation}", headers=headers)
         if response.status_code != 200:
             return False
         document.clear()
         document.update(response.json())
         return sorted(s["conversation_turns"] for s in document["scores"]) == sorted(turns)
 
-    wait_for(scored, timeout, lambda: f"{conversation} scored at {turns} turns ({document})")
+    with httpx.Client(
+        base_url=base_url, timeout=10, limits=ONE_USE_CONNECTIONS
+    ) as client:  # one for all the looks
+        wait_for(scored, timeout, lambda: f"{conversation} scored at {turns} turns ({document})")
     return document

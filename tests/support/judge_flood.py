@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tracescore.batch_gc import freeze_at_exit
 from tracescore.config import parse_config
 from tracescore.extract import extract_runs
 from tracescore.pipeline.limits import BindingLimiter
@@ -86,6 +87,7 @@ async def _floods(
 
 
 def main() -> None:
+    freeze_at_exit()  # as the service's scoring processes do: litellm's exit costs a second else
     runs, interval, speed, origin, *rest = sys.argv[1:]
     targets = [(rest[i], rest[i + 1], rest[i + 2]) for i in range(0, len(rest), 3)]
     clock = FastClock(float(origin), float(speed))

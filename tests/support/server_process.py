@@ -14,6 +14,7 @@ and failure messages.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import random
 import signal
@@ -51,6 +52,10 @@ the OS gave back by ``bind(0)`` was soon the local port of one of the tests' man
 connections, and a server then told to listen on it on 0.0.0.0 found it taken."""
 
 
+ONE_USE_CONNECTIONS = httpx.Limits(max_keepalive_connections=0)
+"""A client's limits that close each connection after its response (see ServerProcess.http)."""
+
+
 def free_port() -> int:
     """A port nothing is bound to right now on any address (checked on 0.0.0.0)."""
     while True:
@@ -79,6 +84,20 @@ class ServerProcess:
     def grpc_endpoint(self) -> str:
         return f"127.0.0.1:{self.grpc_port}"
 
+    @functools.cached_property
+    def http(self) -> httpx.Client:
+        """One HTTP client of this server for all of a test's requests, closed when the server
+        stops: ``httpx.get`` and ``httpx.post`` build a client, and with it an SSL context
+        loading the CA bundle, each call (~25 ms of CPU), which a test sending a hundred traces
+        or polling an endpoint paid every time. A connection per request still, as those had:
+        one kept alive is closed by the server after ``server.keep_alive_timeout``, and a
+        request sent on it just then fails (httpx does not send it again)."""
+        return httpx.Client(base_url=self.base_url, timeout=30, limits=ONE_USE_CONNECTIONS)
+
+    def _close_http(self) -> None:
+        if "http" in self.__dict__:
+            self.__dict__.pop("http").close()
+
     def client_from(self, address: str, **kwargs: Any) -> httpx.Client:
         """An HTTP client of this server whose connections come from ``address`` (Linux routes
         all of 127.0.0.0/8 locally), so a test's client has an address of its own."""
@@ -93,6 +112,7 @@ class ServerProcess:
 
         The service bounds its own shutdown (``server.shutdown_timeout``, 10 s, plus at most 5 s):
         the default leaves room beyond that for a loaded machine, where one took over 15 s."""
+        self._close_http()
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -109,6 +129,7 @@ class ServerProcess:
     def kill(self) -> None:
         """``kill -9`` of the service and its helper processes: no shutdown code runs, as when
         the host crashes."""
+        self._close_http()
         if self.process.poll() is None:
             for pid in self.pids():
                 with contextlib.suppress(ProcessLookupError):

@@ -11,6 +11,7 @@ import threading
 
 import typer
 
+from tracescore.batch_gc import freeze_at_exit
 from tracescore.cli.config import config_app
 from tracescore.cli.db import db_app
 from tracescore.cli.demo import demo
@@ -59,6 +60,7 @@ def main(
     # program embedding the CLI may, keeps its process's own.)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    freeze_at_exit()  # a command that judged would otherwise spend seconds on its exit
 
 
 app.command()(serve)
