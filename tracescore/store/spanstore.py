@@ -363,6 +363,7 @@ class SpanStore:
         self._insert_spans = bulk_insert(self.dialect, style, "spans", _SPAN_COLUMNS)
         self._insert_logs = bulk_insert(self.dialect, style, "logs", _LOG_COLUMNS)
         self._ref_ids = _RefIds()
+        self._loaded_refs = _LoadedRefs()
         self._text_replaced = 0
         self._future_times = 0
         self._counts_lock = threading.Lock()
@@ -485,7 +486,7 @@ class SpanStore:
             log_rows = _read_logs(conn, wanted, self.read_limit, cuts, span_rows)
             if not span_rows and not log_rows:
                 return {}
-            resources, scopes = _load_refs(
+            resources, scopes = self._loaded_refs.load(
                 conn,
                 {row[-2] for rows in (span_rows, log_rows) for row in rows},
                 {row[-1] for rows in (span_rows, log_rows) for row in rows},
@@ -670,11 +671,39 @@ def _stored_size(*columns: str | bytes | None) -> int:
     return sum(len(column) for column in columns if column is not None)
 
 
-def _load_refs(
-    conn: Connection, resource_ids: set[int], scope_ids: set[int]
-) -> tuple[dict[int, Resource], dict[int, Scope]]:
-    resources_t, scopes_t = _RESOURCES, _SCOPES
-    resources = {
+class _LoadedRefs:
+    """The resources and scopes this store has read, by row id: their rows never change once
+    written (nor are they deleted), so each is read and decoded once per process rather than
+    once per trace load. The objects are shared by every trace loaded after, as one load's
+    spans always shared them. Bounded: a store meeting ever new resources (a client sending a
+    new ``service.instance.id`` each start) starts again past :data:`_REFS_KEPT` of them."""
+
+    def __init__(self) -> None:
+        self.resources: dict[int, Resource] = {}
+        self.scopes: dict[int, Scope] = {}
+
+    def load(
+        self, conn: Connection, resource_ids: set[int], scope_ids: set[int]
+    ) -> tuple[dict[int, Resource], dict[int, Scope]]:
+        """Every resource and scope of ``resource_ids`` and ``scope_ids``, by id, reading only
+        those not read yet."""
+        resources, scopes = self.resources, self.scopes
+        if len(resources) + len(scopes) > _REFS_KEPT:
+            resources, scopes = self.resources, self.scopes = {}, {}
+        if missing := resource_ids - resources.keys():
+            resources.update(_read_resources(conn, missing))
+        if missing := scope_ids - scopes.keys():
+            scopes.update(_read_scopes(conn, missing))
+        return resources, scopes
+
+
+_REFS_KEPT = 10_000
+"""Resources and scopes a store keeps decoded (:class:`_LoadedRefs`)."""
+
+
+def _read_resources(conn: Connection, resource_ids: set[int]) -> dict[int, Resource]:
+    resources_t = _RESOURCES
+    return {
         resource_id: Resource(codec.decode(attributes))
         for resource_id, attributes in conn.execute(
             select(resources_t.c.id, resources_t.c.attributes).where(
@@ -682,7 +711,11 @@ def _load_refs(
             )
         )
     }
-    scopes = {
+
+
+def _read_scopes(conn: Connection, scope_ids: set[int]) -> dict[int, Scope]:
+    scopes_t = _SCOPES
+    return {
         scope_id: Scope(name, version, codec.decode(attributes))
         for scope_id, name, version, attributes in conn.execute(
             select(scopes_t.c.id, scopes_t.c.name, scopes_t.c.version, scopes_t.c.attributes).where(
@@ -690,7 +723,6 @@ def _load_refs(
             )
         )
     }
-    return resources, scopes
 
 
 _SPAN_READ = tuple(
