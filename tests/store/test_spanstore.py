@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.support.store_spans import full_span
-from tracescore.spans import LogRecord, Span
+from tracescore.spans import LogRecord, Resource, Scope, Span
 from tracescore.store import SpanStore, open_store
 
 
@@ -56,6 +56,25 @@ def test_a_batch_load_returns_the_stored_traces_by_id_with_their_records(
     assert [log.body for log in loaded["a" * 32].logs] == ["said"] and loaded["b" * 32].logs == []
     assert store.load_trace("c" * 32) is None
     assert store.count_spans() == 5
+
+
+def test_resources_and_scopes_read_once_are_still_read_right_after_new_ones_arrive(
+    store: SpanStore,
+) -> None:
+    """A store keeps the resources and scopes it has read; a later load still reads the ones
+    written since, and each span keeps its own."""
+    store.write(_spans("a" * 32))
+    first = store.load_trace("a" * 32)
+    later = _spans("b" * 32)
+    later[1].resource = Resource({"service.name": "other"})
+    later[1].scope = Scope("other lib", "2", {})
+    store.write(later)
+    loaded = store.load_traces(["a" * 32, "b" * 32])
+    assert first is not None and loaded["a" * 32].spans == first.spans
+    spans = loaded["b" * 32].spans
+    assert spans[0].resource == first.spans[0].resource and spans[0].scope == first.spans[0].scope
+    assert spans[1].resource == Resource({"service.name": "other"})
+    assert spans[1].scope == Scope("other lib", "2", {})
 
 
 def test_the_trace_list_pages_most_recent_first_and_filters(store: SpanStore) -> None:

@@ -83,6 +83,25 @@ def test_a_trace_over_the_span_limit_is_read_in_part_and_says_so(store: SpanStor
     assert {run.trace_cut for run in iter_runs(whole)} == {None}
 
 
+@pytest.mark.parametrize("counted", [0, 10, 30])
+def test_span_counts_a_caller_gives_change_nothing_read(store: SpanStore, counted: int) -> None:
+    """A claim's span count tells a trace over the limit without a query; one older than the
+    trace's summary (spans arrived since) reads the same spans, logs and cut."""
+    spans = _spans(30)
+    other = full_span("a" * 16, None)  # a small trace read in the same load
+    store.write([*reversed(spans), other], [_record(span) for span in spans])
+    store.read_limit = ReadLimit(spans=10)
+    wanted = [TRACE, other.trace_id]
+    summary = store.load_traces(wanted)
+    given = store.load_traces(wanted, span_counts={TRACE: counted, other.trace_id: 1})
+    assert sorted(given) == sorted(summary) == sorted(wanted)
+    for trace_id in wanted:
+        assert given[trace_id].spans == summary[trace_id].spans
+        assert given[trace_id].logs == summary[trace_id].logs
+        assert given[trace_id].cut == summary[trace_id].cut
+    assert len(given[TRACE].spans) == 10 and given[TRACE].cut is not None
+
+
 def test_the_text_limit_cuts_after_the_span_that_reaches_it(store: SpanStore) -> None:
     store.write(_spans(20, "x" * 1_000))
     size = len(store.load_trace(TRACE).spans[1].attributes["filler"])  # type: ignore[union-attr]

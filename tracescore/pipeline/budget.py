@@ -25,8 +25,7 @@ from __future__ import annotations
 import ctypes
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -150,21 +149,21 @@ class Watchdog:
         """When the watchdog thread looks next: a deadline after it needs no wake-up (nearly
         every one, all being as long), which would cost a thread switch per scorer run."""
 
-    @contextmanager
-    def limit(self, seconds: float) -> Iterator[None]:
+    def limit(self, seconds: float) -> _Limit:
         """Run the block with ``seconds`` to finish; past them :class:`ScorerTimeout` is raised in it."""
-        ident = threading.get_ident()
+        return _Limit(self, seconds)
+
+    def _arm(self, ident: int, seconds: float) -> None:
         with self._changed:
             self._start()
             self._deadlines[ident] = deadline = time.monotonic() + seconds
             if deadline < self._wakes_at:
                 self._changed.notify()
-        try:
-            yield
-        finally:
-            with self._changed:
-                if self._deadlines.pop(ident, None) is None:
-                    _raise_in(ident, None)  # fired: withdraw it if it has not been raised yet
+
+    def _disarm(self, ident: int) -> None:
+        with self._changed:
+            if self._deadlines.pop(ident, None) is None:
+                _raise_in(ident, None)  # fired: withdraw it if it has not been raised yet
 
     def _start(self) -> None:
         if self._thread is None:
@@ -181,3 +180,23 @@ class Watchdog:
                         _raise_in(ident, ScorerTimeout)
                 self._wakes_at = min(self._deadlines.values(), default=float("inf"))
                 self._changed.wait(min(self._wakes_at, now + 60.0) - now)
+
+
+class _Limit:
+    """:meth:`Watchdog.limit`'s block: a plain context manager rather than a
+    ``contextmanager`` generator, whose machinery cost more than arming and disarming (two
+    of them per scorer run)."""
+
+    __slots__ = ("_ident", "_seconds", "_watchdog")
+
+    def __init__(self, watchdog: Watchdog, seconds: float) -> None:
+        self._watchdog = watchdog
+        self._seconds = seconds
+        self._ident = 0
+
+    def __enter__(self) -> None:
+        self._ident = threading.get_ident()
+        self._watchdog._arm(self._ident, self._seconds)
+
+    def __exit__(self, *_: object) -> None:
+        self._watchdog._disarm(self._ident)

@@ -214,7 +214,12 @@ class ScoringWorker:
                 batch.unsampled.append(claim)
         if first_time := sum(not claim.scored_before for claim in batch.unsampled):
             batch.tallies = {binding.name: first_time for binding in self.scoring.bindings}
-        loaded = self.store.load_traces(list(sampling), settle=False) if sampling else {}
+        counts = {claim.trace_id: claim.span_count for claim in claims}
+        loaded = (
+            self.store.load_traces(list(sampling), settle=False, span_counts=counts)
+            if sampling
+            else {}
+        )
         errors: dict[str, str] = {}
         linked = read_linked(
             loaded,

@@ -105,8 +105,10 @@ class Scorer:
         """``(name, step)`` pairs in run order (what cost estimates inspect)."""
         return self._steps
 
-    @property
+    @functools.cached_property
     def uses_judge(self) -> bool:
+        """Whether a step prompts a judge; worked out once per scorer (asked on every run, and
+        of every score row stored)."""
         return any(isinstance(step, PromptStep) for _, step in self._steps)
 
     def _with(self, name: str, step: Step) -> Scorer:
@@ -250,12 +252,7 @@ class Scorer:
 
     def _budget(self) -> Budget:
         """The input budget of this scorer's judge (a judge without one gets the default)."""
-        return self._judge.budget() if self._uses_judge else _DEFAULT_BUDGET
-
-    @functools.cached_property
-    def _uses_judge(self) -> bool:
-        """:attr:`uses_judge`, worked out once per scorer (asked on every run)."""
-        return self.uses_judge
+        return self._judge.budget() if self.uses_judge else _DEFAULT_BUDGET
 
     @functools.cached_property
     def _judge(self) -> ScorerJudge:

@@ -89,7 +89,11 @@ def series_key(names: Names) -> bytes:
 def names_of(row: Mapping[str, Any]) -> Names:
     """A score row's series names, as the row gives them (a run's kind, when it gives none, is
     an agent's: the column's default)."""
-    return tuple(row.get(name, _DEFAULTS.get(name)) for name in NAMES)
+    return tuple([row.get(name, default) for name, default in _NAMED])
+
+
+_NAMED = tuple((name, _DEFAULTS.get(name)) for name in NAMES)
+"""Each series name and its value when a row leaves it out (read once per score row)."""
 
 
 class _Fitted:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -363,6 +363,7 @@ class SpanStore:
         self._insert_spans = bulk_insert(self.dialect, style, "spans", _SPAN_COLUMNS)
         self._insert_logs = bulk_insert(self.dialect, style, "logs", _LOG_COLUMNS)
         self._ref_ids = _RefIds()
+        self._loaded_refs = _LoadedRefs()
         self._text_replaced = 0
         self._future_times = 0
         self._counts_lock = threading.Lock()
@@ -465,7 +466,13 @@ class SpanStore:
         """
         return self.load_traces([trace_id], settle=settle).get(trace_id.lower())
 
-    def load_traces(self, trace_ids: Sequence[str], *, settle: bool = True) -> dict[str, Trace]:
+    def load_traces(
+        self,
+        trace_ids: Sequence[str],
+        *,
+        settle: bool = True,
+        span_counts: Mapping[str, int] | None = None,
+    ) -> dict[str, Trace]:
         """The stored traces among ``trace_ids``, by id: one query for all their spans (and one
         per trace over the read limit), one for their log records and one per kind of
         reference, whatever their number (the scoring worker loads a whole batch so). The
@@ -475,17 +482,20 @@ class SpanStore:
         Each trace is read within :attr:`read_limit` (:mod:`~tracescore.store.trace_cut`): the
         rows are streamed, a trace's spans past the limit are counted (not read), its log
         records past it read and counted but not kept, and a trace read in part says so in
-        ``Trace.cut``."""
+        ``Trace.cut``. ``span_counts``: the traces' span counts as the caller knows them (a
+        claim's), which tell the traces over the limit without asking the database (see
+        :func:`_read_spans`: a count that grew since changes how a trace is read, not what is
+        read)."""
         if settle:
             self.journal.settle()
         wanted = sorted({trace_id.lower() for trace_id in trace_ids})
         cuts: dict[str, TraceCut] = {}
         with self.engine.connect() as conn:
-            span_rows = _read_spans(conn, wanted, self.read_limit, cuts)
+            span_rows = _read_spans(conn, wanted, self.read_limit, cuts, span_counts)
             log_rows = _read_logs(conn, wanted, self.read_limit, cuts, span_rows)
             if not span_rows and not log_rows:
                 return {}
-            resources, scopes = _load_refs(
+            resources, scopes = self._loaded_refs.load(
                 conn,
                 {row[-2] for rows in (span_rows, log_rows) for row in rows},
                 {row[-1] for rows in (span_rows, log_rows) for row in rows},
@@ -563,7 +573,11 @@ by the driver at once."""
 
 
 def _read_spans(
-    conn: Connection, trace_ids: list[str], limit: ReadLimit, cuts: dict[str, TraceCut]
+    conn: Connection,
+    trace_ids: list[str],
+    limit: ReadLimit,
+    cuts: dict[str, TraceCut],
+    span_counts: Mapping[str, int] | None = None,
 ) -> list[Any]:
     """The span rows of ``trace_ids`` that ``limit`` keeps (``cuts`` counts them per trace).
 
@@ -571,16 +585,21 @@ def _read_spans(
     limit in the query: the database then sorts only the spans it returns (SQLite's top-N
     sort), not all of a 200,000-span trace's rows, which took 30 MB of SQLite's memory. Rows
     are streamed; at the first one a trace's limit refuses, the read stops, counts the
-    trace's spans, and resumes at the traces not reached yet."""
+    trace's spans, and resumes at the traces not reached yet. So which traces are read on
+    their own changes how, not what, is read: ``span_counts`` (a claim's, perhaps older than
+    the summary) tell them without a query, one less per scoring batch."""
     traces_t = _TRACES
-    big = [
-        trace_id
-        for (trace_id,) in conn.execute(
-            select(traces_t.c.trace_id).where(
-                traces_t.c.trace_id.in_(trace_ids), traces_t.c.span_count > limit.spans
+    if span_counts is not None and all(trace_id in span_counts for trace_id in trace_ids):
+        big = [trace_id for trace_id in trace_ids if span_counts[trace_id] > limit.spans]
+    else:
+        big = [
+            trace_id
+            for (trace_id,) in conn.execute(
+                select(traces_t.c.trace_id).where(
+                    traces_t.c.trace_id.in_(trace_ids), traces_t.c.span_count > limit.spans
+                )
             )
-        )
-    ]
+        ]
     rows: list[Any] = []
     with _scan_cache(conn, bool(big)):
         for trace_id in big:
@@ -670,11 +689,39 @@ def _stored_size(*columns: str | bytes | None) -> int:
     return sum(len(column) for column in columns if column is not None)
 
 
-def _load_refs(
-    conn: Connection, resource_ids: set[int], scope_ids: set[int]
-) -> tuple[dict[int, Resource], dict[int, Scope]]:
-    resources_t, scopes_t = _RESOURCES, _SCOPES
-    resources = {
+class _LoadedRefs:
+    """The resources and scopes this store has read, by row id: their rows never change once
+    written (nor are they deleted), so each is read and decoded once per process rather than
+    once per trace load. The objects are shared by every trace loaded after, as one load's
+    spans always shared them. Bounded: a store meeting ever new resources (a client sending a
+    new ``service.instance.id`` each start) starts again past :data:`_REFS_KEPT` of them."""
+
+    def __init__(self) -> None:
+        self.resources: dict[int, Resource] = {}
+        self.scopes: dict[int, Scope] = {}
+
+    def load(
+        self, conn: Connection, resource_ids: set[int], scope_ids: set[int]
+    ) -> tuple[dict[int, Resource], dict[int, Scope]]:
+        """Every resource and scope of ``resource_ids`` and ``scope_ids``, by id, reading only
+        those not read yet."""
+        resources, scopes = self.resources, self.scopes
+        if len(resources) + len(scopes) > _REFS_KEPT:
+            resources, scopes = self.resources, self.scopes = {}, {}
+        if missing := resource_ids - resources.keys():
+            resources.update(_read_resources(conn, missing))
+        if missing := scope_ids - scopes.keys():
+            scopes.update(_read_scopes(conn, missing))
+        return resources, scopes
+
+
+_REFS_KEPT = 10_000
+"""Resources and scopes a store keeps decoded (:class:`_LoadedRefs`)."""
+
+
+def _read_resources(conn: Connection, resource_ids: set[int]) -> dict[int, Resource]:
+    resources_t = _RESOURCES
+    return {
         resource_id: Resource(codec.decode(attributes))
         for resource_id, attributes in conn.execute(
             select(resources_t.c.id, resources_t.c.attributes).where(
@@ -682,7 +729,11 @@ def _load_refs(
             )
         )
     }
-    scopes = {
+
+
+def _read_scopes(conn: Connection, scope_ids: set[int]) -> dict[int, Scope]:
+    scopes_t = _SCOPES
+    return {
         scope_id: Scope(name, version, codec.decode(attributes))
         for scope_id, name, version, attributes in conn.execute(
             select(scopes_t.c.id, scopes_t.c.name, scopes_t.c.version, scopes_t.c.attributes).where(
@@ -690,7 +741,6 @@ def _load_refs(
             )
         )
     }
-    return resources, scopes
 
 
 _SPAN_READ = tuple(
