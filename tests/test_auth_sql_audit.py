@@ -68,6 +68,7 @@ REVIEWED = {
     "source",
     "same",
     "', '.join((f's.{name}' for name in NAMES))",
+    "_COLUMNS",  # migration 0026_aligned_spans: the revision's own constant list of span columns
     # migration 0023_compact_spans_traces: column lists read from the table being copied, the
     # conversions from its constant lists, and a constant ALTER clause
     "', '.join(columns)",
