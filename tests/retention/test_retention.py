@@ -532,12 +532,12 @@ def test_a_running_service_prunes_while_spans_arrive(db_url: str, tmp_path: Path
             ):
                 break
             time.sleep(0.3)
-        with httpx.Client(base_url=server.base_url, timeout=10) as client:
-            exposition = client.get("/metrics").text
-            gone = client.get(f"/api/traces/{old[0].trace_id}")
-            runs_gone = client.get(f"/api/traces/{old[0].trace_id}/runs")
-            kept = client.get("/api/scores", params={"trace_id": old[0].trace_id})
-            live = client.get(f"/api/traces/{fresh[0].trace_id}")
+        client = server.http
+        exposition = client.get("/metrics").text
+        gone = client.get(f"/api/traces/{old[0].trace_id}")
+        runs_gone = client.get(f"/api/traces/{old[0].trace_id}/runs")
+        kept = client.get("/api/scores", params={"trace_id": old[0].trace_id})
+        live = client.get(f"/api/traces/{fresh[0].trace_id}")
 
     # A pruned trace's page says what became of it and where its scores are.
     assert gone.status_code == 410 and "removed by retention" in gone.json()["detail"]

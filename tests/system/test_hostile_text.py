@@ -68,10 +68,8 @@ def test_nul_characters_never_stall_ingest_and_every_trace_is_scored(
     rng = random.Random(17)
     traces = [agent_trace(rng) for _ in range(12)]
     poisoned = _poisoned(traces[5])
-    with (
-        start_server(tmp_path / "server", db_url=db_url, idle_timeout=0.3) as server,
-        httpx.Client(base_url=server.base_url, timeout=10) as client,
-    ):
+    with start_server(tmp_path / "server", db_url=db_url, idle_timeout=0.3) as server:
+        client = server.http
         for trace in traces:  # back to back, so the unpacker groups the poisoned one with others
             response = client.post(
                 "/v1/traces",
@@ -86,40 +84,29 @@ def test_nul_characters_never_stall_ingest_and_every_trace_is_scored(
             )
             time.sleep(0.2)
         for trace in traces:  # every acknowledged span stored, the poisoned trace's included
-            stored = httpx.get(f"{server.base_url}/api/traces/{trace.trace_id}", timeout=15).json()
+            stored = client.get(f"/api/traces/{trace.trace_id}").json()
             assert sorted(span["span_id"] for span in stored["spans"]) == sorted(
                 span.span_id.hex() for span in trace.spans
             )
-        stored = httpx.get(f"{server.base_url}/api/traces/{poisoned.trace_id}", timeout=15).json()
+        stored = client.get(f"/api/traces/{poisoned.trace_id}").json()
         root = next(span for span in stored["spans"] if span["parent_span_id"] is None)
         assert root["name"] == f"invoke_agent bad{REPLACEMENT}name"
         assert root["status"]["message"] == f"boom{REPLACEMENT}"
         assert (
             root["attributes"][f"note{NUL}"] == f"kept{NUL}as is"
         )  # JSON text holds NUL as it came
-        scores = httpx.get(
-            f"{server.base_url}/api/scores",
-            params={"agent": f"weather{REPLACEMENT}bot"},
-            timeout=10,
-        ).json()["items"]
+        scores = client.get("/api/scores", params={"agent": f"weather{REPLACEMENT}bot"}).json()[
+            "items"
+        ]
         assert {score["trace_id"] for score in scores} == {poisoned.trace_id}
         assert all(score["status"] == "ok" for score in scores)
         # A NUL in a read's query reads as the stored U+FFFD (PostgreSQL answered 500 before).
-        as_sent = httpx.get(
-            f"{server.base_url}/api/scores", params={"agent": f"weather{NUL}bot"}, timeout=10
-        )
+        as_sent = client.get("/api/scores", params={"agent": f"weather{NUL}bot"})
         assert as_sent.json()["items"] == scores
         for path in ("/api/traces", "/api/scores/summary", "/"):
-            assert (
-                httpx.get(
-                    f"{server.base_url}{path}", params={"agent": NUL, "service": NUL}, timeout=10
-                ).status_code
-                == 200
-            )
-        assert httpx.get(f"{server.base_url}/api/ingest/quarantine", timeout=10).json() == {
-            "entries": []
-        }
-        exposition = httpx.get(f"{server.base_url}/metrics", timeout=10).text
+            assert client.get(path, params={"agent": NUL, "service": NUL}).status_code == 200
+        assert client.get("/api/ingest/quarantine").json() == {"entries": []}
+        exposition = client.get("/metrics").text
         replaced = {
             line.split('"')[1]: float(line.split()[-1])
             for line in exposition.splitlines()
@@ -140,37 +127,36 @@ def _a_poison_entry_is_set_aside_visibly(server: ServerProcess) -> None:
     finally:
         store.close()
     after = agent_trace(random.Random(18))
-    # One client for every request and look: ``httpx.get`` builds one, SSL context included.
-    with httpx.Client(base_url=server.base_url, timeout=15) as client:
-        exported = client.post(
-            "/v1/traces",
-            content=export_request(after.spans),
-            headers={"Content-Type": "application/x-protobuf"},
+    client = server.http
+    exported = client.post(
+        "/v1/traces",
+        content=export_request(after.spans),
+        headers={"Content-Type": "application/x-protobuf"},
+    )
+    assert exported.status_code == 200
+    assert len(client.get(f"/api/traces/{after.trace_id}").json()["spans"]) == len(after.spans)
+    deadline = time.monotonic() + 10
+    while not (listed := client.get("/api/ingest/quarantine").json()["entries"]):
+        assert time.monotonic() < deadline, server.output()[-3000:]
+        time.sleep(0.1)
+    assert [(entry["seq"], entry["reason"].split(":")[0]) for entry in listed] == [
+        (poison.seq, "DecodeError")
+    ]
+
+    def counted_and_logged() -> bool:  # the unpacker reports and logs just after quarantining
+        exposition = client.get("/metrics").text.splitlines()
+        return (
+            "tracescore_ingest_quarantined_total 1.0" in exposition
+            and f"journal entry {poison.seq} " in server.output()
         )
-        assert exported.status_code == 200
-        assert len(client.get(f"/api/traces/{after.trace_id}").json()["spans"]) == len(after.spans)
-        deadline = time.monotonic() + 10
-        while not (listed := client.get("/api/ingest/quarantine").json()["entries"]):
-            assert time.monotonic() < deadline, server.output()[-3000:]
-            time.sleep(0.1)
-        assert [(entry["seq"], entry["reason"].split(":")[0]) for entry in listed] == [
-            (poison.seq, "DecodeError")
-        ]
 
-        def counted_and_logged() -> bool:  # the unpacker reports and logs just after quarantining
-            exposition = client.get("/metrics").text.splitlines()
-            return (
-                "tracescore_ingest_quarantined_total 1.0" in exposition
-                and f"journal entry {poison.seq} " in server.output()
-            )
-
-        while not counted_and_logged():
-            assert time.monotonic() < deadline, server.output()[-3000:]
-            time.sleep(0.1)
-        assert server.output().count(f"journal entry {poison.seq} ") == 1
-        requeue = "/api/ingest/quarantine/{}/requeue"
-        assert client.post(requeue.format(poison.seq)).json() == {"requeued": poison.seq}
-        assert client.post(requeue.format(poison.seq + 1)).status_code == 404
+    while not counted_and_logged():
+        assert time.monotonic() < deadline, server.output()[-3000:]
+        time.sleep(0.1)
+    assert server.output().count(f"journal entry {poison.seq} ") == 1
+    requeue = "/api/ingest/quarantine/{}/requeue"
+    assert client.post(requeue.format(poison.seq)).json() == {"requeued": poison.seq}
+    assert client.post(requeue.format(poison.seq + 1)).status_code == 404
 
 
 def _json_request(trace_id: str, span_id: str, *, name: str = "span") -> bytes:

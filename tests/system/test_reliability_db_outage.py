@@ -77,19 +77,18 @@ def test_reads_answer_503_and_loops_log_state_changes_only_while_postgres_is_dow
     with (
         ThrowawayPostgres() as postgres,
         start_server(tmp_path, db_url=postgres.url, config=CONFIG) as server,
-        httpx.Client(base_url=server.base_url, timeout=10) as poll,
     ):
+        client = server.http
         before = agent_trace(rng)
         assert (
-            poll.post(
+            client.post(
                 "/v1/traces", content=export_request(before.spans), headers=PROTOBUF
             ).status_code
             == 200
         )
-        wait_for(lambda: _scored(poll, before.trace_id), 60, "the first trace scored")
+        wait_for(lambda: _scored(client, before.trace_id), 60, "the first trace scored")
         routes = read_routes(before.trace_id)
-        with httpx.Client(base_url=server.base_url, timeout=30) as client:
-            healthy = {route: client.get(route).status_code for route in routes}
+        healthy = {route: client.get(route).status_code for route in routes}
         assert set(healthy.values()) == {200}, healthy
 
         log_before = len(server.output().splitlines())
@@ -98,29 +97,26 @@ def test_reads_answer_503_and_loops_log_state_changes_only_while_postgres_is_dow
         answers: dict[str, set[tuple[int, str | None]]] = {
             route: set() for route in [*routes, "/v1/traces"]
         }
-        with httpx.Client(base_url=server.base_url, timeout=30) as client:
-            while time.monotonic() - stopped < OUTAGE_SECONDS:
-                for route in routes:
-                    asked = time.monotonic()
-                    response = client.get(route)  # a dropped connection raises here
-                    seen = (response.status_code, response.headers.get("retry-after"))
-                    if seen == (200, None) and asked - stopped < SHARED_FOR:
-                        continue  # a page or live version many tabs share, read before the stop
-                    answers[route].add(seen)
-                response = client.post(
-                    "/v1/traces", content=export_request(agent_trace(rng).spans), headers=PROTOBUF
-                )
-                answers["/v1/traces"].add(
-                    (response.status_code, response.headers.get("retry-after"))
-                )
-                time.sleep(0.2)
+        while time.monotonic() - stopped < OUTAGE_SECONDS:
+            for route in routes:
+                asked = time.monotonic()
+                response = client.get(route)  # a dropped connection raises here
+                seen = (response.status_code, response.headers.get("retry-after"))
+                if seen == (200, None) and asked - stopped < SHARED_FOR:
+                    continue  # a page or live version many tabs share, read before the stop
+                answers[route].add(seen)
+            response = client.post(
+                "/v1/traces", content=export_request(agent_trace(rng).spans), headers=PROTOBUF
+            )
+            answers["/v1/traces"].add((response.status_code, response.headers.get("retry-after")))
+            time.sleep(0.2)
         outage_log = server.output().splitlines()[log_before:]
 
         postgres.start()
         after = agent_trace(rng)
         wait_for(
             lambda: (
-                poll.post(
+                client.post(
                     "/v1/traces", content=export_request(after.spans), headers=PROTOBUF
                 ).status_code
                 == 200
@@ -128,9 +124,10 @@ def test_reads_answer_503_and_loops_log_state_changes_only_while_postgres_is_dow
             30,
             "ingest back",
         )
-        wait_for(lambda: _scored(poll, after.trace_id), 60, "a trace sent after the outage scored")
-        with httpx.Client(base_url=server.base_url, timeout=30) as client:
-            recovered = {route: client.get(route).status_code for route in routes}
+        wait_for(
+            lambda: _scored(client, after.trace_id), 60, "a trace sent after the outage scored"
+        )
+        recovered = {route: client.get(route).status_code for route in routes}
         # The loops' "available again" lines, each written at its next poll after the return.
         wait_for(
             lambda: server.output().count("available again") >= 3,
