@@ -10,10 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 from alembic import command
-from alembic.autogenerate import compare_metadata
-from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, select, text
 
+from tests.support.schema_drift import drift as schema_drift
 from tracescore.spans import Resource, Scope, Span, SpanEvent, SpanLink
 from tracescore.store import migrate, open_store
 from tracescore.store.engine import make_engine
@@ -77,8 +76,7 @@ def _upgraded(engine: Engine) -> Engine:
 def test_spans_written_before_read_back_the_same(engine: Engine) -> None:
     _upgraded(engine)
     with engine.connect() as connection:
-        context = MigrationContext.configure(connection, opts={"compare_type": True})
-        drift = compare_metadata(context, migrate.store_metadata())
+        drift = schema_drift(connection)
     assert drift == []
     store = open_store(engine.url.render_as_string(hide_password=False))
     try:

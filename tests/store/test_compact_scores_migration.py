@@ -12,11 +12,10 @@ from typing import Any
 
 import pytest
 from alembic import command
-from alembic.autogenerate import compare_metadata
-from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
+from tests.support.schema_drift import drift as schema_drift
 from tracescore.store import migrate
 from tracescore.store.column_types import from_utc_micros
 from tracescore.store.engine import make_engine
@@ -107,8 +106,7 @@ def test_scores_read_back_as_they_were_and_are_stored_compact(engine: Engine) ->
         decision = connection.execute(
             text("SELECT id, trace_id, created_at FROM sampling_decisions")
         ).one()
-        context = MigrationContext.configure(connection, opts={"compare_type": True})
-        drift = compare_metadata(context, migrate.store_metadata())
+        drift = schema_drift(connection)
     assert drift == []
     assert {row["id"]: (row["binding"], row["steps"]) for row in read} == {
         row_id: (binding, steps) for row_id, (binding, _, steps) in ROWS.items()

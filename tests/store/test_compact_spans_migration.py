@@ -11,10 +11,9 @@ from typing import Any
 
 import pytest
 from alembic import command
-from alembic.autogenerate import compare_metadata
-from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, text
 
+from tests.support.schema_drift import drift as schema_drift
 from tracescore.spans import LogRecord, Resource, Scope, Span
 from tracescore.store import migrate, open_store, packed
 from tracescore.store.engine import make_engine
@@ -154,8 +153,7 @@ def test_references_become_row_ids_and_read_back_the_same(engine: Engine) -> Non
         scope_ids = {
             bytes(h): i for h, i in connection.execute(text("SELECT hash, id FROM scopes"))
         }
-        context = MigrationContext.configure(connection, opts={"compare_type": True})
-        drift = compare_metadata(context, migrate.store_metadata())
+        drift = schema_drift(connection)
     assert drift == []
     first, second = (ids[digest] for digest in RESOURCE_HASHES)
     scope_id = scope_ids[SCOPE_HASH]

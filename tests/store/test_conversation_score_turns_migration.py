@@ -10,10 +10,9 @@ from datetime import UTC, datetime
 
 import pytest
 from alembic import command
-from alembic.autogenerate import compare_metadata
-from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, text
 
+from tests.support.schema_drift import drift as schema_drift
 from tracescore.store import migrate
 from tracescore.store.engine import make_engine
 
@@ -87,7 +86,6 @@ def test_earlier_conversation_scores_are_labelled_with_their_turns(engine: Engin
                 text("SELECT id, conversation_turns FROM scores")
             )
         }
-        context = MigrationContext.configure(connection, opts={"compare_type": True})
-        drift = compare_metadata(context, migrate.store_metadata())
+        drift = schema_drift(connection)
     assert labelled == {SCORED_AT_3: 3, ANCHOR_GONE: 2, A_RUN_SCORE: None}
     assert drift == []

@@ -23,8 +23,6 @@ import psycopg
 import pytest
 import yaml
 from alembic import command
-from alembic.autogenerate import compare_metadata
-from alembic.runtime.migration import MigrationContext
 from sqlalchemy import DateTime, Engine, inspect, text
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import SQLModel
@@ -32,6 +30,7 @@ from typer.testing import CliRunner
 
 from tests.support.databases import fresh_pg_database
 from tests.support.paths import FIXTURES
+from tests.support.schema_drift import drift as schema_drift
 from tests.support.server_process import start_server, wait_for
 from tracescore.cli import app
 from tracescore.ingest.files import load_traces
@@ -241,8 +240,7 @@ def snapshot(engine: Engine) -> dict[str, dict[tuple[Any, ...], tuple[Any, ...]]
 def drift(engine: Engine) -> list[Any]:
     """Alembic's comparison of the database with the models: empty when they agree."""
     with engine.connect() as connection:
-        context = MigrationContext.configure(connection, opts={"compare_type": True})
-        return list(compare_metadata(context, migrate.store_metadata()))
+        return schema_drift(connection)
 
 
 def schema_of(engine: Engine) -> dict[str, Any]:

@@ -9,10 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 from alembic import command
-from alembic.autogenerate import compare_metadata
-from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, text
 
+from tests.support.schema_drift import drift as schema_drift
 from tracescore.store import migrate, open_store
 from tracescore.store.engine import make_engine
 from tracescore.store.trace_queue import TraceClaim
@@ -75,8 +74,7 @@ def test_claimed_rows_keep_their_leases_in_the_lease_tables(engine: Engine) -> N
     _write_as_before(engine)
     assert "0025_queue_leases" in migrate.upgrade(engine)
     with engine.connect() as connection:
-        context = MigrationContext.configure(connection, opts={"compare_type": True})
-        drift = compare_metadata(context, migrate.store_metadata())
+        drift = schema_drift(connection)
         leases = connection.execute(
             text("SELECT trace_id, token, owner, expires FROM trace_leases")
         ).all()

@@ -11,10 +11,9 @@ from typing import Any
 
 import pytest
 from alembic import command
-from alembic.autogenerate import compare_metadata
-from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, text
 
+from tests.support.schema_drift import drift as schema_drift
 from tests.support.score_rows import stored_score
 from tracescore.outcomes import FAILED_RUN_REASON
 from tracescore.store import migrate, open_store
@@ -86,8 +85,7 @@ def test_score_names_become_series_and_read_back(engine: Engine) -> None:
 
     with engine.connect() as connection:
         series = connection.execute(text("SELECT count(*) FROM score_series")).scalar_one()
-        context = MigrationContext.configure(connection, opts={"compare_type": True})
-        assert list(compare_metadata(context, migrate.store_metadata())) == []
+        assert schema_drift(connection) == []
         stored = {row["id"]: row for row in trace_scores(connection, TRACE)}
         (tone,) = aggregate_scores(connection, ScoreFilter(binding="tone"))
     assert series == 4  # two rows of one series; '' and NULL agents apart

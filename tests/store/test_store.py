@@ -4,7 +4,9 @@ atomic writes, summaries."""
 from __future__ import annotations
 
 import math
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import psycopg
 import pytest
@@ -13,7 +15,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from tests.support.paths import CAPTURES
 from tests.support.store_spans import TRACE_ID, full_span
 from tracescore.ingest.files import load_traces
-from tracescore.spans import LogRecord, Resource
+from tracescore.spans import LogRecord, Resource, Span
 from tracescore.store import SpanStore, normalize_url, open_store
 
 TRICKY_ATTRIBUTES = {
@@ -139,6 +141,57 @@ def test_retried_span_is_stored_once(store: SpanStore) -> None:
         ("c2c2c2c2c2c2c2c2", None),
     ]
     assert store.trace_summary(TRACE_ID).span_count == 2
+
+
+def test_a_span_twice_in_one_write_is_stored_once_as_first_written(store: SpanStore) -> None:
+    store.write(
+        [
+            full_span("d1d1d1d1d1d1d1d1", attempt=1),
+            full_span("d1d1d1d1d1d1d1d1", attempt=2),
+            full_span("d2d2d2d2d2d2d2d2", "d1d1d1d1d1d1d1d1"),
+        ]
+    )
+    trace = store.load_trace(TRACE_ID)
+    assert trace is not None
+    assert [(s.span_id, s.attributes.get("attempt")) for s in trace.spans] == [
+        ("d1d1d1d1d1d1d1d1", 1),
+        ("d2d2d2d2d2d2d2d2", None),
+    ]
+    assert store.count_spans() == 2
+
+
+def test_retries_written_at_once_by_two_processes_store_each_span_once(pg_url: str) -> None:
+    """PostgreSQL's spans have no unique key (``store/span_insert.py``): two writers of the same
+    spans, each with an engine of its own, racing over many traces, still store each span once,
+    and the traces count them once."""
+    stores = [open_store(pg_url), open_store(pg_url)]
+    traces = [f"{n:032x}" for n in range(1, 41)]
+
+    def spans_of(trace_id: str, writer: int) -> list[Span]:
+        spans = [full_span(f"{n:016x}", None if n == 1 else f"{1:016x}") for n in (1, 2, 3)]
+        spans.append(full_span(f"{10 + writer:016x}", f"{1:016x}"))  # one of each writer's own
+        for span in spans:
+            span.trace_id = trace_id
+        return spans
+
+    start = threading.Barrier(2)
+
+    def write(writer: int) -> None:
+        for trace_id in traces:
+            start.wait()
+            stores[writer].write(spans_of(trace_id, writer))
+
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(write, (0, 1)))
+        loaded = stores[0].load_traces(traces)
+        assert {trace_id: len(loaded[trace_id].spans) for trace_id in traces} == dict.fromkeys(
+            traces, 5
+        )
+        assert {stores[0].trace_summary(t).span_count for t in traces} == {5}
+    finally:
+        for opened in stores:
+            opened.close()
 
 
 def test_summaries_filter_by_service_and_activity(store: SpanStore) -> None:

@@ -34,6 +34,7 @@ from tracescore.store.dialect import dialect_insert
 from tracescore.store.engine import CACHE_PRAGMA, SCAN_CACHE_PRAGMA
 from tracescore.store.ingest_journal import IngestJournal
 from tracescore.store.journal import JournalEntry
+from tracescore.store.span_insert import new_spans_insert
 from tracescore.store.table_of import table_of
 from tracescore.store.tables import LogRow, ResourceRow, ScopeRow, SpanRow, TraceRow
 from tracescore.store.text import TextGuard
@@ -360,7 +361,11 @@ class SpanStore:
             SqliteWriteLock(engine.url.database) if self.dialect == "sqlite" else None
         )
         style = engine.dialect.paramstyle
-        self._insert_spans = bulk_insert(self.dialect, style, "spans", _SPAN_COLUMNS)
+        self._insert_spans = (
+            new_spans_insert(_SPAN_COLUMNS)
+            if self.dialect == "postgresql"
+            else bulk_insert(self.dialect, style, "spans", _SPAN_COLUMNS)
+        )
         self._insert_logs = bulk_insert(self.dialect, style, "logs", _LOG_COLUMNS)
         self._ref_ids = _RefIds()
         self._loaded_refs = _LoadedRefs()

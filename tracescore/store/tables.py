@@ -21,6 +21,7 @@ from sqlalchemy import (
     Index,
     Integer,
     LargeBinary,
+    PrimaryKeyConstraint,
     SmallInteger,
     Text,
     event,
@@ -99,7 +100,16 @@ class SpanRow(SQLModel, table=True):
     column's order or declared type."""
 
     __tablename__ = "spans"
-    __table_args__ = {"sqlite_with_rowid": False}
+    # SQLite: the table is the (trace id, span id) key's B-tree. PostgreSQL: a heap with an
+    # index of the trace id alone, which holds each trace's spans as one entry (a B-tree keeps
+    # equal keys as one key and a list of rows): 91 bytes a four-span trace where the unique
+    # key took 252. Spans already stored are skipped by the insert itself
+    # (:mod:`tracescore.store.span_insert`) rather than by a conflict on that key.
+    __table_args__ = (
+        PrimaryKeyConstraint("trace_id", "span_id").ddl_if(dialect="sqlite"),
+        Index("ix_spans_trace", "trace_id").ddl_if(dialect="postgresql"),
+        {"sqlite_with_rowid": False},
+    )
 
     start_time_ns: int = Field(sa_column=_ns())
     duration_ns: int = Field(sa_column=_ns())
