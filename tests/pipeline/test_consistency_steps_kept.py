@@ -25,5 +25,5 @@ def test_a_passing_consistency_score_is_recomputed_and_a_failing_one_keeps_its_c
     failed = score_row(
         binding, run, status="ok", result=result.model_copy(update={"label": "grounding"})
     )
-    assert passed["steps"] == {RECOMPUTE: True}
+    assert passed["steps"] == {RECOMPUTE: 1}
     assert failed["steps"] and failed["steps"]["steps"] and RECOMPUTE not in failed["steps"]

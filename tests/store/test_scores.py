@@ -126,7 +126,7 @@ def test_text_a_client_wrote_is_made_storable_and_counted(store: SpanStore) -> N
 def test_a_compact_row_keeps_its_marker_and_what_no_recomputation_gives_back(
     store: SpanStore,
 ) -> None:
-    compact = {RECOMPUTE: True, "input_cut": {"chars": 10}}
+    compact = {RECOMPUTE: 1, "input_cut": {"chars": 10}}
     _write(store, _score(steps=compact), _score(span="2" * 16, steps={"steps": [{"name": "a"}]}))
     with store.engine.connect() as connection:
         found = run_scores(connection, [TRACE], with_steps=True)[TRACE]

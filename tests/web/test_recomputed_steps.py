@@ -20,9 +20,10 @@ from tracescore.extract import extract_runs
 from tracescore.ingest.files import load_traces
 from tracescore.pipeline.bindings import compile_bindings
 from tracescore.pipeline.recomputed_steps import SPANS_GONE
-from tracescore.pipeline.score_rows import steps_json
+from tracescore.pipeline.score_rows import RECOMPUTE, RECOMPUTE_BEFORE, steps_json
 from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.service import create_app
+from tracescore.store.column_types import pack_json
 
 TRACE = CAPTURES / "otel-genai-openai-v2-latest" / "tool_call_agent"
 
@@ -44,8 +45,8 @@ def test_code_steps_are_computed_when_shown_and_judge_steps_kept(
         client = TestClient(create_app(config, store))
         (trace,) = load_traces([TRACE])
         rows = {row.binding: row for row in stored_scores(store) if row.trace_id == trace.trace_id}
-        assert rows["tone"].status == "ok" and rows["tone"].steps == {"recompute": True}
-        assert rows["answer-present"].steps == {"recompute": True}
+        assert rows["tone"].status == "ok" and rows["tone"].steps == {RECOMPUTE: 1}
+        assert rows["answer-present"].steps == {RECOMPUTE: 1}
         judged = rows["faithfulness"].steps
         assert judged and judged["steps"] and judged["steps"][0]["judge_calls"]
         assert rows["exploding"].status == "error" and rows["exploding"].steps  # kept
@@ -75,6 +76,22 @@ def test_code_steps_are_computed_when_shown_and_judge_steps_kept(
         card = page.split(f'id="score-{rows["tone"].id}"', 1)[1].split("</article>", 1)[0]
         assert f"Step details ({len(expected['steps'])})" in card
         assert "computed again from the trace's spans" in card
+
+        # A row stored before the marker was one letter holds it spelled out: read alike (an
+        # unmarked value in its place is shown as stored).
+        def store_steps(steps: dict[str, Any]) -> None:
+            with store.engine.begin() as connection:
+                connection.execute(
+                    text("UPDATE scores SET steps = :steps WHERE id = :id"),
+                    {"steps": pack_json(steps), "id": bytes.fromhex(rows["tone"].id)},
+                )
+
+        store_steps({"unmarked": True})
+        assert api_steps()["tone"] == {"unmarked": True}
+        store_steps({RECOMPUTE_BEFORE: True})
+        assert timeless(api_steps()["tone"] | {"recomputed": ""}) == timeless(
+            shown["tone"] | {"recomputed": ""}
+        )
 
         with store.engine.begin() as connection:
             connection.execute(

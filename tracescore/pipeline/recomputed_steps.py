@@ -24,7 +24,7 @@ from tracescore.judge.config import JudgeConfig
 from tracescore.pipeline.bindings import CompiledBinding, compile_bindings
 from tracescore.pipeline.budget import within_input_budget
 from tracescore.pipeline.config import ScorerBinding, WorkersConfig
-from tracescore.pipeline.score_rows import KEPT_STEPS, RECOMPUTE, steps_json
+from tracescore.pipeline.score_rows import KEPT_STEPS, marked_for_recompute, steps_json
 from tracescore.scorers.scorer_run import ScorerRun
 from tracescore.store import SpanStore
 from tracescore.store.call_links import StoredLinks
@@ -98,7 +98,7 @@ class StepsRecompute:
         marked: dict[str, list[tuple[StoredScore, Mapping[str, Any]]]] = {}
         for row in rows:
             steps = row.get("steps")
-            if isinstance(steps, Mapping) and steps.get(RECOMPUTE):
+            if marked_for_recompute(steps):
                 marked.setdefault(row["trace_id"], []).append((row, steps))
         for trace_id, trace_rows in marked.items():
             runs = runs_of(trace_id, {row["span_id"] for row, _ in trace_rows})

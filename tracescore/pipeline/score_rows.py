@@ -8,8 +8,9 @@ new ones.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from pydantic_core import to_jsonable_python
 
@@ -22,11 +23,16 @@ from tracescore.store.scores import SamplingDecision, StoredScore, score_id
 
 _MAX_PROMPT_CHARS = 20_000
 """A step's prompt is stored up to this many characters: it repeats the whole run."""
-RECOMPUTE = "recompute"
-"""Set in a stored score's ``steps`` whose step results were left out because they are a pure
-function of the run and the scorer's version (see :func:`recomputable`): readers compute them
-again from the trace (:mod:`tracescore.pipeline.recomputed_steps`). Those steps were two thirds
-of a code score's row (657 bytes of ~1 KB, each step result twice)."""
+RECOMPUTE = "r"
+"""Set (to 1) in a stored score's ``steps`` whose step results were left out because they are a
+pure function of the run and the scorer's version (see :func:`recomputable`): readers compute
+them again from the trace (:mod:`tracescore.pipeline.recomputed_steps`). Those steps were two
+thirds of a code score's row (657 bytes of ~1 KB, each step result twice). One letter, as nearly
+every code score carries it: ``{"recompute":true}``, which rows written before it hold
+(:data:`RECOMPUTE_BEFORE`, read alike), cost PostgreSQL 47 bytes a trace of three scores."""
+RECOMPUTE_BEFORE = "recompute"
+"""The marker as rows written before :data:`RECOMPUTE` hold it (revision ``0018_compact_storage``
+wrote it too): read, never written."""
 KEPT_STEPS = ("input_cut", "cascade", "trigger", "trace_cut")
 """What a score's ``steps`` record besides its step results, which no recomputation gives
 back: they are stored beside the marker."""
@@ -82,7 +88,7 @@ def score_row(
         row["reason"] = result.reason
         row["error"] = result.error
         steps: dict[str, Any] = (
-            {RECOMPUTE: True} if recomputable(binding, result, row["label"]) else steps_json(result)
+            {RECOMPUTE: 1} if recomputable(binding, result, row["label"]) else steps_json(result)
         )
         row["steps"] = steps
         row["judge_model"] = result.judge_calls[0].model if result.judge_calls else None
@@ -124,6 +130,11 @@ def decision_row(
         "sampled": sampled,
         "created_at": now,
     }
+
+
+def marked_for_recompute(steps: object) -> TypeGuard[Mapping[str, Any]]:
+    """Whether stored ``steps`` carry the marker (either spelling) in place of step results."""
+    return isinstance(steps, Mapping) and bool(steps.get(RECOMPUTE) or steps.get(RECOMPUTE_BEFORE))
 
 
 def recomputable(binding: CompiledBinding, result: ScoreResult, label: str | None) -> bool:
