@@ -143,6 +143,18 @@ def test_retried_span_is_stored_once(store: SpanStore) -> None:
     assert store.trace_summary(TRACE_ID).span_count == 2
 
 
+def test_flags_read_back_with_every_bit_as_sent(store: SpanStore) -> None:
+    """A span's flags are OTLP's unsigned 32 bits, stored on PostgreSQL in a signed integer."""
+    sent = {"e1e1e1e1e1e1e1e1": 0xFFFF_FFFF, "e2e2e2e2e2e2e2e2": 0x8000_0301, "e3e3e3e3e3e3e3e3": 1}
+    spans = [full_span(span_id) for span_id in sent]
+    for span, flags in zip(spans, sent.values(), strict=True):
+        span.flags = flags
+    store.write(spans)
+    trace = store.load_trace(TRACE_ID)
+    assert trace is not None
+    assert {span.span_id: span.flags for span in trace.spans} == sent
+
+
 def test_a_span_twice_in_one_write_is_stored_once_as_first_written(store: SpanStore) -> None:
     store.write(
         [

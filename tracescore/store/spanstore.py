@@ -84,6 +84,17 @@ def _maybe_id(hex_id: str | None) -> bytes | None:
     return None if hex_id is None else bytes.fromhex(hex_id)
 
 
+def _signed32(flags: int) -> int:
+    """A span's flags (unsigned 32 bits) as stored: the signed integer of the same bits."""
+    return flags - (1 << 32) if flags >= 1 << 31 else flags
+
+
+def _unsigned32(stored: int) -> int:
+    """Stored flags back as the span's: rows written before they were 4-byte hold them
+    unsigned already, which this leaves as they are."""
+    return stored & 0xFFFF_FFFF
+
+
 class _Refs:
     """Distinct resources and scopes of one write, keyed by object identity.
 
@@ -242,7 +253,7 @@ def _span_row(span: Span, refs: _Refs) -> tuple[Any, ...]:
         span.status_code,
         guard.text(span.status_message),
         guard.text(span.trace_state),
-        span.flags,
+        _signed32(span.flags),
         packed.pack(guard.json(span.attributes)),
         guard.json([[e.name, e.time_ns, e.attributes] for e in events]) if events else None,
         guard.json([[k.trace_id, k.span_id, k.trace_state, k.attributes] for k in links])
@@ -828,7 +839,7 @@ def _span_from_row(row: Any, resources: dict[int, Resource], scopes: dict[int, S
         status_code=status_code,
         status_message=status_message,
         trace_state=trace_state,
-        flags=flags,
+        flags=_unsigned32(flags),
     )
 
 
