@@ -74,7 +74,7 @@ REVIEWED = {
     "', '.join(columns)",
     "', '.join(selected)",
     "duration",
-    "state",  # migration 0028_queue_index_keys: the states of its own constant list (_INDEXES)
+    "state",  # migration 0028_trace_indexes: the states of its own constant list (_INDEXES)
 }
 
 

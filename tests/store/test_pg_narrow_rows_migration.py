@@ -1,4 +1,4 @@
-"""Revisions ``0027_spans_trace_index``, ``0028_queue_index_keys`` and ``0029_span_flags_int`` on
+"""Revisions ``0027_spans_trace_index``, ``0028_trace_indexes`` and ``0029_span_flags_int`` on
 rows of the revision before them, on SQLite (which they leave as it is) and PostgreSQL: spans
 written before read back the same (flags with their top bit set included) and are not stored
 twice when retried, the schema equals the models, and on PostgreSQL the spans' one index is
@@ -63,9 +63,7 @@ def _upgraded(engine: Engine) -> None:
             {"flags": ALL_FLAGS, "span_id": bytes.fromhex(SPANS[1].span_id)},
         )
     applied = migrate.upgrade(engine)
-    assert {"0027_spans_trace_index", "0028_queue_index_keys", "0029_span_flags_int"} <= set(
-        applied
-    )
+    assert {"0027_spans_trace_index", "0028_trace_indexes", "0029_span_flags_int"} <= set(applied)
 
 
 def test_spans_written_before_read_back_the_same_and_a_retry_stores_nothing(

@@ -13,6 +13,7 @@ import pytest
 from tests.support.store_spans import full_span
 from tracescore.spans import LogRecord, Resource, Scope, Span
 from tracescore.store import SpanStore, open_store
+from tracescore.store.traces import LAST_TRACE_ID, trace_keys
 
 
 @pytest.fixture
@@ -88,6 +89,31 @@ def test_the_trace_list_pages_most_recent_first_and_filters(store: SpanStore) ->
     assert [s.trace_id for s in store.list_traces(since=now - 15)] == ["1" * 32, "2" * 32]
     assert store.list_traces(service="no such service") == []
     assert {s.service_name for s in store.list_traces()} == {"svc"}
+
+
+def test_traces_in_every_state_list_and_scan_in_last_seen_order(store: SpanStore) -> None:
+    """PostgreSQL reads the list one state at a time, each from its own index (settled traces
+    from ``ix_traces_last_seen``, ``store/traces.py``): every state is in it, in one order."""
+    now = time.time()
+    ids = [f"{n:032x}" for n in range(1, 7)]
+    for age, trace_id in zip((50, 40, 30, 20, 10), ids, strict=False):
+        store.write(_spans(trace_id), received_at=now - age)
+    (first, second) = store.queue.claim("worker", 2, 60, now=now)
+    assert store.queue.complete([first], now=now) == 0
+    store.write(_spans(ids[5]), received_at=now)  # still arriving: pending
+    newest_first = [ids[5], ids[4], ids[3], ids[2], ids[1], ids[0]]
+    states = ["pending", "ready", "ready", "ready", "claimed", "scored"]
+    listed = store.list_traces()
+    assert [(s.trace_id, s.state) for s in listed] == list(zip(newest_first, states, strict=True))
+    pages, after = [], None
+    while page := store.list_traces(limit=2, after=after):
+        pages.append([s.trace_id for s in page])
+        after = (page[-1].last_seen, page[-1].trace_id)
+    assert pages == [newest_first[:2], newest_first[2:4], newest_first[4:]]
+    with store.engine.connect() as connection:
+        keys = trace_keys(connection, (0.0, ""), (now + 1, LAST_TRACE_ID), 4)
+    assert [trace_id for _, trace_id in keys] == newest_first[::-1][:4]
+    assert (first.trace_id, second.trace_id) == (ids[0], ids[1])
 
 
 def test_what_writes_altered_is_counted_once(store: SpanStore) -> None:

@@ -1,21 +1,26 @@
-"""The traces table's partial indexes are the ones promotion and claims read (SQLite's plans).
+"""The traces table's partial indexes are the ones promotion, claims and the lists read.
 
 ``ix_traces_*_last_seen`` and ``ix_traces_pending_since`` hold the traces of one state only
 (``store/tables.py``); SQLite uses such an index only for a statement spelling its condition,
 and would otherwise narrow by ``ix_traces_state_end`` and sort every trace of the state, which
 behind a backlog is what the claim's design avoids. Checked on SQLite's query plans, which do
 not depend on the rows (PostgreSQL's planner takes a small table's rows in one scan anyway).
+On PostgreSQL, the lists in last-seen order read every state from its index (the settled ones
+from ``ix_traces_last_seen``, which holds only those): checked with sequential scans disabled,
+so a condition an index's could not be proven from would show as a scan of the table.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import Connection
+from sqlalchemy import Connection, select
 
 from tracescore.store import open_store
 from tracescore.store.trace_queue import _PROMOTE_IDLE, _PROMOTE_OVERDUE, _SQL
+from tracescore.store.traces import TRACES, in_last_seen_order
 
 VALUES = {
     ":cut": "1.0",
@@ -62,3 +67,28 @@ def test_promotion_and_claims_read_the_index_of_their_state(
 ) -> None:
     plan = _indexes(connection, str(statement))
     assert plan == [f"SEARCH traces USING INDEX {index}" for index in indexes]
+
+
+def test_postgresql_lists_read_each_state_from_its_index(pg_url: str) -> None:
+    store = open_store(pg_url)
+    try:
+        query = in_last_seen_order(
+            select(TRACES.c.trace_id, TRACES.c.last_seen).where(TRACES.c.last_seen < 1e12),
+            "postgresql",
+            50,
+            newest_first=True,
+        )
+        sql = str(query.compile(store.engine, compile_kwargs={"literal_binds": True}))
+        with store.engine.connect() as opened:
+            opened.exec_driver_sql("SET enable_seqscan = off")
+            plan = "\n".join(row[0] for row in opened.exec_driver_sql(f"EXPLAIN {sql}"))
+    finally:
+        store.close()
+    assert "Seq Scan" not in plan
+    read = sorted(set(re.findall(r"Index (?:Only )?Scan(?: Backward)? using (\w+)", plan)))
+    assert read == [
+        "ix_traces_claimed_last_seen",
+        "ix_traces_last_seen",
+        "ix_traces_pending_last_seen",
+        "ix_traces_ready_last_seen",
+    ]

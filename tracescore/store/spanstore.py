@@ -40,6 +40,7 @@ from tracescore.store.tables import LogRow, ResourceRow, ScopeRow, SpanRow, Trac
 from tracescore.store.text import TextGuard
 from tracescore.store.trace_cut import ReadLimit, TraceCut
 from tracescore.store.trace_queue import ReadinessRules, TraceQueue, touch_traces
+from tracescore.store.traces import in_last_seen_order
 from tracescore.store.writelock import SqliteWriteLock
 
 
@@ -548,11 +549,7 @@ class SpanStore:
         ``after`` (a summary's ``last_seen`` and ``trace_id``) starts after that trace."""
         self.journal.settle()
         table = _TRACES
-        query = (
-            select(*_SUMMARY_COLUMNS)
-            .order_by(table.c.last_seen.desc(), table.c.trace_id)
-            .limit(limit)
-        )
+        query = select(*_SUMMARY_COLUMNS)
         if after is not None:
             moment, trace_id = after
             query = query.where(
@@ -565,6 +562,7 @@ class SpanStore:
             query = query.where(table.c.service_name == service)
         if since is not None:
             query = query.where(table.c.last_seen >= since)
+        query = in_last_seen_order(query, self.dialect, limit, newest_first=True)
         with self.engine.connect() as conn:
             return [TraceSummary(**row._mapping) for row in conn.execute(query)]
 

@@ -247,8 +247,8 @@ def _in_state(name: str, column: str, state: str) -> tuple[Index, Index]:
 
 
 _SETTLED = "'scored', 'failed', 'pruned'"
-"""The states retention reads by end time: on PostgreSQL ``ix_traces_state_end`` holds traces in
-these only. There every change of a trace's state writes a new version of its row, with an
+"""The states retention reads by end time: on PostgreSQL ``ix_traces_state_end`` and
+``ix_traces_last_seen`` hold traces in these only. There every change of a trace's state writes a new version of its row, with an
 entry in every index whose condition the version meets: an index of all states kept an entry of
 each of a trace's four versions (pending, ready, claimed, scored) until the queue vacuum came by,
 33 bytes a trace after the capacity benchmark. SQLite updates a row in place and keeps it whole.
@@ -267,7 +267,8 @@ class TraceRow(SQLModel, table=True):
     # ones, and claimed ones whose lease expired, in last_seen order: each of those reads names
     # its state, so each index holds the traces in that state only (nearly every trace is
     # scored, and a full index of them cost 54 bytes a trace). The read API and the feedback
-    # scan list by last_seen; retention finds scored traces whose last span ended before its
+    # scan list by last_seen (on PostgreSQL ``ix_traces_last_seen`` holds the settled states
+    # only, and the lists read the others from their own indexes: ``store/traces.py``); retention finds scored traces whose last span ended before its
     # cut (and, later, the pruned ones) by end_time_ns; the backlog gauges count by state,
     # each from the index of that state.
     __table_args__ = (
@@ -275,7 +276,7 @@ class TraceRow(SQLModel, table=True):
         *_in_state("ix_traces_pending_since", "pending_since", "pending"),
         *_in_state("ix_traces_ready_last_seen", "last_seen", "ready"),
         *_in_state("ix_traces_claimed_last_seen", "last_seen", "claimed"),
-        Index("ix_traces_last_seen", "last_seen"),
+        Index("ix_traces_last_seen", "last_seen", postgresql_where=text(f"state IN ({_SETTLED})")),
         Index(
             "ix_traces_state_end",
             "state",

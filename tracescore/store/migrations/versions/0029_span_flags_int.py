@@ -12,7 +12,7 @@ column's declared type.
 There is no downgrade: a database is never downgraded (``store/migrate.py``).
 
 Revision ID: 0029_span_flags_int
-Revises: 0028_queue_index_keys
+Revises: 0028_trace_indexes
 Create Date: 2026-12-06
 """
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0029_span_flags_int"
-down_revision = "0028_queue_index_keys"
+down_revision = "0028_trace_indexes"
 branch_labels = None
 depends_on = None
 
