@@ -17,6 +17,7 @@ for a write (``_span_row``, ``_log_row``), which must change together.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 import time
@@ -25,7 +26,20 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, and_, func, or_, select, text
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Integer,
+    Select,
+    Table,
+    and_,
+    bindparam,
+    func,
+    or_,
+    select,
+    text,
+)
+from sqlalchemy.sql.elements import BindParameter
 
 from tracescore.spans import LogRecord, Resource, Scope, Span, SpanEvent, SpanLink, Trace
 from tracescore.store import codec, packed
@@ -350,6 +364,27 @@ class _AlreadyConsumed(Exception):
     """Rolls back a write whose journal entries another process stored first."""
 
 
+@functools.cache
+def _list_query(dialect: str, after: bool, service: bool, since: bool) -> Select[Any]:
+    """:meth:`SpanStore.list_traces`' statement on ``dialect`` with the filters asked for."""
+    table = _TRACES
+    query = select(*_SUMMARY_COLUMNS)
+    if after:
+        moment: BindParameter[float] = bindparam("moment")
+        query = query.where(
+            or_(
+                table.c.last_seen < moment,
+                and_(table.c.last_seen == moment, table.c.trace_id > bindparam("after_id")),
+            )
+        )
+    if service:
+        query = query.where(table.c.service_name == bindparam("service"))
+    if since:
+        query = query.where(table.c.last_seen >= bindparam("since"))
+    limit = bindparam("limit", type_=Integer, literal_execute=True)
+    return in_last_seen_order(query, dialect, limit, newest_first=True)
+
+
 class SpanStore:
     """Spans, logs and trace assembly state in one SQL database (SQLite or PostgreSQL).
 
@@ -548,23 +583,17 @@ class SpanStore:
         """Most recently active traces first; ``since`` is epoch seconds of last activity;
         ``after`` (a summary's ``last_seen`` and ``trace_id``) starts after that trace."""
         self.journal.settle()
-        table = _TRACES
-        query = select(*_SUMMARY_COLUMNS)
-        if after is not None:
-            moment, trace_id = after
-            query = query.where(
-                or_(
-                    table.c.last_seen < moment,
-                    and_(table.c.last_seen == moment, table.c.trace_id > trace_id),
-                )
-            )
-        if service is not None:
-            query = query.where(table.c.service_name == service)
-        if since is not None:
-            query = query.where(table.c.last_seen >= since)
-        query = in_last_seen_order(query, self.dialect, limit, newest_first=True)
+        query = _list_query(self.dialect, after is not None, service is not None, since is not None)
+        moment, trace_id = after or (None, None)
+        parameters = {
+            "moment": moment,
+            "after_id": trace_id,
+            "service": service,
+            "since": since,
+            "limit": limit,
+        }
         with self.engine.connect() as conn:
-            return [TraceSummary(**row._mapping) for row in conn.execute(query)]
+            return [TraceSummary(**row._mapping) for row in conn.execute(query, parameters)]
 
     def trace_summary(self, trace_id: str) -> TraceSummary | None:
         self.journal.settle()

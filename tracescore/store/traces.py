@@ -10,11 +10,13 @@ neither requeue it nor have a fragment of it scored over its kept scores.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
     Connection,
+    Integer,
     Select,
     and_,
     bindparam,
@@ -26,7 +28,7 @@ from sqlalchemy import (
     union_all,
     update,
 )
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.elements import BindParameter, ColumnElement
 
 from tracescore.spans import EVALUATION_EVENT
 from tracescore.store import codec
@@ -59,7 +61,7 @@ _MENTIONS_EVENT = f"%{EVALUATION_EVENT}%"
 """A prefilter in SQL: only records whose stored JSON names the event are decoded."""
 
 
-def _between(after: Key, through: Key) -> ColumnElement[bool]:
+def _between(after: tuple[Any, ...], through: tuple[Any, ...]) -> ColumnElement[bool]:
     """SQL: the traces after ``after`` up to and including ``through``, in the scan's order;
     an index range on ``last_seen`` narrowed by the trace ids at its two ends."""
     return and_(
@@ -70,7 +72,7 @@ def _between(after: Key, through: Key) -> ColumnElement[bool]:
 
 
 def in_last_seen_order(
-    query: Select[Any], dialect: str, limit: int, *, newest_first: bool = False
+    query: Select[Any], dialect: str, limit: int | BindParameter[int], *, newest_first: bool = False
 ) -> Select[Any]:
     """The first ``limit`` rows of ``query`` (a select of ``traces`` columns, ``last_seen`` and
     ``trace_id`` among them) in last-seen order, trace id next.
@@ -80,7 +82,9 @@ def in_last_seen_order(
     through the queue left an entry in it (85 bytes a trace after the capacity benchmark, 25
     now). Each of the other states has an index of its own keyed by ``last_seen``, so the read
     there is one per state, each from its index in order up to the limit, merged: at most
-    ``limit`` rows a state."""
+    ``limit`` rows a state. The statement takes longer to build than to run (its subqueries'
+    columns, ~5 ms): callers build it once, with bound parameters (``limit`` rendered in the
+    SQL at execution, ``bindparam(…, literal_execute=True)``, so each plan knows it)."""
     last_seen = TRACES.c.last_seen.desc() if newest_first else TRACES.c.last_seen
     if dialect != "postgresql":
         return query.order_by(last_seen, TRACES.c.trace_id).limit(limit)
@@ -95,10 +99,29 @@ def in_last_seen_order(
     return select(merged).order_by(merged_last_seen, merged.c.trace_id).limit(limit)
 
 
+@functools.cache
+def _keys_query(dialect: str) -> Select[Any]:
+    """:func:`trace_keys`' statement on ``dialect``."""
+    after: tuple[BindParameter[Any], ...] = (bindparam("after_seen"), bindparam("after_id"))
+    through: tuple[BindParameter[Any], ...] = (bindparam("through_seen"), bindparam("through_id"))
+    query = select(TRACES.c.last_seen, TRACES.c.trace_id).where(_between(after, through))
+    return in_last_seen_order(
+        query, dialect, bindparam("limit", type_=Integer, literal_execute=True)
+    )
+
+
 def trace_keys(connection: Connection, after: Key, through: Key, limit: int) -> list[Key]:
     """The first ``limit`` traces after ``after`` through ``through``, in the scan's order."""
-    query = select(TRACES.c.last_seen, TRACES.c.trace_id).where(_between(after, through))
-    rows = connection.execute(in_last_seen_order(query, connection.dialect.name, limit))
+    rows = connection.execute(
+        _keys_query(connection.dialect.name),
+        {
+            "after_seen": after[0],
+            "after_id": after[1],
+            "through_seen": through[0],
+            "through_id": through[1],
+            "limit": limit,
+        },
+    )
     return [(row.last_seen, row.trace_id) for row in rows]
 
 
