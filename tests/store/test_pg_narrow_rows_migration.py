@@ -13,32 +13,23 @@ from alembic import command
 from sqlalchemy import Engine, text
 
 from tests.support.schema_drift import drift as schema_drift
-from tracescore.spans import Resource, Scope, Span
+from tests.support.store_spans import TRACE_ID as TRACE
+from tests.support.store_spans import full_span
+from tracescore.spans import Span
 from tracescore.store import migrate, open_store
 from tracescore.store.engine import make_engine
 from tracescore.store.spanstore import SpanStore
 from tracescore.store.trace_queue import count_in_states
 
 BEFORE = "0026_aligned_spans"
-TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 ALL_FLAGS = 0xFFFF_FFFF
 """Flags with every bit set: above a signed 32-bit integer's range, as OTLP's fixed32 allows."""
 
 
 def _span(number: int, flags: int = 0x301) -> Span:
-    return Span(
-        trace_id=TRACE,
-        span_id=f"{number:016x}",
-        parent_span_id=None if number == 1 else f"{1:016x}",
-        name=f"step {number}",
-        kind=1,
-        start_time_ns=1_700_000_000_000_000_000 + number,
-        end_time_ns=1_700_000_001_000_000_000,
-        attributes={"gen_ai.operation.name": "chat", "n": number},
-        resource=Resource({"service.name": "support-bot"}),
-        scope=Scope("agent-sdk", "0.3", {}),
-        flags=flags,
-    )
+    span = full_span(f"{number:016x}", None if number == 1 else f"{1:016x}")
+    span.flags = flags
+    return span
 
 
 SPANS = [_span(1), _span(2, ALL_FLAGS)]
