@@ -79,7 +79,7 @@ def in_last_seen_order(
 
     On SQLite that is one read of ``ix_traces_last_seen``. PostgreSQL's holds the settled
     traces only (scored, failed, pruned), since every version of a row as its trace went
-    through the queue left an entry in it (85 bytes a trace after the capacity benchmark, 25
+    through the queue left an entry in it (85 bytes a trace after the capacity benchmark, 22
     now). Each of the other states has an index of its own keyed by ``last_seen``, so the read
     there is one per state, each from its index in order up to the limit, merged: at most
     ``limit`` rows a state. The statement takes longer to build than to run (its subqueries'
