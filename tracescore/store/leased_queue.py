@@ -41,6 +41,11 @@ class TraceState(StrEnum):
     over its kept scores."""
 
 
+SETTLED = (TraceState.SCORED, TraceState.FAILED, TraceState.PRUNED)
+"""The states a row stays in until something new arrives for it: those PostgreSQL's
+``ix_traces_last_seen`` and ``ix_traces_state_end`` hold (``store/tables.py``)."""
+
+
 def state_is(column: ColumnElement[str], state: str) -> ColumnElement[bool]:
     """``column = state``, the state written into the SQL rather than bound: an index holding
     some states only (``WHERE state = 'pending'``, ``WHERE state IN (...)``) serves a query only

@@ -30,6 +30,7 @@ from sqlalchemy import (
 from sqlmodel import Field, SQLModel
 
 from tracescore.store.column_types import HexId
+from tracescore.store.leased_queue import SETTLED
 from tracescore.store.table_of import table_of
 
 
@@ -52,8 +53,8 @@ def _counter(nullable: bool = False) -> Column[int]:
 def _flags() -> Column[int]:
     """A span's flags, OTLP's ``fixed32``, as the signed 32-bit integer of the same bits (the
     span store converts both ways): 4 bytes on PostgreSQL, where 8 cost a four-span trace 31
-    bytes; SQLite stores an integer in the bytes its value needs whatever its declared type."""
-    return Column(BigInteger().with_variant(Integer(), "postgresql"), nullable=False)
+    bytes: the counters' column (:func:`_counter`)."""
+    return _counter()
 
 
 def _small() -> Column[int]:
@@ -246,10 +247,10 @@ def _in_state(name: str, column: str, state: str) -> tuple[Index, Index]:
     )
 
 
-_SETTLED = "'scored', 'failed', 'pruned'"
-"""The states retention reads by end time: on PostgreSQL ``ix_traces_state_end`` and
-``ix_traces_last_seen`` hold traces in these only. There every change of a trace's state writes a new version of its row, with an
-entry in every index whose condition the version meets: an index of all states kept an entry of
+_SETTLED = ", ".join(f"'{state}'" for state in SETTLED)
+"""The states retention reads by end time, as SQL: on PostgreSQL ``ix_traces_state_end`` and
+``ix_traces_last_seen`` hold traces in these only. There every change of a trace's state writes
+a new version of its row, with an entry in every index whose condition the version meets: an index of all states kept an entry of
 each of a trace's four versions (pending, ready, claimed, scored) until the queue vacuum came by,
 33 bytes a trace after the capacity benchmark. SQLite updates a row in place and keeps it whole.
 """
@@ -268,8 +269,8 @@ class TraceRow(SQLModel, table=True):
     # its state, so each index holds the traces in that state only (nearly every trace is
     # scored, and a full index of them cost 54 bytes a trace). The read API and the feedback
     # scan list by last_seen (on PostgreSQL ``ix_traces_last_seen`` holds the settled states
-    # only, and the lists read the others from their own indexes: ``store/traces.py``); retention finds scored traces whose last span ended before its
-    # cut (and, later, the pruned ones) by end_time_ns; the backlog gauges count by state,
+    # only, and the lists read the others from their own indexes: ``store/traces.py``);
+    # retention finds scored traces whose last span ended before its cut (and, later, the pruned ones) by end_time_ns; the backlog gauges count by state,
     # each from the index of that state.
     __table_args__ = (
         *_in_state("ix_traces_pending_last_seen", "last_seen", "pending"),

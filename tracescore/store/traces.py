@@ -33,7 +33,7 @@ from sqlalchemy.sql.elements import BindParameter, ColumnElement
 from tracescore.spans import EVALUATION_EVENT
 from tracescore.store import codec
 from tracescore.store.aging import still_in
-from tracescore.store.leased_queue import TraceState, state_is
+from tracescore.store.leased_queue import SETTLED, TraceState, state_is
 from tracescore.store.table_of import table_of
 from tracescore.store.tables import LogRow, SpanRow, TraceRow
 
@@ -43,9 +43,6 @@ LOGS = table_of(LogRow)
 
 IN_FLIGHT = (TraceState.PENDING, TraceState.READY, TraceState.CLAIMED)
 """Trace states whose records are kept whatever their age: the trace is yet to be scored."""
-SETTLED = (TraceState.SCORED, TraceState.FAILED, TraceState.PRUNED)
-"""The other states: those PostgreSQL's ``ix_traces_last_seen`` and ``ix_traces_state_end``
-hold (``store/tables.py``)."""
 
 
 # --- feedback/scan: the OTLP feedback scan ---------------------------------------------------
